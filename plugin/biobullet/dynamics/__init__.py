@@ -1,0 +1,1 @@
+"""Equations of motion: spatial recursions on the tree and the formulations built on them."""

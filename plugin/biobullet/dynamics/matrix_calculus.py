@@ -1,0 +1,1 @@
+"""Placeholder replaced by the matrix-calculus formulation (paper 000)."""

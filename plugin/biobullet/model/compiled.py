@@ -1,0 +1,232 @@
+"""The compiled, immutable Model: tree bodies, frames, coordinate map, and the public dynamics API.
+
+Vectors: generalized positions q = [base pose (7, if floating)] + independent joint coordinates
+(`coordinate_names`); generalized velocities v = [base twist in the base frame (6)] + their rates
+(`velocity_names`). Joint configuration x = [base pose] + every joint coordinate θ in URDF order
+(`joint_names`). Dynamics: M(q, t) q̈ + h(q, v, t) = Q, where Q are applied generalized forces.
+"""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import ModelError
+from .coordinates import CoordinateMap, ExplicitFunction
+from .description import ModelDescription
+from .tree import Body, Frame, compile_tree
+
+BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+
+
+class Model:
+    """Immutable compiled model. Create with `biobullet.load_model(path)`."""
+
+    def __init__(self, description: ModelDescription) -> None:
+        bodies, frames, joint_names = compile_tree(description)
+        self.description = description
+        self.name = description.name
+        self.file = description.file
+        self.bodies: tuple[Body, ...] = bodies
+        self._frames: Mapping[str, Frame] = frames
+        self.joint_names: tuple[str, ...] = joint_names
+        self.floating_base = description.base_type == "floating"
+        self.gravity = np.array(description.gravity, dtype=float)
+        self.gravity.setflags(write=False)
+        self.n_joints = len(joint_names)
+        self.n_config = self.n_joints + (7 if self.floating_base else 0)
+        self.n_tangent = self.n_joints + (6 if self.floating_base else 0)
+        self.coordinate_map = self._build_coordinate_map(description)
+        independent = [joint_names[k] for k in self.coordinate_map.independent]
+        base_q = BASE_POSITION_NAMES if self.floating_base else ()
+        base_v = BASE_VELOCITY_NAMES if self.floating_base else ()
+        self.independent_joint_names: tuple[str, ...] = tuple(independent)
+        self.coordinate_names: tuple[str, ...] = base_q + tuple(independent)
+        self.velocity_names: tuple[str, ...] = base_v + tuple(independent)
+        self.nq, self.nv = len(self.coordinate_names), len(self.velocity_names)
+        self._base_q, self._base_v = len(base_q), len(base_v)
+
+    # ------------------------------------------------------------------ construction
+    def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
+        slot = {name: k for k, name in enumerate(self.joint_names)}
+        dependent = {f.joint: f for f in description.joint_functions}
+        if description.coordinates is not None:
+            for name in description.coordinates:
+                if name in dependent:
+                    raise ModelError(f"joint {name!r} is listed as independent but is made dependent by "
+                                     f"{dependent[name].source.element}", file=description.file,
+                                     element="<coordinates>", attribute="names")
+            missing = [n for n in self.joint_names if n not in dependent and n not in description.coordinates]
+            if missing and not description.elements_of("loop"):
+                raise ModelError(f"joints {', '.join(missing)} are neither listed nor driven by a function",
+                                 file=description.file, element="<coordinates>", attribute="names",
+                                 expected="every joint that no function drives (loops may make the rest dependent)")
+            independent = [slot[n] for n in description.coordinates]
+        else:
+            independent = [slot[n] for n in self.joint_names if n not in dependent]
+        order: list[ExplicitFunction] = []
+        done = set(independent)
+        remaining = dict(dependent)
+        while remaining:  # dependency order; cycles were rejected by the parser
+            ready = [j for j, f in remaining.items() if all(slot[i] in done for i in f.function.inputs)]
+            if not ready:
+                raise ModelError("joint functions depend on joints that are neither independent nor computed: "
+                                 + ", ".join(sorted(remaining)), file=description.file, element="<joint_function>")
+            for joint in ready:
+                f = remaining.pop(joint)
+                order.append(ExplicitFunction(slot[joint], tuple(slot[i] for i in f.function.inputs), f.function))
+                done.add(slot[joint])
+        return CoordinateMap(self.n_joints, independent, order)
+
+    # ------------------------------------------------------------------ frames
+    def frame(self, name: str) -> Frame:
+        try:
+            return self._frames[name]
+        except KeyError:
+            raise ModelError(f"unknown link {name!r}", file=self.file,
+                             expected="one of " + ", ".join(sorted(self._frames))) from None
+
+    @property
+    def link_names(self) -> tuple[str, ...]:
+        return tuple(self._frames)
+
+    # ------------------------------------------------------------------ coordinates
+    def _check(self, name: str, value, size: int) -> np.ndarray:
+        array = np.asarray(value, dtype=float).reshape(-1)
+        if array.shape != (size,):
+            raise ModelError(f"argument {name!r} has {array.size} entries", file=self.file,
+                             expected=f"{size} ({', '.join((self.coordinate_names if name == 'q' else self.velocity_names)[:8])}"
+                             f"{', …' if size > 8 else ''})" if name in ('q', 'v') else f"{size} entries")
+        if not np.all(np.isfinite(array)):
+            raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
+        return array
+
+    def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
+        """Tree configuration x = [base pose?, θ] for generalized positions q."""
+        q = self._check("q", q, self.nq)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        return np.concatenate([q[:self._base_q], jets.theta])
+
+    def joint_positions(self, q, t: float = 0.0) -> np.ndarray:
+        """Every joint coordinate θ (URDF joint order) for generalized positions q at time t."""
+        q = self._check("q", q, self.nq)
+        return self.coordinate_map.evaluate(q[self._base_q:], t).theta
+
+    def joint_state(self, q, v, t: float = 0.0):
+        """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
+        q = self._check("q", q, self.nq)
+        v = self._check("v", v, self.nv)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], t, v[self._base_v:])
+        return (np.concatenate([q[:self._base_q], jets.theta]), np.concatenate([v[:self._base_v], jets.rate]),
+                self._full_gradient(jets.gradient), np.concatenate([np.zeros(self._base_v), jets.gamma]))
+
+    def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(x, G) without rates."""
+        q = self._check("q", q, self.nq)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
+
+    def _full_gradient(self, gradient: np.ndarray) -> np.ndarray:
+        if not self.floating_base:
+            return gradient
+        full = np.zeros((self.n_tangent, self.nv))
+        full[:6, :6] = np.eye(6)
+        full[6:, 6:] = gradient
+        return full
+
+    # ------------------------------------------------------------------ dynamics (reduced equations)
+    def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """M(q, t), nv × nv, kg·m² / kg."""
+        return _formulation(formulation).mass_matrix(self, q, t)
+
+    def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
+        return _formulation(formulation).bias_forces(self, q, v, t)
+
+    def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
+        """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
+        _, gradient = self.coordinate_gradient(q, t)
+        return gradient.T @ self._check("tau_joints", tau_joints, self.n_tangent)
+
+    def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """q̈ (well, v̇) from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
+        mass = self.mass_matrix(q, t, formulation=formulation)
+        rhs = -self.bias_forces(q, v, t, formulation=formulation)
+        if tau is not None:
+            rhs = rhs + self._check("tau", tau, self.nv)
+        return _solve_spd(mass, rhs, self.file)
+
+    def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
+        """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
+        from ..model.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix
+        q = np.array(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        if self.floating_base:
+            rotation = quaternion_to_matrix(q[3:7])
+            q[:3] += rotation @ v[:3] * dt
+            q[3:7] = quaternion_multiply(q[3:7], exp_quaternion(v[3:6] * dt))
+            q[3:7] /= np.linalg.norm(q[3:7])
+        q[self._base_q:] += v[self._base_v:] * dt
+        return q
+
+    def neutral_configuration(self) -> np.ndarray:
+        q = np.zeros(self.nq)
+        if self.floating_base:
+            q[6] = 1.0
+        return q
+
+    def initial_state(self, overrides: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(q0, v0) from the model's `<initial>` elements, with NAME=VALUE overrides (NAME or NAME_dot)."""
+        q, v = self.neutral_configuration(), np.zeros(self.nv)
+        values = {i.joint: i for i in self.description.initial}
+        for k, name in enumerate(self.coordinate_names):
+            if name in values and values[name].position is not None:
+                q[k] = values[name].position
+        for k, name in enumerate(self.velocity_names):
+            if name in values and values[name].velocity is not None:
+                v[k] = values[name].velocity
+        for key, value in (overrides or {}).items():
+            if key in self.coordinate_names:
+                q[self.coordinate_names.index(key)] = value
+            elif key.endswith("_dot") and key[:-4] in self.velocity_names:
+                v[self.velocity_names.index(key[:-4])] = value
+            else:
+                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot", file=self.file,
+                                 expected="one of " + ", ".join(self.coordinate_names))
+        return q, v
+
+    @cached_property
+    def total_mass(self) -> float:
+        return float(sum(body.mass for body in self.bodies))
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, bodies={len(self.bodies)}, joints={self.n_joints}, nq={self.nq}, "
+                f"nv={self.nv}, floating_base={self.floating_base})")
+
+
+def _formulation(name: str | None):
+    from ..dynamics.formulation import get_formulation
+    return get_formulation(name)
+
+
+def _solve_spd(mass: np.ndarray, rhs: np.ndarray, file: str) -> np.ndarray:
+    from ..errors import SolverError
+    try:
+        factor = np.linalg.cholesky(mass)
+    except np.linalg.LinAlgError:
+        raise SolverError(f"{file}: the mass matrix is singular or not positive definite "
+                          "(a joint moves no mass, or a joint function makes coordinates redundant)") from None
+    y = np.linalg.solve(factor, rhs)
+    return np.linalg.solve(factor.T, y)
+
+
+def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+    """Load a URDF file with its optional `<biobullet>` block into a compiled Model.
+
+    `floating_base` overrides the file's `<base type=...>`. Raises ModelError on bad input.
+    """
+    from .urdf import load_description
+    return Model(load_description(path, floating_base))

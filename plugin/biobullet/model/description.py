@@ -1,0 +1,118 @@
+"""Frozen description objects: what a model file says, validated, before compilation.
+
+Units: SI, angles in radians. Vectors are tuples of floats; 3×3 matrices are tuples of 3 row tuples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import SourceRef
+
+Vec3 = tuple[float, float, float]
+Mat3 = tuple[Vec3, Vec3, Vec3]
+
+MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+
+
+@dataclass(frozen=True)
+class InertialDescription:
+    """Mass (kg), centre of mass (m, link frame) and inertia about the COM expressed in the link frame (kg·m²)."""
+
+    mass: float
+    com: Vec3
+    inertia: Mat3
+
+
+@dataclass(frozen=True)
+class LinkDescription:
+    name: str
+    inertial: InertialDescription | None
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class JointDescription:
+    """A URDF joint. `origin` places the joint (= child link) frame in the parent link frame at θ = 0."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin_xyz: Vec3
+    origin_rpy: Vec3
+    axis: Vec3
+    lower: float | None
+    upper: float | None
+    mimic: tuple[str, float, float] | None  # (joint, multiplier, offset)
+    source: SourceRef
+
+    @property
+    def movable(self) -> bool:
+        return self.type in MOVABLE_JOINT_TYPES
+
+
+@dataclass(frozen=True)
+class JointFunctionDescription:
+    """θ_joint = function(inputs, t)."""
+
+    joint: str
+    function: Any  # functions.base.JointFunction (kept Any to avoid importing plugins here)
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class InitialDescription:
+    joint: str
+    position: float | None
+    velocity: float | None
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class ElementDescription:
+    """A `<biobullet>` child handled by a later layer (loops, forces, contact, flexible links).
+
+    `attributes` are the raw strings; link and joint references have already been checked to exist.
+    """
+
+    tag: str
+    attributes: Mapping[str, str]
+    source: SourceRef
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.attributes.get(key, default)
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    name: str
+    file: str
+    links: tuple[LinkDescription, ...]
+    joints: tuple[JointDescription, ...]
+    root_link: str
+    gravity: Vec3 = (0.0, 0.0, -9.81)
+    base_type: str = "fixed"
+    coordinates: tuple[str, ...] | None = None
+    joint_functions: tuple[JointFunctionDescription, ...] = ()
+    initial: tuple[InitialDescription, ...] = ()
+    elements: tuple[ElementDescription, ...] = ()  # loop, spring, joint_spring, joint_torque, joint_stop, contact, flexible
+    extension_version: str | None = None
+
+    def link(self, name: str) -> LinkDescription:
+        return next(link for link in self.links if link.name == name)
+
+    def joint(self, name: str) -> JointDescription:
+        return next(joint for joint in self.joints if joint.name == name)
+
+    def elements_of(self, tag: str) -> tuple[ElementDescription, ...]:
+        return tuple(e for e in self.elements if e.tag == tag)
+
+
+def frozen_mapping(d: dict[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(d))
+
+
+__all__ = ["InertialDescription", "LinkDescription", "JointDescription", "JointFunctionDescription",
+           "InitialDescription", "ElementDescription", "ModelDescription", "MOVABLE_JOINT_TYPES", "field"]

@@ -1,0 +1,180 @@
+"""Parse the `<biobullet>` block of a model file (see DESIGN.md, "Model file").
+
+Gravity, base type, initial state, the independent coordinates and joint functions are read here;
+loops, force elements, contacts and flexible links are checked for references (links and joints exist)
+and handed on as ElementDescriptions to the layers that own them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+
+from ..errors import ModelError, SourceRef
+from .attributes import check_known_attributes, optional_float, optional_vec3, required, source_of
+from .description import (ElementDescription, InitialDescription, JointFunctionDescription, ModelDescription,
+                          frozen_mapping)
+
+SUPPORTED_VERSIONS = ("1",)
+# Elements handed on to later layers, with the attributes each one accepts (None: the owning layer checks them).
+DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
+    "loop": {"name", "type", "link_a", "xyz_a", "link_b", "xyz_b", "normal", "axis", "axis_a", "axis_b"},
+    "spring": {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length", "damping"},
+    "joint_spring": {"joint", "stiffness", "rest", "damping"},
+    "joint_torque": None,   # constant `value`, or a time function: type="fourier" ...
+    "joint_stop": {"joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
+    "contact": None,
+    "flexible": None,
+}
+KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", *DELEGATED_ELEMENTS)
+
+
+def parse_extension(description: ModelDescription, block: ET.Element | None,
+                    floating_base: bool | None) -> ModelDescription:
+    file = description.file
+    links = {link.name for link in description.links}
+    joints = {joint.name: joint for joint in description.joints}
+    movable = {name for name, joint in joints.items() if joint.movable}
+    changes: dict[str, object] = {}
+    functions: list[JointFunctionDescription] = []
+    initial: list[InitialDescription] = []
+    elements: list[ElementDescription] = []
+    if block is not None:
+        block_source = SourceRef(file, "<biobullet>")
+        version = block.attrib.get("version", "1")
+        if version not in SUPPORTED_VERSIONS:
+            raise block_source.error("version", f"unsupported version {version!r}", " or ".join(SUPPORTED_VERSIONS))
+        changes["extension_version"] = version
+        for element in block:
+            if not isinstance(element.tag, str):  # comments
+                continue
+            source = source_of(file, element)
+            tag = element.tag
+            if tag == "gravity":
+                check_known_attributes(source, element, {"xyz"})
+                changes["gravity"] = optional_vec3(source, element, "xyz", (0.0, 0.0, -9.81))
+            elif tag == "base":
+                check_known_attributes(source, element, {"type"})
+                base_type = required(source, element, "type")
+                if base_type not in ("fixed", "floating"):
+                    raise source.error("type", f"unknown base type {base_type!r}", "fixed or floating")
+                changes["base_type"] = base_type
+            elif tag == "initial":
+                check_known_attributes(source, element, {"joint", "position", "velocity"})
+                joint = _movable_joint(source, element, "joint", movable, joints)
+                initial.append(InitialDescription(joint, optional_float(source, element, "position"),
+                                                  optional_float(source, element, "velocity"), source))
+            elif tag == "coordinates":
+                check_known_attributes(source, element, {"names"})
+                names = tuple(required(source, element, "names").split())
+                for name in names:
+                    if name not in movable:
+                        raise source.error("names", f"unknown joint {name!r}", _joint_list(movable))
+                if len(set(names)) != len(names):
+                    raise source.error("names", "a coordinate is listed twice", "distinct joint names")
+                changes["coordinates"] = names
+            elif tag == "joint_function":
+                functions.append(_parse_joint_function(source, element, movable, joints))
+            elif tag in DELEGATED_ELEMENTS:
+                allowed = DELEGATED_ELEMENTS[tag]
+                if allowed is not None:
+                    check_known_attributes(source, element, allowed)
+                for key in ("link", "link_a", "link_b"):
+                    if key in element.attrib and element.attrib[key] not in links:
+                        raise source.error(key, f"unknown link {element.attrib[key]!r}",
+                                           "the name of a <link> in this file")
+                if "joint" in element.attrib:
+                    _movable_joint(source, element, "joint", movable, joints)
+                elements.append(ElementDescription(tag, frozen_mapping(dict(element.attrib)), source))
+            else:
+                raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
+                                 expected="one of " + ", ".join(f"<{k}>" for k in KNOWN_ELEMENTS))
+    functions.extend(_mimic_functions(description))
+    _check_functions(file, functions)
+    seen_initial: set[str] = set()
+    for item in initial:
+        if item.joint in seen_initial:
+            raise item.source.error("joint", "initial state given twice for this joint", "one <initial> per joint")
+        seen_initial.add(item.joint)
+    if floating_base is not None:
+        changes["base_type"] = "floating" if floating_base else "fixed"
+    return dataclasses.replace(description, joint_functions=tuple(functions), initial=tuple(initial),
+                               elements=tuple(elements), **changes)
+
+
+def _joint_list(names) -> str:
+    return "one of " + ", ".join(sorted(names)) if names else "a movable joint (the model has none)"
+
+
+def _movable_joint(source: SourceRef, element: ET.Element, attribute: str, movable: set[str], joints) -> str:
+    name = required(source, element, attribute)
+    if name not in movable:
+        if name in joints:
+            raise source.error(attribute, f"joint {name!r} is {joints[name].type}, not movable",
+                               "a revolute, continuous or prismatic joint")
+        raise source.error(attribute, f"unknown joint {name!r}", _joint_list(movable))
+    return name
+
+
+def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[str],
+                          joints) -> JointFunctionDescription:
+    from ..functions import registry
+
+    joint = _movable_joint(source, element, "joint", movable, joints)
+    type_name = required(source, element, "type")
+    cls = registry.get(type_name)
+    if cls is None:
+        raise source.error("type", f"unknown joint-function type {type_name!r}", "one of " + ", ".join(registry.names()))
+    inputs = tuple(element.attrib.get("inputs", "").split())
+    for name in inputs:
+        if name not in movable:
+            raise source.error("inputs", f"unknown joint {name!r}", _joint_list(movable))
+    if joint in inputs:
+        raise source.error("inputs", f"joint {joint!r} is an input of its own function", "other joints")
+    allowed = {"joint", "type", "inputs", *cls.attributes}
+    check_known_attributes(source, element, allowed)
+    function = cls.from_attributes(frozen_mapping(dict(element.attrib)), inputs, source)
+    return JointFunctionDescription(joint, function, source)
+
+
+def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescription]:
+    from ..functions.linear import LinearFunction
+
+    result = []
+    movable = {joint.name for joint in description.joints if joint.movable}
+    for joint in description.joints:
+        if joint.mimic is None or not joint.movable:
+            continue
+        source = SourceRef(description.file, f'<joint name="{joint.name}"> <mimic>')
+        target, multiplier, offset = joint.mimic
+        if target not in movable:
+            raise source.error("joint", f"unknown joint {target!r}", _joint_list(movable))
+        if target == joint.name:
+            raise source.error("joint", "a joint cannot mimic itself", "another joint")
+        result.append(JointFunctionDescription(joint.name, LinearFunction.mimic(target, multiplier, offset), source))
+    return result
+
+
+def _check_functions(file: str, functions: list[JointFunctionDescription]) -> None:
+    by_joint: dict[str, JointFunctionDescription] = {}
+    for item in functions:
+        if item.joint in by_joint:
+            first = by_joint[item.joint].source.element
+            raise item.source.error("joint", f"joint {item.joint!r} is made dependent twice (also by {first})",
+                                    "at most one function (or <mimic>) per joint")
+        by_joint[item.joint] = item
+    state: dict[str, int] = {}
+
+    def visit(joint: str, path: list[str]) -> None:
+        if state.get(joint) == 2 or joint not in by_joint:
+            return
+        if state.get(joint) == 1:
+            cycle = path[path.index(joint):] + [joint]
+            raise by_joint[joint].source.error("inputs", "cyclic joint-function inputs: " + " → ".join(cycle),
+                                               "inputs that do not depend back on this joint")
+        state[joint] = 1
+        for name in by_joint[joint].function.inputs:
+            visit(name, path + [joint])
+        state[joint] = 2
+
+    for joint in by_joint:
+        visit(joint, [])

@@ -1,0 +1,186 @@
+"""Parse a URDF file (tree of links and joints) plus its `<biobullet>` block into a ModelDescription.
+
+Only what dynamics needs is read from URDF: links' `<inertial>`, joints' type, parent, child, origin, axis,
+limits and `<mimic>`. Visual and collision geometry are left to PyBullet. Nothing in the file is executed.
+"""
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from ..errors import ModelError, SourceRef
+from .attributes import optional_float, optional_vec3, parse_float, required, source_of
+from .description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
+                          MOVABLE_JOINT_TYPES)
+from .extension import parse_extension
+from .rotations import rpy_to_matrix
+
+SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
+# Relative slack for the triangle inequality: thin rods and plates sit exactly on its boundary.
+TRIANGLE_TOLERANCE = 1e-9
+
+
+def load_description(path: str | os.PathLike[str], floating_base: bool | None = None) -> ModelDescription:
+    """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input."""
+    file = os.fspath(path)
+    if not os.path.isfile(file):
+        raise ModelError("no such file", file=file)
+    try:
+        tree = ET.parse(file)
+    except ET.ParseError as exc:
+        raise ModelError(f"not well-formed XML ({exc})", file=file) from None
+    robot = tree.getroot()
+    if robot.tag != "robot":
+        raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
+    links = tuple(_parse_link(file, element) for element in robot.findall("link"))
+    if not links:
+        raise ModelError("the model has no <link>", file=file, element="<robot>")
+    _check_unique(file, [link.name for link in links], "link")
+    link_names = {link.name for link in links}
+    joints = tuple(_parse_joint(file, element, link_names) for element in robot.findall("joint"))
+    _check_unique(file, [joint.name for joint in joints], "joint")
+    root = _check_tree(file, links, joints)
+    extension = robot.findall("biobullet")
+    if len(extension) > 1:
+        raise ModelError("more than one <biobullet> block", file=file, element="<biobullet>", expected="at most one")
+    description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
+                                   links=links, joints=joints, root_link=root)
+    return parse_extension(description, extension[0] if extension else None, floating_base)
+
+
+def _check_unique(file: str, names: list[str], kind: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ModelError(f"duplicate {kind} name", file=file, element=f'<{kind} name="{name}">',
+                             attribute="name", expected=f"unique {kind} names")
+        seen.add(name)
+
+
+def _parse_link(file: str, element: ET.Element) -> LinkDescription:
+    source = source_of(file, element)
+    name = required(source, element, "name")
+    inertial_element = element.find("inertial")
+    inertial = None
+    if inertial_element is not None:
+        inertial = _parse_inertial(SourceRef(file, f'<link name="{name}"> <inertial>'), inertial_element)
+    return LinkDescription(name=name, inertial=inertial, source=source)
+
+
+def _parse_inertial(source: SourceRef, element: ET.Element) -> InertialDescription:
+    origin = element.find("origin")
+    xyz = optional_vec3(source, origin, "xyz")
+    rpy = optional_vec3(source, origin, "rpy")
+    mass_element = element.find("mass")
+    if mass_element is None:
+        raise source.error(None, "missing <mass>", '<mass value="..."/>')
+    mass_source = SourceRef(source.file, source.element + " <mass>")
+    mass = parse_float(mass_source, "value", required(mass_source, mass_element, "value"))
+    if mass < 0:
+        raise mass_source.error("value", f"negative mass {mass:g} kg", "mass ≥ 0")
+    inertia_element = element.find("inertia")
+    inertia_source = SourceRef(source.file, source.element + " <inertia>")
+    if inertia_element is None:
+        if mass > 0:
+            raise source.error(None, "missing <inertia>", "<inertia ixx iyy izz ixy ixz iyz/>")
+        components = dict.fromkeys(("ixx", "iyy", "izz", "ixy", "ixz", "iyz"), 0.0)
+    else:
+        components = {key: optional_float(inertia_source, inertia_element, key, 0.0)
+                      for key in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    c = components
+    local = np.array([[c["ixx"], c["ixy"], c["ixz"]], [c["ixy"], c["iyy"], c["iyz"]], [c["ixz"], c["iyz"], c["izz"]]])
+    if mass > 0:
+        _check_inertia(inertia_source, local)
+    rotation = rpy_to_matrix(rpy)
+    inertia = rotation @ local @ rotation.T
+    return InertialDescription(mass=mass, com=xyz, inertia=tuple(tuple(float(v) for v in row) for row in inertia))
+
+
+def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
+    principal = np.linalg.eigvalsh(inertia)
+    if principal[0] <= 0:
+        raise source.error("ixx", f"inertia tensor is not positive definite (principal moments "
+                           f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive definite tensor")
+    a, b, c = principal
+    if a + b < c * (1 - TRIANGLE_TOLERANCE):
+        raise source.error("ixx", f"principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
+                           f"({a:.6g} + {b:.6g} < {c:.6g})", "I1 + I2 ≥ I3 for a physical body")
+
+
+def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointDescription:
+    source = source_of(file, element)
+    name = required(source, element, "name")
+    joint_type = required(source, element, "type")
+    if joint_type not in SUPPORTED_JOINT_TYPES:
+        hint = " (a floating base is declared with <biobullet><base type=\"floating\"/>)" \
+            if joint_type == "floating" else ""
+        raise source.error("type", f"unsupported joint type {joint_type!r}{hint}", ", ".join(SUPPORTED_JOINT_TYPES))
+    ends = {}
+    for tag in ("parent", "child"):
+        end = element.find(tag)
+        end_source = SourceRef(file, f'{source.element} <{tag}>')
+        if end is None:
+            raise source.error(None, f"missing <{tag}>", f'<{tag} link="..."/>')
+        link = required(end_source, end, "link")
+        if link not in link_names:
+            raise end_source.error("link", f"unknown link {link!r}", "the name of a <link> in this file")
+        ends[tag] = link
+    origin = element.find("origin")
+    origin_source = SourceRef(file, f"{source.element} <origin>")
+    xyz = optional_vec3(origin_source, origin, "xyz")
+    rpy = optional_vec3(origin_source, origin, "rpy")
+    axis_element = element.find("axis")
+    axis_source = SourceRef(file, f"{source.element} <axis>")
+    axis = optional_vec3(axis_source, axis_element, "xyz", (1.0, 0.0, 0.0))
+    norm = math.sqrt(sum(a * a for a in axis))
+    if joint_type in MOVABLE_JOINT_TYPES:
+        if norm < 1e-12:
+            raise axis_source.error("xyz", "zero axis", "a non-zero direction")
+        axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
+    lower = upper = None
+    limit = element.find("limit")
+    if limit is not None and joint_type in ("revolute", "prismatic"):
+        limit_source = SourceRef(file, f"{source.element} <limit>")
+        lower = optional_float(limit_source, limit, "lower")
+        upper = optional_float(limit_source, limit, "upper")
+        if lower is not None and upper is not None and lower > upper:
+            raise limit_source.error("upper", f"upper {upper:g} < lower {lower:g}", "upper ≥ lower")
+    mimic = None
+    mimic_element = element.find("mimic")
+    if mimic_element is not None:
+        mimic_source = SourceRef(file, f"{source.element} <mimic>")
+        mimic = (required(mimic_source, mimic_element, "joint"),
+                 optional_float(mimic_source, mimic_element, "multiplier", 1.0),
+                 optional_float(mimic_source, mimic_element, "offset", 0.0))
+    return JointDescription(name=name, type=joint_type, parent=ends["parent"], child=ends["child"],
+                            origin_xyz=xyz, origin_rpy=rpy, axis=axis, lower=lower, upper=upper,
+                            mimic=mimic, source=source)
+
+
+def _check_tree(file: str, links: tuple[LinkDescription, ...], joints: tuple[JointDescription, ...]) -> str:
+    parent_of: dict[str, JointDescription] = {}
+    for joint in joints:
+        if joint.child in parent_of:
+            raise ModelError(f"link {joint.child!r} is the child of two joints ({parent_of[joint.child].name!r} "
+                             f"and {joint.name!r}); URDF describes a tree — close loops with <biobullet><loop>",
+                             file=file, element=f'<joint name="{joint.name}"> <child>', attribute="link")
+        if joint.child == joint.parent:
+            raise ModelError("a joint connects a link to itself", file=file,
+                             element=f'<joint name="{joint.name}"> <child>', attribute="link")
+        parent_of[joint.child] = joint
+    roots = [link.name for link in links if link.name not in parent_of]
+    if len(roots) != 1:
+        detail = "no root link (the joints form a cycle)" if not roots else f"several root links: {', '.join(roots)}"
+        raise ModelError(detail, file=file, element="<robot>", expected="exactly one link that is no joint's child")
+    for link in links:  # every link must reach the root
+        seen, name = set(), link.name
+        while name in parent_of:
+            if name in seen:
+                raise ModelError(f"the joints form a cycle through link {name!r}", file=file,
+                                 element=f'<joint name="{parent_of[name].name}">')
+            seen.add(name)
+            name = parent_of[name].parent
+    return roots[0]
