@@ -1,6 +1,7 @@
 """Formulations of the reduced equations M(q, t) q̈ + h(q, v, t) = Q, behind one base class and a registry.
 
-Built in: "reduced" (projection through θ = f(q, t) on our spatial recursions), "reduced_pinocchio" (the same
+Built in: "reduced" (projection through θ = f(q, t) on our batched spatial algorithms), "reduced_recursive"
+(the same on our body-frame CRBA/RNEA recursions), "reduced_pinocchio" (the same
 projection on Pinocchio's C++ CRBA/RNEA: the fast backend), "matrix_calculus" (paper 000's Kronecker recursion).
 """
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Formulation(ABC):
 
     @abstractmethod
     def bias_forces(self, model, q: np.ndarray, v: np.ndarray, t: float) -> np.ndarray: ...
+
+    def mass_and_bias(self, model, q: np.ndarray, v: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(M, h) together; formulations override this to share work between the two."""
+        return self.mass_matrix(model, q, t), self.bias_forces(model, q, v, t)
 
 
 def register_formulation(cls: type[Formulation]) -> type[Formulation]:

@@ -1,7 +1,9 @@
 """Reduced formulation (paper 000): project the tree dynamics through θ = f(q, t).
 
     M_r = Gᵀ M(θ) G,    h_r = Gᵀ (M(θ) γ + h(θ, θ̇)) = Gᵀ RNEA(θ, θ̇, γ)
-so dependent joints disappear from the equations. The tree quantities come from our own spatial recursions.
+so dependent joints disappear from the equations. Two interchangeable tree backends, both ours:
+"reduced" uses the batched world-frame algorithms (vectorized.py, the fast numpy path) and
+"reduced_recursive" the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
 
@@ -10,18 +12,19 @@ import numpy as np
 from .crba import crba
 from .formulation import Formulation, register_formulation
 from .rnea import rnea
+from .vectorized import mass_matrix_and_bias
 
 
 @register_formulation
 class ReducedFormulation(Formulation):
     name = "reduced"
-    description = "projection through joint functions on biobullet's spatial recursions (CRBA/RNEA)"
+    description = "projection through joint functions on biobullet's batched world-frame CRBA/RNEA (numpy)"
 
     def tree_mass_matrix(self, model, x: np.ndarray) -> np.ndarray:
-        return crba(model, x)
+        return mass_matrix_and_bias(model, x)[0]
 
     def tree_inverse_dynamics(self, model, x, xd, xdd) -> np.ndarray:
-        return rnea(model, x, xd, xdd)
+        return mass_matrix_and_bias(model, x, xd, xdd, need_mass=False)[1]
 
     def mass_matrix(self, model, q, t):
         x, gradient = model.coordinate_gradient(q, t)
@@ -36,3 +39,30 @@ class ReducedFormulation(Formulation):
         if model.coordinate_map.identity:
             return h
         return gradient.T @ h
+
+    def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
+        """Both at once, sharing the kinematics (what integrators call)."""
+        x, xd, gradient, gamma = model.joint_state(q, v, t)
+        mass, h = mass_matrix_and_bias(model, x, xd, gamma)
+        if model.coordinate_map.identity:
+            return mass, h
+        return gradient.T @ mass @ gradient, gradient.T @ h
+
+
+@register_formulation
+class ReducedRecursiveFormulation(ReducedFormulation):
+    name = "reduced_recursive"
+    description = "projection through joint functions on biobullet's body-frame recursions (CRBA, RNEA)"
+
+    def tree_mass_matrix(self, model, x):
+        return crba(model, x)
+
+    def tree_inverse_dynamics(self, model, x, xd, xdd):
+        return rnea(model, x, xd, xdd)
+
+    def mass_and_bias(self, model, q, v, t):
+        x, xd, gradient, gamma = model.joint_state(q, v, t)
+        mass, h = crba(model, x), rnea(model, x, xd, gamma)
+        if model.coordinate_map.identity:
+            return mass, h
+        return gradient.T @ mass @ gradient, gradient.T @ h

@@ -1,0 +1,9 @@
+"""Imports the built-in joint-function modules so that their `@register` decorators run.
+
+Imported lazily by `registry` on the first lookup; SciPy/SymPy are only imported inside the classes.
+"""
+from __future__ import annotations
+
+from . import expression, fourier, linear, polynomial, spline  # noqa: F401
+
+BUILTIN_TYPES: tuple[str, ...] = ("linear", "polynomial", "spline", "fourier", "expression")

@@ -1,0 +1,128 @@
+"""Expression joint function: θ = f(x, t) written as text, derivatives exact via SymPy.
+
+XML: ``<joint_function joint="J" type="expression" inputs="A B"
+expression="k*sin(A) + B**2 - c*t" parameters="k=1.5 c=0.2"/>``
+
+Names usable in the text: the inputs (joint names must be Python identifiers and not reserved), ``t``
+(time, s), the parameters (named constants), ``pi`` and ``e``. Functions: see
+`expression_parser.FUNCTIONS`. The text is parsed by a whitelisted AST walk (never eval/sympify).
+Gradient and Hessian over (x..., t) are differentiated symbolically once, at construction, and compiled
+with common-subexpression elimination into one NumPy function; `evaluate` only calls that function.
+Outside the domain of a function (e.g. log of a negative number) `evaluate` returns NaN.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import SourceRef
+from ._attributes import check_input_count, check_known
+from .base import JointFunction
+from .expression_parser import RESERVED, is_identifier, parse_expression
+from .registry import register
+
+_PYTHON_SOURCE = SourceRef("<python>", "ExpressionFunction(...)")
+
+
+def parse_parameters(text: str | None, inputs: Sequence[str], source: SourceRef) -> dict[str, float]:
+    """Parse ``"k=1.5 c=0.2"`` (spaces around '=' allowed) into finite named constants."""
+    expected = "space-separated name=value pairs, e.g. 'k=1.5 c=0.2'"
+    if text is None or not text.strip():
+        return {}
+    tokens = "=".join(part.strip() for part in text.split("=")).split()
+    parameters: dict[str, float] = {}
+    for token in tokens:
+        name, sep, value_text = token.partition("=")
+        if not sep or not name or not value_text:
+            raise source.error("parameters", f"'{token}' is not a name=value pair", expected)
+        if not is_identifier(name) or name in RESERVED or name in inputs:
+            raise source.error("parameters", f"'{name}' cannot be a parameter name (not an identifier, "
+                               f"reserved, or an input name)", expected)
+        if name in parameters:
+            raise source.error("parameters", f"parameter '{name}' is defined twice", expected)
+        try:
+            value = float(value_text)
+        except ValueError:
+            raise source.error("parameters", f"value '{value_text}' of '{name}' is not a number",
+                               expected) from None
+        if not np.isfinite(value):
+            raise source.error("parameters", f"value of '{name}' is not finite", expected)
+        parameters[name] = value
+    return parameters
+
+
+@register
+class ExpressionFunction(JointFunction):
+    """θ = f(x, t) from a safe arithmetic expression; exact gradient and Hessian."""
+
+    type_name: ClassVar[str] = "expression"
+    attributes: ClassVar[tuple[str, ...]] = ("expression", "parameters")
+
+    def __init__(self, inputs: Sequence[str], expression: str, parameters: Mapping[str, float] | None = None,
+                 source: SourceRef | None = None) -> None:
+        super().__init__(inputs)
+        source = source or _PYTHON_SOURCE
+        import sympy  # lazy: only expression functions pay for SymPy
+
+        check_input_count(self.inputs, source)
+        for name in self.inputs:
+            if not is_identifier(name) or name in RESERVED:
+                raise source.error("inputs", f"input '{name}' cannot be used in an expression (not a Python "
+                                   f"identifier, or one of the reserved names {sorted(RESERVED)})",
+                                   "joint names that are identifiers such as 'r_elbow'")
+        self.expression_text = expression
+        self.parameters = dict(parameters or {})
+        # Internal symbol names cannot collide with user names (those never start with '_z') nor with
+        # the CSE temporaries ('_c0', ...), nor with anything in lambdify's namespace.
+        input_symbols = [sympy.Symbol(f"_z{i}") for i in range(len(self.inputs))]
+        time_symbol = sympy.Symbol(f"_z{len(self.inputs)}")
+        expr = parse_expression(expression, self.inputs, self.parameters, input_symbols, time_symbol, source)
+        variables = [*input_symbols, time_symbol]
+        gradient = [sympy.diff(expr, v) for v in variables]
+        m = len(variables)
+        hessian = [[None] * m for _ in range(m)]
+        for i in range(m):
+            for j in range(i, m):
+                hessian[i][j] = hessian[j][i] = sympy.diff(gradient[i], variables[j])
+        outputs = [expr, *gradient, *(h for row in hessian for h in row)]
+        non_smooth = (sympy.Abs, sympy.sign, sympy.Heaviside, sympy.DiracDelta)
+        if any(o.has(*non_smooth) for o in outputs):
+            raise source.error("expression", "derivatives are not smooth (Abs/sign appeared)",
+                               "a twice continuously differentiable expression")
+        self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last); see `symbolic_in_names`
+        self._uses_time = time_symbol in expr.free_symbols
+        self._size = m
+        self._compiled = sympy.lambdify(
+            variables, outputs, modules="numpy",
+            cse=lambda exprs: sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
+                        source: SourceRef) -> "ExpressionFunction":
+        check_known(attributes, cls.attributes, source)
+        if "expression" not in attributes:
+            raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
+        parameters = parse_parameters(attributes.get("parameters"), inputs, source)
+        return cls(inputs, attributes["expression"], parameters, source)
+
+    @property
+    def uses_time(self) -> bool:
+        return self._uses_time
+
+    def symbolic_in_names(self) -> Any:
+        """The SymPy expression written in the user's names (inputs, t) — for display and checks."""
+        import sympy
+
+        names = [*self.inputs, "t"]
+        return self.symbolic.subs({sympy.Symbol(f"_z{i}"): sympy.Symbol(n) for i, n in enumerate(names)})
+
+    def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+        m = self._size
+        out = np.array(self._compiled(*x, t), dtype=float)
+        return float(out[0]), out[1:m + 1], out[m + 1:].reshape(m, m)
+
+    def __repr__(self) -> str:
+        return f"ExpressionFunction(inputs={self.inputs}, expression={self.expression_text!r})"
+

@@ -1,0 +1,110 @@
+"""Fourier-series time driver: θ(t) = a0 + Σ_k [a_k cos(2πkt/T) + b_k sin(2πkt/T)], k = 1..N.
+
+XML: ``<joint_function joint="J" type="fourier" period="T" a0="a0" a="a1 a2 ..." b="b1 b2 ..."/>``
+(T in s, > 0; a0 default 0; `a` and `b` optional but of equal length when both given — a missing one is
+all zeros). No inputs: the gradient and Hessian are over (t,) only, shape (1,) and (1, 1).
+`fourier_coefficients` fits (a0, a, b) to sampled data by least squares.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import ModelError, SourceRef
+from ._attributes import check_known, parse_float, parse_floats
+from .base import JointFunction
+from .registry import register
+
+
+@register
+class FourierFunction(JointFunction):
+    """Periodic prescribed motion θ(t) with period T (s); uses_time is True."""
+
+    type_name: ClassVar[str] = "fourier"
+    attributes: ClassVar[tuple[str, ...]] = ("period", "a0", "a", "b")
+
+    def __init__(self, period: float, a0: float = 0.0, a: Sequence[float] = (),
+                 b: Sequence[float] = ()) -> None:
+        super().__init__(())
+        a_arr = np.array(a, dtype=float).reshape(-1)
+        b_arr = np.array(b, dtype=float).reshape(-1)
+        if not (math.isfinite(period) and period > 0.0):
+            raise ModelError(f"period {period} is not a positive finite number", attribute="period",
+                             expected="T > 0 (s)")
+        if len(a_arr) and len(b_arr) and len(a_arr) != len(b_arr):
+            raise ModelError(f"{len(a_arr)} cosine and {len(b_arr)} sine coefficients", attribute="b",
+                             expected="as many b as a coefficients")
+        n = max(len(a_arr), len(b_arr))
+        a_arr = a_arr if len(a_arr) else np.zeros(n)
+        b_arr = b_arr if len(b_arr) else np.zeros(n)
+        if not (math.isfinite(a0) and np.all(np.isfinite(a_arr)) and np.all(np.isfinite(b_arr))):
+            raise ModelError("non-finite coefficient", attribute="a", expected="finite numbers")
+        self.period, self.a0 = float(period), float(a0)
+        self.a, self.b = a_arr, b_arr
+        self._omega_k = 2.0 * math.pi / self.period * np.arange(1, n + 1)  # rad/s, harmonic k
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
+                        source: SourceRef) -> "FourierFunction":
+        raw_inputs = attributes.get("inputs") or ""
+        if inputs or (raw_inputs.strip() if isinstance(raw_inputs, str) else len(raw_inputs)):
+            raise source.error("inputs", "a fourier function is a time driver and takes no inputs",
+                               "no 'inputs' attribute (θ depends on t only)")
+        check_known(attributes, cls.attributes, source)
+        period = parse_float(attributes, "period", source)
+        if period <= 0.0:
+            raise source.error("period", f"period {period:g} is not positive", "T > 0 (s)")
+        a0 = parse_float(attributes, "a0", source, default=0.0)
+        a = parse_floats(attributes, "a", source, required=False, min_count=0)
+        b = parse_floats(attributes, "b", source, required=False, min_count=0)
+        if a is not None and b is not None and len(a) != len(b):
+            raise source.error("b", f"{len(a)} cosine (a) but {len(b)} sine (b) coefficients",
+                               "as many b as a coefficients")
+        return cls(period, a0, () if a is None else a, () if b is None else b)
+
+    @property
+    def uses_time(self) -> bool:
+        return True
+
+    def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+        phase = self._omega_k * float(t)
+        c, s = np.cos(phase), np.sin(phase)
+        wa, wb = self._omega_k * self.a, self._omega_k * self.b
+        value = self.a0 + float(self.a @ c + self.b @ s)
+        rate = float(wb @ c - wa @ s)
+        accel = -float((self._omega_k * wa) @ c + (self._omega_k * wb) @ s)
+        return value, np.array([rate]), np.array([[accel]])
+
+    def __repr__(self) -> str:
+        return f"FourierFunction(period={self.period}, harmonics={len(self.a)})"
+
+
+def fourier_coefficients(t: Sequence[float], y: Sequence[float], period: float,
+                         n_harmonics: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """Least-squares fit of a0, a (N,), b (N,) to samples y(t) (t in s, any spacing).
+
+    Needs at least 2N+1 samples whose phases t mod T determine all 2N+1 coefficients.
+    """
+    t_arr = np.asarray(t, dtype=float).reshape(-1)
+    y_arr = np.asarray(y, dtype=float).reshape(-1)
+    if len(t_arr) != len(y_arr):
+        raise ModelError(f"{len(t_arr)} times but {len(y_arr)} values", attribute="y",
+                         expected="one value per time")
+    if not (np.all(np.isfinite(t_arr)) and np.all(np.isfinite(y_arr))):
+        raise ModelError("non-finite sample", attribute="y", expected="finite samples")
+    if not (math.isfinite(period) and period > 0.0):
+        raise ModelError(f"period {period} is not positive", attribute="period", expected="T > 0 (s)")
+    if int(n_harmonics) != n_harmonics or n_harmonics < 0:
+        raise ModelError(f"n_harmonics={n_harmonics}", attribute="n_harmonics",
+                         expected="a non-negative integer")
+    n = int(n_harmonics)
+    phase = 2.0 * math.pi / period * np.outer(t_arr, np.arange(1, n + 1))
+    design = np.hstack([np.ones((len(t_arr), 1)), np.cos(phase), np.sin(phase)])
+    solution, _, rank, _ = np.linalg.lstsq(design, y_arr, rcond=None)
+    if rank < 2 * n + 1:
+        raise ModelError(f"the samples determine only {rank} of {2 * n + 1} coefficients", attribute="t",
+                         expected=f"at least {2 * n + 1} samples spread over the period")
+    return float(solution[0]), solution[1:n + 1].copy(), solution[n + 1:].copy()
