@@ -1,0 +1,225 @@
+"""Base classes of the compliant-contact laws and the shared attribute parsing.
+
+Conventions (SI units throughout):
+  * normal laws: penetration δ [m] is positive inside the contact, δ ≤ 0 means separated; the penetration
+    rate δ̇ [m/s] is positive while approaching (compressing); the normal force F_N [N] is positive when it
+    pushes the bodies apart. Laws never pull (F_N is clipped at zero) unless built with ``adhesion=True``.
+  * friction laws: the tangential force opposes the slip velocity v_t [m/s] and is isotropic,
+    F_T = −μ_eff(|v_t|) · max(F_N, 0) · v_t/|v_t| with μ_eff ≥ 0, so F_T·v_t ≤ 0 (never adds energy).
+
+Construction from XML attributes (strings) goes through ``from_attributes(attributes, source)``; every bad value
+raises a :class:`~biobullet.errors.ModelError` naming the attribute (via ``source.error`` when a SourceRef is
+given). Programmatic construction (keyword arguments) is validated the same way.
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ModelError, SourceRef
+
+_MISSING = object()
+
+
+def model_error(source: SourceRef | None, attribute: str | None, message: str,
+                expected: str | None = None) -> ModelError:
+    """A ModelError naming `attribute` (through `source` when one is given)."""
+    if source is not None:
+        return source.error(attribute, message, expected)
+    return ModelError(message, attribute=attribute, expected=expected)
+
+
+def parse_number(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
+                 default: Any = _MISSING) -> float | None:
+    """One finite number from an attribute (string or number); `default` if absent, error if required."""
+    raw = attributes.get(name)
+    if raw is None:
+        if default is _MISSING:
+            raise model_error(source, name, "missing attribute", "one finite number")
+        return default
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise model_error(source, name, f"'{raw}' is not a number", "one finite number") from None
+    if not math.isfinite(value):
+        raise model_error(source, name, f"'{raw}' is not finite", "one finite number")
+    return value
+
+
+def parse_bool(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
+               default: bool = False) -> bool:
+    """'true'/'false'/'1'/'0' (case-insensitive) or a Python bool."""
+    raw = attributes.get(name)
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise model_error(source, name, f"'{raw}' is not a boolean", "true or false")
+
+
+def parse_choice(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
+                 choices: tuple[str, ...], default: str) -> str:
+    raw = attributes.get(name)
+    if raw is None:
+        return default
+    text = str(raw).strip()
+    if text not in choices:
+        raise model_error(source, name, f"unknown value '{raw}'", "one of: " + ", ".join(choices))
+    return text
+
+
+def check_number(value: Any, name: str, source: SourceRef | None, *, positive: bool = False,
+                 nonnegative: bool = False, upper: float | None = None,
+                 upper_inclusive: bool = True) -> float:
+    """Validate one already-parsed parameter value; returns it as float."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise model_error(source, name, f"'{value}' is not a number", "one finite number") from None
+    if not math.isfinite(x):
+        raise model_error(source, name, f"{value} is not finite", "one finite number")
+    if upper is not None:
+        expected = f"a number in {'(0' if positive else '[0'}, {upper:g}{']' if upper_inclusive else ')'}"
+    else:
+        expected = "a positive number" if positive else "a non-negative number"
+    if (positive and not x > 0.0) or (nonnegative and not x >= 0.0):
+        raise model_error(source, name, f"got {x:g}", expected)
+    if upper is not None and (x > upper or (not upper_inclusive and x == upper)):
+        raise model_error(source, name, f"got {x:g}", expected)
+    return x
+
+
+def _result(value: np.ndarray, scalar: bool) -> float | np.ndarray:
+    return float(value) if scalar else value
+
+
+class NormalLaw(ABC):
+    """A compliant normal-contact law F_N(δ, δ̇[, δ̇⁻]). Immutable after construction."""
+
+    #: registry key (the XML ``normal_law`` attribute value)
+    law_name: ClassVar[str] = ""
+    #: XML attributes this law reads (besides ``normal_law``)
+    attributes: ClassVar[tuple[str, ...]] = ()
+    #: True if the force depends on the approach velocity δ̇⁻ stored at contact onset
+    needs_impact_velocity: ClassVar[bool] = False
+    #: True if the law may give a non-zero force at δ ≤ 0 (smoothed switches)
+    acts_outside_contact: ClassVar[bool] = False
+
+    def __init__(self, *, adhesion: bool = False) -> None:
+        self.adhesion = bool(adhesion)
+
+    @classmethod
+    @abstractmethod
+    def from_attributes(cls, attributes: Mapping[str, Any],
+                        source: SourceRef | None = None) -> "NormalLaw":
+        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
+
+    @property
+    @abstractmethod
+    def parameters(self) -> dict[str, float | bool]:
+        """Parameter values by attribute name (SI units)."""
+
+    @abstractmethod
+    def _unclipped(self, delta: np.ndarray, delta_dot: np.ndarray,
+                   impact_velocity: np.ndarray | None) -> np.ndarray:
+        """The law's expression without clipping, evaluated where the law acts (δ > 0 unless smoothed)."""
+
+    def release_function(self, delta: float, delta_dot: float,
+                         impact_velocity: float | None = None) -> float | None:
+        """Smooth function, > 0 while the unclipped force pushes inside the contact (δ > 0).
+
+        A downward zero crossing marks where the clipped force drops to zero before δ returns to 0 (the
+        bodies then separate freely). None if the law cannot pull while δ > 0.
+        """
+        return None
+
+    def force(self, delta: Any, delta_dot: Any, impact_velocity: Any = None) -> float | np.ndarray:
+        """Normal force F_N [N] (≥ 0 unless adhesion), vectorised over broadcastable arrays.
+
+        delta: penetration δ [m] (> 0 in contact); delta_dot: δ̇ [m/s] (> 0 approaching);
+        impact_velocity: δ̇⁻ [m/s] at onset, required iff `needs_impact_velocity`.
+        """
+        scalar = np.ndim(delta) == 0 and np.ndim(delta_dot) == 0 and np.ndim(impact_velocity) == 0
+        d = np.asarray(delta, dtype=float)
+        dd = np.asarray(delta_dot, dtype=float)
+        vi = None
+        if self.needs_impact_velocity:
+            if impact_velocity is None:
+                raise ValueError(f"normal law '{self.law_name}' needs the impact velocity δ̇⁻ stored at onset")
+            vi = np.asarray(impact_velocity, dtype=float)
+        d, dd = np.broadcast_arrays(d, dd)
+        if self.acts_outside_contact:
+            f = self._unclipped(d, dd, vi)
+        else:
+            inside = d > 0.0
+            f = np.where(inside, self._unclipped(np.where(inside, d, 0.0), dd, vi), 0.0)
+        if not self.adhesion:
+            f = np.maximum(f, 0.0)
+        return _result(np.asarray(f, dtype=float), scalar)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({args})"
+
+
+class FrictionLaw(ABC):
+    """An isotropic friction law F_T = −μ_eff(|v_t|) · max(F_N, 0) · v̂_t. Immutable after construction."""
+
+    law_name: ClassVar[str] = ""
+    attributes: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    @abstractmethod
+    def from_attributes(cls, attributes: Mapping[str, Any],
+                        source: SourceRef | None = None) -> "FrictionLaw":
+        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
+
+    @property
+    @abstractmethod
+    def parameters(self) -> dict[str, float | str]:
+        """Parameter values by attribute name (SI units)."""
+
+    @abstractmethod
+    def coefficient(self, speed: np.ndarray) -> np.ndarray:
+        """Effective friction coefficient μ_eff(s) ≥ 0 at slip speed s = |v_t| ≥ 0 [m/s]."""
+
+    def magnitude(self, speed: Any, normal_force: Any) -> float | np.ndarray:
+        """|F_T| [N] at slip speed s ≥ 0 [m/s] and normal force F_N [N] (negative F_N counts as 0)."""
+        scalar = np.ndim(speed) == 0 and np.ndim(normal_force) == 0
+        s = np.abs(np.asarray(speed, dtype=float))
+        fn = np.maximum(np.asarray(normal_force, dtype=float), 0.0)
+        return _result(np.asarray(self.coefficient(s) * fn, dtype=float), scalar)
+
+    def force(self, slip_velocity: Any, normal_force: Any) -> float | np.ndarray:
+        """Tangential force [N] opposing the slip.
+
+        slip_velocity: a scalar (signed 1-D slip, returns a scalar) or an array whose LAST axis holds the
+        tangential vector components (2 or 3), with any leading batch axes; normal_force broadcasts over the
+        batch axes. Zero slip gives zero force.
+        """
+        v = np.asarray(slip_velocity, dtype=float)
+        if v.ndim == 0:
+            return float(-np.sign(v) * self.magnitude(abs(float(v)), normal_force))
+        speed = np.linalg.norm(v, axis=-1)
+        mag = np.asarray(self.magnitude(speed, normal_force), dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            unit = np.where(speed[..., None] > 0.0, v / np.where(speed > 0, speed, 1.0)[..., None], 0.0)
+        return -mag[..., None] * unit
+
+    def force_1d(self, slip: Any, normal_force: Any) -> np.ndarray:
+        """Element-wise signed friction force for an array of scalar slips (1-D problems)."""
+        s = np.asarray(slip, dtype=float)
+        return -np.sign(s) * np.asarray(self.magnitude(np.abs(s), normal_force), dtype=float)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({args})"

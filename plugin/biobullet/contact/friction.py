@@ -1,0 +1,175 @@
+"""Built-in friction laws: F_T = −μ_eff(s) · max(F_N, 0) · v̂_t, s = |v_t| [m/s] (see `base`).
+
+  none         μ_eff = 0
+  coulomb      μ_eff = μ for s > 0, and 0 at s = 0 exactly (switched; zero slip ⇒ zero force, no stiction —
+               use a regularised law or a stick constraint for sticking)
+  regularized  μ_eff = μ (2/π) atan(s/v0)   or   μ tanh(s/v0)   (``regularization="atan"|"tanh"``, default atan,
+               the form of paper 003 with v0 = 1/C2)
+  ambrosio     μ_eff = 0 for s ≤ v0, μ (s − v0)/(v1 − v0) for v0 < s < v1, μ for s ≥ v1  (paper 002 eq. 24)
+  stribeck     μ_eff = [μ_k + (μ_s − μ_k) exp(−(s/v_s)²)] r(s/v0) + σ s, r = (2/π)atan or tanh
+               (μ_k = ``mu``, μ_s = ``mu_static`` ≥ μ_k, v_s = ``stribeck_velocity``, σ = ``viscous`` [s/m]:
+               a viscous term proportional to F_N, so nothing acts without contact)
+
+μ_eff ≥ 0 for every law, hence F_T·v_t = −μ_eff F_N s ≤ 0: friction never adds energy.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import SourceRef
+from .base import FrictionLaw, check_number, model_error, parse_choice, parse_number
+from .registry import register_friction_law
+
+REGULARIZATIONS: tuple[str, ...] = ("atan", "tanh")
+
+
+def _regularize(x: np.ndarray, kind: str) -> np.ndarray:
+    """r(x) ∈ [0, 1) for x ≥ 0: (2/π) atan x or tanh x."""
+    return np.tanh(x) if kind == "tanh" else (2.0 / np.pi) * np.arctan(x)
+
+
+def _check_kind(kind: str, source: SourceRef | None) -> str:
+    if kind not in REGULARIZATIONS:
+        raise model_error(source, "regularization", f"unknown value '{kind}'", "one of: atan, tanh")
+    return kind
+
+
+@register_friction_law
+class NoFriction(FrictionLaw):
+    """Frictionless contact."""
+
+    law_name: ClassVar[str] = "none"
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "NoFriction":
+        return cls()
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {}
+
+    def coefficient(self, speed):
+        return np.zeros_like(np.asarray(speed, dtype=float))
+
+
+@register_friction_law
+class Coulomb(FrictionLaw):
+    """Switched Coulomb friction μ F_N for any non-zero slip; exactly zero at zero slip."""
+
+    law_name: ClassVar[str] = "coulomb"
+    attributes: ClassVar[tuple[str, ...]] = ("mu",)
+
+    def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
+        self.mu = check_number(mu, "mu", source, nonnegative=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Coulomb":
+        return cls(mu=parse_number(attributes, "mu", source), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {"mu": self.mu}
+
+    def coefficient(self, speed):
+        s = np.asarray(speed, dtype=float)
+        return np.where(s > 0.0, self.mu, 0.0)
+
+
+@register_friction_law
+class Regularized(FrictionLaw):
+    """μ F_N r(s/v0) with r = (2/π)atan (default) or tanh; v0 [m/s] > 0 is the regularisation scale."""
+
+    law_name: ClassVar[str] = "regularized"
+    attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "regularization")
+
+    def __init__(self, *, mu: float, v0: float, regularization: str = "atan",
+                 source: SourceRef | None = None) -> None:
+        self.mu = check_number(mu, "mu", source, nonnegative=True)
+        self.v0 = check_number(v0, "v0", source, positive=True)
+        self.regularization = _check_kind(regularization, source)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Regularized":
+        return cls(mu=parse_number(attributes, "mu", source), v0=parse_number(attributes, "v0", source),
+                   regularization=parse_choice(attributes, "regularization", source, REGULARIZATIONS, "atan"),
+                   source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {"mu": self.mu, "v0": self.v0, "regularization": self.regularization}
+
+    def coefficient(self, speed):
+        return self.mu * _regularize(np.asarray(speed, dtype=float) / self.v0, self.regularization)
+
+
+@register_friction_law
+class Ambrosio(FrictionLaw):
+    """Paper 002 eq. (24): zero for s ≤ v0, linear ramp to μ F_N at v1, μ F_N beyond (0 ≤ v0 < v1)."""
+
+    law_name: ClassVar[str] = "ambrosio"
+    attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "v1")
+
+    def __init__(self, *, mu: float, v0: float, v1: float, source: SourceRef | None = None) -> None:
+        self.mu = check_number(mu, "mu", source, nonnegative=True)
+        self.v0 = check_number(v0, "v0", source, nonnegative=True)
+        self.v1 = check_number(v1, "v1", source, positive=True)
+        if not self.v1 > self.v0:
+            raise model_error(source, "v1", f"v1 = {self.v1:g} is not above v0 = {self.v0:g}", "v1 > v0")
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Ambrosio":
+        return cls(mu=parse_number(attributes, "mu", source), v0=parse_number(attributes, "v0", source),
+                   v1=parse_number(attributes, "v1", source), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {"mu": self.mu, "v0": self.v0, "v1": self.v1}
+
+    def coefficient(self, speed):
+        s = np.asarray(speed, dtype=float)
+        ramp = np.clip((s - self.v0) / (self.v1 - self.v0), 0.0, 1.0)
+        return self.mu * ramp
+
+
+@register_friction_law
+class Stribeck(FrictionLaw):
+    """[μ_k + (μ_s − μ_k) exp(−(s/v_s)²)] r(s/v0) + σ s, regularised at v0 ≪ v_s (see module docstring)."""
+
+    law_name: ClassVar[str] = "stribeck"
+    attributes: ClassVar[tuple[str, ...]] = ("mu", "mu_static", "stribeck_velocity", "viscous", "v0",
+                                             "regularization")
+
+    def __init__(self, *, mu: float, mu_static: float, stribeck_velocity: float, v0: float,
+                 viscous: float = 0.0, regularization: str = "atan", source: SourceRef | None = None) -> None:
+        self.mu = check_number(mu, "mu", source, nonnegative=True)
+        self.mu_static = check_number(mu_static, "mu_static", source, nonnegative=True)
+        if self.mu_static < self.mu:
+            raise model_error(source, "mu_static", f"mu_static = {self.mu_static:g} is below mu = {self.mu:g}",
+                              "mu_static ≥ mu (kinetic)")
+        self.stribeck_velocity = check_number(stribeck_velocity, "stribeck_velocity", source, positive=True)
+        self.v0 = check_number(v0, "v0", source, positive=True)
+        self.viscous = check_number(viscous, "viscous", source, nonnegative=True)
+        self.regularization = _check_kind(regularization, source)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Stribeck":
+        return cls(mu=parse_number(attributes, "mu", source),
+                   mu_static=parse_number(attributes, "mu_static", source),
+                   stribeck_velocity=parse_number(attributes, "stribeck_velocity", source),
+                   v0=parse_number(attributes, "v0", source),
+                   viscous=parse_number(attributes, "viscous", source, default=0.0),
+                   regularization=parse_choice(attributes, "regularization", source, REGULARIZATIONS, "atan"),
+                   source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {"mu": self.mu, "mu_static": self.mu_static, "stribeck_velocity": self.stribeck_velocity,
+                "v0": self.v0, "viscous": self.viscous, "regularization": self.regularization}
+
+    def coefficient(self, speed):
+        s = np.asarray(speed, dtype=float)
+        dry = self.mu + (self.mu_static - self.mu) * np.exp(-(s / self.stribeck_velocity) ** 2)
+        return dry * _regularize(s / self.v0, self.regularization) + self.viscous * s

@@ -1,0 +1,223 @@
+"""Built-in compliant normal-contact laws (see `base` for the sign conventions).
+
+  kelvin_voigt         F = K δ + D δ̇                                  (linear spring–dashpot)
+  kelvin_voigt_smooth  F = [½ + atan(C δ)/π] (K δ + D δ̇)              (paper 003, penetration positive;
+                                                                       C = smoothing [1/m], default 1e6)
+  hertz                F = K δⁿ                                       (n = exponent, default 3/2)
+  hunt_crossley        F = K δⁿ [1 + 3(1−cr)/2        · δ̇/δ̇⁻]          (Hunt & Crossley 1975)
+  flores               F = K δⁿ [1 + 8(1−cr)/(5 cr)   · δ̇/δ̇⁻]          (Flores et al. 2011)
+  hu_guo               F = K δⁿ [1 + 3(1−cr)/(2 cr)   · δ̇/δ̇⁻]          (Hu & Guo 2015)
+
+The three restitution laws are eqs. (21)–(23) of paper 002 (hysteresis damping χ Δⁿ Δ̇ with
+χ = c(cr) K/Δ̇⁻, m = n). δ̇⁻ > 0 is the approach velocity stored at contact onset; it is floored at
+``min_impact_velocity`` (default 1e-3 m/s) so that a contact starting at rest stays finite (more damped).
+Every law returns max(F, 0) unless ``adhesion=True``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import SourceRef
+from .base import NormalLaw, check_number, model_error, parse_bool, parse_number
+from .registry import register_normal_law
+
+DEFAULT_EXPONENT = 1.5
+DEFAULT_SMOOTHING = 1.0e6  # 1/m, paper 003 (C1)
+DEFAULT_MIN_IMPACT_VELOCITY = 1.0e-3  # m/s
+
+
+@register_normal_law
+class KelvinVoigt(NormalLaw):
+    """Linear spring–dashpot F = K δ + D δ̇ for δ > 0. K [N/m] > 0, D [N·s/m] ≥ 0."""
+
+    law_name: ClassVar[str] = "kelvin_voigt"
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "adhesion")
+
+    def __init__(self, *, stiffness: float, damping: float, adhesion: bool = False,
+                 source: SourceRef | None = None) -> None:
+        super().__init__(adhesion=adhesion)
+        self.stiffness = check_number(stiffness, "stiffness", source, positive=True)
+        self.damping = check_number(damping, "damping", source, nonnegative=True)
+
+    @classmethod
+    def _read(cls, attributes: Mapping[str, Any], source: SourceRef | None) -> dict[str, Any]:
+        exponent = parse_number(attributes, "exponent", source, default=None)
+        if exponent is not None and exponent != 1.0:
+            raise model_error(source, "exponent", f"'{cls.law_name}' is linear, got exponent {exponent:g}",
+                              "exponent 1 or no exponent (use 'hertz' or a restitution law for δⁿ)")
+        return dict(stiffness=parse_number(attributes, "stiffness", source),
+                    damping=parse_number(attributes, "damping", source),
+                    adhesion=parse_bool(attributes, "adhesion", source))
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "KelvinVoigt":
+        return cls(**cls._read(attributes, source), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | bool]:
+        return {"stiffness": self.stiffness, "damping": self.damping, "adhesion": self.adhesion}
+
+    def _unclipped(self, delta, delta_dot, impact_velocity):
+        return self.stiffness * delta + self.damping * delta_dot
+
+    def release_function(self, delta, delta_dot, impact_velocity=None):
+        return self.stiffness * delta + self.damping * delta_dot
+
+    def damping_ratio(self, mass: float) -> float:
+        """ζ = D / (2 √(K m)) for a point mass m [kg] on this contact."""
+        return self.damping / (2.0 * np.sqrt(self.stiffness * mass))
+
+
+@register_normal_law
+class KelvinVoigtSmooth(KelvinVoigt):
+    """Paper 003 switch F = [½ + atan(C δ)/π](K δ + D δ̇), acting for all δ (smoothed onset).
+
+    C = ``smoothing`` [1/m] sets the switch width ~1/C; the factor is ½ at δ = 0 and → 1 inside. The force is
+    clipped at zero (no pull) unless adhesion, so the tail outside contact only acts while approaching.
+    """
+
+    law_name: ClassVar[str] = "kelvin_voigt_smooth"
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "smoothing", "adhesion")
+    acts_outside_contact: ClassVar[bool] = True
+
+    def __init__(self, *, stiffness: float, damping: float, smoothing: float = DEFAULT_SMOOTHING,
+                 adhesion: bool = False, source: SourceRef | None = None) -> None:
+        super().__init__(stiffness=stiffness, damping=damping, adhesion=adhesion, source=source)
+        self.smoothing = check_number(smoothing, "smoothing", source, positive=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any],
+                        source: SourceRef | None = None) -> "KelvinVoigtSmooth":
+        kw = cls._read(attributes, source)
+        kw["smoothing"] = parse_number(attributes, "smoothing", source, default=DEFAULT_SMOOTHING)
+        return cls(**kw, source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | bool]:
+        return {**super().parameters, "smoothing": self.smoothing}
+
+    def switch(self, delta: Any) -> np.ndarray:
+        """The smoothing factor ½ + atan(C δ)/π ∈ (0, 1)."""
+        return 0.5 + np.arctan(self.smoothing * np.asarray(delta, dtype=float)) / np.pi
+
+    def _unclipped(self, delta, delta_dot, impact_velocity):
+        return self.switch(delta) * (self.stiffness * delta + self.damping * delta_dot)
+
+
+@register_normal_law
+class Hertz(NormalLaw):
+    """Purely elastic F = K δⁿ. K [N/m^n] > 0, n = exponent > 0 (3/2 for sphere contact)."""
+
+    law_name: ClassVar[str] = "hertz"
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "adhesion")
+
+    def __init__(self, *, stiffness: float, exponent: float = DEFAULT_EXPONENT, adhesion: bool = False,
+                 source: SourceRef | None = None) -> None:
+        super().__init__(adhesion=adhesion)
+        self.stiffness = check_number(stiffness, "stiffness", source, positive=True)
+        self.exponent = check_number(exponent, "exponent", source, positive=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Hertz":
+        return cls(stiffness=parse_number(attributes, "stiffness", source),
+                   exponent=parse_number(attributes, "exponent", source, default=DEFAULT_EXPONENT),
+                   adhesion=parse_bool(attributes, "adhesion", source), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | bool]:
+        return {"stiffness": self.stiffness, "exponent": self.exponent, "adhesion": self.adhesion}
+
+    def _unclipped(self, delta, delta_dot, impact_velocity):
+        return self.stiffness * delta ** self.exponent
+
+
+class RestitutionLaw(Hertz):
+    """Hunt–Crossley-type F = K δⁿ [1 + c(cr) δ̇/δ̇⁻]; subclasses define the damping factor c(cr).
+
+    ``restitution`` cr ∈ (0, 1] is required; δ̇⁻ [m/s] is the stored approach velocity (floored at
+    ``min_impact_velocity``). The hysteresis damping is χ = c(cr) K / δ̇⁻ [N·s/m^(n+1)].
+    """
+
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "restitution", "min_impact_velocity",
+                                             "adhesion")
+    needs_impact_velocity: ClassVar[bool] = True
+
+    def __init__(self, *, stiffness: float, restitution: float, exponent: float = DEFAULT_EXPONENT,
+                 min_impact_velocity: float = DEFAULT_MIN_IMPACT_VELOCITY, adhesion: bool = False,
+                 source: SourceRef | None = None) -> None:
+        super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
+        self.restitution = check_number(restitution, "restitution", source, positive=True, upper=1.0)
+        self.min_impact_velocity = check_number(min_impact_velocity, "min_impact_velocity", source,
+                                                positive=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any],
+                        source: SourceRef | None = None) -> "RestitutionLaw":
+        return cls(stiffness=parse_number(attributes, "stiffness", source),
+                   restitution=parse_number(attributes, "restitution", source),
+                   exponent=parse_number(attributes, "exponent", source, default=DEFAULT_EXPONENT),
+                   min_impact_velocity=parse_number(attributes, "min_impact_velocity", source,
+                                                    default=DEFAULT_MIN_IMPACT_VELOCITY),
+                   adhesion=parse_bool(attributes, "adhesion", source), source=source)
+
+    @staticmethod
+    def damping_factor(cr: float) -> float:
+        """Dimensionless c(cr) in χ = c K / δ̇⁻."""
+        raise NotImplementedError
+
+    @property
+    def factor(self) -> float:
+        return self.damping_factor(self.restitution)
+
+    @property
+    def parameters(self) -> dict[str, float | bool]:
+        return {**super().parameters, "restitution": self.restitution,
+                "min_impact_velocity": self.min_impact_velocity}
+
+    def hysteresis_damping(self, impact_velocity: Any) -> float | np.ndarray:
+        """χ = c(cr) K / max(δ̇⁻, floor) [N·s/m^(n+1)]."""
+        return self.factor * self.stiffness / np.maximum(impact_velocity, self.min_impact_velocity)
+
+    def _unclipped(self, delta, delta_dot, impact_velocity):
+        vi = np.maximum(impact_velocity, self.min_impact_velocity)
+        return self.stiffness * delta ** self.exponent * (1.0 + self.factor * delta_dot / vi)
+
+    def release_function(self, delta, delta_dot, impact_velocity=None):
+        vi = max(float(impact_velocity or 0.0), self.min_impact_velocity)
+        return 1.0 + self.factor * delta_dot / vi
+
+
+@register_normal_law
+class HuntCrossley(RestitutionLaw):
+    """Hunt & Crossley (1975): c = 3(1 − cr)/2 (derived for cr → 1; too little dissipation at low cr)."""
+
+    law_name: ClassVar[str] = "hunt_crossley"
+
+    @staticmethod
+    def damping_factor(cr: float) -> float:
+        return 1.5 * (1.0 - cr)
+
+
+@register_normal_law
+class Flores(RestitutionLaw):
+    """Flores et al. (2011): c = 8(1 − cr)/(5 cr)."""
+
+    law_name: ClassVar[str] = "flores"
+
+    @staticmethod
+    def damping_factor(cr: float) -> float:
+        return 8.0 * (1.0 - cr) / (5.0 * cr)
+
+
+@register_normal_law
+class HuGuo(RestitutionLaw):
+    """Hu & Guo (2015), paper 002 eq. (23): c = 3(1 − cr)/(2 cr)."""
+
+    law_name: ClassVar[str] = "hu_guo"
+
+    @staticmethod
+    def damping_factor(cr: float) -> float:
+        return 3.0 * (1.0 - cr) / (2.0 * cr)

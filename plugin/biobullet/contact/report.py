@@ -1,0 +1,116 @@
+"""Restitution table and figures of the contact laws (for the README and for choosing a law).
+
+`restitution_table` measures, with the 1-DOF impact integrator, the effective coefficient of restitution each
+normal law actually delivers when asked for cr. For the Hunt–Crossley family the result depends on cr only
+(see `impact1d.hunt_crossley_family_restitution`); for Kelvin–Voigt the damping is set from the textbook
+(unclipped) formula ζ = −ln cr / √(π² + ln² cr), so the table shows what force clipping does to it.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .base import FrictionLaw, NormalLaw
+from .impact1d import kelvin_voigt_damping_ratio, simulate_impact
+from .registry import get_normal_law
+
+DEFAULT_TABLE_LAWS: tuple[str, ...] = ("hunt_crossley", "flores", "hu_guo", "kelvin_voigt", "kelvin_voigt_smooth")
+
+
+def make_normal_law(name: str, cr: float, *, mass: float, stiffness: float,
+                    exponent: float = 1.5) -> NormalLaw:
+    """A law of type `name` tuned to restitution `cr` (KV laws: textbook damping for point mass `mass`)."""
+    cls = get_normal_law(name)
+    if name in ("kelvin_voigt", "kelvin_voigt_smooth"):
+        zeta = kelvin_voigt_damping_ratio(cr, clipped=False)
+        return cls(stiffness=stiffness, damping=2.0 * zeta * np.sqrt(stiffness * mass))
+    if name == "hertz":
+        return cls(stiffness=stiffness, exponent=exponent)
+    return cls(stiffness=stiffness, restitution=cr, exponent=exponent)
+
+
+def restitution_table(cr_values: Sequence[float] = (0.3, 0.5, 0.8, 0.95),
+                      laws: Iterable[str] = DEFAULT_TABLE_LAWS, m: float = 1.0, v: float = 1.0,
+                      K: float = 1.0e6, exponent: float = 1.5) -> dict[str, tuple[float, ...]]:
+    """Measured restitution per law name, aligned with `cr_values` (m [kg], v [m/s], K [N/m or N/m^n])."""
+    table: dict[str, tuple[float, ...]] = {}
+    for name in laws:
+        table[name] = tuple(simulate_impact(make_normal_law(name, cr, mass=m, stiffness=K, exponent=exponent),
+                                            mass=m, velocity=v, samples=2).restitution for cr in cr_values)
+    return table
+
+
+def format_restitution_table(table: Mapping[str, Sequence[float]],
+                             cr_values: Sequence[float] = (0.3, 0.5, 0.8, 0.95)) -> str:
+    """A Markdown table: one row per law, one column per requested cr."""
+    head = "| law | " + " | ".join(f"cr = {c:g}" for c in cr_values) + " |"
+    rule = "|---|" + "---|" * len(cr_values)
+    rows = [f"| {name} | " + " | ".join(f"{e:.4f}" for e in values) + " |" for name, values in table.items()]
+    return "\n".join([head, rule, *rows])
+
+
+def plot_hysteresis(path: str | Path, *, cr: float = 0.5,
+                    laws: Iterable[str] = ("hertz", "hunt_crossley", "flores", "hu_guo", "kelvin_voigt",
+                                           "kelvin_voigt_smooth"),
+                    m: float = 1.0, v: float = 1.0, K: float = 1.0e6) -> Path:
+    """PNG of force–penetration loops (1-DOF impact) per normal law; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in laws:
+        res = simulate_impact(make_normal_law(name, cr, mass=m, stiffness=K), mass=m, velocity=v, samples=600)
+        ax.plot(res.delta * 1e3, res.force, label=f"{name} (e = {res.restitution:.3f})")
+    ax.set_xlabel("penetration δ [mm]")
+    ax.set_ylabel("normal force F_N [N]")
+    ax.set_title(f"Impact hysteresis, requested cr = {cr:g} (m = {m:g} kg, v⁻ = {v:g} m/s, K = {K:g})")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def default_friction_laws() -> dict[str, FrictionLaw]:
+    """Illustrative instances of every built-in friction law."""
+    from .friction import Ambrosio, Coulomb, Regularized, Stribeck
+    return {
+        "coulomb (μ=0.5)": Coulomb(mu=0.5),
+        "regularized atan (v0=5 mm/s)": Regularized(mu=0.5, v0=5e-3),
+        "regularized tanh (v0=5 mm/s)": Regularized(mu=0.5, v0=5e-3, regularization="tanh"),
+        "ambrosio (v0=10, v1=30 mm/s)": Ambrosio(mu=0.5, v0=1e-2, v1=3e-2),
+        "stribeck (μs=0.8, vs=30 mm/s, σ=1 s/m)": Stribeck(mu=0.5, mu_static=0.8, stribeck_velocity=3e-2,
+                                                           v0=1e-3, viscous=1.0),
+    }
+
+
+def plot_friction_curves(path: str | Path, *, laws: Mapping[str, FrictionLaw] | None = None,
+                         normal_force: float = 1.0, v_max: float = 0.15) -> Path:
+    """PNG of friction force vs signed slip velocity (1-D) per friction law; returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    laws = default_friction_laws() if laws is None else laws
+    slip = np.linspace(-v_max, v_max, 2001)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, law in laws.items():
+        ax.plot(slip * 1e3, law.force_1d(slip, normal_force), label=label)
+    ax.axhline(0.0, color="k", lw=0.5)
+    ax.set_xlabel("slip velocity v_t [mm/s]")
+    ax.set_ylabel(f"friction force F_T [N] (F_N = {normal_force:g} N)")
+    ax.set_title("Friction laws (force opposes slip)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
