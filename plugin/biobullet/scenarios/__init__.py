@@ -1,1 +1,27 @@
-"""biobullet.scenarios"""
+"""Paper studies, one module per scenario, run by `biobullet run NAME` and `make demo`.
+
+Each scenario module has `run(out_dir, **options) -> dict` that writes its plots, report and
+`summary.json` into `out_dir` and returns the summary. Modules are imported only when run.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..errors import ModelError
+
+SCENARIOS: dict[str, tuple[str, str]] = {
+    "foundation": ("biobullet.scenarios.foundation",
+                   "validate every bundled model against Pinocchio and PyBullet; plot the shoulder rhythms"),
+}
+
+
+def scenario_names() -> list[str]:
+    return sorted(SCENARIOS)
+
+
+def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
+    if name not in SCENARIOS:
+        raise ModelError(f"unknown scenario {name!r}", attribute="SCENARIO", expected="one of " + ", ".join(scenario_names()))
+    module = importlib.import_module(SCENARIOS[name][0])
+    return module.run(out_dir, **options)

@@ -1,0 +1,31 @@
+"""The headline study run by `make demo`: writes everything into OUT (default out/)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from biobullet.errors import BiobulletError
+from biobullet.scenarios import run_scenario
+
+HEADLINE = ["foundation"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="out", help="output folder (default: out)")
+    args = parser.parse_args()
+    try:
+        for name in HEADLINE:
+            summary = run_scenario(name, os.path.join(args.out, name))
+            if not summary.get("all_ok", True):
+                print(f"{name}: some checks failed, see {args.out}/{name}", file=sys.stderr)
+                return 1
+    except BiobulletError as error:
+        print(f"biobullet: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
