@@ -1,0 +1,282 @@
+"""Conventions: how biobullet's vectors map onto Pinocchio's and PyBullet's (every claim here is tested).
+
+biobullet (see `model.tree`)
+    x  = [base position (3), base quaternion x y z w (4)]? + θ (every 1-DOF joint, URDF file order)
+    ẋ  = [base linear velocity of the URDF root-link origin, base angular velocity, both in the ROOT-LINK
+          frame (6)]? + θ̇.  Spatial vectors are [linear; angular]; generalized forces are dual to ẋ.
+Pinocchio (`pin.buildModelFromUrdf(file[, pin.JointModelFreeFlyer()])`)
+    * joints are ordered depth-first (not file order); match them by name (`model.names`);
+    * fixed joints become frames; link frames keep their URDF names (`getFrameId(link)`);
+    * continuous joints have nq = 2: (cos θ, sin θ); nv = 1;
+    * free flyer: q = [position, quaternion x y z w] of the root-link frame, v = [linear; angular] in the
+      root-link frame — identical to biobullet's base block.
+PyBullet (`loadURDF(file, useFixedBase=..., flags=URDF_USE_INERTIA_FROM_FILE)`)
+    * joint index i is also link index i and counts fixed joints; the movable ones (qIndex > −1, in index
+      order) make the "dof order" used by calculateMassMatrix / calculateInverseDynamics / resetJointState;
+    * the base "position and orientation" is that of the root link's INERTIAL frame: the `<inertial>` origin,
+      further rotated onto the principal axes (PyBullet diagonalises the inertia tensor). The offset
+      (p_i, R_i) is `getDynamicsInfo(body, -1)[3:5]`; for a fixed base the URDF root frame sits at
+      `basePosition`;
+    * getBaseVelocity: world-frame linear velocity of the base COM and world-frame angular velocity;
+    * getLinkState(..., computeLinkVelocity=1, computeForwardKinematics=1): [0], [1] = link inertial (COM)
+      frame pose, exact; [2], [3] = that frame in the URDF link frame; [4], [5] = URDF link frame pose, but
+      only to ~1e-8 m (PyBullet rounds it), so `link_state` rebuilds it from [0]–[3]; [6], [7] = world
+      linear velocity of the link COM and world angular velocity;
+    * floating base, calculateMassMatrix(body, θ) → (6 + n)²: base rows/columns are [ω; v_com] in the
+      base INERTIAL frame (angular first, reference point the COM), then the joints in dof order;
+    * floating base, calculateInverseDynamics(body, [p_com (3), quat (4), θ], [ω; v_com; θ̇],
+      [ω̇; a_com; θ̈]) → [force; moment (about the COM); τ]: inputs angular-first but OUTPUT linear-first;
+      all base vectors in the base inertial frame; a_com is the classical acceleration of the COM
+      (R_cᵀ d²p_com/dt², i.e. d/dt v_com + ω × v_com); and the quaternion is converted to roll-pitch-yaw
+      with getEulerFromQuaternion but rebuilt as INTRINSIC X-Y-Z angles, so a general orientation is
+      misread: `pybullet_id_quaternion` returns the quaternion to pass so that PyBullet uses the intended one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ModelError
+from .model.rotations import quaternion_to_matrix, skew
+
+__all__ = ["PinocchioMap", "PyBulletMap", "matrix_to_quaternion", "pybullet_id_quaternion"]
+
+
+def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
+    """Rotation matrix → unit quaternion (x, y, z, w) with w ≥ 0."""
+    from scipy.spatial.transform import Rotation
+    quat = Rotation.from_matrix(rotation).as_quat()
+    return quat if quat[3] >= 0 else -quat
+
+
+def pybullet_id_quaternion(rotation: np.ndarray) -> np.ndarray:
+    """The quaternion to give PyBullet's floating-base calculateInverseDynamics for base rotation `rotation`.
+
+    PyBullet turns the quaternion into (r, p, y) = getEulerFromQuaternion(quat) and then uses the rotation
+    Rx(r) Ry(p) Rz(y) (intrinsic X-Y-Z) instead of Rz(y) Ry(p) Rx(r); we hand it angles that undo this.
+    """
+    from scipy.spatial.transform import Rotation
+    rpy = Rotation.from_matrix(rotation).as_euler("XYZ")
+    return Rotation.from_euler("xyz", rpy).as_quat()
+
+
+def _names(model) -> tuple[str, ...]:
+    return model.joint_names
+
+
+class PinocchioMap:
+    """Index maps between a biobullet Model and a Pinocchio model built from the same URDF file."""
+
+    def __init__(self, model, pin_model) -> None:
+        self.model, self.pin_model = model, pin_model
+        base = 7 if model.floating_base else 0
+        base_v = 6 if model.floating_base else 0
+        if pin_model.nv != model.n_tangent:
+            raise ModelError(f"Pinocchio model has nv={pin_model.nv}, biobullet n_tangent={model.n_tangent}",
+                             file=model.file)
+        names = list(pin_model.names)
+        plain_src, plain_dst, cont_src, cont_dst = list(range(base)), list(range(base)), [], []
+        tangent = list(range(base_v))
+        for k, name in enumerate(_names(model)):
+            if name not in names:
+                raise ModelError(f"joint {name!r} not found in the Pinocchio model", file=model.file)
+            jid = names.index(name)
+            joint = pin_model.joints[jid]
+            tangent.append(joint.idx_v)
+            if joint.nq == 2:  # continuous: (cos, sin)
+                cont_src.append(base + k)
+                cont_dst.append(joint.idx_q)
+            else:
+                plain_src.append(base + k)
+                plain_dst.append(joint.idx_q)
+        self.plain_src, self.plain_dst = np.array(plain_src, int), np.array(plain_dst, int)
+        self.cont_src, self.cont_dst = np.array(cont_src, int), np.array(cont_dst, int)
+        self.tangent_index = np.array(tangent, int)  # ours k → Pinocchio v index
+        self._frame_ids: dict[str, int] = {}
+
+    def config_to_pinocchio(self, x: np.ndarray) -> np.ndarray:
+        """biobullet x → Pinocchio q (continuous joints as cos, sin)."""
+        q = np.zeros(self.pin_model.nq)
+        q[self.plain_dst] = x[self.plain_src]
+        angles = x[self.cont_src]
+        q[self.cont_dst] = np.cos(angles)
+        q[self.cont_dst + 1] = np.sin(angles)
+        return q
+
+    def config_from_pinocchio(self, q: np.ndarray) -> np.ndarray:
+        """Pinocchio q → biobullet x (continuous angles by atan2, in (−π, π])."""
+        x = np.zeros(self.model.n_config)
+        x[self.plain_src] = q[self.plain_dst]
+        x[self.cont_src] = np.arctan2(q[self.cont_dst + 1], q[self.cont_dst])
+        return x
+
+    def velocity_to_pinocchio(self, xd: np.ndarray) -> np.ndarray:
+        """Any tangent vector (velocity, acceleration, generalized force) from our order to Pinocchio's."""
+        out = np.zeros(self.pin_model.nv)
+        out[self.tangent_index] = xd
+        return out
+
+    def velocity_from_pinocchio(self, v: np.ndarray) -> np.ndarray:
+        return np.asarray(v)[self.tangent_index]
+
+    def matrix_to_pinocchio(self, matrix: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.pin_model.nv, self.pin_model.nv))
+        out[np.ix_(self.tangent_index, self.tangent_index)] = matrix
+        return out
+
+    def matrix_from_pinocchio(self, matrix: np.ndarray) -> np.ndarray:
+        """Pinocchio nv × nv (e.g. the CRBA mass matrix) → our tangent order."""
+        return np.asarray(matrix)[np.ix_(self.tangent_index, self.tangent_index)]
+
+    def jacobian_from_pinocchio(self, jacobian: np.ndarray) -> np.ndarray:
+        """Pinocchio 6 × nv Jacobian → columns in our tangent order (rows stay [linear; angular])."""
+        return np.asarray(jacobian)[:, self.tangent_index]
+
+    def frame_id(self, link: str) -> int:
+        if link not in self._frame_ids:
+            import pinocchio as pin
+            if not self.pin_model.existFrame(link, pin.FrameType.BODY):
+                raise ModelError(f"link {link!r} has no Pinocchio body frame", file=self.model.file)
+            self._frame_ids[link] = self.pin_model.getFrameId(link, pin.FrameType.BODY)
+        return self._frame_ids[link]
+
+
+class PyBulletMap:
+    """Index and frame maps between a biobullet Model and a body loaded in PyBullet from the same file."""
+
+    def __init__(self, model, body_id: int, client: int = 0) -> None:
+        import pybullet as p
+        self.model, self.body_id, self.client = model, body_id, client
+        info = [p.getJointInfo(body_id, i, physicsClientId=client)
+                for i in range(p.getNumJoints(body_id, physicsClientId=client))]
+        joint_index = {i[1].decode(): i[0] for i in info}
+        self.link_index: dict[str, int] = {i[12].decode(): i[0] for i in info}
+        root = p.getBodyInfo(body_id, physicsClientId=client)[0].decode()
+        self.link_index[root] = -1
+        missing = [n for n in _names(model) if n not in joint_index]
+        if missing or any(info[joint_index[n]][3] < 0 for n in _names(model)):
+            raise ModelError(f"joints {missing or _names(model)} do not match the PyBullet body", file=model.file)
+        self.joint_indices = np.array([joint_index[n] for n in _names(model)], int)  # θ_k → PyBullet joint
+        movable = sorted((i[3], i[0]) for i in info if i[3] > -1)
+        if len(movable) != model.n_joints:
+            raise ModelError(f"PyBullet has {len(movable)} movable joints, biobullet {model.n_joints}",
+                             file=model.file)
+        order = {joint: d for d, (_, joint) in enumerate(movable)}
+        self.dof_of_joint = np.array([order[j] for j in self.joint_indices], int)  # θ_k → PyBullet dof slot
+        base = 6 if model.floating_base else 0
+        self.tangent_index = np.concatenate([np.arange(base), base + self.dof_of_joint]).astype(int)
+        dyn = p.getDynamicsInfo(body_id, -1, physicsClientId=client)
+        self.inertial_position = np.array(dyn[3], float)                  # p_i, root-link frame
+        self.inertial_rotation = quaternion_to_matrix(dyn[4])             # R_i, root-link frame
+        self.inertial_quaternion = np.array(dyn[4], float)
+        a = np.eye(6)
+        a[:3, 3:] = -skew(self.inertial_position)                          # v_com = v + ω × p_i
+        base_map = np.kron(np.eye(2), self.inertial_rotation.T) @ a        # [v_com; ω] in the inertial frame
+        self.base_map_linear_first = base_map
+        self.base_map_angular_first = np.vstack([base_map[3:], base_map[:3]])
+
+    # ------------------------------------------------------------------ vectors and matrices
+    def tangent_map(self, angular_first: bool = True) -> np.ndarray:
+        """T with u_pybullet = T ẋ (constant): base block [ω; v_com] (angular_first) in the inertial frame."""
+        n = self.model.n_tangent
+        t = np.zeros((n, n))
+        base = 6 if self.model.floating_base else 0
+        if base:
+            t[:6, :6] = self.base_map_angular_first if angular_first else self.base_map_linear_first
+        t[base + self.dof_of_joint, np.arange(base, n)] = 1.0
+        return t
+
+    def joints_to_pybullet(self, theta: np.ndarray) -> list[float]:
+        """θ (URDF order) → PyBullet dof order."""
+        out = np.zeros(self.model.n_joints)
+        out[self.dof_of_joint] = theta
+        return out.tolist()
+
+    def mass_matrix_from_pybullet(self, matrix: np.ndarray) -> np.ndarray:
+        """calculateMassMatrix result → M in our tangent order and base convention: Tᵀ M_pb T."""
+        t = self.tangent_map(angular_first=True)
+        return t.T @ np.asarray(matrix) @ t
+
+    def base_pose_to_pybullet(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(COM position, inertial-frame quaternion x y z w) of the base for our x."""
+        rotation = quaternion_to_matrix(x[3:7])
+        return rotation @ self.inertial_position + x[:3], matrix_to_quaternion(rotation @ self.inertial_rotation)
+
+    def base_pose_from_pybullet(self, position, quaternion) -> tuple[np.ndarray, np.ndarray]:
+        """PyBullet base (COM position, inertial quaternion) → our (root-frame position, quaternion)."""
+        rotation = quaternion_to_matrix(quaternion) @ self.inertial_rotation.T
+        return np.asarray(position) - rotation @ self.inertial_position, matrix_to_quaternion(rotation)
+
+    def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
+        """calculateInverseDynamics, converted both ways: generalized forces dual to our ẋ (our order)."""
+        import pybullet as p
+        model, n = self.model, self.model.n_joints
+        if not model.floating_base:
+            out = p.calculateInverseDynamics(self.body_id, self.joints_to_pybullet(x), self.joints_to_pybullet(xd),
+                                              self.joints_to_pybullet(xdd), physicsClientId=self.client)
+            return np.asarray(out)[self.dof_of_joint]
+        t = self.tangent_map(angular_first=True)
+        u, ud = t @ xd, t @ xdd
+        ud[3:6] += np.cross(u[:3], u[3:6])  # PyBullet wants the classical COM acceleration
+        position, _ = self.base_pose_to_pybullet(x)
+        rotation = quaternion_to_matrix(x[3:7]) @ self.inertial_rotation
+        positions = np.concatenate([position, pybullet_id_quaternion(rotation), self.joints_to_pybullet(x[7:])])
+        out = np.asarray(p.calculateInverseDynamics(self.body_id, positions.tolist(), u.tolist(), ud.tolist(),
+                                                    physicsClientId=self.client))
+        return self.tangent_map(angular_first=False).T @ out  # output is [force; moment; τ]
+
+    # ------------------------------------------------------------------ state
+    def state_to_pybullet(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """Reset the PyBullet body to our (x, ẋ)."""
+        import pybullet as p
+        model, c, b = self.model, self.client, self.body_id
+        base = 7 if model.floating_base else 0
+        if model.floating_base:
+            position, quaternion = self.base_pose_to_pybullet(x)
+            p.resetBasePositionAndOrientation(b, position.tolist(), quaternion.tolist(), physicsClientId=c)
+            rotation = quaternion_to_matrix(x[3:7])
+            v_com = rotation @ (xd[:3] + np.cross(xd[3:6], self.inertial_position))
+            p.resetBaseVelocity(b, v_com.tolist(), (rotation @ xd[3:6]).tolist(), physicsClientId=c)
+        offset = 6 if model.floating_base else 0
+        for k, joint in enumerate(self.joint_indices):
+            p.resetJointState(b, int(joint), float(x[base + k]), float(xd[offset + k]), physicsClientId=c)
+
+    def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
+        """Our (x, ẋ) read back from the PyBullet body."""
+        import pybullet as p
+        model, c, b = self.model, self.client, self.body_id
+        parts_x, parts_v = [], []
+        if model.floating_base:
+            position, quaternion = p.getBasePositionAndOrientation(b, physicsClientId=c)
+            base_p, base_q = self.base_pose_from_pybullet(position, quaternion)
+            rotation = quaternion_to_matrix(base_q)
+            linear, angular = (np.asarray(v) for v in p.getBaseVelocity(b, physicsClientId=c))
+            omega = rotation.T @ angular
+            parts_x += [base_p, base_q]
+            parts_v += [rotation.T @ linear - np.cross(omega, self.inertial_position), omega]
+        states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c)
+        parts_x.append(np.array([s[0] for s in states]))
+        parts_v.append(np.array([s[1] for s in states]))
+        return np.concatenate(parts_x), np.concatenate(parts_v)
+
+    def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(R, p) of the URDF link frame and (COM linear velocity, angular velocity), world frame."""
+        import pybullet as p
+        index = self.link_index[link]
+        c, b = self.client, self.body_id
+        if index < 0:
+            position, quaternion = p.getBasePositionAndOrientation(b, physicsClientId=c)
+            base_p, base_q = self.base_pose_from_pybullet(position, quaternion)
+            linear, angular = p.getBaseVelocity(b, physicsClientId=c)
+            return quaternion_to_matrix(base_q), base_p, np.asarray(linear), np.asarray(angular)
+        s = p.getLinkState(b, index, computeLinkVelocity=1, computeForwardKinematics=1, physicsClientId=c)
+        rotation = quaternion_to_matrix(s[1]) @ quaternion_to_matrix(s[3]).T  # COM frame ∘ inertial offset⁻¹
+        position = np.asarray(s[0]) - rotation @ np.asarray(s[2])
+        return rotation, position, np.asarray(s[6]), np.asarray(s[7])
+
+    def link_com(self, link: str) -> np.ndarray:
+        """PyBullet's inertial-frame origin of `link` in the URDF link frame (m)."""
+        import pybullet as p
+        index = self.link_index[link]
+        if index < 0:
+            return self.inertial_position.copy()
+        return np.asarray(p.getDynamicsInfo(self.body_id, index, physicsClientId=self.client)[3])
