@@ -15,7 +15,11 @@ import numpy as np
 
 
 class Resolver(Protocol):
-    """Fills the jets of some dependent joints given those of their inputs (in place)."""
+    """Fills the jets of some dependent joints given those of their inputs (in place).
+
+    Resolvers used by second-order formulations (matrix_calculus) also provide
+    `resolve_hessians(theta, gradient, hessian, t)`: see `CoordinateMap.evaluate_hessians`.
+    """
 
     outputs: tuple[int, ...]
 
@@ -54,6 +58,22 @@ class ExplicitFunction:
             jets.rate[self.output] = grad @ z_dot
             jets.gamma[self.output] = grad[:-1] @ jets.gamma[idx] + z_dot @ hess @ z_dot
 
+    def resolve_hessians(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None,
+                         t: float) -> None:
+        """Fill value, gradient and (unless None) Hessian over q̃ = (q, t) of the output, in place."""
+        idx = list(self.inputs)
+        value, grad, hess = self.function.evaluate(theta[idx], t)
+        # input jets over q̃: z = (θ_inputs, t), dz/dq̃ = [G_inputs; e_t], d²z/dq̃² = [H_inputs; 0]
+        z_grad = np.zeros((len(idx) + 1, gradient.shape[1]))
+        z_grad[:-1] = gradient[idx]
+        z_grad[-1, -1] = 1.0
+        theta[self.output] = value
+        gradient[self.output] = grad @ z_grad
+        if hessian is not None:
+            size = hessian.shape[1] * hessian.shape[2]
+            chained = grad[:-1] @ hessian[idx].reshape(len(idx), size)  # Σ_m ∂f/∂z_m · H(z_m)
+            hessian[self.output] = z_grad.T @ hess @ z_grad + chained.reshape(hessian.shape[1:])
+
 
 class CoordinateMap:
     """Maps independent coordinates q (in `independent` joint order) to all joint coordinates θ."""
@@ -81,3 +101,26 @@ class CoordinateMap:
         for resolver in self.resolvers:
             resolver.resolve(jets, t, need_rates)
         return jets
+
+    def evaluate_hessians(self, q: np.ndarray, t: float, *, with_hessian: bool = True
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """θ (n), gradient (n × (nq+1)) and Hessian (n × (nq+1) × (nq+1)) over the extended q̃ = (q, t).
+
+        Time is the last coordinate, so with q̃̇ = (q̇, 1) and q̃̈ = (q̈, 0):
+        θ̇ = ∇θ · q̃̇ and θ̈ = ∇θ · q̃̈ + q̃̇ᵀ H q̃̇ exactly, drivers' ∂f/∂t and ∂²f/∂t∂q included.
+        Resolvers provide `resolve_hessians(theta, gradient, hessian, t)` (in place, like `resolve`; hessian None
+        when `with_hessian` is False, then the Hessian returned is None too).
+        """
+        n, nq = self.n_joints, self.nq
+        theta, gradient = np.zeros(n), np.zeros((n, nq + 1))
+        hessian = np.zeros((n, nq + 1, nq + 1)) if with_hessian else None
+        idx = list(self.independent)
+        theta[idx] = q
+        gradient[idx, np.arange(nq)] = 1.0
+        for resolver in self.resolvers:
+            method = getattr(resolver, "resolve_hessians", None)
+            if method is None:
+                raise NotImplementedError(f"{type(resolver).__name__} provides no resolve_hessians(); "
+                                          "second derivatives of its joints are unavailable")
+            method(theta, gradient, hessian, t)
+        return theta, gradient, hessian
