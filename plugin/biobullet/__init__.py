@@ -1,12 +1,41 @@
 """biobullet: biomechanics-grade multibody models for PyBullet.
 
 Models stay URDF files; a `<biobullet>` block adds joint functions, loops, force elements, compliant contact and
-flexible links. Public API (no import-time side effects; heavy modules load on first use).
+flexible links. The public API below is loaded lazily: `import biobullet` imports no numerical library, so the
+command line starts fast and importing has no side effects.
 """
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from .errors import BiobulletError, ModelError, SolverError
-from .model import Model, load_model
 
 __version__ = "0.1.0"
-__all__ = ["BiobulletError", "ModelError", "SolverError", "Model", "load_model", "__version__"]
+
+# public name → (module, attribute)
+_LAZY: dict[str, tuple[str, str]] = {
+    "Model": ("biobullet.model", "Model"),
+    "load_model": ("biobullet.model", "load_model"),
+    "simulate": ("biobullet.integrate", "simulate"),
+    "Trajectory": ("biobullet.integrate", "Trajectory"),
+    "Bridge": ("biobullet.bridge", "Bridge"),
+    "validate_model": ("biobullet.validate", "validate_model"),
+    "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
+    "run_scenario": ("biobullet.scenarios", "run_scenario"),
+}
+
+__all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'biobullet' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

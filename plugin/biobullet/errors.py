@@ -15,8 +15,8 @@ class ModelError(BiobulletError):
     """
 
     def __init__(self, message: str, *, file: str | None = None, element: str | None = None,
-                 attribute: str | None = None, expected: str | None = None) -> None:
-        self.file, self.element, self.attribute = file, element, attribute
+                 attribute: str | None = None, expected: str | None = None, argument: str | None = None) -> None:
+        self.file, self.element, self.attribute, self.argument = file, element, attribute, argument
         self.expected, self.detail = expected, message
         where = []
         if file:
@@ -25,6 +25,8 @@ class ModelError(BiobulletError):
             where.append(element)
         if attribute:
             where.append(f"attribute '{attribute}'")
+        if argument:
+            where.append(f"argument '{argument}'")
         text = ": ".join(where + [message]) if where else message
         if expected:
             text += f" (expected {expected})"

@@ -56,7 +56,7 @@ def get_formulation(name: str | None) -> Formulation:
     if name not in _instances:
         _load_builtin()
         if name not in _registry:
-            raise ModelError(f"unknown formulation {name!r}", attribute="formulation",
+            raise ModelError(f"unknown formulation {name!r}", argument="formulation",
                              expected="one of " + ", ".join(sorted(_registry)))
         _instances[name] = _registry[name]()
     return _instances[name]

@@ -38,10 +38,21 @@ def parse_float(source: SourceRef, attribute: str, text: str, *, positive: bool 
 
 
 def parse_floats(source: SourceRef, attribute: str, text: str, count: int | None = None) -> tuple[float, ...]:
+    """Space-separated numbers; a bad component is reported with its position and the whole text."""
     parts = text.split()
+    expected = f"{count} space-separated finite numbers" if count is not None else "space-separated finite numbers"
     if count is not None and len(parts) != count:
-        raise source.error(attribute, f"has {len(parts)} numbers: {text!r}", f"{count} space-separated numbers")
-    return tuple(parse_float(source, attribute, part) for part in parts)
+        raise source.error(attribute, f"has {len(parts)} numbers: {text!r}", expected)
+    values = []
+    for position, part in enumerate(parts, start=1):
+        try:
+            value = float(part)
+        except ValueError:
+            raise source.error(attribute, f"component {position} is not a number: {text!r}", expected) from None
+        if not math.isfinite(value):
+            raise source.error(attribute, f"component {position} is not finite: {text!r}", expected)
+        values.append(value)
+    return tuple(values)
 
 
 def optional_float(source: SourceRef, element: ET.Element, attribute: str, default: float | None = None,

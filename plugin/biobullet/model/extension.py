@@ -42,7 +42,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
         block_source = SourceRef(file, "<biobullet>")
         version = block.attrib.get("version", "1")
         if version not in SUPPORTED_VERSIONS:
-            raise block_source.error("version", f"unsupported version {version!r}", " or ".join(SUPPORTED_VERSIONS))
+            raise block_source.error("version", f"unsupported version {version!r}",
+                                     " or ".join(f'"{v}"' for v in SUPPORTED_VERSIONS))
         changes["extension_version"] = version
         for element in block:
             if not isinstance(element.tag, str):  # comments

@@ -35,7 +35,7 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     robot = tree.getroot()
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
-    links = tuple(_parse_link(file, element) for element in robot.findall("link"))
+    links = tuple(_parse_link(file, element, number) for number, element in enumerate(robot.findall("link"), 1))
     if not links:
         raise ModelError("the model has no <link>", file=file, element="<robot>")
     _check_unique(file, [link.name for link in links], "link")
@@ -60,8 +60,11 @@ def _check_unique(file: str, names: list[str], kind: str) -> None:
         seen.add(name)
 
 
-def _parse_link(file: str, element: ET.Element) -> LinkDescription:
+def _parse_link(file: str, element: ET.Element, number: int) -> LinkDescription:
     source = source_of(file, element)
+    if not element.attrib.get("name", "").strip():
+        raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
+                         attribute="name", expected="a unique link name")
     name = required(source, element, "name")
     inertial_element = element.find("inertial")
     inertial = None
@@ -99,14 +102,26 @@ def _parse_inertial(source: SourceRef, element: ET.Element) -> InertialDescripti
     return InertialDescription(mass=mass, com=xyz, inertia=tuple(tuple(float(v) for v in row) for row in inertia))
 
 
+_DIAGONAL = ("ixx", "iyy", "izz")
+_OFF_DIAGONAL = (("ixy", 0, 1), ("ixz", 0, 2), ("iyz", 1, 2))
+
+
 def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
+    """Positive definite and physically realisable; the error names the attribute most likely at fault."""
     principal = np.linalg.eigvalsh(inertia)
     if principal[0] <= 0:
-        raise source.error("ixx", f"inertia tensor is not positive definite (principal moments "
+        diagonal = np.diag(inertia)
+        if diagonal.min() <= 0:
+            culprit = _DIAGONAL[int(np.argmin(diagonal))]
+        else:  # diagonal fine: an off-diagonal product of inertia is too large
+            culprit = max(_OFF_DIAGONAL, key=lambda item: abs(inertia[item[1], item[2]])
+                          / math.sqrt(diagonal[item[1]] * diagonal[item[2]]))[0]
+        raise source.error(culprit, f"inertia tensor is not positive definite (principal moments "
                            f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive definite tensor")
     a, b, c = principal
     if a + b < c * (1 - TRIANGLE_TOLERANCE):
-        raise source.error("ixx", f"principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
+        culprit = _DIAGONAL[int(np.argmax(np.diag(inertia)))]
+        raise source.error(culprit, f"principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
                            f"({a:.6g} + {b:.6g} < {c:.6g})", "I1 + I2 ≥ I3 for a physical body")
 
 
@@ -117,7 +132,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     if joint_type not in SUPPORTED_JOINT_TYPES:
         hint = " (a floating base is declared with <biobullet><base type=\"floating\"/>)" \
             if joint_type == "floating" else ""
-        raise source.error("type", f"unsupported joint type {joint_type!r}{hint}", ", ".join(SUPPORTED_JOINT_TYPES))
+        raise source.error("type", f"unsupported joint type {joint_type!r}{hint}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
     ends = {}
     for tag in ("parent", "child"):
         end = element.find(tag)
@@ -138,7 +153,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     norm = math.sqrt(sum(a * a for a in axis))
     if joint_type in MOVABLE_JOINT_TYPES:
         if norm < 1e-12:
-            raise axis_source.error("xyz", "zero axis", "a non-zero direction")
+            raise axis_source.error("xyz", f"zero axis {axis_element.attrib['xyz']!r}", "a non-zero direction")
         axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
     lower = upper = None
     limit = element.find("limit")

@@ -22,6 +22,6 @@ def scenario_names() -> list[str]:
 
 def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
     if name not in SCENARIOS:
-        raise ModelError(f"unknown scenario {name!r}", attribute="SCENARIO", expected="one of " + ", ".join(scenario_names()))
+        raise ModelError(f"unknown scenario {name!r}", argument="SCENARIO", expected="one of " + ", ".join(scenario_names()))
     module = importlib.import_module(SCENARIOS[name][0])
     return module.run(out_dir, **options)

@@ -1,0 +1,467 @@
+"""The `biobullet` command line (also `python -m biobullet`): info, validate, simulate, run, sweep, bench.
+
+Start-up is kept fast: this module imports only the standard library; numerical packages are imported
+inside the command that needs them. Exit codes: 0 success, 1 unexpected internal error, 2 bad input
+(usage error, malformed model, failed solve, validation disagreement, feature not available), 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+PROG = "biobullet"
+EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-written line breaks of descriptions and examples."""
+
+
+class NotAvailable(Exception):
+    """A subcommand whose implementing module is not part of this version."""
+
+
+# ---------------------------------------------------------------------------------------------- parser
+def _assignment(text: str) -> tuple[str, float]:
+    """Parse NAME=VALUE (for --set)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"value of {name.strip()!r} is not a number: {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"value of {name.strip()!r} is not finite: {value!r}")
+    return name.strip(), number
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _add(sub, name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}".rstrip(),
+                            epilog="examples:\n" + examples, formatter_class=_Formatter)
+    parser.set_defaults(subparser=parser)  # for usage errors found after parsing
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand (no side effects, nothing heavy imported)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=_Formatter,
+        description="biobullet: biomechanics multibody models (URDF + <biobullet> block) for PyBullet, "
+                    "validated against Pinocchio.",
+        epilog="examples:\n  biobullet info urdf/arm7.urdf\n  biobullet validate urdf/arm7.urdf --samples 20\n"
+               "  biobullet simulate urdf/andrews_squeezer.urdf --t-end 0.03 --out squeezer.csv\n\n"
+               "Set BIOBULLET_DEBUG=1 to see the traceback of an internal error.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    info = _add(sub, "info", "describe a model: bodies, joints, coordinates, functions, loops, forces, contacts",
+                "Loads MODEL (URDF with an optional <biobullet> block), checks it and prints what biobullet\n"
+                "compiled from it. Exit code 2 if the model is malformed (the message names file, element\n"
+                "and attribute).",
+                "  biobullet info urdf/arm7.urdf\n  biobullet info urdf/humanoid.urdf --floating-base\n"
+                "  biobullet info urdf/shoulder_rhythm.urdf --json > shoulder.json\n")
+    info.add_argument("model", metavar="MODEL", help="model file (.urdf)")
+    _base_flags(info)
+    info.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    info.set_defaults(handler=cmd_info)
+
+    validate = _add(sub, "validate", "check every formulation against Pinocchio (and PyBullet) on random states",
+                    "Compares mass matrix, bias forces, forward dynamics and Jacobians of every formulation\n"
+                    "with the oracles at random states. Exit code 0 only if all agree within the tolerance,\n"
+                    "2 otherwise. Progress goes to stderr; with --json stdout holds only the JSON report\n"
+                    "(with --random: {\"ok\": bool, \"models\": [report, ..]}):\n"
+                    '  {"model": .., "ok": bool, "checks": [{"quantity", "formulation", "oracle",\n'
+                    '                                        "max_abs_error", "max_rel_error"}, ..]}',
+                    "  biobullet validate urdf/arm7.urdf\n  biobullet validate urdf/arm7.urdf --samples 50 --seed 3 "
+                    "--tol 1e-10\n  biobullet validate --random 20 --json > random.json\n")
+    validate.add_argument("model", metavar="MODEL", nargs="?", help="model file (optional with --random)")
+    _base_flags(validate)
+    validate.add_argument("--samples", type=_positive_int, default=10, metavar="N",
+                          help="random states per model (default 10)")
+    validate.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    validate.add_argument("--tol", type=_positive_float, default=1e-9, metavar="T",
+                          help="relative tolerance (default 1e-9)")
+    validate.add_argument("--random", type=_positive_int, default=None, metavar="N",
+                          help="validate N random trees instead of MODEL")
+    validate.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    validate.set_defaults(handler=cmd_validate)
+
+    simulate = _add(sub, "simulate", "integrate a model in time and write the trajectory as CSV",
+                    "CSV columns: t, every joint coordinate by URDF joint name, then <name>_dot for each.\n"
+                    "The initial state comes from the model's <initial> elements, overridden by --set.",
+                    "  biobullet simulate urdf/andrews_squeezer.urdf --t-end 0.03 --out squeezer.csv\n"
+                    "  biobullet simulate urdf/arm7.urdf --t-end 2 --set joint_2=0.5 --set joint_2_dot=-1 "
+                    "--rtol 1e-10 --out arm.csv\n"
+                    "  biobullet simulate urdf/arm7.urdf --t-end 2 --engine pybullet --dt 1e-3 --out arm_pb.csv\n")
+    simulate.add_argument("model", metavar="MODEL", help="model file (.urdf)")
+    simulate.add_argument("--t-end", type=_positive_float, required=True, metavar="T", help="end time (s)")
+    simulate.add_argument("--engine", choices=("reference", "pybullet"), default="reference",
+                          help="reference = our formulations + SciPy (default); pybullet = the bridge")
+    simulate.add_argument("--rtol", type=_positive_float, default=None, metavar="R", help="relative tolerance")
+    simulate.add_argument("--atol", type=_positive_float, default=None, metavar="A", help="absolute tolerance")
+    simulate.add_argument("--dt", type=_positive_float, default=None, metavar="H",
+                          help="output interval (reference) or time step (pybullet), s")
+    simulate.add_argument("--set", dest="overrides", type=_assignment, action="extend", nargs="+", default=[],
+                          metavar="NAME=VALUE", help="initial value of a coordinate (NAME) or its rate (NAME_dot)")
+    simulate.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    simulate.add_argument("--method", default=None, metavar="M", help="integrator (e.g. DOP853, Radau)")
+    simulate.add_argument("--formulation", default=None, metavar="F", help="formulation (default: reduced)")
+    _base_flags(simulate)
+    simulate.set_defaults(handler=cmd_simulate)
+
+    run = _add(sub, "run", "run a paper study end to end (plots, video, report, summary.json)",
+               "Writes DIR/summary.json with the study's key figures (keys documented per scenario).",
+               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n")
+    run.add_argument("scenario", metavar="SCENARIO", help="scenario name (e.g. andrews, shoulder, sprint)")
+    run.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/SCENARIO)")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    run.add_argument("--modes", default=None, metavar="SET",
+                     help="elastic-robot only: boundary pairs per link, e.g. ss-ss-ss, cc-cc-cc, sc-cc-cs, cs-ss-sc")
+    run.set_defaults(handler=cmd_run)
+
+    sweep = _add(sub, "sweep", "run a parameter sweep described by a config file",
+                 "Runs every case of CONFIG, locally or on a Dask scheduler.",
+                 "  biobullet sweep sweeps/contact_stiffness.json --out out/sweep\n"
+                 "  biobullet sweep sweeps/contact_stiffness.json --scheduler tcp://127.0.0.1:8786\n")
+    sweep.add_argument("config", metavar="CONFIG", help="sweep configuration file")
+    sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="scheduler address (default: local)")
+    sweep.add_argument("--out", default=None, metavar="DIR", help="output directory")
+    sweep.add_argument("--workers", default=None, type=int, metavar="N",
+                       help="local workers (default: one per core)")
+    sweep.set_defaults(handler=cmd_sweep)
+
+    bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs each other)",
+                 "Prints timing ratios measured in one run.", "  biobullet bench\n")
+    bench.set_defaults(handler=cmd_bench)
+    return parser
+
+
+def _base_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None,
+                       help="treat the root link as a free-floating base (overrides the file)")
+    group.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
+                       help="weld the root link to the world (overrides the file)")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("biobullet")
+    except Exception:  # noqa: BLE001  (not installed: running from the source tree)
+        return "0.1.0"
+
+
+# ---------------------------------------------------------------------------------------------- info
+def model_info(model) -> dict[str, Any]:
+    """Everything `biobullet info` shows, as plain JSON-serialisable data."""
+    description = model.description
+    links = {body.index: body.link for body in model.bodies}
+    merged: dict[int, list[str]] = {}
+    for name in model.link_names:
+        merged.setdefault(model.frame(name).body, []).append(name)
+    bodies = [{"link": b.link, "joint": b.joint or "(free)", "type": b.joint_type,
+               "parent": links.get(b.parent, "world"), "mass": float(b.mass),
+               "links": merged.get(b.index, [b.link])} for b in model.bodies]
+    functions = {f.joint: f for f in description.joint_functions}
+    independent = set(model.independent_joint_names)
+    joints = []
+    for joint in description.joints:
+        entry: dict[str, Any] = {"name": joint.name, "type": joint.type, "parent": joint.parent,
+                                 "child": joint.child, "axis": list(joint.axis) if joint.movable else None,
+                                 "lower": joint.lower, "upper": joint.upper}
+        if not joint.movable:
+            entry["role"], entry["function"], entry["inputs"] = "fixed", None, []
+        elif joint.name in functions:
+            item = functions[joint.name]
+            kind = getattr(item.function, "type_name", type(item.function).__name__)
+            if item.source.element.endswith("<mimic>"):
+                kind += " (mimic)"
+            entry["role"], entry["function"], entry["inputs"] = "dependent", kind, list(item.function.inputs)
+        elif joint.name in independent:
+            entry["role"], entry["function"], entry["inputs"] = "independent", None, []
+        else:
+            entry["role"], entry["function"], entry["inputs"] = "dependent", "implicit (loop closure)", []
+        joints.append(entry)
+    groups = {"loops": ("loop",), "forces": ("spring", "joint_spring", "joint_torque", "joint_stop"),
+              "contacts": ("contact",), "flexible": ("flexible",)}
+    elements = {key: [{"element": e.tag, **dict(e.attributes)} for e in description.elements if e.tag in tags]
+                for key, tags in groups.items()}
+    return {"name": model.name, "file": model.file, "base_type": description.base_type,
+            "gravity": [float(g) for g in model.gravity],
+            "total_mass": float(sum(link.inertial.mass for link in description.links if link.inertial)),
+            "moving_mass": float(model.total_mass), "world_links": merged.get(-1, []),
+            "bodies": bodies, "joints": joints,
+            "coordinates": {"q": list(model.coordinate_names), "v": list(model.velocity_names)},
+            **elements}
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(row[k]) for row in cells) for k in range(len(headers))]
+    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, indent + "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return " ".join(_cell(v) for v in value) if value else "-"
+    return str(value)
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Human-readable, aligned text of `model_info`."""
+    lines = [f"model        {info['name']}", f"file         {info['file']}", f"base         {info['base_type']}",
+             f"gravity      {_cell(info['gravity'])} m/s²",
+             f"total mass   {info['total_mass']:.6g} kg (moving {info['moving_mass']:.6g} kg)",
+             f"coordinates  nq={len(info['coordinates']['q'])} nv={len(info['coordinates']['v'])}", "",
+             f"bodies ({len(info['bodies'])})"]
+    lines += _table(("link", "joint", "type", "parent", "mass [kg]", "merged links"),
+                    [(b["link"], b["joint"], b["type"], b["parent"], b["mass"], b["links"][1:])
+                     for b in info["bodies"]])
+    if info["world_links"]:
+        lines.append("  welded to the world: " + " ".join(info["world_links"]))
+    lines += ["", f"joints ({len(info['joints'])})"]
+    lines += _table(("name", "type", "parent", "child", "axis", "lower", "upper", "role", "function", "inputs"),
+                    [(j["name"], j["type"], j["parent"], j["child"], j["axis"], j["lower"], j["upper"], j["role"],
+                      j["function"], j["inputs"]) for j in info["joints"]])
+    lines += ["", "coordinates", "  q: " + (" ".join(info["coordinates"]["q"]) or "-"),
+              "  v: " + (" ".join(info["coordinates"]["v"]) or "-")]
+    for key, title in (("loops", "loops"), ("forces", "force elements"), ("contacts", "contacts"),
+                       ("flexible", "flexible links")):
+        items = info[key]
+        lines += ["", f"{title} ({len(items)})"]
+        for item in items:
+            attributes = " ".join(f'{k}="{v}"' for k, v in item.items() if k != "element")
+            lines.append(f"  <{item['element']}> {attributes}")
+    return "\n".join(lines)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .model import load_model
+
+    info = model_info(load_model(args.model, floating_base=args.floating_base))
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+    else:
+        print(format_info(info))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- validate
+def _progress_printer(unit: str, stream=None) -> Callable[..., None]:
+    """A `progress(done, total)` callback for the validators: one short line per call on stderr."""
+    stream = stream or sys.stderr
+    interactive = getattr(stream, "isatty", lambda: False)()
+
+    def progress(done: int, total: int, *_: Any) -> None:
+        end = "\n" if not interactive or done >= total else ""
+        print(f"\r{PROG}: validate: {unit} {done}/{total}" if interactive else
+              f"{PROG}: validate: {unit} {done}/{total}", file=stream, end=end, flush=True)
+
+    return progress
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Send everything written to file descriptor 1 (also by C libraries, e.g. PyBullet's banner) to stderr."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real stdout (embedded use): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _report_dict(report) -> dict[str, Any]:
+    if hasattr(report, "to_dict"):
+        return report.to_dict()
+    payload = report.to_json()
+    return json.loads(payload) if isinstance(payload, str) else payload
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.random is None and args.model is None:
+        raise _UsageError("MODEL is required unless --random N is given")
+    if args.random is not None and args.model is not None:
+        raise _UsageError("give either MODEL or --random N, not both")
+    if args.random is not None and args.floating_base is not None:
+        raise _UsageError("--floating-base/--fixed-base cannot be combined with --random "
+                          "(random trees alternate fixed and floating bases)")
+    try:
+        from .validate import validate_model, validate_random_trees
+    except ImportError:
+        raise NotAvailable("validate") from None
+    with _stdout_to_stderr():
+        reports, payload = _run_validation(args, validate_model, validate_random_trees)
+    ok = bool(reports) and all(report.ok for report in reports)
+    if args.json:
+        print(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default))
+    else:
+        print("\n\n".join(report.to_table() for report in reports))
+        print(f"\n{'all checks agree' if ok else 'DISAGREEMENT: some checks exceed the tolerance'}")
+    return EXIT_OK if ok else EXIT_ERROR
+
+
+def _run_validation(args: argparse.Namespace, validate_model, validate_random_trees) -> tuple[list, dict[str, Any]]:
+    if args.random is not None:
+        reports = list(validate_random_trees(args.random, seed=args.seed, samples=args.samples, tol=args.tol,
+                                             progress=_progress_printer("model")))
+        ok = bool(reports) and all(report.ok for report in reports)
+        return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
+    from .model import load_model
+    report = validate_model(load_model(args.model, floating_base=args.floating_base), samples=args.samples,
+                            seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
+    return [report], _report_dict(report)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------- later commands
+def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.engine == "reference":
+        try:
+            from . import integrate
+        except ImportError:
+            raise NotAvailable("simulate") from None
+        if hasattr(integrate, "cli_simulate"):  # the engine's own CLI adapter (progress, summary line)
+            return integrate.cli_simulate(args)
+        if not hasattr(integrate, "simulate"):
+            raise NotAvailable("simulate")
+        simulate_fn = integrate.simulate
+    else:
+        try:
+            from .bridge import simulate as simulate_fn  # type: ignore[attr-defined]
+        except ImportError:
+            raise NotAvailable("simulate --engine pybullet") from None
+    from .model import load_model
+
+    model = load_model(args.model, floating_base=args.floating_base)
+    options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
+    if args.engine == "reference":
+        options.update(formulation=args.formulation, method=args.method, rtol=args.rtol, atol=args.atol)
+        if args.dt is not None:
+            import numpy as np
+            options["t_eval"] = np.unique(np.append(np.arange(0.0, args.t_end, args.dt), args.t_end))
+    elif args.dt is not None:
+        options["dt"] = args.dt
+    trajectory = simulate_fn(model, args.t_end, **options)
+    print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .scenarios import run_scenario
+
+    out = args.out or os.path.join("out", args.scenario)
+    options = {key: value for key, value in vars(args).items()
+               if key in ("modes",) and value is not None}
+    summary = run_scenario(args.scenario, out, **options)
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default))
+    else:
+        print(f"{args.scenario}: results in {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    try:
+        from .sweep import cli_sweep
+    except ImportError:
+        raise NotAvailable("sweep") from None
+    return cli_sweep(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        from .analysis.bench import run_bench  # type: ignore[import-not-found]
+    except ImportError:
+        raise NotAvailable("bench") from None
+    run_bench()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- entry point
+class _UsageError(Exception):
+    """Argument combination argparse cannot express; reported as a usage error."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (see the module docstring)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
+    try:
+        from .errors import BiobulletError
+        try:
+            return args.handler(args)
+        except _UsageError as exc:
+            args.subparser.error(str(exc))
+        except NotAvailable as exc:
+            print(f"{PROG}: error: '{exc}' is not available yet in this version", file=sys.stderr)
+            return EXIT_ERROR
+        except BiobulletError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001  (last resort: one line, no traceback unless debugging)
+        if os.environ.get("BIOBULLET_DEBUG") == "1":
+            import traceback
+            traceback.print_exc()
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"{PROG}: internal error: {type(exc).__name__}{': ' + detail if detail else ''} — please report "
+              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

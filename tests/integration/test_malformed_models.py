@@ -1,0 +1,163 @@
+"""Malformed model files through `python -m biobullet info FILE`: exit code 2, one exact line, no traceback.
+
+Each case is a model file written to tmp_path; `{file}` in the expected message stands for its path and
+`{tmp}` for tmp_path. `make_malformed_table.py` turns CASES into docs/malformed_models.md.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+INERTIAL = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>'
+
+
+def urdf(*, l1: str | None = None, j2: str | None = None, links: str = "", joints: str = "",
+         block: str = "") -> str:
+    """A valid 3-link chain base -j1- l1 -j2- l2 with replaceable pieces."""
+    l1 = l1 if l1 is not None else f'<link name="l1">{INERTIAL}</link>'
+    j2 = j2 if j2 is not None else ('<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>'
+                                    '<origin xyz="0 0 0.5"/><axis xyz="0 1 0"/></joint>')
+    return (f'<robot name="m">\n  <link name="base">{INERTIAL}</link>\n  {l1}\n  <link name="l2">{INERTIAL}</link>\n'
+            f'  {links}\n  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>'
+            f'<axis xyz="0 0 1"/></joint>\n  {j2}\n  {joints}\n  {block}\n</robot>\n')
+
+
+def joint_j2(*, parent: str = "l1", kind: str = "revolute", origin: str = "0 0 0.5", axis: str = "0 1 0",
+             extra: str = "") -> str:
+    return (f'<joint name="j2" type="{kind}"><parent link="{parent}"/><child link="l2"/>'
+            f'<origin xyz="{origin}"/><axis xyz="{axis}"/>{extra}</joint>')
+
+
+def link_l1(*, mass: str = "1", inertia: str = 'ixx="0.1" iyy="0.1" izz="0.1"') -> str:
+    return f'<link name="l1"><inertial><mass value="{mass}"/><inertia {inertia}/></inertial></link>'
+
+
+def biobullet(body: str, version: str = "1") -> str:
+    return f'<biobullet version="{version}">{body}</biobullet>'
+
+
+LINEAR_J2 = '<joint_function joint="j2" type="linear" inputs="j1" coefficients="2"/>'
+ELEMENTS = ("<gravity>, <base>, <initial>, <coordinates>, <joint_function>, <loop>, <spring>, <joint_spring>, "
+            "<joint_torque>, <joint_stop>, <contact>, <flexible>")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    text: str | None     # file content; None: the file does not exist
+    expected: str        # the exact stderr line after 'biobullet: error: '
+
+
+CASES = [
+    Case("unknown_parent_link", "joint with an unknown parent link", urdf(j2=joint_j2(parent="nope")),
+         """{file}: <joint name="j2"> <parent>: attribute 'link': unknown link 'nope' """
+         """(expected the name of a <link> in this file)"""),
+    Case("link_without_name", "<link> without a name",
+         urdf(l1=f'<link name="l1">{INERTIAL}</link>', links=f"<link>{INERTIAL}</link>"),
+         "{file}: <link> (link number 4 in the file): attribute 'name': missing required attribute "
+         "(expected a unique link name)"),
+    Case("mass_not_a_number", "non-numeric mass", urdf(l1=link_l1(mass="heavy")),
+         """{file}: <link name="l1"> <inertial> <mass>: attribute 'value': not a number: 'heavy' """
+         """(expected a finite decimal number)"""),
+    Case("nan_in_origin", "NaN in a joint origin", urdf(j2=joint_j2(origin="0 nan 0.5")),
+         """{file}: <joint name="j2"> <origin>: attribute 'xyz': component 2 is not finite: '0 nan 0.5' """
+         """(expected 3 space-separated finite numbers)"""),
+    Case("negative_mass", "negative mass", urdf(l1=link_l1(mass="-2")),
+         """{file}: <link name="l1"> <inertial> <mass>: attribute 'value': negative mass -2 kg (expected mass ≥ 0)"""),
+    Case("inertia_not_positive_definite", "inertia tensor not positive definite",
+         urdf(l1=link_l1(inertia='ixx="0.1" iyy="0.1" izz="0.1" ixy="0.2"')),
+         """{file}: <link name="l1"> <inertial> <inertia>: attribute 'ixy': inertia tensor is not positive """
+         """definite (principal moments -0.1, 0.1, 0.3) (expected a positive definite tensor)"""),
+    Case("inertia_triangle_inequality", "inertia violating the triangle inequality",
+         urdf(l1=link_l1(inertia='ixx="0.1" iyy="0.1" izz="0.5"')),
+         """{file}: <link name="l1"> <inertial> <inertia>: attribute 'izz': principal moments 0.1, 0.1, 0.5 """
+         """violate the triangle inequality (0.1 + 0.1 < 0.5) (expected I1 + I2 ≥ I3 for a physical body)"""),
+    Case("unsupported_joint_type", "unsupported joint type", urdf(j2=joint_j2(kind="ball")),
+         """{file}: <joint name="j2">: attribute 'type': unsupported joint type 'ball' """
+         """(expected one of revolute, continuous, prismatic, fixed)"""),
+    Case("zero_axis", "zero joint axis", urdf(j2=joint_j2(axis="0 0 0")),
+         """{file}: <joint name="j2"> <axis>: attribute 'xyz': zero axis '0 0 0' (expected a non-zero direction)"""),
+    Case("link_child_of_two_joints", "a link that is the child of two joints",
+         urdf(joints='<joint name="j3" type="revolute"><parent link="base"/><child link="l2"/></joint>'),
+         """{file}: <joint name="j3"> <child>: attribute 'link': link 'l2' is the child of two joints """
+         """('j2' and 'j3'); URDF describes a tree — close loops with <biobullet><loop>"""),
+    Case("two_roots", "two root links", urdf(links=f'<link name="orphan">{INERTIAL}</link>'),
+         "{file}: <robot>: several root links: base, orphan (expected exactly one link that is no joint's child)"),
+    Case("unknown_extension_element", "unknown element in <biobullet>", urdf(block=biobullet('<muscle name="m"/>')),
+         "{file}: <biobullet> <muscle>: unknown element <muscle> (expected one of " + ELEMENTS + ")"),
+    Case("unknown_function_attribute", "unknown attribute in <joint_function>",
+         urdf(block=biobullet('<joint_function joint="j2" type="linear" inputs="j1" coefficients="2" gain="3"/>')),
+         """{file}: <joint_function joint="j2">: attribute 'gain': unknown attribute """
+         """(expected one of coefficients, inputs, joint, offset, type)"""),
+    Case("function_on_unknown_joint", "joint function on an unknown joint",
+         urdf(block=biobullet('<joint_function joint="j9" type="linear" inputs="j1" coefficients="2"/>')),
+         """{file}: <joint_function joint="j9">: attribute 'joint': unknown joint 'j9' (expected one of j1, j2)"""),
+    Case("unknown_input", "joint function with an unknown input name",
+         urdf(block=biobullet('<joint_function joint="j2" type="linear" inputs="elbow" coefficients="2"/>')),
+         """{file}: <joint_function joint="j2">: attribute 'inputs': unknown joint 'elbow' (expected one of j1, j2)"""),
+    Case("unknown_function_type", "unknown joint-function type",
+         urdf(block=biobullet('<joint_function joint="j2" type="magic" inputs="j1"/>')),
+         """{file}: <joint_function joint="j2">: attribute 'type': unknown joint-function type 'magic' """
+         """(expected one of expression, fourier, linear, polynomial, spline)"""),
+    Case("dependent_twice", "a joint made dependent twice (function and <mimic>)",
+         urdf(j2=joint_j2(extra='<mimic joint="j1" multiplier="2"/>'), block=biobullet(LINEAR_J2)),
+         """{file}: <joint name="j2"> <mimic>: attribute 'joint': joint 'j2' is made dependent twice """
+         """(also by <joint_function joint="j2">) (expected at most one function (or <mimic>) per joint)"""),
+    Case("cyclic_function_inputs", "cyclic joint-function inputs (j1 ← j2, j2 ← j1)",
+         urdf(block=biobullet('<joint_function joint="j1" type="linear" inputs="j2" coefficients="0.5"/>'
+                              + LINEAR_J2)),
+         """{file}: <joint_function joint="j1">: attribute 'inputs': cyclic joint-function inputs: j1 → j2 → j1 """
+         """(expected inputs that do not depend back on this joint)"""),
+    Case("expression_code_injection", "expression that tries to run code",
+         urdf(block=biobullet('<joint_function joint="j2" type="expression" inputs="j1" '
+                              """expression="__import__('os').system('touch {tmp}/pwned')"/>""")),
+         """{file}: <joint_function joint="j2">: attribute 'expression': only calls of the whitelisted functions """
+         """by plain name are allowed (expected an arithmetic expression in names inputs (j1), t, pi, e; """
+         """operators + - * / **; functions sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, exp, log, """
+         """sqrt)"""),
+    Case("malformed_xml", "malformed XML", '<robot name="m">\n  <link name="base">\n</robot>\n',
+         "{file}: not well-formed XML (mismatched tag: line 3, column 2)"),
+    Case("missing_file", "missing file", None, "{file}: no such file"),
+    Case("coordinates_lists_dependent", "<coordinates> listing a dependent joint",
+         urdf(block=biobullet('<coordinates names="j1 j2"/>' + LINEAR_J2)),
+         """{file}: <coordinates>: attribute 'names': joint 'j2' is listed as independent but is made dependent """
+         """by <joint_function joint="j2">"""),
+    Case("bad_base_type", "unknown base type", urdf(block=biobullet('<base type="wobbly"/>')),
+         """{file}: <base>: attribute 'type': unknown base type 'wobbly' (expected fixed or floating)"""),
+    Case("unsupported_version", 'unsupported <biobullet version="2">',
+         urdf(block=biobullet('<gravity xyz="0 0 -9.81"/>', version="2")),
+         """{file}: <biobullet>: attribute 'version': unsupported version '2' (expected "1")"""),
+]
+
+
+def run_info(path: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+    env.pop("BIOBULLET_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "biobullet", "info", str(path)], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def write_case(case: Case, tmp_path: Path) -> Path:
+    path = tmp_path / f"{case.id}.urdf"
+    if case.text is not None:
+        path.write_text(case.text.replace("{tmp}", str(tmp_path)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_malformed_model_is_one_clear_error(case: Case, tmp_path: Path) -> None:
+    path = write_case(case, tmp_path)
+    result = run_info(path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    expected = "biobullet: error: " + case.expected.format(file=path, tmp=tmp_path)
+    assert result.stderr == expected + "\n"
+    assert not (tmp_path / "pwned").exists()
