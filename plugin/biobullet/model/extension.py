@@ -19,9 +19,9 @@ SUPPORTED_VERSIONS = ("1",)
 DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "loop": {"name", "type", "link_a", "xyz_a", "link_b", "xyz_b", "normal", "axis", "axis_a", "axis_b"},
     "spring": {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length", "damping"},
-    "joint_spring": {"joint", "stiffness", "rest", "damping"},
+    "joint_spring": {"name", "joint", "stiffness", "rest", "damping"},
     "joint_torque": None,   # constant `value`, or a time function: type="fourier" ...
-    "joint_stop": {"joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
+    "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
     "contact": None,
     "flexible": None,
 }

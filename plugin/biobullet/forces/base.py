@@ -1,0 +1,151 @@
+"""Force-element base class and the registry keyed by the `<biobullet>` element tag.
+
+A force element maps the tree state (x = [base pose?, θ], ẋ = [base twist?, θ̇], t) to generalized forces
+τ (n_tangent, tree order, N or N·m) and splits its power into three parts so that the engine can keep an
+energy balance:  τ·ẋ = −dV/dt − dissipated_power + input_power, where V = potential_energy (J, elastic),
+dissipated_power ≥ 0 (W, dampers) and input_power (W, actuators).
+Third-party element types register with `register_force("tag")` (or the entry-point group
+``biobullet.force_elements``, name = tag, value = a ForceElement subclass with `from_description`).
+"""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from importlib import metadata
+from typing import ClassVar, Mapping
+
+import numpy as np
+
+from ..errors import SourceRef
+
+ENTRY_POINT_GROUP = "biobullet.force_elements"
+_registry: dict[str, type["ForceElement"]] = {}
+_entry_points_loaded = False
+
+
+class ForceElement(ABC):
+    """One force element. Immutable after construction; `name` identifies it in reports and events."""
+
+    tag: ClassVar[str] = ""
+    #: True if the force is discontinuous in the state (the engine then restarts at its events)
+    switched: ClassVar[bool] = False
+
+    def __init__(self, name: str, source: SourceRef | None = None) -> None:
+        self.name = name
+        self.source = source or SourceRef("<python>", f"<{self.tag} name=\"{name}\">")
+
+    @classmethod
+    @abstractmethod
+    def from_description(cls, model, element) -> "ForceElement":
+        """Build from an ElementDescription (raw string attributes); raise `source.error(...)` on bad input."""
+
+    @abstractmethod
+    def generalized_force(self, model, x: np.ndarray, xd: np.ndarray, t: float,
+                          placements=None) -> np.ndarray:
+        """τ (n_tangent): the element's generalized force on the tree (N, N·m)."""
+
+    def potential_energy(self, model, x: np.ndarray) -> float:
+        """Elastic potential V(x) (J); τ_elastic = −∂V/∂x."""
+        return 0.0
+
+    def dissipated_power(self, model, x: np.ndarray, xd: np.ndarray) -> float:
+        """Power removed by the element's dampers (W, ≥ 0)."""
+        return 0.0
+
+    def input_power(self, model, x: np.ndarray, xd: np.ndarray, t: float) -> float:
+        """Power put in by actuators (W): the non-conservative, non-dissipative part of τ·ẋ."""
+        return 0.0
+
+    def events(self, model) -> list:
+        """Event functions (integrate.events.Event) the engine must locate (switching surfaces)."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def register_force(tag: str):
+    """Class decorator: register a ForceElement subclass for the `<biobullet>` element `tag`."""
+    def decorate(cls: type[ForceElement]) -> type[ForceElement]:
+        cls.tag = tag
+        _registry[tag] = cls
+        return cls
+    return decorate
+
+
+def _load() -> None:
+    global _entry_points_loaded
+    from . import elements  # noqa: F401  (registers the built-in elements)
+    if _entry_points_loaded:
+        return
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        cls = ep.load()
+        if not (isinstance(cls, type) and issubclass(cls, ForceElement)):
+            raise TypeError(f"entry point {ep.name} in {ENTRY_POINT_GROUP} is not a ForceElement subclass")
+        cls.tag = cls.tag or ep.name
+        _registry.setdefault(ep.name, cls)
+    _entry_points_loaded = True
+
+
+def force_type(tag: str) -> type[ForceElement] | None:
+    _load()
+    return _registry.get(tag)
+
+
+def force_tags() -> list[str]:
+    _load()
+    return sorted(_registry)
+
+
+# ------------------------------------------------------------------------------------------ attribute helpers
+def number(source: SourceRef, attributes: Mapping[str, str], key: str, default: float | None = None, *,
+           non_negative: bool = False, positive: bool = False, at_least: float | None = None) -> float:
+    """A finite number from a raw attribute (or `default` when absent; absent without default → error)."""
+    text = attributes.get(key)
+    if text is None or (isinstance(text, str) and not text.strip()):
+        if default is None:
+            raise source.error(key, "missing required attribute", "a finite number")
+        return float(default)
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise source.error(key, f"not a number: {text!r}", "a finite decimal number") from None
+    if not math.isfinite(value):
+        raise source.error(key, f"not finite: {text!r}", "a finite decimal number")
+    if non_negative and value < 0:
+        raise source.error(key, f"must not be negative, got {value:g}", "a value ≥ 0")
+    if positive and value <= 0:
+        raise source.error(key, f"must be positive, got {value:g}", "a value > 0")
+    if at_least is not None and value < at_least:
+        raise source.error(key, f"must be at least {at_least:g}, got {value:g}", f"a value ≥ {at_least:g}")
+    return value
+
+
+def vector3(source: SourceRef, attributes: Mapping[str, str], key: str) -> np.ndarray:
+    text = attributes.get(key)
+    if text is None:
+        return np.zeros(3)
+    parts = str(text).split()
+    if len(parts) != 3:
+        raise source.error(key, f"has {len(parts)} numbers: {text!r}", "3 space-separated finite numbers")
+    try:
+        values = np.array([float(p) for p in parts])
+    except ValueError:
+        raise source.error(key, f"not a number: {text!r}", "3 space-separated finite numbers") from None
+    if not np.all(np.isfinite(values)):
+        raise source.error(key, f"not finite: {text!r}", "3 space-separated finite numbers")
+    return values
+
+
+def check_attributes(source: SourceRef, attributes: Mapping[str, str], allowed) -> None:
+    for key in attributes:
+        if key not in allowed:
+            raise source.error(key, "unknown attribute", "one of " + ", ".join(sorted(allowed)))
+
+
+def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint") -> tuple[int, int]:
+    """(index in x, index in ẋ) of a movable joint's coordinate."""
+    if joint not in model.joint_names:
+        raise source.error(attribute, f"unknown joint {joint!r}", "one of " + ", ".join(model.joint_names))
+    slot = model.joint_names.index(joint)
+    return slot + (7 if model.floating_base else 0), slot + (6 if model.floating_base else 0)

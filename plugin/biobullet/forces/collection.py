@@ -1,0 +1,99 @@
+"""The force elements of a model: built once from its description, cached per Model (weakly), summed.
+
+`force_elements(model)` returns the elements the model file declares plus any added with
+`add_force_element(model, element)` (Python API; the Model itself stays immutable).
+"""
+from __future__ import annotations
+
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from ..dynamics.kinematics import body_placements
+from .base import ForceElement, force_type
+
+_cache: "WeakKeyDictionary[object, tuple[ForceElement, ...]]" = WeakKeyDictionary()
+_added: "WeakKeyDictionary[object, list[ForceElement]]" = WeakKeyDictionary()
+#: element tags owned by other layers (constraints, contact, flexible links)
+NOT_FORCES = ("loop", "contact", "flexible")
+
+
+def _from_description(model) -> tuple[ForceElement, ...]:
+    elements = []
+    names: dict[str, str] = {}
+    for element in model.description.elements:
+        if element.tag in NOT_FORCES:
+            continue
+        cls = force_type(element.tag)
+        if cls is None:
+            continue
+        built = cls.from_description(model, element)
+        if built.name in names and "name" not in element.attributes:  # two default names: number them
+            base, count = built.name, 2
+            while f"{base}_{count}" in names:
+                count += 1
+            built.name = f"{base}_{count}"
+        if built.name in names:
+            raise element.source.error("name", f"force element name {built.name!r} is used twice "
+                                       f"(also by {names[built.name]})", "distinct names")
+        names[built.name] = element.source.element
+        elements.append(built)
+    return tuple(elements)
+
+
+def force_elements(model) -> tuple[ForceElement, ...]:
+    """All force elements of `model` (file order, then the ones added from Python)."""
+    if model not in _cache:
+        _cache[model] = _from_description(model)
+    return _cache[model] + tuple(_added.get(model, ()))
+
+
+def add_force_element(model, element: ForceElement) -> ForceElement:
+    """Attach a force element to `model` (checked against the model now); returns it."""
+    if not isinstance(element, ForceElement):
+        raise TypeError(f"{element!r} is not a ForceElement")
+    if any(e.name == element.name for e in force_elements(model)):
+        raise element.source.error("name", f"force element name {element.name!r} is already used", "a new name")
+    n = model.n_tangent  # evaluate once at the neutral configuration: catches unknown links/joints now
+    x = model.joint_configuration(model.neutral_configuration())
+    tau = element.generalized_force(model, x, np.zeros(n), 0.0)
+    if np.shape(tau) != (n,):
+        raise element.source.error(None, f"generalized_force returned shape {np.shape(tau)}", f"({n},)")
+    _added.setdefault(model, []).append(element)
+    return element
+
+
+def clear_added_force_elements(model) -> None:
+    """Remove the elements added with `add_force_element`."""
+    _added.pop(model, None)
+
+
+def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, elements=None) -> np.ndarray:
+    """Σ τ of the force elements (n_tangent, tree order)."""
+    elements = force_elements(model) if elements is None else elements
+    tau = np.zeros(model.n_tangent)
+    if not elements:
+        return tau
+    placements = body_placements(model, x)
+    for element in elements:
+        tau += element.generalized_force(model, x, xd, t, placements)
+    return tau
+
+
+def elastic_energy(model, x: np.ndarray, elements=None) -> float:
+    """Σ V of the force elements (J)."""
+    elements = force_elements(model) if elements is None else elements
+    return float(sum(e.potential_energy(model, x) for e in elements))
+
+
+def power_terms(model, x: np.ndarray, xd: np.ndarray, t: float, elements=None) -> tuple[float, float]:
+    """(input power of actuators, power dissipated by dampers), W."""
+    elements = force_elements(model) if elements is None else elements
+    power_in = float(sum(e.input_power(model, x, xd, t) for e in elements))
+    dissipated = float(sum(e.dissipated_power(model, x, xd) for e in elements))
+    return power_in, dissipated
+
+
+def force_events(model, elements=None) -> list:
+    elements = force_elements(model) if elements is None else elements
+    return [event for e in elements for event in e.events(model)]

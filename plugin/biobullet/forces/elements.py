@@ -1,0 +1,319 @@
+"""Built-in force elements: `<spring>`, `<joint_spring>`, `<joint_torque>`, `<joint_stop>`.
+
+Signs: a joint element adds its torque (N·m, or force N for a prismatic joint) to τ at the joint's velocity
+index; a point-to-point spring acts through the world-aligned point Jacobians, τ = (J_b − J_a)ᵀ F_b.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..dynamics.kinematics import body_placements, frame_jacobian, frame_placement
+from ..errors import SolverError, SourceRef
+from .base import ForceElement, check_attributes, joint_indices, number, register_force, vector3
+
+ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
+
+
+def _source(source: SourceRef | None, tag: str, name: str) -> SourceRef:
+    return source or SourceRef("<python>", f'<{tag} name="{name}">')
+
+
+class _JointElement(ForceElement):
+    """Common part of the single-joint elements."""
+
+    def __init__(self, name: str, joint: str, source: SourceRef | None) -> None:
+        super().__init__(name, _source(source, self.tag, name))
+        self.joint = joint
+
+    def _indices(self, model) -> tuple[int, int]:
+        return joint_indices(model, self.joint, self.source)
+
+    def _unit(self, model, value: float) -> np.ndarray:
+        tau = np.zeros(model.n_tangent)
+        tau[self._indices(model)[1]] = value
+        return tau
+
+
+# ------------------------------------------------------------------------------------------------ spring
+@register_force("spring")
+class Spring(ForceElement):
+    """Point-to-point spring-damper: tension f = k (L − l0) + c L̇ along the line from point a to point b.
+
+    Points are given in their link frames (m). With rest_length 0 the elastic force is the vector −k d
+    (smooth through L = 0); with rest_length > 0 a zero length (< 1e-12 m) has no direction → SolverError.
+    """
+
+    def __init__(self, name: str, link_a: str, xyz_a, link_b: str, xyz_b, stiffness: float,
+                 rest_length: float = 0.0, damping: float = 0.0, source: SourceRef | None = None) -> None:
+        super().__init__(name, _source(source, "spring", name))
+        self.link_a, self.link_b = link_a, link_b
+        self.xyz_a = np.array(xyz_a, dtype=float).reshape(3)
+        self.xyz_b = np.array(xyz_b, dtype=float).reshape(3)
+        for key, value in (("stiffness", stiffness), ("rest_length", rest_length), ("damping", damping)):
+            if not (math.isfinite(value) and value >= 0):
+                raise self.source.error(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
+        self.stiffness, self.rest_length, self.damping = float(stiffness), float(rest_length), float(damping)
+
+    @classmethod
+    def from_description(cls, model, element) -> "Spring":
+        s, a = element.source, element.attributes
+        check_attributes(s, a, {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length",
+                                "damping"})
+        for key in ("link_a", "link_b"):
+            if not a.get(key):
+                raise s.error(key, "missing required attribute", "the name of a <link>")
+            if a[key] not in model.link_names:
+                raise s.error(key, f"unknown link {a[key]!r}", "the name of a <link> in this file")
+        name = a.get("name") or f"spring_{a['link_a']}_{a['link_b']}"
+        return cls(name, a["link_a"], vector3(s, a, "xyz_a"), a["link_b"], vector3(s, a, "xyz_b"),
+                   number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
+                   number(s, a, "damping", 0.0, non_negative=True), source=s)
+
+    def _geometry(self, model, x, placements):
+        placements = placements if placements is not None else body_placements(model, x)
+        ra, pa = frame_placement(model, x, self.link_a, placements)
+        rb, pb = frame_placement(model, x, self.link_b, placements)
+        d = (rb @ self.xyz_b + pb) - (ra @ self.xyz_a + pa)
+        return d, placements
+
+    def length(self, model, x) -> float:
+        """Current length L (m)."""
+        return float(np.linalg.norm(self._geometry(model, x, None)[0]))
+
+    def _relative_jacobian(self, model, x, placements) -> np.ndarray:
+        jb = frame_jacobian(model, x, self.link_b, self.xyz_b, placements)[:3]
+        ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
+        return jb - ja
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        d, placements = self._geometry(model, x, placements)
+        jac = self._relative_jacobian(model, x, placements)
+        d_dot = jac @ xd
+        length = float(np.linalg.norm(d))
+        if length < ZERO_LENGTH:
+            if self.rest_length > 0 and self.stiffness > 0:
+                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
+                                  "the spring direction is undefined (rest_length > 0)")
+            force_b = -self.stiffness * d
+        else:
+            u = d / length
+            if self.rest_length == 0.0:
+                force_b = -self.stiffness * d - self.damping * (u @ d_dot) * u
+            else:
+                force_b = -(self.stiffness * (length - self.rest_length) + self.damping * (u @ d_dot)) * u
+        return jac.T @ force_b
+
+    def potential_energy(self, model, x):
+        length = float(np.linalg.norm(self._geometry(model, x, None)[0]))
+        return 0.5 * self.stiffness * (length - self.rest_length) ** 2
+
+    def dissipated_power(self, model, x, xd):
+        if self.damping == 0.0:
+            return 0.0
+        d, placements = self._geometry(model, x, None)
+        length = float(np.linalg.norm(d))
+        if length < ZERO_LENGTH:
+            return 0.0
+        rate = float(d @ (self._relative_jacobian(model, x, placements) @ xd)) / length
+        return self.damping * rate * rate
+
+
+# ------------------------------------------------------------------------------------------------ joint spring
+@register_force("joint_spring")
+class JointSpring(_JointElement):
+    """Torsional (or linear, prismatic joint) spring-damper: τ = −k (θ − θ0) − c θ̇."""
+
+    def __init__(self, name: str, joint: str, stiffness: float, rest: float = 0.0, damping: float = 0.0,
+                 source: SourceRef | None = None) -> None:
+        super().__init__(name, joint, source)
+        for key, value in (("stiffness", stiffness), ("damping", damping)):
+            if not (math.isfinite(value) and value >= 0):
+                raise self.source.error(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
+        if not math.isfinite(rest):
+            raise self.source.error("rest", f"not finite: {rest!r}", "a finite number")
+        self.stiffness, self.rest, self.damping = float(stiffness), float(rest), float(damping)
+
+    @classmethod
+    def from_description(cls, model, element) -> "JointSpring":
+        s, a = element.source, element.attributes
+        check_attributes(s, a, {"name", "joint", "stiffness", "rest", "damping"})
+        joint_indices(model, a.get("joint", ""), s)
+        return cls(a.get("name") or f"joint_spring_{a['joint']}", a["joint"],
+                   number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
+                   number(s, a, "damping", 0.0, non_negative=True), source=s)
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        i, k = self._indices(model)
+        return self._unit(model, -self.stiffness * (x[i] - self.rest) - self.damping * xd[k])
+
+    def potential_energy(self, model, x):
+        return 0.5 * self.stiffness * (x[self._indices(model)[0]] - self.rest) ** 2
+
+    def dissipated_power(self, model, x, xd):
+        return self.damping * xd[self._indices(model)[1]] ** 2
+
+
+# ------------------------------------------------------------------------------------------------ joint torque
+@register_force("joint_torque")
+class JointTorque(_JointElement):
+    """Actuator torque τ(t) on one joint: a constant `value`, or a time function of the joint-function plugins
+    (`type="fourier" period=.. a0=.. a=.. b=..`, any type without inputs), or a Python callable f(t)."""
+
+    def __init__(self, name: str, joint: str, value: float | None = None,
+                 function: Callable[[float], float] | None = None, source: SourceRef | None = None) -> None:
+        super().__init__(name, joint, source)
+        if (value is None) == (function is None):
+            raise self.source.error("value", "give either a constant value or a time function", "exactly one")
+        if value is not None and not math.isfinite(value):
+            raise self.source.error("value", f"not finite: {value!r}", "a finite number")
+        self.value = None if value is None else float(value)
+        self.function = function
+
+    @classmethod
+    def from_description(cls, model, element) -> "JointTorque":
+        from ..functions import registry
+
+        s, a = element.source, dict(element.attributes)
+        joint_indices(model, a.get("joint", ""), s)
+        name = a.pop("name", None) or f"joint_torque_{a['joint']}"
+        type_name = a.get("type")
+        if type_name is None:
+            check_attributes(s, a, {"joint", "value"})
+            return cls(name, a["joint"], number(s, a, "value"), source=s)
+        if "value" in a:
+            raise s.error("value", "a constant value and a time function (type) are both given",
+                          "either value=.. or type=..")
+        function_class = registry.get(type_name)
+        if function_class is None:
+            raise s.error("type", f"unknown function type {type_name!r}", "one of " + ", ".join(registry.names()))
+        if a.get("inputs", "").strip():
+            raise s.error("inputs", "a joint torque is a function of time only", "no inputs")
+        function = function_class.from_attributes(a, (), s)
+        if function.inputs:
+            raise s.error("type", f"function type {type_name!r} needs inputs", "a time function (e.g. fourier)")
+        return cls(name, a["joint"], function=function, source=s)
+
+    def torque(self, t: float) -> float:
+        """τ(t) (N·m or N)."""
+        if self.value is not None:
+            return self.value
+        if hasattr(self.function, "evaluate"):
+            return float(self.function.evaluate(np.zeros(0), t)[0])
+        return float(self.function(t))
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        return self._unit(model, self.torque(t))
+
+    def input_power(self, model, x, xd, t):
+        return self.torque(t) * xd[self._indices(model)[1]]
+
+
+# ------------------------------------------------------------------------------------------------ joint stop
+@register_force("joint_stop")
+class JointStop(_JointElement):
+    """Unilateral joint limit(s) as a penalty on the penetration p (p = lower − θ or θ − upper, > 0 inside).
+
+    type="smooth" (default): f = k p^e + c s(p) ṗ for p > 0, e = exponent > 1 (default 2), s the C¹
+    smoothstep from 0 at p = 0 to 1 at p = smoothing (default 1e-3, joint units): force C¹ in the state.
+    type="switched": f = k p^e + c ṗ only while p > 0 (e ≥ 1, default 1); events at θ = lower/upper make the
+    engine restart there. The damping part may pull during rebound (Kelvin–Voigt). V = k p^(e+1)/(e+1).
+    """
+
+    switched = False
+
+    def __init__(self, name: str, joint: str, lower: float | None, upper: float | None, stiffness: float,
+                 damping: float = 0.0, type: str = "smooth", exponent: float | None = None,
+                 smoothing: float | None = None, source: SourceRef | None = None) -> None:
+        super().__init__(name, joint, source)
+        err = self.source.error
+        if type not in ("smooth", "switched"):
+            raise err("type", f"unknown stop type {type!r}", "smooth or switched")
+        if lower is None and upper is None:
+            raise err("lower", "neither lower nor upper limit given", "at least one of lower, upper")
+        for key, value in (("lower", lower), ("upper", upper)):
+            if value is not None and not math.isfinite(value):
+                raise err(key, f"not finite: {value!r}", "a finite number")
+        if lower is not None and upper is not None and not lower < upper:
+            raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
+        for key, value in (("stiffness", stiffness), ("damping", damping)):
+            if not (math.isfinite(value) and value >= 0):
+                raise err(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
+        exponent = (2.0 if type == "smooth" else 1.0) if exponent is None else float(exponent)
+        if type == "smooth" and not (math.isfinite(exponent) and exponent > 1.0):
+            raise err("exponent", f"{exponent:g} gives a force that is not C¹", "exponent > 1 for type smooth")
+        if type == "switched" and not (math.isfinite(exponent) and exponent >= 1.0):
+            raise err("exponent", f"must be ≥ 1, got {exponent:g}", "exponent ≥ 1")
+        if type == "switched" and smoothing is not None:
+            raise err("smoothing", "smoothing applies to type smooth only", "no smoothing with type switched")
+        smoothing = 1e-3 if smoothing is None else float(smoothing)
+        if not (math.isfinite(smoothing) and smoothing > 0):
+            raise err("smoothing", f"must be positive, got {smoothing!r}", "a value > 0")
+        self.lower, self.upper, self.type = lower, upper, type
+        self.stiffness, self.damping = float(stiffness), float(damping)
+        self.exponent, self.smoothing = exponent, smoothing
+        self.switched = type == "switched"
+
+    @classmethod
+    def from_description(cls, model, element) -> "JointStop":
+        s, a = element.source, element.attributes
+        check_attributes(s, a, {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent",
+                                "smoothing"})
+        joint_indices(model, a.get("joint", ""), s)
+        optional = {key: number(s, a, key) if key in a else None
+                    for key in ("lower", "upper", "exponent", "smoothing")}
+        return cls(a.get("name") or f"joint_stop_{a['joint']}", a["joint"], optional["lower"], optional["upper"],
+                   number(s, a, "stiffness", non_negative=True), number(s, a, "damping", 0.0, non_negative=True),
+                   a.get("type", "smooth"), optional["exponent"], optional["smoothing"], source=s)
+
+    def _sides(self, theta: float, rate: float):
+        """(sign, penetration, penetration rate) for each limit the joint is beyond."""
+        out = []
+        if self.lower is not None and theta < self.lower:
+            out.append((1.0, self.lower - theta, -rate))
+        if self.upper is not None and theta > self.upper:
+            out.append((-1.0, theta - self.upper, rate))
+        return out
+
+    def _gate(self, pen: float) -> float:
+        if self.switched:
+            return 1.0
+        s = min(pen / self.smoothing, 1.0)
+        return s * s * (3.0 - 2.0 * s)
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        i, k = self._indices(model)
+        total = 0.0
+        for sign, pen, pen_rate in self._sides(x[i], xd[k]):
+            total += sign * (self.stiffness * pen ** self.exponent + self.damping * self._gate(pen) * pen_rate)
+        return self._unit(model, total)
+
+    def potential_energy(self, model, x):
+        i = self._indices(model)[0]
+        e = self.exponent
+        return sum(self.stiffness * pen ** (e + 1.0) / (e + 1.0) for _, pen, _ in self._sides(x[i], 0.0))
+
+    def dissipated_power(self, model, x, xd):
+        i, k = self._indices(model)
+        return sum(self.damping * self._gate(pen) * rate * rate for _, pen, rate in self._sides(x[i], xd[k]))
+
+    def events(self, model) -> list:
+        """Switched stops: θ − lower and upper − θ (restart events). Smooth stops: none."""
+        if not self.switched:
+            return []
+        from ..integrate.events import Event
+
+        i = self._indices(model)[0]
+        out = []
+        if self.lower is not None:
+            lower = self.lower
+            out.append(Event(f"{self.name}.lower", lambda t, x, xd: x[i] - lower, restart=True))
+        if self.upper is not None:
+            upper = self.upper
+            out.append(Event(f"{self.name}.upper", lambda t, x, xd: upper - x[i], restart=True))
+        return out
+
+
+__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop"]

@@ -1,0 +1,362 @@
+"""The reference engine: `simulate(model, t_end, ...)` with SciPy integrators.
+
+State vector. ODE formulations ("reduced", "reduced_recursive", "reduced_pinocchio", "matrix_calculus", …):
+y = [q (nq), v (nv), W, D] with q̇ from v (floating base: ṗ = R v_lin, quaternion ż = ½ z ⊗ (ω, 0), ω in the
+base frame) and v̇ the forward dynamics with Q = Gᵀ τ_applied(x, ẋ, t). "multipliers": y = [x, ẋ, W, D] over
+the whole tree, ẍ from `dynamics.multipliers.constrained_accelerations` (Baumgarte-stabilised index-1 DAE);
+with `projection=True` positions and velocities are projected onto the constraints after every accepted step
+(the integrator restarts from the projected state). W = ∫ input power of actuators and D = ∫ dissipated power
+(J) are integrated as two extra components, so `Trajectory.energy_balance()` is a real check.
+The quaternion is renormalised before every evaluation and on output (the ODE keeps |z| = 1 only to the
+integration tolerance).
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import ModelError, SolverError
+from ..model.rotations import quaternion_multiply, quaternion_to_matrix
+
+DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
+
+
+class IntegrationError(SolverError):
+    """The integrator failed: `t` (s), `state` (y), `trajectory` (partial) and `partial_path` (or None)."""
+
+    def __init__(self, message: str, t: float, state: np.ndarray, trajectory, partial_path=None) -> None:
+        super().__init__(message)
+        self.t, self.state, self.trajectory, self.partial_path = t, state, trajectory, partial_path
+
+
+class _NonFinite(Exception):
+    def __init__(self, message: str, t: float, y: np.ndarray) -> None:
+        super().__init__(message)
+        self.t, self.y = t, y
+
+
+class System:
+    """The first-order system of one simulation run."""
+
+    def __init__(self, model, formulation: str | None, options: Mapping | None = None) -> None:
+        from ..dynamics.formulation import DEFAULT_FORMULATION, formulation_names
+        from ..forces import force_elements
+
+        self.model = model
+        self.formulation = formulation or DEFAULT_FORMULATION
+        self.multipliers = self.formulation == "multipliers"
+        if not self.multipliers and self.formulation not in formulation_names():
+            raise ModelError(f"unknown formulation {self.formulation!r}", attribute="formulation",
+                             expected="one of " + ", ".join(formulation_names() + ["multipliers"]))
+        self.options = dict(options or {})
+        self.elements = force_elements(model)
+        self.floating = model.floating_base
+        if self.multipliers:
+            self.backend = _multipliers_module(model)
+            self.n_pos, self.n_vel = model.n_config, model.n_tangent
+        else:
+            self.n_pos, self.n_vel = model.nq, model.nv
+        self.size = self.n_pos + self.n_vel + 2
+
+    # ------------------------------------------------------------------ state
+    def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.array(y[:self.n_pos])
+        if self.floating:
+            pos[3:7] /= np.linalg.norm(pos[3:7])
+        return pos, y[self.n_pos:self.n_pos + self.n_vel]
+
+    def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(x, ẋ) of the tree for a state vector."""
+        pos, vel = self.split(y)
+        if self.multipliers:
+            return pos, np.array(vel)
+        x, xd, _, _ = self.model.joint_state(pos, vel, t)
+        return x, xd
+
+    def position_rate(self, pos: np.ndarray, vel: np.ndarray) -> np.ndarray:
+        rate = np.array(vel[:len(vel)], dtype=float)
+        if not self.floating:
+            return rate
+        out = np.empty(len(pos))
+        out[:3] = quaternion_to_matrix(pos[3:7]) @ vel[:3]
+        out[3:7] = 0.5 * quaternion_multiply(pos[3:7], np.array([vel[3], vel[4], vel[5], 0.0]))
+        out[7:] = vel[6:]
+        return out
+
+    def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        from ..forces import applied_forces, power_terms
+
+        if not np.all(np.isfinite(y)):
+            raise _NonFinite("the state is not finite", t, y)
+        try:
+            with np.errstate(all="ignore"):
+                out = self._rhs(t, y)
+        except (ModelError, SolverError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            raise _NonFinite(str(exc), t, y) from None
+        if not np.all(np.isfinite(out)):
+            raise _NonFinite("the right-hand side is not finite (forces or accelerations overflowed)", t, y)
+        return out
+
+    def _rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        from ..forces import applied_forces, power_terms
+
+        pos, vel = self.split(y)
+        model = self.model
+        if self.multipliers:
+            x, xd = pos, np.array(vel)
+            tau = applied_forces(model, x, xd, t, self.elements)
+            accel, _ = self.backend.constrained_accelerations(model, x, xd, tau, t, **self._baumgarte())
+        else:
+            x, xd, gradient, _ = model.joint_state(pos, vel, t)
+            tau = applied_forces(model, x, xd, t, self.elements)
+            accel = model.forward_dynamics(pos, vel, gradient.T @ tau, t, formulation=self.formulation)
+        power_in, dissipated = power_terms(model, x, xd, t, self.elements) if self.elements else (0.0, 0.0)
+        return np.concatenate([self.position_rate(pos, vel), accel, [power_in, dissipated]])
+
+    def _baumgarte(self) -> dict:
+        return {"baumgarte": self.options["baumgarte"]} if self.options.get("baumgarte") is not None else {}
+
+    def project(self, t: float, y: np.ndarray) -> np.ndarray:
+        """Project (x, ẋ) onto the position and velocity constraints (multipliers only)."""
+        x, xd = self.split(y)
+        x = np.asarray(self.backend.project_positions(self.model, x, t), dtype=float)
+        xd = np.asarray(self.backend.project_velocities(self.model, x, np.array(xd), t), dtype=float)
+        return np.concatenate([x, xd, y[-2:]])
+
+    def initial_vector(self, initial, t0: float) -> np.ndarray:
+        model = self.model
+        if initial is None or isinstance(initial, Mapping):
+            q0, v0 = model.initial_state(dict(initial or {}))
+        else:
+            try:
+                q0, v0 = (np.asarray(a, dtype=float).reshape(-1) for a in initial)
+            except (TypeError, ValueError):
+                raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
+                                 expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
+        if self.multipliers:
+            x, xd, _, _ = model.joint_state(q0, v0, t0)
+            y = np.concatenate([x, xd, [0.0, 0.0]])
+            return self.project(t0, y) if hasattr(self.backend, "project_positions") else y
+        model.joint_state(q0, v0, t0)  # validates shapes and finiteness
+        return np.concatenate([q0, v0, [0.0, 0.0]])
+
+
+def _multipliers_module(model):
+    try:
+        from ..dynamics import multipliers
+    except ImportError as exc:
+        raise ModelError(f"formulation 'multipliers' is not available in this installation ({exc})",
+                         file=model.file, attribute="formulation",
+                         expected="one of the ODE formulations, e.g. reduced") from None
+    if not hasattr(multipliers, "constrained_accelerations"):
+        raise ModelError("formulation 'multipliers' is not available (no constrained_accelerations)",
+                         file=model.file, attribute="formulation", expected="an ODE formulation, e.g. reduced")
+    return multipliers
+
+
+# ---------------------------------------------------------------------------------------------- energies
+def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
+    """½ ẋᵀ M(x) ẋ (J), tree mass matrix."""
+    from ..dynamics.vectorized import mass_matrix_and_bias
+    mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
+    return 0.5 * float(xd @ mass @ xd)
+
+
+def gravity_potential(model, x: np.ndarray) -> float:
+    """−Σ m g·c (J), c the world position of each body's centre of mass."""
+    from ..dynamics.kinematics import body_placements
+    energy = 0.0
+    for body, (r, p) in zip(model.bodies, body_placements(model, x)):
+        if body.mass:
+            energy -= body.mass * float(model.gravity @ (r @ body.com + p))
+    return energy
+
+
+# ---------------------------------------------------------------------------------------------- trajectory
+def build_trajectory(system: System, times, states, events, meta) -> "Trajectory":
+    from ..forces import elastic_energy
+    from .trajectory import Trajectory
+
+    model = system.model
+    n = len(times)
+    t = np.array(times, dtype=float)
+    y = np.array(states, dtype=float).reshape(n, system.size)
+    positions = np.zeros((n, model.n_config))
+    velocities = np.zeros((n, model.n_tangent))
+    energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
+    lam = [] if system.multipliers else None
+    for k in range(n):
+        x, xd = system.tree_state(t[k], y[k])
+        positions[k], velocities[k] = x, xd
+        energy["kinetic"][k] = kinetic_energy(model, x, xd)
+        energy["potential_gravity"][k] = gravity_potential(model, x)
+        energy["potential_elastic"][k] = elastic_energy(model, x, system.elements)
+        if lam is not None:
+            lam.append(_multipliers_at(system, t[k], x, xd))
+    energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
+    base_q = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw") if model.floating_base else ()
+    base_v = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz") if model.floating_base else ()
+    trajectory = Trajectory(
+        t=t, joint_names=tuple(model.joint_names), position_names=base_q + tuple(model.joint_names),
+        velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names), positions=positions,
+        velocities=velocities, energy=energy,
+        multipliers=np.array(lam) if lam is not None and lam and np.ndim(lam[0]) == 1 else None,
+        events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
+        meta=meta, model=model)
+    from .trajectory import _fill_generalized
+    _fill_generalized(trajectory, model)
+    return trajectory
+
+
+def _multipliers_at(system: System, t: float, x, xd):
+    from ..forces import applied_forces
+    tau = applied_forces(system.model, x, xd, t, system.elements)
+    return np.asarray(system.backend.constrained_accelerations(system.model, x, xd, tau, t,
+                                                               **system._baumgarte())[1], dtype=float)
+
+
+def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.ndarray:
+    """ẍ (or v̇) at every sample of `trajectory`, from the equations of motion with the model's forces."""
+    from ..forces import applied_forces
+    formulation = trajectory.meta.get("formulation") or None
+    out = []
+    for k, t in enumerate(trajectory.t):
+        x, xd = trajectory.positions[k], trajectory.velocities[k]
+        tau = applied_forces(model, x, xd, t)
+        if formulation == "multipliers":
+            xdd = _multipliers_module(model).constrained_accelerations(model, x, xd, tau, t)[0]
+            out.append(xdd)
+            continue
+        q, v = trajectory.q[k], trajectory.v[k]
+        _, _, gradient, gamma = model.joint_state(q, v, t)
+        vdot = model.forward_dynamics(q, v, gradient.T @ tau, t, formulation=formulation)
+        out.append(vdot if generalized else gradient @ vdot + gamma)
+    return np.array(out)
+
+
+# ---------------------------------------------------------------------------------------------- simulate
+def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
+             rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
+             progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
+             baumgarte=None, projection: bool = False):
+    """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
+
+    method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
+    t_eval: sample times (dense output); default 1001 uniform points on [t0, t_end]; "steps" = every accepted step.
+    initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
+    events: Event objects or callables g(t, x, ẋ) (attributes `terminal`, `direction` honoured), added to the
+    force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
+    progress: None = tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
+    out: write the trajectory there (.npz, else CSV); on failure `out + ".partial.csv"` is written.
+    Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
+    """
+    from .events import as_event
+    from .stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
+
+    t0, t_end = float(t0), float(t_end)
+    if not (np.isfinite(t_end) and t_end > t0):
+        raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
+    method = (method or DEFAULT_METHOD)
+    if method.upper() not in METHODS:
+        raise ModelError(f"unknown integration method {method!r}", attribute="method",
+                         expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
+    rtol = DEFAULT_RTOL if rtol is None else float(rtol)
+    atol = DEFAULT_ATOL if atol is None else float(atol)
+    for key, value in (("rtol", rtol), ("atol", atol)):
+        if not (np.isfinite(value) and value > 0):
+            raise ModelError(f"{key} = {value!r}", attribute=key, expected="a finite number > 0")
+    max_step = np.inf if max_step is None else float(max_step)
+    system = System(model, formulation, {"baumgarte": baumgarte})
+    samples = _sample_times(t_eval, t0, t_end)
+    y0 = system.initial_vector(initial, t0)
+    all_events = [as_event(e, k) for k, e in enumerate(events or [])]
+    from ..forces import force_events
+    all_events += force_events(model, system.elements)
+    loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart)
+                   for e in all_events]
+    project = system.project if (system.multipliers and projection) else None
+    meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
+            "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
+            "projection": bool(project)}
+    result = LoopResult()
+    bar = Progress(t0, t_end, progress, f"simulate {model.name}")
+    started = time.perf_counter()
+    try:
+        run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
+                 t_eval=samples, events=loop_events, project=project, on_step=bar, result=result)
+    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError) as exc:
+        bar.close()
+        fail_t = getattr(exc, "t", result.last_t)
+        fail_y = getattr(exc, "y", result.last_y)
+        meta.update(_stats(result, started), status="failed", message=str(exc))
+        times, states = list(result.t), list(result.y)
+        if not times or times[-1] < result.last_t:
+            times.append(result.last_t)
+            states.append(result.last_y)
+        partial = build_trajectory(system, times, states, result.events, meta)
+        path = None
+        if out is not None:
+            path = str(out) + ".partial.csv"
+            partial.to_csv(path)
+        state_text = np.array2string(np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6,
+                                     max_line_width=200)
+        raise IntegrationError(f"{model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
+                               f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s"
+                               + (f"; partial trajectory written to {path}" if path else ""),
+                               fail_t, fail_y, partial, path) from None
+    bar.close()
+    meta.update(_stats(result, started), status=result.status, message=result.message)
+    trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+    if out is not None:
+        (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
+    return trajectory
+
+
+def _stats(result, started: float) -> dict:
+    return {"wall_time": time.perf_counter() - started, "nfev": int(result.nfev), "njev": int(result.njev),
+            "steps": int(result.steps), "restarts": int(result.restarts)}
+
+
+def _event_on_state(system: System, event):
+    def g(t: float, y: np.ndarray) -> float:
+        x, xd = system.tree_state(t, y)
+        return event(t, x, xd)
+    return g
+
+
+def _sample_times(t_eval, t0: float, t_end: float):
+    if t_eval is None:
+        return np.linspace(t0, t_end, DEFAULT_SAMPLES)
+    if isinstance(t_eval, str):
+        if t_eval != "steps":
+            raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
+        return None
+    samples = np.asarray(t_eval, dtype=float).reshape(-1)
+    if samples.size == 0 or not np.all(np.isfinite(samples)) or np.any(np.diff(samples) <= 0) \
+            or samples[0] < t0 or samples[-1] > t_end:
+        raise ModelError("t_eval must be strictly increasing finite times within [t0, t_end]", attribute="t_eval",
+                         expected=f"times in [{t0:g}, {t_end:g}]")
+    return samples
+
+
+def cli_simulate(args) -> int:
+    """`biobullet simulate` for the reference engine, from the argparse namespace (model, t_end, formulation,
+    method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
+    import sys
+
+    from ..model import load_model
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    overrides = dict(getattr(args, "overrides", None) or [])
+    dt = getattr(args, "dt", None)
+    t_eval = None
+    if dt is not None:
+        t_eval = np.unique(np.append(np.arange(0.0, args.t_end, dt), args.t_end))
+    trajectory = simulate(model, args.t_end, formulation=getattr(args, "formulation", None),
+                          method=getattr(args, "method", None), rtol=getattr(args, "rtol", None),
+                          atol=getattr(args, "atol", None), t_eval=t_eval, initial=overrides, out=args.out,
+                          progress=getattr(args, "progress", None))
+    print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s, "
+          f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s)", file=sys.stderr)
+    return 0

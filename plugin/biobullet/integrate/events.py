@@ -1,0 +1,43 @@
+"""Event functions for the reference engine (SciPy convention: a root of g(t, y) is an event).
+
+An `Event` is evaluated on the tree state: `function(t, x, xd) -> float` with x the configuration
+[base pose?, θ] and xd = [base twist?, θ̇]. `direction` > 0 fires only on − → + crossings, < 0 only on + → −,
+0 on both. `terminal=True` stops the simulation at the event; `restart=True` stops the integrator there and
+restarts it from the event state (used by switched force elements and contact so that no step straddles a
+discontinuity of the right-hand side).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+EventFunction = Callable[[float, np.ndarray, np.ndarray], float]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A named scalar event function g(t, x, ẋ); see the module docstring for the flags."""
+
+    name: str
+    function: EventFunction
+    direction: float = 0.0
+    terminal: bool = False
+    restart: bool = False
+
+    def __call__(self, t: float, x: np.ndarray, xd: np.ndarray) -> float:
+        return float(self.function(t, x, xd))
+
+
+def as_event(item, index: int) -> Event:
+    """Accept an Event, or a plain callable f(t, x, ẋ) (with optional scipy-style `terminal`/`direction`
+    attributes and an optional `__name__`)."""
+    if isinstance(item, Event):
+        return item
+    if not callable(item):
+        raise TypeError(f"event {index} is neither an Event nor a callable f(t, x, xd)")
+    name = getattr(item, "name", None) or getattr(item, "__name__", None) or f"event_{index}"
+    if name == "<lambda>":
+        name = f"event_{index}"
+    return Event(str(name), item, float(getattr(item, "direction", 0.0)), bool(getattr(item, "terminal", False)))

@@ -1,0 +1,195 @@
+"""The stepping loop: SciPy's OdeSolver classes driven one accepted step at a time.
+
+Driving the steps ourselves (instead of `solve_ivp`) keeps every accepted state, so a failure still yields the
+partial trajectory, lets a progress bar follow simulated time, and lets the loop restart the integrator at
+events of switched force elements (no step straddles a discontinuity) or after a projection.
+Event location: a strict sign change of g between the ends of a step (honouring `direction`), the root by
+Brent's method on the dense output (xtol 4 ε), then moved to the first representable time on the far side of the
+surface so that a restarted integrator starts where the new right-hand side applies.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
+from scipy.optimize import brentq
+
+METHODS = {"DOP853": DOP853, "RADAU": Radau, "BDF": BDF, "LSODA": LSODA, "RK45": RK45, "RK23": RK23}
+EPS = np.finfo(float).eps
+
+
+class StepFailure(Exception):
+    """The solver could not continue (message, time and last accepted state)."""
+
+    def __init__(self, message: str, t: float, y: np.ndarray) -> None:
+        super().__init__(message)
+        self.t, self.y = t, y
+
+
+@dataclass
+class LoopEvent:
+    """An event as the loop sees it: g(t, y), flags, and the name to record."""
+
+    name: str
+    g: Callable[[float, np.ndarray], float]
+    direction: float = 0.0
+    terminal: bool = False
+    restart: bool = False
+
+
+@dataclass
+class LoopResult:
+    t: list[float] = field(default_factory=list)
+    y: list[np.ndarray] = field(default_factory=list)
+    events: list[tuple[str, float, np.ndarray]] = field(default_factory=list)
+    status: str = "running"
+    message: str = ""
+    nfev: int = 0
+    njev: int = 0
+    steps: int = 0
+    restarts: int = 0
+    last_t: float = 0.0
+    last_y: np.ndarray | None = None
+
+
+def _crossed(g_old: float, g_new: float, direction: float) -> bool:
+    up = g_old < 0.0 <= g_new
+    down = g_old > 0.0 >= g_new
+    return (up and direction >= 0) or (down and direction <= 0)
+
+
+def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> float:
+    """Root of g in [t_old, t_new], moved to the side of t_new (g has g_new's sign there, or is 0)."""
+    g = lambda s: event.g(s, sol(s))  # noqa: E731
+    root = brentq(g, t_old, t_new, xtol=4 * EPS, rtol=4 * EPS)
+    delta = 4 * EPS * max(1.0, abs(root))
+    while root < t_new:
+        value = g(root)
+        if value == 0.0 or np.sign(value) == np.sign(g_new):
+            break
+        root = min(root + delta, t_new)
+        delta *= 2.0
+    return root
+
+
+def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol: float, atol: float,
+             max_step: float, t_eval: np.ndarray | None, events: list[LoopEvent],
+             project: Callable[[float, np.ndarray], np.ndarray] | None = None,
+             on_step: Callable[[float], None] | None = None, result: LoopResult | None = None) -> LoopResult:
+    """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
+    accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
+    integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
+    everything up to the failure."""
+    solver_class = METHODS[method.upper()]
+    out = result if result is not None else LoopResult()
+    t, y = float(t0), np.array(y0, dtype=float)
+    out.last_t, out.last_y = t, y.copy()
+    next_eval = 0
+    if t_eval is None:
+        out.t.append(t)
+        out.y.append(y.copy())
+    else:
+        while next_eval < len(t_eval) and t_eval[next_eval] <= t:
+            out.t.append(float(t_eval[next_eval]))
+            out.y.append(y.copy())
+            next_eval += 1
+    first_step = None
+    while True:
+        solver = solver_class(rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
+                              **({"first_step": first_step} if first_step else {}))
+        g_old = [e.g(t, y) for e in events]
+        restart_at = None
+        while solver.status == "running":
+            message = solver.step()
+            if solver.status == "failed":
+                out.nfev += solver.nfev
+                raise StepFailure(message or "step failed", solver.t, solver.y.copy())
+            out.steps += 1
+            t_old, t_new = solver.t_old, solver.t
+            sol = solver.dense_output() if (events or t_eval is not None) else None
+            g_new = [e.g(t_new, solver.y) for e in events]
+            fired = []
+            for k, event in enumerate(events):
+                if _crossed(g_old[k], g_new[k], event.direction):
+                    fired.append((_locate(event, sol, t_old, t_new, g_new[k]), k))
+            fired.sort()
+            cut = None
+            for root, k in fired:
+                state = sol(root)
+                out.events.append((events[k].name, float(root), state.copy()))
+                if events[k].terminal or events[k].restart:
+                    cut = (root, k, state)
+                    break
+            t_stop, y_stop = (cut[0], cut[2]) if cut else (t_new, solver.y.copy())
+            if t_eval is None:
+                out.t.append(float(t_stop))
+                out.y.append(y_stop.copy())
+            else:
+                while next_eval < len(t_eval) and t_eval[next_eval] <= t_stop:
+                    s = float(t_eval[next_eval])
+                    out.t.append(s)
+                    out.y.append(y_stop.copy() if s == t_stop else sol(s))
+                    next_eval += 1
+            out.last_t, out.last_y = float(t_stop), y_stop.copy()
+            if on_step is not None:
+                on_step(t_stop)
+            if cut is not None:
+                if events[cut[1]].terminal:
+                    out.nfev += solver.nfev
+                    out.status = "terminated"
+                    out.message = f"terminal event {events[cut[1]].name} at t = {cut[0]:.17g} s"
+                    if t_eval is not None and out.t[-1] != t_stop:
+                        out.t.append(float(t_stop))
+                        out.y.append(y_stop.copy())
+                    return out
+                restart_at = (t_stop, y_stop)
+                break
+            if project is not None and solver.status == "running":
+                projected = project(t_new, solver.y)
+                if np.max(np.abs(projected - solver.y)) > atol:  # below atol: not worth a restart
+                    out.last_y = projected.copy()
+                    restart_at = (t_new, projected)
+                    break
+            g_old = g_new
+        out.nfev += solver.nfev
+        out.njev += getattr(solver, "njev", 0) or 0
+        if restart_at is None:
+            out.status, out.message = "finished", "reached t_end"
+            return out
+        out.restarts += 1
+        first_step = max(solver.step_size or 0.0, 0.0) or None
+        if first_step is not None:
+            first_step = min(first_step, max_step, t_end - restart_at[0]) if t_end > restart_at[0] else None
+        t, y = float(restart_at[0]), np.array(restart_at[1], dtype=float)
+        if t >= t_end:
+            out.status, out.message = "finished", "reached t_end"
+            return out
+
+
+class Progress:
+    """A tqdm bar on stderr over simulated time; shown after ~2 s of wall time (or at once if forced)."""
+
+    def __init__(self, t0: float, t_end: float, mode: bool | None, label: str) -> None:
+        self.bar = None
+        self.t0, self.last, self.started = t0, t0, time.perf_counter()
+        if mode is False:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover - tqdm is a dependency, but progress is optional
+            return
+        import sys
+        self.bar = tqdm(total=t_end - t0, desc=label, unit="s", file=sys.stderr, delay=0.0 if mode else 2.0,
+                        bar_format="{desc}: {percentage:3.0f}%|{bar}| t = {n:.4g}/{total:.4g} s [{elapsed}<{remaining}]")
+
+    def __call__(self, t: float) -> None:
+        if self.bar is not None and t > self.last:
+            self.bar.update(t - self.last)
+            self.last = t
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

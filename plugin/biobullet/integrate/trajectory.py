@@ -1,0 +1,198 @@
+"""Trajectory: the sampled result of a simulation, with energy bookkeeping, CSV and NPZ files.
+
+Columns: `positions` (n_t × n_config) are EVERY tree coordinate x = [base pose (base_x … base_qw)?, θ in URDF
+joint order] named `position_names`; `velocities` (n_t × n_tangent) are ẋ = [base twist (base_vx … base_wz,
+base frame)?, θ̇] named `velocity_names` (joint rates are named `<joint>_dot`). `q`, `v` are the generalized
+(independent) coordinates. CSV header (DESIGN.md): `t`, position names, velocity names.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelError
+
+ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applied", "dissipated")
+
+
+def atomic_write(path: str | os.PathLike[str], write) -> None:
+    """Call write(tmp_path) then os.replace it onto `path` (no half-written file on failure)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@dataclass
+class Trajectory:
+    """Samples of one simulation. Times in s; SI units; energies in J."""
+
+    t: np.ndarray
+    joint_names: tuple[str, ...]
+    position_names: tuple[str, ...]
+    velocity_names: tuple[str, ...]
+    positions: np.ndarray
+    velocities: np.ndarray
+    q: np.ndarray | None = None
+    v: np.ndarray | None = None
+    coordinate_names: tuple[str, ...] = ()
+    multipliers: np.ndarray | None = None
+    energy: dict[str, np.ndarray] = field(default_factory=dict)
+    events: list[tuple[str, float, np.ndarray]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    model: Any = field(default=None, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    # ------------------------------------------------------------------ derived quantities
+    def column(self, name: str) -> np.ndarray:
+        """One column by name: a position name, a velocity name (`<joint>_dot`) or `t`."""
+        if name == "t":
+            return self.t
+        if name in self.position_names:
+            return self.positions[:, self.position_names.index(name)]
+        if name in self.velocity_names:
+            return self.velocities[:, self.velocity_names.index(name)]
+        raise KeyError(name)
+
+    def energy_balance(self) -> np.ndarray:
+        """T + V_gravity + V_elastic − W_applied + E_dissipated (J): constant for a correct simulation of a
+        model whose joint functions do not depend on time."""
+        if not self.energy:
+            raise ValueError("this trajectory carries no energy record")
+        e = self.energy
+        return (e["kinetic"] + e["potential_gravity"] + e["potential_elastic"] - e["work_applied"]
+                + e["dissipated"])
+
+    def total_energy(self) -> np.ndarray:
+        """Mechanical energy T + V_gravity + V_elastic (J)."""
+        e = self.energy
+        return e["kinetic"] + e["potential_gravity"] + e["potential_elastic"]
+
+    def accelerations(self, model=None, *, generalized: bool = False) -> np.ndarray:
+        """ẍ (n_t × n_tangent, tree order) — or v̇ (n_t × nv) if `generalized` — recomputed from the equations
+        of motion (forces included) at every sample. Needs the model (kept from simulate, or passed)."""
+        model = model if model is not None else self.model
+        if model is None:
+            raise ValueError("accelerations() needs the model (pass it, or use a trajectory from simulate)")
+        from .engine import state_accelerations
+        return state_accelerations(model, self, generalized=generalized)
+
+    # ------------------------------------------------------------------ files
+    def csv_header(self) -> list[str]:
+        return ["t", *self.position_names, *self.velocity_names]
+
+    def to_csv(self, path: str | os.PathLike[str]) -> Path:
+        """Write `t, positions…, velocities…` with 17 significant digits (exact float round trip); atomic."""
+        table = np.column_stack([self.t, self.positions, self.velocities]) if len(self.t) else \
+            np.zeros((0, 1 + len(self.position_names) + len(self.velocity_names)))
+
+        def write(tmp: str) -> None:
+            with open(tmp, "w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(self.csv_header())
+                for row in table:
+                    writer.writerow([f"{value:.17g}" for value in row])
+        atomic_write(path, write)
+        return Path(path)
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str], model=None) -> "Trajectory":
+        """Read a CSV written by `to_csv` (or the bridge). With `model`, q and v are filled in too."""
+        with open(path, newline="") as handle:
+            reader = csv.reader(handle)
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise ModelError("empty trajectory file", file=str(path)) from None
+            rows = [[float(value) for value in row] for row in reader if row]
+        if not header or header[0] != "t":
+            raise ModelError("first column is not 't'", file=str(path), expected="a biobullet trajectory CSV")
+        data = np.array(rows, dtype=float).reshape(len(rows), len(header))
+        names = header[1:]
+        n_vel = sum(1 for n in names if n.endswith("_dot") or n in _BASE_VELOCITY)
+        position_names, velocity_names = tuple(names[:len(names) - n_vel]), tuple(names[len(names) - n_vel:])
+        joint_names = tuple(n for n in position_names if n not in _BASE_POSITION)
+        trajectory = cls(t=data[:, 0], joint_names=joint_names, position_names=position_names,
+                         velocity_names=velocity_names, positions=data[:, 1:1 + len(position_names)],
+                         velocities=data[:, 1 + len(position_names):], meta={"file": str(path)})
+        if model is not None:
+            _fill_generalized(trajectory, model)
+        return trajectory
+
+    def to_npz(self, path: str | os.PathLike[str]) -> Path:
+        """Everything (energy, events, multipliers, meta) in one compressed .npz; exact round trip; atomic."""
+        arrays: dict[str, Any] = dict(
+            t=self.t, positions=self.positions, velocities=self.velocities,
+            joint_names=np.array(self.joint_names, dtype=str), position_names=np.array(self.position_names, dtype=str),
+            velocity_names=np.array(self.velocity_names, dtype=str),
+            coordinate_names=np.array(self.coordinate_names, dtype=str),
+            event_names=np.array([e[0] for e in self.events], dtype=str),
+            event_times=np.array([e[1] for e in self.events], dtype=float),
+            meta=np.array(json.dumps(self.meta, default=_json_default)))
+        if self.events:
+            arrays["event_states"] = np.array([e[2] for e in self.events], dtype=float)
+        for key in ("q", "v", "multipliers"):
+            if getattr(self, key) is not None:
+                arrays[key] = getattr(self, key)
+        for key, value in self.energy.items():
+            arrays["energy_" + key] = value
+
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as handle:
+                np.savez_compressed(handle, **arrays)
+        atomic_write(path, write)
+        return Path(path)
+
+    @classmethod
+    def from_npz(cls, path: str | os.PathLike[str]) -> "Trajectory":
+        with np.load(path, allow_pickle=False) as data:
+            names = lambda key: tuple(str(n) for n in data[key])  # noqa: E731
+            states = data["event_states"] if "event_states" in data else []
+            events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
+                                                                          states)]
+            return cls(t=data["t"], joint_names=names("joint_names"), position_names=names("position_names"),
+                       velocity_names=names("velocity_names"), positions=data["positions"],
+                       velocities=data["velocities"], q=data["q"] if "q" in data else None,
+                       v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
+                       multipliers=data["multipliers"] if "multipliers" in data else None,
+                       energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
+                       events=events, meta=json.loads(str(data["meta"])))
+
+
+_BASE_POSITION = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+_BASE_VELOCITY = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+
+
+def _fill_generalized(trajectory: Trajectory, model) -> None:
+    base_q = 7 if model.floating_base else 0
+    base_v = 6 if model.floating_base else 0
+    independent = list(model.coordinate_map.independent)
+    trajectory.q = np.column_stack([trajectory.positions[:, :base_q],
+                                    trajectory.positions[:, [base_q + k for k in independent]]])
+    trajectory.v = np.column_stack([trajectory.velocities[:, :base_v],
+                                    trajectory.velocities[:, [base_v + k for k in independent]]])
+    trajectory.coordinate_names = tuple(model.coordinate_names)
+
+
+def _json_default(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
