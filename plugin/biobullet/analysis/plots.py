@@ -1,0 +1,93 @@
+"""Plots of the gait study (paper 003 Figs. 8–13 style). Matplotlib is imported inside the functions and
+drawn with the Agg canvas on a bare Figure (no pyplot, no global backend change). Each function writes
+`path` (format from the suffix) and returns it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _figure(size: tuple[float, float]) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplitudes: np.ndarray,
+                      path: str | Path, *, parameter_label: str = "damper stiffness k (N/m)",
+                      max_frequency: float = 3.0, floor: float | None = None,
+                      title: str = "knee-angle spectrum") -> Path:
+    """Spectrum-vs-parameter map (paper 003 Fig. 11): x = parameter, y = f·T, colour = amplitude (log).
+
+    frequency: (n_f,) in units of 1/T (from `amplitude_spectrum`, same window for every parameter);
+    amplitudes: (n_p, n_f). floor: lower end of the colour scale (default 1e-4 × max amplitude).
+    Dashed lines mark the subharmonics 1/3 and 1/2.
+    """
+    from matplotlib.colors import LogNorm
+
+    p = np.asarray(parameters, dtype=float)
+    f = np.asarray(frequency, dtype=float)
+    a = np.asarray(amplitudes, dtype=float)
+    if a.shape != (len(p), len(f)):
+        raise ValueError(f"amplitudes shape {a.shape}, expected ({len(p)}, {len(f)})")
+    keep = (f > 0.0) & (f <= max_frequency + 1e-12)
+    top = float(np.max(a[:, keep])) if np.any(keep) else 1.0
+    low = floor if floor is not None else 1e-4 * top
+    fig = _figure((7.0, 4.2))
+    ax = fig.add_subplot()
+    mesh = ax.pcolormesh(p, f[keep], np.clip(a[:, keep].T, low, None), shading="nearest",
+                         norm=LogNorm(vmin=low, vmax=max(top, low * 10)), cmap="viridis")
+    for sub in (1.0 / 3.0, 0.5):
+        ax.axhline(sub, color="w", lw=0.6, ls="--", alpha=0.7)
+    fig.colorbar(mesh, ax=ax, label="amplitude")
+    ax.set(xlabel=parameter_label, ylabel="frequency / (1/T)", title=title)
+    return _save(fig, path)
+
+
+def plot_bifurcation(parameters: Sequence[float], samples: Sequence[np.ndarray], path: str | Path, *,
+                     parameter_label: str = "damper stiffness k (N/m)",
+                     value_label: str = "knee angle at t = nT (deg)",
+                     title: str = "Poincaré samples") -> Path:
+    """Poincaré bifurcation diagram: for each parameter value its steady-state section samples (1 point =
+    period 1, 2 points = period 2, a cloud = quasi-periodic)."""
+    p = list(parameters)
+    if len(p) != len(samples):
+        raise ValueError(f"{len(p)} parameters but {len(samples)} sample sets")
+    fig = _figure((7.0, 4.2))
+    ax = fig.add_subplot()
+    for value, s in zip(p, samples):
+        s_arr = np.asarray(s, dtype=float).reshape(-1)
+        ax.plot(np.full(len(s_arr), value), s_arr, ".", color="k", ms=2.5)
+    ax.set(xlabel=parameter_label, ylabel=value_label, title=title)
+    return _save(fig, path)
+
+
+def plot_knee_vs_reference(t: np.ndarray, knee: np.ndarray, reference: np.ndarray, period: float,
+                           path: str | Path, *, cycles: tuple[float, float] = (15, 20),
+                           rho: float | None = None, units: str = "deg") -> Path:
+    """Simulated vs reference knee angle over the analysed cycles (paper 003 Figs. 8–10), time in cycles."""
+    t_arr = np.asarray(t, dtype=float)
+    window = (t_arr >= cycles[0] * period - 1e-12) & (t_arr <= cycles[1] * period + 1e-12)
+    fig = _figure((7.0, 3.6))
+    ax = fig.add_subplot()
+    ax.plot(t_arr[window] / period, np.asarray(reference)[window], "k--", lw=1.2, label="reference")
+    ax.plot(t_arr[window] / period, np.asarray(knee)[window], "C0", lw=1.2, label="simulated")
+    label = f"knee flexion ({units})"
+    title = f"cycles {cycles[0]:g}–{cycles[1]:g}" + (f", ρ = {rho:.4f}" if rho is not None else "")
+    ax.set(xlabel="t / T", ylabel=label, title=title)
+    ax.legend(loc="upper left")
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    return out
