@@ -1,0 +1,111 @@
+"""PyBullet client handling and body set-up for the bridge (pybullet is imported only inside functions)."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+
+from ..errors import ModelError
+
+#: Bounds given to PyBullet's joint-limit constraints to switch them off (rad or m); the limit rows stay
+#: in PyBullet's solver but can never become active.
+DISABLED_LIMIT = 1.0e10
+#: PyBullet clamps every joint rate at 100 rad/s (or m/s) by default; the reference engine does not. A free
+#: shoulder passing the YZY gimbal singularity (elevation → 0) reaches that easily, so the clamp is lifted.
+MAX_JOINT_VELOCITY = 1.0e6
+
+
+def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
+    """(physicsClientId, owned). `client`: None → a new DIRECT (or GUI) connection the bridge owns; an int
+    physicsClientId; or a `pybullet_utils.bullet_client.BulletClient` (its `_client` id is used)."""
+    import pybullet as p
+    if client is None:
+        mode = p.DIRECT
+        if gui:
+            if os.environ.get("DISPLAY") or os.name == "nt":
+                mode = p.GUI
+            else:
+                warnings.warn("Bridge(gui=True): no display (DISPLAY is not set), connecting DIRECT instead; "
+                              "use biobullet.render.render_frames() for offscreen video", RuntimeWarning,
+                              stacklevel=3)
+        cid = p.connect(mode)
+        if cid < 0:
+            raise ModelError("PyBullet could not connect", attribute="client")
+        return cid, True
+    if gui:
+        raise ModelError("gui=True only applies when the bridge makes its own connection (client=None)",
+                         attribute="gui")
+    cid = getattr(client, "_client", client)
+    if isinstance(cid, (bool, np.bool_)) or not isinstance(cid, (int, np.integer)):
+        raise ModelError(f"argument 'client' is {type(client).__name__}", attribute="client",
+                         expected="None, a physicsClientId (int) or a pybullet_utils BulletClient")
+    if not p.isConnected(physicsClientId=int(cid)):
+        raise ModelError(f"PyBullet client {int(cid)} is not connected", attribute="client")
+    return int(cid), False
+
+
+def load_body(model, client: int, body_id: int | None) -> int:
+    """Load `model.file` (inertia from the file, fixed base per the model) or check the user's `body_id`."""
+    import pybullet as p
+    if body_id is None:
+        try:
+            return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
+                              flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+        except p.error as exc:
+            raise ModelError(f"PyBullet cannot load the file ({exc})", file=model.file) from None
+    if isinstance(body_id, bool) or not isinstance(body_id, (int, np.integer)):
+        raise ModelError(f"argument 'body_id' is {type(body_id).__name__}", attribute="body_id",
+                         expected="the int that loadURDF returned")
+    try:
+        p.getBodyInfo(int(body_id), physicsClientId=client)
+    except p.error:
+        raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id") from None
+    if int(body_id) not in [p.getBodyUniqueId(i, physicsClientId=client)
+                            for i in range(p.getNumBodies(physicsClientId=client))]:
+        raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id")
+    return int(body_id)
+
+
+def check_inertia(model, client: int, body: int, link_index: dict[str, int], tol: float = 1e-6) -> None:
+    """PyBullet recomputes inertia from collision shapes unless URDF_USE_INERTIA_FROM_FILE: detect that."""
+    import pybullet as p
+    from ..model.rotations import quaternion_to_matrix
+    for link in model.description.links:
+        index = link_index.get(link.name)
+        if link.inertial is None or index is None or (index < 0 and not model.floating_base):
+            continue
+        info = p.getDynamicsInfo(body, index, physicsClientId=client)
+        rotation = quaternion_to_matrix(info[4])
+        stored = rotation @ np.diag(info[2]) @ rotation.T
+        reference = np.array(link.inertial.inertia)
+        scale = max(float(np.abs(reference).max()), 1e-12)
+        if abs(info[0] - link.inertial.mass) > tol * max(link.inertial.mass, 1e-12) or \
+                float(np.abs(stored - reference).max()) > tol * scale + 1e-12:
+            raise ModelError(f"PyBullet body {body} has different inertia on link {link.name!r} than the file "
+                             "(loaded without flags=URDF_USE_INERTIA_FROM_FILE?)", file=model.file,
+                             attribute="body_id")
+
+
+def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: bool) -> None:
+    """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits)."""
+    import pybullet as p
+    n_links = p.getNumJoints(body, physicsClientId=client)
+    movable = [i for i in range(n_links) if p.getJointInfo(body, i, physicsClientId=client)[3] > -1]
+    if movable:
+        p.setJointMotorControlArray(body, movable, p.VELOCITY_CONTROL, forces=[0.0] * len(movable),
+                                    physicsClientId=client)
+    for link in range(-1, n_links):
+        # two calls: PyBullet 3.2.7 ignores jointDamping when activationState is in the same call
+        p.changeDynamics(body, link, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
+                         physicsClientId=client)
+        p.changeDynamics(body, link, activationState=p.ACTIVATION_STATE_DISABLE_SLEEPING,
+                         maxJointVelocity=MAX_JOINT_VELOCITY, physicsClientId=client)
+    if not joint_limits:
+        for joint in joint_indices:
+            info = p.getJointInfo(body, int(joint), physicsClientId=client)
+            if info[8] > info[9]:  # PyBullet made no limit constraint for this joint (e.g. continuous)
+                continue
+            p.changeDynamics(body, int(joint), jointLowerLimit=-DISABLED_LIMIT, jointUpperLimit=DISABLED_LIMIT,
+                             physicsClientId=client)
+    p.setGravity(*[float(g) for g in model.gravity], physicsClientId=client)

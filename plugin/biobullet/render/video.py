@@ -1,0 +1,63 @@
+"""Frames → MP4 (imageio-ffmpeg, H.264, yuv420p) or GIF, written to a temporary file and renamed (atomic)."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from ..errors import ModelError
+
+FORMATS = (".mp4", ".gif")
+
+
+def write_video(frames, path, *, fps: float = 30) -> str:
+    """Write `frames` (sequence of H×W×3 uint8, all the same size) to `path` (.mp4 or .gif); returns the path.
+
+    MP4: H.264 at `fps`; odd frame sizes are padded by one pixel (yuv420p needs even sizes). GIF: one frame
+    per 1/fps s (GIF stores delays in 1/100 s, so fps is rounded to that).
+    """
+    path = os.fspath(path)
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in FORMATS:
+        raise ModelError(f"cannot write {path!r}", attribute="path", expected="a file name ending in .mp4 or .gif")
+    if not np.isfinite(fps) or fps <= 0:
+        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    frames = [np.asarray(f) for f in frames]
+    if not frames:
+        raise ModelError("no frames to write", attribute="frames")
+    shape = frames[0].shape
+    if len(shape) != 3 or shape[2] != 3 or any(f.shape != shape for f in frames):
+        raise ModelError("frames differ in size or are not H×W×3", attribute="frames",
+                         expected="equal-size H×W×3 uint8 images")
+    frames = [np.asarray(f, dtype=np.uint8) for f in frames]
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=extension, dir=directory)
+    os.close(fd)
+    try:
+        if extension == ".mp4":
+            _write_mp4(frames, tmp, fps)
+        else:
+            import imageio.v2 as imageio
+            imageio.mimsave(tmp, frames, format="GIF", duration=1000.0 / fps, loop=0)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _write_mp4(frames: list[np.ndarray], path: str, fps: float) -> None:
+    import imageio.v2 as imageio
+    height, width = frames[0].shape[:2]
+    pad = ((0, height % 2), (0, width % 2), (0, 0))
+    writer = imageio.get_writer(path, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+                                pixelformat="yuv420p", macro_block_size=1, quality=8,
+                                ffmpeg_log_level="error")
+    try:
+        for frame in frames:
+            writer.append_data(np.pad(frame, pad, mode="edge") if any(p[1] for p in pad) else frame)
+    finally:
+        writer.close()
