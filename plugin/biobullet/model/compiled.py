@@ -53,33 +53,71 @@ class Model:
     def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
         slot = {name: k for k, name in enumerate(self.joint_names)}
         dependent = {f.joint: f for f in description.joint_functions}
+        loop_resolver, implicit = self._build_loop_resolver(description, dependent)
         if description.coordinates is not None:
             for name in description.coordinates:
                 if name in dependent:
                     raise ModelError(f"joint {name!r} is listed as independent but is made dependent by "
                                      f"{dependent[name].source.element}", file=description.file,
                                      element="<coordinates>", attribute="names")
-            missing = [n for n in self.joint_names if n not in dependent and n not in description.coordinates]
-            if missing and not description.elements_of("loop"):
-                raise ModelError(f"joints {', '.join(missing)} are neither listed nor driven by a function",
+            missing = [n for n in self.joint_names
+                       if n not in dependent and n not in description.coordinates and slot[n] not in implicit]
+            if missing:
+                raise ModelError(f"joints {', '.join(missing)} are neither listed nor driven by a function"
+                                 + (" nor closed by a loop" if implicit else ""),
                                  file=description.file, element="<coordinates>", attribute="names",
                                  expected="every joint that no function drives (loops may make the rest dependent)")
             independent = [slot[n] for n in description.coordinates]
         else:
             independent = [slot[n] for n in self.joint_names if n not in dependent]
-        order: list[ExplicitFunction] = []
+        order: list = []
         done = set(independent)
         remaining = dict(dependent)
-        while remaining:  # dependency order; cycles were rejected by the parser
+        while remaining or loop_resolver is not None:  # dependency order; cycles were rejected by the parser
+            if loop_resolver is not None and all(k in done for k in loop_resolver.known):
+                order.append(loop_resolver)  # as early as its inputs allow
+                done.update(loop_resolver.outputs)
+                loop_resolver = None
+                continue
             ready = [j for j, f in remaining.items() if all(slot[i] in done for i in f.function.inputs)]
             if not ready:
-                raise ModelError("joint functions depend on joints that are neither independent nor computed: "
-                                 + ", ".join(sorted(remaining)), file=description.file, element="<joint_function>")
+                pending = sorted(remaining) + ([] if loop_resolver is None else
+                                               [self.joint_names[k] for k in loop_resolver.known if k not in done])
+                raise ModelError("joint functions and loop closures depend on joints that are neither independent "
+                                 "nor computed: " + ", ".join(pending), file=description.file,
+                                 element="<joint_function>" if loop_resolver is None else "<loop>",
+                                 expected="functions of loop-dependent joints must not drive joints of the loops")
             for joint in ready:
                 f = remaining.pop(joint)
                 order.append(ExplicitFunction(slot[joint], tuple(slot[i] for i in f.function.inputs), f.function))
                 done.add(slot[joint])
         return CoordinateMap(self.n_joints, independent, order)
+
+    def _build_loop_resolver(self, description: ModelDescription, dependent: Mapping):
+        """(LoopResolver or None, set of implicit joint indices) from the `<loop>` elements."""
+        if not description.elements_of("loop"):
+            return None, set()
+        from ..constraints.implicit import LoopResolver
+        from ..constraints.loops import loop_supports, parse_loops
+        loops = parse_loops(description, self._frames)
+        listed = set(description.coordinates or ())
+        support = sorted(set().union(*(loop_supports(self, loop) for loop in loops)))
+        implicit = [k for k in support if self.joint_names[k] not in listed and self.joint_names[k] not in dependent]
+        known = [k for k in support if k not in implicit]
+        n_equations = sum(loop.n_equations for loop in loops)
+        if n_equations != len(implicit):
+            names = ", ".join(self.joint_names[k] for k in implicit) or "none"
+            raise ModelError(f"loops {', '.join(l.name for l in loops)} give {n_equations} equations but make "
+                             f"{len(implicit)} joints dependent ({names})", file=description.file,
+                             element=loops[0].source.element, attribute="type",
+                             expected="as many loop equations as loop joints that are neither listed in "
+                                      "<coordinates> nor driven by a function")
+        initial = {i.joint: i.position for i in description.initial if i.position is not None}
+        guess = [initial.get(self.joint_names[k], 0.0) for k in implicit]
+        revolute = [self.bodies[[b.joint for b in self.bodies].index(self.joint_names[k])].joint_type == "revolute"
+                    for k in implicit]
+        resolver = LoopResolver(self, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
+        return resolver, set(implicit)
 
     # ------------------------------------------------------------------ frames
     def frame(self, name: str) -> Frame:
@@ -153,21 +191,30 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """q̈ (well, v̇) from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        mass = self.mass_matrix(q, t, formulation=formulation)
-        rhs = -self.bias_forces(q, v, t, formulation=formulation)
+        mass, bias = _formulation(formulation).mass_and_bias(self, q, v, t)
+        rhs = -bias
         if tau is not None:
             rhs = rhs + self._check("tau", tau, self.nv)
         return _solve_spd(mass, rhs, self.file)
 
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
         """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
-        from ..model.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix
+        from ..model.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
         q = np.array(q, dtype=float)
         v = np.asarray(v, dtype=float)
         if self.floating_base:
+            # exact SE(3) exponential of the body twist (as pin.integrate): p += R V(ω dt) v dt
             rotation = quaternion_to_matrix(q[3:7])
-            q[:3] += rotation @ v[:3] * dt
-            q[3:7] = quaternion_multiply(q[3:7], exp_quaternion(v[3:6] * dt))
+            phi = v[3:6] * dt
+            angle = float(np.linalg.norm(phi))
+            k = skew(phi)
+            if angle < 1e-8:
+                left_jacobian = np.eye(3) + 0.5 * k + k @ k / 6.0
+            else:
+                left_jacobian = (np.eye(3) + (1 - np.cos(angle)) / angle ** 2 * k
+                                 + (angle - np.sin(angle)) / angle ** 3 * (k @ k))
+            q[:3] += rotation @ left_jacobian @ v[:3] * dt
+            q[3:7] = quaternion_multiply(q[3:7], exp_quaternion(phi))
             q[3:7] /= np.linalg.norm(q[3:7])
         q[self._base_q:] += v[self._base_v:] * dt
         return q

@@ -1,0 +1,146 @@
+"""Multipliers formulation (Lagrange equations of the first kind, paper 003) over the FULL tree coordinates x.
+
+    M(x) ẍ + h(x, ẋ) = τ + Φ_xᵀ λ
+    Φ_x ẍ = −bias(x, ẋ, t) − 2α Φ̇ − β² Φ          (index-1 form with Baumgarte stabilization)
+with Φ the stacked joint-function and loop rows of `constraints.equations` and Φ̇ = Φ_x ẋ + Φ_t. λ are
+constraint forces in the rows' units (N for point/planar loop rows, N·m per unit direction cosine for
+revolute axis rows, N·m or N for joint-function rows): Φ_xᵀ λ is the joint-space reaction.
+Default Baumgarte gains α = β = 10 s⁻¹ (critically damped drift decay with a 0.1 s time constant); at a
+consistent state (Φ = Φ̇ = 0) they have no effect. Use (0, 0) for the pure index-1 DAE.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..constraints.equations import constraint_set
+from ..constraints.loops import point_state, tree_kinematics
+from ..errors import SolverError
+from .vectorized import mass_matrix_and_bias
+
+DEFAULT_BAUMGARTE = (10.0, 10.0)
+RANK_TOLERANCE = 1e-10     # relative singular value of the scaled constraint Jacobian treated as zero
+
+
+def _state(x, xd, t) -> str:
+    text = f"t = {t:.17g}, x = {np.array2string(np.asarray(x), precision=17, separator=', ')}"
+    if xd is not None:
+        text += f", xd = {np.array2string(np.asarray(xd), precision=17, separator=', ')}"
+    return text
+
+
+def _check_rank(jac: np.ndarray, names, x, t, xd=None) -> None:
+    if not len(jac):
+        return
+    scale = np.linalg.norm(jac, axis=1)
+    if np.any(scale == 0):
+        raise SolverError("constraint row(s) " + ", ".join(n for n, s in zip(names, scale) if s == 0)
+                          + " do not depend on any coordinate at " + _state(x, xd, t))
+    singular = np.linalg.svd(jac / scale[:, None], compute_uv=False)
+    if len(jac) > jac.shape[1] or singular[-1] < RANK_TOLERANCE * singular[0]:
+        rank = int(np.sum(singular > RANK_TOLERANCE * singular[0]))
+        raise SolverError(f"constraint Jacobian is rank deficient ({rank} independent of {len(jac)} rows: "
+                          + ", ".join(names) + "); redundant loop equations (use type=\"planar\" for planar "
+                          "mechanisms) or a singular (toggle) configuration at " + _state(x, xd, t))
+
+
+def _cholesky(mass: np.ndarray, x, t) -> np.ndarray:
+    try:
+        return np.linalg.cholesky(mass)
+    except np.linalg.LinAlgError:
+        raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
+                          + _state(x, None, t)) from None
+
+
+def _minv(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))
+
+
+def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
+                              baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE) -> tuple[np.ndarray, np.ndarray]:
+    """(ẍ, λ) from the KKT system; `tau` = applied joint-space generalized forces (n_tangent), default zero."""
+    x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
+    cset = constraint_set(model)
+    mass, h = mass_matrix_and_bias(model, x, xd)
+    rhs_dyn = -h if tau is None else np.asarray(tau, dtype=float) - h
+    factor = _cholesky(mass, x, t)
+    if cset.n == 0:
+        return _minv(factor, rhs_dyn), np.zeros(0)
+    phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
+    _check_rank(jac, cset.names, x, t, xd)
+    alpha, beta = baumgarte
+    rhs_con = -bias - 2.0 * alpha * (jac @ xd + phi_t) - beta * beta * phi
+    # Schur complement of the symmetric KKT matrix [M Φ_xᵀ; Φ_x 0]: (Φ_x M⁻¹ Φ_xᵀ) λ = rhs − Φ_x M⁻¹ (τ − h)
+    minv_jt = _minv(factor, jac.T)
+    free = _minv(factor, rhs_dyn)
+    schur = jac @ minv_jt
+    lam = np.linalg.solve(schur, rhs_con - jac @ free)
+    return free + minv_jt @ lam, lam
+
+
+def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:
+    """ẋ closest to `xd` in the M(x) metric with Φ_x ẋ + Φ_t = 0."""
+    x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
+    cset = constraint_set(model)
+    if cset.n == 0:
+        return xd.copy()
+    _, jac, phi_t, _ = cset.all_terms(x, None, t)
+    _check_rank(jac, cset.names, x, t, xd)
+    factor = _cholesky(mass_matrix_and_bias(model, x)[0], x, t)
+    minv_jt = _minv(factor, jac.T)
+    return xd - minv_jt @ np.linalg.solve(jac @ minv_jt, jac @ xd + phi_t)
+
+
+def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
+                      max_iterations: int = 30) -> np.ndarray:
+    """x with Φ(x, t) = 0, by Gauss–Newton steps of minimal norm in the M(x) metric (M frozen at the input).
+
+    `tolerance` is on |Φ|∞ relative to the model's length scale (rows in m or rad). SolverError if it fails.
+    """
+    x = np.array(x, dtype=float)
+    cset = constraint_set(model)
+    if cset.n == 0:
+        return x
+    factor = _cholesky(mass_matrix_and_bias(model, x)[0], x, t)
+    scale = max([np.linalg.norm(b.translation) for b in model.bodies] + [1.0])
+    for _ in range(max_iterations):
+        phi, jac, _, _ = cset.all_terms(x, None, t)
+        if np.max(np.abs(phi)) <= tolerance * scale:
+            return x
+        minv_jt = _minv(factor, jac.T)
+        try:
+            step = -minv_jt @ np.linalg.solve(jac @ minv_jt, phi)
+        except np.linalg.LinAlgError:
+            break
+        x = model.integrate_configuration(x, step, 1.0)
+    phi = cset.residual(x, t)
+    if np.max(np.abs(phi)) <= tolerance * scale:
+        return x
+    raise SolverError(f"position projection failed: |Φ|∞ = {np.max(np.abs(phi)):.3g} at " + _state(x, None, t))
+
+
+def joint_reactions(model, x, lam) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]]]:
+    """(Φ_xᵀ λ, per loop {"point": world point A, "force": N, "moment": N·m}), world axes.
+
+    "force"/"moment" act on link_a at the loop point A (the opposite acts on link_b); the moment is non-zero
+    only for revolute loops (and, at non-closed planar states, the basis-rotation term is neglected).
+    """
+    x, lam = np.asarray(x, dtype=float), np.asarray(lam, dtype=float)
+    cset = constraint_set(model)
+    jac = cset.jacobian(x)
+    kin = tree_kinematics(model, x)
+    per_loop: dict[str, dict[str, np.ndarray]] = {}
+    for loop in cset.loops:
+        rows = lam[cset.row_slices[loop.name]]
+        a = point_state(model, kin, loop.link_a, loop.xyz_a, jacobian=False)
+        force, moment = np.zeros(3), np.zeros(3)
+        if loop.type in ("point", "revolute"):
+            force = rows[:3].copy()
+        if loop.type == "planar":
+            force = a.rotation @ loop.basis @ rows
+        if loop.type == "revolute":
+            b = point_state(model, kin, loop.link_b, loop.xyz_b, jacobian=False)
+            axis = a.rotation @ loop.axis_a
+            for k in range(2):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a)
+                moment -= rows[3 + k] * np.cross(b.rotation @ loop.basis[:, k], axis)
+        per_loop[loop.name] = {"point": a.position, "force": force, "moment": moment}
+    return jac.T @ lam, per_loop
