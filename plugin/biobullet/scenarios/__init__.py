@@ -13,6 +13,12 @@ from ..errors import ModelError
 SCENARIOS: dict[str, tuple[str, str]] = {
     "foundation": ("biobullet.scenarios.foundation",
                    "validate every bundled model against Pinocchio and PyBullet; plot the shoulder rhythms"),
+    "shoulder": ("biobullet.scenarios.shoulder",
+                 "paper 000 Table 1: de Groot vs Holzbaur shoulder rhythm — computed torques, power balance, "
+                 "PyBullet replay, 3D video"),
+    "elastic-robot": ("biobullet.scenarios.elastic_robot",
+                      "paper 002: 1.5 s drop of the elastic 3-link robot (Gibbs–Appell, Timoshenko modes, "
+                      "Hu–Guo contact, Ambrosio friction)"),
 }
 
 
