@@ -176,6 +176,8 @@ class FrictionLaw(ABC):
 
     law_name: ClassVar[str] = ""
     attributes: ClassVar[tuple[str, ...]] = ()
+    #: True if μ_eff jumps at zero slip (switched Coulomb): contact elements then locate slip reversals
+    discontinuous: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod

@@ -61,6 +61,7 @@ class Coulomb(FrictionLaw):
 
     law_name: ClassVar[str] = "coulomb"
     attributes: ClassVar[tuple[str, ...]] = ("mu",)
+    discontinuous: ClassVar[bool] = True
 
     def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
         self.mu = check_number(mu, "mu", source, nonnegative=True)

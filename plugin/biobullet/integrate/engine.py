@@ -51,7 +51,8 @@ class System:
             raise ModelError(f"unknown formulation {self.formulation!r}", attribute="formulation",
                              expected="one of " + ", ".join(formulation_names() + ["multipliers"]))
         self.options = dict(options or {})
-        self.elements = force_elements(model)
+        from .discrete import layer_elements, run_elements
+        self.elements = run_elements(model, tuple(force_elements(model)) + layer_elements(model))
         self.floating = model.floating_base
         if self.multipliers:
             self.backend = _multipliers_module(model)
@@ -274,8 +275,12 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]
     from ..forces import force_events
     all_events += force_events(model, system.elements)
-    loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart)
+    loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart,
+                             _action_on_state(system, e))
                    for e in all_events]
+    from .discrete import run_logs, start_run, step_observer
+    start_run(model, system.elements, t0, *system.tree_state(t0, y0))
+    observe = step_observer(model, system.elements, system.tree_state)
     project = system.project if (system.multipliers and projection) else None
     meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
             "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
@@ -285,12 +290,15 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     started = time.perf_counter()
     try:
         run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
-                 t_eval=samples, events=loop_events, project=project, on_step=bar, result=result)
+                 t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
+                 observe=observe)
     except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError) as exc:
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
         fail_y = getattr(exc, "y", result.last_y)
         meta.update(_stats(result, started), status="failed", message=str(exc))
+        if run_logs(system.elements):
+            meta["discrete"] = run_logs(system.elements)
         times, states = list(result.t), list(result.y)
         if not times or times[-1] < result.last_t:
             times.append(result.last_t)
@@ -308,6 +316,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                fail_t, fail_y, partial, path) from None
     bar.close()
     meta.update(_stats(result, started), status=result.status, message=result.message)
+    if run_logs(system.elements):
+        meta["discrete"] = run_logs(system.elements)
     trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
     if out is not None:
         (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
@@ -324,6 +334,16 @@ def _event_on_state(system: System, event):
         x, xd = system.tree_state(t, y)
         return event(t, x, xd)
     return g
+
+
+def _action_on_state(system: System, event):
+    if getattr(event, "action", None) is None:
+        return None
+
+    def action(t: float, y: np.ndarray) -> None:
+        x, xd = system.tree_state(t, y)
+        event.action(t, x, xd)
+    return action
 
 
 def _sample_times(t_eval, t0: float, t_end: float):

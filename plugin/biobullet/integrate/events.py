@@ -4,7 +4,9 @@ An `Event` is evaluated on the tree state: `function(t, x, xd) -> float` with x 
 [base pose?, θ] and xd = [base twist?, θ̇]. `direction` > 0 fires only on − → + crossings, < 0 only on + → −,
 0 on both. `terminal=True` stops the simulation at the event; `restart=True` stops the integrator there and
 restarts it from the event state (used by switched force elements and contact so that no step straddles a
-discontinuity of the right-hand side).
+discontinuity of the right-hand side). `action(t, x, xd)` (optional, needs `restart` or `terminal`) is called
+with the located event state before the integrator restarts: it updates the per-run discrete state of a force
+element (see `integrate.discrete`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ class Event:
     direction: float = 0.0
     terminal: bool = False
     restart: bool = False
+    action: Callable[[float, np.ndarray, np.ndarray], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.action is not None and not (self.restart or self.terminal):
+            raise ValueError(f"event {self.name!r}: an action needs restart=True (or terminal=True)")
 
     def __call__(self, t: float, x: np.ndarray, xd: np.ndarray) -> float:
         return float(self.function(t, x, xd))

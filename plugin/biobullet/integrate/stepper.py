@@ -38,6 +38,11 @@ class LoopEvent:
     direction: float = 0.0
     terminal: bool = False
     restart: bool = False
+    action: Callable[[float, np.ndarray], None] | None = None
+
+
+#: events located within this many ε·max(1, |t|) of the cut are simultaneous: all their actions run
+SIMULTANEOUS = 64.0
 
 
 @dataclass
@@ -78,11 +83,14 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
 def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol: float, atol: float,
              max_step: float, t_eval: np.ndarray | None, events: list[LoopEvent],
              project: Callable[[float, np.ndarray], np.ndarray] | None = None,
-             on_step: Callable[[float], None] | None = None, result: LoopResult | None = None) -> LoopResult:
+             on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
+             observe: Callable[[float, float, Callable], None] | None = None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
-    everything up to the failure."""
+    everything up to the failure. `observe(t_old, t_stop, sol)` sees every accepted step (cut at an event) with
+    its dense output; at a restart the `action(t, y)` of the cutting event, and of every event located at the
+    same time, runs before the integrator restarts."""
     solver_class = METHODS[method.upper()]
     out = result if result is not None else LoopResult()
     t, y = float(t0), np.array(y0, dtype=float)
@@ -109,7 +117,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 raise StepFailure(message or "step failed", solver.t, solver.y.copy())
             out.steps += 1
             t_old, t_new = solver.t_old, solver.t
-            sol = solver.dense_output() if (events or t_eval is not None) else None
+            sol = solver.dense_output() if (events or t_eval is not None or observe is not None) else None
             g_new = [e.g(t_new, solver.y) for e in events]
             fired = []
             for k, event in enumerate(events):
@@ -124,6 +132,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                     cut = (root, k, state)
                     break
             t_stop, y_stop = (cut[0], cut[2]) if cut else (t_new, solver.y.copy())
+            if observe is not None:
+                observe(t_old, float(t_stop), sol)
             if t_eval is None:
                 out.t.append(float(t_stop))
                 out.y.append(y_stop.copy())
@@ -145,6 +155,10 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                         out.t.append(float(t_stop))
                         out.y.append(y_stop.copy())
                     return out
+                tol = SIMULTANEOUS * EPS * max(1.0, abs(t_stop))
+                for root, k in fired:
+                    if events[k].action is not None and root <= t_stop + tol:
+                        events[k].action(float(t_stop), y_stop.copy())
                 restart_at = (t_stop, y_stop)
                 break
             if project is not None and solver.status == "running":

@@ -16,6 +16,8 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "shoulder": ("biobullet.scenarios.shoulder",
                  "paper 000 Table 1: de Groot vs Holzbaur shoulder rhythm — computed torques, power balance, "
                  "PyBullet replay, 3D video"),
+    "contact": ("biobullet.scenarios.contact",
+                "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
     "elastic-robot": ("biobullet.scenarios.elastic_robot",
                       "paper 002: 1.5 s drop of the elastic 3-link robot (Gibbs–Appell, Timoshenko modes, "
                       "Hu–Guo contact, Ambrosio friction)"),

@@ -1,0 +1,350 @@
+"""The `<contact>` force element: a point or sphere on a link against a ground plane, compliant normal law and
+friction law applied at the contact point through the Jacobian transpose.
+
+    <contact name="C" link="L" xyz="0 0 0" radius="0.05" ground="plane" ground_height="0" ground_normal="0 0 1"
+             normal_law="hunt_crossley" stiffness="1e6" exponent="1.5" restitution="0.8"
+             friction_law="regularized" mu="0.5" v0="1e-3"/>
+
+Geometry and signs: `contact.geometry`; laws: `contact.normal`, `contact.friction`. Generalized force
+τ = J_pᵀ (F_N n + F_T), F_T = friction(v_t, F_N).
+
+Discrete state (per run, `contact.state.ContactState`, see `integrate.discrete`): the engine locates δ = 0
+(both directions, restart) and the action there switches the contact on/off and captures δ̇⁻ at onset — the
+restitution laws need it. Laws that clip (Kelvin–Voigt) also get a restart at the release point (the unclipped
+force reaching zero), and switched Coulomb friction at slip reversal (the contact then rests: zero friction
+force, no stiction) and at restarting slip (|v_t| = REST_SPEED). While inactive the normal force is zero (trial
+stages beyond an onset do not see a stale δ̇⁻); laws acting outside contact (kelvin_voigt_smooth) are never gated.
+
+Energy: V = ∫₀^δ F_N(ξ, 0) dξ (elastic, `law_potential`), dissipated power (F_N − F_N(δ, 0)) δ̇ − F_T·v_t ≥ 0
+(every law is non-decreasing in δ̇, and μ_eff ≥ 0), so T + V_g + V − W + D is conserved along a run.
+
+Outside a run (no discrete state, e.g. `applied_forces` on the template element) the contact is taken active iff
+δ > 0, with δ̇⁻ = max(δ̇, floor): an approximation for the restitution laws.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from weakref import WeakKeyDictionary
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ..errors import SourceRef
+from ..forces.base import ForceElement, check_attributes, number, register_force, vector3
+from ..integrate.events import Event
+from .base import FrictionLaw, NormalLaw
+from .geometry import ContactKinematics, GroundPlane, sphere_kinematics
+from .normal import Hertz, KelvinVoigt, KelvinVoigtSmooth
+from .registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
+                       normal_law_from_attributes, normal_law_names)
+from .state import REST_SPEED, ContactState
+
+COMMON_ATTRIBUTES = ("name", "link", "xyz", "radius", "ground", "ground_height", "ground_normal", "normal_law",
+                     "friction_law")
+GROUNDS = ("plane",)
+_GAUSS = np.polynomial.legendre.leggauss(8)
+_GAUSS_V = np.polynomial.legendre.leggauss(48)
+_PEAK_GRID = 9
+
+
+def law_potential(law: NormalLaw, delta: float) -> float:
+    """V(δ) = ∫₀^δ F_N(ξ, 0) dξ [J] (closed form for the built-ins, 48-point Gauss–Legendre otherwise)."""
+    d = float(delta)
+    outside = law.acts_outside_contact and law.adhesion
+    if d <= 0.0 and not outside:
+        return 0.0
+    if isinstance(law, KelvinVoigtSmooth):
+        k, c = law.stiffness, law.smoothing
+        atan = math.atan(c * d)
+        return k * (0.25 * d * d + (0.5 * d * d * atan + (atan - c * d) / (2.0 * c * c)) / math.pi)
+    if isinstance(law, KelvinVoigt):
+        return 0.5 * law.stiffness * d * d
+    if isinstance(law, Hertz):  # also the restitution laws: F(δ, 0) = K δⁿ
+        n = law.exponent
+        return law.stiffness * d ** (n + 1.0) / (n + 1.0)
+    nodes, weights = _GAUSS_V
+    xi = 0.5 * d * (nodes + 1.0)
+    vi = 1.0 if law.needs_impact_velocity else None
+    return 0.5 * d * float(weights @ np.asarray(law.force(xi, np.zeros_like(xi), vi)))
+
+
+@register_force("contact")
+class Contact(ForceElement):
+    """Compliant point/sphere–plane contact (see the module docstring). Immutable; run state via `for_run`."""
+
+    switched = True
+
+    def __init__(self, name: str, link: str, xyz, normal_law: NormalLaw, friction_law: FrictionLaw | None = None,
+                 radius: float = 0.0, ground: GroundPlane | None = None, source: SourceRef | None = None) -> None:
+        super().__init__(name, source or SourceRef("<python>", f'<contact name="{name}">'))
+        if not isinstance(normal_law, NormalLaw):
+            raise self.source.error("normal_law", f"{normal_law!r} is not a NormalLaw",
+                                    "one of: " + ", ".join(normal_law_names()))
+        if friction_law is not None and not isinstance(friction_law, FrictionLaw):
+            raise self.source.error("friction_law", f"{friction_law!r} is not a FrictionLaw",
+                                    "one of: " + ", ".join(friction_law_names()))
+        if not (math.isfinite(radius) and radius >= 0.0):
+            raise self.source.error("radius", f"must be a finite number ≥ 0, got {radius!r}", "a radius ≥ 0 (m)")
+        self.link = link
+        self.xyz = np.array(xyz, dtype=float).reshape(3)
+        self.radius = float(radius)
+        self.ground = ground or GroundPlane()
+        self.normal_law = normal_law
+        self.friction_law = friction_law if friction_law is not None else get_friction_law("none")()
+        self._state: ContactState | None = None
+        self._model = None
+
+    # ------------------------------------------------------------------ construction from XML
+    @classmethod
+    def from_description(cls, model, element) -> "Contact":
+        s, a = element.source, element.attributes
+        if not a.get("normal_law"):
+            raise s.error("normal_law", "missing required attribute", "one of: " + ", ".join(normal_law_names()))
+        normal_cls = get_normal_law(a["normal_law"], s)
+        friction_cls = get_friction_law(a.get("friction_law", "none"), s)
+        allowed = set(COMMON_ATTRIBUTES) | set(friction_cls.attributes)
+        if normal_cls is not None:
+            allowed |= set(normal_cls.attributes) | ({"exponent"} if issubclass(normal_cls, KelvinVoigt) else set())
+        for key in a:
+            if key not in allowed:
+                owner = ""
+                if normal_cls is not None and (key in _all_law_attributes()):
+                    owner = (f" by normal_law '{normal_cls.law_name}' or friction_law "
+                             f"'{friction_cls.law_name}'")
+                raise s.error(key, f"unknown attribute or not used{owner}",
+                              "one of " + ", ".join(sorted(allowed)))
+        link = a.get("link")
+        if not link:
+            raise s.error("link", "missing required attribute", "the name of a <link>")
+        if link not in model.link_names:
+            raise s.error("link", f"unknown link {link!r}", "the name of a <link> in this file")
+        ground = a.get("ground", "plane").strip()
+        if ground not in GROUNDS:
+            raise s.error("ground", f"unknown ground {ground!r}", "one of: " + ", ".join(GROUNDS))
+        normal = vector3(s, a, "ground_normal") if "ground_normal" in a else np.array([0.0, 0.0, 1.0])
+        length = float(np.linalg.norm(normal))
+        if length < 1e-12:
+            raise s.error("ground_normal", "is the zero vector", "a non-zero direction (out of the ground)")
+        plane = GroundPlane(number(s, a, "ground_height", 0.0), tuple(float(v) for v in normal / length))
+        law = normal_law_from_attributes(a, s)
+        friction = friction_law_from_attributes(a, s)
+        name = a.get("name") or f"contact_{link}"
+        return cls(name, link, vector3(s, a, "xyz"), law, friction,
+                   number(s, a, "radius", 0.0, non_negative=True), plane, source=s)
+
+    # ------------------------------------------------------------------ per-run state (integrate.discrete)
+    def for_run(self, model) -> "Contact":
+        run = copy.copy(self)
+        run._state, run._model, run._last = ContactState(), model, None
+        return run
+
+    def start_run(self, model, t0: float, x0: np.ndarray, xd0: np.ndarray) -> None:
+        kin = self.kinematics(model, x0, xd0)
+        if kin.delta > 0.0:
+            self._state.touch(t0, kin.delta_dot, initial=True)
+        if self.friction_law.discontinuous:
+            self._state.update_slip(kin.slip)
+
+    def run_log(self) -> dict:
+        return self._state.log() if self._state is not None else {"intervals": []}
+
+    @property
+    def state(self) -> ContactState | None:
+        """The run's discrete state (None on the model's template element)."""
+        return self._state
+
+    # ------------------------------------------------------------------ kinematics and forces
+    def kinematics(self, model, x, xd=None, placements=None, *, need_jacobian: bool = True) -> ContactKinematics:
+        return sphere_kinematics(model, x, xd, self.link, self.xyz, self.radius, self.ground, placements,
+                                 need_jacobian=need_jacobian)
+
+    def _normal_on(self, kin: ContactKinematics) -> bool:
+        if self.normal_law.acts_outside_contact:
+            return True
+        return self._state.active if self._state is not None else kin.delta > 0.0
+
+    def _impact_velocity(self, kin: ContactKinematics) -> float | None:
+        if not self.normal_law.needs_impact_velocity:
+            return None
+        return self._state.impact_velocity if self._state is not None else max(kin.delta_dot, 0.0)
+
+    def forces(self, kin: ContactKinematics) -> tuple[float, np.ndarray, float]:
+        """(F_N [N], F_T world vector [N], F_N(δ, 0) [N]) at this state (given the discrete state)."""
+        if not self._normal_on(kin):
+            return 0.0, np.zeros(3), 0.0
+        vi = self._impact_velocity(kin)
+        fn = float(self.normal_law.force(kin.delta, kin.delta_dot, vi))
+        elastic = float(self.normal_law.force(kin.delta, 0.0, 1.0 if vi is not None else None))
+        resting = self.friction_law.discontinuous and self._state is not None and self._state.resting
+        if fn <= 0.0 or resting or not np.any(kin.slip):
+            return fn, np.zeros(3), elastic
+        return fn, np.asarray(self.friction_law.force(kin.slip, fn), dtype=float), elastic
+
+    def _evaluate(self, model, x, xd, placements=None):
+        """(kinematics, forces) at (x, ẋ), cached for the last state (the engine asks for τ, then power)."""
+        key = (np.asarray(x, dtype=float).tobytes(), np.asarray(xd, dtype=float).tobytes())
+        cached = self.__dict__.get("_last")
+        if cached is not None and cached[0] == key and cached[1] is self._state_key():
+            return cached[2], cached[3]
+        kin = self.kinematics(model, x, xd, placements)
+        result = self.forces(kin)
+        self._last = (key, self._state_key(), kin, result)
+        return kin, result
+
+    def _state_key(self):
+        # discrete state changes only in `_sync`, which clears the cache; the state object identifies the run
+        return self._state
+
+    def generalized_force(self, model, x, xd, t, placements=None) -> np.ndarray:
+        kin, (fn, ft, _) = self._evaluate(model, x, xd, placements)
+        if fn == 0.0 and not np.any(ft):
+            return np.zeros(model.n_tangent)
+        return kin.generalized(fn * kin.normal + ft)
+
+    def potential_energy(self, model, x) -> float:
+        return law_potential(self.normal_law, self.kinematics(model, x, need_jacobian=False).delta)
+
+    def power_split(self, kin: ContactKinematics, forces=None) -> tuple[float, float]:
+        """(normal dissipation (F_N − F_N(δ, 0)) δ̇, friction dissipation −F_T·v_t), W, both ≥ 0."""
+        fn, ft, elastic = self.forces(kin) if forces is None else forces
+        if not self._normal_on(kin):
+            return 0.0, 0.0
+        return (fn - elastic) * kin.delta_dot, -float(ft @ kin.slip)
+
+    def dissipated_power(self, model, x, xd) -> float:
+        kin, forces = self._evaluate(model, x, xd)
+        return float(sum(self.power_split(kin, forces)))
+
+    # ------------------------------------------------------------------ events
+    def events(self, model) -> list[Event]:
+        out = [Event(f"{self.name}:touch", self._g_touch(model), 0.0, restart=True, action=self._sync)]
+        law = self.normal_law
+        if law.release_function(1.0, 1.0, 1.0) is not None and not law.adhesion and not law.acts_outside_contact:
+            out.append(Event(f"{self.name}:release", self._g_release(model), -1.0, restart=True,
+                             action=self._sync))
+        if self.friction_law.discontinuous:
+            out.append(Event(f"{self.name}:slip_stop", self._g_slip_stop(model), -1.0, restart=True,
+                             action=self._sync))
+            out.append(Event(f"{self.name}:slip_start", self._g_slip_start(model), 1.0, restart=True,
+                             action=self._sync))
+        return out
+
+    def _g_touch(self, model):
+        return lambda t, x, xd: self.kinematics(model, x, need_jacobian=False).delta
+
+    def _g_release(self, model):
+        def g(t, x, xd):
+            if self._state is None or not self._state.active:
+                return 1.0
+            kin = self.kinematics(model, x, xd)
+            return float(self.normal_law.release_function(kin.delta, kin.delta_dot, self._impact_velocity(kin)))
+        return g
+
+    def _g_slip_stop(self, model):
+        def g(t, x, xd):
+            st = self._state
+            if st is None or not st.active or st.resting or st.slip_direction is None:
+                return 1.0
+            return float(self.kinematics(model, x, xd).slip @ st.slip_direction)
+        return g
+
+    def _g_slip_start(self, model):
+        def g(t, x, xd):
+            st = self._state
+            if st is None or not st.active or not st.resting:
+                return -1.0
+            return self.kinematics(model, x, xd).slip_speed - REST_SPEED
+        return g
+
+    def _sync(self, t: float, x: np.ndarray, xd: np.ndarray) -> None:
+        """Event action: bring the discrete state in line with the (located) event state."""
+        st = self._state
+        if st is None:
+            return
+        self._last = None
+        kin = self.kinematics(self._model, x, xd)
+        inside = kin.delta > 0.0 or (kin.delta == 0.0 and kin.delta_dot > 0.0)
+        if inside and not st.active:
+            st.touch(t, kin.delta_dot)
+        elif st.active and not inside:
+            st.separate(t, kin.delta_dot)
+        if self.friction_law.discontinuous:
+            st.update_slip(kin.slip)
+
+    # ------------------------------------------------------------------ step observer (interval log)
+    def observe_step(self, model, t_old: float, t_new: float, state_at) -> None:
+        st = self._state
+        interval = st.current if st is not None else None
+        if interval is None or not t_new > t_old:
+            return
+        h = t_new - t_old
+        nodes, weights = _GAUSS
+        for s, w in zip(t_old + 0.5 * h * (nodes + 1.0), 0.5 * h * weights):
+            kin = self.kinematics(model, *state_at(s))
+            forces = self.forces(kin)
+            normal, friction = self.power_split(kin, forces)
+            interval.impulse += w * forces[0]
+            interval.dissipated_normal += w * normal
+            interval.dissipated_friction += w * friction
+
+        def force_at(s: float) -> float:
+            return self.forces(self.kinematics(model, *state_at(s)))[0]
+
+        grid = np.linspace(t_old, t_new, _PEAK_GRID)
+        kins = [self.kinematics(model, *state_at(s)) for s in grid]
+        interval.max_penetration = max(interval.max_penetration, max(k.delta for k in kins))
+        values = np.array([self.forces(k)[0] for k in kins])
+        i = int(np.argmax(values))
+        if values[i] <= interval.peak_force:
+            return
+        best_t, best = float(grid[i]), float(values[i])
+        if 0 < i < _PEAK_GRID - 1:
+            res = minimize_scalar(lambda s: -force_at(s), bounds=(grid[i - 1], grid[i + 1]), method="bounded",
+                                  options={"xatol": 1e-14 * max(1.0, abs(t_new))})
+            if -res.fun > best:
+                best_t, best = float(res.x), float(-res.fun)
+        interval.peak_force, interval.peak_force_time = best, best_t
+
+
+def _all_law_attributes() -> set[str]:
+    from .registry import _friction, _normal, _load
+    _load()
+    return {key for table in (_normal, _friction) for cls in table.values() for key in cls.attributes} | {
+        "exponent"}
+
+
+_cache: "WeakKeyDictionary[object, tuple[Contact, ...]]" = WeakKeyDictionary()
+
+
+def contact_elements(model) -> tuple[Contact, ...]:
+    """The `<contact>` elements of `model` (file order), built once per Model; names must be distinct."""
+    if model not in _cache:
+        built: list[Contact] = []
+        for element in model.description.elements_of("contact"):
+            contact = Contact.from_description(model, element)
+            if any(c.name == contact.name for c in built):
+                if "name" in element.attributes:
+                    raise element.source.error("name", f"contact name {contact.name!r} is used twice",
+                                               "distinct names")
+                count = 2
+                while any(c.name == f"{contact.name}_{count}" for c in built):
+                    count += 1
+                contact.name = f"{contact.name}_{count}"
+            built.append(contact)
+        _cache[model] = tuple(built)
+    return _cache[model]
+
+
+def contact_intervals(trajectory, name: str | None = None) -> list[dict]:
+    """The contact-interval log of a trajectory from `simulate` (all contacts, or the one called `name`); each
+    entry: start, end, duration, impact_velocity, rebound_velocity, restitution, peak_force, peak_force_time,
+    impulse, max_penetration, dissipated_normal, dissipated_friction, initial, contact."""
+    logs = trajectory.meta.get("discrete", {})
+    out = []
+    for key, log in logs.items():
+        if name is not None and key != name:
+            continue
+        for interval in log.get("intervals", []):
+            out.append({**interval, "contact": key})
+    return sorted(out, key=lambda item: item["start"])
