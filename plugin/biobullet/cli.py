@@ -152,8 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("config", metavar="CONFIG", help="sweep configuration file")
     sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="scheduler address (default: local)")
     sweep.add_argument("--out", default=None, metavar="DIR", help="output directory")
-    sweep.add_argument("--workers", default=None, type=int, metavar="N",
-                       help="local workers (default: one per core)")
+    sweep.add_argument("--workers", default=None, type=_positive_int, metavar="N",
+                       help="local worker processes (default: one per core; ignored with --scheduler)")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
     sweep.set_defaults(handler=cmd_sweep)
 
     bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs each other)",

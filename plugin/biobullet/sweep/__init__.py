@@ -1,0 +1,28 @@
+"""Parameter sweeps on dask.distributed: ``run_sweep(config)`` / ``biobullet sweep CONFIG``.
+
+A config names a point function (registry name or ``biobullet.<module>:<function>``), fixed parameters and
+swept axes; every point is a Dask task, its result a JSON file written atomically by the driver, so sweeps
+resume after a kill. Importing this package imports neither dask nor numpy.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .config import Axis, Point, SweepConfig, load_config, point_id
+from .registry import register_point_function, registered_names
+from .schema import Param, PointSpec, point_function
+
+__all__ = ["Axis", "Param", "Point", "PointSpec", "SweepConfig", "SweepError", "SweepResult", "cli_sweep",
+           "load_config", "point_function", "point_id", "register_point_function", "registered_names",
+           "run_sweep"]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy access to the runner and CLI (they pull in nothing heavy at import either, but stay separate)."""
+    if name in ("run_sweep", "SweepResult", "SweepError"):
+        from . import runner
+        return getattr(runner, name)
+    if name == "cli_sweep":
+        from .cli import cli_sweep
+        return cli_sweep
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

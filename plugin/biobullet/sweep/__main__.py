@@ -1,0 +1,9 @@
+"""``python -m biobullet.sweep CONFIG [--scheduler ADDRESS] [--out DIR] [--workers N]``."""
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Command line of sweeps: ``biobullet sweep CONFIG`` and ``python -m biobullet.sweep CONFIG``."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+from typing import Any, Iterator, Sequence
+
+EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sweep arguments (shared by the main CLI and ``python -m biobullet.sweep``)."""
+    parser.add_argument("config", metavar="CONFIG", help="sweep configuration file (.json or .toml)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="address of a running Dask scheduler (default: a local cluster on 127.0.0.1)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="output directory (default: the config's 'out', else out/<config name>)")
+    parser.add_argument("--workers", default=None, type=_positive_int, metavar="N",
+                        help="local worker processes (default: one per core; ignored with --scheduler)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C (cancel, close the cluster, keep finished points) while a sweep runs."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cli_sweep(args: argparse.Namespace) -> int:
+    """Handler of ``biobullet sweep``: run the sweep, print where the results are; raises BiobulletError."""
+    from .runner import run_sweep
+
+    with _sigterm_as_interrupt():
+        try:
+            result = run_sweep(args.config, scheduler=args.scheduler, workers=getattr(args, "workers", None),
+                               out=args.out, progress=not getattr(args, "no_progress", False))
+        except KeyboardInterrupt:
+            print("biobullet sweep: interrupted — finished points are kept; run the same command again to "
+                  "resume", file=sys.stderr)
+            return EXIT_INTERRUPTED
+    n_points = len(result.config.points())
+    print(f"{result.config.name}: {len(result.ok)}/{n_points} points ok, {len(result.failed)} failed "
+          f"({result.computed} computed, {result.skipped} reused); results in {result.out}", file=sys.stderr)
+    for record in result.failed[:10]:
+        print(f"  failed {record['id']} {record['params']}: {record['error']}", file=sys.stderr)
+    return EXIT_OK if not result.failed else EXIT_ERROR
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m biobullet.sweep``: same exit codes as the ``biobullet`` command."""
+    parser = argparse.ArgumentParser(prog="python -m biobullet.sweep",
+                                     description="Run a biobullet parameter sweep on dask.distributed.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    from ..errors import BiobulletError
+    try:
+        return cli_sweep(args)
+    except BiobulletError as exc:
+        print(f"biobullet sweep: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("\nbiobullet sweep: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,201 @@
+"""Run a sweep on dask.distributed: local cluster or a remote scheduler, resumable, failure tolerant.
+
+The driver (this process) is the only writer: as each future completes it writes ``out/points/<id>.json``
+atomically. On start, points with a valid ``ok`` record are skipped, so a killed sweep resumes where it
+stopped; failed points are recorded with their error and computed again on the next run.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ..errors import BiobulletError, ModelError
+from .config import Point, SweepConfig, load_config
+from .store import point_path, points_dir, read_point, write_json_atomic, write_summaries
+
+
+class SweepError(BiobulletError):
+    """A sweep could not run (e.g. the scheduler cannot be reached); finished points are kept on disk."""
+
+
+@dataclass
+class SweepResult:
+    """Outcome of :func:`run_sweep`: one record per point (in sweep order) plus bookkeeping."""
+
+    out: Path
+    config: SweepConfig
+    records: list[dict[str, Any]]
+    computed: int = 0          # points evaluated by this run
+    skipped: int = 0           # points found finished on disk and not recomputed
+    interrupted: bool = False
+    compute_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    n_workers: int = 0
+    summary_csv: Path | None = None
+    summary_json: Path | None = None
+    plots: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["status"] == "ok"]
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["status"] == "failed"]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.ok) == len(self.config.points())
+
+
+def default_out(config: SweepConfig) -> Path:
+    """``out`` of the config (relative to its file), else ``out/<config name>`` in the working directory."""
+    return config.out if config.out is not None else Path("out") / config.name
+
+
+@contextlib.contextmanager
+def open_client(scheduler: str | None, workers: int | None, n_pending: int) -> Iterator[Any]:
+    """A ``distributed.Client``: connected to ``scheduler``, or to a fresh loopback-only LocalCluster."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="15s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SweepError(f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n_workers = max(1, min(workers or os.cpu_count() or 1, n_pending))
+    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           host="127.0.0.1", silence_logs=logging.ERROR,
+                           preload=["biobullet.sweep.worker"])  # workers ignore Ctrl-C (driver handles it)
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+        with contextlib.suppress(Exception):
+            cluster.close()
+
+
+def _progress(total: int, initial: int, name: str, enabled: bool):
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=name, unit="pt", disable=not enabled, file=sys.stderr,
+                dynamic_ncols=True)
+
+
+def _record(config: SweepConfig, point: Point, outcome: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": point.id, "index": point.index, "function": config.function.name,
+            "target": config.function.target, "params": dict(point.params), **outcome,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def _clean_temporaries(out: Path) -> None:
+    """Remove temporary files a killed driver may have left (never a finished point file)."""
+    for tmp in points_dir(out).glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler: str | None = None,
+              workers: int | None = None, out: str | Path | None = None, progress: bool = True,
+              plots: bool = True) -> SweepResult:
+    """Run every point of ``config`` not already finished in ``out``; write points, summaries and plots.
+
+    The config is validated completely (ModelError) before anything starts. ``scheduler`` is the address of a
+    running Dask scheduler (default: a local cluster of ``workers`` single-threaded processes, default one per
+    core). KeyboardInterrupt cancels pending points, closes the cluster and is re-raised; finished points stay.
+    """
+    started = time.perf_counter()
+    cfg = config if isinstance(config, SweepConfig) else load_config(config)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ModelError(f"invalid number of workers {workers!r}", attribute="workers", expected="an integer ≥ 1")
+    out_dir = Path(out) if out is not None else default_out(cfg)
+    points = cfg.points()
+    points_dir(out_dir).mkdir(parents=True, exist_ok=True)
+    _clean_temporaries(out_dir)
+
+    records: dict[str, dict[str, Any]] = {}
+    pending: list[Point] = []
+    for point in points:
+        record = read_point(out_dir, point)
+        if record is not None and record["status"] == "ok":
+            records[point.id] = record
+        else:
+            pending.append(point)
+    result = SweepResult(out=out_dir, config=cfg, records=[], skipped=len(records))
+
+    if pending:
+        bar = _progress(len(points), len(records), cfg.name, progress)
+        try:
+            _compute(cfg, pending, out_dir, records, result, bar, scheduler, workers)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        finally:
+            bar.close()
+
+    result.records = [records[p.id] for p in points if p.id in records]
+    n_failed = len(result.failed)
+    extra = {"n_points": len(points), "n_ok": len(result.ok), "n_failed": n_failed,
+             "n_missing": len(points) - len(result.records), "computed_this_run": result.computed,
+             "skipped_this_run": result.skipped, "interrupted": result.interrupted}
+    result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
+    if result.interrupted:
+        raise KeyboardInterrupt
+    existing = sorted((out_dir / "plots").glob("*.png"))
+    if plots and result.computed == 0 and existing:
+        result.plots = existing
+    elif plots:
+        from .plots import plot_results
+        result.plots = plot_results(out_dir, cfg, result.records)
+    result.wall_seconds = time.perf_counter() - started
+    return result
+
+
+def _compute(cfg: SweepConfig, pending: list[Point], out_dir: Path, records: dict[str, dict[str, Any]],
+             result: SweepResult, bar: Any, scheduler: str | None, workers: int | None) -> None:
+    """Submit the pending points and write each one's record as its future completes."""
+    from distributed import as_completed
+
+    from .worker import evaluate_point
+
+    with open_client(scheduler, workers, len(pending)) as client:
+        result.n_workers = len(client.scheduler_info().get("workers", {}))
+        t0 = time.perf_counter()
+        futures = {client.submit(evaluate_point, cfg.function.target, p.id, dict(p.params),
+                                 key=f"biobullet-point-{p.id}", retries=cfg.retries, pure=False): p
+                   for p in pending}
+        try:
+            for future in as_completed(list(futures)):
+                point = futures.pop(future)
+                if future.status == "finished":
+                    outcome = future.result()
+                elif future.status == "error":  # the task itself failed after its retries (e.g. lost workers)
+                    exc = future.exception()
+                    outcome = {"status": "failed", "result": None, "error": f"{type(exc).__name__}: {exc}"}
+                else:  # cancelled: not finished, computed again next run
+                    continue
+                record = _record(cfg, point, outcome)
+                write_json_atomic(point_path(out_dir, point.id), record)
+                records[point.id] = record
+                result.computed += 1
+                future.release()
+                bar.update(1)
+                n_failed = sum(r["status"] == "failed" for r in records.values())
+                if n_failed:
+                    bar.set_postfix(failed=n_failed, refresh=False)
+            result.compute_seconds = time.perf_counter() - t0
+        except BaseException:
+            client.cancel(list(futures))
+            raise

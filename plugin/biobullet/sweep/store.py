@@ -1,0 +1,128 @@
+"""On-disk results of a sweep: one JSON file per point (written atomically), summary CSV/JSON."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .config import Point, SweepConfig
+
+
+def points_dir(out: Path) -> Path:
+    return out / "points"
+
+
+def point_path(out: Path, point_id: str) -> Path:
+    return points_dir(out) / f"{point_id}.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file in the same folder, fsync, then ``os.replace`` it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, allow_nan=False, default=_json_default)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+
+
+def read_point(out: Path, point: Point) -> dict[str, Any] | None:
+    """The stored record of ``point`` if a valid one exists (valid JSON, same id and parameters), else None."""
+    path = point_path(out, point.id)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("id") != point.id or record.get("status") not in ("ok", "failed"):
+        return None
+    if record.get("params") != dict(point.params):
+        return None
+    return record
+
+
+def is_scalar(value: Any) -> bool:
+    """None, bool, int or float (what goes into summary.csv besides strings)."""
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def scalar_results(record: Mapping[str, Any]) -> dict[str, Any]:
+    result = record.get("result") or {}
+    return {k: v for k, v in result.items() if is_scalar(v) or isinstance(v, str)}
+
+
+def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[str, Any]],
+                    extra: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write ``summary.csv`` (one row per point: parameters + scalar results) and ``summary.json``."""
+    records = list(records)
+    swept = config.swept_paths
+    params = swept + sorted({p for r in records for p in r["params"]} - set(swept))
+    result_keys: list[str] = []
+    for record in records:
+        for key in scalar_results(record):
+            if key not in result_keys:
+                result_keys.append(key)
+    rows = []
+    for record in records:
+        scalars = scalar_results(record)
+        row = {"id": record["id"], "status": record["status"]}
+        row.update({p: record["params"].get(p) for p in params})
+        row.update({k: scalars.get(k) for k in result_keys})
+        row["error"] = record.get("error") or ""
+        rows.append(row)
+    csv_path = out / "summary.csv"
+    lines = io.StringIO()
+    writer = csv.DictWriter(lines, fieldnames=["id", "status", *params, *result_keys, "error"])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_cell(v) for k, v in row.items()})
+    write_text_atomic(csv_path, lines.getvalue())
+    json_path = out / "summary.json"
+    summary = {
+        "name": config.name, "config": config.source, "function": config.function.name,
+        "target": config.function.target, "combine": config.combine, "swept": swept,
+        "fixed": dict(config.fixed), **extra,
+        "points": [{"id": r["id"], "status": r["status"], "params": r["params"],
+                    "result": scalar_results(r), "error": r.get("error")} for r in records],
+    }
+    write_json_atomic(json_path, summary)
+    return csv_path, json_path
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return value
