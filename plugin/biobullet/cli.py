@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = _add(sub, "sweep", "run a parameter sweep described by a config file",
                  "Runs every case of CONFIG, locally or on a Dask scheduler.",
-                 "  biobullet sweep sweeps/contact_stiffness.json --out out/sweep\n"
-                 "  biobullet sweep sweeps/contact_stiffness.json --scheduler tcp://127.0.0.1:8786\n")
+                 "  biobullet sweep plugin/biobullet/sweep/examples/damped_oscillator.json --out out/sweep\n"
+                 "  biobullet sweep sweeps/prosthesis_k.json --scheduler tcp://127.0.0.1:8786\n")
     sweep.add_argument("config", metavar="CONFIG", help="sweep configuration file")
     sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="scheduler address (default: local)")
     sweep.add_argument("--out", default=None, metavar="DIR", help="output directory")

@@ -1,7 +1,10 @@
 """The drop on the PyBullet bridge (dt = 1e-4 s) against the reference engine (rtol 1e-9).
 
-Tolerances come from the bridge's step-granular onset (≤ one step late) and PyBullet's semi-implicit Euler
-(first order): seen 4e-5 s, 1.2e-3 in e, 0.1 % in peak force and impulse, 6e-5 m in height; checked at about 2–4×.
+Run with PyBullet's geometry queries (the default: against a plane BridgeContacts creates, and against a plane the
+user loaded) and with the analytic geometry. Tolerances come from the bridge's step-granular onset (≤ one step
+late) and PyBullet's semi-implicit Euler (first order): seen 4e-5 s, 1.2e-3 in e, 0.1 % in peak force and
+impulse, 6e-5 m in height; checked at about 2–4×. Both geometries give the same δ to round-off (sphere–plane,
+see test_bridge_contact_geometry), so the tolerances are the same.
 """
 from __future__ import annotations
 
@@ -17,19 +20,30 @@ from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
 
 DT, Z0, T = 1e-4, 0.1, 0.5
+STEPS = int(round(T / DT))
 
 
-def test_drop_on_bridge_matches_reference(tmp_path):
+@pytest.fixture(scope="module")
+def drop(tmp_path_factory):
     model = load_text(drop_urdf({"normal_law": "hunt_crossley", "stiffness": "1e5", "restitution": "0.8"}),
-                      tmp_path)
-    steps = int(round(T / DT))
-    reference = simulate(model, T, initial={"drop": Z0}, progress=False, t_eval=np.linspace(0.0, T, steps + 1))
+                      tmp_path_factory.mktemp("drop"))
+    reference = simulate(model, T, initial={"drop": Z0}, progress=False, t_eval=np.linspace(0.0, T, STEPS + 1))
+    return model, reference
+
+
+@pytest.mark.parametrize("geometry, user_plane", [("pybullet", False), ("pybullet", True), ("analytic", True)])
+def test_drop_on_bridge_matches_reference(drop, geometry, user_plane):
+    model, reference = drop
     with Bridge(model, dt=DT, initial={"drop": Z0}) as bridge:
         p, c = pybullet, bridge.client
-        plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
-        contacts = BridgeContacts(bridge, ground_body=plane)   # PyBullet's rigid contact with the plane: off
+        plane = None
+        if user_plane:
+            plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
+        contacts = BridgeContacts(bridge, ground_body=plane, geometry=geometry)  # PyBullet's rigid contact: off
+        assert contacts.geometry_of("C") == geometry
+        assert len(contacts.ground_bodies) == (0 if user_plane else 1)
         heights = [bridge.state()[1][0]]
-        for _ in range(steps):
+        for _ in range(STEPS):
             contacts.step()
             heights.append(bridge.state()[1][0])
         got = contacts.intervals()
