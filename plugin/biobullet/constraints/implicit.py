@@ -14,13 +14,109 @@ import weakref
 import numpy as np
 
 from ..errors import SolverError
-from .loops import Loop, loop_terms
+from .loops import Loop, loop_terms, tree_kinematics
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
 NEWTON_MAX_ITERATIONS = 50
 STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to round-off
 CONTINUATION_STEP = 0.1  # rad (or m): largest input change solved in one Newton solve from the cache
+
+
+def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross products along the last axis of (..., 3) arrays (np.cross is slow on small arrays)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+class _VectorLoops:
+    """Point and planar loop rows of `loops.loop_terms`, vectorised over all loop points (the resolver's hot
+    path: Newton calls it several times per right-hand side). Same equations, same row order; revolute loops
+    are not handled here (the resolver then falls back to `loop_terms`).
+
+    Ground-fixed points use a virtual extra body (identity placement, no motion)."""
+
+    def __init__(self, model, loops: tuple[Loop, ...]) -> None:
+        self.n_loops = len(loops)
+        bodies, offsets, bases = [], [], []
+        ground = len(model.bodies)
+        for side in ("a", "b"):
+            for loop in loops:
+                frame = model.frame(getattr(loop, "link_" + side))
+                xyz = getattr(loop, "xyz_" + side)
+                bodies.append(frame.body if frame.body >= 0 else ground)
+                offsets.append(frame.rotation @ xyz + frame.translation)   # in the body frame (world if ground)
+                if side == "a":
+                    bases.append(frame.rotation @ loop.basis)              # planar basis in link_a's body frame
+        self.body = np.array(bodies, dtype=int)
+        self.offset = np.array(offsets).reshape(-1, 3)
+        self.basis = np.array(bases).reshape(-1, 3, 2)
+        # rows: every loop's point rows (3 per loop, x y z) then planar rows (2 per loop), picked per type
+        select, row_point, row_planar = [], 0, 3 * len(loops)
+        for k, loop in enumerate(loops):
+            select.extend(range(3 * k, 3 * k + 3) if loop.type == "point" else
+                          range(row_planar + 2 * k, row_planar + 2 * k + 2))
+        self.select = np.array(select, dtype=int)
+        self.any_planar = any(loop.type == "planar" for loop in loops)
+
+    @staticmethod
+    def supports(loops: tuple[Loop, ...]) -> bool:
+        return all(loop.type in ("point", "planar") for loop in loops)
+
+    def evaluate(self, model, x: np.ndarray, xd: np.ndarray | None, kin=None):
+        """(Φ, Φ_x, b, kin) like `loop_terms` (b None without ẋ); `kin` = tree kinematics at x to reuse."""
+        if kin is None:
+            kin = tree_kinematics(model, x)
+        n_l, n_t = self.n_loops, model.n_tangent
+        rot = np.concatenate([kin.rotations, np.eye(3)[None]])
+        pos = np.concatenate([kin.positions, np.zeros((1, 3))])
+        anc = np.concatenate([kin.arrays.ancestry, np.zeros((1, n_t))])[self.body]          # (2L, n)
+        r = rot[self.body]
+        p = np.einsum("kij,kj->ki", r, self.offset) + pos[self.body]                           # (2L, 3)
+        s = kin.subspace
+        jac_lin = np.stack([s[0] + s[4] * p[:, 2:3] - s[5] * p[:, 1:2],
+                            s[1] + s[5] * p[:, 0:1] - s[3] * p[:, 2:3],
+                            s[2] + s[3] * p[:, 1:2] - s[4] * p[:, 0:1]], axis=1) * anc[:, None, :]
+        d = p[:n_l] - p[n_l:]
+        d_jac = jac_lin[:n_l] - jac_lin[n_l:]                                                   # (L, 3, n)
+        phi_rows = [d.reshape(-1)]
+        jac_rows = [d_jac.reshape(-1, n_t)]
+        e = None
+        if self.any_planar:
+            e = np.einsum("lij,ljk->lik", r[:n_l], self.basis)                                  # (L, 3, 2)
+            jac_ang = s[3:][None] * anc[:n_l, None, :]                                          # (L, 3, n)
+            e_cross_d = _cross3(e.transpose(0, 2, 1), d[:, None, :])                             # (L, 2, 3)
+            phi_rows.append(np.einsum("lik,li->lk", e, d).reshape(-1))
+            jac_rows.append((np.einsum("lik,lin->lkn", e, d_jac)
+                             + np.einsum("lki,lin->lkn", e_cross_d, jac_ang)).reshape(-1, n_t))
+        phi = np.concatenate(phi_rows)[self.select]
+        jac = np.concatenate(jac_rows)[self.select]
+        bias = None
+        if xd is not None:
+            t = kin.arrays
+            vel = (t.ancestry * xd) @ s.T
+            joint_v = (s[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
+            c = np.concatenate([_cross3(vel[:, 3:], joint_v[:, :3]) + _cross3(vel[:, :3], joint_v[:, 3:]),
+                                _cross3(vel[:, 3:], joint_v[:, 3:])], axis=1)
+            acc = t.body_ancestry @ c
+            vel = np.concatenate([vel, np.zeros((1, 6))])[self.body]
+            acc = np.concatenate([acc, np.zeros((1, 6))])[self.body]
+            omega, alpha = vel[:, 3:], acc[:, 3:]
+            p_vel = vel[:, :3] + _cross3(omega, p)
+            p_acc = acc[:, :3] + _cross3(alpha, p) + _cross3(omega, p_vel)
+            d_acc = p_acc[:n_l] - p_acc[n_l:]
+            bias_rows = [d_acc.reshape(-1)]
+            if self.any_planar:
+                et = e.transpose(0, 2, 1)                                                        # (L, 2, 3)
+                w_a, a_a = omega[:n_l, None, :], alpha[:n_l, None, :]
+                we = _cross3(w_a, et)
+                d_vel = (p_vel[:n_l] - p_vel[n_l:])[:, None, :]
+                bias_rows.append((np.sum(et * d_acc[:, None, :], axis=2) + 2.0 * np.sum(we * d_vel, axis=2)
+                                  + np.sum((_cross3(a_a, et) + _cross3(w_a, we)) * d[:, None, :], axis=2)
+                                  ).reshape(-1))
+            bias = np.concatenate(bias_rows)[self.select]
+        return phi, jac, bias, kin
 
 
 class LoopResolver:
@@ -49,6 +145,9 @@ class LoopResolver:
         scale = max([np.linalg.norm(b.translation) for b in model.bodies]
                     + [np.linalg.norm(l.xyz_a) + np.linalg.norm(l.xyz_b) for l in loops] + [1e-3])
         self.residual_tolerance = 1e-12 * scale
+        self._vector = _VectorLoops(model, loops) if _VectorLoops.supports(loops) else None
+        self._kin: tuple[bytes, object] | None = None   # tree kinematics of the last θ (reused for the rates)
+        self._memo: tuple[tuple, tuple] | None = None   # last resolve(): exact inputs -> outputs
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -65,8 +164,15 @@ class LoopResolver:
 
     def terms(self, theta: np.ndarray, rate: np.ndarray | None = None):
         """(Φ, Φ_θ over all joints, b) at joint angles θ (base at identity)."""
-        phi, jac, bias = loop_terms(self.model, self.loops, self._x(theta),
-                                    None if rate is None else self._xd(rate))
+        if self._vector is not None:
+            key = theta.tobytes()
+            kin = self._kin[1] if self._kin is not None and self._kin[0] == key else None
+            phi, jac, bias, kin = self._vector.evaluate(self.model, self._x(theta),
+                                                        None if rate is None else self._xd(rate), kin)
+            self._kin = (key, kin)
+        else:
+            phi, jac, bias = loop_terms(self.model, self.loops, self._x(theta),
+                                        None if rate is None else self._xd(rate))
         return phi, jac[:, (6 if self._offset_q else 0):], bias
 
     def _state_text(self, theta: np.ndarray, t: float) -> str:
@@ -160,6 +266,14 @@ class LoopResolver:
     # ------------------------------------------------------------------ Resolver protocol
     def resolve(self, jets, t: float, need_rates: bool) -> None:
         dep, known = list(self.outputs), list(self.known)
+        # exact memo of the last call: integrators evaluate the same state twice per right-hand side
+        key = (float(t), need_rates, jets.theta[known].tobytes(), jets.gradient[known].tobytes(),
+               jets.rate[known].tobytes() if need_rates else b"", jets.gamma[known].tobytes() if need_rates else b"")
+        if self._memo is not None and self._memo[0] == key:
+            jets.theta[dep], jets.gradient[dep], rate, gamma = self._memo[1]
+            if need_rates:
+                jets.rate[dep], jets.gamma[dep] = rate, gamma
+            return
         jac, inverse, _ = self.solve(jets.theta, t)
         jac_known = jac[:, known]
         jets.gradient[dep] = -inverse @ (jac_known @ jets.gradient[known])
@@ -167,6 +281,8 @@ class LoopResolver:
             jets.rate[dep] = -inverse @ (jac_known @ jets.rate[known])
             _, _, bias = self.terms(jets.theta, jets.rate)
             jets.gamma[dep] = -inverse @ (jac_known @ jets.gamma[known] + bias)
+        self._memo = (key, (jets.theta[dep].copy(), jets.gradient[dep].copy(), jets.rate[dep].copy(),
+                            jets.gamma[dep].copy()))
 
     def resolve_hessians(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None,
                          t: float) -> None:

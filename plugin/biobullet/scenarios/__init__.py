@@ -16,6 +16,11 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "shoulder": ("biobullet.scenarios.shoulder",
                  "paper 000 Table 1: de Groot vs Holzbaur shoulder rhythm — computed torques, power balance, "
                  "PyBullet replay, 3D video"),
+    "andrews": ("biobullet.scenarios.andrews",
+                "paper 000 benchmark: Andrews' squeezer 0–0.03 s, reduced vs multipliers — t=0 numbers, energy "
+                "drift, loop residuals, convergence table, mechanism picture"),
+    "fourbar": ("biobullet.scenarios.fourbar",
+                "paper 003: four-bar knee — ICR J-curve of the shank over 0–110° flexion from the loop model"),
     "contact": ("biobullet.scenarios.contact",
                 "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
     "elastic-robot": ("biobullet.scenarios.elastic_robot",

@@ -93,9 +93,24 @@ class _Accumulator:
         self.errors.setdefault(key, message)
 
 
+#: loop models: independent coordinates are drawn within ±LOOP_STEP (rad, or m for prismatic) of the model's
+#: initial state; the implicit solve reaches them by continuation from the previous sample (≤ 0.1 rad substeps,
+#: constraints.implicit), so every sample stays on the assembly branch of the initial state. A draw whose
+#: loop Jacobian is nearly singular (a toggle, cond > LOOP_CONDITION) is redrawn with half the step.
+LOOP_STEP = 0.5
+LOOP_CONDITION = 1e6
+
+
+def has_loops(model) -> bool:
+    """True if loop closures make some joints implicit functions of the independent coordinates."""
+    from ..constraints.implicit import LoopResolver
+    return any(isinstance(r, LoopResolver) for r in model.coordinate_map.resolvers)
+
+
 def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(q, v, Q): independent joints uniform within finite limits (else ±π), unit quaternion, base position
-    ±1 m, v and Q standard normal."""
+    ±1 m, v and Q standard normal. Loop models (`has_loops`): independent joints within ±LOOP_STEP of the
+    model's initial state instead (loop-consistent, on the initial assembly branch; see LOOP_STEP)."""
     q = np.zeros(model.nq)
     b = 0
     if model.floating_base:
@@ -103,6 +118,9 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
         quat = rng.normal(size=4)
         q[3:7] = quat / np.linalg.norm(quat)
         b = 7
+    if has_loops(model):
+        q[b:] = _loop_sample(model, rng, b)
+        return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
     for k, name in enumerate(model.independent_joint_names):
         joint = model.description.joint(name)
         lower, upper = joint.lower, joint.upper
@@ -110,6 +128,28 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
             lower, upper = -np.pi, np.pi
         q[b + k] = rng.uniform(lower, upper)
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def _loop_sample(model, rng: np.random.Generator, b: int) -> np.ndarray:
+    """Independent joint coordinates near the initial state where the loops close and are well conditioned."""
+    from ..constraints.implicit import loop_condition
+    q0, _ = model.initial_state()
+    initial = q0[b:]
+    joints = [model.description.joint(name) for name in model.independent_joint_names]
+    step = LOOP_STEP
+    for _ in range(12):
+        sample = initial + rng.uniform(-step, step, initial.size)
+        for k, joint in enumerate(joints):
+            if joint.type != "continuous" and joint.lower is not None and joint.upper is not None \
+                    and joint.lower < joint.upper:
+                sample[k] = min(max(sample[k], joint.lower), joint.upper)
+        full = q0.copy()
+        full[b:] = sample
+        if loop_condition(model, full) < LOOP_CONDITION:
+            return sample
+        step *= 0.5
+        loop_condition(model, q0)  # back to the initial branch before the next draw
+    return initial.copy()
 
 
 def _formulations() -> list[str]:
