@@ -86,6 +86,7 @@ class Bridge:
                                               self._base + np.array(model.coordinate_map.independent, int)])
         self._independent_v = np.concatenate([np.arange(self._base_v),
                                               self._base_v + np.array(model.coordinate_map.independent, int)])
+        self._fast_paths()
         self.time = 0.0
         self._lambda = np.zeros(self.constraints.n)
         self._last_torque = np.zeros(model.n_tangent)
@@ -163,6 +164,51 @@ class Bridge:
             out[loop.get("name") or f"loop{k}"] = cid
         return out
 
+    def _fast_paths(self) -> None:
+        """Per-step constants: the joint list sent to PyBullet and, for a fixed base, the dof permutation d
+        (θ_k ↔ PyBullet dof d_k). With a fixed base the tangent map of `conventions.PyBulletMap` is that
+        permutation, so M = M_pb[d, d], h = h_pb[d] and θ → PyBullet is `out[d] = θ` — the same numbers
+        as the general conversions (products with exact 0/1 entries), without building n × n matrices."""
+        self._joint_list = self.map.joint_indices.tolist()
+        self._fixed = not self.model.floating_base
+        dof = np.asarray(self.map.dof_of_joint, dtype=np.intp)
+        self._dof = dof
+        self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
+        self._dof_mesh = np.ix_(dof, dof)
+        self._zero_list = [0.0] * len(dof)
+
+    def _to_pybullet(self, theta: np.ndarray) -> list[float]:
+        """θ (URDF order) → PyBullet dof order, as a list."""
+        if self._dof_identity:
+            return theta.tolist()
+        out = np.empty(len(self._dof))
+        out[self._dof] = theta
+        return out.tolist()
+
+    def _read_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(x, ẋ) from PyBullet (one getJointStates call for a fixed base)."""
+        if not self._fixed:
+            return self.map.state_from_pybullet()
+        states = self._p.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
+        return np.array([s[0] for s in states]), np.array([s[1] for s in states])
+
+    def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """(x, ẋ) to PyBullet (one resetJointStatesMultiDof call for a fixed base)."""
+        if not self._fixed:
+            self.map.state_to_pybullet(x, xd)
+            return
+        self._p.resetJointStatesMultiDof(self.body, self._joint_list, [[v] for v in x.tolist()],
+                                         targetVelocities=[[v] for v in xd.tolist()],
+                                         physicsClientId=self.client)
+
+    def _tree_bias(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
+        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order."""
+        if not self._fixed:
+            return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
+        out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
+                                               self._zero_list, physicsClientId=self.client)
+        return np.asarray(out)[self._dof]
+
     # ------------------------------------------------------------------ state
     def reset(self, q=None, v=None, t: float = 0.0) -> None:
         """Put PyBullet at generalized (q, v) (default: the model's `<initial>`) and set the clock to t (s)."""
@@ -184,7 +230,7 @@ class Bridge:
 
     def state(self) -> tuple[float, np.ndarray, np.ndarray]:
         """(t, x, ẋ): time (s), tree configuration and velocity in biobullet order (see `model.tree`)."""
-        x, xd = self.map.state_from_pybullet()
+        x, xd = self._read_state()
         return self.time, x, xd
 
     def generalized_state(self) -> tuple[float, np.ndarray, np.ndarray]:
@@ -200,11 +246,13 @@ class Bridge:
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order."""
-        mass = self._p.calculateMassMatrix(self.body, self.map.joints_to_pybullet(x[self._base:]),
+        mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
-        mass = self.map.mass_matrix_from_pybullet(np.asarray(mass))
-        bias = self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
-        return mass, bias
+        if self._fixed:
+            mass = np.asarray(mass)[self._dof_mesh]
+        else:
+            mass = self.map.mass_matrix_from_pybullet(np.asarray(mass))
+        return mass, self._tree_bias(x, xd)
 
     def inverse_dynamics(self, q, v, qdd, t: float = 0.0) -> np.ndarray:
         """Generalized forces Q = Gᵀ ID_pybullet(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv)."""
@@ -220,7 +268,7 @@ class Bridge:
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
         """
         model, t = self.model, self.time
-        x, xd = self.map.state_from_pybullet()
+        x, xd = self._read_state()
         torque = np.zeros(model.n_tangent)
         if tau is not None:
             torque += model._check("tau", tau, model.n_tangent)
@@ -235,17 +283,18 @@ class Bridge:
             # augmented (KKT) matrix: M alone is nearly singular when links are (almost) massless, the KKT
             # matrix is not (the constraints fix exactly those directions), so never form M⁻¹
             kkt = _kkt_matrix(mass, jac)
+            factor = _factor_kkt(kkt)   # one LU per step, used by both solves below
             n = model.n_tangent
             if self.velocity_projection:
-                projected = _solve_kkt(kkt, np.concatenate([mass @ xd, -phi_t]), model.file)[:n]
+                projected = _solve_kkt(kkt, np.concatenate([mass @ xd, -phi_t]), model.file, factor)[:n]
                 if np.abs(projected - xd).max() > PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
                     xd = projected
-                    self.map.state_to_pybullet(x, xd)
-                    bias = self.map.inverse_dynamics(x, xd, np.zeros(n))
-                    bias_c = constraints.velocity_bias(x, xd, t)
+                    self._write_state(x, xd)
+                    bias = self._tree_bias(x, xd)
+                    bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
             phi_dot = jac @ xd + phi_t
             target = -bias_c - 2.0 * self.alpha * phi_dot - self.beta ** 2 * phi
-            solution = _solve_kkt(kkt, np.concatenate([torque - bias, target]), model.file)
+            solution = _solve_kkt(kkt, np.concatenate([torque - bias, target]), model.file, factor)
             self._lambda = -solution[n:]          # M ẍ = τ − h + Φ_xᵀλ
             torque = torque + jac.T @ self._lambda
         self._send(x, torque)
@@ -254,7 +303,7 @@ class Bridge:
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body
-        p.setJointMotorControlArray(b, self.map.joint_indices.tolist(), p.TORQUE_CONTROL,
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                     forces=torque[self._base_v:].tolist(), physicsClientId=c)
         if self.model.floating_base and np.any(torque[:6]):
             from ..model.rotations import quaternion_to_matrix
@@ -327,19 +376,39 @@ def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
 
 
 def _kkt_matrix(mass: np.ndarray, jac: np.ndarray) -> np.ndarray:
-    """[[M, Φ_xᵀ], [Φ_x, 0]]."""
-    n_c = jac.shape[0]
-    return np.block([[mass, jac.T], [jac, np.zeros((n_c, n_c))]])
+    """[[M, Φ_xᵀ], [Φ_x, 0]] (filled in place: np.block costs more than the solve)."""
+    n, n_c = mass.shape[0], jac.shape[0]
+    kkt = np.empty((n + n_c, n + n_c))
+    kkt[:n, :n] = mass
+    kkt[:n, n:] = jac.T
+    kkt[n:, :n] = jac
+    kkt[n:, n:] = 0.0
+    return kkt
 
 
-def _solve_kkt(kkt: np.ndarray, rhs: np.ndarray, file) -> np.ndarray:
-    """Solve the KKT system; least squares if it is singular (redundant constraint rows)."""
-    try:
-        solution = np.linalg.solve(kkt, rhs)
-        if np.all(np.isfinite(solution)):
+def _factor_kkt(kkt: np.ndarray):
+    """LAPACK LU (getrf) of the KKT matrix, or None if it is exactly singular (then `_solve_kkt` falls back
+    to least squares). getrf + getrs is what np.linalg.solve (gesv) does, without its per-call overhead."""
+    from scipy.linalg.lapack import dgetrf
+    lu, piv, info = dgetrf(kkt)
+    return (lu, piv) if info == 0 else None
+
+
+def _solve_kkt(kkt: np.ndarray, rhs: np.ndarray, file, factor=None) -> np.ndarray:
+    """Solve the KKT system (with `factor` from `_factor_kkt` if given); least squares if it is singular
+    (redundant constraint rows)."""
+    if factor is not None:
+        from scipy.linalg.lapack import dgetrs
+        solution, info = dgetrs(factor[0], factor[1], rhs)
+        if info == 0 and np.all(np.isfinite(solution)):
             return solution
-    except np.linalg.LinAlgError:
-        pass
+    else:
+        try:
+            solution = np.linalg.solve(kkt, rhs)
+            if np.all(np.isfinite(solution)):
+                return solution
+        except np.linalg.LinAlgError:
+            pass
     solution = np.linalg.lstsq(kkt, rhs, rcond=1e-13)[0]
     if not np.all(np.isfinite(solution)):
         raise SolverError(f"{file}: the bridge's constraint (KKT) system has no solution")

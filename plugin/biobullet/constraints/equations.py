@@ -39,42 +39,105 @@ class ConstraintSet:
         self.names: tuple[str, ...] = tuple(names)
         self.n = len(names)
         self.n_tangent = model.n_tangent
+        self._prepare_functions()
 
     @property
     def model(self):
         return self._model()
 
-    def _function_rows(self, x: np.ndarray, t: float, xd: np.ndarray | None):
-        """(values, jacobian, Φ_t, bias) of the function rows."""
+    def _prepare_functions(self) -> None:
+        """Index arrays for the function rows, built once (the rows are evaluated every bridge step).
+
+        Linear functions (couplings, rhythms, mimics) have a constant Jacobian row, zero Φ_t and zero bias:
+        their values come from one gather + row sum, their Jacobian rows from a precomputed template.
+        Every other function is evaluated by its plugin (one call per row and step) and scattered with
+        precomputed (row, column) index arrays; its jet is cached for the last (x, t) so the bridge's second
+        pass (velocity bias after the velocity projection, same x and t) costs no plugin call.
+        """
+        from ..functions.linear import LinearFunction
+        nf, ov = len(self.functions), self._ov
+        self._f_out = np.array([out for out, _, _ in self.functions], dtype=np.intp)
+        linear = [r for r, (_, _, f) in enumerate(self.functions) if type(f) is LinearFunction]
+        other = [r for r in range(nf) if r not in set(linear)]
+        width = max([len(self.functions[r][1]) for r in linear], default=0)
+        self._lin_rows = np.array(linear, dtype=np.intp)
+        self._lin_idx = np.zeros((len(linear), width), dtype=np.intp)
+        self._lin_coef = np.zeros((len(linear), width))
+        self._lin_offset = np.array([self.functions[r][2].offset for r in linear], dtype=float)
+        template = np.zeros((nf, self.n_tangent))
+        for k, r in enumerate(linear):
+            out, inputs, function = self.functions[r]
+            self._lin_idx[k, :len(inputs)] = inputs
+            self._lin_coef[k, :len(inputs)] = function.coefficients
+            template[r, ov + out] = 1.0
+            for c, i in zip(function.coefficients, inputs):
+                template[r, ov + i] -= c
+        for r in other:
+            template[r, ov + self.functions[r][0]] = 1.0
+        self._jac_template = template
+        self._other = tuple((r, np.array(self.functions[r][1], dtype=np.intp), self.functions[r][2]) for r in other)
+        rows = [r for r, idx, _ in self._other for _ in idx]
+        cols = [ov + i for _, idx, _ in self._other for i in idx]
+        self._other_rows = np.array(rows, dtype=np.intp)
+        self._other_cols = np.array(cols, dtype=np.intp)
+        self._other_unique = len(set(zip(rows, cols))) == len(rows)
+        self._other_index = np.array([r for r, _, _ in self._other], dtype=np.intp)
+        self._jet_cache: tuple = (None, [])
+
+    def _other_jets(self, theta: np.ndarray, t: float) -> list:
+        """[(value, gradient, Hessian)] of the non-linear functions at (θ, t), cached for the last call."""
+        key = (float(t), theta.tobytes())
+        cached_key, jets = self._jet_cache
+        if key != cached_key:
+            jets = [function.evaluate(theta[idx], t) for _, idx, function in self._other]
+            self._jet_cache = (key, jets)   # one assignment: key and jets never disagree
+        return jets
+
+    def _function_rows(self, x: np.ndarray, t: float, xd: np.ndarray | None, jacobian: bool = True):
+        """(values, jacobian, Φ_t, bias) of the function rows (jacobian None if not asked)."""
         nf = len(self.functions)
-        phi, jac = np.zeros(nf), np.zeros((nf, self.n_tangent))
-        phi_t, bias = np.zeros(nf), np.zeros(nf)
+        if not nf:
+            return (np.zeros(0), np.zeros((0, self.n_tangent)) if jacobian else None, np.zeros(0),
+                    np.zeros(0))
         theta = x[self._oq:]
-        rate = None if xd is None else xd[self._ov:]
-        for row, (out, inputs, function) in enumerate(self.functions):
-            idx = list(inputs)
-            value, grad, hess = function.evaluate(theta[idx], t)
-            phi[row] = theta[out] - value
-            jac[row, self._ov + out] = 1.0
-            for k, i in enumerate(inputs):
-                jac[row, self._ov + i] -= grad[k]
-            phi_t[row] = -grad[-1]
-            if rate is not None:
-                z_dot = np.append(rate[idx], 1.0)
-                bias[row] = -(z_dot @ hess @ z_dot)
+        phi = theta[self._f_out].copy()
+        if len(self._lin_rows):
+            phi[self._lin_rows] -= self._lin_offset + (self._lin_coef * theta[self._lin_idx]).sum(axis=1)
+        jac = self._jac_template.copy() if jacobian else None
+        phi_t, bias = np.zeros(nf), np.zeros(nf)
+        if self._other:
+            jets = self._other_jets(theta, t)
+            rate = None if xd is None else xd[self._ov:]
+            for (row, idx, _), (value, grad, hess) in zip(self._other, jets):
+                phi[row] -= value
+                phi_t[row] = -grad[-1]
+                if rate is not None:
+                    z_dot = np.empty(len(idx) + 1)
+                    z_dot[:-1] = rate[idx]
+                    z_dot[-1] = 1.0
+                    bias[row] = -(z_dot @ hess @ z_dot)
+            if jacobian and len(self._other_rows):
+                grads = np.concatenate([np.asarray(grad, dtype=float)[:-1] for _, grad, _ in jets])
+                if self._other_unique:
+                    jac[self._other_rows, self._other_cols] -= grads
+                else:
+                    np.subtract.at(jac, (self._other_rows, self._other_cols), grads)
         return phi, jac, phi_t, bias
 
     def _evaluate(self, x, t, xd=None, *, jacobian=True):
         x = np.asarray(x, dtype=float)
-        f_phi, f_jac, f_t, f_bias = self._function_rows(x, t, xd)
+        f_phi, f_jac, f_t, f_bias = self._function_rows(x, t, xd, jacobian)
         if self.loops:
             l_phi, l_jac, l_bias = loop_terms(self.model, self.loops, x, xd, jacobian=jacobian)
         else:
             l_phi, l_jac, l_bias = np.zeros(0), np.zeros((0, self.n_tangent)), np.zeros(0)
-        phi = np.concatenate([f_phi, l_phi])
-        jac = np.vstack([f_jac, l_jac]) if jacobian else None
-        bias = np.concatenate([f_bias, l_bias]) if xd is not None else None
-        phi_t = np.concatenate([f_t, np.zeros(len(l_phi))])
+        phi = np.concatenate([f_phi, l_phi]) if self.loops else f_phi
+        jac = (np.vstack([f_jac, l_jac]) if self.loops else f_jac) if jacobian else None
+        if xd is None:
+            bias = None
+        else:
+            bias = np.concatenate([f_bias, l_bias]) if self.loops else f_bias
+        phi_t = np.concatenate([f_t, np.zeros(len(l_phi))]) if self.loops else f_t
         return phi, jac, phi_t, bias
 
     def residual(self, x, t: float = 0.0) -> np.ndarray:

@@ -21,6 +21,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
                 "drift, loop residuals, convergence table, mechanism picture"),
     "fourbar": ("biobullet.scenarios.fourbar",
                 "paper 003: four-bar knee — ICR J-curve of the shank over 0–110° flexion from the loop model"),
+    "bridge-accuracy": ("biobullet.scenarios.bridge_accuracy",
+                        "PyBullet bridge accuracy: constraint residuals (shoulder 10 s, Andrews' loops) and "
+                        "convergence to the reference engine"),
     "contact": ("biobullet.scenarios.contact",
                 "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
     "elastic-robot": ("biobullet.scenarios.elastic_robot",
