@@ -49,6 +49,8 @@ class DropResult:
     impacts: list[dict[str, Any]] = field(default_factory=list)
     n_rhs: int = 0
     wall_time: float = 0.0
+    symmetry_correction: float | None = None  # largest state change of a mirror projection (None: not used)
+    n_symmetry_projections: int = 0
 
     @property
     def total_energy(self) -> np.ndarray:
@@ -109,11 +111,16 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
                   atol: float = 1e-12, max_step: float = 2e-3, dt_out: float = 1e-4,
                   switch_tolerance: float = 1e-11, sub_impact_gap: float = 0.02, max_events: int = 10000,
                   initial: tuple[np.ndarray, np.ndarray] | None = None,
-                  progress: Callable[[float], None] | None = None) -> DropResult:
+                  progress: Callable[[float], None] | None = None, symmetry: str = "auto",
+                  symmetry_interval: float = 0.01) -> DropResult:
     """Integrate the chain from its initial state (or `initial` = (z0, ż0)) to t_end (s).
 
     Output at every solver step and on a uniform grid dt_out (s). max_step (s) keeps the modal vibration
     (≈ 300–700 rad/s, period ≥ 9 ms) sampled ≥ 4 times per period so that no brief contact is stepped over.
+    symmetry: "auto" (default) — if the chain and the initial state are mirror symmetric
+    (`gibbs_appell_symmetry.MirrorSymmetry.detect`), the state is projected back onto the symmetric manifold
+    every `symmetry_interval` s and at every event (removes round-off asymmetry only; see that module);
+    "off" — never. The result's `symmetry_correction` is the largest change a projection made.
     Raises SolverError if the integrator fails.
     """
     if not (t_end > 0.0 and math.isfinite(t_end)):
@@ -150,6 +157,15 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
         ev.direction = 1.0 if in_contact else -1.0
         return ev
 
+    if symmetry not in ("auto", "off"):
+        raise ModelError(f"unknown symmetry {symmetry!r}", attribute="symmetry", expected="auto or off")
+    if not symmetry_interval > 0.0:
+        raise ModelError(f"'symmetry_interval' must be positive, got {symmetry_interval!r}",
+                         attribute="symmetry_interval")
+    mirror = None
+    if symmetry == "auto":
+        from biobullet.dynamics.gibbs_appell_symmetry import MirrorSymmetry
+        mirror = MirrorSymmetry.detect(chain, z0, zd0)
     y = np.concatenate([z0, zd0, np.zeros(3)])
     t = 0.0
     ts, ys, acts, vis = [], [], [], []
@@ -157,9 +173,15 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     separations: list[dict[str, Any]] = []
     wall = time.perf_counter()
     grid = np.arange(0.0, t_end + 0.5 * dt_out, dt_out)
-    for _ in range(max_events):
+    n_events = 0
+    while True:
+        if n_events > max_events:
+            raise SolverError(f"more than {max_events} contact events before t_end = {t_end} s")
         events = [make_event(int(k), bool(active[k])) for k in cpts]
-        sol = solve_ivp(rhs, (t, t_end), y, method=method, rtol=rtol, atol=atol, max_step=max_step,
+        t_stop_max = t_end if mirror is None else min(t_end, t + symmetry_interval)
+        if t_end - t_stop_max < 1e-3 * symmetry_interval:
+            t_stop_max = t_end
+        sol = solve_ivp(rhs, (t, t_stop_max), y, method=method, rtol=rtol, atol=atol, max_step=max_step,
                         events=events or None, dense_output=True)
         if sol.status == -1:
             raise SolverError(f"integration failed at t = {sol.t[-1]:.9g} s: {sol.message}")
@@ -174,8 +196,13 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
         t, y = t_stop, sol.y[:, -1].copy()
         if progress is not None:
             progress(t)
-        if sol.status == 0:
+        if sol.status == 0 and t_stop_max >= t_end:
             break
+        if mirror is not None:
+            y[:N], y[N:2 * N] = mirror.project(y[:N], y[N:2 * N])
+        if sol.status == 0:
+            continue
+        n_events += 1
         kin = chain.kinematics(y[:N], y[N:2 * N])
         gap = kin.p[:, 1] - chain.ground_height
         for k in cpts:
@@ -187,10 +214,12 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
                 active[k] = False
                 separations.append({"time": t, "point": point_name(int(k)),
                                     "separation_velocity": float(kin.v[k, 1])})
-    else:
-        raise SolverError(f"more than {max_events} contact events before t_end = {t_end} s")
     wall = time.perf_counter() - wall
-    return _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall)
+    result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall)
+    if mirror is not None:
+        result.symmetry_correction = mirror.max_correction
+        result.n_symmetry_projections = mirror.n_projections
+    return result
 
 
 def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, contacts: list,

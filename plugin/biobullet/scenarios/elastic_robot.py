@@ -4,15 +4,22 @@ Ambrosio friction), one mode per link, 1.5 s.
 `run(out_dir, modes="ss-ss-ss")` writes into out_dir: joints_x.png, joints_y.png (X1/X2 positions and
 velocities of O1..O4), modal_amplitudes.png, contact_forces.png (normal and friction per point),
 energy.png (components and error %), deformed_0.7s.png (magnified), impacts.json / impacts.md,
-trajectory.npz and summary.json. Keys of summary.json: modes, data, t_end, first_contact_time, first_impact_velocity,
-n_contact_onsets, n_impacts, n_sub_impacts_first, energy_error_mean_percent, energy_error_max_percent,
-symmetry_residual, wall_time_s, n_rhs, paper (the published numbers to compare with).
+timeseries.csv (t; X1, X2, dX1/dt, dX2/dt of O1..O4; modal amplitudes; F_N, F_T per point; T, V_g, V_e, W_D, W_FN,
+W_FT, energy error %), trajectory.npz, drop.mp4 (matplotlib animation of the deformed chain, deflection magnified,
+contact forces as arrows, one frame per 10 ms of simulated time at 25 fps, written with imageio) and summary.json.
+Every file is written atomically (temporary file + rename). Keys of summary.json: modes, data, t_end,
+first_contact_time, first_impact_velocity, n_contact_onsets, n_impacts, n_sub_impacts_first,
+energy_error_mean_percent, energy_error_max_percent, symmetry_residual, symmetry_correction (largest state change
+of the mirror projection, None if not used), wall_time_s, n_rhs, max_normal_force, max_abs_modal_amplitude,
+video, paper (the published numbers to compare with).
 `python -m biobullet.scenarios.elastic_robot OUT_DIR [MODES ...]` runs several mode sets and writes a table.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,20 +66,20 @@ def _plots(result: Any, out: Path, title: str) -> None:
             ax[1].plot(t, result.point_velocities[:, k, axis], label=nm, lw=1)
         ax[0].set_ylabel(f"X{axis + 1} [m]"), ax[1].set_ylabel(f"dX{axis + 1}/dt [m/s]")
         ax[1].set_xlabel("t [s]"), ax[0].legend(ncol=4), ax[0].set_title(title)
-        fig.tight_layout(), fig.savefig(out / f"joints_{label}.png", dpi=120), plt.close(fig)
+        fig.tight_layout(), _savefig(fig, out / f"joints_{label}.png"), plt.close(fig)
     fig, ax = plt.subplots(figsize=(8, 4))
     for j, nm in enumerate(result.chain.coordinate_names):
         if nm.startswith("d"):
             ax.plot(t, result.z[:, j] * 1e3, label=nm, lw=1)
     ax.set_xlabel("t [s]"), ax.set_ylabel("modal amplitude [mm]"), ax.legend(), ax.set_title(title)
-    fig.tight_layout(), fig.savefig(out / "modal_amplitudes.png", dpi=120), plt.close(fig)
+    fig.tight_layout(), _savefig(fig, out / "modal_amplitudes.png"), plt.close(fig)
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for k, nm in enumerate(names):
         ax[0].plot(t, result.normal_force[:, k], label=nm, lw=1)
         ax[1].plot(t, result.friction_force[:, k], label=nm, lw=1)
     ax[0].set_ylabel("F_N [N]"), ax[1].set_ylabel("F_T [N]"), ax[1].set_xlabel("t [s]"), ax[0].legend(ncol=4)
     ax[0].set_title(title)
-    fig.tight_layout(), fig.savefig(out / "contact_forces.png", dpi=120), plt.close(fig)
+    fig.tight_layout(), _savefig(fig, out / "contact_forces.png"), plt.close(fig)
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for arr, lab in ((result.kinetic, "T"), (result.gravity, "V_g"), (result.elastic, "V_e"),
                      (-result.work_damping, "−W_D"), (-result.work_normal, "−W_FN"),
@@ -81,7 +88,7 @@ def _plots(result: Any, out: Path, title: str) -> None:
     ax[0].set_ylabel("energy [J]"), ax[0].legend(ncol=4, fontsize=8), ax[0].set_title(title)
     ax[1].plot(t, result.energy_error_percent, lw=1)
     ax[1].set_ylabel("energy error [%]"), ax[1].set_xlabel("t [s]")
-    fig.tight_layout(), fig.savefig(out / "energy.png", dpi=120), plt.close(fig)
+    fig.tight_layout(), _savefig(fig, out / "energy.png"), plt.close(fig)
     i = int(np.argmin(np.abs(t - 0.7)))
     z = result.z[i]
     dmax = max(float(np.abs(result.modal_amplitudes[i]).max()), 1e-12)
@@ -92,7 +99,85 @@ def _plots(result: Any, out: Path, title: str) -> None:
         ax.plot(pts[:, 0], pts[:, 1], lw=2)
     ax.axhline(0.0, color="grey", lw=0.8), ax.set_aspect("equal")
     ax.set_title(f"{title}: deformed shape at t = {t[i]:.3f} s, deflection × {scale:.3g}")
-    fig.tight_layout(), fig.savefig(out / "deformed_0.7s.png", dpi=120), plt.close(fig)
+    fig.tight_layout(), _savefig(fig, out / "deformed_0.7s.png"), plt.close(fig)
+
+
+def _atomic(path: Path, write) -> None:
+    """Call write(tmp_path) on a temporary file next to `path`, then rename it to `path`."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_text(path: Path, text: str) -> None:
+    _atomic(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def _savefig(fig, path: Path) -> None:
+    _atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format=path.suffix[1:]))
+
+
+def timeseries_table(result: Any) -> tuple[list[str], np.ndarray]:
+    """(header, columns) of timeseries.csv (SI units: s, m, m/s, N, J, %)."""
+    names, cols = ["t"], [result.t]
+    for k in range(result.points.shape[1]):
+        p = f"O{k + 1}"
+        names += [f"{p}_X1", f"{p}_X2", f"{p}_X1_dot", f"{p}_X2_dot"]
+        cols += [result.points[:, k, 0], result.points[:, k, 1], result.point_velocities[:, k, 0],
+                 result.point_velocities[:, k, 1]]
+    for j, nm in enumerate(result.chain.coordinate_names):
+        if nm.startswith("d"):
+            names.append(nm)
+            cols.append(result.z[:, j])
+    for k in range(result.points.shape[1]):
+        names += [f"O{k + 1}_F_N", f"O{k + 1}_F_T"]
+        cols += [result.normal_force[:, k], result.friction_force[:, k]]
+    names += ["T", "V_g", "V_e", "W_D", "W_FN", "W_FT", "energy_error_percent"]
+    cols += [result.kinetic, result.gravity, result.elastic, result.work_damping, result.work_normal,
+             result.work_friction, result.energy_error_percent]
+    return names, np.column_stack(cols)
+
+
+def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, fps: float = 25.0,
+                magnify: float | None = None) -> Path:
+    """MP4 of the deformed chain (deflection × magnify, default so that max|δ| shows as 0.1 m), one frame per
+    frame_dt of simulated time, with the contact forces as arrows; written atomically via render.write_video."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from biobullet.render import write_video as _write
+    chain = result.chain
+    amp = float(np.abs(result.modal_amplitudes).max()) if result.modal_amplitudes.size else 0.0
+    scale = (0.1 / amp if amp > 0.0 else 1.0) if magnify is None else magnify
+    times = np.arange(result.t[0], result.t[-1] + 1e-12, frame_dt)
+    idx = np.clip(np.searchsorted(result.t, times), 0, result.t.size - 1)
+    fmax = max(float(result.normal_force.max()), 1.0)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    frames = []
+    for i in idx:
+        ax.clear()
+        for pts in chain.link_points(result.z[i], scale=scale):
+            ax.plot(pts[:, 0], pts[:, 1], lw=2.5)
+        p = result.points[i]
+        ax.plot(p[:, 0], p[:, 1], "ko", ms=4)
+        for k in range(p.shape[0]):
+            if result.normal_force[i, k] > 0.0:
+                ax.arrow(p[k, 0], 0.0, 0.3 * result.friction_force[i, k] / fmax, 0.3 * result.normal_force[i, k] / fmax,
+                         width=0.01, color="r")
+        ax.axhline(0.0, color="grey", lw=1)
+        ax.set_xlim(-2.0, 2.0), ax.set_ylim(-0.2, 1.8), ax.set_aspect("equal")
+        ax.set_title(f"{title}   t = {result.t[i]:.3f} s   deflection × {scale:.3g}", fontsize=9)
+        fig.canvas.draw()
+        frames.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
+    plt.close(fig)
+    _write(frames, path, fps=fps)
+    return path
 
 
 def _impacts_markdown(impacts: list[dict[str, Any]]) -> str:
@@ -105,13 +190,14 @@ def _impacts_markdown(impacts: list[dict[str, Any]]) -> str:
 
 
 def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_end: float = 1.5,
-        data: str = "unrounded", plots: bool = True, **solver: Any) -> dict[str, Any]:
+        data: str = "unrounded", plots: bool = True, video: bool = True, end_rotation: str = "theta",
+        **solver: Any) -> dict[str, Any]:
     """Run the drop for one mode set ('ss-ss-ss', ...), write plots and summary.json, return the summary."""
     from biobullet.dynamics.gibbs_appell import ElasticChain
     from biobullet.dynamics.gibbs_appell_drop import simulate_drop
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    chain = ElasticChain.from_paper002(modes, data=data)
+    chain = ElasticChain.from_paper002(modes, data=data, end_rotation=end_rotation)
     callback = None
     bar = None
     if progress:
@@ -130,19 +216,31 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
                "n_contact_onsets": len(result.contacts), "n_impacts": len(impacts),
                "n_sub_impacts_first": len(impacts[0]["sub_impacts"]) if impacts else 0,
                "energy_error_mean_percent": mean_err, "energy_error_max_percent": max_err,
-               "symmetry_residual": symmetry_residual(result), "wall_time_s": result.wall_time,
+               "symmetry_residual": symmetry_residual(result), "symmetry_correction": result.symmetry_correction,
+               "end_rotation": end_rotation, "video": "drop.mp4" if video else None,
+               "wall_time_s": result.wall_time,
                "n_rhs": result.n_rhs, "max_normal_force": float(result.normal_force.max()),
                "max_abs_modal_amplitude": float(np.abs(result.modal_amplitudes).max()), "paper": PAPER}
     jsonable = json.loads(json.dumps(impacts, default=float))
-    (out / "impacts.json").write_text(json.dumps(jsonable, indent=1))
-    (out / "impacts.md").write_text(f"# Impacts, {modes}\n\n" + _impacts_markdown(impacts))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
-    np.savez_compressed(out / "trajectory.npz", t=result.t, z=result.z, zd=result.zd, points=result.points,
-                        point_velocities=result.point_velocities, normal_force=result.normal_force,
-                        friction_force=result.friction_force, energy_error_percent=result.energy_error_percent,
-                        coordinate_names=np.array(chain.coordinate_names))
+    _write_text(out / "impacts.json", json.dumps(jsonable, indent=1))
+    _write_text(out / "impacts.md", f"# Impacts, {modes}\n\n" + _impacts_markdown(impacts))
+    header, table = timeseries_table(result)
+    _atomic(out / "timeseries.csv", lambda tmp: np.savetxt(tmp, table, delimiter=",", header=",".join(header),
+                                                           comments="", fmt="%.12g"))
+    arrays = dict(t=result.t, z=result.z, zd=result.zd, points=result.points,
+                  point_velocities=result.point_velocities, normal_force=result.normal_force,
+                  friction_force=result.friction_force, energy_error_percent=result.energy_error_percent,
+                  coordinate_names=np.array(chain.coordinate_names))
+
+    def _npz(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+    _atomic(out / "trajectory.npz", _npz)
     if plots:
         _plots(result, out, f"paper 002, {modes}")
+    if video:
+        write_video(result, out / "drop.mp4", f"paper 002, {modes}")
+    _write_text(out / "summary.json", json.dumps(summary, indent=1, default=float))
     return summary
 
 

@@ -1,0 +1,69 @@
+"""Flexible links on the PyBullet bridge: the finite-segment expansion (`flexible.segments`) stepped by PyBullet.
+
+The elastic forces need no bridge hook: the expansion writes `<joint_spring>` elements (bending EI/h with the
+Kelvin–Voigt damper Kv·I/h, shear κGA/h) and `Bridge.apply()` already sums `forces.applied_forces` — which also
+includes the Python-added `SegmentAirDamping` — before every `stepSimulation()`.
+
+PyBullet integrates those forces explicitly (semi-implicit Euler with the torque held over the step), which is
+stable only for ω_max·dt < 2, ω_max the highest natural frequency of the segmented model. `stable_time_step`
+gives dt = `fraction`·2/ω_max from the linearised model (`natural_frequencies`); `FlexibleBridge` checks the
+step it is given and raises ModelError if it is unstable. Stiff shear joints of slender beams make ω_max large
+(paper-002 links with 16 segments: ω_max ≈ 8e4 rad/s); use `shear=False` there if shear is negligible.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..errors import ModelError
+
+
+def highest_frequency(model, q0=None) -> float:
+    """ω_max (rad/s) of the model linearised at rest about q0 (default: the model's initial state)."""
+    from ..flexible.segments import natural_frequencies
+    q0 = model.initial_state()[0] if q0 is None else q0
+    return float(natural_frequencies(model, q0)[-1])
+
+
+def stable_time_step(model, q0=None, fraction: float = 0.25) -> float:
+    """dt = fraction · 2/ω_max (s): fraction < 1 is inside PyBullet's explicit stability limit ω_max dt < 2."""
+    if not 0.0 < fraction < 1.0:
+        raise ModelError(f"argument 'fraction' is {fraction!r}", attribute="fraction", expected="0 < fraction < 1")
+    return fraction * 2.0 / highest_frequency(model, q0)
+
+
+def segmented_bridge(path: str | os.PathLike[str], *, segments=None, shear: bool | None = None, dt: float | None = None,
+                     client=None, **bridge_options):
+    """(Bridge, layouts) for the model file `path` with its `<flexible>` links expanded into segments.
+
+    dt: PyBullet step (s); None = `stable_time_step(model)`. Raises ModelError if dt ≥ 2/ω_max (unstable).
+    Further keyword arguments go to `Bridge` (initial, record, ...).
+    """
+    from ..flexible.segments import load_segmented_model
+    from .bridge import Bridge
+    model, layouts = load_segmented_model(path, segments=segments, shear=shear)
+    w_max = highest_frequency(model)
+    if dt is None:
+        dt = 0.25 * 2.0 / w_max
+    elif dt * w_max >= 2.0:
+        raise ModelError(f"dt = {dt:g} s is unstable for the segmented links (ω_max = {w_max:.4g} rad/s)",
+                         attribute="dt", expected=f"dt < {2.0 / w_max:.3g} s (fewer segments or shear=False)")
+    return Bridge(model, client, dt=dt, **bridge_options), layouts
+
+
+def centre_line(model, x: np.ndarray, layout) -> np.ndarray:
+    """World positions (N+2, 3) of the expanded link's section points: x = 0, the N sections, x = L."""
+    from ..dynamics.kinematics import body_placements, frame_placement
+    placements = body_placements(model, x)
+    names = layout.body_names()
+    pts = []
+    for k, (name, (a, b)) in enumerate(zip(names, layout.bodies)):
+        r, p = frame_placement(model, x, name, placements)
+        pts.append(p)
+        if k == len(names) - 1:
+            pts.append(r @ np.array([b - a, 0.0, 0.0]) + p)
+    return np.array(pts)
+
+
+__all__ = ["highest_frequency", "stable_time_step", "segmented_bridge", "centre_line"]
