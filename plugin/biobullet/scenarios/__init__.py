@@ -24,6 +24,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "bridge-accuracy": ("biobullet.scenarios.bridge_accuracy",
                         "PyBullet bridge accuracy: constraint residuals (shoulder 10 s, Andrews' loops) and "
                         "convergence to the reference engine"),
+    "prosthesis": ("biobullet.scenarios.prosthesis",
+                   "paper 003: hip-driven four-bar knee prosthesis, 20 gait cycles — knee vs reference, ICR path, "
+                   "contacts, period/spectrum, energy, 3D video (substitute data; see README status)"),
     "contact": ("biobullet.scenarios.contact",
                 "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
     "elastic-robot": ("biobullet.scenarios.elastic_robot",

@@ -23,6 +23,7 @@ _BUILTIN: dict[str, str] = {
     "demo.damped_oscillator": "biobullet.sweep.demo:damped_oscillator",
     "demo.sleep": "biobullet.sweep.demo:sleep",
     "demo.busy": "biobullet.sweep.demo:busy",
+    "prosthesis.gait": "biobullet.scenarios.prosthesis:gait",
 }
 _REGISTERED: dict[str, str] = {}
 
