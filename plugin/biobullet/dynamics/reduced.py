@@ -12,7 +12,16 @@ import numpy as np
 from .crba import crba
 from .formulation import Formulation, register_formulation
 from .rnea import rnea
+from . import compiled_kernels as kernels
 from .vectorized import mass_matrix_and_bias
+
+
+def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Gᵀ M G, Gᵀ h) for a symmetric M (one compiled call when numba is available)."""
+    if kernels.ENABLED:
+        return kernels.project_upper(mass, h, gradient)
+    gt = gradient.T
+    return gt @ mass @ gradient, gt @ h
 
 
 @register_formulation
@@ -34,19 +43,19 @@ class ReducedFormulation(Formulation):
         return gradient.T @ mass @ gradient
 
     def bias_forces(self, model, q, v, t):
-        x, xd, gradient, gamma = model.joint_state(q, v, t)
-        h = self.tree_inverse_dynamics(model, x, xd, gamma)
-        if model.coordinate_map.identity:
+        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        h = self.tree_inverse_dynamics(model, x, xd, np.zeros(model.n_tangent) if gamma is None else gamma)
+        if gradient is None:
             return h
         return gradient.T @ h
 
     def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
-        """Both at once, sharing the kinematics (what integrators call)."""
-        x, xd, gradient, gamma = model.joint_state(q, v, t)
+        """Both at once, sharing the kinematics (what integrators call). G None: identity; γ None: zero."""
+        x, xd, gradient, gamma = model._joint_state(q, v, t)
         mass, h = mass_matrix_and_bias(model, x, xd, gamma)
-        if model.coordinate_map.identity:
+        if gradient is None:
             return mass, h
-        return gradient.T @ mass @ gradient, gradient.T @ h
+        return project(mass, h, gradient)
 
 
 @register_formulation

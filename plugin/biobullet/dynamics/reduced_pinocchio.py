@@ -10,13 +10,21 @@ import weakref
 
 import numpy as np
 
+from . import compiled_kernels as kernels
 from .formulation import Formulation, register_formulation
+from .reduced import project
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class _Backend:
-    """Pinocchio model, data and precomputed index maps for one Model."""
+    """Pinocchio model, data and precomputed index maps for one Model.
+
+    Pinocchio's CRBA fills the upper triangle only: one `take` with a precomputed (nv, nv) index array both
+    mirrors it and reorders it into our tangent order. Configurations and tangent vectors go straight through
+    when the joint orders agree and no joint is continuous (Pinocchio's (cos, sin)); otherwise through
+    precomputed gathers.
+    """
 
     def __init__(self, model) -> None:
         import pinocchio as pin
@@ -27,23 +35,63 @@ class _Backend:
         self.data = self.pin_model.createData()
         self.map = PinocchioMap(model, self.pin_model)
         index = self.map.tangent_index
+        nv = self.pin_model.nv
         self.identity_order = bool(np.array_equal(index, np.arange(index.size)))
-        self.grid = np.ix_(index, index)
-        self.upper = np.triu_indices(self.pin_model.nv, 1)
+        self.continuous = bool(self.map.cont_src.size)
+        rows, cols = index[:, None], index[None, :]
+        self.symmetric_take = np.minimum(rows, cols) * nv + np.maximum(rows, cols)  # ours [a, b] → upper of Pin
+        self.tangent_take = np.argsort(index)  # Pinocchio v index → ours: out_pin = ours[tangent_take]
+        self.config_take = None
+        if not self.continuous:  # every Pinocchio q entry is one of ours
+            config = np.empty(self.pin_model.nq, dtype=np.intp)
+            config[self.map.plain_dst] = self.map.plain_src
+            self.config_take = config
+        self.zeros = np.zeros(nv)
+        self.upper = np.triu_indices(nv, 1)
+        self.crba, self.nle = pin.crba, pin.nonLinearEffects
+        cmap = model.coordinate_map
+        # hot-path kinds: "direct" (identity map, no continuous joint: arrays straight through, permuted if the
+        # joint orders differ), "affine" (linear joint functions, fixed base, no continuous joint: Pinocchio's
+        # q = A_p q + b_p, v = A_p q̇ with A's rows already in Pinocchio order), else "general"
+        self.kind = "general"
+        if not self.continuous and cmap.kind == "identity":
+            self.kind = "direct"
+        elif not self.continuous and cmap.kind == "affine" and not model.floating_base:
+            self.kind = "affine"
+            order = np.argsort(index)  # Pinocchio index → ours (fixed base, no continuous: q index = v index)
+            self.affine_matrix = np.ascontiguousarray(cmap.affine_matrix[order])
+            self.affine_offset = np.ascontiguousarray(cmap.affine_offset[order])
+            self.symmetric_pin = (np.minimum.outer(np.arange(nv), np.arange(nv)) * nv
+                                  + np.maximum.outer(np.arange(nv), np.arange(nv)))
+
+    def config(self, x: np.ndarray) -> np.ndarray:
+        if self.continuous:
+            return self.map.config_to_pinocchio(x)
+        return x if self.identity_order else x.take(self.config_take)
+
+    def tangent(self, xd: np.ndarray) -> np.ndarray:
+        return xd if self.identity_order else xd.take(self.tangent_take)
 
     def mass(self, x: np.ndarray) -> np.ndarray:
-        mass = self.pin.crba(self.pin_model, self.data, self.map.config_to_pinocchio(x))
-        mass[self.upper[1], self.upper[0]] = mass[self.upper]  # crba fills the upper triangle only
-        return np.array(mass) if self.identity_order else mass[self.grid]
+        return self.pin.crba(self.pin_model, self.data, self.config(x)).take(self.symmetric_take)
 
-    def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
-        m = self.map
-        if self.identity_order:
-            tau = self.pin.rnea(self.pin_model, self.data, m.config_to_pinocchio(x), xd, xdd)
-            return np.array(tau)
-        tau = self.pin.rnea(self.pin_model, self.data, m.config_to_pinocchio(x), m.velocity_to_pinocchio(xd),
-                            m.velocity_to_pinocchio(xdd))
-        return tau[m.tangent_index]
+    def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray | None) -> np.ndarray:
+        q, v = self.config(x), self.tangent(xd)
+        if xdd is None:
+            tau = self.pin.nonLinearEffects(self.pin_model, self.data, q, v)
+        else:
+            tau = self.pin.rnea(self.pin_model, self.data, q, v, self.tangent(xdd))
+        return tau if self.identity_order else tau.take(self.map.tangent_index)
+
+    def mass_and_bias(self, x, xd, xdd) -> tuple[np.ndarray, np.ndarray]:
+        pin, pm, data = self.pin, self.pin_model, self.data
+        q, v = self.config(x), self.tangent(xd)
+        mass = pin.crba(pm, data, q).take(self.symmetric_take)
+        if xdd is None:
+            tau = pin.nonLinearEffects(pm, data, q, v)
+        else:
+            tau = pin.rnea(pm, data, q, v, self.tangent(xdd))
+        return mass, (tau if self.identity_order else tau.take(self.map.tangent_index))
 
 
 def backend(model) -> _Backend:
@@ -67,8 +115,37 @@ class ReducedPinocchioFormulation(Formulation):
         return gradient.T @ mass @ gradient
 
     def bias_forces(self, model, q, v, t):
-        x, xd, gradient, gamma = model.joint_state(q, v, t)
+        x, xd, gradient, gamma = model._joint_state(q, v, t)
         h = backend(model).inverse_dynamics(x, xd, gamma)
-        if model.coordinate_map.identity:
+        if gradient is None:
             return h
         return gradient.T @ h
+
+    def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
+        """Both at once: one coordinate-map evaluation, CRBA + RNEA (NLE when γ = 0), one projection."""
+        b = _cache.get(model)
+        if b is None:
+            b = backend(model)
+        kind = b.kind
+        if kind == "direct":
+            q, v = model._check_pair(q, v)
+            if b.identity_order:
+                return b.crba(b.pin_model, b.data, q).take(b.symmetric_take), b.nle(b.pin_model, b.data, q, v)
+            q, v = q.take(b.config_take), v.take(b.tangent_take)
+            return (b.crba(b.pin_model, b.data, q).take(b.symmetric_take),
+                    b.nle(b.pin_model, b.data, q, v).take(b.map.tangent_index))
+        if kind == "affine":
+            a = b.affine_matrix
+            x, xd = model._affine_state(a, b.affine_offset, q, v)  # already in Pinocchio's order
+            if kernels.ENABLED:
+                mass = b.crba(b.pin_model, b.data, x)
+                return kernels.project_upper(mass, b.nle(b.pin_model, b.data, x, xd), a)
+            mass = b.crba(b.pin_model, b.data, x).take(b.symmetric_pin)
+            h = b.nle(b.pin_model, b.data, x, xd)
+            at = a.T
+            return at @ mass @ a, at @ h
+        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        mass, h = b.mass_and_bias(x, xd, gamma)
+        if gradient is None:
+            return mass, h
+        return project(mass, h, gradient)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.rotations import quaternion_to_matrix, skew
+from . import compiled_kernels as kernels
 
 _cache: "weakref.WeakKeyDictionary[object, TreeArrays]" = weakref.WeakKeyDictionary()
 
@@ -44,6 +45,7 @@ class TreeArrays:
     tangent_ancestry: np.ndarray  # (n_t, n_t) mask [l, j]: direction l moves the body of direction j
     own_tangent: np.ndarray     # (n_b,) first tangent index of each body's joint
     one_dof_mask: np.ndarray    # (n_b, 1) 1.0 for 1-DOF bodies, 0.0 for the free base (its v × v is zero)
+    n_tangent_plus_one: int     # stride of a flattened (n_t, n_t) matrix's diagonal
 
 
 def tree_arrays(model) -> TreeArrays:
@@ -88,7 +90,8 @@ def _build(model) -> TreeArrays:
         ancestry=ancestry, body_ancestry=body_ancestry, body_of_tangent=body_of_tangent,
         tangent_ancestry=_tangent_mask(ancestry, body_of_tangent),
         own_tangent=np.array([b.v_index for b in bodies], dtype=int),
-        one_dof_mask=np.array([[1.0 if b.nv == 1 else 0.0] for b in bodies]).reshape(n, 1))
+        one_dof_mask=np.array([[1.0 if b.nv == 1 else 0.0] for b in bodies]).reshape(n, 1),
+        n_tangent_plus_one=model.n_tangent + 1)
 
 
 def _tangent_mask(ancestry: np.ndarray, body_of_tangent: np.ndarray) -> np.ndarray:
@@ -118,18 +121,21 @@ def world_placements(model, x: np.ndarray, arrays: TreeArrays | None = None) -> 
     local[:, :3, :3] = local_r
     local[:, :3, 3] = local_p
     local[:, 3, 3] = 1.0
-    world = [None] * t.n_bodies
+    world = local.copy()
+    matmul = np.matmul
     for i, parent in enumerate(t.parents):
-        world[i] = local[i] if parent < 0 else world[parent] @ local[i]
-    stacked = np.stack(world)
-    return stacked[:, :3, :3], stacked[:, :3, 3]
+        if parent >= 0:
+            matmul(world[parent], local[i], out=world[i])
+    return world[:, :3, :3], world[:, :3, 3]
+
+
+_ROLL1 = np.array([1, 2, 0])
+_ROLL2 = np.array([2, 0, 1])
 
 
 def _cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise 3-vector cross products of (n, 3) arrays (np.cross is slow for small arrays)."""
-    a0, a1, a2 = a.T
-    b0, b1, b2 = b.T
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=1)
+    return a.take(_ROLL1, 1) * b.take(_ROLL2, 1) - a.take(_ROLL2, 1) * b.take(_ROLL1, 1)
 
 
 def _motion_subspaces(model, t: TreeArrays, rotations, positions) -> np.ndarray:
@@ -171,9 +177,45 @@ def _world_inertias(t: TreeArrays, rotations, positions) -> np.ndarray:
 _EYE3 = np.eye(3)
 
 
+_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_NO_GRAVITY = np.zeros(3)
+_EMPTY = np.zeros(0)
+
+
 def mass_matrix_and_bias(model, x: np.ndarray, xd: np.ndarray | None = None, xdd: np.ndarray | None = None,
                          *, need_mass: bool = True, gravity: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(M(x), RNEA(x, ẋ, ẍ)) — either may be skipped (need_mass=False, or xd None)."""
+    """(M(x), RNEA(x, ẋ, ẍ)) — either may be skipped (need_mass=False, or xd None).
+
+    With numba installed (and not disabled, see compiled_kernels) the compiled kernel of the same algorithm runs;
+    otherwise `mass_matrix_and_bias_numpy`.
+    """
+    if kernels.ENABLED:
+        packed = _packed.get(model)
+        if packed is None:
+            packed = _packed[model] = kernels.pack(model) + (np.array(model.gravity, dtype=float),)
+        need_bias = xd is not None
+        mass, tau = kernels.tree_dynamics(packed[0], packed[1], _float_vector(x),
+                                          _float_vector(xd) if need_bias else _EMPTY,
+                                          _float_vector(xdd) if xdd is not None else _EMPTY,
+                                          packed[2] if gravity else _NO_GRAVITY, model.n_tangent,
+                                          need_mass, need_bias, xdd is not None)
+        return (mass if need_mass else None), (tau if need_bias else None)
+    return mass_matrix_and_bias_numpy(model, x, xd, xdd, need_mass=need_mass, gravity=gravity)
+
+
+def _float_vector(a) -> np.ndarray:
+    """A C-contiguous, writable float64 vector (one compiled specialization of the kernel serves every call)."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1:
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable:
+            return a
+    return np.array(a, dtype=float).reshape(-1)
+
+
+def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = None, xdd: np.ndarray | None = None,
+                               *, need_mass: bool = True, gravity: bool = True
+                               ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Pure-numpy path of `mass_matrix_and_bias` (a fixed number of batched numpy calls)."""
     t = tree_arrays(model)
     rotations, positions = world_placements(model, x, t)
     subspace = _motion_subspaces(model, t, rotations, positions)          # (6, n_t)
@@ -185,7 +227,8 @@ def mass_matrix_and_bias(model, x: np.ndarray, xd: np.ndarray | None = None, xdd
         force = (composite[t.body_of_tangent] @ subspace.T[:, :, None])[:, :, 0]   # (n_t, 6) = IC S_j
         pairs = subspace.T @ force.T                                       # [l, j] = S_lᵀ IC_{b(j)} S_j
         lower = pairs * t.tangent_ancestry                                 # l moves body b(j)
-        mass = lower + lower.T - np.diag(np.diag(lower))
+        mass = lower + lower.T
+        mass.flat[::t.n_tangent_plus_one] -= lower.flat[::t.n_tangent_plus_one]
     tau = None
     if xd is not None:
         v = (t.ancestry * xd) @ subspace.T                                 # (n_b, 6) body velocities

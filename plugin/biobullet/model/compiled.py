@@ -8,11 +8,13 @@ Vectors: generalized positions q = [base pose (7, if floating)] + independent jo
 from __future__ import annotations
 
 import os
+from math import isfinite as _isfinite
 from functools import cached_property
 from typing import Mapping
 
 import numpy as np
 
+from ..dynamics import compiled_kernels as _kernels
 from ..errors import ModelError
 from .coordinates import CoordinateMap, ExplicitFunction
 from .description import ModelDescription
@@ -48,6 +50,8 @@ class Model:
         self.velocity_names: tuple[str, ...] = base_v + tuple(independent)
         self.nq, self.nv = len(self.coordinate_names), len(self.velocity_names)
         self._base_q, self._base_v = len(base_q), len(base_v)
+        self._q_shape, self._v_shape = (self.nq,), (self.nv,)
+        self._tiny_q, self._tiny_v = _tiny(self.nq), _tiny(self.nv)
 
     # ------------------------------------------------------------------ construction
     def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
@@ -133,6 +137,12 @@ class Model:
 
     # ------------------------------------------------------------------ coordinates
     def _check(self, name: str, value, size: int) -> np.ndarray:
+        # fast path (every integrator step): a float64 vector of the right size, finiteness by one dot product
+        # with 1e-300 weights (finite for finite entries, no overflow possible; NaN or ±inf otherwise)
+        if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,):
+            if _isfinite(value.dot(_tiny(size))):
+                return value
+            raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
         array = np.asarray(value, dtype=float).reshape(-1)
         if array.shape != (size,):
             raise ModelError(f"argument {name!r} has {array.size} entries", file=self.file,
@@ -141,6 +151,14 @@ class Model:
         if not np.all(np.isfinite(array)):
             raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
         return array
+
+    def _check_pair(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """_check of q and v together (the per-step hot path: one finiteness sum for both)."""
+        if (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.shape == self._q_shape and v.shape == self._v_shape
+                and _isfinite(q.dot(self._tiny_q) + v.dot(self._tiny_v))):
+            return q, v
+        return self._check("q", q, self.nq), self._check("v", v, self.nv)
 
     def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Tree configuration x = [base pose?, θ] for generalized positions q."""
@@ -155,11 +173,61 @@ class Model:
 
     def joint_state(self, q, v, t: float = 0.0):
         """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
-        q = self._check("q", q, self.nq)
-        v = self._check("v", v, self.nv)
-        jets = self.coordinate_map.evaluate(q[self._base_q:], t, v[self._base_v:])
-        return (np.concatenate([q[:self._base_q], jets.theta]), np.concatenate([v[:self._base_v], jets.rate]),
-                self._full_gradient(jets.gradient), np.concatenate([np.zeros(self._base_v), jets.gamma]))
+        x, xd, gradient, gamma = self._joint_state(q, v, t)
+        if gradient is None:
+            gradient = self._identity_gradient
+        if self.coordinate_map.kind == "identity":
+            x, xd = x.copy(), xd.copy()
+        return (x, xd, gradient.copy(), np.zeros(self.n_tangent) if gamma is None else gamma)
+
+    def _joint_state(self, q, v, t: float = 0.0):
+        """joint_state for the hot path: (x, ẋ, G or None, γ or None), None meaning identity G / zero γ.
+
+        Returned arrays may alias q and v (identity map) or be shared read-only (G of linear joint functions,
+        constant): do not modify them.
+        """
+        cmap = self.coordinate_map
+        kind = cmap.kind
+        bq, bv = self._base_q, self._base_v
+        if kind == "affine" and not bq:
+            x, xd = self._affine_state(cmap.affine_matrix, cmap.affine_offset, q, v)
+            return x, xd, cmap.affine_matrix, None
+        q, v = self._check_pair(q, v)
+        if kind == "identity":
+            return q, v, None, None
+        if kind == "affine":
+            a = cmap.affine_matrix
+            x = np.empty(self.n_config)
+            x[:bq] = q[:bq]
+            x[bq:] = a @ q[bq:] + cmap.affine_offset
+            xd = np.empty(self.n_tangent)
+            xd[:bv] = v[:bv]
+            xd[bv:] = a @ v[bv:]
+            return x, xd, self._affine_full_gradient, None
+        jets = cmap.evaluate(q[bq:], t, v[bv:])
+        if not bq:
+            return jets.theta, jets.rate, jets.gradient, jets.gamma
+        return (np.concatenate([q[:bq], jets.theta]), np.concatenate([v[:bv], jets.rate]),
+                self._full_gradient(jets.gradient), np.concatenate([np.zeros(bv), jets.gamma]))
+
+    def _affine_state(self, matrix: np.ndarray, offset: np.ndarray, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """(A q + b, A v) with the checks of `_check` (fixed base, linear joint functions: A has a unit row per
+        coordinate, so a NaN or ±inf in q or v shows in the result; the compiled kernel tests that)."""
+        if (_kernels.ENABLED and type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and q.shape == (self.nq,) and v.shape == (self.nv,)):
+            x, xd, finite = _kernels.affine_pair(matrix, offset, q, v)
+            if finite:
+                return x, xd
+        q, v = self._check_pair(q, v)
+        return matrix @ q + offset, matrix @ v
+
+    @cached_property
+    def _identity_gradient(self) -> np.ndarray:
+        return _readonly(np.eye(self.n_tangent))
+
+    @cached_property
+    def _affine_full_gradient(self) -> np.ndarray:
+        return _readonly(self._full_gradient(self.coordinate_map.affine_matrix.copy()))
 
     def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(x, G) without rates."""
@@ -252,6 +320,22 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={len(self.bodies)}, joints={self.n_joints}, nq={self.nq}, "
                 f"nv={self.nv}, floating_base={self.floating_base})")
+
+
+_FLOAT = np.dtype(float)
+_TINY: dict[int, np.ndarray] = {}
+
+
+def _tiny(size: int) -> np.ndarray:
+    tiny = _TINY.get(size)
+    if tiny is None:
+        tiny = _TINY[size] = _readonly(np.full(size, 1e-300))
+    return tiny
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
 
 
 def _formulation(name: str | None):

@@ -75,8 +75,94 @@ class ExplicitFunction:
             hessian[self.output] = z_grad.T @ hess @ z_grad + chained.reshape(hessian.shape[1:])
 
 
+class LinearBlock:
+    """Consecutive explicit *linear* joint functions fused into one map (same Resolver protocol):
+    θ[outputs] = C θ[inputs] + d, with C and d composed at build time (a function of the block may take an
+    earlier output of the block as input). G, θ̇ and γ follow with one matrix product each (Hessian zero)."""
+
+    def __init__(self, functions: Sequence[ExplicitFunction]) -> None:
+        self.functions = tuple(functions)
+        produced: dict[int, tuple[dict[int, float], float]] = {}
+        external: list[int] = []
+        for f in self.functions:
+            row: dict[int, float] = {}
+            const = float(f.function.offset)
+            for joint, coefficient in zip(f.inputs, f.function.coefficients):
+                if joint in produced:
+                    inner, inner_const = produced[joint]
+                    for k, c in inner.items():
+                        row[k] = row.get(k, 0.0) + float(coefficient) * c
+                    const += float(coefficient) * inner_const
+                else:
+                    if joint not in external:
+                        external.append(joint)
+                    row[joint] = row.get(joint, 0.0) + float(coefficient)
+            produced[f.output] = (row, const)
+        self.outputs: tuple[int, ...] = tuple(f.output for f in self.functions)
+        self.inputs: tuple[int, ...] = tuple(external)
+        position = {joint: k for k, joint in enumerate(external)}
+        self.matrix = np.zeros((len(self.outputs), len(external)))
+        self.offset = np.zeros(len(self.outputs))
+        for r, out in enumerate(self.outputs):
+            row, const = produced[out]
+            for joint, c in row.items():
+                self.matrix[r, position[joint]] = c
+            self.offset[r] = const
+        self._out = np.array(self.outputs, dtype=np.intp)
+        self._in = np.array(self.inputs, dtype=np.intp)
+        self.uses_time = False
+
+    def resolve(self, jets: CoordinateJets, t: float, need_rates: bool) -> None:
+        c, inp, out = self.matrix, self._in, self._out
+        jets.theta[out] = c @ jets.theta[inp] + self.offset
+        jets.gradient[out] = c @ jets.gradient[inp]
+        if need_rates:
+            jets.rate[out] = c @ jets.rate[inp]
+            jets.gamma[out] = c @ jets.gamma[inp]
+
+    def resolve_hessians(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None,
+                         t: float) -> None:
+        c, inp, out = self.matrix, self._in, self._out
+        theta[out] = c @ theta[inp] + self.offset
+        gradient[out] = c @ gradient[inp]
+        if hessian is not None:
+            shape = hessian.shape[1:]
+            hessian[out] = (c @ hessian[inp].reshape(len(inp), -1)).reshape((len(out),) + shape)
+
+
+def _is_linear(resolver) -> bool:
+    from ..functions.linear import LinearFunction
+    return isinstance(resolver, ExplicitFunction) and type(resolver.function) is LinearFunction
+
+
+def _fuse_linear(resolvers: Sequence[Resolver]) -> tuple:
+    """Evaluation plan: runs of consecutive linear explicit functions become one LinearBlock each."""
+    plan: list = []
+    run: list = []
+    for resolver in resolvers:
+        if _is_linear(resolver):
+            run.append(resolver)
+            continue
+        if run:
+            plan.append(LinearBlock(run) if len(run) > 1 else run[0])
+            run = []
+        plan.append(resolver)
+    if run:
+        plan.append(LinearBlock(run) if len(run) > 1 else run[0])
+    return tuple(plan)
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 class CoordinateMap:
-    """Maps independent coordinates q (in `independent` joint order) to all joint coordinates θ."""
+    """Maps independent coordinates q (in `independent` joint order) to all joint coordinates θ.
+
+    `kind` is "identity" (θ = q), "affine" (only linear joint functions: θ = A q + b with constant A = G, γ = 0;
+    `affine_matrix`, `affine_offset`) or "general" (resolvers evaluated in order, linear runs fused).
+    """
 
     def __init__(self, n_joints: int, independent: Sequence[int], resolvers: Sequence[Resolver]) -> None:
         self.n_joints = n_joints
@@ -84,21 +170,45 @@ class CoordinateMap:
         self.resolvers = tuple(resolvers)
         self.identity = not self.resolvers and self.independent == tuple(range(n_joints))
         self.uses_time = any(getattr(getattr(r, "function", None), "uses_time", True) for r in self.resolvers)
+        nq = len(self.independent)
+        self._plan = _fuse_linear(self.resolvers)
+        self._idx = np.array(self.independent, dtype=np.intp)
+        self._eye_cols = np.arange(nq)
+        self.affine_matrix = self.affine_offset = None
+        if self.identity:
+            self.kind = "identity"
+        elif all(_is_linear(r) for r in self.resolvers):
+            self.kind = "affine"
+            # θ = A q + b: evaluate the plan on the unit columns once
+            theta, gradient, _ = self._evaluate_plan_hessians(np.zeros(nq), 0.0, with_hessian=False)
+            self.affine_matrix = _readonly(np.ascontiguousarray(gradient[:, :nq]))
+            self.affine_offset = _readonly(theta.copy())
+        else:
+            self.kind = "general"
+        self._eye = _readonly(np.eye(n_joints)) if self.identity else None
 
     @property
     def nq(self) -> int:
         return len(self.independent)
 
     def evaluate(self, q: np.ndarray, t: float, q_dot: np.ndarray | None = None) -> CoordinateJets:
-        n, nq = self.n_joints, self.nq
+        n = self.n_joints
         need_rates = q_dot is not None
+        if self.kind == "identity":
+            return CoordinateJets(np.array(q, dtype=float), self._eye.copy(),
+                                  np.array(q_dot, dtype=float) if need_rates else np.zeros(n), np.zeros(n))
+        if self.kind == "affine":
+            a = self.affine_matrix
+            return CoordinateJets(a @ q + self.affine_offset, a.copy(), a @ q_dot if need_rates else np.zeros(n),
+                                  np.zeros(n))
+        nq = len(self.independent)
         jets = CoordinateJets(np.zeros(n), np.zeros((n, nq)), np.zeros(n), np.zeros(n))
-        idx = list(self.independent)
+        idx = self._idx
         jets.theta[idx] = q
-        jets.gradient[idx, np.arange(nq)] = 1.0
+        jets.gradient[idx, self._eye_cols] = 1.0
         if need_rates:
             jets.rate[idx] = q_dot
-        for resolver in self.resolvers:
+        for resolver in self._plan:
             resolver.resolve(jets, t, need_rates)
         return jets
 
@@ -111,13 +221,16 @@ class CoordinateMap:
         Resolvers provide `resolve_hessians(theta, gradient, hessian, t)` (in place, like `resolve`; hessian None
         when `with_hessian` is False, then the Hessian returned is None too).
         """
+        return self._evaluate_plan_hessians(q, t, with_hessian=with_hessian)
+
+    def _evaluate_plan_hessians(self, q, t, *, with_hessian):
         n, nq = self.n_joints, self.nq
         theta, gradient = np.zeros(n), np.zeros((n, nq + 1))
         hessian = np.zeros((n, nq + 1, nq + 1)) if with_hessian else None
-        idx = list(self.independent)
+        idx = self._idx
         theta[idx] = q
-        gradient[idx, np.arange(nq)] = 1.0
-        for resolver in self.resolvers:
+        gradient[idx, self._eye_cols] = 1.0
+        for resolver in self._plan:
             method = getattr(resolver, "resolve_hessians", None)
             if method is None:
                 raise NotImplementedError(f"{type(resolver).__name__} provides no resolve_hessians(); "

@@ -1,0 +1,324 @@
+"""Numba kernel of the batched world-frame tree algorithms of `vectorized.py` (the hot path of "reduced").
+
+Same algebra, same frame conventions (world frame at the world origin, [linear; angular] spatial vectors), written
+as loops over bodies and compiled once (`cache=True`: compiled code is kept in __pycache__ between processes):
+    placements  R_i = R_p R_loc,  p_i = R_p p_loc + p_p
+    subspaces   revolute [p × a; a], prismatic [a; 0], free base Ad(base placement)
+    CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
+    RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
+                f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
+Optional: without numba (or with BIOBULLET_NUMBA=0 in the environment, or `ENABLED = False`) vectorized.py uses its
+pure-numpy path; tests check both against each other and against Pinocchio.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+
+# optional accelerator, imported (and the kernels compiled or loaded from the cache) on first use only
+AVAILABLE = importlib.util.find_spec("numba") is not None
+ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _lazy(function):
+    """Stand-in for `numba.njit(cache=True)(function)` that compiles on the first call and then replaces itself
+    in this module (callers look the kernel up as `compiled_kernels.NAME` on every call)."""
+    name = function.__name__.lstrip("_")
+
+    def first_call(*args):
+        import numba
+        compiled = numba.njit(cache=True, nogil=True)(function)
+        globals()[name] = compiled
+        return compiled(*args)
+
+    first_call.__name__ = name
+    return first_call
+
+REVOLUTE, PRISMATIC, FREE = 0, 1, 2
+# per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9
+_AXIS, _ROT, _TRANS, _MASS, _COM, _INERTIA, _WIDTH = 0, 3, 12, 15, 16, 19, 28
+
+
+def pack(model) -> tuple[np.ndarray, np.ndarray]:
+    """(meta int64 (n_b, 5): parent, kind, q_index, v_index, nv;  body float64 (n_b, 28)) for the kernel."""
+    bodies = model.bodies
+    kinds = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "free": FREE}
+    meta = np.array([[b.parent, kinds[b.joint_type], b.q_index, b.v_index, b.nv] for b in bodies],
+                    dtype=np.int64).reshape(len(bodies), 5)
+    body = np.zeros((len(bodies), _WIDTH))
+    for i, b in enumerate(bodies):
+        if b.parent >= i:
+            raise ValueError("bodies must be in topological order (parents first)")
+        body[i, _AXIS:_AXIS + 3] = np.asarray(b.axis, dtype=float).reshape(3)
+        body[i, _ROT:_ROT + 9] = np.asarray(b.rotation, dtype=float).reshape(9)
+        body[i, _TRANS:_TRANS + 3] = np.asarray(b.translation, dtype=float).reshape(3)
+        body[i, _MASS] = b.mass
+        body[i, _COM:_COM + 3] = np.asarray(b.com, dtype=float).reshape(3)
+        body[i, _INERTIA:_INERTIA + 9] = np.asarray(b.inertia_com, dtype=float).reshape(9)
+    return meta, body
+
+
+def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    inertia = np.zeros((nb, 6, 6))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    for i in range(nb):
+        parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
+        ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
+        pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
+        if kind == FREE:
+            qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
+            norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
+            loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
+            loc[0, 1] = 2 * (qx * qy - qz * qw)
+            loc[0, 2] = 2 * (qx * qz + qy * qw)
+            loc[1, 0] = 2 * (qx * qy + qz * qw)
+            loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
+            loc[1, 2] = 2 * (qy * qz - qx * qw)
+            loc[2, 0] = 2 * (qx * qz - qy * qw)
+            loc[2, 1] = 2 * (qy * qz + qx * qw)
+            loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
+            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
+        elif kind == REVOLUTE:
+            s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
+            # Rodrigues: I + s K + (1 − c) K², K = [a]×
+            jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
+            jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
+            jr[2, 2] = 1.0 - c1 * (ax0 * ax0 + ax1 * ax1)
+            jr[0, 1] = -s * ax2 + c1 * ax0 * ax1
+            jr[1, 0] = s * ax2 + c1 * ax0 * ax1
+            jr[0, 2] = s * ax1 + c1 * ax0 * ax2
+            jr[2, 0] = -s * ax1 + c1 * ax0 * ax2
+            jr[1, 2] = -s * ax0 + c1 * ax1 * ax2
+            jr[2, 1] = s * ax0 + c1 * ax1 * ax2
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
+                                 + body[i, 5 + 3 * a] * jr[2, b])
+        else:  # prismatic
+            d = x[qi]
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = body[i, 3 + 3 * a + b]
+            pl0 += (loc[0, 0] * ax0 + loc[0, 1] * ax1 + loc[0, 2] * ax2) * d
+            pl1 += (loc[1, 0] * ax0 + loc[1, 1] * ax1 + loc[1, 2] * ax2) * d
+            pl2 += (loc[2, 0] * ax0 + loc[2, 1] * ax1 + loc[2, 2] * ax2) * d
+        if parent < 0:
+            for a in range(3):
+                for b in range(3):
+                    rot[i, a, b] = loc[a, b]
+            pos[i, 0], pos[i, 1], pos[i, 2] = pl0, pl1, pl2
+        else:
+            for a in range(3):
+                for b in range(3):
+                    rot[i, a, b] = (rot[parent, a, 0] * loc[0, b] + rot[parent, a, 1] * loc[1, b]
+                                    + rot[parent, a, 2] * loc[2, b])
+                pos[i, a] = (rot[parent, a, 0] * pl0 + rot[parent, a, 1] * pl1 + rot[parent, a, 2] * pl2
+                             + pos[parent, a])
+        r = rot[i]
+        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
+        # motion subspace columns
+        if kind == FREE:
+            for a in range(3):
+                for b in range(3):
+                    sub[a, vi + b] = r[a, b]
+                    sub[3 + a, vi + 3 + b] = r[a, b]
+            for b in range(3):  # [p]× R
+                sub[0, vi + 3 + b] = -p2 * r[1, b] + p1 * r[2, b]
+                sub[1, vi + 3 + b] = p2 * r[0, b] - p0 * r[2, b]
+                sub[2, vi + 3 + b] = -p1 * r[0, b] + p0 * r[1, b]
+        else:
+            w0 = r[0, 0] * ax0 + r[0, 1] * ax1 + r[0, 2] * ax2
+            w1 = r[1, 0] * ax0 + r[1, 1] * ax1 + r[1, 2] * ax2
+            w2 = r[2, 0] * ax0 + r[2, 1] * ax1 + r[2, 2] * ax2
+            if kind == REVOLUTE:
+                sub[0, vi] = p1 * w2 - p2 * w1
+                sub[1, vi] = p2 * w0 - p0 * w2
+                sub[2, vi] = p0 * w1 - p1 * w0
+                sub[3, vi], sub[4, vi], sub[5, vi] = w0, w1, w2
+            else:
+                sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
+        # spatial inertia about the world origin: [[m 1, −m[c]×], [m[c]×, Ic − m[c]×[c]×]]
+        m = body[i, 15]
+        cb0, cb1, cb2 = body[i, 16], body[i, 17], body[i, 18]
+        c0 = r[0, 0] * cb0 + r[0, 1] * cb1 + r[0, 2] * cb2 + p0
+        c1 = r[1, 0] * cb0 + r[1, 1] * cb1 + r[1, 2] * cb2 + p1
+        c2 = r[2, 0] * cb0 + r[2, 1] * cb1 + r[2, 2] * cb2 + p2
+        for a in range(3):  # Ic = R I Rᵀ
+            for b in range(3):
+                acc = 0.0
+                for k in range(3):
+                    for l in range(3):
+                        acc += r[a, k] * body[i, 19 + 3 * k + l] * r[b, l]
+                inertia[i, 3 + a, 3 + b] = acc
+        inertia[i, 0, 0] = inertia[i, 1, 1] = inertia[i, 2, 2] = m
+        # m[c]× (lower-left) and its transpose negated (upper-right)
+        inertia[i, 3, 1], inertia[i, 3, 2] = -m * c2, m * c1
+        inertia[i, 4, 0], inertia[i, 4, 2] = m * c2, -m * c0
+        inertia[i, 5, 0], inertia[i, 5, 1] = -m * c1, m * c0
+        inertia[i, 1, 3], inertia[i, 2, 3] = -m * c2, m * c1
+        inertia[i, 0, 4], inertia[i, 2, 4] = m * c2, -m * c0
+        inertia[i, 0, 5], inertia[i, 1, 5] = -m * c1, m * c0
+        # − m [c]×[c]× = m (|c|² 1 − c cᵀ)
+        cc = c0 * c0 + c1 * c1 + c2 * c2
+        inertia[i, 3, 3] += m * (cc - c0 * c0)
+        inertia[i, 4, 4] += m * (cc - c1 * c1)
+        inertia[i, 5, 5] += m * (cc - c2 * c2)
+        inertia[i, 3, 4] -= m * c0 * c1
+        inertia[i, 4, 3] -= m * c0 * c1
+        inertia[i, 3, 5] -= m * c0 * c2
+        inertia[i, 5, 3] -= m * c0 * c2
+        inertia[i, 4, 5] -= m * c1 * c2
+        inertia[i, 5, 4] -= m * c1 * c2
+
+    mass = np.zeros((n_tangent, n_tangent))
+    if need_mass:
+        composite = inertia.copy()
+        for i in range(nb - 1, -1, -1):
+            parent = meta[i, 0]
+            if parent >= 0:
+                for a in range(6):
+                    for b in range(6):
+                        composite[parent, a, b] += composite[i, a, b]
+        force = np.empty(6)
+        for i in range(nb):
+            vi, nv = meta[i, 3], meta[i, 4]
+            for j in range(vi, vi + nv):
+                for a in range(6):
+                    acc = 0.0
+                    for b in range(6):
+                        acc += composite[i, a, b] * sub[b, j]
+                    force[a] = acc
+                for l in range(j, vi + nv):  # own directions l ≥ j
+                    acc = 0.0
+                    for a in range(6):
+                        acc += sub[a, l] * force[a]
+                    mass[l, j] = acc
+                    mass[j, l] = acc
+                anc = meta[i, 0]
+                while anc >= 0:
+                    va, na = meta[anc, 3], meta[anc, 4]
+                    for l in range(va, va + na):
+                        acc = 0.0
+                        for a in range(6):
+                            acc += sub[a, l] * force[a]
+                        mass[l, j] = acc
+                        mass[j, l] = acc
+                    anc = meta[anc, 0]
+
+    tau = np.zeros(n_tangent)
+    if need_bias:
+        vel = np.zeros((nb, 6))
+        acc_b = np.zeros((nb, 6))
+        forces = np.zeros((nb, 6))
+        jv = np.empty(6)
+        iv = np.empty(6)
+        for i in range(nb):
+            parent, kind, vi, nv = meta[i, 0], meta[i, 1], meta[i, 3], meta[i, 4]
+            for a in range(6):
+                s = 0.0
+                t = 0.0
+                for k in range(vi, vi + nv):
+                    s += sub[a, k] * xd[k]
+                    if has_xdd:
+                        t += sub[a, k] * xdd[k]
+                jv[a] = s
+                if parent >= 0:
+                    vel[i, a] = vel[parent, a] + s
+                    acc_b[i, a] = acc_b[parent, a] + t
+                else:
+                    vel[i, a] = s
+                    acc_b[i, a] = t - (gravity[a] if a < 3 else 0.0)
+            if kind != FREE:  # c = v × S θ̇ (zero for the free base: v × v)
+                l0, l1, l2, a0, a1, a2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+                acc_b[i, 0] += a1 * jv[2] - a2 * jv[1] + l1 * jv[5] - l2 * jv[4]
+                acc_b[i, 1] += a2 * jv[0] - a0 * jv[2] + l2 * jv[3] - l0 * jv[5]
+                acc_b[i, 2] += a0 * jv[1] - a1 * jv[0] + l0 * jv[4] - l1 * jv[3]
+                acc_b[i, 3] += a1 * jv[5] - a2 * jv[4]
+                acc_b[i, 4] += a2 * jv[3] - a0 * jv[5]
+                acc_b[i, 5] += a0 * jv[4] - a1 * jv[3]
+            # f = I a + v ×* (I v)
+            for a in range(6):
+                s = 0.0
+                t = 0.0
+                for b in range(6):
+                    s += inertia[i, a, b] * vel[i, b]
+                    t += inertia[i, a, b] * acc_b[i, b]
+                iv[a] = s
+                forces[i, a] = t
+            l0, l1, l2, a0, a1, a2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+            forces[i, 0] += a1 * iv[2] - a2 * iv[1]
+            forces[i, 1] += a2 * iv[0] - a0 * iv[2]
+            forces[i, 2] += a0 * iv[1] - a1 * iv[0]
+            forces[i, 3] += a1 * iv[5] - a2 * iv[4] + l1 * iv[2] - l2 * iv[1]
+            forces[i, 4] += a2 * iv[3] - a0 * iv[5] + l2 * iv[0] - l0 * iv[2]
+            forces[i, 5] += a0 * iv[4] - a1 * iv[3] + l0 * iv[1] - l1 * iv[0]
+        for i in range(nb - 1, -1, -1):
+            parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+            for k in range(vi, vi + nv):
+                s = 0.0
+                for a in range(6):
+                    s += sub[a, k] * forces[i, a]
+                tau[k] = s
+            if parent >= 0:
+                for a in range(6):
+                    forces[parent, a] += forces[i, a]
+    return mass, tau
+
+
+tree_dynamics = _lazy(_tree_dynamics)
+
+
+def _project_upper(mass, h, g):
+    """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more)."""
+    n, k = g.shape
+    w = np.zeros((n, k))
+    for a in range(n):
+        for b in range(n):
+            m = mass[a, b] if a <= b else mass[b, a]
+            if m != 0.0:
+                for c in range(k):
+                    w[a, c] += m * g[b, c]
+    reduced = np.empty((k, k))
+    bias = np.zeros(k)
+    for c in range(k):
+        for d in range(c, k):
+            s = 0.0
+            for a in range(n):
+                s += g[a, c] * w[a, d]
+            reduced[c, d] = s
+            reduced[d, c] = s
+        s = 0.0
+        for a in range(n):
+            s += g[a, c] * h[a]
+        bias[c] = s
+    return reduced, bias
+
+
+def _affine_pair(a, b, q, v):
+    """(A q + b, A v, all entries finite)."""
+    n, k = a.shape
+    x = np.empty(n)
+    xd = np.empty(n)
+    check = 0.0
+    for r in range(n):
+        s = b[r]
+        t = 0.0
+        for c in range(k):
+            s += a[r, c] * q[c]
+            t += a[r, c] * v[c]
+        x[r] = s
+        xd[r] = t
+        check += 0.0 * s + 0.0 * t  # NaN as soon as one entry is NaN or ±inf
+    return x, xd, check == 0.0
+
+
+project_upper = _lazy(_project_upper)
+affine_pair = _lazy(_affine_pair)
