@@ -132,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
     simulate.add_argument("--method", default=None, metavar="M", help="integrator (e.g. DOP853, Radau)")
     simulate.add_argument("--formulation", default=None, metavar="F", help="formulation (default: reduced)")
+    simulate.add_argument("--gui", action="store_true",
+                          help="pybullet engine only: show PyBullet's GUI while stepping (needs a display)")
     _base_flags(simulate)
     simulate.set_defaults(handler=cmd_simulate)
 
@@ -388,8 +390,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.dt is not None:
             import numpy as np
             options["t_eval"] = np.unique(np.append(np.arange(0.0, args.t_end, args.dt), args.t_end))
-    elif args.dt is not None:
-        options["dt"] = args.dt
+    else:
+        if args.dt is not None:
+            options["dt"] = args.dt
+        if args.gui:
+            options["gui"] = True
     trajectory = simulate_fn(model, args.t_end, **options)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s)", file=sys.stderr)
     return EXIT_OK
@@ -435,6 +440,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
+    import warnings
+    # a user-facing warning is one line, without the library's source line
+    warnings.formatwarning = lambda message, category, *rest, **kw: f"{PROG}: warning: {message}\n"
     try:
         from .errors import BiobulletError
         try:
