@@ -1,4 +1,9 @@
-"""The headline study run by `make demo`: writes everything into OUT (default out/)."""
+"""The headline study run by `make demo`: writes everything into OUT (default out/).
+
+1. foundation — every bundled model validated against Pinocchio and PyBullet, shoulder rhythms plotted;
+2. shoulder — paper 000's Table 1 study: computed torques of both shoulder rhythms, power balance, PyBullet
+   replay and a 3D video, into OUT/shoulder/.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +13,7 @@ import sys
 from biobullet.errors import BiobulletError
 from biobullet.scenarios import run_scenario
 
-HEADLINE = ["foundation"]
+HEADLINE = ["foundation", "shoulder"]
 
 
 def main() -> int:

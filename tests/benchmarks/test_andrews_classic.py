@@ -4,8 +4,6 @@ Not in the default test run (``make bench``).  Speed is reported as a ratio meas
 against wall-clock thresholds; accuracy is asserted against the IVP test-set reference at t = 0.03.
 The special-purpose solver lives in tests/andrews_classic.py (also used by the validation tests).
 """
-import importlib.util
-import sys
 import time
 from pathlib import Path
 
@@ -14,15 +12,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_classic():
-    spec = importlib.util.spec_from_file_location("andrews_classic", ROOT / "tests" / "andrews_classic.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("andrews_classic", mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
-ac = _load_classic()
+import andrews_classic as ac  # tests/andrews_classic.py
 RTOL = ATOL = 1e-10
 
 

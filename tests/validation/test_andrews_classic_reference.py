@@ -6,24 +6,14 @@ multipliers, reference solution at t = 0.03 computed with PSIDE at rtol = atol =
 against their own definitions by finite differences (Jacobian, curvature term, Lagrange velocity terms, spring
 force = -dV/dgamma), so a typo in any one of them fails here.
 """
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 
-def _load_classic():
-    path = Path(__file__).resolve().parents[1] / "andrews_classic.py"
-    spec = importlib.util.spec_from_file_location("andrews_classic", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("andrews_classic", mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
-ac = _load_classic()
+import andrews_classic as ac  # tests/andrews_classic.py
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ Omega, epsilon).  If that holds, then at the published consistent initial angles
 spring has the published length, and Pinocchio's joint-space mass matrix / bias forces equal the classic M(q) and
 velocity terms of f(q, q') -- all computed here without any biobullet code.
 """
-import importlib.util
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,15 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "urdf" / "andrews_squeezer.urdf"
 
 
-def _load_classic():
-    spec = importlib.util.spec_from_file_location("andrews_classic", ROOT / "tests" / "andrews_classic.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("andrews_classic", mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
-ac = _load_classic()
+import andrews_classic as ac  # tests/andrews_classic.py
 CLASSIC_ORDER = ("beta", "theta", "gamma", "phi", "delta", "omega", "epsilon")
 
 

@@ -10,8 +10,6 @@ One `reduced` run (rtol = atol = 1e-10) and one `multipliers` run (Baumgarte, rt
     ≤ 1e-8 relative, and the IVP test set's published state ≤ 1e-8 relative;
   * Ω = −Φ throughout (the symmetric branch of the mechanism; |Ω + Φ| ≤ 1e-9 rad).
 """
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +22,7 @@ from biobullet.constraints.loops import loop_terms
 from biobullet.scenarios import andrews
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("andrews_classic", ROOT / "tests" / "andrews_classic.py")
-ac = importlib.util.module_from_spec(spec)
-sys.modules.setdefault("andrews_classic", ac)
-spec.loader.exec_module(ac)
+import andrews_classic as ac  # tests/andrews_classic.py
 
 T_EVAL = np.linspace(0.0, 0.03, 61)
 

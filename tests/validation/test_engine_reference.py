@@ -7,7 +7,6 @@ half-period bounce; floating-base free flight: COM parabola and conserved angula
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,7 @@ from biobullet.dynamics.kinematics import body_placements, frame_jacobian
 from biobullet.integrate import simulate
 from biobullet.validate.random_models import random_urdf
 
-_spec = importlib.util.spec_from_file_location("engine_models", Path(__file__).parents[1] / "engine_models.py")
-models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)
+import engine_models as models  # tests/engine_models.py
 
 G, M, C, IZZ = 9.81, 1.0, 1.0, 1e-3
 INERTIA = IZZ + M * C ** 2  # about the joint

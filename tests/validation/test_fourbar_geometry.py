@@ -1,24 +1,14 @@
 """The four-bar knee oracle (tests/fourbar_geometry.py): closed-form positions and ICR checked from first
 principles -- link lengths, the two rocker lines, paper 003's explicit ICR formula, and the shank's velocity
 field obtained by finite differences of the coupler motion (it must vanish at the ICR)."""
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 
-def _load():
-    path = Path(__file__).resolve().parents[1] / "fourbar_geometry.py"
-    spec = importlib.util.spec_from_file_location("fourbar_geometry", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("fourbar_geometry", mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
-fg = _load()
+import fourbar_geometry as fg  # tests/fourbar_geometry.py
 FLEXIONS = np.radians(np.arange(0.0, 110.0 + 1e-9, 5.0))
 
 

@@ -5,8 +5,6 @@ lines AD and BC, and paper 003's explicit formula).
 Tolerance 1e-9 m (the issue's number): both sides are closed-form up to a Newton solve converged to
 round-off (|Φ| ≤ 1e-12 · length scale), so the measured agreement is ~1e-15 m.
 """
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +14,7 @@ import biobullet
 from biobullet.scenarios import fourbar
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("fourbar_geometry", ROOT / "tests" / "fourbar_geometry.py")
-fg = importlib.util.module_from_spec(spec)
-sys.modules.setdefault("fourbar_geometry", fg)
-spec.loader.exec_module(fg)
+import fourbar_geometry as fg  # tests/fourbar_geometry.py
 
 FLEXION = np.radians(np.arange(0.0, 111.0, 5.0))
 

@@ -1,7 +1,5 @@
 """urdf/fourbar_knee.urdf checked with Pinocchio (independent of biobullet) against the analytic four-bar
 oracle tests/fourbar_geometry.py: the loop closes at the <initial> state and along 0-110 deg of flexion."""
-import importlib.util
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,15 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 URDF = ROOT / "urdf" / "fourbar_knee.urdf"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("fourbar_geometry", ROOT / "tests" / "fourbar_geometry.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("fourbar_geometry", mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
-fg = _load()
+import fourbar_geometry as fg  # tests/fourbar_geometry.py
 ROOT_XML = ET.parse(URDF).getroot()
 BB = ROOT_XML.find("biobullet")
 MODEL = pin.buildModelFromUrdf(str(URDF))

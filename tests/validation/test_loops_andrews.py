@@ -4,8 +4,6 @@ Forces are applied BY HAND here (spring D→C through the Jacobian transpose at 
 check does not depend on the force-element layer. Published t = 0 values (IVP test set, Hairer & Wanner):
 β''(0) = 14222.4439199541, Θ''(0) = −10666.8329399656; dΘ/dβ(0) = −0.75 and M_r(0) from the classic solver.
 """
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +15,7 @@ from biobullet.dynamics.kinematics import frame_jacobian, frame_placement
 from biobullet.dynamics.multipliers import constrained_accelerations, joint_reactions
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("andrews_classic", ROOT / "tests" / "andrews_classic.py")
-ac = importlib.util.module_from_spec(spec)
-sys.modules.setdefault("andrews_classic", ac)
-spec.loader.exec_module(ac)
+import andrews_classic as ac  # tests/andrews_classic.py
 
 SPRING_POINT_D = np.array([0.02, -0.018, 0.0])   # on body3 (sd, -sc)
 POINT_C = np.array([ac.XC, ac.YC, 0.0])

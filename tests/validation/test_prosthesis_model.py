@@ -20,12 +20,19 @@ PATH = bundled_model("prosthesis_fourbar.urdf")
 
 @pytest.fixture(scope="module")
 def model():
-    m = biobullet.load_model(PATH)
+    return biobullet.load_model(PATH)
+
+
+def test_file_builds_the_paper_force_elements(model):
+    """damper, knee stop and ankle spring are written in the URDF and built by `force_elements`."""
+    by_name = {e.name: e for e in force_elements(model)}
+    assert isinstance(by_name["knee_stop"], JointContactStop)
+    assert by_name["knee_stop"].lever == 0.01 and by_name["knee_stop"].lower == 0.0
+    spring = by_name["ankle_spring"]
+    assert isinstance(spring, JointSpringReference) and (spring.stiffness, spring.damping) == (10.0, 0.2)
     a = load_gait().signal("ankle")
-    add_force_element(m, JointContactStop("knee_stop", "knee_B", 0.0, None, 0.01, 7.5e4, 20.0, 1e6))
-    add_force_element(m, JointSpringReference("ankle_spring", "ankle", 10.0, 0.2,
-                                              function=FourierFunction(a.period, a.a0, a.a, a.b)))
-    return m
+    for t in (0.0, 0.37, 0.62):
+        assert spring.reference(t)[0] == pytest.approx(float(a.evaluate(t)), abs=1e-12)
 
 
 def test_loads_and_assembles_at_full_extension(model):
@@ -46,9 +53,31 @@ def test_damper_free_length_is_BD_at_full_extension(model):
     assert damper.rest_length == pytest.approx(0.16879, abs=1e-12)
     # URDF coordinates carry 6 significant digits: |BD| matches l0 to < 1 µm
     assert damper.length(model, x) == pytest.approx(0.16879, abs=1e-6)
-    # the damper lengthens with flexion (resists it) over the stance-relevant range
-    x2, _, _, _ = model.joint_state(np.array([0.3, 0.0]), np.zeros(2), 0.0)
-    assert damper.length(model, x2) > damper.length(model, x) + 1e-3
+    # paper 003's damper diagonal shortens monotonically with flexion over 0-110 deg (a restoring spring
+    # everywhere: the first version's B-D diagonal came back to l0 at 72 deg and held the knee flexed)
+    lengths = []
+    for ka in np.linspace(0.0, 1.9, 39):
+        xk, _, _, _ = model.joint_state(np.array([ka, 0.0]), np.zeros(2), 0.0)
+        d = dict(zip(model.joint_names, xk))
+        if d["knee_A"] + d["knee_D"] > math.radians(110):
+            break
+        lengths.append(damper.length(model, xk))
+    assert len(lengths) > 20 and np.all(np.diff(lengths) < 0.0)
+
+
+def test_scalar_rhs_equals_array_rhs():
+    """The plain-float RHS (used for integration) = the array RHS (checked against the general engine)."""
+    fast = FastProsthesis(PATH)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        t = rng.uniform(0.0, 2.0)
+        y = [rng.uniform(-0.02, 1.2), rng.uniform(-0.4, 0.4), rng.normal() * 3, rng.normal() * 3]
+        ref = fast.evaluate(t, np.array(y))
+        got = np.array(fast.rhs(t, y))
+        assert np.max(np.abs(got - ref)) <= 1e-11 * max(1.0, np.max(np.abs(ref)))
+        powers = fast.evaluate(t, np.array(y), details=True)[1]["powers"]
+        w = fast.rhs(t, y, work=True)[4:]
+        assert sum(w) == pytest.approx(sum(powers), rel=1e-9, abs=1e-9)   # same dE/dt, split differently
 
 
 def test_fast_rhs_equals_general_engine(model):
@@ -73,11 +102,33 @@ def test_fast_rhs_equals_general_engine(model):
 @pytest.fixture(scope="module")
 def short_run():
     from biobullet.scenarios import prosthesis
-    return prosthesis.simulate_cycles(prosthesis.build(), 2.0, samples_per_cycle=400)
+    return prosthesis.simulate_cycles(prosthesis.build(1.5e4), 4.0, samples_per_cycle=400)
+
+
+def test_heel_strikes_in_early_stance(short_run):
+    """After warm-up the heel loads the ground within the first 15 % of the cycle (t = 0: heel strike of the
+    gait data), with a penetration of millimetres, and the foot is off the ground in mid-swing."""
+    t, f, pen = short_run["t"], short_run["forces"], short_run["penetration"]
+    early = (t >= 3.0) & (t <= 3.15)
+    assert np.max(f[early, 0]) > 50.0
+    assert 1e-3 < np.max(pen[early, 0]) < 0.02
+    swing = (t >= 3.80) & (t <= 3.90)
+    assert np.max(f[swing, :2]) == 0.0
 
 
 def test_loop_residual_round_off(short_run):
     assert np.max(short_run["residual"]) <= 1e-12
+
+
+def test_sweep_point_function_keys():
+    from biobullet.scenarios import prosthesis
+    res = prosthesis.gait({"damper.stiffness": 1.5e4, "damper.ratio": 0.05, "hip_hiking": 1.0, "cycles": 2})
+    assert set(prosthesis.gait.results if hasattr(prosthesis.gait, "results") else res) <= set(res)
+    for key in ("period", "peak_knee_flexion_deg", "correlation", "subharmonic_content", "amplitude_half_hz",
+                "amplitude_third_hz", "amplitude_1hz", "spectrum_frequency", "spectrum_amplitude", "wall_time"):
+        assert key in res
+    assert 10.0 < res["peak_knee_flexion_deg"] < 110.0
+    assert len(res["spectrum_frequency"]) == len(res["spectrum_amplitude"]) > 2
 
 
 def test_contact_force_signs(short_run):

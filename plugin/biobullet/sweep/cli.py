@@ -7,6 +7,8 @@ import signal
 import sys
 from typing import Any, Iterator, Sequence
 
+from ..cli import _positive_int  # shared argument type (the main CLI imports only the standard library)
+
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -22,14 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
-    return value
 
 
 @contextlib.contextmanager

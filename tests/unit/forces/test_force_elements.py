@@ -2,8 +2,6 @@
 elastic force as −∂V/∂x (central differences), the power split τ·ẋ = −dV/dt − D + P_in, and input errors."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +10,7 @@ from biobullet import ModelError, SolverError
 from biobullet.forces import (JointSpring, JointStop, JointTorque, Spring, add_force_element, applied_forces,
                               force_elements)
 
-_spec = importlib.util.spec_from_file_location("engine_models", Path(__file__).parents[2] / "engine_models.py")
-models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)
+import engine_models as models  # tests/engine_models.py
 
 L1, L2 = 1.0, 0.8
 ARM = [(L1, 1.0, 0.5, 1e-2), (L2, 0.5, 0.4, 2e-2)]

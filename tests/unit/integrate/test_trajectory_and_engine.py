@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,7 @@ from biobullet import ModelError, SolverError
 from biobullet.forces import JointTorque, add_force_element
 from biobullet.integrate import Event, Trajectory, cli_simulate, simulate
 
-_spec = importlib.util.spec_from_file_location("engine_models", Path(__file__).parents[2] / "engine_models.py")
-models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(models)
+import engine_models as models  # tests/engine_models.py
 
 ARM = [(1.0, 1.0, 0.5, 1e-2), (0.8, 0.5, 0.4, 2e-2)]
 DAMPED = '<joint_spring joint="j1" stiffness="5" damping="0.3"/><initial joint="j1" position="0.4"/>'
