@@ -4,8 +4,9 @@ solver (tests/andrews_classic.py, scipy DOP853) — all measured in one run, rep
 
 For each combination the tolerance ladder rtol = atol = 1e-7, 1e-8, … 1e-13 is walked from loose to tight and
 the first tolerance that meets the accuracy target is timed (the classic solver the same way, with DOP853).
-β_ref is the IVP test set's published value (PSIDE, 1e-14). Not in the default test run (`make bench`);
-prints a table and writes out/benchmarks/andrews_speed.json. The target ratio is ≤ 1.5×; it is reported, not
+β_ref is the IVP test set's published value (PSIDE, 1e-14). Every wall time is the best of 3 runs at the passing
+tolerance (classic and library alike), after one untimed warm-up run per formulation (see `_warm_up`).
+Not in the default test run (`make bench`); prints a table and writes out/benchmarks/andrews_speed.json. The target ratio is ≤ 1.5×; it is reported, not
 asserted (no wall-clock thresholds in tests). Only accuracy is asserted.
 """
 import importlib.util
@@ -51,6 +52,14 @@ def _library(model, formulation, method, tol):
     return wall, float(trajectory.column("beta")[-1]), trajectory.meta["nfev"]
 
 
+def _warm_up(model):
+    """One short untimed run per formulation: process-start costs (numba loading its compiled kernels from the
+    on-disk cache, ~1–2 s once per process, or compiling them on the very first run) are not part of the
+    per-run time being compared. The classic solver has no such cost."""
+    for formulation in FORMULATIONS:
+        biobullet.simulate(model, 1e-4, formulation=formulation, t_eval=[1e-4], progress=False)
+
+
 def _first_passing(run):
     """(tolerance, wall, beta, nfev) at the loosest tolerance of the ladder that meets TARGET, else the last."""
     for tol in LADDER:
@@ -68,6 +77,7 @@ def _first_passing(run):
 def test_andrews_time_to_accuracy():
     model = biobullet.load_model(ROOT / "urdf" / "andrews_squeezer.urdf")
     rows = []
+    _warm_up(model)
     print("\n[andrews speed] classic DOP853 …")
     tol, _, beta, _ = _first_passing(_classic)
     wall_classic = min(_classic(tol)[0] for _ in range(3))           # best of 3 at the passing tolerance
@@ -77,6 +87,7 @@ def test_andrews_time_to_accuracy():
         for method in METHODS:
             print(f"[andrews speed] {formulation} {method} …")
             tol, wall, beta, nfev = _first_passing(lambda t: _library(model, formulation, method, t))
+            wall = min([wall] + [_library(model, formulation, method, tol)[0] for _ in range(2)])  # best of 3, as classic
             rows.append({"solver": "biobullet", "formulation": formulation, "method": method, "rtol": tol,
                          "wall_s": wall, "beta_rel_error": _error(beta), "nfev": nfev,
                          "ratio": wall / wall_classic})

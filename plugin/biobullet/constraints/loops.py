@@ -9,9 +9,14 @@ B on `link_b` (`xyz_b`); all rows are lengths (m) or direction cosines (1):
             stay orthogonal to two unit vectors u_k spanning the plane ⟂ `axis_b` (default `axis`) in link_b.
 Second derivative: Φ̈ = Φ_x ẍ + b(x, ẋ), with b = Φ̇_x ẋ the "velocity product" computed exactly from the
 classical accelerations of the bodies with ẍ = 0 (one forward pass).
+
+Speed: the tree kinematics of the last configuration (and velocity) is cached per model (force elements, loop
+rows and the reduced formulations' Newton share it within one right-hand side); point and planar loops are
+evaluated by `VectorLoops` (all loops at once), with numba kernels when `dynamics.compiled_kernels` is enabled.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,18 +148,95 @@ class TreeKinematics:
     accel: np.ndarray | None = None      # (n_b, 6)
 
 
+#: last tree kinematics per model: {model: (x bytes, placements+subspace, xd bytes, velocity, accel)}. The same
+#: configuration is evaluated by the force elements, the loop rows and the resolver within one right-hand side.
+_kin_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_NO_RATES = np.zeros(0)
+_NO_MOTION = np.zeros((1, 6))
+
+
+def _readonly(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+
+
 def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeKinematics:
+    """Tree kinematics at x (and ẋ); the arrays are shared (read-only) with the last call at the same x (and ẋ),
+    so treat the result as read-only."""
+    x = np.asarray(x, dtype=float)
+    key = x.tobytes()
+    cached = _kin_cache.get(model)
+    if cached is not None and cached[0] == key:
+        if xd is None:
+            return cached[1]
+        xd = np.asarray(xd, dtype=float)
+        vkey = xd.tobytes()
+        if cached[2] == vkey:
+            return cached[3]
+    else:
+        cached = None
     t = tree_arrays(model)
-    rotations, positions = world_placements(model, x, t)
-    subspace = _motion_subspaces(model, t, rotations, positions)
+    kernels = _kernels()
+    with_rates = xd is not None
+    if with_rates:
+        xd = np.asarray(xd, dtype=float)
+    if kernels is not None:
+        meta, body = _packed_tree(model)
+        rotations, positions, subspace, vel, acc = kernels[0](meta, body, x, xd if with_rates else _NO_RATES,
+                                                              model.n_tangent, with_rates)
+        _readonly(rotations, positions, subspace, vel, acc)
+    else:
+        if cached is not None:
+            base = cached[1]
+            rotations, positions, subspace = base.rotations, base.positions, base.subspace
+        else:
+            rotations, positions = world_placements(model, x, t)
+            subspace = _motion_subspaces(model, t, rotations, positions)
+            _readonly(rotations, positions, subspace)
+        if with_rates:
+            vel = (t.ancestry * xd) @ subspace.T
+            joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
+            c = np.concatenate([_cross_rows(vel[:, 3:], joint_v[:, :3]) + _cross_rows(vel[:, :3], joint_v[:, 3:]),
+                                _cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
+            acc = t.body_ancestry @ c
+            _readonly(vel, acc)
     kin = TreeKinematics(t, rotations, positions, subspace)
-    if xd is not None:
-        v = (t.ancestry * xd) @ subspace.T
-        joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
-        c = np.concatenate([_cross_rows(v[:, 3:], joint_v[:, :3]) + _cross_rows(v[:, :3], joint_v[:, 3:]),
-                            _cross_rows(v[:, 3:], joint_v[:, 3:])], axis=1)
-        kin.velocity, kin.accel = v, t.body_ancestry @ c
+    if cached is None:
+        cached = [key, kin, None, None]
+        _kin_cache[model] = cached
+    if with_rates:
+        kin = TreeKinematics(t, rotations, positions, subspace, vel, acc)
+        cached[2:] = [xd.tobytes(), kin]
     return kin
+
+
+def point_position_jacobian(model, kin: TreeKinematics, link: str, xyz: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(world position of a link point, indices of the tangent directions that move it, 3×k linear Jacobian
+    restricted to those columns) — the cheap point Jacobian of force elements."""
+    frame = model.frame(link)
+    if frame.body < 0:
+        return frame.rotation @ xyz + frame.translation, np.zeros(0, dtype=np.intp), np.zeros((3, 0))
+    position = kin.rotations[frame.body] @ (frame.rotation @ xyz + frame.translation) + kin.positions[frame.body]
+    cols = _ancestor_columns(kin.arrays, frame.body)
+    s = kin.subspace[:, cols]
+    jac = np.empty((3, len(cols)))
+    jac[0] = s[0] + s[4] * position[2] - s[5] * position[1]
+    jac[1] = s[1] + s[5] * position[0] - s[3] * position[2]
+    jac[2] = s[2] + s[3] * position[1] - s[4] * position[0]
+    return position, cols, jac
+
+
+_columns_cache: dict[int, tuple] = {}   # id(TreeArrays) -> (arrays, [columns per body]); arrays kept alive
+
+
+def _ancestor_columns(arrays, body: int) -> np.ndarray:
+    entry = _columns_cache.get(id(arrays))
+    if entry is None or entry[0] is not arrays:
+        if len(_columns_cache) > 64:
+            _columns_cache.clear()
+        entry = _columns_cache[id(arrays)] = (arrays, [np.flatnonzero(row) for row in arrays.ancestry])
+    return entry[1][body]
 
 
 @dataclass
@@ -198,10 +280,140 @@ def point_state(model, kin: TreeKinematics, link: str, xyz: np.ndarray, *, jacob
     return state
 
 
+def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross products along the last axis of (..., 3) arrays (np.cross is slow on small arrays)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+class VectorLoops:
+    """Point and planar loop rows of `loop_terms`, vectorised over all loop points (the hot path of the
+    multipliers right-hand side and of the reduced formulations' Newton). Same equations, same row order;
+    revolute loops are not handled here (`loop_terms` then uses the per-loop code).
+
+    Ground-fixed points use a virtual extra body (identity placement, no motion)."""
+
+    def __init__(self, model, loops: tuple[Loop, ...]) -> None:
+        self.n_loops = len(loops)
+        bodies, offsets, bases = [], [], []
+        ground = len(model.bodies)
+        for side in ("a", "b"):
+            for loop in loops:
+                frame = model.frame(getattr(loop, "link_" + side))
+                xyz = getattr(loop, "xyz_" + side)
+                bodies.append(frame.body if frame.body >= 0 else ground)
+                offsets.append(frame.rotation @ xyz + frame.translation)   # in the body frame (world if ground)
+                if side == "a":
+                    bases.append(frame.rotation @ loop.basis)              # planar basis in link_a's body frame
+        self.body = np.array(bodies, dtype=int)
+        self.offset = np.array(offsets).reshape(-1, 3)
+        self.basis = np.array(bases).reshape(-1, 3, 2)
+        ancestry = tree_arrays(model).ancestry
+        self.ancestry = np.concatenate([ancestry, np.zeros((1, model.n_tangent))])[self.body]   # (2L, n)
+        self.zero_rot = np.eye(3)[None]
+        # rows: every loop's point rows (3 per loop, x y z) then planar rows (2 per loop), picked per type
+        select, row_point, row_planar = [], 0, 3 * len(loops)
+        for k, loop in enumerate(loops):
+            select.extend(range(3 * k, 3 * k + 3) if loop.type == "point" else
+                          range(row_planar + 2 * k, row_planar + 2 * k + 2))
+        self.select = np.array(select, dtype=int)
+        self.any_planar = any(loop.type == "planar" for loop in loops)
+        self.only_planar = all(loop.type == "planar" for loop in loops)
+        # compiled kernel data: ground points as body −1, loop kinds and first rows
+        self.k_body = np.where(self.body == ground, -1, self.body).astype(np.int64)
+        self.k_kinds = np.array([0 if loop.type == "point" else 1 for loop in loops], dtype=np.int64)
+        self.k_rows = np.cumsum([0] + [LOOP_TYPES[loop.type] for loop in loops]).astype(np.int64)
+        self.n_rows = int(self.k_rows[-1])
+        self.k_rows = self.k_rows[:-1].copy()
+        self.k_ancestry = np.ascontiguousarray(ancestry)
+
+    @staticmethod
+    def supports(loops: tuple[Loop, ...]) -> bool:
+        return all(loop.type in ("point", "planar") for loop in loops)
+
+    def evaluate(self, model, x: np.ndarray, xd: np.ndarray | None, kin=None, *, jacobian: bool = True):
+        """(Φ, Φ_x, b, kin) like `loop_terms` (Φ_x None without `jacobian`, b None without ẋ); `kin` = tree
+        kinematics at x to reuse."""
+        if kin is None or xd is not None:   # (cached per x and ẋ: a `kin` of another ẋ must not be reused)
+            kin = tree_kinematics(model, x, xd)
+        kernels = _kernels()
+        if kernels is not None:
+            with_bias = xd is not None
+            phi, jac, bias = kernels[1](kin.rotations, kin.positions, kin.subspace,
+                                        kin.velocity if with_bias else _NO_MOTION,
+                                        kin.accel if with_bias else _NO_MOTION, self.k_ancestry, self.k_body,
+                                        self.offset, self.basis, self.k_kinds, self.k_rows, self.n_rows,
+                                        jacobian, with_bias)
+            return phi, (jac if jacobian else None), (bias if with_bias else None), kin
+        n_l, n_t = self.n_loops, model.n_tangent
+        rot = np.concatenate([kin.rotations, self.zero_rot])
+        pos = np.concatenate([kin.positions, np.zeros((1, 3))])
+        r = rot[self.body]
+        p = (r @ self.offset[:, :, None])[:, :, 0] + pos[self.body]                            # (2L, 3)
+        d = p[:n_l] - p[n_l:]
+        e = np.matmul(r[:n_l], self.basis) if self.any_planar else None                         # (L, 3, 2)
+        et = None if e is None else e.transpose(0, 2, 1)                                        # (L, 2, 3)
+        phi = (d.reshape(-1) if not self.any_planar else
+               np.concatenate([d.reshape(-1), (et @ d[:, :, None]).reshape(-1)]))[self.select]
+        jac = None
+        if jacobian:
+            s = kin.subspace
+            anc = self.ancestry
+            jac_lin = np.stack([s[0] + s[4] * p[:, 2:3] - s[5] * p[:, 1:2],
+                                s[1] + s[5] * p[:, 0:1] - s[3] * p[:, 2:3],
+                                s[2] + s[3] * p[:, 1:2] - s[4] * p[:, 0:1]], axis=1) * anc[:, None, :]
+            d_jac = jac_lin[:n_l] - jac_lin[n_l:]                                               # (L, 3, n)
+            if self.any_planar:
+                jac_ang = s[3:][None] * anc[:n_l, None, :]                                      # (L, 3, n)
+                e_cross_d = _cross3(et, d[:, None, :])                                          # (L, 2, 3)
+                planar = (et @ d_jac + e_cross_d @ jac_ang).reshape(-1, n_t)
+                jac = planar if self.only_planar else np.concatenate([d_jac.reshape(-1, n_t), planar])[self.select]
+            else:
+                jac = d_jac.reshape(-1, n_t)[self.select]
+        bias = None
+        if xd is not None:
+            vel = np.concatenate([kin.velocity, np.zeros((1, 6))])[self.body]
+            acc = np.concatenate([kin.accel, np.zeros((1, 6))])[self.body]
+            omega, alpha = vel[:, 3:], acc[:, 3:]
+            p_vel = vel[:, :3] + _cross3(omega, p)
+            p_acc = acc[:, :3] + _cross3(alpha, p) + _cross3(omega, p_vel)
+            d_acc = p_acc[:n_l] - p_acc[n_l:]
+            if self.any_planar:
+                w_a, a_a = omega[:n_l, None, :], alpha[:n_l, None, :]
+                we = _cross3(w_a, et)
+                d_vel = (p_vel[:n_l] - p_vel[n_l:])[:, None, :]
+                planar = (np.sum(et * d_acc[:, None, :], axis=2) + 2.0 * np.sum(we * d_vel, axis=2)
+                          + np.sum((_cross3(a_a, et) + _cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
+                bias = np.concatenate([d_acc.reshape(-1), planar])[self.select]
+            else:
+                bias = d_acc.reshape(-1)[self.select]
+        return phi, jac, bias, kin
+
+
+_vector_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _vector_loops(model, loops) -> VectorLoops | None:
+    per_model = _vector_cache.get(model)
+    if per_model is None:
+        per_model = _vector_cache[model] = {}
+    key = tuple(loops)
+    if key not in per_model:
+        per_model[key] = VectorLoops(model, key) if key and VectorLoops.supports(key) else None
+    return per_model[key]
+
+
 def loop_terms(model, loops, x: np.ndarray, xd: np.ndarray | None = None, *,
                jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(Φ, Φ_x, b) of all `loops` stacked; Φ_x is n_rows × n_tangent (None if not asked), b = Φ̇_x ẋ (None
     without ẋ)."""
+    vector = _vector_loops(model, loops)
+    if vector is not None:
+        phi, jac, bias, _ = vector.evaluate(model, np.asarray(x, dtype=float),
+                                            None if xd is None else np.asarray(xd, dtype=float),
+                                            jacobian=jacobian)
+        return phi, jac, bias
     kin = tree_kinematics(model, np.asarray(x, dtype=float), None if xd is None else np.asarray(xd, dtype=float))
     motion = kin.velocity
     n_rows = sum(loop.n_equations for loop in loops)
@@ -256,3 +468,246 @@ def loop_supports(model, loop: Loop) -> set[int]:
             index = body.parent
     return joints
 
+
+
+# ---------------------------------------------------------------------------------------------- compiled path
+# Numba kernels of `tree_kinematics` and `VectorLoops.evaluate` (same algebra; optional like
+# dynamics.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates
+# both once per call; in numpy they are ~60 small array operations.
+def _tree_kinematics_kernel(meta, body, x, xd, n_tangent, with_rates):
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    vel = np.zeros((nb, 6))
+    acc = np.zeros((nb, 6))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    for i in range(nb):
+        parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
+        ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
+        pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
+        if kind == 2:  # free
+            qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
+            norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
+            loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
+            loc[0, 1] = 2 * (qx * qy - qz * qw)
+            loc[0, 2] = 2 * (qx * qz + qy * qw)
+            loc[1, 0] = 2 * (qx * qy + qz * qw)
+            loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
+            loc[1, 2] = 2 * (qy * qz - qx * qw)
+            loc[2, 0] = 2 * (qx * qz - qy * qw)
+            loc[2, 1] = 2 * (qy * qz + qx * qw)
+            loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
+            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
+        elif kind == 0:  # revolute: origin rotation times Rodrigues I + s K + (1 − c) K²
+            s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
+            jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
+            jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
+            jr[2, 2] = 1.0 - c1 * (ax0 * ax0 + ax1 * ax1)
+            jr[0, 1] = -s * ax2 + c1 * ax0 * ax1
+            jr[1, 0] = s * ax2 + c1 * ax0 * ax1
+            jr[0, 2] = s * ax1 + c1 * ax0 * ax2
+            jr[2, 0] = -s * ax1 + c1 * ax0 * ax2
+            jr[1, 2] = -s * ax0 + c1 * ax1 * ax2
+            jr[2, 1] = s * ax0 + c1 * ax1 * ax2
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
+                                 + body[i, 5 + 3 * a] * jr[2, b])
+        else:  # prismatic
+            d = x[qi]
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = body[i, 3 + 3 * a + b]
+            pl0 += (loc[0, 0] * ax0 + loc[0, 1] * ax1 + loc[0, 2] * ax2) * d
+            pl1 += (loc[1, 0] * ax0 + loc[1, 1] * ax1 + loc[1, 2] * ax2) * d
+            pl2 += (loc[2, 0] * ax0 + loc[2, 1] * ax1 + loc[2, 2] * ax2) * d
+        if parent < 0:
+            for a in range(3):
+                for b in range(3):
+                    rot[i, a, b] = loc[a, b]
+            pos[i, 0], pos[i, 1], pos[i, 2] = pl0, pl1, pl2
+        else:
+            for a in range(3):
+                for b in range(3):
+                    rot[i, a, b] = (rot[parent, a, 0] * loc[0, b] + rot[parent, a, 1] * loc[1, b]
+                                    + rot[parent, a, 2] * loc[2, b])
+                pos[i, a] = (rot[parent, a, 0] * pl0 + rot[parent, a, 1] * pl1 + rot[parent, a, 2] * pl2
+                             + pos[parent, a])
+        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
+        if kind == 2:
+            for a in range(3):
+                for b in range(3):
+                    sub[a, vi + b] = rot[i, a, b]
+                    sub[3 + a, vi + 3 + b] = rot[i, a, b]
+            for b in range(3):  # skew(p) R
+                r0, r1, r2 = rot[i, 0, b], rot[i, 1, b], rot[i, 2, b]
+                sub[0, vi + 3 + b] = p1 * r2 - p2 * r1
+                sub[1, vi + 3 + b] = p2 * r0 - p0 * r2
+                sub[2, vi + 3 + b] = p0 * r1 - p1 * r0
+        else:
+            w0 = rot[i, 0, 0] * ax0 + rot[i, 0, 1] * ax1 + rot[i, 0, 2] * ax2
+            w1 = rot[i, 1, 0] * ax0 + rot[i, 1, 1] * ax1 + rot[i, 1, 2] * ax2
+            w2 = rot[i, 2, 0] * ax0 + rot[i, 2, 1] * ax1 + rot[i, 2, 2] * ax2
+            if kind == 0:
+                sub[0, vi], sub[1, vi], sub[2, vi] = p1 * w2 - p2 * w1, p2 * w0 - p0 * w2, p0 * w1 - p1 * w0
+                sub[3, vi], sub[4, vi], sub[5, vi] = w0, w1, w2
+            else:
+                sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
+        if with_rates:
+            nv = meta[i, 4]
+            for a in range(6):
+                own = 0.0
+                for k in range(nv):
+                    own += sub[a, vi + k] * xd[vi + k]
+                vel[i, a] = (vel[parent, a] if parent >= 0 else 0.0) + own
+            if kind != 2:  # c = v × S ẋ (a free base's own v × v is zero)
+                j0, j1, j2 = sub[0, vi] * xd[vi], sub[1, vi] * xd[vi], sub[2, vi] * xd[vi]
+                j3, j4, j5 = sub[3, vi] * xd[vi], sub[4, vi] * xd[vi], sub[5, vi] * xd[vi]
+                v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+                c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
+                c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
+                c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
+                c3 = v4 * j5 - v5 * j4
+                c4 = v5 * j3 - v3 * j5
+                c5 = v3 * j4 - v4 * j3
+            else:
+                c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+            if parent >= 0:
+                acc[i, 0], acc[i, 1], acc[i, 2] = acc[parent, 0] + c0, acc[parent, 1] + c1, acc[parent, 2] + c2
+                acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
+            else:
+                acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
+    return rot, pos, sub, vel, acc
+
+
+def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
+                      with_jac, with_bias):
+    """Rows of point (kind 0) and planar (kind 1) loops; point k of loop l: index l (a) and L + l (b)."""
+    n_t = sub.shape[1]
+    n_l = kinds.shape[0]
+    phi = np.zeros(n_rows)
+    jac = np.zeros((n_rows, n_t)) if with_jac else np.zeros((0, n_t))
+    bias = np.zeros(n_rows) if with_bias else np.zeros(0)
+    p = np.zeros((2, 3))
+    pv = np.zeros((2, 3))
+    pa = np.zeros((2, 3))
+    w = np.zeros((2, 3))
+    al = np.zeros((2, 3))
+    jl = np.zeros((2, 3, n_t))
+    e = np.zeros(3)
+    for l in range(n_l):
+        for side in range(2):
+            k = l + side * n_l
+            b = point_body[k]
+            o0, o1, o2 = offset[k, 0], offset[k, 1], offset[k, 2]
+            if b < 0:
+                p[side, 0], p[side, 1], p[side, 2] = o0, o1, o2
+                for a in range(3):
+                    pv[side, a] = 0.0
+                    pa[side, a] = 0.0
+                    w[side, a] = 0.0
+                    al[side, a] = 0.0
+                    for c in range(n_t):
+                        jl[side, a, c] = 0.0
+                continue
+            for a in range(3):
+                p[side, a] = rot[b, a, 0] * o0 + rot[b, a, 1] * o1 + rot[b, a, 2] * o2 + pos[b, a]
+            x0, x1, x2 = p[side, 0], p[side, 1], p[side, 2]
+            if with_jac:
+                for c in range(n_t):
+                    m = ancestry[b, c]
+                    jl[side, 0, c] = (sub[0, c] + sub[4, c] * x2 - sub[5, c] * x1) * m
+                    jl[side, 1, c] = (sub[1, c] + sub[5, c] * x0 - sub[3, c] * x2) * m
+                    jl[side, 2, c] = (sub[2, c] + sub[3, c] * x1 - sub[4, c] * x0) * m
+            if with_bias:
+                om0, om1, om2 = vel[b, 3], vel[b, 4], vel[b, 5]
+                a0, a1, a2 = acc[b, 3], acc[b, 4], acc[b, 5]
+                w[side, 0], w[side, 1], w[side, 2] = om0, om1, om2
+                al[side, 0], al[side, 1], al[side, 2] = a0, a1, a2
+                u0 = vel[b, 0] + om1 * x2 - om2 * x1
+                u1 = vel[b, 1] + om2 * x0 - om0 * x2
+                u2 = vel[b, 2] + om0 * x1 - om1 * x0
+                pv[side, 0], pv[side, 1], pv[side, 2] = u0, u1, u2
+                pa[side, 0] = acc[b, 0] + a1 * x2 - a2 * x1 + om1 * u2 - om2 * u1
+                pa[side, 1] = acc[b, 1] + a2 * x0 - a0 * x2 + om2 * u0 - om0 * u2
+                pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
+        d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
+        r = row_start[l]
+        if kinds[l] == 0:
+            phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
+            if with_jac:
+                for a in range(3):
+                    for c in range(n_t):
+                        jac[r + a, c] = jl[0, a, c] - jl[1, a, c]
+            if with_bias:
+                for a in range(3):
+                    bias[r + a] = pa[0, a] - pa[1, a]
+            continue
+        ba = point_body[l]
+        for kk in range(2):
+            for a in range(3):
+                if ba < 0:
+                    e[a] = basis[l, a, kk]
+                else:
+                    e[a] = rot[ba, a, 0] * basis[l, 0, kk] + rot[ba, a, 1] * basis[l, 1, kk] + rot[ba, a, 2] * basis[l, 2, kk]
+            phi[r + kk] = e[0] * d0 + e[1] * d1 + e[2] * d2
+            if with_jac:  # d(e·d)/dt = e·ḋ + ω_a·(e × d)
+                ed0 = e[1] * d2 - e[2] * d1
+                ed1 = e[2] * d0 - e[0] * d2
+                ed2 = e[0] * d1 - e[1] * d0
+                for c in range(n_t):
+                    value = 0.0
+                    for a in range(3):
+                        value += e[a] * (jl[0, a, c] - jl[1, a, c])
+                    if ba >= 0:
+                        value += (ed0 * sub[3, c] + ed1 * sub[4, c] + ed2 * sub[5, c]) * ancestry[ba, c]
+                    jac[r + kk, c] = value
+            if with_bias:
+                om0, om1, om2 = w[0, 0], w[0, 1], w[0, 2]
+                we0 = om1 * e[2] - om2 * e[1]
+                we1 = om2 * e[0] - om0 * e[2]
+                we2 = om0 * e[1] - om1 * e[0]
+                ae0 = al[0, 1] * e[2] - al[0, 2] * e[1] + om1 * we2 - om2 * we1
+                ae1 = al[0, 2] * e[0] - al[0, 0] * e[2] + om2 * we0 - om0 * we2
+                ae2 = al[0, 0] * e[1] - al[0, 1] * e[0] + om0 * we1 - om1 * we0
+                value = 0.0
+                value += e[0] * (pa[0, 0] - pa[1, 0]) + e[1] * (pa[0, 1] - pa[1, 1]) + e[2] * (pa[0, 2] - pa[1, 2])
+                value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
+                value += ae0 * d0 + ae1 * d1 + ae2 * d2
+                bias[r + kk] = value
+    return phi, jac, bias
+
+
+_KERNELS = None
+from ..dynamics import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
+
+
+def _kernels():
+    """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
+    global _KERNELS
+    if _KERNELS:
+        return _KERNELS if _compiled.ENABLED else None
+    if _KERNELS is None:
+        from ..dynamics import compiled_kernels
+        if compiled_kernels.ENABLED:
+            import numba
+            _KERNELS = (numba.njit(cache=True, nogil=True)(_tree_kinematics_kernel),
+                        numba.njit(cache=True, nogil=True)(_loop_rows_kernel))
+        else:
+            _KERNELS = ()
+    from ..dynamics import compiled_kernels
+    return _KERNELS if (_KERNELS and compiled_kernels.ENABLED) else None
+
+
+_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _packed_tree(model):
+    packed = _packed.get(model)
+    if packed is None:
+        from ..dynamics import compiled_kernels
+        packed = _packed[model] = compiled_kernels.pack(model)
+    return packed

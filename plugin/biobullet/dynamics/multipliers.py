@@ -11,9 +11,10 @@ consistent state (Φ = Φ̇ = 0) they have no effect. Use (0, 0) for the pure in
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
 from ..constraints.equations import constraint_set
-from ..constraints.loops import point_state, tree_kinematics
+from ..constraints.loops import loop_terms, point_state, tree_kinematics
 from ..errors import SolverError
 from .vectorized import mass_matrix_and_bias
 
@@ -44,15 +45,33 @@ def _check_rank(jac: np.ndarray, names, x, t, xd=None) -> None:
 
 
 def _cholesky(mass: np.ndarray, x, t) -> np.ndarray:
-    try:
-        return np.linalg.cholesky(mass)
-    except np.linalg.LinAlgError:
+    factor, info = _potrf(mass, lower=1, clean=1)
+    if info != 0:
         raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
-                          + _state(x, None, t)) from None
+                          + _state(x, None, t))
+    return factor
 
 
 def _minv(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return np.linalg.solve(factor.T, np.linalg.solve(factor, rhs))
+    return _potrs(factor, rhs, lower=1)[0]
+
+
+#: smallest Cholesky pivot of the Schur complement, relative to its diagonal entry (squared sine of the angle
+#: between a constraint row and the span of the previous rows, M⁻¹ metric), below which the full rank check
+#: (SVD) decides; well above the SVD's RANK_TOLERANCE², so no rank-deficient case passes unchecked
+PIVOT_CHECK = 1e-8
+
+
+def _schur_factor(schur: np.ndarray, jac: np.ndarray, names, x, t, xd) -> np.ndarray | None:
+    """Cholesky factor of Φ_x M⁻¹ Φ_xᵀ; rank deficiency is detected from its pivots (SVD only when they are
+    suspicious); None = full rank but badly conditioned (solve it by LU)."""
+    factor, info = _potrf(schur, lower=1, clean=1)
+    if info == 0:
+        pivots = factor.diagonal()
+        if (pivots * pivots > PIVOT_CHECK * schur.diagonal()).all():
+            return factor
+    _check_rank(jac, names, x, t, xd)
+    return None
 
 
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
@@ -65,15 +84,24 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     factor = _cholesky(mass, x, t)
     if cset.n == 0:
         return _minv(factor, rhs_dyn), np.zeros(0)
-    phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
-    _check_rank(jac, cset.names, x, t, xd)
     alpha, beta = baumgarte
-    rhs_con = -bias - 2.0 * alpha * (jac @ xd + phi_t) - beta * beta * phi
-    # Schur complement of the symmetric KKT matrix [M Φ_xᵀ; Φ_x 0]: (Φ_x M⁻¹ Φ_xᵀ) λ = rhs − Φ_x M⁻¹ (τ − h)
-    minv_jt = _minv(factor, jac.T)
-    free = _minv(factor, rhs_dyn)
+    if cset.functions:
+        phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
+        rhs_con = -bias - 2.0 * alpha * (jac @ xd + phi_t) - beta * beta * phi
+    else:   # loops only (no Φ_t): the loop rows directly, without the generic stacking
+        phi, jac, bias = loop_terms(model, cset.loops, x, xd)
+        rhs_con = -bias - 2.0 * alpha * (jac @ xd) - beta * beta * phi
+    # Schur complement of the symmetric KKT matrix [M Φ_xᵀ; Φ_x 0]: (Φ_x M⁻¹ Φ_xᵀ) λ = rhs − Φ_x M⁻¹ (τ − h),
+    # both solves with M through its one Cholesky factor
+    stacked = np.empty((len(rhs_dyn), len(jac) + 1))
+    stacked[:, :-1] = jac.T
+    stacked[:, -1] = rhs_dyn
+    both = _minv(factor, stacked)
+    minv_jt, free = both[:, :-1], both[:, -1]
     schur = jac @ minv_jt
-    lam = np.linalg.solve(schur, rhs_con - jac @ free)
+    schur_factor = _schur_factor(schur, jac, cset.names, x, t, xd)
+    rhs_lam = rhs_con - jac @ free
+    lam = _potrs(schur_factor, rhs_lam, lower=1)[0] if schur_factor is not None else np.linalg.solve(schur, rhs_lam)
     return free + minv_jt @ lam, lam
 
 

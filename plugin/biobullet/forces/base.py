@@ -29,6 +29,8 @@ class ForceElement(ABC):
     tag: ClassVar[str] = ""
     #: True if the force is discontinuous in the state (the engine then restarts at its events)
     switched: ClassVar[bool] = False
+    #: False if generalized_force does not use the `placements` argument (the engine then skips computing them)
+    uses_placements: ClassVar[bool] = True
 
     def __init__(self, name: str, source: SourceRef | None = None) -> None:
         self.name = name

@@ -74,9 +74,14 @@ def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, element
     tau = np.zeros(model.n_tangent)
     if not elements:
         return tau
-    placements = body_placements(model, x)
+    placements = None
     for element in elements:
-        tau += element.generalized_force(model, x, xd, t, placements)
+        if getattr(element, "uses_placements", True):
+            if placements is None:
+                placements = body_placements(model, x)
+            tau += element.generalized_force(model, x, xd, t, placements)
+        else:
+            tau += element.generalized_force(model, x, xd, t)
     return tau
 
 

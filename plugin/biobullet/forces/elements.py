@@ -6,6 +6,7 @@ index; a point-to-point spring acts through the world-aligned point Jacobians, �
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -24,12 +25,20 @@ def _source(source: SourceRef | None, tag: str, name: str) -> SourceRef:
 class _JointElement(ForceElement):
     """Common part of the single-joint elements."""
 
+    uses_placements = False
+
     def __init__(self, name: str, joint: str, source: SourceRef | None) -> None:
         super().__init__(name, _source(source, self.tag, name))
         self.joint = joint
 
     def _indices(self, model) -> tuple[int, int]:
-        return joint_indices(model, self.joint, self.source)
+        cache = self.__dict__.get("_index_cache")
+        if cache is None:
+            cache = self.__dict__["_index_cache"] = weakref.WeakKeyDictionary()
+        indices = cache.get(model)
+        if indices is None:   # validated lookup once per model (the name search is the cost of a hot call)
+            indices = cache[model] = joint_indices(model, self.joint, self.source)
+        return indices
 
     def _unit(self, model, value: float) -> np.ndarray:
         tau = np.zeros(model.n_tangent)
@@ -45,6 +54,8 @@ class Spring(ForceElement):
     Points are given in their link frames (m). With rest_length 0 the elastic force is the vector −k d
     (smooth through L = 0); with rest_length > 0 a zero length (< 1e-12 m) has no direction → SolverError.
     """
+
+    uses_placements = False   # its fast path uses the shared tree kinematics
 
     def __init__(self, name: str, link_a: str, xyz_a, link_b: str, xyz_b, stiffness: float,
                  rest_length: float = 0.0, damping: float = 0.0, source: SourceRef | None = None) -> None:
@@ -88,7 +99,58 @@ class Spring(ForceElement):
         ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
         return jb - ja
 
+    def _fast_force(self, model, x, xd, t):
+        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them),
+        as a wrench on each point's ancestor joints: τ = [F; p × F]ᵀ S over the ancestors (no point Jacobian)."""
+        from ..constraints.loops import tree_kinematics
+        kin = tree_kinematics(model, x)
+        s, ancestry = kin.subspace, kin.arrays.ancestry
+        anchors = self._anchors.get(model) if hasattr(self, "_anchors") else None
+        if anchors is None:   # (body, point in the body frame) of b and a, per model
+            if not hasattr(self, "_anchors"):
+                self._anchors = weakref.WeakKeyDictionary()
+            anchors = []
+            for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
+                frame = model.frame(link)
+                anchors.append((frame.body, frame.rotation @ xyz + frame.translation))
+            self._anchors[model] = anchors
+        (body_b, local_b), (body_a, local_a) = anchors
+        pb = local_b if body_b < 0 else kin.rotations[body_b] @ local_b + kin.positions[body_b]
+        pa = local_a if body_a < 0 else kin.rotations[body_a] @ local_a + kin.positions[body_a]
+        d0, d1, d2 = (pb - pa).tolist()
+        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if length < ZERO_LENGTH:
+            if self.rest_length > 0 and self.stiffness > 0:
+                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
+                                  "the spring direction is undefined (rest_length > 0)")
+            coef_d, coef_u = -self.stiffness, 0.0
+        else:
+            rate = 0.0
+            if self.damping:   # L̇ = u·ḋ, point velocities Σ (S_lin + S_ang × p) ẋ over the ancestors
+                d_dot = np.zeros(3)
+                for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
+                    if body >= 0:
+                        v = s @ (ancestry[body] * xd)
+                        d_dot += sign * (v[:3] + np.cross(v[3:], p))
+                rate = (d0 * d_dot[0] + d1 * d_dot[1] + d2 * d_dot[2]) / length
+            if self.rest_length == 0.0:
+                coef_d, coef_u = -self.stiffness, -self.damping * rate
+            else:
+                coef_d, coef_u = 0.0, -(self.stiffness * (length - self.rest_length) + self.damping * rate)
+            coef_d += coef_u / length   # force_b = coef_d d  (u = d / L)
+        f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2
+        tau = np.zeros(model.n_tangent)
+        for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
+            if body >= 0:
+                g0, g1, g2 = sign * f0, sign * f1, sign * f2
+                p0, p1, p2 = p.tolist()
+                wrench = np.array([g0, g1, g2, p1 * g2 - p2 * g1, p2 * g0 - p0 * g2, p0 * g1 - p1 * g0])
+                tau += (wrench @ s) * ancestry[body]
+        return tau
+
     def generalized_force(self, model, x, xd, t, placements=None):
+        if placements is None and not model.floating_base:   # fast path (no frame Jacobians)
+            return self._fast_force(model, x, xd, t)
         d, placements = self._geometry(model, x, placements)
         jac = self._relative_jacobian(model, x, placements)
         d_dot = jac @ xd
@@ -106,8 +168,21 @@ class Spring(ForceElement):
                 force_b = -(self.stiffness * (length - self.rest_length) + self.damping * (u @ d_dot)) * u
         return jac.T @ force_b
 
+    def _fast_length(self, model, x) -> float:
+        from ..constraints.loops import tree_kinematics
+        kin = tree_kinematics(model, x)
+        ends = []
+        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
+            frame = model.frame(link)
+            local = frame.rotation @ xyz + frame.translation
+            ends.append(local if frame.body < 0 else kin.rotations[frame.body] @ local + kin.positions[frame.body])
+        return float(np.linalg.norm(ends[0] - ends[1]))
+
     def potential_energy(self, model, x):
-        length = float(np.linalg.norm(self._geometry(model, x, None)[0]))
+        if model.floating_base:
+            length = float(np.linalg.norm(self._geometry(model, x, None)[0]))
+        else:
+            length = self._fast_length(model, x)
         return 0.5 * self.stiffness * (length - self.rest_length) ** 2
 
     def dissipated_power(self, model, x, xd):
@@ -317,3 +392,6 @@ class JointStop(_JointElement):
 
 
 __all__ = ["Spring", "JointSpring", "JointTorque", "JointStop"]
+
+# prosthesis-study elements (registered on import; additive)
+from . import tracking as _tracking  # noqa: E402,F401

@@ -13,11 +13,15 @@ integration tolerance).
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Mapping
 
 import numpy as np
 
 from ..errors import ModelError, SolverError
+from ..constraints.implicit import newton_tolerance
+from ..constraints.loops import tree_kinematics
+from ..forces import applied_forces, power_terms
 from ..model.rotations import quaternion_multiply, quaternion_to_matrix
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
@@ -56,10 +60,12 @@ class System:
         self.floating = model.floating_base
         if self.multipliers:
             self.backend = _multipliers_module(model)
+            self.loops = bool(model.description.elements_of("loop"))
             self.n_pos, self.n_vel = model.n_config, model.n_tangent
         else:
             self.n_pos, self.n_vel = model.nq, model.nv
         self.size = self.n_pos + self.n_vel + 2
+        self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
 
     # ------------------------------------------------------------------ state
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +93,14 @@ class System:
         return out
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        from ..forces import applied_forces, power_terms
+        key = (t, y.tobytes())
+        if self._memo is not None and self._memo[0] == key:   # integrators re-evaluate the same (t, y)
+            return self._memo[1].copy()
+        out = self._checked_rhs(t, y)
+        self._memo = (key, out.copy())
+        return out
 
+    def _checked_rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         if not np.all(np.isfinite(y)):
             raise _NonFinite("the state is not finite", t, y)
         try:
@@ -101,20 +113,27 @@ class System:
         return out
 
     def _rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        from ..forces import applied_forces, power_terms
-
         pos, vel = self.split(y)
         model = self.model
         if self.multipliers:
             x, xd = pos, np.array(vel)
+            if self.loops:   # tree kinematics with rates once: shared by force elements and loop rows
+                tree_kinematics(model, x, xd)
             tau = applied_forces(model, x, xd, t, self.elements)
             accel, _ = self.backend.constrained_accelerations(model, x, xd, tau, t, **self._baumgarte())
         else:
-            x, xd, gradient, _ = model.joint_state(pos, vel, t)
+            # hot-path variant (no defensive copies; G None = identity); x, ẋ are only read here
+            fast = getattr(model, "_joint_state", None)
+            x, xd, gradient, _ = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
-            accel = model.forward_dynamics(pos, vel, gradient.T @ tau, t, formulation=self.formulation)
+            generalized = tau if gradient is None else gradient.T @ tau
+            accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
         power_in, dissipated = power_terms(model, x, xd, t, self.elements) if self.elements else (0.0, 0.0)
-        return np.concatenate([self.position_rate(pos, vel), accel, [power_in, dissipated]])
+        out = np.empty(self.size)
+        out[:self.n_pos] = self.position_rate(pos, vel)
+        out[self.n_pos:self.n_pos + self.n_vel] = accel
+        out[-2], out[-1] = power_in, dissipated
+        return out
 
     def _baumgarte(self) -> dict:
         return {"baumgarte": self.options["baumgarte"]} if self.options.get("baumgarte") is not None else {}
@@ -167,11 +186,14 @@ def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
 
 def gravity_potential(model, x: np.ndarray) -> float:
     """−Σ m g·c (J), c the world position of each body's centre of mass."""
-    from ..dynamics.kinematics import body_placements
+    gravity = np.asarray(model.gravity, dtype=float)
+    if not gravity.any():
+        return 0.0
+    kin = tree_kinematics(model, x)   # world placements of the bodies (cached per x)
     energy = 0.0
-    for body, (r, p) in zip(model.bodies, body_placements(model, x)):
+    for body, r, p in zip(model.bodies, kin.rotations, kin.positions):
         if body.mass:
-            energy -= body.mass * float(model.gravity @ (r @ body.com + p))
+            energy -= body.mass * float(gravity @ (r @ body.com + p))
     return energy
 
 
@@ -289,9 +311,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
     try:
-        run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
-                 t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                 observe=observe)
+        with newton_tolerance(model, rtol) if not system.multipliers else nullcontext():
+            run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
+                     t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
+                     observe=observe)
     except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError) as exc:
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
