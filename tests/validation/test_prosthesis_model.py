@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.forces import add_force_element, force_elements
+from biobullet.forces import force_elements
 from biobullet.forces.tracking import JointContactStop, JointSpringReference
-from biobullet.functions.fourier import FourierFunction
 from biobullet.gait import load_gait
 from biobullet.scenarios.common import bundled_model
 from biobullet.scenarios.prosthesis_model import FastProsthesis

@@ -24,7 +24,14 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
     "contact": None,
     "flexible": None,
+    # paper-003 elements of biobullet.forces.tracking (the owning class checks the attributes)
+    "joint_spring_reference": None,
+    "joint_contact_stop": {"name", "joint", "lower", "upper", "lever", "stiffness", "damping", "smoothing"},
 }
+#: tags whose ForceElement class lives outside forces.elements: imported on first use so `force_elements`
+#: builds them from the file
+_REGISTERING_MODULES = {"joint_spring_reference": "biobullet.forces.tracking",
+                        "joint_contact_stop": "biobullet.forces.tracking"}
 KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", *DELEGATED_ELEMENTS)
 
 
@@ -85,6 +92,9 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                                            "the name of a <link> in this file")
                 if "joint" in element.attrib:
                     _movable_joint(source, element, "joint", movable, joints)
+                if tag in _REGISTERING_MODULES:
+                    import importlib
+                    importlib.import_module(_REGISTERING_MODULES[tag])
                 elements.append(ElementDescription(tag, frozen_mapping(dict(element.attrib)), source))
             else:
                 raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
