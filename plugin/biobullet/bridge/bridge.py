@@ -3,17 +3,32 @@
 Each `step()` = `apply()` + `stepSimulation()` + time bookkeeping. `apply()`:
 
 1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`);
-2. optional *velocity projection*: ẋ ← ẋ − M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹(Φ_x ẋ + Φ_t), the mass-weighted closest
-   velocity on the constraint manifold, written back with resetJointState (kinetic energy can only drop);
-3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
-4. τ = user torques + force elements (`forces.applied_forces`, when available);
-5. constraint torques τ_c = Φ_xᵀλ from the KKT system M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ + b = −2αΦ̇ − β²Φ
-   (Baumgarte stabilisation);
+2. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
+3. τ = user torques + force elements (`forces.applied_forces`, skipped while the model has none);
+4. velocity projection, only when the velocity residual is not small (max|Φ_x ẋ + Φ_t|·dt >
+   `projection_tolerance`, default `PROJECTION_TOLERANCE`): ẋ ← ẋ − M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹(Φ_x ẋ + Φ_t), the
+   mass-weighted closest velocity on the constraint manifold, written back with resetJointState (kinetic energy
+   can only drop); then h again at the new ẋ;
+5. constraint torques τ_c = Φ_xᵀλ from M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ + b = −2αΦ̇ − β²Φ (Baumgarte stabilisation);
 6. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench).
+
+Step 5 runs in `bridge.kernels` (numba, one call per step; numpy + LAPACK without numba). Constant rows (linear
+joint functions, no loops) on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x)
+and Φ_x⁺ — (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when
+links are massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear
+functions, floating base) solve the KKT system [[M, Φ_xᵀ], [Φ_x, 0]] by LU (least squares if it is singular).
 
 Default Baumgarte gains α = 1/(2·dt), β = 1/dt: with PyBullet's semi-implicit Euler the linearised
 error dynamics (Φ, dt·Φ̇) then have the iteration matrix [[1−β²dt², 1−2αdt], [−β²dt², 1−2αdt]] with both
-eigenvalues 0 — a violation is removed within two steps and the correction never oscillates.
+eigenvalues 0 — a violation is removed within two steps and the correction never oscillates. The velocity part of
+that correction, dt·M⁻¹Φ_xᵀλ for the −2αΦ̇ target, is the projection's −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ (to first
+order), which is why the projection can be skipped while Φ̇ is only the step's own small residual. Measured:
+shoulder (linear rows), 0.5 s at dt = 1 ms: projection every step vs the default (never due): max|Φ| 3.3e-11 rad
+both, trajectories 8e-10 rad apart (halving dt moves them by 0.14 rad). Andrews' squeezer (non-linear loops,
+crank ~1.4e3 rad/s), 0.03 s at dt = 1e-5: max|Φ| 5.686e-7 m in every variant, but β(0.03 s) differs from
+projecting every step by 2.6e-7 rad with the default (2421 of 3000 steps project), 3e-4 rad with tolerance 1e-7
+and 4.6e-3 rad never projecting — there the projection's second-order effect (h at the consistent ẋ) is of the
+size of the time-step error, hence the conservative default.
 """
 from __future__ import annotations
 
@@ -27,8 +42,12 @@ from .connection import check_inertia, load_body, prepare_body, resolve_client
 from .constraints import bridge_constraints
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
-#: velocity projection writes ẋ back to PyBullet only if the correction exceeds this × (1 + max|ẋ|): below it
-#: the correction is round-off and resetting the joints would only cost time
+#: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
+#: step (max|Φ_x ẋ + Φ_t|·dt > PROJECTION_TOLERANCE, rad or m). Below it the dead-beat Baumgarte term removes the
+#: residual within the step anyway (its velocity correction −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ is the projection's, to
+#: first order), so projecting would only cost a solve, a joint reset and a second inverse dynamics.
+PROJECTION_TOLERANCE = 1.0e-8
+#: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
 FORCE_TAGS = ("spring", "joint_spring", "joint_torque", "joint_damper", "damper", "joint_stop", "actuator",
               "muscle")
@@ -40,13 +59,16 @@ class Bridge:
     client: None (own DIRECT connection; closed by `close()` / `with`), an int physicsClientId, or a
     `pybullet_utils.bullet_client.BulletClient`. body_id: a body the user loaded from `model.file` (with
     URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps the client's
-    (1 ms for an own connection). baumgarte: (α, β) in 1/s, default (1/(2dt), 1/dt). native_loops: close
+    (1 ms for an own connection). baumgarte: (α, β) in 1/s, default (1/(2dt), 1/dt). velocity_projection: allow
+    the projection of step 4; projection_tolerance (rad or m, default PROJECTION_TOLERANCE): project only when
+    max|Φ̇|·dt exceeds it (0: every step, inf: never; `projections` counts the write-backs). native_loops: close
     `<loop>`s with PyBullet POINT2POINT constraints instead of our constraint forces. joint_limits: keep PyBullet's
     rigid URDF `<limit>` stops (off by default: the reference engine models stops with `<joint_stop>`).
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
                  baumgarte: tuple[float, float] | None = None, velocity_projection: bool = True,
+                 projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
                  record: bool = False, initial=None) -> None:
         import pybullet as p
@@ -73,10 +95,17 @@ class Bridge:
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
             self.alpha, self.beta = self._gains(baumgarte)
             self.velocity_projection = bool(velocity_projection)
+            tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
+            if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
+                raise ModelError(f"argument 'projection_tolerance' is {projection_tolerance!r}",
+                                 attribute="projection_tolerance",
+                                 expected="a number ≥ 0 (0: project every step, inf: never)")
+            self.projection_tolerance = float(tol)
             self.native_loops = bool(native_loops)
             self.constraints = bridge_constraints(model, native_loops=self.native_loops)
             self._native = self._create_native_loops() if self.native_loops else {}
             self._forces = self._force_hook()
+            self._force_elements = self._force_list() if self._forces is not None else None
         except BaseException:
             self.close()
             raise
@@ -140,6 +169,16 @@ class Bridge:
                               "(biobullet.forces is not available)", RuntimeWarning, stacklevel=3)
             return None
 
+    @staticmethod
+    def _force_list():
+        """`forces.force_elements(model)` (file + Python-added elements) if available: apply() skips the force
+        hook while it is empty (checked every step, so elements added after the bridge was made still count)."""
+        try:
+            from ..forces import force_elements  # type: ignore[attr-defined]
+            return force_elements
+        except ImportError:
+            return None
+
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
         from ..model.rotations import quaternion_to_matrix
@@ -176,6 +215,37 @@ class Bridge:
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
+        from .kernels import kernels, pack_linear, resolved
+        self._kernels = kernels()
+        n, m = self.model.n_tangent, self.constraints.n
+        self._kkt_a, self._kkt_r = np.empty((n + m, n + m)), np.empty(n + m)   # kernel work space
+        self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
+        self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
+        linear = getattr(self.constraints, "linear_form", None)
+        linear = linear() if (linear is not None and self._fixed and m) else None
+        # writable copies: the kernels are compiled for one array type (read-only arrays would be a second one)
+        self._linear = None if linear is None else (np.array(linear[0]), np.array(linear[1]))
+        # constant rows of full rank: the null-space kernel (kernels.linear_torque) with its packed constants
+        self._null = pack_linear(*self._linear) if self._linear is not None else None
+        self._null_work = np.empty((2 * n - m + 1, n))
+        self._fast = self._null is not None and self._dof_identity   # see _apply_fast
+        self._out_n, self._out_size = n, n + m
+        self.projections = 0   # velocity projections written back to PyBullet (see PROJECTION_TOLERANCE)
+        # compile (or load from __pycache__) the kernel this bridge uses every step now, not inside the first step;
+        # the others compile on first use (projection / fallback paths)
+        linear_rows, kkt_torque, linear_torque = self._kernels
+        if self._null is not None:
+            linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 1.0, np.inf,
+                          self._null_work, np.empty(n + m))
+            linear_torque = resolved(linear_torque)
+        elif m:
+            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, self._phi_dot, self._zero_c,
+                       1.0, 1.0, self._kkt_a, self._kkt_r, np.empty(m), np.empty(n))
+            kkt_torque = resolved(kkt_torque)
+            if self._linear is not None:
+                linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
+                linear_rows = resolved(linear_rows)
+        self._kernels = (linear_rows, kkt_torque, linear_torque)
 
     def _to_pybullet(self, theta: np.ndarray) -> list[float]:
         """θ (URDF order) → PyBullet dof order, as a list."""
@@ -267,45 +337,140 @@ class Bridge:
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
         """
+        if self._fast and generalized is None:
+            return self._apply_fast(tau)
         model, t = self.model, self.time
-        x, xd = self._read_state()
-        torque = np.zeros(model.n_tangent)
+        p, c, b = self._p, self.client, self.body
+        if self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
+            states = p.getJointStates(b, self._joint_list, physicsClientId=c)
+            x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
+            x, xd = np.array(x_list), np.array(xd_list)
+        else:
+            x, xd = self.map.state_from_pybullet()
+            x_list = xd_list = None
+        torque = None
         if tau is not None:
-            torque += model._check("tau", tau, model.n_tangent)
+            torque = np.array(model._check("tau", tau, model.n_tangent), dtype=float)
         if generalized is not None:
+            if torque is None:
+                torque = np.zeros(model.n_tangent)
             torque[self._independent_v] += model._check("generalized", generalized, model.nv)
-        if self._forces is not None:
-            torque += np.asarray(self._forces(model, x, xd, t), dtype=float)
-        constraints = self.constraints
-        if constraints.n:
-            phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
-            mass, bias = self.tree_mass_and_bias(x, xd)
-            # augmented (KKT) matrix: M alone is nearly singular when links are (almost) massless, the KKT
-            # matrix is not (the constraints fix exactly those directions), so never form M⁻¹
-            kkt = _kkt_matrix(mass, jac)
-            factor = _factor_kkt(kkt)   # one LU per step, used by both solves below
-            n = model.n_tangent
-            if self.velocity_projection:
-                projected = _solve_kkt(kkt, np.concatenate([mass @ xd, -phi_t]), model.file, factor)[:n]
-                if np.abs(projected - xd).max() > PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
-                    xd = projected
-                    self._write_state(x, xd)
-                    bias = self._tree_bias(x, xd)
-                    bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
-            phi_dot = jac @ xd + phi_t
-            target = -bias_c - 2.0 * self.alpha * phi_dot - self.beta ** 2 * phi
-            solution = _solve_kkt(kkt, np.concatenate([torque - bias, target]), model.file, factor)
-            self._lambda = -solution[n:]          # M ẍ = τ − h + Φ_xᵀλ
-            torque = torque + jac.T @ self._lambda
+        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+            applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
+            torque = applied if torque is None else torque + applied
+        if torque is None:
+            torque = self._zero_tau   # never written: every path below returns a new array
+        if self.constraints.n:
+            torque = self._constrained_torque(x, xd, x_list, xd_list, torque, t)
+        elif torque is self._zero_tau:
+            torque = np.zeros(model.n_tangent)
         self._send(x, torque)
         self._last_torque = torque
         return torque
 
+    def _apply_fast(self, tau) -> np.ndarray:
+        """apply() for the common case in as few Python → C calls as possible: fixed base in PyBullet's dof order,
+        constant rows of full rank (linear joint functions, no loops): one kernel call (kernels.linear_torque).
+        Same equations as the general path, which takes over for anything unusual (a velocity projection, a
+        failed reduced solve)."""
+        p, c, b, model = self._p, self.client, self.body, self.model
+        states = p.getJointStates(b, self._joint_list, physicsClientId=c)
+        x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
+        state = np.array((x_list, xd_list))   # [x; ẋ]
+        torque = self._zero_tau if tau is None else np.array(model._check("tau", tau, model.n_tangent), dtype=float)
+        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+            torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+        out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
+        limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
+        if self._kernels[2](mass, bias, torque, self._null, state, self.alpha, self.beta, limit, self._null_work,
+                            out) == 0:
+            n = self._out_n
+            self._lambda, out = out[n:], out[:n]
+        else:   # projection due or no reduced solution: the general path (it reads M and h again)
+            out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
+        self._last_torque = out
+        return out
+
+    def _constrained_torque(self, x, xd, x_list, xd_list, torque, t) -> np.ndarray:
+        """τ + Φ_xᵀλ (from the kernels), after the velocity projection if it is due (see PROJECTION_TOLERANCE)."""
+        constraints, n = self.constraints, self.model.n_tangent
+        linear_rows, kkt_torque, linear_torque = self._kernels
+        mass, bias = self._mass_and_bias(x, xd, x_list, xd_list)
+        limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
+        if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
+            state, out = np.array((x, xd)), np.empty(n + constraints.n)
+            status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, limit,
+                                   self._null_work, out)
+            if status == -1:           # velocity residual above the tolerance: project, then solve
+                projected = self._project(x, xd, mass, self._linear[0], None)
+                if projected is not None:
+                    xd = state[1] = projected
+                    bias = self._tree_bias(x, xd)
+                status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, np.inf,
+                                       self._null_work, out)
+            if status == 0:
+                self._lambda = out[n:]
+                return out[:n]
+        # general rows (loops, non-linear functions, floating base), or a failed reduced solve: the KKT system
+        if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
+            jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
+            residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
+        else:
+            phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
+            phi_dot = jac @ xd + phi_t
+            residual = float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
+        if residual > limit:
+            projected = self._project(x, xd, mass, jac, phi_t)
+            if projected is not None:
+                xd = projected
+                bias = self._tree_bias(x, xd)
+                if self._linear is not None:
+                    linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
+                else:
+                    bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
+                    phi_dot = jac @ xd + phi_t
+        lam, out = np.empty(constraints.n), np.empty(n)
+        status = kkt_torque(mass, bias, torque, jac, phi, phi_dot, bias_c, self.alpha, self.beta,
+                            self._kkt_a, self._kkt_r, lam, out)
+        if status != 0:   # singular KKT matrix (redundant rows): least squares
+            target = -bias_c - 2.0 * self.alpha * phi_dot - self.beta ** 2 * phi
+            solution = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([torque - bias, target]),
+                                  self.model.file)
+            lam = -solution[n:]          # M ẍ = τ − h + Φ_xᵀλ
+            out = torque + jac.T @ lam
+        self._lambda = lam
+        return out
+
+    def _mass_and_bias(self, x, xd, x_list, xd_list) -> tuple[np.ndarray, np.ndarray]:
+        """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged."""
+        if x_list is None or not self._dof_identity:
+            return self.tree_mass_and_bias(x, xd)
+        p, c, b = self._p, self.client, self.body
+        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+        return mass, bias
+
+    def _project(self, x, xd, mass, jac, phi_t):
+        """ẋ ← the mass-weighted closest velocity with Φ_x ẋ + Φ_t = 0, written back to PyBullet (None if the
+        correction is round-off)."""
+        n = self.model.n_tangent
+        phi_t = np.zeros(len(jac)) if phi_t is None else phi_t
+        projected = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([mass @ xd, -phi_t]), self.model.file)[:n]
+        if np.abs(projected - xd).max() <= PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
+            return None
+        self._write_state(x, projected)
+        self.projections += 1
+        return projected
+
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
-                                    forces=torque[self._base_v:].tolist(), physicsClientId=c)
-        if self.model.floating_base and np.any(torque[:6]):
+                                    forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
+                                    physicsClientId=c)
+        if not self._fixed and np.any(torque[:6]):
             from ..model.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
@@ -386,16 +551,8 @@ def _kkt_matrix(mass: np.ndarray, jac: np.ndarray) -> np.ndarray:
     return kkt
 
 
-def _factor_kkt(kkt: np.ndarray):
-    """LAPACK LU (getrf) of the KKT matrix, or None if it is exactly singular (then `_solve_kkt` falls back
-    to least squares). getrf + getrs is what np.linalg.solve (gesv) does, without its per-call overhead."""
-    from scipy.linalg.lapack import dgetrf
-    lu, piv, info = dgetrf(kkt)
-    return (lu, piv) if info == 0 else None
-
-
 def _solve_kkt(kkt: np.ndarray, rhs: np.ndarray, file, factor=None) -> np.ndarray:
-    """Solve the KKT system (with `factor` from `_factor_kkt` if given); least squares if it is singular
+    """Solve the KKT system (with `factor` = LAPACK getrf's (lu, piv) if given); least squares if it is singular
     (redundant constraint rows)."""
     if factor is not None:
         from scipy.linalg.lapack import dgetrs

@@ -83,6 +83,21 @@ class ConstraintSet:
         self._other_unique = len(set(zip(rows, cols))) == len(rows)
         self._other_index = np.array([r for r, _, _ in self._other], dtype=np.intp)
         self._jet_cache: tuple = (None, [])
+        # every row linear (no loops, only linear functions): Φ = A θ − c with constant A and c
+        self._linear = None
+        if not self.loops and not self._other:
+            offset = np.zeros(nf)
+            offset[self._lin_rows] = self._lin_offset
+            a = np.ascontiguousarray(template[:, ov:])
+            a.flags.writeable = False
+            offset.flags.writeable = False
+            self._linear = (a, offset)
+
+    def linear_form(self):
+        """(A, c) with Φ(x, t) = A θ − c (θ: the joint coordinates, x without a base block; A n × n_joints) if
+        every row is linear and time-free (linear joint functions, no loops): then Φ_x = [0 | A], Φ_t = 0 and
+        the bias is 0. None otherwise. The arrays are read-only."""
+        return self._linear
 
     def _other_jets(self, theta: np.ndarray, t: float) -> list:
         """[(value, gradient, Hessian)] of the non-linear functions at (θ, t), cached for the last call."""
