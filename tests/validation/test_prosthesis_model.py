@@ -128,6 +128,16 @@ def test_sweep_point_function_keys():
         assert key in res
     assert 10.0 < res["peak_knee_flexion_deg"] < 110.0
     assert len(res["spectrum_frequency"]) == len(res["spectrum_amplitude"]) > 2
+    # mechanism evidence (prosthesis.EVIDENCE_KEYS): per-cycle lists over the last cycles and their summaries
+    assert set(prosthesis.EVIDENCE_KEYS) <= set(res)
+    assert res["evidence_cycles"] == [0, 1]
+    assert len(res["poincare_knee_deg"]) == 3 and abs(res["poincare_knee_deg"][0]) < 1e-3   # starts at rest
+    for key in ("stop_force_max_per_cycle_N", "stop_engaged_per_cycle_s", "heel_peak_per_cycle_N",
+                "toe_peak_per_cycle_N", "heel_strike_phase_per_cycle", "heel_strike_knee_per_cycle_deg"):
+        assert len(res[key]) == 2
+    assert res["stop_force_max_N"] == max(res["stop_force_max_per_cycle_N"]) >= 0.0
+    assert res["heel_peak_N"] == max(res["heel_peak_per_cycle_N"]) > 10.0        # the heel does strike
+    assert all(0.0 <= s <= 1.0 for s in res["stop_engaged_per_cycle_s"])
 
 
 def test_contact_force_signs(short_run):

@@ -27,6 +27,9 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "prosthesis": ("biobullet.scenarios.prosthesis",
                    "paper 003: hip-driven four-bar knee prosthesis, 20 gait cycles — knee vs reference, ICR path, "
                    "contacts, period/spectrum, energy, 3D video (substitute data; see README status)"),
+    "prosthesis-study": ("biobullet.scenarios.prosthesis_study",
+                         "paper 003 study from the k sweeps: Fig. 11 spectrum-vs-k maps (± hip hiking), Poincaré "
+                         "bifurcation, period, ρ/peak flexion per c/k, knee-stop/contact evidence, findings report"),
     "contact": ("biobullet.scenarios.contact",
                 "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
     "elastic-robot": ("biobullet.scenarios.elastic_robot",

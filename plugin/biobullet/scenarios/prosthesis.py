@@ -159,6 +159,23 @@ def _jsonable(value):
     return value
 
 
+#: result keys added by `cycle_evidence` (lists: one entry per analysed cycle, oldest first)
+EVIDENCE_KEYS = (
+    "poincare_knee_deg",            # knee flexion at t = nT, n = 0 … cycles (deg); t = 0 is the data's heel strike
+    "evidence_cycles",              # indices n of the analysed cycles [nT, (n+1)T)
+    "stop_force_max_per_cycle_N",   # max knee (hyperextension) stop force per cycle (N)
+    "stop_engaged_per_cycle_s",     # time per cycle with stop force > STOP_ENGAGED_N (s, sample resolution T/200)
+    "heel_peak_per_cycle_N", "toe_peak_per_cycle_N",   # peak normal contact force per cycle (N)
+    "heel_strike_phase_per_cycle",  # phase t/T − n of heel-force onset (> CONTACT_ON_N) in the cycle (NaN → None)
+    "heel_strike_knee_per_cycle_deg",  # knee flexion at that onset (deg)
+    "stop_force_max_N", "stop_engaged_s", "heel_peak_N", "toe_peak_N",      # max / mean / max / max over them
+    "heel_strike_knee_deg", "heel_strike_knee_range_deg",                  # mean and peak-to-peak over them
+)
+EVIDENCE_CYCLES = 6
+STOP_ENGAGED_N = 1.0
+CONTACT_ON_N = 1.0
+
+
 # ---------------------------------------------------------------------------------------------- sweep point
 @point_function(
     params={
@@ -168,11 +185,17 @@ def _jsonable(value):
         "cycles": Param("int", minimum=8, maximum=100, default=20),
     },
     results=("period", "peak_knee_flexion_deg", "correlation", "subharmonic_content", "amplitude_half_hz",
-             "amplitude_third_hz", "amplitude_1hz", "spectrum_frequency", "spectrum_amplitude", "wall_time"),
+             "amplitude_third_hz", "amplitude_1hz", "spectrum_frequency", "spectrum_amplitude", "wall_time",
+             *EVIDENCE_KEYS),
     name="prosthesis.gait",
 )
 def gait(params: Mapping[str, float]) -> dict[str, Any]:
-    """One gait run (20 cycles, last 5 analysed): period, peak knee flexion, correlation, spectrum."""
+    """One gait run (20 cycles, last 5 analysed): period, peak knee flexion, correlation, spectrum, evidence.
+
+    Results: period (Poincaré, None = no period ≤ 6 found), peak_knee_flexion_deg, correlation (ρ, cycles
+    15–20), subharmonic_content, amplitude_{half,third,1}_hz, spectrum_frequency/amplitude (f·T ≤ 3, window
+    6T, rad), wall_time; plus the evidence keys of `cycle_evidence` (Poincaré knee samples, knee-stop force
+    and engagement, heel/toe peak forces, knee angle at heel strike, per cycle over the last cycles)."""
     fast = build(params["damper.stiffness"], params.get("damper.ratio", 0.05), params.get("hip_hiking", 1.0))
     cycles = int(params.get("cycles", 20))
     run = simulate_cycles(fast, cycles, details=False)
@@ -184,7 +207,56 @@ def gait(params: Mapping[str, float]) -> dict[str, Any]:
     return {**{k: res[k] for k in ("period", "peak_knee_flexion_deg", "correlation", "subharmonic_content",
                                    "amplitude_half_hz", "amplitude_third_hz", "amplitude_1hz")},
             "spectrum_frequency": spec["frequency"][keep].tolist(),
-            "spectrum_amplitude": spec["amplitude"][keep].tolist(), "wall_time": run["wall_time"]}
+            "spectrum_amplitude": spec["amplitude"][keep].tolist(), "wall_time": run["wall_time"],
+            **cycle_evidence(fast, run["t"], run["y"], run["knee"], cycles=cycles)}
+
+
+
+def cycle_evidence(fast: FastProsthesis, t: np.ndarray, y: np.ndarray, knee: np.ndarray, *, cycles: int,
+                   n_cycles: int = EVIDENCE_CYCLES) -> dict[str, Any]:
+    """Mechanism evidence over the last `n_cycles` whole cycles (details evaluated only there).
+
+    Heel strike = the first rising crossing of the heel normal force through CONTACT_ON_N N whose time lies
+    in [nT − T/4, (n+1)T − T/4) (the data's heel strike is at phase 0; the window tolerates early strikes)."""
+    spc = int(round((len(t) - 1) / cycles))
+    n_last = min(int(n_cycles), int(cycles))
+    first = int(cycles) - n_last
+    lo = max(first * spc - spc // 4, 0)
+    idx = np.arange(lo, int(cycles) * spc + 1)
+    rows = [fast.evaluate(t[i], y[i, :4], details=True)[1] for i in idx]
+    tt = t[idx]
+    heel = np.array([r["forces"][0][0] for r in rows])
+    toe = np.array([r["forces"][1][0] for r in rows])
+    stop = np.array([r["stop_force"] for r in rows])
+    kk = knee[idx]
+    dt = float(t[1] - t[0])
+    onset = np.flatnonzero((heel[1:] > CONTACT_ON_N) & (heel[:-1] <= CONTACT_ON_N)) + 1
+    out: dict[str, Any] = {key: [] for key in EVIDENCE_KEYS[1:8]}
+    for n in range(first, int(cycles)):
+        in_cycle = (tt >= n * PERIOD - 1e-9) & (tt < (n + 1) * PERIOD - 1e-9)
+        out["evidence_cycles"].append(n)
+        out["stop_force_max_per_cycle_N"].append(float(np.max(stop[in_cycle])))
+        out["stop_engaged_per_cycle_s"].append(float(np.count_nonzero(stop[in_cycle] > STOP_ENGAGED_N) * dt))
+        out["heel_peak_per_cycle_N"].append(float(np.max(heel[in_cycle])))
+        out["toe_peak_per_cycle_N"].append(float(np.max(toe[in_cycle])))
+        hits = [j for j in onset if (n - 0.25) * PERIOD - 1e-9 <= tt[j] < (n + 0.75) * PERIOD - 1e-9]
+        if hits:
+            j = hits[0]
+            out["heel_strike_phase_per_cycle"].append(float(tt[j] / PERIOD - n))
+            out["heel_strike_knee_per_cycle_deg"].append(float(np.degrees(kk[j])))
+        else:
+            out["heel_strike_phase_per_cycle"].append(None)
+            out["heel_strike_knee_per_cycle_deg"].append(None)
+    strikes = [v for v in out["heel_strike_knee_per_cycle_deg"] if v is not None]
+    out.update({
+        "poincare_knee_deg": [float(np.degrees(knee[n * spc])) for n in range(int(cycles) + 1)],
+        "stop_force_max_N": max(out["stop_force_max_per_cycle_N"]),
+        "stop_engaged_s": float(np.mean(out["stop_engaged_per_cycle_s"])),
+        "heel_peak_N": max(out["heel_peak_per_cycle_N"]), "toe_peak_N": max(out["toe_peak_per_cycle_N"]),
+        "heel_strike_knee_deg": float(np.mean(strikes)) if strikes else None,
+        "heel_strike_knee_range_deg": float(np.ptp(strikes)) if strikes else None,
+    })
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- scenario

@@ -89,7 +89,22 @@ def open_client(scheduler: str | None, workers: int | None, n_pending: int) -> I
             cluster.close()
 
 
+class _NoProgress:
+    """Stand-in for a disabled tqdm bar (progress off: tqdm is not imported at all)."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _progress(total: int, initial: int, name: str, enabled: bool):
+    if not enabled:
+        return _NoProgress()
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=name, unit="pt", disable=not enabled, file=sys.stderr,
                 dynamic_ncols=True)
