@@ -189,10 +189,94 @@ def _impacts_markdown(impacts: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: (segments, dt) of the bridge comparison; dt None = `stable_time_step` (¼ of PyBullet's limit 2/ω_max),
+#: "half" = half of it (first-order check)
+BRIDGE_CASES = ((4, None), (4, "half"), (8, None))
+#: the comparison horizons (s): just after the O1/O4 impact (3 sub-impacts end at 0.4376 s), and 0.6 s
+#: (covers the O2/O3 impact at 0.5216 s)
+BRIDGE_HORIZONS = (0.44, 0.6)
+
+
+def bridge_comparison(reference: Any, out: Path | None = None, *, cases=BRIDGE_CASES, t_end: float = 0.6,
+                      reference_engine: bool = True, plots: bool = True) -> dict[str, Any]:
+    """The drop with finite-segment links on the PyBullet bridge (`bridge.flexible.bridge_drop`) and, per N,
+    on the reference engine (`engine_drop`: separates segmentation from stepping error), against the
+    Gibbs–Appell `reference` (a DropResult covering t_end). Writes bridge_comparison.{md,json,png} into out
+    (if given); returns {"rows": [...], "markdown": str}. Row keys: engine, segments, dt, first_contact_time,
+    contact_time_error, peak_force / impulse (per point, first impact: 0.04 s from the first contact),
+    deviation (max |Δp| of the joint points up to each of BRIDGE_HORIZONS, m), mirror_residual (m), wall_time_s."""
+    from biobullet.bridge.flexible import bridge_drop, engine_drop, first_impact, mirror_residual, trajectory_deviation
+    rows, runs = [], []
+
+    def row(name: str, res: Any, n: Any, dt: float | None) -> dict[str, Any]:
+        imp = first_impact(res)
+        return {"engine": name, "segments": n, "dt": dt, "first_contact_time": imp["first_contact_time"],
+                "contact_time_error": imp["first_contact_time"] - PAPER["first_contact_time"],
+                "peak_force": imp["peak_force"], "impulse": imp["impulse"],
+                "deviation": {str(h): trajectory_deviation(res, reference, h) if res is not reference else 0.0
+                              for h in BRIDGE_HORIZONS if h <= t_end + 1e-12},
+                "mirror_residual": mirror_residual(res), "wall_time_s": getattr(res, "wall_time", None)}
+    rows.append(row("Gibbs–Appell (1 mode/link)", reference, "modes", None))
+    done_engine = set()
+    for n, dt in cases:
+        if reference_engine and n not in done_engine:
+            res = engine_drop(t_end=t_end, segments=n)
+            rows.append(row("reference engine", res, n, None))
+            runs.append(("engine", n, None, res))
+            done_engine.add(n)
+        if dt == "half":
+            from biobullet.bridge.flexible import ELASTIC_ROBOT, _resolve, stable_time_step
+            from biobullet.flexible.segments import load_segmented_model
+            model, _ = load_segmented_model(_resolve(ELASTIC_ROBOT), segments=n, shear=False, air_damping=False)
+            dt = 0.5 * stable_time_step(model)
+        res = bridge_drop(t_end=t_end, segments=n, dt=dt)
+        rows.append(row("PyBullet bridge", res, n, res.dt))
+        runs.append(("bridge", n, res.dt, res))
+    head = ("| engine | N | dt [s] | t_c [s] | t_c − 0.428353 [s] | peak F_N O1 [N] | impulse O1 [N s] | "
+            + " | ".join(f"max Δp t≤{h} [m]" for h in BRIDGE_HORIZONS if h <= t_end + 1e-12)
+            + " | mirror [m] | wall [s] |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        dev = " | ".join(f"{v:.2e}" for v in r["deviation"].values())
+        lines.append(f"| {r['engine']} | {r['segments']} | {'' if r['dt'] is None else format(r['dt'], '.3g')} | "
+                     f"{r['first_contact_time']:.6f} | {r['contact_time_error']:+.1e} | "
+                     f"{r['peak_force']['O1']:.0f} | {r['impulse']['O1']:.3f} | {dev} | "
+                     f"{r['mirror_residual']:.1e} | "
+                     f"{'' if r['wall_time_s'] is None else format(r['wall_time_s'], '.1f')} |")
+    markdown = "\n".join(lines) + "\n"
+    if out is not None:
+        _write_text(out / "bridge_comparison.md", "# Elastic robot drop: segmented links vs Gibbs–Appell\n\n"
+                    + markdown)
+        _write_text(out / "bridge_comparison.json", json.dumps(rows, indent=1, default=float))
+        if plots:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+            sel = reference.t <= t_end
+            fig, ax = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+            ax[0].plot(reference.t[sel], reference.points[sel, 0, 1], "k", lw=1.5, label="Gibbs–Appell O1")
+            ax[1].plot(reference.t[sel], reference.points[sel, 1, 1], "k", lw=1.5, label="Gibbs–Appell O2")
+            ax[2].plot(reference.t[sel], reference.normal_force[sel, 0], "k", lw=1.5, label="Gibbs–Appell O1")
+            for kind, n, dt, res in runs:
+                lab = f"{kind} N={n}" + (f" dt={dt:.2g}" if dt else "")
+                ax[0].plot(res.t, res.points[:, 0, 1], lw=1, label=lab)
+                ax[1].plot(res.t, res.points[:, 1, 1], lw=1, label=lab)
+                ax[2].plot(res.t, res.normal_force[:, 0], lw=1, label=lab)
+            ax[0].set_ylabel("y(O1) [m]"), ax[1].set_ylabel("y(O2) [m]"), ax[2].set_ylabel("F_N(O1) [N]")
+            ax[2].set_xlabel("t [s]"), ax[0].legend(fontsize=7, ncol=2)
+            ax[2].set_xlim(PAPER["first_contact_time"] - 0.01, t_end)  # impacts; the free fall is a parabola
+            ax[0].set_title("elastic robot drop: finite segments (engine / PyBullet) vs Gibbs–Appell")
+            fig.tight_layout(), _savefig(fig, out / "bridge_comparison.png"), plt.close(fig)
+    return {"rows": rows, "markdown": markdown}
+
+
 def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_end: float = 1.5,
         data: str = "unrounded", plots: bool = True, video: bool = True, end_rotation: str = "theta",
+        bridge: bool = False, bridge_cases=BRIDGE_CASES, bridge_t_end: float = 0.6,
         **solver: Any) -> dict[str, Any]:
-    """Run the drop for one mode set ('ss-ss-ss', ...), write plots and summary.json, return the summary."""
+    """Run the drop for one mode set ('ss-ss-ss', ...), write plots and summary.json, return the summary.
+    bridge=True adds `bridge_comparison` (finite-segment links on PyBullet and on the reference engine, up to
+    bridge_t_end ≤ t_end) and its table under summary["bridge"]."""
     from biobullet.dynamics.gibbs_appell import ElasticChain
     from biobullet.dynamics.gibbs_appell_drop import simulate_drop
     out = Path(out_dir)
@@ -240,6 +324,11 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
         _plots(result, out, f"paper 002, {modes}")
     if video:
         write_video(result, out / "drop.mp4", f"paper 002, {modes}")
+    if bridge:
+        if modes != "ss-ss-ss" or bridge_t_end > t_end:
+            raise ValueError("bridge=True compares the model file's ss-ss-ss robot; needs bridge_t_end <= t_end")
+        summary["bridge"] = bridge_comparison(result, out, cases=bridge_cases, t_end=bridge_t_end,
+                                              plots=plots)["rows"]
     _write_text(out / "summary.json", json.dumps(summary, indent=1, default=float))
     return summary
 
