@@ -210,6 +210,17 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     return kin
 
 
+def share_tree_kinematics(model, x: np.ndarray, xd: np.ndarray, rotations, positions, subspace, velocity,
+                          accel) -> None:
+    """Store kinematics computed elsewhere (the loop resolver's compiled hot path) as the last tree kinematics
+    at (x, ẋ), so that force elements and loop rows of the same right-hand side reuse them. The arrays become
+    read-only (shared)."""
+    _readonly(rotations, positions, subspace, velocity, accel)
+    t = tree_arrays(model)
+    _kin_cache[model] = [x.tobytes(), TreeKinematics(t, rotations, positions, subspace), xd.tobytes(),
+                         TreeKinematics(t, rotations, positions, subspace, velocity, accel)]
+
+
 def point_position_jacobian(model, kin: TreeKinematics, link: str, xyz: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(world position of a link point, indices of the tangent directions that move it, 3×k linear Jacobian

@@ -12,6 +12,7 @@ integration tolerance).
 """
 from __future__ import annotations
 
+import math
 import time
 from contextlib import nullcontext
 from typing import Mapping
@@ -64,7 +65,17 @@ class System:
             self.n_pos, self.n_vel = model.n_config, model.n_tangent
         else:
             self.n_pos, self.n_vel = model.nq, model.nv
-        self.size = self.n_pos + self.n_vel + 2
+        # error control over the dependent joints (reduced formulations with loop-dependent coordinates): their
+        # positions and rates are integrated alongside as output-only components (see `_shadow_joints`)
+        self.shadow = _shadow_joints(model) if (not self.multipliers and self.options.get("shadow", False)) \
+            else None
+        n_shadow = 0 if self.shadow is None else 2 * len(self.shadow[0])
+        self.n_shadow = n_shadow
+        self.size = self.n_pos + self.n_vel + n_shadow + 2
+        self._fused = None
+        if not self.multipliers:
+            from ..dynamics.formulation import get_formulation
+            self._fused = getattr(get_formulation(self.formulation), "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
 
     # ------------------------------------------------------------------ state
@@ -101,14 +112,16 @@ class System:
         return out
 
     def _checked_rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        if not np.all(np.isfinite(y)):
-            raise _NonFinite("the state is not finite", t, y)
-        try:
-            with np.errstate(all="ignore"):
+        tiny = _tiny(len(y))   # finiteness of a whole vector in one dot product (see Model._check)
+        with np.errstate(all="ignore"):
+            if not math.isfinite(y.dot(tiny)):
+                raise _NonFinite("the state is not finite", t, y)
+            try:
                 out = self._rhs(t, y)
-        except (ModelError, SolverError, np.linalg.LinAlgError, FloatingPointError) as exc:
-            raise _NonFinite(str(exc), t, y) from None
-        if not np.all(np.isfinite(out)):
+            except (ModelError, SolverError, np.linalg.LinAlgError, FloatingPointError) as exc:
+                raise _NonFinite(str(exc), t, y) from None
+            finite = math.isfinite(out.dot(tiny))
+        if not finite:
             raise _NonFinite("the right-hand side is not finite (forces or accelerations overflowed)", t, y)
         return out
 
@@ -124,14 +137,23 @@ class System:
         else:
             # hot-path variant (no defensive copies; G None = identity); x, ẋ are only read here
             fast = getattr(model, "_joint_state", None)
-            x, xd, gradient, _ = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
+            x, xd, gradient, gamma = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
             generalized = tau if gradient is None else gradient.T @ tau
-            accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
+            if self._fused is not None:   # one coordinate-map evaluation per right-hand side
+                accel = self._fused(model, x, xd, gradient, gamma, generalized)
+            else:
+                accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
         power_in, dissipated = power_terms(model, x, xd, t, self.elements) if self.elements else (0.0, 0.0)
         out = np.empty(self.size)
+        n_pv = self.n_pos + self.n_vel
         out[:self.n_pos] = self.position_rate(pos, vel)
-        out[self.n_pos:self.n_pos + self.n_vel] = accel
+        out[self.n_pos:n_pv] = accel
+        if self.shadow is not None:
+            rows_x, rows_v = self.shadow
+            k = len(rows_x)
+            out[n_pv:n_pv + k] = xd[rows_v]
+            out[n_pv + k:n_pv + 2 * k] = gradient[rows_v] @ accel + gamma[rows_v]
         out[-2], out[-1] = power_in, dissipated
         return out
 
@@ -159,8 +181,42 @@ class System:
             x, xd, _, _ = model.joint_state(q0, v0, t0)
             y = np.concatenate([x, xd, [0.0, 0.0]])
             return self.project(t0, y) if hasattr(self.backend, "project_positions") else y
-        model.joint_state(q0, v0, t0)  # validates shapes and finiteness
+        x, xd, _, _ = model.joint_state(q0, v0, t0)  # validates shapes and finiteness
+        if self.shadow is not None:
+            rows_x, rows_v = self.shadow
+            return np.concatenate([q0, v0, x[rows_x], xd[rows_v], [0.0, 0.0]])
         return np.concatenate([q0, v0, [0.0, 0.0]])
+
+
+def _shadow_joints(model):
+    """(rows of x, rows of ẋ) of the loop-dependent joints, or None when the model has none.
+
+    With the reduced formulations only the independent coordinates are state, so the integrator's error
+    estimate sees only them; a joint that depends on them strongly (large G) may carry a much larger error
+    than rtol promises. Their positions θ_dep and rates θ̇_dep are therefore integrated too, as output-only
+    components (θ̇_dep, G_dep v̇ + γ_dep — no extra evaluation, nothing feeds back into the dynamics): their
+    error estimates enter the step-size control exactly as they would in a formulation over all joints.
+    The trajectory reports the dependent joints from the coordinate map, not from these components."""
+    cmap = model.coordinate_map
+    if cmap.kind != "general" or not any(type(r).__name__ == "LoopResolver" for r in cmap.resolvers):
+        return None
+    independent = set(cmap.independent)
+    dependent = np.array([k for k in range(cmap.n_joints) if k not in independent], dtype=np.intp)
+    if not dependent.size:
+        return None
+    return dependent + (7 if model.floating_base else 0), dependent + (6 if model.floating_base else 0)
+
+
+_TINY: dict[int, np.ndarray] = {}
+
+
+def _tiny(size: int) -> np.ndarray:
+    """1e-300 weights: x·w is finite for finite x (no overflow possible), NaN or ±inf otherwise."""
+    tiny = _TINY.get(size)
+    if tiny is None:
+        tiny = _TINY[size] = np.full(size, 1e-300)
+        tiny.setflags(write=False)
+    return tiny
 
 
 def _multipliers_module(model):
@@ -263,7 +319,7 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
-             baumgarte=None, projection: bool = False):
+             baumgarte=None, projection: bool = False, error_control: str = "joints"):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -273,6 +329,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
     progress: None = tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
     out: write the trajectory there (.npz, else CSV); on failure `out + ".partial.csv"` is written.
+    error_control: "joints" (default) = with a reduced formulation, the loop-dependent joints' positions and rates
+    are under the integrator's error control too (integrated as output-only components), so rtol/atol bound
+    the error of every joint coordinate as in a formulation over all joints; "state" = only the integrated
+    independent coordinates (fewer steps at a given rtol, larger errors in the dependent joints).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from .events import as_event
@@ -291,7 +351,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         if not (np.isfinite(value) and value > 0):
             raise ModelError(f"{key} = {value!r}", attribute=key, expected="a finite number > 0")
     max_step = np.inf if max_step is None else float(max_step)
-    system = System(model, formulation, {"baumgarte": baumgarte})
+    if error_control not in ("joints", "state"):
+        raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
+                         expected='"joints" or "state"')
+    system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints"})
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]
@@ -306,7 +369,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     project = system.project if (system.multipliers and projection) else None
     meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
             "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
-            "projection": bool(project)}
+            "projection": bool(project), "error_control": error_control}
     result = LoopResult()
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
