@@ -80,6 +80,20 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
     cset = constraint_set(model)
     mass, h = mass_matrix_and_bias(model, x, xd)
+    kernel = _kkt_kernel() if cset.n else None
+    if kernel is not None:   # compiled hot path; the numpy path below decides (and raises) when it declines
+        alpha, beta = baumgarte
+        if cset.functions:
+            phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
+        else:
+            phi, jac, bias = loop_terms(model, cset.loops, x, xd)
+            phi_t = None
+        tau_arr = _NO_TAU if tau is None else np.asarray(tau, dtype=float)
+        status, xdd, lam = kernel(mass, h, tau_arr, tau is not None, jac, bias, phi,
+                                  _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float), phi_t is not None,
+                                  xd, float(alpha), float(beta), PIVOT_CHECK)
+        if status == 0:
+            return xdd, lam
     rhs_dyn = -h if tau is None else np.asarray(tau, dtype=float) - h
     factor = _cholesky(mass, x, t)
     if cset.n == 0:
@@ -103,6 +117,111 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     rhs_lam = rhs_con - jac @ free
     lam = _potrs(schur_factor, rhs_lam, lower=1)[0] if schur_factor is not None else np.linalg.solve(schur, rhs_lam)
     return free + minv_jt @ lam, lam
+
+
+_NO_TAU = np.zeros(0)
+_KKT = None   # None: not tried yet; False: numba unavailable or failed
+
+
+def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, alpha, beta, pivot_check):
+    """(status, ẍ, λ) of the Schur-complement KKT solve of `constrained_accelerations` in one compiled call:
+    status 0 = solved; 1 = M not positive definite, 2 = a suspicious Schur pivot (the numpy path then decides,
+    with its rank check and messages)."""
+    n, m = mass.shape[0], jac.shape[0]
+    xdd = np.zeros(n)
+    lam = np.zeros(m)
+    low = np.zeros((n, n))   # Cholesky factor of M
+    for j in range(n):
+        s = mass[j, j]
+        for k in range(j):
+            s -= low[j, k] * low[j, k]
+        if not s > 0.0:
+            return 1, xdd, lam
+        d = np.sqrt(s)
+        low[j, j] = d
+        for i in range(j + 1, n):
+            s = mass[i, j]
+            for k in range(j):
+                s -= low[i, k] * low[j, k]
+            low[i, j] = s / d
+    # columns: Φ_xᵀ (m) and τ − h; solved with M through its factor
+    b = np.empty((n, m + 1))
+    for i in range(n):
+        for r in range(m):
+            b[i, r] = jac[r, i]
+        b[i, m] = (tau[i] - h[i]) if has_tau else -h[i]
+    for c in range(m + 1):
+        for i in range(n):
+            s = b[i, c]
+            for k in range(i):
+                s -= low[i, k] * b[k, c]
+            b[i, c] = s / low[i, i]
+        for i in range(n - 1, -1, -1):
+            s = b[i, c]
+            for k in range(i + 1, n):
+                s -= low[k, i] * b[k, c]
+            b[i, c] = s / low[i, i]
+    schur = np.empty((m, m))
+    rhs = np.empty(m)
+    for r in range(m):
+        for c in range(m):
+            s = 0.0
+            for i in range(n):
+                s += jac[r, i] * b[i, c]
+            schur[r, c] = s
+        rate = 0.0
+        free = 0.0
+        for i in range(n):
+            rate += jac[r, i] * xd[i]
+            free += jac[r, i] * b[i, m]
+        if has_phi_t:
+            rate += phi_t[r]
+        rhs[r] = -bias[r] - 2.0 * alpha * rate - beta * beta * phi[r] - free
+    sl = np.zeros((m, m))   # Cholesky factor of the Schur complement, pivots checked as in `_schur_factor`
+    for j in range(m):
+        s = schur[j, j]
+        for k in range(j):
+            s -= sl[j, k] * sl[j, k]
+        if not s > pivot_check * schur[j, j]:
+            return 2, xdd, lam
+        d = np.sqrt(s)
+        sl[j, j] = d
+        for i in range(j + 1, m):
+            s = schur[i, j]
+            for k in range(j):
+                s -= sl[i, k] * sl[j, k]
+            sl[i, j] = s / d
+    for i in range(m):
+        s = rhs[i]
+        for k in range(i):
+            s -= sl[i, k] * lam[k]
+        lam[i] = s / sl[i, i]
+    for i in range(m - 1, -1, -1):
+        s = lam[i]
+        for k in range(i + 1, m):
+            s -= sl[k, i] * lam[k]
+        lam[i] = s / sl[i, i]
+    for i in range(n):
+        s = b[i, m]
+        for r in range(m):
+            s += b[i, r] * lam[r]
+        xdd[i] = s
+    return 0, xdd, lam
+
+
+def _kkt_kernel():
+    """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
+    global _KKT
+    from . import compiled_kernels
+    if not compiled_kernels.ENABLED:
+        return None
+    if _KKT is None:
+        try:
+            import numba
+            _KKT = numba.njit(cache=True, nogil=True)(_kkt_kernel_py)
+        except Exception:   # pragma: no cover - numba missing or broken
+            _KKT = False
+    return _KKT or None
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

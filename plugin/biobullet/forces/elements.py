@@ -13,6 +13,7 @@ import numpy as np
 
 from ..dynamics.kinematics import body_placements, frame_jacobian, frame_placement
 from ..errors import SolverError, SourceRef
+from .compiled import spring_kernel
 from .base import ForceElement, check_attributes, joint_indices, number, register_force, vector3
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
@@ -112,9 +113,19 @@ class Spring(ForceElement):
             anchors = []
             for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
                 frame = model.frame(link)
-                anchors.append((frame.body, frame.rotation @ xyz + frame.translation))
+                local = np.ascontiguousarray(frame.rotation @ xyz + frame.translation, dtype=float)
+                anchors.append((int(frame.body), local))
             self._anchors[model] = anchors
         (body_b, local_b), (body_a, local_a) = anchors
+        kernel = spring_kernel()
+        if kernel is not None:   # compiled: the same algebra in one call
+            status, tau, rate, length = kernel(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b,
+                                               body_a, local_a, self.stiffness, self.rest_length, self.damping,
+                                               ZERO_LENGTH)
+            if status:
+                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
+                                  "the spring direction is undefined (rest_length > 0)")
+            return tau
         pb = local_b if body_b < 0 else kin.rotations[body_b] @ local_b + kin.positions[body_b]
         pa = local_a if body_a < 0 else kin.rotations[body_a] @ local_a + kin.positions[body_a]
         d0, d1, d2 = (pb - pa).tolist()

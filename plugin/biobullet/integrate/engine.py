@@ -71,6 +71,10 @@ class System:
             else None
         n_shadow = 0 if self.shadow is None else 2 * len(self.shadow[0])
         self.n_shadow = n_shadow
+        # the shadow rows of ẋ as a slice when they are contiguous (views instead of fancy-index copies)
+        self._shadow_rows = None if self.shadow is None else _as_slice(self.shadow[1])
+        # energy-rate components: only the elements that can contribute (no actuators and no damping → 0 W)
+        self._inputs, self._dissipators = _power_elements(self.elements)
         self.size = self.n_pos + self.n_vel + n_shadow + 2
         self._fused = None
         if not self.multipliers:
@@ -144,17 +148,26 @@ class System:
                 accel = self._fused(model, x, xd, gradient, gamma, generalized)
             else:
                 accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
-        power_in, dissipated = power_terms(model, x, xd, t, self.elements) if self.elements else (0.0, 0.0)
+        power_in = float(sum(e.input_power(model, x, xd, t) for e in self._inputs)) if self._inputs else 0.0
+        dissipated = float(sum(e.dissipated_power(model, x, xd) for e in self._dissipators)) \
+            if self._dissipators else 0.0
         out = np.empty(self.size)
-        n_pv = self.n_pos + self.n_vel
-        out[:self.n_pos] = self.position_rate(pos, vel)
-        out[self.n_pos:n_pv] = accel
+        n_pos = self.n_pos
+        n_pv = n_pos + self.n_vel
+        if self.floating:
+            out[:n_pos] = self.position_rate(pos, vel)
+        else:
+            out[:n_pos] = vel
+        out[n_pos:n_pv] = accel
         if self.shadow is not None:
-            rows_x, rows_v = self.shadow
-            k = len(rows_x)
+            rows_v = self._shadow_rows if self._shadow_rows is not None else self.shadow[1]
+            k = len(self.shadow[0])
             out[n_pv:n_pv + k] = xd[rows_v]
-            out[n_pv + k:n_pv + 2 * k] = gradient[rows_v] @ accel + gamma[rows_v]
-        out[-2], out[-1] = power_in, dissipated
+            rates = out[n_pv + k:n_pv + 2 * k]
+            np.dot(gradient[rows_v], accel, out=rates)
+            rates += gamma[rows_v]
+        out[-2] = power_in
+        out[-1] = dissipated
         return out
 
     def _baumgarte(self) -> dict:
@@ -205,6 +218,25 @@ def _shadow_joints(model):
     if not dependent.size:
         return None
     return dependent + (7 if model.floating_base else 0), dependent + (6 if model.floating_base else 0)
+
+
+def _as_slice(rows: np.ndarray):
+    """slice(a, b) when `rows` are the consecutive indices a … b−1, else None."""
+    if len(rows) and np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+        return slice(int(rows[0]), int(rows[0]) + len(rows))
+    return None
+
+
+def _power_elements(elements) -> tuple[tuple, tuple]:
+    """(elements with input power, elements with dissipated power): the ones that do not inherit the base
+    class's zero, less the built-in spring-dampers without damping (their dissipated power is exactly 0)."""
+    from ..forces.base import ForceElement
+    from ..forces.elements import JointSpring, JointStop, Spring
+
+    inputs = tuple(e for e in elements if type(e).input_power is not ForceElement.input_power)
+    dissipators = tuple(e for e in elements if type(e).dissipated_power is not ForceElement.dissipated_power
+                        and not (type(e) in (Spring, JointSpring, JointStop) and e.damping == 0.0))
+    return inputs, dissipators
 
 
 _TINY: dict[int, np.ndarray] = {}

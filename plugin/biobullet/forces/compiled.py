@@ -1,0 +1,101 @@
+"""Numba kernel of the point-to-point spring's generalized force (the hot path of `elements.Spring`).
+
+Same algebra as `Spring._fast_force` (its numpy/Python path, used without numba or with BIOBULLET_NUMBA=0):
+τ = [F; p × F]ᵀ S over each end point's ancestor joints, from the shared tree kinematics (world placements and
+motion subspaces). Compiled on first use (`cache=True`: kept in __pycache__ between processes).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dynamics import compiled_kernels as _compiled
+
+_KERNEL = None   # None: not tried yet; False: numba unavailable or failed
+
+
+def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
+                      zero_length):
+    """(status, τ, L̇, L): status 1 = zero length with rest_length > 0 (direction undefined), else 0."""
+    n = sub.shape[1]
+    tau = np.zeros(n)
+    pb = np.empty(3)
+    pa = np.empty(3)
+    for i in range(3):
+        if body_b >= 0:
+            pb[i] = rot[body_b, i, 0] * local_b[0] + rot[body_b, i, 1] * local_b[1] + rot[body_b, i, 2] * local_b[2] \
+                + pos[body_b, i]
+        else:
+            pb[i] = local_b[i]
+        if body_a >= 0:
+            pa[i] = rot[body_a, i, 0] * local_a[0] + rot[body_a, i, 1] * local_a[1] + rot[body_a, i, 2] * local_a[2] \
+                + pos[body_a, i]
+        else:
+            pa[i] = local_a[i]
+    d0, d1, d2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    rate = 0.0
+    if length < zero_length:
+        if rest > 0.0 and stiffness > 0.0:
+            return 1, tau, rate, length
+        coef_d = -stiffness
+    else:
+        if damping != 0.0:   # L̇ = u·ḋ, point velocities Σ (S_lin + S_ang × p) ẋ over the ancestors
+            dd0 = dd1 = dd2 = 0.0
+            for end in range(2):
+                body = body_b if end == 0 else body_a
+                if body < 0:
+                    continue
+                sign = 1.0 if end == 0 else -1.0
+                p = pb if end == 0 else pa
+                v0 = v1 = v2 = w0 = w1 = w2 = 0.0
+                for k in range(n):
+                    c = ancestry[body, k] * xd[k]
+                    if c != 0.0:
+                        v0 += sub[0, k] * c
+                        v1 += sub[1, k] * c
+                        v2 += sub[2, k] * c
+                        w0 += sub[3, k] * c
+                        w1 += sub[4, k] * c
+                        w2 += sub[5, k] * c
+                dd0 += sign * (v0 + w1 * p[2] - w2 * p[1])
+                dd1 += sign * (v1 + w2 * p[0] - w0 * p[2])
+                dd2 += sign * (v2 + w0 * p[1] - w1 * p[0])
+            rate = (d0 * dd0 + d1 * dd1 + d2 * dd2) / length
+        if rest == 0.0:
+            coef_d, coef_u = -stiffness, -damping * rate
+        else:
+            coef_d, coef_u = 0.0, -(stiffness * (length - rest) + damping * rate)
+        coef_d += coef_u / length   # force_b = coef_d d  (u = d / L)
+    f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2
+    for end in range(2):
+        body = body_b if end == 0 else body_a
+        if body < 0:
+            continue
+        sign = 1.0 if end == 0 else -1.0
+        p = pb if end == 0 else pa
+        g0, g1, g2 = sign * f0, sign * f1, sign * f2
+        m0 = p[1] * g2 - p[2] * g1
+        m1 = p[2] * g0 - p[0] * g2
+        m2 = p[0] * g1 - p[1] * g0
+        for k in range(n):
+            a = ancestry[body, k]
+            if a != 0.0:
+                tau[k] += a * (g0 * sub[0, k] + g1 * sub[1, k] + g2 * sub[2, k]
+                               + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
+    return 0, tau, rate, length
+
+
+def spring_kernel():
+    """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing: the numpy path serves)."""
+    global _KERNEL
+    if not _compiled.ENABLED:
+        return None
+    if _KERNEL is None:
+        try:
+            import numba
+            _KERNEL = numba.njit(cache=True, nogil=True)(_spring_kernel_py)
+        except Exception:   # pragma: no cover - numba missing or broken
+            _KERNEL = False
+    return _KERNEL or None
