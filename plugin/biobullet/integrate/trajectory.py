@@ -23,10 +23,13 @@ ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applie
 
 
 def atomic_write(path: str | os.PathLike[str], write) -> None:
-    """Call write(tmp_path) then os.replace it onto `path` (no half-written file on failure)."""
+    """Call write(tmp_path) then os.replace it onto `path` (no half-written file on failure).
+
+    The temporary file keeps `path`'s suffix, so writers that pick a format from the name (savefig) work.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp", dir=path.parent)
     os.close(fd)
     try:
         write(tmp)

@@ -17,13 +17,13 @@ video, paper (the published numbers to compare with).
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..integrate.trajectory import atomic_write
 
 MODE_SETS = ("ss-ss-ss", "cc-cc-cc", "sc-cc-cs", "cs-ss-sc")
 PAPER = {"n_impacts_ss-ss-ss": 22, "first_impact_sub_impacts_ss-ss-ss": 3,
@@ -102,25 +102,14 @@ def _plots(result: Any, out: Path, title: str) -> None:
     fig.tight_layout(), _savefig(fig, out / "deformed_0.7s.png"), plt.close(fig)
 
 
-def _atomic(path: Path, write) -> None:
-    """Call write(tmp_path) on a temporary file next to `path`, then rename it to `path`."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _write_text(path: Path, text: str) -> None:
-    _atomic(path, lambda tmp: Path(tmp).write_text(text))
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def _savefig(fig, path: Path) -> None:
-    _atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format=path.suffix[1:]))
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format=path.suffix[1:]))
 
 
 def timeseries_table(result: Any) -> tuple[list[str], np.ndarray]:
@@ -309,7 +298,7 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
     _write_text(out / "impacts.json", json.dumps(jsonable, indent=1))
     _write_text(out / "impacts.md", f"# Impacts, {modes}\n\n" + _impacts_markdown(impacts))
     header, table = timeseries_table(result)
-    _atomic(out / "timeseries.csv", lambda tmp: np.savetxt(tmp, table, delimiter=",", header=",".join(header),
+    atomic_write(out / "timeseries.csv", lambda tmp: np.savetxt(tmp, table, delimiter=",", header=",".join(header),
                                                            comments="", fmt="%.12g"))
     arrays = dict(t=result.t, z=result.z, zd=result.zd, points=result.points,
                   point_velocities=result.point_velocities, normal_force=result.normal_force,
@@ -319,7 +308,7 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
     def _npz(tmp: str) -> None:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, **arrays)
-    _atomic(out / "trajectory.npz", _npz)
+    atomic_write(out / "trajectory.npz", _npz)
     if plots:
         _plots(result, out, f"paper 002, {modes}")
     if video:
