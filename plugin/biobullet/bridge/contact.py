@@ -240,12 +240,6 @@ class BridgeContacts:
 
 
 def _sync(contact, t: float, kin: ContactKinematics) -> None:
-    """The engine's event action (`Contact._sync`) with the bridge's kinematics: onset/separation, slip mode."""
-    st = contact.state
-    inside = kin.delta > 0.0 or (kin.delta == 0.0 and kin.delta_dot > 0.0)
-    if inside and not st.active:
-        st.touch(t, kin.delta_dot)
-    elif st.active and not inside:
-        st.separate(t, kin.delta_dot)
-    if contact.friction_law.discontinuous:
-        st.update_slip(kin.slip)
+    """The engine's event action, applied with the bridge's kinematics once per step."""
+    from ..contact.element import sync_state
+    sync_state(contact.state, contact.friction_law, t, kin)

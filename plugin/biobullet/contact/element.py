@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import SourceRef
-from ..forces.base import ForceElement, check_attributes, number, register_force, vector3
+from ..forces.base import ForceElement, number, register_force, vector3
 from ..integrate.events import Event
 from .base import FrictionLaw, NormalLaw
 from .geometry import ContactKinematics, GroundPlane, sphere_kinematics
@@ -263,14 +263,7 @@ class Contact(ForceElement):
         if st is None:
             return
         self._last = None
-        kin = self.kinematics(self._model, x, xd)
-        inside = kin.delta > 0.0 or (kin.delta == 0.0 and kin.delta_dot > 0.0)
-        if inside and not st.active:
-            st.touch(t, kin.delta_dot)
-        elif st.active and not inside:
-            st.separate(t, kin.delta_dot)
-        if self.friction_law.discontinuous:
-            st.update_slip(kin.slip)
+        sync_state(st, self.friction_law, t, self.kinematics(self._model, x, xd))
 
     # ------------------------------------------------------------------ step observer (interval log)
     def observe_step(self, model, t_old: float, t_new: float, state_at) -> None:
@@ -348,3 +341,15 @@ def contact_intervals(trajectory, name: str | None = None) -> list[dict]:
         for interval in log.get("intervals", []):
             out.append({**interval, "contact": key})
     return sorted(out, key=lambda item: item["start"])
+
+
+def sync_state(state, friction_law, t: float, kin) -> None:
+    """Bring a contact's discrete state in line with its kinematics at a located event (or a bridge step):
+    onset (storing the impact velocity), separation, and — for a discontinuous friction law — the slip mode."""
+    inside = kin.delta > 0.0 or (kin.delta == 0.0 and kin.delta_dot > 0.0)
+    if inside and not state.active:
+        state.touch(t, kin.delta_dot)
+    elif state.active and not inside:
+        state.separate(t, kin.delta_dot)
+    if friction_law.discontinuous:
+        state.update_slip(kin.slip)

@@ -22,6 +22,25 @@ AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+_COMPILED: dict = {}
+
+
+def compiled_or_none(function):
+    """`numba.njit(cache=True, nogil=True)(function)`, compiled (or loaded from the on-disk cache) once per process;
+    None when numba is missing, disabled (BIOBULLET_NUMBA=0) or fails — callers then take their numpy path."""
+    if not ENABLED:
+        return None
+    kernel = _COMPILED.get(function)
+    if kernel is None:
+        try:
+            import numba
+            kernel = numba.njit(cache=True, nogil=True)(function)
+        except Exception:   # pragma: no cover - numba missing or broken
+            kernel = False
+        _COMPILED[function] = kernel
+    return kernel or None
+
+
 def _lazy(function):
     """Stand-in for `numba.njit(cache=True)(function)` that compiles on the first call and then replaces itself
     in this module (callers look the kernel up as `compiled_kernels.NAME` on every call)."""

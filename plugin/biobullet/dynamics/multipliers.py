@@ -120,7 +120,6 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
 
 
 _NO_TAU = np.zeros(0)
-_KKT = None   # None: not tried yet; False: numba unavailable or failed
 
 
 def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, alpha, beta, pivot_check):
@@ -211,17 +210,8 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
 
 def _kkt_kernel():
     """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
-    global _KKT
-    from . import compiled_kernels
-    if not compiled_kernels.ENABLED:
-        return None
-    if _KKT is None:
-        try:
-            import numba
-            _KKT = numba.njit(cache=True, nogil=True)(_kkt_kernel_py)
-        except Exception:   # pragma: no cover - numba missing or broken
-            _KKT = False
-    return _KKT or None
+    from .compiled_kernels import compiled_or_none
+    return compiled_or_none(_kkt_kernel_py)
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

@@ -12,7 +12,6 @@ import numpy as np
 
 from ..dynamics import compiled_kernels as _compiled
 
-_KERNEL = None   # None: not tried yet; False: numba unavailable or failed
 
 
 def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
@@ -89,13 +88,4 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
 
 def spring_kernel():
     """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing: the numpy path serves)."""
-    global _KERNEL
-    if not _compiled.ENABLED:
-        return None
-    if _KERNEL is None:
-        try:
-            import numba
-            _KERNEL = numba.njit(cache=True, nogil=True)(_spring_kernel_py)
-        except Exception:   # pragma: no cover - numba missing or broken
-            _KERNEL = False
-    return _KERNEL or None
+    return _compiled.compiled_or_none(_spring_kernel_py)
