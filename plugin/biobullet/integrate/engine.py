@@ -81,6 +81,11 @@ class System:
             from ..dynamics.formulation import get_formulation
             self._fused = getattr(get_formulation(self.formulation), "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
+        # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
+        self._compiled = None
+        if self.options.get("compiled", True):
+            from .compiled_rhs import CompiledReducedRHS
+            self._compiled = CompiledReducedRHS.for_system(self)
 
     # ------------------------------------------------------------------ state
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +116,9 @@ class System:
         key = (t, y.tobytes())
         if self._memo is not None and self._memo[0] == key:   # integrators re-evaluate the same (t, y)
             return self._memo[1].copy()
-        out = self._checked_rhs(t, y)
+        out = self._compiled(t, y) if self._compiled is not None else None
+        if out is None:
+            out = self._checked_rhs(t, y)
         self._memo = (key, out.copy())
         return out
 

@@ -1,0 +1,251 @@
+"""One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
+
+For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
+coordinates), whose force elements are point-to-point springs and joint torques, integrated with the "reduced"
+formulation, everything `System._rhs` does per call runs in one numba function:
+
+    loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
+    τ = Σ springs (from the same kinematics) + joint torques τ(t)
+    M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
+    M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
+    ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
+
+The Python glue between those kernels (jets, caches, checks, the per-element loop) cost twice the kernels
+themselves; this is the same algebra with the same kernels, checked against the generic path in
+tests/unit/test_compiled_rhs.py. A call returns None — and the generic path then decides, continues, backtracks
+or raises its own clear error — whenever the resolver's hot path would hand over (large input change, Newton not
+contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
+is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
+
+numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
+(constraints.implicit, constraints.loops, dynamics.compiled_kernels, forces.compiled), touch this file.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dynamics import compiled_kernels as _compiled
+
+_EMPTY = np.zeros(0)
+
+# the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
+_LEAN = _TREE = _PROJECT = _SPRING = None
+_FUSED = None
+
+
+def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
+                  meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
+                  warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
+                  row_start, n_rows,
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length):
+    """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
+    must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
+    size = y.shape[0]
+    nd = dep.shape[0]
+    nk = known.shape[0]
+    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
+    for i in range(size):
+        if not np.isfinite(y[i]):
+            return fail
+    theta = np.zeros(n_joints)
+    rate = np.zeros(n_joints)
+    gradient = np.zeros((n_joints, nq))
+    gamma = np.zeros(n_joints)
+    for j in range(nq):
+        theta[independent[j]] = y[j]
+        rate[independent[j]] = y[nq + j]
+        gradient[independent[j], j] = 1.0
+    status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
+        meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+        anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+        kinds, row_start, n_rows)
+    if status != 0:
+        return fail
+    # applied forces: joint torques τ(t) (given) and the springs, from the kinematics of the loop solve
+    tau = tau_time.copy()
+    power_in = 0.0
+    for k in range(n_tangent):
+        power_in += tau_time[k] * rate[k]
+    dissipated = 0.0
+    for s in range(spring_bodies.shape[0]):
+        spring_status, spring_tau, spring_rate, _ = _SPRING(
+            rot, pos, sub, ancestry, rate, spring_bodies[s, 0], spring_points[s, 0], spring_bodies[s, 1],
+            spring_points[s, 1], spring_params[s, 0], spring_params[s, 1], spring_params[s, 2], zero_length)
+        if spring_status != 0:
+            return fail
+        for k in range(n_tangent):
+            tau[k] += spring_tau[k]
+        dissipated += spring_params[s, 2] * spring_rate * spring_rate
+    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
+    reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
+    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
+    rhs = np.empty(nq)
+    for c in range(nq):
+        s = 0.0
+        for a in range(n_tangent):
+            s += gradient[a, c] * tau[a]
+        rhs[c] = s - reduced_bias[c]
+    low = np.zeros((nq, nq))
+    for i in range(nq):
+        for j in range(i + 1):
+            s = reduced_mass[i, j]
+            for k in range(j):
+                s -= low[i, k] * low[j, k]
+            if i == j:
+                if not s > 0.0:
+                    return fail
+                low[i, i] = np.sqrt(s)
+            else:
+                low[i, j] = s / low[j, j]
+    accel = np.empty(nq)
+    for i in range(nq):
+        s = rhs[i]
+        for k in range(i):
+            s -= low[i, k] * accel[k]
+        accel[i] = s / low[i, i]
+    for i in range(nq - 1, -1, -1):
+        s = accel[i]
+        for k in range(i + 1, nq):
+            s -= low[k, i] * accel[k]
+        accel[i] = s / low[i, i]
+    out = np.empty(size)
+    for j in range(nq):
+        out[j] = y[nq + j]
+        out[nq + j] = accel[j]
+    m = shadow_rows.shape[0]
+    for i in range(m):
+        row = shadow_rows[i]
+        out[2 * nq + i] = rate[row]
+        s = gamma[row]
+        for c in range(nq):
+            s += gradient[row, c] * accel[c]
+        out[2 * nq + m + i] = s
+    out[size - 2] = power_in
+    out[size - 1] = dissipated
+    for i in range(size):
+        if not np.isfinite(out[i]):
+            return fail
+    return 0, condition, sens, h, u, known_new, dep_new, out
+
+
+def _fused_kernel(lean_kernel):
+    """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
+    global _LEAN, _TREE, _PROJECT, _SPRING, _FUSED
+    if _FUSED is None:
+        from ..forces.compiled import _spring_kernel_py
+        tree = _compiled.compiled_or_none(_compiled._tree_dynamics)
+        project = _compiled.compiled_or_none(_compiled._project_upper)
+        spring = _compiled.compiled_or_none(_spring_kernel_py)
+        if None in (tree, project, spring):
+            _FUSED = False
+        else:
+            _LEAN, _TREE, _PROJECT, _SPRING = lean_kernel, tree, project, spring
+            _FUSED = _compiled.compiled_or_none(_fused_rhs_py) or False
+    return _FUSED or None
+
+
+class CompiledReducedRHS:
+    """`__call__(t, y)` → ẏ of the compiled path, or None where the generic path must evaluate the state.
+
+    Build with :meth:`for_system`, which returns None for models this path does not cover."""
+
+    def __init__(self, system, resolver, lean, springs, torques) -> None:
+        from ..constraints.loops import tree_arrays
+        from ..forces.elements import ZERO_LENGTH
+
+        from ..constraints.implicit import CONDITION_LIMIT
+
+        model = system.model
+        self.resolver = resolver
+        self._condition_limit = CONDITION_LIMIT
+        kernel, meta, body, n_tangent, rows_data = lean
+        self._kernel = _fused_kernel(kernel)
+        self._lean_args = (meta, body, n_tangent)
+        self._rows = rows_data
+        tree_meta, tree_body = _compiled.pack(model)
+        self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
+        bodies, points, params = [], [], []
+        for spring in springs:
+            ends = []
+            for link, xyz in ((spring.link_b, spring.xyz_b), (spring.link_a, spring.xyz_a)):
+                frame = model.frame(link)
+                ends.append((int(frame.body), frame.rotation @ xyz + frame.translation))
+            bodies.append([ends[0][0], ends[1][0]])
+            points.append([ends[0][1], ends[1][1]])
+            params.append([spring.stiffness, spring.rest_length, spring.damping])
+        self._springs = (np.array(bodies, dtype=np.int64).reshape(-1, 2),
+                         np.ascontiguousarray(np.array(points, dtype=float).reshape(-1, 2, 3)),
+                         np.array(params, dtype=float).reshape(-1, 3), float(ZERO_LENGTH))
+        self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
+        self._constant = all(torque.value is not None for torque in torques)
+        self._tau_time = np.zeros(model.n_tangent)
+        for torque, k in self._torques:
+            if torque.value is not None:
+                self._tau_time[k] += torque.value
+        self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
+                        model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
+                        if system.shadow is not None else np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def for_system(cls, system) -> "CompiledReducedRHS | None":
+        """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
+        whole coordinate map, only Spring and JointTorque elements, numba available and enabled."""
+        from ..constraints.implicit import LoopResolver
+        from ..forces.elements import JointTorque, Spring
+
+        model = system.model
+        cmap = model.coordinate_map
+        if (system.multipliers or system.formulation != "reduced" or system.floating or not _compiled.ENABLED
+                or cmap.kind != "general" or len(cmap.resolvers) != 1
+                or type(cmap.resolvers[0]) is not LoopResolver
+                or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
+            return None
+        if any(type(e) not in (Spring, JointTorque) for e in system.elements):
+            return None
+        resolver = cmap.resolvers[0]
+        lean = resolver._lean
+        if lean is None:
+            return None
+        springs = [e for e in system.elements if type(e) is Spring]
+        torques = [e for e in system.elements if type(e) is JointTorque]
+        path = cls(system, resolver, lean, springs, torques)
+        return path if path._kernel is not None else None
+
+    def _time_forces(self, t: float) -> np.ndarray:
+        if self._constant:
+            return self._tau_time
+        tau = np.zeros_like(self._tau_time)
+        for torque, k in self._torques:
+            tau[k] += torque.torque(t)
+        return tau
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        r = self.resolver
+        warm = r._warm
+        if warm is None:
+            return None
+        if not (y.flags.c_contiguous and y.dtype == np.float64):
+            y = np.ascontiguousarray(y, dtype=float)
+        known0, dep0, sensitivity = warm
+        curvature = r._warm_curvature
+        u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+        anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+        loose = r.accept_residual
+        nq, independent, n_joints, shadow_rows = self._static
+        meta, body, n_tangent = self._lean_args
+        tree_meta, tree_body, gravity, ancestry = self._tree
+        bodies, points, params, zero_length = self._springs
+        status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
+            y, nq, independent, n_joints, shadow_rows, self._time_forces(t),
+            meta, body, n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
+            -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit, *self._rows,
+            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length)
+        if status != 0:
+            return None
+        # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
+        r._warm = (known_new, dep_new, sensitivity)
+        r._warm_condition = condition
+        r._warm_curvature = (u, h) if u.shape[0] else None
+        r._warm_fresh = True
+        r._memo = None
+        return out

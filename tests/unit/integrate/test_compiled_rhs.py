@@ -1,0 +1,130 @@
+"""The compiled right-hand side of reduced closed-loop models (integrate/compiled_rhs.py) against the generic path.
+
+The generic path (`System._checked_rhs`: loop resolver, force elements, tree dynamics and projection as separate
+calls) is the reference: from the same resolver cache both must give the same ẏ — accelerations, shadow rows and
+the two power components — to round-off, on states along a real Andrews trajectory, with a damped spring and a
+time-dependent torque too. Fallbacks (large input change, non-finite state) must hand over to the generic path.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import biobullet
+from andrews_classic import REFERENCE_Q
+from biobullet.dynamics import compiled_kernels
+from biobullet.integrate import compiled_rhs
+from biobullet.integrate.engine import System, _NonFinite
+
+ROOT = Path(__file__).resolve().parents[3]
+ANDREWS = ROOT / "urdf" / "andrews_squeezer.urdf"
+
+pytestmark = pytest.mark.skipif(not compiled_kernels.ENABLED, reason="numba disabled: the compiled path is off")
+
+
+def _variant(tmp_path: Path, damping: float = 0.0, fourier: bool = False) -> Path:
+    text = ANDREWS.read_text()
+    text = text.replace('rest_length="0.07785" damping="0"', f'rest_length="0.07785" damping="{damping:g}"')
+    if fourier:   # τ(t) = 0.033 + 0.01 cos(ωt) + 0.005 sin(ωt), period 0.01 s
+        text = text.replace('<joint_torque joint="beta" value="0.033"/>',
+                            '<joint_torque joint="beta" type="fourier" period="0.01" a0="0.033" a="0.01" b="0.005"/>')
+    path = tmp_path / "andrews_variant.urdf"
+    path.write_text(text)
+    return path
+
+
+def _resolver_state(resolver):
+    return (resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor)
+
+
+def _set_resolver_state(resolver, state) -> None:
+    resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor = state
+
+
+def _states(model, t_end: float = 0.01, n: int = 12):
+    """(t, y) of the reduced system along a real trajectory (β, β̇ and the shadow rows from the coordinate map)."""
+    trajectory = biobullet.simulate(model, t_end, formulation="reduced", t_eval=np.linspace(0, t_end, n),
+                                    progress=False)
+    system = System(model, "reduced", {"shadow": True, "compiled": False})
+    rows_x, rows_v = system.shadow
+    out = []
+    for k, t in enumerate(trajectory.t):
+        q, v = trajectory.q[k], trajectory.v[k]
+        x, xd, _, _ = model.joint_state(q, v, t)
+        out.append((float(t), np.concatenate([q, v, x[rows_x], xd[rows_v], [0.0, 0.0]])))
+    return out
+
+
+@pytest.mark.parametrize("damping, fourier", [(0.0, False), (25.0, False), (0.0, True), (25.0, True), (None, None)],
+                         ids=["andrews", "damped spring", "fourier torque", "both", "four-bar knee"])
+def test_matches_the_generic_path_from_the_same_cache(tmp_path, damping, fourier):
+    # the four-bar knee: a one-loop model with no force elements (gravity only)
+    model = biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf" if damping is None
+                                 else _variant(tmp_path, damping, fourier))
+    fast = System(model, "reduced", {"shadow": True})
+    slow = System(model, "reduced", {"shadow": True, "compiled": False})
+    assert fast._compiled is not None and slow._compiled is None
+    resolver = model.coordinate_map.resolvers[0]
+    for t, y in _states(model):
+        near = y.copy()
+        near[:2] += (2e-3, -1.0)   # the cache at a nearby solution: Newton has work to do from there
+        slow._checked_rhs(t, near)
+        before = _resolver_state(resolver)
+        compiled = fast._compiled(t, y)
+        after_compiled = _resolver_state(resolver)
+        _set_resolver_state(resolver, before)
+        generic = slow._checked_rhs(t, y)
+        assert compiled is not None, f"the compiled path handed over at t = {t}"
+        # round-off: the same algorithm from the same cache; the scale of each block is its largest entry
+        scale = np.maximum(np.abs(generic), 1e-12 * np.max(np.abs(generic)))
+        assert np.all(np.abs(compiled - generic) <= 1e-11 * scale + 1e-12), (t, compiled - generic)
+        # the resolver's cache moved to the same solution
+        np.testing.assert_allclose(after_compiled[0][1], resolver._warm[1], rtol=0, atol=1e-13)
+    if damping:
+        assert np.any([abs(slow._checked_rhs(t, y)[-1]) > 0 for t, y in _states(model)[1:]]), "dissipation seen"
+
+
+def test_simulation_is_the_same_with_and_without_the_compiled_path(monkeypatch):
+    model = biobullet.load_model(ANDREWS)
+    kw = dict(formulation="reduced", method="DOP853", rtol=1e-8, atol=1e-8, t_eval=[0.01, 0.03], progress=False)
+    fast = biobullet.simulate(model, 0.03, **kw)
+    monkeypatch.setattr(compiled_rhs.CompiledReducedRHS, "for_system", classmethod(lambda cls, system: None))
+    slow = biobullet.simulate(model, 0.03, **kw)
+    assert fast.meta["status"] == slow.meta["status"] == "finished"
+    np.testing.assert_allclose(fast.column("beta"), slow.column("beta"), rtol=1e-9)
+    # and both meet the published value (IVP test set, PSIDE 1e-14) to the benchmark's accuracy
+    reference = REFERENCE_Q[0]
+    assert abs(fast.column("beta")[-1] - reference) <= 1e-7 * reference
+
+
+def test_hands_over_on_a_large_input_change_and_on_non_finite_states():
+    model = biobullet.load_model(ANDREWS)
+    fast = System(model, "reduced", {"shadow": True})
+    slow = System(model, "reduced", {"shadow": True, "compiled": False})
+    y0 = fast.initial_vector(None, 0.0)
+    assert fast._compiled(0.0, y0) is not None
+    far = y0.copy()
+    far[0] += 0.5   # β jumps by 0.5 rad from the cached solution: continuation belongs to the generic path
+    assert fast._compiled(0.0, far) is None
+    np.testing.assert_allclose(fast.rhs(0.0, far), slow._checked_rhs(0.0, far), rtol=1e-12, atol=1e-12)
+    bad = y0.copy()
+    bad[1] = np.nan
+    assert fast._compiled(0.0, bad) is None
+    with pytest.raises(_NonFinite, match="not finite"):
+        fast.rhs(0.0, bad)
+
+
+def test_only_models_it_covers(monkeypatch):
+    andrews = biobullet.load_model(ANDREWS)
+    assert System(andrews, "reduced", {"shadow": False})._compiled is not None
+    for formulation in ("reduced_recursive", "multipliers", "matrix_calculus"):
+        assert System(andrews, formulation, {"shadow": False})._compiled is None, formulation
+    assert System(biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf"), "reduced", {"shadow": True})._compiled
+    prosthesis = biobullet.load_model(ROOT / "urdf" / "prosthesis_fourbar.urdf")   # other force elements
+    arm = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")                           # no loop
+    for model in (prosthesis, arm):
+        assert System(model, "reduced", {"shadow": True})._compiled is None, model.name
+    monkeypatch.setattr(compiled_kernels, "ENABLED", False)               # BIOBULLET_NUMBA=0
+    assert System(andrews, "reduced", {"shadow": True})._compiled is None
