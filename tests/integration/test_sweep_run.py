@@ -225,3 +225,40 @@ def test_killed_sweep_resumes_without_recomputing_finished_points(cluster, trace
         assert final[point_id] == state and counts[point_id] == counts_at_term[point_id]
     assert sorted(json.loads((out / "summary.json").read_text())["points"], key=lambda p: p["params"]["value"])[5][
         "result"] == {"value": 5.0, "square": 25.0, "duration": 0.4}
+
+
+def test_local_cluster_workers_run_without_the_dashboard_background_work() -> None:
+    """The local cluster a sweep starts passes LOCAL_CLUSTER_CONFIG to its worker processes (profiler off, slow
+    tick and monitors), and the user's own Dask configuration outside the sweep is left as it was."""
+    import dask
+    import distributed  # noqa: F401  (registers the "distributed" section of the Dask configuration)
+
+    from biobullet.sweep.runner import LOCAL_CLUSTER_CONFIG, open_client
+
+    keys = list(LOCAL_CLUSTER_CONFIG)
+    before = {key: dask.config.get(key) for key in keys}
+    with open_client(None, 2, 2) as client:
+        seen = client.run(lambda: {key: dask.config.get(key) for key in keys})
+    assert len(seen) == 2
+    for worker_config in seen.values():
+        assert worker_config == LOCAL_CLUSTER_CONFIG
+    assert {key: dask.config.get(key) for key in keys} == before
+    assert before["distributed.worker.profile.enabled"] is True   # the library default, unchanged in the driver
+
+
+def test_a_script_without_a_main_guard_gets_one_clear_error(tmp_path: Path) -> None:
+    """Spawned worker processes re-import the main module: a script calling run_sweep at top level makes the
+    local cluster fail to start; the driver raises SweepError saying what to do."""
+    script = tmp_path / "no_guard.py"
+    script.write_text("from biobullet.sweep import run_sweep\n"
+                      "run_sweep({'function': 'demo.busy', 'fixed': {'iterations': 1, 'size': 10},\n"
+                      "           'sweep': {'path': 'seed', 'start': 1, 'stop': 2, 'num': 2}},\n"
+                      f"          workers=2, out={str(tmp_path / 'out')!r}, progress=False, plots=False)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugin") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, env=env,
+                          cwd=tmp_path)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("biobullet.sweep.runner.SweepError: the local Dask cluster could not start"), last
+    assert 'if __name__ == "__main__":' in last
+    assert not (tmp_path / "out" / "points").exists() or not any((tmp_path / "out" / "points").iterdir())
