@@ -495,78 +495,8 @@ def _tree_kinematics_kernel(meta, body, x, xd, n_tangent, with_rates):
     loc = np.empty((3, 3))
     jr = np.empty((3, 3))
     for i in range(nb):
-        parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
-        ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
-        pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
-        if kind == 2:  # free
-            qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
-            norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-            qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
-            loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
-            loc[0, 1] = 2 * (qx * qy - qz * qw)
-            loc[0, 2] = 2 * (qx * qz + qy * qw)
-            loc[1, 0] = 2 * (qx * qy + qz * qw)
-            loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
-            loc[1, 2] = 2 * (qy * qz - qx * qw)
-            loc[2, 0] = 2 * (qx * qz - qy * qw)
-            loc[2, 1] = 2 * (qy * qz + qx * qw)
-            loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
-            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
-        elif kind == 0:  # revolute: origin rotation times Rodrigues I + s K + (1 − c) K²
-            s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
-            jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
-            jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
-            jr[2, 2] = 1.0 - c1 * (ax0 * ax0 + ax1 * ax1)
-            jr[0, 1] = -s * ax2 + c1 * ax0 * ax1
-            jr[1, 0] = s * ax2 + c1 * ax0 * ax1
-            jr[0, 2] = s * ax1 + c1 * ax0 * ax2
-            jr[2, 0] = -s * ax1 + c1 * ax0 * ax2
-            jr[1, 2] = -s * ax0 + c1 * ax1 * ax2
-            jr[2, 1] = s * ax0 + c1 * ax1 * ax2
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
-                                 + body[i, 5 + 3 * a] * jr[2, b])
-        else:  # prismatic
-            d = x[qi]
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = body[i, 3 + 3 * a + b]
-            pl0 += (loc[0, 0] * ax0 + loc[0, 1] * ax1 + loc[0, 2] * ax2) * d
-            pl1 += (loc[1, 0] * ax0 + loc[1, 1] * ax1 + loc[1, 2] * ax2) * d
-            pl2 += (loc[2, 0] * ax0 + loc[2, 1] * ax1 + loc[2, 2] * ax2) * d
-        if parent < 0:
-            for a in range(3):
-                for b in range(3):
-                    rot[i, a, b] = loc[a, b]
-            pos[i, 0], pos[i, 1], pos[i, 2] = pl0, pl1, pl2
-        else:
-            for a in range(3):
-                for b in range(3):
-                    rot[i, a, b] = (rot[parent, a, 0] * loc[0, b] + rot[parent, a, 1] * loc[1, b]
-                                    + rot[parent, a, 2] * loc[2, b])
-                pos[i, a] = (rot[parent, a, 0] * pl0 + rot[parent, a, 1] * pl1 + rot[parent, a, 2] * pl2
-                             + pos[parent, a])
-        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
-        if kind == 2:
-            for a in range(3):
-                for b in range(3):
-                    sub[a, vi + b] = rot[i, a, b]
-                    sub[3 + a, vi + 3 + b] = rot[i, a, b]
-            for b in range(3):  # skew(p) R
-                r0, r1, r2 = rot[i, 0, b], rot[i, 1, b], rot[i, 2, b]
-                sub[0, vi + 3 + b] = p1 * r2 - p2 * r1
-                sub[1, vi + 3 + b] = p2 * r0 - p0 * r2
-                sub[2, vi + 3 + b] = p0 * r1 - p1 * r0
-        else:
-            w0 = rot[i, 0, 0] * ax0 + rot[i, 0, 1] * ax1 + rot[i, 0, 2] * ax2
-            w1 = rot[i, 1, 0] * ax0 + rot[i, 1, 1] * ax1 + rot[i, 1, 2] * ax2
-            w2 = rot[i, 2, 0] * ax0 + rot[i, 2, 1] * ax1 + rot[i, 2, 2] * ax2
-            if kind == 0:
-                sub[0, vi], sub[1, vi], sub[2, vi] = p1 * w2 - p2 * w1, p2 * w0 - p0 * w2, p0 * w1 - p1 * w0
-                sub[3, vi], sub[4, vi], sub[5, vi] = w0, w1, w2
-            else:
-                sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
+        _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+        parent, kind, vi = meta[i, 0], meta[i, 1], meta[i, 3]
         if with_rates:
             nv = meta[i, 4]
             for a in range(6):
@@ -693,18 +623,20 @@ def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, bas
 
 
 _KERNELS = None
+_place_body = None   # compiled_kernels' compiled `_place_body_py`, bound before the kinematics kernel compiles
 from ..dynamics import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
 
 
 def _kernels():
     """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
-    global _KERNELS
+    global _KERNELS, _place_body
     if _KERNELS:
         return _KERNELS if _compiled.ENABLED else None
     if _KERNELS is None:
         from ..dynamics import compiled_kernels
         if compiled_kernels.ENABLED:
             import numba
+            _place_body = compiled_kernels.place_body_kernel()
             _KERNELS = (numba.njit(cache=True, nogil=True)(_tree_kinematics_kernel),
                         numba.njit(cache=True, nogil=True)(_loop_rows_kernel))
         else:

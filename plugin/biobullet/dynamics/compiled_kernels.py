@@ -23,6 +23,16 @@ ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() n
 
 
 _COMPILED: dict = {}
+_place_body = None   # the compiled `_place_body_py`: a global of the tree kernels, bound before they compile
+
+
+def place_body_kernel():
+    """The compiled `_place_body_py` (bound as this module's `_place_body`), for kernels that call it."""
+    global _place_body
+    if _place_body is None:
+        import numba
+        _place_body = numba.njit(cache=True, nogil=True, inline="always")(_place_body_py)
+    return _place_body
 
 
 def compiled_or_none(function):
@@ -34,6 +44,7 @@ def compiled_or_none(function):
     if kernel is None:
         try:
             import numba
+            place_body_kernel()
             kernel = numba.njit(cache=True, nogil=True)(function)
         except Exception:   # pragma: no cover - numba missing or broken
             kernel = False
@@ -48,6 +59,7 @@ def _lazy(function):
 
     def first_call(*args):
         import numba
+        place_body_kernel()
         compiled = numba.njit(cache=True, nogil=True)(function)
         globals()[name] = compiled
         return compiled(*args)
@@ -79,6 +91,89 @@ def pack(model) -> tuple[np.ndarray, np.ndarray]:
     return meta, body
 
 
+def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
+    """World placement of body i (its parent placed already) into rot[i], pos[i], and its motion-subspace columns
+    into sub: R_i = R_p R_loc, p_i = R_p p_loc + p_p; revolute [p × a; a], prismatic [a; 0], free base
+    [R, [p]× R; 0, R]. loc, jr: 3×3 scratch. The first pass shared by `_tree_dynamics` and the kinematics kernel
+    of constraints.loops (bound as their global `_place_body` before they compile)."""
+    parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
+    ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
+    pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
+    if kind == FREE:
+        qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
+        norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+        qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
+        loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
+        loc[0, 1] = 2 * (qx * qy - qz * qw)
+        loc[0, 2] = 2 * (qx * qz + qy * qw)
+        loc[1, 0] = 2 * (qx * qy + qz * qw)
+        loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
+        loc[1, 2] = 2 * (qy * qz - qx * qw)
+        loc[2, 0] = 2 * (qx * qz - qy * qw)
+        loc[2, 1] = 2 * (qy * qz + qx * qw)
+        loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
+        pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
+    elif kind == REVOLUTE:
+        s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
+        # Rodrigues: I + s K + (1 − c) K², K = [a]×
+        jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
+        jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
+        jr[2, 2] = 1.0 - c1 * (ax0 * ax0 + ax1 * ax1)
+        jr[0, 1] = -s * ax2 + c1 * ax0 * ax1
+        jr[1, 0] = s * ax2 + c1 * ax0 * ax1
+        jr[0, 2] = s * ax1 + c1 * ax0 * ax2
+        jr[2, 0] = -s * ax1 + c1 * ax0 * ax2
+        jr[1, 2] = -s * ax0 + c1 * ax1 * ax2
+        jr[2, 1] = s * ax0 + c1 * ax1 * ax2
+        for a in range(3):
+            for b in range(3):
+                loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
+                             + body[i, 5 + 3 * a] * jr[2, b])
+    else:  # prismatic
+        d = x[qi]
+        for a in range(3):
+            for b in range(3):
+                loc[a, b] = body[i, 3 + 3 * a + b]
+        pl0 += (loc[0, 0] * ax0 + loc[0, 1] * ax1 + loc[0, 2] * ax2) * d
+        pl1 += (loc[1, 0] * ax0 + loc[1, 1] * ax1 + loc[1, 2] * ax2) * d
+        pl2 += (loc[2, 0] * ax0 + loc[2, 1] * ax1 + loc[2, 2] * ax2) * d
+    if parent < 0:
+        for a in range(3):
+            for b in range(3):
+                rot[i, a, b] = loc[a, b]
+        pos[i, 0], pos[i, 1], pos[i, 2] = pl0, pl1, pl2
+    else:
+        for a in range(3):
+            for b in range(3):
+                rot[i, a, b] = (rot[parent, a, 0] * loc[0, b] + rot[parent, a, 1] * loc[1, b]
+                                + rot[parent, a, 2] * loc[2, b])
+            pos[i, a] = (rot[parent, a, 0] * pl0 + rot[parent, a, 1] * pl1 + rot[parent, a, 2] * pl2
+                         + pos[parent, a])
+    r = rot[i]
+    p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
+    # motion subspace columns
+    if kind == FREE:
+        for a in range(3):
+            for b in range(3):
+                sub[a, vi + b] = r[a, b]
+                sub[3 + a, vi + 3 + b] = r[a, b]
+        for b in range(3):  # [p]× R
+            sub[0, vi + 3 + b] = -p2 * r[1, b] + p1 * r[2, b]
+            sub[1, vi + 3 + b] = p2 * r[0, b] - p0 * r[2, b]
+            sub[2, vi + 3 + b] = -p1 * r[0, b] + p0 * r[1, b]
+    else:
+        w0 = r[0, 0] * ax0 + r[0, 1] * ax1 + r[0, 2] * ax2
+        w1 = r[1, 0] * ax0 + r[1, 1] * ax1 + r[1, 2] * ax2
+        w2 = r[2, 0] * ax0 + r[2, 1] * ax1 + r[2, 2] * ax2
+        if kind == REVOLUTE:
+            sub[0, vi] = p1 * w2 - p2 * w1
+            sub[1, vi] = p2 * w0 - p0 * w2
+            sub[2, vi] = p0 * w1 - p1 * w0
+            sub[3, vi], sub[4, vi], sub[5, vi] = w0, w1, w2
+        else:
+            sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
+
+
 def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
@@ -88,82 +183,9 @@ def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_b
     loc = np.empty((3, 3))
     jr = np.empty((3, 3))
     for i in range(nb):
-        parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
-        ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
-        pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
-        if kind == FREE:
-            qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
-            norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-            qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
-            loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
-            loc[0, 1] = 2 * (qx * qy - qz * qw)
-            loc[0, 2] = 2 * (qx * qz + qy * qw)
-            loc[1, 0] = 2 * (qx * qy + qz * qw)
-            loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
-            loc[1, 2] = 2 * (qy * qz - qx * qw)
-            loc[2, 0] = 2 * (qx * qz - qy * qw)
-            loc[2, 1] = 2 * (qy * qz + qx * qw)
-            loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
-            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
-        elif kind == REVOLUTE:
-            s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
-            # Rodrigues: I + s K + (1 − c) K², K = [a]×
-            jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
-            jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
-            jr[2, 2] = 1.0 - c1 * (ax0 * ax0 + ax1 * ax1)
-            jr[0, 1] = -s * ax2 + c1 * ax0 * ax1
-            jr[1, 0] = s * ax2 + c1 * ax0 * ax1
-            jr[0, 2] = s * ax1 + c1 * ax0 * ax2
-            jr[2, 0] = -s * ax1 + c1 * ax0 * ax2
-            jr[1, 2] = -s * ax0 + c1 * ax1 * ax2
-            jr[2, 1] = s * ax0 + c1 * ax1 * ax2
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
-                                 + body[i, 5 + 3 * a] * jr[2, b])
-        else:  # prismatic
-            d = x[qi]
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = body[i, 3 + 3 * a + b]
-            pl0 += (loc[0, 0] * ax0 + loc[0, 1] * ax1 + loc[0, 2] * ax2) * d
-            pl1 += (loc[1, 0] * ax0 + loc[1, 1] * ax1 + loc[1, 2] * ax2) * d
-            pl2 += (loc[2, 0] * ax0 + loc[2, 1] * ax1 + loc[2, 2] * ax2) * d
-        if parent < 0:
-            for a in range(3):
-                for b in range(3):
-                    rot[i, a, b] = loc[a, b]
-            pos[i, 0], pos[i, 1], pos[i, 2] = pl0, pl1, pl2
-        else:
-            for a in range(3):
-                for b in range(3):
-                    rot[i, a, b] = (rot[parent, a, 0] * loc[0, b] + rot[parent, a, 1] * loc[1, b]
-                                    + rot[parent, a, 2] * loc[2, b])
-                pos[i, a] = (rot[parent, a, 0] * pl0 + rot[parent, a, 1] * pl1 + rot[parent, a, 2] * pl2
-                             + pos[parent, a])
+        _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
         r = rot[i]
         p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
-        # motion subspace columns
-        if kind == FREE:
-            for a in range(3):
-                for b in range(3):
-                    sub[a, vi + b] = r[a, b]
-                    sub[3 + a, vi + 3 + b] = r[a, b]
-            for b in range(3):  # [p]× R
-                sub[0, vi + 3 + b] = -p2 * r[1, b] + p1 * r[2, b]
-                sub[1, vi + 3 + b] = p2 * r[0, b] - p0 * r[2, b]
-                sub[2, vi + 3 + b] = -p1 * r[0, b] + p0 * r[1, b]
-        else:
-            w0 = r[0, 0] * ax0 + r[0, 1] * ax1 + r[0, 2] * ax2
-            w1 = r[1, 0] * ax0 + r[1, 1] * ax1 + r[1, 2] * ax2
-            w2 = r[2, 0] * ax0 + r[2, 1] * ax1 + r[2, 2] * ax2
-            if kind == REVOLUTE:
-                sub[0, vi] = p1 * w2 - p2 * w1
-                sub[1, vi] = p2 * w0 - p0 * w2
-                sub[2, vi] = p0 * w1 - p1 * w0
-                sub[3, vi], sub[4, vi], sub[5, vi] = w0, w1, w2
-            else:
-                sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
         # spatial inertia about the world origin: [[m 1, −m[c]×], [m[c]×, Ic − m[c]×[c]×]]
         m = body[i, 15]
         cb0, cb1, cb2 = body[i, 16], body[i, 17], body[i, 18]
@@ -337,6 +359,22 @@ def _affine_pair(a, b, q, v):
         xd[r] = t
         check += 0.0 * s + 0.0 * t  # NaN as soon as one entry is NaN or ±inf
     return x, xd, check == 0.0
+
+
+def _cholesky_solve_py(low, rhs, out):
+    """out = (L Lᵀ)⁻¹ rhs for the lower-triangular Cholesky factor L: forward, then back substitution (out may
+    be rhs). Called from other compiled kernels (bound as their global before they compile)."""
+    n = rhs.shape[0]
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s -= low[i, k] * out[k]
+        out[i] = s / low[i, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, n):
+            s -= low[k, i] * out[k]
+        out[i] = s / low[i, i]
 
 
 project_upper = _lazy(_project_upper)

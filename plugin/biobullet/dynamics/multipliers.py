@@ -190,16 +190,7 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
             for k in range(j):
                 s -= sl[i, k] * sl[j, k]
             sl[i, j] = s / d
-    for i in range(m):
-        s = rhs[i]
-        for k in range(i):
-            s -= sl[i, k] * lam[k]
-        lam[i] = s / sl[i, i]
-    for i in range(m - 1, -1, -1):
-        s = lam[i]
-        for k in range(i + 1, m):
-            s -= sl[k, i] * lam[k]
-        lam[i] = s / sl[i, i]
+    _cholesky_solve(sl, rhs, lam)
     for i in range(n):
         s = b[i, m]
         for r in range(m):
@@ -208,9 +199,17 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
     return 0, xdd, lam
 
 
+_cholesky_solve = None   # compiled_kernels._cholesky_solve_py, compiled and bound before the KKT kernel compiles
+
+
 def _kkt_kernel():
     """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
-    from .compiled_kernels import compiled_or_none
+    global _cholesky_solve
+    from .compiled_kernels import _cholesky_solve_py, compiled_or_none
+    if _cholesky_solve is None:
+        _cholesky_solve = compiled_or_none(_cholesky_solve_py)
+        if _cholesky_solve is None:
+            return None
     return compiled_or_none(_kkt_kernel_py)
 
 

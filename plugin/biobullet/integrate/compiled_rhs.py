@@ -29,7 +29,7 @@ from ..dynamics import compiled_kernels as _compiled
 _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _PROJECT = _SPRING = None
+_LEAN = _TREE = _PROJECT = _SPRING = _CHOLESKY_SOLVE = None
 _FUSED = None
 
 
@@ -98,16 +98,7 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
             else:
                 low[i, j] = s / low[j, j]
     accel = np.empty(nq)
-    for i in range(nq):
-        s = rhs[i]
-        for k in range(i):
-            s -= low[i, k] * accel[k]
-        accel[i] = s / low[i, i]
-    for i in range(nq - 1, -1, -1):
-        s = accel[i]
-        for k in range(i + 1, nq):
-            s -= low[k, i] * accel[k]
-        accel[i] = s / low[i, i]
+    _CHOLESKY_SOLVE(low, rhs, accel)
     out = np.empty(size)
     for j in range(nq):
         out[j] = y[nq + j]
@@ -130,16 +121,17 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
 
 def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
-    global _LEAN, _TREE, _PROJECT, _SPRING, _FUSED
+    global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_SOLVE, _FUSED
     if _FUSED is None:
         from ..forces.compiled import _spring_kernel_py
         tree = _compiled.compiled_or_none(_compiled._tree_dynamics)
         project = _compiled.compiled_or_none(_compiled._project_upper)
         spring = _compiled.compiled_or_none(_spring_kernel_py)
-        if None in (tree, project, spring):
+        solve = _compiled.compiled_or_none(_compiled._cholesky_solve_py)
+        if None in (tree, project, spring, solve):
             _FUSED = False
         else:
-            _LEAN, _TREE, _PROJECT, _SPRING = lean_kernel, tree, project, spring
+            _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_SOLVE = lean_kernel, tree, project, spring, solve
             _FUSED = _compiled.compiled_or_none(_fused_rhs_py) or False
     return _FUSED or None
 
