@@ -76,13 +76,23 @@ ELASTIC_ROBOT = "urdf/elastic_robot_3link.urdf"
 
 
 def _resolve(path: str | os.PathLike[str]) -> str:
-    """`path` as given if it exists; a relative path that does not is looked up under the repository root."""
+    """`path` as given if it exists; a relative path that does not is looked up under the repository root, and
+    `urdf/NAME` among the bundled models (installed package data)."""
     from pathlib import Path
     p = Path(path)
     if p.exists() or p.is_absolute():
         return str(p)
     alt = Path(__file__).resolve().parents[3] / p
-    return str(alt) if alt.exists() else str(p)
+    if alt.exists():
+        return str(alt)
+    if len(p.parts) == 2 and p.parts[0] == "urdf":
+        from ..errors import ModelError
+        from ..scenarios.common import bundled_model
+        try:
+            return bundled_model(p.name)
+        except ModelError:
+            pass
+    return str(p)
 
 
 def ground_up(model, path: str | os.PathLike[str]) -> list:

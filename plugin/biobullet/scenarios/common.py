@@ -11,12 +11,14 @@ from ..errors import ModelError
 
 
 def bundled_model(name: str) -> str:
-    """Path of a bundled model file (`urdf/NAME` in a source checkout, or packaged data)."""
+    """Path of a bundled model file (`urdf/NAME` in a source checkout, or the package data `biobullet/data/urdf`
+    of an installed wheel — a symbolic link to `urdf/` in the checkout, copied by the wheel build)."""
     here = Path(__file__).resolve()
     for candidate in (here.parents[3] / "urdf" / name, here.parents[1] / "data" / "urdf" / name):
         if candidate.is_file():
             return str(candidate)
-    raise ModelError(f"bundled model {name!r} not found", expected="a file in the repository's urdf/ folder")
+    raise ModelError(f"bundled model {name!r} not found",
+                     expected="a file in the repository's urdf/ folder or the package's data/urdf")
 
 
 def bundled_models() -> list[str]:
