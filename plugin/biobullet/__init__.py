@@ -23,6 +23,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "validate_model": ("biobullet.validate", "validate_model"),
     "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
     "run_scenario": ("biobullet.scenarios", "run_scenario"),
+    "PluginError": ("biobullet.plugins", "PluginError"),
 }
 
 __all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY]

@@ -301,10 +301,9 @@ class Contact(ForceElement):
 
 
 def _all_law_attributes() -> set[str]:
-    from .registry import _friction, _normal, _load
-    _load()
-    return {key for table in (_normal, _friction) for cls in table.values() for key in cls.attributes} | {
-        "exponent"}
+    from .registry import FRICTION_LAWS, NORMAL_LAWS
+    return {key for registry in (NORMAL_LAWS, FRICTION_LAWS) for cls in registry.classes()
+            for key in cls.attributes} | {"exponent"}
 
 
 _cache: "WeakKeyDictionary[object, tuple[Contact, ...]]" = WeakKeyDictionary()

@@ -7,81 +7,66 @@ first lookup. Built-ins are registered when `normal` / `friction` are imported (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 from ..errors import SourceRef
+from ..plugins import PluginRegistry
 from .base import FrictionLaw, NormalLaw, model_error
 
 NORMAL_ENTRY_POINT_GROUP = "biobullet.normal_laws"
 FRICTION_ENTRY_POINT_GROUP = "biobullet.friction_laws"
 
-_normal: dict[str, type[NormalLaw]] = {}
-_friction: dict[str, type[FrictionLaw]] = {}
-_loaded = False
+
+def _builtins() -> None:
+    from . import friction, normal  # noqa: F401  (register the built-ins)
+
+
+NORMAL_LAWS: PluginRegistry[type[NormalLaw]] = PluginRegistry(
+    "normal law", NormalLaw, NORMAL_ENTRY_POINT_GROUP, _builtins)
+FRICTION_LAWS: PluginRegistry[type[FrictionLaw]] = PluginRegistry(
+    "friction law", FrictionLaw, FRICTION_ENTRY_POINT_GROUP, _builtins)
 
 
 def register_normal_law(cls: type[NormalLaw]) -> type[NormalLaw]:
     """Class decorator: register a NormalLaw subclass under its `law_name`."""
     if not cls.law_name:
         raise ValueError(f"{cls.__name__} has no law_name")
-    _normal[cls.law_name] = cls
-    return cls
+    return NORMAL_LAWS.add(cls.law_name, cls)
 
 
 def register_friction_law(cls: type[FrictionLaw]) -> type[FrictionLaw]:
     """Class decorator: register a FrictionLaw subclass under its `law_name`."""
     if not cls.law_name:
         raise ValueError(f"{cls.__name__} has no law_name")
-    _friction[cls.law_name] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    from . import friction, normal  # noqa: F401  (register the built-ins)
-    for group, table, base in ((NORMAL_ENTRY_POINT_GROUP, _normal, NormalLaw),
-                               (FRICTION_ENTRY_POINT_GROUP, _friction, FrictionLaw)):
-        for ep in metadata.entry_points(group=group):
-            cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, base)):
-                raise TypeError(f"entry point {ep.name} in {group} is not a {base.__name__} subclass")
-            table.setdefault(ep.name, cls)
-    _loaded = True
+    return FRICTION_LAWS.add(cls.law_name, cls)
 
 
 def normal_law_names() -> list[str]:
-    _load()
-    return sorted(_normal)
+    return NORMAL_LAWS.names()
 
 
 def friction_law_names() -> list[str]:
-    _load()
-    return sorted(_friction)
+    return FRICTION_LAWS.names()
+
+
+def _lookup(registry: PluginRegistry, name: str, source: SourceRef | None, attribute: str):
+    cls = registry.get(str(name).strip())
+    if cls is None:
+        raise model_error(source, attribute, f"unknown {registry.family} '{name}'",
+                          "one of: " + ", ".join(registry.names()))
+    return cls
 
 
 def get_normal_law(name: str, source: SourceRef | None = None,
                    attribute: str = "normal_law") -> type[NormalLaw]:
     """The NormalLaw class registered as `name`; ModelError listing the known names otherwise."""
-    _load()
-    cls = _normal.get(str(name).strip())
-    if cls is None:
-        raise model_error(source, attribute, f"unknown normal law '{name}'",
-                          "one of: " + ", ".join(sorted(_normal)))
-    return cls
+    return _lookup(NORMAL_LAWS, name, source, attribute)
 
 
 def get_friction_law(name: str, source: SourceRef | None = None,
                      attribute: str = "friction_law") -> type[FrictionLaw]:
     """The FrictionLaw class registered as `name`; ModelError listing the known names otherwise."""
-    _load()
-    cls = _friction.get(str(name).strip())
-    if cls is None:
-        raise model_error(source, attribute, f"unknown friction law '{name}'",
-                          "one of: " + ", ".join(sorted(_friction)))
-    return cls
+    return _lookup(FRICTION_LAWS, name, source, attribute)
 
 
 def normal_law_from_attributes(attributes: Mapping[str, Any], source: SourceRef | None = None,

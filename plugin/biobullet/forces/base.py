@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from importlib import metadata
 from typing import ClassVar, Mapping
 
 import numpy as np
 
 from ..errors import SourceRef
+from ..plugins import PluginRegistry
 
 ENTRY_POINT_GROUP = "biobullet.force_elements"
-_registry: dict[str, type["ForceElement"]] = {}
-_entry_points_loaded = False
 
 
 class ForceElement(ABC):
@@ -66,37 +64,32 @@ class ForceElement(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+def _builtins() -> None:
+    from . import elements  # noqa: F401  (registers the built-in elements)
+
+
+def _tag_entry_point(cls: type[ForceElement], name: str) -> None:
+    cls.tag = cls.tag or name
+
+
+FORCE_ELEMENTS: PluginRegistry[type[ForceElement]] = PluginRegistry(
+    "force element", ForceElement, ENTRY_POINT_GROUP, _builtins, _tag_entry_point)
+
+
 def register_force(tag: str):
     """Class decorator: register a ForceElement subclass for the `<biobullet>` element `tag`."""
     def decorate(cls: type[ForceElement]) -> type[ForceElement]:
         cls.tag = tag
-        _registry[tag] = cls
-        return cls
+        return FORCE_ELEMENTS.add(tag, cls)
     return decorate
 
 
-def _load() -> None:
-    global _entry_points_loaded
-    from . import elements  # noqa: F401  (registers the built-in elements)
-    if _entry_points_loaded:
-        return
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        cls = ep.load()
-        if not (isinstance(cls, type) and issubclass(cls, ForceElement)):
-            raise TypeError(f"entry point {ep.name} in {ENTRY_POINT_GROUP} is not a ForceElement subclass")
-        cls.tag = cls.tag or ep.name
-        _registry.setdefault(ep.name, cls)
-    _entry_points_loaded = True
-
-
 def force_type(tag: str) -> type[ForceElement] | None:
-    _load()
-    return _registry.get(tag)
+    return FORCE_ELEMENTS.get(tag)
 
 
 def force_tags() -> list[str]:
-    _load()
-    return sorted(_registry)
+    return FORCE_ELEMENTS.names()
 
 
 # ------------------------------------------------------------------------------------------ attribute helpers

@@ -8,7 +8,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
+from biobullet import plugins
 from biobullet.errors import SourceRef
+from biobullet.plugins import PluginError
 from biobullet.functions import JointFunction, check_derivatives, get, names, register, registry
 from biobullet.functions.linear import LinearFunction
 
@@ -19,7 +21,7 @@ SRC = SourceRef("test.urdf", '<joint_function joint="J">')
 def clean_registry(monkeypatch: pytest.MonkeyPatch):
     """Let a test add types without leaking them into other tests."""
     get("linear")  # make sure the built-ins are in before the snapshot
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    monkeypatch.setattr(registry.JOINT_FUNCTIONS, "_table", dict(registry.JOINT_FUNCTIONS._table))
     yield registry
 
 
@@ -77,15 +79,15 @@ def test_entry_point_registration(clean_registry, monkeypatch: pytest.MonkeyPatc
         calls.append(group)
         return [ep]
 
-    monkeypatch.setattr(registry, "metadata", SimpleNamespace(entry_points=fake_entry_points))
-    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    monkeypatch.setattr(plugins, "metadata", SimpleNamespace(entry_points=fake_entry_points))
+    monkeypatch.setattr(registry.JOINT_FUNCTIONS, "_loaded", False)
     assert get("aliased_linear") is LinearFunction
     assert calls == [registry.ENTRY_POINT_GROUP]
 
 
 def test_entry_point_that_is_not_a_joint_function_is_refused(clean_registry, monkeypatch) -> None:
     ep = metadata.EntryPoint(name="bogus", value="math:sqrt", group=registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "metadata", SimpleNamespace(entry_points=lambda group: [ep]))
-    monkeypatch.setattr(registry, "_entry_points_loaded", False)
-    with pytest.raises(TypeError, match="bogus"):
+    monkeypatch.setattr(plugins, "metadata", SimpleNamespace(entry_points=lambda group: [ep]))
+    monkeypatch.setattr(registry.JOINT_FUNCTIONS, "_loaded", False)
+    with pytest.raises(PluginError, match="bogus.*not a JointFunction subclass"):
         get("bogus")
