@@ -159,8 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
     sweep.set_defaults(handler=cmd_sweep)
 
-    bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs each other)",
-                 "Prints timing ratios measured in one run.", "  biobullet bench\n")
+    bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs Pinocchio)",
+                 "Times mass matrix + bias forces of every formulation against Pinocchio on the bundled arm7,\n"
+                 "humanoid and shoulder models, and a PyBullet step with and without the bridge on the shoulder\n"
+                 "model; ratios taken in one run (about a minute; --quick: a few seconds, noisier). Writes\n"
+                 "DIR/bench.json.",
+                 "  biobullet bench\n  biobullet bench --quick --json > bench.json\n")
+    bench.add_argument("--quick", action="store_true", help="a few rounds only (seconds; noisier ratios)")
+    bench.add_argument("--out", default="out/bench", metavar="DIR", help="output directory (default out/bench)")
+    bench.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     bench.set_defaults(handler=cmd_bench)
     return parser
 
@@ -423,11 +430,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        from .analysis.bench import run_bench  # type: ignore[import-not-found]
-    except ImportError:
-        raise NotAvailable("bench") from None
-    run_bench()
+    from .bench import format_bench, run_bench
+
+    summary = run_bench(quick=args.quick, out=args.out)
+    print(json.dumps(summary, indent=2) if args.json else format_bench(summary))
+    print(f"bench: results in {os.path.join(args.out, 'bench.json')}", file=sys.stderr)
     return EXIT_OK
 
 

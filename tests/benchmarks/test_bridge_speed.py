@@ -9,6 +9,7 @@
                solve by Cholesky of the 4 × 4 reduced mass matrix, τ = Mẍ + h, λ). The velocity projection runs
                only when max|Φ̇|·dt exceeds `PROJECTION_TOLERANCE` (it does not here: the count is reported).
 
+The step loops and the interleaved rounds are `biobullet.bench.bridge_speed` (also behind `biobullet bench`).
 Each variant runs on its own DIRECT connection (same URDF, prepared by a Bridge: motors and damping off),
 restarted from the model's initial state in every round; rounds are interleaved and the best round is kept,
 so a loaded machine slows all three alike. Two clocks: wall (perf_counter) and the thread's CPU time
@@ -32,6 +33,7 @@ import pytest
 pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
+from biobullet.bench import CLOCKS, STEP_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge import kernels  # noqa: E402
 from biobullet.bridge.bridge import _kkt_matrix, _solve_kkt  # noqa: E402
@@ -40,42 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOULDER = ROOT / "urdf" / "shoulder_rhythm.urdf"
 STEPS = 50       # per round (0.05 s of motion at dt = 1 ms); many short rounds: the best is a quiet one
 ROUNDS = 100
-CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 HORIZON = 0.5    # s, accuracy comparison (longer free falls of the 4-DOF arm diverge chaotically with dt)
-
-
-def _bare(bridge: Bridge, steps: int, clock) -> float:
-    p, body, c = bridge._p, bridge.body, bridge.client
-    joints = bridge.map.joint_indices.tolist()
-    zeros = [0.0] * len(joints)
-    start = clock()
-    for _ in range(steps):
-        p.setJointMotorControlArray(body, joints, p.TORQUE_CONTROL, forces=zeros, physicsClientId=c)
-        p.stepSimulation(physicsClientId=c)
-    return (clock() - start) / steps
-
-
-def _minimal(bridge: Bridge, steps: int, clock) -> float:
-    p, body, c = bridge._p, bridge.body, bridge.client
-    joints = bridge.map.joint_indices.tolist()
-    zeros = [0.0] * len(joints)
-    start = clock()
-    for _ in range(steps):
-        states = p.getJointStates(body, joints, physicsClientId=c)
-        q, v = [s[0] for s in states], [s[1] for s in states]
-        mass = np.asarray(p.calculateMassMatrix(body, q, physicsClientId=c))
-        bias = np.asarray(p.calculateInverseDynamics(body, q, v, zeros, physicsClientId=c))
-        tau = bias + mass @ np.zeros(len(q))   # computed torque with q̈_des = 0: gravity/Coriolis compensation
-        p.setJointMotorControlArray(body, joints, p.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=c)
-        p.stepSimulation(physicsClientId=c)
-    return (clock() - start) / steps
-
-
-def _bridge(bridge: Bridge, steps: int, clock) -> float:
-    start = clock()
-    for _ in range(steps):
-        bridge.step()
-    return (clock() - start) / steps
 
 
 def _best(function, number: int = 300, repeat: int = 7) -> float:
@@ -127,32 +94,22 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
 
 def test_bridge_speed(capsys):
     model = biobullet.load_model(SHOULDER)
-    q0, v0 = model.initial_state()
-    runners = {"bare": _bare, "minimal": _minimal, "bridge": _bridge}
-    bridges = {name: Bridge(model, dt=1e-3) for name in runners}
+    measured = bridge_speed(model, rounds=ROUNDS, steps=STEPS, keep_bridge=True)
+    timed = measured.pop("bridge")
     try:
-        assert bridges["bridge"]._fast, "the shoulder (linear rows, fixed base) should take the fast path"
-        per_step = {clock: {name: [] for name in runners} for clock in CLOCKS}
-        for _ in range(ROUNDS):
-            for clock_name, clock in CLOCKS.items():
-                for name, run in runners.items():
-                    bridges[name].reset(q0, v0)
-                    per_step[clock_name][name].append(run(bridges[name], STEPS, clock))
-        # the bridge kept its constraints while being timed (the speed is not bought with accuracy)
-        worst = max(abs(r) for r in bridges["bridge"].constraint_residuals().values())
-        projections = bridges["bridge"].projections
-        parts = _breakdown(bridges["bridge"])
+        assert measured["fast_path"], "the shoulder (linear rows, fixed base) should take the fast path"
+        parts = _breakdown(timed)
     finally:
-        for bridge in bridges.values():
-            bridge.close()
-    best = {c: {name: float(min(times)) for name, times in per.items()} for c, per in per_step.items()}
-    median = {c: {name: float(np.median(times)) for name, times in per.items()} for c, per in per_step.items()}
+        timed.close()
+    worst, projections = measured["max_residual"], measured["projections"]
+    best, median = measured["best"], measured["median"]
+    runners = STEP_RUNNERS
     ratio = {c: best[c]["bridge"] / best[c]["minimal"] for c in CLOCKS}
     labels = {"bare": "(a) bare PyBullet step (τ = 0)",
               "minimal": "(b) minimal loop (state, M, h, τ, step)",
               "bridge": "(c) Bridge.step()"}
     with capsys.disabled():
-        print(f"\nshoulder_rhythm (n = {model.n_tangent} joints, {bridges['bridge'].constraints.n} joint functions),"
+        print(f"\nshoulder_rhythm (n = {model.n_tangent} joints, {measured['joint_functions']} joint functions),"
               f" dt = 1 ms, best of {ROUNDS} interleaved rounds × {STEPS} steps; numba kernels: {kernels.ENABLED}")
         for c in CLOCKS:
             print(f"  [{c} clock]{'':34}{'µs/step':>10}{'median':>10}{'× bare':>9}{'× minimal':>11}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -271,3 +272,28 @@ def test_simulate_writes_csv_with_design_header(small_model: Path, tmp_path: Pat
     t0, shoulder, elbow, shoulder_dot, elbow_dot = (float(v) for v in rows[0].split(","))
     assert (t0, shoulder, shoulder_dot) == (0.0, 0.2, -1.0)
     assert elbow == pytest.approx(0.5 * 0.2 + 0.2, abs=1e-15) and elbow_dot == pytest.approx(-0.5, abs=1e-15)
+
+
+# ------------------------------------------------------------------------------------------------ bench
+def test_bench_quick_reports_ratios_and_writes_its_json(tmp_path: Path) -> None:
+    """`biobullet bench --quick --json`: every formulation against Pinocchio on the three bundled models and the
+    bridge against bare PyBullet, as JSON on stdout and in OUT/bench.json; no timing is asserted, only that the
+    figures are there and the timed bridge kept its joint functions."""
+    out = tmp_path / "bench"
+    result = run_cli("bench", "--quick", "--json", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert json.loads((out / "bench.json").read_text()) == summary
+    assert set(summary["formulations"]) == {"arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf"}
+    for entry in summary["formulations"].values():
+        rows = entry["rows"]
+        assert rows["pinocchio (crba + rnea, full tree)"]["ratio_to_pinocchio"] == 1.0
+        assert {"reduced", "reduced_pinocchio", "reduced_recursive", "matrix_calculus"} <= set(rows)
+        assert all(row["us_per_call"] > 0 and math.isfinite(row["ratio_to_pinocchio"]) for row in rows.values())
+    bridge = summary["bridge"]
+    assert bridge["joint_functions"] == 10 and bridge["fast_path"]
+    for clock in ("wall", "cpu"):
+        assert set(bridge["us_per_step"][clock]) == {"bare", "minimal", "bridge"}
+        assert bridge["ratio_bridge_to_bare"][clock] > 0
+    assert bridge["max_joint_function_residual"] <= 1e-6
+    assert "bench: results in" in result.stderr

@@ -1,0 +1,241 @@
+"""`biobullet bench`: speed ratios measured in one run on the bundled models (reported, never asserted).
+
+  formulations  mass matrix + bias forces per call, each formulation (and the numpy twins of the compiled ones)
+                against Pinocchio's CRBA + RNEA on the same model and state;
+  bridge        time per 1 ms step on the shoulder model: bare PyBullet (τ = 0), the minimal computed-torque loop
+                a user writes without biobullet (joint states, mass matrix, inverse dynamics, torques, step), and
+                `Bridge.step()` (that loop plus the 10 joint-function rows held).
+
+Timing: candidates take turns (round robin) in many short batches and each keeps its best batch, so a busy machine
+slows all of them alike; the bridge rounds also report the thread's CPU time (PyBullet DIRECT runs in the calling
+thread). tests/benchmarks/ use the same functions with more rounds and more detail (README "Benchmarks").
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+import timeit
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+PINOCCHIO = "pinocchio (crba + rnea, full tree)"
+FORMULATION_MODELS = ("arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf")
+BRIDGE_MODEL = "shoulder_rhythm.urdf"
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+#: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run)
+SLOW = ("matrix_calculus", "reduced_recursive", "reduced [numpy path]")
+
+
+def interleaved_best(functions: Mapping[str, Callable[[], Any]], rounds: int = 60, number: int = 20,
+                     slow: tuple[str, ...] = ()) -> dict[str, float]:
+    """Best seconds per call of each function over `rounds` batches of `number` calls taken in turn; functions
+    named in `slow` run one batch of `number // 4` calls every fourth round. One warm-up call each first."""
+    best = {label: float("inf") for label in functions}
+    for function in functions.values():
+        function()
+    for r in range(rounds):
+        for label, function in functions.items():
+            if label in slow:
+                if r % 4:
+                    continue
+                n = max(1, number // 4)
+            else:
+                n = number
+            best[label] = min(best[label], timeit.timeit(function, number=n) / n)
+    return best
+
+
+def pinocchio_call(model) -> Callable[[], Any]:
+    """CRBA + RNEA of Pinocchio on the model's own URDF (free flyer if floating), neutral q, random v."""
+    import pinocchio as pin
+
+    path = model.file
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.floating_base \
+        else pin.buildModelFromUrdf(path)
+    data = pm.createData()
+    q = pin.neutral(pm)
+    v = np.random.default_rng(0).normal(size=pm.nv)
+    zero = np.zeros(pm.nv)
+    return lambda: (pin.crba(pm, data, q), pin.rnea(pm, data, q, v, zero))
+
+
+def _without_kernels(function: Callable[[], Any]) -> Callable[[], Any]:
+    from .dynamics import compiled_kernels
+
+    def call():
+        enabled = compiled_kernels.ENABLED
+        compiled_kernels.ENABLED = False
+        try:
+            return function()
+        finally:
+            compiled_kernels.ENABLED = enabled
+    return call
+
+
+def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: bool = True) -> dict[str, float]:
+    """Seconds per `mass_and_bias` call of every formulation (but multipliers, which has no reduced M) and of
+    Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v; with `numpy_path`, also the compiled
+    formulations with their kernels switched off ("… [numpy path]", what runs without numba)."""
+    from .dynamics import compiled_kernels
+    from .dynamics.formulation import formulation_names, get_formulation
+
+    q, _ = model.initial_state()
+    v = np.random.default_rng(1).normal(size=model.nv)
+    functions: dict[str, Callable[[], Any]] = {PINOCCHIO: pinocchio_call(model)}
+    for name in formulation_names():
+        if name == "multipliers":   # no reduced mass matrix (an index-1 DAE)
+            continue
+        formulation = get_formulation(name)
+        functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
+    if numpy_path and compiled_kernels.ENABLED:
+        for name in ("reduced", "reduced_pinocchio"):
+            if name in functions:
+                formulation = get_formulation(name)
+                functions[f"{name} [numpy path]"] = _without_kernels(
+                    lambda f=formulation: f.mass_and_bias(model, q, v, 0.0))
+    return interleaved_best(functions, rounds=rounds, number=number, slow=SLOW)
+
+
+# ------------------------------------------------------------------------------------------------ bridge steps
+def bare_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per step of PyBullet alone: zero torques, stepSimulation."""
+    p, body, c = bridge._p, bridge.body, bridge.client
+    joints = bridge.map.joint_indices.tolist()
+    zeros = [0.0] * len(joints)
+    start = clock()
+    for _ in range(steps):
+        p.setJointMotorControlArray(body, joints, p.TORQUE_CONTROL, forces=zeros, physicsClientId=c)
+        p.stepSimulation(physicsClientId=c)
+    return (clock() - start) / steps
+
+
+def minimal_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per step of the minimal computed-torque loop (τ = h(q, q̇), q̈_des = 0) written with PyBullet
+    alone: the PyBullet calls the bridge cannot avoid."""
+    p, body, c = bridge._p, bridge.body, bridge.client
+    joints = bridge.map.joint_indices.tolist()
+    zeros = [0.0] * len(joints)
+    start = clock()
+    for _ in range(steps):
+        states = p.getJointStates(body, joints, physicsClientId=c)
+        q, v = [s[0] for s in states], [s[1] for s in states]
+        mass = np.asarray(p.calculateMassMatrix(body, q, physicsClientId=c))
+        bias = np.asarray(p.calculateInverseDynamics(body, q, v, zeros, physicsClientId=c))
+        tau = bias + mass @ np.zeros(len(q))
+        p.setJointMotorControlArray(body, joints, p.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=c)
+        p.stepSimulation(physicsClientId=c)
+    return (clock() - start) / steps
+
+
+def bridge_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per `Bridge.step()`."""
+    start = clock()
+    for _ in range(steps):
+        bridge.step()
+    return (clock() - start) / steps
+
+
+STEP_RUNNERS = {"bare": bare_steps, "minimal": minimal_steps, "bridge": bridge_steps}
+
+
+def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
+                 keep_bridge: bool = False) -> dict[str, Any]:
+    """Per-step times of `STEP_RUNNERS` on their own DIRECT connections, restarted from the model's initial state
+    every round, rounds interleaved: {"best"/"median": {clock: {runner: s}}, "max_residual", "projections"} —
+    plus "bridge" (the timed Bridge, still open: close it) with `keep_bridge`."""
+    from .bridge import Bridge
+
+    q0, v0 = model.initial_state()
+    bridges = {name: Bridge(model, dt=dt) for name in STEP_RUNNERS}
+    try:
+        per_step = {clock: {name: [] for name in STEP_RUNNERS} for clock in CLOCKS}
+        for _ in range(rounds):
+            for clock_name, clock in CLOCKS.items():
+                for name, run in STEP_RUNNERS.items():
+                    bridges[name].reset(q0, v0)
+                    per_step[clock_name][name].append(run(bridges[name], steps, clock))
+        timed = bridges["bridge"]
+        result = {
+            "best": {c: {n: float(min(t)) for n, t in per.items()} for c, per in per_step.items()},
+            "median": {c: {n: float(np.median(t)) for n, t in per.items()} for c, per in per_step.items()},
+            # the speed is not bought with accuracy: the timed bridge kept its joint functions
+            "max_residual": float(max(abs(r) for r in timed.constraint_residuals().values())),
+            "projections": int(timed.projections),
+            "fast_path": bool(timed._fast),
+            "joint_functions": int(timed.constraints.n),
+        }
+        if keep_bridge:
+            result["bridge"] = bridges.pop("bridge")
+        return result
+    finally:
+        for bridge in bridges.values():
+            bridge.close()
+
+
+# ------------------------------------------------------------------------------------------------ the command
+def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
+              log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Both measurements on the bundled models; the summary dict (also written to `out`/bench.json, atomically).
+    `quick`: a few rounds only (seconds instead of about a minute; noisier)."""
+    from .dynamics import compiled_kernels
+    from .model import load_model
+    from .scenarios.common import bundled_model, write_atomic
+
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    f_rounds, b_rounds = (8, 10) if quick else (60, 100)
+    summary: dict[str, Any] = {
+        "quick": quick, "numba_kernels": compiled_kernels.ENABLED, "python": platform.python_version(),
+        "machine": platform.machine(), "cpu_count": os.cpu_count(), "formulations": {}, "bridge": {}}
+    for name in FORMULATION_MODELS:
+        log(f"bench: formulations on {name} …")
+        model = load_model(bundled_model(name))
+        times = formulation_speed(model, rounds=f_rounds)
+        reference = times[PINOCCHIO]
+        summary["formulations"][name] = {
+            "nv": model.nv, "n_joints": model.n_tangent,
+            "rows": {label: {"us_per_call": s * 1e6, "ratio_to_pinocchio": s / reference}
+                     for label, s in times.items()}}
+    log(f"bench: bridge steps on {BRIDGE_MODEL} …")
+    result = bridge_speed(load_model(bundled_model(BRIDGE_MODEL)), rounds=b_rounds)
+    best = result["best"]
+    summary["bridge"] = {
+        "model": BRIDGE_MODEL, "dt": 1e-3, "rounds": b_rounds,
+        "us_per_step": {c: {n: s * 1e6 for n, s in best[c].items()} for c in CLOCKS},
+        "ratio_bridge_to_bare": {c: best[c]["bridge"] / best[c]["bare"] for c in CLOCKS},
+        "ratio_bridge_to_minimal": {c: best[c]["bridge"] / best[c]["minimal"] for c in CLOCKS},
+        "max_joint_function_residual": result["max_residual"], "velocity_projections": result["projections"],
+        "fast_path": result["fast_path"], "joint_functions": result["joint_functions"]}
+    if out is not None:
+        write_atomic(os.path.join(os.fspath(out), "bench.json"), json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def format_bench(summary: Mapping[str, Any]) -> str:
+    """The summary of `run_bench` as text tables."""
+    lines = [f"biobullet bench ({'quick' if summary['quick'] else 'full'}; numba kernels: "
+             f"{summary['numba_kernels']}; ratios taken in one run)"]
+    for name, entry in summary["formulations"].items():
+        lines.append(f"\n{name}: mass matrix + bias forces per call (nv = {entry['nv']}, "
+                     f"{entry['n_joints']} joints)")
+        for label, row in entry["rows"].items():
+            lines.append(f"  {label:<36}{row['us_per_call']:10.1f} µs {row['ratio_to_pinocchio']:8.1f}× Pinocchio")
+    b = summary["bridge"]
+    lines.append(f"\n{b['model']}: per 1 ms step ({b['joint_functions']} joint functions held by the bridge)")
+    labels = {"bare": "bare PyBullet step (τ = 0)", "minimal": "minimal computed-torque loop",
+              "bridge": "Bridge.step()"}
+    for clock in CLOCKS:
+        lines.append(f"  [{clock} clock]")
+        for runner, label in labels.items():
+            us = b["us_per_step"][clock][runner]
+            lines.append(f"    {label:<34}{us:8.1f} µs {us / b['us_per_step'][clock]['bare']:6.2f}× bare")
+        lines.append(f"    bridge / minimal loop: {b['ratio_bridge_to_minimal'][clock]:.2f}×")
+    lines.append(f"  max joint-function residual after the timed steps: {b['max_joint_function_residual']:.1e}")
+    return "\n".join(lines)
+
+
+__all__ = ["PINOCCHIO", "interleaved_best", "pinocchio_call", "formulation_speed", "bare_steps", "minimal_steps",
+           "bridge_steps", "bridge_speed", "run_bench", "format_bench"]
