@@ -1,4 +1,4 @@
-"""The plugin registries of every family (joint functions, force elements, normal and friction laws) share
+"""The plugin registries of every family (joint functions, force elements, normal and friction laws, loop types) share
 `biobullet.plugins.PluginRegistry`: built-ins present, third-party classes from entry points (real EntryPoint
 objects), and one PluginError naming the entry point when a plugin cannot be imported or has the wrong type."""
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 
 from biobullet import plugins
 from biobullet.contact.base import FrictionLaw, NormalLaw
+from biobullet.constraints.loop_types import LOOP_TYPES, LoopType
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
 from biobullet.forces.base import FORCE_ELEMENTS, ForceElement
 from biobullet.functions.base import JointFunction
@@ -25,6 +26,8 @@ FAMILIES = {
                     "biobullet.contact.normal:HuntCrossley"),
     "friction laws": (FRICTION_LAWS, FrictionLaw, {"none", "coulomb", "regularized", "ambrosio", "stribeck"},
                       "biobullet.contact.friction:Coulomb"),
+    "loop types": (LOOP_TYPES, LoopType, {"point", "planar", "revolute"},
+                   "biobullet.constraints.loop_types:PlanarLoop"),
 }
 
 

@@ -7,6 +7,7 @@ B on `link_b` (`xyz_b`); all rows are lengths (m) or direction cosines (1):
             `normal` (and E) are attached to link_a's frame, so the equations stay valid on a floating base;
   revolute  the point rows plus u_k·a = 0 (k = 1, 2): the axis a (`axis_a`, default `axis`, in link_a) must
             stay orthogonal to two unit vectors u_k spanning the plane ⟂ `axis_b` (default `axis`) in link_b.
+Other types are plugins (`loop_types.LoopType`, entry-point group ``biobullet.constraints``).
 Second derivative: Φ̈ = Φ_x ẍ + b(x, ẋ), with b = Φ̇_x ẋ the "velocity product" computed exactly from the
 classical accelerations of the bodies with ẍ = 0 (one forward pass).
 
@@ -23,26 +24,12 @@ import numpy as np
 
 from ..dynamics.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
 from ..errors import SourceRef
-from ..model.attributes import parse_floats
-
-LOOP_TYPES = {"point": 3, "planar": 2, "revolute": 5}
-
-
-def plane_basis(normal: np.ndarray) -> np.ndarray:
-    """Deterministic orthonormal 3×2 basis [e1 e2] of the plane ⟂ unit `normal` (e1 × e2 = normal).
-
-    e1 is the coordinate axis least aligned with the normal, made orthogonal to it (normal z → e1 = x, e2 = y).
-    """
-    helper = np.zeros(3)
-    helper[int(np.argmin(np.abs(normal)))] = 1.0
-    e1 = helper - (helper @ normal) * normal
-    e1 /= np.linalg.norm(e1)
-    return np.column_stack([e1, np.cross(normal, e1)])
-
+from .loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names, vector3
 
 @dataclass(frozen=True, eq=False)
 class Loop:
-    """One parsed `<loop>`; vectors in the frame of the link they belong to."""
+    """One parsed `<loop>`: points A (`xyz_a` on `link_a`) and B (`xyz_b` on `link_b`), link frames, and the
+    equations of its type (`law`, a `loop_types.LoopType`)."""
 
     name: str
     type: str
@@ -50,32 +37,26 @@ class Loop:
     xyz_a: np.ndarray
     link_b: str
     xyz_b: np.ndarray
-    basis: np.ndarray       # planar: 3×2 plane basis in link_a; revolute: 3×2 u_1, u_2 in link_b
-    axis_a: np.ndarray      # revolute: unit axis in link_a
+    law: LoopType
     source: SourceRef
 
     @property
     def n_equations(self) -> int:
-        return LOOP_TYPES[self.type]
+        return self.law.n_equations
 
     @property
     def row_names(self) -> tuple[str, ...]:
-        suffix = {"point": ("x", "y", "z"), "planar": ("e1", "e2"),
-                  "revolute": ("x", "y", "z", "axis1", "axis2")}[self.type]
-        return tuple(f"{self.name}.{s}" for s in suffix)
+        return tuple(f"{self.name}.{s}" for s in self.law.row_suffixes)
 
+    @property
+    def basis(self) -> np.ndarray:
+        """planar: 3×2 plane basis in link_a; revolute: 3×2 u_1, u_2 in link_b (zeros for other types)."""
+        return self.law.basis
 
-def _vec3(source: SourceRef, attrs, key: str, default: str | None = None, *, unit: bool = False) -> np.ndarray:
-    text = attrs.get(key, default)
-    if text is None:
-        raise source.error(key, "missing required attribute", "3 space-separated numbers")
-    vec = np.array(parse_floats(source, key, text, 3))
-    if unit:
-        norm = np.linalg.norm(vec)
-        if norm < 1e-12:
-            raise source.error(key, f"zero vector {text!r}", "a non-zero direction")
-        vec = vec / norm
-    return vec
+    @property
+    def axis_a(self) -> np.ndarray:
+        """revolute: unit axis in link_a (zeros for other types)."""
+        return self.law.axis_a
 
 
 def parse_loop(element, link_names) -> Loop:
@@ -85,8 +66,13 @@ def parse_loop(element, link_names) -> Loop:
     if not name or not name.strip():
         raise source.error("name", "missing required attribute", "a loop name")
     kind = attrs.get("type")
-    if kind not in LOOP_TYPES:
-        raise source.error("type", f"unknown loop type {kind!r}", "point, planar or revolute")
+    law_class = get_loop_type(kind) if kind else None
+    if law_class is None:
+        raise source.error("type", f"unknown loop type {kind!r}", "one of " + ", ".join(loop_type_names()))
+    allowed = set(COMMON_ATTRIBUTES) | set(law_class.attributes)
+    for key in attrs:
+        if key not in allowed:
+            raise source.error(key, "unknown attribute", f"one of {', '.join(sorted(allowed))} (type {kind!r})")
     links = []
     for key in ("link_a", "link_b"):
         link = attrs.get(key)
@@ -97,22 +83,9 @@ def parse_loop(element, link_names) -> Loop:
         links.append(link)
     if links[0] == links[1]:
         raise source.error("link_b", f"the loop closes link {links[0]!r} on itself", "two different links")
-    xyz_a, xyz_b = _vec3(source, attrs, "xyz_a", "0 0 0"), _vec3(source, attrs, "xyz_b", "0 0 0")
-    basis, axis_a = np.zeros((3, 2)), np.zeros(3)
-    if kind == "planar":
-        basis = plane_basis(_vec3(source, attrs, "normal", unit=True))
-    elif kind == "revolute":
-        axis = attrs.get("axis")
-        if axis is None and ("axis_a" not in attrs or "axis_b" not in attrs):
-            raise source.error("axis", "missing required attribute", "the hinge axis (or axis_a and axis_b)")
-        axis_a = _vec3(source, attrs, "axis_a", axis, unit=True) if "axis_a" in attrs else _vec3(
-            source, attrs, "axis", unit=True)
-        axis_b = _vec3(source, attrs, "axis_b", axis, unit=True) if "axis_b" in attrs else _vec3(
-            source, attrs, "axis", unit=True)
-        basis = plane_basis(axis_b)
-    for array in (xyz_a, xyz_b, basis, axis_a):
-        array.setflags(write=False)
-    return Loop(name.strip(), kind, links[0], xyz_a, links[1], xyz_b, basis, axis_a, source)
+    xyz_a, xyz_b = vector3(source, attrs, "xyz_a", "0 0 0"), vector3(source, attrs, "xyz_b", "0 0 0")
+    law = law_class.from_attributes(attrs, source)
+    return Loop(name.strip(), kind, links[0], xyz_a, links[1], xyz_b, law, source)
 
 
 def parse_loops(description, link_names) -> tuple[Loop, ...]:
@@ -126,11 +99,6 @@ def parse_loops(description, link_names) -> tuple[Loop, ...]:
 
 
 # ---------------------------------------------------------------------------------------------- kinematics
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """3-vector cross product (np.cross is ~10× slower on single vectors)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
 @dataclass
 class TreeKinematics:
     """World placements, motion subspaces (world frame at the world origin, [linear; angular]) and, with ẋ,
@@ -334,7 +302,7 @@ class VectorLoops:
         # compiled kernel data: ground points as body −1, loop kinds and first rows
         self.k_body = np.where(self.body == ground, -1, self.body).astype(np.int64)
         self.k_kinds = np.array([0 if loop.type == "point" else 1 for loop in loops], dtype=np.int64)
-        self.k_rows = np.cumsum([0] + [LOOP_TYPES[loop.type] for loop in loops]).astype(np.int64)
+        self.k_rows = np.cumsum([0] + [loop.n_equations for loop in loops]).astype(np.int64)
         self.n_rows = int(self.k_rows[-1])
         self.k_rows = self.k_rows[:-1].copy()
         self.k_ancestry = np.ascontiguousarray(ancestry)
@@ -435,34 +403,12 @@ def loop_terms(model, loops, x: np.ndarray, xd: np.ndarray | None = None, *,
     for loop in loops:
         a = point_state(model, kin, loop.link_a, loop.xyz_a, jacobian=jacobian)
         b = point_state(model, kin, loop.link_b, loop.xyz_b, jacobian=jacobian)
-        d = a.position - b.position
-        if loop.type in ("point", "revolute"):
-            phi[row:row + 3] = d
-            if jacobian:
-                jac[row:row + 3] = a.jacobian[:3] - b.jacobian[:3]
-            if motion is not None:
-                bias[row:row + 3] = a.accel - b.accel
-            if loop.type == "revolute":
-                axis = a.rotation @ loop.axis_a
-                for k in range(2):
-                    u = b.rotation @ loop.basis[:, k]
-                    phi[row + 3 + k] = u @ axis
-                    if jacobian:  # d(u·a)/dt = (u × a)·(ω_b − ω_a)
-                        jac[row + 3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
-                    if motion is not None:
-                        wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
-                        bias[row + 3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
-                                             + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
-        else:  # planar, basis attached to link_a
-            for k in range(2):
-                e = a.rotation @ loop.basis[:, k]
-                phi[row + k] = e @ d
-                if jacobian:  # d(e·d)/dt = e·ḋ + ω_a·(e × d)
-                    jac[row + k] = e @ (a.jacobian[:3] - b.jacobian[:3]) + _cross(e, d) @ a.jacobian[3:]
-                if motion is not None:
-                    we = _cross(a.omega, e)
-                    bias[row + k] = (e @ (a.accel - b.accel) + 2.0 * we @ (a.velocity - b.velocity)
-                                     + (_cross(a.alpha, e) + _cross(a.omega, we)) @ d)
+        rows = slice(row, row + loop.n_equations)
+        phi[rows], loop_jac, loop_bias = loop.law.rows(a, b, jacobian=jacobian, rates=motion is not None)
+        if jacobian:
+            jac[rows] = loop_jac
+        if motion is not None:
+            bias[rows] = loop_bias
         row += loop.n_equations
     return phi, jac, bias
 

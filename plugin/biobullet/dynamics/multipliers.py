@@ -257,8 +257,9 @@ def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
 def joint_reactions(model, x, lam) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]]]:
     """(Φ_xᵀ λ, per loop {"point": world point A, "force": N, "moment": N·m}), world axes.
 
-    "force"/"moment" act on link_a at the loop point A (the opposite acts on link_b); the moment is non-zero
-    only for revolute loops (and, at non-closed planar states, the basis-rotation term is neglected).
+    "force"/"moment" act on link_a at the loop point A (the opposite acts on link_b), from the loop type's
+    `reaction` (built-ins: the moment is non-zero only for revolute loops; at non-closed planar states the
+    basis-rotation term is neglected; plugin types without `reaction` report zeros).
     """
     x, lam = np.asarray(x, dtype=float), np.asarray(lam, dtype=float)
     cset = constraint_set(model)
@@ -268,15 +269,7 @@ def joint_reactions(model, x, lam) -> tuple[np.ndarray, dict[str, dict[str, np.n
     for loop in cset.loops:
         rows = lam[cset.row_slices[loop.name]]
         a = point_state(model, kin, loop.link_a, loop.xyz_a, jacobian=False)
-        force, moment = np.zeros(3), np.zeros(3)
-        if loop.type in ("point", "revolute"):
-            force = rows[:3].copy()
-        if loop.type == "planar":
-            force = a.rotation @ loop.basis @ rows
-        if loop.type == "revolute":
-            b = point_state(model, kin, loop.link_b, loop.xyz_b, jacobian=False)
-            axis = a.rotation @ loop.axis_a
-            for k in range(2):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a)
-                moment -= rows[3 + k] * np.cross(b.rotation @ loop.basis[:, k], axis)
+        b = point_state(model, kin, loop.link_b, loop.xyz_b, jacobian=False)
+        force, moment = loop.law.reaction(a, b, rows)
         per_loop[loop.name] = {"point": a.position, "force": force, "moment": moment}
     return jac.T @ lam, per_loop

@@ -17,7 +17,7 @@ from .description import (ElementDescription, InitialDescription, JointFunctionD
 SUPPORTED_VERSIONS = ("1",)
 # Elements handed on to later layers, with the attributes each one accepts (None: the owning layer checks them).
 DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
-    "loop": {"name", "type", "link_a", "xyz_a", "link_b", "xyz_b", "normal", "axis", "axis_a", "axis_b"},
+    "loop": None,           # common attributes + the loop type's own (constraints.loops.parse_loop checks them)
     "spring": {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length", "damping"},
     "joint_spring": {"name", "joint", "stiffness", "rest", "damping"},
     "joint_torque": None,   # constant `value`, or a time function: type="fourier" ...

@@ -33,8 +33,9 @@ class PinocchioLoopOracle:
         self.loops = cset.loops
         self.constraints, self.owner = [], []
         for loop in self.loops:
-            if loop.type == "planar":
-                raise loop.source.error("type", "planar loops have no Pinocchio counterpart", "point or revolute")
+            if loop.type not in ("point", "revolute"):
+                raise loop.source.error("type", f"{loop.type} loops have no Pinocchio counterpart",
+                                        "point or revolute")
             anchors = [(loop.xyz_a, loop.xyz_b)]
             if loop.type == "revolute":
                 axis_b = np.cross(loop.basis[:, 0], loop.basis[:, 1])

@@ -1,0 +1,229 @@
+"""Loop-closure types `<loop type="...">`: one small base class and a registry (a plugin family).
+
+A loop relates point A on `link_a` (`xyz_a`) to point B on `link_b` (`xyz_b`); its type says which equations
+Φ(A, B) = 0 hold. A type gives, from the two points' states (`loops.PointState`: position, rotation, 6×n Jacobian,
+and with rates velocity, angular velocity and the classical accelerations with ẍ = 0):
+
+    Φ (n_equations), Φ_x (n_equations × n_tangent), b = Φ̇_x ẋ  (so that Φ̈ = Φ_x ẍ + b)
+
+and the reaction its multipliers λ exert on link_a at A. Built in: `point` (3 rows), `planar` (2 in-plane rows),
+`revolute` (point + axis alignment, 5 rows); point and planar loops also run vectorised and compiled
+(`loops.VectorLoops`), every other type through `rows()`. Third-party types register with `register_loop_type`
+or through the entry-point group ``biobullet.constraints`` (name = type, value = a LoopType subclass).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Mapping
+
+import numpy as np
+
+from ..errors import SourceRef
+from ..model.attributes import parse_floats
+from ..plugins import PluginRegistry
+
+if TYPE_CHECKING:
+    from .loops import PointState
+
+ENTRY_POINT_GROUP = "biobullet.constraints"
+#: attributes every loop has (the type adds its own `attributes`)
+COMMON_ATTRIBUTES = ("name", "type", "link_a", "xyz_a", "link_b", "xyz_b")
+
+
+def vector3(source: SourceRef, attributes: Mapping[str, str], key: str, default: str | None = None, *,
+            unit: bool = False) -> np.ndarray:
+    """A 3-vector attribute (read-only array); `unit`: normalised, the zero vector refused."""
+    text = attributes.get(key, default)
+    if text is None:
+        raise source.error(key, "missing required attribute", "3 space-separated numbers")
+    vec = np.array(parse_floats(source, key, text, 3))
+    if unit:
+        norm = np.linalg.norm(vec)
+        if norm < 1e-12:
+            raise source.error(key, f"zero vector {text!r}", "a non-zero direction")
+        vec = vec / norm
+    vec.setflags(write=False)
+    return vec
+
+
+def plane_basis(normal: np.ndarray) -> np.ndarray:
+    """Deterministic orthonormal 3×2 basis [e1 e2] of the plane ⟂ unit `normal` (e1 × e2 = normal).
+
+    e1 is the coordinate axis least aligned with the normal, made orthogonal to it (normal z → e1 = x, e2 = y).
+    """
+    helper = np.zeros(3)
+    helper[int(np.argmin(np.abs(normal)))] = 1.0
+    e1 = helper - (helper @ normal) * normal
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(normal, e1)])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """3-vector cross product (np.cross is ~10× slower on single vectors)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+class LoopType(ABC):
+    """The equations of one loop type between points A (link_a) and B (link_b). Immutable after parsing."""
+
+    type_name: ClassVar[str] = ""
+    n_equations: ClassVar[int] = 0
+    row_suffixes: ClassVar[tuple[str, ...]] = ()
+    #: attributes of this type beyond COMMON_ATTRIBUTES
+    attributes: ClassVar[tuple[str, ...]] = ()
+    #: the 3×2 basis (planar: of the plane, in link_a; revolute: ⟂ axis_b, in link_b) and link_a's axis
+    #: (revolute), read by the vectorised/compiled paths and the Pinocchio oracle; zeros where unused
+    basis: np.ndarray = np.zeros((3, 2))
+    axis_a: np.ndarray = np.zeros(3)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, str], source: SourceRef) -> "LoopType":
+        """Parse this type's own attributes (ModelError naming the attribute on bad input)."""
+        return cls()
+
+    @abstractmethod
+    def rows(self, a: "PointState", b: "PointState", *, jacobian: bool, rates: bool
+             ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(Φ, Φ_x or None, b or None) from the states of A and B (Jacobians present iff `jacobian`; velocities,
+        ω and accelerations present iff `rates`)."""
+
+    def reaction(self, a: "PointState", b: "PointState", multipliers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(force, moment) on link_a at A, world axes, of this loop's multipliers λ, with the sign convention of
+        `dynamics.multipliers.joint_reactions` (the opposite acts on link_b). Default: not resolved (zeros) —
+        the generalized reaction Φ_xᵀ λ is exact for every type; override to report forces."""
+        return np.zeros(3), np.zeros(3)
+
+
+def _builtins() -> None:
+    """The built-in types are defined (and registered) below, in this module."""
+
+
+LOOP_TYPES: PluginRegistry[type[LoopType]] = PluginRegistry("loop type", LoopType, ENTRY_POINT_GROUP, _builtins)
+
+
+def register_loop_type(cls: type[LoopType]) -> type[LoopType]:
+    """Class decorator: register a LoopType subclass under its `type_name`."""
+    if not cls.type_name or cls.n_equations <= 0 or len(cls.row_suffixes) != cls.n_equations:
+        raise ValueError(f"{cls.__name__}: needs type_name, n_equations > 0 and one row suffix per equation")
+    return LOOP_TYPES.add(cls.type_name, cls)
+
+
+def get_loop_type(name: str) -> type[LoopType] | None:
+    return LOOP_TYPES.get(name)
+
+
+def loop_type_names() -> list[str]:
+    return LOOP_TYPES.names()
+
+
+# ------------------------------------------------------------------------------------------------ built-ins
+@register_loop_type
+class PointLoop(LoopType):
+    """Φ = p_A − p_B (world axes): a spherical joint closing the loop."""
+
+    type_name = "point"
+    n_equations = 3
+    row_suffixes = ("x", "y", "z")
+
+    def rows(self, a, b, *, jacobian, rates):
+        return (a.position - b.position, (a.jacobian[:3] - b.jacobian[:3]) if jacobian else None,
+                (a.accel - b.accel) if rates else None)
+
+    def reaction(self, a, b, multipliers):
+        return np.array(multipliers[:3], dtype=float), np.zeros(3)
+
+
+@register_loop_type
+class PlanarLoop(LoopType):
+    """Φ = Eᵀ (p_A − p_B), E = an orthonormal basis (3×2) of the plane ⟂ `normal`, attached to link_a."""
+
+    type_name = "planar"
+    n_equations = 2
+    row_suffixes = ("e1", "e2")
+    attributes = ("normal",)
+
+    def __init__(self, basis: np.ndarray) -> None:
+        self.basis = basis
+
+    @classmethod
+    def from_attributes(cls, attributes, source):
+        basis = plane_basis(vector3(source, attributes, "normal", unit=True))
+        basis.setflags(write=False)
+        return cls(basis)
+
+    def rows(self, a, b, *, jacobian, rates):
+        d = a.position - b.position
+        phi = np.empty(2)
+        jac = np.empty((2, a.jacobian.shape[1])) if jacobian else None
+        bias = np.empty(2) if rates else None
+        for k in range(2):
+            e = a.rotation @ self.basis[:, k]
+            phi[k] = e @ d
+            if jacobian:  # d(e·d)/dt = e·ḋ + ω_a·(e × d)
+                jac[k] = e @ (a.jacobian[:3] - b.jacobian[:3]) + _cross(e, d) @ a.jacobian[3:]
+            if rates:
+                we = _cross(a.omega, e)
+                bias[k] = (e @ (a.accel - b.accel) + 2.0 * we @ (a.velocity - b.velocity)
+                           + (_cross(a.alpha, e) + _cross(a.omega, we)) @ d)
+        return phi, jac, bias
+
+    def reaction(self, a, b, multipliers):
+        return a.rotation @ self.basis @ np.asarray(multipliers, dtype=float), np.zeros(3)
+
+
+@register_loop_type
+class RevoluteLoop(LoopType):
+    """The point rows plus u_k·a = 0 (k = 1, 2): link_a's axis a (`axis_a`, default `axis`) stays orthogonal to
+    two unit vectors u_k spanning the plane ⟂ `axis_b` (default `axis`) in link_b — a hinge closing the loop."""
+
+    type_name = "revolute"
+    n_equations = 5
+    row_suffixes = ("x", "y", "z", "axis1", "axis2")
+    attributes = ("axis", "axis_a", "axis_b")
+
+    def __init__(self, axis_a: np.ndarray, basis: np.ndarray) -> None:
+        self.axis_a, self.basis = axis_a, basis
+
+    @classmethod
+    def from_attributes(cls, attributes, source):
+        axis = attributes.get("axis")
+        if axis is None and ("axis_a" not in attributes or "axis_b" not in attributes):
+            raise source.error("axis", "missing required attribute", "the hinge axis (or axis_a and axis_b)")
+        axis_a = vector3(source, attributes, "axis_a" if "axis_a" in attributes else "axis", unit=True)
+        axis_b = vector3(source, attributes, "axis_b" if "axis_b" in attributes else "axis", unit=True)
+        basis = plane_basis(axis_b)
+        basis.setflags(write=False)
+        return cls(axis_a, basis)
+
+    def rows(self, a, b, *, jacobian, rates):
+        phi = np.empty(5)
+        jac = np.empty((5, a.jacobian.shape[1])) if jacobian else None
+        bias = np.empty(5) if rates else None
+        phi[:3] = a.position - b.position
+        if jacobian:
+            jac[:3] = a.jacobian[:3] - b.jacobian[:3]
+        if rates:
+            bias[:3] = a.accel - b.accel
+        axis = a.rotation @ self.axis_a
+        for k in range(2):
+            u = b.rotation @ self.basis[:, k]
+            phi[3 + k] = u @ axis
+            if jacobian:  # d(u·a)/dt = (u × a)·(ω_b − ω_a)
+                jac[3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
+            if rates:
+                wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
+                bias[3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
+                               + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
+        return phi, jac, bias
+
+    def reaction(self, a, b, multipliers):
+        force = np.array(multipliers[:3], dtype=float)
+        moment = np.zeros(3)
+        axis = a.rotation @ self.axis_a
+        for k in range(2):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a)
+            moment -= multipliers[3 + k] * np.cross(b.rotation @ self.basis[:, k], axis)
+        return force, moment
+
+
+__all__ = ["LoopType", "register_loop_type", "get_loop_type", "loop_type_names", "LOOP_TYPES", "COMMON_ATTRIBUTES",
+           "PointLoop", "PlanarLoop", "RevoluteLoop", "plane_basis", "vector3"]
