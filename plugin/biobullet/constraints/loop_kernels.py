@@ -1,0 +1,183 @@
+"""Numba kernels of `loops.tree_kinematics` and `loops.VectorLoops.evaluate` (same algebra; optional like
+dynamics.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates both
+once per call; in numpy they are ~60 small array operations.
+
+numba's on-disk cache is keyed on this file: after editing `compiled_kernels._place_body_py` (called here), touch
+this file; kernels of other files call these (constraints.newton_kernel, integrate.compiled_rhs): touch those after
+editing this one.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+def _tree_kinematics_kernel(meta, body, x, xd, n_tangent, with_rates):
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    vel = np.zeros((nb, 6))
+    acc = np.zeros((nb, 6))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    for i in range(nb):
+        _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+        parent, kind, vi = meta[i, 0], meta[i, 1], meta[i, 3]
+        if with_rates:
+            nv = meta[i, 4]
+            for a in range(6):
+                own = 0.0
+                for k in range(nv):
+                    own += sub[a, vi + k] * xd[vi + k]
+                vel[i, a] = (vel[parent, a] if parent >= 0 else 0.0) + own
+            if kind != 2:  # c = v × S ẋ (a free base's own v × v is zero)
+                j0, j1, j2 = sub[0, vi] * xd[vi], sub[1, vi] * xd[vi], sub[2, vi] * xd[vi]
+                j3, j4, j5 = sub[3, vi] * xd[vi], sub[4, vi] * xd[vi], sub[5, vi] * xd[vi]
+                v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+                c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
+                c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
+                c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
+                c3 = v4 * j5 - v5 * j4
+                c4 = v5 * j3 - v3 * j5
+                c5 = v3 * j4 - v4 * j3
+            else:
+                c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+            if parent >= 0:
+                acc[i, 0], acc[i, 1], acc[i, 2] = acc[parent, 0] + c0, acc[parent, 1] + c1, acc[parent, 2] + c2
+                acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
+            else:
+                acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
+    return rot, pos, sub, vel, acc
+
+
+def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
+                      with_jac, with_bias):
+    """Rows of point (kind 0) and planar (kind 1) loops; point k of loop l: index l (a) and L + l (b)."""
+    n_t = sub.shape[1]
+    n_l = kinds.shape[0]
+    phi = np.zeros(n_rows)
+    jac = np.zeros((n_rows, n_t)) if with_jac else np.zeros((0, n_t))
+    bias = np.zeros(n_rows) if with_bias else np.zeros(0)
+    p = np.zeros((2, 3))
+    pv = np.zeros((2, 3))
+    pa = np.zeros((2, 3))
+    w = np.zeros((2, 3))
+    al = np.zeros((2, 3))
+    jl = np.zeros((2, 3, n_t))
+    e = np.zeros(3)
+    for l in range(n_l):
+        for side in range(2):
+            k = l + side * n_l
+            b = point_body[k]
+            o0, o1, o2 = offset[k, 0], offset[k, 1], offset[k, 2]
+            if b < 0:
+                p[side, 0], p[side, 1], p[side, 2] = o0, o1, o2
+                for a in range(3):
+                    pv[side, a] = 0.0
+                    pa[side, a] = 0.0
+                    w[side, a] = 0.0
+                    al[side, a] = 0.0
+                    for c in range(n_t):
+                        jl[side, a, c] = 0.0
+                continue
+            for a in range(3):
+                p[side, a] = rot[b, a, 0] * o0 + rot[b, a, 1] * o1 + rot[b, a, 2] * o2 + pos[b, a]
+            x0, x1, x2 = p[side, 0], p[side, 1], p[side, 2]
+            if with_jac:
+                for c in range(n_t):
+                    m = ancestry[b, c]
+                    jl[side, 0, c] = (sub[0, c] + sub[4, c] * x2 - sub[5, c] * x1) * m
+                    jl[side, 1, c] = (sub[1, c] + sub[5, c] * x0 - sub[3, c] * x2) * m
+                    jl[side, 2, c] = (sub[2, c] + sub[3, c] * x1 - sub[4, c] * x0) * m
+            if with_bias:
+                om0, om1, om2 = vel[b, 3], vel[b, 4], vel[b, 5]
+                a0, a1, a2 = acc[b, 3], acc[b, 4], acc[b, 5]
+                w[side, 0], w[side, 1], w[side, 2] = om0, om1, om2
+                al[side, 0], al[side, 1], al[side, 2] = a0, a1, a2
+                u0 = vel[b, 0] + om1 * x2 - om2 * x1
+                u1 = vel[b, 1] + om2 * x0 - om0 * x2
+                u2 = vel[b, 2] + om0 * x1 - om1 * x0
+                pv[side, 0], pv[side, 1], pv[side, 2] = u0, u1, u2
+                pa[side, 0] = acc[b, 0] + a1 * x2 - a2 * x1 + om1 * u2 - om2 * u1
+                pa[side, 1] = acc[b, 1] + a2 * x0 - a0 * x2 + om2 * u0 - om0 * u2
+                pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
+        d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
+        r = row_start[l]
+        if kinds[l] == 0:
+            phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
+            if with_jac:
+                for a in range(3):
+                    for c in range(n_t):
+                        jac[r + a, c] = jl[0, a, c] - jl[1, a, c]
+            if with_bias:
+                for a in range(3):
+                    bias[r + a] = pa[0, a] - pa[1, a]
+            continue
+        ba = point_body[l]
+        for kk in range(2):
+            for a in range(3):
+                if ba < 0:
+                    e[a] = basis[l, a, kk]
+                else:
+                    e[a] = rot[ba, a, 0] * basis[l, 0, kk] + rot[ba, a, 1] * basis[l, 1, kk] + rot[ba, a, 2] * basis[l, 2, kk]
+            phi[r + kk] = e[0] * d0 + e[1] * d1 + e[2] * d2
+            if with_jac:  # d(e·d)/dt = e·ḋ + ω_a·(e × d)
+                ed0 = e[1] * d2 - e[2] * d1
+                ed1 = e[2] * d0 - e[0] * d2
+                ed2 = e[0] * d1 - e[1] * d0
+                for c in range(n_t):
+                    value = 0.0
+                    for a in range(3):
+                        value += e[a] * (jl[0, a, c] - jl[1, a, c])
+                    if ba >= 0:
+                        value += (ed0 * sub[3, c] + ed1 * sub[4, c] + ed2 * sub[5, c]) * ancestry[ba, c]
+                    jac[r + kk, c] = value
+            if with_bias:
+                om0, om1, om2 = w[0, 0], w[0, 1], w[0, 2]
+                we0 = om1 * e[2] - om2 * e[1]
+                we1 = om2 * e[0] - om0 * e[2]
+                we2 = om0 * e[1] - om1 * e[0]
+                ae0 = al[0, 1] * e[2] - al[0, 2] * e[1] + om1 * we2 - om2 * we1
+                ae1 = al[0, 2] * e[0] - al[0, 0] * e[2] + om2 * we0 - om0 * we2
+                ae2 = al[0, 0] * e[1] - al[0, 1] * e[0] + om0 * we1 - om1 * we0
+                value = 0.0
+                value += e[0] * (pa[0, 0] - pa[1, 0]) + e[1] * (pa[0, 1] - pa[1, 1]) + e[2] * (pa[0, 2] - pa[1, 2])
+                value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
+                value += ae0 * d0 + ae1 * d1 + ae2 * d2
+                bias[r + kk] = value
+    return phi, jac, bias
+
+
+_KERNELS = None
+_place_body = None   # compiled_kernels' compiled `_place_body_py`, bound before the kinematics kernel compiles
+from ..dynamics import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
+
+
+def _kernels():
+    """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
+    global _KERNELS, _place_body
+    if _KERNELS:
+        return _KERNELS if _compiled.ENABLED else None
+    if _KERNELS is None:
+        from ..dynamics import compiled_kernels
+        if compiled_kernels.ENABLED:
+            import numba
+            _place_body = compiled_kernels.place_body_kernel()
+            _KERNELS = (numba.njit(cache=True, nogil=True)(_tree_kinematics_kernel),
+                        numba.njit(cache=True, nogil=True)(_loop_rows_kernel))
+        else:
+            _KERNELS = ()
+    from ..dynamics import compiled_kernels
+    return _KERNELS if (_KERNELS and compiled_kernels.ENABLED) else None
+
+
+_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _packed_tree(model):
+    packed = _packed.get(model)
+    if packed is None:
+        from ..dynamics import compiled_kernels
+        packed = _packed[model] = compiled_kernels.pack(model)
+    return packed
