@@ -95,7 +95,7 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
     """World placement of body i (its parent placed already) into rot[i], pos[i], and its motion-subspace columns
     into sub: R_i = R_p R_loc, p_i = R_p p_loc + p_p; revolute [p × a; a], prismatic [a; 0], free base
     [R, [p]× R; 0, R]. loc, jr: 3×3 scratch. The first pass shared by `_tree_dynamics` and the kinematics kernel
-    of constraints.loops (bound as their global `_place_body` before they compile)."""
+    of constraints.loop_kernels (bound as their global `_place_body` before they compile)."""
     parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
     ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
     pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]

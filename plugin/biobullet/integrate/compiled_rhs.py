@@ -18,7 +18,7 @@ contracting at once, ill-conditioned loop), a spring has zero length, M_r is not
 is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
-(constraints.implicit, constraints.loops, dynamics.compiled_kernels, forces.compiled), touch this file.
+(constraints.newton_kernel, constraints.loop_kernels, dynamics.compiled_kernels, forces.compiled), touch this file.
 """
 from __future__ import annotations
 
