@@ -54,6 +54,25 @@ def _lu_solve(a, b):
     return x, True
 
 
+def _dependent_part(inverse, jk, known_values, extra):
+    """−Φ_dep⁻¹ (Φ_kn v_kn + extra): the dependent joints' share of a derivative (G column, θ̇, γ) from the known
+    joints' (`inverse` = Φ_dep⁻¹, `jk` = Φ_kn)."""
+    nd, nk = jk.shape
+    tmp = np.empty(nd)
+    for i in range(nd):
+        s = extra[i]
+        for j in range(nk):
+            s += jk[i, j] * known_values[j]
+        tmp[i] = s
+    out = np.empty(nd)
+    for i in range(nd):
+        s = 0.0
+        for k in range(nd):
+            s += inverse[i, k] * tmp[k]
+        out[i] = -s
+    return out
+
+
 def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity,
                     u0, h0, anchor, tolerance, loose, warm_condition, revolute, condition_limit,
                     ancestry, point_body, offset, basis, kinds, row_start, n_rows):
@@ -183,46 +202,28 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
             for k in range(nd):
                 s += inverse[i, k] * jk[k, j]
             sens[i, j] = -s
-    tmp = np.empty(nd)
+    no_extra = np.zeros(nd)
+    values = np.empty(nk)
     for c in range(nq):
-        for i in range(nd):
-            s = 0.0
-            for j in range(nk):
-                s += jk[i, j] * gradient[known[j], c]
-            tmp[i] = s
-        for i in range(nd):
-            s = 0.0
-            for k in range(nd):
-                s += inverse[i, k] * tmp[k]
-            gradient[dep[i], c] = -s
-    for i in range(nd):
-        s = 0.0
         for j in range(nk):
-            s += jk[i, j] * rate[known[j]]
-        tmp[i] = s
+            values[j] = gradient[known[j], c]
+        column = _dependent_part(inverse, jk, values, no_extra)
+        for i in range(nd):
+            gradient[dep[i], c] = column[i]
+    for j in range(nk):
+        values[j] = rate[known[j]]
+    dependent = _dependent_part(inverse, jk, values, no_extra)
     for i in range(nd):
-        s = 0.0
-        for k in range(nd):
-            s += inverse[i, k] * tmp[k]
-        rate[dep[i]] = -s
+        rate[dep[i]] = dependent[i]
     rot, pos, sub, vel, acc = _KIN(meta, body, theta, rate, n_tangent, True)
     _, _, bias = _ROWS(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
                        False, True)
-    h = np.empty(nd)
+    h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the cached solution
+    for j in range(nk):
+        values[j] = gamma[known[j]]
+    dependent = _dependent_part(inverse, jk, values, bias)
     for i in range(nd):
-        s = 0.0
-        for k in range(nd):
-            s += inverse[i, k] * bias[k]
-        h[i] = -s
-        t = 0.0
-        for j in range(nk):
-            t += jk[i, j] * gamma[known[j]]
-        tmp[i] = t
-    for i in range(nd):
-        s = 0.0
-        for k in range(nd):
-            s += inverse[i, k] * tmp[k]
-        gamma[dep[i]] = -s + h[i]
+        gamma[dep[i]] = dependent[i]
     # the new cached solution: (θ_known, θ_dep, sensitivity), and the known rate of the curvature term
     known_new = np.empty(nk)
     u = np.empty(nk)
@@ -248,6 +249,7 @@ def _lean_kernel(kernels):
             _KIN, _ROWS = kernels
             _LEAN = numba.njit(cache=True, nogil=True)(_lean_kernel_py)
             globals()["_lu_solve"] = numba.njit(cache=True, nogil=True)(_lu_solve)
+            globals()["_dependent_part"] = numba.njit(cache=True, nogil=True)(_dependent_part)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy path serves
             _LEAN = False
     return _LEAN or None
