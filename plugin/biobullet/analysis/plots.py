@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import save_figure
+
 
 def _figure(size: tuple[float, float]) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -87,7 +89,4 @@ def plot_knee_vs_reference(t: np.ndarray, knee: np.ndarray, reference: np.ndarra
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, path, dpi=120)

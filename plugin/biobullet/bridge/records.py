@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..atomic import atomic_write
 
 
 @dataclass
@@ -34,18 +35,8 @@ class BridgeTrajectory:
 
 
 def write_csv_atomically(path, header: list[str], data: np.ndarray) -> None:
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            np.savetxt(handle, data, delimiter=",", header=",".join(header), comments="", fmt="%.17g")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda tmp: np.savetxt(tmp, data, delimiter=",", header=",".join(header), comments="",
+                                              fmt="%.17g"))
 
 
 def make_trajectory(model, t, positions, velocities, q, v, metadata: dict | None = None):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import save_figure
 from .base import FrictionLaw, NormalLaw
 from .impact1d import kelvin_voigt_damping_ratio, simulate_impact
 from .registry import get_normal_law
@@ -71,8 +72,7 @@ def plot_hysteresis(path: str | Path, *, cr: float = 0.5,
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -110,7 +110,6 @@ def plot_friction_curves(path: str | Path, *, laws: Mapping[str, FrictionLaw] | 
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

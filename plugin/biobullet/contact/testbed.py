@@ -12,6 +12,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ..atomic import write_text
+
 _INERTIA = '<inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/>'
 
 
@@ -58,5 +60,5 @@ def load_text(text: str, folder: str | Path | None = None, name: str = "contact_
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="biobullet_contact_"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    path.write_text(text)
+    write_text(path, text)
     return load_model(path)

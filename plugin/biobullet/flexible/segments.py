@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_text
 from ..errors import ModelError
 
 SEPARATOR = "__"
@@ -275,19 +276,6 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
     return '<?xml version="1.0"?>\n' + out + "\n", layouts
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def expand_flexible(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
                     segments: int | dict[str, int] | None = None,
                     shear: bool | None = None) -> tuple[Path, dict[str, SegmentLayout]]:
@@ -304,7 +292,7 @@ def expand_flexible(path: str | os.PathLike[str], out: str | os.PathLike[str] | 
         out = Path(tempfile.gettempdir()) / "biobullet-segments" / f"{src.stem}-{digest}.urdf"
     out = Path(out)
     if not (out.exists() and out.read_text() == new):
-        _write_atomic(out, new)
+        write_text(out, new)
     return out, layouts
 
 

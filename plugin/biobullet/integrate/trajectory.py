@@ -10,34 +10,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
 from ..errors import ModelError
 
 ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applied", "dissipated")
-
-
-def atomic_write(path: str | os.PathLike[str], write) -> None:
-    """Call write(tmp_path) then os.replace it onto `path` (no half-written file on failure).
-
-    The temporary file keeps `path`'s suffix, so writers that pick a format from the name (savefig) work.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 @dataclass

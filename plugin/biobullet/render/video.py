@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 
+from ..atomic import atomic_write
 from ..errors import ModelError
 
 FORMATS = (".mp4", ".gif")
@@ -31,21 +31,13 @@ def write_video(frames, path, *, fps: float = 30) -> str:
         raise ModelError("frames differ in size or are not H×W×3", attribute="frames",
                          expected="equal-size H×W×3 uint8 images")
     frames = [np.asarray(f, dtype=np.uint8) for f in frames]
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=extension, dir=directory)
-    os.close(fd)
-    try:
+    def write(tmp: str) -> None:
         if extension == ".mp4":
             _write_mp4(frames, tmp, fps)
         else:
             import imageio.v2 as imageio
             imageio.mimsave(tmp, frames, format="GIF", duration=1000.0 / fps, loop=0)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, write)
     return path
 
 

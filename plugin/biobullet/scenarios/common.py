@@ -1,12 +1,11 @@
 """Small helpers shared by scenarios: bundled model paths, atomic writes, progress messages."""
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from .. import atomic
 from ..errors import ModelError
 
 
@@ -27,37 +26,20 @@ def bundled_models() -> list[str]:
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write a file so that readers never see a half-written one (temp file + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, mode) as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write a file so that readers never see a half-written one (see `biobullet.atomic`)."""
+    if isinstance(data, bytes):
+        atomic.write_bytes(path, data)
+    else:
+        atomic.write_text(path, data)
 
 
 def write_json(path: str | os.PathLike[str], payload: dict) -> None:
-    write_atomic(path, json.dumps(payload, indent=2, default=float) + "\n")
+    atomic.write_json(path, payload)
 
 
 def save_figure(figure, path: str | os.PathLike[str], dpi: int = 120) -> None:
-    """Save a matplotlib figure atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        figure.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Save a matplotlib figure atomically (tight bounding box)."""
+    atomic.save_figure(figure, path, dpi=dpi, bbox_inches="tight")
 
 
 def say(message: str) -> None:

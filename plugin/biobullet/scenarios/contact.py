@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from .. import atomic
+
 CR_VALUES = (0.3, 0.5, 0.8, 0.95)
 LAWS = ("hunt_crossley", "flores", "hu_guo", "kelvin_voigt")
 M, K, V, R, GAP = 1.0, 1.0e6, 1.0, 0.05, 0.01
@@ -92,7 +94,7 @@ def sliding_block(folder: str, path: str, v_start: float = 0.2, t_end: float = 0
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic.save_figure(fig, path, dpi=120)
     plt.close(fig)
     return out
 

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..integrate.trajectory import atomic_write
+from .. import atomic
+from ..atomic import atomic_write
 
 MODE_SETS = ("ss-ss-ss", "cc-cc-cc", "sc-cc-cs", "cs-ss-sc")
 PAPER = {"n_impacts_ss-ss-ss": 22, "first_impact_sub_impacts_ss-ss-ss": 3,
@@ -66,20 +67,20 @@ def _plots(result: Any, out: Path, title: str) -> None:
             ax[1].plot(t, result.point_velocities[:, k, axis], label=nm, lw=1)
         ax[0].set_ylabel(f"X{axis + 1} [m]"), ax[1].set_ylabel(f"dX{axis + 1}/dt [m/s]")
         ax[1].set_xlabel("t [s]"), ax[0].legend(ncol=4), ax[0].set_title(title)
-        fig.tight_layout(), _savefig(fig, out / f"joints_{label}.png"), plt.close(fig)
+        fig.tight_layout(), atomic.save_figure(fig, out / f"joints_{label}.png", dpi=120), plt.close(fig)
     fig, ax = plt.subplots(figsize=(8, 4))
     for j, nm in enumerate(result.chain.coordinate_names):
         if nm.startswith("d"):
             ax.plot(t, result.z[:, j] * 1e3, label=nm, lw=1)
     ax.set_xlabel("t [s]"), ax.set_ylabel("modal amplitude [mm]"), ax.legend(), ax.set_title(title)
-    fig.tight_layout(), _savefig(fig, out / "modal_amplitudes.png"), plt.close(fig)
+    fig.tight_layout(), atomic.save_figure(fig, out / "modal_amplitudes.png", dpi=120), plt.close(fig)
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for k, nm in enumerate(names):
         ax[0].plot(t, result.normal_force[:, k], label=nm, lw=1)
         ax[1].plot(t, result.friction_force[:, k], label=nm, lw=1)
     ax[0].set_ylabel("F_N [N]"), ax[1].set_ylabel("F_T [N]"), ax[1].set_xlabel("t [s]"), ax[0].legend(ncol=4)
     ax[0].set_title(title)
-    fig.tight_layout(), _savefig(fig, out / "contact_forces.png"), plt.close(fig)
+    fig.tight_layout(), atomic.save_figure(fig, out / "contact_forces.png", dpi=120), plt.close(fig)
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for arr, lab in ((result.kinetic, "T"), (result.gravity, "V_g"), (result.elastic, "V_e"),
                      (-result.work_damping, "−W_D"), (-result.work_normal, "−W_FN"),
@@ -88,7 +89,7 @@ def _plots(result: Any, out: Path, title: str) -> None:
     ax[0].set_ylabel("energy [J]"), ax[0].legend(ncol=4, fontsize=8), ax[0].set_title(title)
     ax[1].plot(t, result.energy_error_percent, lw=1)
     ax[1].set_ylabel("energy error [%]"), ax[1].set_xlabel("t [s]")
-    fig.tight_layout(), _savefig(fig, out / "energy.png"), plt.close(fig)
+    fig.tight_layout(), atomic.save_figure(fig, out / "energy.png", dpi=120), plt.close(fig)
     i = int(np.argmin(np.abs(t - 0.7)))
     z = result.z[i]
     dmax = max(float(np.abs(result.modal_amplitudes[i]).max()), 1e-12)
@@ -99,17 +100,9 @@ def _plots(result: Any, out: Path, title: str) -> None:
         ax.plot(pts[:, 0], pts[:, 1], lw=2)
     ax.axhline(0.0, color="grey", lw=0.8), ax.set_aspect("equal")
     ax.set_title(f"{title}: deformed shape at t = {t[i]:.3f} s, deflection × {scale:.3g}")
-    fig.tight_layout(), _savefig(fig, out / "deformed_0.7s.png"), plt.close(fig)
+    fig.tight_layout(), atomic.save_figure(fig, out / "deformed_0.7s.png", dpi=120), plt.close(fig)
 
 
-
-
-def _write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
-
-
-def _savefig(fig, path: Path) -> None:
-    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format=path.suffix[1:]))
 
 
 def timeseries_table(result: Any) -> tuple[list[str], np.ndarray]:
@@ -234,9 +227,9 @@ def bridge_comparison(reference: Any, out: Path | None = None, *, cases=BRIDGE_C
                      f"{'' if r['wall_time_s'] is None else format(r['wall_time_s'], '.1f')} |")
     markdown = "\n".join(lines) + "\n"
     if out is not None:
-        _write_text(out / "bridge_comparison.md", "# Elastic robot drop: segmented links vs Gibbs–Appell\n\n"
+        atomic.write_text(out / "bridge_comparison.md", "# Elastic robot drop: segmented links vs Gibbs–Appell\n\n"
                     + markdown)
-        _write_text(out / "bridge_comparison.json", json.dumps(rows, indent=1, default=float))
+        atomic.write_text(out / "bridge_comparison.json", json.dumps(rows, indent=1, default=float))
         if plots:
             import matplotlib
             matplotlib.use("Agg")
@@ -255,7 +248,7 @@ def bridge_comparison(reference: Any, out: Path | None = None, *, cases=BRIDGE_C
             ax[2].set_xlabel("t [s]"), ax[0].legend(fontsize=7, ncol=2)
             ax[2].set_xlim(PAPER["first_contact_time"] - 0.01, t_end)  # impacts; the free fall is a parabola
             ax[0].set_title("elastic robot drop: finite segments (engine / PyBullet) vs Gibbs–Appell")
-            fig.tight_layout(), _savefig(fig, out / "bridge_comparison.png"), plt.close(fig)
+            fig.tight_layout(), atomic.save_figure(fig, out / "bridge_comparison.png", dpi=120), plt.close(fig)
     return {"rows": rows, "markdown": markdown}
 
 
@@ -295,8 +288,8 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
                "n_rhs": result.n_rhs, "max_normal_force": float(result.normal_force.max()),
                "max_abs_modal_amplitude": float(np.abs(result.modal_amplitudes).max()), "paper": PAPER}
     jsonable = json.loads(json.dumps(impacts, default=float))
-    _write_text(out / "impacts.json", json.dumps(jsonable, indent=1))
-    _write_text(out / "impacts.md", f"# Impacts, {modes}\n\n" + _impacts_markdown(impacts))
+    atomic.write_text(out / "impacts.json", json.dumps(jsonable, indent=1))
+    atomic.write_text(out / "impacts.md", f"# Impacts, {modes}\n\n" + _impacts_markdown(impacts))
     header, table = timeseries_table(result)
     atomic_write(out / "timeseries.csv", lambda tmp: np.savetxt(tmp, table, delimiter=",", header=",".join(header),
                                                            comments="", fmt="%.12g"))
@@ -318,7 +311,7 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
             raise ValueError("bridge=True compares the model file's ss-ss-ss robot; needs bridge_t_end <= t_end")
         summary["bridge"] = bridge_comparison(result, out, cases=bridge_cases, t_end=bridge_t_end,
                                               plots=plots)["rows"]
-    _write_text(out / "summary.json", json.dumps(summary, indent=1, default=float))
+    atomic.write_text(out / "summary.json", json.dumps(summary, indent=1, default=float))
     return summary
 
 
@@ -335,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{s['energy_error_mean_percent']:.2e} | {s['energy_error_max_percent']:.2e} | "
                     f"{PAPER['energy_error_mean_percent'].get(m, float('nan'))} | {s['symmetry_residual']:.1e} | "
                     f"{s['wall_time_s']:.1f} |")
-    (out / "table.md").write_text("\n".join(rows) + "\n")
+    atomic.write_text(out / "table.md", "\n".join(rows) + "\n")
     print("\n".join(rows))
     return 0
 

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .. import atomic
 from .common import say, write_json
 
 SWEEPS = {"k": "prosthesis_k.json", "k_hiking": "prosthesis_k_hiking.json",
@@ -166,7 +167,7 @@ def run(out_dir: str, sweeps_dir: str = "out/prosthesis_sweeps", run_missing: bo
                "n_points_with_evidence": {s: sum(map(_has_evidence, p)) for s, p in sweeps.items()},
                "figures": [str(f) for f in figures], "findings": findings, "points": rows}
     write_json(out / "summary.json", summary)
-    (out / "report.md").write_text(_report(findings, rows, figures), encoding="utf-8")
+    atomic.write_text(out / "report.md", _report(findings, rows, figures))
     say(f"prosthesis-study: {sum(len(p) for p in sweeps.values())} points, {len(figures)} figures → {out}")
     return summary
 
@@ -359,8 +360,7 @@ def _figure(size):
 
 
 def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
-    return path
+    return atomic.save_figure(fig, path, dpi=110)
 
 
 def _bifurcation(path: Path, sweeps) -> Path:

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..atomic import save_figure
 from .config import SweepConfig
 from .store import scalar_results
 
@@ -60,6 +61,6 @@ def plot_results(out: Path, config: SweepConfig, records: Sequence[Mapping[str, 
             ax.legend(fontsize=7)
         fig.tight_layout()
         path = plot_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', key)}.png"
-        fig.savefig(path, dpi=100)
+        save_figure(fig, path, dpi=100)
         written.append(path)
     return written

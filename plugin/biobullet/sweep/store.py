@@ -1,16 +1,14 @@
 """On-disk results of a sweep: one JSON file per point (written atomically), summary CSV/JSON."""
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .. import atomic
 from .config import Point, SweepConfig
 
 
@@ -23,39 +21,12 @@ def point_path(out: Path, point_id: str) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file in the same folder, fsync, then ``os.replace`` it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, allow_nan=False, default=_json_default)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Strict JSON (no NaN/inf), written atomically and flushed to disk (see `biobullet.atomic`)."""
+    atomic.write_json(path, data, indent=1, allow_nan=False)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+    atomic.write_text(path, text, newline="")
 
 
 def read_point(out: Path, point: Point) -> dict[str, Any] | None:
