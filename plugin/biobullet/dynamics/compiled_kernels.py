@@ -361,6 +361,26 @@ def _affine_pair(a, b, q, v):
     return x, xd, check == 0.0
 
 
+def _cholesky_factor_py(a, low, pivot_check):
+    """Lower Cholesky factor of the symmetric `a` (lower triangle read) into `low` (zeros above the diagonal
+    expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too)."""
+    n = a.shape[0]
+    for j in range(n):
+        s = a[j, j]
+        for k in range(j):
+            s -= low[j, k] * low[j, k]
+        if not s > pivot_check * a[j, j]:
+            return False
+        d = np.sqrt(s)
+        low[j, j] = d
+        for i in range(j + 1, n):
+            s = a[i, j]
+            for k in range(j):
+                s -= low[i, k] * low[j, k]
+            low[i, j] = s / d
+    return True
+
+
 def _cholesky_solve_py(low, rhs, out):
     """out = (L Lᵀ)⁻¹ rhs for the lower-triangular Cholesky factor L: forward, then back substitution (out may
     be rhs). Called from other compiled kernels (bound as their global before they compile)."""

@@ -130,19 +130,8 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
     xdd = np.zeros(n)
     lam = np.zeros(m)
     low = np.zeros((n, n))   # Cholesky factor of M
-    for j in range(n):
-        s = mass[j, j]
-        for k in range(j):
-            s -= low[j, k] * low[j, k]
-        if not s > 0.0:
-            return 1, xdd, lam
-        d = np.sqrt(s)
-        low[j, j] = d
-        for i in range(j + 1, n):
-            s = mass[i, j]
-            for k in range(j):
-                s -= low[i, k] * low[j, k]
-            low[i, j] = s / d
+    if not _cholesky_factor(mass, low, 0.0):
+        return 1, xdd, lam
     # columns: Φ_xᵀ (m) and τ − h; solved with M through its factor
     b = np.empty((n, m + 1))
     for i in range(n):
@@ -177,19 +166,8 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
             rate += phi_t[r]
         rhs[r] = -bias[r] - 2.0 * alpha * rate - beta * beta * phi[r] - free
     sl = np.zeros((m, m))   # Cholesky factor of the Schur complement, pivots checked as in `_schur_factor`
-    for j in range(m):
-        s = schur[j, j]
-        for k in range(j):
-            s -= sl[j, k] * sl[j, k]
-        if not s > pivot_check * schur[j, j]:
-            return 2, xdd, lam
-        d = np.sqrt(s)
-        sl[j, j] = d
-        for i in range(j + 1, m):
-            s = schur[i, j]
-            for k in range(j):
-                s -= sl[i, k] * sl[j, k]
-            sl[i, j] = s / d
+    if not _cholesky_factor(schur, sl, pivot_check):
+        return 2, xdd, lam
     _cholesky_solve(sl, rhs, lam)
     for i in range(n):
         s = b[i, m]
@@ -199,16 +177,18 @@ def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, 
     return 0, xdd, lam
 
 
-_cholesky_solve = None   # compiled_kernels._cholesky_solve_py, compiled and bound before the KKT kernel compiles
+# compiled_kernels' Cholesky kernels, compiled and bound before the KKT kernel compiles
+_cholesky_factor = _cholesky_solve = None
 
 
 def _kkt_kernel():
     """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
-    global _cholesky_solve
-    from .compiled_kernels import _cholesky_solve_py, compiled_or_none
+    global _cholesky_factor, _cholesky_solve
+    from .compiled_kernels import _cholesky_factor_py, _cholesky_solve_py, compiled_or_none
     if _cholesky_solve is None:
+        _cholesky_factor = compiled_or_none(_cholesky_factor_py)
         _cholesky_solve = compiled_or_none(_cholesky_solve_py)
-        if _cholesky_solve is None:
+        if _cholesky_factor is None or _cholesky_solve is None:
             return None
     return compiled_or_none(_kkt_kernel_py)
 

@@ -29,7 +29,7 @@ from ..dynamics import compiled_kernels as _compiled
 _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _PROJECT = _SPRING = _CHOLESKY_SOLVE = None
+_LEAN = _TREE = _PROJECT = _SPRING = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
 _FUSED = None
 
 
@@ -86,17 +86,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
             s += gradient[a, c] * tau[a]
         rhs[c] = s - reduced_bias[c]
     low = np.zeros((nq, nq))
-    for i in range(nq):
-        for j in range(i + 1):
-            s = reduced_mass[i, j]
-            for k in range(j):
-                s -= low[i, k] * low[j, k]
-            if i == j:
-                if not s > 0.0:
-                    return fail
-                low[i, i] = np.sqrt(s)
-            else:
-                low[i, j] = s / low[j, j]
+    if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
+        return fail
     accel = np.empty(nq)
     _CHOLESKY_SOLVE(low, rhs, accel)
     out = np.empty(size)
@@ -121,17 +112,19 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
 
 def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
-    global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_SOLVE, _FUSED
+    global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _FUSED
     if _FUSED is None:
         from ..forces.compiled import _spring_kernel_py
         tree = _compiled.compiled_or_none(_compiled._tree_dynamics)
         project = _compiled.compiled_or_none(_compiled._project_upper)
         spring = _compiled.compiled_or_none(_spring_kernel_py)
+        factor = _compiled.compiled_or_none(_compiled._cholesky_factor_py)
         solve = _compiled.compiled_or_none(_compiled._cholesky_solve_py)
-        if None in (tree, project, spring, solve):
+        if None in (tree, project, spring, factor, solve):
             _FUSED = False
         else:
-            _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_SOLVE = lean_kernel, tree, project, spring, solve
+            _LEAN, _TREE, _PROJECT, _SPRING = lean_kernel, tree, project, spring
+            _CHOLESKY_FACTOR, _CHOLESKY_SOLVE = factor, solve
             _FUSED = _compiled.compiled_or_none(_fused_rhs_py) or False
     return _FUSED or None
 
