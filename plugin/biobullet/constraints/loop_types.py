@@ -30,6 +30,11 @@ ENTRY_POINT_GROUP = "biobullet.constraints"
 COMMON_ATTRIBUTES = ("name", "type", "link_a", "xyz_a", "link_b", "xyz_b")
 
 
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
 def vector3(source: SourceRef, attributes: Mapping[str, str], key: str, default: str | None = None, *,
             unit: bool = False) -> np.ndarray:
     """A 3-vector attribute (read-only array); `unit`: normalised, the zero vector refused."""
@@ -42,8 +47,7 @@ def vector3(source: SourceRef, attributes: Mapping[str, str], key: str, default:
         if norm < 1e-12:
             raise source.error(key, f"zero vector {text!r}", "a non-zero direction")
         vec = vec / norm
-    vec.setflags(write=False)
-    return vec
+    return _frozen(vec)
 
 
 def plane_basis(normal: np.ndarray) -> np.ndarray:
@@ -73,8 +77,8 @@ class LoopType(ABC):
     attributes: ClassVar[tuple[str, ...]] = ()
     #: the 3×2 basis (planar: of the plane, in link_a; revolute: ⟂ axis_b, in link_b) and link_a's axis
     #: (revolute), read by the vectorised/compiled paths and the Pinocchio oracle; zeros where unused
-    basis: np.ndarray = np.zeros((3, 2))
-    axis_a: np.ndarray = np.zeros(3)
+    basis: np.ndarray = _frozen(np.zeros((3, 2)))
+    axis_a: np.ndarray = _frozen(np.zeros(3))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], source: SourceRef) -> "LoopType":
@@ -147,9 +151,7 @@ class PlanarLoop(LoopType):
 
     @classmethod
     def from_attributes(cls, attributes, source):
-        basis = plane_basis(vector3(source, attributes, "normal", unit=True))
-        basis.setflags(write=False)
-        return cls(basis)
+        return cls(_frozen(plane_basis(vector3(source, attributes, "normal", unit=True))))
 
     def rows(self, a, b, *, jacobian, rates):
         d = a.position - b.position
@@ -191,9 +193,7 @@ class RevoluteLoop(LoopType):
             raise source.error("axis", "missing required attribute", "the hinge axis (or axis_a and axis_b)")
         axis_a = vector3(source, attributes, "axis_a" if "axis_a" in attributes else "axis", unit=True)
         axis_b = vector3(source, attributes, "axis_b" if "axis_b" in attributes else "axis", unit=True)
-        basis = plane_basis(axis_b)
-        basis.setflags(write=False)
-        return cls(axis_a, basis)
+        return cls(axis_a, _frozen(plane_basis(axis_b)))
 
     def rows(self, a, b, *, jacobian, rates):
         phi = np.empty(5)

@@ -135,10 +135,9 @@ class CompiledReducedRHS:
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
     def __init__(self, system, resolver, lean, springs, torques) -> None:
-        from ..constraints.loops import tree_arrays
-        from ..forces.elements import ZERO_LENGTH
-
         from ..constraints.implicit import CONDITION_LIMIT
+        from ..dynamics.vectorized import tree_arrays
+        from ..forces.elements import ZERO_LENGTH
 
         model = system.model
         self.resolver = resolver
