@@ -2,8 +2,8 @@
 
 The content goes to a temporary file in the target's folder (same file system), is flushed to disk, and is then
 renamed onto the target with `os.replace` — so a killed or failing run never leaves a half-written result, and an
-earlier complete file stays until the new one is complete. The temporary file keeps the target's suffix, so
-writers that choose a format from the name (matplotlib's savefig, imageio) work unchanged.
+earlier complete file stays until the new one is complete. Temporary files are hidden and end in ".tmp" (figures
+are saved with an explicit format; videos keep their suffix for ffmpeg).
 """
 from __future__ import annotations
 
@@ -15,12 +15,18 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any]) -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, keep_suffix: bool = False) -> Path:
     """Call `write(temporary_path)`, flush the file to disk, then rename it onto `path` (folders created).
-    On any exception the temporary file is removed and `path` is left as it was."""
+    On any exception the temporary file is removed and `path` is left as it was.
+
+    The temporary file is hidden and ends in ".tmp" (`.NAME.XXXX.tmp`), so a glob for finished files
+    (`*.json`, `*.png`) never sees one that a killed process left behind, and cleaners can find them; with
+    `keep_suffix` it ends in the target's suffix instead (`.NAME.XXXX.tmp.mp4`), for writers that pick the format
+    from the file name (ffmpeg)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp", dir=path.parent)
+    suffix = ".tmp" + path.suffix if keep_suffix and path.suffix else ".tmp"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     try:
         write(tmp)

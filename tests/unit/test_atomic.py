@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -53,3 +54,21 @@ def test_figures_keep_the_format_of_their_suffix(tmp_path):
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "plot.svg").read_text()[:500]
     assert _debris(tmp_path) == []
+
+
+def test_temporary_files_are_hidden_and_never_match_the_targets_glob(tmp_path):
+    """A killed process may leave its temporary file: globs for finished files must not see it (sweep resume and
+    summaries read `points/*.json`), and the sweep's cleaner finds it by `.*.tmp`."""
+    seen = {}
+
+    def write(tmp):
+        seen["json"] = sorted(p.name for p in tmp_path.glob("*.json"))
+        seen["cleaner"] = sorted(p.name for p in tmp_path.glob(".*.tmp"))
+        with open(tmp, "w") as handle:
+            handle.write("{}")
+    atomic.atomic_write(tmp_path / "point.json", write)
+    assert seen["json"] == [] and len(seen["cleaner"]) == 1 and seen["cleaner"][0].startswith(".point.json.")
+    names = []
+    atomic.atomic_write(tmp_path / "movie.mp4", lambda tmp: names.append(os.path.basename(tmp)) or
+                        open(tmp, "wb").close(), keep_suffix=True)
+    assert names[0].startswith(".movie.mp4.") and names[0].endswith(".tmp.mp4")

@@ -37,7 +37,7 @@ def write_video(frames, path, *, fps: float = 30) -> str:
         else:
             import imageio.v2 as imageio
             imageio.mimsave(tmp, frames, format="GIF", duration=1000.0 / fps, loop=0)
-    atomic_write(path, write)
+    atomic_write(path, write, keep_suffix=True)   # ffmpeg picks the container from the name
     return path
 
 
