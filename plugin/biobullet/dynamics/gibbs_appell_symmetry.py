@@ -116,13 +116,18 @@ class MirrorSymmetry:
         z[ch.idx_x] = c - 0.5 * self._chord(phi, delta)
         return z
 
-    def mirror(self, z: np.ndarray, zd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The mirror image (z', ż') of a state."""
+    def _with_rates(self, z: np.ndarray, zd: np.ndarray):
+        """(C, φ, δ) of `split` and their rates (Ċ, φ̇, δ̇)."""
         ch = self.chain
         c, phi, delta = self.split(z)
         phid = ch._Jphi @ zd
         deltad = [zd[d] for d in ch.idx_d]
         cd = zd[ch.idx_x] + 0.5 * self._chord_rate(phi, phid, delta, deltad)
+        return c, phi, delta, cd, phid, deltad
+
+    def mirror(self, z: np.ndarray, zd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The mirror image (z', ż') of a state."""
+        c, phi, delta, cd, phid, deltad = self._with_rates(z, zd)
         r = self._rev
         c_m = np.array([2.0 * self.axis - c[0], c[1]])
         cd_m = np.array([-cd[0], cd[1]])
@@ -147,11 +152,7 @@ class MirrorSymmetry:
 
     def project(self, z: np.ndarray, zd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The symmetric state closest (in (C, φ, δ) coordinates: their mean with the mirror image) to (z, ż)."""
-        ch = self.chain
-        c, phi, delta = self.split(z)
-        phid = ch._Jphi @ zd
-        deltad = [zd[d] for d in ch.idx_d]
-        cd = zd[ch.idx_x] + 0.5 * self._chord_rate(phi, phid, delta, deltad)
+        c, phi, delta, cd, phid, deltad = self._with_rates(z, zd)
         r = self._rev
         c_s = np.array([self.axis, c[1]])
         cd_s = np.array([0.0, cd[1]])
