@@ -237,22 +237,18 @@ def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_b
                     for b in range(6):
                         acc += composite[i, a, b] * sub[b, j]
                     force[a] = acc
-                for l in range(j, vi + nv):  # own directions l ≥ j
-                    acc = 0.0
-                    for a in range(6):
-                        acc += sub[a, l] * force[a]
-                    mass[l, j] = acc
-                    mass[j, l] = acc
-                anc = meta[i, 0]
-                while anc >= 0:
-                    va, na = meta[anc, 3], meta[anc, 4]
-                    for l in range(va, va + na):
+                # directions l that move body i: its own l ≥ j, then every ancestor's
+                b, start = i, j
+                while b >= 0:
+                    for l in range(start, meta[b, 3] + meta[b, 4]):
                         acc = 0.0
                         for a in range(6):
                             acc += sub[a, l] * force[a]
                         mass[l, j] = acc
                         mass[j, l] = acc
-                    anc = meta[anc, 0]
+                    b = meta[b, 0]
+                    if b >= 0:
+                        start = meta[b, 3]
 
     tau = np.zeros(n_tangent)
     if need_bias:
