@@ -10,8 +10,8 @@ import argparse
 import os
 import sys
 
-from biobullet.errors import BiobulletError
-from biobullet.scenarios import run_scenario
+from biobullet.core.errors import BiobulletError
+from biobullet.studies import run_scenario
 
 HEADLINE = ["foundation", "shoulder"]
 

@@ -1,15 +1,15 @@
 """Shoulder-rhythm study (paper 000, Table 1): de Groot & Brand vs Holzbaur rhythm, computed torques.
 
 Writes plots, report.md, summary.json (and, when PyBullet and the renderer are available, the bridge replay and
-a 3D video) into OUT (default out/shoulder). All the work is in `biobullet.scenarios.shoulder`.
+a 3D video) into OUT (default out/shoulder). All the work is in `biobullet_studies.shoulder`.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from biobullet.errors import BiobulletError
-from biobullet.scenarios.shoulder import run
+from biobullet.core.errors import BiobulletError
+from biobullet_studies.shoulder import run
 
 
 def main() -> int:

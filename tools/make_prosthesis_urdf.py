@@ -101,7 +101,7 @@ def _bar(p, q, width, material) -> str:
 
 
 def build_urdf() -> str:
-    from biobullet.gait import load_gait
+    from biobullet_studies.gait import load_gait
 
     g = geometry()
     gait = load_gait("walking_1ms")
@@ -132,7 +132,7 @@ def build_urdf() -> str:
         "     docstring; SUBSTITUTE data: paper 003's tables are missing). Hip-driven transfemoral prosthesis of",
         "     paper 003 (Lue et al. 2020), sagittal plane x-z (x forward, z up, joint axes along y). Frame: the",
         "     TREADMILL BELT frame (ground at rest, joint `treadmill` x = v t carries the lab forward at 1 m/s).",
-        "     hip_x / hip_y / hip: Fourier drivers of the substitute gait biobullet.gait 'walking_1ms'.",
+        "     hip_x / hip_y / hip: Fourier drivers of the substitute gait biobullet_studies.gait 'walking_1ms'.",
         f"     Segments (Winter 2009, H = {H} m): thigh {L_THIGH:.4f} m (hip - knee reference), shank {L_SHANK:.4f} m",
         f"     (knee reference - ankle), ankle height {H_ANKLE:.4f} m; heel {HEEL} m, toe {TOE} m from the ankle.",
         f"     Four-bar (letters of urdf/fourbar_knee.urdf: A posterior, B anterior thigh pivots; D, C shank pivots),",
@@ -213,7 +213,7 @@ def build_urdf() -> str:
 
 def check() -> None:
     """Kinematic check: straight leg, flat foot, hip at the gait data's mid-stance height."""
-    from biobullet.gait import load_gait
+    from biobullet_studies.gait import load_gait
 
     g = geometry()
     gait = load_gait("walking_1ms")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import BiobulletError, ModelError, SolverError
+from biobullet.core.errors import BiobulletError, ModelError, SolverError
 
 __version__ = "0.1.0"
 
@@ -22,8 +22,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Bridge": ("biobullet.bridge", "Bridge"),
     "validate_model": ("biobullet.validate", "validate_model"),
     "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
-    "run_scenario": ("biobullet.scenarios", "run_scenario"),
-    "PluginError": ("biobullet.plugins", "PluginError"),
+    "run_scenario": ("biobullet.studies", "run_scenario"),
+    "PluginError": ("biobullet.core.plugins", "PluginError"),
 }
 
 __all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY]

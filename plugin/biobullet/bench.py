@@ -64,7 +64,7 @@ def pinocchio_call(model) -> Callable[[], Any]:
 
 
 def _without_kernels(function: Callable[[], Any]) -> Callable[[], Any]:
-    from .dynamics import compiled_kernels
+    from biobullet.algorithms import compiled_kernels
 
     def call():
         enabled = compiled_kernels.ENABLED
@@ -80,8 +80,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
     """Seconds per `mass_and_bias` call of every formulation (but multipliers, which has no reduced M) and of
     Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v; with `numpy_path`, also the compiled
     formulations with their kernels switched off ("… [numpy path]", what runs without numba)."""
-    from .dynamics import compiled_kernels
-    from .dynamics.formulation import formulation_names, get_formulation
+    from biobullet.algorithms import compiled_kernels
+    from biobullet.dynamics.formulation import formulation_names, get_formulation
 
     q, _ = model.initial_state()
     v = np.random.default_rng(1).normal(size=model.nv)
@@ -147,7 +147,7 @@ def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
     """Per-step times of `STEP_RUNNERS` on their own DIRECT connections, restarted from the model's initial state
     every round, rounds interleaved: {"best"/"median": {clock: {runner: s}}, "max_residual", "projections"} —
     plus "bridge" (the timed Bridge, still open: close it) with `keep_bridge`."""
-    from .bridge import Bridge
+    from biobullet.bridge import Bridge
 
     q0, v0 = model.initial_state()
     bridges = {name: Bridge(model, dt=dt) for name in STEP_RUNNERS}
@@ -181,9 +181,10 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
               log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Both measurements on the bundled models; the summary dict (also written to `out`/bench.json, atomically).
     `quick`: a few rounds only (seconds instead of about a minute; noisier)."""
-    from .dynamics import compiled_kernels
-    from .model import load_model
-    from .scenarios.common import bundled_model, write_atomic
+    from biobullet.algorithms import compiled_kernels
+    from biobullet.model import load_model
+    from biobullet.model.bundled import bundled_model
+    from biobullet.core.atomic import write_text as write_atomic
 
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     f_rounds, b_rounds = (8, 10) if quick else (60, 100)

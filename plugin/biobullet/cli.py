@@ -279,7 +279,7 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .model import load_model
+    from biobullet.model import load_model
 
     info = model_info(load_model(args.model, floating_base=args.floating_base))
     if args.json:
@@ -337,7 +337,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise _UsageError("--floating-base/--fixed-base cannot be combined with --random "
                           "(random trees alternate fixed and floating bases)")
     try:
-        from .validate import validate_model, validate_random_trees
+        from biobullet.validate import validate_model, validate_random_trees
     except ImportError:
         raise NotAvailable("validate") from None
     with _stdout_to_stderr():
@@ -357,7 +357,7 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
                                              progress=_progress_printer("model")))
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
-    from .model import load_model
+    from biobullet.model import load_model
     report = validate_model(load_model(args.model, floating_base=args.floating_base), samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
@@ -375,7 +375,7 @@ def _json_default(value: Any) -> Any:
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.engine == "reference":
         try:
-            from . import integrate
+            from biobullet import integrate
         except ImportError:
             raise NotAvailable("simulate") from None
         if hasattr(integrate, "cli_simulate"):  # the engine's own CLI adapter (progress, summary line)
@@ -385,10 +385,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         simulate_fn = integrate.simulate
     else:
         try:
-            from .bridge import simulate as simulate_fn  # type: ignore[attr-defined]
+            from biobullet.bridge import simulate as simulate_fn  # type: ignore[attr-defined]
         except ImportError:
             raise NotAvailable("simulate --engine pybullet") from None
-    from .model import load_model
+    from biobullet.model import load_model
 
     model = load_model(args.model, floating_base=args.floating_base)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
@@ -408,7 +408,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .scenarios import run_scenario
+    from biobullet.studies import run_scenario
 
     out = args.out or os.path.join("out", args.scenario)
     options = {key: value for key, value in vars(args).items()
@@ -423,14 +423,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     try:
-        from .sweep import cli_sweep
+        from biobullet.sweep import cli_sweep
     except ImportError:
         raise NotAvailable("sweep") from None
     return cli_sweep(args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import format_bench, run_bench
+    from biobullet.bench import format_bench, run_bench
 
     summary = run_bench(quick=args.quick, out=args.out)
     print(json.dumps(summary, indent=2) if args.json else format_bench(summary))
@@ -451,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a user-facing warning is one line, without the library's source line
     warnings.formatwarning = lambda message, category, *rest, **kw: f"{PROG}: warning: {message}\n"
     try:
-        from .errors import BiobulletError
+        from biobullet.core.errors import BiobulletError
         try:
             return args.handler(args)
         except _UsageError as exc:

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ModelError
-from .model.rotations import quaternion_to_matrix, skew
+from biobullet.core.errors import ModelError
+from biobullet.spatial.rotations import quaternion_to_matrix, skew
 
 __all__ = ["PinocchioMap", "PyBulletMap", "matrix_to_quaternion", "pybullet_id_quaternion"]
 

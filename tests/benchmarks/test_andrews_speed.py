@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import biobullet
-from biobullet.errors import SolverError
+from biobullet.core.errors import SolverError
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("andrews_classic", ROOT / "tests" / "andrews_classic.py")

@@ -8,16 +8,17 @@ import time
 import numpy as np
 import pytest
 
-from biobullet.dynamics.gibbs_appell import ElasticChain
-from biobullet.dynamics.gibbs_appell_drop import simulate_drop
-from biobullet.scenarios.elastic_robot import MODE_SETS, symmetry_residual
+from biobullet_studies.paper002 import paper002_chain
+from biobullet.flexible.gibbs_appell import ElasticChain
+from biobullet_studies.gibbs_appell_drop import simulate_drop
+from biobullet_studies.elastic_robot import MODE_SETS, symmetry_residual
 
 ROWS: list[str] = []
 
 
 @pytest.mark.parametrize("modes", MODE_SETS)
 def test_drop_wall_time(modes) -> None:
-    chain = ElasticChain.from_paper002(modes)
+    chain = paper002_chain(modes)
     start = time.perf_counter()
     r = simulate_drop(chain, t_end=1.5)
     wall = time.perf_counter() - start

@@ -1,7 +1,7 @@
 """Wall time of one 20-cycle prosthesis run (target ≤ 30 s on a 2-core machine); reported, not asserted."""
 import time
 
-from biobullet.scenarios import prosthesis
+from biobullet_studies import prosthesis
 
 
 def test_prosthesis_20_cycles_wall_time(record_property):

@@ -10,7 +10,7 @@ pybullet = pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.errors import ModelError  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SHOULDER = REPO / "urdf" / "shoulder_rhythm.urdf"

@@ -240,7 +240,7 @@ def test_keyboard_interrupt_exits_130(monkeypatch, capsys) -> None:
 
 
 def test_solver_error_is_one_line(monkeypatch, capsys) -> None:
-    from biobullet.errors import SolverError
+    from biobullet.core.errors import SolverError
     assert _patched_main(monkeypatch, SolverError("assembly failed at t = 0.1 s"), ["info", "x.urdf"]) == 2
     assert capsys.readouterr().err == "biobullet: error: assembly failed at t = 0.1 s\n"
 

@@ -1,5 +1,5 @@
 """The wheel ships the bundled models: built from a copy of the checkout, installed into a fresh folder, and the
-installed package (not the checkout) finds them — the scenarios' `bundled_model` and the elastic robot's
+installed package (not the checkout) finds them — `biobullet.model.bundled` and the elastic robot's
 `urdf/…` default path — and loads one."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 site = Path(sys.argv[1]).resolve()
 import biobullet
 assert Path(biobullet.__file__).resolve().is_relative_to(site), biobullet.__file__
-from biobullet.scenarios.common import bundled_model, bundled_models
+from biobullet.model.bundled import bundled_model, bundled_models
 from biobullet.bridge.flexible import ELASTIC_ROBOT, _resolve
 path = Path(bundled_model("andrews_squeezer.urdf"))
 assert path.resolve().is_relative_to(site), path

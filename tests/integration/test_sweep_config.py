@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 from biobullet.sweep import load_config, point_id, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""biobullet.atomic: a file appears whole or not at all; a failed write leaves the earlier file and no debris."""
+"""biobullet.core.atomic: a file appears whole or not at all; a failed write leaves the earlier file and no debris."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from biobullet import atomic
+from biobullet.core import atomic
 
 
 def _debris(folder):

@@ -6,10 +6,10 @@ import pytest
 
 from biobullet import load_model
 from biobullet.conventions import PinocchioMap, PyBulletMap, pybullet_id_quaternion
-from biobullet.dynamics.crba import crba
-from biobullet.dynamics.kinematics import frame_jacobian, frame_placement
-from biobullet.dynamics.rnea import rnea
-from biobullet.model.rotations import quaternion_to_matrix
+from biobullet.algorithms.crba import crba
+from biobullet.algorithms.kinematics import frame_jacobian, frame_placement
+from biobullet.algorithms.rnea import rnea
+from biobullet.spatial.rotations import quaternion_to_matrix
 from biobullet.validate.random_models import random_urdf
 from biobullet.validate.report import random_state
 

@@ -1,5 +1,5 @@
 """The plugin registries of every family (joint functions, force elements, normal and friction laws, loop types) share
-`biobullet.plugins.PluginRegistry`: built-ins present, third-party classes from entry points (real EntryPoint
+`biobullet.core.plugins.PluginRegistry`: built-ins present, third-party classes from entry points (real EntryPoint
 objects), and one PluginError naming the entry point when a plugin cannot be imported or has the wrong type."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from biobullet import plugins
+from biobullet.core import plugins
 from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.constraints.loop_types import LOOP_TYPES, LoopType
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
 from biobullet.forces.base import FORCE_ELEMENTS, ForceElement
 from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import JOINT_FUNCTIONS
-from biobullet.plugins import PluginError
+from biobullet.core.plugins import PluginError
 
 FAMILIES = {
     "joint functions": (JOINT_FUNCTIONS, JointFunction, {"linear", "polynomial", "spline", "fourier", "expression"},

@@ -19,7 +19,7 @@ import biobullet
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.implicit import LoopResolver
 from biobullet.constraints.loops import loop_terms
-from biobullet.scenarios import andrews
+from biobullet_studies import andrews
 
 ROOT = Path(__file__).resolve().parents[2]
 import andrews_classic as ac  # tests/andrews_classic.py

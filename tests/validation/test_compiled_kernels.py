@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.dynamics import compiled_kernels, vectorized
+from biobullet.algorithms import compiled_kernels; from biobullet.algorithms import vectorized
 from biobullet.dynamics.formulation import get_formulation
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 from biobullet.model.coordinates import CoordinateMap
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,14 +42,14 @@ G = 9.81
 
 @pytest.fixture(scope="module")
 def reference():
-    from biobullet.dynamics.gibbs_appell import ElasticChain
-    from biobullet.dynamics.gibbs_appell_drop import simulate_drop
+    from biobullet.flexible.gibbs_appell import ElasticChain
+    from biobullet_studies.gibbs_appell_drop import simulate_drop
     return simulate_drop(ElasticChain.from_model_file(URDF), T_END)
 
 
 @pytest.fixture(scope="module")
 def drop():
-    from biobullet.bridge.flexible import bridge_drop
+    from biobullet_studies.elastic_drop_bridge import bridge_drop
     return bridge_drop(URDF, T_END, segments=4, shear=False)
 
 
@@ -64,7 +64,7 @@ def test_first_contact_time(drop) -> None:
 
 
 def test_free_fall_is_first_order_exact(drop, reference) -> None:
-    from biobullet.bridge.flexible import trajectory_deviation
+    from biobullet_studies.elastic_drop_bridge import trajectory_deviation
     t_c = drop.contacts[0]["time"]
     err = trajectory_deviation(drop, reference, t_c - drop.dt)
     assert err <= 1.05 * 0.5 * G * t_c * drop.dt
@@ -72,7 +72,7 @@ def test_free_fall_is_first_order_exact(drop, reference) -> None:
 
 
 def test_trajectories_match_reference_after_first_impact(drop, reference) -> None:
-    from biobullet.bridge.flexible import first_impact, trajectory_deviation
+    from biobullet_studies.elastic_drop_bridge import first_impact, trajectory_deviation
     assert drop.t[-1] == pytest.approx(T_END, abs=drop.dt)
     assert drop.normal_force[:, [0, 3]].max() > 500.0  # the impact is inside the horizon
     assert trajectory_deviation(drop, reference, T_END) < 1e-2
@@ -84,7 +84,7 @@ def test_trajectories_match_reference_after_first_impact(drop, reference) -> Non
 
 
 def test_mirror_symmetry(drop) -> None:
-    from biobullet.bridge.flexible import mirror_residual
+    from biobullet_studies.elastic_drop_bridge import mirror_residual
     t_c = drop.contacts[0]["time"]
     before = drop.t < t_c
     p = drop.points[before]

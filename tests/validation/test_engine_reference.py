@@ -14,7 +14,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from biobullet import load_model
-from biobullet.dynamics.kinematics import body_placements, frame_jacobian
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian
 from biobullet.integrate import simulate
 from biobullet.validate.random_models import random_urdf
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 
 pytest.importorskip("pybullet")
 

@@ -1,5 +1,5 @@
 """Four-bar knee: the library's ICR (zero-velocity point of the shank from the implicit gradient G of the loop
-model, biobullet.scenarios.fourbar) against the analytic oracle tests/fourbar_geometry.py (intersection of
+model, biobullet_studies.fourbar) against the analytic oracle tests/fourbar_geometry.py (intersection of
 lines AD and BC, and paper 003's explicit formula).
 
 Tolerance 1e-9 m (the issue's number): both sides are closed-form up to a Newton solve converged to
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.scenarios import fourbar
+from biobullet_studies import fourbar
 
 ROOT = Path(__file__).resolve().parents[2]
 import fourbar_geometry as fg  # tests/fourbar_geometry.py

@@ -19,8 +19,9 @@ import pytest
 import sympy as sp
 from scipy.integrate import quad
 
-from biobullet.dynamics.gibbs_appell import ElasticChain, FlexibleLinkData, link_from_beam
-from biobullet.flexible.paper002 import TABLE3_UNROUNDED
+from biobullet_studies.paper002 import paper002_chain
+from biobullet.flexible.gibbs_appell import ElasticChain, FlexibleLinkData, link_from_beam
+from biobullet_studies.paper002 import TABLE3_UNROUNDED
 
 URDF = Path(__file__).resolve().parents[2] / "urdf" / "elastic_robot_3link.urdf"
 KV, GAMMA = 125.0, 0.025
@@ -139,7 +140,7 @@ def test_rigid_limit_equals_reduced_formulation_on_urdf() -> None:
 def test_mass_matrix_symmetric_positive_definite() -> None:
     rng = np.random.default_rng(4)
     for modes in ("ss-ss-ss", "cc-cc-cc", "sc-cc-cs", "cs-ss-sc"):
-        chain = ElasticChain.from_paper002(modes, n_modes=2)
+        chain = paper002_chain(modes, n_modes=2)
         for _ in range(3):
             z = rng.uniform(-3, 3, size=chain.n_coordinates)
             z[chain._d_all] *= 0.01

@@ -11,7 +11,7 @@ import pytest
 
 import biobullet
 from biobullet.constraints.equations import constraint_set
-from biobullet.dynamics.kinematics import frame_jacobian, frame_placement
+from biobullet.algorithms.kinematics import frame_jacobian, frame_placement
 from biobullet.dynamics.multipliers import constrained_accelerations, joint_reactions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 import biobullet
 from biobullet.constraints.assembly import assemble, assemble_velocities
 from biobullet.constraints.loops import loop_terms, parse_loops
-from biobullet.dynamics.kinematics import frame_placement
+from biobullet.algorithms.kinematics import frame_placement
 from biobullet.dynamics.multipliers import constrained_accelerations, joint_reactions
 from biobullet.model.urdf import load_description
 from biobullet.validate.loop_oracle import PinocchioLoopOracle

@@ -9,10 +9,10 @@ import pytest
 
 import biobullet
 from biobullet.forces import force_elements
-from biobullet.forces.tracking import JointContactStop, JointSpringReference
-from biobullet.gait import load_gait
-from biobullet.scenarios.common import bundled_model
-from biobullet.scenarios.prosthesis_model import FastProsthesis
+from biobullet_studies.tracking import JointContactStop, JointSpringReference
+from biobullet_studies.gait import load_gait
+from biobullet_studies.common import bundled_model
+from biobullet_studies.prosthesis_model import FastProsthesis
 
 PATH = bundled_model("prosthesis_fourbar.urdf")
 
@@ -100,7 +100,7 @@ def test_fast_rhs_equals_general_engine(model):
 
 @pytest.fixture(scope="module")
 def short_run():
-    from biobullet.scenarios import prosthesis
+    from biobullet_studies import prosthesis
     return prosthesis.simulate_cycles(prosthesis.build(1.5e4), 4.0, samples_per_cycle=400)
 
 
@@ -120,7 +120,7 @@ def test_loop_residual_round_off(short_run):
 
 
 def test_sweep_point_function_keys():
-    from biobullet.scenarios import prosthesis
+    from biobullet_studies import prosthesis
     res = prosthesis.gait({"damper.stiffness": 1.5e4, "damper.ratio": 0.05, "hip_hiking": 1.0, "cycles": 2})
     assert set(prosthesis.gait.results if hasattr(prosthesis.gait, "results") else res) <= set(res)
     for key in ("period", "peak_knee_flexion_deg", "correlation", "subharmonic_content", "amplitude_half_hz",

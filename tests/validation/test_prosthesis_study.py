@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biobullet.scenarios import prosthesis_study as study
+from biobullet_studies import prosthesis_study as study
 
 FREQ = [j / 6.0 for j in range(19)]       # f·T, window 6T (as `amplitude_spectrum`), up to 3
 

@@ -15,8 +15,8 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 from biobullet import load_model  # noqa: E402
-from biobullet.scenarios.common import bundled_model  # noqa: E402
-from biobullet.scenarios.shoulder_dynamics import (CASES_DEG, MODELS, PERIOD, Motion, inverse_dynamics,  # noqa: E402
+from biobullet_studies.common import bundled_model  # noqa: E402
+from biobullet_studies.shoulder_dynamics import (CASES_DEG, MODELS, PERIOD, Motion, inverse_dynamics,  # noqa: E402
                                                    nrmse, pearson, power_balance, relative_difference, rmse)
 
 TIME_STEP = 1.0e-3   # s, finite-difference step along the trajectory
@@ -130,14 +130,14 @@ def test_rhythms_identical_at_zero_plane_and_elevation(models):
 
 def test_bridge_inverse_dynamics_matches(models):
     bridge_module = pytest.importorskip("biobullet.bridge")
-    from biobullet.scenarios.shoulder_dynamics import bridge_inverse_dynamics
+    from biobullet_studies.shoulder_dynamics import bridge_inverse_dynamics
     result = inverse_dynamics(models["de_groot"], Motion(CASES_DEG["case2"]), CHECK_TIMES)
     with bridge_module.Bridge(models["de_groot"]) as bridge:
         assert relative_difference(bridge_inverse_dynamics(bridge, result), result.torque) < 1e-9
 
 
 def test_study_writes_documented_outputs(tmp_path):
-    from biobullet.scenarios import shoulder
+    from biobullet_studies import shoulder
     summary = shoulder.run(str(tmp_path), samples=81, bridge=False, video=False)
     with open(tmp_path / "summary.json") as handle:
         stored = json.load(handle)

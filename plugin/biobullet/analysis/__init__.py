@@ -2,7 +2,7 @@
 
 poincare      Poincaré (stroboscopic) samples at t = nT, period-n classification
 spectrum      amplitude spectra over windows of 6mT (subharmonics 1/2, 1/3 on exact bins), subharmonic content
-gait_metrics  paper-003 correlation ρ over cycles 15–20 (see PEARSON_CAVEAT), peak knee flexion, pearson, nrmse
+
 energy        energy/work balance residual E(t) − E(0) − W(t)
 plots         spectrum-vs-parameter map, Poincaré bifurcation plot, knee vs reference (matplotlib Agg)
 """

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import save_figure
+from biobullet.core.atomic import save_figure
 
 
 def _figure(size: tuple[float, float]) -> Any:

@@ -10,15 +10,15 @@ __all__ = ["Bridge", "simulate", "simulate_bridge"]
 
 def __getattr__(name: str):
     if name == "Bridge":
-        from .bridge import Bridge
+        from biobullet.bridge.bridge import Bridge
         return Bridge
     if name == "simulate_bridge":
-        from .simulation import simulate_bridge
+        from biobullet.bridge.simulation import simulate_bridge
         return simulate_bridge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def simulate(model, t_end: float, **options):
     """`simulate_bridge(model, t_end, dt=..., initial=..., out=..., progress=...)` (see bridge.simulation)."""
-    from .simulation import simulate_bridge
+    from biobullet.bridge.simulation import simulate_bridge
     return simulate_bridge(model, t_end, **options)

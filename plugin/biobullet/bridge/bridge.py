@@ -37,9 +37,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..errors import ModelError, SolverError
-from .connection import check_inertia, load_body, prepare_body, resolve_client
-from .constraints import bridge_constraints
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.bridge.connection import check_inertia, load_body, prepare_body, resolve_client
+from biobullet.bridge.constraints import bridge_constraints
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -72,8 +72,8 @@ class Bridge:
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
                  record: bool = False, initial=None) -> None:
         import pybullet as p
-        from ..conventions import PyBulletMap
-        from ..model.compiled import Model
+        from biobullet.conventions import PyBulletMap
+        from biobullet.model.model import Model
         if not isinstance(model, Model):
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
@@ -160,7 +160,7 @@ class Bridge:
     def _force_hook(self):
         """HOOK: `forces.applied_forces(model, x, xd, t)` (joint-space τ, n_tangent) once it exists."""
         try:
-            from ..forces import applied_forces  # type: ignore[attr-defined]
+            from biobullet.forces import applied_forces  # type: ignore[attr-defined]
             return applied_forces
         except ImportError:
             elements = [e.tag for e in self.model.description.elements if e.tag in FORCE_TAGS]
@@ -174,14 +174,14 @@ class Bridge:
         """`forces.force_elements(model)` (file + Python-added elements) if available: apply() skips the force
         hook while it is empty (checked every step, so elements added after the bridge was made still count)."""
         try:
-            from ..forces import force_elements  # type: ignore[attr-defined]
+            from biobullet.forces import force_elements  # type: ignore[attr-defined]
             return force_elements
         except ImportError:
             return None
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
-        from ..model.rotations import quaternion_to_matrix
+        from biobullet.spatial.rotations import quaternion_to_matrix
         p, c, b = self._p, self.client, self.body
         out: dict[str, int] = {}
         for k, loop in enumerate(self.model.description.elements_of("loop")):
@@ -215,7 +215,7 @@ class Bridge:
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
-        from .kernels import kernels, pack_linear, resolved
+        from biobullet.bridge.kernels import kernels, pack_linear, resolved
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
         self._kkt_a, self._kkt_r = np.empty((n + m, n + m)), np.empty(n + m)   # kernel work space
@@ -471,7 +471,7 @@ class Bridge:
                                     forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                     physicsClientId=c)
         if not self._fixed and np.any(torque[:6]):
-            from ..model.rotations import quaternion_to_matrix
+            from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
             com = rotation @ self.map.inertial_position + x[:3]
@@ -506,7 +506,7 @@ class Bridge:
 
     def trajectory(self):
         """The recorded samples as the reference engine's Trajectory (t, joint_names, positions, velocities, q, v)."""
-        from .records import make_trajectory
+        from biobullet.bridge.records import make_trajectory
         if not self._samples:
             raise ModelError("nothing recorded: call record() or create the bridge with record=True",
                              attribute="record")

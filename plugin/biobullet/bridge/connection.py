@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 #: Bounds given to PyBullet's joint-limit constraints to switch them off (rad or m); the limit rows stay
 #: in PyBullet's solver but can never become active.
@@ -70,7 +70,7 @@ def load_body(model, client: int, body_id: int | None) -> int:
 def check_inertia(model, client: int, body: int, link_index: dict[str, int], tol: float = 1e-6) -> None:
     """PyBullet recomputes inertia from collision shapes unless URDF_USE_INERTIA_FROM_FILE: detect that."""
     import pybullet as p
-    from ..model.rotations import quaternion_to_matrix
+    from biobullet.spatial.rotations import quaternion_to_matrix
     for link in model.description.links:
         index = link_index.get(link.name)
         if link.inertial is None or index is None or (index < 0 and not model.floating_base):

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 
 class ConstraintRows(Protocol):
@@ -111,7 +111,7 @@ def bridge_constraints(model, *, native_loops: bool) -> ConstraintRows:
     """
     has_loops = bool(model.description.elements_of("loop"))
     try:
-        from ..constraints.equations import constraint_set  # type: ignore[import-not-found]
+        from biobullet.constraints.equations import constraint_set  # type: ignore[import-not-found]
     except ImportError:
         constraint_set = None
     if constraint_set is not None:

@@ -38,9 +38,9 @@ import warnings
 
 import numpy as np
 
-from ..contact.geometry import ContactKinematics
-from ..dynamics.kinematics import body_placements, frame_jacobian, frame_placement
-from ..errors import ModelError
+from biobullet.contact.geometry import ContactKinematics
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.core.errors import ModelError
 
 GEOMETRIES = ("pybullet", "analytic")
 #: default getClosestPoints distance [m]: a contact farther than this from the ground is "far" (no force)
@@ -61,7 +61,7 @@ class BridgeContacts:
 
     def __init__(self, bridge, contacts=None, *, ground_body: int | None = None, geometry: str = "pybullet",
                  query_distance: float = QUERY_DISTANCE) -> None:
-        from ..contact.element import contact_elements
+        from biobullet.contact.element import contact_elements
         if geometry not in GEOMETRIES:
             raise ModelError(f"argument 'geometry' is {geometry!r}", attribute="geometry",
                              expected=" or ".join(GEOMETRIES))
@@ -114,7 +114,7 @@ class BridgeContacts:
     def _collision_sphere(self, contact) -> tuple[int | None, str | None]:
         """(PyBullet link index, None) if `contact`'s link has exactly its sphere as collision shape, else
         (None, reason)."""
-        from ..model.rotations import quaternion_to_matrix
+        from biobullet.spatial.rotations import quaternion_to_matrix
         p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
         index = self.bridge.map.link_index.get(contact.link)
         if index is None:
@@ -241,5 +241,5 @@ class BridgeContacts:
 
 def _sync(contact, t: float, kin: ContactKinematics) -> None:
     """The engine's event action, applied with the bridge's kinematics once per step."""
-    from ..contact.element import sync_state
+    from biobullet.contact.element import sync_state
     sync_state(contact.state, contact.friction_law, t, kin)

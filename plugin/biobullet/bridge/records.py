@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..atomic import atomic_write
+from biobullet.core.atomic import atomic_write
 
 
 @dataclass
@@ -49,7 +49,7 @@ def make_trajectory(model, t, positions, velocities, q, v, metadata: dict | None
                   positions=np.asarray(positions, float), velocities=np.asarray(velocities, float),
                   q=np.asarray(q, float), v=np.asarray(v, float))
     try:
-        from ..integrate import Trajectory  # type: ignore[attr-defined]
+        from biobullet.integrate import Trajectory  # type: ignore[attr-defined]
     except ImportError:
         Trajectory = None
     if Trajectory is not None:

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 DEFAULT_DT = 1.0e-3  # s
 
@@ -32,7 +32,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     runs longer than 2000 steps. Further keyword arguments go to `Bridge` (baumgarte, velocity_projection, ...).
     If t_end is not a multiple of dt the run ends at the first step past t_end.
     """
-    from .bridge import Bridge
+    from biobullet.bridge.bridge import Bridge
     dt = DEFAULT_DT if dt is None else dt
     n_steps = _steps(t_end, dt)
     show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
@@ -58,7 +58,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 
 def cli_simulate_pybullet(args) -> int:
     """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
-    from ..model import load_model
+    from biobullet.model import load_model
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)

@@ -10,8 +10,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ..errors import ModelError, SolverError
-from .equations import constraint_set
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.constraints.equations import constraint_set
 
 ASSEMBLY_TOLERANCE = 1e-12     # |Φ|∞ in m (or rad), relative to the model's length scale
 

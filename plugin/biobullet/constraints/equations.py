@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from .loops import Loop, loop_terms, parse_loops
+from biobullet.constraints.loops import Loop, loop_terms, parse_loops
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -54,7 +54,7 @@ class ConstraintSet:
         precomputed (row, column) index arrays; its jet is cached for the last (x, t) so the bridge's second
         pass (velocity bias after the velocity projection, same x and t) costs no plugin call.
         """
-        from ..functions.linear import LinearFunction
+        from biobullet.functions.linear import LinearFunction
         nf, ov = len(self.functions), self._ov
         self._f_out = np.array([out for out, _, _ in self.functions], dtype=np.intp)
         linear = [r for r, (_, _, f) in enumerate(self.functions) if type(f) is LinearFunction]

@@ -16,14 +16,14 @@ from contextlib import contextmanager
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
-from ..errors import SolverError
-from ..dynamics import compiled_kernels as _compiled
-from .loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_terms, tree_kinematics
-from .loops import share_tree_kinematics as _share_kinematics
+from biobullet.core.errors import SolverError
+from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.constraints.loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_terms, tree_kinematics
+from biobullet.constraints.loops import share_tree_kinematics as _share_kinematics
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
-from .newton_kernel import CONTINUATION_STEP, KANTOROVICH, NEWTON_MAX_ITERATIONS, STEP_TOLERANCE  # noqa: F401
+from biobullet.constraints.newton_kernel import CONTINUATION_STEP, KANTOROVICH, NEWTON_MAX_ITERATIONS, STEP_TOLERANCE  # noqa: F401
 
 
 _EMPTY = np.zeros(0)
@@ -272,7 +272,7 @@ class LoopResolver:
     def _lean_setup(self):
         """(compiled hot-path kernel, packed tree, n_tangent, row data) for `_resolve_lean`, or None: fixed base,
         point and planar loops only, compiled kernels enabled."""
-        from .loop_kernels import _kernels, _packed_tree
+        from biobullet.constraints.loop_kernels import _kernels, _packed_tree
         model = self.model
         kernels = _kernels()
         if kernels is None or self._vector is None or self._offset_q or model is None:
@@ -355,7 +355,7 @@ def loop_condition(model, q, t: float = 0.0) -> float:
     theta = np.zeros(cmap.n_joints)
     theta[list(cmap.independent)] = q[base:]
     worst = 0.0
-    from ..model.coordinates import CoordinateJets
+    from biobullet.model.coordinates import CoordinateJets
     jets = CoordinateJets(theta, np.zeros((cmap.n_joints, cmap.nq)), np.zeros(cmap.n_joints),
                           np.zeros(cmap.n_joints))
     for resolver in cmap.resolvers:
@@ -392,4 +392,4 @@ def newton_tolerance(model, rtol: float):
             r.accept_residual = value
 
 
-from .newton_kernel import _lean_kernel  # noqa: E402  (the compiled twin of `_resolve_lean`'s algorithm)
+from biobullet.constraints.newton_kernel import _lean_kernel  # noqa: E402  (the compiled twin of `_resolve_lean`'s algorithm)

@@ -1,5 +1,5 @@
 """Numba kernels of `loops.tree_kinematics` and `loops.VectorLoops.evaluate` (same algebra; optional like
-dynamics.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates both
+algorithms.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates both
 once per call; in numpy they are ~60 small array operations.
 
 numba's on-disk cache is keyed on this file: after editing `compiled_kernels._place_body_py` (called here), touch
@@ -151,7 +151,7 @@ def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, bas
 
 _KERNELS = None
 _place_body = None   # compiled_kernels' compiled `_place_body_py`, bound before the kinematics kernel compiles
-from ..dynamics import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
+from biobullet.algorithms import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
 
 
 def _kernels():
@@ -160,7 +160,7 @@ def _kernels():
     if _KERNELS:
         return _KERNELS if _compiled.ENABLED else None
     if _KERNELS is None:
-        from ..dynamics import compiled_kernels
+        from biobullet.algorithms import compiled_kernels
         if compiled_kernels.ENABLED:
             import numba
             _place_body = compiled_kernels.place_body_kernel()
@@ -168,7 +168,7 @@ def _kernels():
                         numba.njit(cache=True, nogil=True)(_loop_rows_kernel))
         else:
             _KERNELS = ()
-    from ..dynamics import compiled_kernels
+    from biobullet.algorithms import compiled_kernels
     return _KERNELS if (_KERNELS and compiled_kernels.ENABLED) else None
 
 
@@ -178,6 +178,6 @@ _packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _packed_tree(model):
     packed = _packed.get(model)
     if packed is None:
-        from ..dynamics import compiled_kernels
+        from biobullet.algorithms import compiled_kernels
         packed = _packed[model] = compiled_kernels.pack(model)
     return packed

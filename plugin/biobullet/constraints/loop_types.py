@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, ClassVar, Mapping
 
 import numpy as np
 
-from ..errors import SourceRef
-from ..model.attributes import parse_floats
-from ..plugins import PluginRegistry
+from biobullet.core.errors import SourceRef
+from biobullet.core.attributes import parse_floats
+from biobullet.core.plugins import PluginRegistry
 
 if TYPE_CHECKING:
-    from .loops import PointState
+    from biobullet.constraints.loops import PointState
 
 ENTRY_POINT_GROUP = "biobullet.constraints"
 #: attributes every loop has (the type adds its own `attributes`)

@@ -13,7 +13,7 @@ classical accelerations of the bodies with ẍ = 0 (one forward pass).
 
 Speed: the tree kinematics of the last configuration (and velocity) is cached per model (force elements, loop
 rows and the reduced formulations' Newton share it within one right-hand side); point and planar loops are
-evaluated by `VectorLoops` (all loops at once), with numba kernels when `dynamics.compiled_kernels` is enabled.
+evaluated by `VectorLoops` (all loops at once), with numba kernels when `algorithms.compiled_kernels` is enabled.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dynamics.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
-from ..errors import SourceRef
-from .loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names, vector3
+from biobullet.algorithms.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
+from biobullet.core.errors import SourceRef
+from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names, vector3
 
 @dataclass(frozen=True, eq=False)
 class Loop:
@@ -426,4 +426,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from .loop_kernels import _kernels, _packed_tree  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import _kernels, _packed_tree  # noqa: E402  (the compiled twins of the functions above)

@@ -3,10 +3,10 @@
 Build laws from XML attributes with `normal_law_from_attributes` / `friction_law_from_attributes` (dispatch on
 ``normal_law`` / ``friction_law``), or instantiate the classes directly. Sign conventions: see `contact.base`.
 """
-from .base import FrictionLaw, NormalLaw
-from .friction import Ambrosio, Coulomb, NoFriction, Regularized, Stribeck
-from .normal import Flores, Hertz, HuGuo, HuntCrossley, KelvinVoigt, KelvinVoigtSmooth, RestitutionLaw
-from .registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
+from biobullet.contact.base import FrictionLaw, NormalLaw
+from biobullet.contact.friction import Ambrosio, Coulomb, NoFriction, Regularized, Stribeck
+from biobullet.contact.normal import Flores, Hertz, HuGuo, HuntCrossley, KelvinVoigt, KelvinVoigtSmooth, RestitutionLaw
+from biobullet.contact.registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
                        normal_law_from_attributes, normal_law_names, register_friction_law,
                        register_normal_law)
 

@@ -8,7 +8,7 @@ Conventions (SI units throughout):
     F_T = −μ_eff(|v_t|) · max(F_N, 0) · v_t/|v_t| with μ_eff ≥ 0, so F_T·v_t ≤ 0 (never adds energy).
 
 Construction from XML attributes (strings) goes through ``from_attributes(attributes, source)``; every bad value
-raises a :class:`~biobullet.errors.ModelError` naming the attribute (via ``source.error`` when a SourceRef is
+raises a :class:`~biobullet.core.errors.ModelError` naming the attribute (via ``source.error`` when a SourceRef is
 given). Programmatic construction (keyword arguments) is validated the same way.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef
 
 _MISSING = object()
 

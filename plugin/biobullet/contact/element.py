@@ -30,15 +30,15 @@ from weakref import WeakKeyDictionary
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from ..errors import SourceRef
-from ..forces.base import ForceElement, number, register_force, vector3
-from ..integrate.events import Event
-from .base import FrictionLaw, NormalLaw
-from .geometry import ContactKinematics, GroundPlane, sphere_kinematics
-from .normal import Hertz, KelvinVoigt, KelvinVoigtSmooth
-from .registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
+from biobullet.core.errors import SourceRef
+from biobullet.forces.base import ForceElement, number, register_force, vector3
+from biobullet.core.events import Event
+from biobullet.contact.base import FrictionLaw, NormalLaw
+from biobullet.contact.geometry import ContactKinematics, GroundPlane, sphere_kinematics
+from biobullet.contact.normal import Hertz, KelvinVoigt, KelvinVoigtSmooth
+from biobullet.contact.registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
                        normal_law_from_attributes, normal_law_names)
-from .state import REST_SPEED, ContactState
+from biobullet.contact.state import REST_SPEED, ContactState
 
 COMMON_ATTRIBUTES = ("name", "link", "xyz", "radius", "ground", "ground_height", "ground_normal", "normal_law",
                      "friction_law")
@@ -301,7 +301,7 @@ class Contact(ForceElement):
 
 
 def _all_law_attributes() -> set[str]:
-    from .registry import FRICTION_LAWS, NORMAL_LAWS
+    from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
     return {key for registry in (NORMAL_LAWS, FRICTION_LAWS) for cls in registry.classes()
             for key in cls.attributes} | {"exponent"}
 

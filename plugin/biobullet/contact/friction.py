@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import SourceRef
-from .base import FrictionLaw, check_number, model_error, parse_choice, parse_number
-from .registry import register_friction_law
+from biobullet.core.errors import SourceRef
+from biobullet.contact.base import FrictionLaw, check_number, model_error, parse_choice, parse_number
+from biobullet.contact.registry import register_friction_law
 
 REGULARIZATIONS: tuple[str, ...] = ("atan", "tanh")
 

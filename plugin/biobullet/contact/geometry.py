@@ -9,7 +9,7 @@ Ground plane: the points p with n·p = h (n unit normal pointing out of the grou
     slip velocity     v_t = v_p − (n·v_p) n        [m/s] (tangential velocity of the sphere's material point)
 
 with p = c − r n the sphere point deepest in the ground and v_p its velocity. A force F (world, N) at p acts on
-the tree as τ = J_p,linᵀ F, J_p the world-aligned point Jacobian (`dynamics.kinematics.frame_jacobian`).
+the tree as τ = J_p,linᵀ F, J_p the world-aligned point Jacobian (`algorithms.kinematics.frame_jacobian`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dynamics.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 
 
 @dataclass(frozen=True)

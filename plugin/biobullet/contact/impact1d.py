@@ -24,8 +24,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import beta
 
-from ..errors import ModelError, SolverError
-from .base import NormalLaw
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.contact.base import NormalLaw
 
 
 @dataclass(frozen=True)

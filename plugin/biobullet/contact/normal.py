@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import SourceRef
-from .base import NormalLaw, check_number, model_error, parse_bool, parse_number
-from .registry import register_normal_law
+from biobullet.core.errors import SourceRef
+from biobullet.contact.base import NormalLaw, check_number, model_error, parse_bool, parse_number
+from biobullet.contact.registry import register_normal_law
 
 DEFAULT_EXPONENT = 1.5
 DEFAULT_SMOOTHING = 1.0e6  # 1/m, paper 003 (C1)

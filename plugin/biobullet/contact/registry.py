@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SourceRef
-from ..plugins import PluginRegistry
-from .base import FrictionLaw, NormalLaw, model_error
+from biobullet.core.errors import SourceRef
+from biobullet.core.plugins import PluginRegistry
+from biobullet.contact.base import FrictionLaw, NormalLaw, model_error
 
 NORMAL_ENTRY_POINT_GROUP = "biobullet.normal_laws"
 FRICTION_ENTRY_POINT_GROUP = "biobullet.friction_laws"
 
 
 def _builtins() -> None:
-    from . import friction, normal  # noqa: F401  (register the built-ins)
+    from biobullet.contact import friction, normal  # noqa: F401  (register the built-ins)
 
 
 NORMAL_LAWS: PluginRegistry[type[NormalLaw]] = PluginRegistry(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import save_figure
-from .base import FrictionLaw, NormalLaw
-from .impact1d import kelvin_voigt_damping_ratio, simulate_impact
-from .registry import get_normal_law
+from biobullet.core.atomic import save_figure
+from biobullet.contact.base import FrictionLaw, NormalLaw
+from biobullet.contact.impact1d import kelvin_voigt_damping_ratio, simulate_impact
+from biobullet.contact.registry import get_normal_law
 
 DEFAULT_TABLE_LAWS: tuple[str, ...] = ("hunt_crossley", "flores", "hu_guo", "kelvin_voigt", "kelvin_voigt_smooth")
 
@@ -79,7 +79,7 @@ def plot_hysteresis(path: str | Path, *, cr: float = 0.5,
 
 def default_friction_laws() -> dict[str, FrictionLaw]:
     """Illustrative instances of every built-in friction law."""
-    from .friction import Ambrosio, Coulomb, Regularized, Stribeck
+    from biobullet.contact.friction import Ambrosio, Coulomb, Regularized, Stribeck
     return {
         "coulomb (μ=0.5)": Coulomb(mu=0.5),
         "regularized atan (v0=5 mm/s)": Regularized(mu=0.5, v0=5e-3),

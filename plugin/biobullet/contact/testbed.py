@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ..atomic import write_text
+from biobullet.core.atomic import write_text
 
 _INERTIA = '<inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/>'
 
@@ -56,7 +56,7 @@ def slider_urdf(contact: dict, *, mass: float = 1.0, gravity: str = "0 0 -9.81",
 
 def load_text(text: str, folder: str | Path | None = None, name: str = "contact_model.urdf"):
     """Write URDF text to `folder` (default: a new temporary folder) and load it."""
-    from ..model import load_model
+    from biobullet.model import load_model
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="biobullet_contact_"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 DEFAULT_FORMULATION = "reduced"
 _registry: dict[str, type["Formulation"]] = {}
@@ -39,9 +39,9 @@ def register_formulation(cls: type[Formulation]) -> type[Formulation]:
 
 
 def _load_builtin() -> None:
-    from . import matrix_calculus, reduced  # noqa: F401  (register)
+    from biobullet.dynamics import matrix_calculus, reduced  # noqa: F401  (register)
     try:
-        from . import reduced_pinocchio  # noqa: F401
+        from biobullet.dynamics import reduced_pinocchio  # noqa: F401
     except ImportError:  # pinocchio missing: the fast backend is simply unavailable
         pass
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.rotations import quaternion_to_matrix, skew
-from .formulation import Formulation, register_formulation
+from biobullet.spatial.rotations import quaternion_to_matrix, skew
+from biobullet.dynamics.formulation import Formulation, register_formulation
 
 
 @dataclass(frozen=True, eq=False)

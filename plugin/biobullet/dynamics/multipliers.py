@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
-from ..constraints.equations import constraint_set
-from ..constraints.loops import loop_terms, point_state, tree_kinematics
-from ..errors import SolverError
-from .vectorized import mass_matrix_and_bias
+from biobullet.constraints.equations import constraint_set
+from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
+from biobullet.core.errors import SolverError
+from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
 RANK_TOLERANCE = 1e-10     # relative singular value of the scaled constraint Jacobian treated as zero
@@ -184,7 +184,7 @@ _cholesky_factor = _cholesky_solve = None
 def _kkt_kernel():
     """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
     global _cholesky_factor, _cholesky_solve
-    from .compiled_kernels import _cholesky_factor_py, _cholesky_solve_py, compiled_or_none
+    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py, compiled_or_none
     if _cholesky_solve is None:
         _cholesky_factor = compiled_or_none(_cholesky_factor_py)
         _cholesky_solve = compiled_or_none(_cholesky_solve_py)

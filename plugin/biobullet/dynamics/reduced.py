@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dposv as _posv
 
-from .crba import crba
-from .formulation import Formulation, register_formulation
-from .rnea import rnea
-from . import compiled_kernels as kernels
-from .vectorized import mass_matrix_and_bias
+from biobullet.algorithms.crba import crba
+from biobullet.dynamics.formulation import Formulation, register_formulation
+from biobullet.algorithms.rnea import rnea
+from biobullet.algorithms import compiled_kernels as kernels
+from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 
 def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +67,7 @@ class ReducedFormulation(Formulation):
             mass, h = project(mass, h, gradient)
         _, solution, info = _posv(mass, generalized - h)
         if info != 0:
-            from ..model.compiled import _solve_spd
+            from biobullet.model.model import _solve_spd
             return _solve_spd(mass, generalized - h, model.file)   # raises the library's SolverError
         return solution
 

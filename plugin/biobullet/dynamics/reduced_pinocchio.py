@@ -10,9 +10,9 @@ import weakref
 
 import numpy as np
 
-from . import compiled_kernels as kernels
-from .formulation import Formulation, register_formulation
-from .reduced import project
+from biobullet.algorithms import compiled_kernels as kernels
+from biobullet.dynamics.formulation import Formulation, register_formulation
+from biobullet.dynamics.reduced import project
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -28,8 +28,8 @@ class _Backend:
 
     def __init__(self, model) -> None:
         import pinocchio as pin
-        from ..conventions import PinocchioMap
-        from ..validate.oracles import build_pinocchio_model
+        from biobullet.conventions import PinocchioMap
+        from biobullet.validate.oracles import build_pinocchio_model
         self.pin = pin
         self.pin_model = build_pinocchio_model(model)
         self.data = self.pin_model.createData()

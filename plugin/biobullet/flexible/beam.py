@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from biobullet.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError
 
 BOUNDARIES = ("ss", "cc", "sc", "cs", "cf")
 THEORIES = ("timoshenko", "euler_bernoulli")

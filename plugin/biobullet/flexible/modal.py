@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 from biobullet.flexible.beam import BeamModes
 
 

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import write_text
-from ..errors import ModelError
+from biobullet.core.atomic import write_text
+from biobullet.core.errors import ModelError
 
 SEPARATOR = "__"
 
@@ -84,7 +84,7 @@ def layout(link: str, *, length: float, youngs_modulus: float, shear_modulus: fl
            area: float, second_moment: float, density: float, segments: int, theory: str = "timoshenko",
            kelvin_voigt: float = 0.0, air_damping: float = 0.0, shear: bool | None = None) -> SegmentLayout:
     """Segment data from beam data (SI units). shear: None = True for Timoshenko, False for Euler–Bernoulli."""
-    from .beam import make_parameters
+    from biobullet.flexible.beam import make_parameters
     make_parameters(length, youngs_modulus, shear_modulus, shear_coefficient, area, second_moment, density,
                     "cf", theory)  # validates every number (ModelError naming it)
     if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
@@ -155,8 +155,8 @@ def _joint(root: ET.Element, name: str, kind: str, parent: str, child: str, x: f
 
 
 def _flexible_numbers(element: ET.Element, default_length: float | None, file: str) -> dict:
-    from ..dynamics.gibbs_appell_io import FLEXIBLE_ATTRIBUTES
-    from .beam import THEORIES
+    from biobullet.flexible.gibbs_appell_io import FLEXIBLE_ATTRIBUTES
+    from biobullet.flexible.beam import THEORIES
     a = element.attrib
     where = f'<flexible link="{a.get("link")}">'
     unknown = sorted(set(a) - FLEXIBLE_ATTRIBUTES)
@@ -301,8 +301,8 @@ class SegmentAirDamping:
     """Air damping γ of one expanded link: F = −γ·len·v at each body centre (lumped), as a ForceElement."""
 
     def __new__(cls, lay: SegmentLayout):  # built lazily so that importing this module stays light
-        from ..dynamics.kinematics import body_placements, frame_jacobian
-        from ..forces import ForceElement
+        from biobullet.algorithms.kinematics import body_placements, frame_jacobian
+        from biobullet.forces import ForceElement
 
         class _AirDamping(ForceElement):
             tag = "segment_air_damping"
@@ -337,8 +337,8 @@ def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[st
                          segments: int | dict[str, int] | None = None, shear: bool | None = None,
                          air_damping: bool = True, floating_base: bool | None = None):
     """`expand_flexible` + `load_model`; adds `SegmentAirDamping` for links with γ > 0. Returns (Model, layouts)."""
-    from ..forces import add_force_element
-    from ..model.compiled import load_model
+    from biobullet.forces import add_force_element
+    from biobullet.model.model import load_model
     file, layouts = expand_flexible(path, out, segments=segments, shear=shear)
     model = load_model(file, floating_base=floating_base)
     if air_damping:
@@ -352,7 +352,7 @@ def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[st
 def linear_stiffness(model, q0=None, *, step: float = 1e-6) -> np.ndarray:
     """K = −∂(Q − h)/∂q at rest (v = 0, t = 0) by central differences of the model's own forces (joint springs,
     gravity). Exact up to round-off for the linear joint springs."""
-    from ..forces import applied_forces
+    from biobullet.forces import applied_forces
     q0 = model.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
     v0 = np.zeros(model.nv)
 
@@ -374,7 +374,7 @@ def natural_frequencies(model, q0=None, *, supports: tuple[tuple[str, tuple[floa
     M⁻¹K restricted to the null space of the linearised support constraints. supports: (link, xyz, axis)
     triples — the point xyz of the link may not move along the world axis (0 x, 1 y, 2 z) (e.g. a roller)."""
     from scipy.linalg import eigh, null_space
-    from ..dynamics.kinematics import frame_jacobian
+    from biobullet.algorithms.kinematics import frame_jacobian
     q0 = model.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
     M = model.mass_matrix(q0)
     K = linear_stiffness(model, q0)

@@ -6,10 +6,10 @@ forces Ï„ (n_tangent, tree order); the reference engine projects them as Q = Gáµ
 """
 from __future__ import annotations
 
-from .base import ForceElement, force_tags, force_type, register_force
-from .collection import (add_force_element, applied_forces, clear_added_force_elements, elastic_energy,
+from biobullet.forces.base import ForceElement, force_tags, force_type, register_force
+from biobullet.forces.collection import (add_force_element, applied_forces, clear_added_force_elements, elastic_energy,
                          force_elements, force_events, power_terms)
-from .elements import JointSpring, JointStop, JointTorque, Spring
+from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
 __all__ = ["ForceElement", "register_force", "force_type", "force_tags", "force_elements", "add_force_element",
            "clear_added_force_elements", "applied_forces", "elastic_energy", "power_terms", "force_events",

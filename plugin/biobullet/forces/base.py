@@ -15,8 +15,8 @@ from typing import ClassVar, Mapping
 
 import numpy as np
 
-from ..errors import SourceRef
-from ..plugins import PluginRegistry
+from biobullet.core.errors import SourceRef
+from biobullet.core.plugins import PluginRegistry
 
 ENTRY_POINT_GROUP = "biobullet.force_elements"
 
@@ -65,7 +65,7 @@ class ForceElement(ABC):
 
 
 def _builtins() -> None:
-    from . import elements  # noqa: F401  (registers the built-in elements)
+    from biobullet.forces import elements  # noqa: F401  (registers the built-in elements)
 
 
 def _tag_entry_point(cls: type[ForceElement], name: str) -> None:

@@ -9,8 +9,8 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..dynamics.kinematics import body_placements
-from .base import ForceElement, force_type
+from biobullet.algorithms.kinematics import body_placements
+from biobullet.forces.base import ForceElement, force_type
 
 _cache: "WeakKeyDictionary[object, tuple[ForceElement, ...]]" = WeakKeyDictionary()
 _added: "WeakKeyDictionary[object, list[ForceElement]]" = WeakKeyDictionary()

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..dynamics import compiled_kernels as _compiled
+from biobullet.algorithms import compiled_kernels as _compiled
 
 
 

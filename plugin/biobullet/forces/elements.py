@@ -11,10 +11,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..dynamics.kinematics import body_placements, frame_jacobian, frame_placement
-from ..errors import SolverError, SourceRef
-from .compiled import spring_kernel
-from .base import ForceElement, check_attributes, joint_indices, number, register_force, vector3
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.core.errors import SolverError, SourceRef
+from biobullet.forces.compiled import spring_kernel
+from biobullet.forces.base import ForceElement, check_attributes, joint_indices, number, register_force, vector3
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 
@@ -103,7 +103,7 @@ class Spring(ForceElement):
     def _fast_force(self, model, x, xd, t):
         """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them),
         as a wrench on each point's ancestor joints: τ = [F; p × F]ᵀ S over the ancestors (no point Jacobian)."""
-        from ..constraints.loops import tree_kinematics
+        from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
         s, ancestry = kin.subspace, kin.arrays.ancestry
         anchors = self._anchors.get(model) if hasattr(self, "_anchors") else None
@@ -180,7 +180,7 @@ class Spring(ForceElement):
         return jac.T @ force_b
 
     def _fast_length(self, model, x) -> float:
-        from ..constraints.loops import tree_kinematics
+        from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
         ends = []
         for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
@@ -260,7 +260,7 @@ class JointTorque(_JointElement):
 
     @classmethod
     def from_description(cls, model, element) -> "JointTorque":
-        from ..functions import registry
+        from biobullet.functions import registry
 
         s, a = element.source, dict(element.attributes)
         joint_indices(model, a.get("joint", ""), s)
@@ -389,7 +389,7 @@ class JointStop(_JointElement):
         """Switched stops: θ − lower and upper − θ (restart events). Smooth stops: none."""
         if not self.switched:
             return []
-        from ..integrate.events import Event
+        from biobullet.core.events import Event
 
         i = self._indices(model)[0]
         out = []
@@ -403,6 +403,3 @@ class JointStop(_JointElement):
 
 
 __all__ = ["Spring", "JointSpring", "JointTorque", "JointStop"]
-
-# prosthesis-study elements (registered on import; additive)
-from . import tracking as _tracking  # noqa: E402,F401

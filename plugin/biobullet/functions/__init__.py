@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import JointFunction
-from .check import DerivativeCheck, check_derivatives
-from .registry import get, names, register
+from biobullet.functions.base import JointFunction
+from biobullet.functions.check import DerivativeCheck, check_derivatives
+from biobullet.functions.registry import get, names, register
 
 __all__ = ["JointFunction", "register", "get", "names", "check_derivatives", "DerivativeCheck",
            "LinearFunction", "PolynomialFunction", "SplineFunction", "FourierFunction",

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SourceRef
+from biobullet.core.errors import SourceRef
 
 #: attributes every <joint_function> element may carry, whatever its type
 COMMON_ATTRIBUTES: tuple[str, ...] = ("joint", "type", "inputs")

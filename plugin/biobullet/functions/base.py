@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import SourceRef
+from biobullet.core.errors import SourceRef
 
 
 class JointFunction(ABC):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import JointFunction
+from biobullet.functions.base import JointFunction
 
 DEFAULT_STEP = float(np.finfo(float).eps ** (1.0 / 3.0))  # ≈ 6.06e-6
 DEFAULT_TOLERANCE = 1e-6

@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import SourceRef
-from ._attributes import check_input_count, check_known
-from .base import JointFunction
-from .expression_parser import RESERVED, is_identifier, parse_expression
-from .registry import register
+from biobullet.core.errors import SourceRef
+from biobullet.functions._attributes import check_input_count, check_known
+from biobullet.functions.base import JointFunction
+from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
+from biobullet.functions.registry import register
 
 _PYTHON_SOURCE = SourceRef("<python>", "ExpressionFunction(...)")
 

@@ -17,7 +17,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import SourceRef
+from biobullet.core.errors import SourceRef
 
 MAX_LENGTH = 2000  #: characters in the expression text
 MAX_NODES = 1000   #: AST nodes (bounds recursion depth and symbolic work)

@@ -10,10 +10,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import ModelError, SourceRef
-from ._attributes import check_input_count, check_known, parse_float, parse_floats
-from .base import JointFunction
-from .registry import register
+from biobullet.core.errors import ModelError, SourceRef
+from biobullet.functions._attributes import check_input_count, check_known, parse_float, parse_floats
+from biobullet.functions.base import JointFunction
+from biobullet.functions.registry import register
 
 
 @register

@@ -2,18 +2,18 @@
 
 Third-party packages add types through the entry-point group ``biobullet.joint_functions``
 (name = type, value = a JointFunction subclass). Entry points are read lazily, on first lookup
-(`biobullet.plugins.PluginRegistry`).
+(`biobullet.core.plugins.PluginRegistry`).
 """
 from __future__ import annotations
 
-from ..plugins import PluginRegistry
-from .base import JointFunction
+from biobullet.core.plugins import PluginRegistry
+from biobullet.functions.base import JointFunction
 
 ENTRY_POINT_GROUP = "biobullet.joint_functions"
 
 
 def _builtins() -> None:
-    from . import builtin  # noqa: F401  (registers the built-in types)
+    from biobullet.functions import builtin  # noqa: F401  (registers the built-in types)
 
 
 JOINT_FUNCTIONS: PluginRegistry[type[JointFunction]] = PluginRegistry(

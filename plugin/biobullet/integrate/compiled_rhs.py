@@ -18,13 +18,13 @@ contracting at once, ill-conditioned loop), a spring has zero length, M_r is not
 is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
-(constraints.newton_kernel, constraints.loop_kernels, dynamics.compiled_kernels, forces.compiled), touch this file.
+(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..dynamics import compiled_kernels as _compiled
+from biobullet.algorithms import compiled_kernels as _compiled
 
 _EMPTY = np.zeros(0)
 
@@ -114,7 +114,7 @@ def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
     global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _FUSED
     if _FUSED is None:
-        from ..forces.compiled import _spring_kernel_py
+        from biobullet.forces.compiled import _spring_kernel_py
         tree = _compiled.compiled_or_none(_compiled._tree_dynamics)
         project = _compiled.compiled_or_none(_compiled._project_upper)
         spring = _compiled.compiled_or_none(_spring_kernel_py)
@@ -135,9 +135,9 @@ class CompiledReducedRHS:
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
     def __init__(self, system, resolver, lean, springs, torques) -> None:
-        from ..constraints.implicit import CONDITION_LIMIT
-        from ..dynamics.vectorized import tree_arrays
-        from ..forces.elements import ZERO_LENGTH
+        from biobullet.constraints.implicit import CONDITION_LIMIT
+        from biobullet.algorithms.vectorized import tree_arrays
+        from biobullet.forces.elements import ZERO_LENGTH
 
         model = system.model
         self.resolver = resolver
@@ -174,8 +174,8 @@ class CompiledReducedRHS:
     def for_system(cls, system) -> "CompiledReducedRHS | None":
         """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
         whole coordinate map, only Spring and JointTorque elements, numba available and enabled."""
-        from ..constraints.implicit import LoopResolver
-        from ..forces.elements import JointTorque, Spring
+        from biobullet.constraints.implicit import LoopResolver
+        from biobullet.forces.elements import JointTorque, Spring
 
         model = system.model
         cmap = model.coordinate_map

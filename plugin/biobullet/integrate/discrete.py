@@ -28,7 +28,7 @@ def layer_elements(model) -> tuple:
     """Force elements of layers the engine owns besides `forces`: the `<contact>` elements."""
     if not model.description.elements_of("contact"):
         return ()
-    from ..contact.element import contact_elements
+    from biobullet.contact.element import contact_elements
     return tuple(contact_elements(model))
 
 

@@ -19,11 +19,11 @@ from typing import Mapping
 
 import numpy as np
 
-from ..errors import ModelError, SolverError
-from ..constraints.implicit import newton_tolerance
-from ..constraints.loops import tree_kinematics
-from ..forces import applied_forces, power_terms
-from ..model.rotations import quaternion_multiply, quaternion_to_matrix
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.constraints.implicit import newton_tolerance
+from biobullet.constraints.loops import tree_kinematics
+from biobullet.forces import applied_forces, power_terms
+from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
 
@@ -46,8 +46,8 @@ class System:
     """The first-order system of one simulation run."""
 
     def __init__(self, model, formulation: str | None, options: Mapping | None = None) -> None:
-        from ..dynamics.formulation import DEFAULT_FORMULATION, formulation_names
-        from ..forces import force_elements
+        from biobullet.dynamics.formulation import DEFAULT_FORMULATION, formulation_names
+        from biobullet.forces import force_elements
 
         self.model = model
         self.formulation = formulation or DEFAULT_FORMULATION
@@ -56,7 +56,7 @@ class System:
             raise ModelError(f"unknown formulation {self.formulation!r}", attribute="formulation",
                              expected="one of " + ", ".join(formulation_names() + ["multipliers"]))
         self.options = dict(options or {})
-        from .discrete import layer_elements, run_elements
+        from biobullet.integrate.discrete import layer_elements, run_elements
         self.elements = run_elements(model, tuple(force_elements(model)) + layer_elements(model))
         self.floating = model.floating_base
         if self.multipliers:
@@ -78,13 +78,13 @@ class System:
         self.size = self.n_pos + self.n_vel + n_shadow + 2
         self._fused = None
         if not self.multipliers:
-            from ..dynamics.formulation import get_formulation
+            from biobullet.dynamics.formulation import get_formulation
             self._fused = getattr(get_formulation(self.formulation), "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
         # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
         self._compiled = None
         if self.options.get("compiled", True):
-            from .compiled_rhs import CompiledReducedRHS
+            from biobullet.integrate.compiled_rhs import CompiledReducedRHS
             self._compiled = CompiledReducedRHS.for_system(self)
 
     # ------------------------------------------------------------------ state
@@ -237,8 +237,8 @@ def _as_slice(rows: np.ndarray):
 def _power_elements(elements) -> tuple[tuple, tuple]:
     """(elements with input power, elements with dissipated power): the ones that do not inherit the base
     class's zero, less the built-in spring-dampers without damping (their dissipated power is exactly 0)."""
-    from ..forces.base import ForceElement
-    from ..forces.elements import JointSpring, JointStop, Spring
+    from biobullet.forces.base import ForceElement
+    from biobullet.forces.elements import JointSpring, JointStop, Spring
 
     inputs = tuple(e for e in elements if type(e).input_power is not ForceElement.input_power)
     dissipators = tuple(e for e in elements if type(e).dissipated_power is not ForceElement.dissipated_power
@@ -260,7 +260,7 @@ def _tiny(size: int) -> np.ndarray:
 
 def _multipliers_module(model):
     try:
-        from ..dynamics import multipliers
+        from biobullet.dynamics import multipliers
     except ImportError as exc:
         raise ModelError(f"formulation 'multipliers' is not available in this installation ({exc})",
                          file=model.file, attribute="formulation",
@@ -274,7 +274,7 @@ def _multipliers_module(model):
 # ---------------------------------------------------------------------------------------------- energies
 def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
     """½ ẋᵀ M(x) ẋ (J), tree mass matrix."""
-    from ..dynamics.vectorized import mass_matrix_and_bias
+    from biobullet.algorithms.vectorized import mass_matrix_and_bias
     mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
     return 0.5 * float(xd @ mass @ xd)
 
@@ -294,8 +294,8 @@ def gravity_potential(model, x: np.ndarray) -> float:
 
 # ---------------------------------------------------------------------------------------------- trajectory
 def build_trajectory(system: System, times, states, events, meta) -> "Trajectory":
-    from ..forces import elastic_energy
-    from .trajectory import Trajectory
+    from biobullet.forces import elastic_energy
+    from biobullet.integrate.trajectory import Trajectory
 
     model = system.model
     n = len(times)
@@ -323,13 +323,13 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
         multipliers=np.array(lam) if lam is not None and lam and np.ndim(lam[0]) == 1 else None,
         events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
         meta=meta, model=model)
-    from .trajectory import _fill_generalized
+    from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
 
 
 def _multipliers_at(system: System, t: float, x, xd):
-    from ..forces import applied_forces
+    from biobullet.forces import applied_forces
     tau = applied_forces(system.model, x, xd, t, system.elements)
     return np.asarray(system.backend.constrained_accelerations(system.model, x, xd, tau, t,
                                                                **system._baumgarte())[1], dtype=float)
@@ -337,7 +337,7 @@ def _multipliers_at(system: System, t: float, x, xd):
 
 def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.ndarray:
     """ẍ (or v̇) at every sample of `trajectory`, from the equations of motion with the model's forces."""
-    from ..forces import applied_forces
+    from biobullet.forces import applied_forces
     formulation = trajectory.meta.get("formulation") or None
     out = []
     for k, t in enumerate(trajectory.t):
@@ -374,8 +374,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     independent coordinates (fewer steps at a given rtol, larger errors in the dependent joints).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
-    from .events import as_event
-    from .stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
+    from biobullet.core.events import as_event
+    from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
     t0, t_end = float(t0), float(t_end)
     if not (np.isfinite(t_end) and t_end > t0):
@@ -397,12 +397,12 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]
-    from ..forces import force_events
+    from biobullet.forces import force_events
     all_events += force_events(model, system.elements)
     loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart,
                              _action_on_state(system, e))
                    for e in all_events]
-    from .discrete import run_logs, start_run, step_observer
+    from biobullet.integrate.discrete import run_logs, start_run, step_observer
     start_run(model, system.elements, t0, *system.tree_state(t0, y0))
     observe = step_observer(model, system.elements, system.tree_state)
     project = system.project if (system.multipliers and projection) else None
@@ -491,7 +491,7 @@ def cli_simulate(args) -> int:
     method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
     import sys
 
-    from ..model import load_model
+    from biobullet.model import load_model
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)

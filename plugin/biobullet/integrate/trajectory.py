@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
-from ..errors import ModelError
+from biobullet.core.atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
+from biobullet.core.errors import ModelError
 
 ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applied", "dissipated")
 
@@ -75,7 +75,7 @@ class Trajectory:
         model = model if model is not None else self.model
         if model is None:
             raise ValueError("accelerations() needs the model (pass it, or use a trajectory from simulate)")
-        from .engine import state_accelerations
+        from biobullet.integrate.engine import state_accelerations
         return state_accelerations(model, self, generalized=generalized)
 
     # ------------------------------------------------------------------ files

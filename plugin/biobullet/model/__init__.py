@@ -1,4 +1,4 @@
 """Model layer: description objects, URDF + extension parsing, the compiled immutable Model."""
-from .compiled import Model, load_model
+from biobullet.model.model import Model, load_model
 
 __all__ = ["Model", "load_model"]

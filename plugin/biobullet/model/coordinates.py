@@ -131,7 +131,7 @@ class LinearBlock:
 
 
 def _is_linear(resolver) -> bool:
-    from ..functions.linear import LinearFunction
+    from biobullet.functions.linear import LinearFunction
     return isinstance(resolver, ExplicitFunction) and type(resolver.function) is LinearFunction
 
 

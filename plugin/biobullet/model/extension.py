@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import xml.etree.ElementTree as ET
 
-from ..errors import ModelError, SourceRef
-from .attributes import check_known_attributes, optional_float, optional_vec3, required, source_of
-from .description import (ElementDescription, InitialDescription, JointFunctionDescription, ModelDescription,
+from biobullet.core.plugins import entry_point_names
+from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.attributes import check_known_attributes, optional_float, optional_vec3, required, source_of
+from biobullet.model.description import (ElementDescription, InitialDescription, JointFunctionDescription, ModelDescription,
                           frozen_mapping)
 
 SUPPORTED_VERSIONS = ("1",)
@@ -24,14 +25,10 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
     "contact": None,
     "flexible": None,
-    # paper-003 elements of biobullet.forces.tracking (the owning class checks the attributes)
-    "joint_spring_reference": None,
-    "joint_contact_stop": {"name", "joint", "lower", "upper", "lever", "stiffness", "damping", "smoothing"},
 }
-#: tags whose ForceElement class lives outside forces.elements: imported on first use so `force_elements`
-#: builds them from the file
-_REGISTERING_MODULES = {"joint_spring_reference": "biobullet.forces.tracking",
-                        "joint_contact_stop": "biobullet.forces.tracking"}
+#: force elements of other packages: entry-point group whose names are further element tags (their classes check
+#: their own attributes when the model's force elements are built)
+FORCE_ELEMENT_GROUP = "biobullet.force_elements"
 KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", *DELEGATED_ELEMENTS)
 
 
@@ -82,8 +79,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 changes["coordinates"] = names
             elif tag == "joint_function":
                 functions.append(_parse_joint_function(source, element, movable, joints))
-            elif tag in DELEGATED_ELEMENTS:
-                allowed = DELEGATED_ELEMENTS[tag]
+            elif tag in DELEGATED_ELEMENTS or tag in entry_point_names(FORCE_ELEMENT_GROUP):
+                allowed = DELEGATED_ELEMENTS.get(tag)
                 if allowed is not None:
                     check_known_attributes(source, element, allowed)
                 for key in ("link", "link_a", "link_b"):
@@ -92,13 +89,12 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                                            "the name of a <link> in this file")
                 if "joint" in element.attrib:
                     _movable_joint(source, element, "joint", movable, joints)
-                if tag in _REGISTERING_MODULES:
-                    import importlib
-                    importlib.import_module(_REGISTERING_MODULES[tag])
                 elements.append(ElementDescription(tag, frozen_mapping(dict(element.attrib)), source))
             else:
                 raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
-                                 expected="one of " + ", ".join(f"<{k}>" for k in KNOWN_ELEMENTS))
+                                 expected="one of " + ", ".join(
+                                     f"<{k}>" for k in (*KNOWN_ELEMENTS, *sorted(
+                                         entry_point_names(FORCE_ELEMENT_GROUP) - set(KNOWN_ELEMENTS)))))
     functions.extend(_mimic_functions(description))
     _check_functions(file, functions)
     seen_initial: set[str] = set()
@@ -128,7 +124,7 @@ def _movable_joint(source: SourceRef, element: ET.Element, attribute: str, movab
 
 def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[str],
                           joints) -> JointFunctionDescription:
-    from ..functions import registry
+    from biobullet.functions import registry
 
     joint = _movable_joint(source, element, "joint", movable, joints)
     type_name = required(source, element, "type")
@@ -148,7 +144,7 @@ def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[s
 
 
 def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescription]:
-    from ..functions.linear import LinearFunction
+    from biobullet.functions.linear import LinearFunction
 
     result = []
     movable = {joint.name for joint in description.joints if joint.movable}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .description import ModelDescription
-from .rotations import rpy_to_matrix, skew
+from biobullet.model.description import ModelDescription
+from biobullet.spatial.rotations import rpy_to_matrix, skew
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

@@ -11,12 +11,12 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..errors import ModelError, SourceRef
-from .attributes import optional_float, optional_vec3, parse_float, required, source_of
-from .description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
+from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
+from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES)
-from .extension import parse_extension
-from .rotations import rpy_to_matrix
+from biobullet.model.extension import parse_extension
+from biobullet.spatial.rotations import rpy_to_matrix
 
 SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
 # Relative slack for the triangle inequality: thin rods and plates sit exactly on its boundary.

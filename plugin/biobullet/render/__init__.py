@@ -10,9 +10,9 @@ __all__ = ["Camera", "render_frames", "write_video", "frame_camera"]
 
 def __getattr__(name: str):
     if name in ("render_frames", "Camera", "frame_camera"):
-        from . import frames
+        from biobullet.render import frames
         return getattr(frames, name)
     if name == "write_video":
-        from .video import write_video
+        from biobullet.render.video import write_video
         return write_video
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

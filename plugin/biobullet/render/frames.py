@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def body_bounds(client: int, body: int) -> tuple[np.ndarray, np.ndarray]:
     """World AABB (lower, upper) of the body now: PyBullet's getAABB per link united with visual extents
     (the bundled models have no collision shapes, so getAABB alone only covers the link origins)."""
     import pybullet as p
-    from ..model.rotations import quaternion_to_matrix
+    from biobullet.spatial.rotations import quaternion_to_matrix
     points = []
     n = p.getNumJoints(body, physicsClientId=client)
     frames = {-1: p.getBasePositionAndOrientation(body, physicsClientId=client)}
@@ -140,8 +140,8 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     connection is used). camera: None = frame the model over the whole trajectory; a dict overrides fields of
     that automatic camera; or a `Camera`. overlay: draw "t = … s" in the top-left corner.
     """
-    from ..bridge.bridge import Bridge
-    from ..model.compiled import Model
+    from biobullet.bridge.bridge import Bridge
+    from biobullet.model.model import Model
     for name, value in (("width", width), ("height", height)):
         if not isinstance(value, (int, np.integer)) or value < 16:
             raise ModelError(f"argument {name!r} is {value!r}", attribute=name, expected="an int ≥ 16 (pixels)")

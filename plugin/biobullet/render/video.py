@@ -5,8 +5,8 @@ import os
 
 import numpy as np
 
-from ..atomic import atomic_write
-from ..errors import ModelError
+from biobullet.core.atomic import atomic_write
+from biobullet.core.errors import ModelError
 
 FORMATS = (".mp4", ".gif")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import Axis, Point, SweepConfig, load_config, point_id
-from .registry import register_point_function, registered_names
-from .schema import Param, PointSpec, point_function
+from biobullet.sweep.config import Axis, Point, SweepConfig, load_config, point_id
+from biobullet.sweep.registry import register_point_function, registered_names
+from biobullet.sweep.schema import Param, PointSpec, point_function
 
 __all__ = ["Axis", "Param", "Point", "PointSpec", "SweepConfig", "SweepError", "SweepResult", "cli_sweep",
            "load_config", "point_function", "point_id", "register_point_function", "registered_names",
@@ -20,9 +20,9 @@ __all__ = ["Axis", "Param", "Point", "PointSpec", "SweepConfig", "SweepError", "
 def __getattr__(name: str) -> Any:
     """Lazy access to the runner and CLI (they pull in nothing heavy at import either, but stay separate)."""
     if name in ("run_sweep", "SweepResult", "SweepError"):
-        from . import runner
+        from biobullet.sweep import runner
         return getattr(runner, name)
     if name == "cli_sweep":
-        from .cli import cli_sweep
+        from biobullet.sweep.cli import cli_sweep
         return cli_sweep
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main
+from biobullet.sweep.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

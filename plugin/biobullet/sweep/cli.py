@@ -7,7 +7,7 @@ import signal
 import sys
 from typing import Any, Iterator, Sequence
 
-from ..cli import _positive_int  # shared argument type (the main CLI imports only the standard library)
+from biobullet.cli import _positive_int  # shared argument type (the main CLI imports only the standard library)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -45,7 +45,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def cli_sweep(args: argparse.Namespace) -> int:
     """Handler of ``biobullet sweep``: run the sweep, print where the results are; raises BiobulletError."""
-    from .runner import run_sweep
+    from biobullet.sweep.runner import run_sweep
 
     with _sigterm_as_interrupt():
         try:
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Run a biobullet parameter sweep on dask.distributed.")
     add_arguments(parser)
     args = parser.parse_args(argv)
-    from ..errors import BiobulletError
+    from biobullet.core.errors import BiobulletError
     try:
         return cli_sweep(args)
     except BiobulletError as exc:

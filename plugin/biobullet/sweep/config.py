@@ -14,7 +14,7 @@ Format (JSON; TOML with the same keys)::
       "retries": 2                                     # dask retries per point (optional)
     }
 
-Every mistake raises :class:`~biobullet.errors.ModelError` naming the config file and the key path
+Every mistake raises :class:`~biobullet.core.errors.ModelError` naming the config file and the key path
 (``sweep[1].num``) before any work starts.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ModelError
-from .registry import ResolvedFunction, ResolveError, resolve
-from .schema import Param
+from biobullet.core.errors import ModelError
+from biobullet.sweep.registry import ResolvedFunction, ResolveError, resolve
+from biobullet.sweep.schema import Param
 
 TOP_KEYS = ("function", "fixed", "sweep", "combine", "out", "retries", "name", "description")
 AXIS_KEYS = ("path", "values", "start", "stop", "num", "log")

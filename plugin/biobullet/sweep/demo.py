@@ -5,7 +5,7 @@ import math
 import time
 from typing import Any, Mapping
 
-from .schema import Param, point_function
+from biobullet.sweep.schema import Param, point_function
 
 
 @point_function(

@@ -5,9 +5,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..atomic import save_figure
-from .config import SweepConfig
-from .store import scalar_results
+from biobullet.core.atomic import save_figure
+from biobullet.sweep.config import SweepConfig
+from biobullet.sweep.store import scalar_results
 
 MAX_CURVES = 10
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .schema import PointSpec
+from biobullet.sweep.schema import PointSpec
 
 ENTRY_POINT_GROUP = "biobullet.sweep_functions"
 
-#: name -> "module:callable" (built in; code may add more with :func:`register_point_function`).
+#: name -> "module:callable" built into the library (the studies' point functions arrive through the entry-point
+#: group; code may add more with :func:`register_point_function`).
 _BUILTIN: dict[str, str] = {
     "demo.damped_oscillator": "biobullet.sweep.demo:damped_oscillator",
     "demo.sleep": "biobullet.sweep.demo:sleep",
     "demo.busy": "biobullet.sweep.demo:busy",
-    "prosthesis.gait": "biobullet.scenarios.prosthesis:gait",
 }
 _REGISTERED: dict[str, str] = {}
 

@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..errors import BiobulletError, ModelError
-from .config import Point, SweepConfig, load_config
-from .store import point_path, points_dir, read_point, write_json_atomic, write_summaries
+from biobullet.core.errors import BiobulletError, ModelError
+from biobullet.sweep.config import Point, SweepConfig, load_config
+from biobullet.sweep.store import point_path, points_dir, read_point, write_json_atomic, write_summaries
 
 
 class SweepError(BiobulletError):
@@ -199,7 +199,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
     if plots and result.computed == 0 and existing:
         result.plots = existing
     elif plots:
-        from .plots import plot_results
+        from biobullet.sweep.plots import plot_results
         result.plots = plot_results(out_dir, cfg, result.records)
     result.wall_seconds = time.perf_counter() - started
     return result
@@ -210,7 +210,7 @@ def _compute(cfg: SweepConfig, pending: list[Point], out_dir: Path, records: dic
     """Submit the pending points and write each one's record as its future completes."""
     from distributed import as_completed
 
-    from .worker import evaluate_point
+    from biobullet.sweep.worker import evaluate_point
 
     with open_client(scheduler, workers, len(pending)) as client:
         result.n_workers = len(client.scheduler_info().get("workers", {}))

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .. import atomic
-from .config import Point, SweepConfig
+from biobullet.core import atomic
+from biobullet.sweep.config import Point, SweepConfig
 
 
 def points_dir(out: Path) -> Path:
@@ -21,7 +21,7 @@ def point_path(out: Path, point_id: str) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Strict JSON (no NaN/inf), written atomically and flushed to disk (see `biobullet.atomic`)."""
+    """Strict JSON (no NaN/inf), written atomically and flushed to disk (see `biobullet.core.atomic`)."""
     atomic.write_json(path, data, indent=1, allow_nan=False)
 
 

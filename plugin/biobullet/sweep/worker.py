@@ -29,7 +29,7 @@ def _plain(value: Any, where: str) -> Any:
 
 def evaluate_point(target: str, point_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate one point; a point function that raises gives ``status="failed"`` with the error message."""
-    from .registry import load_target
+    from biobullet.sweep.registry import load_target
 
     trace = os.environ.get(TRACE_ENV)
     if trace:

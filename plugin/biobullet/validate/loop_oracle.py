@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 
 class PinocchioLoopOracle:
     def __init__(self, model, *, revolute_length: float = 0.1) -> None:
         import pinocchio as pin
-        from ..constraints.equations import constraint_set
-        from ..conventions import PinocchioMap
-        from .oracles import build_pinocchio_model
+        from biobullet.constraints.equations import constraint_set
+        from biobullet.conventions import PinocchioMap
+        from biobullet.validate.oracles import build_pinocchio_model
         self.pin, self.model, self.revolute_length = pin, model, revolute_length
         self.pin_model = build_pinocchio_model(model)
         self.data = self.pin_model.createData()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
+from biobullet.core.errors import ModelError
 
 ORACLE_NAMES = ("pinocchio", "pybullet")
 
@@ -62,7 +62,7 @@ class PinocchioOracle(Oracle):
     def __init__(self, model, file: str | None = None) -> None:
         super().__init__(model, file)
         import pinocchio as pin
-        from ..conventions import PinocchioMap
+        from biobullet.conventions import PinocchioMap
         self.pin = pin
         self.pin_model = build_pinocchio_model(model, self.file)
         self.data = self.pin_model.createData()
@@ -128,7 +128,7 @@ class PyBulletOracle(Oracle):
     def __init__(self, model, file: str | None = None) -> None:
         super().__init__(model, file)
         import pybullet as p
-        from ..conventions import PyBulletMap
+        from biobullet.conventions import PyBulletMap
         self.p = p
         self.client = p.connect(p.DIRECT)
         try:
@@ -144,8 +144,8 @@ class PyBulletOracle(Oracle):
     def _inertia_error(self) -> float:
         """Max |R diag(I) Rᵀ − I_file| (kg·m²) over links: PyBullet's own error in diagonalising the inertias
         of the file it loaded (not a comparison with our model)."""
-        from ..model.rotations import quaternion_to_matrix
-        from ..model.urdf import load_description
+        from biobullet.spatial.rotations import quaternion_to_matrix
+        from biobullet.model.urdf import load_description
         worst = 0.0
         for link in load_description(self.file).links:
             if link.inertial is None or link.name not in self.map.link_index:

@@ -16,8 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import BiobulletError, ModelError
-from .oracles import ORACLE_NAMES, make_oracle
+from biobullet.core.errors import BiobulletError, ModelError
+from biobullet.validate.oracles import ORACLE_NAMES, make_oracle
 
 EXCLUDED_FORMULATIONS = ("reduced_pinocchio",)  # it IS Pinocchio: never check Pinocchio against itself
 # Inertia errors enter M linearly (times squared lever arms ≲ 1 m², summed over bodies), h times |v|² and q̈
@@ -103,7 +103,7 @@ LOOP_CONDITION = 1e6
 
 def has_loops(model) -> bool:
     """True if loop closures make some joints implicit functions of the independent coordinates."""
-    from ..constraints.implicit import LoopResolver
+    from biobullet.constraints.implicit import LoopResolver
     return any(isinstance(r, LoopResolver) for r in model.coordinate_map.resolvers)
 
 
@@ -132,7 +132,7 @@ def random_state(model, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
 
 def _loop_sample(model, rng: np.random.Generator, b: int) -> np.ndarray:
     """Independent joint coordinates near the initial state where the loops close and are well conditioned."""
-    from ..constraints.implicit import loop_condition
+    from biobullet.constraints.implicit import loop_condition
     q0, _ = model.initial_state()
     initial = q0[b:]
     joints = [model.description.joint(name) for name in model.independent_joint_names]
@@ -153,7 +153,7 @@ def _loop_sample(model, rng: np.random.Generator, b: int) -> np.ndarray:
 
 
 def _formulations() -> list[str]:
-    from ..dynamics.formulation import formulation_names
+    from biobullet.dynamics.formulation import formulation_names
     return [name for name in formulation_names() if name not in EXCLUDED_FORMULATIONS]
 
 
@@ -165,7 +165,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     states: mass matrix, bias forces, forward dynamics; plus our frame Jacobians of every link (Pinocchio)
     and J·ẋ against PyBullet's link velocities. `progress(done, total)` is called after every sample.
     `reference_file`: the URDF the oracles read (default: the model's own file)."""
-    from ..dynamics.kinematics import body_placements, frame_jacobian
+    from biobullet.algorithms.kinematics import body_placements, frame_jacobian
     if samples < 1:
         raise ModelError(f"samples must be ≥ 1, got {samples}", attribute="samples")
     rng = np.random.default_rng(seed)
@@ -245,8 +245,8 @@ def validate_random_trees(n_models: int, seed: int = 0, *, n_links: int = 6, sam
                           progress: Callable[[int, int], None] | None = None) -> list[ValidationReport]:
     """Validate `n_models` random URDF trees (seeds seed, seed+1, …): alternating fixed/floating bases,
     continuous joints, and 0–2 joint-function couplings."""
-    from ..model.compiled import load_model
-    from .random_models import random_urdf
+    from biobullet.model.model import load_model
+    from biobullet.validate.random_models import random_urdf
     reports = []
     with tempfile.TemporaryDirectory(prefix="biobullet_random_") as folder:
         for k in range(n_models):

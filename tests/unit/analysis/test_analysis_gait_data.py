@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from biobullet.errors import SourceRef
+from biobullet.core.errors import SourceRef
 from biobullet.functions.registry import get
-from biobullet.gait import SIGNALS, fit_reference_points, load_gait
+from biobullet_studies.gait import SIGNALS, fit_reference_points, load_gait
 
 DEG = 180.0 / math.pi
 SRC = SourceRef("test.urdf", '<joint_function joint="knee">')

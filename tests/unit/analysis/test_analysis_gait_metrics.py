@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import pearsonr
 
 from biobullet.analysis.energy import cumulative_work, energy_balance
-from biobullet.analysis.gait_metrics import (PEARSON_CAVEAT, gait_correlation, nrmse, pearson,
+from biobullet_studies.gait_metrics import (PEARSON_CAVEAT, gait_correlation, nrmse, pearson,
                                              peak_knee_flexion_per_cycle)
 
 T = 1.0

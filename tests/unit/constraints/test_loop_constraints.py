@@ -8,7 +8,7 @@ import biobullet
 from biobullet.constraints.assembly import assemble, assemble_velocities
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.implicit import loop_condition
-from biobullet.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError
 
 ROOT = Path(__file__).resolve().parents[3]
 ANDREWS = ROOT / "urdf" / "andrews_squeezer.urdf"

@@ -15,7 +15,7 @@ from biobullet.constraints import loop_types
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.loop_types import LoopType, register_loop_type
 from biobullet.constraints.loops import loop_terms
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 
 
 class Rod(LoopType):

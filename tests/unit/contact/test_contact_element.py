@@ -7,7 +7,7 @@ import pytest
 from biobullet.contact.element import Contact, contact_elements, law_potential
 from biobullet.contact.normal import Hertz, KelvinVoigtSmooth
 from biobullet.contact.testbed import drop_urdf, load_text
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 from biobullet.integrate import Event
 
 HC = {"normal_law": "hunt_crossley", "stiffness": "1e6", "restitution": "0.8"}

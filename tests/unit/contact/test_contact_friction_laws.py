@@ -8,7 +8,7 @@ import pytest
 
 from biobullet.contact.friction import Ambrosio, Coulomb, NoFriction, Regularized, Stribeck
 from biobullet.contact.registry import friction_law_from_attributes, friction_law_names
-from biobullet.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef
 
 SRC = SourceRef(file="robot.urdf", element='<contact name="toe">')
 

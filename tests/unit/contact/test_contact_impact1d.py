@@ -17,7 +17,7 @@ from biobullet.contact.impact1d import (hertz_duration_constant, hertz_impact_cl
                                         hunt_crossley_family_restitution, kelvin_voigt_damping_ratio,
                                         kelvin_voigt_restitution, simulate_impact)
 from biobullet.contact.normal import Flores, Hertz, HuGuo, HuntCrossley, KelvinVoigt
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 
 CR_VALUES = (0.3, 0.5, 0.8, 0.95)
 

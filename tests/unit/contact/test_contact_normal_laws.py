@@ -8,7 +8,7 @@ import pytest
 
 from biobullet.contact.normal import Flores, Hertz, HuGuo, HuntCrossley, KelvinVoigt, KelvinVoigtSmooth
 from biobullet.contact.registry import get_normal_law, normal_law_from_attributes, normal_law_names
-from biobullet.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef
 
 SRC = SourceRef(file="robot.urdf", element='<contact name="heel">')
 

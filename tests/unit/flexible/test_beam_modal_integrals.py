@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from biobullet.flexible import beam_modes, modal_integrals
-from biobullet.flexible.paper002 import TABLE3_UNROUNDED as P
+from biobullet_studies.paper002 import TABLE3_UNROUNDED as P
 
 RHO_A = P["density"] * P["area"]
 RHO_I = P["density"] * P["second_moment"]

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from biobullet.errors import ModelError
-from biobullet.flexible import beam_modes, modal_integrals, table2_comparison
-from biobullet.flexible.paper002 import TABLE3_PRINTED, TABLE3_UNROUNDED
+from biobullet.core.errors import ModelError
+from biobullet.flexible import beam_modes, modal_integrals
+from biobullet_studies.paper002 import table2_comparison
+from biobullet_studies.paper002 import TABLE3_PRINTED, TABLE3_UNROUNDED
 
 E, NU = 2e11, 0.3
 G = E / (2 * (1 + NU))

@@ -13,16 +13,17 @@ import math
 import numpy as np
 import pytest
 
-from biobullet.dynamics.gibbs_appell import ElasticChain
-from biobullet.dynamics.gibbs_appell_drop import simulate_drop
-from biobullet.scenarios.elastic_robot import symmetry_residual
+from biobullet_studies.paper002 import paper002_chain
+from biobullet.flexible.gibbs_appell import ElasticChain
+from biobullet_studies.gibbs_appell_drop import simulate_drop
+from biobullet_studies.elastic_robot import symmetry_residual
 
 T_CONTACT = math.sqrt(1.8 / 9.81)
 
 
 @pytest.fixture(scope="module")
 def drop():
-    return simulate_drop(ElasticChain.from_paper002("ss-ss-ss"), t_end=0.45, rtol=1e-9, atol=1e-12,
+    return simulate_drop(paper002_chain("ss-ss-ss"), t_end=0.45, rtol=1e-9, atol=1e-12,
                          dt_out=2e-3)
 
 
@@ -64,7 +65,7 @@ def test_energy_balance_eq31(drop) -> None:
 
 def test_energy_conservation_without_damping_and_contact() -> None:
     from scipy.integrate import solve_ivp
-    chain = ElasticChain.from_paper002("sc-cc-cs", damping=False, contact=False)
+    chain = paper002_chain("sc-cc-cs", damping=False, contact=False)
     z0, _ = chain.initial_state()
     rng = np.random.default_rng(5)
     zd0 = rng.normal(size=z0.size)
@@ -85,10 +86,10 @@ def test_energy_conservation_without_damping_and_contact() -> None:
 
 
 def test_bad_arguments_raise_model_error() -> None:
-    from biobullet.errors import ModelError
+    from biobullet.core.errors import ModelError
     with pytest.raises(ModelError, match="modes"):
-        ElasticChain.from_paper002("ss-ss")
+        paper002_chain("ss-ss")
     with pytest.raises(ModelError, match="boundary"):
-        ElasticChain.from_paper002("ss-xx-ss")
+        paper002_chain("ss-xx-ss")
     with pytest.raises(ModelError, match="t_end"):
-        simulate_drop(ElasticChain.from_paper002(), t_end=-1.0)
+        simulate_drop(paper002_chain(), t_end=-1.0)

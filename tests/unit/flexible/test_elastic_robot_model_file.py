@@ -1,5 +1,5 @@
 """urdf/elastic_robot_3link.urdf (`<flexible>` + `<contact>` elements) loads into the same ElasticChain as
-`ElasticChain.from_paper002()`, and malformed `<flexible>` attributes raise a ModelError naming them."""
+`paper002_chain()`, and malformed `<flexible>` attributes raise a ModelError naming them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,14 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biobullet.dynamics.gibbs_appell import ElasticChain
-from biobullet.errors import ModelError
+from biobullet_studies.paper002 import paper002_chain
+from biobullet.flexible.gibbs_appell import ElasticChain
+from biobullet.core.errors import ModelError
 
 URDF = Path(__file__).resolve().parents[3] / "urdf" / "elastic_robot_3link.urdf"
 
 
 def test_model_file_equals_paper002() -> None:
-    a, b = ElasticChain.from_model_file(URDF), ElasticChain.from_paper002()
+    a, b = ElasticChain.from_model_file(URDF), paper002_chain()
     assert a.coordinate_names == b.coordinate_names
     assert a.contact_points == (0, 1, 2, 3)
     za, _ = a.initial_state()

@@ -13,10 +13,11 @@ import json
 import numpy as np
 import pytest
 
-from biobullet.dynamics.gibbs_appell import ElasticChain
-from biobullet.dynamics.gibbs_appell_drop import simulate_drop
-from biobullet.dynamics.gibbs_appell_symmetry import MirrorSymmetry, mirror_symmetry
-from biobullet.scenarios.elastic_robot import MODE_SETS, run, symmetry_residual
+from biobullet_studies.paper002 import paper002_chain
+from biobullet.flexible.gibbs_appell import ElasticChain
+from biobullet_studies.gibbs_appell_drop import simulate_drop
+from biobullet.flexible.gibbs_appell_symmetry import MirrorSymmetry, mirror_symmetry
+from biobullet_studies.elastic_robot import MODE_SETS, run, symmetry_residual
 
 T_END = 0.6
 DROP_SETS = ("ss-ss-ss", "sc-cc-cs")  # identical links / mirrored sc↔cs links (the others: scripts, benchmark)
@@ -24,7 +25,7 @@ DROP_SETS = ("ss-ss-ss", "sc-cc-cs")  # identical links / mirrored sc↔cs links
 
 @pytest.mark.parametrize("modes", MODE_SETS)
 def test_mirror_map_is_an_involution_and_the_dynamics_equivariant(modes) -> None:
-    chain = ElasticChain.from_paper002(modes, contact=False)
+    chain = paper002_chain(modes, contact=False)
     sym = mirror_symmetry(chain)
     assert sym is not None and abs(sym.axis) < 1e-15
     rng = np.random.default_rng(3)
@@ -51,17 +52,17 @@ def test_mirror_map_is_an_involution_and_the_dynamics_equivariant(modes) -> None
 
 
 def test_asymmetric_model_is_not_projected() -> None:
-    chain = ElasticChain.from_paper002("sc-ss-sc")  # sc at both ends is not the mirror of itself
+    chain = paper002_chain("sc-ss-sc")  # sc at both ends is not the mirror of itself
     assert mirror_symmetry(chain) is None
-    z0, zd0 = ElasticChain.from_paper002("ss-ss-ss").initial_state()
+    z0, zd0 = paper002_chain("ss-ss-ss").initial_state()
     zd0 = zd0.copy()
     zd0[-2] = 0.1  # sideways initial velocity: not a symmetric state
-    assert MirrorSymmetry.detect(ElasticChain.from_paper002("ss-ss-ss"), z0, zd0) is None
+    assert MirrorSymmetry.detect(paper002_chain("ss-ss-ss"), z0, zd0) is None
 
 
 @pytest.fixture(scope="module")
 def drops():
-    return {m: simulate_drop(ElasticChain.from_paper002(m), t_end=T_END, dt_out=2e-3) for m in DROP_SETS}
+    return {m: simulate_drop(paper002_chain(m), t_end=T_END, dt_out=2e-3) for m in DROP_SETS}
 
 
 @pytest.mark.parametrize("modes", DROP_SETS)

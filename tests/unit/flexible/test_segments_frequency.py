@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biobullet.errors import ModelError
+from biobullet.core.errors import ModelError
 from biobullet.flexible import beam_modes
-from biobullet.flexible.paper002 import TABLE3_UNROUNDED
+from biobullet_studies.paper002 import TABLE3_UNROUNDED
 from biobullet.flexible.segments import expand_urdf, load_segmented_model, natural_frequencies
 
 BEAM = ('theory="timoshenko" youngs_modulus="2e11" shear_modulus="7.6923076923076923e10" '

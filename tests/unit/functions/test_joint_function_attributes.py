@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from biobullet.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef
 from biobullet.functions import get
 
 SRC = SourceRef("bad.urdf", '<joint_function joint="J">')

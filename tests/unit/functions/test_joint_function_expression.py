@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy
 
-from biobullet.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef
 from biobullet.functions import check_derivatives, get
 from biobullet.functions.expression import ExpressionFunction
 

@@ -8,9 +8,9 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from biobullet import plugins
-from biobullet.errors import SourceRef
-from biobullet.plugins import PluginError
+from biobullet.core import plugins
+from biobullet.core.errors import SourceRef
+from biobullet.core.plugins import PluginError
 from biobullet.functions import JointFunction, check_derivatives, get, names, register, registry
 from biobullet.functions.linear import LinearFunction
 

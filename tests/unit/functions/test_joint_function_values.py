@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.interpolate import CubicSpline
 
-from biobullet.errors import SourceRef
+from biobullet.core.errors import SourceRef
 from biobullet.functions import check_derivatives, get
 from biobullet.functions.fourier import fourier_coefficients
 from biobullet.functions.linear import LinearFunction

@@ -10,9 +10,9 @@ import pinocchio as pin
 import pytest
 
 from biobullet import load_model
-from biobullet.dynamics.kinematics import frame_jacobian, frame_placement
-from biobullet.errors import ModelError
-from biobullet.model.rotations import rpy_to_matrix
+from biobullet.algorithms.kinematics import frame_jacobian, frame_placement
+from biobullet.core.errors import ModelError
+from biobullet.spatial.rotations import rpy_to_matrix
 from biobullet.validate.random_models import random_urdf
 
 BASE_Q = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")

@@ -11,7 +11,7 @@ pytest.importorskip("pybullet")
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge.simulation import simulate_bridge  # noqa: E402
-from biobullet.errors import ModelError  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.render import render_frames, write_video  # noqa: E402
 from biobullet.render.frames import frame_camera  # noqa: E402
 

@@ -1,0 +1,2 @@
+"""Rigid-body algorithms on the tree, free functions of (model, x, ẋ): kinematics, CRBA, RNEA, ABA and their
+batched / compiled kernels."""

@@ -1,0 +1,385 @@
+"""Recursive Gibbs–Appell equations of a planar chain of flexible (assumed-modes) links (paper 002).
+
+Geometry and conventions (SI units, planar, X1 horizontal, X2 up, gravity −g X2):
+  * link i has a body frame at its start point O_i with absolute angle φ_i; a point at 0 ≤ η ≤ l_i is
+    r = O_i + R(φ_i) [η, w_i(η)], w_i = Σ_j δ_ij W_ij(η) (transverse deflection only, paper eqs. 1–2);
+    its cross section turns by φ_i + θ_i(η), θ_i = Σ_j δ_ij Θ_ij(η) (Timoshenko, eqs. 3–4).
+  * O_{i+1} = O_i + R(φ_i) [l_i, w_i(l_i)]; the next frame turns with the end frame x̂_i of link i:
+    φ_{i+1} = φ_i + ψ_i + q_{i+1}, ψ_i = Σ_j δ_ij Θ_ij(l_i) (end_rotation="theta", the cross-section
+    rotation; the paper says "tangent to the end of the link" — "slope" uses W'(l_i), the centre-line
+    tangent, instead). φ_1 = q_1 is absolute. φ is linear in the coordinates, so φ̈ = J_φ z̈ exactly.
+  * generalized coordinates, paper eq. 13: z = [q1 δ11..δ1m1 q2 δ21.. ... qn δn1.. X1 X2] with (X1, X2)
+    the position of O_1 (omitted for base="pinned", where O_1 is fixed at `base_position`).
+
+Gibbs function S = Σ_i ∫ [½ ρA a·a + ½ ρI (φ̈_i + θ̈_i)²] dη (eq. 7, planar: the ω̃Jω term vanishes).
+With a = A(η) z̈ + b(η), ∂S/∂z̈ = M z̈ + h where, per link, in the link frame (P = Rᵀ J_O, c = Rᵀ c_O):
+    M_i = Bᵀ L B,  B = [P_1; P_2; J_φ; E_i] (E_i selects δ_i), with the modal "link mass"
+        L = [[m, 0, −s_w, 0], [0, m, m_1, ∫ρAW], [−s_w, m_1, I_O + δᵀM_tδ, ∫ρAxW + ∫ρIΘ], [.., M_t + M_r]],
+    h_i = Bᵀ [m c_1 − φ̇² m_1 − 2φ̇ ∫ρAẇ,  m c_2 − φ̇² s_w,  m_1 c_2 − s_w c_1 + 2φ̇ δᵀM_tδ̇,
+              ∫ρAW c_2 − φ̇² M_t δ],
+s_w = ∫ρA w. Gravity enters as the acceleration +g X2 of the reference (c_O1 = (0, g)). The recursion
+J_O(i+1) = J_O(i) + R(φ_i)[−w_l J_φ; l J_φ + W_lᵀ E_i], c_O(i+1) = c_O(i) + R(φ_i)[−φ̇² l − 2φ̇ẇ_l; −φ̇² w_l]
+runs forward along the chain; the elastic and Rayleigh terms are ∂V_e/∂δ = Kδ, ∂D/∂δ̇ = Dδ̇ (eqs. 8–11).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from biobullet.core.errors import ModelError, SolverError
+
+BASES = ("floating", "pinned")
+END_ROTATIONS = ("theta", "slope")
+
+
+@dataclass(frozen=True)
+class FlexibleLinkData:
+    """Assumed-modes data of one link (kg, m, N/m, N s/m); m = number of modes (0: rigid link).
+
+    inertia is ∫(ρA x² + ρI) dx about the start point; rotary_inertia = ∫ρI dx (included in inertia).
+    """
+
+    name: str
+    length: float
+    mass: float
+    first_moment: float
+    inertia: float
+    rotary_inertia: float
+    w_integral: np.ndarray
+    xw_integral: np.ndarray
+    theta_integral: np.ndarray
+    mass_translational: np.ndarray
+    mass_rotary: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    end_w: np.ndarray  # W_j(l)
+    end_rotation: np.ndarray  # Θ_j(l) or W_j'(l) (see ElasticChain.end_rotation)
+    boundary: str = "rigid"
+    modes: Any = field(default=None, repr=False)  # BeamModes (for shapes and plots) or None
+
+    @property
+    def n_modes(self) -> int:
+        return int(self.w_integral.size)
+
+    @classmethod
+    def rigid(cls, name: str, length: float, mass: float, rotary_inertia: float = 0.0) -> "FlexibleLinkData":
+        """A uniform rigid link (no modes) of given length (m), mass (kg) and ∫ρI dx (kg m²)."""
+        e = np.zeros(0)
+        z = np.zeros((0, 0))
+        return cls(name, float(length), float(mass), 0.5 * mass * length, mass * length ** 2 / 3.0
+                   + rotary_inertia, float(rotary_inertia), e, e, e, z, z, z, z, e, e)
+
+    def shape(self, x: np.ndarray) -> np.ndarray:
+        """W_j(x) as an (m, len(x)) array (needs `modes`)."""
+        if self.n_modes == 0:
+            return np.zeros((0, np.size(x)))
+        if self.modes is None:
+            raise ModelError(f"link {self.name!r} has no mode shapes", attribute="modes")
+        return np.array([s.W(x) for s in self.modes.shapes[: self.n_modes]])
+
+
+def link_from_beam(name: str, *, length: float, youngs_modulus: float, shear_modulus: float,
+                   shear_coefficient: float, area: float, second_moment: float, density: float,
+                   boundary: str, n_modes: int = 1, theory: str = "timoshenko", kelvin_voigt: float = 0.0,
+                   air_damping: float = 0.0, end_rotation: str = "theta") -> FlexibleLinkData:
+    """Link data from `flexible.beam_modes` + `flexible.modal_integrals` (n_modes = 0: rigid link)."""
+    from biobullet.flexible import beam_modes, modal_integrals
+    if end_rotation not in END_ROTATIONS:
+        raise ModelError(f"unknown end_rotation {end_rotation!r}", attribute="end_rotation",
+                         expected=" or ".join(END_ROTATIONS))
+    if isinstance(n_modes, bool) or not isinstance(n_modes, (int, np.integer)) or n_modes < 0:
+        raise ModelError(f"'n_modes' must be an integer >= 0, got {n_modes!r}", attribute="n_modes",
+                         expected="an integer >= 0")
+    if n_modes == 0:
+        rho_i = density * second_moment * length if theory == "timoshenko" else 0.0
+        return FlexibleLinkData.rigid(name, length, density * area * length, rho_i)
+    modes = beam_modes(length, youngs_modulus, shear_modulus, shear_coefficient, area, second_moment,
+                       density, boundary, int(n_modes), theory)
+    mi = modal_integrals(modes, kelvin_voigt=kelvin_voigt, air_damping=air_damping)
+    timo = theory == "timoshenko"
+    zero = np.zeros(n_modes)
+    rot = mi.end_theta[1] if end_rotation == "theta" else mi.end_dw[1]
+    rho_i_l = density * second_moment * length if timo else 0.0
+    return FlexibleLinkData(
+        name=name, length=float(length), mass=mi.link_mass, first_moment=mi.link_first_moment,
+        inertia=mi.link_mass * length ** 2 / 3.0 + rho_i_l, rotary_inertia=rho_i_l,
+        w_integral=mi.w_integral.copy(), xw_integral=mi.xw_integral.copy(),
+        theta_integral=mi.theta_integral.copy() if timo else zero,
+        mass_translational=mi.mass_translational.copy(),
+        mass_rotary=mi.mass_rotary.copy() if timo else np.zeros((n_modes, n_modes)),
+        stiffness=mi.stiffness.copy(), damping=mi.kelvin_voigt + mi.air_damping,
+        end_w=mi.end_w[1].copy(), end_rotation=np.asarray(rot, dtype=float).copy(), boundary=boundary,
+        modes=modes)
+
+
+@dataclass(frozen=True)
+class ChainKinematics:
+    """Joint points O_1..O_{n+1}: positions p (n+1, 2), velocities v (n+1, 2), Jacobians J (n+1, 2, N);
+    link angles φ (n), rates φ̇ (n), J_φ (n, N); bias accelerations c (n+1, 2) (include +g X2)."""
+
+    p: np.ndarray
+    v: np.ndarray
+    J: np.ndarray
+    c: np.ndarray
+    phi: np.ndarray
+    phi_dot: np.ndarray
+    J_phi: np.ndarray
+
+
+class ElasticChain:
+    """A planar open chain of flexible links with a floating (or pinned) base, plus ground contacts.
+
+    contact_points: indices k of joint points O_{k+1} (0-based) that may touch the ground y = 0;
+    normal_law / friction_law: `biobullet.contact` laws (None: no contact).
+    """
+
+    def __init__(self, links: list[FlexibleLinkData] | tuple[FlexibleLinkData, ...], *, gravity: float = 9.81,
+                 base: str = "floating", base_position: tuple[float, float] = (0.0, 0.0),
+                 end_rotation: str = "theta", normal_law: Any = None, friction_law: Any = None,
+                 contact_points: tuple[int, ...] | None = None, ground_height: float = 0.0,
+                 initial_angles: tuple[float, ...] | None = None,
+                 initial_base: tuple[float, float] = (0.0, 0.0), name: str = "elastic_chain") -> None:
+        links = tuple(links)
+        if not links or not all(isinstance(l, FlexibleLinkData) for l in links):
+            raise ModelError("'links' must be a non-empty sequence of FlexibleLinkData", attribute="links")
+        if base not in BASES:
+            raise ModelError(f"unknown base {base!r}", attribute="base", expected=" or ".join(BASES))
+        if end_rotation not in END_ROTATIONS:
+            raise ModelError(f"unknown end_rotation {end_rotation!r}", attribute="end_rotation",
+                             expected=" or ".join(END_ROTATIONS))
+        if not math.isfinite(gravity):
+            raise ModelError("'gravity' must be finite", attribute="gravity")
+        self.links, self.gravity, self.base, self.end_rotation = links, float(gravity), base, end_rotation
+        self.base_position = np.asarray(base_position, dtype=float)
+        self.normal_law, self.friction_law = normal_law, friction_law
+        self.ground_height, self.name = float(ground_height), name
+        n = len(links)
+        npts = n + 1
+        self.contact_points = tuple(range(npts)) if contact_points is None else tuple(contact_points)
+        if any(not 0 <= k < npts for k in self.contact_points):
+            raise ModelError(f"contact point index out of range 0..{n}", attribute="contact_points")
+        idx_q, idx_d, names, i0 = [], [], [], 0
+        for i, link in enumerate(links):
+            idx_q.append(i0)
+            names.append(f"q{i + 1}")
+            idx_d.append(np.arange(i0 + 1, i0 + 1 + link.n_modes))
+            names += [f"d{i + 1}{j + 1}" for j in range(link.n_modes)]
+            i0 += 1 + link.n_modes
+        self.idx_x = np.array([i0, i0 + 1]) if base == "floating" else np.zeros(0, dtype=int)
+        if base == "floating":
+            names += ["X1", "X2"]
+        self.idx_q, self.idx_d = np.array(idx_q), tuple(idx_d)
+        self.coordinate_names = tuple(names)
+        self.n_coordinates = len(names)
+        ang = (0.0,) * n if initial_angles is None else tuple(float(a) for a in initial_angles)
+        if len(ang) != n:
+            raise ModelError(f"'initial_angles' needs {n} values", attribute="initial_angles")
+        self.initial_angles, self.initial_base = ang, tuple(float(v) for v in initial_base)
+        self._d_all = np.concatenate(self.idx_d) if n else np.zeros(0, dtype=int)
+        self._K = np.zeros((self.n_coordinates,) * 2)
+        self._D = np.zeros((self.n_coordinates,) * 2)
+        for link, d in zip(links, self.idx_d):
+            self._K[np.ix_(d, d)] = link.stiffness
+            self._D[np.ix_(d, d)] = link.damping
+        self._Jphi_local = []  # constant J_φ rows (φ is linear in z)
+        row = np.zeros(self.n_coordinates)
+        for i, link in enumerate(links):
+            if i > 0:
+                row = row.copy()
+                row[self.idx_d[i - 1]] += links[i - 1].end_rotation
+            row = row.copy()
+            row[self.idx_q[i]] += 1.0
+            self._Jphi_local.append(row)
+        self._Jphi = np.array(self._Jphi_local)
+        self._precompute()
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_model_file(cls, path: str | Path, **overrides: Any) -> "ElasticChain":
+        """Build from a URDF with `<flexible>` (and optional `<contact>`) elements; see gibbs_appell_io."""
+        from biobullet.flexible.gibbs_appell_io import chain_from_model_file
+        return chain_from_model_file(cls, path, **overrides)
+
+    # ------------------------------------------------------------------ state helpers
+    def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(z0, ż0): initial joint angles and base position, zero modal amplitudes and velocities."""
+        z = np.zeros(self.n_coordinates)
+        z[self.idx_q] = self.initial_angles
+        if self.base == "floating":
+            z[self.idx_x] = self.initial_base
+        return z, np.zeros(self.n_coordinates)
+
+    def modal_amplitudes(self, z: np.ndarray) -> list[np.ndarray]:
+        """δ_i per link (m), from z (…, N)."""
+        z = np.asarray(z)
+        return [z[..., d] for d in self.idx_d]
+
+    # ------------------------------------------------------------------ kinematics
+    def _precompute(self) -> None:
+        """Constant per-link arrays used by the recursion (end deflection rows, constant link-mass parts)."""
+        n, N = len(self.links), self.n_coordinates
+        self._Ew = np.zeros((n, N))
+        self._Lconst, self._B = [], []
+        for i, link in enumerate(self.links):
+            d, m = self.idx_d[i], link.n_modes
+            self._Ew[i, d] = link.end_w
+            L = np.zeros((3 + m, 3 + m))
+            L[0, 0] = L[1, 1] = link.mass
+            L[1, 2] = L[2, 1] = link.first_moment
+            L[2, 2] = link.inertia
+            L[1, 3:] = L[3:, 1] = link.w_integral
+            L[2, 3:] = L[3:, 2] = link.xw_integral + link.theta_integral
+            L[3:, 3:] = link.mass_translational + link.mass_rotary
+            self._Lconst.append(L)
+            B = np.zeros((3 + m, N))
+            B[2] = self._Jphi[i]
+            B[3 + np.arange(m), d] = 1.0
+            self._B.append(B)
+
+    def point_heights(self, z: np.ndarray) -> np.ndarray:
+        """y of the joint points O_1..O_{n+1} (m), cheap (used by the event functions)."""
+        phi = self._Jphi @ z
+        wl = self._Ew @ z
+        y0 = z[self.idx_x[1]] if self.base == "floating" else self.base_position[1]
+        steps = [l.length * math.sin(f) + w * math.cos(f) for l, f, w in zip(self.links, phi, wl)]
+        return y0 + np.concatenate([[0.0], np.cumsum(steps)])
+
+    def kinematics(self, z: np.ndarray, zd: np.ndarray) -> ChainKinematics:
+        """Forward recursion over the chain (see module docstring)."""
+        n, N = len(self.links), self.n_coordinates
+        p = np.empty((n + 1, 2))
+        v = np.empty((n + 1, 2))
+        J = np.zeros((n + 1, 2, N))
+        c = np.zeros((n + 1, 2))
+        if self.base == "floating":
+            x, y = z[self.idx_x]
+            vx, vy = zd[self.idx_x]
+            J[0, 0, self.idx_x[0]] = J[0, 1, self.idx_x[1]] = 1.0
+        else:
+            (x, y), vx, vy = self.base_position, 0.0, 0.0
+        cx, cy = 0.0, self.gravity
+        p[0], v[0], c[0] = (x, y), (vx, vy), (cx, cy)
+        Jphi = self._Jphi
+        phi = Jphi @ z
+        phid = Jphi @ zd
+        wls = self._Ew @ z
+        wlds = self._Ew @ zd
+        for i, link in enumerate(self.links):
+            cs, sn = math.cos(phi[i]), math.sin(phi[i])
+            wl, wld, l, om = float(wls[i]), float(wlds[i]), link.length, float(phid[i])
+            ax, ay = l, wl  # local end offset
+            x += cs * ax - sn * ay
+            y += sn * ax + cs * ay
+            bx, by = -om * wl, om * l + wld
+            vx += cs * bx - sn * by
+            vy += sn * bx + cs * by
+            gx, gy = -om * om * l - 2.0 * om * wld, -om * om * wl
+            cx += cs * gx - sn * gy
+            cy += sn * gx + cs * gy
+            p[i + 1], v[i + 1], c[i + 1] = (x, y), (vx, vy), (cx, cy)
+            j0 = -wl * Jphi[i]
+            j1 = l * Jphi[i] + self._Ew[i]
+            J[i + 1, 0] = J[i, 0] + cs * j0 - sn * j1
+            J[i + 1, 1] = J[i, 1] + sn * j0 + cs * j1
+        return ChainKinematics(p, v, J, c, phi, phid, Jphi)
+
+    # ------------------------------------------------------------------ Gibbs–Appell terms
+    def mass_and_bias(self, z: np.ndarray, zd: np.ndarray,
+                      kin: ChainKinematics | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """M(z) (N×N) and h(z, ż) (N) of ∂S/∂z̈ = M z̈ + h (velocity and gravity terms, no elastic ones)."""
+        kin = self.kinematics(z, zd) if kin is None else kin
+        N = self.n_coordinates
+        M = np.zeros((N, N))
+        h = np.zeros(N)
+        for i, link in enumerate(self.links):
+            d = self.idx_d[i]
+            cs, sn = math.cos(kin.phi[i]), math.sin(kin.phi[i])
+            B = self._B[i].copy()
+            J0, J1 = kin.J[i]
+            B[0] = cs * J0 + sn * J1
+            B[1] = cs * J1 - sn * J0
+            cx, cy = kin.c[i]
+            c1, c2 = cs * cx + sn * cy, cs * cy - sn * cx
+            om = float(kin.phi_dot[i])
+            L = self._Lconst[i].copy()
+            hl = np.empty(L.shape[0])
+            if link.n_modes:
+                delta, deltad = z[d], zd[d]
+                Mtd = link.mass_translational @ delta
+                sw = float(link.w_integral @ delta)
+                L[0, 2] = L[2, 0] = -sw
+                L[2, 2] += float(delta @ Mtd)
+                hl[0] = link.mass * c1 - om * om * link.first_moment - 2.0 * om * float(link.w_integral @ deltad)
+                hl[1] = link.mass * c2 - om * om * sw
+                hl[2] = link.first_moment * c2 - sw * c1 + 2.0 * om * float(Mtd @ deltad)
+                hl[3:] = link.w_integral * c2 - om * om * Mtd
+            else:
+                hl[0] = link.mass * c1 - om * om * link.first_moment
+                hl[1] = link.mass * c2
+                hl[2] = link.first_moment * c2
+            BtL = B.T @ L
+            M += BtL @ B
+            h += B.T @ hl
+        return M, h
+
+    def mass_matrix(self, z: np.ndarray) -> np.ndarray:
+        """Generalized inertia matrix I(Z) of eq. 15 (symmetric positive definite)."""
+        return self.mass_and_bias(np.asarray(z, float), np.zeros(self.n_coordinates))[0]
+
+    def internal_forces(self, zd: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """−∂V_e/∂z − ∂D/∂ż: elastic (−Kδ) and Kelvin–Voigt + air damping (−Dδ̇) generalized forces."""
+        return -(self._K @ z) - (self._D @ zd)
+
+    def accelerations(self, z: np.ndarray, zd: np.ndarray, forces: np.ndarray | None = None,
+                      kin: ChainKinematics | None = None) -> np.ndarray:
+        """z̈ from M z̈ = −h − Kδ − Dδ̇ + U (U: extra generalized forces, e.g. contact Σ J_kᵀ F_k)."""
+        M, h = self.mass_and_bias(z, zd, kin)
+        rhs = -h + self.internal_forces(zd, z)
+        if forces is not None:
+            rhs = rhs + forces
+        try:
+            return np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError as exc:  # pragma: no cover - M is SPD for valid data
+            raise SolverError(f"singular inertia matrix: {exc}") from exc
+
+    # ------------------------------------------------------------------ energies (eq. 31)
+    def kinetic_energy(self, z: np.ndarray, zd: np.ndarray) -> float:
+        """T = ½ żᵀ M ż (J)."""
+        return 0.5 * float(zd @ self.mass_matrix(z) @ zd)
+
+    def gravity_energy(self, z: np.ndarray) -> float:
+        """V_g = g Σ_i ∫ρA y dη (J), ground y = 0 as reference."""
+        kin = self.kinematics(z, np.zeros(self.n_coordinates))
+        total = 0.0
+        for i, link in enumerate(self.links):
+            sw = float(link.w_integral @ z[self.idx_d[i]]) if link.n_modes else 0.0
+            phi = kin.phi[i]
+            total += link.mass * kin.p[i, 1] + math.sin(phi) * link.first_moment + math.cos(phi) * sw
+        return self.gravity * total
+
+    def elastic_energy(self, z: np.ndarray) -> float:
+        """V_e = ½ δᵀKδ (J), eq. 8."""
+        return 0.5 * float(z @ self._K @ z)
+
+    def dissipation_power(self, zd: np.ndarray) -> float:
+        """Power of the damping forces −żᵀDż (W, ≤ 0)."""
+        return -float(zd @ self._D @ zd)
+
+    def link_points(self, z: np.ndarray, n_points: int = 41, scale: float = 1.0) -> list[np.ndarray]:
+        """Deformed centre lines (n_points, 2) per link, deflection magnified by `scale` (joints exact)."""
+        kin = self.kinematics(z, np.zeros(self.n_coordinates))
+        out = []
+        for i, link in enumerate(self.links):
+            x = np.linspace(0.0, link.length, n_points)
+            w = link.shape(x).T @ z[self.idx_d[i]] if link.n_modes else np.zeros_like(x)
+            cs, sn = math.cos(kin.phi[i]), math.sin(kin.phi[i])
+            pts = kin.p[i] + np.outer(x, (cs, sn)) + np.outer(scale * w, (-sn, cs))
+            out.append(pts)
+        return out
+
+
+__all__ = ["ElasticChain", "FlexibleLinkData", "ChainKinematics", "link_from_beam", "BASES", "END_ROTATIONS"]

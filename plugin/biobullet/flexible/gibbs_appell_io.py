@@ -1,0 +1,161 @@
+"""Build an `ElasticChain` from a model file: URDF chain + `<flexible>` / `<contact>` elements (DESIGN.md).
+
+The URDF must be a planar chain in the x–y plane: optionally two prismatic joints with axes x then y (the
+floating planar base, coordinates X1, X2 of O_1), then one revolute/continuous joint about z per link. Each
+link carrying a `<flexible>` element becomes one chain link; a link without one is rigid (uniform rod, mass from
+its `<inertial>`). `<contact>` elements must sit at joint points (xyz = 0 0 0 or the link end).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from biobullet.core.errors import ModelError
+
+FLEXIBLE_ATTRIBUTES = {"link", "theory", "boundary", "modes", "youngs_modulus", "shear_modulus",
+                       "shear_coefficient", "area", "second_moment", "density", "kelvin_voigt", "air_damping",
+                       "segments", "length"}
+_REQUIRED = ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density")
+
+
+def _number(element: Any, name: str, *, default: float | None = None, positive: bool = True) -> float:
+    raw = element.get(name)
+    if raw is None:
+        if default is None:
+            raise element.source.error(name, "missing attribute", "a positive number")
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise element.source.error(name, f"'{raw}' is not a number", "a finite number") from None
+    if not math.isfinite(value) or (positive and value <= 0.0) or (not positive and value < 0.0):
+        raise element.source.error(name, f"got {raw}", "a positive number" if positive else "a number >= 0")
+    return value
+
+
+def flexible_attributes(element: Any, default_length: float | None) -> dict[str, Any]:
+    """Validated keyword arguments of `link_from_beam` from one `<flexible>` ElementDescription."""
+    from biobullet.flexible import BOUNDARIES, THEORIES
+    unknown = sorted(set(element.attributes) - FLEXIBLE_ATTRIBUTES)
+    if unknown:
+        raise element.source.error(unknown[0], "unknown attribute", ", ".join(sorted(FLEXIBLE_ATTRIBUTES)))
+    theory = element.get("theory", "timoshenko")
+    if theory not in THEORIES:
+        raise element.source.error("theory", f"unknown theory {theory!r}", " or ".join(THEORIES))
+    boundary = element.get("boundary")
+    if boundary not in BOUNDARIES:
+        raise element.source.error("boundary", f"unknown or missing boundary {boundary!r}",
+                                   "one of " + ", ".join(BOUNDARIES))
+    raw_modes = element.get("modes", "1")
+    try:
+        n_modes = int(raw_modes)
+    except ValueError:
+        n_modes = -1
+    if n_modes < 0 or str(n_modes) != raw_modes.strip():
+        raise element.source.error("modes", f"got {raw_modes!r}", "an integer >= 0")
+    kw: dict[str, Any] = {name: _number(element, name) for name in _REQUIRED}
+    if kw["shear_coefficient"] > 1.2:
+        raise element.source.error("shear_coefficient", f"got {kw['shear_coefficient']:g}", "0 < kappa <= 1.2")
+    kw["length"] = _number(element, "length", default=default_length) if default_length is not None \
+        else _number(element, "length")
+    kw["kelvin_voigt"] = _number(element, "kelvin_voigt", default=0.0, positive=False)
+    kw["air_damping"] = _number(element, "air_damping", default=0.0, positive=False)
+    return {**kw, "boundary": boundary, "theory": theory, "n_modes": n_modes}
+
+
+def _single_law(elements: list[Any], builder: Any, what: str) -> Any:
+    laws = [builder(e.attributes, e.source) for e in elements]
+    if not laws:
+        return None
+    first = laws[0]
+    for law, e in zip(laws[1:], elements[1:]):
+        if type(law) is not type(first) or law.parameters != first.parameters:
+            raise e.source.error(f"{what}_law", "every contact of an elastic chain must use the same law",
+                                 f"the same {what} law and parameters as the first <contact>")
+    return first
+
+
+def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
+    """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor."""
+    from biobullet.contact import friction_law_from_attributes, normal_law_from_attributes
+    from biobullet.flexible.gibbs_appell import FlexibleLinkData, link_from_beam
+    from biobullet.model.model import load_model
+    desc = load_model(path).description
+    file = str(path)
+    joints = [j for j in desc.joints if j.movable]
+    prismatic = [j for j in joints if j.type == "prismatic"]
+    revolute = [j for j in joints if j.type in ("revolute", "continuous")]
+    if len(prismatic) not in (0, 2) or (prismatic and joints[:2] != prismatic):
+        raise ModelError("an elastic chain has either no prismatic joint or two leading ones (x, y base)",
+                         file=file, element="<joint>", attribute="type")
+    if prismatic and [tuple(np.round(j.axis, 12)) for j in prismatic] != [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)]:
+        raise ModelError("the base prismatic joints must have axes 1 0 0 and 0 1 0", file=file,
+                         element=f'<joint name="{prismatic[0].name}">', attribute="axis")
+    if not revolute:
+        raise ModelError("no revolute joint: not a chain", file=file, element="<joint>", attribute="type")
+    for j in revolute:
+        if tuple(np.round(j.axis, 12)) != (0.0, 0.0, 1.0):
+            raise ModelError("chain joints must turn about z", file=file, element=f'<joint name="{j.name}">',
+                             attribute="axis", expected="0 0 1")
+    by_parent = {j.parent: j for j in revolute}
+    flex = {e.get("link"): e for e in desc.elements_of("flexible")}
+    links: list[Any] = []
+    for k, j in enumerate(revolute):
+        if k > 0 and j.parent != revolute[k - 1].child:
+            raise ModelError("revolute joints must form one serial chain", file=file,
+                             element=f'<joint name="{j.name}">', attribute="parent")
+        child_joint = by_parent.get(j.child)
+        default_len = float(np.linalg.norm(child_joint.origin_xyz)) if child_joint is not None else None
+        element = flex.pop(j.child, None)
+        if element is not None:
+            kw = flexible_attributes(element, default_len)
+            links.append(link_from_beam(j.child, **kw))
+        else:
+            inertial = desc.link(j.child).inertial
+            if default_len is None or inertial is None:
+                raise ModelError("a rigid chain link needs an <inertial> and a child joint", file=file,
+                                 element=f'<link name="{j.child}">', attribute="inertial")
+            links.append(FlexibleLinkData.rigid(j.child, default_len, inertial.mass))
+    if flex:
+        e = next(iter(flex.values()))
+        raise e.source.error("link", f"link {e.get('link')!r} is not a link of the revolute chain",
+                             "a link moved by one of the chain's revolute joints")
+    contacts = list(desc.elements_of("contact"))
+    names = [j.child for j in revolute]
+    points = []
+    for e in contacts:
+        link = e.get("link")
+        xyz = np.array([float(v) for v in (e.get("xyz") or "0 0 0").split()])
+        if link not in names or xyz.size != 3:
+            raise e.source.error("link", f"{link!r} is not a chain link", "a chain link")
+        i = names.index(link)
+        if np.allclose(xyz, 0.0, atol=1e-9):
+            points.append(i)
+        elif np.allclose(xyz, (links[i].length, 0.0, 0.0), atol=1e-9):
+            points.append(i + 1)
+        else:
+            raise e.source.error("xyz", "contacts of an elastic chain sit at joint points",
+                                 f"0 0 0 or {links[i].length:g} 0 0")
+        if float(e.get("ground_height", "0")) != 0.0 or e.get("ground", "plane") != "plane":
+            raise e.source.error("ground_height", "only the ground plane y = 0 is supported", "0")
+    normal = _single_law(contacts, normal_law_from_attributes, "normal")
+    friction = _single_law(contacts, friction_law_from_attributes, "friction")
+    gx, gy, gz = desc.gravity
+    if gx != 0.0 or gz != 0.0 or gy > 0.0:
+        raise ModelError("gravity must point along -y for a planar chain", file=file, element="<gravity>",
+                         attribute="xyz", expected="0 -g 0")
+    init = {i.joint: i for i in desc.initial}
+    for i in desc.initial:
+        if i.velocity:
+            raise i.source.error("velocity", "non-zero initial velocities are not supported here", "0")
+    angles = tuple(init[j.name].position if j.name in init else 0.0 for j in revolute)
+    base = tuple(init[j.name].position if j.name in init else 0.0 for j in prismatic) or (0.0, 0.0)
+    kwargs: dict[str, Any] = dict(gravity=-gy, base="floating" if prismatic else "pinned",
+                                  normal_law=normal, friction_law=friction,
+                                  contact_points=tuple(sorted(set(points))) if contacts else (),
+                                  initial_angles=angles, initial_base=base, name=desc.name)
+    kwargs.update(overrides)
+    return cls(links, **kwargs)

@@ -1,0 +1,363 @@
+"""The compiled, immutable Model: tree bodies, frames, coordinate map, and the public dynamics API.
+
+Vectors: generalized positions q = [base pose (7, if floating)] + independent joint coordinates
+(`coordinate_names`); generalized velocities v = [base twist in the base frame (6)] + their rates
+(`velocity_names`). Joint configuration x = [base pose] + every joint coordinate θ in URDF order
+(`joint_names`). Dynamics: M(q, t) q̈ + h(q, v, t) = Q, where Q are applied generalized forces.
+"""
+from __future__ import annotations
+
+import os
+from math import isfinite as _isfinite
+from functools import cached_property
+from typing import Mapping
+
+import numpy as np
+
+from biobullet.algorithms import compiled_kernels as _kernels
+from biobullet.core.errors import ModelError
+from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
+from biobullet.model.description import ModelDescription
+from biobullet.model.tree import Body, Frame, compile_tree
+
+BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+
+
+class Model:
+    """Immutable compiled model. Create with `biobullet.load_model(path)`."""
+
+    def __init__(self, description: ModelDescription) -> None:
+        bodies, frames, joint_names = compile_tree(description)
+        self.description = description
+        self.name = description.name
+        self.file = description.file
+        self.bodies: tuple[Body, ...] = bodies
+        self._frames: Mapping[str, Frame] = frames
+        self.joint_names: tuple[str, ...] = joint_names
+        self.floating_base = description.base_type == "floating"
+        self.gravity = np.array(description.gravity, dtype=float)
+        self.gravity.setflags(write=False)
+        self.n_joints = len(joint_names)
+        self.n_config = self.n_joints + (7 if self.floating_base else 0)
+        self.n_tangent = self.n_joints + (6 if self.floating_base else 0)
+        self.coordinate_map = self._build_coordinate_map(description)
+        independent = [joint_names[k] for k in self.coordinate_map.independent]
+        base_q = BASE_POSITION_NAMES if self.floating_base else ()
+        base_v = BASE_VELOCITY_NAMES if self.floating_base else ()
+        self.independent_joint_names: tuple[str, ...] = tuple(independent)
+        self.coordinate_names: tuple[str, ...] = base_q + tuple(independent)
+        self.velocity_names: tuple[str, ...] = base_v + tuple(independent)
+        self.nq, self.nv = len(self.coordinate_names), len(self.velocity_names)
+        self._base_q, self._base_v = len(base_q), len(base_v)
+        self._q_shape, self._v_shape = (self.nq,), (self.nv,)
+        self._tiny_q, self._tiny_v = _tiny(self.nq), _tiny(self.nv)
+
+    # ------------------------------------------------------------------ construction
+    def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
+        slot = {name: k for k, name in enumerate(self.joint_names)}
+        dependent = {f.joint: f for f in description.joint_functions}
+        loop_resolver, implicit = self._build_loop_resolver(description, dependent)
+        if description.coordinates is not None:
+            for name in description.coordinates:
+                if name in dependent:
+                    raise ModelError(f"joint {name!r} is listed as independent but is made dependent by "
+                                     f"{dependent[name].source.element}", file=description.file,
+                                     element="<coordinates>", attribute="names")
+            missing = [n for n in self.joint_names
+                       if n not in dependent and n not in description.coordinates and slot[n] not in implicit]
+            if missing:
+                raise ModelError(f"joints {', '.join(missing)} are neither listed nor driven by a function"
+                                 + (" nor closed by a loop" if implicit else ""),
+                                 file=description.file, element="<coordinates>", attribute="names",
+                                 expected="every joint that no function drives (loops may make the rest dependent)")
+            independent = [slot[n] for n in description.coordinates]
+        else:
+            independent = [slot[n] for n in self.joint_names if n not in dependent]
+        order: list = []
+        done = set(independent)
+        remaining = dict(dependent)
+        while remaining or loop_resolver is not None:  # dependency order; cycles were rejected by the parser
+            if loop_resolver is not None and all(k in done for k in loop_resolver.known):
+                order.append(loop_resolver)  # as early as its inputs allow
+                done.update(loop_resolver.outputs)
+                loop_resolver = None
+                continue
+            ready = [j for j, f in remaining.items() if all(slot[i] in done for i in f.function.inputs)]
+            if not ready:
+                pending = sorted(remaining) + ([] if loop_resolver is None else
+                                               [self.joint_names[k] for k in loop_resolver.known if k not in done])
+                raise ModelError("joint functions and loop closures depend on joints that are neither independent "
+                                 "nor computed: " + ", ".join(pending), file=description.file,
+                                 element="<joint_function>" if loop_resolver is None else "<loop>",
+                                 expected="functions of loop-dependent joints must not drive joints of the loops")
+            for joint in ready:
+                f = remaining.pop(joint)
+                order.append(ExplicitFunction(slot[joint], tuple(slot[i] for i in f.function.inputs), f.function))
+                done.add(slot[joint])
+        return CoordinateMap(self.n_joints, independent, order)
+
+    def _build_loop_resolver(self, description: ModelDescription, dependent: Mapping):
+        """(LoopResolver or None, set of implicit joint indices) from the `<loop>` elements."""
+        if not description.elements_of("loop"):
+            return None, set()
+        from biobullet.constraints.implicit import LoopResolver
+        from biobullet.constraints.loops import loop_supports, parse_loops
+        loops = parse_loops(description, self._frames)
+        listed = set(description.coordinates or ())
+        support = sorted(set().union(*(loop_supports(self, loop) for loop in loops)))
+        implicit = [k for k in support if self.joint_names[k] not in listed and self.joint_names[k] not in dependent]
+        known = [k for k in support if k not in implicit]
+        n_equations = sum(loop.n_equations for loop in loops)
+        if n_equations != len(implicit):
+            names = ", ".join(self.joint_names[k] for k in implicit) or "none"
+            raise ModelError(f"loops {', '.join(l.name for l in loops)} give {n_equations} equations but make "
+                             f"{len(implicit)} joints dependent ({names})", file=description.file,
+                             element=loops[0].source.element, attribute="type",
+                             expected="as many loop equations as loop joints that are neither listed in "
+                                      "<coordinates> nor driven by a function")
+        initial = {i.joint: i.position for i in description.initial if i.position is not None}
+        guess = [initial.get(self.joint_names[k], 0.0) for k in implicit]
+        revolute = [self.bodies[[b.joint for b in self.bodies].index(self.joint_names[k])].joint_type == "revolute"
+                    for k in implicit]
+        resolver = LoopResolver(self, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
+        return resolver, set(implicit)
+
+    # ------------------------------------------------------------------ frames
+    def frame(self, name: str) -> Frame:
+        try:
+            return self._frames[name]
+        except KeyError:
+            raise ModelError(f"unknown link {name!r}", file=self.file,
+                             expected="one of " + ", ".join(sorted(self._frames))) from None
+
+    @property
+    def link_names(self) -> tuple[str, ...]:
+        return tuple(self._frames)
+
+    # ------------------------------------------------------------------ coordinates
+    def _check(self, name: str, value, size: int) -> np.ndarray:
+        # fast path (every integrator step): a float64 vector of the right size, finiteness by one dot product
+        # with 1e-300 weights (finite for finite entries, no overflow possible; NaN or ±inf otherwise)
+        if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,):
+            if _isfinite(value.dot(_tiny(size))):
+                return value
+            raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
+        array = np.asarray(value, dtype=float).reshape(-1)
+        if array.shape != (size,):
+            raise ModelError(f"argument {name!r} has {array.size} entries", file=self.file,
+                             expected=f"{size} ({', '.join((self.coordinate_names if name == 'q' else self.velocity_names)[:8])}"
+                             f"{', …' if size > 8 else ''})" if name in ('q', 'v') else f"{size} entries")
+        if not np.all(np.isfinite(array)):
+            raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
+        return array
+
+    def _check_pair(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """_check of q and v together (the per-step hot path: one finiteness sum for both)."""
+        if (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.shape == self._q_shape and v.shape == self._v_shape
+                and _isfinite(q.dot(self._tiny_q) + v.dot(self._tiny_v))):
+            return q, v
+        return self._check("q", q, self.nq), self._check("v", v, self.nv)
+
+    def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
+        """Tree configuration x = [base pose?, θ] for generalized positions q."""
+        q = self._check("q", q, self.nq)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        return np.concatenate([q[:self._base_q], jets.theta])
+
+    def joint_positions(self, q, t: float = 0.0) -> np.ndarray:
+        """Every joint coordinate θ (URDF joint order) for generalized positions q at time t."""
+        q = self._check("q", q, self.nq)
+        return self.coordinate_map.evaluate(q[self._base_q:], t).theta
+
+    def joint_state(self, q, v, t: float = 0.0):
+        """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
+        x, xd, gradient, gamma = self._joint_state(q, v, t)
+        if gradient is None:
+            gradient = self._identity_gradient
+        if self.coordinate_map.kind == "identity":
+            x, xd = x.copy(), xd.copy()
+        return (x, xd, gradient.copy(), np.zeros(self.n_tangent) if gamma is None else gamma)
+
+    def _joint_state(self, q, v, t: float = 0.0):
+        """joint_state for the hot path: (x, ẋ, G or None, γ or None), None meaning identity G / zero γ.
+
+        Returned arrays may alias q and v (identity map) or be shared read-only (G of linear joint functions,
+        constant): do not modify them.
+        """
+        cmap = self.coordinate_map
+        kind = cmap.kind
+        bq, bv = self._base_q, self._base_v
+        if kind == "affine" and not bq:
+            x, xd = self._affine_state(cmap.affine_matrix, cmap.affine_offset, q, v)
+            return x, xd, cmap.affine_matrix, None
+        q, v = self._check_pair(q, v)
+        if kind == "identity":
+            return q, v, None, None
+        if kind == "affine":
+            a = cmap.affine_matrix
+            x = np.empty(self.n_config)
+            x[:bq] = q[:bq]
+            x[bq:] = a @ q[bq:] + cmap.affine_offset
+            xd = np.empty(self.n_tangent)
+            xd[:bv] = v[:bv]
+            xd[bv:] = a @ v[bv:]
+            return x, xd, self._affine_full_gradient, None
+        jets = cmap.evaluate(q[bq:], t, v[bv:])
+        if not bq:
+            return jets.theta, jets.rate, jets.gradient, jets.gamma
+        return (np.concatenate([q[:bq], jets.theta]), np.concatenate([v[:bv], jets.rate]),
+                self._full_gradient(jets.gradient), np.concatenate([np.zeros(bv), jets.gamma]))
+
+    def _affine_state(self, matrix: np.ndarray, offset: np.ndarray, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """(A q + b, A v) with the checks of `_check` (fixed base, linear joint functions: A has a unit row per
+        coordinate, so a NaN or ±inf in q or v shows in the result; the compiled kernel tests that)."""
+        if (_kernels.ENABLED and type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and q.shape == (self.nq,) and v.shape == (self.nv,)):
+            x, xd, finite = _kernels.affine_pair(matrix, offset, q, v)
+            if finite:
+                return x, xd
+        q, v = self._check_pair(q, v)
+        return matrix @ q + offset, matrix @ v
+
+    @cached_property
+    def _identity_gradient(self) -> np.ndarray:
+        return _readonly(np.eye(self.n_tangent))
+
+    @cached_property
+    def _affine_full_gradient(self) -> np.ndarray:
+        return _readonly(self._full_gradient(self.coordinate_map.affine_matrix.copy()))
+
+    def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """(x, G) without rates."""
+        q = self._check("q", q, self.nq)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
+
+    def _full_gradient(self, gradient: np.ndarray) -> np.ndarray:
+        if not self.floating_base:
+            return gradient
+        full = np.zeros((self.n_tangent, self.nv))
+        full[:6, :6] = np.eye(6)
+        full[6:, 6:] = gradient
+        return full
+
+    # ------------------------------------------------------------------ dynamics (reduced equations)
+    def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """M(q, t), nv × nv, kg·m² / kg."""
+        return _formulation(formulation).mass_matrix(self, q, t)
+
+    def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
+        return _formulation(formulation).bias_forces(self, q, v, t)
+
+    def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
+        """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
+        _, gradient = self.coordinate_gradient(q, t)
+        return gradient.T @ self._check("tau_joints", tau_joints, self.n_tangent)
+
+    def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+        """q̈ (well, v̇) from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
+        mass, bias = _formulation(formulation).mass_and_bias(self, q, v, t)
+        rhs = -bias
+        if tau is not None:
+            rhs = rhs + self._check("tau", tau, self.nv)
+        return _solve_spd(mass, rhs, self.file)
+
+    def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
+        """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
+        from biobullet.spatial.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
+        q = np.array(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        if self.floating_base:
+            # exact SE(3) exponential of the body twist (as pin.integrate): p += R V(ω dt) v dt
+            rotation = quaternion_to_matrix(q[3:7])
+            phi = v[3:6] * dt
+            angle = float(np.linalg.norm(phi))
+            k = skew(phi)
+            if angle < 1e-8:
+                left_jacobian = np.eye(3) + 0.5 * k + k @ k / 6.0
+            else:
+                left_jacobian = (np.eye(3) + (1 - np.cos(angle)) / angle ** 2 * k
+                                 + (angle - np.sin(angle)) / angle ** 3 * (k @ k))
+            q[:3] += rotation @ left_jacobian @ v[:3] * dt
+            q[3:7] = quaternion_multiply(q[3:7], exp_quaternion(phi))
+            q[3:7] /= np.linalg.norm(q[3:7])
+        q[self._base_q:] += v[self._base_v:] * dt
+        return q
+
+    def neutral_configuration(self) -> np.ndarray:
+        q = np.zeros(self.nq)
+        if self.floating_base:
+            q[6] = 1.0
+        return q
+
+    def initial_state(self, overrides: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(q0, v0) from the model's `<initial>` elements, with NAME=VALUE overrides (NAME or NAME_dot)."""
+        q, v = self.neutral_configuration(), np.zeros(self.nv)
+        values = {i.joint: i for i in self.description.initial}
+        for k, name in enumerate(self.coordinate_names):
+            if name in values and values[name].position is not None:
+                q[k] = values[name].position
+        for k, name in enumerate(self.velocity_names):
+            if name in values and values[name].velocity is not None:
+                v[k] = values[name].velocity
+        for key, value in (overrides or {}).items():
+            if key in self.coordinate_names:
+                q[self.coordinate_names.index(key)] = value
+            elif key.endswith("_dot") and key[:-4] in self.velocity_names:
+                v[self.velocity_names.index(key[:-4])] = value
+            else:
+                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot", file=self.file,
+                                 expected="one of " + ", ".join(self.coordinate_names))
+        return q, v
+
+    @cached_property
+    def total_mass(self) -> float:
+        return float(sum(body.mass for body in self.bodies))
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, bodies={len(self.bodies)}, joints={self.n_joints}, nq={self.nq}, "
+                f"nv={self.nv}, floating_base={self.floating_base})")
+
+
+_FLOAT = np.dtype(float)
+_TINY: dict[int, np.ndarray] = {}
+
+
+def _tiny(size: int) -> np.ndarray:
+    tiny = _TINY.get(size)
+    if tiny is None:
+        tiny = _TINY[size] = _readonly(np.full(size, 1e-300))
+    return tiny
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+def _formulation(name: str | None):
+    from biobullet.dynamics.formulation import get_formulation
+    return get_formulation(name)
+
+
+def _solve_spd(mass: np.ndarray, rhs: np.ndarray, file: str) -> np.ndarray:
+    from biobullet.core.errors import SolverError
+    try:
+        factor = np.linalg.cholesky(mass)
+    except np.linalg.LinAlgError:
+        raise SolverError(f"{file}: the mass matrix is singular or not positive definite "
+                          "(a joint moves no mass, or a joint function makes coordinates redundant)") from None
+    y = np.linalg.solve(factor, rhs)
+    return np.linalg.solve(factor.T, y)
+
+
+def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+    """Load a URDF file with its optional `<biobullet>` block into a compiled Model.
+
+    `floating_base` overrides the file's `<base type=...>`. Raises ModelError on bad input.
+    """
+    from biobullet.model.urdf import load_description
+    return Model(load_description(path, floating_base))

@@ -1,0 +1,54 @@
+"""Spatial-vector helpers. Motion vectors are [linear; angular], force vectors [force; moment] (Pinocchio's order).
+
+A placement (R, p) maps child coordinates to parent ones: x_parent = R x_child + p.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from biobullet.spatial.rotations import axis_angle_matrix, quaternion_to_matrix, skew
+
+
+def joint_placement(body, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Placement of the body frame in its parent body's frame at configuration x."""
+    if body.joint_type == "revolute":
+        return body.rotation @ axis_angle_matrix(body.axis, x[body.q_index]), body.translation
+    if body.joint_type == "prismatic":
+        return body.rotation, body.translation + body.rotation @ (body.axis * x[body.q_index])
+    k = body.q_index
+    return quaternion_to_matrix(x[k + 3:k + 7]), x[k:k + 3].copy()
+
+
+def inverse_motion_transform(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """6×6 X mapping parent-frame motion vectors to the child frame (inverse of the placement's action)."""
+    rt = rotation.T
+    x = np.zeros((6, 6))
+    x[:3, :3] = rt
+    x[:3, 3:] = -rt @ skew(translation)
+    x[3:, 3:] = rt
+    return x
+
+
+def motion_cross(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """v × m for motion vectors."""
+    lin, ang = v[:3], v[3:]
+    return np.concatenate([np.cross(ang, m[:3]) + np.cross(lin, m[3:]), np.cross(ang, m[3:])])
+
+
+def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """v ×* f for a motion vector v and a force vector f."""
+    lin, ang = v[:3], v[3:]
+    return np.concatenate([np.cross(ang, f[:3]), np.cross(ang, f[3:]) + np.cross(lin, f[:3])])
+
+
+def motion_cross_matrix(v: np.ndarray) -> np.ndarray:
+    out = np.zeros((6, 6))
+    out[:3, :3] = skew(v[3:])
+    out[:3, 3:] = skew(v[:3])
+    out[3:, 3:] = skew(v[3:])
+    return out
+
+
+def gravity_acceleration(gravity: np.ndarray) -> np.ndarray:
+    """The fictitious base acceleration −g that puts gravity into the recursions."""
+    return np.concatenate([-np.asarray(gravity, dtype=float), np.zeros(3)])

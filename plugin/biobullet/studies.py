@@ -1,0 +1,48 @@
+"""Paper studies run by `biobullet run NAME`: found through the entry-point group `biobullet.studies`.
+
+Each entry point names a catalogue `{name: (module, description)}` (the bundled one is
+`biobullet_studies.registry:STUDIES`); a study module has `run(out_dir, **options) -> dict`. The library imports
+no study by name: studies are a client package, and other packages can add theirs the same way.
+"""
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import Any, Mapping
+
+from biobullet.core.errors import ModelError
+from biobullet.core.plugins import PluginError
+
+STUDY_GROUP = "biobullet.studies"
+
+
+def studies() -> dict[str, tuple[str, str]]:
+    """Every registered study: name → (module, one-line description)."""
+    table: dict[str, tuple[str, str]] = {}
+    for ep in metadata.entry_points(group=STUDY_GROUP):
+        try:
+            catalogue = ep.load()
+        except Exception as exc:  # noqa: BLE001  (another package's import error, reported with its origin)
+            raise PluginError(f"entry point {ep.name!r} = {ep.value!r} of group {STUDY_GROUP!r} cannot be "
+                              f"loaded: {type(exc).__name__}: {exc}") from None
+        if not isinstance(catalogue, Mapping):
+            raise PluginError(f"entry point {ep.name!r} = {ep.value!r} of group {STUDY_GROUP!r} is not a "
+                              "mapping of study name → (module, description)")
+        for name, (module, description) in catalogue.items():
+            table.setdefault(str(name), (str(module), str(description)))
+    return table
+
+
+def scenario_names() -> list[str]:
+    return sorted(studies())
+
+
+def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
+    """Run study `name` into `out_dir`; returns its summary (also written to out_dir/summary.json)."""
+    table = studies()
+    if name not in table:
+        raise ModelError(f"unknown scenario {name!r}", argument="SCENARIO",
+                         expected="one of " + (", ".join(sorted(table)) or
+                                               "(none installed: install biobullet with its studies)"))
+    module = importlib.import_module(table[name][0])
+    return module.run(out_dir, **options)

@@ -1,0 +1,30 @@
+"""Small helpers shared by scenarios: bundled model paths, atomic writes, progress messages."""
+from __future__ import annotations
+
+import os
+import sys
+
+from biobullet.core import atomic
+from biobullet.model.bundled import bundled_model, bundled_models  # noqa: F401  (re-exported for the studies)
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write a file so that readers never see a half-written one (see `biobullet.core.atomic`)."""
+    if isinstance(data, bytes):
+        atomic.write_bytes(path, data)
+    else:
+        atomic.write_text(path, data)
+
+
+def write_json(path: str | os.PathLike[str], payload: dict) -> None:
+    atomic.write_json(path, payload)
+
+
+def save_figure(figure, path: str | os.PathLike[str], dpi: int = 120) -> None:
+    """Save a matplotlib figure atomically (tight bounding box)."""
+    atomic.save_figure(figure, path, dpi=dpi, bbox_inches="tight")
+
+
+def say(message: str) -> None:
+    """Progress line on stderr (stdout stays clean for --json)."""
+    print(message, file=sys.stderr, flush=True)

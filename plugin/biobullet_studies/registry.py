@@ -1,0 +1,35 @@
+"""The catalogue of paper studies: name → (module, one-line description), published to the library through the
+entry point `biobullet.studies` (see pyproject.toml), so `biobullet run NAME` and `make demo` find them.
+
+Each study module has `run(out_dir, **options) -> dict` that writes its plots, report and `summary.json` into
+`out_dir` and returns the summary. Modules are imported only when run.
+"""
+from __future__ import annotations
+
+
+STUDIES: dict[str, tuple[str, str]] = {
+    "foundation": ("biobullet_studies.foundation",
+                   "validate every bundled model against Pinocchio and PyBullet; plot the shoulder rhythms"),
+    "shoulder": ("biobullet_studies.shoulder",
+                 "paper 000 Table 1: de Groot vs Holzbaur shoulder rhythm — computed torques, power balance, "
+                 "PyBullet replay, 3D video"),
+    "andrews": ("biobullet_studies.andrews",
+                "paper 000 benchmark: Andrews' squeezer 0–0.03 s, reduced vs multipliers — t=0 numbers, energy "
+                "drift, loop residuals, convergence table, mechanism picture"),
+    "fourbar": ("biobullet_studies.fourbar",
+                "paper 003: four-bar knee — ICR J-curve of the shank over 0–110° flexion from the loop model"),
+    "bridge-accuracy": ("biobullet_studies.bridge_accuracy",
+                        "PyBullet bridge accuracy: constraint residuals (shoulder 10 s, Andrews' loops) and "
+                        "convergence to the reference engine"),
+    "prosthesis": ("biobullet_studies.prosthesis",
+                   "paper 003: hip-driven four-bar knee prosthesis, 20 gait cycles — knee vs reference, ICR path, "
+                   "contacts, period/spectrum, energy, 3D video (substitute data; see README status)"),
+    "prosthesis-study": ("biobullet_studies.prosthesis_study",
+                         "paper 003 study from the k sweeps: Fig. 11 spectrum-vs-k maps (± hip hiking), Poincaré "
+                         "bifurcation, period, ρ/peak flexion per c/k, knee-stop/contact evidence, findings report"),
+    "contact": ("biobullet_studies.contact",
+                "compliant contact: restitution per law vs the 1-DOF oracle, friction laws, sliding block"),
+    "elastic-robot": ("biobullet_studies.elastic_robot",
+                      "paper 002: 1.5 s drop of the elastic 3-link robot (Gibbs–Appell, Timoshenko modes, "
+                      "Hu–Guo contact, Ambrosio friction)"),
+}
