@@ -64,15 +64,15 @@ def pinocchio_call(model) -> Callable[[], Any]:
 
 
 def _without_kernels(function: Callable[[], Any]) -> Callable[[], Any]:
-    from biobullet.algorithms import compiled_kernels
+    from biobullet.core import jit
 
     def call():
-        enabled = compiled_kernels.ENABLED
-        compiled_kernels.ENABLED = False
+        enabled = jit.ENABLED
+        jit.ENABLED = False
         try:
             return function()
         finally:
-            compiled_kernels.ENABLED = enabled
+            jit.ENABLED = enabled
     return call
 
 
@@ -80,18 +80,16 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
     """Seconds per `mass_and_bias` call of every formulation (but multipliers, which has no reduced M) and of
     Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v; with `numpy_path`, also the compiled
     formulations with their kernels switched off ("… [numpy path]", what runs without numba)."""
-    from biobullet.algorithms import compiled_kernels
-    from biobullet.dynamics.formulation import formulation_names, get_formulation
+    from biobullet.core import jit
+    from biobullet.dynamics.formulation import GENERALIZED, formulation_names, get_formulation
 
     q, _ = model.initial_state()
     v = np.random.default_rng(1).normal(size=model.nv)
     functions: dict[str, Callable[[], Any]] = {PINOCCHIO: pinocchio_call(model)}
-    for name in formulation_names():
-        if name == "multipliers":   # no reduced mass matrix (an index-1 DAE)
-            continue
+    for name in formulation_names(GENERALIZED):   # joint-space formulations have no reduced M
         formulation = get_formulation(name)
         functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
-    if numpy_path and compiled_kernels.ENABLED:
+    if numpy_path and jit.ENABLED:
         for name in ("reduced", "reduced_pinocchio"):
             if name in functions:
                 formulation = get_formulation(name)
@@ -181,15 +179,15 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
               log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Both measurements on the bundled models; the summary dict (also written to `out`/bench.json, atomically).
     `quick`: a few rounds only (seconds instead of about a minute; noisier)."""
-    from biobullet.algorithms import compiled_kernels
-    from biobullet.model import load_model
+    from biobullet.core import jit
+    from biobullet.loader import load_model
     from biobullet.model.bundled import bundled_model
     from biobullet.core.atomic import write_text as write_atomic
 
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     f_rounds, b_rounds = (8, 10) if quick else (60, 100)
     summary: dict[str, Any] = {
-        "quick": quick, "numba_kernels": compiled_kernels.ENABLED, "python": platform.python_version(),
+        "quick": quick, "numba_kernels": jit.ENABLED, "python": platform.python_version(),
         "machine": platform.machine(), "cpu_count": os.cpu_count(), "formulations": {}, "bridge": {}}
     for name in FORMULATION_MODELS:
         log(f"bench: formulations on {name} …")

@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
+from biobullet.core.arguments import positive_float, positive_int
+
 PROG = "biobullet"
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -39,26 +41,6 @@ def _assignment(text: str) -> tuple[str, float]:
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"value of {name.strip()!r} is not finite: {value!r}")
     return name.strip(), number
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
 
 
 def _add(sub, name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
@@ -102,12 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "--tol 1e-10\n  biobullet validate --random 20 --json > random.json\n")
     validate.add_argument("model", metavar="MODEL", nargs="?", help="model file (optional with --random)")
     _base_flags(validate)
-    validate.add_argument("--samples", type=_positive_int, default=10, metavar="N",
+    validate.add_argument("--samples", type=positive_int, default=10, metavar="N",
                           help="random states per model (default 10)")
     validate.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
-    validate.add_argument("--tol", type=_positive_float, default=1e-9, metavar="T",
+    validate.add_argument("--tol", type=positive_float, default=1e-9, metavar="T",
                           help="relative tolerance (default 1e-9)")
-    validate.add_argument("--random", type=_positive_int, default=None, metavar="N",
+    validate.add_argument("--random", type=positive_int, default=None, metavar="N",
                           help="validate N random trees instead of MODEL")
     validate.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     validate.set_defaults(handler=cmd_validate)
@@ -120,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "--rtol 1e-10 --out arm.csv\n"
                     "  biobullet simulate urdf/arm7.urdf --t-end 2 --engine pybullet --dt 1e-3 --out arm_pb.csv\n")
     simulate.add_argument("model", metavar="MODEL", help="model file (.urdf)")
-    simulate.add_argument("--t-end", type=_positive_float, required=True, metavar="T", help="end time (s)")
+    simulate.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end time (s)")
     simulate.add_argument("--engine", choices=("reference", "pybullet"), default="reference",
                           help="reference = our formulations + SciPy (default); pybullet = the bridge")
-    simulate.add_argument("--rtol", type=_positive_float, default=None, metavar="R", help="relative tolerance")
-    simulate.add_argument("--atol", type=_positive_float, default=None, metavar="A", help="absolute tolerance")
-    simulate.add_argument("--dt", type=_positive_float, default=None, metavar="H",
+    simulate.add_argument("--rtol", type=positive_float, default=None, metavar="R", help="relative tolerance")
+    simulate.add_argument("--atol", type=positive_float, default=None, metavar="A", help="absolute tolerance")
+    simulate.add_argument("--dt", type=positive_float, default=None, metavar="H",
                           help="output interval (reference) or time step (pybullet), s")
     simulate.add_argument("--set", dest="overrides", type=_assignment, action="extend", nargs="+", default=[],
                           metavar="NAME=VALUE", help="initial value of a coordinate (NAME) or its rate (NAME_dot)")
@@ -154,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("config", metavar="CONFIG", help="sweep configuration file")
     sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="scheduler address (default: local)")
     sweep.add_argument("--out", default=None, metavar="DIR", help="output directory")
-    sweep.add_argument("--workers", default=None, type=_positive_int, metavar="N",
+    sweep.add_argument("--workers", default=None, type=positive_int, metavar="N",
                        help="local worker processes (default: one per core; ignored with --scheduler)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
     sweep.set_defaults(handler=cmd_sweep)
@@ -279,7 +261,7 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     info = model_info(load_model(args.model, floating_base=args.floating_base))
     if args.json:
@@ -357,7 +339,7 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
                                              progress=_progress_printer("model")))
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
     report = validate_model(load_model(args.model, floating_base=args.floating_base), samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
@@ -388,7 +370,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             from biobullet.bridge import simulate as simulate_fn  # type: ignore[attr-defined]
         except ImportError:
             raise NotAvailable("simulate --engine pybullet") from None
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     model = load_model(args.model, floating_base=args.floating_base)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)

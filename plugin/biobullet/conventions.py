@@ -38,7 +38,7 @@ import numpy as np
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 
-__all__ = ["PinocchioMap", "PyBulletMap", "matrix_to_quaternion", "pybullet_id_quaternion"]
+__all__ = ["PinocchioMap", "PyBulletMap", "build_pinocchio_model", "matrix_to_quaternion", "pybullet_id_quaternion"]
 
 
 def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
@@ -280,3 +280,18 @@ class PyBulletMap:
         if index < 0:
             return self.inertial_position.copy()
         return np.asarray(p.getDynamicsInfo(self.body_id, index, physicsClientId=self.client)[3])
+
+
+def build_pinocchio_model(model, file: str | None = None):
+    """Pinocchio model from the Model's own URDF file (or `file`), with the model's base type and gravity."""
+    import pinocchio as pin
+    file = str(file if file is not None else model.file)
+    try:
+        if model.floating_base:
+            pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
+        else:
+            pin_model = pin.buildModelFromUrdf(file)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelError(f"Pinocchio cannot read the file ({exc})", file=file) from None
+    pin_model.gravity.linear = np.array(model.gravity, dtype=float)
+    return pin_model

@@ -263,7 +263,7 @@ def state_end(model, trajectory) -> np.ndarray:
 def run(out_dir: str, rtol: float = 1e-11, atol: float = 1e-11, samples: int = 301,
         convergence_rtols=(1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12),
         convergence_formulations=("reduced", "multipliers")) -> dict:
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     os.makedirs(out_dir, exist_ok=True)
     model = load_model(bundled_model("andrews_squeezer.urdf"))

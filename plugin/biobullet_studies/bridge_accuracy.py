@@ -176,7 +176,7 @@ def plot_convergence(path: str, tables: dict) -> None:
 
 def run(out_dir: str, andrews_long: bool = True) -> dict:
     """Run the study into `out_dir`; returns the summary (also written to summary.json)."""
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
     os.makedirs(out_dir, exist_ok=True)
     shoulder = load_model(bundled_model("shoulder_rhythm.urdf"))
     andrews = load_model(bundled_model("andrews_squeezer.urdf"))

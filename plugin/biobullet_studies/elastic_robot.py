@@ -260,7 +260,6 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
     """Run the drop for one mode set ('ss-ss-ss', ...), write plots and summary.json, return the summary.
     bridge=True adds `bridge_comparison` (finite-segment links on PyBullet and on the reference engine, up to
     bridge_t_end ≤ t_end) and its table under summary["bridge"]."""
-    from biobullet.flexible.gibbs_appell import ElasticChain
     from biobullet_studies.gibbs_appell_drop import simulate_drop
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ PLANES_DEG = (0.0, 45.0, 90.0)
 
 def rhythm_curves(path: str, elevation_deg: np.ndarray, plane_deg: float) -> dict[str, np.ndarray]:
     """Driven clavicle/scapula angles (deg) along an elevation sweep at a fixed plane of elevation."""
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     model = load_model(path)
     q0, _ = model.initial_state()
@@ -69,7 +69,7 @@ def plot_rhythms(out_dir: str) -> dict:
 
 def run(out_dir: str, samples: int = 5, seed: int = 0, tol: float = 1e-9) -> dict:
     from biobullet.validate import validate_model
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     os.makedirs(out_dir, exist_ok=True)
     validation, tables = {}, []

@@ -128,7 +128,7 @@ def thigh_point(model, name: str) -> np.ndarray:
 
 
 def run(out_dir: str, step_deg: float = 1.0, max_flexion_deg: float = 110.0) -> dict:
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
 
     os.makedirs(out_dir, exist_ok=True)
     model = load_model(bundled_model("fourbar_knee.urdf"))

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biobullet.analysis.metrics import nrmse, pearson  # noqa: F401  (re-exported for the studies)
+
 PEARSON_CAVEAT = (
     "Pearson's correlation measures only the linear co-variation of the two signals' shapes: it is invariant "
     "to affine changes a + b·X (b > 0) of either signal, so it ignores constant offset and scale (gain) "
@@ -20,40 +22,6 @@ PEARSON_CAVEAT = (
     "normalised autocorrelation at τ, ≈ 1 − (ω_rms τ)²/2 for small τ (for a pure sinusoid exactly cos(2πτ/T)). "
     "Report peak flexion (amplitude), mean offset and NRMSE alongside ρ."
 )
-
-
-def pearson(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two equally long sample vectors (see PEARSON_CAVEAT for what it ignores)."""
-    x = np.asarray(a, dtype=float).reshape(-1)
-    y = np.asarray(b, dtype=float).reshape(-1)
-    if x.shape != y.shape or len(x) < 2:
-        raise ValueError(f"need two vectors of equal length ≥ 2, got {x.shape} and {y.shape}")
-    dx, dy = x - x.mean(), y - y.mean()
-    denominator = math.sqrt(float(dx @ dx) * float(dy @ dy))
-    if denominator == 0.0:
-        raise ValueError("Pearson correlation is undefined for a constant signal")
-    return float(np.clip(float(dx @ dy) / denominator, -1.0, 1.0))
-
-
-def nrmse(a: np.ndarray, b: np.ndarray, normalisation: str = "range") -> float:
-    """RMS of a − b divided by a scale of the reference b.
-
-    normalisation: "range" (peak-to-peak of b), "std" (standard deviation of b), "mean" (|mean of b|),
-    "none" (plain RMSE, units of the signals).
-    """
-    x = np.asarray(a, dtype=float).reshape(-1)
-    y = np.asarray(b, dtype=float).reshape(-1)
-    if x.shape != y.shape or len(x) == 0:
-        raise ValueError(f"need two non-empty vectors of equal length, got {x.shape} and {y.shape}")
-    rmse = math.sqrt(float(np.mean((x - y) ** 2)))
-    scales = {"range": lambda: float(np.ptp(y)), "std": lambda: float(np.std(y)),
-              "mean": lambda: abs(float(np.mean(y))), "none": lambda: 1.0}
-    if normalisation not in scales:
-        raise ValueError(f"normalisation must be one of {sorted(scales)}, got {normalisation!r}")
-    scale = scales[normalisation]()
-    if scale == 0.0:
-        raise ValueError(f"reference has zero {normalisation}")
-    return rmse / scale
 
 
 def correlation_samples(t: np.ndarray | None, signal: np.ndarray | Callable[[np.ndarray], np.ndarray],

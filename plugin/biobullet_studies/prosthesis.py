@@ -92,7 +92,7 @@ def _icr(r: Mapping[str, Any]) -> tuple[float, float]:
 
 def analyse(t: np.ndarray, knee: np.ndarray, *, cycles: float = 20) -> dict:
     """Period, spectrum, correlation and peak knee flexion of the knee signal (paper 003 protocol)."""
-    from biobullet_studies.gait_metrics import gait_correlation, peak_knee_flexion_per_cycle
+    from biobullet_studies.gait_metrics import peak_knee_flexion_per_cycle
     from biobullet.analysis.poincare import classify_trajectory
     from biobullet.analysis.spectrum import amplitude_spectrum, subharmonic_amplitudes, subharmonic_content
     from biobullet_studies.gait import load_gait
@@ -373,7 +373,7 @@ def _video(out: Path, fast: FastProsthesis, sim, cycles) -> str:
     """Replay the last 2 cycles in PyBullet (lab frame: treadmill joint at 0, the belt runs under the foot)."""
     from types import SimpleNamespace
 
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
     from biobullet.render import render_frames, write_video
 
     model = load_model(bundled_model(MODEL))

@@ -49,7 +49,7 @@ CROSS_CHECK_STRIDE = 10  # matrix-calculus / bridge cross-check on every 10th sa
 def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = True, open_loop: bool = True,
         bridge_dt: float = 1.0e-3) -> dict:
     """Run the study into `out_dir`; returns the summary (also written to summary.json)."""
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
     from biobullet_studies.shoulder_bridge import bridge_available, render_video, track_on_bridge
     from biobullet_studies.shoulder_plots import LABELS, save_all
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biobullet.analysis.metrics import nrmse, pearson, rmse  # noqa: F401  (re-exported)
+
 PLANE_START_DEG = -20.0
 PLANE_PEAK_DEG = 120.0
 PERIOD = 4.0  # s
@@ -80,14 +82,9 @@ class InverseDynamics:
 
 
 def gravity_potential(model, q) -> float:
-    """−Σ_bodies m g·c (J), c the world COM of each body at generalized position q."""
-    from biobullet.algorithms.kinematics import body_placements
-    x = model.joint_configuration(q)
-    energy = 0.0
-    for body, (rotation, origin) in zip(model.bodies, body_placements(model, x)):
-        if body.mass:
-            energy -= body.mass * float(model.gravity @ (rotation @ body.com + origin))
-    return energy
+    """−Σ_bodies m g·c (J) at generalized position q (`integrate.gravity_potential` of the joint configuration)."""
+    from biobullet.integrate import gravity_potential as tree_gravity_potential
+    return tree_gravity_potential(model, model.joint_configuration(q))
 
 
 def inverse_dynamics(model, motion: Motion, t, formulation: str = "reduced", progress=None) -> InverseDynamics:
@@ -119,27 +116,6 @@ def relative_difference(a: np.ndarray, b: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------------------------------------- metrics
-def rmse(reference, other) -> float:
-    """√(mean (other − reference)²)."""
-    reference, other = np.asarray(reference, float), np.asarray(other, float)
-    return float(np.sqrt(np.mean((other - reference) ** 2)))
-
-
-def nrmse(reference, other) -> float:
-    """RMSE / (max − min) of the reference series (dimensionless; inf if the reference is constant)."""
-    reference = np.asarray(reference, float)
-    span = float(reference.max() - reference.min())
-    error = rmse(reference, other)
-    return error / span if span else (0.0 if error == 0 else float("inf"))
-
-
-def pearson(x, y) -> float:
-    """Pearson correlation Σ(x−x̄)(y−ȳ) / √(Σ(x−x̄)² Σ(y−ȳ)²); nan if either series is constant."""
-    x, y = np.asarray(x, float) - np.mean(x), np.asarray(y, float) - np.mean(y)
-    denominator = float(np.sqrt((x @ x) * (y @ y)))
-    return float(x @ y) / denominator if denominator else float("nan")
-
-
 def comparison_table(reference: InverseDynamics, other: InverseDynamics, names=COMPARED) -> dict:
     """Per coordinate: NRMSE (normalised by the reference's range), Pearson r, RMSE and both ranges (N·m)."""
     table = {}

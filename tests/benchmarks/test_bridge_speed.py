@@ -33,6 +33,7 @@ import pytest
 pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
+from biobullet.core import jit
 from biobullet.bench import CLOCKS, STEP_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge import kernels  # noqa: E402
@@ -110,7 +111,7 @@ def test_bridge_speed(capsys):
               "bridge": "(c) Bridge.step()"}
     with capsys.disabled():
         print(f"\nshoulder_rhythm (n = {model.n_tangent} joints, {measured['joint_functions']} joint functions),"
-              f" dt = 1 ms, best of {ROUNDS} interleaved rounds × {STEPS} steps; numba kernels: {kernels.ENABLED}")
+              f" dt = 1 ms, best of {ROUNDS} interleaved rounds × {STEPS} steps; numba kernels: {jit.ENABLED}")
         for c in CLOCKS:
             print(f"  [{c} clock]{'':34}{'µs/step':>10}{'median':>10}{'× bare':>9}{'× minimal':>11}")
             for name in runners:
@@ -127,7 +128,7 @@ def test_bridge_speed(capsys):
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "model": "shoulder_rhythm.urdf", "dt": 1e-3, "steps_per_round": STEPS, "rounds": ROUNDS,
-        "numba_kernels": kernels.ENABLED,
+        "numba_kernels": jit.ENABLED,
         "us_per_step_best": {c: {k: v * 1e6 for k, v in best[c].items()} for c in CLOCKS},
         "us_per_step_median": {c: {k: v * 1e6 for k, v in median[c].items()} for c in CLOCKS},
         "ratio_bridge_to_bare": {c: best[c]["bridge"] / best[c]["bare"] for c in CLOCKS},

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import biobullet
+from biobullet.core import jit
 from biobullet.algorithms import compiled_kernels; from biobullet.algorithms import vectorized
 from biobullet.dynamics.formulation import get_formulation
 from biobullet.core.errors import ModelError
@@ -23,7 +24,7 @@ from biobullet.model.coordinates import CoordinateMap
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["andrews_squeezer.urdf", "arm7.urdf", "elastic_robot_3link.urdf", "fourbar_knee.urdf", "humanoid.urdf",
           "shoulder_rhythm.urdf"]
-needs_numba = pytest.mark.skipif(not compiled_kernels.AVAILABLE, reason="numba not installed")
+needs_numba = pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
 
 
 def _mixed_chain(tmp_path) -> Path:
@@ -87,8 +88,8 @@ def test_formulation_with_and_without_kernels(name, formulation, monkeypatch, tm
     rng = np.random.default_rng(5)
     v = v + rng.normal(scale=0.3, size=model.nv)
     results = {}
-    for enabled in ([True, False] if compiled_kernels.AVAILABLE else [False]):
-        monkeypatch.setattr(compiled_kernels, "ENABLED", enabled)
+    for enabled in ([True, False] if jit.AVAILABLE else [False]):
+        monkeypatch.setattr(jit, "ENABLED", enabled)
         mass, h = f.mass_and_bias(model, q, v, 0.0)
         np.testing.assert_allclose(mass, mass.T, atol=1e-12)
         # the separate entry points follow the same paths
@@ -169,4 +170,4 @@ def test_cheap_check_rejects_non_finite(bad, name):
         with pytest.raises(ModelError, match="entries"):
             f.mass_and_bias(model, q[:-1], v, 0.0)
     # huge but finite values pass the check
-    assert model._check("q", np.full(model.nq, 1e300), model.nq) is not None
+    assert model.checked("q", np.full(model.nq, 1e300), model.nq) is not None

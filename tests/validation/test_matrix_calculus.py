@@ -20,7 +20,7 @@ from biobullet.spatial import kronecker
 from biobullet.dynamics.formulation import get_formulation
 from biobullet.dynamics.matrix_calculus import MatrixCalculusFormulation, _local_placements, _static, \
     matrix_derivatives
-from biobullet.model.model import load_model
+from biobullet.loader import load_model
 from biobullet.validate.random_models import random_urdf
 
 RTOL = 1e-10

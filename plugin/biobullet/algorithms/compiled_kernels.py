@@ -7,65 +7,22 @@ as loops over bodies and compiled once (`cache=True`: compiled code is kept in _
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
-Optional: without numba (or with BIOBULLET_NUMBA=0 in the environment, or `ENABLED = False`) vectorized.py uses its
+Optional: without numba (or with BIOBULLET_NUMBA=0, or `biobullet.core.jit.ENABLED = False`) vectorized.py uses its
 pure-numpy path; tests check both against each other and against Pinocchio.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 
-# optional accelerator, imported (and the kernels compiled or loaded from the cache) on first use only
-AVAILABLE = importlib.util.find_spec("numba") is not None
-ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+from biobullet.core import jit
 
-
-_COMPILED: dict = {}
-_place_body = None   # the compiled `_place_body_py`: a global of the tree kernels, bound before they compile
+_place_body = None   # the compiled `_place_body_py`: a global of the tree kernels, bound when they compile
 
 
 def place_body_kernel():
-    """The compiled `_place_body_py` (bound as this module's `_place_body`), for kernels that call it."""
-    global _place_body
-    if _place_body is None:
-        import numba
-        _place_body = numba.njit(cache=True, nogil=True, inline="always")(_place_body_py)
-    return _place_body
+    """The compiled `_place_body_py` (inlined into the kernels that call it), or None without numba."""
+    return jit.compiled(_place_body_py, inline=True)
 
-
-def compiled_or_none(function):
-    """`numba.njit(cache=True, nogil=True)(function)`, compiled (or loaded from the on-disk cache) once per process;
-    None when numba is missing, disabled (BIOBULLET_NUMBA=0) or fails — callers then take their numpy path."""
-    if not ENABLED:
-        return None
-    kernel = _COMPILED.get(function)
-    if kernel is None:
-        try:
-            import numba
-            place_body_kernel()
-            kernel = numba.njit(cache=True, nogil=True)(function)
-        except Exception:   # pragma: no cover - numba missing or broken
-            kernel = False
-        _COMPILED[function] = kernel
-    return kernel or None
-
-
-def _lazy(function):
-    """Stand-in for `numba.njit(cache=True)(function)` that compiles on the first call and then replaces itself
-    in this module (callers look the kernel up as `compiled_kernels.NAME` on every call)."""
-    name = function.__name__.lstrip("_")
-
-    def first_call(*args):
-        import numba
-        place_body_kernel()
-        compiled = numba.njit(cache=True, nogil=True)(function)
-        globals()[name] = compiled
-        return compiled(*args)
-
-    first_call.__name__ = name
-    return first_call
 
 REVOLUTE, PRISMATIC, FREE = 0, 1, 2
 # per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9
@@ -174,7 +131,7 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
             sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
 
 
-def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
+def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
@@ -310,10 +267,10 @@ def _tree_dynamics(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_b
     return mass, tau
 
 
-tree_dynamics = _lazy(_tree_dynamics)
 
 
-def _project_upper(mass, h, g):
+
+def _project_upper_py(mass, h, g):
     """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more)."""
     n, k = g.shape
     w = np.zeros((n, k))
@@ -337,24 +294,6 @@ def _project_upper(mass, h, g):
             s += g[a, c] * h[a]
         bias[c] = s
     return reduced, bias
-
-
-def _affine_pair(a, b, q, v):
-    """(A q + b, A v, all entries finite)."""
-    n, k = a.shape
-    x = np.empty(n)
-    xd = np.empty(n)
-    check = 0.0
-    for r in range(n):
-        s = b[r]
-        t = 0.0
-        for c in range(k):
-            s += a[r, c] * q[c]
-            t += a[r, c] * v[c]
-        x[r] = s
-        xd[r] = t
-        check += 0.0 * s + 0.0 * t  # NaN as soon as one entry is NaN or ±inf
-    return x, xd, check == 0.0
 
 
 def _cholesky_factor_py(a, low, pivot_check):
@@ -393,5 +332,19 @@ def _cholesky_solve_py(low, rhs, out):
         out[i] = s / low[i, i]
 
 
-project_upper = _lazy(_project_upper)
-affine_pair = _lazy(_affine_pair)
+
+
+def _tree_kernel_bindings() -> dict:
+    kernel = place_body_kernel()
+    return {} if kernel is None else {"_place_body": kernel}
+
+
+def tree_dynamics_kernel():
+    """The compiled `_tree_dynamics_py` (with `_place_body` bound), or None (numba missing or disabled)."""
+    return jit.compiled(_tree_dynamics_py, bind=_tree_kernel_bindings)
+
+
+tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_kernel_bindings)
+
+
+project_upper = jit.lazy(_project_upper_py)

@@ -15,6 +15,7 @@ import numpy as np
 
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 from biobullet.algorithms import compiled_kernels as kernels
+from biobullet.core import jit
 
 _cache: "weakref.WeakKeyDictionary[object, TreeArrays]" = weakref.WeakKeyDictionary()
 
@@ -189,7 +190,7 @@ def mass_matrix_and_bias(model, x: np.ndarray, xd: np.ndarray | None = None, xdd
     With numba installed (and not disabled, see compiled_kernels) the compiled kernel of the same algorithm runs;
     otherwise `mass_matrix_and_bias_numpy`.
     """
-    if kernels.ENABLED:
+    if jit.ENABLED:
         packed = _packed.get(model)
         if packed is None:
             packed = _packed[model] = kernels.pack(model) + (np.array(model.gravity, dtype=float),)

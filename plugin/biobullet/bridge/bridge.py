@@ -290,8 +290,8 @@ class Bridge:
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
         """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s)."""
-        x = self.model._check("x", x, self.model.n_config)
-        xd = self.model._check("xd", xd, self.model.n_tangent)
+        x = self.model.checked("x", x, self.model.n_config)
+        xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self._samples.clear()
@@ -327,7 +327,7 @@ class Bridge:
     def inverse_dynamics(self, q, v, qdd, t: float = 0.0) -> np.ndarray:
         """Generalized forces Q = Gᵀ ID_pybullet(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv)."""
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
-        qdd = self.model._check("qdd", qdd, self.model.nv)
+        qdd = self.model.checked("qdd", qdd, self.model.nv)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
 
     # ------------------------------------------------------------------ stepping
@@ -350,11 +350,11 @@ class Bridge:
             x_list = xd_list = None
         torque = None
         if tau is not None:
-            torque = np.array(model._check("tau", tau, model.n_tangent), dtype=float)
+            torque = np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if generalized is not None:
             if torque is None:
                 torque = np.zeros(model.n_tangent)
-            torque[self._independent_v] += model._check("generalized", generalized, model.nv)
+            torque[self._independent_v] += model.checked("generalized", generalized, model.nv)
         if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
             applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
             torque = applied if torque is None else torque + applied
@@ -377,7 +377,7 @@ class Bridge:
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
         state = np.array((x_list, xd_list))   # [x; ẋ]
-        torque = self._zero_tau if tau is None else np.array(model._check("tau", tau, model.n_tangent), dtype=float)
+        torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
             torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
         mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
@@ -526,7 +526,7 @@ def initial_state(model, initial) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError):
         raise ModelError(f"argument 'initial' is {type(initial).__name__}", attribute="initial",
                          expected="(q0, v0), a {name: value} mapping, or None") from None
-    return model._check("q", q0, model.nq), model._check("v", v0, model.nv)
+    return model.checked("q", q0, model.nq), model.checked("v", v0, model.nv)
 
 
 def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):

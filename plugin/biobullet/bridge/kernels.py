@@ -16,14 +16,11 @@ the minimal loop instead of ≈ 1.1×). kkt_torque returns a status ≠ 0 for a 
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 
 import numpy as np
 
-AVAILABLE = importlib.util.find_spec("numba") is not None
-ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+from biobullet.core import jit
 
 
 # ---------------------------------------------------------------------------------------------- numba kernels
@@ -243,18 +240,19 @@ _compiled: dict = {}
 
 
 def _lazy(function, fallback):
-    """`numba.njit(cache=True)(function)` compiled (or loaded from __pycache__) on its first call; `fallback` if
+    """The compiled twin of `function` (`core.jit.compiled`) (or loaded from __pycache__) on its first call; `fallback` if
     numba fails. One wrapper per kernel, shared by all bridges."""
     name = function.__name__
     if name in _compiled:
         return _compiled[name]
 
     def first_call(*args):
+        compiled = jit.compiled(function)
         try:
-            import numba
-            compiled = numba.njit(cache=True, nogil=True)(function)
-            result = compiled(*args)
+            result = compiled(*args) if compiled is not None else None
         except Exception:  # pragma: no cover - broken numba install: the numpy path gives the same numbers
+            compiled = None
+        if compiled is None:
             compiled = fallback
             result = fallback(*args)
         _compiled[name] = compiled
@@ -278,7 +276,7 @@ def kernels():
     skip the wrapper."""
     pairs = ((_linear_rows, _linear_rows_numpy), (_kkt_torque, _kkt_torque_numpy),
              (_linear_torque, _linear_torque_numpy))
-    if not ENABLED:
+    if not jit.ENABLED:
         return tuple(numpy_version for _, numpy_version in pairs)
     return tuple(_lazy(f, numpy_version) for f, numpy_version in pairs)
 
@@ -307,4 +305,4 @@ def pack_linear(jac: np.ndarray, offset: np.ndarray):
     return const
 
 
-__all__ = ["AVAILABLE", "ENABLED", "kernels", "pack_linear", "resolved"]
+__all__ = ["kernels", "pack_linear", "resolved"]

@@ -58,7 +58,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 
 def cli_simulate_pybullet(args) -> int:
     """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
-    from biobullet.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)

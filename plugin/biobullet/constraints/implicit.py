@@ -16,9 +16,9 @@ from contextlib import contextmanager
 import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
-from biobullet.core.errors import SolverError
-from biobullet.algorithms import compiled_kernels as _compiled
-from biobullet.constraints.loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_terms, tree_kinematics
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.core import jit
+from biobullet.constraints.loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_supports, loop_terms, parse_loops
 from biobullet.constraints.loops import share_tree_kinematics as _share_kinematics
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
@@ -290,7 +290,7 @@ class LoopResolver:
         lean = getattr(self, "_lean_cache", False)
         if lean is False:
             lean = self._lean_cache = self._lean_setup()
-        if lean is not None and not _compiled.ENABLED:
+        if lean is not None and not jit.ENABLED:
             return None
         return lean
 
@@ -390,6 +390,34 @@ def newton_tolerance(model, rtol: float):
     finally:
         for r, value in zip(resolvers, saved):
             r.accept_residual = value
+
+
+def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | None", set[int]]:
+    """(LoopResolver or None, set of implicit joint indices) from the model's `<loop>` elements: the factory the
+    loader hands to `Model` (loop-closed joints that are neither listed in `<coordinates>` nor driven by a joint
+    function become dependent)."""
+    if not description.elements_of("loop"):
+        return None, set()
+
+    loops = parse_loops(description, model._frames)
+    listed = set(description.coordinates or ())
+    support = sorted(set().union(*(loop_supports(model, loop) for loop in loops)))
+    implicit = [k for k in support if model.joint_names[k] not in listed and model.joint_names[k] not in dependent]
+    known = [k for k in support if k not in implicit]
+    n_equations = sum(loop.n_equations for loop in loops)
+    if n_equations != len(implicit):
+        names = ", ".join(model.joint_names[k] for k in implicit) or "none"
+        raise ModelError(f"loops {', '.join(l.name for l in loops)} give {n_equations} equations but make "
+                         f"{len(implicit)} joints dependent ({names})", file=description.file,
+                         element=loops[0].source.element, attribute="type",
+                         expected="as many loop equations as loop joints that are neither listed in "
+                                  "<coordinates> nor driven by a function")
+    initial = {i.joint: i.position for i in description.initial if i.position is not None}
+    guess = [initial.get(model.joint_names[k], 0.0) for k in implicit]
+    revolute = [model.bodies[[b.joint for b in model.bodies].index(model.joint_names[k])].joint_type == "revolute"
+                for k in implicit]
+    resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
+    return resolver, set(implicit)
 
 
 from biobullet.constraints.newton_kernel import _lean_kernel  # noqa: E402  (the compiled twin of `_resolve_lean`'s algorithm)

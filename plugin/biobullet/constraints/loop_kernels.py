@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-def _tree_kinematics_kernel(meta, body, x, xd, n_tangent, with_rates):
+def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
@@ -51,7 +51,7 @@ def _tree_kinematics_kernel(meta, body, x, xd, n_tangent, with_rates):
     return rot, pos, sub, vel, acc
 
 
-def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
+def _loop_rows_kernel_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
                       with_jac, with_bias):
     """Rows of point (kind 0) and planar (kind 1) loops; point k of loop l: index l (a) and L + l (b)."""
     n_t = sub.shape[1]
@@ -149,27 +149,23 @@ def _loop_rows_kernel(rot, pos, sub, vel, acc, ancestry, point_body, offset, bas
     return phi, jac, bias
 
 
-_KERNELS = None
-_place_body = None   # compiled_kernels' compiled `_place_body_py`, bound before the kinematics kernel compiles
-from biobullet.algorithms import compiled_kernels as _compiled  # noqa: E402  (the switch of the compiled paths)
+_place_body = None   # compiled_kernels' compiled `_place_body_py`, bound when the kinematics kernel compiles
+from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
+
+
+def _kinematics_bindings() -> dict:
+    from biobullet.algorithms.compiled_kernels import place_body_kernel
+    kernel = place_body_kernel()
+    return {} if kernel is None else {"_place_body": kernel}
 
 
 def _kernels():
     """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
-    global _KERNELS, _place_body
-    if _KERNELS:
-        return _KERNELS if _compiled.ENABLED else None
-    if _KERNELS is None:
-        from biobullet.algorithms import compiled_kernels
-        if compiled_kernels.ENABLED:
-            import numba
-            _place_body = compiled_kernels.place_body_kernel()
-            _KERNELS = (numba.njit(cache=True, nogil=True)(_tree_kinematics_kernel),
-                        numba.njit(cache=True, nogil=True)(_loop_rows_kernel))
-        else:
-            _KERNELS = ()
-    from biobullet.algorithms import compiled_kernels
-    return _KERNELS if (_KERNELS and compiled_kernels.ENABLED) else None
+    if not jit.ENABLED:
+        return None
+    kinematics = jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+    rows = jit.compiled(_loop_rows_kernel_py)
+    return None if kinematics is None or rows is None else (kinematics, rows)
 
 
 _packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from biobullet.core import jit
+
 NEWTON_MAX_ITERATIONS = 50
 STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to round-off
 CONTINUATION_STEP = 0.1  # rad (or m): input change above which the first Newton step is checked (continuation)
 KANTOROVICH = 0.25       # cond₁(Φ_dep)·‖first Newton step‖₁ above which a large input change uses continuation
 
-_KIN = _ROWS = None   # the compiled kernels of constraints.loop_kernels, bound before `_lean_kernel` compiles
-_LEAN = None
+# globals of `_lean_kernel_py`, bound to compiled kernels when it compiles (`_lean_kernel`); the Python twins serve
+# the numpy path
+_KIN = _ROWS = None
 
 
-def _lu_solve(a, b):
+def _lu_solve_py(a, b):
     """Solve a x = b (b: n × m) by Gaussian elimination with partial pivoting; (x, ok) — ok False if singular."""
     n = a.shape[0]
     m = b.shape[1]
@@ -54,7 +57,7 @@ def _lu_solve(a, b):
     return x, True
 
 
-def _dependent_part(inverse, jk, known_values, extra):
+def _dependent_part_py(inverse, jk, known_values, extra):
     """−Φ_dep⁻¹ (Φ_kn v_kn + extra): the dependent joints' share of a derivative (G column, θ̇, γ) from the known
     joints' (`inverse` = Φ_dep⁻¹, `jk` = Φ_kn)."""
     nd, nk = jk.shape
@@ -240,16 +243,12 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
     return 0, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc
 
 
+_lu_solve, _dependent_part = _lu_solve_py, _dependent_part_py   # rebound to compiled twins by `_lean_kernel`
+
+
 def _lean_kernel(kernels):
-    """The compiled `_lean_kernel_py` (numba; cached on disk), or None if it cannot be compiled."""
-    global _KIN, _ROWS, _LEAN
-    if _LEAN is None:
-        try:
-            import numba
-            _KIN, _ROWS = kernels
-            _LEAN = numba.njit(cache=True, nogil=True)(_lean_kernel_py)
-            globals()["_lu_solve"] = numba.njit(cache=True, nogil=True)(_lu_solve)
-            globals()["_dependent_part"] = numba.njit(cache=True, nogil=True)(_dependent_part)
-        except Exception:   # pragma: no cover - numba missing or broken: the numpy path serves
-            _LEAN = False
-    return _LEAN or None
+    """The compiled `_lean_kernel_py` (numba; cached on disk) calling the compiled loop kernels `kernels`
+    = (tree kinematics, loop rows), or None if it cannot be compiled."""
+    kinematics, rows = kernels
+    return jit.compiled(_lean_kernel_py, bind={"_KIN": kinematics, "_ROWS": rows, "_lu_solve": _lu_solve_py,
+                                               "_dependent_part": _dependent_part_py})

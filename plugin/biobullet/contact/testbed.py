@@ -56,7 +56,7 @@ def slider_urdf(contact: dict, *, mass: float = 1.0, gravity: str = "0 0 -9.81",
 
 def load_text(text: str, folder: str | Path | None = None, name: str = "contact_model.urdf"):
     """Write URDF text to `folder` (default: a new temporary folder) and load it."""
-    from biobullet.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="biobullet_contact_"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name

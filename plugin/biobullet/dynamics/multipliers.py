@@ -15,7 +15,8 @@ from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
-from biobullet.core.errors import SolverError
+from biobullet.core.errors import ModelError, SolverError
+from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
@@ -184,13 +185,10 @@ _cholesky_factor = _cholesky_solve = None
 def _kkt_kernel():
     """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
     global _cholesky_factor, _cholesky_solve
-    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py, compiled_or_none
-    if _cholesky_solve is None:
-        _cholesky_factor = compiled_or_none(_cholesky_factor_py)
-        _cholesky_solve = compiled_or_none(_cholesky_solve_py)
-        if _cholesky_factor is None or _cholesky_solve is None:
-            return None
-    return compiled_or_none(_kkt_kernel_py)
+    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py
+    from biobullet.core import jit
+    return jit.compiled(_kkt_kernel_py, bind={"_cholesky_factor": _cholesky_factor_py,
+                                              "_cholesky_solve": _cholesky_solve_py})
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:
@@ -253,3 +251,41 @@ def joint_reactions(model, x, lam) -> tuple[np.ndarray, dict[str, dict[str, np.n
         force, moment = loop.law.reaction(a, b, rows)
         per_loop[loop.name] = {"point": a.position, "force": force, "moment": moment}
     return jac.T @ lam, per_loop
+
+
+@register_formulation
+class MultiplierFormulation(Formulation):
+    """Lagrange's equations of the first kind over the whole tree (a DAE of index 1 with Baumgarte gains)."""
+
+    name = "multipliers"
+    description = "Lagrange multipliers over the whole tree: KKT solve, Baumgarte stabilisation, projection (paper 003)"
+    state_space = JOINT
+    can_project = True
+    has_multipliers = True
+
+    def mass_matrix(self, model, q, t):
+        raise ModelError("formulation 'multipliers' integrates the whole tree with constraint forces: it has no "
+                         "reduced mass matrix", argument="formulation",
+                         expected="a generalized formulation (reduced, matrix_calculus, …) for M and h")
+
+    bias_forces = mass_and_bias = mass_matrix
+
+    def forward_dynamics(self, model, q, v, tau, t):
+        """v̇ of the independent coordinates: ẍ of the tree from the KKT solve, read at their slots (the
+        generalized forces Q act on the independent joints, whose rows of G are the identity)."""
+        x, xd, _, _ = model.joint_state(q, v, t)
+        slots = model.velocity_slots
+        torque = None
+        if tau is not None:
+            torque = np.zeros(model.n_tangent)
+            torque[slots] = tau
+        return constrained_accelerations(model, x, xd, torque, t)[0][slots]
+
+    def joint_accelerations(self, model, x, xd, tau, t, **options):
+        return constrained_accelerations(model, x, xd, tau, t, **options)
+
+    def project_positions(self, model, x, t):
+        return project_positions(model, x, t)
+
+    def project_velocities(self, model, x, xd, t):
+        return project_velocities(model, x, xd, t)

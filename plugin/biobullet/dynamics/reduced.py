@@ -14,12 +14,13 @@ from biobullet.algorithms.crba import crba
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.algorithms.rnea import rnea
 from biobullet.algorithms import compiled_kernels as kernels
+from biobullet.core import jit
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 
 def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(Gᵀ M G, Gᵀ h) for a symmetric M (one compiled call when numba is available)."""
-    if kernels.ENABLED:
+    if jit.ENABLED:
         return kernels.project_upper(mass, h, gradient)
     gt = gradient.T
     return gt @ mass @ gradient, gt @ h
@@ -44,7 +45,7 @@ class ReducedFormulation(Formulation):
         return gradient.T @ mass @ gradient
 
     def bias_forces(self, model, q, v, t):
-        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         h = self.tree_inverse_dynamics(model, x, xd, np.zeros(model.n_tangent) if gamma is None else gamma)
         if gradient is None:
             return h
@@ -52,14 +53,14 @@ class ReducedFormulation(Formulation):
 
     def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
         """Both at once, sharing the kinematics (what integrators call). G None: identity; γ None: zero."""
-        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         mass, h = mass_matrix_and_bias(model, x, xd, gamma)
         if gradient is None:
             return mass, h
         return project(mass, h, gradient)
 
     def accelerations_from_state(self, model, x, xd, gradient, gamma, generalized) -> np.ndarray:
-        """v̇ from M_r v̇ = Q − h_r given the joint state (x, ẋ, G, γ) of `model._joint_state` (G None: identity,
+        """v̇ from M_r v̇ = Q − h_r given the joint state (x, ẋ, G, γ) of `model.joint_state_view` (G None: identity,
         γ None: zero): the integrators' hot path, which has that state already (no second coordinate-map
         evaluation)."""
         mass, h = mass_matrix_and_bias(model, x, xd, gamma)
@@ -67,8 +68,8 @@ class ReducedFormulation(Formulation):
             mass, h = project(mass, h, gradient)
         _, solution, info = _posv(mass, generalized - h)
         if info != 0:
-            from biobullet.model.model import _solve_spd
-            return _solve_spd(mass, generalized - h, model.file)   # raises the library's SolverError
+            from biobullet.spatial.dense import solve_spd
+            return solve_spd(mass, generalized - h, model.file)   # raises the library's SolverError
         return solution
 
 

@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as kernels
+from biobullet.core import jit
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.dynamics.reduced import project
 
@@ -29,7 +30,7 @@ class _Backend:
     def __init__(self, model) -> None:
         import pinocchio as pin
         from biobullet.conventions import PinocchioMap
-        from biobullet.validate.oracles import build_pinocchio_model
+        from biobullet.conventions import build_pinocchio_model
         self.pin = pin
         self.pin_model = build_pinocchio_model(model)
         self.data = self.pin_model.createData()
@@ -115,7 +116,7 @@ class ReducedPinocchioFormulation(Formulation):
         return gradient.T @ mass @ gradient
 
     def bias_forces(self, model, q, v, t):
-        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         h = backend(model).inverse_dynamics(x, xd, gamma)
         if gradient is None:
             return h
@@ -137,14 +138,14 @@ class ReducedPinocchioFormulation(Formulation):
         if kind == "affine":
             a = b.affine_matrix
             x, xd = model._affine_state(a, b.affine_offset, q, v)  # already in Pinocchio's order
-            if kernels.ENABLED:
+            if jit.ENABLED:
                 mass = b.crba(b.pin_model, b.data, x)
                 return kernels.project_upper(mass, b.nle(b.pin_model, b.data, x, xd), a)
             mass = b.crba(b.pin_model, b.data, x).take(b.symmetric_pin)
             h = b.nle(b.pin_model, b.data, x, xd)
             at = a.T
             return at @ mass @ a, at @ h
-        x, xd, gradient, gamma = model._joint_state(q, v, t)
+        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         mass, h = b.mass_and_bias(x, xd, gamma)
         if gradient is None:
             return mass, h

@@ -82,7 +82,7 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor."""
     from biobullet.contact import friction_law_from_attributes, normal_law_from_attributes
     from biobullet.flexible.gibbs_appell import FlexibleLinkData, link_from_beam
-    from biobullet.model.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     desc = load_model(path).description
     file = str(path)
     joints = [j for j in desc.joints if j.movable]

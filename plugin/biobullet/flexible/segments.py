@@ -338,7 +338,7 @@ def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[st
                          air_damping: bool = True, floating_base: bool | None = None):
     """`expand_flexible` + `load_model`; adds `SegmentAirDamping` for links with γ > 0. Returns (Model, layouts)."""
     from biobullet.forces import add_force_element
-    from biobullet.model.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     file, layouts = expand_flexible(path, out, segments=segments, shear=shear)
     model = load_model(file, floating_base=floating_base)
     if air_damping:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.core import jit
 
 
 
@@ -88,4 +88,4 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
 
 def spring_kernel():
     """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing: the numpy path serves)."""
-    return _compiled.compiled_or_none(_spring_kernel_py)
+    return jit.compiled(_spring_kernel_py)

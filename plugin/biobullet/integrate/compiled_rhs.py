@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.core import jit
 
 _EMPTY = np.zeros(0)
 
@@ -115,17 +116,17 @@ def _fused_kernel(lean_kernel):
     global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _FUSED
     if _FUSED is None:
         from biobullet.forces.compiled import _spring_kernel_py
-        tree = _compiled.compiled_or_none(_compiled._tree_dynamics)
-        project = _compiled.compiled_or_none(_compiled._project_upper)
-        spring = _compiled.compiled_or_none(_spring_kernel_py)
-        factor = _compiled.compiled_or_none(_compiled._cholesky_factor_py)
-        solve = _compiled.compiled_or_none(_compiled._cholesky_solve_py)
+        tree = _compiled.tree_dynamics_kernel()
+        project = jit.compiled(_compiled._project_upper_py)
+        spring = jit.compiled(_spring_kernel_py)
+        factor = jit.compiled(_compiled._cholesky_factor_py)
+        solve = jit.compiled(_compiled._cholesky_solve_py)
         if None in (tree, project, spring, factor, solve):
             _FUSED = False
         else:
             _LEAN, _TREE, _PROJECT, _SPRING = lean_kernel, tree, project, spring
             _CHOLESKY_FACTOR, _CHOLESKY_SOLVE = factor, solve
-            _FUSED = _compiled.compiled_or_none(_fused_rhs_py) or False
+            _FUSED = jit.compiled(_fused_rhs_py) or False
     return _FUSED or None
 
 
@@ -179,7 +180,7 @@ class CompiledReducedRHS:
 
         model = system.model
         cmap = model.coordinate_map
-        if (system.multipliers or system.formulation != "reduced" or system.floating or not _compiled.ENABLED
+        if (system.joint_space or system.formulation != "reduced" or system.floating or not jit.ENABLED
                 or cmap.kind != "general" or len(cmap.resolvers) != 1
                 or type(cmap.resolvers[0]) is not LoopResolver
                 or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):

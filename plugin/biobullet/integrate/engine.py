@@ -1,9 +1,10 @@
 """The reference engine: `simulate(model, t_end, ...)` with SciPy integrators.
 
-State vector. ODE formulations ("reduced", "reduced_recursive", "reduced_pinocchio", "matrix_calculus", …):
+State vector. Generalized (ODE) formulations ("reduced", "reduced_recursive", "reduced_pinocchio", "matrix_calculus", …):
 y = [q (nq), v (nv), W, D] with q̇ from v (floating base: ṗ = R v_lin, quaternion ż = ½ z ⊗ (ω, 0), ω in the
-base frame) and v̇ the forward dynamics with Q = Gᵀ τ_applied(x, ẋ, t). "multipliers": y = [x, ẋ, W, D] over
-the whole tree, ẍ from `dynamics.multipliers.constrained_accelerations` (Baumgarte-stabilised index-1 DAE);
+base frame) and v̇ the forward dynamics with Q = Gᵀ τ_applied(x, ẋ, t). Joint-space (DAE) formulations
+(`multipliers`): y = [x, ẋ, W, D] over the whole tree, ẍ from the formulation's `joint_accelerations`
+(Baumgarte-stabilised index-1 DAE);
 with `projection=True` positions and velocities are projected onto the constraints after every accepted step
 (the integrator restarts from the projected state). W = ∫ input power of actuators and D = ∫ dissipated power
 (J) are integrated as two extra components, so `Trajectory.energy_balance()` is a real check.
@@ -22,7 +23,7 @@ import numpy as np
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.forces import applied_forces, power_terms
+from biobullet.forces import applied_forces
 from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
@@ -46,28 +47,26 @@ class System:
     """The first-order system of one simulation run."""
 
     def __init__(self, model, formulation: str | None, options: Mapping | None = None) -> None:
-        from biobullet.dynamics.formulation import DEFAULT_FORMULATION, formulation_names
+        from biobullet.dynamics.formulation import DEFAULT_FORMULATION, JOINT, get_formulation
         from biobullet.forces import force_elements
 
         self.model = model
         self.formulation = formulation or DEFAULT_FORMULATION
-        self.multipliers = self.formulation == "multipliers"
-        if not self.multipliers and self.formulation not in formulation_names():
-            raise ModelError(f"unknown formulation {self.formulation!r}", attribute="formulation",
-                             expected="one of " + ", ".join(formulation_names() + ["multipliers"]))
+        self.method = get_formulation(self.formulation)   # ModelError naming the argument if unknown
+        # joint-space (DAE) formulations integrate the whole tree's (x, ẋ); generalized ones (q, v)
+        self.joint_space = self.method.state_space == JOINT
         self.options = dict(options or {})
         from biobullet.integrate.discrete import layer_elements, run_elements
         self.elements = run_elements(model, tuple(force_elements(model)) + layer_elements(model))
         self.floating = model.floating_base
-        if self.multipliers:
-            self.backend = _multipliers_module(model)
+        if self.joint_space:
             self.loops = bool(model.description.elements_of("loop"))
             self.n_pos, self.n_vel = model.n_config, model.n_tangent
         else:
             self.n_pos, self.n_vel = model.nq, model.nv
         # error control over the dependent joints (reduced formulations with loop-dependent coordinates): their
         # positions and rates are integrated alongside as output-only components (see `_shadow_joints`)
-        self.shadow = _shadow_joints(model) if (not self.multipliers and self.options.get("shadow", False)) \
+        self.shadow = _shadow_joints(model) if (not self.joint_space and self.options.get("shadow", False)) \
             else None
         n_shadow = 0 if self.shadow is None else 2 * len(self.shadow[0])
         self.n_shadow = n_shadow
@@ -77,9 +76,8 @@ class System:
         self._inputs, self._dissipators = _power_elements(self.elements)
         self.size = self.n_pos + self.n_vel + n_shadow + 2
         self._fused = None
-        if not self.multipliers:
-            from biobullet.dynamics.formulation import get_formulation
-            self._fused = getattr(get_formulation(self.formulation), "accelerations_from_state", None)
+        if not self.joint_space:
+            self._fused = getattr(self.method, "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
         # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
         self._compiled = None
@@ -97,7 +95,7 @@ class System:
     def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(x, ẋ) of the tree for a state vector."""
         pos, vel = self.split(y)
-        if self.multipliers:
+        if self.joint_space:
             return pos, np.array(vel)
         x, xd, _, _ = self.model.joint_state(pos, vel, t)
         return x, xd
@@ -139,15 +137,15 @@ class System:
     def _rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         pos, vel = self.split(y)
         model = self.model
-        if self.multipliers:
+        if self.joint_space:
             x, xd = pos, np.array(vel)
             if self.loops:   # tree kinematics with rates once: shared by force elements and loop rows
                 tree_kinematics(model, x, xd)
             tau = applied_forces(model, x, xd, t, self.elements)
-            accel, _ = self.backend.constrained_accelerations(model, x, xd, tau, t, **self._baumgarte())
+            accel, _ = self.method.joint_accelerations(model, x, xd, tau, t, **self._baumgarte())
         else:
             # hot-path variant (no defensive copies; G None = identity); x, ẋ are only read here
-            fast = getattr(model, "_joint_state", None)
+            fast = getattr(model, "joint_state_view", None)
             x, xd, gradient, gamma = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
             generalized = tau if gradient is None else gradient.T @ tau
@@ -181,10 +179,10 @@ class System:
         return {"baumgarte": self.options["baumgarte"]} if self.options.get("baumgarte") is not None else {}
 
     def project(self, t: float, y: np.ndarray) -> np.ndarray:
-        """Project (x, ẋ) onto the position and velocity constraints (multipliers only)."""
+        """Project (x, ẋ) onto the position and velocity constraints (joint-space formulations)."""
         x, xd = self.split(y)
-        x = np.asarray(self.backend.project_positions(self.model, x, t), dtype=float)
-        xd = np.asarray(self.backend.project_velocities(self.model, x, np.array(xd), t), dtype=float)
+        x = np.asarray(self.method.project_positions(self.model, x, t), dtype=float)
+        xd = np.asarray(self.method.project_velocities(self.model, x, np.array(xd), t), dtype=float)
         return np.concatenate([x, xd, y[-2:]])
 
     def initial_vector(self, initial, t0: float) -> np.ndarray:
@@ -197,10 +195,10 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
-        if self.multipliers:
+        if self.joint_space:
             x, xd, _, _ = model.joint_state(q0, v0, t0)
             y = np.concatenate([x, xd, [0.0, 0.0]])
-            return self.project(t0, y) if hasattr(self.backend, "project_positions") else y
+            return self.project(t0, y) if self.method.can_project else y
         x, xd, _, _ = model.joint_state(q0, v0, t0)  # validates shapes and finiteness
         if self.shadow is not None:
             rows_x, rows_v = self.shadow
@@ -258,19 +256,6 @@ def _tiny(size: int) -> np.ndarray:
     return tiny
 
 
-def _multipliers_module(model):
-    try:
-        from biobullet.dynamics import multipliers
-    except ImportError as exc:
-        raise ModelError(f"formulation 'multipliers' is not available in this installation ({exc})",
-                         file=model.file, attribute="formulation",
-                         expected="one of the ODE formulations, e.g. reduced") from None
-    if not hasattr(multipliers, "constrained_accelerations"):
-        raise ModelError("formulation 'multipliers' is not available (no constrained_accelerations)",
-                         file=model.file, attribute="formulation", expected="an ODE formulation, e.g. reduced")
-    return multipliers
-
-
 # ---------------------------------------------------------------------------------------------- energies
 def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
     """½ ẋᵀ M(x) ẋ (J), tree mass matrix."""
@@ -304,7 +289,7 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
     positions = np.zeros((n, model.n_config))
     velocities = np.zeros((n, model.n_tangent))
     energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
-    lam = [] if system.multipliers else None
+    lam = [] if system.method.has_multipliers else None
     for k in range(n):
         x, xd = system.tree_state(t[k], y[k])
         positions[k], velocities[k] = x, xd
@@ -331,20 +316,22 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
 def _multipliers_at(system: System, t: float, x, xd):
     from biobullet.forces import applied_forces
     tau = applied_forces(system.model, x, xd, t, system.elements)
-    return np.asarray(system.backend.constrained_accelerations(system.model, x, xd, tau, t,
-                                                               **system._baumgarte())[1], dtype=float)
+    return np.asarray(system.method.joint_accelerations(system.model, x, xd, tau, t,
+                                                        **system._baumgarte())[1], dtype=float)
 
 
 def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.ndarray:
     """ẍ (or v̇) at every sample of `trajectory`, from the equations of motion with the model's forces."""
     from biobullet.forces import applied_forces
+    from biobullet.dynamics.formulation import JOINT, get_formulation
     formulation = trajectory.meta.get("formulation") or None
+    method = get_formulation(formulation)
     out = []
     for k, t in enumerate(trajectory.t):
         x, xd = trajectory.positions[k], trajectory.velocities[k]
         tau = applied_forces(model, x, xd, t)
-        if formulation == "multipliers":
-            xdd = _multipliers_module(model).constrained_accelerations(model, x, xd, tau, t)[0]
+        if method.state_space == JOINT:
+            xdd = method.joint_accelerations(model, x, xd, tau, t)[0]
             out.append(xdd)
             continue
         q, v = trajectory.q[k], trajectory.v[k]
@@ -405,7 +392,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.integrate.discrete import run_logs, start_run, step_observer
     start_run(model, system.elements, t0, *system.tree_state(t0, y0))
     observe = step_observer(model, system.elements, system.tree_state)
-    project = system.project if (system.multipliers and projection) else None
+    project = system.project if (system.method.can_project and projection) else None
     meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
             "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
             "projection": bool(project), "error_control": error_control}
@@ -413,7 +400,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
     try:
-        with newton_tolerance(model, rtol) if not system.multipliers else nullcontext():
+        with newton_tolerance(model, rtol) if not system.joint_space else nullcontext():
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe)
@@ -491,7 +478,7 @@ def cli_simulate(args) -> int:
     method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
     import sys
 
-    from biobullet.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)

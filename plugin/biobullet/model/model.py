@@ -7,14 +7,14 @@ Vectors: generalized positions q = [base pose (7, if floating)] + independent jo
 """
 from __future__ import annotations
 
-import os
 from math import isfinite as _isfinite
 from functools import cached_property
 from typing import Mapping
 
 import numpy as np
 
-from biobullet.algorithms import compiled_kernels as _kernels
+from biobullet.core import jit
+from biobullet.model.affine import affine_pair
 from biobullet.core.errors import ModelError
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
@@ -25,9 +25,17 @@ BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "b
 
 
 class Model:
-    """Immutable compiled model. Create with `biobullet.load_model(path)`."""
+    """Immutable model data: tree, frames, coordinate map. Create with `biobullet.load_model(path)`.
 
-    def __init__(self, description: ModelDescription) -> None:
+    The dynamics methods (`mass_matrix`, `bias_forces`, `forward_dynamics`, …) are conveniences over the free
+    functions of `biobullet.dynamics.api`, which the loader hands in as `dynamics` (this layer imports no
+    algorithm). Loops make joints dependent through `loop_resolver_factory(model, description, dependent)` →
+    (resolver, implicit joint indices), handed in the same way (`biobullet.constraints.implicit`).
+    """
+
+    def __init__(self, description: ModelDescription, *, loop_resolver_factory=None, dynamics=None) -> None:
+        self._dynamics = dynamics
+        self._loop_resolver_factory = loop_resolver_factory
         bodies, frames, joint_names = compile_tree(description)
         self.description = description
         self.name = description.name
@@ -101,27 +109,11 @@ class Model:
         """(LoopResolver or None, set of implicit joint indices) from the `<loop>` elements."""
         if not description.elements_of("loop"):
             return None, set()
-        from biobullet.constraints.implicit import LoopResolver
-        from biobullet.constraints.loops import loop_supports, parse_loops
-        loops = parse_loops(description, self._frames)
-        listed = set(description.coordinates or ())
-        support = sorted(set().union(*(loop_supports(self, loop) for loop in loops)))
-        implicit = [k for k in support if self.joint_names[k] not in listed and self.joint_names[k] not in dependent]
-        known = [k for k in support if k not in implicit]
-        n_equations = sum(loop.n_equations for loop in loops)
-        if n_equations != len(implicit):
-            names = ", ".join(self.joint_names[k] for k in implicit) or "none"
-            raise ModelError(f"loops {', '.join(l.name for l in loops)} give {n_equations} equations but make "
-                             f"{len(implicit)} joints dependent ({names})", file=description.file,
-                             element=loops[0].source.element, attribute="type",
-                             expected="as many loop equations as loop joints that are neither listed in "
-                                      "<coordinates> nor driven by a function")
-        initial = {i.joint: i.position for i in description.initial if i.position is not None}
-        guess = [initial.get(self.joint_names[k], 0.0) for k in implicit]
-        revolute = [self.bodies[[b.joint for b in self.bodies].index(self.joint_names[k])].joint_type == "revolute"
-                    for k in implicit]
-        resolver = LoopResolver(self, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
-        return resolver, set(implicit)
+        if self._loop_resolver_factory is None:
+            raise ModelError("this model has <loop> elements but was built without a loop resolver",
+                             file=description.file, element="<loop>",
+                             expected="a model made by biobullet.load_model(path)")
+        return self._loop_resolver_factory(self, description, dependent)
 
     # ------------------------------------------------------------------ frames
     def frame(self, name: str) -> Frame:
@@ -136,7 +128,8 @@ class Model:
         return tuple(self._frames)
 
     # ------------------------------------------------------------------ coordinates
-    def _check(self, name: str, value, size: int) -> np.ndarray:
+    def checked(self, name: str, value, size: int) -> np.ndarray:
+        """`value` as a finite float vector of `size` entries; ModelError naming the argument otherwise."""
         # fast path (every integrator step): a float64 vector of the right size, finiteness by one dot product
         # with 1e-300 weights (finite for finite entries, no overflow possible; NaN or ±inf otherwise)
         if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,):
@@ -153,35 +146,35 @@ class Model:
         return array
 
     def _check_pair(self, q, v) -> tuple[np.ndarray, np.ndarray]:
-        """_check of q and v together (the per-step hot path: one finiteness sum for both)."""
+        """`checked` of q and v together (the per-step hot path: one finiteness sum for both)."""
         if (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
                 and q.shape == self._q_shape and v.shape == self._v_shape
                 and _isfinite(q.dot(self._tiny_q) + v.dot(self._tiny_v))):
             return q, v
-        return self._check("q", q, self.nq), self._check("v", v, self.nv)
+        return self.checked("q", q, self.nq), self.checked("v", v, self.nv)
 
     def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Tree configuration x = [base pose?, θ] for generalized positions q."""
-        q = self._check("q", q, self.nq)
+        q = self.checked("q", q, self.nq)
         jets = self.coordinate_map.evaluate(q[self._base_q:], t)
         return np.concatenate([q[:self._base_q], jets.theta])
 
     def joint_positions(self, q, t: float = 0.0) -> np.ndarray:
         """Every joint coordinate θ (URDF joint order) for generalized positions q at time t."""
-        q = self._check("q", q, self.nq)
+        q = self.checked("q", q, self.nq)
         return self.coordinate_map.evaluate(q[self._base_q:], t).theta
 
     def joint_state(self, q, v, t: float = 0.0):
         """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
-        x, xd, gradient, gamma = self._joint_state(q, v, t)
+        x, xd, gradient, gamma = self.joint_state_view(q, v, t)
         if gradient is None:
             gradient = self._identity_gradient
         if self.coordinate_map.kind == "identity":
             x, xd = x.copy(), xd.copy()
         return (x, xd, gradient.copy(), np.zeros(self.n_tangent) if gamma is None else gamma)
 
-    def _joint_state(self, q, v, t: float = 0.0):
-        """joint_state for the hot path: (x, ẋ, G or None, γ or None), None meaning identity G / zero γ.
+    def joint_state_view(self, q, v, t: float = 0.0):
+        """`joint_state` for hot paths (integrators, formulations): (x, ẋ, G or None, γ or None), None meaning identity G / zero γ.
 
         Returned arrays may alias q and v (identity map) or be shared read-only (G of linear joint functions,
         constant): do not modify them.
@@ -211,11 +204,11 @@ class Model:
                 self._full_gradient(jets.gradient), np.concatenate([np.zeros(bv), jets.gamma]))
 
     def _affine_state(self, matrix: np.ndarray, offset: np.ndarray, q, v) -> tuple[np.ndarray, np.ndarray]:
-        """(A q + b, A v) with the checks of `_check` (fixed base, linear joint functions: A has a unit row per
+        """(A q + b, A v) with the checks of `checked` (fixed base, linear joint functions: A has a unit row per
         coordinate, so a NaN or ±inf in q or v shows in the result; the compiled kernel tests that)."""
-        if (_kernels.ENABLED and type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT
+        if (jit.ENABLED and type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT
                 and v.dtype is _FLOAT and q.shape == (self.nq,) and v.shape == (self.nv,)):
-            x, xd, finite = _kernels.affine_pair(matrix, offset, q, v)
+            x, xd, finite = affine_pair(matrix, offset, q, v)
             if finite:
                 return x, xd
         q, v = self._check_pair(q, v)
@@ -231,7 +224,7 @@ class Model:
 
     def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(x, G) without rates."""
-        q = self._check("q", q, self.nq)
+        q = self.checked("q", q, self.nq)
         jets = self.coordinate_map.evaluate(q[self._base_q:], t)
         return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
 
@@ -244,26 +237,34 @@ class Model:
         return full
 
     # ------------------------------------------------------------------ dynamics (reduced equations)
+    def _api(self):
+        if self._dynamics is None:
+            raise ModelError("this model was built without its dynamics", file=self.file,
+                             expected="a model made by biobullet.load_model(path)")
+        return self._dynamics
+
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """M(q, t), nv × nv, kg·m² / kg."""
-        return _formulation(formulation).mass_matrix(self, q, t)
+        """M(q, t), nv × nv, kg·m² / kg (`biobullet.dynamics.api.mass_matrix`)."""
+        return self._api().mass_matrix(self, q, t, formulation=formulation)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
-        return _formulation(formulation).bias_forces(self, q, v, t)
+        return self._api().bias_forces(self, q, v, t, formulation=formulation)
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
         _, gradient = self.coordinate_gradient(q, t)
-        return gradient.T @ self._check("tau_joints", tau_joints, self.n_tangent)
+        return gradient.T @ self.checked("tau_joints", tau_joints, self.n_tangent)
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """q̈ (well, v̇) from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        mass, bias = _formulation(formulation).mass_and_bias(self, q, v, t)
-        rhs = -bias
-        if tau is not None:
-            rhs = rhs + self._check("tau", tau, self.nv)
-        return _solve_spd(mass, rhs, self.file)
+        """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
+        return self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation)
+
+    @cached_property
+    def velocity_slots(self) -> np.ndarray:
+        """Index in the tree's tangent vector ẋ of every generalized velocity (base twist first)."""
+        base = list(range(self._base_v))
+        return _readonly(np.array(base + [self._base_v + k for k in self.coordinate_map.independent], dtype=int))
 
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
         """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
@@ -336,28 +337,3 @@ def _tiny(size: int) -> np.ndarray:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
-
-
-def _formulation(name: str | None):
-    from biobullet.dynamics.formulation import get_formulation
-    return get_formulation(name)
-
-
-def _solve_spd(mass: np.ndarray, rhs: np.ndarray, file: str) -> np.ndarray:
-    from biobullet.core.errors import SolverError
-    try:
-        factor = np.linalg.cholesky(mass)
-    except np.linalg.LinAlgError:
-        raise SolverError(f"{file}: the mass matrix is singular or not positive definite "
-                          "(a joint moves no mass, or a joint function makes coordinates redundant)") from None
-    y = np.linalg.solve(factor, rhs)
-    return np.linalg.solve(factor.T, y)
-
-
-def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
-    """Load a URDF file with its optional `<biobullet>` block into a compiled Model.
-
-    `floating_base` overrides the file's `<base type=...>`. Raises ModelError on bad input.
-    """
-    from biobullet.model.urdf import load_description
-    return Model(load_description(path, floating_base))

@@ -7,7 +7,7 @@ import signal
 import sys
 from typing import Any, Iterator, Sequence
 
-from biobullet.cli import _positive_int  # shared argument type (the main CLI imports only the standard library)
+from biobullet.core.arguments import positive_int
 
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address of a running Dask scheduler (default: a local cluster on 127.0.0.1)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="output directory (default: the config's 'out', else out/<config name>)")
-    parser.add_argument("--workers", default=None, type=_positive_int, metavar="N",
+    parser.add_argument("--workers", default=None, type=positive_int, metavar="N",
                         help="local worker processes (default: one per core; ignored with --scheduler)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 

@@ -22,7 +22,7 @@ class PinocchioLoopOracle:
         import pinocchio as pin
         from biobullet.constraints.equations import constraint_set
         from biobullet.conventions import PinocchioMap
-        from biobullet.validate.oracles import build_pinocchio_model
+        from biobullet.conventions import build_pinocchio_model
         self.pin, self.model, self.revolute_length = pin, model, revolute_length
         self.pin_model = build_pinocchio_model(model)
         self.data = self.pin_model.createData()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from biobullet.conventions import build_pinocchio_model  # noqa: F401  (re-exported: the oracles' model)
 from biobullet.core.errors import ModelError
 
 ORACLE_NAMES = ("pinocchio", "pybullet")
@@ -98,21 +99,6 @@ class PinocchioOracle(Oracle):
         pin.framesForwardKinematics(self.pin_model, self.data, self.map.config_to_pinocchio(x))
         placement = self.data.oMf[self.map.frame_id(link)]
         return np.array(placement.rotation), np.array(placement.translation)
-
-
-def build_pinocchio_model(model, file: str | None = None):
-    """Pinocchio model from the Model's own URDF file (or `file`), with the model's base type and gravity."""
-    import pinocchio as pin
-    file = str(file if file is not None else model.file)
-    try:
-        if model.floating_base:
-            pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
-        else:
-            pin_model = pin.buildModelFromUrdf(file)
-    except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"Pinocchio cannot read the file ({exc})", file=file) from None
-    pin_model.gravity.linear = np.array(model.gravity, dtype=float)
-    return pin_model
 
 
 class PyBulletOracle(Oracle):

@@ -153,8 +153,8 @@ def _loop_sample(model, rng: np.random.Generator, b: int) -> np.ndarray:
 
 
 def _formulations() -> list[str]:
-    from biobullet.dynamics.formulation import formulation_names
-    return [name for name in formulation_names() if name not in EXCLUDED_FORMULATIONS]
+    from biobullet.dynamics.formulation import GENERALIZED, formulation_names
+    return [name for name in formulation_names(GENERALIZED) if name not in EXCLUDED_FORMULATIONS]
 
 
 def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9,
@@ -245,7 +245,7 @@ def validate_random_trees(n_models: int, seed: int = 0, *, n_links: int = 6, sam
                           progress: Callable[[int, int], None] | None = None) -> list[ValidationReport]:
     """Validate `n_models` random URDF trees (seeds seed, seed+1, …): alternating fixed/floating bases,
     continuous joints, and 0–2 joint-function couplings."""
-    from biobullet.model.model import load_model
+    from biobullet.loader import load_model
     from biobullet.validate.random_models import random_urdf
     reports = []
     with tempfile.TemporaryDirectory(prefix="biobullet_random_") as folder:

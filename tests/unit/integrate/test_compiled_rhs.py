@@ -14,6 +14,7 @@ import pytest
 
 import biobullet
 from andrews_classic import REFERENCE_Q
+from biobullet.core import jit
 from biobullet.algorithms import compiled_kernels
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System, _NonFinite
@@ -21,7 +22,7 @@ from biobullet.integrate.engine import System, _NonFinite
 ROOT = Path(__file__).resolve().parents[3]
 ANDREWS = ROOT / "urdf" / "andrews_squeezer.urdf"
 
-pytestmark = pytest.mark.skipif(not compiled_kernels.ENABLED, reason="numba disabled: the compiled path is off")
+pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 
 def _variant(tmp_path: Path, damping: float = 0.0, fourier: bool = False) -> Path:
@@ -126,5 +127,5 @@ def test_only_models_it_covers(monkeypatch):
     arm = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")                           # no loop
     for model in (prosthesis, arm):
         assert System(model, "reduced", {"shadow": True})._compiled is None, model.name
-    monkeypatch.setattr(compiled_kernels, "ENABLED", False)               # BIOBULLET_NUMBA=0
+    monkeypatch.setattr(jit, "ENABLED", False)               # BIOBULLET_NUMBA=0
     assert System(andrews, "reduced", {"shadow": True})._compiled is None

@@ -1,0 +1,80 @@
+"""The one accelerator switch: numba kernels with a pure-Python twin.
+
+Every compiled kernel of the library is written once, as a plain Python function named `_NAME_py` that numba can
+compile (loops over float64 arrays), and reached through this module:
+
+- `compiled(function, bind=...)` → the `numba.njit(cache=True, nogil=True)` twin, compiled (or loaded from the
+  on-disk cache in `__pycache__`) once per process, or None when numba is missing, disabled or fails; callers then
+  take their numpy path (or call the Python twin itself, which gives the same numbers).
+- `lazy(function)` → a callable that compiles on its first call and then dispatches to the compiled twin (or to
+  the Python function when numba is unavailable).
+
+`bind` (a mapping, or a function returning one, called when compiling) maps global names of the kernel's module to the kernels it calls: each callee is compiled first and bound
+as that global, so numba sees a compiled function there (a kernel that calls another one must be compiled after
+it). `ENABLED` is the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any, Callable, Mapping
+
+AVAILABLE = importlib.util.find_spec("numba") is not None
+ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+
+_COMPILED: dict[Any, Any] = {}
+
+
+def _is_dispatcher(value: Any) -> bool:
+    return hasattr(value, "py_func")
+
+
+Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
+
+
+def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False):
+    """The compiled twin of `function`, or None (numba missing, disabled by `ENABLED`, or failing)."""
+    if not ENABLED:
+        return None
+    kernel = _COMPILED.get(function)
+    if kernel is None:
+        try:
+            import numba
+            for name, callee in ((bind() if callable(bind) else bind) or {}).items():
+                bound = callee if _is_dispatcher(callee) else compiled(callee, inline=True)
+                if bound is None:
+                    raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
+                function.__globals__[name] = bound
+            options = {"cache": True, "nogil": True}
+            if inline:
+                options["inline"] = "always"
+            kernel = numba.njit(**options)(function)
+        except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
+            kernel = False
+        _COMPILED[function] = kernel
+    return kernel or None
+
+
+def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
+    """A callable that compiles `function` on its first call (see `compiled`) and then always calls the compiled
+    twin — or `function` itself when numba is unavailable. `.resolve()` gives what it dispatches to."""
+    holder: list[Callable | None] = [None]
+
+    def dispatch(*args):
+        target = holder[0]
+        if target is None:
+            target = holder[0] = compiled(function, bind=bind) or function
+        return target(*args)
+
+    def resolve() -> Callable:
+        if holder[0] is None:
+            holder[0] = compiled(function, bind=bind) or function
+        return holder[0]
+
+    dispatch.__name__ = function.__name__.removesuffix("_py").lstrip("_")
+    dispatch.__doc__ = function.__doc__
+    dispatch.resolve = resolve   # type: ignore[attr-defined]
+    return dispatch
+
+
+__all__ = ["AVAILABLE", "ENABLED", "compiled", "lazy"]

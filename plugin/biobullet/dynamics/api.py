@@ -1,0 +1,52 @@
+"""The dynamics as free functions of (model, state), Pinocchio-style; `Model`'s methods are conveniences over them.
+
+`build_model(description)` makes a `Model` with its loop resolver (constraints) and these functions bound, and
+`model_from_file(path)` reads a model file into one — the assembly every library module uses. The public
+`biobullet.load_model` (biobullet.loader) adds the check of every element of the file.
+
+Vectors: q (nq), v (nv) generalized; `tau` generalized forces Q (nv); M(q, t) v̇ + h(q, v, t) = Q.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+from biobullet.constraints.implicit import build_loop_resolver
+from biobullet.dynamics.formulation import get_formulation
+from biobullet.model.description import ModelDescription
+from biobullet.model.model import Model
+from biobullet.model.urdf import load_description
+
+
+def mass_matrix(model: Model, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+    """M(q, t), nv × nv (kg, kg·m, kg·m²)."""
+    return get_formulation(formulation).mass_matrix(model, q, t)
+
+
+def bias_forces(model: Model, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+    """h(q, v, t): Coriolis, centrifugal, gravity and joint-function γ terms, such that M v̇ + h = Q."""
+    return get_formulation(formulation).bias_forces(model, q, v, t)
+
+
+def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None
+                     ) -> np.ndarray:
+    """v̇ from M v̇ = Q − h; `tau` = Q (nv), default zero."""
+    if tau is not None:
+        tau = model.checked("tau", tau, model.nv)
+    return get_formulation(formulation).forward_dynamics(model, q, v, tau, t)
+
+
+def build_model(description: ModelDescription) -> Model:
+    """The `Model` of a parsed description, with loops resolved and this module's dynamics bound."""
+    return Model(description, loop_resolver_factory=build_loop_resolver, dynamics=sys.modules[__name__])
+
+
+def model_from_file(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+    """Read a URDF with its `<biobullet>` block into a Model (no check of the force/contact/flexible elements:
+    `biobullet.load_model` does that)."""
+    return build_model(load_description(path, floating_base))
+
+
+__all__ = ["mass_matrix", "bias_forces", "forward_dynamics", "build_model", "model_from_file"]

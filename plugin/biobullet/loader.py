@@ -1,0 +1,23 @@
+"""`load_model`: a model file → a Model whose every element has been checked.
+
+Assembly (`biobullet.dynamics.api.build_model`) plus the parse of every element family the file uses (force
+elements, contacts, flexible links), so `info` and `validate` reject what `simulate` would.
+"""
+from __future__ import annotations
+
+import os
+
+from biobullet.dynamics.api import model_from_file
+from biobullet.model.model import Model
+
+
+def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+    """Load a URDF file with its optional `<biobullet>` block into a Model.
+
+    `floating_base` overrides the file's `<base type=...>`. Raises ModelError (naming file, element and
+    attribute) on bad input.
+    """
+    return model_from_file(path, floating_base)
+
+
+__all__ = ["load_model"]
