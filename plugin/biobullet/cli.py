@@ -24,10 +24,6 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-written line breaks of descriptions and examples."""
 
 
-class NotAvailable(Exception):
-    """A subcommand whose implementing module is not part of this version."""
-
-
 # ---------------------------------------------------------------------------------------------- parser
 def _assignment(text: str) -> tuple[str, float]:
     """Parse NAME=VALUE (for --set)."""
@@ -318,10 +314,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.random is not None and args.floating_base is not None:
         raise _UsageError("--floating-base/--fixed-base cannot be combined with --random "
                           "(random trees alternate fixed and floating bases)")
-    try:
-        from biobullet.validate import validate_model, validate_random_trees
-    except ImportError:
-        raise NotAvailable("validate") from None
+    from biobullet.validate import validate_model, validate_random_trees
     with _stdout_to_stderr():
         reports, payload = _run_validation(args, validate_model, validate_random_trees)
     ok = bool(reports) and all(report.ok for report in reports)
@@ -356,35 +349,18 @@ def _json_default(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------- later commands
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.engine == "reference":
-        try:
-            from biobullet import integrate
-        except ImportError:
-            raise NotAvailable("simulate") from None
-        if hasattr(integrate, "cli_simulate"):  # the engine's own CLI adapter (progress, summary line)
-            return integrate.cli_simulate(args)
-        if not hasattr(integrate, "simulate"):
-            raise NotAvailable("simulate")
-        simulate_fn = integrate.simulate
-    else:
-        try:
-            from biobullet.bridge import simulate as simulate_fn  # type: ignore[attr-defined]
-        except ImportError:
-            raise NotAvailable("simulate --engine pybullet") from None
+        from biobullet.integrate import cli_simulate   # the engine's CLI adapter (progress, summary line)
+        return cli_simulate(args)
+    from biobullet.bridge import simulate as bridge_simulate
     from biobullet.loader import load_model
 
     model = load_model(args.model, floating_base=args.floating_base)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
-    if args.engine == "reference":
-        options.update(formulation=args.formulation, method=args.method, rtol=args.rtol, atol=args.atol)
-        if args.dt is not None:
-            import numpy as np
-            options["t_eval"] = np.unique(np.append(np.arange(0.0, args.t_end, args.dt), args.t_end))
-    else:
-        if args.dt is not None:
-            options["dt"] = args.dt
-        if args.gui:
-            options["gui"] = True
-    trajectory = simulate_fn(model, args.t_end, **options)
+    if args.dt is not None:
+        options["dt"] = args.dt
+    if args.gui:
+        options["gui"] = True
+    trajectory = bridge_simulate(model, args.t_end, **options)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s)", file=sys.stderr)
     return EXIT_OK
 
@@ -404,10 +380,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    try:
-        from biobullet.sweep import cli_sweep
-    except ImportError:
-        raise NotAvailable("sweep") from None
+    from biobullet.sweep import cli_sweep
     return cli_sweep(args)
 
 
@@ -438,9 +411,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.handler(args)
         except _UsageError as exc:
             args.subparser.error(str(exc))
-        except NotAvailable as exc:
-            print(f"{PROG}: error: '{exc}' is not available yet in this version", file=sys.stderr)
-            return EXIT_ERROR
         except BiobulletError as exc:
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
