@@ -87,34 +87,28 @@ def track_on_bridge(model, motion: Motion, reference: InverseDynamics, *, dt: fl
             "dt": dt, "steps": n_steps, "final_time": float(times[-1])}
 
 
-#: camera (thorax frame, m): looks from front-right-above onto the horizontal sweep of the hand
-#: (hand from (−0.24, 0.04, 0.68) to (0.47, 0.02, −0.11) m in case 2), so that the whole arc stays in view
-CAMERA = {"target": (0.12, -0.05, 0.28), "direction": (0.408248, 0.816497, 0.408248), "distance": 2.0}
+#: viewing direction (thorax frame): from front-right-above onto the horizontal sweep of the hand; the distance
+#: and target are fitted by `render.fit_camera` to both models over the whole motion (one camera for both panels)
+CAMERA_DIRECTION = (0.408248, 0.816497, 0.408248)
 
 
-def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (480, 360)) -> str | None:
-    """3D video, one labelled panel per model side by side, of the bridge runs in `runs` ({label: (model, run)}).
+def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (640, 720)) -> str | None:
+    """3D video, one titled panel per model side by side (1280×720 for two), of the bridge runs in `runs`
+    ({label: (model, run)}): same camera, same instants, so the panels stay in sync and at the same scale.
 
     Uses `biobullet.render` (PyBullet TinyRenderer); returns the video path, or None (with a message on stderr)
     when the render module is not available.
     """
     try:
-        from biobullet.render import render_frames, write_video  # type: ignore[attr-defined]
+        from biobullet.render import fit_camera, motion_points, render_frames, side_by_side, write_video
     except (ImportError, AttributeError) as exc:
         say(f"[shoulder] video skipped: biobullet.render is not available ({exc})")
         return None
-    panels = []
-    for label, (model, run) in runs.items():
-        trajectory = SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
-        frames = render_frames(model, trajectory, width=size[0], height=size[1], fps=fps, camera=dict(CAMERA))
-        panels.append([_caption(frame, label) for frame in frames])
-    frames = [np.hstack(images) for images in zip(*panels)]
-    return write_video(frames, path, fps=fps)
-
-
-def _caption(image: np.ndarray, text: str) -> np.ndarray:
-    """`text` in the bottom-left corner of an H×W×3 uint8 image (Pillow's default font)."""
-    from PIL import Image, ImageDraw
-    picture = Image.fromarray(image)
-    ImageDraw.Draw(picture).text((8, image.shape[0] - 20), text, fill=(0, 0, 0))
-    return np.asarray(picture)
+    trajectories = {label: SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
+                    for label, (model, run) in runs.items()}
+    points = np.vstack([motion_points(model, trajectories[label]) for label, (model, _) in runs.items()])
+    gravity = next(iter(runs.values()))[0].gravity
+    camera = fit_camera(points, gravity, aspect=size[0] / size[1], direction=CAMERA_DIRECTION)
+    panels = [render_frames(model, trajectories[label], width=size[0], height=size[1], fps=fps, camera=camera,
+                            title=label) for label, (model, _) in runs.items()]
+    return write_video(side_by_side(panels), path, fps=fps)
