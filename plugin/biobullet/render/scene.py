@@ -373,11 +373,20 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
     times = np.asarray(times, float)
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
-    names = list(trajectory.position_names)
-    positions = np.asarray(trajectory.positions, float)
+    # every named column the trajectory carries: its positions (all tree coordinates, or — for a bridge record —
+    # the joints only) and its generalized coordinates q when present
+    names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()))
+    positions = np.asarray(trajectory.positions, float).reshape(len(t), -1)
+    q_names = list(getattr(trajectory, "coordinate_names", ()) or ())
+    q_table = getattr(trajectory, "q", None)
+    if q_table is not None and q_names and np.shape(q_table) == (len(t), len(q_names)):
+        extra = [k for k, name in enumerate(q_names) if name not in names]
+        names += [q_names[k] for k in extra]
+        positions = np.column_stack([positions, np.asarray(q_table, float)[:, extra]])
     base = list(BASE_POSITION_NAMES) if model.floating_base else []
     tree = base + list(model.joint_names)
-    file = trajectory.meta.get("file") if isinstance(trajectory.meta, dict) else None
+    meta = getattr(trajectory, "meta", None)
+    file = meta.get("file") if isinstance(meta, dict) else None
 
     def interpolate(columns: list[int]) -> np.ndarray:
         return np.column_stack([np.interp(times, t, positions[:, c]) for c in columns]) if columns else \

@@ -41,6 +41,17 @@ def write_video(frames, path, *, fps: float = 30) -> str:
     return path
 
 
+def write_png(path, image) -> str:
+    """One H×W×3 uint8 image as an optimised PNG, written atomically; returns the path."""
+    from PIL import Image
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ModelError(f"image has shape {image.shape}", attribute="image", expected="an H×W×3 uint8 image")
+    atomic_write(path, lambda tmp: Image.fromarray(np.asarray(image, np.uint8)).save(tmp, format="PNG",
+                                                                                    optimize=True))
+    return os.fspath(path)
+
+
 def side_by_side(panels, *, gap: int = 4) -> list[np.ndarray]:
     """Frame lists (one per panel, each rendered at the same instants) → one list of frames with the panels next
     to each other, separated by `gap` white pixels. Panels must have the same number of frames (that is what
