@@ -26,7 +26,7 @@ BUDGET = {
     "flexible_ringing.py": (["--t-end", "0.5", "--segments", "6"], "flexible_ringing.png"),
     "sweep_dask.py": (["--points", "4", "--workers", "1"], "sweep_dask.png"),
     "validate_pinocchio.py": (["--samples", "2"], "validate_pinocchio.png"),
-    "shoulder_rhythm.py": (["--no-bridge", "--samples", "101"], "motion.png"),
+    "shoulder_rhythm.py": (["--no-bridge", "--samples", "201"], "motion.png"),
 }
 # `make demo`: the two headline studies end to end (bridge replay, 1280×720 video; minutes) — those studies are
 # run by their own tests; here only its command line is exercised
