@@ -296,3 +296,29 @@ def test_view_cli_errors_are_one_line(tmp_path):
                             capture_output=True, text=True, env=env)
     assert result.returncode == 2 and "lacks columns" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "x.html").exists()
+
+
+def test_floating_base_sliders_give_the_urdf_rpy_rotation():
+    from biobullet.render.viewer import q_from_sliders, slider_ranges
+    from biobullet.spatial.rotations import quaternion_to_matrix, rpy_to_matrix
+    model = load_model(REPO / "urdf" / "humanoid.urdf")
+    assert model.floating_base
+    names = [r[0] for r in slider_ranges(model)]
+    assert names[:6] == ["base_x", "base_y", "base_z", "base_roll", "base_pitch", "base_yaw"]
+    values = np.array([r[3] for r in slider_ranges(model)])
+    values[3:6] = (0.3, -0.7, 1.9)
+    q = q_from_sliders(model, values)
+    np.testing.assert_allclose(quaternion_to_matrix(q[3:7]), rpy_to_matrix((0.3, -0.7, 1.9)), atol=1e-14)
+
+
+def test_segmented_view_of_a_rigid_run_keeps_the_segments_straight():
+    from biobullet.render.viewer import load_view_model
+    path = REPO / "urdf" / "elastic_robot_3link.urdf"
+    rigid = load_model(path)
+    model, layouts = load_view_model(str(path), segments=3)
+    run = _synthetic_run(rigid, samples=5)
+    x = trajectory_states(model, run, run.t)
+    bend = [k for k, name in enumerate(model.joint_names) if "__" in name]
+    assert bend and np.all(x[:, bend] == 0.0)
+    rigid_columns = [model.joint_names.index(name) for name in rigid.joint_names]
+    np.testing.assert_allclose(x[:, rigid_columns], run.positions, atol=1e-12)

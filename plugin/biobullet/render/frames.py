@@ -155,20 +155,9 @@ def _points(model, states: np.ndarray) -> np.ndarray:
 
 
 def _tree_states(model, trajectory, times: np.ndarray) -> np.ndarray:
-    """Tree configurations x at `times`, linearly interpolated (base quaternion renormalised)."""
-    t = np.asarray(trajectory.t, float)
-    positions = np.asarray(trajectory.positions, float)
-    if positions.ndim != 2 or positions.shape != (len(t), model.n_joints):
-        raise ModelError(f"trajectory positions have shape {positions.shape}", attribute="trajectory",
-                         expected=f"({len(t)}, {model.n_joints}) (one column per joint of {model.name})")
-    columns = [positions]
-    if model.floating_base:
-        columns.insert(0, np.asarray(trajectory.q, float)[:, :7])
-    full = np.hstack(columns)
-    out = np.column_stack([np.interp(times, t, full[:, k]) for k in range(full.shape[1])])
-    if model.floating_base:
-        out[:, 3:7] /= np.linalg.norm(out[:, 3:7], axis=1, keepdims=True)
-    return out
+    """Tree configurations x at `times` (the one implementation: `render.scene.trajectory_states`)."""
+    from biobullet.render.scene import trajectory_states
+    return trajectory_states(model, trajectory, times)
 
 
 def _overlay(image: np.ndarray, text: str) -> np.ndarray:

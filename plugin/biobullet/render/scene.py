@@ -375,16 +375,26 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
     # every named column the trajectory carries: its positions (all tree coordinates, or — for a bridge record —
     # the joints only) and its generalized coordinates q when present
-    names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()))
+    names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()) or ())
     positions = np.asarray(trajectory.positions, float).reshape(len(t), -1)
+    base = list(BASE_POSITION_NAMES) if model.floating_base else []
+    if not names:  # an unnamed table (e.g. SimpleNamespace(t=…, positions=…)): URDF joint order, base first if any
+        if positions.shape[1] == model.n_joints:
+            names = list(model.joint_names)
+        elif positions.shape[1] == model.n_config:
+            names = base + list(model.joint_names)
     q_names = list(getattr(trajectory, "coordinate_names", ()) or ())
     q_table = getattr(trajectory, "q", None)
     if q_table is not None and q_names and np.shape(q_table) == (len(t), len(q_names)):
         extra = [k for k, name in enumerate(q_names) if name not in names]
         names += [q_names[k] for k in extra]
         positions = np.column_stack([positions, np.asarray(q_table, float)[:, extra]])
-    base = list(BASE_POSITION_NAMES) if model.floating_base else []
     tree = base + list(model.joint_names)
+    # a flexible link expanded into segments by the viewer, replaying a run of the rigid model: segments straight
+    flexible = [name for name in model.joint_names if ("__bend" in name or "__shear" in name) and name not in names]
+    if flexible:
+        names += flexible
+        positions = np.column_stack([positions, np.zeros((len(t), len(flexible)))])
     meta = getattr(trajectory, "meta", None)
     file = meta.get("file") if isinstance(meta, dict) else None
 
