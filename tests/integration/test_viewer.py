@@ -152,9 +152,12 @@ def _synthetic_run(model, t_end: float = 1.0, samples: int = 41) -> Trajectory:
     q0 = model.neutral_configuration()
     qs = [q0 + 0.6 * np.sin(np.pi * tk / t_end) * np.ones(model.nq) for tk in t]
     x = np.array([model.joint_configuration(q) for q in qs])
-    return Trajectory(t=t, joint_names=model.joint_names, position_names=model.joint_names,
-                      velocity_names=tuple(n + "_dot" for n in model.joint_names), positions=x,
-                      velocities=np.zeros_like(x))
+    if model.floating_base:
+        x[:, 3:7] /= np.linalg.norm(x[:, 3:7], axis=1, keepdims=True)
+    from biobullet.model.model import BASE_POSITION_NAMES
+    names = (BASE_POSITION_NAMES if model.floating_base else ()) + tuple(model.joint_names)
+    return Trajectory(t=t, joint_names=model.joint_names, position_names=names,
+                      velocity_names=tuple(n + "_dot" for n in names), positions=x, velocities=np.zeros_like(x))
 
 
 def test_trajectory_states_from_generalized_columns_match_the_full_ones(tmp_path):
@@ -322,3 +325,18 @@ def test_segmented_view_of_a_rigid_run_keeps_the_segments_straight():
     assert bend and np.all(x[:, bend] == 0.0)
     rigid_columns = [model.joint_names.index(name) for name in rigid.joint_names]
     np.testing.assert_allclose(x[:, rigid_columns], run.positions, atol=1e-12)
+
+
+def test_html_export_of_every_bundled_model(tmp_path):
+    import json
+    from biobullet.render.html import export_html
+    from biobullet.render.viewer import load_view_model
+    for path in URDF:
+        model, layouts = load_view_model(str(path), segments=2)
+        rigid = load_model(path)
+        page = Path(export_html(model, _synthetic_run(rigid, samples=3), tmp_path / f"{path.stem}.html", fps=4,
+                                layouts=layouts))
+        text = page.read_text()
+        data = json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+        assert len(data["times"]) == 5 and len(data["poses"]) == 5 * data["links"] * 12, path.name
+        assert page.stat().st_size < 2_000_000
