@@ -121,6 +121,15 @@ class Viewer:
                            section_size=5 * spacing, plane="xy", wxyz=grid_rotation.wxyz,
                            position=centre - (centre @ up - ground) * up, shadow_opacity=0.2)
         gui.add_markdown(f"**{model.name}** — grid cell {spacing_label(spacing)}")
+        # the browser's camera: "up" is the model's up (−gravity), looking at the motion from an oblique side
+        scene_api.set_up_direction(tuple(float(c) for c in up))
+        helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        side = helper - up * (helper @ up)
+        side /= np.linalg.norm(side)
+        view = side + 0.75 * np.cross(side, up) + 0.45 * up
+        self.server.initial_camera.look_at = tuple(float(c) for c in centre)
+        self.server.initial_camera.position = tuple(float(c) for c in centre + 3.0 * radius * view / np.linalg.norm(view))
+        self.server.initial_camera.up = tuple(float(c) for c in up)
 
         # markers (toggled)
         self._markers = {}
