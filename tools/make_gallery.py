@@ -1,5 +1,6 @@
 """Regenerate docs/gallery/: run every gallery demo into it (each writes its own picture) and render the README's
-animated GIF of the shoulder rhythm (PyBullet swing, framed over the whole motion, ground grid, overlay).
+animated GIF of the shoulder rhythm (PyBullet swing, framed over the whole motion, ground grid, overlay) and the
+same swing as a self-contained HTML replay (shoulder.html: open it from disk, no server).
 
     PYTHONPATH=plugin python tools/make_gallery.py [--out docs/gallery]
 
@@ -27,7 +28,7 @@ def shoulder_gif(path: Path) -> None:
     import biobullet
     from biobullet.bridge.simulation import simulate_bridge
     from biobullet.model.bundled import bundled_model
-    from biobullet.render import render_frames, write_video
+    from biobullet.render import export_html, render_frames, write_video
     model = biobullet.load_model(bundled_model("shoulder_rhythm.urdf"))
     q0, v0 = model.initial_state()
     v0 = np.array(v0, float)
@@ -35,6 +36,7 @@ def shoulder_gif(path: Path) -> None:
     run = simulate_bridge(model, 2.0, 2e-3, initial=(q0, v0))
     frames = render_frames(model, run, width=480, height=270, fps=10, title="shoulder rhythm (PyBullet)")
     write_video(frames, path, fps=10)
+    export_html(model, run, path.with_suffix(".html"), fps=20, title="shoulder rhythm (PyBullet)")
 
 
 def main() -> int:

@@ -59,7 +59,10 @@ def scene_payload(scene, times, states, *, title: str) -> dict:
     centre = 0.5 * (lower + upper)
     radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
     spacing = nice_spacing(radius / 4)
+    # up to 600 of those points, for the page to fit its camera to the whole motion (any window shape, any view)
+    fit_points = points[np.unique(np.linspace(0, len(points) - 1, min(len(points), 600)).astype(int))]
     return {
+        "fit": np.round(fit_points, 4).ravel().tolist(),
         "title": title, "times": [round(float(t), 6) for t in times],
         "visuals": [{"l": index[v.link], "v": np.round(v.vertices, 5).ravel().tolist(),
                      "f": np.asarray(v.faces, int).ravel().tolist(),
@@ -142,10 +145,22 @@ function camera() {
                      c*(Math.cos(cam.az)*e1[1]+Math.sin(cam.az)*e2[1])+s*up[1],
                      c*(Math.cos(cam.az)*e1[2]+Math.sin(cam.az)*e2[2])+s*up[2]]);
   const aspect = canvas.width / canvas.height;
-  const half = Math.min(cam.fov/2, Math.atan(Math.tan(cam.fov/2) * aspect));
-  const dist = cam.zoom * 1.1 * D.radius / Math.sin(half);
-  const eye = [D.centre[0]+dist*back[0], D.centre[1]+dist*back[1], D.centre[2]+dist*back[2]];
   const right = norm(cross(up, back)), vup = cross(back, right);
+  // fit (as render.frames.fit_camera): the smallest distance keeping every motion point in view, 8 % margin
+  const F = D.fit, tv = Math.tan(cam.fov / 2), th = tv * aspect, m = 1.08;
+  let lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+  const proj = [];
+  for (let i = 0; i < F.length; i += 3) {
+    const p = [F[i], F[i+1], F[i+2]], c = [dot(p, right), dot(p, vup), dot(p, back)];
+    proj.push(c);
+    for (let k = 0; k < 3; k++) { lo[k] = Math.min(lo[k], c[k]); hi[k] = Math.max(hi[k], c[k]); }
+  }
+  const mid = [0, 1, 2].map(k => (lo[k] + hi[k]) / 2);
+  let need = 1e-3;
+  for (const c of proj) need = Math.max(need, Math.abs(c[0]-mid[0])*m/th + c[2]-mid[2], Math.abs(c[1]-mid[1])*m/tv + c[2]-mid[2]);
+  const target = [0, 1, 2].map(k => mid[0]*right[k] + mid[1]*vup[k] + mid[2]*back[k]);
+  const dist = cam.zoom * need;
+  const eye = [target[0]+dist*back[0], target[1]+dist*back[1], target[2]+dist*back[2]];
   const f = (canvas.height / 2) / Math.tan(cam.fov / 2);
   return {eye, back, right, vup, f, near: dist * 0.02};
 }
@@ -160,10 +175,24 @@ function groundPoint(a, b) {
   const c = D.centre, h = dot(c, up) - D.ground;
   return [c[0]-h*up[0]+a*e1[0]+b*e2[0], c[1]-h*up[1]+a*e1[1]+b*e2[1], c[2]-h*up[2]+a*e1[2]+b*e2[2]];
 }
+function depth(C, p) { return -((p[0]-C.eye[0])*C.back[0] + (p[1]-C.eye[1])*C.back[1] + (p[2]-C.eye[2])*C.back[2]); }
+function mix(p, q, t) { return [p[0]+t*(q[0]-p[0]), p[1]+t*(q[1]-p[1]), p[2]+t*(q[2]-p[2])]; }
+// clip a world polygon to the part in front of the near plane (Sutherland–Hodgman, one plane)
+function clip(C, poly) {
+  const out = [];
+  for (let i = 0; i < poly.length; i++) {
+    const p = poly[i], q = poly[(i + 1) % poly.length], a = depth(C, p) - C.near, b = depth(C, q) - C.near;
+    if (a >= 0) out.push(p);
+    if ((a >= 0) !== (b >= 0)) out.push(mix(p, q, a / (a - b)));
+  }
+  return out;
+}
 function line(C, p, q) {
-  const a = project(C, p), b = project(C, q);
-  if (a[2] < C.near || b[2] < C.near) return;
-  ctx.moveTo(a[0], a[1]); ctx.lineTo(b[0], b[1]);
+  const a = depth(C, p) - C.near, b = depth(C, q) - C.near;
+  if (a < 0 && b < 0) return;
+  if (a < 0) p = mix(p, q, a / (a - b)); else if (b < 0) q = mix(q, p, b / (b - a));
+  const u = project(C, p), v = project(C, q);
+  ctx.moveTo(u[0], u[1]); ctx.lineTo(v[0], v[1]);
 }
 function draw() {
   const C = camera();
@@ -171,8 +200,8 @@ function draw() {
   // ground: a square of 8 grid cells a side beyond the model's reach, light fill, grid lines
   const g = D.grid, n = Math.ceil(1.6 * D.radius / g) + 1, L = n * g;
   ctx.beginPath();
-  const corners = [groundPoint(-L, -L), groundPoint(L, -L), groundPoint(L, L), groundPoint(-L, L)].map(p => project(C, p));
-  if (corners.every(c => c[2] > C.near)) {
+  const corners = clip(C, [groundPoint(-L, -L), groundPoint(L, -L), groundPoint(L, L), groundPoint(-L, L)]).map(p => project(C, p));
+  if (corners.length > 2) {
     ctx.moveTo(corners[0][0], corners[0][1]);
     for (const c of corners.slice(1)) ctx.lineTo(c[0], c[1]);
     ctx.closePath(); ctx.fillStyle = "#eef0f2"; ctx.fill();
