@@ -341,3 +341,17 @@ def test_html_export_of_every_bundled_model(tmp_path):
         data = json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0])
         assert len(data["times"]) == 5 and len(data["poses"]) == 5 * data["links"] * 12, path.name
         assert page.stat().st_size < 2_000_000
+
+
+def test_a_model_without_visuals_is_drawn_as_balls(tmp_path):
+    from biobullet.render.html import export_html
+    inertial = ('<inertial><origin xyz="0 0 0.25"/><mass value="1"/>'
+                '<inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.01"/></inertial>')
+    (tmp_path / "bare.urdf").write_text(
+        f'<robot name="bare"><link name="a">{inertial}</link><link name="b">{inertial}</link>'
+        '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.5"/>'
+        '<axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/></joint></robot>')
+    model = load_model(tmp_path / "bare.urdf")
+    scene = Scene.from_model(model)
+    assert {v.link for v in scene.visuals} == set(model.link_names)
+    export_html(model, _synthetic_run(model, samples=3), tmp_path / "bare.html")

@@ -77,7 +77,15 @@ class Scene:
         visuals = [v for v in visuals if v.link in known]
         for lay in (layouts or {}).values():
             visuals += _segment_visuals(file, lay)
-        return cls(model=model, visuals=visuals, links=tuple(model.link_names))
+        scene = cls(model=model, visuals=visuals, links=tuple(model.link_names))
+        if not visuals:  # a model without <visual>s: a ball at every link origin, so there is something to see
+            x = model.joint_configuration(model.neutral_configuration())
+            origins = np.array([p for _, p in scene.link_placements(x).values()])
+            radius = max(0.03 * float(np.ptp(origins, axis=0).max()), 0.01)
+            ball = sphere_mesh(radius, rings=6, sectors=10)
+            scene.visuals = [Visual(link=name, kind="sphere", vertices=ball[0], faces=ball[1], color=DEFAULT_COLOR)
+                             for name in model.link_names]
+        return scene
 
     # ------------------------------------------------------------------ kinematics
     def link_placements(self, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
