@@ -87,9 +87,20 @@ def track_on_bridge(model, motion: Motion, reference: InverseDynamics, *, dt: fl
             "dt": dt, "steps": n_steps, "final_time": float(times[-1])}
 
 
-#: viewing direction (thorax frame): from front-right-above onto the horizontal sweep of the hand; the distance
-#: and target are fitted by `render.fit_camera` to both models over the whole motion (one camera for both panels)
-CAMERA_DIRECTION = (0.408248, 0.816497, 0.408248)
+#: candidate views: 25° and 35° above the horizontal, every 30° around the vertical; `render.choose_direction`
+#: takes the one in which both models' whole motion fills the panel best (for case 2: from behind-right-above, where
+#: the scapula's rotation is visible), and `render.fit_camera` one camera for both panels
+VIEW_ELEVATIONS_DEG = (25.0, 35.0)
+
+
+def video_camera(models_and_trajectories, size: tuple[int, int] = (640, 720)):
+    """One camera for every panel: the view (of VIEW_ELEVATIONS_DEG, every 30°) in which the whole motion of all
+    models fills a panel of `size` best, fitted to it."""
+    from biobullet.render import choose_direction, fit_camera, motion_points
+    points = np.vstack([motion_points(model, trajectory) for model, trajectory in models_and_trajectories])
+    gravity = models_and_trajectories[0][0].gravity
+    direction = choose_direction(points, gravity, aspect=size[0] / size[1], elevations=VIEW_ELEVATIONS_DEG)
+    return fit_camera(points, gravity, aspect=size[0] / size[1], direction=direction)
 
 
 def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (640, 720)) -> str | None:
@@ -100,15 +111,13 @@ def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int
     when the render module is not available.
     """
     try:
-        from biobullet.render import fit_camera, motion_points, render_frames, side_by_side, write_video
+        from biobullet.render import render_frames, side_by_side, write_video
     except (ImportError, AttributeError) as exc:
         say(f"[shoulder] video skipped: biobullet.render is not available ({exc})")
         return None
     trajectories = {label: SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
                     for label, (model, run) in runs.items()}
-    points = np.vstack([motion_points(model, trajectories[label]) for label, (model, _) in runs.items()])
-    gravity = next(iter(runs.values()))[0].gravity
-    camera = fit_camera(points, gravity, aspect=size[0] / size[1], direction=CAMERA_DIRECTION)
+    camera = video_camera([(model, trajectories[label]) for label, (model, _) in runs.items()], size)
     panels = [render_frames(model, trajectories[label], width=size[0], height=size[1], fps=fps, camera=camera,
                             title=label) for label, (model, _) in runs.items()]
     return write_video(side_by_side(panels), path, fps=fps)

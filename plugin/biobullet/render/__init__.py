@@ -7,12 +7,12 @@ page. The browser viewer is `render.viewer` (`biobullet view`), the geometry bot
 """
 from __future__ import annotations
 
-__all__ = ["Camera", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "side_by_side",
-           "write_png", "export_html"]
+__all__ = ["Camera", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "choose_direction",
+           "side_by_side", "write_png", "export_html"]
 
 
 def __getattr__(name: str):
-    if name in ("render_frames", "Camera", "frame_camera", "fit_camera", "motion_points"):
+    if name in ("render_frames", "Camera", "frame_camera", "fit_camera", "motion_points", "choose_direction"):
         from biobullet.render import frames
         return getattr(frames, name)
     if name in ("write_video", "side_by_side", "write_png"):

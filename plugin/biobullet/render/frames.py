@@ -127,14 +127,46 @@ def fit_camera(points, gravity, *, aspect: float = 16 / 9, fov: float = 40.0, ma
     target = centre_u * right + centre_w * view_up + 0.5 * (depth.min() + depth.max()) * direction
     if overrides.get("target") is not None:
         target = np.asarray(overrides["target"], float)
-    t_u, t_w, t_d = target @ right, target @ view_up, target @ direction
     tan_v = np.tan(np.radians(fov) / 2)
     tan_h = tan_v * aspect
-    # a point at depth offset e toward the eye, lateral offset a, needs distance ≥ a/tan + e
-    need = max(float(np.max(np.abs(u - t_u) * margin / tan_h + (depth - t_d))),
-               float(np.max(np.abs(w - t_w) * margin / tan_v + (depth - t_d))), 1e-3)
-    distance = float(overrides.get("distance") or need)
+
+    def needed(target: np.ndarray) -> float:
+        # a point at depth offset e toward the eye, lateral offset a, needs distance ≥ a/tan + e
+        t_u, t_w, t_d = target @ right, target @ view_up, target @ direction
+        return max(float(np.max(np.abs(u - t_u) * margin / tan_h + (depth - t_d))),
+                   float(np.max(np.abs(w - t_w) * margin / tan_v + (depth - t_d))), 1e-3)
+
+    if overrides.get("target") is None:
+        # centre the PERSPECTIVE image (near points look bigger): shift the target until the projected extents
+        # are symmetric, refitting the distance each time (converges in a few steps)
+        for _ in range(4):
+            distance = needed(target)
+            eye = target + distance * direction
+            z = (eye @ direction) - depth
+            x, y = (u - eye @ right) / z, (w - eye @ view_up) / z
+            shift_x, shift_y = 0.5 * (x.min() + x.max()), 0.5 * (y.min() + y.max())
+            target = target + distance * (shift_x * right + shift_y * view_up)
+    distance = float(overrides.get("distance") or needed(target))
     return Camera(target=tuple(target), distance=distance, direction=tuple(direction), up=tuple(up), fov=fov)
+
+
+def choose_direction(points, gravity, *, aspect: float = 16 / 9, fov: float = 40.0,
+                     elevations=(25.0, 35.0), azimuths: int = 12) -> tuple[float, float, float]:
+    """The viewing direction (unit, target → eye) among oblique views — `elevations` (deg above the ground plane)
+    × `azimuths` evenly spaced around the up axis — for which `fit_camera` comes closest, i.e. the moving model
+    fills most of the frame. A planar motion is then seen at an angle rather than face-on across its whole sweep."""
+    up, _ = _default_axes(np.asarray(gravity, float))
+    helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = _unit(helper - up * (helper @ up))
+    e2 = np.cross(up, e1)
+    best, best_distance = None, np.inf
+    for elevation in np.radians(np.asarray(elevations, float)):
+        for azimuth in np.linspace(0.0, 2 * np.pi, int(azimuths), endpoint=False):
+            direction = np.cos(elevation) * (np.cos(azimuth) * e1 + np.sin(azimuth) * e2) + np.sin(elevation) * up
+            distance = fit_camera(points, gravity, aspect=aspect, fov=fov, direction=tuple(direction)).distance
+            if distance < best_distance - 1e-12:
+                best, best_distance = direction, distance
+    return tuple(float(c) for c in best)
 
 
 def motion_points(model, trajectory) -> np.ndarray:
@@ -278,7 +310,7 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         with tempfile.TemporaryDirectory(prefix="biobullet-ground-") as directory:
             if ground:
                 floor = _ground_body(client, 0.5 * (lower + upper), up, float((points @ up).min()) - 1e-3,
-                                     3.0 * radius, spacing, directory)
+                                     8.0 * radius, spacing, directory)   # far edge well beyond the model
             if not isinstance(camera, Camera):
                 camera = fit_camera(points, gravity, aspect=width / height, **(camera or {}))
             view = p.computeViewMatrix(camera.eye.tolist(), list(camera.target), list(camera.up),
