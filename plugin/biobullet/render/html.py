@@ -2,7 +2,7 @@
 
 The model's visuals (`render.scene`) are embedded once as triangles in their link frames, and the world placement of
 every link at each frame as 12 numbers (R row-major, p; m). A small hand-written canvas-2D renderer (below, ~150
-lines of JavaScript: perspective projection, painter's algorithm, two-sided Lambert shading, ground plane with grid
+lines of JavaScript: perspective projection, painter's algorithm, Lambert shading (key light + headlight; back faces of primitives culled), ground plane with grid
 and drop shadows) draws it — no WebGL, so it works the same in headless browsers without a GPU and needs no
 third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
 
@@ -66,7 +66,9 @@ def scene_payload(scene, times, states, *, title: str) -> dict:
         "title": title, "times": [round(float(t), 6) for t in times],
         "visuals": [{"l": index[v.link], "v": np.round(v.vertices, 5).ravel().tolist(),
                      "f": np.asarray(v.faces, int).ravel().tolist(),
-                     "c": [round(float(c), 3) for c in v.color[:3]]} for v in scene.visuals],
+                     "c": [round(float(c), 3) for c in v.color[:3]],
+                     # closed, outward-wound primitives: back faces culled (mesh files may be wound either way)
+                     "b": int(v.kind != "mesh")} for v in scene.visuals],
         "links": len(used), "poses": np.round(poses, 5).ravel().tolist(),
         "up": up.round(6).tolist(), "centre": centre.round(5).tolist(), "radius": round(radius, 5),
         "ground": round(float((points @ up).min()), 5), "grid": spacing,
@@ -156,10 +158,22 @@ function camera() {
     for (let k = 0; k < 3; k++) { lo[k] = Math.min(lo[k], c[k]); hi[k] = Math.max(hi[k], c[k]); }
   }
   const mid = [0, 1, 2].map(k => (lo[k] + hi[k]) / 2);
-  let need = 1e-3;
-  for (const c of proj) need = Math.max(need, Math.abs(c[0]-mid[0])*m/th + c[2]-mid[2], Math.abs(c[1]-mid[1])*m/tv + c[2]-mid[2]);
+  const needed = () => {
+    let need = 1e-3;
+    for (const c of proj) need = Math.max(need, Math.abs(c[0]-mid[0])*m/th + c[2]-mid[2], Math.abs(c[1]-mid[1])*m/tv + c[2]-mid[2]);
+    return need;
+  };
+  for (let it = 0; it < 4; it++) {   // centre the perspective image (near points look bigger)
+    const D0 = needed();
+    let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+    for (const c of proj) {
+      const z = mid[2] + D0 - c[2], x = (c[0] - mid[0]) / z, y = (c[1] - mid[1]) / z;
+      x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+    }
+    mid[0] += D0 * (x0 + x1) / 2; mid[1] += D0 * (y0 + y1) / 2;
+  }
   const target = [0, 1, 2].map(k => mid[0]*right[k] + mid[1]*vup[k] + mid[2]*back[k]);
-  const dist = cam.zoom * need;
+  const dist = cam.zoom * needed();
   const eye = [target[0]+dist*back[0], target[1]+dist*back[1], target[2]+dist*back[2]];
   const f = (canvas.height / 2) / Math.tan(cam.fov / 2);
   return {eye, back, right, vup, f, near: dist * 0.02};
@@ -227,7 +241,10 @@ function draw() {
         }
         if (Q[a][2] < C.near || Q[b][2] < C.near || Q[c][2] < C.near) continue;
         const u = [W[b][0]-W[a][0], W[b][1]-W[a][1], W[b][2]-W[a][2]], w = [W[c][0]-W[a][0], W[c][1]-W[a][1], W[c][2]-W[a][2]];
-        const shade = 0.35 + 0.65 * Math.abs(dot(norm(cross(u, w)), light));
+        const n = norm(cross(u, w));
+        if (v.b && dot(n, [C.eye[0]-W[a][0], C.eye[1]-W[a][1], C.eye[2]-W[a][2]]) <= 0) continue;   // back face
+        const key = v.b ? Math.max(0, dot(n, light)) : Math.abs(dot(n, light)), head = Math.abs(dot(n, C.back));
+        const shade = 0.3 + 0.45 * key + 0.25 * head;   // key light from above + a headlight
         tris.push([(Q[a][2]+Q[b][2]+Q[c][2]) / 3, Q[a], Q[b], Q[c], v.c, shade]);
       }
     }
