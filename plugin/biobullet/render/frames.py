@@ -327,7 +327,8 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
                 bridge.map.state_to_pybullet(x, zero)
                 rgba = p.getCameraImage(width, height, view, projection, renderer=p.ER_TINY_RENDERER,
                                         shadow=int(bool(shadows)), lightDirection=light.tolist(),
-                                        lightDistance=2 * camera.distance, physicsClientId=client)[2]
+                                        lightDistance=5 * camera.distance,   # shadow map covers the ground
+                                        physicsClientId=client)[2]
                 image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
                 if overlay:
                     text = f"{title}   t = {time:6.3f} s" if title else f"t = {time:6.3f} s"
