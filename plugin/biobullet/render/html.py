@@ -1,10 +1,11 @@
 """Self-contained HTML replay of a trajectory: one file, no server, no network, opens from file://.
 
 The model's visuals (`render.scene`) are embedded once as triangles in their link frames, and the world placement of
-every link at each frame as 12 numbers (R row-major, p; m). A small hand-written canvas-2D renderer (below, ~150
-lines of JavaScript: perspective projection, painter's algorithm, Lambert shading (key light + headlight; back faces of primitives culled), ground plane with grid
-and drop shadows) draws it — no WebGL, so it works the same in headless browsers without a GPU and needs no
-third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
+every link at each frame as 12 numbers (R row-major, p; m). A small hand-written canvas-2D renderer (below, ~170
+lines of JavaScript: a camera fitted to the whole motion like `frames.fit_camera`, perspective projection with
+near-plane clipping, painter's algorithm, Lambert shading with a key light and a headlight, back faces of primitives
+culled, ground plane with grid and drop shadows) draws it — no WebGL, so it works the same in headless browsers
+without a GPU and needs no third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
 
 URL fragment (for scripted screenshots and links to a moment): `OUT.html#t=0.5` shows t = 0.5 s paused;
 `&hide=model` draws the scene without the model (ground and grid only — the browser test's blank reference).
