@@ -17,9 +17,10 @@ def main() -> int:
     parser.add_argument("--out", default="out/shoulder", help="output folder (default: out/shoulder)")
     parser.add_argument("--no-bridge", action="store_true", help="skip the PyBullet replay and the video")
     parser.add_argument("--no-video", action="store_true", help="skip the 3D video")
+    parser.add_argument("--samples", type=int, default=801, help="analysis grid points (default 801)")
     args = parser.parse_args()
     try:
-        summary = run(args.out, bridge=not args.no_bridge, video=not args.no_video)
+        summary = run(args.out, samples=args.samples, bridge=not args.no_bridge, video=not args.no_video)
     except BiobulletError as error:
         print(f"biobullet: error: {error}", file=sys.stderr)
         return 2

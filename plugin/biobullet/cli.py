@@ -1,4 +1,4 @@
-"""The `biobullet` command line (also `python -m biobullet`): info, validate, simulate, run, sweep, bench.
+"""The `biobullet` command line (also `python -m biobullet`): info, validate, simulate, run, sweep, bench, view.
 
 Start-up is kept fast: this module imports only the standard library; numerical packages are imported
 inside the command that needs them. Exit codes: 0 success, 1 unexpected internal error, 2 bad input
@@ -147,6 +147,24 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", default="out/bench", metavar="DIR", help="output directory (default out/bench)")
     bench.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     bench.set_defaults(handler=cmd_bench)
+    view = _add(sub, "view", "show a model in the browser (sliders, markers) or replay a trajectory",
+                "Serves an interactive 3D view on http://127.0.0.1:PORT (this machine only): one slider per\n"
+                "generalized coordinate, every dependent joint following; toggles for COMs, joint axes,\n"
+                "contact points and loop residuals. With --trajectory: play/pause and a time slider.\n"
+                "With --html: writes a self-contained replay page instead (no server; opens offline).",
+                "  biobullet view urdf/shoulder_rhythm.urdf\n"
+                "  biobullet view urdf/fourbar_knee.urdf --trajectory knee.csv\n"
+                "  biobullet view urdf/fourbar_knee.urdf --trajectory knee.csv --html knee.html\n")
+    view.add_argument("model", metavar="MODEL", help="model file (.urdf)")
+    _base_flags(view)
+    view.add_argument("--trajectory", default=None, metavar="RUN.csv",
+                      help="trajectory to play (.csv of `biobullet simulate`, or .npz)")
+    view.add_argument("--html", default=None, metavar="OUT.html",
+                      help="write a self-contained HTML replay of --trajectory and exit")
+    view.add_argument("--port", type=_positive_int, default=8080, metavar="P", help="port (default 8080)")
+    view.add_argument("--segments", type=_positive_int, default=6, metavar="N",
+                      help="rigid segments per <flexible> link (default 6)")
+    view.set_defaults(handler=cmd_view)
     return parser
 
 
@@ -390,6 +408,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     summary = run_bench(quick=args.quick, out=args.out)
     print(json.dumps(summary, indent=2) if args.json else format_bench(summary))
     print(f"bench: results in {os.path.join(args.out, 'bench.json')}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    if args.html:
+        if not args.trajectory:
+            raise _UsageError("--html needs --trajectory RUN.csv")
+        from biobullet.render.html import export_html
+        from biobullet.render.viewer import load_view_model
+        model, layouts = load_view_model(args.model, floating_base=args.floating_base, segments=args.segments)
+        export_html(model, args.trajectory, args.html, layouts=layouts)
+        print(f"wrote {args.html}", file=sys.stderr)
+        return EXIT_OK
+    from biobullet.render.viewer import serve
+    serve(args.model, trajectory=args.trajectory, port=args.port, floating_base=args.floating_base,
+          segments=args.segments)
     return EXIT_OK
 
 

@@ -141,7 +141,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
     times = np.arange(result.t[0], result.t[-1] + 1e-12, frame_dt)
     idx = np.clip(np.searchsorted(result.t, times), 0, result.t.size - 1)
     fmax = max(float(result.normal_force.max()), 1.0)
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    fig, ax = plt.subplots(figsize=(12.8, 7.2), dpi=100)   # 1280×720
     frames = []
     for i in idx:
         ax.clear()
@@ -155,7 +155,8 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
                          width=0.01, color="r")
         ax.axhline(0.0, color="grey", lw=1)
         ax.set_xlim(-2.0, 2.0), ax.set_ylim(-0.2, 1.8), ax.set_aspect("equal")
-        ax.set_title(f"{title}   t = {result.t[i]:.3f} s   deflection × {scale:.3g}", fontsize=9)
+        ax.set_title(f"{title}   t = {result.t[i]:.3f} s   deflection × {scale:.3g}", fontsize=16)
+        ax.set_xlabel("x (m)"), ax.set_ylabel("y (m)")
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
     plt.close(fig)

@@ -387,5 +387,5 @@ def _video(out: Path, fast: FastProsthesis, sim, cycles) -> str:
         values = {"treadmill": 0.0, "hip_x": hx, "hip_y": hy, **ang}
         positions.append([values[name] for name in model.joint_names])
     traj = SimpleNamespace(t=t[pick] - t[pick][0], positions=np.array(positions))
-    frames = render_frames(model, traj, width=480, height=480, fps=25)
+    frames = render_frames(model, traj, width=1280, height=720, fps=25, title="prosthesis, last 2 gait cycles")
     return str(write_video(frames, out / "prosthesis.mp4", fps=25))

@@ -87,34 +87,37 @@ def track_on_bridge(model, motion: Motion, reference: InverseDynamics, *, dt: fl
             "dt": dt, "steps": n_steps, "final_time": float(times[-1])}
 
 
-#: camera (thorax frame, m): looks from front-right-above onto the horizontal sweep of the hand
-#: (hand from (−0.24, 0.04, 0.68) to (0.47, 0.02, −0.11) m in case 2), so that the whole arc stays in view
-CAMERA = {"target": (0.12, -0.05, 0.28), "direction": (0.408248, 0.816497, 0.408248), "distance": 2.0}
+#: candidate views: 25° and 35° above the horizontal, every 30° around the vertical; `render.choose_direction`
+#: takes the one in which both models' whole motion fills the panel best (for case 2: from behind-right-above, where
+#: the scapula's rotation is visible), and `render.fit_camera` one camera for both panels
+VIEW_ELEVATIONS_DEG = (25.0, 35.0)
 
 
-def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (480, 360)) -> str | None:
-    """3D video, one labelled panel per model side by side, of the bridge runs in `runs` ({label: (model, run)}).
+def video_camera(models_and_trajectories, size: tuple[int, int] = (640, 720)):
+    """One camera for every panel: the view (of VIEW_ELEVATIONS_DEG, every 30°) in which the whole motion of all
+    models fills a panel of `size` best, fitted to it."""
+    from biobullet.render import choose_direction, fit_camera, motion_points
+    points = np.vstack([motion_points(model, trajectory) for model, trajectory in models_and_trajectories])
+    gravity = models_and_trajectories[0][0].gravity
+    direction = choose_direction(points, gravity, aspect=size[0] / size[1], elevations=VIEW_ELEVATIONS_DEG)
+    return fit_camera(points, gravity, aspect=size[0] / size[1], direction=direction)
+
+
+def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (640, 720)) -> str | None:
+    """3D video, one titled panel per model side by side (1280×720 for two), of the bridge runs in `runs`
+    ({label: (model, run)}): same camera, same instants, so the panels stay in sync and at the same scale.
 
     Uses `biobullet.render` (PyBullet TinyRenderer); returns the video path, or None (with a message on stderr)
     when the render module is not available.
     """
     try:
-        from biobullet.render import render_frames, write_video  # type: ignore[attr-defined]
+        from biobullet.render import render_frames, side_by_side, write_video
     except (ImportError, AttributeError) as exc:
         say(f"[shoulder] video skipped: biobullet.render is not available ({exc})")
         return None
-    panels = []
-    for label, (model, run) in runs.items():
-        trajectory = SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
-        frames = render_frames(model, trajectory, width=size[0], height=size[1], fps=fps, camera=dict(CAMERA))
-        panels.append([_caption(frame, label) for frame in frames])
-    frames = [np.hstack(images) for images in zip(*panels)]
-    return write_video(frames, path, fps=fps)
-
-
-def _caption(image: np.ndarray, text: str) -> np.ndarray:
-    """`text` in the bottom-left corner of an H×W×3 uint8 image (Pillow's default font)."""
-    from PIL import Image, ImageDraw
-    picture = Image.fromarray(image)
-    ImageDraw.Draw(picture).text((8, image.shape[0] - 20), text, fill=(0, 0, 0))
-    return np.asarray(picture)
+    trajectories = {label: SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
+                    for label, (model, run) in runs.items()}
+    camera = video_camera([(model, trajectories[label]) for label, (model, _) in runs.items()], size)
+    panels = [render_frames(model, trajectories[label], width=size[0], height=size[1], fps=fps, camera=camera,
+                            title=label) for label, (model, _) in runs.items()]
+    return write_video(side_by_side(panels), path, fps=fps)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("info", "validate", "simulate", "run", "sweep", "bench")
+SUBCOMMANDS = ("info", "validate", "simulate", "run", "sweep", "bench", "view")
 HEAVY_MODULES = ("numpy", "scipy", "pinocchio", "pybullet", "sympy", "matplotlib")
 
 INERTIAL = ('<inertial><origin xyz="0 0 0.25"/><mass value="{m}"/>'

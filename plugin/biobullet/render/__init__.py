@@ -1,18 +1,24 @@
 """biobullet.render: offscreen frames of a model moving along a trajectory (PyBullet TinyRenderer) and video files.
 
 `render_frames(bridge_or_model, trajectory, width=640, height=480, fps=30, camera=None)` → list of H×W×3 uint8;
-`write_video(frames, path, fps=30)` → MP4 (imageio-ffmpeg, H.264) or GIF, written atomically.
+`write_video(frames, path, fps=30)` → MP4 (imageio-ffmpeg, H.264) or GIF, written atomically; `side_by_side`
+composes panels rendered at the same instants. `export_html(model, trajectory, "out.html")`: a self-contained replay
+page. The browser viewer is `render.viewer` (`biobullet view`), the geometry both share `render.scene`.
 """
 from __future__ import annotations
 
-__all__ = ["Camera", "render_frames", "write_video", "frame_camera"]
+__all__ = ["Camera", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "choose_direction",
+           "side_by_side", "write_png", "export_html"]
 
 
 def __getattr__(name: str):
-    if name in ("render_frames", "Camera", "frame_camera"):
+    if name in ("render_frames", "Camera", "frame_camera", "fit_camera", "motion_points", "choose_direction"):
         from biobullet.render import frames
         return getattr(frames, name)
-    if name == "write_video":
-        from biobullet.render.video import write_video
-        return write_video
+    if name in ("write_video", "side_by_side", "write_png"):
+        from biobullet.render import video
+        return getattr(video, name)
+    if name == "export_html":
+        from biobullet.render.html import export_html
+        return export_html
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

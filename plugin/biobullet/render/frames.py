@@ -1,7 +1,10 @@
-"""Offscreen frames: PyBullet's TinyRenderer (works in DIRECT mode, no display), a camera that frames the model
-over the whole trajectory, and a time overlay (Pillow, which matplotlib depends on)."""
+"""Offscreen frames: PyBullet's TinyRenderer (works in DIRECT mode, no display), a camera that fills the frame with
+the model over the whole trajectory, a grid-textured ground with shadows (the grid cell is the scale cue) and a
+title/time overlay (Pillow, which matplotlib depends on)."""
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,24 +100,100 @@ def frame_camera(lower, upper, gravity, *, aspect: float = 4 / 3, fov: float = 4
     return Camera(**fields)
 
 
-def _tree_states(model, trajectory, times: np.ndarray) -> np.ndarray:
-    """Tree configurations x at `times`, linearly interpolated (base quaternion renormalised)."""
+def fit_camera(points, gravity, *, aspect: float = 16 / 9, fov: float = 40.0, margin: float = 1.08,
+               **overrides) -> Camera:
+    """A camera whose view is filled by `points` (n×3 world, m — e.g. every visual vertex over the whole motion).
+
+    Unlike `frame_camera` (bounding sphere, which leaves a slender model small), the points are projected on the
+    view plane of the viewing direction and the distance is the smallest that keeps their projection inside the
+    frame (`margin` ≥ 1 leaves a border), accounting for perspective by the depth of each point. `overrides` replace
+    Camera fields (direction, up, fov, target, distance)."""
+    points = np.asarray(points, float).reshape(-1, 3)
+    up, direction = _default_axes(np.asarray(gravity, float))
+    unknown = set(overrides) - {"target", "distance", "direction", "up", "fov"}
+    if unknown:
+        raise ModelError(f"unknown camera fields {sorted(unknown)}", attribute="camera",
+                         expected="target, distance, direction, up, fov")
+    fov = float(overrides.get("fov") or fov)
+    direction = _unit(overrides.get("direction") or direction)
+    up = _unit(overrides.get("up") or up)
+    right = np.cross(up, direction)
+    if np.linalg.norm(right) < 1e-9:
+        right = np.cross([1.0, 0.0, 0.0] if abs(direction[0]) < 0.9 else [0.0, 1.0, 0.0], direction)
+    right = _unit(right)
+    view_up = np.cross(direction, right)
+    u, w, depth = points @ right, points @ view_up, points @ direction
+    centre_u, centre_w = 0.5 * (u.min() + u.max()), 0.5 * (w.min() + w.max())
+    target = centre_u * right + centre_w * view_up + 0.5 * (depth.min() + depth.max()) * direction
+    if overrides.get("target") is not None:
+        target = np.asarray(overrides["target"], float)
+    tan_v = np.tan(np.radians(fov) / 2)
+    tan_h = tan_v * aspect
+
+    def needed(target: np.ndarray) -> float:
+        # a point at depth offset e toward the eye, lateral offset a, needs distance ≥ a/tan + e
+        t_u, t_w, t_d = target @ right, target @ view_up, target @ direction
+        return max(float(np.max(np.abs(u - t_u) * margin / tan_h + (depth - t_d))),
+                   float(np.max(np.abs(w - t_w) * margin / tan_v + (depth - t_d))), 1e-3)
+
+    if overrides.get("target") is None:
+        # centre the PERSPECTIVE image (near points look bigger): shift the target until the projected extents
+        # are symmetric, refitting the distance each time (converges in a few steps)
+        for _ in range(4):
+            distance = needed(target)
+            eye = target + distance * direction
+            z = (eye @ direction) - depth
+            x, y = (u - eye @ right) / z, (w - eye @ view_up) / z
+            shift_x, shift_y = 0.5 * (x.min() + x.max()), 0.5 * (y.min() + y.max())
+            target = target + distance * (shift_x * right + shift_y * view_up)
+    distance = float(overrides.get("distance") or needed(target))
+    return Camera(target=tuple(target), distance=distance, direction=tuple(direction), up=tuple(up), fov=fov)
+
+
+def choose_direction(points, gravity, *, aspect: float = 16 / 9, fov: float = 40.0,
+                     elevations=(25.0, 35.0), azimuths: int = 12) -> tuple[float, float, float]:
+    """The viewing direction (unit, target → eye) among oblique views — `elevations` (deg above the ground plane)
+    × `azimuths` evenly spaced around the up axis — for which `fit_camera` comes closest, i.e. the moving model
+    fills most of the frame. A planar motion is then seen at an angle rather than face-on across its whole sweep."""
+    up, _ = _default_axes(np.asarray(gravity, float))
+    helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = _unit(helper - up * (helper @ up))
+    e2 = np.cross(up, e1)
+    best, best_distance = None, np.inf
+    for elevation in np.radians(np.asarray(elevations, float)):
+        for azimuth in np.linspace(0.0, 2 * np.pi, int(azimuths), endpoint=False):
+            direction = np.cos(elevation) * (np.cos(azimuth) * e1 + np.sin(azimuth) * e2) + np.sin(elevation) * up
+            distance = fit_camera(points, gravity, aspect=aspect, fov=fov, direction=tuple(direction)).distance
+            if distance < best_distance - 1e-12:
+                best, best_distance = direction, distance
+    return tuple(float(c) for c in best)
+
+
+def motion_points(model, trajectory) -> np.ndarray:
+    """World points (n×3, m) the camera must see: every visual vertex (or link origin, for a model without
+    visuals) at up to 60 instants of `trajectory`. Fit one camera to several runs with
+    `fit_camera(np.vstack([motion_points(m, r) for m, r in runs]), gravity)` so side-by-side panels share a scale."""
     t = np.asarray(trajectory.t, float)
-    positions = np.asarray(trajectory.positions, float)
-    if positions.ndim != 2 or positions.shape != (len(t), model.n_joints):
-        raise ModelError(f"trajectory positions have shape {positions.shape}", attribute="trajectory",
-                         expected=f"({len(t)}, {model.n_joints}) (one column per joint of {model.name})")
-    columns = [positions]
-    if model.floating_base:
-        columns.insert(0, np.asarray(trajectory.q, float)[:, :7])
-    full = np.hstack(columns)
-    out = np.column_stack([np.interp(times, t, full[:, k]) for k in range(full.shape[1])])
-    if model.floating_base:
-        out[:, 3:7] /= np.linalg.norm(out[:, 3:7], axis=1, keepdims=True)
-    return out
+    return _points(model, _tree_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))))
+
+
+def _points(model, states: np.ndarray) -> np.ndarray:
+    from biobullet.render.scene import Scene
+    scene = Scene.from_model(model)
+    picks = states[np.unique(np.linspace(0, len(states) - 1, min(len(states), 60)).astype(int))]
+    if scene.visuals:
+        return np.vstack([np.vstack(scene.visual_vertices(x)) for x in picks])
+    return np.vstack([[pl[1] for pl in scene.link_placements(x).values()] for x in picks])
+
+
+def _tree_states(model, trajectory, times: np.ndarray) -> np.ndarray:
+    """Tree configurations x at `times` (the one implementation: `render.scene.trajectory_states`)."""
+    from biobullet.render.scene import trajectory_states
+    return trajectory_states(model, trajectory, times)
 
 
 def _overlay(image: np.ndarray, text: str) -> np.ndarray:
+    """`text` (one or more lines) in the top-left corner on a white box; font height ≈ 1/24 of the image."""
     from PIL import Image, ImageDraw
     picture = Image.fromarray(image)
     draw = ImageDraw.Draw(picture)
@@ -126,22 +205,80 @@ def _overlay(image: np.ndarray, text: str) -> np.ndarray:
         from PIL import ImageFont
         font = ImageFont.load_default()
     margin = max(4, size // 2)
-    box = draw.textbbox((margin, margin), text, font=font)
+    box = draw.multiline_textbbox((margin, margin), text, font=font)
     draw.rectangle((box[0] - 3, box[1] - 3, box[2] + 3, box[3] + 3), fill=(255, 255, 255))
-    draw.text((margin, margin), text, fill=(0, 0, 0), font=font)
+    draw.multiline_text((margin, margin), text, fill=(0, 0, 0), font=font)
     return np.asarray(picture)
 
 
+def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float, half: float, spacing: float,
+                 directory: str) -> int:
+    """A square ground quad (side 2·half, m) at `height` along `up` under `centre`, textured with a grid of
+    `spacing` (m) — the scale cue. Files (OBJ + PNG) go to `directory`."""
+    import pybullet as p
+    from PIL import Image, ImageDraw
+    cells = max(1, int(round(2 * half / spacing)))
+    half = 0.5 * cells * spacing
+    pixels = 1024
+    image = Image.new("RGB", (pixels, pixels), (236, 238, 241))
+    draw = ImageDraw.Draw(image)
+    for k in range(cells + 1):
+        position = round(k * (pixels - 1) / cells)
+        width = 3 if k % 5 == 0 else 1
+        draw.line([(position, 0), (position, pixels)], fill=(175, 180, 188), width=width)
+        draw.line([(0, position), (pixels, position)], fill=(175, 180, 188), width=width)
+    texture_file = os.path.join(directory, "grid.png")
+    image.save(texture_file)
+    mesh_file = os.path.join(directory, "ground.obj")
+    with open(mesh_file, "w") as handle:
+        handle.write(f"v {-half} {-half} 0\nv {half} {-half} 0\nv {half} {half} 0\nv {-half} {half} 0\n"
+                     "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvn 0 0 1\nf 1/1/1 2/2/1 3/3/1\nf 1/1/1 3/3/1 4/4/1\n")
+    shape = p.createVisualShape(p.GEOM_MESH, fileName=mesh_file, physicsClientId=client)
+    rotation = _rotation_with_z(up)
+    position = centre - (centre @ up - height) * up
+    body = p.createMultiBody(baseMass=0, baseVisualShapeIndex=shape, basePosition=position.tolist(),
+                             baseOrientation=_matrix_to_quaternion(rotation), physicsClientId=client)
+    texture = p.loadTexture(texture_file, physicsClientId=client)
+    p.changeVisualShape(body, -1, textureUniqueId=texture, rgbaColor=[1, 1, 1, 1], physicsClientId=client)
+    return body
+
+
+def _rotation_with_z(z) -> np.ndarray:
+    z = _unit(z)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = _unit(helper - z * (helper @ z))
+    return np.column_stack([x, np.cross(z, x), z])
+
+
+def _matrix_to_quaternion(r: np.ndarray) -> list[float]:
+    """(x, y, z, w) of a rotation matrix (Shepperd's method, stable for every rotation)."""
+    trace = np.trace(r)
+    if trace > 0:
+        s = 2.0 * np.sqrt(1.0 + trace)
+        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
+    else:
+        i = int(np.argmax(np.diag(r)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
+        q = [0.0, 0.0, 0.0, (r[k, j] - r[j, k]) / s]
+        q[i], q[j], q[k] = 0.25 * s, (r[j, i] + r[i, j]) / s, (r[k, i] + r[i, k]) / s
+    return [float(v) for v in q]
+
+
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
-                  camera: Camera | dict | None = None, overlay: bool = True) -> list[np.ndarray]:
+                  camera: Camera | dict | None = None, overlay: bool = True, title: str | None = None,
+                  ground: bool = True, shadows: bool = True) -> list[np.ndarray]:
     """Frames (height × width × 3 uint8) of the model along `trajectory` at `fps` frames per second of model time.
 
     bridge_or_model: a `Bridge` (its PyBullet state is saved and restored) or a `Model` (a private DIRECT
-    connection is used). camera: None = frame the model over the whole trajectory; a dict overrides fields of
-    that automatic camera; or a `Camera`. overlay: draw "t = … s" in the top-left corner.
+    connection is used). camera: None = fit the model's visuals over the WHOLE trajectory into the frame
+    (`fit_camera`); a dict overrides fields of that automatic camera; or a `Camera`. overlay: draw
+    "title · t = … s" and the grid's cell size (the scale cue) in the top-left corner. ground: a grid-textured
+    ground plane just under the lowest point of the motion (normal = −gravity). shadows: PyBullet's shadow mapping.
     """
     from biobullet.bridge.bridge import Bridge
     from biobullet.model.model import Model
+    from biobullet.render.html import nice_spacing, spacing_label
     for name, value in (("width", width), ("height", height)):
         if not isinstance(value, (int, np.integer)) or value < 16:
             raise ModelError(f"argument {name!r} is {value!r}", attribute=name, expected="an int ≥ 16 (pixels)")
@@ -161,32 +298,48 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         raise ModelError("the trajectory has no samples", attribute="trajectory")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
     states = _tree_states(model, trajectory, times)
+    gravity = np.asarray(model.gravity, float)
+    up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+    points = _points(model, states)
+    lower, upper = points.min(axis=0), points.max(axis=0)
+    radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
+    spacing = nice_spacing(radius / 4)
     saved = p.saveState(physicsClientId=client)
+    floor = None
     try:
-        zero = np.zeros(model.n_tangent)
-        if not isinstance(camera, Camera):
-            lowers, uppers = [], []
-            for x in states[np.unique(np.linspace(0, len(states) - 1, min(len(states), 60)).astype(int))]:
+        with tempfile.TemporaryDirectory(prefix="biobullet-ground-") as directory:
+            if ground:
+                floor = _ground_body(client, 0.5 * (lower + upper), up, float((points @ up).min()) - 1e-3,
+                                     8.0 * radius, spacing, directory)   # far edge well beyond the model
+            if not isinstance(camera, Camera):
+                camera = fit_camera(points, gravity, aspect=width / height, **(camera or {}))
+            view = p.computeViewMatrix(camera.eye.tolist(), list(camera.target), list(camera.up),
+                                       physicsClientId=client)
+            near = max(camera.distance * 0.01, 1e-3)
+            projection = p.computeProjectionMatrixFOV(camera.fov, width / height, near, camera.distance * 10,
+                                                      physicsClientId=client)
+            # light from above, a little to the side of the camera: shadows fall visibly onto the ground
+            side = np.cross(up, np.asarray(camera.direction))
+            light = (2.0 * up + 0.6 * (side / max(np.linalg.norm(side), 1e-9)) + 0.4 * np.asarray(camera.direction))
+            zero = np.zeros(model.n_tangent)
+            frames = []
+            for time, x in zip(times, states):
                 bridge.map.state_to_pybullet(x, zero)
-                lower, upper = body_bounds(client, bridge.body)
-                lowers.append(lower)
-                uppers.append(upper)
-            camera = frame_camera(np.min(lowers, axis=0), np.max(uppers, axis=0), model.gravity,
-                                  aspect=width / height, **(camera or {}))
-        view = p.computeViewMatrix(camera.eye.tolist(), list(camera.target), list(camera.up),
-                                   physicsClientId=client)
-        near = max(camera.distance * 0.01, 1e-3)
-        projection = p.computeProjectionMatrixFOV(camera.fov, width / height, near, camera.distance * 10,
-                                                  physicsClientId=client)
-        frames = []
-        for time, x in zip(times, states):
-            bridge.map.state_to_pybullet(x, zero)
-            rgba = p.getCameraImage(width, height, view, projection, renderer=p.ER_TINY_RENDERER,
-                                    physicsClientId=client)[2]
-            image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
-            frames.append(_overlay(image, f"t = {time:6.3f} s") if overlay else image)
+                rgba = p.getCameraImage(width, height, view, projection, renderer=p.ER_TINY_RENDERER,
+                                        shadow=int(bool(shadows)), lightDirection=light.tolist(),
+                                        lightDistance=5 * camera.distance,   # shadow map covers the ground
+                                        physicsClientId=client)[2]
+                image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
+                if overlay:
+                    text = f"{title}   t = {time:6.3f} s" if title else f"t = {time:6.3f} s"
+                    if ground:
+                        text += f"\ngrid {spacing_label(spacing)}"
+                    image = _overlay(image, text)
+                frames.append(image)
         return frames
     finally:
+        if floor is not None:
+            p.removeBody(floor, physicsClientId=client)
         p.restoreState(saved, physicsClientId=client)
         p.removeState(saved, physicsClientId=client)
         if owned:

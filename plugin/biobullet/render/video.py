@@ -41,6 +41,37 @@ def write_video(frames, path, *, fps: float = 30) -> str:
     return path
 
 
+def write_png(path, image) -> str:
+    """One H×W×3 uint8 image as an optimised PNG, written atomically; returns the path."""
+    from PIL import Image
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ModelError(f"image has shape {image.shape}", attribute="image", expected="an H×W×3 uint8 image")
+    atomic_write(path, lambda tmp: Image.fromarray(np.asarray(image, np.uint8)).save(tmp, format="PNG",
+                                                                                    optimize=True))
+    return os.fspath(path)
+
+
+def side_by_side(panels, *, gap: int = 4) -> list[np.ndarray]:
+    """Frame lists (one per panel, each rendered at the same instants) → one list of frames with the panels next
+    to each other, separated by `gap` white pixels. Panels must have the same number of frames (that is what
+    keeps them in sync) and the same height."""
+    panels = [list(panel) for panel in panels]
+    if not panels or any(len(panel) != len(panels[0]) for panel in panels):
+        raise ModelError(f"panels have {[len(panel) for panel in panels]} frames", attribute="panels",
+                         expected="the same number of frames in every panel (rendered at the same times)")
+    if any(frame.shape[0] != panels[0][0].shape[0] for panel in panels for frame in panel):
+        raise ModelError("panels differ in height", attribute="panels", expected="equal-height frames")
+    out = []
+    for frames in zip(*panels):
+        separator = np.full((frames[0].shape[0], gap, 3), 255, np.uint8)
+        pieces = [frames[0]]
+        for frame in frames[1:]:
+            pieces += [separator, frame]
+        out.append(np.hstack(pieces))
+    return out
+
+
 def _write_mp4(frames: list[np.ndarray], path: str, fps: float) -> None:
     import imageio.v2 as imageio
     height, width = frames[0].shape[:2]

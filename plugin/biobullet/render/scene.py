@@ -1,0 +1,427 @@
+"""What a model looks like: its URDF visual geometry as triangle meshes, and where everything is at a configuration.
+
+Shared by the interactive viewer (`render.viewer`, viser) and the self-contained HTML export (`render.html`), so both
+draw exactly the same thing. Units: metres; rotations are 3×3 matrices (world ← link); colours are RGBA in [0, 1].
+
+* `Scene.from_model(model)` reads the `<visual>` elements of the model's URDF (box, cylinder, sphere, mesh with
+  `package://` or relative file names; `<material>` colours, named at robot level or inline) into `Visual`s, each
+  with its triangles in its link frame. Links of a flexible link expanded into rigid segments
+  (`flexible.segments`) get one slab per segment, so the bending shows.
+* `Scene.link_placements(x)` — world placement of every URDF link at the tree configuration x (forward kinematics of
+  `algorithms.kinematics`; x = `model.joint_configuration(q)` so joint functions and loops follow q).
+* `Scene.markers(x)` — COMs, joint axes, contact points and loop-closure residuals (the two points of each loop that
+  should coincide, and their distance).
+
+URDF files come from strangers: the XML is only read (ElementTree), never executed; mesh paths must name existing
+files (ModelError naming file, element and attribute otherwise).
+"""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from biobullet.core.errors import ModelError
+from biobullet.spatial.rotations import rpy_to_matrix
+
+DEFAULT_COLOR = (0.62, 0.64, 0.68, 1.0)
+MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
+
+
+@dataclass(frozen=True)
+class Visual:
+    """One `<visual>`: triangles (`vertices` n×3 in the LINK frame, m, `faces` m×3 int) and an RGBA colour."""
+
+    link: str
+    kind: str  # box | cylinder | sphere | mesh | segment
+    vertices: np.ndarray
+    faces: np.ndarray
+    color: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class Markers:
+    """World positions (m) at one configuration. axes: (origin, unit axis) per movable joint; loops: (point on
+    link_a, point on link_b) per loop, whose distance is the loop's residual."""
+
+    coms: np.ndarray
+    com_names: tuple[str, ...]
+    axes: list[tuple[np.ndarray, np.ndarray]]
+    axis_names: tuple[str, ...]
+    contacts: np.ndarray
+    contact_names: tuple[str, ...]
+    loops: list[tuple[np.ndarray, np.ndarray]]
+    loop_names: tuple[str, ...]
+
+    def loop_residuals(self) -> np.ndarray:
+        """Distance (m) between the two points of each loop (0 for a closed loop)."""
+        return np.array([float(np.linalg.norm(b - a)) for a, b in self.loops])
+
+
+@dataclass
+class Scene:
+    model: object
+    visuals: list[Visual]
+    links: tuple[str, ...] = field(default=())
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_model(cls, model, *, layouts: dict | None = None) -> "Scene":
+        """Visuals of `model` (a `biobullet.Model`); `layouts` = the SegmentLayouts of `load_segmented_model` for a
+        model whose flexible links were expanded (their visuals are replaced by one slab per segment)."""
+        file = model.file
+        visuals = read_visuals(file)
+        known = set(model.link_names)
+        visuals = [v for v in visuals if v.link in known]
+        for lay in (layouts or {}).values():
+            visuals += _segment_visuals(file, lay)
+        scene = cls(model=model, visuals=visuals, links=tuple(model.link_names))
+        if not visuals:  # a model without <visual>s: a ball at every link origin, so there is something to see
+            x = model.joint_configuration(model.neutral_configuration())
+            origins = np.array([p for _, p in scene.link_placements(x).values()])
+            radius = max(0.03 * float(np.ptp(origins, axis=0).max()), 0.01)
+            ball = sphere_mesh(radius, rings=6, sectors=10)
+            scene.visuals = [Visual(link=name, kind="sphere", vertices=ball[0], faces=ball[1], color=DEFAULT_COLOR)
+                             for name in model.link_names]
+        return scene
+
+    # ------------------------------------------------------------------ kinematics
+    def link_placements(self, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """World (R, p) of every URDF link at tree configuration x (see `Model.joint_configuration`)."""
+        from biobullet.algorithms.kinematics import body_placements, frame_placement
+        placements = body_placements(self.model, np.asarray(x, float))
+        return {name: frame_placement(self.model, x, name, placements) for name in self.links}
+
+    def visual_vertices(self, x: np.ndarray) -> list[np.ndarray]:
+        """World vertices of every visual at x (same order as `visuals`)."""
+        frames = self.link_placements(x)
+        out = []
+        for visual in self.visuals:
+            r, p = frames[visual.link]
+            out.append(visual.vertices @ r.T + p)
+        return out
+
+    def markers(self, x: np.ndarray) -> Markers:
+        frames = self.link_placements(x)
+        description = self.model.description
+
+        def world(link: str, local) -> np.ndarray:
+            r, p = frames[link]
+            return r @ np.asarray(local, float) + p
+
+        com_links = [link for link in description.links if link.inertial is not None and link.inertial.mass > 0
+                     and link.name in frames]
+        coms = np.array([world(link.name, link.inertial.com) for link in com_links]).reshape(-1, 3)
+        axes, axis_names = [], []
+        for joint in description.joints:
+            if joint.movable and joint.child in frames:
+                r, p = frames[joint.child]
+                axes.append((p, r @ np.asarray(joint.axis, float)))
+                axis_names.append(joint.name)
+        contacts, contact_names = [], []
+        for element in description.elements_of("contact"):
+            link = element.get("link")
+            if link in frames:
+                contacts.append(world(link, _vec3(element.get("xyz"))))
+                contact_names.append(element.get("name") or link)
+        loops, loop_names = [], []
+        for element in description.elements_of("loop"):
+            a, b = element.get("link_a"), element.get("link_b")
+            if a in frames and b in frames:
+                loops.append((world(a, _vec3(element.get("xyz_a"))), world(b, _vec3(element.get("xyz_b")))))
+                loop_names.append(element.get("name") or f"{a}-{b}")
+        return Markers(coms=coms, com_names=tuple(link.name for link in com_links), axes=axes,
+                       axis_names=tuple(axis_names), contacts=np.array(contacts).reshape(-1, 3),
+                       contact_names=tuple(contact_names), loops=loops, loop_names=tuple(loop_names))
+
+    def bounds(self, xs) -> tuple[np.ndarray, np.ndarray]:
+        """World AABB (lower, upper) of every visual over the configurations `xs` (m)."""
+        points = [np.vstack(self.visual_vertices(x)) for x in xs if self.visuals]
+        if not points:
+            points = [np.array([p for _, p in self.link_placements(x).values()]) for x in xs]
+        points = np.vstack(points)
+        return points.min(axis=0), points.max(axis=0)
+
+
+# ---------------------------------------------------------------------------------------------- URDF visuals
+def read_visuals(file: str) -> list[Visual]:
+    """Every `<visual>` of the URDF `file` (triangles in the link frame)."""
+    try:
+        robot = ET.parse(file).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise ModelError(f"cannot read the model's visuals ({exc})", file=file) from None
+    materials = {m.get("name"): _rgba(file, m) for m in robot.findall("material") if m.get("name")}
+    out: list[Visual] = []
+    for link in robot.findall("link"):
+        name = link.get("name", "")
+        for number, visual in enumerate(link.findall("visual"), 1):
+            where = f'<link name="{name}"> <visual> number {number}'
+            geometry = visual.find("geometry")
+            if geometry is None or len(geometry) == 0:
+                raise ModelError("visual without geometry", file=file, element=where, expected="<geometry>")
+            shape = geometry[0]
+            origin = visual.find("origin")
+            rotation = rpy_to_matrix(_vec3(origin.get("rpy") if origin is not None else None, file, where, "rpy"))
+            translation = _vec3(origin.get("xyz") if origin is not None else None, file, where, "xyz")
+            vertices, faces, kind = _shape_mesh(file, where, shape)
+            color = DEFAULT_COLOR
+            material = visual.find("material")
+            if material is not None:
+                color = _rgba(file, material) or materials.get(material.get("name")) or DEFAULT_COLOR
+            out.append(Visual(link=name, kind=kind, vertices=vertices @ rotation.T + translation,
+                              faces=faces, color=color))
+    return out
+
+
+def _vec3(text, file: str = "", where: str = "", attribute: str = "xyz") -> np.ndarray:
+    if text is None:
+        return np.zeros(3)
+    try:
+        values = np.array([float(v) for v in text.split()], dtype=float)
+    except ValueError:
+        values = np.array([])
+    if values.shape != (3,) or not np.all(np.isfinite(values)):
+        raise ModelError(f"{attribute}={text!r}", file=file or None, element=where or None, attribute=attribute,
+                         expected="three finite numbers")
+    return values
+
+
+def _rgba(file: str, material: ET.Element):
+    color = material.find("color")
+    if color is None or color.get("rgba") is None:
+        return None
+    try:
+        values = tuple(float(v) for v in color.get("rgba").split())
+    except ValueError:
+        values = ()
+    if len(values) != 4 or not all(0.0 <= v <= 1.0 for v in values):
+        raise ModelError(f"rgba={color.get('rgba')!r}", file=file,
+                         element=f'<material name="{material.get("name", "")}"> <color>', attribute="rgba",
+                         expected="four numbers in [0, 1]")
+    return values
+
+
+def _positive(file: str, where: str, shape: ET.Element, attribute: str, count: int = 1) -> np.ndarray:
+    text = shape.get(attribute)
+    try:
+        values = np.array([float(v) for v in (text or "").split()], dtype=float)
+    except ValueError:
+        values = np.array([])
+    if values.shape != (count,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ModelError(f"{attribute}={text!r}", file=file, element=f"{where} <{shape.tag}>", attribute=attribute,
+                         expected=f"{count} non-negative number{'s' if count > 1 else ''} (m)")
+    return values
+
+
+def _shape_mesh(file: str, where: str, shape: ET.Element) -> tuple[np.ndarray, np.ndarray, str]:
+    if shape.tag == "box":
+        return (*box_mesh(_positive(file, where, shape, "size", 3)), "box")
+    if shape.tag == "sphere":
+        return (*sphere_mesh(float(_positive(file, where, shape, "radius")[0])), "sphere")
+    if shape.tag in ("cylinder", "capsule"):
+        radius = float(_positive(file, where, shape, "radius")[0])
+        length = float(_positive(file, where, shape, "length")[0])
+        return (*cylinder_mesh(radius, length), "cylinder")
+    if shape.tag == "mesh":
+        path = resolve_mesh_path(file, where, shape.get("filename"))
+        scale = _positive(file, where, shape, "scale", 3) if shape.get("scale") else np.ones(3)
+        vertices, faces = _load_mesh(file, where, path)
+        return vertices * scale, faces, "mesh"
+    raise ModelError(f"unknown geometry <{shape.tag}>", file=file, element=where,
+                     expected="<box>, <cylinder>, <sphere> or <mesh>")
+
+
+def resolve_mesh_path(file: str, where: str, filename: str | None) -> str:
+    """The file named by a mesh `filename`: `package://PKG/rest` is looked up as a directory PKG next to or above
+    the URDF's directory, then in $ROS_PACKAGE_PATH; `file://` and relative names are taken from the URDF's
+    directory."""
+    if not filename:
+        raise ModelError("mesh without filename", file=file, element=f"{where} <mesh>", attribute="filename",
+                         expected="a mesh file name")
+    base = os.path.dirname(os.path.abspath(file))
+    candidates: list[str] = []
+    if filename.startswith("package://"):
+        package, _, rest = filename[len("package://"):].partition("/")
+        roots = []
+        directory = base
+        while True:
+            roots.append(directory)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+        roots += [r for r in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if r]
+        for root in roots:
+            if os.path.basename(root) == package:
+                candidates.append(os.path.join(root, rest))
+            candidates.append(os.path.join(root, package, rest))
+    elif filename.startswith("file://"):
+        candidates.append(filename[len("file://"):])
+    else:
+        candidates.append(os.path.join(base, filename))
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            if os.path.splitext(candidate)[1].lower() not in MESH_EXTENSIONS:
+                break
+            return candidate
+    raise ModelError(f"mesh file {filename!r} not found (or not a mesh)", file=file, element=f"{where} <mesh>",
+                     attribute="filename", expected=f"an existing {'/'.join(MESH_EXTENSIONS)} file "
+                     "(package:// is looked up in the URDF's directory, its parents and $ROS_PACKAGE_PATH)")
+
+
+def _load_mesh(file: str, where: str, path: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        import trimesh  # a dependency of viser (the `viewer` extra)
+    except ImportError:
+        raise ModelError("reading mesh files needs trimesh (pip install 'biobullet[viewer]')", file=file,
+                         element=f"{where} <mesh>") from None
+    try:
+        mesh = trimesh.load(path, force="mesh")
+    except Exception as exc:  # noqa: BLE001  (any parser failure is a bad input file)
+        raise ModelError(f"cannot read mesh {path!r} ({exc})", file=file, element=f"{where} <mesh>",
+                         attribute="filename") from None
+    return np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- primitives
+def box_mesh(size) -> tuple[np.ndarray, np.ndarray]:
+    """Box centred at the origin, edges `size` (m); 8 vertices, 12 outward-facing triangles."""
+    sx, sy, sz = 0.5 * np.asarray(size, float)
+    vertices = np.array([[x, y, z] for x in (-sx, sx) for y in (-sy, sy) for z in (-sz, sz)])
+    faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                      [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    return vertices, faces
+
+
+def cylinder_mesh(radius: float, length: float, sides: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Cylinder along z centred at the origin (URDF convention)."""
+    angle = np.linspace(0, 2 * np.pi, sides, endpoint=False)
+    ring = np.column_stack([radius * np.cos(angle), radius * np.sin(angle)])
+    bottom = np.column_stack([ring, np.full(sides, -0.5 * length)])
+    top = np.column_stack([ring, np.full(sides, 0.5 * length)])
+    vertices = np.vstack([bottom, top, [[0, 0, -0.5 * length], [0, 0, 0.5 * length]]])
+    faces = []
+    for k in range(sides):
+        n = (k + 1) % sides
+        faces += [[k, n, sides + n], [k, sides + n, sides + k],
+                  [2 * sides, n, k], [2 * sides + 1, sides + k, sides + n]]
+    return vertices, np.array(faces)
+
+
+def sphere_mesh(radius: float, rings: int = 10, sectors: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """UV sphere centred at the origin."""
+    vertices = [[0.0, 0.0, radius]]
+    for i in range(1, rings):
+        polar = np.pi * i / rings
+        for j in range(sectors):
+            azimuth = 2 * np.pi * j / sectors
+            vertices.append([radius * np.sin(polar) * np.cos(azimuth), radius * np.sin(polar) * np.sin(azimuth),
+                             radius * np.cos(polar)])
+    vertices.append([0.0, 0.0, -radius])
+    last = len(vertices) - 1
+    faces = []
+    for j in range(sectors):
+        faces.append([0, 1 + j, 1 + (j + 1) % sectors])
+        base = 1 + (rings - 2) * sectors
+        faces.append([last, base + (j + 1) % sectors, base + j])
+    for i in range(rings - 2):
+        for j in range(sectors):
+            a, b = 1 + i * sectors + j, 1 + i * sectors + (j + 1) % sectors
+            c, d = a + sectors, b + sectors
+            faces += [[a, c, d], [a, d, b]]
+    return np.array(vertices), np.array(faces)
+
+
+def _segment_visuals(file: str, lay) -> list[Visual]:
+    """One slab per rigid body of an expanded flexible link (frame at the body's start, beam axis x)."""
+    depth = width = max(0.02, 0.02 * lay.length)
+    color = (0.85, 0.45, 0.15, 1.0)
+    out = []
+    for (a, b), name in zip(lay.bodies, lay.body_names()):
+        vertices, faces = box_mesh((b - a, depth, width))
+        out.append(Visual(link=name, kind="segment", vertices=vertices + [0.5 * (b - a), 0, 0], faces=faces,
+                          color=color))
+    return out
+
+
+__all__ = ["Scene", "Visual", "Markers", "read_visuals", "resolve_mesh_path", "box_mesh", "cylinder_mesh",
+           "sphere_mesh"]
+
+
+# ---------------------------------------------------------------------------------------------- trajectories
+def load_trajectory(path):
+    """A trajectory file: `.csv` (layout of `biobullet simulate`) or `.npz` (`Trajectory.to_npz`)."""
+    from biobullet.integrate.trajectory import Trajectory
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ModelError("no such trajectory file", file=path)
+    extension = os.path.splitext(path)[1].lower()
+    if extension == ".csv":
+        try:
+            return Trajectory.from_csv(path)
+        except ValueError as exc:
+            raise ModelError(f"not a biobullet trajectory CSV ({exc})", file=path) from None
+    if extension == ".npz":
+        try:
+            return Trajectory.from_npz(path)
+        except (KeyError, ValueError, OSError) as exc:
+            raise ModelError(f"not a biobullet trajectory .npz ({exc})", file=path) from None
+    raise ModelError("unknown trajectory format", file=path, expected="a .csv or .npz file")
+
+
+def trajectory_states(model, trajectory, times) -> np.ndarray:
+    """Tree configurations x (len(times) × n_config) of `trajectory` at `times` (s), linear interpolation between
+    samples (base quaternion renormalised). Columns are matched by name: every tree coordinate (base pose, then
+    every URDF joint), or else only the generalized coordinates q, from which the dependent joints are computed
+    with `model.joint_configuration` (joint functions, loops)."""
+    from biobullet.model.model import BASE_POSITION_NAMES
+    t = np.asarray(trajectory.t, float)
+    times = np.asarray(times, float)
+    if t.ndim != 1 or len(t) == 0:
+        raise ModelError("the trajectory has no samples", attribute="trajectory")
+    # every named column the trajectory carries: its positions (all tree coordinates, or — for a bridge record —
+    # the joints only) and its generalized coordinates q when present
+    names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()) or ())
+    positions = np.asarray(trajectory.positions, float).reshape(len(t), -1)
+    base = list(BASE_POSITION_NAMES) if model.floating_base else []
+    if not names:  # an unnamed table (e.g. SimpleNamespace(t=…, positions=…)): URDF joint order, base first if any
+        if positions.shape[1] == model.n_joints:
+            names = list(model.joint_names)
+        elif positions.shape[1] == model.n_config:
+            names = base + list(model.joint_names)
+    q_names = list(getattr(trajectory, "coordinate_names", ()) or ())
+    q_table = getattr(trajectory, "q", None)
+    if q_table is not None and q_names and np.shape(q_table) == (len(t), len(q_names)):
+        extra = [k for k, name in enumerate(q_names) if name not in names]
+        names += [q_names[k] for k in extra]
+        positions = np.column_stack([positions, np.asarray(q_table, float)[:, extra]])
+    tree = base + list(model.joint_names)
+    # a flexible link expanded into segments by the viewer, replaying a run of the rigid model: segments straight
+    flexible = [name for name in model.joint_names if ("__bend" in name or "__shear" in name) and name not in names]
+    if flexible:
+        names += flexible
+        positions = np.column_stack([positions, np.zeros((len(t), len(flexible)))])
+    meta = getattr(trajectory, "meta", None)
+    file = meta.get("file") if isinstance(meta, dict) else None
+
+    def interpolate(columns: list[int]) -> np.ndarray:
+        return np.column_stack([np.interp(times, t, positions[:, c]) for c in columns]) if columns else \
+            np.zeros((len(times), 0))
+
+    if all(name in names for name in tree):
+        x = interpolate([names.index(name) for name in tree])
+    elif all(name in names for name in model.coordinate_names):
+        q = interpolate([names.index(name) for name in model.coordinate_names])
+        if model.floating_base:
+            q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+        x = np.array([model.joint_configuration(row, float(time)) for row, time in zip(q, times)])
+    else:
+        missing = [name for name in tree if name not in names]
+        raise ModelError(f"the trajectory lacks columns {missing[:6]}{' …' if len(missing) > 6 else ''}",
+                         file=file, attribute="trajectory",
+                         expected=f"a trajectory of {model.name} (columns named after its joints)")
+    if model.floating_base:
+        x[:, 3:7] /= np.linalg.norm(x[:, 3:7], axis=1, keepdims=True)
+    return x

@@ -1,0 +1,63 @@
+"""Regenerate docs/gallery/: run every gallery demo into it (each writes its own picture) and render the README's
+animated GIF of the shoulder rhythm (PyBullet swing, framed over the whole motion, ground grid, overlay) and the
+same swing as a self-contained HTML replay (shoulder.html: open it from disk, no server).
+
+    PYTHONPATH=plugin python tools/make_gallery.py [--out docs/gallery]
+
+Only the pictures are kept (the demos' other outputs go to a temporary folder); each must stay < 300 KB.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PICTURES = {"joint_function.py": "joint_function.png", "fourbar_pybullet.py": "fourbar_pybullet.png",
+            "contact_laws.py": "contact_laws.png", "flexible_ringing.py": "flexible_ringing.png",
+            "sweep_dask.py": "sweep_dask.png", "validate_pinocchio.py": "validate_pinocchio.png"}
+LIMIT = 300_000
+
+
+def shoulder_gif(path: Path) -> None:
+    import numpy as np
+    import biobullet
+    from biobullet.bridge.simulation import simulate_bridge
+    from biobullet.model.bundled import bundled_model
+    from biobullet.render import export_html, render_frames, write_video
+    model = biobullet.load_model(bundled_model("shoulder_rhythm.urdf"))
+    q0, v0 = model.initial_state()
+    v0 = np.array(v0, float)
+    v0[model.coordinate_names.index("elevation")] = 2.0   # a swing upward: clavicle and scapula follow the rhythm
+    run = simulate_bridge(model, 2.0, 2e-3, initial=(q0, v0))
+    frames = render_frames(model, run, width=480, height=270, fps=10, title="shoulder rhythm (PyBullet)")
+    write_video(frames, path, fps=10)
+    export_html(model, run, path.with_suffix(".html"), fps=20, title="shoulder rhythm (PyBullet)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(REPO / "docs" / "gallery"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), MPLBACKEND="Agg")
+    with tempfile.TemporaryDirectory() as work:
+        for demo, picture in PICTURES.items():
+            print(f"running demos/{demo} …", file=sys.stderr)
+            subprocess.run([sys.executable, str(REPO / "demos" / demo), "--out", work], check=True, env=env,
+                           stdout=subprocess.DEVNULL)
+            shutil.copyfile(Path(work) / picture, out / picture)
+    shoulder_gif(out / "shoulder.gif")
+    for file in sorted(out.iterdir()):
+        size = file.stat().st_size
+        print(f"{file.name}: {size / 1000:.0f} kB{'  TOO BIG' if size > LIMIT else ''}", file=sys.stderr)
+    return 0 if all(f.stat().st_size <= LIMIT for f in out.iterdir()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
