@@ -35,8 +35,8 @@ pytest.importorskip("pybullet")
 import biobullet  # noqa: E402
 from biobullet.bench import CLOCKS, STEP_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.bridge import kernels  # noqa: E402
-from biobullet.bridge.bridge import _kkt_matrix, _solve_kkt  # noqa: E402
+from biobullet.algorithms import compiled_kernels  # noqa: E402
+from biobullet.constraints.solve import constrained_acceleration  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOULDER = ROOT / "urdf" / "shoulder_rhythm.urdf"
@@ -82,13 +82,12 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
             np.asarray(bias.tolist()))),
         "bridge: force-element check (forces.force_elements)": _best(lambda: check(model)) if check else 0.0,
         "bridge: kernel linear_torque (Φ, Φ̇, solve, τ, λ)": _best(lambda: kernel(
-            mass, bias, bridge._zero_tau, bridge._null, state, bridge.alpha, bridge.beta, np.inf,
+            mass, bias, bridge._zero_tau, bridge._null, state, bridge.corrector.kp, bridge.corrector.kd, np.inf,
             bridge._null_work, out)),
         "bridge: whole apply() (no stepSimulation)": _best(bridge.apply),
         "for comparison: minimal loop's own numpy (h + M·0)": _best(lambda: bias + mass @ np.zeros(len(x_list))),
-        "for comparison: the previous KKT path (LU 24 × 24)": _best(lambda: _solve_kkt(
-            _kkt_matrix(mass, bridge._linear[0]), np.concatenate([bias, np.zeros(bridge.constraints.n)]),
-            model.file)),
+        "for comparison: the range-space solve (numpy + LAPACK)": _best(lambda: constrained_acceleration(
+            mass, bias, None, bridge._linear[0], np.zeros(bridge.constraints.n))),
     }
 
 
@@ -110,7 +109,7 @@ def test_bridge_speed(capsys):
               "bridge": "(c) Bridge.step()"}
     with capsys.disabled():
         print(f"\nshoulder_rhythm (n = {model.n_tangent} joints, {measured['joint_functions']} joint functions),"
-              f" dt = 1 ms, best of {ROUNDS} interleaved rounds × {STEPS} steps; numba kernels: {kernels.ENABLED}")
+              f" dt = 1 ms, best of {ROUNDS} interleaved rounds × {STEPS} steps; numba kernels: {compiled_kernels.ENABLED}")
         for c in CLOCKS:
             print(f"  [{c} clock]{'':34}{'µs/step':>10}{'median':>10}{'× bare':>9}{'× minimal':>11}")
             for name in runners:
@@ -127,7 +126,7 @@ def test_bridge_speed(capsys):
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "model": "shoulder_rhythm.urdf", "dt": 1e-3, "steps_per_round": STEPS, "rounds": ROUNDS,
-        "numba_kernels": kernels.ENABLED,
+        "numba_kernels": compiled_kernels.ENABLED,
         "us_per_step_best": {c: {k: v * 1e6 for k, v in best[c].items()} for c in CLOCKS},
         "us_per_step_median": {c: {k: v * 1e6 for k, v in median[c].items()} for c in CLOCKS},
         "ratio_bridge_to_bare": {c: best[c]["bridge"] / best[c]["bare"] for c in CLOCKS},

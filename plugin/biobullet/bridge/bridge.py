@@ -37,9 +37,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import check_inertia, load_body, prepare_body, resolve_client
 from biobullet.bridge.constraints import bridge_constraints
+from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -94,6 +95,9 @@ class Bridge:
             self.dt = float(p.getPhysicsEngineParameters(physicsClientId=self.client)["fixedTimeStep"])
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
             self.alpha, self.beta = self._gains(baumgarte)
+            #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
+            #: constraint set, whose rows the reference engine corrects with its own gains)
+            self.corrector = Corrector.baumgarte(self.alpha, self.beta)
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -218,7 +222,7 @@ class Bridge:
         from biobullet.bridge.kernels import kernels, pack_linear, resolved
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
-        self._kkt_a, self._kkt_r = np.empty((n + m, n + m)), np.empty(n + m)   # kernel work space
+        self._xdd = np.empty(n)   # kernel work space
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
         linear = getattr(self.constraints, "linear_form", None)
@@ -235,12 +239,12 @@ class Bridge:
         # the others compile on first use (projection / fallback paths)
         linear_rows, kkt_torque, linear_torque = self._kernels
         if self._null is not None:
-            linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 1.0, np.inf,
+            linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
             linear_torque = resolved(linear_torque)
         elif m:
-            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, self._phi_dot, self._zero_c,
-                       1.0, 1.0, self._kkt_a, self._kkt_r, np.empty(m), np.empty(n))
+            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, np.zeros(n), self._zero_c,
+                       False, self._zero_c, 1.0, 2.0, self._xdd, np.empty(m), np.empty(n))
             kkt_torque = resolved(kkt_torque)
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
@@ -384,7 +388,8 @@ class Bridge:
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._kernels[2](mass, bias, torque, self._null, state, self.alpha, self.beta, limit, self._null_work,
+        if self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
+                            self._null_work,
                             out) == 0:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
@@ -402,14 +407,15 @@ class Bridge:
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
             state, out = np.array((x, xd)), np.empty(n + constraints.n)
-            status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, limit,
+            status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
                                    self._null_work, out)
             if status == -1:           # velocity residual above the tolerance: project, then solve
                 projected = self._project(x, xd, mass, self._linear[0], None)
                 if projected is not None:
                     xd = state[1] = projected
                     bias = self._tree_bias(x, xd)
-                status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, np.inf,
+                status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
+                                       np.inf,
                                        self._null_work, out)
             if status == 0:
                 self._lambda = out[n:]
@@ -433,13 +439,11 @@ class Bridge:
                     bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
                     phi_dot = jac @ xd + phi_t
         lam, out = np.empty(constraints.n), np.empty(n)
-        status = kkt_torque(mass, bias, torque, jac, phi, phi_dot, bias_c, self.alpha, self.beta,
-                            self._kkt_a, self._kkt_r, lam, out)
+        status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c if phi_t is None else phi_t,
+                            phi_t is not None, bias_c, self.corrector.kp, self.corrector.kd, self._xdd, lam, out)
         if status != 0:   # singular KKT matrix (redundant rows): least squares
-            target = -bias_c - 2.0 * self.alpha * phi_dot - self.beta ** 2 * phi
-            solution = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([torque - bias, target]),
-                                  self.model.file)
-            lam = -solution[n:]          # M ẍ = τ − h + Φ_xᵀλ
+            lam = constrained_acceleration(mass, bias, torque, jac, self.corrector.target(phi, phi_dot, bias_c),
+                                           redundant="least_squares")[1]
             out = torque + jac.T @ lam
         self._lambda = lam
         return out
@@ -456,9 +460,8 @@ class Bridge:
     def _project(self, x, xd, mass, jac, phi_t):
         """ẋ ← the mass-weighted closest velocity with Φ_x ẋ + Φ_t = 0, written back to PyBullet (None if the
         correction is round-off)."""
-        n = self.model.n_tangent
         phi_t = np.zeros(len(jac)) if phi_t is None else phi_t
-        projected = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([mass @ xd, -phi_t]), self.model.file)[:n]
+        projected = velocity_projection(mass, jac, xd, phi_t, redundant="least_squares")
         if np.abs(projected - xd).max() <= PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
             return None
         self._write_state(x, projected)
@@ -538,35 +541,3 @@ def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
         phi_t, bias = constraints.time_derivative(x, t), constraints.velocity_bias(x, xd, t)
     return (np.asarray(phi, float), np.atleast_2d(np.asarray(jac, float)), np.asarray(phi_t, float),
             np.asarray(bias, float))
-
-
-def _kkt_matrix(mass: np.ndarray, jac: np.ndarray) -> np.ndarray:
-    """[[M, Φ_xᵀ], [Φ_x, 0]] (filled in place: np.block costs more than the solve)."""
-    n, n_c = mass.shape[0], jac.shape[0]
-    kkt = np.empty((n + n_c, n + n_c))
-    kkt[:n, :n] = mass
-    kkt[:n, n:] = jac.T
-    kkt[n:, :n] = jac
-    kkt[n:, n:] = 0.0
-    return kkt
-
-
-def _solve_kkt(kkt: np.ndarray, rhs: np.ndarray, file, factor=None) -> np.ndarray:
-    """Solve the KKT system (with `factor` = LAPACK getrf's (lu, piv) if given); least squares if it is singular
-    (redundant constraint rows)."""
-    if factor is not None:
-        from scipy.linalg.lapack import dgetrs
-        solution, info = dgetrs(factor[0], factor[1], rhs)
-        if info == 0 and np.all(np.isfinite(solution)):
-            return solution
-    else:
-        try:
-            solution = np.linalg.solve(kkt, rhs)
-            if np.all(np.isfinite(solution)):
-                return solution
-        except np.linalg.LinAlgError:
-            pass
-    solution = np.linalg.lstsq(kkt, rhs, rcond=1e-13)[0]
-    if not np.all(np.isfinite(solution)):
-        raise SolverError(f"{file}: the bridge's constraint (KKT) system has no solution")
-    return solution
