@@ -32,7 +32,6 @@ size of the time-step error, hence the conservative default.
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -50,8 +49,6 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 PROJECTION_TOLERANCE = 1.0e-8
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
-FORCE_TAGS = ("spring", "joint_spring", "joint_torque", "joint_damper", "damper", "joint_stop", "actuator",
-              "muscle")
 
 
 class Bridge:
@@ -71,14 +68,20 @@ class Bridge:
                  baumgarte: tuple[float, float] | None = None, velocity_projection: bool = True,
                  projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
-                 record: bool = False, initial=None) -> None:
+                 record: bool = False, initial=None, segments: int | dict[str, int] | None = None,
+                 shear: bool | None = None, ground_body: int | None = None, contact_geometry: str | None = None,
+                 scene_contacts: bool = True, query_distance: float | None = None) -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
         if not isinstance(model, Model):
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
+        self.source_model = model
+        model, self.layouts = expand_flexible_links(model, segments, shear)
+        check_elements(model)
         self.model = model
+        self.contacts = None
         self._p = p
         self.client, self._owned = resolve_client(client, gui=gui)
         self.body = -1
@@ -90,9 +93,12 @@ class Bridge:
                 if not np.isfinite(dt) or dt <= 0:
                     raise ModelError(f"argument 'dt' is {dt!r}", attribute="dt", expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
-            elif self._owned:
-                p.setTimeStep(DEFAULT_OWNED_DT, physicsClientId=self.client)
+            elif self._owned:   # flexible links: ¼ of PyBullet's explicit stability limit 2/ω_max
+                p.setTimeStep(DEFAULT_OWNED_DT if not self.layouts else stable_step(model),
+                              physicsClientId=self.client)
             self.dt = float(p.getPhysicsEngineParameters(physicsClientId=self.client)["fixedTimeStep"])
+            if self.layouts:
+                check_flexible_step(model, self.dt)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
             self.alpha, self.beta = self._gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
@@ -125,11 +131,28 @@ class Bridge:
         self._last_torque = np.zeros(model.n_tangent)
         self._auto_record = bool(record)
         self._samples: list[tuple[float, np.ndarray, np.ndarray]] = []
-        self.reset(*initial_state(model, initial))
+        try:
+            self.reset(*initial_state(model, initial))
+            if any(e.tag == "contact" for e in model.description.elements):
+                from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
+                self.contacts = BridgeContacts(
+                    self, ground_body=ground_body, geometry=contact_geometry, scene=scene_contacts,
+                    query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
-        """Disconnect if the bridge made the connection (else leave the user's client alone)."""
+        """Remove the bridge's query objects; disconnect if the bridge made the connection (else leave the user's
+        client and the model's body alone)."""
+        contacts = getattr(self, "contacts", None)
+        if contacts is not None:
+            try:
+                contacts.close()
+            except self._p.error:
+                pass
+            self.contacts = None
         if getattr(self, "_owned", False) and self.client is not None:
             try:
                 self._p.disconnect(physicsClientId=self.client)
@@ -161,27 +184,18 @@ class Bridge:
                              expected="(alpha, beta) in 1/s, both ≥ 0")
         return alpha, beta
 
-    def _force_hook(self):
-        """HOOK: `forces.applied_forces(model, x, xd, t)` (joint-space τ, n_tangent) once it exists."""
-        try:
-            from biobullet.forces import applied_forces  # type: ignore[attr-defined]
-            return applied_forces
-        except ImportError:
-            elements = [e.tag for e in self.model.description.elements if e.tag in FORCE_TAGS]
-            if elements:
-                warnings.warn(f"{self.model.file}: force elements {sorted(set(elements))} are ignored by the bridge "
-                              "(biobullet.forces is not available)", RuntimeWarning, stacklevel=3)
-            return None
+    @staticmethod
+    def _force_hook():
+        """`forces.applied_forces(model, x, xd, t)`: the joint-space τ (n_tangent) of the force elements."""
+        from biobullet.forces import applied_forces
+        return applied_forces
 
     @staticmethod
     def _force_list():
-        """`forces.force_elements(model)` (file + Python-added elements) if available: apply() skips the force
-        hook while it is empty (checked every step, so elements added after the bridge was made still count)."""
-        try:
-            from biobullet.forces import force_elements  # type: ignore[attr-defined]
-            return force_elements
-        except ImportError:
-            return None
+        """`forces.force_elements(model)` (file + Python-added elements): apply() skips the force hook while it is
+        empty (checked every step, so elements added after the bridge was made still count)."""
+        from biobullet.forces import force_elements
+        return force_elements
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
@@ -340,7 +354,17 @@ class Bridge:
 
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
+        Contact forces (`bridge.contacts`) are added to tau; their reactions go to the other bodies.
         """
+        if self.contacts is not None:
+            extra = self.contacts.torques()
+            tau = extra if tau is None else extra + self.model._check("tau", tau, self.model.n_tangent)
+            out = self._apply(tau, generalized)
+            self.contacts.apply_reactions()
+            return out
+        return self._apply(tau, generalized)
+
+    def _apply(self, tau, generalized) -> np.ndarray:
         if self._fast and generalized is None:
             return self._apply_fast(tau)
         model, t = self.model, self.time
@@ -490,6 +514,17 @@ class Bridge:
             self.record()
         return self.time
 
+    def contact_forces(self) -> dict[str, dict]:
+        """The contact forces of the last apply(): per contact on the file's ground, and per `CONTACT@BODY:LINK`
+        for scene bodies ({"normal": N, "friction": world N, "point": world m, "penetration": m, "body", "link"});
+        empty without `<contact>`s."""
+        return {} if self.contacts is None else self.contacts.forces()
+
+    def joint_reactions(self):
+        """What each parent exerts on its child at the joint (see `bridge.reactions.joint_reactions`)."""
+        from biobullet.bridge.reactions import joint_reactions
+        return joint_reactions(self)
+
     def reaction_forces(self) -> dict[str, float]:
         """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ; N·m for joint functions).
 
@@ -541,3 +576,60 @@ def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
         phi_t, bias = constraints.time_derivative(x, t), constraints.velocity_bias(x, xd, t)
     return (np.asarray(phi, float), np.atleast_2d(np.asarray(jac, float)), np.asarray(phi_t, float),
             np.asarray(bias, float))
+
+
+#: segments per `<flexible>` link on the bridge when neither the element nor the caller gives a number: the
+#: convergence table of the README (first bending frequency 1.45e-2 / 3.6e-3 relative error for N = 4 / 8; paper
+#: 002's drop within 5 mm / 4 mm of Gibbs–Appell) against the explicit step, which shrinks as 1/N (ω_max ∝ N)
+DEFAULT_SEGMENTS = 4
+
+
+def expand_flexible_links(model, segments, shear):
+    """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
+    (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
+    `SegmentAirDamping`). segments: one number or {link: number}; default: the element's `segments` attribute,
+    else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
+    for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
+    returned as it is ({} layouts)."""
+    elements = model.description.elements_of("flexible")
+    if not elements:
+        if segments is not None or shear is not None:
+            raise ModelError("arguments 'segments'/'shear' given but the model has no <flexible> link",
+                             file=model.file, attribute="segments", expected="a model with <flexible> links")
+        return model, {}
+    from biobullet.flexible.segments import load_segmented_model
+    if segments is None:
+        segments = {e.get("link"): (int(e.get("segments")) if e.get("segments") is not None else DEFAULT_SEGMENTS)
+                    for e in elements}
+    return load_segmented_model(model.file, segments=segments, shear=False if shear is None else shear,
+                                floating_base=model.floating_base)
+
+
+def stable_step(model) -> float:
+    """The default step (s) of a bridge with flexible links: ¼ of the explicit limit 2/ω_max, at most 1 ms."""
+    from biobullet.bridge.flexible import stable_time_step
+    return min(DEFAULT_OWNED_DT, stable_time_step(model))
+
+
+def check_flexible_step(model, dt: float) -> None:
+    """ModelError unless dt is inside PyBullet's explicit stability limit ω_max·dt < 2 of the segmented links."""
+    from biobullet.bridge.flexible import highest_frequency
+    w_max = highest_frequency(model)
+    if dt * w_max >= 2.0:
+        raise ModelError(f"dt = {dt:g} s is unstable for the segmented flexible links (ω_max = {w_max:.4g} rad/s)",
+                         file=model.file, element="<flexible>", attribute="dt",
+                         expected=f"dt < {2.0 / w_max:.3g} s (e.g. bridge.flexible.stable_time_step(model) = "
+                                  f"{0.5 / w_max:.3g} s), fewer segments or shear=False")
+
+
+def check_elements(model) -> None:
+    """ModelError naming the first element of the model file the bridge cannot apply (nothing is dropped
+    silently): it applies joint functions, `<loop>`s, `<contact>`s, expanded `<flexible>` links and every
+    registered force element."""
+    from biobullet.forces import force_type
+    for element in model.description.elements:
+        if element.tag in ("loop", "contact") or force_type(element.tag) is not None:
+            continue
+        raise ModelError(f"the PyBullet bridge cannot apply <{element.tag}>", file=model.file,
+                         element=element.source.element, attribute=None,
+                         expected="joint functions, <loop>, <contact>, <flexible> or a registered force element")
