@@ -69,7 +69,7 @@ class Bridge:
                  projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
                  record: bool = False, initial=None, segments: int | dict[str, int] | None = None,
-                 shear: bool | None = None, ground_body: int | None = None, contact_geometry: str | None = None,
+                 shear: bool | None = None, air_damping: bool = True, ground_body: int | None = None, contact_geometry: str | None = None,
                  scene_contacts: bool = True, query_distance: float | None = None) -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
@@ -78,7 +78,7 @@ class Bridge:
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
         self.source_model = model
-        model, self.layouts = expand_flexible_links(model, segments, shear)
+        model, self.layouts = expand_flexible_links(model, segments, shear, air_damping)
         check_elements(model)
         self.model = model
         self.contacts = None
@@ -355,14 +355,19 @@ class Bridge:
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
         Contact forces (`bridge.contacts`) are added to tau; their reactions go to the other bodies.
+        The torques are for the step [t, t + dt] that the next stepSimulation() makes: apply() advances the
+        bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
+        other forces and motor commands of yours, then p.stepSimulation()).
         """
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self.model._check("tau", tau, self.model.n_tangent)
             out = self._apply(tau, generalized)
             self.contacts.apply_reactions()
-            return out
-        return self._apply(tau, generalized)
+        else:
+            out = self._apply(tau, generalized)
+        self.time += self.dt
+        return out
 
     def _apply(self, tau, generalized) -> np.ndarray:
         if self._fast and generalized is None:
@@ -509,7 +514,6 @@ class Bridge:
         """apply() + stepSimulation(); returns the new time (s)."""
         self.apply(tau, generalized=generalized)
         self._p.stepSimulation(physicsClientId=self.client)
-        self.time += self.dt
         if self._auto_record:
             self.record()
         return self.time
@@ -584,10 +588,10 @@ def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
 DEFAULT_SEGMENTS = 4
 
 
-def expand_flexible_links(model, segments, shear):
+def expand_flexible_links(model, segments, shear, air_damping: bool = True):
     """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
     (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
-    `SegmentAirDamping`). segments: one number or {link: number}; default: the element's `segments` attribute,
+    `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the element's `segments` attribute,
     else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
     for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
     returned as it is ({} layouts)."""
@@ -602,7 +606,7 @@ def expand_flexible_links(model, segments, shear):
         segments = {e.get("link"): (int(e.get("segments")) if e.get("segments") is not None else DEFAULT_SEGMENTS)
                     for e in elements}
     return load_segmented_model(model.file, segments=segments, shear=False if shear is None else shear,
-                                floating_base=model.floating_base)
+                                air_damping=air_damping, floating_base=model.floating_base)
 
 
 def stable_step(model) -> float:
