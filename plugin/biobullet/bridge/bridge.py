@@ -68,7 +68,7 @@ class Bridge:
                  baumgarte: tuple[float, float] | None = None, velocity_projection: bool = True,
                  projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
-                 record: bool = False, initial=None, segments: int | dict[str, int] | None = None,
+                 record: bool = False, initial=None, drift: str = "predictor", segments: int | dict[str, int] | None = None,
                  shear: bool | None = None, air_damping: bool = True, ground_body: int | None = None, contact_geometry: str | None = None,
                  scene_contacts: bool = True, query_distance: float | None = None) -> None:
         import pybullet as p
@@ -104,6 +104,13 @@ class Bridge:
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
             self.corrector = Corrector.baumgarte(self.alpha, self.beta)
+            if drift not in ("predictor", "baumgarte"):
+                raise ModelError(f"argument 'drift' is {drift!r}", attribute="drift",
+                                 expected="'predictor' or 'baumgarte'")
+            #: non-constant rows: the acceleration target that puts the step's end position on the manifold
+            #: (see the module docstring); Baumgarte's form when asked for or when gains are given
+            self._predictor = drift == "predictor" and baumgarte is None
+            self._inv_dt2 = 1.0 / (self.dt * self.dt)
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -453,6 +460,18 @@ class Bridge:
         if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
+        elif self._predictor:   # the step's own end position on the manifold (see `drift`)
+            jac = _terms(constraints, x, xd, t)[1]
+            x_next = x + self.dt * xd if self._fixed else self.model.integrate_configuration(x, xd, self.dt)
+            phi = constraints.residual(x_next, t + self.dt) * self._inv_dt2
+            lam, out = np.empty(constraints.n), np.empty(n)
+            status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c, False, self._zero_c, 1.0, 0.0,
+                                self._xdd, lam, out)
+            if status != 0:   # singular KKT matrix (redundant rows): least squares
+                lam = constrained_acceleration(mass, bias, torque, jac, -phi, redundant="least_squares")[1]
+                out = torque + jac.T @ lam
+            self._lambda = lam
+            return out
         else:
             phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
             phi_dot = jac @ xd + phi_t
