@@ -262,7 +262,9 @@ class BridgeContacts:
             self.last_forces[contact.name] = _record(kin, force, None, None)
             if force is not None:
                 tau += kin.generalized(force)
-        if self.scene and self._scene:
+        if self.scene:
+            self._scan_scene()
+        if self._scene:
             for key, contact, kin, v_other in self._scene_kinematics():
                 force = _account(contact, kin, t, dt)
                 self.last_forces[f"{contact.name}@{key[1]}:{key[2]}"] = _record(kin, force, key[1], key[2])
@@ -322,7 +324,6 @@ class BridgeContacts:
         within the query distance, and far kinematics for pairs that were active and are no longer near."""
         p, c = self.bridge._p, self.bridge.client
         model = self.bridge.model
-        self._scan_scene()
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
         seen = set()
