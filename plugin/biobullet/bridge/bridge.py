@@ -1,34 +1,35 @@
-"""The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say.
+"""The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say — one object for the
+whole model file.
 
-Each `step()` = `apply()` + `stepSimulation()` + time bookkeeping. `apply()`:
+`Bridge(model)` loads the URDF (flexible links first expanded into rigid segments, `expand_flexible_links`),
+switches off PyBullet's joint motors, link damping and rigid contact on compliant-contact links, and refuses an
+element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
+`stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
 
 1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`);
-2. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
-3. τ = user torques + force elements (`forces.applied_forces`, skipped while the model has none);
-4. velocity projection, only when the velocity residual is not small (max|Φ_x ẋ + Φ_t|·dt >
-   `projection_tolerance`, default `PROJECTION_TOLERANCE`): ẋ ← ẋ − M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹(Φ_x ẋ + Φ_t), the
-   mass-weighted closest velocity on the constraint manifold, written back with resetJointState (kinetic energy
-   can only drop); then h again at the new ẋ;
-5. constraint torques τ_c = Φ_xᵀλ from M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ + b = −2αΦ̇ − β²Φ (Baumgarte stabilisation);
-6. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench).
+2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
+   scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
+   stops, actuators, the segments' bending springs);
+3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
+4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
+   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
+5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
+   advances by dt.
 
-Step 5 runs in `bridge.kernels` (numba, one call per step; numpy + LAPACK without numba). Constant rows (linear
-joint functions, no loops) on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x)
-and Φ_x⁺ — (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when
-links are massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear
-functions, floating base) solve the KKT system [[M, Φ_xᵀ], [Φ_x, 0]] by LU (least squares if it is singular).
+Drift correction (the target a*). PyBullet's semi-implicit Euler moves x_{n+1} = x_n + dt ẋ_n + dt² ẍ_n. With
+drift="predictor" (default) the rows are asked to hold at the step's end: Φ(x_n + dt ẋ_n + dt² ẍ_n, t + dt) = 0
+to first order in dt² ẍ, i.e. Φ_x ẍ = −Φ(x_n + dt ẋ_n, t + dt)/dt² — a position projection built into the
+acceleration, so the residual after each step is the O(dt³) change of Φ_x over the step, not an accumulated drift
+and not the O(dt²) curvature term a velocity-level correction leaves. For constant rows (linear functions) this
+IS dead-beat Baumgarte, α = 1/(2dt), β = 1/dt (Φ(x + dt ẋ) = Φ + dt Φ̇), solved in one null-space kernel call
+(`_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` gives a* = −b − 2αΦ̇ − β²Φ with the velocity
+projection of `PROJECTION_TOLERANCE` (the previous default). The gains belong to the bridge's `corrector`
+(`constraints.solve.Corrector`), not to the model's shared constraint set.
 
-Default Baumgarte gains α = 1/(2·dt), β = 1/dt: with PyBullet's semi-implicit Euler the linearised
-error dynamics (Φ, dt·Φ̇) then have the iteration matrix [[1−β²dt², 1−2αdt], [−β²dt², 1−2αdt]] with both
-eigenvalues 0 — a violation is removed within two steps and the correction never oscillates. The velocity part of
-that correction, dt·M⁻¹Φ_xᵀλ for the −2αΦ̇ target, is the projection's −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ (to first
-order), which is why the projection can be skipped while Φ̇ is only the step's own small residual. Measured:
-shoulder (linear rows), 0.5 s at dt = 1 ms: projection every step vs the default (never due): max|Φ| 3.3e-11 rad
-both, trajectories 8e-10 rad apart (halving dt moves them by 0.14 rad). Andrews' squeezer (non-linear loops,
-crank ~1.4e3 rad/s), 0.03 s at dt = 1e-5: max|Φ| 5.686e-7 m in every variant, but β(0.03 s) differs from
-projecting every step by 2.6e-7 rad with the default (2421 of 3000 steps project), 3e-4 rad with tolerance 1e-7
-and 4.6e-3 rad never projecting — there the projection's second-order effect (h at the consistent ẋ) is of the
-size of the time-step error, hence the conservative default.
+Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
+(TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
+massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
+floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant.
 """
 from __future__ import annotations
 
@@ -52,16 +53,24 @@ PROJECTION_FLOOR = 1.0e-14
 
 
 class Bridge:
-    """A biobullet Model stepped by PyBullet. See the module docstring for what happens each step.
+    """A biobullet Model stepped by PyBullet, every element of its file applied. See the module docstring.
 
     client: None (own DIRECT connection; closed by `close()` / `with`), an int physicsClientId, or a
-    `pybullet_utils.bullet_client.BulletClient`. body_id: a body the user loaded from `model.file` (with
-    URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps the client's
-    (1 ms for an own connection). baumgarte: (α, β) in 1/s, default (1/(2dt), 1/dt). velocity_projection: allow
-    the projection of step 4; projection_tolerance (rad or m, default PROJECTION_TOLERANCE): project only when
-    max|Φ̇|·dt exceeds it (0: every step, inf: never; `projections` counts the write-backs). native_loops: close
-    `<loop>`s with PyBullet POINT2POINT constraints instead of our constraint forces. joint_limits: keep PyBullet's
-    rigid URDF `<limit>` stops (off by default: the reference engine models stops with `<joint_stop>`).
+    `pybullet_utils.bullet_client.BulletClient` (several bridges may share one). body_id: a body the user loaded
+    from `model.file` (with URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps
+    the client's (own connection: 1 ms, with flexible links ¼ of the explicit stability limit 2/ω_max).
+    initial: (q0, v0), a {name: value} mapping, or None (the file's `<initial>`). record: keep every step for
+    `trajectory()`. drift: "predictor" (default) or "baumgarte" (see the module docstring); baumgarte: (α, β) in
+    1/s (implies "baumgarte"). velocity_projection / projection_tolerance (rad or m): Baumgarte mode only —
+    project ẋ when max|Φ̇|·dt exceeds the tolerance (0: every step, inf: never; `projections` counts them).
+    native_loops: close `<loop>`s with PyBullet POINT2POINT constraints instead of our constraint forces.
+    joint_limits: keep PyBullet's rigid URDF `<limit>` stops (off by default: the reference engine models stops
+    with `<joint_stop>`). gui: own connection in GUI mode.
+    Flexible links: segments (one number or {link: number}; default the element's `segments`, else
+    DEFAULT_SEGMENTS), shear (default False), air_damping (the segments' air drag, default True).
+    Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
+    (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
+    client, default True), query_distance (m).
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
