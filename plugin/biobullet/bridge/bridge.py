@@ -470,7 +470,7 @@ class Bridge:
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         elif self._predictor:   # the step's own end position on the manifold (see `drift`)
-            jac = _terms(constraints, x, xd, t)[1]
+            jac = np.atleast_2d(constraints.jacobian(x, t))   # no velocity terms needed here
             x_next = x + self.dt * xd if self._fixed else self.model.integrate_configuration(x, xd, self.dt)
             phi = constraints.residual(x_next, t + self.dt) * self._inv_dt2
             lam, out = np.empty(constraints.n), np.empty(n)
