@@ -22,9 +22,9 @@ Two kinds of counterpart:
   between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
   the query objects of every bridge, and `ground_body` (the user's stand-in for the file's ground).
 
-Geometry (`geometry=`):
+Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
-* ``"pybullet"`` (default): for a contact whose link carries the matching collision sphere (exactly one collision
+* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere (exactly one collision
   shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
@@ -33,16 +33,17 @@ Geometry (`geometry=`):
   pure query object (collision group and mask 0: it touches nothing; `close()` removes it). d = `query_distance`
   (beyond it the contact is "far": no force, δ = −d); laws acting outside contact query 1e4 m.
   A contact without a matching collision shape (a point contact, a link without or with other/several collision
-  shapes, a radius or centre that differs) falls back to the analytic geometry — one RuntimeWarning lists them.
+  shapes, a radius or centre that differs) uses the analytic geometry — silently by default, with one
+  RuntimeWarning listing them when "pybullet" was asked for explicitly.
 * ``"analytic"``: δ, n and p from biobullet's kinematics of the PyBullet state against the `<contact>` element's
   analytic plane (identical to the reference engine); `ground_body` is then only used to switch contact off.
 
 Rates: δ̇ = −n·v_p and the slip v_t = v_p − (n·v_p) n, with v_p = J_p ẋ the velocity of the link's material
 point at p (J_p: biobullet's world-aligned point Jacobian of the state read from PyBullet).
 
-Forces: F = F_N n + F_T (same law objects as the engine) enter as joint-space torques τ = J_pᵀ F through
-`Bridge.step(tau)` — the way the bridge applies every force: the bridge's constraint solve (joint functions, loop
-closures) then sees the contact torques, which `applyExternalForce` would bypass.
+Forces: F = F_N n + F_T (same law objects as the engine) enter as joint-space torques τ = J_pᵀ F, added by
+`Bridge.apply()` to the user's τ — the way the bridge applies every force: its constraint solve (joint functions,
+loop closures) then sees the contact torques, which `applyExternalForce` would bypass.
 
 PyBullet's own rigid contact never acts on these links: every (contact link, ground body) pair gets
 `setCollisionFilterPair(..., enableCollision=0)` (getClosestPoints ignores collision filters).
