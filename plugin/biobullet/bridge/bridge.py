@@ -19,12 +19,14 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
 Drift correction (the target a*). PyBullet's semi-implicit Euler moves x_{n+1} = x_n + dt ẋ_n + dt² ẍ_n. With
 drift="predictor" (default) the rows are asked to hold at the step's end: Φ(x_n + dt ẋ_n + dt² ẍ_n, t + dt) = 0
 to first order in dt² ẍ, i.e. Φ_x ẍ = −Φ(x_n + dt ẋ_n, t + dt)/dt² — a position projection built into the
-acceleration, so the residual after each step is the O(dt³) change of Φ_x over the step, not an accumulated drift
-and not the O(dt²) curvature term a velocity-level correction leaves. For constant rows (linear functions) this
-IS dead-beat Baumgarte, α = 1/(2dt), β = 1/dt (Φ(x + dt ẋ) = Φ + dt Φ̇), solved in one null-space kernel call
-(`_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` gives a* = −b − 2αΦ̇ − β²Φ with the velocity
-projection of `PROJECTION_TOLERANCE` (the previous default). The gains belong to the bridge's `corrector`
-(`constraints.solve.Corrector`), not to the model's shared constraint set.
+acceleration. The predicted residual comes from the rows' one evaluation per step by Taylor's formula,
+Φ(x + dt ẋ, t + dt) = Φ + dt Φ̇ + ½ dt² b + O(dt³) (b = żᵀΦ_zz ż, the rows' velocity bias, z = (x, t)), so the
+target is a* = −½ b − Φ̇/dt − Φ/dt²: Baumgarte's form with the dead-beat gains α = 1/(2dt), β = 1/dt but HALF the
+curvature term. The residual left after each step is then O(dt³) — not the O(dt²) curvature error that the full
+−b of velocity-level Baumgarte leaves for nonlinear functions and loops (for constant rows b = 0 and both agree,
+solved by the null-space kernel in `_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` give
+a* = −b − 2αΦ̇ − β²Φ with the velocity projection of `PROJECTION_TOLERANCE` (the previous default). The gains
+belong to the bridge's `corrector` (`constraints.solve.Corrector`), not to the model's shared constraint set.
 
 Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
@@ -470,14 +472,16 @@ class Bridge:
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         elif self._predictor:   # the step's own end position on the manifold (see `drift`)
-            jac = np.atleast_2d(constraints.jacobian(x, t))   # no velocity terms needed here
-            x_next = x + self.dt * xd if self._fixed else self.model.integrate_configuration(x, xd, self.dt)
-            phi = constraints.residual(x_next, t + self.dt) * self._inv_dt2
+            # Φ(x + dt ẋ, t + dt) = Φ + dt Φ̇ + ½ dt² b + O(dt³) (b = żᵀΦ_zz ż, z = (x, t)): one evaluation of the
+            # rows; the target −Φ(x + dt ẋ, t + dt)/dt² is Baumgarte's form with kp = 1/dt², kd = 1/dt, ½ b
+            phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
             lam, out = np.empty(constraints.n), np.empty(n)
-            status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c, False, self._zero_c, 1.0, 0.0,
+            half = 0.5 * bias_c
+            status = kkt_torque(mass, bias, torque, jac, phi, xd, phi_t, True, half, self._inv_dt2, 1.0 / self.dt,
                                 self._xdd, lam, out)
             if status != 0:   # singular KKT matrix (redundant rows): least squares
-                lam = constrained_acceleration(mass, bias, torque, jac, -phi, redundant="least_squares")[1]
+                target = -half - (jac @ xd + phi_t) / self.dt - phi * self._inv_dt2
+                lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")[1]
                 out = torque + jac.T @ lam
             self._lambda = lam
             return out
