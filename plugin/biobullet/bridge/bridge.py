@@ -26,7 +26,8 @@ curvature term. The residual left after each step is then O(dt³) — not the O(
 −b of velocity-level Baumgarte leaves for nonlinear functions and loops (for constant rows b = 0 and both agree,
 solved by the null-space kernel in `_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` give
 a* = −b − 2αΦ̇ − β²Φ with the velocity projection of `PROJECTION_TOLERANCE` (the previous default). The gains
-belong to the bridge's `corrector` (`constraints.solve.Corrector`), not to the model's shared constraint set.
+belong to the bridge's `corrector` (`constraints.solve.Corrector.step_end(dt)` or `.baumgarte(α, β)`), not to
+the model's shared constraint set. With the step-end target, non-constant rows are never velocity-projected.
 
 Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
@@ -120,8 +121,11 @@ class Bridge:
                                  expected="'predictor' or 'baumgarte'")
             #: non-constant rows: the acceleration target that puts the step's end position on the manifold
             #: (see the module docstring); Baumgarte's form when asked for or when gains are given
-            self._predictor = drift == "predictor" and baumgarte is None
-            self._inv_dt2 = 1.0 / (self.dt * self.dt)
+            #: step-end target: no velocity projection for non-constant rows (their Φ̇ after a step is the
+            #: O(dt) secant error the target corrects itself; projecting would cost a solve and a reset per step)
+            self._step_end = drift == "predictor" and baumgarte is None
+            if self._step_end:
+                self.corrector = Corrector.step_end(self.dt)
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -471,24 +475,13 @@ class Bridge:
         if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
-        elif self._predictor:   # the step's own end position on the manifold (see `drift`)
-            # Φ(x + dt ẋ, t + dt) = Φ + dt Φ̇ + ½ dt² b + O(dt³) (b = żᵀΦ_zz ż, z = (x, t)): one evaluation of the
-            # rows; the target −Φ(x + dt ẋ, t + dt)/dt² is Baumgarte's form with kp = 1/dt², kd = 1/dt, ½ b
-            phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
-            lam, out = np.empty(constraints.n), np.empty(n)
-            half = 0.5 * bias_c
-            status = kkt_torque(mass, bias, torque, jac, phi, xd, phi_t, True, half, self._inv_dt2, 1.0 / self.dt,
-                                self._xdd, lam, out)
-            if status != 0:   # singular KKT matrix (redundant rows): least squares
-                target = -half - (jac @ xd + phi_t) / self.dt - phi * self._inv_dt2
-                lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")[1]
-                out = torque + jac.T @ lam
-            self._lambda = lam
-            return out
         else:
             phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
-            phi_dot = jac @ xd + phi_t
-            residual = float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
+            if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
+                phi_dot, residual = None, 0.0
+            else:
+                phi_dot = jac @ xd + phi_t
+                residual = float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
         if residual > limit:
             projected = self._project(x, xd, mass, jac, phi_t)
             if projected is not None:
@@ -500,11 +493,14 @@ class Bridge:
                     bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
                     phi_dot = jac @ xd + phi_t
         lam, out = np.empty(constraints.n), np.empty(n)
+        if self.corrector.kb != 1.0:
+            bias_c = self.corrector.kb * bias_c
         status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c if phi_t is None else phi_t,
                             phi_t is not None, bias_c, self.corrector.kp, self.corrector.kd, self._xdd, lam, out)
         if status != 0:   # singular KKT matrix (redundant rows): least squares
-            lam = constrained_acceleration(mass, bias, torque, jac, self.corrector.target(phi, phi_dot, bias_c),
-                                           redundant="least_squares")[1]
+            phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
+            target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
+            lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")[1]
             out = torque + jac.T @ lam
         self._lambda = lam
         return out

@@ -1,7 +1,7 @@
 """THE constrained solve: accelerations and multipliers of a tree under holonomic constraint rows.
 
     M ẍ + h = τ + Φ_xᵀ λ
-    Φ_x ẍ   = a*,        a* = −b − K_d Φ̇ − K_p Φ     (Φ̇ = Φ_x ẋ + Φ_t, b: velocity-product terms of Φ̈)
+    Φ_x ẍ   = a*,        a* = −k_b b − K_d Φ̇ − K_p Φ     (Φ̇ = Φ_x ẋ + Φ_t, b: velocity-product terms of Φ̈)
 
 The corrector gains (K_p, K_d) belong to the constraint object (`Corrector`, as Pinocchio's constraint models own
 their `corrector.Kp`/`Kd`); Baumgarte's (α, β) are K_d = 2α, K_p = β². Every caller — the multiplier
@@ -39,17 +39,21 @@ PIVOT_CHECK = 1e-8
 
 @dataclass(frozen=True)
 class Corrector:
-    """Drift-correction gains of a constraint set: a* = −b − kd Φ̇ − kp Φ (kp in 1/s², kd in 1/s).
+    """Drift-correction gains of a constraint set: a* = −kb b − kd Φ̇ − kp Φ (kp in 1/s², kd in 1/s, kb ∈ [0, 1]
+    the weight of the rows' velocity-product term b; 1 = the exact Φ̈ = 0 when Φ = Φ̇ = 0).
 
     `Corrector.baumgarte(α, β)` gives kd = 2α, kp = β² (critically damped for α = β); `dead_beat(dt)` the gains
-    α = 1/(2dt), β = 1/dt for which semi-implicit Euler at step dt removes a violation within two steps (the
-    PyBullet bridge's default); `Corrector()` = no correction (the pure index-1 DAE)."""
+    α = 1/(2dt), β = 1/dt for which semi-implicit Euler at step dt removes a violation within two steps;
+    `step_end(dt)` = dead_beat with kb = ½: −Φ(x + dt ẋ, t + dt)/dt² by Taylor's formula, the target that puts the
+    end of a semi-implicit Euler step on the manifold (the PyBullet bridge's default); `Corrector()` = no
+    correction (the pure index-1 DAE)."""
 
     kp: float = 0.0
     kd: float = 0.0
+    kb: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("kp", "kd"):
+        for name in ("kp", "kd", "kb"):
             value = getattr(self, name)
             if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value) or value < 0:
                 raise SolverError(f"corrector gain {name} = {value!r}: expected a finite number ≥ 0")
@@ -62,6 +66,10 @@ class Corrector:
     def dead_beat(cls, dt: float) -> "Corrector":
         return cls.baumgarte(0.5 / dt, 1.0 / dt)
 
+    @classmethod
+    def step_end(cls, dt: float) -> "Corrector":
+        return cls(kp=1.0 / (dt * dt), kd=1.0 / dt, kb=0.5)
+
     @property
     def alpha(self) -> float:
         return 0.5 * self.kd
@@ -71,8 +79,9 @@ class Corrector:
         return math.sqrt(self.kp)
 
     def target(self, phi: np.ndarray, phi_dot: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        """a* = −b − kd Φ̇ − kp Φ (the acceleration the rows must have)."""
-        return -np.asarray(bias, float) - self.kd * np.asarray(phi_dot, float) - self.kp * np.asarray(phi, float)
+        """a* = −kb b − kd Φ̇ − kp Φ (the acceleration the rows must have)."""
+        return (-self.kb * np.asarray(bias, float) - self.kd * np.asarray(phi_dot, float)
+                - self.kp * np.asarray(phi, float))
 
 
 # ------------------------------------------------------------------------------------------- numpy reference path

@@ -92,6 +92,12 @@ def test_corrector_gains():
     d = Corrector.dead_beat(1e-3)
     assert np.isclose(d.kd, 1e3) and np.isclose(d.kp, 1e6)
     assert np.allclose(c.target([1.0], [2.0], [0.5]), [-0.5 - 8.0 - 9.0])
+    # step_end: −Φ(x + dt ẋ, t + dt)/dt² for a quadratic row Φ = x² − 1 (Taylor exact to second order)
+    dt, x, xd = 1e-3, 0.9, 2.0
+    e = Corrector.step_end(dt)
+    assert (e.kd, e.kp, e.kb) == (1e3, 1e6, 0.5)
+    predicted = (x + dt * xd) ** 2 - 1.0
+    assert np.allclose(e.target([x * x - 1.0], [2 * x * xd], [2 * xd * xd]), [-predicted / dt ** 2], rtol=1e-12)
     with pytest.raises(SolverError, match="kp"):
         Corrector(kp=-1.0)
 
