@@ -69,6 +69,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     with bridge:
         w_max = highest_frequency(bridge.model)
         contacts = bridge.contacts
+        contacts.far_jacobians = True   # the recording below reads the points' velocities in flight too
         names = tuple(c.name for c in contacts.contacts)
         n_steps = int(round(t_end / bridge.dt))
         every = 1 if dt_out is None else max(1, int(round(dt_out / bridge.dt)))

@@ -112,6 +112,9 @@ class BridgeContacts:
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
         self.last_forces: dict[str, dict] = {}
+        #: False: `torques()` asks for lazy kinematics (see `kinematics`); True: full kinematics every step (for
+        #: callers that record the points' velocities in flight from `kinematics()`)
+        self.far_jacobians = False
         #: per contact: (PyBullet link index, ground body) for PyBullet geometry, None for the analytic one
         self._queries: list[tuple[int, int] | None] = [None] * len(self.contacts)
         if geometry == "pybullet":
@@ -217,20 +220,27 @@ class BridgeContacts:
                 pass
 
     # ------------------------------------------------------------------ geometry
-    def kinematics(self) -> list[ContactKinematics]:
-        """ContactKinematics (δ, δ̇, p, v_t, n, J_p) of every contact at the bridge's current state."""
+    def kinematics(self, lazy: bool = False) -> list[ContactKinematics]:
+        """ContactKinematics (δ, δ̇, p, v_t, n, J_p) of every contact at the bridge's current state. lazy: a contact
+        apart from its ground (δ ≤ 0, not in contact, no force outside contact) gets δ, p and n only (rates, slip
+        and Jacobian zero) — what `torques()` needs, sparing a point Jacobian per contact and step in flight."""
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
         out = []
         for contact, query in zip(self.contacts, self._queries):
             if query is None:
-                out.append(contact.kinematics(model, x, xd, placements))
+                kin = None
+                if lazy and not contact.normal_law.acts_outside_contact and not contact.state.active:
+                    kin = contact.kinematics(model, x, None, placements, need_jacobian=False)   # δ only
+                    if kin.delta > 0.0:
+                        kin = None
+                out.append(kin if kin is not None else contact.kinematics(model, x, xd, placements))
             else:
-                out.append(self._queried_kinematics(contact, query, x, xd, placements))
+                out.append(self._queried_kinematics(contact, query, x, xd, placements, lazy))
         return out
 
-    def _queried_kinematics(self, contact, query, x, xd, placements) -> ContactKinematics:
+    def _queried_kinematics(self, contact, query, x, xd, placements, lazy: bool = False) -> ContactKinematics:
         p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
         model = self.bridge.model
         index, ground = query
@@ -243,6 +253,9 @@ class BridgeContacts:
         delta = -float(nearest[8])
         point = np.asarray(nearest[5], dtype=float)
         normal = np.asarray(nearest[7], dtype=float)
+        if (lazy and delta <= 0.0 and not contact.normal_law.acts_outside_contact
+                and not contact.state.active):   # apart: δ only (see `kinematics`)
+            return ContactKinematics(delta, 0.0, point, np.zeros(3), normal, np.zeros((3, model.n_tangent)))
         rotation, origin = frame_placement(model, x, contact.link, placements)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
         velocity = jac @ xd
@@ -258,7 +271,7 @@ class BridgeContacts:
         tau = np.zeros(model.n_tangent)
         self._reactions = []
         self.last_forces = {}
-        for contact, kin in zip(self.contacts, self.kinematics()):
+        for contact, kin in zip(self.contacts, self.kinematics() if self.far_jacobians else self.kinematics(True)):
             force = _account(contact, kin, t, dt)
             self.last_forces[contact.name] = _record(kin, force, None, None)
             if force is not None:
