@@ -193,3 +193,24 @@ def test_options_that_do_not_apply_are_refused(tmp_path):
         Bridge(model, segments=4)
     with pytest.raises(ModelError, match="drift"):
         Bridge(model, drift="sometimes")
+
+
+def test_an_element_the_bridge_cannot_apply_is_named(tmp_path):
+    """A model whose description holds an element no layer of the bridge applies (here a tag no force-element
+    plug-in registers, as a newer file format or a missing plug-in would give) stops with one ModelError naming
+    the file and the element — before anything is loaded into PyBullet."""
+    import dataclasses
+    from biobullet.bridge.bridge import check_elements
+    from biobullet.core.errors import SourceRef
+    from biobullet.model.description import ElementDescription
+    model = biobullet.load_model(write_pendulum(tmp_path))
+    check_elements(model)   # the pendulum itself is fine
+    unknown = ElementDescription("heat_source", {"link": "l1"}, SourceRef(str(model.file), '<heat_source link="l1">'))
+    description = dataclasses.replace(model.description, elements=(*model.description.elements, unknown))
+
+    class StandIn:   # only what check_elements reads
+        file = model.file
+    stand_in = StandIn()
+    stand_in.description = description
+    with pytest.raises(ModelError, match=r'nonlinear_pendulum\.urdf.*<heat_source link="l1">.*cannot apply'):
+        check_elements(stand_in)
