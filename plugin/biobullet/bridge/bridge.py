@@ -80,9 +80,10 @@ class Bridge:
                  baumgarte: tuple[float, float] | None = None, velocity_projection: bool = True,
                  projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
-                 record: bool = False, initial=None, drift: str = "predictor", segments: int | dict[str, int] | None = None,
-                 shear: bool | None = None, air_damping: bool = True, ground_body: int | None = None, contact_geometry: str | None = None,
-                 scene_contacts: bool = True, query_distance: float | None = None) -> None:
+                 record: bool = False, initial=None, drift: str = "predictor",
+                 segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
+                 ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
+                 query_distance: float | None = None) -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
@@ -119,8 +120,8 @@ class Bridge:
             if drift not in ("predictor", "baumgarte"):
                 raise ModelError(f"argument 'drift' is {drift!r}", attribute="drift",
                                  expected="'predictor' or 'baumgarte'")
-            #: non-constant rows: the acceleration target that puts the step's end position on the manifold
-            #: (see the module docstring); Baumgarte's form when asked for or when gains are given
+            #: drift="predictor" (default, no gains given): `Corrector.step_end(dt)`, the target that puts the step's
+            #: end position on the manifold (see the module docstring); else Baumgarte's gains above.
             #: step-end target: no velocity projection for non-constant rows (their Φ̇ after a step is the
             #: O(dt) secant error the target corrects itself; projecting would cost a solve and a reset per step)
             self._step_end = drift == "predictor" and baumgarte is None
@@ -619,8 +620,8 @@ DEFAULT_SEGMENTS = 4
 def expand_flexible_links(model, segments, shear, air_damping: bool = True):
     """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
     (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
-    `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the element's `segments` attribute,
-    else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
+    `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the
+    element's `segments` attribute, else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
     for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
     returned as it is ({} layouts)."""
     elements = model.description.elements_of("flexible")

@@ -24,8 +24,8 @@ Two kinds of counterpart:
 
 Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
-* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere (exactly one collision
-  shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
+* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere
+  (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
   ground). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE` multibody) or, if none is given, one
