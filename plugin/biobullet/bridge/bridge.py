@@ -330,12 +330,15 @@ class Bridge:
         self.reset_tree(x, xd, t)
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
-        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s)."""
+        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s); contact states and
+        logs start afresh."""
         x = self.model._check("x", x, self.model.n_config)
         xd = self.model._check("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self._samples.clear()
+        if self.contacts is not None:   # a new run: fresh contact states and logs
+            self.contacts.restart()
         if self._auto_record:
             self.record()
 

@@ -126,7 +126,15 @@ class BridgeContacts:
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
-        t, x, xd = bridge.state()
+        self.restart()
+
+    def restart(self) -> None:
+        """Fresh discrete states and logs at the bridge's current state (called by `Bridge.reset_tree`): a contact
+        already touching its ground starts an initial interval, as in the engine's `start_run`."""
+        model = self.bridge.model
+        self.contacts = [c.for_run(model) for c in self.contacts]
+        self._pairs.clear()
+        t = self.bridge.time
         for contact, kin in zip(self.contacts, self.kinematics()):
             if kin.delta > 0.0:
                 contact.state.touch(t, kin.delta_dot, initial=True)
