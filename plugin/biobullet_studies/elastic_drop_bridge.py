@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.bridge.flexible import ELASTIC_ROBOT, _resolve, centre_line, ground_up, highest_frequency, segmented_bridge, stable_time_step
+from biobullet.bridge.flexible import (ELASTIC_ROBOT, _resolve, centre_line, ground_up, highest_frequency,
+                                       segmented_bridge, stable_time_step)
 
 
 @dataclass
@@ -44,29 +45,31 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
                 shear: bool = False, dt: float | None = None, dt_out: float | None = None,
                 air_damping: bool = False, sub_impact_gap: float = 0.02, client=None) -> BridgeDropResult:
     """Drop the model of `path` (default: the paper-002 elastic robot) on PyBullet with its `<flexible>` links
-    expanded into `segments` rigid segments each (`segmented_bridge`) and its `<contact>`s applied by
-    `BridgeContacts` (analytic point–plane geometry: the contacts are points, radius 0, so PyBullet has no shape
-    to query), from the file's `<initial>` state to t_end (s).
+    expanded into `segments` rigid segments each and its `<contact>`s applied — all by `Bridge(model)` itself
+    (analytic point–plane geometry for the file's ground), from the file's `<initial>` state to t_end (s).
 
     dt: PyBullet step (s); None = `stable_time_step` (¼ of the explicit limit 2/ω_max). dt_out: sampling
     interval (s, rounded to a multiple of dt; None = every step). Returns a `BridgeDropResult`.
     air_damping: False (default) leaves out `SegmentAirDamping`: in paper 002 γ acts on the elastic coordinates
     only (D = ∫ γ W W dη), whereas the segment element damps absolute velocities and would slow the free fall
     (contact ≈ 0.8 ms late); on the elastic motion γ/(2ρA) = 0.0125 1/s is negligible over a drop.
-    The contacts' ground normal is set opposite to gravity where the file does not give one (`ground_up`).
+    The file must give the contacts' `ground_normal` when gravity is not −z (urdf/elastic_robot_3link.urdf does).
     """
     import time as _time
-    from biobullet.bridge.contact import BridgeContacts
+    from biobullet.bridge.bridge import Bridge
+    from biobullet.model.model import load_model
     from biobullet_studies.gibbs_appell_drop import _group_impacts
     if not (np.isfinite(t_end) and t_end > 0.0):
         raise ModelError(f"'t_end' must be positive, got {t_end!r}", attribute="t_end", expected="t_end > 0 (s)")
     wall = _time.perf_counter()
     path = _resolve(path)
-    bridge, layouts = segmented_bridge(path, segments=segments, shear=shear, dt=dt, client=client,
-                                       air_damping=air_damping)
+    bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
+                    contact_geometry="analytic")
+    layouts = bridge.layouts
     with bridge:
         w_max = highest_frequency(bridge.model)
-        contacts = BridgeContacts(bridge, ground_up(bridge.model, path), geometry="analytic")
+        contacts = bridge.contacts
+        contacts.far_jacobians = True   # the recording below reads the points' velocities in flight too
         names = tuple(c.name for c in contacts.contacts)
         n_steps = int(round(t_end / bridge.dt))
         every = 1 if dt_out is None else max(1, int(round(dt_out / bridge.dt)))
@@ -81,30 +84,31 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
             return last_kin
         contacts.kinematics = kinematics
         xd = None
+        p, c = bridge._p, bridge.client
         for k in range(n_steps + 1):
             t = bridge.time
-            tau = contacts.torques()  # syncs the discrete state (onset/separation) and evaluates kinematics
+            bridge.apply()   # contact forces (syncs onset/separation), joint springs; the clock moves to t + dt
             _, _, xd = bridge.state()
-            for j, (c, kin) in enumerate(zip(contacts.contacts, last_kin)):
-                if c.state.active != was[j]:
+            for j, (c_, kin) in enumerate(zip(contacts.contacts, last_kin)):
+                if c_.state.active != was[j]:
                     v = kin.jacobian @ xd
                     rec = {"time": t, "point": names[j], "impact_velocity": float(kin.delta_dot),
                            "slip_velocity": float(v[0])}
-                    (onsets if c.state.active else separations).append(rec)
-                    was[j] = c.state.active
+                    (onsets if c_.state.active else separations).append(rec)
+                    was[j] = c_.state.active
             if k % every == 0 or k == n_steps:
                 ts.append(t)
-                p, v, fn, ft = [], [], [], []
-                for c, kin in zip(contacts.contacts, last_kin):
-                    f_n, f_t, _ = c.forces(kin)
-                    p.append(kin.point[:2])
+                pt, v, fn, ft = [], [], [], []
+                for c_, kin in zip(contacts.contacts, last_kin):
+                    f_n, f_t, _ = c_.forces(kin)
+                    pt.append(kin.point[:2])
                     v.append((kin.jacobian @ xd)[:2])
                     fn.append(f_n)
                     ft.append(float(f_t[0]))
-                pts.append(p), vel.append(v), fns.append(fn), fts.append(ft)
+                pts.append(pt), vel.append(v), fns.append(fn), fts.append(ft)
             if k < n_steps:
-                bridge.step(tau)
-        intervals = contacts.intervals()
+                p.stepSimulation(physicsClientId=c)
+    intervals = contacts.intervals()
     return BridgeDropResult(np.array(ts), np.array(pts), np.array(vel), np.array(fns), np.array(fts), names,
                             onsets, separations, _group_impacts(onsets, separations, sub_impact_gap), intervals,
                             bridge.dt, int(segments), bool(shear), w_max, _time.perf_counter() - wall, layouts)

@@ -10,9 +10,10 @@ tests/validation/test_prosthesis_model.py.
 Formulation: absolute body angles q = (ψ_AD, ψ_BC, ψ_s, ψ_f) about +y (x forward, z up; a positive ψ swings a
 downward-pointing segment backwards), positions of all bodies as p(t) + Σ R(ψ_j) v_j, the driven hip/thigh
 motion p(t), ψ_t(t) from the Fourier drivers; the loop C_BC = C_shank (2 equations) enters with Lagrange
-multipliers and is solved at acceleration level by one 6×6 KKT system per evaluation. The ODE state is the
-independent pair (knee_A, ankle) and its rates; ψ_BC, ψ_s are recomputed EXACTLY from the closed-form
-four-bar position solution at every evaluation, so the loop residual is round-off (no drift, no Baumgarte).
+multipliers and is solved at acceleration level by the library's one constrained solve (`constraints.solve`)
+per evaluation. The ODE state is the independent pair (knee_A, ankle) and its rates; ψ_BC, ψ_s are recomputed
+EXACTLY from the closed-form four-bar position solution at every evaluation, so the loop residual is round-off
+(no drift, no Baumgarte).
 """
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biobullet.constraints.solve import constrained_acceleration
 from biobullet.functions.fourier import FourierFunction
+
+_NO_BIAS = np.zeros(4)
 
 
 def _vec(text: str) -> np.ndarray:
@@ -260,12 +264,10 @@ class FastProsthesis:
         phi_q[:, 2] = -w_cb
         gamma = -(ddB - ddA - rot(p_bc, self.c_a) * dp_bc ** 2 + rot(p_ad, self.d_AD) * dp_ad ** 2
                   + rot(p_s, self.c_b) * dp_s ** 2)
-        kkt = np.zeros((6, 6))
-        kkt[:4, :4] = M
-        kkt[:4, 4:] = phi_q.T
-        kkt[4:, :4] = phi_q
-        sol = np.linalg.solve(kkt, np.concatenate([Q, gamma]))
-        ddq = sol[:4]
+        # the library's one constrained solve: M q̈ = Q + Φ_qᵀλ, Φ_q q̈ = γ (no drift correction: the loop is
+        # closed exactly above); the multiplier μ of M q̈ + Φ_qᵀμ = Q is −λ
+        ddq, lam = constrained_acceleration(M, _NO_BIAS, Q, phi_q, gamma)
+        sol = np.concatenate([ddq, -lam])
         dd_knee_a = ddq[0] - ddpt
         dd_ankle = ddq[2] - ddq[3]
         out = np.array([dknee_a, dankle, dd_knee_a, dd_ankle])

@@ -36,8 +36,8 @@ import biobullet  # noqa: E402
 from biobullet.core import jit
 from biobullet.bench import CLOCKS, STEP_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.bridge import kernels  # noqa: E402
-from biobullet.bridge.bridge import _kkt_matrix, _solve_kkt  # noqa: E402
+from biobullet.algorithms import compiled_kernels  # noqa: E402
+from biobullet.constraints.solve import constrained_acceleration  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOULDER = ROOT / "urdf" / "shoulder_rhythm.urdf"
@@ -83,13 +83,12 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
             np.asarray(bias.tolist()))),
         "bridge: force-element check (forces.force_elements)": _best(lambda: check(model)) if check else 0.0,
         "bridge: kernel linear_torque (Φ, Φ̇, solve, τ, λ)": _best(lambda: kernel(
-            mass, bias, bridge._zero_tau, bridge._null, state, bridge.alpha, bridge.beta, np.inf,
+            mass, bias, bridge._zero_tau, bridge._null, state, bridge.corrector.kp, bridge.corrector.kd, np.inf,
             bridge._null_work, out)),
         "bridge: whole apply() (no stepSimulation)": _best(bridge.apply),
         "for comparison: minimal loop's own numpy (h + M·0)": _best(lambda: bias + mass @ np.zeros(len(x_list))),
-        "for comparison: the previous KKT path (LU 24 × 24)": _best(lambda: _solve_kkt(
-            _kkt_matrix(mass, bridge._linear[0]), np.concatenate([bias, np.zeros(bridge.constraints.n)]),
-            model.file)),
+        "for comparison: the range-space solve (numpy + LAPACK)": _best(lambda: constrained_acceleration(
+            mass, bias, None, bridge._linear[0], np.zeros(bridge.constraints.n))),
     }
 
 

@@ -1,7 +1,7 @@
 """The drop on the PyBullet bridge (dt = 1e-4 s) against the reference engine (rtol 1e-9).
 
-Run with PyBullet's geometry queries (the default: against a plane BridgeContacts creates, and against a plane the
-user loaded) and with the analytic geometry. Tolerances come from the bridge's step-granular onset (≤ one step
+Run with PyBullet's geometry queries (the default: against a query plane the bridge creates, and against a plane
+the user loaded and passed as `ground_body`) and with the analytic geometry. Tolerances come from the bridge's step-granular onset (≤ one step
 late) and PyBullet's semi-implicit Euler (first order): seen 4e-5 s, 1.2e-3 in e, 0.1 % in peak force and
 impulse, 6e-5 m in height; checked at about 2–4×. Both geometries give the same δ to round-off (sphere–plane,
 see test_bridge_contact_geometry), so the tolerances are the same.
@@ -14,7 +14,6 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge.bridge import Bridge  # noqa: E402
-from biobullet.bridge.contact import BridgeContacts  # noqa: E402
 from biobullet.contact.element import contact_intervals  # noqa: E402
 from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
@@ -34,19 +33,25 @@ def drop(tmp_path_factory):
 @pytest.mark.parametrize("geometry, user_plane", [("pybullet", False), ("pybullet", True), ("analytic", True)])
 def test_drop_on_bridge_matches_reference(drop, geometry, user_plane):
     model, reference = drop
-    with Bridge(model, dt=DT, initial={"drop": Z0}) as bridge:
-        p, c = pybullet, bridge.client
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
         plane = None
-        if user_plane:
-            plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
-        contacts = BridgeContacts(bridge, ground_body=plane, geometry=geometry)  # PyBullet's rigid contact: off
-        assert contacts.geometry_of("C") == geometry
-        assert len(contacts.ground_bodies) == (0 if user_plane else 1)
-        heights = [bridge.state()[1][0]]
-        for _ in range(STEPS):
-            contacts.step()
-            heights.append(bridge.state()[1][0])
-        got = contacts.intervals()
+        if user_plane:   # the user's plane stands for the file's ground (ground_body): PyBullet's rigid contact off
+            plane = pybullet.createMultiBody(0, pybullet.createCollisionShape(pybullet.GEOM_PLANE,
+                                                                              physicsClientId=client),
+                                             physicsClientId=client)
+        with Bridge(model, client, dt=DT, initial={"drop": Z0}, ground_body=plane,
+                    contact_geometry=geometry) as bridge:
+            contacts = bridge.contacts
+            assert contacts.geometry_of("C") == geometry
+            assert len(contacts.ground_bodies) == (0 if user_plane else 1)
+            heights = [bridge.state()[1][0]]
+            for _ in range(STEPS):
+                bridge.step()
+                heights.append(bridge.state()[1][0])
+            got = contacts.intervals()
+    finally:
+        pybullet.disconnect(client)
     expected = contact_intervals(reference)
     assert len(got) == len(expected) == 3
     for a, b in zip(expected, got):

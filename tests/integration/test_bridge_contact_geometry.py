@@ -14,7 +14,6 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge.bridge import Bridge  # noqa: E402
-from biobullet.bridge.contact import BridgeContacts  # noqa: E402
 from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
 
 RADIUS = 0.05
@@ -49,7 +48,7 @@ def test_queried_penetration_equals_sphere_plane(tmp_path):
     """Drop model: δ from getClosestPoints = r − z (plane z = 0) at several heights, in and out of contact."""
     model = _drop(tmp_path, {"normal_law": "hunt_crossley", "stiffness": "1e5", "restitution": "0.8"})
     with Bridge(model, dt=1e-4, initial={"drop": 0.2}) as bridge:
-        contacts = BridgeContacts(bridge)
+        contacts = bridge.contacts
         assert contacts.geometry_of("C") == "pybullet"
         for z in (0.5, 0.2, 0.0500001, RADIUS, 0.0499999, 0.049, 0.03, 0.0, -0.3):
             bridge.reset(np.array([z]), np.array([-1.3]))
@@ -63,9 +62,10 @@ def test_queried_penetration_equals_sphere_plane(tmp_path):
 def test_queried_kinematics_equal_analytic_on_tilted_ground(tmp_path):
     """Offset sphere on a rotating link, tilted ground: δ, δ̇, p, n, v_t, J_p equal the engine's analytic ones."""
     model = load_text(ARM, tmp_path, "arm.urdf")
-    with Bridge(model, dt=1e-4) as bridge:
-        with pytest.warns(RuntimeWarning) as caught:
-            contacts = BridgeContacts(bridge)
+    with pytest.warns(RuntimeWarning) as caught:
+        bridge = Bridge(model, dt=1e-4, contact_geometry="pybullet")
+    with bridge:
+        contacts = bridge.contacts
         messages = [str(w.message) for w in caught if "analytic" in str(w.message)]
         assert len(messages) == 1 and "P (a point contact" in messages[0] and "S (" not in messages[0]
         assert contacts.geometry_of("S") == "pybullet" and contacts.geometry_of("P") == "analytic"
@@ -88,10 +88,11 @@ def test_queried_kinematics_equal_analytic_on_tilted_ground(tmp_path):
 
 def test_mismatched_collision_sphere_falls_back_with_one_warning(tmp_path):
     model = load_text(ARM.replace('radius="0.04" ground', 'radius="0.045" ground'), tmp_path, "arm.urdf")
-    with Bridge(model, dt=1e-4) as bridge:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            contacts = BridgeContacts(bridge)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(model, dt=1e-4, contact_geometry="pybullet")
+    with bridge:
+        contacts = bridge.contacts
         fallback = [str(w.message) for w in caught if "analytic" in str(w.message)]
         assert len(fallback) == 1 and "S (collision sphere radius 0.04 m" in fallback[0]
         assert contacts.geometry_of("S") == contacts.geometry_of("P") == "analytic"
@@ -104,29 +105,34 @@ def test_pybullet_rigid_contact_is_off(tmp_path, user_plane):
 
     Hertz K = 1e-3 N/m^1.5: at δ ≤ 5 m the force is ≤ 0.012 N (weight 9.81 N), which moves a 1 kg ball by
     ≤ 0.5·0.012·1² = 6e-3 m in 1 s: the ball follows PyBullet's semi-implicit Euler free fall
-    z_N = z0 − g dt² N(N+1)/2 to 6e-3 m (seen 5e-4 m). The control run (same plane, no BridgeContacts) stays
-    on the plane.
+    z_N = z0 − g dt² N(N+1)/2 to 6e-3 m (seen 5e-4 m). The control run (a plane the bridge leaves to
+    PyBullet: scene_contacts=False) stays on the plane.
     """
     dt, steps, z0, g = 1e-3, 1000, 0.1, 9.81
     model = _drop(tmp_path, {"normal_law": "hertz", "stiffness": "1e-3"})
-    with Bridge(model, dt=dt, initial={"drop": z0}) as bridge:
-        p, c = pybullet, bridge.client
+    p = pybullet
+    c = p.connect(p.DIRECT)
+    try:
         plane = None
         if user_plane:
             plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
-        contacts = BridgeContacts(bridge, ground_body=plane)
-        (ground,) = (plane,) if user_plane else contacts.ground_bodies
-        for _ in range(steps):
-            contacts.step()
-            assert p.getContactPoints(bridge.body, ground, physicsClientId=c) == ()
-        z = bridge.state()[1][0]
-        (interval,) = contacts.intervals()
+        with Bridge(model, c, dt=dt, initial={"drop": z0}, ground_body=plane) as bridge:
+            contacts = bridge.contacts
+            (ground,) = (plane,) if user_plane else contacts.ground_bodies
+            for _ in range(steps):
+                bridge.step()
+                assert p.getContactPoints(bridge.body, ground, physicsClientId=c) == ()
+            z = bridge.state()[1][0]
+            (interval,) = contacts.intervals()
+    finally:
+        p.disconnect(c)
     assert abs(z - (z0 - g * dt * dt * steps * (steps + 1) / 2)) <= 6e-3
     assert z < -4.0
     assert interval["max_penetration"] > 4.0 and interval["end"] is None
     assert interval["start"] == pytest.approx(np.sqrt(2 * (z0 - RADIUS) / g), abs=2 * dt)
 
-    with Bridge(model, dt=dt, initial={"drop": z0}) as bridge:  # control: PyBullet's rigid contact acts
+    # control: a plane the bridge leaves to PyBullet (scene_contacts=False): PyBullet's rigid contact acts
+    with Bridge(model, dt=dt, initial={"drop": z0}, scene_contacts=False) as bridge:
         p, c = pybullet, bridge.client
         p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
         for _ in range(steps):

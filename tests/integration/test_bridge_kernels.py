@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 import biobullet
-from biobullet.bridge import Bridge, kernels
-from biobullet.bridge.bridge import _kkt_matrix, _solve_kkt
+from biobullet.bridge import Bridge
+from biobullet.constraints import solve
 
 SHOULDER = Path(__file__).resolve().parents[2] / "urdf" / "shoulder_rhythm.urdf"
 HORIZON = 0.5    # s, accuracy comparison (longer free falls of the 4-DOF arm diverge chaotically with dt)
@@ -31,13 +31,16 @@ def test_fast_path_is_the_kkt_solution_and_the_skipped_projection_costs_no_accur
         jac, offset = bridge._linear
         phi, phi_dot = jac @ x - offset, jac @ xd
         target = -2.0 * bridge.alpha * phi_dot - bridge.beta ** 2 * phi
-        solution = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([tau - bias, target]), model.file)
+        n, m = model.n_tangent, len(jac)
+        kkt = np.block([[mass, jac.T], [jac, np.zeros((m, m))]])   # dense KKT matrix, solved by LAPACK
+        solution = np.linalg.solve(kkt, np.concatenate([tau - bias, target]))
         lam = -solution[model.n_tangent:]
         expected = np.concatenate([tau + jac.T @ lam, lam])
         scale = np.abs(expected).max()
-        for kernel in {bridge._kernels[2], kernels._linear_torque_numpy}:
+        for kernel in {bridge._kernels[2], solve._null_space_kernel_numpy}:
             out = np.empty(bridge._out_size)
-            assert kernel(mass, bias, tau, bridge._null, np.array((x, xd)), bridge.alpha, bridge.beta, np.inf,
+            assert kernel(mass, bias, tau, bridge._null, np.array((x, xd)), bridge.corrector.kp, bridge.corrector.kd,
+                          np.inf,
                           bridge._null_work, out) == 0
             assert np.abs(out - expected).max() <= 1e-10 * scale
         # (3) inconsistent velocity → projected in the next step

@@ -5,78 +5,16 @@ Random spatial chains: two random revolute branches from a fixed root, closed by
 made consistent by `assemble` / `assemble_velocities`. Both our formulations (reduced: ẍ = G q̈ + γ;
 multipliers: KKT) must give Pinocchio's accelerations, and the multipliers its contact forces.
 """
-import itertools
-
 import numpy as np
 import pytest
 
-import biobullet
 from biobullet.constraints.assembly import assemble, assemble_velocities
-from biobullet.constraints.loops import loop_terms, parse_loops
 from biobullet.algorithms.kinematics import frame_placement
 from biobullet.dynamics.multipliers import constrained_accelerations, joint_reactions
-from biobullet.model.urdf import load_description
 from biobullet.validate.loop_oracle import PinocchioLoopOracle
-from biobullet.validate.random_models import random_inertia
+from closed_chains import closed_chain
 
 pytest.importorskip("pinocchio")
-
-
-def _v(values):
-    return " ".join(f"{float(c):.17g}" for c in values)
-
-
-def _loop_xml(kind, n_a, n_b, xyz_a, xyz_b, extra, independent=None):
-    coords = "" if independent is None else f'<coordinates names="{" ".join(independent)}"/>'
-    return (f'<biobullet version="1"><gravity xyz="0 0 -9.81"/><loop name="close" type="{kind}" link_a="a{n_a}" '
-            f'xyz_a="{_v(xyz_a)}" link_b="b{n_b}" xyz_b="{_v(xyz_b)}"{extra}/>{coords}</biobullet>')
-
-
-def closed_chain(tmp_path, seed, kind):
-    """Write a random closed chain; independent joints = the best-conditioned choice at the zero pose."""
-    n_a = n_b = 3 if kind == "point" else 4
-    rng = np.random.default_rng(seed)
-    lines, names = [f'<robot name="chain_{seed}">', '<link name="root"/>'], []
-    for branch, n in (("a", n_a), ("b", n_b)):
-        parent = "root"
-        for k in range(1, n + 1):
-            name = f"{branch}{k}"
-            inertia, _ = random_inertia(rng)
-            lines.append(f'<link name="{name}"><inertial><origin xyz="{_v(rng.uniform(-0.1, 0.1, 3))}"/>'
-                         f'<mass value="{rng.uniform(0.5, 2):.17g}"/><inertia ixx="{inertia[0, 0]:.17g}" '
-                         f'ixy="{inertia[0, 1]:.17g}" ixz="{inertia[0, 2]:.17g}" iyy="{inertia[1, 1]:.17g}" '
-                         f'iyz="{inertia[1, 2]:.17g}" izz="{inertia[2, 2]:.17g}"/></inertial></link>')
-            axis = rng.normal(size=3)
-            origin = rng.uniform(-0.3, 0.3, 3) + (np.array([0.5, 0, 0]) if (branch, k) == ("b", 1) else 0)
-            lines.append(f'<joint name="j{name}" type="continuous"><parent link="{parent}"/><child link="{name}"/>'
-                         f'<origin xyz="{_v(origin)}" rpy="{_v(rng.uniform(-1, 1, 3))}"/>'
-                         f'<axis xyz="{_v(axis / np.linalg.norm(axis))}"/></joint>')
-            names.append(f"j{name}")
-            parent = name
-    tree_text = "\n".join(lines) + "\n</robot>"
-    path = tmp_path / f"chain_{kind}_{seed}.urdf"
-    path.write_text(tree_text)
-    tree = biobullet.load_model(path)
-    x0 = np.zeros(tree.n_config)
-    ra, pa = frame_placement(tree, x0, f"a{n_a}")
-    rb, pb = frame_placement(tree, x0, f"b{n_b}")
-    xyz_b = rng.uniform(-0.1, 0.1, 3)
-    xyz_a = ra.T @ (rb @ xyz_b + pb - pa)
-    extra = ""
-    if kind == "revolute":
-        w = rng.normal(size=3)
-        w /= np.linalg.norm(w)
-        extra = f' axis_a="{_v(ra.T @ w)}" axis_b="{_v(rb.T @ w)}"'
-    path.write_text(tree_text.replace("</robot>", _loop_xml(kind, n_a, n_b, xyz_a, xyz_b, extra) + "</robot>"))
-    loops = parse_loops(load_description(path), tree.link_names)
-    jac = loop_terms(tree, loops, x0)[1]
-    n_eq = loops[0].n_equations
-    best = max(itertools.combinations(range(len(names)), n_eq),
-               key=lambda d: np.linalg.svd(jac[:, d], compute_uv=False)[-1])
-    independent = [n for k, n in enumerate(names) if k not in best]
-    path.write_text(tree_text.replace("</robot>", _loop_xml(kind, n_a, n_b, xyz_a, xyz_b, extra, independent)
-                                      + "</robot>"))
-    return biobullet.load_model(path)
 
 
 @pytest.mark.parametrize("kind,seed", [("point", s) for s in range(3)] + [("revolute", s) for s in range(3)])

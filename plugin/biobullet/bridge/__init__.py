@@ -1,4 +1,6 @@
-"""biobullet.bridge: PyBullet steps a biobullet model (constraint forces for joint functions and loops).
+"""biobullet.bridge: PyBullet steps a whole biobullet model file — joint functions and loops (constraint forces from
+the library's one constrained solve), force elements, compliant contact with the file's ground and any body in the
+scene, flexible links expanded into segments — through one object, `Bridge(model)` (see docs/bridge.md).
 
 Public: `Bridge`, `simulate` (= `simulate_bridge`, what `biobullet simulate --engine pybullet` calls).
 Nothing heavy is imported until used.

@@ -1,45 +1,49 @@
-"""The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say.
+"""The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say — one object for the
+whole model file.
 
-Each `step()` = `apply()` + `stepSimulation()` + time bookkeeping. `apply()`:
+`Bridge(model)` loads the URDF (flexible links first expanded into rigid segments, `expand_flexible_links`),
+switches off PyBullet's joint motors, link damping and rigid contact on compliant-contact links, and refuses an
+element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
+`stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
 
 1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`);
-2. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
-3. τ = user torques + force elements (`forces.applied_forces`, skipped while the model has none);
-4. velocity projection, only when the velocity residual is not small (max|Φ_x ẋ + Φ_t|·dt >
-   `projection_tolerance`, default `PROJECTION_TOLERANCE`): ẋ ← ẋ − M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹(Φ_x ẋ + Φ_t), the
-   mass-weighted closest velocity on the constraint manifold, written back with resetJointState (kinetic energy
-   can only drop); then h again at the new ẋ;
-5. constraint torques τ_c = Φ_xᵀλ from M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ + b = −2αΦ̇ − β²Φ (Baumgarte stabilisation);
-6. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench).
+2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
+   scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
+   stops, actuators, the segments' bending springs);
+3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
+4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
+   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
+5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
+   advances by dt.
 
-Step 5 runs in `bridge.kernels` (numba, one call per step; numpy + LAPACK without numba). Constant rows (linear
-joint functions, no loops) on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x)
-and Φ_x⁺ — (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when
-links are massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear
-functions, floating base) solve the KKT system [[M, Φ_xᵀ], [Φ_x, 0]] by LU (least squares if it is singular).
+Drift correction (the target a*). PyBullet's semi-implicit Euler moves x_{n+1} = x_n + dt ẋ_n + dt² ẍ_n. With
+drift="predictor" (default) the rows are asked to hold at the step's end: Φ(x_n + dt ẋ_n + dt² ẍ_n, t + dt) = 0
+to first order in dt² ẍ, i.e. Φ_x ẍ = −Φ(x_n + dt ẋ_n, t + dt)/dt² — a position projection built into the
+acceleration. The predicted residual comes from the rows' one evaluation per step by Taylor's formula,
+Φ(x + dt ẋ, t + dt) = Φ + dt Φ̇ + ½ dt² b + O(dt³) (b = żᵀΦ_zz ż, the rows' velocity bias, z = (x, t)), so the
+target is a* = −½ b − Φ̇/dt − Φ/dt²: Baumgarte's form with the dead-beat gains α = 1/(2dt), β = 1/dt but HALF the
+curvature term. The residual left after each step is then O(dt³) — not the O(dt²) curvature error that the full
+−b of velocity-level Baumgarte leaves for nonlinear functions and loops (for constant rows b = 0 and both agree,
+solved by the null-space kernel in `_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` give
+a* = −b − 2αΦ̇ − β²Φ with the velocity projection of `PROJECTION_TOLERANCE` (the previous default). The gains
+belong to the bridge's `corrector` (`constraints.solve.Corrector.step_end(dt)` or `.baumgarte(α, β)`), not to
+the model's shared constraint set. With the step-end target, non-constant rows are never velocity-projected.
 
-Default Baumgarte gains α = 1/(2·dt), β = 1/dt: with PyBullet's semi-implicit Euler the linearised
-error dynamics (Φ, dt·Φ̇) then have the iteration matrix [[1−β²dt², 1−2αdt], [−β²dt², 1−2αdt]] with both
-eigenvalues 0 — a violation is removed within two steps and the correction never oscillates. The velocity part of
-that correction, dt·M⁻¹Φ_xᵀλ for the −2αΦ̇ target, is the projection's −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ (to first
-order), which is why the projection can be skipped while Φ̇ is only the step's own small residual. Measured:
-shoulder (linear rows), 0.5 s at dt = 1 ms: projection every step vs the default (never due): max|Φ| 3.3e-11 rad
-both, trajectories 8e-10 rad apart (halving dt moves them by 0.14 rad). Andrews' squeezer (non-linear loops,
-crank ~1.4e3 rad/s), 0.03 s at dt = 1e-5: max|Φ| 5.686e-7 m in every variant, but β(0.03 s) differs from
-projecting every step by 2.6e-7 rad with the default (2421 of 3000 steps project), 3e-4 rad with tolerance 1e-7
-and 4.6e-3 rad never projecting — there the projection's second-order effect (h at the consistent ẋ) is of the
-size of the time-step error, hence the conservative default.
+Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
+(TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
+massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
+floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant.
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import check_inertia, load_body, prepare_body, resolve_client
 from biobullet.bridge.constraints import bridge_constraints
+from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -49,35 +53,48 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 PROJECTION_TOLERANCE = 1.0e-8
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
-FORCE_TAGS = ("spring", "joint_spring", "joint_torque", "joint_damper", "damper", "joint_stop", "actuator",
-              "muscle")
 
 
 class Bridge:
-    """A biobullet Model stepped by PyBullet. See the module docstring for what happens each step.
+    """A biobullet Model stepped by PyBullet, every element of its file applied. See the module docstring.
 
     client: None (own DIRECT connection; closed by `close()` / `with`), an int physicsClientId, or a
-    `pybullet_utils.bullet_client.BulletClient`. body_id: a body the user loaded from `model.file` (with
-    URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps the client's
-    (1 ms for an own connection). baumgarte: (α, β) in 1/s, default (1/(2dt), 1/dt). velocity_projection: allow
-    the projection of step 4; projection_tolerance (rad or m, default PROJECTION_TOLERANCE): project only when
-    max|Φ̇|·dt exceeds it (0: every step, inf: never; `projections` counts the write-backs). native_loops: close
-    `<loop>`s with PyBullet POINT2POINT constraints instead of our constraint forces. joint_limits: keep PyBullet's
-    rigid URDF `<limit>` stops (off by default: the reference engine models stops with `<joint_stop>`).
+    `pybullet_utils.bullet_client.BulletClient` (several bridges may share one). body_id: a body the user loaded
+    from `model.file` (with URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps
+    the client's (own connection: 1 ms, with flexible links ¼ of the explicit stability limit 2/ω_max).
+    initial: (q0, v0), a {name: value} mapping, or None (the file's `<initial>`). record: keep every step for
+    `trajectory()`. drift: "predictor" (default) or "baumgarte" (see the module docstring); baumgarte: (α, β) in
+    1/s (implies "baumgarte"). velocity_projection / projection_tolerance (rad or m): Baumgarte mode only —
+    project ẋ when max|Φ̇|·dt exceeds the tolerance (0: every step, inf: never; `projections` counts them).
+    native_loops: close `<loop>`s with PyBullet POINT2POINT constraints instead of our constraint forces.
+    joint_limits: keep PyBullet's rigid URDF `<limit>` stops (off by default: the reference engine models stops
+    with `<joint_stop>`). gui: own connection in GUI mode.
+    Flexible links: segments (one number or {link: number}; default the element's `segments`, else
+    DEFAULT_SEGMENTS), shear (default False), air_damping (the segments' air drag, default True).
+    Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
+    (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
+    client, default True), query_distance (m).
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
                  baumgarte: tuple[float, float] | None = None, velocity_projection: bool = True,
                  projection_tolerance: float | None = None,
                  native_loops: bool = False, joint_limits: bool = False, gui: bool = False,
-                 record: bool = False, initial=None) -> None:
+                 record: bool = False, initial=None, drift: str = "predictor",
+                 segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
+                 ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
+                 query_distance: float | None = None) -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
         if not isinstance(model, Model):
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
+        self.source_model = model
+        model, self.layouts = expand_flexible_links(model, segments, shear, air_damping)
+        check_elements(model)
         self.model = model
+        self.contacts = None
         self._p = p
         self.client, self._owned = resolve_client(client, gui=gui)
         self.body = -1
@@ -89,11 +106,27 @@ class Bridge:
                 if not np.isfinite(dt) or dt <= 0:
                     raise ModelError(f"argument 'dt' is {dt!r}", attribute="dt", expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
-            elif self._owned:
-                p.setTimeStep(DEFAULT_OWNED_DT, physicsClientId=self.client)
+            elif self._owned:   # flexible links: ¼ of PyBullet's explicit stability limit 2/ω_max
+                p.setTimeStep(DEFAULT_OWNED_DT if not self.layouts else stable_step(model),
+                              physicsClientId=self.client)
             self.dt = float(p.getPhysicsEngineParameters(physicsClientId=self.client)["fixedTimeStep"])
+            if self.layouts:
+                check_flexible_step(model, self.dt)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
             self.alpha, self.beta = self._gains(baumgarte)
+            #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
+            #: constraint set, whose rows the reference engine corrects with its own gains)
+            self.corrector = Corrector.baumgarte(self.alpha, self.beta)
+            if drift not in ("predictor", "baumgarte"):
+                raise ModelError(f"argument 'drift' is {drift!r}", attribute="drift",
+                                 expected="'predictor' or 'baumgarte'")
+            #: drift="predictor" (default, no gains given): `Corrector.step_end(dt)`, the target that puts the step's
+            #: end position on the manifold (see the module docstring); else Baumgarte's gains above.
+            #: step-end target: no velocity projection for non-constant rows (their Φ̇ after a step is the
+            #: O(dt) secant error the target corrects itself; projecting would cost a solve and a reset per step)
+            self._step_end = drift == "predictor" and baumgarte is None
+            if self._step_end:
+                self.corrector = Corrector.step_end(self.dt)
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -121,11 +154,28 @@ class Bridge:
         self._last_torque = np.zeros(model.n_tangent)
         self._auto_record = bool(record)
         self._samples: list[tuple[float, np.ndarray, np.ndarray]] = []
-        self.reset(*initial_state(model, initial))
+        try:
+            self.reset(*initial_state(model, initial))
+            if any(e.tag == "contact" for e in model.description.elements):
+                from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
+                self.contacts = BridgeContacts(
+                    self, ground_body=ground_body, geometry=contact_geometry, scene=scene_contacts,
+                    query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
-        """Disconnect if the bridge made the connection (else leave the user's client alone)."""
+        """Remove the bridge's query objects; disconnect if the bridge made the connection (else leave the user's
+        client and the model's body alone)."""
+        contacts = getattr(self, "contacts", None)
+        if contacts is not None:
+            try:
+                contacts.close()
+            except self._p.error:
+                pass
+            self.contacts = None
         if getattr(self, "_owned", False) and self.client is not None:
             try:
                 self._p.disconnect(physicsClientId=self.client)
@@ -157,27 +207,18 @@ class Bridge:
                              expected="(alpha, beta) in 1/s, both ≥ 0")
         return alpha, beta
 
-    def _force_hook(self):
-        """HOOK: `forces.applied_forces(model, x, xd, t)` (joint-space τ, n_tangent) once it exists."""
-        try:
-            from biobullet.forces import applied_forces  # type: ignore[attr-defined]
-            return applied_forces
-        except ImportError:
-            elements = [e.tag for e in self.model.description.elements if e.tag in FORCE_TAGS]
-            if elements:
-                warnings.warn(f"{self.model.file}: force elements {sorted(set(elements))} are ignored by the bridge "
-                              "(biobullet.forces is not available)", RuntimeWarning, stacklevel=3)
-            return None
+    @staticmethod
+    def _force_hook():
+        """`forces.applied_forces(model, x, xd, t)`: the joint-space τ (n_tangent) of the force elements."""
+        from biobullet.forces import applied_forces
+        return applied_forces
 
     @staticmethod
     def _force_list():
-        """`forces.force_elements(model)` (file + Python-added elements) if available: apply() skips the force
-        hook while it is empty (checked every step, so elements added after the bridge was made still count)."""
-        try:
-            from biobullet.forces import force_elements  # type: ignore[attr-defined]
-            return force_elements
-        except ImportError:
-            return None
+        """`forces.force_elements(model)` (file + Python-added elements): apply() skips the force hook while it is
+        empty (checked every step, so elements added after the bridge was made still count)."""
+        from biobullet.forces import force_elements
+        return force_elements
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
@@ -218,7 +259,7 @@ class Bridge:
         from biobullet.bridge.kernels import kernels, pack_linear, resolved
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
-        self._kkt_a, self._kkt_r = np.empty((n + m, n + m)), np.empty(n + m)   # kernel work space
+        self._xdd = np.empty(n)   # kernel work space
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
         linear = getattr(self.constraints, "linear_form", None)
@@ -235,12 +276,12 @@ class Bridge:
         # the others compile on first use (projection / fallback paths)
         linear_rows, kkt_torque, linear_torque = self._kernels
         if self._null is not None:
-            linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 1.0, np.inf,
+            linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
             linear_torque = resolved(linear_torque)
         elif m:
-            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, self._phi_dot, self._zero_c,
-                       1.0, 1.0, self._kkt_a, self._kkt_r, np.empty(m), np.empty(n))
+            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, np.zeros(n), self._zero_c,
+                       False, self._zero_c, 1.0, 2.0, self._xdd, np.empty(m), np.empty(n))
             kkt_torque = resolved(kkt_torque)
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
@@ -289,12 +330,15 @@ class Bridge:
         self.reset_tree(x, xd, t)
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
-        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s)."""
+        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s); contact states and
+        logs start afresh."""
         x = self.model.checked("x", x, self.model.n_config)
         xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self._samples.clear()
+        if self.contacts is not None:   # a new run: fresh contact states and logs
+            self.contacts.restart()
         if self._auto_record:
             self.record()
 
@@ -336,7 +380,22 @@ class Bridge:
 
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
+        Contact forces (`bridge.contacts`) are added to tau; their reactions go to the other bodies.
+        The torques are for the step [t, t + dt] that the next stepSimulation() makes: apply() advances the
+        bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
+        other forces and motor commands of yours, then p.stepSimulation()).
         """
+        if self.contacts is not None:
+            extra = self.contacts.torques()
+            tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
+            out = self._apply(tau, generalized)
+            self.contacts.apply_reactions()
+        else:
+            out = self._apply(tau, generalized)
+        self.time += self.dt
+        return out
+
+    def _apply(self, tau, generalized) -> np.ndarray:
         if self._fast and generalized is None:
             return self._apply_fast(tau)
         model, t = self.model, self.time
@@ -384,7 +443,8 @@ class Bridge:
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._kernels[2](mass, bias, torque, self._null, state, self.alpha, self.beta, limit, self._null_work,
+        if self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
+                            self._null_work,
                             out) == 0:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
@@ -402,14 +462,15 @@ class Bridge:
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
             state, out = np.array((x, xd)), np.empty(n + constraints.n)
-            status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, limit,
+            status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
                                    self._null_work, out)
             if status == -1:           # velocity residual above the tolerance: project, then solve
                 projected = self._project(x, xd, mass, self._linear[0], None)
                 if projected is not None:
                     xd = state[1] = projected
                     bias = self._tree_bias(x, xd)
-                status = linear_torque(mass, bias, torque, self._null, state, self.alpha, self.beta, np.inf,
+                status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
+                                       np.inf,
                                        self._null_work, out)
             if status == 0:
                 self._lambda = out[n:]
@@ -420,8 +481,11 @@ class Bridge:
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         else:
             phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
-            phi_dot = jac @ xd + phi_t
-            residual = float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
+            if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
+                phi_dot, residual = None, 0.0
+            else:
+                phi_dot = jac @ xd + phi_t
+                residual = float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
         if residual > limit:
             projected = self._project(x, xd, mass, jac, phi_t)
             if projected is not None:
@@ -433,13 +497,14 @@ class Bridge:
                     bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
                     phi_dot = jac @ xd + phi_t
         lam, out = np.empty(constraints.n), np.empty(n)
-        status = kkt_torque(mass, bias, torque, jac, phi, phi_dot, bias_c, self.alpha, self.beta,
-                            self._kkt_a, self._kkt_r, lam, out)
+        if self.corrector.kb != 1.0:
+            bias_c = self.corrector.kb * bias_c
+        status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c if phi_t is None else phi_t,
+                            phi_t is not None, bias_c, self.corrector.kp, self.corrector.kd, self._xdd, lam, out)
         if status != 0:   # singular KKT matrix (redundant rows): least squares
-            target = -bias_c - 2.0 * self.alpha * phi_dot - self.beta ** 2 * phi
-            solution = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([torque - bias, target]),
-                                  self.model.file)
-            lam = -solution[n:]          # M ẍ = τ − h + Φ_xᵀλ
+            phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
+            target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
+            lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")[1]
             out = torque + jac.T @ lam
         self._lambda = lam
         return out
@@ -456,9 +521,8 @@ class Bridge:
     def _project(self, x, xd, mass, jac, phi_t):
         """ẋ ← the mass-weighted closest velocity with Φ_x ẋ + Φ_t = 0, written back to PyBullet (None if the
         correction is round-off)."""
-        n = self.model.n_tangent
         phi_t = np.zeros(len(jac)) if phi_t is None else phi_t
-        projected = _solve_kkt(_kkt_matrix(mass, jac), np.concatenate([mass @ xd, -phi_t]), self.model.file)[:n]
+        projected = velocity_projection(mass, jac, xd, phi_t, redundant="least_squares")
         if np.abs(projected - xd).max() <= PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
             return None
         self._write_state(x, projected)
@@ -482,10 +546,20 @@ class Bridge:
         """apply() + stepSimulation(); returns the new time (s)."""
         self.apply(tau, generalized=generalized)
         self._p.stepSimulation(physicsClientId=self.client)
-        self.time += self.dt
         if self._auto_record:
             self.record()
         return self.time
+
+    def contact_forces(self) -> dict[str, dict]:
+        """The contact forces of the last apply(): per contact on the file's ground, and per `CONTACT@BODY:LINK`
+        for scene bodies ({"normal": N, "friction": world N, "point": world m, "penetration": m, "body", "link"});
+        empty without `<contact>`s."""
+        return {} if self.contacts is None else self.contacts.forces()
+
+    def joint_reactions(self):
+        """What each parent exerts on its child at the joint (see `bridge.reactions.joint_reactions`)."""
+        from biobullet.bridge.reactions import joint_reactions
+        return joint_reactions(self)
 
     def reaction_forces(self) -> dict[str, float]:
         """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ; N·m for joint functions).
@@ -540,33 +614,58 @@ def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
             np.asarray(bias, float))
 
 
-def _kkt_matrix(mass: np.ndarray, jac: np.ndarray) -> np.ndarray:
-    """[[M, Φ_xᵀ], [Φ_x, 0]] (filled in place: np.block costs more than the solve)."""
-    n, n_c = mass.shape[0], jac.shape[0]
-    kkt = np.empty((n + n_c, n + n_c))
-    kkt[:n, :n] = mass
-    kkt[:n, n:] = jac.T
-    kkt[n:, :n] = jac
-    kkt[n:, n:] = 0.0
-    return kkt
+#: segments per `<flexible>` link on the bridge when neither the element nor the caller gives a number: the
+#: convergence table of the README (first bending frequency 1.45e-2 / 3.6e-3 relative error for N = 4 / 8; paper
+#: 002's drop within 5 mm / 4 mm of Gibbs–Appell) against the explicit step, which shrinks as 1/N (ω_max ∝ N)
+DEFAULT_SEGMENTS = 4
 
 
-def _solve_kkt(kkt: np.ndarray, rhs: np.ndarray, file, factor=None) -> np.ndarray:
-    """Solve the KKT system (with `factor` = LAPACK getrf's (lu, piv) if given); least squares if it is singular
-    (redundant constraint rows)."""
-    if factor is not None:
-        from scipy.linalg.lapack import dgetrs
-        solution, info = dgetrs(factor[0], factor[1], rhs)
-        if info == 0 and np.all(np.isfinite(solution)):
-            return solution
-    else:
-        try:
-            solution = np.linalg.solve(kkt, rhs)
-            if np.all(np.isfinite(solution)):
-                return solution
-        except np.linalg.LinAlgError:
-            pass
-    solution = np.linalg.lstsq(kkt, rhs, rcond=1e-13)[0]
-    if not np.all(np.isfinite(solution)):
-        raise SolverError(f"{file}: the bridge's constraint (KKT) system has no solution")
-    return solution
+def expand_flexible_links(model, segments, shear, air_damping: bool = True):
+    """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
+    (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
+    `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the
+    element's `segments` attribute, else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
+    for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
+    returned as it is ({} layouts)."""
+    elements = model.description.elements_of("flexible")
+    if not elements:
+        if segments is not None or shear is not None:
+            raise ModelError("arguments 'segments'/'shear' given but the model has no <flexible> link",
+                             file=model.file, attribute="segments", expected="a model with <flexible> links")
+        return model, {}
+    from biobullet.flexible.segments import load_segmented_model
+    if segments is None:
+        segments = {e.get("link"): (int(e.get("segments")) if e.get("segments") is not None else DEFAULT_SEGMENTS)
+                    for e in elements}
+    return load_segmented_model(model.file, segments=segments, shear=False if shear is None else shear,
+                                air_damping=air_damping, floating_base=model.floating_base)
+
+
+def stable_step(model) -> float:
+    """The default step (s) of a bridge with flexible links: ¼ of the explicit limit 2/ω_max, at most 1 ms."""
+    from biobullet.bridge.flexible import stable_time_step
+    return min(DEFAULT_OWNED_DT, stable_time_step(model))
+
+
+def check_flexible_step(model, dt: float) -> None:
+    """ModelError unless dt is inside PyBullet's explicit stability limit ω_max·dt < 2 of the segmented links."""
+    from biobullet.bridge.flexible import highest_frequency
+    w_max = highest_frequency(model)
+    if dt * w_max >= 2.0:
+        raise ModelError(f"dt = {dt:g} s is unstable for the segmented flexible links (ω_max = {w_max:.4g} rad/s)",
+                         file=model.file, element="<flexible>", attribute="dt",
+                         expected=f"dt < {2.0 / w_max:.3g} s (e.g. bridge.flexible.stable_time_step(model) = "
+                                  f"{0.5 / w_max:.3g} s), fewer segments or shear=False")
+
+
+def check_elements(model) -> None:
+    """ModelError naming the first element of the model file the bridge cannot apply (nothing is dropped
+    silently): it applies joint functions, `<loop>`s, `<contact>`s, expanded `<flexible>` links and every
+    registered force element."""
+    from biobullet.forces import force_type
+    for element in model.description.elements:
+        if element.tag in ("loop", "contact") or force_type(element.tag) is not None:
+            continue
+        raise ModelError(f"the PyBullet bridge cannot apply <{element.tag}>", file=model.file,
+                         element=element.source.element, attribute=None,
+                         expected="joint functions, <loop>, <contact>, <flexible> or a registered force element")

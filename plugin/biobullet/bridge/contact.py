@@ -1,12 +1,31 @@
-"""Compliant `<contact>` on the PyBullet bridge: our laws, PyBullet's geometry queries.
+"""Compliant `<contact>` on the PyBullet bridge: our laws, PyBullet's geometry queries. An internal of `Bridge`:
+`Bridge(model)` builds it for a model with `<contact>`s and adds its forces in every `apply()`; the bridge's
+options `ground_body`, `contact_geometry`, `scene_contacts` and `query_distance` are passed through, and
+`bridge.contacts` is this object (`intervals()`, `kinematics()`, `geometry_of(name)`, `forces()`).
 
 The same Contact elements (normal and friction law objects, discrete state, interval log) as the reference engine,
 evaluated on the PyBullet state before every step.
 
-Geometry (`geometry=`):
+Two kinds of counterpart:
 
-* ``"pybullet"`` (default): for a contact whose link carries the matching collision sphere (exactly one collision
-  shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
+* the `<contact>`'s own ground (the analytic plane of the file, the only ground the reference engine knows),
+  with the geometry below;
+* every other body in the PyBullet scene (`scene_contacts=True`, default): a plane, stairs, a box, another robot,
+  loaded before or after the bridge was made (the scene is rescanned when the number of bodies changes). The
+  contact's sphere (the link's own collision sphere when it matches, else a query sphere of radius
+  max(r, QUERY_RADIUS) moved to the contact centre every step: collision group and mask 0, it touches nothing)
+  is queried with getClosestPoints against each body: δ = −(distance + r_query − r), n = contactNormalOnB,
+  p = c − r n. Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
+  moving bodies work. One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
+  link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
+  at p (applyExternalForce, WORLD_FRAME; ignored by PyBullet for a static body). PyBullet's own rigid contact
+  between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
+  the query objects of every bridge, and `ground_body` (the user's stand-in for the file's ground).
+
+Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
+
+* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere
+  (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
   ground). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE` multibody) or, if none is given, one
@@ -14,16 +33,17 @@ Geometry (`geometry=`):
   pure query object (collision group and mask 0: it touches nothing; `close()` removes it). d = `query_distance`
   (beyond it the contact is "far": no force, δ = −d); laws acting outside contact query 1e4 m.
   A contact without a matching collision shape (a point contact, a link without or with other/several collision
-  shapes, a radius or centre that differs) falls back to the analytic geometry — one RuntimeWarning lists them.
+  shapes, a radius or centre that differs) uses the analytic geometry — silently by default, with one
+  RuntimeWarning listing them when "pybullet" was asked for explicitly.
 * ``"analytic"``: δ, n and p from biobullet's kinematics of the PyBullet state against the `<contact>` element's
   analytic plane (identical to the reference engine); `ground_body` is then only used to switch contact off.
 
 Rates: δ̇ = −n·v_p and the slip v_t = v_p − (n·v_p) n, with v_p = J_p ẋ the velocity of the link's material
 point at p (J_p: biobullet's world-aligned point Jacobian of the state read from PyBullet).
 
-Forces: F = F_N n + F_T (same law objects as the engine) enter as joint-space torques τ = J_pᵀ F through
-`Bridge.step(tau)` — the way the bridge applies every force: the bridge's constraint solve (joint functions, loop
-closures) then sees the contact torques, which `applyExternalForce` would bypass.
+Forces: F = F_N n + F_T (same law objects as the engine) enter as joint-space torques τ = J_pᵀ F, added by
+`Bridge.apply()` to the user's τ — the way the bridge applies every force: its constraint solve (joint functions,
+loop closures) then sees the contact torques, which `applyExternalForce` would bypass.
 
 PyBullet's own rigid contact never acts on these links: every (contact link, ground body) pair gets
 `setCollisionFilterPair(..., enableCollision=0)` (getClosestPoints ignores collision filters).
@@ -49,19 +69,27 @@ QUERY_DISTANCE = 1.0
 OUTSIDE_QUERY_DISTANCE = 1.0e4
 #: a URDF collision sphere matches a `<contact>` if radius and centre agree to this [m]
 MATCH_TOLERANCE = 1.0e-9
+#: smallest radius of a query sphere [m] (a point contact is queried as a sphere of this radius, δ corrected)
+QUERY_RADIUS = 1.0e-3
+#: per client: query bodies (planes, spheres) of every bridge — never part of another bridge's scene
+QUERY_OBJECTS: dict[int, set[int]] = {}
 
 
 class BridgeContacts:
-    """Contact forces for a `Bridge` (see the module docstring). Use `step()` instead of `bridge.step()`.
+    """Contact forces for a `Bridge` (see the module docstring); built by the bridge, not by users.
 
-    contacts: Contact elements (default: the model's `<contact>`s). geometry: "pybullet" or "analytic".
-    ground_body: the PyBullet ground body (None: a plane per `<contact>` ground is created for "pybullet").
-    query_distance: getClosestPoints distance (m).
+    contacts: Contact elements (default: the model's `<contact>`s). geometry: "pybullet" or "analytic" for the
+    file's ground (None: "pybullet" where the link has the matching collision sphere, else analytic, silently;
+    an explicit "pybullet" warns about the contacts it cannot query). ground_body: a PyBullet body standing for
+    the file's ground (None: a query plane per `<contact>` ground). query_distance: getClosestPoints distance (m).
+    scene: also contact every other body in the client.
     """
 
-    def __init__(self, bridge, contacts=None, *, ground_body: int | None = None, geometry: str = "pybullet",
-                 query_distance: float = QUERY_DISTANCE) -> None:
+    def __init__(self, bridge, contacts=None, *, ground_body: int | None = None, geometry: str | None = None,
+                 query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
         from biobullet.contact.element import contact_elements
+        self._warn = geometry is not None      # an explicit "pybullet" warns about contacts it cannot query
+        geometry = "pybullet" if geometry is None else geometry
         if geometry not in GEOMETRIES:
             raise ModelError(f"argument 'geometry' is {geometry!r}", attribute="geometry",
                              expected=" or ".join(GEOMETRIES))
@@ -75,6 +103,18 @@ class BridgeContacts:
         templates = contact_elements(model) if contacts is None else tuple(contacts)
         self.contacts = [c.for_run(model) for c in templates]
         self._own_grounds: list[int] = []
+        self._ground_body = None if ground_body is None else int(ground_body)
+        self.scene = bool(scene)
+        self._scene: list[int] = []            # other bodies in the client (see the module docstring)
+        self._seen: set[int] = set()
+        self._n_bodies = -1
+        self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
+        self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
+        self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
+        self.last_forces: dict[str, dict] = {}
+        #: False: `torques()` asks for lazy kinematics (see `kinematics`); True: full kinematics every step (for
+        #: callers that record the points' velocities in flight from `kinematics()`)
+        self.far_jacobians = False
         #: per contact: (PyBullet link index, ground body) for PyBullet geometry, None for the analytic one
         self._queries: list[tuple[int, int] | None] = [None] * len(self.contacts)
         if geometry == "pybullet":
@@ -82,7 +122,19 @@ class BridgeContacts:
         grounds = set(self._own_grounds) | ({int(ground_body)} if ground_body is not None else set())
         for ground in sorted(grounds):
             self.disable_rigid_contact(ground)
-        t, x, xd = bridge.state()
+        QUERY_OBJECTS.setdefault(bridge.client, set()).update(self._own_grounds)
+        if self.scene:
+            self._set_up_sources()
+            self._scan_scene()
+        self.restart()
+
+    def restart(self) -> None:
+        """Fresh discrete states and logs at the bridge's current state (called by `Bridge.reset_tree`): a contact
+        already touching its ground starts an initial interval, as in the engine's `start_run`."""
+        model = self.bridge.model
+        self.contacts = [c.for_run(model) for c in self.contacts]
+        self._pairs.clear()
+        t = self.bridge.time
         for contact, kin in zip(self.contacts, self.kinematics()):
             if kin.delta > 0.0:
                 contact.state.touch(t, kin.delta_dot, initial=True)
@@ -106,7 +158,7 @@ class BridgeContacts:
                     planes[key] = self._create_plane(contact.ground)
                 ground = planes[key]
             self._queries[k] = (index, ground)
-        if fallback:
+        if fallback and self._warn:
             warnings.warn(f"{self.bridge.model.file}: contacts without a matching URDF collision sphere use the "
                           "analytic point/sphere–plane geometry on the bridge: " + "; ".join(fallback),
                           RuntimeWarning, stacklevel=3)
@@ -166,28 +218,37 @@ class BridgeContacts:
     def close(self) -> None:
         """Remove the ground planes this object created (a client the bridge owns is closed by the bridge)."""
         p, c = self.bridge._p, self.bridge.client
-        while self._own_grounds:
-            plane = self._own_grounds.pop()
+        owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[1] == -1]
+        self._own_grounds, self._sources = [], [None] * len(self.contacts)
+        for body in owned:
+            QUERY_OBJECTS.get(c, set()).discard(body)
             try:
-                p.removeBody(plane, physicsClientId=c)
+                p.removeBody(body, physicsClientId=c)
             except p.error:
                 pass
 
     # ------------------------------------------------------------------ geometry
-    def kinematics(self) -> list[ContactKinematics]:
-        """ContactKinematics (δ, δ̇, p, v_t, n, J_p) of every contact at the bridge's current state."""
+    def kinematics(self, lazy: bool = False) -> list[ContactKinematics]:
+        """ContactKinematics (δ, δ̇, p, v_t, n, J_p) of every contact at the bridge's current state. lazy: a contact
+        apart from its ground (δ ≤ 0, not in contact, no force outside contact) gets δ, p and n only (rates, slip
+        and Jacobian zero) — what `torques()` needs, sparing a point Jacobian per contact and step in flight."""
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
         out = []
         for contact, query in zip(self.contacts, self._queries):
             if query is None:
-                out.append(contact.kinematics(model, x, xd, placements))
+                kin = None
+                if lazy and not contact.normal_law.acts_outside_contact and not contact.state.active:
+                    kin = contact.kinematics(model, x, None, placements, need_jacobian=False)   # δ only
+                    if kin.delta > 0.0:
+                        kin = None
+                out.append(kin if kin is not None else contact.kinematics(model, x, xd, placements))
             else:
-                out.append(self._queried_kinematics(contact, query, x, xd, placements))
+                out.append(self._queried_kinematics(contact, query, x, xd, placements, lazy))
         return out
 
-    def _queried_kinematics(self, contact, query, x, xd, placements) -> ContactKinematics:
+    def _queried_kinematics(self, contact, query, x, xd, placements, lazy: bool = False) -> ContactKinematics:
         p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
         model = self.bridge.model
         index, ground = query
@@ -200,6 +261,9 @@ class BridgeContacts:
         delta = -float(nearest[8])
         point = np.asarray(nearest[5], dtype=float)
         normal = np.asarray(nearest[7], dtype=float)
+        if (lazy and delta <= 0.0 and not contact.normal_law.acts_outside_contact
+                and not contact.state.active):   # apart: δ only (see `kinematics`)
+            return ContactKinematics(delta, 0.0, point, np.zeros(3), normal, np.zeros((3, model.n_tangent)))
         rotation, origin = frame_placement(model, x, contact.link, placements)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
         velocity = jac @ xd
@@ -208,35 +272,173 @@ class BridgeContacts:
 
     # ------------------------------------------------------------------ forces
     def torques(self) -> np.ndarray:
-        """τ (n_tangent, tree order) of all contacts at the bridge's current state; updates the discrete state."""
+        """τ (n_tangent, tree order) of all contacts at the bridge's current state (ground and scene bodies);
+        updates the discrete states and queues the reactions on the other bodies (`apply_reactions`)."""
         model, dt = self.bridge.model, self.bridge.dt
         t = self.bridge.time
         tau = np.zeros(model.n_tangent)
-        for contact, kin in zip(self.contacts, self.kinematics()):
-            _sync(contact, t, kin)
-            fn, ft, elastic = contact.forces(kin)
-            interval = contact.state.current
-            if interval is not None:
-                normal, friction = contact.power_split(kin, (fn, ft, elastic))
-                interval.impulse += fn * dt
-                interval.dissipated_normal += normal * dt
-                interval.dissipated_friction += friction * dt
-                interval.max_penetration = max(interval.max_penetration, kin.delta)
-                if fn > interval.peak_force:
-                    interval.peak_force, interval.peak_force_time = fn, t
-            if fn or np.any(ft):
-                tau += kin.generalized(fn * kin.normal + ft)
+        self._reactions = []
+        self.last_forces = {}
+        for contact, kin in zip(self.contacts, self.kinematics() if self.far_jacobians else self.kinematics(True)):
+            force = _account(contact, kin, t, dt)
+            self.last_forces[contact.name] = _record(kin, force, None, None)
+            if force is not None:
+                tau += kin.generalized(force)
+        if self.scene:
+            self._scan_scene()
+        if self._scene:
+            for key, contact, kin, v_other in self._scene_kinematics():
+                force = _account(contact, kin, t, dt)
+                self.last_forces[f"{contact.name}@{key[1]}:{key[2]}"] = _record(kin, force, key[1], key[2])
+                if force is not None:
+                    tau += kin.generalized(force)
+                    self._reactions.append((key[1], key[2], -force, kin.point))
         return tau
 
-    def step(self, tau=None) -> float:
-        """Contact torques + `tau` (optional) through `bridge.step`; returns the new time (s)."""
-        extra = self.torques()
-        return self.bridge.step(extra if tau is None else extra + np.asarray(tau, dtype=float))
+    def apply_reactions(self) -> None:
+        """−F on the other bodies at the contact points (applyExternalForce, cleared by PyBullet after the step)."""
+        p, c = self.bridge._p, self.bridge.client
+        for body, link, force, point in self._reactions:
+            p.applyExternalForce(body, link, force.tolist(), point.tolist(), p.WORLD_FRAME, physicsClientId=c)
+
+    # ------------------------------------------------------------------ scene bodies
+    def _set_up_sources(self) -> None:
+        """Per contact: its link's collision sphere (offset 0) or a query sphere body (offset r_query − r)."""
+        p, c = self.bridge._p, self.bridge.client
+        objects = QUERY_OBJECTS.setdefault(c, set())
+        for k, contact in enumerate(self.contacts):
+            index, reason = self._collision_sphere(contact)
+            if reason is None:
+                self._sources[k] = (self.bridge.body, index, 0.0)
+                continue
+            radius = max(contact.radius, QUERY_RADIUS)
+            shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
+            sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
+            p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
+            objects.add(sphere)
+            self._sources[k] = (sphere, -1, radius - contact.radius)
+
+    def _scan_scene(self) -> None:
+        """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed)."""
+        p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
+        count = p.getNumBodies(physicsClientId=c)
+        if count == self._n_bodies:
+            return
+        self._n_bodies = count
+        excluded = QUERY_OBJECTS.get(c, set()) | {body} | set(self._own_grounds)
+        if self._ground_body is not None:
+            excluded.add(self._ground_body)
+        links = sorted({self.bridge.map.link_index[k.link] for k in self.contacts
+                        if k.link in self.bridge.map.link_index})
+        current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
+        self._scene = [b for b in self._scene if b in current]
+        for other in sorted(current - self._seen):
+            self._seen.add(other)
+            if other in excluded:
+                continue
+            self._scene.append(other)
+            for link in links:                  # PyBullet's rigid contact off on every link of the other body
+                for other_link in range(-1, p.getNumJoints(other, physicsClientId=c)):
+                    p.setCollisionFilterPair(body, other, link, other_link, 0, physicsClientId=c)
+
+    def _scene_kinematics(self):
+        """(key, pair contact, ContactKinematics, other body's point velocity) of every (contact, body, link) pair
+        within the query distance, and far kinematics for pairs that were active and are no longer near."""
+        p, c = self.bridge._p, self.bridge.client
+        model = self.bridge.model
+        _, x, xd = self.bridge.state()
+        placements = body_placements(model, x)
+        seen = set()
+        out = []
+        for k, (contact, source) in enumerate(zip(self.contacts, self._sources)):
+            rotation, origin = frame_placement(model, x, contact.link, placements)
+            centre = rotation @ contact.xyz + origin
+            body, link, offset = source
+            if link == -1:
+                p.resetBasePositionAndOrientation(body, centre.tolist(), [0.0, 0.0, 0.0, 1.0], physicsClientId=c)
+            distance = OUTSIDE_QUERY_DISTANCE if contact.normal_law.acts_outside_contact else self.query_distance
+            for other in self._scene:
+                nearest: dict[int, tuple] = {}
+                points = (p.getClosestPoints(body, other, distance, link, physicsClientId=c) if link != -1 else
+                          p.getClosestPoints(body, other, distance, physicsClientId=c))
+                for item in points:
+                    if item[4] not in nearest or item[8] < nearest[item[4]][8]:
+                        nearest[item[4]] = item
+                for other_link, item in nearest.items():
+                    key = (k, other, other_link)
+                    seen.add(key)
+                    pair = self._pair(key, contact)
+                    normal = np.asarray(item[7], dtype=float)
+                    point = centre - contact.radius * normal
+                    jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
+                    v_other = self._point_velocity(other, other_link, point)
+                    relative = jac @ xd - v_other
+                    normal_speed = float(normal @ relative)
+                    kin = ContactKinematics(-(float(item[8]) + offset), -normal_speed, point,
+                                            relative - normal_speed * normal, normal, jac)
+                    out.append((key, pair, kin, v_other))
+        for key, pair in self._pairs.items():
+            if key not in seen and pair.state.active:
+                far = ContactKinematics(-self.query_distance, 0.0, np.full(3, np.nan), np.zeros(3),
+                                        np.array([0.0, 0.0, 1.0]), np.zeros((3, model.n_tangent)))
+                out.append((key, pair, far, np.zeros(3)))
+        return out
+
+    def _pair(self, key, contact):
+        pair = self._pairs.get(key)
+        if pair is None:
+            pair = self._pairs[key] = contact.for_run(self.bridge.model)
+        return pair
+
+    def _point_velocity(self, body: int, link: int, point: np.ndarray) -> np.ndarray:
+        """World velocity of the material point of (body, link) at `point` (m/s)."""
+        p, c = self.bridge._p, self.bridge.client
+        if link == -1:
+            linear, angular = p.getBaseVelocity(body, physicsClientId=c)
+            position = p.getBasePositionAndOrientation(body, physicsClientId=c)[0]
+        else:
+            state = p.getLinkState(body, link, computeLinkVelocity=1, physicsClientId=c)
+            position, linear, angular = state[0], state[6], state[7]
+        return np.asarray(linear) + np.cross(np.asarray(angular), point - np.asarray(position))
+
+    def forces(self) -> dict[str, dict]:
+        """The contact forces of the last step, per contact (ground) and per `CONTACT@BODY:LINK` (scene): normal
+        force "normal" (N), friction "friction" (world, N), "point" (world, m), "penetration" (m), "body", "link"
+        (None for the file's ground)."""
+        return dict(self.last_forces)
 
     def intervals(self) -> list[dict]:
-        """The contact intervals of all contacts (engine format, plus `contact`)."""
+        """The contact intervals of all contacts (engine format, plus `contact`; scene pairs also `body`, `link`)."""
         out = [{**i.as_dict(), "contact": c.name} for c in self.contacts for i in c.state.intervals]
+        out += [{**i.as_dict(), "contact": c.name, "body": key[1], "link": key[2]}
+                for key, c in self._pairs.items() for i in c.state.intervals]
         return sorted(out, key=lambda item: item["start"])
+
+
+def _account(contact, kin: ContactKinematics, t: float, dt: float):
+    """Sync the discrete state (onset with the impact velocity, separation, slip mode), evaluate the laws, log the
+    interval; the world force F = F_N n + F_T (N), or None when there is none."""
+    _sync(contact, t, kin)
+    fn, ft, elastic = contact.forces(kin)
+    interval = contact.state.current
+    if interval is not None:
+        normal, friction = contact.power_split(kin, (fn, ft, elastic))
+        interval.impulse += fn * dt
+        interval.dissipated_normal += normal * dt
+        interval.dissipated_friction += friction * dt
+        interval.max_penetration = max(interval.max_penetration, kin.delta)
+        if fn > interval.peak_force:
+            interval.peak_force, interval.peak_force_time = fn, t
+    if fn or np.any(ft):
+        return fn * kin.normal + ft
+    return None
+
+
+def _record(kin: ContactKinematics, force, body, link) -> dict:
+    normal = 0.0 if force is None else float(force @ kin.normal)
+    friction = np.zeros(3) if force is None else force - normal * kin.normal
+    return {"normal": normal, "friction": friction, "point": kin.point, "penetration": kin.delta, "body": body,
+            "link": link}
 
 
 def _sync(contact, t: float, kin: ContactKinematics) -> None:

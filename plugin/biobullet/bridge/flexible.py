@@ -1,5 +1,8 @@
 """Flexible links on the PyBullet bridge: the finite-segment expansion (`flexible.segments`) stepped by PyBullet.
 
+`Bridge(model)` expands a model's `<flexible>` links on load (options `segments`, `shear`, `air_damping`); this
+module holds the stability helpers it uses and `centre_line` for plotting.
+
 The elastic forces need no bridge hook: the expansion writes `<joint_spring>` elements (bending EI/h with the
 Kelvin–Voigt damper Kv·I/h, shear κGA/h) and `Bridge.apply()` already sums `forces.applied_forces` — which also
 includes the Python-added `SegmentAirDamping` — before every `stepSimulation()`.
@@ -35,22 +38,14 @@ def stable_time_step(model, q0=None, fraction: float = 0.25) -> float:
 
 def segmented_bridge(path: str | os.PathLike[str], *, segments=None, shear: bool | None = None, dt: float | None = None,
                      client=None, air_damping: bool = True, **bridge_options):
-    """(Bridge, layouts) for the model file `path` with its `<flexible>` links expanded into segments.
-
-    dt: PyBullet step (s); None = `stable_time_step(model)`. Raises ModelError if dt ≥ 2/ω_max (unstable).
-    air_damping: add the links' `SegmentAirDamping` (γ on absolute velocities; see `load_segmented_model`).
-    Further keyword arguments go to `Bridge` (initial, record, ...).
-    """
-    from biobullet.flexible.segments import load_segmented_model
+    """(Bridge, layouts) for the model file `path`: `Bridge(load_model(path), ...)`, which expands the
+    `<flexible>` links itself (kept for callers of the former separate loader). dt None: the bridge's default
+    (¼ of the explicit limit 2/ω_max); an unstable dt raises ModelError."""
     from biobullet.bridge.bridge import Bridge
-    model, layouts = load_segmented_model(path, segments=segments, shear=shear, air_damping=air_damping)
-    w_max = highest_frequency(model)
-    if dt is None:
-        dt = 0.25 * 2.0 / w_max
-    elif dt * w_max >= 2.0:
-        raise ModelError(f"dt = {dt:g} s is unstable for the segmented links (ω_max = {w_max:.4g} rad/s)",
-                         attribute="dt", expected=f"dt < {2.0 / w_max:.3g} s (fewer segments or shear=False)")
-    return Bridge(model, client, dt=dt, **bridge_options), layouts
+    from biobullet.model.model import load_model
+    bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
+                    **bridge_options)
+    return bridge, bridge.layouts
 
 
 def centre_line(model, x: np.ndarray, layout) -> np.ndarray:

@@ -25,25 +25,30 @@ def _steps(t_end: float, dt: float) -> int:
 
 def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=None, out=None, progress=None,
                     client=None, **bridge_options):
-    """Step `model` on PyBullet from t = 0 to t_end (s) with step dt (s, default 1 ms); record every step.
+    """Step the whole `model` (joint functions, loops, force elements, contacts, flexible links: see `Bridge`) on
+    PyBullet from t = 0 to t_end (s) with step dt (s); record every step.
 
-    initial: (q0, v0) generalized state (default: the model's `<initial>`). out: optional CSV path (written
-    atomically: `t`, joint names, `<name>_dot`). progress: True/False, or None = a tqdm bar on a terminal for
-    runs longer than 2000 steps. Further keyword arguments go to `Bridge` (baumgarte, velocity_projection, ...).
-    If t_end is not a multiple of dt the run ends at the first step past t_end.
+    dt: None = the bridge's default (1 ms; with `<flexible>` links ¼ of PyBullet's explicit stability limit
+    2/ω_max of the segmented model, capped at 1 ms). initial: (q0, v0) generalized state or a {name: value}
+    mapping (default: the model's `<initial>`). out: optional CSV path (written atomically: `t`, joint names,
+    `<name>_dot`). progress: True/False, or None = a tqdm bar on a terminal for runs longer than 2000 steps.
+    Further keyword arguments go to `Bridge` (segments, shear, baumgarte, ground_body, ...). If t_end is not a
+    multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
+    for a model with flexible links.
     """
     from biobullet.bridge.bridge import Bridge
-    dt = DEFAULT_DT if dt is None else dt
-    n_steps = _steps(t_end, dt)
-    show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
-    bar = None
-    if show:
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=n_steps, desc=f"pybullet {model.name}", unit="step", file=sys.stderr)
-        except ImportError:  # pragma: no cover - tqdm is a dependency
-            bar = None
+    if dt is not None:
+        _steps(t_end, dt)
     with Bridge(model, client, dt=dt, record=True, initial=initial, **bridge_options) as bridge:
+        n_steps = _steps(t_end, bridge.dt)
+        show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
+        bar = None
+        if show:
+            try:
+                from tqdm import tqdm
+                bar = tqdm(total=n_steps, desc=f"pybullet {model.name}", unit="step", file=sys.stderr)
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                bar = None
         for k in range(n_steps):
             bridge.step()
             if bar is not None and (k % 100 == 99 or k == n_steps - 1):
@@ -62,6 +67,7 @@ def cli_simulate_pybullet(args) -> int:
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
+    dt = getattr(trajectory, "metadata", {}).get("dt", getattr(args, "dt", None) or DEFAULT_DT)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {trajectory.t[-1]:g} s, PyBullet "
-          f"dt = {getattr(args, 'dt', None) or DEFAULT_DT:g} s)", file=sys.stderr)
+          f"dt = {dt:g} s)", file=sys.stderr)
     return 0

@@ -11,68 +11,28 @@ consistent state (Φ = Φ̇ = 0) they have no effect. Use (0, 0) for the pure in
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf as _potrf, dpotrs as _potrs
 
 from biobullet.constraints.equations import constraint_set
+from biobullet.constraints.solve import (PIVOT_CHECK, RANK_TOLERANCE, Corrector, check_rank,
+                                         constrained_acceleration, factor_solve, mass_factor, schur_kernel)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
-RANK_TOLERANCE = 1e-10     # relative singular value of the scaled constraint Jacobian treated as zero
-
-
-def _state(x, xd, t) -> str:
-    text = f"t = {t:.17g}, x = {np.array2string(np.asarray(x), precision=17, separator=', ')}"
-    if xd is not None:
-        text += f", xd = {np.array2string(np.asarray(xd), precision=17, separator=', ')}"
-    return text
 
 
 def _check_rank(jac: np.ndarray, names, x, t, xd=None) -> None:
-    if not len(jac):
-        return
-    scale = np.linalg.norm(jac, axis=1)
-    if np.any(scale == 0):
-        raise SolverError("constraint row(s) " + ", ".join(n for n, s in zip(names, scale) if s == 0)
-                          + " do not depend on any coordinate at " + _state(x, xd, t))
-    singular = np.linalg.svd(jac / scale[:, None], compute_uv=False)
-    if len(jac) > jac.shape[1] or singular[-1] < RANK_TOLERANCE * singular[0]:
-        rank = int(np.sum(singular > RANK_TOLERANCE * singular[0]))
-        raise SolverError(f"constraint Jacobian is rank deficient ({rank} independent of {len(jac)} rows: "
-                          + ", ".join(names) + "); redundant loop equations (use type=\"planar\" for planar "
-                          "mechanisms) or a singular (toggle) configuration at " + _state(x, xd, t))
+    check_rank(jac, names, x, t, xd)
 
 
 def _cholesky(mass: np.ndarray, x, t) -> np.ndarray:
-    factor, info = _potrf(mass, lower=1, clean=1)
-    if info != 0:
-        raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
-                          + _state(x, None, t))
-    return factor
+    return mass_factor(mass, x, t)
 
 
 def _minv(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return _potrs(factor, rhs, lower=1)[0]
-
-
-#: smallest Cholesky pivot of the Schur complement, relative to its diagonal entry (squared sine of the angle
-#: between a constraint row and the span of the previous rows, M⁻¹ metric), below which the full rank check
-#: (SVD) decides; well above the SVD's RANK_TOLERANCE², so no rank-deficient case passes unchecked
-PIVOT_CHECK = 1e-8
-
-
-def _schur_factor(schur: np.ndarray, jac: np.ndarray, names, x, t, xd) -> np.ndarray | None:
-    """Cholesky factor of Φ_x M⁻¹ Φ_xᵀ; rank deficiency is detected from its pivots (SVD only when they are
-    suspicious); None = full rank but badly conditioned (solve it by LU)."""
-    factor, info = _potrf(schur, lower=1, clean=1)
-    if info == 0:
-        pivots = factor.diagonal()
-        if (pivots * pivots > PIVOT_CHECK * schur.diagonal()).all():
-            return factor
-    _check_rank(jac, names, x, t, xd)
-    return None
+    return factor_solve(factor, rhs)
 
 
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
@@ -81,114 +41,29 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
     cset = constraint_set(model)
     mass, h = mass_matrix_and_bias(model, x, xd)
-    kernel = _kkt_kernel() if cset.n else None
-    if kernel is not None:   # compiled hot path; the numpy path below decides (and raises) when it declines
-        alpha, beta = baumgarte
-        if cset.functions:
-            phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
-        else:
-            phi, jac, bias = loop_terms(model, cset.loops, x, xd)
-            phi_t = None
-        tau_arr = _NO_TAU if tau is None else np.asarray(tau, dtype=float)
-        status, xdd, lam = kernel(mass, h, tau_arr, tau is not None, jac, bias, phi,
-                                  _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float), phi_t is not None,
-                                  xd, float(alpha), float(beta), PIVOT_CHECK)
-        if status == 0:
-            return xdd, lam
-    rhs_dyn = -h if tau is None else np.asarray(tau, dtype=float) - h
-    factor = _cholesky(mass, x, t)
-    if cset.n == 0:
-        return _minv(factor, rhs_dyn), np.zeros(0)
     alpha, beta = baumgarte
+    corrector = Corrector.baumgarte(alpha, beta)
+    if cset.n == 0:
+        return constrained_acceleration(mass, h, tau, np.zeros((0, len(xd))), np.zeros(0), x=x, t=t)
     if cset.functions:
         phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
-        rhs_con = -bias - 2.0 * alpha * (jac @ xd + phi_t) - beta * beta * phi
     else:   # loops only (no Φ_t): the loop rows directly, without the generic stacking
         phi, jac, bias = loop_terms(model, cset.loops, x, xd)
-        rhs_con = -bias - 2.0 * alpha * (jac @ xd) - beta * beta * phi
-    # Schur complement of the symmetric KKT matrix [M Φ_xᵀ; Φ_x 0]: (Φ_x M⁻¹ Φ_xᵀ) λ = rhs − Φ_x M⁻¹ (τ − h),
-    # both solves with M through its one Cholesky factor
-    stacked = np.empty((len(rhs_dyn), len(jac) + 1))
-    stacked[:, :-1] = jac.T
-    stacked[:, -1] = rhs_dyn
-    both = _minv(factor, stacked)
-    minv_jt, free = both[:, :-1], both[:, -1]
-    schur = jac @ minv_jt
-    schur_factor = _schur_factor(schur, jac, cset.names, x, t, xd)
-    rhs_lam = rhs_con - jac @ free
-    lam = _potrs(schur_factor, rhs_lam, lower=1)[0] if schur_factor is not None else np.linalg.solve(schur, rhs_lam)
-    return free + minv_jt @ lam, lam
+        phi_t = None
+    kernel = schur_kernel()
+    if kernel is not None:   # compiled hot path; the numpy path below decides (and raises) when it declines
+        xdd, lam = np.empty(len(xd)), np.empty(cset.n)
+        status = kernel(mass, h, _NO_TAU if tau is None else np.asarray(tau, dtype=float), tau is not None, jac,
+                        bias, phi, _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float), phi_t is not None,
+                        xd, corrector.kp, corrector.kd, PIVOT_CHECK, xdd, lam)
+        if status == 0:
+            return xdd, lam
+    phi_dot = jac @ xd if phi_t is None else jac @ xd + phi_t
+    return constrained_acceleration(mass, h, tau, jac, corrector.target(phi, phi_dot, bias), names=cset.names,
+                                    x=x, xd=xd, t=t)
 
 
 _NO_TAU = np.zeros(0)
-
-
-def _kkt_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, alpha, beta, pivot_check):
-    """(status, ẍ, λ) of the Schur-complement KKT solve of `constrained_accelerations` in one compiled call:
-    status 0 = solved; 1 = M not positive definite, 2 = a suspicious Schur pivot (the numpy path then decides,
-    with its rank check and messages)."""
-    n, m = mass.shape[0], jac.shape[0]
-    xdd = np.zeros(n)
-    lam = np.zeros(m)
-    low = np.zeros((n, n))   # Cholesky factor of M
-    if not _cholesky_factor(mass, low, 0.0):
-        return 1, xdd, lam
-    # columns: Φ_xᵀ (m) and τ − h; solved with M through its factor
-    b = np.empty((n, m + 1))
-    for i in range(n):
-        for r in range(m):
-            b[i, r] = jac[r, i]
-        b[i, m] = (tau[i] - h[i]) if has_tau else -h[i]
-    for c in range(m + 1):
-        for i in range(n):
-            s = b[i, c]
-            for k in range(i):
-                s -= low[i, k] * b[k, c]
-            b[i, c] = s / low[i, i]
-        for i in range(n - 1, -1, -1):
-            s = b[i, c]
-            for k in range(i + 1, n):
-                s -= low[k, i] * b[k, c]
-            b[i, c] = s / low[i, i]
-    schur = np.empty((m, m))
-    rhs = np.empty(m)
-    for r in range(m):
-        for c in range(m):
-            s = 0.0
-            for i in range(n):
-                s += jac[r, i] * b[i, c]
-            schur[r, c] = s
-        rate = 0.0
-        free = 0.0
-        for i in range(n):
-            rate += jac[r, i] * xd[i]
-            free += jac[r, i] * b[i, m]
-        if has_phi_t:
-            rate += phi_t[r]
-        rhs[r] = -bias[r] - 2.0 * alpha * rate - beta * beta * phi[r] - free
-    sl = np.zeros((m, m))   # Cholesky factor of the Schur complement, pivots checked as in `_schur_factor`
-    if not _cholesky_factor(schur, sl, pivot_check):
-        return 2, xdd, lam
-    _cholesky_solve(sl, rhs, lam)
-    for i in range(n):
-        s = b[i, m]
-        for r in range(m):
-            s += b[i, r] * lam[r]
-        xdd[i] = s
-    return 0, xdd, lam
-
-
-# compiled_kernels' Cholesky kernels, compiled and bound before the KKT kernel compiles
-_cholesky_factor = _cholesky_solve = None
-
-
-def _kkt_kernel():
-    """The compiled `_kkt_kernel_py` (numba, cached on disk), or None (the numpy path serves)."""
-    global _cholesky_factor, _cholesky_solve
-    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py
-    from biobullet.core import jit
-    return jit.compiled(_kkt_kernel_py, bind={"_cholesky_factor": _cholesky_factor_py,
-                                              "_cholesky_solve": _cholesky_solve_py})
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

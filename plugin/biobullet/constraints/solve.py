@@ -1,0 +1,406 @@
+"""THE constrained solve: accelerations and multipliers of a tree under holonomic constraint rows.
+
+    M ẍ + h = τ + Φ_xᵀ λ
+    Φ_x ẍ   = a*,        a* = −k_b b − K_d Φ̇ − K_p Φ     (Φ̇ = Φ_x ẋ + Φ_t, b: velocity-product terms of Φ̈)
+
+The corrector gains (K_p, K_d) belong to the constraint object (`Corrector`, as Pinocchio's constraint models own
+their `corrector.Kp`/`Kd`); Baumgarte's (α, β) are K_d = 2α, K_p = β². Every caller — the multiplier
+formulation (`dynamics.multipliers`), the PyBullet bridge (`bridge.kernels`) and special-purpose studies — solves
+through this module; there is no other KKT solve in the library.
+
+Two methods, one set of equations:
+
+* range space (Schur complement): M = L Lᵀ by Cholesky, then (Φ_x M⁻¹ Φ_xᵀ) λ = a* − Φ_x M⁻¹(τ − h) by a second
+  Cholesky — `constrained_acceleration` (numpy, with rank diagnostics and a least-squares fallback for redundant
+  rows or a singular M) and its compiled twin `schur_kernel` (numba; one call, status codes instead of errors);
+* null space, for constant rows Φ = A x − c of full row rank (linear joint functions): ẍ = T y + P a* with
+  A T = 0, A P = I, (TᵀMT) y = Tᵀ(τ − h − M P a*) — `null_space_kernel` (compiled) with the constants from
+  `null_space_basis`. Better conditioned than the KKT matrix when some links carry (almost) no mass.
+
+Pure-Python twins have the suffix `_py` and are what numba compiles (`core.jit.compiled`,
+the library's one jit helper); with numba missing or BIOBULLET_NUMBA=0 callers use `constrained_acceleration`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from biobullet.core import jit
+
+from biobullet.core.errors import SolverError
+
+#: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
+RANK_TOLERANCE = 1e-10
+#: smallest Cholesky pivot of the Schur complement, relative to its diagonal entry (squared sine of the angle
+#: between a row and the span of the previous rows in the M⁻¹ metric), below which the full rank check decides;
+#: well above RANK_TOLERANCE², so no rank-deficient case passes unchecked
+PIVOT_CHECK = 1e-8
+
+
+@dataclass(frozen=True)
+class Corrector:
+    """Drift-correction gains of a constraint set: a* = −kb b − kd Φ̇ − kp Φ (kp in 1/s², kd in 1/s, kb ∈ [0, 1]
+    the weight of the rows' velocity-product term b; 1 = the exact Φ̈ = 0 when Φ = Φ̇ = 0).
+
+    `Corrector.baumgarte(α, β)` gives kd = 2α, kp = β² (critically damped for α = β); `dead_beat(dt)` the gains
+    α = 1/(2dt), β = 1/dt for which semi-implicit Euler at step dt removes a violation within two steps;
+    `step_end(dt)` = dead_beat with kb = ½: −Φ(x + dt ẋ, t + dt)/dt² by Taylor's formula, the target that puts the
+    end of a semi-implicit Euler step on the manifold (the PyBullet bridge's default); `Corrector()` = no
+    correction (the pure index-1 DAE)."""
+
+    kp: float = 0.0
+    kd: float = 0.0
+    kb: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("kp", "kd", "kb"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value) or value < 0:
+                raise SolverError(f"corrector gain {name} = {value!r}: expected a finite number ≥ 0")
+
+    @classmethod
+    def baumgarte(cls, alpha: float, beta: float) -> "Corrector":
+        return cls(kp=float(beta) ** 2, kd=2.0 * float(alpha))
+
+    @classmethod
+    def dead_beat(cls, dt: float) -> "Corrector":
+        return cls.baumgarte(0.5 / dt, 1.0 / dt)
+
+    @classmethod
+    def step_end(cls, dt: float) -> "Corrector":
+        return cls(kp=1.0 / (dt * dt), kd=1.0 / dt, kb=0.5)
+
+    @property
+    def alpha(self) -> float:
+        return 0.5 * self.kd
+
+    @property
+    def beta(self) -> float:
+        return math.sqrt(self.kp)
+
+    def target(self, phi: np.ndarray, phi_dot: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """a* = −kb b − kd Φ̇ − kp Φ (the acceleration the rows must have)."""
+        return (-self.kb * np.asarray(bias, float) - self.kd * np.asarray(phi_dot, float)
+                - self.kp * np.asarray(phi, float))
+
+
+# ------------------------------------------------------------------------------------------- numpy reference path
+def _state_text(x, xd, t) -> str:
+    if x is None:
+        return "the given state"
+    text = f"t = {t:.17g}, x = {np.array2string(np.asarray(x), precision=17, separator=', ')}"
+    if xd is not None:
+        text += f", xd = {np.array2string(np.asarray(xd), precision=17, separator=', ')}"
+    return text
+
+
+def check_rank(jac: np.ndarray, names=None, x=None, t: float = 0.0, xd=None) -> None:
+    """SolverError naming the rows if Φ_x has a zero row or dependent rows (relative tolerance RANK_TOLERANCE)."""
+    if not len(jac):
+        return
+    names = tuple(names) if names is not None else tuple(f"row {k}" for k in range(len(jac)))
+    scale = np.linalg.norm(jac, axis=1)
+    if np.any(scale == 0):
+        raise SolverError("constraint row(s) " + ", ".join(n for n, s in zip(names, scale) if s == 0)
+                          + " do not depend on any coordinate at " + _state_text(x, xd, t))
+    singular = np.linalg.svd(jac / scale[:, None], compute_uv=False)
+    if len(jac) > jac.shape[1] or singular[-1] < RANK_TOLERANCE * singular[0]:
+        rank = int(np.sum(singular > RANK_TOLERANCE * singular[0]))
+        raise SolverError(f"constraint Jacobian is rank deficient ({rank} independent of {len(jac)} rows: "
+                          + ", ".join(names) + "); redundant loop equations (use type=\"planar\" for planar "
+                          "mechanisms) or a singular (toggle) configuration at " + _state_text(x, xd, t))
+
+
+def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
+    """Lower Cholesky factor of M (SolverError if M is not positive definite)."""
+    from scipy.linalg.lapack import dpotrf
+    factor, info = dpotrf(mass, lower=1, clean=1)
+    if info != 0:
+        raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
+                          + _state_text(x, None, t))
+    return factor
+
+
+def factor_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """(L Lᵀ)⁻¹ rhs for a lower Cholesky factor L (rhs a vector or a matrix)."""
+    from scipy.linalg.lapack import dpotrs
+    return dpotrs(factor, rhs, lower=1)[0]
+
+
+def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray | None, jac: np.ndarray,
+                             target: np.ndarray, *, names=None, x=None, xd=None, t: float = 0.0,
+                             redundant: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+    """(ẍ, λ) of M ẍ + h = τ + Φ_xᵀλ, Φ_x ẍ = target (see the module docstring; target from `Corrector.target`).
+
+    mass (n × n), bias h (n), tau (n or None = 0), jac Φ_x (m × n), target a* (m). Range-space method with two
+    Cholesky factorizations. redundant: "raise" → SolverError naming the rows (`names`) and the state (x, xd, t)
+    for dependent rows; "least_squares" → the minimum-norm solution of the full KKT system (also used when M is
+    singular), for callers that tolerate redundant rows (PyBullet's massless links, doubled loop equations).
+    """
+    from scipy.linalg.lapack import dpotrf, dpotrs
+    rhs_dyn = -np.asarray(bias, float) if tau is None else np.asarray(tau, float) - bias
+    n, m = len(rhs_dyn), len(jac)
+    factor, info = dpotrf(mass, lower=1, clean=1)
+    if info != 0:
+        if redundant == "least_squares":
+            return _least_squares(mass, jac, rhs_dyn, target)
+        mass_factor(mass, x, t)   # raises with the message
+    if m == 0:
+        return dpotrs(factor, rhs_dyn, lower=1)[0], np.zeros(0)
+    stacked = np.empty((n, m + 1))
+    stacked[:, :m] = jac.T
+    stacked[:, m] = rhs_dyn
+    both = dpotrs(factor, stacked, lower=1)[0]
+    minv_jt, free = both[:, :m], both[:, m]
+    schur = jac @ minv_jt
+    rhs_lam = np.asarray(target, float) - jac @ free
+    schur_factor, info = dpotrf(schur, lower=1, clean=1)
+    if info == 0:
+        pivots = schur_factor.diagonal()
+        if (pivots * pivots > PIVOT_CHECK * schur.diagonal()).all():
+            lam = dpotrs(schur_factor, rhs_lam, lower=1)[0]
+            return free + minv_jt @ lam, lam
+    if redundant == "least_squares":
+        return _least_squares(mass, jac, rhs_dyn, target)
+    check_rank(jac, names, x, t, xd)   # raises for dependent rows; else full rank but badly conditioned: LU
+    lam = np.linalg.solve(schur, rhs_lam)
+    return free + minv_jt @ lam, lam
+
+
+def _least_squares(mass, jac, rhs_dyn, target) -> tuple[np.ndarray, np.ndarray]:
+    """Minimum-norm solution of [[M, Φ_xᵀ], [Φ_x, 0]] [ẍ; −λ] = [τ − h; a*] (redundant rows, singular M)."""
+    n, m = mass.shape[0], len(jac)
+    kkt = np.zeros((n + m, n + m))
+    kkt[:n, :n] = mass
+    kkt[:n, n:] = jac.T
+    kkt[n:, :n] = jac
+    rhs = np.concatenate([rhs_dyn, target])
+    try:
+        solution = np.linalg.solve(kkt, rhs)
+    except np.linalg.LinAlgError:
+        solution = np.linalg.lstsq(kkt, rhs, rcond=1e-13)[0]
+    if not np.all(np.isfinite(solution)):
+        solution = np.linalg.lstsq(kkt, rhs, rcond=1e-13)[0]
+    if not np.all(np.isfinite(solution)):
+        raise SolverError("the constraint (KKT) system has no solution")
+    return solution[:n], -solution[n:]
+
+
+def velocity_projection(mass: np.ndarray, jac: np.ndarray, xd: np.ndarray, phi_t: np.ndarray | None = None,
+                        **options) -> np.ndarray:
+    """ẋ closest to `xd` in the M metric with Φ_x ẋ + Φ_t = 0: the same KKT system with τ − h = M ẋ_in."""
+    phi_t = np.zeros(len(jac)) if phi_t is None else phi_t
+    return constrained_acceleration(mass, -(mass @ xd), None, jac, -np.asarray(phi_t, float), **options)[0]
+
+
+def null_space_basis(jac: np.ndarray, offset: np.ndarray) -> np.ndarray | None:
+    """`const` of `null_space_kernel` for constant rows Φ = A x − c (A = jac, m × n): rows [A; c; Tᵀ; Pᵀ] with T an
+    orthonormal basis of ker A (k = n − m columns) and P = A⁺ (A P = I; λ = Pᵀ(τ_out − τ)). None if A has
+    dependent rows (or none, or as many as columns): then the range-space solve is used."""
+    m, n = jac.shape
+    if m == 0 or m >= n:
+        return None
+    u, sigma, vt = np.linalg.svd(jac)
+    if sigma[-1] <= 1e-10 * sigma[0]:
+        return None
+    const = np.zeros((2 * m + (n - m) + 1, n))
+    const[:m] = jac
+    const[m, :m] = offset
+    const[m + 1:n + 1] = vt[m:]                          # Tᵀ
+    const[n + 1:] = (u / sigma) @ vt[:m]                 # Pᵀ = (V Σ⁻¹ Uᵀ)ᵀ = U Σ⁻¹ Vᵀ
+    return const
+
+
+# ------------------------------------------------------------------------------------------- compiled twins
+def _schur_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, kp, kd, pivot_check, xdd, lam):
+    """Range-space solve in one compiled call, a* = −bias − kd(Φ_x ẋ + Φ_t) − kp Φ formed inside; writes ẍ, λ.
+    Status 0 = solved; 1 = M not positive definite; 2 = a suspicious Schur pivot (the numpy path then decides,
+    with its rank check and messages); 3 = non-finite result."""
+    n, m = mass.shape[0], jac.shape[0]
+    low = np.zeros((n, n))   # Cholesky factor of M
+    if not _cholesky_factor(mass, low, 0.0):
+        return 1
+    b = np.empty((n, m + 1))   # columns: Φ_xᵀ (m) and τ − h, solved with M through its factor
+    for i in range(n):
+        for r in range(m):
+            b[i, r] = jac[r, i]
+        b[i, m] = (tau[i] - h[i]) if has_tau else -h[i]
+    for c in range(m + 1):
+        for i in range(n):
+            s = b[i, c]
+            for k in range(i):
+                s -= low[i, k] * b[k, c]
+            b[i, c] = s / low[i, i]
+        for i in range(n - 1, -1, -1):
+            s = b[i, c]
+            for k in range(i + 1, n):
+                s -= low[k, i] * b[k, c]
+            b[i, c] = s / low[i, i]
+    schur = np.empty((m, m))
+    rhs = np.empty(m)
+    for r in range(m):
+        for c in range(m):
+            s = 0.0
+            for i in range(n):
+                s += jac[r, i] * b[i, c]
+            schur[r, c] = s
+        rate = 0.0
+        free = 0.0
+        for i in range(n):
+            rate += jac[r, i] * xd[i]
+            free += jac[r, i] * b[i, m]
+        if has_phi_t:
+            rate += phi_t[r]
+        rhs[r] = -bias[r] - kd * rate - kp * phi[r] - free
+    sl = np.zeros((m, m))
+    if not _cholesky_factor(schur, sl, pivot_check):
+        return 2
+    _cholesky_solve(sl, rhs, lam)
+    for i in range(n):
+        s = b[i, m]
+        for r in range(m):
+            s += b[i, r] * lam[r]
+        if not np.isfinite(s):
+            return 3
+        xdd[i] = s
+    return 0
+
+
+def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, out):
+    """Constant rows Φ = A x − c (full row rank) by the null-space method: ẍ = T y + P a* with A T = 0 (T
+    orthonormal), A P = I and a* = −kd Φ̇ − kp Φ; (TᵀMT) y = Tᵀ(τ − h − M P a*) by Cholesky; τ_out = M ẍ + h and
+    λ = Pᵀ(τ_out − τ) (the torque PyBullet must apply, and the multipliers, for M ẍ + h = τ + Aᵀλ).
+
+    Arguments are packed (each array argument costs ~0.13 µs to pass): const = `null_space_basis` (rows
+    [A (m); c (1 row, first m entries); Tᵀ (k); Pᵀ (m)], n columns, k = n − m), state = [x; ẋ] (2 × n),
+    work (n + k + 1) × n, out = [τ_out (n), λ (m)]. Status 0, −1 (nothing computed: max|Φ̇| > limit),
+    1 (TᵀMT not positive definite) or 2 (non-finite torque)."""
+    n = mass.shape[0]
+    m = const.shape[0] - n - 1
+    k = n - m
+    c_row, t_row, p_row = m, m + 1, m + 1 + k          # first rows of c, Tᵀ, Pᵀ in const
+    r_row, w_row = n, n + k                            # first rows of [TᵀMT | rhs] and w in work (M T: rows 0…n−1)
+    worst = 0.0
+    for i in range(m):                                 # a* = −kd Φ̇ − kp Φ, kept in out[n + i] until λ is known
+        a = 0.0
+        b = 0.0
+        for j in range(n):
+            a += const[i, j] * state[0, j]
+            b += const[i, j] * state[1, j]
+        if abs(b) > worst:
+            worst = abs(b)
+        out[n + i] = -kd * b - kp * (a - const[c_row, i])
+    if worst > limit:
+        return -1
+    for i in range(n):                                 # w = P a* (the particular acceleration)
+        s = 0.0
+        for j in range(m):
+            s += const[p_row + j, i] * out[n + j]
+        work[w_row, i] = s
+    for i in range(n):                                 # out[:n] = τ − h − M P a* (scratch)
+        s = tau[i] - bias[i]
+        for j in range(n):
+            s -= mass[i, j] * work[w_row, j]
+        out[i] = s
+    for i in range(n):                                 # M T
+        for c in range(k):
+            s = 0.0
+            for j in range(n):
+                s += mass[i, j] * const[t_row + c, j]
+            work[i, c] = s
+    for r in range(k):                                 # TᵀMT (lower triangle) and Tᵀ(τ − h − M P a*) in column k
+        for c in range(r + 1):
+            s = 0.0
+            for j in range(n):
+                s += const[t_row + r, j] * work[j, c]
+            work[r_row + r, c] = s
+        s = 0.0
+        for j in range(n):
+            s += const[t_row + r, j] * out[j]
+        work[r_row + r, k] = s
+    for c in range(k):                                 # Cholesky in place, forward substitution on column k
+        d = work[r_row + c, c]
+        for j in range(c):
+            d -= work[r_row + c, j] * work[r_row + c, j]
+        if not d > 0.0:
+            return 1
+        d = np.sqrt(d)
+        work[r_row + c, c] = d
+        for r in range(c + 1, k):
+            s = work[r_row + r, c]
+            for j in range(c):
+                s -= work[r_row + r, j] * work[r_row + c, j]
+            work[r_row + r, c] = s / d
+        s = work[r_row + c, k]
+        for j in range(c):
+            s -= work[r_row + c, j] * work[r_row + j, k]
+        work[r_row + c, k] = s / d
+    for c in range(k - 1, -1, -1):                     # back substitution: y in column k
+        s = work[r_row + c, k]
+        for j in range(c + 1, k):
+            s -= work[r_row + j, c] * work[r_row + j, k]
+        work[r_row + c, k] = s / work[r_row + c, c]
+    for i in range(n):                                 # ẍ = T y + P a*
+        s = work[w_row, i]
+        for c in range(k):
+            s += const[t_row + c, i] * work[r_row + c, k]
+        work[w_row, i] = s
+    for i in range(n):                                 # τ_out = M ẍ + h
+        s = bias[i]
+        for j in range(n):
+            s += mass[i, j] * work[w_row, j]
+        if not np.isfinite(s):
+            return 2
+        out[i] = s
+    for r in range(m):                                 # λ = Pᵀ(τ_out − τ)
+        s = 0.0
+        for j in range(n):
+            s += const[p_row + r, j] * (out[j] - tau[j])
+        out[n + r] = s
+    return 0
+
+
+def _null_space_kernel_numpy(mass, bias, tau, const, state, kp, kd, limit, work, out):
+    """`_null_space_kernel_py`'s equations with numpy + one LAPACK call (no numba)."""
+    from scipy.linalg.lapack import dposv
+    n = mass.shape[0]
+    m = const.shape[0] - n - 1
+    jac, basis_t, lift_t = const[:m], const[m + 1:n + 1], const[n + 1:]
+    rows = jac @ state.T                                   # [Φ + c, Φ̇] in one product
+    if max(rows[:, 1].max(), -rows[:, 1].min()) > limit:
+        return -1
+    particular = lift_t.T @ (-kd * rows[:, 1] - kp * (rows[:, 0] - const[m, :m]))
+    reduced_t = basis_t @ mass                             # TᵀM (M symmetric)
+    _, y, info = dposv(reduced_t @ basis_t.T, basis_t @ (tau - bias) - reduced_t @ particular)
+    if info != 0:
+        return 1
+    torque = mass @ (basis_t.T @ y + particular) + bias
+    if not math.isfinite(torque.sum()):
+        return 2
+    out[:n] = torque
+    out[n:] = lift_t @ (torque - tau)
+    return 0
+
+
+# compiled_kernels' Cholesky kernels, compiled and bound as globals before the kernels above compile
+_cholesky_factor = _cholesky_solve = None
+
+
+def schur_kernel():
+    """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `constrained_acceleration`)."""
+    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py
+    return jit.compiled(_schur_kernel_py, bind={"_cholesky_factor": _cholesky_factor_py,
+                                                "_cholesky_solve": _cholesky_solve_py})
+
+
+def null_space_kernel():
+    """The compiled `_null_space_kernel_py`, or its numpy version without numba."""
+    return jit.compiled(_null_space_kernel_py) or _null_space_kernel_numpy
+
+
+
+__all__ = ["Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
+           "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel",
+           "velocity_projection"]

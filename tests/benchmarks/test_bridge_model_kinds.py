@@ -1,0 +1,56 @@
+"""`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written
+computed-torque loop on the same model (`biobullet.bench.bridge_speed`: interleaved rounds, best round, thread
+CPU time). Kinds: linear joint functions (shoulder rhythm), a nonlinear `expression` coupling (3-link pendulum),
+closed loops (Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links
+(elastic 3-link robot, 4 segments, air damping off, stable dt). The minimal loop does no contact or constraint
+work: the ratio is the price of everything the bridge adds. Prints the table (copied into the README) and writes
+out/benchmarks/bridge_model_kinds.json. No wall-clock thresholds.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pybullet")
+
+import biobullet  # noqa: E402
+from biobullet.bench import bridge_speed  # noqa: E402
+from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from nonlinear_pendulum import write_pendulum  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
+    from biobullet.bridge.bridge import expand_flexible_links, stable_step
+    flexible, _ = expand_flexible_links(biobullet.load_model(ROOT / "urdf" / "elastic_robot_3link.urdf"), None,
+                                        None, air_damping=False)
+    cases = {
+        "linear (shoulder_rhythm)": (biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf"), 1e-3),
+        "nonlinear (expression pendulum)": (biobullet.load_model(write_pendulum(tmp_path)), 1e-3),
+        "loop (andrews_squeezer)": (biobullet.load_model(ROOT / "urdf" / "andrews_squeezer.urdf"), 1e-5),
+        "contact (hu_guo ball drop)": (load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5",
+                                                            "restitution": "0.8"}), tmp_path), 1e-4),
+        "flexible (elastic robot, 4 segments)": (flexible, stable_step(flexible)),
+    }
+    rows = {}
+    for name, (model, dt) in cases.items():
+        measured = bridge_speed(model, rounds=30, steps=50, dt=dt)
+        best = measured["best"]["cpu"]
+        rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in best.items()},
+                      "bridge/minimal": best["bridge"] / best["minimal"], "bridge/bare": best["bridge"] / best["bare"],
+                      "max_residual": measured["max_residual"]}
+    lines = ["| model kind | dt (s) | bare (µs) | minimal (µs) | bridge (µs) | bridge / minimal | bridge / bare |",
+             "|---|---|---|---|---|---|---|"]
+    for name, r in rows.items():
+        lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['minimal']:.1f} | {r['bridge']:.1f} | "
+                     f"{r['bridge/minimal']:.2f} | {r['bridge/bare']:.2f} |")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    out = ROOT / "out" / "benchmarks"
+    out.mkdir(parents=True, exist_ok=True)
+    from biobullet.core.atomic import write_text
+    write_text(out / "bridge_model_kinds.json", json.dumps(rows, indent=2))
+    assert all(r["bridge"] > 0 for r in rows.values())
