@@ -161,8 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="trajectory to play (.csv of `biobullet simulate`, or .npz)")
     view.add_argument("--html", default=None, metavar="OUT.html",
                       help="write a self-contained HTML replay of --trajectory and exit")
-    view.add_argument("--port", type=_positive_int, default=8080, metavar="P", help="port (default 8080)")
-    view.add_argument("--segments", type=_positive_int, default=6, metavar="N",
+    view.add_argument("--port", type=positive_int, default=8080, metavar="P", help="port (default 8080)")
+    view.add_argument("--segments", type=positive_int, default=6, metavar="N",
                       help="rigid segments per <flexible> link (default 6)")
     view.set_defaults(handler=cmd_view)
     return parser
