@@ -13,7 +13,9 @@ Transitions are events located by SciPy `solve_ivp` (terminal events; integratio
              map onto the constrained phase (touchdown="impact": perfectly plastic impact
              q̇⁺ = q̇⁻ − M⁻¹Jᵀ(J M⁻¹ Jᵀ)⁻¹ J q̇⁻ over the pinned feet, then ``pinned``);
   lift-off   the normal (vertical) reaction of a pinned foot crosses 0 downwards → ``free``;
-  release    a compliant foot leaves the ground (δ → 0 upwards, or the law's release function → 0) → ``free``.
+  release    a compliant foot rises `release_gap` above the ground → ``free`` (the law's force is already 0 for
+             δ ≤ 0; the gap is a hysteresis against touchdown/release chatter of a grazing foot). While δ > 0 the foot stays compliant
+             even where a restitution law's force is clipped to zero (the clip is continuous, no event needed).
 The reference engine's event machinery (`biobullet.integrate`) is built around the URDF `Model`; these phases use
 `solve_ivp` events directly, with the same conventions (terminal + restart).
 
@@ -34,7 +36,7 @@ from scipy.optimize import root
 from ..contact.base import FrictionLaw, NormalLaw
 from ..contact.element import law_potential
 from ..contact.friction import Regularized
-from ..contact.normal import KelvinVoigt
+from ..contact.normal import Flores
 from ..errors import ModelError, SolverError
 from . import recursion as rec
 from .chain_model import ChainModel
@@ -65,9 +67,11 @@ class FootConstraint:
 class CompliantGround:
     """Compliant ground y = height under both feet: a library normal law and an optional friction law."""
 
-    normal_law: NormalLaw = field(default_factory=lambda: KelvinVoigt(stiffness=2.0e5, damping=4.0e3))
+    normal_law: NormalLaw = field(default_factory=lambda: Flores(stiffness=1.0e6, restitution=0.3))
     friction_law: FrictionLaw | None = field(default_factory=lambda: Regularized(mu=0.8, v0=0.05))
     height: float = 0.0
+    foot_lever: float = 0.1   # m: ankle moments on a compliant foot are limited to ± foot_lever · F_N
+    release_gap: float = 1e-4  # m: a compliant foot becomes free only this far above the ground (force is 0 there)
 
     def force(self, model: ChainModel, q: np.ndarray, v: np.ndarray, foot: int,
               impact_velocity: float | None) -> np.ndarray:
@@ -162,12 +166,12 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
              controller: Controller | None = None, breakpoints: Sequence[float] = (),
              with_ground: bool = True, alpha: float = 20.0, beta: float = 20.0, method: str = "DOP853", rtol: float = 1e-9,
              atol: float = 1e-9, max_step: float = np.inf, dt_sample: float = 1e-3, t0: float = 0.0,
-             progress: Callable[[str], None] | None = None) -> Trajectory:
+             progress: Callable[[str], None] | None = None, max_segments: int = 2000) -> Trajectory:
     """Integrate from (q0, v0) over [t0, t_end] with phase switching (module docstring).
 
     feet: initial state of each foot (free/pinned/compliant); anchors: pinned feet's ground points (default: the
     current foot positions); touchdown: "compliant" or "impact"; controller(t, q, v, foot_states) → (τ (n−1) or None,
-    ankle (2) or None); ankle moments act only on pinned feet. breakpoints: times where the controller switches
+    ankle (2) or None); ankle moments act on pinned feet, and on compliant feet limited to ± ground.foot_lever·F_N. breakpoints: times where the controller switches
     (integration restarts there). with_ground=False: no ground at all (free flight through y < 0, no touchdown).
     Samples every dt_sample plus every event.
     """
@@ -191,6 +195,8 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
             impact_vel[i] = max(-(rec.foot_jacobian(model, q0, i) @ v0)[1], 1e-3)
 
     zeroN = np.zeros(N)
+    damping = model.damping
+    time_varying = model.time_varying_inertia
 
     def constraints() -> list[FootConstraint]:
         return [FootConstraint(i, anchor[i], alpha, beta) for i in range(2) if states[i] == PINNED]
@@ -198,15 +204,22 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
     def forces(t: float, q: np.ndarray, v: np.ndarray, cons: list[FootConstraint]):
         """q̈, ground force per foot (2, 2), τ, generalized moment force."""
         tau, ankle = (None, None) if controller is None else controller(t, q, v, tuple(states))
-        if ankle is not None:
-            ankle = np.where([s == PINNED for s in states], ankle, 0.0)
-        Qm = rec.joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else zeroN
-        Q = Qm.copy()
         R = np.zeros((2, 2))
+        Qc = zeroN
         for i in range(2):
             if states[i] == COMPLIANT:
                 R[i] = ground.force(model, q, v, i, impact_vel[i])
-                Q += rec.foot_jacobian(model, q, i).T @ R[i]
+                Qc = Qc + rec.foot_jacobian(model, q, i).T @ R[i]
+        if ankle is not None:
+            ankle = np.asarray(ankle, dtype=float).copy()
+            for i in range(2):
+                if states[i] == FREE:
+                    ankle[i] = 0.0
+                elif states[i] == COMPLIANT:   # a point foot of half-length `foot_lever` carries |M| ≤ lever·F_N
+                    lim = ground.foot_lever * max(R[i, 1], 0.0)
+                    ankle[i] = min(max(ankle[i], -lim), lim)
+        Qm = rec.joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else zeroN
+        Q = Qm + Qc
         a, Rc = constrained_accelerations(model, q, v, t, Q, cons)
         for c, r in zip(cons, Rc):
             R[c.foot] = r
@@ -238,8 +251,8 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
                 if states[i] != FREE:   # power of the ground force on the moving foot point
                     p_ground += float(R[i] @ (rec.foot_jacobian(model, q, i) @ v))
             ld, phid = v[2 + n:], v[2:2 + n]
-            return np.concatenate([v, a, [Qm @ v, p_ground, -float(model.damping @ (ld * ld)),
-                                          -0.5 * float(model.inertia_rate(t) @ (phid * phid))]])
+            w_i = -0.5 * float(model.inertia_rate(t) @ (phid * phid)) if time_varying else 0.0
+            return np.concatenate([v, a, [Qm @ v, p_ground, -float(damping @ (ld * ld)), w_i]])
         return rhs
 
     def events_factory(cons):
@@ -260,21 +273,11 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
                 evs.append(lift)
                 meta.append(("liftoff", i))
             else:
-                def leave(t, X, i=i):
-                    return float(rec.foot_position(model, X[:N], i)[1]) - ground.height
+                def leave(t, X, i=i):   # hysteresis: released only release_gap above the ground (no Zeno chatter)
+                    return float(rec.foot_position(model, X[:N], i)[1]) - ground.height - ground.release_gap
                 leave.terminal, leave.direction = True, 1.0
                 evs.append(leave)
                 meta.append(("release", i))
-                rf = ground.normal_law
-                if not rf.acts_outside_contact and rf.release_function(0.01, 0.0, 1.0) is not None:
-                    def unload(t, X, i=i):
-                        q, v = X[:N], X[N:2 * N]
-                        r = rec.foot_position(model, q, i)
-                        rd = rec.foot_jacobian(model, q, i) @ v
-                        return float(rf.release_function(ground.height - r[1], -rd[1], impact_vel[i]))
-                    unload.terminal, unload.direction = True, -1.0
-                    evs.append(unload)
-                    meta.append(("release", i))
         return evs, meta
 
     # sample grid
@@ -324,8 +327,14 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
         evs, meta = events_factory(cons)
         grid = np.arange(np.ceil((t + 1e-12) / dt_sample) * dt_sample, stop, dt_sample)
         grid = grid[grid > t + 1e-12]
-        sol = solve_ivp(rhs_factory(cons), (t, stop), X, method=method, rtol=rtol, atol=atol, events=evs or None,
-                        max_step=max_step, dense_output=True)
+        try:
+            sol = solve_ivp(rhs_factory(cons), (t, stop), X, method=method, rtol=rtol, atol=atol,
+                            events=evs or None, max_step=max_step, dense_output=True)
+        except ValueError:
+            # SciPy's event root bracketing can fail on LSODA's interpolant when an event function starts at ~0
+            # right after a switch; that segment is redone with DOP853 (its own dense output)
+            sol = solve_ivp(rhs_factory(cons), (t, stop), X, method="DOP853", rtol=rtol, atol=atol,
+                            events=evs or None, max_step=max_step, dense_output=True)
         nfev += sol.nfev
         if sol.status == -1:
             raise SolverError(f"integration failed at t = {sol.t[-1]:.6g} s in phase {_label(tuple(states))}: "
@@ -336,40 +345,54 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
         X = sol.y[:, -1].copy()
         t = t_new
         segments += 1
+        if segments > max_segments:
+            raise SolverError(f"more than {max_segments} phase segments by t = {t:.6g} s (phase "
+                              f"{_label(tuple(states))}): chattering between phases")
         if progress is not None and segments % 5 == 0:
             progress(f"t = {t:.3f} s, {_label(tuple(states))}")
         if sol.status == 1:
-            fired = [k for k, te in enumerate(sol.t_events) if len(te)]
-            for k in fired:
-                kind, i = meta[k]
-                q, v = X[:N], X[N:2 * N]
-                if kind == "touchdown":
+            fired = [meta[k] for k, te in enumerate(sol.t_events) if len(te)]
+            q, v = X[:N], X[N:2 * N]
+            # a symmetric body touches down with both feet at the same instant: the second crossing lies at the
+            # same time (to round-off) and would be lost after the restart, so touch down every free foot that is
+            # on or below the ground and moving down
+            if with_ground and any(kind == "touchdown" for kind, _ in fired):
+                for j in range(2):
+                    if states[j] == FREE and ("touchdown", j) not in fired:
+                        r = rec.foot_position(model, q, j)
+                        vy = float((rec.foot_jacobian(model, q, j) @ v)[1])
+                        if r[1] <= ground.height + 1e-9 and vy < 0.0:
+                            fired.append(("touchdown", j))
+            touched = [i for kind, i in fired if kind == "touchdown"]
+            if touched and touchdown == "impact":
+                for i in touched:
+                    states[i] = PINNED
+                    r = rec.foot_position(model, q, i)
+                    anchor[i] = (float(r[0]), ground.height)
+                pin = [j for j in range(2) if states[j] == PINNED]
+                vys = {i: float((rec.foot_jacobian(model, q, i) @ v)[1]) for i in touched}
+                e_before = float(rec.energy(model, q, v, t).kinetic)
+                v_plus, lam = impact_map(model, q, v, t, pin)
+                X[N:2 * N] = v_plus
+                loss = e_before - float(rec.energy(model, q, v_plus, t).kinetic)
+                impact_loss += loss
+                events.append({"t": t, "kind": "touchdown", "feet": touched, "mode": "impact",
+                               "foot_velocity_y": vys, "impulse": dict(zip(pin, lam.tolist())),
+                               "kinetic_energy_lost": loss})
+            for kind, i in fired:
+                if kind == "touchdown" and touchdown == "compliant":
                     vy = float((rec.foot_jacobian(model, q, i) @ v)[1])
-                    if touchdown == "impact":
-                        states[i] = PINNED
-                        pin = [j for j in range(2) if states[j] == PINNED]
-                        r = rec.foot_position(model, q, i)
-                        anchor[i] = (float(r[0]), ground.height)
-                        e_before = float(rec.energy(model, q, v, t).kinetic)
-                        v_plus, lam = impact_map(model, q, v, t, pin)
-                        X[N:2 * N] = v_plus
-                        loss = e_before - float(rec.energy(model, q, v_plus, t).kinetic)
-                        impact_loss += loss
-                        events.append({"t": t, "kind": "touchdown", "foot": i, "mode": "impact",
-                                       "foot_velocity_y": vy, "impulse": lam.tolist(), "kinetic_energy_lost": loss})
-                    else:
-                        states[i] = COMPLIANT
-                        impact_vel[i] = max(-vy, 1e-3)
-                        events.append({"t": t, "kind": "touchdown", "foot": i, "mode": "compliant",
-                                       "foot_velocity_y": vy})
-                elif kind == "liftoff":
+                    states[i] = COMPLIANT
+                    impact_vel[i] = max(-vy, 1e-3)
+                    events.append({"t": t, "kind": "touchdown", "feet": [i], "mode": "compliant",
+                                   "foot_velocity_y": vy})
+                elif kind == "liftoff" and states[i] == PINNED:
                     states[i] = FREE
                     anchor[i] = None
                     events.append({"t": t, "kind": "liftoff", "foot": i})
-                else:
-                    if states[i] == COMPLIANT:
-                        states[i] = FREE
-                        events.append({"t": t, "kind": "release", "foot": i})
+                elif kind == "release" and states[i] == COMPLIANT:
+                    states[i] = FREE
+                    events.append({"t": t, "kind": "release", "foot": i})
             # a symmetric stance lifts both feet at once: release the other pinned foot too if it is unloaded
             settle_pinned(t, X)
             record(t, X)
@@ -408,9 +431,11 @@ class StaticStance:
 
 
 def static_stance(model: ChainModel, q_guess: np.ndarray | None = None,
-                  anchors: Sequence[Sequence[float]] = ((0.0, 0.0), (0.0, 0.0)), tol: float = 1e-10) -> StaticStance:
-    """Solve ∂(V_g + V_s)/∂q = Σ J_Aᵀ R_A, r_A(q) = anchor_A (2n+2+4 equations) by a Newton-type root finder from
-    `q_guess` (default `stance_configuration`)."""
+                  anchors: Sequence[Sequence[float]] = ((0.0, 0.0), (0.0, 0.0)), tol: float = 1e-10,
+                  generalized_force: Callable[[np.ndarray], np.ndarray] | None = None) -> StaticStance:
+    """Solve ∂(V_g + V_s)/∂q = Q(q) + Σ J_Aᵀ R_A, r_A(q) = anchor_A (2n+2+4 equations) by a Newton-type root finder
+    from `q_guess` (default `stance_configuration`); Q(q) = `generalized_force` (e.g. holding joint moments), 0
+    by default."""
     n, N = model.n_links, model.dof
     q0 = stance_configuration(model) if q_guess is None else np.asarray(q_guess, dtype=float)
     zero = np.zeros(N)
@@ -419,6 +444,8 @@ def static_stance(model: ChainModel, q_guess: np.ndarray | None = None,
     def residual(z):
         q, R = z[:N], z[N:].reshape(2, 2)
         h = rec.bias(model, q, zero)
+        if generalized_force is not None:
+            h = h - generalized_force(q)
         for i in range(2):
             h = h - rec.foot_jacobian(model, q, i).T @ R[i]
         g = np.concatenate([rec.foot_position(model, q, i) - anchors[i] for i in range(2)])

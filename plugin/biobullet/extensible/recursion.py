@@ -147,7 +147,7 @@ def relative_angles(model: ChainModel, q: np.ndarray) -> np.ndarray:
 def _chain_mask(model: ChainModel, foot: int) -> np.ndarray:
     if foot not in (0, 1):
         raise ModelError(f"foot {foot!r}", argument="foot", expected="0 (leg 1) or 1 (leg 2)")
-    return (model.chain == foot).astype(float)
+    return _constants(model)["masks"][foot]
 
 
 def foot_position(model: ChainModel, q: np.ndarray, foot: int) -> np.ndarray:
@@ -339,6 +339,7 @@ def _constants(model: ChainModel) -> dict:
     if c is None:
         c = {"smu": np.ascontiguousarray(model.sigma * model.mu), "K": np.ascontiguousarray(model.K),
              "inertia": model.inertia(0.0), "zeros": np.zeros(model.n_links), "stiffness": model.stiffness,
-             "rest": model.rest_lengths, "damping": model.damping}
+             "rest": model.rest_lengths, "damping": model.damping,
+             "masks": ((model.chain == 0).astype(float), (model.chain == 1).astype(float))}
         _CONSTANTS[model] = c
     return c

@@ -1,0 +1,1 @@
+"""Paper studies built on the biobullet library (the library never imports this package)."""
