@@ -133,6 +133,8 @@ class Link:
     name: str = ""
 
     def __post_init__(self) -> None:
+        for key in ("mass", "n", "rest_length", "stiffness", "damping"):
+            object.__setattr__(self, key, _number(getattr(self, key), key))
         _number(self.mass, "mass", positive=True)
         n = _number(self.n, "n")
         if not 0.0 <= n <= 1.0:

@@ -93,18 +93,21 @@ Controller = Callable[[float, np.ndarray, np.ndarray, tuple[str, str]], tuple[np
 
 def constrained_accelerations(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, Q: np.ndarray,
                               constraints: Sequence[FootConstraint]) -> tuple[np.ndarray, np.ndarray]:
-    """Solve the KKT system [M −Jᵀ; J 0][q̈; R] = [Q − h; γ] by the Schur complement (Cholesky of M and of
-    J M⁻¹ Jᵀ). Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
+    """Solve the KKT system [M −Jᵀ; J 0][q̈; R] = [Q − h; γ] (LU of the whole matrix). Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
     M, h = rec.dynamics_terms(model, q, v, t)
     if not constraints:
         return np.linalg.solve(M, Q - h), np.zeros((0, 2))
     J = np.vstack([rec.foot_jacobian(model, q, c.foot) for c in constraints])
     gamma = np.concatenate([c.acceleration_rhs(model, q, v, J[2 * i:2 * i + 2]) for i, c in enumerate(constraints)])
-    # one factorisation of M for the free accelerations and M⁻¹Jᵀ together
-    sol = np.linalg.solve(M, np.column_stack([Q - h, J.T]))
-    a0, MinvJt = sol[:, 0], sol[:, 1:]
-    R = np.linalg.solve(J @ MinvJt, gamma - J @ a0)
-    return a0 + MinvJt @ R, R.reshape(-1, 2)
+    # the full KKT matrix, not the Schur complement: M itself is singular when all links are parallel (e.g. the
+    # vertical stance: stretching every link about its fixed COM has no inertia), the constrained system is not
+    N, k = M.shape[0], J.shape[0]
+    A = np.zeros((N + k, N + k))
+    A[:N, :N] = M
+    A[:N, N:] = -J.T
+    A[N:, :N] = J
+    sol = np.linalg.solve(A, np.concatenate([Q - h, gamma]))
+    return sol[:N], sol[N:].reshape(-1, 2)
 
 
 def impact_map(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, feet: Sequence[int]) -> tuple[np.ndarray,
