@@ -16,7 +16,7 @@ import numpy as np
 import sympy as sp
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def derive(k1: int, k2: int, k3: int):
     """Return f(q, v, params) -> (M, h) for chain sizes (leg 1, leg 2, trunk), paper numbering.
 

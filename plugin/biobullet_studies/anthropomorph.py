@@ -18,15 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from biobullet.atomic import save_figure, write_json, write_text
 from biobullet.contact.friction import Regularized
 from biobullet.contact.normal import Flores
 from biobullet.extensible import recursion as rec
-from biobullet.extensible.chain_model import (ChainModel, InertiaLaw, Link, reference_flight_state,
-                                              six_link_reference, three_link_reference)
-from biobullet.extensible.phases import (COMPLIANT, FREE, PINNED, CompliantGround, Trajectory, simulate,
-                                         static_stance)
+from biobullet.extensible.chain_model import (
+    ChainModel,
+    InertiaLaw,
+    Link,
+    reference_flight_state,
+    six_link_reference,
+    three_link_reference,
+)
+from biobullet.extensible.phases import FREE, PINNED, CompliantGround, Trajectory, simulate, static_stance
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
@@ -89,7 +93,6 @@ def posture(model: ChainModel, thigh: float, shank: float, lean: float) -> np.nd
 
 def crouch_state(model: ChainModel, phi: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """q with both feet at the origin for the absolute angles phi (legs must close at the same hip)."""
-    n = model.n_links
     l = model.rest_lengths if lengths is None else lengths
     q = np.concatenate([[0.0, 0.0], phi, l])
     foot = rec.foot_position(model, q, 0)

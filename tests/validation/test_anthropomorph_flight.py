@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.integrate import simpson
-
 from biobullet.extensible import recursion as rec
-from biobullet.extensible.chain_model import (ChainModel, InertiaLaw, Link, reference_flight_state,
-                                              six_link_reference, three_link_reference)
+from biobullet.extensible.chain_model import (
+    ChainModel,
+    InertiaLaw,
+    Link,
+    reference_flight_state,
+    six_link_reference,
+    three_link_reference,
+)
 from biobullet.extensible.phases import simulate
+from scipy.integrate import simpson
 
 
 def _flight(model, q0, v0, t_end, tol=1e-11):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import six_link_reference
 from biobullet_studies.anthropomorph import JUMP_DAMPING, jump_study

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import six_link_reference, three_link_reference
-from biobullet.extensible.phases import (FootConstraint, constrained_accelerations, impact_map, simulate,
-                                         static_stance)
+from biobullet.extensible.phases import FootConstraint, constrained_accelerations, impact_map, simulate, static_stance
 
 
 @pytest.mark.parametrize("make", [six_link_reference, three_link_reference])
@@ -73,7 +71,7 @@ def test_impact_map_stops_the_feet_and_loses_energy():
     q = np.concatenate([[0.0, 0.95], np.pi / 2 + rng.uniform(-0.3, 0.3, 6), model.rest_lengths])
     v = rng.normal(size=model.dof)
     v[1] = -2.0
-    v_plus, lam = impact_map(model, q, v, 0.0, [0, 1])
+    v_plus, _ = impact_map(model, q, v, 0.0, [0, 1])
     for i in (0, 1):
         assert np.allclose(rec.foot_jacobian(model, q, i) @ v_plus, 0.0, atol=1e-12)
     T0, T1 = rec.energy(model, q, v).kinetic, rec.energy(model, q, v_plus).kinetic

@@ -184,7 +184,7 @@ class ChainModel:
 
     @classmethod
     def build(cls, leg1: Sequence[Link], leg2: Sequence[Link], trunk: Sequence[Link], *, gravity: float = GRAVITY,
-              name: str = "anthropomorph") -> "ChainModel":
+              name: str = "anthropomorph") -> ChainModel:
         for chain_name, chain in (("leg1", leg1), ("leg2", leg2), ("trunk", trunk)):
             if len(chain) < 1:
                 raise ModelError(f"chain {chain_name} has no links", argument=chain_name, expected="at least one Link")

@@ -330,7 +330,7 @@ def dynamics_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0
     return M, h
 
 
-_CONSTANTS: "weakref.WeakKeyDictionary[ChainModel, dict]" = weakref.WeakKeyDictionary()
+_CONSTANTS: weakref.WeakKeyDictionary[ChainModel, dict] = weakref.WeakKeyDictionary()
 
 
 def _constants(model: ChainModel) -> dict:

@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-
 from biobullet.errors import ModelError
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import load, loads, six_link_reference, three_link_reference

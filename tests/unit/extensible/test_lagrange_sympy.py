@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from extensible_lagrange import derive
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import ChainModel, InertiaLaw, Link
+from extensible_lagrange import derive
 
 SHAPES = [(3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 3, 2), (2, 1, 1)]
 

@@ -4,7 +4,6 @@ random states. The correct matrix is the SymPy-verified recursion (test_lagrange
 from __future__ import annotations
 
 import numpy as np
-
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import reference_flight_state, six_link_reference, three_link_reference
 from biobullet.extensible.paper_printed import printed_differences

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import ChainModel, Link, reference_flight_state, six_link_reference
 
