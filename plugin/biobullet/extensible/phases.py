@@ -333,6 +333,9 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
         try:
             sol = solve_ivp(rhs_factory(cons), (t, stop), X, method=method, rtol=rtol, atol=atol,
                             events=evs or None, max_step=max_step, dense_output=True)
+        except np.linalg.LinAlgError:
+            raise SolverError(f"singular dynamics after t = {t:.6g} s in phase {_label(tuple(states))}: the mass "
+                              "matrix is singular when all links are parallel (docs/anthropomorph.md)") from None
         except ValueError:
             # SciPy's event root bracketing can fail on LSODA's interpolant when an event function starts at ~0
             # right after a switch; that segment is redone with DOP853 (its own dense output)

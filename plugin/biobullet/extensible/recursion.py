@@ -28,8 +28,10 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
-from ..errors import ModelError
+from ..dynamics.compiled_kernels import compiled_or_none   # the library's numba helper (core 'jit helper')
+from ..errors import ModelError, SolverError
 from .chain_model import ChainModel
 
 
@@ -259,12 +261,15 @@ def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float =
                      tau: np.ndarray | None = None, ankle: np.ndarray | None = None,
                      external: np.ndarray | None = None) -> np.ndarray:
     """q̈ = M⁻¹ (Q − h) (Cholesky) for joint moments τ, ankle moments, and an extra generalized force."""
-    from scipy.linalg import cho_factor, cho_solve
     Q = joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else 0.0
     if external is not None:
         Q = Q + external
     rhs = Q - bias(model, q, v, t)
-    return cho_solve(cho_factor(mass_matrix(model, q, t)), rhs)
+    try:
+        return cho_solve(cho_factor(mass_matrix(model, q, t)), rhs)
+    except np.linalg.LinAlgError:
+        raise SolverError("mass matrix not positive definite: all links parallel? (stretching every link about its "
+                          "fixed COM then has no inertia; see docs/anthropomorph.md)") from None
 
 
 # ---- compiled kernel of the same formulas (hot path of the phase integrator) --------------------------------------
@@ -313,7 +318,6 @@ def _terms_py(phi, l, phid, ld, smu, K, inertia, inertia_rate, stiffness, rest, 
 
 def dynamics_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(M, h) in one pass: the numba kernel of `_terms_py` when available, else `mass_matrix` and `bias`."""
-    from ..dynamics.compiled_kernels import compiled_or_none
     kernel = compiled_or_none(_terms_py)
     if kernel is None:
         return mass_matrix(model, q, t), bias(model, q, v, t)
