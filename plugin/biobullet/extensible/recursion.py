@@ -265,8 +265,13 @@ def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float =
     if external is not None:
         Q = Q + external
     rhs = Q - bias(model, q, v, t)
+    M = mass_matrix(model, q, t)
     try:
-        return cho_solve(cho_factor(mass_matrix(model, q, t)), rhs)
+        factor = cho_factor(M)
+        # a round-off-sized pivot means M is singular (Cholesky of a semidefinite matrix may still "succeed")
+        if np.min(np.diag(factor[0])) ** 2 <= 1e-12 * np.max(np.diag(M)):
+            raise np.linalg.LinAlgError
+        return cho_solve(factor, rhs)
     except np.linalg.LinAlgError:
         raise SolverError("mass matrix not positive definite: all links parallel? (stretching every link about its "
                           "fixed COM then has no inertia; see docs/anthropomorph.md)") from None

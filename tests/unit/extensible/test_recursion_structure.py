@@ -117,3 +117,23 @@ def test_foot_jacobian_and_bias_by_finite_differences():
         # J̇ q̇ = d/dt (J) q̇ along q̇
         Jd = (rec.foot_jacobian(model, q + eps * v, foot) - rec.foot_jacobian(model, q - eps * v, foot)) / (2 * eps)
         assert np.allclose(rec.foot_velocity_product(model, q, v, foot), Jd @ v, atol=1e-7)
+
+
+def test_mass_matrix_singular_exactly_when_all_links_are_parallel():
+    """Point-mass links: with every link parallel, stretching all links about their fixed COMs (plus a hip shift)
+    has zero kinetic energy, so M is singular there (documented); one non-parallel link restores definiteness."""
+    from biobullet.errors import SolverError
+    rng = np.random.default_rng(21)
+    for shape in SHAPES:
+        model = random_model(shape, rng)
+        n = model.n_links
+        base = rng.uniform(0, np.pi)
+        phi = base + np.pi * rng.integers(0, 2, n)          # parallel or anti-parallel
+        q = np.concatenate([[0.1, 0.7], phi, model.rest_lengths])
+        M = rec.mass_matrix(model, q)
+        w = np.linalg.eigvalsh(M)
+        assert w[0] < 1e-12 * w[-1]
+        with pytest.raises(SolverError, match="parallel"):
+            rec.forward_dynamics(model, q, np.zeros(model.dof))
+        q[2 + int(rng.integers(n))] += 0.2
+        assert np.linalg.eigvalsh(rec.mass_matrix(model, q))[0] > 1e-9 * w[-1]
