@@ -32,4 +32,7 @@ STUDIES: dict[str, tuple[str, str]] = {
     "elastic-robot": ("biobullet_studies.elastic_robot",
                       "paper 002: 1.5 s drop of the elastic 3-link robot (Gibbs–Appell, Timoshenko modes, "
                       "Hu–Guo contact, Ambrosio friction)"),
+    "anthropomorph": ("biobullet_studies.anthropomorph",
+                      "paper 004: planar anthropomorph with extensible links — flight, static stance, jump "
+                      "(lift-off/touchdown events, energy budget, video), three-link model"),
 }
