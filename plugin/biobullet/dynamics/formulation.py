@@ -2,7 +2,9 @@
 
 Built in: "reduced" (projection through θ = f(q, t) on our batched spatial algorithms), "reduced_recursive"
 (the same on our body-frame CRBA/RNEA recursions), "reduced_pinocchio" (the same
-projection on Pinocchio's C++ CRBA/RNEA: the fast backend), "matrix_calculus" (paper 000's Kronecker recursion).
+projection on Pinocchio's C++ CRBA/RNEA: the fast backend), "matrix_calculus" (paper 000's Kronecker recursion),
+"link_segment" (paper 001's per-segment Newton–Euler system; it also offers `forward_dynamics`, a direct solve
+that `Model.forward_dynamics` uses when a formulation has one).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def register_formulation(cls: type[Formulation]) -> type[Formulation]:
 
 
 def _load_builtin() -> None:
-    from biobullet.dynamics import matrix_calculus, reduced  # noqa: F401  (register)
+    from biobullet.dynamics import link_segment, matrix_calculus, reduced  # noqa: F401  (register)
     try:
         from biobullet.dynamics import reduced_pinocchio  # noqa: F401
     except ImportError:  # pinocchio missing: the fast backend is simply unavailable

@@ -25,6 +25,7 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
     "contact": None,
     "flexible": None,
+    "segment_joint": {"name", "joints"},   # link-segment grouping (dynamics.link_segment checks the joints)
 }
 #: force elements of other packages: entry-point group whose names are further element tags (their classes check
 #: their own attributes when the model's force elements are built)

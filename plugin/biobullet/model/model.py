@@ -259,7 +259,11 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """q̈ (well, v̇) from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        mass, bias = _formulation(formulation).mass_and_bias(self, q, v, t)
+        form = _formulation(formulation)
+        direct = getattr(form, "forward_dynamics", None)
+        if direct is not None:  # a formulation that solves for v̇ itself (link_segment: one square system)
+            return direct(self, q, v, tau, t)
+        mass, bias = form.mass_and_bias(self, q, v, t)
         rhs = -bias
         if tau is not None:
             rhs = rhs + self._check("tau", tau, self.nv)
