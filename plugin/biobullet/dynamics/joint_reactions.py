@@ -20,7 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError
 from biobullet.dynamics import link_segment as _ls
-from biobullet.dynamics.link_segment import Reaction, _perpendicular_pair, body_kinematics
+from biobullet.dynamics.link_segment import Reaction, _perpendicular_pair, body_accelerations, body_kinematics
 
 __all__ = ["Reaction", "joint_reactions"]
 
@@ -51,31 +51,9 @@ def joint_reactions(model, q, v, tau=None, t: float = 0.0, *, method: str | None
 def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dict[str, Reaction]:
     """Newton–Euler backward pass (world axes) for the tree state (x, ẋ, ẍ): reactions by URDF joint name."""
     rot, pos, omega, vel = body_kinematics(model, x, xd)
+    alpha, acc = body_accelerations(model, x, xd, xdd, (rot, pos, omega, vel))
     bodies = model.bodies
     n = len(bodies)
-    alpha, acc = np.zeros((n, 3)), np.zeros((n, 3))   # angular acceleration, origin acceleration (world)
-    for body in bodies:
-        i = body.index
-        if body.joint_type == "free":
-            k = body.v_index
-            # body-frame twist derivative → world: ṗ̈ = R (v̇ + ω_b × v_b), ω̇ = R ω̇_b
-            acc[i] = rot[i] @ (xdd[k:k + 3] + np.cross(xd[k + 3:k + 6], xd[k:k + 3]))
-            alpha[i] = rot[i] @ xdd[k + 3:k + 6]
-            continue
-        if body.parent >= 0:
-            p = body.parent
-            wp, ap, alp = omega[p], acc[p], alpha[p]
-            arm = pos[i] - pos[p]
-        else:
-            wp, ap, alp, arm = np.zeros(3), np.zeros(3), np.zeros(3), pos[i]
-        axis = rot[i] @ body.axis
-        rate, accel = xd[body.v_index], xdd[body.v_index]
-        acc[i] = ap + np.cross(alp, arm) + np.cross(wp, np.cross(wp, arm))
-        if body.joint_type == "revolute":
-            alpha[i] = alp + np.cross(wp, axis) * rate + axis * accel
-        else:  # prismatic: the slide moves the origin; Coriolis 2 ω × ḋ (the offset is in `arm` already)
-            alpha[i] = alp
-            acc[i] = acc[i] + 2.0 * np.cross(wp, axis) * rate + axis * accel
     force, moment = np.zeros((n, 3)), np.zeros((n, 3))  # transmitted into each body at its origin
     g = model.gravity
     for i in range(n - 1, -1, -1):

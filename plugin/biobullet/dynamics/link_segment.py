@@ -252,6 +252,36 @@ def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, .
     return rot, pos, omega, vel
 
 
+def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, kinematics=None):
+    """(ω̇, p̈) of every body origin, world axes, for the tree state (x, ẋ, ẍ)."""
+    rot, pos, omega, vel = kinematics if kinematics is not None else body_kinematics(model, x, xd)
+    n = len(model.bodies)
+    alpha, acc = np.zeros((n, 3)), np.zeros((n, 3))
+    for body in model.bodies:
+        i = body.index
+        if body.joint_type == "free":
+            k = body.v_index
+            # body-frame twist derivative → world: p̈ = R (v̇ + ω_b × v_b), ω̇ = R ω̇_b
+            acc[i] = rot[i] @ (xdd[k:k + 3] + np.cross(xd[k + 3:k + 6], xd[k:k + 3]))
+            alpha[i] = rot[i] @ xdd[k + 3:k + 6]
+            continue
+        if body.parent >= 0:
+            p = body.parent
+            wp, ap, alp = omega[p], acc[p], alpha[p]
+            arm = pos[i] - pos[p]
+        else:
+            wp, ap, alp, arm = np.zeros(3), np.zeros(3), np.zeros(3), pos[i]
+        axis = rot[i] @ body.axis
+        rate, accel = xd[body.v_index], xdd[body.v_index]
+        acc[i] = ap + np.cross(alp, arm) + np.cross(wp, np.cross(wp, arm))
+        if body.joint_type == "revolute":
+            alpha[i] = alp + np.cross(wp, axis) * rate + axis * accel
+        else:  # prismatic: the slide moves the origin; Coriolis 2 ω × ḋ (the offset is in `arm` already)
+            alpha[i] = alp
+            acc[i] = acc[i] + 2.0 * np.cross(wp, axis) * rate + axis * accel
+    return alpha, acc
+
+
 def segment_state(model, x: np.ndarray, xd: np.ndarray) -> SegmentState:
     s = structure(model)
     rot, pos, omega, vel = body_kinematics(model, x, xd)
@@ -565,6 +595,39 @@ def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, pla
 def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True) -> np.ndarray:
     """v̇ by the link-segment solve (one (6N+3J+C)² dense solve)."""
     return solve(model, q, v, tau, t, gyroscopic=gyroscopic)[0]
+
+
+def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = True):
+    """(τ, reactions): generalized forces (model's nv) that produce v̇, by the link-segment equations.
+
+    The motion fixes every a_i, ω̇_i; the connecting and constraint-axis rows then hold identically and the 6N
+    Newton–Euler rows are a square system in the joint forces, constraint torques and the nv generalized forces
+    (6N = Σ_joints (3 + C_j + dof_j) + 6·floating)."""
+    x, xd = _tree_state(model, q, v, t)
+    xdd = np.asarray(vdot, dtype=float)
+    system = assemble(model, x, xd, None, gyroscopic=gyroscopic)
+    s, lay = system.structure, system.layout
+    alpha, acc = body_accelerations(model, x, xd, xdd)
+    z = np.zeros(lay.size)
+    st = system.state
+    for i, b in enumerate(s.segments):
+        arm = st.com[i] - st.origins[b]
+        w = st.omega[b]
+        z[lay.a + 3 * i:lay.a + 3 * i + 3] = acc[b] + np.cross(alpha[b], arm) + np.cross(w, np.cross(w, arm))
+        z[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = alpha[b]
+    rows = slice(0, 6 * s.n_segments)
+    known = system.rhs[rows] - system.matrix[rows, :lay.force] @ z[:lay.force]
+    columns = [system.matrix[rows, lay.force:]]
+    zero = assemble(model, x, xd, None, gyroscopic=gyroscopic, state=st).rhs[rows]
+    for k in range(model.nv):
+        unit = np.zeros(model.nv)
+        unit[k] = 1.0
+        columns.append(-(assemble(model, x, xd, unit, gyroscopic=gyroscopic, state=st).rhs[rows] - zero)[:, None])
+    unknown = np.linalg.solve(np.hstack(columns), known)
+    z[lay.force:] = unknown[:lay.size - lay.force]
+    tau = unknown[lay.size - lay.force:]
+    system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, state=st)
+    return tau, reactions_from_solution(system, z)
 
 
 def system_size(model, *, planar=None) -> int:
