@@ -32,4 +32,11 @@ STUDIES: dict[str, tuple[str, str]] = {
     "elastic-robot": ("biobullet_studies.elastic_robot",
                       "paper 002: 1.5 s drop of the elastic 3-link robot (Gibbs–Appell, Timoshenko modes, "
                       "Hu–Guo contact, Ambrosio friction)"),
+    "sprint": ("biobullet_studies.sprint",
+               "paper 001 §3.2: sprint swing leg (2D link-segment, 13×13) — inverse→forward round trip, high-knee "
+               "modification under the six Table 1 strategies, Table 2 analog, failure flags, stick figures, video "
+               "(substitute data)"),
+    "pitching": ("biobullet_studies.pitching",
+                 "paper 001 §3.1: 3D pitching arm (upper trunk, upper arm, forearm; ball shoulder, two-axis elbow; "
+                 "25×25) — inverse dynamics of substitute kinematics, forward RK4 round trip, stick figures, video"),
 }
