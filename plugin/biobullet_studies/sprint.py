@@ -167,7 +167,12 @@ def simulate(model, solver, kin, inputs, strategy=None, prescriptions=(), dt=1e-
     deltas = []
 
     def accel(t, q, v):
-        a, delta, _, _ = solver.solve(q, v, t, inputs(t), prescriptions, strategy)
+        from biobullet.core.errors import SolverError
+        try:
+            a, delta, _, _ = solver.solve(q, v, t, inputs(t), prescriptions, strategy)
+        except SolverError as exc:
+            thigh = math.degrees(2 * math.atan2(-q[4], q[6]))
+            raise SolverError(f"{exc} at t = {1000 * t:.0f} ms (thigh angle {thigh:.0f}°)") from None
         deltas.append((t, delta))
         return a
 
@@ -354,7 +359,7 @@ def _report(results, peak_delta, round_trip, model) -> str:
         paper = PAPER_TABLE2.get(name)
         paper_text = "—" if paper is None else f"{paper[0]:.2f} / {paper[1]} / {paper[2]:.2f}"
         if "stride_m" not in r:
-            lines.append(f"| {name} | — | — | — | — | — | failed: {r.get('error', '')[:60]} | {paper_text} |")
+            lines.append(f"| {name} | — | — | — | — | — | failed: {r.get('error', '')} | {paper_text} |")
             continue
         flags = ", ".join(f for f, key in (("shank over-rotation / no touchdown", "flag_shank_over_rotation"),
                                            ("knee hyperextension at TD", "flag_knee_hyperextension")) if r.get(key))
