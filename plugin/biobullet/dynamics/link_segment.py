@@ -453,7 +453,8 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
                 ua_dot, ub_dot = np.cross(wp, u_a), np.cross(wc, u_b)
                 value = (np.cross(wp, ua_dot) @ u_b + u_a @ np.cross(wc, ub_dot) + 2.0 * ua_dot @ ub_dot)
                 if baumgarte is not None:
-                    value -= 2.0 * baumgarte[0] * (ua_dot @ u_b + u_a @ ub_dot) + baumgarte[1] ** 2 * (u_a @ u_b)
+                    # c̈ + 2α ċ + β² c = 0 with c̈ = n·(ω̇_p − ω̇_c) + value: the feedback adds to the right side
+                    value += 2.0 * baumgarte[0] * (ua_dot @ u_b + u_a @ ub_dot) + baumgarte[1] ** 2 * (u_a @ u_b)
                 b[row] = value
                 # the constraint torque λ n acts on the child, −λ n on the parent
                 A[rows_euler + 3 * c:rows_euler + 3 * c + 3, col] -= normal
@@ -720,20 +721,25 @@ def constraint_residuals(model, st: SegmentState) -> tuple[float, float]:
 
 
 def simulate_absolute(model, q0, v0, t_end: float, dt: float, *, tau=None, baumgarte=None,
-                      gyroscopic: bool = True, tolerance: float = 1e-9) -> AbsoluteRun:
+                      gyroscopic: bool = True, tolerance: float = 1e-9,
+                      state0: SegmentState | None = None) -> AbsoluteRun:
     """RK4 on the segments' absolute coordinates with the acceleration-level equations only (the paper's scheme).
 
     The joint constraints are enforced only through their second derivatives, so position and velocity errors of
     the joints drift; `baumgarte=(α, β)` feeds them back (−2α ċ − β² c). The initial state comes from (q0, v0) and is
-    checked for consistency (assembly) to `tolerance`. Hinge joints only (grouped joints need their massless
+    checked for consistency (assembly) to `tolerance` (`state0`: an absolute state of your own instead, e.g. from
+    measured segment poses — the check is what catches a non-assembled one; tolerance=inf skips it). Hinge joints only (grouped joints need their massless
     links' orientations, which absolute coordinates do not carry). `tau(t)` → generalized forces (nv), default 0.
     Rotations are re-orthonormalised after every step (polar decomposition)."""
     s = structure(model)
     if any(j.kind != "hinge" for j in s.joints):
         raise ModelError("simulate_absolute supports hinge joints only", file=model.file, argument="model",
                          expected="a model without <segment_joint> groups")
-    x, xd, _, _ = model.joint_state(q0, v0)
-    st = segment_state(model, x, xd)
+    if state0 is None:
+        x, xd, _, _ = model.joint_state(q0, v0)
+        st = segment_state(model, x, xd)
+    else:
+        st = state0
     gap, axis = constraint_residuals(model, st)
     if gap > tolerance or axis > tolerance:
         raise SolverError(f"inconsistent initial conditions: joint gap {gap:.3g} m, axis error {axis:.3g}")
