@@ -90,6 +90,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
         if name == "multipliers":   # no reduced mass matrix (an index-1 DAE)
             continue
         formulation = get_formulation(name)
+        if not getattr(formulation, "supports", lambda m: True)(model):   # e.g. link_segment on joint functions
+            continue
         functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
     if numpy_path and compiled_kernels.ENABLED:
         for name in ("reduced", "reduced_pinocchio"):

@@ -650,6 +650,15 @@ class LinkSegmentFormulation(Formulation):
     name: ClassVar[str] = "link_segment"
     description: ClassVar[str] = "paper 001: per-segment Newton–Euler + connection + constraint-axis rows"
 
+    def supports(self, model) -> bool:
+        """False for models the link-segment system does not describe (prismatic joints, joint functions, loops,
+        massless links outside a <segment_joint>); using it on them raises the precise ModelError."""
+        try:
+            structure(model)
+        except ModelError:
+            return False
+        return True
+
     def forward_dynamics(self, model, q, v, tau=None, t: float = 0.0) -> np.ndarray:
         return forward_dynamics(model, q, v, tau, t)
 

@@ -152,9 +152,14 @@ def _loop_sample(model, rng: np.random.Generator, b: int) -> np.ndarray:
     return initial.copy()
 
 
-def _formulations() -> list[str]:
-    from biobullet.dynamics.formulation import formulation_names
-    return [name for name in formulation_names() if name not in EXCLUDED_FORMULATIONS]
+def _formulations(model=None) -> list[str]:
+    """Formulations to check; with `model`, only those that apply to it (a formulation may declare
+    `supports(model)`: link_segment has no prismatic joints, joint functions or loops)."""
+    from biobullet.dynamics.formulation import formulation_names, get_formulation
+    names = [name for name in formulation_names() if name not in EXCLUDED_FORMULATIONS]
+    if model is None:
+        return names
+    return [name for name in names if getattr(get_formulation(name), "supports", lambda m: True)(model)]
 
 
 def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9,
@@ -181,7 +186,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
         for oracle in built:
             getattr(oracle, "close", lambda: None)()
         raise
-    formulations = _formulations()
+    formulations = _formulations(model)
     acc = _Accumulator()
     t = 0.0
     for oracle in built:
