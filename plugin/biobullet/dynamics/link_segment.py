@@ -493,7 +493,6 @@ def _reduce_planar(system: System, normal: np.ndarray, model) -> None:
     e2 = np.cross(normal, e1)
     plane = np.column_stack([e1, e2])  # 3×2
     n, nj = s.n_segments, len(s.joints)
-    rows, cols = [], []
     select = np.zeros((3 * n + 2 * nj, lay.size))
     expand = np.zeros((lay.size, 3 * n + 2 * nj))
     k = 0
@@ -509,7 +508,6 @@ def _reduce_planar(system: System, normal: np.ndarray, model) -> None:
         select[k:k + 2, lay.force + 3 * j:lay.force + 3 * j + 3] = plane.T
         expand[lay.force + 3 * j:lay.force + 3 * j + 3, k:k + 2] = plane
         k += 2
-    del rows, cols
     system.matrix = select @ system.matrix @ expand
     system.rhs = select @ system.rhs
     system.planar_basis = (select, expand)

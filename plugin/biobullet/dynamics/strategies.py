@@ -26,7 +26,7 @@ from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics import link_segment as ls
 from biobullet.spatial.rotations import quaternion_multiply
 
-Trajectory = Callable[[float], tuple[float, float, float]]  # t → (value, rate, acceleration)
+TrajectoryFunction = Callable[[float], tuple[float, float, float]]  # t → (value, rate, acceleration)
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,13 @@ class Input:
 class Prescription:
     """A prescribed motion row. kind: "segment_angle" (link `target`, angle about world `axis`), "joint_angle"
     (hinge `target`), "point" (component along world `axis` of the position of `point` (link frame) of link
-    `target`). `trajectory(t)` → (value, rate, acceleration)."""
+    `target`). `trajectory(t)` → (value, rate, acceleration); without Baumgarte gains only the acceleration is
+    used (a prescribed point acceleration, eq. (5)), with gains the value and rate feed back as well."""
 
     name: str
     kind: str
     target: str
-    trajectory: Trajectory
+    trajectory: TrajectoryFunction
     axis: tuple[float, float, float] = (0.0, 1.0, 0.0)
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
