@@ -40,8 +40,8 @@ def test_torque_free_asymmetric_body_conserves_energy_and_momentum_only_with_gyr
         e1, h1 = _energy_momentum(model, qs[-1], vs[-1])
         drifts[gyroscopic] = (abs(e1 - e0) / e0, np.linalg.norm(h1 - h0) / np.linalg.norm(h0))
     print("relative drifts (energy, angular momentum) with / without ω × Iω:", drifts)
-    # with ω × Iω: RK4 at h = 2 ms over 1 s conserves both to integration precision (local error O(h⁵))
-    assert drifts[True][0] < 1e-7 and drifts[True][1] < 1e-7
+    # with ω × Iω: RK4 at h = 2 ms over 1 s conserves both to integration precision (local error O(h⁵); measured ≤ 1e-12)
+    assert drifts[True][0] < 1e-10 and drifts[True][1] < 1e-10   # measured 6e-13, 9e-13
     # the paper's printed Euler equation (no ω × Iω): angular momentum visibly not conserved (≈ 6 %); the energy
     # is (ω · (ω × Iω) = 0, so dropping the term does no work) — the momentum is the telling check
     assert drifts[False][0] > 1e-2 or drifts[False][1] > 1e-2
