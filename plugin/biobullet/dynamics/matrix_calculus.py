@@ -76,6 +76,12 @@ def _static(model) -> _Static:
     if cached is not None:
         return cached
     bodies = model.bodies
+    multi = [b.joint for b in bodies if b.multi_dof and b.joint]
+    if multi:
+        from biobullet.core.errors import ModelError
+        raise ModelError(f"formulation 'matrix_calculus' handles 1-DOF joints and a floating base only; joints "
+                         f"{', '.join(multi)} have several degrees of freedom", file=model.file,
+                         argument="formulation", expected="'reduced' or 'reduced_recursive' for this model")
     offset = 7 if model.floating_base else 0
     twists, skews = [], []
     for body in bodies:

@@ -14,11 +14,11 @@ import numpy as np
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
-                          MOVABLE_JOINT_TYPES)
+                          MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.extension import parse_extension
 from biobullet.spatial.rotations import rpy_to_matrix
 
-SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
+SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + MULTI_DOF_JOINT_TYPES + ("fixed",)
 # Relative slack for the triangle inequality: thin rods and plates sit exactly on its boundary.
 TRIANGLE_TOLERANCE = 1e-9
 
@@ -28,11 +28,7 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     file = os.fspath(path)
     if not os.path.isfile(file):
         raise ModelError("no such file", file=file)
-    try:
-        tree = ET.parse(file)
-    except ET.ParseError as exc:
-        raise ModelError(f"not well-formed XML ({exc})", file=file) from None
-    robot = tree.getroot()
+    robot = _parse_xml(file)
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     links = tuple(_parse_link(file, element, number) for number, element in enumerate(robot.findall("link"), 1))
@@ -49,6 +45,33 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
                                    links=links, joints=joints, root_link=root)
     return parse_extension(description, extension[0] if extension else None, floating_base)
+
+
+XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+
+
+def _parse_xml(file: str) -> ET.Element:
+    """The root element. Lenient where PyBullet and Pinocchio are: whitespace (or a byte-order mark) before the
+    `<?xml ...?>` declaration, which a strict XML parser rejects. A xacro file gets its own message."""
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
+    stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if b"xmlns:xacro" in data[:4096] or b"<xacro:" in data or file.endswith(".xacro"):
+        raise ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
+                         "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
+    try:
+        robot = ET.fromstring(stripped)
+    except ET.ParseError as exc:
+        line_shift = data[:len(data) - len(stripped)].count(b"\n")
+        message = str(exc)
+        if line_shift and exc.position:
+            line, column = exc.position
+            message = f"{message.split(': line')[0]}: line {line + line_shift}, column {column}"
+        raise ModelError(f"not well-formed XML ({message})", file=file) from None
+    return robot
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
@@ -130,9 +153,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     name = required(source, element, "name")
     joint_type = required(source, element, "type")
     if joint_type not in SUPPORTED_JOINT_TYPES:
-        hint = " (a floating base is declared with <biobullet><base type=\"floating\"/>)" \
-            if joint_type == "floating" else ""
-        raise source.error("type", f"unsupported joint type {joint_type!r}{hint}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
+        raise source.error("type", f"unsupported joint type {joint_type!r}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
     ends = {}
     for tag in ("parent", "child"):
         end = element.find(tag)
@@ -151,7 +172,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     axis_source = SourceRef(file, f"{source.element} <axis>")
     axis = optional_vec3(axis_source, axis_element, "xyz", (1.0, 0.0, 0.0))
     norm = math.sqrt(sum(a * a for a in axis))
-    if joint_type in MOVABLE_JOINT_TYPES:
+    if joint_type in MOVABLE_JOINT_TYPES or joint_type == "planar":  # planar: the axis is the plane's normal
         if norm < 1e-12:
             raise axis_source.error("xyz", f"zero axis {axis_element.attrib['xyz']!r}", "a non-zero direction")
         axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
