@@ -59,7 +59,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 def cli_simulate_pybullet(args) -> int:
     """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
     from biobullet.model import load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
+                       inertia=getattr(args, "inertia", "warn"))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {trajectory.t[-1]:g} s, PyBullet "

@@ -487,7 +487,8 @@ def cli_simulate(args) -> int:
     import sys
 
     from biobullet.model import load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
+                       inertia=getattr(args, "inertia", "warn"))
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None

@@ -107,6 +107,10 @@ class ModelDescription:
     initial: tuple[InitialDescription, ...] = ()
     elements: tuple[ElementDescription, ...] = ()  # loop, spring, joint_spring, joint_torque, joint_stop, contact, flexible
     extension_version: str | None = None
+    inertia_policy: str = "warn"
+    # links whose tensor is physically impossible: (link, problem, relative Frobenius distance to the nearest
+    # physical tensor, whether the tensor was replaced by it) — see model.urdf.INERTIA_POLICIES
+    inertia_issues: tuple[tuple[str, str, float, bool], ...] = ()
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)

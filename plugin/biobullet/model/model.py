@@ -431,10 +431,12 @@ def _solve_spd(mass: np.ndarray, rhs: np.ndarray, file: str) -> np.ndarray:
     return np.linalg.solve(factor.T, y)
 
 
-def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, *, inertia: str = "warn") -> Model:
     """Load a URDF file with its optional `<biobullet>` block into a compiled Model.
 
-    `floating_base` overrides the file's `<base type=...>`. Raises ModelError on bad input.
+    `floating_base` overrides the file's `<base type=...>`. `inertia`: what to do with physically impossible
+    inertia tensors — "warn" (keep, as Pinocchio does, with one warning), "repair" (nearest physical tensor),
+    "strict" (reject); see `biobullet.model.urdf.INERTIA_POLICIES`. Raises ModelError on bad input.
     """
     from biobullet.model.urdf import load_description
-    return Model(load_description(path, floating_base))
+    return Model(load_description(path, floating_base, inertia))
