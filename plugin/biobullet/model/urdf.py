@@ -83,18 +83,22 @@ def _parse_xml(file: str) -> ET.Element:
     except OSError as exc:
         raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if b"xmlns:xacro" in data[:4096] or b"<xacro:" in data or file.endswith(".xacro"):
-        raise ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
-                         "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
+    xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
+                       "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
     try:
         robot = ET.fromstring(stripped)
     except ET.ParseError as exc:
+        if b"<xacro:" in data or file.endswith(".xacro"):
+            raise xacro from None
         line_shift = data[:len(data) - len(stripped)].count(b"\n")
         message = str(exc)
         if line_shift and exc.position:
             line, column = exc.position
             message = f"{message.split(': line')[0]}: line {line + line_shift}, column {column}"
         raise ModelError(f"not well-formed XML ({message})", file=file) from None
+    # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
+    if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
+        raise xacro
     return robot
 
 
