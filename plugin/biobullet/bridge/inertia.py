@@ -31,9 +31,9 @@ def model_link_inertia(link) -> tuple[float, np.ndarray, np.ndarray]:
     return float(link.inertial.mass), np.array(link.inertial.com, float), np.array(link.inertial.inertia, float)
 
 
-def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> list[str]:
+def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> tuple[list[str], list[str]]:
     """Set PyBullet's mass and principal moments of every link whose inertia differs from the model's; returns the
-    links changed. Warns once naming links without `<inertial>` (set to zero mass as in the engine) and once
+    links changed and those PyBullet cannot take. Warns once naming links without `<inertial>` (set to zero mass as in the engine) and once
     naming links that PyBullet cannot represent. Raises ModelError when a user's body was loaded without
     `URDF_USE_INERTIA_FROM_FILE` (every tensor differs, not only the three cases above)."""
     import pybullet as p
@@ -79,7 +79,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> 
         warnings.warn(f"{model.file}: PyBullet cannot take the model's inertia of links {', '.join(impossible)} "
                       "(its inertial frame is fixed at load time, and a massless floating base makes the body "
                       "static); the bridge simulates PyBullet's values for them", stacklevel=3)
-    return changed
+    return changed, impossible
 
 
 def _issue_links(model) -> set[str]:

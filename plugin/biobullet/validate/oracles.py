@@ -35,6 +35,7 @@ class Oracle:
         self.model = model
         self.file = str(file if file is not None else model.file)  # the URDF the oracle reads
         self.notes: list[str] = []   # where the oracle departs from the file, and what was done about it
+        self.subject = model          # the biobullet model compared with this oracle (same robot as the oracle's)
 
     def body_inertias(self) -> dict[str, np.ndarray]:
         """Per body (or link): [mass, COM (3), rotational inertia about the COM (9)] as the oracle holds it,
@@ -324,17 +325,39 @@ class PyBulletOracle(Oracle):
         triangle-inequality violators, repaired tensors) and say so."""
         import warnings
         from biobullet.bridge.inertia import match_inertia
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            changed = match_inertia(self.model, self.client, self.body, self.map.link_index)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            changed, impossible = match_inertia(self.model, self.client, self.body, self.map.link_index)
         if changed:
             self.notes.append(f"PyBullet departs from the file's inertia on links {', '.join(changed[:8])}"
                               f"{' …' if len(changed) > 8 else ''} (1 kg for a link without <inertial>, zero for a "
                               f"tensor violating the triangle inequality); the oracle sets the file's values with "
                               f"changeDynamics, as the bridge does")
-        for warning in caught:
-            if "cannot take" in str(warning.message):
-                self.notes.append(str(warning.message))
+        if impossible:
+            # PyBullet replaced these tensors (triangle inequality violated: by zero) in an inertial frame that
+            # does not diagonalise the file's tensor, so changeDynamics cannot restore them: compare PyBullet with
+            # biobullet run on PyBullet's values for these links (the same robot), and say so
+            self.subject = self._subject_with_pybullet_inertia(impossible)
+            self.notes.append(f"PyBullet replaced the inertia of links {', '.join(impossible[:8])}"
+                              f"{' …' if len(impossible) > 8 else ''} (physically impossible tensors: zero, or the "
+                              f"diagonal) and cannot take the file's values after loading: the comparison with "
+                              f"PyBullet runs biobullet on PyBullet's values for these links")
+
+    def _subject_with_pybullet_inertia(self, links: list[str]):
+        import dataclasses
+        from biobullet.model.description import InertialDescription
+        from biobullet.model.model import Model
+        theirs = self.body_inertias()
+        replaced = []
+        for link in self.model.description.links:
+            if link.name in links and link.inertial is not None:
+                vector = theirs[f"link {link.name}"]
+                inertial = InertialDescription(mass=float(vector[0]), com=tuple(float(c) for c in vector[1:4]),
+                                               inertia=tuple(tuple(float(v) for v in row)
+                                                             for row in vector[4:].reshape(3, 3)))
+                link = dataclasses.replace(link, inertial=inertial)
+            replaced.append(link)
+        return Model(dataclasses.replace(self.model.description, links=tuple(replaced)))
 
     def tree_inverse_dynamics(self, x, xd, xdd):
         if not self._gravity_fix:
@@ -357,7 +380,7 @@ class PyBulletOracle(Oracle):
         """Each URDF link's [mass, COM, inertia about the COM] in its link frame as the model has it (zero without
         <inertial>; the policy's repaired tensors). A fixed root is skipped (PyBullet gives it no mass)."""
         out = {}
-        for link in self.model.description.links:
+        for link in self.subject.description.links:
             index = self.map.link_index.get(link.name)
             if index is None or (index < 0 and not self.model.floating_base):
                 continue

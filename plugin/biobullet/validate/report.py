@@ -237,22 +237,25 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                 if skipped_dynamics == 1:
                     report.notes.append("forward dynamics not compared where the mass matrix is singular: "
                                         + still)
-            results = {}
-            for name in formulations:
-                try:
-                    mass = model.mass_matrix(q, t, formulation=name)
-                    bias = model.bias_forces(q, v, t, formulation=name)
-                    accel = None if still is not None else model.forward_dynamics(q, v, tau, t, formulation=name)
-                    results[name] = (mass, bias, accel)
-                except (BiobulletError, NotImplementedError, ArithmeticError, ValueError) as exc:
-                    results[name] = exc
+            by_subject = {}   # an oracle may compare with a variant of the model (see Oracle.subject)
+            for subject in {id(o.subject): o.subject for o in built}.values():
+                by_subject[id(subject)] = results = {}
+                for name in formulations:
+                    try:
+                        mass = subject.mass_matrix(q, t, formulation=name)
+                        bias = subject.bias_forces(q, v, t, formulation=name)
+                        accel = None if still is not None else \
+                            subject.forward_dynamics(q, v, tau, t, formulation=name)
+                        results[name] = (mass, bias, accel)
+                    except (BiobulletError, NotImplementedError, ArithmeticError, ValueError) as exc:
+                        results[name] = exc
             x, xd, _, _ = model.joint_state(q, v, t)
             placements = body_placements(model, x)
             jacobians = {link: frame_jacobian(model, x, link, placements=placements) for link in model.link_names}
             for oracle in built:
                 reference = (oracle.mass_matrix(q, t), oracle.bias_forces(q, v, t),
                              None if still is not None else oracle.forward_dynamics(q, v, tau, t))
-                for name, ours in results.items():
+                for name, ours in by_subject[id(oracle.subject)].items():
                     for qty, o_val, r_val in zip(("mass_matrix", "bias_forces", "forward_dynamics"),
                                                  ours if not isinstance(ours, Exception) else (None,) * 3,
                                                  reference):
