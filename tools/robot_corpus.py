@@ -97,6 +97,9 @@ def render(rows, runs, samples: int) -> str:
               "compared and why, warnings of the load, and the messages of rejected files.", ""]
     for row in rows:
         text = [row.detail] if row.detail else []
+        if row.oracles_load is not None:
+            text.append("PyBullet " + ("loads" if row.oracles_load.get("pybullet") else "rejects") + " it, Pinocchio "
+                        + ("loads" if row.oracles_load.get("pinocchio") else "rejects") + " it")
         text += row.warnings
         if text:
             base = "floating" if row.floating_base else "file"

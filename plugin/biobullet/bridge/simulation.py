@@ -33,6 +33,10 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     If t_end is not a multiple of dt the run ends at the first step past t_end.
     """
     from biobullet.bridge.bridge import Bridge
+    if model.nv == 0:
+        from biobullet.core.errors import ModelError
+        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                         file=model.file, expected="a movable joint, or --floating-base")
     dt = DEFAULT_DT if dt is None else dt
     n_steps = _steps(t_end, dt)
     show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())

@@ -120,7 +120,8 @@ def _local_placements(static: _Static, theta: np.ndarray) -> np.ndarray:
     """ᵖA⁴_i for every body (nb, 4, 4): R0 · (I + sinθ S(v) + 2 sin²(θ/2) S(v)²) for revolute joints, translation
     p0 + R0 v θ for prismatic ones (identity for a free base, placed separately)."""
     nb = len(static.parents)
-    values = np.where(static.joint_mask, theta[static.slot_index], 0.0)
+    # (a floating base without joints has an empty θ: its slot index 0 must still be readable)
+    values = np.where(static.joint_mask, (theta if theta.size else np.zeros(1))[static.slot_index], 0.0)
     out = np.zeros((nb, 4, 4))
     out[:, 3, 3] = 1.0
     sines = np.where(static.revolute_mask, np.sin(values), 0.0)

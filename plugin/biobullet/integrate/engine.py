@@ -375,6 +375,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     t0, t_end = float(t0), float(t_end)
     if not (np.isfinite(t_end) and t_end > t0):
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
+    if model.nv == 0:
+        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                         file=model.file, expected="a movable joint, or --floating-base")
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
         raise ModelError(f"unknown integration method {method!r}", attribute="method",

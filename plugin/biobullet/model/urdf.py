@@ -266,7 +266,9 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
         lower = optional_float(limit_source, limit, "lower")
         upper = optional_float(limit_source, limit, "upper")
         if lower is not None and upper is not None and lower > upper:
-            raise limit_source.error("upper", f"upper {upper:g} < lower {lower:g}", "upper ≥ lower")
+            # PyBullet's convention (its pybullet_data uses it): lower > upper means "no limit"; Pinocchio loads
+            # such files too. Only sampling and joint stops read the limits.
+            lower = upper = None
     mimic = None
     mimic_element = element.find("mimic")
     if mimic_element is not None:

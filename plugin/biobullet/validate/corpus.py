@@ -75,6 +75,36 @@ class RobotResult:
     worst: dict[str, float] = field(default_factory=dict)   # e.g. {"M pinocchio": 1e-16}
     warnings: list[str] = field(default_factory=list)
     run: dict[str, float] | None = None   # engine vs bridge comparison, see compare_engine_bridge
+    oracles_load: dict[str, bool] | None = None   # for a rejected file: do PyBullet and Pinocchio load it?
+
+
+def oracles_load(path: str, floating_base: bool | None = None) -> dict[str, bool]:
+    """Whether PyBullet (loadURDF) and Pinocchio (buildModelFromUrdf) accept the file — the corpus promise is
+    that biobullet loads every file both accept."""
+    out = {}
+    try:
+        import pybullet as p
+        client = p.connect(p.DIRECT)
+        try:
+            p.loadURDF(path, useFixedBase=not floating_base, flags=p.URDF_USE_INERTIA_FROM_FILE,
+                       physicsClientId=client)
+            out["pybullet"] = True
+        except p.error:
+            out["pybullet"] = False
+        finally:
+            p.disconnect(client)
+    except ImportError:
+        pass
+    try:
+        import pinocchio as pin
+        try:
+            pin.buildModelFromUrdf(path)
+            out["pinocchio"] = True
+        except (RuntimeError, ValueError):
+            out["pinocchio"] = False
+    except ImportError:
+        pass
+    return out
 
 
 def check_robot(name: str, path: str, *, floating_base: bool | None = None, samples: int = 2, seed: int = 0,
@@ -91,6 +121,7 @@ def check_robot(name: str, path: str, *, floating_base: bool | None = None, samp
             report = validate_model(model, samples=samples, seed=seed, formulations=formulations)
         except BiobulletError as exc:
             result.outcome, result.detail = "rejected", str(exc).replace(path, os.path.basename(path))
+            result.oracles_load = oracles_load(path, floating_base)
             return result
         except Exception as exc:  # noqa: BLE001 - the corpus reports internal errors instead of stopping
             result.outcome, result.detail = "internal error", f"{type(exc).__name__}: {exc}"
