@@ -31,15 +31,19 @@ def model_link_inertia(link) -> tuple[float, np.ndarray, np.ndarray]:
     return float(link.inertial.mass), np.array(link.inertial.com, float), np.array(link.inertial.inertia, float)
 
 
-def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> tuple[list[str], list[str]]:
+def match_inertia(model, client: int, body: int, link_index: dict[str, int],
+                  description=None) -> tuple[list[str], list[str]]:
     """Set PyBullet's mass and principal moments of every link whose inertia differs from the model's; returns the
     links changed and those PyBullet cannot take. Warns once naming links without `<inertial>` (set to zero mass as in the engine) and once
     naming links that PyBullet cannot represent. Raises ModelError when a user's body was loaded without
-    `URDF_USE_INERTIA_FROM_FILE` (every tensor differs, not only the three cases above)."""
+    `URDF_USE_INERTIA_FROM_FILE` (every tensor differs, not only the three cases above). `description`: what
+    the body should be (default the model's; validation passes the description of the file PyBullet read)."""
     import pybullet as p
     from biobullet.spatial.rotations import quaternion_to_matrix
+    description = model.description if description is None else description
+    issue_links = {issue[0] for issue in description.inertia_issues}
     changed, missing, impossible, foreign = [], [], [], []
-    for link in model.description.links:
+    for link in description.links:
         index = link_index.get(link.name)
         if index is None or (index < 0 and not model.floating_base):
             continue  # a fixed base does not enter the dynamics
@@ -51,7 +55,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> 
         same_mass = abs(info[0] - mass) <= TOLERANCE * max(mass, 1e-12)
         if same_mass and float(np.abs(stored - inertia).max()) <= TOLERANCE * scale + 1e-12:
             continue
-        special = link.inertial is None or link.name in _issue_links(model)
+        special = link.inertial is None or link.name in issue_links
         if not special:
             foreign.append(link.name)
             continue
@@ -81,6 +85,3 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int]) -> 
                       "static); the bridge simulates PyBullet's values for them", stacklevel=3)
     return changed, impossible
 
-
-def _issue_links(model) -> set[str]:
-    return {issue[0] for issue in getattr(model.description, "inertia_issues", ())}

@@ -9,6 +9,8 @@ the Pinocchio oracle's forward dynamics is its own ABA.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from biobullet.core.errors import ModelError
@@ -327,7 +329,13 @@ class PyBulletOracle(Oracle):
         from biobullet.bridge.inertia import match_inertia
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            changed, impossible = match_inertia(self.model, self.client, self.body, self.map.link_index)
+            description = self.model.description
+            if os.path.abspath(self.file) != os.path.abspath(self.model.file):   # the oracle reads another file
+                from biobullet.model.urdf import load_description
+                description = load_description(self.file, self.model.floating_base, description.inertia_policy)
+            changed, impossible = match_inertia(self.model, self.client, self.body, self.map.link_index,
+                                                description)
+        self._file_description, self._unmatched = description, set(impossible)
         if changed:
             self.notes.append(f"PyBullet departs from the file's inertia on links {', '.join(changed[:8])}"
                               f"{' …' if len(changed) > 8 else ''} (1 kg for a link without <inertial>, zero for a "
@@ -371,10 +379,16 @@ class PyBulletOracle(Oracle):
             p.setGravity(*gravity.tolist(), physicsClientId=c)
 
     def _inertia_error(self) -> float:
-        """Max |R diag(I) Rᵀ − I_model| (kg·m²) over links: PyBullet's own error in diagonalising the inertias
-        (not a comparison of the dynamics)."""
-        ours, theirs = self.ours_inertias(), self.body_inertias()
-        return max((float(np.abs(ours[k][4:] - theirs[k][4:]).max()) for k in ours), default=0.0)
+        """Max |R diag(I) Rᵀ − I_file| (kg·m²) over links: PyBullet's own error in diagonalising the inertias of
+        the file it read (not a comparison with our model; links it cannot take are left out)."""
+        theirs = self.body_inertias()
+        worst = 0.0
+        for link in self._file_description.links:
+            key = f"link {link.name}"
+            if key not in theirs or link.inertial is None or link.name in self._unmatched:
+                continue
+            worst = max(worst, float(np.abs(np.array(link.inertial.inertia).reshape(9) - theirs[key][4:]).max()))
+        return worst
 
     def ours_inertias(self) -> dict[str, np.ndarray]:
         """Each URDF link's [mass, COM, inertia about the COM] in its link frame as the model has it (zero without
