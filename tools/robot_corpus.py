@@ -26,6 +26,63 @@ RUNS = ("erd/xarm_description/urdf/xarm7.urdf", "pybullet_data/franka_panda/pand
         "pybullet_data/kuka_iiwa/model.urdf", "erd/ur_description/urdf/ur5_gripper.urdf")
 
 
+INTRODUCTION = """## Inertia: the same bodies as Pinocchio and PyBullet
+
+* A link's `<inertial>` is part of its body even when its mass is 0: a massless link keeps its rotational
+  inertia (Pinocchio and PyBullet do the same; before, biobullet dropped it — pybullet_data's panda was 12 % off
+  in M, kuka_iiwa with a floating base had a singular M).
+* A link without `<inertial>` has zero mass and inertia (URDF specification, Pinocchio). PyBullet gives such a
+  link 1 kg and a unit inertia: the bridge sets them to zero with `changeDynamics` (`bridge/inertia.py`) and warns
+  once naming the links, so that engine and bridge simulate the same robot (xarm7: 3.9 rad apart after 0.5 s
+  before, now the bridge's first-order step error, see below).
+* Point masses (zero tensor) and other positive semi-definite tensors that satisfy the triangle inequality
+  (a thin rod: 0, I, I) are physical bodies and load.
+* Physically impossible tensors — indefinite, or principal moments with I1 + I2 < I3 — follow the policy
+  `load_model(path, inertia=...)` / `--inertia` on `info`, `validate`, `simulate`:
+  * `warn` (default): keep the file's tensor, as Pinocchio does, and warn once per file naming each link and its
+    relative distance to the nearest physical tensor. A PyBullet user expects the file to load (PyBullet loads it
+    with a console warning, and so does Pinocchio): one bad sensor link must not block Talos, TIAGo, ANYmal or
+    Go1. Keeping the numbers keeps biobullet equal to Pinocchio on the same file; changing them is the user's call.
+  * `repair`: replace each by the nearest physical tensor in the Frobenius norm (same principal axes, principal
+    moments projected onto the cone I_i ≤ I_j + I_k by non-negative least squares) and warn with the relative
+    change per link.
+  * `strict`: reject the file with a ModelError naming the link and attribute.
+  PyBullet itself replaces a triangle-violating tensor by zero and an indefinite one by its diagonal; the bridge
+  restores the model's tensor with `changeDynamics` where PyBullet's inertial frame allows it (it does for every
+  diagonal tensor and every repaired one) and names the links it cannot restore.
+* `validate` compares the full spatial inertia of every body (mass, COM, rotational inertia about the COM)
+  against Pinocchio's `model.inertias` (world frame, neutral configuration) and every link's against PyBullet's
+  `getDynamicsInfo`.
+
+## Joint types
+
+| URDF type | biobullet kind | nq | configuration | nv | velocity | bridge |
+|---|---|---|---|---|---|---|
+| revolute, continuous | revolute | 1 | angle | 1 | rate | yes |
+| prismatic | prismatic | 1 | displacement | 1 | rate | yes |
+| fixed | (welded) | 0 | — | 0 | — | yes |
+| spherical (PyBullet's extension) | spherical | 4 | quaternion x y z w | 3 | angular velocity, child frame | not yet: clear error |
+| planar | planar | 4 | x, y, cos φ, sin φ (plane normal to `<axis>`) | 3 | vx, vy (child frame), φ̇ | no: clear error |
+| floating | free | 7 | position, quaternion x y z w | 6 | linear, angular velocity, child frame | no: clear error |
+
+These are Pinocchio's conventions (JointModelSpherical, JointModelPlanar, JointModelFreeFlyer). Multi-DOF joints sit
+with the floating base in the leading block of q (`model.base_nq`, `base_nv`; names `JOINT_qx`, …, `JOINT_wx`, …)
+and pass the coordinate map unchanged: joint functions, `<mimic>` and loops act on 1-DOF joints. Every formulation
+handles them except `matrix_calculus` (a ModelError says so); the reference engine integrates their quaternions
+on the sphere (`model.integrate_configuration` = `pin.integrate`). Validation builds Pinocchio's joint models
+explicitly (its URDF parser knows no `spherical` joint and ignores a planar joint's axis). The PyBullet map
+(`conventions.PyBulletMap`: bridge and PyBullet oracle) handles 1-DOF joints and a floating base only: on a model with
+multi-DOF joints the bridge stops with a ModelError saying so, and validation leaves the PyBullet oracle out with
+that reason. (PyBullet reads `spherical` joints and drives them with `setJointMotorControlMultiDof` /
+`resetJointStateMultiDof`; mapping them in the bridge is the open part.)
+
+## Leniency
+
+As PyBullet and Pinocchio: whitespace before `<?xml`, `<limit lower > upper>` (PyBullet: no limit), a `<mimic>`
+naming an unknown joint (ignored with a warning). A xacro template (xacro elements) gets "this is a xacro file …
+expand it first with `xacro FILE > FILE.urdf`"."""
+
+
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.0e}"
 
@@ -77,6 +134,7 @@ def render(rows, runs, samples: int) -> str:
         "Pinocchio (pin) and PyBullet (pb); — where that oracle was not used (see the notes). *rejected* is a "
         "clear error message of biobullet (the file is not a loadable URDF for PyBullet or Pinocchio either, "
         "e.g. a xacro template or mesh-only file).", "",
+        INTRODUCTION, "",
         "## Engine and bridge: the same robot", "",
         "0.5 s from the same state on the reference engine (rtol 1e-9) and on the bridge (PyBullet, steps dt and "
         "dt/2): the largest joint-coordinate gap over the run. The bridge's step is first order, so on the same "

@@ -153,6 +153,11 @@ class PyBulletMap:
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
         import pybullet as p
+        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies if b.multi_dof and b.joint]
+        if multi:
+            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints and a floating base "
+                             f"only; joints {', '.join(multi)} have several degrees of freedom (use the reference "
+                             f"engine, `biobullet simulate` without --engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
         info = [p.getJointInfo(body_id, i, physicsClientId=client)
                 for i in range(p.getNumJoints(body_id, physicsClientId=client))]
