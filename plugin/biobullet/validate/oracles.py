@@ -142,6 +142,31 @@ class PinocchioOracle(Oracle):
         return out
 
 
+#: link-velocity tolerance against PyBullet when the file's joint axes are not unit vectors (see PyBulletOracle)
+NON_UNIT_AXIS_TOLERANCE = 1e-6
+
+
+def _non_unit_axes(file: str) -> list[str]:
+    """Joints whose `<axis xyz>` in the file is off unit length by more than 1e-9."""
+    from biobullet.model.urdf import _parse_xml
+    try:
+        robot = _parse_xml(file)
+    except ModelError:
+        return []
+    out = []
+    for joint in robot.findall("joint"):
+        axis = joint.find("axis")
+        if axis is None or "xyz" not in axis.attrib:
+            continue
+        try:
+            norm = float(np.linalg.norm([float(v) for v in axis.attrib["xyz"].split()]))
+        except ValueError:
+            continue
+        if abs(norm - 1.0) > 1e-9:
+            out.append(joint.get("name", "?"))
+    return out
+
+
 def _body_key(body) -> str:
     return f"body of joint {body.joint}" if body.joint else f"floating base {body.link}"
 
@@ -304,6 +329,15 @@ class PyBulletOracle(Oracle):
         self.map = PyBulletMap(model, self.body, self.client)
         self._match_inertia()
         self.inertia_error = self._inertia_error()
+        self.kinematic_tolerance = 0.0
+        skewed = _non_unit_axes(self.file)
+        if skewed:
+            # measured on romeo (axes like "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7): PyBullet's link
+            # velocities then differ from Pinocchio's and ours by ~1e-7 relative while M and h agree to 1e-10
+            self.kinematic_tolerance = NON_UNIT_AXIS_TOLERANCE
+            self.notes.append(f"PyBullet renormalises the non-unit joint axes of {', '.join(skewed[:4])}"
+                              f"{' …' if len(skewed) > 4 else ''} with ~1e-7 relative error (its console says so): "
+                              f"link velocities are compared to {NON_UNIT_AXIS_TOLERANCE:g}")
         # PyBullet's calculateInverseDynamics on a fixed base takes gravity in the root link's INERTIAL frame
         # without rotating it there: with an `rpy` on the root's <inertial> (R_i ≠ 1) the gravity terms are
         # wrong. The oracle passes R_iᵀ g instead (measured below once, to report by how much it matters).

@@ -298,10 +298,13 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
         report.notes.append(f"forward dynamics skipped in {skipped_dynamics} of {samples} samples")
     tolerances = {o.name: max(tol, PYBULLET_FACTOR * getattr(o, "inertia_error", 0.0)) for o in built}
     oracle_epsilon = {o.name: getattr(o, "inertia_error", 0.0) for o in built}
+    kinematic_tolerance = {o.name: getattr(o, "kinematic_tolerance", 0.0) for o in built}
     for key in acc.abs:
         qty, name, oracle_name = key
         rel = acc.rel[key]
         limit = inertia_tolerance.get(oracle_name, tol) if qty == "spatial_inertia" else tolerances[oracle_name]
+        if qty == "link_velocity":
+            limit = max(limit, kinematic_tolerance.get(oracle_name, 0.0))
         if qty == "forward_dynamics":
             # an inertia error δM (kg·m²) moves q̈ by M⁻¹ δM q̈: relative error up to ‖M⁻¹‖ ‖δM‖; and the
             # round-off of M and h (both oracles) reaches q̈ amplified by cond(M)
