@@ -68,14 +68,22 @@ class PinocchioMap:
 
     def __init__(self, model, pin_model) -> None:
         self.model, self.pin_model = model, pin_model
-        base = 7 if model.floating_base else 0
-        base_v = 6 if model.floating_base else 0
+        base = model.base_nq   # floating base and multi-DOF joints: same coordinates as Pinocchio's joints
+        base_v = model.base_nv
         if pin_model.nv != model.n_tangent:
             raise ModelError(f"Pinocchio model has nv={pin_model.nv}, biobullet n_tangent={model.n_tangent}",
                              file=model.file)
         names = list(pin_model.names)
-        plain_src, plain_dst, cont_src, cont_dst = list(range(base)), list(range(base)), [], []
-        tangent = list(range(base_v))
+        plain_src, plain_dst, cont_src, cont_dst = [], [], [], []
+        tangent = [0] * base_v
+        for body in model.bodies:
+            if not body.multi_dof:
+                continue
+            name = body.joint or ("root_joint" if "root_joint" in names else names[1])
+            joint = pin_model.joints[names.index(name)]
+            plain_src += range(body.q_index, body.q_index + body.nq)
+            plain_dst += range(joint.idx_q, joint.idx_q + body.nq)
+            tangent[body.v_index:body.v_index + body.nv] = range(joint.idx_v, joint.idx_v + body.nv)
         for k, name in enumerate(_names(model)):
             if name not in names:
                 raise ModelError(f"joint {name!r} not found in the Pinocchio model", file=model.file)
@@ -145,6 +153,11 @@ class PyBulletMap:
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
         import pybullet as p
+        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies if b.multi_dof and b.joint]
+        if multi:
+            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints and a floating base "
+                             f"only; joints {', '.join(multi)} have several degrees of freedom (use the reference "
+                             f"engine, `biobullet simulate` without --engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
         info = [p.getJointInfo(body_id, i, physicsClientId=client)
                 for i in range(p.getNumJoints(body_id, physicsClientId=client))]

@@ -33,6 +33,10 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     If t_end is not a multiple of dt the run ends at the first step past t_end.
     """
     from biobullet.bridge.bridge import Bridge
+    if model.nv == 0:
+        from biobullet.core.errors import ModelError
+        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                         file=model.file, expected="a movable joint, or --floating-base")
     dt = DEFAULT_DT if dt is None else dt
     n_steps = _steps(t_end, dt)
     show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
@@ -59,7 +63,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 def cli_simulate_pybullet(args) -> int:
     """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
     from biobullet.model import load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
+                       inertia=getattr(args, "inertia", "warn"))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {trajectory.t[-1]:g} s, PyBullet "
