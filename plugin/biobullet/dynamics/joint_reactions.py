@@ -3,7 +3,8 @@
 `joint_reactions(model, q, v, tau)` → {URDF joint name: Reaction(.force N, .moment N·m, .constraint_torques,
 .constraint_axes)}. The moment is the whole moment transmitted (the actuation along a hinge axis included);
 `constraint_torques` are its components along the forbidden rotation axes (`constraint_axes`, unit, world):
-for a hinge the two axes u × w₁, u × w₂ of the link-segment constraint rows, for a prismatic joint x, y, z.
+for a hinge the two axes u × w₁, u × w₂ of the link-segment constraint rows, none for ball and free joints, three
+for a prismatic joint, two (in the plane) for a planar one.
 
 Two methods, the same numbers where both apply (tests check both against Pinocchio's RNEA `data.f`):
   "link_segment" — paper 001's square system: the joint forces and constraint torques are its unknowns;
@@ -72,12 +73,15 @@ def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dic
     for body in bodies:
         if body.joint_type == "free":
             continue
-        if body.joint_type == "revolute":
+        if body.joint_type == "revolute":   # the link-segment rows' directions u × w₁, u × w₂
             w1, w2 = _perpendicular_pair(body.axis)
             u = body.axis
             axes = np.array([rot[body.index] @ np.cross(u, w1), rot[body.index] @ np.cross(u, w2)])
-        else:
-            axes = np.eye(3)
+        else:   # the rotations the joint forbids: the complement of its angular motion directions
+            angular = rot[body.index] @ body.motion_subspace[3:, :]
+            left, singular, _ = np.linalg.svd(angular)
+            rank = int(np.sum(singular > 1e-12))
+            axes = left[:, rank:].T
         m = moment[body.index]
         out[body.joint] = Reaction(force[body.index].copy(), m.copy(), axes @ m, axes)
     return out

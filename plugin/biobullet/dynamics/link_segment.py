@@ -72,6 +72,7 @@ class Structure:
     floating: bool
     n_constraints: int
     segment_of_body: dict = field(default_factory=dict)
+    free_bodies: tuple[int, ...] = ()    # bodies moved by a free joint (floating base, URDF floating joints)
 
     @property
     def n_segments(self) -> int:
@@ -122,10 +123,11 @@ def _build_structure(model) -> Structure:
                          expected="a tree; use formulation='reduced' or 'multipliers'")
     bodies = model.bodies
     for body in bodies:
-        if body.joint_type == "prismatic":
-            raise ModelError(f"joint {body.joint!r} is prismatic: the link-segment formulation has hinge, "
-                             "two-axis and ball joints only", file=file, element=f'<joint name="{body.joint}">',
-                             attribute="type", expected="revolute or continuous (or formulation='reduced')")
+        if body.joint_type in ("prismatic", "planar"):
+            raise ModelError(f"joint {body.joint!r} is {body.joint_type}: the link-segment formulation has hinge, "
+                             "two-axis and ball joints (and free segments) only", file=file,
+                             element=f'<joint name="{body.joint}">', attribute="type",
+                             expected="revolute, continuous, spherical or floating (or formulation='reduced')")
     groups: dict[str, tuple[str, tuple[str, ...]]] = {}
     for element in description.elements_of("segment_joint"):
         source = element.source
@@ -137,8 +139,10 @@ def _build_structure(model) -> Structure:
             raise source.error("joints", f"{len(names)} joints listed", "2 (two-axis joint) or 3 (ball joint) "
                                "revolute joints in chain order")
         for joint_name in names:
-            if joint_name not in model.joint_names:
-                raise source.error("joints", f"unknown joint {joint_name!r}", "movable URDF joints")
+            kinds = {b.joint: b.joint_type for b in bodies}
+            if kinds.get(joint_name) != "revolute":
+                raise source.error("joints", f"unknown joint {joint_name!r}" if joint_name not in kinds else
+                                   f"joint {joint_name!r} is {kinds[joint_name]}", "revolute/continuous joints")
             if joint_name in groups:
                 raise source.error("joints", f"joint {joint_name!r} is in two <segment_joint> elements",
                                    "each joint in at most one group")
@@ -184,8 +188,10 @@ def _build_structure(model) -> Structure:
     joints: list[SegmentJoint] = []
     for body in bodies:
         if body.joint_type == "free" or body.index in intermediate:
-            continue
-        if body.joint in groups:
+            continue   # a free segment (floating base or URDF floating joint): no link-segment joint
+        if body.joint_type == "spherical":
+            name, names, chain, kind, parent = body.joint, (body.joint,), (body.index,), "ball", body.parent
+        elif body.joint in groups:
             name, names = groups[body.joint]
             chain = tuple(body_of_joint[n] for n in names)
             first = bodies[chain[0]]
@@ -195,8 +201,13 @@ def _build_structure(model) -> Structure:
             name, names, chain, kind, parent = body.joint, (body.joint,), (body.index,), "hinge", body.parent
         joints.append(SegmentJoint(name, kind, seg_of_body.get(parent, -1) if parent >= 0 else -1,
                                    seg_of_body[body.index], chain, names, {"hinge": 2, "two_axis": 1, "ball": 0}[kind]))
+    free = tuple(b.index for b in bodies if b.joint_type == "free")
+    for b in free:
+        if bodies[b].parent in intermediate:
+            raise ModelError(f"floating joint {bodies[b].joint!r} hangs from a massless grouped link", file=file,
+                             element=f'<joint name="{bodies[b].joint}">', expected="a segment as its parent")
     return Structure(file, segments, tuple(bodies[b].link for b in segments), tuple(joints),
-                     model.floating_base, sum(j.n_constraints for j in joints), seg_of_body)
+                     model.floating_base, sum(j.n_constraints for j in joints), seg_of_body, free)
 
 
 def _group_axes_reference(bodies, chain) -> list[np.ndarray]:
@@ -224,18 +235,15 @@ class SegmentState:
 
 
 def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(R, p, ω, ṗ) of every body in world axes from the tree configuration x and velocity ẋ."""
+    """(R, p, ω, ṗ) of every body in world axes from the tree configuration x and velocity ẋ.
+
+    Generic in the joint kind: the joint velocity S ẋ_j ([linear; angular] in the child frame, Pinocchio's
+    convention, S constant there) adds u = R S_lin ẋ_j to the origin velocity and w = R S_ang ẋ_j to ω."""
     n = len(model.bodies)
     rot, pos = np.empty((n, 3, 3)), np.empty((n, 3))
     omega, vel = np.empty((n, 3)), np.empty((n, 3))
     for body in model.bodies:
         i = body.index
-        if body.joint_type == "free":
-            k, kv = body.q_index, body.v_index
-            r = quaternion_to_matrix(x[k + 3:k + 7])
-            rot[i], pos[i] = r, x[k:k + 3]
-            vel[i], omega[i] = r @ xd[kv:kv + 3], r @ xd[kv + 3:kv + 6]
-            continue
         local_r, local_p = joint_placement(body, x)
         if body.parent < 0:
             pr, pp, pw, pv = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
@@ -243,42 +251,32 @@ def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, .
             pr, pp, pw, pv = rot[body.parent], pos[body.parent], omega[body.parent], vel[body.parent]
         rot[i] = pr @ local_r
         pos[i] = pp + pr @ local_p
-        vel[i] = pv + np.cross(pw, pos[i] - pp)
-        if body.joint_type == "revolute":
-            omega[i] = pw + rot[i] @ body.axis * xd[body.v_index]
-        else:  # prismatic (tree reactions only; the link-segment system rejects it)
-            omega[i] = pw
-            vel[i] = vel[i] + rot[i] @ body.axis * xd[body.v_index]
+        relative = body.motion_subspace @ xd[body.v_index:body.v_index + body.nv]
+        omega[i] = pw + rot[i] @ relative[3:]
+        vel[i] = pv + np.cross(pw, pos[i] - pp) + rot[i] @ relative[:3]
     return rot, pos, omega, vel
 
 
 def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, kinematics=None):
-    """(ω̇, p̈) of every body origin, world axes, for the tree state (x, ẋ, ẍ)."""
+    """(ω̇, p̈) of every body origin, world axes, for the tree state (x, ẋ, ẍ) (any joint kind):
+    ω̇ = ω̇_p + ω_p × w + R S_ang ẍ_j,  p̈ = p̈_p + ω̇_p × d + ω_p × (ω_p × d) + (ω_p + ω) × u + R S_lin ẍ_j."""
     rot, pos, omega, vel = kinematics if kinematics is not None else body_kinematics(model, x, xd)
     n = len(model.bodies)
     alpha, acc = np.zeros((n, 3)), np.zeros((n, 3))
     for body in model.bodies:
         i = body.index
-        if body.joint_type == "free":
-            k = body.v_index
-            # body-frame twist derivative → world: p̈ = R (v̇ + ω_b × v_b), ω̇ = R ω̇_b
-            acc[i] = rot[i] @ (xdd[k:k + 3] + np.cross(xd[k + 3:k + 6], xd[k:k + 3]))
-            alpha[i] = rot[i] @ xdd[k + 3:k + 6]
-            continue
         if body.parent >= 0:
             p = body.parent
-            wp, ap, alp = omega[p], acc[p], alpha[p]
-            arm = pos[i] - pos[p]
+            wp, ap, alp, arm = omega[p], acc[p], alpha[p], pos[i] - pos[p]
         else:
             wp, ap, alp, arm = np.zeros(3), np.zeros(3), np.zeros(3), pos[i]
-        axis = rot[i] @ body.axis
-        rate, accel = xd[body.v_index], xdd[body.v_index]
-        acc[i] = ap + np.cross(alp, arm) + np.cross(wp, np.cross(wp, arm))
-        if body.joint_type == "revolute":
-            alpha[i] = alp + np.cross(wp, axis) * rate + axis * accel
-        else:  # prismatic: the slide moves the origin; Coriolis 2 ω × ḋ (the offset is in `arm` already)
-            alpha[i] = alp
-            acc[i] = acc[i] + 2.0 * np.cross(wp, axis) * rate + axis * accel
+        s = body.motion_subspace
+        k = slice(body.v_index, body.v_index + body.nv)
+        rate, accel = s @ xd[k], s @ xdd[k]
+        w_rel, u_rel = rot[i] @ rate[3:], rot[i] @ rate[:3]
+        alpha[i] = alp + np.cross(wp, w_rel) + rot[i] @ accel[3:]
+        acc[i] = (ap + np.cross(alp, arm) + np.cross(wp, np.cross(wp, arm)) + np.cross(wp + omega[i], u_rel)
+                  + rot[i] @ accel[:3])
     return alpha, acc
 
 
@@ -376,12 +374,18 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
         A[rows_euler + 3 * i:rows_euler + 3 * i + 3, lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = inertia
         if gyroscopic:
             b[rows_euler + 3 * i:rows_euler + 3 * i + 3] = -np.cross(w, inertia @ w)
-    if s.floating:  # the free base's generalized force: wrench in the base frame at the base origin
-        base = s.segments[0]
-        r = st.rotations[base]
-        f, m_ = r @ tau[0:3], r @ tau[3:6]
-        b[0:3] += f
-        b[rows_euler:rows_euler + 3] += m_ + np.cross(st.origins[base] - st.com[0], f)
+    for fb in s.free_bodies:
+        # a free joint's generalized force: wrench in the child frame at the child origin (Pinocchio), on the child
+        # segment and, as reaction, on its parent segment (none for the floating base)
+        r, k = st.rotations[fb], bodies[fb].v_index
+        f, m_ = r @ tau[k:k + 3], r @ tau[k + 3:k + 6]
+        i = s.segment_of_body[fb]
+        b[3 * i:3 * i + 3] += f
+        b[rows_euler + 3 * i:rows_euler + 3 * i + 3] += m_ + np.cross(st.origins[fb] - st.com[i], f)
+        if bodies[fb].parent >= 0:
+            j = s.segment_of_body[bodies[fb].parent]
+            b[3 * j:3 * j + 3] -= f
+            b[rows_euler + 3 * j:rows_euler + 3 * j + 3] -= m_ + np.cross(st.origins[fb] - st.com[j], f)
     joint_points = np.zeros((nj, 3))
     applied = np.zeros((nj, 3))
     axes_list: list = []
@@ -407,8 +411,8 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
             A[3 * p:3 * p + 3, fcol:fcol + 3] += np.eye(3)
             A[rows_euler + 3 * p:rows_euler + 3 * p + 3, fcol:fcol + 3] += skew(rp)
         # applied joint moment from the generalized forces: M = E (EᵀE)⁻¹ Q (in the span of the joint's axes)
-        axes = np.array([st.rotations[k] @ bodies[k].axis for k in joint.bodies])  # (k, 3) world axes
-        q_group = np.array([tau[bodies[k].v_index] for k in joint.bodies])
+        axes = joint_axes(bodies, st, joint)   # (dof, 3) world rotation axes of the joint's coordinates
+        q_group = np.concatenate([tau[bodies[k].v_index:bodies[k].v_index + bodies[k].nv] for k in joint.bodies])
         moment = axes.T @ np.linalg.solve(axes @ axes.T, q_group)
         applied[j] = moment
         b[rows_euler + 3 * c:rows_euler + 3 * c + 3] += moment
@@ -466,6 +470,12 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
     if planar is not None:
         _reduce_planar(system, np.asarray(planar, dtype=float), model)
     return system
+
+
+def joint_axes(bodies, st: SegmentState, joint: SegmentJoint) -> np.ndarray:
+    """World rotation axes of a link-segment joint's coordinates, one row each (hinge 1, two-axis 2, ball 3):
+    the angular rows of each body's motion subspace, rotated to world axes."""
+    return np.vstack([(st.rotations[k] @ bodies[k].motion_subspace[3:, :]).T for k in joint.bodies])
 
 
 def _perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -551,27 +561,37 @@ def accelerations_from_solution(model, system: System, z: np.ndarray, xd: np.nda
     out = np.zeros(model.n_tangent)
     alpha = z[lay.alpha:lay.alpha + 3 * s.n_segments].reshape(-1, 3)
     acc = z[lay.a:lay.a + 3 * s.n_segments].reshape(-1, 3)
-    if s.floating:
-        b0 = s.segments[0]
-        r, w = st.rotations[b0], st.omega[b0]
-        arm = st.com[0] - st.origins[b0]
-        origin_acc = acc[0] - np.cross(alpha[0], arm) - np.cross(w, np.cross(w, arm))
-        v_body, w_body = xd[0:3], xd[3:6]
-        out[0:3] = r.T @ origin_acc - np.cross(w_body, v_body)
-        out[3:6] = r.T @ alpha[0]
+    for fb in s.free_bodies:   # free joints: the relative spatial acceleration in the child frame (S = 1)
+        body = bodies[fb]
+        i, r, w = s.segment_of_body[fb], st.rotations[fb], st.omega[fb]
+        arm = st.com[i] - st.origins[fb]
+        origin_acc = acc[i] - np.cross(alpha[i], arm) - np.cross(w, np.cross(w, arm))
+        k = body.v_index
+        u_rel = r @ xd[k:k + 3]
+        if body.parent >= 0:
+            j, pb = s.segment_of_body[body.parent], body.parent
+            wp, arm_p = st.omega[pb], st.com[j] - st.origins[pb]
+            d = st.origins[fb] - st.origins[pb]
+            parent_origin = acc[j] - np.cross(alpha[j], arm_p) - np.cross(wp, np.cross(wp, arm_p))
+            point = parent_origin + np.cross(alpha[j], d) + np.cross(wp, np.cross(wp, d))
+            alpha_p = alpha[j]
+        else:
+            wp, point, alpha_p = np.zeros(3), np.zeros(3), np.zeros(3)
+        w_rel = w - wp
+        out[k:k + 3] = r.T @ (origin_acc - point - np.cross(wp + w, u_rel))
+        out[k + 3:k + 6] = r.T @ (alpha[i] - alpha_p - np.cross(wp, w_rel))
     for joint in s.joints:
         alpha_p = alpha[joint.parent] if joint.parent >= 0 else np.zeros(3)
-        axes, rates, drift = [], [], np.zeros(3)
+        e = joint_axes(bodies, st, joint)
+        drift, slots = np.zeros(3), []
         for k in joint.bodies:
             body = bodies[k]
-            e = st.rotations[k] @ body.axis
             w_before = st.omega[body.parent] if body.parent >= 0 else np.zeros(3)
-            axes.append(e)
-            drift += np.cross(w_before, e) * xd[body.v_index]
-        e = np.array(axes)
+            for c in range(body.nv):   # ω̇_c − ω̇_p = Σ e ẍ + ω_before × e ẋ (S constant in the child frame)
+                drift += np.cross(w_before, st.rotations[k] @ body.motion_subspace[3:, c]) * xd[body.v_index + c]
+                slots.append(body.v_index + c)
         theta_dd = np.linalg.solve(e @ e.T, e @ (alpha[joint.child] - alpha_p - drift))
-        for value, k in zip(theta_dd, joint.bodies):
-            out[bodies[k].v_index] = value
+        out[slots] = theta_dd
     return out
 
 

@@ -100,8 +100,9 @@ class StrategySolver:
         self.gyroscopic = gyroscopic
         for item in inputs:
             if item.kind == "joint":
-                if item.target not in model.joint_names:
-                    raise ModelError(f"input {item.name!r}: unknown joint {item.target!r}", argument="inputs")
+                if item.target not in model.joint_names:   # 1-DOF joints (a ball joint's torque is 3 inputs)
+                    raise ModelError(f"input {item.name!r}: {item.target!r} is not a one-degree-of-freedom joint",
+                                     argument="inputs", expected="one of " + ", ".join(model.joint_names))
             elif item.kind in ("point_force", "moment"):
                 self.structure.segment(item.target)
             else:
@@ -123,8 +124,9 @@ class StrategySolver:
             # the joint's share of the applied moments (linear in τ): one unit, with and without
             joint = self.structure.joint(item.target)
             bodies = model.bodies
-            axes = np.array([st.rotations[k] @ bodies[k].axis for k in joint.bodies])
-            unit = np.array([1.0 if bodies[k].joint == item.target else 0.0 for k in joint.bodies])
+            axes = ls.joint_axes(bodies, st, joint)
+            unit = np.concatenate([np.full(bodies[k].nv, 1.0 if bodies[k].joint == item.target else 0.0)
+                                   for k in joint.bodies])
             moment = axes.T @ np.linalg.solve(axes @ axes.T, unit)
             col[lay.alpha + 3 * joint.child:lay.alpha + 3 * joint.child + 3] += moment  # Euler rows = alpha cols
             if joint.parent >= 0:
