@@ -24,9 +24,10 @@ torques λ — one square system of 6N + 3J + C equations (2D: 3N + 2J, no const
 
 Model files: a URDF revolute/continuous joint is a hinge; `<segment_joint name=".." joints="a b"/>` in the
 `<biobullet>` block groups two revolute joints meeting at one point through a massless link into one two-axis
-joint (first axis ⟂ second axis), three of them into a ball joint (docs/link_segment.md). A floating base is a free
-segment (no joint); a fixed base joins the root segment to the world. Prismatic joints, joint functions and loops
-are not link-segment joints: `ModelError`.
+joint (first axis ⟂ second axis), three of them into a ball joint (docs/link_segment.md); PyBullet's `spherical`
+joint is a ball joint too. A floating base or a URDF `floating` joint is a free segment (no joint); a fixed base
+joins the root segment to the world. Prismatic and planar joints, joint functions and loops are not link-segment
+joints: `ModelError`.
 
 Units SI; joint generalized forces as the model's (N·m for hinges; the floating base's wrench in the base frame
 at the base origin, Pinocchio's convention); accelerations returned as the model's v̇.
