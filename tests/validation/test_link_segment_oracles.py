@@ -49,7 +49,9 @@ def _pinocchio_reactions(oracle, model, q, v, tau):
              m.velocity_to_pinocchio(xdd))
     pin.forwardKinematics(oracle.pin_model, oracle.data, m.config_to_pinocchio(x))
     out = {}
-    for name in model.joint_names:
+    for name in (body.joint for body in model.bodies if body.joint):   # 1-DOF and multi-DOF joints alike
+        if not oracle.pin_model.existJointName(name):
+            raise AssertionError(f"Pinocchio has no joint {name!r}")
         jid = oracle.pin_model.getJointId(name)
         rotation = oracle.data.oMi[jid].rotation
         out[name] = (rotation @ oracle.data.f[jid].linear, rotation @ oracle.data.f[jid].angular)

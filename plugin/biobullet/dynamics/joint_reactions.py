@@ -71,7 +71,7 @@ def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dic
             moment[p] += moment[i] + np.cross(pos[i] - pos[p], force[i])
     out: dict[str, Reaction] = {}
     for body in bodies:
-        if body.joint_type == "free":
+        if not body.joint:   # the floating base: no joint (its generalized force is an external wrench)
             continue
         if body.joint_type == "revolute":   # the link-segment rows' directions u × w₁, u × w₂
             w1, w2 = _perpendicular_pair(body.axis)

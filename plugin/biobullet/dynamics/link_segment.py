@@ -331,6 +331,7 @@ class System:
     constraint_axes: list             # per joint: (k, 3) array of constraint-torque directions n
     applied_moments: np.ndarray       # (J, 3) applied joint moment on the child (from the generalized forces)
     planar_basis: tuple | None = None  # (rows, columns) selection of the planar reduction, or None
+    free_wrenches: dict = field(default_factory=dict)   # URDF floating joint name → (force, moment), world
 
     def solve(self, rhs: np.ndarray | None = None) -> np.ndarray:
         """The unknowns z in 3D layout (planar systems are expanded back; out-of-plane parts zero)."""
@@ -375,6 +376,7 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
         A[rows_euler + 3 * i:rows_euler + 3 * i + 3, lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = inertia
         if gyroscopic:
             b[rows_euler + 3 * i:rows_euler + 3 * i + 3] = -np.cross(w, inertia @ w)
+    free_wrenches: dict = {}
     for fb in s.free_bodies:
         # a free joint's generalized force: wrench in the child frame at the child origin (Pinocchio), on the child
         # segment and, as reaction, on its parent segment (none for the floating base)
@@ -383,6 +385,8 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
         i = s.segment_of_body[fb]
         b[3 * i:3 * i + 3] += f
         b[rows_euler + 3 * i:rows_euler + 3 * i + 3] += m_ + np.cross(st.origins[fb] - st.com[i], f)
+        if bodies[fb].parent >= 0 or bodies[fb].joint:
+            free_wrenches[bodies[fb].joint] = (f, m_)
         if bodies[fb].parent >= 0:
             j = s.segment_of_body[bodies[fb].parent]
             b[3 * j:3 * j + 3] -= f
@@ -467,7 +471,7 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
                     A[rows_euler + 3 * p:rows_euler + 3 * p + 3, col] += normal
                 cons += 1
         axes_list.append(np.array(normals).reshape(-1, 3))
-    system = System(A, b, lay, s, st, joint_points, axes_list, applied)
+    system = System(A, b, lay, s, st, joint_points, axes_list, applied, free_wrenches=free_wrenches)
     if planar is not None:
         _reduce_planar(system, np.asarray(planar, dtype=float), model)
     return system
@@ -537,8 +541,11 @@ class Reaction:
 
 
 def reactions_from_solution(system: System, z: np.ndarray) -> dict[str, Reaction]:
-    """Joint reactions keyed by link-segment joint name, and also by every grouped URDF joint name."""
+    """Joint reactions keyed by link-segment joint name, and also by every grouped URDF joint name. A URDF floating
+    joint transmits exactly its generalized wrench (world axes at the child origin); the floating base has none."""
     out: dict[str, Reaction] = {}
+    for fb, wrench in system.free_wrenches.items():
+        out[fb] = Reaction(wrench[0].copy(), wrench[1].copy())
     lay, cons = system.layout, 0
     for j, joint in enumerate(system.structure.joints):
         force = z[lay.force + 3 * j:lay.force + 3 * j + 3].copy()
