@@ -21,6 +21,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Trajectory": ("biobullet.integrate", "Trajectory"),
     "Bridge": ("biobullet.bridge", "Bridge"),
     "validate_model": ("biobullet.validate", "validate_model"),
+    "joint_reactions": ("biobullet.dynamics.joint_reactions", "joint_reactions"),
     "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
     "run_scenario": ("biobullet.studies", "run_scenario"),
     "PluginError": ("biobullet.core.plugins", "PluginError"),

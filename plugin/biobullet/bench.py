@@ -88,6 +88,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
     functions: dict[str, Callable[[], Any]] = {PINOCCHIO: pinocchio_call(model)}
     for name in formulation_names(GENERALIZED):   # joint-space formulations have no reduced M
         formulation = get_formulation(name)
+        if not getattr(formulation, "supports", lambda m: True)(model):   # e.g. link_segment on joint functions
+            continue
         functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
     if numpy_path and jit.ENABLED:
         for name in ("reduced", "reduced_pinocchio"):

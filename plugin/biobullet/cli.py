@@ -174,6 +174,10 @@ def _base_flags(parser: argparse.ArgumentParser) -> None:
                        help="treat the root link as a free-floating base (overrides the file)")
     group.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
                        help="weld the root link to the world (overrides the file)")
+    parser.add_argument("--inertia", choices=("warn", "repair", "strict"), default="warn",
+                        help="physically impossible inertia tensors (indefinite, or violating the triangle "
+                             "inequality): warn = keep them as Pinocchio does and warn (default), repair = use the "
+                             "nearest physical tensor, strict = reject the file")
 
 
 def _version() -> str:
@@ -277,7 +281,7 @@ def format_info(info: dict[str, Any]) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     from biobullet.loader import load_model
 
-    info = model_info(load_model(args.model, floating_base=args.floating_base))
+    info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
     else:
@@ -351,7 +355,8 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
     from biobullet.loader import load_model
-    report = validate_model(load_model(args.model, floating_base=args.floating_base), samples=args.samples,
+    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia),
+                            samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
 
@@ -372,7 +377,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from biobullet.bridge import simulate as bridge_simulate
     from biobullet.loader import load_model
 
-    model = load_model(args.model, floating_base=args.floating_base)
+    model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
     if args.dt is not None:
         options["dt"] = args.dt

@@ -38,7 +38,7 @@ import numpy as np
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 
-__all__ = ["PinocchioMap", "PyBulletMap", "build_pinocchio_model", "matrix_to_quaternion", "pybullet_id_quaternion"]
+__all__ = ["PinocchioMap", "PyBulletMap", "build_pinocchio_model", "matrix_to_quaternion", "pinocchio_model_from_description", "pybullet_id_quaternion"]
 
 
 def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
@@ -68,14 +68,22 @@ class PinocchioMap:
 
     def __init__(self, model, pin_model) -> None:
         self.model, self.pin_model = model, pin_model
-        base = 7 if model.floating_base else 0
-        base_v = 6 if model.floating_base else 0
+        base = model.base_nq   # floating base and multi-DOF joints: same coordinates as Pinocchio's joints
+        base_v = model.base_nv
         if pin_model.nv != model.n_tangent:
             raise ModelError(f"Pinocchio model has nv={pin_model.nv}, biobullet n_tangent={model.n_tangent}",
                              file=model.file)
         names = list(pin_model.names)
-        plain_src, plain_dst, cont_src, cont_dst = list(range(base)), list(range(base)), [], []
-        tangent = list(range(base_v))
+        plain_src, plain_dst, cont_src, cont_dst = [], [], [], []
+        tangent = [0] * base_v
+        for body in model.bodies:
+            if not body.multi_dof:
+                continue
+            name = body.joint or ("root_joint" if "root_joint" in names else names[1])
+            joint = pin_model.joints[names.index(name)]
+            plain_src += range(body.q_index, body.q_index + body.nq)
+            plain_dst += range(joint.idx_q, joint.idx_q + body.nq)
+            tangent[body.v_index:body.v_index + body.nv] = range(joint.idx_v, joint.idx_v + body.nv)
         for k, name in enumerate(_names(model)):
             if name not in names:
                 raise ModelError(f"joint {name!r} not found in the Pinocchio model", file=model.file)
@@ -145,6 +153,11 @@ class PyBulletMap:
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
         import pybullet as p
+        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies if b.multi_dof and b.joint]
+        if multi:
+            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints and a floating base "
+                             f"only; joints {', '.join(multi)} have several degrees of freedom (use the reference "
+                             f"engine, `biobullet simulate` without --engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
         info = [p.getJointInfo(body_id, i, physicsClientId=client)
                 for i in range(p.getNumJoints(body_id, physicsClientId=client))]
@@ -286,6 +299,13 @@ def build_pinocchio_model(model, file: str | None = None):
     """Pinocchio model from the Model's own URDF file (or `file`), with the model's base type and gravity."""
     import pinocchio as pin
     file = str(file if file is not None else model.file)
+    if any(body.multi_dof and body.joint for body in model.bodies):
+        # Pinocchio's URDF parser (urdfdom) knows no "spherical" joint and ignores a planar joint's axis: build
+        # the model joint by joint from the file's description (the same parse of the file, Pinocchio's joints)
+        from biobullet.model.urdf import load_description
+        pin_model = pinocchio_model_from_description(load_description(file), model.floating_base)
+        pin_model.gravity.linear = np.array(model.gravity, dtype=float)
+        return pin_model
     try:
         if model.floating_base:
             pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
@@ -295,3 +315,64 @@ def build_pinocchio_model(model, file: str | None = None):
         raise ModelError(f"Pinocchio cannot read the file ({exc})", file=file) from None
     pin_model.gravity.linear = np.array(model.gravity, dtype=float)
     return pin_model
+
+
+def pinocchio_model_from_description(description, floating_base: bool):
+    """A Pinocchio model built with its own joint models from a ModelDescription: JointModelRevoluteUnaligned
+    (continuous: RevoluteUnboundedUnaligned), PrismaticUnaligned, Spherical, FreeFlyer, Planar (rotated so that its
+    z axis is the URDF axis), every link's inertia appended to its joint (fixed joints welded by Pinocchio), a
+    body frame per link. Independent of biobullet's tree compilation and dynamics."""
+    import pinocchio as pin
+    from biobullet.model.tree import plane_basis
+    from biobullet.spatial.rotations import rpy_to_matrix
+    pm = pin.Model()
+    pm.name = description.name
+    root = 0
+    if floating_base:
+        root = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "root_joint")
+    links = {link.name: link for link in description.links}
+    children: dict[str, list] = {}
+    for joint in description.joints:
+        children.setdefault(joint.parent, []).append(joint)
+    frame_of: dict[str, int] = {}
+
+    def attach(link_name: str, joint_id: int, placement, previous: int) -> None:
+        link = links[link_name]
+        if link.inertial is not None:
+            inertial = link.inertial
+            inertia = pin.Inertia(inertial.mass, np.array(inertial.com, dtype=float),
+                                  np.array(inertial.inertia, dtype=float))
+            pm.appendBodyToJoint(joint_id, inertia, placement)
+        frame_of[link_name] = pm.addBodyFrame(link_name, joint_id, placement, previous)
+
+    attach(description.root_link, root, pin.SE3.Identity(), 0)
+    stack = [(description.root_link, root, pin.SE3.Identity())]
+    while stack:
+        link_name, joint_id, placement = stack.pop()
+        for joint in children.get(link_name, []):
+            origin = placement * pin.SE3(rpy_to_matrix(joint.origin_rpy), np.array(joint.origin_xyz, dtype=float))
+            axis = np.array(joint.axis, dtype=float)
+            if joint.type == "fixed":
+                attach(joint.child, joint_id, origin, frame_of[link_name])
+                stack.append((joint.child, joint_id, origin))
+                continue
+            after = pin.SE3.Identity()   # child link frame in the new joint's frame
+            if joint.type == "revolute":
+                joint_model = pin.JointModelRevoluteUnaligned(axis)
+            elif joint.type == "continuous":
+                joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
+            elif joint.type == "prismatic":
+                joint_model = pin.JointModelPrismaticUnaligned(axis)
+            elif joint.type == "spherical":
+                joint_model = pin.JointModelSpherical()
+            elif joint.type == "floating":
+                joint_model = pin.JointModelFreeFlyer()
+            else:  # planar: Pinocchio's plane is its joint frame's xy plane; turn z onto the URDF axis
+                basis = plane_basis(axis)
+                origin = origin * pin.SE3(basis, np.zeros(3))
+                after = pin.SE3(basis.T, np.zeros(3))
+                joint_model = pin.JointModelPlanar()
+            new_id = pm.addJoint(joint_id, joint_model, origin, joint.name)
+            attach(joint.child, new_id, after, frame_of[link_name])
+            stack.append((joint.child, new_id, after))
+    return pm

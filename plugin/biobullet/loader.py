@@ -11,13 +11,16 @@ from biobullet.dynamics.api import model_from_file
 from biobullet.model.model import Model
 
 
-def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, *,
+               inertia: str = "warn") -> Model:
     """Load a URDF file with its optional `<biobullet>` block into a Model.
 
-    `floating_base` overrides the file's `<base type=...>`. Raises ModelError (naming file, element and
+    `floating_base` overrides the file's `<base type=...>`. `inertia`: what to do with physically impossible
+    inertia tensors — "warn" (keep, as Pinocchio does, with one warning), "repair" (nearest physical tensor),
+    "strict" (reject); see `biobullet.model.urdf.INERTIA_POLICIES`. Raises ModelError (naming file, element and
     attribute) on bad input.
     """
-    return model_from_file(path, floating_base)
+    return model_from_file(path, floating_base, inertia=inertia)
 
 
 __all__ = ["load_model"]

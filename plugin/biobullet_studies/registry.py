@@ -35,4 +35,11 @@ STUDIES: dict[str, tuple[str, str]] = {
     "anthropomorph": ("biobullet_studies.anthropomorph",
                       "paper 004: planar anthropomorph with extensible links — flight, static stance, jump "
                       "(lift-off/touchdown events, energy budget, video), three-link model"),
+    "sprint": ("biobullet_studies.sprint",
+               "paper 001 §3.2: sprint swing leg (2D link-segment, 13×13) — inverse→forward round trip, high-knee "
+               "modification under the six Table 1 strategies, Table 2 analog, failure flags, stick figures, video "
+               "(substitute data)"),
+    "pitching": ("biobullet_studies.pitching",
+                 "paper 001 §3.1: 3D pitching arm (upper trunk, upper arm, forearm; ball shoulder, two-axis elbow; "
+                 "25×25) — inverse dynamics of substitute kinematics, forward RK4 round trip, stick figures, video"),
 }

@@ -36,7 +36,7 @@ def build_table() -> tuple[str, list[str]]:
             case_dir = Path(tmp) / case.id
             case_dir.mkdir()
             path = write_case(case, case_dir)
-            result = run_info(path)
+            result = run_info(path, case.args)
             message = result.stderr.strip()
             expected = "biobullet: error: " + case.expected.format(file=path, tmp=case_dir)
             if message != expected or result.returncode != 2:

@@ -53,6 +53,7 @@ class Case:
     title: str
     text: str | None     # file content; None: the file does not exist
     expected: str        # the exact stderr line after 'biobullet: error: '
+    args: tuple[str, ...] = ()   # extra options of `biobullet info`
 
 
 CASES = [
@@ -71,17 +72,24 @@ CASES = [
          """(expected 3 space-separated finite numbers)"""),
     Case("negative_mass", "negative mass", urdf(l1=link_l1(mass="-2")),
          """{file}: <link name="l1"> <inertial> <mass>: attribute 'value': negative mass -2 kg (expected mass ≥ 0)"""),
-    Case("inertia_not_positive_definite", "inertia tensor not positive definite",
+    Case("inertia_not_positive_definite", "indefinite inertia tensor (`--inertia strict`)",
          urdf(l1=link_l1(inertia='ixx="0.1" iyy="0.1" izz="0.1" ixy="0.2"')),
-         """{file}: <link name="l1"> <inertial> <inertia>: attribute 'ixy': inertia tensor is not positive """
-         """definite (principal moments -0.1, 0.1, 0.3) (expected a positive definite tensor)"""),
-    Case("inertia_triangle_inequality", "inertia violating the triangle inequality",
+         """{file}: <link name="l1"> <inertial> <inertia>: attribute 'ixy': inertia tensor is indefinite """
+         """(principal moments -0.1, 0.1, 0.3) (expected a positive semi-definite tensor)""",
+         args=("--inertia", "strict")),
+    Case("inertia_triangle_inequality", "inertia violating the triangle inequality (`--inertia strict`)",
          urdf(l1=link_l1(inertia='ixx="0.1" iyy="0.1" izz="0.5"')),
          """{file}: <link name="l1"> <inertial> <inertia>: attribute 'izz': principal moments 0.1, 0.1, 0.5 """
-         """violate the triangle inequality (0.1 + 0.1 < 0.5) (expected I1 + I2 ≥ I3 for a physical body)"""),
+         """violate the triangle inequality (0.1 + 0.1 < 0.5) (expected I1 + I2 ≥ I3 for a physical body)""",
+         args=("--inertia", "strict")),
     Case("unsupported_joint_type", "unsupported joint type", urdf(j2=joint_j2(kind="ball")),
          """{file}: <joint name="j2">: attribute 'type': unsupported joint type 'ball' """
-         """(expected one of revolute, continuous, prismatic, fixed)"""),
+         """(expected one of revolute, continuous, prismatic, spherical, planar, floating, fixed)"""),
+    Case("xacro_file", "a xacro file instead of URDF",
+         '<?xml version="1.0"?>\n<robot name="m" xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+         '  <xacro:property name="l" value="0.5"/>\n</robot>\n',
+         """{file}: this is a xacro file (a macro template), not a URDF: expand it first with """
+         """`xacro FILE > FILE.urdf` (expected a plain URDF file)"""),
     Case("zero_axis", "zero joint axis", urdf(j2=joint_j2(axis="0 0 0")),
          """{file}: <joint name="j2"> <axis>: attribute 'xyz': zero axis '0 0 0' (expected a non-zero direction)"""),
     Case("link_child_of_two_joints", "a link that is the child of two joints",
@@ -137,11 +145,11 @@ CASES = [
 ]
 
 
-def run_info(path: Path) -> subprocess.CompletedProcess:
+def run_info(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
     env.pop("BIOBULLET_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "biobullet", "info", str(path)], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "biobullet", "info", str(path), *args], env=env,
+                          capture_output=True, text=True, timeout=60)
 
 
 def write_case(case: Case, tmp_path: Path) -> Path:
@@ -154,7 +162,7 @@ def write_case(case: Case, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_malformed_model_is_one_clear_error(case: Case, tmp_path: Path) -> None:
     path = write_case(case, tmp_path)
-    result = run_info(path)
+    result = run_info(path, case.args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""

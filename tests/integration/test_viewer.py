@@ -19,7 +19,7 @@ import pytest
 
 from biobullet.core.errors import ModelError
 from biobullet.integrate.trajectory import Trajectory
-from biobullet.model import load_model
+from biobullet.loader import load_model
 from biobullet.render.scene import (Scene, box_mesh, cylinder_mesh, load_trajectory, read_visuals, sphere_mesh,
                                     trajectory_states)
 

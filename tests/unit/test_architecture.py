@@ -132,7 +132,7 @@ def test_one_jit_helper() -> None:
 
 
 def test_one_formulation_base_covers_the_multiplier_form() -> None:
-    from biobullet.dynamics.formulation import JOINT, formulation_names, get_formulation
+    from biobullet.dynamics.formulation import JOINT, formulation_names
     assert "multipliers" in formulation_names(JOINT)
     engine = (LIBRARY / "integrate" / "engine.py").read_text(encoding="utf-8")
     assert '"multipliers"' not in engine   # the engine asks the formulation, it never tests the name

@@ -3,7 +3,7 @@
 Same algebra, same frame conventions (world frame at the world origin, [linear; angular] spatial vectors), written
 as loops over bodies and compiled once (`cache=True`: compiled code is kept in __pycache__ between processes):
     placements  R_i = R_p R_loc,  p_i = R_p p_loc + p_p
-    subspaces   revolute [p × a; a], prismatic [a; 0], free base Ad(base placement)
+    subspaces   revolute [p × a; a], prismatic [a; 0], free Ad(placement), spherical/planar Ad(placement) S_body
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
@@ -24,15 +24,16 @@ def place_body_kernel():
     return jit.compiled(_place_body_py, inline=True)
 
 
-REVOLUTE, PRISMATIC, FREE = 0, 1, 2
-# per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9
-_AXIS, _ROT, _TRANS, _MASS, _COM, _INERTIA, _WIDTH = 0, 3, 12, 15, 16, 19, 28
+REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4
+# per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9,
+# body-frame motion subspace 6×6 (row-major, first nv columns used; multi-DOF joints read it)
+_AXIS, _ROT, _TRANS, _MASS, _COM, _INERTIA, _SUBSPACE, _WIDTH = 0, 3, 12, 15, 16, 19, 28, 64
 
 
 def pack(model) -> tuple[np.ndarray, np.ndarray]:
     """(meta int64 (n_b, 5): parent, kind, q_index, v_index, nv;  body float64 (n_b, 28)) for the kernel."""
     bodies = model.bodies
-    kinds = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "free": FREE}
+    kinds = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
     meta = np.array([[b.parent, kinds[b.joint_type], b.q_index, b.v_index, b.nv] for b in bodies],
                     dtype=np.int64).reshape(len(bodies), 5)
     body = np.zeros((len(bodies), _WIDTH))
@@ -45,6 +46,9 @@ def pack(model) -> tuple[np.ndarray, np.ndarray]:
         body[i, _MASS] = b.mass
         body[i, _COM:_COM + 3] = np.asarray(b.com, dtype=float).reshape(3)
         body[i, _INERTIA:_INERTIA + 9] = np.asarray(b.inertia_com, dtype=float).reshape(9)
+        subspace = np.zeros((6, 6))
+        subspace[:, :b.nv] = b.motion_subspace
+        body[i, _SUBSPACE:_SUBSPACE + 36] = subspace.reshape(36)
     return meta, body
 
 
@@ -56,22 +60,48 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
     parent, kind, qi, vi = meta[i, 0], meta[i, 1], meta[i, 2], meta[i, 3]
     ax0, ax1, ax2 = body[i, 0], body[i, 1], body[i, 2]
     pl0, pl1, pl2 = body[i, 12], body[i, 13], body[i, 14]
-    if kind == FREE:
-        qx, qy, qz, qw = x[qi + 3], x[qi + 4], x[qi + 5], x[qi + 6]
+    if kind == FREE or kind == SPHERICAL:
+        k = qi + 3 if kind == FREE else qi
+        qx, qy, qz, qw = x[k], x[k + 1], x[k + 2], x[k + 3]
         norm = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
         qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
-        loc[0, 0] = 1 - 2 * (qy * qy + qz * qz)
-        loc[0, 1] = 2 * (qx * qy - qz * qw)
-        loc[0, 2] = 2 * (qx * qz + qy * qw)
-        loc[1, 0] = 2 * (qx * qy + qz * qw)
-        loc[1, 1] = 1 - 2 * (qx * qx + qz * qz)
-        loc[1, 2] = 2 * (qy * qz - qx * qw)
-        loc[2, 0] = 2 * (qx * qz - qy * qw)
-        loc[2, 1] = 2 * (qy * qz + qx * qw)
-        loc[2, 2] = 1 - 2 * (qx * qx + qy * qy)
-        pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
-    elif kind == REVOLUTE:
-        s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
+        jr[0, 0] = 1 - 2 * (qy * qy + qz * qz)
+        jr[0, 1] = 2 * (qx * qy - qz * qw)
+        jr[0, 2] = 2 * (qx * qz + qy * qw)
+        jr[1, 0] = 2 * (qx * qy + qz * qw)
+        jr[1, 1] = 1 - 2 * (qx * qx + qz * qz)
+        jr[1, 2] = 2 * (qy * qz - qx * qw)
+        jr[2, 0] = 2 * (qx * qz - qy * qw)
+        jr[2, 1] = 2 * (qy * qz + qx * qw)
+        jr[2, 2] = 1 - 2 * (qx * qx + qy * qy)
+        if kind == FREE and parent < 0:   # floating base: the origin is the identity
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = jr[a, b]
+            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
+        else:   # R_loc = R_origin R(quat), p_loc = p_origin (+ R_origin p for a free joint)
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
+                                 + body[i, 5 + 3 * a] * jr[2, b])
+            if kind == FREE:
+                d0, d1, d2 = x[qi], x[qi + 1], x[qi + 2]
+                pl0 += body[i, 3] * d0 + body[i, 4] * d1 + body[i, 5] * d2
+                pl1 += body[i, 6] * d0 + body[i, 7] * d1 + body[i, 8] * d2
+                pl2 += body[i, 9] * d0 + body[i, 10] * d1 + body[i, 11] * d2
+    elif kind == REVOLUTE or kind == PLANAR:
+        if kind == REVOLUTE:
+            s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
+        else:   # planar: turn by φ about the normal, (cos φ, sin φ) = x[qi + 2], x[qi + 3] normalised
+            norm = np.sqrt(x[qi + 2] * x[qi + 2] + x[qi + 3] * x[qi + 3])
+            s, c1 = x[qi + 3] / norm, 1.0 - x[qi + 2] / norm
+            # in-plane offset x e₁ + y e₂ (e₁, e₂ = the first two subspace columns' linear parts)
+            d0 = body[i, 28] * x[qi] + body[i, 29] * x[qi + 1]
+            d1 = body[i, 34] * x[qi] + body[i, 35] * x[qi + 1]
+            d2 = body[i, 40] * x[qi] + body[i, 41] * x[qi + 1]
+            pl0 += body[i, 3] * d0 + body[i, 4] * d1 + body[i, 5] * d2
+            pl1 += body[i, 6] * d0 + body[i, 7] * d1 + body[i, 8] * d2
+            pl2 += body[i, 9] * d0 + body[i, 10] * d1 + body[i, 11] * d2
         # Rodrigues: I + s K + (1 − c) K², K = [a]×
         jr[0, 0] = 1.0 - c1 * (ax1 * ax1 + ax2 * ax2)
         jr[1, 1] = 1.0 - c1 * (ax0 * ax0 + ax2 * ax2)
@@ -118,6 +148,17 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
             sub[0, vi + 3 + b] = -p2 * r[1, b] + p1 * r[2, b]
             sub[1, vi + 3 + b] = p2 * r[0, b] - p0 * r[2, b]
             sub[2, vi + 3 + b] = -p1 * r[0, b] + p0 * r[1, b]
+    elif kind == SPHERICAL or kind == PLANAR:   # body-frame S = [l; a] → world [R l + p × R a; R a]
+        for c in range(meta[i, 4]):
+            l0, l1, l2 = body[i, 28 + c], body[i, 34 + c], body[i, 40 + c]
+            a0, a1, a2 = body[i, 46 + c], body[i, 52 + c], body[i, 58 + c]
+            w0 = r[0, 0] * a0 + r[0, 1] * a1 + r[0, 2] * a2
+            w1 = r[1, 0] * a0 + r[1, 1] * a1 + r[1, 2] * a2
+            w2 = r[2, 0] * a0 + r[2, 1] * a1 + r[2, 2] * a2
+            sub[0, vi + c] = r[0, 0] * l0 + r[0, 1] * l1 + r[0, 2] * l2 + p1 * w2 - p2 * w1
+            sub[1, vi + c] = r[1, 0] * l0 + r[1, 1] * l1 + r[1, 2] * l2 + p2 * w0 - p0 * w2
+            sub[2, vi + c] = r[2, 0] * l0 + r[2, 1] * l1 + r[2, 2] * l2 + p0 * w1 - p1 * w0
+            sub[3, vi + c], sub[4, vi + c], sub[5, vi + c] = w0, w1, w2
     else:
         w0 = r[0, 0] * ax0 + r[0, 1] * ax1 + r[0, 2] * ax2
         w1 = r[1, 0] * ax0 + r[1, 1] * ax1 + r[1, 2] * ax2
@@ -230,7 +271,7 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
                 else:
                     vel[i, a] = s
                     acc_b[i, a] = t - (gravity[a] if a < 3 else 0.0)
-            if kind != FREE:  # c = v × S θ̇ (zero for the free base: v × v)
+            if parent >= 0:  # c = v × S θ̇ (zero at a root body: v × v)
                 l0, l1, l2, a0, a1, a2 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
                 acc_b[i, 0] += a1 * jv[2] - a2 * jv[1] + l1 * jv[5] - l2 * jv[4]
                 acc_b[i, 1] += a2 * jv[0] - a0 * jv[2] + l2 * jv[3] - l0 * jv[5]

@@ -53,9 +53,10 @@ def frame_jacobian(model, x: np.ndarray, frame: str, point: np.ndarray | None = 
             jac[3:, k] = axis
         elif body.joint_type == "prismatic":
             jac[:3, k] = r @ body.axis
-        else:
-            jac[:3, k:k + 3] = r
-            jac[:3, k + 3:k + 6] = -skew(target - p) @ r
-            jac[3:, k + 3:k + 6] = r
+        else:  # multi-DOF: motion subspace S = [l; a] in the body frame → [R l + R a × (target − p); R a]
+            subspace = body.motion_subspace
+            angular = r @ subspace[3:]
+            jac[:3, k:k + body.nv] = r @ subspace[:3] - skew(target - p) @ angular
+            jac[3:, k:k + body.nv] = angular
         index = body.parent
     return jac

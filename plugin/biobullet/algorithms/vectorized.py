@@ -2,7 +2,7 @@
 fixed number of numpy calls instead of per-body Python work (the hot path of simulations).
 
 Everything is expressed in the world frame at the world origin ([linear; angular] spatial vectors):
-motion subspaces S_k (revolute [p×a; a], prismatic [a; 0], free base = Ad(base placement)), body Jacobians
+motion subspaces S_k (revolute [p×a; a], prismatic [a; 0], multi-DOF joints Ad(body placement) S_body), body Jacobians
 J_i = S ∘ ancestry_i, M = Σ J_iᵀ I_i J_i, and for RNEA the fixed-frame recursion a_i = Σ_{k ≤ i} (S_k θ̈_k +
 v_k × S_k θ̇_k) (Featherstone, RBDA §3.4: in a fixed frame Ṡ_k = v_k × S_k).
 """
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.spatial.rotations import quaternion_to_matrix, skew
+from biobullet.spatial.algebra import joint_placement
+from biobullet.spatial.rotations import skew
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.core import jit
 
@@ -29,6 +30,7 @@ class TreeArrays:
     revolute: np.ndarray        # bool (n_b,)
     prismatic: np.ndarray       # bool (n_b,)
     free: int                   # index of the free body or −1
+    multi: tuple[int, ...]      # multi-DOF bodies (free, spherical, planar)
     q_index: np.ndarray         # (n_b,) configuration index of 1-DOF joints (0 for free)
     v_index: np.ndarray         # (n_b,)
     one_dof: np.ndarray         # indices of 1-DOF bodies
@@ -46,6 +48,7 @@ class TreeArrays:
     tangent_ancestry: np.ndarray  # (n_t, n_t) mask [l, j]: direction l moves the body of direction j
     own_tangent: np.ndarray     # (n_b,) first tangent index of each body's joint
     one_dof_mask: np.ndarray    # (n_b, 1) 1.0 for 1-DOF bodies, 0.0 for the free base (its v × v is zero)
+    own_mask: np.ndarray        # (n_b, n_tangent) 1.0 where direction k is body i's own joint, 0 for a root body
     n_tangent_plus_one: int     # stride of a flattened (n_t, n_t) matrix's diagonal
 
 
@@ -75,11 +78,15 @@ def _build(model) -> TreeArrays:
         body_of_tangent[body.v_index:body.v_index + body.nv] = i
     skews = np.array([skew(a) for a in axis]).reshape(n, 3, 3)
     free = [i for i, b in enumerate(bodies) if b.joint_type == "free"]
+    own_mask = np.zeros((n, model.n_tangent))
+    for i, body in enumerate(bodies):
+        if body.parent >= 0:   # a root body's velocity is its joint's: v × v_J = 0
+            own_mask[i, body.v_index:body.v_index + body.nv] = 1.0
     return TreeArrays(
         n_bodies=n, parents=tuple(b.parent for b in bodies),
         revolute=np.array([b.joint_type == "revolute" for b in bodies], dtype=bool),
         prismatic=np.array([b.joint_type == "prismatic" for b in bodies], dtype=bool),
-        free=free[0] if free else -1,
+        free=free[0] if free else -1, multi=tuple(i for i, b in enumerate(bodies) if b.multi_dof),
         q_index=np.array([b.q_index if b.nv == 1 else 0 for b in bodies], dtype=int),
         v_index=np.array([b.v_index for b in bodies], dtype=int),
         one_dof=np.array([i for i, b in enumerate(bodies) if b.nv == 1], dtype=int),
@@ -91,7 +98,7 @@ def _build(model) -> TreeArrays:
         ancestry=ancestry, body_ancestry=body_ancestry, body_of_tangent=body_of_tangent,
         tangent_ancestry=_tangent_mask(ancestry, body_of_tangent),
         own_tangent=np.array([b.v_index for b in bodies], dtype=int),
-        one_dof_mask=np.array([[1.0 if b.nv == 1 else 0.0] for b in bodies]).reshape(n, 1),
+        one_dof_mask=np.array([[1.0 if b.nv == 1 else 0.0] for b in bodies]).reshape(n, 1), own_mask=own_mask,
         n_tangent_plus_one=model.n_tangent + 1)
 
 
@@ -113,10 +120,8 @@ def world_placements(model, x: np.ndarray, arrays: TreeArrays | None = None) -> 
     local_r = t.origin_rotation @ joint_rotation
     slide = np.where(t.prismatic, x[t.q_index], 0.0)
     local_p = t.origin_translation + np.einsum("bij,bj->bi", t.origin_rotation, t.axis * slide[:, None])
-    if t.free >= 0:
-        k = model.bodies[t.free].q_index
-        local_r[t.free] = quaternion_to_matrix(x[k + 3:k + 7])
-        local_p[t.free] = x[k:k + 3]
+    for i in t.multi:
+        local_r[i], local_p[i] = joint_placement(model.bodies[i], x)
     # homogeneous 4×4 products along the tree: one small matmul per body
     local = np.zeros((t.n_bodies, 4, 4))
     local[:, :3, :3] = local_r
@@ -149,12 +154,13 @@ def _motion_subspaces(model, t: TreeArrays, rotations, positions) -> np.ndarray:
         cols = t.v_index[idx]
         subspace[:3, cols] = np.where(revolute, _cross_rows(positions[idx], world_axis), world_axis).T
         subspace[3:, cols] = (world_axis * revolute).T
-    if t.free >= 0:
-        r, p = rotations[t.free], positions[t.free]
-        k = t.v_index[t.free]
-        subspace[:3, k:k + 3] = r
-        subspace[:3, k + 3:k + 6] = skew(p) @ r
-        subspace[3:, k + 3:k + 6] = r
+    for i in t.multi:  # body-frame S = [l; a] → world [R l + p × R a; R a]
+        body = model.bodies[i]
+        r, p = rotations[i], positions[i]
+        k = body.v_index
+        angular = r @ body.motion_subspace[3:]
+        subspace[:3, k:k + body.nv] = r @ body.motion_subspace[:3] + skew(p) @ angular
+        subspace[3:, k:k + body.nv] = angular
     return subspace
 
 
@@ -233,7 +239,7 @@ def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = Non
     tau = None
     if xd is not None:
         v = (t.ancestry * xd) @ subspace.T                                 # (n_b, 6) body velocities
-        joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask  # own joint velocity
+        joint_v = (t.own_mask * xd) @ subspace.T                          # own joint velocity (0 at roots)
         c = np.concatenate([_cross_rows(v[:, 3:], joint_v[:, :3]) + _cross_rows(v[:, :3], joint_v[:, 3:]),
                             _cross_rows(v[:, 3:], joint_v[:, 3:])], axis=1)
         acc = t.body_ancestry @ c

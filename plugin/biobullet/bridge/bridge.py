@@ -41,7 +41,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.bridge.connection import check_inertia, load_body, prepare_body, resolve_client
+from biobullet.bridge.connection import load_body, prepare_body, resolve_client
+from biobullet.bridge.inertia import match_inertia
 from biobullet.bridge.constraints import bridge_constraints
 from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
 
@@ -101,7 +102,7 @@ class Bridge:
         try:
             self.body = load_body(model, self.client, body_id)
             self.map = PyBulletMap(model, self.body, self.client)
-            check_inertia(model, self.client, self.body, self.map.link_index)
+            match_inertia(model, self.client, self.body, self.map.link_index)  # bridge/inertia.py
             if dt is not None:
                 if not np.isfinite(dt) or dt <= 0:
                     raise ModelError(f"argument 'dt' is {dt!r}", attribute="dt", expected="a positive time step (s)")

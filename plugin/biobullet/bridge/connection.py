@@ -67,26 +67,6 @@ def load_body(model, client: int, body_id: int | None) -> int:
     return int(body_id)
 
 
-def check_inertia(model, client: int, body: int, link_index: dict[str, int], tol: float = 1e-6) -> None:
-    """PyBullet recomputes inertia from collision shapes unless URDF_USE_INERTIA_FROM_FILE: detect that."""
-    import pybullet as p
-    from biobullet.spatial.rotations import quaternion_to_matrix
-    for link in model.description.links:
-        index = link_index.get(link.name)
-        if link.inertial is None or index is None or (index < 0 and not model.floating_base):
-            continue
-        info = p.getDynamicsInfo(body, index, physicsClientId=client)
-        rotation = quaternion_to_matrix(info[4])
-        stored = rotation @ np.diag(info[2]) @ rotation.T
-        reference = np.array(link.inertial.inertia)
-        scale = max(float(np.abs(reference).max()), 1e-12)
-        if abs(info[0] - link.inertial.mass) > tol * max(link.inertial.mass, 1e-12) or \
-                float(np.abs(stored - reference).max()) > tol * scale + 1e-12:
-            raise ModelError(f"PyBullet body {body} has different inertia on link {link.name!r} than the file "
-                             "(loaded without flags=URDF_USE_INERTIA_FROM_FILE?)", file=model.file,
-                             attribute="body_id")
-
-
 def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: bool) -> None:
     """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits)."""
     import pybullet as p

@@ -37,6 +37,10 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     for a model with flexible links.
     """
     from biobullet.bridge.bridge import Bridge
+    if model.nv == 0:
+        from biobullet.core.errors import ModelError
+        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                         file=model.file, expected="a movable joint, or --floating-base")
     if dt is not None:
         _steps(t_end, dt)
     with Bridge(model, client, dt=dt, record=True, initial=initial, **bridge_options) as bridge:
@@ -64,7 +68,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 def cli_simulate_pybullet(args) -> int:
     """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
     from biobullet.dynamics.api import model_from_file as load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
+                       inertia=getattr(args, "inertia", "warn"))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
     dt = getattr(trajectory, "metadata", {}).get("dt", getattr(args, "dt", None) or DEFAULT_DT)

@@ -87,7 +87,7 @@ class Corrector:
 
 
 # ------------------------------------------------------------------------------------------- numpy reference path
-def _state_text(x, xd, t) -> str:
+def state_text(x, xd, t) -> str:
     if x is None:
         return "the given state"
     text = f"t = {t:.17g}, x = {np.array2string(np.asarray(x), precision=17, separator=', ')}"
@@ -104,13 +104,13 @@ def check_rank(jac: np.ndarray, names=None, x=None, t: float = 0.0, xd=None) -> 
     scale = np.linalg.norm(jac, axis=1)
     if np.any(scale == 0):
         raise SolverError("constraint row(s) " + ", ".join(n for n, s in zip(names, scale) if s == 0)
-                          + " do not depend on any coordinate at " + _state_text(x, xd, t))
+                          + " do not depend on any coordinate at " + state_text(x, xd, t))
     singular = np.linalg.svd(jac / scale[:, None], compute_uv=False)
     if len(jac) > jac.shape[1] or singular[-1] < RANK_TOLERANCE * singular[0]:
         rank = int(np.sum(singular > RANK_TOLERANCE * singular[0]))
         raise SolverError(f"constraint Jacobian is rank deficient ({rank} independent of {len(jac)} rows: "
                           + ", ".join(names) + "); redundant loop equations (use type=\"planar\" for planar "
-                          "mechanisms) or a singular (toggle) configuration at " + _state_text(x, xd, t))
+                          "mechanisms) or a singular (toggle) configuration at " + state_text(x, xd, t))
 
 
 def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
@@ -119,7 +119,7 @@ def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
     factor, info = dpotrf(mass, lower=1, clean=1)
     if info != 0:
         raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
-                          + _state_text(x, None, t))
+                          + state_text(x, None, t))
     return factor
 
 

@@ -43,10 +43,11 @@ def build_model(description: ModelDescription) -> Model:
     return Model(description, loop_resolver_factory=build_loop_resolver, dynamics=sys.modules[__name__])
 
 
-def model_from_file(path: str | os.PathLike[str], floating_base: bool | None = None) -> Model:
+def model_from_file(path: str | os.PathLike[str], floating_base: bool | None = None, *,
+                    inertia: str = "warn") -> Model:
     """Read a URDF with its `<biobullet>` block into a Model (no check of the force/contact/flexible elements:
-    `biobullet.load_model` does that)."""
-    return build_model(load_description(path, floating_base))
+    `biobullet.load_model` does that). `inertia`: see `biobullet.load_model`."""
+    return build_model(load_description(path, floating_base, inertia))
 
 
 __all__ = ["mass_matrix", "bias_forces", "forward_dynamics", "build_model", "model_from_file"]

@@ -4,7 +4,8 @@ Two shapes share the base (the engine asks a formulation what it is, never tests
 - generalized (ODE): the state is (q, v) and M(q, t) v̇ + h(q, v, t) = Q — "reduced" (projection through
   θ = f(q, t) on our batched spatial algorithms), "reduced_recursive" (the same on our body-frame CRBA/RNEA),
   "reduced_pinocchio" (the same projection on Pinocchio's C++ CRBA/RNEA: the fast backend), "matrix_calculus"
-  (paper 000's Kronecker recursion);
+  (paper 000's Kronecker recursion), "link_segment" (paper 001's per-segment Newton–Euler system with joint
+  reactions; its `forward_dynamics` is a direct solve);
 - joint (DAE): the state is the whole tree's (x, ẋ) and M(x) ẍ + h = τ + Φ_xᵀ λ with constraint rows Φ = 0 —
   "multipliers" (paper 003; Baumgarte gains owned by the constraint set, optional projection).
 Third-party formulations subclass `Formulation` and register with `register_formulation` (or the entry-point group
@@ -69,7 +70,7 @@ class Formulation(ABC):
 
 
 def _load_builtin() -> None:
-    from biobullet.dynamics import matrix_calculus, multipliers, reduced  # noqa: F401  (register)
+    from biobullet.dynamics import link_segment, matrix_calculus, multipliers, reduced  # noqa: F401  (register)
     try:
         from biobullet.dynamics import reduced_pinocchio  # noqa: F401
     except ImportError:  # pinocchio missing: the fast backend is simply unavailable

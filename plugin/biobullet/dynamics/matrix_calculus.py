@@ -76,6 +76,12 @@ def _static(model) -> _Static:
     if cached is not None:
         return cached
     bodies = model.bodies
+    multi = [b.joint for b in bodies if b.multi_dof and b.joint]
+    if multi:
+        from biobullet.core.errors import ModelError
+        raise ModelError(f"formulation 'matrix_calculus' handles 1-DOF joints and a floating base only; joints "
+                         f"{', '.join(multi)} have several degrees of freedom", file=model.file,
+                         argument="formulation", expected="'reduced' or 'reduced_recursive' for this model")
     offset = 7 if model.floating_base else 0
     twists, skews = [], []
     for body in bodies:
@@ -114,7 +120,8 @@ def _local_placements(static: _Static, theta: np.ndarray) -> np.ndarray:
     """ᵖA⁴_i for every body (nb, 4, 4): R0 · (I + sinθ S(v) + 2 sin²(θ/2) S(v)²) for revolute joints, translation
     p0 + R0 v θ for prismatic ones (identity for a free base, placed separately)."""
     nb = len(static.parents)
-    values = np.where(static.joint_mask, theta[static.slot_index], 0.0)
+    # (a floating base without joints has an empty θ: its slot index 0 must still be readable)
+    values = np.where(static.joint_mask, (theta if theta.size else np.zeros(1))[static.slot_index], 0.0)
     out = np.zeros((nb, 4, 4))
     out[:, 3, 3] = 1.0
     sines = np.where(static.revolute_mask, np.sin(values), 0.0)

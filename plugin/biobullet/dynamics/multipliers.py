@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.constraints.equations import constraint_set
-from biobullet.constraints.solve import (PIVOT_CHECK, RANK_TOLERANCE, Corrector, check_rank,
+from biobullet.constraints.solve import (PIVOT_CHECK, Corrector, check_rank, state_text,
                                          constrained_acceleration, factor_solve, mass_factor, schur_kernel)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
@@ -104,7 +104,7 @@ def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
     phi = cset.residual(x, t)
     if np.max(np.abs(phi)) <= tolerance * scale:
         return x
-    raise SolverError(f"position projection failed: |Φ|∞ = {np.max(np.abs(phi)):.3g} at " + _state(x, None, t))
+    raise SolverError(f"position projection failed: |Φ|∞ = {np.max(np.abs(phi)):.3g} at " + state_text(x, None, t))
 
 
 def joint_reactions(model, x, lam) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]]]:

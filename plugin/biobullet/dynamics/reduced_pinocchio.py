@@ -57,7 +57,7 @@ class _Backend:
         self.kind = "general"
         if not self.continuous and cmap.kind == "identity":
             self.kind = "direct"
-        elif not self.continuous and cmap.kind == "affine" and not model.floating_base:
+        elif not self.continuous and cmap.kind == "affine" and not model.base_nq:
             self.kind = "affine"
             order = np.argsort(index)  # Pinocchio index → ours (fixed base, no continuous: q index = v index)
             self.affine_matrix = np.ascontiguousarray(cmap.affine_matrix[order])

@@ -24,7 +24,6 @@ from biobullet.core.errors import ModelError, SolverError
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
-from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
 
@@ -58,7 +57,7 @@ class System:
         self.options = dict(options or {})
         from biobullet.integrate.discrete import layer_elements, run_elements
         self.elements = run_elements(model, tuple(force_elements(model)) + layer_elements(model))
-        self.floating = model.floating_base
+        self.floating = model.base_nq > 0   # quaternion (or planar) coordinates: q̇ ≠ v
         if self.joint_space:
             self.loops = bool(model.description.elements_of("loop"))
             self.n_pos, self.n_vel = model.n_config, model.n_tangent
@@ -88,8 +87,8 @@ class System:
     # ------------------------------------------------------------------ state
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = np.array(y[:self.n_pos])
-        if self.floating:
-            pos[3:7] /= np.linalg.norm(pos[3:7])
+        if self.model.base_nq:   # floating base and multi-DOF joints: unit quaternions (and planar cos, sin)
+            pos = self.model.normalize_configuration(pos)
         return pos, y[self.n_pos:self.n_pos + self.n_vel]
 
     def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,13 +101,9 @@ class System:
 
     def position_rate(self, pos: np.ndarray, vel: np.ndarray) -> np.ndarray:
         rate = np.array(vel[:len(vel)], dtype=float)
-        if not self.floating:
+        if not self.model.base_nq:
             return rate
-        out = np.empty(len(pos))
-        out[:3] = quaternion_to_matrix(pos[3:7]) @ vel[:3]
-        out[3:7] = 0.5 * quaternion_multiply(pos[3:7], np.array([vel[3], vel[4], vel[5], 0.0]))
-        out[7:] = vel[6:]
-        return out
+        return self.model.configuration_rate(pos, vel)
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:
         key = (t, y.tobytes())
@@ -222,7 +217,7 @@ def _shadow_joints(model):
     dependent = np.array([k for k in range(cmap.n_joints) if k not in independent], dtype=np.intp)
     if not dependent.size:
         return None
-    return dependent + (7 if model.floating_base else 0), dependent + (6 if model.floating_base else 0)
+    return dependent + model.base_nq, dependent + model.base_nv
 
 
 def _as_slice(rows: np.ndarray):
@@ -299,8 +294,8 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
         if lam is not None:
             lam.append(_multipliers_at(system, t[k], x, xd))
     energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
-    base_q = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw") if model.floating_base else ()
-    base_v = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz") if model.floating_base else ()
+    base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and multi-DOF joints
+    base_v = tuple(model.velocity_names[:model.base_nv])
     trajectory = Trajectory(
         t=t, joint_names=tuple(model.joint_names), position_names=base_q + tuple(model.joint_names),
         velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names), positions=positions,
@@ -367,6 +362,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     t0, t_end = float(t0), float(t_end)
     if not (np.isfinite(t_end) and t_end > t0):
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
+    if model.nv == 0:
+        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                         file=model.file, expected="a movable joint, or --floating-base")
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
         raise ModelError(f"unknown integration method {method!r}", attribute="method",
@@ -479,7 +477,8 @@ def cli_simulate(args) -> int:
     import sys
 
     from biobullet.dynamics.api import model_from_file as load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
+                       inertia=getattr(args, "inertia", "warn"))
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None

@@ -165,8 +165,7 @@ _BASE_VELOCITY = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_w
 
 
 def _fill_generalized(trajectory: Trajectory, model) -> None:
-    base_q = 7 if model.floating_base else 0
-    base_v = 6 if model.floating_base else 0
+    base_q, base_v = model.base_nq, model.base_nv
     independent = list(model.coordinate_map.independent)
     trajectory.q = np.column_stack([trajectory.positions[:, :base_q],
                                     trajectory.positions[:, [base_q + k for k in independent]]])

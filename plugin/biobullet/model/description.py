@@ -14,6 +14,9 @@ Vec3 = tuple[float, float, float]
 Mat3 = tuple[Vec3, Vec3, Vec3]
 
 MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+# Joints with several degrees of freedom: URDF's "planar" and "floating", PyBullet's "spherical" (ball joint).
+# Their coordinates bypass the coordinate map (like a floating base): see model.tree for the layout.
+MULTI_DOF_JOINT_TYPES = ("spherical", "planar", "floating")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,12 @@ class JointDescription:
 
     @property
     def movable(self) -> bool:
+        """A 1-DOF joint (one coordinate θ, which joint functions, loops and `<initial>` may name)."""
         return self.type in MOVABLE_JOINT_TYPES
+
+    @property
+    def multi_dof(self) -> bool:
+        return self.type in MULTI_DOF_JOINT_TYPES
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,10 @@ class ModelDescription:
     initial: tuple[InitialDescription, ...] = ()
     elements: tuple[ElementDescription, ...] = ()  # loop, spring, joint_spring, joint_torque, joint_stop, contact, flexible
     extension_version: str | None = None
+    inertia_policy: str = "warn"
+    # links whose tensor is physically impossible: (link, problem, relative Frobenius distance to the nearest
+    # physical tensor, whether the tensor was replaced by it) — see model.urdf.INERTIA_POLICIES
+    inertia_issues: tuple[tuple[str, str, float, bool], ...] = ()
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)
@@ -115,4 +127,4 @@ def frozen_mapping(d: dict[str, str]) -> Mapping[str, str]:
 
 
 __all__ = ["InertialDescription", "LinkDescription", "JointDescription", "JointFunctionDescription",
-           "InitialDescription", "ElementDescription", "ModelDescription", "MOVABLE_JOINT_TYPES", "field"]
+           "InitialDescription", "ElementDescription", "ModelDescription", "MOVABLE_JOINT_TYPES", "MULTI_DOF_JOINT_TYPES", "field"]

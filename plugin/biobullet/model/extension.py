@@ -25,6 +25,7 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
     "contact": None,
     "flexible": None,
+    "segment_joint": {"name", "joints"},   # link-segment grouping (dynamics.link_segment checks the joints)
 }
 #: force elements of other packages: entry-point group whose names are further element tags (their classes check
 #: their own attributes when the model's force elements are built)
@@ -154,7 +155,13 @@ def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescrip
         source = SourceRef(description.file, f'<joint name="{joint.name}"> <mimic>')
         target, multiplier, offset = joint.mimic
         if target not in movable:
-            raise source.error("joint", f"unknown joint {target!r}", _joint_list(movable))
+            # PyBullet ignores <mimic>, Pinocchio does unless asked: a dangling reference (a typo in the file)
+            # leaves the joint independent there, so it does here, with a warning
+            import warnings
+            warnings.warn(f"{description.file}: <joint name=\"{joint.name}\"> <mimic> names the unknown joint "
+                          f"{target!r}: ignored, {joint.name!r} stays independent (as in PyBullet and Pinocchio)",
+                          stacklevel=4)
+            continue
         if target == joint.name:
             raise source.error("joint", "a joint cannot mimic itself", "another joint")
         result.append(JointFunctionDescription(joint.name, LinearFunction.mimic(target, multiplier, offset), source))

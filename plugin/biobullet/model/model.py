@@ -18,7 +18,7 @@ from biobullet.model.affine import affine_pair
 from biobullet.core.errors import ModelError
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
-from biobullet.model.tree import Body, Frame, compile_tree
+from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
 
 BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
 BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
@@ -47,12 +47,13 @@ class Model:
         self.gravity = np.array(description.gravity, dtype=float)
         self.gravity.setflags(write=False)
         self.n_joints = len(joint_names)
-        self.n_config = self.n_joints + (7 if self.floating_base else 0)
-        self.n_tangent = self.n_joints + (6 if self.floating_base else 0)
+        # leading block of x and ẋ that the coordinate map passes through: floating base + multi-DOF joints
+        self.base_nq, self.base_nv = block_sizes(bodies)
+        self.n_config = self.n_joints + self.base_nq
+        self.n_tangent = self.n_joints + self.base_nv
         self.coordinate_map = self._build_coordinate_map(description)
         independent = [joint_names[k] for k in self.coordinate_map.independent]
-        base_q = BASE_POSITION_NAMES if self.floating_base else ()
-        base_v = BASE_VELOCITY_NAMES if self.floating_base else ()
+        base_q, base_v = _block_names(bodies)
         self.independent_joint_names: tuple[str, ...] = tuple(independent)
         self.coordinate_names: tuple[str, ...] = base_q + tuple(independent)
         self.velocity_names: tuple[str, ...] = base_v + tuple(independent)
@@ -229,11 +230,12 @@ class Model:
         return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
 
     def _full_gradient(self, gradient: np.ndarray) -> np.ndarray:
-        if not self.floating_base:
+        bv = self._base_v
+        if not bv:
             return gradient
         full = np.zeros((self.n_tangent, self.nv))
-        full[:6, :6] = np.eye(6)
-        full[6:, 6:] = gradient
+        full[:bv, :bv] = np.eye(bv)
+        full[bv:, bv:] = gradient
         return full
 
     # ------------------------------------------------------------------ dynamics (reduced equations)
@@ -267,31 +269,87 @@ class Model:
         return _readonly(np.array(base + [self._base_v + k for k in self.coordinate_map.independent], dtype=int))
 
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
-        """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
+        """q ⊕ v·dt: each multi-DOF joint by the exponential of its body-frame velocity (as pin.integrate) —
+        free joints (and the floating base) on SE(3), spherical joints on SO(3), planar joints on SE(2) —
+        the 1-DOF coordinates by q += v dt."""
         from biobullet.spatial.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
         q = np.array(q, dtype=float)
         v = np.asarray(v, dtype=float)
-        if self.floating_base:
-            # exact SE(3) exponential of the body twist (as pin.integrate): p += R V(ω dt) v dt
-            rotation = quaternion_to_matrix(q[3:7])
-            phi = v[3:6] * dt
-            angle = float(np.linalg.norm(phi))
-            k = skew(phi)
-            if angle < 1e-8:
-                left_jacobian = np.eye(3) + 0.5 * k + k @ k / 6.0
-            else:
-                left_jacobian = (np.eye(3) + (1 - np.cos(angle)) / angle ** 2 * k
-                                 + (angle - np.sin(angle)) / angle ** 3 * (k @ k))
-            q[:3] += rotation @ left_jacobian @ v[:3] * dt
-            q[3:7] = quaternion_multiply(q[3:7], exp_quaternion(phi))
-            q[3:7] /= np.linalg.norm(q[3:7])
+        for body in self._multi_dof_bodies:
+            k, j = body.q_index, body.v_index
+            if body.joint_type == "free":
+                # exact SE(3) exponential of the body twist: p += R V(ω dt) v dt
+                rotation = quaternion_to_matrix(q[k + 3:k + 7])
+                phi = v[j + 3:j + 6] * dt
+                angle = float(np.linalg.norm(phi))
+                w = skew(phi)
+                if angle < 1e-8:
+                    left_jacobian = np.eye(3) + 0.5 * w + w @ w / 6.0
+                else:
+                    left_jacobian = (np.eye(3) + (1 - np.cos(angle)) / angle ** 2 * w
+                                     + (angle - np.sin(angle)) / angle ** 3 * (w @ w))
+                q[k:k + 3] += rotation @ left_jacobian @ v[j:j + 3] * dt
+                q[k + 3:k + 7] = quaternion_multiply(q[k + 3:k + 7], exp_quaternion(phi))
+                q[k + 3:k + 7] /= np.linalg.norm(q[k + 3:k + 7])
+            elif body.joint_type == "spherical":
+                q[k:k + 4] = quaternion_multiply(q[k:k + 4], exp_quaternion(v[j:j + 3] * dt))
+                q[k:k + 4] /= np.linalg.norm(q[k:k + 4])
+            else:  # planar: SE(2) exponential of (vx, vy, φ̇) dt in the child frame
+                c, s = q[k + 2], q[k + 3]
+                norm = np.hypot(c, s)
+                c, s = c / norm, s / norm
+                phi = v[j + 2] * dt
+                if abs(phi) < 1e-8:
+                    a, b = 1.0 - phi * phi / 6.0, 0.5 * phi
+                else:
+                    a, b = np.sin(phi) / phi, (1.0 - np.cos(phi)) / phi
+                dx, dy = v[j] * dt, v[j + 1] * dt
+                local = np.array([a * dx - b * dy, b * dx + a * dy])
+                q[k] += c * local[0] - s * local[1]
+                q[k + 1] += s * local[0] + c * local[1]
+                q[k + 2], q[k + 3] = c * np.cos(phi) - s * np.sin(phi), s * np.cos(phi) + c * np.sin(phi)
         q[self._base_q:] += v[self._base_v:] * dt
         return q
 
+    def configuration_rate(self, q, v) -> np.ndarray:
+        """q̇ for velocity v: quaternions q̇ = ½ q ⊗ (ω, 0), free-joint position ṗ = R v, planar
+        (ẋ, ẏ) = R(φ) (vx, vy) and d(cos φ, sin φ)/dt = (−sin φ, cos φ) φ̇; 1-DOF coordinates q̇ = v."""
+        from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        out = np.empty(len(q))
+        for body in self._multi_dof_bodies:
+            k, j = body.q_index, body.v_index
+            if body.joint_type == "free":
+                out[k:k + 3] = quaternion_to_matrix(q[k + 3:k + 7]) @ v[j:j + 3]
+                out[k + 3:k + 7] = 0.5 * quaternion_multiply(q[k + 3:k + 7], np.array([v[j + 3], v[j + 4], v[j + 5], 0.0]))
+            elif body.joint_type == "spherical":
+                out[k:k + 4] = 0.5 * quaternion_multiply(q[k:k + 4], np.array([v[j], v[j + 1], v[j + 2], 0.0]))
+            else:
+                c, s = q[k + 2], q[k + 3]
+                out[k], out[k + 1] = c * v[j] - s * v[j + 1], s * v[j] + c * v[j + 1]
+                out[k + 2], out[k + 3] = -s * v[j + 2], c * v[j + 2]
+        out[self._base_q:] = v[self._base_v:]
+        return out
+
+    def normalize_configuration(self, q) -> np.ndarray:
+        """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length."""
+        q = np.array(q, dtype=float)
+        for body in self._multi_dof_bodies:
+            k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
+            n = 4 if body.joint_type != "planar" else 2
+            q[k:k + n] /= np.linalg.norm(q[k:k + n])
+        return q
+
+    @cached_property
+    def _multi_dof_bodies(self) -> tuple[Body, ...]:
+        return tuple(b for b in self.bodies if b.multi_dof)
+
     def neutral_configuration(self) -> np.ndarray:
+        """Zero joint coordinates, identity quaternions, planar (cos, sin) = (1, 0)."""
         q = np.zeros(self.nq)
-        if self.floating_base:
-            q[6] = 1.0
+        for body in self._multi_dof_bodies:
+            q[body.q_index + {"free": 6, "spherical": 3, "planar": 2}[body.joint_type]] = 1.0
         return q
 
     def initial_state(self, overrides: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -337,3 +395,22 @@ def _tiny(size: int) -> np.ndarray:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
+
+
+def _block_names(bodies) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Names of the leading block of q and v: base_* for the floating base, JOINT_* for multi-DOF joints."""
+    suffixes = {"free": (("x", "y", "z", "qx", "qy", "qz", "qw"), ("vx", "vy", "vz", "wx", "wy", "wz")),
+                "spherical": (("qx", "qy", "qz", "qw"), ("wx", "wy", "wz")),
+                "planar": (("x", "y", "cos", "sin"), ("vx", "vy", "w"))}
+    names_q: list[str] = []
+    names_v: list[str] = []
+    for body in sorted((b for b in bodies if b.multi_dof), key=lambda b: b.q_index):
+        if True:
+            if body.joint == "":
+                names_q += BASE_POSITION_NAMES
+                names_v += BASE_VELOCITY_NAMES
+                continue
+            sq, sv = suffixes[body.joint_type]
+            names_q += [f"{body.joint}_{x}" for x in sq]
+            names_v += [f"{body.joint}_{x}" for x in sv]
+    return tuple(names_q), tuple(names_v)

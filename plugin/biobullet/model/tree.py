@@ -1,9 +1,26 @@
 """Compilation of a described URDF tree into bodies for the spatial recursions.
 
-A *body* is a rigid group of links joined by fixed joints, moved by one joint (revolute, prismatic, or the free
-joint of a floating base). Bodies are stored parent-before-child. A *frame* locates every URDF link in its body.
-Configuration vector x = [base position (3), base quaternion x y z w (4)]? + joint angles θ (URDF joint order);
-velocity vector ẋ = [base linear, angular velocity in the base frame (6)]? + θ̇ — Pinocchio's conventions.
+A *body* is a rigid group of links joined by fixed joints, moved by one joint. Bodies are stored parent-before-child.
+A *frame* locates every URDF link in its body. Joint kinds (Body.joint_type), their coordinates and velocities:
+
+    kind        URDF type             nq  configuration                    nv  velocity (child/body frame)
+    revolute    revolute, continuous   1  angle θ (rad)                     1  θ̇
+    prismatic   prismatic              1  displacement (m)                  1  ḋ
+    free        floating (or the base) 7  position (3), quaternion x y z w  6  [linear; angular] in the child frame
+    spherical   spherical (PyBullet)   4  quaternion x y z w                3  angular velocity in the child frame
+    planar      planar                 4  x, y (m), cos φ, sin φ            3  [vx, vy] in the child frame, φ̇
+
+These are Pinocchio's conventions (JointModelFreeFlyer, JointModelSpherical, JointModelPlanar). A planar joint moves
+in the plane through the joint origin normal to its `<axis>` (the URDF meaning of the axis): x, y are along
+e₁ = A eₓ, e₂ = A e_y and φ turns about the normal n = A e_z, with A the smallest rotation taking e_z to n
+(A = 1 for the usual axis "0 0 1"). Every joint's motion subspace is constant in the child frame.
+
+Configuration vector x = [base pose (7)]? + [coordinates of every multi-DOF joint (free, spherical, planar), URDF
+order] + [θ of every 1-DOF joint, URDF order]; velocity ẋ likewise (6, nv each, 1 each). The leading block
+(`base_nq`, `base_nv` of `compile_tree`) passes by the coordinate map θ = f(q, t) unchanged, as a floating base does.
+
+Inertia (as Pinocchio and PyBullet): a link's `<inertial>` enters its body even when its mass is zero (a massless
+link keeps its rotational inertia); a link without `<inertial>` has zero mass and inertia (URDF specification).
 """
 from __future__ import annotations
 
@@ -13,6 +30,11 @@ import numpy as np
 
 from biobullet.model.description import ModelDescription
 from biobullet.spatial.rotations import rpy_to_matrix, skew
+
+# nq, nv of each joint kind
+JOINT_SIZES = {"revolute": (1, 1), "prismatic": (1, 1), "free": (7, 6), "spherical": (4, 3), "planar": (4, 3)}
+_KIND_OF_URDF_TYPE = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic",
+                      "floating": "free", "spherical": "spherical", "planar": "planar"}
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -28,11 +50,11 @@ class Body:
     index: int
     link: str           # the URDF link the joint moves (the body's frame is this link's frame)
     joint: str          # URDF joint name, "" for the floating base's free joint
-    joint_type: str     # "revolute" | "prismatic" | "free"
+    joint_type: str     # "revolute" | "prismatic" | "free" | "spherical" | "planar"
     parent: int         # -1: world
     rotation: np.ndarray     # 3×3
     translation: np.ndarray  # 3
-    axis: np.ndarray         # unit axis in the body frame (unused for "free")
+    axis: np.ndarray         # unit axis in the body frame (planar: the plane's normal; unused for free, spherical)
     q_index: int        # first index in x
     v_index: int        # first index in ẋ
     nv: int
@@ -40,7 +62,12 @@ class Body:
     com: np.ndarray            # m, body frame
     inertia_com: np.ndarray    # kg·m² about the COM, body frame
     spatial_inertia: np.ndarray  # 6×6 about the body origin, [linear; angular] ordering
-    motion_subspace: np.ndarray  # 6×nv
+    motion_subspace: np.ndarray  # 6×nv, body frame, constant
+    nq: int = 1
+
+    @property
+    def multi_dof(self) -> bool:
+        return self.joint_type in ("free", "spherical", "planar")
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,11 +91,19 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np
 
 
 def compile_tree(description: ModelDescription) -> tuple[tuple[Body, ...], dict[str, Frame], tuple[str, ...]]:
-    """Bodies (parent first), frames by link name, and the movable joint names in URDF order."""
+    """Bodies (parent first), frames by link name, and the 1-DOF joint names (θ) in URDF order."""
     joint_names = tuple(j.name for j in description.joints if j.movable)
     joint_slot = {name: k for k, name in enumerate(joint_names)}
     floating = description.base_type == "floating"
-    offset_q, offset_v = (7, 6) if floating else (0, 0)
+    # leading block: the floating base, then every multi-DOF joint in file order
+    block_q, block_v = (7, 6) if floating else (0, 0)
+    multi_slot: dict[str, tuple[int, int]] = {}
+    for joint in description.joints:
+        if joint.multi_dof:
+            nq, nv = JOINT_SIZES[_KIND_OF_URDF_TYPE[joint.type]]
+            multi_slot[joint.name] = (block_q, block_v)
+            block_q, block_v = block_q + nq, block_v + nv
+    offset_q, offset_v = block_q, block_v
     children: dict[str, list] = {}
     for joint in description.joints:
         children.setdefault(joint.parent, []).append(joint)
@@ -79,7 +114,7 @@ def compile_tree(description: ModelDescription) -> tuple[tuple[Body, ...], dict[
     if floating:
         bodies.append(dict(link=description.root_link, joint="", joint_type="free", parent=-1,
                            rotation=np.eye(3), translation=np.zeros(3), axis=np.zeros(3),
-                           q_index=0, v_index=0, nv=6, parts=[]))
+                           q_index=0, v_index=0, parts=[]))
         root_body = 0
     stack = [(description.root_link, root_body, np.eye(3), np.zeros(3))]
     while stack:
@@ -91,12 +126,14 @@ def compile_tree(description: ModelDescription) -> tuple[tuple[Body, ...], dict[
         for joint in children.get(link_name, []):
             origin_r = rotation @ rpy_to_matrix(joint.origin_rpy)
             origin_p = rotation @ np.array(joint.origin_xyz) + translation
-            if joint.movable:
-                slot = joint_slot[joint.name]
-                bodies.append(dict(link=joint.child, joint=joint.name,
-                                   joint_type="prismatic" if joint.type == "prismatic" else "revolute",
+            if joint.movable or joint.multi_dof:
+                if joint.movable:
+                    q_index, v_index = offset_q + joint_slot[joint.name], offset_v + joint_slot[joint.name]
+                else:
+                    q_index, v_index = multi_slot[joint.name]
+                bodies.append(dict(link=joint.child, joint=joint.name, joint_type=_KIND_OF_URDF_TYPE[joint.type],
                                    parent=body, rotation=origin_r, translation=origin_p, axis=np.array(joint.axis),
-                                   q_index=offset_q + slot, v_index=offset_v + slot, nv=1, parts=[]))
+                                   q_index=q_index, v_index=v_index, parts=[]))
                 pending.append((joint.child, len(bodies) - 1, np.eye(3), np.zeros(3)))
             else:
                 pending.append((joint.child, body, origin_r, origin_p))
@@ -104,34 +141,70 @@ def compile_tree(description: ModelDescription) -> tuple[tuple[Body, ...], dict[
     compiled = []
     for index, b in enumerate(bodies):
         mass, com, inertia_com = _lump(b["parts"])
-        if b["joint_type"] == "free":
-            subspace = np.eye(6)
-        elif b["joint_type"] == "revolute":
-            subspace = np.concatenate([np.zeros(3), b["axis"]])[:, None]
-        else:
-            subspace = np.concatenate([b["axis"], np.zeros(3)])[:, None]
-        compiled.append(Body(index=index, link=b["link"], joint=b["joint"], joint_type=b["joint_type"],
+        kind = b["joint_type"]
+        nq, nv = JOINT_SIZES[kind]
+        compiled.append(Body(index=index, link=b["link"], joint=b["joint"], joint_type=kind,
                              parent=b["parent"], rotation=_frozen(b["rotation"]),
                              translation=_frozen(b["translation"]), axis=_frozen(b["axis"]),
-                             q_index=b["q_index"], v_index=b["v_index"], nv=b["nv"], mass=mass,
+                             q_index=b["q_index"], v_index=b["v_index"], nv=nv, mass=mass,
                              com=_frozen(com), inertia_com=_frozen(inertia_com),
                              spatial_inertia=_frozen(spatial_inertia(mass, com, inertia_com)),
-                             motion_subspace=_frozen(subspace)))
+                             motion_subspace=_frozen(motion_subspace(kind, b["axis"])), nq=nq))
     return tuple(compiled), frames, joint_names
 
 
+def block_sizes(bodies: tuple[Body, ...]) -> tuple[int, int]:
+    """(nq, nv) of the leading block of x and ẋ: floating base and multi-DOF joints."""
+    multi = [b for b in bodies if b.multi_dof]
+    return sum(b.nq for b in multi), sum(b.nv for b in multi)
+
+
+def plane_basis(normal) -> np.ndarray:
+    """A: the smallest rotation taking e_z onto the unit `normal` (columns e₁, e₂, n of a planar joint)."""
+    n = np.asarray(normal, dtype=float)
+    n = n / np.linalg.norm(n)
+    c = float(n[2])
+    if c < -1.0 + 1e-12:  # antiparallel: half turn about x
+        return np.diag([1.0, -1.0, -1.0])
+    k = np.array([-n[1], n[0], 0.0])   # e_z × n
+    kx = skew(k)
+    return np.eye(3) + kx + kx @ kx / (1.0 + c)
+
+
+def motion_subspace(kind: str, axis) -> np.ndarray:
+    """6 × nv motion subspace of a joint kind in the child frame ([linear; angular] rows)."""
+    axis = np.asarray(axis, dtype=float)
+    if kind == "revolute":
+        return np.concatenate([np.zeros(3), axis])[:, None]
+    if kind == "prismatic":
+        return np.concatenate([axis, np.zeros(3)])[:, None]
+    if kind == "free":
+        return np.eye(6)
+    subspace = np.zeros((6, 3))
+    if kind == "spherical":
+        subspace[3:, :] = np.eye(3)
+        return subspace
+    basis = plane_basis(axis)  # planar
+    subspace[:3, 0], subspace[:3, 1], subspace[3:, 2] = basis[:, 0], basis[:, 1], basis[:, 2]
+    return subspace
+
+
 def _lump(parts) -> tuple[float, np.ndarray, np.ndarray]:
-    """Mass, COM and COM inertia of links welded into one body (parallel-axis theorem)."""
+    """Mass, COM and COM inertia of links welded into one body (parallel-axis theorem).
+
+    A massless link with a non-zero tensor keeps its rotational inertia (its spatial inertia [[0, 0], [0, I]] is
+    the same about every point), as in Pinocchio and PyBullet; a link without `<inertial>` adds nothing.
+    """
     masses, coms, inertias = [], [], []
     for link, rotation, translation in parts:
-        if link.inertial is None or link.inertial.mass == 0.0:
+        if link.inertial is None:
             continue
         masses.append(link.inertial.mass)
         coms.append(rotation @ np.array(link.inertial.com) + translation)
         inertias.append(rotation @ np.array(link.inertial.inertia) @ rotation.T)
-    if not masses:
-        return 0.0, np.zeros(3), np.zeros((3, 3))
     total = float(sum(masses))
+    if total == 0.0:
+        return 0.0, np.zeros(3), sum(inertias, np.zeros((3, 3)))
     com = sum(m * c for m, c in zip(masses, coms)) / total
     inertia = np.zeros((3, 3))
     for m, c, i in zip(masses, coms, inertias):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -14,28 +15,44 @@ import numpy as np
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
-                          MOVABLE_JOINT_TYPES)
+                          MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.extension import parse_extension
 from biobullet.spatial.rotations import rpy_to_matrix
 
-SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
-# Relative slack for the triangle inequality: thin rods and plates sit exactly on its boundary.
+SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + MULTI_DOF_JOINT_TYPES + ("fixed",)
+# Relative slack for the triangle inequality and for semi-definiteness: thin rods, plates and point masses sit
+# exactly on the boundary, and files print their tensors to a few digits.
 TRIANGLE_TOLERANCE = 1e-9
+# What to do with a physically impossible inertia tensor (indefinite, or principal moments violating the
+# triangle inequality I1 + I2 ≥ I3). Point masses (zero tensor) and other semi-definite tensors that satisfy the
+# triangle inequality (a thin rod: 0, I, I) are physical bodies and always load.
+#   "warn"   (default) keep the file's tensor, as Pinocchio does, and warn once per file naming the links and
+#            how far each is from the nearest physical tensor — the file loads as in PyBullet and Pinocchio;
+#   "repair" replace it by the nearest physical tensor (Frobenius norm: same principal axes, principal moments
+#            projected onto the triangle-inequality cone) and say which links changed and by how much;
+#   "strict" reject the file with a ModelError naming the link and attribute.
+INERTIA_POLICIES = ("warn", "repair", "strict")
+DEFAULT_INERTIA_POLICY = "warn"
 
 
-def load_description(path: str | os.PathLike[str], floating_base: bool | None = None) -> ModelDescription:
-    """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input."""
+def load_description(path: str | os.PathLike[str], floating_base: bool | None = None,
+                     inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
+    """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input.
+
+    `inertia`: policy for physically impossible inertia tensors, one of INERTIA_POLICIES (see there).
+    """
     file = os.fspath(path)
+    if inertia not in INERTIA_POLICIES:
+        raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
+                         expected="one of " + ", ".join(INERTIA_POLICIES))
     if not os.path.isfile(file):
         raise ModelError("no such file", file=file)
-    try:
-        tree = ET.parse(file)
-    except ET.ParseError as exc:
-        raise ModelError(f"not well-formed XML ({exc})", file=file) from None
-    robot = tree.getroot()
+    robot = _parse_xml(file)
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
-    links = tuple(_parse_link(file, element, number) for number, element in enumerate(robot.findall("link"), 1))
+    issues: list[tuple[str, str, float, bool]] = []
+    links = tuple(_parse_link(file, element, number, inertia, issues)
+                  for number, element in enumerate(robot.findall("link"), 1))
     if not links:
         raise ModelError("the model has no <link>", file=file, element="<robot>")
     _check_unique(file, [link.name for link in links], "link")
@@ -47,8 +64,42 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     if len(extension) > 1:
         raise ModelError("more than one <biobullet> block", file=file, element="<biobullet>", expected="at most one")
     description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
-                                   links=links, joints=joints, root_link=root)
+                                   links=links, joints=joints, root_link=root, inertia_policy=inertia,
+                                   inertia_issues=tuple(issues))
+    if issues:
+        warnings.warn(inertia_summary(description), stacklevel=3)
     return parse_extension(description, extension[0] if extension else None, floating_base)
+
+
+XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+
+
+def _parse_xml(file: str) -> ET.Element:
+    """The root element. Lenient where PyBullet and Pinocchio are: whitespace (or a byte-order mark) before the
+    `<?xml ...?>` declaration, which a strict XML parser rejects. A xacro file gets its own message."""
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
+    stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
+                       "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
+    try:
+        robot = ET.fromstring(stripped)
+    except ET.ParseError as exc:
+        if b"<xacro:" in data or file.endswith(".xacro"):
+            raise xacro from None
+        line_shift = data[:len(data) - len(stripped)].count(b"\n")
+        message = str(exc)
+        if line_shift and exc.position:
+            line, column = exc.position
+            message = f"{message.split(': line')[0]}: line {line + line_shift}, column {column}"
+        raise ModelError(f"not well-formed XML ({message})", file=file) from None
+    # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
+    if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
+        raise xacro
+    return robot
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
@@ -60,7 +111,24 @@ def _check_unique(file: str, names: list[str], kind: str) -> None:
         seen.add(name)
 
 
-def _parse_link(file: str, element: ET.Element, number: int) -> LinkDescription:
+def inertia_summary(description: ModelDescription) -> str:
+    """One sentence on the physically impossible inertia tensors of a description ('' if none)."""
+    issues = description.inertia_issues
+    if not issues:
+        return ""
+    shown = "; ".join(f"{link} ({problem}, {distance:.2%} from the nearest physical tensor)"
+                      for link, problem, distance, _ in issues[:8])
+    more = f"; and {len(issues) - 8} more" if len(issues) > 8 else ""
+    if issues[0][3]:
+        return (f"{description.file}: inertia repaired (replaced by the nearest physical tensor) for "
+                f"{len(issues)} link(s): {shown}{more}")
+    return (f"{description.file}: physically impossible inertia kept as in the file (as Pinocchio does; PyBullet "
+            f"replaces such tensors by zero or their diagonal) for {len(issues)} link(s): {shown}{more}. Use inertia=\"repair\" "
+            f"(CLI: --inertia repair) to replace them by the nearest physical tensors, or \"strict\" to reject them")
+
+
+def _parse_link(file: str, element: ET.Element, number: int, policy: str = DEFAULT_INERTIA_POLICY,
+                issues: list | None = None) -> LinkDescription:
     source = source_of(file, element)
     if not element.attrib.get("name", "").strip():
         raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
@@ -69,11 +137,13 @@ def _parse_link(file: str, element: ET.Element, number: int) -> LinkDescription:
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
-        inertial = _parse_inertial(SourceRef(file, f'<link name="{name}"> <inertial>'), inertial_element)
+        inertial = _parse_inertial(SourceRef(file, f'<link name="{name}"> <inertial>'), inertial_element,
+                                   policy, issues if issues is not None else [], name)
     return LinkDescription(name=name, inertial=inertial, source=source)
 
 
-def _parse_inertial(source: SourceRef, element: ET.Element) -> InertialDescription:
+def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAULT_INERTIA_POLICY,
+                    issues: list | None = None, link: str = "") -> InertialDescription:
     origin = element.find("origin")
     xyz = optional_vec3(source, origin, "xyz")
     rpy = optional_vec3(source, origin, "rpy")
@@ -95,8 +165,17 @@ def _parse_inertial(source: SourceRef, element: ET.Element) -> InertialDescripti
                       for key in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
     c = components
     local = np.array([[c["ixx"], c["ixy"], c["ixz"]], [c["ixy"], c["iyy"], c["iyz"]], [c["ixz"], c["iyz"], c["izz"]]])
-    if mass > 0:
-        _check_inertia(inertia_source, local)
+    if np.any(local != 0.0):
+        problem = _inertia_problem(local)
+        if problem is not None:
+            if policy == "strict":
+                _check_inertia(inertia_source, local)
+            repaired = nearest_physical_inertia(local)
+            distance = float(np.linalg.norm(repaired - local) / np.linalg.norm(local))
+            if issues is not None:
+                issues.append((link, problem, distance, policy == "repair"))
+            if policy == "repair":
+                local = repaired
     rotation = rpy_to_matrix(rpy)
     inertia = rotation @ local @ rotation.T
     return InertialDescription(mass=mass, com=xyz, inertia=tuple(tuple(float(v) for v in row) for row in inertia))
@@ -106,18 +185,45 @@ _DIAGONAL = ("ixx", "iyy", "izz")
 _OFF_DIAGONAL = (("ixy", 0, 1), ("ixz", 0, 2), ("iyz", 1, 2))
 
 
+def _inertia_problem(inertia: np.ndarray) -> str | None:
+    """None for a physical tensor (positive semi-definite, triangle inequality), else what is wrong."""
+    principal = np.linalg.eigvalsh(inertia)
+    scale = float(np.abs(principal).max())
+    if principal[0] < -TRIANGLE_TOLERANCE * scale:
+        return "indefinite"
+    a, b, c = principal
+    if a + b < c - TRIANGLE_TOLERANCE * scale:
+        return "triangle inequality violated"
+    return None
+
+
+def nearest_physical_inertia(inertia: np.ndarray) -> np.ndarray:
+    """The physical inertia tensor nearest to `inertia` in the Frobenius norm.
+
+    Physical tensors form a spectral set (principal moments λ with λ_i ≤ λ_j + λ_k, which implies λ ≥ 0), so the
+    nearest one keeps the principal axes and projects λ onto that cone. The cone is {T d : d ≥ 0} with
+    T = 1 1ᵀ − I (d = the principal second moments of the mass distribution), a non-negative least-squares problem.
+    """
+    from scipy.optimize import nnls
+    principal, axes = np.linalg.eigh(inertia)
+    cone = np.ones((3, 3)) - np.eye(3)
+    moments, _ = nnls(cone, principal)
+    projected = cone @ moments
+    return axes @ np.diag(projected) @ axes.T
+
+
 def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
     """Positive definite and physically realisable; the error names the attribute most likely at fault."""
     principal = np.linalg.eigvalsh(inertia)
-    if principal[0] <= 0:
+    if principal[0] < -TRIANGLE_TOLERANCE * float(np.abs(principal).max()):
         diagonal = np.diag(inertia)
         if diagonal.min() <= 0:
             culprit = _DIAGONAL[int(np.argmin(diagonal))]
         else:  # diagonal fine: an off-diagonal product of inertia is too large
             culprit = max(_OFF_DIAGONAL, key=lambda item: abs(inertia[item[1], item[2]])
                           / math.sqrt(diagonal[item[1]] * diagonal[item[2]]))[0]
-        raise source.error(culprit, f"inertia tensor is not positive definite (principal moments "
-                           f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive definite tensor")
+        raise source.error(culprit, f"inertia tensor is indefinite (principal moments "
+                           f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive semi-definite tensor")
     a, b, c = principal
     if a + b < c * (1 - TRIANGLE_TOLERANCE):
         culprit = _DIAGONAL[int(np.argmax(np.diag(inertia)))]
@@ -130,9 +236,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     name = required(source, element, "name")
     joint_type = required(source, element, "type")
     if joint_type not in SUPPORTED_JOINT_TYPES:
-        hint = " (a floating base is declared with <biobullet><base type=\"floating\"/>)" \
-            if joint_type == "floating" else ""
-        raise source.error("type", f"unsupported joint type {joint_type!r}{hint}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
+        raise source.error("type", f"unsupported joint type {joint_type!r}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
     ends = {}
     for tag in ("parent", "child"):
         end = element.find(tag)
@@ -151,7 +255,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     axis_source = SourceRef(file, f"{source.element} <axis>")
     axis = optional_vec3(axis_source, axis_element, "xyz", (1.0, 0.0, 0.0))
     norm = math.sqrt(sum(a * a for a in axis))
-    if joint_type in MOVABLE_JOINT_TYPES:
+    if joint_type in MOVABLE_JOINT_TYPES or joint_type == "planar":  # planar: the axis is the plane's normal
         if norm < 1e-12:
             raise axis_source.error("xyz", f"zero axis {axis_element.attrib['xyz']!r}", "a non-zero direction")
         axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
@@ -162,7 +266,9 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
         lower = optional_float(limit_source, limit, "lower")
         upper = optional_float(limit_source, limit, "upper")
         if lower is not None and upper is not None and lower > upper:
-            raise limit_source.error("upper", f"upper {upper:g} < lower {lower:g}", "upper ≥ lower")
+            # PyBullet's convention (its pybullet_data uses it): lower > upper means "no limit"; Pinocchio loads
+            # such files too. Only sampling and joint stops read the limits.
+            lower = upper = None
     mimic = None
     mimic_element = element.find("mimic")
     if mimic_element is not None:

@@ -27,7 +27,7 @@ BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")
 def load_view_model(path: str, *, floating_base: bool | None = None, segments: int = 6):
     """(model, layouts): the model of `path`; a model with `<flexible>` links is expanded into `segments` rigid
     segments per link (flexible.segments) so the bending can be shown — layouts is None otherwise."""
-    from biobullet.model import load_model
+    from biobullet.loader import load_model
     from biobullet.model.urdf import load_description
     description = load_description(path, floating_base=floating_base)
     if description.elements_of("flexible"):

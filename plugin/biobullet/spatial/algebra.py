@@ -16,7 +16,22 @@ def joint_placement(body, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if body.joint_type == "prismatic":
         return body.rotation, body.translation + body.rotation @ (body.axis * x[body.q_index])
     k = body.q_index
-    return quaternion_to_matrix(x[k + 3:k + 7]), x[k:k + 3].copy()
+    if body.joint_type == "spherical":
+        return body.rotation @ quaternion_to_matrix(x[k:k + 4]), body.translation
+    if body.joint_type == "planar":
+        # rotation by φ about the normal (columns 0, 1 of the motion subspace span the plane)
+        c, s = x[k + 2], x[k + 3]
+        norm = np.hypot(c, s)
+        plane = body.motion_subspace[:3, :2]
+        turn = _rodrigues(body.axis, s / norm, c / norm)
+        return body.rotation @ turn, body.translation + body.rotation @ (plane @ x[k:k + 2])
+    # free: the root's origin is the identity (floating base), a URDF floating joint's its <origin>
+    return body.rotation @ quaternion_to_matrix(x[k + 3:k + 7]), body.translation + body.rotation @ x[k:k + 3]
+
+
+def _rodrigues(axis: np.ndarray, sin: float, cos: float) -> np.ndarray:
+    k = skew(axis)
+    return np.eye(3) + sin * k + (1.0 - cos) * (k @ k)
 
 
 def inverse_motion_transform(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:

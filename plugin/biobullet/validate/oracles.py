@@ -9,9 +9,11 @@ the Pinocchio oracle's forward dynamics is its own ABA.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from biobullet.conventions import build_pinocchio_model  # noqa: F401  (re-exported: the oracles' model)
+from biobullet.conventions import build_pinocchio_model, pinocchio_model_from_description  # noqa: F401  (re-exported)
 from biobullet.core.errors import ModelError
 
 ORACLE_NAMES = ("pinocchio", "pybullet")
@@ -35,6 +37,16 @@ class Oracle:
     def __init__(self, model, file: str | None = None) -> None:
         self.model = model
         self.file = str(file if file is not None else model.file)  # the URDF the oracle reads
+        self.notes: list[str] = []   # where the oracle departs from the file, and what was done about it
+        self.subject = model          # the biobullet model compared with this oracle (same robot as the oracle's)
+
+    def body_inertias(self) -> dict[str, np.ndarray]:
+        """Per body (or link): [mass, COM (3), rotational inertia about the COM (9)] as the oracle holds it,
+        compared with `ours_inertias`."""
+        raise NotImplementedError
+
+    def ours_inertias(self) -> dict[str, np.ndarray]:
+        raise NotImplementedError
 
     def mass_matrix(self, q, t: float = 0.0) -> np.ndarray:
         x, gradient = self.model.coordinate_gradient(q, t)
@@ -66,6 +78,13 @@ class PinocchioOracle(Oracle):
         from biobullet.conventions import PinocchioMap
         self.pin = pin
         self.pin_model = build_pinocchio_model(model, self.file)
+        departure = _pinocchio_parser_departure(model, self.file)
+        if departure:
+            # Pinocchio's URDF parser departs from the file here: use Pinocchio's joint models on the file's
+            # own inertias (the oracle then still checks the dynamics algorithms, not the parse)
+            self.notes.append(departure)
+            self.pin_model = pinocchio_model_from_description(model.description, model.floating_base)
+            self.pin_model.gravity.linear = np.array(model.gravity, dtype=float)
         self.data = self.pin_model.createData()
         self.map = PinocchioMap(model, self.pin_model)
 
@@ -92,7 +111,98 @@ class PinocchioOracle(Oracle):
         pin = self.pin
         jac = pin.computeFrameJacobian(self.pin_model, self.data, self.map.config_to_pinocchio(x),
                                        self.map.frame_id(link), pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        return self.map.jacobian_from_pinocchio(jac)
+        # Pinocchio's Python binding returns a 1-D array for nv = 1
+        return self.map.jacobian_from_pinocchio(np.asarray(jac).reshape(6, self.pin_model.nv))
+
+    def body_inertias(self) -> dict[str, np.ndarray]:
+        """Pinocchio's `model.inertias` of every joint's body, in the world frame at the neutral configuration."""
+        pin = self.pin
+        pin.forwardKinematics(self.pin_model, self.data, pin.neutral(self.pin_model))
+        names = list(self.pin_model.names)
+        out = {}
+        for body in self.model.bodies:
+            name = body.joint or "root_joint"
+            if name not in names:
+                continue
+            jid = names.index(name)
+            inertia, placement = self.pin_model.inertias[jid], self.data.oMi[jid]
+            rotation = np.array(placement.rotation)
+            out[_body_key(body)] = _inertia_vector(
+                inertia.mass, rotation @ np.array(inertia.lever) + np.array(placement.translation),
+                rotation @ np.array(inertia.inertia) @ rotation.T)
+        return out
+
+    def ours_inertias(self) -> dict[str, np.ndarray]:
+        """Our bodies' inertias in the world frame at the same neutral configuration."""
+        from biobullet.algorithms.kinematics import body_placements
+        x = self.map.config_from_pinocchio(self.pin.neutral(self.pin_model))
+        out = {}
+        for body, (rotation, position) in zip(self.model.bodies, body_placements(self.model, x)):
+            out[_body_key(body)] = _inertia_vector(body.mass, rotation @ body.com + position,
+                                                   rotation @ body.inertia_com @ rotation.T)
+        return out
+
+
+#: link-velocity tolerance against PyBullet when the file's joint axes are not unit vectors (see PyBulletOracle)
+NON_UNIT_AXIS_TOLERANCE = 1e-6
+
+
+def _non_unit_axes(file: str) -> list[str]:
+    """Joints whose `<axis xyz>` in the file is off unit length by more than 1e-9."""
+    from biobullet.model.urdf import _parse_xml
+    try:
+        robot = _parse_xml(file)
+    except ModelError:
+        return []
+    out = []
+    for joint in robot.findall("joint"):
+        axis = joint.find("axis")
+        if axis is None or "xyz" not in axis.attrib:
+            continue
+        try:
+            norm = float(np.linalg.norm([float(v) for v in axis.attrib["xyz"].split()]))
+        except ValueError:
+            continue
+        if abs(norm - 1.0) > 1e-9:
+            out.append(joint.get("name", "?"))
+    return out
+
+
+def _body_key(body) -> str:
+    return f"body of joint {body.joint}" if body.joint else f"floating base {body.link}"
+
+
+def _inertia_vector(mass: float, com, inertia) -> np.ndarray:
+    """[mass, COM (zero when massless: it is then undefined), inertia about the COM (9)]."""
+    com = np.asarray(com, float) if mass > 0 else np.zeros(3)
+    return np.concatenate([[float(mass)], com, np.asarray(inertia, float).reshape(9)])
+
+
+def _pinocchio_parser_departure(model, file: str) -> str:
+    """Why Pinocchio's URDF parser reads different inertias than the file says, or '' (checked on the file:
+    urdfdom drops an `<inertial>` whose `<inertia>` lacks one of its six attributes — the URDF specification
+    makes all six required, biobullet and PyBullet default them to 0; under inertia="repair" the model's
+    tensors are not the file's)."""
+    from biobullet.model.urdf import _parse_xml
+    try:
+        robot = _parse_xml(file)
+    except ModelError:
+        return ""
+    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    dropped = [link.get("name", "?") for link in robot.findall("link")
+               for inertia in link.findall("inertial/inertia") if any(k not in inertia.attrib for k in keys)]
+    repaired = [issue[0] for issue in model.description.inertia_issues if issue[3]]
+    if file != model.file:
+        repaired = []
+    reasons = []
+    if dropped:
+        reasons.append(f"Pinocchio's URDF parser (urdfdom) drops the <inertial> of links {', '.join(dropped[:6])}"
+                       f"{' …' if len(dropped) > 6 else ''} (their <inertia> omits attributes it requires)")
+    if repaired:
+        reasons.append(f"the model repaired the inertia of links {', '.join(repaired[:6])} (inertia=\"repair\")")
+    if not reasons:
+        return ""
+    return "; ".join(reasons) + ": the Pinocchio oracle is built from Pinocchio's joint models with the model's inertias"
 
     def frame_placement(self, x, link: str) -> tuple[np.ndarray, np.ndarray]:
         pin = self.pin
@@ -115,6 +225,14 @@ class PyBulletOracle(Oracle):
         super().__init__(model, file)
         import pybullet as p
         from biobullet.conventions import PyBulletMap
+        multi = [b.joint for b in model.bodies if b.multi_dof and b.joint]
+        if multi:
+            raise ModelError(f"the PyBullet oracle maps 1-DOF joints and a floating base only (joints "
+                             f"{', '.join(multi)} have several degrees of freedom)", file=self.file)
+        root = model.description.link(model.description.root_link)
+        if model.floating_base and (root.inertial is None or root.inertial.mass == 0.0):
+            raise ModelError(f"PyBullet makes a body whose base link is massless static, so it cannot be the "
+                             f"oracle of a floating base on the massless root link {root.name!r}", file=self.file)
         self.p = p
         self.client = p.connect(p.DIRECT)
         try:
@@ -122,27 +240,134 @@ class PyBulletOracle(Oracle):
                                    flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=self.client)
         except p.error as exc:
             p.disconnect(self.client)
+            self.client = None
             raise ModelError(f"PyBullet cannot load the file ({exc})", file=self.file) from None
         p.setGravity(*[float(g) for g in model.gravity], physicsClientId=self.client)
         self.map = PyBulletMap(model, self.body, self.client)
+        self._match_inertia()
         self.inertia_error = self._inertia_error()
+        self.kinematic_tolerance = 0.0
+        skewed = _non_unit_axes(self.file)
+        if skewed:
+            # measured on romeo (axes like "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7): PyBullet's link
+            # velocities then differ from Pinocchio's and ours by ~1e-7 relative while M and h agree to 1e-10
+            self.kinematic_tolerance = NON_UNIT_AXIS_TOLERANCE
+            self.notes.append(f"PyBullet renormalises the non-unit joint axes of {', '.join(skewed[:4])}"
+                              f"{' …' if len(skewed) > 4 else ''} with ~1e-7 relative error (its console says so): "
+                              f"link velocities are compared to {NON_UNIT_AXIS_TOLERANCE:g}")
+        # PyBullet's calculateInverseDynamics on a fixed base takes gravity in the root link's INERTIAL frame
+        # without rotating it there: with an `rpy` on the root's <inertial> (R_i ≠ 1) the gravity terms are
+        # wrong. The oracle passes R_iᵀ g instead (measured below once, to report by how much it matters).
+        self._gravity_fix = (not model.floating_base
+                             and float(np.abs(self.map.inertial_rotation - np.eye(3)).max()) > 1e-12)
+        if self._gravity_fix and model.n_tangent:
+            x = np.zeros(model.n_config)
+            zero = np.zeros(model.n_tangent)
+            fixed = self.tree_inverse_dynamics(x, zero, zero)
+            raw = np.asarray(p.calculateInverseDynamics(self.body, self.map.joints_to_pybullet(x),
+                                                        zero.tolist(), zero.tolist(), physicsClientId=self.client)
+                             )[self.map.dof_of_joint]
+            self.notes.append(f"PyBullet's calculateInverseDynamics applies gravity in the root link's inertial "
+                              f"frame, which the file rotates (rpy on the root's <inertial>): its gravity torques are "
+                              f"wrong by up to {np.abs(raw - fixed).max():.3g} N·m (of {np.abs(fixed).max():.3g}) at "
+                              f"x = 0; the oracle passes gravity rotated into that frame (R_iᵀ g), which "
+                              f"corrects them")
+
+    def _match_inertia(self) -> None:
+        """Apply the bridge's `match_inertia` (PyBullet's 1 kg for links without <inertial>, its zeroed
+        triangle-inequality violators, repaired tensors) and say so."""
+        import warnings
+        from biobullet.bridge.inertia import match_inertia
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            description = self.model.description
+            if os.path.abspath(self.file) != os.path.abspath(self.model.file):   # the oracle reads another file
+                from biobullet.model.urdf import load_description
+                description = load_description(self.file, self.model.floating_base, description.inertia_policy)
+            changed, impossible = match_inertia(self.model, self.client, self.body, self.map.link_index,
+                                                description)
+        self._file_description, self._unmatched = description, set(impossible)
+        if changed:
+            self.notes.append(f"PyBullet departs from the file's inertia on links {', '.join(changed[:8])}"
+                              f"{' …' if len(changed) > 8 else ''} (1 kg for a link without <inertial>, zero for a "
+                              f"tensor violating the triangle inequality); the oracle sets the file's values with "
+                              f"changeDynamics, as the bridge does")
+        if impossible:
+            # PyBullet replaced these tensors (triangle inequality violated: by zero) in an inertial frame that
+            # does not diagonalise the file's tensor, so changeDynamics cannot restore them: compare PyBullet with
+            # biobullet run on PyBullet's values for these links (the same robot), and say so
+            self.subject = self._subject_with_pybullet_inertia(impossible)
+            self.notes.append(f"PyBullet replaced the inertia of links {', '.join(impossible[:8])}"
+                              f"{' …' if len(impossible) > 8 else ''} (physically impossible tensors: zero, or the "
+                              f"diagonal) and cannot take the file's values after loading: the comparison with "
+                              f"PyBullet runs biobullet on PyBullet's values for these links")
+
+    def _subject_with_pybullet_inertia(self, links: list[str]):
+        import dataclasses
+        from biobullet.model.description import InertialDescription
+        from biobullet.model.model import Model
+        theirs = self.body_inertias()
+        replaced = []
+        for link in self.model.description.links:
+            if link.name in links and link.inertial is not None:
+                vector = theirs[f"link {link.name}"]
+                inertial = InertialDescription(mass=float(vector[0]), com=tuple(float(c) for c in vector[1:4]),
+                                               inertia=tuple(tuple(float(v) for v in row)
+                                                             for row in vector[4:].reshape(3, 3)))
+                link = dataclasses.replace(link, inertial=inertial)
+            replaced.append(link)
+        return Model(dataclasses.replace(self.model.description, links=tuple(replaced)))
+
+    def tree_inverse_dynamics(self, x, xd, xdd):
+        if not self._gravity_fix:
+            return self.map.inverse_dynamics(x, xd, xdd)
+        p, c = self.p, self.client
+        gravity = np.array(self.model.gravity, dtype=float)
+        p.setGravity(*(self.map.inertial_rotation.T @ gravity).tolist(), physicsClientId=c)
+        try:
+            return self.map.inverse_dynamics(x, xd, xdd)
+        finally:
+            p.setGravity(*gravity.tolist(), physicsClientId=c)
 
     def _inertia_error(self) -> float:
-        """Max |R diag(I) Rᵀ − I_file| (kg·m²) over links: PyBullet's own error in diagonalising the inertias
-        of the file it loaded (not a comparison with our model)."""
-        from biobullet.spatial.rotations import quaternion_to_matrix
-        from biobullet.model.urdf import load_description
+        """Max |R diag(I) Rᵀ − I_file| (kg·m²) over links: PyBullet's own error in diagonalising the inertias of
+        the file it read (not a comparison with our model; links it cannot take are left out)."""
+        theirs = self.body_inertias()
         worst = 0.0
-        for link in load_description(self.file).links:
-            if link.inertial is None or link.name not in self.map.link_index:
+        for link in self._file_description.links:
+            key = f"link {link.name}"
+            if key not in theirs or link.inertial is None or link.name in self._unmatched:
                 continue
-            if self.map.link_index[link.name] < 0 and not self.model.floating_base:
-                continue  # PyBullet gives a fixed base zero mass: it does not enter the dynamics
-            info = self.p.getDynamicsInfo(self.body, self.map.link_index[link.name], physicsClientId=self.client)
-            rotation = quaternion_to_matrix(info[4])
-            stored = rotation @ np.diag(info[2]) @ rotation.T
-            worst = max(worst, float(np.abs(stored - np.array(link.inertial.inertia)).max()))
+            worst = max(worst, float(np.abs(np.array(link.inertial.inertia).reshape(9) - theirs[key][4:]).max()))
         return worst
+
+    def ours_inertias(self) -> dict[str, np.ndarray]:
+        """Each URDF link's [mass, COM, inertia about the COM] in its link frame as the model has it (zero without
+        <inertial>; the policy's repaired tensors). A fixed root is skipped (PyBullet gives it no mass)."""
+        out = {}
+        for link in self.subject.description.links:
+            index = self.map.link_index.get(link.name)
+            if index is None or (index < 0 and not self.model.floating_base):
+                continue
+            if link.inertial is None:
+                out[f"link {link.name}"] = _inertia_vector(0.0, np.zeros(3), np.zeros((3, 3)))
+            else:
+                out[f"link {link.name}"] = _inertia_vector(link.inertial.mass, link.inertial.com,
+                                                           link.inertial.inertia)
+        return out
+
+    def body_inertias(self) -> dict[str, np.ndarray]:
+        """getDynamicsInfo per link: mass, inertial-frame position and R diag(I) Rᵀ."""
+        from biobullet.spatial.rotations import quaternion_to_matrix
+        out = {}
+        for link in self.model.description.links:
+            index = self.map.link_index.get(link.name)
+            if index is None or (index < 0 and not self.model.floating_base):
+                continue
+            info = self.p.getDynamicsInfo(self.body, index, physicsClientId=self.client)
+            rotation = quaternion_to_matrix(info[4])
+            out[f"link {link.name}"] = _inertia_vector(info[0], info[3], rotation @ np.diag(info[2]) @ rotation.T)
+        return out
 
     def close(self) -> None:
         if self.client is not None:
@@ -155,29 +380,11 @@ class PyBulletOracle(Oracle):
         except Exception:
             pass
 
-    def inertial_parameters(self) -> tuple[np.ndarray, np.ndarray]:
-        """(file, PyBullet) arrays of [mass, COM x y z] per link (a link without `<inertial>` has mass 0 in the
-        file and in Pinocchio, but PyBullet gives it 1 kg and unit inertia). A fixed root is skipped."""
-        ours, theirs = [], []
-        for link in self.model.description.links:
-            index = self.map.link_index.get(link.name)
-            if index is None or (index < 0 and not self.model.floating_base):
-                continue
-            info = self.p.getDynamicsInfo(self.body, index, physicsClientId=self.client)
-            mass = 0.0 if link.inertial is None else link.inertial.mass
-            com = np.zeros(3) if link.inertial is None else np.array(link.inertial.com)
-            ours.append(np.concatenate([[mass], com if mass > 0 else np.zeros(3)]))
-            theirs.append(np.concatenate([[info[0]], np.array(info[3]) if info[0] > 0 else np.zeros(3)]))
-        return np.array(ours).reshape(-1, 4), np.array(theirs).reshape(-1, 4)
-
     def tree_mass_matrix(self, x):
         base = 7 if self.model.floating_base else 0
         mass = self.p.calculateMassMatrix(self.body, self.map.joints_to_pybullet(x[base:]),
                                           physicsClientId=self.client)
         return self.map.mass_matrix_from_pybullet(np.asarray(mass))
-
-    def tree_inverse_dynamics(self, x, xd, xdd):
-        return self.map.inverse_dynamics(x, xd, xdd)
 
     def link_velocities(self, x, xd) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Per link: (world linear velocity of PyBullet's link COM, world angular velocity) after a reset."""

@@ -1,0 +1,87 @@
+"""Make PyBullet simulate the bodies the model describes (same masses and inertia tensors as the engine).
+
+PyBullet departs from the URDF file (and from Pinocchio and the reference engine) in three ways, even with
+`URDF_USE_INERTIA_FROM_FILE`:
+  * a link without `<inertial>` gets 1 kg and a unit inertia (the URDF specification says: zero mass and inertia);
+  * a tensor that violates the triangle inequality is replaced by zero ("Bad inertia tensor properties"), an
+    indefinite one by its diagonal;
+  * under `load_model(..., inertia="repair")` the model uses the nearest physical tensor, PyBullet the file's.
+`match_inertia` sets each such link's mass and principal moments with `changeDynamics`. PyBullet keeps the
+inertial frame it computed at load time (COM position and principal axes cannot be changed afterwards), so a link
+is matched only where the model's tensor is diagonal in that frame — always true for the three cases above
+(repair keeps the principal axes; a link without `<inertial>` has zero inertia); any other link is named in a
+warning. A massless root of a floating base cannot be matched: PyBullet makes a body with a massless base static.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from biobullet.core.errors import ModelError
+
+#: relative tolerance on masses and tensors (PyBullet stores floats from a diagonalisation: ~1e-7 relative)
+TOLERANCE = 1e-6
+
+
+def model_link_inertia(link) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass kg, COM m, tensor about the COM kg·m²) of a described link, link frame; zero without `<inertial>`."""
+    if link.inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    return float(link.inertial.mass), np.array(link.inertial.com, float), np.array(link.inertial.inertia, float)
+
+
+def match_inertia(model, client: int, body: int, link_index: dict[str, int],
+                  description=None) -> tuple[list[str], list[str]]:
+    """Set PyBullet's mass and principal moments of every link whose inertia differs from the model's; returns the
+    links changed and those PyBullet cannot take. Warns once naming links without `<inertial>` (set to zero mass as in the engine) and once
+    naming links that PyBullet cannot represent. Raises ModelError when a user's body was loaded without
+    `URDF_USE_INERTIA_FROM_FILE` (every tensor differs, not only the three cases above). `description`: what
+    the body should be (default the model's; validation passes the description of the file PyBullet read)."""
+    import pybullet as p
+    from biobullet.spatial.rotations import quaternion_to_matrix
+    description = model.description if description is None else description
+    issue_links = {issue[0] for issue in description.inertia_issues}
+    changed, missing, impossible, foreign = [], [], [], []
+    for link in description.links:
+        index = link_index.get(link.name)
+        if index is None or (index < 0 and not model.floating_base):
+            continue  # a fixed base does not enter the dynamics
+        mass, com, inertia = model_link_inertia(link)
+        info = p.getDynamicsInfo(body, index, physicsClientId=client)
+        rotation = quaternion_to_matrix(info[4])
+        stored = rotation @ np.diag(info[2]) @ rotation.T
+        scale = max(float(np.abs(inertia).max()), float(np.abs(stored).max()), 1e-12)
+        same_mass = abs(info[0] - mass) <= TOLERANCE * max(mass, 1e-12)
+        if same_mass and float(np.abs(stored - inertia).max()) <= TOLERANCE * scale + 1e-12:
+            continue
+        special = link.inertial is None or link.name in issue_links
+        if not special:
+            foreign.append(link.name)
+            continue
+        principal = rotation.T @ inertia @ rotation
+        off_diagonal = float(np.abs(principal - np.diag(np.diag(principal))).max())
+        if off_diagonal > TOLERANCE * scale or (index < 0 and mass == 0.0) \
+                or (mass > 0 and float(np.abs(np.asarray(info[3]) - com).max()) > TOLERANCE * max(1.0, np.abs(com).max())
+                    and link.inertial is not None):
+            impossible.append(link.name)
+            continue
+        p.changeDynamics(body, index, mass=mass, localInertiaDiagonal=np.diag(principal).tolist(),
+                         physicsClientId=client)
+        changed.append(link.name)
+        if link.inertial is None:
+            missing.append(link.name)
+    if foreign:
+        raise ModelError(f"PyBullet body {body} has different inertia on links {', '.join(foreign[:5])} than the "
+                         "file (loaded without flags=URDF_USE_INERTIA_FROM_FILE?)", file=model.file,
+                         attribute="body_id")
+    if missing:
+        warnings.warn(f"{model.file}: links without <inertial> ({', '.join(missing)}) have zero mass and inertia "
+                      "(URDF specification, Pinocchio, the reference engine); PyBullet's default of 1 kg was set "
+                      "to zero so that the bridge simulates the same robot", stacklevel=3)
+    if impossible:
+        warnings.warn(f"{model.file}: PyBullet cannot take the model's inertia of links {', '.join(impossible)} "
+                      "(its inertial frame is fixed at load time, and a massless floating base makes the body "
+                      "static); the bridge simulates PyBullet's values for them", stacklevel=3)
+    return changed, impossible
+

@@ -1,0 +1,67 @@
+"""Joint reactions on the PyBullet bridge, and PyBullet's own joint force-torque sensors in the same convention.
+
+`joint_reactions(bridge)` → {URDF joint name: Reaction}: what the parent exerts on the child at the joint origin,
+world axes (see `biobullet.dynamics.joint_reactions`), at the bridge's current state under the tree torques of the
+last `apply()` (or `tau`). Call it between `apply()` and `stepSimulation()`: PyBullet's sensors report the
+reactions of the step they were computed in, i.e. at the pre-step state.
+
+`enable_force_torque_sensors(bridge)` switches on PyBullet's sensors (enableJointForceTorqueSensor) and sets
+`jointFeedbackMode = JOINT_FEEDBACK_IN_WORLD_SPACE` (an engine-wide parameter of the client). In that mode PyBullet
+reports the force the parent exerts on the child in world axes and the moment about the child LINK's inertial-frame
+origin (its own COM, not the COM of links welded to it); `pybullet_sensor_reactions(bridge)` moves that moment to the
+joint origin so both read alike (checked in tests/integration/test_bridge_reactions.py).
+
+PyBullet caveat (bullet3 issue #2966, fixed upstream by PR #4583): with TORQUE_CONTROL some PyBullet versions count
+the motor torque twice in the sensor's moment; the comparison test measures what the installed version does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from biobullet.algorithms.aba import aba
+from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
+
+__all__ = ["joint_reactions", "enable_force_torque_sensors", "pybullet_sensor_reactions"]
+
+
+def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
+    """Reactions at the bridge's current tree state under tree torques `tau` (n_tangent, biobullet order, N·m / N;
+    default: the torques the last `apply()` sent, constraint forces of joint functions and loops included)."""
+    model = bridge.model
+    _, x, xd = bridge.state()
+    torque = np.asarray(bridge._last_torque if tau is None else tau, dtype=float)
+    return tree_reactions(model, x, xd, aba(model, x, xd, torque))
+
+
+def enable_force_torque_sensors(bridge) -> None:
+    """Enable PyBullet's joint force-torque sensor on every joint, feedback in world space (client-wide)."""
+    p = bridge._p
+    p.setPhysicsEngineParameter(jointFeedbackMode=p.JOINT_FEEDBACK_IN_WORLD_SPACE, physicsClientId=bridge.client)
+    for j in range(p.getNumJoints(bridge.body, physicsClientId=bridge.client)):
+        p.enableJointForceTorqueSensor(bridge.body, j, True, physicsClientId=bridge.client)
+
+
+def pybullet_sensor_reactions(bridge, x=None) -> dict[str, Reaction]:
+    """PyBullet's sensor readings of the last step as Reactions (moment moved to the joint origin, world axes).
+
+    `x`: the tree configuration the step started from (default: the current one — pass the pre-step x, read
+    before stepSimulation, for an exact comparison; the readings belong to that state)."""
+    from biobullet.algorithms.kinematics import body_placements
+    p, c, b = bridge._p, bridge.client, bridge.body
+    model = bridge.model
+    if x is None:
+        x = bridge.state()[1]
+    placements = body_placements(model, x)
+    out: dict[str, Reaction] = {}
+    for body in model.bodies:
+        if body.joint_type == "free":
+            continue
+        index = bridge.map.link_index[body.link]   # PyBullet: joint j moves link j
+        reading = np.asarray(p.getJointState(b, index, physicsClientId=c)[2], dtype=float)
+        rotation, origin = placements[body.index]
+        frame = model.frame(body.link)   # the child link in its body (identity for the body's own link)
+        com_link = bridge.map.link_com(body.link)
+        com = origin + rotation @ (frame.rotation @ com_link + frame.translation)
+        force, moment = reading[:3], reading[3:]
+        out[body.joint] = Reaction(force, moment + np.cross(com - origin, force))
+    return out
