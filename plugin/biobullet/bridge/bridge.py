@@ -662,10 +662,12 @@ def check_flexible_step(model, dt: float) -> None:
 def check_elements(model) -> None:
     """ModelError naming the first element of the model file the bridge cannot apply (nothing is dropped
     silently): it applies joint functions, `<loop>`s, `<contact>`s, expanded `<flexible>` links and every
-    registered force element."""
+    registered force element (annotations such as `<segment_joint>` add no force)."""
     from biobullet.forces import force_type
+    from biobullet.model.extension import ANNOTATION_ELEMENTS
     for element in model.description.elements:
-        if element.tag in ("loop", "contact") or force_type(element.tag) is not None:
+        if element.tag in ("loop", "contact") or element.tag in ANNOTATION_ELEMENTS \
+                or force_type(element.tag) is not None:
             continue
         raise ModelError(f"the PyBullet bridge cannot apply <{element.tag}>", file=model.file,
                          element=element.source.element, attribute=None,

@@ -27,6 +27,9 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "flexible": None,
     "segment_joint": {"name", "joints"},   # link-segment grouping (dynamics.link_segment checks the joints)
 }
+#: elements that declare how a formulation groups joints (link_segment's two-axis and ball groups) and add no force:
+#: engines that do not use them have nothing to apply
+ANNOTATION_ELEMENTS = frozenset({"segment_joint"})
 #: force elements of other packages: entry-point group whose names are further element tags (their classes check
 #: their own attributes when the model's force elements are built)
 FORCE_ELEMENT_GROUP = "biobullet.force_elements"
