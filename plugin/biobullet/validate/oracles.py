@@ -496,8 +496,8 @@ def check_coordinate_map(model, q, v, t: float = 0.0, *, step: float = 1e-5) -> 
     rounding O(ε/h²) give ~1e-7 relative at h = 1e-4 for the second difference; both are reported.
     Floating bases are excluded (their block is the identity).
     """
-    b = 7 if model.floating_base else 0
-    bv = 6 if model.floating_base else 0
+    b = model.base_nq   # floating base and multi-DOF joints
+    bv = model.base_nv
     q = np.asarray(q, float)
     v = np.asarray(v, float)
     _, gradient = model.coordinate_gradient(q, t)
