@@ -206,7 +206,11 @@ def model_info(model) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": joint.name, "type": joint.type, "parent": joint.parent,
                                  "child": joint.child, "axis": list(joint.axis) if joint.movable else None,
                                  "lower": joint.lower, "upper": joint.upper}
-        if not joint.movable:
+        if joint.multi_dof:   # coordinates in the leading block of q (see model.tree)
+            entry["role"], entry["function"], entry["inputs"] = "independent (multi-DOF)", None, []
+            if joint.type == "planar":
+                entry["axis"] = list(joint.axis)
+        elif not joint.movable:
             entry["role"], entry["function"], entry["inputs"] = "fixed", None, []
         elif joint.name in functions:
             item = functions[joint.name]

@@ -124,3 +124,11 @@ def test_matrix_calculus_says_it_handles_one_dof_joints_only(ball_model):
     q = ball_model.neutral_configuration()
     with pytest.raises(ModelError, match="shoulder, wrist, table, free"):
         ball_model.mass_matrix(q, formulation="matrix_calculus")
+
+
+def test_one_dof_elements_index_past_the_multi_dof_block(ball_model):
+    """A force element on the 1-DOF elbow acts on the elbow's velocity, behind the 15 multi-DOF velocities."""
+    from biobullet.core.errors import SourceRef
+    from biobullet.forces.base import joint_indices
+    x_index, v_index = joint_indices(ball_model, "elbow", SourceRef(ball_model.file, "<test>"))
+    assert ball_model.velocity_names[v_index] == "elbow" and ball_model.coordinate_names[x_index] == "elbow"

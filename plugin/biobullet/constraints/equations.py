@@ -24,8 +24,8 @@ class ConstraintSet:
         self._model = weakref.ref(model)
         description = model.description
         slot = {name: k for k, name in enumerate(model.joint_names)}
-        self._oq = 7 if model.floating_base else 0
-        self._ov = 6 if model.floating_base else 0
+        self._oq = model.base_nq   # floating base and multi-DOF joints come first
+        self._ov = model.base_nv
         self.functions = tuple((slot[f.joint], tuple(slot[i] for i in f.function.inputs), f.function)
                                for f in description.joint_functions) if functions else ()
         self.loops: tuple[Loop, ...] = parse_loops(description, model.link_names) if loops else ()

@@ -53,13 +53,13 @@ class LoopResolver:
         self.outputs = tuple(dependent)
         self.known = tuple(known)
         self.n_equations = sum(loop.n_equations for loop in loops)
-        offset_v = 6 if model.floating_base else 0
+        offset_v = model.base_nv   # floating base and multi-DOF joints come first
         self._dep = np.array(self.outputs, dtype=np.intp)      # index arrays (fancy indexing in the hot path)
         self._eye = np.eye(len(self.outputs))
         self._kn = np.array(self.known, dtype=np.intp)
         self._cols_dep = [offset_v + j for j in self.outputs]
         self._cols_known = [offset_v + j for j in self.known]
-        self._offset_q = 7 if model.floating_base else 0
+        self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
         self._revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
         self._any_revolute = bool(self._revolute.any())
@@ -350,7 +350,7 @@ def loop_condition(model, q, t: float = 0.0) -> float:
     if not resolvers:
         raise SolverError(f"{model.file}: the model has no implicit (loop-dependent) coordinates")
     q = np.asarray(q, dtype=float)
-    base = 7 if model.floating_base else 0
+    base = model.base_nq
     cmap = model.coordinate_map
     theta = np.zeros(cmap.n_joints)
     theta[list(cmap.independent)] = q[base:]

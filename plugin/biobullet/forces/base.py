@@ -143,4 +143,4 @@ def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint"
     if joint not in model.joint_names:
         raise source.error(attribute, f"unknown joint {joint!r}", "one of " + ", ".join(model.joint_names))
     slot = model.joint_names.index(joint)
-    return slot + (7 if model.floating_base else 0), slot + (6 if model.floating_base else 0)
+    return slot + model.base_nq, slot + model.base_nv   # after the floating base and multi-DOF joints

@@ -145,13 +145,14 @@ def compare_engine_bridge(path: str, *, floating_base: bool | None = None, t_end
     """Run the same initial state for t_end (s) on the reference engine (rtol 1e-9) and on the bridge with steps
     dt and dt/2. Returns the largest |q_bridge − q_engine| over the run for both steps and their ratio: the
     bridge's semi-implicit Euler step is first order, so for the same robot the gap halves (ratio ≈ 0.5) and
-    vanishes with dt; for different robots it does not shrink. Initial state: the model's `<initial>`, 1-DOF
+    vanishes with dt; for different robots it does not shrink. "unmatched": links whose inertia PyBullet cannot
+    take (the bridge warns; see bridge.inertia). Initial state: the model's `<initial>`, 1-DOF
     joints displaced by 0.3 N(0, 1) rad (or m) and clipped to their limits, zero velocity."""
     from biobullet.bridge.simulation import simulate_bridge
     from biobullet.integrate.engine import simulate
     from biobullet.model.model import load_model
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         model = load_model(path, floating_base=floating_base, inertia=inertia)
         q0, v0 = model.initial_state()
         rng = np.random.default_rng(seed)
@@ -170,5 +171,7 @@ def compare_engine_bridge(path: str, *, floating_base: bool | None = None, t_end
             engine = simulate(model, t_end, initial=(q0, v0), rtol=1e-9, atol=1e-9, progress=False,
                               t_eval=times[keep])
             gaps.append(float(np.abs(bridge.q[keep] - engine.q).max()))
+    unmatched = sorted({str(w.message).split("inertia of links ")[1].split(" (")[0] for w in caught
+                        if "cannot take the model's inertia" in str(w.message)})
     return {"gap_dt": gaps[0], "gap_half_dt": gaps[1], "ratio": gaps[1] / gaps[0] if gaps[0] > 0 else 0.0,
-            "dt": dt}
+            "dt": dt, "unmatched": "; ".join(unmatched)}

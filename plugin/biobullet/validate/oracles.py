@@ -290,7 +290,7 @@ class PyBulletOracle(Oracle):
         if changed:
             self.notes.append(f"PyBullet departs from the file's inertia on links {', '.join(changed[:8])}"
                               f"{' …' if len(changed) > 8 else ''} (1 kg for a link without <inertial>, zero for a "
-                              f"tensor violating the triangle inequality); the oracle sets the file's values with "
+                              f"tensor violating the triangle inequality); the oracle sets the model's values with "
                               f"changeDynamics, as the bridge does")
         if impossible:
             # PyBullet replaced these tensors (triangle inequality violated: by zero) in an inertial frame that
@@ -299,7 +299,7 @@ class PyBulletOracle(Oracle):
             self.subject = self._subject_with_pybullet_inertia(impossible)
             self.notes.append(f"PyBullet replaced the inertia of links {', '.join(impossible[:8])}"
                               f"{' …' if len(impossible) > 8 else ''} (physically impossible tensors: zero, or the "
-                              f"diagonal) and cannot take the file's values after loading: the comparison with "
+                              f"diagonal) and cannot take the model's values after loading: the comparison with "
                               f"PyBullet runs biobullet on PyBullet's values for these links")
 
     def _subject_with_pybullet_inertia(self, links: list[str]):
@@ -413,8 +413,8 @@ def check_coordinate_map(model, q, v, t: float = 0.0, *, step: float = 1e-5) -> 
     rounding O(ε/h²) give ~1e-7 relative at h = 1e-4 for the second difference; both are reported.
     Floating bases are excluded (their block is the identity).
     """
-    b = 7 if model.floating_base else 0
-    bv = 6 if model.floating_base else 0
+    b = model.base_nq   # floating base and multi-DOF joints
+    bv = model.base_nv
     q = np.asarray(q, float)
     v = np.asarray(v, float)
     _, gradient = model.coordinate_gradient(q, t)
