@@ -11,18 +11,56 @@ compile (loops over float64 arrays), and reached through this module:
 
 `bind` (a mapping, or a function returning one, called when compiling) maps global names of the kernel's module to the kernels it calls: each callee is compiled first and bound
 as that global, so numba sees a compiled function there (a kernel that calls another one must be compiled after
-it). `ENABLED` is the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
+it). numba keys its on-disk cache on the kernel's own file only; `compiled` also keys it on the source of the bound
+kernels (a stamp beside the cache files), so editing a callee in another file recompiles its callers. `ENABLED` is
+the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import inspect
 import os
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
 _COMPILED: dict[Any, Any] = {}
+_DIGESTS: dict[Any, str] = {}   # Python function → digest of its source and of everything bound into it
+
+
+def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
+    """Digest of `function`'s source and of the kernels bound into it (their own bindings included)."""
+    digest = hashlib.sha256()
+    try:
+        digest.update(inspect.getsource(function).encode())
+    except (OSError, TypeError):
+        digest.update(function.__qualname__.encode())
+    for name in sorted(bound):
+        callee = getattr(bound[name], "py_func", bound[name])
+        digest.update(name.encode())
+        digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
+    return digest.hexdigest()
+
+
+def _drop_stale_cache(function: Callable, digest: str) -> None:
+    """numba's on-disk cache is keyed on the kernel's own file only: when a kernel it calls changed (another file),
+    the cached machine code still holds the old callee. Keep a stamp of the callees' digest beside the cache and
+    delete the kernel's cache files when it differs."""
+    try:
+        source = Path(inspect.getfile(function))
+        folder = source.parent / "__pycache__"
+        stamp = folder / f"{source.stem}.{function.__qualname__}.bindings"
+        if stamp.is_file() and stamp.read_text() == digest:
+            return
+        for stale in folder.glob(f"{source.stem}.{function.__qualname__}-*.nb[ic]"):
+            stale.unlink()
+        folder.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+    except OSError:   # a read-only installation: numba then cannot cache there either
+        pass
 
 
 def _is_dispatcher(value: Any) -> bool:
@@ -40,11 +78,15 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
     if kernel is None:
         try:
             import numba
+            bound_kernels: dict[str, Any] = {}
             for name, callee in ((bind() if callable(bind) else bind) or {}).items():
                 bound = callee if _is_dispatcher(callee) else compiled(callee, inline=True)
                 if bound is None:
                     raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
-                function.__globals__[name] = bound
+                function.__globals__[name] = bound_kernels[name] = bound
+            digest = _DIGESTS[function] = _source_digest(function, bound_kernels)
+            if bound_kernels:
+                _drop_stale_cache(function, digest)
             options = {"cache": True, "nogil": True}
             if inline:
                 options["inline"] = "always"

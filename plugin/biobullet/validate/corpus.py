@@ -110,7 +110,7 @@ def oracles_load(path: str, floating_base: bool | None = None) -> dict[str, bool
 def check_robot(name: str, path: str, *, floating_base: bool | None = None, samples: int = 2, seed: int = 0,
                 inertia: str = "warn", formulations=("reduced",)) -> RobotResult:
     """Load and validate one file; never raises for a file (an internal error is reported as the outcome)."""
-    from biobullet.model.model import load_model
+    from biobullet.loader import load_model
     from biobullet.validate.report import validate_model
     result = RobotResult(name, path, bool(floating_base))
     with warnings.catch_warnings(record=True) as caught:
@@ -150,7 +150,7 @@ def compare_engine_bridge(path: str, *, floating_base: bool | None = None, t_end
     joints displaced by 0.3 N(0, 1) rad (or m) and clipped to their limits, zero velocity."""
     from biobullet.bridge.simulation import simulate_bridge
     from biobullet.integrate.engine import simulate
-    from biobullet.model.model import load_model
+    from biobullet.loader import load_model
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = load_model(path, floating_base=floating_base, inertia=inertia)

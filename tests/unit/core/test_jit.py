@@ -1,0 +1,58 @@
+"""core.jit: compiled twins equal the Python functions, and a kernel's on-disk cache follows the kernels bound into
+it (numba alone keys the cache on the kernel's own file, so an edited callee in another file was silently kept)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from biobullet.core import jit
+
+PLUGIN = Path(__file__).resolve().parents[3] / "plugin"
+needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba not installed or BIOBULLET_NUMBA=0")
+
+CALLER = """
+_add = None   # bound by core.jit
+
+
+def _scale_py(x):
+    return 2.0 * _add(x)
+"""
+RUN = """
+import callee, caller
+from biobullet.core import jit
+kernel = jit.compiled(caller._scale_py, bind={"_add": callee._add_py})
+print(kernel(1.0))
+"""
+
+
+def _run(folder: Path) -> float:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(PLUGIN)])}
+    result = subprocess.run([sys.executable, "-c", RUN], cwd=folder, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+@needs_numba
+def test_editing_a_bound_callee_recompiles_the_cached_caller(tmp_path: Path) -> None:
+    (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
+    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
+    assert _run(tmp_path) == 4.0
+    assert list((tmp_path / "__pycache__").glob("caller._scale_py-*.nbi"))   # cached on disk
+    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 2.0\n")
+    assert _run(tmp_path) == 6.0   # not the cached 4.0
+
+
+def test_lazy_falls_back_to_the_python_function_when_disabled(monkeypatch) -> None:
+    def _twice_py(x):
+        return 2.0 * x
+
+    monkeypatch.setattr(jit, "ENABLED", False)
+    kernel = jit.lazy(_twice_py)
+    assert kernel(3.0) == 6.0 and kernel.resolve() is _twice_py
+    assert jit.compiled(_twice_py) is None
