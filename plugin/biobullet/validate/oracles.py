@@ -305,7 +305,7 @@ class PyBulletOracle(Oracle):
     def _subject_with_pybullet_inertia(self, links: list[str]):
         import dataclasses
         from biobullet.model.description import InertialDescription
-        from biobullet.model.model import Model
+        from biobullet.dynamics.api import build_model
         theirs = self.body_inertias()
         replaced = []
         for link in self.model.description.links:
@@ -316,7 +316,7 @@ class PyBulletOracle(Oracle):
                                                              for row in vector[4:].reshape(3, 3)))
                 link = dataclasses.replace(link, inertial=inertial)
             replaced.append(link)
-        return Model(dataclasses.replace(self.model.description, links=tuple(replaced)))
+        return build_model(dataclasses.replace(self.model.description, links=tuple(replaced)))
 
     def tree_inverse_dynamics(self, x, xd, xdd):
         if not self._gravity_fix:
