@@ -130,6 +130,40 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
+_STATES = None
+
+
+def _loop_states_py(q, v, independent, n_joints, meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0,
+                    h0, anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body,
+                    offset, basis, kinds, row_start, n_rows):
+    """θ and θ̇ (n, n_joints) at n samples (q, v: (n, nq)), the loop Newton warm-started from the previous
+    sample (the resolver's hot-path kernel). Returns (θ, θ̇, done, cache after the last done sample): samples from
+    `done` on were not evaluated (the kernel handed over there: the generic path takes that sample)."""
+    n, nq = q.shape
+    theta_all = np.zeros((n, n_joints))
+    rate_all = np.zeros((n, n_joints))
+    condition = warm_condition
+    for s in range(n):
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        gradient = np.zeros((n_joints, nq))
+        gamma = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
+            gradient[independent[j], j] = 1.0
+        status, condition_new, sens, h, u, known_new, dep_new, _, _, _, _, _ = _LEAN(
+            meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+            anchor, tolerance, loose, condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+            kinds, row_start, n_rows)
+        if status != 0:
+            return theta_all, rate_all, s, known0, dep0, sensitivity, condition, u0, h0
+        theta_all[s] = theta
+        rate_all[s] = rate
+        known0, dep0, sensitivity, condition, u0, h0 = known_new, dep_new, sens, condition_new, u, h
+    return theta_all, rate_all, n, known0, dep0, sensitivity, condition, u0, h0
+
+
 class CompiledReducedRHS:
     """`__call__(t, y)` → ẏ of the compiled path, or None where the generic path must evaluate the state.
 
@@ -195,6 +229,46 @@ class CompiledReducedRHS:
         torques = [e for e in system.elements if type(e) is JointTorque]
         path = cls(system, resolver, lean, springs, torques)
         return path if path._kernel is not None else None
+
+    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
+        """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
+        sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
+        resolver's cache) and the batch resumes after it."""
+        global _STATES
+        if _STATES is None:
+            _STATES = jit.compiled(_loop_states_py) or False
+        r = self.resolver
+        _, independent, n_joints, _ = self._static
+        meta, body, n_tangent = self._lean_args
+        n = len(t)
+        theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
+        start = 0
+        while start < n:
+            if not _STATES or r._warm is None:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+                continue
+            known0, dep0, sensitivity = r._warm
+            curvature = r._warm_curvature
+            u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+            anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+            loose = r.accept_residual
+            th, rt, done, known0, dep0, sensitivity, condition, u0, h0 = _STATES(
+                np.ascontiguousarray(q[start:]), np.ascontiguousarray(v[start:]), independent, n_joints, meta, body,
+                n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
+                -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit,
+                *self._rows)
+            theta[start:start + done], rate[start:start + done] = th[:done], rt[:done]
+            if done:   # the resolver's cache moves as after the last evaluated sample
+                r._warm = (known0, dep0, sensitivity)
+                r._warm_condition = condition
+                r._warm_curvature = (u0, h0) if u0.shape[0] else None
+                r._memo = None
+            start += done
+            if start < n:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+        return theta, rate
 
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
@@ -367,13 +441,18 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
                 tau[k] += spring_tau[k]
             dissipated += spring_params[s, 2] * spring_rate * spring_rate
     mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
-    reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
     rhs = np.empty(nv)
-    for c in range(nv):
-        s = 0.0
-        for a in range(n_tangent):
-            s += gradient[a, c] * tau[a]
-        rhs[c] = s - reduced_bias[c]
+    if table.shape[0] == 0 and nv == n_tangent:   # identity map (G = I): no O(n³) projection
+        reduced_mass = mass
+        for c in range(nv):
+            rhs[c] = tau[c] - bias[c]
+    else:
+        reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
+        for c in range(nv):
+            s = 0.0
+            for a in range(n_tangent):
+                s += gradient[a, c] * tau[a]
+            rhs[c] = s - reduced_bias[c]
     low = np.zeros((nv, nv))
     if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
         return fail

@@ -362,7 +362,13 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
         positions[:, bq:] = pos[:, bq:] @ cmap.affine_matrix.T + cmap.affine_offset
         velocities[:, bv:] = vel[:, bv:] @ cmap.affine_matrix.T
         return positions, velocities
-    from biobullet.integrate.compiled_rhs import explicit_states_batch, explicit_table
+    from biobullet.integrate.compiled_rhs import CompiledReducedRHS, explicit_states_batch, explicit_table
+    if type(system._compiled) is CompiledReducedRHS:   # loop-dependent joints: one compiled Newton pass
+        def fallback(k: int):
+            x, xd = system.tree_state(t[k], y[k])
+            return x[bq:], xd[bv:]
+        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback)
+        return positions, velocities
     table = explicit_table(cmap)
     if table is None:
         for k in range(n):
