@@ -384,12 +384,66 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
             gradient[vo, c] = d1 * gradient[base_v + j, c]
 
 
+def _ltdl_solve_py(mass, parent, rhs, out):
+    """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
+    §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
+    unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³) — a
+    branched tree costs far less than a chain of the same size. False (nothing usable in `out`) when a pivot is
+    not positive (M not positive definite)."""
+    n = mass.shape[0]
+    h = mass.copy()
+    for k in range(n - 1, -1, -1):
+        if not h[k, k] > 0.0:
+            return False
+        i = parent[k]
+        while i >= 0:
+            a = h[k, i] / h[k, k]
+            j = i
+            while j >= 0:
+                h[i, j] -= a * h[k, j]
+                j = parent[j]
+            h[k, i] = a
+            i = parent[i]
+    for k in range(n):
+        out[k] = rhs[k]
+    for k in range(n - 1, -1, -1):   # Lᵀ z = rhs
+        j = parent[k]
+        while j >= 0:
+            out[j] -= h[k, j] * out[k]
+            j = parent[j]
+    for k in range(n):               # D
+        out[k] /= h[k, k]
+    for k in range(n):               # L x = z
+        j = parent[k]
+        while j >= 0:
+            out[k] -= h[k, j] * out[j]
+            j = parent[j]
+    return True
+
+
+def tangent_parents(model) -> np.ndarray:
+    """`parent` of `_ltdl_solve_py` for the model's tangent directions (a multi-DOF joint's directions form a
+    chain, its first one hangs on the parent body's last direction)."""
+    parents = np.full(model.n_tangent, -1, dtype=np.int64)
+    bodies = model.bodies
+    for body in bodies:
+        for d in range(body.nv):
+            k = body.v_index + d
+            if d > 0:
+                parents[k] = k - 1
+            elif body.parent >= 0:
+                p = bodies[body.parent]
+                parents[k] = p.v_index + p.nv - 1
+    return parents
+
+
+_LTDL = None
 _EXPLICIT = _JETS = _KINEMATICS = None
 
 
 def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                     zero_length, joint_springs, joint_spring_params):
+                     zero_length, joint_springs, joint_spring_params, tangent_parent):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
@@ -442,10 +496,13 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
             dissipated += spring_params[s, 2] * spring_rate * spring_rate
     mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
     rhs = np.empty(nv)
-    if table.shape[0] == 0 and nv == n_tangent:   # identity map (G = I): no O(n³) projection
-        reduced_mass = mass
+    accel = np.empty(nv)
+    if table.shape[0] == 0 and nv == n_tangent:
+        # identity map (G = I): M itself, no O(n³) projection, and the tree-sparse factorisation
         for c in range(nv):
             rhs[c] = tau[c] - bias[c]
+        if not _LTDL(mass, tangent_parent, rhs, accel):
+            return fail
     else:
         reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
         for c in range(nv):
@@ -453,11 +510,10 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
             for a in range(n_tangent):
                 s += gradient[a, c] * tau[a]
             rhs[c] = s - reduced_bias[c]
-    low = np.zeros((nv, nv))
-    if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
-        return fail
-    accel = np.empty(nv)
-    _CHOLESKY_SOLVE(low, rhs, accel)
+        low = np.zeros((nv, nv))
+        if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
+            return fail
+        _CHOLESKY_SOLVE(low, rhs, accel)
     out = np.empty(size)
     if base_q:
         qx, qy, qz, qw = x[3], x[4], x[5], x[6]
@@ -490,7 +546,7 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
 
 def _explicit_kernel():
     """The compiled `_explicit_rhs_py`, or None (numba missing or disabled)."""
-    global _JETS, _KINEMATICS, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _EXPLICIT
+    global _JETS, _KINEMATICS, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _EXPLICIT, _LTDL
     if _EXPLICIT is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
         from biobullet.forces.compiled import _spring_kernel_py
@@ -498,11 +554,11 @@ def _explicit_kernel():
         callees = (_compiled.tree_dynamics_kernel(), jit.compiled(_compiled._project_upper_py),
                    jit.compiled(_spring_kernel_py), jit.compiled(_compiled._cholesky_factor_py),
                    jit.compiled(_compiled._cholesky_solve_py), jit.compiled(_explicit_jets_py),
-                   kinematics[0] if kinematics else None)
+                   kinematics[0] if kinematics else None, jit.compiled(_ltdl_solve_py))
         if None in callees:
             _EXPLICIT = False
         else:
-            _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _JETS, _KINEMATICS = callees
+            _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _JETS, _KINEMATICS, _LTDL = callees
             _EXPLICIT = jit.compiled(_explicit_rhs_py) or False
     return _EXPLICIT or None
 
@@ -594,6 +650,7 @@ class CompiledExplicitRHS:
         self._static = (model.nq, model.nv, base_q, base_v,
                         np.array(model.coordinate_map.independent, dtype=np.int64), model.n_config,
                         model.n_tangent)
+        self._tangent_parent = tangent_parents(model)
 
     @classmethod
     def for_system(cls, system) -> "CompiledExplicitRHS | None":
@@ -632,7 +689,8 @@ class CompiledExplicitRHS:
         bodies, points, params, zero_length = self._springs
         status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
                                    inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
-                                   bodies, points, params, zero_length, *self._joint_springs)
+                                   bodies, points, params, zero_length, *self._joint_springs,
+                                   self._tangent_parent)
         return out if status == 0 else None
 
 
