@@ -65,7 +65,15 @@ def _models(tmp_path: Path):
             "shoulder (linear, affine map)": biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf"),
             "humanoid (floating base)": biobullet.load_model(ROOT / "urdf" / "humanoid.urdf"),
             "spline, fourier, linear, all forces": biobullet.load_model(_chain(tmp_path)),
-            "the same, floating base": biobullet.load_model(_chain(tmp_path, "floating"))}
+            "the same, floating base": biobullet.load_model(_chain(tmp_path, "floating")),
+            "binary tree of 30 joints (tree-sparse solve)": _binary_tree(tmp_path)}
+
+
+def _binary_tree(tmp_path: Path):
+    from biobullet.bench.scaling import tree_urdf
+    path = tmp_path / "tree30.urdf"
+    path.write_text(tree_urdf(30, branched=True))
+    return biobullet.load_model(path)
 
 
 @needs_numba
@@ -75,6 +83,8 @@ def test_compiled_rhs_equals_the_generic_path_to_round_off(tmp_path):
         fast = System(model, "reduced", {"compiled": True})
         slow = System(model, "reduced", {"compiled": False})
         assert type(fast._compiled).__name__ == "CompiledExplicitRHS", label
+        if "tree-sparse" in label:
+            assert fast._compiled._tangent_parent[0] != -2   # the sparse factorisation is the one exercised
         assert slow._compiled is None
         y0 = fast.initial_vector(None, 0.0)
         for _ in range(5):
