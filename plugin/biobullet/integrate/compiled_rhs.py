@@ -130,6 +130,131 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
+_POSITIONS = _LOOP_KINEMATICS = _LOOP_ROWS = None
+_NEWTON_ITERATIONS = 12
+#: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
+MAX_SAMPLE_STEP = 0.05
+
+
+def _solve_small_py(a, b):
+    """x of a x = b (n × n, Gaussian elimination with partial pivoting) and a success flag."""
+    n = b.shape[0]
+    m = a.copy()
+    x = b.copy()
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(m[r, c]) > abs(m[p, c]):
+                p = r
+        if not abs(m[p, c]) > 0.0:
+            return x, False
+        if p != c:
+            for k in range(n):
+                m[c, k], m[p, k] = m[p, k], m[c, k]
+            x[c], x[p] = x[p], x[c]
+        for r in range(c + 1, n):
+            f = m[r, c] / m[c, c]
+            for k in range(c, n):
+                m[r, k] -= f * m[c, k]
+            x[r] -= f * x[c]
+    for c in range(n - 1, -1, -1):
+        s = x[c]
+        for k in range(c + 1, n):
+            s -= m[c, k] * x[k]
+        x[c] = s / m[c, c]
+    return x, True
+
+
+def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, body, n_tangent, l_ancestry,
+                       point_body, offset, basis, kinds, row_start, n_rows):
+    """θ and θ̇ (n, n_joints) at n samples by plain Newton on the loop rows (positions), then
+    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature. Each sample starts from the
+    previous one's solution (`guess` for the first) and iterates until the step is at round-off. Returns
+    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep) the caller takes over."""
+    n, nq = q.shape
+    nd = dep.shape[0]
+    theta_all = np.zeros((n, n_joints))
+    rate_all = np.zeros((n, n_joints))
+    current = guess.copy()
+    empty = np.zeros(0)
+    for s in range(n):
+        if s > 0:
+            jump = 0.0
+            for j in range(nq):
+                jump = max(jump, abs(q[s, j] - q[s - 1, j]))
+            if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe generic path decides
+                return theta_all, rate_all, s
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
+        for i in range(nd):
+            theta[dep[i]] = current[i]
+        converged = False
+        for _ in range(_NEWTON_ITERATIONS):
+            rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
+            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds,
+                                     row_start, n_rows, True, False)
+            a = np.empty((nd, nd))
+            for r in range(nd):
+                for c in range(nd):
+                    a[r, c] = jac[r, dep[c]]
+            step, ok = _SOLVE_SMALL(a, phi)
+            if not ok:
+                return theta_all, rate_all, s
+            size = 0.0
+            scale = 1.0
+            for i in range(nd):
+                if abs(step[i]) > MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
+                    return theta_all, rate_all, s
+                theta[dep[i]] -= step[i]
+                size = max(size, abs(step[i]))
+                scale = max(scale, abs(theta[dep[i]]))
+            if size <= 4e-16 * scale:
+                converged = True
+                break
+        if not converged:
+            return theta_all, rate_all, s
+        # rates at the solution: Φ_dep θ̇_dep = −Φ_known θ̇_known
+        rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
+        _, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds, row_start,
+                               n_rows, True, False)
+        a = np.empty((nd, nd))
+        b = np.zeros(nd)
+        for r in range(nd):
+            for c in range(nd):
+                a[r, c] = jac[r, dep[c]]
+            for c in range(known.shape[0]):
+                b[r] -= jac[r, known[c]] * rate[known[c]]
+        dep_rate, ok = _SOLVE_SMALL(a, b)
+        if not ok:
+            return theta_all, rate_all, s
+        for i in range(nd):
+            rate[dep[i]] = dep_rate[i]
+            current[i] = theta[dep[i]]
+        theta_all[s] = theta
+        rate_all[s] = rate
+    return theta_all, rate_all, n
+
+
+_SOLVE_SMALL = None
+
+
+def _positions_kernel():
+    global _POSITIONS, _LOOP_KINEMATICS, _LOOP_ROWS, _SOLVE_SMALL
+    if _POSITIONS is None:
+        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        kernels = loop_kernels()
+        solve = jit.compiled(_solve_small_py)
+        if kernels is None or solve is None:
+            _POSITIONS = False
+        else:
+            _LOOP_KINEMATICS, _LOOP_ROWS = kernels
+            _SOLVE_SMALL = solve
+            _POSITIONS = jit.compiled(_loop_positions_py) or False
+    return _POSITIONS or None
+
 _STATES = None
 
 
@@ -243,6 +368,18 @@ class CompiledReducedRHS:
         n = len(t)
         theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
         start = 0
+        positions = _positions_kernel()
+        if positions is not None and n > 1 and self._rows[-1] == len(r._dep):
+            # the first sample by the generic path (continuation from wherever the resolver's cache is: the
+            # assembly branch is the generic path's), then plain Newton on positions (no G, γ, curvature: output
+            # only) warm-started sample to sample, handing back at a large step between samples
+            dep = np.asarray(r._dep, dtype=np.int64)
+            theta[0], rate[0] = fallback(0)
+            th, rt, done = positions(np.ascontiguousarray(q[1:]), np.ascontiguousarray(v[1:]), independent, n_joints,
+                                     dep, np.asarray(r._kn, dtype=np.int64), theta[0][dep].copy(), meta, body,
+                                     n_tangent, *self._rows)
+            theta[1:1 + done], rate[1:1 + done] = th[:done], rt[:done]
+            start = 1 + done
         while start < n:
             if not _STATES or r._warm is None:
                 theta[start], rate[start] = fallback(start)
