@@ -82,7 +82,8 @@ class System:
         # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
         self._compiled = None
         if self.options.get("compiled", True):
-            from biobullet.integrate.compiled_rhs import CompiledExplicitRHS, CompiledReducedRHS
+            from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
+            from biobullet.integrate.compiled_rhs import CompiledReducedRHS
             self._compiled = CompiledReducedRHS.for_system(self) or CompiledExplicitRHS.for_system(self)
 
     # ------------------------------------------------------------------ state
@@ -362,7 +363,8 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
         positions[:, bq:] = pos[:, bq:] @ cmap.affine_matrix.T + cmap.affine_offset
         velocities[:, bv:] = vel[:, bv:] @ cmap.affine_matrix.T
         return positions, velocities
-    from biobullet.integrate.compiled_rhs import CompiledReducedRHS, explicit_states_batch, explicit_table
+    from biobullet.integrate.compiled_explicit import explicit_states_batch, explicit_table
+    from biobullet.integrate.compiled_rhs import CompiledReducedRHS
     if type(system._compiled) is CompiledReducedRHS:   # loop-dependent joints: one compiled Newton pass
         def fallback(k: int):
             x, xd = system.tree_state(t[k], y[k])

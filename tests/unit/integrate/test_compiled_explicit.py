@@ -1,4 +1,4 @@
-"""The compiled right-hand side of models with explicit joint functions (integrate/compiled_rhs.py
+"""The compiled right-hand side of models with explicit joint functions (integrate/compiled_explicit.py
 `CompiledExplicitRHS`) against the generic path, and the vectorised trajectory post-processing against the
 per-sample one.
 
@@ -143,7 +143,7 @@ def test_tree_sparse_factorisation_solves_the_mass_matrix():
     """`_ltdl_solve_py` (M = Lᵀ D L over the tree's parent array) against numpy's dense solve, on the humanoid
     (floating base: a 6-direction chain, branches) at a random configuration; a non-positive-definite matrix is
     refused."""
-    from biobullet.integrate.compiled_rhs import _ltdl_solve_py, tangent_parents
+    from biobullet.integrate.compiled_explicit import _ltdl_solve_py, tangent_parents
     model = biobullet.load_model(ROOT / "urdf" / "humanoid.urdf")
     rng = np.random.default_rng(2)
     q, _ = model.initial_state()

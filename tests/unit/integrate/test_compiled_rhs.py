@@ -126,6 +126,6 @@ def test_only_models_it_covers(monkeypatch):
     prosthesis = biobullet.load_model(ROOT / "urdf" / "prosthesis_fourbar.urdf")   # other force elements
     arm = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")   # no loop: the explicit-map kernel instead
     assert System(prosthesis, "reduced", {"shadow": True})._compiled is None
-    assert type(System(arm, "reduced", {"shadow": True})._compiled) is compiled_rhs.CompiledExplicitRHS
+    assert type(System(arm, "reduced", {"shadow": True})._compiled).__name__ == "CompiledExplicitRHS"
     monkeypatch.setattr(jit, "ENABLED", False)               # BIOBULLET_NUMBA=0
     assert System(andrews, "reduced", {"shadow": True})._compiled is None
