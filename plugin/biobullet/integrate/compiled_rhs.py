@@ -17,6 +17,10 @@ or raises its own clear error — whenever the resolver's hot path would hand ov
 contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
 is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
 
+`CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in compiled
+passes (plain Newton on positions and one velocity solve per sample, warm-started from the previous sample;
+trajectory output only). Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
 (constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
 """
@@ -130,15 +134,174 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
+_POSITIONS = _LOOP_KINEMATICS = _LOOP_ROWS = None
+_NEWTON_ITERATIONS = 12
+#: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
+MAX_SAMPLE_STEP = 0.05
+
+
+def _solve_small_py(a, b):
+    """x of a x = b (n × n, Gaussian elimination with partial pivoting) and a success flag."""
+    n = b.shape[0]
+    m = a.copy()
+    x = b.copy()
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(m[r, c]) > abs(m[p, c]):
+                p = r
+        if not abs(m[p, c]) > 0.0:
+            return x, False
+        if p != c:
+            for k in range(n):
+                m[c, k], m[p, k] = m[p, k], m[c, k]
+            x[c], x[p] = x[p], x[c]
+        for r in range(c + 1, n):
+            f = m[r, c] / m[c, c]
+            for k in range(c, n):
+                m[r, k] -= f * m[c, k]
+            x[r] -= f * x[c]
+    for c in range(n - 1, -1, -1):
+        s = x[c]
+        for k in range(c + 1, n):
+            s -= m[c, k] * x[k]
+        x[c] = s / m[c, c]
+    return x, True
+
+
+def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, body, n_tangent, l_ancestry,
+                       point_body, offset, basis, kinds, row_start, n_rows):
+    """θ and θ̇ (n, n_joints) at n samples by plain Newton on the loop rows (positions), then
+    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature. Each sample starts from the
+    previous one's solution (`guess` for the first) and iterates until the step is at round-off. Returns
+    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep) the caller takes over."""
+    n, nq = q.shape
+    nd = dep.shape[0]
+    theta_all = np.zeros((n, n_joints))
+    rate_all = np.zeros((n, n_joints))
+    current = guess.copy()
+    empty = np.zeros(0)
+    for s in range(n):
+        if s > 0:
+            jump = 0.0
+            for j in range(nq):
+                jump = max(jump, abs(q[s, j] - q[s - 1, j]))
+            if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe generic path decides
+                return theta_all, rate_all, s
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
+        for i in range(nd):
+            theta[dep[i]] = current[i]
+        converged = False
+        for _ in range(_NEWTON_ITERATIONS):
+            rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
+            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds,
+                                     row_start, n_rows, True, False)
+            a = np.empty((nd, nd))
+            for r in range(nd):
+                for c in range(nd):
+                    a[r, c] = jac[r, dep[c]]
+            step, ok = _SOLVE_SMALL(a, phi)
+            if not ok:
+                return theta_all, rate_all, s
+            size = 0.0
+            scale = 1.0
+            for i in range(nd):
+                if abs(step[i]) > MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
+                    return theta_all, rate_all, s
+                theta[dep[i]] -= step[i]
+                size = max(size, abs(step[i]))
+                scale = max(scale, abs(theta[dep[i]]))
+            if size <= 4e-16 * scale:
+                converged = True
+                break
+        if not converged:
+            return theta_all, rate_all, s
+        # rates at the solution: Φ_dep θ̇_dep = −Φ_known θ̇_known
+        rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
+        _, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds, row_start,
+                               n_rows, True, False)
+        a = np.empty((nd, nd))
+        b = np.zeros(nd)
+        for r in range(nd):
+            for c in range(nd):
+                a[r, c] = jac[r, dep[c]]
+            for c in range(known.shape[0]):
+                b[r] -= jac[r, known[c]] * rate[known[c]]
+        dep_rate, ok = _SOLVE_SMALL(a, b)
+        if not ok:
+            return theta_all, rate_all, s
+        for i in range(nd):
+            rate[dep[i]] = dep_rate[i]
+            current[i] = theta[dep[i]]
+        theta_all[s] = theta
+        rate_all[s] = rate
+    return theta_all, rate_all, n
+
+
+_SOLVE_SMALL = None
+
+
+def _positions_kernel():
+    global _POSITIONS, _LOOP_KINEMATICS, _LOOP_ROWS, _SOLVE_SMALL
+    if _POSITIONS is None:
+        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        kernels = loop_kernels()
+        solve = jit.compiled(_solve_small_py)
+        if kernels is None or solve is None:
+            _POSITIONS = False
+        else:
+            _LOOP_KINEMATICS, _LOOP_ROWS = kernels
+            _SOLVE_SMALL = solve
+            _POSITIONS = jit.compiled(_loop_positions_py) or False
+    return _POSITIONS or None
+
+_STATES = None
+
+
+def _loop_states_py(q, v, independent, n_joints, meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0,
+                    h0, anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body,
+                    offset, basis, kinds, row_start, n_rows):
+    """θ and θ̇ (n, n_joints) at n samples (q, v: (n, nq)), the loop Newton warm-started from the previous
+    sample (the resolver's hot-path kernel). Returns (θ, θ̇, done, cache after the last done sample): samples from
+    `done` on were not evaluated (the kernel handed over there: the generic path takes that sample)."""
+    n, nq = q.shape
+    theta_all = np.zeros((n, n_joints))
+    rate_all = np.zeros((n, n_joints))
+    condition = warm_condition
+    for s in range(n):
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        gradient = np.zeros((n_joints, nq))
+        gamma = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
+            gradient[independent[j], j] = 1.0
+        status, condition_new, sens, h, u, known_new, dep_new, _, _, _, _, _ = _LEAN(
+            meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+            anchor, tolerance, loose, condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+            kinds, row_start, n_rows)
+        if status != 0:
+            return theta_all, rate_all, s, known0, dep0, sensitivity, condition, u0, h0
+        theta_all[s] = theta
+        rate_all[s] = rate
+        known0, dep0, sensitivity, condition, u0, h0 = known_new, dep_new, sens, condition_new, u, h
+    return theta_all, rate_all, n, known0, dep0, sensitivity, condition, u0, h0
+
+
 class CompiledReducedRHS:
     """`__call__(t, y)` → ẏ of the compiled path, or None where the generic path must evaluate the state.
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
     def __init__(self, system, resolver, lean, springs, torques) -> None:
-        from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.algorithms.vectorized import tree_arrays
-        from biobullet.forces.elements import ZERO_LENGTH
+        from biobullet.constraints.implicit import CONDITION_LIMIT
+        from biobullet.integrate.compiled_explicit import pack_springs
 
         model = system.model
         self.resolver = resolver
@@ -149,18 +312,7 @@ class CompiledReducedRHS:
         self._rows = rows_data
         tree_meta, tree_body = _compiled.pack(model)
         self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
-        bodies, points, params = [], [], []
-        for spring in springs:
-            ends = []
-            for link, xyz in ((spring.link_b, spring.xyz_b), (spring.link_a, spring.xyz_a)):
-                frame = model.frame(link)
-                ends.append((int(frame.body), frame.rotation @ xyz + frame.translation))
-            bodies.append([ends[0][0], ends[1][0]])
-            points.append([ends[0][1], ends[1][1]])
-            params.append([spring.stiffness, spring.rest_length, spring.damping])
-        self._springs = (np.array(bodies, dtype=np.int64).reshape(-1, 2),
-                         np.ascontiguousarray(np.array(points, dtype=float).reshape(-1, 2, 3)),
-                         np.array(params, dtype=float).reshape(-1, 3), float(ZERO_LENGTH))
+        self._springs = pack_springs(model, springs)
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant = all(torque.value is not None for torque in torques)
         self._tau_time = np.zeros(model.n_tangent)
@@ -195,6 +347,58 @@ class CompiledReducedRHS:
         torques = [e for e in system.elements if type(e) is JointTorque]
         path = cls(system, resolver, lean, springs, torques)
         return path if path._kernel is not None else None
+
+    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
+        """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
+        sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
+        resolver's cache) and the batch resumes after it."""
+        global _STATES
+        if _STATES is None:
+            _STATES = jit.compiled(_loop_states_py) or False
+        r = self.resolver
+        _, independent, n_joints, _ = self._static
+        meta, body, n_tangent = self._lean_args
+        n = len(t)
+        theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
+        start = 0
+        positions = _positions_kernel()
+        if positions is not None and n > 1 and self._rows[-1] == len(r._dep):
+            # the first sample by the generic path (continuation from wherever the resolver's cache is: the
+            # assembly branch is the generic path's), then plain Newton on positions (no G, γ, curvature: output
+            # only) warm-started sample to sample, handing back at a large step between samples
+            dep = np.asarray(r._dep, dtype=np.int64)
+            theta[0], rate[0] = fallback(0)
+            th, rt, done = positions(np.ascontiguousarray(q[1:]), np.ascontiguousarray(v[1:]), independent, n_joints,
+                                     dep, np.asarray(r._kn, dtype=np.int64), theta[0][dep].copy(), meta, body,
+                                     n_tangent, *self._rows)
+            theta[1:1 + done], rate[1:1 + done] = th[:done], rt[:done]
+            start = 1 + done
+        while start < n:
+            if not _STATES or r._warm is None:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+                continue
+            known0, dep0, sensitivity = r._warm
+            curvature = r._warm_curvature
+            u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+            anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+            loose = r.accept_residual
+            th, rt, done, known0, dep0, sensitivity, condition, u0, h0 = _STATES(
+                np.ascontiguousarray(q[start:]), np.ascontiguousarray(v[start:]), independent, n_joints, meta, body,
+                n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
+                -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit,
+                *self._rows)
+            theta[start:start + done], rate[start:start + done] = th[:done], rt[:done]
+            if done:   # the resolver's cache moves as after the last evaluated sample
+                r._warm = (known0, dep0, sensitivity)
+                r._warm_condition = condition
+                r._warm_curvature = (u0, h0) if u0.shape[0] else None
+                r._memo = None
+            start += done
+            if start < n:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+        return theta, rate
 
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
