@@ -29,6 +29,7 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python -m pytest tests/benchmarks -q -s -p no:cacheprovider --override-ini addopts=
 
 clean:

@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="a few rounds only (seconds; noisier ratios)")
     bench.add_argument("--out", default="out/bench", metavar="DIR", help="output directory (default out/bench)")
     bench.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    bench.add_argument("--work-precision", action="store_true",
+                       help="error at t_end vs wall time against MuJoCo and Pinocchio (coupled chain, four-bar, "
+                            "Andrews, ball drop): DIR/work_precision.json and one plot per model")
+    bench.add_argument("--scaling", action="store_true",
+                       help="cost per right-hand side vs DOF (7-100 joints, chains and trees) against Pinocchio: "
+                            "DIR/scaling.json, DIR/scaling.png")
     bench.set_defaults(handler=cmd_bench)
     view = _add(sub, "view", "show a model in the browser (sliders, markers) or replay a trajectory",
                 "Serves an interactive 3D view on http://127.0.0.1:PORT (this machine only): one slider per\n"
@@ -390,6 +396,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = {key: value for key, value in vars(args).items()
                if key in ("modes",) and value is not None}
     summary = run_scenario(args.scenario, out, **options)
+    if isinstance(summary, dict) and "real_time_factor" in summary:
+        print(f"{args.scenario}: {summary['simulated_seconds']:.4g} s simulated in {summary['wall_seconds']:.3g} s "
+              f"wall: real-time factor {summary['real_time_factor']:.3g}", file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default))
     else:
@@ -403,6 +412,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if getattr(args, "work_precision", False) or getattr(args, "scaling", False):
+        if args.work_precision:
+            from biobullet.bench.work_precision import format_work_precision, run_work_precision
+            summary = run_work_precision(quick=args.quick, out=args.out)
+            print(json.dumps(summary, indent=2) if args.json else format_work_precision(summary))
+            print(f"bench: results in {os.path.join(args.out, 'work_precision.json')}", file=sys.stderr)
+        if args.scaling:
+            from biobullet.bench.scaling import format_scaling, run_scaling
+            summary = run_scaling(quick=args.quick, out=args.out)
+            print(json.dumps(summary, indent=2) if args.json else format_scaling(summary))
+            print(f"bench: results in {os.path.join(args.out, 'scaling.json')}", file=sys.stderr)
+        return EXIT_OK
     from biobullet.bench import format_bench, run_bench
 
     summary = run_bench(quick=args.quick, out=args.out)

@@ -7,6 +7,9 @@ no study by name: studies are a client package, and other packages can add their
 from __future__ import annotations
 
 import importlib
+import json
+import os
+import time
 from importlib import metadata
 from typing import Any, Mapping
 
@@ -45,4 +48,32 @@ def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
                          expected="one of " + (", ".join(sorted(table)) or
                                                "(none installed: install biobullet with its studies)"))
     module = importlib.import_module(table[name][0])
-    return module.run(out_dir, **options)
+    started = time.perf_counter()
+    summary = module.run(out_dir, **options)
+    wall = time.perf_counter() - started
+    return _with_real_time_factor(summary, wall, out_dir)
+
+
+def _with_real_time_factor(summary: Any, wall: float, out_dir: str) -> Any:
+    """Add `wall_seconds` and, when the study reports `simulated_seconds` (total simulated time of its runs),
+    `real_time_factor` = simulated / wall seconds to the summary and to out_dir/summary.json (atomically)."""
+    if not isinstance(summary, dict):
+        return summary
+    summary["wall_seconds"] = wall
+    simulated = summary.get("simulated_seconds")
+    if isinstance(simulated, (int, float)) and simulated > 0 and wall > 0:
+        summary["real_time_factor"] = float(simulated) / wall
+    path = os.path.join(out_dir, "summary.json")
+    if os.path.isfile(path):
+        from biobullet.core.atomic import write_text
+        try:
+            with open(path) as handle:
+                written = json.load(handle)
+        except (OSError, ValueError):
+            return summary
+        if isinstance(written, dict):
+            for key in ("wall_seconds", "real_time_factor"):
+                if key in summary:
+                    written[key] = summary[key]
+            write_text(path, json.dumps(written, indent=2, default=str) + "\n")
+    return summary

@@ -326,7 +326,9 @@ def run(out_dir: str, rtol: float = 1e-11, atol: float = 1e-11, samples: int = 3
                "spring_force_initial_N": SPRING_STIFFNESS * abs(l_initial - SPRING_REST),
                "classic_available": classic is not None,
                "classic_state_end": None if classic_end is None else classic_end.tolist(),
-               "published_state_end": PUBLISHED_Q.tolist(), "figures": figures}
+               "published_state_end": PUBLISHED_Q.tolist(), "figures": figures,
+               # every engine run covers 0 … T_END (the real-time factor of `biobullet run` divides by wall time)
+               "simulated_seconds": T_END * (len(runs) + sum(len(rows) for rows in convergence.values()))}
     write_json(os.path.join(out_dir, "summary.json"), summary)
     write_atomic(os.path.join(out_dir, "report.md"), report_text(summary))
     say(f"[andrews] wrote {out_dir}/summary.json, report.md, " + ", ".join(figures))

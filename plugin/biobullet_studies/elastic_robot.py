@@ -277,7 +277,7 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
     mean_err, max_err = energy_error_stats(result)
     impacts = result.impacts
     first = result.contacts[0] if result.contacts else None
-    summary = {"modes": modes, "data": data, "t_end": t_end,
+    summary = {"modes": modes, "data": data, "t_end": t_end, "simulated_seconds": t_end,
                "first_contact_time": first["time"] if first else None,
                "first_impact_velocity": float(first["impact_velocity"]) if first else None,
                "n_contact_onsets": len(result.contacts), "n_impacts": len(impacts),

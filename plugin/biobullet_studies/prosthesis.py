@@ -280,6 +280,7 @@ def run(out_dir: str, *, stiffness: float = 1.6e4, ratio: float = 0.05, hip_hiki
     summary = {
         "scenario": "prosthesis", "paper": "003 (Lü et al. 2020)", "model": MODEL,
         "substitute_data": "geometry, masses, gait: substitutes (urdf/README.md, biobullet_studies.gait walking_1ms)",
+        "simulated_seconds": cycles * PERIOD,
         "damper_stiffness": stiffness, "damper_ratio": ratio, "hip_hiking": hip_hiking, "cycles": cycles,
         "period_cycles": res["period"], "correlation": res["correlation"],
         "peak_knee_flexion_deg": res["peak_knee_flexion_deg"],

@@ -73,7 +73,9 @@ class FastProsthesis:
     """Planar prosthesis RHS; `hip_y_scale` applies hip hiking (whole hip_y signal × factor, paper 003)."""
 
     def __init__(self, urdf_path: str, params: Parameters | None = None, *, hip_y_scale: float = 1.0,
-                 belt_speed: float | None = None) -> None:
+                 belt_speed: float | None = None, compiled: bool = True) -> None:
+        #: `rhs` runs the compiled twin (prosthesis_kernel.py) when numba is available; False = plain Python
+        self.compiled = compiled
         from biobullet_studies.gait import load_gait
 
         self.p = params or Parameters()
@@ -119,6 +121,7 @@ class FastProsthesis:
         self.branch = math.copysign(1.0, self._cross(c0 - d0, self.B_t - d0))
         self.nfev = 0
         self._setup_scalar()
+        self._kernel = None
 
     @staticmethod
     def _cross(u, v) -> float:
@@ -381,7 +384,22 @@ class FastProsthesis:
         return (pt, p_ad, p_bc, p_s, p_s - ankle), (self.belt * t + hx, hy)
 
     def rhs(self, t: float, y, work: bool = False):
-        """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work] — a list of floats."""
+        """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work]: a float array from the compiled
+        twin (prosthesis_kernel.py) where it evaluates the state, else a list of floats from the Python path."""
+        if self.compiled:
+            if self._kernel is None:
+                from biobullet_studies import prosthesis_kernel
+                compiled = prosthesis_kernel.kernel()
+                self._kernel = (compiled, prosthesis_kernel.pack(self)) if compiled is not None else False
+            if self._kernel:
+                status, out = self._kernel[0](float(t), np.asarray(y, dtype=float), bool(work), *self._kernel[1])
+                if status == 0:
+                    self.nfev += 1
+                    return out
+        return self._rhs_python(t, y, work)
+
+    def _rhs_python(self, t: float, y, work: bool = False):
+        """The plain-Python right-hand side (reference of the compiled twin)."""
         self.nfev += 1
         P = self.p
         V = self._s_vec

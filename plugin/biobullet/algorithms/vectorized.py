@@ -248,3 +248,99 @@ def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = Non
         subtree_force = t.ancestry.T @ f                                   # (n_t, 6)
         tau = np.einsum("kn,nk->n", subspace, subtree_force)
     return mass, tau
+
+
+# ------------------------------------------------------------------------------ batched over samples (post-processing)
+BATCH_JOINT_TYPES = ("revolute", "prismatic", "free")
+
+
+def _quaternion_matrices(z: np.ndarray) -> np.ndarray:
+    """Rotation matrices (n, 3, 3) of unit quaternions z (n, 4) = (x, y, z, w), scalar last."""
+    qx, qy, qz, qw = z[:, 0], z[:, 1], z[:, 2], z[:, 3]
+    r = np.empty((len(z), 3, 3))
+    r[:, 0, 0], r[:, 0, 1], r[:, 0, 2] = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+    r[:, 1, 0], r[:, 1, 1], r[:, 1, 2] = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+    r[:, 2, 0], r[:, 2, 1], r[:, 2, 2] = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+    return r
+
+
+def world_placements_batch(model, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World rotations (n, n_b, 3, 3) and positions (n, n_b, 3) of every body frame at n tree configurations
+    `positions` (n, n_config): `world_placements` for a whole trajectory, one numpy pass per body."""
+    t = tree_arrays(model)
+    x = np.asarray(positions, dtype=float).reshape(-1, model.n_config)
+    n = len(x)
+    rotations = np.empty((n, t.n_bodies, 3, 3))
+    origins = np.empty((n, t.n_bodies, 3))
+    for i, body in enumerate(model.bodies):
+        if body.joint_type == "free":
+            local_r = _quaternion_matrices(x[:, body.q_index + 3:body.q_index + 7])
+            local_p = x[:, body.q_index:body.q_index + 3]
+        elif body.joint_type == "revolute":
+            angle = x[:, body.q_index]
+            joint_r = (np.eye(3) + np.sin(angle)[:, None, None] * t.axis_skew[i]
+                       + (1.0 - np.cos(angle))[:, None, None] * t.axis_skew2[i])
+            local_r = t.origin_rotation[i] @ joint_r
+            local_p = np.broadcast_to(t.origin_translation[i], (n, 3))
+        else:   # prismatic
+            local_r = np.broadcast_to(t.origin_rotation[i], (n, 3, 3))
+            local_p = t.origin_translation[i] + np.outer(x[:, body.q_index], t.origin_rotation[i] @ t.axis[i])
+        parent = body.parent
+        if parent >= 0:
+            rotations[:, i] = rotations[:, parent] @ local_r
+            origins[:, i] = np.einsum("nij,nj->ni", rotations[:, parent], local_p) + origins[:, parent]
+        else:
+            rotations[:, i] = local_r
+            origins[:, i] = local_p
+    return rotations, origins
+
+
+def gravity_potential_batch(model, positions: np.ndarray, placements=None) -> np.ndarray:
+    """−Σ m g·c (J) at n tree configurations (n,): c the world centre of mass of each body."""
+    gravity = np.asarray(model.gravity, dtype=float)
+    x = np.asarray(positions, dtype=float).reshape(-1, model.n_config)
+    if not gravity.any():
+        return np.zeros(len(x))
+    t = tree_arrays(model)
+    rotations, origins = placements if placements is not None else world_placements_batch(model, x)
+    centres = np.einsum("nbij,bj->nbi", rotations, t.com) + origins      # (n, n_b, 3)
+    return -(centres @ gravity) @ t.mass
+
+
+def kinetic_energy_batch(model, positions: np.ndarray, velocities: np.ndarray, placements=None) -> np.ndarray:
+    """½ ẋᵀ M(x) ẋ (J) at n samples (n,), as Σ_i ½ m_i |v_ci|² + ½ ω_iᵀ I_ci ω_i with the body velocities
+    propagated along the tree (ω_i = ω_p + a_i θ̇_i, origin velocity v_i = v_p + ω_p × (p_i − p_p) + prismatic
+    a_i θ̇_i, a_i the world joint axis; free base: (R v_lin, R ω) from its base-frame twist)."""
+    t = tree_arrays(model)
+    x = np.asarray(positions, dtype=float).reshape(-1, model.n_config)
+    xd = np.asarray(velocities, dtype=float).reshape(-1, model.n_tangent)
+    n = len(x)
+    rotations, origins = placements if placements is not None else world_placements_batch(model, x)
+    omega = np.zeros((n, t.n_bodies, 3))
+    linear = np.zeros((n, t.n_bodies, 3))
+    energy = np.zeros(n)
+    for i, body in enumerate(model.bodies):
+        r = rotations[:, i]
+        parent = body.parent
+        if body.joint_type == "free":
+            k = body.v_index
+            linear[:, i] = np.einsum("nij,nj->ni", r, xd[:, k:k + 3])
+            omega[:, i] = np.einsum("nij,nj->ni", r, xd[:, k + 3:k + 6])
+        else:
+            world_axis = r @ t.axis[i]                                       # (n, 3)
+            rate = xd[:, body.v_index][:, None]
+            if parent >= 0:
+                omega[:, i] = omega[:, parent]
+                linear[:, i] = linear[:, parent] + np.cross(omega[:, parent], origins[:, i] - origins[:, parent])
+            if body.joint_type == "revolute":
+                omega[:, i] += world_axis * rate
+            else:
+                linear[:, i] += world_axis * rate
+        if body.mass == 0.0 and not t.inertia_com[i].any():
+            continue
+        lever = r @ t.com[i]
+        v_com = linear[:, i] + np.cross(omega[:, i], lever)
+        w_local = np.einsum("nji,nj->ni", r, omega[:, i])                   # Rᵀ ω
+        energy += 0.5 * body.mass * np.einsum("ni,ni->n", v_com, v_com)
+        energy += 0.5 * np.einsum("ni,ij,nj->n", w_local, t.inertia_com[i], w_local)
+    return energy

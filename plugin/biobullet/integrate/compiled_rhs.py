@@ -130,6 +130,40 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
+_STATES = None
+
+
+def _loop_states_py(q, v, independent, n_joints, meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0,
+                    h0, anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body,
+                    offset, basis, kinds, row_start, n_rows):
+    """θ and θ̇ (n, n_joints) at n samples (q, v: (n, nq)), the loop Newton warm-started from the previous
+    sample (the resolver's hot-path kernel). Returns (θ, θ̇, done, cache after the last done sample): samples from
+    `done` on were not evaluated (the kernel handed over there: the generic path takes that sample)."""
+    n, nq = q.shape
+    theta_all = np.zeros((n, n_joints))
+    rate_all = np.zeros((n, n_joints))
+    condition = warm_condition
+    for s in range(n):
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        gradient = np.zeros((n_joints, nq))
+        gamma = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
+            gradient[independent[j], j] = 1.0
+        status, condition_new, sens, h, u, known_new, dep_new, _, _, _, _, _ = _LEAN(
+            meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+            anchor, tolerance, loose, condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+            kinds, row_start, n_rows)
+        if status != 0:
+            return theta_all, rate_all, s, known0, dep0, sensitivity, condition, u0, h0
+        theta_all[s] = theta
+        rate_all[s] = rate
+        known0, dep0, sensitivity, condition, u0, h0 = known_new, dep_new, sens, condition_new, u, h
+    return theta_all, rate_all, n, known0, dep0, sensitivity, condition, u0, h0
+
+
 class CompiledReducedRHS:
     """`__call__(t, y)` → ẏ of the compiled path, or None where the generic path must evaluate the state.
 
@@ -196,6 +230,46 @@ class CompiledReducedRHS:
         path = cls(system, resolver, lean, springs, torques)
         return path if path._kernel is not None else None
 
+    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
+        """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
+        sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
+        resolver's cache) and the batch resumes after it."""
+        global _STATES
+        if _STATES is None:
+            _STATES = jit.compiled(_loop_states_py) or False
+        r = self.resolver
+        _, independent, n_joints, _ = self._static
+        meta, body, n_tangent = self._lean_args
+        n = len(t)
+        theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
+        start = 0
+        while start < n:
+            if not _STATES or r._warm is None:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+                continue
+            known0, dep0, sensitivity = r._warm
+            curvature = r._warm_curvature
+            u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+            anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+            loose = r.accept_residual
+            th, rt, done, known0, dep0, sensitivity, condition, u0, h0 = _STATES(
+                np.ascontiguousarray(q[start:]), np.ascontiguousarray(v[start:]), independent, n_joints, meta, body,
+                n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
+                -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit,
+                *self._rows)
+            theta[start:start + done], rate[start:start + done] = th[:done], rt[:done]
+            if done:   # the resolver's cache moves as after the last evaluated sample
+                r._warm = (known0, dep0, sensitivity)
+                r._warm_condition = condition
+                r._warm_curvature = (u0, h0) if u0.shape[0] else None
+                r._memo = None
+            start += done
+            if start < n:
+                theta[start], rate[start] = fallback(start)
+                start += 1
+        return theta, rate
+
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
             return self._tau_time
@@ -234,3 +308,434 @@ class CompiledReducedRHS:
         r._warm_fresh = True
         r._memo = None
         return out
+
+
+# ------------------------------------------------------------------------------------------------ explicit maps
+# Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver.
+# `expression` functions (and any third-party type) stay on the generic path: `CompiledExplicitRHS.for_system`
+# returns None for a model that has one.
+POLYNOMIAL, LINEAR, SPLINE, FOURIER = 0, 1, 2, 3
+_FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
+
+
+def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
+    """Fill θ, G, θ̇, γ of the dependent joints in place, in table order (each function's inputs are set
+    before it): θ = f(z, t), G = f_z G_z, θ̇ = f_z ż + f_t, γ = f_z γ_z + żᵀ f_zz ż (+ f_tt for drivers).
+    table rows: (type, output joint, first input in `inputs`, input count, first coefficient, coefficient count)."""
+    nv = gradient.shape[1]
+    for r in range(table.shape[0]):
+        kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
+        xo, vo = base_q + out, base_v + out
+        if kind == LINEAR:
+            value = coef[c0 + n_in]   # the offset follows the coefficients
+            rate = 0.0
+            acc = 0.0
+            for c in range(nv):
+                gradient[vo, c] = 0.0
+            for m in range(n_in):
+                a = coef[c0 + m]
+                j = inputs[i0 + m]
+                value += a * x[base_q + j]
+                rate += a * xd[base_v + j]
+                acc += a * gamma[base_v + j]
+                for c in range(nv):
+                    gradient[vo, c] += a * gradient[base_v + j, c]
+            x[xo], xd[vo], gamma[vo] = value, rate, acc
+            continue
+        if kind == FOURIER:   # θ(t): a0, then (ω_k, a_k, b_k) per harmonic
+            value = coef[c0]
+            rate = 0.0
+            acc = 0.0
+            for k in range(nc):
+                w, a, b = coef[c0 + 1 + 3 * k], coef[c0 + 2 + 3 * k], coef[c0 + 3 + 3 * k]
+                cs, sn = np.cos(w * t), np.sin(w * t)
+                value += a * cs + b * sn
+                rate += w * (b * cs - a * sn)
+                acc -= w * w * (a * cs + b * sn)
+            for c in range(nv):
+                gradient[vo, c] = 0.0
+            x[xo], xd[vo], gamma[vo] = value, rate, acc
+            continue
+        j = inputs[i0]
+        z = x[base_q + j]
+        if kind == POLYNOMIAL:   # Horner for f, f', f'' (ascending coefficients)
+            f = 0.0
+            d1 = 0.0
+            d2 = 0.0
+            for k in range(nc - 1, -1, -1):
+                d2 = d2 * z + 2.0 * d1
+                d1 = d1 * z + f
+                f = f * z + coef[c0 + k]
+        else:   # SPLINE: nc breaks, then (nc − 1) pieces (c3, c2, c1, c0) in s = z − break; end pieces continued
+            piece = 0
+            while piece < nc - 2 and z >= coef[c0 + piece + 1]:
+                piece += 1
+            s = z - coef[c0 + piece]
+            base = c0 + nc + 4 * piece
+            a3, a2, a1, a0 = coef[base], coef[base + 1], coef[base + 2], coef[base + 3]
+            f = ((a3 * s + a2) * s + a1) * s + a0
+            d1 = (3.0 * a3 * s + 2.0 * a2) * s + a1
+            d2 = 6.0 * a3 * s + 2.0 * a2
+        zd = xd[base_v + j]
+        x[xo] = f
+        xd[vo] = d1 * zd
+        gamma[vo] = d1 * gamma[base_v + j] + d2 * zd * zd
+        for c in range(nv):
+            gradient[vo, c] = d1 * gradient[base_v + j, c]
+
+
+def _ltdl_solve_py(mass, parent, rhs, out):
+    """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
+    §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
+    unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³) — a
+    branched tree costs far less than a chain of the same size. False (nothing usable in `out`) when a pivot is
+    not positive (M not positive definite)."""
+    n = mass.shape[0]
+    h = mass.copy()
+    for k in range(n - 1, -1, -1):
+        if not h[k, k] > 0.0:
+            return False
+        i = parent[k]
+        while i >= 0:
+            a = h[k, i] / h[k, k]
+            j = i
+            while j >= 0:
+                h[i, j] -= a * h[k, j]
+                j = parent[j]
+            h[k, i] = a
+            i = parent[i]
+    for k in range(n):
+        out[k] = rhs[k]
+    for k in range(n - 1, -1, -1):   # Lᵀ z = rhs
+        j = parent[k]
+        while j >= 0:
+            out[j] -= h[k, j] * out[k]
+            j = parent[j]
+    for k in range(n):               # D
+        out[k] /= h[k, k]
+    for k in range(n):               # L x = z
+        j = parent[k]
+        while j >= 0:
+            out[k] -= h[k, j] * out[j]
+            j = parent[j]
+    return True
+
+
+def tangent_parents(model) -> np.ndarray:
+    """`parent` of `_ltdl_solve_py` for the model's tangent directions (a multi-DOF joint's directions form a
+    chain, its first one hangs on the parent body's last direction)."""
+    parents = np.full(model.n_tangent, -1, dtype=np.int64)
+    bodies = model.bodies
+    for body in bodies:
+        for d in range(body.nv):
+            k = body.v_index + d
+            if d > 0:
+                parents[k] = k - 1
+            elif body.parent >= 0:
+                p = bodies[body.parent]
+                parents[k] = p.v_index + p.nv - 1
+    return parents
+
+
+_LTDL = None
+_EXPLICIT = _JETS = _KINEMATICS = None
+
+
+def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
+                     tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                     zero_length, joint_springs, joint_spring_params, tangent_parent):
+    """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
+    1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
+    positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
+    size = y.shape[0]
+    fail = (1, np.zeros(0))
+    for i in range(size):
+        if not np.isfinite(y[i]):
+            return fail
+    x = np.zeros(n_config)
+    xd = np.zeros(n_tangent)
+    gradient = np.zeros((n_tangent, nv))
+    gamma = np.zeros(n_tangent)
+    for k in range(base_q):
+        x[k] = y[k]
+    if base_q:
+        norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+        if not norm > 0.0:
+            return fail
+        for k in range(3, 7):
+            x[k] /= norm
+    for k in range(base_v):
+        xd[k] = y[nq + k]
+        gradient[k, k] = 1.0
+    for j in range(independent.shape[0]):
+        x[base_q + independent[j]] = y[base_q + j]
+        xd[base_v + independent[j]] = y[nq + base_v + j]
+        gradient[base_v + independent[j], base_v + j] = 1.0
+    _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma)
+    # applied forces: joint torques τ(t) (given), joint spring-dampers, point-to-point springs
+    tau = tau_time.copy()
+    power_in = 0.0
+    for k in range(n_tangent):
+        power_in += tau_time[k] * xd[k]
+    dissipated = 0.0
+    for s in range(joint_springs.shape[0]):
+        i, k = joint_springs[s, 0], joint_springs[s, 1]
+        stiffness, rest, damping = joint_spring_params[s, 0], joint_spring_params[s, 1], joint_spring_params[s, 2]
+        tau[k] += -stiffness * (x[i] - rest) - damping * xd[k]
+        dissipated += damping * xd[k] * xd[k]
+    if spring_bodies.shape[0]:
+        rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
+        for s in range(spring_bodies.shape[0]):
+            spring_status, spring_tau, spring_rate, _ = _SPRING(
+                rot, pos, sub, ancestry, xd, spring_bodies[s, 0], spring_points[s, 0], spring_bodies[s, 1],
+                spring_points[s, 1], spring_params[s, 0], spring_params[s, 1], spring_params[s, 2], zero_length)
+            if spring_status != 0:
+                return fail
+            for k in range(n_tangent):
+                tau[k] += spring_tau[k]
+            dissipated += spring_params[s, 2] * spring_rate * spring_rate
+    mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
+    rhs = np.empty(nv)
+    accel = np.empty(nv)
+    if table.shape[0] == 0 and nv == n_tangent:
+        # identity map (G = I): M itself, no O(n³) projection; the tree-sparse factorisation for branched trees
+        # (tangent_parent[0] = −2 marks a chain-like tree, where dense Cholesky's contiguous loops are faster)
+        for c in range(nv):
+            rhs[c] = tau[c] - bias[c]
+        if nv and tangent_parent[0] == -2:
+            low = np.zeros((nv, nv))
+            if not _CHOLESKY_FACTOR(mass, low, 0.0):
+                return fail
+            _CHOLESKY_SOLVE(low, rhs, accel)
+        elif not _LTDL(mass, tangent_parent, rhs, accel):
+            return fail
+    else:
+        reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
+        for c in range(nv):
+            s = 0.0
+            for a in range(n_tangent):
+                s += gradient[a, c] * tau[a]
+            rhs[c] = s - reduced_bias[c]
+        low = np.zeros((nv, nv))
+        if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
+            return fail
+        _CHOLESKY_SOLVE(low, rhs, accel)
+    out = np.empty(size)
+    if base_q:
+        qx, qy, qz, qw = x[3], x[4], x[5], x[6]
+        # R(z) v_lin (z = (x, y, z, w), scalar last) and ½ z ⊗ (ω, 0)
+        r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+        r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+        r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+        v0, v1, v2, w0, w1, w2 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5]
+        out[0] = r00 * v0 + r01 * v1 + r02 * v2
+        out[1] = r10 * v0 + r11 * v1 + r12 * v2
+        out[2] = r20 * v0 + r21 * v1 + r22 * v2
+        out[3] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+        out[4] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+        out[5] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+        out[6] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+        for k in range(7, nq):
+            out[k] = y[nq + k - 1]
+    else:
+        for k in range(nq):
+            out[k] = y[nq + k]
+    for k in range(nv):
+        out[nq + k] = accel[k]
+    out[size - 2] = power_in
+    out[size - 1] = dissipated
+    for i in range(size):
+        if not np.isfinite(out[i]):
+            return fail
+    return 0, out
+
+
+def _explicit_kernel():
+    """The compiled `_explicit_rhs_py`, or None (numba missing or disabled)."""
+    global _JETS, _KINEMATICS, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _EXPLICIT, _LTDL
+    if _EXPLICIT is None:
+        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        from biobullet.forces.compiled import _spring_kernel_py
+        kinematics = loop_kernels()
+        callees = (_compiled.tree_dynamics_kernel(), jit.compiled(_compiled._project_upper_py),
+                   jit.compiled(_spring_kernel_py), jit.compiled(_compiled._cholesky_factor_py),
+                   jit.compiled(_compiled._cholesky_solve_py), jit.compiled(_explicit_jets_py),
+                   kinematics[0] if kinematics else None, jit.compiled(_ltdl_solve_py))
+        if None in callees:
+            _EXPLICIT = False
+        else:
+            _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _JETS, _KINEMATICS, _LTDL = callees
+            _EXPLICIT = jit.compiled(_explicit_rhs_py) or False
+    return _EXPLICIT or None
+
+
+def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline and
+    Fourier joint functions (in evaluation order), or None when any resolver is of another kind."""
+    from biobullet.functions.fourier import FourierFunction
+    from biobullet.functions.linear import LinearFunction
+    from biobullet.functions.polynomial import PolynomialFunction
+    from biobullet.functions.spline import SplineFunction
+    from biobullet.model.coordinates import ExplicitFunction
+
+    rows, inputs, coef = [], [], []
+    for resolver in cmap.resolvers:
+        if type(resolver) is not ExplicitFunction:
+            return None
+        f = resolver.function
+        kind = type(f)
+        start_in, start_c = len(inputs), len(coef)
+        inputs.extend(int(j) for j in resolver.inputs)
+        if kind is PolynomialFunction:
+            coef.extend(f.coefficients)
+            rows.append((POLYNOMIAL, resolver.output, start_in, len(resolver.inputs), start_c, len(f.coefficients)))
+        elif kind is LinearFunction:
+            coef.extend(float(c) for c in f.coefficients)
+            coef.append(float(f.offset))
+            rows.append((LINEAR, resolver.output, start_in, len(resolver.inputs), start_c, len(f.coefficients)))
+        elif kind is SplineFunction:
+            coef.extend(float(b) for b in f._breaks)
+            for piece in f._coefficients:
+                coef.extend(float(c) for c in piece)
+            rows.append((SPLINE, resolver.output, start_in, 1, start_c, len(f._breaks)))
+        elif kind is FourierFunction:
+            coef.append(f.a0)
+            for w, a, b in zip(f._omega_k, f.a, f.b):
+                coef.extend((float(w), float(a), float(b)))
+            rows.append((FOURIER, resolver.output, start_in, 0, start_c, len(f.a)))
+        else:
+            return None
+    return (np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
+            np.array(coef, dtype=float))
+
+
+def _pack_springs(model, springs) -> tuple:
+    """(bodies (n, 2), local points (n, 2, 3), (k, rest, c) (n, 3), zero length) of point-to-point springs,
+    end b first, as `forces.compiled._spring_kernel_py` takes them."""
+    from biobullet.forces.elements import ZERO_LENGTH
+    bodies, points, params = [], [], []
+    for spring in springs:
+        ends = []
+        for link, xyz in ((spring.link_b, spring.xyz_b), (spring.link_a, spring.xyz_a)):
+            frame = model.frame(link)
+            ends.append((int(frame.body), frame.rotation @ xyz + frame.translation))
+        bodies.append([ends[0][0], ends[1][0]])
+        points.append([ends[0][1], ends[1][1]])
+        params.append([spring.stiffness, spring.rest_length, spring.damping])
+    return (np.array(bodies, dtype=np.int64).reshape(-1, 2),
+            np.ascontiguousarray(np.array(points, dtype=float).reshape(-1, 2, 3)),
+            np.array(params, dtype=float).reshape(-1, 3), float(ZERO_LENGTH))
+
+
+class CompiledExplicitRHS:
+    """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
+    polynomial / linear / spline / Fourier joint functions (fixed or floating base), with joint torques, joint
+    spring-dampers and point-to-point springs: one compiled call; None where the generic path must evaluate.
+    Built by :meth:`for_system` (None for other models: loops, expression functions, stops, contacts, …)."""
+
+    def __init__(self, system, table, springs, joint_springs, torques) -> None:
+        from biobullet.algorithms.vectorized import tree_arrays
+
+        model = system.model
+        self._kernel = _explicit_kernel()
+        self._table = table
+        tree_meta, tree_body = _compiled.pack(model)
+        self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float),
+                      np.ascontiguousarray(tree_arrays(model).ancestry))
+        self._springs = _pack_springs(model, springs)
+        self._joint_springs = (np.array([e._indices(model) for e in joint_springs], dtype=np.int64).reshape(-1, 2),
+                               np.array([[e.stiffness, e.rest, e.damping] for e in joint_springs],
+                                        dtype=float).reshape(-1, 3))
+        self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
+        self._constant = all(torque.value is not None for torque in torques)
+        self._tau_time = np.zeros(model.n_tangent)
+        for torque, k in self._torques:
+            if torque.value is not None:
+                self._tau_time[k] += torque.value
+        base_q, base_v = (7, 6) if model.floating_base else (0, 0)
+        self._static = (model.nq, model.nv, base_q, base_v,
+                        np.array(model.coordinate_map.independent, dtype=np.int64), model.n_config,
+                        model.n_tangent)
+        self._tangent_parent = tangent_parents(model)
+        # Σ depth² is the sparse factorisation's work, n³/3 the dense one's (both up to a constant): the sparse
+        # one pays off only on clearly branched trees (measured: tests/benchmarks/test_rhs_scaling.py)
+        depth = np.zeros(model.n_tangent)
+        for k, p in enumerate(self._tangent_parent):
+            depth[k] = 1.0 + (depth[p] if p >= 0 else 0.0)
+        if model.n_tangent and float(np.sum(depth ** 2)) > model.n_tangent ** 3 / 12.0:
+            self._tangent_parent = self._tangent_parent.copy()
+            self._tangent_parent[0] = -2
+
+    @classmethod
+    def for_system(cls, system) -> "CompiledExplicitRHS | None":
+        from biobullet.forces.elements import JointSpring, JointTorque, Spring
+
+        model = system.model
+        if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or system.shadow is not None:
+            return None
+        if any(type(e) not in (Spring, JointTorque, JointSpring) for e in system.elements):
+            return None
+        if any(b.joint_type not in ("revolute", "prismatic", "free") for b in model.bodies):
+            return None
+        table = explicit_table(model.coordinate_map)
+        if table is None:
+            return None
+        path = cls(system, table, [e for e in system.elements if type(e) is Spring],
+                   [e for e in system.elements if type(e) is JointSpring],
+                   [e for e in system.elements if type(e) is JointTorque])
+        return path if path._kernel is not None else None
+
+    def _time_forces(self, t: float) -> np.ndarray:
+        if self._constant:
+            return self._tau_time
+        tau = self._tau_time.copy()
+        for torque, k in self._torques:
+            if torque.value is None:
+                tau[k] += torque.torque(t)
+        return tau
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        if not (y.flags.c_contiguous and y.dtype == np.float64):
+            y = np.ascontiguousarray(y, dtype=float)
+        nq, nv, base_q, base_v, independent, n_config, n_tangent = self._static
+        table, inputs, coef = self._table
+        tree_meta, tree_body, gravity, ancestry = self._tree
+        bodies, points, params, zero_length = self._springs
+        status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
+                                   inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
+                                   bodies, points, params, zero_length, *self._joint_springs,
+                                   self._tangent_parent)
+        return out if status == 0 else None
+
+
+def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> None:
+    """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
+    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing)."""
+    for kind, out, i0, n_in, c0, nc in table.tolist():
+        if kind == LINEAR:
+            a = coef[c0:c0 + n_in]
+            cols = inputs[i0:i0 + n_in]
+            theta[:, out] = theta[:, cols] @ a + coef[c0 + n_in]
+            rate[:, out] = rate[:, cols] @ a
+        elif kind == FOURIER:
+            w, a, b = (coef[c0 + 1 + m:c0 + 1 + 3 * nc:3] for m in range(3))
+            phase = np.outer(t, w)
+            cs, sn = np.cos(phase), np.sin(phase)
+            theta[:, out] = coef[c0] + cs @ a + sn @ b
+            rate[:, out] = cs @ (w * b) - sn @ (w * a)
+        else:
+            z = theta[:, inputs[i0]]
+            if kind == POLYNOMIAL:
+                c = coef[c0:c0 + nc]
+                value = np.polynomial.polynomial.polyval(z, c)
+                slope = np.polynomial.polynomial.polyval(z, c[1:] * np.arange(1, nc)) if nc > 1 else 0.0 * z
+            else:   # SPLINE
+                breaks = coef[c0:c0 + nc]
+                piece = np.clip(np.searchsorted(breaks, z, side="right") - 1, 0, nc - 2)
+                s = z - breaks[piece]
+                pieces = coef[c0 + nc:c0 + nc + 4 * (nc - 1)].reshape(nc - 1, 4)[piece]
+                a3, a2, a1, a0 = pieces.T
+                value = ((a3 * s + a2) * s + a1) * s + a0
+                slope = (3.0 * a3 * s + 2.0 * a2) * s + a1
+            theta[:, out] = value
+            rate[:, out] = slope * rate[:, inputs[i0]]

@@ -82,8 +82,8 @@ class System:
         # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
         self._compiled = None
         if self.options.get("compiled", True):
-            from biobullet.integrate.compiled_rhs import CompiledReducedRHS
-            self._compiled = CompiledReducedRHS.for_system(self)
+            from biobullet.integrate.compiled_rhs import CompiledExplicitRHS, CompiledReducedRHS
+            self._compiled = CompiledReducedRHS.for_system(self) or CompiledExplicitRHS.for_system(self)
 
     # ------------------------------------------------------------------ state
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,7 +278,13 @@ def gravity_potential(model, x: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- trajectory
-def build_trajectory(system: System, times, states, events, meta) -> "Trajectory":
+def build_trajectory(system: System, times, states, events, meta, *, vectorised: bool = True) -> "Trajectory":
+    """The Trajectory of a run from its samples: tree states, energies, multipliers, events.
+
+    `vectorised` (default): tree states, kinetic and gravity energies and the joint spring-dampers' elastic energy
+    are computed for all samples at once (`_tree_states_batch`, `algorithms.vectorized.*_batch`); loop-dependent
+    joints (Newton per sample), other force elements' energies and multipliers stay per sample. False: every
+    quantity per sample (the reference the vectorised results are tested against)."""
     from biobullet.forces import elastic_energy
     from biobullet.integrate.trajectory import Trajectory
 
@@ -286,18 +292,32 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
     n = len(times)
     t = np.array(times, dtype=float)
     y = np.array(states, dtype=float).reshape(n, system.size)
-    positions = np.zeros((n, model.n_config))
-    velocities = np.zeros((n, model.n_tangent))
-    energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
-    lam = [] if system.method.has_multipliers else None
-    for k in range(n):
-        x, xd = system.tree_state(t[k], y[k])
-        positions[k], velocities[k] = x, xd
-        energy["kinetic"][k] = kinetic_energy(model, x, xd)
-        energy["potential_gravity"][k] = gravity_potential(model, x)
-        energy["potential_elastic"][k] = elastic_energy(model, x, system.elements)
-        if lam is not None:
-            lam.append(_multipliers_at(system, t[k], x, xd))
+    energy = {}
+    batched = vectorised and n > 0 and _batch_energies(model)
+    if vectorised and n > 0:
+        positions, velocities = _tree_states_batch(system, t, y)
+    else:
+        positions = np.zeros((n, model.n_config))
+        velocities = np.zeros((n, model.n_tangent))
+        for k in range(n):
+            positions[k], velocities[k] = system.tree_state(t[k], y[k])
+    if batched:
+        from biobullet.algorithms.vectorized import (gravity_potential_batch, kinetic_energy_batch,
+                                                     world_placements_batch)
+        placements = world_placements_batch(model, positions)
+        energy["kinetic"] = kinetic_energy_batch(model, positions, velocities, placements)
+        energy["potential_gravity"] = gravity_potential_batch(model, positions, placements)
+        energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
+    else:
+        energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
+        for k in range(n):
+            x = positions[k]
+            energy["kinetic"][k] = kinetic_energy(model, x, velocities[k])
+            energy["potential_gravity"][k] = gravity_potential(model, x)
+            energy["potential_elastic"][k] = elastic_energy(model, x, system.elements)
+    lam = None
+    if system.method.has_multipliers:
+        lam = [_multipliers_at(system, t[k], positions[k], velocities[k]) for k in range(n)]
     energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
     base_q = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw") if model.floating_base else ()
     base_v = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz") if model.floating_base else ()
@@ -311,6 +331,73 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
     from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
+
+
+def _batch_energies(model) -> bool:
+    """The batched energy functions cover this model's joint types."""
+    from biobullet.algorithms.vectorized import BATCH_JOINT_TYPES
+    return all(b.joint_type in BATCH_JOINT_TYPES for b in model.bodies)
+
+
+def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x (n, n_config), ẋ (n, n_tangent)) at every sample: `System.tree_state` for all rows at once where the
+    coordinate map allows (identity, affine, explicit polynomial / linear / spline / Fourier functions), per
+    sample otherwise (loop-dependent joints need their Newton solve, expression functions their evaluator)."""
+    model = system.model
+    n = len(t)
+    pos = y[:, :system.n_pos].copy()
+    vel = y[:, system.n_pos:system.n_pos + system.n_vel].copy()
+    if system.floating:   # as `split`: the quaternion renormalised
+        pos[:, 3:7] /= np.linalg.norm(pos[:, 3:7], axis=1)[:, None]
+    if system.joint_space:
+        return pos, vel
+    cmap = model.coordinate_map
+    bq, bv = (7, 6) if system.floating else (0, 0)
+    if cmap.kind == "identity":
+        return pos, vel
+    positions = np.zeros((n, model.n_config))
+    velocities = np.zeros((n, model.n_tangent))
+    positions[:, :bq], velocities[:, :bv] = pos[:, :bq], vel[:, :bv]
+    if cmap.kind == "affine":
+        positions[:, bq:] = pos[:, bq:] @ cmap.affine_matrix.T + cmap.affine_offset
+        velocities[:, bv:] = vel[:, bv:] @ cmap.affine_matrix.T
+        return positions, velocities
+    from biobullet.integrate.compiled_rhs import CompiledReducedRHS, explicit_states_batch, explicit_table
+    if type(system._compiled) is CompiledReducedRHS:   # loop-dependent joints: one compiled Newton pass
+        def fallback(k: int):
+            x, xd = system.tree_state(t[k], y[k])
+            return x[bq:], xd[bv:]
+        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback)
+        return positions, velocities
+    table = explicit_table(cmap)
+    if table is None:
+        for k in range(n):
+            positions[k], velocities[k] = system.tree_state(t[k], y[k])
+        return positions, velocities
+    theta, rate = positions[:, bq:], velocities[:, bv:]
+    independent = list(cmap.independent)
+    theta[:, independent] = pos[:, bq:]
+    rate[:, independent] = vel[:, bv:]
+    explicit_states_batch(*table, t, theta, rate)
+    return positions, velocities
+
+
+def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
+    """Σ V of the force elements at every sample: joint spring-dampers at once, elements that keep the base
+    class's zero skipped, the others per sample."""
+    from biobullet.forces.base import ForceElement
+    from biobullet.forces.elements import JointSpring
+
+    energy = np.zeros(len(positions))
+    for element in elements:
+        if type(element).potential_energy is ForceElement.potential_energy:
+            continue
+        if type(element) is JointSpring:
+            i = element._indices(model)[0]
+            energy += 0.5 * element.stiffness * (positions[:, i] - element.rest) ** 2
+            continue
+        energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
+    return energy
 
 
 def _multipliers_at(system: System, t: float, x, xd):
@@ -345,7 +432,7 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
-             baumgarte=None, projection: bool = False, error_control: str = "joints"):
+             baumgarte=None, projection: bool = False, error_control: str = "joints", compiled: bool = True):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -359,6 +446,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     are under the integrator's error control too (integrated as output-only components), so rtol/atol bound
     the error of every joint coordinate as in a formulation over all joints; "state" = only the integrated
     independent coordinates (fewer steps at a given rtol, larger errors in the dependent joints).
+    compiled: False = always the generic (Python/numpy) right-hand side, also where a compiled one exists (the
+    benchmarks' "before" path; results agree to round-off / integration tolerance).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -380,7 +469,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
-    system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints"})
+    system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
+                                         "compiled": bool(compiled)})
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]

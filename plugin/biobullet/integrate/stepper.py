@@ -153,11 +153,22 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 out.t.append(float(t_stop))
                 out.y.append(y_stop.copy())
             else:
-                while next_eval < len(t_eval) and t_eval[next_eval] <= t_stop:
-                    s = float(t_eval[next_eval])
-                    out.t.append(s)
-                    out.y.append(y_stop.copy() if s == t_stop else sol(s))
-                    next_eval += 1
+                # every sample inside this step from one dense-output call (an interpolant takes an array of
+                # times; per-sample calls cost more than the step itself with many samples)
+                stop = int(np.searchsorted(t_eval, t_stop, side="right"))
+                if stop > next_eval:
+                    times = t_eval[next_eval:stop]
+                    inside = times < t_stop
+                    values = sol(times[inside]).T if inside.any() else None
+                    k = 0
+                    for s, is_inside in zip(times.tolist(), inside.tolist()):
+                        out.t.append(s)
+                        if is_inside:
+                            out.y.append(values[k])
+                            k += 1
+                        else:
+                            out.y.append(y_stop.copy())
+                    next_eval = stop
             out.last_t, out.last_y = float(t_stop), y_stop.copy()
             if on_step is not None:
                 on_step(t_stop)
