@@ -53,6 +53,9 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 PROJECTION_TOLERANCE = 1.0e-8
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
+#: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
+#: construction (`Bridge._own_dynamics`)
+OWN_DYNAMICS_TOLERANCE = 1.0e-9
 
 
 class Bridge:
@@ -74,6 +77,11 @@ class Bridge:
     Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
     (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
+    dynamics: "auto" (default) computes M and h with biobullet's compiled recursions
+    (`algorithms.compiled_kernels.tree_dynamics`) when they equal PyBullet's calculateMassMatrix /
+    calculateInverseDynamics for this body (checked at construction, `own_dynamics`); "pybullet" always asks
+    PyBullet. Own dynamics use the model's gravity: with "auto", a user who changes the client's gravity after
+    making the bridge must pass dynamics="pybullet".
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -83,7 +91,7 @@ class Bridge:
                  record: bool = False, initial=None, drift: str = "predictor",
                  segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
                  ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
-                 query_distance: float | None = None) -> None:
+                 query_distance: float | None = None, dynamics: str = "auto") -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
@@ -142,6 +150,11 @@ class Bridge:
         except BaseException:
             self.close()
             raise
+        if dynamics not in ("auto", "pybullet"):
+            self.close()
+            raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
+                             expected="'auto' or 'pybullet'")
+        self._dynamics_choice = dynamics
         self._base = 7 if model.floating_base else 0
         self._base_v = 6 if model.floating_base else 0
         self._independent_x = np.concatenate([np.arange(self._base),
@@ -287,6 +300,48 @@ class Bridge:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
                 linear_rows = resolved(linear_rows)
         self._kernels = (linear_rows, kkt_torque, linear_torque)
+        self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
+        #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
+        self.own_dynamics = self._own is not None
+        self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
+        # explicit non-linear joint functions, no loops, step-end target: one compiled call per step (_apply_rows)
+        table = getattr(self.constraints, "_table", None)
+        self._rows_kernel = None
+        if (table is not None and not self.constraints.loops and self._fixed and self._dof_identity
+                and self._step_end and m):
+            from biobullet.bridge.kernels import rows_torque_kernel
+            from biobullet.algorithms.compiled_kernels import pack
+            self._rows_kernel = rows_torque_kernel()
+            self._table = table
+            self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # typed placeholders
+        self._rows_fast = self._rows_kernel is not None
+
+    def _own_dynamics(self):
+        """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
+        calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
+        round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
+        Fixed base in PyBullet's dof order only; None without numba."""
+        if not self._fixed or not self._dof_identity or not len(self._joint_list):
+            return None
+        from biobullet.algorithms.compiled_kernels import pack, tree_dynamics_kernel
+        kernel = tree_dynamics_kernel()
+        if kernel is None:
+            return None
+        model, p, c, b = self.model, self._p, self.client, self.body
+        n = model.n_tangent
+        meta, body = pack(model)
+        gravity = np.array(model.gravity, dtype=float)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            x, xd = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
+            mass = np.asarray(p.calculateMassMatrix(b, x.tolist(), physicsClientId=c))
+            bias = np.asarray(p.calculateInverseDynamics(b, x.tolist(), xd.tolist(), self._zero_list,
+                                                         physicsClientId=c))
+            own_mass, own_bias = kernel(meta, body, x, xd, xd, gravity, n, True, True, False)
+            if (np.abs(own_mass - mass).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(mass).max(), 1e-300)
+                    or np.abs(own_bias - bias).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(bias).max(), 1.0)):
+                return None
+        return kernel, meta, body, gravity
 
     def _to_pybullet(self, theta: np.ndarray) -> list[float]:
         """θ (URDF order) → PyBullet dof order, as a list."""
@@ -316,6 +371,9 @@ class Bridge:
         """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order."""
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
+        if self._own is not None:
+            kernel, meta, body, gravity = self._own
+            return kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, False, True, False)[1]
         out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
                                                self._zero_list, physicsClientId=self.client)
         return np.asarray(out)[self._dof]
@@ -396,8 +454,11 @@ class Bridge:
         return out
 
     def _apply(self, tau, generalized) -> np.ndarray:
-        if self._fast and generalized is None:
-            return self._apply_fast(tau)
+        if generalized is None:
+            if self._fast:
+                return self._apply_fast(tau)
+            if self._rows_fast:
+                return self._apply_rows(tau)
         model, t = self.model, self.time
         p, c, b = self._p, self.client, self.body
         if self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
@@ -439,8 +500,12 @@ class Bridge:
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
             torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
-        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+        if self._own is None:
+            mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+            bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+        else:
+            kernel, meta, body, gravity = self._own
+            mass, bias = kernel(meta, body, state[0], state[1], state[1], gravity, self._out_n, True, True, False)
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         if self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
@@ -449,6 +514,37 @@ class Bridge:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
         else:   # projection due or no reduced solution: the general path (it reads M and h again)
+            out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
+        self._last_torque = out
+        return out
+
+    def _apply_rows(self, tau) -> np.ndarray:
+        """apply() for explicit non-linear joint functions (polynomial, spline, Fourier, with linear ones) on a
+        fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when `own_dynamics`)
+        and the Schur solve in one kernel call (`kernels.rows_torque_kernel`). Same equations as the general
+        path, which takes over when the solve declines."""
+        p, c, b, model = self._p, self.client, self.body, self.model
+        states = p.getJointStates(b, self._joint_list, physicsClientId=c)
+        x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
+        state = np.array((x_list, xd_list))
+        torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+            torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+        if self._own is None:
+            mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+            bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+            meta, body, gravity = self._no_tree
+        else:
+            mass, bias = self._mass_work, self._bias_work
+            _, meta, body, gravity = self._own
+        corrector = self.corrector
+        lam, out = np.empty(self.constraints.n), np.empty(self._out_n)
+        status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
+                                   self.time, state, corrector.kp, corrector.kd, corrector.kb, self._xdd, lam, out)
+        if status == 0:
+            self._lambda = lam
+        else:   # the general path (it reads M and h again)
             out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
@@ -513,6 +609,10 @@ class Bridge:
         """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged."""
         if x_list is None or not self._dof_identity:
             return self.tree_mass_and_bias(x, xd)
+        if self._own is not None:
+            kernel, meta, body, gravity = self._own
+            return kernel(meta, body, np.asarray(x, float), np.asarray(xd, float), np.asarray(xd, float), gravity,
+                          self.model.n_tangent, True, True, False)
         p, c, b = self._p, self.client, self.body
         mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))

@@ -5,6 +5,10 @@
                   returns max |Φ̇| (the velocity residual that decides whether to project).
     linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
+    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear; `model.joint_jets`): the rows
+                  Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
+                  (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
+                  call per step (`Bridge._apply_rows`).
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
 numba each kernel is one call. Without numba (or with BIOBULLET_NUMBA=0) the numpy versions give the same
@@ -71,6 +75,48 @@ _PIVOT = solve.PIVOT_CHECK
 _schur = None   # the compiled Schur kernel, a global of _kkt_torque_py when numba compiles it
 
 
+def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, kp, kd, kb, xdd,
+                    lam, torque):
+    """τ_out = τ + Φ_xᵀλ for explicit function rows at (x, ẋ) = state; own: M, h from the tree recursions (the
+    given mass/bias are then overwritten), else the given PyBullet ones. Status 0, or ≠ 0 when the solve
+    declines (the caller's general path decides)."""
+    n = state.shape[1]
+    m = table.shape[0]
+    x = state[0]
+    xd = state[1]
+    if own:
+        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
+        for i in range(n):
+            bias[i] = h_own[i]
+            for j in range(n):
+                mass[i, j] = m_own[i, j]
+    phi = np.empty(m)
+    jac = np.empty((m, n))
+    phi_t = np.empty(m)
+    bias_c = np.empty(m)
+    _rows(table, inputs, coef, t, 0, 0, x, xd, phi, jac, phi_t, bias_c)
+    for r in range(m):
+        bias_c[r] *= kb
+    return _kkt(mass, bias, tau, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
+
+
+_tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
+
+
+def rows_torque_kernel():
+    """The compiled `_rows_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    from biobullet.model.joint_jets import function_rows_kernel
+    schur = solve.schur_kernel()
+    tree, rows = tree_dynamics_kernel(), function_rows_kernel()
+    if schur is None or tree is None or rows is None:
+        return None
+    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur})
+    if kkt is None:
+        return None
+    return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
+
+
 def kernels():
     """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the numpy versions without
     numba / with BIOBULLET_NUMBA=0."""
@@ -89,4 +135,4 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["kernels", "pack_linear", "resolved"]
+__all__ = ["kernels", "pack_linear", "resolved", "rows_torque_kernel"]
