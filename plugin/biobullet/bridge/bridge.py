@@ -77,10 +77,11 @@ class Bridge:
     Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
     (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
-    dynamics: "auto" (default) computes M and h with biobullet's compiled recursions
-    (`algorithms.compiled_kernels.tree_dynamics`) when they equal PyBullet's calculateMassMatrix /
-    calculateInverseDynamics for this body (checked at construction, `own_dynamics`); "pybullet" always asks
-    PyBullet. Own dynamics use the model's gravity: with "auto", a user who changes the client's gravity after
+    dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
+    with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
+    stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
+    this body (checked at construction, `own_dynamics`); "pybullet" always asks PyBullet. The general path
+    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the model's gravity: with "auto", a user who changes the client's gravity after
     making the bridge must pass dynamics="pybullet".
     """
 
@@ -316,6 +317,36 @@ class Bridge:
             self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # typed placeholders
         self._rows_fast = self._rows_kernel is not None
 
+    def _pybullet_inertia(self, packed: np.ndarray) -> np.ndarray:
+        """The packed bodies (`compiled_kernels.pack`) with the mass, COM and inertia PyBullet stores for the
+        body's links (getDynamicsInfo: URDF_USE_INERTIA_FROM_FILE keeps the file's values up to the round-off of
+        PyBullet's principal-axes diagonalisation; a link without <inertial> gets PyBullet's default), lumped per
+        model body by the parallel-axis theorem — the bodies PyBullet simulates, so M and h equal its own."""
+        from biobullet.spatial.rotations import quaternion_to_matrix
+        model, p, c, b = self.model, self._p, self.client, self.body
+        lumps: dict[int, list] = {}
+        for name, index in self.map.link_index.items():
+            frame = model.frame(name)
+            if frame.body < 0 or index < 0:
+                continue
+            info = p.getDynamicsInfo(b, index, physicsClientId=c)
+            rotation = frame.rotation @ quaternion_to_matrix(info[4])
+            com = frame.rotation @ np.asarray(info[3], dtype=float) + frame.translation
+            lumps.setdefault(frame.body, []).append((float(info[0]), com,
+                                                     rotation @ np.diag(info[2]) @ rotation.T))
+        out = packed.copy()
+        for i, parts in lumps.items():
+            mass = sum(m for m, _, _ in parts)
+            com = sum(m * r for m, r, _ in parts) / mass if mass > 0 else np.zeros(3)
+            inertia = np.zeros((3, 3))
+            for m, r, inertia_c in parts:   # parallel axes: I + m (|d|² 1 − d dᵀ), d = r − com
+                d = r - com
+                inertia += inertia_c + m * (float(d @ d) * np.eye(3) - np.outer(d, d))
+            out[i, 15] = mass
+            out[i, 16:19] = com
+            out[i, 19:28] = inertia.reshape(9)
+        return out
+
     def _own_dynamics(self):
         """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
         calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
@@ -330,6 +361,7 @@ class Bridge:
         model, p, c, b = self.model, self._p, self.client, self.body
         n = model.n_tangent
         meta, body = pack(model)
+        body = self._pybullet_inertia(body)
         gravity = np.array(model.gravity, dtype=float)
         rng = np.random.default_rng(0)
         for _ in range(3):
@@ -371,9 +403,6 @@ class Bridge:
         """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order."""
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
-        if self._own is not None:
-            kernel, meta, body, gravity = self._own
-            return kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, False, True, False)[1]
         out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
                                                self._zero_list, physicsClientId=self.client)
         return np.asarray(out)[self._dof]
@@ -609,10 +638,6 @@ class Bridge:
         """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged."""
         if x_list is None or not self._dof_identity:
             return self.tree_mass_and_bias(x, xd)
-        if self._own is not None:
-            kernel, meta, body, gravity = self._own
-            return kernel(meta, body, np.asarray(x, float), np.asarray(xd, float), np.asarray(xd, float), gravity,
-                          self.model.n_tangent, True, True, False)
         p, c, b = self._p, self.client, self.body
         mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
