@@ -704,16 +704,31 @@ class Bridge:
         self._samples.append((t, x, xd))
 
     def trajectory(self):
-        """The recorded samples as the reference engine's Trajectory (t, joint_names, positions, velocities, q, v)."""
-        from biobullet.bridge.records import make_trajectory
+        """The recorded samples as the reference engine's `integrate.Trajectory`, in its layout: `positions` /
+        `velocities` the tree state x / ẋ (a floating base's pose and twist first, named base_x … base_qw /
+        base_vx … base_wz, then every joint), q, v the independent coordinates; meta = {"engine": "pybullet",
+        "dt": s}. No energies (PyBullet reports none)."""
+        from biobullet.integrate.trajectory import Trajectory
         if not self._samples:
             raise ModelError("nothing recorded: call record() or create the bridge with record=True",
                              attribute="record")
+        model = self.model
         t = np.array([s[0] for s in self._samples])
         x = np.array([s[1] for s in self._samples])
         xd = np.array([s[2] for s in self._samples])
-        return make_trajectory(self.model, t, x[:, self._base:], xd[:, self._base_v:], x[:, self._independent_x],
-                               xd[:, self._independent_v], metadata=dict(engine="pybullet", dt=self.dt))
+        base_q = BASE_POSITION_NAMES if model.floating_base else ()
+        base_v = BASE_VELOCITY_NAMES if model.floating_base else ()
+        return Trajectory(t=t, joint_names=tuple(model.joint_names),
+                          position_names=base_q + tuple(model.joint_names),
+                          velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
+                          positions=x, velocities=xd, q=x[:, self._independent_x], v=xd[:, self._independent_v],
+                          coordinate_names=tuple(model.coordinate_names),
+                          meta=dict(engine="pybullet", dt=self.dt), model=model)
+
+
+#: the reference engine's names of a floating base's pose and twist columns (`integrate.engine`)
+BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
 
 
 def initial_state(model, initial) -> tuple[np.ndarray, np.ndarray]:
