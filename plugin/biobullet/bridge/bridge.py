@@ -305,17 +305,70 @@ class Bridge:
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        # explicit non-linear joint functions, no loops, step-end target: one compiled call per step (_apply_rows)
-        table = getattr(self.constraints, "_table", None)
-        self._rows_kernel = None
-        if (table is not None and not self.constraints.loops and self._fixed and self._dof_identity
-                and self._step_end and m):
-            from biobullet.bridge.kernels import rows_torque_kernel
-            from biobullet.algorithms.compiled_kernels import pack
-            self._rows_kernel = rows_torque_kernel()
-            self._table = table
-            self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # typed placeholders
+        # explicit joint functions and/or point/planar loops, step-end target: one compiled call per step
+        # (_apply_rows; linear rows without loops take _apply_fast above)
+        self._rows_kernel, self._loops_data = None, None
+        self._compiled_forces = None
+        if self._fixed and self._dof_identity and self._step_end and m and not self._fast:
+            self._compiled_forces = self._forces_in_kernel()
+            self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
+            self._no_springs = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, 3)), np.zeros((0, 3)), 1.0)
+            if self._rows_kernel is not None:
+                from biobullet.algorithms.compiled_kernels import pack
+                self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
         self._rows_fast = self._rows_kernel is not None
+
+    def _compiled_rows(self):
+        """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
+        a row is not compiled (expression or plug-in functions, loop types other than point/planar, numba off).
+        Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
+        loop rows for springs alone); other rows `rows_torque_kernel`."""
+        from biobullet.model.joint_jets import function_table
+        constraints = self.constraints
+        table = function_table(constraints.functions)
+        if table is None:
+            return None, None, None
+        springs = self._compiled_forces[0] if self._compiled_forces is not None else ()
+        if not constraints.loops and not springs:
+            from biobullet.bridge.kernels import rows_torque_kernel
+            return rows_torque_kernel(), table, None
+        from biobullet.algorithms.vectorized import tree_arrays
+        from biobullet.bridge.kernels import loop_torque_kernel
+        from biobullet.integrate.compiled_rhs import _pack_springs
+        n = self.model.n_tangent
+        if constraints.loops:
+            from biobullet.constraints.loops import _vector_loops
+            vector = _vector_loops(self.model, constraints.loops)
+            if vector is None:
+                return None, None, None
+            loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
+                     np.ascontiguousarray(vector.offset, dtype=float),
+                     np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
+                     int(vector.n_rows))
+        else:
+            loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
+                     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
+        data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
+                *_pack_springs(self.model, springs))
+        return loop_torque_kernel(), table, data
+
+    def _forces_in_kernel(self):
+        """(springs, constant τ, time-dependent JointTorques, element count) when every force element is a
+        point-to-point `<spring>` or a `<joint_torque>` (the one-call path then evaluates the springs in its
+        kernel), else None. Elements added later (a different count) send the step back to the Python hook."""
+        from biobullet.forces.elements import JointTorque, Spring
+        elements = list(self._force_elements(self.model)) if self._force_elements is not None else []
+        if self._forces is None or not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
+            return None
+        constant = np.zeros(self.model.n_tangent)
+        timed = []
+        for e in elements:
+            if type(e) is JointTorque:
+                if e.value is not None:
+                    constant += e.generalized_force(self.model, None, None, 0.0)
+                else:
+                    timed.append(e)
+        return tuple(e for e in elements if type(e) is Spring), constant, tuple(timed), len(elements)
 
     def _pybullet_inertia(self, packed: np.ndarray) -> np.ndarray:
         """The packed bodies (`compiled_kernels.pack`) with the mass, COM and inertia PyBullet stores for the
@@ -549,17 +602,27 @@ class Bridge:
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
-        """apply() for explicit non-linear joint functions (polynomial, spline, Fourier, with linear ones) on a
-        fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when `own_dynamics`)
-        and the Schur solve in one kernel call (`kernels.rows_torque_kernel`). Same equations as the general
+        """apply() for explicit joint functions (polynomial, spline, Fourier, linear) and point/planar `<loop>`s
+        on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
+        `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
+        `loop_torque_kernel`). Same equations as the general
         path, which takes over when the solve declines."""
         p, c, b, model = self._p, self.client, self.body, self.model
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
         state = np.array((x_list, xd_list))
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
-        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
-            torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+        data = self._loops_data
+        forces = self._compiled_forces
+        if forces is not None and len(self._force_elements(model)) == forces[3]:   # springs in the kernel
+            torque = torque + forces[1]
+            for element in forces[2]:
+                torque = torque + element.generalized_force(model, state[0], state[1], self.time)
+        else:
+            if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+                torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+            if forces is not None:   # an element was added: the hook applied every element, the kernel none
+                data = data[:8] + self._no_springs
         if self._own is None:
             mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
             bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
@@ -569,8 +632,14 @@ class Bridge:
             _, meta, body, gravity = self._own
         corrector = self.corrector
         lam, out = np.empty(self.constraints.n), np.empty(self._out_n)
-        status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
-                                   self.time, state, corrector.kp, corrector.kd, corrector.kb, self._xdd, lam, out)
+        if data is None:
+            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
+                                       self.time, state, corrector.kp, corrector.kd, corrector.kb, self._xdd, lam,
+                                       out)
+        else:
+            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
+                                       self.time, state, *data, corrector.kp, corrector.kd, corrector.kb,
+                                       self._xdd, lam, out)
         if status == 0:
             self._lambda = lam
         else:   # the general path (it reads M and h again)

@@ -308,6 +308,7 @@ class SegmentAirDamping:
 
         class _AirDamping(ForceElement):
             tag = "segment_air_damping"
+            uses_placements = False   # its own kinematics (compiled, or body_placements in `_terms`)
 
             def __init__(self) -> None:
                 super().__init__(f"{lay.link}{SEPARATOR}air_damping")
