@@ -57,7 +57,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     """
     import time as _time
     from biobullet.bridge.bridge import Bridge
-    from biobullet.model.model import load_model
+    from biobullet import load_model
     from biobullet_studies.gibbs_appell_drop import _group_impacts
     if not (np.isfinite(t_end) and t_end > 0.0):
         raise ModelError(f"'t_end' must be positive, got {t_end!r}", attribute="t_end", expected="t_end > 0 (s)")

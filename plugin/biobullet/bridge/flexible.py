@@ -42,7 +42,7 @@ def segmented_bridge(path: str | os.PathLike[str], *, segments=None, shear: bool
     `<flexible>` links itself (kept for callers of the former separate loader). dt None: the bridge's default
     (¼ of the explicit limit 2/ω_max); an unstable dt raises ModelError."""
     from biobullet.bridge.bridge import Bridge
-    from biobullet.model.model import load_model
+    from biobullet.dynamics.api import model_from_file as load_model
     bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
                     **bridge_options)
     return bridge, bridge.layouts
