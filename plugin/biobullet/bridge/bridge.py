@@ -615,7 +615,8 @@ class Bridge:
         data = self._loops_data
         forces = self._compiled_forces
         if forces is not None and len(self._force_elements(model)) == forces[3]:   # springs in the kernel
-            torque = torque + forces[1]
+            # the kernel never writes τ: the constant torques serve as it is when nothing is added
+            torque = forces[1] if tau is None else torque + forces[1]
             for element in forces[2]:
                 torque = torque + element.generalized_force(model, state[0], state[1], self.time)
         else:
