@@ -2,8 +2,9 @@
 
 (1) biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, packed with the inertia PyBullet
     stores for the links) equal PyBullet's calculateMassMatrix / calculateInverseDynamics for the bodies the
-    bridge simulates — every bundled fixed-base model in PyBullet's dof order, the nonlinear pendulum, and a link without <inertial>
-    (PyBullet's default mass 1, unit inertia) — at random states, relative 1e-12 (round-off; measured ≈ 1e-15).
+    bridge simulates — every bundled fixed-base model in PyBullet's dof order, the nonlinear pendulum, and a link
+    without <inertial> (PyBullet's default mass 1, unit inertia) — at random states, relative 1e-12 (round-off;
+    measured ≈ 1e-15).
 (2) The one-call explicit-function path (`Bridge._apply_rows`: rows, M, h, Schur solve) gives the same run as the
     general path with PyBullet's M and h (per-row plug-in jets, `kkt_torque`) to 1e-9 rad over 1 s, and holds the
     polynomial coupling to ≤ 1e-6 rad at dt = 1 ms over 5 s.

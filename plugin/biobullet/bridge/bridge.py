@@ -10,7 +10,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
 2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
-3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
+3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
+   same from biobullet's compiled recursions on the fast paths (`own_dynamics`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
@@ -32,7 +33,11 @@ the model's shared constraint set. With the step-end target, non-constant rows a
 Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
-floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant.
+floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
+joint functions and point/planar loops on a fixed base take `_apply_rows`: rows, springs, M, h and the Schur
+solve in one compiled call (`bridge.kernels`). On both fast paths M and h come from biobullet's compiled
+recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction); docs/bridge.md
+lists the paths.
 """
 from __future__ import annotations
 
@@ -81,8 +86,9 @@ class Bridge:
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
     stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
     this body (checked at construction, `own_dynamics`); "pybullet" always asks PyBullet. The general path
-    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the model's gravity: with "auto", a user who changes the client's gravity after
-    making the bridge must pass dynamics="pybullet".
+    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
+    dynamics="pybullet".
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -834,7 +840,8 @@ def expand_flexible_links(model, segments, shear, air_damping: bool = True):
     """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
     (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
     `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the
-    element's `segments` attribute, else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
+    element's `segments` attribute, else DEFAULT_SEGMENTS.
+    shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
     for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
     returned as it is ({} layouts)."""
     elements = model.description.elements_of("flexible")

@@ -176,8 +176,9 @@ def loop_torque_kernel():
     from biobullet.model.joint_jets import function_rows_kernel
     if spring_kernel() is None:
         return None
+    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()})
     return jit.compiled(_loop_torque_py, bind={"_tree": tree_dynamics_kernel(), "_rows": function_rows_kernel(),
-                                               "_kkt": jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()}),
+                                               "_kkt": kkt,
                                                "_kin": loops[0], "_loop_rows": loops[1],
                                                "_spring": spring_kernel()})
 
