@@ -129,3 +129,19 @@ def test_compiled_loop_path_equals_general_path():
             finals.append(np.concatenate(bridge.state()[1:]))
     assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
     assert worst <= 1e-8
+
+
+@needs_numba
+def test_linear_path_with_own_dynamics_equals_pybullets():
+    """Shoulder rhythm (constant rows, null-space path) for 0.5 s at dt = 1 ms: M, h and the solve in one call
+    (`kernels.linear_own_kernel`) against PyBullet's M and h with the same null-space kernel — same state to
+    1e-9 of its scale (measured 1.7e-10: round-off of M, h grown over 500 steps of free fall)."""
+    model = biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf")
+    finals = []
+    for dynamics in ("auto", "pybullet"):
+        with Bridge(model, dt=1e-3, dynamics=dynamics) as bridge:
+            assert bridge._fast and (bridge._linear_own is not None) == (dynamics == "auto")
+            for _ in range(500):
+                bridge.step()
+            finals.append(np.concatenate(bridge.state()[1:]))
+    assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()

@@ -310,6 +310,10 @@ class Bridge:
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
+        self._linear_own = None
+        if self._fast and self._own is not None:
+            from biobullet.bridge.kernels import linear_own_kernel
+            self._linear_own = linear_own_kernel()
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         # explicit joint functions and/or point/planar loops, step-end target: one compiled call per step
         # (_apply_rows; linear rows without loops take _apply_fast above)
@@ -588,17 +592,24 @@ class Bridge:
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
             torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
-        if self._own is None:
-            mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-            bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
-        else:
-            kernel, meta, body, gravity = self._own
-            mass, bias = kernel(meta, body, state[0], state[1], state[1], gravity, self._out_n, True, True, False)
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
-                            self._null_work,
-                            out) == 0:
+        if self._linear_own is not None:   # M, h and the null-space solve in one call
+            _, meta, body, gravity = self._own
+            status = self._linear_own(meta, body, gravity, torque, self._null, state, self.corrector.kp,
+                                      self.corrector.kd, limit, self._null_work, out)
+        else:
+            if self._own is None:
+                mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+                bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list,
+                                                             physicsClientId=c))
+            else:
+                kernel, meta, body, gravity = self._own
+                mass, bias = kernel(meta, body, state[0], state[1], state[1], gravity, self._out_n, True, True,
+                                    False)
+            status = self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
+                                      limit, self._null_work, out)
+        if status == 0:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
         else:   # projection due or no reduced solution: the general path (it reads M and h again)

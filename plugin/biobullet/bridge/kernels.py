@@ -197,6 +197,26 @@ def rows_torque_kernel():
     return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
 
 
+def _linear_own_py(meta, body, gravity, tau, null, state, kp, kd, limit, work, out):
+    """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
+    the null-space kernel's)."""
+    n = state.shape[1]
+    mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, True, True, False)
+    return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
+
+
+_null = None   # bound before `_linear_own_py` compiles
+
+
+def linear_own_kernel():
+    """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    tree, null = tree_dynamics_kernel(), jit.compiled(solve._null_space_kernel_py)
+    if tree is None or null is None:
+        return None
+    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": null})
+
+
 def kernels():
     """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the numpy versions without
     numba / with BIOBULLET_NUMBA=0."""
@@ -215,4 +235,4 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["kernels", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]
+__all__ = ["kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]
