@@ -1,8 +1,9 @@
 """`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written
 computed-torque loop on the same model (`biobullet.bench.bridge_speed`: interleaved rounds, best round, thread
-CPU time). Kinds: linear joint functions (shoulder rhythm), a nonlinear `expression` coupling (3-link pendulum),
-closed loops (Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links
-(elastic 3-link robot, 4 segments, air damping off, stable dt). The minimal loop does no contact or constraint
+CPU time). Kinds: linear joint functions (shoulder rhythm), nonlinear couplings of the 3-link pendulum (a
+`polynomial` — compiled per-step path — and an `expression` — generic per-row path), closed loops (Andrews'
+squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link robot,
+4 segments, stable dt; air damping off and on). The minimal loop does no contact or constraint
 work: the ratio is the price of everything the bridge adds. Prints the table (copied into the README) and writes
 out/benchmarks/bridge_model_kinds.json. No wall-clock thresholds.
 """
@@ -18,22 +19,29 @@ pytest.importorskip("pybullet")
 import biobullet  # noqa: E402
 from biobullet.bench import bridge_speed  # noqa: E402
 from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
-from nonlinear_pendulum import write_pendulum  # noqa: E402
+from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
     from biobullet.bridge.bridge import expand_flexible_links, stable_step
-    flexible, _ = expand_flexible_links(biobullet.load_model(ROOT / "urdf" / "elastic_robot_3link.urdf"), None,
-                                        None, air_damping=False)
+    elastic = biobullet.load_model(ROOT / "urdf" / "elastic_robot_3link.urdf")
+    flexible, _ = expand_flexible_links(elastic, None, None, air_damping=False)
+    damped, _ = expand_flexible_links(elastic, None, None, air_damping=True)
+    polynomial = tmp_path / "polynomial_pendulum.urdf"   # j3 = 0.1 + 0.5 j1 − 0.3 j1² + 0.2 j1³
+    polynomial.write_text(pendulum_text().replace(
+        'type="expression" inputs="j1 j2" expression="0.5*sin(j1) + 0.3*j2**2"',
+        'type="polynomial" inputs="j1" coefficients="0.1 0.5 -0.3 0.2"'))
     cases = {
         "linear (shoulder_rhythm)": (biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf"), 1e-3),
+        "nonlinear (polynomial pendulum)": (biobullet.load_model(polynomial), 1e-3),
         "nonlinear (expression pendulum)": (biobullet.load_model(write_pendulum(tmp_path)), 1e-3),
         "loop (andrews_squeezer)": (biobullet.load_model(ROOT / "urdf" / "andrews_squeezer.urdf"), 1e-5),
         "contact (hu_guo ball drop)": (load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5",
                                                             "restitution": "0.8"}), tmp_path), 1e-4),
         "flexible (elastic robot, 4 segments)": (flexible, stable_step(flexible)),
+        "flexible (elastic robot, 4 segments, air damping)": (damped, stable_step(damped)),
     }
     rows = {}
     for name, (model, dt) in cases.items():

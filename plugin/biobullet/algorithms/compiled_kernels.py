@@ -380,6 +380,24 @@ def _tree_kernel_bindings() -> dict:
     return {} if kernel is None else {"_place_body": kernel}
 
 
+def _placements_py(meta, body, x, n_tangent):
+    """(rot (n_b, 3, 3), pos (n_b, 3)): world placement of every body frame (`_place_body`'s first pass alone)."""
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    for i in range(nb):
+        _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+    return rot, pos
+
+
+def placements_kernel():
+    """The compiled `_placements_py`, or None (numba missing or disabled)."""
+    return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
+
+
 def tree_dynamics_kernel():
     """The compiled `_tree_dynamics_py` (with `_place_body` bound), or None (numba missing or disabled)."""
     return jit.compiled(_tree_dynamics_py, bind=_tree_kernel_bindings)

@@ -10,7 +10,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
 2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
-3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity);
+3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
+   same from biobullet's compiled recursions on the fast paths (`own_dynamics`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
@@ -32,7 +33,11 @@ the model's shared constraint set. With the step-end target, non-constant rows a
 Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
-floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant.
+floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
+joint functions and point/planar loops on a fixed base take `_apply_rows`: rows, springs, M, h and the Schur
+solve in one compiled call (`bridge.kernels`). On both fast paths M and h come from biobullet's compiled
+recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction); docs/bridge.md
+lists the paths.
 """
 from __future__ import annotations
 
@@ -54,6 +59,9 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 PROJECTION_TOLERANCE = 1.0e-8
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
+#: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
+#: construction (`Bridge._own_dynamics`)
+OWN_DYNAMICS_TOLERANCE = 1.0e-9
 
 
 class Bridge:
@@ -75,6 +83,13 @@ class Bridge:
     Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
     (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
+    dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
+    with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
+    stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
+    this body (checked at construction, `own_dynamics`); "pybullet" always asks PyBullet. The general path
+    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
+    dynamics="pybullet".
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -84,7 +99,7 @@ class Bridge:
                  record: bool = False, initial=None, drift: str = "predictor",
                  segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
                  ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
-                 query_distance: float | None = None) -> None:
+                 query_distance: float | None = None, dynamics: str = "auto") -> None:
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
@@ -143,6 +158,11 @@ class Bridge:
         except BaseException:
             self.close()
             raise
+        if dynamics not in ("auto", "pybullet"):
+            self.close()
+            raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
+                             expected="'auto' or 'pybullet'")
+        self._dynamics_choice = dynamics
         self._base = 7 if model.floating_base else 0
         self._base_v = 6 if model.floating_base else 0
         self._independent_x = np.concatenate([np.arange(self._base),
@@ -288,6 +308,136 @@ class Bridge:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
                 linear_rows = resolved(linear_rows)
         self._kernels = (linear_rows, kkt_torque, linear_torque)
+        self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
+        #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
+        self.own_dynamics = self._own is not None
+        self._linear_own = None
+        if self._fast and self._own is not None:
+            from biobullet.bridge.kernels import linear_own_kernel
+            self._linear_own = linear_own_kernel()
+        self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
+        # explicit joint functions and/or point/planar loops, step-end target: one compiled call per step
+        # (_apply_rows; linear rows without loops take _apply_fast above)
+        self._rows_kernel, self._loops_data = None, None
+        self._compiled_forces = None
+        if self._fixed and self._dof_identity and self._step_end and m and not self._fast:
+            self._compiled_forces = self._forces_in_kernel()
+            self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
+            self._no_springs = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, 3)), np.zeros((0, 3)), 1.0)
+            if self._rows_kernel is not None:
+                from biobullet.algorithms.compiled_kernels import pack
+                self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
+        self._rows_fast = self._rows_kernel is not None
+
+    def _compiled_rows(self):
+        """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
+        a row is not compiled (expression or plug-in functions, loop types other than point/planar, numba off).
+        Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
+        loop rows for springs alone); other rows `rows_torque_kernel`."""
+        from biobullet.model.joint_jets import function_table
+        constraints = self.constraints
+        table = function_table(constraints.functions)
+        if table is None:
+            return None, None, None
+        springs = self._compiled_forces[0] if self._compiled_forces is not None else ()
+        if not constraints.loops and not springs:
+            from biobullet.bridge.kernels import rows_torque_kernel
+            return rows_torque_kernel(), table, None
+        from biobullet.algorithms.vectorized import tree_arrays
+        from biobullet.bridge.kernels import loop_torque_kernel
+        from biobullet.integrate.compiled_explicit import pack_springs as _pack_springs
+        n = self.model.n_tangent
+        if constraints.loops:
+            from biobullet.constraints.loops import _vector_loops
+            vector = _vector_loops(self.model, constraints.loops)
+            if vector is None:
+                return None, None, None
+            loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
+                     np.ascontiguousarray(vector.offset, dtype=float),
+                     np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
+                     int(vector.n_rows))
+        else:
+            loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
+                     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
+        data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
+                *_pack_springs(self.model, springs))
+        return loop_torque_kernel(), table, data
+
+    def _forces_in_kernel(self):
+        """(springs, constant τ, time-dependent JointTorques, element count) when every force element is a
+        point-to-point `<spring>` or a `<joint_torque>` (the one-call path then evaluates the springs in its
+        kernel), else None. Elements added later (a different count) send the step back to the Python hook."""
+        from biobullet.forces.elements import JointTorque, Spring
+        elements = list(self._force_elements(self.model)) if self._force_elements is not None else []
+        if self._forces is None or not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
+            return None
+        constant = np.zeros(self.model.n_tangent)
+        timed = []
+        for e in elements:
+            if type(e) is JointTorque:
+                if e.value is not None:
+                    constant += e.generalized_force(self.model, None, None, 0.0)
+                else:
+                    timed.append(e)
+        return tuple(e for e in elements if type(e) is Spring), constant, tuple(timed), len(elements)
+
+    def _pybullet_inertia(self, packed: np.ndarray) -> np.ndarray:
+        """The packed bodies (`compiled_kernels.pack`) with the mass, COM and inertia PyBullet stores for the
+        body's links (getDynamicsInfo: URDF_USE_INERTIA_FROM_FILE keeps the file's values up to the round-off of
+        PyBullet's principal-axes diagonalisation; a link without <inertial> gets PyBullet's default), lumped per
+        model body by the parallel-axis theorem — the bodies PyBullet simulates, so M and h equal its own."""
+        from biobullet.spatial.rotations import quaternion_to_matrix
+        model, p, c, b = self.model, self._p, self.client, self.body
+        lumps: dict[int, list] = {}
+        for name, index in self.map.link_index.items():
+            frame = model.frame(name)
+            if frame.body < 0 or index < 0:
+                continue
+            info = p.getDynamicsInfo(b, index, physicsClientId=c)
+            rotation = frame.rotation @ quaternion_to_matrix(info[4])
+            com = frame.rotation @ np.asarray(info[3], dtype=float) + frame.translation
+            lumps.setdefault(frame.body, []).append((float(info[0]), com,
+                                                     rotation @ np.diag(info[2]) @ rotation.T))
+        out = packed.copy()
+        for i, parts in lumps.items():
+            mass = sum(m for m, _, _ in parts)
+            com = sum(m * r for m, r, _ in parts) / mass if mass > 0 else np.zeros(3)
+            inertia = np.zeros((3, 3))
+            for m, r, inertia_c in parts:   # parallel axes: I + m (|d|² 1 − d dᵀ), d = r − com
+                d = r - com
+                inertia += inertia_c + m * (float(d @ d) * np.eye(3) - np.outer(d, d))
+            out[i, 15] = mass
+            out[i, 16:19] = com
+            out[i, 19:28] = inertia.reshape(9)
+        return out
+
+    def _own_dynamics(self):
+        """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
+        calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
+        round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
+        Fixed base in PyBullet's dof order only; None without numba."""
+        if not self._fixed or not self._dof_identity or not len(self._joint_list):
+            return None
+        from biobullet.algorithms.compiled_kernels import pack, tree_dynamics_kernel
+        kernel = tree_dynamics_kernel()
+        if kernel is None:
+            return None
+        model, p, c, b = self.model, self._p, self.client, self.body
+        n = model.n_tangent
+        meta, body = pack(model)
+        body = self._pybullet_inertia(body)
+        gravity = np.array(model.gravity, dtype=float)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            x, xd = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
+            mass = np.asarray(p.calculateMassMatrix(b, x.tolist(), physicsClientId=c))
+            bias = np.asarray(p.calculateInverseDynamics(b, x.tolist(), xd.tolist(), self._zero_list,
+                                                         physicsClientId=c))
+            own_mass, own_bias = kernel(meta, body, x, xd, xd, gravity, n, True, True, False)
+            if (np.abs(own_mass - mass).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(mass).max(), 1e-300)
+                    or np.abs(own_bias - bias).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(bias).max(), 1.0)):
+                return None
+        return kernel, meta, body, gravity
 
     def _to_pybullet(self, theta: np.ndarray) -> list[float]:
         """θ (URDF order) → PyBullet dof order, as a list."""
@@ -397,8 +547,11 @@ class Bridge:
         return out
 
     def _apply(self, tau, generalized) -> np.ndarray:
-        if self._fast and generalized is None:
-            return self._apply_fast(tau)
+        if generalized is None:
+            if self._fast:
+                return self._apply_fast(tau)
+            if self._rows_fast:
+                return self._apply_rows(tau)
         model, t = self.model, self.time
         p, c, b = self._p, self.client, self.body
         if self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
@@ -440,16 +593,75 @@ class Bridge:
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
             torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
-        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
-                            self._null_work,
-                            out) == 0:
+        if self._linear_own is not None:   # M, h and the null-space solve in one call
+            _, meta, body, gravity = self._own
+            status = self._linear_own(meta, body, gravity, torque, self._null, state, self.corrector.kp,
+                                      self.corrector.kd, limit, self._null_work, out)
+        else:
+            if self._own is None:
+                mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+                bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list,
+                                                             physicsClientId=c))
+            else:
+                kernel, meta, body, gravity = self._own
+                mass, bias = kernel(meta, body, state[0], state[1], state[1], gravity, self._out_n, True, True,
+                                    False)
+            status = self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
+                                      limit, self._null_work, out)
+        if status == 0:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
         else:   # projection due or no reduced solution: the general path (it reads M and h again)
+            out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
+        self._last_torque = out
+        return out
+
+    def _apply_rows(self, tau) -> np.ndarray:
+        """apply() for explicit joint functions (polynomial, spline, Fourier, linear) and point/planar `<loop>`s
+        on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
+        `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
+        `loop_torque_kernel`). Same equations as the general
+        path, which takes over when the solve declines."""
+        p, c, b, model = self._p, self.client, self.body, self.model
+        states = p.getJointStates(b, self._joint_list, physicsClientId=c)
+        x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
+        state = np.array((x_list, xd_list))
+        torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+        data = self._loops_data
+        forces = self._compiled_forces
+        if forces is not None and len(self._force_elements(model)) == forces[3]:   # springs in the kernel
+            # the kernel never writes τ: the constant torques serve as it is when nothing is added
+            torque = forces[1] if tau is None else torque + forces[1]
+            for element in forces[2]:
+                torque = torque + element.generalized_force(model, state[0], state[1], self.time)
+        else:
+            if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+                torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+            if forces is not None:   # an element was added: the hook applied every element, the kernel none
+                data = data[:8] + self._no_springs
+        if self._own is None:
+            mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
+            bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+            meta, body, gravity = self._no_tree
+        else:
+            mass, bias = self._mass_work, self._bias_work
+            _, meta, body, gravity = self._own
+        corrector = self.corrector
+        lam, out = np.empty(self.constraints.n), np.empty(self._out_n)
+        if data is None:
+            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
+                                       self.time, state, corrector.kp, corrector.kd, corrector.kb, self._xdd, lam,
+                                       out)
+        else:
+            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
+                                       self.time, state, *data, corrector.kp, corrector.kd, corrector.kb,
+                                       self._xdd, lam, out)
+        if status == 0:
+            self._lambda = lam
+        else:   # the general path (it reads M and h again)
             out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
@@ -580,16 +792,31 @@ class Bridge:
         self._samples.append((t, x, xd))
 
     def trajectory(self):
-        """The recorded samples as the reference engine's Trajectory (t, joint_names, positions, velocities, q, v)."""
-        from biobullet.bridge.records import make_trajectory
+        """The recorded samples as the reference engine's `integrate.Trajectory`, in its layout: `positions` /
+        `velocities` the tree state x / ẋ (a floating base's pose and twist first, named base_x … base_qw /
+        base_vx … base_wz, then every joint), q, v the independent coordinates; meta = {"engine": "pybullet",
+        "dt": s}. No energies (PyBullet reports none)."""
+        from biobullet.integrate.trajectory import Trajectory
         if not self._samples:
             raise ModelError("nothing recorded: call record() or create the bridge with record=True",
                              attribute="record")
+        model = self.model
         t = np.array([s[0] for s in self._samples])
         x = np.array([s[1] for s in self._samples])
         xd = np.array([s[2] for s in self._samples])
-        return make_trajectory(self.model, t, x[:, self._base:], xd[:, self._base_v:], x[:, self._independent_x],
-                               xd[:, self._independent_v], metadata=dict(engine="pybullet", dt=self.dt))
+        base_q = BASE_POSITION_NAMES if model.floating_base else ()
+        base_v = BASE_VELOCITY_NAMES if model.floating_base else ()
+        return Trajectory(t=t, joint_names=tuple(model.joint_names),
+                          position_names=base_q + tuple(model.joint_names),
+                          velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
+                          positions=x, velocities=xd, q=x[:, self._independent_x], v=xd[:, self._independent_v],
+                          coordinate_names=tuple(model.coordinate_names),
+                          meta=dict(engine="pybullet", dt=self.dt), model=model)
+
+
+#: the reference engine's names of a floating base's pose and twist columns (`integrate.engine`)
+BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
 
 
 def initial_state(model, initial) -> tuple[np.ndarray, np.ndarray]:
@@ -625,7 +852,8 @@ def expand_flexible_links(model, segments, shear, air_damping: bool = True):
     """(model, layouts): a model with `<flexible>` links re-loaded with each link expanded into rigid segments
     (`flexible.segments`: bending springs EI/h with Kelvin–Voigt dampers, shear springs κGA/h if shear=True,
     `SegmentAirDamping` unless air_damping=False). segments: one number or {link: number}; default: the
-    element's `segments` attribute, else DEFAULT_SEGMENTS. shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
+    element's `segments` attribute, else DEFAULT_SEGMENTS.
+    shear: default False on the bridge — shear joints raise ω_max by orders of magnitude
     for slender links, and PyBullet's explicit step must stay below 2/ω_max. A model without `<flexible>` is
     returned as it is ({} layouts)."""
     elements = model.description.elements_of("flexible")

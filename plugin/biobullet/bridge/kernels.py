@@ -5,6 +5,11 @@
                   returns max |Φ̇| (the velocity residual that decides whether to project).
     linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
+    loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._apply_rows`).
+    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear; `model.joint_jets`): the rows
+                  Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
+                  (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
+                  call per step (`Bridge._apply_rows`).
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
 numba each kernel is one call. Without numba (or with BIOBULLET_NUMBA=0) the numpy versions give the same
@@ -71,6 +76,147 @@ _PIVOT = solve.PIVOT_CHECK
 _schur = None   # the compiled Schur kernel, a global of _kkt_torque_py when numba compiles it
 
 
+def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, kp, kd, kb, xdd,
+                    lam, torque):
+    """τ_out = τ + Φ_xᵀλ for explicit function rows at (x, ẋ) = state; own: M, h from the tree recursions (the
+    given mass/bias are then overwritten), else the given PyBullet ones. Status 0, or ≠ 0 when the solve
+    declines (the caller's general path decides)."""
+    n = state.shape[1]
+    m = table.shape[0]
+    x = state[0]
+    xd = state[1]
+    if own:
+        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
+        for i in range(n):
+            bias[i] = h_own[i]
+            for j in range(n):
+                mass[i, j] = m_own[i, j]
+    phi = np.empty(m)
+    jac = np.empty((m, n))
+    phi_t = np.empty(m)
+    bias_c = np.empty(m)
+    _rows(table, inputs, coef, t, 0, 0, x, xd, phi, jac, phi_t, bias_c)
+    for r in range(m):
+        bias_c[r] *= kb
+    return _kkt(mass, bias, tau, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
+
+
+_tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
+
+
+def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, ancestry,
+                    point_body, offset, basis, kinds, row_start, n_rows, body_ancestry, spring_bodies, spring_points,
+                    spring_params, zero_length, kp, kd, kb, xdd, lam, torque):
+    """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
+    (point and planar loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
+    order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
+    same kinematics; own: M, h from the tree recursions. Status 0, or ≠ 0 when the solve declines or a spring
+    has zero length (the general path then decides and reports)."""
+    n = state.shape[1]
+    nf = table.shape[0]
+    m = nf + n_rows
+    x = state[0]
+    xd = state[1]
+    phi = np.empty(m)
+    jac = np.empty((m, n))
+    phi_t = np.zeros(m)
+    bias_c = np.empty(m)
+    if nf > 0:
+        f_phi = np.empty(nf)
+        f_jac = np.empty((nf, n))
+        f_t = np.empty(nf)
+        f_bias = np.empty(nf)
+        _rows(table, inputs, coef, t, 0, 0, x, xd, f_phi, f_jac, f_t, f_bias)
+        for r in range(nf):
+            phi[r] = f_phi[r]
+            phi_t[r] = f_t[r]
+            bias_c[r] = f_bias[r]
+            for c in range(n):
+                jac[r, c] = f_jac[r, c]
+    rot, pos, sub, vel, acc = _kin(meta, body, x, xd, n, True)
+    total = tau.copy()
+    for s in range(spring_bodies.shape[0]):
+        status, s_tau, _, _ = _spring(rot, pos, sub, body_ancestry, xd, spring_bodies[s, 0], spring_points[s, 0],
+                                      spring_bodies[s, 1], spring_points[s, 1], spring_params[s, 0],
+                                      spring_params[s, 1], spring_params[s, 2], zero_length)
+        if status != 0:
+            return 3
+        for k in range(n):
+            total[k] += s_tau[k]
+    l_phi, l_jac, l_bias = _loop_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds,
+                                      row_start, n_rows, True, True)
+    for r in range(n_rows):
+        phi[nf + r] = l_phi[r]
+        bias_c[nf + r] = l_bias[r]
+        for c in range(n):
+            jac[nf + r, c] = l_jac[r, c]
+    for r in range(m):
+        bias_c[r] *= kb
+    if own:
+        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
+        for i in range(n):
+            bias[i] = h_own[i]
+            for j in range(n):
+                mass[i, j] = m_own[i, j]
+    return _kkt(mass, bias, total, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
+
+
+_kin = _loop_rows = _spring = None   # bound before `_loop_torque_py` compiles
+
+
+def loop_torque_kernel():
+    """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
+    from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+    fused = rows_torque_kernel()   # compiles and binds the shared callees
+    loops = loop_kernels()
+    if fused is None or loops is None:
+        return None
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    from biobullet.forces.compiled import spring_kernel
+    from biobullet.model.joint_jets import function_rows_kernel
+    if spring_kernel() is None:
+        return None
+    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()})
+    return jit.compiled(_loop_torque_py, bind={"_tree": tree_dynamics_kernel(), "_rows": function_rows_kernel(),
+                                               "_kkt": kkt,
+                                               "_kin": loops[0], "_loop_rows": loops[1],
+                                               "_spring": spring_kernel()})
+
+
+def rows_torque_kernel():
+    """The compiled `_rows_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    from biobullet.model.joint_jets import function_rows_kernel
+    schur = solve.schur_kernel()
+    tree, rows = tree_dynamics_kernel(), function_rows_kernel()
+    if schur is None or tree is None or rows is None:
+        return None
+    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur})
+    if kkt is None:
+        return None
+    return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
+
+
+def _linear_own_py(meta, body, gravity, tau, null, state, kp, kd, limit, work, out):
+    """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
+    the null-space kernel's)."""
+    n = state.shape[1]
+    mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, True, True, False)
+    return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
+
+
+_null = None   # bound before `_linear_own_py` compiles
+
+
+def linear_own_kernel():
+    """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    tree, null = tree_dynamics_kernel(), jit.compiled(solve._null_space_kernel_py)
+    if tree is None or null is None:
+        return None
+    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": null})
+
+
 def kernels():
     """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the numpy versions without
     numba / with BIOBULLET_NUMBA=0."""
@@ -89,4 +235,4 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["kernels", "pack_linear", "resolved"]
+__all__ = ["kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]

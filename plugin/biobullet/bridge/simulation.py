@@ -72,7 +72,7 @@ def cli_simulate_pybullet(args) -> int:
                        inertia=getattr(args, "inertia", "warn"))
     initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
     trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
-    dt = getattr(trajectory, "metadata", {}).get("dt", getattr(args, "dt", None) or DEFAULT_DT)
+    dt = trajectory.meta.get("dt", getattr(args, "dt", None) or DEFAULT_DT)
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {trajectory.t[-1]:g} s, PyBullet "
           f"dt = {dt:g} s)", file=sys.stderr)
     return 0

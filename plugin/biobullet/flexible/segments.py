@@ -33,11 +33,13 @@ import math
 import os
 import tempfile
 import xml.etree.ElementTree as ET
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.atomic import write_text
 from biobullet.core.errors import ModelError
 
@@ -306,6 +308,7 @@ class SegmentAirDamping:
 
         class _AirDamping(ForceElement):
             tag = "segment_air_damping"
+            uses_placements = False   # its own kinematics (compiled, or body_placements in `_terms`)
 
             def __init__(self) -> None:
                 super().__init__(f"{lay.link}{SEPARATOR}air_damping")
@@ -321,16 +324,90 @@ class SegmentAirDamping:
                     jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]), placements)[:3]
                     yield lay.air_damping * (b - a), jac
 
+            def _compiled(self, model, x, xd):
+                """(τ, dissipated power) from one kernel call (`_air_damping_py`), or None without numba."""
+                kernel = air_damping_kernel()
+                if kernel is None:
+                    return None
+                packed = self._packed.get(model)
+                if packed is None:
+                    from biobullet.algorithms.compiled_kernels import pack
+                    from biobullet.algorithms.vectorized import tree_arrays
+                    bodies, points, coeffs = [], [], []
+                    for name, (a, b) in zip(lay.body_names(), lay.bodies):
+                        frame = model.frame(name)
+                        bodies.append(int(frame.body))
+                        points.append(frame.rotation @ np.array([0.5 * (b - a), 0.0, 0.0]) + frame.translation)
+                        coeffs.append(lay.air_damping * (b - a))
+                    packed = self._packed[model] = (
+                        *pack(model), np.ascontiguousarray(tree_arrays(model).ancestry, dtype=float),
+                        np.array(bodies, dtype=np.int64), np.array(points, dtype=float).reshape(-1, 3),
+                        np.array(coeffs, dtype=float))
+                meta, body, ancestry, bodies, points, coeffs = packed
+                tau = np.zeros(model.n_tangent)
+                power = kernel(meta, body, np.ascontiguousarray(x, dtype=float),
+                               np.ascontiguousarray(xd, dtype=float), model.n_tangent, ancestry, bodies, points,
+                               coeffs, tau)
+                return tau, power
+
             def generalized_force(self, model, x, xd, t, placements=None):
+                fast = self._compiled(model, x, xd)
+                if fast is not None:
+                    return fast[0]
                 tau = np.zeros(model.n_tangent)
                 for c, jac in self._terms(model, x):
                     tau -= c * (jac.T @ (jac @ xd))
                 return tau
 
             def dissipated_power(self, model, x, xd):
+                fast = self._compiled(model, x, xd)
+                if fast is not None:
+                    return float(fast[1])
                 return float(sum(c * float(np.dot(jac @ xd, jac @ xd)) for c, jac in self._terms(model, x)))
 
-        return _AirDamping()
+        element = _AirDamping()
+        element._packed = weakref.WeakKeyDictionary()   # per model: body indices, points, coefficients
+        return element
+
+
+_KINEMATICS = None   # the compiled tree kinematics (constraints.loop_kernels), bound before the kernel compiles
+
+
+def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coeffs, tau):
+    """τ −= Σ_s c_s J_sᵀ J_s ẋ for the lumped air drag F = −c v at the points (body frame) of the segment
+    bodies, J_s the world linear point Jacobian (columns S_lin + S_ang × p of the directions that move the
+    body; spatial velocities about the world origin, linear part first); returns the dissipated power Σ c |v|²."""
+    rot, pos, sub, vel, _ = _KINEMATICS(meta, body, x, xd, n_tangent, True)
+    power = 0.0
+    for s in range(bodies.shape[0]):
+        i = bodies[s]
+        p0 = rot[i, 0, 0] * points[s, 0] + rot[i, 0, 1] * points[s, 1] + rot[i, 0, 2] * points[s, 2] + pos[i, 0]
+        p1 = rot[i, 1, 0] * points[s, 0] + rot[i, 1, 1] * points[s, 1] + rot[i, 1, 2] * points[s, 2] + pos[i, 1]
+        p2 = rot[i, 2, 0] * points[s, 0] + rot[i, 2, 1] * points[s, 1] + rot[i, 2, 2] * points[s, 2] + pos[i, 2]
+        w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
+        v0 = vel[i, 0] + w1 * p2 - w2 * p1
+        v1 = vel[i, 1] + w2 * p0 - w0 * p2
+        v2 = vel[i, 2] + w0 * p1 - w1 * p0
+        c = coeffs[s]
+        power += c * (v0 * v0 + v1 * v1 + v2 * v2)
+        for k in range(n_tangent):
+            if ancestry[i, k] == 0.0:
+                continue
+            a0, a1, a2 = sub[3, k], sub[4, k], sub[5, k]
+            j0 = sub[0, k] + a1 * p2 - a2 * p1
+            j1 = sub[1, k] + a2 * p0 - a0 * p2
+            j2 = sub[2, k] + a0 * p1 - a1 * p0
+            tau[k] -= c * (j0 * v0 + j1 * v1 + j2 * v2)
+    return power
+
+
+def air_damping_kernel():
+    """The compiled `_air_damping_py`, or None (numba missing or disabled: the frame-Jacobian path serves)."""
+    from biobullet.constraints.loop_kernels import _kernels
+    kernels = _kernels()
+    if kernels is None:
+        return None
+    return jit.compiled(_air_damping_py, bind={"_KINEMATICS": kernels[0]})
 
 
 def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,

@@ -28,76 +28,11 @@ from biobullet.core import jit
 # the compiled callees, bound before the kernels that call them are compiled (numba resolves globals then)
 _TREE = _PROJECT = _SPRING = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
 
-# Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver.
-# `expression` functions (and any third-party type) stay on the generic path: `CompiledExplicitRHS.for_system`
-# returns None for a model that has one.
-POLYNOMIAL, LINEAR, SPLINE, FOURIER = 0, 1, 2, 3
-
-
-def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
-    """Fill θ, G, θ̇, γ of the dependent joints in place, in table order (each function's inputs are set
-    before it): θ = f(z, t), G = f_z G_z, θ̇ = f_z ż + f_t, γ = f_z γ_z + żᵀ f_zz ż (+ f_tt for drivers).
-    table rows: (type, output joint, first input in `inputs`, input count, first coefficient, coefficient count)."""
-    nv = gradient.shape[1]
-    for r in range(table.shape[0]):
-        kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
-        xo, vo = base_q + out, base_v + out
-        if kind == LINEAR:
-            value = coef[c0 + n_in]   # the offset follows the coefficients
-            rate = 0.0
-            acc = 0.0
-            for c in range(nv):
-                gradient[vo, c] = 0.0
-            for m in range(n_in):
-                a = coef[c0 + m]
-                j = inputs[i0 + m]
-                value += a * x[base_q + j]
-                rate += a * xd[base_v + j]
-                acc += a * gamma[base_v + j]
-                for c in range(nv):
-                    gradient[vo, c] += a * gradient[base_v + j, c]
-            x[xo], xd[vo], gamma[vo] = value, rate, acc
-            continue
-        if kind == FOURIER:   # θ(t): a0, then (ω_k, a_k, b_k) per harmonic
-            value = coef[c0]
-            rate = 0.0
-            acc = 0.0
-            for k in range(nc):
-                w, a, b = coef[c0 + 1 + 3 * k], coef[c0 + 2 + 3 * k], coef[c0 + 3 + 3 * k]
-                cs, sn = np.cos(w * t), np.sin(w * t)
-                value += a * cs + b * sn
-                rate += w * (b * cs - a * sn)
-                acc -= w * w * (a * cs + b * sn)
-            for c in range(nv):
-                gradient[vo, c] = 0.0
-            x[xo], xd[vo], gamma[vo] = value, rate, acc
-            continue
-        j = inputs[i0]
-        z = x[base_q + j]
-        if kind == POLYNOMIAL:   # Horner for f, f', f'' (ascending coefficients)
-            f = 0.0
-            d1 = 0.0
-            d2 = 0.0
-            for k in range(nc - 1, -1, -1):
-                d2 = d2 * z + 2.0 * d1
-                d1 = d1 * z + f
-                f = f * z + coef[c0 + k]
-        else:   # SPLINE: nc breaks, then (nc − 1) pieces (c3, c2, c1, c0) in s = z − break; end pieces continued
-            piece = 0
-            while piece < nc - 2 and z >= coef[c0 + piece + 1]:
-                piece += 1
-            s = z - coef[c0 + piece]
-            base = c0 + nc + 4 * piece
-            a3, a2, a1, a0 = coef[base], coef[base + 1], coef[base + 2], coef[base + 3]
-            f = ((a3 * s + a2) * s + a1) * s + a0
-            d1 = (3.0 * a3 * s + 2.0 * a2) * s + a1
-            d2 = 6.0 * a3 * s + 2.0 * a2
-        zd = xd[base_v + j]
-        x[xo] = f
-        xd[vo] = d1 * zd
-        gamma[vo] = d1 * gamma[base_v + j] + d2 * zd * zd
-        for c in range(nv):
-            gradient[vo, c] = d1 * gradient[base_v + j, c]
+# Joint functions evaluated inside the kernel (the table of model/joint_jets.py: polynomial, linear, cubic spline,
+# Fourier driver). `expression` functions (and any third-party type) stay on the generic path:
+# `CompiledExplicitRHS.for_system` returns None for a model that has one.
+from biobullet.model.joint_jets import (FOURIER, LINEAR, POLYNOMIAL, SPLINE,  # noqa: E402,F401
+                                        _explicit_jets_py, explicit_table)
 
 
 def _ltdl_solve_py(mass, parent, rhs, out):
@@ -283,46 +218,6 @@ def _explicit_kernel():
             _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _JETS, _KINEMATICS, _LTDL = callees
             _EXPLICIT = jit.compiled(_explicit_rhs_py) or False
     return _EXPLICIT or None
-
-
-def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline and
-    Fourier joint functions (in evaluation order), or None when any resolver is of another kind."""
-    from biobullet.functions.fourier import FourierFunction
-    from biobullet.functions.linear import LinearFunction
-    from biobullet.functions.polynomial import PolynomialFunction
-    from biobullet.functions.spline import SplineFunction
-    from biobullet.model.coordinates import ExplicitFunction
-
-    rows, inputs, coef = [], [], []
-    for resolver in cmap.resolvers:
-        if type(resolver) is not ExplicitFunction:
-            return None
-        f = resolver.function
-        kind = type(f)
-        start_in, start_c = len(inputs), len(coef)
-        inputs.extend(int(j) for j in resolver.inputs)
-        if kind is PolynomialFunction:
-            coef.extend(f.coefficients)
-            rows.append((POLYNOMIAL, resolver.output, start_in, len(resolver.inputs), start_c, len(f.coefficients)))
-        elif kind is LinearFunction:
-            coef.extend(float(c) for c in f.coefficients)
-            coef.append(float(f.offset))
-            rows.append((LINEAR, resolver.output, start_in, len(resolver.inputs), start_c, len(f.coefficients)))
-        elif kind is SplineFunction:
-            coef.extend(float(b) for b in f._breaks)
-            for piece in f._coefficients:
-                coef.extend(float(c) for c in piece)
-            rows.append((SPLINE, resolver.output, start_in, 1, start_c, len(f._breaks)))
-        elif kind is FourierFunction:
-            coef.append(f.a0)
-            for w, a, b in zip(f._omega_k, f.a, f.b):
-                coef.extend((float(w), float(a), float(b)))
-            rows.append((FOURIER, resolver.output, start_in, 0, start_c, len(f.a)))
-        else:
-            return None
-    return (np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
-            np.array(coef, dtype=float))
 
 
 def pack_springs(model, springs) -> tuple:
