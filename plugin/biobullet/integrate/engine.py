@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from biobullet.core.errors import ModelError, SolverError
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
+
+if TYPE_CHECKING:
+    from biobullet.integrate.trajectory import Trajectory
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
 
