@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from biobullet.core.errors import SourceRef
-from biobullet.functions._attributes import check_input_count, check_known
-from biobullet.functions.base import JointFunction
+from biobullet.core.attributes import check_count, check_known_attributes
+from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
 from biobullet.functions.registry import register
 
@@ -66,7 +66,7 @@ class ExpressionFunction(JointFunction):
         source = source or _PYTHON_SOURCE
         import sympy  # lazy: only expression functions pay for SymPy
 
-        check_input_count(self.inputs, source)
+        check_count(source, "inputs", self.inputs)
         for name in self.inputs:
             if not is_identifier(name) or name in RESERVED:
                 raise source.error("inputs", f"input '{name}' cannot be used in an expression (not a Python "
@@ -101,7 +101,7 @@ class ExpressionFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "ExpressionFunction":
-        check_known(attributes, cls.attributes, source)
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
         if "expression" not in attributes:
             raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
         parameters = parse_parameters(attributes.get("parameters"), inputs, source)
