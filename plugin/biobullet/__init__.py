@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 # public name → (module, attribute)
 _LAZY: dict[str, tuple[str, str]] = {
     "Model": ("biobullet.model", "Model"),
-    "load_model": ("biobullet.model", "load_model"),
+    "load_model": ("biobullet.integrate.checks", "load_model"),  # load + every element validated
     "simulate": ("biobullet.integrate", "simulate"),
     "Trajectory": ("biobullet.integrate", "Trajectory"),
     "Bridge": ("biobullet.bridge", "Bridge"),

@@ -51,6 +51,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    """A random seed: a non-negative integer below 2**32 (NumPy's limit)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r}") from None
+    if not 0 <= value < 2 ** 32:
+        raise argparse.ArgumentTypeError(f"must be in 0 … 4294967295, got {text[:40]}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -104,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     _base_flags(validate)
     validate.add_argument("--samples", type=_positive_int, default=10, metavar="N",
                           help="random states per model (default 10)")
-    validate.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    validate.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
     validate.add_argument("--tol", type=_positive_float, default=1e-9, metavar="T",
                           help="relative tolerance (default 1e-9)")
     validate.add_argument("--random", type=_positive_int, default=None, metavar="N",
@@ -279,7 +290,7 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from biobullet.model import load_model
+    from biobullet.integrate.checks import load_model  # every element validated at load
 
     info = model_info(load_model(args.model, floating_base=args.floating_base))
     if args.json:
@@ -357,7 +368,7 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
                                              progress=_progress_printer("model")))
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
-    from biobullet.model import load_model
+    from biobullet.integrate.checks import load_model  # every element validated at load
     report = validate_model(load_model(args.model, floating_base=args.floating_base), samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
@@ -372,7 +383,27 @@ def _json_default(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- later commands
+#: most output samples (reference engine) or PyBullet steps one `simulate` may ask for
+MAX_SAMPLES = 10_000_000
+
+
+def _check_output_file(path: str, flag: str = "--out") -> None:
+    """An output file argument: absent or a regular file, checked before any work (the writer checks again)."""
+    from biobullet.core.atomic import check_target
+    check_target(path)
+
+
+def _check_output_dir(path: str, flag: str = "--out") -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise _UsageError(f"{flag} {path[:200]!r} exists and is not a directory")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    _check_output_file(args.out)
+    if args.dt is not None and args.t_end / args.dt > MAX_SAMPLES:
+        what = "output samples" if args.engine == "reference" else "PyBullet steps"
+        raise _UsageError(f"--t-end {args.t_end:g} with --dt {args.dt:g} asks for {args.t_end / args.dt:.3g} "
+                          f"{what}; the limit is {MAX_SAMPLES:.0e} (use a larger --dt)")
     if args.engine == "reference":
         try:
             from biobullet import integrate
@@ -388,9 +419,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             from biobullet.bridge import simulate as simulate_fn  # type: ignore[attr-defined]
         except ImportError:
             raise NotAvailable("simulate --engine pybullet") from None
-    from biobullet.model import load_model
+    from biobullet.integrate.checks import load_model  # every element validated at load
 
     model = load_model(args.model, floating_base=args.floating_base)
+    from biobullet.integrate.checks import runnable_check, time_function_check
+    runnable_check(model, args.engine)
+    time_function_check(model, args.t_end)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
     if args.engine == "reference":
         options.update(formulation=args.formulation, method=args.method, rtol=args.rtol, atol=args.atol)
@@ -411,6 +445,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from biobullet.studies import run_scenario
 
     out = args.out or os.path.join("out", args.scenario)
+    _check_output_dir(out)
     options = {key: value for key, value in vars(args).items()
                if key in ("modes",) and value is not None}
     summary = run_scenario(args.scenario, out, **options)
@@ -430,6 +465,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    _check_output_dir(args.out)
     from biobullet.bench import format_bench, run_bench
 
     summary = run_bench(quick=args.quick, out=args.out)

@@ -417,7 +417,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe)
-    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError) as exc:
+    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
+            ArithmeticError, ValueError, RecursionError) as exc:  # any failure keeps the partial trajectory
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
         fail_y = getattr(exc, "y", result.last_y)
@@ -491,8 +492,10 @@ def cli_simulate(args) -> int:
     method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
     import sys
 
-    from biobullet.model import load_model
+    from biobullet.integrate.checks import load_model, runnable_check, time_function_check
     model = load_model(args.model, floating_base=getattr(args, "floating_base", None))
+    runnable_check(model, "reference")
+    time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None
