@@ -86,6 +86,11 @@ class SolverError(BiobulletError):
     """A numerical solve failed (assembly, integration, singular configuration)."""
 
 
+class EvaluationError(SolverError):
+    """A model function was evaluated outside its domain or at a pole (log of a negative number, 1/(t - 0.1) at
+    t = 0.1) or overflowed: the message names the function, its inputs and the time."""
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """Where a piece of a model came from: used to build precise error messages."""

@@ -15,7 +15,7 @@ from typing import Mapping
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as _kernels
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, SolverError
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import Body, Frame, compile_tree
@@ -246,11 +246,11 @@ class Model:
     # ------------------------------------------------------------------ dynamics (reduced equations)
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """M(q, t), nv × nv, kg·m² / kg."""
-        return _formulation(formulation).mass_matrix(self, q, t)
+        return _finite_result("mass_matrix", _formulation(formulation).mass_matrix(self, q, t), self.file, t)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
-        return _formulation(formulation).bias_forces(self, q, v, t)
+        return _finite_result("bias_forces", _formulation(formulation).bias_forces(self, q, v, t), self.file, t)
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
@@ -263,7 +263,7 @@ class Model:
         rhs = -bias
         if tau is not None:
             rhs = rhs + self._check("tau", tau, self.nv)
-        return _solve_spd(mass, rhs, self.file)
+        return _finite_result("forward_dynamics", _solve_spd(mass, rhs, self.file), self.file, t)
 
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
         """q ⊕ v·dt (quaternion of a floating base integrated on the sphere)."""
@@ -324,6 +324,14 @@ class Model:
 
 _FLOAT = np.dtype(float)
 _TINY: dict[int, np.ndarray] = {}
+
+
+def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndarray:
+    """`value` if every entry is finite; else a SolverError (never NaN out of the public API)."""
+    if _isfinite(float(np.sum(value))):
+        return value
+    raise SolverError(f"{file}: {name} is not finite at t = {float(t):.9g} s (the model's magnitudes overflow "
+                      "double precision, e.g. a coordinate of 1e200 m, or the state is out of range)")
 
 
 def _tiny(size: int) -> np.ndarray:

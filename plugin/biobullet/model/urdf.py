@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef, shown
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES)
@@ -26,13 +27,7 @@ TRIANGLE_TOLERANCE = 1e-9
 def load_description(path: str | os.PathLike[str], floating_base: bool | None = None) -> ModelDescription:
     """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input."""
     file = os.fspath(path)
-    if not os.path.isfile(file):
-        raise ModelError("no such file", file=file)
-    try:
-        tree = ET.parse(file)
-    except ET.ParseError as exc:
-        raise ModelError(f"not well-formed XML ({exc})", file=file) from None
-    robot = tree.getroot()
+    robot = read_xml(file)
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     links = tuple(_parse_link(file, element, number) for number, element in enumerate(robot.findall("link"), 1))
@@ -49,6 +44,58 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
                                    links=links, joints=joints, root_link=root)
     return parse_extension(description, extension[0] if extension else None, floating_base)
+
+
+#: largest model file read (bytes): the bundled models are < 100 kB; a bigger file is refused before parsing
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: most XML elements in one model file
+MAX_ELEMENTS = 200_000
+#: encodings a model file may declare (XML 1.0 requires UTF-8/UTF-16 support; Latin-1/ASCII are common)
+ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16")
+_DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""")
+
+
+def read_xml(file: str) -> ET.Element:
+    """The root element of model file `file`, read with bounded work: the size is checked before reading,
+    the encoding declaration must name a supported encoding, entity declarations (billion laughs) are refused,
+    and the element count is bounded. Every failure is a ModelError naming the file."""
+    if not os.path.isfile(file):
+        raise ModelError("no such file" if not os.path.exists(file) else "not a regular file", file=file)
+    size = os.path.getsize(file)
+    if size > MAX_FILE_BYTES:
+        raise ModelError(f"file is {size / 2**20:.1f} MiB; model files are limited to {MAX_FILE_BYTES // 2**20} MiB",
+                         file=file)
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
+    if data.startswith((b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00")) or data[:4] in (b"\x00\x00\x00<", b"<\x00\x00\x00"):
+        raise ModelError("file is UTF-32 encoded", file=file, expected="a UTF-8 (or UTF-16, Latin-1) model file")
+    match = _DECLARATION.match(data[:400])
+    if match:
+        declared = match.group(1).decode("ascii", "replace").strip().lower()
+        if declared not in ENCODINGS:
+            raise ModelError(f"unsupported encoding {shown(declared)} in the XML declaration", file=file,
+                             expected="encoding UTF-8 (or UTF-16, ISO-8859-1, US-ASCII)")
+    if b"<!ENTITY" in data:
+        raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
+                         expected="plain XML without a DTD")
+    parser = ET.XMLParser()
+    try:
+        parser.feed(data)
+        robot = parser.close()
+    except ET.ParseError as exc:
+        raise ModelError(f"not well-formed XML ({exc})", file=file) from None
+    except (LookupError, ValueError, UnicodeError) as exc:
+        raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
+    count = 0
+    for _ in robot.iter():
+        count += 1
+        if count > MAX_ELEMENTS:
+            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
+                             expected=f"at most {MAX_ELEMENTS} elements")
+    return robot
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
