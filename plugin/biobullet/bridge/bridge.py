@@ -37,6 +37,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from biobullet.bridge.lifecycle import attach, ensure_usable, mark_closed
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.bridge.connection import check_inertia, load_body, prepare_body, resolve_client
 from biobullet.bridge.constraints import bridge_constraints
@@ -86,8 +88,7 @@ class Bridge:
             self.map = PyBulletMap(model, self.body, self.client)
             check_inertia(model, self.client, self.body, self.map.link_index)
             if dt is not None:
-                if not np.isfinite(dt) or dt <= 0:
-                    raise ModelError(f"argument 'dt' is {dt!r}", attribute="dt", expected="a positive time step (s)")
+                dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
             elif self._owned:
                 p.setTimeStep(DEFAULT_OWNED_DT, physicsClientId=self.client)
@@ -121,11 +122,13 @@ class Bridge:
         self._last_torque = np.zeros(model.n_tangent)
         self._auto_record = bool(record)
         self._samples: list[tuple[float, np.ndarray, np.ndarray]] = []
+        attach(self)  # lifecycle token: closed / disconnected / reused client ids are detected
         self.reset(*initial_state(model, initial))
 
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
         """Disconnect if the bridge made the connection (else leave the user's client alone)."""
+        mark_closed(self)
         if getattr(self, "_owned", False) and self.client is not None:
             try:
                 self._p.disconnect(physicsClientId=self.client)
@@ -290,6 +293,7 @@ class Bridge:
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
         """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s)."""
+        ensure_usable(self, "reset")
         x = self.model._check("x", x, self.model.n_config)
         xd = self.model._check("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
@@ -300,6 +304,7 @@ class Bridge:
 
     def state(self) -> tuple[float, np.ndarray, np.ndarray]:
         """(t, x, ẋ): time (s), tree configuration and velocity in biobullet order (see `model.tree`)."""
+        ensure_usable(self, "state")
         x, xd = self._read_state()
         return self.time, x, xd
 
@@ -316,6 +321,7 @@ class Bridge:
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order."""
+        ensure_usable(self, "tree_mass_and_bias")
         mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
@@ -326,6 +332,7 @@ class Bridge:
 
     def inverse_dynamics(self, q, v, qdd, t: float = 0.0) -> np.ndarray:
         """Generalized forces Q = Gᵀ ID_pybullet(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv)."""
+        ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model._check("qdd", qdd, self.model.nv)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
@@ -337,6 +344,7 @@ class Bridge:
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
         """
+        ensure_usable(self, "apply")
         if self._fast and generalized is None:
             return self._apply_fast(tau)
         model, t = self.model, self.time
@@ -492,6 +500,7 @@ class Bridge:
 
         Native loops add `loop:<name>:<k>` entries from getConstraintState (PyBullet's applied force, N).
         """
+        ensure_usable(self, "reaction_forces")
         out = dict(zip(self.constraints.names, self._lambda.tolist()))
         for name, cid in self._native.items():
             for k, value in enumerate(self._p.getConstraintState(cid, physicsClientId=self.client)):
