@@ -121,7 +121,8 @@ class ExpressionFunction(JointFunction):
         try:
             with np.errstate(all="ignore"):
                 out = np.array(self._compiled(*(float(v) for v in x), float(t)), dtype=float)
-            problem = None if math.isfinite(float(out.sum())) else (
+                total = float(out.sum())
+            problem = None if math.isfinite(total) else (
                 "not finite (outside the domain of a function, at a pole, or overflow)")
         except (ArithmeticError, ValueError, TypeError) as exc:
             problem = f"{type(exc).__name__}: {exc}"

@@ -45,7 +45,7 @@ def checked_evaluate(function, x: np.ndarray, t: float) -> tuple[float, np.ndarr
     try:
         with np.errstate(all="ignore"):
             value, grad, hess = function.evaluate(x, t)
-        finite = _isfinite(value) and _isfinite(float(np.sum(grad)) + float(np.sum(hess)))
+            finite = _isfinite(value) and _isfinite(float(np.sum(grad)) + float(np.sum(hess)))
         detail = f"value {value:.6g}" if not _isfinite(value) else "a derivative is not finite"
     except (ArithmeticError, ValueError) as exc:
         finite, detail = False, f"{type(exc).__name__}: {exc}"

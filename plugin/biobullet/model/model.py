@@ -328,7 +328,9 @@ _TINY: dict[int, np.ndarray] = {}
 
 def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndarray:
     """`value` if every entry is finite; else a SolverError (never NaN out of the public API)."""
-    if _isfinite(float(np.sum(value))):
+    with np.errstate(all="ignore"):
+        total = float(np.sum(value))
+    if _isfinite(total):
         return value
     raise SolverError(f"{file}: {name} is not finite at t = {float(t):.9g} s (the model's magnitudes overflow "
                       "double precision, e.g. a coordinate of 1e200 m, or the state is out of range)")
