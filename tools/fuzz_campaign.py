@@ -156,8 +156,9 @@ def mutant(text: str, rng: random.Random) -> tuple[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------ checking
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """Raised by the per-command timer; a BaseException so that the CLI's last-resort handler (which turns any
+    Exception into "internal error") cannot swallow it."""
 
 
 def _alarm(signum, frame):  # noqa: ARG001
@@ -231,6 +232,7 @@ def warm_up() -> None:
     import numpy as np
     warnings.simplefilter("ignore")
     from biobullet import load_model
+    from biobullet.cli import main as cli
     for path in sorted((REPO / "urdf").glob("*.urdf")):
         try:
             model = load_model(path)
@@ -238,6 +240,8 @@ def warm_up() -> None:
             model.forward_dynamics(q, v)
             model.forward_dynamics(q + 0.01, v + 0.1, t=0.01)
             np.asarray(model.bias_forces(q, v))
+            with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(io.StringIO()):
+                cli(["simulate", str(path), "--t-end", "0.002", "--out", os.path.join(tmp, "w.csv")])
         except Exception:  # noqa: BLE001  (a bundled model the API cannot run at rest: warm-up only)
             pass
 
