@@ -109,7 +109,7 @@ def _range_text(positive: bool, non_negative: bool, at_least: float | None, at_m
         return "a finite number " + {"(": "> ", "[": "≥ "}[low[0]] + low[1:]
     if high:
         return "a finite number " + {"]": "≤ ", ")": "< "}[high[-1]] + high[:-1]
-    return "a finite number"
+    return "a finite decimal number"
 
 
 def number(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
@@ -216,7 +216,7 @@ def to_floats(source: SourceRef | None, key: str, raw: Any, count: int | None = 
               max_count: int | None = None, **checks: Any) -> tuple[float, ...]:
     """Space-separated finite numbers; a bad component is reported with its position."""
     if count is not None:
-        expected = f"{count} space-separated finite number(s)"
+        expected = f"{count} space-separated finite number{'s' if count != 1 else ''}"
     else:
         expected = f"at least {min_count} space-separated finite number(s)" if min_count else \
             "space-separated finite numbers"
@@ -234,10 +234,19 @@ def to_floats(source: SourceRef | None, key: str, raw: Any, count: int | None = 
     values = []
     for position, part in enumerate(parts, start=1):
         try:
-            values.append(to_float(None, key, part, **checks))
-        except ModelError as exc:
-            raise error(source, key, f"component {position} of {shown(raw)}: {exc.detail}",
-                        exc.expected or expected) from None
+            value = float(part) if not isinstance(part, bool) and len(str(part)) <= MAX_NUMBER_LENGTH else None
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if value is None:
+            raise error(source, key, f"component {position} is not a number: {shown(raw)}", expected)
+        if not math.isfinite(value):
+            raise error(source, key, f"component {position} is not finite: {shown(raw)}", expected)
+        if checks:
+            try:
+                value = to_float(None, key, value, **checks)
+            except ModelError as exc:
+                raise error(source, key, f"component {position}: {exc.detail}", exc.expected) from None
+        values.append(value)
     return tuple(values)
 
 
@@ -304,7 +313,7 @@ def check_known_attributes(source: SourceRef | None, attributes: Mapping[str, An
     accepted = set(listed)
     for key in _attributes_of(attributes):
         if key not in accepted:
-            raise error(source, key, f"unknown attribute {shown(key)}", "one of " + ", ".join(listed))
+            raise error(source, key, "unknown attribute", "one of " + ", ".join(listed))
 
 
 def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str, ...], *,
