@@ -125,7 +125,7 @@ class ExpressionFunction(JointFunction):
             problem = None if math.isfinite(total) else (
                 "not finite (outside the domain of a function, at a pole, or overflow)")
         except (ArithmeticError, ValueError, TypeError) as exc:
-            problem = f"{type(exc).__name__}: {exc}"
+            problem = f"undefined: outside the domain of a function or at a pole ({type(exc).__name__}: {exc})"
         if problem is not None:
             inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(self.inputs, x))
             raise EvaluationError(f"{self.source.file}: {self.source.element}: expression "

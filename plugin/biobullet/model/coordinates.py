@@ -48,7 +48,7 @@ def checked_evaluate(function, x: np.ndarray, t: float) -> tuple[float, np.ndarr
             finite = _isfinite(value) and _isfinite(float(np.sum(grad)) + float(np.sum(hess)))
         detail = f"value {value:.6g}" if not _isfinite(value) else "a derivative is not finite"
     except (ArithmeticError, ValueError) as exc:
-        finite, detail = False, f"{type(exc).__name__}: {exc}"
+        finite, detail = False, f"undefined: outside its domain or at a pole ({type(exc).__name__}: {exc})"
     if not finite:
         names = getattr(function, "inputs", ())
         inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(names, x)) or "no inputs"
