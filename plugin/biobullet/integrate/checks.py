@@ -74,16 +74,39 @@ def time_function_check(model: Any, t_end: float, samples: int = TIME_SAMPLES) -
     a non-finite value or derivative raises a ModelError naming the function, the time and the inputs."""
     if not (isinstance(t_end, (int, float)) and math.isfinite(t_end) and t_end > 0):
         return
+    from biobullet.core.errors import EvaluationError
+    from biobullet.forces.collection import force_elements
+
+    times = np.linspace(0.0, float(t_end), samples)
+    for element in force_elements(model):   # actuator time functions (joint_torque type=...)
+        torque = getattr(element, "torque", None)
+        if torque is None or getattr(element, "function", None) is None:
+            continue
+        for t in times:
+            try:
+                value = float(torque(float(t)))
+            except (ArithmeticError, ValueError, EvaluationError) as exc:
+                value = exc
+            if not isinstance(value, float) or not math.isfinite(value):
+                raise element.source.error(None, f"the torque is not finite at t = {t:.6g} s ({value})",
+                                           f"a function defined over the whole run, t = 0 … {t_end:g} s")
+        pole = _singularity(element.function, [], t_end)
+        if pole is not None:
+            raise element.source.error(None, f"the torque function is singular at t = {pole:.6g} s (a pole or "
+                                       "the edge of its domain)", f"a function defined over t = 0 … {t_end:g} s")
     q0, _ = model.initial_state()
     x0 = model.joint_configuration(q0)
     names = list(model.joint_names)
-    times = np.linspace(0.0, float(t_end), samples)
     for item in model.description.joint_functions:
         function = item.function
         if not getattr(function, "uses_time", False):
             continue
         values = [float(x0[names.index(n) + (7 if model.floating_base else 0)]) if n in names else 0.0
                   for n in function.inputs]
+        pole = _singularity(function, values, t_end)
+        if pole is not None:
+            raise item.source.error(None, f"the joint function is singular at t = {pole:.6g} s (a pole or the edge "
+                                    "of its domain)", f"a function defined over t = 0 … {t_end:g} s")
         for t in times:
             try:
                 value, gradient, hessian = function.evaluate(np.array(values), float(t))
@@ -95,6 +118,24 @@ def time_function_check(model: Any, t_end: float, samples: int = TIME_SAMPLES) -
                 raise item.source.error(None, f"the joint function is not finite at t = {t:.6g} s"
                                         f"{' with ' + inputs if inputs else ''} (value {value})",
                                         f"a function defined over the whole run, t = 0 … {t_end:g} s")
+
+
+def _singularity(function: Any, values: list[float], t_end: float) -> float | None:
+    """The first singularity in [0, t_end] of an expression function's time dependence at fixed inputs (SymPy's
+    `singularities`: poles, log/sqrt branch points), or None (none found, or not an expression, or SymPy cannot
+    tell — this is a cheap extra check, the sampled one still runs)."""
+    symbolic = getattr(function, "symbolic", None)
+    if symbolic is None or symbolic.count_ops() > 200:
+        return None
+    try:
+        import sympy
+        time_symbol = sympy.Symbol(f"_z{len(function.inputs)}")
+        fixed = symbolic.subs({sympy.Symbol(f"_z{k}"): sympy.Float(v) for k, v in enumerate(values)})
+        found = sympy.singularities(fixed, time_symbol, sympy.Interval(0, float(t_end)))
+        points = sorted(float(p) for p in found) if isinstance(found, sympy.FiniteSet) else []
+    except Exception:  # noqa: BLE001  (SymPy gives up on many expressions: then only the sampled check runs)
+        return None
+    return points[0] if points else None
 
 
 def load_model(path: str | os.PathLike[str], floating_base: bool | None = None) -> Any:

@@ -206,6 +206,14 @@ def test_domain_errors_and_poles_raise_instead_of_nan(tmp_path):
                                                  "--out", str(tmp_path / "p.csv"))
 
 
+def test_a_torque_pole_between_samples_is_found_before_the_run(tmp_path):
+    # 1/(t - 0.1) is finite at every one of the 257 samples of [0, 0.3]: SymPy's singularities() finds the pole
+    path = chain(tmp_path, '<joint_torque joint="j1" type="expression" expression="1/(t-0.1)"/>')
+    line = one_error("simulate", path, "--t-end", "0.3", "--out", str(tmp_path / "t.csv"))
+    assert "singular at t = 0.1 s" in line and "<joint_torque" in line
+    assert run_cli("info", path)[0] == 0     # the model itself is valid; only this run would cross the pole
+
+
 def test_absurd_magnitudes_raise_instead_of_nan(tmp_path):
     from biobullet import load_model
     model = load_model(chain(tmp_path, com="0 0 1e200"))
