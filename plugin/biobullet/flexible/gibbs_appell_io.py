@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from biobullet.core.attributes import REQUIRED
+from biobullet.core.attributes import REQUIRED, number, vector3
 from biobullet.core.errors import ModelError
 
 FLEXIBLE_ATTRIBUTES = {"link", "theory", "boundary", "modes", "youngs_modulus", "shear_modulus",
@@ -27,7 +27,7 @@ _REQUIRED = ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "se
 def flexible_attributes(element: Any, default_length: float | None) -> dict[str, Any]:
     """Validated keyword arguments of `link_from_beam` from one `<flexible>` ElementDescription."""
     from biobullet.flexible import BOUNDARIES, THEORIES
-    from biobullet.core.attributes import check_known_attributes, choice, integer, number
+    from biobullet.core.attributes import check_known_attributes, choice, integer
     source, a = element.source, element.attributes
     check_known_attributes(source, a, FLEXIBLE_ATTRIBUTES)
     theory = choice(source, a, "theory", THEORIES, "timoshenko", what="theory")
@@ -105,8 +105,8 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     points = []
     for e in contacts:
         link = e.get("link")
-        xyz = np.array([float(v) for v in (e.get("xyz") or "0 0 0").split()])
-        if link not in names or xyz.size != 3:
+        xyz = np.array(vector3(e.source, e.attributes, "xyz"))
+        if link not in names:
             raise e.source.error("link", f"{link!r} is not a chain link", "a chain link")
         i = names.index(link)
         if np.allclose(xyz, 0.0, atol=1e-9):
@@ -116,7 +116,7 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
         else:
             raise e.source.error("xyz", "contacts of an elastic chain sit at joint points",
                                  f"0 0 0 or {links[i].length:g} 0 0")
-        if float(e.get("ground_height", "0")) != 0.0 or e.get("ground", "plane") != "plane":
+        if number(e.source, e.attributes, "ground_height", 0.0) != 0.0 or e.get("ground", "plane") != "plane":
             raise e.source.error("ground_height", "only the ground plane y = 0 is supported", "0")
     normal = _single_law(contacts, normal_law_from_attributes, "normal")
     friction = _single_law(contacts, friction_law_from_attributes, "friction")
