@@ -273,10 +273,12 @@ def _multipliers_module(model):
 
 # ---------------------------------------------------------------------------------------------- energies
 def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
-    """½ ẋᵀ M(x) ẋ (J), tree mass matrix."""
+    """½ ẋᵀ M(x) ẋ (J), tree mass matrix. M ẋ is one RNEA pass with ẋ as the acceleration (zero rates, no
+    gravity): O(n), where forming M is O(n²) — a 1,500-body model evaluated at 1,001 samples took minutes."""
     from biobullet.algorithms.vectorized import mass_matrix_and_bias
-    mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
-    return 0.5 * float(xd @ mass @ xd)
+    xd = np.asarray(xd, dtype=float)
+    momentum = mass_matrix_and_bias(model, x, np.zeros_like(xd), xd, need_mass=False, gravity=False)[1]
+    return 0.5 * float(xd @ momentum)
 
 
 def gravity_potential(model, x: np.ndarray) -> float:

@@ -292,3 +292,18 @@ def test_sweep_out_through_a_symlink_is_refused(tmp_path):
               "sweep": [{"path": "damping", "values": [0.1]}]}
     (tmp_path / "cfg" / "c.json").write_text(json.dumps(config))
     assert "outside" in one_error("sweep", str(tmp_path / "cfg" / "c.json"))
+
+
+def test_kinetic_energy_in_linear_time_equals_the_mass_matrix_form():
+    # ½ ẋ·RNEA(x, 0, ẋ) (O(n), used for the trajectory's energy record) against ½ ẋᵀ CRBA(x) ẋ (O(n²))
+    from biobullet import load_model
+    from biobullet.algorithms.vectorized import mass_matrix_and_bias
+    from biobullet.integrate.engine import kinetic_energy
+    rng = np.random.default_rng(3)
+    for name in ("humanoid", "shoulder_rhythm"):
+        model = load_model(REPO / "urdf" / f"{name}.urdf")
+        q, _ = model.initial_state()
+        x = model.joint_configuration(q + 0.1)
+        xd = rng.normal(size=model.n_tangent)
+        mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
+        assert kinetic_energy(model, x, xd) == pytest.approx(0.5 * xd @ mass @ xd, rel=1e-13)
