@@ -158,7 +158,7 @@ def hostile_tables() -> str:
             ("`run andrews --modes x`", ["run", "andrews", "--modes", "x", "--out", str(tmp / "o")]),
             ("`validate --seed -1`", ["validate", arm, "--seed", "-1"]),
             ("`bench --out FILE`", ["bench", "--out", str(tmp / "file")]),
-            ("`simulate` a model with a `<flexible>` link", ["simulate", _model(tmp, FLEXIBLE), "--t-end", "0.01",
+            ("`simulate` a model with a flexible link", ["simulate", _model(tmp, FLEXIBLE), "--t-end", "0.01",
                                                               "--out", str(tmp / "f.csv")]),
             ("`simulate` with a `joint_torque`-style time pole inside the run (pre-checked)",
              ["simulate", _model(tmp, '<joint_function joint="j2" type="expression" inputs="j1" '

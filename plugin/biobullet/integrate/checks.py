@@ -64,7 +64,7 @@ def runnable_check(model: Any, engine: str) -> None:
     if flexible:
         element = flexible[0]
         raise element.source.error(
-            None, f"the {engine} engine of `biobullet simulate` does not run <flexible> links (they would be "
+            None, f"the {engine} engine of biobullet simulate does not run <flexible> links (they would be "
             "ignored)", "a rigid model, or the Python API: biobullet.flexible.segments.load_segmented_model "
             "(segment expansion) or ElasticChain.from_model_file (Gibbs–Appell)")
 
