@@ -287,11 +287,25 @@ def gravity_potential(model, x: np.ndarray) -> float:
     if not gravity.any():
         return 0.0
     kin = tree_kinematics(model, x)   # world placements of the bodies (cached per x)
-    energy = 0.0
-    for body, r, p in zip(model.bodies, kin.rotations, kin.positions):
-        if body.mass:
-            energy -= body.mass * float(gravity @ (r @ body.com + p))
-    return energy
+    masses, coms = _mass_table(model)
+    # vectorised over the bodies (a Python loop per body and sample took 20 s for a 1,500-body model)
+    centres = np.einsum("bij,bj->bi", kin.rotations, coms) + kin.positions
+    return -float(masses @ (centres @ gravity))
+
+
+_MASS_TABLES: dict[int, tuple[object, np.ndarray, np.ndarray]] = {}
+
+
+def _mass_table(model) -> tuple[np.ndarray, np.ndarray]:
+    """(masses (n_b), centres of mass in body frames (n_b, 3)) of `model`, cached by identity."""
+    entry = _MASS_TABLES.get(id(model))
+    if entry is None or entry[0] is not model:
+        if len(_MASS_TABLES) > 64:
+            _MASS_TABLES.clear()
+        entry = (model, np.array([float(b.mass) for b in model.bodies]),
+                 np.array([np.asarray(b.com, dtype=float) for b in model.bodies]).reshape(-1, 3))
+        _MASS_TABLES[id(model)] = entry
+    return entry[1], entry[2]
 
 
 # ---------------------------------------------------------------------------------------------- trajectory

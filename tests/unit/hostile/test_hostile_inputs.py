@@ -307,3 +307,16 @@ def test_kinetic_energy_in_linear_time_equals_the_mass_matrix_form():
         xd = rng.normal(size=model.n_tangent)
         mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
         assert kinetic_energy(model, x, xd) == pytest.approx(0.5 * xd @ mass @ xd, rel=1e-13)
+
+
+def test_vectorised_gravity_potential_equals_the_sum_over_bodies():
+    from biobullet import load_model
+    from biobullet.constraints.loops import tree_kinematics
+    from biobullet.integrate.engine import gravity_potential
+    model = load_model(REPO / "urdf" / "humanoid.urdf")
+    q, _ = model.initial_state()
+    x = model.joint_configuration(q + 0.2)
+    kin, g = tree_kinematics(model, x), np.asarray(model.gravity)
+    expected = -sum(b.mass * float(g @ (r @ np.asarray(b.com) + p))
+                    for b, r, p in zip(model.bodies, kin.rotations, kin.positions))
+    assert gravity_potential(model, x) == pytest.approx(expected, rel=1e-14)
