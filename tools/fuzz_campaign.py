@@ -296,14 +296,16 @@ def bundled_models() -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted((REPO / "urdf").glob("*.urdf"))}
 
 
-def tasks(count: int, seed: int, simulate_every: int, limit: float):
+def tasks(count: int, seed: int, simulate_every: int, limit: float, only: set[int] | None = None):
     rng = random.Random(seed)
     models = bundled_models()
     names = sorted(models)
     for index in range(count):
         name = names[index % len(names)]
-        text, note = mutant(models[name], rng)
-        yield (index, name, text, note, simulate_every > 0 and index % simulate_every == 0, limit)
+        text, note = mutant(models[name], rng)   # always drawn, so that --only reproduces the same mutants
+        if only is None or index in only:
+            yield (index, name, text, note, (simulate_every > 0 and index % simulate_every == 0) or
+                   only is not None, limit)
 
 
 def write_table(records: list[dict], path: Path, args: argparse.Namespace, wall: float) -> None:
@@ -359,12 +361,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=60.0, help="seconds allowed per command")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "fuzz_campaign.md")
     parser.add_argument("--json", type=Path, default=None, help="every record as JSON lines")
+    parser.add_argument("--only", type=int, nargs="+", default=None, metavar="INDEX",
+                        help="rerun only these mutants of the campaign (same --count/--seed), simulate included")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     records: list[dict] = []
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(args.workers, initializer=warm_up) as pool:
-        for record in pool.imap_unordered(check_one, tasks(args.count, args.seed, args.simulate_every, args.limit),
+        for record in pool.imap_unordered(check_one, tasks(args.count, args.seed, args.simulate_every, args.limit,
+                                                          set(args.only) if args.only else None),
                                           chunksize=4):
             records.append(record)
             if record["outcome"] in ("internal", "nan", "slow"):
