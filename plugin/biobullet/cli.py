@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import positive_float, positive_int
+from biobullet.core.arguments import positive_float, positive_int, seed
 
 PROG = "biobullet"
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _base_flags(validate)
     validate.add_argument("--samples", type=positive_int, default=10, metavar="N",
                           help="random states per model (default 10)")
-    validate.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    validate.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     validate.add_argument("--tol", type=positive_float, default=1e-9, metavar="T",
                           help="relative tolerance (default 1e-9)")
     validate.add_argument("--random", type=positive_int, default=None, metavar="N",
@@ -289,7 +289,7 @@ def format_info(info: dict[str, Any]) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from biobullet.loader import load_model
+    from biobullet.loader import load_model   # every element validated at load
 
     info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
     if args.json:
@@ -364,7 +364,7 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
                                              progress=_progress_printer("model")))
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
-    from biobullet.loader import load_model
+    from biobullet.loader import load_model   # every element validated at load
     report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia),
                             samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
@@ -380,14 +380,37 @@ def _json_default(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- later commands
+#: most output samples (reference engine) or PyBullet steps one `simulate` may ask for
+MAX_SAMPLES = 10_000_000
+
+
+def _check_output_file(path: str, flag: str = "--out") -> None:
+    """An output file argument: absent or a regular file, checked before any work (the writer checks again)."""
+    from biobullet.core.atomic import check_target
+    check_target(path)
+
+
+def _check_output_dir(path: str, flag: str = "--out") -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise _UsageError(f"{flag} {path[:200]!r} exists and is not a directory")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    _check_output_file(args.out)
+    if args.dt is not None and args.t_end / args.dt > MAX_SAMPLES:
+        what = "output samples" if args.engine == "reference" else "PyBullet steps"
+        raise _UsageError(f"--t-end {args.t_end:g} with --dt {args.dt:g} asks for {args.t_end / args.dt:.3g} "
+                          f"{what}; the limit is {MAX_SAMPLES:.0e} (use a larger --dt)")
     if args.engine == "reference":
-        from biobullet.integrate import cli_simulate   # the engine's CLI adapter (progress, summary line)
+        from biobullet.integrate import cli_simulate   # the engine's CLI adapter (checks, progress, summary)
         return cli_simulate(args)
     from biobullet.bridge import simulate as bridge_simulate
+    from biobullet.integrate.checks import runnable_check, time_function_check
     from biobullet.loader import load_model
 
     model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia)
+    runnable_check(model, args.engine)
+    time_function_check(model, args.t_end)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
     if args.dt is not None:
         options["dt"] = args.dt
@@ -402,6 +425,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from biobullet.studies import run_scenario
 
     out = args.out or os.path.join("out", args.scenario)
+    _check_output_dir(out)
     options = {key: value for key, value in vars(args).items()
                if key in ("modes",) and value is not None}
     summary = run_scenario(args.scenario, out, **options)
@@ -421,6 +445,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    _check_output_dir(args.out)
     if getattr(args, "work_precision", False) or getattr(args, "scaling", False):
         if args.work_precision:
             from biobullet.bench.work_precision import format_work_precision, run_work_precision

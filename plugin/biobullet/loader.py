@@ -1,13 +1,15 @@
 """`load_model`: a model file → a Model whose every element has been checked.
 
 Assembly (`biobullet.dynamics.api.build_model`) plus the parse of every element family the file uses (force
-elements, contacts, flexible links), so `info` and `validate` reject what `simulate` would.
+elements, contacts, flexible links: `integrate.checks.check_elements`), so `info` and `validate` reject what
+`simulate` would.
 """
 from __future__ import annotations
 
 import os
 
 from biobullet.dynamics.api import model_from_file
+from biobullet.integrate.checks import check_elements
 from biobullet.model.model import Model
 
 
@@ -20,7 +22,7 @@ def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, 
     "strict" (reject); see `biobullet.model.urdf.INERTIA_POLICIES`. Raises ModelError (naming file, element and
     attribute) on bad input.
     """
-    return model_from_file(path, floating_base, inertia=inertia)
+    return check_elements(model_from_file(path, floating_base, inertia=inertia))
 
 
 __all__ = ["load_model"]

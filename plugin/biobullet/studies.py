@@ -7,6 +7,7 @@ no study by name: studies are a client package, and other packages can add their
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 import time
@@ -48,6 +49,13 @@ def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
                          expected="one of " + (", ".join(sorted(table)) or
                                                "(none installed: install biobullet with its studies)"))
     module = importlib.import_module(table[name][0])
+    parameters = inspect.signature(module.run).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    for option in options:
+        if not takes_any and (option not in parameters or option == "out_dir"):
+            accepted = [p for p in parameters if p != "out_dir"]
+            raise ModelError(f"scenario {name!r} has no option {option!r}", argument=f"--{option}",
+                             expected=("options " + ", ".join(accepted)) if accepted else "no options")
     started = time.perf_counter()
     summary = module.run(out_dir, **options)
     wall = time.perf_counter() - started

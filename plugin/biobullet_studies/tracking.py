@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from biobullet.core.errors import SourceRef
-from biobullet.forces.base import ForceElement, check_attributes, joint_indices, number, register_force
+from biobullet.core.attributes import check_known_attributes, number
+from biobullet.forces.base import ForceElement, joint_indices, register_force
 
 
 def _time_function(s: SourceRef, attributes: dict, key_type: str = "type"):
@@ -62,7 +63,7 @@ class JointSpringReference(ForceElement):
         a.pop("stiffness", None)
         a.pop("damping", None)
         if "type" not in a:
-            check_attributes(s, a, {"rest"})
+            check_known_attributes(s, a, {"rest"})
             return cls(name, joint, stiffness, damping, rest=number(s, a, "rest", 0.0), source=s)
         if "rest" in a:
             raise s.error("rest", "a constant rest angle and a time function (type) are both given",
@@ -119,7 +120,7 @@ class JointContactStop(ForceElement):
     @classmethod
     def from_description(cls, model, element) -> "JointContactStop":
         s, a = element.source, element.attributes
-        check_attributes(s, a, {"name", "joint", "lower", "upper", "lever", "stiffness", "damping", "smoothing"})
+        check_known_attributes(s, a, {"name", "joint", "lower", "upper", "lever", "stiffness", "damping", "smoothing"})
         joint_indices(model, a.get("joint", ""), s)
         return cls(a.get("name") or f"joint_contact_stop_{a['joint']}", a["joint"],
                    number(s, a, "lower") if "lower" in a else None,

@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 import biobullet
 from biobullet.core.errors import SolverError

@@ -36,7 +36,6 @@ import biobullet  # noqa: E402
 from biobullet.core import jit
 from biobullet.bench import CLOCKS, STEP_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.algorithms import compiled_kernels  # noqa: E402
 from biobullet.constraints.solve import constrained_acceleration  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,6 @@
-"""Write docs/malformed_models.md from the cases of test_malformed_models.py (run by hand, not by pytest).
+"""Write docs/malformed_models.md from the cases of test_malformed_models.py (run by hand, not by pytest), and the
+hostile-input classes of issue #16 beyond model files (command-line arguments, outputs, sweep configs, the Python
+API, the bridge) from HOSTILE_CASES below — their substance is checked by tests/unit/hostile/.
 
     python tests/integration/make_malformed_table.py [--out docs/malformed_models.md]
 
@@ -9,7 +11,11 @@ message differs from the expected one in the test is reported and the script exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import io
+import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -53,13 +59,164 @@ def build_table() -> tuple[str, list[str]]:
     return "\n".join(header + rows) + "\n", mismatches
 
 
+# ------------------------------------------------------------------------------------- hostile inputs (issue #16)
+CHAIN = ('<robot name="c"><link name="base"/><link name="l1"><inertial><origin xyz="{com}"/><mass value="1"/>'
+         '<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+         '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/></joint>'
+         '<link name="l2"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" '
+         'iyz="0"/></inertial></link><joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/>'
+         '<axis xyz="0 1 0"/></joint><biobullet>{block}</biobullet></robot>')
+FLEXIBLE = ('<flexible link="l1" boundary="ss" youngs_modulus="7e10" shear_modulus="2.7e10" shear_coefficient="0.85" '
+            'area="1e-4" second_moment="1e-9" density="2700" length="0.5"/>')
+SWEEP = {"function": "demo.damped_oscillator", "fixed": {"stiffness": 1.0},
+         "sweep": [{"path": "damping", "values": [0.1, 0.2]}]}
+
+
+def _model(tmp: Path, block: str = "", com: str = "0 0 -0.25") -> str:
+    path = tmp / f"model{len(list(tmp.glob('model*.urdf')))}.urdf"
+    path.write_text(CHAIN.format(block=block, com=com), encoding="utf-8")
+    return str(path)
+
+
+def _sweep(tmp: Path, content) -> str:
+    path = tmp / f"sweep{len(list(tmp.glob('sweep*.json')))}.json"
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps({**SWEEP, **content}).encode())
+    return str(path)
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    from biobullet.cli import main as cli
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = cli(list(argv))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    lines = [line for line in err.getvalue().splitlines() if "error" in line]
+    return code, lines[-1] if lines else err.getvalue().strip()
+
+
+def _api(call) -> tuple[str, str]:
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001  (shown as the user sees it)
+        return type(exc).__name__, str(exc)
+    return "-", "(no error)"
+
+
+def _api_cases(tmp: Path) -> list[tuple[str, str, str]]:
+    import numpy as np
+    import pybullet as p
+
+    from biobullet import Bridge, load_model
+    rows = []
+    log_model = load_model(_model(tmp, '<joint_function joint="j2" type="expression" inputs="j1" '
+                                       'expression="log(j1)"/>'))
+    rows.append(("`model.mass_matrix(q)` where an expression leaves its domain (log at 0)",
+                 *_api(lambda: log_model.mass_matrix(np.zeros(1)))))
+    far = load_model(_model(tmp, com="0 0 1e200"))
+    rows.append(("`model.mass_matrix(q)` of a model with a COM at 1e200 m",
+                 *_api(lambda: far.mass_matrix(np.zeros(far.nq)))))
+    squeezer = load_model(REPO / "urdf" / "andrews_squeezer.urdf")
+    q0, _ = squeezer.initial_state()
+    squeezer.mass_matrix(q0)  # the solution continuation starts from
+    rows.append(("a loop model asked for a state 1e12 rad away (continuation budget)",
+                 *_api(lambda: squeezer.mass_matrix(q0 + 1e12))))
+    arm = load_model(REPO / "urdf" / "arm7.urdf")
+    bridge = Bridge(arm)
+    bridge.close()
+    rows.append(("`bridge.step()` after `bridge.close()`", *_api(bridge.step)))
+    client = p.connect(p.DIRECT)
+    bridge = Bridge(arm, client)
+    p.disconnect(client)
+    rows.append(("`bridge.state()` after the user disconnected its client", *_api(bridge.state)))
+    other = p.connect(p.DIRECT)
+    rows.append((f"`bridge.step()` when a new `p.connect()` reused client id {other}", *_api(bridge.step)))
+    p.disconnect(other)
+    rows.append(("`Bridge(model, dt='x')`", *_api(lambda: Bridge(arm, dt="x"))))
+    rows.append(("`Bridge(model, client='abc')`", *_api(lambda: Bridge(arm, client="abc"))))
+    return rows
+
+
+def hostile_tables() -> str:
+    """Markdown of the command-line and API classes (paths shortened to <dir>)."""
+    rows, api_rows = [], []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        arm = str(REPO / "urdf" / "arm7.urdf")
+        (tmp / "file").write_text("x")
+        (tmp / "link").symlink_to(tmp / "file")
+        os.mkfifo(tmp / "fifo")
+        cases = [
+            ("`simulate --out` an existing directory", ["simulate", arm, "--t-end", "0.01", "--out", str(tmp)]),
+            ("`simulate --out /dev/null` (a device)", ["simulate", arm, "--t-end", "0.01", "--out", "/dev/null"]),
+            ("`simulate --out` a FIFO", ["simulate", arm, "--t-end", "0.01", "--out", str(tmp / "fifo")]),
+            ("`simulate --out` a symbolic link (refused, not written through)",
+             ["simulate", arm, "--t-end", "0.01", "--out", str(tmp / "link")]),
+            ("`simulate --dt 1e-12`", ["simulate", arm, "--t-end", "1", "--dt", "1e-12", "--out",
+                                       str(tmp / "a.csv")]),
+            ("`run andrews --modes x`", ["run", "andrews", "--modes", "x", "--out", str(tmp / "o")]),
+            ("`validate --seed -1`", ["validate", arm, "--seed", "-1"]),
+            ("`bench --out FILE`", ["bench", "--out", str(tmp / "file")]),
+            ("`simulate` a model with a flexible link", ["simulate", _model(tmp, FLEXIBLE), "--t-end", "0.01",
+                                                              "--out", str(tmp / "f.csv")]),
+            ("`simulate` with a `joint_torque`-style time pole inside the run (pre-checked)",
+             ["simulate", _model(tmp, '<joint_function joint="j2" type="expression" inputs="j1" '
+                                      'expression="1/(t-0.1)"/>'), "--t-end", "0.2", "--out", str(tmp / "p.csv")]),
+            ("`simulate --engine pybullet --dt 0.05` of the prosthesis (divergence)",
+             ["simulate", str(REPO / "urdf" / "prosthesis_fourbar.urdf"), "--engine", "pybullet", "--dt", "0.05",
+              "--t-end", "2", "--out", str(tmp / "pb.csv")]),
+            ("a UTF-32 model file", ["info", _utf32(tmp)]),
+            ("a 20 MB model file", ["info", _big(tmp)]),
+            ("sweep config with `\"out\": \"/tmp/x\"`", ["sweep", _sweep(tmp, {"out": "/tmp/x"})]),
+            ("sweep config with `\"out\": \"../x\"`", ["sweep", _sweep(tmp, {"out": "../x"})]),
+            ("sweep config with `\"name\": \"../../x\"`", ["sweep", _sweep(tmp, {"name": "../../x"})]),
+            ("sweep config nested 100,000 deep", ["sweep", _sweep(tmp, b"[" * 100_000 + b"]" * 100_000)]),
+            ("sweep config with a 400-digit integer", ["sweep", _sweep(tmp, {"fixed": {"stiffness": 10 ** 400}})]),
+            ("sweep config that is not UTF-8", ["sweep", _sweep(tmp, b'{"function": "caf\xe9"}')]),
+            ("sweep config with `num: 1e8`", ["sweep", _sweep(tmp, {"sweep": [{"path": "damping", "start": 0.1,
+                                                                               "stop": 1, "num": 1e8}]})]),
+            ("sweep config with `num: 100000000`", ["sweep", _sweep(tmp, {"sweep": [
+                {"path": "damping", "start": 0.1, "stop": 1, "num": 10 ** 8}]})]),
+        ]
+        for title, argv in cases:
+            code, line = _cli(*argv)
+            shown = line.replace(str(tmp), "<dir>").replace(str(REPO) + "/", "").replace("|", "\\|")
+            rows.append(f"| {title} | `{shown}` | {code} |")
+        for title, kind, message in _api_cases(tmp):
+            shown = message.replace(str(tmp), "<dir>").replace(str(REPO) + "/", "").replace("|", "\\|")
+            api_rows.append(f"| {title} | {kind} | `{shown}` |")
+    return "\n".join(["", "## Hostile input beyond model files (issue #16)", "",
+                      "Generated by the same script (in-process `biobullet.cli.main`; paths shortened to `<dir>`). "
+                      "Every case is one line on stderr and exit code 2; the substance of each is tested in "
+                      "`tests/unit/hostile/`.", "", "| case | message (stderr) | exit code |", "|---|---|---|",
+                      *rows, "", "### Python API and bridge", "",
+                      "No NaN comes out of the API: a function outside its domain, an overflow or a state out of "
+                      "range raises; a bridge that cannot be used says why.", "",
+                      "| case | exception | message |", "|---|---|---|", *api_rows]) + "\n"
+
+
+def _utf32(tmp: Path) -> str:
+    path = tmp / "utf32.urdf"
+    path.write_bytes(('<?xml version="1.0" encoding="UTF-32"?>' + CHAIN.format(block="", com="0 0 0"))
+                     .encode("utf-32"))
+    return str(path)
+
+
+def _big(tmp: Path) -> str:
+    path = tmp / "big.urdf"
+    path.write_text(CHAIN.format(block="", com="0 0 0").replace("<robot", "<!--" + "x" * 20_000_000 + "--><robot"))
+    return str(path)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "malformed_models.md")
     args = parser.parse_args()
     table, mismatches = build_table()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table, encoding="utf-8")
+    table += hostile_tables()
+    from biobullet.core.atomic import write_text
+    write_text(args.out, table)
     print(f"wrote {args.out} ({len(CASES)} cases)")
     for line in mismatches:
         print("MISMATCH " + line, file=sys.stderr)

@@ -142,6 +142,62 @@ CASES = [
     Case("unsupported_version", 'unsupported <biobullet version="2">',
          urdf(block=biobullet('<gravity xyz="0 0 -9.81"/>', version="2")),
          """{file}: <biobullet>: attribute 'version': unsupported version '2' (expected "1")"""),
+    # --- hostile input (issue #16): bounded reading, every element checked at load, escaped and truncated values
+    Case("unknown_encoding", "an unknown encoding declaration", '<?xml version="1.0" encoding="klingon"?>\n' + urdf(),
+         "{file}: unsupported encoding 'klingon' in the XML declaration (expected encoding UTF-8 (or UTF-16, "
+         "ISO-8859-1, US-ASCII))"),
+    Case("entities", "XML entity declarations (billion laughs)",
+         '<!DOCTYPE robot [<!ENTITY a "aaaaaaaaaa">]>\n' + urdf(),
+         "{file}: the file declares XML entities (<!ENTITY>); model files may not (expected plain XML without a DTD)"),
+    Case("spring_negative_stiffness", "<spring> with a negative stiffness (checked at load, not only by simulate)",
+         urdf(block=biobullet('<spring link_a="base" link_b="l2" stiffness="-1"/>')),
+         "{file}: <spring>: attribute 'stiffness': must not be negative, got -1 (expected a non-negative finite "
+         "number (≥ 0))"),
+    Case("torque_bad_period", "<joint_torque> with a zero period",
+         urdf(block=biobullet('<joint_torque joint="j1" type="fourier" period="0"/>')),
+         """{file}: <joint_torque joint="j1">: attribute 'period': period 0 is not positive (expected T > 0 (s))"""),
+    Case("stop_without_limits", "<joint_stop> without limits",
+         urdf(block=biobullet('<joint_stop joint="j1" stiffness="100"/>')),
+         """{file}: <joint_stop joint="j1">: attribute 'lower': neither lower nor upper limit given (expected at """
+         """least one of lower, upper)"""),
+    Case("contact_missing_law", "<contact> without a normal law",
+         urdf(block=biobullet('<contact link="l2" stiffness="1e5"/>')),
+         """{file}: <contact link="l2">: attribute 'normal_law': missing required attribute (expected one of: """
+         """flores, hertz, hu_guo, hunt_crossley, kelvin_voigt, kelvin_voigt_smooth)"""),
+    Case("flexible_bad_modulus", "<flexible> with a negative Young's modulus (was never checked)",
+         urdf(block=biobullet('<flexible link="l1" boundary="ss" youngs_modulus="-7e10" shear_modulus="2.7e10" '
+                              'shear_coefficient="0.85" area="1e-4" second_moment="1e-9" density="2700" '
+                              'length="0.5"/>')),
+         """{file}: <flexible link="l1">: attribute 'youngs_modulus': must be positive, got -7e+10 (expected a """
+         """positive finite number (> 0))"""),
+    Case("flexible_unknown_boundary", "<flexible> with an unknown boundary",
+         urdf(block=biobullet('<flexible link="l1" boundary="glued"/>')),
+         """{file}: <flexible link="l1">: attribute 'boundary': unknown boundary 'glued' (expected one of: ss, cc, """
+         """sc, cs, cf)"""),
+    Case("expression_too_deep", "an expression nested 40 calls deep",
+         urdf(block=biobullet('<joint_function joint="j2" type="expression" inputs="j1" expression="'
+                              + "exp(" * 40 + "j1" + ")" * 40 + '"/>')),
+         """{file}: <joint_function joint="j2">: attribute 'expression': function calls and powers are nested 40 """
+         """deep, the limit is 16 (expected an arithmetic expression in names inputs (j1), t, pi, e; operators """
+         """+ - * / **; functions sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, exp, log, sqrt)"""),
+    Case("expression_huge_literal", "an expression with a 400-digit integer",
+         urdf(block=biobullet('<joint_function joint="j2" type="expression" inputs="j1" expression="j1*'
+                              + "9" * 400 + '"/>')),
+         """{file}: <joint_function joint="j2">: attribute 'expression': integer literal with 400 digits; the """
+         """limit is 30 (write large numbers in floating point, e.g. 1e40) (expected an arithmetic expression in """
+         """names inputs (j1), t, pi, e; operators + - * / **; functions sin, cos, tan, asin, acos, atan, atan2, """
+         """sinh, cosh, tanh, exp, log, sqrt)"""),
+    Case("huge_number_text", "a 400-digit mass", urdf(l1=link_l1(mass="9" * 400)),
+         """{file}: <link name="l1"> <inertial> <mass>: attribute 'value': number text is 400 characters long: """
+         """'999999999999999999999999… (376 more characters)' (expected a finite decimal number)"""),
+    Case("control_characters", "a value with &#10;/&#13; (a forged second line)",
+         urdf(block=biobullet('<joint_spring joint="j1" stiffness="1&#10;biobullet: forged line&#13;"/>')),
+         """{file}: <joint_spring joint="j1">: attribute 'stiffness': not a number: '1\\nbiobullet: forged """
+         """line\\r' (expected a non-negative finite number (≥ 0))"""),
+    Case("long_value", "a 100,000-character value (echoed truncated)",
+         urdf(block=biobullet('<joint_spring joint="j1" stiffness="' + "7" * 100_000 + '"/>')),
+         """{file}: <joint_spring joint="j1">: attribute 'stiffness': number text is 100000 characters long: """
+         """'777777777777777777777777… (99976 more characters)' (expected a non-negative finite number (≥ 0))"""),
 ]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import biobullet
 from biobullet.core import jit
-from biobullet.algorithms import compiled_kernels; from biobullet.algorithms import vectorized
+from biobullet.algorithms import vectorized
 from biobullet.dynamics.formulation import get_formulation
 from biobullet.core.errors import ModelError
 from biobullet.model.coordinates import CoordinateMap

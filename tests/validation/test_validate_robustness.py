@@ -2,7 +2,6 @@
 oracle that is wrong (PyBullet's fixed-base calculateInverseDynamics with a rotated root inertial frame)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pinocchio")

@@ -45,6 +45,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from biobullet.bridge.lifecycle import attach, ensure_usable, mark_closed
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
@@ -119,8 +121,7 @@ class Bridge:
             self.map = PyBulletMap(model, self.body, self.client)
             match_inertia(model, self.client, self.body, self.map.link_index)  # bridge/inertia.py
             if dt is not None:
-                if not np.isfinite(dt) or dt <= 0:
-                    raise ModelError(f"argument 'dt' is {dt!r}", attribute="dt", expected="a positive time step (s)")
+                dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
             elif self._owned:   # flexible links: ¼ of PyBullet's explicit stability limit 2/ω_max
                 p.setTimeStep(DEFAULT_OWNED_DT if not self.layouts else stable_step(model),
@@ -175,6 +176,7 @@ class Bridge:
         self._last_torque = np.zeros(model.n_tangent)
         self._auto_record = bool(record)
         self._samples: list[tuple[float, np.ndarray, np.ndarray]] = []
+        attach(self)  # lifecycle token: closed / disconnected / reused client ids are detected
         try:
             self.reset(*initial_state(model, initial))
             if any(e.tag == "contact" for e in model.description.elements):
@@ -189,7 +191,7 @@ class Bridge:
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
         """Remove the bridge's query objects; disconnect if the bridge made the connection (else leave the user's
-        client and the model's body alone)."""
+        client and the model's body alone). Any later use of the bridge raises one clear error."""
         contacts = getattr(self, "contacts", None)
         if contacts is not None:
             try:
@@ -197,6 +199,7 @@ class Bridge:
             except self._p.error:
                 pass
             self.contacts = None
+        mark_closed(self)
         if getattr(self, "_owned", False) and self.client is not None:
             try:
                 self._p.disconnect(physicsClientId=self.client)
@@ -483,6 +486,7 @@ class Bridge:
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
         """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s); contact states and
         logs start afresh."""
+        ensure_usable(self, "reset")
         x = self.model.checked("x", x, self.model.n_config)
         xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
@@ -495,6 +499,7 @@ class Bridge:
 
     def state(self) -> tuple[float, np.ndarray, np.ndarray]:
         """(t, x, ẋ): time (s), tree configuration and velocity in biobullet order (see `model.tree`)."""
+        ensure_usable(self, "state")
         x, xd = self._read_state()
         return self.time, x, xd
 
@@ -511,6 +516,7 @@ class Bridge:
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order."""
+        ensure_usable(self, "tree_mass_and_bias")
         mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
@@ -521,6 +527,7 @@ class Bridge:
 
     def inverse_dynamics(self, q, v, qdd, t: float = 0.0) -> np.ndarray:
         """Generalized forces Q = Gᵀ ID_pybullet(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv)."""
+        ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model.checked("qdd", qdd, self.model.nv)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
@@ -536,6 +543,7 @@ class Bridge:
         bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
         other forces and motor commands of yours, then p.stepSimulation()).
         """
+        ensure_usable(self, "apply")
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
@@ -779,6 +787,7 @@ class Bridge:
 
         Native loops add `loop:<name>:<k>` entries from getConstraintState (PyBullet's applied force, N).
         """
+        ensure_usable(self, "reaction_forces")
         out = dict(zip(self.constraints.names, self._lambda.tolist()))
         for name, cid in self._native.items():
             for k, value in enumerate(self._p.getConstraintState(cid, physicsClientId=self.client)):

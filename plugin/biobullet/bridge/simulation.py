@@ -43,6 +43,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
                          file=model.file, expected="a movable joint, or --floating-base")
     if dt is not None:
         _steps(t_end, dt)
+    from biobullet.bridge.lifecycle import DivergenceError, check_divergence
     with Bridge(model, client, dt=dt, record=True, initial=initial, **bridge_options) as bridge:
         n_steps = _steps(t_end, bridge.dt)
         show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
@@ -53,10 +54,21 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
                 bar = tqdm(total=n_steps, desc=f"pybullet {model.name}", unit="step", file=sys.stderr)
             except ImportError:  # pragma: no cover - tqdm is a dependency
                 bar = None
-        for k in range(n_steps):
-            bridge.step()
-            if bar is not None and (k % 100 == 99 or k == n_steps - 1):
-                bar.update(k + 1 - bar.n)
+        try:
+            for k in range(n_steps):
+                bridge.step()
+                check_divergence(bridge, *bridge._samples[-1])  # non-finite or runaway: stop, say why
+                if bar is not None and (k % 100 == 99 or k == n_steps - 1):
+                    bar.update(k + 1 - bar.n)
+        except DivergenceError as exc:
+            if bar is not None:
+                bar.close()
+            del bridge._samples[-1]  # the diverged sample is not part of the trajectory
+            if out is not None and bridge._samples:
+                path = os.fspath(out) + ".partial.csv"
+                bridge.trajectory().to_csv(path)
+                raise DivergenceError(f"{exc}; partial trajectory written to {path}") from None
+            raise
         trajectory = bridge.trajectory()
     if bar is not None:
         bar.close()

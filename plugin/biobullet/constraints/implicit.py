@@ -24,6 +24,8 @@ from biobullet.constraints.loops import share_tree_kinematics as _share_kinemati
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import CONTINUATION_STEP, KANTOROVICH, NEWTON_MAX_ITERATIONS, STEP_TOLERANCE  # noqa: F401
+#: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
+MAX_SUBSTEPS = 1000
 
 
 _EMPTY = np.zeros(0)
@@ -154,7 +156,12 @@ class LoopResolver:
                                         check_singular=check_singular)
                 except (_NeedsContinuation, SolverError):   # too far, or not converged: go in substeps
                     pass
-                for s in np.linspace(0.0, 1.0, int(np.ceil(jump / CONTINUATION_STEP)) + 1)[1:-1]:
+                substeps = int(np.ceil(jump / CONTINUATION_STEP)) if np.isfinite(jump) else MAX_SUBSTEPS + 1
+                if substeps > MAX_SUBSTEPS:  # bounded work: a jump of 1e12 would ask for 1e13 Newton solves
+                    raise SolverError(f"loop closure: an independent coordinate jumped by {jump:.3g} from the last "
+                                      f"solved configuration; continuation would need {substeps:.3g} substeps of "
+                                      f"{CONTINUATION_STEP:g} (limit {MAX_SUBSTEPS}) — is the state in range?")
+                for s in np.linspace(0.0, 1.0, substeps + 1)[1:-1]:
                     theta[known] = start + s * (target - start)
                     self._finish(theta, t, *self._newton(theta, t), check_singular=False)
                 theta[known] = target

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Mapping
 import numpy as np
 
 from biobullet.core.errors import SourceRef
-from biobullet.core.attributes import parse_floats
+from biobullet.core.attributes import REQUIRED, vector3
 from biobullet.core.plugins import PluginRegistry
 
 if TYPE_CHECKING:
@@ -33,21 +33,6 @@ COMMON_ATTRIBUTES = ("name", "type", "link_a", "xyz_a", "link_b", "xyz_b")
 def _frozen(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
-
-
-def vector3(source: SourceRef, attributes: Mapping[str, str], key: str, default: str | None = None, *,
-            unit: bool = False) -> np.ndarray:
-    """A 3-vector attribute (read-only array); `unit`: normalised, the zero vector refused."""
-    text = attributes.get(key, default)
-    if text is None:
-        raise source.error(key, "missing required attribute", "3 space-separated numbers")
-    vec = np.array(parse_floats(source, key, text, 3))
-    if unit:
-        norm = np.linalg.norm(vec)
-        if norm < 1e-12:
-            raise source.error(key, f"zero vector {text!r}", "a non-zero direction")
-        vec = vec / norm
-    return _frozen(vec)
 
 
 def plane_basis(normal: np.ndarray) -> np.ndarray:
@@ -151,7 +136,7 @@ class PlanarLoop(LoopType):
 
     @classmethod
     def from_attributes(cls, attributes, source):
-        return cls(_frozen(plane_basis(vector3(source, attributes, "normal", unit=True))))
+        return cls(_frozen(plane_basis(vector3(source, attributes, "normal", REQUIRED, unit=True))))
 
     def rows(self, a, b, *, jacobian, rates):
         d = a.position - b.position
@@ -191,8 +176,8 @@ class RevoluteLoop(LoopType):
         axis = attributes.get("axis")
         if axis is None and ("axis_a" not in attributes or "axis_b" not in attributes):
             raise source.error("axis", "missing required attribute", "the hinge axis (or axis_a and axis_b)")
-        axis_a = vector3(source, attributes, "axis_a" if "axis_a" in attributes else "axis", unit=True)
-        axis_b = vector3(source, attributes, "axis_b" if "axis_b" in attributes else "axis", unit=True)
+        axis_a = vector3(source, attributes, "axis_a" if "axis_a" in attributes else "axis", REQUIRED, unit=True)
+        axis_b = vector3(source, attributes, "axis_b" if "axis_b" in attributes else "axis", REQUIRED, unit=True)
         return cls(axis_a, _frozen(plane_basis(axis_b)))
 
     def rows(self, a, b, *, jacobian, rates):
@@ -226,4 +211,4 @@ class RevoluteLoop(LoopType):
 
 
 __all__ = ["LoopType", "register_loop_type", "get_loop_type", "loop_type_names", "LOOP_TYPES", "COMMON_ATTRIBUTES",
-           "PointLoop", "PlanarLoop", "RevoluteLoop", "plane_basis", "vector3"]
+           "PointLoop", "PlanarLoop", "RevoluteLoop", "plane_basis"]

@@ -24,7 +24,8 @@ import numpy as np
 
 from biobullet.algorithms.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
 from biobullet.core.errors import SourceRef
-from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names, vector3
+from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names
+from biobullet.core.attributes import vector3
 
 @dataclass(frozen=True, eq=False)
 class Loop:
@@ -83,7 +84,7 @@ def parse_loop(element, link_names) -> Loop:
         links.append(link)
     if links[0] == links[1]:
         raise source.error("link_b", f"the loop closes link {links[0]!r} on itself", "two different links")
-    xyz_a, xyz_b = vector3(source, attrs, "xyz_a", "0 0 0"), vector3(source, attrs, "xyz_b", "0 0 0")
+    xyz_a, xyz_b = vector3(source, attrs, "xyz_a"), vector3(source, attrs, "xyz_b")
     law = law_class.from_attributes(attrs, source)
     return Loop(name.strip(), kind, links[0], xyz_a, links[1], xyz_b, law, source)
 

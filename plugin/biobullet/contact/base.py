@@ -13,90 +13,13 @@ given). Programmatic construction (keyword arguments) is validated the same way.
 """
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef
-
-_MISSING = object()
-
-
-def model_error(source: SourceRef | None, attribute: str | None, message: str,
-                expected: str | None = None) -> ModelError:
-    """A ModelError naming `attribute` (through `source` when one is given)."""
-    if source is not None:
-        return source.error(attribute, message, expected)
-    return ModelError(message, attribute=attribute, expected=expected)
-
-
-def parse_number(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
-                 default: Any = _MISSING) -> float | None:
-    """One finite number from an attribute (string or number); `default` if absent, error if required."""
-    raw = attributes.get(name)
-    if raw is None:
-        if default is _MISSING:
-            raise model_error(source, name, "missing attribute", "one finite number")
-        return default
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise model_error(source, name, f"'{raw}' is not a number", "one finite number") from None
-    if not math.isfinite(value):
-        raise model_error(source, name, f"'{raw}' is not finite", "one finite number")
-    return value
-
-
-def parse_bool(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
-               default: bool = False) -> bool:
-    """'true'/'false'/'1'/'0' (case-insensitive) or a Python bool."""
-    raw = attributes.get(name)
-    if raw is None:
-        return default
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise model_error(source, name, f"'{raw}' is not a boolean", "true or false")
-
-
-def parse_choice(attributes: Mapping[str, Any], name: str, source: SourceRef | None,
-                 choices: tuple[str, ...], default: str) -> str:
-    raw = attributes.get(name)
-    if raw is None:
-        return default
-    text = str(raw).strip()
-    if text not in choices:
-        raise model_error(source, name, f"unknown value '{raw}'", "one of: " + ", ".join(choices))
-    return text
-
-
-def check_number(value: Any, name: str, source: SourceRef | None, *, positive: bool = False,
-                 nonnegative: bool = False, upper: float | None = None,
-                 upper_inclusive: bool = True) -> float:
-    """Validate one already-parsed parameter value; returns it as float."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise model_error(source, name, f"'{value}' is not a number", "one finite number") from None
-    if not math.isfinite(x):
-        raise model_error(source, name, f"{value} is not finite", "one finite number")
-    if upper is not None:
-        expected = f"a number in {'(0' if positive else '[0'}, {upper:g}{']' if upper_inclusive else ')'}"
-    else:
-        expected = "a positive number" if positive else "a non-negative number"
-    if (positive and not x > 0.0) or (nonnegative and not x >= 0.0):
-        raise model_error(source, name, f"got {x:g}", expected)
-    if upper is not None and (x > upper or (not upper_inclusive and x == upper)):
-        raise model_error(source, name, f"got {x:g}", expected)
-    return x
-
+from biobullet.core.errors import SourceRef
 
 def _result(value: np.ndarray, scalar: bool) -> float | np.ndarray:
     return float(value) if scalar else value

@@ -31,7 +31,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from biobullet.core.errors import SourceRef
-from biobullet.forces.base import ForceElement, number, register_force, vector3
+from biobullet.core.attributes import number, vector3
+from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
 from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.contact.geometry import ContactKinematics, GroundPlane, sphere_kinematics

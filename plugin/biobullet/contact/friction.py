@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from biobullet.core.errors import SourceRef
-from biobullet.contact.base import FrictionLaw, check_number, model_error, parse_choice, parse_number
+from biobullet.contact.base import FrictionLaw
+from biobullet.core.attributes import choice, error, number, to_float
 from biobullet.contact.registry import register_friction_law
 
 REGULARIZATIONS: tuple[str, ...] = ("atan", "tanh")
@@ -33,7 +34,7 @@ def _regularize(x: np.ndarray, kind: str) -> np.ndarray:
 
 def _check_kind(kind: str, source: SourceRef | None) -> str:
     if kind not in REGULARIZATIONS:
-        raise model_error(source, "regularization", f"unknown value '{kind}'", "one of: atan, tanh")
+        raise error(source, "regularization", f"unknown value '{kind}'", "one of: atan, tanh")
     return kind
 
 
@@ -64,11 +65,11 @@ class Coulomb(FrictionLaw):
     discontinuous: ClassVar[bool] = True
 
     def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
-        self.mu = check_number(mu, "mu", source, nonnegative=True)
+        self.mu = to_float(source, "mu", mu, non_negative=True)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Coulomb":
-        return cls(mu=parse_number(attributes, "mu", source), source=source)
+        return cls(mu=number(source, attributes, "mu"), source=source)
 
     @property
     def parameters(self) -> dict[str, float | str]:
@@ -88,14 +89,14 @@ class Regularized(FrictionLaw):
 
     def __init__(self, *, mu: float, v0: float, regularization: str = "atan",
                  source: SourceRef | None = None) -> None:
-        self.mu = check_number(mu, "mu", source, nonnegative=True)
-        self.v0 = check_number(v0, "v0", source, positive=True)
+        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.v0 = to_float(source, "v0", v0, positive=True)
         self.regularization = _check_kind(regularization, source)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Regularized":
-        return cls(mu=parse_number(attributes, "mu", source), v0=parse_number(attributes, "v0", source),
-                   regularization=parse_choice(attributes, "regularization", source, REGULARIZATIONS, "atan"),
+        return cls(mu=number(source, attributes, "mu"), v0=number(source, attributes, "v0"),
+                   regularization=choice(source, attributes, "regularization", REGULARIZATIONS, "atan"),
                    source=source)
 
     @property
@@ -114,16 +115,16 @@ class Ambrosio(FrictionLaw):
     attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "v1")
 
     def __init__(self, *, mu: float, v0: float, v1: float, source: SourceRef | None = None) -> None:
-        self.mu = check_number(mu, "mu", source, nonnegative=True)
-        self.v0 = check_number(v0, "v0", source, nonnegative=True)
-        self.v1 = check_number(v1, "v1", source, positive=True)
+        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.v0 = to_float(source, "v0", v0, non_negative=True)
+        self.v1 = to_float(source, "v1", v1, positive=True)
         if not self.v1 > self.v0:
-            raise model_error(source, "v1", f"v1 = {self.v1:g} is not above v0 = {self.v0:g}", "v1 > v0")
+            raise error(source, "v1", f"v1 = {self.v1:g} is not above v0 = {self.v0:g}", "v1 > v0")
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Ambrosio":
-        return cls(mu=parse_number(attributes, "mu", source), v0=parse_number(attributes, "v0", source),
-                   v1=parse_number(attributes, "v1", source), source=source)
+        return cls(mu=number(source, attributes, "mu"), v0=number(source, attributes, "v0"),
+                   v1=number(source, attributes, "v1"), source=source)
 
     @property
     def parameters(self) -> dict[str, float | str]:
@@ -145,24 +146,24 @@ class Stribeck(FrictionLaw):
 
     def __init__(self, *, mu: float, mu_static: float, stribeck_velocity: float, v0: float,
                  viscous: float = 0.0, regularization: str = "atan", source: SourceRef | None = None) -> None:
-        self.mu = check_number(mu, "mu", source, nonnegative=True)
-        self.mu_static = check_number(mu_static, "mu_static", source, nonnegative=True)
+        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.mu_static = to_float(source, "mu_static", mu_static, non_negative=True)
         if self.mu_static < self.mu:
-            raise model_error(source, "mu_static", f"mu_static = {self.mu_static:g} is below mu = {self.mu:g}",
+            raise error(source, "mu_static", f"mu_static = {self.mu_static:g} is below mu = {self.mu:g}",
                               "mu_static ≥ mu (kinetic)")
-        self.stribeck_velocity = check_number(stribeck_velocity, "stribeck_velocity", source, positive=True)
-        self.v0 = check_number(v0, "v0", source, positive=True)
-        self.viscous = check_number(viscous, "viscous", source, nonnegative=True)
+        self.stribeck_velocity = to_float(source, "stribeck_velocity", stribeck_velocity, positive=True)
+        self.v0 = to_float(source, "v0", v0, positive=True)
+        self.viscous = to_float(source, "viscous", viscous, non_negative=True)
         self.regularization = _check_kind(regularization, source)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Stribeck":
-        return cls(mu=parse_number(attributes, "mu", source),
-                   mu_static=parse_number(attributes, "mu_static", source),
-                   stribeck_velocity=parse_number(attributes, "stribeck_velocity", source),
-                   v0=parse_number(attributes, "v0", source),
-                   viscous=parse_number(attributes, "viscous", source, default=0.0),
-                   regularization=parse_choice(attributes, "regularization", source, REGULARIZATIONS, "atan"),
+        return cls(mu=number(source, attributes, "mu"),
+                   mu_static=number(source, attributes, "mu_static"),
+                   stribeck_velocity=number(source, attributes, "stribeck_velocity"),
+                   v0=number(source, attributes, "v0"),
+                   viscous=number(source, attributes, "viscous", 0.0),
+                   regularization=choice(source, attributes, "regularization", REGULARIZATIONS, "atan"),
                    source=source)
 
     @property

@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from biobullet.core.errors import SourceRef
-from biobullet.contact.base import NormalLaw, check_number, model_error, parse_bool, parse_number
+from biobullet.contact.base import NormalLaw
+from biobullet.core.attributes import boolean, error, number, to_float
 from biobullet.contact.registry import register_normal_law
 
 DEFAULT_EXPONENT = 1.5
@@ -39,18 +40,18 @@ class KelvinVoigt(NormalLaw):
     def __init__(self, *, stiffness: float, damping: float, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(adhesion=adhesion)
-        self.stiffness = check_number(stiffness, "stiffness", source, positive=True)
-        self.damping = check_number(damping, "damping", source, nonnegative=True)
+        self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
+        self.damping = to_float(source, "damping", damping, non_negative=True)
 
     @classmethod
     def _read(cls, attributes: Mapping[str, Any], source: SourceRef | None) -> dict[str, Any]:
-        exponent = parse_number(attributes, "exponent", source, default=None)
+        exponent = number(source, attributes, "exponent", None)
         if exponent is not None and exponent != 1.0:
-            raise model_error(source, "exponent", f"'{cls.law_name}' is linear, got exponent {exponent:g}",
+            raise error(source, "exponent", f"'{cls.law_name}' is linear, got exponent {exponent:g}",
                               "exponent 1 or no exponent (use 'hertz' or a restitution law for δⁿ)")
-        return dict(stiffness=parse_number(attributes, "stiffness", source),
-                    damping=parse_number(attributes, "damping", source),
-                    adhesion=parse_bool(attributes, "adhesion", source))
+        return dict(stiffness=number(source, attributes, "stiffness"),
+                    damping=number(source, attributes, "damping"),
+                    adhesion=boolean(source, attributes, "adhesion"))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "KelvinVoigt":
@@ -86,13 +87,13 @@ class KelvinVoigtSmooth(KelvinVoigt):
     def __init__(self, *, stiffness: float, damping: float, smoothing: float = DEFAULT_SMOOTHING,
                  adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, damping=damping, adhesion=adhesion, source=source)
-        self.smoothing = check_number(smoothing, "smoothing", source, positive=True)
+        self.smoothing = to_float(source, "smoothing", smoothing, positive=True)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any],
                         source: SourceRef | None = None) -> "KelvinVoigtSmooth":
         kw = cls._read(attributes, source)
-        kw["smoothing"] = parse_number(attributes, "smoothing", source, default=DEFAULT_SMOOTHING)
+        kw["smoothing"] = number(source, attributes, "smoothing", DEFAULT_SMOOTHING)
         return cls(**kw, source=source)
 
     @property
@@ -117,14 +118,14 @@ class Hertz(NormalLaw):
     def __init__(self, *, stiffness: float, exponent: float = DEFAULT_EXPONENT, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(adhesion=adhesion)
-        self.stiffness = check_number(stiffness, "stiffness", source, positive=True)
-        self.exponent = check_number(exponent, "exponent", source, positive=True)
+        self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
+        self.exponent = to_float(source, "exponent", exponent, positive=True)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Hertz":
-        return cls(stiffness=parse_number(attributes, "stiffness", source),
-                   exponent=parse_number(attributes, "exponent", source, default=DEFAULT_EXPONENT),
-                   adhesion=parse_bool(attributes, "adhesion", source), source=source)
+        return cls(stiffness=number(source, attributes, "stiffness"),
+                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
+                   adhesion=boolean(source, attributes, "adhesion"), source=source)
 
     @property
     def parameters(self) -> dict[str, float | bool]:
@@ -149,19 +150,19 @@ class RestitutionLaw(Hertz):
                  min_impact_velocity: float = DEFAULT_MIN_IMPACT_VELOCITY, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
-        self.restitution = check_number(restitution, "restitution", source, positive=True, upper=1.0)
-        self.min_impact_velocity = check_number(min_impact_velocity, "min_impact_velocity", source,
+        self.restitution = to_float(source, "restitution", restitution, positive=True, at_most=1.0)
+        self.min_impact_velocity = to_float(source, "min_impact_velocity", min_impact_velocity,
                                                 positive=True)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any],
                         source: SourceRef | None = None) -> "RestitutionLaw":
-        return cls(stiffness=parse_number(attributes, "stiffness", source),
-                   restitution=parse_number(attributes, "restitution", source),
-                   exponent=parse_number(attributes, "exponent", source, default=DEFAULT_EXPONENT),
-                   min_impact_velocity=parse_number(attributes, "min_impact_velocity", source,
+        return cls(stiffness=number(source, attributes, "stiffness"),
+                   restitution=number(source, attributes, "restitution"),
+                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
+                   min_impact_velocity=number(source, attributes, "min_impact_velocity",
                                                     default=DEFAULT_MIN_IMPACT_VELOCITY),
-                   adhesion=parse_bool(attributes, "adhesion", source), source=source)
+                   adhesion=boolean(source, attributes, "adhesion"), source=source)
 
     @staticmethod
     def damping_factor(cr: float) -> float:

@@ -11,7 +11,8 @@ from typing import Any
 
 from biobullet.core.errors import SourceRef
 from biobullet.core.plugins import PluginRegistry
-from biobullet.contact.base import FrictionLaw, NormalLaw, model_error
+from biobullet.contact.base import FrictionLaw, NormalLaw
+from biobullet.core.attributes import error
 
 NORMAL_ENTRY_POINT_GROUP = "biobullet.normal_laws"
 FRICTION_ENTRY_POINT_GROUP = "biobullet.friction_laws"
@@ -52,7 +53,7 @@ def friction_law_names() -> list[str]:
 def _lookup(registry: PluginRegistry, name: str, source: SourceRef | None, attribute: str):
     cls = registry.get(str(name).strip())
     if cls is None:
-        raise model_error(source, attribute, f"unknown {registry.family} '{name}'",
+        raise error(source, attribute, f"unknown {registry.family} '{name}'",
                           "one of: " + ", ".join(registry.names()))
     return cls
 
@@ -74,7 +75,7 @@ def normal_law_from_attributes(attributes: Mapping[str, Any], source: SourceRef 
     """Build the normal law named by attribute ``normal_law`` (or `default` if absent)."""
     name = attributes.get("normal_law", default)
     if name is None:
-        raise model_error(source, "normal_law", "missing attribute", "one of: " + ", ".join(normal_law_names()))
+        raise error(source, "normal_law", "missing attribute", "one of: " + ", ".join(normal_law_names()))
     return get_normal_law(name, source).from_attributes(attributes, source)
 
 
@@ -83,6 +84,6 @@ def friction_law_from_attributes(attributes: Mapping[str, Any], source: SourceRe
     """Build the friction law named by attribute ``friction_law`` (default ``none``)."""
     name = attributes.get("friction_law", default)
     if name is None:
-        raise model_error(source, "friction_law", "missing attribute",
+        raise error(source, "friction_law", "missing attribute",
                           "one of: " + ", ".join(friction_law_names()))
     return get_friction_law(name, source).from_attributes(attributes, source)

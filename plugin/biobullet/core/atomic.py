@@ -4,15 +4,61 @@ The content goes to a temporary file in the target's folder (same file system), 
 renamed onto the target with `os.replace` — so a killed or failing run never leaves a half-written result, and an
 earlier complete file stays until the new one is complete. Temporary files are hidden and end in ".tmp" (figures
 are saved with an explicit format; videos keep their suffix for ffmpeg).
+
+What may be replaced: only a regular file (or nothing). A target that is a directory, a device node, a FIFO or a
+socket is refused with an OutputError (renaming onto it would destroy it: run as root, `--out /dev/null` would
+replace the device with a regular file), and so is a target that is a symbolic link — links are refused, not
+written through, so that a link planted in an output folder cannot redirect a write elsewhere (symbolic links
+among the parent folders are followed as usual). A new file gets the permissions of `open()` under the user's
+umask (0666 & ~umask); a replaced file keeps its permissions.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable
+
+from biobullet.core.errors import BiobulletError, shown
+
+
+class OutputError(BiobulletError, OSError):
+    """An output path that must not be written (a directory, device, FIFO, socket or symbolic link)."""
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    with _UMASK_LOCK:  # os.umask can only be read by setting it
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def check_target(path: str | os.PathLike[str]) -> Path:
+    """Raise OutputError unless `path` is absent or a regular file (symbolic links refused)."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise OutputError(f"cannot write {shown(str(path), 200)}: {exc.strerror}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise OutputError(f"will not write {shown(str(path), 200)}: it is a symbolic link (outputs never follow "
+                          "or replace links; give the real path)")
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+                "a socket" if stat.S_ISSOCK(info.st_mode) else "a device" if
+                (stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)) else "not a regular file")
+        raise OutputError(f"will not replace {shown(str(path), 200)}: it is {kind}; outputs only replace "
+                          "regular files")
+    return path
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, keep_suffix: bool = False) -> Path:
@@ -23,8 +69,15 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, k
     (`*.json`, `*.png`) never sees one that a killed process left behind, and cleaners can find them; with
     `keep_suffix` it ends in the target's suffix instead (`.NAME.XXXX.tmp.mp4`), for writers that pick the format
     from the file name (ffmpeg)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"cannot create the folder of {shown(str(path), 200)}: a parent is a file") from None
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     suffix = ".tmp" + path.suffix if keep_suffix and path.suffix else ".tmp"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
@@ -32,6 +85,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, k
         write(tmp)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        check_target(path)  # again: the target may have become a special file while we wrote
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -72,4 +127,4 @@ def save_figure(figure, path: str | os.PathLike[str], **savefig_kwargs: Any) -> 
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs))
 
 
-__all__ = ["atomic_write", "write_text", "write_bytes", "write_json", "save_figure"]
+__all__ = ["OutputError", "check_target", "atomic_write", "write_text", "write_bytes", "write_json", "save_figure"]

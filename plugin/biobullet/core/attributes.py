@@ -1,78 +1,339 @@
-"""Reading XML attributes into validated numbers, with errors that name file, element and attribute."""
+"""THE parser of XML attributes (and of attribute-like mappings): validated numbers, vectors, names, choices.
+
+Every element family (URDF links/joints, the `<biobullet>` block, joint functions, force elements, loops,
+contact laws, flexible links, third-party plugins) reads its attributes through these helpers, so that every
+bad value gives the same kind of message: a ModelError naming file, element and attribute, quoting the value
+(control characters escaped, long values truncated — `errors.shown`) and saying what was expected.
+
+Argument order, everywhere: ``(source, attributes, key, default, *, checks)``
+
+* `source` — a SourceRef (or None for programmatic construction: the error then names only the attribute);
+* `attributes` — a mapping of raw values (``element.attrib``, an ElementDescription's ``attributes``, or a dict
+  of Python values);
+* `key` — the attribute name; `default` — the value when absent (`REQUIRED`: absent is an error; None: absent
+  gives None).
+
+Units are the caller's (SI throughout biobullet). Numbers are IEEE doubles and must be finite; integer
+attributes are decimal integers of at most `MAX_INTEGER_DIGITS` digits.
+"""
 from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from biobullet.core.errors import ModelError, SourceRef
+import numpy as np
+
+from biobullet.core.errors import ModelError, SourceRef, bare, shown
+
+#: sentinel default: the attribute must be present
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+#: longest accepted text of one number (a 400-digit literal is a typo or an attack, never a parameter)
+MAX_NUMBER_LENGTH = 64
+MAX_INTEGER_DIGITS = 18
+
+
+def error(source: SourceRef | None, attribute: str | None, message: str, expected: str | None = None) -> ModelError:
+    """A ModelError naming `attribute` (through `source` when one is given)."""
+    if source is not None:
+        return source.error(attribute, message, expected)
+    return ModelError(message, attribute=attribute, expected=expected)
 
 
 def source_of(file: str, element: ET.Element, key: str = "name") -> SourceRef:
     """A SourceRef like `<joint name="elbow">` (or `<inertial>` when the element has no identifying attribute)."""
     for attr in (key, "name", "joint", "link"):
         if attr in element.attrib:
-            return SourceRef(file, f'<{element.tag} {attr}="{element.attrib[attr]}">')
+            return SourceRef(file, f'<{element.tag} {attr}="{bare(element.attrib[attr], 60)}">')
     return SourceRef(file, f"<{element.tag}>")
 
 
-def required(source: SourceRef, element: ET.Element, attribute: str) -> str:
-    value = element.attrib.get(attribute)
-    if value is None or not value.strip():
-        raise source.error(attribute, "missing required attribute")
-    return value.strip()
+def _attributes_of(attributes: Mapping[str, Any] | ET.Element | None) -> Mapping[str, Any]:
+    if attributes is None:
+        return {}
+    if isinstance(attributes, ET.Element):
+        return attributes.attrib
+    return attributes
 
 
-def parse_float(source: SourceRef, attribute: str, text: str, *, positive: bool = False,
-                non_negative: bool = False) -> float:
+def _absent(raw: Any) -> bool:
+    return raw is None or (isinstance(raw, str) and not raw.strip())
+
+
+# ------------------------------------------------------------------------------------------------ scalars
+def to_float(source: SourceRef | None, key: str, raw: Any, *, positive: bool = False, non_negative: bool = False,
+             at_least: float | None = None, at_most: float | None = None, above: float | None = None,
+             below: float | None = None, expected: str | None = None) -> float:
+    """One finite number from a raw value (text or number), with optional range checks."""
+    expected = expected or _range_text(positive, non_negative, at_least, at_most, above, below)
+    if isinstance(raw, bool):
+        raise error(source, key, f"{raw!r} is not a number", expected)
+    if isinstance(raw, str):
+        text = raw.strip()
+        if len(text) > MAX_NUMBER_LENGTH:
+            raise error(source, key, f"number text is {len(text)} characters long: {shown(text, 24)}", expected)
     try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise source.error(attribute, f"not a number: {text!r}", "a finite decimal number") from None
+        value = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        raise error(source, key, f"not a number: {shown(raw)}", expected) from None
     if not math.isfinite(value):
-        raise source.error(attribute, f"not finite: {text!r}", "a finite decimal number")
-    if positive and value <= 0:
-        raise source.error(attribute, f"must be positive, got {value:g}", "a value > 0")
-    if non_negative and value < 0:
-        raise source.error(attribute, f"must not be negative, got {value:g}", "a value ≥ 0")
+        raise error(source, key, f"not finite: {shown(raw)}", expected)
+    if positive and not value > 0:
+        raise error(source, key, f"must be positive, got {value:g}", expected)
+    if non_negative and not value >= 0:
+        raise error(source, key, f"must not be negative, got {value:g}", expected)
+    if at_least is not None and value < at_least:
+        raise error(source, key, f"must be at least {at_least:g}, got {value:g}", expected)
+    if at_most is not None and value > at_most:
+        raise error(source, key, f"must be at most {at_most:g}, got {value:g}", expected)
+    if above is not None and not value > above:
+        raise error(source, key, f"must be above {above:g}, got {value:g}", expected)
+    if below is not None and not value < below:
+        raise error(source, key, f"must be below {below:g}, got {value:g}", expected)
     return value
 
 
-def parse_floats(source: SourceRef, attribute: str, text: str, count: int | None = None) -> tuple[float, ...]:
-    """Space-separated numbers; a bad component is reported with its position and the whole text."""
-    parts = text.split()
-    expected = f"{count} space-separated finite numbers" if count is not None else "space-separated finite numbers"
+def _range_text(positive: bool, non_negative: bool, at_least: float | None, at_most: float | None,
+                above: float | None, below: float | None) -> str:
+    low = ("(0" if positive else "[0" if non_negative else f"[{at_least:g}" if at_least is not None
+           else f"({above:g}" if above is not None else None)
+    high = f"{at_most:g}]" if at_most is not None else f"{below:g})" if below is not None else None
+    if low and high:
+        return f"a finite number in {low}, {high}"
+    if positive:
+        return "a positive finite number (> 0)"
+    if non_negative:
+        return "a non-negative finite number (≥ 0)"
+    if low:
+        return "a finite number " + {"(": "> ", "[": "≥ "}[low[0]] + low[1:]
+    if high:
+        return "a finite number " + {"]": "≤ ", ")": "< "}[high[-1]] + high[:-1]
+    return "a finite decimal number"
+
+
+def number(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+           default: Any = REQUIRED, **checks: Any) -> Any:
+    """A finite number from attribute `key` (`default` when absent; see `to_float` for the checks)."""
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute", checks.get("expected") or "a finite number")
+        return None if default is None else float(default)
+    return to_float(source, key, raw, **checks)
+
+
+def integer(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+            default: Any = REQUIRED, *, at_least: int | None = None, at_most: int | None = None) -> Any:
+    """A decimal integer (no sign tricks, no exponent, at most MAX_INTEGER_DIGITS digits) within the range."""
+    bounds = [f"≥ {at_least}" if at_least is not None else "", f"≤ {at_most}" if at_most is not None else ""]
+    expected = "an integer" + (" " + " and ".join(b for b in bounds if b) if any(bounds) else "")
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute", expected)
+        return default
+    if isinstance(raw, bool):
+        raise error(source, key, f"{raw!r} is not an integer", expected)
+    if isinstance(raw, (int, np.integer)):
+        value = int(raw)
+    else:
+        text = str(raw).strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        if not digits.isdigit() or not digits.isascii() or len(digits) > MAX_INTEGER_DIGITS:
+            raise error(source, key, f"not an integer: {shown(raw)}", expected)
+        value = int(text)
+    if (at_least is not None and value < at_least) or (at_most is not None and value > at_most):
+        raise error(source, key, f"got {value}", expected)
+    return value
+
+
+def boolean(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+            default: bool = False) -> bool:
+    """'true'/'false'/'1'/'0'/'yes'/'no' (case-insensitive) or a Python bool."""
+    raw = _attributes_of(attributes).get(key)
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise error(source, key, f"not a boolean: {shown(raw)}", "true or false")
+
+
+def choice(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+           choices: Iterable[str], default: Any = REQUIRED, *, what: str = "value") -> Any:
+    """One of `choices` (an enumeration attribute)."""
+    options = tuple(choices)
+    expected = "one of: " + ", ".join(options)
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute", expected)
+        return default
+    text = str(raw).strip()
+    if text not in options:
+        raise error(source, key, f"unknown {what} {shown(raw)}", expected)
+    return text
+
+
+def text(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+         default: Any = REQUIRED, *, expected: str = "a non-empty value") -> Any:
+    """A non-empty string attribute, stripped."""
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute", expected)
+        return default
+    return str(raw).strip()
+
+
+def name(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+         known: Iterable[str] | None = None, default: Any = REQUIRED, *, kind: str = "name") -> Any:
+    """A name (stripped, non-empty); with `known`, it must be one of them (e.g. the model's link names)."""
+    value = text(source, attributes, key, default, expected=f"a {kind}")
+    if value is default and default is not REQUIRED:
+        return value
+    if known is not None:
+        options = list(known)
+        if value not in options:
+            listed = ", ".join(shown(o, 40) for o in options[:20]) + (" …" if len(options) > 20 else "")
+            raise error(source, key, f"unknown {kind} {shown(value)}", f"one of {listed}" if options else
+                        f"a {kind} defined in this file")
+    return value
+
+
+def required(source: SourceRef, element: ET.Element | Mapping[str, Any], attribute: str) -> str:
+    """A required non-empty attribute's text, stripped."""
+    return text(source, element, attribute)
+
+
+# ------------------------------------------------------------------------------------------------ vectors
+def to_floats(source: SourceRef | None, key: str, raw: Any, count: int | None = None, *, min_count: int = 0,
+              max_count: int | None = None, **checks: Any) -> tuple[float, ...]:
+    """Space-separated finite numbers; a bad component is reported with its position."""
+    if count is not None:
+        expected = f"{count} space-separated finite number{'s' if count != 1 else ''}"
+    else:
+        expected = f"at least {min_count} space-separated finite number(s)" if min_count else \
+            "space-separated finite numbers"
+    if isinstance(raw, str):
+        parts: list[Any] = raw.split()
+    elif isinstance(raw, Iterable):
+        parts = list(raw)
+    else:
+        parts = [raw]
     if count is not None and len(parts) != count:
-        raise source.error(attribute, f"has {len(parts)} numbers: {text!r}", expected)
+        raise error(source, key, f"has {len(parts)} numbers: {shown(raw)}", expected)
+    if len(parts) < min_count or (max_count is not None and len(parts) > max_count):
+        raise error(source, key, f"has {len(parts)} numbers: {shown(raw)}", expected +
+                    (f" (at most {max_count})" if max_count is not None else ""))
     values = []
     for position, part in enumerate(parts, start=1):
         try:
-            value = float(part)
-        except ValueError:
-            raise source.error(attribute, f"component {position} is not a number: {text!r}", expected) from None
+            value = float(part) if not isinstance(part, bool) and len(str(part)) <= MAX_NUMBER_LENGTH else None
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if value is None:
+            raise error(source, key, f"component {position} is not a number: {shown(raw)}", expected)
         if not math.isfinite(value):
-            raise source.error(attribute, f"component {position} is not finite: {text!r}", expected)
+            raise error(source, key, f"component {position} is not finite: {shown(raw)}", expected)
+        if checks:
+            try:
+                value = to_float(None, key, value, **checks)
+            except ModelError as exc:
+                raise error(source, key, f"component {position}: {exc.detail}", exc.expected) from None
         values.append(value)
     return tuple(values)
 
 
-def optional_float(source: SourceRef, element: ET.Element, attribute: str, default: float | None = None,
-                   **checks: bool) -> float | None:
-    text = element.attrib.get(attribute)
-    if text is None:
+def floats(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+           default: Any = REQUIRED, *, count: int | None = None, min_count: int = 1, max_count: int | None = None,
+           **checks: Any) -> Any:
+    """A float array from a space-separated attribute (`default` when absent)."""
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute",
+                        f"{count} space-separated finite number(s)" if count is not None else
+                        f"at least {min_count} space-separated finite number(s)")
         return default
-    return parse_float(source, attribute, text, **checks)
+    return np.array(to_floats(source, key, raw, count, min_count=min_count, max_count=max_count, **checks))
 
 
-def optional_vec3(source: SourceRef, element: ET.Element | None, attribute: str,
+def vector3(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None, key: str,
+            default: Any = (0.0, 0.0, 0.0), *, unit: bool = False) -> np.ndarray:
+    """A 3-vector (read-only float array); absent → `default` (REQUIRED: an error). `unit`: normalised, the zero
+    vector refused."""
+    raw = _attributes_of(attributes).get(key)
+    if _absent(raw):
+        if default is REQUIRED:
+            raise error(source, key, "missing required attribute", "3 space-separated finite numbers")
+        raw = default
+    vec = np.array(to_floats(source, key, raw, 3), dtype=float)
+    if unit:
+        norm = float(np.linalg.norm(vec))
+        if not norm > 1e-12 or not math.isfinite(norm):
+            raise error(source, key, f"zero vector {shown(raw)}", "a non-zero direction")
+        vec = vec / norm
+    vec.setflags(write=False)
+    return vec
+
+
+# ------------------------------------------------------------------------- URDF-style (text in, tuples out)
+def parse_float(source: SourceRef, attribute: str, text: str, **checks: Any) -> float:
+    """One finite number from the text of `attribute` (see `to_float` for the checks)."""
+    return to_float(source, attribute, text, **checks)
+
+
+def parse_floats(source: SourceRef, attribute: str, text: str, count: int | None = None) -> tuple[float, ...]:
+    """Space-separated numbers from the text of `attribute`."""
+    return to_floats(source, attribute, text, count)
+
+
+def optional_float(source: SourceRef, element: ET.Element | Mapping[str, Any] | None, attribute: str,
+                   default: float | None = None, **checks: Any) -> float | None:
+    return number(source, element, attribute, default, **checks)
+
+
+def optional_vec3(source: SourceRef, element: ET.Element | Mapping[str, Any] | None, attribute: str,
                   default: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> tuple[float, float, float]:
-    if element is None or attribute not in element.attrib:
-        return default
-    x, y, z = parse_floats(source, attribute, element.attrib[attribute], 3)
+    x, y, z = (float(v) for v in vector3(source, element, attribute, default))
     return (x, y, z)
 
 
-def check_known_attributes(source: SourceRef, element: ET.Element, allowed: set[str] | tuple[str, ...]) -> None:
-    for key in element.attrib:
-        if key not in allowed:
-            raise ModelError("unknown attribute", file=source.file, element=source.element, attribute=key,
-                             expected="one of " + ", ".join(sorted(allowed)))
+# ------------------------------------------------------------------------------------------------ checks
+def check_known_attributes(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | None,
+                           allowed: Iterable[str]) -> None:
+    """Reject attributes the element does not understand (a typo would otherwise be silently ignored)."""
+    listed = sorted(allowed) if isinstance(allowed, (set, frozenset)) else list(dict.fromkeys(allowed))
+    accepted = set(listed)
+    for key in _attributes_of(attributes):
+        if key not in accepted:
+            raise error(source, key, "unknown attribute", "one of " + ", ".join(listed))
+
+
+def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str, ...], *,
+                exactly: int | None = None, at_least: int | None = None, distinct: bool = True,
+                what: str = "input joint name(s)") -> None:
+    """The number of names in a list attribute (and that none is repeated)."""
+    n = len(items)
+    if exactly is not None and n != exactly:
+        listed = " ".join(items[:10]) or "none"
+        raise error(source, key, f"got {n} ({shown(listed)})", f"exactly {exactly} {what}")
+    if at_least is not None and n < at_least:
+        raise error(source, key, f"got {n}", f"at least {at_least} {what}")
+    if distinct:
+        seen: set[str] = set()
+        for item in items:
+            if item in seen:
+                raise error(source, key, f"{shown(item)} is listed twice", f"distinct {what}")
+            seen.add(item)
+
+
+__all__ = ["REQUIRED", "error", "source_of", "to_float", "number", "integer", "boolean", "choice", "text", "name",
+           "required", "to_floats", "floats", "vector3", "parse_float", "parse_floats", "optional_float",
+           "optional_vec3", "check_known_attributes", "check_count"]

@@ -1,11 +1,60 @@
-"""Error types. Every user-facing failure is one of these, carrying where it came from."""
+"""Error types. Every user-facing failure is one of these, carrying where it came from.
+
+Messages quote text from model files and configs written by strangers: every quoted value goes through
+`shown()` (control characters escaped, long values truncated) and the assembled message through
+`clean_message()`, so an error is always one line of bounded length — a name containing "&#10;Traceback" cannot
+forge extra lines, and a 20 MB invalid value is not echoed in full.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: characters of a quoted value kept in a message (the rest is summarised)
+VALUE_LIMIT = 80
+#: characters of a whole message
+MESSAGE_LIMIT = 2000
+
+
+def _escape(text: str) -> str:
+    """Control characters (C0, DEL, C1, line/paragraph separators) as visible escapes; the rest unchanged."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029):
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\x{code:02x}" if code < 0x100
+                                                                  else f"\\u{code:04x}"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def shown(value: object, limit: int = VALUE_LIMIT) -> str:
+    """A value quoted for a message: `'text'` with control characters escaped and at most `limit` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return "'" + _escape(_truncate(text, limit)) + "'"
+
+
+def bare(value: object, limit: int = VALUE_LIMIT) -> str:
+    """Like `shown` without the quotes (for names placed inside an element description)."""
+    return _escape(_truncate(value if isinstance(value, str) else repr(value), limit))
+
+
+def clean_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """One line of at most about `limit` characters: control characters escaped, the tail summarised."""
+    return _escape(_truncate(str(text), limit))
+
 
 class BiobulletError(Exception):
     """Base class of every error biobullet raises on purpose (bad input, failed solve)."""
+
+    def __str__(self) -> str:
+        return clean_message(super().__str__())
 
 
 class ModelError(BiobulletError):
@@ -20,21 +69,26 @@ class ModelError(BiobulletError):
         self.expected, self.detail = expected, message
         where = []
         if file:
-            where.append(str(file))
+            where.append(_truncate(str(file), 300))
         if element:
-            where.append(element)
+            where.append(_truncate(element, 200))
         if attribute:
-            where.append(f"attribute '{attribute}'")
+            where.append(f"attribute '{_truncate(attribute, VALUE_LIMIT)}'")
         if argument:
-            where.append(f"argument '{argument}'")
+            where.append(f"argument '{_truncate(argument, VALUE_LIMIT)}'")
         text = ": ".join(where + [message]) if where else message
         if expected:
-            text += f" (expected {expected})"
-        super().__init__(text)
+            text += f" (expected {_truncate(expected, 400)})"
+        super().__init__(clean_message(text))
 
 
 class SolverError(BiobulletError):
     """A numerical solve failed (assembly, integration, singular configuration)."""
+
+
+class EvaluationError(SolverError):
+    """A model function was evaluated outside its domain or at a pole (log of a negative number, 1/(t - 0.1) at
+    t = 0.1) or overflowed: the message names the function, its inputs and the time."""
 
 
 @dataclass(frozen=True)

@@ -7,62 +7,38 @@ its `<inertial>`). `<contact>` elements must sit at joint points (xyz = 0 0 0 or
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from biobullet.core.attributes import REQUIRED, number, vector3
 from biobullet.core.errors import ModelError
 
 FLEXIBLE_ATTRIBUTES = {"link", "theory", "boundary", "modes", "youngs_modulus", "shear_modulus",
                        "shear_coefficient", "area", "second_moment", "density", "kelvin_voigt", "air_damping",
                        "segments", "length"}
+#: most modes per link (a mode costs one coordinate; thousands are a typo, never a model)
+MAX_MODES = 50
 _REQUIRED = ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density")
-
-
-def _number(element: Any, name: str, *, default: float | None = None, positive: bool = True) -> float:
-    raw = element.get(name)
-    if raw is None:
-        if default is None:
-            raise element.source.error(name, "missing attribute", "a positive number")
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise element.source.error(name, f"'{raw}' is not a number", "a finite number") from None
-    if not math.isfinite(value) or (positive and value <= 0.0) or (not positive and value < 0.0):
-        raise element.source.error(name, f"got {raw}", "a positive number" if positive else "a number >= 0")
-    return value
 
 
 def flexible_attributes(element: Any, default_length: float | None) -> dict[str, Any]:
     """Validated keyword arguments of `link_from_beam` from one `<flexible>` ElementDescription."""
     from biobullet.flexible import BOUNDARIES, THEORIES
-    unknown = sorted(set(element.attributes) - FLEXIBLE_ATTRIBUTES)
-    if unknown:
-        raise element.source.error(unknown[0], "unknown attribute", ", ".join(sorted(FLEXIBLE_ATTRIBUTES)))
-    theory = element.get("theory", "timoshenko")
-    if theory not in THEORIES:
-        raise element.source.error("theory", f"unknown theory {theory!r}", " or ".join(THEORIES))
-    boundary = element.get("boundary")
-    if boundary not in BOUNDARIES:
-        raise element.source.error("boundary", f"unknown or missing boundary {boundary!r}",
-                                   "one of " + ", ".join(BOUNDARIES))
-    raw_modes = element.get("modes", "1")
-    try:
-        n_modes = int(raw_modes)
-    except ValueError:
-        n_modes = -1
-    if n_modes < 0 or str(n_modes) != raw_modes.strip():
-        raise element.source.error("modes", f"got {raw_modes!r}", "an integer >= 0")
-    kw: dict[str, Any] = {name: _number(element, name) for name in _REQUIRED}
+    from biobullet.core.attributes import check_known_attributes, choice, integer
+    source, a = element.source, element.attributes
+    check_known_attributes(source, a, FLEXIBLE_ATTRIBUTES)
+    theory = choice(source, a, "theory", THEORIES, "timoshenko", what="theory")
+    boundary = choice(source, a, "boundary", BOUNDARIES, what="boundary")
+    n_modes = integer(source, a, "modes", 1, at_least=0, at_most=MAX_MODES)
+    kw: dict[str, Any] = {key: number(source, a, key, positive=True) for key in _REQUIRED}
     if kw["shear_coefficient"] > 1.2:
-        raise element.source.error("shear_coefficient", f"got {kw['shear_coefficient']:g}", "0 < kappa <= 1.2")
-    kw["length"] = _number(element, "length", default=default_length) if default_length is not None \
-        else _number(element, "length")
-    kw["kelvin_voigt"] = _number(element, "kelvin_voigt", default=0.0, positive=False)
-    kw["air_damping"] = _number(element, "air_damping", default=0.0, positive=False)
+        raise source.error("shear_coefficient", f"got {kw['shear_coefficient']:g}", "0 < kappa <= 1.2")
+    kw["length"] = number(source, a, "length", default_length if default_length is not None else REQUIRED,
+                          positive=True)
+    kw["kelvin_voigt"] = number(source, a, "kelvin_voigt", 0.0, non_negative=True)
+    kw["air_damping"] = number(source, a, "air_damping", 0.0, non_negative=True)
     return {**kw, "boundary": boundary, "theory": theory, "n_modes": n_modes}
 
 
@@ -128,8 +104,8 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     points = []
     for e in contacts:
         link = e.get("link")
-        xyz = np.array([float(v) for v in (e.get("xyz") or "0 0 0").split()])
-        if link not in names or xyz.size != 3:
+        xyz = np.array(vector3(e.source, e.attributes, "xyz"))
+        if link not in names:
             raise e.source.error("link", f"{link!r} is not a chain link", "a chain link")
         i = names.index(link)
         if np.allclose(xyz, 0.0, atol=1e-9):
@@ -139,7 +115,7 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
         else:
             raise e.source.error("xyz", "contacts of an elastic chain sit at joint points",
                                  f"0 0 0 or {links[i].length:g} 0 0")
-        if float(e.get("ground_height", "0")) != 0.0 or e.get("ground", "plane") != "plane":
+        if number(e.source, e.attributes, "ground_height", 0.0) != 0.0 or e.get("ground", "plane") != "plane":
             raise e.source.error("ground_height", "only the ground plane y = 0 is supported", "0")
     normal = _single_law(contacts, normal_law_from_attributes, "normal")
     friction = _single_law(contacts, friction_law_from_attributes, "friction")

@@ -41,9 +41,12 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.atomic import write_text
-from biobullet.core.errors import ModelError
+from biobullet.core.attributes import vector3
+from biobullet.core.errors import ModelError, SourceRef
 
 SEPARATOR = "__"
+#: most segments per flexible link (each adds one or two joints)
+MAX_SEGMENTS = 200
 
 
 @dataclass(frozen=True)
@@ -114,11 +117,8 @@ def _fmt(v: float) -> str:
     return repr(float(v))
 
 
-def _xyz(text: str | None) -> np.ndarray:
-    vals = np.array([float(s) for s in (text or "0 0 0").split()])
-    if vals.shape != (3,):
-        raise ValueError(text)
-    return vals
+def _xyz(text: str | None, source: SourceRef, key: str = "xyz") -> np.ndarray:
+    return np.array(vector3(source, {key: text} if text is not None else {}, key))
 
 
 def _inertial(parent: ET.Element, lay: SegmentLayout, a: float, b: float) -> None:
@@ -157,42 +157,20 @@ def _joint(root: ET.Element, name: str, kind: str, parent: str, child: str, x: f
 
 
 def _flexible_numbers(element: ET.Element, default_length: float | None, file: str) -> dict:
+    from biobullet.core.attributes import REQUIRED, check_known_attributes, choice, integer, number, source_of
     from biobullet.flexible.gibbs_appell_io import FLEXIBLE_ATTRIBUTES
     from biobullet.flexible.beam import THEORIES
-    a = element.attrib
-    where = f'<flexible link="{a.get("link")}">'
-    unknown = sorted(set(a) - FLEXIBLE_ATTRIBUTES)
-    if unknown:
-        raise ModelError(f"unknown attribute {unknown[0]!r}", file=file, element=where, attribute=unknown[0],
-                         expected=", ".join(sorted(FLEXIBLE_ATTRIBUTES)))
+    source, a = source_of(file, element, "link"), element.attrib
+    check_known_attributes(source, a, FLEXIBLE_ATTRIBUTES)
     out: dict = {}
-    for name in ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density",
-                 "length", "kelvin_voigt", "air_damping"):
-        raw = a.get(name)
-        if raw is None:
-            if name in ("kelvin_voigt", "air_damping"):
-                out[name] = 0.0
-                continue
-            if name == "length" and default_length is not None:
-                out[name] = default_length
-                continue
-            raise ModelError("missing attribute", file=file, element=where, attribute=name, expected="a number")
-        try:
-            out[name] = float(raw)
-        except ValueError:
-            raise ModelError(f"'{raw}' is not a number", file=file, element=where, attribute=name,
-                             expected="a finite number") from None
-    theory = a.get("theory", "timoshenko")
-    if theory not in THEORIES:
-        raise ModelError(f"unknown theory {theory!r}", file=file, element=where, attribute="theory",
-                         expected=" or ".join(THEORIES))
-    out["theory"] = theory
-    raw = a.get("segments", "8")
-    try:
-        out["segments"] = int(raw)
-    except ValueError:
-        raise ModelError(f"got {raw!r}", file=file, element=where, attribute="segments",
-                         expected="an integer >= 1") from None
+    for key in ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density"):
+        out[key] = number(source, a, key, positive=True)
+    out["length"] = number(source, a, "length", default_length if default_length is not None else REQUIRED,
+                           positive=True)
+    for key in ("kelvin_voigt", "air_damping"):
+        out[key] = number(source, a, key, 0.0, non_negative=True)
+    out["theory"] = choice(source, a, "theory", THEORIES, "timoshenko", what="theory")
+    out["segments"] = integer(source, a, "segments", 8, at_least=1, at_most=MAX_SEGMENTS)
     return out
 
 
@@ -215,7 +193,8 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
             raise ModelError(f"unknown link {name!r}", file=file, element=where, attribute="link",
                              expected="the name of a <link>")
         children = [j for j in joints if j.find("parent").get("link") == name]
-        ends = [_xyz(j.find("origin").get("xyz") if j.find("origin") is not None else None) for j in children]
+        ends = [_xyz(j.find("origin").get("xyz") if j.find("origin") is not None else None,
+                     SourceRef(file, f'<joint name="{j.get("name")}"> <origin>')) for j in children]
         default_length = float(max(e[0] for e in ends)) if ends else None
         kw = _flexible_numbers(element, default_length, file)
         n = segments if isinstance(segments, int) else (segments or {}).get(name, kw["segments"])
@@ -258,7 +237,7 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
                 continue
             for suffix in ("", "_a", "_b"):
                 if other.get("link" + suffix) == name and other.tag != "flexible":
-                    point = _xyz(other.get("xyz" + suffix))
+                    point = _xyz(other.get("xyz" + suffix), SourceRef(file, f"<{other.tag}>"), "xyz" + suffix)
                     k, x_local = lay.locate(float(point[0]))
                     other.set("link" + suffix, names[k])
                     other.set("xyz" + suffix, f"{_fmt(x_local)} {_fmt(point[1])} {_fmt(point[2])}")

@@ -9,9 +9,8 @@ Third-party element types register with `register_force("tag")` (or the entry-po
 """
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 import numpy as np
 
@@ -92,52 +91,7 @@ def force_tags() -> list[str]:
     return FORCE_ELEMENTS.names()
 
 
-# ------------------------------------------------------------------------------------------ attribute helpers
-def number(source: SourceRef, attributes: Mapping[str, str], key: str, default: float | None = None, *,
-           non_negative: bool = False, positive: bool = False, at_least: float | None = None) -> float:
-    """A finite number from a raw attribute (or `default` when absent; absent without default → error)."""
-    text = attributes.get(key)
-    if text is None or (isinstance(text, str) and not text.strip()):
-        if default is None:
-            raise source.error(key, "missing required attribute", "a finite number")
-        return float(default)
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise source.error(key, f"not a number: {text!r}", "a finite decimal number") from None
-    if not math.isfinite(value):
-        raise source.error(key, f"not finite: {text!r}", "a finite decimal number")
-    if non_negative and value < 0:
-        raise source.error(key, f"must not be negative, got {value:g}", "a value ≥ 0")
-    if positive and value <= 0:
-        raise source.error(key, f"must be positive, got {value:g}", "a value > 0")
-    if at_least is not None and value < at_least:
-        raise source.error(key, f"must be at least {at_least:g}, got {value:g}", f"a value ≥ {at_least:g}")
-    return value
-
-
-def vector3(source: SourceRef, attributes: Mapping[str, str], key: str) -> np.ndarray:
-    text = attributes.get(key)
-    if text is None:
-        return np.zeros(3)
-    parts = str(text).split()
-    if len(parts) != 3:
-        raise source.error(key, f"has {len(parts)} numbers: {text!r}", "3 space-separated finite numbers")
-    try:
-        values = np.array([float(p) for p in parts])
-    except ValueError:
-        raise source.error(key, f"not a number: {text!r}", "3 space-separated finite numbers") from None
-    if not np.all(np.isfinite(values)):
-        raise source.error(key, f"not finite: {text!r}", "3 space-separated finite numbers")
-    return values
-
-
-def check_attributes(source: SourceRef, attributes: Mapping[str, str], allowed) -> None:
-    for key in attributes:
-        if key not in allowed:
-            raise source.error(key, "unknown attribute", "one of " + ", ".join(sorted(allowed)))
-
-
+# attribute helpers live in biobullet.core.attributes (number, vector3, check_known_attributes, ...)
 def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint") -> tuple[int, int]:
     """(index in x, index in ẋ) of a movable joint's coordinate."""
     if joint not in model.joint_names:

@@ -14,7 +14,8 @@ import numpy as np
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef
 from biobullet.forces.compiled import spring_kernel
-from biobullet.forces.base import ForceElement, check_attributes, joint_indices, number, register_force, vector3
+from biobullet.core.attributes import check_known_attributes, number, vector3
+from biobullet.forces.base import ForceElement, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 
@@ -72,7 +73,7 @@ class Spring(ForceElement):
     @classmethod
     def from_description(cls, model, element) -> "Spring":
         s, a = element.source, element.attributes
-        check_attributes(s, a, {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length",
+        check_known_attributes(s, a, {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length",
                                 "damping"})
         for key in ("link_a", "link_b"):
             if not a.get(key):
@@ -225,7 +226,7 @@ class JointSpring(_JointElement):
     @classmethod
     def from_description(cls, model, element) -> "JointSpring":
         s, a = element.source, element.attributes
-        check_attributes(s, a, {"name", "joint", "stiffness", "rest", "damping"})
+        check_known_attributes(s, a, {"name", "joint", "stiffness", "rest", "damping"})
         joint_indices(model, a.get("joint", ""), s)
         return cls(a.get("name") or f"joint_spring_{a['joint']}", a["joint"],
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
@@ -267,7 +268,7 @@ class JointTorque(_JointElement):
         name = a.pop("name", None) or f"joint_torque_{a['joint']}"
         type_name = a.get("type")
         if type_name is None:
-            check_attributes(s, a, {"joint", "value"})
+            check_known_attributes(s, a, {"joint", "value"})
             return cls(name, a["joint"], number(s, a, "value"), source=s)
         if "value" in a:
             raise s.error("value", "a constant value and a time function (type) are both given",
@@ -345,7 +346,7 @@ class JointStop(_JointElement):
     @classmethod
     def from_description(cls, model, element) -> "JointStop":
         s, a = element.source, element.attributes
-        check_attributes(s, a, {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent",
+        check_known_attributes(s, a, {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent",
                                 "smoothing"})
         joint_indices(model, a.get("joint", ""), s)
         optional = {key: number(s, a, key) if key in a else None

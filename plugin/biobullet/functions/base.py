@@ -18,6 +18,10 @@ import numpy as np
 from biobullet.core.errors import SourceRef
 
 
+#: attributes every <joint_function> element may carry, whatever its type
+COMMON_ATTRIBUTES: tuple[str, ...] = ("joint", "type", "inputs")
+
+
 class JointFunction(ABC):
     """One explicit joint function. Subclasses are immutable after construction."""
 

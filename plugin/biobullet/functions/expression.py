@@ -8,7 +8,8 @@ Names usable in the text: the inputs (joint names must be Python identifiers and
 `expression_parser.FUNCTIONS`. The text is parsed by a whitelisted AST walk (never eval/sympify).
 Gradient and Hessian over (x..., t) are differentiated symbolically once, at construction, and compiled
 with common-subexpression elimination into one NumPy function; `evaluate` only calls that function.
-Outside the domain of a function (e.g. log of a negative number) `evaluate` returns NaN.
+Outside the domain of a function (log of a negative number, a pole such as 1/(t - 0.1) at t = 0.1) or on
+overflow, `evaluate` raises an EvaluationError naming the expression, its inputs and the time — never NaN.
 """
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import SourceRef
-from biobullet.functions._attributes import check_input_count, check_known
-from biobullet.functions.base import JointFunction
+import math
+
+from biobullet.core.attributes import to_float
+from biobullet.core.errors import EvaluationError, SourceRef
+from biobullet.core.attributes import check_count, check_known_attributes
+from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
 from biobullet.functions.registry import register
 
@@ -42,14 +46,7 @@ def parse_parameters(text: str | None, inputs: Sequence[str], source: SourceRef)
                                f"reserved, or an input name)", expected)
         if name in parameters:
             raise source.error("parameters", f"parameter '{name}' is defined twice", expected)
-        try:
-            value = float(value_text)
-        except ValueError:
-            raise source.error("parameters", f"value '{value_text}' of '{name}' is not a number",
-                               expected) from None
-        if not np.isfinite(value):
-            raise source.error("parameters", f"value of '{name}' is not finite", expected)
-        parameters[name] = value
+        parameters[name] = to_float(source, "parameters", value_text, expected=expected)
     return parameters
 
 
@@ -66,13 +63,14 @@ class ExpressionFunction(JointFunction):
         source = source or _PYTHON_SOURCE
         import sympy  # lazy: only expression functions pay for SymPy
 
-        check_input_count(self.inputs, source)
+        check_count(source, "inputs", self.inputs)
         for name in self.inputs:
             if not is_identifier(name) or name in RESERVED:
                 raise source.error("inputs", f"input '{name}' cannot be used in an expression (not a Python "
                                    f"identifier, or one of the reserved names {sorted(RESERVED)})",
                                    "joint names that are identifiers such as 'r_elbow'")
         self.expression_text = expression
+        self.source = source
         self.parameters = dict(parameters or {})
         # Internal symbol names cannot collide with user names (those never start with '_z') nor with
         # the CSE temporaries ('_c0', ...), nor with anything in lambdify's namespace.
@@ -101,7 +99,7 @@ class ExpressionFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "ExpressionFunction":
-        check_known(attributes, cls.attributes, source)
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
         if "expression" not in attributes:
             raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
         parameters = parse_parameters(attributes.get("parameters"), inputs, source)
@@ -120,7 +118,19 @@ class ExpressionFunction(JointFunction):
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         m = self._size
-        out = np.array(self._compiled(*x, t), dtype=float)
+        try:
+            with np.errstate(all="ignore"):
+                out = np.array(self._compiled(*(float(v) for v in x), float(t)), dtype=float)
+                total = float(out.sum())
+            problem = None if math.isfinite(total) else (
+                "not finite (outside the domain of a function, at a pole, or overflow)")
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            problem = f"undefined: outside the domain of a function or at a pole ({type(exc).__name__}: {exc})"
+        if problem is not None:
+            inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(self.inputs, x))
+            raise EvaluationError(f"{self.source.file}: {self.source.element}: expression "
+                                  f"{self.expression_text[:80]!r} at t = {float(t):.9g} s"
+                                  f"{' (' + inputs + ')' if inputs else ''}: {problem}")
         return float(out[0]), out[1:m + 1], out[m + 1:].reshape(m, m)
 
     def __repr__(self) -> str:

@@ -20,7 +20,10 @@ from typing import Any
 from biobullet.core.errors import SourceRef
 
 MAX_LENGTH = 2000  #: characters in the expression text
-MAX_NODES = 1000   #: AST nodes (bounds recursion depth and symbolic work)
+MAX_NODES = 1000   #: AST nodes (bounds symbolic work)
+MAX_DEPTH = 200    #: nesting depth of the syntax tree (bounds recursion in the walk, SymPy and lambdify)
+MAX_NESTING = 16   #: function calls and powers nested inside each other (bounds SymPy's differentiation work)
+MAX_DIGITS = 30    #: digits of an integer literal (larger ones are typos or attacks: 10**308 overflows a float)
 
 #: whitelisted functions → number of arguments
 FUNCTIONS: dict[str, int] = {
@@ -93,6 +96,11 @@ def parse_expression(text: str, inputs: Sequence[str], parameters: Mapping[str, 
     n_nodes = sum(1 for _ in ast.walk(tree))
     if n_nodes > MAX_NODES:
         raise fail(f"expression has {n_nodes} syntax nodes, the limit is {MAX_NODES}")
+    depth, nesting = _depth(tree)
+    if depth > MAX_DEPTH:
+        raise fail(f"expression is nested {depth} levels deep, the limit is {MAX_DEPTH}")
+    if nesting > MAX_NESTING:
+        raise fail(f"function calls and powers are nested {nesting} deep, the limit is {MAX_NESTING}")
 
     names: dict[str, Any] = dict(zip(inputs, input_symbols))
     names[TIME_NAME] = time_symbol
@@ -120,6 +128,9 @@ def parse_expression(text: str, inputs: Sequence[str], parameters: Mapping[str, 
                 raise fail(f"literal {value!r} is not allowed; only real numbers")
             if isinstance(value, float) and not math.isfinite(value):
                 raise fail(f"literal {node.value!r} is not finite")
+            if isinstance(value, int) and abs(value) >= 10 ** MAX_DIGITS:
+                raise fail(f"integer literal with {len(str(abs(value)))} digits; the limit is {MAX_DIGITS} "
+                           "(write large numbers in floating point, e.g. 1e40)")
             return value
         if isinstance(node, ast.Name):
             return name_value(node.id)
@@ -190,6 +201,18 @@ def parse_expression(text: str, inputs: Sequence[str], parameters: Mapping[str, 
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo, sympy.I):
         raise fail("expression is undefined (division by zero?) or not real")
     return expr
+
+
+def _depth(tree: ast.AST) -> tuple[int, int]:
+    """(nesting depth of the syntax tree, nesting depth of calls and powers), walked with an explicit stack."""
+    deepest, deepest_nesting, stack = 0, 0, [(tree, 1, 0)]
+    while stack:
+        node, level, nesting = stack.pop()
+        if isinstance(node, ast.Call) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)):
+            nesting += 1
+        deepest, deepest_nesting = max(deepest, level), max(deepest_nesting, nesting)
+        stack.extend((child, level + 1, nesting) for child in ast.iter_child_nodes(node))
+    return deepest, deepest_nesting
 
 
 def _to_sympy(sympy: Any, value: Any) -> Any:

@@ -14,8 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions._attributes import check_known, parse_float, parse_floats
-from biobullet.functions.base import JointFunction
+from biobullet.core.attributes import check_known_attributes, floats, number
+from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.registry import register
 
 
@@ -53,13 +53,13 @@ class FourierFunction(JointFunction):
         if inputs or (raw_inputs.strip() if isinstance(raw_inputs, str) else len(raw_inputs)):
             raise source.error("inputs", "a fourier function is a time driver and takes no inputs",
                                "no 'inputs' attribute (θ depends on t only)")
-        check_known(attributes, cls.attributes, source)
-        period = parse_float(attributes, "period", source)
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        period = number(source, attributes, "period")
         if period <= 0.0:
             raise source.error("period", f"period {period:g} is not positive", "T > 0 (s)")
-        a0 = parse_float(attributes, "a0", source, default=0.0)
-        a = parse_floats(attributes, "a", source, required=False, min_count=0)
-        b = parse_floats(attributes, "b", source, required=False, min_count=0)
+        a0 = number(source, attributes, "a0", 0.0)
+        a = floats(source, attributes, "a", None, min_count=0)
+        b = floats(source, attributes, "b", None, min_count=0)
         if a is not None and b is not None and len(a) != len(b):
             raise source.error("b", f"{len(a)} cosine (a) but {len(b)} sine (b) coefficients",
                                "as many b as a coefficients")

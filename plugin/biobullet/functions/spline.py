@@ -19,8 +19,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions._attributes import check_input_count, check_known, parse_floats
-from biobullet.functions.base import JointFunction
+from biobullet.core.attributes import REQUIRED, check_count, check_known_attributes, floats
+from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.registry import register
 
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped")
@@ -74,10 +74,10 @@ class SplineFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "SplineFunction":
-        check_known(attributes, cls.attributes, source)
-        check_input_count(inputs, source, exactly=1)
-        xs = parse_floats(attributes, "x", source, min_count=2)
-        ys = parse_floats(attributes, "y", source, count=len(xs))
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        check_count(source, "inputs", inputs, exactly=1)
+        xs = floats(source, attributes, "x", min_count=2)
+        ys = floats(source, attributes, "y", count=len(xs))
         if np.any(np.diff(xs) <= 0.0):
             i = int(np.argmax(np.diff(xs) <= 0.0))
             raise source.error("x", f"not strictly increasing at position {i + 1} ({xs[i]:g} then {xs[i + 1]:g})",
@@ -85,7 +85,7 @@ class SplineFunction(JointFunction):
         boundary = attributes.get("boundary", "not-a-knot").strip()
         if boundary not in BOUNDARIES:
             raise source.error("boundary", f"unknown boundary '{boundary}'", " | ".join(BOUNDARIES))
-        slopes = parse_floats(attributes, "slopes", source, count=2, required=boundary == "clamped")
+        slopes = floats(source, attributes, "slopes", REQUIRED if boundary == "clamped" else None, count=2)
         if slopes is not None and boundary != "clamped":
             raise source.error("slopes", "slopes are only used with boundary='clamped'",
                                "no slopes, or boundary='clamped'")

@@ -257,10 +257,12 @@ def _tiny(size: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- energies
 def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
-    """½ ẋᵀ M(x) ẋ (J), tree mass matrix."""
+    """½ ẋᵀ M(x) ẋ (J), tree mass matrix. M ẋ is one RNEA pass with ẋ as the acceleration (zero rates, no
+    gravity): O(n), where forming M is O(n²) — a 1,500-body model evaluated at 1,001 samples took minutes."""
     from biobullet.algorithms.vectorized import mass_matrix_and_bias
-    mass = mass_matrix_and_bias(model, x, need_mass=True)[0]
-    return 0.5 * float(xd @ mass @ xd)
+    xd = np.asarray(xd, dtype=float)
+    momentum = mass_matrix_and_bias(model, x, np.zeros_like(xd), xd, need_mass=False, gravity=False)[1]
+    return 0.5 * float(xd @ momentum)
 
 
 def gravity_potential(model, x: np.ndarray) -> float:
@@ -269,11 +271,25 @@ def gravity_potential(model, x: np.ndarray) -> float:
     if not gravity.any():
         return 0.0
     kin = tree_kinematics(model, x)   # world placements of the bodies (cached per x)
-    energy = 0.0
-    for body, r, p in zip(model.bodies, kin.rotations, kin.positions):
-        if body.mass:
-            energy -= body.mass * float(gravity @ (r @ body.com + p))
-    return energy
+    masses, coms = _mass_table(model)
+    # vectorised over the bodies (a Python loop per body and sample took 20 s for a 1,500-body model)
+    centres = np.einsum("bij,bj->bi", kin.rotations, coms) + kin.positions
+    return -float(masses @ (centres @ gravity))
+
+
+_MASS_TABLES: dict[int, tuple[object, np.ndarray, np.ndarray]] = {}
+
+
+def _mass_table(model) -> tuple[np.ndarray, np.ndarray]:
+    """(masses (n_b), centres of mass in body frames (n_b, 3)) of `model`, cached by identity."""
+    entry = _MASS_TABLES.get(id(model))
+    if entry is None or entry[0] is not model:
+        if len(_MASS_TABLES) > 64:
+            _MASS_TABLES.clear()
+        entry = (model, np.array([float(b.mass) for b in model.bodies]),
+                 np.array([np.asarray(b.com, dtype=float) for b in model.bodies]).reshape(-1, 3))
+        _MASS_TABLES[id(model)] = entry
+    return entry[1], entry[2]
 
 
 # ---------------------------------------------------------------------------------------------- trajectory
@@ -497,7 +513,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe)
-    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError) as exc:
+    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
+            ArithmeticError, ValueError, RecursionError) as exc:  # any failure keeps the partial trajectory
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
         fail_y = getattr(exc, "y", result.last_y)
@@ -571,9 +588,12 @@ def cli_simulate(args) -> int:
     method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
     import sys
 
-    from biobullet.dynamics.api import model_from_file as load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
-                       inertia=getattr(args, "inertia", "warn"))
+    from biobullet.dynamics.api import model_from_file
+    from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
+    model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
+                                           inertia=getattr(args, "inertia", "warn")))
+    runnable_check(model, "reference")
+    time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None

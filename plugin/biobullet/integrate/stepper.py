@@ -75,6 +75,11 @@ class LoopResult:
     last_y: np.ndarray | None = None
 
 
+#: accepted steps of one run before it stops with a clear error (bounded work; `max_steps` overrides)
+MAX_STEPS = 200_000
+IMPLICIT = ("RADAU", "BDF", "LSODA")
+
+
 def _crossed(g_old: float, g_new: float, direction: float) -> bool:
     up = g_old < 0.0 <= g_new
     down = g_old > 0.0 >= g_new
@@ -84,6 +89,11 @@ def _crossed(g_old: float, g_new: float, direction: float) -> bool:
 def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> float:
     """Root of g in [t_old, t_new], moved to the side of t_new (g has g_new's sign there, or is 0)."""
     g = lambda s: event.g(s, sol(s))  # noqa: E731
+    g_start, g_end = g(t_old), g(t_new)
+    if not (np.isfinite(g_start) and np.isfinite(g_end)) or np.sign(g_start) == np.sign(g_end) != 0:
+        # the dense output does not bracket the crossing that the step ends saw (a stiff surface can make
+        # the interpolant miss it): the event is taken at the step's end, where it was detected
+        return t_new
     root = brentq(g, t_old, t_new, xtol=4 * EPS, rtol=4 * EPS)
     delta = 4 * EPS * max(1.0, abs(root))
     while root < t_new:
@@ -99,7 +109,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              max_step: float, t_eval: np.ndarray | None, events: list[LoopEvent],
              project: Callable[[float, np.ndarray], np.ndarray] | None = None,
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
-             observe: Callable[[float, float, Callable], None] | None = None) -> LoopResult:
+             observe: Callable[[float, float, Callable], None] | None = None,
+             max_steps: int | None = None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -120,6 +131,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             out.y.append(y.copy())
             next_eval += 1
     first_step = None
+    budget = MAX_STEPS if max_steps is None else int(max_steps)
     while True:
         solver = solver_class(rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
                               **({"first_step": first_step} if first_step else {}))
@@ -131,6 +143,13 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 out.nfev += solver.nfev
                 raise StepFailure(message or "step failed", solver.t, solver.y.copy())
             out.steps += 1
+            if out.steps > budget:
+                out.nfev += solver.nfev
+                stiff = "" if method.upper() in IMPLICIT else (
+                    f"; the problem looks stiff for the explicit {method} (step size {solver.t - solver.t_old:.3g} s):"
+                    " use an implicit method, e.g. method='Radau' or 'LSODA' (CLI: --method Radau)")
+                raise StepFailure(f"step budget exhausted: {budget} steps taken without reaching t_end = "
+                                  f"{t_end:g} s{stiff}", solver.t, solver.y.copy())
             t_old, t_new = solver.t_old, solver.t
             sol = _LazyDense(solver)   # built on first use only (DOP853's costs 3 extra evaluations)
             g_new = [e.g(t_new, solver.y) for e in events]

@@ -9,9 +9,12 @@ dependents through the same `Resolver` protocol.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import isfinite as _isfinite
 from typing import Protocol, Sequence
 
 import numpy as np
+
+from biobullet.core.errors import EvaluationError
 
 
 class Resolver(Protocol):
@@ -36,6 +39,24 @@ class CoordinateJets:
     gamma: np.ndarray
 
 
+def checked_evaluate(function, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """`function.evaluate(x, t)` whose value, gradient and Hessian are finite; otherwise an EvaluationError
+    naming the function, its inputs and the time (never a NaN passed on into the dynamics)."""
+    try:
+        with np.errstate(all="ignore"):
+            value, grad, hess = function.evaluate(x, t)
+            finite = _isfinite(value) and _isfinite(float(np.sum(grad)) + float(np.sum(hess)))
+        detail = f"value {value:.6g}" if not _isfinite(value) else "a derivative is not finite"
+    except (ArithmeticError, ValueError) as exc:
+        finite, detail = False, f"undefined: outside its domain or at a pole ({type(exc).__name__}: {exc})"
+    if not finite:
+        names = getattr(function, "inputs", ())
+        inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(names, x)) or "no inputs"
+        raise EvaluationError(f"joint function {function!r} is undefined or not finite at t = {float(t):.9g} s "
+                              f"({inputs}): {detail}")
+    return value, grad, hess
+
+
 @dataclass(frozen=True)
 class ExplicitFunction:
     """One explicit joint function, indices resolved."""
@@ -50,7 +71,7 @@ class ExplicitFunction:
 
     def resolve(self, jets: CoordinateJets, t: float, need_rates: bool) -> None:
         idx = list(self.inputs)
-        value, grad, hess = self.function.evaluate(jets.theta[idx], t)
+        value, grad, hess = checked_evaluate(self.function, jets.theta[idx], t)
         jets.theta[self.output] = value
         jets.gradient[self.output] = grad[:-1] @ jets.gradient[idx]
         if need_rates:
@@ -62,7 +83,7 @@ class ExplicitFunction:
                          t: float) -> None:
         """Fill value, gradient and (unless None) Hessian over q̃ = (q, t) of the output, in place."""
         idx = list(self.inputs)
-        value, grad, hess = self.function.evaluate(theta[idx], t)
+        value, grad, hess = checked_evaluate(self.function, theta[idx], t)
         # input jets over q̃: z = (θ_inputs, t), dz/dq̃ = [G_inputs; e_t], d²z/dq̃² = [H_inputs; 0]
         z_grad = np.zeros((len(idx) + 1, gradient.shape[1]))
         z_grad[:-1] = gradient[idx]

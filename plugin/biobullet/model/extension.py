@@ -179,19 +179,28 @@ def _check_functions(file: str, functions: list[JointFunctionDescription]) -> No
             raise item.source.error("joint", f"joint {item.joint!r} is made dependent twice (also by {first})",
                                     "at most one function (or <mimic>) per joint")
         by_joint[item.joint] = item
+    # Depth-first search with an explicit stack (a chain of thousands of functions or <mimic>s must not hit
+    # Python's recursion limit): 1 = on the current path, 2 = done.
     state: dict[str, int] = {}
-
-    def visit(joint: str, path: list[str]) -> None:
-        if state.get(joint) == 2 or joint not in by_joint:
-            return
-        if state.get(joint) == 1:
-            cycle = path[path.index(joint):] + [joint]
-            raise by_joint[joint].source.error("inputs", "cyclic joint-function inputs: " + " → ".join(cycle),
-                                               "inputs that do not depend back on this joint")
-        state[joint] = 1
-        for name in by_joint[joint].function.inputs:
-            visit(name, path + [joint])
-        state[joint] = 2
-
-    for joint in by_joint:
-        visit(joint, [])
+    for start in by_joint:
+        if state.get(start):
+            continue
+        path: list[str] = [start]
+        stack = [iter(by_joint[start].function.inputs)]
+        state[start] = 1
+        while stack:
+            name = next(stack[-1], None)
+            if name is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            if name not in by_joint or state.get(name) == 2:
+                continue
+            if state.get(name) == 1:
+                cycle = path[path.index(name):] + [name]
+                shown_cycle = " → ".join(cycle if len(cycle) <= 12 else cycle[:5] + ["…"] + cycle[-5:])
+                raise by_joint[name].source.error("inputs", "cyclic joint-function inputs: " + shown_cycle,
+                                                  "inputs that do not depend back on this joint")
+            state[name] = 1
+            path.append(name)
+            stack.append(iter(by_joint[name].function.inputs))

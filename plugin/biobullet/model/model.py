@@ -15,7 +15,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.model.affine import affine_pair
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, SolverError
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
@@ -246,12 +246,14 @@ class Model:
         return self._dynamics
 
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """M(q, t), nv × nv, kg·m² / kg (`biobullet.dynamics.api.mass_matrix`)."""
-        return self._api().mass_matrix(self, q, t, formulation=formulation)
+        """M(q, t), nv × nv, kg·m² / kg (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
+        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation),
+                              self.file, t)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
-        return self._api().bias_forces(self, q, v, t, formulation=formulation)
+        return _finite_result("bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation),
+                              self.file, t)
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
@@ -260,7 +262,8 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        return self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation)
+        return _finite_result("forward_dynamics",
+                              self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation), self.file, t)
 
     @cached_property
     def velocity_slots(self) -> np.ndarray:
@@ -383,6 +386,16 @@ class Model:
 
 _FLOAT = np.dtype(float)
 _TINY: dict[int, np.ndarray] = {}
+
+
+def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndarray:
+    """`value` if every entry is finite; else a SolverError (never NaN out of the public API)."""
+    with np.errstate(all="ignore"):
+        total = float(np.sum(value))
+    if _isfinite(total):
+        return value
+    raise SolverError(f"{file}: {name} is not finite at t = {float(t):.9g} s (the model's magnitudes overflow "
+                      "double precision, e.g. a coordinate of 1e200 m, or the state is out of range)")
 
 
 def _tiny(size: int) -> np.ndarray:

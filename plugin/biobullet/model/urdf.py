@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef, shown
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
@@ -45,9 +46,7 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     if inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
-    if not os.path.isfile(file):
-        raise ModelError("no such file", file=file)
-    robot = _parse_xml(file)
+    robot = read_xml(file)
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     issues: list[tuple[str, str, float, bool]] = []
@@ -72,30 +71,67 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
 
 
 XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+#: largest model file read (bytes): the bundled models are < 100 kB; a bigger file is refused before parsing
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: most XML elements in one model file
+MAX_ELEMENTS = 200_000
+#: encodings a model file may declare (XML 1.0 requires UTF-8/UTF-16 support; Latin-1/ASCII are common)
+ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16")
+_DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""")
 
 
-def _parse_xml(file: str) -> ET.Element:
-    """The root element. Lenient where PyBullet and Pinocchio are: whitespace (or a byte-order mark) before the
-    `<?xml ...?>` declaration, which a strict XML parser rejects. A xacro file gets its own message."""
+def read_xml(file: str) -> ET.Element:
+    """The root element of model file `file`, read with bounded work: the size is checked before reading,
+    the encoding declaration must name a supported encoding, entity declarations (billion laughs) are refused,
+    and the element count is bounded. Every failure is a ModelError naming the file."""
+    if not os.path.isfile(file):
+        raise ModelError("no such file" if not os.path.exists(file) else "not a regular file", file=file)
+    size = os.path.getsize(file)
+    if size > MAX_FILE_BYTES:
+        raise ModelError(f"file is {size / 2**20:.1f} MiB; model files are limited to {MAX_FILE_BYTES // 2**20} MiB",
+                         file=file)
     try:
         with open(file, "rb") as handle:
-            data = handle.read()
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
+    if data.startswith((b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00")) or data[:4] in (b"\x00\x00\x00<", b"<\x00\x00\x00"):
+        raise ModelError("file is UTF-32 encoded", file=file, expected="a UTF-8 (or UTF-16, Latin-1) model file")
+    match = _DECLARATION.match(data[:400])
+    if match:
+        declared = match.group(1).decode("ascii", "replace").strip().lower()
+        if declared not in ENCODINGS:
+            raise ModelError(f"unsupported encoding {shown(declared)} in the XML declaration", file=file,
+                             expected="encoding UTF-8 (or UTF-16, ISO-8859-1, US-ASCII)")
+    # lenient where PyBullet and Pinocchio are: whitespace (or a byte-order mark) before the `<?xml ...?>`
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    line_shift = data[:len(data) - len(stripped)].count(b"\n")
+    data = stripped
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
+    if b"<!ENTITY" in data:
+        raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
+                         expected="plain XML without a DTD")
+    parser = ET.XMLParser()
     try:
-        robot = ET.fromstring(stripped)
+        parser.feed(data)
+        robot = parser.close()
     except ET.ParseError as exc:
         if b"<xacro:" in data or file.endswith(".xacro"):
             raise xacro from None
-        line_shift = data[:len(data) - len(stripped)].count(b"\n")
         message = str(exc)
         if line_shift and exc.position:
             line, column = exc.position
             message = f"{message.split(': line')[0]}: line {line + line_shift}, column {column}"
         raise ModelError(f"not well-formed XML ({message})", file=file) from None
+    except (LookupError, ValueError, UnicodeError) as exc:
+        raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
+    count = 0
+    for _ in robot.iter():
+        count += 1
+        if count > MAX_ELEMENTS:
+            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
+                             expected=f"at most {MAX_ELEMENTS} elements")
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro

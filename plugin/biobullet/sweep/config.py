@@ -10,7 +10,7 @@ Format (JSON; TOML with the same keys)::
         {"path": "damping", "start": 0.01, "stop": 1.0, "num": 5, "log": true}
       ],
       "combine": "product",                            # or "zip" (all axes the same length)
-      "out": "out/oscillator",                         # relative to the config file's folder
+      "out": "out/oscillator",                         # relative to (and confined to) the config file's folder
       "retries": 2                                     # dask retries per point (optional)
     }
 
@@ -23,17 +23,22 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, shown
 from biobullet.sweep.registry import ResolvedFunction, ResolveError, resolve
 from biobullet.sweep.schema import Param
 
 TOP_KEYS = ("function", "fixed", "sweep", "combine", "out", "retries", "name", "description")
 AXIS_KEYS = ("path", "values", "start", "stop", "num", "log")
 MAX_POINTS = 1_000_000
+#: largest sweep config file read (bytes)
+MAX_CONFIG_BYTES = 1_000_000
+#: a sweep name: one plain path component (it names the default output folder)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -101,21 +106,32 @@ def load_config(config: str | Path | Mapping[str, Any]) -> SweepConfig:
     path = Path(config)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelError(f"sweep config is {size} bytes; the limit is {MAX_CONFIG_BYTES}", file=source)
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ModelError(f"cannot read sweep config: {exc.strerror or exc}", file=source) from None
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"sweep config is not UTF-8 text (byte {exc.start})", file=source,
+                         expected="a UTF-8 JSON or TOML file") from None
     if path.suffix.lower() == ".toml":
         import tomllib
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ModelError(f"invalid TOML: {exc}", file=source) from None
+        except (RecursionError, ValueError, MemoryError):
+            raise ModelError("TOML nested too deeply or with out-of-range numbers", file=source) from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ModelError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                              file=source) from None
+        except (RecursionError, ValueError, MemoryError):  # 100,000 nested brackets; a 5000-digit integer
+            raise ModelError("JSON nested too deeply or with out-of-range numbers", file=source,
+                             expected="a flat sweep config") from None
     if not isinstance(data, dict):
         raise ModelError("the top level must be an object (a table)", file=source, element="<top level>",
                          expected='{"function": ..., "sweep": [...]}')
@@ -184,17 +200,39 @@ def _validate(data: dict[str, Any], *, source: str, base_dir: Path) -> SweepConf
 
     out = data.get("out")
     if out is not None:
-        if not isinstance(out, str) or not out.strip():
-            raise fail("out", f"not a directory path: {out!r}", "a string")
-        out = Path(out) if Path(out).is_absolute() else base_dir / out
+        out = confined(base_dir, out, "out", fail)
     retries = data.get("retries", 2)
     if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
         raise fail("retries", f"invalid value {retries!r}", "an integer in [0, 10]")
-    name = data.get("name", Path(source).stem if source != "<config>" else "sweep")
-    if not isinstance(name, str):
-        raise fail("name", f"not a string: {name!r}", "a string")
+    default_name = Path(source).stem if source != "<config>" else "sweep"
+    name = data.get("name", default_name if _NAME.fullmatch(default_name) else "sweep")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise fail("name", f"not a plain name: {shown(name)}",
+                   "letters, digits, '.', '_' or '-' (it names the output folder; no paths)")
     return SweepConfig(source=source, function=function, fixed=fixed, axes=tuple(axes), combine=combine,
                        out=out, retries=retries, name=name)
+
+
+def confined(root: Path, value: Any, key: str, fail) -> Path:
+    """`root / value` for a relative path `value` that stays inside `root`: absolute paths, '..' components,
+    control characters and symbolic links leading out of `root` are refused (a config from a stranger must not
+    write anywhere else)."""
+    expected = "a relative folder path inside " + str(root)[:200] + " (no '..', not absolute)"
+    if not isinstance(value, str) or not value.strip():
+        raise fail(key, f"not a folder path: {shown(value)}", expected)
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value) or len(value) > 1000:
+        raise fail(key, f"not a usable folder path: {shown(value)}", expected)
+    relative = Path(value)
+    if relative.is_absolute() or relative.drive or ".." in relative.parts or value.startswith("~"):
+        raise fail(key, f"{shown(value)} leaves the output folder", expected)
+    target = root / relative
+    try:
+        inside = target.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
+        raise fail(key, f"{shown(value)} leads outside {shown(str(root), 200)} (symbolic link?)", expected)
+    return target
 
 
 def _checked(param: Param, value: Any, key: str, fail) -> float | int:
@@ -229,6 +267,8 @@ def _axis(raw: Any, key: str, schema: Mapping[str, Param], allowed: str, fail) -
             raise fail(f"{key}.values", f"not a list: {values!r}", "a non-empty list of numbers")
         if not values:
             raise fail(f"{key}.values", "empty range (no values)", "a non-empty list of numbers")
+        if len(values) > MAX_POINTS:
+            raise fail(f"{key}.values", f"{len(values)} values is too many", f"at most {MAX_POINTS}")
         out = [_checked(param, v, f"{key}.values[{j}]", fail) for j, v in enumerate(values)]
     else:
         for k in ("start", "stop", "num"):
@@ -239,6 +279,8 @@ def _axis(raw: Any, key: str, schema: Mapping[str, Param], allowed: str, fail) -
             raise fail(f"{key}.num", f"not an integer: {num!r}", "an integer ≥ 1")
         if num < 1:
             raise fail(f"{key}.num", f"empty range (num = {num})", "an integer ≥ 1")
+        if num > MAX_POINTS:
+            raise fail(f"{key}.num", f"{shown(num, 40)} points is too many", f"at most {MAX_POINTS}")
         start = _checked(param, raw["start"], f"{key}.start", fail)
         stop = _checked(param, raw["stop"], f"{key}.stop", fail)
         if log and (start <= 0 or stop <= 0):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+
+from biobullet.core.errors import shown
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -49,7 +51,9 @@ class Param:
     def check(self, value: Any) -> str | None:
         """None if ``value`` is acceptable, else a short description of what is wrong."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"not a number: {value!r}"
+            return f"not a number: {shown(value)}"
+        if isinstance(value, int) and abs(value) > 2 ** 53:  # 400-digit integers: not a float, not a parameter
+            return f"integer with {len(str(abs(value)))} digits is too large"
         if not math.isfinite(value):
             return f"not finite: {value!r}"
         if self.kind == "int" and float(value) != int(value):

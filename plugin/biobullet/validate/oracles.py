@@ -149,9 +149,9 @@ NON_UNIT_AXIS_TOLERANCE = 1e-6
 
 def _non_unit_axes(file: str) -> list[str]:
     """Joints whose `<axis xyz>` in the file is off unit length by more than 1e-9."""
-    from biobullet.model.urdf import _parse_xml
+    from biobullet.model.urdf import read_xml
     try:
-        robot = _parse_xml(file)
+        robot = read_xml(file)
     except ModelError:
         return []
     out = []
@@ -183,9 +183,9 @@ def _pinocchio_parser_departure(model, file: str) -> str:
     urdfdom drops an `<inertial>` whose `<inertia>` lacks one of its six attributes — the URDF specification
     makes all six required, biobullet and PyBullet default them to 0; under inertia="repair" the model's
     tensors are not the file's)."""
-    from biobullet.model.urdf import _parse_xml
+    from biobullet.model.urdf import read_xml
     try:
-        robot = _parse_xml(file)
+        robot = read_xml(file)
     except ModelError:
         return ""
     keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")

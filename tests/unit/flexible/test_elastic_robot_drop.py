@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from biobullet_studies.paper002 import paper002_chain
-from biobullet.flexible.gibbs_appell import ElasticChain
 from biobullet_studies.gibbs_appell_drop import simulate_drop
 from biobullet_studies.elastic_robot import symmetry_residual
 

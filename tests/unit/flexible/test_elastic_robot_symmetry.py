@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from biobullet_studies.paper002 import paper002_chain
-from biobullet.flexible.gibbs_appell import ElasticChain
 from biobullet_studies.gibbs_appell_drop import simulate_drop
 from biobullet.flexible.gibbs_appell_symmetry import MirrorSymmetry, mirror_symmetry
 from biobullet_studies.elastic_robot import MODE_SETS, run, symmetry_residual

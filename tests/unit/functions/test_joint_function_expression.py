@@ -175,6 +175,6 @@ def test_expression_missing_and_unknown_attributes() -> None:
     with pytest.raises(ModelError) as info:
         get("expression").from_attributes({"joint": "J", "type": "expression"}, ("A",), SRC)
     assert info.value.attribute == "expression"
-    with pytest.raises(ModelError, match="unknown attribute 'expresion'") as info:
+    with pytest.raises(ModelError, match="attribute 'expresion': unknown attribute") as info:
         get("expression").from_attributes({"joint": "J", "type": "expression", "expresion": "A"}, ("A",), SRC)
     assert info.value.attribute == "expresion" and "expression, parameters" in str(info.value)

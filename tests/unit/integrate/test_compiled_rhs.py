@@ -15,7 +15,6 @@ import pytest
 import biobullet
 from andrews_classic import REFERENCE_Q
 from biobullet.core import jit
-from biobullet.algorithms import compiled_kernels
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System, _NonFinite
 

@@ -1,0 +1,92 @@
+"""Bridge life cycle and runaway detection: one clear error instead of a raw `pybullet.error` or a silent mistake.
+
+* `attach(bridge)` marks the bridge's body with a unique token (PyBullet user data on the body).
+* `ensure_usable(bridge, action)` (first line of every public Bridge method that talks to PyBullet) raises a
+  BridgeClosedError when the bridge was closed, when its PyBullet client was disconnected, or when the client id
+  now belongs to *another* connection — PyBullet reuses ids, so after `p.disconnect(); p.connect()` an old Bridge
+  would otherwise drive an unrelated simulation: the token is gone from the body there, which is how we notice.
+* `mark_closed(bridge)` (in `close()`).
+* `check_divergence(bridge, t, x, xd)`: a non-finite state, or a joint rate above `RUNAWAY_RATE` (rad/s or m/s),
+  raises a DivergenceError naming the time, the joint, the step dt and the limit (a too-large step makes the
+  semi-implicit integrator blow up: PyBullet then reports 1e6 rad/s without complaint).
+"""
+from __future__ import annotations
+
+import math
+import uuid
+
+import numpy as np
+
+from biobullet.core.errors import BiobulletError, SolverError
+
+TOKEN_KEY = "biobullet.bridge"
+#: joint rates above this are taken as a diverging step (rad/s or m/s; a sprinting human's fastest joint is
+#: below 100 rad/s, PyBullet's own default clamp)
+RUNAWAY_RATE = 1.0e4
+
+
+class BridgeClosedError(BiobulletError):
+    """The bridge cannot be used any more (closed, disconnected, or its client id taken by another connection)."""
+
+
+class DivergenceError(SolverError):
+    """The PyBullet state became non-finite or ran away (usually: the time step is too large)."""
+
+
+def attach(bridge) -> None:
+    """Mark `bridge.body` in `bridge.client` with a fresh token (see module docstring)."""
+    import pybullet as p
+    token = uuid.uuid4().hex
+    bridge._lifecycle_token = token
+    bridge._lifecycle_closed = False
+    p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client)
+
+
+def mark_closed(bridge) -> None:
+    bridge._lifecycle_closed = True
+
+
+def ensure_usable(bridge, action: str) -> None:
+    """Raise BridgeClosedError unless `bridge` is open, connected and still owns its client (see module doc)."""
+    if getattr(bridge, "_lifecycle_closed", False):
+        raise BridgeClosedError(f"Bridge.{action}: the bridge is closed (create a new Bridge)")
+    token = getattr(bridge, "_lifecycle_token", None)
+    if token is None:  # not attached (construction failed half-way)
+        raise BridgeClosedError(f"Bridge.{action}: the bridge was not set up completely")
+    import pybullet as p
+    client = bridge.client
+    try:  # the fast path (about 3 µs): the body still carries our token
+        data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)
+        if data >= 0 and p.getUserData(data, physicsClientId=client) in (token, token.encode()):
+            return
+    except p.error:
+        pass
+    if not p.isConnected(physicsClientId=client):
+        raise BridgeClosedError(f"Bridge.{action}: PyBullet client {client} was disconnected (create a new Bridge "
+                                "on a connected client)")
+    raise BridgeClosedError(f"Bridge.{action}: PyBullet client id {client} now belongs to another connection "
+                            "(the original one was disconnected and the id reused), or the bridge's body was "
+                            "removed — create a new Bridge")
+
+
+def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: float = RUNAWAY_RATE) -> None:
+    """DivergenceError if the state (x, ẋ) at time t is non-finite or a rate exceeds `limit`."""
+    x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
+    finite = math.isfinite(float(x.sum()) + float(xd.sum()))
+    peak = float(np.max(np.abs(xd))) if finite and xd.size else 0.0
+    if finite and peak <= limit:
+        return
+    names = list(getattr(bridge.model, "joint_names", ()))
+    base = 6 if getattr(bridge.model, "floating_base", False) else 0
+    if finite:
+        k = int(np.argmax(np.abs(xd)))
+        what = (f"joint {names[k - base]!r}" if 0 <= k - base < len(names) else f"velocity component {k}")
+        detail = f"{what} moves at {xd[k]:.3g} (limit {limit:g} rad/s or m/s)"
+    else:
+        detail = "the state is not finite"
+    raise DivergenceError(f"{bridge.model.file}: the PyBullet simulation diverged at t = {t:.6g} s: {detail}, "
+                          f"with step dt = {bridge.dt:g} s — use a smaller dt (e.g. --dt {bridge.dt / 10:g})")
+
+
+__all__ = ["BridgeClosedError", "DivergenceError", "attach", "mark_closed", "ensure_usable", "check_divergence",
+           "RUNAWAY_RATE"]
