@@ -286,7 +286,9 @@ class CompiledExplicitRHS:
             return None
         if any(type(e) not in (Spring, JointTorque, JointSpring) for e in system.elements):
             return None
-        if any(b.joint_type not in ("revolute", "prismatic", "free") for b in model.bodies):
+        # 1-DOF joints and the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
+        if any(b.joint_type not in ("revolute", "prismatic") and not (b.joint_type == "free" and not b.joint)
+               for b in model.bodies):
             return None
         table = explicit_table(model.coordinate_map)
         if table is None:

@@ -362,12 +362,14 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
     n = len(t)
     pos = y[:, :system.n_pos].copy()
     vel = y[:, system.n_pos:system.n_pos + system.n_vel].copy()
-    if system.floating:   # as `split`: the quaternion renormalised
+    if model.base_nq == 7 and model.floating_base:   # as `split`: the base quaternion renormalised
         pos[:, 3:7] /= np.linalg.norm(pos[:, 3:7], axis=1)[:, None]
+    elif model.base_nq:   # multi-DOF joints (spherical, planar, floating) lead q: their own normalisation
+        pos = np.array([model.normalize_configuration(row) for row in pos])
     if system.joint_space:
         return pos, vel
     cmap = model.coordinate_map
-    bq, bv = (7, 6) if system.floating else (0, 0)
+    bq, bv = model.base_nq, model.base_nv
     if cmap.kind == "identity":
         return pos, vel
     positions = np.zeros((n, model.n_config))
