@@ -287,6 +287,12 @@ def _point_heights_py(z, info, par, lk, jphi, ew, out):
         out[i + 1] = y
 
 
+# The Python twins call these names; `jit.compiled(..., bind=_bindings)` rebinds them to the compiled callees.
+_chain_terms = _chain_terms_py
+_cholesky_factor = _compiled._cholesky_factor_py
+_cholesky_solve = _compiled._cholesky_solve_py
+
+
 def _bindings() -> dict:
     return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled._cholesky_factor_py,
             "_cholesky_solve": _compiled._cholesky_solve_py}
@@ -348,6 +354,12 @@ class CompiledChain:
         self.damp = np.ascontiguousarray(chain._D, dtype=float)
         self.n_links, self.n_coordinates = n, nc
         self._rhs, self._outputs, self._heights = rhs, outputs, heights
+
+    @classmethod
+    def python_twin(cls, chain: Any) -> "CompiledChain | None":
+        """The same kernels run as plain Python (slow; for checks without numba), or None (law not compiled)."""
+        laws = _law_parameters(chain)
+        return None if laws is None else cls(chain, laws, _elastic_rhs_py, _elastic_outputs_py, _point_heights_py)
 
     @classmethod
     def build(cls, chain: Any) -> "CompiledChain | None":

@@ -120,6 +120,21 @@ def test_short_drop_agrees_between_paths() -> None:
     assert np.abs(fast.normal_force).max() == pytest.approx(np.abs(slow.normal_force).max(), rel=1e-6)
 
 
+@pytest.mark.parametrize("modes", ["cs-ss-sc", "pinned"])
+def test_python_twin_matches_numpy(modes) -> None:
+    """The kernels' Python twins (what numba compiles) run without numba: same agreement (also with
+    BIOBULLET_NUMBA=0)."""
+    from biobullet.flexible.gibbs_appell_kernels import CompiledChain
+    chain = _pinned_chain() if modes == "pinned" else paper002_chain(modes)
+    twin = CompiledChain.python_twin(chain)
+    n_c = chain.n_coordinates
+    for y, active, vimp in _random_states(chain, np.random.default_rng(5), 10):
+        expected = drop_rhs(chain, y, active, vimp)
+        got = np.empty_like(y)
+        assert twin.rhs(y[:n_c], y[n_c:2 * n_c], active, vimp, got)
+        assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
+
+
 def test_no_compiled_twin_when_disabled_or_law_unknown(monkeypatch) -> None:
     soft = paper002_chain("ss-ss-ss")
     soft.normal_law = KelvinVoigtSmooth(stiffness=1e6, damping=1e3)   # acts outside contact: not compiled
