@@ -51,6 +51,7 @@ class DropResult:
     wall_time: float = 0.0
     symmetry_correction: float | None = None  # largest state change of a mirror projection (None: not used)
     n_symmetry_projections: int = 0
+    n_rhs_numpy_fallback: int = 0  # compiled right-hand-side calls that declined and took the numpy path
 
     @property
     def total_energy(self) -> np.ndarray:
@@ -107,12 +108,29 @@ def _group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, A
     return impacts
 
 
+def drop_rhs(chain: ElasticChain, y: np.ndarray, active: np.ndarray, impact_velocity: np.ndarray) -> np.ndarray:
+    """The numpy right-hand side of a drop: y = [z, ż, W_D, W_FN, W_FT] (2N + 3) → [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]
+    for the contact phase `active` (n+1 bools) with stored impact velocities δ̇⁻ (m/s)."""
+    N = chain.n_coordinates
+    z, zd = y[:N], y[N:2 * N]
+    kin = chain.kinematics(z, zd)
+    fn, ft = contact_forces(chain, kin, active, impact_velocity)
+    U = kin.J[:, 0].T @ ft + kin.J[:, 1].T @ fn   # Σ_k J_kᵀ (F_T, F_N); zero rows for inactive points
+    zdd = chain.accelerations(z, zd, U, kin)
+    out = np.empty_like(y)
+    out[:N], out[N:2 * N] = zd, zdd
+    out[2 * N] = chain.dissipation_power(zd)
+    out[2 * N + 1] = float(fn @ kin.v[:, 1])
+    out[2 * N + 2] = float(ft @ kin.v[:, 0])
+    return out
+
+
 def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP853", rtol: float = 1e-9,
                   atol: float = 1e-12, max_step: float = 2e-3, dt_out: float = 1e-4,
                   switch_tolerance: float = 1e-11, sub_impact_gap: float = 0.02, max_events: int = 10000,
                   initial: tuple[np.ndarray, np.ndarray] | None = None,
                   progress: Callable[[float], None] | None = None, symmetry: str = "auto",
-                  symmetry_interval: float = 0.01) -> DropResult:
+                  symmetry_interval: float = 0.01, compiled: bool = True) -> DropResult:
     """Integrate the chain from its initial state (or `initial` = (z0, ż0)) to t_end (s).
 
     Output at every solver step and on a uniform grid dt_out (s). max_step (s) keeps the modal vibration
@@ -121,6 +139,9 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     (`gibbs_appell_symmetry.MirrorSymmetry.detect`), the state is projected back onto the symmetric manifold
     every `symmetry_interval` s and at every event (removes round-off asymmetry only; see that module);
     "off" — never. The result's `symmetry_correction` is the largest change a projection made.
+    compiled: evaluate the right-hand side, the event heights and the sampled outputs with the compiled kernels
+    of `flexible/gibbs_appell_kernels.py` (True, default; the numpy path serves when numba is unavailable or
+    disabled, the contact laws are not compiled, or a call declines); False: always the numpy path.
     Raises SolverError if the integrator fails.
     """
     if not (t_end > 0.0 and math.isfinite(t_end)):
@@ -134,25 +155,23 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     vimp = np.zeros(npts)
     counter = [0]
 
+    fast = chain.compiled() if compiled else None
+    declined = [0]
+
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
         counter[0] += 1
-        z, zd = y[:N], y[N:2 * N]
-        kin = chain.kinematics(z, zd)
-        fn, ft = contact_forces(chain, kin, active, vimp)
-        U = np.zeros(N)
-        for k in np.flatnonzero(active):
-            U += kin.J[k, 0] * ft[k] + kin.J[k, 1] * fn[k]
-        zdd = chain.accelerations(z, zd, U, kin)
-        out = np.empty_like(y)
-        out[:N], out[N:2 * N] = zd, zdd
-        out[2 * N] = chain.dissipation_power(zd)
-        out[2 * N + 1] = float(fn @ kin.v[:, 1])
-        out[2 * N + 2] = float(ft @ kin.v[:, 0])
-        return out
+        if fast is not None:
+            out = np.empty_like(y)
+            if fast.rhs(y[:N], y[N:2 * N], active, vimp, out):
+                return out
+            declined[0] += 1   # Cholesky pivot or a non-finite value: the numpy path decides (and raises)
+        return drop_rhs(chain, y, active, vimp)
+
+    heights = chain.point_heights if fast is None else fast.point_heights
 
     def make_event(k: int, in_contact: bool) -> Callable[[float, np.ndarray], float]:
         def ev(t: float, y: np.ndarray) -> float:
-            return float(chain.point_heights(y[:N])[k]) - chain.ground_height
+            return float(heights(y[:N])[k]) - chain.ground_height
         ev.terminal = True
         ev.direction = 1.0 if in_contact else -1.0
         return ev
@@ -215,7 +234,8 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
                 separations.append({"time": t, "point": point_name(int(k)),
                                     "separation_velocity": float(kin.v[k, 1])})
     wall = time.perf_counter() - wall
-    result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall)
+    result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall, fast)
+    result.n_rhs_numpy_fallback = declined[0]
     if mirror is not None:
         result.symmetry_correction = mirror.max_correction
         result.n_symmetry_projections = mirror.n_projections
@@ -223,7 +243,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
 
 
 def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, contacts: list,
-              separations: list, gap: float, n_rhs: int, wall: float) -> DropResult:
+              separations: list, gap: float, n_rhs: int, wall: float, fast: Any = None) -> DropResult:
     N = chain.n_coordinates
     t = np.concatenate(ts)
     Y = np.concatenate(ys)
@@ -231,20 +251,23 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
     V = np.concatenate(vis)
     n = t.size
     npts = len(chain.links) + 1
-    pts, vel = np.empty((n, npts, 2)), np.empty((n, npts, 2))
-    fn, ft = np.zeros((n, npts)), np.zeros((n, npts))
-    kin_e, grav, ela = np.empty(n), np.empty(n), np.empty(n)
-    for i in range(n):
-        z, zd = Y[i, :N], Y[i, N:2 * N]
-        kin = chain.kinematics(z, zd)
-        pts[i], vel[i] = kin.p, kin.v
-        fn[i], ft[i] = contact_forces(chain, kin, A[i], V[i])
-        M, _ = chain.mass_and_bias(z, zd, kin)
-        kin_e[i] = 0.5 * float(zd @ M @ zd)
-        grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
+    if fast is not None:
+        pts, vel, fn, ft, kin_e, grav, ela = fast.outputs(Y[:, :N], Y[:, N:2 * N], A, V)
+    else:
+        pts, vel = np.empty((n, npts, 2)), np.empty((n, npts, 2))
+        fn, ft = np.zeros((n, npts)), np.zeros((n, npts))
+        kin_e, grav, ela = np.empty(n), np.empty(n), np.empty(n)
+        for i in range(n):
+            z, zd = Y[i, :N], Y[i, N:2 * N]
+            kin = chain.kinematics(z, zd)
+            pts[i], vel[i] = kin.p, kin.v
+            fn[i], ft[i] = contact_forces(chain, kin, A[i], V[i])
+            M, _ = chain.mass_and_bias(z, zd, kin)
+            kin_e[i] = 0.5 * float(zd @ M @ zd)
+            grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
     return DropResult(chain, t, Y[:, :N], Y[:, N:2 * N], pts, vel, fn, ft, kin_e, grav, ela,
                       Y[:, 2 * N], Y[:, 2 * N + 1], Y[:, 2 * N + 2], contacts, separations,
                       _group_impacts(contacts, separations, gap), n_rhs, wall)
 
 
-__all__ = ["DropResult", "simulate_drop", "contact_forces", "point_name"]
+__all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "point_name"]

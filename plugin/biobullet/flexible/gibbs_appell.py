@@ -204,6 +204,17 @@ class ElasticChain:
         from biobullet.flexible.gibbs_appell_io import chain_from_model_file
         return chain_from_model_file(cls, path, **overrides)
 
+    def compiled(self) -> Any:
+        """The compiled twin of this chain's drop right-hand side (`gibbs_appell_kernels.CompiledChain`, built
+        once and cached), or None when numba is unavailable or disabled or the contact laws are not compiled."""
+        from biobullet.core import jit
+        from biobullet.flexible.gibbs_appell_kernels import CompiledChain
+        key = jit.ENABLED
+        cache = self.__dict__.setdefault("_compiled_twins", {})
+        if key not in cache:
+            cache[key] = CompiledChain.build(self)
+        return cache[key]
+
     # ------------------------------------------------------------------ state helpers
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(z0, ż0): initial joint angles and base position, zero modal amplitudes and velocities."""

@@ -1,0 +1,402 @@
+"""Compiled twin of the Gibbs–Appell elastic chain's right-hand side (paper 002 drop).
+
+One kernel evaluates, for a state (z, ż) of an `ElasticChain` and the contact phase (active points, stored impact
+velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (`ElasticChain.mass_and_bias`), the contact
+forces of `biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley
+family or plain Hertz; Ambrosio friction or none), U = Σ_k J_kᵀ (F_T, F_N), the elastic and damping forces, and
+solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the drop. The same
+arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `accelerations`), written as loops so
+that numba compiles it (`core.jit`); results agree to round-off (Cholesky instead of LU).
+
+`CompiledChain.build(chain)` packs the chain's constant arrays once, or returns None — numba missing or disabled
+(`BIOBULLET_NUMBA=0`), or a contact law the kernel does not implement — and the caller keeps its numpy path. A
+call that fails (Cholesky pivot not positive, non-finite result) returns False, and the caller falls back to the
+numpy path for that call. Units: SI, conventions of `flexible/gibbs_appell.py`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.core import jit
+
+# info slots (int64)
+_N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _NORMAL, _FRICTION, _ADHESION = range(9)
+# par slots (float64)
+_G, _GROUND, _BX, _BY, _KC, _EXP, _FACTOR, _VMIN, _MU, _V0, _V1 = range(11)
+
+
+def _chain_terms_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
+                    p, v, jac, phi, phid, mass, bias, fn, ft):
+    """Kinematics p, v (n+1, 2), point Jacobians jac (n+1, 2, N), φ, φ̇ (n); M (N, N); h (N) including the
+    contact forces' −Σ J_kᵀ F_k; F_N, F_T (n+1) of the active contacts. All outputs are overwritten."""
+    n = info[_N_LINKS]
+    nc = info[_N_COORD]
+    for i in range(n):
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(nc):
+            s0 += jphi[i, a] * z[a]
+            s1 += jphi[i, a] * zd[a]
+        phi[i] = s0
+        phid[i] = s1
+    for a in range(nc):
+        jac[0, 0, a] = 0.0
+        jac[0, 1, a] = 0.0
+        bias[a] = 0.0
+        for b in range(nc):
+            mass[a, b] = 0.0
+    if info[_FLOATING]:
+        x = z[info[_IX0]]
+        y = z[info[_IX1]]
+        vx = zd[info[_IX0]]
+        vy = zd[info[_IX1]]
+        jac[0, 0, info[_IX0]] = 1.0
+        jac[0, 1, info[_IX1]] = 1.0
+    else:
+        x = par[_BX]
+        y = par[_BY]
+        vx = 0.0
+        vy = 0.0
+    cx = 0.0
+    cy = par[_G]
+    p[0, 0] = x
+    p[0, 1] = y
+    v[0, 0] = vx
+    v[0, 1] = vy
+    mmax = info[_MMAX]
+    brows = np.empty((3 + mmax, nc))
+    lmat = np.empty((3 + mmax, 3 + mmax))
+    hl = np.empty(3 + mmax)
+    mtd = np.empty(mmax + 1)
+    for i in range(n):
+        m = nm[i]
+        d0 = dstart[i]
+        length = lk[i, 0]
+        lmass = lk[i, 1]
+        first = lk[i, 2]
+        cs = math.cos(phi[i])
+        sn = math.sin(phi[i])
+        om = phid[i]
+        # ---- this link's Gibbs–Appell terms, from the start point's state (c_O, J_O) before advancing
+        c1 = cs * cx + sn * cy
+        c2 = cs * cy - sn * cx
+        r = 3 + m
+        for a in range(nc):
+            j0 = jac[i, 0, a]
+            j1 = jac[i, 1, a]
+            brows[0, a] = cs * j0 + sn * j1
+            brows[1, a] = cs * j1 - sn * j0
+            brows[2, a] = jphi[i, a]
+            for j in range(m):
+                brows[3 + j, a] = 0.0
+        for j in range(m):
+            brows[3 + j, d0 + j] = 1.0
+        for a in range(r):
+            for b in range(r):
+                lmat[a, b] = lconst[i, a, b]
+        sw = 0.0
+        swd = 0.0
+        dmd = 0.0
+        mdd = 0.0
+        for j in range(m):
+            s = 0.0
+            for k in range(m):
+                s += mt[i, j, k] * z[d0 + k]
+            mtd[j] = s
+            sw += wint[i, j] * z[d0 + j]
+            swd += wint[i, j] * zd[d0 + j]
+            dmd += z[d0 + j] * s
+            mdd += s * zd[d0 + j]
+        lmat[0, 2] = -sw
+        lmat[2, 0] = -sw
+        lmat[2, 2] += dmd
+        hl[0] = lmass * c1 - om * om * first - 2.0 * om * swd
+        hl[1] = lmass * c2 - om * om * sw
+        hl[2] = first * c2 - sw * c1 + 2.0 * om * mdd
+        for j in range(m):
+            hl[3 + j] = wint[i, j] * c2 - om * om * mtd[j]
+        # M += Bᵀ L B, h += Bᵀ hl (rows of B are short: 3 + m)
+        for a in range(nc):
+            t0 = 0.0
+            for k in range(r):
+                t0 += brows[k, a] * hl[k]
+            bias[a] += t0
+        for k in range(r):
+            for a in range(nc):
+                # (Bᵀ L)[a, k]
+                s = 0.0
+                for q in range(r):
+                    s += brows[q, a] * lmat[q, k]
+                if s != 0.0:
+                    for b in range(nc):
+                        mass[a, b] += s * brows[k, b]
+        # ---- advance to the end point O_{i+1}
+        wl = 0.0
+        wld = 0.0
+        for a in range(nc):
+            wl += ew[i, a] * z[a]
+            wld += ew[i, a] * zd[a]
+        x += cs * length - sn * wl
+        y += sn * length + cs * wl
+        bx = -om * wl
+        by = om * length + wld
+        vx += cs * bx - sn * by
+        vy += sn * bx + cs * by
+        gx = -om * om * length - 2.0 * om * wld
+        gy = -om * om * wl
+        cx += cs * gx - sn * gy
+        cy += sn * gx + cs * gy
+        p[i + 1, 0] = x
+        p[i + 1, 1] = y
+        v[i + 1, 0] = vx
+        v[i + 1, 1] = vy
+        for a in range(nc):
+            j0 = -wl * jphi[i, a]
+            j1 = length * jphi[i, a] + ew[i, a]
+            jac[i + 1, 0, a] = jac[i, 0, a] + cs * j0 - sn * j1
+            jac[i + 1, 1, a] = jac[i, 1, a] + sn * j0 + cs * j1
+    # ---- contacts (gibbs_appell_drop.contact_forces): U = Σ J_kᵀ (F_T, F_N) enters h with a minus sign
+    for k in range(n + 1):
+        fn[k] = 0.0
+        ft[k] = 0.0
+        if not active[k] or info[_NORMAL] == 0:
+            continue
+        delta = par[_GROUND] - p[k, 1]
+        f = 0.0
+        if delta > 0.0:
+            f = par[_KC] * delta ** par[_EXP]
+            if par[_FACTOR] != 0.0:
+                vi = vimp[k] if vimp[k] > par[_VMIN] else par[_VMIN]
+                f *= 1.0 + par[_FACTOR] * (-v[k, 1]) / vi
+        if info[_ADHESION] == 0 and f < 0.0:
+            f = 0.0
+        fn[k] = f
+        if info[_FRICTION] == 1 and f > 0.0:
+            slip = v[k, 0]
+            s = abs(slip)
+            ramp = (s - par[_V0]) / (par[_V1] - par[_V0])
+            ramp = 0.0 if ramp < 0.0 else (1.0 if ramp > 1.0 else ramp)
+            sign = 1.0 if slip > 0.0 else (-1.0 if slip < 0.0 else 0.0)
+            ft[k] = -sign * par[_MU] * ramp * f
+        for a in range(nc):
+            bias[a] -= jac[k, 0, a] * ft[k] + jac[k, 1, a] * fn[k]
+
+
+def _elastic_rhs_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt, stiff, damp,
+                    out):
+    """out = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ] (length 2N + 3); False when the Cholesky factor or a value fails."""
+    n = info[_N_LINKS]
+    nc = info[_N_COORD]
+    p = np.empty((n + 1, 2))
+    v = np.empty((n + 1, 2))
+    jac = np.empty((n + 1, 2, nc))
+    phi = np.empty(n)
+    phid = np.empty(n)
+    mass = np.empty((nc, nc))
+    bias = np.empty(nc)
+    fn = np.empty(n + 1)
+    ft = np.empty(n + 1)
+    _chain_terms(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
+                 p, v, jac, phi, phid, mass, bias, fn, ft)
+    rhs = np.empty(nc)
+    power = 0.0
+    for a in range(nc):
+        s = -bias[a]
+        dz = 0.0
+        for b in range(nc):
+            s -= stiff[a, b] * z[b] + damp[a, b] * zd[b]
+            dz += damp[a, b] * zd[b]
+        rhs[a] = s
+        power -= zd[a] * dz
+    low = np.zeros((nc, nc))
+    if not _cholesky_factor(mass, low, 1e-14):
+        return False
+    acc = np.empty(nc)
+    _cholesky_solve(low, rhs, acc)
+    pn = 0.0
+    pt = 0.0
+    for k in range(n + 1):
+        pn += fn[k] * v[k, 1]
+        pt += ft[k] * v[k, 0]
+    for a in range(nc):
+        out[a] = zd[a]
+        out[nc + a] = acc[a]
+    out[2 * nc] = power
+    out[2 * nc + 1] = pn
+    out[2 * nc + 2] = pt
+    for a in range(2 * nc + 3):
+        if not np.isfinite(out[a]):
+            return False
+    return True
+
+
+def _elastic_outputs_py(zs, zds, actives, vimps, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt, stiff,
+                        points, velocities, normal, friction, kinetic, gravity, elastic):
+    """Sampled outputs of a drop for every row: joint points and velocities, contact forces, T = ½żᵀMż,
+    V_g (`ElasticChain.gravity_energy`) and V_e = ½zᵀKz."""
+    n = info[_N_LINKS]
+    nc = info[_N_COORD]
+    jac = np.empty((n + 1, 2, nc))
+    phi = np.empty(n)
+    phid = np.empty(n)
+    mass = np.empty((nc, nc))
+    bias = np.empty(nc)
+    for row in range(zs.shape[0]):
+        z = zs[row]
+        zd = zds[row]
+        _chain_terms(z, zd, actives[row], vimps[row], info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
+                     points[row], velocities[row], jac, phi, phid, mass, bias, normal[row], friction[row])
+        t = 0.0
+        e = 0.0
+        for a in range(nc):
+            sm = 0.0
+            sk = 0.0
+            for b in range(nc):
+                sm += mass[a, b] * zd[b]
+                sk += stiff[a, b] * z[b]
+            t += zd[a] * sm
+            e += z[a] * sk
+        kinetic[row] = 0.5 * t
+        elastic[row] = 0.5 * e
+        g = 0.0
+        for i in range(n):
+            sw = 0.0
+            for j in range(nm[i]):
+                sw += wint[i, j] * z[dstart[i] + j]
+            g += lk[i, 1] * points[row, i, 1] + math.sin(phi[i]) * lk[i, 2] + math.cos(phi[i]) * sw
+        gravity[row] = par[_G] * g
+
+
+def _point_heights_py(z, info, par, lk, jphi, ew, out):
+    """y of the joint points O_1..O_{n+1} (`ElasticChain.point_heights`)."""
+    n = info[_N_LINKS]
+    nc = info[_N_COORD]
+    y = z[info[_IX1]] if info[_FLOATING] else par[_BY]
+    out[0] = y
+    for i in range(n):
+        f = 0.0
+        w = 0.0
+        for a in range(nc):
+            f += jphi[i, a] * z[a]
+            w += ew[i, a] * z[a]
+        y += lk[i, 0] * math.sin(f) + w * math.cos(f)
+        out[i + 1] = y
+
+
+# The Python twins call these names; `jit.compiled(..., bind=_bindings)` rebinds them to the compiled callees.
+_chain_terms = _chain_terms_py
+_cholesky_factor = _compiled._cholesky_factor_py
+_cholesky_solve = _compiled._cholesky_solve_py
+
+
+def _bindings() -> dict:
+    return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled._cholesky_factor_py,
+            "_cholesky_solve": _compiled._cholesky_solve_py}
+
+
+def _law_parameters(chain: Any) -> tuple[int, int, int, list[float]] | None:
+    """(normal kind, friction kind, adhesion, [K, n, c(cr), δ̇⁻ floor, μ, v0, v1]) or None (law not compiled)."""
+    from biobullet.contact.friction import Ambrosio
+    from biobullet.contact.normal import Hertz, RestitutionLaw
+    normal, friction = chain.normal_law, chain.friction_law
+    values = [0.0] * 7
+    if normal is None:
+        return 0, 0, 0, values
+    if getattr(normal, "acts_outside_contact", False):
+        return None
+    if isinstance(normal, RestitutionLaw):
+        values[:4] = [normal.stiffness, normal.exponent, normal.factor, normal.min_impact_velocity]
+    elif type(normal) is Hertz:
+        values[:4] = [normal.stiffness, normal.exponent, 0.0, 1.0]
+    else:
+        return None
+    if friction is None:
+        fkind = 0
+    elif type(friction) is Ambrosio:
+        fkind = 1
+        values[4:] = [friction.mu, friction.v0, friction.v1]
+    else:
+        return None
+    return 1, fkind, int(bool(normal.adhesion)), values
+
+
+class CompiledChain:
+    """The packed constant arrays of one `ElasticChain` and its compiled kernels (see module docstring)."""
+
+    def __init__(self, chain: Any, laws: tuple[int, int, int, list[float]], rhs: Any, outputs: Any,
+                 heights: Any) -> None:
+        n, nc = len(chain.links), chain.n_coordinates
+        mmax = max(link.n_modes for link in chain.links)
+        floating = chain.base == "floating"
+        ix = chain.idx_x if floating else (0, 0)
+        normal, friction, adhesion, values = laws
+        self.info = np.array([n, nc, mmax, int(floating), ix[0], ix[1], normal, friction, adhesion], np.int64)
+        self.par = np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1],
+                             *values], dtype=float)
+        self.lk = np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float)
+        self.dstart = np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64)
+        self.nm = np.array([l.n_modes for l in chain.links], np.int64)
+        self.lconst = np.zeros((n, 3 + mmax, 3 + mmax))
+        self.wint = np.zeros((n, max(mmax, 1)))
+        self.mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
+        for i, link in enumerate(chain.links):
+            m = link.n_modes
+            self.lconst[i, :3 + m, :3 + m] = chain._Lconst[i]
+            self.wint[i, :m] = link.w_integral
+            self.mt[i, :m, :m] = link.mass_translational
+        self.jphi = np.ascontiguousarray(chain._Jphi, dtype=float)
+        self.ew = np.ascontiguousarray(chain._Ew, dtype=float)
+        self.stiff = np.ascontiguousarray(chain._K, dtype=float)
+        self.damp = np.ascontiguousarray(chain._D, dtype=float)
+        self.n_links, self.n_coordinates = n, nc
+        self._rhs, self._outputs, self._heights = rhs, outputs, heights
+
+    @classmethod
+    def python_twin(cls, chain: Any) -> "CompiledChain | None":
+        """The same kernels run as plain Python (slow; for checks without numba), or None (law not compiled)."""
+        laws = _law_parameters(chain)
+        return None if laws is None else cls(chain, laws, _elastic_rhs_py, _elastic_outputs_py, _point_heights_py)
+
+    @classmethod
+    def build(cls, chain: Any) -> "CompiledChain | None":
+        """The compiled twin of `chain`, or None (numba unavailable/disabled, or a contact law not compiled)."""
+        laws = _law_parameters(chain)
+        if laws is None or not jit.ENABLED:
+            return None
+        rhs = jit.compiled(_elastic_rhs_py, bind=_bindings)
+        outputs = jit.compiled(_elastic_outputs_py, bind=_bindings)
+        heights = jit.compiled(_point_heights_py)
+        if rhs is None or outputs is None or heights is None:
+            return None
+        return cls(chain, laws, rhs, outputs, heights)
+
+    def rhs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray, vimp: np.ndarray, out: np.ndarray) -> bool:
+        """out[:] = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]; False: the kernel declined (caller takes the numpy path)."""
+        return bool(self._rhs(z, zd, active, vimp, self.info, self.par, self.lk, self.dstart, self.nm,
+                              self.lconst, self.jphi, self.ew, self.wint, self.mt, self.stiff, self.damp, out))
+
+    def point_heights(self, z: np.ndarray) -> np.ndarray:
+        """y of O_1..O_{n+1} (m)."""
+        out = np.empty(self.n_links + 1)
+        self._heights(z, self.info, self.par, self.lk, self.jphi, self.ew, out)
+        return out
+
+    def outputs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray,
+                vimp: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(points, velocities, F_N, F_T, T, V_g, V_e) for T sampled rows (shapes as in `DropResult`)."""
+        rows, npts = z.shape[0], self.n_links + 1
+        points, velocities = np.empty((rows, npts, 2)), np.empty((rows, npts, 2))
+        normal, friction = np.empty((rows, npts)), np.empty((rows, npts))
+        kinetic, gravity, elastic = np.empty(rows), np.empty(rows), np.empty(rows)
+        self._outputs(np.ascontiguousarray(z), np.ascontiguousarray(zd), np.ascontiguousarray(active),
+                      np.ascontiguousarray(vimp, dtype=float), self.info, self.par, self.lk, self.dstart,
+                      self.nm, self.lconst, self.jphi, self.ew, self.wint, self.mt, self.stiff, points,
+                      velocities, normal, friction, kinetic, gravity, elastic)
+        return points, velocities, normal, friction, kinetic, gravity, elastic
+
+
+__all__ = ["CompiledChain"]
