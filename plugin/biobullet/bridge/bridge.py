@@ -41,11 +41,13 @@ lists the paths.
 """
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 
 import numpy as np
 
-from biobullet.bridge.lifecycle import attach, ensure_usable, mark_closed
+from biobullet.bridge.lifecycle import attach, check_divergence, ensure_usable, mark_closed
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
@@ -498,9 +500,13 @@ class Bridge:
             self.record()
 
     def state(self) -> tuple[float, np.ndarray, np.ndarray]:
-        """(t, x, ẋ): time (s), tree configuration and velocity in biobullet order (see `model.tree`)."""
+        """(t, x, ẋ): time (s), tree configuration and velocity in biobullet order (see `model.tree`).
+        A non-finite state (PyBullet diverged, usually a too-large time step) raises DivergenceError naming dt:
+        never NaN."""
         ensure_usable(self, "state")
         x, xd = self._read_state()
+        if not math.isfinite(float(x.sum()) + float(xd.sum())):
+            check_divergence(self, self.time, x, xd)
         return self.time, x, xd
 
     def generalized_state(self) -> tuple[float, np.ndarray, np.ndarray]:
