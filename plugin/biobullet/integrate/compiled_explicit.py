@@ -203,7 +203,7 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
 
 def _explicit_kernel():
     """The compiled `_explicit_rhs_py`, or None (numba missing or disabled)."""
-    global _JETS, _KINEMATICS, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _EXPLICIT, _LTDL
+    global _EXPLICIT
     if _EXPLICIT is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
         from biobullet.forces.compiled import _spring_kernel_py
@@ -214,9 +214,10 @@ def _explicit_kernel():
                    kinematics[0] if kinematics else None, jit.compiled(_ltdl_solve_py))
         if None in callees:
             _EXPLICIT = False
-        else:
-            _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _JETS, _KINEMATICS, _LTDL = callees
-            _EXPLICIT = jit.compiled(_explicit_rhs_py) or False
+        else:   # bound through core.jit, which also keys the disk cache on these callees
+            names = ("_TREE", "_PROJECT", "_SPRING", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS", "_KINEMATICS",
+                     "_LTDL")
+            _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
 
 

@@ -117,7 +117,7 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
 
 def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
-    global _LEAN, _TREE, _PROJECT, _SPRING, _CHOLESKY_FACTOR, _CHOLESKY_SOLVE, _FUSED
+    global _FUSED
     if _FUSED is None:
         from biobullet.forces.compiled import _spring_kernel_py
         tree = _compiled.tree_dynamics_kernel()
@@ -127,10 +127,10 @@ def _fused_kernel(lean_kernel):
         solve = jit.compiled(_compiled._cholesky_solve_py)
         if None in (tree, project, spring, factor, solve):
             _FUSED = False
-        else:
-            _LEAN, _TREE, _PROJECT, _SPRING = lean_kernel, tree, project, spring
-            _CHOLESKY_FACTOR, _CHOLESKY_SOLVE = factor, solve
-            _FUSED = jit.compiled(_fused_rhs_py) or False
+        else:   # bound through core.jit, which also keys the disk cache on these callees
+            _FUSED = jit.compiled(_fused_rhs_py, bind={
+                "_LEAN": lean_kernel, "_TREE": tree, "_PROJECT": project, "_SPRING": spring,
+                "_CHOLESKY_FACTOR": factor, "_CHOLESKY_SOLVE": solve}) or False
     return _FUSED or None
 
 
@@ -246,7 +246,7 @@ _SOLVE_SMALL = None
 
 
 def _positions_kernel():
-    global _POSITIONS, _LOOP_KINEMATICS, _LOOP_ROWS, _SOLVE_SMALL
+    global _POSITIONS
     if _POSITIONS is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
         kernels = loop_kernels()
@@ -254,9 +254,8 @@ def _positions_kernel():
         if kernels is None or solve is None:
             _POSITIONS = False
         else:
-            _LOOP_KINEMATICS, _LOOP_ROWS = kernels
-            _SOLVE_SMALL = solve
-            _POSITIONS = jit.compiled(_loop_positions_py) or False
+            _POSITIONS = jit.compiled(_loop_positions_py, bind={
+                "_LOOP_KINEMATICS": kernels[0], "_LOOP_ROWS": kernels[1], "_SOLVE_SMALL": solve}) or False
     return _POSITIONS or None
 
 _STATES = None
@@ -353,8 +352,8 @@ class CompiledReducedRHS:
         sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
         resolver's cache) and the batch resumes after it."""
         global _STATES
-        if _STATES is None:
-            _STATES = jit.compiled(_loop_states_py) or False
+        if _STATES is None:   # `_LEAN` is bound: this path exists only once the fused kernel compiled
+            _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": _LEAN}) or False
         r = self.resolver
         _, independent, n_joints, _ = self._static
         meta, body, n_tangent = self._lean_args
