@@ -135,14 +135,10 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
                 jac[r, c] = f_jac[r, c]
     rot, pos, sub, vel, acc = _kin(meta, body, x, xd, n, True)
     total = tau.copy()
-    for s in range(spring_bodies.shape[0]):
-        status, s_tau, _, _ = _spring(rot, pos, sub, body_ancestry, xd, spring_bodies[s, 0], spring_points[s, 0],
-                                      spring_bodies[s, 1], spring_points[s, 1], spring_params[s, 0],
-                                      spring_params[s, 1], spring_params[s, 2], zero_length)
-        if status != 0:
-            return 3
-        for k in range(n):
-            total[k] += s_tau[k]
+    status, _ = _spring_forces(rot, pos, sub, body_ancestry, xd, spring_bodies, spring_points, spring_params,
+                               zero_length, total)
+    if status != 0:
+        return 3
     l_phi, l_jac, l_bias = _loop_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds,
                                       row_start, n_rows, True, True)
     for r in range(n_rows):
@@ -161,7 +157,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     return _kkt(mass, bias, total, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
 
 
-_kin = _loop_rows = _spring = None   # bound before `_loop_torque_py` compiles
+_kin = _loop_rows = _spring_forces = None   # bound before `_loop_torque_py` compiles
 
 
 def loop_torque_kernel():
@@ -172,15 +168,16 @@ def loop_torque_kernel():
     if fused is None or loops is None:
         return None
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    from biobullet.forces.compiled import spring_kernel
+    from biobullet.forces.compiled import spring_forces_kernel
     from biobullet.model.joint_jets import function_rows_kernel
-    if spring_kernel() is None:
+    springs = spring_forces_kernel()
+    if springs is None:
         return None
     kkt = jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()})
     return jit.compiled(_loop_torque_py, bind={"_tree": tree_dynamics_kernel(), "_rows": function_rows_kernel(),
                                                "_kkt": kkt,
                                                "_kin": loops[0], "_loop_rows": loops[1],
-                                               "_spring": spring_kernel()})
+                                               "_spring_forces": springs})
 
 
 def rows_torque_kernel():

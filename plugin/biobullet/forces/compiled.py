@@ -89,3 +89,32 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
 def spring_kernel():
     """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing: the numpy path serves)."""
     return jit.compiled(_spring_kernel_py)
+
+
+_SPRING = None   # the compiled `_spring_kernel_py`, bound when `_spring_forces_py` compiles
+
+
+def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
+    """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
+    `integrate.compiled_explicit.pack_springs` packs them); (status, dissipated power W), status 1 when a spring
+    has zero length with rest_length > 0 (the generic path then reports it). One sum for every compiled
+    right-hand side and the bridge's per-step kernel."""
+    dissipated = 0.0
+    for s in range(bodies.shape[0]):
+        status, spring_tau, rate, _ = _SPRING(rot, pos, sub, ancestry, xd, bodies[s, 0], points[s, 0], bodies[s, 1],
+                                              points[s, 1], params[s, 0], params[s, 1], params[s, 2], zero_length)
+        if status != 0:
+            return 1, 0.0
+        for k in range(tau.shape[0]):
+            tau[k] += spring_tau[k]
+        dissipated += params[s, 2] * rate * rate
+    return 0, dissipated
+
+
+def spring_forces_kernel():
+    """The compiled `_spring_forces_py` (with the compiled spring kernel bound), or None without numba."""
+    spring = spring_kernel()
+    if spring is None:
+        return None
+    return jit.compiled(_spring_forces_py, bind={"_SPRING": spring})
+

@@ -26,7 +26,7 @@ from biobullet.algorithms import compiled_kernels as _compiled
 from biobullet.core import jit
 
 # the compiled callees, bound before the kernels that call them are compiled (numba resolves globals then)
-_TREE = _PROJECT = _SPRING = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
+_TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
 
 # Joint functions evaluated inside the kernel (the table of model/joint_jets.py: polynomial, linear, cubic spline,
 # Fourier driver). `expression` functions (and any third-party type) stay on the generic path:
@@ -136,15 +136,11 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         dissipated += damping * xd[k] * xd[k]
     if spring_bodies.shape[0]:
         rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
-        for s in range(spring_bodies.shape[0]):
-            spring_status, spring_tau, spring_rate, _ = _SPRING(
-                rot, pos, sub, ancestry, xd, spring_bodies[s, 0], spring_points[s, 0], spring_bodies[s, 1],
-                spring_points[s, 1], spring_params[s, 0], spring_params[s, 1], spring_params[s, 2], zero_length)
-            if spring_status != 0:
-                return fail
-            for k in range(n_tangent):
-                tau[k] += spring_tau[k]
-            dissipated += spring_params[s, 2] * spring_rate * spring_rate
+        spring_status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, xd, spring_bodies,
+                                                          spring_points, spring_params, zero_length, tau)
+        if spring_status != 0:
+            return fail
+        dissipated += spring_dissipated
     mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
     rhs = np.empty(nv)
     accel = np.empty(nv)
@@ -160,17 +156,8 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
             _CHOLESKY_SOLVE(low, rhs, accel)
         elif not _LTDL(mass, tangent_parent, rhs, accel):
             return fail
-    else:
-        reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
-        for c in range(nv):
-            s = 0.0
-            for a in range(n_tangent):
-                s += gradient[a, c] * tau[a]
-            rhs[c] = s - reduced_bias[c]
-        low = np.zeros((nv, nv))
-        if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
-            return fail
-        _CHOLESKY_SOLVE(low, rhs, accel)
+    elif not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
+        return fail
     out = np.empty(size)
     if base_q:
         qx, qy, qz, qw = x[3], x[4], x[5], x[6]
@@ -206,17 +193,17 @@ def _explicit_kernel():
     global _EXPLICIT
     if _EXPLICIT is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
-        from biobullet.forces.compiled import _spring_kernel_py
+        from biobullet.forces.compiled import spring_forces_kernel
         kinematics = loop_kernels()
-        callees = (_compiled.tree_dynamics_kernel(), jit.compiled(_compiled._project_upper_py),
-                   jit.compiled(_spring_kernel_py), jit.compiled(_compiled._cholesky_factor_py),
-                   jit.compiled(_compiled._cholesky_solve_py), jit.compiled(_explicit_jets_py),
-                   kinematics[0] if kinematics else None, jit.compiled(_ltdl_solve_py))
+        callees = (_compiled.tree_dynamics_kernel(), spring_forces_kernel(), _compiled.projected_solve_kernel(),
+                   jit.compiled(_compiled._cholesky_factor_py), jit.compiled(_compiled._cholesky_solve_py),
+                   jit.compiled(_explicit_jets_py), kinematics[0] if kinematics else None,
+                   jit.compiled(_ltdl_solve_py))
         if None in callees:
             _EXPLICIT = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
-            names = ("_TREE", "_PROJECT", "_SPRING", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS", "_KINEMATICS",
-                     "_LTDL")
+            names = ("_TREE", "_SPRING_FORCES", "_PROJECTED_SOLVE", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS",
+                     "_KINEMATICS", "_LTDL")
             _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
 

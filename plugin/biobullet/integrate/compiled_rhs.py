@@ -34,7 +34,7 @@ from biobullet.core import jit
 _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _PROJECT = _SPRING = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
+_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = None
 _FUSED = None
 
 
@@ -71,30 +71,15 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     power_in = 0.0
     for k in range(n_tangent):
         power_in += tau_time[k] * rate[k]
-    dissipated = 0.0
-    for s in range(spring_bodies.shape[0]):
-        spring_status, spring_tau, spring_rate, _ = _SPRING(
-            rot, pos, sub, ancestry, rate, spring_bodies[s, 0], spring_points[s, 0], spring_bodies[s, 1],
-            spring_points[s, 1], spring_params[s, 0], spring_params[s, 1], spring_params[s, 2], zero_length)
-        if spring_status != 0:
-            return fail
-        for k in range(n_tangent):
-            tau[k] += spring_tau[k]
-        dissipated += spring_params[s, 2] * spring_rate * spring_rate
-    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
-    reduced_mass, reduced_bias = _PROJECT(mass, bias, gradient)
-    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
-    rhs = np.empty(nq)
-    for c in range(nq):
-        s = 0.0
-        for a in range(n_tangent):
-            s += gradient[a, c] * tau[a]
-        rhs[c] = s - reduced_bias[c]
-    low = np.zeros((nq, nq))
-    if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
+    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
+                                               spring_params, zero_length, tau)
+    if spring_status != 0:
         return fail
+    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
+    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
-    _CHOLESKY_SOLVE(low, rhs, accel)
+    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
+        return fail
     out = np.empty(size)
     for j in range(nq):
         out[j] = y[nq + j]
@@ -119,18 +104,15 @@ def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
     global _FUSED
     if _FUSED is None:
-        from biobullet.forces.compiled import _spring_kernel_py
+        from biobullet.forces.compiled import spring_forces_kernel
         tree = _compiled.tree_dynamics_kernel()
-        project = jit.compiled(_compiled._project_upper_py)
-        spring = jit.compiled(_spring_kernel_py)
-        factor = jit.compiled(_compiled._cholesky_factor_py)
-        solve = jit.compiled(_compiled._cholesky_solve_py)
-        if None in (tree, project, spring, factor, solve):
+        springs = spring_forces_kernel()
+        solve = _compiled.projected_solve_kernel()
+        if None in (tree, springs, solve):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_PROJECT": project, "_SPRING": spring,
-                "_CHOLESKY_FACTOR": factor, "_CHOLESKY_SOLVE": solve}) or False
+                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve}) or False
     return _FUSED or None
 
 
