@@ -39,7 +39,7 @@ def attach(bridge) -> None:
     token = uuid.uuid4().hex
     bridge._lifecycle_token = token
     bridge._lifecycle_closed = False
-    p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client)
+    bridge._lifecycle_data = p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client)
 
 
 def mark_closed(bridge) -> None:
@@ -55,9 +55,12 @@ def ensure_usable(bridge, action: str) -> None:
         raise BridgeClosedError(f"Bridge.{action}: the bridge was not set up completely")
     import pybullet as p
     client = bridge.client
-    try:  # the fast path (about 3 µs): the body still carries our token
-        data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)
+    try:  # the per-step fast path, one call: our user-data entry still holds our token
+        if p.getUserData(bridge._lifecycle_data, physicsClientId=client) in (token, token.encode()):
+            return
+        data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)   # ids renumbered: look it up
         if data >= 0 and p.getUserData(data, physicsClientId=client) in (token, token.encode()):
+            bridge._lifecycle_data = data
             return
     except p.error:
         pass
