@@ -30,11 +30,13 @@ from biobullet.extensible.chain_model import (
     six_link_reference,
     three_link_reference,
 )
+from biobullet.extensible.control import SupportTasks, TaskWeights, support_inverse_dynamics, virtual_force_moments
 from biobullet.extensible.phases import FREE, PINNED, CompliantGround, Trajectory, simulate, static_stance
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
 JUMP_T_END = 0.75          # s: ~0.1 s of landing stance (the simple PD landing hops again a little later)
+FLIGHT_KNEE = 0.3          # rad: knee and hip flexion of the flight (touchdown) posture
 JUMP_DAMPING = 200.0       # N·s/m axial link damping in the jump (the paper has none; allowed by the issue)
 
 
@@ -101,51 +103,129 @@ def crouch_state(model: ChainModel, phi: np.ndarray, lengths: np.ndarray | None 
 
 
 class JumpController:
-    """Joint-space PD on the relative joint angles θ = Bφ toward a posture schedule, plus ankle PD on the
-    absolute foot-link angle (only while a foot is on the ground). Schedule: hold `crouch` until t_push, smooth
-    step to `extended` over `push_time`; once both feet are free, `flight` posture; after touchdown, `landing`."""
+    """Vertical-jump controller: momentum-based inverse dynamics in support, joint PD in flight.
 
-    def __init__(self, model: ChainModel, crouch, extended, flight, landing, *, t_push: float, push_time: float,
-                 kp: float = 3000.0, kd: float = 150.0, kp_ankle: float = 3000.0, kd_ankle: float = 150.0,
-                 kp_land: float = 1200.0, kd_land: float = 150.0, k_com: float = 3000.0, d_com: float = 600.0):
+    * hold (t < t_push) and push-off (smooth C² step of the joint-angle targets from `crouch` to `extended` over
+      `push_time`): `support_inverse_dynamics` with the posture PD as a task, plus ẍ_G* = −k_x (x_G − x_A) − d_x ẋ_G
+      (COM over the feet) and L̇_G* = −k_L L_G (no angular momentum): the reaction line is kept through the COM, so
+      the body leaves the ground (nearly) purely vertically with L_G ≈ 0;
+    * flight (both feet free): joint PD toward the `flight` posture (internal moments cannot change L_G);
+    * landing (from the first touchdown on): the same inverse dynamics with the feet assumed held, toward the
+      double-support `stance` posture, plus the COM-height law ÿ_G* = −k_y (y_G − y_ref) − d_y ẏ_G (a critically
+      damped spring-damper on the COM that absorbs the landing energy) and the same x_G and L_G laws.
+    Gains in 1/s² and 1/s (accelerations per metre / per m/s), posture in rad."""
+
+    def __init__(self, model: ChainModel, crouch, extended, flight, stance, *, t_push: float, push_time: float,
+                 y_ref: float, kp_push: float = 2000.0, kd_push: float = 90.0, kp_joint: float = 400.0,
+                 kd_joint: float = 40.0, kp_land: float = 600.0, kd_land: float = 80.0, kp_land_knee: float = 60.0, kd_land_knee: float = 15.0, rise_delay: float = 0.2, rise_time: float = 0.6,
+                 omega_x_land: float = 3.0, foot_lever: float = 0.1, ground_height: float = 0.0, k_x: float = 100.0,
+                 d_x: float = 20.0, k_L: float = 20.0, omega_y: float = 7.5, kp_flight: float = 1500.0,
+                 kd_flight: float = 400.0, kd_flight_stiff: float = 150.0, kp_flight_stiff: float = 3000.0,
+                 weights: TaskWeights | None = None):
         self.model = model
         B = model.joint_matrix
         self.theta = {k: B @ p for k, p in (("crouch", crouch), ("extended", extended), ("flight", flight),
-                                             ("landing", landing))}
-        self.foot_angle = {k: p[list(model.feet)] for k, p in (("crouch", crouch), ("extended", extended),
-                                                                ("flight", flight), ("landing", landing))}
+                                             ("stance", stance))}
         self.t_push, self.push_time = t_push, push_time
-        self.kp, self.kd, self.kp_a, self.kd_a = kp, kd, kp_ankle, kd_ankle
-        self.k_com, self.d_com = k_com, d_com             # N, N·s: COM-over-feet feedback through the ankles
-        # after lift-off: soft, damped knees (absorb the landing), stiff hips and trunk (keep the posture)
+        self.kp_push, self.kd_push, self.kp_land, self.kd_land = kp_push, kd_push, kp_land, kd_land
+        self.kp_j, self.kd_j, self.k_x, self.d_x, self.k_L = kp_joint, kd_joint, k_x, d_x, k_L
+        self.k_y, self.d_y, self.y_ref = omega_y ** 2, 2.0 * omega_y, y_ref
+        # flight: soft, damped knees, stiff hips and trunk (the flight PD of the first version of this study)
         knee = np.array([jt.parent != model.chain_order(2)[0] and model.chain[jt.child] < 2 for jt in model.joints])
-        self.kp_land_j = np.where(knee, kp_land, kp)
-        self.kd_land_j = np.where(knee, kd_land, kd)   # softer, more damped joints from lift-off on (landing)
+        self.kp_land_j = np.where(knee, kp_land_knee, kp_land)   # landing: the COM law carries the body, soft knees
+        self.kd_land_j = np.where(knee, kd_land_knee, kd_land)
+        root = model.chain_order(2)[0]
+        self.hip_rows = np.array([jt.parent == root and model.chain[jt.child] < 2 for jt in model.joints])
+        self.phi_flight = np.asarray(flight, dtype=float)
+        self.kp_f = np.where(knee, kp_flight, kp_flight_stiff)
+        self.kd_f = np.where(knee, kd_flight, kd_flight_stiff)
+        self.weights = weights or TaskWeights()
         self.airborne = False
+        self.landed = False
+        self.t_land, self.landing_start = math.inf, (None, None)
+        self.rise_delay, self.rise_time = rise_delay, rise_time
+        self.k_x_land, self.d_x_land = omega_x_land ** 2, 2.0 * omega_x_land
+        self.foot_lever, self.ground_height = foot_lever, ground_height
 
-    def _target(self, t: float, states) -> tuple[np.ndarray, np.ndarray]:
+    def phase(self, t: float, states, com_velocity_y: float) -> str:
+        """push → flight (both feet free) → landing (first touchdown while the COM descends; never left again: a
+        foot that bounces off stays under the landing law). Contacts while the COM still rises (the leg springs'
+        recoil right after lift-off touches the ground for a fraction of a millisecond) belong to the flight."""
+        if self.landed:
+            return "landing"
         if all(s == FREE for s in states):
             self.airborne = True
-        if self.airborne:
-            key = "landing" if any(s != FREE for s in states) else "flight"
-            return self.theta[key], self.foot_angle[key]
-        s = min(max((t - self.t_push) / self.push_time, 0.0), 1.0)
-        w = s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)     # C² smooth step
-        return ((1 - w) * self.theta["crouch"] + w * self.theta["extended"],
-                (1 - w) * self.foot_angle["crouch"] + w * self.foot_angle["extended"])
+            return "flight"
+        if not self.airborne:
+            return "push"
+        if com_velocity_y < 0.0:
+            self.landed = True
+            self.t_land = float(t)
+            self.landing_start = (None, None)     # filled by __call__ with the touchdown posture and COM height
+            return "landing"
+        return "flight"
+
+    def joint_target(self, t: float, phase: str) -> np.ndarray:
+        if phase == "push":
+            s = min(max((t - self.t_push) / self.push_time, 0.0), 1.0)
+            w = s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)     # C² smooth step
+            return (1 - w) * self.theta["crouch"] + w * self.theta["extended"]
+        if phase == "flight":
+            return self.theta["flight"]
+        return (1 - self.rise(t)) * self.landing_start[0] + self.rise(t) * self.theta["stance"]
+
+    def _absolute_hip_target(self, q: np.ndarray) -> np.ndarray:
+        n = self.model.n_links
+        phi = q[2:2 + n]
+        out = np.zeros(len(self.model.joints))
+        for r, jt in enumerate(self.model.joints):
+            out[r] = self.phi_flight[jt.child] - phi[jt.parent]
+        return out
+
+    def rise(self, t: float) -> float:
+        """0 → 1 smooth step (C²) from the touchdown posture and COM height to the stance, starting `rise_delay`
+        after touchdown (the COM law first brakes the fall) and lasting `rise_time`."""
+        s = min(max((t - self.t_land - self.rise_delay) / self.rise_time, 0.0), 1.0)
+        return s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
 
     def __call__(self, t, q, v, states):
         n = self.model.n_links
         B = self.model.joint_matrix
-        theta_t, foot_t = self._target(t, states)
-        kp, kd = (self.kp_land_j, self.kd_land_j) if self.airborne else (self.kp, self.kd)
-        tau = kp * (theta_t - B @ q[2:2 + n]) - kd * (B @ v[2:2 + n])
-        feet = list(self.model.feet)
-        ankle = self.kp_a * (foot_t - q[2:2 + n][feet]) - self.kd_a * v[2:2 + n][feet]
-        # balance: a clockwise ground moment on the foot link moves the COM forward, so push it back over the feet
         G, Gd = rec.center_of_mass(self.model, q, v)
-        ankle = ankle + 0.5 * (self.k_com * G[0] + self.d_com * Gd[0])
-        return tau, ankle
+        ph = self.phase(t, states, float(Gd[1]))
+        theta, theta_d = B @ q[2:2 + n], B @ v[2:2 + n]
+        if ph == "landing" and self.landing_start[0] is None:
+            self.landing_start = (theta.copy(), float(G[1]))
+        target = self.joint_target(t, ph)
+        feet = [i for i in range(2) if states[i] != FREE]
+        if ph == "flight" or not feet:
+            # flight, or a landing foot bounced off: joint PD (internal moments cannot change L_G)
+            if ph == "flight":
+                # the hips servo the thighs' ABSOLUTE angles (relative target = φ_thigh* − φ_trunk): with L_G ≈ 0
+                # the body's orientation hardly changes, so this places the feet under the COM for touchdown
+                target = np.where(self.hip_rows, self._absolute_hip_target(q), target)
+                return self.kp_f * (target - theta) - self.kd_f * theta_d, None
+            return self.kp_land_j * (target - theta) - self.kd_land_j * theta_d, None
+        x_feet = float(np.mean([rec.foot_position(self.model, q, i)[0] for i in feet]))
+        ax = -self.k_x * (G[0] - x_feet) - self.d_x * Gd[0]
+        if ph == "landing":
+            # point-like feet: the moment of the horizontal force about the feet must come from the ankles,
+            # |a| ≤ lever · F_N, so |ẍ_G| ≤ lever · g / height (the ZMP stays on the foot)
+            cap = 0.8 * self.foot_lever * self.model.gravity / max(G[1] - self.ground_height, 0.1)
+            ax = float(np.clip(-self.k_x_land * (G[0] - x_feet) - self.d_x_land * Gd[0], -cap, cap))
+            # impedance about the stance posture + a virtual spring-damper on the COM (Jacobian transpose): passive
+            # with respect to the compliant contact, which the rigid-contact inverse dynamics is not
+            y_ref = (1 - self.rise(t)) * self.landing_start[1] + self.rise(t) * self.y_ref
+            ay = -self.k_y * (G[1] - y_ref) - self.d_y * Gd[1]
+            m = self.model.total_mass
+            force = np.array([m * ax, m * (self.model.gravity + ay)])
+            return virtual_force_moments(self.model, q, feet, force,
+                                         self.kp_land_j * (target - theta) - self.kd_land_j * theta_d)
+        L = float(rec.angular_momentum_about_com(self.model, q, v, t))
+        tasks = SupportTasks(com_acc=(ax, None), momentum_rate=-self.k_L * L,
+                             joint_acc=self.kp_push * (target - theta) - self.kd_push * theta_d)
+        sol = support_inverse_dynamics(self.model, q, v, t, feet, tasks, self.weights)
+        return sol.tau, sol.ankle
 
 
 def balanced_lean(model: ChainModel, thigh: float, shank: float) -> float:
@@ -157,25 +237,28 @@ def balanced_lean(model: ChainModel, thigh: float, shank: float) -> float:
 
 
 def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, rtol: float = 1e-9,
-               dt_sample: float = 2e-3, method: str = "LSODA", kp_land: float = 1500.0,
-               kd_land: float = 400.0) -> tuple[Trajectory, dict]:
+               dt_sample: float = 2e-3, method: str = "LSODA", flight_knee: float = FLIGHT_KNEE,
+               controller_options: dict | None = None) -> tuple[Trajectory, dict]:
     lean = balanced_lean(model, 0.6, 0.6)
-    # one trunk lean for every posture: straightening the trunk during the push would throw the COM backwards
+    # one trunk lean for the push: straightening the trunk during the push would throw the COM backwards
     crouch = posture(model, 0.6, 0.6, lean)
     extended = posture(model, 0.05, 0.05, lean)
-    landing = posture(model, 0.45, 0.45, lean)
-    # flight: legs bent to the landing posture before touchdown; after touchdown a deeper crouch absorbs the landing
-    ctrl = JumpController(model, crouch, extended, landing, crouch, t_push=T_PUSH, push_time=PUSH_TIME,
-                          kp_land=kp_land, kd_land=kd_land, kp_ankle=300.0, kd_ankle=60.0)
+    # flight posture with its own balanced trunk lean: the feet come down under the COM (L_G ≈ 0 keeps the
+    # body's orientation in flight, so the posture decides where the feet land)
+    flight = posture(model, flight_knee, flight_knee, balanced_lean(model, flight_knee, flight_knee))
+    ground = CompliantGround(Flores(stiffness=1.0e6, restitution=0.3), Regularized(mu=0.8, v0=0.05))
+    stance = static_stance(model)
+    y_ref = _stance_com_height(model, stance, ground if touchdown == "compliant" else None)
+    ctrl = JumpController(model, crouch, extended, flight, stance.q[2:2 + model.n_links], t_push=T_PUSH,
+                          push_time=PUSH_TIME, y_ref=y_ref, **(controller_options or {}))
     # start from the exact equilibrium of the pinned stance under the holding moments (no initial transient)
     def holding(q):
         tau, ankle = ctrl(0.0, q, np.zeros(model.dof), (PINNED, PINNED))
         return rec.joint_moment_force(model, tau, ankle)
     q0 = static_stance(model, crouch_state(model, crouch), generalized_force=holding).q
-    ground = CompliantGround(Flores(stiffness=1.0e6, restitution=0.3), Regularized(mu=0.8, v0=0.05))
     tr = simulate(model, q0, np.zeros(model.dof), t_end, feet=(PINNED, PINNED), touchdown=touchdown, ground=ground,
                   controller=ctrl, breakpoints=(T_PUSH, T_PUSH + PUSH_TIME), method=method, rtol=rtol, atol=rtol,
-                  dt_sample=dt_sample)
+                  dt_sample=dt_sample, progress=_log)
     e = tr.energy_table()
     G = rec.center_of_mass(model, tr.q)
     airborne = np.array([p == "flight" for p in tr.phase])
@@ -192,6 +275,18 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
            "energy_scale": float(np.max(np.abs(e["mechanical"] - e["mechanical"][0]))),
            "constraint_drift_max": float(_constraint_drift(model, tr))}
     return tr, out
+
+
+def _stance_com_height(model: ChainModel, stance, ground: CompliantGround | None) -> float:
+    """COM height of the static double stance; on compliant ground lowered by the static penetration δ of each foot
+    under half the weight (Flores/Hertz law at rest: F = K δ^1.5, so δ = (W / 2K)^(2/3))."""
+    y = float(rec.center_of_mass(model, stance.q)[1])
+    if ground is None:
+        return y
+    from scipy.optimize import brentq
+    half = 0.5 * model.total_mass * model.gravity
+    delta = brentq(lambda d: float(ground.normal_law.force(d, 0.0, 1.0)) - half, 0.0, 0.1, xtol=1e-15)
+    return y - delta
 
 
 def _constraint_drift(model: ChainModel, tr: Trajectory) -> float:
