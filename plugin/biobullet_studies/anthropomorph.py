@@ -35,7 +35,9 @@ from biobullet.extensible.phases import FREE, PINNED, CompliantGround, Trajector
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
-JUMP_T_END = 0.75          # s: ~0.1 s of landing stance (the simple PD landing hops again a little later)
+JUMP_T_END = 2.6           # s: touchdown ≈ 0.49 s, then > 2 s of landing and stance
+SETTLE_SPEED = 0.01        # m/s: "settled" = |COM velocity| below this for good (kinetic energy of the COM motion
+                           # ½ m v² = 3 mJ, 1e-4 of the ~30 J at touchdown), both feet on the ground and loaded
 FLIGHT_KNEE = 0.3          # rad: knee and hip flexion of the flight (touchdown) posture
 JUMP_DAMPING = 200.0       # N·s/m axial link damping in the jump (the paper has none; allowed by the issue)
 
@@ -271,10 +273,69 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
            "hip_height_end": float(tr.q[-1, 1]),
            "flight_time": float(np.sum(np.diff(tr.t)[airborne[:-1]])) if np.any(airborne) else 0.0,
            "energy": {k: float(vv[-1]) for k, vv in e.items()},
+           "energy_start": {k: float(vv[0]) for k, vv in e.items()},
            "energy_budget_residual_max": float(np.max(np.abs(e["residual"]))),
            "energy_scale": float(np.max(np.abs(e["mechanical"] - e["mechanical"][0]))),
            "constraint_drift_max": float(_constraint_drift(model, tr))}
+    out.update(_landing_metrics(model, tr, ctrl, stance, ground if touchdown == "compliant" else None))
     return tr, out
+
+
+def _landing_metrics(model: ChainModel, tr: Trajectory, ctrl: JumpController, stance,
+                     ground: CompliantGround | None) -> dict:
+    """Take-off state (L_G, COM velocity), settling after the landing, and the final stance vs the static one."""
+    L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
+    G, Gd = rec.center_of_mass(model, tr.q, tr.v)
+    flight = [k for k, p in enumerate(tr.phase) if p == "flight"]
+    out: dict = {}
+    if flight:
+        k = flight[0]
+        out.update({"takeoff_time": float(tr.t[k]), "takeoff_angular_momentum": float(L[k]),
+                    "takeoff_com_velocity": Gd[k].tolist(),
+                    "flight_angular_momentum_drift": float(np.ptp(L[[j for j in flight]]))})
+    t_land = ctrl.t_land
+    out["landing_time"] = float(t_land) if math.isfinite(t_land) else None
+    if not math.isfinite(t_land):
+        out.update({"settled": False, "settle_time_s": None})
+        return out
+    after = tr.t >= t_land
+    in_contact = np.array([all(s != FREE for s in fs) for fs in tr.foot_states])[after]
+    speed = np.linalg.norm(Gd, axis=1)
+    ok = (speed < SETTLE_SPEED) & np.all(tr.reactions[:, :, 1] > 0.0, axis=1)
+    ok_after = ok[after]
+    # first sample from which on every later sample is settled
+    bad = np.nonzero(~ok_after)[0]
+    k_settle = 0 if not len(bad) else bad[-1] + 1
+    t_after = tr.t[after]
+    settled = bool(np.all(in_contact) and k_settle < len(t_after) and t_after[-1] - t_land >= 1.0)
+    q_end = tr.q[-1]
+    # compliant feet sink by the static penetration δ under half the weight: compare with the static stance
+    # lowered by δ (the pinned static stance has its feet exactly at y = 0)
+    foot_y = np.array([rec.foot_position(model, q_end, i)[1] for i in range(2)])
+    lean = q_end[2:2 + model.n_links] - math.pi / 2
+    final = {"hip_height": float(q_end[1]), "spring_compressions": (q_end[2 + model.n_links:]
+                                                                   - model.rest_lengths).tolist(),
+             "foot_reactions": tr.reactions[-1].tolist(), "foot_heights": foot_y.tolist(),
+             "com": G[-1].tolist(), "com_speed": float(speed[-1]), "angular_momentum": float(L[-1]),
+             "max_link_angle_from_vertical": float(np.max(np.abs(lean)))}
+    static = {"hip_height": stance.hip_height, "spring_compressions": stance.compressions.tolist(),
+              "foot_reactions": stance.reactions.tolist()}
+    final["vs_static_stance"] = {
+        "static": static,
+        "hip_height_minus_static_plus_penetration": float(q_end[1] - (stance.hip_height + float(np.mean(foot_y)))),
+        "spring_compressions_max_difference": float(np.max(np.abs(q_end[2 + model.n_links:] - model.rest_lengths
+                                                                    - stance.compressions))),
+        "vertical_reactions_max_difference": float(np.max(np.abs(tr.reactions[-1, :, 1] - stance.reactions[:, 1]))),
+        "horizontal_reactions_max": float(np.max(np.abs(tr.reactions[-1, :, 0])))}
+    out.update({"settled": settled,
+                "settle_time_s": float(t_after[k_settle] - t_land) if k_settle < len(t_after) else None,
+                "settle_speed_bound": SETTLE_SPEED,
+                "stance_duration_after_settling_s": float(t_after[-1] - t_after[k_settle])
+                if k_settle < len(t_after) else 0.0,
+                "feet_in_contact_after_landing": bool(np.all(in_contact)),
+                "min_normal_force_after_landing": float(tr.reactions[after][:, :, 1].min()),
+                "final_stance": final})
+    return out
 
 
 def _stance_com_height(model: ChainModel, stance, ground: CompliantGround | None) -> float:
@@ -366,7 +427,21 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     plt.close(fig)
     files.append("stance.png")
     # (c) jump
-    fig, axs = plt.subplots(2, 2, figsize=(13, 8))
+    fig, axs = plt.subplots(2, 3, figsize=(18, 8))
+    for mode, (trm, rm) in jumps.items():
+        Lm = rec.angular_momentum_about_com(trm.model, trm.q, trm.v, trm.t)
+        _, Gdm = rec.center_of_mass(trm.model, trm.q, trm.v)
+        axs[0, 2].semilogy(trm.t, np.linalg.norm(Gdm, axis=1) + 1e-9, label=f"|Ġ| ({mode})")
+        axs[1, 2].plot(trm.t, Lm, label=f"L_G ({mode})")
+    axs[0, 2].axhline(SETTLE_SPEED, color="k", ls="--", lw=0.8, label="settle bound")
+    axs[0, 2].set_title("COM speed [m/s]")
+    axs[0, 2].set_xlabel("t [s]")
+    axs[0, 2].legend(fontsize=8)
+    axs[1, 2].set_title(f"angular momentum about the COM (take-off "
+                        f"{jumps['compliant'][1].get('takeoff_angular_momentum', float('nan')):.3f})")
+    axs[1, 2].set_ylabel("kg·m²/s")
+    axs[1, 2].set_xlabel("t [s]")
+    axs[1, 2].legend(fontsize=8)
     for mode, (tr, _) in jumps.items():
         axs[0, 0].plot(tr.t, tr.q[:, 1], label=f"hip y ({mode})")
         axs[0, 1].plot(tr.t, tr.reactions[:, 0, 1], label=f"foot 1 R_y ({mode})")
@@ -499,7 +574,11 @@ def run(out_dir: str, **options: Any) -> dict:
                    "sum_reactions": stance6.reactions.sum(axis=0).tolist(),
                    "weight": model6.total_mass * model6.gravity, "equilibrium_residual": stance6.residual,
                    "max_acceleration_at_rest": a_check},
-        "jump": {mode: res for mode, (_, res) in jumps.items()},
+        "jump": {**{mode: res for mode, (_, res) in jumps.items()},
+                 # the main jump (compliant landing), flattened for readers of the summary
+                 **{key: jumps["compliant"][1].get(key) for key in (
+                     "takeoff_angular_momentum", "takeoff_com_velocity", "landing_time", "settled", "settle_time_s",
+                     "final_stance")}},
         "three_link": {"flight": {k: v for k, v in flight3.items() if k != "q_end"},
                        "stance": {"hip_height": stance3.hip_height,
                                   "spring_compressions": stance3.compressions.tolist(),
@@ -549,6 +628,29 @@ def _report(s: dict) -> str:
                      f"{r['min_normal_force']:.3e} | {r['max_normal_force_per_foot']:.1f} | "
                      f"{e['contact_dissipation']:.3f} | {e['impact_losses']:.3f} | {e['work_moments']:.3f} | "
                      f"{r['energy_budget_residual_max']:.2e} |")
+    j = s["jump"]
+    fs = j.get("final_stance") or {}
+    vs = fs.get("vs_static_stance", {})
+    lines += ["", f"- take-off: L_G = {j.get('takeoff_angular_momentum', float('nan')):.4f} kg·m²/s, COM velocity "
+              f"({j['takeoff_com_velocity'][0]:.4f}, {j['takeoff_com_velocity'][1]:.4f}) m/s; landing at "
+              f"t = {j['landing_time']:.4f} s",
+              f"- settled: {j['settled']} — |Ġ| < {j['compliant']['settle_speed_bound']} m/s for good "
+              f"{j['settle_time_s']:.3f} s after touchdown, then {j['compliant']['stance_duration_after_settling_s']:.2f}"
+              f" s of stance; min F_N after landing {j['compliant']['min_normal_force_after_landing']:.1f} N",
+              f"- final stance: hip {fs['hip_height']:.6f} m (static {vs['static']['hip_height']:.6f} m; feet sunk "
+              f"{-1e3 * float(np.mean(fs['foot_heights'])):.4f} mm into the compliant ground; hip − (static − "
+              f"penetration) = {vs['hip_height_minus_static_plus_penetration']:.2e} m), "
+              f"max |Δl − Δl_static| = {vs['spring_compressions_max_difference']:.2e} m, "
+              f"max |R_y − R_y,static| = {vs['vertical_reactions_max_difference']:.3f} N, "
+              f"|R_x| ≤ {vs['horizontal_reactions_max']:.3f} N, residual speed {fs['com_speed']:.1e} m/s",
+              "",
+              "Energy budget over the whole jump (compliant landing): ΔE_mech = W_moments + W_ground + W_damper − "
+              "impact losses; W_ground = −(contact dissipation + ΔV_contact).", "",
+              "| [J] | start | end | change |", "|---|---|---|---|"]
+    ec, e0 = j["compliant"]["energy"], j["compliant"]["energy_start"]
+    for key in ("kinetic", "gravity", "spring", "contact_potential", "mechanical", "work_moments", "work_ground",
+                "work_damper", "contact_dissipation", "impact_losses", "residual"):
+        lines.append(f"| {key} | {e0[key]:.6f} | {ec[key]:.6f} | {ec[key] - e0[key]:.6f} |")
     lines += ["", "Events (compliant landing): " + "; ".join(
         f"{ev['kind']} t = {ev['t']:.5f} s" for ev in s["jump"]["compliant"]["events"]), "",
         "## (d) Three-link model", "",
