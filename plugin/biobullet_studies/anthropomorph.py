@@ -35,7 +35,7 @@ from biobullet.extensible.phases import FREE, PINNED, CompliantGround, Trajector
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
-JUMP_T_END = 2.6           # s: touchdown ≈ 0.49 s, then > 2 s of landing and stance
+JUMP_T_END = 3.1           # s: touchdown ≈ 0.49 s, settled ≈ 1.55 s later, then > 1 s of quiet stance
 SETTLE_SPEED = 0.01        # m/s: "settled" = |COM velocity| below this for good (kinetic energy of the COM motion
                            # ½ m v² = 3 mJ, 1e-4 of the ~30 J at touchdown), both feet on the ground and loaded
 FLIGHT_KNEE = 0.3          # rad: knee and hip flexion of the flight (touchdown) posture
@@ -298,7 +298,9 @@ def _landing_metrics(model: ChainModel, tr: Trajectory, ctrl: JumpController, st
     if not math.isfinite(t_land):
         out.update({"settled": False, "settle_time_s": None})
         return out
-    after = tr.t >= t_land
+    # from the instant the last foot touched down (at a touchdown instant its normal force is exactly 0)
+    t_down = max(e["t"] for e in tr.events if e["kind"] == "touchdown" and e["t"] >= t_land)
+    after = tr.t > t_down
     in_contact = np.array([all(s != FREE for s in fs) for fs in tr.foot_states])[after]
     speed = np.linalg.norm(Gd, axis=1)
     ok = (speed < SETTLE_SPEED) & np.all(tr.reactions[:, :, 1] > 0.0, axis=1)
@@ -622,7 +624,7 @@ def _report(s: dict) -> str:
              "| landing | flight time [s] | COM apex [m] | min F_N in contact [N] | max F_N [N] | contact "
              "dissipation [J] | impact loss [J] | work of moments [J] | budget residual [J] |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for mode, r in s["jump"].items():
+    for mode, r in ((m, s["jump"][m]) for m in ("compliant", "impact")):
         e = r["energy"]
         lines.append(f"| {mode} | {r['flight_time']:.4f} | {r['com_apex'] or float('nan'):.4f} | "
                      f"{r['min_normal_force']:.3e} | {r['max_normal_force_per_foot']:.1f} | "
