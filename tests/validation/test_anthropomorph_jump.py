@@ -23,8 +23,12 @@ def jump():
 def test_phase_sequence_and_events(jump):
     model, tr, res = jump
     labels = [p for i, p in enumerate(tr.phase) if i == 0 or p != tr.phase[i - 1]]
-    # one flight, one landing, no hop: pinned push-off → flight → compliant double stance until the end
-    assert labels == ["double(pinned)", "flight", "double(compliant)"]
+    # one flight, one landing, no hop: pinned push-off → flight → compliant double stance until the end; the two
+    # (identical, coincident) feet leave and touch within a fraction of a millisecond of each other (round-off)
+    assert labels[0] == "double(pinned)" and labels[-1] == "double(compliant)" and labels.count("flight") == 1
+    assert set(labels[1:-1]) <= {"single(pinned)", "flight", "single(compliant)"}
+    single_times = [e["t"] for e in tr.events]
+    assert single_times[1] - single_times[0] < 1e-3 and single_times[-1] - single_times[-2] < 1e-3
     kinds = [e["kind"] for e in tr.events]
     assert kinds.count("liftoff") == 2 and kinds.count("release") == 0
     first = next(e for e in tr.events if e["kind"] == "liftoff")
@@ -77,7 +81,11 @@ def test_settles_into_the_static_double_stance(jump):
     after = tr.t > t_land + 1e-3    # both feet touch down within a few µs of t_land
     assert tr.t[-1] - t_land > 2.0
     assert all(all(s != FREE for s in fs) for fs, a in zip(tr.foot_states, after) if a)   # feet stay down
-    assert np.min(tr.reactions[after][:, :, 1]) > 50.0                                      # and loaded
+    assert np.min(tr.reactions[after][:, :, 1]) > 0.0                                       # and loaded:
+    # > 0 from the touchdown on (the Hertz force starts at 0), and a good share of the weight once the landing law
+    # has braked the fall
+    W = model.total_mass * model.gravity
+    assert np.min(tr.reactions[tr.t > t_land + 0.3][:, :, 1]) > 0.25 * W / 2
     _, Gd = rec.center_of_mass(model, tr.q, tr.v)
     speed = np.linalg.norm(Gd, axis=1)
     assert np.all(speed[tr.t >= t_land + 1.8] < SETTLE_SPEED)
@@ -89,7 +97,6 @@ def test_settles_into_the_static_double_stance(jump):
     stance = static_stance(model)
     q = tr.q[-1]
     n = model.n_links
-    W = model.total_mass * model.gravity
     delta = (W / 2 / 1.0e6) ** (2.0 / 3.0)
     feet_y = [rec.foot_position(model, q, i)[1] for i in range(2)]
     assert feet_y == pytest.approx([-delta, -delta], abs=2e-6)
