@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from biobullet.core.atomic import save_figure, write_json, write_text
 from biobullet.contact.friction import Regularized
 from biobullet.contact.normal import Flores
+from biobullet.core.atomic import save_figure, write_json, write_text
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import (
     ChainModel,
@@ -30,8 +30,20 @@ from biobullet.extensible.chain_model import (
     six_link_reference,
     three_link_reference,
 )
-from biobullet.extensible.control import SupportTasks, TaskWeights, support_inverse_dynamics, virtual_force_moments
-from biobullet.extensible.phases import FREE, PINNED, CompliantGround, Trajectory, simulate, static_stance
+from biobullet.extensible.control import (
+    SupportTasks,
+    TaskWeights,
+    support_inverse_dynamics,
+    virtual_force_moments,
+)
+from biobullet.extensible.phases import (
+    FREE,
+    PINNED,
+    CompliantGround,
+    Trajectory,
+    simulate,
+    static_stance,
+)
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
@@ -430,7 +442,7 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     files.append("stance.png")
     # (c) jump
     fig, axs = plt.subplots(2, 3, figsize=(18, 8))
-    for mode, (trm, rm) in jumps.items():
+    for mode, (trm, _) in jumps.items():
         Lm = rec.angular_momentum_about_com(trm.model, trm.q, trm.v, trm.t)
         _, Gdm = rec.center_of_mass(trm.model, trm.q, trm.v)
         axs[0, 2].semilogy(trm.t, np.linalg.norm(Gdm, axis=1) + 1e-9, label=f"|Ġ| ({mode})")

@@ -21,7 +21,7 @@ def jump():
 
 
 def test_phase_sequence_and_events(jump):
-    model, tr, res = jump
+    model, tr, _res = jump
     labels = [p for i, p in enumerate(tr.phase) if i == 0 or p != tr.phase[i - 1]]
     # one flight, one landing, no hop: pinned push-off → flight → compliant double stance until the end; the two
     # (identical, coincident) feet leave and touch within a fraction of a millisecond of each other (round-off)
@@ -45,7 +45,7 @@ def test_phase_sequence_and_events(jump):
 
 
 def test_no_negative_normal_force_and_budget_closes(jump):
-    model, tr, res = jump
+    _model, tr, res = jump
     assert np.min(tr.reactions[:, :, 1]) >= 0.0
     e = tr.energy_table()
     exchanged = np.max(np.abs(e["work_moments"]))

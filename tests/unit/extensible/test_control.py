@@ -7,8 +7,13 @@ import pytest
 from biobullet.core.errors import ModelError
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import six_link_reference
-from biobullet.extensible.control import (SupportTasks, TaskWeights, com_jacobian, support_inverse_dynamics,
-                                          virtual_force_moments)
+from biobullet.extensible.control import (
+    SupportTasks,
+    TaskWeights,
+    com_jacobian,
+    support_inverse_dynamics,
+    virtual_force_moments,
+)
 from biobullet.extensible.phases import FootConstraint, constrained_accelerations
 
 
