@@ -3,9 +3,11 @@
 (a) torque-free flight of the six-link reference model from the issue's initial state: COM parabola, angular
     momentum about the COM, energy; and the same with a time-varying I(t) (energy changes by ∫ −½ Σ İ φ̇² dt);
 (b) static double-support stance (feet at the origin, body vertical): reactions, spring compressions, hip height;
-(c) vertical jump: crouched stance (feet pinned) → push-off by joint moments → lift-off (event) → flight →
-    landing on compliant feet (Flores law + regularized friction, touchdown event) → stance; energy budget with
-    residual; the same jump landing through the plastic impact map onto the pinned double support, for comparison;
+(c) vertical jump: crouched stance (feet pinned) → push-off by joint moments (momentum-based inverse dynamics:
+    reaction line through the COM, L_G ≈ 0 at take-off) → lift-off (event) → flight → landing on compliant feet
+    (Flores law + regularized friction, touchdown event) under a COM spring-damper and stance impedance → the
+    double stance, held > 1 s and compared with the static stance; energy budget with residual; the same jump
+    landing through the plastic impact map onto the pinned double support, for comparison;
 (d) the three-link reference model (two legs and a trunk): flight and static stance.
 Writes summary.json, report.md, PNG plots and jump.mp4 into out_dir.
 """
@@ -524,7 +526,7 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
                 a = rec.foot_position(model, tr.q[k], i)
                 ax.arrow(a[0], a[1], 0, 2e-4 * tr.reactions[k, i, 1], width=0.005, color="red")
         ax.set_xlim(-0.8, 0.8)
-        ax.set_ylim(-0.1, 1.5 + 0.1)
+        ax.set_ylim(-0.1, 1.8)
         ax.set_aspect("equal")
         ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}  ({slow:g}× slow motion)", fontsize=8)
         fig.canvas.draw()
