@@ -292,6 +292,14 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
            "energy_scale": float(np.max(np.abs(e["mechanical"] - e["mechanical"][0]))),
            "constraint_drift_max": float(_constraint_drift(model, tr))}
     out.update(_landing_metrics(model, tr, ctrl, stance, ground if touchdown == "compliant" else None))
+    # the pinned push-off puts no limit on the ankle moments: report how much a foot of half-length
+    # ground.foot_lever would have to carry (|a| / (lever F_N) ≤ 1: the centre of pressure stays on that foot)
+    replay = JumpController(model, crouch, extended, flight, stance.q[2:2 + model.n_links], t_push=T_PUSH,
+                            push_time=PUSH_TIME, y_ref=y_ref, **(controller_options or {}))
+    push = [k for k, p in enumerate(tr.phase) if p == "double(pinned)" and tr.t[k] < ctrl.t_land]
+    ratio = [float(np.max(np.abs(replay(tr.t[k], tr.q[k], tr.v[k], (PINNED, PINNED))[1])
+                          / (ground.foot_lever * np.maximum(tr.reactions[k, :, 1], 1e-9)))) for k in push]
+    out["push_ankle_to_foot_capacity_max"] = max(ratio) if ratio else None
     return tr, out
 
 
@@ -649,7 +657,9 @@ def _report(s: dict) -> str:
     vs = fs.get("vs_static_stance", {})
     lines += ["", f"- take-off: L_G = {j.get('takeoff_angular_momentum', float('nan')):.4f} kg·m²/s, COM velocity "
               f"({j['takeoff_com_velocity'][0]:.4f}, {j['takeoff_com_velocity'][1]:.4f}) m/s; landing at "
-              f"t = {j['landing_time']:.4f} s",
+              f"t = {j['landing_time']:.4f} s; push-off ankle moments ≤ "
+              f"{j['compliant']['push_ankle_to_foot_capacity_max']:.2f} × (0.1 m · F_N) (the pinned feet do not limit "
+              "them; a foot of half-length 0.1 m could carry them)",
               f"- settled: {j['settled']} — |Ġ| < {j['compliant']['settle_speed_bound']} m/s for good "
               f"{j['settle_time_s']:.3f} s after touchdown, then {j['compliant']['stance_duration_after_settling_s']:.2f}"
               f" s of stance; min F_N after landing {j['compliant']['min_normal_force_after_landing']:.1f} N",

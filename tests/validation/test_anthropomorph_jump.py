@@ -50,8 +50,9 @@ def test_no_negative_normal_force_and_budget_closes(jump):
     e = tr.energy_table()
     exchanged = np.max(np.abs(e["work_moments"]))
     assert exchanged > 50.0                                  # the push-off does real work
-    # LSODA rtol = atol = 1e-9 on the state and on the work integrals: the residual is ~1e-6 of the work exchanged
-    assert np.max(np.abs(e["residual"])) < 1e-5 * exchanged
+    # LSODA rtol = atol = 1e-9 on the state and on the work integrals (~2e4 steps): measured 3.2e-7 J on 112 J;
+    # the bound allows 30× that, far below any modelling term (link dampers 12 J, contact 11 J)
+    assert np.max(np.abs(e["residual"])) < 1e-7 * exchanged
     assert e["contact_dissipation"][-1] > 0.0 and e["work_damper"][-1] < 0.0
     assert res["constraint_drift_max"] < 1e-8
     # at rest again: the landing dissipated what the push-off put in beyond the (unchanged) potential energy
@@ -73,6 +74,9 @@ def test_vertical_takeoff_without_angular_momentum(jump):
     flight = np.array([p == "flight" for p in tr.phase])
     assert np.ptp(L[flight]) < 1e-6
     assert res["takeoff_angular_momentum"] == pytest.approx(L[k])
+    # the pinned feet put no limit on the ankle moments; the push-off stays within what a foot of half-length
+    # 0.1 m could carry (centre of pressure on the foot)
+    assert res["push_ankle_to_foot_capacity_max"] <= 1.0
 
 
 def test_settles_into_the_static_double_stance(jump):
