@@ -119,24 +119,33 @@ def crouch_state(model: ChainModel, phi: np.ndarray, lengths: np.ndarray | None 
 
 
 class JumpController:
-    """Vertical-jump controller: momentum-based inverse dynamics in support, joint PD in flight.
+    """Vertical-jump controller (docs/anthropomorph.md): inverse dynamics for the push-off, joint PD in flight,
+    virtual COM spring-damper + stance impedance for the landing. Called as controller(t, q, v, foot_states) →
+    (τ [N·m], ankle moments [N·m] or None) by `phases.simulate`.
 
-    * hold (t < t_push) and push-off (smooth C² step of the joint-angle targets from `crouch` to `extended` over
-      `push_time`): `support_inverse_dynamics` with the posture PD as a task, plus ẍ_G* = −k_x (x_G − x_A) − d_x ẋ_G
-      (COM over the feet) and L̇_G* = −k_L L_G (no angular momentum): the reaction line is kept through the COM, so
-      the body leaves the ground (nearly) purely vertically with L_G ≈ 0;
-    * flight (both feet free): joint PD toward the `flight` posture (internal moments cannot change L_G);
-    * landing (from the first touchdown on): the same inverse dynamics with the feet assumed held, toward the
-      double-support `stance` posture, plus the COM-height law ÿ_G* = −k_y (y_G − y_ref) − d_y ẏ_G (a critically
-      damped spring-damper on the COM that absorbs the landing energy) and the same x_G and L_G laws.
-    Gains in 1/s² and 1/s (accelerations per metre / per m/s), posture in rad."""
+    * push (t < t_push: hold the crouch; then a C² smooth step of the joint-angle targets from `crouch` to
+      `extended` over `push_time`): `support_inverse_dynamics` with the posture PD (kp_push, kd_push) as a task,
+      plus ẍ_G* = −k_x (x_G − x_A) − d_x ẋ_G (COM over the feet) and L̇_G* = −k_L L_G: the reaction line stays
+      through the COM, so the body leaves the ground (nearly) purely vertically with L_G ≈ 0;
+    * flight (both feet free): joint PD toward the `flight` posture, the hips servoing the thighs' absolute angles
+      (internal moments cannot change L_G; with L_G ≈ 0 this places the feet under the COM);
+    * landing (from the first touchdown while the COM descends, for good): `virtual_force_moments` with
+      F = m (ẍ_G*, g + ÿ_G*), ÿ_G* = −ω_y² (y_G − y_ref(t)) − 2ω_y ẏ_G (critically damped: absorbs the landing
+      energy without a rebound), ẍ_G* = −ω_x² (x_G − x_A) − 2ω_x ẋ_G clipped to ±0.8 · foot_lever · g / y_G (the
+      ankle moment stays within a point foot's ± foot_lever · F_N), plus a joint impedance (kp_land, kd_land on hips
+      and trunk, kp_land_knee, kd_land_knee on the knees) about a target that moves by a C² step from the touchdown
+      posture and COM height to the `stance` posture and `y_ref`, starting `rise_delay` after touchdown and
+      lasting `rise_time` [s].
+    Gains: k_x, k_L [1/s², 1/s], ω [rad/s], joint gains [N·m/rad, N·m·s/rad] (the push-off ones in 1/s², 1/s:
+    they are joint-acceleration tasks); postures are absolute link angles [rad]."""
 
     def __init__(self, model: ChainModel, crouch, extended, flight, stance, *, t_push: float, push_time: float,
-                 y_ref: float, kp_push: float = 2000.0, kd_push: float = 90.0, kp_joint: float = 400.0,
-                 kd_joint: float = 40.0, kp_land: float = 600.0, kd_land: float = 80.0, kp_land_knee: float = 60.0, kd_land_knee: float = 15.0, rise_delay: float = 0.2, rise_time: float = 0.6,
-                 omega_x_land: float = 3.0, foot_lever: float = 0.1, ground_height: float = 0.0, k_x: float = 100.0,
-                 d_x: float = 20.0, k_L: float = 20.0, omega_y: float = 7.5, kp_flight: float = 1500.0,
-                 kd_flight: float = 400.0, kd_flight_stiff: float = 150.0, kp_flight_stiff: float = 3000.0,
+                 y_ref: float, kp_push: float = 2000.0, kd_push: float = 90.0, k_x: float = 100.0,
+                 d_x: float = 20.0, k_L: float = 20.0, kp_flight: float = 1500.0, kd_flight: float = 400.0,
+                 kp_flight_stiff: float = 3000.0, kd_flight_stiff: float = 150.0, omega_y: float = 7.5,
+                 omega_x_land: float = 3.0, kp_land: float = 600.0, kd_land: float = 80.0,
+                 kp_land_knee: float = 60.0, kd_land_knee: float = 15.0, rise_delay: float = 0.2,
+                 rise_time: float = 0.6, foot_lever: float = 0.1, ground_height: float = 0.0,
                  weights: TaskWeights | None = None):
         self.model = model
         B = model.joint_matrix
@@ -144,11 +153,11 @@ class JumpController:
                                              ("stance", stance))}
         self.t_push, self.push_time = t_push, push_time
         self.kp_push, self.kd_push, self.kp_land, self.kd_land = kp_push, kd_push, kp_land, kd_land
-        self.kp_j, self.kd_j, self.k_x, self.d_x, self.k_L = kp_joint, kd_joint, k_x, d_x, k_L
+        self.k_x, self.d_x, self.k_L = k_x, d_x, k_L
         self.k_y, self.d_y, self.y_ref = omega_y ** 2, 2.0 * omega_y, y_ref
-        # flight: soft, damped knees, stiff hips and trunk (the flight PD of the first version of this study)
+        # flight: soft, damped knees, stiff hips and trunk; landing: the COM law carries the body, soft knees
         knee = np.array([jt.parent != model.chain_order(2)[0] and model.chain[jt.child] < 2 for jt in model.joints])
-        self.kp_land_j = np.where(knee, kp_land_knee, kp_land)   # landing: the COM law carries the body, soft knees
+        self.kp_land_j = np.where(knee, kp_land_knee, kp_land)
         self.kd_land_j = np.where(knee, kd_land_knee, kd_land)
         root = model.chain_order(2)[0]
         self.hip_rows = np.array([jt.parent == root and model.chain[jt.child] < 2 for jt in model.joints])
