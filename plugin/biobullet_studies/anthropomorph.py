@@ -555,7 +555,7 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
 
 # ---- entry point -------------------------------------------------------------------------------------------------
 def run(out_dir: str, **options: Any) -> dict:
-    """Run (a)–(d); options: video (bool, default True), quick (bool: shorter jump, no video)."""
+    """Run (a)–(d); options: video (bool, default True), quick (bool: no video)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     quick = bool(options.get("quick", False))
