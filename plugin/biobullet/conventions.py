@@ -30,6 +30,16 @@ PyBullet (`loadURDF(file, useFixedBase=..., flags=URDF_USE_INERTIA_FROM_FILE)`)
       (R_cᵀ d²p_com/dt², i.e. d/dt v_com + ω × v_com); and the quaternion is converted to roll-pitch-yaw
       with getEulerFromQuaternion but rebuilt as INTRINSIC X-Y-Z angles, so a general orientation is
       misread: `pybullet_id_quaternion` returns the quaternion to pass so that PyBullet uses the intended one.
+    * spherical joints (JOINT_SPHERICAL; resetJointStateMultiDof / getJointStatesMultiDof /
+      setJointMotorControlMultiDofArray): PyBullet's quaternion (x y z w) and 3-vector velocity and torque live in
+      the child link's INERTIAL (principal-axes) frame R_i = getDynamicsInfo(body, joint)[4], not in the URDF link
+      frame of biobullet's (and Pinocchio's) spherical joint: q_pb = q_i* ⊗ q ⊗ q_i (R_pb = R_iᵀ R R_i),
+      ω_pb = R_iᵀ ω, τ_pb = R_iᵀ τ, with q, ω, τ biobullet's (child-frame) ones. Both agree when the link's
+      inertia is diagonal in its link frame. PyBullet gives every spherical joint a default motor holding it at
+      the identity (POSITION_CONTROL), which TORQUE_CONTROL does not replace: it must be switched off with
+      force [0, 0, 0] (`bridge.connection.prepare_body`). calculateMassMatrix / calculateInverseDynamics do not
+      take spherical joints of a fixed-base body (the latter fails, the former returns a wrong matrix), so
+      `mass_matrix_from_pybullet` / `inverse_dynamics` refuse such bodies.
 """
 from __future__ import annotations
 
@@ -153,11 +163,13 @@ class PyBulletMap:
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
         import pybullet as p
-        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies if b.multi_dof and b.joint]
+        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies
+                 if b.multi_dof and b.joint and b.joint_type != "spherical"]
         if multi:
-            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints and a floating base "
-                             f"only; joints {', '.join(multi)} have several degrees of freedom (use the reference "
-                             f"engine, `biobullet simulate` without --engine pybullet)", file=model.file)
+            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints, spherical joints and "
+                             f"a floating base; joints {', '.join(multi)} are of a type PyBullet's multibody does not "
+                             f"simulate from URDF (use the reference engine, `biobullet simulate` without "
+                             f"--engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
         info = [p.getJointInfo(body_id, i, physicsClientId=client)
                 for i in range(p.getNumJoints(body_id, physicsClientId=client))]
@@ -169,7 +181,25 @@ class PyBulletMap:
         if missing or any(info[joint_index[n]][3] < 0 for n in _names(model)):
             raise ModelError(f"joints {missing or _names(model)} do not match the PyBullet body", file=model.file)
         self.joint_indices = np.array([joint_index[n] for n in _names(model)], int)  # θ_k → PyBullet joint
-        movable = sorted((i[3], i[0]) for i in info if i[3] > -1)
+        #: spherical joints: (PyBullet joint index, q_index, v_index, R_i, q_i) with R_i / q_i the child link's
+        #: inertial-frame rotation / quaternion, the frame of PyBullet's joint quaternion and velocity
+        spherical = []
+        for b in model.bodies:
+            if b.joint_type != "spherical":
+                continue
+            index = joint_index.get(b.joint)
+            if index is None or info[index][2] != p.JOINT_SPHERICAL:
+                raise ModelError(f"spherical joint {b.joint!r} is not a spherical joint of the PyBullet body",
+                                 file=model.file, element=f'<joint name="{b.joint}">')
+            quaternion = np.array(p.getDynamicsInfo(body_id, index, physicsClientId=client)[4], float)
+            spherical.append((index, b.q_index, b.v_index, quaternion_to_matrix(quaternion), quaternion))
+        self.spherical: tuple = tuple(spherical)
+        self.spherical_indices: list[int] = [s[0] for s in spherical]
+        #: True when the body has spherical joints: no calculateMassMatrix / calculateInverseDynamics
+        self.multi_dof = bool(spherical)
+        # dof order of the 1-DOF joints among themselves (that of calculateMassMatrix for bodies without spherical
+        # joints, which PyBullet's calls do not take)
+        movable = sorted((i[3], i[0]) for i in info if i[3] > -1 and i[2] != p.JOINT_SPHERICAL)
         if len(movable) != model.n_joints:
             raise ModelError(f"PyBullet has {len(movable)} movable joints, biobullet {model.n_joints}",
                              file=model.file)
@@ -204,8 +234,15 @@ class PyBulletMap:
         out[self.dof_of_joint] = theta
         return out.tolist()
 
+    def _refuse_multi_dof(self, call: str) -> None:
+        if self.multi_dof:
+            names = ", ".join(b.joint for b in self.model.bodies if b.joint_type == "spherical")
+            raise ModelError(f"PyBullet's {call} does not take spherical joints ({names}); use biobullet's own "
+                             "recursions (the bridge does)", file=self.model.file)
+
     def mass_matrix_from_pybullet(self, matrix: np.ndarray) -> np.ndarray:
         """calculateMassMatrix result → M in our tangent order and base convention: Tᵀ M_pb T."""
+        self._refuse_multi_dof("calculateMassMatrix")
         t = self.tangent_map(angular_first=True)
         return t.T @ np.asarray(matrix) @ t
 
@@ -222,6 +259,7 @@ class PyBulletMap:
     def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
         """calculateInverseDynamics, converted both ways: generalized forces dual to our ẋ (our order)."""
         import pybullet as p
+        self._refuse_multi_dof("calculateInverseDynamics")
         model, n = self.model, self.model.n_joints
         if not model.floating_base:
             out = p.calculateInverseDynamics(self.body_id, self.joints_to_pybullet(x), self.joints_to_pybullet(xd),
@@ -242,16 +280,36 @@ class PyBulletMap:
         """Reset the PyBullet body to our (x, ẋ)."""
         import pybullet as p
         model, c, b = self.model, self.client, self.body_id
-        base = 7 if model.floating_base else 0
+        base = model.base_nq   # floating base (7) and spherical joints (4 each) lead x
         if model.floating_base:
             position, quaternion = self.base_pose_to_pybullet(x)
             p.resetBasePositionAndOrientation(b, position.tolist(), quaternion.tolist(), physicsClientId=c)
             rotation = quaternion_to_matrix(x[3:7])
             v_com = rotation @ (xd[:3] + np.cross(xd[3:6], self.inertial_position))
             p.resetBaseVelocity(b, v_com.tolist(), (rotation @ xd[3:6]).tolist(), physicsClientId=c)
-        offset = 6 if model.floating_base else 0
+        if self.spherical:
+            quaternions, velocities = self.spherical_to_pybullet(x, xd)
+            p.resetJointStatesMultiDof(b, self.spherical_indices, quaternions, targetVelocities=velocities,
+                                       physicsClientId=c)
+        offset = model.base_nv
         for k, joint in enumerate(self.joint_indices):
             p.resetJointState(b, int(joint), float(x[base + k]), float(xd[offset + k]), physicsClientId=c)
+
+    def spherical_to_pybullet(self, x: np.ndarray, xd: np.ndarray) -> tuple[list, list]:
+        """PyBullet's (quaternions, angular velocities) of the spherical joints for our (x, ẋ):
+        q_pb = q_i* ⊗ q ⊗ q_i and ω_pb = R_iᵀ ω (see the module docstring)."""
+        from biobullet.spatial.rotations import quaternion_multiply
+        quaternions, velocities = [], []
+        for _, qi, vi, rotation, inertial in self.spherical:
+            conjugate = inertial * np.array([-1.0, -1.0, -1.0, 1.0])
+            quaternions.append(quaternion_multiply(quaternion_multiply(conjugate, x[qi:qi + 4]), inertial).tolist())
+            velocities.append((rotation.T @ xd[vi:vi + 3]).tolist())
+        return quaternions, velocities
+
+    def spherical_torques(self, torque: np.ndarray) -> list[list[float]]:
+        """τ_pb = R_iᵀ τ of every spherical joint (N·m, our τ dual to the child-frame ω) for
+        setJointMotorControlMultiDofArray."""
+        return [(rotation.T @ torque[vi:vi + 3]).tolist() for _, _, vi, rotation, _ in self.spherical]
 
     def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
         """Our (x, ẋ) read back from the PyBullet body."""
@@ -266,9 +324,16 @@ class PyBulletMap:
             omega = rotation.T @ angular
             parts_x += [base_p, base_q]
             parts_v += [rotation.T @ linear - np.cross(omega, self.inertial_position), omega]
-        states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c)
-        parts_x.append(np.array([s[0] for s in states]))
-        parts_v.append(np.array([s[1] for s in states]))
+        if self.spherical:   # in q_index order, after the base: the leading block of x (see model.tree)
+            from biobullet.spatial.rotations import quaternion_multiply
+            states = p.getJointStatesMultiDof(b, self.spherical_indices, physicsClientId=c)
+            for (_, _, _, rotation, inertial), state in sorted(zip(self.spherical, states), key=lambda s: s[0][1]):
+                conjugate = inertial * np.array([-1.0, -1.0, -1.0, 1.0])
+                parts_x.append(quaternion_multiply(quaternion_multiply(inertial, state[0]), conjugate))
+                parts_v.append(rotation @ np.asarray(state[1], float))
+        states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c) if len(self.joint_indices) else ()
+        parts_x.append(np.array([s[0] for s in states], dtype=float))
+        parts_v.append(np.array([s[1] for s in states], dtype=float))
         return np.concatenate(parts_x), np.concatenate(parts_v)
 
     def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
