@@ -76,7 +76,10 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
     if movable:
         p.setJointMotorControlArray(body, movable, p.VELOCITY_CONTROL, forces=[0.0] * len(movable),
                                     physicsClientId=client)
-    disable_spherical_motors(body, [i for i, (kind, _) in enumerate(types) if kind == p.JOINT_SPHERICAL], client)
+    spherical = [i for i, (kind, _) in enumerate(types) if kind == p.JOINT_SPHERICAL]
+    disable_spherical_motors(body, spherical, client)
+    if not joint_limits:
+        check_spherical_limits(model, body, spherical, client)
     for link in range(-1, n_links):
         # two calls: PyBullet 3.2.7 ignores jointDamping when activationState is in the same call
         p.changeDynamics(body, link, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
@@ -105,3 +108,22 @@ def disable_spherical_motors(body: int, joints: list[int], client: int) -> None:
                                         targetVelocities=[[0.0, 0.0, 0.0]] * n, positionGains=[0.0] * n,
                                         velocityGains=[1.0] * n, forces=[[0.0, 0.0, 0.0]] * n,
                                         physicsClientId=client)
+
+
+def check_spherical_limits(model, body: int, joints: list[int], client: int) -> None:
+    """ModelError naming a spherical joint whose URDF `<limit>` PyBullet enforces. PyBullet turns such a limit into
+    a cone-and-twist constraint (btMultiBodySphericalJointLimit: swing limits lower/upper, `twist`) at load time
+    that neither changeDynamics(jointLowerLimit/jointUpperLimit/jointLimitForce) nor any other call removes
+    (measured: a joint reset 1.2 rad out of the cone is driven back at 40 rad/s without gravity); the reference
+    engine models no such limit, so the bridge would simulate another robot."""
+    import pybullet as p
+    for joint in joints:
+        info = p.getJointInfo(body, joint, physicsClientId=client)
+        if info[8] <= info[9]:   # PyBullet made a limit (lower ≤ upper)
+            name = info[1].decode()
+            raise ModelError(f"PyBullet enforces the <limit> of spherical joint {name!r} (swing {info[8]:g} to "
+                             f"{info[9]:g} rad) with a constraint that cannot be switched off after loading, and the "
+                             "reference engine models no spherical-joint limit", file=model.file,
+                             element=f'<joint name="{name}">', attribute="limit",
+                             expected="no <limit> on the spherical joint (or Bridge(..., joint_limits=True) to keep "
+                                      "PyBullet's cone limit)")

@@ -301,3 +301,19 @@ def test_joint_functions_on_spherical_joints_are_one_clear_error(tmp_path, attri
     message = str(info.value)
     assert f"attribute '{attribute}'" in message and "'shoulder' is spherical" in message
     assert '<joint_function joint="' in message
+
+
+def test_pybullet_spherical_limit_is_one_clear_error(tmp_path):
+    """PyBullet enforces a spherical joint's <limit> by a constraint no call removes (pybullet_data's
+    spherical_joint_limit.urdf: the bridge ran 1.05 rad away from the engine); the bridge refuses it by name unless
+    joint_limits=True keeps PyBullet's limit."""
+    path = tmp_path / "limited.urdf"
+    path.write_text(PENDULUM.replace('<origin xyz="0 0 1" rpy="0.2 0.1 -0.3"/></joint>',
+                                     '<origin xyz="0 0 1" rpy="0.2 0.1 -0.3"/>'
+                                     '<limit effort="100" lower="0.2" upper="0.8" twist="0.3"/></joint>'))
+    model = load_model(path)
+    with pytest.raises(ModelError) as info:
+        Bridge(model)
+    assert "spherical joint 'ball'" in str(info.value) and "attribute 'limit'" in str(info.value)
+    with Bridge(model, joint_limits=True) as bridge:
+        bridge.step()
