@@ -90,8 +90,9 @@ PyBullet's quaternion, velocity and torque converted from the child link's inert
 motor switched off, and M, h from biobullet's recursions (`docs/bridge.md`, "Spherical joints"). A spherical
 joint with a `<limit>` is refused on the bridge (PyBullet's cone constraint cannot be switched off; the engine has
 none). PyBullet's `calculateMassMatrix` / `calculateInverseDynamics` do not take spherical joints, so validation
-leaves the PyBullet oracle out for such files with that reason (Pinocchio validates them); URDF `planar` and
-`floating` joints are engine and Pinocchio only (PyBullet's multibody has no such URDF joints).
+compares PyBullet on its own forward dynamics there (the velocity change of one step; fixed base without joint
+functions), link velocities and inertias, not on M and h (Pinocchio checks those); URDF `planar` and `floating`
+joints are engine and Pinocchio only (PyBullet's multibody has no such URDF joints).
 
 ## Leniency
 

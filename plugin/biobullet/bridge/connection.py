@@ -78,8 +78,6 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
                                     physicsClientId=client)
     spherical = [i for i, (kind, _) in enumerate(types) if kind == p.JOINT_SPHERICAL]
     disable_spherical_motors(body, spherical, client)
-    if not joint_limits:
-        check_spherical_limits(model, body, spherical, client)
     for link in range(-1, n_links):
         # two calls: PyBullet 3.2.7 ignores jointDamping when activationState is in the same call
         p.changeDynamics(body, link, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
@@ -94,6 +92,8 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
             p.changeDynamics(body, int(joint), jointLowerLimit=-DISABLED_LIMIT, jointUpperLimit=DISABLED_LIMIT,
                              physicsClientId=client)
     p.setGravity(*[float(g) for g in model.gravity], physicsClientId=client)
+    if not joint_limits:   # last: the body is fully prepared when this raises
+        check_spherical_limits(model, body, spherical, client)
 
 
 def disable_spherical_motors(body: int, joints: list[int], client: int) -> None:

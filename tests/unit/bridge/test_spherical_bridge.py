@@ -344,3 +344,21 @@ def test_pybullet_spherical_limit_is_one_clear_error(tmp_path):
     assert "spherical joint 'ball'" in str(info.value) and "attribute 'limit'" in str(info.value)
     with Bridge(model, joint_limits=True) as bridge:
         bridge.step()
+
+
+@pytest.mark.parametrize("name, floating, stepped", [("arm", False, True), ("coupled", False, False),
+                                                     ("arm", True, False)])
+def test_validate_compares_pybullet_through_its_own_step(files, name, floating, stepped):
+    """`validate` against PyBullet on spherical joints: no M and h (its calls do not take them) but its own forward
+    dynamics (one step's velocity change; fixed base, no joint functions), link velocities and inertias — all
+    within the PyBullet tolerance; observed forward dynamics 1e-10 relative on the arm."""
+    from biobullet.validate.report import validate_model
+    model = load_model(files[name], floating_base=floating)
+    report = validate_model(model, samples=2, formulations=["reduced"])
+    keys = {(check.quantity, check.oracle) for check in report.checks}
+    notes = " ".join(report.notes)
+    assert report.ok, report.to_table()
+    assert "do not take spherical joints" in notes and "oracle pybullet not used" not in notes
+    assert ("link_velocity", "pybullet") in keys and ("spatial_inertia", "pybullet") in keys
+    assert ("mass_matrix", "pybullet") not in keys and ("bias_forces", "pybullet") not in keys
+    assert (("forward_dynamics", "pybullet") in keys) == stepped
