@@ -11,7 +11,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths (`own_dynamics`);
+   same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
+   joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
@@ -94,6 +95,10 @@ class Bridge:
     (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
+    Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
+    motor are handled through PyBullet's multi-DOF calls; such a body always takes the general path with M and h
+    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, and a
+    spherical `<limit>` is a ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
