@@ -159,9 +159,18 @@ def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[s
 def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescription]:
     from biobullet.functions.linear import LinearFunction
 
+    import warnings
     result = []
     movable = {joint.name for joint in description.joints if joint.movable}
+    multi_dof = {joint.name: joint.type for joint in description.joints if joint.multi_dof}
     for joint in description.joints:
+        if joint.mimic is not None and (joint.name in multi_dof or joint.mimic[0] in multi_dof):
+            # a mimic couples single coordinates; PyBullet ignores <mimic> altogether, so the file still loads
+            which = joint.name if joint.name in multi_dof else joint.mimic[0]
+            warnings.warn(f"{description.file}: <joint name=\"{joint.name}\"> <mimic> involves the {multi_dof[which]} "
+                          f"joint {which!r}, which has several degrees of freedom: ignored, {joint.name!r} stays "
+                          "independent (a mimic couples single coordinates; PyBullet ignores <mimic>)", stacklevel=4)
+            continue
         if joint.mimic is None or not joint.movable:
             continue
         source = SourceRef(description.file, f'<joint name="{joint.name}"> <mimic>')
@@ -169,7 +178,6 @@ def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescrip
         if target not in movable:
             # PyBullet ignores <mimic>, Pinocchio does unless asked: a dangling reference (a typo in the file)
             # leaves the joint independent there, so it does here, with a warning
-            import warnings
             warnings.warn(f"{description.file}: <joint name=\"{joint.name}\"> <mimic> names the unknown joint "
                           f"{target!r}: ignored, {joint.name!r} stays independent (as in PyBullet and Pinocchio)",
                           stacklevel=4)

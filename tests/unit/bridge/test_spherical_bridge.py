@@ -363,3 +363,20 @@ def test_validate_compares_pybullet_through_its_own_step(files, name, floating, 
     assert ("link_velocity", "pybullet") in keys and ("spatial_inertia", "pybullet") in keys
     assert ("mass_matrix", "pybullet") not in keys and ("bias_forces", "pybullet") not in keys
     assert (("forward_dynamics", "pybullet") in keys) == stepped
+
+
+@pytest.mark.parametrize("mimic_on", ["elbow", "shoulder"])
+def test_mimic_with_a_spherical_joint_is_ignored_with_a_warning(tmp_path, mimic_on):
+    """URDF <mimic> (read as a linear joint function) couples single coordinates. PyBullet ignores <mimic>, so such
+    a file still loads — with one warning naming the joint and its type, the joint independent."""
+    joints = list(SHOULDER)
+    if mimic_on == "elbow":
+        joints[1] = joints[1].replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/><mimic joint="shoulder"/>')
+    else:
+        joints[0] = joints[0].replace("</joint>", '<mimic joint="elbow"/></joint>')
+    path = tmp_path / "mimic.urdf"
+    path.write_text(_robot("mimic", ARM_LINKS[:3], joints))
+    with pytest.warns(UserWarning, match=rf'<joint name="{mimic_on}"> <mimic> involves the spherical joint '
+                                         r"'shoulder', which has several degrees of freedom: ignored"):
+        model = load_model(path)
+    assert model.description.joint_functions == () and model.nv == 4
