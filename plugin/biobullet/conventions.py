@@ -39,7 +39,8 @@ PyBullet (`loadURDF(file, useFixedBase=..., flags=URDF_USE_INERTIA_FROM_FILE)`)
       the identity (POSITION_CONTROL), which TORQUE_CONTROL does not replace: it must be switched off with
       force [0, 0, 0] (`bridge.connection.prepare_body`). calculateMassMatrix / calculateInverseDynamics do not
       take spherical joints of a fixed-base body (the latter fails, the former returns a wrong matrix), so
-      `mass_matrix_from_pybullet` / `inverse_dynamics` refuse such bodies.
+      `mass_matrix_from_pybullet` / `inverse_dynamics` refuse such bodies. (Spherical claims are tested in
+      tests/unit/bridge/test_spherical_bridge.py, the others in tests/unit/test_conventions.py.)
 """
 from __future__ import annotations
 

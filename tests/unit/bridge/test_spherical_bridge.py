@@ -380,3 +380,13 @@ def test_mimic_with_a_spherical_joint_is_ignored_with_a_warning(tmp_path, mimic_
                                          r"'shoulder', which has several degrees of freedom: ignored"):
         model = load_model(path)
     assert model.description.joint_functions == () and model.nv == 4
+
+
+def test_planar_joints_are_one_clear_error_on_the_bridge(tmp_path):
+    """URDF planar (and floating) joints: engine and Pinocchio only — the bridge names them."""
+    path = tmp_path / "planar.urdf"
+    path.write_text(_robot("planar", ARM_LINKS[:2], [
+        '<joint name="table" type="planar"><parent link="torso"/><child link="upper"/><axis xyz="0 0 1"/></joint>']))
+    model = load_model(path)
+    with pytest.raises(ModelError, match=r"table \(planar\)"):
+        Bridge(model)
