@@ -51,7 +51,8 @@ def _robot(name, links, joints, extension=""):
 # every moving link has a rotated inertial frame and a non-diagonal tensor: PyBullet's joint frame (the link's
 # principal axes) then differs from the URDF link frame, so a missed conversion is an O(1) error
 PENDULUM = _robot("spherical_pendulum",
-                  [_link("base"), _link("bob", "0.03 -0.02 -0.5", "0.3 -0.4 0.2", 2.0, (0.05, 0.045, 0.02, 0.002, -0.003, 0.001))],
+                  [_link("base"),
+                   _link("bob", "0.03 -0.02 -0.5", "0.3 -0.4 0.2", 2.0, (0.05, 0.045, 0.02, 0.002, -0.003, 0.001))],
                   ['<joint name="ball" type="spherical"><parent link="base"/><child link="bob"/>'
                    '<origin xyz="0 0 1" rpy="0.2 0.1 -0.3"/></joint>'])
 ARM_LINKS = [_link("torso"),
@@ -147,10 +148,10 @@ def test_pybullet_spherical_frame_is_the_inertial_frame(files, bullet):
 
 
 @pytest.mark.parametrize("name", ["pendulum", "arm"])
-def test_torques_and_pybullet_forward_dynamics(files, bullet, name):
+def test_torques_and_pybullet_forward_dynamics(files, name):
     """One PyBullet step from (x, ẋ) under torques τ sent as the bridge sends them: PyBullet's acceleration
-    (Δẋ/dt, exact for its semi-implicit Euler) equals our forward dynamics M⁻¹(τ − h) — torque frames, inertia and
-    the switched-off default motor together. Without prepare_body the default spherical motor is there."""
+    (Δẋ/dt, exact for its semi-implicit Euler) equals our forward dynamics M⁻¹(τ − h) — torque frames, inertia
+    and the switched-off default motor together. Without prepare_body the default spherical motor is there."""
     model = load_model(files[name])
     q, v, rng = _random_state(model, 3)
     tau = rng.normal(size=model.nv)
@@ -249,8 +250,8 @@ def test_bridge_mass_matrix_and_bias_equal_pinocchio(files, name, floating):
 
 
 def _lie_semi_implicit_euler(model, q, v, dt, steps):
-    """v ← v + dt·v̇(q, v), q ← q ⊕ dt·v (the quaternion by the exponential of the child-frame ω dt, as Bullet's
-    btMultiBody::stepPositionsMultiDof does): PyBullet's integrator applied to the reference equations."""
+    """v ← v + dt·v̇(q, v), q ← q ⊕ dt·v (the quaternion by the exponential of the child-frame ω dt, as
+    Bullet's btMultiBody::stepPositionsMultiDof does): PyBullet's integrator applied to the reference equations."""
     for k in range(steps):
         v = v + dt * model.forward_dynamics(q, v, t=k * dt)
         q = model.integrate_configuration(q, v, dt)
@@ -260,10 +261,11 @@ def _lie_semi_implicit_euler(model, q, v, dt, steps):
 @pytest.mark.parametrize("name", ["pendulum", "arm"])
 def test_bridge_is_semi_implicit_euler_on_the_reference_equations(files, name):
     """Same dt, same integrator: the bridge and the reference equations agree step for step (200 steps of 1 ms)
-    to the round-off of PyBullet's stored inertia (measured: q 7e-11, v 2e-9 on |v| ≈ 12 for the arm; allowed 1e-9
-    and 1e-9 relative), far below the O(dt) = 1e-3 difference of a wrong convention or an active default motor. (With a non-linear joint
-    function the bridge integrates the whole tree under constraint torques, a different first-order scheme than
-    Euler on the reduced coordinates: the coupled arm is checked by its convergence below.)"""
+    to the round-off of PyBullet's stored inertia (measured: q 7e-11, v 2e-9 on |v| ≈ 12 for the arm; allowed
+    1e-9 and 1e-9 relative), far below the O(dt) = 1e-3 difference of a wrong convention or an active default
+    motor. (With a non-linear joint function the bridge integrates the whole tree under constraint torques, a
+    different first-order scheme than Euler on the reduced coordinates: the coupled arm is checked by its
+    convergence below.)"""
     model = load_model(files[name])
     q0, v0 = _random_state(model, 4)[:2]
     dt, steps = 1e-3, 200
