@@ -196,6 +196,16 @@ class PyBulletMap:
             spherical.append((index, b.q_index, b.v_index, quaternion_to_matrix(quaternion), quaternion))
         self.spherical: tuple = tuple(spherical)
         self.spherical_indices: list[int] = [s[0] for s in spherical]
+        # the conversions as one block-diagonal product each (per step, no per-joint Python quaternion products):
+        # q = K q_pb with K the 4×4 matrix of q ↦ q_i ⊗ q ⊗ q_i* (orthogonal: q_pb = Kᵀ q), ω = R_i ω_pb
+        n_s = len(spherical)
+        self._sph_q = np.array([i for s in spherical for i in range(s[1], s[1] + 4)], dtype=int)
+        self._sph_v = np.array([i for s in spherical for i in range(s[2], s[2] + 3)], dtype=int)
+        self._sph_conj = np.zeros((4 * n_s, 4 * n_s))
+        self._sph_rot = np.zeros((3 * n_s, 3 * n_s))
+        for k, (_, _, _, rotation, inertial) in enumerate(spherical):
+            self._sph_conj[4 * k:4 * k + 4, 4 * k:4 * k + 4] = _conjugation_matrix(inertial)
+            self._sph_rot[3 * k:3 * k + 3, 3 * k:3 * k + 3] = rotation
         #: True when the body has spherical joints: no calculateMassMatrix / calculateInverseDynamics
         self.multi_dof = bool(spherical)
         # dof order of the 1-DOF joints among themselves (that of calculateMassMatrix for bodies without spherical
@@ -299,18 +309,14 @@ class PyBulletMap:
     def spherical_to_pybullet(self, x: np.ndarray, xd: np.ndarray) -> tuple[list, list]:
         """PyBullet's (quaternions, angular velocities) of the spherical joints for our (x, ẋ):
         q_pb = q_i* ⊗ q ⊗ q_i and ω_pb = R_iᵀ ω (see the module docstring)."""
-        from biobullet.spatial.rotations import quaternion_multiply
-        quaternions, velocities = [], []
-        for _, qi, vi, rotation, inertial in self.spherical:
-            conjugate = inertial * np.array([-1.0, -1.0, -1.0, 1.0])
-            quaternions.append(quaternion_multiply(quaternion_multiply(conjugate, x[qi:qi + 4]), inertial).tolist())
-            velocities.append((rotation.T @ xd[vi:vi + 3]).tolist())
-        return quaternions, velocities
+        quaternions = (self._sph_conj.T @ np.asarray(x, dtype=float)[self._sph_q]).reshape(-1, 4)
+        velocities = (self._sph_rot.T @ np.asarray(xd, dtype=float)[self._sph_v]).reshape(-1, 3)
+        return quaternions.tolist(), velocities.tolist()
 
     def spherical_torques(self, torque: np.ndarray) -> list[list[float]]:
         """τ_pb = R_iᵀ τ of every spherical joint (N·m, our τ dual to the child-frame ω) for
         setJointMotorControlMultiDofArray."""
-        return [(rotation.T @ torque[vi:vi + 3]).tolist() for _, _, vi, rotation, _ in self.spherical]
+        return (self._sph_rot.T @ np.asarray(torque, dtype=float)[self._sph_v]).reshape(-1, 3).tolist()
 
     def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
         """Our (x, ẋ) read back from the PyBullet body."""
@@ -325,17 +331,20 @@ class PyBulletMap:
             omega = rotation.T @ angular
             parts_x += [base_p, base_q]
             parts_v += [rotation.T @ linear - np.cross(omega, self.inertial_position), omega]
-        if self.spherical:   # in q_index order, after the base: the leading block of x (see model.tree)
-            from biobullet.spatial.rotations import quaternion_multiply
-            states = p.getJointStatesMultiDof(b, self.spherical_indices, physicsClientId=c)
-            for (_, _, _, rotation, inertial), state in sorted(zip(self.spherical, states), key=lambda s: s[0][1]):
-                conjugate = inertial * np.array([-1.0, -1.0, -1.0, 1.0])
-                parts_x.append(quaternion_multiply(quaternion_multiply(inertial, state[0]), conjugate))
-                parts_v.append(rotation @ np.asarray(state[1], float))
         states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c) if len(self.joint_indices) else ()
         parts_x.append(np.array([s[0] for s in states], dtype=float))
         parts_v.append(np.array([s[1] for s in states], dtype=float))
-        return np.concatenate(parts_x), np.concatenate(parts_v)
+        if not self.spherical:
+            return np.concatenate(parts_x), np.concatenate(parts_v)
+        # spherical joints sit after the base, before θ (the leading block of x, see model.tree)
+        x, xd = np.empty(model.n_config), np.empty(model.n_tangent)
+        if model.floating_base:
+            x[:7], xd[:6] = np.concatenate(parts_x[:-1]), np.concatenate(parts_v[:-1])
+        x[model.base_nq:], xd[model.base_nv:] = parts_x[-1], parts_v[-1]
+        states = p.getJointStatesMultiDof(b, self.spherical_indices, physicsClientId=c)
+        x[self._sph_q] = self._sph_conj @ np.array([value for s in states for value in s[0]])
+        xd[self._sph_v] = self._sph_rot @ np.array([value for s in states for value in s[1]])
+        return x, xd
 
     def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(R, p) of the URDF link frame and (COM linear velocity, angular velocity), world frame."""
@@ -359,6 +368,13 @@ class PyBulletMap:
         if index < 0:
             return self.inertial_position.copy()
         return np.asarray(p.getDynamicsInfo(self.body_id, index, physicsClientId=self.client)[3])
+
+
+def _conjugation_matrix(quaternion: np.ndarray) -> np.ndarray:
+    """The 4×4 matrix K with K q = a ⊗ q ⊗ a* for the unit quaternion a (x y z w); orthogonal, K⁻¹ = Kᵀ."""
+    from biobullet.spatial.rotations import quaternion_multiply
+    conjugate = quaternion * np.array([-1.0, -1.0, -1.0, 1.0])
+    return np.column_stack([quaternion_multiply(quaternion_multiply(quaternion, e), conjugate) for e in np.eye(4)])
 
 
 def build_pinocchio_model(model, file: str | None = None):
