@@ -11,7 +11,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths (`own_dynamics`);
+   same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
+   joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
@@ -94,6 +95,10 @@ class Bridge:
     (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
+    Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
+    motor are handled through PyBullet's multi-DOF calls; such a body always takes the general path with M and h
+    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, and a
+    spherical `<limit>` is a ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -132,6 +137,11 @@ class Bridge:
             if self.layouts:
                 check_flexible_step(model, self.dt)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
+            #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
+            self._spherical = None
+            if self.map.multi_dof:
+                from biobullet.bridge.multidof import SphericalJoints
+                self._spherical = SphericalJoints(self)
             self.alpha, self.beta = self._gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
@@ -166,8 +176,8 @@ class Bridge:
             raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
                              expected="'auto' or 'pybullet'")
         self._dynamics_choice = dynamics
-        self._base = 7 if model.floating_base else 0
-        self._base_v = 6 if model.floating_base else 0
+        self._base = model.base_nq     # floating base (7) and spherical joints (4 each) lead x
+        self._base_v = model.base_nv   # (6, 3 each) lead ẋ
         self._independent_x = np.concatenate([np.arange(self._base),
                                               self._base + np.array(model.coordinate_map.independent, int)])
         self._independent_v = np.concatenate([np.arange(self._base_v),
@@ -276,7 +286,8 @@ class Bridge:
         permutation, so M = M_pb[d, d], h = h_pb[d] and θ → PyBullet is `out[d] = θ` — the same numbers
         as the general conversions (products with exact 0/1 entries), without building n × n matrices."""
         self._joint_list = self.map.joint_indices.tolist()
-        self._fixed = not self.model.floating_base
+        # "fixed": the state is the 1-DOF joint list alone (spherical joints take the general path, bridge/multidof)
+        self._fixed = not self.model.floating_base and self._spherical is None
         dof = np.asarray(self.map.dof_of_joint, dtype=np.intp)
         self._dof = dof
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
@@ -469,7 +480,9 @@ class Bridge:
                                          physicsClientId=self.client)
 
     def _tree_bias(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
-        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order."""
+        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order (spherical joints: own recursions)."""
+        if self._spherical is not None:
+            return self._spherical.mass_and_bias(x, xd, need_mass=False)[1]
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
         out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
@@ -521,8 +534,12 @@ class Bridge:
 
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order."""
+        """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order.
+        A body with spherical joints, which those calls do not take: biobullet's recursions on the inertia PyBullet
+        stores (`bridge.multidof`)."""
         ensure_usable(self, "tree_mass_and_bias")
+        if self._spherical is not None:
+            return self._spherical.mass_and_bias(x, xd)
         mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
@@ -536,6 +553,9 @@ class Bridge:
         ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model.checked("qdd", qdd, self.model.nv)
+        if self._spherical is not None:   # M ẍ + h from biobullet's recursions (see tree_mass_and_bias)
+            mass, bias = self._spherical.mass_and_bias(x, xd)
+            return gradient.T @ (mass @ (gradient @ qdd + gamma) + bias)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
 
     # ------------------------------------------------------------------ stepping
@@ -761,7 +781,9 @@ class Bridge:
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                     forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                     physicsClientId=c)
-        if not self._fixed and np.any(torque[:6]):
+        if self._spherical is not None:
+            self._spherical.send(torque)
+        if self.model.floating_base and np.any(torque[:6]):
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
@@ -819,8 +841,8 @@ class Bridge:
         t = np.array([s[0] for s in self._samples])
         x = np.array([s[1] for s in self._samples])
         xd = np.array([s[2] for s in self._samples])
-        base_q = BASE_POSITION_NAMES if model.floating_base else ()
-        base_v = BASE_VELOCITY_NAMES if model.floating_base else ()
+        base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and spherical joints
+        base_v = tuple(model.velocity_names[:model.base_nv])
         return Trajectory(t=t, joint_names=tuple(model.joint_names),
                           position_names=base_q + tuple(model.joint_names),
                           velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
