@@ -428,33 +428,35 @@ def pinocchio_model_from_description(description, floating_base: bool):
         frame_of[link_name] = pm.addBodyFrame(link_name, joint_id, placement, previous)
 
     attach(description.root_link, root, pin.SE3.Identity(), 0)
-    stack = [(description.root_link, root, pin.SE3.Identity())]
+    # depth first, one joint at a time: Pinocchio's CRBA assumes every joint's subtree has contiguous indices
+    # (nvSubtree); adding all children of a link before their subtrees gives a wrong M on branched trees
+    stack = [(joint, description.root_link, root, pin.SE3.Identity())
+             for joint in reversed(children.get(description.root_link, []))]
     while stack:
-        link_name, joint_id, placement = stack.pop()
-        for joint in children.get(link_name, []):
-            origin = placement * pin.SE3(rpy_to_matrix(joint.origin_rpy), np.array(joint.origin_xyz, dtype=float))
-            axis = np.array(joint.axis, dtype=float)
-            if joint.type == "fixed":
-                attach(joint.child, joint_id, origin, frame_of[link_name])
-                stack.append((joint.child, joint_id, origin))
-                continue
-            after = pin.SE3.Identity()   # child link frame in the new joint's frame
-            if joint.type == "revolute":
-                joint_model = pin.JointModelRevoluteUnaligned(axis)
-            elif joint.type == "continuous":
-                joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
-            elif joint.type == "prismatic":
-                joint_model = pin.JointModelPrismaticUnaligned(axis)
-            elif joint.type == "spherical":
-                joint_model = pin.JointModelSpherical()
-            elif joint.type == "floating":
-                joint_model = pin.JointModelFreeFlyer()
-            else:  # planar: Pinocchio's plane is its joint frame's xy plane; turn z onto the URDF axis
-                basis = plane_basis(axis)
-                origin = origin * pin.SE3(basis, np.zeros(3))
-                after = pin.SE3(basis.T, np.zeros(3))
-                joint_model = pin.JointModelPlanar()
-            new_id = pm.addJoint(joint_id, joint_model, origin, joint.name)
-            attach(joint.child, new_id, after, frame_of[link_name])
-            stack.append((joint.child, new_id, after))
+        joint, link_name, joint_id, placement = stack.pop()
+        origin = placement * pin.SE3(rpy_to_matrix(joint.origin_rpy), np.array(joint.origin_xyz, dtype=float))
+        axis = np.array(joint.axis, dtype=float)
+        if joint.type == "fixed":
+            attach(joint.child, joint_id, origin, frame_of[link_name])
+            stack.extend((j, joint.child, joint_id, origin) for j in reversed(children.get(joint.child, [])))
+            continue
+        after = pin.SE3.Identity()   # child link frame in the new joint's frame
+        if joint.type == "revolute":
+            joint_model = pin.JointModelRevoluteUnaligned(axis)
+        elif joint.type == "continuous":
+            joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
+        elif joint.type == "prismatic":
+            joint_model = pin.JointModelPrismaticUnaligned(axis)
+        elif joint.type == "spherical":
+            joint_model = pin.JointModelSpherical()
+        elif joint.type == "floating":
+            joint_model = pin.JointModelFreeFlyer()
+        else:  # planar: Pinocchio's plane is its joint frame's xy plane; turn z onto the URDF axis
+            basis = plane_basis(axis)
+            origin = origin * pin.SE3(basis, np.zeros(3))
+            after = pin.SE3(basis.T, np.zeros(3))
+            joint_model = pin.JointModelPlanar()
+        new_id = pm.addJoint(joint_id, joint_model, origin, joint.name)
+        attach(joint.child, new_id, after, frame_of[link_name])
+        stack.extend((j, joint.child, new_id, after) for j in reversed(children.get(joint.child, [])))
     return pm
