@@ -9,7 +9,7 @@ are register indices, except POWI's b, the integer exponent. The outputs are reg
 
     words = [n_instructions, output registers (1 + m + m(m+1)/2), (op, a, b) × n_instructions]
 
-Ops: ADD, SUB, MUL, DIV, NEG, POWI (integer power), POW (real power, base > 0, or 0 with exponent > 0), SQRT, SIN,
+Ops: ADD, SUB, MUL, DIV, NEG, POWI (integer power), POW (real power: base > 0, or 0), SQRT, SIN,
 COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG — every function the parser admits
 (`expression_parser.FUNCTIONS`) and what SymPy's differentiation of them produces. Outside a function's domain an
 op gives NaN (never an exception, also in the pure-Python twin), and the caller reports a non-finite result.
@@ -82,15 +82,15 @@ def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence
              sympy.log: LOG}
 
     def power(base: Any, exponent: Any) -> int:
-        if exponent.is_Integer and abs(int(exponent)) <= MAX_INTEGER_EXPONENT:
-            n = int(exponent)
-            if n < 0:
-                return emit(DIV, constant(1.0), emit(POWI, walk(base), -n))
-            return emit(POWI, walk(base), n)
-        if exponent == sympy.Rational(1, 2):
-            return emit(SQRT, walk(base))
-        if exponent == sympy.Rational(-1, 2):
-            return emit(DIV, constant(1.0), emit(SQRT, walk(base)))
+        if exponent.is_Number:   # integer-valued exponents (also written 2.0) take POWI: negative bases are fine
+            e = float(exponent)
+            if e.is_integer() and abs(e) <= MAX_INTEGER_EXPONENT:
+                if e < 0:
+                    return emit(DIV, constant(1.0), emit(POWI, walk(base), int(-e)))
+                return emit(POWI, walk(base), int(e))
+            if abs(e) == 0.5:
+                root = emit(SQRT, walk(base))
+                return root if e > 0 else emit(DIV, constant(1.0), root)
         return emit(POW, walk(base), walk(exponent))
 
     def negated(term: Any) -> Any | None:
@@ -128,7 +128,7 @@ def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence
             coefficient, rest = node.as_coeff_Mul()
             factors = sympy.Mul.make_args(rest)
             numerator = [f for f in factors if not (f.is_Pow and f.exp.is_Number and f.exp < 0)]
-            denominator = [f.base ** -f.exp for f in factors if f.is_Pow and f.exp.is_Number and f.exp < 0]
+            denominator = [sympy.Pow(f.base, -f.exp) for f in factors if f.is_Pow and f.exp.is_Number and f.exp < 0]
             out = walk(numerator[0]) if numerator else None
             for f in numerator[1:]:
                 out = emit(MUL, out, walk(f))
@@ -200,7 +200,8 @@ def evaluate_tape(words: np.ndarray, constants: np.ndarray, variables: Sequence[
                 v = u ** float(b)
             elif op == POW:
                 w = np.asarray(registers[b], dtype=float)
-                v = np.where(u > 0.0, np.abs(u) ** w, np.where((u == 0.0) & (w > 0.0), 0.0, np.nan))
+                zero = np.where(w > 0.0, 0.0, np.where(w == 0.0, 1.0, np.inf))   # 0 ** w as numpy gives it
+                v = np.where(u > 0.0, np.abs(u) ** w, np.where(u == 0.0, zero, np.nan))
             elif op == SQRT:
                 v = np.sqrt(u)
             elif op == ATAN2:

@@ -71,12 +71,12 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
                             v *= base
                         base *= base
                         e >>= 1
-                elif op == POW:    # real power: base > 0 (or 0 with a positive exponent)
+                elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
                     w = reg[b]
                     if u > 0.0:
                         v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
-                    elif u == 0.0 and w > 0.0:
-                        v = 0.0
+                    elif u == 0.0:
+                        v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
                     else:
                         v = np.nan
                 elif op == SQRT:
