@@ -95,12 +95,13 @@ class ExpressionFunction(JointFunction):
         self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last); see `symbolic_in_names`
         self._uses_time = time_symbol in expr.free_symbols
         self._size = m
+        common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
         # the same value, gradient and Hessian as an instruction tape (data, no generated code) for the compiled
         # joint jets (`model.joint_jets`, kind EXPRESSION); None keeps this function on the lambdified path
-        self.tape = compile_tape(expr, gradient, hessian, variables)
-        self._compiled = sympy.lambdify(
+        self.tape = compile_tape(*common, variables)
+        self._compiled = sympy.lambdify(   # one common-subexpression elimination serves both
             variables, outputs, modules="numpy",
-            cse=lambda exprs: sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
+            cse=lambda exprs: common if exprs is outputs else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],

@@ -48,16 +48,18 @@ def output_count(m: int) -> int:
     return 1 + m + m * (m + 1) // 2
 
 
-def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence[Any]],
+def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any],
                  variables: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(words int64, constants float) of the tape evaluating value, gradient (m) and Hessian (m × m) — SymPy
-    expressions in `variables` (m symbols, time last) — or None (unsupported node, non-finite constant, or over
-    `MAX_INSTRUCTIONS`)."""
+    """(words int64, constants float) of the tape evaluating the value, gradient (m) and Hessian (m × m, row-major)
+    of a function of `variables` (m SymPy symbols, time last), given as sympy.cse's output for that list of
+    1 + m + m² expressions (the one `ExpressionFunction` also lambdifies) — or None (unsupported node, non-finite
+    constant, or over `MAX_INSTRUCTIONS`)."""
     import sympy
 
     m = len(variables)
-    selected = [value, *gradient, *(hessian[i][j] for i in range(m) for j in range(i, m))]
-    replacements, reduced = sympy.cse(selected, symbols=sympy.numbered_symbols("_tape"))
+    if len(reduced) != 1 + m + m * m:
+        raise ValueError(f"expected value, gradient and Hessian of {m} variables, got {len(reduced)} expressions")
+    reduced = [*reduced[:1 + m], *(reduced[1 + m + i * m + j] for i in range(m) for j in range(i, m))]
     registers: dict[Any, int] = {v: k for k, v in enumerate(variables)}
     constants: list[float] = []
     constant_index: dict[float, int] = {}
@@ -96,7 +98,7 @@ def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence
     def negated(term: Any) -> Any | None:
         """−term when term is a product with a negative numeric coefficient, else None."""
         coefficient, rest = term.as_coeff_Mul()
-        if coefficient.is_Number and coefficient < 0:
+        if coefficient.is_Number and coefficient.is_extended_negative is True:   # zoo, nan: not negative
             return -coefficient * rest
         return None
 
@@ -127,8 +129,9 @@ def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence
         elif node.is_Mul:
             coefficient, rest = node.as_coeff_Mul()
             factors = sympy.Mul.make_args(rest)
-            numerator = [f for f in factors if not (f.is_Pow and f.exp.is_Number and f.exp < 0)]
-            denominator = [sympy.Pow(f.base, -f.exp) for f in factors if f.is_Pow and f.exp.is_Number and f.exp < 0]
+            inverse = [f.is_Pow and f.exp.is_Number and f.exp.is_extended_negative is True for f in factors]
+            numerator = [f for f, inv in zip(factors, inverse) if not inv]
+            denominator = [sympy.Pow(f.base, -f.exp) for f, inv in zip(factors, inverse) if inv]
             out = walk(numerator[0]) if numerator else None
             for f in numerator[1:]:
                 out = emit(MUL, out, walk(f))
@@ -155,7 +158,7 @@ def compile_tape(value: Any, gradient: Sequence[Any], hessian: Sequence[Sequence
         for symbol, expression in replacements:
             registers[symbol] = walk(expression)
         outputs = [walk(expression) for expression in reduced]
-    except (_Unsupported, RecursionError):
+    except (_Unsupported, RecursionError, TypeError, ValueError, ArithmeticError):   # e.g. a complex infinity
         return None
     # final register numbers: variables, constants, then instruction k at m + n_const + k
     n_const = len(constants)

@@ -143,7 +143,7 @@ def test_tape_is_bounded_and_refuses_unknown_nodes(monkeypatch) -> None:
     """A tape over the bound, or a node outside the op set, gives None: the function keeps the generic path
     (`function_table` None)."""
     A, t = sympy.symbols("A t")
-    assert expression_tape.compile_tape(sympy.Abs(A), [1, 0], [[0, 0], [0, 0]], [A, t]) is None
+    assert expression_tape.compile_tape([], [sympy.Abs(A), 1, 0, 0, 0, 0, 0], [A, t]) is None
     monkeypatch.setattr(expression_tape, "MAX_INSTRUCTIONS", 5)
     function = ExpressionFunction(INPUTS, "sin(A)*cos(B) + exp(A*B) + log(2 + B**2)", None, SOURCE)
     assert function.tape is None
