@@ -10,9 +10,8 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 import biobullet
+import numpy as np
 from nonlinear_pendulum import write_pendulum
 
 ROOT = Path(__file__).resolve().parents[2]

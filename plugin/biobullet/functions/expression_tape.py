@@ -20,7 +20,8 @@ the op set, gives None and the function stays on its generic (lambdified) path.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
