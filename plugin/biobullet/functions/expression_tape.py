@@ -13,6 +13,8 @@ Ops: ADD, SUB, MUL, DIV, NEG, POWI (integer power), POW (real power: base > 0, o
 COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG — every function the parser admits
 (`expression_parser.FUNCTIONS`) and what SymPy's differentiation of them produces. Outside a function's domain an
 op gives NaN (never an exception, also in the pure-Python twin), and the caller reports a non-finite result.
+(`model.joint_jets` keeps its own copy of the op codes beside its interpreter and translates each tape, so that
+numba's per-file disk cache can never pair a renumbering here with a stale compiled interpreter.)
 
 The tape length is bounded (`MAX_INSTRUCTIONS`, from the parser's `MAX_NODES`): a longer tape, or a node outside
 the op set, gives None and the function stays on its generic (lambdified) path.

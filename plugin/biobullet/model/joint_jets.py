@@ -14,9 +14,16 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.functions.expression_tape import (ACOS, ADD, ASIN, ATAN, ATAN2, COS, COSH, DIV, EXP, EXP_LIMIT,
-                                                 HYPERBOLIC_LIMIT, LOG, MUL, NEG, POW, POWI, SIN, SINH, SQRT, SUB,
-                                                 TAN, TANH)
+from biobullet.functions import expression_tape
+from biobullet.functions.expression_tape import EXP_LIMIT, HYPERBOLIC_LIMIT
+
+# The interpreter's op codes live beside it: numba's on-disk cache is keyed on this file only, so a renumbering in
+# `functions.expression_tape` must not reach a stale compiled interpreter — `function_table` translates every tape.
+ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
+SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG = 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
+_OP_CODES = {getattr(expression_tape, name): code for code, name in enumerate(
+    ("ADD", "SUB", "MUL", "DIV", "NEG", "POWI", "POW", "SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "ATAN2",
+     "SINH", "COSH", "TANH", "EXP", "LOG"))}
 
 # Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver,
 # expression (tape). Third-party types stay on the generic path: `function_table` returns None for them.
@@ -238,7 +245,10 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             rows.append((FOURIER, output, start_in, 0, start_c, len(f.a)))
         elif kind is ExpressionFunction and f.tape is not None:
             words, constants = f.tape
-            inputs.extend(int(w) for w in words)   # the tape follows the input joints
+            words = [int(w) for w in words]
+            first_op = 1 + expression_tape.output_count(len(joint_inputs) + 1)
+            words[first_op::3] = [_OP_CODES[op] for op in words[first_op::3]]   # to this interpreter's codes
+            inputs.extend(words)   # the tape follows the input joints
             coef.extend(float(c) for c in constants)
             rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:
