@@ -347,7 +347,7 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (expression or plug-in functions, loop types other than point/planar, numba off).
+        a row is not compiled (plug-in functions, loop types other than point/planar, numba off).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         from biobullet.model.joint_jets import function_table
@@ -654,8 +654,8 @@ class Bridge:
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
-        """apply() for explicit joint functions (polynomial, spline, Fourier, linear) and point/planar `<loop>`s
-        on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
+        """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and point/planar
+        `<loop>`s on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
         `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
         `loop_torque_kernel`). Same equations as the general
         path, which takes over when the solve declines."""
