@@ -256,6 +256,11 @@ class BridgeContacts:
             self._ground = GroundContacts(self.bridge.model, [self.contacts[k] for k in ground])
         self._ground_ids = ground if self._ground is not None else []
         self._ground_records = [(self.contacts[k].name, None, i, None, None) for i, k in enumerate(self._ground_ids)]
+        self._n_tangent = self.bridge.model.n_tangent
+        if self._ground is not None:   # the call's constant arguments (one Python call per step)
+            g = self._ground
+            self._ground_kernel = g.kernel
+            self._ground_args = (g.meta, g.body, g.ancestry, g.index, g.geometry, g.normal_p, g.friction_p, g.state)
         self._other_ids = [k for k in range(len(self.contacts)) if k not in self._ground_ids]
 
     def _reset_rows(self) -> None:
@@ -351,27 +356,21 @@ class BridgeContacts:
             self._reactions = []
         if self._ground is not None and not self.far_jacobians and "kinematics" not in self.__dict__:
             x, xd = self.state_read = bridge._read_state()   # one getJointStates (fixed base), kept for apply()
-            tau = np.zeros(bridge.model.n_tangent)
-            events = self._ground.step(x, xd, t, dt, tau)
+            tau = np.zeros(self._n_tangent)
+            events = self._ground_kernel(*self._ground_args, x, xd, t, dt, tau)
             if events:
-                if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
-                    bridge.state()
-                from biobullet.contact.kernels import EVENT, pull_event
-                for row, k in zip(self._ground.state, self._ground_ids):
-                    if row[EVENT]:
-                        pull_event(row, self.contacts[k].state, t)
+                self._replay(events, t)
+            records = self._ground_records   # (copied before appending to it)
             others = self._other_ids
-            if not others and not self.scene:
-                self._records = self._ground_records   # (never mutated)
-                return tau
-            records = self._records = list(self._ground_records)
             pairs = zip(others, self._kinematics_of(others, lazy=True)) if others else ()
         else:
             self.state_read = None
-            records = self._records = []
+            records = []
             pairs = enumerate(self.kinematics() if self.far_jacobians else self.kinematics(True))
-            tau = np.zeros(bridge.model.n_tangent)
+            tau = np.zeros(self._n_tangent)
         for k, kin in pairs:
+            if records is self._ground_records:
+                records = list(records)
             contact = self.contacts[k]
             force = self._account(k, contact, kin, t, dt)
             records.append((contact.name, kin, force, None, None))
@@ -379,14 +378,26 @@ class BridgeContacts:
                 tau += kin.generalized(force)
         if self.scene:
             self._scan_scene()
-        if self._scene:
-            for key, contact, kin, v_other in self._scene_kinematics():
-                force = self._account(key, contact, kin, t, dt)
-                records.append((f"{contact.name}@{key[1]}:{key[2]}", kin, force, key[1], key[2]))
-                if force is not None:
-                    tau += kin.generalized(force)
-                    self._reactions.append((key[1], key[2], -force, kin.point))
+            if self._scene:
+                if records is self._ground_records:
+                    records = list(records)
+                for key, contact, kin, v_other in self._scene_kinematics():
+                    force = self._account(key, contact, kin, t, dt)
+                    records.append((f"{contact.name}@{key[1]}:{key[2]}", kin, force, key[1], key[2]))
+                    if force is not None:
+                        tau += kin.generalized(force)
+                        self._reactions.append((key[1], key[2], -force, kin.point))
+        self._records = records
         return tau
+
+    def _replay(self, events: int, t: float) -> None:
+        """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""
+        if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
+            self.bridge.state()
+        from biobullet.contact.kernels import EVENT, pull_event
+        for row, k in zip(self._ground.state, self._ground_ids):
+            if row[EVENT]:
+                pull_event(row, self.contacts[k].state, t)
 
     @property
     def last_forces(self) -> dict[str, dict]:

@@ -219,7 +219,7 @@ _PLACE_BODY = _place_body_py
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
 # (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
 # ground normal n (3), ground height h
-def _ground_contacts_py(meta, body, x, xd, ancestry, index, geometry, normal_p, friction_p, state, t, dt, tau):
+def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, friction_p, state, x, xd, t, dt, tau):
     """Every point/sphere contact against its analytic plane (`contact.geometry`): δ = h + r − n·c, p = c − r n,
     v_p = J_p ẋ, δ̇ = −n·v_p, v_t = v_p − (n·v_p) n; `_contact_update_py` per contact; τ += J_pᵀ F (tau, n_tangent,
     added to). ancestry[b, j] ≠ 0: velocity column j moves body b. Returns the number of onsets and separations,
@@ -482,8 +482,8 @@ class GroundContacts:
         self.kernel = ground_contacts_kernel() or _ground_contacts_py
 
     def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
-        return self.kernel(self.meta, self.body, x, xd, self.ancestry, self.index, self.geometry, self.normal_p,
-                           self.friction_p, self.state, t, dt, tau)
+        return self.kernel(self.meta, self.body, self.ancestry, self.index, self.geometry, self.normal_p,
+                           self.friction_p, self.state, x, xd, t, dt, tau)
 
 
 __all__ = ["GroundContacts", "N_PARAMS", "STATE_WIDTH", "contact_update_kernel", "friction_coefficient_kernel",
