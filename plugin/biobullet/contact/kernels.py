@@ -295,13 +295,10 @@ def _law_bindings() -> dict:
 
 
 def _friction_bindings() -> dict:
-    regularize = jit.compiled(_regularize_py, inline=True)
-    if regularize is None:
-        return {}
-    for twin in (_regularized_py, _stribeck_py):   # their callee first (a kernel is compiled after its callees)
-        twin.__globals__["_REGULARIZE"] = regularize
-    return {"_COULOMB": _coulomb_py, "_REGULARIZED": _regularized_py, "_AMBROSIO": _ambrosio_py,
-            "_STRIBECK": _stribeck_py}
+    regularize = {"_REGULARIZE": _regularize_py}
+    return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py,
+            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
+            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
 
 
 def normal_force_kernel():
