@@ -24,7 +24,9 @@ Two kinds of counterpart:
 
 Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
-* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere
+* default (None): ``"analytic"`` when no `ground_body` is given (the file's plane is analytic: a query plane would
+  give the same δ one PyBullet call later), else ``"pybullet"`` against the user's body.
+* ``"pybullet"``: for a contact whose link carries the matching collision sphere
   (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
@@ -47,6 +49,13 @@ loop closures) then sees the contact torques, which `applyExternalForce` would b
 
 PyBullet's own rigid contact never acts on these links: every (contact link, ground body) pair gets
 `setCollisionFilterPair(..., enableCollision=0)` (getClosestPoints ignores collision filters).
+
+Compiled path (`contact.kernels`): the analytic-plane contacts whose laws have compiled twins are one
+`GroundContacts` call per step on the state read once (kinematics, discrete state in array rows, laws, log,
+τ = J_pᵀF); `state_read` hands that state to `Bridge.apply()`. Onsets and separations are replayed on the
+ContactState objects as they happen, the rest of the row (slip mode, the open interval's log) by `sync_states()`
+(`intervals()` calls it). Queried contacts use the compiled one-contact step (`_contact_update_py`) with their own
+rows. Laws without twins, numba off, `far_jacobians` or an overridden `kinematics` take the Python laws.
 
 Discrete state: onsets and separations are detected at step granularity (δ changes sign between two steps);
 δ̇⁻ is the penetration rate at the first step with δ > 0, so it is late by at most one step (error O(g·dt)).
