@@ -67,8 +67,27 @@ import warnings
 
 import numpy as np
 
+from biobullet.algorithms.kinematics import (
+    body_placements,
+    frame_jacobian,
+    frame_placement,
+)
 from biobullet.contact.geometry import ContactKinematics
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.contact.kernels import (
+    DELTA,
+    EVENT,
+    FORCE,
+    NORMAL,
+    POINT,
+    GroundContacts,
+    contact_update_kernel,
+    ground_contacts_kernel,
+    pack_friction,
+    pack_normal,
+    pull_event,
+    pull_state,
+    state_row,
+)
 from biobullet.core.errors import ModelError
 
 GEOMETRIES = ("pybullet", "analytic")
@@ -246,8 +265,6 @@ class BridgeContacts:
         """Compiled twins of the laws (`contact.kernels`): per contact its packed laws (None: a law without a twin,
         or numba off — the Python laws serve); the contacts on their analytic plane with twins go to one
         `GroundContacts` call per step."""
-        from biobullet.contact.kernels import GroundContacts, contact_update_kernel, ground_contacts_kernel, \
-            pack_friction, pack_normal
         self._rows: dict = {}     # contact index or scene key → state row (the discrete state while a run goes)
         self._records: list = []  # the last torques(): (name, ContactKinematics or None, force or row index, body, link)
         self._update = contact_update_kernel()
@@ -274,7 +291,6 @@ class BridgeContacts:
 
     def _reset_rows(self) -> None:
         """State rows from the (fresh) ContactStates; the ground kernel's rows are views into its array."""
-        from biobullet.contact.kernels import state_row
         self._rows.clear()
         self._records = []
         for i, k in enumerate(self._ground_ids):
@@ -282,9 +298,7 @@ class BridgeContacts:
 
     def sync_states(self) -> None:
         """Copy the state rows of the compiled laws into the contacts' ContactState objects (slip mode, the open
-        interval's log). Onsets and separations are replayed on them as they happen; `intervals()` and
-        `forces()` call this."""
-        from biobullet.contact.kernels import pull_state
+        interval's log). Onsets and separations are replayed on them as they happen; `intervals()` calls this."""
         for key, row in self._rows.items():
             pull_state(row, (self.contacts[key] if isinstance(key, int) else self._pairs[key]).state)
 
@@ -294,7 +308,6 @@ class BridgeContacts:
         packed = self._packed[key if isinstance(key, int) else key[0]]
         if packed is None:
             return _account(contact, kin, t, dt)
-        from biobullet.contact.kernels import FORCE, pull_event, state_row
         row = self._rows.get(key)
         if row is None:
             row = self._rows[key] = state_row(contact.state)
@@ -403,7 +416,6 @@ class BridgeContacts:
         """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""
         if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
             self.bridge.state()
-        from biobullet.contact.kernels import EVENT, pull_event
         for row, k in zip(self._ground.state, self._ground_ids):
             if row[EVENT]:
                 pull_event(row, self.contacts[k].state, t)
@@ -411,7 +423,6 @@ class BridgeContacts:
     @property
     def last_forces(self) -> dict[str, dict]:
         """`forces()` of the last step."""
-        from biobullet.contact.kernels import DELTA, FORCE, NORMAL, POINT
         out = {}
         for name, kin, force, body, link in self._records:
             if kin is None:   # a row of the ground kernel

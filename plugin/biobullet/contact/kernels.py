@@ -71,7 +71,7 @@ def _hertz_py(p, delta, delta_dot, impact_velocity):
 def _restitution_py(p, delta, delta_dot, impact_velocity):
     """Unclipped K δⁿ [1 + c δ̇ / max(δ̇⁻, floor)] [N] (p = [adhesion, K, n, c(cr), floor]; δ > 0): Hunt–Crossley,
     Flores and Hu–Guo differ in c(cr) only."""
-    vi = impact_velocity if impact_velocity > p[4] else p[4]
+    vi = max(p[4], impact_velocity)
     return p[1] * delta ** p[2] * (1.0 + p[3] * delta_dot / vi)
 
 
@@ -120,7 +120,7 @@ def _regularized_py(p, speed):
 def _ambrosio_py(p, speed):
     """μ · clip((s − v0)/(v1 − v0), 0, 1) (p = [μ, v0, v1])."""
     ramp = (speed - p[1]) / (p[2] - p[1])
-    ramp = 0.0 if ramp < 0.0 else (1.0 if ramp > 1.0 else ramp)
+    ramp = 0.0 if ramp < 0.0 else min(ramp, 1.0)
     return p[0] * ramp
 
 
@@ -204,8 +204,7 @@ def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside
         if on:
             state[DISSIPATED_NORMAL] += (fn - elastic) * delta_dot * dt
             state[DISSIPATED_FRICTION] -= (ft0 * slip[0] + ft1 * slip[1] + ft2 * slip[2]) * dt
-        if delta > state[MAX_PENETRATION]:
-            state[MAX_PENETRATION] = delta
+        state[MAX_PENETRATION] = max(state[MAX_PENETRATION], delta)
         if fn > state[PEAK]:
             state[PEAK], state[PEAK_TIME] = fn, t
     return event
@@ -483,6 +482,17 @@ class GroundContacts:
                            self.friction_p, self.state, x, xd, t, dt, tau)
 
 
-__all__ = ["GroundContacts", "N_PARAMS", "STATE_WIDTH", "contact_update_kernel", "friction_coefficient_kernel",
-           "ground_contacts_kernel", "normal_force_kernel", "pack_friction", "pack_normal", "pull_event",
-           "pull_state", "state_row"]
+__all__ = [
+    "N_PARAMS",
+    "STATE_WIDTH",
+    "GroundContacts",
+    "contact_update_kernel",
+    "friction_coefficient_kernel",
+    "ground_contacts_kernel",
+    "normal_force_kernel",
+    "pack_friction",
+    "pack_normal",
+    "pull_event",
+    "pull_state",
+    "state_row",
+]

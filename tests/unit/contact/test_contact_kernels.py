@@ -11,13 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from biobullet.bridge.contact import _account
 from biobullet.contact import kernels as K
 from biobullet.contact.element import Contact
-from biobullet.contact.friction import Ambrosio, Coulomb, NoFriction, Regularized, Stribeck
+from biobullet.contact.friction import (
+    Ambrosio,
+    Coulomb,
+    NoFriction,
+    Regularized,
+    Stribeck,
+)
 from biobullet.contact.geometry import ContactKinematics, GroundPlane
-from biobullet.contact.normal import Flores, Hertz, HuGuo, HuntCrossley, KelvinVoigt, KelvinVoigtSmooth
+from biobullet.contact.normal import (
+    Flores,
+    Hertz,
+    HuGuo,
+    HuntCrossley,
+    KelvinVoigt,
+    KelvinVoigtSmooth,
+)
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
 from biobullet.core import jit
 
