@@ -196,14 +196,18 @@ ARM = """<robot name="arm">
 </robot>"""
 
 
+@pytest.mark.parametrize("base", ["fixed", "floating"])
 @pytest.mark.parametrize("twin", TWINS)
-def test_ground_call_equals_python_kinematics_and_laws(tmp_path, twin):
+def test_ground_call_equals_python_kinematics_and_laws(tmp_path, twin, base):
     """All contacts of a chain (prismatic + revolute joints, a fixed link, a tilted ground, a link fixed to the
-    world) in one call: δ, point, force and τ = Σ J_pᵀ F against `Contact.kinematics` + the Python step, over a
-    random trajectory through contact."""
+    root; the root fixed to the world or floating) in one call: δ, point, force and τ = Σ J_pᵀ F against
+    `Contact.kinematics` + the Python step, over a random trajectory through contact."""
     from biobullet.contact.element import contact_elements
     from biobullet.contact.testbed import load_text
-    model = load_text(ARM, tmp_path)
+    floating = base == "floating"
+    text = ARM.replace('<biobullet version="1">', '<biobullet version="1"><base type="floating"/>') if floating else ARM
+    model = load_text(text, tmp_path)
+    assert model.floating_base == floating
     templates = contact_elements(model)
     python = [c.for_run(model) for c in templates]
     ground = K.GroundContacts(model, [c.for_run(model) for c in templates])
@@ -215,7 +219,12 @@ def test_ground_call_equals_python_kinematics_and_laws(tmp_path, twin):
     dt, touched = 1e-3, set()
     for k in range(300):
         x = np.array([-0.3 + 0.25 * np.sin(0.03 * k), 0.8 * np.sin(0.05 * k + 1.0)])
-        xd = rng.normal(size=2)
+        if floating:   # base pose: a small drift and tilt (unit quaternion x, y, z, w) in front of the joints
+            axis = np.array([np.sin(0.02 * k), 0.3, np.cos(0.02 * k)])
+            half = 0.1 * np.sin(0.04 * k)
+            quaternion = np.concatenate([np.sin(half) * axis / np.linalg.norm(axis), [np.cos(half)]])
+            x = np.concatenate([[0.02 * np.sin(0.03 * k), -0.01, 0.01 * np.cos(0.05 * k)], quaternion, x])
+        xd = rng.normal(size=model.n_tangent)
         t = k * dt
         tau = np.zeros(model.n_tangent)
         ground.step(x, xd, t, dt, tau)
