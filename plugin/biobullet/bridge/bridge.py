@@ -570,7 +570,7 @@ class Bridge:
         p, c, b = self._p, self.client, self.body
         if state is not None:   # (x, ẋ) read this step already (bridge.contact: no second read)
             x, xd = state
-            x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed else (None, None)
+            x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
         elif self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
             states = p.getJointStates(b, self._joint_list, physicsClientId=c)
             x_list, xd_list = [s[0] for s in states], [s[1] for s in states]

@@ -399,7 +399,8 @@ class BridgeContacts:
             if force is not None:
                 tau += kin.generalized(force)
         if self.scene:
-            self._scan_scene()
+            if bridge._p.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
+                self._scan_scene()
             if self._scene:
                 if records is self._ground_records:
                     records = list(records)
