@@ -84,8 +84,9 @@ class Bridge:
     with `<joint_stop>`). gui: own connection in GUI mode.
     Flexible links: segments (one number or {link: number}; default the element's `segments`, else
     DEFAULT_SEGMENTS), shear (default False), air_damping (the segments' air drag, default True).
-    Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
-    (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
+    Contacts: ground_body (a PyBullet body standing for the file's ground; None: the file's analytic plane),
+    contact_geometry (None / "pybullet" / "analytic" for the file's ground; None: analytic unless a ground_body is
+    given), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
     dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
