@@ -85,8 +85,9 @@ class Bridge:
     with `<joint_stop>`). gui: own connection in GUI mode.
     Flexible links: segments (one number or {link: number}; default the element's `segments`, else
     DEFAULT_SEGMENTS), shear (default False), air_damping (the segments' air drag, default True).
-    Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
-    (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
+    Contacts: ground_body (a PyBullet body standing for the file's ground; None: the file's analytic plane),
+    contact_geometry (None / "pybullet" / "analytic" for the file's ground; None: analytic unless a ground_body is
+    given), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
     dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
@@ -573,14 +574,14 @@ class Bridge:
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
-            out = self._apply(tau, generalized)
+            out = self._apply(tau, generalized, self.contacts.state_read)   # the state the contacts read
             self.contacts.apply_reactions()
         else:
             out = self._apply(tau, generalized)
         self.time += self.dt
         return out
 
-    def _apply(self, tau, generalized) -> np.ndarray:
+    def _apply(self, tau, generalized, state=None) -> np.ndarray:
         if generalized is None:
             if self._fast:
                 return self._apply_fast(tau)
@@ -588,7 +589,10 @@ class Bridge:
                 return self._apply_rows(tau)
         model, t = self.model, self.time
         p, c, b = self._p, self.client, self.body
-        if self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
+        if state is not None:   # (x, ẋ) read this step already (bridge.contact: no second read)
+            x, xd = state
+            x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
+        elif self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
             states = p.getJointStates(b, self._joint_list, physicsClientId=c)
             x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
             x, xd = np.array(x_list), np.array(xd_list)
