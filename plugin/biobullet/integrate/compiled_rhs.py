@@ -17,9 +17,10 @@ or raises its own clear error — whenever the resolver's hot path would hand ov
 contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
 is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
 
-`CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in compiled
-passes (plain Newton on positions and one velocity solve per sample, warm-started from the previous sample;
-trajectory output only). Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+`CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
+compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
+sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
+sample it cannot take to the generic path and resuming after it. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
 (constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
@@ -122,122 +123,121 @@ _NEWTON_ITERATIONS = 12
 MAX_SAMPLE_STEP = 0.05
 
 
-def _solve_small_py(a, b):
-    """x of a x = b (n × n, Gaussian elimination with partial pivoting) and a success flag."""
-    n = b.shape[0]
-    m = a.copy()
-    x = b.copy()
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(m[r, c]) > abs(m[p, c]):
-                p = r
-        if not abs(m[p, c]) > 0.0:
-            return x, False
-        if p != c:
-            for k in range(n):
-                m[c, k], m[p, k] = m[p, k], m[c, k]
-            x[c], x[p] = x[p], x[c]
-        for r in range(c + 1, n):
-            f = m[r, c] / m[c, c]
-            for k in range(c, n):
-                m[r, k] -= f * m[c, k]
-            x[r] -= f * x[c]
-    for c in range(n - 1, -1, -1):
-        s = x[c]
-        for k in range(c + 1, n):
-            s -= m[c, k] * x[k]
-        x[c] = s / m[c, c]
-    return x, True
-
-
 def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, body, n_tangent, l_ancestry,
                        point_body, offset, basis, kinds, row_start, n_rows):
     """θ and θ̇ (n, n_joints) at n samples by plain Newton on the loop rows (positions), then
-    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature. Each sample starts from the
-    previous one's solution (`guess` for the first) and iterates until the step is at round-off. Returns
-    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep) the caller takes over."""
+    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature.
+
+    Each sample starts from the previous one's solution moved along its sensitivity S = −Φ_dep⁻¹ Φ_known to
+    second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
+    sample) and iterates until the step is at round-off. One LU factorisation per iteration gives the step, S
+    and the rates together; the rates and S are taken from the last iteration, whose step is a few ε, so they are
+    those at the solution to round-off. About two kinematics passes per sample (five before). Returns
+    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep, a large step between samples or within
+    Newton) the caller takes over."""
     n, nq = q.shape
     nd = dep.shape[0]
+    nk = known.shape[0]
     theta_all = np.zeros((n, n_joints))
     rate_all = np.zeros((n, n_joints))
     current = guess.copy()
+    sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
+    sensitivity_old = np.zeros((nd, nk))   # … and at the one before
     empty = np.zeros(0)
+    a = np.empty((nd, nd))
+    columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]
     for s in range(n):
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
         if s > 0:
             jump = 0.0
             for j in range(nq):
                 jump = max(jump, abs(q[s, j] - q[s - 1, j]))
             if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe generic path decides
                 return theta_all, rate_all, s
-        theta = np.zeros(n_joints)
-        rate = np.zeros(n_joints)
-        for j in range(nq):
-            theta[independent[j]] = q[s, j]
-            rate[independent[j]] = v[s, j]
+            # second order along the path: S changed by S' − S'' over the previous known step δ; this step
+            # Δ ≈ α δ, so θ_dep ≈ θ_dep' + S' Δ + ½ α (S' − S'') Δ (exact to O(Δ³) for one known coordinate)
+            along = 0.0
+            if s > 1:
+                dd, dp = 0.0, 0.0
+                for c in range(nk):
+                    d_prev = theta_all[s - 1, known[c]] - theta_all[s - 2, known[c]]
+                    dd += d_prev * d_prev
+                    dp += d_prev * (theta[known[c]] - theta_all[s - 1, known[c]])
+                if dd > 0.0 and abs(dp) <= 4.0 * dd:
+                    along = 0.5 * dp / dd
+            for i in range(nd):
+                move = 0.0
+                for c in range(nk):
+                    delta = theta[known[c]] - theta_all[s - 1, known[c]]
+                    move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
+                current[i] += move
         for i in range(nd):
             theta[dep[i]] = current[i]
         converged = False
+        previous = np.inf
+        solution = columns
         for _ in range(_NEWTON_ITERATIONS):
             rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
             phi, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds,
                                      row_start, n_rows, True, False)
-            a = np.empty((nd, nd))
             for r in range(nd):
                 for c in range(nd):
                     a[r, c] = jac[r, dep[c]]
-            step, ok = _SOLVE_SMALL(a, phi)
+                columns[r, 0] = phi[r]
+                product = 0.0
+                for c in range(nk):
+                    columns[r, 1 + c] = jac[r, known[c]]
+                    product += jac[r, known[c]] * rate[known[c]]
+                columns[r, 1 + nk] = product
+            solution, ok = _LU_SOLVE(a, columns)
             if not ok:
                 return theta_all, rate_all, s
             size = 0.0
             scale = 1.0
             for i in range(nd):
-                if abs(step[i]) > MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
+                step = solution[i, 0]
+                if not abs(step) <= MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
                     return theta_all, rate_all, s
-                theta[dep[i]] -= step[i]
-                size = max(size, abs(step[i]))
+                theta[dep[i]] -= step
+                size = max(size, abs(step))
                 scale = max(scale, abs(theta[dep[i]]))
-            if size <= 4e-16 * scale:
+            # at round-off: a step of a few ε, or one that stopped shrinking below 1e-14 (the residual's floor)
+            if size <= 4e-16 * scale or (size <= 1e-14 * scale and size > 0.5 * previous):
                 converged = True
                 break
+            previous = size
         if not converged:
             return theta_all, rate_all, s
-        # rates at the solution: Φ_dep θ̇_dep = −Φ_known θ̇_known
-        rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
-        _, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds, row_start,
-                               n_rows, True, False)
-        a = np.empty((nd, nd))
-        b = np.zeros(nd)
-        for r in range(nd):
-            for c in range(nd):
-                a[r, c] = jac[r, dep[c]]
-            for c in range(known.shape[0]):
-                b[r] -= jac[r, known[c]] * rate[known[c]]
-        dep_rate, ok = _SOLVE_SMALL(a, b)
-        if not ok:
-            return theta_all, rate_all, s
         for i in range(nd):
-            rate[dep[i]] = dep_rate[i]
+            rate[dep[i]] = -solution[i, 1 + nk]
             current[i] = theta[dep[i]]
+            for c in range(nk):
+                sensitivity_old[i, c] = sensitivity[i, c]
+                sensitivity[i, c] = -solution[i, 1 + c]
         theta_all[s] = theta
         rate_all[s] = rate
     return theta_all, rate_all, n
 
 
-_SOLVE_SMALL = None
+_LU_SOLVE = None
 
 
 def _positions_kernel():
     global _POSITIONS
     if _POSITIONS is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        from biobullet.constraints.newton_kernel import _lu_solve_py
         kernels = loop_kernels()
-        solve = jit.compiled(_solve_small_py)
+        solve = jit.compiled(_lu_solve_py)
         if kernels is None or solve is None:
             _POSITIONS = False
         else:
             _POSITIONS = jit.compiled(_loop_positions_py, bind={
-                "_LOOP_KINEMATICS": kernels[0], "_LOOP_ROWS": kernels[1], "_SOLVE_SMALL": solve}) or False
+                "_LOOP_KINEMATICS": kernels[0], "_LOOP_ROWS": kernels[1], "_LU_SOLVE": solve}) or False
     return _POSITIONS or None
 
 _STATES = None
