@@ -1,11 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
 For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
-coordinates), whose force elements are point-to-point springs and joint torques, integrated with the "reduced"
-formulation, everything `System._rhs` does per call runs in one numba function:
+coordinates), whose force elements are point-to-point springs, joint torques, joint spring-dampers and joint
+stops, integrated with the "reduced" formulation, everything `System._rhs` does per call runs in one numba
+function:
 
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    τ = Σ springs (from the same kinematics) + joint torques τ(t)
+    τ = Σ springs (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
     ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
@@ -35,7 +36,7 @@ from biobullet.core import jit
 _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = None
+_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _FUSED = None
 
 
@@ -43,7 +44,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
                   row_start, n_rows,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length):
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
     must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
     size = y.shape[0]
@@ -67,15 +69,19 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
         kinds, row_start, n_rows)
     if status != 0:
         return fail
-    # applied forces: joint torques τ(t) (given) and the springs, from the kinematics of the loop solve
+    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
+    # kinematics of the loop solve
     tau = tau_time.copy()
     power_in = 0.0
     for k in range(n_tangent):
         power_in += tau_time[k] * rate[k]
+    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
+                                     joint_stop_params, tau)
     spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
                                                spring_params, zero_length, tau)
     if spring_status != 0:
         return fail
+    dissipated += joint_dissipated
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
@@ -105,15 +111,17 @@ def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
     global _FUSED
     if _FUSED is None:
-        from biobullet.forces.compiled import spring_forces_kernel
+        from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
         tree = _compiled.tree_dynamics_kernel()
         springs = spring_forces_kernel()
         solve = _compiled.projected_solve_kernel()
-        if None in (tree, springs, solve):
+        joint_forces = joint_forces_kernel()
+        if None in (tree, springs, solve, joint_forces):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve}) or False
+                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
+                "_JOINT_FORCES": joint_forces}) or False
     return _FUSED or None
 
 
@@ -279,9 +287,10 @@ class CompiledReducedRHS:
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
-    def __init__(self, system, resolver, lean, springs, torques) -> None:
+    def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=()) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
+        from biobullet.forces.compiled import pack_joint_forces
         from biobullet.integrate.compiled_explicit import pack_springs
 
         model = system.model
@@ -294,6 +303,7 @@ class CompiledReducedRHS:
         tree_meta, tree_body = _compiled.pack(model)
         self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
         self._springs = pack_springs(model, springs)
+        self._joint_forces = pack_joint_forces(model, joint_springs, joint_stops)
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant = all(torque.value is not None for torque in torques)
         self._tau_time = np.zeros(model.n_tangent)
@@ -307,9 +317,10 @@ class CompiledReducedRHS:
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
         """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
-        whole coordinate map, only Spring and JointTorque elements, numba available and enabled."""
+        whole coordinate map, only Spring, JointTorque, JointSpring and JointStop elements (a switched stop's
+        restart events stay with the engine), numba available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
-        from biobullet.forces.elements import JointTorque, Spring
+        from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
         cmap = model.coordinate_map
@@ -318,7 +329,7 @@ class CompiledReducedRHS:
                 or type(cmap.resolvers[0]) is not LoopResolver
                 or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
             return None
-        if any(type(e) not in (Spring, JointTorque) for e in system.elements):
+        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop) for e in system.elements):
             return None
         resolver = cmap.resolvers[0]
         lean = resolver._lean
@@ -326,7 +337,8 @@ class CompiledReducedRHS:
             return None
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
-        path = cls(system, resolver, lean, springs, torques)
+        path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
+                   [e for e in system.elements if type(e) is JointStop])
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +421,7 @@ class CompiledReducedRHS:
             y, nq, independent, n_joints, shadow_rows, self._time_forces(t),
             meta, body, n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
             -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit, *self._rows,
-            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length)
+            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length, *self._joint_forces)
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it

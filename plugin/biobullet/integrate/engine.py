@@ -427,10 +427,10 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
 
 
 def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
-    """Σ V of the force elements at every sample: joint spring-dampers at once, elements that keep the base
-    class's zero skipped, the others per sample."""
+    """Σ V of the force elements at every sample: joint spring-dampers and joint stops at once, elements that keep
+    the base class's zero skipped, the others per sample."""
     from biobullet.forces.base import ForceElement
-    from biobullet.forces.elements import JointSpring
+    from biobullet.forces.elements import JointSpring, JointStop
 
     energy = np.zeros(len(positions))
     for element in elements:
@@ -439,6 +439,13 @@ def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
         if type(element) is JointSpring:
             i = element._indices(model)[0]
             energy += 0.5 * element.stiffness * (positions[:, i] - element.rest) ** 2
+            continue
+        if type(element) is JointStop:   # k p^(e+1) / (e+1) per limit the joint is beyond
+            theta, e = positions[:, element._indices(model)[0]], element.exponent
+            for limit, side in ((element.lower, -1.0), (element.upper, 1.0)):
+                if limit is not None:
+                    pen = np.where(side * (theta - limit) > 0.0, side * (theta - limit), 0.0)
+                    energy += element.stiffness * pen ** (e + 1.0) / (e + 1.0)
             continue
         energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
     return energy
