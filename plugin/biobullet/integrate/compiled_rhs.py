@@ -310,6 +310,12 @@ class CompiledReducedRHS:
         for torque, k in self._torques:
             if torque.value is not None:
                 self._tau_time[k] += torque.value
+        # the last few solutions the kernel reached (a retry starts from the nearest: see `__call__`), and where
+        # the resolver's known joints sit in y
+        self._recent: list = []
+        independent = list(model.coordinate_map.independent)
+        self._known_in_y = np.array([independent.index(k) for k in resolver._kn], dtype=np.intp) \
+            if all(k in independent for k in resolver._kn) else None
         self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
                         model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
                         if system.shadow is not None else np.zeros(0, dtype=np.int64))
@@ -341,10 +347,13 @@ class CompiledReducedRHS:
                    [e for e in system.elements if type(e) is JointStop])
         return path if path._kernel is not None else None
 
-    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
+    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
+                    first_guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
         sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
-        resolver's cache) and the batch resumes after it."""
+        resolver's cache) and the batch resumes after it. `first_guess` (θ of all joints at the first sample, e.g.
+        the integrated loop-dependent joints of `error_control="joints"`) lets the batch start at the first
+        sample; without it the first sample takes the generic path, which fixes the assembly branch."""
         global _STATES
         if _STATES is None:   # `_LEAN` is bound: this path exists only once the fused kernel compiled
             _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": _LEAN}) or False
@@ -360,12 +369,15 @@ class CompiledReducedRHS:
             # assembly branch is the generic path's), then plain Newton on positions (no G, γ, curvature: output
             # only) warm-started sample to sample, handing back at a large step between samples
             dep = np.asarray(r._dep, dtype=np.int64)
-            theta[0], rate[0] = fallback(0)
-            th, rt, done = positions(np.ascontiguousarray(q[1:]), np.ascontiguousarray(v[1:]), independent, n_joints,
-                                     dep, np.asarray(r._kn, dtype=np.int64), theta[0][dep].copy(), meta, body,
-                                     n_tangent, *self._rows)
-            theta[1:1 + done], rate[1:1 + done] = th[:done], rt[:done]
-            start = 1 + done
+            first = 0
+            if first_guess is None or not np.all(np.isfinite(first_guess)):
+                theta[0], rate[0] = fallback(0)
+                first_guess, first = theta[0], 1
+            th, rt, done = positions(np.ascontiguousarray(q[first:]), np.ascontiguousarray(v[first:]), independent,
+                                     n_joints, dep, np.asarray(r._kn, dtype=np.int64),
+                                     np.array(first_guess[dep], dtype=float), meta, body, n_tangent, *self._rows)
+            theta[first:first + done], rate[first:first + done] = th[:done], rt[:done]
+            start = first + done
         while start < n:
             if not _STATES or r._warm is None:
                 theta[start], rate[start] = fallback(start)
@@ -408,7 +420,35 @@ class CompiledReducedRHS:
             return None
         if not (y.flags.c_contiguous and y.dtype == np.float64):
             y = np.ascontiguousarray(y, dtype=float)
-        known0, dep0, sensitivity = warm
+        out = self._evaluate(t, y)
+        if out is not None or self._known_in_y is None or not self._recent:
+            return out
+        # An explicit integrator's trial stages can lie far from each other (a large trial step): the cached
+        # solution of the last stage is then more than CONTINUATION_STEP from this state and the kernel hands over
+        # to the generic path (continuation, ~40× a compiled call). One of the last solutions the kernel reached
+        # on this trajectory is usually near: retry once from the nearest within the kernel's own no-continuation
+        # radius, else hand over with the resolver's cache as it was.
+        from biobullet.constraints.newton_kernel import CONTINUATION_STEP
+        target = y[self._known_in_y]
+        best, jump = None, CONTINUATION_STEP
+        for entry in self._recent:
+            distance = float(np.max(np.abs(entry[0][0] - target))) if target.size else 0.0
+            if distance <= jump and entry[0] is not warm:
+                best, jump = entry, distance
+        if best is None:
+            return None
+        saved = (r._warm, r._warm_condition, r._warm_curvature)
+        r._warm, r._warm_condition, r._warm_curvature = best
+        out = self._evaluate(t, y)
+        if out is None:
+            r._warm, r._warm_condition, r._warm_curvature = saved
+        return out
+
+    def _evaluate(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        """One compiled call from the resolver's cached solution; on success the cache moves to the new solution
+        (kept in `_recent` too)."""
+        r = self.resolver
+        known0, dep0, sensitivity = r._warm
         curvature = r._warm_curvature
         u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
         anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
@@ -430,4 +470,8 @@ class CompiledReducedRHS:
         r._warm_curvature = (u, h) if u.shape[0] else None
         r._warm_fresh = True
         r._memo = None
+        recent = self._recent
+        if len(recent) >= 16:   # an explicit step has up to 12 stages: keep more than one step's
+            del recent[0]
+        recent.append((r._warm, condition, r._warm_curvature))
         return out

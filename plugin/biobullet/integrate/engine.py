@@ -411,7 +411,14 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
         def fallback(k: int):
             x, xd = system.tree_state(t[k], y[k])
             return x[bq:], xd[bv:]
-        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback)
+        guess = None
+        if system.shadow is not None and len(t):   # integrated loop-dependent joints: the first sample's guess
+            n_pv = system.n_pos + system.n_vel
+            rows_x = system.shadow[0]
+            guess = np.zeros(cmap.n_joints)
+            guess[rows_x - bq] = y[0, n_pv:n_pv + len(rows_x)]
+        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback,
+                                                                             guess)
         return positions, velocities
     table = explicit_table(cmap)
     if table is None:
