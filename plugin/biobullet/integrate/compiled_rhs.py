@@ -125,7 +125,7 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
-_POSITIONS = _LOOP_KINEMATICS = _LOOP_ROWS = None
+_POSITIONS = _LOOP_ROWS = None
 _NEWTON_ITERATIONS = 12
 #: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
 MAX_SAMPLE_STEP = 0.05
@@ -151,9 +151,17 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     current = guess.copy()
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
-    empty = np.zeros(0)
     a = np.empty((nd, nd))
     columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]
+    # the placement pass of the loop kinematics (positions only) into buffers allocated once: `_PLACE_BODY` per
+    # body is `_tree_kinematics_kernel_py` without rates, whose per-call allocations cost more than its algebra
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))   # each body writes only its own columns
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    no_motion = np.zeros((1, 6))
     for s in range(n):
         theta = np.zeros(n_joints)
         rate = np.zeros(n_joints)
@@ -189,9 +197,10 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
         previous = np.inf
         solution = columns
         for _ in range(_NEWTON_ITERATIONS):
-            rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
-            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds,
-                                     row_start, n_rows, True, False)
+            for b in range(nb):
+                _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
+            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, no_motion, no_motion, l_ancestry, point_body, offset, basis,
+                                     kinds, row_start, n_rows, True, False)
             for r in range(nd):
                 for c in range(nd):
                     a[r, c] = jac[r, dep[c]]
@@ -231,7 +240,7 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     return theta_all, rate_all, n
 
 
-_LU_SOLVE = None
+_LU_SOLVE = _PLACE_BODY = None
 
 
 def _positions_kernel():
@@ -241,11 +250,12 @@ def _positions_kernel():
         from biobullet.constraints.newton_kernel import _lu_solve_py
         kernels = loop_kernels()
         solve = jit.compiled(_lu_solve_py)
-        if kernels is None or solve is None:
+        place = _compiled.place_body_kernel()
+        if kernels is None or solve is None or place is None:
             _POSITIONS = False
         else:
             _POSITIONS = jit.compiled(_loop_positions_py, bind={
-                "_LOOP_KINEMATICS": kernels[0], "_LOOP_ROWS": kernels[1], "_LU_SOLVE": solve}) or False
+                "_PLACE_BODY": place, "_LOOP_ROWS": kernels[1], "_LU_SOLVE": solve}) or False
     return _POSITIONS or None
 
 _STATES = None
