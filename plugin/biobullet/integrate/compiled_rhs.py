@@ -329,6 +329,9 @@ class CompiledReducedRHS:
         self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
                         model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
                         if system.shadow is not None else np.zeros(0, dtype=np.int64))
+        self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
+                           (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree, *self._springs,
+                            *self._joint_forces))
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
@@ -463,15 +466,10 @@ class CompiledReducedRHS:
         u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
         anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
         loose = r.accept_residual
-        nq, independent, n_joints, shadow_rows = self._static
-        meta, body, n_tangent = self._lean_args
-        tree_meta, tree_body, gravity, ancestry = self._tree
-        bodies, points, params, zero_length = self._springs
+        head, middle, tail = self._arguments   # the constant arguments, packed once (Python glue per call)
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
-            y, nq, independent, n_joints, shadow_rows, self._time_forces(t),
-            meta, body, n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
-            -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit, *self._rows,
-            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length, *self._joint_forces)
+            y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
+            r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail)
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
