@@ -432,6 +432,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if isinstance(summary, dict) and "real_time_factor" in summary:
         print(f"{args.scenario}: {summary['simulated_seconds']:.4g} s simulated in {summary['wall_seconds']:.3g} s "
               f"wall: real-time factor {summary['real_time_factor']:.3g}", file=sys.stderr)
+    elif isinstance(summary, dict) and summary.get("simulated_seconds_reason"):
+        print(f"{args.scenario}: no real-time factor ({summary['simulated_seconds_reason']}); "
+              f"{summary['wall_seconds']:.3g} s wall", file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default))
     else:

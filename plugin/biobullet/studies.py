@@ -64,7 +64,10 @@ def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
 
 def _with_real_time_factor(summary: Any, wall: float, out_dir: str) -> Any:
     """Add `wall_seconds` and, when the study reports `simulated_seconds` (total simulated time of its runs),
-    `real_time_factor` = simulated / wall seconds to the summary and to out_dir/summary.json (atomically)."""
+    `real_time_factor` = simulated / wall seconds to the summary and to out_dir/summary.json (atomically).
+
+    Study contract: every summary has `simulated_seconds` — a number, or None for a study that is not a
+    simulation, then with `simulated_seconds_reason`. Both are copied into summary.json as well."""
     if not isinstance(summary, dict):
         return summary
     summary["wall_seconds"] = wall
@@ -80,7 +83,7 @@ def _with_real_time_factor(summary: Any, wall: float, out_dir: str) -> Any:
         except (OSError, ValueError):
             return summary
         if isinstance(written, dict):
-            for key in ("wall_seconds", "real_time_factor"):
+            for key in ("wall_seconds", "real_time_factor", "simulated_seconds", "simulated_seconds_reason"):
                 if key in summary:
                     written[key] = summary[key]
             write_text(path, json.dumps(written, indent=2, default=str) + "\n")

@@ -46,6 +46,7 @@ from biobullet.extensible.phases import (
     simulate,
     static_stance,
 )
+from biobullet_studies.common import simulated_time
 
 FLIGHT_T = 0.4
 T_PUSH, PUSH_TIME = 0.1, 0.25   # s: hold the crouched equilibrium, then extend the legs (smooth step)
@@ -618,6 +619,9 @@ def run(out_dir: str, **options: Any) -> dict:
                                   "foot_reactions": stance3.reactions.tolist()}},
         "files": files,
         "runtime_s": time.perf_counter() - started,
+        # the flights (constant and time-varying inertia, three-link) and both jumps
+        **simulated_time(sum(float(tr.t[-1] - tr.t[0]) for tr in (flight_tr, flight_tv, tr3,
+                                                                     *(j[0] for j in jumps.values())))),
     }
     write_json(out / "summary.json", summary)
     write_text(out / "report.md", _report(summary))

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, save_figure, say, write_json
+from biobullet_studies.common import bundled_model, save_figure, say, simulated_time, write_json
 
 SHOULDER_DT = 1.0e-3          # s
 SHOULDER_T = 10.0             # s
@@ -229,6 +229,11 @@ def run(out_dir: str, andrews_long: bool = True) -> dict:
         # beyond 0.03 s the crank keeps speeding up and the one-step residual grows like (ω·dt)²
         "andrews_long_below_limit": None if long is None else bool(long["residual"].max() <= LIMIT),
         "files": ["residuals.png", "convergence.png", "summary.json"],
+        # bridge runs (shoulder free and driven, each convergence dt, the long Andrews run) and the reference
+        # engine's run of each convergence study
+        **simulated_time(2 * SHOULDER_T + (len(SHOULDER_CONVERGENCE[0]) + 1) * SHOULDER_CONVERGENCE[1]
+                         + (len(ANDREWS_CONVERGENCE[0]) + 1) * ANDREWS_CONVERGENCE[1]
+                         + (ANDREWS_T_LONG if long is not None else 0.0)),
     }
     write_json(os.path.join(out_dir, "summary.json"), summary)
     return summary

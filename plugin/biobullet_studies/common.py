@@ -28,3 +28,14 @@ def save_figure(figure, path: str | os.PathLike[str], dpi: int = 120) -> None:
 def say(message: str) -> None:
     """Progress line on stderr (stdout stays clean for --json)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def simulated_time(seconds: float | None, reason: str | None = None) -> dict:
+    """The summary entries from which `biobullet run` reports a real-time factor (simulated / wall seconds):
+    `simulated_seconds` = the total simulated time (s) the study's runs integrate, or None for a study that is not
+    a simulation, with `simulated_seconds_reason` saying why. Every study's summary carries them."""
+    if seconds is None:
+        if not reason:
+            raise ValueError("a study without simulated time must say why (reason)")
+        return {"simulated_seconds": None, "simulated_seconds_reason": reason}
+    return {"simulated_seconds": float(seconds)}

@@ -16,6 +16,8 @@ from biobullet.core import atomic
 CR_VALUES = (0.3, 0.5, 0.8, 0.95)
 LAWS = ("hunt_crossley", "flores", "hu_guo", "kelvin_voigt")
 M, K, V, R, GAP = 1.0, 1.0e6, 1.0, 0.05, 0.01
+ENGINE_T_END = GAP / V + 0.05   # s, one engine drop: the fall through the gap, the impact, and after
+SLIDE_T_END = 0.08              # s, one sliding-block run
 FRICTION = {
     "coulomb": {"friction_law": "coulomb", "mu": "0.5"},
     "regularized": {"friction_law": "regularized", "mu": "0.5", "v0": "1e-3"},
@@ -33,7 +35,7 @@ def _engine_restitution(name: str, cr: float, folder: str) -> dict:
     law = make_normal_law(name, cr, mass=M, stiffness=K)
     attributes = {"normal_law": name, **{k: repr(v) for k, v in law.parameters.items() if k != "adhesion"}}
     model = load_text(drop_urdf(attributes, mass=M, radius=R, gravity="0 0 0"), folder)
-    t_end = GAP / V + 0.05
+    t_end = ENGINE_T_END
     trajectory = simulate(model, t_end, initial={"drop": R + GAP, "drop_dot": -V}, progress=False,
                           t_eval=np.array([0.0, t_end]))
     return contact_intervals(trajectory)[0]
@@ -64,7 +66,7 @@ def restitution_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def sliding_block(folder: str, path: str, v_start: float = 0.2, t_end: float = 0.08) -> dict:
+def sliding_block(folder: str, path: str, v_start: float = 0.2, t_end: float = SLIDE_T_END) -> dict:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -101,7 +103,7 @@ def sliding_block(folder: str, path: str, v_start: float = 0.2, t_end: float = 0
 
 def run(out_dir: str) -> dict:
     from biobullet.contact.report import plot_friction_curves, plot_hysteresis
-    from biobullet_studies.common import write_atomic
+    from biobullet_studies.common import simulated_time, write_atomic
     os.makedirs(out_dir, exist_ok=True)
     models = os.path.join(out_dir, "models")
     rows = restitution_rows(models)
@@ -114,6 +116,9 @@ def run(out_dir: str) -> dict:
     summary = {"max_restitution_difference": max(r["difference"] for r in rows), "restitution": rows,
                "sliding_block": sliding,
                "files": ["restitution.md", "restitution.json", "hysteresis.png", "friction_curves.png",
-                         "sliding_block.png"]}
+                         "sliding_block.png"],
+               # the engine's runs: one drop per (law, cr) and one slide per friction law (the 1-DOF oracle's own
+               # integrations are not counted)
+               **simulated_time(len(rows) * ENGINE_T_END + len(sliding) * SLIDE_T_END)}
     write_atomic(os.path.join(out_dir, "summary.json"), json.dumps(summary, indent=2))
     return summary

@@ -10,7 +10,8 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, bundled_models, save_figure, say, write_atomic, write_json
+from biobullet_studies.common import (bundled_model, bundled_models, save_figure, say, simulated_time, write_atomic,
+                                      write_json)
 
 RHYTHM_JOINTS = ("sc_y", "sc_z", "ac_x", "ac_y", "ac_z")
 PLANES_DEG = (0.0, 45.0, 90.0)
@@ -87,7 +88,9 @@ def run(out_dir: str, samples: int = 5, seed: int = 0, tol: float = 1e-9) -> dic
     say("[foundation] plotting shoulder rhythms …")
     rhythm = plot_rhythms(out_dir)
     summary = {"validation": validation, "rhythm_range_deg": rhythm,
-               "all_ok": all(v["ok"] for v in validation.values())}
+               "all_ok": all(v["ok"] for v in validation.values()),
+               **simulated_time(None, "model validation at random states against Pinocchio and PyBullet: "
+                                      "no time integration")}
     write_json(os.path.join(out_dir, "summary.json"), summary)
     say(f"[foundation] wrote {out_dir}/summary.json, validation.txt, shoulder_rhythm.png")
     return summary

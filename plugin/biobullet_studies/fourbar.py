@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, save_figure, say, write_atomic, write_json
+from biobullet_studies.common import bundled_model, save_figure, say, simulated_time, write_atomic, write_json
 
 #: link-frame points (urdf/fourbar_knee.urdf): thigh pivots A, B; shank pivots D (shank origin), C
 POINTS = {"A": ("posterior_link", (0.0, 0.0, 0.0)), "D": ("shank", (0.0, 0.0, 0.0)),
@@ -142,7 +142,8 @@ def run(out_dir: str, step_deg: float = 1.0, max_flexion_deg: float = 110.0) -> 
                "knee_D_rad": curve["angles"][:, 2].tolist(),
                "icr_height_range_m": [float(icr[:, 2].min()), float(icr[:, 2].max())],
                "icr_x_range_m": [float(icr[:, 0].min()), float(icr[:, 0].max())],
-               "max_velocity_residual_m_s": float(curve["residual"].max()), "figures": [figure]}
+               "max_velocity_residual_m_s": float(curve["residual"].max()), "figures": [figure],
+               **simulated_time(None, "kinematic ICR sweep over flexion angles: no time integration")}
     write_json(os.path.join(out_dir, "summary.json"), summary)
     rows = ["| flexion (deg) | ICR x (mm) | ICR z (mm) | knee_A (deg) | knee_B (deg) | knee_D (deg) |",
             "|---|---|---|---|---|---|"]

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, save_figure, say, write_atomic, write_json
+from biobullet_studies.common import bundled_model, save_figure, say, simulated_time, write_atomic, write_json
 
 SUBSTITUTE = ("SUBSTITUTE data: de Leva (1996) segment parameters; synthetic smooth pitching kinematics shaped "
               "like published adult-pitcher averages — not the paper's video")
@@ -172,7 +172,9 @@ def run(out_dir, dt: float = 2e-3, video: bool = True, **_) -> dict:
                "round_trip_observed_order": order, "ball_speed_at_release_m_s": ball_speed, "release_time_s": release_t,
                "gyroscopic_term_check": gyro,
                "peak_joint_torque_N_m": {n: float(np.max(np.abs(taus[:, 6 + k])))
-                                         for k, n in enumerate(model.velocity_names[6:])}}
+                                         for k, n in enumerate(model.velocity_names[6:])},
+               # two forward round trips (dt and 2 dt) and the two free flights of the gyroscopic check
+               **simulated_time(2 * DURATION + sum(g["t_end"] for g in gyro.values()))}
     write_json(os.path.join(out_dir, "summary.json"), summary)
     write_atomic(os.path.join(out_dir, "report.md"), "\n".join([
         "# Pitching — paper 001 §3.1", "", f"**{SUBSTITUTE}.**", "",
@@ -211,7 +213,7 @@ def physics_checks(model, out_dir, dt: float = 2e-3, t_end: float = 0.5) -> dict
         series[gyroscopic] = (ts, (energy - energy[0]) / abs(energy[0]),
                               np.linalg.norm(momentum - momentum[0], axis=1) / np.linalg.norm(momentum[0]))
         out["with_gyroscopic" if gyroscopic else "without_gyroscopic"] = {
-            "energy_rel_drift": float(np.max(np.abs(series[gyroscopic][1]))),
+            "t_end": float(ts[-1] - ts[0]), "energy_rel_drift": float(np.max(np.abs(series[gyroscopic][1]))),
             "angular_momentum_rel_drift": float(np.max(series[gyroscopic][2]))}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for gyroscopic, style in ((True, "-"), (False, "--")):

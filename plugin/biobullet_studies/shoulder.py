@@ -30,7 +30,7 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, say, write_atomic, write_json
+from biobullet_studies.common import bundled_model, say, simulated_time, write_atomic, write_json
 from biobullet_studies.shoulder_dynamics import (CASES_DEG, COMPARED, MODELS, PERIOD, Motion, bridge_inverse_dynamics,
                                 comparison_table, inverse_dynamics, power_balance, relative_difference)
 
@@ -76,6 +76,7 @@ def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = Tru
         table[case] = comparison_table(results[case]["de_groot"], results[case]["holzbaur"])
 
     runs, bridge_summary, video_file = {}, {"skipped": why} if not have_bridge else {}, None
+    replayed = []   # simulated seconds of each forward run (the PyBullet replays; the rest is inverse dynamics)
     if bridge and have_bridge:
         for case, elevation in CASES_DEG.items():
             runs[case], bridge_summary[case] = {}, {}
@@ -84,11 +85,13 @@ def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = Tru
                 run_ = track_on_bridge(model, Motion(elevation), results[case][key], dt=bridge_dt,
                                        label=f"{case}/{key}")
                 runs[case][key] = run_
+                replayed.append(run_["final_time"])
                 bridge_summary[case][key] = {k: v for k, v in run_.items() if k not in ("t", "q", "q_ref", "names")}
         if open_loop:
             say("[shoulder] case1, de_groot: open-loop replay (no PD) to show why the PD is there …")
             free = track_on_bridge(models["de_groot"], Motion(CASES_DEG["case1"]), results["case1"]["de_groot"],
                                    dt=bridge_dt, pd=False, label="open loop")
+            replayed.append(free["final_time"])
             bridge_summary["open_loop"] = {"case": "case1", "model": "de_groot",
                                            "max_tracking_error_deg": free["max_tracking_error_deg"]}
         if video:
@@ -102,6 +105,8 @@ def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = Tru
     say("[shoulder] plotting …")
     figures = save_all(out_dir, results, rhythm, balances, runs)
     summary = _summary(t, table, ranges, cross, balances, bridge_summary, video_file, figures)
+    summary.update(simulated_time(sum(replayed)) if replayed else simulated_time(
+        None, "inverse dynamics only: the PyBullet replays (the study's forward runs) were skipped"))
     write_json(os.path.join(out_dir, "summary.json"), summary)
     write_atomic(os.path.join(out_dir, "report.md"), report(summary))
     say(f"[shoulder] wrote {out_dir}/summary.json, report.md, {', '.join(figures)}"

@@ -398,6 +398,60 @@ def placements_kernel():
     return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
 
 
+def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):
+    """Kinetic energy ½ ẋᵀ M ẋ = Σ ½ m |v_c|² + ½ ωᵀ R I_c Rᵀ ω and gravity potential −Σ m g·c (J) of n tree
+    states (positions (n, n_config), velocities (n, n_tangent)) into kinetic[k], potential[k]: one placement pass
+    per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i at the world origin ([linear; angular]),
+    c = R com + p. `vectorized.kinetic_energy_batch` / `gravity_potential_batch` in one compiled call."""
+    nb = meta.shape[0]
+    n, n_tangent = velocities.shape
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    vel = np.zeros((nb, 6))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    g0, g1, g2 = gravity[0], gravity[1], gravity[2]
+    for k in range(n):
+        x = positions[k]
+        t_sum, v_sum = 0.0, 0.0
+        for i in range(nb):
+            _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+            parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+            for a in range(6):
+                own = 0.0
+                for c in range(nv):
+                    own += sub[a, vi + c] * velocities[k, vi + c]
+                vel[i, a] = (vel[parent, a] if parent >= 0 else 0.0) + own
+            mass = body[i, _MASS]
+            r = rot[i]
+            c0 = r[0, 0] * body[i, _COM] + r[0, 1] * body[i, _COM + 1] + r[0, 2] * body[i, _COM + 2] + pos[i, 0]
+            c1 = r[1, 0] * body[i, _COM] + r[1, 1] * body[i, _COM + 1] + r[1, 2] * body[i, _COM + 2] + pos[i, 1]
+            c2 = r[2, 0] * body[i, _COM] + r[2, 1] * body[i, _COM + 1] + r[2, 2] * body[i, _COM + 2] + pos[i, 2]
+            v_sum -= mass * (g0 * c0 + g1 * c1 + g2 * c2)
+            w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
+            u0 = vel[i, 0] + w1 * c2 - w2 * c1    # centre-of-mass velocity v_o + ω × c
+            u1 = vel[i, 1] + w2 * c0 - w0 * c2
+            u2 = vel[i, 2] + w0 * c1 - w1 * c0
+            t_sum += 0.5 * mass * (u0 * u0 + u1 * u1 + u2 * u2)
+            l0 = r[0, 0] * w0 + r[1, 0] * w1 + r[2, 0] * w2   # Rᵀ ω
+            l1 = r[0, 1] * w0 + r[1, 1] * w1 + r[2, 1] * w2
+            l2 = r[0, 2] * w0 + r[1, 2] * w1 + r[2, 2] * w2
+            rotational = 0.0
+            for a in range(3):
+                la = l0 if a == 0 else (l1 if a == 1 else l2)
+                rotational += la * (body[i, _INERTIA + 3 * a] * l0 + body[i, _INERTIA + 3 * a + 1] * l1
+                                    + body[i, _INERTIA + 3 * a + 2] * l2)
+            t_sum += 0.5 * rotational
+        kinetic[k] = t_sum
+        potential[k] = v_sum
+
+
+def tree_energies_kernel():
+    """The compiled `_tree_energies_py` (with `_place_body` bound), or None (numba missing or disabled)."""
+    return jit.compiled(_tree_energies_py, bind=_tree_kernel_bindings)
+
+
 def tree_dynamics_kernel():
     """The compiled `_tree_dynamics_py` (with `_place_body` bound), or None (numba missing or disabled)."""
     return jit.compiled(_tree_dynamics_py, bind=_tree_kernel_bindings)

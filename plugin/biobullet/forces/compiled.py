@@ -1,4 +1,7 @@
-"""Numba kernel of the point-to-point spring's generalized force (the hot path of `elements.Spring`).
+"""Numba kernels of the built-in force elements for the compiled right-hand sides: the point-to-point spring's
+generalized force (the hot path of `elements.Spring`), and the joint-space laws of `JointSpring` and `JointStop`
+(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling). Contacts are not
+here (their law kernels: `contact`), nor third-party elements: a model with one stays on the generic path.
 
 Same algebra as `Spring._fast_force` (its numpy/Python path, used without numba or with BIOBULLET_NUMBA=0):
 τ = [F; p × F]ᵀ S over each end point's ancestor joints, from the shared tree kinematics (world placements and
@@ -118,3 +121,61 @@ def spring_forces_kernel():
         return None
     return jit.compiled(_spring_forces_py, bind={"_SPRING": spring})
 
+
+
+def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params, tau):
+    """Add the joint-space force elements' torques to `tau` and return their dissipated power (W): the compiled
+    twin of `JointSpring` and `JointStop` (`elements.py`, the generic path and reference), one sum for every
+    compiled right-hand side.
+
+    spring_index, stop_index: (n, 2) int64 rows (index in x, index in ẋ); spring_params: (n, 3) rows
+    (k, θ0, c) — τ = −k (θ − θ0) − c θ̇; stop_params: (n, 9) rows (has_lower, lower, has_upper, upper, k, c, e,
+    smoothing, switched) — per limit the joint is beyond, penetration p > 0 (lower − θ or θ − upper) and its rate
+    ṗ: τ = ±(k p^e + c s(p) ṗ), s the C¹ smoothstep of p / smoothing (1 for a switched stop, whose restart events
+    stay with the generic engine's event handling)."""
+    dissipated = 0.0
+    for s in range(spring_index.shape[0]):
+        i, k = spring_index[s, 0], spring_index[s, 1]
+        stiffness, rest, damping = spring_params[s, 0], spring_params[s, 1], spring_params[s, 2]
+        tau[k] += -stiffness * (x[i] - rest) - damping * xd[k]
+        dissipated += damping * xd[k] * xd[k]
+    for s in range(stop_index.shape[0]):
+        i, k = stop_index[s, 0], stop_index[s, 1]
+        theta, rate = x[i], xd[k]
+        stiffness, damping, exponent = stop_params[s, 4], stop_params[s, 5], stop_params[s, 6]
+        smoothing, switched = stop_params[s, 7], stop_params[s, 8] != 0.0
+        total = 0.0
+        for side in range(2):
+            if side == 0:
+                if stop_params[s, 0] == 0.0 or not theta < stop_params[s, 1]:
+                    continue
+                sign, pen, pen_rate = 1.0, stop_params[s, 1] - theta, -rate
+            else:
+                if stop_params[s, 2] == 0.0 or not theta > stop_params[s, 3]:
+                    continue
+                sign, pen, pen_rate = -1.0, theta - stop_params[s, 3], rate
+            gate = 1.0
+            if not switched:
+                u = min(pen / smoothing, 1.0)
+                gate = u * u * (3.0 - 2.0 * u)
+            total += sign * (stiffness * pen ** exponent + damping * gate * pen_rate)
+            dissipated += damping * gate * pen_rate * pen_rate
+        tau[k] += total
+    return dissipated
+
+
+def joint_forces_kernel():
+    """The compiled `_joint_forces_py`, or None (numba missing or disabled)."""
+    return jit.compiled(_joint_forces_py)
+
+
+def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
+    """(spring_index, spring_params, stop_index, stop_params) of `_joint_forces_py` for these `JointSpring` and
+    `JointStop` elements."""
+    spring_index = np.array([e._indices(model) for e in joint_springs], dtype=np.int64).reshape(-1, 2)
+    spring_params = np.array([[e.stiffness, e.rest, e.damping] for e in joint_springs], dtype=float).reshape(-1, 3)
+    stop_index = np.array([e._indices(model) for e in joint_stops], dtype=np.int64).reshape(-1, 2)
+    stop_params = np.array([[e.lower is not None, 0.0 if e.lower is None else e.lower, e.upper is not None,
+                             0.0 if e.upper is None else e.upper, e.stiffness, e.damping, e.exponent, e.smoothing,
+                             e.switched] for e in joint_stops], dtype=float).reshape(-1, 9)
+    return spring_index, spring_params, stop_index, stop_params

@@ -1,11 +1,11 @@
 """One compiled call for the whole right-hand side of a reduced model whose coordinate map is explicit joint
 functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions), fixed or floating
-base, with
-point-to-point springs, joint spring-dampers and joint torques: `CompiledExplicitRHS` (the loop-map twin is
+base, with point-to-point springs, joint spring-dampers, joint stops and joint torques: `CompiledExplicitRHS` (the
+loop-map twin is
 `compiled_rhs.CompiledReducedRHS`). Per call:
 
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
-    τ = joint torques τ(t) + joint spring-dampers + springs             (`forces.compiled._spring_kernel_py`)
+    τ = joint torques τ(t) + joint spring-dampers and stops + springs   (`forces.compiled`)
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
@@ -92,12 +92,13 @@ def tangent_parents(model) -> np.ndarray:
 
 
 _LTDL = None
-_EXPLICIT = _JETS = _KINEMATICS = None
+_EXPLICIT = _JETS = _KINEMATICS = _JOINT_FORCES = None
 
 
 def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                     zero_length, joint_springs, joint_spring_params, tangent_parent):
+                     zero_length, joint_springs, joint_spring_params, tangent_parent, joint_stops,
+                     joint_stop_params):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
@@ -127,17 +128,12 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         gradient[base_v + independent[j], base_v + j] = 1.0
     if _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma) != 0:
         return fail
-    # applied forces: joint torques τ(t) (given), joint spring-dampers, point-to-point springs
+    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, point-to-point springs
     tau = tau_time.copy()
     power_in = 0.0
     for k in range(n_tangent):
         power_in += tau_time[k] * xd[k]
-    dissipated = 0.0
-    for s in range(joint_springs.shape[0]):
-        i, k = joint_springs[s, 0], joint_springs[s, 1]
-        stiffness, rest, damping = joint_spring_params[s, 0], joint_spring_params[s, 1], joint_spring_params[s, 2]
-        tau[k] += -stiffness * (x[i] - rest) - damping * xd[k]
-        dissipated += damping * xd[k] * xd[k]
+    dissipated = _JOINT_FORCES(x, xd, joint_springs, joint_spring_params, joint_stops, joint_stop_params, tau)
     if spring_bodies.shape[0]:
         rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
         spring_status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, xd, spring_bodies,
@@ -197,17 +193,17 @@ def _explicit_kernel():
     global _EXPLICIT
     if _EXPLICIT is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
-        from biobullet.forces.compiled import spring_forces_kernel
+        from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
         kinematics = loop_kernels()
         callees = (_compiled.tree_dynamics_kernel(), spring_forces_kernel(), _compiled.projected_solve_kernel(),
                    jit.compiled(_compiled._cholesky_factor_py), jit.compiled(_compiled._cholesky_solve_py),
                    jit.compiled(_explicit_jets_py), kinematics[0] if kinematics else None,
-                   jit.compiled(_ltdl_solve_py))
+                   jit.compiled(_ltdl_solve_py), joint_forces_kernel())
         if None in callees:
             _EXPLICIT = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             names = ("_TREE", "_SPRING_FORCES", "_PROJECTED_SOLVE", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS",
-                     "_KINEMATICS", "_LTDL")
+                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES")
             _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
 
@@ -233,10 +229,12 @@ def pack_springs(model, springs) -> tuple:
 class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
     polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
-    torques, joint spring-dampers and point-to-point springs: one compiled call; None where the generic path must
-    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, stops, contacts, …)."""
+    torques, joint spring-dampers, joint stops (smooth or switched; the switched stops' restart events stay with the
+    engine's event handling) and point-to-point springs: one compiled call; None where the generic path must
+    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, contacts, …)."""
 
-    def __init__(self, system, table, springs, joint_springs, torques) -> None:
+    def __init__(self, system, table, springs, joint_springs, torques, joint_stops=()) -> None:
+        from biobullet.forces.compiled import pack_joint_forces
         from biobullet.algorithms.vectorized import tree_arrays
 
         model = system.model
@@ -246,9 +244,8 @@ class CompiledExplicitRHS:
         self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float),
                       np.ascontiguousarray(tree_arrays(model).ancestry))
         self._springs = pack_springs(model, springs)
-        self._joint_springs = (np.array([e._indices(model) for e in joint_springs], dtype=np.int64).reshape(-1, 2),
-                               np.array([[e.stiffness, e.rest, e.damping] for e in joint_springs],
-                                        dtype=float).reshape(-1, 3))
+        # (index, params) of the joint spring-dampers, then of the joint stops (`forces.compiled._joint_forces_py`)
+        self._joint_springs = pack_joint_forces(model, joint_springs, joint_stops)
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant = all(torque.value is not None for torque in torques)
         self._tau_time = np.zeros(model.n_tangent)
@@ -271,12 +268,12 @@ class CompiledExplicitRHS:
 
     @classmethod
     def for_system(cls, system) -> "CompiledExplicitRHS | None":
-        from biobullet.forces.elements import JointSpring, JointTorque, Spring
+        from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
         if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or system.shadow is not None:
             return None
-        if any(type(e) not in (Spring, JointTorque, JointSpring) for e in system.elements):
+        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop) for e in system.elements):
             return None
         # 1-DOF joints and the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
         if any(b.joint_type not in ("revolute", "prismatic") and not (b.joint_type == "free" and not b.joint)
@@ -287,7 +284,8 @@ class CompiledExplicitRHS:
             return None
         path = cls(system, table, [e for e in system.elements if type(e) is Spring],
                    [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointTorque])
+                   [e for e in system.elements if type(e) is JointTorque],
+                   [e for e in system.elements if type(e) is JointStop])
         return path if path._kernel is not None else None
 
     def _time_forces(self, t: float) -> np.ndarray:
@@ -308,8 +306,8 @@ class CompiledExplicitRHS:
         bodies, points, params, zero_length = self._springs
         status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
                                    inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
-                                   bodies, points, params, zero_length, *self._joint_springs,
-                                   self._tangent_parent)
+                                   bodies, points, params, zero_length, *self._joint_springs[:2],
+                                   self._tangent_parent, *self._joint_springs[2:])
         return out if status == 0 else None
 
 

@@ -1,11 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
 For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
-coordinates), whose force elements are point-to-point springs and joint torques, integrated with the "reduced"
-formulation, everything `System._rhs` does per call runs in one numba function:
+coordinates), whose force elements are point-to-point springs, joint torques, joint spring-dampers and joint
+stops, integrated with the "reduced" formulation, everything `System._rhs` does per call runs in one numba
+function:
 
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    τ = Σ springs (from the same kinematics) + joint torques τ(t)
+    τ = Σ springs (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
     ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
@@ -17,9 +18,10 @@ or raises its own clear error — whenever the resolver's hot path would hand ov
 contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
 is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
 
-`CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in compiled
-passes (plain Newton on positions and one velocity solve per sample, warm-started from the previous sample;
-trajectory output only). Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+`CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
+compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
+sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
+sample it cannot take to the generic path and resuming after it. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
 (constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
@@ -34,7 +36,7 @@ from biobullet.core import jit
 _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = None
+_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _FUSED = None
 
 
@@ -42,7 +44,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
                   row_start, n_rows,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length):
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
     must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
     size = y.shape[0]
@@ -66,15 +69,19 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
         kinds, row_start, n_rows)
     if status != 0:
         return fail
-    # applied forces: joint torques τ(t) (given) and the springs, from the kinematics of the loop solve
+    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
+    # kinematics of the loop solve
     tau = tau_time.copy()
     power_in = 0.0
     for k in range(n_tangent):
         power_in += tau_time[k] * rate[k]
+    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
+                                     joint_stop_params, tau)
     spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
                                                spring_params, zero_length, tau)
     if spring_status != 0:
         return fail
+    dissipated += joint_dissipated
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
@@ -104,140 +111,151 @@ def _fused_kernel(lean_kernel):
     """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
     global _FUSED
     if _FUSED is None:
-        from biobullet.forces.compiled import spring_forces_kernel
+        from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
         tree = _compiled.tree_dynamics_kernel()
         springs = spring_forces_kernel()
         solve = _compiled.projected_solve_kernel()
-        if None in (tree, springs, solve):
+        joint_forces = joint_forces_kernel()
+        if None in (tree, springs, solve, joint_forces):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve}) or False
+                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
+                "_JOINT_FORCES": joint_forces}) or False
     return _FUSED or None
 
 
-_POSITIONS = _LOOP_KINEMATICS = _LOOP_ROWS = None
+_POSITIONS = _LOOP_ROWS = None
 _NEWTON_ITERATIONS = 12
 #: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
 MAX_SAMPLE_STEP = 0.05
 
 
-def _solve_small_py(a, b):
-    """x of a x = b (n × n, Gaussian elimination with partial pivoting) and a success flag."""
-    n = b.shape[0]
-    m = a.copy()
-    x = b.copy()
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(m[r, c]) > abs(m[p, c]):
-                p = r
-        if not abs(m[p, c]) > 0.0:
-            return x, False
-        if p != c:
-            for k in range(n):
-                m[c, k], m[p, k] = m[p, k], m[c, k]
-            x[c], x[p] = x[p], x[c]
-        for r in range(c + 1, n):
-            f = m[r, c] / m[c, c]
-            for k in range(c, n):
-                m[r, k] -= f * m[c, k]
-            x[r] -= f * x[c]
-    for c in range(n - 1, -1, -1):
-        s = x[c]
-        for k in range(c + 1, n):
-            s -= m[c, k] * x[k]
-        x[c] = s / m[c, c]
-    return x, True
-
-
 def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, body, n_tangent, l_ancestry,
                        point_body, offset, basis, kinds, row_start, n_rows):
     """θ and θ̇ (n, n_joints) at n samples by plain Newton on the loop rows (positions), then
-    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature. Each sample starts from the
-    previous one's solution (`guess` for the first) and iterates until the step is at round-off. Returns
-    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep) the caller takes over."""
+    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature.
+
+    Each sample starts from the previous one's solution moved along its sensitivity S = −Φ_dep⁻¹ Φ_known to
+    second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
+    sample) and iterates until the step is at round-off. One LU factorisation per iteration gives the step, S
+    and the rates together; the rates and S are taken from the last iteration, whose step is a few ε, so they are
+    those at the solution to round-off. About two kinematics passes per sample (five before). Returns
+    (θ, θ̇, done): from sample `done` on (no convergence, singular Φ_dep, a large step between samples or within
+    Newton) the caller takes over."""
     n, nq = q.shape
     nd = dep.shape[0]
+    nk = known.shape[0]
     theta_all = np.zeros((n, n_joints))
     rate_all = np.zeros((n, n_joints))
     current = guess.copy()
-    empty = np.zeros(0)
+    sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
+    sensitivity_old = np.zeros((nd, nk))   # … and at the one before
+    a = np.empty((nd, nd))
+    columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]
+    # the placement pass of the loop kinematics (positions only) into buffers allocated once: `_PLACE_BODY` per
+    # body is `_tree_kinematics_kernel_py` without rates, whose per-call allocations cost more than its algebra
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))   # each body writes only its own columns
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    no_motion = np.zeros((1, 6))
     for s in range(n):
+        theta = np.zeros(n_joints)
+        rate = np.zeros(n_joints)
+        for j in range(nq):
+            theta[independent[j]] = q[s, j]
+            rate[independent[j]] = v[s, j]
         if s > 0:
             jump = 0.0
             for j in range(nq):
                 jump = max(jump, abs(q[s, j] - q[s - 1, j]))
             if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe generic path decides
                 return theta_all, rate_all, s
-        theta = np.zeros(n_joints)
-        rate = np.zeros(n_joints)
-        for j in range(nq):
-            theta[independent[j]] = q[s, j]
-            rate[independent[j]] = v[s, j]
+            # second order along the path: S changed by S' − S'' over the previous known step δ; this step
+            # Δ ≈ α δ, so θ_dep ≈ θ_dep' + S' Δ + ½ α (S' − S'') Δ (exact to O(Δ³) for one known coordinate)
+            along = 0.0
+            if s > 1:
+                dd, dp = 0.0, 0.0
+                for c in range(nk):
+                    d_prev = theta_all[s - 1, known[c]] - theta_all[s - 2, known[c]]
+                    dd += d_prev * d_prev
+                    dp += d_prev * (theta[known[c]] - theta_all[s - 1, known[c]])
+                if dd > 0.0 and abs(dp) <= 4.0 * dd:
+                    along = 0.5 * dp / dd
+            for i in range(nd):
+                move = 0.0
+                for c in range(nk):
+                    delta = theta[known[c]] - theta_all[s - 1, known[c]]
+                    move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
+                current[i] += move
         for i in range(nd):
             theta[dep[i]] = current[i]
         converged = False
+        previous = np.inf
+        solution = columns
         for _ in range(_NEWTON_ITERATIONS):
-            rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
-            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds,
-                                     row_start, n_rows, True, False)
-            a = np.empty((nd, nd))
+            for b in range(nb):
+                _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
+            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, no_motion, no_motion, l_ancestry, point_body, offset, basis,
+                                     kinds, row_start, n_rows, True, False)
             for r in range(nd):
                 for c in range(nd):
                     a[r, c] = jac[r, dep[c]]
-            step, ok = _SOLVE_SMALL(a, phi)
+                columns[r, 0] = phi[r]
+                product = 0.0
+                for c in range(nk):
+                    columns[r, 1 + c] = jac[r, known[c]]
+                    product += jac[r, known[c]] * rate[known[c]]
+                columns[r, 1 + nk] = product
+            solution, ok = _LU_SOLVE(a, columns)
             if not ok:
                 return theta_all, rate_all, s
             size = 0.0
             scale = 1.0
             for i in range(nd):
-                if abs(step[i]) > MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
+                step = solution[i, 0]
+                if not abs(step) <= MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
                     return theta_all, rate_all, s
-                theta[dep[i]] -= step[i]
-                size = max(size, abs(step[i]))
+                theta[dep[i]] -= step
+                size = max(size, abs(step))
                 scale = max(scale, abs(theta[dep[i]]))
-            if size <= 4e-16 * scale:
+            # at round-off: a step of a few ε, or one that stopped shrinking below 1e-14 (the residual's floor)
+            if size <= 4e-16 * scale or (size <= 1e-14 * scale and size > 0.5 * previous):
                 converged = True
                 break
+            previous = size
         if not converged:
             return theta_all, rate_all, s
-        # rates at the solution: Φ_dep θ̇_dep = −Φ_known θ̇_known
-        rot, pos, sub, vel, acc = _LOOP_KINEMATICS(meta, body, theta, empty, n_tangent, False)
-        _, jac, _ = _LOOP_ROWS(rot, pos, sub, vel, acc, l_ancestry, point_body, offset, basis, kinds, row_start,
-                               n_rows, True, False)
-        a = np.empty((nd, nd))
-        b = np.zeros(nd)
-        for r in range(nd):
-            for c in range(nd):
-                a[r, c] = jac[r, dep[c]]
-            for c in range(known.shape[0]):
-                b[r] -= jac[r, known[c]] * rate[known[c]]
-        dep_rate, ok = _SOLVE_SMALL(a, b)
-        if not ok:
-            return theta_all, rate_all, s
         for i in range(nd):
-            rate[dep[i]] = dep_rate[i]
+            rate[dep[i]] = -solution[i, 1 + nk]
             current[i] = theta[dep[i]]
+            for c in range(nk):
+                sensitivity_old[i, c] = sensitivity[i, c]
+                sensitivity[i, c] = -solution[i, 1 + c]
         theta_all[s] = theta
         rate_all[s] = rate
     return theta_all, rate_all, n
 
 
-_SOLVE_SMALL = None
+_LU_SOLVE = _PLACE_BODY = None
 
 
 def _positions_kernel():
     global _POSITIONS
     if _POSITIONS is None:
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        from biobullet.constraints.newton_kernel import _lu_solve_py
         kernels = loop_kernels()
-        solve = jit.compiled(_solve_small_py)
-        if kernels is None or solve is None:
+        solve = jit.compiled(_lu_solve_py)
+        place = _compiled.place_body_kernel()
+        if kernels is None or solve is None or place is None:
             _POSITIONS = False
         else:
             _POSITIONS = jit.compiled(_loop_positions_py, bind={
-                "_LOOP_KINEMATICS": kernels[0], "_LOOP_ROWS": kernels[1], "_SOLVE_SMALL": solve}) or False
+                "_PLACE_BODY": place, "_LOOP_ROWS": kernels[1], "_LU_SOLVE": solve}) or False
     return _POSITIONS or None
 
 _STATES = None
@@ -279,9 +297,10 @@ class CompiledReducedRHS:
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
-    def __init__(self, system, resolver, lean, springs, torques) -> None:
+    def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=()) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
+        from biobullet.forces.compiled import pack_joint_forces
         from biobullet.integrate.compiled_explicit import pack_springs
 
         model = system.model
@@ -294,22 +313,33 @@ class CompiledReducedRHS:
         tree_meta, tree_body = _compiled.pack(model)
         self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
         self._springs = pack_springs(model, springs)
+        self._joint_forces = pack_joint_forces(model, joint_springs, joint_stops)
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant = all(torque.value is not None for torque in torques)
         self._tau_time = np.zeros(model.n_tangent)
         for torque, k in self._torques:
             if torque.value is not None:
                 self._tau_time[k] += torque.value
+        # the last few solutions the kernel reached (a retry starts from the nearest: see `__call__`), and where
+        # the resolver's known joints sit in y
+        self._recent: list = []
+        independent = list(model.coordinate_map.independent)
+        self._known_in_y = np.array([independent.index(k) for k in resolver._kn], dtype=np.intp) \
+            if all(k in independent for k in resolver._kn) else None
         self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
                         model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
                         if system.shadow is not None else np.zeros(0, dtype=np.int64))
+        self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
+                           (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree, *self._springs,
+                            *self._joint_forces))
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
         """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
-        whole coordinate map, only Spring and JointTorque elements, numba available and enabled."""
+        whole coordinate map, only Spring, JointTorque, JointSpring and JointStop elements (a switched stop's
+        restart events stay with the engine), numba available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
-        from biobullet.forces.elements import JointTorque, Spring
+        from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
         cmap = model.coordinate_map
@@ -318,7 +348,7 @@ class CompiledReducedRHS:
                 or type(cmap.resolvers[0]) is not LoopResolver
                 or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
             return None
-        if any(type(e) not in (Spring, JointTorque) for e in system.elements):
+        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop) for e in system.elements):
             return None
         resolver = cmap.resolvers[0]
         lean = resolver._lean
@@ -326,13 +356,17 @@ class CompiledReducedRHS:
             return None
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
-        path = cls(system, resolver, lean, springs, torques)
+        path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
+                   [e for e in system.elements if type(e) is JointStop])
         return path if path._kernel is not None else None
 
-    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
+    def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
+                    first_guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
         sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
-        resolver's cache) and the batch resumes after it."""
+        resolver's cache) and the batch resumes after it. `first_guess` (θ of all joints at the first sample, e.g.
+        the integrated loop-dependent joints of `error_control="joints"`) lets the batch start at the first
+        sample; without it the first sample takes the generic path, which fixes the assembly branch."""
         global _STATES
         if _STATES is None:   # `_LEAN` is bound: this path exists only once the fused kernel compiled
             _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": _LEAN}) or False
@@ -348,12 +382,15 @@ class CompiledReducedRHS:
             # assembly branch is the generic path's), then plain Newton on positions (no G, γ, curvature: output
             # only) warm-started sample to sample, handing back at a large step between samples
             dep = np.asarray(r._dep, dtype=np.int64)
-            theta[0], rate[0] = fallback(0)
-            th, rt, done = positions(np.ascontiguousarray(q[1:]), np.ascontiguousarray(v[1:]), independent, n_joints,
-                                     dep, np.asarray(r._kn, dtype=np.int64), theta[0][dep].copy(), meta, body,
-                                     n_tangent, *self._rows)
-            theta[1:1 + done], rate[1:1 + done] = th[:done], rt[:done]
-            start = 1 + done
+            first = 0
+            if first_guess is None or not np.all(np.isfinite(first_guess)):
+                theta[0], rate[0] = fallback(0)
+                first_guess, first = theta[0], 1
+            th, rt, done = positions(np.ascontiguousarray(q[first:]), np.ascontiguousarray(v[first:]), independent,
+                                     n_joints, dep, np.asarray(r._kn, dtype=np.int64),
+                                     np.array(first_guess[dep], dtype=float), meta, body, n_tangent, *self._rows)
+            theta[first:first + done], rate[first:first + done] = th[:done], rt[:done]
+            start = first + done
         while start < n:
             if not _STATES or r._warm is None:
                 theta[start], rate[start] = fallback(start)
@@ -396,20 +433,43 @@ class CompiledReducedRHS:
             return None
         if not (y.flags.c_contiguous and y.dtype == np.float64):
             y = np.ascontiguousarray(y, dtype=float)
-        known0, dep0, sensitivity = warm
+        out = self._evaluate(t, y)
+        if out is not None or self._known_in_y is None or not self._recent:
+            return out
+        # An explicit integrator's trial stages can lie far from each other (a large trial step): the cached
+        # solution of the last stage is then more than CONTINUATION_STEP from this state and the kernel hands over
+        # to the generic path (continuation, ~40× a compiled call). One of the last solutions the kernel reached
+        # on this trajectory is usually near: retry once from the nearest within the kernel's own no-continuation
+        # radius, else hand over with the resolver's cache as it was.
+        from biobullet.constraints.newton_kernel import CONTINUATION_STEP
+        target = y[self._known_in_y]
+        best, jump = None, CONTINUATION_STEP
+        for entry in self._recent:
+            distance = float(np.max(np.abs(entry[0][0] - target))) if target.size else 0.0
+            if distance <= jump and entry[0] is not warm:
+                best, jump = entry, distance
+        if best is None:
+            return None
+        saved = (r._warm, r._warm_condition, r._warm_curvature)
+        r._warm, r._warm_condition, r._warm_curvature = best
+        out = self._evaluate(t, y)
+        if out is None:
+            r._warm, r._warm_condition, r._warm_curvature = saved
+        return out
+
+    def _evaluate(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        """One compiled call from the resolver's cached solution; on success the cache moves to the new solution
+        (kept in `_recent` too)."""
+        r = self.resolver
+        known0, dep0, sensitivity = r._warm
         curvature = r._warm_curvature
         u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
         anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
         loose = r.accept_residual
-        nq, independent, n_joints, shadow_rows = self._static
-        meta, body, n_tangent = self._lean_args
-        tree_meta, tree_body, gravity, ancestry = self._tree
-        bodies, points, params, zero_length = self._springs
+        head, middle, tail = self._arguments   # the constant arguments, packed once (Python glue per call)
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
-            y, nq, independent, n_joints, shadow_rows, self._time_forces(t),
-            meta, body, n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
-            -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit, *self._rows,
-            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length)
+            y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
+            r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail)
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
@@ -418,4 +478,8 @@ class CompiledReducedRHS:
         r._warm_curvature = (u, h) if u.shape[0] else None
         r._warm_fresh = True
         r._memo = None
+        recent = self._recent
+        if len(recent) >= 16:   # an explicit step has up to 12 stages: keep more than one step's
+            del recent[0]
+        recent.append((r._warm, condition, r._warm_curvature))
         return out

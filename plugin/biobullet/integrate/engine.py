@@ -297,8 +297,10 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     """The Trajectory of a run from its samples: tree states, energies, multipliers, events.
 
     `vectorised` (default): tree states, kinetic and gravity energies and the joint spring-dampers' elastic energy
-    are computed for all samples at once (`_tree_states_batch`, `algorithms.vectorized.*_batch`); loop-dependent
-    joints (Newton per sample), other force elements' energies and multipliers stay per sample. False: every
+    are computed for all samples at once (`_tree_states_batch`; energies in one compiled call,
+    `compiled_kernels._tree_energies_py`, or `algorithms.vectorized.*_batch` without numba); loop-dependent
+    joints in one compiled Newton pass (`CompiledReducedRHS.tree_states`); other force elements' energies and
+    multipliers stay per sample. False: every
     quantity per sample (the reference the vectorised results are tested against)."""
     from biobullet.forces import elastic_energy
     from biobullet.integrate.trajectory import Trajectory
@@ -308,7 +310,6 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     t = np.array(times, dtype=float)
     y = np.array(states, dtype=float).reshape(n, system.size)
     energy = {}
-    batched = vectorised and n > 0 and _batch_energies(model)
     if vectorised and n > 0:
         positions, velocities = _tree_states_batch(system, t, y)
     else:
@@ -316,7 +317,11 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         velocities = np.zeros((n, model.n_tangent))
         for k in range(n):
             positions[k], velocities[k] = system.tree_state(t[k], y[k])
-    if batched:
+    compiled = _compiled_energies(model, positions, velocities) if vectorised and n > 0 else None
+    if compiled is not None:   # kinetic and gravity energies of all samples in one compiled call
+        energy["kinetic"], energy["potential_gravity"] = compiled
+        energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
+    elif vectorised and n > 0 and _batch_energies(model):
         from biobullet.algorithms.vectorized import (gravity_potential_batch, kinetic_energy_batch,
                                                      world_placements_batch)
         placements = world_placements_batch(model, positions)
@@ -346,6 +351,27 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
+
+
+def _compiled_energies(model, positions: np.ndarray, velocities: np.ndarray):
+    """(kinetic, gravity potential) (J, (n,) each) of every sample in one compiled call
+    (`compiled_kernels._tree_energies_py`), or None (numba missing or disabled, a joint type the kernel's packing
+    does not know): the numpy batch or per-sample path then computes them."""
+    from biobullet.algorithms.compiled_kernels import tree_energies_kernel
+    from biobullet.constraints.loop_kernels import _packed_tree
+
+    kernel = tree_energies_kernel()
+    if kernel is None:
+        return None
+    try:
+        meta, body = _packed_tree(model)
+    except (KeyError, ValueError):
+        return None
+    n = len(positions)
+    kinetic, potential = np.empty(n), np.empty(n)
+    kernel(meta, body, np.ascontiguousarray(positions, dtype=float), np.ascontiguousarray(velocities, dtype=float),
+           np.asarray(model.gravity, dtype=float), kinetic, potential)
+    return kinetic, potential
 
 
 def _batch_energies(model) -> bool:
@@ -385,7 +411,14 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
         def fallback(k: int):
             x, xd = system.tree_state(t[k], y[k])
             return x[bq:], xd[bv:]
-        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback)
+        guess = None
+        if system.shadow is not None and len(t):   # integrated loop-dependent joints: the first sample's guess
+            n_pv = system.n_pos + system.n_vel
+            rows_x = system.shadow[0]
+            guess = np.zeros(cmap.n_joints)
+            guess[rows_x - bq] = y[0, n_pv:n_pv + len(rows_x)]
+        positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback,
+                                                                             guess)
         return positions, velocities
     table = explicit_table(cmap)
     if table is not None:
@@ -402,10 +435,10 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
 
 
 def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
-    """Σ V of the force elements at every sample: joint spring-dampers at once, elements that keep the base
-    class's zero skipped, the others per sample."""
+    """Σ V of the force elements at every sample: joint spring-dampers and joint stops at once, elements that keep
+    the base class's zero skipped, the others per sample."""
     from biobullet.forces.base import ForceElement
-    from biobullet.forces.elements import JointSpring
+    from biobullet.forces.elements import JointSpring, JointStop
 
     energy = np.zeros(len(positions))
     for element in elements:
@@ -414,6 +447,13 @@ def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
         if type(element) is JointSpring:
             i = element._indices(model)[0]
             energy += 0.5 * element.stiffness * (positions[:, i] - element.rest) ** 2
+            continue
+        if type(element) is JointStop:   # k p^(e+1) / (e+1) per limit the joint is beyond
+            theta, e = positions[:, element._indices(model)[0]], element.exponent
+            for limit, side in ((element.lower, -1.0), (element.upper, 1.0)):
+                if limit is not None:
+                    pen = np.where(side * (theta - limit) > 0.0, side * (theta - limit), 0.0)
+                    energy += element.stiffness * pen ** (e + 1.0) / (e + 1.0)
             continue
         energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
     return energy

@@ -128,3 +128,63 @@ def test_only_models_it_covers(monkeypatch):
     assert type(System(arm, "reduced", {"shadow": True})._compiled).__name__ == "CompiledExplicitRHS"
     monkeypatch.setattr(jit, "ENABLED", False)               # BIOBULLET_NUMBA=0
     assert System(andrews, "reduced", {"shadow": True})._compiled is None
+
+
+@pytest.mark.parametrize("control", ["state", "joints"])
+@pytest.mark.parametrize("name, t_end, initial", [("fourbar_knee.urdf", 1.0, {"knee_A": 0.5}),
+                                                  ("andrews_squeezer.urdf", 0.03, None)])
+def test_trajectory_batch_equals_the_per_sample_path(name, t_end, initial, control, monkeypatch):
+    """The default 1,001-sample trajectory of a loop model: loop-dependent joints in one compiled Newton pass
+    (`_loop_positions_py`, second-order prediction, rates from the last Jacobian) and energies in one compiled call
+    (`compiled_kernels._tree_energies_py`) equal the per-sample generic path (`LoopResolver` to its own
+    tolerance, `kinetic_energy` by RNEA, `gravity_potential`) to round-off. The batch covers every sample: with
+    error_control="joints" it starts from the integrated dependent joints, with "state" the first sample takes the
+    generic path (which fixes the assembly branch)."""
+    from biobullet.integrate.engine import build_trajectory
+    model = biobullet.load_model(ROOT / "urdf" / name)
+    trajectory = biobullet.simulate(model, t_end, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
+                                    error_control=control)
+    assert len(trajectory.t) == 1001
+    system = System(model, "reduced", {"shadow": control == "joints"})
+    columns = [trajectory.q, trajectory.v]
+    if control == "joints":
+        rows_x, rows_v = system.shadow
+        columns += [trajectory.positions[:, rows_x], trajectory.velocities[:, rows_v]]
+    y = np.column_stack(columns + [trajectory.energy["work_applied"], trajectory.energy["dissipated"]])
+    generic = []
+    original = System.tree_state
+    monkeypatch.setattr(System, "tree_state", lambda self, t, y: generic.append(t) or original(self, t, y))
+    fast = build_trajectory(system, trajectory.t, y, [], {}, vectorised=True)
+    assert generic == ([trajectory.t[0]] if control == "state" else []), f"{len(generic)} samples on the generic path"
+    monkeypatch.setattr(System, "tree_state", original)
+    slow = build_trajectory(System(model, "reduced", {"shadow": control == "joints"}), trajectory.t, y, [], {},
+                            vectorised=False)
+    assert np.abs(fast.positions - slow.positions).max() <= 1e-13
+    scale = np.abs(slow.velocities).max()
+    assert np.abs(fast.velocities - slow.velocities).max() <= 1e-13 * scale
+    for key in ("kinetic", "potential_gravity", "potential_elastic"):
+        size = max(1e-3, float(np.abs(slow.energy[key]).max()))
+        assert np.abs(fast.energy[key] - slow.energy[key]).max() <= 1e-13 * size, key
+
+
+def test_a_far_trial_stage_retries_from_a_recent_solution():
+    """A state 0.43 rad from the resolver's cached solution (an explicit integrator's far trial stage), where the
+    kernel alone hands over (the declared initial solution is nearer than the cache: continuation), is taken by the
+    kernel from the nearest of its recent solutions, with the same ẏ as the generic path (to the Newton tolerance:
+    1e-9) — and a state far from every recent solution still hands over."""
+    model = biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf")
+    fast = System(model, "reduced", {"shadow": True})
+    slow = System(model, "reduced", {"shadow": True, "compiled": False})
+    y = {a: fast.initial_vector({"knee_A": a, "knee_A_dot": 1.0}, 0.0) for a in (0.30, 0.32, 0.34, -0.1, 0.33, -0.5)}
+    slow._checked_rhs(0.0, y[0.30])              # the cache at 0.30, then the kernel's own solutions
+    for a in (0.32, 0.34):
+        assert fast._compiled(0.0, y[a]) is not None
+    slow._checked_rhs(0.0, y[-0.1])              # a trial stage far away moves the cache
+    state = _resolver_state(model.coordinate_map.resolvers[0])
+    assert fast._compiled._evaluate(0.0, y[0.33]) is None   # the kernel alone hands over here …
+    _set_resolver_state(model.coordinate_map.resolvers[0], state)
+    out = fast._compiled(0.0, y[0.33])                       # … the retry from 0.34 does not
+    assert out is not None
+    np.testing.assert_allclose(out, slow._checked_rhs(0.0, y[0.33]), rtol=1e-9, atol=1e-9)
+    fast._compiled(0.0, y[0.33])
+    assert fast._compiled(0.0, y[-0.5]) is None              # nothing recent within 0.1 rad
