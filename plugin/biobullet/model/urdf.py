@@ -107,7 +107,9 @@ def read_xml(file: str) -> ET.Element:
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     line_shift = data[:len(data) - len(stripped)].count(b"\n")
     # and, as PyBullet is, NUL padding after the root element (pybullet_data/humanoid/humanoid.urdf ends in one)
-    data = stripped.rstrip(b"\x00 \t\r\n") if stripped.endswith(b"\x00") else stripped
+    # (not in UTF-16, whose text has NUL bytes everywhere: its first four bytes have one, ASCII-based text none)
+    padded = stripped.endswith(b"\x00") and b"\x00" not in stripped[:4]
+    data = stripped.rstrip(b"\x00 \t\r\n") if padded else stripped
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
     if b"<!ENTITY" in data:
