@@ -35,6 +35,7 @@ _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
 _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = None
+_GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _FUSED = None
 
 
@@ -42,7 +43,9 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
                   row_start, n_rows,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length):
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  contact_index=None, contact_geometry=None, contact_normal_p=None, contact_friction_p=None,
+                  contact_state=None):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
     must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
     size = y.shape[0]
@@ -75,6 +78,10 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                                                spring_params, zero_length, tau)
     if spring_status != 0:
         return fail
+    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
+    if contact_index is not None and contact_index.shape[0]:
+        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
+                                     contact_friction_p, contact_state, rate, tau)
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
@@ -108,11 +115,14 @@ def _fused_kernel(lean_kernel):
         tree = _compiled.tree_dynamics_kernel()
         springs = spring_forces_kernel()
         solve = _compiled.projected_solve_kernel()
-        if None in (tree, springs, solve):
+        from biobullet.contact.kernels import ground_forces_kernel
+        ground = ground_forces_kernel()
+        if None in (tree, springs, solve, ground):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve}) or False
+                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
+                "_GROUND_FORCES": ground}) or False
     return _FUSED or None
 
 
@@ -279,7 +289,7 @@ class CompiledReducedRHS:
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
-    def __init__(self, system, resolver, lean, springs, torques) -> None:
+    def __init__(self, system, resolver, lean, springs, torques, contacts=()) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.integrate.compiled_explicit import pack_springs
@@ -303,12 +313,18 @@ class CompiledReducedRHS:
         self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
                         model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
                         if system.shadow is not None else np.zeros(0, dtype=np.int64))
+        # ground contacts with compiled laws (as `CompiledExplicitRHS`): state rows refreshed every call
+        from biobullet.contact.kernels import STATE_WIDTH, pack_ground
+        self._contact_states = [contact.state for contact in contacts]
+        self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
         """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
-        whole coordinate map, only Spring and JointTorque elements, numba available and enabled."""
+        whole coordinate map, only Spring, JointTorque and Contact (built-in laws) elements, numba available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
+        from biobullet.contact.element import Contact
+        from biobullet.contact.kernels import has_twins
         from biobullet.forces.elements import JointTorque, Spring
 
         model = system.model
@@ -318,7 +334,10 @@ class CompiledReducedRHS:
                 or type(cmap.resolvers[0]) is not LoopResolver
                 or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
             return None
-        if any(type(e) not in (Spring, JointTorque) for e in system.elements):
+        contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
+        if any(not has_twins(e) or e.state is None for e in contacts):
+            return None
+        if any(type(e) not in (Spring, JointTorque, Contact) for e in system.elements):
             return None
         resolver = cmap.resolvers[0]
         lean = resolver._lean
@@ -326,7 +345,7 @@ class CompiledReducedRHS:
             return None
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
-        path = cls(system, resolver, lean, springs, torques)
+        path = cls(system, resolver, lean, springs, torques, contacts)
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback) -> tuple[np.ndarray, np.ndarray]:
@@ -381,6 +400,12 @@ class CompiledReducedRHS:
                 start += 1
         return theta, rate
 
+    def _contact_arrays(self) -> tuple:
+        if self._contact_states:
+            from biobullet.contact.kernels import discrete_rows
+            discrete_rows(self._contact_states, self._contacts[4])
+        return self._contacts
+
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
             return self._tau_time
@@ -409,7 +434,7 @@ class CompiledReducedRHS:
             y, nq, independent, n_joints, shadow_rows, self._time_forces(t),
             meta, body, n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
             -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit, *self._rows,
-            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length)
+            tree_meta, tree_body, gravity, ancestry, bodies, points, params, zero_length, *self._contact_arrays())
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it

@@ -205,3 +205,42 @@ def test_ball_drop_runs_agree_compiled_and_generic(tmp_path: Path, law: str) -> 
         apex.append(float(np.max(run.q[after, 0])))
     assert apex[0] == pytest.approx(apex[1], abs=1e-8)
     assert runs[0].meta["nfev"] == pytest.approx(runs[1].meta["nfev"], rel=0.05)
+
+
+@needs_numba
+def test_loop_map_rhs_with_a_contact_equals_generic(tmp_path: Path) -> None:
+    """The four-bar knee (loop map: `CompiledReducedRHS`) with a heel sphere on the shank tip against the ground
+    (Hunt–Crossley, regularized friction): same ẏ as the generic path, from the same resolver cache."""
+    import biobullet
+    from biobullet.integrate.compiled_rhs import CompiledReducedRHS
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "urdf" / "fourbar_knee.urdf").read_text()
+    contact = ('<contact name="heel" link="shank" xyz="0.01 0 -0.37" radius="0.02" normal_law="hunt_crossley" '
+               'stiffness="2e5" restitution="0.6" friction_law="regularized" mu="0.6" v0="0.01"/>')
+    text = text.replace("</biobullet>", contact + "</biobullet>")
+    path = tmp_path / "fourbar_heel.urdf"
+    path.write_text(text)
+    model = biobullet.load_model(path)
+    fast, slow = System(model, "reduced"), System(model, "reduced", {"compiled": False})
+    assert isinstance(fast._compiled, CompiledReducedRHS) and slow._compiled is None
+    plane = _contacts(fast)[0].ground
+    forced = 0
+    for k, (angle, rate) in enumerate([(0.1, -2.0), (0.5, 1.0), (0.9, 3.0), (0.3, -0.5), (1.2, 0.4)]):
+        y = np.zeros(fast.size)
+        y[0], y[1] = angle, rate
+        slow._checked_rhs(0.0, y)   # the resolver's cache at this state's solution (shared by both systems)
+        target = 1e-3 * (k % 3 - 0.5)
+        for system in (fast, slow):
+            contact = _contacts(system)[0]
+            contact.ground = plane
+            kin = contact.kinematics(model, *system.tree_state(0.0, y), need_jacobian=False)
+            contact.ground = GroundPlane(plane.height + target - kin.delta, plane.normal)
+            contact.state.active, contact.state.impact_velocity = k != 3, 0.7
+            contact._last = None
+        fast._compiled = CompiledReducedRHS.for_system(fast)   # repack the moved plane
+        compiled = fast._compiled(0.0, y.copy())
+        assert compiled is not None
+        generic = slow._checked_rhs(0.0, y.copy())
+        np.testing.assert_allclose(compiled, generic, rtol=0.0, atol=1e-11 * max(1.0, np.max(np.abs(generic))))
+        forced += generic[-1] > 0.0
+    assert forced >= 2
