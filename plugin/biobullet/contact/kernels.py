@@ -343,6 +343,38 @@ def _ground_forces_py(rot, pos, sub, ancestry, index, geometry, normal_p, fricti
     return dissipated
 
 
+def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, friction_p, state, xs, xds, k, out):
+    """Contact k at tree states (xs[s], xds[s]) given its discrete state row (only read): out[s] = (F_N [N],
+    normal dissipated power (F_N − F_N(δ, 0)) δ̇ [W], friction dissipated power −F_T·v_t [W], δ [m]) —
+    `Contact.forces` and `Contact.power_split` at many samples (the engine's step observer, the interval log)."""
+    nb = meta.shape[0]
+    n_tangent = xds.shape[1]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    slip = np.empty(3)
+    normal = np.empty(3)
+    point = np.empty(3)
+    b = index[k, 0]
+    flags = index[k, 3]
+    for s in range(xs.shape[0]):
+        x = xs[s]
+        xd = xds[s]
+        for i in range(nb):
+            _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
+        delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
+        speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
+        on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(index[k, 1], normal_p[k], index[k, 2], friction_p[k],
+                                                         (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0,
+                                                         state[k], delta, -normal_speed, slip, speed)
+        out[s, 0] = fn
+        out[s, 1] = (fn - elastic) * (-normal_speed) if on else 0.0
+        out[s, 2] = -(ft0 * slip[0] + ft1 * slip[1] + ft2 * slip[2]) if on else 0.0
+        out[s, 3] = delta
+
+
 # ------------------------------------------------------------------------------------------------ compiling
 def _law_bindings() -> dict:
     return {"_KELVIN_VOIGT": _kelvin_voigt_py, "_KELVIN_VOIGT_SMOOTH": _kelvin_voigt_smooth_py, "_HERTZ": _hertz_py,
@@ -401,6 +433,19 @@ def _geometry_bindings() -> dict:
 def _forces_bindings() -> dict:
     forces = contact_forces_kernel()
     return {} if forces is None else {"_CONTACT_FORCES": forces, **_geometry_bindings()}
+
+
+def _samples_bindings() -> dict:
+    forces = contact_forces_kernel()
+    place = jit.compiled(_place_body_py, inline=True)
+    if forces is None or place is None:
+        return {}
+    return {"_CONTACT_FORCES": forces, "_PLACE_BODY": place, **_geometry_bindings()}
+
+
+def contact_samples_kernel():
+    """The compiled `_contact_samples_py`, or None without numba."""
+    return jit.compiled(_contact_samples_py, bind=_samples_bindings)
 
 
 def ground_forces_kernel():
@@ -571,6 +616,34 @@ def discrete_rows(states, out: np.ndarray) -> np.ndarray:
     return out
 
 
+class ContactSampler:
+    """`Contact.forces` + `Contact.power_split` of one Contact (laws with twins) at many tree states in one
+    compiled call (`_contact_samples_py`): `sampler(state, xs, xds)` → (n, 4) rows (F_N, normal and friction
+    dissipated power, δ), `state` the run's ContactState (read). None from `for_contact` without numba or twins."""
+
+    def __init__(self, model, contact, kernel) -> None:
+        self.meta, self.body = pack(model)
+        self.ancestry = ancestry(model)
+        self.packed = pack_ground(model, [contact])
+        self.state = np.zeros((1, STATE_WIDTH))
+        self.kernel = kernel
+
+    @classmethod
+    def for_contact(cls, model, contact) -> "ContactSampler | None":
+        if not has_twins(contact):
+            return None
+        kernel = contact_samples_kernel()
+        return None if kernel is None else cls(model, contact, kernel)
+
+    def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
+        discrete_rows((state,), self.state)
+        out = np.empty((xs.shape[0], 4))
+        index, geometry, normal_p, friction_p = self.packed
+        self.kernel(self.meta, self.body, self.ancestry, index, geometry, normal_p, friction_p, self.state,
+                    np.ascontiguousarray(xs, dtype=float), np.ascontiguousarray(xds, dtype=float), 0, out)
+        return out
+
+
 class GroundContacts:
     """Packed constants and state rows of a list of Contact run copies (all with twins) for `_ground_contacts_py`.
 
@@ -593,10 +666,12 @@ class GroundContacts:
 __all__ = [
     "N_PARAMS",
     "STATE_WIDTH",
+    "ContactSampler",
     "GroundContacts",
     "contact_update_kernel",
     "friction_coefficient_kernel",
     "contact_forces_kernel",
+    "contact_samples_kernel",
     "ground_contacts_kernel",
     "ground_forces_kernel",
     "discrete_rows",

@@ -274,6 +274,8 @@ class CompiledExplicitRHS:
         # ContactStates at every call (the engine's event actions change those in Python)
         from biobullet.contact.kernels import STATE_WIDTH, pack_ground
         self._contact_states = [contact.state for contact in contacts]
+        for contact in contacts:   # the interval log's samples by the same compiled laws
+            contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
         # Σ depth² is the sparse factorisation's work, n³/3 the dense one's (both up to a constant): the sparse
         # one pays off only on clearly branched trees (measured: tests/benchmarks/test_rhs_scaling.py)

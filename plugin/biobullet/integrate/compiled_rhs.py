@@ -316,6 +316,8 @@ class CompiledReducedRHS:
         # ground contacts with compiled laws (as `CompiledExplicitRHS`): state rows refreshed every call
         from biobullet.contact.kernels import STATE_WIDTH, pack_ground
         self._contact_states = [contact.state for contact in contacts]
+        for contact in contacts:   # the interval log's samples by the same compiled laws
+            contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
 
     @classmethod

@@ -199,6 +199,8 @@ def test_ball_drop_runs_agree_compiled_and_generic(tmp_path: Path, law: str) -> 
         assert a["end"] == pytest.approx(b["end"], abs=1e-8)
         assert a["impact_velocity"] == pytest.approx(b["impact_velocity"], rel=1e-7)
         assert a["peak_force"] == pytest.approx(b["peak_force"], rel=1e-6)
+        for key in ("impulse", "dissipated_normal", "max_penetration"):
+            assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-12), key
     apex = []
     for run, log in zip(runs, intervals):
         after = run.t > log[0]["end"]
@@ -244,3 +246,45 @@ def test_loop_map_rhs_with_a_contact_equals_generic(tmp_path: Path) -> None:
         np.testing.assert_allclose(compiled, generic, rtol=0.0, atol=1e-11 * max(1.0, np.max(np.abs(generic))))
         forced += generic[-1] > 0.0
     assert forced >= 2
+
+
+@needs_numba
+def test_step_observer_samples_compiled_equal_python(tmp_path: Path) -> None:
+    """The interval log of one step (Gauss impulse and dissipation, grid and bounded search for the peak) from the
+    compiled sampler equals the Python `forces`/`power_split` path, on the planar chain (friction in the plane)."""
+    import copy
+
+    import biobullet
+    model = biobullet.load_model(_planar_chain(tmp_path))
+    system = System(model, None, {"compiled": False})
+    y0 = system.initial_vector({}, 0.0)
+    y0[:4] = (0.1, 0.3, -0.4, 0.6)
+    y0[4:8] = (0.8, -1.2, 0.5, 2.0)
+    rate = np.concatenate([y0[4:8], np.array([3.0, -20.0, 9.0, -4.0])])
+
+    def state_at(s: float):
+        return system.tree_state(s, np.concatenate([y0[:8] + s * rate, y0[8:]]))
+
+    checked = 0
+    for contact in _contacts(system):
+        kin = contact.kinematics(model, *state_at(0.005))
+        contact.ground = GroundPlane(contact.ground.height + 2e-3 - kin.delta, contact.ground.normal)   # inside
+        contact.state.touch(0.0, 0.4)
+        contact.state.resting = False
+        logs = []
+        for compiled in (False, True):
+            run = copy.copy(contact)
+            run._state = copy.deepcopy(contact.state)
+            run._last = None
+            run._sampler = None
+            if compiled:
+                assert run.use_compiled_observer(model)
+            run.observe_step(model, 0.0, 0.01, state_at)
+            logs.append(run.state.current)
+        python, fast = logs
+        assert python.peak_force > 0.0
+        checked += python.dissipated_friction > 0.0
+        for key in ("impulse", "dissipated_normal", "dissipated_friction", "max_penetration", "peak_force",
+                    "peak_force_time"):
+            assert getattr(fast, key) == pytest.approx(getattr(python, key), rel=1e-12, abs=1e-15), key
+    assert checked >= 2   # friction dissipated in the log of at least two contacts
