@@ -206,6 +206,16 @@ class Contact(ForceElement):
     def potential_energy(self, model, x) -> float:
         return law_potential(self.normal_law, self.kinematics(model, x, need_jacobian=False).delta)
 
+    def potential_energy_batch(self, model, positions: np.ndarray) -> np.ndarray:
+        """V [J] at every row of `positions` (tree configurations): δ of all samples in one compiled call when the
+        compiled observer is on (`use_compiled_observer`), else `potential_energy` per sample."""
+        sampler = self.__dict__.get("_sampler")
+        if sampler is None:
+            return np.array([self.potential_energy(model, x) for x in positions], dtype=float)
+        positions = np.asarray(positions, dtype=float)
+        deltas = sampler(self._state, positions, np.zeros((len(positions), model.n_tangent)))[:, 3]
+        return np.array([law_potential(self.normal_law, d) for d in deltas.tolist()], dtype=float)
+
     def power_split(self, kin: ContactKinematics, forces=None) -> tuple[float, float]:
         """(normal dissipation (F_N − F_N(δ, 0)) δ̇, friction dissipation −F_T·v_t), W, both ≥ 0."""
         fn, ft, elastic = self.forces(kin) if forces is None else forces

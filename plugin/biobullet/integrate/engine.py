@@ -415,6 +415,10 @@ def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
             i = element._indices(model)[0]
             energy += 0.5 * element.stiffness * (positions[:, i] - element.rest) ** 2
             continue
+        batch = getattr(element, "potential_energy_batch", None)   # e.g. contacts: one compiled call
+        if batch is not None:
+            energy += batch(model, positions)
+            continue
         energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
     return energy
 

@@ -207,6 +207,27 @@ def test_ball_drop_runs_agree_compiled_and_generic(tmp_path: Path, law: str) -> 
         apex.append(float(np.max(run.q[after, 0])))
     assert apex[0] == pytest.approx(apex[1], abs=1e-8)
     assert runs[0].meta["nfev"] == pytest.approx(runs[1].meta["nfev"], rel=0.05)
+    # the elastic energy of the contact (compiled δ batch vs per-sample kinematics) on the same samples, and the
+    # energy balance closing on both
+    fast, slow = runs
+    assert np.max(fast.energy["potential_elastic"]) > 0.0
+    np.testing.assert_allclose(fast.energy["potential_elastic"], slow.energy["potential_elastic"], rtol=1e-5,
+                               atol=1e-9)
+    for run in runs:
+        balance = run.energy_balance()
+        assert np.max(np.abs(balance - balance[0])) < 1e-6
+
+
+@needs_numba
+def test_elastic_energy_batch_equals_per_sample(tmp_path: Path) -> None:
+    model = load_text(drop_urdf(DROP_LAWS["hunt_crossley"]), tmp_path)
+    system = System(model, None)
+    contact = _contacts(system)[0]
+    assert contact.__dict__.get("_sampler") is not None
+    positions = np.linspace(0.03, 0.06, 41).reshape(-1, 1)
+    expected = np.array([contact.potential_energy(model, x) for x in positions])
+    assert np.count_nonzero(expected) > 10
+    np.testing.assert_allclose(contact.potential_energy_batch(model, positions), expected, rtol=1e-13, atol=0.0)
 
 
 @needs_numba
