@@ -27,8 +27,13 @@ one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` 
 action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
 `Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
 contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
-(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call. The reference
-engine's right-hand side can call `_normal_force_py` / `_friction_coefficient_py` / `_contact_update_py` the same way.
+(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+
+The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
+`_ground_forces_py`: the same geometry (`_sphere_point_py`, `_point_force_py`) and forces (`_contact_forces_py`,
+also the force part of `_contact_update_py`) at the kernel's own tree placements, with the state rows only read
+(`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler` evaluates one contact at
+many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
 """
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
 """One compiled call for the whole right-hand side of a reduced model whose coordinate map is explicit joint
 functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions), fixed or floating
 base, with
-point-to-point springs, joint spring-dampers and joint torques: `CompiledExplicitRHS` (the loop-map twin is
+point-to-point springs, joint spring-dampers, joint torques and ground contacts with built-in laws:
+`CompiledExplicitRHS` (the loop-map twin is
 `compiled_rhs.CompiledReducedRHS`). Per call:
 
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
     τ = joint torques τ(t) + joint spring-dampers + springs             (`forces.compiled._spring_kernel_py`)
+        + ground contacts, their discrete state given                    (`contact.kernels._ground_forces_py`)
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
@@ -244,7 +246,8 @@ class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
     polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
     torques, joint spring-dampers and point-to-point springs: one compiled call; None where the generic path must
-    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, stops, contacts, …)."""
+    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, stops, contacts with a
+    plug-in law, …)."""
 
     def __init__(self, system, table, springs, joint_springs, torques, contacts=()) -> None:
         from biobullet.algorithms.vectorized import tree_arrays

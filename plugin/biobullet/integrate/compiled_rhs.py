@@ -1,11 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
 For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
-coordinates), whose force elements are point-to-point springs and joint torques, integrated with the "reduced"
+coordinates), whose force elements are point-to-point springs, joint torques and ground contacts with built-in laws
+(`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced"
 formulation, everything `System._rhs` does per call runs in one numba function:
 
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    τ = Σ springs (from the same kinematics) + joint torques τ(t)
+    τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t)
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
     ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
