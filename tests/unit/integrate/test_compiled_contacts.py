@@ -309,3 +309,42 @@ def test_step_observer_samples_compiled_equal_python(tmp_path: Path) -> None:
                     "peak_force_time"):
             assert getattr(fast, key) == pytest.approx(getattr(python, key), rel=1e-12, abs=1e-15), key
     assert checked >= 2   # friction dissipated in the log of at least two contacts
+
+
+@needs_numba
+def test_floating_ball_with_friction_rhs_equals_generic(tmp_path: Path) -> None:
+    """A free-floating spinning ball (quaternion base) with an off-centre sphere contact: τ = J_pᵀ F on the base's
+    six velocity columns (linear and angular), friction from the spin and the drift."""
+    import biobullet
+    text = ('<robot name="free_ball"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="1.3"/>'
+            '<inertia ixx="0.002" ixy="0.0001" ixz="0" iyy="0.0025" iyz="0" izz="0.003"/></inertial></link>'
+            '<biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/>'
+            '<contact name="c" link="ball" xyz="0.01 -0.02 0.005" radius="0.05" normal_law="hunt_crossley" '
+            'stiffness="1e5" restitution="0.7" friction_law="ambrosio" mu="0.4" v0="1e-3" v1="0.05"/>'
+            '</biobullet></robot>')
+    path = tmp_path / "free_ball.urdf"
+    path.write_text(text)
+    model = biobullet.load_model(path)
+    compiled, generic = _systems(model)
+    rng = np.random.default_rng(3)
+    plane = _contacts(compiled)[0].ground
+    tangential = 0
+    for trial in range(6):
+        y = compiled.initial_vector({}, 0.0)
+        y[:3] = rng.uniform(-0.2, 0.2, 3)
+        quat = rng.normal(size=4)
+        y[3:7] = quat / np.linalg.norm(quat)
+        y[7:13] = rng.uniform(-2.0, 2.0, 6)
+        for system in (compiled, generic):
+            contact = _contacts(system)[0]
+            contact.ground = plane
+            kin = contact.kinematics(model, *system.tree_state(0.0, y), need_jacobian=False)
+            contact.ground = GroundPlane(plane.height + 1e-3 - kin.delta, plane.normal)
+            contact.state.active, contact.state.impact_velocity = True, 1.0
+            contact._last = None
+        compiled._compiled = CompiledExplicitRHS.for_system(compiled)
+        _assert_equal_rhs(compiled, generic, 0.0, y)
+        contact = _contacts(generic)[0]
+        _, ft, _ = contact.forces(contact.kinematics(model, *generic.tree_state(0.0, y)))
+        tangential += bool(np.any(ft))
+    assert tangential >= 4
