@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 import pytest
-
 from biobullet.bench.work_precision import _drop_model
 from biobullet.contact.element import contact_intervals
 from biobullet.core import jit

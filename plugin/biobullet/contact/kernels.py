@@ -634,7 +634,7 @@ class ContactSampler:
         self.kernel = kernel
 
     @classmethod
-    def for_contact(cls, model, contact) -> "ContactSampler | None":
+    def for_contact(cls, model, contact) -> ContactSampler | None:
         if not has_twins(contact):
             return None
         kernel = contact_samples_kernel()
@@ -673,17 +673,17 @@ __all__ = [
     "STATE_WIDTH",
     "ContactSampler",
     "GroundContacts",
-    "contact_update_kernel",
-    "friction_coefficient_kernel",
     "contact_forces_kernel",
     "contact_samples_kernel",
+    "contact_update_kernel",
+    "discrete_rows",
+    "friction_coefficient_kernel",
     "ground_contacts_kernel",
     "ground_forces_kernel",
-    "discrete_rows",
     "has_twins",
-    "pack_ground",
     "normal_force_kernel",
     "pack_friction",
+    "pack_ground",
     "pack_normal",
     "pull_event",
     "pull_state",

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from biobullet.contact.element import Contact, contact_intervals
 from biobullet.contact.geometry import GroundPlane
 from biobullet.contact.normal import HuGuo
@@ -106,8 +105,9 @@ def _planar_chain(tmp_path: Path) -> Path:
     inertia = '<inertia ixx="0.01" ixy="0" ixz="0.001" iyy="0.012" iyz="0" izz="0.004"/>'
     links = ['<link name="world"/>',
              f'<link name="cart"><inertial><origin xyz="0 0 0"/><mass value="2"/>{inertia}</inertial></link>']
-    joints = ['<joint name="slide" type="prismatic"><parent link="world"/><child link="cart"/><origin xyz="0 0 0.5"/>'
-              '<axis xyz="1 0 0"/><limit lower="-5" upper="5" effort="1e9" velocity="1e9"/></joint>']
+    joints = [('<joint name="slide" type="prismatic"><parent link="world"/><child link="cart"/>'
+               '<origin xyz="0 0 0.5"/><axis xyz="1 0 0"/><limit lower="-5" upper="5" effort="1e9" velocity="1e9"/>'
+               '</joint>')]
     for k in range(1, 4):
         links.append(f'<link name="l{k}"><inertial><origin xyz="0.01 0 -0.1"/><mass value="{1.0 + 0.2 * k}"/>'
                      f'{inertia}</inertial></link>')
