@@ -100,8 +100,8 @@ _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 
 def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                     zero_length, joint_springs, joint_spring_params, tangent_parent, contact_index=None,
-                     contact_geometry=None, contact_normal_p=None, contact_friction_p=None, contact_state=None):
+                     zero_length, joint_springs, joint_spring_params, tangent_parent, contact_index,
+                     contact_geometry, contact_normal_p, contact_friction_p, contact_state):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
@@ -151,7 +151,7 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         dissipated += spring_dissipated
     # ground contacts (`contact.kernels._ground_forces_py`): the discrete state rows are given (the engine's
     # events set them in Python), the laws are the contact kernels' twins
-    if contact_index is not None and contact_index.shape[0]:
+    if contact_index.shape[0]:
         rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
         dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
                                      contact_friction_p, contact_state, xd, tau)

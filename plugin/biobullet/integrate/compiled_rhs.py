@@ -45,8 +45,7 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
                   row_start, n_rows,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                  contact_index=None, contact_geometry=None, contact_normal_p=None, contact_friction_p=None,
-                  contact_state=None):
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
     must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
     size = y.shape[0]
@@ -80,7 +79,7 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     if spring_status != 0:
         return fail
     # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
-    if contact_index is not None and contact_index.shape[0]:
+    if contact_index.shape[0]:
         dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
                                      contact_friction_p, contact_state, rate, tau)
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
