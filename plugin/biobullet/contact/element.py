@@ -206,6 +206,16 @@ class Contact(ForceElement):
     def potential_energy(self, model, x) -> float:
         return law_potential(self.normal_law, self.kinematics(model, x, need_jacobian=False).delta)
 
+    def potential_energy_batch(self, model, positions: np.ndarray) -> np.ndarray:
+        """V [J] at every row of `positions` (tree configurations): δ of all samples in one compiled call when the
+        compiled observer is on (`use_compiled_observer`), else `potential_energy` per sample."""
+        sampler = self.__dict__.get("_sampler")
+        if sampler is None:
+            return np.array([self.potential_energy(model, x) for x in positions], dtype=float)
+        positions = np.asarray(positions, dtype=float)
+        deltas = sampler(self._state, positions, np.zeros((len(positions), model.n_tangent)))[:, 3]
+        return np.array([law_potential(self.normal_law, d) for d in deltas.tolist()], dtype=float)
+
     def power_split(self, kin: ContactKinematics, forces=None) -> tuple[float, float]:
         """(normal dissipation (F_N − F_N(δ, 0)) δ̇, friction dissipation −F_T·v_t), W, both ≥ 0."""
         fn, ft, elastic = self.forces(kin) if forces is None else forces
@@ -267,6 +277,30 @@ class Contact(ForceElement):
         sync_state(st, self.friction_law, t, self.kinematics(self._model, x, xd))
 
     # ------------------------------------------------------------------ step observer (interval log)
+    def use_compiled_observer(self, model) -> bool:
+        """Evaluate the step observer's samples by the compiled contact kernels (`kernels.ContactSampler`, the
+        same laws as `forces`); the engine's compiled right-hand sides switch it on for their run copies. False
+        (the Python path stays) when a law has no twin or numba is off."""
+        from biobullet.contact.kernels import ContactSampler
+        self._sampler = ContactSampler.for_contact(model, self) if self._state is not None else None
+        return self._sampler is not None
+
+    def _samples(self, model, times, state_at) -> np.ndarray:
+        """(n, 4) rows (F_N [N], normal and friction dissipated power [W], δ [m]) at the given times of a step,
+        given the discrete state: the compiled sampler if switched on, else `forces` and `power_split`."""
+        states = [state_at(s) for s in times]
+        sampler = self.__dict__.get("_sampler")
+        if sampler is not None:
+            return sampler(self._state, np.array([x for x, _ in states]), np.array([xd for _, xd in states]))
+        out = np.empty((len(states), 4))
+        for row, (x, xd) in zip(out, states):
+            kin = self.kinematics(model, x, xd)
+            forces = self.forces(kin)
+            row[0] = forces[0]
+            row[1], row[2] = self.power_split(kin, forces)
+            row[3] = kin.delta
+        return out
+
     def observe_step(self, model, t_old: float, t_new: float, state_at) -> None:
         st = self._state
         interval = st.current if st is not None else None
@@ -274,21 +308,19 @@ class Contact(ForceElement):
             return
         h = t_new - t_old
         nodes, weights = _GAUSS
-        for s, w in zip(t_old + 0.5 * h * (nodes + 1.0), 0.5 * h * weights):
-            kin = self.kinematics(model, *state_at(s))
-            forces = self.forces(kin)
-            normal, friction = self.power_split(kin, forces)
-            interval.impulse += w * forces[0]
-            interval.dissipated_normal += w * normal
-            interval.dissipated_friction += w * friction
+        gauss = self._samples(model, t_old + 0.5 * h * (nodes + 1.0), state_at)
+        for w, row in zip(0.5 * h * weights, gauss):
+            interval.impulse += w * row[0]
+            interval.dissipated_normal += w * row[1]
+            interval.dissipated_friction += w * row[2]
 
         def force_at(s: float) -> float:
-            return self.forces(self.kinematics(model, *state_at(s)))[0]
+            return float(self._samples(model, (s,), state_at)[0, 0])
 
         grid = np.linspace(t_old, t_new, _PEAK_GRID)
-        kins = [self.kinematics(model, *state_at(s)) for s in grid]
-        interval.max_penetration = max(interval.max_penetration, max(k.delta for k in kins))
-        values = np.array([self.forces(k)[0] for k in kins])
+        samples = self._samples(model, grid, state_at)
+        interval.max_penetration = max(interval.max_penetration, float(np.max(samples[:, 3])))
+        values = samples[:, 0]
         i = int(np.argmax(values))
         if values[i] <= interval.peak_force:
             return

@@ -27,8 +27,13 @@ one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` 
 action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
 `Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
 contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
-(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call. The reference
-engine's right-hand side can call `_normal_force_py` / `_friction_coefficient_py` / `_contact_update_py` the same way.
+(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+
+The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
+`_ground_forces_py`: the same geometry (`_sphere_point_py`, `_point_force_py`) and forces (`_contact_forces_py`,
+also the force part of `_contact_update_py`) at the kernel's own tree placements, with the state rows only read
+(`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler` evaluates one contact at
+many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
 """
 from __future__ import annotations
 
@@ -151,6 +156,31 @@ _NORMAL_FORCE, _FRICTION_COEFFICIENT = _normal_force_py, _friction_coefficient_p
 
 
 # ------------------------------------------------------------------------------------------------ one contact's step
+def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside, needs_impact, discontinuous,
+                       state, delta, delta_dot, slip, speed):
+    """(on, F_N [N], F_N(δ, 0) [N], F_T world [N] as 3 floats) of one contact at kinematics (δ, δ̇, slip v_t with
+    |v_t| = speed) given its discrete state row, which is only read (`Contact.forces`): the normal law acts while the
+    contact is active (or always for a law acting outside contact), δ̇⁻ from the row; friction is off at rest
+    (switched friction) or without normal force or slip. Shared by the bridge's step (`_contact_update_py`) and the
+    engine's right-hand side (`_ground_forces_py`)."""
+    fn = 0.0
+    elastic = 0.0
+    ft0 = ft1 = ft2 = 0.0
+    on = outside or state[ACTIVE] != 0.0
+    if on:
+        vi = state[IMPACT] if needs_impact else 0.0
+        fn = _NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
+        elastic = _NORMAL_FORCE(normal_kind, normal_p, delta, 0.0, 1.0)
+        resting = discontinuous and state[RESTING] != 0.0
+        if fn > 0.0 and not resting and speed > 0.0:
+            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
+            ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
+    return on, fn, elastic, ft0, ft1, ft2
+
+
+_CONTACT_FORCES = _contact_forces_py
+
+
 def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside, needs_impact, discontinuous,
                        state, delta, delta_dot, slip, normal, t, dt):
     """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
@@ -182,18 +212,9 @@ def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside
             state[RESTING], state[HAS_DIRECTION] = 0.0, 1.0
             for a in range(3):
                 state[DIRECTION + a] = slip[a] / speed
-    fn = 0.0
-    elastic = 0.0
-    ft0 = ft1 = ft2 = 0.0
-    on = outside or state[ACTIVE] != 0.0
-    if on:
-        vi = state[IMPACT] if needs_impact else 0.0
-        fn = _NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
-        elastic = _NORMAL_FORCE(normal_kind, normal_p, delta, 0.0, 1.0)
-        resting = discontinuous and state[RESTING] != 0.0
-        if fn > 0.0 and not resting and speed > 0.0:
-            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
-            ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
+    on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(normal_kind, normal_p, friction_kind, friction_p, outside,
+                                                     needs_impact, discontinuous, state, delta, delta_dot, slip,
+                                                     speed)
     state[NORMAL_FORCE] = fn
     state[FORCE] = fn * normal[0] + ft0
     state[FORCE + 1] = fn * normal[1] + ft1
@@ -215,6 +236,50 @@ _PLACE_BODY = _place_body_py
 
 
 # ------------------------------------------------------------------------------------------------ ground contacts
+def _sphere_point_py(rot, pos, sub, ancestry, b, g, xd, point, normal, slip):
+    """(δ [m], n·v_p [m/s]) of one sphere/point (geometry row g, body b, −1: the world) against its plane, at tree
+    placements rot, pos and motion subspaces sub: writes the deepest point p = c − r n, the normal n and the slip
+    v_t = v_p − (n·v_p) n into point, normal, slip (`contact.geometry.sphere_kinematics`)."""
+    radius = g[3]
+    normal[0], normal[1], normal[2] = g[4], g[5], g[6]
+    if b >= 0:
+        for a in range(3):
+            point[a] = rot[b, a, 0] * g[0] + rot[b, a, 1] * g[1] + rot[b, a, 2] * g[2] + pos[b, a]
+    else:
+        point[0], point[1], point[2] = g[0], g[1], g[2]
+    delta = g[7] + radius - (normal[0] * point[0] + normal[1] * point[1] + normal[2] * point[2])
+    for a in range(3):
+        point[a] -= radius * normal[a]
+    v0 = v1 = v2 = 0.0
+    if b >= 0:
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0 and xd[j] != 0.0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]   # J_p column: lin + ω × p
+                v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
+                v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
+                v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
+    normal_speed = normal[0] * v0 + normal[1] * v1 + normal[2] * v2
+    slip[0] = v0 - normal_speed * normal[0]
+    slip[1] = v1 - normal_speed * normal[1]
+    slip[2] = v2 - normal_speed * normal[2]
+    return delta, normal_speed
+
+
+def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
+    """τ += J_pᵀ F for a world force F = (f0, f1, f2) [N] at world point p on body b (nothing for the world, b < 0,
+    or a zero force)."""
+    if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
+                           + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
+                           + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+
+
+_SPHERE_POINT, _POINT_FORCE = _sphere_point_py, _point_force_py
+
+
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
 # (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
 # ground normal n (3), ground height h
@@ -244,29 +309,7 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
     events = 0
     for k in range(index.shape[0]):
         b = index[k, 0]
-        g = geometry[k]
-        radius = g[3]
-        normal[0], normal[1], normal[2] = g[4], g[5], g[6]
-        if b >= 0:
-            for a in range(3):
-                point[a] = rot[b, a, 0] * g[0] + rot[b, a, 1] * g[1] + rot[b, a, 2] * g[2] + pos[b, a]
-        else:
-            point[0], point[1], point[2] = g[0], g[1], g[2]
-        delta = g[7] + radius - (normal[0] * point[0] + normal[1] * point[1] + normal[2] * point[2])
-        for a in range(3):
-            point[a] -= radius * normal[a]
-        v0 = v1 = v2 = 0.0
-        if b >= 0:
-            for j in range(n_tangent):
-                if ancestry[b, j] != 0 and xd[j] != 0.0:
-                    w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]   # J_p column: lin + ω × p
-                    v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
-                    v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
-                    v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
-        normal_speed = normal[0] * v0 + normal[1] * v1 + normal[2] * v2
-        slip[0] = v0 - normal_speed * normal[0]
-        slip[1] = v1 - normal_speed * normal[1]
-        slip[2] = v2 - normal_speed * normal[2]
+        delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
         flags = index[k, 3]
         row = state[k]
         event = _CONTACT_UPDATE(index[k, 1], normal_p[k], index[k, 2], friction_p[k], (flags & 1) != 0,
@@ -276,15 +319,65 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
         for a in range(3):
             row[POINT + a] = point[a]
             row[NORMAL + a] = normal[a]
-        f0, f1, f2 = row[FORCE], row[FORCE + 1], row[FORCE + 2]
-        if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
-            for j in range(n_tangent):
-                if ancestry[b, j] != 0:
-                    w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
-                    tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
-                               + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
-                               + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+        _POINT_FORCE(sub, ancestry, b, point, row[FORCE], row[FORCE + 1], row[FORCE + 2], tau)
     return events
+
+
+def _ground_forces_py(rot, pos, sub, ancestry, index, geometry, normal_p, friction_p, state, xd, tau):
+    """The engine's right-hand side share of every point/sphere ground contact (packed as for `_ground_contacts_py`)
+    at placements rot, pos and motion subspaces sub of the tree (`_place_body_py`), given the discrete state rows,
+    which are only read — the engine's events change them in Python (`element.sync_state`): τ += J_pᵀ F (added to
+    tau), returns the dissipated power Σ (F_N − F_N(δ, 0)) δ̇ − F_T·v_t [W] of the contacts whose normal law acts
+    (`Contact.dissipated_power`)."""
+    slip = np.empty(3)
+    normal = np.empty(3)
+    point = np.empty(3)
+    dissipated = 0.0
+    for k in range(index.shape[0]):
+        b = index[k, 0]
+        delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
+        speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
+        flags = index[k, 3]
+        on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(index[k, 1], normal_p[k], index[k, 2], friction_p[k],
+                                                         (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0,
+                                                         state[k], delta, -normal_speed, slip, speed)
+        if on:
+            dissipated += (fn - elastic) * (-normal_speed) - (ft0 * slip[0] + ft1 * slip[1] + ft2 * slip[2])
+        _POINT_FORCE(sub, ancestry, b, point, fn * normal[0] + ft0, fn * normal[1] + ft1, fn * normal[2] + ft2,
+                     tau)
+    return dissipated
+
+
+def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, friction_p, state, xs, xds, k, out):
+    """Contact k at tree states (xs[s], xds[s]) given its discrete state row (only read): out[s] = (F_N [N],
+    normal dissipated power (F_N − F_N(δ, 0)) δ̇ [W], friction dissipated power −F_T·v_t [W], δ [m]) —
+    `Contact.forces` and `Contact.power_split` at many samples (the engine's step observer, the interval log)."""
+    nb = meta.shape[0]
+    n_tangent = xds.shape[1]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    slip = np.empty(3)
+    normal = np.empty(3)
+    point = np.empty(3)
+    b = index[k, 0]
+    flags = index[k, 3]
+    for s in range(xs.shape[0]):
+        x = xs[s]
+        xd = xds[s]
+        for i in range(nb):
+            _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
+        delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
+        speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
+        on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(index[k, 1], normal_p[k], index[k, 2], friction_p[k],
+                                                         (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0,
+                                                         state[k], delta, -normal_speed, slip, speed)
+        out[s, 0] = fn
+        out[s, 1] = (fn - elastic) * (-normal_speed) if on else 0.0
+        out[s, 2] = -(ft0 * slip[0] + ft1 * slip[1] + ft2 * slip[2]) if on else 0.0
+        out[s, 3] = delta
 
 
 # ------------------------------------------------------------------------------------------------ compiling
@@ -310,11 +403,19 @@ def friction_coefficient_kernel():
     return jit.compiled(_friction_coefficient_py, bind=_friction_bindings)
 
 
+def contact_forces_kernel():
+    """The compiled `_contact_forces_py` (laws bound), or None without numba."""
+    def bindings() -> dict:
+        normal, friction = normal_force_kernel(), friction_coefficient_kernel()
+        if normal is None or friction is None:
+            return {}
+        return {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction}
+    return jit.compiled(_contact_forces_py, bind=bindings, inline=True)
+
+
 def _update_bindings() -> dict:
-    normal, friction = normal_force_kernel(), friction_coefficient_kernel()
-    if normal is None or friction is None:
-        return {}
-    return {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction}
+    forces = contact_forces_kernel()
+    return {} if forces is None else {"_CONTACT_FORCES": forces}
 
 
 def contact_update_kernel():
@@ -327,7 +428,35 @@ def _ground_bindings() -> dict:
     place = jit.compiled(_place_body_py, inline=True)
     if update is None or place is None:
         return {}
-    return {"_CONTACT_UPDATE": update, "_PLACE_BODY": place}
+    return {"_CONTACT_UPDATE": update, "_PLACE_BODY": place, **_geometry_bindings()}
+
+
+def _geometry_bindings() -> dict:
+    return {"_SPHERE_POINT": _sphere_point_py, "_POINT_FORCE": _point_force_py}
+
+
+def _forces_bindings() -> dict:
+    forces = contact_forces_kernel()
+    return {} if forces is None else {"_CONTACT_FORCES": forces, **_geometry_bindings()}
+
+
+def _samples_bindings() -> dict:
+    forces = contact_forces_kernel()
+    place = jit.compiled(_place_body_py, inline=True)
+    if forces is None or place is None:
+        return {}
+    return {"_CONTACT_FORCES": forces, "_PLACE_BODY": place, **_geometry_bindings()}
+
+
+def contact_samples_kernel():
+    """The compiled `_contact_samples_py`, or None without numba."""
+    return jit.compiled(_contact_samples_py, bind=_samples_bindings)
+
+
+def ground_forces_kernel():
+    """The compiled `_ground_forces_py` (everything it calls bound; inlined into its caller), or None without
+    numba."""
+    return jit.compiled(_ground_forces_py, bind=_forces_bindings, inline=True)
 
 
 def ground_contacts_kernel():
@@ -448,6 +577,78 @@ def ancestry(model) -> np.ndarray:
     return out
 
 
+def has_twins(contact) -> bool:
+    """True when both laws of a Contact element have compiled twins (exact built-in classes)."""
+    return pack_normal(contact.normal_law) is not None and pack_friction(contact.friction_law) is not None
+
+
+def pack_ground(model, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(index (n, 4) int64, geometry (n, 8), normal params (n, N_PARAMS), friction params (n, N_PARAMS)) of Contact
+    elements whose laws all have twins, as `_ground_contacts_py` / `_ground_forces_py` take them."""
+    n = len(contacts)
+    index = np.zeros((n, 4), dtype=np.int64)
+    geometry = np.zeros((n, 8))
+    normal_p = np.zeros((n, N_PARAMS))
+    friction_p = np.zeros((n, N_PARAMS))
+    for k, contact in enumerate(contacts):
+        normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
+        if normal is None or friction is None:
+            raise ValueError(f"contact {contact.name!r} has a law without a compiled twin")
+        frame = model.frame(contact.link)
+        index[k] = frame.body, normal[0], friction[0], flags(contact)
+        normal_p[k], friction_p[k] = normal[1], friction[1]
+        geometry[k, :3] = frame.rotation @ contact.xyz + frame.translation   # centre in the body frame
+        geometry[k, 3] = contact.radius
+        geometry[k, 4:7] = contact.ground.n
+        geometry[k, 7] = contact.ground.height
+    return index, geometry, normal_p, friction_p
+
+
+def discrete_rows(states, out: np.ndarray) -> np.ndarray:
+    """The discrete part of the state rows (ACTIVE, IMPACT, RESTING, slip direction) of ContactStates, in place:
+    what the forces depend on besides (x, ẋ) — the right-hand side's read-only view of the engine's state."""
+    for k, state in enumerate(states):
+        row = out[k]
+        row[ACTIVE] = 1.0 if state.active else 0.0
+        row[IMPACT] = state.impact_velocity
+        row[RESTING] = 1.0 if state.resting else 0.0
+        direction = state.slip_direction
+        if direction is None:
+            row[HAS_DIRECTION] = 0.0
+        else:
+            row[HAS_DIRECTION] = 1.0
+            row[DIRECTION], row[DIRECTION + 1], row[DIRECTION + 2] = direction[0], direction[1], direction[2]
+    return out
+
+
+class ContactSampler:
+    """`Contact.forces` + `Contact.power_split` of one Contact (laws with twins) at many tree states in one
+    compiled call (`_contact_samples_py`): `sampler(state, xs, xds)` → (n, 4) rows (F_N, normal and friction
+    dissipated power, δ), `state` the run's ContactState (read). None from `for_contact` without numba or twins."""
+
+    def __init__(self, model, contact, kernel) -> None:
+        self.meta, self.body = pack(model)
+        self.ancestry = ancestry(model)
+        self.packed = pack_ground(model, [contact])
+        self.state = np.zeros((1, STATE_WIDTH))
+        self.kernel = kernel
+
+    @classmethod
+    def for_contact(cls, model, contact) -> ContactSampler | None:
+        if not has_twins(contact):
+            return None
+        kernel = contact_samples_kernel()
+        return None if kernel is None else cls(model, contact, kernel)
+
+    def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
+        discrete_rows((state,), self.state)
+        out = np.empty((xs.shape[0], 4))
+        index, geometry, normal_p, friction_p = self.packed
+        self.kernel(self.meta, self.body, self.ancestry, index, geometry, normal_p, friction_p, self.state,
+                    np.ascontiguousarray(xs, dtype=float), np.ascontiguousarray(xds, dtype=float), 0, out)
+        return out
+
+
 class GroundContacts:
     """Packed constants and state rows of a list of Contact run copies (all with twins) for `_ground_contacts_py`.
 
@@ -458,23 +659,8 @@ class GroundContacts:
         meta, body = pack(model)
         self.meta, self.body = meta, body
         self.ancestry = ancestry(model)
-        n = len(contacts)
-        self.index = np.zeros((n, 4), dtype=np.int64)
-        self.geometry = np.zeros((n, 8))
-        self.normal_p = np.zeros((n, N_PARAMS))
-        self.friction_p = np.zeros((n, N_PARAMS))
-        self.state = np.zeros((n, STATE_WIDTH))
-        for k, contact in enumerate(contacts):
-            normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
-            if normal is None or friction is None:
-                raise ValueError(f"contact {contact.name!r} has a law without a compiled twin")
-            frame = model.frame(contact.link)
-            self.index[k] = frame.body, normal[0], friction[0], flags(contact)
-            self.normal_p[k], self.friction_p[k] = normal[1], friction[1]
-            self.geometry[k, :3] = frame.rotation @ contact.xyz + frame.translation   # centre in the body frame
-            self.geometry[k, 3] = contact.radius
-            self.geometry[k, 4:7] = contact.ground.n
-            self.geometry[k, 7] = contact.ground.height
+        self.index, self.geometry, self.normal_p, self.friction_p = pack_ground(model, contacts)
+        self.state = np.zeros((len(contacts), STATE_WIDTH))
         self.kernel = ground_contacts_kernel() or _ground_contacts_py
 
     def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
@@ -485,12 +671,19 @@ class GroundContacts:
 __all__ = [
     "N_PARAMS",
     "STATE_WIDTH",
+    "ContactSampler",
     "GroundContacts",
+    "contact_forces_kernel",
+    "contact_samples_kernel",
     "contact_update_kernel",
+    "discrete_rows",
     "friction_coefficient_kernel",
     "ground_contacts_kernel",
+    "ground_forces_kernel",
+    "has_twins",
     "normal_force_kernel",
     "pack_friction",
+    "pack_ground",
     "pack_normal",
     "pull_event",
     "pull_state",

@@ -1,11 +1,11 @@
 """One compiled call for the whole right-hand side of a reduced model whose coordinate map is explicit joint
 functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions), fixed or floating
-base, with point-to-point springs, joint spring-dampers, joint stops and joint torques: `CompiledExplicitRHS` (the
-loop-map twin is
-`compiled_rhs.CompiledReducedRHS`). Per call:
+base, with point-to-point springs, joint spring-dampers, joint stops, joint torques and ground contacts with
+built-in laws: `CompiledExplicitRHS` (the loop-map twin is `compiled_rhs.CompiledReducedRHS`). Per call:
 
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
     τ = joint torques τ(t) + joint spring-dampers and stops + springs   (`forces.compiled`)
+        + ground contacts, their discrete state given                    (`contact.kernels._ground_forces_py`)
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
@@ -93,12 +93,14 @@ def tangent_parents(model) -> np.ndarray:
 
 _LTDL = None
 _EXPLICIT = _JETS = _KINEMATICS = _JOINT_FORCES = None
+_GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 
 
 def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
                      zero_length, joint_springs, joint_spring_params, tangent_parent, joint_stops,
-                     joint_stop_params):
+                     joint_stop_params, contact_index, contact_geometry, contact_normal_p, contact_friction_p,
+                     contact_state):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
@@ -141,6 +143,12 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         if spring_status != 0:
             return fail
         dissipated += spring_dissipated
+    # ground contacts (`contact.kernels._ground_forces_py`): the discrete state rows are given (the engine's
+    # events set them in Python), the laws are the contact kernels' twins
+    if contact_index.shape[0]:
+        rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
+        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
+                                     contact_friction_p, contact_state, xd, tau)
     mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
     rhs = np.empty(nv)
     accel = np.empty(nv)
@@ -199,11 +207,13 @@ def _explicit_kernel():
                    jit.compiled(_compiled._cholesky_factor_py), jit.compiled(_compiled._cholesky_solve_py),
                    jit.compiled(_explicit_jets_py), kinematics[0] if kinematics else None,
                    jit.compiled(_ltdl_solve_py), joint_forces_kernel())
+        from biobullet.contact.kernels import ground_forces_kernel
+        callees += (ground_forces_kernel(),)
         if None in callees:
             _EXPLICIT = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             names = ("_TREE", "_SPRING_FORCES", "_PROJECTED_SOLVE", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS",
-                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES")
+                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES", "_GROUND_FORCES")
             _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
 
@@ -230,10 +240,11 @@ class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
     polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
     torques, joint spring-dampers, joint stops (smooth or switched; the switched stops' restart events stay with the
-    engine's event handling) and point-to-point springs: one compiled call; None where the generic path must
-    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, contacts, …)."""
+    engine's event handling), point-to-point springs and ground contacts with built-in laws: one compiled call; None
+    where the generic path must evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in
+    functions, contacts with a plug-in law, …)."""
 
-    def __init__(self, system, table, springs, joint_springs, torques, joint_stops=()) -> None:
+    def __init__(self, system, table, springs, joint_springs, torques, joint_stops=(), contacts=()) -> None:
         from biobullet.forces.compiled import pack_joint_forces
         from biobullet.algorithms.vectorized import tree_arrays
 
@@ -257,6 +268,13 @@ class CompiledExplicitRHS:
                         np.array(model.coordinate_map.independent, dtype=np.int64), model.n_config,
                         model.n_tangent)
         self._tangent_parent = tangent_parents(model)
+        # ground contacts with compiled laws: packed constants, and state rows refreshed from the run's
+        # ContactStates at every call (the engine's event actions change those in Python)
+        from biobullet.contact.kernels import STATE_WIDTH, pack_ground
+        self._contact_states = [contact.state for contact in contacts]
+        for contact in contacts:   # the interval log's samples by the same compiled laws
+            contact.use_compiled_observer(model)
+        self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
         # Σ depth² is the sparse factorisation's work, n³/3 the dense one's (both up to a constant): the sparse
         # one pays off only on clearly branched trees (measured: tests/benchmarks/test_rhs_scaling.py)
         depth = np.zeros(model.n_tangent)
@@ -268,12 +286,18 @@ class CompiledExplicitRHS:
 
     @classmethod
     def for_system(cls, system) -> "CompiledExplicitRHS | None":
+        from biobullet.contact.element import Contact
+        from biobullet.contact.kernels import has_twins
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
         if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or system.shadow is not None:
             return None
-        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop) for e in system.elements):
+        # ground contacts: built-in laws only (a plug-in law keeps the generic path); run copies (a state)
+        contacts = [e for e in system.elements if type(e) is Contact]
+        if any(not has_twins(e) or e.state is None for e in contacts):
+            return None
+        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop, Contact) for e in system.elements):
             return None
         # 1-DOF joints and the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
         if any(b.joint_type not in ("revolute", "prismatic") and not (b.joint_type == "free" and not b.joint)
@@ -285,8 +309,14 @@ class CompiledExplicitRHS:
         path = cls(system, table, [e for e in system.elements if type(e) is Spring],
                    [e for e in system.elements if type(e) is JointSpring],
                    [e for e in system.elements if type(e) is JointTorque],
-                   [e for e in system.elements if type(e) is JointStop])
+                   [e for e in system.elements if type(e) is JointStop], contacts)
         return path if path._kernel is not None else None
+
+    def _contact_arrays(self) -> tuple:
+        if self._contact_states:
+            from biobullet.contact.kernels import discrete_rows
+            discrete_rows(self._contact_states, self._contacts[4])
+        return self._contacts
 
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
@@ -307,7 +337,7 @@ class CompiledExplicitRHS:
         status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
                                    inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
                                    bodies, points, params, zero_length, *self._joint_springs[:2],
-                                   self._tangent_parent, *self._joint_springs[2:])
+                                   self._tangent_parent, *self._joint_springs[2:], *self._contact_arrays())
         return out if status == 0 else None
 
 

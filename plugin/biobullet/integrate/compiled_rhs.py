@@ -1,12 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
 For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
-coordinates), whose force elements are point-to-point springs, joint torques, joint spring-dampers and joint
-stops, integrated with the "reduced" formulation, everything `System._rhs` does per call runs in one numba
-function:
+coordinates), whose force elements are point-to-point springs, joint torques, joint spring-dampers, joint stops and
+ground contacts with built-in laws (`contact.kernels._ground_forces_py`, the contact state given), integrated with
+the "reduced" formulation, everything `System._rhs` does per call runs in one numba function:
 
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    τ = Σ springs (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
+    τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
     ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
@@ -37,6 +37,7 @@ _EMPTY = np.zeros(0)
 
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
 _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
+_GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _FUSED = None
 
 
@@ -45,7 +46,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
                   row_start, n_rows,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                  joint_springs, joint_spring_params, joint_stops, joint_stop_params):
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
     must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
     size = y.shape[0]
@@ -82,6 +84,10 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     if spring_status != 0:
         return fail
     dissipated += joint_dissipated
+    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
+    if contact_index.shape[0]:
+        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
+                                     contact_friction_p, contact_state, rate, tau)
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
@@ -116,12 +122,14 @@ def _fused_kernel(lean_kernel):
         springs = spring_forces_kernel()
         solve = _compiled.projected_solve_kernel()
         joint_forces = joint_forces_kernel()
-        if None in (tree, springs, solve, joint_forces):
+        from biobullet.contact.kernels import ground_forces_kernel
+        ground = ground_forces_kernel()
+        if None in (tree, springs, solve, joint_forces, ground):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             _FUSED = jit.compiled(_fused_rhs_py, bind={
                 "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
-                "_JOINT_FORCES": joint_forces}) or False
+                "_JOINT_FORCES": joint_forces, "_GROUND_FORCES": ground}) or False
     return _FUSED or None
 
 
@@ -297,7 +305,8 @@ class CompiledReducedRHS:
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
-    def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=()) -> None:
+    def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=(),
+                 contacts=()) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.forces.compiled import pack_joint_forces
@@ -332,13 +341,21 @@ class CompiledReducedRHS:
         self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
                            (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree, *self._springs,
                             *self._joint_forces))
+        # ground contacts with compiled laws (as `CompiledExplicitRHS`): state rows refreshed every call
+        from biobullet.contact.kernels import STATE_WIDTH, pack_ground
+        self._contact_states = [contact.state for contact in contacts]
+        for contact in contacts:   # the interval log's samples by the same compiled laws
+            contact.use_compiled_observer(model)
+        self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
         """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
-        whole coordinate map, only Spring, JointTorque, JointSpring and JointStop elements (a switched stop's
-        restart events stay with the engine), numba available and enabled."""
+        whole coordinate map, only Spring, JointTorque, JointSpring, JointStop (a switched stop's restart events
+        stay with the engine) and Contact (built-in laws) elements, numba available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
+        from biobullet.contact.element import Contact
+        from biobullet.contact.kernels import has_twins
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
@@ -348,7 +365,10 @@ class CompiledReducedRHS:
                 or type(cmap.resolvers[0]) is not LoopResolver
                 or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
             return None
-        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop) for e in system.elements):
+        contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
+        if any(not has_twins(e) or e.state is None for e in contacts):
+            return None
+        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop, Contact) for e in system.elements):
             return None
         resolver = cmap.resolvers[0]
         lean = resolver._lean
@@ -357,7 +377,7 @@ class CompiledReducedRHS:
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
         path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointStop])
+                   [e for e in system.elements if type(e) is JointStop], contacts)
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
@@ -418,6 +438,12 @@ class CompiledReducedRHS:
                 start += 1
         return theta, rate
 
+    def _contact_arrays(self) -> tuple:
+        if self._contact_states:
+            from biobullet.contact.kernels import discrete_rows
+            discrete_rows(self._contact_states, self._contacts[4])
+        return self._contacts
+
     def _time_forces(self, t: float) -> np.ndarray:
         if self._constant:
             return self._tau_time
@@ -469,7 +495,8 @@ class CompiledReducedRHS:
         head, middle, tail = self._arguments   # the constant arguments, packed once (Python glue per call)
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
             y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
-            r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail)
+            r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
+            *self._contact_arrays())
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it

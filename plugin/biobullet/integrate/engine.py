@@ -455,6 +455,10 @@ def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
                     pen = np.where(side * (theta - limit) > 0.0, side * (theta - limit), 0.0)
                     energy += element.stiffness * pen ** (e + 1.0) / (e + 1.0)
             continue
+        batch = getattr(element, "potential_energy_batch", None)   # e.g. contacts: one compiled call
+        if batch is not None:
+            energy += batch(model, positions)
+            continue
         energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
     return energy
 
