@@ -54,6 +54,7 @@ from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
 from biobullet.bridge.constraints import bridge_constraints
 from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
+from biobullet.forces.collection import added_generation
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -317,6 +318,9 @@ class Bridge:
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
         self._linear_own = None
+        #: `forces.collection.added_generation()` when `_forces_present` was last decided (None: not yet)
+        self._forces_generation, self._forces_present = None, True
+        self._own_tree = None if self._own is None else self._own[1:]   # (meta, body, gravity)
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
             self._linear_own = linear_own_kernel()
@@ -555,6 +559,8 @@ class Bridge:
             tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
             out = self._apply(tau, generalized)
             self.contacts.apply_reactions()
+        elif self._fast and generalized is None:   # one call less on the per-step fast path
+            out = self._apply_fast(tau)
         else:
             out = self._apply(tau, generalized)
         self.time += self.dt
@@ -602,18 +608,22 @@ class Bridge:
         failed reduced solve)."""
         p, c, b, model = self._p, self.client, self.body, self.model
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-        x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
-        state = np.array((x_list, xd_list))   # [x; ẋ]
+        state = np.array(([s[0] for s in states], [s[1] for s in states]))   # [x; ẋ]
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
-        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+            self._forces_generation = added_generation()
+            self._forces_present = self._forces is not None and (self._force_elements is None
+                                                                 or bool(self._force_elements(model)))
+        if self._forces_present:
             torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
+        corrector = self.corrector
         if self._linear_own is not None:   # M, h and the null-space solve in one call
-            _, meta, body, gravity = self._own
-            status = self._linear_own(meta, body, gravity, torque, self._null, state, self.corrector.kp,
-                                      self.corrector.kd, limit, self._null_work, out)
+            status = self._linear_own(*self._own_tree, torque, self._null, state, corrector.kp, corrector.kd, limit,
+                                      self._null_work, out)
         else:
+            x_list, xd_list = state[0].tolist(), state[1].tolist()
             if self._own is None:
                 mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
                 bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list,
@@ -628,7 +638,8 @@ class Bridge:
             n = self._out_n
             self._lambda, out = out[n:], out[:n]
         else:   # projection due or no reduced solution: the general path (it reads M and h again)
-            out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
+            out = self._constrained_torque(state[0], state[1], state[0].tolist(), state[1].tolist(), torque,
+                                           self.time)
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
         return out
