@@ -322,7 +322,8 @@ class Bridge:
         self._forces_generation, self._forces_present = None, True
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if self._fast and self._own is not None:
-            from biobullet.bridge.kernels import direct_entry, linear_own_kernel
+            from biobullet.bridge.kernels import linear_own_kernel
+            from biobullet.core.jit import direct_entry
             self._linear_own = linear_own_kernel()
             if self._linear_own is not None:   # `_apply_fast` passes exactly these types every step
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,

@@ -215,21 +215,6 @@ def linear_own_kernel():
     return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": null})
 
 
-def direct_entry(kernel, *args):
-    """numba's compiled wrapper of `kernel` for exactly the types of `args` (compiled or loaded by calling it with
-    them once): calling it skips the dispatcher's per-call matching of the argument types (≈ 0.4 µs for the
-    eleven arguments of `linear_own_kernel`, 2 % of a shoulder step). The caller must pass the same types on
-    every call — C-contiguous float64 arrays and Python floats where `args` has them: the wrapper converts but
-    does not check. `kernel` itself when numba keeps no such entry (another numba version)."""
-    kernel(*args)
-    try:
-        import numba
-        entry = kernel.overloads[tuple(numba.typeof(a) for a in args)].entry_point
-    except Exception:   # pragma: no cover - numba internals moved: the dispatcher serves
-        return kernel
-    return entry if callable(entry) else kernel
-
-
 def kernels():
     """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the numpy versions without
     numba / with BIOBULLET_NUMBA=0."""
@@ -248,5 +233,4 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["direct_entry", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved",
-           "rows_torque_kernel"]
+__all__ = ["kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]
