@@ -181,9 +181,12 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
     sub = np.zeros((6, n_tangent))
-    inertia = np.empty((nb, 10))   # m, m c (3), I_O (6)
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
+    # few allocations (between two PyBullet steps each one costs more than the arithmetic of a small tree)
+    inertias = np.empty((2, nb, 10))   # m, m c (3), I_O (6) of each body, then the composite ones
+    inertia = inertias[0]
+    scratch = np.empty((2, 3, 3))
+    loc = scratch[0]
+    jr = scratch[1]
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
         p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
@@ -212,7 +215,8 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
 
     mass = np.zeros((n_tangent, n_tangent))
     if need_mass:
-        composite = inertia.copy()
+        composite = inertias[1]
+        composite[:, :] = inertia
         for i in range(nb - 1, -1, -1):
             parent = meta[i, 0]
             if parent >= 0:
@@ -245,9 +249,10 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
 
     tau = np.zeros(n_tangent)
     if need_bias:
-        vel = np.empty((nb, 6))
-        acc_b = np.empty((nb, 6))
-        forces = np.empty((nb, 6))
+        motion = np.empty((3, nb, 6))
+        vel = motion[0]
+        acc_b = motion[1]
+        forces = motion[2]
         for i in range(nb):
             parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
             j0 = j1 = j2 = j3 = j4 = j5 = 0.0
