@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 
 from collections.abc import Mapping
+from operator import itemgetter
 
 import numpy as np
 
@@ -67,6 +68,8 @@ PROJECTION_FLOOR = 1.0e-14
 #: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
 #: construction (`Bridge._own_dynamics`)
 OWN_DYNAMICS_TOLERANCE = 1.0e-9
+#: a joint's position and velocity in a getJointStates entry
+_POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
 
 class Bridge:
@@ -623,8 +626,8 @@ class Bridge:
         failed reduced solve)."""
         p, c, b, model, n = self._p, self.client, self.body, self.model, self._out_n
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-        # [x, ẋ] flat (fromiter of one list: 0.4 µs less than np.array of two lists)
-        flat = np.fromiter([s[k] for k in (0, 1) for s in states], float, 2 * n)
+        # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
+        flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
             self._forces_generation = added_generation()
