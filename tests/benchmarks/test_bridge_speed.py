@@ -102,7 +102,10 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
 def _in_step_costs(model, rounds: int, steps: int) -> dict[str, float]:
     """Seconds per step of the bare loop with the fast step's PyBullet calls and conversions added one at a time,
     and of Bridge.step(), each on its own connection, rounds interleaved (thread CPU time, best round)."""
+    from operator import itemgetter
+
     from biobullet.bench import bare_steps, bridge_steps
+    first, second = itemgetter(0), itemgetter(1)
 
     def loop(read: bool, convert: bool, lifecycle: bool):
         def run(bridge, n, clock):
@@ -114,8 +117,8 @@ def _in_step_costs(model, rounds: int, steps: int) -> dict[str, float]:
                     p.getUserData(data, physicsClientId=c)
                 if read:
                     states = p.getJointStates(b, joints, physicsClientId=c)
-                    if convert:
-                        np.fromiter([s[k] for k in (0, 1) for s in states], float, size)
+                    if convert:   # as Bridge._apply_fast
+                        np.fromiter([*map(first, states), *map(second, states)], float, size)
                 p.setJointMotorControlArray(b, joints, p.TORQUE_CONTROL, forces=zeros, physicsClientId=c)
                 p.stepSimulation(physicsClientId=c)
             return (clock() - start) / n
