@@ -74,7 +74,7 @@ INTRODUCTION = """## Inertia: the same bodies as Pinocchio and PyBullet
 | revolute, continuous | revolute | 1 | angle | 1 | rate | yes |
 | prismatic | prismatic | 1 | displacement | 1 | rate | yes |
 | fixed | (welded) | 0 | — | 0 | — | yes |
-| spherical (PyBullet's extension) | spherical | 4 | quaternion x y z w | 3 | angular velocity, child frame | not yet: clear error |
+| spherical (PyBullet's extension) | spherical | 4 | quaternion x y z w | 3 | angular velocity, child frame | yes (a `<limit>` on it: clear error; `docs/bridge.md`) |
 | planar | planar | 4 | x, y, cos φ, sin φ (plane normal to `<axis>`) | 3 | vx, vy (child frame), φ̇ | no: clear error |
 | floating | free | 7 | position, quaternion x y z w | 6 | linear, angular velocity, child frame | no: clear error |
 
@@ -84,10 +84,15 @@ and pass the coordinate map unchanged: joint functions, `<mimic>` and loops act 
 handles them except `matrix_calculus` (a ModelError says so); the reference engine integrates their quaternions
 on the sphere (`model.integrate_configuration` = `pin.integrate`). Validation builds Pinocchio's joint models
 explicitly (its URDF parser knows no `spherical` joint and ignores a planar joint's axis). The PyBullet map
-(`conventions.PyBulletMap`: bridge and PyBullet oracle) handles 1-DOF joints and a floating base only: on a model with
-multi-DOF joints the bridge stops with a ModelError saying so, and validation leaves the PyBullet oracle out with
-that reason. (PyBullet reads `spherical` joints and drives them with `setJointMotorControlMultiDof` /
-`resetJointStateMultiDof`; mapping them in the bridge is the open part.)
+(`conventions.PyBulletMap`) handles 1-DOF joints, spherical joints and a floating base: the bridge runs spherical
+joints through `resetJointStateMultiDof` / `getJointStatesMultiDof` / `setJointMotorControlMultiDofArray`, with
+PyBullet's quaternion, velocity and torque converted from the child link's inertial frame, its default spherical
+motor switched off, and M, h from biobullet's recursions (`docs/bridge.md`, "Spherical joints"). A spherical
+joint with a `<limit>` is refused on the bridge (PyBullet's cone constraint cannot be switched off; the engine has
+none). PyBullet's `calculateMassMatrix` / `calculateInverseDynamics` do not take spherical joints, so validation
+compares PyBullet on its own forward dynamics there (the velocity change of one step; fixed base without joint
+functions), link velocities and inertias, not on M and h (Pinocchio checks those); URDF `planar` and `floating`
+joints are engine and Pinocchio only (PyBullet's multibody has no such URDF joints).
 
 ## Leniency
 

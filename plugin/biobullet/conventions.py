@@ -30,6 +30,17 @@ PyBullet (`loadURDF(file, useFixedBase=..., flags=URDF_USE_INERTIA_FROM_FILE)`)
       (R_cᵀ d²p_com/dt², i.e. d/dt v_com + ω × v_com); and the quaternion is converted to roll-pitch-yaw
       with getEulerFromQuaternion but rebuilt as INTRINSIC X-Y-Z angles, so a general orientation is
       misread: `pybullet_id_quaternion` returns the quaternion to pass so that PyBullet uses the intended one.
+    * spherical joints (JOINT_SPHERICAL; resetJointStateMultiDof / getJointStatesMultiDof /
+      setJointMotorControlMultiDofArray): PyBullet's quaternion (x y z w) and 3-vector velocity and torque live in
+      the child link's INERTIAL (principal-axes) frame R_i = getDynamicsInfo(body, joint)[4], not in the URDF link
+      frame of biobullet's (and Pinocchio's) spherical joint: q_pb = q_i* ⊗ q ⊗ q_i (R_pb = R_iᵀ R R_i),
+      ω_pb = R_iᵀ ω, τ_pb = R_iᵀ τ, with q, ω, τ biobullet's (child-frame) ones. Both agree when the link's
+      inertia is diagonal in its link frame. PyBullet gives every spherical joint a default motor holding it at
+      the identity (POSITION_CONTROL), which TORQUE_CONTROL does not replace: it must be switched off with
+      force [0, 0, 0] (`bridge.connection.prepare_body`). calculateMassMatrix / calculateInverseDynamics do not
+      take spherical joints of a fixed-base body (the latter fails, the former returns a wrong matrix), so
+      `mass_matrix_from_pybullet` / `inverse_dynamics` refuse such bodies. (Spherical claims are tested in
+      tests/unit/bridge/test_spherical_bridge.py, the others in tests/unit/test_conventions.py.)
 """
 from __future__ import annotations
 
@@ -153,11 +164,13 @@ class PyBulletMap:
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
         import pybullet as p
-        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies if b.multi_dof and b.joint]
+        multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies
+                 if b.multi_dof and b.joint and b.joint_type != "spherical"]
         if multi:
-            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints and a floating base "
-                             f"only; joints {', '.join(multi)} have several degrees of freedom (use the reference "
-                             f"engine, `biobullet simulate` without --engine pybullet)", file=model.file)
+            raise ModelError(f"the PyBullet map (bridge, PyBullet oracle) handles 1-DOF joints, spherical joints and "
+                             f"a floating base; joints {', '.join(multi)} are of a type PyBullet's multibody does not "
+                             f"simulate from URDF (use the reference engine, `biobullet simulate` without "
+                             f"--engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
         info = [p.getJointInfo(body_id, i, physicsClientId=client)
                 for i in range(p.getNumJoints(body_id, physicsClientId=client))]
@@ -169,7 +182,35 @@ class PyBulletMap:
         if missing or any(info[joint_index[n]][3] < 0 for n in _names(model)):
             raise ModelError(f"joints {missing or _names(model)} do not match the PyBullet body", file=model.file)
         self.joint_indices = np.array([joint_index[n] for n in _names(model)], int)  # θ_k → PyBullet joint
-        movable = sorted((i[3], i[0]) for i in info if i[3] > -1)
+        #: spherical joints: (PyBullet joint index, q_index, v_index, R_i, q_i) with R_i / q_i the child link's
+        #: inertial-frame rotation / quaternion, the frame of PyBullet's joint quaternion and velocity
+        spherical = []
+        for b in model.bodies:
+            if b.joint_type != "spherical":
+                continue
+            index = joint_index.get(b.joint)
+            if index is None or info[index][2] != p.JOINT_SPHERICAL:
+                raise ModelError(f"spherical joint {b.joint!r} is not a spherical joint of the PyBullet body",
+                                 file=model.file, element=f'<joint name="{b.joint}">')
+            quaternion = np.array(p.getDynamicsInfo(body_id, index, physicsClientId=client)[4], float)
+            spherical.append((index, b.q_index, b.v_index, quaternion_to_matrix(quaternion), quaternion))
+        self.spherical: tuple = tuple(spherical)
+        self.spherical_indices: list[int] = [s[0] for s in spherical]
+        # the conversions as one block-diagonal product each (per step, no per-joint Python quaternion products):
+        # q = K q_pb with K the 4×4 matrix of q ↦ q_i ⊗ q ⊗ q_i* (orthogonal: q_pb = Kᵀ q), ω = R_i ω_pb
+        n_s = len(spherical)
+        self._sph_q = np.array([i for s in spherical for i in range(s[1], s[1] + 4)], dtype=int)
+        self._sph_v = np.array([i for s in spherical for i in range(s[2], s[2] + 3)], dtype=int)
+        self._sph_conj = np.zeros((4 * n_s, 4 * n_s))
+        self._sph_rot = np.zeros((3 * n_s, 3 * n_s))
+        for k, (_, _, _, rotation, inertial) in enumerate(spherical):
+            self._sph_conj[4 * k:4 * k + 4, 4 * k:4 * k + 4] = _conjugation_matrix(inertial)
+            self._sph_rot[3 * k:3 * k + 3, 3 * k:3 * k + 3] = rotation
+        #: True when the body has spherical joints: no calculateMassMatrix / calculateInverseDynamics
+        self.multi_dof = bool(spherical)
+        # dof order of the 1-DOF joints among themselves (that of calculateMassMatrix for bodies without spherical
+        # joints, which PyBullet's calls do not take)
+        movable = sorted((i[3], i[0]) for i in info if i[3] > -1 and i[2] != p.JOINT_SPHERICAL)
         if len(movable) != model.n_joints:
             raise ModelError(f"PyBullet has {len(movable)} movable joints, biobullet {model.n_joints}",
                              file=model.file)
@@ -204,8 +245,15 @@ class PyBulletMap:
         out[self.dof_of_joint] = theta
         return out.tolist()
 
+    def _refuse_multi_dof(self, call: str) -> None:
+        if self.multi_dof:
+            names = ", ".join(b.joint for b in self.model.bodies if b.joint_type == "spherical")
+            raise ModelError(f"PyBullet's {call} does not take spherical joints ({names}); use biobullet's own "
+                             "recursions (the bridge does)", file=self.model.file)
+
     def mass_matrix_from_pybullet(self, matrix: np.ndarray) -> np.ndarray:
         """calculateMassMatrix result → M in our tangent order and base convention: Tᵀ M_pb T."""
+        self._refuse_multi_dof("calculateMassMatrix")
         t = self.tangent_map(angular_first=True)
         return t.T @ np.asarray(matrix) @ t
 
@@ -222,6 +270,7 @@ class PyBulletMap:
     def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
         """calculateInverseDynamics, converted both ways: generalized forces dual to our ẋ (our order)."""
         import pybullet as p
+        self._refuse_multi_dof("calculateInverseDynamics")
         model, n = self.model, self.model.n_joints
         if not model.floating_base:
             out = p.calculateInverseDynamics(self.body_id, self.joints_to_pybullet(x), self.joints_to_pybullet(xd),
@@ -242,16 +291,32 @@ class PyBulletMap:
         """Reset the PyBullet body to our (x, ẋ)."""
         import pybullet as p
         model, c, b = self.model, self.client, self.body_id
-        base = 7 if model.floating_base else 0
+        base = model.base_nq   # floating base (7) and spherical joints (4 each) lead x
         if model.floating_base:
             position, quaternion = self.base_pose_to_pybullet(x)
             p.resetBasePositionAndOrientation(b, position.tolist(), quaternion.tolist(), physicsClientId=c)
             rotation = quaternion_to_matrix(x[3:7])
             v_com = rotation @ (xd[:3] + np.cross(xd[3:6], self.inertial_position))
             p.resetBaseVelocity(b, v_com.tolist(), (rotation @ xd[3:6]).tolist(), physicsClientId=c)
-        offset = 6 if model.floating_base else 0
+        if self.spherical:
+            quaternions, velocities = self.spherical_to_pybullet(x, xd)
+            p.resetJointStatesMultiDof(b, self.spherical_indices, quaternions, targetVelocities=velocities,
+                                       physicsClientId=c)
+        offset = model.base_nv
         for k, joint in enumerate(self.joint_indices):
             p.resetJointState(b, int(joint), float(x[base + k]), float(xd[offset + k]), physicsClientId=c)
+
+    def spherical_to_pybullet(self, x: np.ndarray, xd: np.ndarray) -> tuple[list, list]:
+        """PyBullet's (quaternions, angular velocities) of the spherical joints for our (x, ẋ):
+        q_pb = q_i* ⊗ q ⊗ q_i and ω_pb = R_iᵀ ω (see the module docstring)."""
+        quaternions = (self._sph_conj.T @ np.asarray(x, dtype=float)[self._sph_q]).reshape(-1, 4)
+        velocities = (self._sph_rot.T @ np.asarray(xd, dtype=float)[self._sph_v]).reshape(-1, 3)
+        return quaternions.tolist(), velocities.tolist()
+
+    def spherical_torques(self, torque: np.ndarray) -> list[list[float]]:
+        """τ_pb = R_iᵀ τ of every spherical joint (N·m, our τ dual to the child-frame ω) for
+        setJointMotorControlMultiDofArray."""
+        return (self._sph_rot.T @ np.asarray(torque, dtype=float)[self._sph_v]).reshape(-1, 3).tolist()
 
     def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
         """Our (x, ẋ) read back from the PyBullet body."""
@@ -266,10 +331,20 @@ class PyBulletMap:
             omega = rotation.T @ angular
             parts_x += [base_p, base_q]
             parts_v += [rotation.T @ linear - np.cross(omega, self.inertial_position), omega]
-        states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c)
-        parts_x.append(np.array([s[0] for s in states]))
-        parts_v.append(np.array([s[1] for s in states]))
-        return np.concatenate(parts_x), np.concatenate(parts_v)
+        states = p.getJointStates(b, self.joint_indices.tolist(), physicsClientId=c) if len(self.joint_indices) else ()
+        parts_x.append(np.array([s[0] for s in states], dtype=float))
+        parts_v.append(np.array([s[1] for s in states], dtype=float))
+        if not self.spherical:
+            return np.concatenate(parts_x), np.concatenate(parts_v)
+        # spherical joints sit after the base, before θ (the leading block of x, see model.tree)
+        x, xd = np.empty(model.n_config), np.empty(model.n_tangent)
+        if model.floating_base:
+            x[:7], xd[:6] = np.concatenate(parts_x[:-1]), np.concatenate(parts_v[:-1])
+        x[model.base_nq:], xd[model.base_nv:] = parts_x[-1], parts_v[-1]
+        states = p.getJointStatesMultiDof(b, self.spherical_indices, physicsClientId=c)
+        x[self._sph_q] = self._sph_conj @ np.array([value for s in states for value in s[0]])
+        xd[self._sph_v] = self._sph_rot @ np.array([value for s in states for value in s[1]])
+        return x, xd
 
     def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(R, p) of the URDF link frame and (COM linear velocity, angular velocity), world frame."""
@@ -293,6 +368,13 @@ class PyBulletMap:
         if index < 0:
             return self.inertial_position.copy()
         return np.asarray(p.getDynamicsInfo(self.body_id, index, physicsClientId=self.client)[3])
+
+
+def _conjugation_matrix(quaternion: np.ndarray) -> np.ndarray:
+    """The 4×4 matrix K with K q = a ⊗ q ⊗ a* for the unit quaternion a (x y z w); orthogonal, K⁻¹ = Kᵀ."""
+    from biobullet.spatial.rotations import quaternion_multiply
+    conjugate = quaternion * np.array([-1.0, -1.0, -1.0, 1.0])
+    return np.column_stack([quaternion_multiply(quaternion_multiply(quaternion, e), conjugate) for e in np.eye(4)])
 
 
 def build_pinocchio_model(model, file: str | None = None):
@@ -346,33 +428,35 @@ def pinocchio_model_from_description(description, floating_base: bool):
         frame_of[link_name] = pm.addBodyFrame(link_name, joint_id, placement, previous)
 
     attach(description.root_link, root, pin.SE3.Identity(), 0)
-    stack = [(description.root_link, root, pin.SE3.Identity())]
+    # depth first, one joint at a time: Pinocchio's CRBA assumes every joint's subtree has contiguous indices
+    # (nvSubtree); adding all children of a link before their subtrees gives a wrong M on branched trees
+    stack = [(joint, description.root_link, root, pin.SE3.Identity())
+             for joint in reversed(children.get(description.root_link, []))]
     while stack:
-        link_name, joint_id, placement = stack.pop()
-        for joint in children.get(link_name, []):
-            origin = placement * pin.SE3(rpy_to_matrix(joint.origin_rpy), np.array(joint.origin_xyz, dtype=float))
-            axis = np.array(joint.axis, dtype=float)
-            if joint.type == "fixed":
-                attach(joint.child, joint_id, origin, frame_of[link_name])
-                stack.append((joint.child, joint_id, origin))
-                continue
-            after = pin.SE3.Identity()   # child link frame in the new joint's frame
-            if joint.type == "revolute":
-                joint_model = pin.JointModelRevoluteUnaligned(axis)
-            elif joint.type == "continuous":
-                joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
-            elif joint.type == "prismatic":
-                joint_model = pin.JointModelPrismaticUnaligned(axis)
-            elif joint.type == "spherical":
-                joint_model = pin.JointModelSpherical()
-            elif joint.type == "floating":
-                joint_model = pin.JointModelFreeFlyer()
-            else:  # planar: Pinocchio's plane is its joint frame's xy plane; turn z onto the URDF axis
-                basis = plane_basis(axis)
-                origin = origin * pin.SE3(basis, np.zeros(3))
-                after = pin.SE3(basis.T, np.zeros(3))
-                joint_model = pin.JointModelPlanar()
-            new_id = pm.addJoint(joint_id, joint_model, origin, joint.name)
-            attach(joint.child, new_id, after, frame_of[link_name])
-            stack.append((joint.child, new_id, after))
+        joint, link_name, joint_id, placement = stack.pop()
+        origin = placement * pin.SE3(rpy_to_matrix(joint.origin_rpy), np.array(joint.origin_xyz, dtype=float))
+        axis = np.array(joint.axis, dtype=float)
+        if joint.type == "fixed":
+            attach(joint.child, joint_id, origin, frame_of[link_name])
+            stack.extend((j, joint.child, joint_id, origin) for j in reversed(children.get(joint.child, [])))
+            continue
+        after = pin.SE3.Identity()   # child link frame in the new joint's frame
+        if joint.type == "revolute":
+            joint_model = pin.JointModelRevoluteUnaligned(axis)
+        elif joint.type == "continuous":
+            joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
+        elif joint.type == "prismatic":
+            joint_model = pin.JointModelPrismaticUnaligned(axis)
+        elif joint.type == "spherical":
+            joint_model = pin.JointModelSpherical()
+        elif joint.type == "floating":
+            joint_model = pin.JointModelFreeFlyer()
+        else:  # planar: Pinocchio's plane is its joint frame's xy plane; turn z onto the URDF axis
+            basis = plane_basis(axis)
+            origin = origin * pin.SE3(basis, np.zeros(3))
+            after = pin.SE3(basis.T, np.zeros(3))
+            joint_model = pin.JointModelPlanar()
+        new_id = pm.addJoint(joint_id, joint_model, origin, joint.name)
+        attach(joint.child, new_id, after, frame_of[link_name])
+        stack.extend((j, joint.child, new_id, after) for j in reversed(children.get(joint.child, [])))
     return pm

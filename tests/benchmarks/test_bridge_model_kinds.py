@@ -1,8 +1,8 @@
 """`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written
 computed-torque loop on the same model (`biobullet.bench.bridge_speed`: interleaved rounds, best round, thread
 CPU time). Kinds: linear joint functions (shoulder rhythm), nonlinear couplings of the 3-link pendulum (a
-`polynomial` — compiled per-step path — and an `expression` — generic per-row path), closed loops (Andrews'
-squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link robot,
+`polynomial` and an `expression` — both on the compiled per-step path, the expression as an instruction tape),
+closed loops (Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link robot,
 4 segments, stable dt; air damping off and on). The minimal loop does no contact or constraint
 work: the ratio is the price of everything the bridge adds. Prints the table (copied into the README) and writes
 out/benchmarks/bridge_model_kinds.json. No wall-clock thresholds.

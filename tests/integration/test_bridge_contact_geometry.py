@@ -47,7 +47,9 @@ def _drop(tmp_path, contact):
 def test_queried_penetration_equals_sphere_plane(tmp_path):
     """Drop model: δ from getClosestPoints = r − z (plane z = 0) at several heights, in and out of contact."""
     model = _drop(tmp_path, {"normal_law": "hunt_crossley", "stiffness": "1e5", "restitution": "0.8"})
-    with Bridge(model, dt=1e-4, initial={"drop": 0.2}) as bridge:
+    with Bridge(model, dt=1e-4, initial={"drop": 0.2}) as bridge:   # default: the file's plane is analytic
+        assert bridge.contacts.geometry_of("C") == "analytic" and bridge.contacts.ground_bodies == ()
+    with Bridge(model, dt=1e-4, initial={"drop": 0.2}, contact_geometry="pybullet") as bridge:
         contacts = bridge.contacts
         assert contacts.geometry_of("C") == "pybullet"
         for z in (0.5, 0.2, 0.0500001, RADIUS, 0.0499999, 0.049, 0.03, 0.0, -0.3):
@@ -116,7 +118,8 @@ def test_pybullet_rigid_contact_is_off(tmp_path, user_plane):
         plane = None
         if user_plane:
             plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE, physicsClientId=c), physicsClientId=c)
-        with Bridge(model, c, dt=dt, initial={"drop": z0}, ground_body=plane) as bridge:
+        with Bridge(model, c, dt=dt, initial={"drop": z0}, ground_body=plane,
+                    contact_geometry="pybullet") as bridge:   # without a user plane: the bridge's query plane
             contacts = bridge.contacts
             (ground,) = (plane,) if user_plane else contacts.ground_bodies
             for _ in range(steps):

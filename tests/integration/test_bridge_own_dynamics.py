@@ -7,7 +7,8 @@
     measured ≈ 1e-15).
 (2) The one-call explicit-function path (`Bridge._apply_rows`: rows, M, h, Schur solve) gives the same run as the
     general path with PyBullet's M and h (per-row plug-in jets, `kkt_torque`) to 1e-9 rad over 1 s, and holds the
-    polynomial coupling to ≤ 1e-6 rad at dt = 1 ms over 5 s.
+    polynomial coupling to ≤ 1e-6 rad at dt = 1 ms over 5 s, the expression pendulum's (its tape in the kernel)
+    over 10 s, also with an expression of another function's output; loop rows and an expression row in one call.
 """
 from __future__ import annotations
 
@@ -106,9 +107,53 @@ def test_compiled_rows_path_equals_general_path_and_holds_the_coupling(tmp_path)
     assert worst <= 1e-6
 
 
-def test_expression_functions_keep_the_general_path(tmp_path):
-    with Bridge(biobullet.load_model(write_pendulum(tmp_path)), dt=1e-3) as bridge:
-        assert not bridge._rows_fast
+def _composed_pendulum(tmp_path: Path) -> Path:
+    """j2 an expression driver of t, j3 = 0.5 sin(j1) + 0.3 j2²: an expression of another function's output."""
+    text = pendulum_text().replace('<initial joint="j2" position="-0.6" velocity="0"/>', "").replace(
+        "<joint_function ", '<joint_function joint="j2" type="expression" expression="-0.6 + 0.3*sin(2*t)"/>'
+                            "<joint_function ")
+    path = tmp_path / "composed_pendulum.urdf"
+    path.write_text(text)
+    return path
+
+
+@needs_numba
+@pytest.mark.parametrize("composed", [False, True])
+def test_expression_rows_path_equals_general_path_and_holds_the_coupling(tmp_path, composed):
+    """The expression pendulum (and its composed, time-driven variant) on the one-call path — the expression's
+    tape in the kernel, own M and h — against the general path with the per-row lambdified SymPy jets and
+    PyBullet's M and h: same state to 1e-9 over 1 s; the joint-function residual stays ≤ 1e-6 at dt = 1 ms over
+    10 s (measured 7.3e-7 rad on the pendulum)."""
+    model = biobullet.load_model(_composed_pendulum(tmp_path) if composed else write_pendulum(tmp_path))
+    finals = []
+    for fast in (True, False):
+        with Bridge(model, dt=1e-3, dynamics="auto" if fast else "pybullet") as bridge:
+            assert bridge._rows_fast
+            bridge._rows_fast = fast
+            if not fast:
+                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate` (lambdified)
+            for _ in range(1000):
+                bridge.step()
+            finals.append(np.concatenate(bridge.state()[1:]))
+    assert np.abs(finals[0] - finals[1]).max() <= 1e-9
+    with Bridge(model, dt=1e-3) as bridge:
+        worst = 0.0
+        for _ in range(10000):
+            bridge.step()
+            worst = max(worst, max(abs(r) for r in bridge.constraint_residuals().values()))
+    assert worst <= 1e-6
+
+
+def test_undefined_expression_on_the_bridge_is_reported(tmp_path):
+    """An expression that leaves its domain during the run: the compiled step declines and the general path
+    raises the EvaluationError naming the expression (never NaN torques)."""
+    from biobullet.core.errors import EvaluationError
+    path = tmp_path / "log_pendulum.urdf"
+    path.write_text(pendulum_text("log(1.3 - j1) + 0.3*j2**2"))   # undefined for j1 ≥ 1.3
+    with Bridge(biobullet.load_model(path), dt=1e-3) as bridge:
+        bridge._p.resetJointState(bridge.body, bridge._joint_list[0], 1.4, physicsClientId=bridge.client)
+        with pytest.raises(EvaluationError, match=r"log\(1.3 - j1\)"):
+            bridge.step()
 
 
 @needs_numba
@@ -145,3 +190,38 @@ def test_linear_path_with_own_dynamics_equals_pybullets():
                 bridge.step()
             finals.append(np.concatenate(bridge.state()[1:]))
     assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
+
+
+@needs_numba
+def test_loop_and_expression_rows_in_one_call(tmp_path):
+    """The four-bar knee with a foot on the anterior link whose ankle follows a time-dependent expression of the
+    independent knee_A (a model mixing `<loop>` rows and an expression row): the one-call loop kernel
+    (`kernels.loop_torque_kernel`, the expression's tape in it) against the general path with the per-row
+    lambdified jets and PyBullet's M and h over 0.2 s at dt = 1e-4 s: same state to 1e-9 of its scale (measured
+    2.5e-12 relative to 1.6 over 0.3 s), residuals ≤ 1e-8 (measured 2.6e-12)."""
+    text = (ROOT / "urdf" / "fourbar_knee.urdf").read_text()
+    foot = ('<link name="foot"><inertial><origin xyz="0.05 0 -0.02"/><mass value="0.8"/>'
+            '<inertia ixx="0.002" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.002"/></inertial></link>'
+            '<joint name="ankle" type="continuous"><parent link="anterior_link"/><child link="foot"/>'
+            '<origin xyz="0.019 0 -0.083"/><axis xyz="0 1 0"/></joint>')
+    function = ('<joint_function joint="ankle" type="expression" inputs="knee_A" '
+                'expression="0.3*sin(knee_A) - 0.1*knee_A**2 + 0.05*sin(3*t)"/>')
+    assert '<biobullet version="1">' in text and '<coordinates names="knee_A"/>' in text
+    text = text.replace('<biobullet version="1">', foot + '<biobullet version="1">').replace(
+        '<coordinates names="knee_A"/>', '<coordinates names="knee_A"/>' + function)
+    path = tmp_path / "knee_foot.urdf"
+    path.write_text(text)
+    model = biobullet.load_model(path)
+    finals, worst = [], 0.0
+    for fast in (True, False):
+        with Bridge(model, dt=1e-4, dynamics="auto" if fast else "pybullet") as bridge:
+            assert bridge._rows_fast and bridge._loops_data is not None
+            bridge._rows_fast = fast
+            if not fast:
+                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate` (lambdified)
+            for _ in range(2000):
+                bridge.step()
+                worst = max(worst, max(abs(r) for r in bridge.constraint_residuals().values()))
+            finals.append(np.concatenate(bridge.state()[1:]))
+    assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
+    assert worst <= 1e-8

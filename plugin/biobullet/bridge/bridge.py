@@ -11,7 +11,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths (`own_dynamics`);
+   same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
+   joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
@@ -88,8 +89,9 @@ class Bridge:
     with `<joint_stop>`). gui: own connection in GUI mode.
     Flexible links: segments (one number or {link: number}; default the element's `segments`, else
     DEFAULT_SEGMENTS), shear (default False), air_damping (the segments' air drag, default True).
-    Contacts: ground_body (a PyBullet body standing for the file's ground; None: a query plane), contact_geometry
-    (None / "pybullet" / "analytic" for the file's ground), scene_contacts (contact with every other body of the
+    Contacts: ground_body (a PyBullet body standing for the file's ground; None: the file's analytic plane),
+    contact_geometry (None / "pybullet" / "analytic" for the file's ground; None: analytic unless a ground_body is
+    given), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
     dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
@@ -98,6 +100,10 @@ class Bridge:
     (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
+    Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
+    motor are handled through PyBullet's multi-DOF calls; such a body always takes the general path with M and h
+    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, and a
+    spherical `<limit>` is a ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -136,6 +142,11 @@ class Bridge:
             if self.layouts:
                 check_flexible_step(model, self.dt)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
+            #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
+            self._spherical = None
+            if self.map.multi_dof:
+                from biobullet.bridge.multidof import SphericalJoints
+                self._spherical = SphericalJoints(self)
             self.alpha, self.beta = self._gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
@@ -170,8 +181,8 @@ class Bridge:
             raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
                              expected="'auto' or 'pybullet'")
         self._dynamics_choice = dynamics
-        self._base = 7 if model.floating_base else 0
-        self._base_v = 6 if model.floating_base else 0
+        self._base = model.base_nq     # floating base (7) and spherical joints (4 each) lead x
+        self._base_v = model.base_nv   # (6, 3 each) lead ẋ
         self._independent_x = np.concatenate([np.arange(self._base),
                                               self._base + np.array(model.coordinate_map.independent, int)])
         self._independent_v = np.concatenate([np.arange(self._base_v),
@@ -280,7 +291,8 @@ class Bridge:
         permutation, so M = M_pb[d, d], h = h_pb[d] and θ → PyBullet is `out[d] = θ` — the same numbers
         as the general conversions (products with exact 0/1 entries), without building n × n matrices."""
         self._joint_list = self.map.joint_indices.tolist()
-        self._fixed = not self.model.floating_base
+        # "fixed": the state is the 1-DOF joint list alone (spherical joints take the general path, bridge/multidof)
+        self._fixed = not self.model.floating_base and self._spherical is None
         dof = np.asarray(self.map.dof_of_joint, dtype=np.intp)
         self._dof = dof
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
@@ -347,7 +359,7 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (expression or plug-in functions, loop types other than point/planar, numba off).
+        a row is not compiled (plug-in functions, loop types other than point/planar, numba off).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         from biobullet.model.joint_jets import function_table
@@ -491,7 +503,9 @@ class Bridge:
                                          physicsClientId=self.client)
 
     def _tree_bias(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
-        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order."""
+        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order (spherical joints: own recursions)."""
+        if self._spherical is not None:
+            return self._spherical.mass_and_bias(x, xd, need_mass=False)[1]
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
         out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
@@ -543,8 +557,12 @@ class Bridge:
 
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order."""
+        """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order.
+        A body with spherical joints, which those calls do not take: biobullet's recursions on the inertia PyBullet
+        stores (`bridge.multidof`)."""
         ensure_usable(self, "tree_mass_and_bias")
+        if self._spherical is not None:
+            return self._spherical.mass_and_bias(x, xd)
         mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
@@ -558,6 +576,9 @@ class Bridge:
         ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model.checked("qdd", qdd, self.model.nv)
+        if self._spherical is not None:   # M ẍ + h from biobullet's recursions (see tree_mass_and_bias)
+            mass, bias = self._spherical.mass_and_bias(x, xd)
+            return gradient.T @ (mass @ (gradient @ qdd + gamma) + bias)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
 
     # ------------------------------------------------------------------ stepping
@@ -575,7 +596,7 @@ class Bridge:
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
-            out = self._apply(tau, generalized)
+            out = self._apply(tau, generalized, self.contacts.state_read)   # the state the contacts read
             self.contacts.apply_reactions()
         elif self._fast and generalized is None:   # one call less on the per-step fast path
             out = self._apply_fast(tau)
@@ -584,7 +605,7 @@ class Bridge:
         self.time += self.dt
         return out
 
-    def _apply(self, tau, generalized) -> np.ndarray:
+    def _apply(self, tau, generalized, state=None) -> np.ndarray:
         if generalized is None:
             if self._fast:
                 return self._apply_fast(tau)
@@ -592,7 +613,10 @@ class Bridge:
                 return self._apply_rows(tau)
         model, t = self.model, self.time
         p, c, b = self._p, self.client, self.body
-        if self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
+        if state is not None:   # (x, ẋ) read this step already (bridge.contact: no second read)
+            x, xd = state
+            x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
+        elif self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
             states = p.getJointStates(b, self._joint_list, physicsClientId=c)
             x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
             x, xd = np.array(x_list), np.array(xd_list)
@@ -664,8 +688,8 @@ class Bridge:
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
-        """apply() for explicit joint functions (polynomial, spline, Fourier, linear) and point/planar `<loop>`s
-        on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
+        """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and point/planar
+        `<loop>`s on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
         `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
         `loop_torque_kernel`). Same equations as the general
         path, which takes over when the solve declines."""
@@ -791,7 +815,9 @@ class Bridge:
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                     forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                     physicsClientId=c)
-        if not self._fixed and np.any(torque[:6]):
+        if self._spherical is not None:
+            self._spherical.send(torque)
+        if self.model.floating_base and np.any(torque[:6]):
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
@@ -854,8 +880,8 @@ class Bridge:
         t = np.array([s[0] for s in self._samples])
         x = np.array([s[1] for s in self._samples])
         xd = np.array([s[2] for s in self._samples])
-        base_q = BASE_POSITION_NAMES if model.floating_base else ()
-        base_v = BASE_VELOCITY_NAMES if model.floating_base else ()
+        base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and spherical joints
+        base_v = tuple(model.velocity_names[:model.base_nv])
         return Trajectory(t=t, joint_names=tuple(model.joint_names),
                           position_names=base_q + tuple(model.joint_names),
                           velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),

@@ -71,10 +71,13 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
     """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits)."""
     import pybullet as p
     n_links = p.getNumJoints(body, physicsClientId=client)
-    movable = [i for i in range(n_links) if p.getJointInfo(body, i, physicsClientId=client)[3] > -1]
+    types = [p.getJointInfo(body, i, physicsClientId=client)[2:4] for i in range(n_links)]
+    movable = [i for i, (kind, q_index) in enumerate(types) if q_index > -1 and kind != p.JOINT_SPHERICAL]
     if movable:
         p.setJointMotorControlArray(body, movable, p.VELOCITY_CONTROL, forces=[0.0] * len(movable),
                                     physicsClientId=client)
+    spherical = [i for i, (kind, _) in enumerate(types) if kind == p.JOINT_SPHERICAL]
+    disable_spherical_motors(body, spherical, client)
     for link in range(-1, n_links):
         # two calls: PyBullet 3.2.7 ignores jointDamping when activationState is in the same call
         p.changeDynamics(body, link, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
@@ -89,3 +92,38 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
             p.changeDynamics(body, int(joint), jointLowerLimit=-DISABLED_LIMIT, jointUpperLimit=DISABLED_LIMIT,
                              physicsClientId=client)
     p.setGravity(*[float(g) for g in model.gravity], physicsClientId=client)
+    if not joint_limits:   # last: the body is fully prepared when this raises
+        check_spherical_limits(model, body, spherical, client)
+
+
+def disable_spherical_motors(body: int, joints: list[int], client: int) -> None:
+    """Switch off the motor PyBullet gives every spherical joint: a POSITION_CONTROL motor towards the identity
+    that TORQUE_CONTROL does not replace (measured: it turns a free fall of 12 rad/s² into 2·10⁴ rad/s²). As
+    PyBullet's documentation says, it is disabled by POSITION_CONTROL with force [0, 0, 0]."""
+    import pybullet as p
+    if not joints:
+        return
+    n = len(joints)
+    p.setJointMotorControlMultiDofArray(body, joints, p.POSITION_CONTROL, targetPositions=[[0.0, 0.0, 0.0, 1.0]] * n,
+                                        targetVelocities=[[0.0, 0.0, 0.0]] * n, positionGains=[0.0] * n,
+                                        velocityGains=[1.0] * n, forces=[[0.0, 0.0, 0.0]] * n,
+                                        physicsClientId=client)
+
+
+def check_spherical_limits(model, body: int, joints: list[int], client: int) -> None:
+    """ModelError naming a spherical joint whose URDF `<limit>` PyBullet enforces. PyBullet turns such a limit into
+    a cone-and-twist constraint (btMultiBodySphericalJointLimit: swing limits lower/upper, `twist`) at load time
+    that neither changeDynamics(jointLowerLimit/jointUpperLimit/jointLimitForce) nor any other call removes
+    (measured: a joint reset 1.2 rad out of the cone is driven back at 40 rad/s without gravity); the reference
+    engine models no such limit, so the bridge would simulate another robot."""
+    import pybullet as p
+    for joint in joints:
+        info = p.getJointInfo(body, joint, physicsClientId=client)
+        if info[8] <= info[9]:   # PyBullet made a limit (lower ≤ upper)
+            name = info[1].decode()
+            raise ModelError(f"PyBullet enforces the <limit> of spherical joint {name!r} (swing {info[8]:g} to "
+                             f"{info[9]:g} rad) with a constraint that cannot be switched off after loading, and the "
+                             "reference engine models no spherical-joint limit", file=model.file,
+                             element=f'<joint name="{name}">', attribute="limit",
+                             expected="no <limit> on the spherical joint (or Bridge(..., joint_limits=True) to keep "
+                                      "PyBullet's cone limit)")

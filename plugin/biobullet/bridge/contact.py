@@ -24,7 +24,9 @@ Two kinds of counterpart:
 
 Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
-* ``"pybullet"`` (the default where it applies): for a contact whose link carries the matching collision sphere
+* default (None): ``"analytic"`` when no `ground_body` is given (the file's plane is analytic: a query plane would
+  give the same δ one PyBullet call later), else ``"pybullet"`` against the user's body.
+* ``"pybullet"``: for a contact whose link carries the matching collision sphere
   (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
@@ -48,6 +50,13 @@ loop closures) then sees the contact torques, which `applyExternalForce` would b
 PyBullet's own rigid contact never acts on these links: every (contact link, ground body) pair gets
 `setCollisionFilterPair(..., enableCollision=0)` (getClosestPoints ignores collision filters).
 
+Compiled path (`contact.kernels`): the analytic-plane contacts whose laws have compiled twins are one
+`GroundContacts` call per step on the state read once (kinematics, discrete state in array rows, laws, log,
+τ = J_pᵀF); `state_read` hands that state to `Bridge.apply()`. Onsets and separations are replayed on the
+ContactState objects as they happen, the rest of the row (slip mode, the open interval's log) by `sync_states()`
+(`intervals()` calls it). Queried contacts use the compiled one-contact step (`_contact_update_py`) with their own
+rows. Laws without twins, numba off, `far_jacobians` or an overridden `kinematics` take the Python laws.
+
 Discrete state: onsets and separations are detected at step granularity (δ changes sign between two steps);
 δ̇⁻ is the penetration rate at the first step with δ > 0, so it is late by at most one step (error O(g·dt)).
 The log (`intervals`) has the same fields as the engine's (impulse Σ F_N dt, peak F_N over the steps).
@@ -58,8 +67,27 @@ import warnings
 
 import numpy as np
 
+from biobullet.algorithms.kinematics import (
+    body_placements,
+    frame_jacobian,
+    frame_placement,
+)
 from biobullet.contact.geometry import ContactKinematics
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.contact.kernels import (
+    DELTA,
+    EVENT,
+    FORCE,
+    NORMAL,
+    POINT,
+    GroundContacts,
+    contact_update_kernel,
+    ground_contacts_kernel,
+    pack_friction,
+    pack_normal,
+    pull_event,
+    pull_state,
+    state_row,
+)
 from biobullet.core.errors import ModelError
 
 GEOMETRIES = ("pybullet", "analytic")
@@ -89,7 +117,8 @@ class BridgeContacts:
                  query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
         from biobullet.contact.element import contact_elements
         self._warn = geometry is not None      # an explicit "pybullet" warns about contacts it cannot query
-        geometry = "pybullet" if geometry is None else geometry
+        if geometry is None:   # the file's own plane is analytic: a query plane would give the same δ, one call later
+            geometry = "analytic" if ground_body is None else "pybullet"
         if geometry not in GEOMETRIES:
             raise ModelError(f"argument 'geometry' is {geometry!r}", attribute="geometry",
                              expected=" or ".join(GEOMETRIES))
@@ -111,7 +140,9 @@ class BridgeContacts:
         self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
-        self.last_forces: dict[str, dict] = {}
+        #: (x, ẋ) read by the last torques() on its compiled path (Bridge.apply reuses it: one state read per step),
+        #: None otherwise
+        self.state_read = None
         #: False: `torques()` asks for lazy kinematics (see `kinematics`); True: full kinematics every step (for
         #: callers that record the points' velocities in flight from `kinematics()`)
         self.far_jacobians = False
@@ -126,6 +157,7 @@ class BridgeContacts:
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
+        self._set_up_kernels()
         self.restart()
 
     def restart(self) -> None:
@@ -140,6 +172,7 @@ class BridgeContacts:
                 contact.state.touch(t, kin.delta_dot, initial=True)
             if contact.friction_law.discontinuous:
                 contact.state.update_slip(kin.slip)
+        self._reset_rows()
 
     # ------------------------------------------------------------------ set-up
     def _set_up_queries(self, ground_body: int | None) -> None:
@@ -227,16 +260,76 @@ class BridgeContacts:
             except p.error:
                 pass
 
+    # ------------------------------------------------------------------ compiled laws and state rows
+    def _set_up_kernels(self) -> None:
+        """Compiled twins of the laws (`contact.kernels`): per contact its packed laws (None: a law without a twin,
+        or numba off — the Python laws serve); the contacts on their analytic plane with twins go to one
+        `GroundContacts` call per step."""
+        self._rows: dict = {}     # contact index or scene key → state row (the discrete state while a run goes)
+        self._records: list = []  # the last torques(): (name, ContactKinematics or None, force or row index, body, link)
+        self._update = contact_update_kernel()
+        self._packed: list = []
+        for contact in self.contacts:
+            normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
+            law = contact.normal_law
+            self._packed.append(None if self._update is None or normal is None or friction is None else
+                                (normal[0], normal[1], friction[0], friction[1], law.acts_outside_contact,
+                                 law.needs_impact_velocity, contact.friction_law.discontinuous))
+        ground = [k for k, (query, packed) in enumerate(zip(self._queries, self._packed))
+                  if query is None and packed is not None]
+        self._ground = None
+        if ground and ground_contacts_kernel() is not None:
+            self._ground = GroundContacts(self.bridge.model, [self.contacts[k] for k in ground])
+        self._ground_ids = ground if self._ground is not None else []
+        self._ground_records = [(self.contacts[k].name, None, i, None, None) for i, k in enumerate(self._ground_ids)]
+        self._n_tangent = self.bridge.model.n_tangent
+        if self._ground is not None:   # the call's constant arguments (one Python call per step)
+            g = self._ground
+            self._ground_kernel = g.kernel
+            self._ground_args = (g.meta, g.body, g.ancestry, g.index, g.geometry, g.normal_p, g.friction_p, g.state)
+        self._other_ids = [k for k in range(len(self.contacts)) if k not in self._ground_ids]
+
+    def _reset_rows(self) -> None:
+        """State rows from the (fresh) ContactStates; the ground kernel's rows are views into its array."""
+        self._rows.clear()
+        self._records = []
+        for i, k in enumerate(self._ground_ids):
+            self._rows[k] = state_row(self.contacts[k].state, out=self._ground.state[i])
+
+    def sync_states(self) -> None:
+        """Copy the state rows of the compiled laws into the contacts' ContactState objects (slip mode, the open
+        interval's log). Onsets and separations are replayed on them as they happen; `intervals()` calls this."""
+        for key, row in self._rows.items():
+            pull_state(row, (self.contacts[key] if isinstance(key, int) else self._pairs[key]).state)
+
+    def _account(self, key, contact, kin: ContactKinematics, t: float, dt: float):
+        """`_account` (module function) through the compiled update of `contact.kernels` when its laws have twins;
+        the world force F (N) or None."""
+        packed = self._packed[key if isinstance(key, int) else key[0]]
+        if packed is None:
+            return _account(contact, kin, t, dt)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = state_row(contact.state)
+        if self._update(*packed, row, kin.delta, kin.delta_dot, kin.slip, kin.normal, t, dt):
+            pull_event(row, contact.state, t)
+        force = row[FORCE:FORCE + 3]
+        return force.copy() if force.any() else None
+
     # ------------------------------------------------------------------ geometry
     def kinematics(self, lazy: bool = False) -> list[ContactKinematics]:
         """ContactKinematics (δ, δ̇, p, v_t, n, J_p) of every contact at the bridge's current state. lazy: a contact
         apart from its ground (δ ≤ 0, not in contact, no force outside contact) gets δ, p and n only (rates, slip
         and Jacobian zero) — what `torques()` needs, sparing a point Jacobian per contact and step in flight."""
+        return self._kinematics_of(range(len(self.contacts)), lazy)
+
+    def _kinematics_of(self, indices, lazy: bool = False) -> list[ContactKinematics]:
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
         out = []
-        for contact, query in zip(self.contacts, self._queries):
+        for k in indices:
+            contact, query = self.contacts[k], self._queries[k]
             if query is None:
                 kin = None
                 if lazy and not contact.normal_law.acts_outside_contact and not contact.state.active:
@@ -273,30 +366,81 @@ class BridgeContacts:
     # ------------------------------------------------------------------ forces
     def torques(self) -> np.ndarray:
         """τ (n_tangent, tree order) of all contacts at the bridge's current state (ground and scene bodies);
-        updates the discrete states and queues the reactions on the other bodies (`apply_reactions`)."""
-        model, dt = self.bridge.model, self.bridge.dt
-        t = self.bridge.time
-        tau = np.zeros(model.n_tangent)
-        self._reactions = []
-        self.last_forces = {}
-        for contact, kin in zip(self.contacts, self.kinematics() if self.far_jacobians else self.kinematics(True)):
-            force = _account(contact, kin, t, dt)
-            self.last_forces[contact.name] = _record(kin, force, None, None)
+        updates the discrete states and queues the reactions on the other bodies (`apply_reactions`).
+
+        The contacts on their analytic plane whose laws have compiled twins take one `GroundContacts` call
+        (kinematics from the state read once, laws, state, τ); the others (PyBullet geometry, plug-in laws, numba
+        off, `far_jacobians`, an overridden `kinematics`) their ContactKinematics here, with the compiled laws
+        where they have twins."""
+        bridge = self.bridge
+        t, dt = bridge.time, bridge.dt
+        if self._reactions:
+            self._reactions = []
+        if self._ground is not None and not self.far_jacobians and "kinematics" not in self.__dict__:
+            x, xd = self.state_read = bridge._read_state()   # one getJointStates (fixed base), kept for apply()
+            tau = np.zeros(self._n_tangent)
+            events = self._ground_kernel(*self._ground_args, x, xd, t, dt, tau)
+            if events:
+                self._replay(events, t)
+            records = self._ground_records   # (copied before appending to it)
+            others = self._other_ids
+            pairs = zip(others, self._kinematics_of(others, lazy=True)) if others else ()
+        else:
+            self.state_read = None
+            records = []
+            pairs = enumerate(self.kinematics() if self.far_jacobians else self.kinematics(True))
+            tau = np.zeros(self._n_tangent)
+        for k, kin in pairs:
+            if records is self._ground_records:
+                records = list(records)
+            contact = self.contacts[k]
+            force = self._account(k, contact, kin, t, dt)
+            records.append((contact.name, kin, force, None, None))
             if force is not None:
                 tau += kin.generalized(force)
         if self.scene:
-            self._scan_scene()
-        if self._scene:
-            for key, contact, kin, v_other in self._scene_kinematics():
-                force = _account(contact, kin, t, dt)
-                self.last_forces[f"{contact.name}@{key[1]}:{key[2]}"] = _record(kin, force, key[1], key[2])
-                if force is not None:
-                    tau += kin.generalized(force)
-                    self._reactions.append((key[1], key[2], -force, kin.point))
+            if bridge._p.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
+                self._scan_scene()
+            if self._scene:
+                if records is self._ground_records:
+                    records = list(records)
+                for key, contact, kin, v_other in self._scene_kinematics():
+                    force = self._account(key, contact, kin, t, dt)
+                    records.append((f"{contact.name}@{key[1]}:{key[2]}", kin, force, key[1], key[2]))
+                    if force is not None:
+                        tau += kin.generalized(force)
+                        self._reactions.append((key[1], key[2], -force, kin.point))
+        self._records = records
         return tau
+
+    def _replay(self, events: int, t: float) -> None:
+        """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""
+        if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
+            self.bridge.state()
+        for row, k in zip(self._ground.state, self._ground_ids):
+            if row[EVENT]:
+                pull_event(row, self.contacts[k].state, t)
+
+    @property
+    def last_forces(self) -> dict[str, dict]:
+        """`forces()` of the last step."""
+        out = {}
+        for name, kin, force, body, link in self._records:
+            if kin is None:   # a row of the ground kernel
+                row = self._ground.state[force]
+                n = row[NORMAL:NORMAL + 3].copy()
+                f = row[FORCE:FORCE + 3]
+                normal = float(f @ n)
+                out[name] = {"normal": normal, "friction": f - normal * n, "point": row[POINT:POINT + 3].copy(),
+                             "penetration": float(row[DELTA]), "body": None, "link": None}
+            else:
+                out[name] = _record(kin, force, body, link)
+        return out
 
     def apply_reactions(self) -> None:
         """−F on the other bodies at the contact points (applyExternalForce, cleared by PyBullet after the step)."""
+        if not self._reactions:
+            return
         p, c = self.bridge._p, self.bridge.client
         for body, link, force, point in self._reactions:
             p.applyExternalForce(body, link, force.tolist(), point.tolist(), p.WORLD_FRAME, physicsClientId=c)
@@ -405,10 +549,11 @@ class BridgeContacts:
         """The contact forces of the last step, per contact (ground) and per `CONTACT@BODY:LINK` (scene): normal
         force "normal" (N), friction "friction" (world, N), "point" (world, m), "penetration" (m), "body", "link"
         (None for the file's ground)."""
-        return dict(self.last_forces)
+        return self.last_forces
 
     def intervals(self) -> list[dict]:
         """The contact intervals of all contacts (engine format, plus `contact`; scene pairs also `body`, `link`)."""
+        self.sync_states()
         out = [{**i.as_dict(), "contact": c.name} for c in self.contacts for i in c.state.intervals]
         out += [{**i.as_dict(), "contact": c.name, "body": key[1], "link": key[2]}
                 for key, c in self._pairs.items() for i in c.state.intervals]

@@ -6,7 +6,8 @@
     linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
     loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._apply_rows`).
-    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear; `model.joint_jets`): the rows
+    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear, expression; `model.joint_jets`):
+                  the rows
                   Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
                   (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
                   call per step (`Bridge._apply_rows`).
@@ -95,7 +96,8 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     jac = np.empty((m, n))
     phi_t = np.empty(m)
     bias_c = np.empty(m)
-    _rows(table, inputs, coef, t, 0, 0, x, xd, phi, jac, phi_t, bias_c)
+    if _rows(table, inputs, coef, t, 0, 0, x, xd, phi, jac, phi_t, bias_c) < 0.0:
+        return 4   # an expression not finite here: the general path reports it
     for r in range(m):
         bias_c[r] *= kb
     return _kkt(mass, bias, tau, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
@@ -126,7 +128,8 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
         f_jac = np.empty((nf, n))
         f_t = np.empty(nf)
         f_bias = np.empty(nf)
-        _rows(table, inputs, coef, t, 0, 0, x, xd, f_phi, f_jac, f_t, f_bias)
+        if _rows(table, inputs, coef, t, 0, 0, x, xd, f_phi, f_jac, f_t, f_bias) < 0.0:
+            return 4   # an expression not finite here: the general path reports it
         for r in range(nf):
             phi[r] = f_phi[r]
             phi_t[r] = f_t[r]

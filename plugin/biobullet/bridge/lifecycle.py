@@ -88,7 +88,7 @@ def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: flo
     if finite and peak <= limit:
         return
     names = list(getattr(bridge.model, "joint_names", ()))
-    base = 6 if getattr(bridge.model, "floating_base", False) else 0
+    base = int(getattr(bridge.model, "base_nv", 0))   # floating base (6) and spherical joints (3 each) lead ẋ
     if finite:
         k = int(np.argmax(np.abs(xd)))
         what = (f"joint {names[k - base]!r}" if 0 <= k - base < len(names) else f"velocity component {k}")

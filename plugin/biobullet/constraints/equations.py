@@ -83,8 +83,8 @@ class ConstraintSet:
         self._other_unique = len(set(zip(rows, cols))) == len(rows)
         self._other_index = np.array([r for r, _, _ in self._other], dtype=np.intp)
         self._jet_cache: tuple = (None, [])
-        # non-linear rows of explicit types (polynomial, spline, Fourier, with the linear ones): one compiled call
-        # for every function row (`model.joint_jets`); expression functions and plug-ins keep the per-row path
+        # non-linear rows of explicit types (polynomial, spline, Fourier, expression, with the linear ones): one
+        # compiled call for every function row (`model.joint_jets`); plug-in types keep the per-row path
         from biobullet.model.joint_jets import function_table
         self._table = function_table(self.functions) if self._other else None
         # every row linear (no loops, only linear functions): Φ = A θ − c with constant A and c
@@ -119,7 +119,10 @@ class ConstraintSet:
             return (np.zeros(0), np.zeros((0, self.n_tangent)) if jacobian else None, np.zeros(0),
                     np.zeros(0))
         if self._table is not None and len(x) == self._oq + self.n_tangent - self._ov:
-            return self._compiled_rows(x, t, xd, jacobian)
+            rows = self._compiled_rows(x, t, xd, jacobian)
+            if rows is not None:
+                return rows
+            # a function's jets are not finite: the per-row path below raises its clear EvaluationError
         theta = x[self._oq:]
         phi = theta[self._f_out].copy()
         if len(self._lin_rows):
@@ -146,13 +149,15 @@ class ConstraintSet:
         return phi, jac, phi_t, bias
 
     def _compiled_rows(self, x: np.ndarray, t: float, xd: np.ndarray | None, jacobian: bool):
-        """`_function_rows` in one call of `model.joint_jets.function_rows` (compiled with numba)."""
+        """`_function_rows` in one call of `model.joint_jets.function_rows` (compiled with numba); None when a
+        function's jets are not finite."""
         from biobullet.model.joint_jets import function_rows
         nf = len(self.functions)
         phi, jac, phi_t, bias = np.empty(nf), np.empty((nf, self.n_tangent)), np.empty(nf), np.empty(nf)
         rate = np.zeros(self.n_tangent) if xd is None else np.ascontiguousarray(xd, dtype=float)
-        function_rows(*self._table, t, self._oq, self._ov, np.ascontiguousarray(x, dtype=float), rate, phi, jac,
-                      phi_t, bias)
+        if function_rows(*self._table, t, self._oq, self._ov, np.ascontiguousarray(x, dtype=float), rate, phi, jac,
+                         phi_t, bias) < 0.0:
+            return None
         if xd is None:
             bias[:] = 0.0
         return phi, (jac if jacobian else None), phi_t, bias

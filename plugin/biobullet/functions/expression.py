@@ -7,7 +7,9 @@ Names usable in the text: the inputs (joint names must be Python identifiers and
 (time, s), the parameters (named constants), ``pi`` and ``e``. Functions: see
 `expression_parser.FUNCTIONS`. The text is parsed by a whitelisted AST walk (never eval/sympify).
 Gradient and Hessian over (x..., t) are differentiated symbolically once, at construction, and compiled
-with common-subexpression elimination into one NumPy function; `evaluate` only calls that function.
+with common-subexpression elimination into one NumPy function; `evaluate` only calls that function. The same
+derivatives are also kept as an instruction tape (`expression_tape`, data only) that the compiled joint jets
+(`model.joint_jets`) interpret, so expression models take the engine's and the bridge's compiled paths.
 Outside the domain of a function (log of a negative number, a pole such as 1/(t - 0.1) at t = 0.1) or on
 overflow, `evaluate` raises an EvaluationError naming the expression, its inputs and the time — never NaN.
 """
@@ -25,6 +27,7 @@ from biobullet.core.errors import EvaluationError, SourceRef
 from biobullet.core.attributes import check_count, check_known_attributes
 from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
+from biobullet.functions.expression_tape import compile_tape
 from biobullet.functions.registry import register
 
 _PYTHON_SOURCE = SourceRef("<python>", "ExpressionFunction(...)")
@@ -92,9 +95,13 @@ class ExpressionFunction(JointFunction):
         self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last); see `symbolic_in_names`
         self._uses_time = time_symbol in expr.free_symbols
         self._size = m
-        self._compiled = sympy.lambdify(
+        common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
+        # the same value, gradient and Hessian as an instruction tape (data, no generated code) for the compiled
+        # joint jets (`model.joint_jets`, kind EXPRESSION); None keeps this function on the lambdified path
+        self.tape = compile_tape(*common, variables)
+        self._compiled = sympy.lambdify(   # one common-subexpression elimination serves both
             variables, outputs, modules="numpy",
-            cse=lambda exprs: sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
+            cse=lambda exprs: common if exprs is outputs else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],

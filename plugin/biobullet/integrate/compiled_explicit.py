@@ -1,5 +1,6 @@
 """One compiled call for the whole right-hand side of a reduced model whose coordinate map is explicit joint
-functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers), fixed or floating base, with
+functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions), fixed or floating
+base, with
 point-to-point springs, joint spring-dampers and joint torques: `CompiledExplicitRHS` (the loop-map twin is
 `compiled_rhs.CompiledReducedRHS`). Per call:
 
@@ -10,8 +11,9 @@ point-to-point springs, joint spring-dampers and joint torques: `CompiledExplici
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
     ẏ = (q̇ — floating base: R v_lin and ½ z ⊗ (ω, 0) —, v̇, input power, dissipated power)
 
-A call returns None — the generic path then evaluates the state — for a non-finite state or result, a zero-length
-spring or a mass matrix that is not positive definite. `explicit_states_batch` evaluates the same table over all
+A call returns None — the generic path then evaluates the state — for a non-finite state or result (an
+expression outside its domain included: the generic path raises its EvaluationError), a zero-length spring or a
+mass matrix that is not positive definite. `explicit_states_batch` evaluates the same table over all
 samples of a trajectory (post-processing). Tested equal to the generic path in
 tests/unit/integrate/test_compiled_explicit.py.
 
@@ -29,9 +31,10 @@ from biobullet.core import jit
 _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None
 
 # Joint functions evaluated inside the kernel (the table of model/joint_jets.py: polynomial, linear, cubic spline,
-# Fourier driver). `expression` functions (and any third-party type) stay on the generic path:
-# `CompiledExplicitRHS.for_system` returns None for a model that has one.
-from biobullet.model.joint_jets import (FOURIER, LINEAR, POLYNOMIAL, SPLINE,  # noqa: E402,F401
+# Fourier driver, expression tape). Third-party types stay on the generic path: `CompiledExplicitRHS.for_system`
+# returns None for a model that has one.
+from biobullet.functions.expression_tape import evaluate_tape  # noqa: E402
+from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, POLYNOMIAL, SPLINE,  # noqa: E402,F401
                                         _explicit_jets_py, explicit_table)
 
 
@@ -122,7 +125,8 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         x[base_q + independent[j]] = y[base_q + j]
         xd[base_v + independent[j]] = y[nq + base_v + j]
         gradient[base_v + independent[j], base_v + j] = 1.0
-    _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma)
+    if _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma) != 0:
+        return fail
     # applied forces: joint torques τ(t) (given), joint spring-dampers, point-to-point springs
     tau = tau_time.copy()
     power_in = 0.0
@@ -228,9 +232,9 @@ def pack_springs(model, springs) -> tuple:
 
 class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
-    polynomial / linear / spline / Fourier joint functions (fixed or floating base), with joint torques, joint
-    spring-dampers and point-to-point springs: one compiled call; None where the generic path must evaluate.
-    Built by :meth:`for_system` (None for other models: loops, expression functions, stops, contacts, …)."""
+    polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
+    torques, joint spring-dampers and point-to-point springs: one compiled call; None where the generic path must
+    evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in functions, stops, contacts, …)."""
 
     def __init__(self, system, table, springs, joint_springs, torques) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
@@ -309,11 +313,24 @@ class CompiledExplicitRHS:
         return out if status == 0 else None
 
 
-def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> None:
+def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> bool:
     """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
-    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing)."""
+    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing). False when
+    an expression is not finite at some sample (the caller's per-sample path then reports it)."""
     for kind, out, i0, n_in, c0, nc in table.tolist():
-        if kind == LINEAR:
+        if kind == EXPRESSION:   # the tape over all samples at once: value and gradient registers
+            m = n_in + 1
+            cols = inputs[i0:i0 + n_in]
+            jets = evaluate_tape(inputs[i0 + n_in:], coef[c0:c0 + nc], [*(theta[:, j] for j in cols), t])
+            value = np.broadcast_to(jets[0], t.shape)
+            speed = np.broadcast_to(jets[m], t.shape).copy()   # f_t
+            for i, j in enumerate(cols):
+                speed += jets[1 + i] * rate[:, j]
+            if not all(np.all(np.isfinite(jet)) for jet in jets):   # as the per-sample `evaluate` checks
+                return False
+            theta[:, out] = value
+            rate[:, out] = speed
+        elif kind == LINEAR:
             a = coef[c0:c0 + n_in]
             cols = inputs[i0:i0 + n_in]
             theta[:, out] = theta[:, cols] @ a + coef[c0 + n_in]
@@ -340,3 +357,4 @@ def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray,
                 slope = (3.0 * a3 * s + 2.0 * a2) * s + a1
             theta[:, out] = value
             rate[:, out] = slope * rate[:, inputs[i0]]
+    return True

@@ -388,15 +388,16 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
         positions[:, bq:], velocities[:, bv:] = system._compiled.tree_states(t, pos[:, bq:], vel[:, bv:], fallback)
         return positions, velocities
     table = explicit_table(cmap)
-    if table is None:
-        for k in range(n):
-            positions[k], velocities[k] = system.tree_state(t[k], y[k])
-        return positions, velocities
-    theta, rate = positions[:, bq:], velocities[:, bv:]
-    independent = list(cmap.independent)
-    theta[:, independent] = pos[:, bq:]
-    rate[:, independent] = vel[:, bv:]
-    explicit_states_batch(*table, t, theta, rate)
+    if table is not None:
+        theta, rate = positions[:, bq:], velocities[:, bv:]
+        independent = list(cmap.independent)
+        theta[:, independent] = pos[:, bq:]
+        rate[:, independent] = vel[:, bv:]
+        if explicit_states_batch(*table, t, theta, rate):
+            return positions, velocities
+    # other resolvers, or an expression not finite at some sample: per sample (which reports it)
+    for k in range(n):
+        positions[k], velocities[k] = system.tree_state(t[k], y[k])
     return positions, velocities
 
 

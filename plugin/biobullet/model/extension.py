@@ -118,12 +118,22 @@ def _joint_list(names) -> str:
 
 def _movable_joint(source: SourceRef, element: ET.Element, attribute: str, movable: set[str], joints) -> str:
     name = required(source, element, attribute)
-    if name not in movable:
-        if name in joints:
-            raise source.error(attribute, f"joint {name!r} is {joints[name].type}, not movable",
-                               "a revolute, continuous or prismatic joint")
-        raise source.error(attribute, f"unknown joint {name!r}", _joint_list(movable))
+    _check_one_dof(source, attribute, name, movable, joints)
     return name
+
+
+def _check_one_dof(source: SourceRef, attribute: str, name: str, movable: set[str], joints) -> None:
+    """A joint function's output and inputs are 1-DOF coordinates (revolute, continuous, prismatic)."""
+    if name in movable:
+        return
+    if name in joints and joints[name].multi_dof:   # spherical, planar, floating: several coordinates
+        raise source.error(attribute, f"joint {name!r} is {joints[name].type}: it has several degrees of freedom "
+                           "(a quaternion or a planar pose), and joint functions map single coordinates",
+                           "a revolute, continuous or prismatic joint")
+    if name in joints:
+        raise source.error(attribute, f"joint {name!r} is {joints[name].type}, not movable",
+                           "a revolute, continuous or prismatic joint")
+    raise source.error(attribute, f"unknown joint {name!r}", _joint_list(movable))
 
 
 def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[str],
@@ -137,8 +147,7 @@ def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[s
         raise source.error("type", f"unknown joint-function type {type_name!r}", "one of " + ", ".join(registry.names()))
     inputs = tuple(element.attrib.get("inputs", "").split())
     for name in inputs:
-        if name not in movable:
-            raise source.error("inputs", f"unknown joint {name!r}", _joint_list(movable))
+        _check_one_dof(source, "inputs", name, movable, joints)
     if joint in inputs:
         raise source.error("inputs", f"joint {joint!r} is an input of its own function", "other joints")
     allowed = {"joint", "type", "inputs", *cls.attributes}
@@ -150,9 +159,18 @@ def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[s
 def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescription]:
     from biobullet.functions.linear import LinearFunction
 
+    import warnings
     result = []
     movable = {joint.name for joint in description.joints if joint.movable}
+    multi_dof = {joint.name: joint.type for joint in description.joints if joint.multi_dof}
     for joint in description.joints:
+        if joint.mimic is not None and (joint.name in multi_dof or joint.mimic[0] in multi_dof):
+            # a mimic couples single coordinates; PyBullet ignores <mimic> altogether, so the file still loads
+            which = joint.name if joint.name in multi_dof else joint.mimic[0]
+            warnings.warn(f"{description.file}: <joint name=\"{joint.name}\"> <mimic> involves the {multi_dof[which]} "
+                          f"joint {which!r}, which has several degrees of freedom: ignored, {joint.name!r} stays "
+                          "independent (a mimic couples single coordinates; PyBullet ignores <mimic>)", stacklevel=4)
+            continue
         if joint.mimic is None or not joint.movable:
             continue
         source = SourceRef(description.file, f'<joint name="{joint.name}"> <mimic>')
@@ -160,7 +178,6 @@ def _mimic_functions(description: ModelDescription) -> list[JointFunctionDescrip
         if target not in movable:
             # PyBullet ignores <mimic>, Pinocchio does unless asked: a dangling reference (a typo in the file)
             # leaves the joint independent there, so it does here, with a warning
-            import warnings
             warnings.warn(f"{description.file}: <joint name=\"{joint.name}\"> <mimic> names the unknown joint "
                           f"{target!r}: ignored, {joint.name!r} stays independent (as in PyBullet and Pinocchio)",
                           stacklevel=4)

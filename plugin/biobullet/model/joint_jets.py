@@ -3,30 +3,144 @@ from the same kernel, the constraint rows θ_d − f(z, t) with Φ_x, Φ_t and t
 
 One implementation shared by the reference engine's compiled right-hand side (`integrate.compiled_rhs`) and the
 constraint rows of `constraints.equations` (the multiplier formulation and the PyBullet bridge). Types evaluated
-here: polynomial, linear, cubic spline, Fourier driver. `expression` functions (and any third-party type) stay on
-the generic path: `function_table` returns None for a set that has one.
+here: polynomial, linear, cubic spline, Fourier driver and `expression` (its value, gradient and Hessian as an
+instruction tape, `functions.expression_tape`, interpreted here — data, no generated code). Third-party types, and
+an expression whose tape was refused (over the length bound), stay on the generic path: `function_table` returns
+None for a set that has one. A non-finite expression result (outside a function's domain, a pole, overflow) makes
+the kernels return their failure status; the generic path then raises its EvaluationError.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.functions import expression_tape
+from biobullet.functions.expression_tape import EXP_LIMIT, HYPERBOLIC_LIMIT
 
-# Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver.
-# `expression` functions (and any third-party type) stay on the generic path: `CompiledExplicitRHS.for_system`
-# returns None for a model that has one.
-POLYNOMIAL, LINEAR, SPLINE, FOURIER = 0, 1, 2, 3
+# The interpreter's op codes live beside it: numba's on-disk cache is keyed on this file only, so a renumbering in
+# `functions.expression_tape` must not reach a stale compiled interpreter — `function_table` translates every tape.
+ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
+SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG = 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
+_OP_CODES = {getattr(expression_tape, name): code for code, name in enumerate(
+    ("ADD", "SUB", "MUL", "DIV", "NEG", "POWI", "POW", "SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "ATAN2",
+     "SINH", "COSH", "TANH", "EXP", "LOG"))}
+
+# Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver,
+# expression (tape). Third-party types stay on the generic path: `function_table` returns None for them.
+POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 _FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
 
 
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
     """Fill θ, G, θ̇, γ of the dependent joints in place, in table order (each function's inputs are set
-    before it): θ = f(z, t), G = f_z G_z, θ̇ = f_z ż + f_t, γ = f_z γ_z + żᵀ f_zz ż (+ f_tt for drivers).
-    table rows: (type, output joint, first input in `inputs`, input count, first coefficient, coefficient count)."""
+    before it): θ = f(z, t), G = f_z G_z, θ̇ = f_z ż + f_t, γ = f_z γ_z + żᵀ f_zz ż + 2 f_zt·ż + f_tt.
+    table rows: (type, output joint, first input in `inputs`, input count, first coefficient, coefficient count);
+    an EXPRESSION row's tape words follow its input joints in `inputs`, its constants are its coefficients.
+    Returns 0, or 1 when an expression's value or derivatives are not finite (θ, G, … then partly written)."""
     nv = gradient.shape[1]
     for r in range(table.shape[0]):
         kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
         xo, vo = base_q + out, base_v + out
+        if kind == EXPRESSION:   # registers: z (n_in), t, constants, then one per instruction
+            m = n_in + 1
+            p0 = i0 + n_in
+            n_ins = inputs[p0]
+            o0 = p0 + 1
+            w0 = o0 + 1 + m + m * (m + 1) // 2
+            reg = np.empty(m + nc + n_ins)
+            for k in range(n_in):
+                reg[k] = x[base_q + inputs[i0 + k]]
+            reg[n_in] = t
+            for k in range(nc):
+                reg[m + k] = coef[c0 + k]
+            dest = m + nc
+            for k in range(n_ins):
+                op, a, b = inputs[w0 + 3 * k], inputs[w0 + 3 * k + 1], inputs[w0 + 3 * k + 2]
+                u = reg[a]
+                # outside a function's domain: NaN (never an exception, also in the Python twin)
+                if op == ADD:
+                    v = u + reg[b]
+                elif op == SUB:
+                    v = u - reg[b]
+                elif op == MUL:
+                    v = u * reg[b]
+                elif op == DIV:
+                    w = reg[b]
+                    v = u / w if w != 0.0 else np.nan
+                elif op == NEG:
+                    v = -u
+                elif op == POWI:   # b = the exponent ≥ 0 (negative powers are 1 / POWI): repeated squaring
+                    v = 1.0
+                    e = b
+                    base = u
+                    while e > 0:
+                        if e & 1:
+                            v *= base
+                        base *= base
+                        e >>= 1
+                elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
+                    w = reg[b]
+                    if u > 0.0:
+                        v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
+                    elif u == 0.0:
+                        v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
+                    else:
+                        v = np.nan
+                elif op == SQRT:
+                    v = np.sqrt(u) if u >= 0.0 else np.nan
+                elif op == EXP:
+                    v = np.exp(u) if u <= EXP_LIMIT else np.inf
+                elif op == LOG:
+                    v = np.log(u) if u > 0.0 else np.nan
+                elif op == ATAN2:
+                    v = np.arctan2(u, reg[b])
+                elif not np.isfinite(u):
+                    v = np.nan
+                elif op == SIN:
+                    v = np.sin(u)
+                elif op == COS:
+                    v = np.cos(u)
+                elif op == TAN:
+                    v = np.tan(u)
+                elif op == ASIN:
+                    v = np.arcsin(u) if abs(u) <= 1.0 else np.nan
+                elif op == ACOS:
+                    v = np.arccos(u) if abs(u) <= 1.0 else np.nan
+                elif op == ATAN:
+                    v = np.arctan(u)
+                elif op == SINH:
+                    v = np.sinh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+                elif op == COSH:
+                    v = np.cosh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+                elif op == TANH:
+                    v = np.tanh(u)
+                else:
+                    v = np.nan
+                reg[dest + k] = v
+            for k in range(1 + m + m * (m + 1) // 2):
+                if not np.isfinite(reg[inputs[o0 + k]]):
+                    return 1
+            # θ = f; θ̇ = Σ f_i ż_i + f_t; G = Σ f_i G_i; γ = Σ f_i γ_i + Σ_ij f_ij ż_i ż_j + 2 Σ_i f_it ż_i + f_tt
+            rate = reg[inputs[o0 + m]]
+            acc = 0.0
+            for c in range(nv):
+                gradient[vo, c] = 0.0
+            for i in range(n_in):
+                j = base_v + inputs[i0 + i]
+                g = reg[inputs[o0 + 1 + i]]
+                rate += g * xd[j]
+                acc += g * gamma[j]
+                for c in range(nv):
+                    gradient[vo, c] += g * gradient[j, c]
+            h = o0 + 1 + m
+            for i in range(m):
+                zi = xd[base_v + inputs[i0 + i]] if i < n_in else 1.0
+                for k in range(i, m):
+                    zk = xd[base_v + inputs[i0 + k]] if k < n_in else 1.0
+                    acc += (1.0 if k == i else 2.0) * reg[inputs[h]] * zi * zk
+                    h += 1
+            x[xo], xd[vo], gamma[vo] = reg[inputs[o0]], rate, acc
+            continue
         if kind == LINEAR:
             value = coef[c0 + n_in]   # the offset follows the coefficients
             rate = 0.0
@@ -83,11 +197,12 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
         gamma[vo] = d1 * gamma[base_v + j] + d2 * zd * zd
         for c in range(nv):
             gradient[vo, c] = d1 * gradient[base_v + j, c]
+    return 0
 
 
 def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline and
-    Fourier joint functions (in evaluation order), or None when any resolver is of another kind."""
+    """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline,
+    Fourier and expression joint functions (in evaluation order), or None when any resolver is of another kind."""
     from biobullet.model.coordinates import ExplicitFunction
 
     if any(type(resolver) is not ExplicitFunction for resolver in cmap.resolvers):
@@ -98,7 +213,8 @@ def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
 def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(table, inputs, coefficients) for `_explicit_jets_py` / `_function_rows_py` from (output joint, input
     joints, JointFunction) triples (joint slots in the tree's joint order), or None when a function is of a type
-    the kernel does not evaluate (expression, third-party plug-ins)."""
+    the kernel does not evaluate (third-party plug-ins, an expression without a tape)."""
+    from biobullet.functions.expression import ExpressionFunction
     from biobullet.functions.fourier import FourierFunction
     from biobullet.functions.linear import LinearFunction
     from biobullet.functions.polynomial import PolynomialFunction
@@ -127,6 +243,14 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             for w, a, b in zip(f._omega_k, f.a, f.b):
                 coef.extend((float(w), float(a), float(b)))
             rows.append((FOURIER, output, start_in, 0, start_c, len(f.a)))
+        elif kind is ExpressionFunction and f.tape is not None:
+            words, constants = f.tape
+            words = [int(w) for w in words]
+            first_op = 1 + expression_tape.output_count(len(joint_inputs) + 1)
+            words[first_op::3] = [_OP_CODES[op] for op in words[first_op::3]]   # to this interpreter's codes
+            inputs.extend(words)   # the tape follows the input joints
+            coef.extend(float(c) for c in constants)
+            rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:
             return None
     return (np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
@@ -140,8 +264,9 @@ def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, p
     """The constraint rows Φ_r = θ_out − f(z, t) of the table's functions at the tree state (x, ẋ), each row
     from the ACTUAL state of its inputs (a function whose input is another function's output is its own row, as
     in `constraints.equations`): Φ (m), Φ_x (m × n_tangent, columns in ẋ), Φ_t = −f_t and the velocity bias
-    b = −(żᵀ f_zz ż + f_tt) (Φ̈ = Φ_x ẍ + b), written into phi, jac, phi_t, bias.
-    Returns max |Φ̇| (Φ̇ = Φ_x ẋ + Φ_t)."""
+    b = −(żᵀ f_zz ż + 2 f_zt·ż + f_tt) (Φ̈ = Φ_x ẍ + b), written into phi, jac, phi_t, bias.
+    Returns max |Φ̇| (Φ̇ = Φ_x ẋ + Φ_t), or −1 when a function's jets are not finite (the rows are then not
+    usable: the caller takes the generic path, which reports the expression's EvaluationError)."""
     n = xd.shape[0]
     scratch_x = x.copy()
     scratch_xd = xd.copy()
@@ -151,7 +276,8 @@ def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, p
     gamma = np.zeros(n)
     worst = 0.0
     for r in range(table.shape[0]):
-        _JETS(table[r:r + 1], inputs, coef, t, base_q, base_v, scratch_x, scratch_xd, gradient, gamma)
+        if _JETS(table[r:r + 1], inputs, coef, t, base_q, base_v, scratch_x, scratch_xd, gradient, gamma) != 0:
+            return -1.0
         xo, vo = base_q + table[r, 1], base_v + table[r, 1]
         phi[r] = x[xo] - scratch_x[xo]
         s = 0.0
@@ -181,10 +307,13 @@ def function_rows_kernel():
 
 
 def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias) -> float:
-    """`_function_rows_py`, compiled when numba is enabled, else its Python twin (same numbers)."""
+    """`_function_rows_py`, compiled when numba is enabled, else its Python twin (same numbers); −1 when a
+    function's jets are not finite."""
     global _JETS
     kernel = function_rows_kernel()
     if kernel is not None:
         return kernel(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
     _JETS = _explicit_jets_py
-    return _function_rows_py(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
+    with np.errstate(all="ignore"):   # the Python twin's overflow becomes inf (then −1), as in the compiled kernel
+        return _function_rows_py(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t,
+                                 bias)

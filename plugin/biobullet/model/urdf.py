@@ -106,7 +106,8 @@ def read_xml(file: str) -> ET.Element:
     # lenient where PyBullet and Pinocchio are: whitespace (or a byte-order mark) before the `<?xml ...?>`
     stripped = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     line_shift = data[:len(data) - len(stripped)].count(b"\n")
-    data = stripped
+    # and, as PyBullet is, NUL padding after the root element (pybullet_data/humanoid/humanoid.urdf ends in one)
+    data = stripped.rstrip(b"\x00 \t\r\n") if stripped.endswith(b"\x00") else stripped
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
     if b"<!ENTITY" in data:

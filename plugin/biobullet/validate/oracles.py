@@ -217,6 +217,12 @@ class PyBulletOracle(Oracle):
     Floating bases are supported by both calls (see `conventions` for the base-frame conventions and the
     orientation quirk that `PyBulletMap.inverse_dynamics` works around). Link kinematics are compared through
     `link_velocities` (getLinkState vs our Jacobians); PyBullet's own Jacobians are not used.
+
+    Spherical joints (fixed base): those two calls do not take them, so the oracle gives no M and h and compares
+    PyBullet's own forward dynamics instead — the velocity change of one semi-implicit Euler step from the state
+    (exact: v₊ = v + dt·v̇(x, v)), torques through `setJointMotorControlMultiDofArray`, the body prepared as the
+    bridge prepares it (default spherical motors, velocity motors, damping and 1-DOF limits off) — plus link
+    velocities and inertias. With joint functions or a floating base only the link velocities and inertias.
     """
 
     name = "pybullet"
@@ -225,10 +231,10 @@ class PyBulletOracle(Oracle):
         super().__init__(model, file)
         import pybullet as p
         from biobullet.conventions import PyBulletMap
-        multi = [b.joint for b in model.bodies if b.multi_dof and b.joint]
-        if multi:
-            raise ModelError(f"the PyBullet oracle maps 1-DOF joints and a floating base only (joints "
-                             f"{', '.join(multi)} have several degrees of freedom)", file=self.file)
+        multi = [b.joint for b in model.bodies if b.multi_dof and b.joint and b.joint_type != "spherical"]
+        if multi:   # PyBullet's multibody has no URDF planar or floating joint
+            raise ModelError(f"PyBullet's multibody takes 1-DOF joints, spherical joints and a floating base only "
+                             f"(joints {', '.join(multi)} are planar or floating)", file=self.file)
         root = model.description.link(model.description.root_link)
         if model.floating_base and (root.inertial is None or root.inertial.mass == 0.0):
             raise ModelError(f"PyBullet makes a body whose base link is massless static, so it cannot be the "
@@ -244,6 +250,10 @@ class PyBulletOracle(Oracle):
             raise ModelError(f"PyBullet cannot load the file ({exc})", file=self.file) from None
         p.setGravity(*[float(g) for g in model.gravity], physicsClientId=self.client)
         self.map = PyBulletMap(model, self.body, self.client)
+        #: spherical joints: no calculateMassMatrix / calculateInverseDynamics, PyBullet's own step instead
+        self.spherical = self.map.multi_dof
+        if self.spherical:
+            self._prepare_spherical()
         self._match_inertia()
         self.inertia_error = self._inertia_error()
         self.kinematic_tolerance = 0.0
@@ -260,7 +270,7 @@ class PyBulletOracle(Oracle):
         # wrong. The oracle passes R_iᵀ g instead (measured below once, to report by how much it matters).
         self._gravity_fix = (not model.floating_base
                              and float(np.abs(self.map.inertial_rotation - np.eye(3)).max()) > 1e-12)
-        if self._gravity_fix and model.n_tangent:
+        if self._gravity_fix and model.n_tangent and not self.spherical:
             x = np.zeros(model.n_config)
             zero = np.zeros(model.n_tangent)
             fixed = self.tree_inverse_dynamics(x, zero, zero)
@@ -272,6 +282,61 @@ class PyBulletOracle(Oracle):
                               f"wrong by up to {np.abs(raw - fixed).max():.3g} N·m (of {np.abs(fixed).max():.3g}) at "
                               f"x = 0; the oracle passes gravity rotated into that frame (R_iᵀ g), which "
                               f"corrects them")
+
+    def _prepare_spherical(self) -> None:
+        """The body as the bridge prepares it, a 1 ms step, and a note on what is compared. A spherical `<limit>`
+        (PyBullet's cone constraint, not removable) leaves PyBullet's forward dynamics out."""
+        from biobullet.bridge.connection import prepare_body
+        self._limited = ""
+        try:
+            prepare_body(self.model, self.client, self.body, self.map.joint_indices, joint_limits=False)
+        except ModelError as exc:   # raised after the body is prepared
+            self._limited = exc.detail if hasattr(exc, "detail") else str(exc)
+        self.p.setTimeStep(1e-3, physicsClientId=self.client)
+        names = ", ".join(b.joint for b in self.model.bodies if b.joint_type == "spherical")
+        if self._steps_forward_dynamics():
+            compared = ("its own forward dynamics (the velocity change of one step, torques through "
+                        "setJointMotorControlMultiDofArray), link velocities and inertias")
+        elif self._limited:
+            compared = f"link velocities and inertias (forward dynamics not compared: {self._limited})"
+        else:
+            compared = ("link velocities and inertias (a step gives no reduced forward dynamics with joint functions "
+                        "or a floating base)")
+        self.notes.append(f"PyBullet's calculateMassMatrix / calculateInverseDynamics do not take spherical joints "
+                          f"({names}): PyBullet is compared on {compared}, not on M and h")
+
+    def _steps_forward_dynamics(self) -> bool:
+        cmap = self.model.coordinate_map
+        return not self.model.floating_base and cmap.identity and not cmap.uses_time and not self._limited
+
+    def mass_matrix(self, q, t: float = 0.0):
+        return None if self.spherical else super().mass_matrix(q, t)
+
+    def bias_forces(self, q, v, t: float = 0.0):
+        return None if self.spherical else super().bias_forces(q, v, t)
+
+    def forward_dynamics(self, q, v, tau, t: float = 0.0):
+        if not self.spherical:
+            return super().forward_dynamics(q, v, tau, t)
+        if not self._steps_forward_dynamics():
+            return None
+        x, xd, _, _ = self.model.joint_state(q, v, t)
+        return self.tree_forward_dynamics(x, xd, np.asarray(tau, dtype=float))
+
+    def tree_forward_dynamics(self, x, xd, tau):
+        """PyBullet's ẍ from one step of its semi-implicit Euler (spherical joints, fixed base; else None)."""
+        if not self.spherical or not self._steps_forward_dynamics():
+            return None
+        p, c, b, m = self.p, self.client, self.body, self.map
+        m.state_to_pybullet(x, xd)
+        if len(m.joint_indices):
+            p.setJointMotorControlArray(b, m.joint_indices.tolist(), p.TORQUE_CONTROL,
+                                        forces=tau[self.model.base_nv:].tolist(), physicsClientId=c)
+        p.setJointMotorControlMultiDofArray(b, m.spherical_indices, p.TORQUE_CONTROL, forces=m.spherical_torques(tau),
+                                            physicsClientId=c)
+        dt = float(p.getPhysicsEngineParameters(physicsClientId=c)["fixedTimeStep"])
+        p.stepSimulation(physicsClientId=c)
+        return (m.state_from_pybullet()[1] - np.asarray(xd, dtype=float)) / dt
 
     def _match_inertia(self) -> None:
         """Apply the bridge's `match_inertia` (PyBullet's 1 kg for links without <inertial>, its zeroed

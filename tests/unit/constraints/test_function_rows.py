@@ -4,7 +4,8 @@ the per-row plug-in path (each function's own value, gradient and Hessian) and a
 
 Rows at OFF-manifold random states (the bridge evaluates them at PyBullet's drifting state): a spline, a Fourier
 driver, a linear function of a spline's output (its row must read the ACTUAL state of that joint, not f of it) and
-a polynomial, on fixed and floating bases. Runs with and without numba (the Python twin gives the same numbers).
+a polynomial, on fixed and floating bases; the same with an expression driver and an expression of the spline's
+output (composed, time-dependent). Runs with and without numba (the Python twin gives the same numbers).
 """
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrate"))
 
 import biobullet  # noqa: E402
 from biobullet.constraints.equations import ConstraintSet  # noqa: E402
-from test_compiled_explicit import _chain  # noqa: E402
+from test_compiled_explicit import _chain, _expression_chain  # noqa: E402
 
 
 @pytest.mark.parametrize("base", ["fixed", "floating"])
-@pytest.mark.parametrize("driver", [True, False])
+@pytest.mark.parametrize("driver", [True, False, "expression"])
 def test_compiled_rows_equal_plugin_rows(tmp_path, base, driver):
-    model = biobullet.load_model(_chain(tmp_path, base=base, driver=driver))
+    """driver "expression": j3 an expression driver of t, j4 an expression of j1 and of j2 = spline(j1)."""
+    model = biobullet.load_model(_expression_chain(tmp_path, base) if driver == "expression"
+                                 else _chain(tmp_path, base=base, driver=driver))
     compiled = ConstraintSet(model)
     generic = ConstraintSet(model)
     generic._table = None
@@ -53,9 +56,10 @@ def test_compiled_rows_equal_plugin_rows(tmp_path, base, driver):
         np.testing.assert_allclose(phi_t, fd_t, atol=1e-8)
 
 
-def test_velocity_bias_is_second_derivative_along_a_path(tmp_path):
+@pytest.mark.parametrize("expression", [False, True])
+def test_velocity_bias_is_second_derivative_along_a_path(tmp_path, expression):
     """b = Φ̈ − Φ_x ẍ: with ẍ = 0 and x(s) = x + s ẋ, t(s) = t + s, Φ(s)'' at s = 0 is the bias."""
-    model = biobullet.load_model(_chain(tmp_path))
+    model = biobullet.load_model(_expression_chain(tmp_path) if expression else _chain(tmp_path))
     rows = ConstraintSet(model)
     rng = np.random.default_rng(7)
     x = rng.normal(size=model.n_config)
@@ -64,3 +68,16 @@ def test_velocity_bias_is_second_derivative_along_a_path(tmp_path):
     second = (rows.residual(x + h * xd, t + h) - 2 * rows.residual(x, t) + rows.residual(x - h * xd, t - h)) / h**2
     # central second difference: error h^2 Φ''''/12 (about 1e-7 relative for the Fourier row's ω^4 terms)
     np.testing.assert_allclose(rows.velocity_bias(x, xd, t), second, rtol=1e-6, atol=1e-6)
+
+
+def test_undefined_expression_row_reports_the_evaluation_error(tmp_path):
+    """An expression outside its domain: the compiled rows decline (−1) and the per-row path raises the
+    EvaluationError naming the expression — never NaN rows."""
+    from biobullet.core.errors import EvaluationError
+    from nonlinear_pendulum import pendulum_text
+    path = tmp_path / "sqrt_pendulum.urdf"
+    path.write_text(pendulum_text("sqrt(j1) + 0.3*j2**2"))
+    rows = ConstraintSet(biobullet.load_model(path))
+    assert rows._table is not None
+    with pytest.raises(EvaluationError, match=r"sqrt\(j1\).*j1 = -0.2"):
+        rows.all_terms(np.array([-0.2, 0.1, 0.0]), np.zeros(3), 0.0)

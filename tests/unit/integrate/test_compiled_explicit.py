@@ -4,7 +4,8 @@ per-sample one.
 
 The generic path (`System._checked_rhs`: coordinate map, force elements, formulation as separate Python calls)
 is the reference: both evaluate the same algebra, so ẏ must agree to round-off at random states — polynomial,
-linear (affine map), spline and Fourier joint functions, point-to-point springs with damping, joint
+linear (affine map), spline, Fourier and expression joint functions (an expression pendulum; an expression
+driver and an expression of another function's output), point-to-point springs with damping, joint
 spring-dampers, constant and time-dependent joint torques, a floating base. Whole runs with the compiled path on
 and off must agree to the integration tolerance.
 """
@@ -60,8 +61,31 @@ def _chain(tmp_path: Path, base: str = "fixed", driver: bool = True) -> Path:
     return path
 
 
+#: `ELEMENTS` with expressions: j3 a time driver, j4 a function of j1 and of j2 = spline(j1) — an expression whose
+#: input is the output of another function (composed), time-dependent too
+EXPRESSIONS = (('type="fourier" period="0.7" a0="0.2" a="0.3 -0.1" b="0.05 0.2"',
+                'type="expression" expression="0.2 + 0.3*cos(9*t) - 0.1*sin(4.5*t)*exp(-t)"'),
+               ('type="linear" inputs="j1 j2" coefficients="0.4 -1.3" offset="0.05"',
+                'type="expression" inputs="j1 j2" expression="0.4*sin(j1)*j2 - 1.3*j2**2 + 0.05*t*cos(j1 + t)"'))
+
+
+def _expression_chain(tmp_path: Path, base: str = "fixed") -> Path:
+    path = _chain(tmp_path, base=base)
+    text = path.read_text()
+    for old, new in EXPRESSIONS:
+        assert old in text
+        text = text.replace(old, new)
+    out = tmp_path / f"expression_chain_{base}.urdf"
+    out.write_text(text)
+    return out
+
+
 def _models(tmp_path: Path):
+    from nonlinear_pendulum import write_pendulum
     return {"coupled chain (polynomial)": biobullet.load_model(ROOT / "urdf" / "coupled_chain.urdf"),
+            "expression pendulum": biobullet.load_model(write_pendulum(tmp_path)),
+            "expressions: driver, composed, floating base": biobullet.load_model(_expression_chain(tmp_path,
+                                                                                                   "floating")),
             "shoulder (linear, affine map)": biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf"),
             "humanoid (floating base)": biobullet.load_model(ROOT / "urdf" / "humanoid.urdf"),
             "spline, fourier, linear, all forces": biobullet.load_model(_chain(tmp_path)),
@@ -117,6 +141,31 @@ def test_compiled_and_generic_runs_agree_to_the_tolerance(tmp_path):
     balance = biobullet.simulate(biobullet.load_model(_chain(tmp_path, driver=False)), 0.3, rtol=1e-10,
                                  atol=1e-12, progress=False).energy_balance()
     assert np.ptp(balance) < 1e-7
+
+
+def test_expression_runs_agree_and_undefined_points_are_reported(tmp_path):
+    """Expression functions (a time driver, a composed function of j1 and of a spline's output): whole runs with
+    the compiled path on and off agree to the integration tolerance; at a state where an expression is undefined
+    the compiled call hands over (None) and the generic path raises the EvaluationError naming the expression."""
+    from biobullet.core.errors import EvaluationError
+    from nonlinear_pendulum import pendulum_text
+    model = biobullet.load_model(_expression_chain(tmp_path))
+    runs = [biobullet.simulate(model, 0.3, rtol=1e-10, atol=1e-12, compiled=c, progress=False,
+                               t_eval=np.linspace(0.0, 0.3, 31)) for c in (True, False)]
+    assert np.abs(runs[0].positions - runs[1].positions).max() < 1e-8
+    assert np.abs(runs[0].energy["dissipated"] - runs[1].energy["dissipated"]).max() < 1e-8
+    path = tmp_path / "log_pendulum.urdf"
+    path.write_text(pendulum_text("log(j1) + 0.3*j2**2"))
+    system = System(biobullet.load_model(path), "reduced", {"compiled": True})
+    y = system.initial_vector(None, 0.0)
+    y[0] = -0.5   # log(j1) undefined
+    if jit.ENABLED:
+        assert type(system._compiled).__name__ == "CompiledExplicitRHS"
+        assert system._compiled(0.0, y) is None
+    with pytest.raises(EvaluationError, match=r"'log\(j1\) \+ 0.3\*j2\*\*2' at t = 0 s \(j1 = -0.5"):
+        system._rhs(0.0, y)   # the generic right-hand side, where `rhs` goes when the compiled call hands over
+    with pytest.raises(Exception, match=r"log\(j1\).*not finite"):
+        system.rhs(0.0, y)
 
 
 def test_vectorised_trajectory_equals_the_per_sample_one(tmp_path):

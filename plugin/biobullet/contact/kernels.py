@@ -1,0 +1,498 @@
+"""Compiled twins of the built-in contact laws, the contact state in arrays, and one call for all ground contacts.
+
+Every built-in normal and friction law (`contact.normal`, `contact.friction`) has a numba-compilable scalar twin
+`_NAME_py` here (the pure-Python function is also the reference; `biobullet.core.jit` compiles it), reached by a
+kind code and a packed parameter row (`pack_normal`, `pack_friction`):
+
+  normal kind             twin                       params (row of N_PARAMS floats)
+  kelvin_voigt            _kelvin_voigt_py           [adhesion, K, D]
+  kelvin_voigt_smooth     _kelvin_voigt_smooth_py    [adhesion, K, D, C]
+  hertz                   _hertz_py                  [adhesion, K, n]
+  hunt_crossley, flores,  _restitution_py            [adhesion, K, n, c(cr), δ̇⁻_min]  (c from the law's own
+  hu_guo                                                                                `damping_factor`)
+  friction kind           twin                       params
+  none                    μ_eff = 0                  []
+  coulomb                 _coulomb_py                [μ]
+  regularized             _regularized_py            [μ, v0, tanh?]
+  ambrosio                _ambrosio_py               [μ, v0, v1]
+  stribeck                _stribeck_py               [μ_k, μ_s, v_s, v0, σ, tanh?]
+
+The twin table is keyed on the exact law class: a subclass or a third-party plug-in law has no twin (`pack_normal` /
+`pack_friction` return None) and its owner keeps the Python path (`Contact.forces`). Conventions are those of
+`contact.base` (δ > 0 inside, δ̇ > 0 approaching, F_N ≥ 0 unless adhesion, F_T = −μ_eff F_N v̂_t).
+
+The discrete state of one contact during a run (`contact.state.ContactState`: active, δ̇⁻ stored at onset, resting
+and slip direction for switched friction) and the open interval's running log (impulse, dissipation, peaks) live in
+one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` is one contact's step: the event
+action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
+`Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
+contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
+(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call. The reference
+engine's right-hand side can call `_normal_force_py` / `_friction_coefficient_py` / `_contact_update_py` the same way.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from biobullet.algorithms.compiled_kernels import _place_body_py, pack
+from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
+from biobullet.core import jit
+
+N_PARAMS = 6
+NORMAL_KELVIN_VOIGT, NORMAL_KELVIN_VOIGT_SMOOTH, NORMAL_HERTZ, NORMAL_RESTITUTION = 0, 1, 2, 3
+FRICTION_NONE, FRICTION_COULOMB, FRICTION_REGULARIZED, FRICTION_AMBROSIO, FRICTION_STRIBECK = 0, 1, 2, 3, 4
+
+# state row: discrete state, open interval's log, last step's event and forces
+ACTIVE, IMPACT, RESTING, HAS_DIRECTION, DIRECTION = 0, 1, 2, 3, 4        # DIRECTION: 3 entries
+IMPULSE, DISSIPATED_NORMAL, DISSIPATED_FRICTION, MAX_PENETRATION, PEAK, PEAK_TIME = 7, 8, 9, 10, 11, 12
+EVENT, EVENT_RATE, NORMAL_FORCE, FORCE, DELTA, POINT, NORMAL = 13, 14, 15, 16, 19, 20, 23   # 3-vectors: FORCE..
+STATE_WIDTH = 26
+ONSET, SEPARATION = 1.0, 2.0
+
+
+# ------------------------------------------------------------------------------------------------ normal laws
+def _kelvin_voigt_py(p, delta, delta_dot, impact_velocity):
+    """Unclipped K δ + D δ̇ [N] (p = [adhesion, K, D])."""
+    return p[1] * delta + p[2] * delta_dot
+
+
+def _kelvin_voigt_smooth_py(p, delta, delta_dot, impact_velocity):
+    """Unclipped [½ + atan(C δ)/π](K δ + D δ̇) [N] (p = [adhesion, K, D, C]), acting for every δ."""
+    return (0.5 + math.atan(p[3] * delta) / math.pi) * (p[1] * delta + p[2] * delta_dot)
+
+
+def _hertz_py(p, delta, delta_dot, impact_velocity):
+    """Unclipped K δⁿ [N] (p = [adhesion, K, n]; δ > 0)."""
+    return p[1] * delta ** p[2]
+
+
+def _restitution_py(p, delta, delta_dot, impact_velocity):
+    """Unclipped K δⁿ [1 + c δ̇ / max(δ̇⁻, floor)] [N] (p = [adhesion, K, n, c(cr), floor]; δ > 0): Hunt–Crossley,
+    Flores and Hu–Guo differ in c(cr) only."""
+    vi = max(p[4], impact_velocity)
+    return p[1] * delta ** p[2] * (1.0 + p[3] * delta_dot / vi)
+
+
+_KELVIN_VOIGT, _KELVIN_VOIGT_SMOOTH, _HERTZ, _RESTITUTION = (_kelvin_voigt_py, _kelvin_voigt_smooth_py, _hertz_py,
+                                                             _restitution_py)   # compiled twins bound when compiling
+
+
+def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
+    """F_N [N] of normal law `kind` with params p: `NormalLaw.force` (zero for δ ≤ 0 unless the law acts outside
+    contact, clipped at zero unless adhesion p[0] ≠ 0)."""
+    if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
+        f = _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
+    elif delta > 0.0:
+        if kind == NORMAL_KELVIN_VOIGT:
+            f = _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
+        elif kind == NORMAL_HERTZ:
+            f = _HERTZ(p, delta, delta_dot, impact_velocity)
+        else:
+            f = _RESTITUTION(p, delta, delta_dot, impact_velocity)
+    else:
+        f = 0.0
+    if p[0] == 0.0 and not f > 0.0:
+        f = 0.0
+    return f
+
+
+# ------------------------------------------------------------------------------------------------ friction laws
+def _regularize_py(x, tanh):
+    """r(x) = tanh x (tanh ≠ 0) or (2/π) atan x."""
+    return math.tanh(x) if tanh != 0.0 else (2.0 / math.pi) * math.atan(x)
+
+
+_REGULARIZE = _regularize_py
+
+
+def _coulomb_py(p, speed):
+    """μ for s > 0, 0 at s = 0 (p = [μ])."""
+    return p[0] if speed > 0.0 else 0.0
+
+
+def _regularized_py(p, speed):
+    """μ r(s/v0) (p = [μ, v0, tanh?])."""
+    return p[0] * _REGULARIZE(speed / p[1], p[2])
+
+
+def _ambrosio_py(p, speed):
+    """μ · clip((s − v0)/(v1 − v0), 0, 1) (p = [μ, v0, v1])."""
+    ramp = (speed - p[1]) / (p[2] - p[1])
+    ramp = 0.0 if ramp < 0.0 else min(ramp, 1.0)
+    return p[0] * ramp
+
+
+def _stribeck_py(p, speed):
+    """[μ_k + (μ_s − μ_k) exp(−(s/v_s)²)] r(s/v0) + σ s (p = [μ_k, μ_s, v_s, v0, σ, tanh?])."""
+    ratio = speed / p[2]
+    dry = p[0] + (p[1] - p[0]) * math.exp(-(ratio * ratio))
+    return dry * _REGULARIZE(speed / p[3], p[5]) + p[4] * speed
+
+
+_COULOMB, _REGULARIZED, _AMBROSIO, _STRIBECK = _coulomb_py, _regularized_py, _ambrosio_py, _stribeck_py
+
+
+def _friction_coefficient_py(kind, p, speed):
+    """μ_eff(s) ≥ 0 of friction law `kind` at slip speed s ≥ 0 [m/s] (`FrictionLaw.coefficient`)."""
+    if kind == FRICTION_COULOMB:
+        return _COULOMB(p, speed)
+    if kind == FRICTION_REGULARIZED:
+        return _REGULARIZED(p, speed)
+    if kind == FRICTION_AMBROSIO:
+        return _AMBROSIO(p, speed)
+    if kind == FRICTION_STRIBECK:
+        return _STRIBECK(p, speed)
+    return 0.0
+
+
+_NORMAL_FORCE, _FRICTION_COEFFICIENT = _normal_force_py, _friction_coefficient_py
+
+
+# ------------------------------------------------------------------------------------------------ one contact's step
+def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside, needs_impact, discontinuous,
+                       state, delta, delta_dot, slip, normal, t, dt):
+    """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
+    (`element.sync_state`), evaluate the laws (`Contact.forces`) and add to the open interval's log
+    (`bridge.contact._account`: impulse Σ F_N dt, dissipation, max δ, peak F_N). Writes into `state` (a row, see
+    STATE_WIDTH): EVENT (0, ONSET or SEPARATION) with EVENT_RATE δ̇, NORMAL_FORCE, FORCE (F = F_N n + F_T, world N),
+    DELTA. Returns the event code."""
+    event = 0.0
+    inside = delta > 0.0 or (delta == 0.0 and delta_dot > 0.0)
+    if inside and state[ACTIVE] == 0.0:
+        event = ONSET
+        state[ACTIVE] = 1.0
+        state[IMPACT] = delta_dot
+        state[IMPULSE] = state[DISSIPATED_NORMAL] = state[DISSIPATED_FRICTION] = 0.0
+        state[MAX_PENETRATION] = state[PEAK] = 0.0
+        state[PEAK_TIME] = np.nan
+    elif state[ACTIVE] != 0.0 and not inside:
+        event = SEPARATION
+        state[ACTIVE] = 0.0
+    state[EVENT] = event
+    state[EVENT_RATE] = delta_dot
+    speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
+    if discontinuous:   # ContactState.update_slip
+        reversed_ = state[HAS_DIRECTION] == 0.0 or (slip[0] * state[DIRECTION] + slip[1] * state[DIRECTION + 1]
+                                                    + slip[2] * state[DIRECTION + 2]) <= 0.0
+        if speed < REST_SPEED and (state[RESTING] != 0.0 or reversed_):
+            state[RESTING], state[HAS_DIRECTION] = 1.0, 0.0
+        elif speed > 0.0:
+            state[RESTING], state[HAS_DIRECTION] = 0.0, 1.0
+            for a in range(3):
+                state[DIRECTION + a] = slip[a] / speed
+    fn = 0.0
+    elastic = 0.0
+    ft0 = ft1 = ft2 = 0.0
+    on = outside or state[ACTIVE] != 0.0
+    if on:
+        vi = state[IMPACT] if needs_impact else 0.0
+        fn = _NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
+        elastic = _NORMAL_FORCE(normal_kind, normal_p, delta, 0.0, 1.0)
+        resting = discontinuous and state[RESTING] != 0.0
+        if fn > 0.0 and not resting and speed > 0.0:
+            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
+            ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
+    state[NORMAL_FORCE] = fn
+    state[FORCE] = fn * normal[0] + ft0
+    state[FORCE + 1] = fn * normal[1] + ft1
+    state[FORCE + 2] = fn * normal[2] + ft2
+    state[DELTA] = delta
+    if state[ACTIVE] != 0.0:   # the open interval's log
+        state[IMPULSE] += fn * dt
+        if on:
+            state[DISSIPATED_NORMAL] += (fn - elastic) * delta_dot * dt
+            state[DISSIPATED_FRICTION] -= (ft0 * slip[0] + ft1 * slip[1] + ft2 * slip[2]) * dt
+        state[MAX_PENETRATION] = max(state[MAX_PENETRATION], delta)
+        if fn > state[PEAK]:
+            state[PEAK], state[PEAK_TIME] = fn, t
+    return event
+
+
+_CONTACT_UPDATE = _contact_update_py
+_PLACE_BODY = _place_body_py
+
+
+# ------------------------------------------------------------------------------------------------ ground contacts
+# per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
+# (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
+# ground normal n (3), ground height h
+def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, friction_p, state, x, xd, t, dt, tau):
+    """Every point/sphere contact against its analytic plane (`contact.geometry`): δ = h + r − n·c, p = c − r n,
+    v_p = J_p ẋ, δ̇ = −n·v_p, v_t = v_p − (n·v_p) n; `_contact_update_py` per contact; τ += J_pᵀ F (tau, n_tangent,
+    added to). ancestry[b, j] ≠ 0: velocity column j moves body b. Returns the number of onsets and separations,
+    or −1 (nothing computed) when x or ẋ is not finite (the caller reports the divergence)."""
+    for j in range(x.shape[0]):
+        if not math.isfinite(x[j]):
+            return -1
+    for j in range(xd.shape[0]):
+        if not math.isfinite(xd[j]):
+            return -1
+    nb = meta.shape[0]
+    n_tangent = tau.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, n_tangent))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    for i in range(nb):
+        _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
+    slip = np.empty(3)
+    normal = np.empty(3)
+    point = np.empty(3)
+    events = 0
+    for k in range(index.shape[0]):
+        b = index[k, 0]
+        g = geometry[k]
+        radius = g[3]
+        normal[0], normal[1], normal[2] = g[4], g[5], g[6]
+        if b >= 0:
+            for a in range(3):
+                point[a] = rot[b, a, 0] * g[0] + rot[b, a, 1] * g[1] + rot[b, a, 2] * g[2] + pos[b, a]
+        else:
+            point[0], point[1], point[2] = g[0], g[1], g[2]
+        delta = g[7] + radius - (normal[0] * point[0] + normal[1] * point[1] + normal[2] * point[2])
+        for a in range(3):
+            point[a] -= radius * normal[a]
+        v0 = v1 = v2 = 0.0
+        if b >= 0:
+            for j in range(n_tangent):
+                if ancestry[b, j] != 0 and xd[j] != 0.0:
+                    w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]   # J_p column: lin + ω × p
+                    v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
+                    v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
+                    v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
+        normal_speed = normal[0] * v0 + normal[1] * v1 + normal[2] * v2
+        slip[0] = v0 - normal_speed * normal[0]
+        slip[1] = v1 - normal_speed * normal[1]
+        slip[2] = v2 - normal_speed * normal[2]
+        flags = index[k, 3]
+        row = state[k]
+        event = _CONTACT_UPDATE(index[k, 1], normal_p[k], index[k, 2], friction_p[k], (flags & 1) != 0,
+                                (flags & 2) != 0, (flags & 4) != 0, row, delta, -normal_speed, slip, normal, t, dt)
+        if event != 0.0:
+            events += 1
+        for a in range(3):
+            row[POINT + a] = point[a]
+            row[NORMAL + a] = normal[a]
+        f0, f1, f2 = row[FORCE], row[FORCE + 1], row[FORCE + 2]
+        if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
+            for j in range(n_tangent):
+                if ancestry[b, j] != 0:
+                    w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                    tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
+                               + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
+                               + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+    return events
+
+
+# ------------------------------------------------------------------------------------------------ compiling
+def _law_bindings() -> dict:
+    return {"_KELVIN_VOIGT": _kelvin_voigt_py, "_KELVIN_VOIGT_SMOOTH": _kelvin_voigt_smooth_py, "_HERTZ": _hertz_py,
+            "_RESTITUTION": _restitution_py}
+
+
+def _friction_bindings() -> dict:
+    regularize = {"_REGULARIZE": _regularize_py}
+    return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py,
+            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
+            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
+
+
+def normal_force_kernel():
+    """The compiled `_normal_force_py` (its twins bound), or None without numba."""
+    return jit.compiled(_normal_force_py, bind=_law_bindings)
+
+
+def friction_coefficient_kernel():
+    """The compiled `_friction_coefficient_py` (its twins bound), or None without numba."""
+    return jit.compiled(_friction_coefficient_py, bind=_friction_bindings)
+
+
+def _update_bindings() -> dict:
+    normal, friction = normal_force_kernel(), friction_coefficient_kernel()
+    if normal is None or friction is None:
+        return {}
+    return {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction}
+
+
+def contact_update_kernel():
+    """The compiled `_contact_update_py` (laws bound), or None without numba."""
+    return jit.compiled(_contact_update_py, bind=_update_bindings)
+
+
+def _ground_bindings() -> dict:
+    update = contact_update_kernel()
+    place = jit.compiled(_place_body_py, inline=True)
+    if update is None or place is None:
+        return {}
+    return {"_CONTACT_UPDATE": update, "_PLACE_BODY": place}
+
+
+def ground_contacts_kernel():
+    """The compiled `_ground_contacts_py` (everything it calls bound), or None without numba."""
+    return jit.compiled(_ground_contacts_py, bind=_ground_bindings)
+
+
+# ------------------------------------------------------------------------------------------------ packing
+def pack_normal(law) -> tuple[int, np.ndarray] | None:
+    """(kind, params) of a built-in normal law (exact class), or None: no twin (the Python law serves)."""
+    from biobullet.contact import normal as laws
+    p = np.zeros(N_PARAMS)
+    p[0] = 1.0 if law.adhesion else 0.0
+    kind = type(law)
+    if kind is laws.KelvinVoigt:
+        p[1:3] = law.stiffness, law.damping
+        return NORMAL_KELVIN_VOIGT, p
+    if kind is laws.KelvinVoigtSmooth:
+        p[1:4] = law.stiffness, law.damping, law.smoothing
+        return NORMAL_KELVIN_VOIGT_SMOOTH, p
+    if kind is laws.Hertz:
+        p[1:3] = law.stiffness, law.exponent
+        return NORMAL_HERTZ, p
+    if kind in (laws.HuntCrossley, laws.Flores, laws.HuGuo):
+        p[1:5] = law.stiffness, law.exponent, law.factor, law.min_impact_velocity
+        return NORMAL_RESTITUTION, p
+    return None
+
+
+def pack_friction(law) -> tuple[int, np.ndarray] | None:
+    """(kind, params) of a built-in friction law (exact class), or None: no twin (the Python law serves)."""
+    from biobullet.contact import friction as laws
+    p = np.zeros(N_PARAMS)
+    kind = type(law)
+    if kind is laws.NoFriction:
+        return FRICTION_NONE, p
+    if kind is laws.Coulomb:
+        p[0] = law.mu
+        return FRICTION_COULOMB, p
+    if kind is laws.Regularized:
+        p[0:3] = law.mu, law.v0, 1.0 if law.regularization == "tanh" else 0.0
+        return FRICTION_REGULARIZED, p
+    if kind is laws.Ambrosio:
+        p[0:3] = law.mu, law.v0, law.v1
+        return FRICTION_AMBROSIO, p
+    if kind is laws.Stribeck:
+        p[0:6] = (law.mu, law.mu_static, law.stribeck_velocity, law.v0, law.viscous,
+                  1.0 if law.regularization == "tanh" else 0.0)
+        return FRICTION_STRIBECK, p
+    return None
+
+
+def flags(contact) -> int:
+    """Flag bits of a Contact element for `_contact_update_py`: 1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous
+    friction."""
+    law = contact.normal_law
+    return ((1 if law.acts_outside_contact else 0) | (2 if law.needs_impact_velocity else 0)
+            | (4 if contact.friction_law.discontinuous else 0))
+
+
+def state_row(state: ContactState, out: np.ndarray | None = None) -> np.ndarray:
+    """The array row of a ContactState (the open interval's log included)."""
+    row = np.zeros(STATE_WIDTH) if out is None else out
+    row[:] = 0.0
+    row[ACTIVE] = 1.0 if state.active else 0.0
+    row[IMPACT] = state.impact_velocity
+    row[RESTING] = 1.0 if state.resting else 0.0
+    if state.slip_direction is not None:
+        row[HAS_DIRECTION] = 1.0
+        row[DIRECTION:DIRECTION + 3] = state.slip_direction
+    interval = state.current
+    row[PEAK_TIME] = np.nan
+    if interval is not None:
+        row[IMPULSE], row[DISSIPATED_NORMAL] = interval.impulse, interval.dissipated_normal
+        row[DISSIPATED_FRICTION], row[MAX_PENETRATION] = interval.dissipated_friction, interval.max_penetration
+        row[PEAK] = interval.peak_force
+        row[PEAK_TIME] = np.nan if interval.peak_force_time is None else interval.peak_force_time
+    return row
+
+
+def _log_into(row: np.ndarray, interval: ContactInterval) -> None:
+    interval.impulse, interval.dissipated_normal = float(row[IMPULSE]), float(row[DISSIPATED_NORMAL])
+    interval.dissipated_friction = float(row[DISSIPATED_FRICTION])
+    interval.max_penetration, interval.peak_force = float(row[MAX_PENETRATION]), float(row[PEAK])
+    interval.peak_force_time = None if math.isnan(row[PEAK_TIME]) else float(row[PEAK_TIME])
+
+
+def pull_event(row: np.ndarray, state: ContactState, t: float) -> None:
+    """Replay the kernel's event of this step on the Python ContactState (its interval list): an onset opens an
+    interval with δ̇⁻, a separation closes the open one (its log copied from the row first)."""
+    if row[EVENT] == ONSET:
+        state.touch(t, float(row[EVENT_RATE]))
+    elif row[EVENT] == SEPARATION:
+        if state.current is not None:
+            _log_into(row, state.current)
+        state.separate(t, float(row[EVENT_RATE]))
+
+
+def pull_state(row: np.ndarray, state: ContactState) -> None:
+    """Copy the row's slip mode and open interval's log into the ContactState (active and δ̇⁻ follow the events)."""
+    state.active = bool(row[ACTIVE])
+    state.impact_velocity = float(row[IMPACT])
+    state.resting = bool(row[RESTING])
+    state.slip_direction = row[DIRECTION:DIRECTION + 3].copy() if row[HAS_DIRECTION] else None
+    if state.current is not None:
+        _log_into(row, state.current)
+
+
+def ancestry(model) -> np.ndarray:
+    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (j belongs to b or an ancestor)."""
+    out = np.zeros((max(len(model.bodies), 1), model.n_tangent), dtype=np.int64)
+    for b in range(len(model.bodies)):
+        index = b
+        while index >= 0:
+            body = model.bodies[index]
+            out[b, body.v_index:body.v_index + body.nv] = 1
+            index = body.parent
+    return out
+
+
+class GroundContacts:
+    """Packed constants and state rows of a list of Contact run copies (all with twins) for `_ground_contacts_py`.
+
+    `step(x, xd, t, dt, tau)` adds their τ (n_tangent) and returns the number of events (replay them with
+    `pull_event`); `kernel` is the compiled call (the Python twin without numba)."""
+
+    def __init__(self, model, contacts) -> None:
+        meta, body = pack(model)
+        self.meta, self.body = meta, body
+        self.ancestry = ancestry(model)
+        n = len(contacts)
+        self.index = np.zeros((n, 4), dtype=np.int64)
+        self.geometry = np.zeros((n, 8))
+        self.normal_p = np.zeros((n, N_PARAMS))
+        self.friction_p = np.zeros((n, N_PARAMS))
+        self.state = np.zeros((n, STATE_WIDTH))
+        for k, contact in enumerate(contacts):
+            normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
+            if normal is None or friction is None:
+                raise ValueError(f"contact {contact.name!r} has a law without a compiled twin")
+            frame = model.frame(contact.link)
+            self.index[k] = frame.body, normal[0], friction[0], flags(contact)
+            self.normal_p[k], self.friction_p[k] = normal[1], friction[1]
+            self.geometry[k, :3] = frame.rotation @ contact.xyz + frame.translation   # centre in the body frame
+            self.geometry[k, 3] = contact.radius
+            self.geometry[k, 4:7] = contact.ground.n
+            self.geometry[k, 7] = contact.ground.height
+        self.kernel = ground_contacts_kernel() or _ground_contacts_py
+
+    def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
+        return self.kernel(self.meta, self.body, self.ancestry, self.index, self.geometry, self.normal_p,
+                           self.friction_p, self.state, x, xd, t, dt, tau)
+
+
+__all__ = [
+    "N_PARAMS",
+    "STATE_WIDTH",
+    "GroundContacts",
+    "contact_update_kernel",
+    "friction_coefficient_kernel",
+    "ground_contacts_kernel",
+    "normal_force_kernel",
+    "pack_friction",
+    "pack_normal",
+    "pull_event",
+    "pull_state",
+    "state_row",
+]

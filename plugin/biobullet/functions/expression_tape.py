@@ -1,0 +1,222 @@
+"""Instruction tape of an `expression` joint function: its SymPy value, gradient and Hessian (after sympy.cse) as
+data — a register program over a fixed op set — that the compiled joint jets (`model.joint_jets`) interpret.
+
+No source code is generated or compiled: the tape is integers and floats. Registers 0 … m−1 hold the variables
+(the inputs z_0 … z_{n−1}, then t; m = n + 1), the next `len(constants)` registers the constants, and instruction k
+writes register m + n_const + k from earlier registers only. One instruction is three integers (op, a, b): a and b
+are register indices, except POWI's b, the integer exponent. The outputs are registers: the value, the gradient
+(m entries: ∂f/∂z_i, then ∂f/∂t) and the Hessian's upper triangle, row by row (i ≤ j).
+
+    words = [n_instructions, output registers (1 + m + m(m+1)/2), (op, a, b) × n_instructions]
+
+Ops: ADD, SUB, MUL, DIV, NEG, POWI (integer power), POW (real power: base > 0, or 0), SQRT, SIN,
+COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG — every function the parser admits
+(`expression_parser.FUNCTIONS`) and what SymPy's differentiation of them produces. Outside a function's domain an
+op gives NaN (never an exception, also in the pure-Python twin), and the caller reports a non-finite result.
+(`model.joint_jets` keeps its own copy of the op codes beside its interpreter and translates each tape, so that
+numba's per-file disk cache can never pair a renumbering here with a stale compiled interpreter.)
+
+The tape length is bounded (`MAX_INSTRUCTIONS`, from the parser's `MAX_NODES`): a longer tape, or a node outside
+the op set, gives None and the function stays on its generic (lambdified) path.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from biobullet.functions.expression_parser import MAX_NODES
+
+ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
+SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG = 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
+#: value, gradient and Hessian of a text of at most MAX_NODES syntax nodes: after CSE the three together are a few
+#: times the value's size for the expressions we met (≈ 3× for the pendulum's); 20× leaves room and still bounds
+#: the per-call work of a hostile file to microseconds
+MAX_INSTRUCTIONS = 20 * MAX_NODES
+#: |n| of an integer power evaluated by repeated squaring (larger exponents take the real power)
+MAX_INTEGER_EXPONENT = 1 << 20
+#: arguments above which exp / sinh, cosh overflow a double (the Python twin would raise OverflowError there)
+EXP_LIMIT = 709.782712893384
+HYPERBOLIC_LIMIT = 710.4758600739439
+
+
+class _Unsupported(Exception):
+    """A node outside the op set, or a tape over the bound: the generic path serves."""
+
+
+def output_count(m: int) -> int:
+    """Output registers of a tape over m variables: value, gradient (m), Hessian upper triangle."""
+    return 1 + m + m * (m + 1) // 2
+
+
+def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any],
+                 variables: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(words int64, constants float) of the tape evaluating the value, gradient (m) and Hessian (m × m, row-major)
+    of a function of `variables` (m SymPy symbols, time last), given as sympy.cse's output for that list of
+    1 + m + m² expressions (the one `ExpressionFunction` also lambdifies) — or None (unsupported node, non-finite
+    constant, or over `MAX_INSTRUCTIONS`)."""
+    import sympy
+
+    m = len(variables)
+    if len(reduced) != 1 + m + m * m:
+        raise ValueError(f"expected value, gradient and Hessian of {m} variables, got {len(reduced)} expressions")
+    reduced = [*reduced[:1 + m], *(reduced[1 + m + i * m + j] for i in range(m) for j in range(i, m))]
+    registers: dict[Any, int] = {v: k for k, v in enumerate(variables)}
+    constants: list[float] = []
+    constant_index: dict[float, int] = {}
+    program: list[tuple[int, int, int]] = []
+
+    def constant(number: float) -> int:
+        if not math.isfinite(number):
+            raise _Unsupported("non-finite constant")
+        if number not in constant_index:
+            constant_index[number] = len(constants)
+            constants.append(number)
+        return -1 - constant_index[number]   # provisional (negative) until the constant count is known
+
+    def emit(op: int, a: int, b: int = 0) -> int:
+        if len(program) >= MAX_INSTRUCTIONS:
+            raise _Unsupported("tape too long")
+        program.append((op, a, b))
+        return 1_000_000_000 + len(program) - 1   # provisional instruction register
+
+    unary = {sympy.sin: SIN, sympy.cos: COS, sympy.tan: TAN, sympy.asin: ASIN, sympy.acos: ACOS,
+             sympy.atan: ATAN, sympy.sinh: SINH, sympy.cosh: COSH, sympy.tanh: TANH, sympy.exp: EXP,
+             sympy.log: LOG}
+
+    def power(base: Any, exponent: Any) -> int:
+        if exponent.is_Number:   # integer-valued exponents (also written 2.0) take POWI: negative bases are fine
+            e = float(exponent)
+            if e.is_integer() and abs(e) <= MAX_INTEGER_EXPONENT:
+                if e < 0:
+                    return emit(DIV, constant(1.0), emit(POWI, walk(base), int(-e)))
+                return emit(POWI, walk(base), int(e))
+            if abs(e) == 0.5:
+                root = emit(SQRT, walk(base))
+                return root if e > 0 else emit(DIV, constant(1.0), root)
+        return emit(POW, walk(base), walk(exponent))
+
+    def negated(term: Any) -> Any | None:
+        """−term when term is a product with a negative numeric coefficient, else None."""
+        coefficient, rest = term.as_coeff_Mul()
+        if coefficient.is_Number and coefficient.is_extended_negative is True:   # zoo, nan: not negative
+            return -coefficient * rest
+        return None
+
+    def walk(node: Any) -> int:
+        found = registers.get(node)
+        if found is not None:
+            return found
+        if not node.free_symbols:
+            try:
+                number = float(node)
+            except (TypeError, ValueError, OverflowError):
+                raise _Unsupported(f"constant {node}") from None
+            return constant(number)
+        if node.is_Add:
+            positive = [a for a in node.args if negated(a) is None]
+            negative = [negated(a) for a in node.args if negated(a) is not None]
+            if positive:
+                out = walk(positive[0])
+                for a in positive[1:]:
+                    out = emit(ADD, out, walk(a))
+                for a in negative:
+                    out = emit(SUB, out, walk(a))
+            else:
+                out = walk(negative[0])
+                for a in negative[1:]:
+                    out = emit(ADD, out, walk(a))
+                out = emit(NEG, out)
+        elif node.is_Mul:
+            coefficient, rest = node.as_coeff_Mul()
+            factors = sympy.Mul.make_args(rest)
+            inverse = [f.is_Pow and f.exp.is_Number and f.exp.is_extended_negative is True for f in factors]
+            numerator = [f for f, inv in zip(factors, inverse) if not inv]
+            denominator = [sympy.Pow(f.base, -f.exp) for f, inv in zip(factors, inverse) if inv]
+            out = walk(numerator[0]) if numerator else None
+            for f in numerator[1:]:
+                out = emit(MUL, out, walk(f))
+            if coefficient != 1 and coefficient != -1:
+                out = constant(float(coefficient)) if out is None else emit(MUL, constant(float(coefficient)), out)
+            if out is None:
+                out = constant(1.0)
+            for f in denominator:
+                out = emit(DIV, out, walk(f))
+            if coefficient == -1:
+                out = emit(NEG, out)
+        elif node.is_Pow:
+            out = power(node.base, node.exp)
+        elif node.func in unary and len(node.args) == 1:
+            out = emit(unary[node.func], walk(node.args[0]))
+        elif node.func is sympy.atan2 and len(node.args) == 2:
+            out = emit(ATAN2, walk(node.args[0]), walk(node.args[1]))
+        else:
+            raise _Unsupported(f"{node.func}")
+        registers[node] = out
+        return out
+
+    try:
+        for symbol, expression in replacements:
+            registers[symbol] = walk(expression)
+        outputs = [walk(expression) for expression in reduced]
+    except (_Unsupported, RecursionError, TypeError, ValueError, ArithmeticError):   # e.g. a complex infinity
+        return None
+    # final register numbers: variables, constants, then instruction k at m + n_const + k
+    n_const = len(constants)
+
+    def final(register: int) -> int:
+        if register < 0:
+            return m + (-1 - register)
+        if register >= 1_000_000_000:
+            return m + n_const + register - 1_000_000_000
+        return register
+
+    words = [len(program), *(final(r) for r in outputs)]
+    for op, a, b in program:
+        words.extend((op, final(a), b if op == POWI else final(b)))
+    return np.array(words, dtype=np.int64), np.array(constants, dtype=float)
+
+
+def evaluate_tape(words: np.ndarray, constants: np.ndarray, variables: Sequence[Any]) -> list[Any]:
+    """The tape's output registers for variables that are floats or NumPy arrays (elementwise, e.g. all samples of
+    a trajectory at once): NaN outside a function's domain, never an exception. The numpy twin of the
+    interpreter in `model.joint_jets._explicit_jets_py` (trajectory post-processing and tests)."""
+    m = len(variables)
+    n_instructions = int(words[0])
+    n_out = output_count(m)
+    registers: list[Any] = [*variables, *(float(c) for c in constants)]
+    program = words[1 + n_out:]
+    with np.errstate(all="ignore"):
+        for k in range(n_instructions):
+            op, a, b = int(program[3 * k]), int(program[3 * k + 1]), int(program[3 * k + 2])
+            u = np.asarray(registers[a], dtype=float)
+            if op == ADD:
+                v = u + registers[b]
+            elif op == SUB:
+                v = u - registers[b]
+            elif op == MUL:
+                v = u * registers[b]
+            elif op == DIV:
+                v = u / registers[b]
+            elif op == NEG:
+                v = -u
+            elif op == POWI:
+                v = u ** float(b)
+            elif op == POW:
+                w = np.asarray(registers[b], dtype=float)
+                zero = np.where(w > 0.0, 0.0, np.where(w == 0.0, 1.0, np.inf))   # 0 ** w as numpy gives it
+                v = np.where(u > 0.0, np.abs(u) ** w, np.where(u == 0.0, zero, np.nan))
+            elif op == SQRT:
+                v = np.sqrt(u)
+            elif op == ATAN2:
+                v = np.arctan2(u, registers[b])
+            else:
+                v = _NUMPY_UNARY[op](u)
+            registers.append(v)
+    return [registers[int(r)] for r in words[1:1 + n_out]]
+
+
+_NUMPY_UNARY = {SIN: np.sin, COS: np.cos, TAN: np.tan, ASIN: np.arcsin, ACOS: np.arccos, ATAN: np.arctan,
+                SINH: np.sinh, COSH: np.cosh, TANH: np.tanh, EXP: np.exp, LOG: np.log}
