@@ -15,7 +15,10 @@ restarted from the model's initial state in every round; rounds are interleaved 
 so a loaded machine slows all three alike. Two clocks: wall (perf_counter) and the thread's CPU time
 (thread_time: PyBullet DIRECT runs in the calling thread; time the thread spends descheduled on a loaded machine
 does not count). Reported as ratios (target from the bridge issue: bridge ≤ 1.25× minimal). The breakdown times
-each part of the bridge step alone (same state) to show where the difference goes. The correctness of the fast path is tested in
+each part of the bridge step alone (same state) to show where the difference goes; the in-step costs add the
+PyBullet calls of the fast step one at a time to the bare loop (interleaved rounds, as above), which also counts
+what each part costs PyBullet's next stepSimulation (its data leaves the cache while the step runs, and ours
+leaves PyBullet's). The correctness of the fast path is tested in
 tests/integration/test_bridge_kernels.py (default run). Prints
 tables and writes out/benchmarks/bridge_speed.json. No wall-clock thresholds.
 """
@@ -67,6 +70,8 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
     mass = np.asarray(mass_tuple)
     bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, zeros, physicsClientId=c))
     kernel = bridge._kernels[2]
+    own = bridge._linear_own
+    flat = state.reshape(-1).copy()
     out = np.empty(bridge._out_size)
     torque_list = mass[0].tolist()
     check = bridge._force_elements
@@ -84,11 +89,56 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
         "bridge: kernel linear_torque (Φ, Φ̇, solve, τ, λ)": _best(lambda: kernel(
             mass, bias, bridge._zero_tau, bridge._null, state, bridge.corrector.kp, bridge.corrector.kd, np.inf,
             bridge._null_work, out)),
+        "bridge: the step's kernel (own M and h + the above)": _best(lambda: own(
+            *bridge._own_tree, bridge._zero_tau, bridge._null, flat, bridge.corrector.kp, bridge.corrector.kd,
+            np.inf, bridge._null_work, out)) if own is not None else 0.0,
         "bridge: whole apply() (no stepSimulation)": _best(bridge.apply),
         "for comparison: minimal loop's own numpy (h + M·0)": _best(lambda: bias + mass @ np.zeros(len(x_list))),
         "for comparison: the range-space solve (numpy + LAPACK)": _best(lambda: constrained_acceleration(
             mass, bias, None, bridge._linear[0], np.zeros(bridge.constraints.n))),
     }
+
+
+def _in_step_costs(model, rounds: int, steps: int) -> dict[str, float]:
+    """Seconds per step of the bare loop with the fast step's PyBullet calls and conversions added one at a time,
+    and of Bridge.step(), each on its own connection, rounds interleaved (thread CPU time, best round)."""
+    from operator import itemgetter
+
+    from biobullet.bench import bare_steps, bridge_steps
+    first, second = itemgetter(0), itemgetter(1)
+
+    def loop(read: bool, convert: bool, lifecycle: bool):
+        def run(bridge, n, clock):
+            p, c, b, joints = bridge._p, bridge.client, bridge.body, bridge._joint_list
+            zeros, size, data = bridge._zero_list, 2 * len(bridge._joint_list), bridge._lifecycle_data
+            start = clock()
+            for _ in range(n):
+                if lifecycle:
+                    p.getUserData(data, physicsClientId=c)
+                if read:
+                    states = p.getJointStates(b, joints, physicsClientId=c)
+                    if convert:   # as Bridge._apply_fast
+                        np.fromiter([*map(first, states), *map(second, states)], float, size)
+                p.setJointMotorControlArray(b, joints, p.TORQUE_CONTROL, forces=zeros, physicsClientId=c)
+                p.stepSimulation(physicsClientId=c)
+            return (clock() - start) / n
+        return run
+
+    runners = {"bare": bare_steps, "+ getJointStates": loop(True, False, False),
+               "+ state → array": loop(True, True, False), "+ lifecycle getUserData": loop(True, True, True),
+               "Bridge.step()": bridge_steps}
+    q0, v0 = model.initial_state()
+    bridges = {name: Bridge(model, dt=1e-3) for name in runners}
+    try:
+        times = {name: [] for name in runners}
+        for _ in range(rounds):
+            for name, run in runners.items():
+                bridges[name].reset(q0, v0)
+                times[name].append(run(bridges[name], steps, time.thread_time))
+    finally:
+        for bridge in bridges.values():
+            bridge.close()
+    return {name: float(min(t)) for name, t in times.items()}
 
 
 def test_bridge_speed(capsys):
@@ -100,6 +150,7 @@ def test_bridge_speed(capsys):
         parts = _breakdown(timed)
     finally:
         timed.close()
+    in_step = _in_step_costs(model, ROUNDS, STEPS)
     worst, projections = measured["max_residual"], measured["projections"]
     best, median = measured["best"], measured["median"]
     runners = STEP_RUNNERS
@@ -122,6 +173,12 @@ def test_bridge_speed(capsys):
         print("  parts of one step timed alone (thread CPU time):")
         for label, seconds in parts.items():
             print(f"    {label:<56}{seconds * 1e6:8.2f} µs")
+        print("  in-step costs (added one at a time to the bare loop; thread CPU time, best round):")
+        previous = None
+        for label, seconds in in_step.items():
+            added = "" if previous is None else f"  (+{(seconds - previous) * 1e6:.2f} µs)"
+            print(f"    {label:<56}{seconds * 1e6:8.2f} µs {seconds / in_step['bare']:5.2f}× bare{added}")
+            previous = seconds
     out = ROOT / "out" / "benchmarks"
     out.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -134,6 +191,7 @@ def test_bridge_speed(capsys):
         "ratio_minimal_to_bare": {c: best[c]["minimal"] / best[c]["bare"] for c in CLOCKS},
         "target_ratio_bridge_to_minimal": 1.25,
         "step_parts_us": {k: v * 1e6 for k, v in parts.items()},
+        "in_step_us": {k: v * 1e6 for k, v in in_step.items()},
         "velocity_projections": projections,
         "max_joint_function_residual_after_benchmark": worst,
         "python": platform.python_version(), "machine": platform.machine(),

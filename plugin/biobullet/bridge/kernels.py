@@ -197,10 +197,11 @@ def rows_torque_kernel():
     return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
 
 
-def _linear_own_py(meta, body, gravity, tau, null, state, kp, kd, limit, work, out):
+def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
     """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
-    the null-space kernel's)."""
-    n = state.shape[1]
+    the null-space kernel's); flat = [x, ẋ] (2n, as read from PyBullet: no reshape per step in Python)."""
+    n = tau.shape[0]
+    state = flat.reshape((2, n))
     mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, True, True, False)
     return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
 

@@ -38,6 +38,7 @@ def attach(bridge) -> None:
     import pybullet as p
     token = uuid.uuid4().hex
     bridge._lifecycle_token = token
+    bridge._lifecycle_bytes = token.encode()   # what getUserData returns for it (compared every step)
     bridge._lifecycle_closed = False
     bridge._lifecycle_data = p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client)
 
@@ -48,6 +49,13 @@ def mark_closed(bridge) -> None:
 
 def ensure_usable(bridge, action: str) -> None:
     """Raise BridgeClosedError unless `bridge` is open, connected and still owns its client (see module doc)."""
+    try:   # the per-step fast path, one PyBullet call (the step's cost is its PyBullet calls): open, and our
+        # user-data entry still holds our token as the bytes getUserData returns
+        if not bridge._lifecycle_closed and bridge._p.getUserData(
+                bridge._lifecycle_data, physicsClientId=bridge.client) == bridge._lifecycle_bytes:
+            return
+    except Exception:   # not attached (AttributeError) or disconnected (pybullet.error): the checks below say which
+        pass
     if getattr(bridge, "_lifecycle_closed", False):
         raise BridgeClosedError(f"Bridge.{action}: the bridge is closed (create a new Bridge)")
     token = getattr(bridge, "_lifecycle_token", None)

@@ -14,6 +14,9 @@ from biobullet.forces.base import ForceElement, force_type
 
 _cache: "WeakKeyDictionary[object, tuple[ForceElement, ...]]" = WeakKeyDictionary()
 _added: "WeakKeyDictionary[object, list[ForceElement]]" = WeakKeyDictionary()
+#: bumped by every `add_force_element` / `clear_added_force_elements`: a caller that keeps "this model has no
+#: force elements" between calls (the bridge's per-step fast path) asks `force_elements` again only when it changed
+_generation = 0
 #: element tags owned by other layers (constraints, contact, flexible links)
 NOT_FORCES = ("loop", "contact", "flexible")
 
@@ -59,13 +62,22 @@ def add_force_element(model, element: ForceElement) -> ForceElement:
     tau = element.generalized_force(model, x, np.zeros(n), 0.0)
     if np.shape(tau) != (n,):
         raise element.source.error(None, f"generalized_force returned shape {np.shape(tau)}", f"({n},)")
+    global _generation
     _added.setdefault(model, []).append(element)
+    _generation += 1
     return element
 
 
 def clear_added_force_elements(model) -> None:
     """Remove the elements added with `add_force_element`."""
+    global _generation
     _added.pop(model, None)
+    _generation += 1
+
+
+def added_generation() -> int:
+    """A number that changes whenever an element is added to or cleared from any model (see `_generation`)."""
+    return _generation
 
 
 #: per model: (element tuple, its joint springs batched as index and parameter arrays, the other elements)

@@ -1,0 +1,114 @@
+"""The shoulder's per-step fast path (`Bridge._apply_fast`: one getJointStates, one compiled call through numba's
+direct entry for M, h and the null-space solve, one setJointMotorControlArray) keeps every behaviour of the slower
+paths: its torque is the KKT solution with PyBullet's own M and h; a force element added or cleared after the bridge
+was made counts from the next step; a closed bridge, a disconnected client and a client id taken by another
+connection are each one BridgeClosedError; several bridges share a client; a non-finite state is a
+DivergenceError. (Its speed: tests/benchmarks/test_bridge_model_kinds.py, `biobullet bench`.)"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pybullet
+import pytest
+
+import biobullet
+from biobullet.bridge import Bridge
+from biobullet.bridge.lifecycle import BridgeClosedError, DivergenceError
+from biobullet.forces import JointTorque, add_force_element, applied_forces, clear_added_force_elements
+
+SHOULDER = Path(__file__).resolve().parents[2] / "urdf" / "shoulder_rhythm.urdf"
+
+
+def _kkt_torque(bridge: Bridge, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """τ + Φ_xᵀλ and λ from PyBullet's calculateMassMatrix / calculateInverseDynamics and a dense LAPACK solve of
+    [M Φ_xᵀ; Φ_x 0] with the bridge's target a* = −kd Φ̇ − kp Φ (constant rows: no curvature term)."""
+    _, x, xd = bridge.state()
+    mass, bias = bridge.tree_mass_and_bias(x, xd)
+    jac, offset = bridge._linear
+    target = -bridge.corrector.kd * (jac @ xd) - bridge.corrector.kp * (jac @ x - offset)
+    n, m = len(x), len(jac)
+    solution = np.linalg.solve(np.block([[mass, jac.T], [jac, np.zeros((m, m))]]),
+                               np.concatenate([tau - bias, target]))
+    lam = -solution[n:]
+    return tau + jac.T @ lam, lam
+
+
+def test_fast_step_is_the_kkt_solution_and_sees_late_force_elements():
+    model = biobullet.load_model(SHOULDER)
+    rng = np.random.default_rng(7)
+    with Bridge(model, dt=1e-3) as bridge:
+        assert bridge._fast, "the shoulder's linear rows take the fast path"
+        for _ in range(40):
+            bridge.step()
+        tau = rng.normal(size=model.n_tangent)
+        expected, lam = _kkt_torque(bridge, tau)
+        out = bridge.apply(tau)            # apply() only sends torques: PyBullet's state is unchanged
+        scale = np.abs(expected).max()
+        assert np.abs(out - expected).max() <= 1e-9 * scale
+        assert np.abs(np.array(list(bridge.reaction_forces().values())) - lam).max() <= 1e-9 * np.abs(lam).max()
+        # a force element added after the bridge was made: applied from the next step, as if passed as tau
+        joint = model.joint_names[0]
+        element = JointTorque("late_torque", joint, value=0.7)
+        _, x, xd = bridge.state()
+        base = bridge.apply()
+        try:
+            add_force_element(model, element)
+            element_tau = applied_forces(model, x, xd, bridge.time)
+            assert element_tau[0] == pytest.approx(0.7) and np.count_nonzero(element_tau) == 1
+            with_element = bridge.apply()
+            clear_added_force_elements(model)
+            assert np.abs(with_element - bridge.apply(element_tau)).max() <= 1e-12 * scale
+            assert np.abs(bridge.apply() - base).max() <= 1e-12 * scale    # cleared: gone again
+        finally:
+            clear_added_force_elements(model)
+        # still on the manifold after the extra apply() calls and 200 more steps
+        for _ in range(200):
+            bridge.step()
+        assert max(abs(r) for r in bridge.constraint_residuals().values()) <= 1e-9
+
+
+def test_fast_step_lifecycle_errors_and_shared_client():
+    model = biobullet.load_model(SHOULDER)
+    bridge = Bridge(model, dt=1e-3)
+    bridge.step()
+    bridge.close()
+    with pytest.raises(BridgeClosedError, match="closed"):
+        bridge.step()
+
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        first, second = Bridge(model, client, dt=1e-3), Bridge(model, client, dt=1e-3)
+        for _ in range(5):                 # two bodies, one client: each bridge steps its own
+            first.apply()
+            second.step()
+        assert first.state()[0] == pytest.approx(5e-3) and second.state()[0] == pytest.approx(5e-3)
+        first.close()
+        second.step()                      # closing one leaves the other usable
+        with pytest.raises(BridgeClosedError):
+            first.step()
+    finally:
+        pybullet.disconnect(client)
+    with pytest.raises(BridgeClosedError, match="disconnected"):
+        second.step()
+    # the id now belongs to a new connection with bodies of the same ids: the token tells them apart
+    reused = pybullet.connect(pybullet.DIRECT)
+    try:
+        for _ in range(second.body + 1):
+            pybullet.loadURDF(str(SHOULDER), useFixedBase=True, physicsClientId=reused)
+        with pytest.raises(BridgeClosedError, match="another connection" if reused == client else "disconnected"):
+            second.step()
+    finally:
+        pybullet.disconnect(reused)
+
+
+def test_fast_step_with_a_non_finite_state_ends_in_a_divergence_error():
+    model = biobullet.load_model(SHOULDER)
+    with Bridge(model, dt=1e-3) as bridge:
+        for _ in range(3):
+            bridge.step()
+        pybullet.resetJointState(bridge.body, bridge._joint_list[0], 0.0, float("nan"),
+                                 physicsClientId=bridge.client)
+        bridge.step()                      # the kernel declines (non-finite torque); no crash, no silent NaN state
+        with pytest.raises(DivergenceError, match="dt"):
+            bridge.state()
