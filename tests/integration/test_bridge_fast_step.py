@@ -112,3 +112,32 @@ def test_fast_step_with_a_non_finite_state_ends_in_a_divergence_error():
         bridge.step()                      # the kernel declines (non-finite torque); no crash, no silent NaN state
         with pytest.raises(DivergenceError, match="dt"):
             bridge.state()
+
+
+def test_rows_step_sees_late_force_elements():
+    """The one-call rows path (`Bridge._apply_rows`, Andrews' squeezer: loops and springs in one kernel) decides
+    whether the kernel evaluates every force element once per change of the element lists: an element added after
+    the bridge was made counts from the next apply() exactly as if passed as tau, and is gone once cleared."""
+    model = biobullet.load_model(SHOULDER.parent / "andrews_squeezer.urdf")
+    with Bridge(model, dt=1e-5) as bridge:
+        from biobullet.core import jit
+        if not jit.ENABLED:
+            pytest.skip("numba off (BIOBULLET_NUMBA=0): the one-call rows path is compiled only")
+        assert bridge._rows_fast and not bridge._fast, "Andrews takes the one-call rows path"
+        for _ in range(20):
+            bridge.step()
+        _, x, xd = bridge.state()
+        base = bridge.apply()
+        scale = np.abs(base).max()
+        element = JointTorque("late_torque", model.joint_names[1], value=0.3)
+        try:
+            add_force_element(model, element)
+            with_element = bridge.apply()
+            clear_added_force_elements(model)
+            element_tau = np.zeros(model.n_tangent)
+            element_tau[1] = 0.3
+            assert np.abs(with_element - bridge.apply(element_tau)).max() <= 1e-12 * scale
+            assert np.abs(with_element - base).max() > 1e-3 * scale      # the element did act
+            assert np.abs(bridge.apply() - base).max() <= 1e-12 * scale
+        finally:
+            clear_added_force_elements(model)

@@ -335,6 +335,8 @@ class Bridge:
         self._linear_own = None
         #: `forces.collection.added_generation()` when `_forces_present` was last decided (None: not yet)
         self._forces_generation, self._forces_present = None, True
+        #: whether the one-call rows kernel evaluates every force element (decided with `_forces_generation`)
+        self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
@@ -693,14 +695,17 @@ class Bridge:
         `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
         `loop_torque_kernel`). Same equations as the general
         path, which takes over when the solve declines."""
-        p, c, b, model = self._p, self.client, self.body, self.model
+        p, c, b, model, n = self._p, self.client, self.body, self.model, self._out_n
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-        x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
-        state = np.array((x_list, xd_list))
+        # [x; ẋ] as in `_apply_fast`: one fromiter of a list built by C-level maps
+        state = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n).reshape(2, n)
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         data = self._loops_data
         forces = self._compiled_forces
-        if forces is not None and len(self._force_elements(model)) == forces[3]:   # springs in the kernel
+        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+            self._forces_generation = added_generation()
+            self._kernel_forces_only = forces is not None and len(self._force_elements(model)) == forces[3]
+        if self._kernel_forces_only:   # springs in the kernel
             # the kernel never writes τ: the constant torques serve as it is when nothing is added
             torque = forces[1] if tau is None else torque + forces[1]
             for element in forces[2]:
@@ -711,6 +716,7 @@ class Bridge:
             if forces is not None:   # an element was added: the hook applied every element, the kernel none
                 data = data[:8] + self._no_springs
         if self._own is None:
+            x_list, xd_list = state[0].tolist(), state[1].tolist()
             mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
             bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
             meta, body, gravity = self._no_tree
@@ -730,7 +736,8 @@ class Bridge:
         if status == 0:
             self._lambda = lam
         else:   # the general path (it reads M and h again)
-            out = self._constrained_torque(state[0], state[1], x_list, xd_list, torque, self.time)
+            out = self._constrained_torque(state[0], state[1], state[0].tolist(), state[1].tolist(), torque,
+                                           self.time)
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
         return out
@@ -827,9 +834,12 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        if self._fast and generalized is None and self.contacts is None:   # apply()'s fast path, one call less
-            ensure_usable(self, "step")
-            self._apply_fast(tau)
+        if generalized is None and self.contacts is None and (self._fast or self._rows_fast):
+            ensure_usable(self, "step")   # apply()'s per-step paths, one call less
+            if self._fast:
+                self._apply_fast(tau)
+            else:
+                self._apply_rows(tau)
             self.time += self.dt
         else:
             self.apply(tau, generalized=generalized)
