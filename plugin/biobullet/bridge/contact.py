@@ -168,10 +168,7 @@ class BridgeContacts:
         self._pairs.clear()
         t = self.bridge.time
         for contact, kin in zip(self.contacts, self.kinematics()):
-            if kin.delta > 0.0:
-                contact.state.touch(t, kin.delta_dot, initial=True)
-            if contact.friction_law.discontinuous:
-                contact.state.update_slip(kin.slip)
+            contact.begin(model, t, kin)
         self._reset_rows()
 
     # ------------------------------------------------------------------ set-up

@@ -70,6 +70,10 @@ def law_potential(law: NormalLaw, delta: float) -> float:
     return 0.5 * d * float(weights @ np.asarray(law.force(xi, np.zeros_like(xi), vi)))
 
 
+#: a contact that starts with an elastic force above this many model weights gets a warning (`Contact.begin`)
+DEEP_START_WEIGHTS = 100.0
+
+
 @register_force("contact")
 class Contact(ForceElement):
     """Compliant point/sphere–plane contact (see the module docstring). Immutable; run state via `for_run`."""
@@ -141,9 +145,23 @@ class Contact(ForceElement):
         return run
 
     def start_run(self, model, t0: float, x0: np.ndarray, xd0: np.ndarray) -> None:
-        kin = self.kinematics(model, x0, xd0)
+        self.begin(model, t0, self.kinematics(model, x0, xd0))
+
+    def begin(self, model, t0: float, kin: ContactKinematics) -> None:
+        """The run's discrete state from the initial contact kinematics (engine and bridge): a contact already
+        touching its ground starts an initial interval. A start far inside the ground (elastic force above
+        DEEP_START_WEIGHTS model weights) is almost always a mistake of the initial pose or of the ground height
+        and makes the first steps explosive and stiff: one warning says so."""
         if kin.delta > 0.0:
             self._state.touch(t0, kin.delta_dot, initial=True)
+            weight = model.total_mass * float(np.linalg.norm(model.gravity))
+            elastic = float(self.normal_law.force(kin.delta, 0.0, 1.0 if self.normal_law.needs_impact_velocity
+                                                  else None))
+            if weight > 0.0 and elastic > DEEP_START_WEIGHTS * weight:
+                import warnings
+                warnings.warn(f"{model.file}: <contact link=\"{self.link}\"> ({self.name}) starts {kin.delta:.3g} m "
+                              f"inside its ground (elastic force {elastic:.3g} N = {elastic / weight:.0f} × the "
+                              f"model's weight): check the initial pose and the ground height", stacklevel=2)
         if self.friction_law.discontinuous:
             self._state.update_slip(kin.slip)
 
