@@ -14,7 +14,11 @@ Transitions are events located by SciPy `solve_ivp` (terminal events; integratio
              q̇⁺ = q̇⁻ − M⁻¹Jᵀ(J M⁻¹ Jᵀ)⁻¹ J q̇⁻ over the pinned feet, then ``pinned``);
   lift-off   the normal (vertical) reaction of a pinned foot crosses 0 downwards → ``free``;
   release    a compliant foot rises `release_gap` above the ground → ``free`` (the law's force is already 0 for
-             δ ≤ 0; the gap is a hysteresis against touchdown/release chatter of a grazing foot). While δ > 0 the foot stays compliant
+             δ ≤ 0; the gap is a hysteresis against touchdown/release chatter of a grazing foot). The same gap
+             arms a foot that has just lifted off: its touchdown counts once it has risen `release_gap` (or,
+             never having risen, once it sinks `release_gap` below the ground) — a foot lifts off level with the
+             ground at zero vertical speed, and round-off alone would otherwise decide whether it touches down
+             again at once. While δ > 0 the foot stays compliant
              even where a restitution law's force is clipped to zero (the clip is continuous, no event needed).
 The reference engine's event machinery (`biobullet.integrate`) is built around the URDF `Model`; these phases use
 `solve_ivp` events directly, with the same conventions (terminal + restart).
@@ -264,11 +268,21 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
             if states[i] == FREE:
                 if not with_ground:
                     continue
-                def touch(t, X, i=i):
-                    return float(rec.foot_position(model, X[:N], i)[1]) - ground.height
-                touch.terminal, touch.direction = True, -1.0
-                evs.append(touch)
-                meta.append(("touchdown", i))
+                if armed[i]:
+                    def touch(t, X, i=i):
+                        return float(rec.foot_position(model, X[:N], i)[1]) - ground.height
+                    touch.terminal, touch.direction = True, -1.0
+                    evs.append(touch)
+                    meta.append(("touchdown", i))
+                else:   # just lifted off: armed once clear of the ground, or touched down once clearly below it
+                    def clear(t, X, i=i):
+                        return float(rec.foot_position(model, X[:N], i)[1]) - ground.height - ground.release_gap
+                    clear.terminal, clear.direction = True, 1.0
+                    def sink(t, X, i=i):
+                        return float(rec.foot_position(model, X[:N], i)[1]) - ground.height + ground.release_gap
+                    sink.terminal, sink.direction = True, -1.0
+                    evs.extend((clear, sink))
+                    meta.extend((("clear", i), ("touchdown", i)))
             elif states[i] == PINNED:
                 def lift(t, X, i=i):
                     return float(forces(t, X[:N], X[N:2 * N], cons)[1][i, 1])
@@ -306,6 +320,8 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
         cp_s.append(sum(ground.potential(model, q, i) for i in range(2) if states[i] == COMPLIANT))
         il_s.append(impact_loss)
 
+    armed = [True, True]   # a free foot's touchdown counts (False right after its lift-off: see the docstring)
+
     def settle_pinned(tt, XX) -> None:
         """Release pinned feet whose vertical reaction is already ≤ 0 (e.g. right after an impact map)."""
         for _ in range(2):
@@ -319,6 +335,7 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
             for i in neg:
                 states[i] = FREE
                 anchor[i] = None
+                armed[i] = False
                 events.append({"t": tt, "kind": "liftoff", "foot": i, "reaction_y": float(R[i, 1])})
 
     settle_pinned(t, X)
@@ -364,7 +381,7 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
             # on or below the ground and moving down
             if with_ground and any(kind == "touchdown" for kind, _ in fired):
                 for j in range(2):
-                    if states[j] == FREE and ("touchdown", j) not in fired:
+                    if states[j] == FREE and armed[j] and ("touchdown", j) not in fired:
                         r = rec.foot_position(model, q, j)
                         vy = float((rec.foot_jacobian(model, q, j) @ v)[1])
                         if r[1] <= ground.height + 1e-9 and vy < 0.0:
@@ -395,7 +412,10 @@ def simulate(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float, *,
                 elif kind == "liftoff" and states[i] == PINNED:
                     states[i] = FREE
                     anchor[i] = None
+                    armed[i] = False
                     events.append({"t": t, "kind": "liftoff", "foot": i})
+                elif kind == "clear" and states[i] == FREE:
+                    armed[i] = True
                 elif kind == "release" and states[i] == COMPLIANT:
                     states[i] = FREE
                     events.append({"t": t, "kind": "release", "foot": i})
