@@ -141,3 +141,23 @@ def test_rows_step_sees_late_force_elements():
             assert np.abs(bridge.apply() - base).max() <= 1e-12 * scale
         finally:
             clear_added_force_elements(model)
+
+
+def test_general_step_with_contacts_sees_late_force_elements(tmp_path):
+    """The general path (`Bridge._apply`, here a ball on compliant ground: contacts, no rows) also decides once per
+    change of the element lists whether force elements act: one added after the bridge was made counts from the
+    next step as if passed as tau (the contact torque is the same at the same state), and is gone once cleared."""
+    from biobullet.contact.testbed import drop_urdf, load_text
+    model = load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}), tmp_path)
+    with Bridge(model, dt=1e-4) as bridge:
+        bridge.reset(q=[0.045])   # resting in contact, 5 mm deep
+        base = bridge.apply()
+        element = JointTorque("late_push", model.joint_names[0], value=2.5)
+        try:
+            add_force_element(model, element)
+            with_element = bridge.apply()
+            clear_added_force_elements(model)
+            assert with_element[0] - base[0] == pytest.approx(2.5, abs=1e-9 * abs(base[0]))
+            assert bridge.apply()[0] == pytest.approx(base[0], abs=1e-9 * abs(base[0]))
+        finally:
+            clear_added_force_elements(model)

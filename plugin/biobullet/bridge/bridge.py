@@ -493,7 +493,9 @@ class Bridge:
         if not self._fixed:
             return self.map.state_from_pybullet()
         states = self._p.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
-        return np.array([s[0] for s in states]), np.array([s[1] for s in states])
+        n = len(states)
+        flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
+        return flat[:n], flat[n:]
 
     def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
         """(x, ẋ) to PyBullet (one resetJointStatesMultiDof call for a fixed base)."""
@@ -598,7 +600,8 @@ class Bridge:
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
-            out = self._apply(tau, generalized, self.contacts.state_read)   # the state the contacts read
+            # the state the contacts read; tau is checked already (or the contacts' own array)
+            out = self._apply(tau, generalized, self.contacts.state_read, checked=True)
             self.contacts.apply_reactions()
         elif self._fast and generalized is None:   # one call less on the per-step fast path
             out = self._apply_fast(tau)
@@ -607,7 +610,7 @@ class Bridge:
         self.time += self.dt
         return out
 
-    def _apply(self, tau, generalized, state=None) -> np.ndarray:
+    def _apply(self, tau, generalized, state=None, checked: bool = False) -> np.ndarray:
         if generalized is None:
             if self._fast:
                 return self._apply_fast(tau)
@@ -627,12 +630,16 @@ class Bridge:
             x_list = xd_list = None
         torque = None
         if tau is not None:
-            torque = np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+            torque = tau if checked else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if generalized is not None:
             if torque is None:
                 torque = np.zeros(model.n_tangent)
             torque[self._independent_v] += model.checked("generalized", generalized, model.nv)
-        if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
+        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+            self._forces_generation = added_generation()
+            self._forces_present = self._forces is not None and (self._force_elements is None
+                                                                 or bool(self._force_elements(model)))
+        if self._forces_present:
             applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
             torque = applied if torque is None else torque + applied
         if torque is None:
