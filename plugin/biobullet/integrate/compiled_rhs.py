@@ -436,10 +436,18 @@ class CompiledReducedRHS:
         meta, body, n_tangent = self._lean_args
         n = len(t)
         theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
-        if self._pre[0].shape[0]:   # the loop's known joints come from functions: per sample, the generic path
-            for k in range(n):
-                theta[k], rate[k] = fallback(k)
-            return theta, rate
+        if self._pre[0].shape[0]:
+            # the functions before the loop, vectorised over samples (they may compute the loop's known joints):
+            # the loop passes below then take their outputs as given joints, as the independent ones
+            from biobullet.integrate.compiled_explicit import explicit_states_batch
+            t = np.asarray(t, dtype=float)
+            theta[:, independent], rate[:, independent] = q, v
+            if not explicit_states_batch(*self._pre, t, theta, rate):
+                for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
+                    theta[k], rate[k] = fallback(k)
+                return theta, rate
+            independent = np.concatenate([independent, self._pre[0][:, 1]]).astype(np.int64)
+            q, v = theta[:, independent], rate[:, independent]
         start = 0
         positions = _positions_kernel()
         if positions is not None and n > 1 and self._rows[-1] == len(r._dep):
