@@ -43,7 +43,58 @@ _EMPTY = np.zeros(0)
 _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
+_TAIL = None            # the compiled `_loop_tail_py`
 _FUSED = None
+
+
+def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
+    """(status, ẏ) from the coordinate jets θ, G, θ̇, γ (n_joints) and the kinematics (rot, pos, sub) at θ: the
+    applied forces, the tree dynamics and the projected solve — the part shared by both loop entries (compiled
+    inline into each: as a called function it cost the single-loop path ≈ 0.4 µs per call)."""
+    size = y.shape[0]
+    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
+    # kinematics of the loop solve
+    tau = tau_time.copy()
+    power_in = 0.0
+    for k in range(n_tangent):
+        power_in += tau_time[k] * rate[k]
+    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
+                                     joint_stop_params, tau)
+    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
+                                               spring_params, zero_length, tau)
+    if spring_status != 0:
+        return 1, np.zeros(0)
+    dissipated += joint_dissipated
+    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
+    if contact_index.shape[0]:
+        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
+                                     contact_friction_p, contact_state, rate, tau)
+    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
+    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
+    accel = np.empty(nq)
+    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
+        return 1, np.zeros(0)
+    out = np.empty(size)
+    for j in range(nq):
+        out[j] = y[nq + j]
+        out[nq + j] = accel[j]
+    m = shadow_rows.shape[0]
+    for i in range(m):
+        row = shadow_rows[i]
+        out[2 * nq + i] = rate[row]
+        s = gamma[row]
+        for c in range(nq):
+            s += gradient[row, c] * accel[c]
+        out[2 * nq + m + i] = s
+    out[size - 2] = power_in
+    out[size - 1] = dissipated
+    for i in range(size):
+        if not np.isfinite(out[i]):
+            return 1, np.zeros(0)
+    return 0, out
 
 
 def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
@@ -52,15 +103,53 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   row_start, n_rows,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                  t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef):
-    """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
-    must evaluate this state (nothing of the resolver's cache is changed by a failed call).
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
+    """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ) of a map that is the loop alone: status 0 on
+    success, else the generic path must evaluate this state (nothing of the resolver's cache is changed by a failed
+    call)."""
+    size = y.shape[0]
+    nd = dep.shape[0]
+    nk = known.shape[0]
+    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
+    for i in range(size):
+        if not np.isfinite(y[i]):
+            return fail
+    theta = np.zeros(n_joints)
+    rate = np.zeros(n_joints)
+    gradient = np.zeros((n_joints, nq))
+    gamma = np.zeros(n_joints)
+    for j in range(nq):
+        theta[independent[j]] = y[j]
+        rate[independent[j]] = y[nq + j]
+        gradient[independent[j], j] = 1.0
+    status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
+        meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+        anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+        kinds, row_start, n_rows)
+    if status != 0:
+        return fail
+    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+    if status != 0:
+        return fail
+    return 0, condition, sens, h, u, known_new, dep_new, out
 
-    The coordinate map is evaluated in the generic `CoordinateMap`'s order: the explicit joint functions before
-    the loop resolver (`pre_table`: they may compute the loop's known joints), the loop, then the functions after
-    it (`post_table`: they may take loop-dependent joints as inputs) — each table in `_explicit_jets_py`'s format,
-    empty for a map that is the loop alone."""
+
+def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
+                  meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
+                  warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
+                  row_start, n_rows,
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                   t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef):
+    """`_fused_rhs_py` for a map of several stages, in the generic `CoordinateMap`'s order: the explicit joint
+    functions before the loop resolver (`pre_table`: they may compute the loop's known joints), the loop, then the
+    functions after it (`post_table`: they may take loop-dependent joints as inputs), each table in
+    `_explicit_jets_py`'s format. A separate entry so that the single-loop hot path keeps its argument list and
+    code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per call)."""
     size = y.shape[0]
     nd = dep.shape[0]
     nk = known.shape[0]
@@ -89,50 +178,18 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
             return fail
         if spring_bodies.shape[0] or contact_index.shape[0]:   # the loop's kinematics predate these joints
             rot, pos, sub, _, _ = _KIN(meta, body, theta, rate, n_tangent, False)
-    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
-    # kinematics of the loop solve
-    tau = tau_time.copy()
-    power_in = 0.0
-    for k in range(n_tangent):
-        power_in += tau_time[k] * rate[k]
-    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
-                                     joint_stop_params, tau)
-    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
-                                               spring_params, zero_length, tau)
-    if spring_status != 0:
+    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+    if status != 0:
         return fail
-    dissipated += joint_dissipated
-    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
-    if contact_index.shape[0]:
-        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
-                                     contact_friction_p, contact_state, rate, tau)
-    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
-    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
-    accel = np.empty(nq)
-    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
-        return fail
-    out = np.empty(size)
-    for j in range(nq):
-        out[j] = y[nq + j]
-        out[nq + j] = accel[j]
-    m = shadow_rows.shape[0]
-    for i in range(m):
-        row = shadow_rows[i]
-        out[2 * nq + i] = rate[row]
-        s = gamma[row]
-        for c in range(nq):
-            s += gradient[row, c] * accel[c]
-        out[2 * nq + m + i] = s
-    out[size - 2] = power_in
-    out[size - 1] = dissipated
-    for i in range(size):
-        if not np.isfinite(out[i]):
-            return fail
     return 0, condition, sens, h, u, known_new, dep_new, out
 
 
 def _fused_kernel(lean_kernel):
-    """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
+    """(the compiled `_fused_rhs_py`, the compiled `_staged_rhs_py`) (loaded from numba's on-disk cache after the
+    first compile), or None."""
     global _FUSED
     if _FUSED is None:
         from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
@@ -149,10 +206,15 @@ def _fused_kernel(lean_kernel):
         if None in (tree, springs, solve, joint_forces, ground, jets, kinematics):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
-            _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
-                "_JOINT_FORCES": joint_forces, "_GROUND_FORCES": ground, "_JETS": jets,
-                "_KIN": kinematics[0]}) or False
+            tail = jit.compiled(_loop_tail_py, bind={
+                "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
+                "_GROUND_FORCES": ground}, inline=True)
+            fused = staged = None
+            if tail is not None:
+                fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail})
+                staged = jit.compiled(_staged_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_JETS": jets,
+                                                            "_KIN": kinematics[0]})
+            _FUSED = (fused, staged) if fused is not None and staged is not None else False
     return _FUSED or None
 
 
@@ -339,7 +401,8 @@ class CompiledReducedRHS:
         self.resolver = resolver
         self._condition_limit = CONDITION_LIMIT
         kernel, meta, body, n_tangent, rows_data = lean
-        self._kernel = _fused_kernel(kernel)
+        kernels = _fused_kernel(kernel)
+        self._kernel = kernels[0] if kernels else None
         self._lean_args = (meta, body, n_tangent)
         self._rows = rows_data
         tree_meta, tree_body = _compiled.pack(model)
@@ -375,7 +438,11 @@ class CompiledReducedRHS:
             from biobullet.model.joint_jets import function_table
             functions = (function_table(()), function_table(()))
         self._pre, self._post = functions
-        self._functions = (*self._pre, *self._post)
+        self._staged = bool(self._pre[0].shape[0] or self._post[0].shape[0])
+        # functions before or after the loop: the staged entry (time and the tables as further arguments)
+        self._functions = (*self._pre, *self._post) if self._staged else ()
+        if kernels and self._staged:
+            self._kernel = kernels[1]
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
@@ -554,7 +621,7 @@ class CompiledReducedRHS:
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
             y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
             r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
-            *self._contact_arrays(), float(t), *self._functions)
+            *self._contact_arrays(), *((float(t), *self._functions) if self._staged else ()))
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
