@@ -10,13 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import biobullet
 import numpy as np
 
-import biobullet
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "integrate"))
-from multiloop_models import driven_knee, two_knees  # noqa: E402
-from test_compiled_multiloop import _prosthesis  # noqa: E402
+from multiloop_models import driven_knee, two_knees
+from test_compiled_multiloop import _prosthesis
 
 CASES = (("two knees", two_knees, {"hip_1": 0.3, "knee_A_1": 0.4, "knee_A_2": 0.2}, 1.0),
          ("driven knee", driven_knee, {"hip": 0.3}, 1.0),
@@ -32,8 +31,8 @@ def _run(model, t_end, initial, compiled):
 
 def test_multistage_compiled_vs_generic(tmp_path, capsys):
     lines = ["compiled loop right-hand side with several stages: whole simulate() wall time, rtol 1e-8 (best of 3)",
-             f"  {'model':<32}{'t_end [s]':>10}{'generic [ms]':>14}{'compiled [ms]':>15}{'speed-up':>10}"
-             f"{'max |Δx|':>11}"]
+             (f"  {'model':<32}{'t_end [s]':>10}{'generic [ms]':>14}{'compiled [ms]':>15}{'speed-up':>10}"
+             f"{'max |Δx|':>11}")]
     for name, build, initial, t_end in CASES:
         model = biobullet.load_model(build(tmp_path))
         _run(model, t_end, initial, True)   # compile / load the kernels first

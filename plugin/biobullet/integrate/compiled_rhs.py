@@ -1,11 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
 For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit in the independent coordinates;
-all `<loop>` elements of a model form one resolver) — alone, or with explicit joint functions evaluated before it
-(they may compute the loop's known joints) and after it (they may take its dependent joints as inputs), in the
-generic `CoordinateMap`'s order —, whose force elements are point-to-point springs, joint torques, joint spring-dampers, joint stops and
-ground contacts with built-in laws (`contact.kernels._ground_forces_py`, the contact state given), integrated with
-the "reduced" formulation, everything `System._rhs` does per call runs in one numba function:
+all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
+evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
+inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
+springs, joint torques, joint spring-dampers, joint stops and ground contacts with built-in laws
+(`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced" formulation,
+everything `System._rhs` does per call runs in one numba function:
 
     functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
@@ -20,15 +21,19 @@ themselves; this is the same algebra with the same kernels, checked against the 
 tests/unit/test_compiled_rhs.py. A call returns None — and the generic path then decides, continues, backtracks
 or raises its own clear error — whenever the resolver's hot path would hand over (large input change, Newton not
 contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
-is not finite (an expression outside its domain included). Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
+is not finite (an expression outside its domain included). Any other model, or numba missing/disabled
+(BIOBULLET_NUMBA=0), keeps the generic path.
 
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
-sample it cannot take to the generic path and resuming after it. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+sample it cannot take to the generic path and resuming after it; the functions before the loop are evaluated
+first over all samples (`compiled_explicit.explicit_states_batch`) and enter that pass as given joints, those after
+it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
-(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
+(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled,
+model.joint_jets, contact.kernels), touch this file.
 """
 from __future__ import annotations
 

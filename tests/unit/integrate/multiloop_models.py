@@ -19,7 +19,7 @@ def _parts() -> tuple[str, str]:
     """(links and joints of the knee, its <loop> element)."""
     text = KNEE.read_text()
     body = text[text.index("<link name=\"thigh\">"):text.index("<biobullet")]
-    body = re.sub(r"<visual>.*?</visual>", "", body, flags=re.S)
+    body = re.sub(r"<visual>.*?</visual>", "", body, flags=re.DOTALL)
     loop = re.search(r"<loop [^>]*/>", text).group(0)
     return body, loop
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import biobullet
 import numpy as np
 import pytest
-
-import biobullet
 from biobullet.core import jit
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System
@@ -97,7 +96,7 @@ def test_matches_the_generic_path_at_random_states(tmp_path, name):
 def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
     build, initial, t_end = MODELS[name]
     model = biobullet.load_model(build(tmp_path))
-    kw = dict(rtol=1e-9, atol=1e-12, initial=initial, progress=False, t_eval=np.linspace(0, t_end, 51))
+    kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, t_end, 51)}
     calls = {"compiled": 0, "handed over": 0}
     original = compiled_rhs.CompiledReducedRHS.__call__
 
