@@ -1,11 +1,16 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
-For a fixed-base model whose coordinate map is a single loop resolver (θ_dep implicit in the independent
-coordinates), whose force elements are point-to-point springs, joint torques, joint spring-dampers, joint stops and
-ground contacts with built-in laws (`contact.kernels._ground_forces_py`, the contact state given), integrated with
-the "reduced" formulation, everything `System._rhs` does per call runs in one numba function:
+For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit in the independent coordinates;
+all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
+evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
+inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
+springs, joint torques, joint spring-dampers, joint stops and ground contacts with built-in laws
+(`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced" formulation,
+everything `System._rhs` does per call runs in one numba function:
 
+    functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
+    functions after the loop (then the kinematics again for springs and contacts)
     τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
@@ -16,15 +21,19 @@ themselves; this is the same algebra with the same kernels, checked against the 
 tests/unit/test_compiled_rhs.py. A call returns None — and the generic path then decides, continues, backtracks
 or raises its own clear error — whenever the resolver's hot path would hand over (large input change, Newton not
 contracting at once, ill-conditioned loop), a spring has zero length, M_r is not positive definite or anything
-is not finite. Any other model, or numba missing/disabled (BIOBULLET_NUMBA=0), keeps the generic path.
+is not finite (an expression outside its domain included). Any other model, or numba missing/disabled
+(BIOBULLET_NUMBA=0), keeps the generic path.
 
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
-sample it cannot take to the generic path and resuming after it. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+sample it cannot take to the generic path and resuming after it; the functions before the loop are evaluated
+first over all samples (`compiled_explicit.explicit_states_batch`) and enter that pass as given joints, those after
+it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
-(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled), touch this file.
+(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled,
+model.joint_jets, contact.kernels), touch this file.
 """
 from __future__ import annotations
 
@@ -38,7 +47,59 @@ _EMPTY = np.zeros(0)
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
 _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
+_JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
+_TAIL = None            # the compiled `_loop_tail_py`
 _FUSED = None
+
+
+def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
+    """(status, ẏ) from the coordinate jets θ, G, θ̇, γ (n_joints) and the kinematics (rot, pos, sub) at θ: the
+    applied forces, the tree dynamics and the projected solve — the part shared by both loop entries (compiled
+    inline into each: as a called function it cost the single-loop path ≈ 0.4 µs per call)."""
+    size = y.shape[0]
+    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
+    # kinematics of the loop solve
+    tau = tau_time.copy()
+    power_in = 0.0
+    for k in range(n_tangent):
+        power_in += tau_time[k] * rate[k]
+    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
+                                     joint_stop_params, tau)
+    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
+                                               spring_params, zero_length, tau)
+    if spring_status != 0:
+        return 1, np.zeros(0)
+    dissipated += joint_dissipated
+    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
+    if contact_index.shape[0]:
+        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
+                                     contact_friction_p, contact_state, rate, tau)
+    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
+    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
+    accel = np.empty(nq)
+    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
+        return 1, np.zeros(0)
+    out = np.empty(size)
+    for j in range(nq):
+        out[j] = y[nq + j]
+        out[nq + j] = accel[j]
+    m = shadow_rows.shape[0]
+    for i in range(m):
+        row = shadow_rows[i]
+        out[2 * nq + i] = rate[row]
+        s = gamma[row]
+        for c in range(nq):
+            s += gradient[row, c] * accel[c]
+        out[2 * nq + m + i] = s
+    out[size - 2] = power_in
+    out[size - 1] = dissipated
+    for i in range(size):
+        if not np.isfinite(out[i]):
+            return 1, np.zeros(0)
+    return 0, out
 
 
 def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
@@ -48,8 +109,9 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
                   contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
-    """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ): status 0 on success, else the generic path
-    must evaluate this state (nothing of the resolver's cache is changed by a failed call)."""
+    """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ) of a map that is the loop alone: status 0 on
+    success, else the generic path must evaluate this state (nothing of the resolver's cache is changed by a failed
+    call)."""
     size = y.shape[0]
     nd = dep.shape[0]
     nk = known.shape[0]
@@ -71,50 +133,68 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
         kinds, row_start, n_rows)
     if status != 0:
         return fail
-    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
-    # kinematics of the loop solve
-    tau = tau_time.copy()
-    power_in = 0.0
-    for k in range(n_tangent):
-        power_in += tau_time[k] * rate[k]
-    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
-                                     joint_stop_params, tau)
-    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
-                                               spring_params, zero_length, tau)
-    if spring_status != 0:
+    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+    if status != 0:
         return fail
-    dissipated += joint_dissipated
-    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
-    if contact_index.shape[0]:
-        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
-                                     contact_friction_p, contact_state, rate, tau)
-    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
-    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
-    accel = np.empty(nq)
-    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
-        return fail
-    out = np.empty(size)
-    for j in range(nq):
-        out[j] = y[nq + j]
-        out[nq + j] = accel[j]
-    m = shadow_rows.shape[0]
-    for i in range(m):
-        row = shadow_rows[i]
-        out[2 * nq + i] = rate[row]
-        s = gamma[row]
-        for c in range(nq):
-            s += gradient[row, c] * accel[c]
-        out[2 * nq + m + i] = s
-    out[size - 2] = power_in
-    out[size - 1] = dissipated
+    return 0, condition, sens, h, u, known_new, dep_new, out
+
+
+def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
+                  meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
+                  warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
+                  row_start, n_rows,
+                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                   t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef):
+    """`_fused_rhs_py` for a map of several stages, in the generic `CoordinateMap`'s order: the explicit joint
+    functions before the loop resolver (`pre_table`: they may compute the loop's known joints), the loop, then the
+    functions after it (`post_table`: they may take loop-dependent joints as inputs), each table in
+    `_explicit_jets_py`'s format. A separate entry so that the single-loop hot path keeps its argument list and
+    code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per call)."""
+    size = y.shape[0]
+    nd = dep.shape[0]
+    nk = known.shape[0]
+    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
     for i in range(size):
-        if not np.isfinite(out[i]):
+        if not np.isfinite(y[i]):
             return fail
+    theta = np.zeros(n_joints)
+    rate = np.zeros(n_joints)
+    gradient = np.zeros((n_joints, nq))
+    gamma = np.zeros(n_joints)
+    for j in range(nq):
+        theta[independent[j]] = y[j]
+        rate[independent[j]] = y[nq + j]
+        gradient[independent[j], j] = 1.0
+    if pre_table.shape[0] and _JETS(pre_table, pre_inputs, pre_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
+        return fail   # an expression not finite: the generic path raises its EvaluationError
+    status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
+        meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
+        anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
+        kinds, row_start, n_rows)
+    if status != 0:
+        return fail
+    if post_table.shape[0]:
+        if _JETS(post_table, post_inputs, post_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
+            return fail
+        if spring_bodies.shape[0] or contact_index.shape[0]:   # the loop's kinematics predate these joints
+            rot, pos, sub, _, _ = _KIN(meta, body, theta, rate, n_tangent, False)
+    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
+                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+    if status != 0:
+        return fail
     return 0, condition, sens, h, u, known_new, dep_new, out
 
 
 def _fused_kernel(lean_kernel):
-    """The compiled `_fused_rhs_py` (loaded from numba's on-disk cache after the first compile), or None."""
+    """(the compiled `_fused_rhs_py`, the compiled `_staged_rhs_py`) (loaded from numba's on-disk cache after the
+    first compile), or None."""
     global _FUSED
     if _FUSED is None:
         from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
@@ -123,13 +203,23 @@ def _fused_kernel(lean_kernel):
         solve = _compiled.projected_solve_kernel()
         joint_forces = joint_forces_kernel()
         from biobullet.contact.kernels import ground_forces_kernel
+        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        from biobullet.model.joint_jets import _explicit_jets_py
         ground = ground_forces_kernel()
-        if None in (tree, springs, solve, joint_forces, ground):
+        jets = jit.compiled(_explicit_jets_py)
+        kinematics = loop_kernels()
+        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
-            _FUSED = jit.compiled(_fused_rhs_py, bind={
-                "_LEAN": lean_kernel, "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve,
-                "_JOINT_FORCES": joint_forces, "_GROUND_FORCES": ground}) or False
+            tail = jit.compiled(_loop_tail_py, bind={
+                "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
+                "_GROUND_FORCES": ground}, inline=True)
+            fused = staged = None
+            if tail is not None:
+                fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail})
+                staged = jit.compiled(_staged_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_JETS": jets,
+                                                            "_KIN": kinematics[0]})
+            _FUSED = (fused, staged) if fused is not None and staged is not None else False
     return _FUSED or None
 
 
@@ -306,7 +396,7 @@ class CompiledReducedRHS:
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
     def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=(),
-                 contacts=()) -> None:
+                 contacts=(), functions=None) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.forces.compiled import pack_joint_forces
@@ -316,7 +406,8 @@ class CompiledReducedRHS:
         self.resolver = resolver
         self._condition_limit = CONDITION_LIMIT
         kernel, meta, body, n_tangent, rows_data = lean
-        self._kernel = _fused_kernel(kernel)
+        kernels = _fused_kernel(kernel)
+        self._kernel = kernels[0] if kernels else None
         self._lean_args = (meta, body, n_tangent)
         self._rows = rows_data
         tree_meta, tree_body = _compiled.pack(model)
@@ -347,12 +438,25 @@ class CompiledReducedRHS:
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
+        # explicit joint functions before and after the loop stage (`_explicit_jets_py` tables; empty: loop alone)
+        if functions is None:
+            from biobullet.model.joint_jets import function_table
+            functions = (function_table(()), function_table(()))
+        self._pre, self._post = functions
+        self._staged = bool(self._pre[0].shape[0] or self._post[0].shape[0])
+        # functions before or after the loop: the staged entry (time and the tables as further arguments)
+        self._functions = (*self._pre, *self._post) if self._staged else ()
+        if kernels and self._staged:
+            self._kernel = kernels[1]
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
-        """The compiled path for this run, or None: formulation "reduced", fixed base, one loop resolver as the
-        whole coordinate map, only Spring, JointTorque, JointSpring, JointStop (a switched stop's restart events
-        stay with the engine) and Contact (built-in laws) elements, numba available and enabled."""
+        """The compiled path for this run, or None: formulation "reduced", fixed base, a coordinate map of one loop
+        resolver (all `<loop>` elements of a model: two four-bar knees are one resolver with two loops) and any
+        explicit joint functions of the types `model.joint_jets` evaluates, before the loop (e.g. computing its
+        known joints) or after it (e.g. taking its dependent joints as inputs), only Spring, JointTorque,
+        JointSpring, JointStop (a switched stop's restart events stay with the engine) and Contact (built-in laws)
+        elements, numba available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
         from biobullet.contact.element import Contact
         from biobullet.contact.kernels import has_twins
@@ -360,24 +464,33 @@ class CompiledReducedRHS:
 
         model = system.model
         cmap = model.coordinate_map
+        from biobullet.model.coordinates import ExplicitFunction
+        from biobullet.model.joint_jets import function_table
+
         if (system.joint_space or system.formulation != "reduced" or system.floating or not jit.ENABLED
-                or cmap.kind != "general" or len(cmap.resolvers) != 1
-                or type(cmap.resolvers[0]) is not LoopResolver
-                or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
+                or cmap.kind != "general" or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
+            return None
+        loops = [k for k, r in enumerate(cmap.resolvers) if type(r) is LoopResolver]
+        if len(loops) != 1 or any(type(r) not in (LoopResolver, ExplicitFunction) for r in cmap.resolvers):
+            return None
+        stage = loops[0]   # the generic map's order: functions before the loop, the loop, functions after it
+        functions = tuple(function_table((r.output, r.inputs, r.function) for r in part)
+                          for part in (cmap.resolvers[:stage], cmap.resolvers[stage + 1:]))
+        if None in functions:   # a third-party joint function: the generic path
             return None
         contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
         if any(not has_twins(e) or e.state is None for e in contacts):
             return None
         if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop, Contact) for e in system.elements):
             return None
-        resolver = cmap.resolvers[0]
+        resolver = cmap.resolvers[stage]
         lean = resolver._lean
         if lean is None:
             return None
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
         path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointStop], contacts)
+                   [e for e in system.elements if type(e) is JointStop], contacts, functions)
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
@@ -395,6 +508,18 @@ class CompiledReducedRHS:
         meta, body, n_tangent = self._lean_args
         n = len(t)
         theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
+        if self._pre[0].shape[0]:
+            # the functions before the loop, vectorised over samples (they may compute the loop's known joints):
+            # the loop passes below then take their outputs as given joints, as the independent ones
+            from biobullet.integrate.compiled_explicit import explicit_states_batch
+            t = np.asarray(t, dtype=float)
+            theta[:, independent], rate[:, independent] = q, v
+            if not explicit_states_batch(*self._pre, t, theta, rate):
+                for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
+                    theta[k], rate[k] = fallback(k)
+                return theta, rate
+            independent = np.concatenate([independent, self._pre[0][:, 1]]).astype(np.int64)
+            q, v = theta[:, independent], rate[:, independent]
         start = 0
         positions = _positions_kernel()
         if positions is not None and n > 1 and self._rows[-1] == len(r._dep):
@@ -436,6 +561,11 @@ class CompiledReducedRHS:
             if start < n:
                 theta[start], rate[start] = fallback(start)
                 start += 1
+        if self._post[0].shape[0]:   # the functions after the loop, vectorised over samples (as the generic order)
+            from biobullet.integrate.compiled_explicit import explicit_states_batch
+            if not explicit_states_batch(*self._post, np.asarray(t, dtype=float), theta, rate):
+                for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
+                    theta[k], rate[k] = fallback(k)
         return theta, rate
 
     def _contact_arrays(self) -> tuple:
@@ -496,7 +626,7 @@ class CompiledReducedRHS:
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
             y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
             r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
-            *self._contact_arrays())
+            *self._contact_arrays(), *((float(t), *self._functions) if self._staged else ()))
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it

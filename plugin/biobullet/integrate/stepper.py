@@ -94,7 +94,12 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
         # the dense output does not bracket the crossing that the step ends saw (a stiff surface can make
         # the interpolant miss it): the event is taken at the step's end, where it was detected
         return t_new
-    root = brentq(g, t_old, t_new, xtol=4 * EPS, rtol=4 * EPS)
+    try:
+        root = brentq(g, t_old, t_new, xtol=4 * EPS, rtol=4 * EPS)
+    except ValueError:
+        # g at an end was at round-off from zero and changed sign when evaluated again (a loop model's g comes
+        # through Newton from the resolver's moving warm start): as above, the event is taken at the step's end
+        return t_new
     delta = 4 * EPS * max(1.0, abs(root))
     while root < t_new:
         value = g(root)

@@ -1,0 +1,50 @@
+"""Speed-up of the compiled loop right-hand side on coordinate maps of several stages (integrate/compiled_rhs.py
+`CompiledReducedRHS`): whole `simulate` runs with `compiled=False` (the generic path, as before for a loop mixed
+with joint functions) and `compiled=True`, in turns, best of 3; same results asserted, ratios printed (not
+asserted). Models: two four-bar knees on one base (two loops, one resolver), a knee whose loop's known joint is a
+polynomial of the hip with an expression-driven ankle after the loop (tests/unit/integrate/multiloop_models.py),
+and the bundled prosthesis with its library force elements."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import biobullet
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "integrate"))
+from multiloop_models import driven_knee, two_knees
+from test_compiled_multiloop import _prosthesis
+
+CASES = (("two knees", two_knees, {"hip_1": 0.3, "knee_A_1": 0.4, "knee_A_2": 0.2}, 1.0),
+         ("driven knee", driven_knee, {"hip": 0.3}, 1.0),
+         ("prosthesis (library elements)", _prosthesis, None, 0.05))
+
+
+def _run(model, t_end, initial, compiled):
+    started = time.perf_counter()
+    trajectory = biobullet.simulate(model, t_end, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
+                                    compiled=compiled)
+    return trajectory, time.perf_counter() - started
+
+
+def test_multistage_compiled_vs_generic(tmp_path, capsys):
+    lines = ["compiled loop right-hand side with several stages: whole simulate() wall time, rtol 1e-8 (best of 3)",
+             (f"  {'model':<32}{'t_end [s]':>10}{'generic [ms]':>14}{'compiled [ms]':>15}{'speed-up':>10}"
+             f"{'max |Δx|':>11}")]
+    for name, build, initial, t_end in CASES:
+        model = biobullet.load_model(build(tmp_path))
+        _run(model, t_end, initial, True)   # compile / load the kernels first
+        best = {True: np.inf, False: np.inf}
+        runs = {}
+        for _ in range(3):
+            for compiled in (False, True):
+                runs[compiled], wall = _run(model, t_end, initial, compiled)
+                best[compiled] = min(best[compiled], wall)
+        difference = float(np.max(np.abs(runs[True].positions - runs[False].positions)))
+        assert difference < 1e-6, (name, difference)
+        lines.append(f"  {name:<32}{t_end:>10g}{best[False] * 1e3:>14.1f}{best[True] * 1e3:>15.1f}"
+                     f"{best[False] / best[True]:>9.1f}×{difference:>11.1e}")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))

@@ -1,0 +1,178 @@
+"""The compiled loop right-hand side (integrate/compiled_rhs.py `CompiledReducedRHS`) on coordinate maps of
+several stages — two loops, a loop whose known joint is an explicit function's output, functions that take a
+loop-dependent joint as input, and the bundled prosthesis (four Fourier/expression drivers before its four-bar
+loop, a damped spring, two ground contacts) — against the generic path (`System._checked_rhs`: the
+`CoordinateMap`'s resolvers one by one, force elements, tree dynamics, projection as separate calls).
+
+From the same resolver cache both must give the same ẏ to round-off at random states (random joint rates, the
+cache a Newton solve away), move the cache to the same solution, and whole runs must agree within the
+integration tolerance."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import biobullet
+import numpy as np
+import pytest
+from biobullet.core import jit
+from biobullet.integrate import compiled_rhs
+from biobullet.integrate.engine import System
+from multiloop_models import ROOT, driven_knee, two_knees
+
+pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
+
+
+def _prosthesis(directory: Path) -> Path:
+    """urdf/prosthesis_fourbar.urdf without its two third-party (paper-study) force elements, which keep the
+    generic path; its library elements (damped spring, ground contacts) and all its joint functions stay."""
+    text = (ROOT / "urdf" / "prosthesis_fourbar.urdf").read_text()
+    text, n = re.subn(r"<joint_contact_stop [^>]*/>|<joint_spring_reference [^>]*/>", "", text)
+    assert n == 2
+    path = directory / "prosthesis_library_elements.urdf"
+    path.write_text(text)
+    return path
+
+
+MODELS = {"two knees": (two_knees, {"hip_1": 0.3, "knee_A_1": 0.4, "knee_A_2": 0.2}, 0.3),
+          "driven knee": (driven_knee, {"hip": 0.3}, 0.3),
+          "functions after the loop": (lambda d: driven_knee(d, drive_known=False), {"hip": 0.3, "knee_A": 0.4},
+                                       0.3),
+          "prosthesis": (_prosthesis, None, 0.02)}
+
+
+def _stages(model) -> list[str]:
+    return [type(r).__name__ for r in model.coordinate_map.resolvers]
+
+
+def _resolver_state(resolver):
+    return (resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor)
+
+
+def _set_resolver_state(resolver, state) -> None:
+    resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor = state
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_matches_the_generic_path_at_random_states(tmp_path, name):
+    build, initial, t_end = MODELS[name]
+    model = biobullet.load_model(build(tmp_path))
+    stages = _stages(model)
+    assert stages.count("LoopResolver") == 1 and (name == "two knees") == (len(stages) == 1), stages
+    if name == "two knees":
+        assert len(model.coordinate_map.resolvers[0].loops) == 2
+    fast = System(model, "reduced", {"shadow": True})
+    slow = System(model, "reduced", {"shadow": True, "compiled": False})
+    assert type(fast._compiled) is compiled_rhs.CompiledReducedRHS and slow._compiled is None
+    resolver = next(r for r in model.coordinate_map.resolvers if type(r).__name__ == "LoopResolver")
+    trajectory = biobullet.simulate(model, t_end, t_eval=np.linspace(0, t_end, 6), initial=initial, progress=False)
+    rows_x, rows_v = slow.shadow
+    rng = np.random.default_rng(17)
+    checked = 0
+    for k, t in enumerate(trajectory.t):
+        q = trajectory.q[k] + rng.uniform(-0.02, 0.02, model.nq)
+        v = rng.uniform(-3.0, 3.0, model.nv)
+        x, xd, _, _ = model.joint_state(q, v, t)
+        y = np.concatenate([q, v, x[rows_x], xd[rows_v], [0.0, 0.0]])
+        near = y.copy()
+        near[:model.nq] += 3e-3   # the cache at a nearby solution: Newton has work to do from there
+        slow._checked_rhs(t, near)
+        before = _resolver_state(resolver)
+        compiled = fast._compiled(t, y)
+        after_compiled = _resolver_state(resolver)
+        _set_resolver_state(resolver, before)
+        generic = slow._checked_rhs(t, y)
+        assert compiled is not None, f"the compiled path handed over at t = {t}"
+        # round-off (1e-12 relative): the same algorithm from the same cache, each entry against its own size
+        # (floored at 1e-12 of the largest entry: a component that is zero up to cancellation)
+        scale = np.maximum(np.abs(generic), 1e-12 * np.max(np.abs(generic)))
+        assert np.all(np.abs(compiled - generic) <= 1e-12 * scale), (name, t, (compiled - generic) / scale)
+        np.testing.assert_allclose(after_compiled[0][1], resolver._warm[1], rtol=0, atol=1e-13)
+        checked += 1
+    assert checked == 6
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
+    build, initial, t_end = MODELS[name]
+    model = biobullet.load_model(build(tmp_path))
+    kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, t_end, 51)}
+    calls = {"compiled": 0, "handed over": 0}
+    original = compiled_rhs.CompiledReducedRHS.__call__
+
+    def counted(self, t, y):
+        out = original(self, t, y)
+        calls["compiled"] += 1
+        calls["handed over"] += out is None
+        return out
+
+    monkeypatch.setattr(compiled_rhs.CompiledReducedRHS, "__call__", counted)
+    fast = biobullet.simulate(model, t_end, **kw)
+    slow = biobullet.simulate(model, t_end, compiled=False, **kw)
+    assert calls["compiled"] > 20 and calls["handed over"] <= 0.1 * calls["compiled"], calls
+    assert fast.meta["status"] == slow.meta["status"] == "finished"
+    # the same equations to round-off, integrated at rtol 1e-9: the runs differ by the integrator's error growth
+    np.testing.assert_allclose(fast.positions, slow.positions, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(fast.velocities, slow.velocities, rtol=0, atol=1e-6)
+
+
+def test_hands_over_where_a_function_stage_would(tmp_path):
+    """An expression outside its domain after the loop: the compiled call returns None and the resolver's cache
+    is left as it was (the generic path then raises the expression's EvaluationError)."""
+    path = driven_knee(tmp_path)
+    path.write_text(path.read_text().replace('expression="0.4*sin(knee_D) + 0.5*t"',
+                                             'expression="log(knee_D - 0.5) + 0.5*t"'))
+    model = biobullet.load_model(path)
+    fast = System(model, "reduced", {"shadow": True})
+    resolver = model.coordinate_map.resolvers[1]
+    y = np.zeros(fast.size)
+    y[0] = 0.3
+    with pytest.raises(Exception, match="log|undefined|not finite"):
+        fast.rhs(0.0, y)   # the generic path fills the cache, then reports the expression
+    before = _resolver_state(resolver)
+    assert resolver._warm is not None
+    assert fast._compiled(0.0, y) is None
+    assert _resolver_state(resolver) == before
+
+
+def test_only_library_functions(tmp_path, monkeypatch):
+    """A joint function of a type the kernel does not evaluate keeps the generic path."""
+    from biobullet.model.joint_jets import function_table as real
+    model = biobullet.load_model(driven_knee(tmp_path))
+    assert System(model, "reduced", {"shadow": True})._compiled is not None
+    monkeypatch.setattr("biobullet.model.joint_jets.function_table", lambda entries: None)
+    assert System(model, "reduced", {"shadow": True})._compiled is None
+    monkeypatch.setattr("biobullet.model.joint_jets.function_table", real)
+    monkeypatch.setattr(jit, "ENABLED", False)   # BIOBULLET_NUMBA=0
+    assert System(model, "reduced", {"shadow": True})._compiled is None
+
+
+@pytest.mark.parametrize("control", ["state", "joints"])
+@pytest.mark.parametrize("name", ["driven knee", "functions after the loop"])
+def test_trajectory_batch_equals_the_per_sample_path(tmp_path, name, control, monkeypatch):
+    """The 1,001-sample trajectory of a loop mixed with functions: the functions before the loop vectorised over
+    samples, the loop-dependent joints in one compiled Newton pass, the functions after it vectorised — equal to
+    the per-sample generic path (`CoordinateMap.evaluate` resolver by resolver) to round-off."""
+    from biobullet.integrate.engine import build_trajectory
+    build, initial, _ = MODELS[name]
+    model = biobullet.load_model(build(tmp_path))
+    trajectory = biobullet.simulate(model, 1.0, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
+                                    error_control=control)
+    assert len(trajectory.t) == 1001
+    system = System(model, "reduced", {"shadow": control == "joints"})
+    columns = [trajectory.q, trajectory.v]
+    if control == "joints":
+        rows_x, rows_v = system.shadow
+        columns += [trajectory.positions[:, rows_x], trajectory.velocities[:, rows_v]]
+    y = np.column_stack(columns + [trajectory.energy["work_applied"], trajectory.energy["dissipated"]])
+    generic = []
+    original = System.tree_state
+    monkeypatch.setattr(System, "tree_state", lambda self, t, y: generic.append(t) or original(self, t, y))
+    fast = build_trajectory(system, trajectory.t, y, [], {}, vectorised=True)
+    assert len(generic) <= 1, f"{len(generic)} samples on the generic path"
+    monkeypatch.setattr(System, "tree_state", original)
+    slow = build_trajectory(System(model, "reduced", {"shadow": control == "joints"}), trajectory.t, y, [], {},
+                            vectorised=False)
+    assert np.abs(fast.positions - slow.positions).max() <= 1e-13
+    scale = np.abs(slow.velocities).max()
+    assert np.abs(fast.velocities - slow.velocities).max() <= 1e-13 * scale
