@@ -98,8 +98,11 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
         root = brentq(g, t_old, t_new, xtol=4 * EPS, rtol=4 * EPS)
     except ValueError:
         # g at an end was at round-off from zero and changed sign when evaluated again (a loop model's g comes
-        # through Newton from the resolver's moving warm start): as above, the event is taken at the step's end
-        return t_new
+        # through Newton from the resolver's moving warm start): the crossing is at that end — the one where
+        # |g| was smaller; from t_old the loop below moves it to g_new's side
+        if abs(g_start) > abs(g_end):
+            return t_new
+        root = t_old
     delta = 4 * EPS * max(1.0, abs(root))
     while root < t_new:
         value = g(root)
