@@ -49,7 +49,26 @@ _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
 _TAIL = None            # the compiled `_loop_tail_py`
+_STATE = None           # the compiled `_loop_state_py`
 _FUSED = None
+
+
+def _loop_state_py(y, nq, independent, n_joints):
+    """(finite, θ, θ̇, G, γ) of the joints from a loop-map state y = (q, v, …): the independent joints set (G has
+    identity rows there), the others zero for the stages to fill; finite False when y is not (compiled inline into
+    both loop entries)."""
+    theta = np.zeros(n_joints)
+    rate = np.zeros(n_joints)
+    gradient = np.zeros((n_joints, nq))
+    gamma = np.zeros(n_joints)
+    for i in range(y.shape[0]):
+        if not np.isfinite(y[i]):
+            return False, theta, rate, gradient, gamma
+    for j in range(nq):
+        theta[independent[j]] = y[j]
+        rate[independent[j]] = y[nq + j]
+        gradient[independent[j], j] = 1.0
+    return True, theta, rate, gradient, gamma
 
 
 def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
@@ -112,21 +131,12 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ) of a map that is the loop alone: status 0 on
     success, else the generic path must evaluate this state (nothing of the resolver's cache is changed by a failed
     call)."""
-    size = y.shape[0]
     nd = dep.shape[0]
-    nk = known.shape[0]
-    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
-    for i in range(size):
-        if not np.isfinite(y[i]):
-            return fail
-    theta = np.zeros(n_joints)
-    rate = np.zeros(n_joints)
-    gradient = np.zeros((n_joints, nq))
-    gamma = np.zeros(n_joints)
-    for j in range(nq):
-        theta[independent[j]] = y[j]
-        rate[independent[j]] = y[nq + j]
-        gradient[independent[j], j] = 1.0
+    fail = (1, np.inf, np.zeros((nd, known.shape[0])), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0),
+            np.zeros(0))
+    finite, theta, rate, gradient, gamma = _STATE(y, nq, independent, n_joints)
+    if not finite:
+        return fail
     status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
         meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
         anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
@@ -155,21 +165,12 @@ def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     functions after it (`post_table`: they may take loop-dependent joints as inputs), each table in
     `_explicit_jets_py`'s format. A separate entry so that the single-loop hot path keeps its argument list and
     code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per call)."""
-    size = y.shape[0]
     nd = dep.shape[0]
-    nk = known.shape[0]
-    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
-    for i in range(size):
-        if not np.isfinite(y[i]):
-            return fail
-    theta = np.zeros(n_joints)
-    rate = np.zeros(n_joints)
-    gradient = np.zeros((n_joints, nq))
-    gamma = np.zeros(n_joints)
-    for j in range(nq):
-        theta[independent[j]] = y[j]
-        rate[independent[j]] = y[nq + j]
-        gradient[independent[j], j] = 1.0
+    fail = (1, np.inf, np.zeros((nd, known.shape[0])), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0),
+            np.zeros(0))
+    finite, theta, rate, gradient, gamma = _STATE(y, nq, independent, n_joints)
+    if not finite:
+        return fail
     if pre_table.shape[0] and _JETS(pre_table, pre_inputs, pre_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
         return fail   # an expression not finite: the generic path raises its EvaluationError
     status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
@@ -214,11 +215,12 @@ def _fused_kernel(lean_kernel):
             tail = jit.compiled(_loop_tail_py, bind={
                 "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
                 "_GROUND_FORCES": ground}, inline=True)
+            state = jit.compiled(_loop_state_py, inline=True)
             fused = staged = None
-            if tail is not None:
-                fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail})
+            if tail is not None and state is not None:
+                fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_STATE": state})
                 staged = jit.compiled(_staged_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_JETS": jets,
-                                                            "_KIN": kinematics[0]})
+                                                            "_KIN": kinematics[0], "_STATE": state})
             _FUSED = (fused, staged) if fused is not None and staged is not None else False
     return _FUSED or None
 
