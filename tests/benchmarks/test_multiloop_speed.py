@@ -7,11 +7,10 @@ and the bundled prosthesis with its library force elements."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import biobullet
-import numpy as np
+from compiled_vs_generic import best_walls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "integrate"))
 from multiloop_models import driven_knee, two_knees
@@ -22,29 +21,15 @@ CASES = (("two knees", two_knees, {"hip_1": 0.3, "knee_A_1": 0.4, "knee_A_2": 0.
          ("prosthesis (library elements)", _prosthesis, None, 0.05))
 
 
-def _run(model, t_end, initial, compiled):
-    started = time.perf_counter()
-    trajectory = biobullet.simulate(model, t_end, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
-                                    compiled=compiled)
-    return trajectory, time.perf_counter() - started
-
-
 def test_multistage_compiled_vs_generic(tmp_path, capsys):
     lines = ["compiled loop right-hand side with several stages: whole simulate() wall time, rtol 1e-8 (best of 3)",
              (f"  {'model':<32}{'t_end [s]':>10}{'generic [ms]':>14}{'compiled [ms]':>15}{'speed-up':>10}"
              f"{'max |Δx|':>11}")]
     for name, build, initial, t_end in CASES:
         model = biobullet.load_model(build(tmp_path))
-        _run(model, t_end, initial, True)   # compile / load the kernels first
-        best = {True: np.inf, False: np.inf}
-        runs = {}
-        for _ in range(3):
-            for compiled in (False, True):
-                runs[compiled], wall = _run(model, t_end, initial, compiled)
-                best[compiled] = min(best[compiled], wall)
-        difference = float(np.max(np.abs(runs[True].positions - runs[False].positions)))
+        generic, compiled, difference = best_walls(model, t_end, initial)
         assert difference < 1e-6, (name, difference)
-        lines.append(f"  {name:<32}{t_end:>10g}{best[False] * 1e3:>14.1f}{best[True] * 1e3:>15.1f}"
-                     f"{best[False] / best[True]:>9.1f}×{difference:>11.1e}")
+        lines.append(f"  {name:<32}{t_end:>10g}{generic * 1e3:>14.1f}{compiled * 1e3:>15.1f}"
+                     f"{generic / compiled:>9.1f}×{difference:>11.1e}")
     with capsys.disabled():
         print("\n" + "\n".join(lines))

@@ -153,26 +153,12 @@ def test_trajectory_batch_equals_the_per_sample_path(tmp_path, name, control, mo
     """The 1,001-sample trajectory of a loop mixed with functions: the functions before the loop vectorised over
     samples, the loop-dependent joints in one compiled Newton pass, the functions after it vectorised — equal to
     the per-sample generic path (`CoordinateMap.evaluate` resolver by resolver) to round-off."""
-    from biobullet.integrate.engine import build_trajectory
+    from trajectory_batch import assert_same_states, batch_and_per_sample
     build, initial, _ = MODELS[name]
     model = biobullet.load_model(build(tmp_path))
     trajectory = biobullet.simulate(model, 1.0, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
                                     error_control=control)
     assert len(trajectory.t) == 1001
-    system = System(model, "reduced", {"shadow": control == "joints"})
-    columns = [trajectory.q, trajectory.v]
-    if control == "joints":
-        rows_x, rows_v = system.shadow
-        columns += [trajectory.positions[:, rows_x], trajectory.velocities[:, rows_v]]
-    y = np.column_stack(columns + [trajectory.energy["work_applied"], trajectory.energy["dissipated"]])
-    generic = []
-    original = System.tree_state
-    monkeypatch.setattr(System, "tree_state", lambda self, t, y: generic.append(t) or original(self, t, y))
-    fast = build_trajectory(system, trajectory.t, y, [], {}, vectorised=True)
+    fast, slow, generic = batch_and_per_sample(model, trajectory, control, monkeypatch)
     assert len(generic) <= 1, f"{len(generic)} samples on the generic path"
-    monkeypatch.setattr(System, "tree_state", original)
-    slow = build_trajectory(System(model, "reduced", {"shadow": control == "joints"}), trajectory.t, y, [], {},
-                            vectorised=False)
-    assert np.abs(fast.positions - slow.positions).max() <= 1e-13
-    scale = np.abs(slow.velocities).max()
-    assert np.abs(fast.velocities - slow.velocities).max() <= 1e-13 * scale
+    assert_same_states(fast, slow)

@@ -140,28 +140,14 @@ def test_trajectory_batch_equals_the_per_sample_path(name, t_end, initial, contr
     tolerance, `kinetic_energy` by RNEA, `gravity_potential`) to round-off. The batch covers every sample: with
     error_control="joints" it starts from the integrated dependent joints, with "state" the first sample takes the
     generic path (which fixes the assembly branch)."""
-    from biobullet.integrate.engine import build_trajectory
+    from trajectory_batch import assert_same_states, batch_and_per_sample
     model = biobullet.load_model(ROOT / "urdf" / name)
     trajectory = biobullet.simulate(model, t_end, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
                                     error_control=control)
     assert len(trajectory.t) == 1001
-    system = System(model, "reduced", {"shadow": control == "joints"})
-    columns = [trajectory.q, trajectory.v]
-    if control == "joints":
-        rows_x, rows_v = system.shadow
-        columns += [trajectory.positions[:, rows_x], trajectory.velocities[:, rows_v]]
-    y = np.column_stack(columns + [trajectory.energy["work_applied"], trajectory.energy["dissipated"]])
-    generic = []
-    original = System.tree_state
-    monkeypatch.setattr(System, "tree_state", lambda self, t, y: generic.append(t) or original(self, t, y))
-    fast = build_trajectory(system, trajectory.t, y, [], {}, vectorised=True)
+    fast, slow, generic = batch_and_per_sample(model, trajectory, control, monkeypatch)
     assert generic == ([trajectory.t[0]] if control == "state" else []), f"{len(generic)} samples on the generic path"
-    monkeypatch.setattr(System, "tree_state", original)
-    slow = build_trajectory(System(model, "reduced", {"shadow": control == "joints"}), trajectory.t, y, [], {},
-                            vectorised=False)
-    assert np.abs(fast.positions - slow.positions).max() <= 1e-13
-    scale = np.abs(slow.velocities).max()
-    assert np.abs(fast.velocities - slow.velocities).max() <= 1e-13 * scale
+    assert_same_states(fast, slow)
     for key in ("kinetic", "potential_gravity", "potential_elastic"):
         size = max(1e-3, float(np.abs(slow.energy[key]).max()))
         assert np.abs(fast.energy[key] - slow.energy[key]).max() <= 1e-13 * size, key
