@@ -359,6 +359,16 @@ class Bridge:
                 self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
         self._rows_fast = self._rows_kernel is not None
 
+    def _look_at_forces(self) -> None:
+        """Decide, once per change of the models' force-element lists (`forces.collection.added_generation`),
+        whether the force hook has elements (`_forces_present`) and whether the one-call rows kernel evaluates all
+        of them (`_kernel_forces_only`); the per-step paths read the two flags."""
+        self._forces_generation = added_generation()
+        elements = None if self._force_elements is None else self._force_elements(self.model)
+        self._forces_present = self._forces is not None and (elements is None or bool(elements))
+        compiled = self._compiled_forces
+        self._kernel_forces_only = compiled is not None and elements is not None and len(elements) == compiled[3]
+
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
         a row is not compiled (plug-in functions, loop types other than point/planar, numba off).
@@ -636,9 +646,7 @@ class Bridge:
                 torque = np.zeros(model.n_tangent)
             torque[self._independent_v] += model.checked("generalized", generalized, model.nv)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._forces_generation = added_generation()
-            self._forces_present = self._forces is not None and (self._force_elements is None
-                                                                 or bool(self._force_elements(model)))
+            self._look_at_forces()
         if self._forces_present:
             applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
             torque = applied if torque is None else torque + applied
@@ -663,9 +671,7 @@ class Bridge:
         flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
         torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._forces_generation = added_generation()
-            self._forces_present = self._forces is not None and (self._force_elements is None
-                                                                 or bool(self._force_elements(model)))
+            self._look_at_forces()
         if self._forces_present:
             torque = torque + np.asarray(self._forces(model, flat[:n], flat[n:], self.time), dtype=float)
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
@@ -710,8 +716,7 @@ class Bridge:
         data = self._loops_data
         forces = self._compiled_forces
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._forces_generation = added_generation()
-            self._kernel_forces_only = forces is not None and len(self._force_elements(model)) == forces[3]
+            self._look_at_forces()
         if self._kernel_forces_only:   # springs in the kernel
             # the kernel never writes τ: the constant torques serve as it is when nothing is added
             torque = forces[1] if tau is None else torque + forces[1]
