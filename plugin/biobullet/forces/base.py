@@ -47,6 +47,13 @@ class ForceElement(ABC):
         """Elastic potential V(x) (J); τ_elastic = −∂V/∂x."""
         return 0.0
 
+    def potential_energy_batch(self, model, positions: np.ndarray) -> np.ndarray:
+        """V at every sample (positions: (n, n_config) tree configurations) in J — trajectory post-processing.
+        Sample by sample unless an element has a vectorised (or compiled) form; zero without an elastic part."""
+        if type(self).potential_energy is ForceElement.potential_energy:
+            return np.zeros(len(positions))
+        return np.array([self.potential_energy(model, x) for x in positions], dtype=float)
+
     def dissipated_power(self, model, x: np.ndarray, xd: np.ndarray) -> float:
         """Power removed by the element's dampers (W, ≥ 0)."""
         return 0.0

@@ -239,6 +239,11 @@ class JointSpring(_JointElement):
     def potential_energy(self, model, x):
         return 0.5 * self.stiffness * (x[self._indices(model)[0]] - self.rest) ** 2
 
+    def potential_energy_batch(self, model, positions):
+        if type(self).potential_energy is not JointSpring.potential_energy:   # a subclass with its own V
+            return super().potential_energy_batch(model, positions)
+        return 0.5 * self.stiffness * (positions[:, self._indices(model)[0]] - self.rest) ** 2
+
     def dissipated_power(self, model, x, xd):
         return self.damping * xd[self._indices(model)[1]] ** 2
 
@@ -381,6 +386,18 @@ class JointStop(_JointElement):
         i = self._indices(model)[0]
         e = self.exponent
         return sum(self.stiffness * pen ** (e + 1.0) / (e + 1.0) for _, pen, _ in self._sides(x[i], 0.0))
+
+    def potential_energy_batch(self, model, positions):
+        """k p^(e+1) / (e+1) per limit the joint is beyond, at every sample."""
+        if type(self).potential_energy is not JointStop.potential_energy:   # a subclass with its own V
+            return super().potential_energy_batch(model, positions)
+        theta, e = positions[:, self._indices(model)[0]], self.exponent
+        energy = np.zeros(len(positions))
+        for limit, side in ((self.lower, -1.0), (self.upper, 1.0)):
+            if limit is not None:
+                pen = np.maximum(side * (theta - limit), 0.0)
+                energy += self.stiffness * pen ** (e + 1.0) / (e + 1.0)
+        return energy
 
     def dissipated_power(self, model, x, xd):
         i, k = self._indices(model)

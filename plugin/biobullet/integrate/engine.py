@@ -435,31 +435,11 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray) -> tuple[np
 
 
 def _elastic_energy_batch(model, positions: np.ndarray, elements) -> np.ndarray:
-    """Σ V of the force elements at every sample: joint spring-dampers and joint stops at once, elements that keep
-    the base class's zero skipped, the others per sample."""
-    from biobullet.forces.base import ForceElement
-    from biobullet.forces.elements import JointSpring, JointStop
-
+    """Σ V of the force elements at every sample (each element's `potential_energy_batch`: vectorised or compiled
+    where the element has such a form, sample by sample otherwise)."""
     energy = np.zeros(len(positions))
     for element in elements:
-        if type(element).potential_energy is ForceElement.potential_energy:
-            continue
-        if type(element) is JointSpring:
-            i = element._indices(model)[0]
-            energy += 0.5 * element.stiffness * (positions[:, i] - element.rest) ** 2
-            continue
-        if type(element) is JointStop:   # k p^(e+1) / (e+1) per limit the joint is beyond
-            theta, e = positions[:, element._indices(model)[0]], element.exponent
-            for limit, side in ((element.lower, -1.0), (element.upper, 1.0)):
-                if limit is not None:
-                    pen = np.where(side * (theta - limit) > 0.0, side * (theta - limit), 0.0)
-                    energy += element.stiffness * pen ** (e + 1.0) / (e + 1.0)
-            continue
-        batch = getattr(element, "potential_energy_batch", None)   # e.g. contacts: one compiled call
-        if batch is not None:
-            energy += batch(model, positions)
-            continue
-        energy += np.array([element.potential_energy(model, x) for x in positions], dtype=float)
+        energy += element.potential_energy_batch(model, positions)
     return energy
 
 

@@ -170,3 +170,17 @@ def test_bad_attributes_name_file_element_attribute(tmp_path, element, attribute
     error = info.value
     assert error.attribute == attribute and message in str(error)
     assert error.file.endswith("chain.urdf") and error.element.startswith("<")
+
+
+def test_potential_energy_batch_equals_the_per_sample_energy(tmp_path):
+    """Every element's V over many samples at once (`potential_energy_batch`: vectorised for joint springs and
+    stops, the base class's per-sample loop for the others) equals its per-sample `potential_energy` — at joint
+    values on both sides of every stop limit and inside the smoothing band."""
+    model = models.load_chain(tmp_path, ARM, extension=ALL)
+    rng = np.random.default_rng(3)
+    positions = np.column_stack([rng.uniform(-1.0, 1.0, 200), rng.uniform(-1.0, 1.0, 200)])
+    positions[:4] = [[-0.2, 0.5], [-0.2005, 0.5005], [0.0, 0.0], [-0.9, 0.9]]
+    for element in force_elements(model):
+        expected = np.array([element.potential_energy(model, x) for x in positions])
+        batch = element.potential_energy_batch(model, positions)
+        np.testing.assert_allclose(batch, expected, rtol=1e-14, atol=1e-15, err_msg=element.name)
