@@ -642,3 +642,40 @@ class CompiledReducedRHS:
             del recent[0]
         recent.append((r._warm, condition, r._warm_curvature))
         return out
+
+    def stepper_arguments(self) -> tuple[tuple, tuple] | None:
+        """(constant arguments, resolver cache) of the single-loop kernel for `compiled_stepper`'s steps, or None
+        where that path does not apply: explicit joint-function stages, time-dependent joint torques, contacts (their
+        state rows change at events), or no cached loop solution yet. The cache is (θ_known, θ_dep, sensitivity,
+        u, h, condition) as `_evaluate` passes it; `take_cache` puts the one the steps end with back."""
+        r = self.resolver
+        if self._staged or not self._constant or self._contact_states or r._warm is None:
+            return None
+        head, middle, tail = self._arguments
+        known0, dep0, sensitivity = r._warm
+        curvature = r._warm_curvature
+        u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+        anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+        loose = r.accept_residual
+        as_c = np.ascontiguousarray
+        args = ((*head, self._tau_time, *middle), (*tail, *self._contacts), as_c(anchor, dtype=float),
+                float(r.residual_tolerance), -1.0 if loose is None else float(loose))
+        cache = (as_c(known0, dtype=float), as_c(dep0, dtype=float), as_c(sensitivity, dtype=float),
+                 as_c(u0, dtype=float), as_c(h0, dtype=float), float(r._warm_condition))
+        return args, cache
+
+    def take_cache(self, cache: tuple) -> None:
+        """The resolver's cache moves to `cache` (from `compiled_stepper`), as after a successful `_evaluate`."""
+        r = self.resolver
+        known, dep, sensitivity, u, h, condition = cache
+        if r._warm is not None and known is r._warm[0]:
+            return   # unchanged (no evaluation succeeded)
+        r._warm = (known, dep, sensitivity)
+        r._warm_condition = condition
+        r._warm_curvature = (u, h) if u.shape[0] else None
+        r._warm_fresh = True
+        r._memo = None
+        recent = self._recent
+        if len(recent) >= 16:
+            del recent[0]
+        recent.append((r._warm, condition, r._warm_curvature))

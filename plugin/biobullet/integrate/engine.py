@@ -533,13 +533,18 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
             "projection": bool(project), "error_control": error_control}
     result = LoopResult()
+    fast = None   # DOP853 stepped in compiled segments where the compiled right-hand side offers its kernel
+    if (system._compiled is not None and method.upper() == "DOP853" and not loop_events and project is None
+            and observe is None and samples is not None):
+        from biobullet.integrate.compiled_stepper import CompiledSteps
+        fast = CompiledSteps.for_rhs(system._compiled)
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
     try:
         with newton_tolerance(model, rtol) if not system.joint_space else nullcontext():
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe)
+                     observe=observe, fast=fast)
     except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
             ArithmeticError, ValueError, RecursionError) as exc:  # any failure keeps the partial trajectory
         bar.close()

@@ -118,13 +118,15 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              project: Callable[[float, np.ndarray], np.ndarray] | None = None,
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
              observe: Callable[[float, float, Callable], None] | None = None,
-             max_steps: int | None = None) -> LoopResult:
+             max_steps: int | None = None, fast=None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
     everything up to the failure. `observe(t_old, t_stop, sol)` sees every accepted step (cut at an event) with
     its dense output; at a restart the `action(t, y)` of the cutting event, and of every event located at the
-    same time, runs before the integrator restarts."""
+    same time, runs before the integrator restarts. `fast` (`compiled_stepper.CompiledSteps`, DOP853 only) takes
+    the steps it can in compiled segments between SciPy's own steps, on runs without events, projection or step
+    observers that sample at `t_eval`."""
     solver_class = METHODS[method.upper()]
     out = result if result is not None else LoopResult()
     t, y = float(t0), np.array(y0, dtype=float)
@@ -140,12 +142,26 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             next_eval += 1
     first_step = None
     budget = MAX_STEPS if max_steps is None else int(max_steps)
+    if events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853":
+        fast = None   # the compiled segments write samples only (no event checks, projection or observers)
     while True:
         solver = solver_class(rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
                               **({"first_step": first_step} if first_step else {}))
         g_old = [e.g(t, y) for e in events]
         restart_at = None
         while solver.status == "running":
+            if fast is not None:
+                start = next_eval
+                next_eval, rows, taken, _ = fast.advance(solver, t_eval, next_eval, budget - out.steps)
+                if taken:
+                    out.steps += taken
+                    out.t.extend(t_eval[start:next_eval].tolist())
+                    out.y.extend(rows)
+                    out.last_t, out.last_y = float(solver.t), solver.y.copy()
+                    if on_step is not None:
+                        on_step(out.last_t)
+                if solver.status != "running":
+                    break
             message = solver.step()
             if solver.status == "failed":
                 out.nfev += solver.nfev
