@@ -42,7 +42,19 @@ ERROR_EXPONENT = -1.0 / 8.0
 #: segment status: reached t_bound, the right-hand side handed over, step budget used up, step below the minimum
 FINISHED, HANDOVER, BUDGET, TOO_SMALL = 0, 1, 2, 3
 
-_RHS = None   # (status, ẏ, cache) = _RHS(t, y, args, cache): bound to a compiled right-hand side when compiling
+_RHS = None        # (status, ẏ, cache) = _RHS(t, y, args, cache): bound to a compiled right-hand side
+_EVALUATE = None   # the compiled `_evaluate_py` (bound with `_RHS`)
+
+
+def _evaluate_py(t, y, args, cache, other, retry):
+    """(status, ẏ, cache) of `_RHS` from the resolver cache `cache`, and once more from `other` when that fails and
+    `retry` is set: a stage far from the last evaluated one (the dense output's stages go back into the step from
+    its end) is usually near the step's start or end, as `CompiledReducedRHS.__call__` retries from a recent
+    solution."""
+    status, rate, new_cache = _RHS(t, y, args, cache)
+    if status != 0 and retry:
+        status, rate, new_cache = _RHS(t, y, args, other)
+    return status, rate, new_cache
 
 
 def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, next_eval, samples, max_steps,
@@ -71,9 +83,11 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
         elif h_abs < min_step:
             h_abs = min_step
         rejected = False
+        start_cache = cache   # the solution at (t, y): a failing stage retries from it, a handover returns it
+        fresh = True          # `cache` is still `start_cache`
         while True:
             if h_abs < min_step:
-                return TOO_SMALL, t, y, f, h_abs, steps, nfev, next_eval, cache
+                return TOO_SMALL, t, y, f, h_abs, steps, nfev, next_eval, start_cache
             t_new = t + h_abs
             if t_new - t_bound > 0:
                 t_new = t_bound
@@ -87,11 +101,12 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                     for r in range(s):
                         acc += k[r, j] * a[s, r]
                     stage[j] = y[j] + acc * h
-                status, rate, new_cache = _RHS(t + c[s] * h, stage, args, cache)
+                status, rate, new_cache = _EVALUATE(t + c[s] * h, stage, args, cache, start_cache, not fresh)
                 nfev += 1
                 if status != 0:
-                    return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, cache
+                    return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, start_cache
                 cache = new_cache
+                fresh = False
                 for j in range(n):
                     k[s, j] = rate[j]
             y_new = np.empty(n)
@@ -100,10 +115,10 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 for r in range(12):
                     acc += k[r, j] * b[r]
                 y_new[j] = y[j] + h * acc
-            status, f_new, new_cache = _RHS(t + h, y_new, args, cache)
+            status, f_new, new_cache = _EVALUATE(t + h, y_new, args, cache, start_cache, True)
             nfev += 1
             if status != 0:
-                return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, cache
+                return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, start_cache
             cache = new_cache
             for j in range(n):
                 k[12, j] = f_new[j]
@@ -134,6 +149,7 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
             rejected = True
+        end_cache = cache   # the solution at (t_new, y_new)
         # the samples inside this step: the dense output (three more stages), as run_loop asks SciPy for it
         stop = next_eval
         while stop < n_samples and t_eval[stop] <= t_new:
@@ -145,10 +161,11 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                     for r in range(s):
                         acc += k[r, j] * a_extra[s - 13, r]
                     stage[j] = y[j] + acc * h
-                status, rate, new_cache = _RHS(t + c_extra[s - 13] * h, stage, args, cache)
+                near = start_cache if c_extra[s - 13] <= 0.5 else end_cache
+                status, rate, new_cache = _EVALUATE(t + c_extra[s - 13] * h, stage, args, cache, near, True)
                 nfev += 1
                 if status != 0:   # SciPy takes this step again (the same size: accepted again) with its output
-                    return HANDOVER, t, y, f, tried, steps, nfev, next_eval, cache
+                    return HANDOVER, t, y, f, tried, steps, nfev, next_eval, start_cache
                 cache = new_cache
                 for j in range(n):
                     k[s, j] = rate[j]
@@ -176,6 +193,7 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 for j in range(n):
                     samples[m, j] = y_new[j]
         next_eval = stop
+        cache = end_cache   # the next step starts from the solution at its start
         t, y, f = t_new, y_new, f_new
         steps += 1
     return FINISHED, t, y, f, h_abs, steps, nfev, next_eval, cache
@@ -204,7 +222,9 @@ def _segment_kernel(fused):
     global _SEGMENT
     if _SEGMENT is None:
         rhs = jit.compiled(_loop_rhs_py, bind={"_FUSED": fused}, inline=True)
-        _SEGMENT = (jit.compiled(_dop853_segment_py, bind={"_RHS": rhs}) if rhs is not None else None) or False
+        evaluate = jit.compiled(_evaluate_py, bind={"_RHS": rhs}, inline=True) if rhs is not None else None
+        _SEGMENT = (jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate}) if evaluate is not None
+                    else None) or False
     return _SEGMENT or None
 
 
