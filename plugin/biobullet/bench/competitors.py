@@ -176,8 +176,11 @@ def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
     constraint between its two points (proximal solver: redundant rows allowed), Baumgarte-stabilised."""
     import pinocchio as pin
 
-    if model.floating_base or model.coordinate_map.kind != "general" or list(
-            e for e in model.description.elements_of("joint_function")):
+    resolvers = getattr(model.coordinate_map, "resolvers", ())
+    # loops only: an explicit joint function (e.g. the coupled chain's polynomial coupling) is a constraint
+    # Pinocchio is not given here, so its run would integrate a different (uncoupled) system
+    if model.floating_base or model.coordinate_map.kind != "general" or not resolvers or any(
+            type(r).__name__ != "LoopResolver" for r in resolvers):
         raise Unsupported("Pinocchio's constrained dynamics here takes fixed-base loop models only")
     from biobullet.forces import force_elements
     if force_elements(model):
