@@ -55,17 +55,28 @@ def _loop_rows_kernel_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, 
                       with_jac, with_bias):
     """Rows of point (kind 0) and planar (kind 1) loops; point k of loop l: index l (a) and L + l (b)."""
     n_t = sub.shape[1]
-    n_l = kinds.shape[0]
     phi = np.zeros(n_rows)
     jac = np.zeros((n_rows, n_t)) if with_jac else np.zeros((0, n_t))
     bias = np.zeros(n_rows) if with_bias else np.zeros(0)
-    p = np.zeros((2, 3))
-    pv = np.zeros((2, 3))
-    pa = np.zeros((2, 3))
-    w = np.zeros((2, 3))
-    al = np.zeros((2, 3))
-    jl = np.zeros((2, 3, n_t))
-    e = np.zeros(3)
+    _rows_into(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, with_jac, with_bias,
+               phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t)))
+    return phi, jac, bias
+
+
+def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, with_jac,
+                       with_bias, phi, jac, bias, work, jl):
+    """`_loop_rows_kernel_py` into the caller's arrays (every row of phi, and of jac / bias when asked, is written),
+    with its work arrays given: `work` (6, 2, 3) = the two points' positions, velocities, accelerations, angular
+    velocities and accelerations and a basis vector, `jl` (2, 3, n_tangent) the points' Jacobians. Loops that
+    evaluate the rows many times per call (the trajectory output's Newton pass) allocate these once."""
+    n_t = sub.shape[1]
+    n_l = kinds.shape[0]
+    p = work[0]
+    pv = work[1]
+    pa = work[2]
+    w = work[3]
+    al = work[4]
+    e = work[5, 0]
     for l in range(n_l):
         for side in range(2):
             k = l + side * n_l
@@ -146,9 +157,9 @@ def _loop_rows_kernel_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, 
                 value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
                 value += ae0 * d0 + ae1 * d1 + ae2 * d2
                 bias[r + kk] = value
-    return phi, jac, bias
 
 
+_rows_into = _loop_rows_into_py   # the compiled twin inside the compiled rows kernel (bound in `_kernels`)
 _place_body = None   # compiled_kernels' compiled `_place_body_py`, bound when the kinematics kernel compiles
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
@@ -164,8 +175,13 @@ def _kernels():
     if not jit.ENABLED:
         return None
     kinematics = jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
-    rows = jit.compiled(_loop_rows_kernel_py)
+    rows = jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": _loop_rows_into_py})
     return None if kinematics is None or rows is None else (kinematics, rows)
+
+
+def rows_into_kernel():
+    """The compiled `_loop_rows_into_py` (inline), or None (no numba, or disabled)."""
+    return jit.compiled(_loop_rows_into_py, inline=True) if jit.ENABLED else None
 
 
 _packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

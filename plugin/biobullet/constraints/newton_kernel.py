@@ -24,10 +24,15 @@ _KIN = _ROWS = None
 
 def _lu_solve_py(a, b):
     """Solve a x = b (b: n × m) by Gaussian elimination with partial pivoting; (x, ok) — ok False if singular."""
-    n = a.shape[0]
-    m = b.shape[1]
-    a = a.copy()
     x = b.copy()
+    return x, _lu_solve_into(a.copy(), x)
+
+
+def _lu_solve_into_py(a, x):
+    """`_lu_solve_py` in place: a is overwritten by its elimination, x (n × m, the right-hand sides on entry) by
+    the solution; returns ok (False if singular, x then undefined)."""
+    n = a.shape[0]
+    m = x.shape[1]
     for k in range(n):
         p = k
         big = abs(a[k, k])
@@ -35,7 +40,7 @@ def _lu_solve_py(a, b):
             if abs(a[i, k]) > big:
                 big, p = abs(a[i, k]), i
         if big == 0.0:
-            return x, False
+            return False
         if p != k:
             for j in range(n):
                 a[k, j], a[p, j] = a[p, j], a[k, j]
@@ -54,7 +59,10 @@ def _lu_solve_py(a, b):
             for i in range(k + 1, n):
                 s -= a[k, i] * x[i, j]
             x[k, j] = s / a[k, k]
-    return x, True
+    return True
+
+
+_lu_solve_into = _lu_solve_into_py   # the compiled twin inside compiled callers (bound where they compile)
 
 
 def _dependent_part_py(inverse, jk, known_values, extra):
@@ -250,5 +258,13 @@ def _lean_kernel(kernels):
     """The compiled `_lean_kernel_py` (numba; cached on disk) calling the compiled loop kernels `kernels`
     = (tree kinematics, loop rows), or None if it cannot be compiled."""
     kinematics, rows = kernels
-    return jit.compiled(_lean_kernel_py, bind={"_KIN": kinematics, "_ROWS": rows, "_lu_solve": _lu_solve_py,
+    solve = lu_solve_kernel()
+    if solve is None:
+        return None
+    return jit.compiled(_lean_kernel_py, bind={"_KIN": kinematics, "_ROWS": rows, "_lu_solve": solve,
                                                "_dependent_part": _dependent_part_py})
+
+
+def lu_solve_kernel():
+    """The compiled `_lu_solve_py` (inline; its in-place core bound), or None (no numba, or disabled)."""
+    return jit.compiled(_lu_solve_py, bind={"_lu_solve_into": _lu_solve_into_py}, inline=True)

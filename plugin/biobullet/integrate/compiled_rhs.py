@@ -225,7 +225,7 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
-_POSITIONS = _LOOP_ROWS = None
+_POSITIONS = _LOOP_ROWS_INTO = None
 _NEWTON_ITERATIONS = 12
 #: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
 MAX_SAMPLE_STEP = 0.05
@@ -252,9 +252,10 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
     a = np.empty((nd, nd))
-    columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]
-    # the placement pass of the loop kinematics (positions only) into buffers allocated once: `_PLACE_BODY` per
-    # body is `_tree_kinematics_kernel_py` without rates, whose per-call allocations cost more than its algebra
+    columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]; the LU overwrites it by the solution
+    # the placement pass of the loop kinematics (positions only), the loop rows and the LU into buffers allocated
+    # once: `_PLACE_BODY` per body is `_tree_kinematics_kernel_py` without rates, and the rows' and the LU's
+    # per-call allocations cost more than their algebra at this size
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
@@ -262,9 +263,16 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     loc = np.empty((3, 3))
     jr = np.empty((3, 3))
     no_motion = np.zeros((1, 6))
+    phi = np.zeros(n_rows)
+    jac = np.zeros((n_rows, n_tangent))
+    no_bias = np.zeros(0)
+    work = np.zeros((6, 2, 3))
+    jl = np.zeros((2, 3, n_tangent))
+    theta = np.zeros(n_joints)
+    rate = np.zeros(n_joints)
     for s in range(n):
-        theta = np.zeros(n_joints)
-        rate = np.zeros(n_joints)
+        theta[:] = 0.0
+        rate[:] = 0.0
         for j in range(nq):
             theta[independent[j]] = q[s, j]
             rate[independent[j]] = v[s, j]
@@ -299,8 +307,8 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
         for _ in range(_NEWTON_ITERATIONS):
             for b in range(nb):
                 _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
-            phi, jac, _ = _LOOP_ROWS(rot, pos, sub, no_motion, no_motion, l_ancestry, point_body, offset, basis,
-                                     kinds, row_start, n_rows, True, False)
+            _LOOP_ROWS_INTO(rot, pos, sub, no_motion, no_motion, l_ancestry, point_body, offset, basis, kinds,
+                            row_start, True, False, phi, jac, no_bias, work, jl)
             for r in range(nd):
                 for c in range(nd):
                     a[r, c] = jac[r, dep[c]]
@@ -310,7 +318,7 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
                     columns[r, 1 + c] = jac[r, known[c]]
                     product += jac[r, known[c]] * rate[known[c]]
                 columns[r, 1 + nk] = product
-            solution, ok = _LU_SOLVE(a, columns)
+            ok = _LU_INTO(a, columns)
             if not ok:
                 return theta_all, rate_all, s
             size = 0.0
@@ -340,22 +348,22 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     return theta_all, rate_all, n
 
 
-_LU_SOLVE = _PLACE_BODY = None
+_LU_INTO = _PLACE_BODY = None
 
 
 def _positions_kernel():
     global _POSITIONS
     if _POSITIONS is None:
-        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
-        from biobullet.constraints.newton_kernel import _lu_solve_py
-        kernels = loop_kernels()
-        solve = jit.compiled(_lu_solve_py)
+        from biobullet.constraints.loop_kernels import rows_into_kernel
+        from biobullet.constraints.newton_kernel import _lu_solve_into_py
+        rows = rows_into_kernel()
+        solve = jit.compiled(_lu_solve_into_py, inline=True)
         place = _compiled.place_body_kernel()
-        if kernels is None or solve is None or place is None:
+        if rows is None or solve is None or place is None:
             _POSITIONS = False
         else:
             _POSITIONS = jit.compiled(_loop_positions_py, bind={
-                "_PLACE_BODY": place, "_LOOP_ROWS": kernels[1], "_LU_SOLVE": solve}) or False
+                "_PLACE_BODY": place, "_LOOP_ROWS_INTO": rows, "_LU_INTO": solve}) or False
     return _POSITIONS or None
 
 _STATES = None
