@@ -9,11 +9,16 @@ SciPy would take — SciPy's own tableau (`scipy.integrate._ivp.dop853_coefficie
 blend of `DOP853._estimate_error_norm`), step-size controller (safety 0.9, factors 0.2 … 10, no growth right after
 a rejection), minimum step and dense output (`Dop853DenseOutput`, three extra stages) for the output samples inside
 each step — in one numba call (`_dop853_segment_py`), writes the samples, and puts the state back into the solver.
-Only the order of a few sums differs from SciPy's numpy calls: accepted steps agree to round-off
-(tests/unit/integrate/test_compiled_stepper.py).
+Only the order of a few sums differs from SciPy's numpy calls: accepted steps agree to round-off (after a
+rejected try, to the round-off of its error norm, which sets the next try's size;
+tests/unit/integrate/test_compiled_stepper.py). The whole four-bar swing (1 s, rtol 1e-6) takes SciPy's 12 steps
+and 215 evaluations in one segment: 11.3 ms → 4.6 ms for the `simulate` call (docs/speed.md).
 
-Handing back: the compiled right-hand side returns a status; when it cannot evaluate a stage (the loop's hot path
-hands over: large input change, Newton not contracting, ill-conditioned loop, not finite — see `compiled_rhs`), or
+Handing back: the compiled right-hand side returns a status. A stage it declines is tried once more from the loop
+solution at the step's start or end, whichever is nearer in the step (the dense output's stages go back into the
+step from its end; `CompiledReducedRHS.__call__` retries from a recent solution likewise). When it still cannot
+evaluate a stage (the loop's hot path hands over: large input change, Newton not contracting, ill-conditioned
+loop, not finite — see `compiled_rhs`), or
 the step size falls below SciPy's minimum, the segment returns at the last accepted step with the step size to try,
 and `run_loop` lets SciPy take the next step through the full right-hand side (`System.rhs`: the retry from recent
 solutions, the generic path and its clear errors); the next segment starts after that step. The resolver's cache
@@ -265,7 +270,9 @@ class CompiledSteps:
         """Steps of `solver` (a running scipy DOP853) until t_bound, a handover or `max_steps`; the solver is left
         at the last accepted step (t, y, f, h_abs as SciPy's own step would leave them). Returns (the next sample
         index, the samples t_eval[next_eval:returned index] (rows), steps taken, right-hand side evaluations)."""
-        offer = self.rhs.stepper_arguments() if self.misses < self.MISSES else None
+        # (a per-component atol, or a model the kernel keeps declining: SciPy's steps)
+        usable = self.misses < self.MISSES and np.ndim(solver.atol) == 0
+        offer = self.rhs.stepper_arguments() if usable else None
         if offer is None:
             return next_eval, np.zeros((0, len(solver.y))), 0, 0
         args, cache = offer
