@@ -29,7 +29,9 @@ compiled pass (`_loop_positions_py`: plain Newton on positions from a second-ord
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
 sample it cannot take to the generic path and resuming after it; the functions before the loop are evaluated
 first over all samples (`compiled_explicit.explicit_states_batch`) and enter that pass as given joints, those after
-it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`. The single-loop entry is
+also offered to the compiled DOP853 stepper (`stepper_arguments` / `take_cache`; `integrate/compiled_stepper.py`),
+which calls it inside numba for whole runs of steps.
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
 (constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled,
