@@ -678,7 +678,9 @@ class CompiledReducedRHS:
         """The resolver's cache moves to `cache` (from `compiled_stepper`), as after a successful `_evaluate`."""
         r = self.resolver
         known, dep, sensitivity, u, h, condition = cache
-        if r._warm is not None and known is r._warm[0]:
+        warm = r._warm
+        if warm is not None and (known is warm[0] or (np.array_equal(known, warm[0])
+                                                      and np.array_equal(dep, warm[1]))):
             return   # unchanged (no evaluation succeeded)
         r._warm = (known, dep, sensitivity)
         r._warm_condition = condition

@@ -276,6 +276,7 @@ class CompiledSteps:
         if offer is None:
             return next_eval, np.zeros((0, len(solver.y))), 0, 0
         args, cache = offer
+        t_eval = np.ascontiguousarray(t_eval, dtype=float)   # (one compiled signature)
         samples = np.empty((len(t_eval), len(solver.y)))
         status, t, y, f, h_abs, steps, nfev, stop, cache = self.kernel(
             float(solver.t), np.array(solver.y, dtype=float), np.array(solver.f, dtype=float), float(solver.h_abs),
