@@ -164,7 +164,7 @@ def test_step_budget_holds_with_segments():
     """The segments count their steps against run_loop's budget: the run stops with its clear error."""
     from biobullet.constraints.implicit import newton_tolerance
     from biobullet.integrate.stepper import StepFailure, run_loop
-    system, solver = _solver(1e-6)
+    system, _ = _solver(1e-6)
     fast = CompiledSteps.for_rhs(system._compiled)
     y0 = system.initial_vector(KNEE, 0.0)
     with newton_tolerance(system.model, 1e-6), pytest.raises(StepFailure, match="step budget exhausted: 5 steps"):
