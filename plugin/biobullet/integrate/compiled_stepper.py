@@ -265,6 +265,9 @@ class CompiledSteps:
         kernel = _segment_kernel(rhs._kernel)
         return cls(rhs, kernel) if kernel is not None else None
 
+    #: most steps in one compiled call: a long run returns to Python between segments (progress bar, Ctrl-C)
+    SEGMENT_STEPS = 2000
+
     def advance(self, solver, t_eval: np.ndarray, next_eval: int, max_steps: int
                 ) -> tuple[int, np.ndarray, int, int]:
         """Steps of `solver` (a running scipy DOP853) until t_bound, a handover or `max_steps`; the solver is left

@@ -152,7 +152,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
         while solver.status == "running":
             if fast is not None:
                 start = next_eval
-                next_eval, rows, taken, _ = fast.advance(solver, t_eval, next_eval, budget - out.steps)
+                next_eval, rows, taken, _ = fast.advance(solver, t_eval, next_eval,
+                                                           min(budget - out.steps, fast.SEGMENT_STEPS))
                 if taken:
                     out.steps += taken
                     out.t.extend(t_eval[start:next_eval].tolist())

@@ -170,3 +170,26 @@ def test_step_budget_holds_with_segments():
     with newton_tolerance(system.model, 1e-6), pytest.raises(StepFailure, match="step budget exhausted: 5 steps"):
         run_loop(system.rhs, 0.0, y0, 1.0, method="DOP853", rtol=1e-6, atol=1e-9, max_step=np.inf,
                  t_eval=np.linspace(0.0, 1.0, 11), events=[], max_steps=5, fast=fast)
+
+
+def test_long_runs_return_to_python_between_segments(monkeypatch):
+    """A run longer than one segment is cut into segments of at most SEGMENT_STEPS steps (the progress bar moves
+    and Ctrl-C lands between them), each followed by one SciPy step: the samples equal the one-segment run's to
+    round-off and every segment respects the cap."""
+    model = biobullet.load_model(bundled_model("fourbar_knee.urdf"))
+    kw = {"rtol": 1e-6, "atol": 1e-9, "initial": KNEE, "progress": False}
+    whole = biobullet.simulate(model, 1.0, **kw)
+    caps, taken = [], []
+    original = CompiledSteps.advance
+
+    def counted(self, solver, t_eval, next_eval, max_steps):
+        caps.append(max_steps)
+        out = original(self, solver, t_eval, next_eval, max_steps)
+        taken.append(out[2])
+        return out
+
+    monkeypatch.setattr(CompiledSteps, "SEGMENT_STEPS", 3)
+    monkeypatch.setattr(CompiledSteps, "advance", counted)
+    cut = biobullet.simulate(model, 1.0, **kw)
+    assert len(taken) >= 3 and max(caps) == 3 and max(taken) <= 3, (caps, taken)
+    np.testing.assert_allclose(cut.positions, whole.positions, rtol=0, atol=1e-9)
