@@ -1,7 +1,8 @@
 """Numba kernels of the built-in force elements for the compiled right-hand sides: the point-to-point spring's
 generalized force (the hot path of `elements.Spring`), and the joint-space laws of `JointSpring` and `JointStop`
-(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling). Contacts are not
-here (their law kernels: `contact`), nor third-party elements: a model with one stays on the generic path.
+(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling), and the sum over
+third-party elements' own kernels (`_plugin_forces_py`: `ForceElement.compiled_kernel`, called by address; a model
+with an element that has none stays on the generic path). Contacts are not here (their law kernels: `contact`).
 
 Same algebra as `Spring._fast_force` (its numpy/Python path, used without numba or with BIOBULLET_NUMBA=0):
 τ = [F; p × F]ᵀ S over each end point's ancestor joints, from the shared tree kinematics (world placements and

@@ -6,6 +6,7 @@ built-in laws: `CompiledExplicitRHS` (the loop-map twin is `compiled_rhs.Compile
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
     τ = joint torques τ(t) + joint spring-dampers and stops + springs   (`forces.compiled`)
         + ground contacts, their discrete state given                    (`contact.kernels._ground_forces_py`)
+        + third-party elements' kernels, called by address               (`forces.compiled._plugin_forces_py`)
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
@@ -269,9 +270,10 @@ class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
     polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
     torques, joint spring-dampers, joint stops (smooth or switched; the switched stops' restart events stay with the
-    engine's event handling), point-to-point springs and ground contacts with built-in laws: one compiled call; None
-    where the generic path must evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in
-    functions, contacts with a plug-in law, …)."""
+    engine's event handling), point-to-point springs, ground contacts with built-in laws or plug-in laws with a
+    compiled twin, and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`): one compiled
+    call; None where the generic path must evaluate. Built by :meth:`for_system` (None for other models: loops,
+    plug-in functions, elements or contact laws without a compiled form, …)."""
 
     def __init__(self, system, table, springs, joint_springs, torques, joint_stops=(), contacts=(),
                  plugins=None) -> None:

@@ -4,8 +4,9 @@ For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit 
 all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
 evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
 inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
-springs, joint torques, joint spring-dampers, joint stops and ground contacts with built-in laws
-(`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced" formulation,
+springs, joint torques, joint spring-dampers, joint stops, ground contacts with built-in laws
+(`contact.kernels._ground_forces_py`, the contact state given) and third-party elements with a compiled kernel
+(`forces.compiled._plugin_forces_py`, called by address), integrated with the "reduced" formulation,
 everything `System._rhs` does per call runs in one numba function:
 
     functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
@@ -480,8 +481,9 @@ class CompiledReducedRHS:
         resolver (all `<loop>` elements of a model: two four-bar knees are one resolver with two loops) and any
         explicit joint functions of the types `model.joint_jets` evaluates, before the loop (e.g. computing its
         known joints) or after it (e.g. taking its dependent joints as inputs), only Spring, JointTorque,
-        JointSpring, JointStop (a switched stop's restart events stay with the engine) and Contact (built-in laws)
-        elements, numba available and enabled."""
+        JointSpring, JointStop (a switched stop's restart events stay with the engine), Contact (laws with
+        compiled twins) and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`), numba
+        available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
         from biobullet.contact.element import Contact
         from biobullet.contact.kernels import has_twins
