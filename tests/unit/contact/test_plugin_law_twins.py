@@ -22,7 +22,7 @@ import pytest
 from biobullet.contact import kernels
 from biobullet.contact.base import FrictionLaw, LawTwin, NormalLaw
 from biobullet.contact.element import Contact
-from biobullet.contact.registry import register_friction_law, register_normal_law
+from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS, register_friction_law, register_normal_law
 from biobullet.contact.testbed import load_text, slider_urdf
 from biobullet.core import jit
 from biobullet.core.attributes import number
@@ -45,7 +45,6 @@ def _toy_tanh_py(p, speed):
     return p[0] * math.tanh(speed / p[1]) + p[2] * speed
 
 
-@register_normal_law
 class ToyCubic(NormalLaw):
     law_name: ClassVar[str] = "toy_cubic"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "damping")
@@ -69,7 +68,6 @@ class ToyCubic(NormalLaw):
         return LawTwin(_toy_cubic_py, (self.stiffness, self.damping))
 
 
-@register_friction_law
 class ToyTanh(FrictionLaw):
     law_name: ClassVar[str] = "toy_tanh"
     attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "viscous")
@@ -91,6 +89,16 @@ class ToyTanh(FrictionLaw):
 
     def compiled_twin(self):
         return LawTwin(_toy_tanh_py, (self.mu, self.v0, self.viscous))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registered():
+    """The toy laws in the registries for this module only (other tests list the registered laws)."""
+    register_normal_law(ToyCubic)
+    register_friction_law(ToyTanh)
+    yield
+    NORMAL_LAWS._table.pop(ToyCubic.law_name, None)
+    FRICTION_LAWS._table.pop(ToyTanh.law_name, None)
 
 
 LAWS = {"normal_law": "toy_cubic", "stiffness": "4e8", "damping": "3e4", "friction_law": "toy_tanh", "mu": "0.5",
