@@ -149,6 +149,8 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
+#: (function, signature) → why `function_address` gave None for it (the compile error, first line)
+ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 
 
@@ -175,8 +177,9 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
             if bound_kernels:
                 _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
             entry = numba.cfunc(signature, cache=True)(function)
-        except Exception:   # numba missing or the function not compilable with this signature: callers fall back
+        except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
+            ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         _ADDRESSES[key] = entry
     return int(entry.address) if entry else None
 

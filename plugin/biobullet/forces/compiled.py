@@ -209,6 +209,9 @@ def plugin_forces_kernel():
     return jit.compiled(_plugin_forces_py, bind={"_CALL_FORCE": caller})
 
 
+_WARNED: set = set()
+
+
 def pack_plugins(model, elements) -> tuple | None:
     """(addresses (n,) int64, fparams (n, m) float64, iparams (n, m') int64, kinematics) of these elements'
     compiled kernels (`ForceElement.compiled_kernel`), each row padded with zeros, kinematics True when any kernel
@@ -220,6 +223,15 @@ def pack_plugins(model, elements) -> tuple | None:
     if any(kernel is None for kernel in kernels):
         return None
     addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind) for k in kernels]
+    for element, kernel, address in zip(elements, kernels, addresses):
+        error = jit.ADDRESS_ERRORS.get((kernel.function, FORCE_KERNEL_SIGNATURE))
+        if address is None and error is not None and (kernel.function, "warned") not in _WARNED:
+            # a third party's kernel that does not compile: say so once (the run stays correct, only slower)
+            import warnings
+            _WARNED.add((kernel.function, "warned"))
+            warnings.warn(f"{element.source.file}: {element.source.element}: the compiled kernel "
+                          f"{kernel.function.__name__} does not compile ({error}); models with this element use "
+                          "the generic path", RuntimeWarning, stacklevel=2)
     if any(address is None for address in addresses):
         return None
     fwidth = max([1] + [np.asarray(k.fparams).size for k in kernels])

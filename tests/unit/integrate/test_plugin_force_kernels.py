@@ -14,6 +14,7 @@ balance T + V − W + D (V from the elements' own `potential_energy`) must close
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -276,3 +277,25 @@ def test_whole_runs_agree_and_the_energy_balance_closes(tmp_path):
     assert np.abs(runs[0].energy["dissipated"] - runs[1].energy["dissipated"]).max() < 1e-8
     balance = runs[0].energy_balance()
     assert np.ptp(balance) < 1e-7 * max(1.0, float(np.abs(runs[0].energy["kinetic"]).max()))
+
+
+def _not_compilable_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
+    """Not numba-compilable (a Python object): the element must keep the generic path, with a warning."""
+    stiffness = Fraction(1, 3) * fparams[0]
+    tau[iparams[1]] += -stiffness * x[iparams[0]]
+    return 0
+
+
+def test_kernel_that_does_not_compile_warns_and_keeps_the_generic_path(tmp_path, monkeypatch):
+    def broken(self, model):
+        i, k = joint_indices(model, self.joint, self.source)
+        return ForceKernel(_not_compilable_py, np.array([self.k]), np.array([i, k], dtype=np.int64))
+
+    monkeypatch.setattr(ToyJointSpring, "compiled_kernel", broken)
+    model = _load(_chain(tmp_path), [joint_spring("j2")])
+    with pytest.warns(RuntimeWarning, match="_not_compilable_py does not compile"):
+        system = System(model, "reduced")
+    assert system._compiled is None
+    slow = System(model, "reduced", {"compiled": False})
+    y = system.initial_vector(None, 0.0) + 0.1
+    assert np.array_equal(system.rhs(0.3, y), slow._checked_rhs(0.3, y))
