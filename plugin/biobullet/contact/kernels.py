@@ -503,6 +503,9 @@ def pack_normal(law) -> tuple[int, np.ndarray] | None:
     return _plugin_twin(law, NORMAL_TWIN_SIGNATURE)
 
 
+_WARNED: set = set()
+
+
 def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     """(address as the kind, params row) of a plug-in law's compiled twin, or None (no twin, more than N_PARAMS
     parameters, numba disabled or the twin not compiling: the Python law serves)."""
@@ -513,6 +516,12 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     if params.size > N_PARAMS or jit.address_caller(signature) is None:
         return None
     address = jit.function_address(twin.function, signature, bind=twin.bind)
+    error = jit.ADDRESS_ERRORS.get((twin.function, signature))
+    if address is None and error is not None and twin.function not in _WARNED:
+        import warnings   # a third party's twin that does not compile: said once (the Python law serves)
+        _WARNED.add(twin.function)
+        warnings.warn(f"contact law {law.law_name!r}: its compiled twin {twin.function.__name__} does not compile "
+                      f"({error}); contacts with it use the Python law", RuntimeWarning, stacklevel=2)
     if address is None or address < PLUGIN_KIND:
         return None
     p = np.zeros(N_PARAMS)

@@ -13,6 +13,7 @@ intervals.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -164,3 +165,13 @@ def test_whole_runs_agree(tmp_path):
         assert a["start"] == pytest.approx(b["start"], abs=1e-7)
     slide = runs[0].positions[:, 0]
     assert slide[-1] - slide[0] < 0.8 * 0.3 - 1e-3   # friction did slow the block
+
+
+def _not_compilable_py(p, delta, delta_dot, impact_velocity):
+    return float(Fraction(1, 3)) * p[0] * delta
+
+
+def test_twin_that_does_not_compile_warns_and_keeps_the_python_law(monkeypatch):
+    monkeypatch.setattr(ToyCubic, "compiled_twin", lambda self: LawTwin(_not_compilable_py, (1.0,)))
+    with pytest.warns(RuntimeWarning, match="_not_compilable_py does not compile"):
+        assert kernels.pack_normal(ToyCubic(stiffness=1.0, damping=0.0)) is None
