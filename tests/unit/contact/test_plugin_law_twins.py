@@ -175,3 +175,32 @@ def test_twin_that_does_not_compile_warns_and_keeps_the_python_law(monkeypatch):
     monkeypatch.setattr(ToyCubic, "compiled_twin", lambda self: LawTwin(_not_compilable_py, (1.0,)))
     with pytest.warns(RuntimeWarning, match="_not_compilable_py does not compile"):
         assert kernels.pack_normal(ToyCubic(stiffness=1.0, damping=0.0)) is None
+
+
+def test_bridge_steps_with_the_twin_as_with_the_python_law(tmp_path, monkeypatch):
+    """The PyBullet bridge's compiled ground call with the twins against its Python-law path (the twin switched
+    off): same heights and contact intervals to round-off over 3,000 steps of a drop onto the toy law."""
+    pybullet = pytest.importorskip("pybullet")
+    from biobullet.bridge.bridge import Bridge
+    from biobullet.contact.testbed import drop_urdf
+
+    model = load_text(drop_urdf(LAWS), tmp_path)
+    runs = []
+    for twin in (True, False):
+        if not twin:
+            monkeypatch.setattr(ToyCubic, "compiled_twin", lambda self: None)
+        client = pybullet.connect(pybullet.DIRECT)
+        try:
+            with Bridge(model, client, dt=1e-4, initial={"drop": 0.1}) as bridge:   # ball radius 0.05 m
+                assert (bridge.contacts._ground is not None) == twin   # the compiled ground call only with twins
+                heights = []
+                for _ in range(3000):
+                    bridge.step()
+                    heights.append(bridge.state()[1][0])
+                runs.append((np.array(heights), bridge.contacts.intervals()))
+        finally:
+            pybullet.disconnect(client)
+    (h_twin, i_twin), (h_python, i_python) = runs
+    assert h_twin.min() < 0.05 - 1e-3 and len(i_twin) == len(i_python) >= 1   # it did land on the toy law
+    assert np.abs(h_twin - h_python).max() < 1e-10
+    assert i_twin[0]["peak_force"] == pytest.approx(i_python[0]["peak_force"], rel=1e-9)
