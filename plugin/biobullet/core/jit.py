@@ -158,9 +158,10 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
     process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
-    `function` calls. The compiled object is kept for the life of the process, so the address stays valid. A
-    kernel reached this way must not raise (the C call cannot carry a Python exception): report failure through
-    its return value."""
+    `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
+    this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
+    not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
+    exception): report failure through its return value."""
     if not ENABLED:
         return None
     key = (function, signature)
