@@ -12,6 +12,13 @@
     hyperextension stop between AB and BC, d = 1 cm): penetration δ = d (lower − θ) (or d (θ − upper)),
     F = [½ + atan(C3 δ)/π](K δ + C δ̇), clipped at 0 (no pull), torque T = d F pushing the joint out.
     Elastic potential V = d-scaled integral of the law at δ̇ = 0 (closed form); dissipation (F − F(δ, 0)) δ̇.
+
+Both hand the library's compiled right-hand sides a kernel (`ForceElement.compiled_kernel`, signature in
+`biobullet.forces.base`): `_joint_spring_reference_py` evaluates θ0(t) by the library's table of joint functions
+(`model.joint_jets._explicit_jets_py`, the kernel of the compiled drivers), `_joint_contact_stop_py` the contact
+law by the library's compiled law twins (`contact.kernels._normal_force_py`, built-in or plug-in laws). So the
+bundled prosthesis model, with these elements, runs on the compiled path; each kernel is tested equal to its
+element's generic methods in tests/unit/studies/test_tracking_kernels.py.
 """
 from __future__ import annotations
 
@@ -19,9 +26,72 @@ import math
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import SourceRef
 from biobullet.core.attributes import check_known_attributes, number
-from biobullet.forces.base import ForceElement, joint_indices, register_force
+from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
+
+# compiled callees of the kernels below, bound as these globals when a kernel compiles (`ForceKernel.bind`)
+_JETS = _NORMAL_FORCE = None
+_REFERENCE_HEAD = 11   # iparams of `_joint_spring_reference_py` before the function's input words
+
+
+def _joint_spring_reference_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
+    """Compiled twin of `JointSpringReference` (forces.base kernel signature): τ_k += −k (θ − θ0(t)) − c θ̇; input
+    power −k (θ − θ0) θ̇, dissipated c θ̇². fparams = (k, c, rest, function coefficients…); iparams = (index in x,
+    index in ẋ, has function, input-word count, coefficient count, the function's 6-entry table row, its input
+    words…) — θ0(t) by `_explicit_jets_py` (one table row, no inputs); status 1 if θ0 is not finite."""
+    i, k = iparams[0], iparams[1]
+    theta0 = fparams[2]
+    if iparams[2] != 0:
+        table = np.empty((1, 6), dtype=np.int64)
+        for c in range(6):
+            table[0, c] = iparams[5 + c]
+        inputs = iparams[_REFERENCE_HEAD:_REFERENCE_HEAD + iparams[3]].copy()
+        coef = fparams[3:3 + iparams[4]].copy()
+        value = np.zeros(1)
+        rate = np.zeros(1)
+        if _JETS(table, inputs, coef, t, 0, 0, value, rate, np.zeros((1, 1)), np.zeros(1)) != 0:
+            return 1
+        theta0 = value[0]
+    elastic = -fparams[0] * (x[i] - theta0)
+    tau[k] += elastic - fparams[1] * xd[k]
+    power[0] += elastic * xd[k]
+    power[1] += fparams[1] * xd[k] * xd[k]
+    return 0
+
+
+def _joint_contact_stop_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
+    """Compiled twin of `JointContactStop`: per limit, δ = d (lower − θ) or d (θ − upper), F = the law's clipped
+    force (`contact.kernels._normal_force_py`), τ_k += ±d F, dissipated (F − F(δ, 0)) δ̇. fparams = (d, has lower,
+    lower, has upper, upper, the law's packed parameters…); iparams = (index in x, index in ẋ, law kind)."""
+    i, k, kind = iparams[0], iparams[1], iparams[2]
+    d = fparams[0]
+    theta, rate = x[i], xd[k]
+    law = fparams[5:].copy()
+    total = 0.0
+    for side in range(2):
+        if fparams[1 + 2 * side] == 0.0:
+            continue
+        if side == 0:
+            sign, delta, delta_dot = 1.0, d * (fparams[2] - theta), -d * rate
+        else:
+            sign, delta, delta_dot = -1.0, d * (theta - fparams[4]), d * rate
+        force = _NORMAL_FORCE(kind, law, delta, delta_dot, 0.0)
+        total += sign * d * force
+        power[1] += (force - _NORMAL_FORCE(kind, law, delta, 0.0, 0.0)) * delta_dot
+    tau[k] += total
+    return 0
+
+
+def _reference_bindings() -> dict:
+    from biobullet.model.joint_jets import _explicit_jets_py
+    return {"_JETS": jit.compiled(_explicit_jets_py)}
+
+
+def _stop_bindings() -> dict:
+    from biobullet.contact.kernels import normal_force_kernel
+    return {"_NORMAL_FORCE": normal_force_kernel()}
 
 
 def _time_function(s: SourceRef, attributes: dict, key_type: str = "type"):
@@ -96,6 +166,25 @@ class JointSpringReference(ForceElement):
         k = joint_indices(model, self.joint, self.source)[1]
         return self.damping * xd[k] ** 2
 
+    def compiled_kernel(self, model) -> ForceKernel | None:
+        """`_joint_spring_reference_py` with this spring's numbers; None when θ0's function type is not one the
+        library's joint-function table evaluates (the generic path then serves)."""
+        from biobullet.model.joint_jets import function_table
+        i, k = joint_indices(model, self.joint, self.source)
+        head = [i, k, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        coef: list[float] = []
+        if self.function is not None:
+            packed = function_table([(0, (), self.function)])
+            if packed is None:
+                return None
+            table, inputs, coefficients = packed
+            head[2:5] = 1, len(inputs), len(coefficients)
+            head[5:11] = table[0].tolist()
+            head += inputs.tolist()
+            coef = coefficients.tolist()
+        return ForceKernel(_joint_spring_reference_py, np.array([self.stiffness, self.damping, self.rest, *coef]),
+                           np.array(head, dtype=np.int64), bind=_reference_bindings)
+
 
 @register_force("joint_contact_stop")
 class JointContactStop(ForceElement):
@@ -153,6 +242,20 @@ class JointContactStop(ForceElement):
         from biobullet.contact.element import law_potential
         i = joint_indices(model, self.joint, self.source)[0]
         return float(sum(law_potential(self.law, delta) for _, delta, _ in self._sides(x[i], 0.0)))
+
+    def compiled_kernel(self, model) -> ForceKernel | None:
+        """`_joint_contact_stop_py` with this stop's numbers and its law's compiled twin; None when the law has no
+        twin or needs the impact velocity (which a stop does not store)."""
+        from biobullet.contact.kernels import pack_normal
+        packed = pack_normal(self.law)
+        if packed is None or self.law.needs_impact_velocity:
+            return None
+        i, k = joint_indices(model, self.joint, self.source)
+        kind, law = packed
+        fparams = [self.lever, self.lower is not None, 0.0 if self.lower is None else self.lower,
+                   self.upper is not None, 0.0 if self.upper is None else self.upper, *law]
+        return ForceKernel(_joint_contact_stop_py, np.array(fparams, dtype=float),
+                           np.array([i, k, kind], dtype=np.int64), bind=_stop_bindings)
 
     def dissipated_power(self, model, x, xd):
         i, k = joint_indices(model, self.joint, self.source)

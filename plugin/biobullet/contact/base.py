@@ -10,11 +10,27 @@ Conventions (SI units throughout):
 Construction from XML attributes (strings) goes through ``from_attributes(attributes, source)``; every bad value
 raises a :class:`~biobullet.core.errors.ModelError` naming the attribute (via ``source.error`` when a SourceRef is
 given). Programmatic construction (keyword arguments) is validated the same way.
+
+Compiled twins: the built-in laws have numba twins in `contact.kernels`. A plug-in law gets the same compiled paths
+(the engine's compiled right-hand sides, the bridge's contact step, the interval log) by returning a `LawTwin` from
+`compiled_twin()`: a numba-compilable pure function and at most `contact.kernels.N_PARAMS` (6) float parameters —
+
+    normal law   force = twin(p, delta, delta_dot, impact_velocity)  → F_N [N] exactly as `force` for scalars:
+                 zero where the law does not act (δ ≤ 0 unless `acts_outside_contact`), clipped at zero unless
+                 adhesion (the twin does both); impact_velocity is δ̇⁻ [m/s] when `needs_impact_velocity`
+                 (signature `NORMAL_TWIN_SIGNATURE`)
+    friction law mu = twin(p, speed) → μ_eff(s) ≥ 0 at slip speed s ≥ 0 [m/s], as `coefficient` for a scalar
+                 (signature `FRICTION_TWIN_SIGNATURE`)
+
+p is the law's float64 parameter row (C-contiguous, N_PARAMS long, the law's numbers first). The twin must not
+raise; a NaN result hands the state to the generic path (the compiled right-hand sides check finiteness). Without a
+twin (the default) a contact with the law keeps the Python path.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +39,22 @@ from biobullet.core.errors import SourceRef
 
 def _result(value: np.ndarray, scalar: bool) -> float | np.ndarray:
     return float(value) if scalar else value
+
+
+#: numba signatures of a plug-in law's compiled twin (module docstring)
+NORMAL_TWIN_SIGNATURE = "float64(float64[::1], float64, float64, float64)"
+FRICTION_TWIN_SIGNATURE = "float64(float64[::1], float64)"
+
+
+@dataclass(frozen=True)
+class LawTwin:
+    """A plug-in law's compiled twin: `function` (a module-level `_NAME_py` of the law kind's signature), its
+    parameters `params` (at most contact.kernels.N_PARAMS floats) and the compiled kernels it calls (`bind`, as
+    `core.jit.compiled`'s)."""
+
+    function: Callable
+    params: tuple[float, ...] | np.ndarray = ()
+    bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
 class NormalLaw(ABC):
@@ -89,6 +121,11 @@ class NormalLaw(ABC):
             f = np.maximum(f, 0.0)
         return _result(np.asarray(f, dtype=float), scalar)
 
+    def compiled_twin(self) -> LawTwin | None:
+        """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The
+        built-in laws' twins live in `contact.kernels` (keyed on the exact class); this hook is for plug-ins."""
+        return None
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
         return f"{type(self).__name__}({args})"
@@ -144,6 +181,10 @@ class FrictionLaw(ABC):
         """Element-wise signed friction force for an array of scalar slips (1-D problems)."""
         s = np.asarray(slip, dtype=float)
         return -np.sign(s) * np.asarray(self.magnitude(np.abs(s), normal_force), dtype=float)
+
+    def compiled_twin(self) -> LawTwin | None:
+        """The law's compiled twin μ_eff(p, s) (module docstring), or None: contacts with it keep the Python path."""
+        return None
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())

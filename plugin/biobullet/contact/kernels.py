@@ -17,8 +17,12 @@ kind code and a packed parameter row (`pack_normal`, `pack_friction`):
   ambrosio                _ambrosio_py               [μ, v0, v1]
   stribeck                _stribeck_py               [μ_k, μ_s, v_s, v0, σ, tanh?]
 
-The twin table is keyed on the exact law class: a subclass or a third-party plug-in law has no twin (`pack_normal` /
-`pack_friction` return None) and its owner keeps the Python path (`Contact.forces`). Conventions are those of
+The twin table is keyed on the exact law class. A subclass or a third-party plug-in law may supply its own twin
+(`NormalLaw.compiled_twin` / `FrictionLaw.compiled_twin`, signatures in `contact.base`): it is compiled as a C
+callable and its address is the law's kind (any kind ≥ PLUGIN_KIND is an address; `_normal_force_py` and
+`_friction_coefficient_py` call it through `core.jit.address_caller`), so every compiled contact path takes it
+without recompiling. Without a twin `pack_normal` / `pack_friction` return None and the owner keeps the Python path
+(`Contact.forces`). Conventions are those of
 `contact.base` (δ > 0 inside, δ̇ > 0 approaching, F_N ≥ 0 unless adhesion, F_T = −μ_eff F_N v̂_t).
 
 The discrete state of one contact during a run (`contact.state.ContactState`: active, δ̇⁻ stored at onset, resting
@@ -48,6 +52,9 @@ from biobullet.core import jit
 N_PARAMS = 6
 NORMAL_KELVIN_VOIGT, NORMAL_KELVIN_VOIGT_SMOOTH, NORMAL_HERTZ, NORMAL_RESTITUTION = 0, 1, 2, 3
 FRICTION_NONE, FRICTION_COULOMB, FRICTION_REGULARIZED, FRICTION_AMBROSIO, FRICTION_STRIBECK = 0, 1, 2, 3, 4
+#: a law kind at or above this is the address of a plug-in law's compiled twin (`pack_normal`, `pack_friction`)
+PLUGIN_KIND = 1 << 16
+_CALL_NORMAL = _CALL_FRICTION = None   # address callers of the twins' signatures, bound when compiling
 
 # state row: discrete state, open interval's log, last step's event and forces
 ACTIVE, IMPACT, RESTING, HAS_DIRECTION, DIRECTION = 0, 1, 2, 3, 4        # DIRECTION: 3 entries
@@ -86,7 +93,10 @@ _KELVIN_VOIGT, _KELVIN_VOIGT_SMOOTH, _HERTZ, _RESTITUTION = (_kelvin_voigt_py, _
 
 def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
     """F_N [N] of normal law `kind` with params p: `NormalLaw.force` (zero for δ ≤ 0 unless the law acts outside
-    contact, clipped at zero unless adhesion p[0] ≠ 0)."""
+    contact, clipped at zero unless adhesion p[0] ≠ 0); a plug-in law's twin (kind = its address) does all of that
+    itself."""
+    if kind >= PLUGIN_KIND:
+        return _CALL_NORMAL(kind)(p, delta, delta_dot, impact_velocity)
     if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
         f = _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
     elif delta > 0.0:
@@ -140,7 +150,10 @@ _COULOMB, _REGULARIZED, _AMBROSIO, _STRIBECK = _coulomb_py, _regularized_py, _am
 
 
 def _friction_coefficient_py(kind, p, speed):
-    """μ_eff(s) ≥ 0 of friction law `kind` at slip speed s ≥ 0 [m/s] (`FrictionLaw.coefficient`)."""
+    """μ_eff(s) ≥ 0 of friction law `kind` at slip speed s ≥ 0 [m/s] (`FrictionLaw.coefficient`); a plug-in
+    law's twin when kind is its address."""
+    if kind >= PLUGIN_KIND:
+        return _CALL_FRICTION(kind)(p, speed)
     if kind == FRICTION_COULOMB:
         return _COULOMB(p, speed)
     if kind == FRICTION_REGULARIZED:
@@ -382,13 +395,16 @@ def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, frictio
 
 # ------------------------------------------------------------------------------------------------ compiling
 def _law_bindings() -> dict:
+    from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
     return {"_KELVIN_VOIGT": _kelvin_voigt_py, "_KELVIN_VOIGT_SMOOTH": _kelvin_voigt_smooth_py, "_HERTZ": _hertz_py,
-            "_RESTITUTION": _restitution_py}
+            "_RESTITUTION": _restitution_py, "_CALL_NORMAL": jit.address_caller(NORMAL_TWIN_SIGNATURE)}
 
 
 def _friction_bindings() -> dict:
+    from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
     regularize = {"_REGULARIZE": _regularize_py}
     return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py,
+            "_CALL_FRICTION": jit.address_caller(FRICTION_TWIN_SIGNATURE),
             "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
             "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
 
@@ -483,7 +499,34 @@ def pack_normal(law) -> tuple[int, np.ndarray] | None:
     if kind in (laws.HuntCrossley, laws.Flores, laws.HuGuo):
         p[1:5] = law.stiffness, law.exponent, law.factor, law.min_impact_velocity
         return NORMAL_RESTITUTION, p
-    return None
+    from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
+    return _plugin_twin(law, NORMAL_TWIN_SIGNATURE)
+
+
+_WARNED: set = set()
+
+
+def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
+    """(address as the kind, params row) of a plug-in law's compiled twin, or None (no twin, more than N_PARAMS
+    parameters, numba disabled or the twin not compiling: the Python law serves)."""
+    twin = law.compiled_twin()
+    if twin is None:
+        return None
+    params = np.asarray(twin.params, dtype=float).reshape(-1)
+    if params.size > N_PARAMS or jit.address_caller(signature) is None:
+        return None
+    address = jit.function_address(twin.function, signature, bind=twin.bind)
+    error = jit.ADDRESS_ERRORS.get((twin.function, signature))
+    if address is None and error is not None and twin.function not in _WARNED:
+        import warnings   # a third party's twin that does not compile: said once (the Python law serves)
+        _WARNED.add(twin.function)
+        warnings.warn(f"contact law {law.law_name!r}: its compiled twin {twin.function.__name__} does not compile "
+                      f"({error}); contacts with it use the Python law", RuntimeWarning, stacklevel=2)
+    if address is None or address < PLUGIN_KIND:
+        return None
+    p = np.zeros(N_PARAMS)
+    p[:params.size] = params
+    return address, p
 
 
 def pack_friction(law) -> tuple[int, np.ndarray] | None:
@@ -506,7 +549,8 @@ def pack_friction(law) -> tuple[int, np.ndarray] | None:
         p[0:6] = (law.mu, law.mu_static, law.stribeck_velocity, law.v0, law.viscous,
                   1.0 if law.regularization == "tanh" else 0.0)
         return FRICTION_STRIBECK, p
-    return None
+    from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
+    return _plugin_twin(law, FRICTION_TWIN_SIGNATURE)
 
 
 def flags(contact) -> int:
@@ -578,7 +622,8 @@ def ancestry(model) -> np.ndarray:
 
 
 def has_twins(contact) -> bool:
-    """True when both laws of a Contact element have compiled twins (exact built-in classes)."""
+    """True when both laws of a Contact element have compiled twins (exact built-in classes, or plug-in laws whose
+    `compiled_twin` compiles)."""
     return pack_normal(contact.normal_law) is not None and pack_friction(contact.friction_law) is not None
 
 

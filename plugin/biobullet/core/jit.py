@@ -9,6 +9,11 @@ compile (loops over float64 arrays), and reached through this module:
 - `lazy(function)` → a callable that compiles on its first call and then dispatches to the compiled twin (or to
   the Python function when numba is unavailable).
 - `direct_entry(kernel, *args)` → the compiled twin's entry for exactly these argument types (per-step callers).
+- `function_address(function, signature, bind=...)` → the address (an int) of `function` compiled as a C
+  callable of a fixed `signature` (a numba signature string), or None; `address_caller(signature)` → a numba
+  intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
+  they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
+  array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
 
 `bind` (a mapping, or a function returning one, called when compiling) maps global names of the kernel's module to the kernels it calls: each callee is compiled first and bound
 as that global, so numba sees a compiled function there (a kernel that calls another one must be compiled after
@@ -42,6 +47,9 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
     for name in sorted(bound):
         callee = getattr(bound[name], "py_func", bound[name])
         digest.update(name.encode())
+        if _is_intrinsic(callee):   # an address caller: its signature is all that its machine code depends on
+            digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
+            continue
         digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
     return digest.hexdigest()
 
@@ -68,6 +76,11 @@ def _is_dispatcher(value: Any) -> bool:
     return hasattr(value, "py_func")
 
 
+def _is_intrinsic(value: Any) -> bool:
+    """A numba intrinsic (`address_caller`): bound as it is, compiled into its caller."""
+    return type(value).__name__ == "_Intrinsic"
+
+
 Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
 
 
@@ -81,7 +94,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
             import numba
             bound_kernels: dict[str, Any] = {}
             for name, callee in ((bind() if callable(bind) else bind) or {}).items():
-                bound = callee if _is_dispatcher(callee) else compiled(callee, inline=True)
+                bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
                 if bound is None:
                     raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
                 function.__globals__[name] = bound_kernels[name] = bound
@@ -135,4 +148,79 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry if callable(entry) else kernel
 
 
-__all__ = ["AVAILABLE", "ENABLED", "compiled", "direct_entry", "lazy"]
+_ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
+#: (function, signature) → why `function_address` gave None for it (the compile error, first line)
+ADDRESS_ERRORS: dict[Any, str] = {}
+_CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
+
+
+def function_address(function: Callable, signature: str, *, bind: Bindings = None) -> int | None:
+    """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
+    "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
+    process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
+    `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
+    this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
+    not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
+    exception): report failure through its return value."""
+    if not ENABLED:
+        return None
+    key = (function, signature)
+    entry = _ADDRESSES.get(key)
+    if entry is None:
+        try:
+            import numba
+            bound_kernels: dict[str, Any] = {}
+            for name, callee in ((bind() if callable(bind) else bind) or {}).items():
+                bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
+                if bound is None:
+                    raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
+                function.__globals__[name] = bound_kernels[name] = bound
+            if bound_kernels:
+                _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
+            entry = numba.cfunc(signature, cache=True)(function)
+        except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
+            entry = False
+            ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        _ADDRESSES[key] = entry
+    return int(entry.address) if entry else None
+
+
+def address_caller(signature: str):
+    """A numba intrinsic `call = CALLER(address)` for kernels: `address` (int64) of a function compiled by
+    `function_address` with this same `signature` → a first-class function value; `call(*args)` calls it (an
+    indirect call, no Python involved). None without numba. Bind it into the calling kernel (`compiled(...,
+    bind={"NAME": address_caller(signature)})`). An address of another signature is undefined behaviour: pass only
+    addresses that `function_address` returned for exactly this signature."""
+    if not ENABLED:
+        return None
+    caller = _CALLERS.get(signature)
+    if caller is None:
+        try:
+            from numba.core import cgutils, sigutils, types
+            from numba.extending import intrinsic
+
+            args, result = sigutils.normalize_signature(signature)
+            function_type = types.FunctionType(result(*args))
+
+            def typer(typingctx, address):
+                def codegen(context, builder, sig, values):
+                    # the first-class function value (numba's FunctionModel): the C entry only, so calls go
+                    # through it and never through the Python object or the dispatcher
+                    value = cgutils.create_struct_proxy(function_type)(context, builder)
+                    pointer = context.get_value_type(types.voidptr)
+                    value.c_addr = builder.inttoptr(values[0], pointer)
+                    value.py_addr = pointer(None)
+                    value.jit_addr = pointer(None)
+                    return value._getvalue()
+                return function_type(types.int64), codegen
+
+            typer.__name__ = typer.__qualname__ = "address_caller"
+            caller = intrinsic(typer)
+            caller._biobullet_signature = signature
+        except Exception:   # pragma: no cover - numba internals moved: no plug-in kernels (generic path)
+            caller = False
+        _CALLERS[signature] = caller
+    return caller or None
+
+
+__all__ = ["AVAILABLE", "ENABLED", "address_caller", "compiled", "direct_entry", "function_address", "lazy"]

@@ -6,11 +6,42 @@ energy balance:  τ·ẋ = −dV/dt − dissipated_power + input_power, where V 
 dissipated_power ≥ 0 (W, dampers) and input_power (W, actuators).
 Third-party element types register with `register_force("tag")` (or the entry-point group
 ``biobullet.force_elements``, name = tag, value = a ForceElement subclass with `from_description`).
+
+Compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) evaluate the built-in elements
+in one numba call. A third-party element joins them by returning a `ForceKernel` from `compiled_kernel(model)`:
+a numba-compilable pure function of the fixed signature `FORCE_KERNEL_SIGNATURE`
+
+    status = kernel(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power)
+
+    t         time (s)
+    x, xd     tree configuration (n_config) and joint rates (n_tangent), tree order; a joint's slots are
+              `joint_indices(model, joint, source)` (index in x, index in xd)
+    rot, pos  world placement of every body: rot[b] (3×3, body → world), pos[b] (3, m)   [only if `kinematics`]
+    sub       (6, n_tangent): column k = the world motion subspace of tangent direction k — linear part (rows 0–2,
+              at the world origin) and angular part (rows 3–5); a point p of body b moves with
+              v = Σ_k ancestry[b, k] (sub[0:3, k] + sub[3:6, k] × p) ẋ_k                     [only if `kinematics`]
+    ancestry  (n_bodies, n_tangent) 1.0 where direction k moves body b, else 0.0               [only if `kinematics`]
+    fparams   float64 parameters, iparams int64 parameters: the element's own, packed once (`ForceKernel`)
+    tau       (n_tangent) generalized forces: the kernel ADDS its τ (N, N·m); a point force F at p on body b
+              adds Σ_k ancestry[b, k] (F·sub[0:3, k] + (p × F)·sub[3:6, k]) to tau[k]
+    power     (2): the kernel ADDS its input power (power[0], W, as `input_power`) and dissipated power
+              (power[1], W ≥ 0, as `dissipated_power`)
+    status    0 = evaluated; anything else = this state needs the generic path (the whole right-hand side is
+              then evaluated there, which raises the element's own clear error); a non-finite τ also hands over
+
+(all arrays C-contiguous float64 unless said; rot, pos, sub, ancestry are empty when `kinematics` is False). The
+function is also the element's pure-Python reference; it is compiled as a C callable (`core.jit.function_address`)
+and called through its address, so any number of such kernels of any types run inside the one compiled
+right-hand side without recompiling it. It must not raise (no Python exceptions in a C call): return a status.
+It must give the same τ and powers as `generalized_force`, `input_power` and `dissipated_power` (the generic
+path, also the path without numba, `BIOBULLET_NUMBA=0`). Without a kernel (the default `compiled_kernel` returns
+None) a model with the element runs on the generic path.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 
@@ -18,6 +49,26 @@ from biobullet.core.errors import SourceRef
 from biobullet.core.plugins import PluginRegistry
 
 ENTRY_POINT_GROUP = "biobullet.force_elements"
+
+#: numba signature of a force element's compiled kernel (see the module docstring)
+FORCE_KERNEL_SIGNATURE = ("int64(float64, float64[::1], float64[::1], float64[:, :, ::1], float64[:, ::1], "
+                          "float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], float64[::1], float64[::1])")
+
+
+@dataclass(frozen=True)
+class ForceKernel:
+    """A force element's compiled form for the compiled right-hand sides (see the module docstring).
+
+    function: the `_NAME_py` kernel of signature `FORCE_KERNEL_SIGNATURE` (a module-level function, so that numba
+    can cache it); fparams / iparams: its float and int parameters (1-D); kinematics: True if it reads rot, pos,
+    sub or ancestry (the right-hand side then computes the tree kinematics for it); bind: compiled kernels it
+    calls, by global name (as `core.jit.compiled`'s `bind`)."""
+
+    function: Callable
+    fparams: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    iparams: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    kinematics: bool = False
+    bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
 class ForceElement(ABC):
@@ -65,6 +116,12 @@ class ForceElement(ABC):
     def events(self, model) -> list:
         """Event functions (integrate.events.Event) the engine must locate (switching surfaces)."""
         return []
+
+    def compiled_kernel(self, model) -> ForceKernel | None:
+        """The element's kernel for the compiled right-hand sides (module docstring: signature, conventions), or
+        None: a model with this element then runs on the generic path. Built-in elements are compiled by the
+        right-hand sides themselves; this hook is for third-party elements."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

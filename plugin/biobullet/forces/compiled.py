@@ -1,7 +1,8 @@
 """Numba kernels of the built-in force elements for the compiled right-hand sides: the point-to-point spring's
 generalized force (the hot path of `elements.Spring`), and the joint-space laws of `JointSpring` and `JointStop`
-(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling). Contacts are not
-here (their law kernels: `contact`), nor third-party elements: a model with one stays on the generic path.
+(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling), and the sum over
+third-party elements' own kernels (`_plugin_forces_py`: `ForceElement.compiled_kernel`, called by address; a model
+with an element that has none stays on the generic path). Contacts are not here (their law kernels: `contact`).
 
 Same algebra as `Spring._fast_force` (its numpy/Python path, used without numba or with BIOBULLET_NUMBA=0):
 τ = [F; p × F]ᵀ S over each end point's ancestor joints, from the shared tree kinematics (world placements and
@@ -179,3 +180,67 @@ def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
                              0.0 if e.upper is None else e.upper, e.stiffness, e.damping, e.exponent, e.smoothing,
                              e.switched] for e in joint_stops], dtype=float).reshape(-1, 9)
     return spring_index, spring_params, stop_index, stop_params
+
+
+# ------------------------------------------------------------------------------------------------ plug-in kernels
+_CALL_FORCE = None   # `core.jit.address_caller(FORCE_KERNEL_SIGNATURE)`, bound when `_plugin_forces_py` compiles
+
+
+def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, iparams, tau, power):
+    """Add every plug-in element's τ (`ForceElement.compiled_kernel`) to `tau` and its input and dissipated power
+    to power[0], power[1] (W); 0, or the first non-zero status (the generic path must evaluate this state).
+    addresses: (n,) int64 C entries of the kernels (`core.jit.function_address`); fparams, iparams: (n, m) rows,
+    each kernel's own parameters at the start of its row (`pack_plugins`). One sum for every compiled right-hand
+    side: the kernels are called through their addresses, so this code does not depend on which they are."""
+    for k in range(addresses.shape[0]):
+        kernel = _CALL_FORCE(addresses[k])
+        status = kernel(t, x, xd, rot, pos, sub, ancestry, fparams[k], iparams[k], tau, power)
+        if status != 0:
+            return status
+    return 0
+
+
+def plugin_forces_kernel():
+    """The compiled `_plugin_forces_py` (its address caller bound), or None (numba missing or disabled)."""
+    from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
+    caller = jit.address_caller(FORCE_KERNEL_SIGNATURE)
+    if caller is None:
+        return None
+    return jit.compiled(_plugin_forces_py, bind={"_CALL_FORCE": caller})
+
+
+_WARNED: set = set()
+
+
+def pack_plugins(model, elements) -> tuple | None:
+    """(addresses (n,) int64, fparams (n, m) float64, iparams (n, m') int64, kinematics) of these elements'
+    compiled kernels (`ForceElement.compiled_kernel`), each row padded with zeros, kinematics True when any kernel
+    reads the tree kinematics; None when an element has no kernel or its kernel does not compile (the generic path
+    then serves)."""
+    from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
+
+    kernels = [element.compiled_kernel(model) for element in elements]
+    if any(kernel is None for kernel in kernels):
+        return None
+    addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind) for k in kernels]
+    for element, kernel, address in zip(elements, kernels, addresses):
+        error = jit.ADDRESS_ERRORS.get((kernel.function, FORCE_KERNEL_SIGNATURE))
+        if address is None and error is not None and (kernel.function, "warned") not in _WARNED:
+            # a third party's kernel that does not compile: say so once (the run stays correct, only slower)
+            import warnings
+            _WARNED.add((kernel.function, "warned"))
+            warnings.warn(f"{element.source.file}: {element.source.element}: the compiled kernel "
+                          f"{kernel.function.__name__} does not compile ({error}); models with this element use "
+                          "the generic path", RuntimeWarning, stacklevel=2)
+    if any(address is None for address in addresses):
+        return None
+    fwidth = max([1] + [np.asarray(k.fparams).size for k in kernels])
+    iwidth = max([1] + [np.asarray(k.iparams).size for k in kernels])
+    fparams = np.zeros((len(kernels), fwidth))
+    iparams = np.zeros((len(kernels), iwidth), dtype=np.int64)
+    for row, kernel in enumerate(kernels):
+        f = np.asarray(kernel.fparams, dtype=float).reshape(-1)
+        i = np.asarray(kernel.iparams, dtype=np.int64).reshape(-1)
+        fparams[row, :f.size] = f
+        iparams[row, :i.size] = i
+    return (np.array(addresses, dtype=np.int64), fparams, iparams, any(k.kinematics for k in kernels))

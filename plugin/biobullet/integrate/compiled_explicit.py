@@ -6,6 +6,7 @@ built-in laws: `CompiledExplicitRHS` (the loop-map twin is `compiled_rhs.Compile
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
     τ = joint torques τ(t) + joint spring-dampers and stops + springs   (`forces.compiled`)
         + ground contacts, their discrete state given                    (`contact.kernels._ground_forces_py`)
+        + third-party elements' kernels, called by address               (`forces.compiled._plugin_forces_py`)
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
@@ -94,13 +95,14 @@ def tangent_parents(model) -> np.ndarray:
 _LTDL = None
 _EXPLICIT = _JETS = _KINEMATICS = _JOINT_FORCES = None
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
+_PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party elements' kernels, by address)
 
 
 def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
                      zero_length, joint_springs, joint_spring_params, tangent_parent, joint_stops,
                      joint_stop_params, contact_index, contact_geometry, contact_normal_p, contact_friction_p,
-                     contact_state):
+                     contact_state, plugin_addresses, plugin_fparams, plugin_iparams, plugin_kinematics):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
@@ -149,6 +151,19 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
         dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
                                      contact_friction_p, contact_state, xd, tau)
+    # plug-in force elements (`ForceElement.compiled_kernel`), called through their addresses; a kernel's
+    # non-zero status hands the state to the generic path
+    if plugin_addresses.shape[0]:
+        if plugin_kinematics:
+            rot, pos, sub, _, _ = _KINEMATICS(tree_meta, tree_body, x, xd, n_tangent, False)
+        else:
+            rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
+        power = np.zeros(2)
+        if _PLUGIN_FORCES(t, x, xd, rot, pos, sub, ancestry, plugin_addresses, plugin_fparams, plugin_iparams, tau,
+                          power) != 0:
+            return fail
+        power_in += power[0]
+        dissipated += power[1]
     mass, bias = _TREE(tree_meta, tree_body, x, xd, gamma, gravity, n_tangent, True, True, True)
     rhs = np.empty(nv)
     accel = np.empty(nv)
@@ -208,14 +223,29 @@ def _explicit_kernel():
                    jit.compiled(_explicit_jets_py), kinematics[0] if kinematics else None,
                    jit.compiled(_ltdl_solve_py), joint_forces_kernel())
         from biobullet.contact.kernels import ground_forces_kernel
-        callees += (ground_forces_kernel(),)
+        from biobullet.forces.compiled import plugin_forces_kernel
+        callees += (ground_forces_kernel(), plugin_forces_kernel())
         if None in callees:
             _EXPLICIT = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             names = ("_TREE", "_SPRING_FORCES", "_PROJECTED_SOLVE", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS",
-                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES", "_GROUND_FORCES")
+                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES", "_GROUND_FORCES", "_PLUGIN_FORCES")
             _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
+
+
+_NO_PLUGINS = (np.zeros(0, dtype=np.int64), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64), False)
+
+
+def plugin_elements(system, builtins) -> tuple[list, tuple | None]:
+    """(the run's elements that are not of the `builtins` types, their packed kernels): the packed kernels are
+    `forces.compiled.pack_plugins`'s tuple, `_NO_PLUGINS` without such elements, or None when one of them has no
+    compiled kernel (the run then keeps the generic path)."""
+    from biobullet.forces.compiled import pack_plugins
+    others = [e for e in system.elements if type(e) not in builtins]
+    if not others:
+        return others, _NO_PLUGINS
+    return others, pack_plugins(system.model, others)
 
 
 def pack_springs(model, springs) -> tuple:
@@ -240,11 +270,13 @@ class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
     polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
     torques, joint spring-dampers, joint stops (smooth or switched; the switched stops' restart events stay with the
-    engine's event handling), point-to-point springs and ground contacts with built-in laws: one compiled call; None
-    where the generic path must evaluate. Built by :meth:`for_system` (None for other models: loops, plug-in
-    functions, contacts with a plug-in law, …)."""
+    engine's event handling), point-to-point springs, ground contacts with built-in laws or plug-in laws with a
+    compiled twin, and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`): one compiled
+    call; None where the generic path must evaluate. Built by :meth:`for_system` (None for other models: loops,
+    plug-in functions, elements or contact laws without a compiled form, …)."""
 
-    def __init__(self, system, table, springs, joint_springs, torques, joint_stops=(), contacts=()) -> None:
+    def __init__(self, system, table, springs, joint_springs, torques, joint_stops=(), contacts=(),
+                 plugins=None) -> None:
         from biobullet.forces.compiled import pack_joint_forces
         from biobullet.algorithms.vectorized import tree_arrays
 
@@ -275,6 +307,8 @@ class CompiledExplicitRHS:
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
+        # third-party elements' kernels (`forces.compiled.pack_plugins`; none: empty rows)
+        self._plugins = plugins if plugins is not None else _NO_PLUGINS
         # Σ depth² is the sparse factorisation's work, n³/3 the dense one's (both up to a constant): the sparse
         # one pays off only on clearly branched trees (measured: tests/benchmarks/test_rhs_scaling.py)
         depth = np.zeros(model.n_tangent)
@@ -297,7 +331,9 @@ class CompiledExplicitRHS:
         contacts = [e for e in system.elements if type(e) is Contact]
         if any(not has_twins(e) or e.state is None for e in contacts):
             return None
-        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop, Contact) for e in system.elements):
+        # third-party elements: each with its compiled kernel (`ForceElement.compiled_kernel`), else generic
+        _, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
+        if plugins is None:
             return None
         # 1-DOF joints and the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
         if any(b.joint_type not in ("revolute", "prismatic") and not (b.joint_type == "free" and not b.joint)
@@ -309,7 +345,7 @@ class CompiledExplicitRHS:
         path = cls(system, table, [e for e in system.elements if type(e) is Spring],
                    [e for e in system.elements if type(e) is JointSpring],
                    [e for e in system.elements if type(e) is JointTorque],
-                   [e for e in system.elements if type(e) is JointStop], contacts)
+                   [e for e in system.elements if type(e) is JointStop], contacts, plugins)
         return path if path._kernel is not None else None
 
     def _contact_arrays(self) -> tuple:
@@ -337,7 +373,8 @@ class CompiledExplicitRHS:
         status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
                                    inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
                                    bodies, points, params, zero_length, *self._joint_springs[:2],
-                                   self._tangent_parent, *self._joint_springs[2:], *self._contact_arrays())
+                                   self._tangent_parent, *self._joint_springs[2:], *self._contact_arrays(),
+                                   *self._plugins)
         return out if status == 0 else None
 
 

@@ -4,8 +4,9 @@ For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit 
 all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
 evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
 inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
-springs, joint torques, joint spring-dampers, joint stops and ground contacts with built-in laws
-(`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced" formulation,
+springs, joint torques, joint spring-dampers, joint stops, ground contacts with built-in laws
+(`contact.kernels._ground_forces_py`, the contact state given) and third-party elements with a compiled kernel
+(`forces.compiled._plugin_forces_py`, called by address), integrated with the "reduced" formulation,
 everything `System._rhs` does per call runs in one numba function:
 
     functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
@@ -49,6 +50,7 @@ _EMPTY = np.zeros(0)
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
 _LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
+_PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party elements' kernels, by address)
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
 _TAIL = None            # the compiled `_loop_tail_py`
 _STATE = None           # the compiled `_loop_state_py`
@@ -76,10 +78,13 @@ def _loop_state_py(y, nq, independent, n_joints):
 def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state, plugins):
     """(status, ẏ) from the coordinate jets θ, G, θ̇, γ (n_joints) and the kinematics (rot, pos, sub) at θ: the
     applied forces, the tree dynamics and the projected solve — the part shared by both loop entries (compiled
-    inline into each: as a called function it cost the single-loop path ≈ 0.4 µs per call)."""
+    inline into each: as a called function it cost the single-loop path ≈ 0.4 µs per call). plugins = (t, the
+    plug-in elements' addresses, fparams, iparams): one tuple, because CPython passes a call of more than 30
+    arguments as *args, which numba cannot inline."""
+    t, plugin_addresses, plugin_fparams, plugin_iparams = plugins
     size = y.shape[0]
     # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
     # kinematics of the loop solve
@@ -98,6 +103,15 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
     if contact_index.shape[0]:
         dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
                                      contact_friction_p, contact_state, rate, tau)
+    # plug-in force elements (`ForceElement.compiled_kernel`), called through their addresses, at the same
+    # kinematics; a kernel's non-zero status hands the state to the generic path
+    if plugin_addresses.shape[0]:
+        power = np.zeros(2)
+        if _PLUGIN_FORCES(t, theta, rate, rot, pos, sub, ancestry, plugin_addresses, plugin_fparams, plugin_iparams,
+                          tau, power) != 0:
+            return 1, np.zeros(0)
+        power_in += power[0]
+        dissipated += power[1]
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
     accel = np.empty(nq)
@@ -129,7 +143,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   row_start, n_rows,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state):
+                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                  t, plugin_addresses, plugin_fparams, plugin_iparams):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ) of a map that is the loop alone: status 0 on
     success, else the generic path must evaluate this state (nothing of the resolver's cache is changed by a failed
     call)."""
@@ -148,7 +163,8 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
                         tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
                         zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                        (t, plugin_addresses, plugin_fparams, plugin_iparams))
     if status != 0:
         return fail
     return 0, condition, sens, h, u, known_new, dep_new, out
@@ -161,7 +177,8 @@ def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
                   contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                   t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef):
+                   t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef,
+                   plugin_addresses, plugin_fparams, plugin_iparams):
     """`_fused_rhs_py` for a map of several stages, in the generic `CoordinateMap`'s order: the explicit joint
     functions before the loop resolver (`pre_table`: they may compute the loop's known joints), the loop, then the
     functions after it (`post_table`: they may take loop-dependent joints as inputs), each table in
@@ -184,12 +201,14 @@ def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     if post_table.shape[0]:
         if _JETS(post_table, post_inputs, post_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
             return fail
-        if spring_bodies.shape[0] or contact_index.shape[0]:   # the loop's kinematics predate these joints
+        if spring_bodies.shape[0] or contact_index.shape[0] or plugin_addresses.shape[0]:   # the loop's
+            # kinematics predate these joints
             rot, pos, sub, _, _ = _KIN(meta, body, theta, rate, n_tangent, False)
     status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
                         tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
                         zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state)
+                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                        (t, plugin_addresses, plugin_fparams, plugin_iparams))
     if status != 0:
         return fail
     return 0, condition, sens, h, u, known_new, dep_new, out
@@ -208,15 +227,17 @@ def _fused_kernel(lean_kernel):
         from biobullet.contact.kernels import ground_forces_kernel
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
         from biobullet.model.joint_jets import _explicit_jets_py
+        from biobullet.forces.compiled import plugin_forces_kernel
         ground = ground_forces_kernel()
+        plugins = plugin_forces_kernel()
         jets = jit.compiled(_explicit_jets_py)
         kinematics = loop_kernels()
-        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics):
+        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics, plugins):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             tail = jit.compiled(_loop_tail_py, bind={
                 "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
-                "_GROUND_FORCES": ground}, inline=True)
+                "_GROUND_FORCES": ground, "_PLUGIN_FORCES": plugins}, inline=True)
             state = jit.compiled(_loop_state_py, inline=True)
             fused = staged = None
             if tail is not None and state is not None:
@@ -408,7 +429,7 @@ class CompiledReducedRHS:
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
     def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=(),
-                 contacts=(), functions=None) -> None:
+                 contacts=(), functions=None, plugins=None) -> None:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.forces.compiled import pack_joint_forces
@@ -460,6 +481,9 @@ class CompiledReducedRHS:
         self._functions = (*self._pre, *self._post) if self._staged else ()
         if kernels and self._staged:
             self._kernel = kernels[1]
+        # third-party elements' kernels (`forces.compiled.pack_plugins`; the loop's kinematics serve them all)
+        from biobullet.integrate.compiled_explicit import _NO_PLUGINS
+        self._plugins = (plugins if plugins is not None else _NO_PLUGINS)[:3]
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
@@ -467,8 +491,9 @@ class CompiledReducedRHS:
         resolver (all `<loop>` elements of a model: two four-bar knees are one resolver with two loops) and any
         explicit joint functions of the types `model.joint_jets` evaluates, before the loop (e.g. computing its
         known joints) or after it (e.g. taking its dependent joints as inputs), only Spring, JointTorque,
-        JointSpring, JointStop (a switched stop's restart events stay with the engine) and Contact (built-in laws)
-        elements, numba available and enabled."""
+        JointSpring, JointStop (a switched stop's restart events stay with the engine), Contact (laws with
+        compiled twins) and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`), numba
+        available and enabled."""
         from biobullet.constraints.implicit import LoopResolver
         from biobullet.contact.element import Contact
         from biobullet.contact.kernels import has_twins
@@ -493,7 +518,10 @@ class CompiledReducedRHS:
         contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
         if any(not has_twins(e) or e.state is None for e in contacts):
             return None
-        if any(type(e) not in (Spring, JointTorque, JointSpring, JointStop, Contact) for e in system.elements):
+        # third-party elements: each with its compiled kernel (`ForceElement.compiled_kernel`), else generic
+        from biobullet.integrate.compiled_explicit import plugin_elements
+        _, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
+        if plugins is None:
             return None
         resolver = cmap.resolvers[stage]
         lean = resolver._lean
@@ -502,7 +530,7 @@ class CompiledReducedRHS:
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
         path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointStop], contacts, functions)
+                   [e for e in system.elements if type(e) is JointStop], contacts, functions, plugins)
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
@@ -638,7 +666,7 @@ class CompiledReducedRHS:
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
             y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
             r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
-            *self._contact_arrays(), *((float(t), *self._functions) if self._staged else ()))
+            *self._contact_arrays(), float(t), *(self._functions if self._staged else ()), *self._plugins)
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
@@ -669,7 +697,7 @@ class CompiledReducedRHS:
         loose = r.accept_residual
         as_c = np.ascontiguousarray
         args = ((*head, self._tau_time, *middle), (*tail, *self._contacts), as_c(anchor, dtype=float),
-                float(r.residual_tolerance), -1.0 if loose is None else float(loose))
+                float(r.residual_tolerance), -1.0 if loose is None else float(loose), self._plugins)
         cache = (as_c(known0, dtype=float), as_c(dep0, dtype=float), as_c(sensitivity, dtype=float),
                  as_c(u0, dtype=float), as_c(h0, dtype=float), float(r._warm_condition))
         return args, cache

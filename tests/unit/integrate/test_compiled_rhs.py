@@ -122,8 +122,14 @@ def test_only_models_it_covers(monkeypatch):
     for formulation in ("reduced_recursive", "multipliers", "matrix_calculus"):
         assert System(andrews, formulation, {"shadow": False})._compiled is None, formulation
     assert System(biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf"), "reduced", {"shadow": True})._compiled
-    prosthesis = biobullet.load_model(ROOT / "urdf" / "prosthesis_fourbar.urdf")   # other force elements
+    prosthesis = biobullet.load_model(ROOT / "urdf" / "prosthesis_fourbar.urdf")   # third-party force elements
     arm = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")   # no loop: the explicit-map kernel instead
+    # the study's elements hand over their compiled kernels (`ForceElement.compiled_kernel`); an element without
+    # one keeps the generic path
+    assert type(System(prosthesis, "reduced", {"shadow": True})._compiled) is compiled_rhs.CompiledReducedRHS
+    from biobullet.forces import force_elements
+    stop = type(next(e for e in force_elements(prosthesis) if e.name == "knee_stop"))
+    monkeypatch.setattr(stop, "compiled_kernel", lambda self, model: None)
     assert System(prosthesis, "reduced", {"shadow": True})._compiled is None
     assert type(System(arm, "reduced", {"shadow": True})._compiled).__name__ == "CompiledExplicitRHS"
     monkeypatch.setattr(jit, "ENABLED", False)               # BIOBULLET_NUMBA=0
