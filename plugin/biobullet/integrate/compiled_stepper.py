@@ -255,6 +255,7 @@ class CompiledSteps:
         self.rhs, self.kernel = rhs, kernel
         self.tableau = _tableau()
         self.misses = 0
+        self.steps = 0   # steps taken in compiled segments over the run
 
     @classmethod
     def for_rhs(cls, rhs) -> "CompiledSteps | None":
@@ -288,6 +289,7 @@ class CompiledSteps:
             t_eval, int(next_eval), samples, int(max_steps), *self.tableau, args, cache)
         self.rhs.take_cache(cache)
         self.misses = 0 if steps else self.misses + 1
+        self.steps += int(steps)
         if steps:   # (SciPy's own next step sets t_old, y_old and its dense output's data)
             solver.t, solver.y, solver.f = t, y, f
         solver.h_abs = h_abs

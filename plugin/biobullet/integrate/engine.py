@@ -87,8 +87,28 @@ class System:
             from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
             from biobullet.integrate.compiled_rhs import CompiledReducedRHS
             self._compiled = CompiledReducedRHS.for_system(self) or CompiledExplicitRHS.for_system(self)
+        self.generic_calls = 0   # calls the compiled right-hand side handed to the generic path (per-call fallback)
 
     # ------------------------------------------------------------------ state
+    def right_hand_side(self) -> dict:
+        """Which right-hand side served the run: {"path": "compiled loop map" | "compiled explicit map" |
+        "generic", "generic_calls": calls the compiled path handed to the generic one (per-call fallback), or
+        "reason": why the generic path serves} — for `Trajectory.meta` (a user asking why a run is slow)."""
+        from biobullet.core import jit
+        from biobullet.integrate.compiled_rhs import CompiledReducedRHS
+        if self._compiled is not None:
+            kind = "loop" if isinstance(self._compiled, CompiledReducedRHS) else "explicit"
+            return {"path": f"compiled {kind} map", "generic_calls": int(self.generic_calls)}
+        if not self.options.get("compiled", True):
+            reason = "compiled=False"
+        elif not jit.ENABLED:
+            reason = "numba is not installed or is switched off (BIOBULLET_NUMBA=0)"
+        elif self.joint_space or self.formulation != "reduced":
+            reason = f"formulation {self.formulation!r} (the compiled paths are the reduced formulation's)"
+        else:
+            reason = "a model kind no compiled right-hand side covers (docs/speed.md lists the kinds covered)"
+        return {"path": "generic", "reason": reason}
+
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = np.array(y[:self.n_pos])
         if self.model.base_nq:   # floating base and multi-DOF joints: unit quaternions (and planar cos, sin)
@@ -115,6 +135,8 @@ class System:
             return self._memo[1].copy()
         out = self._compiled(t, y) if self._compiled is not None else None
         if out is None:
+            if self._compiled is not None:
+                self.generic_calls += 1
             out = self._checked_rhs(t, y)
         self._memo = (key, out.copy())
         return out
@@ -550,7 +572,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
         fail_y = getattr(exc, "y", result.last_y)
-        meta.update(_stats(result, started), status="failed", message=str(exc))
+        meta.update(_stats(result, started), status="failed", message=str(exc),
+                    right_hand_side=system.right_hand_side())
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
         times, states = list(result.t), list(result.y)
@@ -569,7 +592,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                + (f"; partial trajectory written to {path}" if path else ""),
                                fail_t, fail_y, partial, path) from None
     bar.close()
-    meta.update(_stats(result, started), status=result.status, message=result.message)
+    meta.update(_stats(result, started), status=result.status, message=result.message,
+                right_hand_side={**system.right_hand_side(),
+                                 **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
     if run_logs(system.elements):
         meta["discrete"] = run_logs(system.elements)
     trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
@@ -636,5 +661,6 @@ def cli_simulate(args) -> int:
                           atol=getattr(args, "atol", None), t_eval=t_eval, initial=overrides, out=args.out,
                           progress=getattr(args, "progress", None))
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s, "
-          f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s)", file=sys.stderr)
+          f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s, "
+          f"{trajectory.meta['right_hand_side']['path']} right-hand side)", file=sys.stderr)
     return 0
