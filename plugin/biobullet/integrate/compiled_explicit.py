@@ -18,7 +18,8 @@ samples of a trajectory (post-processing). Tested equal to the generic path in
 tests/unit/integrate/test_compiled_explicit.py.
 
 numba's on-disk cache of these kernels is keyed on this file only: after editing the kernels they call
-(algorithms.compiled_kernels, constraints.loop_kernels, forces.compiled), touch this file.
+(algorithms.compiled_kernels, constraints.loop_kernels, forces.compiled), touch this file; after editing
+`_reduced_state_py` / `_position_rate_py` here (also inlined into compiled_rhs's loop kernels), touch compiled_rhs.py.
 """
 from __future__ import annotations
 

@@ -1,20 +1,25 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
-For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit in the independent coordinates;
-all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
-evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
-inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
+For a model whose coordinate map holds loop resolvers (θ_dep implicit in the independent coordinates; all `<loop>`
+elements of a model file form one resolver, a map built by hand may hold several) — a fixed-base map that is one
+resolver alone (`_fused_rhs_py`), or any sequence of loop resolvers and explicit joint functions (before a loop,
+computing its known joints; between loops; after them, taking their dependent joints as inputs), on a fixed or a
+free-floating base, in the generic `CoordinateMap`'s order (`_staged_rhs_py`; a free base's loops are solved with
+the base held at the identity, `_held_base_tree`, as the generic resolver does) —, whose force elements are
+point-to-point
 springs, joint torques, joint spring-dampers, joint stops and ground contacts with built-in laws
 (`contact.kernels._ground_forces_py`, the contact state given), integrated with the "reduced" formulation,
 everything `System._rhs` does per call runs in one numba function:
 
     functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    functions after the loop (then the kinematics again for springs and contacts)
+    further functions and loops, each loop from its own resolver's cache
+    (then the kinematics again for springs and contacts, if functions followed the last loop or the base floats)
     τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
-    ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
+    ẏ = (q̇ — v, or with a free base (R v_lin, ½ z ⊗ (ω, 0), v_θ) —, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power,
+         dissipated power)
 
 The Python glue between those kernels (jets, caches, checks, the per-element loop) cost twice the kernels
 themselves; this is the same algebra with the same kernels, checked against the generic path in
@@ -27,9 +32,10 @@ is not finite (an expression outside its domain included). Any other model, or n
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
-sample it cannot take to the generic path and resuming after it; the functions before the loop are evaluated
-first over all samples (`compiled_explicit.explicit_states_batch`) and enter that pass as given joints, those after
-it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`.
+sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are evaluated
+over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops' passes as given
+joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (which shares this kernel's
+state prologue and free-base q̇: `_reduced_state_py`, `_position_rate_py`).
 
 numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
 (constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled,
