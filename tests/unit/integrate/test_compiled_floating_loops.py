@@ -14,7 +14,7 @@ from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System
 from multiloop_models import floating_knee, two_resolvers
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
+compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 MODELS = {"floating knee": (lambda d: biobullet.load_model(floating_knee(d)), {"hip": 0.3, "knee_A": 0.4}),
           "two resolvers": (two_resolvers, {"hip_1": 0.3, "knee_A_1": 0.4, "hip_2": -0.2}),
@@ -35,6 +35,7 @@ def _restore(resolvers, caches) -> None:
         r._warm, r._warm_condition, r._warm_curvature, r._anchor = warm, condition, curvature, anchor
 
 
+@compiled_only
 @pytest.mark.parametrize("name", list(MODELS))
 def test_matches_the_generic_path_at_random_states(tmp_path, name):
     build, initial = MODELS[name]
@@ -82,6 +83,7 @@ def test_matches_the_generic_path_at_random_states(tmp_path, name):
             np.testing.assert_allclose(warm[1], r._warm[1], rtol=0, atol=1e-13)
 
 
+@compiled_only
 @pytest.mark.parametrize("name", list(MODELS))
 def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
     build, initial = MODELS[name]
@@ -109,10 +111,11 @@ def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
 def test_passive_floating_loop_conserves_energy(tmp_path):
     """No damping, no actuation: T + V_gravity + V_elastic of the floating four-bar (base flying and tumbling,
     knee swinging) is constant; the compiled run keeps it to the integration tolerance — an independent check of
-    the compiled free-base and loop algebra (a wrong term of the base's q̇, of the loop's G or γ drifts it)."""
+    the compiled free-base and loop algebra (a wrong term of the base's q̇, of the loop's G or γ drifts it); with
+    numba disabled, of the generic path."""
     model = biobullet.load_model(floating_knee(tmp_path, damping=0.0))
     system = System(model, "reduced", {"shadow": True})
-    assert type(system._compiled) is compiled_rhs.CompiledReducedRHS
+    assert (type(system._compiled) is compiled_rhs.CompiledReducedRHS) == jit.ENABLED
     q0, v0 = model.initial_state({"hip": 0.3, "knee_A": 0.4})
     v0[:6] = [0.3, -0.2, 1.0, 2.0, -1.5, 3.0]   # a spinning, flying base
     trajectory = biobullet.simulate(model, 1.0, rtol=1e-10, atol=1e-12, initial=(q0, v0), progress=False)
@@ -124,6 +127,7 @@ def test_passive_floating_loop_conserves_energy(tmp_path):
     assert np.max(np.abs(energy - energy[0])) < 1e-8 * max(1.0, abs(energy[0])), np.ptp(energy)
 
 
+@compiled_only
 def test_tree_states_equal_the_per_sample_path(tmp_path, monkeypatch):
     """The 1,001-sample trajectory of the hand-built two-resolver map on a floating base: loop 1, the function, loop
     2 stage by stage over all samples, equal to the per-sample generic path to round-off."""
