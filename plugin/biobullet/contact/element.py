@@ -259,15 +259,27 @@ class Contact(ForceElement):
                              action=self._sync))
         return out
 
+    def _event_kinematics(self, model, x, xd) -> tuple[float, float, np.ndarray]:
+        """(δ [m], δ̇ [m/s], slip v_t (3) [m/s]) for the event functions: one compiled call
+        (`kernels.ContactSampler.kinematics`) where the run's compiled right-hand side switched the compiled
+        observer on, else `kinematics` (numpy; the reference, and every run without numba or with a plug-in law)."""
+        sampler = self.__dict__.get("_sampler")
+        row = sampler.kinematics(x, xd) if sampler is not None else None
+        if row is not None:
+            return float(row[0]), float(row[1]), row[2:5]
+        kin = self.kinematics(model, x, xd, need_jacobian=xd is not None)
+        return kin.delta, kin.delta_dot, kin.slip
+
     def _g_touch(self, model):
-        return lambda t, x, xd: self.kinematics(model, x, need_jacobian=False).delta
+        return lambda t, x, xd: self._event_kinematics(model, x, None)[0]
 
     def _g_release(self, model):
         def g(t, x, xd):
             if self._state is None or not self._state.active:
                 return 1.0
-            kin = self.kinematics(model, x, xd)
-            return float(self.normal_law.release_function(kin.delta, kin.delta_dot, self._impact_velocity(kin)))
+            delta, delta_dot, _ = self._event_kinematics(model, x, xd)
+            impact = self._state.impact_velocity if self.normal_law.needs_impact_velocity else None
+            return float(self.normal_law.release_function(delta, delta_dot, impact))
         return g
 
     def _g_slip_stop(self, model):
@@ -275,7 +287,7 @@ class Contact(ForceElement):
             st = self._state
             if st is None or not st.active or st.resting or st.slip_direction is None:
                 return 1.0
-            return float(self.kinematics(model, x, xd).slip @ st.slip_direction)
+            return float(self._event_kinematics(model, x, xd)[2] @ st.slip_direction)
         return g
 
     def _g_slip_start(self, model):
@@ -283,7 +295,7 @@ class Contact(ForceElement):
             st = self._state
             if st is None or not st.active or not st.resting:
                 return -1.0
-            return self.kinematics(model, x, xd).slip_speed - REST_SPEED
+            return float(np.linalg.norm(self._event_kinematics(model, x, xd)[2])) - REST_SPEED
         return g
 
     def _sync(self, t: float, x: np.ndarray, xd: np.ndarray) -> None:

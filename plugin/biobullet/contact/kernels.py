@@ -393,6 +393,35 @@ def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, frictio
         out[s, 3] = delta
 
 
+def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
+    """One sphere/point (geometry row g, body b) at the tree state (x, ẋ): out = (δ [m], δ̇ [m/s] (> 0
+    approaching), slip v_t (3) [m/s]) — `contact.geometry.sphere_kinematics`' δ, δ̇ and slip in one call (the
+    engine's contact event functions: touch, release, slip stop and start). Places only b and its ancestors."""
+    nb = meta.shape[0]
+    rot = np.empty((nb, 3, 3))
+    pos = np.empty((nb, 3))
+    sub = np.zeros((6, xd.shape[0]))
+    loc = np.empty((3, 3))
+    jr = np.empty((3, 3))
+    slip = np.empty(3)
+    normal = np.empty(3)
+    point = np.empty(3)
+    if b >= 0:
+        chain = np.empty(nb, dtype=np.int64)   # b's path to the root, placed root first
+        depth = 0
+        i = b
+        while i >= 0:
+            chain[depth] = i
+            depth += 1
+            i = meta[i, 0]
+        for d in range(depth - 1, -1, -1):
+            _PLACE_BODY(meta, body, x, chain[d], loc, jr, rot, pos, sub)
+    delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, g, xd, point, normal, slip)
+    out[0] = delta
+    out[1] = -normal_speed
+    out[2], out[3], out[4] = slip[0], slip[1], slip[2]
+
+
 # ------------------------------------------------------------------------------------------------ compiling
 def _law_bindings() -> dict:
     from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
@@ -467,6 +496,16 @@ def _samples_bindings() -> dict:
 def contact_samples_kernel():
     """The compiled `_contact_samples_py`, or None without numba."""
     return jit.compiled(_contact_samples_py, bind=_samples_bindings)
+
+
+def _kinematics_bindings() -> dict:
+    place = jit.compiled(_place_body_py, inline=True)
+    return {} if place is None else {"_PLACE_BODY": place, "_SPHERE_POINT": _sphere_point_py}
+
+
+def contact_kinematics_kernel():
+    """The compiled `_contact_kinematics_py`, or None without numba."""
+    return jit.compiled(_contact_kinematics_py, bind=_kinematics_bindings)
 
 
 def ground_forces_kernel():
@@ -685,6 +724,22 @@ class ContactSampler:
         kernel = contact_samples_kernel()
         return None if kernel is None else cls(model, contact, kernel)
 
+    def kinematics(self, x: np.ndarray, xd: np.ndarray | None) -> np.ndarray | None:
+        """(δ [m], δ̇ [m/s], slip v_t (3) [m/s]) of the contact at the tree state (x, ẋ; ẋ None: at rest) in one
+        compiled call (`_contact_kinematics_py`), or None when that kernel is unavailable (the caller's Python
+        kinematics serve)."""
+        kernel = self.__dict__.get("_kinematics")
+        if kernel is None:
+            kernel = self._kinematics = contact_kinematics_kernel() or False
+            self._at_rest = np.zeros(self.ancestry.shape[1])
+        if not kernel:
+            return None
+        out = np.empty(5)
+        index, geometry = self.packed[0], self.packed[1]
+        kernel(self.meta, self.body, self.ancestry, index[0, 0], geometry[0], np.ascontiguousarray(x, dtype=float),
+               self._at_rest if xd is None else np.ascontiguousarray(xd, dtype=float), out)
+        return out
+
     def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
         discrete_rows((state,), self.state)
         out = np.empty((xs.shape[0], 4))
@@ -719,6 +774,7 @@ __all__ = [
     "ContactSampler",
     "GroundContacts",
     "contact_forces_kernel",
+    "contact_kinematics_kernel",
     "contact_samples_kernel",
     "contact_update_kernel",
     "discrete_rows",

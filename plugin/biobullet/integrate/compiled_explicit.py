@@ -19,7 +19,8 @@ samples of a trajectory (post-processing). Tested equal to the generic path in
 tests/unit/integrate/test_compiled_explicit.py.
 
 numba's on-disk cache of these kernels is keyed on this file only: after editing the kernels they call
-(algorithms.compiled_kernels, constraints.loop_kernels, forces.compiled), touch this file.
+(algorithms.compiled_kernels, constraints.loop_kernels, forces.compiled), touch this file; after editing
+`_reduced_state_py` / `_position_rate_py` here (also inlined into compiled_rhs's loop kernels), touch compiled_rhs.py.
 """
 from __future__ import annotations
 
@@ -94,6 +95,63 @@ def tangent_parents(model) -> np.ndarray:
 
 _LTDL = None
 _EXPLICIT = _JETS = _KINEMATICS = _JOINT_FORCES = None
+_STATE = _POSITION_RATE = None   # the compiled `_reduced_state_py`, `_position_rate_py` (inlined)
+
+
+def _reduced_state_py(y, nq, nv, base_q, base_v, independent, n_config, n_tangent):
+    """(finite, x, ẋ, G, γ) of the tree from a reduced state y = (q, v, …): the free base's pose (quaternion
+    normalised) and twist and the independent joints set (G has identity rows there: the base block and one per
+    independent joint), the other joints zero for the coordinate map's stages to fill; finite False when y is not
+    (or the quaternion is zero). Shared by the explicit-function and the loop-map kernels (compiled inline)."""
+    x = np.zeros(n_config)
+    xd = np.zeros(n_tangent)
+    gradient = np.zeros((n_tangent, nv))
+    gamma = np.zeros(n_tangent)
+    for i in range(y.shape[0]):
+        if not np.isfinite(y[i]):
+            return False, x, xd, gradient, gamma
+    for k in range(base_q):
+        x[k] = y[k]
+    if base_q:
+        norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+        if not norm > 0.0:
+            return False, x, xd, gradient, gamma
+        for k in range(3, 7):
+            x[k] /= norm
+    for k in range(base_v):
+        xd[k] = y[nq + k]
+        gradient[k, k] = 1.0
+    for j in range(independent.shape[0]):
+        x[base_q + independent[j]] = y[base_q + j]
+        xd[base_v + independent[j]] = y[nq + base_v + j]
+        gradient[base_v + independent[j], base_v + j] = 1.0
+    return True, x, xd, gradient, gamma
+
+
+def _position_rate_py(y, nq, base_q, x, xd, out):
+    """q̇ into out[:nq] from a reduced state y = (q, v, …): v itself, or with a free base (base_q = 7)
+    (R(z) v_lin, ½ z ⊗ (ω, 0), v_θ) — z = x[3:7] the normalised quaternion (x, y, z, w), scalar last; (v_lin, ω)
+    = ẋ[:6] in the base frame. Shared by the explicit-function and the loop-map kernels (compiled inline)."""
+    if base_q:
+        qx, qy, qz, qw = x[3], x[4], x[5], x[6]
+        r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+        r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+        r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+        v0, v1, v2, w0, w1, w2 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5]
+        out[0] = r00 * v0 + r01 * v1 + r02 * v2
+        out[1] = r10 * v0 + r11 * v1 + r12 * v2
+        out[2] = r20 * v0 + r21 * v1 + r22 * v2
+        out[3] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+        out[4] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+        out[5] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+        out[6] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+        for k in range(7, nq):
+            out[k] = y[nq + k - 1]
+    else:
+        for k in range(nq):
+            out[k] = y[nq + k]
+
+
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party elements' kernels, by address)
 
@@ -108,28 +166,9 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
     positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
     size = y.shape[0]
     fail = (1, np.zeros(0))
-    for i in range(size):
-        if not np.isfinite(y[i]):
-            return fail
-    x = np.zeros(n_config)
-    xd = np.zeros(n_tangent)
-    gradient = np.zeros((n_tangent, nv))
-    gamma = np.zeros(n_tangent)
-    for k in range(base_q):
-        x[k] = y[k]
-    if base_q:
-        norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
-        if not norm > 0.0:
-            return fail
-        for k in range(3, 7):
-            x[k] /= norm
-    for k in range(base_v):
-        xd[k] = y[nq + k]
-        gradient[k, k] = 1.0
-    for j in range(independent.shape[0]):
-        x[base_q + independent[j]] = y[base_q + j]
-        xd[base_v + independent[j]] = y[nq + base_v + j]
-        gradient[base_v + independent[j], base_v + j] = 1.0
+    finite, x, xd, gradient, gamma = _STATE(y, nq, nv, base_q, base_v, independent, n_config, n_tangent)
+    if not finite:
+        return fail
     if _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma) != 0:
         return fail
     # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, point-to-point springs
@@ -182,25 +221,7 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
     elif not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
         return fail
     out = np.empty(size)
-    if base_q:
-        qx, qy, qz, qw = x[3], x[4], x[5], x[6]
-        # R(z) v_lin (z = (x, y, z, w), scalar last) and ½ z ⊗ (ω, 0)
-        r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
-        r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
-        r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
-        v0, v1, v2, w0, w1, w2 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5]
-        out[0] = r00 * v0 + r01 * v1 + r02 * v2
-        out[1] = r10 * v0 + r11 * v1 + r12 * v2
-        out[2] = r20 * v0 + r21 * v1 + r22 * v2
-        out[3] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
-        out[4] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
-        out[5] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
-        out[6] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
-        for k in range(7, nq):
-            out[k] = y[nq + k - 1]
-    else:
-        for k in range(nq):
-            out[k] = y[nq + k]
+    _POSITION_RATE(y, nq, base_q, x, xd, out)
     for k in range(nv):
         out[nq + k] = accel[k]
     out[size - 2] = power_in
@@ -209,6 +230,12 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
         if not np.isfinite(out[i]):
             return fail
     return 0, out
+
+
+def state_kernels() -> tuple:
+    """(the compiled `_reduced_state_py`, the compiled `_position_rate_py`), inlined into their callers (None each
+    without numba)."""
+    return jit.compiled(_reduced_state_py, inline=True), jit.compiled(_position_rate_py, inline=True)
 
 
 def _explicit_kernel():
@@ -224,12 +251,13 @@ def _explicit_kernel():
                    jit.compiled(_ltdl_solve_py), joint_forces_kernel())
         from biobullet.contact.kernels import ground_forces_kernel
         from biobullet.forces.compiled import plugin_forces_kernel
-        callees += (ground_forces_kernel(), plugin_forces_kernel())
+        callees += (ground_forces_kernel(), plugin_forces_kernel(), *state_kernels())
         if None in callees:
             _EXPLICIT = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             names = ("_TREE", "_SPRING_FORCES", "_PROJECTED_SOLVE", "_CHOLESKY_FACTOR", "_CHOLESKY_SOLVE", "_JETS",
-                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES", "_GROUND_FORCES", "_PLUGIN_FORCES")
+                     "_KINEMATICS", "_LTDL", "_JOINT_FORCES", "_GROUND_FORCES", "_PLUGIN_FORCES", "_STATE",
+                     "_POSITION_RATE")
             _EXPLICIT = jit.compiled(_explicit_rhs_py, bind=dict(zip(names, callees))) or False
     return _EXPLICIT or None
 

@@ -1,9 +1,12 @@
 """One compiled call for the whole right-hand side of a reduced closed-loop model (the integrators' hot path).
 
-For a fixed-base model whose coordinate map is a loop resolver (θ_dep implicit in the independent coordinates;
-all `<loop>` elements of a model form one resolver) — alone (`_fused_rhs_py`), or with explicit joint functions
-evaluated before it (they may compute the loop's known joints) and after it (they may take its dependent joints as
-inputs), in the generic `CoordinateMap`'s order (`_staged_rhs_py`) —, whose force elements are point-to-point
+For a model whose coordinate map holds loop resolvers (θ_dep implicit in the independent coordinates; all `<loop>`
+elements of a model file form one resolver, a map built by hand may hold several) — a fixed-base map that is one
+resolver alone (`_fused_rhs_py`), or any sequence of loop resolvers and explicit joint functions (before a loop,
+computing its known joints; between loops; after them, taking their dependent joints as inputs), on a fixed or a
+free-floating base, in the generic `CoordinateMap`'s order (`_staged_rhs_py`; a free base's loops are solved with
+the base held at the identity, `_held_base_tree`, as the generic resolver does) —, whose force elements are
+point-to-point
 springs, joint torques, joint spring-dampers, joint stops, ground contacts with built-in laws
 (`contact.kernels._ground_forces_py`, the contact state given) and third-party elements with a compiled kernel
 (`forces.compiled._plugin_forces_py`, called by address), integrated with the "reduced" formulation,
@@ -11,11 +14,13 @@ everything `System._rhs` does per call runs in one numba function:
 
     functions before the loop: θ, G, θ̇, γ              (`model.joint_jets._explicit_jets_py`)
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
-    functions after the loop (then the kinematics again for springs and contacts)
+    further functions and loops, each loop from its own resolver's cache
+    (then the kinematics again for springs and contacts, if functions followed the last loop or the base floats)
     τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
     M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
-    ẏ = (v, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power, dissipated power)
+    ẏ = (q̇ — v, or with a free base (R v_lin, ½ z ⊗ (ω, 0), v_θ) —, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power,
+         dissipated power)
 
 The Python glue between those kernels (jets, caches, checks, the per-element loop) cost twice the kernels
 themselves; this is the same algebra with the same kernels, checked against the generic path in
@@ -28,9 +33,10 @@ is not finite (an expression outside its domain included). Any other model, or n
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass (`_loop_positions_py`: plain Newton on positions from a second-order prediction off the previous
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
-sample it cannot take to the generic path and resuming after it; the functions before the loop are evaluated
-first over all samples (`compiled_explicit.explicit_states_batch`) and enter that pass as given joints, those after
-it last. Models with explicit joint functions instead of a loop: `compiled_explicit.py`. The single-loop entry is
+sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are evaluated
+over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops' passes as given
+joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (which shares this kernel's
+state prologue and free-base q̇: `_reduced_state_py`, `_position_rate_py`). The single-loop entry is
 also offered to the compiled DOP853 stepper (`stepper_arguments` / `take_cache`; `integrate/compiled_stepper.py`),
 which calls it inside numba for whole runs of steps.
 
@@ -54,6 +60,7 @@ _PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party element
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
 _TAIL = None            # the compiled `_loop_tail_py`
 _STATE = None           # the compiled `_loop_state_py`
+_REDUCED_STATE = _POSITION_RATE = None   # compiled_explicit's `_reduced_state_py`, `_position_rate_py`
 _FUSED = None
 
 
@@ -79,13 +86,16 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
                   contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state, plugins):
-    """(status, ẏ) from the coordinate jets θ, G, θ̇, γ (n_joints) and the kinematics (rot, pos, sub) at θ: the
-    applied forces, the tree dynamics and the projected solve — the part shared by both loop entries (compiled
-    inline into each: as a called function it cost the single-loop path ≈ 0.4 µs per call). plugins = (t, the
-    plug-in elements' addresses, fparams, iparams): one tuple, because CPython passes a call of more than 30
-    arguments as *args, which numba cannot inline."""
+    """(status, ẏ) from the tree's jets x, G, ẋ, γ (`theta`, `gradient`, `rate`, `gamma`: n_config, n_tangent × nv,
+    n_tangent, n_tangent) and the kinematics (rot, pos, sub) at x: the applied forces, the tree dynamics and the
+    projected solve — the part shared by both loop entries (compiled inline into each: as a called function it
+    cost the single-loop path ≈ 0.4 µs per call). nv = G's columns; nq ≠ nv means a free base (this path's only
+    multi-DOF joint): q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ) (`compiled_explicit._position_rate_py`). plugins = (t, the plug-in elements' addresses, fparams,
+    iparams): one tuple, because CPython passes a call of more than 30 arguments as *args, which numba cannot
+    inline."""
     t, plugin_addresses, plugin_fparams, plugin_iparams = plugins
     size = y.shape[0]
+    nv = gradient.shape[1]
     # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
     # kinematics of the loop solve
     tau = tau_time.copy()
@@ -114,21 +124,22 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
         dissipated += power[1]
     mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
     # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
-    accel = np.empty(nq)
+    accel = np.empty(nv)
     if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
         return 1, np.zeros(0)
     out = np.empty(size)
-    for j in range(nq):
-        out[j] = y[nq + j]
+    _POSITION_RATE(y, nq, 7 if nq != nv else 0, theta, rate, out)
+    for j in range(nv):
         out[nq + j] = accel[j]
     m = shadow_rows.shape[0]
+    n_pv = nq + nv
     for i in range(m):
         row = shadow_rows[i]
-        out[2 * nq + i] = rate[row]
+        out[n_pv + i] = rate[row]
         s = gamma[row]
-        for c in range(nq):
+        for c in range(nv):
             s += gradient[row, c] * accel[c]
-        out[2 * nq + m + i] = s
+        out[n_pv + m + i] = s
     out[size - 2] = power_in
     out[size - 1] = dissipated
     for i in range(size):
@@ -170,48 +181,99 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
     return 0, condition, sens, h, u, known_new, dep_new, out
 
 
-def _staged_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
-                  meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
-                  warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
-                  row_start, n_rows,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                   t, pre_table, pre_inputs, pre_coef, post_table, post_inputs, post_coef,
+def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows, tau_time,
+                   meta, body, n_tangent, stages, table, inputs, coef, t,
+                   deps, knowns, known0s, dep0s, sensitivities, u0s, h0s, anchors, scalars, revolutes,
+                   condition_limit, rows,
+                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
+                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                   contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                   conditions, sensitivities_out, h_out, u_out, knowns_out, deps_out, curved,
                    plugin_addresses, plugin_fparams, plugin_iparams):
-    """`_fused_rhs_py` for a map of several stages, in the generic `CoordinateMap`'s order: the explicit joint
-    functions before the loop resolver (`pre_table`: they may compute the loop's known joints), the loop, then the
-    functions after it (`post_table`: they may take loop-dependent joints as inputs), each table in
-    `_explicit_jets_py`'s format. A separate entry so that the single-loop hot path keeps its argument list and
-    code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per call)."""
-    nd = dep.shape[0]
-    fail = (1, np.inf, np.zeros((nd, known.shape[0])), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0),
-            np.zeros(0))
-    finite, theta, rate, gradient, gamma = _STATE(y, nq, independent, n_joints)
+    """(status, ẏ) of a map of several stages in the generic `CoordinateMap`'s order — `stages` rows (0, a, b):
+    the explicit joint functions of `table` rows a … b−1 (`_explicit_jets_py`'s format: they may compute a loop's
+    known joints, or take loop-dependent joints as inputs); (1, k, 0): loop resolver k, whose data are entry k of
+    the tuples `deps` … `rows` (`scalars[k]` = its residual tolerance, loose acceptance, cached condition) — on a
+    fixed base or a free base (`base_q`, `base_v` = 7, 6: its pose and twist lead y's q and v, as
+    `compiled_explicit`'s kernel takes them). The loop kernel (`_LEAN`, unchanged) sees the joints through the
+    view x[base_q − base_v:], where joint j sits at base_v + j as in ẋ (`deps`, `knowns` carry that offset), and
+    the packed tree `meta`, `body` holds a free base at the identity (`_held_base_tree`: loop equations are
+    invariant under a rigid motion of the whole tree, as the generic resolver evaluates them). On success each
+    resolver's new cache is written into `conditions` … `curved` (entry k; `curved[k]` = 0: no curvature term)
+    for the caller to store; status 1 — nothing of the resolvers' caches to change — where the generic path must
+    evaluate this state. plugin_*: the third-party elements' kernels (`forces.compiled.pack_plugins`). A separate entry from `_fused_rhs_py` so that the single-loop hot path keeps its
+    argument list and code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per
+    call)."""
+    fail = (1, np.zeros(0))
+    finite, x, xd, gradient, gamma = _REDUCED_STATE(y, nq, nv, base_q, base_v, independent, n_config, n_tangent)
     if not finite:
         return fail
-    if pre_table.shape[0] and _JETS(pre_table, pre_inputs, pre_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
-        return fail   # an expression not finite: the generic path raises its EvaluationError
-    status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
-        meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity, u0, h0,
-        anchor, tolerance, loose, warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis,
-        kinds, row_start, n_rows)
-    if status != 0:
-        return fail
-    if post_table.shape[0]:
-        if _JETS(post_table, post_inputs, post_coef, t, 0, 0, theta, rate, gradient, gamma) != 0:
+    view = x[base_q - base_v:]   # the loop kernel's joint layout: index = tangent index
+    rot = np.empty((0, 3, 3))
+    pos = np.empty((0, 3))
+    sub = np.empty((6, 0))
+    fresh = False   # rot, pos, sub are the tree's kinematics at the current x
+    for s in range(stages.shape[0]):
+        if stages[s, 0] == 0:
+            if _JETS(table[stages[s, 1]:stages[s, 2]], inputs, coef, t, base_q, base_v, x, xd, gradient,
+                     gamma) != 0:
+                return fail   # an expression not finite: the generic path raises its EvaluationError
+            fresh = False
+            continue
+        k = stages[s, 1]
+        ancestry_k, point_body, offset, basis, kinds, row_start, n_rows = rows[k]
+        status, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc = _LEAN(
+            meta, body, n_tangent, view, xd, gradient, gamma, deps[k], knowns[k], known0s[k], dep0s[k],
+            sensitivities[k], u0s[k], h0s[k], anchors[k], scalars[k, 0], scalars[k, 1], scalars[k, 2],
+            revolutes[k], condition_limit, ancestry_k, point_body, offset, basis, kinds, row_start, n_rows)
+        if status != 0:
             return fail
-        if spring_bodies.shape[0] or contact_index.shape[0] or plugin_addresses.shape[0]:   # the loop's
-            # kinematics predate these joints
-            rot, pos, sub, _, _ = _KIN(meta, body, theta, rate, n_tangent, False)
-    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
-                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                        (t, plugin_addresses, plugin_fparams, plugin_iparams))
-    if status != 0:
-        return fail
-    return 0, condition, sens, h, u, known_new, dep_new, out
+        conditions[k] = condition
+        sensitivities_out[k][:, :] = sens
+        knowns_out[k][:] = known_new
+        deps_out[k][:] = dep_new
+        curved[k] = u.shape[0]
+        if u.shape[0]:
+            u_out[k][:] = u
+            h_out[k][:] = h
+        fresh = base_q == 0   # a free base was held at the identity there
+    if (spring_bodies.shape[0] or contact_index.shape[0] or plugin_addresses.shape[0]) and not fresh:
+        rot, pos, sub, _, _ = _KIN(tree_meta, tree_body, x, xd, n_tangent, False)
+    return _TAIL(y, nq, n_tangent, shadow_rows, tau_time, x, xd, gradient, gamma, rot, pos, sub,
+                 tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
+                 zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
+                 contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
+                 (t, plugin_addresses, plugin_fparams, plugin_iparams))
+
+
+def _held_base_tree(model) -> tuple[np.ndarray, np.ndarray]:
+    """(meta, body) of `compiled_kernels.pack` for the loop kernels on a free-base model, over the joint layout
+    x[1:] of `_staged_rhs_py` (n_tangent entries, joint j at 6 + j): the base becomes a joint that never moves
+    (prismatic, zero axis, identity origin: identity placement, a zero motion-subspace column), so the loop rows
+    are evaluated with the base at the identity and at rest, as `LoopResolver.terms` evaluates them."""
+    meta, body = (a.copy() for a in _compiled.pack(model))
+    meta[0, 1], meta[0, 2], meta[0, 3], meta[0, 4] = _compiled.PRISMATIC, 0, 0, 1
+    body[0, _compiled._AXIS:_compiled._AXIS + 3] = 0.0
+    body[0, _compiled._ROT:_compiled._ROT + 9] = np.eye(3).reshape(9)
+    body[0, _compiled._TRANS:_compiled._TRANS + 3] = 0.0
+    meta[1:, 2] -= 1   # q indices into x[1:]; tangent indices unchanged
+    return meta, body
+
+
+def _held_base_lean(model, resolver):
+    """`LoopResolver._lean`'s (kernel, meta, body, n_tangent, row data) for a free-base model (whose resolver
+    has none: its generic hot path works on the joints alone): the same compiled kernel over `_held_base_tree`,
+    or None (numba off, or loop types the kernel does not evaluate)."""
+    from biobullet.constraints.loop_kernels import _kernels
+    from biobullet.constraints.newton_kernel import _lean_kernel
+    kernels = _kernels()
+    v = resolver._vector
+    kernel = _lean_kernel(kernels) if kernels is not None and v is not None else None
+    if kernel is None:
+        return None
+    meta, body = _held_base_tree(model)
+    return (kernel, meta, body, model.n_tangent,
+            (v.k_ancestry, v.k_body, v.offset, v.basis, v.k_kinds, v.k_rows, v.n_rows))
 
 
 def _fused_kernel(lean_kernel):
@@ -229,21 +291,26 @@ def _fused_kernel(lean_kernel):
         from biobullet.model.joint_jets import _explicit_jets_py
         from biobullet.forces.compiled import plugin_forces_kernel
         ground = ground_forces_kernel()
-        plugins = plugin_forces_kernel()
+        from biobullet.integrate.compiled_explicit import state_kernels
         jets = jit.compiled(_explicit_jets_py)
         kinematics = loop_kernels()
-        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics, plugins):
+        reduced_state, position_rate = state_kernels()
+        plugins = plugin_forces_kernel()
+        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics, reduced_state, position_rate,
+                           plugins):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
             tail = jit.compiled(_loop_tail_py, bind={
                 "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
-                "_GROUND_FORCES": ground, "_PLUGIN_FORCES": plugins}, inline=True)
+                "_GROUND_FORCES": ground, "_POSITION_RATE": position_rate,
+                "_PLUGIN_FORCES": plugins}, inline=True)
             state = jit.compiled(_loop_state_py, inline=True)
             fused = staged = None
             if tail is not None and state is not None:
                 fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_STATE": state})
                 staged = jit.compiled(_staged_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_JETS": jets,
-                                                            "_KIN": kinematics[0], "_STATE": state})
+                                                            "_KIN": kinematics[0],
+                                                            "_REDUCED_STATE": reduced_state})
             _FUSED = (fused, staged) if fused is not None and staged is not None else False
     return _FUSED or None
 
@@ -428,21 +495,29 @@ class CompiledReducedRHS:
 
     Build with :meth:`for_system`, which returns None for models this path does not cover."""
 
-    def __init__(self, system, resolver, lean, springs, torques, joint_springs=(), joint_stops=(),
-                 contacts=(), functions=None, plugins=None) -> None:
+    def __init__(self, system, resolvers, leans, springs, torques, joint_springs=(), joint_stops=(),
+                 contacts=(), stages=None, plugins=None) -> None:
+        """`resolvers`: the map's loop resolvers in its order, `leans` their (kernel, meta, body, n_tangent, rows)
+        (`LoopResolver._lean`, or `_held_base_tree`'s for a free base); `stages`: None for a fixed-base map that is
+        one loop resolver alone (`_fused_rhs_py`), else ((kind, a, b) rows of `_staged_rhs_py`, the explicit
+        functions' `_explicit_jets_py` table in map order); `plugins`: `forces.compiled.pack_plugins` of the
+        third-party elements' kernels (None: none)."""
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.forces.compiled import pack_joint_forces
         from biobullet.integrate.compiled_explicit import pack_springs
 
         model = system.model
-        self.resolver = resolver
+        cmap = model.coordinate_map
+        self.resolvers = tuple(resolvers)
+        self.resolver = self.resolvers[0] if len(self.resolvers) == 1 else None
         self._condition_limit = CONDITION_LIMIT
-        kernel, meta, body, n_tangent, rows_data = lean
+        kernel, meta, body, n_tangent, rows_data = leans[0]
         kernels = _fused_kernel(kernel)
         self._kernel = kernels[0] if kernels else None
         self._lean_args = (meta, body, n_tangent)
         self._rows = rows_data
+        self._all_rows = tuple(lean[4] for lean in leans)
         tree_meta, tree_body = _compiled.pack(model)
         self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
         self._springs = pack_springs(model, springs)
@@ -453,47 +528,58 @@ class CompiledReducedRHS:
         for torque, k in self._torques:
             if torque.value is not None:
                 self._tau_time[k] += torque.value
+        base_q, base_v = (7, 6) if system.floating else (0, 0)
+        self._base = (base_q, base_v)
         # the last few solutions the kernel reached (a retry starts from the nearest: see `__call__`), and where
-        # the resolver's known joints sit in y
+        # the resolver's known joints sit in y (one loop resolver)
         self._recent: list = []
-        independent = list(model.coordinate_map.independent)
-        self._known_in_y = np.array([independent.index(k) for k in resolver._kn], dtype=np.intp) \
-            if all(k in independent for k in resolver._kn) else None
-        self._static = (model.nq, np.array(model.coordinate_map.independent, dtype=np.int64),
-                        model.coordinate_map.n_joints, np.asarray(system.shadow[1], dtype=np.int64)
-                        if system.shadow is not None else np.zeros(0, dtype=np.int64))
-        self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
-                           (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree, *self._springs,
-                            *self._joint_forces))
+        independent = list(cmap.independent)
+        resolver = self.resolver
+        self._known_in_y = np.array([base_q + independent.index(k) for k in resolver._kn], dtype=np.intp) \
+            if resolver is not None and all(k in independent for k in resolver._kn) else None
+        shadow_rows = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
+            else np.zeros(0, dtype=np.int64)
+        self._static = (model.nq, np.array(cmap.independent, dtype=np.int64), cmap.n_joints, shadow_rows)
         # ground contacts with compiled laws (as `CompiledExplicitRHS`): state rows refreshed every call
         from biobullet.contact.kernels import STATE_WIDTH, pack_ground
         self._contact_states = [contact.state for contact in contacts]
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
-        # explicit joint functions before and after the loop stage (`_explicit_jets_py` tables; empty: loop alone)
-        if functions is None:
-            from biobullet.model.joint_jets import function_table
-            functions = (function_table(()), function_table(()))
-        self._pre, self._post = functions
-        self._staged = bool(self._pre[0].shape[0] or self._post[0].shape[0])
-        # functions before or after the loop: the staged entry (time and the tables as further arguments)
-        self._functions = (*self._pre, *self._post) if self._staged else ()
-        if kernels and self._staged:
-            self._kernel = kernels[1]
         # third-party elements' kernels (`forces.compiled.pack_plugins`; the loop's kinematics serve them all)
         from biobullet.integrate.compiled_explicit import _NO_PLUGINS
         self._plugins = (plugins if plugins is not None else _NO_PLUGINS)[:3]
+        self._staged = stages is not None
+        if stages is None:   # one loop resolver alone: the single-loop entry
+            from biobullet.model.joint_jets import function_table
+            self._stages, self._table = np.array([[1, 0, 0]], dtype=np.int64), function_table(())
+            self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
+                               (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree,
+                                *self._springs, *self._joint_forces))
+            return
+        self._stages, self._table = stages
+        if kernels:
+            self._kernel = kernels[1]
+        # the staged entry's constant arguments: the loop kernel's joint layout puts joint j at base_v + j
+        self._head = (model.nq, model.nv, base_q, base_v, np.array(cmap.independent, dtype=np.int64),
+                      model.n_config, shadow_rows, self._tau_time)
+        self._middle = (meta, body, n_tangent, self._stages, *self._table)
+        self._loop_data = (tuple(np.ascontiguousarray(r._dep + base_v, dtype=np.int64) for r in self.resolvers),
+                           tuple(np.ascontiguousarray(r._kn + base_v, dtype=np.int64) for r in self.resolvers))
+        self._revolutes = tuple(np.ascontiguousarray(r._revolute_float, dtype=float) for r in self.resolvers)
+        self._tail = (*self._tree, *self._springs, *self._joint_forces)
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
-        """The compiled path for this run, or None: formulation "reduced", fixed base, a coordinate map of one loop
-        resolver (all `<loop>` elements of a model: two four-bar knees are one resolver with two loops) and any
-        explicit joint functions of the types `model.joint_jets` evaluates, before the loop (e.g. computing its
-        known joints) or after it (e.g. taking its dependent joints as inputs), only Spring, JointTorque,
-        JointSpring, JointStop (a switched stop's restart events stay with the engine), Contact (laws with
-        compiled twins) and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`), numba
-        available and enabled."""
+        """The compiled path for this run, or None: formulation "reduced", a fixed base or a free base (1-DOF joints
+        otherwise), a coordinate map of loop resolvers (all `<loop>` elements of a model file form one; a map
+        built by hand may hold several) and any explicit joint functions of the types `model.joint_jets`
+        evaluates, in any order around them (before a loop, e.g. computing its known joints; between loops; after
+        them, e.g. taking their dependent joints as inputs), point and planar loops only, only Spring,
+        JointTorque, JointSpring, JointStop (a switched stop's restart events stay with the engine) and Contact
+        (laws with compiled twins) elements and third-party elements with a compiled kernel
+        (`ForceElement.compiled_kernel`), numba available and enabled. A fixed-base map that is one loop resolver alone
+        takes the single-loop entry `_fused_rhs_py`, every other one `_staged_rhs_py`."""
         from biobullet.constraints.implicit import LoopResolver
         from biobullet.contact.element import Contact
         from biobullet.contact.kernels import has_twins
@@ -504,16 +590,22 @@ class CompiledReducedRHS:
         from biobullet.model.coordinates import ExplicitFunction
         from biobullet.model.joint_jets import function_table
 
-        if (system.joint_space or system.formulation != "reduced" or system.floating or not jit.ENABLED
-                or cmap.kind != "general" or model.n_tangent != cmap.n_joints or model.nq != len(cmap.independent)):
+        if (system.joint_space or system.formulation != "reduced" or not jit.ENABLED or cmap.kind != "general"
+                or len(model.bodies) == 0):
             return None
-        loops = [k for k, r in enumerate(cmap.resolvers) if type(r) is LoopResolver]
-        if len(loops) != 1 or any(type(r) not in (LoopResolver, ExplicitFunction) for r in cmap.resolvers):
+        floating = bool(system.floating)
+        if floating:   # the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
+            if not (model.floating_base and model.base_nq == 7 and model.base_nv == 6
+                    and model.bodies[0].joint_type == "free" and not model.bodies[0].joint
+                    and all(b.joint_type in ("revolute", "prismatic") for b in model.bodies[1:])):
+                return None
+        if (model.n_tangent != cmap.n_joints + model.base_nv or model.nq != len(cmap.independent) + model.base_nq
+                or model.base_nq != (7 if floating else 0)):
             return None
-        stage = loops[0]   # the generic map's order: functions before the loop, the loop, functions after it
-        functions = tuple(function_table((r.output, r.inputs, r.function) for r in part)
-                          for part in (cmap.resolvers[:stage], cmap.resolvers[stage + 1:]))
-        if None in functions:   # a third-party joint function: the generic path
+        if any(type(r) not in (LoopResolver, ExplicitFunction) for r in cmap.resolvers):
+            return None
+        resolvers = [r for r in cmap.resolvers if type(r) is LoopResolver]
+        if not resolvers:
             return None
         contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
         if any(not has_twins(e) or e.state is None for e in contacts):
@@ -523,90 +615,128 @@ class CompiledReducedRHS:
         _, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
         if plugins is None:
             return None
-        resolver = cmap.resolvers[stage]
-        lean = resolver._lean
-        if lean is None:
+        if floating:
+            leans = [_held_base_lean(model, r) for r in resolvers]
+        else:
+            leans = [r._lean for r in resolvers]
+        if any(lean is None for lean in leans):
             return None
+        stages = None
+        if floating or len(cmap.resolvers) > 1:
+            # the generic map's order: runs of explicit functions (rows of one table) and loop resolvers
+            functions = [r for r in cmap.resolvers if type(r) is ExplicitFunction]
+            table = function_table((r.output, r.inputs, r.function) for r in functions)
+            if table is None:   # a third-party joint function: the generic path
+                return None
+            rows, row = [], 0
+            for r in cmap.resolvers:
+                if type(r) is LoopResolver:
+                    rows.append([1, resolvers.index(r), 0])
+                elif rows and rows[-1][0] == 0:
+                    rows[-1][2] = row = row + 1
+                else:
+                    rows.append([0, row, row + 1])
+                    row += 1
+            stages = (np.array(rows, dtype=np.int64).reshape(-1, 3), table)
         springs = [e for e in system.elements if type(e) is Spring]
         torques = [e for e in system.elements if type(e) is JointTorque]
-        path = cls(system, resolver, lean, springs, torques, [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointStop], contacts, functions, plugins)
+        path = cls(system, resolvers, leans, springs, torques, [e for e in system.elements if type(e) is JointSpring],
+                   [e for e in system.elements if type(e) is JointStop], contacts, stages, plugins)
         return path if path._kernel is not None else None
 
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,
                     first_guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(θ, θ̇) (n, n_joints) at n samples in one compiled call (Newton warm-started sample to sample); a
-        sample the kernel hands over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the
-        resolver's cache) and the batch resumes after it. `first_guess` (θ of all joints at the first sample, e.g.
-        the integrated loop-dependent joints of `error_control="joints"`) lets the batch start at the first
-        sample; without it the first sample takes the generic path, which fixes the assembly branch."""
+        """(θ, θ̇) (n, n_joints) of the joints at n samples (q, v: the independent joints' columns, base
+        excluded), stage by stage in the map's order: explicit functions vectorised over samples
+        (`compiled_explicit.explicit_states_batch`), each loop's dependent joints in one compiled Newton pass
+        (warm-started sample to sample; the joints computed so far enter as given). A sample a loop pass hands
+        over goes to `fallback(k)` → (θ, θ̇) (the generic path, which also refreshes the resolvers' caches) and the
+        pass resumes after it. `first_guess` (θ of all joints at the first sample, e.g. the integrated
+        loop-dependent joints of `error_control="joints"`) lets the passes start at the first sample; without it
+        the first sample takes the generic path, which fixes the assembly branch."""
+        from biobullet.integrate.compiled_explicit import explicit_states_batch
+        _, independent, n_joints, _ = self._static
+        n = len(t)
+        t = np.asarray(t, dtype=float)
+        # the loop kernels' joint layout (joint j at `o` + j, `o` = 6 with a free base held at the identity)
+        o = self._base[1]
+        theta_all, rate_all = np.zeros((n, o + n_joints)), np.zeros((n, o + n_joints))
+        theta, rate = theta_all[:, o:], rate_all[:, o:]
+        theta[:, independent], rate[:, independent] = q, v
+        given = [int(k) for k in independent]
+        first = 0
+        if n and (first_guess is None or not np.all(np.isfinite(first_guess))):
+            first_guess = None
+        table = self._table
+        for kind, a, b in self._stages.tolist():
+            if kind == 0:   # explicit functions (they may compute a loop's known joints or take its outputs)
+                if not explicit_states_batch(table[0][a:b], table[1], table[2], t, theta, rate):
+                    for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
+                        theta[k], rate[k] = fallback(k)
+                    return theta.copy(), rate.copy()
+                given.extend(int(k) for k in table[0][a:b, 1])
+                continue
+            if n and first_guess is None:   # the first sample by the generic path: its branch decides
+                theta[0], rate[0] = fallback(0)
+                first_guess, first = theta[0].copy(), 1
+            self._loop_states(a, t, theta_all, rate_all, np.array(given, dtype=np.int64) + o, first,
+                              first_guess, fallback)
+            given.extend(int(k) for k in self.resolvers[a]._dep)
+        return theta.copy(), rate.copy()
+
+    def _loop_states(self, k: int, t: np.ndarray, theta_all: np.ndarray, rate_all: np.ndarray,
+                     given: np.ndarray, first: int, first_guess: np.ndarray, fallback) -> None:
+        """Loop resolver k's dependent joints at samples `first` … n−1 into theta_all, rate_all (the loop kernels'
+        layout; the joints `given` set at every sample): plain Newton on positions from sample to sample
+        (`_loop_positions_py`), then the resolver's hot-path kernel from its cache (`_loop_states_py`), then the
+        generic path for one sample, and again."""
         global _STATES
         if _STATES is None:   # `_LEAN` is bound: this path exists only once the fused kernel compiled
             _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": _LEAN}) or False
-        r = self.resolver
-        _, independent, n_joints, _ = self._static
-        meta, body, n_tangent = self._lean_args
-        n = len(t)
-        theta, rate = np.zeros((n, n_joints)), np.zeros((n, n_joints))
-        if self._pre[0].shape[0]:
-            # the functions before the loop, vectorised over samples (they may compute the loop's known joints):
-            # the loop passes below then take their outputs as given joints, as the independent ones
-            from biobullet.integrate.compiled_explicit import explicit_states_batch
-            t = np.asarray(t, dtype=float)
-            theta[:, independent], rate[:, independent] = q, v
-            if not explicit_states_batch(*self._pre, t, theta, rate):
-                for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
-                    theta[k], rate[k] = fallback(k)
-                return theta, rate
-            independent = np.concatenate([independent, self._pre[0][:, 1]]).astype(np.int64)
-            q, v = theta[:, independent], rate[:, independent]
-        start = 0
+        r = self.resolvers[k]
+        _, meta, body, n_tangent, rows = (None, *self._lean_args, self._all_rows[k])
+        o = self._base[1]
+        n, width = theta_all.shape
+        dep, known = (np.asarray(r._dep, dtype=np.int64) + o), (np.asarray(r._kn, dtype=np.int64) + o)
+
+        def generic(s: int) -> None:
+            theta_all[s, o:], rate_all[s, o:] = fallback(s)
+
         positions = _positions_kernel()
-        if positions is not None and n > 1 and self._rows[-1] == len(r._dep):
-            # the first sample by the generic path (continuation from wherever the resolver's cache is: the
-            # assembly branch is the generic path's), then plain Newton on positions (no G, γ, curvature: output
-            # only) warm-started sample to sample, handing back at a large step between samples
-            dep = np.asarray(r._dep, dtype=np.int64)
-            first = 0
-            if first_guess is None or not np.all(np.isfinite(first_guess)):
-                theta[0], rate[0] = fallback(0)
-                first_guess, first = theta[0], 1
-            th, rt, done = positions(np.ascontiguousarray(q[first:]), np.ascontiguousarray(v[first:]), independent,
-                                     n_joints, dep, np.asarray(r._kn, dtype=np.int64),
-                                     np.array(first_guess[dep], dtype=float), meta, body, n_tangent, *self._rows)
-            theta[first:first + done], rate[first:first + done] = th[:done], rt[:done]
-            start = first + done
+        start, guess = first, first_guess[dep - o]
         while start < n:
-            if not _STATES or r._warm is None:
-                theta[start], rate[start] = fallback(start)
-                start += 1
-                continue
-            known0, dep0, sensitivity = r._warm
-            curvature = r._warm_curvature
-            u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
-            anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
-            loose = r.accept_residual
-            th, rt, done, known0, dep0, sensitivity, condition, u0, h0 = _STATES(
-                np.ascontiguousarray(q[start:]), np.ascontiguousarray(v[start:]), independent, n_joints, meta, body,
-                n_tangent, r._dep, r._kn, known0, dep0, sensitivity, u0, h0, anchor, r.residual_tolerance,
-                -1.0 if loose is None else loose, r._warm_condition, r._revolute_float, self._condition_limit,
-                *self._rows)
-            theta[start:start + done], rate[start:start + done] = th[:done], rt[:done]
-            if done:   # the resolver's cache moves as after the last evaluated sample
-                r._warm = (known0, dep0, sensitivity)
-                r._warm_condition = condition
-                r._warm_curvature = (u0, h0) if u0.shape[0] else None
-                r._memo = None
-            start += done
+            if positions is not None and rows[-1] == len(dep) and n - start > 1:
+                q = np.ascontiguousarray(theta_all[start:, given])
+                v = np.ascontiguousarray(rate_all[start:, given])
+                th, rt, done = positions(q, v, given, width, dep, known, np.array(guess, dtype=float), meta, body,
+                                         n_tangent, *rows)
+                theta_all[start:start + done, dep], rate_all[start:start + done, dep] = th[:done, dep], rt[:done, dep]
+                start += done
+                if start >= n:
+                    break
+            if _STATES and r._warm is not None:   # from the resolver's cache (branch-safe continuation limits)
+                known0, dep0, sensitivity = r._warm
+                curvature = r._warm_curvature
+                u0, h0 = curvature if curvature is not None else (_EMPTY, _EMPTY)
+                anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
+                loose = r.accept_residual
+                q = np.ascontiguousarray(theta_all[start:, given])
+                v = np.ascontiguousarray(rate_all[start:, given])
+                th, rt, done, known0, dep0, sensitivity, condition, u0, h0 = _STATES(
+                    q, v, given, width, meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0,
+                    anchor, r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition,
+                    r._revolute_float, self._condition_limit, *rows)
+                theta_all[start:start + done, dep], rate_all[start:start + done, dep] = th[:done, dep], rt[:done, dep]
+                if done:   # the resolver's cache moves as after the last evaluated sample
+                    r._warm = (known0, dep0, sensitivity)
+                    r._warm_condition = condition
+                    r._warm_curvature = (u0, h0) if u0.shape[0] else None
+                    r._memo = None
+                start += done
             if start < n:
-                theta[start], rate[start] = fallback(start)
+                generic(start)
+                guess = theta_all[start, dep]
                 start += 1
-        if self._post[0].shape[0]:   # the functions after the loop, vectorised over samples (as the generic order)
-            from biobullet.integrate.compiled_explicit import explicit_states_batch
-            if not explicit_states_batch(*self._post, np.asarray(t, dtype=float), theta, rate):
-                for k in range(n):   # an expression not finite somewhere: per sample (which reports it)
-                    theta[k], rate[k] = fallback(k)
-        return theta, rate
 
     def _contact_arrays(self) -> tuple:
         if self._contact_states:
@@ -623,13 +753,15 @@ class CompiledReducedRHS:
         return tau
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        if not (y.flags.c_contiguous and y.dtype == np.float64):
+            y = np.ascontiguousarray(y, dtype=float)
         r = self.resolver
+        if r is None:   # several loop resolvers: no retry from recent solutions
+            return self._evaluate_staged(t, y)
         warm = r._warm
         if warm is None:
             return None
-        if not (y.flags.c_contiguous and y.dtype == np.float64):
-            y = np.ascontiguousarray(y, dtype=float)
-        out = self._evaluate(t, y)
+        out = self._evaluate_staged(t, y) if self._staged else self._evaluate(t, y)
         if out is not None or self._known_in_y is None or not self._recent:
             return out
         # An explicit integrator's trial stages can lie far from each other (a large trial step): the cached
@@ -648,7 +780,7 @@ class CompiledReducedRHS:
             return None
         saved = (r._warm, r._warm_condition, r._warm_curvature)
         r._warm, r._warm_condition, r._warm_curvature = best
-        out = self._evaluate(t, y)
+        out = self._evaluate_staged(t, y) if self._staged else self._evaluate(t, y)
         if out is None:
             r._warm, r._warm_condition, r._warm_curvature = saved
         return out
@@ -666,7 +798,7 @@ class CompiledReducedRHS:
         status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
             y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
             r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
-            *self._contact_arrays(), float(t), *(self._functions if self._staged else ()), *self._plugins)
+            *self._contact_arrays(), float(t), *self._plugins)
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
@@ -719,3 +851,48 @@ class CompiledReducedRHS:
         if len(recent) >= 16:
             del recent[0]
         recent.append((r._warm, condition, r._warm_curvature))
+
+    def _evaluate_staged(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        """`_evaluate` of the staged entry (several stages, several loop resolvers, a free base): one compiled
+        call from every resolver's cached solution; on success each cache moves to its new solution."""
+        resolvers = self.resolvers
+        warm = [r._warm for r in resolvers]
+        if any(w is None for w in warm):
+            return None
+        c = np.ascontiguousarray
+        known0s = tuple(c(w[0], dtype=float) for w in warm)
+        dep0s = tuple(c(w[1], dtype=float) for w in warm)
+        sensitivities = tuple(c(w[2], dtype=float) for w in warm)
+        curvatures = [r._warm_curvature or (_EMPTY, _EMPTY) for r in resolvers]
+        anchors = tuple(c(r._anchor[0][0], dtype=float) if r._anchor is not None else _EMPTY for r in resolvers)
+        scalars = np.array([[r.residual_tolerance, -1.0 if r.accept_residual is None else r.accept_residual,
+                             r._warm_condition] for r in resolvers], dtype=float)
+        n = len(resolvers)
+        conditions, curved = np.empty(n), np.zeros(n, dtype=np.int64)
+        sens_out = tuple(np.empty_like(w) for w in sensitivities)
+        known_out = tuple(np.empty_like(w) for w in known0s)
+        dep_out = tuple(np.empty_like(w) for w in dep0s)
+        h_out = tuple(np.empty_like(w) for w in dep0s)
+        u_out = tuple(np.empty_like(w) for w in known0s)
+        head = self._head
+        status, out = self._kernel(
+            y, *head[:-1], self._time_forces(t), *self._middle, float(t), *self._loop_data, known0s, dep0s,
+            sensitivities, tuple(c(u, dtype=float) for u, _ in curvatures),
+            tuple(c(h, dtype=float) for _, h in curvatures), anchors, scalars, self._revolutes,
+            self._condition_limit, self._all_rows, *self._tail, *self._contact_arrays(), conditions, sens_out,
+            h_out, u_out, known_out, dep_out, curved, *self._plugins)
+        if status != 0:
+            return None
+        # every resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
+        for k, r in enumerate(resolvers):
+            r._warm = (known_out[k], dep_out[k], sens_out[k])
+            r._warm_condition = float(conditions[k])
+            r._warm_curvature = (u_out[k], h_out[k]) if curved[k] else None
+            r._warm_fresh = True
+            r._memo = None
+        if self.resolver is not None:
+            recent = self._recent
+            if len(recent) >= 16:
+                del recent[0]
+            recent.append((self.resolver._warm, self.resolver._warm_condition, self.resolver._warm_curvature))
+        return out

@@ -72,3 +72,68 @@ def driven_knee(directory: Path, drive_known: bool = True) -> Path:
     path = directory / ("driven_knee.urdf" if drive_known else "knee_with_ankle.urdf")
     path.write_text(text)
     return path
+
+
+def floating_knee(directory: Path, damping: float = 2.0) -> Path:
+    """One four-bar knee on a hip of a free-floating base (the loop's ground link is the base, which moves), a
+    spring from the thigh to the shank with `damping` (N·s/m; 0: a conservative model) and a joint spring at the
+    hip. Independent: the base pose and twist, the hip and knee_A."""
+    body, loop = _parts()
+    text = ('<?xml version="1.0"?>\n<robot name="floating_knee">' + _BASE + _hip("hip", "thigh", 0.0) + body
+            + '<biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/>' + loop
+            + '<coordinates names="hip knee_A"/>'
+            + '<spring name="damper" link_a="thigh" xyz_a="-0.01 0 -0.05" link_b="shank" xyz_b="0.03 0 -0.1"'
+              f' stiffness="300" rest_length="0.12" damping="{damping:g}"/>'
+            + f'<joint_spring name="hip_spring" joint="hip" stiffness="5" rest="0.2" damping="{damping / 20:g}"/>'
+            + '</biobullet></robot>')
+    path = directory / f"floating_knee_{damping:g}.urdf"
+    path.write_text(text)
+    return path
+
+
+def two_resolvers(directory: Path, floating: bool = False):
+    """A Model whose coordinate map is built by hand (as a user building a `CoordinateMap` can), on the two-knee
+    model: loop 1 (knee 1) as its own `LoopResolver`, then knee_A_2 = a polynomial of knee_D_1 (a joint loop 1
+    makes dependent — the loader cannot order this: one resolver holds all loops of a file), then loop 2 (knee 2,
+    known joints hip_2 and knee_A_2) as a second resolver: stages (loop, function, loop). Independent: hip_1,
+    knee_A_1, hip_2 (and the base with `floating`)."""
+    import numpy as np
+    from biobullet.constraints.implicit import LoopResolver
+    from biobullet.constraints.loops import loop_supports, parse_loops
+    from biobullet.dynamics import api
+    from biobullet.functions.polynomial import PolynomialFunction
+    from biobullet.integrate.checks import check_elements
+    from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
+    from biobullet.model.model import Model
+    from biobullet.model.urdf import load_description
+
+    path = two_knees(directory)
+    text = path.read_text().replace('<coordinates names="hip_1 knee_A_1 hip_2 knee_A_2"/>',
+                                    '<coordinates names="hip_1 knee_A_1 hip_2"/>')
+    if floating:
+        text = text.replace('<base type="fixed"/>', '<base type="floating"/>')
+    path = directory / ("two_resolvers_floating.urdf" if floating else "two_resolvers.urdf")
+    path.write_text(text)
+
+    def build_map(model):
+        slot = {name: k for k, name in enumerate(model.joint_names)}
+        loops = parse_loops(model.description, model._frames)
+        independent = [slot["hip_1"], slot["knee_A_1"], slot["hip_2"]]
+        resolvers = []
+        for loop in loops:
+            support = sorted(loop_supports(model, loop))
+            suffix = loop.name[-2:]
+            known = [k for k in support if model.joint_names[k] in ("hip" + suffix, "knee_A" + suffix)]
+            dependent = [k for k in support if k not in known]
+            resolvers.append(LoopResolver(model, (loop,), tuple(dependent), tuple(known),
+                                          np.zeros(len(dependent)), np.ones(len(dependent), dtype=bool)))
+        drive = ExplicitFunction(slot["knee_A_2"], (slot["knee_D_1"],),
+                                 PolynomialFunction(("knee_D_1",), (0.1, 0.6, 0.3)))
+        return CoordinateMap(model.n_joints, independent, [resolvers[0], drive, resolvers[1]])
+
+    class HandBuiltMap(Model):
+        def _build_coordinate_map(self, description):
+            return build_map(self)
+
+    return check_elements(HandBuiltMap(load_description(path), loop_resolver_factory=api.build_loop_resolver,
+                                       dynamics=api))
