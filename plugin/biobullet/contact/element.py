@@ -318,8 +318,15 @@ class Contact(ForceElement):
     def _samples(self, model, times, state_at) -> np.ndarray:
         """(n, 4) rows (F_N [N], normal and friction dissipated power [W], δ [m]) at the given times of a step,
         given the discrete state: the compiled sampler if switched on, else `forces` and `power_split`."""
-        states = [state_at(s) for s in times]
         sampler = self.__dict__.get("_sampler")
+        many = getattr(state_at, "many", None)
+        if many is not None and len(times) > 1:   # all the step's times in one pass (`discrete.step_observer`)
+            positions, velocities = many(times)
+            if sampler is not None:
+                return sampler(self._state, positions, velocities)
+            states = list(zip(positions, velocities))
+        else:
+            states = [state_at(s) for s in times]
         if sampler is not None:
             return sampler(self._state, np.array([x for x, _ in states]), np.array([xd for _, xd in states]))
         out = np.empty((len(states), 4))

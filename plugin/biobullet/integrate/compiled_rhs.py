@@ -684,6 +684,19 @@ class CompiledReducedRHS:
             given.extend(int(k) for k in self.resolvers[a]._dep)
         return theta.copy(), rate.copy()
 
+    def warm_guess(self, q: np.ndarray) -> np.ndarray | None:
+        """θ of all joints for `tree_states`' `first_guess`: the independent joints `q`, each loop's dependent
+        joints from its resolver's cache (the last state the right-hand side solved — within the current step
+        while integrating, so the guess is on the same assembly branch), or None without a cache."""
+        _, independent, n_joints, _ = self._static
+        theta = np.zeros(n_joints)
+        theta[independent] = q
+        for r in self.resolvers:
+            if r._warm is None:
+                return None
+            theta[r._dep] = r._warm[1]
+        return theta
+
     def _loop_states(self, k: int, t: np.ndarray, theta_all: np.ndarray, rate_all: np.ndarray,
                      given: np.ndarray, first: int, first_guess: np.ndarray, fallback) -> None:
         """Loop resolver k's dependent joints at samples `first` … n−1 into theta_all, rate_all (the loop kernels'

@@ -11,7 +11,8 @@ model. The protocol, all optional and duck-typed on a ForceElement:
                                           root, calls the action with the event state, and restarts the
                                           integrator there, so a step never straddles a change of discrete state
   observe_step(model, t_old, t_new, state_at)   after every accepted step; state_at(s) -> (x, ẋ) from the
-                                          step's dense output (for logs: peak forces, impulses)
+                                          step's dense output (for logs: peak forces, impulses); where given,
+                                          state_at.many(times) -> (X, Ẋ) rows of several times at once
   run_log() -> dict                       JSON-ready record, stored in trajectory.meta["discrete"][element.name]
 
 The engine also runs the elements of the contact layer (`<contact>` elements are not ordinary force elements:
@@ -43,8 +44,11 @@ def start_run(model, elements, t0: float, x0: np.ndarray, xd0: np.ndarray) -> No
             element.start_run(model, t0, np.array(x0), np.array(xd0))
 
 
-def step_observer(model, elements, tree_state: Callable) -> Callable | None:
-    """observe(t_old, t_new, sol) for the stepping loop, or None when no element observes steps."""
+def step_observer(model, elements, tree_state: Callable, tree_states: Callable | None = None) -> Callable | None:
+    """observe(t_old, t_new, sol) for the stepping loop, or None when no element observes steps. `state_at(s)`
+    gives (x, ẋ) at one time of the step; with `tree_states(t, y)` (rows of many states at once) it also has
+    `state_at.many(times)` → (x (n, n_config), ẋ (n, n_tangent)), which observers sampling several times of a
+    step use (one compiled pass instead of one coordinate-map solve per sample)."""
     observers = [e for e in elements if hasattr(e, "observe_step")]
     if not observers:
         return None
@@ -52,6 +56,11 @@ def step_observer(model, elements, tree_state: Callable) -> Callable | None:
     def observe(t_old: float, t_new: float, sol) -> None:
         def state_at(s: float):
             return tree_state(s, sol(s))
+        if tree_states is not None:
+            def many(times) -> tuple[np.ndarray, np.ndarray]:
+                times = np.asarray(times, dtype=float)
+                return tree_states(times, np.atleast_2d(sol(times)).T.reshape(len(times), -1))
+            state_at.many = many
         for element in observers:
             element.observe_step(model, t_old, t_new, state_at)
     return observe
