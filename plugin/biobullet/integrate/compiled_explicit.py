@@ -406,10 +406,37 @@ class CompiledExplicitRHS:
         return out if status == 0 else None
 
 
+_SAMPLE_JETS = None   # the compiled `_explicit_jets_py`, bound into `_explicit_states_py`
+
+#: below this many samples, `explicit_states_batch` loops over samples in one compiled call (a few samples of a
+#: step — event functions, the contact interval log — where numpy's per-call overhead would dominate)
+FEW_SAMPLES = 64
+
+
+def _explicit_states_py(table, inputs, coef, t, theta, rate):
+    """θ, θ̇ of the dependent joints at each sample by the kernel's own jets (`_explicit_jets_py`); G and γ are
+    not wanted (a one-column zero gradient). False when an expression is not finite at some sample."""
+    gradient = np.zeros((theta.shape[1], 1))
+    gamma = np.zeros(theta.shape[1])
+    for k in range(t.shape[0]):
+        x = theta[k]
+        xd = rate[k]
+        if _SAMPLE_JETS(table, inputs, coef, t[k], 0, 0, x, xd, gradient, gamma) != 0:
+            return False
+    return True
+
+
 def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> bool:
     """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
-    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing). False when
-    an expression is not finite at some sample (the caller's per-sample path then reports it)."""
+    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing), or for
+    fewer than `FEW_SAMPLES` samples the compiled jets sample by sample. False when an expression is not finite at
+    some sample (the caller's per-sample path then reports it)."""
+    if len(t) < FEW_SAMPLES and table.shape[0]:
+        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jit.compiled(_explicit_jets_py)})
+        if kernel is not None:
+            return bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
+                               np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float),
+                               theta, rate))
     for kind, out, i0, n_in, c0, nc in table.tolist():
         if kind == EXPRESSION:   # the tape over all samples at once: value and gradient registers
             m = n_in + 1
