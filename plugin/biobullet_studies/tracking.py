@@ -85,8 +85,8 @@ def _joint_contact_stop_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, 
 
 
 def _reference_bindings() -> dict:
-    from biobullet.model.joint_jets import _explicit_jets_py
-    return {"_JETS": jit.compiled(_explicit_jets_py)}
+    from biobullet.model.joint_jets import jets_kernel
+    return {"_JETS": jets_kernel()}
 
 
 def _stop_bindings() -> dict:

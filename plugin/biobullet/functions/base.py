@@ -6,16 +6,40 @@ extended argument z = (x_1, …, x_n, t): gradient shape (n+1,), Hessian shape (
 The model layer composes these jets (chain rule) into θ = f(q, t), G = ∂θ/∂q and γ so that
 θ̇ = G q̇ + f_t and θ̈ = G q̈ + γ hold exactly.
 Units: SI, angles in radians.
+
+Compiled jets (optional, for third-party types): `JointFunction.compiled_jets()` may return a `JetsKernel` — a
+numba-compilable module-level function `status = jets(z, params, jet)` of signature `JETS_KERNEL_SIGNATURE` with
+z = (x_1, …, x_n, t) (m = n + 1), its float parameters `params`, and `jet` (length 1 + m + m(m+1)/2) to fill with
+f, ∂f/∂z (m) and the upper triangle of ∂²f/∂z² row by row (∂²f/∂z_i∂z_k, i ≤ k); status 0, anything else (or a
+non-finite jet) hands the state to the generic path, which calls `evaluate`. The compiled right-hand sides and
+the bridge's compiled rows then evaluate the function inside numba (called by address, `model.joint_jets`). It
+must not raise and must give the same numbers as `evaluate` (tests: compare both at many points).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from biobullet.core.errors import SourceRef
+
+
+#: C signature of a compiled jets kernel (module docstring): status = jets(z, params, jet)
+JETS_KERNEL_SIGNATURE = "int64(float64[::1], float64[::1], float64[::1])"
+
+
+@dataclass(frozen=True)
+class JetsKernel:
+    """A joint function's compiled jets (module docstring): `function` of signature `JETS_KERNEL_SIGNATURE`
+    (module level, so numba can cache it), its float parameters, and the compiled kernels it calls by global name
+    (`bind`, as `core.jit.compiled`'s)."""
+
+    function: Callable
+    params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
 #: attributes every <joint_function> element may carry, whatever its type
@@ -46,6 +70,11 @@ class JointFunction(ABC):
     def uses_time(self) -> bool:
         """True if the value depends on t (drivers); lets the model skip time terms otherwise."""
         return False
+
+    def compiled_jets(self) -> JetsKernel | None:
+        """This function's compiled jets for the compiled paths (module docstring), or None: models using it then
+        evaluate it through `evaluate` (generic path). Built-in types are compiled by the kernels themselves."""
+        return None
 
     def value(self, x: np.ndarray, t: float = 0.0) -> float:
         return self.evaluate(np.asarray(x, dtype=float), t)[0]

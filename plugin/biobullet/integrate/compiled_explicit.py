@@ -36,8 +36,8 @@ _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE =
 # Fourier driver, expression tape). Third-party types stay on the generic path: `CompiledExplicitRHS.for_system`
 # returns None for a model that has one.
 from biobullet.functions.expression_tape import evaluate_tape  # noqa: E402
-from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, POLYNOMIAL, SPLINE,  # noqa: E402,F401
-                                        _explicit_jets_py, explicit_table)
+from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, PLUGIN, POLYNOMIAL, SPLINE,  # noqa: E402,F401
+                                        _explicit_jets_py, explicit_table, jets_kernel)
 
 
 def _ltdl_solve_py(mass, parent, rhs, out):
@@ -247,7 +247,7 @@ def _explicit_kernel():
         kinematics = loop_kernels()
         callees = (_compiled.tree_dynamics_kernel(), spring_forces_kernel(), _compiled.projected_solve_kernel(),
                    jit.compiled(_compiled._cholesky_factor_py), jit.compiled(_compiled._cholesky_solve_py),
-                   jit.compiled(_explicit_jets_py), kinematics[0] if kinematics else None,
+                   jets_kernel(), kinematics[0] if kinematics else None,
                    jit.compiled(_ltdl_solve_py), joint_forces_kernel())
         from biobullet.contact.kernels import ground_forces_kernel
         from biobullet.forces.compiled import plugin_forces_kernel
@@ -429,14 +429,18 @@ def _explicit_states_py(table, inputs, coef, t, theta, rate):
 def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> bool:
     """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
     set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing), or for
-    fewer than `FEW_SAMPLES` samples the compiled jets sample by sample. False when an expression is not finite at
+    fewer than `FEW_SAMPLES` samples (or a third-party function's compiled jets in the table) the compiled jets
+    sample by sample. False when an expression is not finite at
     some sample (the caller's per-sample path then reports it)."""
-    if len(t) < FEW_SAMPLES and table.shape[0]:
-        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jit.compiled(_explicit_jets_py)})
+    plugin = bool(np.any(table[:, 0] == PLUGIN))   # third-party compiled jets: only the kernel can call them
+    if (len(t) < FEW_SAMPLES or plugin) and table.shape[0]:
+        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel()})
         if kernel is not None:
             return bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
                                np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float),
                                theta, rate))
+    if plugin:
+        return False
     for kind, out, i0, n_in, c0, nc in table.tolist():
         if kind == EXPRESSION:   # the tape over all samples at once: value and gradient registers
             m = n_in + 1

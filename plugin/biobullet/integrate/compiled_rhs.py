@@ -288,11 +288,11 @@ def _fused_kernel(lean_kernel):
         joint_forces = joint_forces_kernel()
         from biobullet.contact.kernels import ground_forces_kernel
         from biobullet.constraints.loop_kernels import _kernels as loop_kernels
-        from biobullet.model.joint_jets import _explicit_jets_py
+        from biobullet.model.joint_jets import jets_kernel
         from biobullet.forces.compiled import plugin_forces_kernel
         ground = ground_forces_kernel()
         from biobullet.integrate.compiled_explicit import state_kernels
-        jets = jit.compiled(_explicit_jets_py)
+        jets = jets_kernel()
         kinematics = loop_kernels()
         reduced_state, position_rate = state_kernels()
         plugins = plugin_forces_kernel()

@@ -28,7 +28,108 @@ _OP_CODES = {getattr(expression_tape, name): code for code, name in enumerate(
 # Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver,
 # expression (tape). Third-party types stay on the generic path: `function_table` returns None for them.
 POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
+# A third-party type with compiled jets (`JointFunction.compiled_jets`): called by its address (in `inputs` after
+# the input joints), its parameters are the row's coefficients.
+PLUGIN = 5
+_CALL_JETS = None   # `core.jit.address_caller(JETS_KERNEL_SIGNATURE)`, bound by `jets_kernel`
 _FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
+
+
+def _tape_jets(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet):
+    """An EXPRESSION row's tape interpreted into `jet` (f, f_z, upper triangle of f_zz; z = inputs, t): registers
+    z (n_in), t, the constants, then one per instruction (outside a function's domain: NaN, never an exception,
+    also in the Python twin)."""
+    m = n_in + 1
+    p0 = i0 + n_in
+    n_ins = inputs[p0]
+    o0 = p0 + 1
+    w0 = o0 + 1 + m + m * (m + 1) // 2
+    reg = np.empty(m + nc + n_ins)
+    for k in range(n_in):
+        reg[k] = x[base_q + inputs[i0 + k]]
+    reg[n_in] = t
+    for k in range(nc):
+        reg[m + k] = coef[c0 + k]
+    dest = m + nc
+    for k in range(n_ins):
+        op, a, b = inputs[w0 + 3 * k], inputs[w0 + 3 * k + 1], inputs[w0 + 3 * k + 2]
+        u = reg[a]
+        # outside a function's domain: NaN (never an exception, also in the Python twin)
+        if op == ADD:
+            v = u + reg[b]
+        elif op == SUB:
+            v = u - reg[b]
+        elif op == MUL:
+            v = u * reg[b]
+        elif op == DIV:
+            w = reg[b]
+            v = u / w if w != 0.0 else np.nan
+        elif op == NEG:
+            v = -u
+        elif op == POWI:   # b = the exponent ≥ 0 (negative powers are 1 / POWI): repeated squaring
+            v = 1.0
+            e = b
+            base = u
+            while e > 0:
+                if e & 1:
+                    v *= base
+                base *= base
+                e >>= 1
+        elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
+            w = reg[b]
+            if u > 0.0:
+                v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
+            elif u == 0.0:
+                v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
+            else:
+                v = np.nan
+        elif op == SQRT:
+            v = np.sqrt(u) if u >= 0.0 else np.nan
+        elif op == EXP:
+            v = np.exp(u) if u <= EXP_LIMIT else np.inf
+        elif op == LOG:
+            v = np.log(u) if u > 0.0 else np.nan
+        elif op == ATAN2:
+            v = np.arctan2(u, reg[b])
+        elif not np.isfinite(u):
+            v = np.nan
+        elif op == SIN:
+            v = np.sin(u)
+        elif op == COS:
+            v = np.cos(u)
+        elif op == TAN:
+            v = np.tan(u)
+        elif op == ASIN:
+            v = np.arcsin(u) if abs(u) <= 1.0 else np.nan
+        elif op == ACOS:
+            v = np.arccos(u) if abs(u) <= 1.0 else np.nan
+        elif op == ATAN:
+            v = np.arctan(u)
+        elif op == SINH:
+            v = np.sinh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+        elif op == COSH:
+            v = np.cosh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+        elif op == TANH:
+            v = np.tanh(u)
+        else:
+            v = np.nan
+        reg[dest + k] = v
+    for k in range(jet.shape[0]):
+        jet[k] = reg[inputs[o0 + k]]
+
+
+_TAPE = _tape_jets   # the Python twin's callee; `jets_kernel` binds the compiled one
+
+
+def _jets_bindings() -> dict:
+    from biobullet.functions.base import JETS_KERNEL_SIGNATURE
+    return {"_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
+
+
+def jets_kernel():
+    """The compiled `_explicit_jets_py` (with the tape interpreter and the plug-in jets caller bound), or None
+    (numba missing or disabled). Every compiled caller takes it from here."""
+    return jit.compiled(_explicit_jets_py, bind=_jets_bindings)
 
 
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
@@ -41,105 +142,41 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
     for r in range(table.shape[0]):
         kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
         xo, vo = base_q + out, base_v + out
-        if kind == EXPRESSION:   # registers: z (n_in), t, constants, then one per instruction
+        if kind == EXPRESSION or kind == PLUGIN:
             m = n_in + 1
-            p0 = i0 + n_in
-            n_ins = inputs[p0]
-            o0 = p0 + 1
-            w0 = o0 + 1 + m + m * (m + 1) // 2
-            reg = np.empty(m + nc + n_ins)
-            for k in range(n_in):
-                reg[k] = x[base_q + inputs[i0 + k]]
-            reg[n_in] = t
-            for k in range(nc):
-                reg[m + k] = coef[c0 + k]
-            dest = m + nc
-            for k in range(n_ins):
-                op, a, b = inputs[w0 + 3 * k], inputs[w0 + 3 * k + 1], inputs[w0 + 3 * k + 2]
-                u = reg[a]
-                # outside a function's domain: NaN (never an exception, also in the Python twin)
-                if op == ADD:
-                    v = u + reg[b]
-                elif op == SUB:
-                    v = u - reg[b]
-                elif op == MUL:
-                    v = u * reg[b]
-                elif op == DIV:
-                    w = reg[b]
-                    v = u / w if w != 0.0 else np.nan
-                elif op == NEG:
-                    v = -u
-                elif op == POWI:   # b = the exponent ≥ 0 (negative powers are 1 / POWI): repeated squaring
-                    v = 1.0
-                    e = b
-                    base = u
-                    while e > 0:
-                        if e & 1:
-                            v *= base
-                        base *= base
-                        e >>= 1
-                elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
-                    w = reg[b]
-                    if u > 0.0:
-                        v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
-                    elif u == 0.0:
-                        v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
-                    else:
-                        v = np.nan
-                elif op == SQRT:
-                    v = np.sqrt(u) if u >= 0.0 else np.nan
-                elif op == EXP:
-                    v = np.exp(u) if u <= EXP_LIMIT else np.inf
-                elif op == LOG:
-                    v = np.log(u) if u > 0.0 else np.nan
-                elif op == ATAN2:
-                    v = np.arctan2(u, reg[b])
-                elif not np.isfinite(u):
-                    v = np.nan
-                elif op == SIN:
-                    v = np.sin(u)
-                elif op == COS:
-                    v = np.cos(u)
-                elif op == TAN:
-                    v = np.tan(u)
-                elif op == ASIN:
-                    v = np.arcsin(u) if abs(u) <= 1.0 else np.nan
-                elif op == ACOS:
-                    v = np.arccos(u) if abs(u) <= 1.0 else np.nan
-                elif op == ATAN:
-                    v = np.arctan(u)
-                elif op == SINH:
-                    v = np.sinh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
-                elif op == COSH:
-                    v = np.cosh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
-                elif op == TANH:
-                    v = np.tanh(u)
-                else:
-                    v = np.nan
-                reg[dest + k] = v
-            for k in range(1 + m + m * (m + 1) // 2):
-                if not np.isfinite(reg[inputs[o0 + k]]):
+            jet = np.empty(1 + m + m * (m + 1) // 2)   # f, f_z (z = inputs, t), upper triangle of f_zz
+            if kind == PLUGIN:
+                z = np.empty(m)
+                for k in range(n_in):
+                    z[k] = x[base_q + inputs[i0 + k]]
+                z[n_in] = t
+                if _CALL_JETS(inputs[i0 + n_in])(z, coef[c0:c0 + nc], jet) != 0:
+                    return 1
+            else:
+                _TAPE(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet)
+            for k in range(jet.shape[0]):
+                if not np.isfinite(jet[k]):
                     return 1
             # θ = f; θ̇ = Σ f_i ż_i + f_t; G = Σ f_i G_i; γ = Σ f_i γ_i + Σ_ij f_ij ż_i ż_j + 2 Σ_i f_it ż_i + f_tt
-            rate = reg[inputs[o0 + m]]
+            rate = jet[m]
             acc = 0.0
             for c in range(nv):
                 gradient[vo, c] = 0.0
             for i in range(n_in):
                 j = base_v + inputs[i0 + i]
-                g = reg[inputs[o0 + 1 + i]]
+                g = jet[1 + i]
                 rate += g * xd[j]
                 acc += g * gamma[j]
                 for c in range(nv):
                     gradient[vo, c] += g * gradient[j, c]
-            h = o0 + 1 + m
+            h = 1 + m
             for i in range(m):
                 zi = xd[base_v + inputs[i0 + i]] if i < n_in else 1.0
                 for k in range(i, m):
                     zk = xd[base_v + inputs[i0 + k]] if k < n_in else 1.0
-                    acc += (1.0 if k == i else 2.0) * reg[inputs[h]] * zi * zk
+                    acc += (1.0 if k == i else 2.0) * jet[h] * zi * zk
                     h += 1
-            x[xo], xd[vo], gamma[vo] = reg[inputs[o0]], rate, acc
+            x[xo], xd[vo], gamma[vo] = jet[0], rate, acc
             continue
         if kind == LINEAR:
             value = coef[c0 + n_in]   # the offset follows the coefficients
@@ -252,7 +289,12 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             coef.extend(float(c) for c in constants)
             rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:
-            return None
+            address, params = _plugin_jets(f)
+            if address is None:
+                return None
+            inputs.append(address)   # after the input joints
+            coef.extend(float(c) for c in params)
+            rows.append((PLUGIN, output, start_in, len(joint_inputs), start_c, len(params)))
     return (np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
             np.array(coef, dtype=float))
 
@@ -303,7 +345,7 @@ def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, p
 
 def function_rows_kernel():
     """The compiled `_function_rows_py` (with the jets kernel bound), or None (numba missing or disabled)."""
-    return jit.compiled(_function_rows_py, bind={"_JETS": _explicit_jets_py})
+    return jit.compiled(_function_rows_py, bind=lambda: {"_JETS": jets_kernel()})
 
 
 def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias) -> float:
@@ -317,3 +359,27 @@ def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t
     with np.errstate(all="ignore"):   # the Python twin's overflow becomes inf (then −1), as in the compiled kernel
         return _function_rows_py(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t,
                                  bias)
+
+
+_REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once each)
+
+
+def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
+    """(address, parameters) of a third-party joint function's compiled jets (`JointFunction.compiled_jets`), or
+    (None, …): no kernel, numba off, or the kernel does not compile (one RuntimeWarning naming it)."""
+    import warnings
+
+    from biobullet.functions.base import JETS_KERNEL_SIGNATURE
+    kernel = function.compiled_jets() if hasattr(function, "compiled_jets") else None
+    if kernel is None or jit.address_caller(JETS_KERNEL_SIGNATURE) is None:
+        return None, np.zeros(0)
+    address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind)
+    if address is None:
+        key = (type(function).__qualname__, getattr(kernel.function, "__qualname__", repr(kernel.function)))
+        if key not in _REFUSED:
+            _REFUSED.add(key)
+            why = jit.ADDRESS_ERRORS.get((kernel.function, JETS_KERNEL_SIGNATURE), "")
+            warnings.warn(f"joint function type {key[0]}: its compiled jets {key[1]} did not compile ({why}); "
+                          "models using it run on the generic path", RuntimeWarning, stacklevel=3)
+        return None, np.zeros(0)
+    return address, np.ascontiguousarray(kernel.params, dtype=float).reshape(-1)
