@@ -188,7 +188,7 @@ def test_runs_agree_with_the_generic_path(tmp_path):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_passive_spherical_arm_conserves_energy(tmp_path, compiled):
     """A passive spherical arm started off rest swings for 1 s: T + V constant to far below the energy scale
-    (≈ 10 J) times rtol-sized errors, on the compiled and the generic path."""
+    (≈ 12 J) times 100 rtol, on the compiled and the generic path (measured: 7.8e-10 J on both)."""
     model = biobullet.load_model(spherical_arm(tmp_path, forces=False))
     q0, v0 = model.initial_state()
     q0[0:4] = np.array([0.3, -0.2, 0.1, 0.9]) / np.linalg.norm([0.3, -0.2, 0.1, 0.9])
@@ -202,7 +202,7 @@ def test_passive_spherical_arm_conserves_energy(tmp_path, compiled):
     energy = run.total_energy()
     swing = np.ptp(run.energy["kinetic"])
     assert swing > 1.0   # energy really moves between kinetic and potential
-    assert np.ptp(energy) < 1e-7 * max(1.0, float(np.abs(energy).max())), np.ptp(energy)
+    assert np.ptp(energy) < 1e-8 * max(1.0, float(np.abs(energy).max())), np.ptp(energy)   # measured 6.6e-11
 
 
 def test_batched_tree_states_normalise_every_row(tmp_path):
