@@ -87,6 +87,20 @@ def floating_model(tmp_path: Path) -> Path:
                   '<base type="floating"/><joint_torque joint="elbow_r" value="-0.3"/>')
 
 
+def star_model(tmp_path: Path) -> Path:
+    """A floating torso with six spherical limbs, two revolute joints on each (every multi-DOF joint hangs on the
+    torso, so every tangent direction follows its parent's and the branched tree takes the tree-sparse solve)."""
+    links, joints = [_link("torso", 10.0, "0 0 0", scale=5.0)], []
+    for k in range(6):
+        angle = k * np.pi / 3
+        links += [_link(f"limb{k}", 1.0), _link(f"mid{k}", 0.7), _link(f"tip{k}", 0.4, scale=0.5)]
+        joints += [_joint(f"ball{k}", "spherical", "torso", f"limb{k}",
+                          f"{0.3 * np.cos(angle):.4f} {0.3 * np.sin(angle):.4f} 0", f"0 0 {angle:.4f}"),
+                   _joint(f"knee{k}", "revolute", f"limb{k}", f"mid{k}", "0 0 -0.3", "0 0 0", "0 1 0"),
+                   _joint(f"ankle{k}", "revolute", f"mid{k}", f"tip{k}", "0 0 -0.25", "0 0 0", "1 0 0")]
+    return _write(tmp_path, "star_model", links, joints, '<base type="floating"/>')
+
+
 def pybullet_humanoid() -> Path | None:
     """pybullet_data's humanoid/humanoid.urdf (8 spherical + 4 revolute joints, nv 28), or None."""
     root = pybullet_data_root()
@@ -97,10 +111,14 @@ def pybullet_humanoid() -> Path | None:
 def _models(tmp_path: Path) -> dict:
     models = {"spherical arm": biobullet.load_model(spherical_arm(tmp_path)),
               "planar joint, revolute, spherical": biobullet.load_model(planar_model(tmp_path)),
-              "floating base, spherical, inner floating": biobullet.load_model(floating_model(tmp_path))}
+              "floating base, spherical, inner floating": biobullet.load_model(floating_model(tmp_path)),
+              "floating torso, six spherical limbs (tree-sparse solve)": biobullet.load_model(star_model(tmp_path))}
     humanoid = pybullet_humanoid()
     if humanoid is not None:
         models["pybullet_data humanoid"] = biobullet.load_model(humanoid)
+        ball = humanoid.parents[1] / "spherical_joint_limit.urdf"   # one spherical joint (its limit not modelled)
+        if ball.is_file():
+            models["pybullet_data spherical_joint_limit"] = biobullet.load_model(ball, inertia="repair")
     return models
 
 
@@ -150,6 +168,10 @@ def test_compiled_rhs_equals_the_generic_path_to_round_off(tmp_path):
         assert type(fast._compiled).__name__ == "CompiledExplicitRHS", label
         assert fast.right_hand_side()["path"] == "compiled explicit map", label
         assert slow._compiled is None
+        if "tree-sparse" in label:   # every direction after its parent: M = Lᵀ D L over the tree
+            assert fast._compiled._tangent_parent[0] != -2
+        elif label != "pybullet_data spherical_joint_limit":   # a multi-DOF joint below a 1-DOF one: dense solve
+            assert fast._compiled._tangent_parent[0] == -2, label
         worst = 0.0
         for sample in range(24):
             y = random_state(fast, rng, unit=sample % 2 == 0)
