@@ -1,7 +1,8 @@
 """One compiled call for the whole right-hand side of a reduced model whose coordinate map is explicit joint
 functions (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions), fixed or floating
-base, with point-to-point springs, joint spring-dampers, joint stops, joint torques and ground contacts with
-built-in laws: `CompiledExplicitRHS` (the loop-map twin is `compiled_rhs.CompiledReducedRHS`). Per call:
+base, spherical, planar and inner free (URDF floating) joints, with point-to-point springs, joint spring-dampers,
+joint stops, joint torques and ground contacts with built-in laws: `CompiledExplicitRHS` (the loop-map twin is
+`compiled_rhs.CompiledReducedRHS`). Per call:
 
     θ, G, θ̇, γ by the chain rule through the table of joint functions   (`_explicit_jets_py`)
     τ = joint torques τ(t) + joint spring-dampers and stops + springs   (`forces.compiled`)
@@ -10,7 +11,7 @@ built-in laws: `CompiledExplicitRHS` (the loop-map twin is `compiled_rhs.Compile
     M(θ), RNEA(θ, θ̇, γ)                                                (`compiled_kernels.tree_dynamics`)
     identity map: M v̇ = τ − RNEA by the tree-sparse Lᵀ D L (branched trees) or Cholesky;
     otherwise M_r = Gᵀ M G, h_r = Gᵀ RNEA, Cholesky
-    ẏ = (q̇ — floating base: R v_lin and ½ z ⊗ (ω, 0) —, v̇, input power, dissipated power)
+    ẏ = (q̇ — multi-DOF blocks: R v_lin and ½ z ⊗ (ω, 0), planar R(φ) v —, v̇, input power, dissipated power)
 
 A call returns None — the generic path then evaluates the state — for a non-finite state or result (an
 expression outside its domain included: the generic path raises its EvaluationError), a zero-length spring or a
@@ -98,11 +99,28 @@ _EXPLICIT = _JETS = _KINEMATICS = _JOINT_FORCES = None
 _STATE = _POSITION_RATE = None   # the compiled `_reduced_state_py`, `_position_rate_py` (inlined)
 
 
-def _reduced_state_py(y, nq, nv, base_q, base_v, independent, n_config, n_tangent):
-    """(finite, x, ẋ, G, γ) of the tree from a reduced state y = (q, v, …): the free base's pose (quaternion
-    normalised) and twist and the independent joints set (G has identity rows there: the base block and one per
-    independent joint), the other joints zero for the coordinate map's stages to fill; finite False when y is not
-    (or the quaternion is zero). Shared by the explicit-function and the loop-map kernels (compiled inline)."""
+FREE, SPHERICAL, PLANAR = _compiled.FREE, _compiled.SPHERICAL, _compiled.PLANAR
+
+
+def multi_dof_blocks(model) -> np.ndarray:
+    """The packed table (m, 3) int64 of the model's multi-DOF blocks that lead q and v — the floating base and
+    every free (URDF floating), spherical and planar joint, in q order: (kind of `compiled_kernels`: FREE,
+    SPHERICAL or PLANAR, index in q, index in v). Each block has one more coordinate than velocities (a unit
+    quaternion, or a planar joint's (cos φ, sin φ) pair), so base_nq = base_nv + m."""
+    kinds = {"free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
+    rows = [(kinds[b.joint_type], b.q_index, b.v_index)
+            for b in sorted((b for b in model.bodies if b.multi_dof), key=lambda b: b.q_index)]
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+
+
+def _reduced_state_py(y, nq, nv, base_q, base_v, blocks, independent, n_config, n_tangent):
+    """(finite, x, ẋ, G, γ) of the tree from a reduced state y = (q, v, …): the multi-DOF blocks (`blocks`, as
+    `multi_dof_blocks`: the floating base, free, spherical and planar joints, base_q coordinates and base_v
+    velocities leading q and v) copied with every unit quaternion and planar (cos, sin) pair normalised (as
+    `Model.normalize_configuration`), and the independent joints set (G has identity rows there: the block
+    directions and one per independent joint), the other joints zero for the coordinate map's stages to fill;
+    finite False when y is not (or a quaternion or pair is zero). Shared by the explicit-function and the
+    loop-map kernels (compiled inline)."""
     x = np.zeros(n_config)
     xd = np.zeros(n_tangent)
     gradient = np.zeros((n_tangent, nv))
@@ -112,12 +130,17 @@ def _reduced_state_py(y, nq, nv, base_q, base_v, independent, n_config, n_tangen
             return False, x, xd, gradient, gamma
     for k in range(base_q):
         x[k] = y[k]
-    if base_q:
-        norm = np.sqrt(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+    for b in range(blocks.shape[0]):
+        kind, k = blocks[b, 0], blocks[b, 1]
+        start, size = (k + 3, 4) if kind == FREE else (k, 4) if kind == SPHERICAL else (k + 2, 2)
+        norm = 0.0
+        for i in range(start, start + size):
+            norm += x[i] * x[i]
+        norm = np.sqrt(norm)
         if not norm > 0.0:
             return False, x, xd, gradient, gamma
-        for k in range(3, 7):
-            x[k] /= norm
+        for i in range(start, start + size):
+            x[i] /= norm
     for k in range(base_v):
         xd[k] = y[nq + k]
         gradient[k, k] = 1.0
@@ -128,45 +151,59 @@ def _reduced_state_py(y, nq, nv, base_q, base_v, independent, n_config, n_tangen
     return True, x, xd, gradient, gamma
 
 
-def _position_rate_py(y, nq, base_q, x, xd, out):
-    """q̇ into out[:nq] from a reduced state y = (q, v, …): v itself, or with a free base (base_q = 7)
-    (R(z) v_lin, ½ z ⊗ (ω, 0), v_θ) — z = x[3:7] the normalised quaternion (x, y, z, w), scalar last; (v_lin, ω)
-    = ẋ[:6] in the base frame. Shared by the explicit-function and the loop-map kernels (compiled inline)."""
-    if base_q:
-        qx, qy, qz, qw = x[3], x[4], x[5], x[6]
-        r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
-        r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
-        r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
-        v0, v1, v2, w0, w1, w2 = xd[0], xd[1], xd[2], xd[3], xd[4], xd[5]
-        out[0] = r00 * v0 + r01 * v1 + r02 * v2
-        out[1] = r10 * v0 + r11 * v1 + r12 * v2
-        out[2] = r20 * v0 + r21 * v1 + r22 * v2
-        out[3] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
-        out[4] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
-        out[5] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
-        out[6] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
-        for k in range(7, nq):
-            out[k] = y[nq + k - 1]
-    else:
-        for k in range(nq):
-            out[k] = y[nq + k]
+def _position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
+    """q̇ into out[:nq] from a reduced state y = (q, v, …), as `Model.configuration_rate`: per multi-DOF block
+    (`blocks`, as `multi_dof_blocks`) with the normalised coordinates x and the velocities ẋ — free joint (and
+    floating base) (R(z) v_lin, ½ z ⊗ (ω, 0)), spherical ½ z ⊗ (ω, 0) — z the unit quaternion (x, y, z, w),
+    scalar last, (v_lin, ω) in the child (body) frame —, planar (c vx − s vy, s vx + c vy, −s φ̇, c φ̇) for its
+    (x, y, cos φ, sin φ); then the 1-DOF coordinates' v. Shared by the explicit-function and the loop-map
+    kernels (compiled inline)."""
+    for b in range(blocks.shape[0]):
+        kind, k, j = blocks[b, 0], blocks[b, 1], blocks[b, 2]
+        if kind == PLANAR:
+            c, s, v0, v1 = x[k + 2], x[k + 3], xd[j], xd[j + 1]
+            out[k] = c * v0 - s * v1
+            out[k + 1] = s * v0 + c * v1
+            out[k + 2] = -s * xd[j + 2]
+            out[k + 3] = c * xd[j + 2]
+            continue
+        if kind == FREE:
+            qx, qy, qz, qw = x[k + 3], x[k + 4], x[k + 5], x[k + 6]
+            r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+            r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+            r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+            v0, v1, v2 = xd[j], xd[j + 1], xd[j + 2]
+            out[k] = r00 * v0 + r01 * v1 + r02 * v2
+            out[k + 1] = r10 * v0 + r11 * v1 + r12 * v2
+            out[k + 2] = r20 * v0 + r21 * v1 + r22 * v2
+            k += 3
+            j += 3
+        qx, qy, qz, qw = x[k], x[k + 1], x[k + 2], x[k + 3]
+        w0, w1, w2 = xd[j], xd[j + 1], xd[j + 2]
+        out[k] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+        out[k + 1] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+        out[k + 2] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+        out[k + 3] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+    for k in range(base_q, nq):
+        out[k] = y[nq + base_v + k - base_q]
 
 
 _GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
 _PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party elements' kernels, by address)
 
 
-def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tangent, table, inputs, coef,
+def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, blocks, independent, n_config, n_tangent, table, inputs, coef,
                      tau_time, tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
                      zero_length, joint_springs, joint_spring_params, tangent_parent, joint_stops,
                      joint_stop_params, contact_index, contact_geometry, contact_normal_p, contact_friction_p,
                      contact_state, plugin_addresses, plugin_fparams, plugin_iparams, plugin_kinematics):
     """(status, ẏ) of a reduced model whose coordinate map is explicit joint functions: status 0 on success,
     1 where the generic path must evaluate the state (non-finite state or result, zero-length spring, M_r not
-    positive definite). Floating base: the quaternion is normalised first, q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ)."""
+    positive definite). Multi-DOF blocks (`blocks`: floating base, free, spherical and planar joints): their
+    quaternions and (cos, sin) pairs are normalised first, q̇ as `_position_rate_py`."""
     size = y.shape[0]
     fail = (1, np.zeros(0))
-    finite, x, xd, gradient, gamma = _STATE(y, nq, nv, base_q, base_v, independent, n_config, n_tangent)
+    finite, x, xd, gradient, gamma = _STATE(y, nq, nv, base_q, base_v, blocks, independent, n_config, n_tangent)
     if not finite:
         return fail
     if _JETS(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma) != 0:
@@ -221,7 +258,7 @@ def _explicit_rhs_py(y, t, nq, nv, base_q, base_v, independent, n_config, n_tang
     elif not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
         return fail
     out = np.empty(size)
-    _POSITION_RATE(y, nq, base_q, x, xd, out)
+    _POSITION_RATE(y, nq, base_q, base_v, blocks, x, xd, out)
     for k in range(nv):
         out[nq + k] = accel[k]
     out[size - 2] = power_in
@@ -296,7 +333,7 @@ def pack_springs(model, springs) -> tuple:
 
 class CompiledExplicitRHS:
     """`__call__(t, y)` → ẏ for a "reduced" run of a model whose coordinate map is identity, affine or explicit
-    polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base), with joint
+    polynomial / linear / spline / Fourier / expression joint functions (fixed or floating base; 1-DOF, spherical, planar and free joints), with joint
     torques, joint spring-dampers, joint stops (smooth or switched; the switched stops' restart events stay with the
     engine's event handling), point-to-point springs, ground contacts with built-in laws or plug-in laws with a
     compiled twin, and third-party elements with a compiled kernel (`ForceElement.compiled_kernel`): one compiled
@@ -323,8 +360,8 @@ class CompiledExplicitRHS:
         for torque, k in self._torques:
             if torque.value is not None:
                 self._tau_time[k] += torque.value
-        base_q, base_v = (7, 6) if model.floating_base else (0, 0)
-        self._static = (model.nq, model.nv, base_q, base_v,
+        # the multi-DOF blocks (floating base, free, spherical, planar joints) lead q and v
+        self._static = (model.nq, model.nv, model.base_nq, model.base_nv, multi_dof_blocks(model),
                         np.array(model.coordinate_map.independent, dtype=np.int64), model.n_config,
                         model.n_tangent)
         self._tangent_parent = tangent_parents(model)
@@ -342,7 +379,10 @@ class CompiledExplicitRHS:
         depth = np.zeros(model.n_tangent)
         for k, p in enumerate(self._tangent_parent):
             depth[k] = 1.0 + (depth[p] if p >= 0 else 0.0)
-        if model.n_tangent and float(np.sum(depth ** 2)) > model.n_tangent ** 3 / 12.0:
+        # and it needs every direction after its parent's (RBDA §6.5's λ(k) < k): multi-DOF joints below a 1-DOF
+        # joint break that (their velocities lead v), so such trees take the dense factorisation
+        ordered = bool(np.all(self._tangent_parent < np.arange(model.n_tangent)))
+        if model.n_tangent and (not ordered or float(np.sum(depth ** 2)) > model.n_tangent ** 3 / 12.0):
             self._tangent_parent = self._tangent_parent.copy()
             self._tangent_parent[0] = -2
 
@@ -363,9 +403,8 @@ class CompiledExplicitRHS:
         _, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
         if plugins is None:
             return None
-        # 1-DOF joints and the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)
-        if any(b.joint_type not in ("revolute", "prismatic") and not (b.joint_type == "free" and not b.joint)
-               for b in model.bodies):
+        # joint kinds of the compiled tree kernels: 1-DOF joints and the multi-DOF blocks (`multi_dof_blocks`)
+        if any(b.joint_type not in ("revolute", "prismatic", "free", "spherical", "planar") for b in model.bodies):
             return None
         table = explicit_table(model.coordinate_map)
         if table is None:
@@ -394,11 +433,11 @@ class CompiledExplicitRHS:
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
         if not (y.flags.c_contiguous and y.dtype == np.float64):
             y = np.ascontiguousarray(y, dtype=float)
-        nq, nv, base_q, base_v, independent, n_config, n_tangent = self._static
+        nq, nv, base_q, base_v, blocks, independent, n_config, n_tangent = self._static
         table, inputs, coef = self._table
         tree_meta, tree_body, gravity, ancestry = self._tree
         bodies, points, params, zero_length = self._springs
-        status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, independent, n_config, n_tangent, table,
+        status, out = self._kernel(y, float(t), nq, nv, base_q, base_v, blocks, independent, n_config, n_tangent, table,
                                    inputs, coef, self._time_forces(t), tree_meta, tree_body, gravity, ancestry,
                                    bodies, points, params, zero_length, *self._joint_springs[:2],
                                    self._tangent_parent, *self._joint_springs[2:], *self._contact_arrays(),

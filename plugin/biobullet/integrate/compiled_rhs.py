@@ -61,6 +61,8 @@ _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function 
 _TAIL = None            # the compiled `_loop_tail_py`
 _STATE = None           # the compiled `_loop_state_py`
 _REDUCED_STATE = _POSITION_RATE = None   # compiled_explicit's `_reduced_state_py`, `_position_rate_py`
+#: their multi-DOF block table (`compiled_explicit.multi_dof_blocks`) for this path's only one, a root free base
+_FREE_BASE_BLOCKS = np.array([[_compiled.FREE, 0, 0]], dtype=np.int64)
 _FUSED = None
 
 
@@ -128,7 +130,8 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
     if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
         return 1, np.zeros(0)
     out = np.empty(size)
-    _POSITION_RATE(y, nq, 7 if nq != nv else 0, theta, rate, out)
+    free = 1 if nq != nv else 0
+    _POSITION_RATE(y, nq, 7 * free, 6 * free, _FREE_BASE_BLOCKS[:free], theta, rate, out)
     for j in range(nv):
         out[nq + j] = accel[j]
     m = shadow_rows.shape[0]
@@ -205,7 +208,9 @@ def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows
     argument list and code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per
     call)."""
     fail = (1, np.zeros(0))
-    finite, x, xd, gradient, gamma = _REDUCED_STATE(y, nq, nv, base_q, base_v, independent, n_config, n_tangent)
+    blocks = _FREE_BASE_BLOCKS[:1 if base_q else 0]
+    finite, x, xd, gradient, gamma = _REDUCED_STATE(y, nq, nv, base_q, base_v, blocks, independent, n_config,
+                                                    n_tangent)
     if not finite:
         return fail
     view = x[base_q - base_v:]   # the loop kernel's joint layout: index = tangent index

@@ -431,10 +431,8 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bo
     n = len(t)
     pos = y[:, :system.n_pos].copy()
     vel = y[:, system.n_pos:system.n_pos + system.n_vel].copy()
-    if model.base_nq == 7 and model.floating_base:   # as `split`: the base quaternion renormalised
-        pos[:, 3:7] /= np.linalg.norm(pos[:, 3:7], axis=1)[:, None]
-    elif model.base_nq:   # multi-DOF joints (spherical, planar, floating) lead q: their own normalisation
-        pos = np.array([model.normalize_configuration(row) for row in pos])
+    if model.base_nq:   # as `split`: quaternions (floating base, free and spherical joints), planar pairs
+        pos = model.normalize_configuration(pos)   # all rows at once
     if system.joint_space:
         return pos, vel
     cmap = model.coordinate_map

@@ -336,12 +336,13 @@ class Model:
         return out
 
     def normalize_configuration(self, q) -> np.ndarray:
-        """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length."""
+        """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length; q may also be a
+        stack of configurations (..., nq), each normalised (trajectory post-processing)."""
         q = np.array(q, dtype=float)
         for body in self._multi_dof_bodies:
             k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
             n = 4 if body.joint_type != "planar" else 2
-            q[k:k + n] /= np.linalg.norm(q[k:k + n])
+            q[..., k:k + n] /= np.linalg.norm(q[..., k:k + n], axis=-1, keepdims=True)
         return q
 
     @cached_property

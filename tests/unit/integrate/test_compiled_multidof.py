@@ -1,0 +1,241 @@
+"""The compiled explicit-map right-hand side (integrate/compiled_explicit.py `CompiledExplicitRHS`) on models with
+multi-DOF joints — PyBullet `spherical`, URDF `planar` and inner `floating` joints, with or without a floating
+base — against the generic path.
+
+The generic path (`System._checked_rhs`: `Model.normalize_configuration`, the formulation's dynamics and
+`Model.configuration_rate` as separate numpy calls) is the reference: both evaluate the same algebra, so ẏ must
+agree to round-off at random states (random unit quaternions — and quaternions / planar (cos, sin) pairs scaled
+off unit length, which both paths normalise —, random joint angles and rates). Whole runs on both paths agree to
+the integration tolerance, and a passive spherical arm conserves its energy on both (an independent check of
+q̇ = ½ z ⊗ (ω, 0) and of the dynamics: a wrong q̇ or a wrong frame for ω breaks the energy balance at once).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.core import jit
+from biobullet.integrate.engine import System
+from biobullet.validate.corpus import pybullet_data_root
+
+needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
+
+_INERTIA = '<inertia ixx="{a}" ixy="{d}" ixz="{e}" iyy="{b}" iyz="{f}" izz="{c}"/>'
+
+
+def _link(name: str, mass: float, com: str = "0.02 -0.01 -0.12", scale: float = 1.0) -> str:
+    inertia = _INERTIA.format(a=0.03 * scale, b=0.025 * scale, c=0.012 * scale, d=0.001 * scale,
+                              e=-0.002 * scale, f=0.0015 * scale)
+    return (f'<link name="{name}"><inertial><origin xyz="{com}"/><mass value="{mass}"/>{inertia}</inertial>'
+            f'</link>')
+
+
+def _joint(name: str, kind: str, parent: str, child: str, xyz: str, rpy: str = "0 0 0",
+           axis: str = "0 1 0") -> str:
+    limit = '<limit lower="-2" upper="2" effort="100" velocity="10"/>' if kind == "revolute" else ""
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>')
+
+
+def _write(tmp_path: Path, name: str, links: list[str], joints: list[str], extra: str = "") -> Path:
+    text = (f'<robot name="{name}">' + "".join(links) + "".join(joints)
+            + f'<biobullet version="1"><gravity xyz="0 0 -9.81"/>{extra}</biobullet></robot>')
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(text)
+    return path
+
+
+def spherical_arm(tmp_path: Path, forces: bool = True) -> Path:
+    """A fixed-base arm: spherical shoulder, revolute elbow, spherical wrist (a multi-DOF joint below a 1-DOF one:
+    its velocities lead v, so the tree-sparse solve is out and the dense one serves). With `forces`: a joint
+    spring-damper and a constant torque at the elbow; without, a passive arm (energy conserved)."""
+    links = [_link("base", 3.0, "0 0 0"), _link("upper", 2.0), _link("fore", 1.2), _link("hand", 0.5, scale=0.3)]
+    joints = [_joint("shoulder", "spherical", "base", "upper", "0 0 0.5", "0.2 0 0"),
+              _joint("elbow", "revolute", "upper", "fore", "0 0 -0.3", "0 0.1 0", "0.3 1 0"),
+              _joint("wrist", "spherical", "fore", "hand", "0.01 0 -0.25", "0 0 0.4")]
+    extra = ('<joint_spring joint="elbow" stiffness="4" rest="0.3" damping="0.2"/>'
+             '<joint_torque joint="elbow" value="0.4"/>') if forces else ""
+    return _write(tmp_path, f"spherical_arm_{forces}", links, joints, extra)
+
+
+def planar_model(tmp_path: Path) -> Path:
+    """A body on a planar joint (plane normal tilted off y: gravity has a component in the plane and one along
+    its normal), carrying a revolute pendulum and, below it, a spherical one."""
+    links = [_link("base", 3.0, "0 0 0"), _link("sled", 2.5, "0.05 0.02 0"), _link("pend", 1.0),
+             _link("bob", 0.6, scale=0.4)]
+    joints = [_joint("slide", "planar", "base", "sled", "0 0 0.2", "0.1 0 0", "0.1 1 0.2"),
+              _joint("swing", "revolute", "sled", "pend", "0.1 0 0", "0 0 0.3", "0 1 0"),
+              _joint("ball", "spherical", "pend", "bob", "0 0 -0.3")]
+    return _write(tmp_path, "planar_model", links, joints,
+                  '<joint_spring joint="swing" stiffness="2" rest="0" damping="0.1"/>')
+
+
+def floating_model(tmp_path: Path) -> Path:
+    """A floating torso with two spherical shoulders, a revolute elbow, and an object on an inner URDF `floating`
+    joint (a free joint inside the tree) hanging off one hand by nothing but gravity and its own dynamics."""
+    links = [_link("torso", 8.0, "0 0 0.1", scale=4.0), _link("arm_l", 1.5), _link("arm_r", 1.5),
+             _link("fore_r", 0.9), _link("object", 0.4, "0.01 0 0", scale=0.2)]
+    joints = [_joint("shoulder_l", "spherical", "torso", "arm_l", "0 0.2 0.3", "0.3 0 0"),
+              _joint("shoulder_r", "spherical", "torso", "arm_r", "0 -0.2 0.3", "-0.3 0 0"),
+              _joint("elbow_r", "revolute", "arm_r", "fore_r", "0 0 -0.3", "0 0 0", "0 1 0"),
+              _joint("carry", "floating", "fore_r", "object", "0 0 -0.25", "0.2 0.1 0")]
+    return _write(tmp_path, "floating_model", links, joints,
+                  '<base type="floating"/><joint_torque joint="elbow_r" value="-0.3"/>')
+
+
+def star_model(tmp_path: Path) -> Path:
+    """A floating torso with six spherical limbs, two revolute joints on each (every multi-DOF joint hangs on the
+    torso, so every tangent direction follows its parent's and the branched tree takes the tree-sparse solve)."""
+    links, joints = [_link("torso", 10.0, "0 0 0", scale=5.0)], []
+    for k in range(6):
+        angle = k * np.pi / 3
+        links += [_link(f"limb{k}", 1.0), _link(f"mid{k}", 0.7), _link(f"tip{k}", 0.4, scale=0.5)]
+        joints += [_joint(f"ball{k}", "spherical", "torso", f"limb{k}",
+                          f"{0.3 * np.cos(angle):.4f} {0.3 * np.sin(angle):.4f} 0", f"0 0 {angle:.4f}"),
+                   _joint(f"knee{k}", "revolute", f"limb{k}", f"mid{k}", "0 0 -0.3", "0 0 0", "0 1 0"),
+                   _joint(f"ankle{k}", "revolute", f"mid{k}", f"tip{k}", "0 0 -0.25", "0 0 0", "1 0 0")]
+    return _write(tmp_path, "star_model", links, joints, '<base type="floating"/>')
+
+
+def pybullet_humanoid() -> Path | None:
+    """pybullet_data's humanoid/humanoid.urdf (8 spherical + 4 revolute joints, nv 28), or None."""
+    root = pybullet_data_root()
+    path = Path(root) / "humanoid" / "humanoid.urdf" if root else None
+    return path if path is not None and path.is_file() else None
+
+
+def _models(tmp_path: Path) -> dict:
+    models = {"spherical arm": biobullet.load_model(spherical_arm(tmp_path)),
+              "planar joint, revolute, spherical": biobullet.load_model(planar_model(tmp_path)),
+              "floating base, spherical, inner floating": biobullet.load_model(floating_model(tmp_path)),
+              "floating torso, six spherical limbs (tree-sparse solve)": biobullet.load_model(star_model(tmp_path))}
+    humanoid = pybullet_humanoid()
+    if humanoid is not None:
+        models["pybullet_data humanoid"] = biobullet.load_model(humanoid)
+        ball = humanoid.parents[1] / "spherical_joint_limit.urdf"   # one spherical joint (its limit not modelled)
+        if ball.is_file():
+            models["pybullet_data spherical_joint_limit"] = biobullet.load_model(ball, inertia="repair")
+    return models
+
+
+def random_state(system: System, rng: np.random.Generator, unit: bool) -> np.ndarray:
+    """A state vector with random unit quaternions (scaled by a random factor in [0.5, 2] unless `unit`), random
+    planar angles as (cos, sin) (scaled likewise), random positions, joint angles and velocities."""
+    model = system.model
+    y = system.initial_vector(None, 0.0)
+    n_pos, n_vel = system.n_pos, system.n_vel
+    y[:n_pos] = rng.normal(scale=0.7, size=n_pos)
+    y[n_pos:n_pos + n_vel] = rng.normal(scale=1.5, size=n_vel)
+    for body in model.bodies:
+        if not body.multi_dof:
+            continue
+        k = body.q_index
+        scale = 1.0 if unit else rng.uniform(0.5, 2.0)
+        if body.joint_type in ("free", "spherical"):
+            k += 3 if body.joint_type == "free" else 0
+            z = rng.normal(size=4)
+            y[k:k + 4] = scale * z / np.linalg.norm(z)
+        else:   # planar: (x, y, cos φ, sin φ)
+            phi = rng.uniform(-np.pi, np.pi)
+            y[k + 2:k + 4] = scale * np.array([np.cos(phi), np.sin(phi)])
+    return y
+
+
+def test_models_have_the_multi_dof_joints_they_claim(tmp_path):
+    kinds = {label: sorted({b.joint_type for b in m.bodies}) for label, m in _models(tmp_path).items()}
+    assert kinds["spherical arm"] == ["revolute", "spherical"]
+    assert kinds["planar joint, revolute, spherical"] == ["planar", "revolute", "spherical"]
+    assert kinds["floating base, spherical, inner floating"] == ["free", "revolute", "spherical"]
+    floating = _models(tmp_path)["floating base, spherical, inner floating"]
+    assert floating.floating_base and sum(b.joint_type == "free" for b in floating.bodies) == 2
+    if "pybullet_data humanoid" in kinds:
+        humanoid = _models(tmp_path)["pybullet_data humanoid"]
+        assert (humanoid.nv, sum(b.joint_type == "spherical" for b in humanoid.bodies)) == (28, 8)
+
+
+@needs_numba
+def test_compiled_rhs_equals_the_generic_path_to_round_off(tmp_path):
+    if pybullet_humanoid() is None:
+        pytest.skip("pybullet_data is not installed: its humanoid is one of the models compared")
+    rng = np.random.default_rng(11)
+    for label, model in _models(tmp_path).items():
+        fast = System(model, "reduced", {"compiled": True})
+        slow = System(model, "reduced", {"compiled": False})
+        assert type(fast._compiled).__name__ == "CompiledExplicitRHS", label
+        assert fast.right_hand_side()["path"] == "compiled explicit map", label
+        assert slow._compiled is None
+        if "tree-sparse" in label:   # every direction after its parent: M = Lᵀ D L over the tree
+            assert fast._compiled._tangent_parent[0] != -2
+        elif label != "pybullet_data spherical_joint_limit":   # a multi-DOF joint below a 1-DOF one: dense solve
+            assert fast._compiled._tangent_parent[0] == -2, label
+        worst = 0.0
+        for sample in range(24):
+            y = random_state(fast, rng, unit=sample % 2 == 0)
+            t = float(rng.uniform(0.0, 1.0))
+            compiled, generic = fast._compiled(t, y), slow._checked_rhs(t, y)
+            assert compiled is not None, label
+            scale = max(1.0, float(np.abs(generic).max()))
+            worst = max(worst, float(np.abs(compiled - generic).max()) / scale)
+        assert worst <= 1e-12, (label, worst)
+
+
+@needs_numba
+def test_zero_quaternion_hands_over_to_the_generic_path(tmp_path):
+    fast = System(biobullet.load_model(spherical_arm(tmp_path)), "reduced", {"compiled": True})
+    y = fast.initial_vector(None, 0.0)
+    y[0:4] = 0.0   # the shoulder's quaternion
+    assert fast._compiled(0.0, y) is None
+
+
+def test_runs_agree_with_the_generic_path(tmp_path):
+    """Whole runs, compiled and generic (with numba off: generic twice), to the integration tolerance; the run
+    reports which right-hand side served it."""
+    for path in (spherical_arm(tmp_path), planar_model(tmp_path), floating_model(tmp_path)):
+        model = biobullet.load_model(path)
+        q0, v0 = model.initial_state()
+        v0[:] = np.linspace(-1.0, 1.2, model.nv)   # every joint moving, quaternions turning
+        runs = [biobullet.simulate(model, 0.3, rtol=1e-10, atol=1e-12, compiled=c, progress=False,
+                                   initial=(q0, v0), t_eval=np.linspace(0.0, 0.3, 31)) for c in (True, False)]
+        expected = "compiled explicit map" if jit.ENABLED else "generic"
+        assert runs[0].meta["right_hand_side"]["path"] == expected, path.name
+        assert runs[1].meta["right_hand_side"]["path"] == "generic"
+        assert np.abs(runs[0].positions - runs[1].positions).max() < 1e-8, path.name
+        assert np.abs(runs[0].velocities - runs[1].velocities).max() < 1e-7, path.name
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_passive_spherical_arm_conserves_energy(tmp_path, compiled):
+    """A passive spherical arm started off rest swings for 1 s: T + V constant to far below the energy scale
+    (≈ 12 J) times 100 rtol, on the compiled and the generic path (measured: 7.8e-10 J on both)."""
+    model = biobullet.load_model(spherical_arm(tmp_path, forces=False))
+    q0, v0 = model.initial_state()
+    q0[0:4] = np.array([0.3, -0.2, 0.1, 0.9]) / np.linalg.norm([0.3, -0.2, 0.1, 0.9])
+    q0[4:8] = np.array([-0.1, 0.4, 0.2, 0.8]) / np.linalg.norm([-0.1, 0.4, 0.2, 0.8])
+    q0[8] = 0.7
+    v0[:] = [1.0, -0.5, 2.0, 0.3, -1.2, 0.8, 1.5]
+    run = biobullet.simulate(model, 1.0, rtol=1e-10, atol=1e-12, initial=(q0, v0), compiled=compiled,
+                             progress=False)
+    if compiled and jit.ENABLED:
+        assert run.meta["right_hand_side"]["path"] == "compiled explicit map"
+    energy = run.total_energy()
+    swing = np.ptp(run.energy["kinetic"])
+    assert swing > 1.0   # energy really moves between kinetic and potential
+    assert np.ptp(energy) < 1e-8 * max(1.0, float(np.abs(energy).max())), np.ptp(energy)   # measured 6.6e-11
+
+
+def test_batched_tree_states_normalise_every_row(tmp_path):
+    """`System.observed_states` (all samples at once: the vectorised `Model.normalize_configuration`) equals the
+    per-sample `System.tree_state` on states with off-unit quaternions and planar pairs."""
+    rng = np.random.default_rng(3)
+    for path in (spherical_arm(tmp_path), planar_model(tmp_path), floating_model(tmp_path)):
+        system = System(biobullet.load_model(path), "reduced", {})
+        ys = np.array([random_state(system, rng, unit=False) for _ in range(6)])
+        t = np.linspace(0.0, 0.5, 6)
+        x, xd = system.observed_states(t, ys)
+        for k in range(6):
+            xk, xdk = system.tree_state(t[k], ys[k])
+            assert np.abs(x[k] - xk).max() < 1e-14 and np.abs(xd[k] - xdk).max() < 1e-14, path.name
