@@ -121,8 +121,8 @@ def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name, variant):
 @pytest.mark.parametrize("name", list(MODELS))
 def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
     """b = Φ̇_x ẋ equals d/ds [Φ_x(x + s ẋ) ẋ] and Φ_x equals ∂Φ/∂x, both by central differences (h = 1e-5:
-    truncation ~h²·|third derivative| ≈ 1e-9 at these rates), through `loop_terms` (the compiled kernel where numba
-    is on, else the per-loop rows)."""
+    truncation ~h²·|third derivative| ≈ 1e-9 at these rates), through `loop_terms` (the compiled kernel where
+    numba is on, else the per-loop rows)."""
     from biobullet.constraints.loops import loop_terms
     model = MODELS[name][0](tmp_path)
     _, loops = _loops(model)
