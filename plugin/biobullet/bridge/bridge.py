@@ -35,7 +35,7 @@ Constant rows on a fixed base take `_apply_fast`: the null-space method with pre
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
-joint functions and point/planar loops on a fixed base take `_apply_rows`: rows, springs, M, h and the Schur
+joint functions and point/planar/revolute loops on a fixed base take `_apply_rows`: rows, springs, M, h and the Schur
 solve in one compiled call (`bridge.kernels`). On both fast paths M and h come from biobullet's compiled
 recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction); docs/bridge.md
 lists the paths.
@@ -346,7 +346,7 @@ class Bridge:
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        # explicit joint functions and/or point/planar loops, step-end target: one compiled call per step
+        # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_apply_rows; linear rows without loops take _apply_fast above)
         self._rows_kernel, self._loops_data = None, None
         self._compiled_forces = None
@@ -371,7 +371,7 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (plug-in functions, loop types other than point/planar, numba off).
+        a row is not compiled (plug-in functions, plug-in loop types, numba off).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         from biobullet.model.joint_jets import function_table
@@ -703,9 +703,9 @@ class Bridge:
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
-        """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and point/planar
-        `<loop>`s on a fixed base in PyBullet's dof order, step-end target: rows, M and h (own recursions when
-        `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
+        """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and
+        point/planar/revolute `<loop>`s on a fixed base in PyBullet's dof order, step-end target: rows, M and h
+        (own recursions when `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
         `loop_torque_kernel`). Same equations as the general
         path, which takes over when the solve declines."""
         p, c, b, model, n = self._p, self.client, self.body, self.model, self._out_n

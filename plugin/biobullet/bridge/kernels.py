@@ -110,7 +110,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
                     point_body, offset, basis, kinds, row_start, n_rows, body_ancestry, spring_bodies, spring_points,
                     spring_params, zero_length, kp, kd, kb, xdd, lam, torque):
     """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
-    (point and planar loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
+    (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
     order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
     same kinematics; own: M, h from the tree recursions. Status 0, or ≠ 0 when the solve declines or a spring
     has zero length (the general path then decides and reports)."""

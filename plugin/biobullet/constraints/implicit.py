@@ -278,7 +278,7 @@ class LoopResolver:
 
     def _lean_setup(self):
         """(compiled hot-path kernel, packed tree, n_tangent, row data) for `_resolve_lean`, or None: fixed base,
-        point and planar loops only, compiled kernels enabled."""
+        point, planar and revolute loops only, compiled kernels enabled."""
         from biobullet.constraints.loop_kernels import _kernels, _packed_tree
         model = self.model
         kernels = _kernels()

@@ -53,7 +53,10 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
 
 def _loop_rows_kernel_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
                       with_jac, with_bias):
-    """Rows of point (kind 0) and planar (kind 1) loops; point k of loop l: index l (a) and L + l (b)."""
+    """Rows of point (kind 0), planar (kind 1) and revolute (kind 2) loops (`loops.VectorLoops` packs the data);
+    point k of loop l: index l (a) and L + l (b); basis[l] (3 × 3): planar — the plane basis in link_a's body
+    frame (columns 0, 1); revolute — u_1, u_2 in link_b's body frame (columns 0, 1) and axis_a in link_a's
+    (column 2). A thin allocating wrapper of `_loop_rows_into_py`, the one implementation."""
     n_t = sub.shape[1]
     phi = np.zeros(n_rows)
     jac = np.zeros((n_rows, n_t)) if with_jac else np.zeros((0, n_t))
@@ -67,8 +70,9 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                        with_bias, phi, jac, bias, work, jl):
     """`_loop_rows_kernel_py` into the caller's arrays (every row of phi, and of jac / bias when asked, is written),
     with its work arrays given: `work` (6, 2, 3) = the two points' positions, velocities, accelerations, angular
-    velocities and accelerations and a basis vector, `jl` (2, 3, n_tangent) the points' Jacobians. Loops that
-    evaluate the rows many times per call (the trajectory output's Newton pass) allocate these once."""
+    velocities and accelerations and two vectors (a basis vector; revolute: u_k and the axis a), `jl`
+    (2, 3, n_tangent) the points' Jacobians. Loops that evaluate the rows many times per call (the trajectory
+    output's Newton pass) allocate these once."""
     n_t = sub.shape[1]
     n_l = kinds.shape[0]
     p = work[0]
@@ -115,7 +119,7 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                 pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
         d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
         r = row_start[l]
-        if kinds[l] == 0:
+        if kinds[l] != 1:   # the point rows: point loops, and the first three rows of a revolute loop
             phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
             if with_jac:
                 for a in range(3):
@@ -124,8 +128,14 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
             if with_bias:
                 for a in range(3):
                     bias[r + a] = pa[0, a] - pa[1, a]
-            continue
+            if kinds[l] == 0:
+                continue
         ba = point_body[l]
+        if kinds[l] == 2:   # revolute: its axis rows after the point rows (a separate kernel: the point and
+            # planar loops' code stays as small as before)
+            _revolute_rows(rot, sub, ancestry, ba, point_body[l + n_l], basis, l, r + 3, with_jac, with_bias, phi,
+                           jac, bias, w, al, work[5, 0], work[5, 1])
+            continue
         for kk in range(2):
             for a in range(3):
                 if ba < 0:
@@ -159,7 +169,58 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                 bias[r + kk] = value
 
 
+def _revolute_rows_py(rot, sub, ancestry, ba, bb, basis, l, r, with_jac, with_bias, phi, jac, bias, w, al, u, ax):
+    """The two axis rows r, r + 1 of revolute loop l (`loop_types.RevoluteLoop.rows`, the reference; its point
+    rows are the point loop's): u_k·a = 0 (k = 1, 2) with a = R_a axis_a (basis[l, :, 2], in link_a's body frame,
+    body ba) and u_k = R_b basis[l, :, k] (in link_b's body frame, body bb); a ground side (body −1) has them in
+    world axes. Jacobian (u_k × a)·(J_ω,b − J_ω,a); bias (α_b × u + ω_b × (ω_b × u))·a + 2 (ω_b × u)·(ω_a × a)
+    + u·(α_a × a + ω_a × (ω_a × a)). w, al: (2, 3) the two sides' ω and α (with_bias); u, ax: 3-vector work."""
+    n_t = sub.shape[1]
+    for a in range(3):
+        if ba < 0:
+            ax[a] = basis[l, a, 2]
+        else:
+            ax[a] = (rot[ba, a, 0] * basis[l, 0, 2] + rot[ba, a, 1] * basis[l, 1, 2]
+                     + rot[ba, a, 2] * basis[l, 2, 2])
+    wa0 = wa1 = wa2 = aa0 = aa1 = aa2 = ob0 = ob1 = ob2 = 0.0
+    if with_bias:   # ω_a × a and α_a × a + ω_a × (ω_a × a): shared by both axis rows
+        oa0, oa1, oa2 = w[0, 0], w[0, 1], w[0, 2]
+        wa0 = oa1 * ax[2] - oa2 * ax[1]
+        wa1 = oa2 * ax[0] - oa0 * ax[2]
+        wa2 = oa0 * ax[1] - oa1 * ax[0]
+        aa0 = al[0, 1] * ax[2] - al[0, 2] * ax[1] + oa1 * wa2 - oa2 * wa1
+        aa1 = al[0, 2] * ax[0] - al[0, 0] * ax[2] + oa2 * wa0 - oa0 * wa2
+        aa2 = al[0, 0] * ax[1] - al[0, 1] * ax[0] + oa0 * wa1 - oa1 * wa0
+        ob0, ob1, ob2 = w[1, 0], w[1, 1], w[1, 2]
+    for kk in range(2):
+        for a in range(3):
+            if bb < 0:
+                u[a] = basis[l, a, kk]
+            else:
+                u[a] = (rot[bb, a, 0] * basis[l, 0, kk] + rot[bb, a, 1] * basis[l, 1, kk]
+                        + rot[bb, a, 2] * basis[l, 2, kk])
+        row = r + kk
+        phi[row] = u[0] * ax[0] + u[1] * ax[1] + u[2] * ax[2]
+        if with_jac:  # d(u·a)/dt = (u × a)·(ω_b − ω_a), ω of a body: S_ang ẋ on its ancestors' columns
+            ua0 = u[1] * ax[2] - u[2] * ax[1]
+            ua1 = u[2] * ax[0] - u[0] * ax[2]
+            ua2 = u[0] * ax[1] - u[1] * ax[0]
+            for c in range(n_t):
+                m = (ancestry[bb, c] if bb >= 0 else 0.0) - (ancestry[ba, c] if ba >= 0 else 0.0)
+                jac[row, c] = (ua0 * sub[3, c] + ua1 * sub[4, c] + ua2 * sub[5, c]) * m
+        if with_bias:
+            wu0 = ob1 * u[2] - ob2 * u[1]
+            wu1 = ob2 * u[0] - ob0 * u[2]
+            wu2 = ob0 * u[1] - ob1 * u[0]
+            au0 = al[1, 1] * u[2] - al[1, 2] * u[1] + ob1 * wu2 - ob2 * wu1
+            au1 = al[1, 2] * u[0] - al[1, 0] * u[2] + ob2 * wu0 - ob0 * wu2
+            au2 = al[1, 0] * u[1] - al[1, 1] * u[0] + ob0 * wu1 - ob1 * wu0
+            bias[row] = (au0 * ax[0] + au1 * ax[1] + au2 * ax[2]
+                         + 2.0 * (wu0 * wa0 + wu1 * wa1 + wu2 * wa2) + u[0] * aa0 + u[1] * aa1 + u[2] * aa2)
+
+
 _rows_into = _loop_rows_into_py   # the compiled twin inside the compiled rows kernel (bound in `_kernels`)
+_revolute_rows = _revolute_rows_py   # its compiled twin inside the compiled rows kernels (`rows_into_kernel`)
 _place_body = None   # compiled_kernels' compiled `_place_body_py`, bound when the kinematics kernel compiles
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
@@ -175,13 +236,22 @@ def _kernels():
     if not jit.ENABLED:
         return None
     kinematics = jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
-    rows = jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": _loop_rows_into_py})
+    rows_into = rows_into_kernel()
+    rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": rows_into})
     return None if kinematics is None or rows is None else (kinematics, rows)
 
 
+def _rows_into_bindings() -> dict:
+    revolute = jit.compiled(_revolute_rows_py)   # not inlined: point and planar loops keep their small code
+    if revolute is None:
+        raise RuntimeError("the revolute rows kernel did not compile")
+    return {"_revolute_rows": revolute}
+
+
 def rows_into_kernel():
-    """The compiled `_loop_rows_into_py` (inline), or None (no numba, or disabled)."""
-    return jit.compiled(_loop_rows_into_py, inline=True) if jit.ENABLED else None
+    """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call), or None (no numba, or
+    disabled)."""
+    return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True) if jit.ENABLED else None
 
 
 _packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

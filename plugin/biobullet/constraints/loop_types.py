@@ -7,9 +7,10 @@ and with rates velocity, angular velocity and the classical accelerations with �
     Φ (n_equations), Φ_x (n_equations × n_tangent), b = Φ̇_x ẋ  (so that Φ̈ = Φ_x ẍ + b)
 
 and the reaction its multipliers λ exert on link_a at A. Built in: `point` (3 rows), `planar` (2 in-plane rows),
-`revolute` (point + axis alignment, 5 rows); point and planar loops also run vectorised and compiled
-(`loops.VectorLoops`), every other type through `rows()`. Third-party types register with `register_loop_type`
-or through the entry-point group ``biobullet.constraints`` (name = type, value = a LoopType subclass).
+`revolute` (point + axis alignment, 5 rows); the built-ins also run compiled, all loops in one kernel call
+(`loops.VectorLoops`, `loop_kernels`; `rows()` is their reference), every other type through `rows()`.
+Third-party types register with `register_loop_type` or through the entry-point group ``biobullet.constraints``
+(name = type, value = a LoopType subclass).
 """
 from __future__ import annotations
 

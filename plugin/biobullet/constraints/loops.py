@@ -12,8 +12,9 @@ Second derivative: Φ̈ = Φ_x ẍ + b(x, ẋ), with b = Φ̇_x ẋ the "velocit
 classical accelerations of the bodies with ẍ = 0 (one forward pass).
 
 Speed: the tree kinematics of the last configuration (and velocity) is cached per model (force elements, loop
-rows and the reduced formulations' Newton share it within one right-hand side); point and planar loops are
-evaluated by `VectorLoops` (all loops at once), with numba kernels when `algorithms.compiled_kernels` is enabled.
+rows and the reduced formulations' Newton share it within one right-hand side); point, planar and revolute loops
+are evaluated by `VectorLoops` (all loops at once), with numba kernels when `algorithms.compiled_kernels` is enabled
+(without numba: point and planar loops vectorised in numpy, revolute loops through `RevoluteLoop.rows`).
 """
 from __future__ import annotations
 
@@ -267,32 +268,46 @@ def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
 
 
+#: loop types the compiled rows kernel evaluates, and their kind codes there (`loop_kernels._loop_rows_into_py`)
+_KERNEL_KINDS = {"point": 0, "planar": 1, "revolute": 2}
+
+
 class VectorLoops:
-    """Point and planar loop rows of `loop_terms`, vectorised over all loop points (the hot path of the
-    multipliers right-hand side and of the reduced formulations' Newton). Same equations, same row order;
-    revolute loops are not handled here (`loop_terms` then uses the per-loop code).
+    """Point, planar and revolute loop rows of `loop_terms`, all loops at once (the hot path of the multipliers
+    right-hand side and of the reduced formulations' Newton): the compiled rows kernel
+    (`loop_kernels._loop_rows_kernel_py`) where numba is on; without it point and planar loops are vectorised in
+    numpy and a set with a revolute loop takes the per-loop `rows()` (`_per_loop_terms`). Same equations, same
+    row order.
 
     Ground-fixed points use a virtual extra body (identity placement, no motion)."""
 
     def __init__(self, model, loops: tuple[Loop, ...]) -> None:
+        self.loops = tuple(loops)
         self.n_loops = len(loops)
-        bodies, offsets, bases = [], [], []
+        bodies, offsets = [], []
+        # per loop, 3 × 3, in body frames (world axes for a ground link): planar — the plane basis of link_a
+        # (columns 0, 1); revolute — u_1, u_2 of link_b (columns 0, 1) and axis_a of link_a (column 2)
+        self.basis = np.zeros((len(loops), 3, 3))
         ground = len(model.bodies)
         for side in ("a", "b"):
-            for loop in loops:
+            for k, loop in enumerate(loops):
                 frame = model.frame(getattr(loop, "link_" + side))
                 xyz = getattr(loop, "xyz_" + side)
                 bodies.append(frame.body if frame.body >= 0 else ground)
                 offsets.append(frame.rotation @ xyz + frame.translation)   # in the body frame (world if ground)
-                if side == "a":
-                    bases.append(frame.rotation @ loop.basis)              # planar basis in link_a's body frame
+                if side == "a" and loop.type == "planar":
+                    self.basis[k, :, :2] = frame.rotation @ loop.basis
+                elif side == "a" and loop.type == "revolute":
+                    self.basis[k, :, 2] = frame.rotation @ loop.axis_a
+                elif side == "b" and loop.type == "revolute":
+                    self.basis[k, :, :2] = frame.rotation @ loop.basis
         self.body = np.array(bodies, dtype=int)
         self.offset = np.array(offsets).reshape(-1, 3)
-        self.basis = np.array(bases).reshape(-1, 3, 2)
         ancestry = tree_arrays(model).ancestry
         self.ancestry = np.concatenate([ancestry, np.zeros((1, model.n_tangent))])[self.body]   # (2L, n)
         self.zero_rot = np.eye(3)[None]
         # rows: every loop's point rows (3 per loop, x y z) then planar rows (2 per loop), picked per type
+        # (the numpy path of point and planar loops; a set with a revolute loop takes `_per_loop_terms` there)
         select, row_point, row_planar = [], 0, 3 * len(loops)
         for k, loop in enumerate(loops):
             select.extend(range(3 * k, 3 * k + 3) if loop.type == "point" else
@@ -300,9 +315,10 @@ class VectorLoops:
         self.select = np.array(select, dtype=int)
         self.any_planar = any(loop.type == "planar" for loop in loops)
         self.only_planar = all(loop.type == "planar" for loop in loops)
+        self.any_revolute = any(loop.type == "revolute" for loop in loops)
         # compiled kernel data: ground points as body −1, loop kinds and first rows
         self.k_body = np.where(self.body == ground, -1, self.body).astype(np.int64)
-        self.k_kinds = np.array([0 if loop.type == "point" else 1 for loop in loops], dtype=np.int64)
+        self.k_kinds = np.array([_KERNEL_KINDS[loop.type] for loop in loops], dtype=np.int64)
         self.k_rows = np.cumsum([0] + [loop.n_equations for loop in loops]).astype(np.int64)
         self.n_rows = int(self.k_rows[-1])
         self.k_rows = self.k_rows[:-1].copy()
@@ -310,7 +326,7 @@ class VectorLoops:
 
     @staticmethod
     def supports(loops: tuple[Loop, ...]) -> bool:
-        return all(loop.type in ("point", "planar") for loop in loops)
+        return all(loop.type in _KERNEL_KINDS for loop in loops)
 
     def evaluate(self, model, x: np.ndarray, xd: np.ndarray | None, kin=None, *, jacobian: bool = True):
         """(Φ, Φ_x, b, kin) like `loop_terms` (Φ_x None without `jacobian`, b None without ẋ); `kin` = tree
@@ -326,13 +342,15 @@ class VectorLoops:
                                         self.offset, self.basis, self.k_kinds, self.k_rows, self.n_rows,
                                         jacobian, with_bias)
             return phi, (jac if jacobian else None), (bias if with_bias else None), kin
+        if self.any_revolute:
+            return (*_per_loop_terms(model, self.loops, kin, jacobian, xd is not None), kin)
         n_l, n_t = self.n_loops, model.n_tangent
         rot = np.concatenate([kin.rotations, self.zero_rot])
         pos = np.concatenate([kin.positions, np.zeros((1, 3))])
         r = rot[self.body]
         p = (r @ self.offset[:, :, None])[:, :, 0] + pos[self.body]                            # (2L, 3)
         d = p[:n_l] - p[n_l:]
-        e = np.matmul(r[:n_l], self.basis) if self.any_planar else None                         # (L, 3, 2)
+        e = np.matmul(r[:n_l], self.basis[:, :, :2]) if self.any_planar else None                       # (L, 3, 2)
         et = None if e is None else e.transpose(0, 2, 1)                                        # (L, 2, 3)
         phi = (d.reshape(-1) if not self.any_planar else
                np.concatenate([d.reshape(-1), (et @ d[:, :, None]).reshape(-1)]))[self.select]
@@ -395,11 +413,17 @@ def loop_terms(model, loops, x: np.ndarray, xd: np.ndarray | None = None, *,
                                             jacobian=jacobian)
         return phi, jac, bias
     kin = tree_kinematics(model, np.asarray(x, dtype=float), None if xd is None else np.asarray(xd, dtype=float))
-    motion = kin.velocity
+    return _per_loop_terms(model, loops, kin, jacobian, xd is not None)
+
+
+def _per_loop_terms(model, loops, kin: TreeKinematics, jacobian: bool, rates: bool):
+    """(Φ, Φ_x or None, b or None) of `loops` stacked, each loop through its type's `rows()`; b iff `rates`
+    (then `kin` has the rates)."""
+    motion = kin.velocity if rates else None
     n_rows = sum(loop.n_equations for loop in loops)
     phi = np.zeros(n_rows)
     jac = np.zeros((n_rows, model.n_tangent)) if jacobian else None
-    bias = np.zeros(n_rows) if xd is not None else None
+    bias = np.zeros(n_rows) if rates else None
     row = 0
     for loop in loops:
         a = point_state(model, kin, loop.link_a, loop.xyz_a, jacobian=jacobian)

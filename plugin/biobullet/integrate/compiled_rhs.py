@@ -580,7 +580,7 @@ class CompiledReducedRHS:
         otherwise), a coordinate map of loop resolvers (all `<loop>` elements of a model file form one; a map
         built by hand may hold several) and any explicit joint functions of the types `model.joint_jets`
         evaluates, in any order around them (before a loop, e.g. computing its known joints; between loops; after
-        them, e.g. taking their dependent joints as inputs), point and planar loops only, only Spring,
+        them, e.g. taking their dependent joints as inputs), point, planar and revolute loops, only Spring,
         JointTorque, JointSpring, JointStop (a switched stop's restart events stay with the engine) and Contact
         (laws with compiled twins) elements and third-party elements with a compiled kernel
         (`ForceElement.compiled_kernel`), numba available and enabled. A fixed-base map that is one loop resolver alone

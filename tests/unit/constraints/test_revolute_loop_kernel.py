@@ -1,0 +1,225 @@
+"""The revolute `<loop>` type in the compiled loop rows (`constraints.loop_kernels._loop_rows_into_py`, kind 2) and
+what it opens: the lean Newton kernel (`LoopResolver._lean`) and the compiled loop right-hand side
+(`integrate.compiled_rhs.CompiledReducedRHS`) for models with a revolute loop, alone and mixed with a planar loop.
+
+Checked against independent references: `RevoluteLoop.rows` (the per-loop numpy reference, through
+`loops._per_loop_terms`) at 60 random states, the bias also against central differences of Φ_x ẋ and the Jacobian
+against central differences of Φ; the compiled right-hand side against the generic path
+(`System._checked_rhs`) at random states; a whole passive run against the generic run and against energy
+conservation. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
+skew hinge axis (tests/closed_chains.py), and the same chain with the four-bar knee of urdf/fourbar_knee.urdf
+(a planar loop) on a second branch of the same root — one loop resolver holding a revolute and a planar loop."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.constraints import loop_kernels
+from biobullet.constraints.loops import _per_loop_terms, _vector_loops, tree_kinematics
+from biobullet.core import jit
+from biobullet.integrate import compiled_rhs
+from biobullet.integrate.engine import System
+from closed_chains import closed_chain
+
+ROOT = Path(__file__).resolve().parents[3]
+compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled (BIOBULLET_NUMBA=0): the compiled "
+                                                           "loop kernels and right-hand side are off")
+SEED = 2   # a chain whose passive motion from the zero pose (rates of `_initial`) stays regular for T_RUN
+T_RUN = 0.6   # s (this chain reaches a singular configuration near t = 1 s)
+
+
+def _knee_parts() -> tuple[str, str]:
+    """(links and joints of urdf/fourbar_knee.urdf from the thigh on, its planar <loop> element)."""
+    text = (ROOT / "urdf" / "fourbar_knee.urdf").read_text()
+    body = text[text.index('<link name="thigh">'):text.index("<biobullet")]
+    body = re.sub(r"<visual>.*?</visual>", "", body, flags=re.DOTALL)
+    return body, re.search(r"<loop [^>]*/>", text).group(0)
+
+
+def revolute_chain(directory: Path):
+    return closed_chain(directory, SEED, "revolute")
+
+
+def mixed_loops(directory: Path):
+    """The revolute chain plus the four-bar knee hanging from its root by a hip joint: loops (revolute, planar)
+    in one resolver; independent joints: the chain's three, the hip and knee_A."""
+    chain = closed_chain(directory, SEED, "revolute")
+    text = Path(chain.file).read_text()
+    body, loop = _knee_parts()
+    hip = ('<joint name="hip" type="continuous"><parent link="root"/><child link="thigh"/>'
+           '<origin xyz="0 0.6 0" rpy="0 0 0"/><axis xyz="0 1 0"/></joint>')
+    text = text.replace("<biobullet", hip + body + "<biobullet", 1)
+    text = text.replace("<coordinates names=\"", loop + "<coordinates names=\"hip knee_A ", 1)
+    path = directory / "mixed_loops.urdf"
+    path.write_text(text)
+    return biobullet.load_model(path)
+
+
+def _initial(model, positions):
+    """(q0, v0): `positions` on the model's initial state, every independent joint moving (rad/s): the velocity
+    product terms (b) take part from the start."""
+    q0, v0 = model.initial_state(positions)
+    return q0, np.linspace(1.0, -0.75, len(v0))
+
+
+MODELS = {"revolute loop": (revolute_chain, {}), "revolute and planar loops": (mixed_loops, {"knee_A": 0.4})}
+
+
+def _loops(model):
+    (resolver,) = [r for r in model.coordinate_map.resolvers if type(r).__name__ == "LoopResolver"]
+    return resolver, resolver.loops
+
+
+def _random_state(model, rng):
+    return rng.uniform(-np.pi, np.pi, model.n_config), rng.uniform(-3.0, 3.0, model.n_tangent)
+
+
+def _kernel_rows(kernel_rows, model, vector, x, xd):
+    kin = tree_kinematics(model, x, xd)
+    return kernel_rows(kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel, vector.k_ancestry,
+                       vector.k_body, vector.offset, vector.basis, vector.k_kinds, vector.k_rows, vector.n_rows,
+                       True, True)
+
+
+def _python_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows, with_jac,
+                 with_bias):
+    """The in-place kernel run as Python (its allocating wrapper's globals may be bound to compiled twins)."""
+    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, sub.shape[1])), np.zeros(n_rows)
+    loop_kernels._loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start,
+                                    with_jac, with_bias, phi, jac, bias, np.zeros((6, 2, 3)),
+                                    np.zeros((2, 3, sub.shape[1])))
+    return phi, jac, bias
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("variant", ["python twin", pytest.param("compiled", marks=compiled_only)])
+def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name, variant):
+    """Φ, Φ_x and b of the kernel equal `RevoluteLoop.rows` / `PlanarLoop.rows` to 1e-12 at 60 random states
+    (random angles over the whole circle, rates ±3 rad/s): the same algebra, only the evaluation order differs."""
+    rows = _python_rows if variant == "python twin" else loop_kernels._kernels()[1]
+    model = MODELS[name][0](tmp_path)
+    _, loops = _loops(model)
+    assert sorted(loop.type for loop in loops) == (["revolute"] if name == "revolute loop" else
+                                                   ["planar", "revolute"])
+    vector = _vector_loops(model, loops)
+    assert vector is not None and 2 in vector.k_kinds
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        x, xd = _random_state(model, rng)
+        phi, jac, bias = _kernel_rows(rows, model, vector, x, xd)
+        ref_phi, ref_jac, ref_bias = _per_loop_terms(model, loops, tree_kinematics(model, x, xd), True, True)
+        np.testing.assert_allclose(phi, ref_phi, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(jac, ref_jac, rtol=0, atol=1e-12)
+        # b grows with |ẋ|² (here up to ~40 m/s², 1/s²): round-off relative to its size
+        np.testing.assert_allclose(bias, ref_bias, rtol=0, atol=1e-12 * max(1.0, np.abs(ref_bias).max()))
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
+    """b = Φ̇_x ẋ equals d/ds [Φ_x(x + s ẋ) ẋ] and Φ_x equals ∂Φ/∂x, both by central differences (h = 1e-5:
+    truncation ~h²·|third derivative| ≈ 1e-9 at these rates), through `loop_terms` (the compiled kernel where
+    numba is on, else the per-loop rows)."""
+    from biobullet.constraints.loops import loop_terms
+    model = MODELS[name][0](tmp_path)
+    _, loops = _loops(model)
+    rng = np.random.default_rng(9)
+    h = 1e-5
+    for _ in range(10):
+        x, xd = _random_state(model, rng)
+        _, jac, bias = loop_terms(model, loops, x, xd)
+        fd = (loop_terms(model, loops, x + h * xd)[1] @ xd - loop_terms(model, loops, x - h * xd)[1] @ xd) / (2 * h)
+        np.testing.assert_allclose(bias, fd, rtol=0, atol=1e-7 * max(1.0, np.abs(fd).max()))
+        fd_jac = np.column_stack([(loop_terms(model, loops, x + h * e, jacobian=False)[0]
+                                   - loop_terms(model, loops, x - h * e, jacobian=False)[0]) / (2 * h)
+                                  for e in np.eye(model.n_tangent)])
+        np.testing.assert_allclose(jac, fd_jac, rtol=0, atol=1e-8)
+
+
+@compiled_only
+@pytest.mark.parametrize("name", list(MODELS))
+def test_compiled_rhs_matches_the_generic_path_at_random_states(tmp_path, name):
+    """From the same resolver cache both paths give the same ẏ to round-off (1e-12 of each entry's size) at random
+    states near a trajectory (joint rates ±3 rad/s, the cache a Newton solve away) and move the cache to the same
+    solution; the lean Newton kernel exists for the revolute loop."""
+    build, initial = MODELS[name]
+    model = build(tmp_path)
+    resolver, _ = _loops(model)
+    assert resolver._lean is not None
+    fast = System(model, "reduced", {"shadow": True})
+    slow = System(model, "reduced", {"shadow": True, "compiled": False})
+    assert type(fast._compiled) is compiled_rhs.CompiledReducedRHS and slow._compiled is None
+    trajectory = biobullet.simulate(model, 0.2, t_eval=np.linspace(0, 0.2, 6), initial=_initial(model, initial),
+                                    progress=False)
+    rows_x, rows_v = slow.shadow
+    rng = np.random.default_rng(17)
+    for k, t in enumerate(trajectory.t):
+        for _ in range(3):
+            q = trajectory.q[k] + rng.uniform(-0.02, 0.02, model.nq)
+            v = rng.uniform(-3.0, 3.0, model.nv)
+            x, xd, _, _ = model.joint_state(q, v, t)
+            y = np.concatenate([q, v, x[rows_x], xd[rows_v], [0.0, 0.0]])
+            near = y.copy()
+            near[:model.nq] += 3e-3   # the cache at a nearby solution: Newton has work to do from there
+            slow._checked_rhs(t, near)
+            before = (resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor)
+            compiled = fast._compiled(t, y)
+            warm_compiled = resolver._warm
+            resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor = before
+            generic = slow._checked_rhs(t, y)
+            assert compiled is not None, f"the compiled path handed over at t = {t}"
+            scale = np.maximum(np.abs(generic), 1e-12 * np.max(np.abs(generic)))
+            assert np.all(np.abs(compiled - generic) <= 1e-12 * scale), (name, t, (compiled - generic) / scale)
+            np.testing.assert_allclose(warm_compiled[1], resolver._warm[1], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_passive_run_agrees_with_the_generic_path_and_conserves_energy(tmp_path, name):
+    """No damping, no actuation: T + V_gravity is constant; DOP853 at rtol 1e-10 keeps it to the integration
+    tolerance on the compiled path (an independent check of the revolute rows' G and γ: a wrong bias term drifts
+    it), which serves the whole run and agrees with the generic run. With numba off: the generic path alone."""
+    build, initial = MODELS[name]
+    model = build(tmp_path)
+    kw = {"rtol": 1e-10, "atol": 1e-12, "initial": _initial(model, initial), "progress": False,
+          "t_eval": np.linspace(0, T_RUN, 101)}
+    fast = biobullet.simulate(model, T_RUN, **kw)
+    assert fast.meta["status"] == "finished"
+    energy, kinetic = fast.total_energy(), fast.energy["kinetic"]
+    assert np.ptp(kinetic) > 5.0   # energy moves between T and V (≈ 11 J of 12 J): something to conserve
+    # rtol 1e-10 over T_RUN: the drift is the integration error (measured 1.3e-9 J and 8e-10 J, both paths)
+    scale = max(abs(energy[0]), kinetic.max())
+    assert np.max(np.abs(energy - energy[0])) < 1e-8 * scale, np.ptp(energy)
+    if not jit.ENABLED:
+        assert fast.meta["right_hand_side"]["path"] == "generic"
+        return
+    served = fast.meta["right_hand_side"]
+    assert served["path"] == "compiled loop map" and served["generic_calls"] == 0, served
+    slow = biobullet.simulate(model, T_RUN, compiled=False, **kw)
+    assert slow.meta["status"] == "finished" and slow.meta["right_hand_side"]["path"] == "generic"
+    # the same equations to round-off, integrated at rtol 1e-10: the runs differ by the integrator's error growth
+    np.testing.assert_allclose(fast.positions, slow.positions, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(fast.velocities, slow.velocities, rtol=0, atol=1e-7)
+
+
+@compiled_only
+def test_bridge_one_call_path_with_a_revolute_loop_equals_the_general_path(tmp_path):
+    """The bridge's one-call rows path (`Bridge._apply_rows`: the same compiled loop rows, M, h and the Schur solve)
+    now takes revolute loops: over 0.1 s at dt = 1e-4 s it gives the same state as the general path (per-loop rows,
+    PyBullet's M and h) to 1e-9 of its scale (measured 1e-12), and holds the five loop equations to ≤ 1e-8
+    (measured 2.5e-11)."""
+    from biobullet.bridge import Bridge
+    model = mixed_loops(tmp_path)
+    finals, worst = [], 0.0
+    for fast in (True, False):
+        with Bridge(model, dt=1e-4) as bridge:
+            assert bridge._rows_fast and bridge._loops_data is not None
+            bridge._rows_fast = fast
+            for _ in range(1000):
+                bridge.step()
+                worst = max(worst, max(abs(r) for r in bridge.constraint_residuals().values()))
+            finals.append(np.concatenate(bridge.state()[1:]))
+    assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
+    assert worst <= 1e-8
