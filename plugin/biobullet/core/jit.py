@@ -84,6 +84,19 @@ def _is_intrinsic(value: Any) -> bool:
 Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
 
 
+def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
+    """Compile the kernels `bind` names (dispatchers and address callers as they are) and set each as that global
+    of `function`'s module, so numba sees compiled callees when it types `function`; {name: bound kernel}. Raises
+    RuntimeError when a callee does not compile (the caller then has no compiled twin)."""
+    bound_kernels: dict[str, Any] = {}
+    for name, callee in ((bind() if callable(bind) else bind) or {}).items():
+        bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
+        if bound is None:
+            raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
+        function.__globals__[name] = bound_kernels[name] = bound
+    return bound_kernels
+
+
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False):
     """The compiled twin of `function`, or None (numba missing, disabled by `ENABLED`, or failing)."""
     if not ENABLED:
@@ -92,12 +105,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
     if kernel is None:
         try:
             import numba
-            bound_kernels: dict[str, Any] = {}
-            for name, callee in ((bind() if callable(bind) else bind) or {}).items():
-                bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
-                if bound is None:
-                    raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
-                function.__globals__[name] = bound_kernels[name] = bound
+            bound_kernels = _bind_callees(function, bind)
             digest = _DIGESTS[function] = _source_digest(function, bound_kernels)
             if bound_kernels:
                 _drop_stale_cache(function, digest)
@@ -169,12 +177,7 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
     if entry is None:
         try:
             import numba
-            bound_kernels: dict[str, Any] = {}
-            for name, callee in ((bind() if callable(bind) else bind) or {}).items():
-                bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
-                if bound is None:
-                    raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
-                function.__globals__[name] = bound_kernels[name] = bound
+            bound_kernels = _bind_callees(function, bind)
             if bound_kernels:
                 _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
             entry = numba.cfunc(signature, cache=True)(function)
