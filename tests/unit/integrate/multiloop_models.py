@@ -137,3 +137,20 @@ def two_resolvers(directory: Path, floating: bool = False):
 
     return check_elements(HandBuiltMap(load_description(path), loop_resolver_factory=api.build_loop_resolver,
                                        dynamics=api))
+
+
+def count_compiled_calls(monkeypatch) -> dict:
+    """Count the calls of `CompiledReducedRHS.__call__` and those it handed to the generic path (returned None),
+    for the rest of the test: {"compiled": n, "handed over": m}."""
+    from biobullet.integrate import compiled_rhs
+    calls = {"compiled": 0, "handed over": 0}
+    original = compiled_rhs.CompiledReducedRHS.__call__
+
+    def counted(self, t, y):
+        out = original(self, t, y)
+        calls["compiled"] += 1
+        calls["handed over"] += out is None
+        return out
+
+    monkeypatch.setattr(compiled_rhs.CompiledReducedRHS, "__call__", counted)
+    return calls

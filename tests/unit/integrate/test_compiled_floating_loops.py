@@ -12,7 +12,7 @@ import pytest
 from biobullet.core import jit
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System
-from multiloop_models import floating_knee, two_resolvers
+from multiloop_models import count_compiled_calls, floating_knee, two_resolvers
 
 compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
@@ -89,16 +89,7 @@ def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
     build, initial = MODELS[name]
     model = build(tmp_path)
     kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, 0.3, 31)}
-    calls = {"compiled": 0, "handed over": 0}
-    original = compiled_rhs.CompiledReducedRHS.__call__
-
-    def counted(self, t, y):
-        out = original(self, t, y)
-        calls["compiled"] += 1
-        calls["handed over"] += out is None
-        return out
-
-    monkeypatch.setattr(compiled_rhs.CompiledReducedRHS, "__call__", counted)
+    calls = count_compiled_calls(monkeypatch)
     fast = biobullet.simulate(model, 0.3, **kw)
     slow = biobullet.simulate(model, 0.3, compiled=False, **kw)
     assert calls["compiled"] > 20 and calls["handed over"] <= 0.1 * calls["compiled"], calls

@@ -19,7 +19,7 @@ from biobullet.core import jit
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.compiled_stepper import CompiledSteps
 from biobullet.integrate.engine import System
-from multiloop_models import ROOT, driven_knee, two_knees
+from multiloop_models import ROOT, count_compiled_calls, driven_knee, two_knees
 
 pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
@@ -98,16 +98,7 @@ def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
     build, initial, t_end = MODELS[name]
     model = biobullet.load_model(build(tmp_path))
     kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, t_end, 51)}
-    calls = {"compiled": 0, "handed over": 0}
-    original = compiled_rhs.CompiledReducedRHS.__call__
-
-    def counted(self, t, y):
-        out = original(self, t, y)
-        calls["compiled"] += 1
-        calls["handed over"] += out is None
-        return out
-
-    monkeypatch.setattr(compiled_rhs.CompiledReducedRHS, "__call__", counted)
+    calls = count_compiled_calls(monkeypatch)
     # every evaluation through `__call__` (the compiled stepper, which calls the kernel inside numba, has its own
     # comparison with the generic path in test_compiled_stepper.py)
     monkeypatch.setattr(CompiledSteps, "for_rhs", classmethod(lambda cls, rhs: None))
