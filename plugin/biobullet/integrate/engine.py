@@ -131,7 +131,8 @@ class System:
         starts from the resolvers' caches (`CompiledReducedRHS.warm_guess`: the right-hand side's last state,
         inside the current step). Unlike `tree_state`, the loop resolvers' caches are
         left where the right-hand side put them."""
-        if type(self._compiled).__name__ != "CompiledReducedRHS":
+        from biobullet.integrate.compiled_rhs import CompiledReducedRHS
+        if type(self._compiled) is not CompiledReducedRHS:
             return self.tree_state(t, y)
         x, xd = _tree_states_batch(self, np.array([float(t)]), np.asarray(y, dtype=float)[None, :], warm=True)
         return x[0], xd[0]
