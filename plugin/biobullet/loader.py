@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import os
 
+from biobullet.core.errors import ModelError
 from biobullet.dynamics.api import model_from_file
 from biobullet.integrate.checks import check_elements
 from biobullet.model.model import Model
+from biobullet.opensim import OSIM_SUFFIX, load_osim
 
 
 def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, *,
-               inertia: str = "warn") -> Model:
-    """Load a URDF file with its optional `<biobullet>` block into a Model.
+               inertia: str = "warn", strict: bool = False) -> Model:
+    """Load a URDF file with its optional `<biobullet>` block (or an OpenSim `.osim` model, translated by
+    `biobullet.opensim`) into a Model.
 
     `floating_base` overrides the file's `<base type=...>`. `inertia`: what to do with physically impossible
     inertia tensors — "warn" (keep, as Pinocchio does, with one warning), "repair" (nearest physical tensor),
     "strict" (reject); see `biobullet.model.urdf.INERTIA_POLICIES`. Raises ModelError (naming file, element and
-    attribute) on bad input.
+    attribute) on bad input. `strict` (.osim only): refuse a model with components the importer cannot represent
+    (otherwise each is reported by a warning).
     """
+    if os.fspath(path).lower().endswith(OSIM_SUFFIX):
+        if floating_base:
+            raise ModelError("an OpenSim model's ground is fixed (its free bodies float through their joints)",
+                             argument="floating_base", expected="None or False for an .osim file")
+        return load_osim(path, strict=strict, inertia=inertia)
     return check_elements(model_from_file(path, floating_base, inertia=inertia))
 
 

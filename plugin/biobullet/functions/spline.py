@@ -1,8 +1,15 @@
 """Cubic-spline joint function of one input, from a table (x_i, y_i).
 
 XML: ``<joint_function joint="J" type="spline" inputs="A" x="x0 x1 ..." y="y0 y1 ..."
-boundary="not-a-knot|natural|clamped" slopes="s0 sN"/>`` (boundary default not-a-knot; `slopes` = end
-derivatives dθ/dx, required for and only allowed with clamped). x strictly increasing, at least 2 points.
+boundary="not-a-knot|natural|clamped|fmm" slopes="s0 sN" extrapolation="cubic|linear" degree="3|1"/>``
+(boundary default not-a-knot; `slopes` = end derivatives dθ/dx, required for and only allowed with clamped).
+x strictly increasing, at least 2 points.
+
+`boundary="fmm"` is the Forsythe–Malcolm–Moler end condition (the third derivative at each end equals that of
+the cubic through the four end points; a parabola through 3 points, a line through 2), computed with OpenSim's
+`SimmSpline` algorithm, so `boundary="fmm" extrapolation="linear"` is OpenSim's SimmSpline. `degree="1"` is the
+piecewise-linear interpolant (OpenSim's PiecewiseLinearFunction; no boundary). `extrapolation="linear"`
+continues the end values with the end slopes (OpenSim's convention) instead of the end cubic pieces.
 
 The interpolant is SciPy's ``CubicSpline`` (C² piecewise cubic). With fewer than 4 points not-a-knot is
 under-determined as a cubic, and SciPy then returns the interpolating polynomial of lower degree (a line
@@ -23,7 +30,9 @@ from biobullet.core.attributes import REQUIRED, check_count, check_known_attribu
 from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
 from biobullet.functions.registry import register
 
-BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped")
+BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
+EXTRAPOLATIONS: tuple[str, ...] = ("cubic", "linear")
+DEGREES: tuple[int, ...] = (3, 1)
 
 
 @register
@@ -31,10 +40,11 @@ class SplineFunction(JointFunction):
     """θ = S(x) with S a cubic spline; derivatives from the piecewise-polynomial coefficients."""
 
     type_name: ClassVar[str] = "spline"
-    attributes: ClassVar[tuple[str, ...]] = ("x", "y", "boundary", "slopes")
+    attributes: ClassVar[tuple[str, ...]] = ("x", "y", "boundary", "slopes", "extrapolation", "degree")
 
     def __init__(self, inputs: Sequence[str], x: Sequence[float], y: Sequence[float],
-                 boundary: str = "not-a-knot", slopes: Sequence[float] | None = None) -> None:
+                 boundary: str = "not-a-knot", slopes: Sequence[float] | None = None,
+                 extrapolation: str = "cubic", degree: int = 3) -> None:
         super().__init__(inputs)
         from scipy.interpolate import CubicSpline  # lazy: keep `import biobullet.functions` light
 
@@ -53,6 +63,11 @@ class SplineFunction(JointFunction):
         if boundary not in BOUNDARIES:
             raise ModelError(f"unknown boundary '{boundary}'", attribute="boundary",
                              expected=" | ".join(BOUNDARIES))
+        if extrapolation not in EXTRAPOLATIONS:
+            raise ModelError(f"unknown extrapolation '{extrapolation}'", attribute="extrapolation",
+                             expected=" | ".join(EXTRAPOLATIONS))
+        if degree not in DEGREES:
+            raise ModelError(f"unsupported degree {degree}", attribute="degree", expected="3 or 1")
         if boundary == "clamped":
             if slopes is None or len(slopes) != 2 or not np.all(np.isfinite(slopes)):
                 raise ModelError("clamped boundary needs two end slopes", attribute="slopes",
@@ -64,12 +79,32 @@ class SplineFunction(JointFunction):
                                  expected="no slopes, or boundary='clamped'")
             bc = boundary
         self.x, self.y, self.boundary = xs, ys, boundary
+        self.extrapolation, self.degree = extrapolation, degree
         self.slopes = None if slopes is None else tuple(float(s) for s in slopes)
-        self.spline = CubicSpline(xs, ys, bc_type=bc, extrapolate=True)
-        # Piece i: θ = Σ_k c[k, i] (x − x_i)^(3−k). Kept as Python lists: the hot loop evaluates one
+        # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k). Kept as Python lists: the hot loop evaluates one
         # scalar at a time, where list indexing + bisect is much cheaper than a PPoly call.
-        self._breaks = xs.tolist()
-        self._coefficients = self.spline.c.T.tolist()
+        if degree == 1:
+            slope = np.diff(ys) / np.diff(xs)
+            coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
+        elif boundary == "fmm":
+            coefficients = fmm_coefficients(xs, ys)
+        else:
+            coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
+        breaks = xs.tolist()
+        pieces = coefficients.tolist()
+        if extrapolation == "linear":
+            # one straight piece before x0 and one after xN: the kernels continue the end pieces outside
+            # the breaks, so a straight end piece is linear extrapolation everywhere beyond the table
+            width = max(float(xs[-1] - xs[0]), 1.0)
+            c3, c2, c1, c0 = pieces[-1]
+            h = float(xs[-1] - xs[-2])
+            end_slope = (3.0 * c3 * h + 2.0 * c2) * h + c1
+            start_slope = pieces[0][2]
+            pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
+                      [0.0, 0.0, end_slope, float(ys[-1])]]
+            breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
+        self._breaks = breaks
+        self._coefficients = pieces
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -89,7 +124,17 @@ class SplineFunction(JointFunction):
         if slopes is not None and boundary != "clamped":
             raise source.error("slopes", "slopes are only used with boundary='clamped'",
                                "no slopes, or boundary='clamped'")
-        return cls(inputs, xs, ys, boundary, None if slopes is None else tuple(slopes))
+        extrapolation = attributes.get("extrapolation", "cubic").strip()
+        if extrapolation not in EXTRAPOLATIONS:
+            raise source.error("extrapolation", f"unknown extrapolation '{extrapolation}'", " | ".join(EXTRAPOLATIONS))
+        degree_text = attributes.get("degree", "3").strip()
+        if degree_text not in ("3", "1"):
+            raise source.error("degree", f"unsupported degree {degree_text!r}", "3 (cubic) or 1 (piecewise linear)")
+        if degree_text == "1" and "boundary" in attributes:
+            raise source.error("boundary", "a piecewise-linear table (degree 1) has no boundary condition",
+                               "no boundary with degree=\"1\"")
+        return cls(inputs, xs, ys, boundary, None if slopes is None else tuple(slopes), extrapolation,
+                   int(degree_text))
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         xv = float(x[0])
@@ -105,4 +150,45 @@ class SplineFunction(JointFunction):
         return value, gradient, hessian
 
     def __repr__(self) -> str:
-        return f"SplineFunction(inputs={self.inputs}, points={len(self.x)}, boundary='{self.boundary}')"
+        return (f"SplineFunction(inputs={self.inputs}, points={len(self.x)}, boundary='{self.boundary}', "
+                f"extrapolation='{self.extrapolation}', degree={self.degree})")
+
+
+def fmm_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Piece coefficients (c3, c2, c1, c0) per interval of the Forsythe–Malcolm–Moler cubic spline, computed
+    as OpenSim's SimmSpline::calcCoefficients does (same operations, so the same numbers to rounding): a
+    tridiagonal solve for the second derivatives with third-derivative end conditions from divided differences."""
+    n = len(x)
+    if n == 2:
+        slope = (y[1] - y[0]) / (x[1] - x[0])
+        return np.array([[0.0, 0.0, slope, y[0]]])
+    b, c, d = np.zeros(n), np.zeros(n), np.zeros(n)
+    last = n - 1
+    d[0] = x[1] - x[0]
+    c[1] = (y[1] - y[0]) / d[0]
+    for i in range(1, last):
+        d[i] = x[i + 1] - x[i]
+        b[i] = 2.0 * (d[i - 1] + d[i])
+        c[i + 1] = (y[i + 1] - y[i]) / d[i]
+        c[i] = c[i + 1] - c[i]
+    b[0] = -d[0]
+    b[last] = -d[n - 2]
+    c[0] = c[last] = 0.0
+    if n > 3:
+        d1 = c[2] / (x[3] - x[1]) - c[1] / (x[2] - x[0])
+        d2 = c[last - 1] / (x[last] - x[n - 3]) - c[last - 2] / (x[last - 1] - x[n - 4])
+        c[0] = d1 * d[0] * d[0] / (x[3] - x[0])
+        c[last] = -d2 * d[n - 2] * d[n - 2] / (x[last] - x[n - 4])
+    for i in range(1, n):
+        t = d[i - 1] / b[i - 1]
+        b[i] -= t * d[i - 1]
+        c[i] -= t * c[i - 1]
+    c[last] /= b[last]
+    for j in range(last):
+        i = last - j - 1
+        c[i] = (c[i] - d[i] * c[i + 1]) / b[i]
+    for i in range(last):
+        b[i] = (y[i + 1] - y[i]) / d[i] - d[i] * (c[i + 1] + 2.0 * c[i])
+        d[i] = (c[i + 1] - c[i]) / d[i]
+        c[i] *= 3.0
+    return np.column_stack([d[:last], c[:last], b[:last], y[:last]])

@@ -46,7 +46,12 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     if inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
-    robot = read_xml(file)
+    return description_from_root(read_xml(file), file, floating_base, inertia)
+
+
+def description_from_root(robot: ET.Element, file: str, floating_base: bool | None = None,
+                          inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
+    """The ModelDescription of a parsed URDF root element `<robot>` read from (or translated from) `file`."""
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     issues: list[tuple[str, str, float, bool]] = []
@@ -84,6 +89,11 @@ def read_xml(file: str) -> ET.Element:
     """The root element of model file `file`, read with bounded work: the size is checked before reading,
     the encoding declaration must name a supported encoding, entity declarations (billion laughs) are refused,
     and the element count is bounded. Every failure is a ModelError naming the file."""
+    return parse_xml(file, read_bytes(file))
+
+
+def read_bytes(file: str) -> bytes:
+    """The bytes of model file `file` (at most MAX_FILE_BYTES; ModelError naming the file otherwise)."""
     if not os.path.isfile(file):
         raise ModelError("no such file" if not os.path.exists(file) else "not a regular file", file=file)
     size = os.path.getsize(file)
@@ -95,6 +105,15 @@ def read_xml(file: str) -> ET.Element:
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ModelError(f"cannot read the file ({exc.strerror})", file=file) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ModelError(f"file is over {MAX_FILE_BYTES // 2**20} MiB", file=file)
+    return data
+
+
+def parse_xml(file: str, data: bytes) -> ET.Element:
+    """The root element of the XML text `data` of model file `file` (see `read_xml`)."""
+    if len(data) > MAX_FILE_BYTES:
+        raise ModelError(f"file is over {MAX_FILE_BYTES // 2**20} MiB", file=file)
     if data.startswith((b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00")) or data[:4] in (b"\x00\x00\x00<", b"<\x00\x00\x00"):
         raise ModelError("file is UTF-32 encoded", file=file, expected="a UTF-8 (or UTF-16, Latin-1) model file")
     match = _DECLARATION.match(data[:400])

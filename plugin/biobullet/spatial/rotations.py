@@ -47,3 +47,16 @@ def exp_quaternion(omega: np.ndarray) -> np.ndarray:
         return np.array([0.5 * omega[0], 0.5 * omega[1], 0.5 * omega[2], 1.0]) / np.sqrt(1 + 0.25 * angle ** 2)
     s = np.sin(0.5 * angle) / angle
     return np.array([s * omega[0], s * omega[1], s * omega[2], np.cos(0.5 * angle)])
+
+
+def matrix_to_rpy(rotation) -> np.ndarray:
+    """URDF rpy (r, p, y) with rpy_to_matrix(rpy) = rotation (pitch in [−π/2, π/2]; at pitch ±π/2 yaw = 0)."""
+    m = np.asarray(rotation, dtype=float)
+    cos_pitch = float(np.hypot(m[0, 0], m[1, 0]))
+    pitch = float(np.arctan2(-m[2, 0], cos_pitch))
+    if cos_pitch > 1e-12:
+        return np.array([np.arctan2(m[2, 1], m[2, 2]), pitch, np.arctan2(m[1, 0], m[0, 0])])
+    # gimbal lock: only r − y (pitch +π/2) or r + y (pitch −π/2) is defined
+    if m[2, 0] < 0.0:
+        return np.array([np.arctan2(m[0, 1], m[1, 1]), pitch, 0.0])
+    return np.array([np.arctan2(-m[0, 1], m[1, 1]), pitch, 0.0])

@@ -1,0 +1,98 @@
+"""OpenSim `.osim` models as biobullet models: the importer (no OpenSim needed).
+
+`load_osim(path)` reads the file (`document`), translates it into URDF text with a `<biobullet>` block
+(`translate`) and loads that text through the URDF path, so `biobullet convert model.osim --out model.urdf`
+writes exactly what `load_model("model.osim")` loads. `osim_body_links(path)` gives, for each OpenSim body, its
+link and the body frame in the link frame (muscle path points and markers are given in body frames).
+Components the importer cannot represent are reported: one warning each (muscles: one warning listing them), or,
+with `strict=True`, one ModelError listing them all.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from biobullet.core.errors import ModelError
+from biobullet.opensim.document import Document, read_document
+from biobullet.opensim.translate import BodyLink, Translation, translate
+
+#: file name suffix dispatched to this importer by `biobullet.load_model`
+OSIM_SUFFIX = ".osim"
+
+
+def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> Translation:
+    """The translation of an .osim file (URDF text, body map, reports); warns once per report, or raises a
+    ModelError listing them all when `strict`."""
+    file = os.fspath(path)
+    document = read_document(file)
+    translation = translate(document)
+    reports = translation.reports + unmapped_reports(document)
+    if strict and reports:
+        raise ModelError("components the importer cannot represent (strict): " + "; ".join(reports), file=file,
+                         expected="a model without them, or strict off (each is then reported by a warning)")
+    for report in reports:
+        warnings.warn(f"{file}: {report}", stacklevel=3)
+    return translation
+
+
+def unmapped_reports(document: Document) -> tuple[str, ...]:
+    """One line per force, constraint, contact geometry or other component that is not imported (muscles and
+    other path-based forces in one line, markers in one line)."""
+    reports = []
+    paths = [f"{force.type} {force.name}" for force in document.forces if force.element.find("GeometryPath")
+             is not None]
+    if paths:
+        reports.append(f"{len(paths)} muscle(s)/path actuator(s) not imported (their bodies and frames are; "
+                       f"muscles are a separate feature): " + ", ".join(paths))
+    for force in document.forces:
+        if force.element.find("GeometryPath") is None:
+            reports.append(f"{force.type} {force.name}: not imported")
+    for constraint in document.constraints:
+        reports.append(f"{constraint.type} {constraint.name}: not imported")
+    for geometry in document.contact_geometry.values():
+        reports.append(f"{geometry.type} {geometry.name}: not imported")
+    markers = [c.name for c in document.other if c.type == "Marker"]
+    if markers:
+        reports.append(f"{len(markers)} marker(s) not imported: " + ", ".join(markers))
+    for component in document.other:
+        if component.type != "Marker":
+            reports.append(f"{component.type} {component.name}: not imported")
+    return tuple(reports)
+
+
+def osim_urdf(path: str | os.PathLike[str], *, strict: bool = False) -> str:
+    """The URDF text (with its `<biobullet>` block) that `load_osim` loads."""
+    return osim_translation(path, strict=strict).urdf
+
+
+def osim_body_links(path: str | os.PathLike[str]) -> dict[str, BodyLink]:
+    """For each OpenSim body (and the ground), its URDF link and the body frame in the link frame."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return osim_translation(path).bodies
+
+
+def load_osim(path: str | os.PathLike[str], *, strict: bool = False, inertia: str = "warn"):
+    """The Model of an .osim file (see the module docstring); ModelError naming file, element and property on
+    bad input."""
+    from biobullet.dynamics.api import build_model
+    from biobullet.integrate.checks import check_elements
+    from biobullet.model.urdf import description_from_root, parse_xml
+
+    file = os.fspath(path)
+    translation = osim_translation(file, strict=strict)
+    root = parse_xml(file, translation.urdf.encode("utf-8"))
+    return check_elements(build_model(description_from_root(root, file, None, inertia)))
+
+
+def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, strict: bool = False) -> str:
+    """Write the URDF text of an .osim file to `out` (atomically); returns the text."""
+    from biobullet.core.atomic import write_text
+
+    text = osim_urdf(path, strict=strict)
+    write_text(out, text)
+    return text
+
+
+__all__ = ["OSIM_SUFFIX", "BodyLink", "Translation", "load_osim", "convert_osim", "osim_urdf", "osim_translation",
+           "osim_body_links", "unmapped_reports"]

@@ -1,0 +1,516 @@
+"""Read an OpenSim 4 `.osim` file into plain, validated records (bodies, frames, joints, coordinates,
+constraints, forces, contact geometry) — no OpenSim needed, nothing in the file executed.
+
+The XML is read with the URDF path's bounded, entity-free parser (`model.urdf.parse_xml`). OpenSim writes
+element names such as `HuntCrossleyForce::ContactParametersSet`: legal XML 1.0 names that a namespace-aware
+parser rejects (an undeclared prefix), so `::` in element names is read as `__` before parsing.
+Units: SI (OpenSim's), angles in radians.
+"""
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from biobullet.core.errors import ModelError, SourceRef, bare
+from biobullet.model.urdf import parse_xml, read_bytes
+from biobullet.spatial.rotations import axis_angle_matrix
+
+#: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
+MIN_VERSION = 40000
+_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*)::")
+#: containers whose members are components at `/<path>/<member name>`
+_SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "constraintset",
+              "ForceSet": "forceset", "ContactGeometrySet": "contactgeometryset", "MarkerSet": "markerset",
+              "ComponentSet": "componentset", "ProbeSet": "probeset", "ControllerSet": "controllerset"}
+#: list properties whose members are sub-components of the element that owns the list
+_COMPONENT_LISTS = ("frames", "components")
+
+
+@dataclass(frozen=True)
+class OsimFunction:
+    """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, and its numbers.
+    constant: values=(c,); linear: values=(a_1..a_n, b) for b + Σ a_i x_i; polynomial: values in decreasing
+    powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
+    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction). `scale` multiplies the value
+    (MultiplierFunction, coupler scale factors)."""
+
+    kind: str
+    source: SourceRef
+    values: tuple[float, ...] = ()
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    spline_type: str = ""
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A PhysicalOffsetFrame: placed in its parent frame (path) by translation and body-fixed XYZ orientation."""
+
+    path: str
+    name: str
+    parent: str
+    translation: tuple[float, float, float]
+    orientation: tuple[float, float, float]
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    path: str
+    mass: float
+    mass_center: tuple[float, float, float]
+    inertia: tuple[float, float, float, float, float, float]   # Ixx Iyy Izz Ixy Ixz Iyz about the mass centre
+    meshes: tuple[tuple[str, tuple[float, float, float]], ...]  # (mesh_file, scale_factors)
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    name: str
+    default_value: float
+    default_speed: float
+    range: tuple[float, float]
+    clamped: bool
+    locked: bool
+    prescribed: bool
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class TransformAxis:
+    """One axis of a joint's motion: `rotation` (about `axis`) or translation (along it), value =
+    function(coordinates)."""
+
+    name: str
+    rotation: bool
+    axis: tuple[float, float, float]
+    coordinates: tuple[str, ...]
+    function: OsimFunction
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Joint:
+    type: str
+    name: str
+    path: str
+    parent_frame: str   # resolved frame or body path
+    child_frame: str
+    coordinates: tuple[Coordinate, ...]
+    axes: tuple[TransformAxis, ...]   # in mobilizer order: translations (in the parent frame), then rotations
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Component:
+    """Any other model component (constraint, force, contact geometry, marker ...): its element for the mapping."""
+
+    type: str
+    name: str
+    path: str
+    element: ET.Element
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Coupler:
+    """A CoordinateCouplerConstraint: dependent = function(independent) (the scale factor is in `function`)."""
+
+    name: str
+    dependent: str
+    independent: tuple[str, ...]
+    function: OsimFunction
+    enforced: bool
+    source: SourceRef
+
+
+@dataclass(frozen=True)
+class Document:
+    file: str
+    name: str
+    gravity: tuple[float, float, float]
+    ground: str
+    bodies: dict[str, Body]          # by path
+    frames: dict[str, Frame]         # by path
+    joints: tuple[Joint, ...]
+    coordinate_order: tuple[str, ...]
+    constraints: tuple[Component, ...]   # other than the couplers
+    couplers: tuple[Coupler, ...]
+    forces: tuple[Component, ...]
+    contact_geometry: dict[str, Component]   # by path
+    other: tuple[Component, ...] = field(default=())   # markers, probes, controllers, components: reported
+    credits: str = ""
+
+
+# ---------------------------------------------------------------------------------------------- reading
+def read_document(file: str) -> Document:
+    """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
+    data = read_bytes(file)
+    data = _DOUBLE_COLON_NAME.sub(rb"<\1\2__", data)
+    root = parse_xml(file, data)
+    if root.tag != "OpenSimDocument":
+        raise ModelError(f"root element is <{root.tag}>", file=file, element=f"<{bare(root.tag, 60)}>",
+                         expected="<OpenSimDocument> (an OpenSim .osim model)")
+    version = root.attrib.get("Version", "")
+    if not version.strip().isdigit() or int(version) < MIN_VERSION:
+        raise ModelError(f"OpenSim document version {bare(version, 20)!s}: OpenSim 3 files (joints inside bodies) "
+                         "are not read; open and save the file with OpenSim 4 first", file=file,
+                         element="<OpenSimDocument>", attribute="Version", expected=f"≥ {MIN_VERSION}")
+    models = root.findall("Model")
+    if len(models) != 1:
+        raise ModelError(f"{len(models)} <Model> elements", file=file, element="<OpenSimDocument>",
+                         expected="exactly one <Model>")
+    model = models[0]
+    reader = PropertyReader(file)
+    return reader.read(model)
+
+
+class PropertyReader:
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def source(self, element: ET.Element) -> SourceRef:
+        name = element.attrib.get("name")
+        shown_tag = element.tag.replace("__", "::")
+        if name is None:
+            return SourceRef(self.file, f"<{shown_tag}>")
+        return SourceRef(self.file, f'<{shown_tag} name="{bare(name, 60)}">')
+
+    # ------------------------------------------------------------------ property helpers
+    def property_text(self, element: ET.Element, tag: str, default: str | None = None) -> str:
+        child = element.find(tag)
+        if child is None or child.text is None or not child.text.strip():
+            if default is None:
+                raise self.source(element).error(tag, f"missing <{tag}>", f"<{tag}> with a value")
+            return default
+        return child.text.strip()
+
+    def numbers(self, element: ET.Element, tag: str, count: int | None = None,
+                default: tuple[float, ...] | None = None) -> tuple[float, ...]:
+        text = self.property_text(element, tag, None if default is None else "")
+        if not text:
+            return default  # type: ignore[return-value]
+        try:
+            values = tuple(float(v) for v in text.replace(",", " ").split())
+        except ValueError:
+            raise self.source(element).error(tag, f"not a list of numbers: {bare(text, 60)!r}",
+                                             "numbers separated by spaces") from None
+        if not all(math.isfinite(v) for v in values):
+            raise self.source(element).error(tag, "non-finite value", "finite numbers")
+        if count is not None and len(values) != count:
+            raise self.source(element).error(tag, f"{len(values)} value(s)", f"{count} numbers")
+        return values
+
+    def number(self, element: ET.Element, tag: str, default: float | None = None) -> float:
+        return self.numbers(element, tag, 1, None if default is None else (default,))[0]
+
+    def flag(self, element: ET.Element, tag: str, default: bool = False) -> bool:
+        text = self.property_text(element, tag, "true" if default else "false").lower()
+        if text not in ("true", "false", "1", "0"):
+            raise self.source(element).error(tag, f"not a boolean: {bare(text, 20)!r}", "true or false")
+        return text in ("true", "1")
+
+    @staticmethod
+    def named(element: ET.Element | None) -> list[ET.Element]:
+        """The member elements of a Set (`<objects>`) or list property."""
+        if element is None:
+            return []
+        objects = element.find("objects")
+        members = objects if objects is not None else element
+        return [child for child in members if isinstance(child.tag, str)]
+
+    # ------------------------------------------------------------------ model
+    def read(self, model: ET.Element) -> Document:
+        name = model.attrib.get("name", "model")
+        gravity = self.numbers(model, "gravity", 3, (0.0, -9.80665, 0.0))
+        ground_element = model.find("Ground") if model.find("Ground") is not None else model.find("ground")
+        ground_name = ground_element.attrib.get("name", "ground") if ground_element is not None else "ground"
+        ground = "/" + ground_name
+        self.frames: dict[str, Frame] = {}
+        self.bodies: dict[str, Body] = {}
+        if ground_element is not None:
+            self.collect_frames(ground_element, ground)
+        for body_element in self.named(model.find("BodySet")):
+            self.read_body(body_element)
+        joint_elements = [(self.path_of("JointSet", e), e) for e in self.named(model.find("JointSet"))]
+        for path, element in joint_elements:
+            self.collect_frames(element, path)
+        components = [(self.path_of("ComponentSet", e), e) for e in self.named(model.find("ComponentSet"))]
+        for path, element in components:
+            if element.tag == "PhysicalOffsetFrame":
+                self.add_frame(element, "/componentset")
+        known = set(self.frames) | set(self.bodies) | {ground}
+        joints = tuple(self.read_joint(path, element, known, ground) for path, element in joint_elements)
+        coordinate_order = tuple(c.name for joint in joints for c in joint.coordinates)
+        seen: set[str] = set()
+        for joint in joints:
+            for coordinate in joint.coordinates:
+                if coordinate.name in seen:
+                    raise coordinate.source.error("name", "duplicate coordinate name", "unique coordinate names")
+                seen.add(coordinate.name)
+        constraints = tuple(self.component("ConstraintSet", e) for e in self.named(model.find("ConstraintSet")))
+        couplers = tuple(self.read_coupler(c, seen) for c in constraints if c.type == "CoordinateCouplerConstraint")
+        constraints = tuple(c for c in constraints if c.type != "CoordinateCouplerConstraint")
+        forces = tuple(self.component("ForceSet", e) for e in self.named(model.find("ForceSet")))
+        geometry = {c.path: c for c in (self.component("ContactGeometrySet", e)
+                                         for e in self.named(model.find("ContactGeometrySet")))}
+        other = tuple(self.component(set_tag, e) for set_tag in ("MarkerSet", "ProbeSet", "ControllerSet")
+                      for e in self.named(model.find(set_tag)))
+        other += tuple(self.component("ComponentSet", e) for _, e in components if e.tag != "PhysicalOffsetFrame")
+        credits = (model.findtext("credits") or "").strip()
+        return Document(file=self.file, name=name, gravity=gravity, ground=ground, bodies=self.bodies,
+                        frames=self.frames, joints=joints, coordinate_order=coordinate_order,
+                        constraints=constraints, couplers=couplers, forces=forces, contact_geometry=geometry, other=other,
+                        credits=credits)
+
+    def path_of(self, set_tag: str, element: ET.Element) -> str:
+        name = element.attrib.get("name", "").strip()
+        if not name:
+            raise self.source(element).error("name", "missing name", "a name")
+        return f"/{_SET_PATHS[set_tag]}/{name}"
+
+    def component(self, set_tag: str, element: ET.Element) -> Component:
+        path = self.path_of(set_tag, element)
+        return Component(element.tag.replace("__", "::"), path.rsplit("/", 1)[1], path, element,
+                         self.source(element))
+
+    def collect_frames(self, owner: ET.Element, owner_path: str) -> None:
+        for tag in _COMPONENT_LISTS:
+            for element in self.named(owner.find(tag)):
+                if element.tag == "PhysicalOffsetFrame":
+                    self.add_frame(element, owner_path)
+
+    def add_frame(self, element: ET.Element, owner_path: str) -> None:
+        name = element.attrib.get("name", "").strip()
+        if not name:
+            raise self.source(element).error("name", "missing name", "a frame name")
+        path = f"{owner_path}/{name}"
+        parent = resolve_path(path, self.property_text(element, "socket_parent"))
+        frame = Frame(path, name, parent, self.numbers(element, "translation", 3, (0.0, 0.0, 0.0)),
+                      self.numbers(element, "orientation", 3, (0.0, 0.0, 0.0)), self.source(element))
+        if path in self.frames:
+            raise frame.source.error("name", "duplicate frame", "unique frame names per owner")
+        self.frames[path] = frame
+        self.collect_frames(element, path)
+
+    def read_body(self, element: ET.Element) -> None:
+        path = self.path_of("BodySet", element)
+        source = self.source(element)
+        mass = self.number(element, "mass", 0.0)
+        if mass < 0.0:
+            raise source.error("mass", f"negative mass {mass:g} kg", "mass ≥ 0")
+        meshes = []
+        for geometry in self.named(element.find("attached_geometry")):
+            if geometry.tag == "Mesh" and geometry.findtext("mesh_file"):
+                meshes.append((geometry.findtext("mesh_file").strip(),
+                               self.numbers(geometry, "scale_factors", 3, (1.0, 1.0, 1.0))))
+        self.bodies[path] = Body(path.rsplit("/", 1)[1], path, mass,
+                                 self.numbers(element, "mass_center", 3, (0.0, 0.0, 0.0)),
+                                 self.numbers(element, "inertia", 6, (0.0,) * 6), tuple(meshes), source)
+        self.collect_frames(element, path)
+
+    def read_coupler(self, component: Component, coordinates: set[str]) -> Coupler:
+        element, source = component.element, component.source
+        enforced = self.flag(element, "isEnforced", True) and not self.flag(element, "isDisabled", False)
+        inputs = tuple(self.property_text(element, "independent_coordinate_names").split())
+        dependent = self.property_text(element, "dependent_coordinate_name")
+        for name in (*inputs, dependent):
+            if name not in coordinates:
+                raise source.error("independent_coordinate_names" if name in inputs else "dependent_coordinate_name",
+                                   f"unknown coordinate {bare(name, 60)!r}", "a coordinate of the model")
+        if dependent in inputs:
+            raise source.error("dependent_coordinate_name", "the dependent coordinate is also an independent one",
+                               "distinct coordinates")
+        holder = element.find("coupled_coordinates_function")
+        members = [c for c in (holder if holder is not None else []) if isinstance(c.tag, str)]
+        if len(members) != 1:
+            raise source.error("coupled_coordinates_function", "missing function", "one function element")
+        function = self.read_function(members[0], self.number(element, "scale_factor", 1.0))
+        if function.kind == "linear" and len(function.values) != len(inputs) + 1:
+            raise function.source.error("coefficients", f"{len(function.values)} coefficients for {len(inputs)} "
+                                        "coordinate(s)", f"{len(inputs) + 1} (slopes, then the intercept)")
+        if function.kind not in ("linear", "constant") and len(inputs) != 1:
+            raise source.error("independent_coordinate_names", f"{len(inputs)} coordinates",
+                               f"one coordinate for a {function.kind} function")
+        return Coupler(component.name, dependent, inputs, function, enforced, source)
+
+    # ------------------------------------------------------------------ joints
+    def read_joint(self, path: str, element: ET.Element, known: set[str], ground: str) -> Joint:
+        source = self.source(element)
+        ends = []
+        for socket in ("socket_parent_frame", "socket_child_frame"):
+            target = resolve_path(path, self.property_text(element, socket))
+            ends.append(find_frame(target, known, source, socket))
+        coordinates = tuple(self.read_coordinate(c) for c in self.named(element.find("coordinates"))
+                            if c.tag == "Coordinate")
+        names = tuple(c.name for c in coordinates)
+        joint_type = element.tag
+        if joint_type == "CustomJoint":
+            transform = element.find("SpatialTransform")
+            if transform is None:
+                raise source.error("SpatialTransform", "missing <SpatialTransform>", "six <TransformAxis>")
+            axes = {a.attrib.get("name", ""): a for a in transform.findall("TransformAxis")}
+            order = ("translation1", "translation2", "translation3", "rotation1", "rotation2", "rotation3")
+            missing = [n for n in order if n not in axes]
+            if missing:
+                raise source.error("SpatialTransform", "missing TransformAxis " + ", ".join(missing),
+                                   "rotation1..3 and translation1..3")
+            transform_axes = tuple(self.read_axis(axes[n], n, names) for n in order)
+        else:
+            shapes = STANDARD_JOINTS.get(joint_type)
+            if shapes is None:
+                raise source.error(None, f"joint type {joint_type} is not supported by the importer",
+                                   "one of CustomJoint, " + ", ".join(sorted(STANDARD_JOINTS)))
+            if len(coordinates) != len(shapes[1]):
+                raise source.error("coordinates", f"{len(coordinates)} coordinate(s)",
+                                   f"{len(shapes[1])} for a {joint_type}")
+            transform_axes = tuple(
+                TransformAxis(f"{joint_type}.{k}", rotation, axis, (names[index],),
+                              OsimFunction("linear", source, (1.0, 0.0)), source)
+                for k, (rotation, axis, index) in enumerate(zip(*shapes[0], shapes[1])))
+        return Joint(joint_type, path.rsplit("/", 1)[1], path, ends[0], ends[1], coordinates, transform_axes,
+                     source)
+
+    def read_coordinate(self, element: ET.Element) -> Coordinate:
+        source = self.source(element)
+        name = element.attrib.get("name", "").strip()
+        if not name:
+            raise source.error("name", "missing name", "a coordinate name")
+        lower, upper = self.numbers(element, "range", 2, (-math.pi / 2, math.pi / 2))
+        if lower > upper:
+            raise source.error("range", f"lower {lower:g} > upper {upper:g}", "lower ≤ upper")
+        prescribed = self.flag(element, "prescribed") and element.find("prescribed_function") is not None \
+            and len(element.find("prescribed_function")) > 0
+        return Coordinate(name, self.number(element, "default_value", 0.0),
+                          self.number(element, "default_speed_value", 0.0), (lower, upper),
+                          self.flag(element, "clamped"), self.flag(element, "locked"), prescribed, source)
+
+    def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...]) -> TransformAxis:
+        source = self.source(element)
+        used = tuple(self.property_text(element, "coordinates", "").split())
+        for coordinate in used:
+            if coordinate not in coordinates:
+                raise source.error("coordinates", f"unknown coordinate {bare(coordinate, 60)!r}",
+                                   "a coordinate of this joint: " + (", ".join(coordinates) or "(none)"))
+        axis = self.numbers(element, "axis", 3)
+        norm = math.sqrt(sum(a * a for a in axis))
+        if norm == 0.0:
+            raise source.error("axis", "zero axis", "a non-zero direction")
+        function_elements = [child for child in element
+                             if isinstance(child.tag, str) and child.tag not in ("coordinates", "axis")]
+        if not function_elements:
+            function = OsimFunction("linear", source, (1.0, 0.0)) if used else OsimFunction("constant", source, (0.0,))
+        else:
+            function = self.read_function(function_elements[0])
+        if used and function.kind == "linear" and len(function.values) != len(used) + 1:
+            raise function.source.error("coefficients", f"{len(function.values)} coefficients for {len(used)} "
+                                        "coordinate(s)", f"{len(used) + 1} (one slope per coordinate, then the "
+                                        "intercept)")
+        if function.kind in ("spline", "polynomial", "sine") and len(used) != 1:
+            raise source.error("coordinates", f"a {function.kind} function of {len(used)} coordinates",
+                               "exactly one coordinate")
+        return TransformAxis(name, name.startswith("rotation"), tuple(a / norm for a in axis), used, function,
+                             source)
+
+    def read_function(self, element: ET.Element, scale: float = 1.0) -> OsimFunction:
+        tag, source = element.tag, self.source(element)
+        if tag == "Constant":
+            return OsimFunction("constant", source, (self.number(element, "value"),), scale=scale)
+        if tag == "LinearFunction":
+            values = self.numbers(element, "coefficients", None, (1.0, 0.0))
+            if len(values) < 2:
+                raise source.error("coefficients", f"{len(values)} coefficient(s)", "slope(s) then intercept")
+            return OsimFunction("linear", source, values, scale=scale)
+        if tag in ("SimmSpline", "NaturalCubicSpline", "GCVSpline", "PiecewiseLinearFunction"):
+            x, y = self.numbers(element, "x"), self.numbers(element, "y")
+            if len(x) != len(y) or len(x) < 2:
+                raise source.error("y", f"{len(x)} x and {len(y)} y values", "as many y as x values, at least 2")
+            if any(b <= a for a, b in zip(x, x[1:])):
+                raise source.error("x", "x values are not strictly increasing", "x0 < x1 < ...")
+            if tag == "GCVSpline":
+                half_order = int(self.number(element, "half_order", 3.0))
+                variance = self.number(element, "error_variance", 0.0)
+                if half_order != 2 or variance != 0.0:
+                    raise source.error("half_order", f"GCVSpline of degree {2 * half_order - 1} with error "
+                                       f"variance {variance:g} is not supported",
+                                       "half_order 2 (cubic) and error_variance 0 (an interpolating natural "
+                                       "cubic spline)")
+            if tag == "NaturalCubicSpline" and len(x) < 3:
+                raise source.error("x", "a NaturalCubicSpline needs at least 3 points", "3 or more points")
+            return OsimFunction("spline", source, x=x, y=y, spline_type=tag, scale=scale)
+        if tag == "PolynomialFunction":
+            return OsimFunction("polynomial", source, self.numbers(element, "coefficients"), scale=scale)
+        if tag == "Sine":
+            return OsimFunction("sine", source, (self.number(element, "amplitude", 1.0),
+                                                 self.number(element, "omega", 1.0),
+                                                 self.number(element, "phase", 0.0),
+                                                 self.number(element, "offset", 0.0)), scale=scale)
+        if tag == "MultiplierFunction":
+            inner = element.find("function")
+            members = [c for c in (inner if inner is not None else []) if isinstance(c.tag, str)]
+            if len(members) != 1:
+                raise source.error("function", "a MultiplierFunction needs one function", "one <function> child")
+            return self.read_function(members[0], scale * self.number(element, "scale", 1.0))
+        raise source.error(None, f"function type {tag} is not supported by the importer",
+                           "Constant, LinearFunction, SimmSpline, NaturalCubicSpline, GCVSpline (cubic), "
+                           "PiecewiseLinearFunction, PolynomialFunction, MultiplierFunction or Sine")
+
+
+X, Y, Z = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+#: standard joints as function-based axes: ((rotation?, axis) per axis in mobilizer order, coordinate index of
+#: each axis). Translations are in the parent frame, rotations body-fixed in order (Simbody's mobilizers).
+STANDARD_JOINTS: dict[str, tuple[tuple[tuple[bool, ...], tuple[tuple[float, float, float], ...]], tuple[int, ...]]] = {
+    "WeldJoint": (((), ()), ()),
+    "PinJoint": (((True,), (Z,)), (0,)),
+    "SliderJoint": (((False,), (X,)), (0,)),
+    "UniversalJoint": (((True, True), (X, Y)), (0, 1)),
+    "GimbalJoint": (((True, True, True), (X, Y, Z)), (0, 1, 2)),
+    "BallJoint": (((True, True, True), (X, Y, Z)), (0, 1, 2)),
+    "FreeJoint": (((False, False, False, True, True, True), (X, Y, Z, X, Y, Z)), (3, 4, 5, 0, 1, 2)),
+    "PlanarJoint": (((False, False, True), (X, Y, Z)), (1, 2, 0)),
+}
+
+
+def resolve_path(owner: str, path: str) -> str:
+    """The absolute component path of socket value `path` written in component `owner` (OpenSim's rules:
+    absolute from '/', else relative to the owner, '..' one level up)."""
+    parts = [] if path.startswith("/") else owner.strip("/").split("/")
+    for part in path.strip().split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+        else:
+            parts.append(part)
+    return "/" + "/".join(parts)
+
+
+def find_frame(path: str, known: set[str], source: SourceRef, socket: str) -> str:
+    """`path` if it names a frame, a body or the ground; else the one known component of that name."""
+    if path in known:
+        return path
+    name = path.rsplit("/", 1)[-1]
+    matches = sorted(p for p in known if p.rsplit("/", 1)[-1] == name)
+    if len(matches) == 1:
+        return matches[0]
+    raise source.error(socket, f"unknown frame {bare(path, 80)!r}" if not matches else
+                       f"ambiguous frame {bare(name, 60)!r} ({', '.join(matches[:4])})",
+                       "the path of a body, the ground or a PhysicalOffsetFrame")
+
+
+def orientation_matrix(orientation) -> np.ndarray:
+    """Rotation of an OpenSim frame orientation: body-fixed X-Y-Z angles, R = Rx(a) Ry(b) Rz(c)."""
+    a, b, c = orientation
+    return axis_rotation(X, a) @ axis_rotation(Y, b) @ axis_rotation(Z, c)
+
+
+def axis_rotation(axis, angle: float) -> np.ndarray:
+    """Rotation by `angle` about the unit vector `axis`."""
+    return axis_angle_matrix(np.asarray(axis, dtype=float), angle)

@@ -1,0 +1,372 @@
+"""An OpenSim model (`document.Document`) → URDF text with a `<biobullet>` block, and the map from OpenSim
+bodies to the URDF links that carry them.
+
+Every OpenSim joint is Simbody's function-based mobilizer: X_FM(q) = (R, p) with R = R₁(θ₁) R₂(θ₂) R₃(θ₃) the
+rotation axes applied in order as body-fixed rotations (each axis in the frame the previous rotations produced)
+and p = Σ τ_k a_k the translations along axes fixed in the parent frame F. As a URDF chain that is
+F → prismatic τ₁, τ₂, τ₃ (they do not rotate the frame) → revolute θ₁ → θ₂ → θ₃ → M. Constant axes are folded
+into the next joint's `<origin>`; an axis whose value is a coordinate itself (LinearFunction 1·q + 0) is the URDF
+joint named after the coordinate; any other axis is a joint driven by a `<joint_function>` of the coordinates.
+A coordinate that no axis carries as itself gets its own joint (a massless carrier link on the parent), so every
+coordinate name is a joint name and v = q̇. A body's link is the last moving joint's child: its URDF frame is
+that joint's frame, placed in the body frame by `BodyLink` (point p_body ↦ rotation @ p_body + translation).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from biobullet.core.errors import ModelError, SourceRef
+from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
+    orientation_matrix
+from biobullet.spatial.rotations import matrix_to_rpy
+
+@dataclass(frozen=True)
+class BodyLink:
+    """Where an OpenSim body sits in the URDF model: `link` and the body frame in the link frame
+    (p_link = rotation @ p_body + translation)."""
+
+    link: str
+    rotation: np.ndarray
+    translation: np.ndarray
+
+    def transform(self) -> np.ndarray:
+        """The 4×4 homogeneous transform link ← body."""
+        matrix = np.eye(4)
+        matrix[:3, :3] = self.rotation
+        matrix[:3, 3] = self.translation
+        return matrix
+
+
+@dataclass(frozen=True)
+class Translation:
+    urdf: str
+    bodies: dict[str, BodyLink]       # by OpenSim body name (the ground too)
+    coordinates: tuple[str, ...]      # independent coordinates, in the CoordinateSet's order
+    reports: tuple[str, ...]          # one line per component not imported (or imported approximately)
+
+
+def _fmt(value: float) -> str:
+    return repr(float(value))
+
+
+def _vector(values) -> str:
+    return " ".join(_fmt(v) for v in values)
+
+
+def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str, dict[str, str]] | None:
+    """The `<joint_function>` type and attributes of an OpenSim function of `inputs` (None for a constant)."""
+    s = function.scale
+    if function.kind == "constant":
+        return None
+    if function.kind == "linear":
+        return "linear", {"coefficients": _vector(s * a for a in function.values[:-1]),
+                          "offset": _fmt(s * function.values[-1])}
+    if function.kind == "polynomial":
+        return "polynomial", {"coefficients": _vector(s * c for c in reversed(function.values))}
+    if function.kind == "sine":
+        amplitude, omega, phase, offset = function.values
+        return "expression", {"expression": f"amplitude*sin(omega*{inputs[0]} + phase) + offset",
+                              "parameters": f"amplitude={_fmt(s * amplitude)} omega={_fmt(omega)} "
+                                            f"phase={_fmt(phase)} offset={_fmt(s * offset)}"}
+    attributes = {"x": _vector(function.x), "y": _vector(s * y for y in function.y), "extrapolation": "linear"}
+    if function.spline_type == "PiecewiseLinearFunction":
+        attributes["degree"] = "1"
+    else:
+        attributes["boundary"] = "fmm" if function.spline_type == "SimmSpline" else "natural"
+    return "spline", attributes
+
+
+def is_identity(function: OsimFunction, inputs: tuple[str, ...]) -> bool:
+    return (function.kind == "linear" and len(inputs) == 1
+            and function.scale * function.values[0] == 1.0 and function.scale * function.values[1] == 0.0)
+
+
+def evaluate(function: OsimFunction, inputs: tuple[str, ...], values: dict[str, float]) -> float:
+    """The function's value at the given coordinate values (through the joint-function type it maps to)."""
+    spec = function_spec(function, inputs)
+    if spec is None:
+        return function.scale * function.values[0]
+    from biobullet.functions import registry
+
+    kind, attributes = spec
+    built = registry.get(kind).from_attributes(attributes, inputs, function.source)
+    return float(built.value(np.array([values[name] for name in inputs])))
+
+
+class _Transform:
+    """A rigid transform (R, p): x ↦ R x + p."""
+
+    def __init__(self, rotation=None, translation=None) -> None:
+        self.rotation = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
+        self.translation = np.zeros(3) if translation is None else np.asarray(translation, dtype=float)
+
+    def __matmul__(self, other: "_Transform") -> "_Transform":
+        return _Transform(self.rotation @ other.rotation, self.rotation @ other.translation + self.translation)
+
+    def inverse(self) -> "_Transform":
+        return _Transform(self.rotation.T, -self.rotation.T @ self.translation)
+
+    def origin(self) -> str:
+        return f'<origin xyz="{_vector(self.translation)}" rpy="{_vector(matrix_to_rpy(self.rotation))}"/>'
+
+
+def _axis_transform(axis: TransformAxis, value: float) -> _Transform:
+    if axis.rotation:
+        return _Transform(axis_rotation(axis.axis, value))
+    return _Transform(translation=value * np.asarray(axis.axis))
+
+
+class _Builder:
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.file = document.file
+        self.links: list[str] = []
+        self.joints: list[str] = []
+        self.functions: list[str] = []
+        self.body_links: dict[str, BodyLink] = {}
+        self.link_frames: dict[str, _Transform] = {}   # body path → body frame in its link's frame
+        self.link_names: set[str] = set()
+        self.joint_names: set[str] = set()
+        self.reports: list[str] = []
+
+    # ------------------------------------------------------------------ names
+    def unique(self, name: str, taken: set[str]) -> str:
+        candidate, k = name, 1
+        while candidate in taken:
+            k += 1
+            candidate = f"{name}_{k}"
+        taken.add(candidate)
+        return candidate
+
+    # ------------------------------------------------------------------ frames
+    def frame_in_body(self, path: str) -> tuple[str, _Transform]:
+        """(body or ground path, frame in that body's frame) of frame `path` (chains of offset frames)."""
+        transform, seen = _Transform(), set()
+        while path in self.document.frames:
+            if path in seen:
+                raise self.document.frames[path].source.error("socket_parent", "the offset frames form a cycle",
+                                                              "frames that end on a body or the ground")
+            seen.add(path)
+            frame = self.document.frames[path]
+            transform = _Transform(orientation_matrix(frame.orientation), frame.translation) @ transform
+            path = frame.parent
+        if path != self.document.ground and path not in self.document.bodies:
+            raise ModelError(f"frame parent {path!r} is no body, frame or ground", file=self.file,
+                             expected="a body, the ground or a PhysicalOffsetFrame")
+        return path, transform
+
+    # ------------------------------------------------------------------ build
+    def build(self) -> Translation:
+        document = self.document
+        ground_link = self.unique(document.ground.strip("/"), self.link_names)
+        self.links.append(f"  <link name={quoteattr(ground_link)}/>")
+        self.body_links[ground_link] = BodyLink(ground_link, np.eye(3), np.zeros(3))
+        self.link_frames[document.ground] = _Transform()
+        self.link_of = {document.ground: ground_link}
+        coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
+        self.joint_names.update(coordinates)
+        constant = self.constant_coordinates(coordinates)
+        couplers = self.couplers(coordinates, constant)
+        carried: set[str] = set()
+        for joint in self.ordered_joints():
+            self.add_joint(joint, constant, carried)
+        for name, coordinate in coordinates.items():
+            if name in constant or name in carried:
+                continue
+            self.add_carrier(name, coordinate)
+        for dependent, (function, inputs, source) in couplers.items():
+            self.add_function(dependent, function, inputs)
+        independent = tuple(name for name in document.coordinate_order
+                            if name not in constant and name not in couplers)
+        for joint in document.joints:
+            for coordinate in joint.coordinates:
+                if coordinate.prescribed:
+                    self.reports.append(f"Coordinate {coordinate.name}: prescribed motion not imported (free "
+                                        "coordinate)")
+        return Translation(self.urdf(independent, coordinates), dict(self.body_links), independent,
+                           tuple(self.reports))
+
+    def constant_coordinates(self, coordinates) -> dict[str, float]:
+        """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant."""
+        constant = {name: c.default_value for name, c in coordinates.items() if c.locked}
+        changed = True
+        while changed:
+            changed = False
+            for coupler in self.document.couplers:
+                if (coupler.enforced and coupler.dependent not in constant
+                        and all(name in constant for name in coupler.independent)):
+                    constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
+                    changed = True
+        return constant
+
+    def couplers(self, coordinates, constant) -> dict[str, tuple[OsimFunction, tuple[str, ...], SourceRef]]:
+        result = {}
+        for coupler in self.document.couplers:
+            if not coupler.enforced or coupler.dependent in constant:
+                continue
+            if coupler.dependent in result:
+                raise coupler.source.error("dependent_coordinate_name", f"{coupler.dependent!r} is coupled twice",
+                                           "one CoordinateCouplerConstraint per dependent coordinate")
+            if any(name in constant for name in coupler.independent):
+                raise coupler.source.error("independent_coordinate_names", "a coupling of locked and free "
+                                           "coordinates is not supported", "free coordinates only")
+            result[coupler.dependent] = (coupler.function, coupler.independent, coupler.source)
+        return result
+
+    def ordered_joints(self) -> list[Joint]:
+        """Joints from the ground outwards (a parent body's joint before its children's)."""
+        ground = self.document.ground
+        pending = list(self.document.joints)
+        placed = {ground}
+        ordered: list[Joint] = []
+        child_of: dict[str, Joint] = {}
+        for joint in pending:
+            child_body, _ = self.frame_in_body(joint.child_frame)
+            if child_body == ground:
+                raise joint.source.error("socket_child_frame", "the child frame is on the ground (a reversed "
+                                         "joint)", "a child frame on a body")
+            if child_body in child_of:
+                raise joint.source.error("socket_child_frame", f"body {child_body!r} is the child of two joints "
+                                         f"({child_of[child_body].name!r} and {joint.name!r})", "a tree of joints")
+            child_of[child_body] = joint
+        while pending:
+            ready = [j for j in pending if self.frame_in_body(j.parent_frame)[0] in placed]
+            if not ready:
+                raise pending[0].source.error("socket_parent_frame", "the joint does not connect to the ground "
+                                              "through other joints", "a tree rooted at the ground")
+            for joint in ready:
+                ordered.append(joint)
+                placed.add(self.frame_in_body(joint.child_frame)[0])
+                pending.remove(joint)
+        for path, body in self.document.bodies.items():
+            if path not in placed:
+                self.reports.append(f"Body {body.name}: no joint connects it to the ground; not imported")
+        return ordered
+
+    def add_joint(self, joint: Joint, constant: dict[str, float], carried: set[str]) -> None:
+        parent_body, parent_in_body = self.frame_in_body(joint.parent_frame)
+        child_body, child_in_body = self.frame_in_body(joint.child_frame)
+        parent_link = self.link_of[parent_body]
+        pending = self.link_frames[parent_body] @ parent_in_body     # F in the parent link's frame
+        self.parent_frame_of = getattr(self, "parent_frame_of", {})
+        moving: list[tuple[TransformAxis, bool]] = []
+        for axis in joint.axes:
+            if axis.function.kind == "constant" or all(name in constant for name in axis.coordinates):
+                continue
+            moving.append((axis, is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried))
+        body = self.document.bodies[child_body]
+        child_link = self.unique(body.name, self.link_names)
+        for axis in joint.axes:
+            if axis.function.kind == "constant" or all(name in constant for name in axis.coordinates):
+                value = evaluate(axis.function, axis.coordinates, constant)
+                pending = pending @ _axis_transform(axis, value)
+                continue
+            identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
+            last = axis is moving[-1][0]
+            link = child_link if last else self.unique(f"{joint.name}_{axis.name}", self.link_names)
+            if identity:
+                name = axis.coordinates[0]
+                carried.add(name)
+            else:
+                name = self.unique(f"{joint.name}_{axis.name}", self.joint_names)
+                self.add_function(name, axis.function, axis.coordinates)
+            coordinate = next((c for c in joint.coordinates if c.name == name), None)
+            self.add_urdf_joint(name, "revolute" if axis.rotation else "prismatic", parent_link, link, pending,
+                                axis.axis, coordinate.range if coordinate is not None else None)
+            if not last:
+                self.links.append(f"  <link name={quoteattr(link)}/>")
+            parent_link, pending = link, _Transform()
+        if not moving:
+            self.add_urdf_joint(self.unique(joint.name, self.joint_names), "fixed", parent_link, child_link,
+                                pending @ child_in_body.inverse(), (1.0, 0.0, 0.0), None)
+            in_link = _Transform()
+        else:
+            in_link = pending @ child_in_body.inverse()
+        self.link_of[child_body] = child_link
+        self.link_frames[child_body] = in_link
+        self.body_links[body.name] = BodyLink(child_link, in_link.rotation, in_link.translation)
+        self.carrier_parent = getattr(self, "carrier_parent", {})
+        for coordinate in joint.coordinates:
+            self.carrier_parent[coordinate.name] = (self.link_of[parent_body],
+                                                    self.link_frames[parent_body] @ parent_in_body,
+                                                    any(a.rotation for a in joint.axes if coordinate.name in a.coordinates))
+        self.links.append(self.body_link(child_link, body, in_link))
+
+    def add_carrier(self, name: str, coordinate) -> None:
+        """A joint for a coordinate that no axis carries as itself: it moves a massless link on the parent."""
+        parent_link, frame, rotational = self.carrier_parent[name]
+        link = self.unique(f"{name}_coordinate", self.link_names)
+        self.links.append(f"  <link name={quoteattr(link)}/>")
+        self.add_urdf_joint(name, "revolute" if rotational else "prismatic", parent_link, link, frame,
+                            (0.0, 0.0, 1.0), coordinate.range)
+
+    def add_urdf_joint(self, name: str, kind: str, parent: str, child: str, origin: _Transform, axis,
+                       limits: tuple[float, float] | None) -> None:
+        lines = [f"  <joint name={quoteattr(name)} type=\"{kind}\">", f"    <parent link={quoteattr(parent)}/>",
+                 f"    <child link={quoteattr(child)}/>", f"    {origin.origin()}"]
+        if kind != "fixed":
+            lines.append(f'    <axis xyz="{_vector(axis)}"/>')
+            lower, upper = limits if limits is not None else (-1e3, 1e3)
+            lines.append(f'    <limit lower="{_fmt(lower)}" upper="{_fmt(upper)}" effort="0" velocity="0"/>')
+        lines.append("  </joint>")
+        self.joints.append("\n".join(lines))
+
+    def add_function(self, joint: str, function: OsimFunction, inputs: tuple[str, ...]) -> None:
+        spec = function_spec(function, inputs)
+        assert spec is not None   # constants are folded by the callers
+        kind, attributes = spec
+        text = " ".join(f"{key}={quoteattr(value)}" for key, value in attributes.items())
+        self.functions.append(f"    <joint_function joint={quoteattr(joint)} type=\"{kind}\" "
+                              f"inputs={quoteattr(' '.join(inputs))} {text}/>")
+
+    def body_link(self, link: str, body, in_link: _Transform) -> str:
+        inertia = body.inertia
+        tensor = np.array([[inertia[0], inertia[3], inertia[4]], [inertia[3], inertia[1], inertia[5]],
+                           [inertia[4], inertia[5], inertia[2]]])
+        tensor = in_link.rotation @ tensor @ in_link.rotation.T
+        com = in_link.rotation @ np.asarray(body.mass_center) + in_link.translation
+        meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {_vector(scale)} -->"
+                         for mesh, scale in body.meshes)
+        return (f"  <link name={quoteattr(link)}>{meshes}\n    <inertial>\n"
+                f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{_fmt(body.mass)}"/>\n'
+                f'      <inertia ixx="{_fmt(tensor[0, 0])}" iyy="{_fmt(tensor[1, 1])}" izz="{_fmt(tensor[2, 2])}" '
+                f'ixy="{_fmt(tensor[0, 1])}" ixz="{_fmt(tensor[0, 2])}" iyz="{_fmt(tensor[1, 2])}"/>\n'
+                f"    </inertial>\n  </link>")
+
+    def urdf(self, independent: tuple[str, ...], coordinates) -> str:
+        document = self.document
+        credits = _comment(document.credits[:2000]) if document.credits else ""
+        header = [f"<?xml version=\"1.0\"?>",
+                  f"<!-- translated from the OpenSim model {_comment(document.file)} by biobullet "
+                  f"(biobullet convert); body frames, joint functions and couplings as in OpenSim -->"]
+        if credits:
+            header.append(f"<!-- credits of the OpenSim model: {credits} -->")
+        block = [f'  <biobullet version="1">', f'    <gravity xyz="{_vector(document.gravity)}"/>',
+                 '    <base type="fixed"/>']
+        if independent:
+            block.append(f"    <coordinates names={quoteattr(' '.join(independent))}/>")
+        for name in independent:
+            c = coordinates[name]
+            block.append(f"    <initial joint={quoteattr(name)} position=\"{_fmt(c.default_value)}\" "
+                         f"velocity=\"{_fmt(c.default_speed)}\"/>")
+        block.extend(self.functions)
+        block.append("  </biobullet>")
+        return "\n".join([*header, f"<robot name={quoteattr(document.name)}>", *self.links, *self.joints,
+                          *block, "</robot>", ""])
+
+
+def _comment(text: str) -> str:
+    """Text safe inside an XML comment (no '--', no control characters)."""
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return cleaned.replace("--", "- -")
+
+
+def translate(document: Document) -> Translation:
+    """The URDF text, body map and reports of an OpenSim document (see the module docstring)."""
+    return _Builder(document).build()
+
+
+__all__ = ["BodyLink", "Translation", "translate", "function_spec", "evaluate"]
