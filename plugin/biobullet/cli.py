@@ -153,6 +153,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="cost per right-hand side vs DOF (7-100 joints, chains and trees) against Pinocchio: "
                             "DIR/scaling.json, DIR/scaling.png")
     bench.set_defaults(handler=cmd_bench)
+    convert = _add(sub, "convert", "translate an OpenSim .osim model into URDF + <biobullet> block",
+                   "Writes the URDF text (links, joints, joint functions of the coordinates, couplings, gravity,\n"
+                   "initial state) that `load_model(MODEL)` loads, so both always agree; PyBullet and Pinocchio\n"
+                   "load the tree part unchanged. Components that cannot be represented (muscles, markers, ...)\n"
+                   "are reported on stderr, one warning each; with --strict they refuse the file (exit 2).",
+                   "  biobullet convert plugin/biobullet/data/opensim/arm26.osim --out arm26.urdf\n"
+                   "  biobullet convert gait2392.osim --out gait2392.urdf --strict\n")
+    convert.add_argument("model", metavar="MODEL", help="OpenSim model file (.osim)")
+    convert.add_argument("--out", required=True, metavar="FILE.urdf", help="output URDF file (written atomically)")
+    convert.add_argument("--strict", action="store_true",
+                         help="refuse a model with components that cannot be represented")
+    convert.set_defaults(handler=cmd_convert)
+
     view = _add(sub, "view", "show a model in the browser (sliders, markers) or replay a trajectory",
                 "Serves an interactive 3D view on http://127.0.0.1:PORT (this machine only): one slider per\n"
                 "generalized coordinate, every dependent joint following; toggles for COMs, joint axes,\n"
@@ -466,6 +479,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     summary = run_bench(quick=args.quick, out=args.out)
     print(json.dumps(summary, indent=2) if args.json else format_bench(summary))
     print(f"bench: results in {os.path.join(args.out, 'bench.json')}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from biobullet.opensim import OSIM_SUFFIX, convert_osim
+
+    if not args.model.lower().endswith(OSIM_SUFFIX):
+        raise _UsageError(f"MODEL {args.model[:200]!r} is not an OpenSim model (expected a {OSIM_SUFFIX} file)")
+    _check_output_file(args.out)
+    convert_osim(args.model, args.out, strict=args.strict)
+    print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
 
 

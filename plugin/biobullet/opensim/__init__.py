@@ -75,24 +75,31 @@ def osim_body_links(path: str | os.PathLike[str]) -> dict[str, BodyLink]:
 def load_osim(path: str | os.PathLike[str], *, strict: bool = False, inertia: str = "warn"):
     """The Model of an .osim file (see the module docstring); ModelError naming file, element and property on
     bad input."""
+    file = os.fspath(path)
+    return model_of(file, osim_translation(file, strict=strict), inertia)
+
+
+def model_of(file: str, translation: Translation, inertia: str = "warn"):
+    """The Model of a translation of `file` (the URDF path: parse, assemble, check every element)."""
     from biobullet.dynamics.api import build_model
     from biobullet.integrate.checks import check_elements
     from biobullet.model.urdf import description_from_root, parse_xml
 
-    file = os.fspath(path)
-    translation = osim_translation(file, strict=strict)
     root = parse_xml(file, translation.urdf.encode("utf-8"))
     return check_elements(build_model(description_from_root(root, file, None, inertia)))
 
 
 def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, strict: bool = False) -> str:
-    """Write the URDF text of an .osim file to `out` (atomically); returns the text."""
+    """Write the URDF text of an .osim file to `out` (atomically, after loading it as `load_osim` does, so a
+    file that would not load is never written); returns the text."""
     from biobullet.core.atomic import write_text
 
-    text = osim_urdf(path, strict=strict)
-    write_text(out, text)
-    return text
+    file = os.fspath(path)
+    translation = osim_translation(file, strict=strict)
+    model_of(file, translation)
+    write_text(out, translation.urdf)
+    return translation.urdf
 
 
 __all__ = ["OSIM_SUFFIX", "BodyLink", "Translation", "load_osim", "convert_osim", "osim_urdf", "osim_translation",
-           "osim_body_links", "unmapped_reports"]
+           "osim_body_links", "unmapped_reports", "model_of"]

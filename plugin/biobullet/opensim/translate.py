@@ -75,7 +75,9 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
     if function.spline_type == "PiecewiseLinearFunction":
         attributes["degree"] = "1"
     else:
-        attributes["boundary"] = "fmm" if function.spline_type == "SimmSpline" else "natural"
+        # OpenSim 4 reads NaturalCubicSpline as SimmSpline (a renamed type); a cubic GCVSpline without error
+        # variance is the natural interpolating spline, continued linearly
+        attributes["boundary"] = "natural" if function.spline_type == "GCVSpline" else "fmm"
     return "spline", attributes
 
 
