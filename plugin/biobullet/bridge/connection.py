@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 
 import numpy as np
@@ -49,9 +50,19 @@ def load_body(model, client: int, body_id: int | None) -> int:
     """Load `model.file` (inertia from the file, fixed base per the model) or check the user's `body_id`."""
     import pybullet as p
     if body_id is None:
+        translated = model.description.translated_urdf
         try:
-            return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
-                              flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+            if translated is None:
+                return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
+                                  flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+            # a model translated from another format (an OpenSim .osim): PyBullet loads its URDF text from a
+            # private temporary file
+            with tempfile.TemporaryDirectory(prefix="biobullet-") as folder:
+                urdf = os.path.join(folder, "model.urdf")
+                with open(urdf, "w", encoding="utf-8") as handle:
+                    handle.write(translated)
+                return p.loadURDF(urdf, useFixedBase=not model.floating_base,
+                                  flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
         except p.error as exc:
             raise ModelError(f"PyBullet cannot load the file ({exc})", file=model.file) from None
     if isinstance(body_id, bool) or not isinstance(body_id, (int, np.integer)):

@@ -111,6 +111,9 @@ class ModelDescription:
     # links whose tensor is physically impossible: (link, problem, relative Frobenius distance to the nearest
     # physical tensor, whether the tensor was replaced by it) — see model.urdf.INERTIA_POLICIES
     inertia_issues: tuple[tuple[str, str, float, bool], ...] = ()
+    # the URDF text this description was read from when `file` is in another format (an OpenSim .osim model,
+    # translated in memory by `biobullet.opensim`); None when `file` is the URDF itself
+    translated_urdf: str | None = None
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)

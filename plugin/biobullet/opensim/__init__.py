@@ -9,6 +9,7 @@ with `strict=True`, one ModelError listing them all.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
@@ -86,7 +87,9 @@ def model_of(file: str, translation: Translation, inertia: str = "warn"):
     from biobullet.model.urdf import description_from_root, parse_xml
 
     root = parse_xml(file, translation.urdf.encode("utf-8"))
-    return check_elements(build_model(description_from_root(root, file, None, inertia)))
+    description = dataclasses.replace(description_from_root(root, file, None, inertia),
+                                      translated_urdf=translation.urdf)
+    return check_elements(build_model(description))
 
 
 def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, strict: bool = False) -> str:

@@ -72,7 +72,7 @@ class Scene:
         """Visuals of `model` (a `biobullet.Model`); `layouts` = the SegmentLayouts of `load_segmented_model` for a
         model whose flexible links were expanded (their visuals are replaced by one slab per segment)."""
         file = model.file
-        visuals = read_visuals(file)
+        visuals = read_visuals(file, model.description.translated_urdf)
         known = set(model.link_names)
         visuals = [v for v in visuals if v.link in known]
         for lay in (layouts or {}).values():
@@ -146,10 +146,11 @@ class Scene:
 
 
 # ---------------------------------------------------------------------------------------------- URDF visuals
-def read_visuals(file: str) -> list[Visual]:
-    """Every `<visual>` of the URDF `file` (triangles in the link frame)."""
+def read_visuals(file: str, text: str | None = None) -> list[Visual]:
+    """Every `<visual>` of the URDF `file` (triangles in the link frame); `text`: the URDF text of a model
+    translated from another format (`file` is then that format's file)."""
     try:
-        robot = ET.parse(file).getroot()
+        robot = ET.parse(file).getroot() if text is None else ET.fromstring(text)
     except (ET.ParseError, OSError) as exc:
         raise ModelError(f"cannot read the model's visuals ({exc})", file=file) from None
     materials = {m.get("name"): _rgba(file, m) for m in robot.findall("material") if m.get("name")}

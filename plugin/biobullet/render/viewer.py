@@ -29,6 +29,8 @@ def load_view_model(path: str, *, floating_base: bool | None = None, segments: i
     segments per link (flexible.segments) so the bending can be shown — layouts is None otherwise."""
     from biobullet.loader import load_model
     from biobullet.model.urdf import load_description
+    if path.lower().endswith(".osim"):    # an OpenSim model: no flexible links
+        return load_model(path), None
     description = load_description(path, floating_base=floating_base)
     if description.elements_of("flexible"):
         from biobullet.flexible.segments import load_segmented_model
