@@ -38,4 +38,3 @@ def test_arm26_bridge_converges_to_the_engine_at_first_order():
                           np.abs(trajectory.v[-1] - reference.v[-1]).max()))
     orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
     assert np.all((orders > 0.85) & (orders < 1.15)), (errors, orders)
-    assert errors[-1] < 1e-3
