@@ -416,6 +416,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                           f"{what}; the limit is {MAX_SAMPLES:.0e} (use a larger --dt)")
     if args.engine == "reference":
         from biobullet.integrate import cli_simulate   # the engine's CLI adapter (checks, progress, summary)
+        from biobullet.opensim import OSIM_SUFFIX
+        if args.model.lower().endswith(OSIM_SUFFIX):
+            from biobullet.loader import load_model
+            return cli_simulate(args, load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
         return cli_simulate(args)
     from biobullet.bridge import simulate as bridge_simulate
     from biobullet.integrate.checks import runnable_check, time_function_check

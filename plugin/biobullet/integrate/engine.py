@@ -662,15 +662,17 @@ def _sample_times(t_eval, t0: float, t_end: float):
     return samples
 
 
-def cli_simulate(args) -> int:
+def cli_simulate(args, model=None) -> int:
     """`biobullet simulate` for the reference engine, from the argparse namespace (model, t_end, formulation,
-    method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0."""
+    method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0. `model`:
+    the model of args.model when the caller loaded it already (e.g. an .osim file, through `load_model`)."""
     import sys
 
     from biobullet.dynamics.api import model_from_file
     from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
-    model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
-                                           inertia=getattr(args, "inertia", "warn")))
+    if model is None:
+        model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
+                                               inertia=getattr(args, "inertia", "warn")))
     runnable_check(model, "reference")
     time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])

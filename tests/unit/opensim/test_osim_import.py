@@ -1,0 +1,143 @@
+"""The .osim importer without OpenSim: reports, strict mode, hostile files, `biobullet convert`, and that the
+converted URDF is what `load_model(.osim)` loads (PyBullet and Pinocchio read its tree unchanged)."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.cli import main
+from biobullet.core.errors import ModelError
+from biobullet.opensim import osim_urdf
+
+DATA = os.path.join(os.path.dirname(biobullet.__file__), "data", "opensim")
+ARM26 = os.path.join(DATA, "arm26.osim")
+LEG = os.path.join(DATA, "leg6dof9musc.osim")
+
+MINIMAL = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000">
+  <Model name="ball_on_pin">
+    <gravity>0 -9.80665 0</gravity>
+    <Ground name="ground"/>
+    <BodySet name="bodyset"><objects>
+      <Body name="ball"><mass>{mass}</mass><mass_center>0 -0.5 0</mass_center><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>
+    </objects></BodySet>
+    <JointSet name="jointset"><objects>
+      <PinJoint name="pin">
+        <socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/ball</socket_child_frame>
+        <coordinates><Coordinate name="angle"><default_value>0.3</default_value><range>-2 2</range></Coordinate></coordinates>
+      </PinJoint>
+    </objects></JointSet>
+    {extra}
+  </Model>
+</OpenSimDocument>
+"""
+
+CONTACT = """
+    <ContactGeometrySet name="contactgeometryset"><objects>
+      <ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><location>0 0 0</location>
+        <orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+    </objects></ContactGeometrySet>
+    <ForceSet name="forceset"><objects>
+      <HuntCrossleyForce name="floor_contact">
+        <HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+          <HuntCrossleyForce::ContactParameters><geometry>floor</geometry><stiffness>1e6</stiffness>
+          </HuntCrossleyForce::ContactParameters>
+        </objects></HuntCrossleyForce::ContactParametersSet>
+      </HuntCrossleyForce>
+    </objects></ForceSet>"""
+
+
+def _write(tmp_path, text: str, name: str = "model.osim") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_coordinates_initial_state_and_reports_of_a_shared_model():
+    with pytest.warns(UserWarning) as records:
+        model = biobullet.load_model(LEG)
+    messages = [str(r.message) for r in records]
+    # one warning lists the 9 muscles; the patella coupling is a joint function, not a coordinate
+    assert sum("9 muscle(s)" in m for m in messages) == 1
+    assert model.coordinate_names == ("pelvis_tilt", "pelvis_tx", "pelvis_ty", "hip_flexion_r", "knee_angle_r",
+                                      "ankle_angle_r")
+    q0, v0 = model.initial_state()
+    assert q0[model.coordinate_names.index("knee_angle_r")] == pytest.approx(-0.6469763)
+    assert np.all(v0 == 0.0)
+
+
+def test_names_with_double_colons_parse_and_unmapped_components_warn_once_each(tmp_path):
+    path = _write(tmp_path, MINIMAL.format(mass=2.0, extra=CONTACT))
+    with pytest.warns(UserWarning) as records:
+        model = biobullet.load_model(path)
+    messages = [str(r.message) for r in records]
+    assert any("HuntCrossleyForce floor_contact" in m for m in messages)
+    assert any("ContactHalfSpace floor" in m for m in messages)
+    assert model.coordinate_names == ("angle",)
+    # a pendulum: M = I_zz + m l² about the pin (an independent number, not the code under test)
+    assert model.mass_matrix(np.array([0.3]))[0, 0] == pytest.approx(0.01 + 2.0 * 0.5 ** 2, rel=1e-14)
+    with pytest.raises(ModelError, match="strict.*HuntCrossleyForce floor_contact"):
+        biobullet.load_model(path, strict=True)
+
+
+def test_massless_model_loads_and_dynamics_says_why_it_cannot_run(tmp_path):
+    path = _write(tmp_path, MINIMAL.format(mass=0.0, extra="").replace("0.01 0.01 0.01 0 0 0", "0 0 0 0 0 0"))
+    model = biobullet.load_model(path)
+    assert model.joint_positions(np.array([0.7]))[0] == pytest.approx(0.7)
+    with pytest.raises(biobullet.BiobulletError, match="mass"):
+        model.forward_dynamics(np.array([0.1]), np.array([0.0]))
+
+
+@pytest.mark.parametrize("text, match", [
+    ('<?xml version="1.0"?>\n<!DOCTYPE x [<!ENTITY a "aaaa">]>\n<OpenSimDocument Version="40000"/>', "ENTITY"),
+    ("<OpenSimDocument Version=\"30000\"><Model/></OpenSimDocument>", "OpenSim 3"),
+    ("<robot name='x'/>", "OpenSimDocument"),
+    ("<OpenSimDocument Version=\"40000\"><Model><", "not well-formed"),
+    (MINIMAL.format(mass=-1.0, extra=""), "negative mass"),
+    (MINIMAL.format(mass=1.0, extra="").replace("<range>-2 2</range>", "<range>2 -2</range>"), "range"),
+    (MINIMAL.format(mass=1.0, extra="").replace("/bodyset/ball</socket_child", "/bodyset/nothing</socket_child"),
+     "unknown frame"),
+    (MINIMAL.format(mass=1.0, extra="").replace("PinJoint", "EllipsoidJoint"), "EllipsoidJoint is not supported"),
+])
+def test_bad_files_give_one_error_naming_the_file(tmp_path, text, match):
+    path = _write(tmp_path, text)
+    with pytest.raises(ModelError, match=match) as error:
+        biobullet.load_model(path)
+    assert path in str(error.value)
+
+
+def test_convert_writes_what_load_model_loads(tmp_path, capsys):
+    out = tmp_path / "arm26.urdf"
+    assert main(["convert", ARM26, "--out", str(out)]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = osim_urdf(ARM26)
+        from_osim = biobullet.load_model(ARM26)
+    assert out.read_text() == text
+    from_urdf = biobullet.load_model(str(out))
+    q = np.array([0.4, 1.1])
+    assert np.array_equal(from_urdf.mass_matrix(q), from_osim.mass_matrix(q))
+    assert from_urdf.coordinate_names == from_osim.coordinate_names
+    assert "Holzbaur" in text     # the model's credit travels with it
+    # the tree part loads unchanged in Pinocchio (2 revolute joints after the welded base)
+    pinocchio = pytest.importorskip("pinocchio")
+    assert pinocchio.buildModelFromUrdf(str(out)).nq == 2
+
+
+def test_convert_exit_codes(tmp_path, capsys):
+    assert main(["convert", ARM26, "--out", str(tmp_path / "a.urdf"), "--strict"]) == 2
+    assert "strict" in capsys.readouterr().err
+    assert not (tmp_path / "a.urdf").exists()
+    assert main(["convert", str(tmp_path / "missing.osim"), "--out", str(tmp_path / "b.urdf")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_code:
+        main(["convert", "model.urdf", "--out", str(tmp_path / "c.urdf")])
+    assert exit_code.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["convert", "--help"])
+    assert "biobullet convert" in capsys.readouterr().out
