@@ -420,4 +420,86 @@ class JointStop(_JointElement):
         return out
 
 
-__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop"]
+# ------------------------------------------------------------------------------------------------ coordinate limit
+def smooth_step(x: float, x0: float, x1: float) -> tuple[float, float]:
+    """Simbody's Function::Step from 0 at x0 to 1 at x1 (quintic 10u³ − 15u⁴ + 6u⁵, C²; x1 < x0 steps down):
+    value and derivative with respect to x."""
+    u = (x - x0) / (x1 - x0)
+    if u <= 0.0:
+        return 0.0, 0.0
+    if u >= 1.0:
+        return 1.0, 0.0
+    return u * u * u * (10.0 + u * (6.0 * u - 15.0)), 30.0 * u * u * (u - 1.0) * (u - 1.0) / (x1 - x0)
+
+
+@register_force("coordinate_limit")
+class CoordinateLimit(_JointElement):
+    """OpenSim's CoordinateLimitForce on one joint (SI units: rad or m): beyond `upper` the stiffness ramps from 0
+    to `upper_stiffness` over `transition` with Simbody's quintic step S_up, τ_up = −k_up S_up(θ) (θ − upper); the
+    same below `lower` (S_low = 1 at lower − transition, 0 at lower); damping τ_d = −c (S_up + S_low) θ̇. The
+    stiffness part is conservative: V = ∫ −τ dθ, evaluated by the closed form of the quintic's moments."""
+
+    def __init__(self, name: str, joint: str, upper: float, upper_stiffness: float, lower: float,
+                 lower_stiffness: float, damping: float, transition: float, source: SourceRef | None = None) -> None:
+        super().__init__(name, joint, source)
+        err = self.source.error
+        for key, value in (("upper", upper), ("lower", lower)):
+            if not math.isfinite(value):
+                raise err(key, f"not finite: {value!r}", "a finite number")
+        if not lower < upper:
+            raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
+        for key, value in (("upper_stiffness", upper_stiffness), ("lower_stiffness", lower_stiffness),
+                           ("damping", damping)):
+            if not (math.isfinite(value) and value >= 0):
+                raise err(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
+        if not (math.isfinite(transition) and transition > 0):
+            raise err("transition", f"must be positive, got {transition!r}", "a value > 0")
+        self.upper, self.upper_stiffness, self.lower, self.lower_stiffness = upper, upper_stiffness, lower, lower_stiffness
+        self.damping, self.transition = damping, transition
+
+    @classmethod
+    def from_description(cls, model, element) -> "CoordinateLimit":
+        s, a = element.source, element.attributes
+        keys = ("upper", "upper_stiffness", "lower", "lower_stiffness", "damping", "transition")
+        check_known_attributes(s, a, {"name", "joint", *keys})
+        joint_indices(model, a.get("joint", ""), s)
+        values = {key: number(s, a, key) for key in keys}
+        return cls(a.get("name") or f"coordinate_limit_{a['joint']}", a["joint"], source=s, **values)
+
+    def _steps(self, theta: float) -> tuple[float, float]:
+        up, _ = smooth_step(theta, self.upper, self.upper + self.transition)
+        low, _ = smooth_step(theta, self.lower, self.lower - self.transition)
+        return up, low
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        i, k = self._indices(model)
+        theta = x[i]
+        up, low = self._steps(theta)
+        return self._unit(model, -self.upper_stiffness * up * (theta - self.upper)
+                          + self.lower_stiffness * low * (self.lower - theta) - self.damping * (up + low) * xd[k])
+
+    def potential_energy(self, model, x):
+        theta = x[self._indices(model)[0]]
+        return (self.upper_stiffness * _ramp_energy(theta - self.upper, self.transition)
+                + self.lower_stiffness * _ramp_energy(self.lower - theta, self.transition))
+
+    def dissipated_power(self, model, x, xd):
+        i, k = self._indices(model)
+        up, low = self._steps(x[i])
+        return self.damping * (up + low) * xd[k] ** 2
+
+
+def _ramp_energy(p: float, w: float) -> float:
+    """∫₀^p S(s/w) s ds for the quintic step S (S = 1 beyond w): the energy per unit stiffness of a ramped stop
+    at penetration p ≥ 0 (0 for p ≤ 0)."""
+    if p <= 0.0:
+        return 0.0
+    u = min(p / w, 1.0)
+    # ∫₀^u (10v³ − 15v⁴ + 6v⁵) v dv · w² = w² (2u⁵ − 2.5u⁶ + 6u⁷/7)
+    inside = w * w * (2.0 * u ** 5 - 2.5 * u ** 6 + 6.0 * u ** 7 / 7.0)
+    if p <= w:
+        return inside
+    return inside + 0.5 * (p * p - w * w)
+
+
+__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "smooth_step"]

@@ -23,6 +23,8 @@ DELEGATED_ELEMENTS: dict[str, set[str] | None] = {
     "joint_spring": {"name", "joint", "stiffness", "rest", "damping"},
     "joint_torque": None,   # constant `value`, or a time function: type="fourier" ...
     "joint_stop": {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent", "smoothing"},
+    "coordinate_limit": {"name", "joint", "upper", "upper_stiffness", "lower", "lower_stiffness", "damping",
+                         "transition"},   # OpenSim's CoordinateLimitForce
     "contact": None,
     "flexible": None,
     "segment_joint": {"name", "joints"},   # link-segment grouping (dynamics.link_segment checks the joints)

@@ -27,7 +27,7 @@ def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> T
     file = os.fspath(path)
     document = read_document(file)
     translation = translate(document)
-    reports = translation.reports + unmapped_reports(document)
+    reports = translation.reports + unmapped_reports(document, translation.mapped_forces)
     if strict and reports:
         raise ModelError("components the importer cannot represent (strict): " + "; ".join(reports), file=file,
                          expected="a model without them, or strict off (each is then reported by a warning)")
@@ -36,9 +36,9 @@ def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> T
     return translation
 
 
-def unmapped_reports(document: Document) -> tuple[str, ...]:
-    """One line per force, constraint, contact geometry or other component that is not imported (muscles and
-    other path-based forces in one line, markers in one line)."""
+def unmapped_reports(document: Document, mapped_forces: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """One line per force (but those in `mapped_forces`), constraint, contact geometry or other component that is
+    not imported (muscles and other path-based forces in one line, markers in one line)."""
     reports = []
     paths = [f"{force.type} {force.name}" for force in document.forces if force.element.find("GeometryPath")
              is not None]
@@ -46,7 +46,7 @@ def unmapped_reports(document: Document) -> tuple[str, ...]:
         reports.append(f"{len(paths)} muscle(s)/path actuator(s) not imported (their bodies and frames are; "
                        f"muscles are a separate feature): " + ", ".join(paths))
     for force in document.forces:
-        if force.element.find("GeometryPath") is None:
+        if force.element.find("GeometryPath") is None and force.path not in mapped_forces:
             reports.append(f"{force.type} {force.name}: not imported")
     for constraint in document.constraints:
         reports.append(f"{constraint.type} {constraint.name}: not imported")

@@ -19,6 +19,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
+from biobullet.opensim.forces import force_elements
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     orientation_matrix
 from biobullet.spatial.rotations import matrix_to_rpy
@@ -46,6 +47,7 @@ class Translation:
     bodies: dict[str, BodyLink]       # by OpenSim body name (the ground too)
     coordinates: tuple[str, ...]      # independent coordinates, in the CoordinateSet's order
     reports: tuple[str, ...]          # one line per component not imported (or imported approximately)
+    mapped_forces: frozenset[str]     # paths of the forces that became force elements (or are switched off)
 
 
 def _fmt(value: float) -> str:
@@ -183,13 +185,21 @@ class _Builder:
             self.add_function(dependent, function, inputs)
         independent = tuple(name for name in document.coordinate_order
                             if name not in constant and name not in couplers)
+        rotational = {name: any(axis.rotation for joint in document.joints for axis in joint.axes
+                                if name in axis.coordinates) or not any(
+                          name in axis.coordinates for joint in document.joints for axis in joint.axes)
+                      for name in coordinates}
+        elements, mapped, reports = force_elements(document, self.body_links,
+                                                   {name for name in coordinates if name not in constant}, rotational)
+        self.functions.extend(elements)
+        self.reports.extend(reports)
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:
                     self.reports.append(f"Coordinate {coordinate.name}: prescribed motion not imported (free "
                                         "coordinate)")
         return Translation(self.urdf(independent, coordinates), dict(self.body_links), independent,
-                           tuple(self.reports))
+                           tuple(self.reports), frozenset(mapped))
 
     def constant_coordinates(self, coordinates) -> dict[str, float]:
         """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant."""

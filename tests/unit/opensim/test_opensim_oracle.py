@@ -21,6 +21,7 @@ osim = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed 
 
 import biobullet  # noqa: E402
 from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
+from biobullet.forces.collection import applied_forces  # noqa: E402
 from biobullet.opensim import osim_body_links  # noqa: E402
 
 HERE = os.path.dirname(__file__)
@@ -249,3 +250,78 @@ def test_one_second_passive_simulation_matches_opensims_manager(path):
                                     progress=False)
     assert np.abs(trajectory.q[-1] - expected_q).max() <= 2e-8
     assert np.abs(trajectory.v[-1] - expected_v).max() <= 1e-7
+
+
+FORCES = """
+		<ForceSet name="forceset">
+			<objects>
+				<CoordinateLimitForce name="pin_limit">
+					<coordinate>pin_q</coordinate>
+					<upper_stiffness>2</upper_stiffness>
+					<upper_limit>20</upper_limit>
+					<lower_stiffness>3</lower_stiffness>
+					<lower_limit>-30</lower_limit>
+					<damping>0.05</damping>
+					<transition>10</transition>
+				</CoordinateLimitForce>
+				<CoordinateLimitForce name="slide_limit">
+					<coordinate>slide</coordinate>
+					<upper_stiffness>800</upper_stiffness>
+					<upper_limit>0.03</upper_limit>
+					<lower_stiffness>500</lower_stiffness>
+					<lower_limit>-0.02</lower_limit>
+					<damping>4</damping>
+					<transition>0.02</transition>
+				</CoordinateLimitForce>
+				<SpringGeneralizedForce name="knee_spring">
+					<coordinate>k</coordinate>
+					<stiffness>3.5</stiffness>
+					<rest_length>-0.4</rest_length>
+					<viscosity>0.2</viscosity>
+				</SpringGeneralizedForce>
+				<PointToPointSpring name="band">
+					<socket_body1>/bodyset/b3</socket_body1>
+					<socket_body2>/bodyset/b9</socket_body2>
+					<point1>0.02 -0.05 0.01</point1>
+					<point2>-0.01 0.03 0.02</point2>
+					<stiffness>150</stiffness>
+					<rest_length>0.05</rest_length>
+				</PointToPointSpring>
+			</objects>
+		</ForceSet>
+"""
+
+
+def test_mapped_forces_match_opensim(tmp_path):
+    """CoordinateLimitForce (rotational in degrees, translational), SpringGeneralizedForce and PointToPointSpring on
+    the zoo, switched on: forward dynamics equal OpenSim's at 20 random states (the pin spans its limits and
+    transition zones), same bounds as without forces."""
+    with open(ZOO) as handle:
+        text = handle.read().replace("\t</Model>", FORCES + "\t</Model>")
+    path = str(tmp_path / "zoo_forces.osim")
+    with open(path, "w") as handle:
+        handle.write(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")    # every force is mapped: nothing to report
+        model = biobullet.load_model(path)
+    reference = osim.Model(path)
+    state = reference.initSystem()
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    names = model.coordinate_names
+    q_index = _q_index(reference, state)
+    keep = [i for i, n in enumerate(names) if n not in EULER_SPEED]
+    rng = np.random.default_rng(11)
+    for _ in range(SAMPLES):
+        q = np.array([rng.uniform(coordinates[n].getRangeMin(), coordinates[n].getRangeMax()) for n in names])
+        v = rng.normal(size=len(names))
+        v[[i for i in range(len(names)) if i not in keep]] = 0.0
+        _set_state(reference, state, coordinates, names, q, v)
+        reference.realizeAcceleration(state)
+        qdd_all = state.getQDotDot().to_numpy()
+        expected = np.array([qdd_all[q_index[n]] for n in names])
+        x, xd, _, _ = model.joint_state(q, v)
+        forces = model.generalized_forces(applied_forces(model, x, xd), q)   # the file's force elements
+        qdd = model.forward_dynamics(q, v, forces)
+        mass_matrix = model.mass_matrix(q)
+        bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(mass_matrix))
+        assert np.linalg.norm((qdd - expected)[keep]) <= bound * np.linalg.norm(expected[keep])
