@@ -135,6 +135,7 @@ class _Builder:
         self.link_names: set[str] = set()
         self.joint_names: set[str] = set()
         self.reports: list[str] = []
+        self.body_entries: list[tuple[int, str, object, _Transform]] = []
 
     # ------------------------------------------------------------------ names
     def unique(self, name: str, taken: set[str]) -> str:
@@ -175,8 +176,20 @@ class _Builder:
         constant = self.constant_coordinates(coordinates)
         couplers = self.couplers(coordinates, constant)
         carried: set[str] = set()
-        for joint in self.ordered_joints():
+        joints = self.ordered_joints()
+        for joint in joints:
             self.add_joint(joint, constant, carried)
+        # the skeleton's visuals: a rod from each body's origin to each child joint's centre in the default pose
+        # (a knee's centre moves with its translation functions, so it is not the parent frame's origin)
+        defaults = {name: c.default_value for name, c in coordinates.items()}
+        children: dict[str, list[np.ndarray]] = {}
+        for joint in joints:
+            parent_body, centre = self.frame_in_body(joint.parent_frame)
+            for axis in joint.axes:
+                centre = centre @ _axis_transform(axis, evaluate(axis.function, axis.coordinates, defaults))
+            children.setdefault(parent_body, []).append(centre.translation)
+        for index, link, body, in_link in self.body_entries:
+            self.links[index] = self.body_link(link, body, in_link, children.get(body.path, []))
         for name, coordinate in coordinates.items():
             if name in constant or name in carried:
                 continue
@@ -305,7 +318,8 @@ class _Builder:
             self.carrier_parent[coordinate.name] = (self.link_of[parent_body],
                                                     self.link_frames[parent_body] @ parent_in_body,
                                                     any(a.rotation for a in joint.axes if coordinate.name in a.coordinates))
-        self.links.append(self.body_link(child_link, body, in_link))
+        self.body_entries.append((len(self.links), child_link, body, in_link))
+        self.links.append("")   # the body's link text, written once its child joints are known (visuals)
 
     def add_carrier(self, name: str, coordinate) -> None:
         """A joint for a coordinate that no axis carries as itself: it moves a massless link on the parent."""
@@ -334,7 +348,7 @@ class _Builder:
         self.functions.append(f"    <joint_function joint={quoteattr(joint)} type=\"{kind}\" "
                               f"inputs={quoteattr(' '.join(inputs))} {text}/>")
 
-    def body_link(self, link: str, body, in_link: _Transform) -> str:
+    def body_link(self, link: str, body, in_link: _Transform, children: list[np.ndarray]) -> str:
         inertia = body.inertia
         tensor = np.array([[inertia[0], inertia[3], inertia[4]], [inertia[3], inertia[1], inertia[5]],
                            [inertia[4], inertia[5], inertia[2]]])
@@ -342,7 +356,8 @@ class _Builder:
         com = in_link.rotation @ np.asarray(body.mass_center) + in_link.translation
         meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {_vector(scale)} -->"
                          for mesh, scale in body.meshes)
-        return (f"  <link name={quoteattr(link)}>{meshes}\n    <inertial>\n"
+        visuals = "".join(_visuals(body, in_link, children))
+        return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
                 f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{_fmt(body.mass)}"/>\n'
                 f'      <inertia ixx="{_fmt(tensor[0, 0])}" iyy="{_fmt(tensor[1, 1])}" izz="{_fmt(tensor[2, 2])}" '
                 f'ixy="{_fmt(tensor[0, 1])}" ixz="{_fmt(tensor[0, 2])}" iyz="{_fmt(tensor[1, 2])}"/>\n'
@@ -368,6 +383,36 @@ class _Builder:
         block.append("  </biobullet>")
         return "\n".join([*header, f"<robot name={quoteattr(document.name)}>", *self.links, *self.joints,
                           *block, "</robot>", ""])
+
+
+#: visuals: rod radius (m) and the density (kg/m³) that sizes the ball at each mass centre
+ROD_RADIUS = 0.012
+BALL_DENSITY = 4000.0
+
+
+def _visuals(body, in_link: "_Transform", children: list[np.ndarray]) -> list[str]:
+    """Simple shapes showing the body (OpenSim's .vtp meshes are not shipped): a ball at the mass centre and a
+    rod from the body origin to each child joint frame (or to the mass centre of a leaf body), in the link frame."""
+    out = []
+    com = np.asarray(body.mass_center)
+    ends = [p for p in children if np.linalg.norm(p) > 1e-6] or ([com] if np.linalg.norm(com) > 1e-6 else [])
+    for end in ends:
+        length = float(np.linalg.norm(end))
+        z = end / length
+        helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        x = np.cross(helper, z)
+        x /= np.linalg.norm(x)
+        rod = _Transform(np.column_stack([x, np.cross(z, x), z]), end / 2.0)
+        out.append(_visual(in_link @ rod, f'<cylinder radius="{ROD_RADIUS}" length="{_fmt(length)}"/>'))
+    if body.mass > 0.0:
+        radius = max(0.015, 0.5 * (3.0 * body.mass / (4.0 * np.pi * BALL_DENSITY)) ** (1.0 / 3.0))
+        out.append(_visual(in_link @ _Transform(translation=com), f'<sphere radius="{_fmt(radius)}"/>'))
+    return out
+
+
+def _visual(placement: "_Transform", geometry: str) -> str:
+    return (f"\n    <visual>\n      {placement.origin()}\n      <geometry>{geometry}</geometry>\n"
+            f'      <material name="bone"><color rgba="0.89 0.85 0.79 1"/></material>\n    </visual>')
 
 
 def _comment(text: str) -> str:
