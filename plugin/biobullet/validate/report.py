@@ -196,6 +196,15 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     without degrees of freedom compares inertias only; samples where M is singular skip forward dynamics and say
     which joints move no mass."""
     from biobullet.algorithms.kinematics import body_placements, frame_jacobian
+    translated = model.description.translated_urdf
+    if reference_file is None and translated is not None:
+        # a model translated from another format (an OpenSim .osim): the oracles read its URDF text
+        with tempfile.TemporaryDirectory(prefix="biobullet-") as folder:
+            urdf = os.path.join(folder, "model.urdf")
+            with open(urdf, "w", encoding="utf-8") as handle:
+                handle.write(translated)
+            return validate_model(model, samples=samples, seed=seed, tol=tol, oracles=oracles, progress=progress,
+                                  reference_file=urdf, formulations=formulations)
     if samples < 1:
         raise ModelError(f"samples must be ≥ 1, got {samples}", attribute="samples")
     rng = np.random.default_rng(seed)
