@@ -19,7 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PICTURES = {"joint_function.py": "joint_function.png", "fourbar_pybullet.py": "fourbar_pybullet.png",
             "contact_laws.py": "contact_laws.png", "flexible_ringing.py": "flexible_ringing.png",
-            "sweep_dask.py": "sweep_dask.png", "validate_pinocchio.py": "validate_pinocchio.png"}
+            "sweep_dask.py": "sweep_dask.png", "validate_pinocchio.py": "validate_pinocchio.png",
+            "opensim_gait2392.py": "opensim_gait2392.png"}
 LIMIT = 300_000
 
 
