@@ -44,7 +44,7 @@ def biobullet(body: str, version: str = "1") -> str:
 
 LINEAR_J2 = '<joint_function joint="j2" type="linear" inputs="j1" coefficients="2"/>'
 ELEMENTS = ("<gravity>, <base>, <initial>, <coordinates>, <joint_function>, <loop>, <spring>, <joint_spring>, "
-            "<joint_torque>, <joint_stop>, <contact>, <flexible>, <segment_joint>, <joint_contact_stop>, <joint_spring_reference>")
+            "<joint_torque>, <joint_stop>, <coordinate_limit>, <contact>, <flexible>, <segment_joint>, <joint_contact_stop>, <joint_spring_reference>")
 
 
 @dataclass(frozen=True)
