@@ -30,8 +30,8 @@ from biobullet.bridge.connection import prepare_body  # noqa: E402
 from biobullet.bridge.simulation import simulate_bridge  # noqa: E402
 from biobullet.conventions import PyBulletMap  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
-from biobullet.integrate.engine import simulate  # noqa: E402
 from biobullet.validate.oracles import PinocchioOracle  # noqa: E402
+from bridge_convergence import bridge_orders  # noqa: E402  (tests/bridge_convergence.py)
 
 REPO = Path(__file__).resolve().parents[3]
 LIMIT = '<limit lower="-3" upper="3" effort="1" velocity="1"/>'
@@ -283,15 +283,7 @@ def test_bridge_converges_to_the_engine_at_first_order(files, name):
     coupled): 0.99–1.01; accepted 0.85–1.15 (the next term, O(dt²), is ≤ 4 % of the error at 4 ms)."""
     model = load_model(files[name])
     q0, v0 = (model.initial_state() if name == "coupled" else _random_state(model, 5)[:2])
-    t_end = 0.3
-    reference = simulate(model, t_end, initial=(q0, v0), rtol=1e-11, atol=1e-11, progress=False)
-    errors = []
-    for dt in (4e-3, 2e-3, 1e-3):
-        trajectory = simulate_bridge(model, t_end, dt, initial=(q0, v0))
-        assert trajectory.t[-1] == pytest.approx(t_end)
-        errors.append(max(np.abs(trajectory.q[-1] - reference.q[-1]).max(),
-                          np.abs(trajectory.v[-1] - reference.v[-1]).max()))
-    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    errors, orders = bridge_orders(model, q0, v0)
     print(name, "errors", errors, "orders", orders)
     assert np.all((orders > 0.85) & (orders < 1.15)), (errors, orders)
     if name == "coupled":   # the joint function holds along the run (the bridge's 1e-6 rad bar; observed 8e-8)

@@ -16,8 +16,7 @@ import pytest
 pytest.importorskip("pybullet", reason="the bridge needs PyBullet")
 
 import biobullet  # noqa: E402
-from biobullet.bridge.simulation import simulate_bridge  # noqa: E402
-from biobullet.integrate.engine import simulate  # noqa: E402
+from bridge_convergence import bridge_orders  # noqa: E402  (tests/bridge_convergence.py)
 
 ARM26 = os.path.join(os.path.dirname(biobullet.__file__), "data", "opensim", "arm26.osim")
 
@@ -28,13 +27,5 @@ def test_arm26_bridge_converges_to_the_engine_at_first_order():
         model = biobullet.load_model(ARM26)
     q0, _ = model.initial_state()
     v0 = np.random.default_rng(1).normal(size=model.nv)
-    t_end = 0.3
-    reference = simulate(model, t_end, initial=(q0, v0), rtol=1e-11, atol=1e-11, progress=False)
-    errors = []
-    for dt in (4e-3, 2e-3, 1e-3):
-        trajectory = simulate_bridge(model, t_end, dt, initial=(q0, v0))
-        assert trajectory.t[-1] == pytest.approx(t_end)
-        errors.append(max(np.abs(trajectory.q[-1] - reference.q[-1]).max(),
-                          np.abs(trajectory.v[-1] - reference.v[-1]).max()))
-    orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    errors, orders = bridge_orders(model, q0, v0)
     assert np.all((orders > 0.85) & (orders < 1.15)), (errors, orders)
