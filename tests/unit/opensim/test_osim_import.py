@@ -52,6 +52,11 @@ CONTACT = """
     </objects></ForceSet>"""
 
 
+TWIN = """<PinJoint name="twin"><socket_parent_frame>/ground</socket_parent_frame>
+        <socket_child_frame>/bodyset/ball</socket_child_frame>
+        <coordinates><Coordinate name="other"><range>-1 1</range></Coordinate></coordinates></PinJoint>"""
+
+
 def _write(tmp_path, text: str, name: str = "model.osim") -> str:
     path = tmp_path / name
     path.write_text(text)
@@ -103,6 +108,11 @@ def test_massless_model_loads_and_dynamics_says_why_it_cannot_run(tmp_path):
     (MINIMAL.format(mass=1.0, extra="").replace("/bodyset/ball</socket_child", "/bodyset/nothing</socket_child"),
      "unknown frame"),
     (MINIMAL.format(mass=1.0, extra="").replace("PinJoint", "EllipsoidJoint"), "EllipsoidJoint is not supported"),
+    (MINIMAL.format(mass=1.0, extra="").replace("</PinJoint>", "</PinJoint>" + TWIN), "child of two joints"),
+    (MINIMAL.format(mass=1.0, extra="").replace("</PinJoint>", "</PinJoint>" + TWIN.replace(
+        "<Coordinate name=\"other\">", "<Coordinate name=\"angle\">")), "duplicate coordinate"),
+    (MINIMAL.format(mass=1.0, extra="").replace("<default_value>0.3</default_value>", "<default_value>nan</default_value>"),
+     "non-finite"),
 ])
 def test_bad_files_give_one_error_naming_the_file(tmp_path, text, match):
     path = _write(tmp_path, text)
