@@ -17,6 +17,8 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str]] = {
     "Model": ("biobullet.model", "Model"),
     "load_model": ("biobullet.loader", "load_model"),
+    "convert_osim": ("biobullet.opensim", "convert_osim"),
+    "osim_body_links": ("biobullet.opensim", "osim_body_links"),
     "simulate": ("biobullet.integrate", "simulate"),
     "Trajectory": ("biobullet.integrate", "Trajectory"),
     "Bridge": ("biobullet.bridge", "Bridge"),
