@@ -117,6 +117,11 @@ class _Transform:
         return f'<origin xyz="{_vector(self.translation)}" rpy="{_vector(matrix_to_rpy(self.rotation))}"/>'
 
 
+def _is_constant(axis: TransformAxis, constant: dict[str, float]) -> bool:
+    """True if the axis does not move: a constant function, or only locked (constant) coordinates."""
+    return axis.function.kind == "constant" or all(name in constant for name in axis.coordinates)
+
+
 def _axis_transform(axis: TransformAxis, value: float) -> _Transform:
     if axis.rotation:
         return _Transform(axis_rotation(axis.axis, value))
@@ -136,6 +141,9 @@ class _Builder:
         self.joint_names: set[str] = set()
         self.reports: list[str] = []
         self.body_entries: list[tuple[int, str, object, _Transform]] = []
+        # per coordinate: (parent link, joint frame F in it, rotational?) — where its carrier joint goes if needed
+        self.carrier_parent: dict[str, tuple[str, _Transform, bool]] = {}
+        self.link_of: dict[str, str] = {}
 
     # ------------------------------------------------------------------ names
     def unique(self, name: str, taken: set[str]) -> str:
@@ -170,7 +178,7 @@ class _Builder:
         self.links.append(f"  <link name={quoteattr(ground_link)}/>")
         self.body_links[ground_link] = BodyLink(ground_link, np.eye(3), np.zeros(3))
         self.link_frames[document.ground] = _Transform()
-        self.link_of = {document.ground: ground_link}
+        self.link_of[document.ground] = ground_link
         coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
         self.joint_names.update(coordinates)
         constant = self.constant_coordinates(coordinates)
@@ -276,21 +284,16 @@ class _Builder:
         child_body, child_in_body = self.frame_in_body(joint.child_frame)
         parent_link = self.link_of[parent_body]
         pending = self.link_frames[parent_body] @ parent_in_body     # F in the parent link's frame
-        self.parent_frame_of = getattr(self, "parent_frame_of", {})
-        moving: list[tuple[TransformAxis, bool]] = []
-        for axis in joint.axes:
-            if axis.function.kind == "constant" or all(name in constant for name in axis.coordinates):
-                continue
-            moving.append((axis, is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried))
+        moving = [axis for axis in joint.axes if not _is_constant(axis, constant)]
         body = self.document.bodies[child_body]
         child_link = self.unique(body.name, self.link_names)
         for axis in joint.axes:
-            if axis.function.kind == "constant" or all(name in constant for name in axis.coordinates):
+            if _is_constant(axis, constant):
                 value = evaluate(axis.function, axis.coordinates, constant)
                 pending = pending @ _axis_transform(axis, value)
                 continue
             identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
-            last = axis is moving[-1][0]
+            last = axis is moving[-1]
             link = child_link if last else self.unique(f"{joint.name}_{axis.name}", self.link_names)
             if identity:
                 name = axis.coordinates[0]
@@ -313,7 +316,6 @@ class _Builder:
         self.link_of[child_body] = child_link
         self.link_frames[child_body] = in_link
         self.body_links[body.name] = BodyLink(child_link, in_link.rotation, in_link.translation)
-        self.carrier_parent = getattr(self, "carrier_parent", {})
         for coordinate in joint.coordinates:
             self.carrier_parent[coordinate.name] = (self.link_of[parent_body],
                                                     self.link_frames[parent_body] @ parent_in_body,
