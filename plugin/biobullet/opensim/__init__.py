@@ -46,7 +46,15 @@ def unmapped_reports(document: Document, mapped_forces: frozenset[str] = frozens
         reports.append(f"{len(paths)} muscle(s)/path actuator(s) not imported (their bodies and frames are; "
                        f"muscles are a separate feature): " + ", ".join(paths))
     for force in document.forces:
-        if force.element.find("GeometryPath") is None and force.path not in mapped_forces:
+        if force.element.find("GeometryPath") is not None or force.path in mapped_forces:
+            continue
+        coordinate = (force.element.findtext("coordinate") or "").strip()
+        if force.type == "CoordinateActuator" and coordinate:
+            reports.append(f"CoordinateActuator {force.name}: an input, not imported (pass optimal_force × control "
+                           f"as the generalized force on {coordinate!r} in tau)")
+        elif force.type in ("TorqueActuator", "PointActuator", "PointToPointActuator"):
+            reports.append(f"{force.type} {force.name}: an input, not imported (apply it as a force on its bodies)")
+        else:
             reports.append(f"{force.type} {force.name}: not imported")
     for constraint in document.constraints:
         reports.append(f"{constraint.type} {constraint.name}: not imported")
