@@ -174,3 +174,16 @@ def test_coordinate_limit_energy_is_the_integral_of_its_elastic_torque():
         rate = np.zeros(model.n_tangent)
         rate[index] = 1.3
         assert limit.dissipated_power(model, x, rate) >= 0.0
+
+
+def test_skeleton_visuals_reach_the_scene():
+    """The viewer, HTML replay and videos read an .osim model's visuals from its translated URDF: rods to the
+    child joints and balls at the mass centres of the two arm bodies (arm26: humerus → elbow, forearm → COM)."""
+    from biobullet.render.scene import Scene
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(ARM26)
+    scene = Scene.from_model(model)
+    kinds = {(visual.link, visual.kind) for visual in scene.visuals}
+    assert {("r_humerus", "cylinder"), ("r_humerus", "sphere"), ("r_ulna_radius_hand", "sphere")} <= kinds
