@@ -477,6 +477,11 @@ STANDARD_JOINTS: dict[str, tuple[tuple[tuple[bool, ...], tuple[tuple[float, floa
 }
 
 
+def number_text(value: float) -> str:
+    """The shortest text that reads back as the same double (what the translated URDF writes)."""
+    return repr(float(value))
+
+
 def resolve_path(owner: str, path: str) -> str:
     """The absolute component path of socket value `path` written in component `owner` (OpenSim's rules:
     absolute from '/', else relative to the owner, '..' one level up)."""

@@ -15,16 +15,12 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from biobullet.opensim.document import Component, Document, PropertyReader, find_frame, resolve_path
+from biobullet.opensim.document import Component, Document, PropertyReader, find_frame, number_text, resolve_path
 
 if TYPE_CHECKING:
     from biobullet.opensim.translate import BodyLink
 
 MAPPED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "PointToPointSpring")
-
-
-def _fmt(value: float) -> str:
-    return repr(float(value))   # shortest text that reads back as the same double
 
 
 def force_elements(document: Document, bodies: Mapping[str, BodyLink], joints: set[str],
@@ -56,9 +52,9 @@ def force_elements(document: Document, bodies: Mapping[str, BodyLink], joints: s
             else:
                 e = force.element
                 line = (f"    <joint_spring name={quoteattr(force.name)} joint={quoteattr(coordinate)} "
-                        f'stiffness="{_fmt(reader.number(e, "stiffness", 0.0))}" '
-                        f'rest="{_fmt(reader.number(e, "rest_length", 0.0))}" '
-                        f'damping="{_fmt(reader.number(e, "viscosity", 0.0))}"/>')
+                        f'stiffness="{number_text(reader.number(e, "stiffness", 0.0))}" '
+                        f'rest="{number_text(reader.number(e, "rest_length", 0.0))}" '
+                        f'damping="{number_text(reader.number(e, "viscosity", 0.0))}"/>')
         lines.append(line)
         mapped.add(force.path)
     return lines, mapped, reports
@@ -73,7 +69,7 @@ def _limit(reader: PropertyReader, force: Component, coordinate: str, rotational
               "lower_stiffness": reader.number(e, "lower_stiffness") / scale,
               "damping": reader.number(e, "damping", 0.0) / scale,
               "transition": reader.number(e, "transition") * scale}
-    text = " ".join(f'{key}="{_fmt(value)}"' for key, value in values.items())
+    text = " ".join(f'{key}="{number_text(value)}"' for key, value in values.items())
     return f"    <coordinate_limit name={quoteattr(force.name)} joint={quoteattr(coordinate)} {text}/>"
 
 
@@ -89,6 +85,6 @@ def _spring(reader: PropertyReader, document: Document, force: Component, bodies
         ends.append((link.link, xyz))
     (link_a, xyz_a), (link_b, xyz_b) = ends
     return (f"    <spring name={quoteattr(force.name)} link_a={quoteattr(link_a)} "
-            f'xyz_a="{" ".join(_fmt(v) for v in xyz_a)}" link_b={quoteattr(link_b)} '
-            f'xyz_b="{" ".join(_fmt(v) for v in xyz_b)}" stiffness="{_fmt(reader.number(e, "stiffness"))}" '
-            f'rest_length="{_fmt(reader.number(e, "rest_length", 0.0))}" damping="0"/>')
+            f'xyz_a="{" ".join(number_text(v) for v in xyz_a)}" link_b={quoteattr(link_b)} '
+            f'xyz_b="{" ".join(number_text(v) for v in xyz_b)}" stiffness="{number_text(reader.number(e, "stiffness"))}" '
+            f'rest_length="{number_text(reader.number(e, "rest_length", 0.0))}" damping="0"/>')

@@ -21,7 +21,7 @@ import numpy as np
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.opensim.forces import force_elements
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
-    orientation_matrix
+    number_text, orientation_matrix
 from biobullet.spatial.rotations import matrix_to_rpy
 
 @dataclass(frozen=True)
@@ -50,12 +50,8 @@ class Translation:
     mapped_forces: frozenset[str]     # paths of the forces that became force elements (or are switched off)
 
 
-def _fmt(value: float) -> str:
-    return repr(float(value))
-
-
 def _vector(values) -> str:
-    return " ".join(_fmt(v) for v in values)
+    return " ".join(number_text(v) for v in values)
 
 
 def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str, dict[str, str]] | None:
@@ -65,14 +61,14 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
         return None
     if function.kind == "linear":
         return "linear", {"coefficients": _vector(s * a for a in function.values[:-1]),
-                          "offset": _fmt(s * function.values[-1])}
+                          "offset": number_text(s * function.values[-1])}
     if function.kind == "polynomial":
         return "polynomial", {"coefficients": _vector(s * c for c in reversed(function.values))}
     if function.kind == "sine":
         amplitude, omega, phase, offset = function.values
         return "expression", {"expression": f"amplitude*sin(omega*{inputs[0]} + phase) + offset",
-                              "parameters": f"amplitude={_fmt(s * amplitude)} omega={_fmt(omega)} "
-                                            f"phase={_fmt(phase)} offset={_fmt(s * offset)}"}
+                              "parameters": f"amplitude={number_text(s * amplitude)} omega={number_text(omega)} "
+                                            f"phase={number_text(phase)} offset={number_text(s * offset)}"}
     attributes = {"x": _vector(function.x), "y": _vector(s * y for y in function.y), "extrapolation": "linear"}
     if function.spline_type == "PiecewiseLinearFunction":
         attributes["degree"] = "1"
@@ -338,7 +334,7 @@ class _Builder:
         if kind != "fixed":
             lines.append(f'    <axis xyz="{_vector(axis)}"/>')
             lower, upper = limits if limits is not None else (-1e3, 1e3)
-            lines.append(f'    <limit lower="{_fmt(lower)}" upper="{_fmt(upper)}" effort="0" velocity="0"/>')
+            lines.append(f'    <limit lower="{number_text(lower)}" upper="{number_text(upper)}" effort="0" velocity="0"/>')
         lines.append("  </joint>")
         self.joints.append("\n".join(lines))
 
@@ -360,9 +356,9 @@ class _Builder:
                          for mesh, scale in body.meshes)
         visuals = "".join(_visuals(body, in_link, children))
         return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
-                f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{_fmt(body.mass)}"/>\n'
-                f'      <inertia ixx="{_fmt(tensor[0, 0])}" iyy="{_fmt(tensor[1, 1])}" izz="{_fmt(tensor[2, 2])}" '
-                f'ixy="{_fmt(tensor[0, 1])}" ixz="{_fmt(tensor[0, 2])}" iyz="{_fmt(tensor[1, 2])}"/>\n'
+                f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
+                f'      <inertia ixx="{number_text(tensor[0, 0])}" iyy="{number_text(tensor[1, 1])}" izz="{number_text(tensor[2, 2])}" '
+                f'ixy="{number_text(tensor[0, 1])}" ixz="{number_text(tensor[0, 2])}" iyz="{number_text(tensor[1, 2])}"/>\n'
                 f"    </inertial>\n  </link>")
 
     def urdf(self, independent: tuple[str, ...], coordinates) -> str:
@@ -379,8 +375,8 @@ class _Builder:
             block.append(f"    <coordinates names={quoteattr(' '.join(independent))}/>")
         for name in independent:
             c = coordinates[name]
-            block.append(f"    <initial joint={quoteattr(name)} position=\"{_fmt(c.default_value)}\" "
-                         f"velocity=\"{_fmt(c.default_speed)}\"/>")
+            block.append(f"    <initial joint={quoteattr(name)} position=\"{number_text(c.default_value)}\" "
+                         f"velocity=\"{number_text(c.default_speed)}\"/>")
         block.extend(self.functions)
         block.append("  </biobullet>")
         return "\n".join([*header, f"<robot name={quoteattr(document.name)}>", *self.links, *self.joints,
@@ -405,10 +401,10 @@ def _visuals(body, in_link: "_Transform", children: list[np.ndarray]) -> list[st
         x = np.cross(helper, z)
         x /= np.linalg.norm(x)
         rod = _Transform(np.column_stack([x, np.cross(z, x), z]), end / 2.0)
-        out.append(_visual(in_link @ rod, f'<cylinder radius="{ROD_RADIUS}" length="{_fmt(length)}"/>'))
+        out.append(_visual(in_link @ rod, f'<cylinder radius="{ROD_RADIUS}" length="{number_text(length)}"/>'))
     if body.mass > 0.0:
         radius = max(0.015, 0.5 * (3.0 * body.mass / (4.0 * np.pi * BALL_DENSITY)) ** (1.0 / 3.0))
-        out.append(_visual(in_link @ _Transform(translation=com), f'<sphere radius="{_fmt(radius)}"/>'))
+        out.append(_visual(in_link @ _Transform(translation=com), f'<sphere radius="{number_text(radius)}"/>'))
     return out
 
 
