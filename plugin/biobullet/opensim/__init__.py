@@ -112,5 +112,6 @@ def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, s
     return translation.urdf
 
 
-__all__ = ["OSIM_SUFFIX", "BodyLink", "Translation", "Document", "read_document", "load_osim", "convert_osim", "osim_urdf", "osim_translation",
+__all__ = ["OSIM_SUFFIX", "BodyLink", "Translation", "Document", "read_document", "load_osim", "convert_osim",
+           "osim_urdf", "osim_translation",
            "osim_body_links", "unmapped_reports", "model_of"]

@@ -266,7 +266,8 @@ class PropertyReader:
         credits = (model.findtext("credits") or "").strip()
         return Document(file=self.file, name=name, gravity=gravity, ground=ground, bodies=self.bodies,
                         frames=self.frames, joints=joints, coordinate_order=coordinate_order,
-                        constraints=constraints, couplers=couplers, forces=forces, contact_geometry=geometry, other=other,
+                        constraints=constraints, couplers=couplers, forces=forces, contact_geometry=geometry,
+                        other=other,
                         credits=credits)
 
     def path_of(self, set_tag: str, element: ET.Element) -> str:

@@ -86,5 +86,6 @@ def _spring(reader: PropertyReader, document: Document, force: Component, bodies
     (link_a, xyz_a), (link_b, xyz_b) = ends
     return (f"    <spring name={quoteattr(force.name)} link_a={quoteattr(link_a)} "
             f'xyz_a="{" ".join(number_text(v) for v in xyz_a)}" link_b={quoteattr(link_b)} '
-            f'xyz_b="{" ".join(number_text(v) for v in xyz_b)}" stiffness="{number_text(reader.number(e, "stiffness"))}" '
+            f'xyz_b="{" ".join(number_text(v) for v in xyz_b)}" '
+            f'stiffness="{number_text(reader.number(e, "stiffness"))}" '
             f'rest_length="{number_text(reader.number(e, "rest_length", 0.0))}" damping="0"/>')

@@ -137,8 +137,8 @@ class _Builder:
         self.joint_names: set[str] = set()
         self.reports: list[str] = []
         self.body_entries: list[tuple[int, str, object, _Transform]] = []
-        # per coordinate: (parent link, joint frame F in it, rotational?) — where its carrier joint goes if needed
-        self.carrier_parent: dict[str, tuple[str, _Transform, bool]] = {}
+        # per coordinate: (parent link, joint frame F in it) — where its carrier joint goes if needed
+        self.carrier_parent: dict[str, tuple[str, _Transform]] = {}
         self.link_of: dict[str, str] = {}
 
     # ------------------------------------------------------------------ names
@@ -176,6 +176,10 @@ class _Builder:
         self.link_frames[document.ground] = _Transform()
         self.link_of[document.ground] = ground_link
         coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
+        # OpenSim's motion type: rotational if a rotation axis uses the coordinate (or none does)
+        uses = {name: [axis for joint in document.joints for axis in joint.axes if name in axis.coordinates]
+                for name in coordinates}
+        self.rotational = {name: not axes or any(axis.rotation for axis in axes) for name, axes in uses.items()}
         self.joint_names.update(coordinates)
         constant = self.constant_coordinates(coordinates)
         couplers = self.couplers(coordinates, constant)
@@ -202,12 +206,9 @@ class _Builder:
             self.add_function(dependent, function, inputs)
         independent = tuple(name for name in document.coordinate_order
                             if name not in constant and name not in couplers)
-        rotational = {name: any(axis.rotation for joint in document.joints for axis in joint.axes
-                                if name in axis.coordinates) or not any(
-                          name in axis.coordinates for joint in document.joints for axis in joint.axes)
-                      for name in coordinates}
         elements, mapped, reports = force_elements(document, self.body_links,
-                                                   {name for name in coordinates if name not in constant}, rotational)
+                                                   {name for name in coordinates if name not in constant},
+                                                   self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
         for joint in document.joints:
@@ -314,17 +315,16 @@ class _Builder:
         self.body_links[body.name] = BodyLink(child_link, in_link.rotation, in_link.translation)
         for coordinate in joint.coordinates:
             self.carrier_parent[coordinate.name] = (self.link_of[parent_body],
-                                                    self.link_frames[parent_body] @ parent_in_body,
-                                                    any(a.rotation for a in joint.axes if coordinate.name in a.coordinates))
+                                                    self.link_frames[parent_body] @ parent_in_body)
         self.body_entries.append((len(self.links), child_link, body, in_link))
         self.links.append("")   # the body's link text, written once its child joints are known (visuals)
 
     def add_carrier(self, name: str, coordinate) -> None:
         """A joint for a coordinate that no axis carries as itself: it moves a massless link on the parent."""
-        parent_link, frame, rotational = self.carrier_parent[name]
+        parent_link, frame = self.carrier_parent[name]
         link = self.unique(f"{name}_coordinate", self.link_names)
         self.links.append(f"  <link name={quoteattr(link)}/>")
-        self.add_urdf_joint(name, "revolute" if rotational else "prismatic", parent_link, link, frame,
+        self.add_urdf_joint(name, "revolute" if self.rotational[name] else "prismatic", parent_link, link, frame,
                             (0.0, 0.0, 1.0), coordinate.range)
 
     def add_urdf_joint(self, name: str, kind: str, parent: str, child: str, origin: _Transform, axis,
@@ -334,7 +334,8 @@ class _Builder:
         if kind != "fixed":
             lines.append(f'    <axis xyz="{_vector(axis)}"/>')
             lower, upper = limits if limits is not None else (-1e3, 1e3)
-            lines.append(f'    <limit lower="{number_text(lower)}" upper="{number_text(upper)}" effort="0" velocity="0"/>')
+            lines.append(f'    <limit lower="{number_text(lower)}" upper="{number_text(upper)}" effort="0" '
+                         'velocity="0"/>')
         lines.append("  </joint>")
         self.joints.append("\n".join(lines))
 
@@ -357,8 +358,9 @@ class _Builder:
         visuals = "".join(_visuals(body, in_link, children))
         return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
                 f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
-                f'      <inertia ixx="{number_text(tensor[0, 0])}" iyy="{number_text(tensor[1, 1])}" izz="{number_text(tensor[2, 2])}" '
-                f'ixy="{number_text(tensor[0, 1])}" ixz="{number_text(tensor[0, 2])}" iyz="{number_text(tensor[1, 2])}"/>\n'
+                f'      <inertia ixx="{number_text(tensor[0, 0])}" iyy="{number_text(tensor[1, 1])}" '
+                f'izz="{number_text(tensor[2, 2])}" ixy="{number_text(tensor[0, 1])}" '
+                f'ixz="{number_text(tensor[0, 2])}" iyz="{number_text(tensor[1, 2])}"/>\n'
                 f"    </inertial>\n  </link>")
 
     def urdf(self, independent: tuple[str, ...], coordinates) -> str:
