@@ -16,8 +16,23 @@ import warnings
 import numpy as np
 import pytest
 
-osim = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed by the test extra: "
-                           "pip install -e '.[test]'")
+def _import_opensim():
+    """OpenSim, imported in a scratch folder: on import it opens `opensim.log` in the working directory, and the
+    tests then close that file sink (nothing is left in the checkout)."""
+    import tempfile
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="biobullet-opensim-") as scratch:
+        os.chdir(scratch)
+        try:
+            module = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed by the test extra: "
+                                         "pip install -e '.[test]'")
+            module.Logger.removeFileSink()
+        finally:
+            os.chdir(here)
+    return module
+
+
+osim = _import_opensim()
 
 import biobullet  # noqa: E402
 from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
