@@ -21,7 +21,7 @@ from biobullet.spatial.rotations import axis_angle_matrix
 
 #: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
 MIN_VERSION = 40000
-_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*)::")
+_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: containers whose members are components at `/<path>/<member name>`
 _SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "constraintset",
               "ForceSet": "forceset", "ContactGeometrySet": "contactgeometryset", "MarkerSet": "markerset",
@@ -152,7 +152,7 @@ class Document:
 def read_document(file: str) -> Document:
     """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
     data = read_bytes(file)
-    data = _DOUBLE_COLON_NAME.sub(rb"<\1\2__", data)
+    data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), data)
     root = parse_xml(file, data)
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{root.tag}>", file=file, element=f"<{bare(root.tag, 60)}>",
