@@ -113,7 +113,7 @@ CASES = [
     Case("unknown_function_type", "unknown joint-function type",
          urdf(block=biobullet('<joint_function joint="j2" type="magic" inputs="j1"/>')),
          """{file}: <joint_function joint="j2">: attribute 'type': unknown joint-function type 'magic' """
-         """(expected one of expression, fourier, linear, polynomial, spline)"""),
+         """(expected one of expression, fourier, linear, natural_spline, polynomial, spline)"""),
     Case("dependent_twice", "a joint made dependent twice (function and <mimic>)",
          urdf(j2=joint_j2(extra='<mimic joint="j1" multiplier="2"/>'), block=biobullet(LINEAR_J2)),
          """{file}: <joint name="j2"> <mimic>: attribute 'joint': joint 'j2' is made dependent twice """

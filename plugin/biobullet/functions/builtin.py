@@ -4,6 +4,6 @@ Imported lazily by `registry` on the first lookup; SciPy/SymPy are only imported
 """
 from __future__ import annotations
 
-from biobullet.functions import expression, fourier, linear, polynomial, spline  # noqa: F401
+from biobullet.functions import expression, fourier, linear, natural_spline, polynomial, spline  # noqa: F401
 
-BUILTIN_TYPES: tuple[str, ...] = ("linear", "polynomial", "spline", "fourier", "expression")
+BUILTIN_TYPES: tuple[str, ...] = ("linear", "polynomial", "spline", "natural_spline", "fourier", "expression")

@@ -35,7 +35,7 @@ class OsimFunction:
     """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, and its numbers.
     constant: values=(c,); linear: values=(a_1..a_n, b) for b + Σ a_i x_i; polynomial: values in decreasing
     powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
-    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction). `scale` multiplies the value
+    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)). `scale` multiplies the value
     (MultiplierFunction, coupler scale factors)."""
 
     kind: str
@@ -405,6 +405,8 @@ class PropertyReader:
             raise source.error("axis", "zero axis", "a non-zero direction")
         function_elements = [child for child in element
                              if isinstance(child.tag, str) and child.tag not in ("coordinates", "axis")]
+        if function_elements and function_elements[0].tag == "function":   # an older file's <function> wrapper
+            function_elements = [child for child in function_elements[0] if isinstance(child.tag, str)]
         if not function_elements:
             function = OsimFunction("linear", source, (1.0, 0.0)) if used else OsimFunction("constant", source, (0.0,))
         else:
@@ -434,17 +436,21 @@ class PropertyReader:
                 raise source.error("y", f"{len(x)} x and {len(y)} y values", "as many y as x values, at least 2")
             if any(b <= a for a, b in zip(x, x[1:])):
                 raise source.error("x", "x values are not strictly increasing", "x0 < x1 < ...")
+            degree = 3
             if tag == "GCVSpline":
-                half_order = int(self.number(element, "half_order", 3.0))
+                half_order = self.number(element, "half_order", 3.0)
                 variance = self.number(element, "error_variance", 0.0)
-                if half_order != 2 or variance != 0.0:
-                    raise source.error("half_order", f"GCVSpline of degree {2 * half_order - 1} with error "
-                                       f"variance {variance:g} is not supported",
-                                       "half_order 2 (cubic) and error_variance 0 (an interpolating natural "
-                                       "cubic spline)")
+                if half_order not in (1.0, 2.0, 3.0, 4.0) or variance != 0.0:
+                    raise source.error("half_order", f"GCVSpline of half order {half_order:g} with error variance "
+                                       f"{variance:g} is not supported", "half_order 1 to 4 and error_variance 0 "
+                                       "(an interpolating natural spline)")
+                degree = int(2 * half_order - 1)
+                if len(x) < half_order + 1:
+                    raise source.error("x", f"{len(x)} points for a GCVSpline of degree {degree}",
+                                       f"at least {int(half_order) + 1} points")
             if tag == "NaturalCubicSpline" and len(x) < 3:
                 raise source.error("x", "a NaturalCubicSpline needs at least 3 points", "3 or more points")
-            return OsimFunction("spline", source, x=x, y=y, spline_type=tag, scale=scale)
+            return OsimFunction("spline", source, (float(degree),), x=x, y=y, spline_type=tag, scale=scale)
         if tag == "PolynomialFunction":
             return OsimFunction("polynomial", source, self.numbers(element, "coefficients"), scale=scale)
         if tag == "Sine":

@@ -70,6 +70,10 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
                               "parameters": f"amplitude={number_text(s * amplitude)} omega={number_text(omega)} "
                                             f"phase={number_text(phase)} offset={number_text(s * offset)}"}
     attributes = {"x": _vector(function.x), "y": _vector(s * y for y in function.y), "extrapolation": "linear"}
+    degree = int(function.values[0])
+    if function.spline_type == "GCVSpline" and degree != 3:
+        # GCVSPL without smoothing: the natural spline of degree 2m − 1, continued by its degree m − 1 polynomial
+        return "natural_spline", {"x": attributes["x"], "y": attributes["y"], "degree": str(degree)}
     if function.spline_type == "PiecewiseLinearFunction":
         attributes["degree"] = "1"
     else:

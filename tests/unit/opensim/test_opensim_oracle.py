@@ -413,3 +413,29 @@ def test_other_function_types_equal_opensims(element, spec):
     for value in np.linspace(-2.0, 2.0, 21):
         assert evaluate(ours, ("q",), {"q": value}) == pytest.approx(
             scale * reference.calcValue(osim.Vector(1, float(value))), rel=1e-14, abs=1e-15)
+
+
+@pytest.mark.parametrize("degree, points", [(1, 4), (5, 6), (5, 11), (7, 9)])
+def test_natural_spline_equals_opensims_gcvspline(degree, points):
+    """GCVSpline without smoothing (error variance 0) of degree 1, 5, 7 → `natural_spline`: value and first two
+    derivatives against OpenSim's GCVSpline inside and beyond the table (its continuation of degree m − 1).
+    GCVSPL's own solver sets the bound (1e-9 of the table's scale, observed ≤ 4e-11)."""
+    from biobullet.functions.natural_spline import NaturalSplineFunction
+
+    rng = np.random.default_rng(degree * 100 + points)
+    x = np.sort(rng.uniform(-2.0, 2.0, points))
+    y = rng.normal(size=points)
+    reference = osim.GCVSpline()
+    reference.setDegree(degree)
+    for a, b in zip(x, y):
+        reference.addPoint(float(a), float(b))
+    ours = NaturalSplineFunction(("q",), x, y, degree)
+    scale = max(1.0, np.abs(y).max())
+    for value in np.linspace(x[0] - 0.4, x[-1] + 0.4, 57):
+        point = osim.Vector(1, float(value))
+        expected = np.array([reference.calcValue(point), reference.calcDerivative(osim.StdVectorInt([0]), point),
+                             reference.calcDerivative(osim.StdVectorInt([0, 0]), point)])
+        got, gradient, hessian = ours.evaluate(np.array([value]), 0.0)
+        orders = 3 if degree > 1 else 1    # degree 1: OpenSim's derivatives of a broken line are not defined
+        assert np.allclose(np.array([got, gradient[0], hessian[0, 0]])[:orders], expected[:orders], rtol=0,
+                           atol=1e-9 * scale * (10 if degree == 7 else 1))

@@ -1,0 +1,134 @@
+"""Natural interpolating spline of odd degree 2m − 1 of one input (OpenSim's GCVSpline without smoothing).
+
+XML: ``<joint_function joint="J" type="natural_spline" inputs="A" x="x0 x1 ..." y="y0 y1 ..." degree="5"/>``
+(degree 1, 3, 5 or 7; x strictly increasing, at least m + 1 and at most MAX_POINTS points).
+
+The spline interpolates the table, is C^(2m−2), and its derivatives of orders m … 2m − 2 vanish at both ends (the
+natural end conditions: it minimises ∫ (f⁽ᵐ⁾)² dx). Beyond the table it continues as the polynomial of degree
+m − 1 given by the end value and first m − 1 derivatives (the natural spline's own continuation; for degree 3
+that is linear extrapolation). With zero error variance this is what Woltring's GCVSPL — OpenSim's GCVSpline —
+fits. The pieces are found by one dense solve at construction (6 unknowns per interval for degree 5).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from biobullet.core.attributes import check_count, check_known_attributes, floats
+from biobullet.core.errors import ModelError, SourceRef
+from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.functions.registry import register
+
+DEGREES: tuple[int, ...] = (1, 3, 5, 7)
+#: most table points (the construction is one dense solve of (points − 1)(degree + 1) unknowns)
+MAX_POINTS = 200
+
+
+@register
+class NaturalSplineFunction(JointFunction):
+    """θ = S(x), S the natural interpolating spline of the given odd degree; exact value, gradient, Hessian."""
+
+    type_name: ClassVar[str] = "natural_spline"
+    attributes: ClassVar[tuple[str, ...]] = ("x", "y", "degree")
+
+    def __init__(self, inputs: Sequence[str], x: Sequence[float], y: Sequence[float], degree: int = 5) -> None:
+        super().__init__(inputs)
+        xs = np.array(x, dtype=float).reshape(-1)
+        ys = np.array(y, dtype=float).reshape(-1)
+        if len(self.inputs) != 1:
+            raise ModelError(f"got {len(self.inputs)} inputs", attribute="inputs", expected="exactly one input")
+        if degree not in DEGREES:
+            raise ModelError(f"unsupported degree {degree}", attribute="degree", expected="1, 3, 5 or 7")
+        half = (degree + 1) // 2
+        if not half + 1 <= len(xs) <= MAX_POINTS or len(xs) != len(ys):
+            raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y",
+                             expected=f"as many y as x values, {half + 1} to {MAX_POINTS} for degree {degree}")
+        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
+            raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
+        if np.any(np.diff(xs) <= 0.0):
+            raise ModelError("x values are not strictly increasing", attribute="x",
+                             expected="strictly increasing x0 < x1 < ...")
+        self.x, self.y, self.degree = xs, ys, degree
+        self._half = half
+        # piece i: θ = Σ_k c[i][k] (x − x_i)^k, k = 0 … degree
+        self._coefficients = _pieces(xs, ys, degree).tolist()
+        self._breaks = xs.tolist()
+        # Taylor coefficients of the continuations beyond each end (degree m − 1)
+        self._before = [_derivative(self._coefficients[0], 0.0, k) / math.factorial(k) for k in range(half)]
+        width = float(xs[-1] - xs[-2])
+        self._after = [_derivative(self._coefficients[-1], width, k) / math.factorial(k) for k in range(half)]
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
+                        source: SourceRef) -> "NaturalSplineFunction":
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        check_count(source, "inputs", inputs, exactly=1)
+        degree_text = attributes.get("degree", "5").strip()
+        if degree_text not in ("1", "3", "5", "7"):
+            raise source.error("degree", f"unsupported degree {degree_text!r}", "1, 3, 5 or 7")
+        xs = floats(source, attributes, "x", min_count=2)
+        if len(xs) > MAX_POINTS:
+            raise source.error("x", f"{len(xs)} points", f"at most {MAX_POINTS}")
+        ys = floats(source, attributes, "y", count=len(xs))
+        try:
+            return cls(inputs, xs, ys, int(degree_text))
+        except ModelError as exc:
+            raise source.error(exc.attribute, exc.detail, exc.expected) from None
+
+    def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+        value = float(x[0])
+        breaks = self._breaks
+        if value < breaks[0] or value > breaks[-1]:
+            taylor = self._before if value < breaks[0] else self._after
+            s = value - (breaks[0] if value < breaks[0] else breaks[-1])
+            jets = [_derivative(taylor, s, order) for order in range(3)]
+        else:
+            i = min(max(bisect.bisect_right(breaks, value) - 1, 0), len(breaks) - 2)
+            jets = [_derivative(self._coefficients[i], value - breaks[i], order) for order in range(3)]
+        hessian = np.zeros((2, 2))
+        hessian[0, 0] = jets[2]
+        return jets[0], np.array([jets[1], 0.0]), hessian
+
+    def __repr__(self) -> str:
+        return f"NaturalSplineFunction(inputs={self.inputs}, points={len(self.x)}, degree={self.degree})"
+
+
+def _derivative(coefficients: Sequence[float], s: float, order: int) -> float:
+    """d^order/ds^order of Σ_k c_k s^k at s."""
+    total = 0.0
+    for k in range(len(coefficients) - 1, order - 1, -1):
+        total = total * s + coefficients[k] * math.factorial(k) / math.factorial(k - order)
+    return total
+
+
+def _pieces(x: np.ndarray, y: np.ndarray, degree: int) -> np.ndarray:
+    """Coefficients (pieces × (degree + 1), ascending powers of x − x_i) of the natural interpolating spline:
+    interpolation at both ends of each piece, continuity of derivatives 1 … 2m − 2 at interior knots, and
+    derivatives m … 2m − 2 zero at both ends."""
+    half, size = (degree + 1) // 2, degree + 1
+    pieces = len(x) - 1
+    matrix = np.zeros((pieces * size, pieces * size))
+    rhs = np.zeros(pieces * size)
+
+    def row(piece: int, s: float, order: int) -> np.ndarray:
+        out = np.zeros(pieces * size)
+        for k in range(order, size):
+            out[piece * size + k] = math.factorial(k) / math.factorial(k - order) * s ** (k - order)
+        return out
+
+    rows = []
+    for i in range(pieces):
+        width = x[i + 1] - x[i]
+        rows += [(row(i, 0.0, 0), y[i]), (row(i, width, 0), y[i + 1])]
+    for i in range(pieces - 1):
+        width = x[i + 1] - x[i]
+        rows += [(row(i, width, order) - row(i + 1, 0.0, order), 0.0) for order in range(1, 2 * half - 1)]
+    for order in range(half, 2 * half - 1):
+        rows += [(row(0, 0.0, order), 0.0), (row(pieces - 1, x[-1] - x[-2], order), 0.0)]
+    for k, (coefficients, value) in enumerate(rows):
+        matrix[k], rhs[k] = coefficients, value
+    return np.linalg.solve(matrix, rhs).reshape(pieces, size)
