@@ -187,3 +187,40 @@ def test_skeleton_visuals_reach_the_scene():
     scene = Scene.from_model(model)
     kinds = {(visual.link, visual.kind) for visual in scene.visuals}
     assert {("r_humerus", "cylinder"), ("r_humerus", "sphere"), ("r_ulna_radius_hand", "sphere")} <= kinds
+
+
+def test_mutated_files_load_or_give_one_clear_error(tmp_path):
+    """30 random mutations of arm26 and the joint zoo (numbers replaced by nan, inf, 1e400, wrong counts or text;
+    names and socket paths replaced by unknown or ambiguous ones; elements deleted): each file loads or raises a
+    BiobulletError — never another exception (a traceback)."""
+    import random
+    import re
+
+    sources = [open(ARM26).read(), open(os.path.join(os.path.dirname(__file__), "joint_zoo.osim")).read()]
+    numbers = re.compile(r"(?<=>)[-0-9.eE ]+(?=<)")
+    names = re.compile(r"(?<=>)[A-Za-z_/][A-Za-z_0-9/. ]*(?=<)")
+    rng = random.Random(24)
+    path = tmp_path / "mutated.osim"
+    for _ in range(30):
+        text = rng.choice(sources)
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            if kind < 0.7:
+                match = rng.choice(list((numbers if kind < 0.4 else names).finditer(text)))
+                new = rng.choice(["", "nan", "inf", "1e400", "-1", "0 0", "1 2 3 4 5 6 7", "abc"] if kind < 0.4 else
+                                 ["", "nothing", "/bodyset/nothing", "..", "/", "ground", "knee_angle_r", "../.."])
+                text = text[:match.start()] + new + text[match.end():]
+            else:
+                lines = text.split("\n")
+                index = rng.randrange(len(lines))
+                if "</" in lines[index] and lines[index].strip().startswith("<"):
+                    del lines[index]
+                text = "\n".join(lines)
+        path.write_text(text)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = biobullet.load_model(str(path))
+            model.mass_matrix(model.initial_state()[0])
+        except biobullet.BiobulletError:
+            pass
