@@ -1,0 +1,309 @@
+"""What acts on the bridge's body outside its constrained solve, seen in the state PyBullet reports — and how the
+joint functions and loops still hold (docs/bridge.md, "Using the bridge in your own loop").
+
+The bridge computes its constraint torques in `apply()`, before the user's `stepSimulation()`. Anything else the
+user does to the body — PyBullet motors (POSITION/VELOCITY_CONTROL constraints solved inside the step), PyBullet's
+rigid contact, `applyExternalForce`, `changeDynamics` damping or friction, user constraints, `setGravity`, a changed
+time step or sub-steps, `resetJointState` — happens where the solve cannot see it. PyBullet has no getter for most of
+it (motor settings, external forces), so the bridge does not try to read the settings: it reads their *effect*.
+After a clean step PyBullet's state is exactly the semi-implicit Euler step of the bridge's own prediction
+(ẋ_{n+1} = ẋ_n + dt ẍ, x_{n+1} = x_n + dt ẋ_{n+1}; equal to round-off, docs/bridge.md); every `apply()` compares
+(`_surprise_py`, one compiled call):
+
+* **positions jumped** (x_{n+1} ≠ x_n + dt ẋ_{n+1}): a reset (`resetJointState`, `resetJointStatesMultiDof`), or
+  a changed time step / sub-steps. The dependent joints follow their inputs at once (projection below); a reset of
+  a dependent joint itself is undone with one `CouplingWarning` naming it.
+* **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
+  return, the rows are violated): a generalized force acted outside the solve. Its size is read back exactly as
+  τ_out = ID(x_n, ẋ_n, (ẋ_{n+1} − ẋ_n)/dt) − τ_sent (PyBullet's inverse dynamics of the observed step minus what
+  the bridge sent: the motor, contact, damping, external or gravity torque of that step) and fed forward: the next
+  solve treats it as a known torque (the bridge sends its own torques without it — PyBullet applies the real one),
+  so the constraint forces hold the rows against it. A persistent influence (a motor tracking a target, resting
+  contact, damping, a constant push, another gravity) is then held to round-off from the second step on; a
+  sudden one (an impact, a new motor command) leaves a residual for one step.
+
+After every disturbed step the state is **projected** onto the constraint manifold holding the independent
+coordinates (`Model.joint_state(q, v, t)`: dependent positions and velocities recomputed from the inputs, the loops
+closed by the model's own solver) and written back to PyBullet. Energy: the projection replaces the dependent
+velocities by the ones the inputs imply; measured in docs/bridge.md (a disturbed step changes the kinetic energy
+by O(residual)). When the residual after a step exceeds `PROMISE` (1e-6 rad or m) the bridge warns once per cause
+(`CouplingWarning`: the joint, the cause, the remedy); beyond `RESIDUAL_DIVERGENCE` without a reset, or rates and
+positions beyond plausibility, it raises `DivergenceError` naming the joint and the step.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from biobullet.core import jit
+from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
+
+#: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
+PROMISE = 1.0e-6
+#: a position jump beyond this × (1 + max|x|) (rad or m) that the step's velocities do not explain is a reset
+JUMP_TOLERANCE = 1.0e-10
+#: a velocity beyond this × (1 + max|ẋ|) (rad/s or m/s) away from the bridge's prediction: a force acted outside
+#: the solve (a clean step matches to ≈ 1e-13)
+SURPRISE_TOLERANCE = 1.0e-9
+#: constant rows (no velocity prediction): a residual |Φ| or dt·|Φ̇| beyond this (rad or m) after a step (a clean
+#: step leaves round-off: the step-end target is exact for constant rows)
+LINEAR_TOLERANCE = 1.0e-10
+#: a residual beyond this (rad or m) after DIVERGENCE_STEPS disturbed steps in a row (no reset), although each was
+#: projected back: the simulation has left the model
+RESIDUAL_DIVERGENCE = 1.0
+DIVERGENCE_STEPS = 3
+#: joint positions beyond this (rad or m) are taken as a runaway (a joint wound up ~1600 turns, or 10 km)
+POSITION_LIMIT = 1.0e4
+#: a fed-forward torque below this × (1 + max|τ_sent|) (N·m or N) is round-off: dropped
+FEED_FLOOR = 1.0e-12
+
+
+class CouplingWarning(BridgeWarning):
+    """A joint function or loop could not hold to PROMISE in a step, or a dependent joint was reset: the message
+    names the joint, the cause and the remedy (issued once per cause and bridge)."""
+
+
+def _surprise_py(x, xd, prev_x, prev_v, predicted, has_prediction, dt, weight, jb, vb):
+    """(position jump, velocity surprise, max |ẋ|, max |x|) of the observed state against the last step: the jump is
+    max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight, 1 without sub-steps), relative to
+    1 + max|x|; the surprise max |ẋ − predicted| relative to 1 + max|ẋ| (0 without a prediction)."""
+    n = x.shape[0] - jb
+    jump = 0.0
+    peak_x = 0.0
+    for i in range(n):
+        xi = x[jb + i]
+        d = abs(xi - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
+        if d > jump:
+            jump = d
+        if abs(xi) > peak_x:
+            peak_x = abs(xi)
+    surprise = 0.0
+    peak_v = 0.0
+    for i in range(xd.shape[0]):
+        v = xd[i]
+        if abs(v) > peak_v:
+            peak_v = abs(v)
+        if has_prediction:
+            d = abs(v - predicted[i])
+            if d > surprise:
+                surprise = d
+    if not (peak_v < 1e300 and peak_x < 1e300):   # NaN or inf
+        return np.inf, np.inf, np.inf, np.inf
+    return jump / (1.0 + peak_x), surprise / (1.0 + peak_v), peak_v, peak_x
+
+
+_surprise = jit.compiled(_surprise_py) or _surprise_py
+
+
+class OutsideWatch:
+    """The per-bridge record of the last step (state, torque sent, velocity prediction) and the fed-forward torque of
+    what acted outside the solve (see the module docstring). `bridge._apply*` call `observe` right after reading the
+    state and `sent` after sending the torques."""
+
+    def __init__(self, bridge) -> None:
+        self.bridge = bridge
+        model = bridge.model
+        self.rows = bridge.constraints.n
+        self.jb, self.vb = model.base_nq, model.base_nv
+        self.prev_x = np.zeros(model.n_config)
+        self.prev_v = np.zeros(model.n_tangent)
+        self.prev_sent = np.zeros(model.n_tangent)
+        self.predicted = np.zeros(model.n_tangent)
+        self.has_prediction = False
+        self.armed = False            # False until a step was sent (after construction and every reset)
+        #: the generalized force of the last step that acted outside the solve (n_tangent, tree order), or None
+        self.outside: np.ndarray | None = None
+        self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
+        self.projections = 0          # projections onto the constraint manifold written back to PyBullet
+        self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
+        self.step_index = 0
+        self.warned: set[str] = set()
+        self.large_in_a_row = 0       # disturbed steps in a row with a residual beyond RESIDUAL_DIVERGENCE
+        self.weight = 1.0             # c = (k + 1)/(2k) with k sub-steps (see `bridge.engine_parameters`)
+        self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
+
+    def disarm(self) -> None:
+        """Forget the last step (after a reset by the bridge: nothing to compare with)."""
+        self.armed, self.outside, self.has_prediction = False, None, False
+
+    # ------------------------------------------------------------------ per step
+    def sent(self, x, xd, torque, xdd=None) -> None:
+        """Record the step the bridge just sent: state, torque to PyBullet, and ẋ + dt ẍ when the solve gave ẍ."""
+        self.prev_x[:] = x
+        self.prev_v[:] = xd
+        self.prev_sent[:] = torque
+        if xdd is not None:
+            np.multiply(xdd, self.bridge.dt, out=self.predicted)
+            self.predicted += xd
+            self.has_prediction = True
+        else:
+            self.has_prediction = False
+        self.armed = True
+        self.step_index += 1
+
+    def observe(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray | None:
+        """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
+        they are projected. Returns the torque to feed forward into this step's solve (None: nothing outside)."""
+        if not self.armed:
+            return None
+        bridge = self.bridge
+        jump, surprise, peak_v, peak_x = _surprise(x, xd, self.prev_x, self.prev_v, self.predicted,
+                                                   self.has_prediction, bridge.dt, self.weight, self.jb, self.vb)
+        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
+            self._diverged(x, xd, peak_v, peak_x)
+        disturbed = jump > JUMP_TOLERANCE or surprise > SURPRISE_TOLERANCE
+        if not disturbed and not self.has_prediction and self.rows:   # constant rows: are they still held?
+            phi, phi_dot = bridge._linear_residual(x, xd)
+            disturbed = phi > LINEAR_TOLERANCE or phi_dot * bridge.dt > LINEAR_TOLERANCE
+        if not disturbed:
+            return self.outside
+        return self._disturbed(x, xd, jump > JUMP_TOLERANCE)
+
+    # ------------------------------------------------------------------ a disturbed step
+    def _disturbed(self, x, xd, jumped: bool) -> np.ndarray | None:
+        bridge, model = self.bridge, self.bridge.model
+        self.disturbed_steps += 1
+        changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
+        if jumped and not changed:             # a reset: which joints moved?
+            self.outside = None
+            moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
+                           - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
+            names = [model.joint_names[k] for k in self._dependent if moved[k]]
+            inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
+            if names and not inputs_moved:
+                self.warn("reset:" + names[0],
+                          f"dependent joint {names[0]!r} was reset (resetJointState) by "
+                          f"{float(np.abs(x[self.jb:] - self.prev_x[self.jb:])[model.joint_names.index(names[0])]):.3g}"
+                          f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
+                          f"put it back where its inputs place it",
+                          "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
+                          "resetJointState on " + ", ".join(model.coordinate_names) + ")")
+        elif not changed:
+            # a force-like influence (external force, damping, the user's own torques) is fed forward; a
+            # constraint-like one — a PyBullet motor, rigid contact or user constraint, solved inside the step in
+            # response to the bridge's torques — is not (feeding it forward lets the two solves chase each other:
+            # measured divergence with a position motor on an input joint): projection and one warning instead
+            cause = self._cause()
+            self.outside = self._outside_torque(xd) if cause[2] == "outside" else None
+        else:
+            self.outside = None
+        residual = self._residual(x)
+        if self.rows:
+            worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
+            size = float(abs(residual[worst])) if len(residual) else 0.0
+            self.max_residual = max(self.max_residual, 0.0 if jumped else size)
+            if size > PROMISE and not jumped:
+                row = bridge.constraints.names[worst]
+                self.large_in_a_row = self.large_in_a_row + 1 if size > RESIDUAL_DIVERGENCE else 0
+                if self.large_in_a_row >= DIVERGENCE_STEPS:
+                    raise DivergenceError(f"{model.file}: constraint {row!r} is off by {size:.3g} rad or m after "
+                                          f"step {self.step_index} (the {DIVERGENCE_STEPS}th such step in a row) (t = {bridge.time:.6g} s) — {self._cause()[0]}; "
+                                          "the simulation has left the model (use a smaller dt, weaker gains or "
+                                          "bridge.set_motor inside the solve)")
+                if changed:
+                    cause, remedy, key = (f"the client's {changed} (setTimeStep / setPhysicsEngineParameter / "
+                                          "setGravity) in the middle of the run; the bridge follows it from now on",
+                                          "make such changes through bridge.set_time_step(dt, substeps), or before "
+                                          "the bridge is made", "engine")
+                else:
+                    cause, remedy, key = self._cause()
+                self.warn(key, f"constraint {row!r} was off by {size:.3g} rad or m after step {self.step_index} "
+                               f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
+                               "constraint after every such step"
+                               + (" and feeds the outside force forward" if key == "outside" else ""), remedy)
+            self._project(x, xd)
+        return self.outside
+
+    def _outside_torque(self, xd: np.ndarray) -> np.ndarray | None:
+        """τ_outside = ID(x_n, ẋ_n, (ẋ − ẋ_n)/dt) − τ_sent: the generalized force of the last step the bridge did
+        not send (None if round-off)."""
+        bridge = self.bridge
+        acceleration = (xd - self.prev_v) / bridge.dt
+        outside = bridge.tree_inverse_dynamics(self.prev_x, self.prev_v, acceleration) - self.prev_sent
+        if np.abs(outside).max() <= FEED_FLOOR * (1.0 + np.abs(self.prev_sent).max()):
+            return None
+        return outside
+
+    def _residual(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
+
+    def _project(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """x, ẋ (in place, and in PyBullet) ← the model's joint state of the independent coordinates read."""
+        bridge, model = self.bridge, self.bridge.model
+        q, v = x[bridge._independent_x], xd[bridge._independent_v]
+        x_new, xd_new, _, _ = model.joint_state(q, v, bridge.time)
+        if np.abs(x_new - x).max() == 0.0 and np.abs(xd_new - xd).max() == 0.0:
+            return
+        x[:] = x_new
+        xd[:] = xd_new
+        bridge._write_state(x, xd)
+        self.projections += 1
+
+    # ------------------------------------------------------------------ causes and messages
+    def _cause(self) -> tuple[str, str, str]:
+        """(cause, remedy, key) of the last disturbed step, from what PyBullet reports about the body."""
+        bridge = self.bridge
+        p, c, b = bridge._p, bridge.client, bridge.body
+        model = bridge.model
+        joints = bridge._joint_list
+        if joints:
+            motors = [(model.joint_names[k], s[3]) for k, s in
+                      enumerate(p.getJointStates(b, joints, physicsClientId=c)) if s[3] != 0.0]
+            if motors:
+                name, torque = motors[0]
+                dependent = name not in model.coordinate_names
+                return (f"a PyBullet motor (POSITION_CONTROL or VELOCITY_CONTROL) acts on "
+                        f"{'dependent ' if dependent else ''}joint {name!r} ({torque:.3g} N·m or N in the last step): "
+                        "PyBullet solves it inside stepSimulation, after the bridge's torques were computed",
+                        f"drive it with bridge.set_motor({name!r}, position=..., max_force=...) — it acts inside "
+                        "the constrained solve — or switch the PyBullet motor off with setJointMotorControl2(body, "
+                        f"{int(joints[k_of(model, name)])}, VELOCITY_CONTROL, force=0)", "motor:" + name)
+        contacts = p.getContactPoints(bodyA=b, physicsClientId=c)
+        if contacts:
+            link = contacts[0][3]
+            names = {v: k for k, v in bridge.map.link_index.items()}
+            return (f"PyBullet's rigid contact of link {names.get(link, link)!r} with body {contacts[0][2]} pushes "
+                    "it during stepSimulation",
+                    "give the link a <contact> element (the bridge's compliant contact acts inside the solve), or use "
+                    "a smaller dt (the residual of an impact step scales with dt²)", "contact")
+        own = set(bridge._native.values())
+        for k in range(p.getNumConstraints(physicsClientId=c)):
+            cid = p.getConstraintUniqueId(k, physicsClientId=c)
+            info = p.getConstraintInfo(cid, physicsClientId=c)
+            if cid not in own and b in (info[0], info[2]):
+                return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
+                        "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
+                        "use a smaller dt", "constraint")
+        return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
+                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step)",
+                "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
+                "them, and change the time step with bridge.set_time_step(dt)", "outside")
+
+    def warn(self, key: str, message: str, remedy: str) -> None:
+        """One CouplingWarning per key and bridge."""
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        warnings.warn(f"{self.bridge.model.file}: {message}. Remedy: {remedy}.", CouplingWarning, stacklevel=4)
+
+    def _diverged(self, x, xd, peak_v: float, peak_x: float) -> None:
+        bridge, model = self.bridge, self.bridge.model
+        names = list(model.joint_names)
+        if peak_v > RUNAWAY_RATE or not np.isfinite(peak_v):
+            k = int(np.nanargmax(np.abs(np.nan_to_num(xd, nan=np.inf)))) - self.vb
+            what = f"joint {names[k]!r} moves at {float(xd[k + self.vb]):.3g} rad/s or m/s (limit {RUNAWAY_RATE:g})"
+        else:
+            k = int(np.argmax(np.abs(x[self.jb:])))
+            what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
+        raise DivergenceError(f"{model.file}: the PyBullet simulation diverged after step {self.step_index} "
+                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s — use a smaller dt, "
+                              "weaker gains, or look for a force outside the bridge")
+
+
+def k_of(model, name: str) -> int:
+    """The tree index of joint `name`."""
+    return list(model.joint_names).index(name)
+
+
+__all__ = ["CouplingWarning", "OutsideWatch", "PROMISE"]
