@@ -777,7 +777,7 @@ class Bridge:
             x, xd = np.array([s[0] for s in states]), np.array([s[1] for s in states])
         else:
             x, xd = self.map.state_from_pybullet()
-        outside = self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+        self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
         # the lists go straight back to PyBullet when the order agrees
         x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
         torque = None
@@ -791,8 +791,6 @@ class Bridge:
         if self._forces_present:
             applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
             torque = applied if torque is None else torque + applied
-        if outside is not None:   # solve with the outside force of the last step, send without it
-            torque = outside if torque is None else torque + outside
         if torque is None:
             torque = self._zero_tau   # never written: every path below returns a new array
         xdd = None
@@ -805,8 +803,6 @@ class Bridge:
             xdd = self._solved_xdd
         elif torque is self._zero_tau:
             torque = np.zeros(model.n_tangent)
-        if outside is not None:
-            torque = torque - outside
         self._send(x, torque)
         self._last_torque = torque
         self.watch.sent(x, xd, torque, xdd)
@@ -836,14 +832,12 @@ class Bridge:
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
         flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
-        outside = self.watch.observe(flat[:n], flat[n:])   # may project flat in place (bridge/outside.py)
+        self.watch.observe(flat[:n], flat[n:])   # may project flat in place (bridge/outside.py)
         torque = self._zero_tau if tau is None else self._torque_argument(tau)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
             self._look_at_forces()
         if self._forces_present:
             torque = torque + np.asarray(self._forces(model, flat[:n], flat[n:], self.time), dtype=float)
-        if outside is not None:   # solve with the outside force of the last step, send without it
-            torque = torque + outside
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         corrector = self.corrector
@@ -870,8 +864,6 @@ class Bridge:
             x, xd = flat[:n], flat[n:]
             out = self._constrained_torque(x, xd, x.tolist(), xd.tolist(), torque, self.time)
             xdd = self._solved_xdd
-        if outside is not None:
-            out = out - outside
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
         self.watch.sent(flat[:n], flat[n:], out, xdd)
@@ -887,10 +879,8 @@ class Bridge:
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         # [x; ẋ] as in `_apply_fast`: one fromiter of a list built by C-level maps
         state = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n).reshape(2, n)
-        outside = self.watch.observe(state[0], state[1])   # may project the state in place (bridge/outside.py)
+        self.watch.observe(state[0], state[1])   # may project the state in place (bridge/outside.py)
         torque = self._zero_tau if tau is None else self._torque_argument(tau)
-        if outside is not None:   # solve with the outside force of the last step, send without it
-            torque = torque + outside
         data = self._loops_data
         forces = self._compiled_forces
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
@@ -931,8 +921,6 @@ class Bridge:
             out = self._constrained_torque(state[0], state[1], state[0].tolist(), state[1].tolist(), torque,
                                            self.time)
             xdd = self._solved_xdd
-        if outside is not None:
-            out = out - outside
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
         self.watch.sent(state[0], state[1], out, xdd)

@@ -104,7 +104,10 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
     bridge._xdd[:] = xdd
     bridge._solved_xdd = bridge._xdd
     bridge.motor_torques = applied
-    return total + all_rows.T @ lam
+    out = total + all_rows.T @ lam
+    if m and bridge._linear is None and bridge._step_end:   # the rows' end point by Newton's method as well
+        out = bridge._end_correction(x, xd, bridge._xdd, mass, out)
+    return out
 
 
 __all__ = ["motor_settings", "motor_torque"]

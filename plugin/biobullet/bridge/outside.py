@@ -14,13 +14,12 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
   a changed time step / sub-steps. The dependent joints follow their inputs at once (projection below); a reset of
   a dependent joint itself is undone with one `CouplingWarning` naming it.
 * **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
-  return, the rows are violated): a generalized force acted outside the solve. Its size is read back exactly as
-  τ_out = ID(x_n, ẋ_n, (ẋ_{n+1} − ẋ_n)/dt) − τ_sent (PyBullet's inverse dynamics of the observed step minus what
-  the bridge sent: the motor, contact, damping, external or gravity torque of that step) and fed forward: the next
-  solve treats it as a known torque (the bridge sends its own torques without it — PyBullet applies the real one),
-  so the constraint forces hold the rows against it. A persistent influence (a motor tracking a target, resting
-  contact, damping, a constant push, another gravity) is then held to round-off from the second step on; a
-  sudden one (an impact, a new motor command) leaves a residual for one step.
+  return, the rows are violated): a generalized force acted outside the solve during the step.
+
+Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
+was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
+two solves chase each other, and even force-like influences diverged (joint damping on light links, two apply() calls
+per step) — measured, so projection it is.
 
 After every disturbed step the state is **projected** onto the constraint manifold holding the independent
 coordinates (`Model.joint_state(q, v, t)`: dependent positions and velocities recomputed from the inputs, the loops
@@ -55,8 +54,6 @@ RESIDUAL_DIVERGENCE = 1.0
 DIVERGENCE_STEPS = 3
 #: joint positions beyond this (rad or m) are taken as a runaway (a joint wound up ~1600 turns, or 10 km)
 POSITION_LIMIT = 1.0e4
-#: a fed-forward torque below this × (1 + max|τ_sent|) (N·m or N) is round-off: dropped
-FEED_FLOOR = 1.0e-12
 
 
 class CouplingWarning(BridgeWarning):
@@ -97,8 +94,7 @@ _surprise = jit.compiled(_surprise_py) or _surprise_py
 
 
 class OutsideWatch:
-    """The per-bridge record of the last step (state, torque sent, velocity prediction) and the fed-forward torque of
-    what acted outside the solve (see the module docstring). `bridge._apply*` call `observe` right after reading the
+    """The per-bridge record of the last step (state and velocity prediction; see the module docstring). `bridge._apply*` call `observe` right after reading the
     state and `sent` after sending the torques."""
 
     def __init__(self, bridge) -> None:
@@ -108,12 +104,9 @@ class OutsideWatch:
         self.jb, self.vb = model.base_nq, model.base_nv
         self.prev_x = np.zeros(model.n_config)
         self.prev_v = np.zeros(model.n_tangent)
-        self.prev_sent = np.zeros(model.n_tangent)
         self.predicted = np.zeros(model.n_tangent)
         self.has_prediction = False
         self.armed = False            # False until a step was sent (after construction and every reset)
-        #: the generalized force of the last step that acted outside the solve (n_tangent, tree order), or None
-        self.outside: np.ndarray | None = None
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -125,14 +118,14 @@ class OutsideWatch:
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
-        self.armed, self.outside, self.has_prediction = False, None, False
+        self.armed, self.has_prediction = False, False
 
     # ------------------------------------------------------------------ per step
-    def sent(self, x, xd, torque, xdd=None) -> None:
-        """Record the step the bridge just sent: state, torque to PyBullet, and ẋ + dt ẍ when the solve gave ẍ."""
+    def sent(self, x, xd, torque, xdd=None) -> None:  # noqa: ARG002
+        """Record the step the bridge just sent (torque: unused, kept for the call sites' symmetry): the state, and
+        ẋ + dt ẍ when the solve gave ẍ."""
         self.prev_x[:] = x
         self.prev_v[:] = xd
-        self.prev_sent[:] = torque
         if xdd is not None:
             np.multiply(xdd, self.bridge.dt, out=self.predicted)
             self.predicted += xd
@@ -142,11 +135,11 @@ class OutsideWatch:
         self.armed = True
         self.step_index += 1
 
-    def observe(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray | None:
+    def observe(self, x: np.ndarray, xd: np.ndarray) -> None:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
-        they are projected. Returns the torque to feed forward into this step's solve (None: nothing outside)."""
+        they are projected back onto the rows."""
         if not self.armed:
-            return None
+            return
         bridge = self.bridge
         jump, surprise, peak_v, peak_x = _surprise(x, xd, self.prev_x, self.prev_v, self.predicted,
                                                    self.has_prediction, bridge.dt, self.weight, self.jb, self.vb)
@@ -156,17 +149,15 @@ class OutsideWatch:
         if not disturbed and not self.has_prediction and self.rows:   # constant rows: are they still held?
             phi, phi_dot = bridge._linear_residual(x, xd)
             disturbed = phi > LINEAR_TOLERANCE or phi_dot * bridge.dt > LINEAR_TOLERANCE
-        if not disturbed:
-            return self.outside
-        return self._disturbed(x, xd, jump > JUMP_TOLERANCE)
+        if disturbed:
+            self._disturbed(x, xd, jump > JUMP_TOLERANCE)
 
     # ------------------------------------------------------------------ a disturbed step
-    def _disturbed(self, x, xd, jumped: bool) -> np.ndarray | None:
+    def _disturbed(self, x, xd, jumped: bool) -> None:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
         changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
         if jumped and not changed:             # a reset: which joints moved?
-            self.outside = None
             moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
                            - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
             names = [model.joint_names[k] for k in self._dependent if moved[k]]
@@ -179,15 +170,6 @@ class OutsideWatch:
                           f"put it back where its inputs place it",
                           "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
                           "resetJointState on " + ", ".join(model.coordinate_names) + ")")
-        elif not changed:
-            # a force-like influence (external force, damping, the user's own torques) is fed forward; a
-            # constraint-like one — a PyBullet motor, rigid contact or user constraint, solved inside the step in
-            # response to the bridge's torques — is not (feeding it forward lets the two solves chase each other:
-            # measured divergence with a position motor on an input joint): projection and one warning instead
-            cause = self._cause()
-            self.outside = self._outside_torque(xd) if cause[2] == "outside" else None
-        else:
-            self.outside = None
         residual = self._residual(x)
         if self.rows:
             worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
@@ -210,20 +192,8 @@ class OutsideWatch:
                     cause, remedy, key = self._cause()
                 self.warn(key, f"constraint {row!r} was off by {size:.3g} rad or m after step {self.step_index} "
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
-                               "constraint after every such step"
-                               + (" and feeds the outside force forward" if key == "outside" else ""), remedy)
+                               "constraint after every such step", remedy)
             self._project(x, xd)
-        return self.outside
-
-    def _outside_torque(self, xd: np.ndarray) -> np.ndarray | None:
-        """τ_outside = ID(x_n, ẋ_n, (ẋ − ẋ_n)/dt) − τ_sent: the generalized force of the last step the bridge did
-        not send (None if round-off)."""
-        bridge = self.bridge
-        acceleration = (xd - self.prev_v) / bridge.dt
-        outside = bridge.tree_inverse_dynamics(self.prev_x, self.prev_v, acceleration) - self.prev_sent
-        if np.abs(outside).max() <= FEED_FLOOR * (1.0 + np.abs(self.prev_sent).max()):
-            return None
-        return outside
 
     def _residual(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
