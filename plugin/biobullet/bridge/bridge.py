@@ -65,8 +65,9 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 #: first order), so projecting would only cost a solve, a joint reset and a second inverse dynamics.
 PROJECTION_TOLERANCE = 1.0e-8
 #: the step-end Newton correction (`Bridge._end_correction`) runs when the end point of the solve's ẍ misses the
-#: rows by more than this (rad or m), with at most END_ITERATIONS Newton steps
-END_TOLERANCE = 1.0e-9
+#: rows by more than this (rad or m; a tenth of the promise `outside.PROMISE`), with at most END_ITERATIONS Newton
+#: steps (each takes the residual from O(dt³) to round-off; below the tolerance the Taylor target is kept as it is)
+END_TOLERANCE = 1.0e-7
 END_ITERATIONS = 2
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14

@@ -68,6 +68,12 @@ def _surprise_py(x, xd, prev_x, prev_v, predicted, has_prediction, dt, weight, j
     n = x.shape[0] - jb
     jump = 0.0
     peak_x = 0.0
+    for i in range(x.shape[0]):
+        if not abs(x[i]) <= 1e300:   # NaN or inf (NaN fails every comparison)
+            return np.inf, np.inf, np.inf, np.inf
+    for i in range(xd.shape[0]):
+        if not abs(xd[i]) <= 1e300:
+            return np.inf, np.inf, np.inf, np.inf
     for i in range(n):
         xi = x[jb + i]
         d = abs(xi - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -85,8 +91,6 @@ def _surprise_py(x, xd, prev_x, prev_v, predicted, has_prediction, dt, weight, j
             d = abs(v - predicted[i])
             if d > surprise:
                 surprise = d
-    if not (peak_v < 1e300 and peak_x < 1e300):   # NaN or inf
-        return np.inf, np.inf, np.inf, np.inf
     return jump / (1.0 + peak_x), surprise / (1.0 + peak_v), peak_v, peak_x
 
 
@@ -146,6 +150,8 @@ class OutsideWatch:
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
         disturbed = jump > JUMP_TOLERANCE or surprise > SURPRISE_TOLERANCE
+        if disturbed and np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
+            return   # no stepSimulation since the last apply() (apply() called again): nothing happened
         if not disturbed and not self.has_prediction and self.rows:   # constant rows: are they still held?
             phi, phi_dot = bridge._linear_residual(x, xd)
             disturbed = phi > LINEAR_TOLERANCE or phi_dot * bridge.dt > LINEAR_TOLERANCE
@@ -260,9 +266,12 @@ class OutsideWatch:
     def _diverged(self, x, xd, peak_v: float, peak_x: float) -> None:
         bridge, model = self.bridge, self.bridge.model
         names = list(model.joint_names)
-        if peak_v > RUNAWAY_RATE or not np.isfinite(peak_v):
-            k = int(np.nanargmax(np.abs(np.nan_to_num(xd, nan=np.inf)))) - self.vb
-            what = f"joint {names[k]!r} moves at {float(xd[k + self.vb]):.3g} rad/s or m/s (limit {RUNAWAY_RATE:g})"
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd))):
+            what = "the state is not finite"
+        elif peak_v > RUNAWAY_RATE:
+            k = int(np.argmax(np.abs(xd)))
+            name = f"joint {names[k - self.vb]!r}" if k >= self.vb else f"base velocity component {k}"
+            what = f"{name} moves at {float(xd[k]):.3g} rad/s or m/s (limit {RUNAWAY_RATE:g})"
         else:
             k = int(np.argmax(np.abs(x[self.jb:])))
             what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
