@@ -27,6 +27,7 @@ BUDGET = {
     "sweep_dask.py": (["--points", "4", "--workers", "1"], "sweep_dask.png"),
     "validate_pinocchio.py": (["--samples", "2"], "validate_pinocchio.png"),
     "shoulder_rhythm.py": (["--no-bridge", "--samples", "201"], "motion.png"),
+    "gym_reach.py": (["--episodes", "3", "--steps", "60"], "gym_reach.png"),
 }
 # `make demo`: the two headline studies end to end (bridge replay, 1280×720 video; minutes) — those studies are
 # run by their own tests; here only its command line is exercised
@@ -82,6 +83,10 @@ def _check_numbers(name: str, out: str) -> None:
         assert _number(r"closed form\| / period = ([\d.e+-]+)", out) < 1e-6
     elif name == "validate_pinocchio.py":
         assert "model my_arm: OK" in out
+    elif name == "gym_reach.py":
+        # Gymnasium's own API checker passes, and the coupling holds to the bridge's promise in every episode
+        assert "gymnasium check_env: OK" in out
+        assert _number(r"max coupling residual over \d+ episodes: ([\d.e+-]+) rad", out) <= 1e-6
 
 
 def test_headline_demo_command_line():

@@ -117,7 +117,9 @@ class OutsideWatch:
         self.step_index = 0
         self.warned: set[str] = set()
         self.large_in_a_row = 0       # disturbed steps in a row with a residual beyond RESIDUAL_DIVERGENCE
-        self.weight = 1.0             # c = (k + 1)/(2k) with k sub-steps (see `bridge.engine_parameters`)
+        from biobullet.bridge.bridge import substep_weight
+        #: c = (k + 1)/(2k) with k sub-steps: x_end = x + dt((1 − c) ẋ + c ẋ_end) (`bridge.substep_weight`)
+        self.weight = substep_weight(bridge.substeps)
         self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
 
     def disarm(self) -> None:
@@ -149,14 +151,18 @@ class OutsideWatch:
                                                    self.has_prediction, bridge.dt, self.weight, self.jb, self.vb)
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        disturbed = jump > JUMP_TOLERANCE or surprise > SURPRISE_TOLERANCE
+        jump_tolerance = JUMP_TOLERANCE
+        if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
+            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max()) / (1.0 + peak_x)
+        jumped = jump > jump_tolerance
+        disturbed = jumped or surprise > SURPRISE_TOLERANCE
         if disturbed and np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
             return   # no stepSimulation since the last apply() (apply() called again): nothing happened
         if not disturbed and not self.has_prediction and self.rows:   # constant rows: are they still held?
             phi, phi_dot = bridge._linear_residual(x, xd)
             disturbed = phi > LINEAR_TOLERANCE or phi_dot * bridge.dt > LINEAR_TOLERANCE
         if disturbed:
-            self._disturbed(x, xd, jump > JUMP_TOLERANCE)
+            self._disturbed(x, xd, jumped)
 
     # ------------------------------------------------------------------ a disturbed step
     def _disturbed(self, x, xd, jumped: bool) -> None:
@@ -181,7 +187,7 @@ class OutsideWatch:
             worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
             size = float(abs(residual[worst])) if len(residual) else 0.0
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
-            if size > PROMISE and not jumped:
+            if size > PROMISE and (changed or not jumped):   # a reset's jump is no broken promise
                 row = bridge.constraints.names[worst]
                 self.large_in_a_row = self.large_in_a_row + 1 if size > RESIDUAL_DIVERGENCE else 0
                 if self.large_in_a_row >= DIVERGENCE_STEPS:
@@ -199,16 +205,28 @@ class OutsideWatch:
                 self.warn(key, f"constraint {row!r} was off by {size:.3g} rad or m after step {self.step_index} "
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
-            self._project(x, xd)
+            self._project(x, xd, reset=jumped and not changed)
 
     def _residual(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
 
-    def _project(self, x: np.ndarray, xd: np.ndarray) -> None:
-        """x, ẋ (in place, and in PyBullet) ← the model's joint state of the independent coordinates read."""
+    def _project(self, x: np.ndarray, xd: np.ndarray, reset: bool) -> None:
+        """x, ẋ (in place, and in PyBullet) back onto the rows. Positions: the model's joint state of the independent
+        coordinates read (`Model.joint_state`: dependent joints from their inputs, loops closed by the model's
+        solver). Velocities: after a reset the same (the user's rates of the independent joints stay); after a force
+        outside the solve the M-weighted projection (`constraints.solve.velocity_projection`: the plastic
+        constraint impulse, which changes the kinetic energy by −½ δẋᵀM δẋ, second order in the violation δẋ)."""
+        from biobullet.constraints.solve import velocity_projection
         bridge, model = self.bridge, self.bridge.model
         q, v = x[bridge._independent_x], xd[bridge._independent_v]
         x_new, xd_new, _, _ = model.joint_state(q, v, bridge.time)
+        if not reset and self.rows:
+            constraints, t = bridge.constraints, bridge.time
+            mass = bridge.tree_mass_and_bias(x_new, xd)[0]
+            jac = np.atleast_2d(np.asarray(constraints.jacobian(x_new, t), dtype=float))
+            xd_new = velocity_projection(mass, jac, np.array(xd, dtype=float),
+                                         np.asarray(constraints.time_derivative(x_new, t), dtype=float),
+                                         redundant="least_squares")
         if np.abs(x_new - x).max() == 0.0 and np.abs(xd_new - xd).max() == 0.0:
             return
         x[:] = x_new
