@@ -124,8 +124,8 @@ class Bridge:
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
         if isinstance(model, (str, os.PathLike)):   # Bridge("file.urdf")
-            from biobullet.loader import load_model
-            model = load_model(model)
+            from biobullet.dynamics.api import model_from_file
+            model = model_from_file(model)
         if not isinstance(model, Model):
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
