@@ -14,10 +14,8 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 pytest.importorskip("pybullet_data")
 
-from biobullet.bridge import Bridge  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from bridge_user_loop import write_coupled_kuka  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the shared helpers (pytest's pythonpath)
+from bridge_user_loop import episodes, write_coupled_kuka  # noqa: E402
 
 EPISODES = 100
 
@@ -28,16 +26,10 @@ def test_time_per_episode_stays_constant(tmp_path, reset_simulation):
     client = pybullet.connect(pybullet.DIRECT)
     seconds = []
     try:
-        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
-        for _ in range(EPISODES):
-            start = time.thread_time()
-            if reset_simulation:
-                pybullet.resetSimulation(physicsClientId=client)
-                pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
-            with Bridge(urdf, client=client) as bridge:
-                for _ in range(20):
-                    bridge.step()
+        start = time.thread_time()
+        for _ in episodes(pybullet, urdf, client, EPISODES, reset_simulation=reset_simulation, steps=20):
             seconds.append(time.thread_time() - start)
+            start = time.thread_time()
     finally:
         pybullet.disconnect(client)
     first, last = sorted(seconds[1:11])[4], sorted(seconds[-10:])[4]   # medians (episode 0 compiles)

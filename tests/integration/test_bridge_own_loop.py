@@ -4,7 +4,7 @@ PROMISE (1e-6 rad) after every `stepSimulation()` at 240 Hz and 1 kHz, or the br
 CouplingWarning naming the joint, the cause and the remedy) by the first step where it does not.
 
 Scene: KUKA iiwa from pybullet_data, the coupling joint 3 = 0.5 sin(joint 2) + 0.2 joint 4² written into a copy of
-its URDF (tests/integration/bridge_user_loop.py); the residual is read from PyBullet's joint states with the formula
+its URDF (tests/bridge_user_loop.py); the residual is read from PyBullet's joint states with the formula
 above, not through the bridge's rows. A few hundred DIRECT steps per test."""
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 pytest.importorskip("pybullet_data")
 
-import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge.lifecycle import BridgeClosedError, BridgeWarning, DivergenceError  # noqa: E402
 from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 
-from bridge_user_loop import J2, J3, J4, coupled_rate_residual, pybullet_residual, write_coupled_kuka  # noqa: E402
+from bridge_user_loop import (J2, J3, J4, coupled_rate_residual, episodes, pybullet_residual,  # noqa: E402
+                              write_coupled_kuka)
 
 RATES = [1 / 240, 1e-3]
 
@@ -342,18 +342,11 @@ def test_every_method_after_close_raises(kuka):
 
 @pytest.mark.parametrize("reset_simulation", [False, True])
 def test_episodes_on_one_client_do_not_pile_up(kuka, reset_simulation):
-    """100 gym-style episodes: the client holds one robot at every episode (was: one more per episode)."""
+    """Gym-style episodes: the client holds one robot at every episode (was: one more per episode); 100 episodes and
+    their time per episode in tests/benchmarks/test_bridge_episodes.py."""
     client = pybullet.connect(pybullet.DIRECT)
     try:
-        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
-        for _ in range(100):
-            if reset_simulation:
-                pybullet.resetSimulation(physicsClientId=client)
-                pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
-            with Bridge(kuka, client=client) as bridge:
-                for _ in range(5):
-                    bridge.step()
-                assert pybullet.getNumBodies(physicsClientId=client) == 1
-        assert pybullet.getNumBodies(physicsClientId=client) == 0
+        counts = list(episodes(pybullet, kuka, client, 20, reset_simulation=reset_simulation, steps=2))
+        assert counts == [1] * 20 and pybullet.getNumBodies(physicsClientId=client) == 0
     finally:
         pybullet.disconnect(client)

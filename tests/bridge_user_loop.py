@@ -34,3 +34,19 @@ def coupled_rate_residual(p, body: int, client: int) -> float:
     """|q̇3 − (0.5 cos q2 q̇2 + 0.4 q4 q̇4)| from PyBullet's joint states."""
     (q2, v2), (_, v3), (q4, v4) = ((s[0], s[1]) for s in p.getJointStates(body, [1, 2, 3], physicsClientId=client))
     return abs(v3 - (0.5 * math.cos(q2) * v2 + 0.4 * q4 * v4))
+
+
+def episodes(p, urdf: Path, client: int, count: int, *, reset_simulation: bool, steps: int):
+    """Gym-style episodes on one client: (resetSimulation,) a Bridge made, `steps` steps, closed. Yields the number
+    of bodies in the client after each episode's steps (before close)."""
+    from biobullet.bridge import Bridge
+    p.setGravity(0, 0, -9.81, physicsClientId=client)
+    for _ in range(count):
+        if reset_simulation:
+            p.resetSimulation(physicsClientId=client)
+            p.setGravity(0, 0, -9.81, physicsClientId=client)
+        with Bridge(urdf, client=client) as bridge:
+            for _ in range(steps):
+                bridge.step()
+            bodies = p.getNumBodies(physicsClientId=client)
+        yield bodies
