@@ -225,6 +225,8 @@ class Bridge:
         self.watch = OutsideWatch(self)
         #: the bridge's own motors (set_motor): rows of the constrained solve
         self.motors: dict[str, dict] = {}
+        #: {joint: N·m or N} each motor applied in the last apply() (its row's multiplier, or its force limit)
+        self.motor_torques: dict[str, float] = {}
         self.time = 0.0
         self._lambda = np.zeros(self.constraints.n)
         self._last_torque = np.zeros(model.n_tangent)
