@@ -369,14 +369,6 @@ class Bridge:
                                                self._to_pybullet(xdd), physicsClientId=self.client)
         return np.asarray(out)[self._dof]
 
-    def _linear_residual(self, x: np.ndarray, xd: np.ndarray) -> tuple[float, float]:
-        """(max |Φ|, max |Φ̇|) of the rows at (x, ẋ) (constant rows: one compiled call)."""
-        if self._linear is not None:
-            phi_dot = self._kernels[0](self._linear[0], self._linear[1], x, xd, self._phi, self._phi_dot)
-            return float(np.abs(self._phi).max()), float(phi_dot)
-        phi, jac, phi_t, _ = constraint_terms(self.constraints, x, xd, self.time)
-        return float(np.abs(phi).max()), float(np.abs(jac @ xd + phi_t).max())
-
     @staticmethod
     def _force_hook():
         """`forces.applied_forces(model, x, xd, t)`: the joint-space τ (n_tangent) of the force elements."""
@@ -808,7 +800,7 @@ class Bridge:
             torque = np.zeros(model.n_tangent)
         self._send(x, torque)
         self._last_torque = torque
-        self.watch.sent(x, xd, torque, xdd)
+        self.watch.sent(x, xd, xdd)
         return torque
 
     def _torque_argument(self, tau) -> np.ndarray:
@@ -869,7 +861,7 @@ class Bridge:
             xdd = self._solved_xdd
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
-        self.watch.sent(flat[:n], flat[n:], out, xdd)
+        self.watch.sent(flat[:n], flat[n:], xdd)
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
@@ -926,7 +918,7 @@ class Bridge:
             xdd = self._solved_xdd
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
-        self.watch.sent(state[0], state[1], out, xdd)
+        self.watch.sent(state[0], state[1], xdd)
         return out
 
     def _constrained_torque(self, x, xd, x_list, xd_list, torque, t) -> np.ndarray:

@@ -8,7 +8,7 @@ time step or sub-steps, `resetJointState` — happens where the solve cannot see
 it (motor settings, external forces), so the bridge does not try to read the settings: it reads their *effect*.
 After a clean step PyBullet's state is exactly the semi-implicit Euler step of the bridge's own prediction
 (ẋ_{n+1} = ẋ_n + dt ẍ, x_{n+1} = x_n + dt ẋ_{n+1}; equal to round-off, docs/bridge.md); every `apply()` compares
-(`_surprise_py`, one compiled call):
+(`_surprise_py`, one compiled call, ≈ 1 µs per step):
 
 * **positions jumped** (x_{n+1} ≠ x_n + dt ẋ_{n+1}): a reset (`resetJointState`, `resetJointStatesMultiDof`), or
   a changed time step / sub-steps. The dependent joints follow their inputs at once (projection below); a reset of
@@ -61,37 +61,49 @@ class CouplingWarning(BridgeWarning):
     names the joint, the cause and the remedy (issued once per cause and bridge)."""
 
 
-def _surprise_py(x, xd, prev_x, prev_v, predicted, has_prediction, dt, weight, jb, vb):
-    """(position jump, velocity surprise, max |ẋ|, max |x|) of the observed state against the last step: the jump is
-    max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight, 1 without sub-steps), relative to
-    1 + max|x|; the surprise max |ẋ − predicted| relative to 1 + max|ẋ| (0 without a prediction)."""
-    n = x.shape[0] - jb
-    jump = 0.0
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, jb, vb, jac, offset, jump_tolerance):
+    """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
+    max |x|; inf for a non-finite state). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
+    (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
+    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows jac x − offset (m × n,
+    none when m = 0) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
     peak_x = 0.0
     for i in range(x.shape[0]):
-        if not abs(x[i]) <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return np.inf, np.inf, np.inf, np.inf
-    for i in range(xd.shape[0]):
-        if not abs(xd[i]) <= 1e300:
-            return np.inf, np.inf, np.inf, np.inf
-    for i in range(n):
-        xi = x[jb + i]
-        d = abs(xi - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
-        if d > jump:
-            jump = d
-        if abs(xi) > peak_x:
-            peak_x = abs(xi)
-    surprise = 0.0
+        a = abs(x[i])
+        if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
+            return True, False, np.inf, np.inf
+        if i >= jb and a > peak_x:
+            peak_x = a
     peak_v = 0.0
     for i in range(xd.shape[0]):
-        v = xd[i]
-        if abs(v) > peak_v:
-            peak_v = abs(v)
-        if has_prediction:
-            d = abs(v - predicted[i])
-            if d > surprise:
-                surprise = d
-    return jump / (1.0 + peak_x), surprise / (1.0 + peak_v), peak_v, peak_x
+        a = abs(xd[i])
+        if not a <= 1e300:
+            return True, False, np.inf, np.inf
+        if a > peak_v:
+            peak_v = a
+    jump = 0.0
+    for i in range(x.shape[0] - jb):
+        d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
+        if d > jump:
+            jump = d
+    jumped = jump > jump_tolerance * (1.0 + peak_x)
+    if jumped:
+        return True, True, peak_v, peak_x
+    if has_xdd:
+        limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
+        for i in range(xd.shape[0]):
+            if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
+                return True, False, peak_v, peak_x
+        return False, False, peak_v, peak_x
+    for r in range(jac.shape[0]):
+        phi = -offset[r]
+        phi_dot = 0.0
+        for c in range(jac.shape[1]):
+            phi += jac[r, c] * x[c]
+            phi_dot += jac[r, c] * xd[c]
+        if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
+            return True, False, peak_v, peak_x
+    return False, False, peak_v, peak_x
 
 
 _surprise = jit.compiled(_surprise_py) or _surprise_py
@@ -106,10 +118,11 @@ class OutsideWatch:
         model = bridge.model
         self.rows = bridge.constraints.n
         self.jb, self.vb = model.base_nq, model.base_nv
+        # the last step, by reference: every apply() path reads a fresh state array and the solve's ẍ stays in
+        # the bridge's work array until the next solve, which comes after the next observe()
         self.prev_x = np.zeros(model.n_config)
         self.prev_v = np.zeros(model.n_tangent)
-        self.predicted = np.zeros(model.n_tangent)
-        self.has_prediction = False
+        self.xdd: np.ndarray | None = None
         self.armed = False            # False until a step was sent (after construction and every reset)
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
@@ -121,23 +134,24 @@ class OutsideWatch:
         #: c = (k + 1)/(2k) with k sub-steps: x_end = x + dt((1 − c) ẋ + c ẋ_end) (`bridge.substep_weight`)
         self.weight = substep_weight(bridge.substeps)
         self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
+        # constant rows (the null-space paths return no ẍ): the kernel checks them instead
+        linear = bridge._linear
+        n = model.n_config
+        self._jac, self._offset = ((np.ascontiguousarray(linear[0], dtype=float),
+                                    np.ascontiguousarray(linear[1], dtype=float))
+                                   if linear is not None else (np.zeros((0, n)), np.zeros(0)))
+        self._check = jit.direct_entry(_surprise, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
+                                       False, 1e-3, 1.0, self.jb, self.vb, self._jac, self._offset,
+                                       JUMP_TOLERANCE) if _surprise is not _surprise_py else _surprise
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
-        self.armed, self.has_prediction = False, False
+        self.armed = False
 
     # ------------------------------------------------------------------ per step
-    def sent(self, x, xd, torque, xdd=None) -> None:  # noqa: ARG002
-        """Record the step the bridge just sent (torque: unused, kept for the call sites' symmetry): the state, and
-        ẋ + dt ẍ when the solve gave ẍ."""
-        self.prev_x[:] = x
-        self.prev_v[:] = xd
-        if xdd is not None:
-            np.multiply(xdd, self.bridge.dt, out=self.predicted)
-            self.predicted += xd
-            self.has_prediction = True
-        else:
-            self.has_prediction = False
+    def sent(self, x, xd, xdd=None) -> None:
+        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references)."""
+        self.prev_x, self.prev_v, self.xdd = x, xd, xdd
         self.armed = True
         self.step_index += 1
 
@@ -147,21 +161,18 @@ class OutsideWatch:
         if not self.armed:
             return
         bridge = self.bridge
-        jump, surprise, peak_v, peak_x = _surprise(x, xd, self.prev_x, self.prev_v, self.predicted,
-                                                   self.has_prediction, bridge.dt, self.weight, self.jb, self.vb)
-        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
-            self._diverged(x, xd, peak_v, peak_x)
+        xdd = self.xdd
         jump_tolerance = JUMP_TOLERANCE
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
-            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max()) / (1.0 + peak_x)
-        jumped = jump > jump_tolerance
-        disturbed = jumped or surprise > SURPRISE_TOLERANCE
-        if disturbed and np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
-            return   # no stepSimulation since the last apply() (apply() called again): nothing happened
-        if not disturbed and not self.has_prediction and self.rows:   # constant rows: are they still held?
-            phi, phi_dot = bridge._linear_residual(x, xd)
-            disturbed = phi > LINEAR_TOLERANCE or phi_dot * bridge.dt > LINEAR_TOLERANCE
+            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
+        disturbed, jumped, peak_v, peak_x = self._check(
+            x, xd, self.prev_x, self.prev_v, self.prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
+            self.weight, self.jb, self.vb, self._jac, self._offset, jump_tolerance)
+        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
+            self._diverged(x, xd, peak_v, peak_x)
         if disturbed:
+            if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
+                return   # no stepSimulation since the last apply() (apply() called again): nothing happened
             self._disturbed(x, xd, jumped)
 
     # ------------------------------------------------------------------ a disturbed step
