@@ -480,6 +480,18 @@ class Bridge:
                 from biobullet.algorithms.compiled_kernels import pack
                 self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
         self._rows_fast = self._rows_kernel is not None
+        # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
+        self._end_check, self._end_buffers = None, ()
+        if self._rows_fast and self._loops_data is None and self._step_end:
+            from biobullet.bridge.kernels import end_residual_kernel
+            from biobullet.core.jit import direct_entry
+            kernel = end_residual_kernel()
+            if kernel is not None:
+                self._end_buffers = (np.empty(m), np.empty((m, n)), np.empty(n), np.zeros(n), np.empty(m),
+                                     np.empty(m))
+                phi, jac, x_end, zero, phi_t, bias = self._end_buffers
+                self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
+                                               phi, jac, phi_t, bias)
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the models' force-element lists (`forces.collection.added_generation`),
@@ -984,17 +996,26 @@ class Bridge:
     def _end_correction(self, x, xd, xdd, mass, torque) -> np.ndarray:
         """The step-end target by Newton's method instead of Taylor's formula (non-constant rows): the solve asked
         Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4 rad at 240 Hz on
-        a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to two Newton
-        steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point on the manifold to
-        round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected torque."""
-        if self._base:   # a floating base or spherical joints: x is not a vector space (quaternions); Taylor only
-            return torque
+        a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
+        END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point
+        on the manifold to round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected
+        torque. Explicit joint functions: the check is one compiled call (`kernels.end_residual`); loops on the
+        one-call path keep the Taylor target (their rows are not evaluated outside that kernel)."""
+        if self._base or (self._rows_fast and self._loops_data is not None):
+            return torque   # x not a vector space (quaternions), or loops on the one-call path
         dt, c = self.dt, substep_weight(self.substeps)
         t_end = self.time + dt
         for _ in range(END_ITERATIONS):
-            x_end = x + dt * xd + (c * dt * dt) * xdd
-            phi, jac = self._rows_at(x_end, t_end)
-            if not len(phi) or float(np.abs(phi).max()) <= END_TOLERANCE:
+            if self._end_check is not None:
+                phi, jac, x_end, zero = self._end_buffers[:4]
+                worst = self._end_check(*self._table, t_end, x, xd, xdd, dt, c, x_end, zero, phi, jac,
+                                        *self._end_buffers[4:])
+                if worst < 0.0:
+                    return torque
+            else:
+                phi, jac = self._rows_at(x + dt * xd + (c * dt * dt) * xdd, t_end)
+                worst = float(np.abs(phi).max()) if len(phi) else 0.0
+            if worst <= END_TOLERANCE:
                 break
             inverse_jt = np.linalg.solve(mass, jac.T)
             delta = np.linalg.solve(jac @ inverse_jt, -phi / (c * dt * dt))
