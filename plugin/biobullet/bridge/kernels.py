@@ -262,4 +262,5 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]
+__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved",
+           "rows_torque_kernel"]

@@ -106,12 +106,15 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, jb, vb, jac, o
     return False, False, peak_v, peak_x
 
 
-_surprise = jit.compiled(_surprise_py) or _surprise_py
+def surprise_kernel():
+    """The compiled `_surprise_py` (compiled or loaded from the cache on first use), or the Python function without
+    numba."""
+    return jit.compiled(_surprise_py) or _surprise_py
 
 
 class OutsideWatch:
-    """The per-bridge record of the last step (state and velocity prediction; see the module docstring). `bridge._apply*` call `observe` right after reading the
-    state and `sent` after sending the torques."""
+    """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
+    `bridge._apply*` call `observe` right after reading the state and `sent` after sending the torques."""
 
     def __init__(self, bridge) -> None:
         self.bridge = bridge
@@ -140,9 +143,10 @@ class OutsideWatch:
         self._jac, self._offset = ((np.ascontiguousarray(linear[0], dtype=float),
                                     np.ascontiguousarray(linear[1], dtype=float))
                                    if linear is not None else (np.zeros((0, n)), np.zeros(0)))
-        self._check = jit.direct_entry(_surprise, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
+        kernel = surprise_kernel()
+        self._check = jit.direct_entry(kernel, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
                                        False, 1e-3, 1.0, self.jb, self.vb, self._jac, self._offset,
-                                       JUMP_TOLERANCE) if _surprise is not _surprise_py else _surprise
+                                       JUMP_TOLERANCE) if kernel is not _surprise_py else kernel
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
@@ -170,7 +174,7 @@ class OutsideWatch:
             self.weight, self.jb, self.vb, self._jac, self._offset, jump_tolerance)
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        if disturbed:
+        if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
                 return   # no stepSimulation since the last apply() (apply() called again): nothing happened
             self._disturbed(x, xd, jumped)
@@ -198,13 +202,15 @@ class OutsideWatch:
             worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
             size = float(abs(residual[worst])) if len(residual) else 0.0
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
-            if size > PROMISE and (changed or not jumped):   # a reset's jump is no broken promise
+            broken = changed or not jumped   # a reset's jump is no broken promise
+            self.large_in_a_row = self.large_in_a_row + 1 if broken and size > RESIDUAL_DIVERGENCE else 0
+            if size > PROMISE and broken:
                 row = bridge.constraints.names[worst]
-                self.large_in_a_row = self.large_in_a_row + 1 if size > RESIDUAL_DIVERGENCE else 0
                 if self.large_in_a_row >= DIVERGENCE_STEPS:
                     raise DivergenceError(f"{model.file}: constraint {row!r} is off by {size:.3g} rad or m after "
-                                          f"step {self.step_index} (the {DIVERGENCE_STEPS}th such step in a row) (t = {bridge.time:.6g} s) — {self._cause()[0]}; "
-                                          "the simulation has left the model (use a smaller dt, weaker gains or "
+                                          f"step {self.step_index} (t = {bridge.time:.6g} s), the "
+                                          f"{DIVERGENCE_STEPS}th such step in a row — {self._cause()[0]}; the "
+                                          "simulation has left the model (use a smaller dt, weaker gains or "
                                           "bridge.set_motor inside the solve)")
                 if changed:
                     cause, remedy, key = (f"the client's {changed} (setTimeStep / setPhysicsEngineParameter / "
