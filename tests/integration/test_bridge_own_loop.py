@@ -95,12 +95,15 @@ def test_free_fall_holds_at_the_step_end(scene):
     assert worst <= PROMISE and not said
 
 
-@pytest.mark.parametrize("control", ["position", "velocity"])
+@pytest.mark.parametrize("control", ["position", "velocity", "multidof"])
 def test_pybullet_motor_on_an_input_is_named_once_and_the_coupling_recovers(scene, control):
     client, bridge = scene
     if control == "position":
         pybullet.setJointMotorControlArray(bridge.body, [1, 3], pybullet.POSITION_CONTROL, targetPositions=[0.8, -0.2],
                                            forces=[100.0, 100.0], physicsClientId=client)
+    elif control == "multidof":
+        pybullet.setJointMotorControlMultiDof(bridge.body, 1, pybullet.POSITION_CONTROL, targetPosition=[0.8],
+                                              force=[100.0], physicsClientId=client)
     else:
         pybullet.setJointMotorControl2(bridge.body, 1, pybullet.VELOCITY_CONTROL, targetVelocity=0.5, force=100.0,
                                        physicsClientId=client)
@@ -170,9 +173,8 @@ def test_rigid_contact_with_a_box_holds_or_is_named(scene):
                                                                       physicsClientId=client),
                                    basePosition=[0.45, 0.0, 0.55], physicsClientId=client)
     worst, said = _run(client, bridge, 240, hold=False)
-    assert bridge.watch.disturbed_steps > 0   # the box was hit
-    if worst > PROMISE:
-        assert len(said) == 1 and "rigid contact" in said[0] and "<contact>" in said[0]
+    assert worst > PROMISE   # the arm hits the box (measured 9.4e-3 rad in that step at 240 Hz)
+    assert len(said) == 1 and "rigid contact" in said[0] and "<contact>" in said[0]
     _on_manifold_after_apply(client, bridge)
 
 
@@ -182,9 +184,44 @@ def test_user_constraint_holds_or_is_named(scene):
     pybullet.createConstraint(bridge.body, 6, -1, -1, pybullet.JOINT_POINT2POINT, [0, 0, 0], [0, 0, 0],
                               [position[0], position[1], position[2] + 0.05], physicsClientId=client)
     worst, said = _run(client, bridge, 120)
-    if worst > PROMISE:
-        assert len(said) == 1 and "createConstraint" in said[0] and "<loop>" in said[0]
+    assert worst > PROMISE   # measured 5.4e-3 rad at 240 Hz: PyBullet's constraint pulls the tip up
+    assert len(said) == 1 and "createConstraint" in said[0] and "<loop>" in said[0]
     _on_manifold_after_apply(client, bridge)
+
+
+def test_projection_after_an_outside_force_never_adds_kinetic_energy(kuka):
+    """No gravity, a push every step outside the solve: each velocity projection the next apply() makes is the
+    M-weighted (plastic) one, so at the projected configuration the kinetic energy ½ẋᵀMẋ (M from PyBullet's own
+    calculateMassMatrix) of the projected rates is never above that of the rates PyBullet reported."""
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        bridge = Bridge(kuka, client=client, gravity="client")   # the client's gravity: 0
+        body = bridge.body
+
+        def rates():
+            return np.array([s[1] for s in pybullet.getJointStates(body, range(7), physicsClientId=client)])
+
+        changes = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CouplingWarning)
+            for _ in range(120):
+                pybullet.applyExternalForce(body, 6, [0.0, 20.0, 10.0], [0.0, 0.0, 0.0], pybullet.LINK_FRAME,
+                                            physicsClientId=client)
+                before, projections = rates(), bridge.watch.projections
+                bridge.apply()
+                if bridge.watch.projections > projections:
+                    q = [s[0] for s in pybullet.getJointStates(body, range(7), physicsClientId=client)]
+                    mass = np.asarray(pybullet.calculateMassMatrix(body, q, physicsClientId=client))
+                    after = rates()
+                    changes.append((0.5 * after @ mass @ after - 0.5 * before @ mass @ before,
+                                    0.5 * before @ mass @ before))
+                pybullet.stepSimulation(physicsClientId=client)
+        assert len(changes) > 100
+        assert all(change <= 1e-12 * energy for change, energy in changes)
+        assert min(change for change, _ in changes) < 0.0
+        bridge.close()
+    finally:
+        pybullet.disconnect(client)
 
 
 def test_set_time_step_and_gravity_are_followed(scene):
