@@ -319,6 +319,7 @@ class Bridge:
     def engine_parameters(self) -> str:
         """Re-read the client's time step, sub-steps and gravity and follow a change (the drift target, the own
         dynamics' gravity); returns what changed ("" if nothing). Called by the watch after a disturbed step."""
+        ensure_usable(self, "engine_parameters")
         engine = self._p.getPhysicsEngineParameters(physicsClientId=self.client)
         dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))
         gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
@@ -357,17 +358,6 @@ class Bridge:
         self._p.setTimeStep(dt, physicsClientId=self.client)
         self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
         self.watch.disarm()
-
-    def tree_inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
-        """PyBullet's inverse dynamics M(x) ẍ + h(x, ẋ) with the client's gravity, tree order (N·m or N)."""
-        if self._spherical is not None:
-            mass, bias = self._spherical.mass_and_bias(x, xd)
-            return mass @ xdd + bias
-        if not self._fixed:
-            return self.map.inverse_dynamics(x, xd, xdd)
-        out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
-                                               self._to_pybullet(xdd), physicsClientId=self.client)
-        return np.asarray(out)[self._dof]
 
     @staticmethod
     def _force_hook():
