@@ -34,6 +34,14 @@ def kuka(tmp_path_factory):
 
 
 @pytest.fixture
+def bare_client():
+    """A DIRECT client of the user's, as PyBullet leaves it (no gravity, 1/240 s)."""
+    client = pybullet.connect(pybullet.DIRECT)
+    yield client
+    pybullet.disconnect(client)
+
+
+@pytest.fixture
 def scene(kuka, request):
     """(pybullet client id, bridge) on a client of the user's (gravity set by the user, as PyBullet users do)."""
     dt = getattr(request, "param", 1 / 240)
@@ -129,7 +137,7 @@ def test_pybullet_motor_on_the_dependent_joint_is_named(scene):
 
 
 @pytest.mark.parametrize("kind", ["external_force", "user_torque", "joint_damping"])
-def test_force_like_influences_are_read_back(scene, kind):
+def test_forces_outside_the_solve_are_named_and_projected(scene, kind):
     """A push, the user's own TORQUE_CONTROL and joint damping act every step, outside the solve: the residual each
     leaves is named once (cause: a force outside the bridge's solve, remedy: tau=) and projected away after every
     step, so it never accumulates."""
@@ -189,13 +197,12 @@ def test_user_constraint_holds_or_is_named(scene):
     _on_manifold_after_apply(client, bridge)
 
 
-def test_projection_after_an_outside_force_never_adds_kinetic_energy(kuka):
+def test_projection_after_an_outside_force_never_adds_kinetic_energy(kuka, bare_client):
     """No gravity, a push every step outside the solve: each velocity projection the next apply() makes is the
     M-weighted (plastic) one, so at the projected configuration the kinetic energy ½ẋᵀMẋ (M from PyBullet's own
     calculateMassMatrix) of the projected rates is never above that of the rates PyBullet reported."""
-    client = pybullet.connect(pybullet.DIRECT)
-    try:
-        bridge = Bridge(kuka, client=client, gravity="client")   # the client's gravity: 0
+    client = bare_client
+    with Bridge(kuka, client=client, gravity="client") as bridge:   # the client's gravity: 0
         body = bridge.body
 
         def rates():
@@ -216,12 +223,9 @@ def test_projection_after_an_outside_force_never_adds_kinetic_energy(kuka):
                     changes.append((0.5 * after @ mass @ after - 0.5 * before @ mass @ before,
                                     0.5 * before @ mass @ before))
                 pybullet.stepSimulation(physicsClientId=client)
-        assert len(changes) > 100
-        assert all(change <= 1e-12 * energy for change, energy in changes)
-        assert min(change for change, _ in changes) < 0.0
-        bridge.close()
-    finally:
-        pybullet.disconnect(client)
+    assert len(changes) > 100
+    assert all(change <= 1e-12 * energy for change, energy in changes)
+    assert min(change for change, _ in changes) < 0.0
 
 
 def test_set_time_step_and_gravity_are_followed(scene):
@@ -229,7 +233,7 @@ def test_set_time_step_and_gravity_are_followed(scene):
     _run(client, bridge, 20)
     pybullet.setTimeStep(1e-3, physicsClientId=client)
     pybullet.setGravity(0.0, 0.0, -3.0, physicsClientId=client)
-    worst_first, _ = _run(client, bridge, 2)
+    _run(client, bridge, 2)   # the step in which they changed
     assert bridge.dt == 1e-3 and bridge.gravity == (0.0, 0.0, -3.0)
     worst, said = _run(client, bridge, 200)
     assert worst <= PROMISE
@@ -239,17 +243,12 @@ def test_set_time_step_and_gravity_are_followed(scene):
 
 
 @pytest.mark.parametrize("substeps", [2, 4])
-def test_sub_steps(kuka, substeps):
-    client = pybullet.connect(pybullet.DIRECT)
-    try:
-        pybullet.setPhysicsEngineParameter(numSubSteps=substeps, physicsClientId=client)
-        bridge = Bridge(kuka, client=client, gravity="client")
+def test_sub_steps(kuka, bare_client, substeps):
+    pybullet.setPhysicsEngineParameter(numSubSteps=substeps, physicsClientId=bare_client)
+    with Bridge(kuka, client=bare_client, gravity="client") as bridge:
         assert bridge.substeps == substeps
-        worst, said = _run(client, bridge, 240)
+        worst, said = _run(bare_client, bridge, 240)
         assert worst <= PROMISE or said
-        bridge.close()
-    finally:
-        pybullet.disconnect(client)
 
 
 def test_reset_of_an_input_moves_the_dependent_joint_at_the_next_apply(scene):
@@ -334,28 +333,25 @@ def test_absurd_time_steps_are_refused(kuka, dt):
         Bridge(kuka, dt=dt)
 
 
-def test_lifecycle_gravity_and_paths(kuka):
-    client = pybullet.connect(pybullet.DIRECT)
-    try:
-        with pytest.warns(BridgeWarning, match="gravity"):   # PyBullet's default gravity is 0: said, not silent
-            first = Bridge(str(kuka), client=client)
-        assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["gravityAccelerationZ"] == -9.81
-        first.close()
-        assert pybullet.getNumBodies(physicsClientId=client) == 0   # close() removes what it loaded
-        pybullet.setGravity(0.0, 0.0, -1.62, physicsClientId=client)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", BridgeWarning)
-            moon = Bridge(kuka, client=client, gravity="client")
-        assert moon.gravity == (0.0, 0.0, -1.62)
-        assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["gravityAccelerationZ"] == -1.62
-        moon.close()
-        own = pybullet.loadURDF(str(kuka), useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
-                                physicsClientId=client)
-        theirs = Bridge(kuka, client=client, body_id=own, gravity="client")
-        theirs.close()
-        assert pybullet.getNumBodies(physicsClientId=client) == 1   # the user's body stays theirs
-    finally:
-        pybullet.disconnect(client)
+def test_lifecycle_gravity_and_paths(kuka, bare_client):
+    client = bare_client
+    with pytest.warns(BridgeWarning, match="gravity"):   # PyBullet's default gravity is 0: said, not silent
+        first = Bridge(str(kuka), client=client)
+    assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["gravityAccelerationZ"] == -9.81
+    first.close()
+    assert pybullet.getNumBodies(physicsClientId=client) == 0   # close() removes what it loaded
+    pybullet.setGravity(0.0, 0.0, -1.62, physicsClientId=client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BridgeWarning)
+        moon = Bridge(kuka, client=client, gravity="client")
+    assert moon.gravity == (0.0, 0.0, -1.62)
+    assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["gravityAccelerationZ"] == -1.62
+    moon.close()
+    own = pybullet.loadURDF(str(kuka), useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+                            physicsClientId=client)
+    theirs = Bridge(kuka, client=client, body_id=own, gravity="client")
+    theirs.close()
+    assert pybullet.getNumBodies(physicsClientId=client) == 1   # the user's body stays theirs
 
 
 def test_every_method_after_close_raises(kuka):
@@ -378,12 +374,8 @@ def test_every_method_after_close_raises(kuka):
 
 
 @pytest.mark.parametrize("reset_simulation", [False, True])
-def test_episodes_on_one_client_do_not_pile_up(kuka, reset_simulation):
+def test_episodes_on_one_client_do_not_pile_up(kuka, bare_client, reset_simulation):
     """Gym-style episodes: the client holds one robot at every episode (was: one more per episode); 100 episodes and
     their time per episode in tests/benchmarks/test_bridge_episodes.py."""
-    client = pybullet.connect(pybullet.DIRECT)
-    try:
-        counts = list(episodes(pybullet, kuka, client, 20, reset_simulation=reset_simulation, steps=2))
-        assert counts == [1] * 20 and pybullet.getNumBodies(physicsClientId=client) == 0
-    finally:
-        pybullet.disconnect(client)
+    counts = list(episodes(pybullet, kuka, bare_client, 20, reset_simulation=reset_simulation, steps=2))
+    assert counts == [1] * 20 and pybullet.getNumBodies(physicsClientId=bare_client) == 0
