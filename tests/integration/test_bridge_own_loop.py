@@ -280,6 +280,18 @@ def test_reset_of_the_dependent_joint_is_named_and_undone(scene):
     assert worst <= PROMISE and not said
 
 
+def test_steps_without_apply_are_named(scene):
+    """Two stepSimulation() per apply() (a frame-skip habit): the second step has none of the bridge's torques."""
+    client, bridge = scene
+    _run(client, bridge, 20, hold=False)
+    with pytest.warns(CouplingWarning, match="stepSimulation\\(\\) ran 2 times since the last apply"):
+        for _ in range(5):
+            bridge.apply()
+            pybullet.stepSimulation(physicsClientId=client)
+            pybullet.stepSimulation(physicsClientId=client)
+    _on_manifold_after_apply(client, bridge)
+
+
 def test_reset_and_arguments_by_name(scene):
     client, bridge = scene
     assert bridge.coordinate_index == {"lbr_iiwa_joint_1": 0, J2: 1, J4: 3, "lbr_iiwa_joint_5": 4,

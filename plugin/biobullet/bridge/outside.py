@@ -184,6 +184,13 @@ class OutsideWatch:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
         changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
+        skipped = self._skipped_steps(x, xd) if jumped and not changed else 0
+        if skipped:
+            self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
+                                 f"(t = {bridge.time:.6g} s): the steps after the first had none of the bridge's "
+                                 "torques (PyBullet clears them after every step), so its joint functions and loops "
+                                 "were not enforced there; the bridge puts the state back onto them",
+                      "call bridge.apply() before every stepSimulation() (or use bridge.step())")
         if jumped and not changed:             # a reset: which joints moved?
             moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
                            - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
@@ -223,6 +230,19 @@ class OutsideWatch:
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
             self._project(x, xd, reset=jumped and not changed)
+
+    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
+        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt ẋ within 10 % over the joints that
+        moved: several stepSimulation() calls per apply()), else 0 (a reset)."""
+        dx = x[self.jb:] - self.prev_x[self.jb:]
+        v = xd[self.vb:]
+        vv = float(v @ v)
+        if vv == 0.0 or not float(dx @ dx):
+            return 0
+        k = float(dx @ v) / (self.bridge.dt * vv)
+        steps = int(round(k))
+        fit = np.abs(dx - steps * self.bridge.dt * v).max() if steps >= 2 else np.inf
+        return steps if fit <= 0.1 * float(np.abs(dx).max()) else 0
 
     def _residual(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
