@@ -6,7 +6,9 @@ switches off PyBullet's joint motors, link damping and rigid contact on complian
 element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
 `stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
 
-1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`);
+1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`) and checks it
+   against the last step (`bridge.outside`: resets, PyBullet motors, contacts, outside forces, engine changes are
+   seen there, the state is put back onto the rows and the cause named once; runaways raise DivergenceError);
 2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
@@ -14,7 +16,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
    joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
-   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
+   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
+   `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
    advances by dt.
 
