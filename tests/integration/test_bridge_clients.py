@@ -119,7 +119,9 @@ def test_bad_arguments_raise_model_error(shoulder, kwargs, argument):
 
 def test_bad_model_and_vectors(shoulder):
     with pytest.raises(ModelError, match="model"):
-        Bridge(str(SHOULDER))
+        Bridge(42)
+    with Bridge(str(SHOULDER)) as by_path:   # a path is loaded (issue 25)
+        assert by_path.model.name == shoulder.name
     with Bridge(shoulder) as bridge:
         with pytest.raises(ModelError, match="tau"):
             bridge.apply(np.zeros(3))

@@ -28,6 +28,7 @@ BUDGET = {
     "validate_pinocchio.py": (["--samples", "2"], "validate_pinocchio.png"),
     "shoulder_rhythm.py": (["--no-bridge", "--samples", "201"], "motion.png"),
     "opensim_gait2392.py": (["--t-end", "0.3"], "opensim_gait2392.png"),
+    "gym_reach.py": (["--episodes", "3", "--steps", "60"], "gym_reach.png"),
 }
 # `make demo`: the two headline studies end to end (bridge replay, 1280×720 video; minutes) — those studies are
 # run by their own tests; here only its command line is exercised
@@ -87,6 +88,10 @@ def _check_numbers(name: str, out: str) -> None:
         assert "23 coordinates" in out
         # a passive skeleton without forces conserves energy (integrator rtol 1e-10)
         assert _number(r"relative energy drift ([\d.e+-]+)", out) < 1e-7
+    elif name == "gym_reach.py":
+        # Gymnasium's own API checker passes, and the coupling holds to the bridge's promise in every episode
+        assert "gymnasium check_env: OK" in out
+        assert _number(r"max coupling residual over \d+ episodes: ([\d.e+-]+) rad", out) <= 1e-6
 
 
 def test_headline_demo_command_line():

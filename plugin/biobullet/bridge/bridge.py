@@ -6,7 +6,9 @@ switches off PyBullet's joint motors, link damping and rigid contact on complian
 element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
 `stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
 
-1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`);
+1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`) and checks it
+   against the last step (`bridge.outside`: resets, PyBullet motors, contacts, outside forces, engine changes are
+   seen there, the state is put back onto the rows and the cause named once; runaways raise DivergenceError);
 2. τ = user torques + contact forces (`bridge.contact.BridgeContacts`: the file's ground and every body in the
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
@@ -14,7 +16,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
    joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
-   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a*;
+   `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
+   `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
 5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
    advances by dt.
 
@@ -49,7 +52,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from biobullet.bridge.lifecycle import attach, check_divergence, ensure_usable, mark_closed
+from biobullet.bridge.lifecycle import attach, check_divergence, ensure_owned_body, ensure_usable, mark_closed
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
@@ -64,6 +67,11 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 #: residual within the step anyway (its velocity correction −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ is the projection's, to
 #: first order), so projecting would only cost a solve, a joint reset and a second inverse dynamics.
 PROJECTION_TOLERANCE = 1.0e-8
+#: the step-end Newton correction (`Bridge._end_correction`) runs when the end point of the solve's ẍ misses the
+#: rows by more than this (rad or m; a tenth of the promise `outside.PROMISE`), with at most END_ITERATIONS Newton
+#: steps (each takes the residual from O(dt³) to round-off; below the tolerance the Taylor target is kept as it is)
+END_TOLERANCE = 1.0e-7
+END_ITERATIONS = 2
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
 #: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
@@ -113,10 +121,14 @@ class Bridge:
                  record: bool = False, initial=None, drift: str = "predictor",
                  segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
                  ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
-                 query_distance: float | None = None, dynamics: str = "auto") -> None:
+                 query_distance: float | None = None, dynamics: str = "auto", gravity: str = "model") -> None:
+        import os
         import pybullet as p
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
+        if isinstance(model, (str, os.PathLike)):   # Bridge("file.urdf")
+            from biobullet.dynamics.api import model_from_file
+            model = model_from_file(model)
         if not isinstance(model, Model):
             raise ModelError(f"argument 'model' is {type(model).__name__}", attribute="model",
                              expected="a biobullet Model (biobullet.load_model(path))")
@@ -126,9 +138,16 @@ class Bridge:
         self.model = model
         self.contacts = None
         self._p = p
+        if gravity not in ("model", "client"):
+            raise ModelError(f"argument 'gravity' is {gravity!r}", attribute="gravity",
+                             expected="'model' (the file's <gravity>, set on the client) or 'client' (keep the "
+                                      "client's)")
         self.client, self._owned = resolve_client(client, gui=gui)
         self.body = -1
+        #: True when the bridge loaded the body (close() then removes it from a client the user owns)
+        self._loaded_body = body_id is None
         try:
+            self.gravity = self._gravity_rule(gravity)
             self.body = load_body(model, self.client, body_id)
             self.map = PyBulletMap(model, self.body, self.client)
             match_inertia(model, self.client, self.body, self.map.link_index)  # bridge/inertia.py
@@ -138,10 +157,15 @@ class Bridge:
             elif self._owned:   # flexible links: ¼ of PyBullet's explicit stability limit 2/ω_max
                 p.setTimeStep(DEFAULT_OWNED_DT if not self.layouts else stable_step(model),
                               physicsClientId=self.client)
-            self.dt = float(p.getPhysicsEngineParameters(physicsClientId=self.client)["fixedTimeStep"])
+            engine = p.getPhysicsEngineParameters(physicsClientId=self.client)
+            self.dt = float(engine["fixedTimeStep"])
+            #: PyBullet's sub-steps per stepSimulation (numSubSteps; 1 = none): the torques are held over all of them
+            self.substeps = max(1, int(engine["numSubSteps"]))
+            check_time_step(model, self.dt, "dt" if dt is not None else "the client's time step")
             if self.layouts:
                 check_flexible_step(model, self.dt)
-            prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits)
+            prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
+                         gravity=self.gravity)
             #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
             self._spherical = None
             if self.map.multi_dof:
@@ -160,7 +184,7 @@ class Bridge:
             #: O(dt) secant error the target corrects itself; projecting would cost a solve and a reset per step)
             self._step_end = drift == "predictor" and baumgarte is None
             if self._step_end:
-                self.corrector = Corrector.step_end(self.dt)
+                self.corrector = step_end_corrector(self.dt, self.substeps)
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -188,6 +212,24 @@ class Bridge:
         self._independent_v = np.concatenate([np.arange(self._base_v),
                                               self._base_v + np.array(model.coordinate_map.independent, int)])
         self._fast_paths()
+        #: tau=: names of its entries (n_tangent, tree order: a floating base's twist, spherical joints, then every
+        #: 1-DOF joint in `model.joint_names` order)
+        self.torque_names: tuple[str, ...] = tuple(model.velocity_names[:model.base_nv]) + tuple(model.joint_names)
+        #: {joint name: PyBullet joint index} of every model joint (1-DOF and spherical)
+        self.joint_index: dict[str, int] = {name: int(j) for name, j in zip(model.joint_names, self.map.joint_indices)}
+        self.joint_index.update({model.bodies[k].joint: int(s[0]) for k, s in
+                                 ((next(i for i, b in enumerate(model.bodies) if b.q_index == s[1]), s)
+                                  for s in self.map.spherical)})
+        #: {independent coordinate name: PyBullet joint index} (`model.coordinate_names` that are model joints)
+        self.coordinate_index: dict[str, int] = {name: self.joint_index[name] for name in model.coordinate_names
+                                                 if name in self.joint_index}
+        from biobullet.bridge.outside import OutsideWatch
+        #: what acts outside the solve, read back from the state after every step (bridge/outside.py)
+        self.watch = OutsideWatch(self)
+        #: the bridge's own motors (set_motor): rows of the constrained solve
+        self.motors: dict[str, dict] = {}
+        #: {joint: N·m or N} each motor applied in the last apply() (its row's multiplier, or its force limit)
+        self.motor_torques: dict[str, float] = {}
         self.time = 0.0
         self._lambda = np.zeros(self.constraints.n)
         self._last_torque = np.zeros(model.n_tangent)
@@ -216,7 +258,19 @@ class Bridge:
             except self._p.error:
                 pass
             self.contacts = None
+        closing = not getattr(self, "_lifecycle_closed", False)
         mark_closed(self)
+        if closing and getattr(self, "_loaded_body", False) and not getattr(self, "_owned", False) \
+                and getattr(self, "body", -1) >= 0:
+            # the body the bridge loaded into the user's client (a body_id the user passed stays the user's);
+            # its lifecycle token is gone with it, so a later Bridge on the same client is not confused
+            try:
+                for cid in getattr(self, "_native", {}).values():
+                    self._p.removeConstraint(cid, physicsClientId=self.client)
+                if ensure_owned_body(self):
+                    self._p.removeBody(self.body, physicsClientId=self.client)
+            except self._p.error:
+                pass
         if getattr(self, "_owned", False) and self.client is not None:
             try:
                 self._p.disconnect(physicsClientId=self.client)
@@ -247,6 +301,66 @@ class Bridge:
             raise ModelError(f"argument 'baumgarte' is {baumgarte!r}", attribute="baumgarte",
                              expected="(alpha, beta) in 1/s, both ≥ 0")
         return alpha, beta
+
+    def _gravity_rule(self, rule: str) -> tuple[float, float, float]:
+        """The gravity the body falls with (m/s², world frame), by the explicit rule: "model" — the model file's
+        `<gravity>`, set on the client (on a client of the user's whose gravity differs, with one BridgeWarning naming
+        both); "client" — the client's, left as it is. Later `setGravity` calls are followed (`engine_parameters`)."""
+        import warnings
+        from biobullet.bridge.lifecycle import BridgeWarning
+        engine = self._p.getPhysicsEngineParameters(physicsClientId=self.client)
+        client = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
+        if rule == "client":
+            return client
+        model = tuple(float(g) for g in self.model.gravity)
+        if not self._owned and client != model:
+            warnings.warn(f"Bridge: PyBullet client {self.client}'s gravity {client} m/s² is set to the model's "
+                          f"<gravity> {model} (gravity='model'); pass gravity='client' to keep the client's",
+                          BridgeWarning, stacklevel=3)
+        return model
+
+    def engine_parameters(self) -> str:
+        """Re-read the client's time step, sub-steps and gravity and follow a change (the drift target, the own
+        dynamics' gravity); returns what changed ("" if nothing). Called by the watch after a disturbed step."""
+        ensure_usable(self, "engine_parameters")
+        engine = self._p.getPhysicsEngineParameters(physicsClientId=self.client)
+        dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))
+        gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
+        changes = []
+        if dt != self.dt or substeps != self.substeps:
+            changes.append(f"time step {self.dt:g} s × {self.substeps} sub-step(s) → {dt:g} s × {substeps}")
+            self._follow_time_step(dt, substeps)
+        if gravity != self.gravity:
+            changes.append(f"gravity {self.gravity} → {gravity} m/s²")
+            self.gravity = gravity
+            for arrays in (self._own, self._own_tree):
+                if arrays is not None:
+                    arrays[-1][:] = gravity   # the own recursions' gravity vector, updated in place
+        return "; ".join(changes)
+
+    def _follow_time_step(self, dt: float, substeps: int) -> None:
+        check_time_step(self.model, dt, "the client's time step")
+        self.dt, self.substeps = dt, substeps
+        if self._step_end:
+            self.corrector = step_end_corrector(dt, substeps)
+        self.watch.weight = substep_weight(substeps)
+
+    def set_time_step(self, dt: float, substeps: int | None = None) -> None:
+        """Change the client's time step (s) and, if given, PyBullet's sub-steps per stepSimulation, and the bridge's
+        drift target with them (calling setTimeStep directly works too, but the step in which it changed was
+        computed for the old value)."""
+        ensure_usable(self, "set_time_step")
+        dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
+        check_time_step(self.model, dt, "dt")
+        if substeps is not None:
+            if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1:
+                raise ModelError(f"argument 'substeps' is {substeps!r}", attribute="substeps",
+                                 expected="an integer ≥ 1")
+            self._p.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
+                                              physicsClientId=self.client)
+        self._p.setTimeStep(dt, physicsClientId=self.client)
+        self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
+        self.watch.disarm()
 
     @staticmethod
     def _force_hook():
@@ -302,6 +416,7 @@ class Bridge:
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
         self._xdd = np.empty(n)   # kernel work space
+        self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
         linear = getattr(self.constraints, "linear_form", None)
@@ -348,7 +463,7 @@ class Bridge:
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_apply_rows; linear rows without loops take _apply_fast above)
-        self._rows_kernel, self._loops_data = None, None
+        self._rows_kernel, self._loops_data, self._table = None, None, None
         self._compiled_forces = None
         if self._fixed and self._dof_identity and self._step_end and m and not self._fast:
             self._compiled_forces = self._forces_in_kernel()
@@ -358,6 +473,18 @@ class Bridge:
                 from biobullet.algorithms.compiled_kernels import pack
                 self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
         self._rows_fast = self._rows_kernel is not None
+        # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
+        self._end_check, self._end_buffers = None, ()
+        if self._rows_fast and self._loops_data is None and self._step_end:
+            from biobullet.bridge.kernels import end_residual_kernel
+            from biobullet.core.jit import direct_entry
+            kernel = end_residual_kernel()
+            if kernel is not None:
+                self._end_buffers = (np.empty(m), np.empty((m, n)), np.empty(n), np.zeros(n), np.empty(m),
+                                     np.empty(m))
+                phi, jac, x_end, zero, phi_t, bias = self._end_buffers
+                self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
+                                               phi, jac, phi_t, bias)
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the models' force-element lists (`forces.collection.added_generation`),
@@ -466,7 +593,7 @@ class Bridge:
         n = model.n_tangent
         meta, body = pack(model)
         body = self._pybullet_inertia(body)
-        gravity = np.array(model.gravity, dtype=float)
+        gravity = np.array(self.gravity, dtype=float)   # the rule of `_gravity_rule`; followed by engine_parameters
         rng = np.random.default_rng(0)
         for _ in range(3):
             x, xd = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
@@ -527,12 +654,26 @@ class Bridge:
         return np.asarray(out)[self._dof]
 
     # ------------------------------------------------------------------ state
-    def reset(self, q=None, v=None, t: float = 0.0) -> None:
-        """Put PyBullet at generalized (q, v) (default: the model's `<initial>`) and set the clock to t (s)."""
-        q0, v0 = self.model.initial_state()
-        q = q0 if q is None else q
-        v = v0 if v is None else v
-        x, xd, _, _ = self.model.joint_state(q, v, t)
+    def reset(self, q=None, v=None, t: float = 0.0, **by_name: float) -> None:
+        """Put PyBullet at generalized (q, v) (nv each, `model.coordinate_names` / `model.velocity_names` order;
+        default: the model's `<initial>`), then NAME=value / NAME_dot=value overrides of independent coordinates
+        (`bridge.reset(elevation=0.5)`); the dependent joints follow. Sets the clock to t (s)."""
+        ensure_usable(self, "reset")
+        model = self.model
+        q0, v0 = model.initial_state()
+        q = q0 if q is None else np.array(model.checked("q", q, model.nq), dtype=float)
+        v = v0 if v is None else np.array(model.checked("v", v, model.nv), dtype=float)
+        for key, value in by_name.items():
+            name, target = (key[:-4], v) if key.endswith("_dot") else (key, q)
+            names = model.velocity_names if target is v else model.coordinate_names
+            if name not in names:
+                raise ModelError(f"Bridge.reset: {key!r} is "
+                                 + ("a dependent joint: it follows its inputs, reset those" if name in model.joint_names
+                                    else "not a coordinate of this model"), file=model.file, argument=key,
+                                 expected="independent coordinates " + ", ".join(model.coordinate_names)
+                                          + " (NAME_dot for a rate)")
+            target[list(names).index(name)] = to_float(None, key, value, expected="a finite number")
+        x, xd, _, _ = model.joint_state(q, v, t)
         self.reset_tree(x, xd, t)
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
@@ -543,6 +684,7 @@ class Bridge:
         xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
+        self.watch.disarm()   # a new start: nothing outside the solve to compare with
         self._samples.clear()
         if self.contacts is not None:   # a new run: fresh contact states and logs
             self.contacts.restart()
@@ -609,11 +751,11 @@ class Bridge:
         ensure_usable(self, "apply")
         if self.contacts is not None:
             extra = self.contacts.torques()
-            tau = extra if tau is None else extra + self.model.checked("tau", tau, self.model.n_tangent)
+            tau = extra if tau is None else extra + self._torque_argument(tau)
             # the state the contacts read; tau is checked already (or the contacts' own array)
             out = self._apply(tau, generalized, self.contacts.state_read, checked=True)
             self.contacts.apply_reactions()
-        elif self._fast and generalized is None:   # one call less on the per-step fast path
+        elif self._fast and generalized is None and not self.motors:   # one call less on the per-step fast path
             out = self._apply_fast(tau)
         else:
             out = self._apply(tau, generalized)
@@ -621,7 +763,7 @@ class Bridge:
         return out
 
     def _apply(self, tau, generalized, state=None, checked: bool = False) -> np.ndarray:
-        if generalized is None:
+        if generalized is None and not self.motors:
             if self._fast:
                 return self._apply_fast(tau)
             if self._rows_fast:
@@ -630,21 +772,20 @@ class Bridge:
         p, c, b = self._p, self.client, self.body
         if state is not None:   # (x, ẋ) read this step already (bridge.contact: no second read)
             x, xd = state
-            x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
-        elif self._fixed:   # one getJointStates; the lists go straight back to PyBullet when the order agrees
+        elif self._fixed:   # one getJointStates
             states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-            x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
-            x, xd = np.array(x_list), np.array(xd_list)
+            x, xd = np.array([s[0] for s in states]), np.array([s[1] for s in states])
         else:
             x, xd = self.map.state_from_pybullet()
-            x_list = xd_list = None
+        self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+        # the lists go straight back to PyBullet when the order agrees
+        x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
         torque = None
         if tau is not None:
-            torque = tau if checked else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+            torque = tau if checked else self._torque_argument(tau)
         if generalized is not None:
-            if torque is None:
-                torque = np.zeros(model.n_tangent)
-            torque[self._independent_v] += model.checked("generalized", generalized, model.nv)
+            torque = np.zeros(model.n_tangent) if torque is None else np.array(torque, dtype=float)
+            torque[self._independent_v] += self._generalized_argument(generalized)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
             self._look_at_forces()
         if self._forces_present:
@@ -652,13 +793,35 @@ class Bridge:
             torque = applied if torque is None else torque + applied
         if torque is None:
             torque = self._zero_tau   # never written: every path below returns a new array
-        if self.constraints.n:
+        xdd = None
+        if self.motors:
+            from biobullet.bridge.motors import motor_torque
+            torque = motor_torque(self, x, xd, torque, t)
+            xdd = self._solved_xdd
+        elif self.constraints.n:
             torque = self._constrained_torque(x, xd, x_list, xd_list, torque, t)
+            xdd = self._solved_xdd
         elif torque is self._zero_tau:
             torque = np.zeros(model.n_tangent)
         self._send(x, torque)
         self._last_torque = torque
+        self.watch.sent(x, xd, xdd)
         return torque
+
+    def _torque_argument(self, tau) -> np.ndarray:
+        """`tau=` as a new float array (n_tangent, tree order): a vector, or {joint name: N·m or N} (a floating base's
+        components by `base_vx` … `base_wz`)."""
+        model = self.model
+        if isinstance(tau, Mapping):
+            return _by_name(tau, self.torque_names, "tau", model)
+        return np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+
+    def _generalized_argument(self, generalized) -> np.ndarray:
+        """`generalized=` (nv, the independent coordinates' order `model.velocity_names`), or {coordinate name: Q}."""
+        model = self.model
+        if isinstance(generalized, Mapping):
+            return _by_name(generalized, tuple(model.velocity_names), "generalized", model)
+        return model.checked("generalized", generalized, model.nv)
 
     def _apply_fast(self, tau) -> np.ndarray:
         """apply() for the common case in as few Python → C calls as possible: fixed base in PyBullet's dof order,
@@ -669,7 +832,8 @@ class Bridge:
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
         flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
-        torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+        self.watch.observe(flat[:n], flat[n:])   # may project flat in place (bridge/outside.py)
+        torque = self._zero_tau if tau is None else self._torque_argument(tau)
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
             self._look_at_forces()
         if self._forces_present:
@@ -693,13 +857,16 @@ class Bridge:
                                     False)
             status = self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
                                       limit, self._null_work, out)
+        xdd = None
         if status == 0:
             self._lambda, out = out[n:], out[:n]
         else:   # projection due or no reduced solution: the general path (it reads M and h again)
             x, xd = flat[:n], flat[n:]
             out = self._constrained_torque(x, xd, x.tolist(), xd.tolist(), torque, self.time)
+            xdd = self._solved_xdd
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
+        self.watch.sent(flat[:n], flat[n:], xdd)
         return out
 
     def _apply_rows(self, tau) -> np.ndarray:
@@ -712,7 +879,8 @@ class Bridge:
         states = p.getJointStates(b, self._joint_list, physicsClientId=c)
         # [x; ẋ] as in `_apply_fast`: one fromiter of a list built by C-level maps
         state = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n).reshape(2, n)
-        torque = self._zero_tau if tau is None else np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
+        self.watch.observe(state[0], state[1])   # may project the state in place (bridge/outside.py)
+        torque = self._zero_tau if tau is None else self._torque_argument(tau)
         data = self._loops_data
         forces = self._compiled_forces
         if self._forces_generation != added_generation():   # elements added or cleared since the last look
@@ -747,11 +915,15 @@ class Bridge:
                                        self._xdd, lam, out)
         if status == 0:
             self._lambda = lam
+            xdd = self._xdd
+            out = self._end_correction(state[0], state[1], xdd, mass, out)
         else:   # the general path (it reads M and h again)
             out = self._constrained_torque(state[0], state[1], state[0].tolist(), state[1].tolist(), torque,
                                            self.time)
+            xdd = self._solved_xdd
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
         self._last_torque = out
+        self.watch.sent(state[0], state[1], xdd)
         return out
 
     def _constrained_torque(self, x, xd, x_list, xd_list, torque, t) -> np.ndarray:
@@ -774,13 +946,14 @@ class Bridge:
                                        self._null_work, out)
             if status == 0:
                 self._lambda = out[n:]
+                self._solved_xdd = None   # the null-space kernel returns no ẍ (the watch checks the rows instead)
                 return out[:n]
         # general rows (loops, non-linear functions, floating base), or a failed reduced solve: the KKT system
         if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         else:
-            phi, jac, phi_t, bias_c = _terms(constraints, x, xd, t)
+            phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)
             if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
                 phi_dot, residual = None, 0.0
             else:
@@ -804,10 +977,56 @@ class Bridge:
         if status != 0:   # singular KKT matrix (redundant rows): least squares
             phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
             target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
-            lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")[1]
+            xdd, lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")
             out = torque + jac.T @ lam
+            self._xdd[:] = xdd
         self._lambda = lam
+        self._solved_xdd = self._xdd   # ẍ of the solve: the watch's prediction of the next step
+        if self._linear is None and self._step_end:
+            out = self._end_correction(x, xd, self._xdd, mass, out)
         return out
+
+    def _end_correction(self, x, xd, xdd, mass, torque) -> np.ndarray:
+        """The step-end target by Newton's method instead of Taylor's formula (non-constant rows): the solve asked
+        Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4 rad at 240 Hz on
+        a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
+        END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point
+        on the manifold to round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected
+        torque. Explicit joint functions: the check is one compiled call (`kernels.end_residual`); loops on the
+        one-call path keep the Taylor target (their rows are not evaluated outside that kernel)."""
+        if self._base or (self._rows_fast and self._loops_data is not None):
+            return torque   # x not a vector space (quaternions), or loops on the one-call path
+        dt, c = self.dt, substep_weight(self.substeps)
+        t_end = self.time + dt
+        for _ in range(END_ITERATIONS):
+            if self._end_check is not None:
+                phi, jac, x_end, zero = self._end_buffers[:4]
+                worst = self._end_check(*self._table, t_end, x, xd, xdd, dt, c, x_end, zero, phi, jac,
+                                        *self._end_buffers[4:])
+                if worst < 0.0:
+                    return torque
+            else:
+                phi, jac = self._rows_at(x + dt * xd + (c * dt * dt) * xdd, t_end)
+                worst = float(np.abs(phi).max()) if len(phi) else 0.0
+            if worst <= END_TOLERANCE:
+                break
+            inverse_jt = np.linalg.solve(mass, jac.T)
+            delta = np.linalg.solve(jac @ inverse_jt, -phi / (c * dt * dt))
+            xdd += inverse_jt @ delta
+            torque = torque + jac.T @ delta
+            self._lambda = self._lambda + delta
+        return torque
+
+    def _rows_at(self, x: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(Φ, Φ_x) of the enforced rows at (x, t): one compiled call for explicit joint functions alone."""
+        if self._table is not None and self._loops_data is None:
+            from biobullet.model.joint_jets import function_rows
+            m, n = self.constraints.n, self.model.n_tangent
+            phi, jac, phi_t, bias = np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m)
+            if function_rows(*self._table, t, 0, 0, x, np.zeros(n), phi, jac, phi_t, bias) >= 0.0:
+                return phi, jac
+        return (np.asarray(self.constraints.residual(x, t), dtype=float),
+                np.atleast_2d(np.asarray(self.constraints.jacobian(x, t), dtype=float)))
 
     def _mass_and_bias(self, x, xd, x_list, xd_list) -> tuple[np.ndarray, np.ndarray]:
         """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged."""
@@ -827,6 +1046,7 @@ class Bridge:
             return None
         self._write_state(x, projected)
         self.projections += 1
+        xd[:] = projected   # the caller's state (and the watch's record of this step) is the projected one
         return projected
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
@@ -846,7 +1066,7 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        if generalized is None and self.contacts is None and (self._fast or self._rows_fast):
+        if generalized is None and self.contacts is None and not self.motors and (self._fast or self._rows_fast):
             ensure_usable(self, "step")   # apply()'s per-step paths, one call less
             if self._fast:
                 self._apply_fast(tau)
@@ -860,14 +1080,37 @@ class Bridge:
             self.record()
         return self.time
 
+    def set_motor(self, name: str, position: float | None = None, velocity: float = 0.0, *,
+                  position_gain: float | None = None, velocity_gain: float | None = None,
+                  max_force: float | None = None) -> None:
+        """A motor of the bridge on 1-DOF joint `name` (an independent coordinate or a dependent joint), with
+        PyBullet's POSITION_CONTROL (position given) or VELOCITY_CONTROL meaning — positionGain (default 0.1),
+        velocityGain (1.0), force limit max_force (N·m or N; default unlimited) — acting inside the bridge's
+        constrained solve, so joint functions and loops hold (`bridge.motors`). `set_motor(name, None,
+        velocity_gain=0)` leaves it without effect; `clear_motor(name)` removes it. Motors take the general path."""
+        ensure_usable(self, "set_motor")
+        from biobullet.bridge.motors import motor_settings
+        self.motors[name] = motor_settings(self, name, position, velocity, position_gain, velocity_gain, max_force)
+
+    def clear_motor(self, name: str | None = None) -> None:
+        """Remove the bridge's motor on `name` (None: every motor)."""
+        ensure_usable(self, "clear_motor")
+        if name is None:
+            self.motors.clear()
+        elif self.motors.pop(name, None) is None:
+            raise ModelError(f"Bridge.clear_motor: no motor on {name!r}", argument="name",
+                             expected="one of " + (", ".join(self.motors) or "(no motors set)"))
+
     def contact_forces(self) -> dict[str, dict]:
         """The contact forces of the last apply(): per contact on the file's ground, and per `CONTACT@BODY:LINK`
         for scene bodies ({"normal": N, "friction": world N, "point": world m, "penetration": m, "body", "link"});
         empty without `<contact>`s."""
+        ensure_usable(self, "contact_forces")
         return {} if self.contacts is None else self.contacts.forces()
 
     def joint_reactions(self):
         """What each parent exerts on its child at the joint (see `bridge.reactions.joint_reactions`)."""
+        ensure_usable(self, "joint_reactions")
         from biobullet.bridge.reactions import joint_reactions
         return joint_reactions(self)
 
@@ -886,7 +1129,7 @@ class Bridge:
     # ------------------------------------------------------------------ recording
     def record(self) -> None:
         """Append the current (t, x, ẋ) to the recording (automatic after every step with record=True)."""
-        t, x, xd = self.state()
+        t, x, xd = self.state()   # checks that the bridge is usable
         self._samples.append((t, x, xd))
 
     def trajectory(self):
@@ -895,6 +1138,7 @@ class Bridge:
         base_vx … base_wz, then every joint), q, v the independent coordinates; meta = {"engine": "pybullet",
         "dt": s}. No energies (PyBullet reports none)."""
         from biobullet.integrate.trajectory import Trajectory
+        ensure_usable(self, "trajectory")
         if not self._samples:
             raise ModelError("nothing recorded: call record() or create the bridge with record=True",
                              attribute="record")
@@ -929,7 +1173,23 @@ def initial_state(model, initial) -> tuple[np.ndarray, np.ndarray]:
     return model.checked("q", q0, model.nq), model.checked("v", v0, model.nv)
 
 
-def _terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
+def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> np.ndarray:
+    """A vector over `names` from {name: value} (others 0); ModelError naming an unknown or dependent name."""
+    out = np.zeros(len(names))
+    index = {name: k for k, name in enumerate(names)}
+    for key, value in values.items():
+        if key not in index:
+            dependent = key in model.joint_names
+            raise ModelError(f"argument {argument!r}: {key!r} is "
+                             + ("a dependent joint (a joint function's output or closed by a loop): a force on the "
+                                "independent coordinates acts on it through the coupling" if dependent
+                                else "not a name of this model"),
+                             file=model.file, attribute=argument, expected="names among " + ", ".join(names))
+        out[index[key]] = to_float(None, argument, value, expected=f"a finite number for {key!r}")
+    return out
+
+
+def constraint_terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
     """(Φ, Φ_x, Φ_t, bias) in one pass when the row set offers `all_terms`."""
     if hasattr(constraints, "all_terms"):
         phi, jac, phi_t, bias = constraints.all_terms(x, xd, t)
@@ -966,6 +1226,35 @@ def expand_flexible_links(model, segments, shear, air_damping: bool = True):
                     for e in elements}
     return load_segmented_model(model.file, segments=segments, shear=False if shear is None else shear,
                                 air_damping=air_damping, floating_base=model.floating_base)
+
+
+#: the largest time step the bridge accepts (s): PyBullet's semi-implicit Euler is a 60–1000 Hz integrator; a step of
+#: 10 s (or 1e300) is a mistake, not a time step
+MAX_TIME_STEP = 0.1
+
+
+def check_time_step(model, dt: float, what: str) -> None:
+    """ModelError unless 0 < dt ≤ MAX_TIME_STEP. Flexible segments are checked against their explicit stability
+    limit ω_max·dt < 2 by `check_flexible_step`; for stiff springs of other models a too-large dt shows as a
+    DivergenceError at the first runaway step (`bridge.outside`). (A linearisation of every model at construction
+    was tried: `flexible.segments.natural_frequencies` changes the state of the prosthesis's force elements, so two
+    bridges in a row differed by 1e-12.)"""
+    if not (math.isfinite(dt) and 0.0 < dt <= MAX_TIME_STEP):
+        raise ModelError(f"{what} = {dt:g} s is not a usable time step", file=model.file, attribute="dt",
+                         expected=f"0 < dt ≤ {MAX_TIME_STEP:g} s (PyBullet's default is 1/240 s; use sub-steps "
+                                  "for coarser control rates)")
+
+
+def substep_weight(substeps: int) -> float:
+    """c in x_end = x + dt ẋ + c dt² ẍ for `substeps` semi-implicit Euler sub-steps of dt/k with ẍ held: (k+1)/(2k)."""
+    return (substeps + 1.0) / (2.0 * substeps)
+
+
+def step_end_corrector(dt: float, substeps: int = 1) -> Corrector:
+    """The step-end target (`Corrector.step_end`) for a step of dt made of `substeps` PyBullet sub-steps: the end
+    position moves by c dt² ẍ (c = substep_weight), so every gain is divided by c."""
+    c = substep_weight(substeps)
+    return Corrector(kp=1.0 / (c * dt * dt), kd=1.0 / (c * dt), kb=0.5 / c)
 
 
 def stable_step(model) -> float:

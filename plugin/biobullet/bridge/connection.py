@@ -78,8 +78,10 @@ def load_body(model, client: int, body_id: int | None) -> int:
     return int(body_id)
 
 
-def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: bool) -> None:
-    """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits)."""
+def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: bool,
+                 gravity: tuple[float, float, float] | None = None) -> None:
+    """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits); set the
+    client's gravity to `gravity` (m/s², the bridge's rule: `Bridge._gravity_rule`; None: the model's)."""
     import pybullet as p
     n_links = p.getNumJoints(body, physicsClientId=client)
     types = [p.getJointInfo(body, i, physicsClientId=client)[2:4] for i in range(n_links)]
@@ -102,7 +104,7 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
                 continue
             p.changeDynamics(body, int(joint), jointLowerLimit=-DISABLED_LIMIT, jointUpperLimit=DISABLED_LIMIT,
                              physicsClientId=client)
-    p.setGravity(*[float(g) for g in model.gravity], physicsClientId=client)
+    p.setGravity(*[float(g) for g in (model.gravity if gravity is None else gravity)], physicsClientId=client)
     if not joint_limits:   # last: the body is fully prepared when this raises
         check_spherical_limits(model, body, spherical, client)
 

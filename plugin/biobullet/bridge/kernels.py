@@ -11,6 +11,8 @@
                   Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
                   (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
                   call per step (`Bridge._apply_rows`).
+    end_residual  the function rows at the end point x + dt ẋ + c dt² ẍ of the solve's ẍ (Φ and Φ_x written, max
+                  |Φ| returned): the check of `Bridge._end_correction`, one call.
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
 numba each kernel is one call. Without numba (or with BIOBULLET_NUMBA=0) the numpy versions give the same
@@ -197,6 +199,30 @@ def rows_torque_kernel():
     return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
 
 
+def _end_residual_py(table, inputs, coef, t, x, xd, xdd, dt, c, x_end, zero, phi, jac, phi_t, bias):
+    """max |Φ(x_end, t)| of the function rows at x_end = x + dt ẋ + c dt² ẍ (written into x_end, with Φ and Φ_x
+    into phi and jac); −1 when a function's jets are not finite."""
+    h = c * dt * dt
+    for i in range(x.shape[0]):
+        x_end[i] = x[i] + dt * xd[i] + h * xdd[i]
+    if _rows(table, inputs, coef, t, 0, 0, x_end, zero, phi, jac, phi_t, bias) < 0.0:
+        return -1.0
+    worst = 0.0
+    for r in range(phi.shape[0]):
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+    return worst
+
+
+def end_residual_kernel():
+    """The compiled `_end_residual_py`, or None (numba missing or disabled: `Bridge._rows_at` serves)."""
+    from biobullet.model.joint_jets import function_rows_kernel
+    rows = function_rows_kernel()
+    if rows is None:
+        return None
+    return jit.compiled(_end_residual_py, bind={"_rows": rows})
+
+
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
     """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
     the null-space kernel's); flat = [x, ẋ] (2n, as read from PyBullet: no reshape per step in Python)."""
@@ -236,4 +262,5 @@ def resolved(kernel):
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved", "rows_torque_kernel"]
+__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved",
+           "rows_torque_kernel"]

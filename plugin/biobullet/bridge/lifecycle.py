@@ -25,6 +25,11 @@ TOKEN_KEY = "biobullet.bridge"
 RUNAWAY_RATE = 1.0e4
 
 
+class BridgeWarning(UserWarning):
+    """The bridge changed something of the user's client (e.g. its gravity), or something in the user's loop keeps a
+    joint function or loop from holding (`bridge.outside.CouplingWarning`)."""
+
+
 class BridgeClosedError(BiobulletError):
     """The bridge cannot be used any more (closed, disconnected, or its client id taken by another connection)."""
 
@@ -80,6 +85,24 @@ def ensure_usable(bridge, action: str) -> None:
                             "removed — create a new Bridge")
 
 
+def ensure_owned_body(bridge) -> bool:
+    """True if `bridge.body` is still the body the bridge loaded: it carries the bridge's token (or the bridge was
+    not attached yet — construction failed after loading). False after resetSimulation or a removeBody by the
+    user (the id may belong to another body now) or when the client is gone."""
+    import pybullet as p
+    client = bridge.client
+    if not p.isConnected(physicsClientId=client):
+        return False
+    token = getattr(bridge, "_lifecycle_token", None)
+    if token is None:
+        return True
+    try:
+        data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)
+        return data >= 0 and p.getUserData(data, physicsClientId=client) in (token, token.encode())
+    except p.error:
+        return False
+
+
 def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: float = RUNAWAY_RATE) -> None:
     """DivergenceError if the state (x, ẋ) at time t is non-finite or a rate exceeds `limit`."""
     x, xd = np.asarray(x, dtype=float), np.asarray(xd, dtype=float)
@@ -99,5 +122,6 @@ def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: flo
                           f"with step dt = {bridge.dt:g} s — use a smaller dt (e.g. --dt {bridge.dt / 10:g})")
 
 
-__all__ = ["BridgeClosedError", "DivergenceError", "attach", "mark_closed", "ensure_usable", "check_divergence",
+__all__ = ["BridgeWarning", "BridgeClosedError", "DivergenceError", "attach", "mark_closed", "ensure_owned_body",
+           "ensure_usable", "check_divergence",
            "RUNAWAY_RATE"]

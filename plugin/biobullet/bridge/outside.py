@@ -1,0 +1,343 @@
+"""What acts on the bridge's body outside its constrained solve, seen in the state PyBullet reports — and how the
+joint functions and loops still hold (docs/bridge.md, "Using the bridge in your own loop").
+
+The bridge computes its constraint torques in `apply()`, before the user's `stepSimulation()`. Anything else the
+user does to the body — PyBullet motors (POSITION/VELOCITY_CONTROL constraints solved inside the step), PyBullet's
+rigid contact, `applyExternalForce`, `changeDynamics` damping or friction, user constraints, `setGravity`, a changed
+time step or sub-steps, `resetJointState` — happens where the solve cannot see it. PyBullet has no getter for most of
+it (motor settings, external forces), so the bridge does not try to read the settings: it reads their *effect*.
+After a clean step PyBullet's state is exactly the semi-implicit Euler step of the bridge's own prediction
+(ẋ_{n+1} = ẋ_n + dt ẍ, x_{n+1} = x_n + dt ẋ_{n+1}; equal to round-off, docs/bridge.md); every `apply()` compares
+(`_surprise_py`, one compiled call, ≈ 1 µs per step):
+
+* **positions jumped** (x_{n+1} ≠ x_n + dt ẋ_{n+1}): a reset (`resetJointState`, `resetJointStatesMultiDof`), or
+  a changed time step / sub-steps. The dependent joints follow their inputs at once (projection below); a reset of
+  a dependent joint itself is undone with one `CouplingWarning` naming it.
+* **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
+  return, the rows are violated): a generalized force acted outside the solve during the step.
+
+Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
+was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
+two solves chase each other, and even force-like influences diverged (joint damping on light links, two apply() calls
+per step) — measured, so projection it is.
+
+After every disturbed step the state is **projected** onto the constraint manifold holding the independent
+coordinates (`Model.joint_state(q, v, t)`: dependent positions and velocities recomputed from the inputs, the loops
+closed by the model's own solver) and written back to PyBullet. Energy: the projection replaces the dependent
+velocities by the ones the inputs imply; measured in docs/bridge.md (a disturbed step changes the kinetic energy
+by O(residual)). When the residual after a step exceeds `PROMISE` (1e-6 rad or m) the bridge warns once per cause
+(`CouplingWarning`: the joint, the cause, the remedy); beyond `RESIDUAL_DIVERGENCE` without a reset, or rates and
+positions beyond plausibility, it raises `DivergenceError` naming the joint and the step.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from biobullet.core import jit
+from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
+
+#: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
+PROMISE = 1.0e-6
+#: a position jump beyond this × (1 + max|x|) (rad or m) that the step's velocities do not explain is a reset
+JUMP_TOLERANCE = 1.0e-10
+#: a velocity beyond this × (1 + max|ẋ|) (rad/s or m/s) away from the bridge's prediction: a force acted outside
+#: the solve (a clean step matches to ≈ 1e-13)
+SURPRISE_TOLERANCE = 1.0e-9
+#: constant rows (no velocity prediction): a residual |Φ| or dt·|Φ̇| beyond this (rad or m) after a step (a clean
+#: step leaves round-off: the step-end target is exact for constant rows)
+LINEAR_TOLERANCE = 1.0e-10
+#: a residual beyond this (rad or m) after DIVERGENCE_STEPS disturbed steps in a row (no reset), although each was
+#: projected back: the simulation has left the model
+RESIDUAL_DIVERGENCE = 1.0
+DIVERGENCE_STEPS = 3
+#: joint positions beyond this (rad or m) are taken as a runaway (a joint wound up ~1600 turns, or 10 km)
+POSITION_LIMIT = 1.0e4
+
+
+class CouplingWarning(BridgeWarning):
+    """A joint function or loop could not hold to PROMISE in a step, or a dependent joint was reset: the message
+    names the joint, the cause and the remedy (issued once per cause and bridge)."""
+
+
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, jb, vb, jac, offset, jump_tolerance):
+    """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
+    max |x|; inf for a non-finite state). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
+    (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
+    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows jac x − offset (m × n,
+    none when m = 0) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    peak_x = 0.0
+    for i in range(x.shape[0]):
+        a = abs(x[i])
+        if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
+            return True, False, np.inf, np.inf
+        if i >= jb and a > peak_x:
+            peak_x = a
+    peak_v = 0.0
+    for i in range(xd.shape[0]):
+        a = abs(xd[i])
+        if not a <= 1e300:
+            return True, False, np.inf, np.inf
+        if a > peak_v:
+            peak_v = a
+    jump = 0.0
+    for i in range(x.shape[0] - jb):
+        d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
+        if d > jump:
+            jump = d
+    jumped = jump > jump_tolerance * (1.0 + peak_x)
+    if jumped:
+        return True, True, peak_v, peak_x
+    if has_xdd:
+        limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
+        for i in range(xd.shape[0]):
+            if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
+                return True, False, peak_v, peak_x
+        return False, False, peak_v, peak_x
+    for r in range(jac.shape[0]):
+        phi = -offset[r]
+        phi_dot = 0.0
+        for c in range(jac.shape[1]):
+            phi += jac[r, c] * x[c]
+            phi_dot += jac[r, c] * xd[c]
+        if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
+            return True, False, peak_v, peak_x
+    return False, False, peak_v, peak_x
+
+
+def surprise_kernel():
+    """The compiled `_surprise_py` (compiled or loaded from the cache on first use), or the Python function without
+    numba."""
+    return jit.compiled(_surprise_py) or _surprise_py
+
+
+class OutsideWatch:
+    """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
+    `bridge._apply*` call `observe` right after reading the state and `sent` after sending the torques."""
+
+    def __init__(self, bridge) -> None:
+        self.bridge = bridge
+        model = bridge.model
+        self.rows = bridge.constraints.n
+        self.jb, self.vb = model.base_nq, model.base_nv
+        # the last step, by reference: every apply() path reads a fresh state array and the solve's ẍ stays in
+        # the bridge's work array until the next solve, which comes after the next observe()
+        self.prev_x = np.zeros(model.n_config)
+        self.prev_v = np.zeros(model.n_tangent)
+        self.xdd: np.ndarray | None = None
+        self.armed = False            # False until a step was sent (after construction and every reset)
+        self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
+        self.projections = 0          # projections onto the constraint manifold written back to PyBullet
+        self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
+        self.step_index = 0
+        self.warned: set[str] = set()
+        self.large_in_a_row = 0       # disturbed steps in a row with a residual beyond RESIDUAL_DIVERGENCE
+        from biobullet.bridge.bridge import substep_weight
+        #: c = (k + 1)/(2k) with k sub-steps: x_end = x + dt((1 − c) ẋ + c ẋ_end) (`bridge.substep_weight`)
+        self.weight = substep_weight(bridge.substeps)
+        self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
+        # constant rows (the null-space paths return no ẍ): the kernel checks them instead
+        linear = bridge._linear
+        n = model.n_config
+        self._jac, self._offset = ((np.ascontiguousarray(linear[0], dtype=float),
+                                    np.ascontiguousarray(linear[1], dtype=float))
+                                   if linear is not None else (np.zeros((0, n)), np.zeros(0)))
+        kernel = surprise_kernel()
+        self._check = jit.direct_entry(kernel, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
+                                       False, 1e-3, 1.0, self.jb, self.vb, self._jac, self._offset,
+                                       JUMP_TOLERANCE) if kernel is not _surprise_py else kernel
+
+    def disarm(self) -> None:
+        """Forget the last step (after a reset by the bridge: nothing to compare with)."""
+        self.armed = False
+
+    # ------------------------------------------------------------------ per step
+    def sent(self, x, xd, xdd=None) -> None:
+        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references)."""
+        self.prev_x, self.prev_v, self.xdd = x, xd, xdd
+        self.armed = True
+        self.step_index += 1
+
+    def observe(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
+        they are projected back onto the rows."""
+        if not self.armed:
+            return
+        bridge = self.bridge
+        xdd = self.xdd
+        jump_tolerance = JUMP_TOLERANCE
+        if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
+            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
+        disturbed, jumped, peak_v, peak_x = self._check(
+            x, xd, self.prev_x, self.prev_v, self.prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
+            self.weight, self.jb, self.vb, self._jac, self._offset, jump_tolerance)
+        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
+            self._diverged(x, xd, peak_v, peak_x)
+        if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
+            if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
+                return   # no stepSimulation since the last apply() (apply() called again): nothing happened
+            self._disturbed(x, xd, jumped)
+
+    # ------------------------------------------------------------------ a disturbed step
+    def _disturbed(self, x, xd, jumped: bool) -> None:
+        bridge, model = self.bridge, self.bridge.model
+        self.disturbed_steps += 1
+        changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
+        skipped = self._skipped_steps(x, xd) if jumped and not changed else 0
+        if skipped:
+            self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
+                                 f"(t = {bridge.time:.6g} s): the steps after the first had none of the bridge's "
+                                 "torques (PyBullet clears them after every step), so its joint functions and loops "
+                                 "were not enforced there; the bridge puts the state back onto them",
+                      "call bridge.apply() before every stepSimulation() (or use bridge.step())")
+        if jumped and not changed:             # a reset: which joints moved?
+            moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
+                           - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
+            names = [model.joint_names[k] for k in self._dependent if moved[k]]
+            inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
+            if names and not inputs_moved:
+                self.warn("reset:" + names[0],
+                          f"dependent joint {names[0]!r} was reset (resetJointState) by "
+                          f"{float(np.abs(x[self.jb:] - self.prev_x[self.jb:])[model.joint_names.index(names[0])]):.3g}"
+                          f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
+                          f"put it back where its inputs place it",
+                          "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
+                          "resetJointState on " + ", ".join(model.coordinate_names) + ")")
+        residual = self._residual(x)
+        if self.rows:
+            worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
+            size = float(abs(residual[worst])) if len(residual) else 0.0
+            self.max_residual = max(self.max_residual, 0.0 if jumped else size)
+            broken = changed or not jumped   # a reset's jump is no broken promise
+            self.large_in_a_row = self.large_in_a_row + 1 if broken and size > RESIDUAL_DIVERGENCE else 0
+            if size > PROMISE and broken:
+                row = bridge.constraints.names[worst]
+                if self.large_in_a_row >= DIVERGENCE_STEPS:
+                    raise DivergenceError(f"{model.file}: constraint {row!r} is off by {size:.3g} rad or m after "
+                                          f"step {self.step_index} (t = {bridge.time:.6g} s), the "
+                                          f"{DIVERGENCE_STEPS}th such step in a row — {self._cause()[0]}; the "
+                                          "simulation has left the model (use a smaller dt, weaker gains or "
+                                          "bridge.set_motor inside the solve)")
+                if changed:
+                    cause, remedy, key = (f"the client's {changed} (setTimeStep / setPhysicsEngineParameter / "
+                                          "setGravity) in the middle of the run; the bridge follows it from now on",
+                                          "make such changes through bridge.set_time_step(dt, substeps), or before "
+                                          "the bridge is made", "engine")
+                else:
+                    cause, remedy, key = self._cause()
+                self.warn(key, f"constraint {row!r} was off by {size:.3g} rad or m after step {self.step_index} "
+                               f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
+                               "constraint after every such step", remedy)
+            self._project(x, xd, reset=jumped and not changed)
+
+    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
+        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt ẋ within 10 % over the joints that
+        moved: several stepSimulation() calls per apply()), else 0 (a reset)."""
+        dx = x[self.jb:] - self.prev_x[self.jb:]
+        v = xd[self.vb:]
+        vv = float(v @ v)
+        if vv == 0.0 or not float(dx @ dx):
+            return 0
+        k = float(dx @ v) / (self.bridge.dt * vv)
+        steps = int(round(k))
+        fit = np.abs(dx - steps * self.bridge.dt * v).max() if steps >= 2 else np.inf
+        return steps if fit <= 0.1 * float(np.abs(dx).max()) else 0
+
+    def _residual(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
+
+    def _project(self, x: np.ndarray, xd: np.ndarray, reset: bool) -> None:
+        """x, ẋ (in place, and in PyBullet) back onto the rows. Positions: the model's joint state of the independent
+        coordinates read (`Model.joint_state`: dependent joints from their inputs, loops closed by the model's
+        solver). Velocities: after a reset the same (the user's rates of the independent joints stay); after a force
+        outside the solve the M-weighted projection (`constraints.solve.velocity_projection`: the plastic
+        constraint impulse, which changes the kinetic energy by −½ δẋᵀM δẋ, second order in the violation δẋ)."""
+        from biobullet.constraints.solve import velocity_projection
+        bridge, model = self.bridge, self.bridge.model
+        q, v = x[bridge._independent_x], xd[bridge._independent_v]
+        x_new, xd_new, _, _ = model.joint_state(q, v, bridge.time)
+        if not reset and self.rows:
+            constraints, t = bridge.constraints, bridge.time
+            mass = bridge.tree_mass_and_bias(x_new, xd)[0]
+            jac = np.atleast_2d(np.asarray(constraints.jacobian(x_new, t), dtype=float))
+            xd_new = velocity_projection(mass, jac, np.array(xd, dtype=float),
+                                         np.asarray(constraints.time_derivative(x_new, t), dtype=float),
+                                         redundant="least_squares")
+        if np.abs(x_new - x).max() == 0.0 and np.abs(xd_new - xd).max() == 0.0:
+            return
+        x[:] = x_new
+        xd[:] = xd_new
+        bridge._write_state(x, xd)
+        self.projections += 1
+
+    # ------------------------------------------------------------------ causes and messages
+    def _cause(self) -> tuple[str, str, str]:
+        """(cause, remedy, key) of the last disturbed step, from what PyBullet reports about the body."""
+        bridge = self.bridge
+        p, c, b = bridge._p, bridge.client, bridge.body
+        model = bridge.model
+        joints = bridge._joint_list
+        if joints:
+            motors = [(model.joint_names[k], s[3]) for k, s in
+                      enumerate(p.getJointStates(b, joints, physicsClientId=c)) if s[3] != 0.0]
+            if motors:
+                name, torque = motors[0]
+                dependent = name not in model.coordinate_names
+                return (f"a PyBullet motor (POSITION_CONTROL or VELOCITY_CONTROL) acts on "
+                        f"{'dependent ' if dependent else ''}joint {name!r} ({torque:.3g} N·m or N in the last step): "
+                        "PyBullet solves it inside stepSimulation, after the bridge's torques were computed",
+                        f"drive it with bridge.set_motor({name!r}, position=..., max_force=...) — it acts inside "
+                        "the constrained solve — or switch the PyBullet motor off with setJointMotorControl2(body, "
+                        f"{int(joints[k_of(model, name)])}, VELOCITY_CONTROL, force=0)", "motor:" + name)
+        contacts = p.getContactPoints(bodyA=b, physicsClientId=c)
+        if contacts:
+            link = contacts[0][3]
+            names = {v: k for k, v in bridge.map.link_index.items()}
+            return (f"PyBullet's rigid contact of link {names.get(link, link)!r} with body {contacts[0][2]} pushes "
+                    "it during stepSimulation",
+                    "give the link a <contact> element (the bridge's compliant contact acts inside the solve), or use "
+                    "a smaller dt (the residual of an impact step scales with dt²)", "contact")
+        own = set(bridge._native.values())
+        for k in range(p.getNumConstraints(physicsClientId=c)):
+            cid = p.getConstraintUniqueId(k, physicsClientId=c)
+            info = p.getConstraintInfo(cid, physicsClientId=c)
+            if cid not in own and b in (info[0], info[2]):
+                return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
+                        "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
+                        "use a smaller dt", "constraint")
+        return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
+                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step)",
+                "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
+                "them, and change the time step with bridge.set_time_step(dt)", "outside")
+
+    def warn(self, key: str, message: str, remedy: str) -> None:
+        """One CouplingWarning per key and bridge."""
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        warnings.warn(f"{self.bridge.model.file}: {message}. Remedy: {remedy}.", CouplingWarning, stacklevel=4)
+
+    def _diverged(self, x, xd, peak_v: float, peak_x: float) -> None:
+        bridge, model = self.bridge, self.bridge.model
+        names = list(model.joint_names)
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(xd))):
+            what = "the state is not finite"
+        elif peak_v > RUNAWAY_RATE:
+            k = int(np.argmax(np.abs(xd)))
+            name = f"joint {names[k - self.vb]!r}" if k >= self.vb else f"base velocity component {k}"
+            what = f"{name} moves at {float(xd[k]):.3g} rad/s or m/s (limit {RUNAWAY_RATE:g})"
+        else:
+            k = int(np.argmax(np.abs(x[self.jb:])))
+            what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
+        raise DivergenceError(f"{model.file}: the PyBullet simulation diverged after step {self.step_index} "
+                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s — use a smaller dt, "
+                              "weaker gains, or look for a force outside the bridge")
+
+
+def k_of(model, name: str) -> int:
+    """The tree index of joint `name`."""
+    return list(model.joint_names).index(name)
+
+
+__all__ = ["CouplingWarning", "OutsideWatch", "PROMISE"]
