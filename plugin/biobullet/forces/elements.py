@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
-from biobullet.core.errors import SolverError, SourceRef
+from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring_kernel
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, joint_indices, register_force
@@ -79,7 +79,8 @@ class Spring(ForceElement):
             if not a.get(key):
                 raise s.error(key, "missing required attribute", "the name of a <link>")
             if a[key] not in model.link_names:
-                raise s.error(key, f"unknown link {a[key]!r}", "the name of a <link> in this file")
+                raise s.error(key, f"unknown link {a[key]!r}{did_you_mean(a[key], model.link_names)}",
+                              "the name of a <link> in this file")
         name = a.get("name") or f"spring_{a['link_a']}_{a['link_b']}"
         return cls(name, a["link_a"], vector3(s, a, "xyz_a"), a["link_b"], vector3(s, a, "xyz_b"),
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
@@ -280,7 +281,8 @@ class JointTorque(_JointElement):
                           "either value=.. or type=..")
         function_class = registry.get(type_name)
         if function_class is None:
-            raise s.error("type", f"unknown function type {type_name!r}", "one of " + ", ".join(registry.names()))
+            raise s.error("type", f"unknown function type {type_name!r}{did_you_mean(type_name, registry.names())}",
+                          "one of " + ", ".join(registry.names()))
         if a.get("inputs", "").strip():
             raise s.error("inputs", "a joint torque is a function of time only", "no inputs")
         function = function_class.from_attributes(a, (), s)
@@ -322,7 +324,8 @@ class JointStop(_JointElement):
         super().__init__(name, joint, source)
         err = self.source.error
         if type not in ("smooth", "switched"):
-            raise err("type", f"unknown stop type {type!r}", "smooth or switched")
+            raise err("type", f"unknown stop type {type!r}{did_you_mean(type, ('smooth', 'switched'))}",
+                      "smooth or switched")
         if lower is None and upper is None:
             raise err("lower", "neither lower nor upper limit given", "at least one of lower, upper")
         for key, value in (("lower", lower), ("upper", upper)):

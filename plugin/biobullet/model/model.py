@@ -15,7 +15,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.model.affine import affine_pair
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
@@ -121,7 +121,7 @@ class Model:
         try:
             return self._frames[name]
         except KeyError:
-            raise ModelError(f"unknown link {name!r}", file=self.file,
+            raise ModelError(f"unknown link {name!r}{did_you_mean(name, self._frames)}", file=self.file,
                              expected="one of " + ", ".join(sorted(self._frames))) from None
 
     @property

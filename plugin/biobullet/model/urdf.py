@@ -13,10 +13,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef, shown
+from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
+from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -38,12 +39,15 @@ DEFAULT_INERTIA_POLICY = "warn"
 
 def load_description(path: str | os.PathLike[str], floating_base: bool | None = None,
                      inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
-    """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input.
+    """Read and validate a model file (or a bundled model by bare name: "shoulder_rhythm"). Raises ModelError
+    naming file, element and attribute on bad input, TypeError naming the argument for a wrong argument type.
 
     `inertia`: policy for physically impossible inertia tensors, one of INERTIA_POLICIES (see there).
     """
-    file = os.fspath(path)
-    if inertia not in INERTIA_POLICIES:
+    file = resolve_model_path(path)
+    if floating_base is not None and not isinstance(floating_base, bool):
+        raise TypeError(f"argument 'floating_base' must be True, False or None, not {floating_base!r}")
+    if not isinstance(inertia, str) or inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
     robot = read_xml(file)
@@ -284,7 +288,8 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
             raise source.error(None, f"missing <{tag}>", f'<{tag} link="..."/>')
         link = required(end_source, end, "link")
         if link not in link_names:
-            raise end_source.error("link", f"unknown link {link!r}", "the name of a <link> in this file")
+            raise end_source.error("link", f"unknown link {link!r}{did_you_mean(link, link_names)}",
+                                   "the name of a <link> in this file")
         ends[tag] = link
     origin = element.find("origin")
     origin_source = SourceRef(file, f"{source.element} <origin>")
