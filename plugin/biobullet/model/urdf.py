@@ -19,6 +19,7 @@ from biobullet.model.description import (InertialDescription, JointDescription, 
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
+from biobullet.model.plausibility import check_units
 from biobullet.spatial.rotations import rpy_to_matrix
 
 SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + MULTI_DOF_JOINT_TYPES + ("fixed",)
@@ -71,7 +72,9 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
                                    inertia_issues=tuple(issues))
     if issues:
         warnings.warn(inertia_summary(description), stacklevel=3)
-    return parse_extension(description, extension[0] if extension else None, floating_base)
+    description = parse_extension(description, extension[0] if extension else None, floating_base)
+    check_units(description)
+    return description
 
 
 XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
