@@ -184,6 +184,9 @@ def _base_flags(parser: argparse.ArgumentParser) -> None:
                         help="physically impossible inertia tensors (indefinite, or violating the triangle "
                              "inequality): warn = keep them as Pinocchio does and warn (default), repair = use the "
                              "nearest physical tensor, strict = reject the file")
+    parser.add_argument("--no-joint-limits", dest="joint_limits", action="store_false",
+                        help="ignore the URDF <limit>s of revolute and prismatic joints (by default they act as "
+                             "stiff joint stops on both engines, as in PyBullet)")
 
 
 def _version() -> str:
@@ -239,7 +242,7 @@ def model_info(model) -> dict[str, Any]:
             "moving_mass": float(model.total_mass), "world_links": merged.get(-1, []),
             "bodies": bodies, "joints": joints,
             "coordinates": {"q": list(model.coordinate_names), "v": list(model.velocity_names)},
-            **elements}
+            "joint_limits": description.joint_limits, **elements}
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
@@ -265,7 +268,9 @@ def format_info(info: dict[str, Any]) -> str:
     lines = [f"model        {info['name']}", f"file         {info['file']}", f"base         {info['base_type']}",
              f"gravity      {_cell(info['gravity'])} m/s²",
              f"total mass   {info['total_mass']:.6g} kg (moving {info['moving_mass']:.6g} kg)",
-             f"coordinates  nq={len(info['coordinates']['q'])} nv={len(info['coordinates']['v'])}", "",
+             f"coordinates  nq={len(info['coordinates']['q'])} nv={len(info['coordinates']['v'])}",
+             "joint limits " + ("URDF <limit>s act as joint stops (--no-joint-limits: ignored)"
+                                if info["joint_limits"] else "URDF <limit>s ignored (--no-joint-limits)"), "",
              f"bodies ({len(info['bodies'])})"]
     lines += _table(("link", "joint", "type", "parent", "mass [kg]", "merged links"),
                     [(b["link"], b["joint"], b["type"], b["parent"], b["mass"], b["links"][1:])
@@ -291,7 +296,8 @@ def format_info(info: dict[str, Any]) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     from biobullet.loader import load_model   # every element validated at load
 
-    info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
+    info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits))
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
     else:
@@ -365,7 +371,8 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
     from biobullet.loader import load_model   # every element validated at load
-    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia),
+    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits),
                             samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
@@ -408,7 +415,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from biobullet.integrate.checks import runnable_check, time_function_check
     from biobullet.loader import load_model
 
-    model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia)
+    model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits)
     runnable_check(model, args.engine)
     time_function_check(model, args.t_end)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)

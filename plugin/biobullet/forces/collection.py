@@ -1,7 +1,8 @@
 """The force elements of a model: built once from its description, cached per Model (weakly), summed.
 
-`force_elements(model)` returns the elements the model file declares plus any added with
-`add_force_element(model, element)` (Python API; the Model itself stays immutable).
+`force_elements(model)` returns the elements the model file declares, the stops of its URDF `<limit>`s (unless
+loaded with joint_limits=False; `elements.limit_stops`), plus any added with `add_force_element(model, element)`
+(Python API; the Model itself stays immutable).
 """
 from __future__ import annotations
 
@@ -41,6 +42,14 @@ def _from_description(model) -> tuple[ForceElement, ...]:
                                        f"(also by {names[built.name]})", "distinct names")
         names[built.name] = element.source.element
         elements.append(built)
+    if model.description.joint_limits:
+        from biobullet.forces.elements import limit_stops
+        for stop in limit_stops(model):
+            if stop.name in names:
+                raise stop.source.error(None, f"force element name {stop.name!r} (the stop of this <limit>) is used "
+                                        f"by {names[stop.name]}", "another name, or load with joint_limits=False")
+            names[stop.name] = stop.source.element
+            elements.append(stop)
     return tuple(elements)
 
 

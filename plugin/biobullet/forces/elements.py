@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from biobullet.algorithms.crba import crba
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring_kernel
@@ -424,3 +425,39 @@ class JointStop(_JointElement):
 
 
 __all__ = ["Spring", "JointSpring", "JointTorque", "JointStop"]
+
+
+# ------------------------------------------------------------------------------------------------ URDF limits
+#: penetration (rad or m) at which a URDF `<limit>` stop has the linear stiffness M_jj ω² (M_jj: the joint's
+#: diagonal of the tree mass matrix at the neutral configuration) — a static load τ then penetrates by
+#: √(2 p_ref τ / (M_jj ω²)) (≈ 1° for a forearm hanging on its elbow limit)
+LIMIT_REFERENCE_PENETRATION = 0.01
+#: natural frequency of a `<limit>` stop at that penetration (rad/s; 10 Hz): stiff next to the motion of a limb,
+#: soft enough for an explicit integrator
+LIMIT_FREQUENCY = 2.0 * math.pi * 10.0
+#: damping ratio of a `<limit>` stop at the reference penetration
+LIMIT_DAMPING_RATIO = 0.5
+
+
+def limit_stops(model) -> tuple[JointStop, ...]:
+    """The URDF `<limit lower upper>` of every revolute and prismatic joint as a smooth `JointStop` named
+    `limit_JOINT` (PyBullet enforces URDF limits; so does biobullet unless the model was loaded with
+    joint_limits=False). Stiffness k = M_jj ω² / (2 p_ref) (exponent 2: linear stiffness 2 k p = M_jj ω² at
+    p = p_ref), damping c = 2 ζ M_jj ω; see LIMIT_*. A joint that has its own `<joint_stop>` keeps only that."""
+    description = model.description
+    own = {element.attributes.get("joint") for element in description.elements_of("joint_stop")}
+    limited = [joint for joint in description.joints
+               if joint.type in ("revolute", "prismatic") and joint.name not in own and joint.name in model.joint_names
+               and joint.lower is not None and joint.upper is not None and joint.lower < joint.upper]
+    if not limited:
+        return ()
+    mass = crba(model, model.joint_configuration(model.neutral_configuration()))
+    stops = []
+    for joint in limited:
+        source = SourceRef(joint.source.file, f"{joint.source.element} <limit>")
+        k = joint_indices(model, joint.name, source)[1]
+        inertia = max(float(mass[k, k]), 0.0)
+        stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper,
+                               inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION),
+                               2.0 * LIMIT_DAMPING_RATIO * inertia * LIMIT_FREQUENCY, source=source))
+    return tuple(stops)

@@ -671,7 +671,8 @@ def cli_simulate(args) -> int:
     from biobullet.dynamics.api import model_from_file
     from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
     model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
-                                           inertia=getattr(args, "inertia", "warn")))
+                                           inertia=getattr(args, "inertia", "warn"),
+                                           joint_limits=getattr(args, "joint_limits", True)))
     runnable_check(model, "reference")
     time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])

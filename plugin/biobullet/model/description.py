@@ -111,6 +111,8 @@ class ModelDescription:
     # links whose tensor is physically impossible: (link, problem, relative Frobenius distance to the nearest
     # physical tensor, whether the tensor was replaced by it) — see model.urdf.INERTIA_POLICIES
     inertia_issues: tuple[tuple[str, str, float, bool], ...] = ()
+    # URDF <limit>s of revolute/prismatic joints act as joint stops (forces.elements.limit_stops), as in PyBullet
+    joint_limits: bool = True
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)

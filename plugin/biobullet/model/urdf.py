@@ -39,15 +39,18 @@ DEFAULT_INERTIA_POLICY = "warn"
 
 
 def load_description(path: str | os.PathLike[str], floating_base: bool | None = None,
-                     inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
+                     inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
     """Read and validate a model file (or a bundled model by bare name: "shoulder_rhythm"). Raises ModelError
     naming file, element and attribute on bad input, TypeError naming the argument for a wrong argument type.
 
     `inertia`: policy for physically impossible inertia tensors, one of INERTIA_POLICIES (see there).
+    `joint_limits`: URDF `<limit>`s act as joint stops (default, as in PyBullet); False ignores them.
     """
     file = resolve_model_path(path)
     if floating_base is not None and not isinstance(floating_base, bool):
         raise TypeError(f"argument 'floating_base' must be True, False or None, not {floating_base!r}")
+    if not isinstance(joint_limits, bool):
+        raise TypeError(f"argument 'joint_limits' must be True or False, not {joint_limits!r}")
     if not isinstance(inertia, str) or inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
@@ -69,7 +72,7 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
         raise ModelError("more than one <biobullet> block", file=file, element="<biobullet>", expected="at most one")
     description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
                                    links=links, joints=joints, root_link=root, inertia_policy=inertia,
-                                   inertia_issues=tuple(issues))
+                                   inertia_issues=tuple(issues), joint_limits=joint_limits)
     if issues:
         warnings.warn(inertia_summary(description), stacklevel=3)
     description = parse_extension(description, extension[0] if extension else None, floating_base)
