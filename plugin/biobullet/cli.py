@@ -24,6 +24,29 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-written line breaks of descriptions and examples."""
 
 
+class _StudiesFormatter(_Formatter):
+    """`run --help`: the usual help, then the installed studies (read from their entry points only when help is
+    shown, so building the parser stays light)."""
+
+    def format_help(self) -> str:
+        import textwrap
+
+        from biobullet.studies import studies
+        try:
+            table = studies()
+        except Exception as error:  # noqa: BLE001  (a broken third-party catalogue must not hide the help)
+            return super().format_help() + f"\nstudies: cannot be listed ({error})\n"
+        if not table:
+            return super().format_help() + "\nstudies: none installed (install biobullet with its studies)\n"
+        width = max(len(name) for name in table)
+        lines = ["", "studies:"]
+        for name in sorted(table):
+            wrapped = textwrap.wrap(table[name][1], 100 - width - 4) or [""]
+            lines.append(f"  {name:<{width}}  {wrapped[0]}")
+            lines += [" " * (width + 4) + more for more in wrapped[1:]]
+        return super().format_help() + "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------- parser
 def _assignment(text: str) -> tuple[str, float]:
     """Parse NAME=VALUE (for --set)."""
@@ -39,9 +62,10 @@ def _assignment(text: str) -> tuple[str, float]:
     return name.strip(), number
 
 
-def _add(sub, name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
+def _add(sub, name: str, summary: str, description: str, examples: str,
+         formatter: type[argparse.HelpFormatter] = _Formatter) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}".rstrip(),
-                            epilog="examples:\n" + examples, formatter_class=_Formatter)
+                            epilog="examples:\n" + examples, formatter_class=formatter)
     parser.set_defaults(subparser=parser)  # for usage errors found after parsing
     return parser
 
@@ -117,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = _add(sub, "run", "run a paper study end to end (plots, video, report, summary.json)",
                "Writes DIR/summary.json with the study's key figures (keys documented per scenario).",
-               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n")
-    run.add_argument("scenario", metavar="SCENARIO", help="scenario name (e.g. andrews, shoulder, sprint)")
+               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n",
+               formatter=_StudiesFormatter)
+    run.add_argument("scenario", metavar="SCENARIO", help="study name (listed below)")
     run.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/SCENARIO)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--modes", default=None, metavar="SET",
