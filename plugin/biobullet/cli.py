@@ -76,10 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, formatter_class=_Formatter,
         description="biobullet: biomechanics multibody models (URDF + <biobullet> block) for PyBullet, "
                     "validated against Pinocchio.",
-        epilog="examples:\n  biobullet info urdf/arm7.urdf\n  biobullet validate urdf/arm7.urdf --samples 20\n"
-               "  biobullet simulate urdf/andrews_squeezer.urdf --t-end 0.03 --out squeezer.csv\n\n"
+        epilog="examples:\n  biobullet info arm7\n  biobullet validate urdf/arm7.urdf --samples 20\n"
+               "  biobullet --quiet simulate andrews_squeezer --t-end 0.03 --out squeezer.csv\n\n"
+               "MODEL is a .urdf file or the name of a bundled model (arm7, shoulder_rhythm, fourbar_knee, ...).\n"
                "Set BIOBULLET_DEBUG=1 to see the traceback of an internal error.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="errors only on stderr: no progress, warnings or notes (results still on stdout)")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="also debug messages of the `biobullet` logger (e.g. what PyBullet and Pinocchio "
+                               "printed while loading, which is kept off the terminal otherwise)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     info = _add(sub, "info", "describe a model: bodies, joints, coordinates, functions, loops, forces, contacts",
@@ -527,20 +534,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
+    import logging
     import warnings
     # a user-facing warning is one line, without the library's source line
     warnings.formatwarning = lambda message, category, *rest, **kw: f"{PROG}: warning: {message}\n"
+    errors = sys.stderr   # errors always reach the terminal; --quiet silences everything else on stderr
+    handler = logging.StreamHandler(errors)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+    library_logger = logging.getLogger("biobullet")
+    library_logger.addHandler(handler)
+    library_logger.setLevel(logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING)
+    quiet = contextlib.ExitStack()
+    if args.quiet:
+        quiet.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        quiet.enter_context(contextlib.redirect_stderr(quiet.enter_context(open(os.devnull, "w"))))
     try:
         from biobullet.core.errors import BiobulletError
         try:
-            return args.handler(args)
+            with quiet:
+                return args.handler(args)
         except _UsageError as exc:
             args.subparser.error(str(exc))
         except BiobulletError as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {exc}", file=errors)
             return EXIT_ERROR
     except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        print(f"\n{PROG}: interrupted", file=errors)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -551,8 +571,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         detail = str(exc).splitlines()[0] if str(exc) else ""
         print(f"{PROG}: internal error: {type(exc).__name__}{': ' + detail if detail else ''} — please report "
-              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=sys.stderr)
+              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=errors)
         return EXIT_INTERNAL
+    finally:
+        library_logger.removeHandler(handler)
     return EXIT_OK
 
 

@@ -50,6 +50,7 @@ from operator import itemgetter
 import numpy as np
 
 from biobullet.bridge.lifecycle import attach, check_divergence, ensure_usable, mark_closed
+from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
@@ -114,7 +115,7 @@ class Bridge:
                  segments: int | dict[str, int] | None = None, shear: bool | None = None, air_damping: bool = True,
                  ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
                  query_distance: float | None = None, dynamics: str = "auto") -> None:
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
         if not isinstance(model, Model):

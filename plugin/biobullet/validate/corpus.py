@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from biobullet.core.native import import_pybullet
 from biobullet.core.errors import BiobulletError
 
 MOVING_JOINT = re.compile(rb'<joint[^>]*type\s*=\s*"(revolute|continuous|prismatic|spherical|planar|floating)"')
@@ -83,7 +84,7 @@ def oracles_load(path: str, floating_base: bool | None = None) -> dict[str, bool
     that biobullet loads every file both accept."""
     out = {}
     try:
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         client = p.connect(p.DIRECT)
         try:
             p.loadURDF(path, useFixedBase=not floating_base, flags=p.URDF_USE_INERTIA_FROM_FILE,
