@@ -540,6 +540,17 @@ class Reaction:
     constraint_torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
     constraint_axes: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
+    #: where the force and moment act and in which axes
+    frame = "at the joint origin, world axes"
+
+    def __repr__(self) -> str:
+        def vector(value) -> str:
+            return np.array2string(np.asarray(value, dtype=float), precision=4, suppress_small=True)
+        text = f"Reaction(force={vector(self.force)} N, moment={vector(self.moment)} N·m, {self.frame}"
+        if len(self.constraint_torques):
+            text += f"; constraint_torques={vector(self.constraint_torques)} N·m"
+        return text + ")"
+
 
 def reactions_from_solution(system: System, z: np.ndarray) -> dict[str, Reaction]:
     """Joint reactions keyed by link-segment joint name, and also by every grouped URDF joint name. A URDF floating

@@ -384,6 +384,23 @@ class Model:
         return (f"Model({self.name!r}, bodies={len(self.bodies)}, joints={self.n_joints}, nq={self.nq}, "
                 f"nv={self.nv}, floating_base={self.floating_base})")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: name, file, size and what the `<biobullet>` block adds, as a small table."""
+        from html import escape
+        d = self.description
+        counts = {tag: len(d.elements_of(tag)) for tag in ("loop", "contact", "flexible")}
+        forces = sum(1 for e in d.elements if e.tag not in counts)
+        rows = [("file", d.file), ("base", d.base_type), ("bodies / joints", f"{len(self.bodies)} / {self.n_joints}"),
+                ("coordinates (nq, nv)", f"{', '.join(self.coordinate_names) or '-'} ({self.nq}, {self.nv})"),
+                ("joint functions", str(len(d.joint_functions))), ("loops", str(counts["loop"])),
+                ("force elements (file)", str(forces)), ("contacts", str(counts["contact"])),
+                ("flexible links", str(counts["flexible"])),
+                ("URDF joint limits", "joint stops" if d.joint_limits else "ignored"),
+                ("total mass", f"{self.total_mass:.6g} kg"), ("gravity", f"{tuple(self.gravity)} m/s²")]
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}"
+                       "</td></tr>" for k, v in rows)
+        return f"<b>biobullet Model {escape(self.name)!s}</b><table>{body}</table>"
+
 
 _FLOAT = np.dtype(float)
 _TINY: dict[int, np.ndarray] = {}
