@@ -101,14 +101,19 @@ def _batched(model, elements) -> tuple:
     cached = _batches.get(model)
     if cached is not None and cached[0] == elements:
         return cached[1], cached[2]
-    from biobullet.forces.compiled import joint_forces_function, pack_joint_forces
+    from biobullet.core.jit import direct_entry
+    from biobullet.forces.compiled import joint_forces_function, joint_forces_kernel, pack_joint_forces
     from biobullet.forces.elements import JointSpring, JointStop
     springs = [e for e in elements if type(e) is JointSpring]
     stops = [e for e in elements if type(e) is JointStop]
     batch, others = None, tuple(elements)
     if len(springs) + len(stops) > 1:
         others = tuple(e for e in elements if type(e) not in (JointSpring, JointStop))
-        batch = (joint_forces_function(), pack_joint_forces(model, springs, stops))
+        packed = pack_joint_forces(model, springs, stops)
+        kernel = joint_forces_kernel()   # compiled: its entry for exactly these types (the bridge calls it per step)
+        kernel = joint_forces_function() if kernel is None else direct_entry(
+            kernel, np.zeros(model.n_config), np.zeros(model.n_tangent), *packed, np.zeros(model.n_tangent))
+        batch = (kernel, packed)
     _batches[model] = (tuple(elements), batch, others)
     return batch, others
 
