@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.core.native import import_pybullet
+from biobullet.core.native import import_pybullet, native_output
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 
@@ -390,10 +390,11 @@ def build_pinocchio_model(model, file: str | None = None):
         pin_model.gravity.linear = np.array(model.gravity, dtype=float)
         return pin_model
     try:
-        if model.floating_base:
-            pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
-        else:
-            pin_model = pin.buildModelFromUrdf(file)
+        with native_output(f"pinocchio.buildModelFromUrdf({file})"):   # urdfdom's C++ warnings: logged (DEBUG)
+            if model.floating_base:
+                pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
+            else:
+                pin_model = pin.buildModelFromUrdf(file)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"Pinocchio cannot read the file ({exc})", file=file) from None
     pin_model.gravity.linear = np.array(model.gravity, dtype=float)

@@ -78,8 +78,7 @@ class PinocchioOracle(Oracle):
         import pinocchio as pin
         from biobullet.conventions import PinocchioMap
         self.pin = pin
-        with native_output(f"pinocchio.buildModelFromUrdf({self.file})"):   # urdfdom's C++ warnings: logged
-            self.pin_model = build_pinocchio_model(model, self.file)
+        self.pin_model = build_pinocchio_model(model, self.file)   # urdfdom's C++ warnings: logged (conventions)
         departure = _pinocchio_parser_departure(model, self.file)
         if departure:
             # Pinocchio's URDF parser departs from the file here: use Pinocchio's joint models on the file's
