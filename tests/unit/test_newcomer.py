@@ -110,11 +110,19 @@ def test_unknown_formulation_and_column_suggest(tmp_path):
      r'<joint_function joint="elbow">: spline knots x span 90 rad on the angle input \'shoulder\''),
     ('<gravity xyz="0 0 -9810"/>', r"<gravity>: \|g\| = 9810 m/s² looks like the wrong unit"),
     ('<gravity xyz="0 0 -0.00981"/>', r"<gravity>: \|g\| = 0.00981 m/s² looks like the wrong unit"),
+    ("mass=2000", r'<link name="upper">: mass 2000 kg looks like the wrong unit \(grams\?'),
+    ("origin=300", r'<joint name="elbow"> <origin>: xyz 300 m from the parent frame looks like the wrong unit '
+                   r'\(millimetres\?'),
 ])
 def test_values_in_the_wrong_unit_warn_once_naming_the_element(tmp_path, block, match):
+    path = arm(tmp_path, "" if "=" in block and "<" not in block else block)
+    if block == "mass=2000":   # the upper arm written in grams
+        path.write_text(path.read_text().replace('<mass value="2"/>', '<mass value="2000"/>'))
+    if block == "origin=300":  # the elbow 300 mm out, written in mm
+        path.write_text(path.read_text().replace('<origin xyz="0.3 0 0"/>', '<origin xyz="300 0 0"/>'))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        biobullet.load_model(arm(tmp_path, block))
+        biobullet.load_model(path)
     units = [w for w in caught if issubclass(w.category, UnitWarning)]
     assert len(units) == 1, [str(w.message) for w in caught]
     assert str(units[0].message).startswith(str(tmp_path / "arm.urdf"))

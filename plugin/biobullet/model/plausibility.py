@@ -2,7 +2,8 @@
 
 Each suspicious value gets one `UnitWarning` naming the file and element; the model still loads (the file may
 mean it). Checked at load: `<initial position>` of an angle beyond the joint's `<limit>` or beyond ±2π, spline
-knots spanning more than 2π on an angle input, and a gravity magnitude above 100 m/s² or below 0.1 m/s² (not 0).
+knots spanning more than 2π on an angle input, a gravity magnitude above 100 m/s² or below 0.1 m/s² (not 0), a
+link heavier than 1 t (grams?) and a joint origin farther than 100 m from its parent (millimetres?).
 """
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ GRAVITY_TOO_SMALL = 0.1
 #: slack on the limits for an initial angle (rad): files print limits to a few digits
 LIMIT_SLACK = 1e-6
 ANGULAR_TYPES = ("revolute", "continuous")
+#: one link above this (kg) looks like grams (a 2 kg upper arm written as 2000); no link of pybullet_data reaches 1 t
+MASS_TOO_LARGE = 1000.0
+#: a joint origin farther than this (m) from its parent's frame looks like millimetres (a 0.45 m thigh as 450)
+LENGTH_TOO_LARGE = 100.0
 
 
 class UnitWarning(UserWarning):
@@ -36,6 +41,15 @@ def check_units(description: ModelDescription) -> None:
     if g > GRAVITY_TOO_LARGE or 0.0 < g < GRAVITY_TOO_SMALL:
         _warn(description, "<biobullet> <gravity>", f"|g| = {g:g} m/s² looks like the wrong unit "
               "(expected m/s², Earth 9.81: -9810 would be mm/s²)")
+    for link in description.links:
+        if link.inertial is not None and link.inertial.mass > MASS_TOO_LARGE:
+            _warn(description, link.source.element, f"mass {link.inertial.mass:g} kg looks like the wrong unit "
+                  "(grams? masses are in kg)")
+    for joint in description.joints:
+        reach = max(abs(c) for c in joint.origin_xyz)
+        if reach > LENGTH_TOO_LARGE:
+            _warn(description, f"{joint.source.element} <origin>", f"xyz {reach:g} m from the parent frame looks like "
+                  "the wrong unit (millimetres? lengths are in m)")
     for item in description.initial:
         joint = joints.get(item.joint)
         if joint is None or joint.type not in ANGULAR_TYPES or item.position is None:
@@ -63,4 +77,4 @@ def check_units(description: ModelDescription) -> None:
                   f"{inputs[0]!r}, more than a full turn (degrees? knots are in radians)")
 
 
-__all__ = ["UnitWarning", "check_units", "GRAVITY_TOO_LARGE", "GRAVITY_TOO_SMALL"]
+__all__ = ["UnitWarning", "check_units", "GRAVITY_TOO_LARGE", "GRAVITY_TOO_SMALL", "MASS_TOO_LARGE", "LENGTH_TOO_LARGE"]
