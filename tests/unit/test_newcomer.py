@@ -81,6 +81,7 @@ def test_wrong_argument_types_name_the_argument(arguments, match):
     ('<loop name="L" type="planr" link_a="upper" link_b="fore" normal="0 1 0"/>',
      r"unknown loop type 'planr' \(did you mean 'planar'\?\)"),
     ('<contact link="fore" normal_law="hertzz" stiffness="1e5"/>', r"\(did you mean 'hertz'\?\)"),
+    ('<joint_spirng joint="elbow" stiffness="1"/>', r"unknown element <joint_spirng> \(did you mean 'joint_spring'\?\)"),
 ])
 def test_mistyped_names_get_the_nearest_suggested(tmp_path, block, match):
     with pytest.raises(ModelError, match=match):
@@ -97,6 +98,8 @@ def test_unknown_formulation_and_column_suggest(tmp_path):
     q, _ = model.initial_state()
     with pytest.raises(ModelError, match=r"did you mean 'reduced'\?"):
         model.mass_matrix(q, formulation="reducd")
+    with pytest.raises(ModelError, match=r"cannot set 'elbw_dot'.*\(did you mean 'elbow_dot'\?\)"):
+        model.initial_state({"elbw_dot": 1.0})
 
 
 # ------------------------------------------------------------------------------------------------ units

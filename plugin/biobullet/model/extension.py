@@ -98,7 +98,9 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                     _movable_joint(source, element, "joint", movable, joints)
                 elements.append(ElementDescription(tag, frozen_mapping(dict(element.attrib)), source))
             else:
-                raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
+                known = (*KNOWN_ELEMENTS, *entry_point_names(FORCE_ELEMENT_GROUP))
+                raise ModelError(f"unknown element <{tag}>{did_you_mean(tag, known)}", file=file,
+                                 element=f"<biobullet> <{tag}>",
                                  expected="one of " + ", ".join(
                                      f"<{k}>" for k in (*KNOWN_ELEMENTS, *sorted(
                                          entry_point_names(FORCE_ELEMENT_GROUP) - set(KNOWN_ELEMENTS)))))

@@ -372,7 +372,9 @@ class Model:
             elif key.endswith("_dot") and key[:-4] in self.velocity_names:
                 v[self.velocity_names.index(key[:-4])] = value
             else:
-                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot", file=self.file,
+                names = (*self.coordinate_names, *(f"{name}_dot" for name in self.velocity_names))
+                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot"
+                                 f"{did_you_mean(key, names)}", file=self.file,
                                  expected="one of " + ", ".join(self.coordinate_names))
         return q, v
 
