@@ -163,6 +163,16 @@ def test_joint_reactions_are_labelled_records():
     assert reaction.force[2] == pytest.approx(moving * 9.81, rel=1e-12)
 
 
+def test_bridge_reaction_forces_say_their_units():
+    for name, unit in (("shoulder_rhythm", "N·m"), ("andrews_squeezer", "N (in-plane axis)")):
+        with biobullet.Bridge(biobullet.load_model(name), dt=1e-5) as bridge:
+            bridge.step()
+            forces = bridge.reaction_forces()
+        assert all(isinstance(value, float) for value in forces.values())   # still a plain dict of floats
+        first = next(iter(forces))
+        assert forces.units[first] == unit and f"{forces[first]:.6g} {unit}" in repr(forces)
+
+
 def test_contact_force_records_keep_dict_access_and_say_their_units():
     from biobullet.bridge.contact import ContactForce
     record = ContactForce(normal=12.5, friction=np.array([0.1, 0, 0]), point=np.zeros(3), penetration=1e-4,

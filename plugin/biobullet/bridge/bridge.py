@@ -74,6 +74,17 @@ OWN_DYNAMICS_TOLERANCE = 1.0e-9
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
 
+class ReactionForces(dict):
+    """`Bridge.reaction_forces()`: constraint multipliers by row name (a plain dict of floats) with `units` per row,
+    shown by its repr."""
+
+    units: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return "ReactionForces({" + ", ".join(f"{name!r}: {value:.6g} {self.units.get(name, '')}".rstrip()
+                                              for name, value in self.items()) + "})"
+
+
 class Bridge:
     """A biobullet Model stepped by PyBullet, every element of its file applied. See the module docstring.
 
@@ -872,17 +883,31 @@ class Bridge:
         from biobullet.bridge.reactions import joint_reactions
         return joint_reactions(self)
 
-    def reaction_forces(self) -> dict[str, float]:
-        """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ; N·m for joint functions).
+    def reaction_forces(self) -> "ReactionForces":
+        """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ), as a `ReactionForces` dict
+        whose repr gives each row's unit: `JOINT.function` N·m (N for a prismatic joint), loop rows `LOOP.x|y|z`
+        N along the world axes, `LOOP.e1|e2` N along the planar loop's in-plane axes, `LOOP.axis1|axis2` N·m.
 
         Native loops add `loop:<name>:<k>` entries from getConstraintState (PyBullet's applied force, N).
         """
         ensure_usable(self, "reaction_forces")
-        out = dict(zip(self.constraints.names, self._lambda.tolist()))
+        out = ReactionForces(zip(self.constraints.names, self._lambda.tolist()))
         for name, cid in self._native.items():
             for k, value in enumerate(self._p.getConstraintState(cid, physicsClientId=self.client)):
                 out[f"loop:{name}:{k}"] = float(value)
+        out.units = {name: self._row_unit(name) for name in out}
         return out
+
+    def _row_unit(self, name: str) -> str:
+        if name.endswith(".function"):
+            joint = name[:-len(".function")]
+            prismatic = joint in self.model.joint_names and self.model.description.joint(joint).type == "prismatic"
+            return "N" if prismatic else "N·m"
+        if name.endswith((".axis1", ".axis2")):
+            return "N·m"
+        if name.endswith((".e1", ".e2")):
+            return "N (in-plane axis)"
+        return "N (world axes)" if name.endswith((".x", ".y", ".z")) else "N"
 
     # ------------------------------------------------------------------ recording
     def record(self) -> None:
