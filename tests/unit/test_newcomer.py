@@ -140,6 +140,10 @@ def test_plausible_values_do_not_warn(tmp_path, block):
         biobullet.load_model(arm(tmp_path, block))
 
 
+def test_unit_warning_is_public():
+    assert biobullet.UnitWarning is UnitWarning and "UnitWarning" in biobullet.__all__
+
+
 def test_no_bundled_model_warns_about_units():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnitWarning)

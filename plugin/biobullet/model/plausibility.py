@@ -27,7 +27,8 @@ LENGTH_TOO_LARGE = 100.0
 
 
 class UnitWarning(UserWarning):
-    """A value loads but looks like the wrong unit (degrees for radians, mm for m); the message names it."""
+    """A value loads but looks like the wrong unit (degrees for radians, mm for m); the message names it.
+    Filter with `warnings.filterwarnings("ignore", category=biobullet.UnitWarning)`."""
 
 
 def _warn(description: ModelDescription, element: str, message: str) -> None:
