@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench venv clean browser
+.PHONY: demo test bench venv clean browser docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ venv: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python demos/headline.py --out out
+
+# API reference from the docstrings (pdoc, in the docs/test extras) into out/api/; fails if a public name is missing
+docs: $(STAMP)
+	$(BIN)/python tools/build_api_docs.py --out out/api
 
 # The HTML-replay test needs a headless browser: on a clean Debian CI machine (root, apt) install Debian's chromium
 # once (quiet, idempotent: skipped when present); elsewhere that test is skipped with its reason.

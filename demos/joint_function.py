@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         print(f"max |pip − (0.8·mcp + 0.3·mcp²)| over the swing: {np.abs(pip - (0.8 * mcp + 0.3 * mcp ** 2)).max():.2e} rad")
         frames = render_frames(model, run, width=320, height=300, fps=1 / 0.3, title="finger")
         picture = side_by_side([[f] for f in frames])[0]
-        out = write_png(os.path.join(args.out, "joint_function.png"), picture)
+        out = write_png(picture, os.path.join(args.out, "joint_function.png"))
         print(f"wrote {out}")
     except BiobulletError as error:
         print(f"biobullet: error: {error}", file=sys.stderr)

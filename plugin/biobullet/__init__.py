@@ -27,6 +27,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
     "run_scenario": ("biobullet.studies", "run_scenario"),
     "PluginError": ("biobullet.core.plugins", "PluginError"),
+    "UnitWarning": ("biobullet.model.plausibility", "UnitWarning"),
 }
 
 __all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY]

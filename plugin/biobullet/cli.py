@@ -24,6 +24,29 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-written line breaks of descriptions and examples."""
 
 
+class _StudiesFormatter(_Formatter):
+    """`run --help`: the usual help, then the installed studies (read from their entry points only when help is
+    shown, so building the parser stays light)."""
+
+    def format_help(self) -> str:
+        import textwrap
+
+        from biobullet.studies import studies
+        try:
+            table = studies()
+        except Exception as error:  # noqa: BLE001  (a broken third-party catalogue must not hide the help)
+            return super().format_help() + f"\nstudies: cannot be listed ({error})\n"
+        if not table:
+            return super().format_help() + "\nstudies: none installed (install biobullet with its studies)\n"
+        width = max(len(name) for name in table)
+        lines = ["", "studies:"]
+        for name in sorted(table):
+            wrapped = textwrap.wrap(table[name][1], 100 - width - 4) or [""]
+            lines.append(f"  {name:<{width}}  {wrapped[0]}")
+            lines += [" " * (width + 4) + more for more in wrapped[1:]]
+        return super().format_help() + "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------- parser
 def _assignment(text: str) -> tuple[str, float]:
     """Parse NAME=VALUE (for --set)."""
@@ -39,9 +62,10 @@ def _assignment(text: str) -> tuple[str, float]:
     return name.strip(), number
 
 
-def _add(sub, name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
+def _add(sub, name: str, summary: str, description: str, examples: str,
+         formatter: type[argparse.HelpFormatter] = _Formatter) -> argparse.ArgumentParser:
     parser = sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}".rstrip(),
-                            epilog="examples:\n" + examples, formatter_class=_Formatter)
+                            epilog="examples:\n" + examples, formatter_class=formatter)
     parser.set_defaults(subparser=parser)  # for usage errors found after parsing
     return parser
 
@@ -52,10 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, formatter_class=_Formatter,
         description="biobullet: biomechanics multibody models (URDF + <biobullet> block) for PyBullet, "
                     "validated against Pinocchio.",
-        epilog="examples:\n  biobullet info urdf/arm7.urdf\n  biobullet validate urdf/arm7.urdf --samples 20\n"
-               "  biobullet simulate urdf/andrews_squeezer.urdf --t-end 0.03 --out squeezer.csv\n\n"
+        epilog="examples:\n  biobullet info arm7\n  biobullet validate urdf/arm7.urdf --samples 20\n"
+               "  biobullet --quiet simulate andrews_squeezer --t-end 0.03 --out squeezer.csv\n\n"
+               "MODEL is a .urdf file or the name of a bundled model (arm7, shoulder_rhythm, fourbar_knee, ...).\n"
                "Set BIOBULLET_DEBUG=1 to see the traceback of an internal error.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="errors only on stderr: no progress, warnings or notes (results still on stdout)")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="also debug messages of the `biobullet` logger (e.g. what PyBullet and Pinocchio "
+                               "printed while loading, which is kept off the terminal otherwise)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     info = _add(sub, "info", "describe a model: bodies, joints, coordinates, functions, loops, forces, contacts",
@@ -117,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = _add(sub, "run", "run a paper study end to end (plots, video, report, summary.json)",
                "Writes DIR/summary.json with the study's key figures (keys documented per scenario).",
-               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n")
-    run.add_argument("scenario", metavar="SCENARIO", help="scenario name (e.g. andrews, shoulder, sprint)")
+               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n",
+               formatter=_StudiesFormatter)
+    run.add_argument("scenario", metavar="SCENARIO", help="study name (listed below)")
     run.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/SCENARIO)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--modes", default=None, metavar="SET",
@@ -197,6 +229,9 @@ def _base_flags(parser: argparse.ArgumentParser) -> None:
                         help="physically impossible inertia tensors (indefinite, or violating the triangle "
                              "inequality): warn = keep them as Pinocchio does and warn (default), repair = use the "
                              "nearest physical tensor, strict = reject the file")
+    parser.add_argument("--no-joint-limits", dest="joint_limits", action="store_false",
+                        help="ignore the URDF <limit>s of revolute and prismatic joints (by default they act as "
+                             "stiff joint stops on both engines, as in PyBullet)")
 
 
 def _version() -> str:
@@ -252,7 +287,7 @@ def model_info(model) -> dict[str, Any]:
             "moving_mass": float(model.total_mass), "world_links": merged.get(-1, []),
             "bodies": bodies, "joints": joints,
             "coordinates": {"q": list(model.coordinate_names), "v": list(model.velocity_names)},
-            **elements}
+            "joint_limits": description.joint_limits, **elements}
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> list[str]:
@@ -278,7 +313,9 @@ def format_info(info: dict[str, Any]) -> str:
     lines = [f"model        {info['name']}", f"file         {info['file']}", f"base         {info['base_type']}",
              f"gravity      {_cell(info['gravity'])} m/s²",
              f"total mass   {info['total_mass']:.6g} kg (moving {info['moving_mass']:.6g} kg)",
-             f"coordinates  nq={len(info['coordinates']['q'])} nv={len(info['coordinates']['v'])}", "",
+             f"coordinates  nq={len(info['coordinates']['q'])} nv={len(info['coordinates']['v'])}",
+             "joint limits " + ("URDF <limit>s act as joint stops (--no-joint-limits: ignored)"
+                                if info["joint_limits"] else "URDF <limit>s ignored (--no-joint-limits)"), "",
              f"bodies ({len(info['bodies'])})"]
     lines += _table(("link", "joint", "type", "parent", "mass [kg]", "merged links"),
                     [(b["link"], b["joint"], b["type"], b["parent"], b["mass"], b["links"][1:])
@@ -304,7 +341,8 @@ def format_info(info: dict[str, Any]) -> str:
 def cmd_info(args: argparse.Namespace) -> int:
     from biobullet.loader import load_model   # every element validated at load
 
-    info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
+    info = model_info(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits))
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
     else:
@@ -378,7 +416,8 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
         ok = bool(reports) and all(report.ok for report in reports)
         return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
     from biobullet.loader import load_model   # every element validated at load
-    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia),
+    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits),
                             samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
@@ -425,7 +464,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from biobullet.integrate.checks import runnable_check, time_function_check
     from biobullet.loader import load_model
 
-    model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia)
+    model = load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                   joint_limits=args.joint_limits)
     runnable_check(model, args.engine)
     time_function_check(model, args.t_end)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
@@ -522,20 +562,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (see the module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
+    import logging
     import warnings
     # a user-facing warning is one line, without the library's source line
     warnings.formatwarning = lambda message, category, *rest, **kw: f"{PROG}: warning: {message}\n"
+    errors = sys.stderr   # errors always reach the terminal; --quiet silences everything else on stderr
+    handler = logging.StreamHandler(errors)
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+    library_logger = logging.getLogger("biobullet")
+    library_logger.addHandler(handler)
+    library_logger.setLevel(logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING)
+    quiet = contextlib.ExitStack()
+    if args.quiet:
+        quiet.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore")
+        quiet.enter_context(contextlib.redirect_stderr(quiet.enter_context(open(os.devnull, "w"))))
     try:
         from biobullet.core.errors import BiobulletError
         try:
-            return args.handler(args)
+            with quiet:
+                return args.handler(args)
         except _UsageError as exc:
             args.subparser.error(str(exc))
         except BiobulletError as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {exc}", file=errors)
             return EXIT_ERROR
     except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        print(f"\n{PROG}: interrupted", file=errors)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -546,8 +599,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         detail = str(exc).splitlines()[0] if str(exc) else ""
         print(f"{PROG}: internal error: {type(exc).__name__}{': ' + detail if detail else ''} — please report "
-              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=sys.stderr)
+              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=errors)
         return EXIT_INTERNAL
+    finally:
+        library_logger.removeHandler(handler)
     return EXIT_OK
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from biobullet.core.native import import_pybullet, native_output
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 
@@ -163,7 +164,7 @@ class PyBulletMap:
     """Index and frame maps between a biobullet Model and a body loaded in PyBullet from the same file."""
 
     def __init__(self, model, body_id: int, client: int = 0) -> None:
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         multi = [f"{b.joint} ({b.joint_type})" for b in model.bodies
                  if b.multi_dof and b.joint and b.joint_type != "spherical"]
         if multi:
@@ -269,7 +270,7 @@ class PyBulletMap:
 
     def inverse_dynamics(self, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
         """calculateInverseDynamics, converted both ways: generalized forces dual to our ẋ (our order)."""
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         self._refuse_multi_dof("calculateInverseDynamics")
         model, n = self.model, self.model.n_joints
         if not model.floating_base:
@@ -289,7 +290,7 @@ class PyBulletMap:
     # ------------------------------------------------------------------ state
     def state_to_pybullet(self, x: np.ndarray, xd: np.ndarray) -> None:
         """Reset the PyBullet body to our (x, ẋ)."""
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         model, c, b = self.model, self.client, self.body_id
         base = model.base_nq   # floating base (7) and spherical joints (4 each) lead x
         if model.floating_base:
@@ -320,7 +321,7 @@ class PyBulletMap:
 
     def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
         """Our (x, ẋ) read back from the PyBullet body."""
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         model, c, b = self.model, self.client, self.body_id
         parts_x, parts_v = [], []
         if model.floating_base:
@@ -348,7 +349,7 @@ class PyBulletMap:
 
     def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(R, p) of the URDF link frame and (COM linear velocity, angular velocity), world frame."""
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         index = self.link_index[link]
         c, b = self.client, self.body_id
         if index < 0:
@@ -363,7 +364,7 @@ class PyBulletMap:
 
     def link_com(self, link: str) -> np.ndarray:
         """PyBullet's inertial-frame origin of `link` in the URDF link frame (m)."""
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         index = self.link_index[link]
         if index < 0:
             return self.inertial_position.copy()
@@ -389,10 +390,11 @@ def build_pinocchio_model(model, file: str | None = None):
         pin_model.gravity.linear = np.array(model.gravity, dtype=float)
         return pin_model
     try:
-        if model.floating_base:
-            pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
-        else:
-            pin_model = pin.buildModelFromUrdf(file)
+        with native_output(f"pinocchio.buildModelFromUrdf({file})"):   # urdfdom's C++ warnings: logged (DEBUG)
+            if model.floating_base:
+                pin_model = pin.buildModelFromUrdf(file, pin.JointModelFreeFlyer())
+            else:
+                pin_model = pin.buildModelFromUrdf(file)
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"Pinocchio cannot read the file ({exc})", file=file) from None
     pin_model.gravity.linear = np.array(model.gravity, dtype=float)

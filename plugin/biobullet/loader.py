@@ -16,22 +16,27 @@ from biobullet.opensim import OSIM_SUFFIX, load_osim
 
 
 def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, *,
-               inertia: str = "warn", strict: bool = False) -> Model:
+               inertia: str = "warn", joint_limits: bool = True, strict: bool = False) -> Model:
     """Load a URDF file with its optional `<biobullet>` block (or an OpenSim `.osim` model, translated by
     `biobullet.opensim`) into a Model.
 
-    `floating_base` overrides the file's `<base type=...>`. `inertia`: what to do with physically impossible
-    inertia tensors — "warn" (keep, as Pinocchio does, with one warning), "repair" (nearest physical tensor),
-    "strict" (reject); see `biobullet.model.urdf.INERTIA_POLICIES`. Raises ModelError (naming file, element and
-    attribute) on bad input. `strict` (.osim only): refuse a model with components the importer cannot represent
-    (otherwise each is reported by a warning).
+    `path`: a file, or the bare name of a bundled model ("shoulder_rhythm", "arm7": no folder, no suffix;
+    `biobullet.model.bundled.bundled_names()` lists them). `floating_base` overrides the file's
+    `<base type=...>`. `inertia`: what to do with physically impossible inertia tensors — "warn" (keep, as
+    Pinocchio does, with one warning), "repair" (nearest physical tensor), "strict" (reject); see
+    `biobullet.model.urdf.INERTIA_POLICIES`. `joint_limits`: the URDF `<limit>`s of revolute and prismatic
+    joints act as stiff joint stops on both engines, as in PyBullet (default); False ignores them
+    (`biobullet.forces.elements.limit_stops`). An OpenSim model's coordinate ranges never act (OpenSim's dynamics
+    does not enforce them: its CoordinateLimitForces do). `strict` (.osim only): refuse a model with components
+    the importer cannot represent (otherwise each is reported by a warning). Raises ModelError (naming file,
+    element and attribute) on bad input, TypeError naming the argument for an argument of the wrong type.
     """
-    if os.fspath(path).lower().endswith(OSIM_SUFFIX):
+    if isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(OSIM_SUFFIX):
         if floating_base:
             raise ModelError("an OpenSim model's ground is fixed (its free bodies float through their joints)",
                              argument="floating_base", expected="None or False for an .osim file")
         return load_osim(path, strict=strict, inertia=inertia)
-    return check_elements(model_from_file(path, floating_base, inertia=inertia))
+    return check_elements(model_from_file(path, floating_base, inertia=inertia, joint_limits=joint_limits))
 
 
 __all__ = ["load_model"]

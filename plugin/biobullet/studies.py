@@ -14,7 +14,7 @@ import time
 from importlib import metadata
 from typing import Any, Mapping
 
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.plugins import PluginError
 
 STUDY_GROUP = "biobullet.studies"
@@ -45,7 +45,7 @@ def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
     """Run study `name` into `out_dir`; returns its summary (also written to out_dir/summary.json)."""
     table = studies()
     if name not in table:
-        raise ModelError(f"unknown scenario {name!r}", argument="SCENARIO",
+        raise ModelError(f"unknown scenario {name!r}{did_you_mean(name, table)}", argument="SCENARIO",
                          expected="one of " + (", ".join(sorted(table)) or
                                                "(none installed: install biobullet with its studies)"))
     module = importlib.import_module(table[name][0])

@@ -27,6 +27,8 @@ path = Path(bundled_model("andrews_squeezer.urdf"))
 assert path.resolve().is_relative_to(site), path
 assert Path(_resolve(ELASTIC_ROBOT)).resolve().is_relative_to(site), _resolve(ELASTIC_ROBOT)
 model = biobullet.load_model(path)
+by_name = biobullet.load_model("andrews_squeezer")   # a bare name: the installed bundled model, from anywhere
+assert Path(by_name.file).resolve().is_relative_to(site), by_name.file
 print(len(bundled_models()), model.nq, len(model.joint_names))
 """
 
@@ -46,6 +48,8 @@ def test_the_wheel_ships_the_bundled_models(tmp_path: Path) -> None:
     missing = [n for n in bundled + ["README.md"] if f"biobullet/data/urdf/{n}" not in names]
     assert not missing, missing
     assert "biobullet/data/gait/walking_1ms.json" in names
+    assert "biobullet/py.typed" in names   # PEP 561: type checkers read the package's hints
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(n for n in names if "dist-info" in n)
 
     site = tmp_path / "site"
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",

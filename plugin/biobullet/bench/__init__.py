@@ -26,8 +26,9 @@ PINOCCHIO = "pinocchio (crba + rnea, full tree)"
 FORMULATION_MODELS = ("arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf")
 BRIDGE_MODEL = "shoulder_rhythm.urdf"
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
-#: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run)
-SLOW = ("matrix_calculus", "reduced_recursive", "reduced [numpy path]")
+#: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run);
+#: `--quick` leaves them out (link_segment's square solve is ~10⁴× Pinocchio per call)
+SLOW = ("matrix_calculus", "reduced_recursive", "link_segment", "reduced [numpy path]", "reduced_pinocchio [numpy path]")
 
 
 def interleaved_best(functions: Mapping[str, Callable[[], Any]], rounds: int = 60, number: int = 20,
@@ -76,10 +77,12 @@ def _without_kernels(function: Callable[[], Any]) -> Callable[[], Any]:
     return call
 
 
-def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: bool = True) -> dict[str, float]:
+def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: bool = True,
+                      slow: bool = True) -> dict[str, float]:
     """Seconds per `mass_and_bias` call of every formulation (but multipliers, which has no reduced M) and of
     Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v; with `numpy_path`, also the compiled
-    formulations with their kernels switched off ("… [numpy path]", what runs without numba)."""
+    formulations with their kernels switched off ("… [numpy path]", what runs without numba). `slow=False`
+    leaves out the formulations named in SLOW."""
     from biobullet.core import jit
     from biobullet.dynamics.formulation import GENERALIZED, formulation_names, get_formulation
 
@@ -89,6 +92,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
     for name in formulation_names(GENERALIZED):   # joint-space formulations have no reduced M
         formulation = get_formulation(name)
         if not getattr(formulation, "supports", lambda m: True)(model):   # e.g. link_segment on joint functions
+            continue
+        if not slow and name in SLOW:
             continue
         functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
     if numpy_path and jit.ENABLED:
@@ -180,21 +185,22 @@ def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
 def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
               log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Both measurements on the bundled models; the summary dict (also written to `out`/bench.json, atomically).
-    `quick`: a few rounds only (seconds instead of about a minute; noisier)."""
+    `quick`: a few rounds of the compiled formulations and Pinocchio only (seconds instead of about a minute;
+    noisier)."""
     from biobullet.core import jit
     from biobullet.loader import load_model
     from biobullet.model.bundled import bundled_model
     from biobullet.core.atomic import write_text as write_atomic
 
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-    f_rounds, b_rounds = (8, 10) if quick else (60, 100)
+    f_rounds, b_rounds = (8, 10) if quick else (60, 100)   # quick: also without the slow Python formulations
     summary: dict[str, Any] = {
         "quick": quick, "numba_kernels": jit.ENABLED, "python": platform.python_version(),
         "machine": platform.machine(), "cpu_count": os.cpu_count(), "formulations": {}, "bridge": {}}
     for name in FORMULATION_MODELS:
         log(f"bench: formulations on {name} …")
         model = load_model(bundled_model(name))
-        times = formulation_speed(model, rounds=f_rounds)
+        times = formulation_speed(model, rounds=f_rounds, numpy_path=not quick, slow=not quick)
         reference = times[PINOCCHIO]
         summary["formulations"][name] = {
             "nv": model.nv, "n_joints": model.n_tangent,

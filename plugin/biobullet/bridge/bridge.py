@@ -53,6 +53,7 @@ from operator import itemgetter
 import numpy as np
 
 from biobullet.bridge.lifecycle import attach, check_divergence, ensure_owned_body, ensure_usable, mark_closed
+from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
@@ -79,6 +80,17 @@ PROJECTION_FLOOR = 1.0e-14
 OWN_DYNAMICS_TOLERANCE = 1.0e-9
 #: a joint's position and velocity in a getJointStates entry
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
+
+
+class ReactionForces(dict):
+    """`Bridge.reaction_forces()`: constraint multipliers by row name (a plain dict of floats) with `units` per row,
+    shown by its repr."""
+
+    units: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return "ReactionForces({" + ", ".join(f"{name!r}: {value:.6g} {self.units.get(name, '')}".rstrip()
+                                              for name, value in self.items()) + "})"
 
 
 class Bridge:
@@ -123,7 +135,7 @@ class Bridge:
                  ground_body: int | None = None, contact_geometry: str | None = None, scene_contacts: bool = True,
                  query_distance: float | None = None, dynamics: str = "auto", gravity: str = "model") -> None:
         import os
-        import pybullet as p
+        p = import_pybullet()   # banner kept off the terminal (core.native)
         from biobullet.conventions import PyBulletMap
         from biobullet.model.model import Model
         if isinstance(model, (str, os.PathLike)):   # Bridge("file.urdf")
@@ -1114,17 +1126,31 @@ class Bridge:
         from biobullet.bridge.reactions import joint_reactions
         return joint_reactions(self)
 
-    def reaction_forces(self) -> dict[str, float]:
-        """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ; N·m for joint functions).
+    def reaction_forces(self) -> "ReactionForces":
+        """Constraint multipliers λ of the last apply(), by row name (τ_c = Φ_xᵀλ), as a `ReactionForces` dict
+        whose repr gives each row's unit: `JOINT.function` N·m (N for a prismatic joint), loop rows `LOOP.x|y|z`
+        N along the world axes, `LOOP.e1|e2` N along the planar loop's in-plane axes, `LOOP.axis1|axis2` N·m.
 
         Native loops add `loop:<name>:<k>` entries from getConstraintState (PyBullet's applied force, N).
         """
         ensure_usable(self, "reaction_forces")
-        out = dict(zip(self.constraints.names, self._lambda.tolist()))
+        out = ReactionForces(zip(self.constraints.names, self._lambda.tolist()))
         for name, cid in self._native.items():
             for k, value in enumerate(self._p.getConstraintState(cid, physicsClientId=self.client)):
                 out[f"loop:{name}:{k}"] = float(value)
+        out.units = {name: self._row_unit(name) for name in out}
         return out
+
+    def _row_unit(self, name: str) -> str:
+        if name.endswith(".function"):
+            joint = name[:-len(".function")]
+            prismatic = joint in self.model.joint_names and self.model.description.joint(joint).type == "prismatic"
+            return "N" if prismatic else "N·m"
+        if name.endswith((".axis1", ".axis2")):
+            return "N·m"
+        if name.endswith((".e1", ".e2")):
+            return "N (in-plane axis)"
+        return "N (world axes)" if name.endswith((".x", ".y", ".z")) else "N"
 
     # ------------------------------------------------------------------ recording
     def record(self) -> None:

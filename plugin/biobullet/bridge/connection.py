@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from biobullet.core.errors import ModelError
+from biobullet.core.native import import_pybullet, native_output
 
 #: Bounds given to PyBullet's joint-limit constraints to switch them off (rad or m); the limit rows stay
 #: in PyBullet's solver but can never become active.
@@ -20,7 +21,7 @@ MAX_JOINT_VELOCITY = 1.0e6
 def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
     """(physicsClientId, owned). `client`: None → a new DIRECT (or GUI) connection the bridge owns; an int
     physicsClientId; or a `pybullet_utils.bullet_client.BulletClient` (its `_client` id is used)."""
-    import pybullet as p
+    p = import_pybullet()   # its build banner stays off the terminal (biobullet --verbose shows it)
     if client is None:
         mode = p.DIRECT
         if gui:
@@ -48,21 +49,23 @@ def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
 
 def load_body(model, client: int, body_id: int | None) -> int:
     """Load `model.file` (inertia from the file, fixed base per the model) or check the user's `body_id`."""
-    import pybullet as p
+    p = import_pybullet()
     if body_id is None:
         translated = model.description.translated_urdf
         try:
             if translated is None:
-                return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
-                                  flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+                with native_output(f"pybullet.loadURDF({model.file})"):   # its URDF warnings: logged, not printed
+                    return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
+                                      flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
             # a model translated from another format (an OpenSim .osim): PyBullet loads its URDF text from a
             # private temporary file
             with tempfile.TemporaryDirectory(prefix="biobullet-") as folder:
                 urdf = os.path.join(folder, "model.urdf")
                 with open(urdf, "w", encoding="utf-8") as handle:
                     handle.write(translated)
-                return p.loadURDF(urdf, useFixedBase=not model.floating_base,
-                                  flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+                with native_output(f"pybullet.loadURDF({model.file})"):
+                    return p.loadURDF(urdf, useFixedBase=not model.floating_base,
+                                      flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
         except p.error as exc:
             raise ModelError(f"PyBullet cannot load the file ({exc})", file=model.file) from None
     if isinstance(body_id, bool) or not isinstance(body_id, (int, np.integer)):
@@ -82,7 +85,7 @@ def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: 
                  gravity: tuple[float, float, float] | None = None) -> None:
     """Switch off what PyBullet would add to the model: velocity motors, damping, sleeping, (joint limits); set the
     client's gravity to `gravity` (m/s², the bridge's rule: `Bridge._gravity_rule`; None: the model's)."""
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     n_links = p.getNumJoints(body, physicsClientId=client)
     types = [p.getJointInfo(body, i, physicsClientId=client)[2:4] for i in range(n_links)]
     movable = [i for i, (kind, q_index) in enumerate(types) if q_index > -1 and kind != p.JOINT_SPHERICAL]
@@ -113,7 +116,7 @@ def disable_spherical_motors(body: int, joints: list[int], client: int) -> None:
     """Switch off the motor PyBullet gives every spherical joint: a POSITION_CONTROL motor towards the identity
     that TORQUE_CONTROL does not replace (measured: it turns a free fall of 12 rad/s² into 2·10⁴ rad/s²). As
     PyBullet's documentation says, it is disabled by POSITION_CONTROL with force [0, 0, 0]."""
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     if not joints:
         return
     n = len(joints)
@@ -129,7 +132,7 @@ def check_spherical_limits(model, body: int, joints: list[int], client: int) -> 
     that neither changeDynamics(jointLowerLimit/jointUpperLimit/jointLimitForce) nor any other call removes
     (measured: a joint reset 1.2 rad out of the cone is driven back at 40 rad/s without gravity); the reference
     engine models no such limit, so the bridge would simulate another robot."""
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     for joint in joints:
         info = p.getJointInfo(body, joint, physicsClientId=client)
         if info[8] <= info[9]:   # PyBullet made a limit (lower ≤ upper)

@@ -419,7 +419,7 @@ class BridgeContacts:
                 pull_event(row, self.contacts[k].state, t)
 
     @property
-    def last_forces(self) -> dict[str, dict]:
+    def last_forces(self) -> dict[str, ContactForce]:
         """`forces()` of the last step."""
         out = {}
         for name, kin, force, body, link in self._records:
@@ -428,8 +428,8 @@ class BridgeContacts:
                 n = row[NORMAL:NORMAL + 3].copy()
                 f = row[FORCE:FORCE + 3]
                 normal = float(f @ n)
-                out[name] = {"normal": normal, "friction": f - normal * n, "point": row[POINT:POINT + 3].copy(),
-                             "penetration": float(row[DELTA]), "body": None, "link": None}
+                out[name] = ContactForce(normal=normal, friction=f - normal * n, point=row[POINT:POINT + 3].copy(),
+                                         penetration=float(row[DELTA]), body=None, link=None)
             else:
                 out[name] = _record(kin, force, body, link)
         return out
@@ -576,11 +576,33 @@ def _account(contact, kin: ContactKinematics, t: float, dt: float):
     return None
 
 
-def _record(kin: ContactKinematics, force, body, link) -> dict:
+class ContactForce(dict):
+    """One contact's force of the last step, a labelled record: keys (also attributes) "normal" (N, along the
+    ground normal), "friction" (N, world axes), "point" (m, world), "penetration" (m), "body", "link" (the scene
+    body's ids; None for the file's ground)."""
+
+    UNITS = {"normal": "N (along the contact normal)", "friction": "N (world axes)", "point": "m (world)",
+             "penetration": "m"}
+
+    def __getattr__(self, key: str):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __repr__(self) -> str:
+        def text(value) -> str:
+            return np.array2string(np.asarray(value), precision=4) if np.ndim(value) else f"{value:.6g}"
+        parts = [f"{key}={text(self[key])} {unit}" for key, unit in self.UNITS.items() if key in self]
+        where = "the file's ground" if self.get("body") is None else f"body {self['body']} link {self['link']}"
+        return f"ContactForce({', '.join(parts)}; against {where})"
+
+
+def _record(kin: ContactKinematics, force, body, link) -> ContactForce:
     normal = 0.0 if force is None else float(force @ kin.normal)
     friction = np.zeros(3) if force is None else force - normal * kin.normal
-    return {"normal": normal, "friction": friction, "point": kin.point, "penetration": kin.delta, "body": body,
-            "link": link}
+    return ContactForce(normal=normal, friction=friction, point=kin.point, penetration=kin.delta, body=body,
+                        link=link)
 
 
 def _sync(contact, t: float, kin: ContactKinematics) -> None:

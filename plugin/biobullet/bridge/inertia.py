@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from biobullet.core.native import import_pybullet
 from biobullet.core.errors import ModelError
 
 #: relative tolerance on masses and tensors (PyBullet stores floats from a diagonalisation: ~1e-7 relative)
@@ -38,7 +39,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
     naming links that PyBullet cannot represent. Raises ModelError when a user's body was loaded without
     `URDF_USE_INERTIA_FROM_FILE` (every tensor differs, not only the three cases above). `description`: what
     the body should be (default the model's; validation passes the description of the file PyBullet read)."""
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     from biobullet.spatial.rotations import quaternion_to_matrix
     description = model.description if description is None else description
     issue_links = {issue[0] for issue in description.inertia_issues}

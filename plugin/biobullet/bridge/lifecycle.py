@@ -17,6 +17,7 @@ import uuid
 
 import numpy as np
 
+from biobullet.core.native import import_pybullet
 from biobullet.core.errors import BiobulletError, SolverError
 
 TOKEN_KEY = "biobullet.bridge"
@@ -40,7 +41,7 @@ class DivergenceError(SolverError):
 
 def attach(bridge) -> None:
     """Mark `bridge.body` in `bridge.client` with a fresh token (see module docstring)."""
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     token = uuid.uuid4().hex
     bridge._lifecycle_token = token
     bridge._lifecycle_bytes = token.encode()   # what getUserData returns for it (compared every step)
@@ -66,7 +67,7 @@ def ensure_usable(bridge, action: str) -> None:
     token = getattr(bridge, "_lifecycle_token", None)
     if token is None:  # not attached (construction failed half-way)
         raise BridgeClosedError(f"Bridge.{action}: the bridge was not set up completely")
-    import pybullet as p
+    p = import_pybullet()   # banner kept off the terminal (core.native)
     client = bridge.client
     try:  # the per-step fast path, one call: our user-data entry still holds our token
         if p.getUserData(bridge._lifecycle_data, physicsClientId=client) in (token, token.encode()):

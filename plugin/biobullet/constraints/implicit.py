@@ -20,10 +20,17 @@ from biobullet.core.errors import ModelError, SolverError
 from biobullet.core import jit
 from biobullet.constraints.loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_supports, loop_terms, parse_loops
 from biobullet.constraints.loops import share_tree_kinematics as _share_kinematics
+from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import CONTINUATION_STEP, KANTOROVICH, NEWTON_MAX_ITERATIONS, STEP_TOLERANCE  # noqa: F401
+
+#: longest Newton step (rad or m, ∞-norm): a step beyond it is shortened (damping; converging steps are far below)
+NEWTON_STEP_LIMIT = 0.5
+#: Newton stops when a dependent coordinate moves farther than this from the prediction (rad or m): a solution
+#: that far away is another branch (or none), not the continuation of this one
+NEWTON_REACH = float(np.pi)
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
 
@@ -181,7 +188,8 @@ class LoopResolver:
         # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
         step_norm = 0.0 if norm <= 1e-3 * self.residual_tolerance else np.inf
         loose = self.accept_residual
-        for _ in range(NEWTON_MAX_ITERATIONS):
+        stopped, iterations = "iteration limit", 0
+        for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
             if norm <= self.residual_tolerance and step_norm <= 1e-7:
                 break  # quadratic convergence: the error left is ~ step², below round-off
             if loose is not None and norm <= loose:
@@ -195,7 +203,8 @@ class LoopResolver:
             if guard and first and not self._warm_condition * np.sum(np.abs(step)) <= KANTOROVICH:
                 raise _NeedsContinuation
             first = False
-            scale, base = 1.0, theta[dep].copy()
+            # damped: a step is at most NEWTON_STEP_LIMIT long, then halved until |Φ| decreases
+            scale, base = min(1.0, NEWTON_STEP_LIMIT / float(np.abs(step).max())), theta[dep].copy()
             while True:  # backtracking keeps Newton from jumping branches far from the solution
                 theta[dep] = base - scale * step
                 phi_new, jac_new, _ = self.terms(theta)
@@ -203,15 +212,24 @@ class LoopResolver:
                 if norm_new < norm or scale < 1e-3 or norm_new <= self.residual_tolerance:
                     break
                 scale *= 0.5
+            if not (norm_new < norm or norm_new <= self.residual_tolerance):
+                theta[dep] = base   # no descent along the Newton direction: stop where |Φ| was smallest
+                stopped = "no descent along the Newton direction"
+                break
+            if float(np.abs(theta[dep] - guess).max()) > NEWTON_REACH:
+                stopped = f"left the ±{NEWTON_REACH:.3g} neighbourhood of the prediction"
+                break
             phi, jac, norm = phi_new, jac_new, norm_new
             step_norm = scale * float(np.abs(step).max())
             if step_norm <= STEP_TOLERANCE:
                 break
         if not (norm <= self.residual_tolerance or (loose is not None and norm <= loose)):
             condition = np.linalg.cond(jac[:, dep])
-            raise SolverError(f"loop closure did not converge: |Φ| = {norm:.3g} m after {NEWTON_MAX_ITERATIONS} "
-                              f"Newton steps (the loops {', '.join(l.name for l in self.loops)} may not close for "
-                              f"these inputs; cond(∂Φ/∂θ_dep) = {condition:.3g}) at " + self._state_text(theta, t))
+            which = (f"loop {self.loops[0].name!r}" if len(self.loops) == 1 else
+                     "loops " + ", ".join(repr(loop.name) for loop in self.loops))
+            raise SolverError(f"loop closure did not converge: |Φ| = {norm:.3g} m after {iterations} damped Newton "
+                              f"steps ({stopped}); {which} may not close for these inputs "
+                              f"(cond(∂Φ/∂θ_dep) = {condition:.3g}) at " + self._state_text(theta, t))
         return jac, guess, phi
 
     def _finish(self, theta: np.ndarray, t: float, jac: np.ndarray, guess: np.ndarray, phi: np.ndarray, *,
@@ -399,6 +417,21 @@ def newton_tolerance(model, rtol: float):
             r.accept_residual = value
 
 
+def _loop_type_hint(loops: tuple[Loop, ...], n_dependent: int) -> str:
+    """A pointer to the loop type whose equation count matches (a planar four-bar written with type="point",
+    the habit from OpenSim and Pinocchio, has 3 equations for 2 dependent joints: type="planar" has 2)."""
+    others = sum(loop.n_equations for loop in loops[1:])
+    fitting = [name for name in loop_type_names()
+               if (law := get_loop_type(name)) is not None and law.n_equations == n_dependent - others
+               and name != loops[0].type]
+    if not fitting:
+        return ""
+    kind = " or ".join(f'type="{name}"' for name in fitting)
+    return (f"; use {kind} for loop {loops[0].name!r} ({n_dependent - others} equations instead of "
+            f"{loops[0].n_equations})" + ("; a planar mechanism closes with type=\"planar\", not \"point\""
+                                          if "planar" in fitting and loops[0].type == "point" else ""))
+
+
 def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | None", set[int]]:
     """(LoopResolver or None, set of implicit joint indices) from the model's `<loop>` elements: the factory the
     loader hands to `Model` (loop-closed joints that are neither listed in `<coordinates>` nor driven by a joint
@@ -414,8 +447,10 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
     n_equations = sum(loop.n_equations for loop in loops)
     if n_equations != len(implicit):
         names = ", ".join(model.joint_names[k] for k in implicit) or "none"
-        raise ModelError(f"loops {', '.join(l.name for l in loops)} give {n_equations} equations but make "
-                         f"{len(implicit)} joints dependent ({names})", file=description.file,
+        which = f"loop {loops[0].name!r} gives" if len(loops) == 1 else \
+            f"loops {', '.join(repr(l.name) for l in loops)} give"
+        raise ModelError(f"{which} {n_equations} equations for {len(implicit)} dependent joints ({names})"
+                         + _loop_type_hint(loops, len(implicit)), file=description.file,
                          element=loops[0].source.element, attribute="type",
                          expected="as many loop equations as loop joints that are neither listed in "
                                   "<coordinates> nor driven by a function")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.algorithms.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
-from biobullet.core.errors import SourceRef
+from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names
 from biobullet.core.attributes import vector3
 
@@ -70,7 +70,8 @@ def parse_loop(element, link_names) -> Loop:
     kind = attrs.get("type")
     law_class = get_loop_type(kind) if kind else None
     if law_class is None:
-        raise source.error("type", f"unknown loop type {kind!r}", "one of " + ", ".join(loop_type_names()))
+        raise source.error("type", f"unknown loop type {kind!r}{did_you_mean(kind, loop_type_names())}",
+                           "one of " + ", ".join(loop_type_names()))
     allowed = set(COMMON_ATTRIBUTES) | set(law_class.attributes)
     for key in attrs:
         if key not in allowed:
@@ -81,7 +82,8 @@ def parse_loop(element, link_names) -> Loop:
         if link is None:
             raise source.error(key, "missing required attribute", "a link name")
         if link not in link_names:
-            raise source.error(key, f"unknown link {link!r}", "one of " + ", ".join(sorted(link_names)))
+            raise source.error(key, f"unknown link {link!r}{did_you_mean(link, link_names)}",
+                               "one of " + ", ".join(sorted(link_names)))
         links.append(link)
     if links[0] == links[1]:
         raise source.error("link_b", f"the loop closes link {links[0]!r} on itself", "two different links")

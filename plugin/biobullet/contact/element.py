@@ -30,7 +30,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from biobullet.core.errors import SourceRef
+from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.core.attributes import number, vector3
 from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
@@ -123,7 +123,8 @@ class Contact(ForceElement):
         if not link:
             raise s.error("link", "missing required attribute", "the name of a <link>")
         if link not in model.link_names:
-            raise s.error("link", f"unknown link {link!r}", "the name of a <link> in this file")
+            raise s.error("link", f"unknown link {link!r}{did_you_mean(link, model.link_names)}",
+                          "the name of a <link> in this file")
         ground = a.get("ground", "plane").strip()
         if ground not in GROUNDS:
             raise s.error("ground", f"unknown ground {ground!r}", "one of: " + ", ".join(GROUNDS))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from biobullet.core.errors import SourceRef
+from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.core.plugins import PluginRegistry
 from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.core.attributes import error
@@ -53,7 +53,7 @@ def friction_law_names() -> list[str]:
 def _lookup(registry: PluginRegistry, name: str, source: SourceRef | None, attribute: str):
     cls = registry.get(str(name).strip())
     if cls is None:
-        raise error(source, attribute, f"unknown {registry.family} '{name}'",
+        raise error(source, attribute, f"unknown {registry.family} '{name}'{did_you_mean(name, registry.names())}",
                           "one of: " + ", ".join(registry.names()))
     return cls
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef, bare, shown
+from biobullet.core.errors import ModelError, SourceRef, bare, did_you_mean, shown
 
 #: sentinel default: the attribute must be present
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
@@ -201,7 +201,7 @@ def name(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | 
         options = list(known)
         if value not in options:
             listed = ", ".join(shown(o, 40) for o in options[:20]) + (" …" if len(options) > 20 else "")
-            raise error(source, key, f"unknown {kind} {shown(value)}", f"one of {listed}" if options else
+            raise error(source, key, f"unknown {kind} {shown(value)}{did_you_mean(value, options)}", f"one of {listed}" if options else
                         f"a {kind} defined in this file")
     return value
 
@@ -313,7 +313,7 @@ def check_known_attributes(source: SourceRef | None, attributes: Mapping[str, An
     accepted = set(listed)
     for key in _attributes_of(attributes):
         if key not in accepted:
-            raise error(source, key, "unknown attribute", "one of " + ", ".join(listed))
+            raise error(source, key, f"unknown attribute{did_you_mean(key, listed)}", "one of " + ", ".join(listed))
 
 
 def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str, ...], *,

@@ -7,7 +7,9 @@ forge extra lines, and a 20 MB invalid value is not echoed in full.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from typing import Iterable
 
 #: characters of a quoted value kept in a message (the rest is summarised)
 VALUE_LIMIT = 80
@@ -48,6 +50,12 @@ def bare(value: object, limit: int = VALUE_LIMIT) -> str:
 def clean_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """One line of at most about `limit` characters: control characters escaped, the tail summarised."""
     return _escape(_truncate(str(text), limit))
+
+
+def did_you_mean(value: object, options: Iterable[object]) -> str:
+    """" (did you mean 'x'?)" for the option nearest to a mistyped name (difflib ratio ≥ 0.6), else ""."""
+    close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {shown(close[0])}?)" if close else ""
 
 
 class BiobulletError(Exception):

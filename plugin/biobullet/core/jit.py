@@ -72,6 +72,29 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
         pass
 
 
+#: the one line said before the first compile of a process that finds a kernel's on-disk cache empty
+COMPILE_NOTICE = "compiling numerical kernels (first run only, ~1–2 min; cached afterwards) ..."
+_announced = False
+
+
+def _announce_if_uncached(function: Callable) -> None:
+    """Say COMPILE_NOTICE once per process (logger `biobullet`, WARNING, so `--quiet` hides it) when numba is about to
+    compile `function` because its `__pycache__` has no cache index for it: a first run compiles for over a minute,
+    which should not look like a hang."""
+    global _announced
+    if _announced:
+        return
+    try:
+        source = Path(inspect.getfile(function))
+        cached = any((source.parent / "__pycache__").glob(f"{source.stem}.{function.__qualname__}-*.nbi"))
+    except (OSError, TypeError):
+        return
+    if not cached:
+        import logging
+        _announced = True
+        logging.getLogger("biobullet").warning(COMPILE_NOTICE)
+
+
 def _is_dispatcher(value: Any) -> bool:
     return hasattr(value, "py_func")
 
@@ -109,6 +132,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
             digest = _DIGESTS[function] = _source_digest(function, bound_kernels)
             if bound_kernels:
                 _drop_stale_cache(function, digest)
+            if not inline:   # an inlined callee has no cache of its own: its caller's cache decides
+                _announce_if_uncached(function)
             options = {"cache": True, "nogil": True}
             if inline:
                 options["inline"] = "always"
@@ -180,6 +205,7 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
             bound_kernels = _bind_callees(function, bind)
             if bound_kernels:
                 _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
+            _announce_if_uncached(function)
             entry = numba.cfunc(signature, cache=True)(function)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False

@@ -44,10 +44,10 @@ def build_model(description: ModelDescription) -> Model:
 
 
 def model_from_file(path: str | os.PathLike[str], floating_base: bool | None = None, *,
-                    inertia: str = "warn") -> Model:
+                    inertia: str = "warn", joint_limits: bool = True) -> Model:
     """Read a URDF with its `<biobullet>` block into a Model (no check of the force/contact/flexible elements:
-    `biobullet.load_model` does that). `inertia`: see `biobullet.load_model`."""
-    return build_model(load_description(path, floating_base, inertia))
+    `biobullet.load_model` does that). `inertia`, `joint_limits`: see `biobullet.load_model`."""
+    return build_model(load_description(path, floating_base, inertia, joint_limits))
 
 
 __all__ = ["mass_matrix", "bias_forces", "forward_dynamics", "build_model", "model_from_file"]

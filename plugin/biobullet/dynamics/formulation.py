@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.plugins import PluginRegistry
 from biobullet.spatial.dense import solve_spd
 
@@ -101,7 +101,7 @@ def get_formulation(name: str | None) -> Formulation:
     if instance is None:
         cls = FORMULATIONS.get(name)
         if cls is None:
-            raise ModelError(f"unknown formulation {name!r}", argument="formulation",
+            raise ModelError(f"unknown formulation {name!r}{did_you_mean(name, FORMULATIONS.names())}", argument="formulation",
                              expected="one of " + ", ".join(FORMULATIONS.names()))
         instance = _instances[name] = cls()
     return instance

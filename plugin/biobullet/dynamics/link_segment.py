@@ -40,7 +40,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.spatial.algebra import joint_placement
 from biobullet.spatial.rotations import skew
@@ -142,7 +142,8 @@ def _build_structure(model) -> Structure:
         for joint_name in names:
             kinds = {b.joint: b.joint_type for b in bodies}
             if kinds.get(joint_name) != "revolute":
-                raise source.error("joints", f"unknown joint {joint_name!r}" if joint_name not in kinds else
+                raise source.error("joints", f"unknown joint {joint_name!r}{did_you_mean(joint_name, kinds)}"
+                                   if joint_name not in kinds else
                                    f"joint {joint_name!r} is {kinds[joint_name]}", "revolute/continuous joints")
             if joint_name in groups:
                 raise source.error("joints", f"joint {joint_name!r} is in two <segment_joint> elements",
@@ -538,6 +539,17 @@ class Reaction:
     moment: np.ndarray
     constraint_torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
     constraint_axes: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+    #: where the force and moment act and in which axes
+    frame = "at the joint origin, world axes"
+
+    def __repr__(self) -> str:
+        def vector(value) -> str:
+            return np.array2string(np.asarray(value, dtype=float), precision=4, suppress_small=True)
+        text = f"Reaction(force={vector(self.force)} N, moment={vector(self.moment)} N·m, {self.frame}"
+        if len(self.constraint_torques):
+            text += f"; constraint_torques={vector(self.constraint_torques)} N·m"
+        return text + ")"
 
 
 def reactions_from_solution(system: System, z: np.ndarray) -> dict[str, Reaction]:

@@ -42,7 +42,7 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.core.atomic import write_text
 from biobullet.core.attributes import vector3
-from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef, did_you_mean
 
 SEPARATOR = "__"
 #: most segments per flexible link (each adds one or two joints)
@@ -190,7 +190,7 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
         name = element.get("link")
         where = f'<flexible link="{name}">'
         if name not in links:
-            raise ModelError(f"unknown link {name!r}", file=file, element=where, attribute="link",
+            raise ModelError(f"unknown link {name!r}{did_you_mean(name, links)}", file=file, element=where, attribute="link",
                              expected="the name of a <link>")
         children = [j for j in joints if j.find("parent").get("link") == name]
         ends = [_xyz(j.find("origin").get("xyz") if j.find("origin") is not None else None,

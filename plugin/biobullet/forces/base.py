@@ -45,7 +45,7 @@ from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 
-from biobullet.core.errors import SourceRef
+from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.core.plugins import PluginRegistry
 
 ENTRY_POINT_GROUP = "biobullet.force_elements"
@@ -159,6 +159,7 @@ def force_tags() -> list[str]:
 def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint") -> tuple[int, int]:
     """(index in x, index in ẋ) of a movable joint's coordinate."""
     if joint not in model.joint_names:
-        raise source.error(attribute, f"unknown joint {joint!r}", "one of " + ", ".join(model.joint_names))
+        raise source.error(attribute, f"unknown joint {joint!r}{did_you_mean(joint, model.joint_names)}",
+                           "one of " + ", ".join(model.joint_names))
     slot = model.joint_names.index(joint)
     return slot + model.base_nq, slot + model.base_nv   # after the floating base and multi-DOF joints

@@ -1,7 +1,8 @@
 """The force elements of a model: built once from its description, cached per Model (weakly), summed.
 
-`force_elements(model)` returns the elements the model file declares plus any added with
-`add_force_element(model, element)` (Python API; the Model itself stays immutable).
+`force_elements(model)` returns the elements the model file declares, the stops of its URDF `<limit>`s (unless
+loaded with joint_limits=False; `elements.limit_stops`), plus any added with `add_force_element(model, element)`
+(Python API; the Model itself stays immutable).
 """
 from __future__ import annotations
 
@@ -41,6 +42,14 @@ def _from_description(model) -> tuple[ForceElement, ...]:
                                        f"(also by {names[built.name]})", "distinct names")
         names[built.name] = element.source.element
         elements.append(built)
+    if model.description.joint_limits:
+        from biobullet.forces.elements import limit_stops
+        for stop in limit_stops(model):
+            if stop.name in names:
+                raise stop.source.error(None, f"force element name {stop.name!r} (the stop of this <limit>) is used "
+                                        f"by {names[stop.name]}", "another name, or load with joint_limits=False")
+            names[stop.name] = stop.source.element
+            elements.append(stop)
     return tuple(elements)
 
 
@@ -80,41 +89,46 @@ def added_generation() -> int:
     return _generation
 
 
-#: per model: (element tuple, its joint springs batched as index and parameter arrays, the other elements)
+#: per model: (element tuple, its joint springs and stops packed for the joint-forces kernel, the other elements)
 _batches: "WeakKeyDictionary[object, tuple]" = WeakKeyDictionary()
 
 
 def _batched(model, elements) -> tuple:
-    """((i, k, stiffness, rest, damping) arrays of the `JointSpring`s, the other elements) for this element
-    tuple, cached per model (a segmented flexible link has one joint spring per segment joint)."""
+    """((kernel, packed arrays) of the `JointSpring`s and `JointStop`s, the other elements) for this element
+    tuple, cached per model: a segmented flexible link has one joint spring per segment joint, a URDF one stop per
+    `<limit>`. The kernel is the compiled right-hand sides' `compiled.joint_forces_kernel` (its Python twin
+    without numba): one call instead of a Python call per element."""
     cached = _batches.get(model)
     if cached is not None and cached[0] == elements:
         return cached[1], cached[2]
-    from biobullet.forces.elements import JointSpring
+    from biobullet.core.jit import direct_entry
+    from biobullet.forces.compiled import joint_forces_function, joint_forces_kernel, pack_joint_forces
+    from biobullet.forces.elements import JointSpring, JointStop
     springs = [e for e in elements if type(e) is JointSpring]
-    others = tuple(e for e in elements if type(e) is not JointSpring)
-    batch = None
-    if len(springs) > 1:
-        index = np.array([e._indices(model) for e in springs], dtype=np.intp)
-        batch = (index[:, 0], index[:, 1], np.array([e.stiffness for e in springs]),
-                 np.array([e.rest for e in springs]), np.array([e.damping for e in springs]))
-    else:
-        others = tuple(elements)
+    stops = [e for e in elements if type(e) is JointStop]
+    batch, others = None, tuple(elements)
+    if len(springs) + len(stops) > 1:
+        others = tuple(e for e in elements if type(e) not in (JointSpring, JointStop))
+        packed = pack_joint_forces(model, springs, stops)
+        kernel = joint_forces_kernel()   # compiled: its entry for exactly these types (the bridge calls it per step)
+        kernel = joint_forces_function() if kernel is None else direct_entry(
+            kernel, np.zeros(model.n_config), np.zeros(model.n_tangent), *packed, np.zeros(model.n_tangent))
+        batch = (kernel, packed)
     _batches[model] = (tuple(elements), batch, others)
     return batch, others
 
 
 def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, elements=None) -> np.ndarray:
-    """Σ τ of the force elements (n_tangent, tree order). Joint spring-dampers (τ = −k (θ − θ0) − c θ̇, see
-    `JointSpring`) are summed in one array operation when there are several."""
+    """Σ τ of the force elements (n_tangent, tree order). Joint spring-dampers and joint stops (see `JointSpring`,
+    `JointStop`) are summed in one kernel call when there are several."""
     elements = force_elements(model) if elements is None else elements
     tau = np.zeros(model.n_tangent)
     if not elements:
         return tau
     batch, elements = _batched(model, tuple(elements))
     if batch is not None:
-        i, k, stiffness, rest, damping = batch
-        np.add.at(tau, k, -stiffness * (np.asarray(x)[i] - rest) - damping * np.asarray(xd)[k])
+        kernel, packed = batch
+        kernel(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float), *packed, tau)
     placements = None
     for element in elements:
         if getattr(element, "uses_placements", True):

@@ -170,6 +170,11 @@ def joint_forces_kernel():
     return jit.compiled(_joint_forces_py)
 
 
+def joint_forces_function():
+    """`joint_forces_kernel()`, or its Python twin `_joint_forces_py` when numba is missing or disabled."""
+    return joint_forces_kernel() or _joint_forces_py
+
+
 def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
     """(spring_index, spring_params, stop_index, stop_params) of `_joint_forces_py` for these `JointSpring` and
     `JointStop` elements."""

@@ -11,8 +11,9 @@ from typing import Callable
 
 import numpy as np
 
+from biobullet.algorithms.crba import crba
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
-from biobullet.core.errors import SolverError, SourceRef
+from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring_kernel
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, joint_indices, register_force
@@ -79,7 +80,8 @@ class Spring(ForceElement):
             if not a.get(key):
                 raise s.error(key, "missing required attribute", "the name of a <link>")
             if a[key] not in model.link_names:
-                raise s.error(key, f"unknown link {a[key]!r}", "the name of a <link> in this file")
+                raise s.error(key, f"unknown link {a[key]!r}{did_you_mean(a[key], model.link_names)}",
+                              "the name of a <link> in this file")
         name = a.get("name") or f"spring_{a['link_a']}_{a['link_b']}"
         return cls(name, a["link_a"], vector3(s, a, "xyz_a"), a["link_b"], vector3(s, a, "xyz_b"),
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
@@ -280,7 +282,8 @@ class JointTorque(_JointElement):
                           "either value=.. or type=..")
         function_class = registry.get(type_name)
         if function_class is None:
-            raise s.error("type", f"unknown function type {type_name!r}", "one of " + ", ".join(registry.names()))
+            raise s.error("type", f"unknown function type {type_name!r}{did_you_mean(type_name, registry.names())}",
+                          "one of " + ", ".join(registry.names()))
         if a.get("inputs", "").strip():
             raise s.error("inputs", "a joint torque is a function of time only", "no inputs")
         function = function_class.from_attributes(a, (), s)
@@ -322,7 +325,8 @@ class JointStop(_JointElement):
         super().__init__(name, joint, source)
         err = self.source.error
         if type not in ("smooth", "switched"):
-            raise err("type", f"unknown stop type {type!r}", "smooth or switched")
+            raise err("type", f"unknown stop type {type!r}{did_you_mean(type, ('smooth', 'switched'))}",
+                      "smooth or switched")
         if lower is None and upper is None:
             raise err("lower", "neither lower nor upper limit given", "at least one of lower, upper")
         for key, value in (("lower", lower), ("upper", upper)):
@@ -502,4 +506,40 @@ def _ramp_energy(p: float, w: float) -> float:
     return inside + 0.5 * (p * p - w * w)
 
 
-__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "smooth_step"]
+__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "smooth_step", "limit_stops"]
+
+
+# ------------------------------------------------------------------------------------------------ URDF limits
+#: penetration (rad or m) at which a URDF `<limit>` stop has the linear stiffness M_jj ω² (M_jj: the joint's
+#: diagonal of the tree mass matrix at the neutral configuration) — a static load τ then penetrates by
+#: √(2 p_ref τ / (M_jj ω²)) (≈ 1° for a forearm hanging on its elbow limit)
+LIMIT_REFERENCE_PENETRATION = 0.01
+#: natural frequency of a `<limit>` stop at that penetration (rad/s; 10 Hz): stiff next to the motion of a limb,
+#: soft enough for an explicit integrator
+LIMIT_FREQUENCY = 2.0 * math.pi * 10.0
+#: damping ratio of a `<limit>` stop at the reference penetration
+LIMIT_DAMPING_RATIO = 0.5
+
+
+def limit_stops(model) -> tuple[JointStop, ...]:
+    """The URDF `<limit lower upper>` of every revolute and prismatic joint as a smooth `JointStop` named
+    `limit_JOINT` (PyBullet enforces URDF limits; so does biobullet unless the model was loaded with
+    joint_limits=False). Stiffness k = M_jj ω² / (2 p_ref) (exponent 2: linear stiffness 2 k p = M_jj ω² at
+    p = p_ref), damping c = 2 ζ M_jj ω; see LIMIT_*. A joint that has its own `<joint_stop>` keeps only that."""
+    description = model.description
+    own = {element.attributes.get("joint") for element in description.elements_of("joint_stop")}
+    limited = [joint for joint in description.joints
+               if joint.type in ("revolute", "prismatic") and joint.name not in own and joint.name in model.joint_names
+               and joint.lower is not None and joint.upper is not None and joint.lower < joint.upper]
+    if not limited:
+        return ()
+    mass = crba(model, model.joint_configuration(model.neutral_configuration()))
+    stops = []
+    for joint in limited:
+        source = SourceRef(joint.source.file, f"{joint.source.element} <limit>")
+        k = joint_indices(model, joint.name, source)[1]
+        inertia = max(float(mass[k, k]), 0.0)
+        stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper,
+                               inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION),
+                               2.0 * LIMIT_DAMPING_RATIO * inertia * LIMIT_FREQUENCY, source=source))
+    return tuple(stops)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
@@ -548,7 +548,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                          file=model.file, expected="a movable joint, or --floating-base")
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
-        raise ModelError(f"unknown integration method {method!r}", attribute="method",
+        raise ModelError(f"unknown integration method {method!r}{did_you_mean(method.upper(), METHODS)}",
+                         attribute="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
     rtol = DEFAULT_RTOL if rtol is None else float(rtol)
     atol = DEFAULT_ATOL if atol is None else float(atol)
@@ -672,7 +673,8 @@ def cli_simulate(args, model=None) -> int:
     from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
     if model is None:
         model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
-                                               inertia=getattr(args, "inertia", "warn")))
+                                               inertia=getattr(args, "inertia", "warn"),
+                                               joint_limits=getattr(args, "joint_limits", True)))
     runnable_check(model, "reference")
     time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])

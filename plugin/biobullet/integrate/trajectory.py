@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from biobullet.core.atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, did_you_mean
 
 ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applied", "dissipated")
 
@@ -53,7 +53,53 @@ class Trajectory:
             return self.positions[:, self.position_names.index(name)]
         if name in self.velocity_names:
             return self.velocities[:, self.velocity_names.index(name)]
-        raise KeyError(name)
+        raise KeyError(f"{name!r} is not a column{did_you_mean(name, ('t', *self.position_names, *self.velocity_names))}")
+
+    # ------------------------------------------------------------------ display
+    def plot(self, columns=None, path: str | os.PathLike[str] | None = None):
+        """A matplotlib Figure of `columns` (names as in `column`; default the generalized coordinates, else every
+        joint) against time, with the energy record (J) in a second panel when there is one. With `path`, also
+        written there atomically (format from the suffix: .png, .pdf, .svg). Returns the Figure."""
+        from matplotlib.figure import Figure   # no pyplot: no global state, works headless
+
+        names = list(columns) if columns is not None else list(self.coordinate_names or self.position_names)
+        for name in names:
+            self.column(name)   # KeyError naming the column (with the nearest name) before drawing anything
+        panels = 2 if self.energy else 1
+        figure = Figure(figsize=(8, 3.2 * panels), layout="constrained")
+        axes = figure.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
+        for name in names:
+            axes[0].plot(self.t, self.column(name), label=name)
+        axes[0].set_ylabel("position (rad or m)" if not any(n.endswith("_dot") for n in names) else "value (SI)")
+        axes[0].legend(loc="best", fontsize="small")
+        axes[0].grid(alpha=0.3)
+        if self.energy:
+            for key in ("kinetic", "potential_gravity", "potential_elastic"):
+                axes[1].plot(self.t, self.energy[key], label=key.replace("_", " "))
+            axes[1].plot(self.t, self.energy_balance(), "k--", label="balance (constant if correct)")
+            axes[1].set_ylabel("energy (J)")
+            axes[1].legend(loc="best", fontsize="small")
+            axes[1].grid(alpha=0.3)
+        axes[-1].set_xlabel("t (s)")
+        if path is not None:
+            suffix = Path(path).suffix.lstrip(".").lower() or "png"
+            atomic_write(path, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
+        return figure
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: samples, time span, columns and which right-hand side served."""
+        from html import escape
+        rows = [("samples", f"{len(self.t)}, t = {self.t[0]:.6g} … {self.t[-1]:.6g} s" if len(self.t) else "0"),
+                ("coordinates", ", ".join(self.coordinate_names) or "-"),
+                ("joints", ", ".join(self.joint_names) or "-"), ("events", str(len(self.events)))]
+        if self.energy and len(self.t):
+            balance = self.energy_balance()
+            rows.append(("energy balance drift", f"{float(np.max(np.abs(balance - balance[0]))):.3g} J"))
+        if "right_hand_side" in self.meta:
+            rows.append(("right-hand side", str(self.meta["right_hand_side"])))
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}"
+                       "</td></tr>" for k, v in rows)
+        return f"<b>biobullet Trajectory</b> (<code>.plot()</code> draws it)<table>{body}</table>"
 
     def energy_balance(self) -> np.ndarray:
         """T + V_gravity + V_elastic − W_applied + E_dissipated (J): constant for a correct simulation of a

@@ -1,9 +1,10 @@
 """Paths of the bundled model files (`urdf/` in a source checkout, `biobullet/data/urdf` in an installed wheel)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, did_you_mean
 
 
 def bundled_model(name: str) -> str:
@@ -21,3 +22,33 @@ def bundled_models() -> list[str]:
     """Every bundled `.urdf` file, sorted."""
     folder = Path(bundled_model("arm7.urdf")).parent
     return sorted(str(p) for p in folder.glob("*.urdf"))
+
+
+def bundled_names() -> list[str]:
+    """The names of the bundled models (file names without `.urdf`), sorted: `load_model("arm7")` loads one."""
+    return [Path(path).stem for path in bundled_models()]
+
+
+def is_bare_name(path: str) -> bool:
+    """A name without a folder or suffix ("shoulder_rhythm"): what `resolve_model_path` looks up as bundled."""
+    return bool(path) and os.sep not in path and "/" not in path and (os.altsep or "/") not in path \
+        and not Path(path).suffix
+
+
+def resolve_model_path(path: object, argument: str = "path") -> str:
+    """The file behind `load_model`'s first argument: an existing path as given, a bare name ("shoulder_rhythm",
+    no folder, no suffix) the bundled model of that name. An unknown bare name is a ModelError listing the
+    bundled names with the nearest one; anything but a str or os.PathLike is a TypeError naming the argument."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"argument '{argument}' must be a model file path (str or os.PathLike) or a bundled model "
+                        f"name such as 'shoulder_rhythm', not {type(path).__name__}")
+    file = os.fspath(path)
+    if not isinstance(file, str):
+        raise TypeError(f"argument '{argument}' must be a text path, not {type(file).__name__}")
+    if os.path.exists(file) or not is_bare_name(file):
+        return file
+    names = bundled_names()
+    if file in names:
+        return bundled_model(file + ".urdf")
+    raise ModelError(f"no file and no bundled model named {file!r}{did_you_mean(file, names)}", argument=argument,
+                     expected="a model file path, or one of the bundled models " + ", ".join(names))

@@ -114,6 +114,8 @@ class ModelDescription:
     # the URDF text this description was read from when `file` is in another format (an OpenSim .osim model,
     # translated in memory by `biobullet.opensim`); None when `file` is the URDF itself
     translated_urdf: str | None = None
+    # URDF <limit>s of revolute/prismatic joints act as joint stops (forces.elements.limit_stops), as in PyBullet
+    joint_limits: bool = True
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)

@@ -10,7 +10,7 @@ import dataclasses
 import xml.etree.ElementTree as ET
 
 from biobullet.core.plugins import entry_point_names
-from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef, did_you_mean
 from biobullet.core.attributes import check_known_attributes, optional_float, optional_vec3, required, source_of
 from biobullet.model.description import (ElementDescription, InitialDescription, JointFunctionDescription, ModelDescription,
                           frozen_mapping)
@@ -67,7 +67,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 check_known_attributes(source, element, {"type"})
                 base_type = required(source, element, "type")
                 if base_type not in ("fixed", "floating"):
-                    raise source.error("type", f"unknown base type {base_type!r}", "fixed or floating")
+                    raise source.error("type", f"unknown base type {base_type!r}{did_you_mean(base_type, ('fixed', 'floating'))}",
+                                       "fixed or floating")
                 changes["base_type"] = base_type
             elif tag == "initial":
                 check_known_attributes(source, element, {"joint", "position", "velocity"})
@@ -79,7 +80,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 names = tuple(required(source, element, "names").split())
                 for name in names:
                     if name not in movable:
-                        raise source.error("names", f"unknown joint {name!r}", _joint_list(movable))
+                        raise source.error("names", f"unknown joint {name!r}{did_you_mean(name, movable)}",
+                                           _joint_list(movable))
                 if len(set(names)) != len(names):
                     raise source.error("names", "a coordinate is listed twice", "distinct joint names")
                 changes["coordinates"] = names
@@ -91,13 +93,16 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                     check_known_attributes(source, element, allowed)
                 for key in ("link", "link_a", "link_b"):
                     if key in element.attrib and element.attrib[key] not in links:
-                        raise source.error(key, f"unknown link {element.attrib[key]!r}",
+                        raise source.error(key, f"unknown link {element.attrib[key]!r}"
+                                           f"{did_you_mean(element.attrib[key], links)}",
                                            "the name of a <link> in this file")
                 if "joint" in element.attrib:
                     _movable_joint(source, element, "joint", movable, joints)
                 elements.append(ElementDescription(tag, frozen_mapping(dict(element.attrib)), source))
             else:
-                raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
+                known = (*KNOWN_ELEMENTS, *entry_point_names(FORCE_ELEMENT_GROUP))
+                raise ModelError(f"unknown element <{tag}>{did_you_mean(tag, known)}", file=file,
+                                 element=f"<biobullet> <{tag}>",
                                  expected="one of " + ", ".join(
                                      f"<{k}>" for k in (*KNOWN_ELEMENTS, *sorted(
                                          entry_point_names(FORCE_ELEMENT_GROUP) - set(KNOWN_ELEMENTS)))))
@@ -135,7 +140,7 @@ def _check_one_dof(source: SourceRef, attribute: str, name: str, movable: set[st
     if name in joints:
         raise source.error(attribute, f"joint {name!r} is {joints[name].type}, not movable",
                            "a revolute, continuous or prismatic joint")
-    raise source.error(attribute, f"unknown joint {name!r}", _joint_list(movable))
+    raise source.error(attribute, f"unknown joint {name!r}{did_you_mean(name, movable)}", _joint_list(movable))
 
 
 def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[str],
@@ -146,7 +151,8 @@ def _parse_joint_function(source: SourceRef, element: ET.Element, movable: set[s
     type_name = required(source, element, "type")
     cls = registry.get(type_name)
     if cls is None:
-        raise source.error("type", f"unknown joint-function type {type_name!r}", "one of " + ", ".join(registry.names()))
+        raise source.error("type", f"unknown joint-function type {type_name!r}"
+                           f"{did_you_mean(type_name, registry.names())}", "one of " + ", ".join(registry.names()))
     inputs = tuple(element.attrib.get("inputs", "").split())
     for name in inputs:
         _check_one_dof(source, "inputs", name, movable, joints)

@@ -15,7 +15,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.model.affine import affine_pair
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
@@ -121,7 +121,7 @@ class Model:
         try:
             return self._frames[name]
         except KeyError:
-            raise ModelError(f"unknown link {name!r}", file=self.file,
+            raise ModelError(f"unknown link {name!r}{did_you_mean(name, self._frames)}", file=self.file,
                              expected="one of " + ", ".join(sorted(self._frames))) from None
 
     @property
@@ -372,7 +372,9 @@ class Model:
             elif key.endswith("_dot") and key[:-4] in self.velocity_names:
                 v[self.velocity_names.index(key[:-4])] = value
             else:
-                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot", file=self.file,
+                names = (*self.coordinate_names, *(f"{name}_dot" for name in self.velocity_names))
+                raise ModelError(f"cannot set {key!r}: not an independent coordinate or its _dot"
+                                 f"{did_you_mean(key, names)}", file=self.file,
                                  expected="one of " + ", ".join(self.coordinate_names))
         return q, v
 
@@ -383,6 +385,23 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={len(self.bodies)}, joints={self.n_joints}, nq={self.nq}, "
                 f"nv={self.nv}, floating_base={self.floating_base})")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: name, file, size and what the `<biobullet>` block adds, as a small table."""
+        from html import escape
+        d = self.description
+        counts = {tag: len(d.elements_of(tag)) for tag in ("loop", "contact", "flexible")}
+        forces = sum(1 for e in d.elements if e.tag not in counts)
+        rows = [("file", d.file), ("base", d.base_type), ("bodies / joints", f"{len(self.bodies)} / {self.n_joints}"),
+                ("coordinates (nq, nv)", f"{', '.join(self.coordinate_names) or '-'} ({self.nq}, {self.nv})"),
+                ("joint functions", str(len(d.joint_functions))), ("loops", str(counts["loop"])),
+                ("force elements (file)", str(forces)), ("contacts", str(counts["contact"])),
+                ("flexible links", str(counts["flexible"])),
+                ("URDF joint limits", "joint stops" if d.joint_limits else "ignored"),
+                ("total mass", f"{self.total_mass:.6g} kg"), ("gravity", f"{tuple(self.gravity)} m/s²")]
+        body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}"
+                       "</td></tr>" for k, v in rows)
+        return f"<b>biobullet Model {escape(self.name)!s}</b><table>{body}</table>"
 
 
 _FLOAT = np.dtype(float)

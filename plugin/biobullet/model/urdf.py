@@ -13,11 +13,13 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, SourceRef, shown
+from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
 from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
+from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
+from biobullet.model.plausibility import check_units
 from biobullet.spatial.rotations import rpy_to_matrix
 
 SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + MULTI_DOF_JOINT_TYPES + ("fixed",)
@@ -37,20 +39,26 @@ DEFAULT_INERTIA_POLICY = "warn"
 
 
 def load_description(path: str | os.PathLike[str], floating_base: bool | None = None,
-                     inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
-    """Read and validate a model file. Raises ModelError naming file, element and attribute on bad input.
+                     inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
+    """Read and validate a model file (or a bundled model by bare name: "shoulder_rhythm"). Raises ModelError
+    naming file, element and attribute on bad input, TypeError naming the argument for a wrong argument type.
 
     `inertia`: policy for physically impossible inertia tensors, one of INERTIA_POLICIES (see there).
+    `joint_limits`: URDF `<limit>`s act as joint stops (default, as in PyBullet); False ignores them.
     """
-    file = os.fspath(path)
-    if inertia not in INERTIA_POLICIES:
+    file = resolve_model_path(path)
+    if floating_base is not None and not isinstance(floating_base, bool):
+        raise TypeError(f"argument 'floating_base' must be True, False or None, not {floating_base!r}")
+    if not isinstance(joint_limits, bool):
+        raise TypeError(f"argument 'joint_limits' must be True or False, not {joint_limits!r}")
+    if not isinstance(inertia, str) or inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
-    return description_from_root(read_xml(file), file, floating_base, inertia)
+    return description_from_root(read_xml(file), file, floating_base, inertia, joint_limits)
 
 
 def description_from_root(robot: ET.Element, file: str, floating_base: bool | None = None,
-                          inertia: str = DEFAULT_INERTIA_POLICY) -> ModelDescription:
+                          inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
     """The ModelDescription of a parsed URDF root element `<robot>` read from (or translated from) `file`."""
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
@@ -69,10 +77,12 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
         raise ModelError("more than one <biobullet> block", file=file, element="<biobullet>", expected="at most one")
     description = ModelDescription(name=robot.attrib.get("name", os.path.basename(file)), file=file,
                                    links=links, joints=joints, root_link=root, inertia_policy=inertia,
-                                   inertia_issues=tuple(issues))
+                                   inertia_issues=tuple(issues), joint_limits=joint_limits)
     if issues:
         warnings.warn(inertia_summary(description), stacklevel=3)
-    return parse_extension(description, extension[0] if extension else None, floating_base)
+    description = parse_extension(description, extension[0] if extension else None, floating_base)
+    check_units(description)
+    return description
 
 
 XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
@@ -303,7 +313,8 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
             raise source.error(None, f"missing <{tag}>", f'<{tag} link="..."/>')
         link = required(end_source, end, "link")
         if link not in link_names:
-            raise end_source.error("link", f"unknown link {link!r}", "the name of a <link> in this file")
+            raise end_source.error("link", f"unknown link {link!r}{did_you_mean(link, link_names)}",
+                                   "the name of a <link> in this file")
         ends[tag] = link
     origin = element.find("origin")
     origin_source = SourceRef(file, f"{source.element} <origin>")

@@ -95,7 +95,8 @@ def model_of(file: str, translation: Translation, inertia: str = "warn"):
     from biobullet.model.urdf import description_from_root, parse_xml
 
     root = parse_xml(file, translation.urdf.encode("utf-8"))
-    description = dataclasses.replace(description_from_root(root, file, None, inertia),
+    # OpenSim's coordinate ranges (written as URDF <limit>s) do not act in its dynamics: no limit stops
+    description = dataclasses.replace(description_from_root(root, file, None, inertia, joint_limits=False),
                                       translated_urdf=translation.urdf)
     return check_elements(build_model(description))
 

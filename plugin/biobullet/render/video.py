@@ -11,12 +11,21 @@ from biobullet.core.errors import ModelError
 FORMATS = (".mp4", ".gif")
 
 
-def write_video(frames, path, *, fps: float = 30) -> str:
+def _is_path(value) -> bool:
+    return isinstance(value, (str, bytes, os.PathLike))
+
+
+def write_video(frames, path, fps: float = 30) -> str:
     """Write `frames` (sequence of H×W×3 uint8, all the same size) to `path` (.mp4 or .gif); returns the path.
+
+    Picture writers take the pixels first, then the path: `write_video(frames, path, fps)`,
+    `write_png(image, path)`; the swapped order is a TypeError saying so.
 
     MP4: H.264 at `fps`; odd frame sizes are padded by one pixel (yuv420p needs even sizes). GIF: one frame
     per 1/fps s (GIF stores delays in 1/100 s, so fps is rounded to that).
     """
+    if _is_path(frames) and not _is_path(path):
+        raise TypeError("write_video(frames, path, fps): the frames come first, then the path")
     path = os.fspath(path)
     extension = os.path.splitext(path)[1].lower()
     if extension not in FORMATS:
@@ -41,9 +50,12 @@ def write_video(frames, path, *, fps: float = 30) -> str:
     return path
 
 
-def write_png(path, image) -> str:
-    """One H×W×3 uint8 image as an optimised PNG, written atomically; returns the path."""
+def write_png(image, path) -> str:
+    """One H×W×3 uint8 image as an optimised PNG, written atomically; returns the path (pixels first, like
+    `write_video`; the swapped order is a TypeError saying so)."""
     from PIL import Image
+    if _is_path(image) and not _is_path(path):
+        raise TypeError("write_png(image, path): the image comes first, then the path (as in write_video)")
     image = np.asarray(image)
     if image.ndim != 3 or image.shape[2] != 3:
         raise ModelError(f"image has shape {image.shape}", attribute="image", expected="an H×W×3 uint8 image")

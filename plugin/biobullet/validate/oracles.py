@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from biobullet.conventions import build_pinocchio_model, pinocchio_model_from_description  # noqa: F401  (re-exported)
+from biobullet.core.native import import_pybullet, native_output
 from biobullet.core.errors import ModelError
 
 ORACLE_NAMES = ("pinocchio", "pybullet")
@@ -77,7 +78,7 @@ class PinocchioOracle(Oracle):
         import pinocchio as pin
         from biobullet.conventions import PinocchioMap
         self.pin = pin
-        self.pin_model = build_pinocchio_model(model, self.file)
+        self.pin_model = build_pinocchio_model(model, self.file)   # urdfdom's C++ warnings: logged (conventions)
         departure = _pinocchio_parser_departure(model, self.file)
         if departure:
             # Pinocchio's URDF parser departs from the file here: use Pinocchio's joint models on the file's
@@ -229,8 +230,8 @@ class PyBulletOracle(Oracle):
 
     def __init__(self, model, file: str | None = None) -> None:
         super().__init__(model, file)
-        import pybullet as p
         from biobullet.conventions import PyBulletMap
+        p = import_pybullet()   # build banner and URDF warnings are logged (biobullet --verbose), not printed
         multi = [b.joint for b in model.bodies if b.multi_dof and b.joint and b.joint_type != "spherical"]
         if multi:   # PyBullet's multibody has no URDF planar or floating joint
             raise ModelError(f"PyBullet's multibody takes 1-DOF joints, spherical joints and a floating base only "
@@ -242,8 +243,9 @@ class PyBulletOracle(Oracle):
         self.p = p
         self.client = p.connect(p.DIRECT)
         try:
-            self.body = p.loadURDF(self.file, useFixedBase=not model.floating_base,
-                                   flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=self.client)
+            with native_output(f"pybullet.loadURDF({self.file})"):
+                self.body = p.loadURDF(self.file, useFixedBase=not model.floating_base,
+                                       flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=self.client)
         except p.error as exc:
             p.disconnect(self.client)
             self.client = None

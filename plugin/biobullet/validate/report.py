@@ -71,11 +71,14 @@ class ValidationReport:
         return json.dumps(self.to_dict(), indent=indent)
 
     def to_table(self) -> str:
-        header = f"{'quantity':<17} {'formulation':<16} {'oracle':<10} {'max abs':>10} {'max rel':>10} {'tol':>8}  ok"
+        # name columns as wide as their longest entry (reduced_recursive, spatial_inertia), so every row aligns
+        wq, wf, wo = (max([len(title)] + [len(getattr(c, key)) for c in self.checks])
+                      for key, title in (("quantity", "quantity"), ("formulation", "formulation"), ("oracle", "oracle")))
+        header = f"{'quantity':<{wq}} {'formulation':<{wf}} {'oracle':<{wo}} {'max abs':>10} {'max rel':>10} {'tol':>8}  ok"
         lines = [f"model {self.model}: {'OK' if self.ok else 'FAILED'} ({self.samples} samples)", header,
                  "-" * len(header)]
         for c in self.checks:
-            lines.append(f"{c.quantity:<17} {c.formulation:<16} {c.oracle:<10} {c.max_abs_error:>10.2e} "
+            lines.append(f"{c.quantity:<{wq}} {c.formulation:<{wf}} {c.oracle:<{wo}} {c.max_abs_error:>10.2e} "
                          f"{c.max_rel_error:>10.2e} {c.tolerance:>8.0e}  {'yes' if c.ok else 'NO'}"
                          + (f"  ({c.error})" if c.error else ""))
         lines += [f"note: {note}" for note in self.notes]

@@ -1,6 +1,8 @@
 """Unit checks of loop constraints: Φ̇_x ẋ, implicit G/γ/Hessians vs finite differences, assembly, errors."""
 from pathlib import Path
 
+import re
+
 import numpy as np
 import pytest
 
@@ -134,8 +136,12 @@ def test_unassemblable_loop_raises_solver_error(tmp_path):
     model = fourbar(tmp_path, loop=loop)
     with pytest.raises(SolverError, match=r"residual \|Φ\|∞ = [0-9.]+"):
         assemble(model, np.array([0.8, 1.0, 2.0]))
-    with pytest.raises(SolverError, match=r"did not converge.*t = 0"):
+    with pytest.raises(SolverError, match=r"did not converge.*damped Newton.*loop 'C' may not close.*t = 0") as info:
         model.joint_positions([0.8])
+    # damped and bounded: Newton stops within π of its prediction (the declared initial angles, |θ| ≤ 2) instead
+    # of wandering off to other branches (it once reported -13 and 19 rad)
+    reported = [float(value) for value in re.findall(r"_j = (-?[0-9.e+-]+)", str(info.value))]
+    assert len(reported) == 3 and max(abs(value) for value in reported) <= 2.0 + np.pi
 
 
 def test_toggle_position_is_detected(tmp_path):
@@ -169,5 +175,6 @@ def test_bad_loop_attributes_name_the_attribute(tmp_path, loop, attribute):
 def test_equation_count_mismatch_names_loop_and_joints(tmp_path):
     # a point loop gives 3 equations for 2 dependent joints
     loop = 'type="point" link_a="coupler" xyz_a="3 0 0" link_b="rocker" xyz_b="2.5 0 0"'
-    with pytest.raises(ModelError, match=r"C give 3 equations but make 2 joints dependent \(coupler_j, rocker_j\)"):
+    with pytest.raises(ModelError, match=r"loop 'C' gives 3 equations for 2 dependent joints \(coupler_j, rocker_j\)"
+                                         r"; use type=\"planar\" for loop 'C' \(2 equations instead of 3\)"):
         fourbar(tmp_path, loop=loop)

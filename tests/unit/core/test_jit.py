@@ -56,3 +56,22 @@ def test_lazy_falls_back_to_the_python_function_when_disabled(monkeypatch) -> No
     kernel = jit.lazy(_twice_py)
     assert kernel(3.0) == 6.0 and kernel.resolve() is _twice_py
     assert jit.compiled(_twice_py) is None
+
+
+@needs_numba
+def test_a_compile_on_an_empty_cache_is_announced_once(tmp_path: Path) -> None:
+    """The first run says, on stderr, that it is compiling (one line, however many kernels); a cached run says
+    nothing."""
+    (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
+    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PLUGIN)])}
+
+    def stderr_of_a_run() -> str:
+        done = subprocess.run([sys.executable, "-c", RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    first, second = stderr_of_a_run(), stderr_of_a_run()
+    assert first.count("compiling numerical kernels (first run only") == 1, first   # callee and caller: one line
+    assert "compiling" not in second, second
