@@ -1,7 +1,8 @@
 """Interactive 3D viewer in the browser (viser): `biobullet view MODEL [--trajectory RUN.csv]`.
 
 The model's URDF visuals (`render.scene`, the same triangles as the HTML export) hang under one scene node per link;
-moving a slider changes one generalized coordinate q_k, and every link is placed from x = model.joint_configuration(q)
+moving a slider changes one generalized coordinate q_k (angles in degrees — hover for radians —, lengths in
+metres; the sliders start at the file's `<initial>` values), and every link is placed from x = model.joint_configuration(q)
 (joint functions, loop closures and — for an expanded flexible link — its segments all follow) by the library's
 forward kinematics. Toggles show COMs, joint axes, contact points and loop-closure residuals (the two points that
 should coincide, joined by a red segment; the largest distance is printed in the panel). With a trajectory: play /
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time as _time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,34 +38,78 @@ def load_view_model(path: str, *, floating_base: bool | None = None, segments: i
     return load_model(path, floating_base=floating_base), None
 
 
-def slider_ranges(model) -> list[tuple[str, float, float, float]]:
-    """(label, lower, upper, initial) per slider: one per generalized coordinate; a floating base gets x, y, z (m)
-    and roll, pitch, yaw (rad) instead of its quaternion. Ranges: the URDF limits, else ±π (rad) / ±0.5 m."""
-    q0 = model.neutral_configuration()
-    ranges = []
+@dataclass(frozen=True)
+class SliderSpec:
+    """One slider: a generalized coordinate (or base_x … base_yaw of a floating base) shown in `unit` — "deg" for
+    angles, "m" for lengths; lower/upper/initial/step in that unit; `scale` = unit per SI unit (180/π or 1)."""
+
+    name: str
+    unit: str
+    lower: float
+    upper: float
+    initial: float
+    step: float
+    scale: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.unit})"
+
+    def to_si(self, value: float) -> float:
+        """The slider value in rad or m."""
+        return float(value) / self.scale
+
+    def hint(self, value: float) -> str:
+        """Hover text: the value in SI units (radians for an angle), as the model stores it."""
+        return f"{self.name} = {self.to_si(value):.6g} {'rad' if self.unit == 'deg' else 'm'}"
+
+
+def _angle(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
+    scale = 180.0 / math.pi
+    span = (upper - lower) * scale
+    return SliderSpec(name, "deg", lower * scale, upper * scale, float(np.clip(initial, lower, upper)) * scale,
+                      0.1 if span >= 10.0 else span / 1000.0, scale)
+
+
+def _length(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
+    return SliderSpec(name, "m", lower, upper, float(np.clip(initial, lower, upper)), (upper - lower) / 1000.0, 1.0)
+
+
+def slider_specs(model) -> list[SliderSpec]:
+    """One slider per generalized coordinate, starting at the model's `<initial>` values (`model.initial_state`);
+    a floating base gets x, y, z (m) and roll, pitch, yaw (deg, URDF rpy of the initial orientation) instead of its
+    quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
+    the initial base position; a flexible segment's shear joint ±1 cm)."""
+    from biobullet.spatial.rotations import quaternion_to_matrix
+    q0, _ = model.initial_state()
+    specs = []
     names = list(model.coordinate_names)
     start = 7 if model.floating_base else 0
     if model.floating_base:
         for k, name in enumerate(("base_x", "base_y", "base_z")):
-            ranges.append((name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
-        ranges += [(name, -math.pi, math.pi, 0.0) for name in BASE_ANGLES]
+            specs.append(_length(name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
+        r = quaternion_to_matrix(q0[3:7])
+        rpy = (math.atan2(r[2, 1], r[2, 2]), math.asin(float(np.clip(-r[2, 0], -1.0, 1.0))), math.atan2(r[1, 0], r[0, 0]))
+        specs += [_angle(name, -math.pi, math.pi, angle) for name, angle in zip(BASE_ANGLES, rpy)]
     for k, name in enumerate(names[start:], start):
         joint = model.description.joint(name)
-        if joint.lower is not None and joint.upper is not None and joint.upper > joint.lower:
-            lower, upper = float(joint.lower), float(joint.upper)
-        elif joint.type == "prismatic":  # a flexible segment's shear joint moves by millimetres
-            lower, upper = (-0.01, 0.01) if "__shear" in name else (-0.5, 0.5)
+        limited = joint.lower is not None and joint.upper is not None and joint.upper > joint.lower
+        if joint.type == "prismatic":
+            lower, upper = (float(joint.lower), float(joint.upper)) if limited else \
+                ((-0.01, 0.01) if "__shear" in name else (-0.5, 0.5))   # a shear joint moves by millimetres
+            specs.append(_length(name, lower, upper, float(q0[k])))
         else:
-            lower, upper = -math.pi, math.pi
-        ranges.append((name, lower, upper, float(np.clip(q0[k], lower, upper))))
-    return ranges
+            lower, upper = (float(joint.lower), float(joint.upper)) if limited else (-math.pi, math.pi)
+            specs.append(_angle(name, lower, upper, float(q0[k])))
+    return specs
 
 
-def q_from_sliders(model, values) -> np.ndarray:
-    """Generalized positions q from slider values (order of `slider_ranges`)."""
-    values = np.asarray(values, float)
+def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.ndarray:
+    """Generalized positions q (rad, m) from slider values (order and units of `slider_specs(model)`)."""
+    specs = specs if specs is not None else slider_specs(model)
+    values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
     if not model.floating_base:
-        return values.copy()
+        return values
     roll, pitch, yaw = values[3:6]
     # quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll), the URDF rpy convention
     cr, sr, cp, sp, cy, sy = (math.cos(roll / 2), math.sin(roll / 2), math.cos(pitch / 2), math.sin(pitch / 2),
@@ -141,13 +187,14 @@ class Viewer:
         for handle in self.toggles.values():
             handle.on_update(lambda _event: self.refresh())
 
-        # sliders: one per generalized coordinate
-        self.sliders = []
+        # sliders: one per generalized coordinate, in degrees / metres, at the model's <initial> values; hovering
+        # shows the value in radians
+        self.sliders, self.slider_specs = [], slider_specs(model)
         with gui.add_folder("coordinates"):
-            for name, lower, upper, initial in slider_ranges(model):
-                slider = gui.add_slider(name, min=lower, max=upper, step=(upper - lower) / 1000,
-                                        initial_value=initial)
-                slider.on_update(lambda _event: self._from_sliders())
+            for spec in self.slider_specs:
+                slider = gui.add_slider(spec.label, min=spec.lower, max=spec.upper, step=spec.step,
+                                        initial_value=spec.initial, hint=spec.hint(spec.initial))
+                slider.on_update(lambda _event, slider=slider, spec=spec: self._slider_moved(slider, spec))
                 self.sliders.append(slider)
         self._t = 0.0
         self._playing = False
@@ -167,10 +214,14 @@ class Viewer:
             self._from_sliders()
 
     # ------------------------------------------------------------------ updates
+    def _slider_moved(self, slider, spec: SliderSpec) -> None:
+        slider.hint = spec.hint(slider.value)
+        self._from_sliders()
+
     def _from_sliders(self) -> None:
         if self._playing:
             return
-        self.set_configuration(q_from_sliders(self.model, [s.value for s in self.sliders]))
+        self.set_configuration(q_from_sliders(self.model, [s.value for s in self.sliders], self.slider_specs))
 
     def set_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Show generalized positions q (dependent joints from the model); returns the tree configuration x."""
@@ -279,4 +330,4 @@ def serve(path: str, *, trajectory: str | None = None, port: int = 8080, floatin
         viewer.close()
 
 
-__all__ = ["Viewer", "serve", "load_view_model", "slider_ranges", "q_from_sliders", "HOST"]
+__all__ = ["Viewer", "serve", "load_view_model", "SliderSpec", "slider_specs", "q_from_sliders", "HOST"]
