@@ -3,7 +3,7 @@
 `layout_problems(figure)` draws the figure and reports, in display pixels, every pair of overlapping texts (tick
 labels, axis labels, titles, offset texts, annotations; a legend counts as one box) and every legend that covers
 points of a plotted line or scatter. `settle_layout(figure)` is what `core.atomic.save_figure` runs before saving:
-constrained layout (when the figure has no layout engine), each legend that covers data moved to a free corner of
+constrained layout (when the figure has no layout engine, or only what a one-shot `tight_layout()` leaves), each legend that covers data moved to a free corner of
 its axes or, failing that, outside to the right, and a `LayoutWarning` naming what still collides.
 """
 from __future__ import annotations
@@ -163,10 +163,12 @@ def _move_legends_off_data(figure) -> None:
 
 def settle_layout(figure) -> list[str]:
     """Lay `figure` out so nothing overlaps (see module doc); returns the problems left (also warned about)."""
-    if figure.get_layout_engine() is None:
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+    # none, or the placeholder a one-shot `tight_layout()` leaves: constrained layout, redone at every draw
+    if figure.get_layout_engine() is None or isinstance(figure.get_layout_engine(), PlaceHolderLayoutEngine):
         try:
             figure.set_layout_engine("constrained")
-        except RuntimeError:   # an incompatible engine was used already: keep it
+        except RuntimeError:   # incompatible with what the figure holds (e.g. colorbars made for tight layout)
             pass
     _move_legends_off_data(figure)
     problems = layout_problems(figure)
