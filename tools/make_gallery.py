@@ -25,25 +25,25 @@ LIMIT = 1_000_000
 MIN_WIDTH = 1000
 
 
-#: the README's GIF: the shoulder girdle (what the rhythm moves) in a colour that stands out from the arm
-GIRDLE_COLOR = (0.12, 0.47, 0.71)
-
-
 def shoulder_gif(path: Path) -> None:
-    """The README's GIF and HTML replay of a shoulder swing; prints the GIF's framing (render.coverage against the
-    scene without the model, shadows off): the rule is ≥ 8 % model pixels and a bounding box ≥ 25 % of the frame."""
+    """The README's GIF and HTML replay of a shoulder swing. The GIF is what the rhythm is about: a close-up of the
+    shoulder girdle (the shoulder study's camera, `biobullet_studies.shoulder_bridge.video_camera`), clavicle and
+    scapula in colour, following the swinging arm. Prints its framing (render.coverage against the scene without the
+    model, shadows off): the rule is ≥ 8 % model pixels and a bounding box ≥ 25 % of the frame."""
     import numpy as np
     import biobullet
     from biobullet.bridge.simulation import simulate_bridge
     from biobullet.model.bundled import bundled_model
     from biobullet.render import coverage, export_html, render_frames, write_video
+    from biobullet_studies.shoulder_bridge import GIRDLE, GIRDLE_COLORS, video_camera
     model = biobullet.load_model(bundled_model("shoulder_rhythm.urdf"))
     q0, v0 = model.initial_state()
     v0 = np.array(v0, float)
     v0[model.coordinate_names.index("elevation")] = 2.0   # a swing upward: clavicle and scapula follow the rhythm
     run = simulate_bridge(model, 2.0, 2e-3, initial=(q0, v0))
-    look = dict(width=640, height=400, fps=10, title="shoulder rhythm (PyBullet)",
-                link_colors={"clavicle": GIRDLE_COLOR, "scapula": GIRDLE_COLOR})
+    size = (640, 400)
+    look = dict(width=size[0], height=size[1], fps=10, title="shoulder rhythm (PyBullet)",
+                camera=video_camera([(model, run)], size), link_colors=dict.fromkeys(GIRDLE, GIRDLE_COLORS[0]))
     write_video(render_frames(model, run, **look), path, fps=10)
     plain = render_frames(model, run, shadows=False, **look)
     empty = render_frames(model, run, shadows=False, hide_model=True, **look)
@@ -56,17 +56,20 @@ def shoulder_gif(path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(REPO / "docs" / "gallery"))
+    parser.add_argument("--only", choices=("demos", "shoulder"), help="regenerate only the demos' pictures or only "
+                        "the shoulder GIF and replay")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), MPLBACKEND="Agg")
     with tempfile.TemporaryDirectory() as work:
-        for demo, picture in PICTURES.items():
+        for demo, picture in PICTURES.items() if args.only != "shoulder" else ():
             print(f"running demos/{demo} …", file=sys.stderr)
             subprocess.run([sys.executable, str(REPO / "demos" / demo), "--out", work], check=True, env=env,
                            stdout=subprocess.DEVNULL)
             shutil.copyfile(Path(work) / picture, out / picture)
-    shoulder_gif(out / "shoulder.gif")
+    if args.only != "demos":
+        shoulder_gif(out / "shoulder.gif")
     from PIL import Image
     ok = True
     for file in sorted(out.iterdir()):

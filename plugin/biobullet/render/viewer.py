@@ -67,8 +67,11 @@ class SliderSpec:
 def _angle(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
     scale = 180.0 / math.pi
     span = (upper - lower) * scale
+    if span >= 10.0:   # whole tenths of a degree, inside the limits (148.969…° → 148.9°)
+        low, high = math.ceil(round(lower * scale * 10, 6)) / 10, math.floor(round(upper * scale * 10, 6)) / 10
+        return SliderSpec(name, "deg", low, high, float(np.clip(initial * scale, low, high)), 0.1, scale)
     return SliderSpec(name, "deg", lower * scale, upper * scale, float(np.clip(initial, lower, upper)) * scale,
-                      0.1 if span >= 10.0 else span / 1000.0, scale)
+                      span / 1000.0, scale)
 
 
 def _length(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
@@ -79,7 +82,8 @@ def slider_specs(model) -> list[SliderSpec]:
     """One slider per generalized coordinate, starting at the model's `<initial>` values (`model.initial_state`);
     a floating base gets x, y, z (m) and roll, pitch, yaw (deg, URDF rpy of the initial orientation) instead of its
     quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
-    the initial base position; a flexible segment's shear joint ±1 cm)."""
+    the initial base position; a flexible segment's shear joint ±1 cm); an angle range of ≥ 10° is shown in whole
+    tenths of a degree, rounded inward."""
     from biobullet.spatial.rotations import quaternion_to_matrix
     q0, _ = model.initial_state()
     specs = []
@@ -145,8 +149,8 @@ class Viewer:
             scene_api.add_mesh_simple(f"/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
                                       visual.faces.astype(np.uint32),
                                       color=tuple(int(255 * c) for c in visual.color[:3]))
-        # ground grid under the model at its neutral pose, with a scale cue
-        q0 = model.neutral_configuration()
+        # ground grid under the model at its initial pose (where the sliders start), with a scale cue
+        q0 = model.initial_state()[0]
         self.trajectory = trajectory
         xs = [model.joint_configuration(q0)]
         if trajectory is not None:

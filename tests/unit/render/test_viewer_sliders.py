@@ -28,8 +28,9 @@ def test_shoulder_sliders_are_in_degrees_at_the_initial_values():
     assert specs["elevation"].step == pytest.approx(0.1)
     assert "0.872665 rad" in specs["elevation"].hint(50.0)
     joint = model.description.joint("elbow_flexion")
-    assert specs["elbow_flexion"].lower == pytest.approx(math.degrees(joint.lower))
-    assert specs["elbow_flexion"].upper == pytest.approx(math.degrees(joint.upper))
+    # the URDF's 0 … 2.6 rad (148.969…°), in whole tenths of a degree, rounded inward
+    assert (specs["elbow_flexion"].lower, specs["elbow_flexion"].upper) == (0.0, 148.9)
+    assert math.degrees(joint.upper) - 0.1 < 148.9 <= math.degrees(joint.upper)
     q = q_from_sliders(model, [spec.initial for spec in specs.values()])
     np.testing.assert_allclose(q, model.initial_state()[0], atol=1e-12)
     q = q_from_sliders(model, [90.0, 45.0, 0.0, 10.0])
