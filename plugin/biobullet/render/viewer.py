@@ -23,6 +23,11 @@ import numpy as np
 from biobullet.core.errors import ModelError
 
 HOST = "127.0.0.1"
+#: the initial browser camera: vertical field of view (deg), the width / height of the 3D view it is fitted to, and
+#: how far (in half-heights of the view) the model is moved left, out from under the control panel on the right
+VIEW_FOV = 50.0
+VIEW_ASPECT = 1.0
+PANEL_SHIFT = 0.45
 BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")
 
 
@@ -141,12 +146,18 @@ class Viewer:
         self._lock = threading.Lock()
         scene_api, gui = self.server.scene, self.server.gui
 
+        # everything hangs under /world, which turns the model's up (−gravity) into viser's +z: the browser's
+        # orbit controls and the fitted camera below then work in viser's own frame
+        gravity = np.asarray(model.gravity, float)
+        up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        to_viser = _frame_with_z(up).T
+        scene_api.add_frame("/world", show_axes=False, wxyz=self._so3.from_matrix(to_viser).wxyz)
         # geometry: one node per link carrying its visuals (vertices in the link frame)
         self._links = {}
         for name in sorted({v.link for v in self.scene.visuals}):
-            self._links[name] = scene_api.add_frame(f"/model/{name}", show_axes=False)
+            self._links[name] = scene_api.add_frame(f"/world/model/{name}", show_axes=False)
         for k, visual in enumerate(self.scene.visuals):
-            scene_api.add_mesh_simple(f"/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
+            scene_api.add_mesh_simple(f"/world/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
                                       visual.faces.astype(np.uint32),
                                       color=tuple(int(255 * c) for c in visual.color[:3]))
         # ground grid under the model at its initial pose (where the sliders start), with a scale cue
@@ -159,27 +170,30 @@ class Viewer:
             self.states = trajectory_states(model, trajectory, self.times)
             xs = list(self.states[np.unique(np.linspace(0, len(self.states) - 1, 40).astype(int))])
         lower, upper = self.scene.bounds(xs)
-        gravity = np.asarray(model.gravity, float)
-        up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
         radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
         spacing = nice_spacing(radius / 4)
         centre = 0.5 * (lower + upper)
         ground = min(float((np.vstack(self.scene.visual_vertices(x)) @ up).min()) for x in xs) \
             if self.scene.visuals else float(centre @ up - radius)
         grid_rotation = self._so3.from_matrix(_frame_with_z(up))
-        scene_api.add_grid("/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
+        scene_api.add_grid("/world/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
                            section_size=5 * spacing, plane="xy", wxyz=grid_rotation.wxyz,
                            position=centre - (centre @ up - ground) * up, shadow_opacity=0.2)
         gui.add_markdown(f"**{model.name}** — grid cell {spacing_label(spacing)}")
-        # the browser's camera: "up" is the model's up (−gravity), looking at the motion from an oblique side
-        scene_api.set_up_direction(tuple(float(c) for c in up))
-        helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        side = helper - up * (helper @ up)
-        side /= np.linalg.norm(side)
-        view = side + 0.75 * np.cross(side, up) + 0.45 * up
-        self.server.initial_camera.look_at = tuple(float(c) for c in centre)
-        self.server.initial_camera.position = tuple(float(c) for c in centre + 3.0 * radius * view / np.linalg.norm(view))
-        self.server.initial_camera.up = tuple(float(c) for c in up)
+        # the browser's camera: an oblique view fitted to the model over the whole motion (render.frames.fit_camera,
+        # in viser's frame), moved so the model sits left of the control panel
+        from biobullet.render.frames import fit_camera
+        points = np.vstack([np.vstack(self.scene.visual_vertices(x)) for x in xs]) if self.scene.visuals else \
+            np.vstack([lower, upper])
+        camera = fit_camera(points @ to_viser.T, to_viser @ gravity if np.linalg.norm(gravity) > 0 else
+                            np.array([0.0, 0.0, -1.0]), aspect=VIEW_ASPECT, fov=VIEW_FOV, margin=1.1)
+        right = np.cross([0.0, 0.0, 1.0], camera.direction)
+        right /= max(np.linalg.norm(right), 1e-12)
+        shift = PANEL_SHIFT * camera.distance * math.tan(math.radians(VIEW_FOV) / 2) * right
+        self.server.initial_camera.fov = math.radians(VIEW_FOV)
+        self.server.initial_camera.look_at = tuple(float(c) for c in np.asarray(camera.target) + shift)
+        self.server.initial_camera.position = tuple(float(c) for c in camera.eye + shift)
+        self.server.initial_camera.up = (0.0, 0.0, 1.0)
 
         # markers (toggled)
         self._markers = {}
@@ -262,16 +276,16 @@ class Viewer:
         markers = self.scene.markers(self._x)
         size = self._marker_size
         if self.toggles["coms"].value and len(markers.coms):
-            self._markers["coms"] = scene_api.add_point_cloud("/markers/coms", markers.coms.astype(np.float32),
+            self._markers["coms"] = scene_api.add_point_cloud("/world/markers/coms", markers.coms.astype(np.float32),
                                                               colors=(20, 20, 20), point_size=size,
                                                               point_shape="circle")
         if self.toggles["axes"].value and markers.axes:
             segments = np.array([[o - 2 * size * a, o + 2 * size * a] for o, a in markers.axes], np.float32)
-            self._markers["axes"] = scene_api.add_line_segments("/markers/axes", segments, colors=(30, 90, 220),
+            self._markers["axes"] = scene_api.add_line_segments("/world/markers/axes", segments, colors=(30, 90, 220),
                                                                 thickness=3, thickness_units="screen")
         if self.toggles["contacts"].value and len(markers.contacts):
             self._markers["contacts"] = scene_api.add_point_cloud(
-                "/markers/contacts", markers.contacts.astype(np.float32), colors=(0, 160, 60), point_size=size,
+                "/world/markers/contacts", markers.contacts.astype(np.float32), colors=(0, 160, 60), point_size=size,
                 point_shape="diamond")
         text = ""
         if markers.loops:
@@ -279,11 +293,11 @@ class Viewer:
             text = f"loop residual max {residuals.max():.2e} m"
             if self.toggles["loops"].value:
                 segments = np.array([[a, b] for a, b in markers.loops], np.float32)
-                self._markers["loops"] = scene_api.add_line_segments("/markers/loops", segments,
+                self._markers["loops"] = scene_api.add_line_segments("/world/markers/loops", segments,
                                                                      colors=(220, 30, 30), thickness=4,
                                                                      thickness_units="screen")
                 self._markers["loop_points"] = scene_api.add_point_cloud(
-                    "/markers/loop_points", segments.reshape(-1, 3), colors=(220, 30, 30), point_size=size * 0.7,
+                    "/world/markers/loop_points", segments.reshape(-1, 3), colors=(220, 30, 30), point_size=size * 0.7,
                     point_shape="circle")
         self._residual_text.content = text
 
