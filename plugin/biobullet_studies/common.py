@@ -27,18 +27,14 @@ def save_figure(figure, path: str | os.PathLike[str], dpi: int = 120) -> None:
     atomic.save_figure(figure, path, dpi=dpi, bbox_inches="tight")
 
 
-def motion_limits(points, margin: float = 0.06, cube: bool = False) -> list[tuple[float, float]]:
+def motion_limits(points, margin: float = 0.06) -> list[tuple[float, float]]:
     """Axis limits holding every point (n×d, m) of a video's WHOLE motion, so all its frames share one view framed
     on the motion (not on the first frame, and not on fixed numbers): per axis [min − margin·L, max + margin·L],
-    L = the largest extent. cube: every axis gets the same span L·(1 + 2·margin) about its centre (3D axes)."""
+    L = the largest extent (3D axes: set the box aspect to the spans for one scale on every axis)."""
     points = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
     points = points[np.all(np.isfinite(points), axis=1)]
     low, high = points.min(axis=0), points.max(axis=0)
     extent = max(float((high - low).max()), 1e-6)
-    if cube:
-        centre = 0.5 * (low + high)
-        return [(float(c - 0.5 * extent * (1 + 2 * margin)), float(c + 0.5 * extent * (1 + 2 * margin)))
-                for c in centre]
     return [(float(lo - margin * extent), float(hi + margin * extent)) for lo, hi in zip(low, high)]
 
 

@@ -266,8 +266,8 @@ def _video(model, ts, qs, path, dt):
     ax = fig.add_subplot(projection="3d")
     picks = range(0, len(ts), max(1, int(0.004 / dt)))
     poses = {k: points(model, qs[k]) for k in picks}
-    limits = motion_limits(np.vstack([np.vstack([trunk[:2], arm, marks]) for trunk, arm, marks in poses.values()]),
-                           cube=True)   # one view framed on the whole throw
+    # one view framed on the whole throw, the same scale on every axis (box aspect = the extents)
+    limits = motion_limits(np.vstack([np.vstack([trunk[:2], arm, marks]) for trunk, arm, marks in poses.values()]))
     for k in picks:
         ax.clear()
         trunk, arm, marks = poses[k]
@@ -276,6 +276,8 @@ def _video(model, ts, qs, path, dt):
         ax.plot(*marks.T, "-", color="k", lw=2)
         for setter, limit in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), limits):
             setter(*limit)
+        ax.set_box_aspect([high - low for low, high in limits])
+        ax.locator_params(nbins=4)
         ax.set_title(f"t = {ts[k] * 1000:.0f} ms (substitute data)", fontsize=9)
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())

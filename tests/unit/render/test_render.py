@@ -226,7 +226,7 @@ def test_ground_and_scale_cue_are_drawn(shoulder, swing):
 
 def test_motion_limits_hold_every_frame_of_the_motion():
     """The stick-figure videos' axis limits (biobullet_studies.common.motion_limits): every point of every frame
-    inside, the margin a fixed share of the largest extent, and a cube for 3D axes."""
+    inside, the margin a fixed share of the largest extent."""
     from biobullet_studies.common import motion_limits
     angle = np.linspace(0.0, 2 * np.pi, 50)
     frames = [np.column_stack([0.3 + 0.8 * np.cos(angle + k), 1.0 + 0.2 * np.sin(angle + k)]) for k in range(5)]
@@ -235,9 +235,8 @@ def test_motion_limits_hold_every_frame_of_the_motion():
     assert x0 < every[:, 0].min() and every[:, 0].max() < x1 and y0 < every[:, 1].min() and every[:, 1].max() < y1
     assert (x1 - x0) == pytest.approx(1.6 * 1.1, rel=1e-3)      # extent 1.6 m (±0.8) plus 2 × 5 % of it
     assert (y1 - y0) == pytest.approx(0.4 + 0.16, rel=1e-3)     # extent 0.4 m plus 2 × 5 % of the largest
-    cube = motion_limits(np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.5]]), margin=0.0, cube=True)
-    assert [hi - lo for lo, hi in cube] == pytest.approx([2.0, 2.0, 2.0])
-    assert cube[1] == pytest.approx((-0.5, 1.5))
+    spans = motion_limits(np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.5]]), margin=0.0)
+    assert spans == [(0.0, 2.0), (0.0, 1.0), (0.0, 0.5)]
 
 
 def test_prosthesis_video_is_framed_on_the_leg():
