@@ -165,11 +165,14 @@ def settle_layout(figure) -> list[str]:
     """Lay `figure` out so nothing overlaps (see module doc); returns the problems left (also warned about)."""
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
     # none, or the placeholder a one-shot `tight_layout()` leaves: constrained layout, redone at every draw
-    if figure.get_layout_engine() is None or isinstance(figure.get_layout_engine(), PlaceHolderLayoutEngine):
+    before = figure.get_layout_engine()
+    if before is None or isinstance(before, PlaceHolderLayoutEngine):
         try:
             figure.set_layout_engine("constrained")
-        except RuntimeError:   # incompatible with what the figure holds (e.g. colorbars made for tight layout)
-            pass
+            _renderer(figure)
+        except (RuntimeError, ValueError, ArithmeticError):
+            # incompatible with what the figure holds (e.g. a colorbar made for tight layout): keep its own layout
+            figure.set_layout_engine(before if before is not None else "none")
     _move_legends_off_data(figure)
     problems = layout_problems(figure)
     if problems:

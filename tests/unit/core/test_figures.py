@@ -171,3 +171,20 @@ def test_foundation_rhythm_figure_lays_out_cleanly(tmp_path, strict_layout):
     from biobullet_studies.foundation import plot_rhythms
     plot_rhythms(str(tmp_path))
     _clean([tmp_path / "shoulder_rhythm.png"])
+
+
+def test_a_figure_constrained_layout_cannot_handle_keeps_its_own_layout(tmp_path):
+    """A colorbar made before the save (its gridspec built for tight layout) makes constrained layout fail on
+    draw (ZeroDivisionError in matplotlib's layout grid, as the four-bar study's figure did): the save keeps the
+    figure's own layout and still writes it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, (left, right) = plt.subplots(1, 2, figsize=(8, 4), gridspec_kw={"width_ratios": [1.5, 1]})
+    marks = right.scatter([0, 1], [0, 1], c=[0, 1])
+    figure.colorbar(marks, ax=right, label="value")
+    left.set_aspect("equal")
+    right.set_aspect("equal")
+    path = save_figure(figure, tmp_path / "kept.png")
+    plt.close(figure)
+    assert path.stat().st_size > 1000
