@@ -536,7 +536,9 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
     picks = [min(int(np.searchsorted(tr.t, tt)), len(tr.t) - 1) for tt in times]
     every = [np.vstack(rec.link_endpoints(model, tr.q[k])) for k in picks] + [np.zeros((1, 2))]   # + ground
     (x_low, x_high), (y_low, y_high) = motion_limits(np.vstack(every)[:, :2])   # framed on the whole jump
-    fig, ax = plt.subplots(figsize=(7.2, 7.2), dpi=100)
+    # the figure takes the motion's shape (a jump is tall and narrow), so the axes fill it
+    fig, ax = plt.subplots(figsize=(float(np.clip(7.2 * (x_high - x_low) / (y_high - y_low) + 1.2, 4.8, 12.8)), 7.2),
+                           dpi=100)
     for k in picks:
         ax.clear()
         ax.axhline(0.0, color="sienna", lw=2)
@@ -548,7 +550,7 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
         ax.set_xlim(x_low, x_high)
         ax.set_ylim(y_low, y_high)
         ax.set_aspect("equal")
-        ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}  ({slow:g}× slow motion)", fontsize=11)
+        ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}\n({slow:g}× slow motion)", fontsize=11)
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
     plt.close(fig)
