@@ -398,8 +398,8 @@ def test_html_replay_depth_is_per_pixel(tmp_path):
     run = Trajectory(t=t, joint_names=("spin",), position_names=("spin",), velocity_names=("spin_dot",),
                      positions=x, velocities=np.zeros_like(x))
     page = Path(export_html(model, run, tmp_path / "pierced.html"))
-    (shot,) = _replay_shots(browser, page, (0.5,), tmp_path)[1]
-    image = shot[CANVAS]
+    image = _screenshot(browser, page.resolve().as_uri() + "#t=0.5&shadows=0", tmp_path / "pierced.png",
+                        tmp_path / "profile")[CANVAS]
     red = (image[:, :, 0] - image[:, :, 2] > 80)
     blue = (image[:, :, 2] - image[:, :, 0] > 80)
     assert blue.mean() > 0.05
