@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         figure.tight_layout()
         os.makedirs(args.out, exist_ok=True)
         out = os.path.join(args.out, "contact_laws.png")
-        save_figure(figure, out, dpi=80)
+        save_figure(figure, out, dpi=160)   # gallery: ≥ 1000 px wide
         plt.close(figure)
         print(f"wrote {out}")
     except BiobulletError as error:

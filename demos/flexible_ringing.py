@@ -82,10 +82,11 @@ def main(argv=None) -> int:
         right.axvline(f_beam, color="k", ls=":", lw=1, label=f"beam theory {f_beam:.1f} Hz")
         right.set_xlim(0, 4 * f_beam)
         right.set_xlabel("frequency (Hz)")
+        right.set_ylabel("tip amplitude spectrum / peak")
         right.legend(fontsize=7)
         figure.tight_layout()
         out = os.path.join(args.out, "flexible_ringing.png")
-        save_figure(figure, out, dpi=80)
+        save_figure(figure, out, dpi=160)   # gallery: ≥ 1000 px wide
         plt.close(figure)
         print(f"wrote {out}")
     except BiobulletError as error:

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
         figure.tight_layout()
         out = os.path.join(args.out, "fourbar_pybullet.png")
         os.makedirs(args.out, exist_ok=True)
-        save_figure(figure, out, dpi=80)
+        save_figure(figure, out, dpi=160)   # gallery: ≥ 1000 px wide
         plt.close(figure)
         print(f"wrote {out}")
     except BiobulletError as error:

@@ -62,7 +62,7 @@ def main(argv=None) -> int:
         mcp, pip = (run.positions[:, model.joint_names.index(name)] for name in ("mcp", "pip"))
         # the coupling holds on PyBullet at every step (the bridge's constraint stabilisation keeps it)
         print(f"max |pip − (0.8·mcp + 0.3·mcp²)| over the swing: {np.abs(pip - (0.8 * mcp + 0.3 * mcp ** 2)).max():.2e} rad")
-        frames = render_frames(model, run, width=320, height=300, fps=1 / 0.3, title="finger")
+        frames = render_frames(model, run, width=360, height=320, fps=1 / 0.3, title="finger")
         picture = side_by_side([[f] for f in frames])[0]
         out = write_png(picture, os.path.join(args.out, "joint_function.png"))
         print(f"wrote {out}")

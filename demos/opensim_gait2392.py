@@ -48,7 +48,7 @@ def main(argv=None) -> int:
         fps = 3.0 / args.t_end
         frames = render_frames(model, trajectory, width=360, height=400, fps=fps, title="gait2392 (OpenSim)")
         picks = [frames[0], frames[len(frames) // 2], frames[-1]]
-        path = write_png(os.path.join(args.out, "opensim_gait2392.png"), side_by_side([[frame] for frame in picks])[0])
+        path = write_png(side_by_side([[frame] for frame in picks])[0], os.path.join(args.out, "opensim_gait2392.png"))
         print(f"wrote {path}")
     except BiobulletError as exc:
         print(f"opensim_gait2392: error: {exc}", file=sys.stderr)

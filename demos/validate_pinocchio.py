@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         axis.legend(fontsize=7)
         figure.tight_layout()
         out = os.path.join(args.out, "validate_pinocchio.png")
-        save_figure(figure, out, dpi=80)
+        save_figure(figure, out, dpi=160)   # gallery: ≥ 1000 px wide
         plt.close(figure)
         print(f"wrote {out}")
     except BiobulletError as error:

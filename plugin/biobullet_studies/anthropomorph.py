@@ -530,12 +530,16 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
+    from biobullet_studies.common import motion_limits
     frames = []
     times = np.arange(tr.t[0], tr.t[-1], 1.0 / (fps * slow))
-    fig, ax = plt.subplots(figsize=(4.8, 4.8), dpi=80)
-    for tt in times:
-        k = int(np.searchsorted(tr.t, tt))
-        k = min(k, len(tr.t) - 1)
+    picks = [min(int(np.searchsorted(tr.t, tt)), len(tr.t) - 1) for tt in times]
+    every = [np.vstack(rec.link_endpoints(model, tr.q[k])) for k in picks] + [np.zeros((1, 2))]   # + ground
+    (x_low, x_high), (y_low, y_high) = motion_limits(np.vstack(every)[:, :2])   # framed on the whole jump
+    # the figure takes the motion's shape (a jump is tall and narrow), so the axes fill it
+    fig, ax = plt.subplots(figsize=(float(np.clip(7.2 * (x_high - x_low) / (y_high - y_low) + 1.2, 4.8, 12.8)), 7.2),
+                           dpi=100)
+    for k in picks:
         ax.clear()
         ax.axhline(0.0, color="sienna", lw=2)
         _stick(ax, model, tr.q[k])
@@ -543,10 +547,10 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
             if tr.reactions[k, i, 1] > 0:
                 a = rec.foot_position(model, tr.q[k], i)
                 ax.arrow(a[0], a[1], 0, 2e-4 * tr.reactions[k, i, 1], width=0.005, color="red")
-        ax.set_xlim(-0.8, 0.8)
-        ax.set_ylim(-0.1, 1.8)
+        ax.set_xlim(x_low, x_high)
+        ax.set_ylim(y_low, y_high)
         ax.set_aspect("equal")
-        ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}  ({slow:g}× slow motion)", fontsize=8)
+        ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}\n({slow:g}× slow motion)", fontsize=11)
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
     plt.close(fig)

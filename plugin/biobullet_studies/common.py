@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+
 from biobullet.core import atomic
 from biobullet.model.bundled import bundled_model, bundled_models  # noqa: F401  (re-exported for the studies)
 
@@ -23,6 +25,17 @@ def write_json(path: str | os.PathLike[str], payload: dict) -> None:
 def save_figure(figure, path: str | os.PathLike[str], dpi: int = 120) -> None:
     """Save a matplotlib figure atomically (tight bounding box)."""
     atomic.save_figure(figure, path, dpi=dpi, bbox_inches="tight")
+
+
+def motion_limits(points, margin: float = 0.06) -> list[tuple[float, float]]:
+    """Axis limits holding every point (n×d, m) of a video's WHOLE motion, so all its frames share one view framed
+    on the motion (not on the first frame, and not on fixed numbers): per axis [min − margin·L, max + margin·L],
+    L = the largest extent (3D axes: set the box aspect to the spans for one scale on every axis)."""
+    points = np.asarray(points, float).reshape(-1, np.shape(points)[-1])
+    points = points[np.all(np.isfinite(points), axis=1)]
+    low, high = points.min(axis=0), points.max(axis=0)
+    extent = max(float((high - low).max()), 1e-6)
+    return [(float(lo - margin * extent), float(hi + margin * extent)) for lo, hi in zip(low, high)]
 
 
 def say(message: str) -> None:

@@ -141,11 +141,16 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
     times = np.arange(result.t[0], result.t[-1] + 1e-12, frame_dt)
     idx = np.clip(np.searchsorted(result.t, times), 0, result.t.size - 1)
     fmax = max(float(result.normal_force.max()), 1.0)
+    from biobullet_studies.common import motion_limits
+    shapes = {i: chain.link_points(result.z[i], scale=scale) for i in idx}
+    every = np.vstack([np.vstack(pts)[:, :2] for pts in shapes.values()]
+                      + [result.points[i][:, :2] for i in idx] + [np.zeros((1, 2))])   # + the ground line
+    (x_low, x_high), (y_low, y_high) = motion_limits(every)   # framed on the whole drop, not fixed numbers
     fig, ax = plt.subplots(figsize=(12.8, 7.2), dpi=100)   # 1280×720
     frames = []
     for i in idx:
         ax.clear()
-        for pts in chain.link_points(result.z[i], scale=scale):
+        for pts in shapes[i]:
             ax.plot(pts[:, 0], pts[:, 1], lw=2.5)
         p = result.points[i]
         ax.plot(p[:, 0], p[:, 1], "ko", ms=4)
@@ -154,7 +159,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
                 ax.arrow(p[k, 0], 0.0, 0.3 * result.friction_force[i, k] / fmax, 0.3 * result.normal_force[i, k] / fmax,
                          width=0.01, color="r")
         ax.axhline(0.0, color="grey", lw=1)
-        ax.set_xlim(-2.0, 2.0), ax.set_ylim(-0.2, 1.8), ax.set_aspect("equal")
+        ax.set_xlim(x_low, x_high), ax.set_ylim(y_low, y_high), ax.set_aspect("equal")
         ax.set_title(f"{title}   t = {result.t[i]:.3f} s   deflection × {scale:.3g}", fontsize=16)
         ax.set_xlabel("x (m)"), ax.set_ylabel("y (m)")
         fig.canvas.draw()

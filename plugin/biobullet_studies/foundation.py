@@ -42,7 +42,8 @@ def plot_rhythms(out_dir: str) -> dict:
 
     elevation = np.linspace(0.0, 150.0, 76)
     files = {"de Groot & Brand 2001": "shoulder_rhythm.urdf", "Holzbaur 2005": "shoulder_simplified.urdf"}
-    figure, axes = plt.subplots(1, len(RHYTHM_JOINTS), figsize=(4 * len(RHYTHM_JOINTS), 3.6), sharex=True)
+    figure, axes = plt.subplots(1, len(RHYTHM_JOINTS), figsize=(4 * len(RHYTHM_JOINTS), 4.2), sharex=True,
+                             layout="constrained")
     summary: dict[str, dict[str, list[float]]] = {}
     for (label, file), style in zip(files.items(), ("-", "--")):
         summary[file] = {}
@@ -51,8 +52,11 @@ def plot_rhythms(out_dir: str) -> dict:
         for plane, color in zip(planes, ("C0", "C1", "C2") if style == "-" else ("k",)):
             curves = rhythm_curves(bundled_model(file), elevation, plane)
             text = f"{label}, plane {plane:.0f}°" if style == "-" else f"{label} (any plane)"
+            # Holzbaur dashed with hollow markers: visible where it lies on a de Groot curve
+            look = dict(linewidth=2.0) if style == "-" else dict(linewidth=1.3, marker="o", markersize=4,
+                                                                   markerfacecolor="none", markevery=0.1)
             for axis, joint in zip(axes, RHYTHM_JOINTS):
-                axis.plot(elevation, curves[joint], style, color=color,
+                axis.plot(elevation, curves[joint], style, color=color, **look,
                           label=text if joint == RHYTHM_JOINTS[0] else None)
                 lo, hi = summary[file].get(joint, [np.inf, -np.inf])
                 summary[file][joint] = [min(lo, float(curves[joint].min())), max(hi, float(curves[joint].max()))]
@@ -61,7 +65,7 @@ def plot_rhythms(out_dir: str) -> dict:
         axis.set_xlabel("elevation (deg)")
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("joint angle (deg)")
-    figure.legend(loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.12))
+    figure.legend(loc="outside lower center", ncol=4, fontsize=9)
     figure.suptitle("Shoulder rhythm: clavicle (sc_*) and scapula (ac_*) angles driven by the humerus")
     save_figure(figure, os.path.join(out_dir, "shoulder_rhythm.png"))
     plt.close(figure)

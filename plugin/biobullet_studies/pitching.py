@@ -260,18 +260,24 @@ def _ball_velocity(model, q, v):
 def _video(model, ts, qs, path, dt):
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
+    from biobullet_studies.common import motion_limits
     frames = []
-    fig = plt.figure(figsize=(5, 5), dpi=80)
+    fig = plt.figure(figsize=(6, 6), dpi=100)
     ax = fig.add_subplot(projection="3d")
-    for k in range(0, len(ts), max(1, int(0.004 / dt))):
+    picks = range(0, len(ts), max(1, int(0.004 / dt)))
+    poses = {k: points(model, qs[k]) for k in picks}
+    # one view framed on the whole throw, the same scale on every axis (box aspect = the extents)
+    limits = motion_limits(np.vstack([np.vstack([trunk[:2], arm, marks]) for trunk, arm, marks in poses.values()]))
+    for k in picks:
         ax.clear()
-        trunk, arm, marks = points(model, qs[k])
+        trunk, arm, marks = poses[k]
         ax.plot(*trunk[:2].T, "o-", color="0.5", lw=3)
         ax.plot(*arm.T, "o-", color="tab:blue", lw=3)
         ax.plot(*marks.T, "-", color="k", lw=2)
-        centre = trunk[0]
-        for setter, c in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), centre):
-            setter(c - 0.7, c + 0.7)
+        for setter, limit in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), limits):
+            setter(*limit)
+        ax.set_box_aspect([high - low for low, high in limits])
+        ax.locator_params(nbins=4)
         ax.set_title(f"t = {ts[k] * 1000:.0f} ms (substitute data)", fontsize=9)
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())

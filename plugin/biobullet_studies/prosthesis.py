@@ -370,12 +370,23 @@ def _plots(out: Path, sim, res, cycles) -> None:
     plt.close(fig)
 
 
-def _video(out: Path, fast: FastProsthesis, sim, cycles) -> str:
-    """Replay the last 2 cycles in PyBullet (lab frame: treadmill joint at 0, the belt runs under the foot)."""
+#: the video's panel (portrait: a leg is tall), its frame rate, and the view: from the side (the model's y axis is
+#: lateral, z up), a little from the front and ~30° above, so the gait's sagittal motion spreads across the panel
+VIDEO_SIZE = (480, 720)
+VIDEO_VIEW = (0.3, 1.0, 0.6)
+VIDEO_MARGIN = 1.03   # the leg is slender: a tight fit keeps it large in the panel
+VIDEO_FPS = 25
+
+
+def video_frames(fast: FastProsthesis, sim, cycles, *, fps: float = VIDEO_FPS, size: tuple[int, int] = VIDEO_SIZE,
+                 **options) -> list[np.ndarray]:
+    """Frames of the last 2 cycles replayed in PyBullet (lab frame: treadmill joint at 0, the belt runs under the
+    foot), seen from the side (VIDEO_VIEW) with the camera fitted to the leg's whole motion (`render.fit_camera`);
+    `options` go to `render_frames` (e.g. shadows, hide_model)."""
     from types import SimpleNamespace
 
     from biobullet.loader import load_model
-    from biobullet.render import render_frames, write_video
+    from biobullet.render import fit_camera, motion_points, render_frames
 
     model = load_model(bundled_model(MODEL))
     t = sim["t"]
@@ -388,5 +399,12 @@ def _video(out: Path, fast: FastProsthesis, sim, cycles) -> str:
         values = {"treadmill": 0.0, "hip_x": hx, "hip_y": hy, **ang}
         positions.append([values[name] for name in model.joint_names])
     traj = SimpleNamespace(t=t[pick] - t[pick][0], positions=np.array(positions))
-    frames = render_frames(model, traj, width=1280, height=720, fps=25, title="prosthesis, last 2 gait cycles")
-    return str(write_video(frames, out / "prosthesis.mp4", fps=25))
+    camera = fit_camera(motion_points(model, traj), model.gravity, aspect=size[0] / size[1], direction=VIDEO_VIEW,
+                        margin=VIDEO_MARGIN)
+    return render_frames(model, traj, width=size[0], height=size[1], fps=fps, camera=camera,
+                         title="prosthesis, last 2 gait cycles", **options)
+
+
+def _video(out: Path, fast: FastProsthesis, sim, cycles) -> str:
+    from biobullet.render import write_video
+    return str(write_video(video_frames(fast, sim, cycles), out / "prosthesis.mp4", fps=VIDEO_FPS))

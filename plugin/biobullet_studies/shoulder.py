@@ -42,6 +42,8 @@ PAPER_TABLE = {
                   "elevation": {"nrmse": [0.3357, 0.2184], "r": [0.4712, 0.6246]}},
 }
 NRMSE_DEFINITION = "RMSE(Q_holzbaur − Q_degroot) / (max − min of Q_degroot)"
+#: panel titles of the video (short: a panel is 448 px wide)
+VIDEO_LABELS = {"de_groot": "de Groot: plane + elevation", "holzbaur": "Holzbaur: elevation only"}
 TOLERANCES = {"cross_check": 1e-9, "power_balance": 1e-6, "joint_function_residual": 1e-9}
 CROSS_CHECK_STRIDE = 10  # matrix-calculus / bridge cross-check on every 10th sample (both are O(ms) per sample)
 
@@ -51,7 +53,7 @@ def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = Tru
     """Run the study into `out_dir`; returns the summary (also written to summary.json)."""
     from biobullet.loader import load_model
     from biobullet_studies.shoulder_bridge import bridge_available, render_video, track_on_bridge
-    from biobullet_studies.shoulder_plots import LABELS, save_all
+    from biobullet_studies.shoulder_plots import save_all
 
     os.makedirs(out_dir, exist_ok=True)
     t = np.linspace(0.0, PERIOD, int(samples))
@@ -95,8 +97,8 @@ def run(out_dir: str, samples: int = 801, bridge: bool = True, video: bool = Tru
             bridge_summary["open_loop"] = {"case": "case1", "model": "de_groot",
                                            "max_tracking_error_deg": free["max_tracking_error_deg"]}
         if video:
-            say("[shoulder] rendering the 3D video (case 2; left de Groot, right Holzbaur) …")
-            video_file = render_video({LABELS[k]: (models[k], runs["case2"][k]) for k in models},
+            say("[shoulder] rendering the 3D video (case 2, shoulder girdle: de Groot blue, Holzbaur red, overlay) …")
+            video_file = render_video({VIDEO_LABELS[k]: (models[k], runs["case2"][k]) for k in models},
                                       os.path.join(out_dir, "shoulder_case2.mp4"))
             video_file = os.path.basename(video_file) if video_file else None
     elif not bridge:
@@ -205,7 +207,8 @@ def report(summary: dict) -> str:
                                                                                  for n, v in error.items())
                          + " — the unsupported arm is open-loop unstable, so pure feed-forward drifts away.")
         if summary["video"]:
-            lines.append(f"- video: `{summary['video']}` (case 2; left de Groot, right Holzbaur).")
+            lines.append(f"- video: `{summary['video']}` (case 2, close-up of the shoulder girdle: clavicle and scapula blue "
+                         "for de Groot, red for Holzbaur, and both overlaid in the right panel).")
     lines += ["", "## Discussion", "", *DISCUSSION, "", f"All checks within tolerance: **{summary['ok']}**.", ""]
     return "\n".join(lines)
 

@@ -87,37 +87,56 @@ def track_on_bridge(model, motion: Motion, reference: InverseDynamics, *, dt: fl
             "dt": dt, "steps": n_steps, "final_time": float(times[-1])}
 
 
-#: candidate views: 25° and 35° above the horizontal, every 30° around the vertical; `render.choose_direction`
-#: takes the one in which both models' whole motion fills the panel best (for case 2: from behind-right-above, where
-#: the scapula's rotation is visible), and `render.fit_camera` one camera for both panels
-VIEW_ELEVATIONS_DEG = (25.0, 35.0)
+#: what the study is about: the video is framed on these links' whole motion, and they carry each rhythm's colour
+GIRDLE = ("clavicle", "scapula")
+#: the rhythms' colours (matplotlib C0 and C3, as in the figures): first run, second run
+GIRDLE_COLORS = ((0.12, 0.47, 0.71), (0.84, 0.15, 0.16))
+#: seen from behind, right and above (model frame: x forward, y up, z right), where the scapula lies on the back
+#: of the thorax and is not hidden by the humeral head
+VIEW_DIRECTION = (-1.0, 0.75, 0.55)
+#: the girdle's motion fills the middle of the panel; the margin shows the thorax and the humeral head around it
+GIRDLE_MARGIN = 1.6
 
 
-def video_camera(models_and_trajectories, size: tuple[int, int] = (640, 720)):
-    """One camera for every panel: the view (of VIEW_ELEVATIONS_DEG, every 30°) in which the whole motion of all
-    models fills a panel of `size` best, fitted to it."""
-    from biobullet.render import choose_direction, fit_camera, motion_points
-    points = np.vstack([motion_points(model, trajectory) for model, trajectory in models_and_trajectories])
-    gravity = models_and_trajectories[0][0].gravity
-    direction = choose_direction(points, gravity, aspect=size[0] / size[1], elevations=VIEW_ELEVATIONS_DEG)
-    return fit_camera(points, gravity, aspect=size[0] / size[1], direction=direction)
+def video_camera(models_and_trajectories, size: tuple[int, int] = (448, 600)):
+    """One camera for every panel, fitted to the shoulder girdle's (GIRDLE) whole motion in all runs."""
+    from biobullet.render import fit_camera, motion_points
+    points = np.vstack([motion_points(model, trajectory, links=GIRDLE)
+                        for model, trajectory in models_and_trajectories])
+    model = models_and_trajectories[0][0]
+    return fit_camera(points, model.gravity, aspect=size[0] / size[1], margin=GIRDLE_MARGIN,
+                      direction=VIEW_DIRECTION)
 
 
-def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (640, 720)) -> str | None:
-    """3D video, one titled panel per model side by side (1280×720 for two), of the bridge runs in `runs`
-    ({label: (model, run)}): same camera, same instants, so the panels stay in sync and at the same scale.
+def video_frames(runs: dict, *, fps: float = 30, size: tuple[int, int] = (448, 600), shadows: bool = True,
+                 hide_model: bool = False) -> list[np.ndarray]:
+    """Frames of the video: one panel per run ({label: (model, run)}, run = {"t", "q"}), its clavicle and scapula in
+    the run's colour (GIRDLE_COLORS), and a last panel with every run overlaid in one scene — where the rhythms
+    differ, both colours show. Same camera (close-up on the girdle), same instants, side by side."""
+    from biobullet.render import render_frames, side_by_side
+    items = list(runs.items())
+    trajectories = [SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
+                    for _, (model, run) in items]
+    colors = [dict.fromkeys(GIRDLE, color) for color, _ in zip(GIRDLE_COLORS, items)]
+    camera = video_camera([(model, trajectory) for (_, (model, _)), trajectory in zip(items, trajectories)], size)
+    common = dict(width=size[0], height=size[1], fps=fps, camera=camera, shadows=shadows, hide_model=hide_model)
+    panels = [render_frames(model, trajectory, title=label, link_colors=color, **common)
+              for (label, (model, _)), trajectory, color in zip(items, trajectories, colors)]
+    if len(items) > 1:
+        companions = [(model, trajectory, color)
+                      for (_, (model, _)), trajectory, color in zip(items[1:], trajectories[1:], colors[1:])]
+        panels.append(render_frames(items[0][1][0], trajectories[0], title="overlay (colours as left)",
+                                    link_colors=colors[0], companions=companions, **common))
+    return side_by_side(panels)
 
-    Uses `biobullet.render` (PyBullet TinyRenderer); returns the video path, or None (with a message on stderr)
-    when the render module is not available.
-    """
+
+def render_video(runs: dict, path: str, *, fps: float = 30, size: tuple[int, int] = (448, 600)) -> str | None:
+    """3D video of the bridge runs in `runs` ({label: (model, run)}, see `video_frames`): a close-up of the shoulder
+    girdle, one panel per rhythm and an overlay (1352×600 for two rhythms). Returns the video path, or None (with a
+    message on stderr) when the render module is not available."""
     try:
-        from biobullet.render import render_frames, side_by_side, write_video
+        from biobullet.render import write_video
     except (ImportError, AttributeError) as exc:
         say(f"[shoulder] video skipped: biobullet.render is not available ({exc})")
         return None
-    trajectories = {label: SimpleNamespace(t=run["t"], positions=np.array([model.joint_positions(q) for q in run["q"]]))
-                    for label, (model, run) in runs.items()}
-    camera = video_camera([(model, trajectories[label]) for label, (model, _) in runs.items()], size)
-    panels = [render_frames(model, trajectories[label], width=size[0], height=size[1], fps=fps, camera=camera,
-                            title=label) for label, (model, _) in runs.items()]
-    return write_video(side_by_side(panels), path, fps=fps)
+    return write_video(video_frames(runs, fps=fps, size=size), path, fps=fps)

@@ -427,24 +427,34 @@ def _video(model, runs, names, path, dt):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
+    from biobullet_studies.common import motion_limits
     n_frames = max(len(runs[n][0]) for n in names)
     step = max(1, int(0.008 / dt))
     frames = []
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=80)
-    for k in range(0, n_frames, step):
+    fig, ax = plt.subplots(figsize=(12.8, 7.2), dpi=100)
+
+    def placed(name, k):   # each run's stick, its hip moved to x = 1.2 × its place
+        qs = runs[name][1]
+        pts = stick_points(model, qs[min(k, len(qs) - 1)])
+        pts[:, 0] -= pts[0, 0] - 1.2 * names.index(name)
+        return pts
+
+    picks = range(0, n_frames, step)
+    every = np.vstack([placed(name, k) for k in picks for name in names]
+                      + [[[1.2 * offset, 1.05] for offset in range(len(names))], [[0.0, 0.0]]])
+    (x_low, x_high), (y_low, y_high) = motion_limits(every)   # framed on the whole motion of every run
+    fig.set_size_inches(12.8, float(np.clip(12.8 * (y_high - y_low) / (x_high - x_low) + 0.8, 3.6, 7.2)))
+    for k in picks:
         ax.clear()
         for offset, name in enumerate(names):
-            ts, qs, _ = runs[name]
-            q = qs[min(k, len(qs) - 1)]
-            pts = stick_points(model, q)
-            pts[:, 0] -= pts[0, 0] - 1.2 * offset
+            pts = placed(name, k)
             ax.plot(pts[:, 0], pts[:, 1], "o-", lw=3)
-            ax.text(1.2 * offset, 1.05, name, ha="center", fontsize=8)
+            ax.text(1.2 * offset, 1.05, name, ha="center", fontsize=12)
         ax.axhline(0, color="k", lw=0.5)
-        ax.set_xlim(-0.8, 1.2 * len(names) - 0.2)
-        ax.set_ylim(-0.1, 1.15)
+        ax.set_xlim(x_low, x_high)
+        ax.set_ylim(y_low, y_high)
         ax.set_aspect("equal")
-        ax.set_title(f"t = {k * dt * 1000:.0f} ms (substitute data)", fontsize=9)
+        ax.set_title(f"t = {k * dt * 1000:.0f} ms (substitute data)", fontsize=13)
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
     plt.close(fig)

@@ -54,6 +54,8 @@ def test_demo_runs_and_draws(name, tmp_path):
     path = tmp_path / picture
     image = np.asarray(Image.open(path).convert("RGB"), dtype=float)
     assert path.stat().st_size < 300_000 and image.std() > 10  # small, and not a blank canvas
+    assert image.shape[1] >= 1000, image.shape   # the gallery is read on large screens
+    assert "LayoutWarning" not in result.stderr, result.stderr[-2000:]   # nothing overlaps (core.figures)
     _check_numbers(name, result.stdout)
 
 

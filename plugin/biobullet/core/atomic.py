@@ -121,7 +121,10 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2, allo
 
 
 def save_figure(figure, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
-    """A matplotlib figure, in the format of `path`'s suffix (dpi etc. passed to savefig)."""
+    """A matplotlib figure, in the format of `path`'s suffix (dpi etc. passed to savefig), laid out first by
+    `core.figures.settle_layout` (nothing overlaps, legends off the data; a LayoutWarning says what still does)."""
+    from biobullet.core.figures import settle_layout
+    settle_layout(figure)
     path = Path(path)
     fmt = path.suffix[1:] or None
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs))

@@ -2,17 +2,19 @@
 
 `render_frames(bridge_or_model, trajectory, width=640, height=480, fps=30, camera=None)` → list of H×W×3 uint8;
 `write_video(frames, path, fps=30)` → MP4 (imageio-ffmpeg, H.264) or GIF, written atomically; `side_by_side`
-composes panels rendered at the same instants. `export_html(model, trajectory, "out.html")`: a self-contained replay
+composes panels rendered at the same instants; `coverage(frame, background)` measures how much of a frame the
+model takes (the framing rule of the studies' videos: ≥ 8 % of the pixels, bounding box ≥ 25 % of each panel). `export_html(model, trajectory, "out.html")`: a self-contained replay
 page. The browser viewer is `render.viewer` (`biobullet view`), the geometry both share `render.scene`.
 """
 from __future__ import annotations
 
-__all__ = ["Camera", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "choose_direction",
+__all__ = ["Camera", "Coverage", "coverage", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "choose_direction",
            "side_by_side", "write_png", "export_html"]
 
 
 def __getattr__(name: str):
-    if name in ("render_frames", "Camera", "frame_camera", "fit_camera", "motion_points", "choose_direction"):
+    if name in ("render_frames", "Camera", "Coverage", "coverage", "frame_camera", "fit_camera", "motion_points",
+                "choose_direction"):
         from biobullet.render import frames
         return getattr(frames, name)
     if name in ("write_video", "side_by_side", "write_png"):

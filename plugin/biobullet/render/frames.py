@@ -169,18 +169,28 @@ def choose_direction(points, gravity, *, aspect: float = 16 / 9, fov: float = 40
     return tuple(float(c) for c in best)
 
 
-def motion_points(model, trajectory) -> np.ndarray:
+def motion_points(model, trajectory, links=None) -> np.ndarray:
     """World points (n×3, m) the camera must see: every visual vertex (or link origin, for a model without
-    visuals) at up to 60 instants of `trajectory`. Fit one camera to several runs with
+    visuals) at up to 60 instants of `trajectory`; `links` (names) keeps only those links' visuals — a close-up of
+    part of the model. Fit one camera to several runs with
     `fit_camera(np.vstack([motion_points(m, r) for m, r in runs]), gravity)` so side-by-side panels share a scale."""
     t = np.asarray(trajectory.t, float)
-    return _points(model, _tree_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))))
+    return _points(model, _tree_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))), links)
 
 
-def _points(model, states: np.ndarray) -> np.ndarray:
+def _points(model, states: np.ndarray, links=None) -> np.ndarray:
     from biobullet.render.scene import Scene
     scene = Scene.from_model(model)
     picks = states[np.unique(np.linspace(0, len(states) - 1, min(len(states), 60)).astype(int))]
+    if links is not None:
+        unknown = sorted(set(links) - set(model.link_names))
+        if unknown:
+            raise ModelError(f"unknown links {unknown}", file=model.file, attribute="links",
+                             expected=f"link names of the model: {', '.join(model.link_names)}")
+        keep = [k for k, v in enumerate(scene.visuals) if v.link in set(links)]
+        if not keep:
+            raise ModelError(f"links {sorted(links)} have no visual geometry", file=model.file, attribute="links")
+        return np.vstack([np.vstack([scene.visual_vertices(x)[k] for k in keep]) for x in picks])
     if scene.visuals:
         return np.vstack([np.vstack(scene.visual_vertices(x)) for x in picks])
     return np.vstack([[pl[1] for pl in scene.link_placements(x).values()] for x in picks])
@@ -267,14 +277,19 @@ def _matrix_to_quaternion(r: np.ndarray) -> list[float]:
 
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
                   camera: Camera | dict | None = None, overlay: bool = True, title: str | None = None,
-                  ground: bool = True, shadows: bool = True) -> list[np.ndarray]:
+                  ground: bool = True, shadows: bool = True, link_colors=None, companions=(),
+                  hide_model: bool = False) -> list[np.ndarray]:
     """Frames (height × width × 3 uint8) of the model along `trajectory` at `fps` frames per second of model time.
 
     bridge_or_model: a `Bridge` (its PyBullet state is saved and restored) or a `Model` (a private DIRECT
     connection is used). camera: None = fit the model's visuals over the WHOLE trajectory into the frame
     (`fit_camera`); a dict overrides fields of that automatic camera; or a `Camera`. overlay: draw
-    "title · t = … s" and the grid's cell size (the scale cue) in the top-left corner. ground: a grid-textured
+    the title, "t = … s" and the grid's cell size (the scale cue) in the top-left corner. ground: a grid-textured
     ground plane just under the lowest point of the motion (normal = −gravity). shadows: PyBullet's shadow mapping.
+    link_colors: {link name: (r, g, b[, a])} recolours those links (0–1). companions: further
+    (model, trajectory, link_colors) drawn in the same scene at the same instants — an overlay of variants.
+    hide_model: draw the scene without the models (ground, grid, overlay only): the background that
+    `coverage` compares a frame with.
     """
     from biobullet.bridge.bridge import Bridge
     from biobullet.model.model import Model
@@ -297,16 +312,20 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
-    states = _tree_states(model, trajectory, times)
-    gravity = np.asarray(model.gravity, float)
-    up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
-    points = _points(model, states)
-    lower, upper = points.min(axis=0), points.max(axis=0)
-    radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
-    spacing = nice_spacing(radius / 4)
+    actors = [(bridge, _tree_states(model, trajectory, times), link_colors)]
     saved = p.saveState(physicsClientId=client)
-    floor = None
+    floor, restore = None, []
     try:
+        for other, other_trajectory, other_colors in companions:
+            actors.append((Bridge(other, client), _tree_states(other, other_trajectory, times), other_colors))
+        gravity = np.asarray(model.gravity, float)
+        up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        points = np.vstack([_points(actor.model, states) for actor, states, _ in actors])
+        lower, upper = points.min(axis=0), points.max(axis=0)
+        radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
+        spacing = nice_spacing(radius / 4)
+        for actor, _, colors in actors:
+            restore += _recolour(actor, colors or {})
         with tempfile.TemporaryDirectory(prefix="biobullet-ground-") as directory:
             if ground:
                 floor = _ground_body(client, 0.5 * (lower + upper), up, float((points @ up).min()) - 1e-3,
@@ -321,26 +340,80 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
             # light from above, a little to the side of the camera: shadows fall visibly onto the ground
             side = np.cross(up, np.asarray(camera.direction))
             light = (2.0 * up + 0.6 * (side / max(np.linalg.norm(side), 1e-9)) + 0.4 * np.asarray(camera.direction))
-            zero = np.zeros(model.n_tangent)
+            away = (camera.eye + 100.0 * camera.distance * np.asarray(camera.direction)).tolist()  # behind the eye
             frames = []
-            for time, x in zip(times, states):
-                bridge.map.state_to_pybullet(x, zero)
+            for k, time in enumerate(times):
+                for actor, states, _ in actors:
+                    actor.map.state_to_pybullet(states[k], np.zeros(actor.model.n_tangent))
+                    if hide_model:
+                        p.resetBasePositionAndOrientation(actor.body, away, [0, 0, 0, 1], physicsClientId=client)
                 rgba = p.getCameraImage(width, height, view, projection, renderer=p.ER_TINY_RENDERER,
                                         shadow=int(bool(shadows)), lightDirection=light.tolist(),
                                         lightDistance=5 * camera.distance,   # shadow map covers the ground
                                         physicsClientId=client)[2]
                 image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
                 if overlay:
-                    text = f"{title}   t = {time:6.3f} s" if title else f"t = {time:6.3f} s"
+                    text = (f"{title}\n" if title else "") + f"t = {time:6.3f} s"
                     if ground:
-                        text += f"\ngrid {spacing_label(spacing)}"
+                        text += f"   grid {spacing_label(spacing)}"
                     image = _overlay(image, text)
                 frames.append(image)
         return frames
     finally:
+        for body, link, shape_rgba in restore:
+            p.changeVisualShape(body, link, rgbaColor=shape_rgba, physicsClientId=client)
+        for actor, _, _ in actors[1:]:   # companions: their bodies were loaded into this client here
+            body = actor.body
+            actor.close()
+            p.removeBody(body, physicsClientId=client)
         if floor is not None:
             p.removeBody(floor, physicsClientId=client)
         p.restoreState(saved, physicsClientId=client)
         p.removeState(saved, physicsClientId=client)
         if owned:
             bridge.close()
+
+
+def _recolour(bridge, colors) -> list[tuple[int, int, list[float]]]:
+    """Give the links named in `colors` ({name: rgb(a), 0–1}) that colour; returns (body, link, old rgba) to undo."""
+    import pybullet as p
+    index = bridge.map.link_index
+    unknown = sorted(set(colors) - set(index))
+    if unknown:
+        raise ModelError(f"unknown links {unknown} in link_colors", file=bridge.model.file, attribute="link_colors",
+                         expected=f"link names of the model: {', '.join(sorted(index))}")
+    undo = []
+    for shape in p.getVisualShapeData(bridge.body, physicsClientId=bridge.client):
+        link = shape[1]
+        name = next((n for n, i in index.items() if i == link), None)
+        if name in colors:
+            rgba = [float(c) for c in colors[name]][:4]
+            undo.append((bridge.body, link, list(shape[7])))
+            p.changeVisualShape(bridge.body, link, rgbaColor=rgba + [1.0] * (4 - len(rgba)),
+                                physicsClientId=bridge.client)
+    return undo
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of a frame the model takes: `pixels` = fraction of the pixels that differ from the background,
+    `box` = fraction of the frame covered by the bounding box of those pixels (both 0–1)."""
+
+    pixels: float
+    box: float
+
+
+def coverage(frame, background, *, threshold: int = 24) -> Coverage:
+    """Measure the model in `frame` (H×W×3) against `background` (the same view without the model, e.g.
+    `render_frames(..., hide_model=True)`): a pixel is the model's where any channel differs by more than
+    `threshold` (of 255). Render both without shadows to count the model's segments only."""
+    frame, background = np.asarray(frame, int), np.asarray(background, int)
+    if frame.shape != background.shape or frame.ndim != 3:
+        raise ModelError(f"frame {frame.shape} and background {background.shape} differ", attribute="background",
+                         expected="two H×W×3 images of the same size")
+    mask = np.abs(frame - background).max(axis=2) > threshold
+    if not mask.any():
+        return Coverage(0.0, 0.0)
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    box = (rows[-1] - rows[0] + 1) * (cols[-1] - cols[0] + 1)
+    return Coverage(float(mask.mean()), float(box / mask.size))

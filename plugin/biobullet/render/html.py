@@ -1,14 +1,17 @@
 """Self-contained HTML replay of a trajectory: one file, no server, no network, opens from file://.
 
 The model's visuals (`render.scene`) are embedded once as triangles in their link frames, and the world placement of
-every link at each frame as 12 numbers (R row-major, p; m). A small hand-written canvas-2D renderer (below, ~170
-lines of JavaScript: a camera fitted to the whole motion like `frames.fit_camera`, perspective projection with
-near-plane clipping, painter's algorithm, Lambert shading with a key light and a headlight, back faces of primitives
-culled, ground plane with grid and drop shadows) draws it — no WebGL, so it works the same in headless browsers
+every link at each frame as 12 numbers (R row-major, p; m). A small hand-written canvas renderer (below, ~200
+lines of JavaScript: a camera fitted to the whole motion like `frames.fit_camera` — to the convex hull of every
+visual over the motion, so no part ever leaves the frame —, perspective projection with near-plane clipping, a
+software rasteriser with a depth buffer (correct overlap of interpenetrating segments), flat Lambert shading with a
+key light and a headlight, dark materials lifted for contrast, back faces of primitives culled, ground plane with
+grid and drop shadows cast along the key light) draws it — no WebGL, so it works the same in headless browsers
 without a GPU and needs no third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
 
 URL fragment (for scripted screenshots and links to a moment): `OUT.html#t=0.5` shows t = 0.5 s paused;
-`&hide=model` draws the scene without the model (ground and grid only — the browser test's blank reference).
+`&hide=model` draws the scene without the model (ground and grid only — the browser test's blank reference),
+`&shadows=0` without the drop shadows (so a test counts the model's own pixels).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from biobullet.core.atomic import write_text
 from biobullet.core.errors import ModelError
 
 MAX_FRAMES = 1200
+FIT_FRAMES = 240   # instants whose visuals the camera fit sees (every frame of a replay up to 8 s at 30 fps)
 
 
 def nice_spacing(length: float) -> float:
@@ -36,6 +40,18 @@ def nice_spacing(length: float) -> float:
 
 def spacing_label(spacing: float) -> str:
     return f"{spacing * 100:g} cm" if spacing < 1 else f"{spacing:g} m"
+
+
+def extreme_points(points: np.ndarray) -> np.ndarray:
+    """The vertices of the convex hull of `points` (n×3): every camera fit (the largest of linear functions of the
+    points, in any view) is decided by them, so the page fits its camera to the whole motion from a few hundred
+    points. Flat or tiny sets are returned whole."""
+    from scipy.spatial import ConvexHull, QhullError
+    try:
+        hull = ConvexHull(points)
+    except (QhullError, ValueError):
+        return points[np.unique(np.linspace(0, len(points) - 1, min(len(points), 4000)).astype(int))]
+    return points[hull.vertices]
 
 
 def scene_payload(scene, times, states, *, title: str) -> dict:
@@ -53,15 +69,14 @@ def scene_payload(scene, times, states, *, title: str) -> dict:
             poses[k, j, :9], poses[k, j, 9:] = r.ravel(), p
     gravity = np.asarray(model.gravity, float)
     up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+    frames = np.unique(np.linspace(0, len(states) - 1, min(len(states), FIT_FRAMES)).astype(int))
     points = np.vstack([v.vertices @ poses[k, index[v.link], :9].reshape(3, 3).T + poses[k, index[v.link], 9:]
-                        for k in np.unique(np.linspace(0, len(states) - 1, min(len(states), 60)).astype(int))
-                        for v in scene.visuals])
+                        for k in frames for v in scene.visuals])
     lower, upper = points.min(axis=0), points.max(axis=0)
     centre = 0.5 * (lower + upper)
     radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
     spacing = nice_spacing(radius / 4)
-    # up to 600 of those points, for the page to fit its camera to the whole motion (any window shape, any view)
-    fit_points = points[np.unique(np.linspace(0, len(points) - 1, min(len(points), 600)).astype(int))]
+    fit_points = extreme_points(points)
     return {
         "fit": np.round(fit_points, 4).ravel().tolist(),
         "title": title, "times": [round(float(t), 6) for t in times],
@@ -126,7 +141,7 @@ const slider = document.getElementById("time"), label = document.getElementById(
 const button = document.getElementById("play");
 const T = D.times, NL = D.links, up = D.up;
 const args = new URLSearchParams(location.hash.slice(1) || location.search.slice(1));
-const hideModel = (args.get("hide") || "") === "model";
+const hideModel = (args.get("hide") || "") === "model", castShadows = args.get("shadows") !== "0";
 function dot(a, b) { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2]; }
 function cross(a, b) { return [a[1]*b[2]-a[2]*b[1], a[2]*b[0]-a[0]*b[2], a[0]*b[1]-a[1]*b[0]]; }
 function norm(a) { const n = Math.hypot(a[0], a[1], a[2]) || 1; return [a[0]/n, a[1]/n, a[2]/n]; }
@@ -135,7 +150,7 @@ let e1 = Math.abs(up[0]) < 0.9 ? [1, 0, 0] : [0, 1, 0];
 e1 = norm([e1[0]-up[0]*dot(e1, up), e1[1]-up[1]*dot(e1, up), e1[2]-up[2]*dot(e1, up)]);
 const e2 = cross(up, e1);
 const cam = {az: -0.9, el: 0.35, zoom: 1.0, fov: 40 * Math.PI / 180};
-const light = norm([0.3*e1[0]+0.5*e2[0]+up[0], 0.3*e1[1]+0.5*e2[1]+up[1], 0.3*e1[2]+0.5*e2[2]+up[2]]);
+const light = norm([0.2*e1[0]+0.3*e2[0]+up[0], 0.2*e1[1]+0.3*e2[1]+up[1], 0.2*e1[2]+0.3*e2[2]+up[2]]);   // key light, high: shadows fall near the model
 let frame = 0, playing = true, last = null;
 
 function resize() {
@@ -209,9 +224,31 @@ function line(C, p, q) {
   const u = project(C, p), v = project(C, q);
   ctx.moveTo(u[0], u[1]); ctx.lineTo(v[0], v[1]);
 }
+// software rasteriser with a depth buffer: every model pixel is the nearest surface (a painter's sort of whole
+// triangles gets long overlapping cylinders wrong); shading is flat per triangle
+function fillTriangle(buffer, a, b, c, plot) {
+  const W = canvas.width, H = canvas.height;
+  const area = (b[0]-a[0])*(c[1]-a[1]) - (b[1]-a[1])*(c[0]-a[0]);
+  if (!(Math.abs(area) > 1e-9)) return;
+  const x0 = Math.max(0, Math.floor(Math.min(a[0], b[0], c[0]))), x1 = Math.min(W-1, Math.ceil(Math.max(a[0], b[0], c[0])));
+  const y0 = Math.max(0, Math.floor(Math.min(a[1], b[1], c[1]))), y1 = Math.min(H-1, Math.ceil(Math.max(a[1], b[1], c[1])));
+  const eps = -1e-6;
+  for (let y = y0; y <= y1; y++) {
+    const py = y + 0.5;
+    for (let x = x0; x <= x1; x++) {
+      const px = x + 0.5;
+      const wa = ((b[0]-px)*(c[1]-py) - (b[1]-py)*(c[0]-px)) / area;
+      const wb = ((c[0]-px)*(a[1]-py) - (c[1]-py)*(a[0]-px)) / area;
+      const wc = 1 - wa - wb;
+      if (wa < eps || wb < eps || wc < eps) continue;
+      plot(y * W + x, wa*a[2] + wb*b[2] + wc*c[2]);   // a[2] = 1/z: affine in screen space
+    }
+  }
+}
+function screen(C, p) { const q = project(C, p); return [q[0], q[1], 1 / q[2]]; }
 function draw() {
-  const C = camera();
-  ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
+  const C = camera(), W = canvas.width, H = canvas.height;
+  ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, W, H);
   // ground: a square of 8 grid cells a side beyond the model's reach, light fill, grid lines
   const g = D.grid, n = Math.ceil(1.6 * D.radius / g) + 1, L = n * g;
   ctx.beginPath();
@@ -219,50 +256,54 @@ function draw() {
   if (corners.length > 2) {
     ctx.moveTo(corners[0][0], corners[0][1]);
     for (const c of corners.slice(1)) ctx.lineTo(c[0], c[1]);
-    ctx.closePath(); ctx.fillStyle = "#eef0f2"; ctx.fill();
+    ctx.closePath(); ctx.fillStyle = "#e8eaed"; ctx.fill();
   }
   ctx.beginPath();
   for (let k = -n; k <= n; k++) { line(C, groundPoint(k*g, -L), groundPoint(k*g, L)); line(C, groundPoint(-L, k*g), groundPoint(L, k*g)); }
-  ctx.strokeStyle = "#c4c8cc"; ctx.lineWidth = 1; ctx.stroke();
-  const tris = [];
+  ctx.strokeStyle = "#b4b9bf"; ctx.lineWidth = 1; ctx.stroke();
   if (!hideModel) {
+    const image = ctx.getImageData(0, 0, W, H), pixels = image.data;
+    const shadow = new Uint8Array(W * H), nearest = new Float32Array(W * H);
+    const colour = new Uint8Array(W * H * 3);
     const P = D.poses, base = frame * NL * 12;
-    ctx.beginPath();
+    const markShadow = i => { shadow[i] = 1; };
     for (const v of D.visuals) {
-      const o = base + v.l * 12, V = v.v, W = [];
+      const o = base + v.l * 12, V = v.v, Wp = [];
       for (let i = 0; i < V.length; i += 3) {
         const x = V[i], y = V[i+1], z = V[i+2];
-        W.push([P[o]*x+P[o+1]*y+P[o+2]*z+P[o+9], P[o+3]*x+P[o+4]*y+P[o+5]*z+P[o+10], P[o+6]*x+P[o+7]*y+P[o+8]*z+P[o+11]]);
+        Wp.push([P[o]*x+P[o+1]*y+P[o+2]*z+P[o+9], P[o+3]*x+P[o+4]*y+P[o+5]*z+P[o+10], P[o+6]*x+P[o+7]*y+P[o+8]*z+P[o+11]]);
       }
-      const S = W.map(p => project(C, onGround(p))), Q = W.map(p => project(C, p));
+      const S = Wp.map(p => onGround(p)), Sd = S.map(p => depth(C, p) > C.near), Ss = S.map(p => screen(C, p));
       for (let i = 0; i < v.f.length; i += 3) {
         const a = v.f[i], b = v.f[i+1], c = v.f[i+2];
-        if (S[a][2] > C.near && S[b][2] > C.near && S[c][2] > C.near) {   // drop shadow
-          ctx.moveTo(S[a][0], S[a][1]); ctx.lineTo(S[b][0], S[b][1]); ctx.lineTo(S[c][0], S[c][1]); ctx.closePath();
-        }
-        if (Q[a][2] < C.near || Q[b][2] < C.near || Q[c][2] < C.near) continue;
-        const u = [W[b][0]-W[a][0], W[b][1]-W[a][1], W[b][2]-W[a][2]], w = [W[c][0]-W[a][0], W[c][1]-W[a][1], W[c][2]-W[a][2]];
-        const n = norm(cross(u, w));
-        if (v.b && dot(n, [C.eye[0]-W[a][0], C.eye[1]-W[a][1], C.eye[2]-W[a][2]]) <= 0) continue;   // back face
-        const key = v.b ? Math.max(0, dot(n, light)) : Math.abs(dot(n, light)), head = Math.abs(dot(n, C.back));
-        const shade = 0.3 + 0.45 * key + 0.25 * head;   // key light from above + a headlight
-        tris.push([(Q[a][2]+Q[b][2]+Q[c][2]) / 3, Q[a], Q[b], Q[c], v.c, shade]);
+        if (castShadows && Sd[a] && Sd[b] && Sd[c]) fillTriangle(shadow, Ss[a], Ss[b], Ss[c], markShadow);   // drop shadow
+        const u = [Wp[b][0]-Wp[a][0], Wp[b][1]-Wp[a][1], Wp[b][2]-Wp[a][2]], w = [Wp[c][0]-Wp[a][0], Wp[c][1]-Wp[a][1], Wp[c][2]-Wp[a][2]];
+        const nrm = norm(cross(u, w));
+        if (v.b && dot(nrm, [C.eye[0]-Wp[a][0], C.eye[1]-Wp[a][1], C.eye[2]-Wp[a][2]]) <= 0) continue;   // back face
+        const key = v.b ? Math.max(0, dot(nrm, light)) : Math.abs(dot(nrm, light)), head = Math.abs(dot(nrm, C.back));
+        // dark materials are lifted a little so a dark link stays readable against the light ground
+        const shade = 0.5 + 0.4 * key + 0.3 * head;
+        const rgb = v.c.map(k => Math.min(255, Math.round(255 * (0.4 + 0.6 * k) * shade)));
+        const poly = clip(C, [Wp[a], Wp[b], Wp[c]]).map(p => screen(C, p));
+        const plot = (i, inverseDepth) => {
+          if (inverseDepth <= nearest[i]) return;
+          nearest[i] = inverseDepth; colour[3*i] = rgb[0]; colour[3*i+1] = rgb[1]; colour[3*i+2] = rgb[2];
+        };
+        for (let k = 1; k + 1 < poly.length; k++) fillTriangle(nearest, poly[0], poly[k], poly[k+1], plot);
       }
     }
-    ctx.fillStyle = "rgba(40,45,55,0.22)"; ctx.fill("nonzero");
-  }
-  tris.sort((p, q) => q[0] - p[0]);
-  for (const [, a, b, c, col, s] of tris) {
-    const rgb = "rgb(" + Math.round(255*col[0]*s) + "," + Math.round(255*col[1]*s) + "," + Math.round(255*col[2]*s) + ")";
-    ctx.beginPath(); ctx.moveTo(a[0], a[1]); ctx.lineTo(b[0], b[1]); ctx.lineTo(c[0], c[1]); ctx.closePath();
-    ctx.fillStyle = rgb; ctx.strokeStyle = rgb; ctx.lineWidth = 0.6; ctx.fill(); ctx.stroke();
+    for (let i = 0; i < W * H; i++) {
+      if (nearest[i] > 0) { pixels[4*i] = colour[3*i]; pixels[4*i+1] = colour[3*i+1]; pixels[4*i+2] = colour[3*i+2]; }
+      else if (shadow[i]) { pixels[4*i] *= 0.62; pixels[4*i+1] *= 0.62; pixels[4*i+2] *= 0.64; }
+    }
+    ctx.putImageData(image, 0, 0);
   }
   // overlays: name, time, scale cue
-  const size = Math.max(12, Math.round(canvas.height / 28));
+  const size = Math.max(12, Math.round(H / 28));
   ctx.font = size + "px sans-serif"; ctx.fillStyle = "#111";
   ctx.fillText(D.title, size * 0.6, size * 1.4);
   ctx.fillText("t = " + T[frame].toFixed(3) + " s", size * 0.6, size * 2.8);
-  ctx.fillStyle = "#555"; ctx.fillText("grid " + D.grid_label, size * 0.6, canvas.height - size * 0.6);
+  ctx.fillStyle = "#555"; ctx.fillText("grid " + D.grid_label, size * 0.6, H - size * 0.6);
   label.textContent = "t = " + T[frame].toFixed(3) + " s";
   slider.value = T.length > 1 ? Math.round(1000 * frame / (T.length - 1)) : 0;
 }

@@ -1,7 +1,8 @@
 """Interactive 3D viewer in the browser (viser): `biobullet view MODEL [--trajectory RUN.csv]`.
 
 The model's URDF visuals (`render.scene`, the same triangles as the HTML export) hang under one scene node per link;
-moving a slider changes one generalized coordinate q_k, and every link is placed from x = model.joint_configuration(q)
+moving a slider changes one generalized coordinate q_k (angles in degrees — hover for radians —, lengths in
+metres; the sliders start at the file's `<initial>` values), and every link is placed from x = model.joint_configuration(q)
 (joint functions, loop closures and — for an expanded flexible link — its segments all follow) by the library's
 forward kinematics. Toggles show COMs, joint axes, contact points and loop-closure residuals (the two points that
 should coincide, joined by a red segment; the largest distance is printed in the panel). With a trajectory: play /
@@ -15,12 +16,18 @@ from __future__ import annotations
 import math
 import threading
 import time as _time
+from dataclasses import dataclass
 
 import numpy as np
 
 from biobullet.core.errors import ModelError
 
 HOST = "127.0.0.1"
+#: the initial browser camera: vertical field of view (deg), the width / height of the 3D view it is fitted to, and
+#: how far (in half-heights of the view) the model is moved left, out from under the control panel on the right
+VIEW_FOV = 50.0
+VIEW_ASPECT = 1.0
+PANEL_SHIFT = 0.45
 BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")
 
 
@@ -38,34 +45,82 @@ def load_view_model(path: str, *, floating_base: bool | None = None, segments: i
     return load_model(path, floating_base=floating_base), None
 
 
-def slider_ranges(model) -> list[tuple[str, float, float, float]]:
-    """(label, lower, upper, initial) per slider: one per generalized coordinate; a floating base gets x, y, z (m)
-    and roll, pitch, yaw (rad) instead of its quaternion. Ranges: the URDF limits, else ±π (rad) / ±0.5 m."""
-    q0 = model.neutral_configuration()
-    ranges = []
+@dataclass(frozen=True)
+class SliderSpec:
+    """One slider: a generalized coordinate (or base_x … base_yaw of a floating base) shown in `unit` — "deg" for
+    angles, "m" for lengths; lower/upper/initial/step in that unit; `scale` = unit per SI unit (180/π or 1)."""
+
+    name: str
+    unit: str
+    lower: float
+    upper: float
+    initial: float
+    step: float
+    scale: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.unit})"
+
+    def to_si(self, value: float) -> float:
+        """The slider value in rad or m."""
+        return float(value) / self.scale
+
+    def hint(self, value: float) -> str:
+        """Hover text: the value in SI units (radians for an angle), as the model stores it."""
+        return f"{self.name} = {self.to_si(value):.6g} {'rad' if self.unit == 'deg' else 'm'}"
+
+
+def _angle(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
+    scale = 180.0 / math.pi
+    span = (upper - lower) * scale
+    if span >= 10.0:   # whole tenths of a degree, inside the limits (148.969…° → 148.9°)
+        low, high = math.ceil(round(lower * scale * 10, 6)) / 10, math.floor(round(upper * scale * 10, 6)) / 10
+        return SliderSpec(name, "deg", low, high, float(np.clip(initial * scale, low, high)), 0.1, scale)
+    return SliderSpec(name, "deg", lower * scale, upper * scale, float(np.clip(initial, lower, upper)) * scale,
+                      span / 1000.0, scale)
+
+
+def _length(name: str, lower: float, upper: float, initial: float) -> SliderSpec:
+    return SliderSpec(name, "m", lower, upper, float(np.clip(initial, lower, upper)), (upper - lower) / 1000.0, 1.0)
+
+
+def slider_specs(model) -> list[SliderSpec]:
+    """One slider per generalized coordinate, starting at the model's `<initial>` values (`model.initial_state`);
+    a floating base gets x, y, z (m) and roll, pitch, yaw (deg, URDF rpy of the initial orientation) instead of its
+    quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
+    the initial base position; a flexible segment's shear joint ±1 cm); an angle range of ≥ 10° is shown in whole
+    tenths of a degree, rounded inward."""
+    from biobullet.spatial.rotations import quaternion_to_matrix
+    q0, _ = model.initial_state()
+    specs = []
     names = list(model.coordinate_names)
     start = 7 if model.floating_base else 0
     if model.floating_base:
         for k, name in enumerate(("base_x", "base_y", "base_z")):
-            ranges.append((name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
-        ranges += [(name, -math.pi, math.pi, 0.0) for name in BASE_ANGLES]
+            specs.append(_length(name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
+        r = quaternion_to_matrix(q0[3:7])
+        rpy = (math.atan2(r[2, 1], r[2, 2]), math.asin(float(np.clip(-r[2, 0], -1.0, 1.0))), math.atan2(r[1, 0], r[0, 0]))
+        specs += [_angle(name, -math.pi, math.pi, angle) for name, angle in zip(BASE_ANGLES, rpy)]
     for k, name in enumerate(names[start:], start):
         joint = model.description.joint(name)
-        if joint.lower is not None and joint.upper is not None and joint.upper > joint.lower:
-            lower, upper = float(joint.lower), float(joint.upper)
-        elif joint.type == "prismatic":  # a flexible segment's shear joint moves by millimetres
-            lower, upper = (-0.01, 0.01) if "__shear" in name else (-0.5, 0.5)
+        limited = joint.lower is not None and joint.upper is not None and joint.upper > joint.lower
+        if joint.type == "prismatic":
+            lower, upper = (float(joint.lower), float(joint.upper)) if limited else \
+                ((-0.01, 0.01) if "__shear" in name else (-0.5, 0.5))   # a shear joint moves by millimetres
+            specs.append(_length(name, lower, upper, float(q0[k])))
         else:
-            lower, upper = -math.pi, math.pi
-        ranges.append((name, lower, upper, float(np.clip(q0[k], lower, upper))))
-    return ranges
+            lower, upper = (float(joint.lower), float(joint.upper)) if limited else (-math.pi, math.pi)
+            specs.append(_angle(name, lower, upper, float(q0[k])))
+    return specs
 
 
-def q_from_sliders(model, values) -> np.ndarray:
-    """Generalized positions q from slider values (order of `slider_ranges`)."""
-    values = np.asarray(values, float)
+def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.ndarray:
+    """Generalized positions q (rad, m) from slider values (order and units of `slider_specs(model)`)."""
+    specs = specs if specs is not None else slider_specs(model)
+    values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
     if not model.floating_base:
-        return values.copy()
+        return values
     roll, pitch, yaw = values[3:6]
     # quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll), the URDF rpy convention
     cr, sr, cp, sp, cy, sy = (math.cos(roll / 2), math.sin(roll / 2), math.cos(pitch / 2), math.sin(pitch / 2),
@@ -93,16 +148,22 @@ class Viewer:
         self._lock = threading.Lock()
         scene_api, gui = self.server.scene, self.server.gui
 
+        # everything hangs under /world, which turns the model's up (−gravity) into viser's +z: the browser's
+        # orbit controls and the fitted camera below then work in viser's own frame
+        gravity = np.asarray(model.gravity, float)
+        up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        to_viser = _frame_with_z(up).T
+        scene_api.add_frame("/world", show_axes=False, wxyz=self._so3.from_matrix(to_viser).wxyz)
         # geometry: one node per link carrying its visuals (vertices in the link frame)
         self._links = {}
         for name in sorted({v.link for v in self.scene.visuals}):
-            self._links[name] = scene_api.add_frame(f"/model/{name}", show_axes=False)
+            self._links[name] = scene_api.add_frame(f"/world/model/{name}", show_axes=False)
         for k, visual in enumerate(self.scene.visuals):
-            scene_api.add_mesh_simple(f"/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
+            scene_api.add_mesh_simple(f"/world/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
                                       visual.faces.astype(np.uint32),
                                       color=tuple(int(255 * c) for c in visual.color[:3]))
-        # ground grid under the model at its neutral pose, with a scale cue
-        q0 = model.neutral_configuration()
+        # ground grid under the model at its initial pose (where the sliders start), with a scale cue
+        q0 = model.initial_state()[0]
         self.trajectory = trajectory
         xs = [model.joint_configuration(q0)]
         if trajectory is not None:
@@ -111,27 +172,30 @@ class Viewer:
             self.states = trajectory_states(model, trajectory, self.times)
             xs = list(self.states[np.unique(np.linspace(0, len(self.states) - 1, 40).astype(int))])
         lower, upper = self.scene.bounds(xs)
-        gravity = np.asarray(model.gravity, float)
-        up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
         radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
         spacing = nice_spacing(radius / 4)
         centre = 0.5 * (lower + upper)
         ground = min(float((np.vstack(self.scene.visual_vertices(x)) @ up).min()) for x in xs) \
             if self.scene.visuals else float(centre @ up - radius)
         grid_rotation = self._so3.from_matrix(_frame_with_z(up))
-        scene_api.add_grid("/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
+        scene_api.add_grid("/world/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
                            section_size=5 * spacing, plane="xy", wxyz=grid_rotation.wxyz,
                            position=centre - (centre @ up - ground) * up, shadow_opacity=0.2)
         gui.add_markdown(f"**{model.name}** — grid cell {spacing_label(spacing)}")
-        # the browser's camera: "up" is the model's up (−gravity), looking at the motion from an oblique side
-        scene_api.set_up_direction(tuple(float(c) for c in up))
-        helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        side = helper - up * (helper @ up)
-        side /= np.linalg.norm(side)
-        view = side + 0.75 * np.cross(side, up) + 0.45 * up
-        self.server.initial_camera.look_at = tuple(float(c) for c in centre)
-        self.server.initial_camera.position = tuple(float(c) for c in centre + 3.0 * radius * view / np.linalg.norm(view))
-        self.server.initial_camera.up = tuple(float(c) for c in up)
+        # the browser's camera: an oblique view fitted to the model over the whole motion (render.frames.fit_camera,
+        # in viser's frame), moved so the model sits left of the control panel
+        from biobullet.render.frames import fit_camera
+        points = np.vstack([np.vstack(self.scene.visual_vertices(x)) for x in xs]) if self.scene.visuals else \
+            np.vstack([lower, upper])
+        camera = fit_camera(points @ to_viser.T, to_viser @ gravity if np.linalg.norm(gravity) > 0 else
+                            np.array([0.0, 0.0, -1.0]), aspect=VIEW_ASPECT, fov=VIEW_FOV, margin=1.1)
+        right = np.cross([0.0, 0.0, 1.0], camera.direction)
+        right /= max(np.linalg.norm(right), 1e-12)
+        shift = PANEL_SHIFT * camera.distance * math.tan(math.radians(VIEW_FOV) / 2) * right
+        self.server.initial_camera.fov = math.radians(VIEW_FOV)
+        self.server.initial_camera.look_at = tuple(float(c) for c in np.asarray(camera.target) + shift)
+        self.server.initial_camera.position = tuple(float(c) for c in camera.eye + shift)
+        self.server.initial_camera.up = (0.0, 0.0, 1.0)
 
         # markers (toggled)
         self._markers = {}
@@ -143,13 +207,14 @@ class Viewer:
         for handle in self.toggles.values():
             handle.on_update(lambda _event: self.refresh())
 
-        # sliders: one per generalized coordinate
-        self.sliders = []
+        # sliders: one per generalized coordinate, in degrees / metres, at the model's <initial> values; hovering
+        # shows the value in radians
+        self.sliders, self.slider_specs = [], slider_specs(model)
         with gui.add_folder("coordinates"):
-            for name, lower, upper, initial in slider_ranges(model):
-                slider = gui.add_slider(name, min=lower, max=upper, step=(upper - lower) / 1000,
-                                        initial_value=initial)
-                slider.on_update(lambda _event: self._from_sliders())
+            for spec in self.slider_specs:
+                slider = gui.add_slider(spec.label, min=spec.lower, max=spec.upper, step=spec.step,
+                                        initial_value=spec.initial, hint=spec.hint(spec.initial))
+                slider.on_update(lambda _event, slider=slider, spec=spec: self._slider_moved(slider, spec))
                 self.sliders.append(slider)
         self._t = 0.0
         self._playing = False
@@ -169,10 +234,14 @@ class Viewer:
             self._from_sliders()
 
     # ------------------------------------------------------------------ updates
+    def _slider_moved(self, slider, spec: SliderSpec) -> None:
+        slider.hint = spec.hint(slider.value)
+        self._from_sliders()
+
     def _from_sliders(self) -> None:
         if self._playing:
             return
-        self.set_configuration(q_from_sliders(self.model, [s.value for s in self.sliders]))
+        self.set_configuration(q_from_sliders(self.model, [s.value for s in self.sliders], self.slider_specs))
 
     def set_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Show generalized positions q (dependent joints from the model); returns the tree configuration x."""
@@ -209,16 +278,16 @@ class Viewer:
         markers = self.scene.markers(self._x)
         size = self._marker_size
         if self.toggles["coms"].value and len(markers.coms):
-            self._markers["coms"] = scene_api.add_point_cloud("/markers/coms", markers.coms.astype(np.float32),
+            self._markers["coms"] = scene_api.add_point_cloud("/world/markers/coms", markers.coms.astype(np.float32),
                                                               colors=(20, 20, 20), point_size=size,
                                                               point_shape="circle")
         if self.toggles["axes"].value and markers.axes:
             segments = np.array([[o - 2 * size * a, o + 2 * size * a] for o, a in markers.axes], np.float32)
-            self._markers["axes"] = scene_api.add_line_segments("/markers/axes", segments, colors=(30, 90, 220),
+            self._markers["axes"] = scene_api.add_line_segments("/world/markers/axes", segments, colors=(30, 90, 220),
                                                                 thickness=3, thickness_units="screen")
         if self.toggles["contacts"].value and len(markers.contacts):
             self._markers["contacts"] = scene_api.add_point_cloud(
-                "/markers/contacts", markers.contacts.astype(np.float32), colors=(0, 160, 60), point_size=size,
+                "/world/markers/contacts", markers.contacts.astype(np.float32), colors=(0, 160, 60), point_size=size,
                 point_shape="diamond")
         text = ""
         if markers.loops:
@@ -226,11 +295,11 @@ class Viewer:
             text = f"loop residual max {residuals.max():.2e} m"
             if self.toggles["loops"].value:
                 segments = np.array([[a, b] for a, b in markers.loops], np.float32)
-                self._markers["loops"] = scene_api.add_line_segments("/markers/loops", segments,
+                self._markers["loops"] = scene_api.add_line_segments("/world/markers/loops", segments,
                                                                      colors=(220, 30, 30), thickness=4,
                                                                      thickness_units="screen")
                 self._markers["loop_points"] = scene_api.add_point_cloud(
-                    "/markers/loop_points", segments.reshape(-1, 3), colors=(220, 30, 30), point_size=size * 0.7,
+                    "/world/markers/loop_points", segments.reshape(-1, 3), colors=(220, 30, 30), point_size=size * 0.7,
                     point_shape="circle")
         self._residual_text.content = text
 
@@ -281,4 +350,4 @@ def serve(path: str, *, trajectory: str | None = None, port: int = 8080, floatin
         viewer.close()
 
 
-__all__ = ["Viewer", "serve", "load_view_model", "slider_ranges", "q_from_sliders", "HOST"]
+__all__ = ["Viewer", "serve", "load_view_model", "SliderSpec", "slider_specs", "q_from_sliders", "HOST"]

@@ -154,41 +154,65 @@ def test_side_by_side_panels_stay_in_sync(frames):
         side_by_side([frames, frames[:-1]])
 
 
-def test_shoulder_video_model_fills_the_frame():
-    """The study's video (shoulder_bridge: case 2 motion, both models, one camera from `video_camera`, 640×720
-    panels), rendered without ground and overlay at ¼ size so background pixels are exactly white; the motion is
-    the study's reference motion (what the bridge tracks to < 1°), so no bridge run is needed here.
+def test_coverage_counts_the_pixels_that_differ_from_the_background():
+    from biobullet.render import coverage
+    background = np.full((100, 200, 3), 230, np.uint8)
+    frame = background.copy()
+    frame[10:30, 50:90] = (40, 90, 200)          # 20 × 40 = 800 model pixels
+    frame[60, 150] = (0, 0, 0)                   # one more, far away: the box spans rows 10–60, columns 50–150
+    frame[80:90, 0:10] = (240, 240, 240)         # a difference of 10 < threshold: background
+    measured = coverage(frame, background)
+    assert measured.pixels == pytest.approx(801 / 20000)
+    assert measured.box == pytest.approx(51 * 101 / 20000)
+    assert coverage(background, background).pixels == 0.0
+    with pytest.raises(ModelError, match="differ"):
+        coverage(frame[:50], background)
 
-    Measured: the arm + thorax cover 8.6-11.7 % of every frame (reach 0.906); the fixed camera used before (distance 2 m from
-    front-right-above, 480×360) covered 3.9-4.4 % of the same motion. The arm sweeps 70 cm, so a frame framed on the
-    whole sweep cannot be covered much more by one slender pose. Thresholds: 7 % in every frame (1.6× the old
-    camera's best), and over the motion the model reaches > 88 % of the way from the centre to the frame's edge (the
-    fit puts the farthest point at 1/1.08 = 92.6 %: the model fills the frame over the whole motion)."""
-    from types import SimpleNamespace
 
+def _shoulder_video(size=(224, 300), fps=1.0, **options):
+    """The study's video frames (shoulder_bridge.video_frames) on the study's reference motion, case 2 (what the
+    bridge tracks to < 1°, so no bridge run is needed here)."""
     from biobullet.model.bundled import bundled_model
-    from biobullet_studies.shoulder_bridge import video_camera
+    from biobullet_studies.shoulder_bridge import video_frames
     from biobullet_studies.shoulder_dynamics import CASES_DEG, MODELS, PERIOD, Motion
-    models = [biobullet.load_model(bundled_model(file)) for file in MODELS.values()]
     t = np.linspace(0.0, PERIOD, 41)
-    runs = []
-    for model in models:
-        q = Motion(CASES_DEG["case2"])(t, model.coordinate_names)[0]
-        runs.append((model, SimpleNamespace(t=t, positions=np.array([model.joint_positions(row) for row in q]))))
-    camera = video_camera(runs)
-    panels = [render_frames(*run, width=160, height=180, fps=2.5, camera=camera, ground=False, overlay=False)
-              for run in runs]
-    images = panels[0]
-    masks = [np.abs(image.astype(int) - 255).max(axis=2) > 12 for panel in panels for image in panel]
-    fractions = np.array([mask.mean() for mask in masks])
-    assert len(masks) == 22 and fractions.min() > 0.07, fractions
-    union = np.any(masks, axis=0)   # both panels share the camera: the union of both models' motion is framed
-    rows, columns = np.nonzero(union)
-    reach = max(np.abs(columns - 79.5).max() / 80, np.abs(rows - 89.5).max() / 90)
-    assert reach > 0.88   # the fit puts the farthest point at 1/1.08 = 0.926 of the half-frame
-    # frames differ over time (the arm sweeps)
-    changed = np.abs(images[0].astype(int) - images[5].astype(int)).max(axis=2) > 40
-    assert changed.mean() > 0.02
+    runs = {}
+    for key, file in MODELS.items():
+        model = biobullet.load_model(bundled_model(file))
+        runs[key] = (model, {"t": t, "q": Motion(CASES_DEG["case2"])(t, model.coordinate_names)[0]})
+    return video_frames(runs, fps=fps, size=size, **options)
+
+
+def _panels(frame, width=224, gap=4):
+    return [frame[:, k * (width + gap):k * (width + gap) + width].astype(int) for k in range(3)]
+
+
+def test_shoulder_video_is_framed_on_the_girdle_and_shows_both_rhythms():
+    """Every sampled frame (5 instants over the 4-s sweep, shadows off so only the segments count), every panel:
+    the model's pixels (`coverage` against the same view without the model) ≥ 8 % and their bounding box ≥ 25 % of
+    the panel — the issue's framing rule. The rhythms are told apart by colour: de Groot's girdle blue, Holzbaur's
+    red; they sit differently in the frame (de Groot's rhythm also follows the plane of elevation), and the overlay
+    panel shows both colours."""
+    from biobullet.render import coverage
+    frames = _shoulder_video(shadows=False)
+    backgrounds = _shoulder_video(shadows=False, hide_model=True)
+    assert len(frames) == 5 and frames[0].shape == (300, 3 * 224 + 8, 3)
+    for frame, background in zip(frames, backgrounds):
+        for panel, empty in zip(_panels(frame), _panels(background)):
+            measured = coverage(panel, empty)
+            assert measured.pixels >= 0.08 and measured.box >= 0.25, measured
+
+    def coloured(panel, channel):   # saturated blue (channel 2) or red (channel 0) pixels: the girdle
+        other = 2 - channel
+        return (panel[:, :, channel] - panel[:, :, other] > 60) & (panel[:, :, channel] > 80)
+
+    blue = [coloured(_panels(f)[0], 2) for f in frames]
+    red = [coloured(_panels(f)[1], 0) for f in frames]
+    assert min(m.mean() for m in blue + red) > 0.02          # the girdle is large in the frame, not a blob
+    # same camera, same instants: where the rhythms put the girdle differently, the two colour masks differ
+    assert max((b ^ r).mean() for b, r in zip(blue, red)) > 0.01
+    overlay = _panels(frames[2])[2]
+    assert coloured(overlay, 2).mean() > 0.005 and coloured(overlay, 0).mean() > 0.005
 
 
 def test_ground_and_scale_cue_are_drawn(shoulder, swing):
@@ -198,3 +222,36 @@ def test_ground_and_scale_cue_are_drawn(shoulder, swing):
     # becomes the ground's light grey with darker grid lines
     bottom = np.abs(plain[100:].astype(int) - ground[100:].astype(int)).max(axis=2) > 8
     assert bottom.mean() > 0.3
+
+
+def test_motion_limits_hold_every_frame_of_the_motion():
+    """The stick-figure videos' axis limits (biobullet_studies.common.motion_limits): every point of every frame
+    inside, the margin a fixed share of the largest extent."""
+    from biobullet_studies.common import motion_limits
+    angle = np.linspace(0.0, 2 * np.pi, 50)
+    frames = [np.column_stack([0.3 + 0.8 * np.cos(angle + k), 1.0 + 0.2 * np.sin(angle + k)]) for k in range(5)]
+    (x0, x1), (y0, y1) = motion_limits(np.vstack(frames), margin=0.05)
+    every = np.vstack(frames)
+    assert x0 < every[:, 0].min() and every[:, 0].max() < x1 and y0 < every[:, 1].min() and every[:, 1].max() < y1
+    assert (x1 - x0) == pytest.approx(1.6 * 1.1, rel=1e-3)      # extent 1.6 m (±0.8) plus 2 × 5 % of it
+    assert (y1 - y0) == pytest.approx(0.4 + 0.16, rel=1e-3)     # extent 0.4 m plus 2 × 5 % of the largest
+    spans = motion_limits(np.array([[0.0, 0.0, 0.0], [2.0, 1.0, 0.5]]), margin=0.0)
+    assert spans == [(0.0, 2.0), (0.0, 1.0), (0.0, 0.5)]
+
+
+def test_prosthesis_video_is_framed_on_the_leg():
+    """The prosthesis study's video (video_frames, 3 simulated cycles, the last 2 replayed): in every sampled
+    frame the leg's segments (shadows off, against the scene without the model) cover ≥ 8 % of the panel and their
+    box ≥ 25 % (measured 8.9 % and 26.8 % at ⅓ of the video's 480×720; the 1280×720 oblique frame it replaced gave
+    2.7 % and 6.5 %)."""
+    from biobullet.render import coverage
+    from biobullet_studies import prosthesis
+    fast = prosthesis.build(1.6e4, 0.05, 1.0)
+    sim = prosthesis.simulate_cycles(fast, 3, details=False)
+    options = dict(fps=2.5, size=(160, 240), shadows=False)
+    frames = prosthesis.video_frames(fast, sim, 3, **options)
+    empty = prosthesis.video_frames(fast, sim, 3, hide_model=True, **options)
+    assert len(frames) == 6
+    for frame, background in zip(frames, empty):
+        measured = coverage(frame, background)
+        assert measured.pixels >= 0.08 and measured.box >= 0.25, measured
