@@ -101,10 +101,16 @@ class Structure:
 
 
 
+_STRUCTURE = "link_segment.structure"   # key of `structure`'s result in `Model.derived`
+
+
 def structure(model) -> Structure:
-    """The link-segment structure of `model` (built once, owned by the model); ModelError for what the
-    formulation does not support."""
-    return model.derived(LinkSegmentFormulation.name, _build_structure)
+    """The link-segment structure of `model` with its packed kernel tables (built once, kept in the model's
+    `derived`); ModelError for what the formulation does not support."""
+    cached = model.derived.get(_STRUCTURE)
+    if cached is None:
+        cached = model.derived[_STRUCTURE] = _build_structure(model)
+    return cached
 
 
 def _build_structure(model) -> Structure:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import isfinite as _isfinite
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 
@@ -34,6 +34,10 @@ class Model:
     """
 
     def __init__(self, description: ModelDescription, *, loop_resolver_factory=None, dynamics=None) -> None:
+        #: what library modules derive from this model and keep with it (packed arrays, cached kinematics, built
+        #: elements), each under its module's key: it lives and dies with the model (no module-level cache keyed
+        #: on models)
+        self.derived: dict = {}
         self._dynamics = dynamics
         self._loop_resolver_factory = loop_resolver_factory
         bodies, frames, joint_names = compile_tree(description)
@@ -237,15 +241,6 @@ class Model:
         full[:bv, :bv] = np.eye(bv)
         full[bv:, bv:] = gradient
         return full
-
-    def derived(self, key: str, build: Callable[["Model"], Any]) -> Any:
-        """A structure derived from this immutable model by a higher layer (e.g. a formulation's precomputed
-        tables), built by `build(self)` on first use and owned by the model, so it lives and dies with it. `key`
-        names the structure (the formulation's name); an exception of `build` propagates and nothing is kept."""
-        derived = self.__dict__.setdefault("_derived", {})
-        if key not in derived:
-            derived[key] = build(self)
-        return derived[key]
 
     # ------------------------------------------------------------------ dynamics (reduced equations)
     def _api(self):
