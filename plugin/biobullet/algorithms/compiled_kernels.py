@@ -19,8 +19,10 @@ from biobullet.core import jit
 
 
 def place_body_kernel():
-    """The compiled `_place_body_py` (inlined into the kernels that call it), or None without numba."""
-    return jit.compiled(_place_body_py, inline=True)
+    """The compiled `_place_body_py`, or None without numba. Called, not inlined: numba's IR inlining would type
+    and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of compile each on the
+    2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
+    return jit.compiled(_place_body_py)
 
 
 REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4
