@@ -719,6 +719,15 @@ def _assemble_py(tables, state, xd, options, out):
                     A[euler + 3 * p + a, row] += normal[a]
 
 
+def _pivot_py(matrix, column):
+    """The row r ≥ column of the largest |matrix[r, column]| (partial pivoting)."""
+    pivot, best = column, abs(matrix[column, column])
+    for r in range(column + 1, matrix.shape[0]):
+        if abs(matrix[r, column]) > best:
+            pivot, best = r, abs(matrix[r, column])
+    return pivot
+
+
 class SchurFactor(NamedTuple):
     """The factorisation of a link-segment matrix A = [[D, G], [K, 0]] by `_schur_factor_py`: D⁻¹'s 3 × 3 blocks
     (2N, 3, 3), W = D⁻¹ G (6N, 3J + C), the LU factors of the Schur complement K W (unit lower and upper in one
@@ -771,11 +780,8 @@ def _schur_factor_py(matrix, n_segments):
                 for c in range(k):
                     lu[r, c] += coefficient * w[j, c]
     for c in range(k):
-        pivot, best = c, abs(lu[c, c])
-        for r in range(c + 1, k):
-            if abs(lu[r, c]) > best:
-                pivot, best = r, abs(lu[r, c])
-        if not best > 0.0:
+        pivot = _PIVOT(lu, c)
+        if not abs(lu[pivot, c]) > 0.0:
             return False, factor
         factor.pivots[c] = pivot
         if pivot != c:
@@ -919,11 +925,8 @@ def _mass_and_bias_py(tables, x, xd, options):
     for r in range(nv):
         mass[r, r] = 1.0
     for c in range(nv):
-        pivot, best = c, abs(inverse[c, c])
-        for r in range(c + 1, nv):
-            if abs(inverse[r, c]) > best:
-                pivot, best = r, abs(inverse[r, c])
-        if not best > 0.0:
+        pivot = _PIVOT(inverse, c)
+        if not abs(inverse[pivot, c]) > 0.0:
             return False, mass, bias
         for j in range(nv):
             inverse[c, j], inverse[pivot, j] = inverse[pivot, j], inverse[c, j]
@@ -974,25 +977,27 @@ def _forward_py(tables, x, xd, tau, options):
 
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
-(_ADD_SKEW, _CROSS, _PLACEMENTS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY, _SCHUR_SOLVE, _NEW_STATE,
- _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, placements, _segment_state_py, _assemble_py, _schur_factor_py,
-                            _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py)
+(_ADD_SKEW, _CROSS, _PIVOT, _PLACEMENTS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY, _SCHUR_SOLVE,
+ _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, placements, _segment_state_py,
+                                       _assemble_py, _schur_factor_py, _schur_apply_py, _schur_solve_py,
+                                       _new_state_py, _new_system_py, _evaluate_py)
+
+
+_SMALL_CALLEES = {"_ADD_SKEW": _add_skew_py, "_CROSS": _cross_py, "_PIVOT": _pivot_py}   # tiny: IR-inlined
 
 
 def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
-    callees = {"_ADD_SKEW": _add_skew_py, "_CROSS": _cross_py}
-    assemble = jit.compiled(_assemble_py, bind=callees)
-    bound = {**callees, "_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
-             "_ASSEMBLE": assemble,
-             "_NEW_STATE": jit.compiled(_new_state_py), "_NEW_SYSTEM": jit.compiled(_new_system_py)}
-    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py), "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
-    bound["_SCHUR_SOLVE"] = jit.compiled(_schur_solve_py, bind=schur)
-    bound["_EVALUATE"] = jit.compiled(_evaluate_py, bind=dict(bound))
-    return {**bound, **schur}
+    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=_SMALL_CALLEES),
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
+    stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
+              "_ASSEMBLE": jit.compiled(_assemble_py, bind=_SMALL_CALLEES), "_NEW_STATE": jit.compiled(_new_state_py),
+              "_NEW_SYSTEM": jit.compiled(_new_system_py)}
+    stages["_EVALUATE"] = jit.compiled(_evaluate_py, bind=stages)
+    return {**_SMALL_CALLEES, **schur, **stages, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur)}
 
 
-assemble_kernel = jit.lazy(_assemble_py, bind=lambda: {"_ADD_SKEW": _add_skew_py, "_CROSS": _cross_py})
+assemble_kernel = jit.lazy(_assemble_py, bind=_SMALL_CALLEES)
 evaluate_kernel = jit.lazy(_evaluate_py, bind=_kernel_bindings)
 mass_and_bias_kernel = jit.lazy(_mass_and_bias_py, bind=_kernel_bindings)
 forward_kernel = jit.lazy(_forward_py, bind=_kernel_bindings)
