@@ -400,7 +400,12 @@ def _placements_py(meta, body, x, rot, pos, sub):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
 
 
-placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)
+def placements_kernel():
+    """The compiled `_placements_py`, or None (numba missing or disabled)."""
+    return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
+
+
+placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)   # the compiled kernel, or its Python twin
 
 
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):
