@@ -983,21 +983,28 @@ def _forward_py(tables, x, xd, tau, options):
                                        _new_state_py, _new_system_py, _evaluate_py)
 
 
-_SMALL_CALLEES = {"_ADD_SKEW": _add_skew_py, "_CROSS": _cross_py, "_PIVOT": _pivot_py}   # tiny: IR-inlined
+def _small_callees() -> dict:
+    """The 3-vector and pivot helpers, compiled and called (not IR-inlined: `_assemble_py` calls `_CROSS` at twenty
+    places, and numba's inlining would type and lower its body again at each, ≈ 6 s of compile)."""
+    return {"_ADD_SKEW": jit.compiled(_add_skew_py), "_CROSS": jit.compiled(_cross_py),
+            "_PIVOT": jit.compiled(_pivot_py)}
 
 
 def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
-    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=_SMALL_CALLEES),
+    small = _small_callees()
+    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
              "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
     stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
-              "_ASSEMBLE": jit.compiled(_assemble_py, bind=_SMALL_CALLEES), "_NEW_STATE": jit.compiled(_new_state_py),
-              "_NEW_SYSTEM": jit.compiled(_new_system_py)}
-    stages["_EVALUATE"] = jit.compiled(_evaluate_py, bind=stages)
-    return {**_SMALL_CALLEES, **schur, **stages, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur)}
+              "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
+              "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
+    # the short glue kernels are IR-inlined into their callers: each level of compiled calls would have LLVM
+    # optimise the linked callees' code once more
+    stages["_EVALUATE"] = jit.compiled(_evaluate_py, bind=stages, inline=True)
+    return {**small, **schur, **stages, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur, inline=True)}
 
 
-assemble_kernel = jit.lazy(_assemble_py, bind=_SMALL_CALLEES)
+assemble_kernel = jit.lazy(_assemble_py, bind=_small_callees)
 evaluate_kernel = jit.lazy(_evaluate_py, bind=_kernel_bindings)
 mass_and_bias_kernel = jit.lazy(_mass_and_bias_py, bind=_kernel_bindings)
 forward_kernel = jit.lazy(_forward_py, bind=_kernel_bindings)
