@@ -31,6 +31,11 @@ joints: `ModelError`.
 
 Units SI; joint generalized forces as the model's (N·m for hinges; the floating base's wrench in the base frame
 at the base origin, Pinocchio's convention); accelerations returned as the model's v̇.
+
+Computed by numba kernels (`_NAME_py`, compiled through `core.jit`) on `SegmentTables` packed once per model:
+segment state → assembly (A, b, the input columns B, the readout v̇ = C z + d) → a Schur-complement solve of the
+block structure A = [[D, G], [K, 0]]; M and h are derived from one factorisation (`mass_and_bias`).
+docs/link_segment.md has the derivation, cost and accuracy.
 """
 from __future__ import annotations
 
