@@ -16,12 +16,13 @@ import numpy as np
 
 from biobullet.core import jit
 
-_place_body = None   # the compiled `_place_body_py`: a global of the tree kernels, bound when they compile
 
 
 def place_body_kernel():
-    """The compiled `_place_body_py` (inlined into the kernels that call it), or None without numba."""
-    return jit.compiled(_place_body_py, inline=True)
+    """The compiled `_place_body_py`, or None without numba. Called, not inlined: numba's IR inlining would type
+    and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of compile each on the
+    2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
+    return jit.compiled(_place_body_py)
 
 
 REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4
@@ -74,21 +75,17 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
         jr[2, 0] = 2 * (qx * qz - qy * qw)
         jr[2, 1] = 2 * (qy * qz + qx * qw)
         jr[2, 2] = 1 - 2 * (qx * qx + qy * qy)
-        if kind == FREE and parent < 0:   # floating base: the origin is the identity
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = jr[a, b]
-            pl0, pl1, pl2 = x[qi], x[qi + 1], x[qi + 2]
-        else:   # R_loc = R_origin R(quat), p_loc = p_origin (+ R_origin p for a free joint)
-            for a in range(3):
-                for b in range(3):
-                    loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
-                                 + body[i, 5 + 3 * a] * jr[2, b])
-            if kind == FREE:
-                d0, d1, d2 = x[qi], x[qi + 1], x[qi + 2]
-                pl0 += body[i, 3] * d0 + body[i, 4] * d1 + body[i, 5] * d2
-                pl1 += body[i, 6] * d0 + body[i, 7] * d1 + body[i, 8] * d2
-                pl2 += body[i, 9] * d0 + body[i, 10] * d1 + body[i, 11] * d2
+        # R_loc = R_origin R(quat), p_loc = p_origin (+ R_origin p for a free joint); the floating base's origin
+        # is the identity, a URDF floating joint's (even one under a fixed root) is its <origin>
+        for a in range(3):
+            for b in range(3):
+                loc[a, b] = (body[i, 3 + 3 * a] * jr[0, b] + body[i, 4 + 3 * a] * jr[1, b]
+                             + body[i, 5 + 3 * a] * jr[2, b])
+        if kind == FREE:
+            d0, d1, d2 = x[qi], x[qi + 1], x[qi + 2]
+            pl0 += body[i, 3] * d0 + body[i, 4] * d1 + body[i, 5] * d2
+            pl1 += body[i, 6] * d0 + body[i, 7] * d1 + body[i, 8] * d2
+            pl2 += body[i, 9] * d0 + body[i, 10] * d1 + body[i, 11] * d2
     elif kind == REVOLUTE or kind == PLANAR:
         if kind == REVOLUTE:
             s, c1 = np.sin(x[qi]), 1.0 - np.cos(x[qi])
@@ -172,6 +169,10 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
             sub[0, vi], sub[1, vi], sub[2, vi] = w0, w1, w2
 
 
+# a global of the tree kernels: the Python twin until `_tree_kernel_bindings` binds the compiled one at compile time
+_place_body = _place_body_py
+
+
 def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
     """(M, h) = CRBA and RNEA(x, ẋ, ẍ if has_xdd else 0) in the world frame (module docstring). Each spatial
     inertia about the world origin [[m 1, −m[c]×], [m[c]×, I_O]] is kept as its 10 numbers m, m c,
@@ -216,7 +217,9 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     mass = np.zeros((n_tangent, n_tangent))
     if need_mass:
         composite = inertias[1]
-        composite[:, :] = inertia
+        for i in range(nb):   # element-wise: an array assignment would compile numba's shape-error text (≈ 4 s)
+            for a in range(10):
+                composite[i, a] = inertia[i, a]
         for i in range(nb - 1, -1, -1):
             parent = meta[i, 0]
             if parent >= 0:
@@ -388,22 +391,21 @@ def _tree_kernel_bindings() -> dict:
     return {} if kernel is None else {"_place_body": kernel}
 
 
-def _placements_py(meta, body, x, n_tangent):
-    """(rot (n_b, 3, 3), pos (n_b, 3)): world placement of every body frame (`_place_body`'s first pass alone)."""
-    nb = meta.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
+def _placements_py(meta, body, x, rot, pos, sub):
+    """World placement of every body frame into rot (n_b, 3, 3), pos (n_b, 3) and the world motion subspace (at
+    the world origin, [linear; angular]) of every tangent direction into sub (6, n_tangent): `_place_body` alone."""
     loc = np.empty((3, 3))
     jr = np.empty((3, 3))
-    for i in range(nb):
+    for i in range(meta.shape[0]):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
-    return rot, pos
 
 
 def placements_kernel():
     """The compiled `_placements_py`, or None (numba missing or disabled)."""
     return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
+
+
+placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)   # the compiled kernel, or its Python twin
 
 
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):

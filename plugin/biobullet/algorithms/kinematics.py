@@ -21,7 +21,9 @@ def body_placements(model, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]
         packed = _packed.get(model)
         if packed is None:
             packed = _packed[model] = pack(model)
-        rot, pos = kernel(packed[0], packed[1], np.ascontiguousarray(x, dtype=float), model.n_tangent)
+        nb = len(model.bodies)
+        rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
+        kernel(packed[0], packed[1], np.ascontiguousarray(x, dtype=float), rot, pos, np.zeros((6, model.n_tangent)))
         return list(zip(rot, pos))
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for body in model.bodies:

@@ -27,8 +27,8 @@ FORMULATION_MODELS = ("arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf")
 BRIDGE_MODEL = "shoulder_rhythm.urdf"
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
 #: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run);
-#: `--quick` leaves them out (link_segment's square solve is ~10⁴× Pinocchio per call)
-SLOW = ("matrix_calculus", "reduced_recursive", "link_segment", "reduced [numpy path]", "reduced_pinocchio [numpy path]")
+#: `--quick` leaves them out (link_segment, compiled, runs with the rest)
+SLOW = ("matrix_calculus", "reduced_recursive", "reduced [numpy path]", "reduced_pinocchio [numpy path]")
 
 
 def interleaved_best(functions: Mapping[str, Callable[[], Any]], rounds: int = 60, number: int = 20,

@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import inspect
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -252,4 +253,31 @@ def address_caller(signature: str):
     return caller or None
 
 
-__all__ = ["AVAILABLE", "ENABLED", "address_caller", "compiled", "direct_entry", "function_address", "lazy"]
+class CompileClock:
+    """Seconds numba spent compiling kernels (loading them from the on-disk cache excluded) inside a
+    `compile_clock()` block; read `seconds` after the block."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def compile_clock():
+    """`with compile_clock() as clock: …` — then `clock.seconds` is the time numba spent compiling inside the
+    block (nested compiles of callees counted once), so that a run can report its compile apart from its own work.
+    Always 0 without numba."""
+    clock = CompileClock()
+    if not ENABLED:
+        yield clock
+        return
+    from numba.core import event
+
+    listener = event.TimingListener()
+    try:
+        with event.install_listener("numba:compile", listener):
+            yield clock
+    finally:
+        clock.seconds = listener.duration if listener.done else 0.0
+
+
+__all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
+           "function_address", "lazy"]

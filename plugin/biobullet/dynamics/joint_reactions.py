@@ -21,7 +21,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError
 from biobullet.dynamics import link_segment as _ls
-from biobullet.dynamics.link_segment import Reaction, _perpendicular_pair, body_accelerations, body_kinematics
+from biobullet.dynamics.link_segment import Reaction, perpendicular_pair, body_accelerations, body_kinematics
 
 __all__ = ["Reaction", "joint_reactions"]
 
@@ -74,7 +74,7 @@ def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dic
         if not body.joint:   # the floating base: no joint (its generalized force is an external wrench)
             continue
         if body.joint_type == "revolute":   # the link-segment rows' directions u × w₁, u × w₂
-            w1, w2 = _perpendicular_pair(body.axis)
+            w1, w2 = perpendicular_pair(body.axis)
             u = body.axis
             axes = np.array([rot[body.index] @ np.cross(u, w1), rot[body.index] @ np.cross(u, w2)])
         else:   # the rotations the joint forbids: the complement of its angular motion directions

@@ -31,15 +31,21 @@ joints: `ModelError`.
 
 Units SI; joint generalized forces as the model's (N·m for hinges; the floating base's wrench in the base frame
 at the base origin, Pinocchio's convention); accelerations returned as the model's v̇.
+
+Computed by numba kernels (`_NAME_py`, compiled through `core.jit`) on `SegmentTables` packed once per model:
+segment state → assembly (A, b, the input columns B, the readout v̇ = C z + d) → a Schur-complement solve of the
+block structure A = [[D, G], [K, 0]]; M and h are derived from one factorisation (`mass_and_bias`).
+docs/link_segment.md has the derivation, cost and accuracy.
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
+from biobullet.algorithms.compiled_kernels import pack, placements
+from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.spatial.algebra import joint_placement
@@ -74,6 +80,7 @@ class Structure:
     n_constraints: int
     segment_of_body: dict = field(default_factory=dict)
     free_bodies: tuple[int, ...] = ()    # bodies moved by a free joint (floating base, URDF floating joints)
+    tables: "SegmentTables | None" = None   # the kernels' packed arrays
 
     @property
     def n_segments(self) -> int:
@@ -98,14 +105,16 @@ class Structure:
                          expected="one of " + ", ".join(self.segment_links))
 
 
-_structures: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+_STRUCTURE = "link_segment.structure"   # key of `structure`'s result in `Model.derived`
 
 
 def structure(model) -> Structure:
-    """The (cached) link-segment structure of `model`; ModelError for what the formulation does not support."""
-    cached = _structures.get(model)
+    """The link-segment structure of `model` with its packed kernel tables (built once, kept in the model's
+    `derived`); ModelError for what the formulation does not support."""
+    cached = model.derived.get(_STRUCTURE)
     if cached is None:
-        cached = _structures[model] = _build_structure(model)
+        cached = model.derived[_STRUCTURE] = _build_structure(model)
     return cached
 
 
@@ -209,7 +218,8 @@ def _build_structure(model) -> Structure:
             raise ModelError(f"floating joint {bodies[b].joint!r} hangs from a massless grouped link", file=file,
                              element=f'<joint name="{bodies[b].joint}">', expected="a segment as its parent")
     return Structure(file, segments, tuple(bodies[b].link for b in segments), tuple(joints),
-                     model.floating_base, sum(j.n_constraints for j in joints), seg_of_body, free)
+                     model.floating_base, sum(j.n_constraints for j in joints), seg_of_body, free,
+                     _pack_tables(model, segments, joints, free, seg_of_body))
 
 
 def _group_axes_reference(bodies, chain) -> list[np.ndarray]:
@@ -222,9 +232,62 @@ def _group_axes_reference(bodies, chain) -> list[np.ndarray]:
     return axes
 
 
+
+
+class SegmentTables(NamedTuple):
+    """The model-dependent arrays of the link-segment kernels, packed once per model (`Structure.tables`).
+
+    meta, body: the tree as `compiled_kernels.pack` (placements, masses, COMs, inertias); segment_body (N,) the
+    model body of each segment; joint_index (J, 7): parent segment (−1 world), child segment, parent segment's
+    body (−1), child body, number of dof, first constraint row (offset in λ), number of constraint rows;
+    joint_geometry (J, 4, 3): joint point in the parent body's frame, U_a in the parent body's frame, the U_b
+    (up to two) in the child's; dof_index (J, 3, 2): (body, slot in ẋ) of each dof (−1 padded); dof_axis (J, 3, 3):
+    each dof's rotation axis in its body's frame; free_index (F, 5): body, segment, parent body (−1), parent
+    segment (−1), first slot in ẋ of every free joint; gravity (3,)."""
+
+    meta: np.ndarray
+    body: np.ndarray
+    segment_body: np.ndarray
+    joint_index: np.ndarray
+    joint_geometry: np.ndarray
+    dof_index: np.ndarray
+    dof_axis: np.ndarray
+    free_index: np.ndarray
+    gravity: np.ndarray
+
+
+def _pack_tables(model, segments, joints, free, seg_of_body) -> SegmentTables:
+    bodies = model.bodies
+    meta, body = pack(model)
+    joint_index = np.zeros((len(joints), 7), dtype=np.int64)
+    geometry = np.zeros((len(joints), 4, 3))
+    dof_index = np.full((len(joints), 3, 2), -1, dtype=np.int64)
+    dof_axis = np.zeros((len(joints), 3, 3))
+    start = 0
+    for j, joint in enumerate(joints):
+        first, child = bodies[joint.bodies[0]], bodies[joint.bodies[-1]]
+        dofs = [(k, bodies[k].v_index + c, bodies[k].motion_subspace[3:, c])
+                for k in joint.bodies for c in range(bodies[k].nv)]
+        joint_index[j] = (joint.parent, joint.child, segments[joint.parent] if joint.parent >= 0 else -1,
+                          segments[joint.child], len(dofs), start, joint.n_constraints)
+        start += joint.n_constraints
+        geometry[j, 0] = first.translation
+        geometry[j, 1] = first.rotation @ first.axis
+        u_b = perpendicular_pair(child.axis) if joint.kind == "hinge" else (child.axis,)
+        for e, vector in enumerate(u_b[:joint.n_constraints]):
+            geometry[j, 2 + e] = vector
+        for e, (k, slot, axis) in enumerate(dofs):
+            dof_index[j, e] = (k, slot)
+            dof_axis[j, e] = axis
+    free_index = np.array([(b, seg_of_body[b], bodies[b].parent,
+                            seg_of_body[bodies[b].parent] if bodies[b].parent >= 0 else -1, bodies[b].v_index)
+                           for b in free], dtype=np.int64).reshape(len(free), 5)
+    return SegmentTables(meta, body, np.array(segments, dtype=np.int64), joint_index, geometry, dof_index, dof_axis,
+                         free_index, np.array(model.gravity, dtype=float))
+
+
 # ---------------------------------------------------------------------------------------------- kinematics
-@dataclass
-class SegmentState:
+class SegmentState(NamedTuple):
     """World kinematics of every model body and every segment (positions m, velocities m/s, rad/s)."""
 
     rotations: np.ndarray     # (n_bodies, 3, 3) body frame → world
@@ -282,17 +345,64 @@ def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, ki
     return alpha, acc
 
 
+def _segment_state_py(tables, xd, sub, state):
+    """Fill `state` (a SegmentState whose rotations and origins are placed already) from ẋ and the world motion
+    subspace `sub` (6, n_tangent; at the world origin, [linear; angular]): body twists V_i = V_p + S_i ẋ_i give ω
+    and the origin velocity ṗ = v_O + ω × p; each segment's COM, its velocity and its world inertia R I Rᵀ."""
+    meta, body = tables.meta, tables.body
+    rot, pos, omega, vel = state.rotations, state.origins, state.omega, state.origin_velocity
+    nb = meta.shape[0]
+    linear = np.empty((nb, 3))   # v_O of each body twist (the velocity of the point at the world origin)
+    for i in range(nb):
+        parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+        for a in range(3):
+            own_lin, own_ang = 0.0, 0.0
+            for c in range(vi, vi + nv):
+                own_lin += sub[a, c] * xd[c]
+                own_ang += sub[3 + a, c] * xd[c]
+            linear[i, a] = (linear[parent, a] if parent >= 0 else 0.0) + own_lin
+            omega[i, a] = (omega[parent, a] if parent >= 0 else 0.0) + own_ang
+        w0, w1, w2 = omega[i, 0], omega[i, 1], omega[i, 2]
+        vel[i, 0] = linear[i, 0] + w1 * pos[i, 2] - w2 * pos[i, 1]
+        vel[i, 1] = linear[i, 1] + w2 * pos[i, 0] - w0 * pos[i, 2]
+        vel[i, 2] = linear[i, 2] + w0 * pos[i, 1] - w1 * pos[i, 0]
+    for s in range(tables.segment_body.shape[0]):
+        b = tables.segment_body[s]
+        arm = np.empty(3)
+        for a in range(3):
+            arm[a] = rot[b, a, 0] * body[b, 16] + rot[b, a, 1] * body[b, 17] + rot[b, a, 2] * body[b, 18]
+            state.com[s, a] = pos[b, a] + arm[a]
+        state.com_velocity[s, 0] = vel[b, 0] + omega[b, 1] * arm[2] - omega[b, 2] * arm[1]
+        state.com_velocity[s, 1] = vel[b, 1] + omega[b, 2] * arm[0] - omega[b, 0] * arm[2]
+        state.com_velocity[s, 2] = vel[b, 2] + omega[b, 0] * arm[1] - omega[b, 1] * arm[0]
+        for a in range(3):
+            for c in range(3):
+                total = 0.0
+                for k in range(3):
+                    for m in range(3):
+                        total += rot[b, a, k] * body[b, 19 + 3 * k + m] * rot[b, c, m]
+                state.inertia[s, a, c] = total
+
+
+def empty_state(model) -> SegmentState:
+    """A SegmentState of the model's size to fill."""
+    nb, n = len(model.bodies), structure(model).n_segments
+    return SegmentState(np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 3)), np.empty((nb, 3)),
+                        np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3, 3)))
+
+
+segment_state_kernel = jit.lazy(_segment_state_py)
+
+
 def segment_state(model, x: np.ndarray, xd: np.ndarray) -> SegmentState:
-    s = structure(model)
-    rot, pos, omega, vel = body_kinematics(model, x, xd)
-    com, com_v, inertia = [], [], []
-    for b in s.segments:
-        body = model.bodies[b]
-        arm = rot[b] @ body.com
-        com.append(pos[b] + arm)
-        com_v.append(vel[b] + np.cross(omega[b], arm))
-        inertia.append(rot[b] @ body.inertia_com @ rot[b].T)
-    return SegmentState(rot, pos, omega, vel, np.array(com), np.array(com_v), np.array(inertia))
+    """World kinematics of the bodies and segments at the tree state (x, ẋ): the tree's placement kernel
+    (`compiled_kernels.placements`), then `_segment_state_py`."""
+    tables = structure(model).tables
+    state = empty_state(model)
+    sub = np.zeros((6, model.n_tangent))
+    placements(tables.meta, tables.body, np.ascontiguousarray(x, dtype=float), state.rotations, state.origins, sub)
+    segment_state_kernel(tables, np.ascontiguousarray(xd, dtype=float), sub, state)
+    return state
 
 
 # ---------------------------------------------------------------------------------------------- layout
@@ -316,12 +426,602 @@ class Layout:
     def size(self) -> int: return 6 * self.n + 3 * self.j + self.c
 
 
+class SystemArrays(NamedTuple):
+    """What `_assemble_py` fills (n = 6N + 3J + C unknowns, nv generalized forces):
+
+    matrix (n, n) and rhs (n,) of A z = b at zero generalized forces; inputs (n, nv): b = rhs + inputs · Q;
+    readout (nv, n), readout_offset (nv,): the model's v̇ = readout · z + readout_offset (exact: v̇ is affine in the
+    segment accelerations at a consistent state); normals (C, 3) the constraint-torque directions n = U_a × U_b;
+    joint_points (J, 3) each joint point (child side); moment_map (J, 3, 3): joint j's applied moment is
+    Σ_d moment_map[j, :, d] Q[v_d] (its dof d's generalized force; columns past the joint's dof are zero)."""
+
+    matrix: np.ndarray
+    rhs: np.ndarray
+    inputs: np.ndarray
+    readout: np.ndarray
+    readout_offset: np.ndarray
+    normals: np.ndarray
+    joint_points: np.ndarray
+    moment_map: np.ndarray
+
+
+def empty_system(model) -> SystemArrays:
+    s = structure(model)
+    n, nj, nv = s.size(), len(s.joints), model.n_tangent
+    return SystemArrays(np.empty((n, n)), np.empty(n), np.empty((n, nv)), np.empty((nv, n)), np.empty(nv),
+                        np.empty((s.n_constraints, 3)), np.empty((nj, 3)), np.empty((nj, 3, 3)))
+
+
+def _add_skew_py(matrix, row, col, r, sign):
+    """matrix[row:row+3, col:col+3] += sign · [r]× (so that the block times y is sign · r × y)."""
+    matrix[row, col + 1] -= sign * r[2]
+    matrix[row, col + 2] += sign * r[1]
+    matrix[row + 1, col] += sign * r[2]
+    matrix[row + 1, col + 2] -= sign * r[0]
+    matrix[row + 2, col] -= sign * r[1]
+    matrix[row + 2, col + 1] += sign * r[0]
+
+
+def _cross_py(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+def _assemble_py(tables, state, xd, options, out):
+    """Fill `out` (SystemArrays) with the link-segment system at a segment state (module docstring): rows Newton
+    (3N), Euler (3N), connection (3J), constraint axes (C); unknowns a (3N), ω̇ (3N), F (3J), λ (C). `options`:
+    (gyroscopic 0/1, Baumgarte 0/1, α, β). ẋ enters the readout offset only (the velocity terms of θ̈)."""
+    meta, body, seg_body = tables.meta, tables.body, tables.segment_body
+    rot, pos, omega = state.rotations, state.origins, state.omega
+    com, com_vel, inertia = state.com, state.com_velocity, state.inertia
+    A, b, B, C, d = out.matrix, out.rhs, out.inputs, out.readout, out.readout_offset
+    A.fill(0.0)
+    b.fill(0.0)
+    B.fill(0.0)
+    C.fill(0.0)
+    d.fill(0.0)
+    out.moment_map.fill(0.0)
+    n, nj = seg_body.shape[0], tables.joint_index.shape[0]
+    euler, conn, cons_row = 3 * n, 6 * n, 6 * n + 3 * nj
+    gyroscopic, stabilise, alpha_gain, beta_gain = options[0] != 0.0, options[1] != 0.0, options[2], options[3]
+    g = tables.gravity
+    w, u, v, t1, t2 = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    for i in range(n):   # Newton m a = m g + …, Euler I ω̇ = −ω × I ω + …
+        bi = seg_body[i]
+        m = body[bi, 15]
+        for a in range(3):
+            A[3 * i + a, 3 * i + a] = m
+            b[3 * i + a] = m * g[a]
+            w[a] = omega[bi, a]
+            for c in range(3):
+                A[euler + 3 * i + a, euler + 3 * i + c] = inertia[i, a, c]
+        if gyroscopic:
+            for a in range(3):
+                u[a] = inertia[i, a, 0] * w[0] + inertia[i, a, 1] * w[1] + inertia[i, a, 2] * w[2]
+            _CROSS(w, u, v)
+            for a in range(3):
+                b[euler + 3 * i + a] = -v[a]
+    # free segments (floating base, URDF floating joints): their generalized wrench (child frame, at the child
+    # origin) acts on the child and, reversed, on the parent segment
+    for f in range(tables.free_index.shape[0]):
+        fb, i, pb, j, k = (tables.free_index[f, 0], tables.free_index[f, 1], tables.free_index[f, 2],
+                           tables.free_index[f, 3], tables.free_index[f, 4])
+        for a in range(3):
+            t1[a] = pos[fb, a] - com[i, a]
+        for c in range(3):   # column k + c: unit force along R e_c; column k + 3 + c: unit moment along R e_c
+            for a in range(3):
+                u[a] = rot[fb, a, c]
+            _CROSS(t1, u, v)
+            for a in range(3):
+                B[3 * i + a, k + c] += u[a]
+                B[euler + 3 * i + a, k + c] += v[a]
+                B[euler + 3 * i + a, k + 3 + c] += u[a]
+            if j >= 0:
+                for a in range(3):
+                    t2[a] = pos[fb, a] - com[j, a]
+                _CROSS(t2, u, v)
+                for a in range(3):
+                    B[3 * j + a, k + c] -= u[a]
+                    B[euler + 3 * j + a, k + c] -= v[a]
+                    B[euler + 3 * j + a, k + 3 + c] -= u[a]
+        # readout: v̇ of the free joint (child frame) from the segment accelerations
+        #   lin = Rᵀ (a_i + [arm]× ω̇_i − a_j + [d − arm_p]× ω̇_j − ω×(ω×arm) + ω_p×(ω_p×arm_p) − ω_p×(ω_p×d) − (ω_p + ω)×u)
+        #   ang = Rᵀ (ω̇_i − ω̇_j − ω_p × (ω − ω_p))
+        lin_off, ang_off = np.zeros(3), np.zeros(3)
+        arm, gap, arm_p, wp = np.empty(3), np.empty(3), np.zeros(3), np.zeros(3)
+        for a in range(3):
+            arm[a] = com[i, a] - pos[fb, a]
+            w[a] = omega[fb, a]
+            u[a] = rot[fb, a, 0] * xd[k] + rot[fb, a, 1] * xd[k + 1] + rot[fb, a, 2] * xd[k + 2]
+        if j >= 0:
+            for a in range(3):
+                wp[a] = omega[pb, a]
+                arm_p[a] = com[j, a] - pos[pb, a]
+                gap[a] = pos[fb, a] - pos[pb, a]
+        _CROSS(w, arm, t1)
+        _CROSS(w, t1, t2)
+        for a in range(3):
+            lin_off[a] -= t2[a]
+        if j >= 0:
+            _CROSS(wp, arm_p, t1)
+            _CROSS(wp, t1, t2)
+            for a in range(3):
+                lin_off[a] += t2[a]
+            _CROSS(wp, gap, t1)
+            _CROSS(wp, t1, t2)
+            for a in range(3):
+                lin_off[a] -= t2[a]
+        for a in range(3):
+            t1[a] = wp[a] + w[a]
+            v[a] = w[a] - wp[a]
+        _CROSS(t1, u, t2)
+        for a in range(3):
+            lin_off[a] -= t2[a]
+        _CROSS(wp, v, t2)
+        for a in range(3):
+            ang_off[a] -= t2[a]
+            gap[a] -= arm_p[a]
+        for r in range(3):   # row r of Rᵀ = column r of R
+            for a in range(3):
+                ra = rot[fb, a, r]
+                C[k + r, 3 * i + a] += ra
+                C[k + 3 + r, euler + 3 * i + a] += ra
+                if j >= 0:
+                    C[k + r, 3 * j + a] -= ra
+                    C[k + 3 + r, euler + 3 * j + a] -= ra
+                d[k + r] += ra * lin_off[a]
+                d[k + 3 + r] += ra * ang_off[a]
+            # Rᵀ [arm]× on ω̇_i and Rᵀ [d − arm_p]× on ω̇_j: row r of Rᵀ[x]× is (x × R e_r)ᵀ... = −(R e_r × x)ᵀ
+            for a in range(3):
+                u[a] = rot[fb, a, r]
+            _CROSS(arm, u, t1)
+            _CROSS(gap, u, t2)
+            for a in range(3):
+                C[k + r, euler + 3 * i + a] -= t1[a]
+                if j >= 0:
+                    C[k + r, euler + 3 * j + a] -= t2[a]
+    axes, gram, inverse, proj = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    rc, rp, point_p, u_a, u_b = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    ua_dot, ub_dot = np.empty(3), np.empty(3)
+    for jj in range(nj):
+        p, c, pb, cb = (tables.joint_index[jj, 0], tables.joint_index[jj, 1], tables.joint_index[jj, 2],
+                        tables.joint_index[jj, 3])
+        n_dof, first_constraint, n_constraints = (tables.joint_index[jj, 4], tables.joint_index[jj, 5],
+                                                  tables.joint_index[jj, 6])
+        geometry = tables.joint_geometry[jj]
+        for a in range(3):
+            out.joint_points[jj, a] = pos[cb, a]
+            if p >= 0:
+                point_p[a] = (pos[pb, a] + rot[pb, a, 0] * geometry[0, 0] + rot[pb, a, 1] * geometry[0, 1]
+                              + rot[pb, a, 2] * geometry[0, 2])
+                rp[a] = point_p[a] - com[p, a]
+            else:
+                point_p[a] = geometry[0, a]
+            rc[a] = pos[cb, a] - com[c, a]
+        # joint force F (parent on child): + on the child, − on the parent; moments about each COM
+        force = conn + 3 * jj
+        for a in range(3):
+            A[3 * c + a, force + a] -= 1.0
+        _ADD_SKEW(A, euler + 3 * c, force, rc, -1.0)
+        if p >= 0:
+            for a in range(3):
+                A[3 * p + a, force + a] += 1.0
+            _ADD_SKEW(A, euler + 3 * p, force, rp, 1.0)
+        # the joint's world axes E (rows), P = (E Eᵀ)⁻¹ E: applied moment Pᵀ Q (the virtual-power dual of
+        # ω_rel = Eᵀ θ̇), and θ̈ = P (ω̇_c − ω̇_p − Σ ω_before × e ẋ)
+        for e in range(n_dof):
+            k = tables.dof_index[jj, e, 0]
+            for a in range(3):
+                axes[e, a] = (rot[k, a, 0] * tables.dof_axis[jj, e, 0] + rot[k, a, 1] * tables.dof_axis[jj, e, 1]
+                              + rot[k, a, 2] * tables.dof_axis[jj, e, 2])
+        for e in range(n_dof):
+            for f in range(n_dof):
+                gram[e, f] = axes[e, 0] * axes[f, 0] + axes[e, 1] * axes[f, 1] + axes[e, 2] * axes[f, 2]
+                inverse[e, f] = 1.0 if e == f else 0.0
+        for e in range(n_dof):   # Gauss–Jordan on the (≤ 3 × 3, positive definite) Gram matrix
+            pivot = gram[e, e]
+            for f in range(n_dof):
+                gram[e, f] /= pivot
+                inverse[e, f] /= pivot
+            for r in range(n_dof):
+                if r != e:
+                    factor = gram[r, e]
+                    for f in range(n_dof):
+                        gram[r, f] -= factor * gram[e, f]
+                        inverse[r, f] -= factor * inverse[e, f]
+        for e in range(n_dof):
+            for a in range(3):
+                total = 0.0
+                for f in range(n_dof):
+                    total += inverse[e, f] * axes[f, a]
+                proj[e, a] = total
+        for a in range(3):
+            t1[a] = 0.0   # drift Σ ω_before × e ẋ
+        for e in range(n_dof):
+            k, slot = tables.dof_index[jj, e, 0], tables.dof_index[jj, e, 1]
+            before = meta[k, 0]
+            if before >= 0:
+                for a in range(3):
+                    w[a] = omega[before, a]
+                    u[a] = axes[e, a]
+                _CROSS(w, u, v)
+                for a in range(3):
+                    t1[a] += v[a] * xd[slot]
+        for e in range(n_dof):
+            slot = tables.dof_index[jj, e, 1]
+            drift = 0.0
+            for a in range(3):
+                out.moment_map[jj, a, e] = proj[e, a]
+                B[euler + 3 * c + a, slot] += proj[e, a]
+                C[slot, euler + 3 * c + a] += proj[e, a]
+                if p >= 0:
+                    B[euler + 3 * p + a, slot] -= proj[e, a]
+                    C[slot, euler + 3 * p + a] -= proj[e, a]
+                drift += proj[e, a] * t1[a]
+            d[slot] -= drift
+        # connecting equation (3): a_c − r_c× ω̇_c − a_p + r_p× ω̇_p = ω_p×(ω_p×r_p) − ω_c×(ω_c×r_c)
+        row = conn + 3 * jj
+        for a in range(3):
+            w[a] = omega[cb, a]
+            A[row + a, 3 * c + a] = 1.0
+        _ADD_SKEW(A, row, euler + 3 * c, rc, -1.0)
+        _CROSS(w, rc, t1)
+        _CROSS(w, t1, t2)
+        for a in range(3):
+            b[row + a] = -t2[a]
+            u[a] = com_vel[c, a] + t1[a]    # joint-point velocity, child side (Baumgarte)
+            v[a] = pos[cb, a] - point_p[a]  # joint-point gap
+        if p >= 0:
+            for a in range(3):
+                w[a] = omega[pb, a]
+                A[row + a, 3 * p + a] = -1.0
+            _ADD_SKEW(A, row, euler + 3 * p, rp, 1.0)
+            _CROSS(w, rp, t1)
+            _CROSS(w, t1, t2)
+            for a in range(3):
+                b[row + a] += t2[a]
+                u[a] -= com_vel[p, a] + t1[a]
+        if stabilise:
+            for a in range(3):
+                b[row + a] -= 2.0 * alpha_gain * u[a] + beta_gain * beta_gain * v[a]
+        # constraint-axis rows (4): U_a fixed in the parent (the first axis), U_b fixed in the child; the
+        # constraint torque λ n acts on the child, −λ n on the parent
+        if n_constraints:
+            for a in range(3):
+                if p >= 0:
+                    u_a[a] = (rot[pb, a, 0] * geometry[1, 0] + rot[pb, a, 1] * geometry[1, 1]
+                              + rot[pb, a, 2] * geometry[1, 2])
+                    w[a] = omega[pb, a]
+                else:
+                    u_a[a] = geometry[1, a]
+                    w[a] = 0.0
+            _CROSS(w, u_a, ua_dot)
+            _CROSS(w, ua_dot, t1)   # ω_p × (ω_p × U_a)
+        for e in range(n_constraints):
+            for a in range(3):
+                u_b[a] = (rot[cb, a, 0] * geometry[2 + e, 0] + rot[cb, a, 1] * geometry[2 + e, 1]
+                          + rot[cb, a, 2] * geometry[2 + e, 2])
+            normal = out.normals[first_constraint + e]
+            _CROSS(u_a, u_b, normal)
+            for a in range(3):
+                v[a] = omega[cb, a]
+            _CROSS(v, u_b, ub_dot)
+            _CROSS(v, ub_dot, t2)   # ω_c × (ω_c × U_b)
+            value, rate, angle = 0.0, 0.0, 0.0
+            for a in range(3):
+                value += t1[a] * u_b[a] + u_a[a] * t2[a] + 2.0 * ua_dot[a] * ub_dot[a]
+                rate += ua_dot[a] * u_b[a] + u_a[a] * ub_dot[a]
+                angle += u_a[a] * u_b[a]
+            if stabilise:   # c̈ + 2α ċ + β² c = 0 with c̈ = n·(ω̇_p − ω̇_c) + value
+                value += 2.0 * alpha_gain * rate + beta_gain * beta_gain * angle
+            row = cons_row + first_constraint + e
+            b[row] = value
+            for a in range(3):
+                A[row, euler + 3 * c + a] = normal[a]
+                A[euler + 3 * c + a, row] -= normal[a]   # λ's column = its row index (square layout)
+                if p >= 0:
+                    A[row, euler + 3 * p + a] = -normal[a]
+                    A[euler + 3 * p + a, row] += normal[a]
+
+
+def _pivot_py(matrix, column):
+    """The row r ≥ column of the largest |matrix[r, column]| (partial pivoting)."""
+    pivot, best = column, abs(matrix[column, column])
+    for r in range(column + 1, matrix.shape[0]):
+        if abs(matrix[r, column]) > best:
+            pivot, best = r, abs(matrix[r, column])
+    return pivot
+
+
+class SchurFactor(NamedTuple):
+    """The factorisation of a link-segment matrix A = [[D, G], [K, 0]] by `_schur_factor_py`: D⁻¹'s 3 × 3 blocks
+    (2N, 3, 3), W = D⁻¹ G (6N, 3J + C), the LU factors of the Schur complement K W (unit lower and upper in one
+    array) and its row pivots."""
+
+    block_inverses: np.ndarray
+    w: np.ndarray
+    lu: np.ndarray
+    pivots: np.ndarray
+
+
+def _schur_factor_py(matrix, n_segments):
+    """(ok, SchurFactor) of the link-segment matrix A = [[D, G], [K, 0]]: D (6N × 6N) is block diagonal (m_i 1 and
+    the world inertias), G the joint-force and constraint-torque columns of the Newton–Euler rows, K the connection
+    and constraint-axis rows over (a, ω̇). A z = b is then (K W) f = K D⁻¹ b₁ − b₂ for f = (F, λ) (3J + C square,
+    LU with partial pivoting) and y = (a, ω̇) = D⁻¹ b₁ − W f: O((3J + C)³) instead of O((6N + 3J + C)³).
+    ok False: a singular block or Schur complement."""
+    n = matrix.shape[0]
+    n6 = 6 * n_segments
+    k = n - n6
+    factor = SchurFactor(np.empty((2 * n_segments, 3, 3)), np.empty((n6, k)), np.zeros((k, k)),
+                         np.empty(k, dtype=np.int64))
+    inverse, w, lu = factor.block_inverses, factor.w, factor.lu
+    for s in range(2 * n_segments):   # D⁻¹ block by block (adjugate over determinant)
+        o = 3 * s
+        m = inverse[s]
+        m[0, 0] = matrix[o + 1, o + 1] * matrix[o + 2, o + 2] - matrix[o + 1, o + 2] * matrix[o + 2, o + 1]
+        m[0, 1] = matrix[o, o + 2] * matrix[o + 2, o + 1] - matrix[o, o + 1] * matrix[o + 2, o + 2]
+        m[0, 2] = matrix[o, o + 1] * matrix[o + 1, o + 2] - matrix[o, o + 2] * matrix[o + 1, o + 1]
+        m[1, 0] = matrix[o + 1, o + 2] * matrix[o + 2, o] - matrix[o + 1, o] * matrix[o + 2, o + 2]
+        m[1, 1] = matrix[o, o] * matrix[o + 2, o + 2] - matrix[o, o + 2] * matrix[o + 2, o]
+        m[1, 2] = matrix[o, o + 2] * matrix[o + 1, o] - matrix[o, o] * matrix[o + 1, o + 2]
+        m[2, 0] = matrix[o + 1, o] * matrix[o + 2, o + 1] - matrix[o + 1, o + 1] * matrix[o + 2, o]
+        m[2, 1] = matrix[o, o + 1] * matrix[o + 2, o] - matrix[o, o] * matrix[o + 2, o + 1]
+        m[2, 2] = matrix[o, o] * matrix[o + 1, o + 1] - matrix[o, o + 1] * matrix[o + 1, o]
+        det = matrix[o, o] * m[0, 0] + matrix[o, o + 1] * m[1, 0] + matrix[o, o + 2] * m[2, 0]
+        if not abs(det) > 0.0:
+            return False, factor
+        for a in range(3):
+            for c in range(3):
+                m[a, c] /= det
+        for a in range(3):
+            for c in range(k):
+                w[o + a, c] = (m[a, 0] * matrix[o, n6 + c] + m[a, 1] * matrix[o + 1, n6 + c]
+                               + m[a, 2] * matrix[o + 2, n6 + c])
+    for r in range(k):
+        for j in range(n6):
+            coefficient = matrix[n6 + r, j]
+            if coefficient != 0.0:   # K is sparse: each row reaches two segments
+                for c in range(k):
+                    lu[r, c] += coefficient * w[j, c]
+    for c in range(k):
+        pivot = _PIVOT(lu, c)
+        if not abs(lu[pivot, c]) > 0.0:
+            return False, factor
+        factor.pivots[c] = pivot
+        if pivot != c:
+            for j in range(k):
+                lu[c, j], lu[pivot, j] = lu[pivot, j], lu[c, j]
+        for r in range(c + 1, k):
+            lu[r, c] /= lu[c, c]
+            multiplier = lu[r, c]
+            if multiplier != 0.0:
+                for j in range(c + 1, k):
+                    lu[r, j] -= multiplier * lu[c, j]
+    return True, factor
+
+
+def _schur_apply_py(matrix, factor, rhs, out):
+    """out = A⁻¹ rhs (rhs, out: (n, m)) by the factorisation of `_schur_factor_py`."""
+    n, m = matrix.shape[0], rhs.shape[1]
+    inverse, w, lu, pivots = factor.block_inverses, factor.w, factor.lu, factor.pivots
+    n6 = w.shape[0]
+    k = n - n6
+    r1 = np.empty(n6)
+    reduced = np.empty(k)
+    for c in range(m):
+        for s in range(n6 // 3):
+            o = 3 * s
+            for a in range(3):
+                r1[o + a] = inverse[s, a, 0] * rhs[o, c] + inverse[s, a, 1] * rhs[o + 1, c] + inverse[s, a, 2] * rhs[o + 2, c]
+        for r in range(k):
+            total = -rhs[n6 + r, c]
+            for j in range(n6):
+                coefficient = matrix[n6 + r, j]
+                if coefficient != 0.0:
+                    total += coefficient * r1[j]
+            reduced[r] = total
+        for r in range(k):   # the row swaps, then L (unit) and U
+            p = pivots[r]
+            if p != r:
+                reduced[r], reduced[p] = reduced[p], reduced[r]
+        for r in range(k):
+            total = reduced[r]
+            for j in range(r):
+                total -= lu[r, j] * reduced[j]
+            reduced[r] = total
+        for r in range(k - 1, -1, -1):
+            total = reduced[r]
+            for j in range(r + 1, k):
+                total -= lu[r, j] * reduced[j]
+            reduced[r] = total / lu[r, r]
+        for r in range(k):
+            out[n6 + r, c] = reduced[r]
+        for r in range(n6):
+            total = r1[r]
+            for j in range(k):
+                total -= w[r, j] * reduced[j]
+            out[r, c] = total
+
+
+def _schur_solve_py(matrix, n_segments, rhs, out):
+    """out = A⁻¹ rhs for the link-segment matrix A (rhs, out: (n, m)) by its Schur complement
+    (`_schur_factor_py`), with one step of iterative refinement against A itself (the residual of the sparse A
+    costs little; it brings the mass matrix derived through M⁻¹ = C A⁻¹ B to LAPACK's full-pivoting accuracy and
+    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7). False when A is singular."""
+    ok, factor = _SCHUR_FACTOR(matrix, n_segments)
+    if not ok:
+        return False
+    _SCHUR_APPLY(matrix, factor, rhs, out)
+    n, m = rhs.shape
+    residual = np.empty((n, m))
+    for r in range(n):
+        for c in range(m):
+            residual[r, c] = rhs[r, c]
+        for j in range(n):
+            coefficient = matrix[r, j]
+            if coefficient != 0.0:
+                for c in range(m):
+                    residual[r, c] -= coefficient * out[j, c]
+    correction = np.empty((n, m))
+    _SCHUR_APPLY(matrix, factor, residual, correction)
+    for r in range(n):
+        for c in range(m):
+            out[r, c] += correction[r, c]
+    return True
+
+
+def _new_state_py(n_bodies, n_segments):
+    return SegmentState(np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((n_bodies, 3)),
+                        np.empty((n_bodies, 3)), np.empty((n_segments, 3)), np.empty((n_segments, 3)),
+                        np.empty((n_segments, 3, 3)))
+
+
+def _new_system_py(size, n_joints, n_constraints, n_tangent):
+    return SystemArrays(np.empty((size, size)), np.empty(size), np.empty((size, n_tangent)),
+                        np.empty((n_tangent, size)), np.empty(n_tangent), np.empty((n_constraints, 3)),
+                        np.empty((n_joints, 3)), np.empty((n_joints, 3, 3)))
+
+
+def _evaluate_py(tables, x, xd, options):
+    """(SegmentState, SystemArrays) at the tree state (x, ẋ): placements, segment kinematics, assembly."""
+    nb, n, nj = tables.meta.shape[0], tables.segment_body.shape[0], tables.joint_index.shape[0]
+    n_tangent = xd.shape[0]
+    n_constraints = 0
+    for j in range(nj):
+        n_constraints += tables.joint_index[j, 6]
+    state = _NEW_STATE(nb, n)
+    arrays = _NEW_SYSTEM(6 * n + 3 * nj + n_constraints, nj, n_constraints, n_tangent)
+    sub = np.zeros((6, n_tangent))
+    _PLACEMENTS(tables.meta, tables.body, x, state.rotations, state.origins, sub)
+    _SEGMENT_STATE(tables, xd, sub, state)
+    _ASSEMBLE(tables, state, xd, options, arrays)
+    return state, arrays
+
+
+def _mass_and_bias_py(tables, x, xd, options):
+    """(ok, M, h) at the tree state (x, ẋ) (module docstring of `mass_and_bias`); ok False: a singular system."""
+    _, arrays = _EVALUATE(tables, x, xd, options)
+    size, nv = arrays.inputs.shape
+    n = tables.segment_body.shape[0]
+    columns = np.empty((size, nv + 1))
+    for r in range(size):
+        columns[r, 0] = arrays.rhs[r]
+        for c in range(nv):
+            columns[r, c + 1] = arrays.inputs[r, c]
+    solution = np.empty((size, nv + 1))
+    mass, bias = np.zeros((nv, nv)), np.zeros(nv)
+    if not _SCHUR_SOLVE(arrays.matrix, n, columns, solution):
+        return False, mass, bias
+    readout = arrays.readout
+    # M⁻¹ = C A⁻¹ B and v̇₀ = C A⁻¹ b + d; C reads only the segment accelerations (the first 6N unknowns)
+    inverse = np.empty((nv, nv))
+    free_rates = np.empty(nv)
+    for r in range(nv):
+        for c in range(nv + 1):
+            total = 0.0
+            for j in range(6 * n):
+                total += readout[r, j] * solution[j, c]
+            if c == 0:
+                free_rates[r] = total + arrays.readout_offset[r]
+            else:
+                inverse[r, c - 1] = total
+    # M = (M⁻¹)⁻¹ by Gauss–Jordan with partial pivoting
+    for r in range(nv):
+        mass[r, r] = 1.0
+    for c in range(nv):
+        pivot = _PIVOT(inverse, c)
+        if not abs(inverse[pivot, c]) > 0.0:
+            return False, mass, bias
+        for j in range(nv):
+            inverse[c, j], inverse[pivot, j] = inverse[pivot, j], inverse[c, j]
+            mass[c, j], mass[pivot, j] = mass[pivot, j], mass[c, j]
+        scale = 1.0 / inverse[c, c]
+        for j in range(nv):
+            inverse[c, j] *= scale
+            mass[c, j] *= scale
+        for r in range(nv):
+            if r != c and inverse[r, c] != 0.0:
+                factor = inverse[r, c]
+                for j in range(nv):
+                    inverse[r, j] -= factor * inverse[c, j]
+                    mass[r, j] -= factor * mass[c, j]
+    for r in range(nv):
+        for c in range(r + 1, nv):
+            mean = 0.5 * (mass[r, c] + mass[c, r])
+            mass[r, c] = mean
+            mass[c, r] = mean
+    for r in range(nv):
+        total = 0.0
+        for c in range(nv):
+            total += mass[r, c] * free_rates[c]
+        bias[r] = -total
+    return True, mass, bias
+
+
+def _forward_py(tables, x, xd, tau, options):
+    """(ok, v̇) at the tree state (x, ẋ) under generalized forces τ: one Schur-complement solve."""
+    _, arrays = _EVALUATE(tables, x, xd, options)
+    size, nv = arrays.inputs.shape
+    rhs = np.empty((size, 1))
+    for r in range(size):
+        total = arrays.rhs[r]
+        for c in range(nv):
+            total += arrays.inputs[r, c] * tau[c]
+        rhs[r, 0] = total
+    z = np.empty((size, 1))
+    rates = np.empty(nv)
+    if not _SCHUR_SOLVE(arrays.matrix, tables.segment_body.shape[0], rhs, z):
+        return False, rates
+    for r in range(nv):
+        total = arrays.readout_offset[r]
+        for j in range(size):
+            total += arrays.readout[r, j] * z[j, 0]
+        rates[r] = total
+    return True, rates
+
+
+# the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
+(_ADD_SKEW, _CROSS, _PIVOT, _PLACEMENTS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY, _SCHUR_SOLVE,
+ _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, placements, _segment_state_py,
+                                       _assemble_py, _schur_factor_py, _schur_apply_py, _schur_solve_py,
+                                       _new_state_py, _new_system_py, _evaluate_py)
+
+
+def _small_callees() -> dict:
+    """The 3-vector and pivot helpers, compiled and called (not IR-inlined: `_assemble_py` calls `_CROSS` at twenty
+    places, and numba's inlining would type and lower its body again at each, ≈ 6 s of compile)."""
+    return {"_ADD_SKEW": jit.compiled(_add_skew_py), "_CROSS": jit.compiled(_cross_py),
+            "_PIVOT": jit.compiled(_pivot_py)}
+
+
+def _kernel_bindings() -> dict:
+    """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
+    small = _small_callees()
+    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
+    stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
+              "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
+              "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
+    # the short glue kernels are IR-inlined into their callers: each level of compiled calls would have LLVM
+    # optimise the linked callees' code once more
+    stages["_EVALUATE"] = jit.compiled(_evaluate_py, bind=stages, inline=True)
+    return {**small, **schur, **stages, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur, inline=True)}
+
+
+assemble_kernel = jit.lazy(_assemble_py, bind=_small_callees)
+evaluate_kernel = jit.lazy(_evaluate_py, bind=_kernel_bindings)
+mass_and_bias_kernel = jit.lazy(_mass_and_bias_py, bind=_kernel_bindings)
+forward_kernel = jit.lazy(_forward_py, bind=_kernel_bindings)
+
+
 @dataclass
 class System:
     """A z = b for one instant (3D, or reduced to the plane), with what is needed to read z back.
 
-    `inputs(spec)` gives the right-hand-side column of an input (a generalized force slot, a point force, a
-    moment): b changes by that column per unit of the input — the strategies' Δ columns."""
+    `inputs` (n, nv): b changes by inputs · ΔQ for a change ΔQ of the generalized forces; v̇ = readout · z +
+    readout_offset (3D layout; see `SystemArrays`)."""
 
     matrix: np.ndarray
     rhs: np.ndarray
@@ -331,20 +1031,56 @@ class System:
     joint_points: np.ndarray          # (J, 3) joint point (child side)
     constraint_axes: list             # per joint: (k, 3) array of constraint-torque directions n
     applied_moments: np.ndarray       # (J, 3) applied joint moment on the child (from the generalized forces)
+    inputs: np.ndarray
+    readout: np.ndarray
+    readout_offset: np.ndarray
     planar_basis: tuple | None = None  # (rows, columns) selection of the planar reduction, or None
     free_wrenches: dict = field(default_factory=dict)   # URDF floating joint name → (force, moment), world
 
     def solve(self, rhs: np.ndarray | None = None) -> np.ndarray:
         """The unknowns z in 3D layout (planar systems are expanded back; out-of-plane parts zero)."""
         b = self.rhs if rhs is None else rhs
-        try:
-            z = np.linalg.solve(self.matrix, b)
-        except np.linalg.LinAlgError:
-            raise SolverError(f"{self.structure.model_file}: the link-segment system is singular (a hinge at "
-                              "an inconsistent state, or a ball joint built from three axes at gimbal lock)") from None
+        z = _solve(self.matrix, b, self.structure.model_file)
         if self.planar_basis is None:
             return z
         return self.planar_basis[1] @ z
+
+
+def _solve(matrix: np.ndarray, rhs: np.ndarray, file: str) -> np.ndarray:
+    try:
+        return np.linalg.solve(matrix, rhs)
+    except np.linalg.LinAlgError:
+        _singular(file)
+
+
+def system_arrays(model, x: np.ndarray | None, xd: np.ndarray | None, *, gyroscopic: bool = True,
+                  baumgarte: tuple[float, float] | None = None, state: SegmentState | None = None
+                  ) -> tuple[SystemArrays, SegmentState]:
+    """(the filled SystemArrays, the SegmentState) at the tree state (x, ẋ), or at a given segment `state`
+    (absolute-coordinate integration: x, ẋ unused, the readout offset then assumes ẋ = 0)."""
+    tables = structure(model).tables
+    options = _options(gyroscopic, baumgarte)
+    if state is None:
+        state, arrays = evaluate_kernel(tables, _floats(x), _floats(xd), options)
+        return arrays, state
+    # one array layout for the kernel (C-contiguous float64), whoever built the state
+    state = SegmentState(*(_floats(a) for a in state))
+    arrays = empty_system(model)
+    assemble_kernel(tables, state, np.zeros(model.n_tangent), options, arrays)
+    return arrays, state
+
+
+def _options(gyroscopic: bool, baumgarte: tuple[float, float] | None) -> np.ndarray:
+    if baumgarte is None:
+        return _GYROSCOPIC if gyroscopic else _PRINTED
+    return np.array([1.0 if gyroscopic else 0.0, 1.0, float(baumgarte[0]), float(baumgarte[1])])
+
+
+_GYROSCOPIC, _PRINTED = np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 0.0])
+
+
+def _floats(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float)
 
 
 def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None, *, gyroscopic: bool = True,
@@ -356,123 +1092,29 @@ def assemble(model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None = None
     planar: the plane's unit normal (e.g. (0, 1, 0)): the 2D system 3N + 2J (hinges ∥ normal, planar state).
     baumgarte: (α, β) adds −2α ċ − β² c of the joint-point gap and of U_a·U_b to the rows (stabilisation for
     integration in absolute segment coordinates; 0 at consistent states).
+    state: a SegmentState of your own (x and ẋ are then not read: absolute-coordinate integration passes None).
     """
     s = structure(model)
-    st = state if state is not None else segment_state(model, x, xd)
-    # (with `state` given, x and ẋ are not read: absolute-coordinate integration passes None)
-    n, nj = s.n_segments, len(s.joints)
-    lay = Layout(n, nj, s.n_constraints)
-    A = np.zeros((lay.size, lay.size))
-    b = np.zeros(lay.size)
-    g = model.gravity
+    arrays, st = system_arrays(model, x, xd, gyroscopic=gyroscopic, baumgarte=baumgarte, state=state)
     tau = np.zeros(model.nv) if tau is None else np.asarray(tau, dtype=float)
-    rows_newton, rows_euler = 0, 3 * n
-    row_conn, row_cons = 6 * n, 6 * n + 3 * nj
-    bodies = model.bodies
-    for i, body_index in enumerate(s.segments):
-        m = bodies[body_index].mass
-        A[3 * i:3 * i + 3, lay.a + 3 * i:lay.a + 3 * i + 3] = m * np.eye(3)
-        b[3 * i:3 * i + 3] = m * g
-        inertia, w = st.inertia[i], st.omega[body_index]
-        A[rows_euler + 3 * i:rows_euler + 3 * i + 3, lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = inertia
-        if gyroscopic:
-            b[rows_euler + 3 * i:rows_euler + 3 * i + 3] = -np.cross(w, inertia @ w)
-    free_wrenches: dict = {}
-    for fb in s.free_bodies:
-        # a free joint's generalized force: wrench in the child frame at the child origin (Pinocchio), on the child
-        # segment and, as reaction, on its parent segment (none for the floating base)
-        r, k = st.rotations[fb], bodies[fb].v_index
-        f, m_ = r @ tau[k:k + 3], r @ tau[k + 3:k + 6]
-        i = s.segment_of_body[fb]
-        b[3 * i:3 * i + 3] += f
-        b[rows_euler + 3 * i:rows_euler + 3 * i + 3] += m_ + np.cross(st.origins[fb] - st.com[i], f)
-        if bodies[fb].parent >= 0 or bodies[fb].joint:
-            free_wrenches[bodies[fb].joint] = (f, m_)
-        if bodies[fb].parent >= 0:
-            j = s.segment_of_body[bodies[fb].parent]
-            b[3 * j:3 * j + 3] -= f
-            b[rows_euler + 3 * j:rows_euler + 3 * j + 3] -= m_ + np.cross(st.origins[fb] - st.com[j], f)
-    joint_points = np.zeros((nj, 3))
-    applied = np.zeros((nj, 3))
-    axes_list: list = []
-    cons = 0
+    rhs = arrays.rhs + arrays.inputs @ tau
+    tables = s.tables
+    applied = np.zeros((len(s.joints), 3))
+    axes, start = [], 0
     for j, joint in enumerate(s.joints):
-        c, p = joint.child, joint.parent
-        first = bodies[joint.bodies[0]]
-        cb = s.segments[c]
-        point_c = st.origins[cb]
-        joint_points[j] = point_c
-        if p >= 0:
-            pb = s.segments[p]
-            point_p = st.origins[pb] + st.rotations[pb] @ first.translation
-        else:
-            point_p = first.translation.copy()
-        fcol = lay.force + 3 * j
-        # joint force F (parent on child): + on the child, − on the parent; moments about each COM
-        rc = point_c - st.com[c]
-        A[3 * c:3 * c + 3, fcol:fcol + 3] -= np.eye(3)
-        A[rows_euler + 3 * c:rows_euler + 3 * c + 3, fcol:fcol + 3] -= skew(rc)
-        if p >= 0:
-            rp = point_p - st.com[p]
-            A[3 * p:3 * p + 3, fcol:fcol + 3] += np.eye(3)
-            A[rows_euler + 3 * p:rows_euler + 3 * p + 3, fcol:fcol + 3] += skew(rp)
-        # applied joint moment from the generalized forces: M = E (EᵀE)⁻¹ Q (in the span of the joint's axes)
-        axes = joint_axes(bodies, st, joint)   # (dof, 3) world rotation axes of the joint's coordinates
-        q_group = np.concatenate([tau[bodies[k].v_index:bodies[k].v_index + bodies[k].nv] for k in joint.bodies])
-        moment = axes.T @ np.linalg.solve(axes @ axes.T, q_group)
-        applied[j] = moment
-        b[rows_euler + 3 * c:rows_euler + 3 * c + 3] += moment
-        if p >= 0:
-            b[rows_euler + 3 * p:rows_euler + 3 * p + 3] -= moment
-        # connecting equation (3): a_c − r_c× ω̇_c − a_p + r_p× ω̇_p = ω_p×(ω_p×r_p) − ω_c×(ω_c×r_c)
-        r0 = row_conn + 3 * j
-        wc = st.omega[cb]
-        A[r0:r0 + 3, lay.a + 3 * c:lay.a + 3 * c + 3] = np.eye(3)
-        A[r0:r0 + 3, lay.alpha + 3 * c:lay.alpha + 3 * c + 3] = -skew(rc)
-        rhs = -np.cross(wc, np.cross(wc, rc))
-        gap, gap_rate = point_c - point_p, st.com_velocity[c] + np.cross(wc, rc)
-        if p >= 0:
-            wp = st.omega[pb]
-            A[r0:r0 + 3, lay.a + 3 * p:lay.a + 3 * p + 3] = -np.eye(3)
-            A[r0:r0 + 3, lay.alpha + 3 * p:lay.alpha + 3 * p + 3] = skew(rp)
-            rhs = rhs + np.cross(wp, np.cross(wp, rp))
-            gap_rate = gap_rate - (st.com_velocity[p] + np.cross(wp, rp))
-        if baumgarte is not None:
-            rhs = rhs - 2.0 * baumgarte[0] * gap_rate - baumgarte[1] ** 2 * gap
-        b[r0:r0 + 3] = rhs
-        # constraint-axis rows (4): U_a fixed in the parent (the first axis), U_b fixed in the child
-        normals = []
-        if joint.n_constraints:
-            wp = st.omega[pb] if p >= 0 else np.zeros(3)
-            parent_rotation = st.rotations[pb] if p >= 0 else np.eye(3)
-            u_a = parent_rotation @ first.rotation @ first.axis
-            child = bodies[joint.bodies[-1]]
-            if joint.kind == "hinge":
-                w1, w2 = _perpendicular_pair(child.axis)
-                u_bs = [st.rotations[cb] @ w1, st.rotations[cb] @ w2]
-            else:
-                u_bs = [st.rotations[cb] @ child.axis]
-            for u_b in u_bs:
-                normal = np.cross(u_a, u_b)
-                normals.append(normal)
-                row = row_cons + cons
-                col = lay.torque + cons
-                A[row, lay.alpha + 3 * c:lay.alpha + 3 * c + 3] = normal
-                if p >= 0:
-                    A[row, lay.alpha + 3 * p:lay.alpha + 3 * p + 3] = -normal
-                ua_dot, ub_dot = np.cross(wp, u_a), np.cross(wc, u_b)
-                value = (np.cross(wp, ua_dot) @ u_b + u_a @ np.cross(wc, ub_dot) + 2.0 * ua_dot @ ub_dot)
-                if baumgarte is not None:
-                    # c̈ + 2α ċ + β² c = 0 with c̈ = n·(ω̇_p − ω̇_c) + value: the feedback adds to the right side
-                    value += 2.0 * baumgarte[0] * (ua_dot @ u_b + u_a @ ub_dot) + baumgarte[1] ** 2 * (u_a @ u_b)
-                b[row] = value
-                # the constraint torque λ n acts on the child, −λ n on the parent
-                A[rows_euler + 3 * c:rows_euler + 3 * c + 3, col] -= normal
-                if p >= 0:
-                    A[rows_euler + 3 * p:rows_euler + 3 * p + 3, col] += normal
-                cons += 1
-        axes_list.append(np.array(normals).reshape(-1, 3))
-    system = System(A, b, lay, s, st, joint_points, axes_list, applied, free_wrenches=free_wrenches)
+        n_dof = tables.joint_index[j, 4]
+        applied[j] = arrays.moment_map[j, :, :n_dof] @ tau[tables.dof_index[j, :n_dof, 1]]
+        axes.append(arrays.normals[start:start + joint.n_constraints])
+        start += joint.n_constraints
+    free_wrenches = {}
+    for fb in s.free_bodies:
+        body = model.bodies[fb]
+        if body.parent >= 0 or body.joint:
+            r, k = st.rotations[fb], body.v_index
+            free_wrenches[body.joint] = (r @ tau[k:k + 3], r @ tau[k + 3:k + 6])
+    system = System(arrays.matrix, rhs, Layout(s.n_segments, len(s.joints), s.n_constraints), s, st,
+                    arrays.joint_points, axes, applied, arrays.inputs, arrays.readout, arrays.readout_offset,
+                    free_wrenches=free_wrenches)
     if planar is not None:
         _reduce_planar(system, np.asarray(planar, dtype=float), model)
     return system
@@ -484,7 +1126,7 @@ def joint_axes(bodies, st: SegmentState, joint: SegmentJoint) -> np.ndarray:
     return np.vstack([(st.rotations[k] @ bodies[k].motion_subspace[3:, :]).T for k in joint.bodies])
 
 
-def _perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def perpendicular_pair(axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two unit vectors completing `axis` to an orthonormal frame (fixed per joint: depends only on the axis)."""
     helper = np.eye(3)[int(np.argmin(np.abs(axis)))]
     w1 = np.cross(axis, helper)
@@ -505,7 +1147,7 @@ def _reduce_planar(system: System, normal: np.ndarray, model) -> None:
         if np.linalg.norm(np.cross(axis, normal)) > 1e-9:
             raise ModelError(f"hinge {joint.name!r} is not perpendicular to the plane", file=s.model_file,
                              argument="planar", expected="hinge axes parallel to the plane's normal")
-    e1 = _perpendicular_pair(normal)[0]
+    e1 = perpendicular_pair(normal)[0]
     e2 = np.cross(normal, e1)
     plane = np.column_stack([e1, e2])  # 3×2
     n, nj = s.n_segments, len(s.joints)
@@ -574,45 +1216,11 @@ def reactions_from_solution(system: System, z: np.ndarray) -> dict[str, Reaction
     return out
 
 
-def accelerations_from_solution(model, system: System, z: np.ndarray, xd: np.ndarray) -> np.ndarray:
-    """The model's v̇ (tree tangent order) from the segment accelerations (consistent joint state)."""
-    s, st, lay = system.structure, system.state, system.layout
-    bodies = model.bodies
-    out = np.zeros(model.n_tangent)
-    alpha = z[lay.alpha:lay.alpha + 3 * s.n_segments].reshape(-1, 3)
-    acc = z[lay.a:lay.a + 3 * s.n_segments].reshape(-1, 3)
-    for fb in s.free_bodies:   # free joints: the relative spatial acceleration in the child frame (S = 1)
-        body = bodies[fb]
-        i, r, w = s.segment_of_body[fb], st.rotations[fb], st.omega[fb]
-        arm = st.com[i] - st.origins[fb]
-        origin_acc = acc[i] - np.cross(alpha[i], arm) - np.cross(w, np.cross(w, arm))
-        k = body.v_index
-        u_rel = r @ xd[k:k + 3]
-        if body.parent >= 0:
-            j, pb = s.segment_of_body[body.parent], body.parent
-            wp, arm_p = st.omega[pb], st.com[j] - st.origins[pb]
-            d = st.origins[fb] - st.origins[pb]
-            parent_origin = acc[j] - np.cross(alpha[j], arm_p) - np.cross(wp, np.cross(wp, arm_p))
-            point = parent_origin + np.cross(alpha[j], d) + np.cross(wp, np.cross(wp, d))
-            alpha_p = alpha[j]
-        else:
-            wp, point, alpha_p = np.zeros(3), np.zeros(3), np.zeros(3)
-        w_rel = w - wp
-        out[k:k + 3] = r.T @ (origin_acc - point - np.cross(wp + w, u_rel))
-        out[k + 3:k + 6] = r.T @ (alpha[i] - alpha_p - np.cross(wp, w_rel))
-    for joint in s.joints:
-        alpha_p = alpha[joint.parent] if joint.parent >= 0 else np.zeros(3)
-        e = joint_axes(bodies, st, joint)
-        drift, slots = np.zeros(3), []
-        for k in joint.bodies:
-            body = bodies[k]
-            w_before = st.omega[body.parent] if body.parent >= 0 else np.zeros(3)
-            for c in range(body.nv):   # ω̇_c − ω̇_p = Σ e ẍ + ω_before × e ẋ (S constant in the child frame)
-                drift += np.cross(w_before, st.rotations[k] @ body.motion_subspace[3:, c]) * xd[body.v_index + c]
-                slots.append(body.v_index + c)
-        theta_dd = np.linalg.solve(e @ e.T, e @ (alpha[joint.child] - alpha_p - drift))
-        out[slots] = theta_dd
-    return out
+def accelerations_from_solution(system: System, z: np.ndarray) -> np.ndarray:
+    """The model's v̇ (tree tangent order) from the unknowns z (3D layout) at a consistent joint state: the
+    system's affine readout (θ̈ = (E Eᵀ)⁻¹ E (ω̇_c − ω̇_p − Σ ω_before × e θ̇) per joint; the relative spatial
+    acceleration in the child frame per free joint)."""
+    return system.readout @ z + system.readout_offset
 
 
 # ---------------------------------------------------------------------------------------------- public functions
@@ -629,12 +1237,38 @@ def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, pla
     tau = None if tau is None else model.checked("tau", tau, model.nv)
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, planar=planar)
     z = system.solve()
-    return accelerations_from_solution(model, system, z, xd), reactions_from_solution(system, z), system, z
+    return accelerations_from_solution(system, z), reactions_from_solution(system, z), system, z
 
 
 def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True) -> np.ndarray:
-    """v̇ by the link-segment solve (one (6N+3J+C)² dense solve)."""
-    return solve(model, q, v, tau, t, gyroscopic=gyroscopic)[0]
+    """v̇ by the link-segment solve (one Schur-complement solve of the square system, `_forward_py`)."""
+    x, xd = _tree_state(model, q, v, t)
+    tau = np.zeros(model.nv) if tau is None else _floats(model.checked("tau", tau, model.nv))
+    return _rates(model, x, xd, tau, _options(gyroscopic, None))
+
+
+def _rates(model, x, xd, tau, options) -> np.ndarray:
+    ok, rates = forward_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options)
+    if not ok:
+        _singular(model.file)
+    return rates
+
+
+def _singular(file: str):
+    raise SolverError(f"{file}: the link-segment system is singular (a hinge at an inconsistent state, or a ball "
+                      "joint built from three axes at gimbal lock)")
+
+
+def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(M, h) derived from the square system A z = b + B Q, v̇ = C z + d (`SystemArrays`): one Schur-complement
+    factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
+    v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
+    x, xd = _tree_state(model, q, v, t)
+    ok, mass, bias = mass_and_bias_kernel(structure(model).tables, _floats(x), _floats(xd),
+                                          _options(gyroscopic, None))
+    if not ok:
+        _singular(model.file)
+    return mass, bias
 
 
 def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = True):
@@ -657,13 +1291,7 @@ def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = Tr
         z[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = alpha[b]
     rows = slice(0, 6 * s.n_segments)
     known = system.rhs[rows] - system.matrix[rows, :lay.force] @ z[:lay.force]
-    columns = [system.matrix[rows, lay.force:]]
-    zero = assemble(model, x, xd, None, gyroscopic=gyroscopic, state=st).rhs[rows]
-    for k in range(model.nv):
-        unit = np.zeros(model.nv)
-        unit[k] = 1.0
-        columns.append(-(assemble(model, x, xd, unit, gyroscopic=gyroscopic, state=st).rhs[rows] - zero)[:, None])
-    unknown = np.linalg.solve(np.hstack(columns), known)
+    unknown = np.linalg.solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known)
     z[lay.force:] = unknown[:lay.size - lay.force]
     tau = unknown[lay.size - lay.force:]
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, state=st)
@@ -681,8 +1309,7 @@ class LinkSegmentFormulation(Formulation):
 
     `forward_dynamics` (used by `Model.forward_dynamics(..., formulation="link_segment")` and the reference
     engine's `accelerations_from_state` hook) solves the square system directly. M and h are DERIVED through the
-    same factorised system: the columns of M⁻¹ are the accelerations for unit generalized forces at zero
-    velocity without gravity, −M⁻¹h the accelerations for zero forces; one LU, nv + 1 right-hand sides.
+    same factorised system (`mass_and_bias`): M⁻¹ = C A⁻¹ B, h = −M v̇(Q = 0); one LU, nv + 1 right-hand sides.
     """
 
     name: ClassVar[str] = "link_segment"
@@ -703,34 +1330,17 @@ class LinkSegmentFormulation(Formulation):
     def accelerations_from_state(self, model, x, xd, gradient, gamma, generalized) -> np.ndarray:
         if gradient is not None or gamma is not None:
             structure(model)
-        system = assemble(model, x, xd, generalized)
-        return accelerations_from_solution(model, system, system.solve(), xd)
+        tau = np.zeros(model.nv) if generalized is None else _floats(generalized)
+        return _rates(model, x, xd, tau, _GYROSCOPIC)
 
-    def _inverse_mass(self, model, q, t):
-        x, _ = _tree_state(model, q, np.zeros(model.nv), t)
-        xd = np.zeros(model.n_tangent)
-        columns = []
-        import scipy.linalg as sla
-        base = assemble(model, x, xd, None)
-        lu = sla.lu_factor(base.matrix)
-        gravity_free = base.rhs.copy()
-        for i, b_index in enumerate(base.structure.segments):  # remove gravity: M⁻¹ columns need none
-            gravity_free[3 * i:3 * i + 3] -= model.bodies[b_index].mass * model.gravity
-        for k in range(model.nv):
-            unit = np.zeros(model.nv)
-            unit[k] = 1.0
-            rhs = assemble(model, x, xd, unit).rhs - base.rhs + gravity_free
-            columns.append(accelerations_from_solution(model, base, sla.lu_solve(lu, rhs), xd))
-        return np.column_stack(columns)
+    def mass_and_bias(self, model, q, v, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        return mass_and_bias(model, q, v, t)
 
     def mass_matrix(self, model, q, t: float = 0.0) -> np.ndarray:
-        inverse = self._inverse_mass(model, q, t)
-        mass = np.linalg.inv(inverse)
-        return 0.5 * (mass + mass.T)
+        return mass_and_bias(model, q, np.zeros(model.nv), t)[0]
 
     def bias_forces(self, model, q, v, t: float = 0.0) -> np.ndarray:
-        mass = self.mass_matrix(model, q, t)
-        return -mass @ forward_dynamics(model, q, v, None, t)
+        return mass_and_bias(model, q, v, t)[1]
 
 
 # ---------------------------------------------------------------------------------------------- absolute coordinates
@@ -762,7 +1372,7 @@ def constraint_residuals(model, st: SegmentState) -> tuple[float, float]:
             point_p, rot_p = first.translation, np.eye(3)
         gap = max(gap, float(np.linalg.norm(st.origins[cb] - point_p)))
         u_a = rot_p @ first.rotation @ first.axis
-        for w in _perpendicular_pair(model.bodies[cb].axis):
+        for w in perpendicular_pair(model.bodies[cb].axis):
             axis = max(axis, abs(float(u_a @ (st.rotations[cb] @ w))))
     return gap, axis
 

@@ -83,7 +83,7 @@ class Strategy:
 
 def segment_angle(R: np.ndarray, axis: np.ndarray) -> float:
     """Planar angle (rad) of a rotation about `axis`: of the image of a fixed in-plane unit vector e₁."""
-    e1 = ls._perpendicular_pair(axis)[0]
+    e1 = ls.perpendicular_pair(axis)[0]
     e2 = np.cross(axis, e1)
     image = R @ e1
     return float(np.arctan2(image @ e2, image @ e1))
@@ -248,7 +248,7 @@ class StrategySolver:
         z = y[:n_z]
         z3 = z if system.planar_basis is None else system.planar_basis[1] @ z
         delta = dict(zip(vary, y[n_z:]))
-        return ls.accelerations_from_solution(model, system, z3, xd), delta, z3, system
+        return ls.accelerations_from_solution(system, z3), delta, z3, system
 
     def objective_weights(self, system, strategy: Strategy, xd) -> np.ndarray:
         if strategy.objective == "none":

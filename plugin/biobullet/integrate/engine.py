@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
@@ -94,7 +95,6 @@ class System:
         """Which right-hand side served the run: {"path": "compiled loop map" | "compiled explicit map" |
         "generic", "generic_calls": calls the compiled path handed to the generic one (per-call fallback), or
         "reason": why the generic path serves} — for `Trajectory.meta` (a user asking why a run is slow)."""
-        from biobullet.core import jit
         from biobullet.integrate.compiled_rhs import CompiledReducedRHS
         if self._compiled is not None:
             kind = "loop" if isinstance(self._compiled, CompiledReducedRHS) else "explicit"
@@ -585,8 +585,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         fast = CompiledSteps.for_rhs(system._compiled)
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
+    compiling = jit.CompileClock()   # a first run compiles its kernels inside the loop: reported apart
     try:
-        with newton_tolerance(model, rtol) if not system.joint_space else nullcontext():
+        with newton_tolerance(model, rtol) if not system.joint_space else nullcontext(), \
+                jit.compile_clock() as compiling:
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe, fast=fast)
@@ -595,7 +597,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         bar.close()
         fail_t = getattr(exc, "t", result.last_t)
         fail_y = getattr(exc, "y", result.last_y)
-        meta.update(_stats(result, started), status="failed", message=str(exc),
+        meta.update(_stats(result, started, compiling.seconds), status="failed", message=str(exc),
                     right_hand_side=system.right_hand_side())
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
@@ -615,7 +617,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                + (f"; partial trajectory written to {path}" if path else ""),
                                fail_t, fail_y, partial, path) from None
     bar.close()
-    meta.update(_stats(result, started), status=result.status, message=result.message,
+    meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
                 right_hand_side={**system.right_hand_side(),
                                  **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
     if run_logs(system.elements):
@@ -626,9 +628,12 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     return trajectory
 
 
-def _stats(result, started: float) -> dict:
-    return {"wall_time": time.perf_counter() - started, "nfev": int(result.nfev), "njev": int(result.njev),
-            "steps": int(result.steps), "restarts": int(result.restarts)}
+def _stats(result, started: float, compile_time: float) -> dict:
+    """Run statistics: wall_time (s) of the integration without compile_time (s), the kernels numba compiled
+    during it (a first run on an empty cache)."""
+    return {"wall_time": time.perf_counter() - started - compile_time, "compile_time": compile_time,
+            "nfev": int(result.nfev), "njev": int(result.njev), "steps": int(result.steps),
+            "restarts": int(result.restarts)}
 
 
 def _event_on_state(system: System, event):
@@ -686,7 +691,9 @@ def cli_simulate(args, model=None) -> int:
                           method=getattr(args, "method", None), rtol=getattr(args, "rtol", None),
                           atol=getattr(args, "atol", None), t_eval=t_eval, initial=overrides, out=args.out,
                           progress=getattr(args, "progress", None))
+    compile_time = trajectory.meta["compile_time"]
+    compiled = f" + {compile_time:.1f} s compiling kernels (first run only)" if compile_time > 0.05 else ""
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s, "
-          f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s, "
+          f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s{compiled}, "
           f"{trajectory.meta['right_hand_side']['path']} right-hand side)", file=sys.stderr)
     return 0

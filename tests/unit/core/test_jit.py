@@ -75,3 +75,24 @@ def test_a_compile_on_an_empty_cache_is_announced_once(tmp_path: Path) -> None:
     first, second = stderr_of_a_run(), stderr_of_a_run()
     assert first.count("compiling numerical kernels (first run only") == 1, first   # callee and caller: one line
     assert "compiling" not in second, second
+
+
+@needs_numba
+def test_compile_clock_counts_a_compile_and_not_a_call_of_compiled_code() -> None:
+    import numba
+    import numpy as np
+
+    def _square_sum(values):   # a new function: numba has nothing of it in any cache (cache=False)
+        total = 0.0
+        for v in values:
+            total += v * v
+        return total
+
+    kernel = numba.njit(cache=False)(_square_sum)
+    values = np.arange(4.0)
+    with jit.compile_clock() as first:
+        assert kernel(values) == 14.0
+    with jit.compile_clock() as second:
+        assert kernel(values) == 14.0
+    assert first.seconds > 0.0   # typing, lowering and LLVM of a new function take milliseconds at least
+    assert second.seconds == 0.0
