@@ -215,11 +215,11 @@ def _activation_rate_py(model, muscle, activation, excitation):
 
 # ------------------------------------------------------------------------------------------------ equilibrium
 def _shortest_fiber_py(model, curves, muscle):
-    """The shortest fiber length (m) the model allows: DeGroote none (0); Thelen the pennation model's
+    """The shortest fiber length (m) the model allows: DeGroote the width h (fiber across the tendon); Thelen the pennation model's
     h / sin α_max (0.01 l₀ when α_max is 0); Millard the larger of that and the active curve's lower end."""
-    if model == DEGROOTE:
-        return 0.0
     height = muscle[L_OPT] * math.sin(muscle[PENNATION])
+    if model == DEGROOTE:
+        return height
     max_angle = muscle[MAX_PENNATION]
     shortest = height / math.sin(max_angle) if max_angle > 1e-14 else 0.01 * muscle[L_OPT]
     if model == MILLARD:
