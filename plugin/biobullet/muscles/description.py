@@ -28,8 +28,8 @@ class PathPoint:
 
     fixed: at `location`; conditional: at `location`, on the path only while coordinate `coordinate` is in
     `range` (OpenSim: ± 1e-5 beyond either end still counts); moving: at `rotation` · (f_x(c_x), f_y(c_y),
-    f_z(c_z)) + `translation` with each c clamped to its coordinate's range (OpenSim's MovingPathPoint; an axis
-    without a coordinate is f(0)).
+    f_z(c_z)) + `translation` with each c clamped to `range` when given, else to its coordinate's range (OpenSim's
+    MovingPathPoint; an axis without a coordinate is f(0)).
     """
 
     name: str

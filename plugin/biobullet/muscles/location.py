@@ -28,19 +28,19 @@ TINY_SPACING = 1e-7
 
 @dataclass(frozen=True)
 class LocationFunction:
-    """One function of one coordinate: `kind` (TABLE or POLYNOMIAL) and its flat parameters (module docstring)."""
+    """One function of one coordinate: `kind` (TABLE or POLYNOMIAL), its flat parameters (module docstring), and
+    its `definition` (type name, x or coefficients, y) from which it was built (written back to files)."""
 
     kind: int
     params: np.ndarray
+    definition: tuple[str, tuple[float, ...], tuple[float, ...]] = ("polynomial", (0.0,), ())
 
     def scaled(self, scale: float) -> "LocationFunction":
         """scale · f (OpenSim's MultiplierFunction)."""
+        name, first, second = self.definition
         if self.kind == POLYNOMIAL:
-            return LocationFunction(POLYNOMIAL, self.params * scale)
-        n = int(self.params[0])
-        params = self.params.copy()
-        params[1 + n:] *= scale   # y, b, c, d; the breaks stay
-        return LocationFunction(TABLE, params)
+            return polynomial([c * scale for c in first])
+        return FUNCTION_TYPES[name](first, [y * scale for y in second])
 
     def __call__(self, x: float) -> float:
         return float(_location_value_py(self.kind, self.params, float(x))[0])
@@ -51,7 +51,9 @@ def polynomial(coefficients) -> LocationFunction:
     values = np.array(coefficients, dtype=float).reshape(-1)
     if values.size == 0:
         values = np.zeros(1)
-    return LocationFunction(POLYNOMIAL, values)
+    if not np.all(np.isfinite(values)):
+        raise ModelError("non-finite coefficient", attribute="coefficients", expected="finite numbers")
+    return LocationFunction(POLYNOMIAL, values, ("polynomial", tuple(values.tolist()), ()))
 
 
 def piecewise_linear(x, y) -> LocationFunction:
@@ -62,7 +64,8 @@ def piecewise_linear(x, y) -> LocationFunction:
     for i in range(n - 1):
         b[i] = (ys[i + 1] - ys[i]) / max(TINY_SPACING, xs[i + 1] - xs[i])
     b[n - 1] = b[n - 2]
-    return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, np.zeros(n), np.zeros(n))))
+    return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, np.zeros(n), np.zeros(n))),
+                            ("piecewise_linear", tuple(xs.tolist()), tuple(ys.tolist())))
 
 
 def simm_spline(x, y) -> LocationFunction:
@@ -72,7 +75,8 @@ def simm_spline(x, y) -> LocationFunction:
     b, c, d = np.zeros(n), np.zeros(n), np.zeros(n)
     if n == 2:
         b[:] = (ys[1] - ys[0]) / max(TINY_SPACING, xs[1] - xs[0])
-        return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)))
+        return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)),
+                                ("simm_spline", tuple(xs.tolist()), tuple(ys.tolist())))
     # tridiagonal system of the second derivatives: b diagonal, d off-diagonal, c right-hand side
     d[0] = max(TINY_SPACING, xs[1] - xs[0])
     c[1] = (ys[1] - ys[0]) / d[0]
@@ -107,12 +111,25 @@ def simm_spline(x, y) -> LocationFunction:
         c[i] *= 3.0
     c[n - 1] *= 3.0
     d[n - 1] = d[n - 2]
-    return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)))
+    return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)),
+                            ("simm_spline", tuple(xs.tolist()), tuple(ys.tolist())))
+
+
+def _polynomial_from_table(coefficients, _unused=()) -> LocationFunction:
+    return polynomial(coefficients)
+
+
+#: the `type` names of location functions in files (`<x type=...>` of a `<moving_point>`) and their builders
+FUNCTION_TYPES = {"simm_spline": simm_spline, "piecewise_linear": piecewise_linear,
+                  "polynomial": _polynomial_from_table}
+MAX_TABLE_POINTS = 100_000
 
 
 def _table_points(x, y) -> tuple[np.ndarray, np.ndarray]:
     xs = np.array(x, dtype=float).reshape(-1)
     ys = np.array(y, dtype=float).reshape(-1)
+    if xs.size > MAX_TABLE_POINTS:
+        raise ModelError(f"{xs.size} table points", attribute="x", expected=f"at most {MAX_TABLE_POINTS}")
     if xs.size != ys.size or xs.size < 2:
         raise ModelError(f"{xs.size} x values and {ys.size} y values", attribute="y",
                          expected="as many y as x values, at least 2")
@@ -156,4 +173,4 @@ def _location_value_py(kind, params, x):
     return value, slope
 
 
-__all__ = ["TABLE", "POLYNOMIAL", "LocationFunction", "polynomial", "piecewise_linear", "simm_spline"]
+__all__ = ["TABLE", "POLYNOMIAL", "FUNCTION_TYPES", "LocationFunction", "polynomial", "piecewise_linear", "simm_spline"]

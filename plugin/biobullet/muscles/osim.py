@@ -35,6 +35,11 @@ DEFAULTS = {
     "degroote2016": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.060,
                      "minimum_activation": 0.0, "fiber_damping": 0.0},
 }
+#: properties read into MuscleParameters' own fields (the others go to its `extra`)
+MAIN_PROPERTIES = frozenset({"max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
+                             "pennation_angle_at_optimal", "max_contraction_velocity", "ignore_tendon_compliance",
+                             "activation_time_constant", "deactivation_time_constant", "minimum_activation",
+                             "fiber_damping"})
 #: a muscle's curve objects whose numeric properties enter `MuscleParameters.extra` as "Curve.property"
 CURVES = ("ActiveForceLengthCurve", "ForceVelocityCurve", "FiberForceLengthCurve", "TendonForceLengthCurve")
 
@@ -173,6 +178,8 @@ class _Reader:
         defaults = DEFAULTS[model]
         extra: dict[str, float] = {}
         for child in element:
+            if child.tag in MAIN_PROPERTIES:
+                continue
             if len(child) == 0 and child.text is not None and len(child.text.split()) == 1:
                 try:
                     extra[child.tag] = float(child.text)

@@ -115,7 +115,7 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
                     name = point.coordinates[axis]
                     if name is not None:
                         indices[axis] = _coordinate(coordinate_index, name, point.name, muscle_set.file)
-                        bounds[axis] = ranges[indices[axis]]
+                        bounds[axis] = point.range if point.range is not None else ranges[indices[axis]]
                     function_ids[axis] = len(functions)
                     functions.append(point.functions[axis] or polynomial([0.0]))
             point_coordinates.append(indices)
