@@ -75,16 +75,22 @@ def _coordinates(model, state, names):
     return np.array([model.getCoordinateSet().get(name).getValue(state) for name in names])
 
 
-def _without_wraps(muscle_set):
+def _evaluated(muscle_set):
+    """The muscles whose paths are evaluated: no wrap, or a single cylinder (arm26: TRIlat, TRImed, BRA)."""
     import dataclasses
-    return dataclasses.replace(muscle_set, muscles=tuple(m for m in muscle_set.muscles if not m.wraps))
+    surfaces = {s.name: s.type for s in muscle_set.surfaces}
+    return dataclasses.replace(muscle_set, muscles=tuple(
+        m for m in muscle_set.muscles if not m.wraps or (len(m.wraps) == 1 and surfaces[m.wraps[0].surface]
+                                                          == "cylinder")))
 
 
 @pytest.mark.parametrize("name", WRAP_FREE)
 def test_path_lengths_match_opensim(name):
-    muscle_set = _without_wraps(load_osim_muscles(FOLDER / f"{name}.osim"))
+    muscle_set = _evaluated(load_osim_muscles(FOLDER / f"{name}.osim"))
     paths = compile_paths(muscle_set)
-    assert paths.names, "no muscle without wraps to compare"
+    assert paths.names, "no muscle to compare"
+    if name == "arm26":
+        assert set(paths.names) == {"TRIlat", "TRImed", "BRA", "BICshort"}   # 3 single-cylinder wraps, 1 none
     model, state = _opensim_model(name)
     rng = np.random.default_rng(7)
     worst = 0.0
@@ -103,44 +109,79 @@ def test_gait10dof_has_moving_and_conditional_points():
     assert kinds == {"fixed", "conditional", "moving"}
 
 
-@pytest.mark.parametrize("name", ["gait10dof18musc", "Tug_of_War_Millard"])
+def _frame_jacobians(model, state, paths, coordinates, step=1e-6):
+    """Frame-origin Jacobians [v; ω] per coordinate from central differences of OpenSim's body transforms."""
+    coordinate_set = model.getCoordinateSet()
+    q0 = _coordinates(model, state, paths.coordinates)
+    rotations, _ = _transforms(model, state, paths.frames)
+    jacobians = np.zeros((len(paths.frames), 6, len(paths.coordinates)))
+    for k, coordinate in enumerate(paths.coordinates):
+        if coordinate not in coordinates:
+            continue
+        sides = []
+        for sign in (1.0, -1.0):
+            coordinate_set.get(coordinate).setValue(state, q0[k] + sign * step, True)
+            sides.append(_transforms(model, state, paths.frames))
+        coordinate_set.get(coordinate).setValue(state, q0[k], True)
+        (r_plus, p_plus), (r_minus, p_minus) = sides
+        jacobians[:, :3, k] = (p_plus - p_minus) / (2 * step)
+        for f in range(len(paths.frames)):   # ω× = Ṙ Rᵀ
+            skew = (r_plus[f] - r_minus[f]) / (2 * step) @ rotations[f].T
+            jacobians[f, 3:, k] = [skew[2, 1], skew[0, 2], skew[1, 0]]
+    model.realizePosition(state)
+    return jacobians
+
+
+def _opensim_length_derivative(model, state, muscle, coordinate, step=1e-6):
+    """−dl/dq of OpenSim's own lengths by central differences (OpenSim's definition of R, evaluated directly)."""
+    c = model.getCoordinateSet().get(coordinate)
+    q0 = c.getValue(state)
+    lengths = []
+    for sign in (1.0, -1.0):
+        c.setValue(state, q0 + sign * step, True)
+        model.realizePosition(state)
+        lengths.append(model.getMuscles().get(muscle).getLength(state))
+    c.setValue(state, q0, True)
+    model.realizePosition(state)
+    return -(lengths[0] - lengths[1]) / (2 * step)
+
+
+@pytest.mark.parametrize("name", ["gait10dof18musc", "Tug_of_War_Millard", "arm26"])
 def test_moment_arms_match_opensim(name):
-    """R = −dl/dq from the exact path gradient and the frames' Jacobians (central differences of OpenSim's own
-    transforms) against OpenSim's computeMomentArm."""
-    muscle_set = load_osim_muscles(FOLDER / f"{name}.osim")
+    """R = −dl/dq from the exact path gradient (complex step through the cylinder wraps of arm26) and the frames'
+    Jacobians (central differences of OpenSim's own transforms) against central differences of OpenSim's own
+    lengths (the definition), and against OpenSim's computeMomentArm where no wrap is active: on wrapped arm26
+    paths computeMomentArm differs from the derivative of OpenSim's own lengths by up to ≈ 1e-4 m."""
+    muscle_set = _evaluated(load_osim_muscles(FOLDER / f"{name}.osim"))
     paths = compile_paths(muscle_set)
     model, state = _opensim_model(name)
     rng = np.random.default_rng(11)
     coordinate_set = model.getCoordinateSet()
     unlocked = [n for n in paths.coordinates if not coordinate_set.get(n).getLocked(state)]
-    worst = 0.0
-    for _ in range(3):
+    worst, worst_difference, wrapped_disagreement, wrapped_poses = 0.0, 0.0, 0.0, 0
+    for _ in range(4 if name == "arm26" else 3):
         _random_pose(model, state, rng)
         q0 = _coordinates(model, state, paths.coordinates)
         rotations, positions = _transforms(model, state, paths.frames)
-        jacobians = np.zeros((len(paths.frames), 6, len(paths.coordinates)))
-        step = 1e-6
-        for k, coordinate in enumerate(paths.coordinates):
-            if coordinate not in unlocked:
-                continue
-            sides = []
-            for sign in (1.0, -1.0):
-                coordinate_set.get(coordinate).setValue(state, q0[k] + sign * step, True)
-                sides.append(_transforms(model, state, paths.frames))
-            coordinate_set.get(coordinate).setValue(state, q0[k], True)
-            (r_plus, p_plus), (r_minus, p_minus) = sides
-            jacobians[:, :3, k] = (p_plus - p_minus) / (2 * step)
-            for f in range(len(paths.frames)):   # ω× = Ṙ Rᵀ
-                skew = (r_plus[f] - r_minus[f]) / (2 * step) @ rotations[f].T
-                jacobians[f, 3:, k] = [skew[2, 1], skew[0, 2], skew[1, 0]]
-        model.realizePosition(state)
-        arms = moment_arms(paths, rotations, positions, q0, jacobians)
+        arms = moment_arms(paths, rotations, positions, q0, _frame_jacobians(model, state, paths, unlocked))
+        wrap_active = path_gradients(paths, rotations, positions, q0).wrap_active
         for m, muscle in enumerate(paths.names):
+            wrapped = bool(np.any(wrap_active[paths.arrays.wrap_start[m]:paths.arrays.wrap_start[m + 1]]))
+            wrapped_poses += int(wrapped)
             for k, coordinate in enumerate(paths.coordinates):
                 if coordinate in unlocked:
+                    difference = abs(arms[m, k] - _opensim_length_derivative(model, state, muscle, coordinate))
+                    worst_difference = max(worst_difference, difference)
                     reference = model.getMuscles().get(muscle).computeMomentArm(state, coordinate_set.get(coordinate))
-                    worst = max(worst, abs(arms[m, k] - reference))
+                    if wrapped:   # computeMomentArm is not −dl/dq there (docs/muscles.md): recorded, not asserted
+                        wrapped_disagreement = max(wrapped_disagreement, abs(arms[m, k] - reference))
+                    else:
+                        worst = max(worst, abs(arms[m, k] - reference))
+    print(name, "vs computeMomentArm (unwrapped)", worst, "(wrapped)", wrapped_disagreement,
+          "vs −dl/dq of OpenSim's lengths", worst_difference)
+    assert worst_difference <= 1e-6, worst_difference
     assert worst <= 1e-6, worst
+    assert name != "arm26" or wrapped_poses >= 4
 
 
 def test_simm_spline_matches_opensim():
