@@ -34,9 +34,9 @@ from biobullet.core.attributes import (REQUIRED, check_known_attributes, choice,
                                        vector3)
 from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.muscles.description import (DEFAULT_MODEL, MODELS, QUADRANTS, WRAP_TYPES, MuscleDescription,
-                                           MuscleParameters, MuscleSetDescription, PathPoint, PathWrap, WrapSurface)
+                                           MuscleSetDescription, PathPoint, PathWrap, WrapSurface)
 from biobullet.muscles.location import FUNCTION_TYPES, LocationFunction
-from biobullet.muscles.osim import DEFAULTS, body_fixed_xyz
+from biobullet.muscles.osim import body_fixed_xyz, read_parameters
 
 MUSCLE_ATTRIBUTES = ("name", "model", "tendon", "max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
                      "pennation_angle", "max_contraction_velocity", "activation_time_constant",
@@ -73,7 +73,6 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
     check_known_attributes(source, element, MUSCLE_ATTRIBUTES)
     muscle_name = name(source, element, "name")
     model = choice(source, element, "model", tuple(MODELS), DEFAULT_MODEL, what="muscle model")
-    defaults = DEFAULTS[model]
     extra: dict[str, float] = {}
     points: list[PathPoint] = []
     wraps: list[PathWrap] = []
@@ -97,21 +96,8 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
                                      "<point>, <moving_point>, <wrap> or <parameter>")
     if len(points) < 2:
         raise source.error(None, f"{len(points)} path point(s)", "at least 2 <point>/<moving_point> children")
-    parameters = MuscleParameters(
-        max_isometric_force=number(source, element, "max_isometric_force", REQUIRED, positive=True),
-        optimal_fiber_length=number(source, element, "optimal_fiber_length", REQUIRED, positive=True),
-        tendon_slack_length=number(source, element, "tendon_slack_length", REQUIRED, non_negative=True),
-        pennation_angle=number(source, element, "pennation_angle", 0.0, at_least=0.0, below=math.pi / 2),
-        max_contraction_velocity=number(source, element, "max_contraction_velocity", 10.0, positive=True),
-        tendon=choice(source, element, "tendon", ("rigid", "compliant"), "rigid"),
-        activation_time_constant=number(source, element, "activation_time_constant",
-                                        defaults["activation_time_constant"], positive=True),
-        deactivation_time_constant=number(source, element, "deactivation_time_constant",
-                                          defaults["deactivation_time_constant"], positive=True),
-        minimum_activation=number(source, element, "minimum_activation", defaults["minimum_activation"],
-                                  at_least=0.0, below=1.0),
-        fiber_damping=number(source, element, "fiber_damping", defaults["fiber_damping"], non_negative=True),
-        extra=tuple(sorted(extra.items())))
+    parameters = read_parameters(lambda key, default, **checks: number(source, element, key, default, **checks),
+                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra)
     return (MuscleDescription(name=muscle_name, model=model, parameters=parameters, points=tuple(points),
                               wraps=tuple(wraps)), surfaces)
 

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from biobullet.core.attributes import to_float, to_floats
+from biobullet.core.attributes import REQUIRED, to_float, to_floats
 from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.model.urdf import read_xml
 from biobullet.muscles.description import (MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
@@ -194,22 +194,9 @@ class _Reader:
                         extra[f"{curve}.{child.tag}"] = _number(SourceRef(self.file, f'<{curve}> of muscle '
                                                                           f'"{bare(name, 60)}"'), node, child.tag)
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
-        parameters = MuscleParameters(
-            max_isometric_force=_number(source, element, "max_isometric_force", 1000.0, positive=True),
-            optimal_fiber_length=_number(source, element, "optimal_fiber_length", 0.1, positive=True),
-            tendon_slack_length=_number(source, element, "tendon_slack_length", 0.2, non_negative=True),
-            pennation_angle=_number(source, element, "pennation_angle_at_optimal", 0.0, at_least=0.0,
-                                    below=math.pi / 2),
-            max_contraction_velocity=_number(source, element, "max_contraction_velocity", 10.0, positive=True),
-            tendon="compliant" if compliant else "rigid",
-            activation_time_constant=_number(source, element, "activation_time_constant",
-                                             defaults["activation_time_constant"], positive=True),
-            deactivation_time_constant=_number(source, element, "deactivation_time_constant",
-                                               defaults["deactivation_time_constant"], positive=True),
-            minimum_activation=_number(source, element, "minimum_activation", defaults["minimum_activation"],
-                                       at_least=0.0, below=1.0),
-            fiber_damping=_number(source, element, "fiber_damping", defaults["fiber_damping"], non_negative=True),
-            extra=tuple(sorted(extra.items())))
+        parameters = read_parameters(
+            lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
+            model, "compliant" if compliant else "rigid", extra, (1000.0, 0.1, 0.2))
         path = element.find("GeometryPath")
         if path is None:
             raise source.error("GeometryPath", "the muscle has no <GeometryPath>", "a GeometryPath with points")
@@ -304,6 +291,31 @@ class _Reader:
                            "MultiplierFunction")
 
 
+#: OpenSim's property names where they differ from MuscleParameters' fields
+OSIM_NAMES = {"pennation_angle": "pennation_angle_at_optimal"}
+
+
+def read_parameters(read, model: str, tendon: str, extra: dict[str, float],
+                    sizes: tuple = (REQUIRED, REQUIRED, REQUIRED)) -> MuscleParameters:
+    """MuscleParameters from `read(field, default, **checks)` (a number reader of the file's format): F₀, l₀ and
+    l_s default to `sizes` (REQUIRED: must be given), the rest to the model's OpenSim defaults."""
+    defaults = DEFAULTS[model]
+    return MuscleParameters(
+        max_isometric_force=read("max_isometric_force", sizes[0], positive=True),
+        optimal_fiber_length=read("optimal_fiber_length", sizes[1], positive=True),
+        tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True),
+        pennation_angle=read("pennation_angle", 0.0, at_least=0.0, below=math.pi / 2),
+        max_contraction_velocity=read("max_contraction_velocity", 10.0, positive=True),
+        tendon=tendon,
+        activation_time_constant=read("activation_time_constant", defaults["activation_time_constant"],
+                                      positive=True),
+        deactivation_time_constant=read("deactivation_time_constant", defaults["deactivation_time_constant"],
+                                        positive=True),
+        minimum_activation=read("minimum_activation", defaults["minimum_activation"], at_least=0.0, below=1.0),
+        fiber_damping=read("fiber_damping", defaults["fiber_damping"], non_negative=True),
+        extra=tuple(sorted(extra.items())))
+
+
 # ------------------------------------------------------------------------------------------------ XML helpers
 def _objects(element: ET.Element | None) -> list[ET.Element]:
     """The children of a Set's <objects> (empty for a missing set)."""
@@ -318,10 +330,10 @@ def _text(element: ET.Element, tag: str) -> str | None:
     return None if child is None else (child.text or "")
 
 
-def _number(source: SourceRef, element: ET.Element, tag: str, default: float | None = None, **checks) -> float:
+def _number(source: SourceRef, element: ET.Element, tag: str, default=None, **checks) -> float:
     raw = _text(element, tag)
     if raw is None or not raw.strip():
-        if default is None:
+        if default is None or default is REQUIRED:
             raise source.error(tag, "missing", "a finite number")
         return float(default)
     return to_float(source, tag, raw, **checks)

@@ -268,16 +268,8 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
         middle[i] = p1[i] + t * (p2[i] - p1[i])
     axis_foot = np.empty(3, np.complex128)
     _closest_on_line_py(middle, axis_point, direction, axis_foot)
-    l1 = np.empty(3, np.complex128)
-    l2 = np.empty(3, np.complex128)
-    for i in range(3):
-        l1[i] = p1[i] - axis_foot[i]
-        l2[i] = p2[i] - axis_foot[i]
-    _normalize_py(l1, l1)
-    _normalize_py(l2, l2)
     normal = np.empty(3, np.complex128)
-    _cross_py(l1, l2, normal)
-    _normalize_py(normal, normal)
+    _plane_normal_py(p1, p2, axis_foot, normal)
     vertical1 = np.empty(3, np.complex128)
     vertical2 = np.empty(3, np.complex128)
     _cross_py(direction, normal, vertical1)
@@ -296,15 +288,7 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
         distance2 += ((middle[i] - apex2[i]) ** 2).real
     first = (distance1 < distance2) != far_side
     apex = apex1 if first else apex2
-    u = np.empty(3, np.complex128)
-    w = np.empty(3, np.complex128)
-    for i in range(3):
-        u[i] = p1[i] - apex[i]
-        w[i] = p2[i] - apex[i]
-    _normalize_py(u, u)
-    _normalize_py(w, w)
-    _cross_py(u, w, normal)
-    _normalize_py(normal, normal)
+    _plane_normal_py(p1, p2, apex, normal)
     d = -p1[0] * normal[0] - p1[1] * normal[1] - p1[2] * normal[2]
     low = np.empty(3, np.complex128)
     high = np.empty(3, np.complex128)
@@ -328,6 +312,8 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
         return NO_WRAP, 0.0 + 0.0j
     # the helix from r1 to r2
     axial = r2[2] - r1[2]
+    u = np.empty(3, np.complex128)
+    w = np.empty(3, np.complex128)
     u[0], u[1], u[2] = r1[0], r1[1], 0.0 * r1[0]
     w[0], w[1], w[2] = r2[0], r2[1], 0.0 * r2[0]
     theta = _atan2_py(u[0] * w[1] - u[1] * w[0], u[0] * w[0] + u[1] * w[1])
@@ -335,6 +321,19 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
         theta = 2.0 * math.pi - theta
     arc = radius * theta
     return status, cmath.sqrt(arc * arc + axial * axial)
+
+
+def _plane_normal_py(a, b, center, normal):
+    """Unit normal of the plane through a, b and center: (a − c)/|a − c| × (b − c)/|b − c|, normalized."""
+    u = np.empty(3, np.complex128)
+    w = np.empty(3, np.complex128)
+    for i in range(3):
+        u[i] = a[i] - center[i]
+        w[i] = b[i] - center[i]
+    _normalize_py(u, u)
+    _normalize_py(w, w)
+    _cross_py(u, w, normal)
+    _normalize_py(normal, normal)
 
 
 def _angle_cosine_py(a, a_foot, b, b_foot):
@@ -362,7 +361,7 @@ def wrap_bindings() -> dict:
             "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
             "_intersect_lines_py": _intersect_lines_py, "_intersect_segment_plane_py": _intersect_segment_plane_py,
             "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_tangents_py": _tangents_py,
-            "_angle_cosine_py": _angle_cosine_py, "_squared_distance_py": _squared_distance_py}
+            "_angle_cosine_py": _angle_cosine_py, "_plane_normal_py": _plane_normal_py, "_squared_distance_py": _squared_distance_py}
 
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
