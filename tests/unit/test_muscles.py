@@ -304,3 +304,19 @@ def test_cylinder_wrap_gradient_matches_finite_differences():
         # moving the humerus (which carries the cylinder) rigidly with everything changes nothing
         assert np.max(np.abs(gradient.dl_dframes.sum(axis=1)[:, :3])) <= 1e-12
     assert wrapped >= 4
+
+
+def test_wrap_surfaces_survive_the_element_round_trip():
+    muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
+    block = ET.Element("biobullet")
+    block.extend(muscle_elements(muscle_set))
+    parsed = parse_muscles("arm.urdf", ET.fromstring(ET.tostring(block, encoding="unicode")), set(muscle_set.frames),
+                           dict(zip(muscle_set.coordinates, map(tuple, muscle_set.coordinate_ranges))))
+    original = {s.name: s for s in muscle_set.surfaces}
+    used = {w.surface for m in muscle_set.muscles for w in m.wraps}
+    again = {s.name: s for s in parsed.surfaces}
+    assert used <= set(again) and {"TRI", "TRIlonghh", "BIClonghh", "TRIlongglen"} <= used
+    for name in used:
+        a, b = original[name], again[name]
+        assert (a.type, a.frame, a.quadrant, a.dimensions) == (b.type, b.frame, b.quadrant, b.dimensions)
+        assert np.allclose(a.rotation, b.rotation, atol=1e-14) and np.array_equal(a.translation, b.translation)

@@ -36,7 +36,7 @@ from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.muscles.description import (DEFAULT_MODEL, MODELS, QUADRANTS, WRAP_TYPES, MuscleDescription,
                                            MuscleSetDescription, PathPoint, PathWrap, WrapSurface)
 from biobullet.muscles.location import FUNCTION_TYPES, LocationFunction
-from biobullet.muscles.osim import body_fixed_xyz, read_parameters
+from biobullet.muscles.osim import body_fixed_xyz, read_parameters, surface_dimensions
 
 MUSCLE_ATTRIBUTES = ("name", "model", "tendon", "max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
                      "pennation_angle", "max_contraction_velocity", "activation_time_constant",
@@ -50,7 +50,9 @@ def parse_muscles(file: str, block: ET.Element, links: set[str] | frozenset[str]
     """Every `<muscle>` child of the `<biobullet>` element `block`; `links`: the file's link names,
     `coordinate_ranges`: movable joint name → (lower, upper) limit."""
     coordinates = tuple(coordinate_ranges)
-    muscles, surfaces, names = [], [], set()
+    muscles: list[MuscleDescription] = []
+    surfaces: dict[str, WrapSurface] = {}
+    names: set[str] = set()
     for element in block.findall("muscle"):
         muscle, own_surfaces = _muscle(file, element, links, coordinate_ranges)
         if muscle.name in names:
@@ -59,12 +61,18 @@ def parse_muscles(file: str, block: ET.Element, links: set[str] | frozenset[str]
                              expected="distinct muscle names")
         names.add(muscle.name)
         muscles.append(muscle)
-        surfaces.extend(own_surfaces)
-    frames = tuple(sorted({p.frame for m in muscles for p in m.points} | {s.frame for s in surfaces}))
+        for surface in own_surfaces:   # muscles may share a surface by name, defined alike
+            known = surfaces.get(surface.name)
+            if known is not None and not _same_surface(known, surface):
+                raise ModelError(f"wrap surface {surface.name!r} is defined differently by two muscles", file=file,
+                                 element=f'<muscle name="{bare(muscle.name, 60)}"> <wrap>', attribute="name",
+                                 expected="one definition per surface name")
+            surfaces[surface.name] = surface
+    frames = tuple(sorted({p.frame for m in muscles for p in m.points} | {s.frame for s in surfaces.values()}))
     return MuscleSetDescription(file=file, muscles=tuple(muscles), frames=frames, coordinates=coordinates,
                                 coordinate_ranges=np.array([coordinate_ranges[c] for c in coordinates],
                                                            dtype=float).reshape(-1, 2),
-                                surfaces=tuple(surfaces))
+                                surfaces=tuple(surfaces.values()))
 
 
 def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[MuscleDescription, list[WrapSurface]]:
@@ -100,6 +108,11 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
                                  model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra)
     return (MuscleDescription(name=muscle_name, model=model, parameters=parameters, points=tuple(points),
                               wraps=tuple(wraps)), surfaces)
+
+
+def _same_surface(a: WrapSurface, b: WrapSurface) -> bool:
+    return ((a.type, a.frame, a.dimensions, a.quadrant, a.active) == (b.type, b.frame, b.dimensions, b.quadrant, b.active)
+            and np.array_equal(a.rotation, b.rotation) and np.array_equal(a.translation, b.translation))
 
 
 def _coordinate(source: SourceRef, element: ET.Element, coordinate_ranges) -> str:
@@ -161,16 +174,9 @@ def _wrap(source: SourceRef, element: ET.Element, default_name: str, links) -> t
     check_known_attributes(source, element, WRAP_ATTRIBUTES)
     kind = choice(source, element, "type", WRAP_TYPES, what="wrap surface type")
     link = name(source, element, "link", known=sorted(links), kind="link")
-    if kind == "cylinder":
-        dimensions = (number(source, element, "radius", REQUIRED, positive=True),
-                      number(source, element, "length", 1.0, positive=True))
-    elif kind == "sphere":
-        dimensions = (number(source, element, "radius", REQUIRED, positive=True),)
-    elif kind == "ellipsoid":
-        dimensions = tuple(float(v) for v in floats(source, element, "dimensions", REQUIRED, count=3, positive=True))
-    else:
-        dimensions = (number(source, element, "inner_radius", REQUIRED, positive=True),
-                      number(source, element, "outer_radius", REQUIRED, positive=True))
+    dimensions = surface_dimensions(
+        kind, lambda key, default: number(source, element, key, default, positive=True),
+        lambda key: floats(source, element, key, REQUIRED, count=3, positive=True))
     bounds = floats(source, element, "range", (-1, -1), count=2)
     surface = WrapSurface(name=text(source, element, "name", default_name), type=kind, frame=link,
                           dimensions=dimensions,

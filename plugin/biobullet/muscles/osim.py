@@ -122,16 +122,9 @@ class _Reader:
     def _surface(self, element: ET.Element, body: str) -> WrapSurface:
         source = self._source(element)
         kind = WRAP_CLASSES[element.tag]
-        if kind == "cylinder":
-            dimensions = (_number(source, element, "radius", None, positive=True),
-                          _number(source, element, "length", 1.0, positive=True))
-        elif kind == "sphere":
-            dimensions = (_number(source, element, "radius", None, positive=True),)
-        elif kind == "ellipsoid":
-            dimensions = _floats(source, element, "dimensions", 3, None, positive=True)
-        else:
-            dimensions = (_number(source, element, "inner_radius", None, positive=True),
-                          _number(source, element, "outer_radius", None, positive=True))
+        dimensions = surface_dimensions(
+            kind, lambda key, default: _number(source, element, key, default, positive=True),
+            lambda key: _floats(source, element, key, 3, None, positive=True))
         quadrant = (_text(element, "quadrant") or "all").strip()
         quadrant = {"x": "+x", "y": "+y", "z": "+z"}.get(quadrant, quadrant)
         if quadrant not in ("all", "+x", "-x", "+y", "-y", "+z", "-z"):
@@ -289,6 +282,18 @@ class _Reader:
         raise source.error(tag, f"unsupported function <{bare(kind, 40)}>",
                            "SimmSpline, PiecewiseLinearFunction, Constant, LinearFunction, PolynomialFunction or "
                            "MultiplierFunction")
+
+
+def surface_dimensions(kind: str, read, read_three) -> tuple[float, ...]:
+    """A wrap surface's dimensions (`WrapSurface.dimensions`) from `read(name, default)` (one positive number;
+    default REQUIRED: must be given) and `read_three(name)` (three positive numbers)."""
+    if kind == "cylinder":
+        return read("radius", REQUIRED), read("length", 1.0)
+    if kind == "sphere":
+        return (read("radius", REQUIRED),)
+    if kind == "ellipsoid":
+        return tuple(float(v) for v in read_three("dimensions"))
+    return read("inner_radius", REQUIRED), read("outer_radius", REQUIRED)
 
 
 #: OpenSim's property names where they differ from MuscleParameters' fields
