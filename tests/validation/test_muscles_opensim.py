@@ -407,3 +407,28 @@ def test_degroote_activation_matches_opensim():
             model.realizeAcceleration(state)
             reference = muscle.getStateVariableDerivativeValue(state, "activation")
             assert hill.activation_rate(hill.DEGROOTE, vector, a, u) == pytest.approx(reference, rel=1e-12, abs=1e-12)
+
+
+def test_all_muscles_in_one_call_match_opensim():
+    """`equilibrium_tendon_forces` over the 18 Millard muscles of gait10dof18musc at once (one kernel call)."""
+    muscle_set = load_osim_muscles(FOLDER / "gait10dof18musc.osim")
+    table = hill.muscle_table(muscle_set.muscles)
+    model, state = _opensim_model("gait10dof18musc")
+    _random_pose(model, state, np.random.default_rng(21))
+    activations = np.linspace(0.05, 0.95, len(muscle_set.muscles))
+    for i, muscle in enumerate(muscle_set.muscles):
+        model.getMuscles().get(muscle.name).setActivation(state, float(activations[i]))
+    model.equilibrateMuscles(state)
+    model.realizeDynamics(state)
+    lengths = [model.getMuscles().get(m.name).getLength(state) for m in muscle_set.muscles]
+    forces = hill.equilibrium_tendon_forces(table, lengths, activations)
+    reference = np.array([model.getMuscles().get(m.name).getTendonForce(state) for m in muscle_set.muscles])
+    maximum = np.array([m.parameters.max_isometric_force for m in muscle_set.muscles])
+    assert np.max(np.abs(forces - reference) / maximum) <= 1e-6
+    rates = hill.activation_rates(table, activations, 0.5)
+    theirs = osim.MuscleFirstOrderActivationDynamicModel()
+    theirs.set_activation_time_constant(0.01)
+    theirs.set_deactivation_time_constant(0.04)
+    theirs.set_minimum_activation(0.01)
+    theirs.finalizeFromProperties()
+    assert np.allclose(rates, [theirs.calcDerivative(float(a), 0.5) for a in activations], rtol=1e-14, atol=1e-12)

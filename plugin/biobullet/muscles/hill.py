@@ -18,6 +18,7 @@ h / sin α_max); DeGroote does not.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
@@ -342,3 +343,85 @@ equilibrium = jit.lazy(_equilibrium_py, bind=_equilibrium_bindings)
 __all__ = ["DEGROOTE", "MILLARD", "THELEN", "MODEL_CODES", "MUSCLE_FIELDS", "muscle_vector", "curve_parameters",
            "active_force_length", "passive_force_length", "tendon_force_length", "force_velocity", "fiber_velocity",
            "activation_rate", "equilibrium"]
+
+
+# ------------------------------------------------------------------------------------------------ all muscles
+MuscleTable = namedtuple("MuscleTable", [
+    "model",          # int64 (n_muscles,): MODEL_CODES
+    "muscle",         # float64 (n_muscles, len(MUSCLE_FIELDS))
+    "curve_offset",   # int64 (n_muscles + 1,): muscle m's curves are curves[curve_offset[m]:curve_offset[m+1]]
+    "curves",         # float64
+])
+
+
+def muscle_table(muscles) -> MuscleTable:
+    """The Hill parameters of `muscles` (MuscleDescription sequence, e.g. `MuscleSetDescription.muscles`) as one
+    kernel argument, in that order."""
+    curves = [curve_parameters(m.model, m.parameters) for m in muscles]
+    return MuscleTable(model=np.array([MODEL_CODES[m.model] for m in muscles], dtype=np.int64),
+                       muscle=np.array([muscle_vector(m.model, m.parameters) for m in muscles],
+                                       dtype=float).reshape(-1, len(MUSCLE_FIELDS)),
+                       curve_offset=np.cumsum([0] + [c.size for c in curves]).astype(np.int64),
+                       curves=np.concatenate(curves) if curves else np.zeros(0))
+
+
+def _equilibria_py(table, lengths, activations, out):
+    """Every muscle's static equilibrium (`_equilibrium_py`) at musculotendon lengths (m) and activations:
+    out (n_muscles, 5) rows as there; returns the number of muscles at their shortest fiber."""
+    clamped = 0
+    row = np.empty(5)
+    for m in range(table.model.shape[0]):
+        curves = table.curves[table.curve_offset[m]:table.curve_offset[m + 1]]
+        clamped += _equilibrium_py(table.model[m], curves, table.muscle[m], lengths[m], activations[m], row)
+        for k in range(5):
+            out[m, k] = row[k]
+    return clamped
+
+
+def _activation_rates_py(table, activations, excitations, out):
+    """ȧ of every muscle (`_activation_rate_py`), 1/s."""
+    for m in range(table.model.shape[0]):
+        out[m] = _activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
+
+
+_equilibria = jit.lazy(_equilibria_py, bind=lambda: {
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=_equilibrium_bindings) or _equilibrium_py})
+_activation_rates = jit.lazy(_activation_rates_py, bind={"_activation_rate_py": _activation_rate_py})
+
+
+def equilibrium_tendon_forces(table: MuscleTable, lengths, activations) -> np.ndarray:
+    """Tendon forces (N) of every muscle in static equilibrium at zero fiber velocity, at musculotendon lengths
+    (m) and activations (one each, or one activation for all), each with its tendon setting."""
+    return equilibrium_states(table, lengths, activations)[:, 0]
+
+
+def equilibrium_states(table: MuscleTable, lengths, activations) -> np.ndarray:
+    """(n_muscles, 5): tendon force (N), fiber length (m), tendon length (m), cos α, residual (units of F₀)."""
+    n = table.model.shape[0]
+    values = _vector(lengths, n, "lengths")
+    levels = _vector(activations, n, "activations")
+    out = np.zeros((n, 5))
+    _equilibria(table, values, levels, out)
+    return out
+
+
+def activation_rates(table: MuscleTable, activations, excitations) -> np.ndarray:
+    """ȧ (1/s) of every muscle from activations and excitations (one each, or one for all)."""
+    n = table.model.shape[0]
+    out = np.zeros(n)
+    _activation_rates(table, _vector(activations, n, "activations"), _vector(excitations, n, "excitations"), out)
+    return out
+
+
+def _vector(values, n: int, argument: str) -> np.ndarray:
+    array = np.asarray(values, dtype=float).reshape(-1)
+    if array.size == 1:
+        array = np.full(n, float(array[0]))
+    if array.shape != (n,):
+        raise ModelError(f"{array.size} values", argument=argument, expected=f"{n} values (one per muscle) or one")
+    if not np.all(np.isfinite(array)):
+        raise ModelError("non-finite value", argument=argument, expected="finite numbers")
+    return np.ascontiguousarray(array)
+
+
+__all__ += ["MuscleTable", "muscle_table", "equilibrium_tendon_forces", "equilibrium_states", "activation_rates"]
