@@ -266,7 +266,7 @@ def test_paths_with_unevaluated_wraps_are_refused_not_miscomputed():
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
     for name in ("BIClong", "TRIlong"):
         single = dataclasses.replace(muscle_set, muscles=tuple(m for m in muscle_set.muscles if m.name == name))
-        with pytest.raises(ModelError, match="only a single cylinder"):
+        with pytest.raises(ModelError, match="only a single cylinder or sphere"):
             compile_paths(single)
 
 

@@ -33,7 +33,7 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.location import _location_value_py, polynomial
 from biobullet.muscles.wrapping import (COMPLEX_STEP, EVALUATED, MANDATORY_WRAP, SURFACE_CODES, WRAPPED,
-                                        _cylinder_wrap_py, wrap_bindings)
+                                        _cylinder_wrap_py, _sphere_wrap_py, wrap_bindings)
 
 FIXED, CONDITIONAL, MOVING = 0, 1, 2
 GROUND = -1
@@ -118,10 +118,10 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
         if active_wraps and (len(muscle.wraps) > 1 or surfaces[active_wraps[0].surface].type not in EVALUATED):
             kinds_used = ", ".join(surfaces[w.surface].type for w in muscle.wraps)
             raise ModelError(f"muscle {muscle.name!r} wraps over {len(muscle.wraps)} surface(s) ({kinds_used}); "
-                             "only a single cylinder per path is evaluated so far", file=muscle_set.file,
+                             "only a single cylinder or sphere per path is evaluated so far", file=muscle_set.file,
                              element=f'<muscle name="{muscle.name}">',
-                             expected="at most one wrap, a cylinder (sphere, ellipsoid, torus and multi-wrap paths "
-                                      "are not implemented yet)")
+                             expected="at most one wrap, a cylinder or a sphere (ellipsoid, torus and multi-wrap "
+                                      "paths are not implemented yet)")
         for wrap in active_wraps:
             surface = surfaces[wrap.surface]
             if surface.name not in surface_index:
@@ -281,6 +281,10 @@ def _wrapped_segment_py(arrays, surface, start, end, tangent_start, tangent_end)
         status, arc = _cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
                                         arrays.surface_dimensions[surface, 1], arrays.surface_quadrant[surface, 0],
                                         arrays.surface_quadrant[surface, 1], tangent_start, tangent_end)
+    elif kind == 1:   # sphere
+        status, arc = _sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
+                                      arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1],
+                                      tangent_start, tangent_end)
     if status != WRAPPED and status != MANDATORY_WRAP:
         return status, 0.0 + 0.0j
     first = cmath.sqrt((start[0] - tangent_start[0]) ** 2 + (start[1] - tangent_start[1]) ** 2
@@ -472,8 +476,10 @@ def _wrap_gradient_py(arrays, surface, points, a, b, rotation, origin, positions
 def _wrap_kernels() -> dict:
     """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
     cylinder = jit.compiled(_cylinder_wrap_py, bind=wrap_bindings) or _cylinder_wrap_py
-    segment = jit.compiled(_wrapped_segment_py, bind={"_cylinder_wrap_py": cylinder}) or _wrapped_segment_py
-    return {"_wrapped_segment_py": segment, "_cylinder_wrap_py": cylinder,
+    sphere = jit.compiled(_sphere_wrap_py, bind=wrap_bindings) or _sphere_wrap_py
+    segment = jit.compiled(_wrapped_segment_py, bind={"_cylinder_wrap_py": cylinder,
+                                                      "_sphere_wrap_py": sphere}) or _wrapped_segment_py
+    return {"_wrapped_segment_py": segment, "_cylinder_wrap_py": cylinder, "_sphere_wrap_py": sphere,
             "_wrap_gradient_py": jit.compiled(_wrap_gradient_py, bind={
                 "_wrapped_segment_py": segment, "_add_wrench_py": _add_wrench_py,
                 "_to_surface_py": _to_surface_py}) or _wrap_gradient_py}

@@ -25,7 +25,7 @@ NO_WRAP, INSIDE_RADIUS, WRAPPED, MANDATORY_WRAP = 0, 1, 2, 3
 CYLINDER, SPHERE, ELLIPSOID, TORUS = 0, 1, 2, 3
 SURFACE_CODES = {"cylinder": CYLINDER, "sphere": SPHERE, "ellipsoid": ELLIPSOID, "torus": TORUS}
 #: surface types whose wrapping is evaluated (the others are refused by `path.compile_paths`)
-EVALUATED = ("cylinder",)
+EVALUATED = ("cylinder", "sphere")
 EPS = 2.220446049250313e-16
 LINE_EPSILON = 1e-5       # OpenSim's WrapMath LINE_EPSILON
 ROUNDOFF = 2e-13          # OpenSim's ROUNDOFF_ERROR (SimmMacros.h)
@@ -336,6 +336,121 @@ def _plane_normal_py(a, b, center, normal):
     _normalize_py(normal, normal)
 
 
+def _sphere_tangents_py(point, n, radius, a, b):
+    """The two tangent points on the sphere (centre at the origin) of the lines from `point` in the plane with
+    normal n: point + |p| cos β (cos β y ∓ sin β z), y = −p/|p|, z = n × y, sin β = r/|p|."""
+    y = np.empty(3, np.complex128)
+    z = np.empty(3, np.complex128)
+    for i in range(3):
+        y[i] = -point[i]
+    distance = _normalize_py(y, y)
+    _cross_py(n, y, z)
+    angle = cmath.asin(radius / distance)
+    reach = distance * cmath.cos(angle)
+    for i in range(3):
+        a[i] = point[i] + reach * (cmath.cos(angle) * y[i] - cmath.sin(angle) * z[i])
+        b[i] = point[i] + reach * (cmath.cos(angle) * y[i] + cmath.sin(angle) * z[i])
+
+
+def _sphere_wrap_py(p1, p2, radius, axis, sign, r1, r2):
+    """(status, wrap length) of the segment p1→p2 over the sphere of `radius` at the origin, as OpenSim 4.6's
+    WrapSphere::wrapLine: the segment must cross the sphere; the tangent points lie in the plane through p1, p2
+    and the centre, chosen as the pair closest in direction (or by the quadrant); the arc r · acos(r̂1·r̂2)
+    (OpenSim's far-side arc −r(2π − angle) kept as it is). A segment through the centre, where OpenSim reuses the
+    previous state's wrap, is NO_WRAP here."""
+    if _length_py(p1).real < radius or _length_py(p2).real < radius:
+        return INSIDE_RADIUS, 0.0 + 0.0j
+    ri = np.empty(3, np.complex128)
+    for i in range(3):
+        ri[i] = p1[i] - p2[i]
+    a = _dot_py(ri, ri)
+    b = 2.0 * _dot_py(p2, ri)
+    c = _dot_py(p2, p2) - radius * radius
+    disc = b * b - 4.0 * a * c
+    if disc.real < 0.0:
+        return NO_WRAP, 0.0 + 0.0j
+    l1 = (-b + cmath.sqrt(disc)) / (2.0 * a)
+    l2 = (-b - cmath.sqrt(disc)) / (2.0 * a)
+    if not (0.0 < l1.real < 1.0) or not (0.0 < l2.real < 1.0) or l1.real < l2.real:
+        return NO_WRAP, 0.0 + 0.0j
+    p1p2 = np.empty(3, np.complex128)
+    np2 = np.empty(3, np.complex128)
+    normal = np.empty(3, np.complex128)
+    _normalize_py(ri, p1p2)
+    _normalize_py(p2, np2)
+    _cross_py(p1p2, np2, normal)
+    if _length_py(normal).real < 1e-5:
+        return NO_WRAP, 0.0 + 0.0j
+    _normalize_py(normal, normal)
+    r1a = np.empty(3, np.complex128)
+    r1b = np.empty(3, np.complex128)
+    r2a = np.empty(3, np.complex128)
+    r2b = np.empty(3, np.complex128)
+    _sphere_tangents_py(p1, normal, radius, r1a, r1b)
+    _sphere_tangents_py(p2, normal, radius, r2a, r2b)
+    unit = np.empty((4, 3), np.complex128)
+    _normalize_py(r1a, unit[0])
+    _normalize_py(r1b, unit[1])
+    _normalize_py(r2a, unit[2])
+    _normalize_py(r2b, unit[3])
+    j1 = _dot_py(unit[0], unit[2]).real
+    j2 = _dot_py(unit[0], unit[3]).real
+    j3 = _dot_py(unit[1], unit[2]).real
+    j4 = _dot_py(unit[1], unit[3]).real
+    first_a = (j1 > j2 and j1 > j3 and j1 > j4) or (not (j1 > j2 and j1 > j3 and j1 > j4) and j2 > j3 and j2 > j4)
+    second_a = (j1 > j2 and j1 > j3 and j1 > j4) or (not (j1 > j2 and j1 > j3 and j1 > j4)
+                                                     and not (j2 > j3 and j2 > j4) and j3 > j4)
+    status = WRAPPED
+    far_side = False
+    if sign != 0:
+        if _sign_py(p1[axis]) == sign or _sign_py(p2[axis]) == sign:
+            foot = np.empty(3, np.complex128)
+            origin = np.zeros(3, np.complex128)
+            t = -_closest_on_line_py(origin, p1, p1p2, foot)   # p1p2 points from p2 to p1
+            if _dot_py(foot, foot).real < radius * radius and 0.0 < t.real < 1.0:
+                status = MANDATORY_WRAP
+            elif _sign_py(p1[axis]) != _sign_py(p2[axis]) and _sign_py(foot[axis]) != sign:
+                status = WRAPPED
+            else:
+                return NO_WRAP, 0.0 + 0.0j
+        if _sign_py(p1[axis]) != sign or _sign_py(p2[axis]) != sign:
+            toward = np.empty(3, np.complex128)
+            for i in range(3):
+                toward[i] = -p1[i] - p2[i]
+            _normalize_py(toward, toward)
+            first_a = _dot_py(unit[0], toward).real > _dot_py(unit[1], toward).real
+            second_a = _dot_py(unit[2], toward).real > _dot_py(unit[3], toward).real
+            for i in range(3):
+                r1[i] = r1a[i] if first_a else r1b[i]
+                r2[i] = r2a[i] if second_a else r2b[i]
+                toward[i] = (r1[i] - p1[i]) + (r2[i] - p2[i])
+            _normalize_py(toward, toward)
+            if toward[axis].real * sign < 0.0:   # the other pair
+                first_a = not first_a
+                second_a = not second_a
+            along = 0.0 + 0.0j
+            for i in range(3):
+                r = r1a[i] if first_a else r1b[i]
+                s = r2a[i] if second_a else r2b[i]
+                along += ((r - p1[i]) + (s - p2[i])) * (r + s)
+            far_side = along.real < 0.0
+    for i in range(3):
+        r1[i] = r1a[i] if first_a else r1b[i]
+        r2[i] = r2a[i] if second_a else r2b[i]
+    n1 = np.empty(3, np.complex128)
+    n2 = np.empty(3, np.complex128)
+    _normalize_py(r1, n1)
+    _normalize_py(r2, n2)
+    angle = _acos_py(_dot_py(n1, n2))
+    if far_side:
+        angle = -(2.0 * math.pi - angle)
+    return status, radius * angle
+
+
+def _length_py(v):
+    return cmath.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
 def _angle_cosine_py(a, a_foot, b, b_foot):
     """cos of the angle between a − a_foot and b − b_foot."""
     dot = 0.0 + 0.0j
@@ -361,9 +476,12 @@ def wrap_bindings() -> dict:
             "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
             "_intersect_lines_py": _intersect_lines_py, "_intersect_segment_plane_py": _intersect_segment_plane_py,
             "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_tangents_py": _tangents_py,
-            "_angle_cosine_py": _angle_cosine_py, "_plane_normal_py": _plane_normal_py, "_squared_distance_py": _squared_distance_py}
+            "_angle_cosine_py": _angle_cosine_py, "_plane_normal_py": _plane_normal_py,
+            "_sphere_tangents_py": _sphere_tangents_py, "_length_py": _length_py, "_squared_distance_py": _squared_distance_py}
 
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
+sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "cylinder_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "cylinder_wrap",
+           "sphere_wrap"]
