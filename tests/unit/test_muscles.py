@@ -320,3 +320,13 @@ def test_wrap_surfaces_survive_the_element_round_trip():
         a, b = original[name], again[name]
         assert (a.type, a.frame, a.quadrant, a.dimensions) == (b.type, b.frame, b.quadrant, b.dimensions)
         assert np.allclose(a.rotation, b.rotation, atol=1e-14) and np.array_equal(a.translation, b.translation)
+
+
+def test_deeply_nested_functions_are_refused(tmp_path):
+    nested = "<SimmSpline><x>0 1</x><y>0 1</y></SimmSpline>"
+    for _ in range(5000):
+        nested = f"<MultiplierFunction><function>{nested}</function><scale>1</scale></MultiplierFunction>"
+    text = TWO_POINT_OSIM.replace("MAXFORCE", "").replace(
+        "<y_location><Constant><value>0.05</value></Constant></y_location>", f"<y_location>{nested}</y_location>")
+    with pytest.raises(ModelError, match="nested"):
+        load_osim_muscles(_write(tmp_path, text))

@@ -26,6 +26,8 @@ MUSCLE_CLASSES = {"DeGrooteFregly2016Muscle": "degroote2016", "Millard2012Equili
                   "Thelen2003Muscle": "thelen2003"}
 WRAP_CLASSES = {"WrapCylinder": "cylinder", "WrapSphere": "sphere", "WrapEllipsoid": "ellipsoid",
                 "WrapTorus": "torus"}
+#: deepest chain of MultiplierFunctions accepted (a file nesting thousands is an attack, not a model)
+MAX_FUNCTION_NESTING = 16
 #: each model's defaults where the file leaves a property out (OpenSim 4.6 constructProperties)
 DEFAULTS = {
     "thelen2003": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.050,
@@ -251,7 +253,10 @@ class _Reader:
             raise source.error(tag, f"unknown coordinate {socket!r}", "a coordinate of the model's JointSet")
         return name
 
-    def _function(self, source: SourceRef, node: ET.Element, tag: str) -> LocationFunction:
+    def _function(self, source: SourceRef, node: ET.Element, tag: str, depth: int = 0) -> LocationFunction:
+        if depth > MAX_FUNCTION_NESTING:
+            raise source.error(tag, f"functions nested more than {MAX_FUNCTION_NESTING} deep",
+                               f"at most {MAX_FUNCTION_NESTING} nested MultiplierFunctions")
         functions = list(node)
         if len(functions) != 1:
             raise source.error(tag, f"{len(functions)} function elements", "exactly one function element")
@@ -274,7 +279,7 @@ class _Reader:
                 inner = function.find("function")
                 if inner is None:
                     raise source.error(tag, "MultiplierFunction without <function>", "a wrapped function")
-                return self._function(source, inner, tag).scaled(_number(source, function, "scale", 1.0))
+                return self._function(source, inner, tag, depth + 1).scaled(_number(source, function, "scale", 1.0))
         except ModelError as exc:
             if exc.file:
                 raise
