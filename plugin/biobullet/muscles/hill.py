@@ -320,23 +320,29 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
 
 
 def _curve_bindings():
-    return {"_bezier_value_py": jit.compiled(_bezier_value_py, bind=bezier_bindings, inline=True) or _bezier_value_py}
+    return {"_bezier_value_py": jit.compiled(_bezier_value_py, bind=bezier_bindings) or _bezier_value_py}
 
 
 def _equilibrium_bindings():
-    return {**_curve_bindings(), "_active_force_length_py": _active_force_length_py,
-            "_passive_force_length_py": _passive_force_length_py, "_tendon_force_length_py": _tendon_force_length_py,
-            "_force_velocity_py": _force_velocity_py, "_pennation_py": _pennation_py,
-            "_resting_force_velocity_py": _resting_force_velocity_py, "_shortest_fiber_py": _shortest_fiber_py,
-            "_fiber_force_along_tendon_py": _fiber_force_along_tendon_py}
+    """The curves compiled once each (not inlined into every caller: that multiplies the compile time)."""
+    curves = {name: jit.compiled(kernel, bind=_curve_bindings) or kernel for name, kernel in (
+        ("_active_force_length_py", _active_force_length_py), ("_passive_force_length_py", _passive_force_length_py),
+        ("_tendon_force_length_py", _tendon_force_length_py), ("_force_velocity_py", _force_velocity_py))}
+    shortest = jit.compiled(_shortest_fiber_py) or _shortest_fiber_py
+    pennation = jit.compiled(_pennation_py, bind={"_shortest_fiber_py": shortest}) or _pennation_py
+    resting = jit.compiled(_resting_force_velocity_py, bind=curves) or _resting_force_velocity_py
+    along = jit.compiled(_fiber_force_along_tendon_py, bind={
+        **curves, "_pennation_py": pennation, "_resting_force_velocity_py": resting}) or _fiber_force_along_tendon_py
+    return {**curves, "_shortest_fiber_py": shortest, "_pennation_py": pennation,
+            "_resting_force_velocity_py": resting, "_fiber_force_along_tendon_py": along}
 
 
 active_force_length = jit.lazy(_active_force_length_py, bind=_curve_bindings)
 passive_force_length = jit.lazy(_passive_force_length_py, bind=_curve_bindings)
 tendon_force_length = jit.lazy(_tendon_force_length_py, bind=_curve_bindings)
 force_velocity = jit.lazy(_force_velocity_py, bind=_curve_bindings)
-fiber_velocity = jit.lazy(_fiber_velocity_py, bind=lambda: {**_curve_bindings(),
-                                                            "_force_velocity_py": _force_velocity_py})
+fiber_velocity = jit.lazy(_fiber_velocity_py, bind=lambda: {
+    "_force_velocity_py": jit.compiled(_force_velocity_py, bind=_curve_bindings) or _force_velocity_py})
 activation_rate = jit.lazy(_activation_rate_py)
 equilibrium = jit.lazy(_equilibrium_py, bind=_equilibrium_bindings)
 
@@ -386,7 +392,8 @@ def _activation_rates_py(table, activations, excitations, out):
 
 _equilibria = jit.lazy(_equilibria_py, bind=lambda: {
     "_equilibrium_py": jit.compiled(_equilibrium_py, bind=_equilibrium_bindings) or _equilibrium_py})
-_activation_rates = jit.lazy(_activation_rates_py, bind={"_activation_rate_py": _activation_rate_py})
+_activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
+    "_activation_rate_py": jit.compiled(_activation_rate_py) or _activation_rate_py})
 
 
 def equilibrium_tendon_forces(table: MuscleTable, lengths, activations) -> np.ndarray:

@@ -470,14 +470,17 @@ def _squared_distance_py(a, b):
 
 
 def wrap_bindings() -> dict:
-    """The kernels the wrap kernels call (for `core.jit.compiled`'s bind)."""
-    return {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
-            "_closest_on_line_py": _closest_on_line_py, "_det3_py": _det3_py,
-            "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
-            "_intersect_lines_py": _intersect_lines_py, "_intersect_segment_plane_py": _intersect_segment_plane_py,
-            "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_tangents_py": _tangents_py,
-            "_angle_cosine_py": _angle_cosine_py, "_plane_normal_py": _plane_normal_py,
-            "_sphere_tangents_py": _sphere_tangents_py, "_length_py": _length_py, "_squared_distance_py": _squared_distance_py}
+    """The kernels the wrap kernels call (for `core.jit.compiled`'s bind), each compiled once as a function of its
+    own (leaves first): inlining them at every call site multiplies the compile time."""
+    leaves = {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
+              "_det3_py": _det3_py, "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
+              "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
+              "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py}
+    leaves = {name: jit.compiled(kernel) or kernel for name, kernel in leaves.items()}
+    middle = {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
+              "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
+              "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py}
+    return {**leaves, **{name: jit.compiled(kernel, bind=leaves) or kernel for name, kernel in middle.items()}}
 
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
