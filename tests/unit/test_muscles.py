@@ -22,6 +22,9 @@ from biobullet.muscles.path import _path_gradients_py, compile_paths, moment_arm
 GAIT = Path(__file__).resolve().parents[2].parent / "shared" / "opensim" / "gait10dof18musc.osim"
 if not GAIT.is_file():
     GAIT = Path("/work/shared/opensim/gait10dof18musc.osim")
+#: tests that read OpenSim's model files (shared/opensim beside the repository, as in CI)
+needs_models = pytest.mark.skipif(not GAIT.is_file(), reason="the OpenSim models of shared/opensim are not beside "
+                                                            "the repository")
 
 
 def _rotation(rng) -> np.ndarray:
@@ -75,6 +78,7 @@ def test_small_osim_model_parses_every_point_kind(tmp_path):
     assert moving.functions[1](0.3) == 0.05
 
 
+@needs_models
 def test_path_gradient_matches_finite_differences(tmp_path):
     muscle_set = load_osim_muscles(GAIT)
     paths = compile_paths(muscle_set)
@@ -132,6 +136,7 @@ def test_moment_arms_are_minus_the_length_derivative_on_a_rotating_frame(tmp_pat
         assert arms[0, 0] == pytest.approx(-numeric[0], abs=1e-8)
 
 
+@needs_models
 def test_compiled_kernels_equal_their_python_twins():
     paths = compile_paths(load_osim_muscles(GAIT))
     rng = np.random.default_rng(4)
@@ -175,6 +180,7 @@ def test_location_functions():
         simm_spline([0, 1, 1], [0, 1, 2])
 
 
+@needs_models
 def test_muscle_element_round_trip_gives_the_same_paths():
     muscle_set = load_osim_muscles(GAIT)
     block = ET.Element("biobullet")
@@ -246,6 +252,7 @@ def test_bad_osim_files_name_the_file_and_property(tmp_path):
         load_osim_muscles(_write(tmp_path, '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>'))
 
 
+@needs_models
 def test_bad_state_arguments_are_refused():
     paths = compile_paths(load_osim_muscles(GAIT))
     rotations = np.array([np.eye(3)] * len(paths.frames))
@@ -261,6 +268,7 @@ def test_bad_state_arguments_are_refused():
         path_lengths(paths, rotations, positions, bad)
 
 
+@needs_models
 def test_paths_with_unevaluated_wraps_are_refused_not_miscomputed():
     """arm26's BIClong wraps over an ellipsoid and TRIlong over three surfaces: not evaluated yet, so refused."""
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
@@ -270,6 +278,7 @@ def test_paths_with_unevaluated_wraps_are_refused_not_miscomputed():
             compile_paths(single)
 
 
+@needs_models
 def test_cylinder_wrap_gradient_matches_finite_differences():
     """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the complex-step gradient of the wrapped length,
     through the points and the surface's frame, against central differences of the lengths."""
@@ -306,6 +315,7 @@ def test_cylinder_wrap_gradient_matches_finite_differences():
     assert wrapped >= 4
 
 
+@needs_models
 def test_wrap_surfaces_survive_the_element_round_trip():
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
     block = ET.Element("biobullet")
