@@ -1,0 +1,339 @@
+"""Muscle paths, Hill kernels and the muscle parsers without OpenSim: exact gradients against central finite
+differences, the compiled kernels against their Python twins, the `<muscle>` element round trip, and clear
+errors (file, element, attribute) for bad input. The comparisons with OpenSim itself are in
+tests/validation/test_muscles_opensim.py."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biobullet.core.errors import ModelError
+from biobullet.muscles import hill
+from biobullet.muscles.element import muscle_elements, parse_muscles
+from biobullet.muscles.location import piecewise_linear, polynomial, simm_spline
+from biobullet.muscles.osim import load_osim_muscles
+from biobullet.muscles.path import _path_gradients_py, compile_paths, moment_arms, path_gradients, path_lengths
+
+#: the library's bundled copy of the shared OpenSim corpus
+GAIT = Path(__file__).resolve().parents[2] / "plugin" / "biobullet" / "data" / "opensim" / "gait10dof18musc.osim"
+needs_models = pytest.mark.skipif(not GAIT.is_file(), reason="the bundled OpenSim models are missing")
+
+
+def _rotation(rng) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    return q * np.sign(np.diag(r))
+
+
+def _state(paths, rng):
+    rotations = np.array([_rotation(rng) for _ in paths.frames])
+    positions = rng.normal(scale=0.3, size=(len(paths.frames), 3))
+    return rotations, positions
+
+
+TWO_POINT_OSIM = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><Model name="m">
+ <Ground name="ground"/>
+ <BodySet><objects><Body name="arm"/><Body name="hand"/></objects></BodySet>
+ <JointSet><objects><PinJoint name="j"><coordinates><Coordinate name="q"><range>-1 1</range></Coordinate>
+ </coordinates></PinJoint></objects></JointSet>
+ <ForceSet><objects><Thelen2003Muscle name="m1">
+  <GeometryPath><PathPointSet><objects>
+   <PathPoint name="a"><socket_parent_frame>/bodyset/arm</socket_parent_frame><location>0 0.1 0</location></PathPoint>
+   <ConditionalPathPoint name="b"><socket_parent_frame>/ground</socket_parent_frame><location>0.2 0 0</location>
+    <socket_coordinate>/jointset/j/q</socket_coordinate><range>0 0.5</range></ConditionalPathPoint>
+   <MovingPathPoint name="c"><socket_parent_frame>/bodyset/hand</socket_parent_frame>
+    <socket_x_coordinate>/jointset/j/q</socket_x_coordinate>
+    <x_location><MultiplierFunction><function><SimmSpline><x>-1 0 0.5 1</x><y>0 0.1 0.3 0.2</y></SimmSpline>
+    </function><scale>2</scale></MultiplierFunction></x_location>
+    <y_location><Constant><value>0.05</value></Constant></y_location>
+   </MovingPathPoint>
+  </objects></PathPointSet></GeometryPath>
+  MAXFORCE
+ </Thelen2003Muscle></objects></ForceSet>
+</Model></OpenSimDocument>
+"""
+
+
+def _write(tmp_path, text, name="model.osim") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_small_osim_model_parses_every_point_kind(tmp_path):
+    muscle_set = load_osim_muscles(_write(tmp_path, TWO_POINT_OSIM.replace("MAXFORCE", "")))
+    (muscle,) = muscle_set.muscles
+    assert [p.kind for p in muscle.points] == ["fixed", "conditional", "moving"]
+    assert muscle.parameters.max_isometric_force == 1000.0   # OpenSim's default
+    moving = muscle.points[2]
+    assert moving.functions[0](0.5) == pytest.approx(0.6)   # 2 × spline through (0.5, 0.3)
+    assert moving.functions[1](0.3) == 0.05
+
+
+@needs_models
+def test_path_gradient_matches_finite_differences(tmp_path):
+    muscle_set = load_osim_muscles(GAIT)
+    paths = compile_paths(muscle_set)
+    rng = np.random.default_rng(2)
+    rotations, positions = _state(paths, rng)
+    q = np.array([0.1, 0.0, 0.9, 0.3, -0.8, 0.1, -0.2, -0.5, 0.2, 0.1])   # away from conditional switches
+    gradient = path_gradients(paths, rotations, positions, q)
+    h = 1e-6
+    # translating a frame moves its points: dl/dt_f = Σ_{points on f} ∂l/∂p
+    for f in range(len(paths.frames)):
+        for axis in range(3):
+            plus, minus = positions.copy(), positions.copy()
+            plus[f, axis] += h
+            minus[f, axis] -= h
+            numeric = (path_lengths(paths, rotations, plus, q) - path_lengths(paths, rotations, minus, q)) / (2 * h)
+            on_frame = paths.arrays.point_frame == f
+            exact = np.zeros(len(paths.names))
+            for m in range(len(paths.names)):
+                rows = slice(paths.arrays.point_start[m], paths.arrays.point_start[m + 1])
+                exact[m] = np.sum(gradient.dl_dpoints[rows][on_frame[rows], axis])
+            assert np.max(np.abs(numeric - exact)) <= 1e-8
+    # the coordinates act through moving points only (the frames held fixed)
+    for c in range(len(q)):
+        plus, minus = q.copy(), q.copy()
+        plus[c] += h
+        minus[c] -= h
+        numeric = (path_lengths(paths, rotations, positions, plus) - path_lengths(paths, rotations, positions, minus)) \
+            / (2 * h)
+        assert np.max(np.abs(numeric - gradient.dl_dcoordinates[:, c])) <= 1e-8
+    assert np.any(gradient.dl_dcoordinates != 0.0)
+
+
+def test_moment_arms_are_minus_the_length_derivative_on_a_rotating_frame(tmp_path):
+    """One coordinate spins frame `hand` about z through the origin: R = −dl/dq by differences."""
+    muscle_set = load_osim_muscles(_write(tmp_path, TWO_POINT_OSIM.replace("MAXFORCE", "")))
+    paths = compile_paths(muscle_set)
+    hand = paths.frames.index("hand")
+
+    def placement(q):
+        c, s = math.cos(q), math.sin(q)
+        rotations = np.array([np.eye(3)] * len(paths.frames))
+        rotations[hand] = [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+        positions = np.zeros((len(paths.frames), 3))
+        positions[hand] = [0.0, 0.3, 0.0]
+        return rotations, positions
+
+    jacobians = np.zeros((len(paths.frames), 6, 1))
+    jacobians[hand, 5, 0] = 1.0   # ω = ż
+    for q in (-0.7, 0.2, 0.8):
+        rotations, positions = placement(q)
+        arms = moment_arms(paths, rotations, positions, np.array([q]), jacobians)
+        h = 1e-6
+        numeric = (path_lengths(paths, *placement(q + h), np.array([q + h]))
+                   - path_lengths(paths, *placement(q - h), np.array([q - h]))) / (2 * h)
+        assert arms[0, 0] == pytest.approx(-numeric[0], abs=1e-8)
+
+
+@needs_models
+def test_compiled_kernels_equal_their_python_twins():
+    paths = compile_paths(load_osim_muscles(GAIT))
+    rng = np.random.default_rng(4)
+    rotations, positions = _state(paths, rng)
+    q = rng.uniform(-1.0, 1.0, len(paths.coordinates))
+    compiled = path_gradients(paths, rotations, positions, q)
+    n = len(paths.arrays.point_kind)
+    twin = [np.zeros((n, 3)), np.zeros(n, dtype=bool), np.zeros((n, 3)), np.zeros((len(paths.names), len(q))),
+            np.zeros((len(paths.names), len(paths.frames), 6)), np.zeros((0, 2, 3)), np.zeros(0, dtype=bool),
+            np.zeros(len(paths.names))]
+    _path_gradients_py(paths.arrays, rotations, positions, q, *twin)
+    assert np.array_equal(twin[7], compiled.lengths)
+    assert np.array_equal(twin[2], compiled.dl_dpoints)
+    assert np.array_equal(twin[4], compiled.dl_dframes)
+    muscle = load_osim_muscles(GAIT).muscles[0]
+    for model in hill.MODEL_CODES:
+        code = hill.MODEL_CODES[model]
+        curves = hill.curve_parameters(model, muscle.parameters)
+        vector = hill.muscle_vector(model, muscle.parameters)
+        vector[hill.COMPLIANT] = 1.0
+        for x in (0.5, 0.9, 1.0, 1.3):
+            assert hill.active_force_length(code, curves, x) == hill._active_force_length_py(code, curves, x)
+            assert hill.tendon_force_length(code, curves, 1 + 0.04 * x) == \
+                hill._tendon_force_length_py(code, curves, 1 + 0.04 * x)
+        out, twin_out = np.zeros(5), np.zeros(5)
+        length = muscle.parameters.optimal_fiber_length + muscle.parameters.tendon_slack_length * 1.02
+        hill.equilibrium(code, curves, vector, length, 0.6, out)
+        hill._equilibrium_py(code, curves, vector, length, 0.6, twin_out)
+        assert np.array_equal(out, twin_out)
+
+
+def test_location_functions():
+    f = polynomial([2.0, -1.0, 0.5])   # 2x² − x + 0.5
+    assert f(1.5) == pytest.approx(2 * 2.25 - 1.5 + 0.5)
+    g = piecewise_linear([0, 1, 3], [0, 2, 3])
+    assert g(2.0) == pytest.approx(2.5) and g(4.0) == pytest.approx(3.5) and g(-1) == pytest.approx(-2.0)
+    s = simm_spline([0, 1, 2, 3, 4], [0, 1, 8, 27, 64])   # x³: the end conditions reproduce a cubic exactly
+    for x in np.linspace(0, 4, 17):
+        assert s(x) == pytest.approx(x ** 3, abs=1e-12)
+    with pytest.raises(ModelError, match="strictly increasing"):
+        simm_spline([0, 1, 1], [0, 1, 2])
+
+
+@needs_models
+def test_muscle_element_round_trip_gives_the_same_paths():
+    muscle_set = load_osim_muscles(GAIT)
+    block = ET.Element("biobullet")
+    block.extend(muscle_elements(muscle_set))
+    text = ET.tostring(block, encoding="unicode")
+    parsed = parse_muscles("model.urdf", ET.fromstring(text), set(muscle_set.frames),
+                           dict(zip(muscle_set.coordinates, map(tuple, muscle_set.coordinate_ranges))))
+    assert parsed.names == muscle_set.names
+    assert [m.parameters for m in parsed.muscles] == [m.parameters for m in muscle_set.muscles]
+    original, again = compile_paths(muscle_set), compile_paths(dataclasses.replace(parsed, frames=muscle_set.frames))
+    rng = np.random.default_rng(8)
+    rotations, positions = _state(original, rng)
+    for _ in range(5):
+        q = rng.uniform(-1.5, 1.5, len(original.coordinates))
+        assert np.allclose(path_lengths(original, rotations, positions, q),
+                           path_lengths(again, rotations, positions, q), rtol=0, atol=1e-15)
+
+
+def _element(text: str):
+    block = ET.fromstring(f"<biobullet>{text}</biobullet>")
+    return parse_muscles("model.urdf", block, {"upper", "lower"}, {"elbow": (0.0, 2.0)})
+
+
+@pytest.mark.parametrize("text, attribute", [
+    ('<muscle name="m" model="hill" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0"/><point link="lower" xyz="0 0 0"/></muscle>', "model"),
+    ('<muscle name="m" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0"/><point link="lower" xyz="0 0 0"/></muscle>', "max_isometric_force"),
+    ('<muscle name="m" max_isometric_force="1e999" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0"/><point link="lower" xyz="0 0 0"/></muscle>', "max_isometric_force"),
+    ('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="femur" xyz="0 0 0"/><point link="lower" xyz="0 0 0"/></muscle>', "link"),
+    ('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0" coordinate="elbow" range="1 0"/><point link="lower" xyz="0 0 0"/></muscle>',
+     "range"),
+    ('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0" coordinate="knee" range="0 1"/><point link="lower" xyz="0 0 0"/></muscle>',
+     "coordinate"),
+    ('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+     '<point link="upper" xyz="0 0 0"/><moving_point link="lower" coordinate="elbow">'
+     '<x type="simm_spline" x="0 1 1" y="0 1 2"/></moving_point></muscle>', "x"),
+    ('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2" colour="red">'
+     '<point link="upper" xyz="0 0 0"/><point link="lower" xyz="0 0 0"/></muscle>', "colour"),
+])
+def test_bad_muscle_elements_name_file_element_and_attribute(text, attribute):
+    with pytest.raises(ModelError) as raised:
+        _element(text)
+    message = str(raised.value)
+    assert "model.urdf" in message and "<muscle" in message and f"'{attribute}'" in message, message
+
+
+def test_one_point_muscle_is_refused():
+    with pytest.raises(ModelError, match="at least 2"):
+        _element('<muscle name="m" max_isometric_force="1" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+                 '<point link="upper" xyz="0 0 0"/></muscle>')
+
+
+def test_bad_osim_files_name_the_file_and_property(tmp_path):
+    with pytest.raises(ModelError, match="Version"):
+        load_osim_muscles(_write(tmp_path, TWO_POINT_OSIM.replace("40000", "30000").replace("MAXFORCE", "")))
+    with pytest.raises(ModelError) as raised:
+        load_osim_muscles(_write(tmp_path, TWO_POINT_OSIM.replace(
+            "MAXFORCE", "<max_isometric_force>-5</max_isometric_force>")))
+    assert "model.osim" in str(raised.value) and "max_isometric_force" in str(raised.value)
+    with pytest.raises(ModelError, match="unknown frame"):
+        load_osim_muscles(_write(tmp_path, TWO_POINT_OSIM.replace("/bodyset/arm<", "/bodyset/leg<")
+                                 .replace("MAXFORCE", "")))
+    with pytest.raises(ModelError, match="entities"):
+        load_osim_muscles(_write(tmp_path, '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><x/>'))
+
+
+@needs_models
+def test_bad_state_arguments_are_refused():
+    paths = compile_paths(load_osim_muscles(GAIT))
+    rotations = np.array([np.eye(3)] * len(paths.frames))
+    positions = np.zeros((len(paths.frames), 3))
+    q = np.zeros(len(paths.coordinates))
+    with pytest.raises(ModelError, match="coordinates"):
+        path_lengths(paths, rotations, positions, q[:-1])
+    with pytest.raises(ModelError, match="body_positions"):
+        path_lengths(paths, rotations, positions[:-1], q)
+    bad = q.copy()
+    bad[0] = np.nan
+    with pytest.raises(ModelError, match="non-finite"):
+        path_lengths(paths, rotations, positions, bad)
+
+
+@needs_models
+def test_paths_with_unevaluated_wraps_are_refused_not_miscomputed():
+    """arm26's BIClong wraps over an ellipsoid and TRIlong over three surfaces: not evaluated yet, so refused."""
+    muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
+    for name in ("BIClong", "TRIlong"):
+        single = dataclasses.replace(muscle_set, muscles=tuple(m for m in muscle_set.muscles if m.name == name))
+        with pytest.raises(ModelError, match="only a single cylinder or sphere"):
+            compile_paths(single)
+
+
+@needs_models
+def test_cylinder_wrap_gradient_matches_finite_differences():
+    """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the complex-step gradient of the wrapped length,
+    through the points and the surface's frame, against central differences of the lengths."""
+    muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
+    muscle_set = dataclasses.replace(muscle_set, muscles=tuple(
+        m for m in muscle_set.muscles if m.name in ("TRIlat", "TRImed", "BRA")))
+    paths = compile_paths(muscle_set)
+    humerus = paths.frames.index("r_humerus")
+    ulna = paths.frames.index("r_ulna_radius_hand")
+    q = np.zeros(len(paths.coordinates))
+
+    def placement(angle):   # the forearm turned about the elbow's z axis, the humerus fixed
+        rotations = np.array([np.eye(3)] * len(paths.frames))
+        positions = np.zeros((len(paths.frames), 3))
+        c, s = math.cos(angle), math.sin(angle)
+        rotations[ulna] = [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+        positions[ulna] = [0.0061, -0.2904, -0.0123]
+        return rotations, positions
+
+    jacobians = np.zeros((len(paths.frames), 6, 1))
+    jacobians[ulna, 5, 0] = 1.0
+    wrapped = 0
+    for angle in np.linspace(0.1, 2.2, 8):
+        rotations, positions = placement(angle)
+        gradient = path_gradients(paths, rotations, positions, q)
+        wrapped += int(np.sum(gradient.wrap_active))
+        arms = moment_arms(paths, rotations, positions, q, jacobians)
+        h = 1e-7
+        numeric = (path_lengths(paths, *placement(angle + h), q) - path_lengths(paths, *placement(angle - h), q)) \
+            / (2 * h)
+        assert np.max(np.abs(arms[:, 0] + numeric)) <= 1e-7
+        # moving the humerus (which carries the cylinder) rigidly with everything changes nothing
+        assert np.max(np.abs(gradient.dl_dframes.sum(axis=1)[:, :3])) <= 1e-12
+    assert wrapped >= 4
+
+
+@needs_models
+def test_wrap_surfaces_survive_the_element_round_trip():
+    muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
+    block = ET.Element("biobullet")
+    block.extend(muscle_elements(muscle_set))
+    parsed = parse_muscles("arm.urdf", ET.fromstring(ET.tostring(block, encoding="unicode")), set(muscle_set.frames),
+                           dict(zip(muscle_set.coordinates, map(tuple, muscle_set.coordinate_ranges))))
+    original = {s.name: s for s in muscle_set.surfaces}
+    used = {w.surface for m in muscle_set.muscles for w in m.wraps}
+    again = {s.name: s for s in parsed.surfaces}
+    assert used <= set(again) and {"TRI", "TRIlonghh", "BIClonghh", "TRIlongglen"} <= used
+    for name in used:
+        a, b = original[name], again[name]
+        assert (a.type, a.frame, a.quadrant, a.dimensions) == (b.type, b.frame, b.quadrant, b.dimensions)
+        assert np.allclose(a.rotation, b.rotation, atol=1e-14) and np.array_equal(a.translation, b.translation)
+
+
+def test_deeply_nested_functions_are_refused(tmp_path):
+    nested = "<SimmSpline><x>0 1</x><y>0 1</y></SimmSpline>"
+    for _ in range(5000):
+        nested = f"<MultiplierFunction><function>{nested}</function><scale>1</scale></MultiplierFunction>"
+    text = TWO_POINT_OSIM.replace("MAXFORCE", "").replace(
+        "<y_location><Constant><value>0.05</value></Constant></y_location>", f"<y_location>{nested}</y_location>")
+    with pytest.raises(ModelError, match="nested"):
+        load_osim_muscles(_write(tmp_path, text))
