@@ -16,23 +16,9 @@ import warnings
 import numpy as np
 import pytest
 
-def _import_opensim():
-    """OpenSim, imported in a scratch folder: on import it opens `opensim.log` in the working directory, and the
-    tests then close that file sink (nothing is left in the checkout)."""
-    import tempfile
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="biobullet-opensim-") as scratch:
-        os.chdir(scratch)
-        try:
-            module = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed by the test extra: "
-                                         "pip install -e '.[test]'")
-            module.Logger.removeFileSink()
-        finally:
-            os.chdir(here)
-    return module
+from opensim_oracle import import_opensim
 
-
-osim = _import_opensim()
+osim = import_opensim()
 
 import biobullet  # noqa: E402
 from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
@@ -48,7 +34,6 @@ ZOO = os.path.join(HERE, "joint_zoo.osim")
 EULER_SPEED = ("f_rx", "f_ry", "f_rz", "f_tx", "f_ty", "f_tz", "b_rx", "b_ry", "b_rz")
 SAMPLES = 20
 
-osim.Logger.setLevelString("error")
 
 
 def _opensim(path: str, actuators: bool = True):
