@@ -61,6 +61,8 @@ def unmapped_reports(document: Document, mapped: frozenset[str] = frozenset()) -
             continue
         reports.append(f"{constraint.type} {constraint.name}: not imported")
     for geometry in document.contact_geometry.values():
+        if geometry.path in mapped:
+            continue
         reports.append(f"{geometry.type} {geometry.name}: not imported")
     markers = [c.name for c in document.other if c.type == "Marker"]
     if markers:

@@ -20,6 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.opensim.constraints import constraint_loops, dependent_coordinates
+from biobullet.opensim.contact import contact_elements
 from biobullet.opensim.forces import force_elements
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     number_text, orientation_matrix
@@ -48,7 +49,7 @@ class Translation:
     bodies: dict[str, BodyLink]       # by OpenSim body name (the ground too)
     coordinates: tuple[str, ...]      # independent coordinates, in the CoordinateSet's order
     reports: tuple[str, ...]          # one line per component not imported (or imported approximately)
-    mapped: frozenset[str]            # paths of the forces and constraints that became elements (or are off)
+    mapped: frozenset[str]            # paths of the forces, constraints, contact geometry that became elements
 
 
 def _vector(values) -> str:
@@ -216,6 +217,10 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
+        contacts, mapped_contact, reports = contact_elements(document, self.place, ground_link)
+        self.functions.extend(contacts)
+        self.reports.extend(reports)
+        mapped |= mapped_contact
         loops, mapped_constraints, reports = constraint_loops(document, self.place)
         self.reports.extend(reports)
         mapped |= mapped_constraints
