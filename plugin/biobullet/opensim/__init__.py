@@ -50,8 +50,8 @@ def unmapped_reports(document: Document, mapped: frozenset[str] = frozenset()) -
             continue
         coordinate = (force.element.findtext("coordinate") or "").strip()
         if force.type == "CoordinateActuator" and coordinate:
-            reports.append(f"CoordinateActuator {force.name}: an input, not imported (pass optimal_force × control "
-                           f"as the generalized force on {coordinate!r} in tau)")
+            reports.append(f"CoordinateActuator {force.name}: an input, not imported (apply optimal_force × control "
+                           f"as a joint torque on {coordinate!r}, docs/opensim.md)")
         elif force.type in ("TorqueActuator", "PointActuator", "PointToPointActuator"):
             reports.append(f"{force.type} {force.name}: an input, not imported (apply it as a force on its bodies)")
         else:
