@@ -403,9 +403,11 @@ def test_other_function_types_equal_opensims(element, spec):
 @pytest.mark.parametrize("degree, points", [(1, 4), (5, 6), (5, 11), (7, 9)])
 def test_natural_spline_equals_opensims_gcvspline(degree, points):
     """GCVSpline without smoothing (error variance 0) of degree 1, 5, 7 → `natural_spline`: value and first two
-    derivatives against OpenSim's GCVSpline inside and beyond the table (its continuation of degree m − 1).
+    derivatives against OpenSim's GCVSpline inside and beyond the table (its continuation of degree m − 1), and
+    the compiled path (the jets kernel calling the type's compiled jets by address) against OpenSim too.
     GCVSPL's own solver sets the bound (1e-9 of the table's scale, observed ≤ 4e-11)."""
     from biobullet.functions.natural_spline import NaturalSplineFunction
+    from biobullet.model.joint_jets import function_table, jets_kernel
 
     rng = np.random.default_rng(degree * 100 + points)
     x = np.sort(rng.uniform(-2.0, 2.0, points))
@@ -415,6 +417,9 @@ def test_natural_spline_equals_opensims_gcvspline(degree, points):
     for a, b in zip(x, y):
         reference.addPoint(float(a), float(b))
     ours = NaturalSplineFunction(("q",), x, y, degree)
+    table, inputs, coef = function_table([(1, [0], ours)])
+    kernel = jets_kernel()
+    assert kernel is not None   # numba is a dependency: the compiled path must serve
     scale = max(1.0, np.abs(y).max())
     for value in np.linspace(x[0] - 0.4, x[-1] + 0.4, 57):
         point = osim.Vector(1, float(value))
@@ -424,3 +429,10 @@ def test_natural_spline_equals_opensims_gcvspline(degree, points):
         orders = 3 if degree > 1 else 1    # degree 1: OpenSim's derivatives of a broken line are not defined
         assert np.allclose(np.array([got, gradient[0], hessian[0, 0]])[:orders], expected[:orders], rtol=0,
                            atol=1e-9 * scale * (10 if degree == 7 else 1))
+        if kernel is not None:   # θ, θ̇ = f' ẋ, γ = f'' ẋ² of the output slot
+            state, rate = np.array([value, 0.0]), np.array([0.7, 0.0])
+            gradient_rows, gamma = np.array([[1.0], [0.0]]), np.zeros(2)
+            assert kernel(table, inputs, coef, 0.0, 0, 0, state, rate, gradient_rows, gamma) == 0
+            compiled = np.array([state[1], rate[1] / 0.7, gamma[1] / 0.49])
+            assert np.allclose(compiled[:orders], expected[:orders], rtol=0,
+                               atol=1e-9 * scale * (10 if degree == 7 else 1))
