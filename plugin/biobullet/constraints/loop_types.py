@@ -173,6 +173,7 @@ class RevoluteLoop(LoopType):
 
     def __init__(self, axis_a: np.ndarray, basis: np.ndarray) -> None:
         self.axis_a, self.basis = axis_a, basis
+        self.axis_pairs = _frozen(np.column_stack([axis_a, axis_a]))   # a paired with u_1, u_2
 
     @classmethod
     def from_attributes(cls, attributes, source):
@@ -184,42 +185,46 @@ class RevoluteLoop(LoopType):
         return cls(axis_a, _frozen(plane_basis(axis_b)))
 
     def rows(self, a, b, *, jacobian, rates):
-        phi = np.empty(5)
-        jac = np.empty((5, a.jacobian.shape[1])) if jacobian else None
-        bias = np.empty(5) if rates else None
-        phi[:3] = a.position - b.position
-        if jacobian:
-            jac[:3] = a.jacobian[:3] - b.jacobian[:3]
-        if rates:
-            bias[:3] = a.accel - b.accel
-        phi[3:] = _perpendicular_rows(self.basis, np.column_stack([self.axis_a, self.axis_a]), a, b, jac, bias, 3,
-                                      jacobian, rates)
-        return phi, jac, bias
+        return _point_and_perpendicular_rows(self.basis, self.axis_pairs, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
-        force = np.array(multipliers[:3], dtype=float)
-        moment = np.zeros(3)
-        axis = a.rotation @ self.axis_a
-        for k in range(2):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a)
-            moment -= multipliers[3 + k] * np.cross(b.rotation @ self.basis[:, k], axis)
-        return force, moment
+        return (np.array(multipliers[:3], dtype=float),
+                _perpendicular_moment(self.basis, self.axis_pairs, a, b, multipliers[3:]))
 
 
-def _perpendicular_rows(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState", jac, bias,
-                        first: int, jacobian: bool, rates: bool) -> np.ndarray:
-    """Rows u_k·a_k = 0 (u_k = columns of `u_in_b` fixed in link_b, a_k of `a_in_a` in link_a) from row `first`
-    on: Φ, and into `jac` / `bias` Φ_x = (u × a)·(J_ω,b − J_ω,a) and b = Φ̇_x ẋ."""
-    phi = np.empty(u_in_b.shape[1])
+def _point_and_perpendicular_rows(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
+                                  jacobian: bool, rates: bool):
+    """(Φ, Φ_x, b) of the point rows p_A − p_B and the rows u_k·a_k = 0 (u_k = columns of `u_in_b` fixed in link_b,
+    a_k of `a_in_a` in link_a), with d(u·a)/dt = (u × a)·(ω_b − ω_a)."""
+    n = 3 + u_in_b.shape[1]
+    phi = np.empty(n)
+    jac = np.empty((n, a.jacobian.shape[1])) if jacobian else None
+    bias = np.empty(n) if rates else None
+    phi[:3] = a.position - b.position
+    if jacobian:
+        jac[:3] = a.jacobian[:3] - b.jacobian[:3]
+    if rates:
+        bias[:3] = a.accel - b.accel
     for k in range(u_in_b.shape[1]):
         u, axis = b.rotation @ u_in_b[:, k], a.rotation @ a_in_a[:, k]
-        phi[k] = u @ axis
-        if jacobian:  # d(u·a)/dt = (u × a)·(ω_b − ω_a)
-            jac[first + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
+        phi[3 + k] = u @ axis
+        if jacobian:
+            jac[3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
         if rates:
             wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
-            bias[first + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
-                               + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
-    return phi
+            bias[3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
+                           + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
+    return phi, jac, bias
+
+
+def _perpendicular_moment(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
+                          multipliers) -> np.ndarray:
+    """Moment on link_a of the multipliers λ_k of the rows u_k·a_k = 0: the generalized force of row k on link_a's
+    rotation is −λ_k (u_k × a_k)."""
+    moment = np.zeros(3)
+    for k in range(u_in_b.shape[1]):
+        moment -= multipliers[k] * np.cross(b.rotation @ u_in_b[:, k], a.rotation @ a_in_a[:, k])
+    return moment
 
 
 @register_loop_type
@@ -244,23 +249,11 @@ class WeldLoop(LoopType):
         return cls(*frames)
 
     def rows(self, a, b, *, jacobian, rates):
-        phi = np.empty(6)
-        jac = np.empty((6, a.jacobian.shape[1])) if jacobian else None
-        bias = np.empty(6) if rates else None
-        phi[:3] = a.position - b.position
-        if jacobian:
-            jac[:3] = a.jacobian[:3] - b.jacobian[:3]
-        if rates:
-            bias[:3] = a.accel - b.accel
-        phi[3:] = _perpendicular_rows(self.frame_b, self.frame_a_pairs, a, b, jac, bias, 3, jacobian, rates)
-        return phi, jac, bias
+        return _point_and_perpendicular_rows(self.frame_b, self.frame_a_pairs, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
-        moment = np.zeros(3)
-        for k in range(3):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a_k)
-            moment -= multipliers[3 + k] * np.cross(b.rotation @ self.frame_b[:, k],
-                                                    a.rotation @ self.frame_a_pairs[:, k])
-        return np.array(multipliers[:3], dtype=float), moment
+        return (np.array(multipliers[:3], dtype=float),
+                _perpendicular_moment(self.frame_b, self.frame_a_pairs, a, b, multipliers[3:]))
 
 
 __all__ = ["LoopType", "register_loop_type", "get_loop_type", "loop_type_names", "LOOP_TYPES", "COMMON_ATTRIBUTES",

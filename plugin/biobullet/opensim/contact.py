@@ -19,16 +19,13 @@ geometry pairs are reported.
 from __future__ import annotations
 
 import math
-from typing import Callable
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from biobullet.opensim.constraints import FramePlacement
 from biobullet.opensim.document import Component, Document, PropertyReader, find_frame, number_text, \
     orientation_matrix, resolve_path
-
-#: (link, rotation, translation) of an OpenSim frame or body in the URDF link frame, None if not imported
-FramePlacement = Callable[[str], "tuple[str, np.ndarray, np.ndarray] | None"]
 FRICTION_PROPERTIES = ("static_friction", "dynamic_friction", "viscous_friction")
 
 

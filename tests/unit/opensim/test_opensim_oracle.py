@@ -292,18 +292,37 @@ FORCES = """
 """
 
 
-def test_mapped_forces_match_opensim(tmp_path):
-    """CoordinateLimitForce (rotational in degrees, translational), SpringGeneralizedForce and PointToPointSpring on
-    the zoo, switched on: forward dynamics equal OpenSim's at 20 random states (the pin spans its limits and
-    transition zones), same bounds as without forces."""
+def _zoo_with_forces(tmp_path) -> str:
+    """The joint zoo with FORCES added, written to tmp_path; its path."""
     with open(ZOO) as handle:
         text = handle.read().replace("\t</Model>", FORCES + "\t</Model>")
     path = str(tmp_path / "zoo_forces.osim")
     with open(path, "w") as handle:
         handle.write(text)
+    return path
+
+
+@pytest.mark.parametrize("compiled_limits", [False, True], ids=["python", "compiled_limits"])
+def test_mapped_forces_match_opensim(tmp_path, compiled_limits):
+    """CoordinateLimitForce (rotational in degrees, translational), SpringGeneralizedForce and PointToPointSpring on
+    the zoo, switched on: forward dynamics equal OpenSim's at 20 random states (the pin spans its limits and
+    transition zones), same bounds as without forces. `compiled_limits`: the `<coordinate_limit>` forces from
+    their compiled kernel (`_coordinate_limit_py` compiled by numba) instead of the Python law, and the zoo with
+    its forces then simulates on the compiled right-hand side (no generic call)."""
+    from biobullet.core import jit
+    from biobullet.forces.collection import force_elements
+    from biobullet.forces.elements import CoordinateLimit, _coordinate_limit_py
+
+    path = _zoo_with_forces(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")    # every force is mapped: nothing to report
         model = biobullet.load_model(path)
+    limits = [e for e in force_elements(model) if isinstance(e, CoordinateLimit)] if compiled_limits else []
+    others = [e for e in force_elements(model) if e not in limits]
+    kernel = jit.compiled(_coordinate_limit_py)
+    assert kernel is not None and len(limits) == (2 if compiled_limits else 0)   # numba is a dependency
+    n = model.n_tangent
+    unused = (np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((6, n)), np.zeros((1, n)))   # rot, pos, sub, ancestry
     reference = osim.Model(path)
     state = reference.initSystem()
     coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
@@ -320,60 +339,18 @@ def test_mapped_forces_match_opensim(tmp_path):
         qdd_all = state.getQDotDot().to_numpy()
         expected = np.array([qdd_all[q_index[n]] for n in names])
         x, xd, _, _ = model.joint_state(q, v)
-        forces = model.generalized_forces(applied_forces(model, x, xd), q)   # the file's force elements
-        qdd = model.forward_dynamics(q, v, forces)
-        mass_matrix = model.mass_matrix(q)
-        bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(mass_matrix))
-        assert np.linalg.norm((qdd - expected)[keep]) <= bound * np.linalg.norm(expected[keep])
-
-
-def test_coordinate_limit_compiled_kernel_matches_opensim(tmp_path):
-    """The compiled kernel of `<coordinate_limit>` (`_coordinate_limit_py` compiled by numba) in place of the
-    Python law: forward dynamics equal OpenSim's at 20 random states across the limits and transition zones (same
-    bound as above), and a simulation of the zoo with its forces runs on the compiled right-hand side."""
-    from biobullet.core import jit
-    from biobullet.forces.collection import force_elements
-    from biobullet.forces.elements import CoordinateLimit, _coordinate_limit_py
-
-    kernel = jit.compiled(_coordinate_limit_py)
-    assert kernel is not None   # numba is a dependency
-    with open(ZOO) as handle:
-        text = handle.read().replace("\t</Model>", FORCES + "\t</Model>")
-    path = str(tmp_path / "zoo_forces.osim")
-    with open(path, "w") as handle:
-        handle.write(text)
-    model = biobullet.load_model(path)
-    limits = [e for e in force_elements(model) if isinstance(e, CoordinateLimit)]
-    others = [e for e in force_elements(model) if not isinstance(e, CoordinateLimit)]
-    assert len(limits) == 2
-    reference = osim.Model(path)
-    state = reference.initSystem()
-    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
-    names = model.coordinate_names
-    q_index = _q_index(reference, state)
-    keep = [i for i, n in enumerate(names) if n not in EULER_SPEED]
-    n = model.n_tangent
-    unused = (np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((6, n)), np.zeros((1, n)))
-    rng = np.random.default_rng(12)
-    for _ in range(SAMPLES):
-        q = np.array([rng.uniform(coordinates[c].getRangeMin(), coordinates[c].getRangeMax()) for c in names])
-        v = rng.normal(size=len(names))
-        v[[i for i in range(len(names)) if i not in keep]] = 0.0
-        _set_state(reference, state, coordinates, names, q, v)
-        reference.realizeAcceleration(state)
-        qdd_all = state.getQDotDot().to_numpy()
-        expected = np.array([qdd_all[q_index[c]] for c in names])
-        x, xd, _, _ = model.joint_state(q, v)
-        tau = applied_forces(model, x, xd, elements=others)
+        tau = applied_forces(model, x, xd, elements=others)   # the file's force elements
         for element in limits:
             packed = element.compiled_kernel(model)
             assert kernel(0.0, x, xd, *unused, packed.fparams, packed.iparams, tau, np.zeros(2)) == 0
         qdd = model.forward_dynamics(q, v, model.generalized_forces(tau, q))
-        bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(model.mass_matrix(q)))
+        mass_matrix = model.mass_matrix(q)
+        bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(mass_matrix))
         assert np.linalg.norm((qdd - expected)[keep]) <= bound * np.linalg.norm(expected[keep])
-    run = biobullet.simulate(model, 0.01, t_eval=[0.0, 0.01], progress=False)
-    assert run.meta["right_hand_side"]["path"].startswith("compiled")
-    assert run.meta["right_hand_side"]["generic_calls"] == 0
+    if compiled_limits:
+        run = biobullet.simulate(model, 0.01, t_eval=[0.0, 0.01], progress=False)
+        assert run.meta["right_hand_side"]["path"].startswith("compiled")
+        assert run.meta["right_hand_side"]["generic_calls"] == 0
 
 
 def _opensim_function(kind: str, x, y):
