@@ -7,7 +7,8 @@ and with rates velocity, angular velocity and the classical accelerations with �
     Φ (n_equations), Φ_x (n_equations × n_tangent), b = Φ̇_x ẋ  (so that Φ̈ = Φ_x ẍ + b)
 
 and the reaction its multipliers λ exert on link_a at A. Built in: `point` (3 rows), `planar` (2 in-plane rows),
-`revolute` (point + axis alignment, 5 rows); the built-ins also run compiled, all loops in one kernel call
+`revolute` (point + axis alignment, 5 rows), `weld` (point + orientation, 6 rows; runs through `rows()`); point,
+planar and revolute also run compiled, all loops in one kernel call
 (`loops.VectorLoops`, `loop_kernels`; `rows()` is their reference), every other type through `rows()`.
 Third-party types register with `register_loop_type` or through the entry-point group ``biobullet.constraints``
 (name = type, value = a LoopType subclass).
@@ -22,6 +23,7 @@ import numpy as np
 from biobullet.core.errors import SourceRef
 from biobullet.core.attributes import REQUIRED, vector3
 from biobullet.core.plugins import PluginRegistry
+from biobullet.spatial.rotations import rpy_to_matrix
 
 if TYPE_CHECKING:
     from biobullet.constraints.loops import PointState
@@ -171,6 +173,7 @@ class RevoluteLoop(LoopType):
 
     def __init__(self, axis_a: np.ndarray, basis: np.ndarray) -> None:
         self.axis_a, self.basis = axis_a, basis
+        self.axis_pairs = _frozen(np.column_stack([axis_a, axis_a]))   # a paired with u_1, u_2
 
     @classmethod
     def from_attributes(cls, attributes, source):
@@ -182,34 +185,76 @@ class RevoluteLoop(LoopType):
         return cls(axis_a, _frozen(plane_basis(axis_b)))
 
     def rows(self, a, b, *, jacobian, rates):
-        phi = np.empty(5)
-        jac = np.empty((5, a.jacobian.shape[1])) if jacobian else None
-        bias = np.empty(5) if rates else None
-        phi[:3] = a.position - b.position
-        if jacobian:
-            jac[:3] = a.jacobian[:3] - b.jacobian[:3]
-        if rates:
-            bias[:3] = a.accel - b.accel
-        axis = a.rotation @ self.axis_a
-        for k in range(2):
-            u = b.rotation @ self.basis[:, k]
-            phi[3 + k] = u @ axis
-            if jacobian:  # d(u·a)/dt = (u × a)·(ω_b − ω_a)
-                jac[3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
-            if rates:
-                wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
-                bias[3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
-                               + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
-        return phi, jac, bias
+        return _point_and_perpendicular_rows(self.basis, self.axis_pairs, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
-        force = np.array(multipliers[:3], dtype=float)
-        moment = np.zeros(3)
-        axis = a.rotation @ self.axis_a
-        for k in range(2):  # generalized force of row k on link_a's rotation: −λ_k (u_k × a)
-            moment -= multipliers[3 + k] * np.cross(b.rotation @ self.basis[:, k], axis)
-        return force, moment
+        return (np.array(multipliers[:3], dtype=float),
+                _perpendicular_moment(self.basis, self.axis_pairs, a, b, multipliers[3:]))
+
+
+def _point_and_perpendicular_rows(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
+                                  jacobian: bool, rates: bool):
+    """(Φ, Φ_x, b) of the point rows p_A − p_B and the rows u_k·a_k = 0 (u_k = columns of `u_in_b` fixed in link_b,
+    a_k of `a_in_a` in link_a), with d(u·a)/dt = (u × a)·(ω_b − ω_a)."""
+    n = 3 + u_in_b.shape[1]
+    phi = np.empty(n)
+    jac = np.empty((n, a.jacobian.shape[1])) if jacobian else None
+    bias = np.empty(n) if rates else None
+    phi[:3] = a.position - b.position
+    if jacobian:
+        jac[:3] = a.jacobian[:3] - b.jacobian[:3]
+    if rates:
+        bias[:3] = a.accel - b.accel
+    for k in range(u_in_b.shape[1]):
+        u, axis = b.rotation @ u_in_b[:, k], a.rotation @ a_in_a[:, k]
+        phi[3 + k] = u @ axis
+        if jacobian:
+            jac[3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
+        if rates:
+            wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
+            bias[3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
+                           + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
+    return phi, jac, bias
+
+
+def _perpendicular_moment(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
+                          multipliers) -> np.ndarray:
+    """Moment on link_a of the multipliers λ_k of the rows u_k·a_k = 0: the generalized force of row k on link_a's
+    rotation is −λ_k (u_k × a_k)."""
+    moment = np.zeros(3)
+    for k in range(u_in_b.shape[1]):
+        moment -= multipliers[k] * np.cross(b.rotation @ u_in_b[:, k], a.rotation @ a_in_a[:, k])
+    return moment
+
+
+@register_loop_type
+class WeldLoop(LoopType):
+    """The point rows plus three orientation rows: frame A (at A, orientation `rpy_a` in link_a) and frame B (at B,
+    `rpy_b` in link_b) coincide. The orientation rows are Simbody's (its Weld / ConstantOrientation constraint):
+    x_B·y_A = 0, y_B·z_A = 0, z_B·x_A = 0 — together with the point rows a rigid attachment (near R_A = R_B; these
+    rows also vanish at some half-turn misalignments, which assembly from a nearby guess never reaches)."""
+
+    type_name = "weld"
+    n_equations = 6
+    row_suffixes = ("x", "y", "z", "rx", "ry", "rz")
+    attributes = ("rpy_a", "rpy_b")
+
+    def __init__(self, frame_a: np.ndarray, frame_b: np.ndarray) -> None:
+        self.frame_a, self.frame_b = _frozen(frame_a.copy()), _frozen(frame_b.copy())   # axes as columns
+        self.frame_a_pairs = _frozen(frame_a[:, [1, 2, 0]].copy())   # A's axes paired with B's x, y, z
+
+    @classmethod
+    def from_attributes(cls, attributes, source):
+        frames = [rpy_to_matrix(vector3(source, attributes, key, (0.0, 0.0, 0.0))) for key in ("rpy_a", "rpy_b")]
+        return cls(*frames)
+
+    def rows(self, a, b, *, jacobian, rates):
+        return _point_and_perpendicular_rows(self.frame_b, self.frame_a_pairs, a, b, jacobian, rates)
+
+    def reaction(self, a, b, multipliers):
+        return (np.array(multipliers[:3], dtype=float),
+                _perpendicular_moment(self.frame_b, self.frame_a_pairs, a, b, multipliers[3:]))
 
 
 __all__ = ["LoopType", "register_loop_type", "get_loop_type", "loop_type_names", "LOOP_TYPES", "COMMON_ATTRIBUTES",
-           "PointLoop", "PlanarLoop", "RevoluteLoop", "plane_basis"]
+           "PointLoop", "PlanarLoop", "RevoluteLoop", "WeldLoop", "plane_basis"]

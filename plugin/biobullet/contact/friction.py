@@ -9,6 +9,9 @@
   stribeck     μ_eff = [μ_k + (μ_s − μ_k) exp(−(s/v_s)²)] r(s/v0) + σ s, r = (2/π)atan or tanh
                (μ_k = ``mu``, μ_s = ``mu_static`` ≥ μ_k, v_s = ``stribeck_velocity``, σ = ``viscous`` [s/m]:
                a viscous term proportional to F_N, so nothing acts without contact)
+  opensim      μ_eff = min(s/v_t, 1) [μ_d + 2 (μ_s − μ_d)/(1 + (s/v_t)²)] + μ_v s   (Simbody's / OpenSim's
+               HuntCrossleyForce: μ_s = ``mu_static``, μ_d = ``mu_dynamic`` ≤ 2 μ_s, μ_v = ``mu_viscous`` [s/m],
+               v_t = ``transition_velocity`` [m/s])
 
 μ_eff ≥ 0 for every law, hence F_T·v_t = −μ_eff F_N s ≤ 0: friction never adds energy.
 """
@@ -175,3 +178,41 @@ class Stribeck(FrictionLaw):
         s = np.asarray(speed, dtype=float)
         dry = self.mu + (self.mu_static - self.mu) * np.exp(-(s / self.stribeck_velocity) ** 2)
         return dry * _regularize(s / self.v0, self.regularization) + self.viscous * s
+
+
+@register_friction_law
+class OpenSimFriction(FrictionLaw):
+    """Simbody's (OpenSim's) HuntCrossleyForce friction (see module docstring): static, dynamic and viscous
+    coefficients and the transition velocity. μ_d ≤ 2 μ_s keeps μ_eff ≥ 0 (OpenSim does not check it)."""
+
+    law_name: ClassVar[str] = "opensim"
+    attributes: ClassVar[tuple[str, ...]] = ("mu_static", "mu_dynamic", "mu_viscous", "transition_velocity")
+
+    def __init__(self, *, mu_static: float, mu_dynamic: float, mu_viscous: float = 0.0,
+                 transition_velocity: float = 0.01, source: SourceRef | None = None) -> None:
+        self.mu_static = to_float(source, "mu_static", mu_static, non_negative=True)
+        self.mu_dynamic = to_float(source, "mu_dynamic", mu_dynamic, non_negative=True)
+        if self.mu_dynamic > 2.0 * self.mu_static:
+            raise error(source, "mu_dynamic", f"mu_dynamic = {self.mu_dynamic:g} exceeds twice mu_static = "
+                        f"{self.mu_static:g} (the coefficient would turn negative at small slip)",
+                        "mu_dynamic ≤ 2 mu_static")
+        self.mu_viscous = to_float(source, "mu_viscous", mu_viscous, non_negative=True)
+        self.transition_velocity = to_float(source, "transition_velocity", transition_velocity, positive=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "OpenSimFriction":
+        return cls(mu_static=number(source, attributes, "mu_static"),
+                   mu_dynamic=number(source, attributes, "mu_dynamic"),
+                   mu_viscous=number(source, attributes, "mu_viscous", 0.0),
+                   transition_velocity=number(source, attributes, "transition_velocity", 0.01), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | str]:
+        return {"mu_static": self.mu_static, "mu_dynamic": self.mu_dynamic, "mu_viscous": self.mu_viscous,
+                "transition_velocity": self.transition_velocity}
+
+    def coefficient(self, speed):
+        s = np.asarray(speed, dtype=float)
+        ratio = s / self.transition_velocity
+        return (np.minimum(ratio, 1.0) * (self.mu_dynamic + 2.0 * (self.mu_static - self.mu_dynamic)
+                                          / (1.0 + ratio * ratio)) + self.mu_viscous * s)

@@ -50,8 +50,9 @@ from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
 from biobullet.core import jit
 
 N_PARAMS = 6
-NORMAL_KELVIN_VOIGT, NORMAL_KELVIN_VOIGT_SMOOTH, NORMAL_HERTZ, NORMAL_RESTITUTION = 0, 1, 2, 3
-FRICTION_NONE, FRICTION_COULOMB, FRICTION_REGULARIZED, FRICTION_AMBROSIO, FRICTION_STRIBECK = 0, 1, 2, 3, 4
+NORMAL_KELVIN_VOIGT, NORMAL_KELVIN_VOIGT_SMOOTH, NORMAL_HERTZ, NORMAL_RESTITUTION, NORMAL_OPENSIM = 0, 1, 2, 3, 4
+FRICTION_NONE, FRICTION_COULOMB, FRICTION_REGULARIZED, FRICTION_AMBROSIO, FRICTION_STRIBECK, FRICTION_OPENSIM = \
+    0, 1, 2, 3, 4, 5
 #: a law kind at or above this is the address of a plug-in law's compiled twin (`pack_normal`, `pack_friction`)
 PLUGIN_KIND = 1 << 16
 _CALL_NORMAL = _CALL_FRICTION = None   # address callers of the twins' signatures, bound when compiling
@@ -87,8 +88,14 @@ def _restitution_py(p, delta, delta_dot, impact_velocity):
     return p[1] * delta ** p[2] * (1.0 + p[3] * delta_dot / vi)
 
 
+def _opensim_hunt_crossley_py(p, delta, delta_dot, impact_velocity):
+    """Unclipped K δⁿ (1 + (3/2) c δ̇) [N] (p = [adhesion, K, n, c]; δ > 0): Simbody's HuntCrossleyForce."""
+    return p[1] * delta ** p[2] * (1.0 + 1.5 * p[3] * delta_dot)
+
+
 _KELVIN_VOIGT, _KELVIN_VOIGT_SMOOTH, _HERTZ, _RESTITUTION = (_kelvin_voigt_py, _kelvin_voigt_smooth_py, _hertz_py,
                                                              _restitution_py)   # compiled twins bound when compiling
+_OPENSIM_HUNT_CROSSLEY = _opensim_hunt_crossley_py
 
 
 def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
@@ -104,6 +111,8 @@ def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
             f = _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
         elif kind == NORMAL_HERTZ:
             f = _HERTZ(p, delta, delta_dot, impact_velocity)
+        elif kind == NORMAL_OPENSIM:
+            f = _OPENSIM_HUNT_CROSSLEY(p, delta, delta_dot, impact_velocity)
         else:
             f = _RESTITUTION(p, delta, delta_dot, impact_velocity)
     else:
@@ -146,7 +155,14 @@ def _stribeck_py(p, speed):
     return dry * _REGULARIZE(speed / p[3], p[5]) + p[4] * speed
 
 
+def _opensim_friction_py(p, speed):
+    """min(s/v_t, 1) [μ_d + 2 (μ_s − μ_d)/(1 + (s/v_t)²)] + μ_v s (p = [μ_s, μ_d, μ_v, v_t])."""
+    ratio = speed / p[3]
+    return min(ratio, 1.0) * (p[1] + 2.0 * (p[0] - p[1]) / (1.0 + ratio * ratio)) + p[2] * speed
+
+
 _COULOMB, _REGULARIZED, _AMBROSIO, _STRIBECK = _coulomb_py, _regularized_py, _ambrosio_py, _stribeck_py
+_OPENSIM_FRICTION = _opensim_friction_py
 
 
 def _friction_coefficient_py(kind, p, speed):
@@ -162,6 +178,8 @@ def _friction_coefficient_py(kind, p, speed):
         return _AMBROSIO(p, speed)
     if kind == FRICTION_STRIBECK:
         return _STRIBECK(p, speed)
+    if kind == FRICTION_OPENSIM:
+        return _OPENSIM_FRICTION(p, speed)
     return 0.0
 
 
@@ -426,13 +444,14 @@ def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
 def _law_bindings() -> dict:
     from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
     return {"_KELVIN_VOIGT": _kelvin_voigt_py, "_KELVIN_VOIGT_SMOOTH": _kelvin_voigt_smooth_py, "_HERTZ": _hertz_py,
-            "_RESTITUTION": _restitution_py, "_CALL_NORMAL": jit.address_caller(NORMAL_TWIN_SIGNATURE)}
+            "_RESTITUTION": _restitution_py, "_OPENSIM_HUNT_CROSSLEY": _opensim_hunt_crossley_py,
+            "_CALL_NORMAL": jit.address_caller(NORMAL_TWIN_SIGNATURE)}
 
 
 def _friction_bindings() -> dict:
     from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
     regularize = {"_REGULARIZE": _regularize_py}
-    return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py,
+    return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py, "_OPENSIM_FRICTION": _opensim_friction_py,
             "_CALL_FRICTION": jit.address_caller(FRICTION_TWIN_SIGNATURE),
             "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
             "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
@@ -535,6 +554,9 @@ def pack_normal(law) -> tuple[int, np.ndarray] | None:
     if kind is laws.Hertz:
         p[1:3] = law.stiffness, law.exponent
         return NORMAL_HERTZ, p
+    if kind is laws.OpenSimHuntCrossley:
+        p[1:4] = law.stiffness, law.exponent, law.dissipation
+        return NORMAL_OPENSIM, p
     if kind in (laws.HuntCrossley, laws.Flores, laws.HuGuo):
         p[1:5] = law.stiffness, law.exponent, law.factor, law.min_impact_velocity
         return NORMAL_RESTITUTION, p
@@ -588,6 +610,9 @@ def pack_friction(law) -> tuple[int, np.ndarray] | None:
         p[0:6] = (law.mu, law.mu_static, law.stribeck_velocity, law.v0, law.viscous,
                   1.0 if law.regularization == "tanh" else 0.0)
         return FRICTION_STRIBECK, p
+    if kind is laws.OpenSimFriction:
+        p[0:4] = law.mu_static, law.mu_dynamic, law.mu_viscous, law.transition_velocity
+        return FRICTION_OPENSIM, p
     from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
     return _plugin_twin(law, FRICTION_TWIN_SIGNATURE)
 

@@ -7,6 +7,8 @@
   hunt_crossley        F = K δⁿ [1 + 3(1−cr)/2        · δ̇/δ̇⁻]          (Hunt & Crossley 1975)
   flores               F = K δⁿ [1 + 8(1−cr)/(5 cr)   · δ̇/δ̇⁻]          (Flores et al. 2011)
   hu_guo               F = K δⁿ [1 + 3(1−cr)/(2 cr)   · δ̇/δ̇⁻]          (Hu & Guo 2015)
+  opensim_hunt_crossley F = K δⁿ (1 + (3/2) c δ̇)                      (Simbody / OpenSim HuntCrossleyForce;
+                                                                       c = dissipation [s/m], n default 3/2)
 
 The three restitution laws are eqs. (21)–(23) of paper 002 (hysteresis damping χ Δⁿ Δ̇ with
 χ = c(cr) K/Δ̇⁻, m = n). δ̇⁻ > 0 is the approach velocity stored at contact onset; it is floored at
@@ -222,3 +224,36 @@ class HuGuo(RestitutionLaw):
     @staticmethod
     def damping_factor(cr: float) -> float:
         return 3.0 * (1.0 - cr) / (2.0 * cr)
+
+
+@register_normal_law
+class OpenSimHuntCrossley(Hertz):
+    """Simbody's (OpenSim's) Hunt–Crossley force F = K δⁿ (1 + (3/2) c δ̇): K [N/m^n] > 0, c = ``dissipation``
+    [s/m] ≥ 0 given directly (no restitution, no stored δ̇⁻). For two OpenSim surfaces of stiffnesses k₁, k₂ and
+    dissipations c₁, c₂ on a sphere of radius R, Simbody uses k'ᵢ = kᵢ^(2/3), K = (4/3) √R (k'₁k'₂/(k'₁+k'₂))^(3/2)
+    and c = (c₁ k'₂ + c₂ k'₁)/(k'₁ + k'₂) (`opensim.contact` does this)."""
+
+    law_name: ClassVar[str] = "opensim_hunt_crossley"
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "dissipation", "exponent", "adhesion")
+
+    def __init__(self, *, stiffness: float, dissipation: float, exponent: float = DEFAULT_EXPONENT,
+                 adhesion: bool = False, source: SourceRef | None = None) -> None:
+        super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
+        self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True)
+
+    @classmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "OpenSimHuntCrossley":
+        return cls(stiffness=number(source, attributes, "stiffness"),
+                   dissipation=number(source, attributes, "dissipation"),
+                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
+                   adhesion=boolean(source, attributes, "adhesion"), source=source)
+
+    @property
+    def parameters(self) -> dict[str, float | bool]:
+        return {**super().parameters, "dissipation": self.dissipation}
+
+    def _unclipped(self, delta, delta_dot, impact_velocity):
+        return self.stiffness * delta ** self.exponent * (1.0 + 1.5 * self.dissipation * delta_dot)
+
+    def release_function(self, delta, delta_dot, impact_velocity=None):
+        return 1.0 + 1.5 * self.dissipation * delta_dot

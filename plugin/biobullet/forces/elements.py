@@ -16,7 +16,7 @@ from biobullet.algorithms.kinematics import body_placements, frame_jacobian, fra
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring_kernel
 from biobullet.core.attributes import check_known_attributes, number, vector3
-from biobullet.forces.base import ForceElement, joint_indices, register_force
+from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 
@@ -441,7 +441,8 @@ class CoordinateLimit(_JointElement):
     """OpenSim's CoordinateLimitForce on one joint (SI units: rad or m): beyond `upper` the stiffness ramps from 0
     to `upper_stiffness` over `transition` with Simbody's quintic step S_up, τ_up = −k_up S_up(θ) (θ − upper); the
     same below `lower` (S_low = 1 at lower − transition, 0 at lower); damping τ_d = −c (S_up + S_low) θ̇. The
-    stiffness part is conservative: V = ∫ −τ dθ, evaluated by the closed form of the quintic's moments."""
+    stiffness part is conservative: V = ∫ −τ dθ, evaluated by the closed form of the quintic's moments. Compiled
+    right-hand sides: `_coordinate_limit_py` (`compiled_kernel`)."""
 
     def __init__(self, name: str, joint: str, upper: float, upper_stiffness: float, lower: float,
                  lower_stiffness: float, damping: float, transition: float, source: SourceRef | None = None) -> None:
@@ -491,6 +492,29 @@ class CoordinateLimit(_JointElement):
         i, k = self._indices(model)
         up, low = self._steps(x[i])
         return self.damping * (up + low) * xd[k] ** 2
+
+    def compiled_kernel(self, model) -> ForceKernel:
+        return ForceKernel(_coordinate_limit_py, np.array([self.upper, self.upper_stiffness, self.lower,
+                                                           self.lower_stiffness, self.damping, self.transition]),
+                           np.array(self._indices(model), dtype=np.int64))
+
+
+def _coordinate_limit_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
+    """`CoordinateLimit` as a force kernel (forces.base.FORCE_KERNEL_SIGNATURE): fparams = [upper, k_up, lower,
+    k_low, damping, transition], iparams = [index in x, index in ẋ]; dissipated power c (S_up + S_low) θ̇²."""
+    theta, rate = x[iparams[0]], xd[iparams[1]]
+    steps = np.zeros(2)
+    for side in range(2):   # Simbody's quintic step 10u³ − 15u⁴ + 6u⁵ over the transition beyond each limit
+        u = (theta - fparams[0]) / fparams[5] if side == 0 else (fparams[2] - theta) / fparams[5]
+        if u >= 1.0:
+            steps[side] = 1.0
+        elif u > 0.0:
+            steps[side] = u * u * u * (10.0 + u * (6.0 * u - 15.0))
+    both = steps[0] + steps[1]
+    tau[iparams[1]] += (-fparams[1] * steps[0] * (theta - fparams[0]) + fparams[3] * steps[1] * (fparams[2] - theta)
+                        - fparams[4] * both * rate)
+    power[1] += fparams[4] * both * rate * rate
+    return 0
 
 
 def _ramp_energy(p: float, w: float) -> float:

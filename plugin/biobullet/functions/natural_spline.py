@@ -8,6 +8,9 @@ natural end conditions: it minimises ∫ (f⁽ᵐ⁾)² dx). Beyond the table it
 m − 1 given by the end value and first m − 1 derivatives (the natural spline's own continuation; for degree 3
 that is linear extrapolation). With zero error variance this is what Woltring's GCVSPL — OpenSim's GCVSpline —
 fits. The pieces are found by one dense solve at construction (6 unknowns per interval for degree 5).
+
+Compiled paths: `compiled_jets()` gives `_natural_spline_jets_py` (the same pieces and continuations packed as
+parameters), so models with this type run on the compiled right-hand sides.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import numpy as np
 
 from biobullet.core.attributes import check_count, check_known_attributes, floats
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.functions.base import COMMON_ATTRIBUTES, JetsKernel, JointFunction
 from biobullet.functions.registry import register
 
 DEGREES: tuple[int, ...] = (1, 3, 5, 7)
@@ -93,8 +96,44 @@ class NaturalSplineFunction(JointFunction):
         hessian[0, 0] = jets[2]
         return jets[0], np.array([jets[1], 0.0]), hessian
 
+    def compiled_jets(self) -> JetsKernel:
+        """`_natural_spline_jets_py` with params [degree, points, breaks, piece coefficients (ascending powers),
+        continuation before, continuation after]."""
+        params = np.concatenate([[float(self.degree), float(len(self._breaks))], self._breaks,
+                                 np.asarray(self._coefficients).reshape(-1), self._before, self._after])
+        return JetsKernel(_natural_spline_jets_py, params)
+
     def __repr__(self) -> str:
         return f"NaturalSplineFunction(inputs={self.inputs}, points={len(self.x)}, degree={self.degree})"
+
+
+def _natural_spline_jets_py(z, params, jet):
+    """Compiled jets (functions.base.JETS_KERNEL_SIGNATURE) of a natural spline: z = (x, t); params as
+    `NaturalSplineFunction.compiled_jets`. Fills f, ∂f/∂x, ∂f/∂t = 0 and the Hessian's upper triangle."""
+    degree = int(params[0])
+    points = int(params[1])
+    half = (degree + 1) // 2
+    breaks, pieces = 2, 2 + points
+    before = pieces + (points - 1) * (degree + 1)
+    value = z[0]
+    if value < params[breaks]:   # the continuations of degree m − 1 beyond each end
+        start, count, s = before, half, value - params[breaks]
+    elif value > params[breaks + points - 1]:
+        start, count, s = before + half, half, value - params[breaks + points - 1]
+    else:
+        piece = 0
+        while piece < points - 2 and value >= params[breaks + piece + 1]:
+            piece += 1
+        start, count, s = pieces + piece * (degree + 1), degree + 1, value - params[breaks + piece]
+    f = first = second = 0.0   # Horner for the value and the first two derivatives (second = p'' directly)
+    for k in range(count - 1, -1, -1):
+        second = second * s + 2.0 * first
+        first = first * s + f
+        f = f * s + params[start + k]
+    for k in range(6):
+        jet[k] = 0.0
+    jet[0], jet[1], jet[3] = f, first, second
+    return 0
 
 
 def _derivative(coefficients: Sequence[float], s: float, order: int) -> float:

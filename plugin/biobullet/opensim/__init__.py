@@ -27,7 +27,7 @@ def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> T
     file = os.fspath(path)
     document = read_document(file)
     translation = translate(document)
-    reports = translation.reports + unmapped_reports(document, translation.mapped_forces)
+    reports = translation.reports + unmapped_reports(document, translation.mapped)
     if strict and reports:
         raise ModelError("components the importer cannot represent (strict): " + "; ".join(reports), file=file,
                          expected="a model without them, or strict off (each is then reported by a warning)")
@@ -36,8 +36,8 @@ def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> T
     return translation
 
 
-def unmapped_reports(document: Document, mapped_forces: frozenset[str] = frozenset()) -> tuple[str, ...]:
-    """One line per force (but those in `mapped_forces`), constraint, contact geometry or other component that is
+def unmapped_reports(document: Document, mapped: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """One line per force or constraint (but those in `mapped`), contact geometry or other component that is
     not imported (muscles and other path-based forces in one line, markers in one line)."""
     reports = []
     paths = [f"{force.type} {force.name}" for force in document.forces if force.element.find("GeometryPath")
@@ -46,19 +46,23 @@ def unmapped_reports(document: Document, mapped_forces: frozenset[str] = frozens
         reports.append(f"{len(paths)} muscle(s)/path actuator(s) not imported (their bodies and frames are; "
                        f"muscles are a separate feature): " + ", ".join(paths))
     for force in document.forces:
-        if force.element.find("GeometryPath") is not None or force.path in mapped_forces:
+        if force.element.find("GeometryPath") is not None or force.path in mapped:
             continue
         coordinate = (force.element.findtext("coordinate") or "").strip()
         if force.type == "CoordinateActuator" and coordinate:
-            reports.append(f"CoordinateActuator {force.name}: an input, not imported (pass optimal_force × control "
-                           f"as the generalized force on {coordinate!r} in tau)")
+            reports.append(f"CoordinateActuator {force.name}: an input, not imported (apply optimal_force × control "
+                           f"as a joint torque on {coordinate!r}, docs/opensim.md)")
         elif force.type in ("TorqueActuator", "PointActuator", "PointToPointActuator"):
             reports.append(f"{force.type} {force.name}: an input, not imported (apply it as a force on its bodies)")
         else:
             reports.append(f"{force.type} {force.name}: not imported")
     for constraint in document.constraints:
+        if constraint.path in mapped:
+            continue
         reports.append(f"{constraint.type} {constraint.name}: not imported")
     for geometry in document.contact_geometry.values():
+        if geometry.path in mapped:
+            continue
         reports.append(f"{geometry.type} {geometry.name}: not imported")
     markers = [c.name for c in document.other if c.type == "Marker"]
     if markers:

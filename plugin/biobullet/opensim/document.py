@@ -241,6 +241,8 @@ class PropertyReader:
         joint_elements = [(self.path_of("JointSet", e), e) for e in self.named(model.find("JointSet"))]
         for path, element in joint_elements:
             self.collect_frames(element, path)
+        for element in self.named(model.find("ConstraintSet")):   # a WeldConstraint's own offset frames
+            self.collect_frames(element, self.path_of("ConstraintSet", element))
         components = [(self.path_of("ComponentSet", e), e) for e in self.named(model.find("ComponentSet"))]
         for path, element in components:
             if element.tag == "PhysicalOffsetFrame":

@@ -19,6 +19,8 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
+from biobullet.opensim.constraints import constraint_loops, dependent_coordinates
+from biobullet.opensim.contact import contact_elements
 from biobullet.opensim.forces import force_elements
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     number_text, orientation_matrix
@@ -47,7 +49,7 @@ class Translation:
     bodies: dict[str, BodyLink]       # by OpenSim body name (the ground too)
     coordinates: tuple[str, ...]      # independent coordinates, in the CoordinateSet's order
     reports: tuple[str, ...]          # one line per component not imported (or imported approximately)
-    mapped_forces: frozenset[str]     # paths of the forces that became force elements (or are switched off)
+    mapped: frozenset[str]            # paths of the forces, constraints, contact geometry that became elements
 
 
 def _vector(values) -> str:
@@ -215,13 +217,46 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
+        contacts, mapped_contact, reports = contact_elements(document, self.place, ground_link)
+        self.functions.extend(contacts)
+        self.reports.extend(reports)
+        mapped |= mapped_contact
+        loops, mapped_constraints, reports = constraint_loops(document, self.place)
+        self.reports.extend(reports)
+        mapped |= mapped_constraints
+        dependent: tuple[str, ...] = ()
+        if loops:   # choose the coordinates the loops make dependent on the tree without them
+            dependent, loops = dependent_coordinates(self.tree_model(independent, coordinates), loops, independent)
+            independent = tuple(name for name in independent if name not in dependent)
+            self.functions.extend(spec.element() for spec in loops)
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:
                     self.reports.append(f"Coordinate {coordinate.name}: prescribed motion not imported (free "
                                         "coordinate)")
-        return Translation(self.urdf(independent, coordinates), dict(self.body_links), independent,
+        return Translation(self.urdf(independent, coordinates, dependent), dict(self.body_links), independent,
                            tuple(self.reports), frozenset(mapped))
+
+    def place(self, path: str) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """(link, rotation, translation) of an OpenSim frame or body in the URDF link frame (None if its body is
+        not imported)."""
+        body, in_body = self.frame_in_body(path)
+        if body not in self.link_frames:
+            return None
+        placement = self.link_frames[body] @ in_body
+        return self.link_of[body], placement.rotation, placement.translation
+
+    def tree_model(self, independent: tuple[str, ...], coordinates):
+        """The translated model without loops (warnings silenced: the final load reports them)."""
+        import warnings
+        from biobullet.dynamics.api import build_model
+        from biobullet.model.urdf import description_from_root, parse_xml
+
+        text = self.urdf(independent, coordinates, ())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return build_model(description_from_root(parse_xml(self.file, text.encode("utf-8")), self.file, None,
+                                                     "warn"))
 
     def constant_coordinates(self, coordinates) -> dict[str, float]:
         """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant."""
@@ -367,7 +402,9 @@ class _Builder:
                 f'ixz="{number_text(tensor[0, 2])}" iyz="{number_text(tensor[1, 2])}"/>\n'
                 f"    </inertial>\n  </link>")
 
-    def urdf(self, independent: tuple[str, ...], coordinates) -> str:
+    def urdf(self, independent: tuple[str, ...], coordinates, dependent: tuple[str, ...]) -> str:
+        """The URDF text: links, joints and the `<biobullet>` block (`dependent`: loop-dependent coordinates,
+        their default values written as the assembly's first guess)."""
         document = self.document
         credits = _comment(document.credits[:2000]) if document.credits else ""
         header = [f"<?xml version=\"1.0\"?>",
@@ -383,6 +420,9 @@ class _Builder:
             c = coordinates[name]
             block.append(f"    <initial joint={quoteattr(name)} position=\"{number_text(c.default_value)}\" "
                          f"velocity=\"{number_text(c.default_speed)}\"/>")
+        for name in dependent:
+            block.append(f"    <initial joint={quoteattr(name)} "
+                         f"position=\"{number_text(coordinates[name].default_value)}\"/>")
         block.extend(self.functions)
         block.append("  </biobullet>")
         return "\n".join([*header, f"<robot name={quoteattr(document.name)}>", *self.links, *self.joints,

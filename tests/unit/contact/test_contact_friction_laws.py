@@ -90,7 +90,7 @@ def test_stribeck_limits():
 
 
 def test_registry_and_from_attributes():
-    assert friction_law_names() == ["ambrosio", "coulomb", "none", "regularized", "stribeck"]
+    assert friction_law_names() == ["ambrosio", "coulomb", "none", "opensim", "regularized", "stribeck"]
     assert isinstance(friction_law_from_attributes({"normal_law": "hertz"}, SRC), NoFriction)  # default
     law = friction_law_from_attributes({"friction_law": "ambrosio", "mu": "0.1", "v0": "1e-4", "v1": "1e-3"}, SRC)
     assert law.parameters == {"mu": 0.1, "v0": 1e-4, "v1": 1e-3}
@@ -100,6 +100,7 @@ def test_registry_and_from_attributes():
 
 
 BAD_FRICTION = [
+    ({"friction_law": "opensim", "mu_static": "0.2", "mu_dynamic": "0.5"}, "mu_dynamic", "2 mu_static"),
     ({"friction_law": "viscous"}, "friction_law", "ambrosio, coulomb, none"),
     ({"friction_law": "coulomb"}, "mu", "missing"),
     ({"friction_law": "coulomb", "mu": "-0.1"}, "mu", "non-negative"),

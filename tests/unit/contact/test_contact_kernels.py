@@ -18,6 +18,7 @@ from biobullet.contact.friction import (
     Ambrosio,
     Coulomb,
     NoFriction,
+    OpenSimFriction,
     Regularized,
     Stribeck,
 )
@@ -29,6 +30,7 @@ from biobullet.contact.normal import (
     HuntCrossley,
     KelvinVoigt,
     KelvinVoigtSmooth,
+    OpenSimHuntCrossley,
 )
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
 from biobullet.core import jit
@@ -44,7 +46,8 @@ def normal_laws():
             KelvinVoigtSmooth(stiffness=2e5, damping=300.0, smoothing=1e6, adhesion=True),
             Hertz(stiffness=1e6), Hertz(stiffness=3e5, exponent=1.0, adhesion=True),
             HuntCrossley(stiffness=1e5, restitution=0.8), Flores(stiffness=1e5, restitution=0.5, exponent=1.3),
-            HuGuo(stiffness=1e5, restitution=0.8), HuGuo(stiffness=2e6, restitution=0.3, min_impact_velocity=0.05)]
+            HuGuo(stiffness=1e5, restitution=0.8), HuGuo(stiffness=2e6, restitution=0.3, min_impact_velocity=0.05),
+            OpenSimHuntCrossley(stiffness=3e6, dissipation=1.0)]
 
 
 def friction_laws():
@@ -52,7 +55,8 @@ def friction_laws():
                                                                                       regularization="tanh"),
             Ambrosio(mu=0.3, v0=1e-3, v1=0.05), Ambrosio(mu=0.3, v0=0.0, v1=0.01),
             Stribeck(mu=0.3, mu_static=0.5, stribeck_velocity=0.05, v0=1e-3, viscous=0.2),
-            Stribeck(mu=0.3, mu_static=0.3, stribeck_velocity=0.1, v0=1e-2, regularization="tanh")]
+            Stribeck(mu=0.3, mu_static=0.3, stribeck_velocity=0.1, v0=1e-2, regularization="tanh"),
+            OpenSimFriction(mu_static=0.8, mu_dynamic=0.5, mu_viscous=0.1, transition_velocity=0.05)]
 
 
 def _normal(twin):
@@ -71,7 +75,7 @@ def test_every_builtin_law_has_a_twin():
     """Every law registered by the library has a twin; a subclass or plug-in law has none (it keeps Python)."""
     for registry, pack in ((NORMAL_LAWS, K.pack_normal), (FRICTION_LAWS, K.pack_friction)):
         builtins = [cls for cls in registry.classes() if cls.__module__.startswith("biobullet.contact.")]
-        assert len(builtins) == (6 if registry is NORMAL_LAWS else 5)
+        assert len(builtins) == (7 if registry is NORMAL_LAWS else 6)
         for cls in builtins:
             law = next((law for law in normal_laws() + friction_laws() if type(law) is cls), None)
             assert law is not None, f"no test instance of {cls.__name__}"

@@ -77,7 +77,7 @@ def test_scalar_in_scalar_out_and_impact_velocity_required():
 
 def test_registry_and_from_attributes():
     assert normal_law_names() == ["flores", "hertz", "hu_guo", "hunt_crossley", "kelvin_voigt",
-                                  "kelvin_voigt_smooth"]
+                                  "kelvin_voigt_smooth", "opensim_hunt_crossley"]
     law = normal_law_from_attributes({"normal_law": "hu_guo", "stiffness": "140e6", "restitution": "0.8",
                                       "name": "O1", "link": "l1", "mu": "0.1"}, SRC)
     assert isinstance(law, HuGuo) and law.needs_impact_velocity

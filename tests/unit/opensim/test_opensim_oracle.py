@@ -16,23 +16,9 @@ import warnings
 import numpy as np
 import pytest
 
-def _import_opensim():
-    """OpenSim, imported in a scratch folder: on import it opens `opensim.log` in the working directory, and the
-    tests then close that file sink (nothing is left in the checkout)."""
-    import tempfile
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="biobullet-opensim-") as scratch:
-        os.chdir(scratch)
-        try:
-            module = pytest.importorskip("opensim", reason="OpenSim (the oracle) is installed by the test extra: "
-                                         "pip install -e '.[test]'")
-            module.Logger.removeFileSink()
-        finally:
-            os.chdir(here)
-    return module
+from opensim_oracle import import_opensim
 
-
-osim = _import_opensim()
+osim = import_opensim()
 
 import biobullet  # noqa: E402
 from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
@@ -48,7 +34,6 @@ ZOO = os.path.join(HERE, "joint_zoo.osim")
 EULER_SPEED = ("f_rx", "f_ry", "f_rz", "f_tx", "f_ty", "f_tz", "b_rx", "b_ry", "b_rz")
 SAMPLES = 20
 
-osim.Logger.setLevelString("error")
 
 
 def _opensim(path: str, actuators: bool = True):
@@ -307,18 +292,37 @@ FORCES = """
 """
 
 
-def test_mapped_forces_match_opensim(tmp_path):
-    """CoordinateLimitForce (rotational in degrees, translational), SpringGeneralizedForce and PointToPointSpring on
-    the zoo, switched on: forward dynamics equal OpenSim's at 20 random states (the pin spans its limits and
-    transition zones), same bounds as without forces."""
+def _zoo_with_forces(tmp_path) -> str:
+    """The joint zoo with FORCES added, written to tmp_path; its path."""
     with open(ZOO) as handle:
         text = handle.read().replace("\t</Model>", FORCES + "\t</Model>")
     path = str(tmp_path / "zoo_forces.osim")
     with open(path, "w") as handle:
         handle.write(text)
+    return path
+
+
+@pytest.mark.parametrize("compiled_limits", [False, True], ids=["python", "compiled_limits"])
+def test_mapped_forces_match_opensim(tmp_path, compiled_limits):
+    """CoordinateLimitForce (rotational in degrees, translational), SpringGeneralizedForce and PointToPointSpring on
+    the zoo, switched on: forward dynamics equal OpenSim's at 20 random states (the pin spans its limits and
+    transition zones), same bounds as without forces. `compiled_limits`: the `<coordinate_limit>` forces from
+    their compiled kernel (`_coordinate_limit_py` compiled by numba) instead of the Python law, and the zoo with
+    its forces then simulates on the compiled right-hand side (no generic call)."""
+    from biobullet.core import jit
+    from biobullet.forces.collection import force_elements
+    from biobullet.forces.elements import CoordinateLimit, _coordinate_limit_py
+
+    path = _zoo_with_forces(tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")    # every force is mapped: nothing to report
         model = biobullet.load_model(path)
+    limits = [e for e in force_elements(model) if isinstance(e, CoordinateLimit)] if compiled_limits else []
+    others = [e for e in force_elements(model) if e not in limits]
+    kernel = jit.compiled(_coordinate_limit_py)
+    assert kernel is not None and len(limits) == (2 if compiled_limits else 0)   # numba is a dependency
+    n = model.n_tangent
+    unused = (np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((6, n)), np.zeros((1, n)))   # rot, pos, sub, ancestry
     reference = osim.Model(path)
     state = reference.initSystem()
     coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
@@ -335,11 +339,18 @@ def test_mapped_forces_match_opensim(tmp_path):
         qdd_all = state.getQDotDot().to_numpy()
         expected = np.array([qdd_all[q_index[n]] for n in names])
         x, xd, _, _ = model.joint_state(q, v)
-        forces = model.generalized_forces(applied_forces(model, x, xd), q)   # the file's force elements
-        qdd = model.forward_dynamics(q, v, forces)
+        tau = applied_forces(model, x, xd, elements=others)   # the file's force elements
+        for element in limits:
+            packed = element.compiled_kernel(model)
+            assert kernel(0.0, x, xd, *unused, packed.fparams, packed.iparams, tau, np.zeros(2)) == 0
+        qdd = model.forward_dynamics(q, v, model.generalized_forces(tau, q))
         mass_matrix = model.mass_matrix(q)
         bound = max(1e-9, 10 * np.finfo(float).eps * np.linalg.cond(mass_matrix))
         assert np.linalg.norm((qdd - expected)[keep]) <= bound * np.linalg.norm(expected[keep])
+    if compiled_limits:
+        run = biobullet.simulate(model, 0.01, t_eval=[0.0, 0.01], progress=False)
+        assert run.meta["right_hand_side"]["path"].startswith("compiled")
+        assert run.meta["right_hand_side"]["generic_calls"] == 0
 
 
 def _opensim_function(kind: str, x, y):
@@ -418,9 +429,11 @@ def test_other_function_types_equal_opensims(element, spec):
 @pytest.mark.parametrize("degree, points", [(1, 4), (5, 6), (5, 11), (7, 9)])
 def test_natural_spline_equals_opensims_gcvspline(degree, points):
     """GCVSpline without smoothing (error variance 0) of degree 1, 5, 7 → `natural_spline`: value and first two
-    derivatives against OpenSim's GCVSpline inside and beyond the table (its continuation of degree m − 1).
+    derivatives against OpenSim's GCVSpline inside and beyond the table (its continuation of degree m − 1), and
+    the compiled path (the jets kernel calling the type's compiled jets by address) against OpenSim too.
     GCVSPL's own solver sets the bound (1e-9 of the table's scale, observed ≤ 4e-11)."""
     from biobullet.functions.natural_spline import NaturalSplineFunction
+    from biobullet.model.joint_jets import function_table, jets_kernel
 
     rng = np.random.default_rng(degree * 100 + points)
     x = np.sort(rng.uniform(-2.0, 2.0, points))
@@ -430,6 +443,9 @@ def test_natural_spline_equals_opensims_gcvspline(degree, points):
     for a, b in zip(x, y):
         reference.addPoint(float(a), float(b))
     ours = NaturalSplineFunction(("q",), x, y, degree)
+    table, inputs, coef = function_table([(1, [0], ours)])
+    kernel = jets_kernel()
+    assert kernel is not None   # numba is a dependency: the compiled path must serve
     scale = max(1.0, np.abs(y).max())
     for value in np.linspace(x[0] - 0.4, x[-1] + 0.4, 57):
         point = osim.Vector(1, float(value))
@@ -439,3 +455,10 @@ def test_natural_spline_equals_opensims_gcvspline(degree, points):
         orders = 3 if degree > 1 else 1    # degree 1: OpenSim's derivatives of a broken line are not defined
         assert np.allclose(np.array([got, gradient[0], hessian[0, 0]])[:orders], expected[:orders], rtol=0,
                            atol=1e-9 * scale * (10 if degree == 7 else 1))
+        if kernel is not None:   # θ, θ̇ = f' ẋ, γ = f'' ẋ² of the output slot
+            state, rate = np.array([value, 0.0]), np.array([0.7, 0.0])
+            gradient_rows, gamma = np.array([[1.0], [0.0]]), np.zeros(2)
+            assert kernel(table, inputs, coef, 0.0, 0, 0, state, rate, gradient_rows, gamma) == 0
+            compiled = np.array([state[1], rate[1] / 0.7, gamma[1] / 0.49])
+            assert np.allclose(compiled[:orders], expected[:orders], rtol=0,
+                               atol=1e-9 * scale * (10 if degree == 7 else 1))

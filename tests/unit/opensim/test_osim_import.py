@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import biobullet
+from biobullet.contact.element import contact_elements
 from biobullet.cli import main
 from biobullet.core.errors import ModelError
 from biobullet.opensim import osim_urdf
@@ -41,11 +42,16 @@ CONTACT = """
     <ContactGeometrySet name="contactgeometryset"><objects>
       <ContactHalfSpace name="floor"><socket_frame>/ground</socket_frame><location>0 0 0</location>
         <orientation>0 0 -1.5707963267949</orientation></ContactHalfSpace>
+      <ContactSphere name="tip"><socket_frame>/bodyset/ball</socket_frame><location>0 -0.5 0</location>
+        <radius>0.05</radius></ContactSphere>
+      <ContactSphere name="knob"><socket_frame>/ground</socket_frame><location>0.3 -0.4 0</location>
+        <radius>0.02</radius></ContactSphere>
+      <ContactSphere name="spare"><socket_frame>/ground</socket_frame><radius>0.02</radius></ContactSphere>
     </objects></ContactGeometrySet>
     <ForceSet name="forceset"><objects>
       <HuntCrossleyForce name="floor_contact">
         <HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
-          <HuntCrossleyForce::ContactParameters><geometry>floor</geometry><stiffness>1e6</stiffness>
+          <HuntCrossleyForce::ContactParameters><geometry>floor tip knob</geometry><stiffness>1e6</stiffness>
           </HuntCrossleyForce::ContactParameters>
         </objects></HuntCrossleyForce::ContactParametersSet>
       </HuntCrossleyForce>
@@ -81,8 +87,12 @@ def test_names_with_double_colons_parse_and_unmapped_components_warn_once_each(t
     with pytest.warns(UserWarning) as records:
         model = biobullet.load_model(path)
     messages = [str(r.message) for r in records]
-    assert any("HuntCrossleyForce floor_contact" in m for m in messages)
-    assert any("ContactHalfSpace floor" in m for m in messages)
+    # tip × floor is imported; the sphere–sphere pair and the geometry no force uses are reported
+    assert [c.name for c in contact_elements(model)] == ["floor_contact.tip"]
+    assert any("HuntCrossleyForce floor_contact: the pair ContactSphere tip – ContactSphere knob" in m
+               for m in messages)
+    assert any("ContactSphere spare: not imported" in m for m in messages)
+    assert not any("ContactHalfSpace floor" in m for m in messages)
     assert model.coordinate_names == ("angle",)
     # a pendulum: M = I_zz + m l² about the pin (an independent number, not the code under test)
     assert model.mass_matrix(np.array([0.3]))[0, 0] == pytest.approx(0.01 + 2.0 * 0.5 ** 2, rel=1e-14)
@@ -224,3 +234,23 @@ def test_mutated_files_load_or_give_one_clear_error(tmp_path):
             model.mass_matrix(model.initial_state()[0])
         except biobullet.BiobulletError:
             pass
+
+
+def test_redundant_and_switched_off_constraints(tmp_path):
+    """Two identical WeldConstraints remove 6 DOF, not 12: one error naming the constraints. A PointConstraint
+    with isEnforced false is left out without a report (OpenSim does not enforce it either)."""
+    here = os.path.dirname(__file__)
+    with open(os.path.join(here, "welded_block.osim"), encoding="utf-8") as handle:
+        text = handle.read()
+    start, end = text.index("<WeldConstraint"), text.index("</WeldConstraint>") + len("</WeldConstraint>")
+    twice = text[:end] + text[start:end].replace('name="hand_holds_block"', 'name="again"') + text[end:]
+    with pytest.raises(ModelError, match="hand_holds_block, again give 12 equations of rank 6"):
+        biobullet.load_model(_write(tmp_path, twice, "twice.osim"))
+    with open(os.path.join(here, "fourbar_point_constraint.osim"), encoding="utf-8") as handle:
+        text = handle.read()
+    off = text.replace('<PointConstraint name="closure">', '<PointConstraint name="closure"><isEnforced>false'
+                       '</isEnforced>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = biobullet.load_model(_write(tmp_path, off, "off.osim"))
+    assert model.coordinate_names == ("crank_angle", "coupler_angle", "rocker_angle")
