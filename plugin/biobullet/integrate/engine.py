@@ -589,40 +589,84 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe, fast=fast)
-    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
-            ArithmeticError, ValueError, RecursionError) as exc:  # any failure keeps the partial trajectory
         bar.close()
-        fail_t = getattr(exc, "t", result.last_t)
-        fail_y = getattr(exc, "y", result.last_y)
-        meta.update(_stats(result, started), status="failed", message=str(exc),
-                    right_hand_side=system.right_hand_side())
+        meta.update(_stats(result, started), status=result.status, message=result.message,
+                    right_hand_side={**system.right_hand_side(),
+                                     **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
-        times, states = list(result.t), list(result.y)
-        if not times or times[-1] < result.last_t:
-            times.append(result.last_t)
-            states.append(result.last_y)
-        partial = build_trajectory(system, times, states, result.events, meta)
-        path = None
-        if out is not None:
-            path = str(out) + ".partial.csv"
-            partial.to_csv(path)
-        state_text = np.array2string(np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6,
-                                     max_line_width=200)
-        raise IntegrationError(f"{model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
-                               f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s"
-                               + (f"; partial trajectory written to {path}" if path else ""),
-                               fail_t, fail_y, partial, path) from None
-    bar.close()
-    meta.update(_stats(result, started), status=result.status, message=result.message,
-                right_hand_side={**system.right_hand_side(),
-                                 **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
-    if run_logs(system.elements):
-        meta["discrete"] = run_logs(system.elements)
-    trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+    except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
+        bar.close()
+        failure = _keep_partial(system, result, meta, started, exc, out)
+        if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
+            raise
+        raise failure from None
     if out is not None:
         (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+#: failures of the model's numerics (reported as an IntegrationError); any other exception is re-raised as it is,
+#: after the partial trajectory was written all the same
+_EXPECTED_FAILURES = (_NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
+                      ArithmeticError, ValueError, RecursionError)
+
+
+def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseException, out):
+    """Write the samples accepted before failure `exc` to `out + ".partial.csv"` (when `out` is given) and return
+    the IntegrationError describing the failure. The samples are written even when the trajectory's derived
+    quantities cannot be evaluated at all of them (a singular loop configuration, a blown-up state): the longest
+    prefix of samples that evaluates is kept, down to none (a CSV with its header only)."""
+    fail_t = getattr(exc, "t", result.last_t)
+    fail_y = getattr(exc, "y", result.last_y)
+    meta.update(_stats(result, started), status="failed", message=str(exc) or type(exc).__name__,
+                right_hand_side=system.right_hand_side())
+    from biobullet.integrate.discrete import run_logs
+    if run_logs(system.elements):
+        meta["discrete"] = run_logs(system.elements)
+    times, states = list(result.t), list(result.y)
+    if result.last_y is not None and (not times or times[-1] < result.last_t):
+        times.append(result.last_t)
+        states.append(result.last_y)
+    for resolver in system.model.coordinate_map.resolvers:   # the failure may have left them at a singular point
+        if hasattr(resolver, "rewind"):
+            resolver.rewind()
+    partial, kept = _longest_partial(system, times, states, result.events, meta)
+    path = None
+    if out is not None:
+        path = str(out) + ".partial.csv"
+        partial.to_csv(path)
+    state_text = "(none accepted)" if fail_y is None else np.array2string(
+        np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6, max_line_width=200)
+    written = ""
+    if path:
+        written = f"; partial trajectory written to {path}" + \
+            (f" ({kept} of {len(times)} samples: the later ones could not be evaluated)" if kept < len(times) else "")
+    return IntegrationError(f"{system.model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
+                            f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s" + written,
+                            fail_t, fail_y, partial, path)
+
+
+def _longest_partial(system: System, times: list, states: list, events, meta: dict):
+    """(trajectory, n) of the longest prefix of the samples whose trajectory can be built (bisection: the samples
+    before a failure evaluate, so the buildable prefixes are an initial segment)."""
+    try:
+        return build_trajectory(system, times, states, events, meta), len(times)
+    except Exception:  # noqa: BLE001  (a sample that cannot be evaluated: find the ones that can)
+        pass
+    good, bad = 0, len(times)
+    best = None
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        try:
+            best = build_trajectory(system, times[:middle], states[:middle], events, meta)
+            good = middle
+        except Exception:  # noqa: BLE001
+            bad = middle
+    if best is None or len(best.t) != good:
+        best = build_trajectory(system, times[:good], states[:good], events, meta)
+    return best, good
 
 
 def _stats(result, started: float) -> dict:

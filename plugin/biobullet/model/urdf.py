@@ -49,6 +49,7 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     robot = read_xml(file)
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
+    _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
     issues: list[tuple[str, str, float, bool]] = []
     links = tuple(_parse_link(file, element, number, inertia, issues)
                   for number, element in enumerate(robot.findall("link"), 1))
@@ -75,6 +76,9 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
 MAX_ELEMENTS = 200_000
+#: deepest nesting of XML elements (a URDF nests at most ~7 deep; PyBullet's and urdfdom's parsers recurse per
+#: level, and 150,000 levels took PyBullet minutes)
+MAX_DEPTH = 64
 #: encodings a model file may declare (XML 1.0 requires UTF-8/UTF-16 support; Latin-1/ASCII are common)
 ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16")
 _DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""")
@@ -129,16 +133,46 @@ def read_xml(file: str) -> ET.Element:
         raise ModelError(f"not well-formed XML ({message})", file=file) from None
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
-    count = 0
-    for _ in robot.iter():
-        count += 1
-        if count > MAX_ELEMENTS:
-            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
-                             expected=f"at most {MAX_ELEMENTS} elements")
+    _check_size(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro
     return robot
+
+
+def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
+    """A `<biobullet>` block is read only directly under `<robot>`: one nested anywhere else (in a `<link>`, a
+    `<joint>`, another `<biobullet>`) would be silently ignored, and the model would lose its joint functions."""
+    if sum(1 for _ in robot.iter("biobullet")) == direct:
+        return
+    stack = [(robot, source_of(file, robot).element)]
+    while stack:
+        parent, where = stack.pop()
+        for child in parent:
+            if child.tag == "biobullet" and parent is not robot:
+                raise ModelError(f"a <biobullet> block nested inside {where} is not read there", file=file,
+                                 element=f"{where} <biobullet>",
+                                 expected="the <biobullet> block directly under <robot>")
+            stack.append((child, f"{where} {source_of(file, child).element}" if parent is not robot
+                          else source_of(file, child).element))
+
+
+def _check_size(file: str, robot: ET.Element) -> None:
+    """At most MAX_ELEMENTS elements nested at most MAX_DEPTH deep (one walk with an explicit stack)."""
+    count = 0
+    stack = [(robot, 1, "<robot>")]
+    while stack:
+        element, depth, path = stack.pop()
+        count += 1
+        if count > MAX_ELEMENTS:
+            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
+                             expected=f"at most {MAX_ELEMENTS} elements")
+        if depth > MAX_DEPTH:
+            raise ModelError(f"XML elements nested more than {MAX_DEPTH} deep", file=file, element=path,
+                             expected=f"elements nested at most {MAX_DEPTH} deep")
+        if depth <= 2:  # name the top-level element the deep nesting is in
+            path = source_of(file, element).element if depth == 2 else path
+        stack.extend((child, depth + 1, path) for child in element)
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
