@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, shown
-from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
+from biobullet.core.attributes import (REQUIRED, floats, optional_float, optional_vec3, parse_float, required,
+                                       source_of)
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.extension import parse_extension
@@ -50,6 +51,8 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
+    for material in robot.findall("material"):
+        _check_color(file, material, source_of(file, material).element)
     issues: list[tuple[str, str, float, bool]] = []
     links = tuple(_parse_link(file, element, number, inertia, issues)
                   for number, element in enumerate(robot.findall("link"), 1))
@@ -207,12 +210,64 @@ def _parse_link(file: str, element: ET.Element, number: int, policy: str = DEFAU
         raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
+    _check_shapes(file, element, name)
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
         inertial = _parse_inertial(SourceRef(file, f'<link name="{name}"> <inertial>'), inertial_element,
                                    policy, issues if issues is not None else [], name)
     return LinkDescription(name=name, inertial=inertial, source=source)
+
+
+#: geometry elements and their required size attributes (count of numbers; all non-negative, m); collisions may
+#: also use PyBullet's `<plane normal>` and `<cdf filename>`
+GEOMETRY_SIZES = {"box": (("size", 3),), "sphere": (("radius", 1),), "cylinder": (("radius", 1), ("length", 1)),
+                  "capsule": (("radius", 1), ("length", 1)), "mesh": ()}
+COLLISION_ONLY_GEOMETRY = ("plane", "cdf")
+
+
+def _check_shapes(file: str, link: ET.Element, name: str) -> None:
+    """Every `<visual>` and `<collision>` of a link, checked at load as everything else is (dynamics never reads
+    them, but the viewer, the HTML replay and PyBullet do): a finite origin, exactly one known geometry with its
+    sizes (non-negative finite numbers) and, for a mesh, a file name and a finite scale; a colour of four numbers
+    in [0, 1]."""
+    for kind in ("visual", "collision"):
+        known = tuple(GEOMETRY_SIZES) + (COLLISION_ONLY_GEOMETRY if kind == "collision" else ())
+        expected = "<geometry> with one of <" + ">, <".join(known) + ">"
+        for number, shape_element in enumerate(link.findall(kind), 1):
+            source = SourceRef(file, f'<link name="{name}"> <{kind}> number {number}')
+            origin = shape_element.find("origin")
+            if origin is not None:
+                origin_source = SourceRef(file, source.element + " <origin>")
+                optional_vec3(origin_source, origin, "xyz")
+                optional_vec3(origin_source, origin, "rpy")
+            geometry = shape_element.find("geometry")
+            # (a <material> inside <geometry> is misplaced but harmless: PyBullet and the viewer skip it)
+            shapes = [child for child in geometry if child.tag != "material"] if geometry is not None else []
+            if len(shapes) != 1:
+                raise source.error(None, "missing <geometry>" if geometry is None else
+                                   f"<geometry> has {len(shapes)} shapes", expected)
+            shape = shapes[0]
+            shape_source = SourceRef(file, f"{source.element} <geometry> <{shape.tag}>")
+            if shape.tag not in known:
+                raise source.error(None, f"unknown geometry <{shape.tag}>", expected)
+            for attribute, count in GEOMETRY_SIZES.get(shape.tag, ()):
+                floats(shape_source, shape, attribute, REQUIRED, count=count, non_negative=True)
+            if shape.tag in ("mesh", "cdf"):
+                required(shape_source, shape, "filename")
+            if shape.tag == "mesh":   # (PyBullet reads the first three numbers; some files give four)
+                floats(shape_source, shape, "scale", None, min_count=3, max_count=4)
+            if shape.tag == "plane":
+                optional_vec3(shape_source, shape, "normal", (0.0, 0.0, 1.0))
+            material = shape_element.find("material")
+            if material is not None:
+                _check_color(file, material, source.element + " <material>")
+
+
+def _check_color(file: str, material: ET.Element, where: str) -> None:
+    color = material.find("color")
+    if color is not None:
+        floats(SourceRef(file, where + " <color>"), color, "rgba", None, count=4, at_least=0.0, at_most=1.0)
 
 
 def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAULT_INERTIA_POLICY,
