@@ -588,7 +588,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         with newton_tolerance(model, rtol) if not system.joint_space else nullcontext():
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast)
+                     observe=observe, fast=fast, on_stiff=lambda t, h: _warn_stiff(model, method, t, h))
         bar.close()
         meta.update(_stats(result, started), status=result.status, message=result.message,
                     right_hand_side={**system.right_hand_side(),
@@ -605,6 +605,34 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if out is not None:
         (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+def _warn_stiff(model, method: str, t: float, mean_step: float) -> None:
+    """Say once that an explicit method's steps are held down by stiffness, naming the likely stiff element."""
+    import warnings
+    warnings.warn(f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s "
+                  f"(more than {1 / mean_step:.2g} steps per simulated second) at t = {t:.6g} s{stiffest_element(model)}"
+                  "; an implicit method takes far fewer steps: method='Radau' or 'LSODA' (CLI: --method Radau), "
+                  "or lower the stiffness", stacklevel=2)
+
+
+def stiffest_element(model) -> str:
+    """', probably <TAG name="N"> (stiffness K, damping C)' for the force element or contact with the largest
+    stiffness (then damping) attribute, '' if none has one."""
+    best, best_key = None, (0.0, 0.0)
+    for element in model.description.elements:
+        values = []
+        for key in ("stiffness", "damping"):
+            try:
+                values.append(abs(float(element.attributes.get(key, 0.0))))
+            except ValueError:   # (an expression or a plugin's own syntax: not comparable)
+                values.append(0.0)
+        if tuple(values) > best_key:
+            best, best_key = element, tuple(values)
+    if best is None:
+        return ""
+    name = best.attributes.get("name") or best.attributes.get("joint") or best.attributes.get("link") or "?"
+    return (f", probably <{best.tag} name=\"{name}\"> (stiffness {best_key[0]:g}, damping {best_key[1]:g})")
 
 
 #: failures of the model's numerics (reported as an IntegrationError); any other exception is re-raised as it is,

@@ -8,8 +8,6 @@ this suite is deterministic and short; `tools/fuzz_campaign.py` runs the long ra
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
@@ -19,8 +17,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from biobullet.cli import main
 from biobullet.core.errors import BiobulletError, EvaluationError, ModelError, SourceRef
+from hostile_cli import run_cli
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -57,17 +55,6 @@ HOSTILE = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-10 ** 40, max_value=10 ** 40).map(str),
 )
-
-
-def run_cli(*argv: str) -> tuple[int, list[str]]:
-    """`biobullet ARGV` in-process: (exit code, non-empty stderr lines)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
-    return code, [line for line in err.getvalue().splitlines() if line.strip()]
 
 
 def assert_clean(code: int, lines: list[str]) -> None:
