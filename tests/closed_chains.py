@@ -47,7 +47,7 @@ def crank_rocker_into_toggle() -> str:
     limit = np.arccos((16 - 9 - 6.25) / (2 * 3 * 2.5))
     return (FOURBAR.replace("LOOPATTRS", GOOD_LOOP).replace("INDEPENDENT", "rocker_j")
             .replace('<initial joint="crank_j" position="INIT"/>',
-                     f'<initial joint="rocker_j" position="{limit + 0.05!r}" velocity="-3"/>'))
+                     f'<initial joint="rocker_j" position="{float(limit) + 0.05!r}" velocity="-3"/>'))
 
 
 def _v(values):
