@@ -196,7 +196,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
     result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
     if result.interrupted:
         raise KeyboardInterrupt
-    existing = sorted(output_folder(out_dir, "plots").glob("*.png"))
+    existing = sorted(output_folder(out_dir, "plots").glob("*.png")) if plots else []
     if plots and result.computed == 0 and existing:
         result.plots = existing
     elif plots:
