@@ -7,6 +7,7 @@ and handed on as ElementDescriptions to the layers that own them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import xml.etree.ElementTree as ET
 
 from biobullet.core.plugins import entry_point_names
@@ -53,6 +54,7 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
             raise block_source.error("version", f"unsupported version {version!r}",
                                      " or ".join(f'"{v}"' for v in SUPPORTED_VERSIONS))
         changes["extension_version"] = version
+        plugin_tags = functools.cache(lambda: entry_point_names(FORCE_ELEMENT_GROUP))   # (read once per file)
         for element in block:
             if not isinstance(element.tag, str):  # comments
                 continue
@@ -83,7 +85,7 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 changes["coordinates"] = names
             elif tag == "joint_function":
                 functions.append(_parse_joint_function(source, element, movable, joints))
-            elif tag in DELEGATED_ELEMENTS or tag in entry_point_names(FORCE_ELEMENT_GROUP):
+            elif tag in DELEGATED_ELEMENTS or tag in plugin_tags():
                 allowed = DELEGATED_ELEMENTS.get(tag)
                 if allowed is not None:
                     check_known_attributes(source, element, allowed)
@@ -98,7 +100,7 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 raise ModelError(f"unknown element <{tag}>", file=file, element=f"<biobullet> <{tag}>",
                                  expected="one of " + ", ".join(
                                      f"<{k}>" for k in (*KNOWN_ELEMENTS, *sorted(
-                                         entry_point_names(FORCE_ELEMENT_GROUP) - set(KNOWN_ELEMENTS)))))
+                                         plugin_tags() - set(KNOWN_ELEMENTS)))))
     functions.extend(_mimic_functions(description))
     _check_functions(file, functions)
     seen_initial: set[str] = set()

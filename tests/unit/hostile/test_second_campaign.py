@@ -329,3 +329,16 @@ def test_thousands_of_unnamed_contacts_get_distinct_names(tmp_path):
     model = biobullet.load_model(chain(tmp_path, contacts))
     names = [contact.name for contact in contact_elements(model)]
     assert len(set(names)) == len(names) == 2000   # (in linear time: a set, not a scan of the names so far)
+
+
+def test_plugin_element_tags_are_read_once_per_file(tmp_path, monkeypatch):
+    """Every `<biobullet>` child that is a plug-in element used to read the installed packages' entry points
+    again (20 ms each: 8,000 of them took minutes); the file's block reads them once."""
+    from biobullet.model import extension
+    calls = []
+    original = extension.entry_point_names
+    monkeypatch.setattr(extension, "entry_point_names", lambda group: calls.append(group) or original(group))
+    stops = "".join(f'<joint_contact_stop name="s{k}" joint="j1" lower="0" lever="0.01" stiffness="1e3" damping="1" '
+                    'smoothing="1e6"/>' for k in range(200))
+    model = biobullet.load_model(chain(tmp_path, stops))
+    assert len(model.description.elements_of("joint_contact_stop")) == 200 and len(calls) == 1
