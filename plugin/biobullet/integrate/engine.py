@@ -610,10 +610,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
 def _warn_stiff(model, method: str, t: float, mean_step: float) -> None:
     """Say once that an explicit method's steps are held down by stiffness, naming the likely stiff element."""
     import warnings
-    warnings.warn(f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s "
-                  f"(more than {1 / mean_step:.2g} steps per simulated second) at t = {t:.6g} s{stiffest_element(model)}"
-                  "; an implicit method takes far fewer steps: method='Radau' or 'LSODA' (CLI: --method Radau), "
-                  "or lower the stiffness", stacklevel=2)
+    rate = f" ({1 / mean_step:.2g} steps per simulated second)" if mean_step > 0 else ""
+    warnings.warn(f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s"
+                  f"{rate} at t = {t:.6g} s{stiffest_element(model)}; an implicit method takes far fewer steps: "
+                  "method='Radau' or 'LSODA' (CLI: --method Radau), or lower the stiffness", stacklevel=2)
 
 
 def stiffest_element(model) -> str:
