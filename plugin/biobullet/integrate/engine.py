@@ -660,11 +660,14 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     for resolver in system.model.coordinate_map.resolvers:   # the failure may have left them at a singular point
         if hasattr(resolver, "rewind"):
             resolver.rewind()
-    partial, kept = _longest_partial(system, times, states, result.events, meta)
-    path = None
-    if out is not None:
-        path = str(out) + ".partial.csv"
-        partial.to_csv(path)
+    partial, kept, path = None, 0, None
+    try:
+        partial, kept = _longest_partial(system, times, states, result.events, meta)
+        if out is not None:
+            partial.to_csv(str(out) + ".partial.csv")
+            path = str(out) + ".partial.csv"
+    except Exception:  # noqa: BLE001  (the run's own failure is the one to report)
+        pass
     state_text = "(none accepted)" if fail_y is None else np.array2string(
         np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6, max_line_width=200)
     written = ""

@@ -342,3 +342,22 @@ def test_plugin_element_tags_are_read_once_per_file(tmp_path, monkeypatch):
                     'smoothing="1e6"/>' for k in range(200))
     model = biobullet.load_model(chain(tmp_path, stops))
     assert len(model.description.elements_of("joint_contact_stop")) == 200 and len(calls) == 1
+
+
+def test_every_failure_of_a_bridge_run_keeps_the_steps_before_it(tmp_path, monkeypatch):
+    pytest.importorskip("pybullet")
+    from biobullet.bridge import Bridge
+    from biobullet.bridge import simulate as bridge_simulate
+    original, steps = Bridge.step, []
+
+    def failing_step(self, *args, **kwargs):
+        if len(steps) == 5:
+            raise RuntimeError("a user's plug-in failed")
+        steps.append(1)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(Bridge, "step", failing_step)
+    out = tmp_path / "run.csv"
+    with pytest.warns(UserWarning, match="partial trajectory written"), pytest.raises(RuntimeError, match="plug-in"):
+        bridge_simulate(biobullet.load_model(REPO / "urdf" / "arm7.urdf"), 0.1, dt=1e-3, out=out, progress=False)
+    times = np.loadtxt(str(out) + ".partial.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    np.testing.assert_allclose(times, np.arange(6) * 1e-3, atol=1e-12)   # t = 0 and the five steps taken
