@@ -222,6 +222,7 @@ def test_every_failure_of_a_run_keeps_the_partial_trajectory(tmp_path):
         assert times[0] == 0.0 and len(times) >= 2 and times[-1] <= 0.05
 
 
+@pytest.mark.slow
 def test_a_run_stopped_at_a_toggle_keeps_its_partial_trajectory(tmp_path):
     """A crank–rocker four-bar driven by its rocker into the toggle: the run stops with 'singular loop
     configuration' (or a loop closure that no longer converges); the samples before it are written although the
@@ -231,7 +232,7 @@ def test_a_run_stopped_at_a_toggle_keeps_its_partial_trajectory(tmp_path):
     model = biobullet.load_model(path)
     out = tmp_path / "run.csv"
     with pytest.raises(biobullet.SolverError, match="singular loop configuration|did not converge") as info:
-        biobullet.simulate(model, 0.1, out=out, progress=False, compiled=False, rtol=1e-6, atol=1e-9)
+        biobullet.simulate(model, 0.05, out=out, progress=False, compiled=False)
     partial = np.loadtxt(str(out) + ".partial.csv", delimiter=",", skiprows=1, ndmin=2)
     assert info.value.partial_path == str(out) + ".partial.csv" and len(partial) > 10
     assert partial[0, 0] == 0.0 and partial[-1, 0] <= info.value.t
