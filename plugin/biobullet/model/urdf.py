@@ -148,16 +148,16 @@ def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
     `<joint>`, another `<biobullet>`) would be silently ignored, and the model would lose its joint functions."""
     if sum(1 for _ in robot.iter("biobullet")) == direct:
         return
-    stack = [(robot, source_of(file, robot).element)]
-    while stack:
-        parent, where = stack.pop()
-        for child in parent:
-            if child.tag == "biobullet" and parent is not robot:
-                raise ModelError(f"a <biobullet> block nested inside {where} is not read there", file=file,
-                                 element=f"{where} <biobullet>",
-                                 expected="the <biobullet> block directly under <robot>")
-            stack.append((child, f"{where} {source_of(file, child).element}" if parent is not robot
-                          else source_of(file, child).element))
+    parent_of = {child: parent for parent in robot.iter() for child in parent}
+    nested = next(block for block in robot.iter("biobullet") if parent_of[block] is not robot)
+    ancestors = []
+    element = parent_of[nested]
+    while element is not robot:
+        ancestors.append(source_of(file, element).element)
+        element = parent_of[element]
+    where = " ".join(reversed(ancestors))
+    raise ModelError(f"a <biobullet> block nested inside {where} is not read there", file=file,
+                     element=f"{where} <biobullet>", expected="the <biobullet> block directly under <robot>")
 
 
 def _check_size(file: str, robot: ET.Element) -> None:
