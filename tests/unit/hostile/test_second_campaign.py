@@ -287,6 +287,15 @@ def test_a_floating_base_thrown_at_a_huge_rate_on_pybullet_stops_with_one_error(
     assert "diverged" in line and "not finite" in line
 
 
+def test_a_floating_base_on_a_root_named_world_is_refused_by_the_bridge(tmp_path):
+    """PyBullet fixes a root link named "world" whatever useFixedBase says: the prosthesis with --floating-base was
+    an internal error (an 8 × 8 PyBullet mass matrix for 14 velocities)."""
+    pytest.importorskip("pybullet")
+    line = one_error("simulate", str(REPO / "urdf" / "prosthesis_fourbar.urdf"), "--floating-base", "--engine",
+                     "pybullet", "--t-end", "0.01", "--out", str(tmp_path / "run.csv"))
+    assert "root link named 'world'" in line and '<link name="world">' in line
+
+
 # ------------------------------------------------------------------------------------------------ validate
 def test_validate_says_what_the_oracles_said_and_that_nothing_was_compared(tmp_path, capfd):
     pytest.importorskip("pinocchio")
