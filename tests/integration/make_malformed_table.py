@@ -185,6 +185,9 @@ def hostile_tables() -> str:
             ("`simulate --engine pybullet --floating-base` of the knee thrown at 1e300 rad/s",
              ["simulate", str(REPO / "urdf" / "fourbar_knee.urdf"), "--floating-base", "--engine", "pybullet",
               "--t-end", "0.01", "--set", "knee_A_dot=1e300", "--out", str(tmp / "thrown.csv")]),
+            ("`simulate --engine pybullet --floating-base` of the prosthesis (root link `world`)",
+             ["simulate", str(REPO / "urdf" / "prosthesis_fourbar.urdf"), "--floating-base", "--engine", "pybullet",
+              "--t-end", "0.01", "--out", str(tmp / "world.csv")]),
         ]
         for title, argv in cases:
             code, line = _cli(*argv)
