@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 
 import numpy as np
@@ -286,3 +287,35 @@ def test_replay_json_is_inert_in_html_and_reads_back_exactly(names) -> None:
     text = json_for_script({"names": names})
     assert not set(text) & set("<>&\u2028\u2029")
     assert json.loads(text) == {"names": names}
+
+
+@settings(SETTINGS, max_examples=20)
+@seed(27)
+@given(host=st.integers(min_value=0, max_value=40), depth=st.sampled_from([1, 3, 63, 64, 65, 1000]))
+def test_a_misplaced_block_or_deep_nesting_is_one_error(host: int, depth: int) -> None:
+    """The `<biobullet>` block moved into the host-th element of the file, then `depth` levels of nesting added
+    inside the first link: the file loads only with the block directly under <robot> and nesting within the bound."""
+    from biobullet.model.urdf import MAX_DEPTH
+    text = BASE.format(**DEFAULTS)
+    block = text[text.index("<biobullet>"):text.index("</biobullet>") + len("</biobullet>")]
+    text = text.replace(block, "")
+    opening = [m for m in re.finditer(r"<(\w+)\b[^<>]*[^/]>", text)][1:]   # (not <robot> itself)
+    moved = host < len(opening)
+    if moved:
+        at = opening[host].end()
+        text = text[:at] + block + text[at:]
+    else:
+        text = text.replace("</robot>", block + "</robot>")
+    text = text.replace('<link name="base"/>', '<link name="base">' + "<x>" * depth + "</x>" * depth + "</link>")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fz.urdf")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        code, lines = run_cli("info", path)
+        assert_clean(code, lines)
+        too_deep = 2 + depth > MAX_DEPTH   # <robot> 1, <link> 2
+        assert (code == 2) == (too_deep or moved), lines
+        if too_deep:
+            assert "nested more than" in lines[-1]
+        elif moved:
+            assert "<biobullet> block nested inside" in lines[-1]
