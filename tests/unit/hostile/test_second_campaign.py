@@ -371,3 +371,20 @@ def test_every_failure_of_a_bridge_run_keeps_the_steps_before_it(tmp_path, monke
         bridge_simulate(biobullet.load_model(REPO / "urdf" / "arm7.urdf"), 0.1, dt=1e-3, out=out, progress=False)
     times = np.loadtxt(str(out) + ".partial.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
     np.testing.assert_allclose(times, np.arange(6) * 1e-3, atol=1e-12)   # t = 0 and the five steps taken
+
+
+def test_a_stored_point_is_never_read_through_a_link(tmp_path):
+    from biobullet.sweep.config import load_config
+    from biobullet.sweep.store import point_path, read_point
+    config, out = _sweep_with_stored_points(tmp_path)
+    point = load_config(config).points()[0]
+    stored = point_path(out, point.id)
+    assert read_point(out, point) is not None
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_bytes(stored.read_bytes())
+    stored.unlink()
+    stored.symlink_to(elsewhere)
+    assert read_point(out, point) is None   # a valid record behind a link is not a stored point
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_text(stored, "{}", within=out)
+    assert json.loads(elsewhere.read_text())["id"] == point.id
