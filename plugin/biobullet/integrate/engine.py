@@ -546,6 +546,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if model.nv == 0:
         raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
                          file=model.file, expected="a movable joint, or --floating-base")
+    chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
         raise ModelError(f"unknown integration method {method!r}", attribute="method",
@@ -588,7 +589,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         with newton_tolerance(model, rtol) if not system.joint_space else nullcontext():
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast, on_stiff=lambda t, h: _warn_stiff(model, method, t, h))
+                     observe=observe, fast=fast,
+                     on_stiff=lambda t, h: _on_stiff(model, method, t, h, switch=not chosen, meta=meta))
         bar.close()
         meta.update(_stats(result, started), status=result.status, message=result.message,
                     right_hand_side={**system.right_hand_side(),
@@ -607,13 +609,25 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     return trajectory
 
 
-def _warn_stiff(model, method: str, t: float, mean_step: float) -> None:
-    """Say once that an explicit method's steps are held down by stiffness, naming the likely stiff element."""
+#: the implicit method a stiff run of the default explicit method switches to
+STIFF_METHOD = "Radau"
+
+
+def _on_stiff(model, method: str, t: float, mean_step: float, *, switch: bool, meta: dict) -> str | None:
+    """Say once that an explicit method's steps are held down by stiffness, naming the likely stiff element; with
+    `switch` (the caller chose no method) go on with STIFF_METHOD and say so (recorded in `meta`)."""
     import warnings
     rate = f" ({1 / mean_step:.2g} steps per simulated second)" if mean_step > 0 else ""
-    warnings.warn(f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s"
-                  f"{rate} at t = {t:.6g} s{stiffest_element(model)}; an implicit method takes far fewer steps: "
-                  "method='Radau' or 'LSODA' (CLI: --method Radau), or lower the stiffness", stacklevel=2)
+    looks = (f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s{rate} "
+             f"at t = {t:.6g} s{stiffest_element(model)}")
+    if switch:
+        meta["method"] = f"{method}, then {STIFF_METHOD} from t = {t:.9g} s (stiff)"
+        warnings.warn(f"{looks}; going on with the implicit {STIFF_METHOD} (choose a method with method=... / "
+                      "--method to keep one, or lower the stiffness)", stacklevel=2)
+        return STIFF_METHOD
+    warnings.warn(f"{looks}; an implicit method takes far fewer steps: method='Radau' or 'LSODA' (CLI: --method "
+                  "Radau), or lower the stiffness", stacklevel=2)
+    return None
 
 
 def stiffest_element(model) -> str:
@@ -631,8 +645,9 @@ def stiffest_element(model) -> str:
             best, best_key = element, tuple(values)
     if best is None:
         return ""
-    name = best.attributes.get("name") or best.attributes.get("joint") or best.attributes.get("link") or "?"
-    return (f", probably <{best.tag} name=\"{name}\"> (stiffness {best_key[0]:g}, damping {best_key[1]:g})")
+    key = next((k for k in ("name", "joint", "link") if best.attributes.get(k)), None)
+    named = f' {key}="{best.attributes[key]}"' if key else ""
+    return f", probably <{best.tag}{named}> (stiffness {best_key[0]:g}, damping {best_key[1]:g})"
 
 
 #: failures of the model's numerics (reported as an IntegrationError); any other exception is re-raised as it is,

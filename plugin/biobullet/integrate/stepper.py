@@ -125,7 +125,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
              observe: Callable[[float, float, Callable], None] | None = None,
              max_steps: int | None = None, fast=None,
-             on_stiff: Callable[[float, float], None] | None = None) -> LoopResult:
+             on_stiff: Callable[[float, float], str | None] | None = None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -134,7 +134,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     same time, runs before the integrator restarts. `fast` (`compiled_stepper.CompiledSteps`, DOP853 only) takes
     the steps it can in compiled segments between SciPy's own steps, on runs without events, projection or step
     observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
-    look held down by stiffness (see STIFF_MEAN_STEP)."""
+    look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
+    with that method from the last accepted state."""
     solver_class = METHODS[method.upper()]
     watch_stiffness = on_stiff is not None and method.upper() not in IMPLICIT
     window = (0, float(t0))   # (steps, t) at the start of the stiffness watch's current window
@@ -165,7 +166,11 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 window = (out.steps, out.last_t)
                 if mean_step < STIFF_MEAN_STEP:
                     watch_stiffness = False   # said once
-                    on_stiff(out.last_t, mean_step)
+                    switch = on_stiff(out.last_t, mean_step)
+                    if switch:   # go on from the last accepted state with the implicit method named
+                        solver_class, fast = METHODS[switch.upper()], None
+                        restart_at = (out.last_t, out.last_y.copy())
+                        break
             if fast is not None:
                 start = next_eval
                 next_eval, rows, taken, _ = fast.advance(solver, t_eval, next_eval,

@@ -388,3 +388,17 @@ def test_a_stored_point_is_never_read_through_a_link(tmp_path):
     with pytest.raises(OutputError, match="symbolic link"):
         write_text(stored, "{}", within=out)
     assert json.loads(elsewhere.read_text())["id"] == point.id
+
+
+def test_a_stiff_run_of_the_default_method_goes_on_with_radau_and_says_so(tmp_path):
+    """An overdamped joint spring (c/I ≈ 10⁷ s⁻¹): DOP853 is held to ~1 µs steps by stability; the default run
+    switches to Radau after the watch's window, says so once, and ends where a Radau run from the start ends."""
+    model = biobullet.load_model(chain(tmp_path, '<joint_spring joint="j1" stiffness="1e3" damping="1e6"/>'))
+    options = dict(initial={"j1": 0.5}, progress=False, compiled=False, t_eval=np.linspace(0, 0.01, 11))
+    with pytest.warns(UserWarning, match=r"looks stiff for the explicit DOP853.*<joint_spring joint=\"j1\"> "
+                                         r"\(stiffness 1000, damping 1e\+06\); going on with the implicit Radau"):
+        run = biobullet.simulate(model, 0.01, **options)
+    assert run.meta["method"].startswith("DOP853, then Radau from t = ")
+    reference = biobullet.simulate(model, 0.01, method="Radau", **options)
+    # both runs at the default rtol 1e-9 / atol 1e-12 (angles of order 0.5 rad): 1e-8 rad is 10× their error
+    np.testing.assert_allclose(run.positions, reference.positions, rtol=0, atol=1e-8)
