@@ -371,7 +371,8 @@ def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(t
     from xml.sax.saxutils import quoteattr
     source = (REPO / "urdf" / "fourbar_knee.urdf").read_text()
     for old, new in (('robot name="fourbar_knee"', f"robot name={quoteattr(HOSTILE_NAMES[0] + HOSTILE_NAMES[1])}"),
-                     ('"posterior_link"', quoteattr(HOSTILE_NAMES[1])), ('"anterior_link"', quoteattr(HOSTILE_NAMES[2]))):
+                     ('"posterior_link"', quoteattr(HOSTILE_NAMES[1])),
+                     ('"anterior_link"', quoteattr(HOSTILE_NAMES[2]))):
         source = source.replace(old, new)
     path = tmp_path / "hostile.urdf"
     path.write_text(source)

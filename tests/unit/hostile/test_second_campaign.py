@@ -335,10 +335,14 @@ def test_json_for_a_page_escapes_every_html_context_and_round_trips():
 # ------------------------------------------------------------------------------------------------ element counts
 def test_thousands_of_unnamed_contacts_get_distinct_names(tmp_path):
     from biobullet.contact.element import contact_elements
-    contacts = '<contact link="l2" normal_law="kelvin_voigt_smooth" stiffness="1e5" damping="20" smoothing="1e6"/>' * 2000
-    model = biobullet.load_model(chain(tmp_path, contacts))
+    contact = '<contact link="l2" normal_law="kelvin_voigt_smooth" stiffness="1e5" damping="20" smoothing="1e6"/>'
+    model = biobullet.load_model(chain(tmp_path, contact * 2000))
     names = [contact.name for contact in contact_elements(model)]
     assert len(set(names)) == len(names) == 2000   # (in linear time: a set, not a scan of the names so far)
+    from biobullet.model.extension import MAX_ELEMENTS
+    assert MAX_ELEMENTS == 2000   # one more is refused before any is built
+    error = _refused(chain(tmp_path, contact * 2001, name="more.urdf"))
+    assert "more than 2000 loops, force elements, contacts" in str(error)
 
 
 def test_plugin_element_tags_are_read_once_per_file(tmp_path, monkeypatch):
