@@ -192,6 +192,17 @@ def test_cli_argument_fuzz_exits_0_or_2_with_one_error_line(command: str, args: 
 
 
 # ------------------------------------------------------------------------------------------------ second campaign
+def info_of(text: str) -> tuple[int, list[str]]:
+    """`biobullet info` of a model text (exit code, stderr lines), checked to be clean (see assert_clean)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fz.urdf")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        code, lines = run_cli("info", path)
+    assert_clean(code, lines)
+    return code, lines
+
+
 #: the attribute each key of DEFAULTS fills in BASE (numeric ones only)
 NUMERIC_ATTRIBUTE = {"com": "xyz", "mass": "value", "ixx": "ixx", "origin": "xyz", "axis": "xyz", "lower": "lower",
                      "stiffness": "stiffness", "damping": "damping", "xyz_b": "xyz_b", "rest": "rest_length",
@@ -202,14 +213,8 @@ NUMERIC_ATTRIBUTE = {"com": "xyz", "mass": "value", "ixx": "ixx", "origin": "xyz
 @seed(27)
 @given(key=st.sampled_from(sorted(NUMERIC_ATTRIBUTE)), blank=st.text(alphabet=" \t\n\r", max_size=4))
 def test_a_blank_numeric_attribute_is_one_error_naming_it(key: str, blank: str) -> None:
-    text = BASE.format(**{**DEFAULTS, key: blank})
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "fz.urdf")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        code, lines = run_cli("info", path)
-        assert_clean(code, lines)
-        assert code == 2 and f"attribute '{NUMERIC_ATTRIBUTE[key]}'" in lines[-1], lines
+    code, lines = info_of(BASE.format(**{**DEFAULTS, key: blank}))
+    assert code == 2 and f"attribute '{NUMERIC_ATTRIBUTE[key]}'" in lines[-1], lines
 
 
 SHAPE_VALUES = st.one_of(HOSTILE, st.sampled_from(["0.1", "0.1 0.2 0.3", "1 1 1 1", "-0.1", "0"]))
@@ -307,15 +312,10 @@ def test_a_misplaced_block_or_deep_nesting_is_one_error(host: int, depth: int) -
     else:
         text = text.replace("</robot>", block + "</robot>")
     text = text.replace('<link name="base"/>', '<link name="base">' + "<x>" * depth + "</x>" * depth + "</link>")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "fz.urdf")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        code, lines = run_cli("info", path)
-        assert_clean(code, lines)
-        too_deep = 2 + depth > MAX_DEPTH   # <robot> 1, <link> 2
-        assert (code == 2) == (too_deep or moved), lines
-        if too_deep:
-            assert "nested more than" in lines[-1]
-        elif moved:
-            assert "<biobullet> block nested inside" in lines[-1]
+    code, lines = info_of(text)
+    too_deep = 2 + depth > MAX_DEPTH   # <robot> 1, <link> 2
+    assert (code == 2) == (too_deep or moved), lines
+    if too_deep:
+        assert "nested more than" in lines[-1]
+    elif moved:
+        assert "<biobullet> block nested inside" in lines[-1]
