@@ -15,6 +15,41 @@ from biobullet.model.urdf import load_description
 from biobullet.validate.random_models import random_inertia
 
 
+# A planar crank–rocker four-bar (crank 1, coupler 3, rocker 2.5, ground 3 m); LOOPATTRS, INDEPENDENT and INIT are
+# filled in by the tests.
+FOURBAR = """<robot name="fourbar">
+  <link name="ground"/>
+  <link name="crank"><inertial><origin xyz="0.5 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="coupler"><inertial><origin xyz="1.5 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.5" iyz="0" izz="0.5"/></inertial></link>
+  <link name="rocker"><inertial><origin xyz="1.25 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.3" iyz="0" izz="0.3"/></inertial></link>
+  <joint name="crank_j" type="continuous"><parent link="ground"/><child link="crank"/><axis xyz="0 0 1"/></joint>
+  <joint name="coupler_j" type="continuous"><parent link="crank"/><child link="coupler"/>
+    <origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
+  <joint name="rocker_j" type="continuous"><parent link="ground"/><child link="rocker"/>
+    <origin xyz="3 0 0"/><axis xyz="0 0 1"/></joint>
+  <biobullet version="1"><gravity xyz="0 -9.81 0"/>
+    <loop name="C" LOOPATTRS/>
+    <coordinates names="INDEPENDENT"/>
+    <initial joint="crank_j" position="INIT"/>
+  </biobullet>
+</robot>"""
+# crank 1, coupler 3, rocker 2.5, ground 3 (crank–rocker). At θ = (0, 0, π) the coupler end (4, 0) is ~1.5 from
+# the rocker end (0.5, 0): the default guess is NOT closed, assembly has to close it.
+GOOD_LOOP = 'type="planar" link_a="coupler" xyz_a="3 0 0" link_b="rocker" xyz_b="2.5 0 0" normal="0 0 1"'
+
+
+def crank_rocker_into_toggle() -> str:
+    """The crank–rocker with the rocker as input, started 0.05 rad inside its range and driven at −3 rad/s into
+    the toggle (crank and coupler aligned: |rocker tip − O| = 1 + 3), which it reaches at t ≈ 0.03 s."""
+    limit = np.arccos((16 - 9 - 6.25) / (2 * 3 * 2.5))
+    return (FOURBAR.replace("LOOPATTRS", GOOD_LOOP).replace("INDEPENDENT", "rocker_j")
+            .replace('<initial joint="crank_j" position="INIT"/>',
+                     f'<initial joint="rocker_j" position="{float(limit) + 0.05!r}" velocity="-3"/>'))
+
+
 def _v(values):
     return " ".join(f"{float(c):.17g}" for c in values)
 

@@ -14,8 +14,15 @@ encoding declarations, deep function chains) goes through
      exception);
   3. every `--simulate-every`-th loadable mutant: `biobullet simulate MUTANT --t-end 0.02` (exit 0 or 2).
 
+Every simulated mutant is then replayed as HTML (`biobullet view MUTANT --trajectory RUN --html PAGE`). The second
+campaign (issue 27) added blank values, `<biobullet>` blocks nested in links/joints/visuals, deep XML nesting,
+hostile `<visual>`/`<collision>` geometry, thousands of copies of one element, stiffened springs and contacts, and
+names hostile to an HTML page (`<!--<script>`, `</script>`, `]]>`).
+
 Outcomes: `ok` (loaded, every check finite), `rejected` (clean exit 2 / BiobulletError), `internal` (exit 1 or any
-other exception), `nan` (a non-finite array returned), `slow` (a command over `--limit` s, default 60). The
+other exception), `nan` (a non-finite array returned), `slow` (a command over `--limit` s, default 60),
+`inconsistent` (the viewer refused a visual that `info` accepted), `unsafe_html` (raw `<`, `>` or `&` in the replay
+page's embedded data). The
 results table (per model and per outcome, with examples of every non-clean case) is written to `--out`. The
 campaign is deterministic for a given --seed. Exit code 0 iff there is no internal, nan or slow case.
 """
@@ -52,6 +59,13 @@ TAGS = ["robot", "link", "joint", "inertial", "mass", "inertia", "origin", "axis
         "mimic", "biobullet", "joint_function", "loop", "spring", "joint_spring", "joint_torque", "joint_stop",
         "contact", "flexible", "initial", "gravity", "base", "coordinates", "muscle"]
 ENCODINGS = ["UTF-32", "klingon", "UTF-16", "ISO-8859-1", "EBCDIC-CP-US", "utf-7", "ascii"]
+# second campaign (issue 27): blank values, names hostile to an HTML page, visual/collision geometry
+BLANKS = ["", " ", "\t", " &#10; "]
+HTML_NAMES = ["&lt;!--&lt;script&gt;", "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;", "]]&gt;",
+              "&amp;lt;", "a&#x2028;b"]
+SHAPES = ['<box size="{v}"/>', '<sphere radius="{v}"/>', '<cylinder radius="{v}" length="1"/>',
+          '<capsule radius="0.1" length="{v}"/>', '<mesh filename="{v}"/>', '<mesh filename="a.stl" scale="{v}"/>',
+          '<torus radius="{v}"/>', '']
 
 
 # ------------------------------------------------------------------------------------------------ mutation
@@ -69,10 +83,16 @@ def mutate(text: str, rng: random.Random) -> tuple[str, str]:
     """One random edit of model text; returns (new text, description)."""
     kind = rng.choice(["number", "number", "number", "text", "expression", "drop_attribute", "drop_element",
                        "duplicate_element", "rename_tag", "unknown_attribute", "swap", "truncate", "bytes",
-                       "encoding", "chain", "huge_comment"])
+                       "encoding", "chain", "huge_comment",
+                       "blank", "nest_block", "deep_nesting", "shape", "many_elements", "stiffen", "html_name"])
+    if kind in ("nest_block", "deep_nesting", "shape", "many_elements", "stiffen", "html_name"):
+        return mutate_second(text, rng, kind)
     attrs = _attribute_spans(text)
-    if kind in ("number", "text", "expression", "drop_attribute", "unknown_attribute", "swap") and attrs:
+    if kind in ("number", "text", "expression", "drop_attribute", "unknown_attribute", "swap", "blank") and attrs:
         start, end, name = rng.choice(attrs)
+        if kind == "blank":
+            value = rng.choice(BLANKS)
+            return text[:start] + value + text[end:], f"{name}={value!r} (blank)"
         if kind == "number":
             value = rng.choice(HOSTILE_NUMBERS)
             return text[:start] + value + text[end:], f"{name}={value[:20]!r}"
@@ -147,6 +167,55 @@ def mutate(text: str, rng: random.Random) -> tuple[str, str]:
     return text, "unchanged"
 
 
+def mutate_second(text: str, rng: random.Random, kind: str) -> tuple[str, str]:
+    """The mutation kinds of the second campaign (issue 27)."""
+    if kind == "nest_block":   # the <biobullet> block moved inside a link, a joint or a visual
+        block = re.search(r"<biobullet\b.*?</biobullet>", text, re.S)
+        hosts = [m for m in re.finditer(r"<(link|joint|visual|inertial)\b[^<>]*[^/]>", text)]
+        if block is None or not hosts:
+            return text, "nest_block skipped"
+        host = rng.choice(hosts)
+        moved = text[:block.start()] + text[block.end():] if block.start() > host.end() else text
+        if moved is text:
+            return text, "nest_block skipped"
+        return moved[:host.end()] + block.group() + moved[host.end():], f"<biobullet> nested in <{host.group(1)}>"
+    if kind == "deep_nesting":
+        depth = rng.choice([70, 10_000, 150_000])
+        return text.replace("</link>", "<x>" * depth + "</x>" * depth + "</link>", 1), f"{depth}-deep nesting"
+    if kind == "shape":   # a <visual> or <collision> with a hostile origin or geometry on a random link
+        value = rng.choice(HOSTILE_NUMBERS + ["-0.1", "-1 1 1", "1 1 1 1"])
+        origin = rng.choice(["", f'<origin xyz="{value}"/>', f'<origin rpy="{value}"/>'])
+        shape = rng.choice(SHAPES).format(v=value if not origin else "0.1 0.1 0.1")
+        element = rng.choice(["visual", "collision"])
+        return (text.replace("</link>", f"<{element}>{origin}<geometry>{shape}</geometry></{element}></link>", 1),
+                f"<{element}> {origin} {shape}"[:100])
+    if kind == "many_elements":   # thousands of copies of one <biobullet> element (renamed)
+        children = list(re.finditer(r"<(contact|spring|joint_spring|joint_torque|joint_stop|joint_contact_stop)\b"
+                                    r"[^<>]*/>", text))
+        if not children:
+            return text, "many_elements skipped"
+        child = rng.choice(children).group()
+        count = rng.choice([1000, 8000])
+        copies = "".join(re.sub(r'name="([^"]*)"', lambda m, k=k: f'name="{m.group(1)}_fz{k}"', child)
+                         for k in range(count))
+        return text.replace(child, child + copies, 1), f"{count} copies of <{child[1:child.find(' ')]}>"
+    if kind == "stiffen":   # a stiff mutant: every stiffness and damping raised
+        factor = rng.choice([1e3, 1e4, 1e6])
+
+        def raise_value(m: re.Match) -> str:
+            try:
+                return f'{m.group(1)}="{float(m.group(2)) * factor:g}"'
+            except ValueError:
+                return m.group(0)
+        return re.sub(r'\b(stiffness|damping)="([^"]*)"', raise_value, text), f"stiffness and damping ×{factor:g}"
+    names = list(re.finditer(r'\bname="([^"]*)"', text))   # html_name
+    if not names:
+        return text, "html_name skipped"
+    m = rng.choice(names)
+    value = rng.choice(HTML_NAMES)
+    return text.replace(f'"{m.group(1)}"', f'"{value}"'), f"name {m.group(1)!r} → {value!r} everywhere"
+
+
 def mutant(text: str, rng: random.Random) -> tuple[str, str]:
     notes = []
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
@@ -179,7 +248,10 @@ def _run_cli(argv: list[str], limit: float) -> tuple[int | str, str, float]:
         code = exc.code if isinstance(exc.code, int) else 2
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    return code, err.getvalue(), time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    if code == 1 and seconds >= limit:   # the timer fired inside a compiled kernel: Numba turns it into SystemError
+        code = "slow"
+    return code, err.getvalue(), seconds
 
 
 def _api_checks(path: str, seed: int, limit: float) -> tuple[str, str]:
@@ -246,6 +318,26 @@ def warm_up() -> None:
             pass
 
 
+def _html_check(model: str, trajectory: str, page: str, limit: float) -> tuple[str, str]:
+    """`biobullet view MODEL --trajectory RUN --html PAGE` of a simulated mutant: the page's embedded data must be
+    inert in HTML (no raw <, >, &), and the viewer may not refuse a visual that `info` accepted."""
+    code, err, _ = _run_cli(["view", model, "--trajectory", trajectory, "--html", page], limit)
+    lines = [line for line in err.splitlines() if "error" in line]
+    if code == "slow":
+        return "slow", f"view --html over {limit:g} s"
+    if code == 1 or "internal error" in err or _traceback(err):
+        return "internal", "view: " + (lines[-1] if lines else err[-200:])
+    if code == 2:
+        return ("inconsistent", "view refused what info accepted: " + lines[-1][:160]) \
+            if lines and ("<visual>" in lines[-1] or "<collision>" in lines[-1]) else ("ok", "")
+    with open(page, encoding="utf-8") as handle:
+        html = handle.read()
+    data = html[html.index('<script id="data"'):]
+    data = data[data.index(">") + 1:data.index("</script>")]
+    unsafe = sorted(set(data) & set("<>&\u2028\u2029"))
+    return ("unsafe_html", f"raw {unsafe} in the page's JSON") if unsafe else ("ok", "")
+
+
 def check_one(task: tuple[int, str, str, str, bool, float]) -> dict:
     index, model_name, text, note, simulate, limit = task
     import warnings
@@ -281,6 +373,8 @@ def check_one(task: tuple[int, str, str, str, bool, float]) -> dict:
                     outcome, detail = "internal", "simulate: " + (sim_lines[-1] if sim_lines else sim_err[-200:])
                 elif sim_code == 2 and len(sim_lines) != 1:
                     outcome, detail = "internal", f"simulate: {len(sim_lines)} error lines"
+                elif sim_code == 0:
+                    outcome, detail = _html_check(path, out, os.path.join(tmp, "replay.html"), limit)
             record.update(outcome=outcome, detail=detail)
         elif code == 2 and len(lines) == 1 and lines[0].startswith("biobullet: error:") \
                 and not _traceback(err):
@@ -289,6 +383,10 @@ def check_one(task: tuple[int, str, str, str, bool, float]) -> dict:
             record.update(outcome="internal", detail=f"exit {code}: {(lines[-1] if lines else '')[:200]}"
                           + (f" ({len(lines)} lines)" if len(lines) != 1 else ""))
         return record
+
+
+#: outcomes that are findings (anything but ok and a clean rejection)
+BAD_OUTCOMES = ("internal", "nan", "slow", "inconsistent", "unsafe_html")
 
 
 # ------------------------------------------------------------------------------------------------ campaign
@@ -309,7 +407,7 @@ def tasks(count: int, seed: int, simulate_every: int, limit: float, only: set[in
 
 
 def write_table(records: list[dict], path: Path, args: argparse.Namespace, wall: float) -> None:
-    outcomes = ["ok", "rejected", "internal", "nan", "slow"]
+    outcomes = ["ok", "rejected", "internal", "nan", "slow", "inconsistent", "unsafe_html"]
     per_model: dict[str, Counter] = defaultdict(Counter)
     for r in records:
         per_model[r["model"]][r["outcome"]] += 1
@@ -322,12 +420,15 @@ def write_table(records: list[dict], path: Path, args: argparse.Namespace, wall:
              f"({len(records)} mutants, {wall / 60:.1f} min wall time).", "",
              "Each mutant is one to three random edits of a bundled model (hostile numbers, control characters, "
              "long strings, expressions with poles or outside their domain, deleted/duplicated/renamed elements "
-             "and attributes, truncated files, odd encodings, long mimic chains, big comments), run through "
+             "and attributes, truncated files, odd encodings, long mimic chains, big comments; since issue 27 also "
+             "blank values, nested <biobullet> blocks, deep nesting, hostile visual/collision geometry, thousands "
+             "of copies of an element, stiffened springs and contacts, HTML-hostile names), run through "
              "`biobullet info`, the Python API at four states (mass_matrix, bias_forces, forward_dynamics, "
              f"joint_configuration) and, for every {args.simulate_every}th loadable mutant, `biobullet simulate "
-             "--t-end 0.02`. `rejected` = exit 2 with one line (or a BiobulletError from the API); "
-             "`internal` = exit 1 / another exception; `nan` = a non-finite array returned; "
-             f"`slow` = a command over {args.limit:g} s.", "",
+             "--t-end 0.02` and its HTML replay. `rejected` = exit 2 with one line (or a BiobulletError from the "
+             "API); `internal` = exit 1 / another exception; `nan` = a non-finite array returned; "
+             f"`slow` = a command over {args.limit:g} s; `inconsistent` = the viewer refused a visual that `info` "
+             "accepted; `unsafe_html` = raw <, > or & in the replay's embedded data.", "",
              "| model | " + " | ".join(outcomes) + " |", "|---|" + "---|" * len(outcomes)]
     for name in sorted(per_model):
         lines.append(f"| {name} | " + " | ".join(str(per_model[name][o]) for o in outcomes) + " |")
@@ -335,7 +436,7 @@ def write_table(records: list[dict], path: Path, args: argparse.Namespace, wall:
     lines += ["", f"Simulated: {simulated} mutants. Slowest command: "
               f"{max(slowest.get('info_seconds', 0), slowest.get('simulate_seconds', 0)):.2f} s "
               f"({slowest['model']}: {slowest['mutation'][:80]}).", ""]
-    bad = [r for r in records if r["outcome"] in ("internal", "nan", "slow")]
+    bad = [r for r in records if r["outcome"] in BAD_OUTCOMES]
     if bad:
         lines += ["## Cases to fix", "", "| # | model | mutation | outcome | detail |", "|---|---|---|---|---|"]
         for r in bad[:200]:
@@ -372,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                                                           set(args.only) if args.only else None),
                                           chunksize=4):
             records.append(record)
-            if record["outcome"] in ("internal", "nan", "slow"):
+            if record["outcome"] in BAD_OUTCOMES:
                 print(f"[{record['index']}] {record['model']}: {record['outcome']}: {record['mutation'][:80]} → "
                       f"{record['detail'][:160]}", file=sys.stderr, flush=True)
             if len(records) % 250 == 0:
@@ -384,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         from biobullet.core.atomic import write_text
         write_text(args.json, "".join(json.dumps(r) + "\n" for r in records))
     write_table(records, args.out, args, time.perf_counter() - started)
-    bad = sum(1 for r in records if r["outcome"] in ("internal", "nan", "slow"))
+    bad = sum(1 for r in records if r["outcome"] in BAD_OUTCOMES)
     print(f"{len(records)} mutants: {dict(Counter(r['outcome'] for r in records))}; results in {args.out}",
           file=sys.stderr)
     return 1 if bad else 0

@@ -2,7 +2,8 @@
 
 Start-up is kept fast: this module imports only the standard library; numerical packages are imported
 inside the command that needs them. Exit codes: 0 success, 1 unexpected internal error, 2 bad input
-(usage error, malformed model, failed solve, validation disagreement, feature not available), 130 interrupted.
+(usage error, malformed model, failed solve, validation disagreement, feature not available), 3 `validate`
+compared nothing (every oracle refused the model: the notes say why), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, Callable, Sequence
 from biobullet.core.arguments import positive_float, positive_int, seed
 
 PROG = "biobullet"
-EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_NOT_COMPARED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -401,12 +402,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     with _stdout_to_stderr():
         reports, payload = _run_validation(args, validate_model, validate_random_trees)
     ok = bool(reports) and all(report.ok for report in reports)
+    disagree = any(not check.ok for report in reports for check in report.checks)
+    unchecked = [report.model for report in reports if report.nothing_compared]
     if args.json:
         print(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default))
     else:
         print("\n\n".join(report.to_table() for report in reports))
-        print(f"\n{'all checks agree' if ok else 'DISAGREEMENT: some checks exceed the tolerance'}")
-    return EXIT_OK if ok else EXIT_ERROR
+        if disagree or not unchecked:
+            print(f"\n{'all checks agree' if ok else 'DISAGREEMENT: some checks exceed the tolerance'}")
+        else:
+            print(f"\nNOTHING COMPARED: every oracle refused {', '.join(unchecked[:5])} (their reasons are in the "
+                  "notes above); nothing was checked")
+    return EXIT_OK if ok else EXIT_ERROR if disagree or not unchecked else EXIT_NOT_COMPARED
 
 
 def _run_validation(args: argparse.Namespace, validate_model, validate_random_trees) -> tuple[list, dict[str, Any]]:

@@ -54,8 +54,11 @@ __all__ = ["PinocchioMap", "PyBulletMap", "build_pinocchio_model", "matrix_to_qu
 
 
 def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
-    """Rotation matrix → unit quaternion (x, y, z, w) with w ≥ 0."""
+    """Rotation matrix → unit quaternion (x, y, z, w) with w ≥ 0; a non-finite matrix (a diverged PyBullet state)
+    gives a NaN quaternion, for the caller's divergence check to name, instead of SciPy's LinAlgError."""
     from scipy.spatial.transform import Rotation
+    if not np.all(np.isfinite(rotation)):
+        return np.full(4, np.nan)
     quat = Rotation.from_matrix(rotation).as_quat()
     return quat if quat[3] >= 0 else -quat
 

@@ -198,8 +198,32 @@ CASES = [
          urdf(block=biobullet('<joint_spring joint="j1" stiffness="' + "7" * 100_000 + '"/>')),
          """{file}: <joint_spring joint="j1">: attribute 'stiffness': number text is 100000 characters long: """
          """'777777777777777777777777… (99976 more characters)' (expected a non-negative finite number (≥ 0))"""),
+    # second campaign (issue #27): blank values, misplaced blocks, deep nesting, visual geometry
+    Case("blank_inertia", "blank inertia component", urdf(l1=link_l1(inertia='ixx="0.1" iyy="  " izz="0.1"')),
+         """{file}: <link name="l1"> <inertial> <inertia>: attribute 'iyy': empty value '  ' """
+         """(expected a finite number)"""),
+    Case("blank_axis", "blank joint axis", urdf(j2=joint_j2(axis="")),
+         """{file}: <joint name="j2"> <axis>: attribute 'xyz': empty value '' (expected 3 space-separated finite """
+         """numbers)"""),
+    Case("nested_block", "<biobullet> block inside a <link>",
+         urdf(l1=f'<link name="l1">{INERTIAL}{biobullet(LINEAR_J2)}</link>'),
+         """{file}: <link name="l1"> <biobullet>: a <biobullet> block nested inside <link name="l1"> is not read """
+         """there (expected the <biobullet> block directly under <robot>)"""),
+    Case("deep_nesting", "XML nested 100,000 deep",
+         urdf(l1=f'<link name="l1">{INERTIAL}' + "<x>" * 100_000 + "</x>" * 100_000 + "</link>"),
+         """{file}: <link name="l1">: XML elements nested more than 64 deep (expected elements nested at most 64 """
+         """deep)"""),
+    Case("visual_nan_origin", "NaN in a visual origin",
+         urdf(l1=f'<link name="l1">{INERTIAL}<visual><origin xyz="nan 0 0"/><geometry><box size="1 1 1"/>'
+                 '</geometry></visual></link>'),
+         """{file}: <link name="l1"> <visual> number 1 <origin>: attribute 'xyz': component 1 is not finite: """
+         """'nan 0 0' (expected 3 space-separated finite numbers)"""),
+    Case("collision_negative_radius", "negative collision radius",
+         urdf(l1=f'<link name="l1">{INERTIAL}<collision><geometry><sphere radius="-0.1"/></geometry>'
+                 '</collision></link>'),
+         """{file}: <link name="l1"> <collision> number 1 <geometry> <sphere>: attribute 'radius': component 1: """
+         """must not be negative, got -0.1 (expected a non-negative finite number (≥ 0))"""),
 ]
-
 
 def run_info(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))

@@ -8,6 +8,7 @@ server's listening address), and pixels of real browser screenshots.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -499,3 +500,44 @@ def test_a_model_without_visuals_is_drawn_as_balls(tmp_path):
     scene = Scene.from_model(model)
     assert {v.link for v in scene.visuals} == set(model.link_names)
     export_html(model, _synthetic_run(model, samples=3), tmp_path / "bare.html")
+
+
+HOSTILE_NAMES = ("<!--<script>", "</script><script>document.title='injected'</script>", "]]>\u2028&amp;")
+
+
+def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(tmp_path):
+    """Names that open a comment in the script data state (`<!--<script>`), close the data block (`</script>`),
+    end a CDATA section or hold a JavaScript line terminator reach the page's JSON: the page's own script must
+    still run (it writes the time label and draws), and nothing else may (Chromium's DOM after scripts ran)."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium/Chrome installed (CI installs Debian's chromium in `make test`)")
+    from xml.sax.saxutils import quoteattr
+    source = (REPO / "urdf" / "fourbar_knee.urdf").read_text()
+    for old, new in (('robot name="fourbar_knee"', f"robot name={quoteattr(HOSTILE_NAMES[0] + HOSTILE_NAMES[1])}"),
+                     ('"posterior_link"', quoteattr(HOSTILE_NAMES[1])),
+                     ('"anterior_link"', quoteattr(HOSTILE_NAMES[2]))):
+        source = source.replace(old, new)
+    path = tmp_path / "hostile.urdf"
+    path.write_text(source)
+    model = load_model(path)
+    assert HOSTILE_NAMES[1] in model.link_names
+    page = tmp_path / "hostile.html"
+    from biobullet.render.html import export_html
+    export_html(model, _synthetic_run(model), page)
+    text = page.read_text()
+    data = text[text.index('<script id="data"'):]
+    data = data[data.index(">") + 1:data.index("</script>")]
+    assert not set(data) & set("<>&\u2028\u2029")   # every JSON-in-HTML context is escaped
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=3000", "--dump-dom",
+                          page.resolve().as_uri() + "#t=0.5"], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    assert re.search(r'<span id="label">t = 0\.5\d* s</span>', dom), dom[-2000:]   # the page's script ran
+    assert dom.count("<script") == 2 and "<title>injected</title>" not in dom   # no script of the data ran
+    shot = _screenshot(browser, page.resolve().as_uri() + "#t=0.5", tmp_path / "shot.png", tmp_path / "profile")
+    empty = _screenshot(browser, page.resolve().as_uri() + "#t=0.5&hide=model", tmp_path / "empty.png",
+                        tmp_path / "profile")
+    # the knee is drawn (3.3 % of the canvas, measured on the unrenamed model: see the test above)
+    assert (np.abs(shot[:560] - empty[:560]).max(axis=2) > 24).mean() > 0.01

@@ -51,6 +51,13 @@ def load_body(model, client: int, body_id: int | None) -> int:
     """Load `model.file` (inertia from the file, fixed base per the model) or check the user's `body_id`."""
     p = import_pybullet()
     if body_id is None:
+        # PyBullet makes a body whose root link is named "world" static whatever useFixedBase says (its mass
+        # matrix then lacks the 6 base rows): a floating base cannot be simulated on it
+        if model.floating_base and model.description.root_link == "world":
+            raise ModelError("PyBullet fixes a root link named 'world' to the world (URDF convention), so the "
+                             "bridge cannot simulate this model with a floating base", file=model.file,
+                             element='<link name="world">',
+                             expected="another name for the root link, or the reference engine")
         translated = model.description.translated_urdf
         try:
             if translated is None:

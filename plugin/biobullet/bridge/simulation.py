@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -60,14 +61,23 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
                 check_divergence(bridge, *bridge._samples[-1])  # non-finite or runaway: stop, say why
                 if bar is not None and (k % 100 == 99 or k == n_steps - 1):
                     bar.update(k + 1 - bar.n)
-        except DivergenceError as exc:
+        except BaseException as exc:   # every failure keeps the steps before it (Ctrl-C and internal errors too)
             if bar is not None:
                 bar.close()
-            del bridge._samples[-1]  # the diverged sample is not part of the trajectory
+            if isinstance(exc, DivergenceError):
+                del bridge._samples[-1]  # the diverged sample is not part of the trajectory
+            path = None
             if out is not None and bridge._samples:
-                path = os.fspath(out) + ".partial.csv"
-                bridge.trajectory().to_csv(path)
+                try:
+                    bridge.trajectory().to_csv(os.fspath(out) + ".partial.csv")
+                    path = os.fspath(out) + ".partial.csv"
+                except Exception:  # noqa: BLE001  (the run's own failure is the one to report)
+                    pass
+            if isinstance(exc, DivergenceError) and path is not None:
                 raise DivergenceError(f"{exc}; partial trajectory written to {path}") from None
+            if path is not None:
+                warnings.warn(f"the run stopped at t = {bridge.time:.6g} s; partial trajectory written to {path}",
+                              stacklevel=2)
             raise
         trajectory = bridge.trajectory()
     if bar is not None:

@@ -174,6 +174,15 @@ class LoopResolver:
                 theta[known] = target
         return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
 
+    def rewind(self) -> None:
+        """Start the next solve from the first solution (the model's initial configuration) instead of the cached
+        one: after a run failed at a singular configuration, the cache's linear prediction is useless (its
+        sensitivity is huge) and the samples before the failure are solved again from the start."""
+        if self._anchor is not None:
+            self._warm, self._warm_condition = self._anchor
+            self._warm_curvature = None
+        self._memo = None
+
     def _newton(self, theta: np.ndarray, t: float, guard: bool = False
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(Φ_θ, guess, Φ) at the converged θ_dep (|Φ| ≤ residual_tolerance; `_finish` adds one last correction

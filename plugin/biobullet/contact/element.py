@@ -384,16 +384,18 @@ def contact_elements(model) -> tuple[Contact, ...]:
     """The `<contact>` elements of `model` (file order), built once per Model; names must be distinct."""
     if model not in _cache:
         built: list[Contact] = []
+        names: set[str] = set()   # (a set: thousands of contacts are checked in linear time)
         for element in model.description.elements_of("contact"):
             contact = Contact.from_description(model, element)
-            if any(c.name == contact.name for c in built):
+            if contact.name in names:
                 if "name" in element.attributes:
                     raise element.source.error("name", f"contact name {contact.name!r} is used twice",
                                                "distinct names")
                 count = 2
-                while any(c.name == f"{contact.name}_{count}" for c in built):
+                while f"{contact.name}_{count}" in names:
                     count += 1
                 contact.name = f"{contact.name}_{count}"
+            names.add(contact.name)
             built.append(contact)
         _cache[model] = tuple(built)
     return _cache[model]

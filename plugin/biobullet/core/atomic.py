@@ -9,7 +9,8 @@ What may be replaced: only a regular file (or nothing). A target that is a direc
 socket is refused with an OutputError (renaming onto it would destroy it: run as root, `--out /dev/null` would
 replace the device with a regular file), and so is a target that is a symbolic link — links are refused, not
 written through, so that a link planted in an output folder cannot redirect a write elsewhere (symbolic links
-among the parent folders are followed as usual). A new file gets the permissions of `open()` under the user's
+among the parent folders are followed as usual, except below an output folder named with `within=`: there every
+folder must be a real folder, `output_folder`). A new file gets the permissions of `open()` under the user's
 umask (0666 & ~umask); a replaced file keeps its permissions.
 """
 from __future__ import annotations
@@ -61,31 +62,84 @@ def check_target(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, keep_suffix: bool = False) -> Path:
+def _kind(mode: int) -> str:
+    return ("a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) else
+            "a regular file" if stat.S_ISREG(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "a device" if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode))
+            else "not a regular file")
+
+
+def output_folder(root: str | os.PathLike[str], *parts: str) -> Path:
+    """The folder `root/parts...`, created as needed, where `root` must be a directory (or absent: created) and
+    every folder below it a real directory — not a symbolic link, a file or a special file — so that nothing
+    planted inside an output tree (`OUT/points -> /elsewhere`) redirects a write. Raises OutputError naming the
+    offending path (also for a name too long for the file system, or a root that is a file)."""
+    root = Path(root)
+    try:
+        if not root.is_dir():
+            if os.path.lexists(root):
+                raise OutputError(f"output folder {shown(str(root), 200)} exists and is "
+                                  f"{_kind(os.stat(root).st_mode) if root.exists() else 'a dangling link'}; "
+                                  "give a folder")
+            root.mkdir(parents=True)
+        folder = root
+        for part in parts:
+            folder = folder / part
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                pass
+            mode = os.lstat(folder).st_mode
+            if not stat.S_ISDIR(mode):
+                raise OutputError(f"will not write into {shown(str(folder), 200)}: it is {_kind(mode)} (folders "
+                                  "inside an output folder must be real folders, never links)")
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder {shown(str(root), 200)}: "
+                          f"{exc.strerror or exc}") from None
+    return folder
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, keep_suffix: bool = False,
+                 within: str | os.PathLike[str] | None = None) -> Path:
     """Call `write(temporary_path)`, flush the file to disk, then rename it onto `path` (folders created).
     On any exception the temporary file is removed and `path` is left as it was.
 
     The temporary file is hidden and ends in ".tmp" (`.NAME.XXXX.tmp`), so a glob for finished files
     (`*.json`, `*.png`) never sees one that a killed process left behind, and cleaners can find them; with
     `keep_suffix` it ends in the target's suffix instead (`.NAME.XXXX.tmp.mp4`), for writers that pick the format
-    from the file name (ffmpeg)."""
+    from the file name (ffmpeg).
+
+    `within`: an output folder that `path` lies in; every folder between it and `path` must then be a real
+    folder (`output_folder`), checked again just before the rename."""
     path = check_target(path)
+    inner = _inner_folders(path, within)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if inner is not None:
+            output_folder(within, *inner)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        suffix = ".tmp" + path.suffix if keep_suffix and path.suffix else ".tmp"
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=suffix, dir=path.parent)
     except FileExistsError:
         raise OutputError(f"cannot create the folder of {shown(str(path), 200)}: a parent is a file") from None
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    suffix = ".tmp" + path.suffix if keep_suffix and path.suffix else ".tmp"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except OutputError:
+        raise
+    except OSError as exc:  # a name too long, a parent that is a file, a read-only or full file system
+        raise OutputError(f"cannot write {shown(str(path), 200)}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         write(tmp)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if inner is not None:  # again: a folder may have been replaced by a link while we wrote
+            output_folder(within, *inner)
         check_target(path)  # again: the target may have become a special file while we wrote
         os.replace(tmp, path)
     except BaseException:
@@ -95,12 +149,25 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, k
     return path
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, newline: str | None = None) -> Path:
-    """Text file, UTF-8 (`newline=""`: line endings written as given, e.g. for CSV)."""
+def _inner_folders(path: Path, within: str | os.PathLike[str] | None) -> tuple[str, ...] | None:
+    """The folder names from `within` down to `path`'s folder (None without `within`)."""
+    if within is None:
+        return None
+    try:
+        return path.parent.relative_to(Path(within)).parts
+    except ValueError:
+        raise OutputError(f"{shown(str(path), 200)} is not inside the output folder "
+                          f"{shown(str(within), 200)}") from None
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, newline: str | None = None,
+               within: str | os.PathLike[str] | None = None) -> Path:
+    """Text file, UTF-8 (`newline=""`: line endings written as given, e.g. for CSV); `within` as in
+    `atomic_write`."""
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8", newline=newline) as handle:
             handle.write(text)
-    return atomic_write(path, write)
+    return atomic_write(path, write, within=within)
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -113,21 +180,24 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
 
-def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2, allow_nan: bool = True) -> Path:
+def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2, allow_nan: bool = True,
+               within: str | os.PathLike[str] | None = None) -> Path:
     """JSON (numpy arrays and scalars as lists/numbers), with a final newline. `allow_nan=False` refuses NaN/inf
-    (strict JSON) instead of writing the non-standard tokens."""
+    (strict JSON) instead of writing the non-standard tokens; `within` as in `atomic_write`."""
     return write_text(path, json.dumps(data, indent=indent, allow_nan=allow_nan, default=_plain,
-                                       ensure_ascii=False) + "\n")
+                                       ensure_ascii=False) + "\n", within=within)
 
 
-def save_figure(figure, path: str | os.PathLike[str], **savefig_kwargs: Any) -> Path:
+def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None,
+                **savefig_kwargs: Any) -> Path:
     """A matplotlib figure, in the format of `path`'s suffix (dpi etc. passed to savefig), laid out first by
-    `core.figures.settle_layout` (nothing overlaps, legends off the data; a LayoutWarning says what still does)."""
+    `core.figures.settle_layout` (nothing overlaps, legends off the data; a LayoutWarning says what still does);
+    `within` as in `atomic_write`."""
     from biobullet.core.figures import settle_layout
     settle_layout(figure)
     path = Path(path)
     fmt = path.suffix[1:] or None
-    return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs))
+    return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs), within=within)
 
 
-__all__ = ["OutputError", "check_target", "atomic_write", "write_text", "write_bytes", "write_json", "save_figure"]
+__all__ = ["OutputError", "check_target", "output_folder", "atomic_write", "write_text", "write_bytes", "write_json", "save_figure"]

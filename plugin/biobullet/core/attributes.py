@@ -11,7 +11,7 @@ Argument order, everywhere: ``(source, attributes, key, default, *, checks)``
 * `attributes` — a mapping of raw values (``element.attrib``, an ElementDescription's ``attributes``, or a dict
   of Python values);
 * `key` — the attribute name; `default` — the value when absent (`REQUIRED`: absent is an error; None: absent
-  gives None).
+  gives None). An attribute that is present but blank (``iyy="  "``) is always an error, never the default.
 
 Units are the caller's (SI throughout biobullet). Numbers are IEEE doubles and must be finite; integer
 attributes are decimal integers of at most `MAX_INTEGER_DIGITS` digits.
@@ -59,6 +59,17 @@ def _attributes_of(attributes: Mapping[str, Any] | ET.Element | None) -> Mapping
 
 def _absent(raw: Any) -> bool:
     return raw is None or (isinstance(raw, str) and not raw.strip())
+
+
+def _default_or_error(source: SourceRef | None, key: str, raw: Any, default: Any, expected: str) -> Any:
+    """The value for an absent attribute: `default`, or an error when it is REQUIRED. An attribute that is
+    present but blank (``iyy="  "``, ``xyz=""``) is an error too, never read as the default: a blank value is a
+    slip (a deleted number, a template not filled in) that would otherwise silently become 0 or 1 0 0."""
+    if default is REQUIRED:
+        raise error(source, key, "missing required attribute", expected)
+    if raw is not None:
+        raise error(source, key, f"empty value {shown(raw)}", expected)
+    return default
 
 
 # ------------------------------------------------------------------------------------------------ scalars
@@ -117,9 +128,8 @@ def number(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element 
     """A finite number from attribute `key` (`default` when absent; see `to_float` for the checks)."""
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute", checks.get("expected") or "a finite number")
-        return None if default is None else float(default)
+        value = _default_or_error(source, key, raw, default, checks.get("expected") or "a finite number")
+        return None if value is None else float(value)
     return to_float(source, key, raw, **checks)
 
 
@@ -130,9 +140,7 @@ def integer(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element
     expected = "an integer" + (" " + " and ".join(b for b in bounds if b) if any(bounds) else "")
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute", expected)
-        return default
+        return _default_or_error(source, key, raw, default, expected)
     if isinstance(raw, bool):
         raise error(source, key, f"{raw!r} is not an integer", expected)
     if isinstance(raw, (int, np.integer)):
@@ -171,9 +179,7 @@ def choice(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element 
     expected = "one of: " + ", ".join(options)
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute", expected)
-        return default
+        return _default_or_error(source, key, raw, default, expected)
     text = str(raw).strip()
     if text not in options:
         raise error(source, key, f"unknown {what} {shown(raw)}", expected)
@@ -185,9 +191,7 @@ def text(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element | 
     """A non-empty string attribute, stripped."""
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute", expected)
-        return default
+        return _default_or_error(source, key, raw, default, expected)
     return str(raw).strip()
 
 
@@ -256,11 +260,9 @@ def floats(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element 
     """A float array from a space-separated attribute (`default` when absent)."""
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute",
-                        f"{count} space-separated finite number(s)" if count is not None else
-                        f"at least {min_count} space-separated finite number(s)")
-        return default
+        return _default_or_error(source, key, raw, default,
+                                 f"{count} space-separated finite number(s)" if count is not None else
+                                 f"at least {min_count} space-separated finite number(s)")
     return np.array(to_floats(source, key, raw, count, min_count=min_count, max_count=max_count, **checks))
 
 
@@ -270,9 +272,7 @@ def vector3(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element
     vector refused."""
     raw = _attributes_of(attributes).get(key)
     if _absent(raw):
-        if default is REQUIRED:
-            raise error(source, key, "missing required attribute", "3 space-separated finite numbers")
-        raw = default
+        raw = _default_or_error(source, key, raw, default, "3 space-separated finite numbers")
     vec = np.array(to_floats(source, key, raw, 3), dtype=float)
     if unit:
         norm = float(np.linalg.norm(vec))

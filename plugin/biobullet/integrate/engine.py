@@ -546,6 +546,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if model.nv == 0:
         raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
                          file=model.file, expected="a movable joint, or --floating-base")
+    chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
         raise ModelError(f"unknown integration method {method!r}{did_you_mean(method.upper(), METHODS)}",
@@ -591,41 +592,131 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                 jit.compile_clock() as compiling:
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast)
-    except (StepFailure, _NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
-            ArithmeticError, ValueError, RecursionError) as exc:  # any failure keeps the partial trajectory
+                     observe=observe, fast=fast,
+                     on_stiff=lambda t, h: _on_stiff(model, method, t, h, switch=not chosen, meta=meta))
         bar.close()
-        fail_t = getattr(exc, "t", result.last_t)
-        fail_y = getattr(exc, "y", result.last_y)
-        meta.update(_stats(result, started, compiling.seconds), status="failed", message=str(exc),
-                    right_hand_side=system.right_hand_side())
+        meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
+                    right_hand_side={**system.right_hand_side(),
+                                     **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
-        times, states = list(result.t), list(result.y)
-        if not times or times[-1] < result.last_t:
-            times.append(result.last_t)
-            states.append(result.last_y)
-        partial = build_trajectory(system, times, states, result.events, meta)
-        path = None
-        if out is not None:
-            path = str(out) + ".partial.csv"
-            partial.to_csv(path)
-        state_text = np.array2string(np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6,
-                                     max_line_width=200)
-        raise IntegrationError(f"{model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
-                               f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s"
-                               + (f"; partial trajectory written to {path}" if path else ""),
-                               fail_t, fail_y, partial, path) from None
-    bar.close()
-    meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
-                right_hand_side={**system.right_hand_side(),
-                                 **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
-    if run_logs(system.elements):
-        meta["discrete"] = run_logs(system.elements)
-    trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+    except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
+        bar.close()
+        failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
+        if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
+            raise
+        raise failure from None
     if out is not None:
         (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+#: the implicit method a stiff run of the default explicit method switches to
+STIFF_METHOD = "Radau"
+
+
+def _on_stiff(model, method: str, t: float, mean_step: float, *, switch: bool, meta: dict) -> str | None:
+    """Say once that an explicit method's steps are held down by stiffness, naming the likely stiff element; with
+    `switch` (the caller chose no method) go on with STIFF_METHOD and say so (recorded in `meta`)."""
+    import warnings
+    rate = f" ({1 / mean_step:.2g} steps per simulated second)" if mean_step > 0 else ""
+    looks = (f"{model.file}: the problem looks stiff for the explicit {method}: mean step {mean_step:.2g} s{rate} "
+             f"at t = {t:.6g} s{stiffest_element(model)}")
+    if switch:
+        meta["method"] = f"{method}, then {STIFF_METHOD} from t = {t:.9g} s (stiff)"
+        warnings.warn(f"{looks}; going on with the implicit {STIFF_METHOD} (choose a method with method=... / "
+                      "--method to keep one, or lower the stiffness)", stacklevel=2)
+        return STIFF_METHOD
+    warnings.warn(f"{looks}; an implicit method takes far fewer steps: method='Radau' or 'LSODA' (CLI: --method "
+                  "Radau), or lower the stiffness", stacklevel=2)
+    return None
+
+
+def stiffest_element(model) -> str:
+    """', probably <TAG name="N"> (stiffness K, damping C)' for the force element or contact with the largest
+    stiffness (then damping) attribute, '' if none has one."""
+    best, best_key = None, (0.0, 0.0)
+    for element in model.description.elements:
+        values = []
+        for key in ("stiffness", "damping"):
+            try:
+                values.append(abs(float(element.attributes.get(key, 0.0))))
+            except ValueError:   # (an expression or a plugin's own syntax: not comparable)
+                values.append(0.0)
+        if tuple(values) > best_key:
+            best, best_key = element, tuple(values)
+    if best is None:
+        return ""
+    key = next((k for k in ("name", "joint", "link") if best.attributes.get(k)), None)
+    named = f' {key}="{best.attributes[key]}"' if key else ""
+    return f", probably <{best.tag}{named}> (stiffness {best_key[0]:g}, damping {best_key[1]:g})"
+
+
+#: failures of the model's numerics (reported as an IntegrationError); any other exception is re-raised as it is,
+#: after the partial trajectory was written all the same
+_EXPECTED_FAILURES = (_NonFinite, SolverError, np.linalg.LinAlgError, FloatingPointError, ModelError,
+                      ArithmeticError, ValueError, RecursionError)
+
+
+def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseException, out,
+                  compile_time: float = 0.0):
+    """Write the samples accepted before failure `exc` to `out + ".partial.csv"` (when `out` is given) and return
+    the IntegrationError describing the failure. The samples are written even when the trajectory's derived
+    quantities cannot be evaluated at all of them (a singular loop configuration, a blown-up state): the longest
+    prefix of samples that evaluates is kept, down to none (a CSV with its header only)."""
+    fail_t = getattr(exc, "t", result.last_t)
+    fail_y = getattr(exc, "y", result.last_y)
+    meta.update(_stats(result, started, compile_time), status="failed", message=str(exc) or type(exc).__name__,
+                right_hand_side=system.right_hand_side())
+    from biobullet.integrate.discrete import run_logs
+    if run_logs(system.elements):
+        meta["discrete"] = run_logs(system.elements)
+    times, states = list(result.t), list(result.y)
+    if result.last_y is not None and (not times or times[-1] < result.last_t):
+        times.append(result.last_t)
+        states.append(result.last_y)
+    for resolver in system.model.coordinate_map.resolvers:   # the failure may have left them at a singular point
+        if hasattr(resolver, "rewind"):
+            resolver.rewind()
+    partial, kept, path = None, 0, None
+    try:
+        partial, kept = _longest_partial(system, times, states, result.events, meta)
+        if out is not None:
+            partial.to_csv(str(out) + ".partial.csv")
+            path = str(out) + ".partial.csv"
+    except Exception:  # noqa: BLE001  (the run's own failure is the one to report)
+        pass
+    state_text = "(none accepted)" if fail_y is None else np.array2string(
+        np.asarray(fail_y)[:system.n_pos + system.n_vel], precision=6, max_line_width=200)
+    written = ""
+    if path:
+        written = f"; partial trajectory written to {path}" + \
+            (f" ({kept} of {len(times)} samples: the later ones could not be evaluated)" if kept < len(times) else "")
+    return IntegrationError(f"{system.model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
+                            f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s" + written,
+                            fail_t, fail_y, partial, path)
+
+
+def _longest_partial(system: System, times: list, states: list, events, meta: dict):
+    """(trajectory, n) of the longest prefix of the samples whose trajectory can be built (bisection: the samples
+    before a failure evaluate, so the buildable prefixes are an initial segment)."""
+    try:
+        return build_trajectory(system, times, states, events, meta), len(times)
+    except Exception:  # noqa: BLE001  (a sample that cannot be evaluated: find the ones that can)
+        pass
+    good, bad = 0, len(times)
+    best = None
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        try:
+            best = build_trajectory(system, times[:middle], states[:middle], events, meta)
+            good = middle
+        except Exception:  # noqa: BLE001
+            bad = middle
+    if best is None or len(best.t) != good:
+        best = build_trajectory(system, times[:good], states[:good], events, meta)
+    return best, good
 
 
 def _stats(result, started: float, compile_time: float) -> dict:

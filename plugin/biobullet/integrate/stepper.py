@@ -77,6 +77,12 @@ class LoopResult:
 
 #: accepted steps of one run before it stops with a clear error (bounded work; `max_steps` overrides)
 MAX_STEPS = 200_000
+#: stiffness watch of the explicit methods: after STIFF_CHECK_STEPS accepted steps, a mean step below
+#: STIFF_MEAN_STEP (s) — more than 10⁵ steps per simulated second, where the bundled models take 10²–10⁴ — is
+#: reported once (`on_stiff`): the step size is then held down by stability, not accuracy, and an implicit method
+#: takes far fewer steps
+STIFF_CHECK_STEPS = 5_000   # (steps per window)
+STIFF_MEAN_STEP = 1e-5
 IMPLICIT = ("RADAU", "BDF", "LSODA")
 
 
@@ -118,7 +124,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              project: Callable[[float, np.ndarray], np.ndarray] | None = None,
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
              observe: Callable[[float, float, Callable], None] | None = None,
-             max_steps: int | None = None, fast=None) -> LoopResult:
+             max_steps: int | None = None, fast=None,
+             on_stiff: Callable[[float, float], str | None] | None = None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -126,8 +133,12 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     its dense output; at a restart the `action(t, y)` of the cutting event, and of every event located at the
     same time, runs before the integrator restarts. `fast` (`compiled_stepper.CompiledSteps`, DOP853 only) takes
     the steps it can in compiled segments between SciPy's own steps, on runs without events, projection or step
-    observers that sample at `t_eval`."""
+    observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
+    look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
+    with that method from the last accepted state."""
     solver_class = METHODS[method.upper()]
+    watch_stiffness = on_stiff is not None and method.upper() not in IMPLICIT
+    window = (0, float(t0))   # (steps, t) at the start of the stiffness watch's current window
     out = result if result is not None else LoopResult()
     t, y = float(t0), np.array(y0, dtype=float)
     out.last_t, out.last_y = t, y.copy()
@@ -150,6 +161,16 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
         g_old = [e.g(t, y) for e in events]
         restart_at = None
         while solver.status == "running":
+            if watch_stiffness and out.steps - window[0] >= STIFF_CHECK_STEPS:   # over the last window of steps
+                mean_step = (out.last_t - window[1]) / (out.steps - window[0])
+                window = (out.steps, out.last_t)
+                if mean_step < STIFF_MEAN_STEP:
+                    watch_stiffness = False   # said once
+                    switch = on_stiff(out.last_t, mean_step)
+                    if switch:   # go on from the last accepted state with the implicit method named
+                        solver_class, fast = METHODS[switch.upper()], None
+                        restart_at = (out.last_t, out.last_y.copy())
+                        break
             if fast is not None:
                 start = next_eval
                 next_eval, rows, taken, _ = fast.advance(solver, t_eval, next_eval,

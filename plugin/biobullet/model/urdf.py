@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
-from biobullet.core.attributes import optional_float, optional_vec3, parse_float, required, source_of
+from biobullet.core.attributes import (REQUIRED, floats, optional_float, optional_vec3, parse_float, required,
+                                       source_of)
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
@@ -62,6 +63,9 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
     """The ModelDescription of a parsed URDF root element `<robot>` read from (or translated from) `file`."""
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
+    _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
+    for material in robot.findall("material"):
+        _check_color(file, material, source_of(file, material).element)
     issues: list[tuple[str, str, float, bool]] = []
     links = tuple(_parse_link(file, element, number, inertia, issues)
                   for number, element in enumerate(robot.findall("link"), 1))
@@ -90,6 +94,9 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
 MAX_ELEMENTS = 200_000
+#: deepest nesting of XML elements (a URDF nests at most ~7 deep; PyBullet's and urdfdom's parsers recurse per
+#: level, and 150,000 levels took PyBullet minutes)
+MAX_DEPTH = 64
 #: encodings a model file may declare (XML 1.0 requires UTF-8/UTF-16 support; Latin-1/ASCII are common)
 ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16")
 _DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""")
@@ -158,16 +165,46 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
         raise ModelError(f"not well-formed XML ({message})", file=file) from None
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
-    count = 0
-    for _ in robot.iter():
-        count += 1
-        if count > MAX_ELEMENTS:
-            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
-                             expected=f"at most {MAX_ELEMENTS} elements")
+    _check_size(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro
     return robot
+
+
+def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
+    """A `<biobullet>` block is read only directly under `<robot>`: one nested anywhere else (in a `<link>`, a
+    `<joint>`, another `<biobullet>`) would be silently ignored, and the model would lose its joint functions."""
+    if sum(1 for _ in robot.iter("biobullet")) == direct:
+        return
+    parent_of = {child: parent for parent in robot.iter() for child in parent}
+    nested = next(block for block in robot.iter("biobullet") if parent_of[block] is not robot)
+    ancestors = []
+    element = parent_of[nested]
+    while element is not robot:
+        ancestors.append(source_of(file, element).element)
+        element = parent_of[element]
+    where = " ".join(reversed(ancestors))
+    raise ModelError(f"a <biobullet> block nested inside {where} is not read there", file=file,
+                     element=f"{where} <biobullet>", expected="the <biobullet> block directly under <robot>")
+
+
+def _check_size(file: str, robot: ET.Element) -> None:
+    """At most MAX_ELEMENTS elements nested at most MAX_DEPTH deep (one walk with an explicit stack)."""
+    count = 0
+    stack = [(robot, 1, "<robot>")]
+    while stack:
+        element, depth, path = stack.pop()
+        count += 1
+        if count > MAX_ELEMENTS:
+            raise ModelError(f"more than {MAX_ELEMENTS} XML elements", file=file,
+                             expected=f"at most {MAX_ELEMENTS} elements")
+        if depth > MAX_DEPTH:
+            raise ModelError(f"XML elements nested more than {MAX_DEPTH} deep", file=file, element=path,
+                             expected=f"elements nested at most {MAX_DEPTH} deep")
+        if depth <= 2:  # name the top-level element the deep nesting is in
+            path = source_of(file, element).element if depth == 2 else path
+        stack.extend((child, depth + 1, path) for child in element)
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
@@ -202,12 +239,64 @@ def _parse_link(file: str, element: ET.Element, number: int, policy: str = DEFAU
         raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
+    _check_shapes(file, element, name)
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
         inertial = _parse_inertial(SourceRef(file, f'<link name="{name}"> <inertial>'), inertial_element,
                                    policy, issues if issues is not None else [], name)
     return LinkDescription(name=name, inertial=inertial, source=source)
+
+
+#: geometry elements and their required size attributes (count of numbers; all non-negative, m); collisions may
+#: also use PyBullet's `<plane normal>` and `<cdf filename>`
+GEOMETRY_SIZES = {"box": (("size", 3),), "sphere": (("radius", 1),), "cylinder": (("radius", 1), ("length", 1)),
+                  "capsule": (("radius", 1), ("length", 1)), "mesh": ()}
+COLLISION_ONLY_GEOMETRY = ("plane", "cdf")
+
+
+def _check_shapes(file: str, link: ET.Element, name: str) -> None:
+    """Every `<visual>` and `<collision>` of a link, checked at load as everything else is (dynamics never reads
+    them, but the viewer, the HTML replay and PyBullet do): a finite origin, exactly one known geometry with its
+    sizes (non-negative finite numbers) and, for a mesh, a file name and a finite scale; a colour of four numbers
+    in [0, 1]."""
+    for kind in ("visual", "collision"):
+        known = tuple(GEOMETRY_SIZES) + (COLLISION_ONLY_GEOMETRY if kind == "collision" else ())
+        expected = "<geometry> with one of <" + ">, <".join(known) + ">"
+        for number, shape_element in enumerate(link.findall(kind), 1):
+            source = SourceRef(file, f'<link name="{name}"> <{kind}> number {number}')
+            origin = shape_element.find("origin")
+            if origin is not None:
+                origin_source = SourceRef(file, source.element + " <origin>")
+                optional_vec3(origin_source, origin, "xyz")
+                optional_vec3(origin_source, origin, "rpy")
+            geometry = shape_element.find("geometry")
+            # (a <material> inside <geometry> is misplaced but harmless: PyBullet and the viewer skip it)
+            shapes = [child for child in geometry if child.tag != "material"] if geometry is not None else []
+            if len(shapes) != 1:
+                raise source.error(None, "missing <geometry>" if geometry is None else
+                                   f"<geometry> has {len(shapes)} shapes", expected)
+            shape = shapes[0]
+            shape_source = SourceRef(file, f"{source.element} <geometry> <{shape.tag}>")
+            if shape.tag not in known:
+                raise source.error(None, f"unknown geometry <{shape.tag}>", expected)
+            for attribute, count in GEOMETRY_SIZES.get(shape.tag, ()):
+                floats(shape_source, shape, attribute, REQUIRED, count=count, non_negative=True)
+            if shape.tag in ("mesh", "cdf"):
+                required(shape_source, shape, "filename")
+            if shape.tag == "mesh":   # (PyBullet reads the first three numbers; some files give four)
+                floats(shape_source, shape, "scale", None, min_count=3, max_count=4)
+            if shape.tag == "plane":
+                optional_vec3(shape_source, shape, "normal", (0.0, 0.0, 1.0))
+            material = shape_element.find("material")
+            if material is not None:
+                _check_color(file, material, source.element + " <material>")
+
+
+def _check_color(file: str, material: ET.Element, where: str) -> None:
+    color = material.find("color")
+    if color is not None:
+        floats(SourceRef(file, where + " <color>"), color, "rgba", None, count=4, at_least=0.0, at_most=1.0)
 
 
 def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAULT_INERTIA_POLICY,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html as _html
 import json
+import re
 import os
 
 import numpy as np
@@ -114,10 +115,24 @@ def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None
     states = trajectory_states(model, trajectory, times)
     scene = Scene.from_model(model, layouts=layouts)
     payload = scene_payload(scene, times, states, title=title or model.name)
-    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
-    page = _PAGE.replace("__TITLE__", _html.escape(payload["title"])).replace("__DATA__", data)
+    values = {"__TITLE__": _html.escape(payload["title"]), "__DATA__": json_for_script(payload)}
+    # one pass: a title containing "__DATA__" is not searched for markers again
+    page = re.sub("__TITLE__|__DATA__", lambda match: values[match.group()], _PAGE)
     write_text(path, page)
     return path
+
+
+#: characters that are never left raw in JSON embedded in a page: `<` (`</script>`, `<!--` opening the script
+#: data state that swallows the page's own script), `>`, `&` (entity and CDATA `]]>` contexts) and the JavaScript
+#: line terminators U+2028/U+2029; each becomes its \uXXXX escape, which JSON.parse reads back unchanged
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def json_for_script(data) -> str:
+    """`data` as JSON that is inert inside a `<script type="application/json">` element of any HTML page (see
+    `_SCRIPT_UNSAFE`); strings keep their exact value for `JSON.parse`."""
+    text = json.dumps(data, separators=(",", ":"))
+    return re.sub("[<>&\u2028\u2029]", lambda match: _SCRIPT_UNSAFE[match.group()], text)
 
 
 _PAGE = r"""<!DOCTYPE html>

@@ -160,9 +160,10 @@ def read_visuals(file: str, text: str | None = None) -> list[Visual]:
         for number, visual in enumerate(link.findall("visual"), 1):
             where = f'<link name="{name}"> <visual> number {number}'
             geometry = visual.find("geometry")
-            if geometry is None or len(geometry) == 0:
+            shapes = [child for child in geometry if child.tag != "material"] if geometry is not None else []
+            if not shapes:
                 raise ModelError("visual without geometry", file=file, element=where, expected="<geometry>")
-            shape = geometry[0]
+            shape = shapes[0]
             origin = visual.find("origin")
             rotation = rpy_to_matrix(_vec3(origin.get("rpy") if origin is not None else None, file, where, "rpy"))
             translation = _vec3(origin.get("xyz") if origin is not None else None, file, where, "xyz")
@@ -227,7 +228,9 @@ def _shape_mesh(file: str, where: str, shape: ET.Element) -> tuple[np.ndarray, n
         return (*cylinder_mesh(radius, length), "cylinder")
     if shape.tag == "mesh":
         path = resolve_mesh_path(file, where, shape.get("filename"))
-        scale = _positive(file, where, shape, "scale", 3) if shape.get("scale") else np.ones(3)
+        # (PyBullet reads the first three numbers of the scale; a negative one mirrors the mesh)
+        scale = _vec3(" ".join(shape.get("scale").split()[:3]), file, where, "scale") if shape.get("scale") \
+            else np.ones(3)
         vertices, faces = _load_mesh(file, where, path)
         return vertices * scale, faces, "mesh"
     raise ModelError(f"unknown geometry <{shape.tag}>", file=file, element=where,

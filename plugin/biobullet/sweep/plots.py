@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from biobullet.core.atomic import save_figure
+from biobullet.core.atomic import output_folder, save_figure
 from biobullet.sweep.config import SweepConfig
 from biobullet.sweep.store import scalar_results
 
@@ -31,8 +31,7 @@ def plot_results(out: Path, config: SweepConfig, records: Sequence[Mapping[str, 
         for key, value in scalar_results(record).items():
             if _numeric(value) and key not in keys:
                 keys.append(key)
-    plot_dir = out / "plots"
-    plot_dir.mkdir(parents=True, exist_ok=True)
+    plot_dir = output_folder(out, "plots")   # a real folder: a link planted there is refused
     written = []
     for key in keys:
         groups: dict[tuple, list[tuple[float, float]]] = {}
@@ -61,6 +60,6 @@ def plot_results(out: Path, config: SweepConfig, records: Sequence[Mapping[str, 
             ax.legend(fontsize=7)
         fig.tight_layout()
         path = plot_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', key)}.png"
-        save_figure(fig, path, dpi=100)
+        save_figure(fig, path, within=out, dpi=100)
         written.append(path)
     return written

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from biobullet.core.atomic import output_folder
 from biobullet.core.errors import BiobulletError, ModelError
 from biobullet.sweep.config import Point, SweepConfig, load_config
 from biobullet.sweep.store import point_path, points_dir, read_point, write_json_atomic, write_summaries
@@ -165,7 +166,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
         raise ModelError(f"invalid number of workers {workers!r}", attribute="workers", expected="an integer ≥ 1")
     out_dir = Path(out) if out is not None else default_out(cfg)
     points = cfg.points()
-    points_dir(out_dir).mkdir(parents=True, exist_ok=True)
+    output_folder(out_dir, points_dir(out_dir).name)   # OutputError for a file, a link below it, a long name
     _clean_temporaries(out_dir)
 
     records: dict[str, dict[str, Any]] = {}
@@ -195,7 +196,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
     result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
     if result.interrupted:
         raise KeyboardInterrupt
-    existing = sorted((out_dir / "plots").glob("*.png"))
+    existing = sorted(output_folder(out_dir, "plots").glob("*.png")) if plots else []
     if plots and result.computed == 0 and existing:
         result.plots = existing
     elif plots:
@@ -229,7 +230,7 @@ def _compute(cfg: SweepConfig, pending: list[Point], out_dir: Path, records: dic
                 else:  # cancelled: not finished, computed again next run
                     continue
                 record = _record(cfg, point, outcome)
-                write_json_atomic(point_path(out_dir, point.id), record)
+                write_json_atomic(point_path(out_dir, point.id), record, out_dir)
                 records[point.id] = record
                 result.computed += 1
                 future.release()

@@ -5,6 +5,8 @@ import csv
 import io
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -20,19 +22,22 @@ def point_path(out: Path, point_id: str) -> Path:
     return points_dir(out) / f"{point_id}.json"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Strict JSON (no NaN/inf), written atomically and flushed to disk (see `biobullet.core.atomic`)."""
-    atomic.write_json(path, data, indent=1, allow_nan=False)
+def write_json_atomic(path: Path, data: Any, out: Path) -> None:
+    """Strict JSON (no NaN/inf), written atomically and flushed to disk inside output folder `out` (see
+    `biobullet.core.atomic`: no folder below `out` may be a link)."""
+    atomic.write_json(path, data, indent=1, allow_nan=False, within=out)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    atomic.write_text(path, text, newline="")
+def write_text_atomic(path: Path, text: str, out: Path) -> None:
+    atomic.write_text(path, text, newline="", within=out)
 
 
 def read_point(out: Path, point: Point) -> dict[str, Any] | None:
     """The stored record of ``point`` if a valid one exists (valid JSON, same id and parameters), else None."""
     path = point_path(out, point.id)
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):   # a link or special file is never a stored point
+            return None
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -78,7 +83,7 @@ def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[st
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _csv_cell(v) for k, v in row.items()})
-    write_text_atomic(csv_path, lines.getvalue())
+    write_text_atomic(csv_path, lines.getvalue(), out)
     json_path = out / "summary.json"
     summary = {
         "name": config.name, "config": config.source, "function": config.function.name,
@@ -87,7 +92,7 @@ def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[st
         "points": [{"id": r["id"], "status": r["status"], "params": r["params"],
                     "result": scalar_results(r), "error": r.get("error")} for r in records],
     }
-    write_json_atomic(json_path, summary)
+    write_json_atomic(json_path, summary, out)
     return csv_path, json_path
 
 

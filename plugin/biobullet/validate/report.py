@@ -16,8 +16,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from biobullet.core.errors import BiobulletError, ModelError
-from biobullet.validate.oracles import ORACLE_NAMES, make_oracle
+from biobullet.core.errors import BiobulletError, ModelError, clean_message
+from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_output
 
 EXCLUDED_FORMULATIONS = ("reduced_pinocchio",)  # it IS Pinocchio: never check Pinocchio against itself
 # Inertia errors enter M linearly (times squared lever arms ≲ 1 m², summed over bodies), h times |v|² and q̈
@@ -55,6 +55,11 @@ class ValidationReport:
     def ok(self) -> bool:
         return (bool(self.checks) or self.nothing_to_compare) and all(c.ok for c in self.checks)
 
+    @property
+    def nothing_compared(self) -> bool:
+        """No check could be made although the model has dynamics (every oracle refused it: see `notes`)."""
+        return not self.checks and not self.nothing_to_compare
+
     def to_dict(self) -> dict:
         checks = []
         for c in self.checks:
@@ -75,7 +80,8 @@ class ValidationReport:
         wq, wf, wo = (max([len(title)] + [len(getattr(c, key)) for c in self.checks])
                       for key, title in (("quantity", "quantity"), ("formulation", "formulation"), ("oracle", "oracle")))
         header = f"{'quantity':<{wq}} {'formulation':<{wf}} {'oracle':<{wo}} {'max abs':>10} {'max rel':>10} {'tol':>8}  ok"
-        lines = [f"model {self.model}: {'OK' if self.ok else 'FAILED'} ({self.samples} samples)", header,
+        verdict = "OK" if self.ok else "NOT COMPARED" if self.nothing_compared else "FAILED"
+        lines = [f"model {self.model}: {verdict} ({self.samples} samples)", header,
                  "-" * len(header)]
         for c in self.checks:
             lines.append(f"{c.quantity:<{wq}} {c.formulation:<{wf}} {c.oracle:<{wo}} {c.max_abs_error:>10.2e} "
@@ -219,10 +225,16 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     built = []
     try:
         for name in oracles:
-            try:
-                built.append(make_oracle(name, model, reference_file))
-            except ModelError as exc:   # the oracle cannot take this model: its own limitation, said as such
-                report.notes.append(f"oracle {name} not used: {exc.detail if hasattr(exc, 'detail') else exc}")
+            # (urdfdom's and PyBullet's C++ messages are caught and said in the note, not spilled on stderr)
+            with native_output() as native_errors:
+                try:
+                    built.append(make_oracle(name, model, reference_file))
+                    refusal = None
+                except ModelError as exc:   # the oracle cannot take this model: its own limitation, said as such
+                    refusal = exc.detail if hasattr(exc, 'detail') else str(exc)
+            if refusal is not None:
+                said = f" — it said: {'; '.join(native_errors[:3])}" if native_errors else ""
+                report.notes.append(clean_message(f"oracle {name} not used: {refusal}{said}"))
     except BaseException:
         for oracle in built:
             getattr(oracle, "close", lambda: None)()

@@ -11,32 +11,11 @@ from biobullet.constraints.assembly import assemble, assemble_velocities
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.implicit import loop_condition
 from biobullet.core.errors import ModelError, SolverError
+from closed_chains import FOURBAR, GOOD_LOOP
 
 ROOT = Path(__file__).resolve().parents[3]
 ANDREWS = ROOT / "urdf" / "andrews_squeezer.urdf"
 
-FOURBAR = """<robot name="fourbar">
-  <link name="ground"/>
-  <link name="crank"><inertial><origin xyz="0.5 0 0"/><mass value="1"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
-  <link name="coupler"><inertial><origin xyz="1.5 0 0"/><mass value="1"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.5" iyz="0" izz="0.5"/></inertial></link>
-  <link name="rocker"><inertial><origin xyz="1.25 0 0"/><mass value="1"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.3" iyz="0" izz="0.3"/></inertial></link>
-  <joint name="crank_j" type="continuous"><parent link="ground"/><child link="crank"/><axis xyz="0 0 1"/></joint>
-  <joint name="coupler_j" type="continuous"><parent link="crank"/><child link="coupler"/>
-    <origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
-  <joint name="rocker_j" type="continuous"><parent link="ground"/><child link="rocker"/>
-    <origin xyz="3 0 0"/><axis xyz="0 0 1"/></joint>
-  <biobullet version="1"><gravity xyz="0 -9.81 0"/>
-    <loop name="C" LOOPATTRS/>
-    <coordinates names="INDEPENDENT"/>
-    <initial joint="crank_j" position="INIT"/>
-  </biobullet>
-</robot>"""
-# crank 1, coupler 3, rocker 2.5, ground 3 (crank–rocker). At θ = (0, 0, π) the coupler end (4, 0) is ~1.5 from
-# the rocker end (0.5, 0): the default guess is NOT closed, assembly has to close it.
-GOOD_LOOP = 'type="planar" link_a="coupler" xyz_a="3 0 0" link_b="rocker" xyz_b="2.5 0 0" normal="0 0 1"'
 
 
 def fourbar(tmp_path, loop=GOOD_LOOP, independent="crank_j", init="0.8", name="fourbar.urdf"):

@@ -8,19 +8,18 @@ this suite is deterministic and short; `tools/fuzz_campaign.py` runs the long ra
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import os
+import re
 import tempfile
 
 import numpy as np
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from biobullet.cli import main
 from biobullet.core.errors import BiobulletError, EvaluationError, ModelError, SourceRef
+from hostile_cli import run_cli
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -57,17 +56,6 @@ HOSTILE = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(min_value=-10 ** 40, max_value=10 ** 40).map(str),
 )
-
-
-def run_cli(*argv: str) -> tuple[int, list[str]]:
-    """`biobullet ARGV` in-process: (exit code, non-empty stderr lines)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:  # argparse usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
-    return code, [line for line in err.getvalue().splitlines() if line.strip()]
 
 
 def assert_clean(code: int, lines: list[str]) -> None:
@@ -201,3 +189,133 @@ def test_cli_argument_fuzz_exits_0_or_2_with_one_error_line(command: str, args: 
     code, lines = run_cli(command, *positional, *args)
     assert code == 2, (command, args, lines)
     assert_clean(code, lines)
+
+
+# ------------------------------------------------------------------------------------------------ second campaign
+def info_of(text: str) -> tuple[int, list[str]]:
+    """`biobullet info` of a model text (exit code, stderr lines), checked to be clean (see assert_clean)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fz.urdf")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        code, lines = run_cli("info", path)
+    assert_clean(code, lines)
+    return code, lines
+
+
+#: the attribute each key of DEFAULTS fills in BASE (numeric ones only)
+NUMERIC_ATTRIBUTE = {"com": "xyz", "mass": "value", "ixx": "ixx", "origin": "xyz", "axis": "xyz", "lower": "lower",
+                     "stiffness": "stiffness", "damping": "damping", "xyz_b": "xyz_b", "rest": "rest_length",
+                     "period": "period", "a0": "a0", "position": "position"}
+
+
+@SETTINGS
+@seed(27)
+@given(key=st.sampled_from(sorted(NUMERIC_ATTRIBUTE)), blank=st.text(alphabet=" \t\n\r", max_size=4))
+def test_a_blank_numeric_attribute_is_one_error_naming_it(key: str, blank: str) -> None:
+    code, lines = info_of(BASE.format(**{**DEFAULTS, key: blank}))
+    assert code == 2 and f"attribute '{NUMERIC_ATTRIBUTE[key]}'" in lines[-1], lines
+
+
+SHAPE_VALUES = st.one_of(HOSTILE, st.sampled_from(["0.1", "0.1 0.2 0.3", "1 1 1 1", "-0.1", "0"]))
+
+
+@SETTINGS
+@seed(27)
+@given(kind=st.sampled_from(["visual", "collision"]), origin=SHAPE_VALUES, rpy=SHAPE_VALUES, size=SHAPE_VALUES,
+       shape=st.sampled_from(["box", "sphere", "cylinder", "capsule", "mesh", "plane", "cone"]),
+       rgba=st.one_of(st.none(), SHAPE_VALUES))
+def test_what_info_accepts_the_viewer_can_draw(kind, origin, rpy, size, shape, rgba) -> None:
+    """A `<visual>`/`<collision>` with hostile values: `info` refuses it with one line, or the viewer reads it."""
+    from biobullet.render.scene import read_visuals
+    attribute = {"box": "size", "sphere": "radius", "cylinder": "radius", "capsule": "length", "mesh": "scale",
+                 "plane": "normal", "cone": "radius"}[shape]
+    extra = {"cylinder": ' length="0.2"', "capsule": ' radius="0.1"', "mesh": ' filename="m.stl"'}.get(shape, "")
+    color = "" if rgba is None else f'<material name="m"><color rgba="{rgba}"/></material>'
+    element = (f'<{kind}><origin xyz="{origin}" rpy="{rpy}"/><geometry><{shape} {attribute}="{size}"{extra}/>'
+               f"</geometry>{color}</{kind}>")
+    text = BASE.format(**DEFAULTS).replace('<link name="base"/>', f'<link name="base">{element}</link>')
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "fz.urdf")
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as handle:
+            handle.write(text)
+        with open(os.path.join(tmp, "m.stl"), "w") as handle:   # a real mesh: only the values are under test
+            handle.write("solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\n"
+                         "endloop\nendfacet\nendsolid t\n")
+        code, lines = run_cli("info", path)
+        assert_clean(code, lines)
+        if code == 0 and kind == "visual":
+            visuals = read_visuals(path)
+            assert all(np.all(np.isfinite(v.vertices)) for v in visuals)
+
+
+@SETTINGS
+@seed(27)
+@given(layout=st.lists(st.tuples(st.sampled_from(["a", "b", "a/c", "b/d"]),
+                                 st.sampled_from(["dir", "link_in", "link_out", "file"])), max_size=4),
+       target=st.sampled_from(["a/f.json", "a/c/f.json", "b/d/e/f.json", "f.json", "b/f.json"]))
+def test_writes_below_an_output_folder_stay_inside_it(layout, target) -> None:
+    """Any arrangement of folders, links (inside or outside) and files below `out`: a write `within=out` lands on
+    a path without links inside `out`, or is an OutputError; nothing appears outside."""
+    from biobullet.core.atomic import OutputError, write_text
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = os.path.realpath(tmp)
+        out, outside = os.path.join(tmp, "out"), os.path.join(tmp, "outside")
+        os.makedirs(out)
+        os.makedirs(outside)
+        for relative, kind in layout:
+            path = os.path.join(out, relative)
+            parent = os.path.dirname(path)
+            if os.path.lexists(path) or not os.path.isdir(parent) or os.path.realpath(parent) != parent:
+                continue   # (the layout itself is built without following its links)
+            if kind == "dir":
+                os.mkdir(path)
+            elif kind == "file":
+                open(path, "w").close()
+            else:
+                os.symlink(outside if kind == "link_out" else out, path)
+        try:
+            written = write_text(os.path.join(out, target), "{}", within=out)
+        except OutputError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert os.path.realpath(written) == os.path.join(os.path.realpath(out), target)
+        assert os.listdir(outside) == []
+
+
+@SETTINGS
+@seed(27)
+@given(names=st.lists(st.text(max_size=12) | st.sampled_from(["<!--<script>", "</script>", "]]>", "&amp;",
+                                                              "\u2028", "<\\/"]), max_size=6))
+def test_replay_json_is_inert_in_html_and_reads_back_exactly(names) -> None:
+    from biobullet.render.html import json_for_script
+    text = json_for_script({"names": names})
+    assert not set(text) & set("<>&\u2028\u2029")
+    assert json.loads(text) == {"names": names}
+
+
+@settings(SETTINGS, max_examples=20)
+@seed(27)
+@given(host=st.integers(min_value=0, max_value=40), depth=st.sampled_from([1, 3, 63, 64, 65, 1000]))
+def test_a_misplaced_block_or_deep_nesting_is_one_error(host: int, depth: int) -> None:
+    """The `<biobullet>` block moved into the host-th element of the file, then `depth` levels of nesting added
+    inside the first link: the file loads only with the block directly under <robot> and nesting within the bound."""
+    from biobullet.model.urdf import MAX_DEPTH
+    text = BASE.format(**DEFAULTS)
+    block = text[text.index("<biobullet>"):text.index("</biobullet>") + len("</biobullet>")]
+    text = text.replace(block, "")
+    opening = [m for m in re.finditer(r"<(\w+)\b[^<>]*[^/]>", text)][1:]   # (not <robot> itself)
+    moved = host < len(opening)
+    if moved:
+        at = opening[host].end()
+        text = text[:at] + block + text[at:]
+    else:
+        text = text.replace("</robot>", block + "</robot>")
+    text = text.replace('<link name="base"/>', '<link name="base">' + "<x>" * depth + "</x>" * depth + "</link>")
+    code, lines = info_of(text)
+    too_deep = 2 + depth > MAX_DEPTH   # <robot> 1, <link> 2
+    assert (code == 2) == (too_deep or moved), lines
+    if too_deep:
+        assert "nested more than" in lines[-1]
+    elif moved:
+        assert "<biobullet> block nested inside" in lines[-1]
