@@ -27,32 +27,55 @@ def _flush_c_streams() -> None:
         pass
 
 
+#: the lists of the captures open now, outermost first: an inner capture's lines reach the outer ones too
+_open: list[list[str]] = []
+
+#: how much captured C-level output is kept (bytes): enough for any loader's messages, bounded for hostile files
+NATIVE_OUTPUT_LIMIT = 65536
+
+
 @contextlib.contextmanager
-def native_output(what: str) -> Iterator[None]:
-    """Capture the C-level stdout/stderr written while the block runs; log it (DEBUG) as coming from `what`."""
+def native_output(what: str) -> Iterator[list[str]]:
+    """Capture what C/C++ code writes to file descriptors 1 and 2 while the block runs, while Python's own
+    `sys.stdout` and `sys.stderr` (warnings, progress) still reach the terminal; log it (DEBUG) as coming from
+    `what`. Yields a list that receives, on exit, the captured text's non-empty lines (for a caller that reports
+    them as the library's own words, e.g. an oracle's refusal)."""
+    printed: list[str] = []
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.flush()
     try:
-        saved = [os.dup(1), os.dup(2)]
+        saved = {fd: os.dup(fd) for fd in (1, 2)}
     except OSError:   # no usable descriptors (embedded interpreters): run as is
-        yield
+        yield printed
         return
+    python_streams = (sys.stdout, sys.stderr)
     with tempfile.TemporaryFile(mode="w+b") as sink:
         try:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            yield
+            sys.stdout = open(os.dup(saved[1]), "w", encoding="utf-8", errors="replace", closefd=True)
+            sys.stderr = open(os.dup(saved[2]), "w", encoding="utf-8", errors="replace", closefd=True)
+            for fd in (1, 2):
+                os.dup2(sink.fileno(), fd)
+            _open.append(printed)
+            yield printed
         finally:
+            if _open and _open[-1] is printed:
+                _open.pop()
             _flush_c_streams()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
+            sys.stdout, sys.stderr = python_streams
             sink.seek(0)
-            text = sink.read(1 << 16).decode("utf-8", "replace").strip()
+            text = sink.read(NATIVE_OUTPUT_LIMIT).decode("utf-8", "replace").strip()
             if text:
                 logger.debug("%s printed: %s", what, text)
+                lines = [line for line in text.splitlines() if line.strip()]
+                for capture in (*_open, printed):
+                    capture.extend(lines)
 
 
 def import_pybullet():
@@ -64,4 +87,4 @@ def import_pybullet():
     return module
 
 
-__all__ = ["native_output", "import_pybullet", "logger"]
+__all__ = ["native_output", "import_pybullet", "logger", "NATIVE_OUTPUT_LIMIT"]

@@ -9,12 +9,8 @@ the Pinocchio oracle's forward dynamics is its own ABA.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import sys
-import tempfile
-from typing import Iterator
 
 import numpy as np
 
@@ -153,8 +149,6 @@ class PinocchioOracle(Oracle):
 NON_UNIT_AXIS_TOLERANCE = 1e-6
 
 
-#: most bytes of an oracle's native output kept (the rest is dropped)
-NATIVE_OUTPUT_LIMIT = 65536
 _PYBULLET_TAG = re.compile(r"b3(Error|Warning|Printf)\[[^\]\n]*\]:")
 
 
@@ -174,41 +168,6 @@ def native_errors(text: str) -> list[str]:
         if error and error not in kept:
             kept.append(error)
     return kept
-
-
-@contextlib.contextmanager
-def native_output() -> Iterator[list[str]]:
-    """Capture what C/C++ code writes to the process's stdout and stderr (file descriptors 1 and 2) — urdfdom's
-    "Error: ..." lines, PyBullet's b3Error/b3Warning and its build banner — while Python's own `sys.stdout` and
-    `sys.stderr` (warnings, progress) still reach the terminal. Yields a list that receives, on exit, the error
-    messages found (one line each), for the caller to report as the oracle's own words."""
-    errors: list[str] = []
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.flush()
-    try:
-        saved = {fd: os.dup(fd) for fd in (1, 2)}
-    except OSError:   # no such descriptors (an embedding without a terminal): nothing to capture
-        yield errors
-        return
-    python_streams = (sys.stdout, sys.stderr)
-    with tempfile.TemporaryFile() as sink:
-        try:
-            sys.stdout = open(os.dup(saved[1]), "w", encoding="utf-8", errors="replace", closefd=True)
-            sys.stderr = open(os.dup(saved[2]), "w", encoding="utf-8", errors="replace", closefd=True)
-            for fd in (1, 2):
-                os.dup2(sink.fileno(), fd)
-            yield errors
-        finally:
-            for fd, copy in saved.items():
-                os.dup2(copy, fd)
-                os.close(copy)
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
-            sys.stdout, sys.stderr = python_streams
-            sink.seek(0)
-            errors.extend(native_errors(sink.read(NATIVE_OUTPUT_LIMIT).decode("utf-8", "replace")))
 
 
 def _non_unit_axes(file: str) -> list[str]:

@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from biobullet.core.errors import BiobulletError, ModelError, clean_message
-from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_output
+from biobullet.core.native import native_output
+from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_errors
 
 EXCLUDED_FORMULATIONS = ("reduced_pinocchio",)  # it IS Pinocchio: never check Pinocchio against itself
 # Inertia errors enter M linearly (times squared lever arms ≲ 1 m², summed over bodies), h times |v|² and q̈
@@ -226,14 +227,15 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     try:
         for name in oracles:
             # (urdfdom's and PyBullet's C++ messages are caught and said in the note, not spilled on stderr)
-            with native_output() as native_errors:
+            with native_output(f"oracle {name}") as printed:
                 try:
                     built.append(make_oracle(name, model, reference_file))
                     refusal = None
                 except ModelError as exc:   # the oracle cannot take this model: its own limitation, said as such
                     refusal = exc.detail if hasattr(exc, 'detail') else str(exc)
             if refusal is not None:
-                said = f" — it said: {'; '.join(native_errors[:3])}" if native_errors else ""
+                native = native_errors("\n".join(printed))
+                said = f" — it said: {'; '.join(native[:3])}" if native else ""
                 report.notes.append(clean_message(f"oracle {name} not used: {refusal}{said}"))
     except BaseException:
         for oracle in built:
