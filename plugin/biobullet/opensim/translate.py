@@ -20,6 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.opensim.forces import force_elements
+from biobullet.opensim.muscles import muscle_lines
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     number_text, orientation_matrix
 from biobullet.spatial.rotations import matrix_to_rpy
@@ -215,6 +216,7 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
+        self.functions.extend(muscle_lines(document.file, self.body_links))
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:

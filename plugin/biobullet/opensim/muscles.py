@@ -1,0 +1,67 @@
+"""An OpenSim model's muscles as `<muscle>` elements of the translated URDF: the paths of
+`muscles.osim.load_osim_muscles` carried from OpenSim body frames to the links that hold those bodies
+(p_link = R · p_body + t, `translate.BodyLink`), so `load_model("x.osim")` and the URDF `convert` writes carry the
+same muscles. Coordinates keep their names: every OpenSim coordinate is a joint of the translation (a coupled
+coordinate is a joint driven by its coupler's function).
+"""
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+from biobullet.core.errors import ModelError
+from biobullet.muscles.description import MuscleSetDescription, PathPoint, WrapSurface
+from biobullet.muscles.element import muscle_elements
+from biobullet.muscles.osim import MUSCLE_CLASSES, load_osim_muscles
+
+if TYPE_CHECKING:   # translate imports this module
+    from biobullet.opensim.translate import BodyLink
+
+
+def muscles_on_links(muscle_set: MuscleSetDescription, bodies: dict[str, "BodyLink"]) -> MuscleSetDescription:
+    """`muscle_set` with every point and wrap surface re-expressed in the link frame of its body."""
+    def placed(frame: str) -> "BodyLink":
+        if frame not in bodies:
+            raise ModelError(f"muscle path frame {frame!r} is not an imported body", file=muscle_set.file,
+                             expected="a body connected to the ground by joints")
+        return bodies[frame]
+
+    def point_on_link(point: PathPoint) -> PathPoint:
+        body = placed(point.frame)
+        r, t = body.rotation, body.translation
+        if point.kind == "moving":   # p = R_b (R_p f(c) + t_p) + t_b
+            return dataclasses.replace(point, frame=body.link, rotation=r @ point.rotation,
+                                       translation=r @ point.translation + t)
+        return dataclasses.replace(point, frame=body.link, location=r @ point.location + t)
+
+    def surface_on_link(surface: WrapSurface) -> WrapSurface:
+        body = placed(surface.frame)
+        return dataclasses.replace(surface, frame=body.link, rotation=body.rotation @ surface.rotation,
+                                   translation=body.rotation @ surface.translation + body.translation)
+
+    muscles = tuple(dataclasses.replace(m, points=tuple(point_on_link(p) for p in m.points))
+                    for m in muscle_set.muscles)
+    frames = tuple(dict.fromkeys(placed(f).link for f in muscle_set.frames))
+    return dataclasses.replace(muscle_set, muscles=muscles, frames=frames,
+                               surfaces=tuple(surface_on_link(s) for s in muscle_set.surfaces))
+
+
+def muscle_lines(file: str, bodies: dict[str, "BodyLink"], indent: str = "    ") -> list[str]:
+    """The `<muscle>` elements (XML lines) of the muscles of OpenSim file `file` (none when it has none)."""
+    muscle_set = load_osim_muscles(file)
+    if not muscle_set.muscles:
+        return []
+    lines = []
+    for element in muscle_elements(muscles_on_links(muscle_set, bodies)):
+        ET.indent(element, space="  ", level=0)
+        lines.extend(indent + line for line in ET.tostring(element, encoding="unicode").splitlines())
+    return lines
+
+
+def represented_muscle_types() -> frozenset[str]:
+    """OpenSim force classes imported as `<muscle>` elements."""
+    return frozenset(MUSCLE_CLASSES)
+
+
+__all__ = ["muscles_on_links", "muscle_lines", "represented_muscle_types"]
