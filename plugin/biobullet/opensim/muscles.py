@@ -14,6 +14,7 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription, PathPoint, WrapSurface
 from biobullet.muscles.element import muscle_elements
 from biobullet.muscles.osim import MUSCLE_CLASSES, load_osim_muscles
+from biobullet.opensim.document import osim_root
 
 if TYPE_CHECKING:   # translate imports this module
     from biobullet.opensim.translate import BodyLink
@@ -49,7 +50,7 @@ def muscles_on_links(muscle_set: MuscleSetDescription, bodies: dict[str, "BodyLi
 
 def muscle_lines(file: str, bodies: dict[str, "BodyLink"], indent: str = "    ") -> list[str]:
     """The `<muscle>` elements (XML lines) of the muscles of OpenSim file `file` (none when it has none)."""
-    muscle_set = load_osim_muscles(file)
+    muscle_set = load_osim_muscles(file, osim_root(file))
     if not muscle_set.muscles:
         return []
     lines = []

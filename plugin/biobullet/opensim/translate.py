@@ -20,6 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.opensim.forces import force_elements
+from biobullet.muscles.osim import MUSCLE_CLASSES
 from biobullet.opensim.muscles import muscle_lines
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     number_text, orientation_matrix
@@ -216,7 +217,8 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
-        self.functions.extend(muscle_lines(document.file, self.body_links))
+        if any(force.type in MUSCLE_CLASSES for force in document.forces):
+            self.functions.extend(muscle_lines(document.file, self.body_links))
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:
