@@ -12,6 +12,7 @@ a description (the `.osim` importer's output). Units SI, angles in rad; points i
   <moving_point link="L" coordinate="q" range="lo hi">               <!-- moving: q clamped to range; at  -->
                           <!-- xyz + R(xyz_body_rotation) · (f_x, f_y, f_z) when those (default 0) are given -->
     <x type="simm_spline|piecewise_linear|polynomial" x="..." y="..."/>   <!-- polynomial: coefficients="..." -->
+                                          <!-- (highest power first, OpenSim's PolynomialFunction order) -->
     <y .../>  <z .../>                                               <!-- an absent axis is 0 -->
   </moving_point>
   <wrap name="W" type="cylinder|sphere|ellipsoid|torus" link="L" xyz="..." xyz_body_rotation="..."
