@@ -569,5 +569,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
     return rotations, positions, values
 
 
-__all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients", "path_lengths",
-           "moment_arms"]
+__all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
+           "path_lengths", "moment_arms"]
