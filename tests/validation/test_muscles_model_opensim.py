@@ -170,3 +170,23 @@ def test_converted_urdf_keeps_the_muscles(tmp_path):
     names = muscles.names(model)
     assert len(names) == 18
     assert np.max(np.abs(muscles.lengths(model, q) - _opensim_lengths(theirs, state, names))) <= 1e-9
+
+
+def test_a_locked_coordinate_holds_its_points(tmp_path):
+    """gait10dof18musc with knee_angle_r locked: no joint carries it, so its conditional and moving points (rect_fem_r,
+    vasti_r, ...) are fixed at the coordinate's default value, as OpenSim evaluates them."""
+    text = (FOLDER / "gait10dof18musc.osim").read_text()
+    start = text.index('<Coordinate name="knee_angle_r"')
+    at = text.index("<locked>false</locked>", start)
+    (tmp_path / "locked.osim").write_text(text[:at] + "<locked>true</locked>" + text[at + len("<locked>false</locked>"):])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(tmp_path / "locked.osim")
+    assert "knee_angle_r" not in model.coordinate_names
+    theirs = osim.Model(str(tmp_path / "locked.osim"))
+    state = theirs.initSystem()
+    rng = np.random.default_rng(13)
+    names = muscles.names(model)
+    for _ in range(3):
+        q = _random_pose(model, theirs, state, rng)
+        assert np.max(np.abs(muscles.lengths(model, q) - _opensim_lengths(theirs, state, names))) <= 1e-9

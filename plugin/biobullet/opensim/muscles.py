@@ -1,8 +1,9 @@
 """An OpenSim model's muscles as `<muscle>` elements of the translated URDF: the paths of
 `muscles.osim.load_osim_muscles` carried from OpenSim body frames to the links that hold those bodies
 (p_link = R · p_body + t, `translate.BodyLink`), so `load_model("x.osim")` and the URDF `convert` writes carry the
-same muscles. Coordinates keep their names: every OpenSim coordinate is a joint of the translation (a coupled
-coordinate is a joint driven by its coupler's function).
+same muscles. Coordinates keep their names: every free OpenSim coordinate is a joint of the translation (a coupled
+coordinate is a joint driven by its coupler's function); a locked coordinate (no joint: held at its default) fixes
+the points that depend on it at that value (`freeze_coordinates`).
 """
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import dataclasses
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription, PathPoint, WrapSurface
 from biobullet.muscles.element import muscle_elements
+from biobullet.muscles.location import polynomial
+from biobullet.muscles.path import CONDITIONAL_SLACK
 from biobullet.muscles.osim import MUSCLE_CLASSES, load_osim_muscles
 from biobullet.opensim.document import osim_root
 
@@ -48,13 +53,50 @@ def muscles_on_links(muscle_set: MuscleSetDescription, bodies: dict[str, "BodyLi
                                surfaces=tuple(surface_on_link(s) for s in muscle_set.surfaces))
 
 
-def muscle_lines(file: str, bodies: dict[str, "BodyLink"], indent: str = "    ") -> list[str]:
-    """The `<muscle>` elements (XML lines) of the muscles of OpenSim file `file` (none when it has none)."""
+def freeze_coordinates(muscle_set: MuscleSetDescription, constant: dict[str, float]) -> MuscleSetDescription:
+    """`muscle_set` with the coordinates of `constant` (name → value) held: a conditional point on one becomes fixed
+    (or leaves the path, OpenSim's ± 1e-5 range test), a moving point's axes that follow one become constants (the
+    value clamped to the point's range, as OpenSim's MovingPathPoint does)."""
+    ranges = dict(zip(muscle_set.coordinates, np.asarray(muscle_set.coordinate_ranges).reshape(-1, 2)))
+
+    def frozen(point: PathPoint) -> PathPoint | None:
+        if point.kind == "conditional" and point.coordinate in constant:
+            value = constant[point.coordinate]
+            if not point.range[0] - CONDITIONAL_SLACK <= value <= point.range[1] + CONDITIONAL_SLACK:
+                return None
+            return dataclasses.replace(point, kind="fixed", coordinate=None, range=None)
+        if point.kind != "moving" or not any(c in constant for c in point.coordinates):
+            return point
+        functions, coordinates = list(point.functions), list(point.coordinates)
+        for axis, name in enumerate(point.coordinates):
+            if name in constant and functions[axis] is not None:
+                lo, hi = point.range if point.range is not None else ranges[name]
+                functions[axis] = polynomial([functions[axis](min(max(constant[name], lo), hi))])
+                coordinates[axis] = None
+        moving = {c for c in coordinates if c is not None}
+        if not moving:
+            location = np.array([0.0 if f is None else f(0.0) for f in functions])
+            return PathPoint(name=point.name, frame=point.frame,
+                             location=point.rotation @ location + point.translation)
+        coordinates = [moving.pop() if c is None and len(moving) == 1 else c for c in coordinates]
+        return dataclasses.replace(point, functions=tuple(functions), coordinates=tuple(coordinates))
+
+    muscles = []
+    for muscle in muscle_set.muscles:
+        points = tuple(p for p in (frozen(p) for p in muscle.points) if p is not None)
+        muscles.append(dataclasses.replace(muscle, points=points))
+    return dataclasses.replace(muscle_set, muscles=tuple(muscles))
+
+
+def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float],
+                 indent: str = "    ") -> list[str]:
+    """The `<muscle>` elements (XML lines) of the muscles of OpenSim file `file` (none when it has none);
+    `constant`: the locked coordinates' values."""
     muscle_set = load_osim_muscles(file, osim_root(file))
     if not muscle_set.muscles:
         return []
     lines = []
-    for element in muscle_elements(muscles_on_links(muscle_set, bodies)):
+    for element in muscle_elements(muscles_on_links(freeze_coordinates(muscle_set, constant), bodies)):
         ET.indent(element, space="  ", level=0)
         lines.extend(indent + line for line in ET.tostring(element, encoding="unicode").splitlines())
     return lines
@@ -65,4 +107,4 @@ def represented_muscle_types() -> frozenset[str]:
     return frozenset(MUSCLE_CLASSES)
 
 
-__all__ = ["muscles_on_links", "muscle_lines", "represented_muscle_types"]
+__all__ = ["muscles_on_links", "freeze_coordinates", "muscle_lines", "represented_muscle_types"]
