@@ -89,17 +89,29 @@ def freeze_coordinates(muscle_set: MuscleSetDescription, constant: dict[str, flo
 
 
 def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float],
-                 indent: str = "    ") -> list[str]:
-    """The `<muscle>` elements (XML lines) of the muscles of OpenSim file `file` (none when it has none);
-    `constant`: the locked coordinates' values."""
-    muscle_set = load_osim_muscles(file, osim_root(file))
-    if not muscle_set.muscles:
-        return []
-    lines = []
-    for element in muscle_elements(muscles_on_links(freeze_coordinates(muscle_set, constant), bodies)):
-        ET.indent(element, space="  ", level=0)
-        lines.extend(indent + line for line in ET.tostring(element, encoding="unicode").splitlines())
-    return lines
+                 indent: str = "    ") -> tuple[list[str], list[str]]:
+    """(XML lines of the `<muscle>` elements, reports) for the muscles of OpenSim file `file`; `constant`: the
+    locked coordinates' values. A muscle that cannot be represented is reported (one line naming it and why), not
+    imported, and does not stop the skeleton from loading."""
+    try:
+        muscle_set = freeze_coordinates(load_osim_muscles(file, osim_root(file)), constant)
+    except ModelError as error:
+        return [], [f"muscles not imported: {error}"]
+    lines, reports = [], []
+    for muscle in muscle_set.muscles:
+        used = {wrap.surface for wrap in muscle.wraps}
+        surfaces = tuple(s for s in muscle_set.surfaces if s.name in used)
+        one = dataclasses.replace(muscle_set, muscles=(muscle,), surfaces=surfaces, frames=tuple(dict.fromkeys(
+            [p.frame for p in muscle.points] + [s.frame for s in surfaces])))
+        try:
+            elements = muscle_elements(muscles_on_links(one, bodies))
+        except ModelError as error:
+            reports.append(f"muscle {muscle.name}: not imported ({error})")
+            continue
+        for element in elements:
+            ET.indent(element, space="  ", level=0)
+            lines.extend(indent + line for line in ET.tostring(element, encoding="unicode").splitlines())
+    return lines, reports
 
 
 def represented_muscle_types() -> frozenset[str]:

@@ -218,7 +218,9 @@ class _Builder:
         self.functions.extend(elements)
         self.reports.extend(reports)
         if any(force.type in MUSCLE_CLASSES for force in document.forces):
-            self.functions.extend(muscle_lines(document.file, self.body_links, constant))
+            lines, reports = muscle_lines(document.file, self.body_links, constant)
+            self.functions.extend(lines)
+            self.reports.extend(reports)
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:

@@ -227,3 +227,43 @@ def test_mutated_files_load_or_give_one_clear_error(tmp_path):
             model.mass_matrix(model.initial_state()[0])
         except biobullet.BiobulletError:
             pass
+
+
+MUSCLES = """
+    <ForceSet name="forceset"><objects>
+      <Thelen2003Muscle name="good"><max_isometric_force>100</max_isometric_force>
+        <optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>
+        <GeometryPath><PathPointSet><objects>
+          <PathPoint name="a"><socket_parent_frame>/ground</socket_parent_frame><location>0.1 0 0</location></PathPoint>
+          <PathPoint name="b"><socket_parent_frame>/bodyset/ball</socket_parent_frame><location>0 -0.3 0</location></PathPoint>
+        </objects></PathPointSet></GeometryPath></Thelen2003Muscle>
+      <Thelen2003Muscle name="two_coordinates"><max_isometric_force>100</max_isometric_force>
+        <optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>
+        <GeometryPath><PathPointSet><objects>
+          <PathPoint name="a"><socket_parent_frame>/ground</socket_parent_frame><location>0.1 0 0</location></PathPoint>
+          <MovingPathPoint name="m"><socket_parent_frame>/bodyset/ball</socket_parent_frame>
+            <socket_x_coordinate>/jointset/pin/angle</socket_x_coordinate>
+            <socket_y_coordinate>/jointset/twin/other</socket_y_coordinate>
+            <x_location><Constant><value>0.01</value></Constant></x_location>
+            <y_location><Constant><value>-0.2</value></Constant></y_location></MovingPathPoint>
+        </objects></PathPointSet></GeometryPath></Thelen2003Muscle>
+    </objects></ForceSet>"""
+
+
+def test_muscles_become_muscle_elements_and_an_unrepresentable_one_is_reported(tmp_path):
+    """A muscle whose moving point follows two coordinates has no <moving_point> form: it is reported by name,
+    the other muscle and the skeleton load; strict mode refuses the model."""
+    text = MINIMAL.format(mass=1.0, extra=MUSCLES).replace("</PinJoint>", "</PinJoint>" + TWIN.replace(
+        "<socket_child_frame>/bodyset/ball</socket_child_frame>", "<socket_child_frame>/bodyset/ball2</socket_child_frame>")
+    ).replace("</Body>", "</Body><Body name=\"ball2\"><mass>1</mass><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>")
+    path = _write(tmp_path, text)
+    with pytest.warns(UserWarning, match="muscle two_coordinates: not imported .*one coordinate for its three axes"):
+        model = biobullet.load_model(path)
+    assert biobullet.muscles.names(model) == ("good",)
+    # the good muscle: from (0.1, 0, 0) on the ground to (0, -0.3, 0) on the ball, pinned about z at the origin
+    q = 0.4
+    end = np.array([0.3 * np.sin(q), -0.3 * np.cos(q), 0.0])
+    assert biobullet.muscles.lengths(model, np.array([q, 0.0]))[0] == pytest.approx(
+        np.linalg.norm(end - [0.1, 0, 0]), abs=1e-15)
+    with pytest.raises(ModelError, match="strict.*two_coordinates"):
+        biobullet.load_model(path, strict=True)
