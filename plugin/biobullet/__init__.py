@@ -30,7 +30,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UnitWarning": ("biobullet.model.plausibility", "UnitWarning"),
 }
 
-__all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY]
+#: subpackages reachable as attributes (`biobullet.muscles.lengths(model, q)` after a bare `import biobullet`)
+_SUBPACKAGES = ("muscles",)
+
+__all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY, *_SUBPACKAGES]
 
 
 def __getattr__(name: str) -> Any:
@@ -39,6 +42,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module), attribute)
         globals()[name] = value
         return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"biobullet.{name}")
     raise AttributeError(f"module 'biobullet' has no attribute {name!r}")
 
 

@@ -43,7 +43,7 @@ def biobullet(body: str, version: str = "1") -> str:
 
 
 LINEAR_J2 = '<joint_function joint="j2" type="linear" inputs="j1" coefficients="2"/>'
-ELEMENTS = ("<gravity>, <base>, <initial>, <coordinates>, <joint_function>, <loop>, <spring>, <joint_spring>, "
+ELEMENTS = ("<gravity>, <base>, <initial>, <coordinates>, <joint_function>, <muscle>, <loop>, <spring>, <joint_spring>, "
             "<joint_torque>, <joint_stop>, <coordinate_limit>, <contact>, <flexible>, <segment_joint>, <joint_contact_stop>, <joint_spring_reference>")
 
 
@@ -98,8 +98,12 @@ CASES = [
          """('j2' and 'j3'); URDF describes a tree — close loops with <biobullet><loop>"""),
     Case("two_roots", "two root links", urdf(links=f'<link name="orphan">{INERTIAL}</link>'),
          "{file}: <robot>: several root links: base, orphan (expected exactly one link that is no joint's child)"),
-    Case("unknown_extension_element", "unknown element in <biobullet>", urdf(block=biobullet('<muscle name="m"/>')),
-         "{file}: <biobullet> <muscle>: unknown element <muscle> (expected one of " + ELEMENTS + ")"),
+    Case("unknown_extension_element", "unknown element in <biobullet>", urdf(block=biobullet('<tendon name="m"/>')),
+         "{file}: <biobullet> <tendon>: unknown element <tendon> (expected one of " + ELEMENTS + ")"),
+    Case("muscle_point_unknown_link", "muscle path point on an unknown link", urdf(block=biobullet(
+        '<muscle name="m"><point link="base" xyz="0 0 0"/><point link="l9" xyz="0 0 0"/></muscle>')),
+         "{file}: <muscle name=\"m\"> <point>: attribute 'link': unknown link 'l9' (expected one of 'base', 'l1', "
+         "'l2')"),
     Case("unknown_function_attribute", "unknown attribute in <joint_function>",
          urdf(block=biobullet('<joint_function joint="j2" type="linear" inputs="j1" coefficients="2" gain="3"/>')),
          """{file}: <joint_function joint="j2">: attribute 'gain': unknown attribute """

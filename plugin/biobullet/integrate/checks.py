@@ -1,8 +1,8 @@
 """Complete validation of a model's elements at load time, so `info` and `validate` reject what `simulate` would.
 
 `load_description` checks the URDF and the `<biobullet>` block's structure (links, joints, functions); the
-element families above the model layer (force elements — springs, torques, stops, plugins —, contacts and
-flexible links) parse their own attributes only when first used. `check_elements(model)` asks each family to
+element families above the model layer (force elements — springs, torques, stops, plugins —, contacts,
+flexible links and muscles) parse their own attributes only when first used. `check_elements(model)` asks each family to
 build its elements now, so that every malformed element is reported when the model is loaded, with the same
 one-line ModelError `simulate` would give. `time_function_check(model, t_end)` additionally evaluates the
 model's time-dependent joint functions over the run's interval, so that an expression with a pole inside the
@@ -33,6 +33,9 @@ def check_elements(model: Any) -> Any:
     force_elements(model)
     contact_elements(model)
     flexible_elements(model)
+    if model.description.muscles:
+        from biobullet.muscles.api import muscle_set
+        muscle_set(model)
     return model
 
 

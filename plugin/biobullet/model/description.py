@@ -116,6 +116,9 @@ class ModelDescription:
     translated_urdf: str | None = None
     # URDF <limit>s of revolute/prismatic joints act as joint stops (forces.elements.limit_stops), as in PyBullet
     joint_limits: bool = True
+    # the `<muscle>` elements of the `<biobullet>` block as XML text, parsed by the muscles layer
+    # (`biobullet.muscles.api.muscle_set`): their children are needed, so they are not ElementDescriptions
+    muscles: tuple[str, ...] = ()
 
     def link(self, name: str) -> LinkDescription:
         return next(link for link in self.links if link.name == name)

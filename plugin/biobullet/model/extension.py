@@ -2,7 +2,8 @@
 
 Gravity, base type, initial state, the independent coordinates and joint functions are read here;
 loops, force elements, contacts and flexible links are checked for references (links and joints exist)
-and handed on as ElementDescriptions to the layers that own them.
+and handed on as ElementDescriptions to the layers that own them; `<muscle>` elements are kept as XML text
+for `biobullet.muscles` (it needs their children).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ FORCE_ELEMENT_GROUP = "biobullet.force_elements"
 #: most loops, force elements, contacts and flexible links in one `<biobullet>` block (bounded work: each one is
 #: evaluated at every step; 1,000 plug-in stops take a 0.02 s run ~20 s, 8,000 more than a minute)
 MAX_ELEMENTS = 2000
-KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", *DELEGATED_ELEMENTS)
+KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", "muscle", *DELEGATED_ELEMENTS)
 
 
 def parse_extension(description: ModelDescription, block: ET.Element | None,
@@ -52,6 +53,7 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
     functions: list[JointFunctionDescription] = []
     initial: list[InitialDescription] = []
     elements: list[ElementDescription] = []
+    muscles: list[str] = []
     if block is not None:
         block_source = SourceRef(file, "<biobullet>")
         version = block.attrib.get("version", "1")
@@ -92,6 +94,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
                 changes["coordinates"] = names
             elif tag == "joint_function":
                 functions.append(_parse_joint_function(source, element, movable, joints))
+            elif tag == "muscle":   # parsed whole by biobullet.muscles (a later layer) when the model is checked
+                muscles.append(ET.tostring(element, encoding="unicode"))
             elif tag in DELEGATED_ELEMENTS or tag in plugin_tags():
                 allowed = DELEGATED_ELEMENTS.get(tag)
                 if allowed is not None:
@@ -125,7 +129,7 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
     if floating_base is not None:
         changes["base_type"] = "floating" if floating_base else "fixed"
     return dataclasses.replace(description, joint_functions=tuple(functions), initial=tuple(initial),
-                               elements=tuple(elements), **changes)
+                               elements=tuple(elements), muscles=tuple(muscles), **changes)
 
 
 def _joint_list(names) -> str:

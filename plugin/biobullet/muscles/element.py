@@ -9,8 +9,10 @@ a description (the `.osim` importer's output). Units SI, angles in rad; points i
   <parameter name="KshapeActive" value="0.45"/>    <!-- model curve parameters by OpenSim name (hill.py) -->
   <point link="L" xyz="x y z"/>                                      <!-- fixed -->
   <point link="L" xyz="x y z" coordinate="q" range="lo hi"/>         <!-- conditional: on the path while q ∈ range -->
-  <moving_point link="L" coordinate="q" range="lo hi">               <!-- moving: q clamped to range -->
+  <moving_point link="L" coordinate="q" range="lo hi">               <!-- moving: q clamped to range; at  -->
+                          <!-- xyz + R(xyz_body_rotation) · (f_x, f_y, f_z) when those (default 0) are given -->
     <x type="simm_spline|piecewise_linear|polynomial" x="..." y="..."/>   <!-- polynomial: coefficients="..." -->
+                                          <!-- (highest power first, OpenSim's PolynomialFunction order) -->
     <y .../>  <z .../>                                               <!-- an absent axis is 0 -->
   </moving_point>
   <wrap name="W" type="cylinder|sphere|ellipsoid|torus" link="L" xyz="..." xyz_body_rotation="..."
@@ -139,7 +141,7 @@ def _point(source: SourceRef, element: ET.Element, number_in_path: int, links, c
         coordinate = _coordinate(source, element, coordinate_ranges)
         return PathPoint(name=point_name, frame=link, kind="conditional", location=location, coordinate=coordinate,
                          range=_range(source, element, REQUIRED))
-    check_known_attributes(source, element, ("name", "link", "coordinate", "range"))
+    check_known_attributes(source, element, ("name", "link", "coordinate", "range", "xyz", "xyz_body_rotation"))
     coordinate = _coordinate(source, element, coordinate_ranges)
     clamp = _range(source, element, coordinate_ranges[coordinate])
     functions: list[LocationFunction | None] = [None, None, None]
@@ -154,7 +156,9 @@ def _point(source: SourceRef, element: ET.Element, number_in_path: int, links, c
     if all(f is None for f in functions):
         raise source.error(None, "no <x>, <y> or <z> function", "at least one axis function")
     return PathPoint(name=point_name, frame=link, kind="moving", functions=tuple(functions),
-                     coordinates=(coordinate,) * 3, range=clamp)
+                     coordinates=(coordinate,) * 3, range=clamp,
+                     rotation=body_fixed_xyz(vector3(source, element, "xyz_body_rotation")),
+                     translation=np.array(vector3(source, element, "xyz")))
 
 
 def _function(source: SourceRef, element: ET.Element) -> LocationFunction:
@@ -236,14 +240,18 @@ def _point_element(point: PathPoint, ranges) -> ET.Element:
             attributes.update(coordinate=point.coordinate, range=_numbers(point.range))
         return ET.Element("point", attributes)
     names = {c for c in point.coordinates if c is not None}
-    if len(names) != 1 or not np.allclose(point.rotation, np.eye(3), atol=0.0) or np.any(point.translation != 0.0):
-        raise ModelError(f"moving point {point.name!r}: a <moving_point> has one coordinate for its three axes "
-                         "and lies in its link's frame", element=f"<moving_point name=\"{bare(point.name, 60)}\">",
-                         expected="x, y and z functions of the same coordinate on a body frame")
+    if len(names) != 1:
+        raise ModelError(f"moving point {point.name!r}: a <moving_point> has one coordinate for its three axes",
+                         element=f"<moving_point name=\"{bare(point.name, 60)}\">",
+                         expected="x, y and z functions of the same coordinate")
     coordinate = names.pop()
     clamp = point.range if point.range is not None else ranges[coordinate]
     element = ET.Element("moving_point", {"name": point.name, "link": point.frame, "coordinate": coordinate,
                                           "range": _numbers(clamp)})
+    if not np.array_equal(point.rotation, np.eye(3)):
+        element.set("xyz_body_rotation", _numbers(_xyz_angles(point.rotation)))
+    if np.any(point.translation != 0.0):
+        element.set("xyz", _numbers(point.translation))
     for axis, function in zip("xyz", point.functions):
         if function is None:
             continue

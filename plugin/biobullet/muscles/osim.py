@@ -46,10 +46,10 @@ MAIN_PROPERTIES = frozenset({"max_isometric_force", "optimal_fiber_length", "ten
 CURVES = ("ActiveForceLengthCurve", "ForceVelocityCurve", "FiberForceLengthCurve", "TendonForceLengthCurve")
 
 
-def load_osim_muscles(path: str | os.PathLike[str]) -> MuscleSetDescription:
-    """The muscles of an OpenSim model file (module docstring)."""
+def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = None) -> MuscleSetDescription:
+    """The muscles of an OpenSim model file (module docstring); `root`: its XML root when already parsed."""
     file = os.fspath(path)
-    root = read_xml(file)
+    root = read_xml(file) if root is None else root
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{bare(root.tag, 40)}>", file=file, expected="<OpenSimDocument>")
     version = root.attrib.get("Version", "")

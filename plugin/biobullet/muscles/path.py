@@ -94,6 +94,17 @@ class PathGradient:
     wrap_active: np.ndarray
 
 
+def unevaluated_wraps(muscle, surfaces) -> str | None:
+    """Why `muscle`'s wraps cannot be evaluated (a phrase), or None: only a single active cylinder or sphere per
+    path is; `surfaces` maps surface names to WrapSurfaces."""
+    active = [w for w in muscle.wraps if w.surface in surfaces and surfaces[w.surface].active]
+    if active and (len(muscle.wraps) > 1 or surfaces[active[0].surface].type not in EVALUATED):
+        kinds_used = ", ".join(surfaces[w.surface].type for w in muscle.wraps if w.surface in surfaces)
+        return (f"wraps over {len(muscle.wraps)} surface(s) ({kinds_used}); only a single cylinder or sphere per "
+                "path is evaluated so far")
+    return None
+
+
 def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
     """Flat kernel arrays of every muscle's path (module docstring)."""
     frames = tuple(f for f in muscle_set.frames if f != "ground")
@@ -114,14 +125,13 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
             if wrap.surface not in surfaces:
                 raise ModelError(f"muscle {muscle.name!r} wraps over unknown surface {wrap.surface!r}",
                                  file=muscle_set.file, expected="a wrap surface of the model")
-        active_wraps = [w for w in muscle.wraps if surfaces[w.surface].active]
-        if active_wraps and (len(muscle.wraps) > 1 or surfaces[active_wraps[0].surface].type not in EVALUATED):
-            kinds_used = ", ".join(surfaces[w.surface].type for w in muscle.wraps)
-            raise ModelError(f"muscle {muscle.name!r} wraps over {len(muscle.wraps)} surface(s) ({kinds_used}); "
-                             "only a single cylinder or sphere per path is evaluated so far", file=muscle_set.file,
+        reason = unevaluated_wraps(muscle, surfaces)
+        if reason is not None:
+            raise ModelError(f"muscle {muscle.name!r} {reason}", file=muscle_set.file,
                              element=f'<muscle name="{muscle.name}">',
                              expected="at most one wrap, a cylinder or a sphere (ellipsoid, torus and multi-wrap "
                                       "paths are not implemented yet)")
+        active_wraps = [w for w in muscle.wraps if surfaces[w.surface].active]
         for wrap in active_wraps:
             surface = surfaces[wrap.surface]
             if surface.name not in surface_index:
@@ -559,5 +569,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
     return rotations, positions, values
 
 
-__all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "path_gradients", "path_lengths",
-           "moment_arms"]
+__all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
+           "path_lengths", "moment_arms"]

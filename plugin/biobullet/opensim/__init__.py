@@ -4,7 +4,9 @@
 (`translate`) and loads that text through the URDF path, so `biobullet convert model.osim --out model.urdf`
 writes exactly what `load_model("model.osim")` loads. `osim_body_links(path)` gives, for each OpenSim body, its
 link and the body frame in the link frame (muscle path points and markers are given in body frames).
-Components the importer cannot represent are reported: one warning each (muscles: one warning listing them), or,
+Muscles (Thelen2003, Millard2012Equilibrium, DeGrooteFregly2016) become `<muscle>` elements on the bodies' links
+(`opensim.muscles`). Components the importer cannot represent are reported: one warning each (other path
+actuators: one warning listing them), or,
 with `strict=True`, one ModelError listing them all.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ import warnings
 
 from biobullet.core.errors import ModelError
 from biobullet.opensim.document import Document, read_document
+from biobullet.opensim.muscles import represented_muscle_types
 from biobullet.opensim.translate import BodyLink, Translation, translate
 
 #: file name suffix dispatched to this importer by `biobullet.load_model`
@@ -40,11 +43,12 @@ def unmapped_reports(document: Document, mapped: frozenset[str] = frozenset()) -
     """One line per force or constraint (but those in `mapped`), contact geometry or other component that is
     not imported (muscles and other path-based forces in one line, markers in one line)."""
     reports = []
+    muscles = represented_muscle_types()
     paths = [f"{force.type} {force.name}" for force in document.forces if force.element.find("GeometryPath")
-             is not None]
+             is not None and force.type not in muscles]
     if paths:
-        reports.append(f"{len(paths)} muscle(s)/path actuator(s) not imported (their bodies and frames are; "
-                       f"muscles are a separate feature): " + ", ".join(paths))
+        reports.append(f"{len(paths)} path actuator(s) not imported (only the muscle classes "
+                       f"{', '.join(sorted(muscles))} are): " + ", ".join(paths))
     for force in document.forces:
         if force.element.find("GeometryPath") is not None or force.path in mapped:
             continue

@@ -149,11 +149,16 @@ class Document:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def read_document(file: str) -> Document:
-    """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
+def osim_root(file: str):
+    """The XML root of `file`, element names with `::` (OpenSim's nested class names) spelled `__`."""
     data = read_bytes(file)
     data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), data)
-    root = parse_xml(file, data)
+    return parse_xml(file, data)
+
+
+def read_document(file: str) -> Document:
+    """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
+    root = osim_root(file)
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{root.tag}>", file=file, element=f"<{bare(root.tag, 60)}>",
                          expected="<OpenSimDocument> (an OpenSim .osim model)")

@@ -22,6 +22,8 @@ from biobullet.core.errors import ModelError, SourceRef
 from biobullet.opensim.constraints import constraint_loops, dependent_coordinates
 from biobullet.opensim.contact import contact_elements
 from biobullet.opensim.forces import force_elements
+from biobullet.muscles.osim import MUSCLE_CLASSES
+from biobullet.opensim.muscles import muscle_lines
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
     number_text, orientation_matrix
 from biobullet.spatial.rotations import matrix_to_rpy
@@ -229,6 +231,10 @@ class _Builder:
             dependent, loops = dependent_coordinates(self.tree_model(independent, coordinates), loops, independent)
             independent = tuple(name for name in independent if name not in dependent)
             self.functions.extend(spec.element() for spec in loops)
+        if any(force.type in MUSCLE_CLASSES for force in document.forces):
+            lines, reports = muscle_lines(document.file, self.body_links, constant)
+            self.functions.extend(lines)
+            self.reports.extend(reports)
         for joint in document.joints:
             for coordinate in joint.coordinates:
                 if coordinate.prescribed:

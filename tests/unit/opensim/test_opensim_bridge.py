@@ -23,7 +23,7 @@ ARM26 = os.path.join(os.path.dirname(biobullet.__file__), "data", "opensim", "ar
 
 def test_arm26_bridge_converges_to_the_engine_at_first_order():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")    # muscles and markers are reported, not imported
+        warnings.simplefilter("ignore")    # markers are reported, not imported
         model = biobullet.load_model(ARM26)
     q0, _ = model.initial_state()
     v0 = np.random.default_rng(1).normal(size=model.nv)

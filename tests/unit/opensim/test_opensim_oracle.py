@@ -119,7 +119,7 @@ def _matrix(osim_matrix) -> np.ndarray:
 
 def _load(path):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")    # muscles and markers are reported, not imported
+        warnings.simplefilter("ignore")    # markers are reported, not imported
         return biobullet.load_model(path), osim_body_links(path)
 
 

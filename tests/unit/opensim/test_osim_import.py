@@ -10,6 +10,7 @@ import pytest
 
 import biobullet
 from biobullet.contact.element import contact_elements
+import biobullet.muscles
 from biobullet.cli import main
 from biobullet.core.errors import ModelError
 from biobullet.opensim import osim_urdf
@@ -73,8 +74,10 @@ def test_coordinates_initial_state_and_reports_of_a_shared_model():
     with pytest.warns(UserWarning) as records:
         model = biobullet.load_model(LEG)
     messages = [str(r.message) for r in records]
-    # one warning lists the 9 muscles; the patella coupling is a joint function, not a coordinate
-    assert sum("9 muscle(s)" in m for m in messages) == 1
+    # the 9 Thelen muscles are imported (<muscle> elements), not reported; the patella coupling is a joint
+    # function, not a coordinate
+    assert not any("Thelen2003Muscle" in m or "path actuator" in m for m in messages)
+    assert len(biobullet.muscles.names(model)) == 9
     assert model.coordinate_names == ("pelvis_tilt", "pelvis_tx", "pelvis_ty", "hip_flexion_r", "knee_angle_r",
                                       "ankle_angle_r")
     q0, v0 = model.initial_state()
@@ -254,3 +257,41 @@ def test_redundant_and_switched_off_constraints(tmp_path):
         warnings.simplefilter("error")
         model = biobullet.load_model(_write(tmp_path, off, "off.osim"))
     assert model.coordinate_names == ("crank_angle", "coupler_angle", "rocker_angle")
+MUSCLES = """
+    <ForceSet name="forceset"><objects>
+      <Thelen2003Muscle name="good"><max_isometric_force>100</max_isometric_force>
+        <optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>
+        <GeometryPath><PathPointSet><objects>
+          <PathPoint name="a"><socket_parent_frame>/ground</socket_parent_frame><location>0.1 0 0</location></PathPoint>
+          <PathPoint name="b"><socket_parent_frame>/bodyset/ball</socket_parent_frame><location>0 -0.3 0</location></PathPoint>
+        </objects></PathPointSet></GeometryPath></Thelen2003Muscle>
+      <Thelen2003Muscle name="two_coordinates"><max_isometric_force>100</max_isometric_force>
+        <optimal_fiber_length>0.1</optimal_fiber_length><tendon_slack_length>0.2</tendon_slack_length>
+        <GeometryPath><PathPointSet><objects>
+          <PathPoint name="a"><socket_parent_frame>/ground</socket_parent_frame><location>0.1 0 0</location></PathPoint>
+          <MovingPathPoint name="m"><socket_parent_frame>/bodyset/ball</socket_parent_frame>
+            <socket_x_coordinate>/jointset/pin/angle</socket_x_coordinate>
+            <socket_y_coordinate>/jointset/twin/other</socket_y_coordinate>
+            <x_location><Constant><value>0.01</value></Constant></x_location>
+            <y_location><Constant><value>-0.2</value></Constant></y_location></MovingPathPoint>
+        </objects></PathPointSet></GeometryPath></Thelen2003Muscle>
+    </objects></ForceSet>"""
+
+
+def test_muscles_become_muscle_elements_and_an_unrepresentable_one_is_reported(tmp_path):
+    """A muscle whose moving point follows two coordinates has no <moving_point> form: it is reported by name,
+    the other muscle and the skeleton load; strict mode refuses the model."""
+    text = MINIMAL.format(mass=1.0, extra=MUSCLES).replace("</PinJoint>", "</PinJoint>" + TWIN.replace(
+        "<socket_child_frame>/bodyset/ball</socket_child_frame>", "<socket_child_frame>/bodyset/ball2</socket_child_frame>")
+    ).replace("</Body>", "</Body><Body name=\"ball2\"><mass>1</mass><inertia>0.01 0.01 0.01 0 0 0</inertia></Body>")
+    path = _write(tmp_path, text)
+    with pytest.warns(UserWarning, match="muscle two_coordinates: not imported .*one coordinate for its three axes"):
+        model = biobullet.load_model(path)
+    assert biobullet.muscles.names(model) == ("good",)
+    # the good muscle: from (0.1, 0, 0) on the ground to (0, -0.3, 0) on the ball, pinned about z at the origin
+    q = 0.4
+    end = np.array([0.3 * np.sin(q), -0.3 * np.cos(q), 0.0])
+    assert biobullet.muscles.lengths(model, np.array([q, 0.0]))[0] == pytest.approx(
+        np.linalg.norm(end - [0.1, 0, 0]), abs=1e-15)
+    with pytest.raises(ModelError, match="strict.*two_coordinates"):
+        biobullet.load_model(path, strict=True)

@@ -1,0 +1,148 @@
+"""The muscles of a loaded Model (issue 26's public API): `names`, `lengths`, `moment_arms`,
+`equilibrium_tendon_forces`.
+
+A model's muscles are its `<muscle>` elements (an `.osim` model's muscles become such elements on import). They
+are parsed once per model (`muscle_set`, kept in `model.derived`): path frames are link names, path coordinates
+joint names. At a configuration q the links' world placements and frame Jacobians come from the model's tree
+(`algorithms.kinematics`) at x(q), and the joint values θ(q) and G = ∂θ/∂q (θ̇ = G q̇) from its coordinate map,
+so joint functions, couplers and loops enter the lengths and R = −dl/dq exactly:
+
+    dl/dq = Σ_f [F; M]_f · J_f G + ∂l/∂θ · G_θ          (J_f: 6 × n_tangent at link f's origin, world axes)
+
+Muscles whose wraps are not evaluated yet (ellipsoid, torus, several wraps on one path) are named in one warning
+when the model is loaded; their rows are NaN, never a number computed without the wrap.
+"""
+from __future__ import annotations
+
+import warnings
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import numpy as np
+
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.core.errors import ModelError
+from biobullet.muscles import hill
+from biobullet.muscles.description import MuscleSetDescription
+from biobullet.muscles.element import parse_muscles
+from biobullet.muscles.path import MusclePaths, compile_paths, moment_arms as path_moment_arms, path_lengths, \
+    unevaluated_wraps
+
+#: key of a model's muscles in `Model.derived`
+DERIVED_KEY = "muscles.model_muscles"
+
+
+@dataclass(frozen=True)
+class ModelMuscles:
+    """A model's muscles, compiled: `evaluated` indexes the muscles (of `muscle_set`, in file order) whose
+    paths `paths` computes; `joint_slots[c]` is the (x index, ẋ index) of path coordinate c."""
+
+    muscle_set: MuscleSetDescription
+    paths: MusclePaths
+    table: hill.MuscleTable
+    evaluated: np.ndarray
+    joint_slots: np.ndarray
+    unevaluated: tuple[str, ...]   # "name: reason" of the others
+
+
+def muscle_set(model) -> ModelMuscles:
+    """The compiled muscles of `model` (parsed on first use, then kept with the model); ModelError naming the
+    file and element on a bad `<muscle>`."""
+    cached = model.derived.get(DERIVED_KEY)
+    if cached is None:
+        cached = model.derived[DERIVED_KEY] = _compile(model)
+        if cached.unevaluated:
+            warnings.warn(f"{model.file}: {len(cached.unevaluated)} muscle(s) not evaluated, their lengths, moment "
+                          "arms and forces are NaN: " + "; ".join(cached.unevaluated), stacklevel=3)
+    return cached
+
+
+def _compile(model) -> ModelMuscles:
+    description = model.description
+    ranges = {}
+    for joint in description.joints:
+        if joint.movable:
+            ranges[joint.name] = (-np.inf if joint.lower is None else joint.lower,
+                                  np.inf if joint.upper is None else joint.upper)
+    block = ET.fromstring("<biobullet>" + "".join(description.muscles) + "</biobullet>")
+    full = parse_muscles(description.file, block, set(model.link_names), ranges)
+    surfaces = {s.name: s for s in full.surfaces}
+    reasons = [unevaluated_wraps(m, surfaces) for m in full.muscles]
+    evaluated = np.array([k for k, r in enumerate(reasons) if r is None], dtype=np.int64)
+    kept = tuple(full.muscles[k] for k in evaluated)
+    paths = compile_paths(MuscleSetDescription(file=full.file, muscles=kept, frames=full.frames,
+                                               coordinates=full.coordinates,
+                                               coordinate_ranges=full.coordinate_ranges, surfaces=full.surfaces))
+    body_of_joint = {body.joint: body for body in model.bodies}
+    slots = np.array([(body_of_joint[c].q_index, body_of_joint[c].v_index) for c in paths.coordinates],
+                     dtype=np.int64).reshape(-1, 2)
+    return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(kept), evaluated=evaluated,
+                        joint_slots=slots,
+                        unevaluated=tuple(f"{m.name} {r}" for m, r in zip(full.muscles, reasons) if r is not None))
+
+
+def names(model) -> tuple[str, ...]:
+    """The model's muscle names, in file order (the rows of `lengths`, `moment_arms`, ...)."""
+    return muscle_set(model).muscle_set.names
+
+
+def _state(model, muscles: ModelMuscles, q):
+    """(x, placements, link rotations, link origins, joint values of the path coordinates)."""
+    x = model.joint_configuration(q)
+    placements = body_placements(model, x)
+    frames = muscles.paths.frames
+    rotations, origins = np.empty((len(frames), 3, 3)), np.empty((len(frames), 3))
+    for k, frame in enumerate(frames):
+        rotations[k], origins[k] = frame_placement(model, x, frame, placements)
+    return x, placements, rotations, origins, x[muscles.joint_slots[:, 0]]
+
+
+def _rows(muscles: ModelMuscles, values: np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
+    """Per-muscle rows in file order: `values` for the evaluated muscles, NaN for the others."""
+    out = np.full((len(muscles.muscle_set.muscles), *shape), np.nan)
+    out[muscles.evaluated] = values
+    return out
+
+
+def lengths(model, q) -> np.ndarray:
+    """Musculotendon path lengths l(q) (m), one per muscle (`names` order)."""
+    muscles = muscle_set(model)
+    _, _, rotations, origins, values = _state(model, muscles, q)
+    return _rows(muscles, path_lengths(muscles.paths, rotations, origins, values))
+
+
+def moment_arms(model, q) -> np.ndarray:
+    """R = −dl/dq (n_muscles × n_coordinates, `model.coordinate_names` order; m per rad for rotational
+    coordinates, dimensionless for translational ones). OpenSim's sign: a positive moment arm means the muscle's
+    tension drives the coordinate positively. Exact through joint functions, couplers and loops."""
+    muscles = muscle_set(model)
+    if model.nq != model.nv:
+        raise ModelError("moment arms with respect to a floating base's quaternion coordinates are not defined",
+                         file=model.file, argument="model", expected="a model with a fixed base (nq = nv)")
+    x, placements, rotations, origins, values = _state(model, muscles, q)
+    _, _, gradient, _ = model.joint_state(q, np.zeros(model.nv))
+    jacobians = np.array([frame_jacobian(model, x, frame, placements=placements) @ gradient
+                          for frame in muscles.paths.frames]).reshape(-1, 6, model.nv)
+    coupling = gradient[muscles.joint_slots[:, 1]]
+    return _rows(muscles, path_moment_arms(muscles.paths, rotations, origins, values, jacobians, coupling),
+                 (model.nv,))
+
+
+def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
+    """Tendon forces (N) in static equilibrium (zero fiber velocity) at configuration q and `activation` (a
+    scalar or one value per muscle), each muscle's tendon rigid or compliant as in its file."""
+    muscles = muscle_set(model)
+    n = len(muscles.muscle_set.muscles)
+    a = np.asarray(activation, dtype=float)
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    if a.shape != (n,) or not np.all(np.isfinite(a)) or np.any(a < 0.0) or np.any(a > 1.0):
+        raise ModelError(f"activation of shape {a.shape}" if a.shape != (n,) else "activation outside [0, 1]",
+                         argument="activation", expected=f"a scalar or {n} values in [0, 1]")
+    _, _, rotations, origins, values = _state(model, muscles, q)
+    evaluated_lengths = path_lengths(muscles.paths, rotations, origins, values)
+    return _rows(muscles, hill.equilibrium_tendon_forces(muscles.table, evaluated_lengths,
+                                                         np.ascontiguousarray(a[muscles.evaluated])))
+
+
+__all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces"]
