@@ -455,6 +455,12 @@ class Bridge:
         #: whether the one-call rows kernel evaluates every force element (decided with `_forces_generation`)
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
+        if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
+            from biobullet.core.jit import direct_entry
+            kernel, meta, body, gravity = self._own
+            x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
+            self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
+                                           np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
             from biobullet.core.jit import direct_entry
@@ -1089,8 +1095,8 @@ class Bridge:
         """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged; a
         floating base or spherical joints with `own_dynamics`: one call of the compiled recursions."""
         if not self._fixed and self._own is not None:
-            kernel, meta, body, gravity = self._own
-            return kernel(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
+            _, meta, body, gravity = self._own
+            return self._own_entry(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
         if x_list is None or not self._dof_identity:
             return self.tree_mass_and_bias(x, xd)
         p, c, b = self._p, self.client, self.body
