@@ -13,8 +13,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
-   joints, which PyBullet's calls do not take (`bridge.multidof`);
+   same from biobullet's compiled recursions on the fast paths and for a floating base (`own_dynamics`) and for
+   bodies with spherical joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
    `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
@@ -104,14 +104,15 @@ class Bridge:
     dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
     stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
-    this body (checked at construction, `own_dynamics`); "pybullet" always asks PyBullet. The general path
-    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    this body (checked at construction, `own_dynamics`), and so does the general path of a floating base (checked
+    the same way through `PyBulletMap`'s tangent maps); "pybullet" always asks PyBullet. The general path of a fixed
+    base (plug-in rows, generalized forces, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
     Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
-    motor are handled through PyBullet's multi-DOF calls; such a body always takes the general path with M and h
-    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, and a
-    spherical `<limit>` is a ModelError unless joint_limits=True.
+    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the general path with M and h
+    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, without
+    rows `_apply_tree`; a spherical `<limit>` is a ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
