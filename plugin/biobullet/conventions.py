@@ -147,19 +147,18 @@ def _spherical_torques_py(torque, rotations, starts, out):
                 + rotations[s, 2, i] * torque[j + 2]
 
 
-def state_kernel():
-    """The compiled `_state_from_pybullet_py` (compiled or loaded from numba's cache on first use), or the Python
-    function without numba."""
-    bind = {"rotation_of": quaternion_to_matrix, "hamilton_product": quaternion_multiply}
-    base = jit.compiled(_base_pose_py, bind=bind)
-    kernel = jit.compiled(_state_from_pybullet_py, bind={"pose_of_base": base} if base is not None else None)
-    return kernel or _state_from_pybullet_py
-
-
 def base_pose_kernel():
     """The compiled `_base_pose_py` (or the Python function without numba)."""
     return jit.compiled(_base_pose_py, bind={"rotation_of": quaternion_to_matrix,
                                              "hamilton_product": quaternion_multiply}) or _base_pose_py
+
+
+def state_kernel():
+    """The compiled `_state_from_pybullet_py` (compiled or loaded from numba's cache on first use), or the Python
+    function without numba."""
+    base = base_pose_kernel()
+    kernel = jit.compiled(_state_from_pybullet_py, bind={"pose_of_base": base}) if base is not _base_pose_py else None
+    return kernel or _state_from_pybullet_py
 
 
 class PinocchioMap:
@@ -315,8 +314,8 @@ class PyBulletMap:
         base_map = np.kron(np.eye(2), self.inertial_rotation.T) @ a        # [v_com; ω] in the inertial frame
         self.base_map_linear_first = base_map
         self.base_map_angular_first = np.vstack([base_map[3:], base_map[:3]])
-        # the state read (`state_from_pybullet`): every movable joint in one getJointStatesMultiDof call (spherical
-        # joints first, then the 1-DOF joints in model order), converted by one compiled call (`state_kernel`)
+        # the state read (`state_from_pybullet`): every movable joint in one call (spherical joints first, then the
+        # 1-DOF joints in model order), converted by one compiled call (`state_kernel`)
         self._base_conjugate = self.inertial_quaternion * np.array([-1.0, -1.0, -1.0, 1.0])
         self._read_joints = [int(s[0]) for s in spherical] + self.joint_indices.tolist()
         self._raw_size = 13 * bool(model.floating_base) + 7 * n_s + 2 * len(self.joint_indices)
