@@ -1,11 +1,20 @@
-"""`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written
-computed-torque loop on the same model (`biobullet.bench.bridge_speed`: interleaved rounds, best round, thread
-CPU time). Kinds: linear joint functions (shoulder rhythm), nonlinear couplings of the 3-link pendulum (a
-`polynomial` and an `expression` — both on the compiled per-step path, the expression as an instruction tape),
-closed loops (Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link robot,
-4 segments, stable dt; air damping off and on). The minimal loop does no contact or constraint
-work: the ratio is the price of everything the bridge adds. Prints the table (copied into the README) and writes
-out/benchmarks/bridge_model_kinds.json. No wall-clock thresholds.
+"""`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written loop on
+the same model (`biobullet.bench.bridge_speed` with `KIND_RUNNERS`: interleaved rounds, best round, thread CPU
+time). Kinds: a fixed-base arm with a nonlinear joint function (KUKA iiwa from pybullet_data, q3 = 0.5 sin q2 +
+0.2 q4²), linear joint functions (shoulder rhythm), nonlinear couplings of the 3-link pendulum (a `polynomial` and an
+`expression` — both on the compiled per-step path, the expression as an instruction tape), closed loops (four-bar
+knee; Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link
+robot, 4 segments, stable dt; air damping off and on), floating bases (urdf/humanoid.urdf: 19 1-DOF joints), spherical
+joints (shoulder–elbow–wrist arm; the arm with pronation = f(elbow), fixed and floating base) and pybullet_data's
+humanoid (floating base, 8 spherical joints).
+
+The minimal loop (`bench.HandLoop`) is the least a user writes in PyBullet alone for the same job: read the state in
+the fewest calls, send the torques, step — with M and h from calculateMassMatrix / calculateInverseDynamics (computed
+torque) when the bridge's step solves with M and h (joint functions, loops), where PyBullet takes the body (its
+inverse dynamics refuses spherical joints on a fixed base: that loop has M only). It does no contact, spring or
+constraint work: the ratio is the price of everything the bridge adds. Both loops (read + send, computed torque) are
+timed for every kind. Prints the table (copied into the README) and writes out/benchmarks/bridge_model_kinds.json.
+No wall-clock thresholds.
 """
 from __future__ import annotations
 
@@ -16,10 +25,14 @@ import pytest
 
 pytest.importorskip("pybullet")
 
+import pybullet_data  # noqa: E402
+
 import biobullet  # noqa: E402
-from biobullet.bench import bridge_speed  # noqa: E402
+from biobullet.bench import KIND_RUNNERS, bridge_speed  # noqa: E402
 from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from bridge_user_loop import write_coupled_kuka  # noqa: E402
 from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
+from spherical_arms import ARM, COUPLED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,27 +46,43 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
     polynomial.write_text(pendulum_text().replace(
         'type="expression" inputs="j1 j2" expression="0.5*sin(j1) + 0.3*j2**2"',
         'type="polynomial" inputs="j1" coefficients="0.1 0.5 -0.3 0.2"'))
+    (tmp_path / "ball_arm.urdf").write_text(ARM)
+    (tmp_path / "coupled_arm.urdf").write_text(COUPLED)
     cases = {
+        "arm + joint function (KUKA iiwa, q3 = f(q2, q4))": (biobullet.load_model(write_coupled_kuka(tmp_path)),
+                                                            1e-3),
         "linear (shoulder_rhythm)": (biobullet.load_model(ROOT / "urdf" / "shoulder_rhythm.urdf"), 1e-3),
         "nonlinear (polynomial pendulum)": (biobullet.load_model(polynomial), 1e-3),
         "nonlinear (expression pendulum)": (biobullet.load_model(write_pendulum(tmp_path)), 1e-3),
+        "loop (fourbar_knee)": (biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf"), 1e-3),
         "loop (andrews_squeezer)": (biobullet.load_model(ROOT / "urdf" / "andrews_squeezer.urdf"), 1e-5),
         "contact (hu_guo ball drop)": (load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5",
                                                             "restitution": "0.8"}), tmp_path), 1e-4),
         "flexible (elastic robot, 4 segments)": (flexible, stable_step(flexible)),
         "flexible (elastic robot, 4 segments, air damping)": (damped, stable_step(damped)),
+        "floating base (humanoid.urdf, 19 joints)": (biobullet.load_model(ROOT / "urdf" / "humanoid.urdf",
+                                                                          floating_base=True), 1e-3),
+        "spherical (shoulder–elbow–wrist arm)": (biobullet.load_model(tmp_path / "ball_arm.urdf"), 1e-3),
+        "spherical + joint function (coupled arm)": (biobullet.load_model(tmp_path / "coupled_arm.urdf"), 1e-3),
+        "floating + spherical + joint function (coupled arm)": (
+            biobullet.load_model(tmp_path / "coupled_arm.urdf", floating_base=True), 1e-3),
+        "humanoid (pybullet_data, floating, 8 spherical)": (
+            biobullet.load_model(Path(pybullet_data.getDataPath()) / "humanoid" / "humanoid.urdf",
+                                 floating_base=True), 1e-3),
     }
     rows = {}
     for name, (model, dt) in cases.items():
-        measured = bridge_speed(model, rounds=30, steps=50, dt=dt)
+        measured = bridge_speed(model, rounds=30, steps=50, dt=dt, runners=KIND_RUNNERS)
         best = measured["best"]["cpu"]
         rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in best.items()},
+                      "minimal_is": "computed torque" if measured["joint_functions"] else "read + send",
                       "bridge/minimal": best["bridge"] / best["minimal"], "bridge/bare": best["bridge"] / best["bare"],
                       "max_residual": measured["max_residual"]}
-    lines = ["| model kind | dt (s) | bare (µs) | minimal (µs) | bridge (µs) | bridge / minimal | bridge / bare |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | bridge (µs) | minimal loop | "
+             "bridge / minimal | bridge / bare |", "|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
-        lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['minimal']:.1f} | {r['bridge']:.1f} | "
+        lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['read_send']:.1f} | "
+                     f"{r['computed_torque']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
                      f"{r['bridge/minimal']:.2f} | {r['bridge/bare']:.2f} |")
     with capsys.disabled():
         print("\n" + "\n".join(lines))

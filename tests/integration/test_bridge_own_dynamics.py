@@ -225,3 +225,24 @@ def test_loop_and_expression_rows_in_one_call(tmp_path):
             finals.append(np.concatenate(bridge.state()[1:]))
     assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
     assert worst <= 1e-8
+
+
+@pytest.mark.parametrize("name", ["humanoid.urdf", "pitching_arm.urdf"])
+def test_floating_base_own_dynamics_equal_pybullets_through_the_map(name):
+    """A floating base's general path takes biobullet's compiled M and h (`Bridge._mass_and_bias`): at a state the
+    construction check did not see, they equal PyBullet's calculateMassMatrix / calculateInverseDynamics converted by
+    `PyBulletMap`'s tangent maps (tests/unit/test_conventions.py checks the maps against PyBullet's own kinematics)
+    to 1e-9 relative, the construction check's tolerance (round-off of PyBullet's diagonalised inertia)."""
+    import pybullet as p
+    model = biobullet.load_model(ROOT / "urdf" / name, floating_base=True)
+    with Bridge(model, dt=1e-3) as bridge:
+        assert bridge.own_dynamics
+        rng = np.random.default_rng(7)
+        x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, model.n_tangent)
+        x[3:7] /= np.linalg.norm(x[3:7])
+        own_mass, own_bias = bridge._mass_and_bias(x, xd, None, None)
+        mass = bridge.map.mass_matrix_from_pybullet(np.asarray(p.calculateMassMatrix(
+            bridge.body, bridge.map.joints_to_pybullet(x[7:]), physicsClientId=bridge.client)))
+        bias = bridge.map.inverse_dynamics(x, xd, np.zeros(model.n_tangent))
+        assert np.abs(own_mass - mass).max() <= 1e-9 * np.abs(mass).max()
+        assert np.abs(own_bias - bias).max() <= 1e-9 * max(np.abs(bias).max(), 1.0)

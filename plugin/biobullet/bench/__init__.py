@@ -118,22 +118,111 @@ def bare_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
     return (clock() - start) / steps
 
 
+class HandLoop:
+    """The least a user writes in PyBullet alone for a step of `bridge`'s body (built from its map, run on its client):
+
+    read      the state in the fewest calls: getJointStates (1-DOF joints), or one getJointStatesMultiDof when
+              the body has spherical joints; a floating base adds getBasePositionAndOrientation + getBaseVelocity;
+    dynamics  M = calculateMassMatrix and h = calculateInverseDynamics(q, q̇, 0) (a floating base: base COM pose,
+              quaternion and joint positions, as PyBullet takes them), each where PyBullet takes the body
+              (`calls`: calculateInverseDynamics refuses spherical joints on a fixed base — the loop then has M
+              only, cheaper than any correct loop); τ = h + M·0;
+    send      setJointMotorControlArray(TORQUE_CONTROL) for the 1-DOF joints, setJointMotorControlMultiDofArray
+              for the spherical joints (τ = 0 without dynamics), a base wrench is not sent;
+    step      stepSimulation."""
+
+    def __init__(self, bridge, dynamics: bool) -> None:
+        self.p, self.body, self.client = bridge._p, bridge.body, bridge.client
+        m = bridge.map
+        self.floating = bool(bridge.model.floating_base)
+        self.joints = m.joint_indices.tolist()
+        self.spherical = list(m.spherical_indices)
+        self.read_joints = self.spherical + self.joints
+        self.calls: list[str] = []
+        if dynamics:
+            p, b, c = self.p, self.body, self.client
+            q, v = self._read()
+            for name in ("calculateMassMatrix", "calculateInverseDynamics"):
+                try:
+                    self._dynamics_call(name, q, v)
+                    self.calls.append(name)
+                except (p.error, SystemError):   # PyBullet refuses the body (spherical joints, fixed base)
+                    pass
+
+    def _read(self):
+        p, b, c = self.p, self.body, self.client
+        base = ()
+        if self.floating:
+            position, orientation = p.getBasePositionAndOrientation(b, physicsClientId=c)
+            linear, angular = p.getBaseVelocity(b, physicsClientId=c)
+            base = (position, orientation, linear, angular)
+        if self.spherical:
+            states = p.getJointStatesMultiDof(b, self.read_joints, physicsClientId=c)
+            q = [value for s in states for value in s[0]]
+            v = [value for s in states for value in s[1]]
+        else:
+            states = p.getJointStates(b, self.joints, physicsClientId=c)
+            q, v = [s[0] for s in states], [s[1] for s in states]
+        return (base, q), v
+
+    def _dynamics_call(self, name, q, v):
+        p, b, c = self.p, self.body, self.client
+        base, positions = q
+        if name == "calculateMassMatrix":
+            return np.asarray(p.calculateMassMatrix(b, positions, physicsClientId=c))
+        if self.floating:
+            position, orientation, linear, angular = base
+            positions = [*position, *orientation, *positions]
+            v = [*angular, *linear, *v]
+        return np.asarray(p.calculateInverseDynamics(b, positions, v, [0.0] * len(v), physicsClientId=c))
+
+    def steps(self, steps: int, clock: Callable[[], float]) -> float:
+        p, b, c = self.p, self.body, self.client
+        n1, ns = len(self.joints), len(self.spherical)
+        offset = (6 if self.floating else 0)
+        start = clock()
+        for _ in range(steps):
+            q, v = self._read()
+            tau = np.zeros(len(v) + offset)
+            if self.calls:
+                mass = self._dynamics_call("calculateMassMatrix", q, v)
+                tau = mass @ np.zeros(len(mass))
+                if len(self.calls) > 1:
+                    tau = tau + self._dynamics_call("calculateInverseDynamics", q, v)
+            # PyBullet's order: spherical blocks first (read order), then the 1-DOF joints
+            joint_tau = tau[len(tau) - 3 * ns - n1:]
+            if ns:
+                p.setJointMotorControlMultiDofArray(b, self.spherical, p.TORQUE_CONTROL,
+                                                    forces=joint_tau[:3 * ns].reshape(ns, 3).tolist(),
+                                                    physicsClientId=c)
+            p.setJointMotorControlArray(b, self.joints, p.TORQUE_CONTROL, forces=joint_tau[3 * ns:].tolist(),
+                                        physicsClientId=c)
+            p.stepSimulation(physicsClientId=c)
+        return (clock() - start) / steps
+
+
+def _hand_loop_steps(bridge, steps: int, clock: Callable[[], float], dynamics: bool) -> float:
+    loops = bridge.__dict__.setdefault("hand_loops", {})   # built once per timed bridge
+    if dynamics not in loops:
+        loops[dynamics] = HandLoop(bridge, dynamics)
+    return loops[dynamics].steps(steps, clock)
+
+
+def read_send_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per step of `HandLoop` without dynamics: read the state, send τ = 0, step."""
+    return _hand_loop_steps(bridge, steps, clock, False)
+
+
+def computed_torque_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per step of `HandLoop` with dynamics: the computed-torque loop τ = h(q, q̇) (q̈_des = 0)."""
+    return _hand_loop_steps(bridge, steps, clock, True)
+
+
 def minimal_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
-    """Seconds per step of the minimal computed-torque loop (τ = h(q, q̇), q̈_des = 0) written with PyBullet
-    alone: the PyBullet calls the bridge cannot avoid."""
-    p, body, c = bridge._p, bridge.body, bridge.client
-    joints = bridge.map.joint_indices.tolist()
-    zeros = [0.0] * len(joints)
-    start = clock()
-    for _ in range(steps):
-        states = p.getJointStates(body, joints, physicsClientId=c)
-        q, v = [s[0] for s in states], [s[1] for s in states]
-        mass = np.asarray(p.calculateMassMatrix(body, q, physicsClientId=c))
-        bias = np.asarray(p.calculateInverseDynamics(body, q, v, zeros, physicsClientId=c))
-        tau = bias + mass @ np.zeros(len(q))
-        p.setJointMotorControlArray(body, joints, p.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=c)
-        p.stepSimulation(physicsClientId=c)
-    return (clock() - start) / steps
+    """Seconds per step of the minimal loop a user writes with PyBullet alone for the same job (`HandLoop`): the
+    computed-torque loop when the bridge's step solves with M and h (the model has joint functions or loops), else
+    read, send τ = 0, step (the bridge computes no M, h for such a model either)."""
+    return _hand_loop_steps(bridge, steps, clock, bool(bridge.constraints.n))
 
 
 def bridge_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
@@ -147,20 +236,25 @@ def bridge_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
 STEP_RUNNERS = {"bare": bare_steps, "minimal": minimal_steps, "bridge": bridge_steps}
 
 
+#: the runners of the per-model-kind benchmark: both hand-written loops, whichever is the kind's minimal
+KIND_RUNNERS = {"bare": bare_steps, "read_send": read_send_steps, "computed_torque": computed_torque_steps,
+                "minimal": minimal_steps, "bridge": bridge_steps}
+
+
 def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
-                 keep_bridge: bool = False) -> dict[str, Any]:
+                 keep_bridge: bool = False, runners: Mapping[str, Callable] = STEP_RUNNERS) -> dict[str, Any]:
     """Per-step times of `STEP_RUNNERS` on their own DIRECT connections, restarted from the model's initial state
     every round, rounds interleaved: {"best"/"median": {clock: {runner: s}}, "max_residual", "projections"} —
     plus "bridge" (the timed Bridge, still open: close it) with `keep_bridge`."""
     from biobullet.bridge import Bridge
 
     q0, v0 = model.initial_state()
-    bridges = {name: Bridge(model, dt=dt) for name in STEP_RUNNERS}
+    bridges = {name: Bridge(model, dt=dt) for name in runners}
     try:
-        per_step = {clock: {name: [] for name in STEP_RUNNERS} for clock in CLOCKS}
+        per_step = {clock: {name: [] for name in runners} for clock in CLOCKS}
         for _ in range(rounds):
             for clock_name, clock in CLOCKS.items():
-                for name, run in STEP_RUNNERS.items():
+                for name, run in runners.items():
                     bridges[name].reset(q0, v0)
                     per_step[clock_name][name].append(run(bridges[name], steps, clock))
         timed = bridges["bridge"]
@@ -244,5 +338,6 @@ def format_bench(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PINOCCHIO", "interleaved_best", "pinocchio_call", "formulation_speed", "bare_steps", "minimal_steps",
+__all__ = ["PINOCCHIO", "interleaved_best", "pinocchio_call", "formulation_speed", "bare_steps", "minimal_steps", "HandLoop", "read_send_steps",
+           "computed_torque_steps", "KIND_RUNNERS",
            "bridge_steps", "bridge_speed", "run_bench", "format_bench"]

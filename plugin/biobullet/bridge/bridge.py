@@ -13,8 +13,8 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths (`own_dynamics`) and for bodies with spherical
-   joints, which PyBullet's calls do not take (`bridge.multidof`);
+   same from biobullet's compiled recursions on the fast paths and for a floating base (`own_dynamics`) and for
+   bodies with spherical joints, which PyBullet's calls do not take (`bridge.multidof`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
    `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
@@ -116,14 +116,15 @@ class Bridge:
     dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
     stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
-    this body (checked at construction, `own_dynamics`); "pybullet" always asks PyBullet. The general path
-    (loops, expression functions, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    this body (checked at construction, `own_dynamics`), and so does the general path of a floating base (checked
+    the same way through `PyBulletMap`'s tangent maps); "pybullet" always asks PyBullet. The general path of a fixed
+    base (plug-in rows, generalized forces, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
     Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
-    motor are handled through PyBullet's multi-DOF calls; such a body always takes the general path with M and h
-    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, and a
-    spherical `<limit>` is a ModelError unless joint_limits=True.
+    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the general path with M and h
+    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, without
+    rows `_apply_tree`; a spherical `<limit>` is a ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -217,6 +218,7 @@ class Bridge:
             raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
                              expected="'auto' or 'pybullet'")
         self._dynamics_choice = dynamics
+        self._floating = bool(model.floating_base)
         self._base = model.base_nq     # floating base (7) and spherical joints (4 each) lead x
         self._base_v = model.base_nv   # (6, 3 each) lead ẋ
         self._independent_x = np.concatenate([np.arange(self._base),
@@ -424,6 +426,7 @@ class Bridge:
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
+        self._zero_spherical = [[0.0, 0.0, 0.0] for _ in self.map.spherical_indices]
         from biobullet.bridge.kernels import kernels, pack_linear, resolved
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
@@ -465,6 +468,12 @@ class Bridge:
         #: whether the one-call rows kernel evaluates every force element (decided with `_forces_generation`)
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
+        if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
+            from biobullet.core.jit import direct_entry
+            kernel, meta, body, gravity = self._own
+            x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
+            self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
+                                           np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
             from biobullet.core.jit import direct_entry
@@ -473,6 +482,18 @@ class Bridge:
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
+        # a floating base or spherical joints with explicit joint functions (no loops): the general path's rows in
+        # one compiled call through its direct entry (`model.joint_jets.function_rows`), into preallocated buffers
+        self._row_entry, self._row_table, self._row_buffers = None, None, ()
+        if not self._fixed and m and self._linear is None and not self.constraints.loops:
+            from biobullet.core.jit import direct_entry
+            from biobullet.model.joint_jets import function_rows_kernel, function_table
+            table, kernel = function_table(self.constraints.functions), function_rows_kernel()
+            if table is not None and kernel is not None:
+                self._row_table = table
+                self._row_buffers = (np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m))
+                self._row_entry = direct_entry(kernel, *table, 0.0, int(self._base), int(self._base_v),
+                                               np.zeros(self.model.n_config), np.zeros(n), *self._row_buffers)
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_apply_rows; linear rows without loops take _apply_fast above)
         self._rows_kernel, self._loops_data, self._table = None, None, None
@@ -485,6 +506,8 @@ class Bridge:
                 from biobullet.algorithms.compiled_kernels import pack
                 self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
         self._rows_fast = self._rows_kernel is not None
+        #: a floating base or spherical joints without rows: `_apply_tree`
+        self._tree_fast = not self._fixed and not m
         # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
         self._end_check, self._end_buffers = None, ()
         if self._rows_fast and self._loops_data is None and self._step_end:
@@ -594,24 +617,35 @@ class Bridge:
         """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
         calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
         round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
-        Fixed base in PyBullet's dof order only; None without numba."""
-        if not self._fixed or not self._dof_identity or not len(self._joint_list):
+        Fixed base in PyBullet's dof order, or a floating base (compared through `conventions.PyBulletMap`'s tangent
+        maps); with spherical joints, which PyBullet's calls do not take, the recursions of `bridge.multidof` always
+        (tested against Pinocchio and PyBullet's own step). None without numba."""
+        if self._spherical is not None:
+            packed = self._spherical.packed
+            return None if packed is None else (self._spherical.kernel, *packed)
+        if (self._fixed and not self._dof_identity) or not len(self._joint_list):
             return None
         from biobullet.algorithms.compiled_kernels import pack, tree_dynamics_kernel
         kernel = tree_dynamics_kernel()
         if kernel is None:
             return None
         model, p, c, b = self.model, self._p, self.client, self.body
-        n = model.n_tangent
+        n, base = model.n_tangent, self._base
         meta, body = pack(model)
         body = self._pybullet_inertia(body)
         gravity = np.array(self.gravity, dtype=float)   # the rule of `_gravity_rule`; followed by engine_parameters
         rng = np.random.default_rng(0)
         for _ in range(3):
-            x, xd = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n)
-            mass = np.asarray(p.calculateMassMatrix(b, x.tolist(), physicsClientId=c))
-            bias = np.asarray(p.calculateInverseDynamics(b, x.tolist(), xd.tolist(), self._zero_list,
-                                                         physicsClientId=c))
+            x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, n)
+            if base:   # a floating base: PyBullet's calls through the map's conversions
+                x[3:7] /= np.linalg.norm(x[3:7])
+                mass = self.map.mass_matrix_from_pybullet(np.asarray(
+                    p.calculateMassMatrix(b, self.map.joints_to_pybullet(x[7:]), physicsClientId=c)))
+                bias = self.map.inverse_dynamics(x, xd, np.zeros(n))
+            else:
+                mass = np.asarray(p.calculateMassMatrix(b, x.tolist(), physicsClientId=c))
+                bias = np.asarray(p.calculateInverseDynamics(b, x.tolist(), xd.tolist(), self._zero_list,
+                                                             physicsClientId=c))
             own_mass, own_bias = kernel(meta, body, x, xd, xd, gravity, n, True, True, False)
             if (np.abs(own_mass - mass).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(mass).max(), 1e-300)
                     or np.abs(own_bias - bias).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(bias).max(), 1.0)):
@@ -769,6 +803,8 @@ class Bridge:
             self.contacts.apply_reactions()
         elif self._fast and generalized is None and not self.motors:   # one call less on the per-step fast path
             out = self._apply_fast(tau)
+        elif self._tree_fast and generalized is None and not self.motors:
+            out = self._apply_tree(tau)
         else:
             out = self._apply(tau, generalized)
         self.time += self.dt
@@ -813,8 +849,12 @@ class Bridge:
         elif self.constraints.n:
             torque = self._constrained_torque(x, xd, x_list, xd_list, torque, t)
             xdd = self._solved_xdd
-        elif torque is self._zero_tau:
+        elif torque is self._zero_tau:   # nothing acts: zero torques, sent from the prepared lists
             torque = np.zeros(model.n_tangent)
+            self._send_zero()
+            self._last_torque = torque
+            self.watch.sent(x, xd, xdd)
+            return torque
         self._send(x, torque)
         self._last_torque = torque
         self.watch.sent(x, xd, xdd)
@@ -880,6 +920,26 @@ class Bridge:
         self._last_torque = out
         self.watch.sent(flat[:n], flat[n:], xdd)
         return out
+
+    def _apply_tree(self, tau) -> np.ndarray:
+        """apply() for a floating base or spherical joints without joint functions or loops (nothing to solve):
+        the state in one compiled conversion (`PyBulletMap.state_from_pybullet`), the force elements and the
+        user's torques sent — the general path's steps without its branches."""
+        x, xd = self.map.state_from_pybullet()
+        self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+            self._look_at_forces()
+        if tau is None and not self._forces_present:
+            torque = np.zeros(self._out_n)
+            self._send_zero()
+        else:
+            torque = np.zeros(self._out_n) if tau is None else self._torque_argument(tau)
+            if self._forces_present:
+                torque += np.asarray(self._forces(self.model, x, xd, self.time), dtype=float)
+            self._send(x, torque)
+        self._last_torque = torque
+        self.watch.sent(x, xd, None)
+        return torque
 
     def _apply_rows(self, tau) -> np.ndarray:
         """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and
@@ -965,7 +1025,11 @@ class Bridge:
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         else:
-            phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)
+            if self._row_entry is None or self._row_entry(*self._row_table, float(t), self._base, self._base_v, x, xd,
+                                                          *self._row_buffers) < 0.0:
+                phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
+            else:
+                phi, jac, phi_t, bias_c = self._row_buffers
             if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
                 phi_dot, residual = None, 0.0
             else:
@@ -1041,7 +1105,11 @@ class Bridge:
                 np.atleast_2d(np.asarray(self.constraints.jacobian(x, t), dtype=float)))
 
     def _mass_and_bias(self, x, xd, x_list, xd_list) -> tuple[np.ndarray, np.ndarray]:
-        """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged."""
+        """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged; a
+        floating base or spherical joints with `own_dynamics`: one call of the compiled recursions."""
+        if not self._fixed and self._own is not None:
+            _, meta, body, gravity = self._own
+            return self._own_entry(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
         if x_list is None or not self._dof_identity:
             return self.tree_mass_and_bias(x, xd)
         p, c, b = self._p, self.client, self.body
@@ -1061,6 +1129,14 @@ class Bridge:
         xd[:] = projected   # the caller's state (and the watch's record of this step) is the projected one
         return projected
 
+    def _send_zero(self) -> None:
+        """`_send` of τ = 0 (no base wrench; the joints' zero lists prepared once)."""
+        p, c, b = self._p, self.client, self.body
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=self._zero_list, physicsClientId=c)
+        if self._spherical is not None:
+            p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
+                                                forces=self._zero_spherical, physicsClientId=c)
+
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
@@ -1068,7 +1144,7 @@ class Bridge:
                                     physicsClientId=c)
         if self._spherical is not None:
             self._spherical.send(torque)
-        if self.model.floating_base and np.any(torque[:6]):
+        if self._floating and np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
@@ -1078,12 +1154,15 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        if generalized is None and self.contacts is None and not self.motors and (self._fast or self._rows_fast):
+        if generalized is None and self.contacts is None and not self.motors and (self._fast or self._rows_fast
+                                                                                   or self._tree_fast):
             ensure_usable(self, "step")   # apply()'s per-step paths, one call less
             if self._fast:
                 self._apply_fast(tau)
-            else:
+            elif self._rows_fast:
                 self._apply_rows(tau)
+            else:
+                self._apply_tree(tau)
             self.time += self.dt
         else:
             self.apply(tau, generalized=generalized)

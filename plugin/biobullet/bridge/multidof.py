@@ -31,19 +31,21 @@ class SphericalJoints:
         self.model = bridge.model
         self._p, self._client, self._body = bridge._p, bridge.client, bridge.body
         self._indices = list(self.map.spherical_indices)
-        self._kernel = tree_dynamics_kernel()
-        self._packed = None
-        if self._kernel is not None:
+        #: the compiled recursion and its (meta, body, gravity) arguments (None without numba); the bridge's
+        #: per-step M, h (`Bridge.own_dynamics`) use the same arrays, so a followed setGravity reaches both
+        self.kernel = tree_dynamics_kernel()
+        self.packed = None
+        if self.kernel is not None:
             meta, body = pack(self.model)
-            self._packed = (meta, bridge._pybullet_inertia(body), np.array(self.model.gravity, dtype=float))
+            self.packed = (meta, bridge._pybullet_inertia(body), np.array(bridge.gravity, dtype=float))
 
     def mass_and_bias(self, x: np.ndarray, xd: np.ndarray, need_mass: bool = True):
         """(M(x) or None, h(x, ẋ)) in biobullet's tree order (n_tangent): h = RNEA(x, ẋ, 0) with gravity."""
         x = np.array(x, dtype=float)
         xd = np.array(xd, dtype=float)
-        if self._kernel is not None:
-            meta, body, gravity = self._packed
-            mass, bias = self._kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
+        if self.kernel is not None:
+            meta, body, gravity = self.packed
+            mass, bias = self.kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
             return (mass if need_mass else None), bias
         from biobullet.algorithms.vectorized import mass_matrix_and_bias_numpy
         return mass_matrix_and_bias_numpy(self.model, x, xd, need_mass=need_mass)

@@ -23,8 +23,10 @@ def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
 
 
 def quaternion_to_matrix(quaternion) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) → rotation matrix. The quaternion is normalised first."""
-    x, y, z, w = np.asarray(quaternion, dtype=float) / np.linalg.norm(quaternion)
+    """Unit quaternion (x, y, z, w) → rotation matrix. The quaternion is normalised first. Compiles with numba
+    (a float64 array; `conventions.state_from_pybullet_py` calls it per step)."""
+    q = np.asarray(quaternion)
+    x, y, z, w = q / np.sqrt(np.sum(q * q))
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
