@@ -18,7 +18,8 @@ pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bench import bridge_speed  # noqa: E402
-from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
 from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

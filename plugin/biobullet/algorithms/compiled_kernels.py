@@ -471,6 +471,16 @@ tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_kernel_bindings)
 project_upper = jit.lazy(_project_upper_py)
 
 
+def project_upper_kernel():
+    """The compiled `_project_upper_py`, or None without numba."""
+    return jit.compiled(_project_upper_py)
+
+
+def cholesky_kernels() -> tuple:
+    """(the compiled `_cholesky_factor_py`, the compiled `_cholesky_solve_py`), None each without numba."""
+    return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
+
+
 _PROJECT_UPPER = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None   # bound when `_projected_solve_py` compiles
 
 

@@ -241,6 +241,11 @@ def _kernels():
     return None if kinematics is None or rows is None else (kinematics, rows)
 
 
+def tree_kinematics_kernel():
+    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body), or None without numba."""
+    return jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+
+
 def _rows_into_bindings() -> dict:
     revolute = jit.compiled(_revolute_rows_py)   # not inlined: point and planar loops keep their small code
     if revolute is None:

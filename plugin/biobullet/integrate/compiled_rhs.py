@@ -35,8 +35,8 @@ compiled pass (`_loop_positions_py`: plain Newton on positions from a second-ord
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
 sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are evaluated
 over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops' passes as given
-joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (which shares this kernel's
-state prologue and free-base q̇: `_reduced_state_py`, `_position_rate_py`). The single-loop entry is
+joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (the pipeline's right-hand side;
+both take the pipeline's state prologue and q̇: `pipeline.stages._state_into_py`, `_position_rate_py`). The single-loop entry is
 also offered to the compiled DOP853 stepper (`stepper_arguments` / `take_cache`; `integrate/compiled_stepper.py`),
 which calls it inside numba for whole runs of steps.
 
@@ -60,8 +60,8 @@ _PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party element
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
 _TAIL = None            # the compiled `_loop_tail_py`
 _STATE = None           # the compiled `_loop_state_py`
-_REDUCED_STATE = _POSITION_RATE = None   # compiled_explicit's `_reduced_state_py`, `_position_rate_py`
-#: their multi-DOF block table (`compiled_explicit.multi_dof_blocks`) for this path's only one, a root free base
+_REDUCED_STATE = _POSITION_RATE = None   # the pipeline's `stages._state_into_py`, `stages._position_rate_py`
+#: their multi-DOF block table (`pipeline.compiled_model.multi_dof_blocks`) for this path's only one, a root free base
 _FREE_BASE_BLOCKS = np.array([[_compiled.FREE, 0, 0]], dtype=np.int64)
 _FUSED = None
 
@@ -92,7 +92,7 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
     n_tangent, n_tangent) and the kinematics (rot, pos, sub) at x: the applied forces, the tree dynamics and the
     projected solve — the part shared by both loop entries (compiled inline into each: as a called function it
     cost the single-loop path ≈ 0.4 µs per call). nv = G's columns; nq ≠ nv means a free base (this path's only
-    multi-DOF joint): q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ) (`compiled_explicit._position_rate_py`). plugins = (t, the plug-in elements' addresses, fparams,
+    multi-DOF joint): q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ) (`pipeline.stages._position_rate_py`). plugins = (t, the plug-in elements' addresses, fparams,
     iparams): one tuple, because CPython passes a call of more than 30 arguments as *args, which numba cannot
     inline."""
     t, plugin_addresses, plugin_fparams, plugin_iparams = plugins
@@ -209,9 +209,11 @@ def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows
     call)."""
     fail = (1, np.zeros(0))
     blocks = _FREE_BASE_BLOCKS[:1 if base_q else 0]
-    finite, x, xd, gradient, gamma = _REDUCED_STATE(y, nq, nv, base_q, base_v, blocks, independent, n_config,
-                                                    n_tangent)
-    if not finite:
+    x = np.empty(n_config)
+    xd = np.empty(n_tangent)
+    gradient = np.empty((n_tangent, nv))
+    gamma = np.empty(n_tangent)
+    if not _REDUCED_STATE(y[:nq], y[nq:nq + nv], base_q, base_v, blocks, independent, x, xd, gradient, gamma):
         return fail
     view = x[base_q - base_v:]   # the loop kernel's joint layout: index = tangent index
     rot = np.empty((0, 3, 3))
@@ -296,10 +298,10 @@ def _fused_kernel(lean_kernel):
         from biobullet.model.joint_jets import jets_kernel
         from biobullet.forces.compiled import plugin_forces_kernel
         ground = ground_forces_kernel()
-        from biobullet.integrate.compiled_explicit import state_kernels
+        from biobullet.pipeline.kernels import position_rate_kernel, state_kernel
         jets = jets_kernel()
         kinematics = loop_kernels()
-        reduced_state, position_rate = state_kernels()
+        reduced_state, position_rate = state_kernel(), position_rate_kernel()
         plugins = plugin_forces_kernel()
         if None in (tree, springs, solve, joint_forces, ground, jets, kinematics, reduced_state, position_rate,
                            plugins):
@@ -510,7 +512,7 @@ class CompiledReducedRHS:
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
         from biobullet.forces.compiled import pack_joint_forces
-        from biobullet.integrate.compiled_explicit import pack_springs
+        from biobullet.pipeline.force_rows import pack_springs
 
         model = system.model
         cmap = model.coordinate_map
@@ -552,8 +554,8 @@ class CompiledReducedRHS:
             contact.use_compiled_observer(model)
         self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
         # third-party elements' kernels (`forces.compiled.pack_plugins`; the loop's kinematics serve them all)
-        from biobullet.integrate.compiled_explicit import _NO_PLUGINS
-        self._plugins = (plugins if plugins is not None else _NO_PLUGINS)[:3]
+        from biobullet.pipeline.force_rows import NO_PLUGINS
+        self._plugins = (plugins if plugins is not None else NO_PLUGINS)[:3]
         self._staged = stages is not None
         if stages is None:   # one loop resolver alone: the single-loop entry
             from biobullet.model.joint_jets import function_table

@@ -245,15 +245,41 @@ class Model:
                              expected="a model made by biobullet.load_model(path)")
         return self._dynamics
 
+    @cached_property
+    def compiled(self):
+        """The model finalized into immutable named arrays (`biobullet.pipeline.compiled_model.CompiledModel`),
+        built once on first use; the pipeline's kernels read it."""
+        return self._api().compile_model(self)
+
+    def data(self):
+        """A new data workspace (`biobullet.pipeline.data.Data`: every buffer and per-run cache of the pipeline)
+        of this model, for `biobullet.pipeline.forward.forward(model, data, q, v, tau, t)`."""
+        return self._api().make_data(self)
+
+    @cached_property
+    def workspace(self):
+        """The data workspace the convenience methods below use (one per model; a run or a bridge makes its own
+        with `data()`)."""
+        return self.data()
+
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """M(q, t), nv × nv, kg·m² / kg (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
-        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation),
-                              self.file, t)
+        """M(q, t), nv × nv, kg·m² / kg: the pipeline by default, else the named formulation
+        (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
+        api = self._api()
+        if formulation is None:
+            result = api.pipeline.mass_matrix(self, self.workspace, q, t)
+            if result is not None:   # finite (the kernel checks)
+                return result
+        return _finite_result("mass_matrix", api.mass_matrix(self, q, t, formulation=formulation), self.file, t)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
-        return _finite_result("bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation),
-                              self.file, t)
+        api = self._api()
+        if formulation is None:
+            result = api.pipeline.bias_forces(self, self.workspace, q, v, t)
+            if result is not None:
+                return result
+        return _finite_result("bias_forces", api.bias_forces(self, q, v, t, formulation=formulation), self.file, t)
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
@@ -262,8 +288,13 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        return _finite_result("forward_dynamics",
-                              self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation), self.file, t)
+        api = self._api()
+        if formulation is None:
+            result = api.pipeline.forward_dynamics(self, self.workspace, q, v, tau, t)
+            if result is not None:
+                return result
+        return _finite_result("forward_dynamics", api.forward_dynamics(self, q, v, tau, t, formulation=formulation),
+                              self.file, t)
 
     @cached_property
     def velocity_slots(self) -> np.ndarray:
