@@ -265,21 +265,20 @@ class Model:
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """M(q, t), nv × nv, kg·m² / kg: the pipeline by default, else the named formulation
         (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
-        api = self._api()
         if formulation is None:
-            result = api.pipeline.mass_matrix(self, self.workspace, q, t)
+            result = self.workspace.mass_matrix(self, q, t)
             if result is not None:   # finite (the kernel checks)
                 return result
-        return _finite_result("mass_matrix", api.mass_matrix(self, q, t, formulation=formulation), self.file, t)
+        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation), self.file, t)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
-        api = self._api()
         if formulation is None:
-            result = api.pipeline.bias_forces(self, self.workspace, q, v, t)
+            result = self.workspace.bias_forces(self, q, v, t)
             if result is not None:
                 return result
-        return _finite_result("bias_forces", api.bias_forces(self, q, v, t, formulation=formulation), self.file, t)
+        return _finite_result("bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation),
+                              self.file, t)
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
@@ -288,12 +287,11 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        api = self._api()
         if formulation is None:
-            result = api.pipeline.forward_dynamics(self, self.workspace, q, v, tau, t)
+            result = self.workspace.forward(self, q, v, tau, t, np.empty(self.nv))
             if result is not None:
                 return result
-        return _finite_result("forward_dynamics", api.forward_dynamics(self, q, v, tau, t, formulation=formulation),
+        return _finite_result("forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation),
                               self.file, t)
 
     @cached_property

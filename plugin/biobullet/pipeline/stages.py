@@ -260,19 +260,17 @@ def _rhs_py(model, data, forces, y, t, out):
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, True, True, True)
     generalized = data.tau
-    if model.solver == PROJECTED:
-        generalized = data.generalized
+    if model.solver == PROJECTED:   # Q = Gᵀ τ into data.rhs (the solve turns it into Q − h_r in place)
+        generalized = data.rhs
         for c in range(nv):
             s = 0.0
             for a in range(model.n_tangent):
                 s += data.gradient[a, c] * data.tau[a]
             generalized[c] = s
-    if not _SOLVE(model, data, mass, bias, generalized, data.accel):
+    if not _SOLVE(model, data, mass, bias, generalized, out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
     size = out.shape[0]
-    for k in range(nv):
-        out[nq + k] = data.accel[k]
     out[size - 2] = data.power[0]
     out[size - 1] = data.power[1]
     for i in range(size):
