@@ -8,7 +8,6 @@ editing this one.
 """
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
@@ -257,14 +256,3 @@ def rows_into_kernel():
     """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call), or None (no numba, or
     disabled)."""
     return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True) if jit.ENABLED else None
-
-
-_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _packed_tree(model):
-    packed = _packed.get(model)
-    if packed is None:
-        from biobullet.algorithms import compiled_kernels
-        packed = _packed[model] = compiled_kernels.pack(model)
-    return packed

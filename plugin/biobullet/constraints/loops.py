@@ -151,7 +151,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     if with_rates:
         xd = np.asarray(xd, dtype=float)
     if kernels is not None:
-        meta, body = _packed_tree(model)
+        meta, body = model.tree_pack
         rotations, positions, subspace, vel, acc = kernels[0](meta, body, x, xd if with_rates else _NO_RATES,
                                                               model.n_tangent, with_rates)
         _readonly(rotations, positions, subspace, vel, acc)
@@ -451,4 +451,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import _kernels, _packed_tree  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import _kernels  # noqa: E402  (the compiled twins of the functions above)

@@ -18,7 +18,7 @@ from biobullet.model.affine import affine_pair
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
-from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
+from biobullet.model.tree import Body, Frame, block_sizes, compile_tree, pack_tree
 
 BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
 BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
@@ -244,6 +244,12 @@ class Model:
             raise ModelError("this model was built without its dynamics", file=self.file,
                              expected="a model made by biobullet.load_model(path)")
         return self._dynamics
+
+    @cached_property
+    def tree_pack(self) -> tuple[np.ndarray, np.ndarray]:
+        """(meta, body) of the bodies for the compiled tree kernels (`model.tree.pack_tree`), packed once; read
+        only by convention (the kernels do not write them)."""
+        return pack_tree(self.bodies)
 
     @cached_property
     def compiled(self):

@@ -6,7 +6,7 @@
   `algorithms.compiled_kernels`: FREE, SPHERICAL, PLANAR; index in q; index in v);
 - `independent`: the joint slot of each independent coordinate;
 - bodies: `tree_meta` (parent, joint kind, q index, v index, nv) and `tree_body` (axis, placement, mass, centre
-  of mass, inertia, motion subspace) of `compiled_kernels.pack`, `gravity`, `ancestry` (n_b, n_tangent) float
+  of mass, inertia, motion subspace) of `Model.tree_pack`, `gravity`, `ancestry` (n_b, n_tangent) float
   (1 where velocity column j moves body b), `tangent_parent` (the tangent direction before each one on its path
   to the root, −1 at the root: the tree-sparse factorisation);
 - the joint-function table of `model.joint_jets.function_table` (`jets_table`, `jets_inputs`, `jets_coef`:
@@ -119,7 +119,7 @@ def compile_model(model) -> CompiledModel:
         table = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     parents = tangent_parents(model)
     identity = state_stage == COMPILED_STATE and table[0].shape[0] == 0 and model.nv == model.n_tangent
-    meta, body = compiled_kernels.pack(model)
+    meta, body = model.tree_pack
     arrays = CompiledModel(
         model.nq, model.nv, model.base_nq, model.base_nv, model.n_config, model.n_tangent, state_stage,
         _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model),
