@@ -8,7 +8,6 @@ v_k × S_k θ̇_k) (Featherstone, RBDA §3.4: in a fixed frame Ṡ_k = v_k × S_
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +17,7 @@ from biobullet.spatial.rotations import skew
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.core import jit
 
-_cache: "weakref.WeakKeyDictionary[object, TreeArrays]" = weakref.WeakKeyDictionary()
+_TREE_ARRAYS = "vectorized.tree_arrays"   # key of the model's TreeArrays in `Model.derived`
 
 
 @dataclass(frozen=True)
@@ -53,10 +52,9 @@ class TreeArrays:
 
 
 def tree_arrays(model) -> TreeArrays:
-    arrays = _cache.get(model)
+    arrays = model.derived.get(_TREE_ARRAYS)
     if arrays is None:
-        arrays = _build(model)
-        _cache[model] = arrays
+        arrays = model.derived[_TREE_ARRAYS] = _build(model)
     return arrays
 
 

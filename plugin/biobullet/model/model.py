@@ -34,6 +34,10 @@ class Model:
     """
 
     def __init__(self, description: ModelDescription, *, loop_resolver_factory=None, dynamics=None) -> None:
+        #: what library modules derive from this model and keep with it (packed arrays, cached kinematics, built
+        #: elements), each under its module's key: it lives and dies with the model (no module-level cache keyed
+        #: on models)
+        self.derived: dict = {}
         self._dynamics = dynamics
         self._loop_resolver_factory = loop_resolver_factory
         bodies, frames, joint_names = compile_tree(description)

@@ -83,19 +83,6 @@ def tangent_parents(model) -> np.ndarray:
     return parents
 
 
-def body_ancestry(model) -> np.ndarray:
-    """float (n_bodies, n_tangent): 1 where velocity column j moves body b (j belongs to b or an ancestor), the
-    mask the force kernels multiply by."""
-    out = np.zeros((max(len(model.bodies), 1), model.n_tangent))
-    for b in range(len(model.bodies)):
-        index = b
-        while index >= 0:
-            body = model.bodies[index]
-            out[b, body.v_index:body.v_index + body.nv] = 1
-            index = body.parent
-    return out
-
-
 def _identity_solver(parents: np.ndarray) -> int:
     """SPARSE where the tree-sparse factorisation pays: its work is Σ depth², the dense one's n³/3 (up to a
     constant; measured in tests/benchmarks/test_rhs_scaling.py), and it needs every direction after its parent's
@@ -111,6 +98,7 @@ def _identity_solver(parents: np.ndarray) -> int:
 def compile_model(model) -> CompiledModel:
     """The model's compiled arrays (module docstring). Joint kinds outside `TREE_JOINTS` are rejected by the
     tree builder already."""
+    from biobullet.algorithms.vectorized import tree_arrays
     from biobullet.model.joint_jets import explicit_table
 
     table = explicit_table(model.coordinate_map)
@@ -124,6 +112,6 @@ def compile_model(model) -> CompiledModel:
         model.nq, model.nv, model.base_nq, model.base_nv, model.n_config, model.n_tangent, state_stage,
         _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model),
         np.array(model.coordinate_map.independent, dtype=np.int64), meta, body,
-        np.array(model.gravity, dtype=float), body_ancestry(model), parents,
+        np.array(model.gravity, dtype=float), np.ascontiguousarray(tree_arrays(model).ancestry), parents,
         np.ascontiguousarray(table[0]), np.ascontiguousarray(table[1]), np.ascontiguousarray(table[2], dtype=float))
     return arrays   # not flagged read-only: numba would compile every callee again for read-only array types
