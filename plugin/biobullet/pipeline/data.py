@@ -61,21 +61,19 @@ class Data:
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
         self._callback = compiled.state_stage == CALLBACK_STATE
+        self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
 
-    def _run(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
-        """One call of the forward kernel (`stages._forward_py`); False: declined (the caller goes generic)."""
-        if self._callback and not self._callback_state(model, q, v, t):
-            return False
-        entry = self._forward
-        if entry is None:
-            compiled = self.compiled
+    def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
+        """The forward kernel's direct entry for these argument types (compiled, or loaded from numba's cache, on
+        the first call), or None without numba."""
+        if self._forward is None:
             from biobullet.pipeline.kernels import forward_kernel
             kernel = forward_kernel() if jit.ENABLED else None
             if kernel is None:
-                return False
-            entry = self._forward = self.entries["forward"] = jit.direct_entry(
-                kernel, compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix)
-        return entry(self.compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix) == 0
+                return None
+            self._forward = self.entries["forward"] = jit.direct_entry(
+                kernel, self.compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix)
+        return self._forward
 
     def _callback_state(self, model, q, v, t: float) -> bool:
         """The callback stage: x, ẋ, G, γ from `model.joint_state_view` into the arrays (False: it raised, the
@@ -91,38 +89,69 @@ class Data:
         arrays.gamma[:] = 0.0 if gamma is None else gamma
         return True
 
-    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
-        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
-        declined."""
+    def _vectors(self, q, v, tau) -> tuple | None:
+        """(q, v, τ) as the kernel entry's argument types (`_vector`; τ None: zero), or None."""
         compiled = self.compiled
         q, v = _vector(q, compiled.nq), _vector(v, compiled.nv)
         tau = self.zero_velocity if tau is None else _vector(tau, compiled.nv)
-        if q is None or v is None or tau is None:
-            return None
+        return None if q is None or v is None or tau is None else (q, v, tau)
+
+    # The three calls below are the public calls' hot path (a control loop's per-step work, ≈ 1 µs of Python
+    # each): arguments already of the entry's types skip `_vector`, and the kernel's direct entry is called here.
+    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
+        declined."""
+        if not (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape
+                and v.shape == self._v_shape and tau.shape == self._v_shape and q.flags.c_contiguous
+                and v.flags.c_contiguous and tau.flags.c_contiguous):
+            vectors = self._vectors(q, v, tau)
+            if vectors is None:
+                return None
+            q, v, tau = vectors
+        t = t if type(t) is float else float(t)
         if out is None:
             out = self.acceleration
-        return out if self._run(model, q, v, tau, float(t), ACCELERATION, out, _NO_MATRIX) else None
+        if self._callback and not self._callback_state(model, q, v, t):
+            return None
+        entry = self._forward or self._entry(q, v, tau, t, ACCELERATION, out, _NO_MATRIX)
+        if entry is None or entry(self.compiled, self.arrays, q, v, tau, t, ACCELERATION, out, _NO_MATRIX):
+            return None
+        return out
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        compiled = self.compiled
-        q = _vector(q, compiled.nq)
-        if q is None:
-            return None
+        if not (type(q) is np.ndarray and q.dtype is _FLOAT and q.shape == self._q_shape and q.flags.c_contiguous):
+            q = _vector(q, self.compiled.nq)
+            if q is None:
+                return None
+        t = t if type(t) is float else float(t)
         if out is None:
-            out = np.empty((compiled.nv, compiled.nv))
+            out = np.empty(self._mass_shape)
         zero = self.zero_velocity
-        return out if self._run(model, q, zero, zero, float(t), MASS, zero, out) else None
+        if self._callback and not self._callback_state(model, q, zero, t):
+            return None
+        entry = self._forward or self._entry(q, zero, zero, t, MASS, zero, out)
+        if entry is None or entry(self.compiled, self.arrays, q, zero, zero, t, MASS, zero, out):
+            return None
+        return out
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        compiled = self.compiled
-        q, v = _vector(q, compiled.nq), _vector(v, compiled.nv)
-        if q is None or v is None:
-            return None
+        if not (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.shape == self._q_shape and v.shape == self._v_shape and q.flags.c_contiguous
+                and v.flags.c_contiguous):
+            vectors = self._vectors(q, v, None)
+            if vectors is None:
+                return None
+            q, v, _ = vectors
+        zero = self.zero_velocity
+        t = t if type(t) is float else float(t)
         if out is None:
-            out = np.empty(compiled.nv)
-        return out if self._run(model, q, v, self.zero_velocity, float(t), BIAS, out, _NO_MATRIX) else None
-
-    def __repr__(self) -> str:
-        return f"Data(nq={self.compiled.nq}, nv={self.compiled.nv})"
+            out = np.empty(self.compiled.nv)
+        if self._callback and not self._callback_state(model, q, v, t):
+            return None
+        entry = self._forward or self._entry(q, v, zero, t, BIAS, out, _NO_MATRIX)
+        if entry is None or entry(self.compiled, self.arrays, q, v, zero, t, BIAS, out, _NO_MATRIX):
+            return None
+        return out
