@@ -96,8 +96,17 @@ class Data:
         tau = self.zero_velocity if tau is None else _vector(tau, compiled.nv)
         return None if q is None or v is None or tau is None else (q, v, tau)
 
+    def _call(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
+        """The callback stage if the model needs it, then one call of the forward kernel's direct entry; False:
+        declined."""
+        if self._callback and not self._callback_state(model, q, v, t):
+            return False
+        entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
+        return entry is not None and entry(self.compiled, self.arrays, q, v, tau, t, want, out_vector,
+                                           out_matrix) == 0
+
     # The three calls below are the public calls' hot path (a control loop's per-step work, ≈ 1 µs of Python
-    # each): arguments already of the entry's types skip `_vector`, and the kernel's direct entry is called here.
+    # each): arguments already of the entry's types skip `_vector`.
     def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
         declined."""
@@ -109,15 +118,10 @@ class Data:
             if vectors is None:
                 return None
             q, v, tau = vectors
-        t = t if type(t) is float else float(t)
         if out is None:
             out = self.acceleration
-        if self._callback and not self._callback_state(model, q, v, t):
-            return None
-        entry = self._forward or self._entry(q, v, tau, t, ACCELERATION, out, _NO_MATRIX)
-        if entry is None or entry(self.compiled, self.arrays, q, v, tau, t, ACCELERATION, out, _NO_MATRIX):
-            return None
-        return out
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
@@ -125,16 +129,11 @@ class Data:
             q = _vector(q, self.compiled.nq)
             if q is None:
                 return None
-        t = t if type(t) is float else float(t)
         if out is None:
             out = np.empty(self._mass_shape)
         zero = self.zero_velocity
-        if self._callback and not self._callback_state(model, q, zero, t):
-            return None
-        entry = self._forward or self._entry(q, zero, zero, t, MASS, zero, out)
-        if entry is None or entry(self.compiled, self.arrays, q, zero, zero, t, MASS, zero, out):
-            return None
-        return out
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
@@ -145,13 +144,7 @@ class Data:
             if vectors is None:
                 return None
             q, v, _ = vectors
-        zero = self.zero_velocity
-        t = t if type(t) is float else float(t)
         if out is None:
             out = np.empty(self.compiled.nv)
-        if self._callback and not self._callback_state(model, q, v, t):
-            return None
-        entry = self._forward or self._entry(q, v, zero, t, BIAS, out, _NO_MATRIX)
-        if entry is None or entry(self.compiled, self.arrays, q, v, zero, t, BIAS, out, _NO_MATRIX):
-            return None
-        return out
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) else None
