@@ -27,6 +27,7 @@ MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 # the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
 _STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
 _KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
+_APPLIED = _GENERALIZED = None
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -206,24 +207,20 @@ def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
     return 0
 
 
-def _forces_stage_py(model, data, forces, t):
+def _applied_forces_py(model, data, forces, t, rot, pos, sub):
     """Applied joint-space forces τ into data.tau and (input power, dissipated power) into data.power at the joint
-    state in data: joint torques τ(t) (forces.tau_time, refreshed by the caller), joint spring-dampers and stops,
-    point-to-point springs, ground contacts (their discrete state rows given) and the plug-in elements' kernels
-    (called by address). 0, or 1 where the generic path must evaluate (a zero-length spring, a plug-in kernel's
-    non-zero status)."""
+    state in data, the bodies' kinematics (rot, pos, sub: `constraints.loop_kernels`' tree kinematics at data.x;
+    empty when no spring, contact or plug-in reads them) given: joint torques τ(t) (forces.tau_time, refreshed by
+    the caller), joint spring-dampers and stops, point-to-point springs, ground contacts (their discrete state rows
+    given) and the plug-in elements' kernels (called by address). 0, or 1 where the generic path must evaluate (a
+    zero-length spring, a plug-in kernel's non-zero status)."""
     x, xd, tau = data.x, data.xd, data.tau
-    n_tangent = model.n_tangent
     power_in = 0.0
-    for k in range(n_tangent):
+    for k in range(model.n_tangent):
         tau[k] = forces.tau_time[k]
         power_in += forces.tau_time[k] * xd[k]
     dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
                                forces.joint_stop_params, tau)
-    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
-        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, x, xd, n_tangent, False)
-    else:
-        rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
     if forces.spring_bodies.shape[0]:
         status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, model.ancestry, xd, forces.spring_bodies,
                                                    forces.spring_points, forces.spring_params, forces.zero_length,
@@ -248,6 +245,30 @@ def _forces_stage_py(model, data, forces, t):
     return 0
 
 
+def _forces_stage_py(model, data, forces, t):
+    """The force stage: the bodies' kinematics at data.x where an element reads them, then
+    `_applied_forces_py`."""
+    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
+        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
+    else:
+        rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
+    return _APPLIED(model, data, forces, t, rot, pos, sub)
+
+
+def _generalized_forces_py(model, data):
+    """Q = Gᵀ τ of the applied joint forces data.tau: data.tau itself for an identity map, else written into
+    data.rhs (which the solve then turns into Q − h_r in place)."""
+    if model.solver != PROJECTED:
+        return data.tau
+    generalized = data.rhs
+    for c in range(model.nv):
+        s = 0.0
+        for a in range(model.n_tangent):
+            s += data.gradient[a, c] * data.tau[a]
+        generalized[c] = s
+    return generalized
+
+
 def _rhs_py(model, data, forces, y, t, out):
     """ẏ = (q̇, v̇, input power, dissipated power) into `out` for the state y = (q, v, …) of a model whose joint
     state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ) → q̇. 0, or 1 where the generic
@@ -259,15 +280,7 @@ def _rhs_py(model, data, forces, y, t, out):
         return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, True, True, True)
-    generalized = data.tau
-    if model.solver == PROJECTED:   # Q = Gᵀ τ into data.rhs (the solve turns it into Q − h_r in place)
-        generalized = data.rhs
-        for c in range(nv):
-            s = 0.0
-            for a in range(model.n_tangent):
-                s += data.gradient[a, c] * data.tau[a]
-            generalized[c] = s
-    if not _SOLVE(model, data, mass, bias, generalized, out[nq:nq + nv]):
+    if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
     size = out.shape[0]
