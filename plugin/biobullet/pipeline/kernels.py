@@ -81,6 +81,6 @@ def generalized_forces_kernel(inline: bool = False):
 def rhs_kernel():
     """The compiled `_rhs_py`."""
     return _compiled_with(stages._rhs_py, _all({
-        "_JOINT_STATE": joint_state_kernel(inline=True), "_FORCES": forces_kernel(inline=True),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
-        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_kernel()}))
+        "_JOINT_STATE": joint_state_kernel(), "_FORCES": forces_kernel(),
+        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(),
+        "_GENERALIZED": generalized_forces_kernel(), "_POSITION_RATE": position_rate_kernel()}))
