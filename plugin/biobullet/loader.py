@@ -7,8 +7,11 @@ elements, contacts, flexible links: `integrate.checks.check_elements`), so `info
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from biobullet.core.errors import ModelError
+from biobullet.core.atomic import write_text
 from biobullet.dynamics.api import model_from_file
 from biobullet.integrate.checks import check_elements
 from biobullet.model.model import Model
@@ -39,4 +42,14 @@ def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, 
     return check_elements(model_from_file(path, floating_base, inertia=inertia, joint_limits=joint_limits))
 
 
-__all__ = ["load_model"]
+def load_text(text: str, folder: str | Path | None = None, name: str = "contact_model.urdf") -> Model:
+    """Write model-file text to `folder` (default: a new temporary folder) and load it (test models, e.g.
+    `contact.testbed`'s)."""
+    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="biobullet_contact_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    write_text(path, text)
+    return load_model(path)
+
+
+__all__ = ["load_model", "load_text"]

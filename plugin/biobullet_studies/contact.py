@@ -30,7 +30,8 @@ FRICTION = {
 def _engine_restitution(name: str, cr: float, folder: str) -> dict:
     from biobullet.contact.element import contact_intervals
     from biobullet.contact.report import make_normal_law
-    from biobullet.contact.testbed import drop_urdf, load_text
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
     from biobullet.integrate import simulate
     law = make_normal_law(name, cr, mass=M, stiffness=K)
     attributes = {"normal_law": name, **{k: repr(v) for k, v in law.parameters.items() if k != "adhesion"}}
@@ -71,7 +72,8 @@ def sliding_block(folder: str, path: str, v_start: float = 0.2, t_end: float = S
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from biobullet.contact.testbed import load_text, slider_urdf
+    from biobullet.contact.testbed import slider_urdf
+    from biobullet.loader import load_text
     from biobullet.integrate import simulate
     g = 9.81
     delta_static = (M * g / K) ** (1.0 / 1.5)

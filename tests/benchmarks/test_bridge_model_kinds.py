@@ -29,7 +29,8 @@ import pybullet_data  # noqa: E402
 
 import biobullet  # noqa: E402
 from biobullet.bench import KIND_RUNNERS, bridge_speed  # noqa: E402
-from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
 from bridge_user_loop import write_coupled_kuka  # noqa: E402
 from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
 from spherical_arms import ARM, COUPLED  # noqa: E402

@@ -15,7 +15,8 @@ pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge.bridge import Bridge  # noqa: E402
 from biobullet.contact.element import contact_intervals  # noqa: E402
-from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
 
 DT, Z0, T = 1e-4, 0.1, 0.5

@@ -14,7 +14,8 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge.bridge import Bridge  # noqa: E402
-from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
 
 RADIUS = 0.05
 

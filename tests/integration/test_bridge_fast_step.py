@@ -149,7 +149,8 @@ def test_general_step_with_contacts_sees_late_force_elements(tmp_path):
     """The general path (`Bridge._apply`, here a ball on compliant ground: contacts, no rows) also decides once per
     change of the element lists whether force elements act: one added after the bridge was made counts from the
     next step as if passed as tau (the contact torque is the same at the same state), and is gone once cleared."""
-    from biobullet.contact.testbed import drop_urdf, load_text
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
     model = load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}), tmp_path)
     with Bridge(model, dt=1e-4) as bridge:
         bridge.reset(q=[0.045])   # resting in contact, 5 mm deep

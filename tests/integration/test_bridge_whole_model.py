@@ -19,7 +19,8 @@ pybullet = pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.contact.testbed import drop_urdf, load_text  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
 from nonlinear_pendulum import write_pendulum  # noqa: E402

@@ -18,7 +18,8 @@ from biobullet.contact.element import contact_intervals
 from biobullet.contact.impact1d import hertz_impact_closed_form, kelvin_voigt_restitution, simulate_impact
 from biobullet.contact.registry import get_friction_law
 from biobullet.contact.report import make_normal_law
-from biobullet.contact.testbed import drop_urdf, load_text, slider_urdf
+from biobullet.contact.testbed import drop_urdf, slider_urdf
+from biobullet.loader import load_text
 from biobullet.integrate import simulate
 
 M, K, V, R, GAP = 1.0, 1.0e6, 1.0, 0.05, 0.01

@@ -25,32 +25,15 @@ def place_body_kernel():
     return jit.compiled(_place_body_py)
 
 
-REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4
-# per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9,
-# body-frame motion subspace 6×6 (row-major, first nv columns used; multi-DOF joints read it)
-_AXIS, _ROT, _TRANS, _MASS, _COM, _INERTIA, _SUBSPACE, _WIDTH = 0, 3, 12, 15, 16, 19, 28, 64
+# the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
+from biobullet.model.tree import (_AXIS, _COM, _INERTIA, _MASS, _ROT, _SUBSPACE, _TRANS, _WIDTH,  # noqa: E402,F401
+                                  FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, pack_tree)
 
 
 def pack(model) -> tuple[np.ndarray, np.ndarray]:
-    """(meta int64 (n_b, 5): parent, kind, q_index, v_index, nv;  body float64 (n_b, 28)) for the kernel."""
-    bodies = model.bodies
-    kinds = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
-    meta = np.array([[b.parent, kinds[b.joint_type], b.q_index, b.v_index, b.nv] for b in bodies],
-                    dtype=np.int64).reshape(len(bodies), 5)
-    body = np.zeros((len(bodies), _WIDTH))
-    for i, b in enumerate(bodies):
-        if b.parent >= i:
-            raise ValueError("bodies must be in topological order (parents first)")
-        body[i, _AXIS:_AXIS + 3] = np.asarray(b.axis, dtype=float).reshape(3)
-        body[i, _ROT:_ROT + 9] = np.asarray(b.rotation, dtype=float).reshape(9)
-        body[i, _TRANS:_TRANS + 3] = np.asarray(b.translation, dtype=float).reshape(3)
-        body[i, _MASS] = b.mass
-        body[i, _COM:_COM + 3] = np.asarray(b.com, dtype=float).reshape(3)
-        body[i, _INERTIA:_INERTIA + 9] = np.asarray(b.inertia_com, dtype=float).reshape(9)
-        subspace = np.zeros((6, 6))
-        subspace[:, :b.nv] = b.motion_subspace
-        body[i, _SUBSPACE:_SUBSPACE + 36] = subspace.reshape(36)
-    return meta, body
+    """(meta int64 (n_b, 5): parent, kind, q_index, v_index, nv;  body float64 (n_b, 64)) for the kernels: a new
+    copy (`model.tree_pack` is the model's own, shared one)."""
+    return pack_tree(model.bodies)
 
 
 def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
@@ -471,6 +454,16 @@ tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_kernel_bindings)
 
 
 project_upper = jit.lazy(_project_upper_py)
+
+
+def project_upper_kernel():
+    """The compiled `_project_upper_py`, or None without numba."""
+    return jit.compiled(_project_upper_py)
+
+
+def cholesky_kernels() -> tuple:
+    """(the compiled `_cholesky_factor_py`, the compiled `_cholesky_solve_py`), None each without numba."""
+    return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
 
 
 _PROJECT_UPPER = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None   # bound when `_projected_solve_py` compiles

@@ -1,7 +1,6 @@
 """Forward kinematics and frame Jacobians on the compiled tree (configuration x, velocity ẋ: see model.tree)."""
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
@@ -9,18 +8,13 @@ from biobullet.spatial.rotations import skew
 from biobullet.spatial.algebra import joint_placement
 
 
-_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def body_placements(model, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """World placement (R, p) of every body frame (one compiled call with numba: `compiled_kernels._placements_py`,
     the same placement algebra as the compiled dynamics; else the per-body Python recursion below)."""
-    from biobullet.algorithms.compiled_kernels import pack, placements_kernel
+    from biobullet.algorithms.compiled_kernels import placements_kernel
     kernel = placements_kernel() if model.bodies else None
     if kernel is not None:
-        packed = _packed.get(model)
-        if packed is None:
-            packed = _packed[model] = pack(model)
+        packed = model.tree_pack
         nb = len(model.bodies)
         rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
         kernel(packed[0], packed[1], np.ascontiguousarray(x, dtype=float), rot, pos, np.zeros((6, model.n_tangent)))

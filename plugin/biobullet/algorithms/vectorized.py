@@ -8,7 +8,6 @@ v_k × S_k θ̇_k) (Featherstone, RBDA §3.4: in a fixed frame Ṡ_k = v_k × S_
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +17,7 @@ from biobullet.spatial.rotations import skew
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.core import jit
 
-_cache: "weakref.WeakKeyDictionary[object, TreeArrays]" = weakref.WeakKeyDictionary()
+_TREE_ARRAYS = "vectorized.tree_arrays"   # key of the model's TreeArrays in `Model.derived`
 
 
 @dataclass(frozen=True)
@@ -53,10 +52,9 @@ class TreeArrays:
 
 
 def tree_arrays(model) -> TreeArrays:
-    arrays = _cache.get(model)
+    arrays = model.derived.get(_TREE_ARRAYS)
     if arrays is None:
-        arrays = _build(model)
-        _cache[model] = arrays
+        arrays = model.derived[_TREE_ARRAYS] = _build(model)
     return arrays
 
 
@@ -184,7 +182,6 @@ def _world_inertias(t: TreeArrays, rotations, positions) -> np.ndarray:
 _EYE3 = np.eye(3)
 
 
-_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _NO_GRAVITY = np.zeros(3)
 _EMPTY = np.zeros(0)
 
@@ -197,14 +194,12 @@ def mass_matrix_and_bias(model, x: np.ndarray, xd: np.ndarray | None = None, xdd
     otherwise `mass_matrix_and_bias_numpy`.
     """
     if jit.ENABLED:
-        packed = _packed.get(model)
-        if packed is None:
-            packed = _packed[model] = kernels.pack(model) + (np.array(model.gravity, dtype=float),)
+        meta, body = model.tree_pack
         need_bias = xd is not None
-        mass, tau = kernels.tree_dynamics(packed[0], packed[1], _float_vector(x),
+        mass, tau = kernels.tree_dynamics(meta, body, _float_vector(x),
                                           _float_vector(xd) if need_bias else _EMPTY,
                                           _float_vector(xdd) if xdd is not None else _EMPTY,
-                                          packed[2] if gravity else _NO_GRAVITY, model.n_tangent,
+                                          np.array(model.gravity) if gravity else _NO_GRAVITY, model.n_tangent,
                                           need_mass, need_bias, xdd is not None)
         return (mass if need_mass else None), (tau if need_bias else None)
     return mass_matrix_and_bias_numpy(model, x, xd, xdd, need_mass=need_mass, gravity=gravity)

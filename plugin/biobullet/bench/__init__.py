@@ -105,6 +105,38 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
     return interleaved_best(functions, rounds=rounds, number=number, slow=SLOW)
 
 
+PUBLIC_CALLS = ("forward_dynamics", "mass_matrix", "bias_forces")
+
+
+def public_api_speed(model, *, rounds: int = 60, number: int = 200, seed: int = 3) -> dict[str, float]:
+    """Seconds per call of the public calls a control or learning loop makes (`model.forward_dynamics(q, v, tau)`,
+    `model.mass_matrix(q)`, `model.bias_forces(q, v)`: the pipeline) and of Pinocchio's `aba`, `crba`, `rnea`
+    on the whole tree of the model's own URDF (`conventions.build_pinocchio_model`), at the same random state
+    (mapped to Pinocchio's joint order; for a model with joint functions, the tree state x, ẋ its map gives)."""
+    import pinocchio as pin
+    from biobullet.conventions import PinocchioMap, build_pinocchio_model
+
+    rng = np.random.default_rng(seed)
+    q, _ = model.initial_state()
+    q = q + 0.1 * rng.normal(size=model.nq) * (np.arange(model.nq) >= model.base_nq)
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    pm = build_pinocchio_model(model)
+    pd = pm.createData()
+    mapping = PinocchioMap(model, pm)
+    x, xd = model.joint_state(q, v)[:2]
+    pq, pv = mapping.config_to_pinocchio(x), mapping.velocity_to_pinocchio(xd)
+    ptau = rng.normal(size=pm.nv)
+    functions: dict[str, Callable[[], Any]] = {
+        "pinocchio aba": lambda: pin.aba(pm, pd, pq, pv, ptau),
+        "pinocchio crba": lambda: pin.crba(pm, pd, pq),
+        "pinocchio rnea": lambda: pin.rnea(pm, pd, pq, pv, ptau),
+        "forward_dynamics": lambda: model.forward_dynamics(q, v, tau),
+        "mass_matrix": lambda: model.mass_matrix(q),
+        "bias_forces": lambda: model.bias_forces(q, v),
+    }
+    return interleaved_best(functions, rounds=rounds, number=number)
+
+
 # ------------------------------------------------------------------------------------------------ bridge steps
 def bare_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
     """Seconds per step of PyBullet alone: zero torques, stepSimulation."""

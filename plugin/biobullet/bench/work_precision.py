@@ -31,7 +31,8 @@ DROP = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": "50"}
 
 
 def _drop_model(folder: str):
-    from biobullet.contact.testbed import drop_urdf, load_text
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
     return load_text(drop_urdf(DROP, mass=1.0, radius=0.05), folder, name="ball_drop.urdf")
 
 

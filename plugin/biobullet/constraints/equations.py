@@ -14,7 +14,7 @@ import numpy as np
 
 from biobullet.constraints.loops import Loop, loop_terms, parse_loops
 
-_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_SETS = "equations.constraint_sets"   # key of the model's constraint sets in `Model.derived`
 
 
 class ConstraintSet:
@@ -204,7 +204,7 @@ class ConstraintSet:
 
 def constraint_set(model, *, functions: bool = True, loops: bool = True) -> ConstraintSet:
     """The (cached, per model) constraint rows of `model`."""
-    per_model = _cache.setdefault(model, {})
+    per_model = model.derived.setdefault(_SETS, {})
     key = (functions, loops)
     if key not in per_model:
         per_model[key] = ConstraintSet(model, functions=functions, loops=loops)

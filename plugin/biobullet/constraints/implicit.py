@@ -306,7 +306,7 @@ class LoopResolver:
     def _lean_setup(self):
         """(compiled hot-path kernel, packed tree, n_tangent, row data) for `_resolve_lean`, or None: fixed base,
         point, planar and revolute loops only, compiled kernels enabled."""
-        from biobullet.constraints.loop_kernels import _kernels, _packed_tree
+        from biobullet.constraints.loop_kernels import _kernels
         model = self.model
         kernels = _kernels()
         if kernels is None or self._vector is None or self._offset_q or model is None:
@@ -315,7 +315,7 @@ class LoopResolver:
         if kernel is None:
             return None
         v = self._vector
-        meta, body = _packed_tree(model)
+        meta, body = model.tree_pack
         return (kernel, meta, body, model.n_tangent,
                 (v.k_ancestry, v.k_body, v.offset, v.basis, v.k_kinds, v.k_rows, v.n_rows))
 

@@ -8,7 +8,6 @@ editing this one.
 """
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
@@ -241,6 +240,11 @@ def _kernels():
     return None if kinematics is None or rows is None else (kinematics, rows)
 
 
+def tree_kinematics_kernel():
+    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body), or None without numba."""
+    return jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+
+
 def _rows_into_bindings() -> dict:
     revolute = jit.compiled(_revolute_rows_py)   # not inlined: point and planar loops keep their small code
     if revolute is None:
@@ -252,14 +256,3 @@ def rows_into_kernel():
     """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call), or None (no numba, or
     disabled)."""
     return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True) if jit.ENABLED else None
-
-
-_packed: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _packed_tree(model):
-    packed = _packed.get(model)
-    if packed is None:
-        from biobullet.algorithms import compiled_kernels
-        packed = _packed[model] = compiled_kernels.pack(model)
-    return packed

@@ -18,7 +18,6 @@ are evaluated by `VectorLoops` (all loops at once), with numba kernels when `alg
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,7 +121,7 @@ class TreeKinematics:
 
 #: last tree kinematics per model: {model: (x bytes, placements+subspace, xd bytes, velocity, accel)}. The same
 #: configuration is evaluated by the force elements, the loop rows and the resolver within one right-hand side.
-_kin_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_KINEMATICS = "loops.tree_kinematics"   # key of the last tree kinematics in `Model.derived`
 _NO_RATES = np.zeros(0)
 _NO_MOTION = np.zeros((1, 6))
 
@@ -137,7 +136,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     so treat the result as read-only."""
     x = np.asarray(x, dtype=float)
     key = x.tobytes()
-    cached = _kin_cache.get(model)
+    cached = model.derived.get(_KINEMATICS)
     if cached is not None and cached[0] == key:
         if xd is None:
             return cached[1]
@@ -153,7 +152,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     if with_rates:
         xd = np.asarray(xd, dtype=float)
     if kernels is not None:
-        meta, body = _packed_tree(model)
+        meta, body = model.tree_pack
         rotations, positions, subspace, vel, acc = kernels[0](meta, body, x, xd if with_rates else _NO_RATES,
                                                               model.n_tangent, with_rates)
         _readonly(rotations, positions, subspace, vel, acc)
@@ -175,7 +174,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     kin = TreeKinematics(t, rotations, positions, subspace)
     if cached is None:
         cached = [key, kin, None, None]
-        _kin_cache[model] = cached
+        model.derived[_KINEMATICS] = cached
     if with_rates:
         kin = TreeKinematics(t, rotations, positions, subspace, vel, acc)
         cached[2:] = [xd.tobytes(), kin]
@@ -189,7 +188,7 @@ def share_tree_kinematics(model, x: np.ndarray, xd: np.ndarray, rotations, posit
     read-only (shared)."""
     _readonly(rotations, positions, subspace, velocity, accel)
     t = tree_arrays(model)
-    _kin_cache[model] = [x.tobytes(), TreeKinematics(t, rotations, positions, subspace), xd.tobytes(),
+    model.derived[_KINEMATICS] = [x.tobytes(), TreeKinematics(t, rotations, positions, subspace), xd.tobytes(),
                          TreeKinematics(t, rotations, positions, subspace, velocity, accel)]
 
 
@@ -391,13 +390,11 @@ class VectorLoops:
         return phi, jac, bias, kin
 
 
-_vector_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_VECTOR_LOOPS = "loops.vector_loops"   # key of the packed loop sets in `Model.derived`
 
 
 def _vector_loops(model, loops) -> VectorLoops | None:
-    per_model = _vector_cache.get(model)
-    if per_model is None:
-        per_model = _vector_cache[model] = {}
+    per_model = model.derived.setdefault(_VECTOR_LOOPS, {})
     key = tuple(loops)
     if key not in per_model:
         per_model[key] = VectorLoops(model, key) if key and VectorLoops.supports(key) else None
@@ -453,4 +450,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import _kernels, _packed_tree  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import _kernels  # noqa: E402  (the compiled twins of the functions above)

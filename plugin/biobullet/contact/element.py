@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import math
-from weakref import WeakKeyDictionary
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -377,12 +376,12 @@ def _all_law_attributes() -> set[str]:
             for key in cls.attributes} | {"exponent"}
 
 
-_cache: "WeakKeyDictionary[object, tuple[Contact, ...]]" = WeakKeyDictionary()
+_CONTACTS = "contact.elements"   # key of the built contact elements in `Model.derived`
 
 
 def contact_elements(model) -> tuple[Contact, ...]:
     """The `<contact>` elements of `model` (file order), built once per Model; names must be distinct."""
-    if model not in _cache:
+    if _CONTACTS not in model.derived:
         built: list[Contact] = []
         names: set[str] = set()   # (a set: thousands of contacts are checked in linear time)
         for element in model.description.elements_of("contact"):
@@ -397,8 +396,8 @@ def contact_elements(model) -> tuple[Contact, ...]:
                 contact.name = f"{contact.name}_{count}"
             names.add(contact.name)
             built.append(contact)
-        _cache[model] = tuple(built)
-    return _cache[model]
+        model.derived[_CONTACTS] = tuple(built)
+    return model.derived[_CONTACTS]
 
 
 def contact_intervals(trajectory, name: str | None = None) -> list[dict]:

@@ -1,4 +1,5 @@
-"""Small contact test models and measurements (used by the tests, the `contact` scenario and the bridge check).
+"""Small contact test models and measurements (used by the tests, the `contact` scenario and the bridge check; load the text with
+`biobullet.loader.load_text`).
 
   drop model:   world —prismatic `drop` (z)→ ball (mass m, sphere radius r, contact `C` at its centre).
                 A 1-DOF drop: the reference engine's impact equals the 1-DOF oracle `impact1d.simulate_impact`
@@ -9,10 +10,6 @@
 """
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from biobullet.core.atomic import write_text
 
 _INERTIA = '<inertia ixx="{i}" ixy="0" ixz="0" iyy="{i}" iyz="0" izz="{i}"/>'
 
@@ -52,13 +49,3 @@ def slider_urdf(contact: dict, *, mass: float = 1.0, gravity: str = "0 0 -9.81",
         f'  <biobullet version="1"><gravity xyz="{gravity}"/>'
         f'{_contact_tag({"name": "C", "link": "block", "xyz": "0 0 0", "radius": "0", **contact})}</biobullet>',
         "</robot>"])
-
-
-def load_text(text: str, folder: str | Path | None = None, name: str = "contact_model.urdf"):
-    """Write URDF text to `folder` (default: a new temporary folder) and load it."""
-    from biobullet.dynamics.api import model_from_file as load_model
-    folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="biobullet_contact_"))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    write_text(path, text)
-    return load_model(path)

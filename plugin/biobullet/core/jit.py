@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
-_COMPILED: dict[Any, Any] = {}
+_COMPILED: dict[Any, Any] = {}   # (Python function, inline) → its compiled twin (False: did not compile)
 _DIGESTS: dict[Any, str] = {}   # Python function → digest of its source and of everything bound into it
 
 
@@ -125,7 +125,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
     """The compiled twin of `function`, or None (numba missing, disabled by `ENABLED`, or failing)."""
     if not ENABLED:
         return None
-    kernel = _COMPILED.get(function)
+    kernel = _COMPILED.get((function, inline))   # an inlined twin is its own dispatcher
     if kernel is None:
         try:
             import numba
@@ -141,7 +141,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False)
             kernel = numba.njit(**options)(function)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
-        _COMPILED[function] = kernel
+        _COMPILED[function, inline] = kernel
     return kernel or None
 
 

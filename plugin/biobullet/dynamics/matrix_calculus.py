@@ -17,7 +17,6 @@ the paper's Lagrange form for holonomic coordinates; J_i is the pseudo-inertia â
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +48,7 @@ class _Static:
 
 
 _EYE3 = np.eye(3)
-_cache: "weakref.WeakKeyDictionary[object, _Static]" = weakref.WeakKeyDictionary()
+_STATIC = "matrix_calculus.static"   # key of `_static`'s result in `Model.derived`
 
 
 def pseudo_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
@@ -72,7 +71,7 @@ def twist_matrix(twist: np.ndarray) -> np.ndarray:
 
 
 def _static(model) -> _Static:
-    cached = _cache.get(model)
+    cached = model.derived.get(_STATIC)
     if cached is not None:
         return cached
     bodies = model.bodies
@@ -112,7 +111,7 @@ def _static(model) -> _Static:
         revolute_mask=np.array([b.joint_type == "revolute" for b in bodies], dtype=bool),
         prismatic_mask=np.array([b.joint_type == "prismatic" for b in bodies], dtype=bool),
     )
-    _cache[model] = static
+    model.derived[_STATIC] = static
     return static
 
 

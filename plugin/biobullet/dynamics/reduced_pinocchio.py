@@ -6,7 +6,6 @@ Model is immutable). Validation never checks this formulation (it IS Pinocchio).
 """
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
@@ -15,7 +14,7 @@ from biobullet.core import jit
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.dynamics.reduced import project
 
-_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_BACKEND = "reduced_pinocchio.backend"   # key of the model's `_Backend` in `Model.derived`
 
 
 class _Backend:
@@ -96,11 +95,10 @@ class _Backend:
 
 
 def backend(model) -> _Backend:
-    try:
-        return _cache[model]
-    except KeyError:
-        b = _cache[model] = _Backend(model)
-        return b
+    b = model.derived.get(_BACKEND)
+    if b is None:
+        b = model.derived[_BACKEND] = _Backend(model)
+    return b
 
 
 @register_formulation
@@ -124,9 +122,7 @@ class ReducedPinocchioFormulation(Formulation):
 
     def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
         """Both at once: one coordinate-map evaluation, CRBA + RNEA (NLE when γ = 0), one projection."""
-        b = _cache.get(model)
-        if b is None:
-            b = backend(model)
+        b = backend(model)
         kind = b.kind
         if kind == "direct":
             q, v = model._check_pair(q, v)

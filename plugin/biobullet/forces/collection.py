@@ -6,15 +6,14 @@ loaded with joint_limits=False; `elements.limit_stops`), plus any added with `ad
 """
 from __future__ import annotations
 
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from biobullet.algorithms.kinematics import body_placements
 from biobullet.forces.base import ForceElement, force_type
 
-_cache: "WeakKeyDictionary[object, tuple[ForceElement, ...]]" = WeakKeyDictionary()
-_added: "WeakKeyDictionary[object, list[ForceElement]]" = WeakKeyDictionary()
+# keys in `Model.derived`: the file's elements (built once), the elements added from Python, the batched springs
+_FROM_FILE, _ADDED, _BATCHES = "forces.from_file", "forces.added", "forces.batches"
 #: bumped by every `add_force_element` / `clear_added_force_elements`: a caller that keeps "this model has no
 #: force elements" between calls (the bridge's per-step fast path) asks `force_elements` again only when it changed
 _generation = 0
@@ -55,9 +54,10 @@ def _from_description(model) -> tuple[ForceElement, ...]:
 
 def force_elements(model) -> tuple[ForceElement, ...]:
     """All force elements of `model` (file order, then the ones added from Python)."""
-    if model not in _cache:
-        _cache[model] = _from_description(model)
-    return _cache[model] + tuple(_added.get(model, ()))
+    derived = model.derived
+    if _FROM_FILE not in derived:
+        derived[_FROM_FILE] = _from_description(model)
+    return derived[_FROM_FILE] + tuple(derived.get(_ADDED, ()))
 
 
 def add_force_element(model, element: ForceElement) -> ForceElement:
@@ -72,7 +72,7 @@ def add_force_element(model, element: ForceElement) -> ForceElement:
     if np.shape(tau) != (n,):
         raise element.source.error(None, f"generalized_force returned shape {np.shape(tau)}", f"({n},)")
     global _generation
-    _added.setdefault(model, []).append(element)
+    model.derived.setdefault(_ADDED, []).append(element)
     _generation += 1
     return element
 
@@ -80,7 +80,7 @@ def add_force_element(model, element: ForceElement) -> ForceElement:
 def clear_added_force_elements(model) -> None:
     """Remove the elements added with `add_force_element`."""
     global _generation
-    _added.pop(model, None)
+    model.derived.pop(_ADDED, None)
     _generation += 1
 
 
@@ -89,16 +89,14 @@ def added_generation() -> int:
     return _generation
 
 
-#: per model: (element tuple, its joint springs and stops packed for the joint-forces kernel, the other elements)
-_batches: "WeakKeyDictionary[object, tuple]" = WeakKeyDictionary()
 
 
 def _batched(model, elements) -> tuple:
     """((kernel, packed arrays) of the `JointSpring`s and `JointStop`s, the other elements) for this element
-    tuple, cached per model: a segmented flexible link has one joint spring per segment joint, a URDF one stop per
-    `<limit>`. The kernel is the compiled right-hand sides' `compiled.joint_forces_kernel` (its Python twin
+    tuple, cached on the model: a segmented flexible link has one joint spring per segment joint, a URDF one stop
+    per `<limit>`. The kernel is the compiled right-hand sides' `compiled.joint_forces_kernel` (its Python twin
     without numba): one call instead of a Python call per element."""
-    cached = _batches.get(model)
+    cached = model.derived.get(_BATCHES)   # (element tuple, its batch, the other elements)
     if cached is not None and cached[0] == elements:
         return cached[1], cached[2]
     from biobullet.core.jit import direct_entry
@@ -114,7 +112,7 @@ def _batched(model, elements) -> tuple:
         kernel = joint_forces_function() if kernel is None else direct_entry(
             kernel, np.zeros(model.n_config), np.zeros(model.n_tangent), *packed, np.zeros(model.n_tangent))
         batch = (kernel, packed)
-    _batches[model] = (tuple(elements), batch, others)
+    model.derived[_BATCHES] = (tuple(elements), batch, others)
     return batch, others
 
 

@@ -16,9 +16,11 @@ everything `System._rhs` does per call runs in one numba function:
     loop Newton from the cached solution, G, θ̇, γ      (`LoopResolver._resolve_lean`'s kernel, unchanged)
     further functions and loops, each loop from its own resolver's cache
     (then the kinematics again for springs and contacts, if functions followed the last loop or the base floats)
+    then the pipeline's stages (`pipeline.stages`, inlined) on the model's compiled arrays and the run's ForceRows:
     τ = Σ springs and ground contacts (from the same kinematics) + joint torques τ(t) + joint spring-dampers and stops
+        + plug-in elements' kernels                      (`_applied_forces_py`)
     M(θ), RNEA(θ, θ̇, γ)                                 (`compiled_kernels.tree_dynamics`)
-    M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Gᵀ τ − h_r     (Cholesky)
+    Q = Gᵀ τ; M_r = Gᵀ M G, h_r = Gᵀ RNEA, M_r v̇ = Q − h_r   (`_generalized_forces_py`, `_solve_stage_py`)
     ẏ = (q̇ — v, or with a free base (R v_lin, ½ z ⊗ (ω, 0), v_θ) —, v̇, θ̇_dep, G_dep v̇ + γ_dep, input power,
          dissipated power)
 
@@ -35,14 +37,13 @@ compiled pass (`_loop_positions_py`: plain Newton on positions from a second-ord
 sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only), handing a
 sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are evaluated
 over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops' passes as given
-joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (which shares this kernel's
-state prologue and free-base q̇: `_reduced_state_py`, `_position_rate_py`). The single-loop entry is
+joints. Models with explicit joint functions instead of a loop: `compiled_explicit.py` (the pipeline's right-hand side;
+both take the pipeline's state prologue and q̇: `pipeline.stages._state_into_py`, `_position_rate_py`). The single-loop entry is
 also offered to the compiled DOP853 stepper (`stepper_arguments` / `take_cache`; `integrate/compiled_stepper.py`),
 which calls it inside numba for whole runs of steps.
 
-numba's on-disk cache of this kernel is keyed on this file only: after editing the kernels it calls
-(constraints.newton_kernel, constraints.loop_kernels, algorithms.compiled_kernels, forces.compiled,
-model.joint_jets, contact.kernels), touch this file.
+numba's on-disk cache of these kernels is keyed on this file and on the source of the kernels bound into them
+(`core.jit.compiled`).
 """
 from __future__ import annotations
 
@@ -53,15 +54,16 @@ from biobullet.core import jit
 
 _EMPTY = np.zeros(0)
 
+from biobullet.pipeline.data import DataArrays
+
 # the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = _SPRING_FORCES = _PROJECTED_SOLVE = _JOINT_FORCES = None
-_GROUND_FORCES = None   # contact.kernels._ground_forces_py (ground contacts)
-_PLUGIN_FORCES = None   # forces.compiled._plugin_forces_py (third-party elements' kernels, by address)
+_LEAN = _TREE = None
+_APPLIED = _GENERALIZED = _SOLVE = None   # the pipeline's force and solve stages (`pipeline.stages`)
 _JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
 _TAIL = None            # the compiled `_loop_tail_py`
 _STATE = None           # the compiled `_loop_state_py`
-_REDUCED_STATE = _POSITION_RATE = None   # compiled_explicit's `_reduced_state_py`, `_position_rate_py`
-#: their multi-DOF block table (`compiled_explicit.multi_dof_blocks`) for this path's only one, a root free base
+_REDUCED_STATE = _POSITION_RATE = None   # the pipeline's `stages._state_into_py`, `stages._position_rate_py`
+#: their multi-DOF block table (`pipeline.compiled_model.multi_dof_blocks`) for this path's only one, a root free base
 _FREE_BASE_BLOCKS = np.array([[_compiled.FREE, 0, 0]], dtype=np.int64)
 _FUSED = None
 
@@ -84,50 +86,23 @@ def _loop_state_py(y, nq, independent, n_joints):
     return True, theta, rate, gradient, gamma
 
 
-def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state, plugins):
+def _loop_tail_py(y, nq, shadow_rows, theta, rate, gradient, gamma, rot, pos, sub, pipeline, t):
     """(status, ẏ) from the tree's jets x, G, ẋ, γ (`theta`, `gradient`, `rate`, `gamma`: n_config, n_tangent × nv,
-    n_tangent, n_tangent) and the kinematics (rot, pos, sub) at x: the applied forces, the tree dynamics and the
-    projected solve — the part shared by both loop entries (compiled inline into each: as a called function it
-    cost the single-loop path ≈ 0.4 µs per call). nv = G's columns; nq ≠ nv means a free base (this path's only
-    multi-DOF joint): q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ) (`compiled_explicit._position_rate_py`). plugins = (t, the plug-in elements' addresses, fparams,
-    iparams): one tuple, because CPython passes a call of more than 30 arguments as *args, which numba cannot
-    inline."""
-    t, plugin_addresses, plugin_fparams, plugin_iparams = plugins
+    n_tangent, n_tangent) and the kinematics (rot, pos, sub) at x, by the pipeline's stages: the applied forces
+    (`_applied_forces_py`), the tree dynamics, Q = Gᵀ τ and the projected solve (`_solve_stage_py`) — the part
+    shared by both loop entries. pipeline = (the model's CompiledModel, the run's ForceRows, a DataArrays whose τ,
+    rhs, factor and power buffers serve). nv = G's columns; nq ≠ nv means a free base (this path's only multi-DOF
+    joint): q̇ = (R v_lin, ½ z ⊗ (ω, 0), v_θ) (`pipeline.stages._position_rate_py`)."""
+    model, forces, work = pipeline
     size = y.shape[0]
     nv = gradient.shape[1]
-    # applied forces: joint torques τ(t) (given), joint spring-dampers and stops, and the springs, from the
-    # kinematics of the loop solve
-    tau = tau_time.copy()
-    power_in = 0.0
-    for k in range(n_tangent):
-        power_in += tau_time[k] * rate[k]
-    joint_dissipated = _JOINT_FORCES(theta, rate, joint_springs, joint_spring_params, joint_stops,
-                                     joint_stop_params, tau)
-    spring_status, dissipated = _SPRING_FORCES(rot, pos, sub, ancestry, rate, spring_bodies, spring_points,
-                                               spring_params, zero_length, tau)
-    if spring_status != 0:
+    data = DataArrays(theta, rate, gradient, gamma, work.tau, work.rhs, work.low, work.power)
+    if _APPLIED(model, data, forces, t, rot, pos, sub) != 0:
         return 1, np.zeros(0)
-    dissipated += joint_dissipated
-    # ground contacts: the state rows are given (the engine's events set them), laws from contact.kernels
-    if contact_index.shape[0]:
-        dissipated += _GROUND_FORCES(rot, pos, sub, ancestry, contact_index, contact_geometry, contact_normal_p,
-                                     contact_friction_p, contact_state, rate, tau)
-    # plug-in force elements (`ForceElement.compiled_kernel`), called through their addresses, at the same
-    # kinematics; a kernel's non-zero status hands the state to the generic path
-    if plugin_addresses.shape[0]:
-        power = np.zeros(2)
-        if _PLUGIN_FORCES(t, theta, rate, rot, pos, sub, ancestry, plugin_addresses, plugin_fparams, plugin_iparams,
-                          tau, power) != 0:
-            return 1, np.zeros(0)
-        power_in += power[0]
-        dissipated += power[1]
-    mass, bias = _TREE(tree_meta, tree_body, theta, rate, gamma, gravity, n_tangent, True, True, True)
-    # M_r v̇ = Gᵀ τ − h_r by Cholesky (M_r is symmetric positive definite for a physical model)
+    mass, bias = _TREE(model.tree_meta, model.tree_body, theta, rate, gamma, model.gravity, model.n_tangent, True,
+                       True, True)
     accel = np.empty(nv)
-    if not _PROJECTED_SOLVE(mass, bias, gradient, tau, accel):
+    if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), accel):
         return 1, np.zeros(0)
     out = np.empty(size)
     free = 1 if nq != nv else 0
@@ -143,25 +118,21 @@ def _loop_tail_py(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient
         for c in range(nv):
             s += gradient[row, c] * accel[c]
         out[n_pv + m + i] = s
-    out[size - 2] = power_in
-    out[size - 1] = dissipated
+    out[size - 2] = data.power[0]
+    out[size - 1] = data.power[1]
     for i in range(size):
         if not np.isfinite(out[i]):
             return 1, np.zeros(0)
     return 0, out
 
 
-def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
+def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows,
                   meta, body, n_tangent, dep, known, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose,
                   warm_condition, revolute, condition_limit, l_ancestry, point_body, offset, basis, kinds,
-                  row_start, n_rows,
-                  tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                  joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                  contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                  t, plugin_addresses, plugin_fparams, plugin_iparams):
+                  row_start, n_rows, pipeline, t):
     """(status, condition, sensitivity, h, u, θ_known, θ_dep, ẏ) of a map that is the loop alone: status 0 on
     success, else the generic path must evaluate this state (nothing of the resolver's cache is changed by a failed
-    call)."""
+    call). pipeline: as `_loop_tail_py`."""
     nd = dep.shape[0]
     fail = (1, np.inf, np.zeros((nd, known.shape[0])), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0),
             np.zeros(0))
@@ -174,25 +145,17 @@ def _fused_rhs_py(y, nq, independent, n_joints, shadow_rows, tau_time,
         kinds, row_start, n_rows)
     if status != 0:
         return fail
-    status, out = _TAIL(y, nq, n_tangent, shadow_rows, tau_time, theta, rate, gradient, gamma, rot, pos, sub,
-                        tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                        zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                        contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                        (t, plugin_addresses, plugin_fparams, plugin_iparams))
+    status, out = _TAIL(y, nq, shadow_rows, theta, rate, gradient, gamma, rot, pos, sub, pipeline, t)
     if status != 0:
         return fail
     return 0, condition, sens, h, u, known_new, dep_new, out
 
 
-def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows, tau_time,
+def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows,
                    meta, body, n_tangent, stages, table, inputs, coef, t,
                    deps, knowns, known0s, dep0s, sensitivities, u0s, h0s, anchors, scalars, revolutes,
-                   condition_limit, rows,
-                   tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params, zero_length,
-                   joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                   contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                   conditions, sensitivities_out, h_out, u_out, knowns_out, deps_out, curved,
-                   plugin_addresses, plugin_fparams, plugin_iparams):
+                   condition_limit, rows, pipeline,
+                   conditions, sensitivities_out, h_out, u_out, knowns_out, deps_out, curved):
     """(status, ẏ) of a map of several stages in the generic `CoordinateMap`'s order — `stages` rows (0, a, b):
     the explicit joint functions of `table` rows a … b−1 (`_explicit_jets_py`'s format: they may compute a loop's
     known joints, or take loop-dependent joints as inputs); (1, k, 0): loop resolver k, whose data are entry k of
@@ -204,14 +167,16 @@ def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows
     invariant under a rigid motion of the whole tree, as the generic resolver evaluates them). On success each
     resolver's new cache is written into `conditions` … `curved` (entry k; `curved[k]` = 0: no curvature term)
     for the caller to store; status 1 — nothing of the resolvers' caches to change — where the generic path must
-    evaluate this state. plugin_*: the third-party elements' kernels (`forces.compiled.pack_plugins`). A separate entry from `_fused_rhs_py` so that the single-loop hot path keeps its
+    evaluate this state. pipeline: as `_loop_tail_py`. A separate entry from `_fused_rhs_py` so that the single-loop hot path keeps its
     argument list and code (measured: carrying the stages there cost the four-bar ≈ 1 µs of its ≈ 15 µs per
     call)."""
     fail = (1, np.zeros(0))
     blocks = _FREE_BASE_BLOCKS[:1 if base_q else 0]
-    finite, x, xd, gradient, gamma = _REDUCED_STATE(y, nq, nv, base_q, base_v, blocks, independent, n_config,
-                                                    n_tangent)
-    if not finite:
+    x = np.empty(n_config)
+    xd = np.empty(n_tangent)
+    gradient = np.empty((n_tangent, nv))
+    gamma = np.empty(n_tangent)
+    if not _REDUCED_STATE(y[:nq], y[nq:nq + nv], base_q, base_v, blocks, independent, x, xd, gradient, gamma):
         return fail
     view = x[base_q - base_v:]   # the loop kernel's joint layout: index = tangent index
     rot = np.empty((0, 3, 3))
@@ -242,13 +207,12 @@ def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows
             u_out[k][:] = u
             h_out[k][:] = h
         fresh = base_q == 0   # a free base was held at the identity there
-    if (spring_bodies.shape[0] or contact_index.shape[0] or plugin_addresses.shape[0]) and not fresh:
-        rot, pos, sub, _, _ = _KIN(tree_meta, tree_body, x, xd, n_tangent, False)
-    return _TAIL(y, nq, n_tangent, shadow_rows, tau_time, x, xd, gradient, gamma, rot, pos, sub,
-                 tree_meta, tree_body, gravity, ancestry, spring_bodies, spring_points, spring_params,
-                 zero_length, joint_springs, joint_spring_params, joint_stops, joint_stop_params,
-                 contact_index, contact_geometry, contact_normal_p, contact_friction_p, contact_state,
-                 (t, plugin_addresses, plugin_fparams, plugin_iparams))
+    forces = pipeline[1]
+    if (forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_addresses.shape[0]) \
+            and not fresh:
+        model = pipeline[0]
+        rot, pos, sub, _, _ = _KIN(model.tree_meta, model.tree_body, x, xd, n_tangent, False)
+    return _TAIL(y, nq, shadow_rows, x, xd, gradient, gamma, rot, pos, sub, pipeline, t)
 
 
 def _held_base_tree(model) -> tuple[np.ndarray, np.ndarray]:
@@ -286,35 +250,24 @@ def _fused_kernel(lean_kernel):
     first compile), or None."""
     global _FUSED
     if _FUSED is None:
-        from biobullet.forces.compiled import joint_forces_kernel, spring_forces_kernel
-        tree = _compiled.tree_dynamics_kernel()
-        springs = spring_forces_kernel()
-        solve = _compiled.projected_solve_kernel()
-        joint_forces = joint_forces_kernel()
-        from biobullet.contact.kernels import ground_forces_kernel
-        from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+        from biobullet.constraints.loop_kernels import tree_kinematics_kernel
         from biobullet.model.joint_jets import jets_kernel
-        from biobullet.forces.compiled import plugin_forces_kernel
-        ground = ground_forces_kernel()
-        from biobullet.integrate.compiled_explicit import state_kernels
-        jets = jets_kernel()
-        kinematics = loop_kernels()
-        reduced_state, position_rate = state_kernels()
-        plugins = plugin_forces_kernel()
-        if None in (tree, springs, solve, joint_forces, ground, jets, kinematics, reduced_state, position_rate,
-                           plugins):
+        from biobullet.pipeline import kernels as stages
+        # the stages that take the pipeline's tuples inlined (`pipeline.kernels`: no per-call reference counting)
+        callees = {"_TREE": _compiled.tree_dynamics_kernel(), "_APPLIED": stages.applied_forces_kernel(inline=True),
+                   "_GENERALIZED": stages.generalized_forces_kernel(inline=True),
+                   "_SOLVE": stages.solve_kernel(inline=True), "_POSITION_RATE": stages.position_rate_kernel()}
+        jets, kinematics, reduced_state = jets_kernel(), tree_kinematics_kernel(), stages.state_kernel()
+        if None in (*callees.values(), jets, kinematics, reduced_state):
             _FUSED = False
         else:   # bound through core.jit, which also keys the disk cache on these callees
-            tail = jit.compiled(_loop_tail_py, bind={
-                "_TREE": tree, "_SPRING_FORCES": springs, "_PROJECTED_SOLVE": solve, "_JOINT_FORCES": joint_forces,
-                "_GROUND_FORCES": ground, "_POSITION_RATE": position_rate,
-                "_PLUGIN_FORCES": plugins}, inline=True)
+            tail = jit.compiled(_loop_tail_py, bind=callees, inline=True)
             state = jit.compiled(_loop_state_py, inline=True)
             fused = staged = None
             if tail is not None and state is not None:
                 fused = jit.compiled(_fused_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_STATE": state})
                 staged = jit.compiled(_staged_rhs_py, bind={"_LEAN": lean_kernel, "_TAIL": tail, "_JETS": jets,
-                                                            "_KIN": kinematics[0],
+                                                            "_KIN": kinematics,
                                                             "_REDUCED_STATE": reduced_state})
             _FUSED = (fused, staged) if fused is not None and staged is not None else False
     return _FUSED or None
@@ -507,10 +460,8 @@ class CompiledReducedRHS:
         one loop resolver alone (`_fused_rhs_py`), else ((kind, a, b) rows of `_staged_rhs_py`, the explicit
         functions' `_explicit_jets_py` table in map order); `plugins`: `forces.compiled.pack_plugins` of the
         third-party elements' kernels (None: none)."""
-        from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.constraints.implicit import CONDITION_LIMIT
-        from biobullet.forces.compiled import pack_joint_forces
-        from biobullet.integrate.compiled_explicit import pack_springs
+        from biobullet.pipeline.force_rows import pack_force_rows
 
         model = system.model
         cmap = model.coordinate_map
@@ -523,16 +474,18 @@ class CompiledReducedRHS:
         self._lean_args = (meta, body, n_tangent)
         self._rows = rows_data
         self._all_rows = tuple(lean[4] for lean in leans)
-        tree_meta, tree_body = _compiled.pack(model)
-        self._tree = (tree_meta, tree_body, np.array(model.gravity, dtype=float), tree_arrays(model).ancestry)
-        self._springs = pack_springs(model, springs)
-        self._joint_forces = pack_joint_forces(model, joint_springs, joint_stops)
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant = all(torque.value is not None for torque in torques)
-        self._tau_time = np.zeros(model.n_tangent)
+        # the pipeline's arguments: the model's compiled arrays, the run's force rows (τ(t) and the contacts'
+        # state rows refreshed before each call), buffers of a Data of its own
+        forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins)
+        self._constant_tau = np.zeros(model.n_tangent)
         for torque, k in self._torques:
             if torque.value is not None:
-                self._tau_time[k] += torque.value
+                self._constant_tau[k] += torque.value
+        forces.tau_time[:] = self._constant_tau
+        self._pipeline = (model.compiled, forces, model.data().arrays)
+        self._entry = None   # the kernel's direct entry (`_call`)
         base_q, base_v = (7, 6) if system.floating else (0, 0)
         self._base = (base_q, base_v)
         # the last few solutions the kernel reached (a retry starts from the nearest: see `__call__`), and where
@@ -546,33 +499,26 @@ class CompiledReducedRHS:
             else np.zeros(0, dtype=np.int64)
         self._static = (model.nq, np.array(cmap.independent, dtype=np.int64), cmap.n_joints, shadow_rows)
         # ground contacts with compiled laws (as `CompiledExplicitRHS`): state rows refreshed every call
-        from biobullet.contact.kernels import STATE_WIDTH, pack_ground
         self._contact_states = [contact.state for contact in contacts]
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
-        self._contacts = (*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
-        # third-party elements' kernels (`forces.compiled.pack_plugins`; the loop's kinematics serve them all)
-        from biobullet.integrate.compiled_explicit import _NO_PLUGINS
-        self._plugins = (plugins if plugins is not None else _NO_PLUGINS)[:3]
         self._staged = stages is not None
         if stages is None:   # one loop resolver alone: the single-loop entry
             from biobullet.model.joint_jets import function_table
             self._stages, self._table = np.array([[1, 0, 0]], dtype=np.int64), function_table(())
             self._arguments = (self._static, (meta, body, n_tangent, resolver._dep, resolver._kn),
-                               (resolver._revolute_float, self._condition_limit, *self._rows, *self._tree,
-                                *self._springs, *self._joint_forces))
+                               (resolver._revolute_float, self._condition_limit, *self._rows))
             return
         self._stages, self._table = stages
         if kernels:
             self._kernel = kernels[1]
         # the staged entry's constant arguments: the loop kernel's joint layout puts joint j at base_v + j
         self._head = (model.nq, model.nv, base_q, base_v, np.array(cmap.independent, dtype=np.int64),
-                      model.n_config, shadow_rows, self._tau_time)
+                      model.n_config, shadow_rows)
         self._middle = (meta, body, n_tangent, self._stages, *self._table)
         self._loop_data = (tuple(np.ascontiguousarray(r._dep + base_v, dtype=np.int64) for r in self.resolvers),
                            tuple(np.ascontiguousarray(r._kn + base_v, dtype=np.int64) for r in self.resolvers))
         self._revolutes = tuple(np.ascontiguousarray(r._revolute_float, dtype=float) for r in self.resolvers)
-        self._tail = (*self._tree, *self._springs, *self._joint_forces)
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
@@ -756,19 +702,27 @@ class CompiledReducedRHS:
                 guess = theta_all[start, dep]
                 start += 1
 
-    def _contact_arrays(self) -> tuple:
+    def _call(self, *args):
+        """The kernel through its direct entry for these argument types (numba's argument matching would type the
+        pipeline's NamedTuples field by field on every call, ≈ 20 µs; the callers pass arrays as C-contiguous float
+        arrays and scalars as floats, so the types do not change between calls)."""
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = jit.direct_entry(self._kernel, *args)
+        return entry(*args)
+
+    def _refreshed(self, t: float) -> tuple:
+        """The pipeline's arguments with τ(t) and the contacts' discrete state rows of this call written in."""
+        forces = self._pipeline[1]
+        if not self._constant:
+            tau = forces.tau_time
+            tau[:] = 0.0
+            for torque, k in self._torques:
+                tau[k] += torque.torque(t)
         if self._contact_states:
             from biobullet.contact.kernels import discrete_rows
-            discrete_rows(self._contact_states, self._contacts[4])
-        return self._contacts
-
-    def _time_forces(self, t: float) -> np.ndarray:
-        if self._constant:
-            return self._tau_time
-        tau = np.zeros_like(self._tau_time)
-        for torque, k in self._torques:
-            tau[k] += torque.torque(t)
-        return tau
+            discrete_rows(self._contact_states, forces.contact_state)
+        return self._pipeline
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
         if not (y.flags.c_contiguous and y.dtype == np.float64):
@@ -813,10 +767,11 @@ class CompiledReducedRHS:
         anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
         loose = r.accept_residual
         head, middle, tail = self._arguments   # the constant arguments, packed once (Python glue per call)
-        status, condition, sensitivity, h, u, known_new, dep_new, out = self._kernel(
-            y, *head, self._time_forces(t), *middle, known0, dep0, sensitivity, u0, h0, anchor,
-            r.residual_tolerance, -1.0 if loose is None else loose, r._warm_condition, *tail,
-            *self._contact_arrays(), float(t), *self._plugins)
+        c = np.ascontiguousarray
+        status, condition, sensitivity, h, u, known_new, dep_new, out = self._call(
+            y, *head, *middle, c(known0, dtype=float), c(dep0, dtype=float), c(sensitivity, dtype=float),
+            c(u0, dtype=float), c(h0, dtype=float), c(anchor, dtype=float), float(r.residual_tolerance),
+            -1.0 if loose is None else float(loose), float(r._warm_condition), *tail, self._refreshed(t), float(t))
         if status != 0:
             return None
         # the resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it
@@ -846,8 +801,8 @@ class CompiledReducedRHS:
         anchor = r._anchor[0][0] if r._anchor is not None else _EMPTY
         loose = r.accept_residual
         as_c = np.ascontiguousarray
-        args = ((*head, self._tau_time, *middle), (*tail, *self._contacts), as_c(anchor, dtype=float),
-                float(r.residual_tolerance), -1.0 if loose is None else float(loose), self._plugins)
+        args = ((*head, *middle), tail, as_c(anchor, dtype=float), float(r.residual_tolerance),
+                -1.0 if loose is None else float(loose), self._pipeline)
         cache = (as_c(known0, dtype=float), as_c(dep0, dtype=float), as_c(sensitivity, dtype=float),
                  as_c(u0, dtype=float), as_c(h0, dtype=float), float(r._warm_condition))
         return args, cache
@@ -893,12 +848,12 @@ class CompiledReducedRHS:
         h_out = tuple(np.empty_like(w) for w in dep0s)
         u_out = tuple(np.empty_like(w) for w in known0s)
         head = self._head
-        status, out = self._kernel(
-            y, *head[:-1], self._time_forces(t), *self._middle, float(t), *self._loop_data, known0s, dep0s,
+        status, out = self._call(
+            y, *head, *self._middle, float(t), *self._loop_data, known0s, dep0s,
             sensitivities, tuple(c(u, dtype=float) for u, _ in curvatures),
             tuple(c(h, dtype=float) for _, h in curvatures), anchors, scalars, self._revolutes,
-            self._condition_limit, self._all_rows, *self._tail, *self._contact_arrays(), conditions, sens_out,
-            h_out, u_out, known_out, dep_out, curved, *self._plugins)
+            self._condition_limit, self._all_rows, self._refreshed(t), conditions, sens_out,
+            h_out, u_out, known_out, dep_out, curved)
         if status != 0:
             return None
         # every resolver's cache moves exactly as `LoopResolver._resolve_lean` moves it

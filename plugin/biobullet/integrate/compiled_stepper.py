@@ -210,12 +210,12 @@ _FUSED = None   # compiled_rhs's compiled `_fused_rhs_py`, bound when `_loop_rhs
 def _loop_rhs_py(t, y, args, cache):
     """(status, ẏ, cache) of the single-loop compiled right-hand side (`compiled_rhs._fused_rhs_py`) for the
     stepper: args = (leading constants, trailing constants, anchor, residual tolerance, loose acceptance,
-    plug-in force kernels' arrays), cache =
+    the pipeline's (compiled model, force rows, buffers)), cache =
     (θ_known, θ_dep, sensitivity, u, h, condition) of the resolver's last solution (u, h empty: no curvature)."""
-    head, tail, anchor, tolerance, loose, plugins = args
+    head, tail, anchor, tolerance, loose, pipeline = args
     known0, dep0, sensitivity, u0, h0, condition = cache
     status, condition_new, sens, h, u, known_new, dep_new, out = _FUSED(
-        y, *head, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose, condition, *tail, t, *plugins)
+        y, *head, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose, condition, *tail, pipeline, t)
     if status != 0:
         return 1, out, cache
     return 0, out, (known_new, dep_new, sens, u, h, condition_new)

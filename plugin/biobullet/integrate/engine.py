@@ -399,13 +399,12 @@ def _compiled_energies(model, positions: np.ndarray, velocities: np.ndarray):
     (`compiled_kernels._tree_energies_py`), or None (numba missing or disabled, a joint type the kernel's packing
     does not know): the numpy batch or per-sample path then computes them."""
     from biobullet.algorithms.compiled_kernels import tree_energies_kernel
-    from biobullet.constraints.loop_kernels import _packed_tree
 
     kernel = tree_energies_kernel()
     if kernel is None:
         return None
     try:
-        meta, body = _packed_tree(model)
+        meta, body = model.tree_pack
     except (KeyError, ValueError):
         return None
     n = len(positions)

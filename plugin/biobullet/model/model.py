@@ -18,7 +18,7 @@ from biobullet.model.affine import affine_pair
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
-from biobullet.model.tree import Body, Frame, block_sizes, compile_tree
+from biobullet.model.tree import Body, Frame, block_sizes, compile_tree, pack_tree
 
 BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
 BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
@@ -249,13 +249,44 @@ class Model:
                              expected="a model made by biobullet.load_model(path)")
         return self._dynamics
 
+    @cached_property
+    def tree_pack(self) -> tuple[np.ndarray, np.ndarray]:
+        """(meta, body) of the bodies for the compiled tree kernels (`model.tree.pack_tree`), packed once; read
+        only by convention (the kernels do not write them)."""
+        return pack_tree(self.bodies)
+
+    @cached_property
+    def compiled(self):
+        """The model finalized into immutable named arrays (`biobullet.pipeline.compiled_model.CompiledModel`),
+        built once on first use; the pipeline's kernels read it."""
+        return self._api().compile_model(self)
+
+    def data(self):
+        """A new data workspace (`biobullet.pipeline.data.Data`: every buffer and per-run cache of the pipeline)
+        of this model, for `biobullet.pipeline.forward.forward(model, data, q, v, tau, t)`."""
+        return self._api().make_data(self)
+
+    @cached_property
+    def workspace(self):
+        """The data workspace the convenience methods below use (one per model; a run or a bridge makes its own
+        with `data()`)."""
+        return self.data()
+
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """M(q, t), nv × nv, kg·m² / kg (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
-        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation),
-                              self.file, t)
+        """M(q, t), nv × nv, kg·m² / kg: the pipeline by default, else the named formulation
+        (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
+        if formulation is None:
+            result = self.workspace.mass_matrix(self, q, t)
+            if result is not None:   # finite (the kernel checks)
+                return result
+        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation), self.file, t)
 
     def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
+        if formulation is None:
+            result = self.workspace.bias_forces(self, q, v, t)
+            if result is not None:
+                return result
         return _finite_result("bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation),
                               self.file, t)
 
@@ -266,8 +297,12 @@ class Model:
 
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
-        return _finite_result("forward_dynamics",
-                              self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation), self.file, t)
+        if formulation is None:
+            result = self.workspace.forward(self, q, v, tau, t, np.empty(self.nv))
+            if result is not None:
+                return result
+        return _finite_result("forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation),
+                              self.file, t)
 
     @cached_property
     def velocity_slots(self) -> np.ndarray:

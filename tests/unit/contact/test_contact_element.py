@@ -6,7 +6,8 @@ import pytest
 
 from biobullet.contact.element import Contact, contact_elements, law_potential
 from biobullet.contact.normal import Hertz, KelvinVoigtSmooth
-from biobullet.contact.testbed import drop_urdf, load_text
+from biobullet.contact.testbed import drop_urdf
+from biobullet.loader import load_text
 from biobullet.core.errors import ModelError
 from biobullet.integrate import Event
 

@@ -207,7 +207,7 @@ def test_ground_call_equals_python_kinematics_and_laws(tmp_path, twin, base):
     root; the root fixed to the world or floating) in one call: δ, point, force and τ = Σ J_pᵀ F against
     `Contact.kinematics` + the Python step, over a random trajectory through contact."""
     from biobullet.contact.element import contact_elements
-    from biobullet.contact.testbed import load_text
+    from biobullet.loader import load_text
     floating = base == "floating"
     text = ARM.replace('<biobullet version="1">', '<biobullet version="1"><base type="floating"/>') if floating else ARM
     model = load_text(text, tmp_path)
@@ -253,7 +253,7 @@ def test_ground_call_equals_python_kinematics_and_laws(tmp_path, twin, base):
 
 def test_ground_call_reports_a_non_finite_state(tmp_path):
     from biobullet.contact.element import contact_elements
-    from biobullet.contact.testbed import load_text
+    from biobullet.loader import load_text
     model = load_text(ARM, tmp_path)
     ground = K.GroundContacts(model, [c.for_run(model) for c in contact_elements(model)])
     tau = np.zeros(2)

@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from biobullet.contact.testbed import drop_urdf, load_text
+from biobullet.contact.testbed import drop_urdf
+from biobullet.loader import load_text
 from biobullet.integrate import simulate
 
 LAW = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": "50"}

@@ -24,7 +24,8 @@ from biobullet.contact import kernels
 from biobullet.contact.base import FrictionLaw, LawTwin, NormalLaw
 from biobullet.contact.element import Contact
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS, register_friction_law, register_normal_law
-from biobullet.contact.testbed import load_text, slider_urdf
+from biobullet.contact.testbed import slider_urdf
+from biobullet.loader import load_text
 from biobullet.core import jit
 from biobullet.core.attributes import number
 from biobullet.integrate.compiled_explicit import CompiledExplicitRHS

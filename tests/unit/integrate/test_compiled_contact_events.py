@@ -73,7 +73,8 @@ def test_runs_locate_the_same_events(tmp_path, monkeypatch, law):
     (Slip events are covered at random states above; a switched-Coulomb ball run chatters between stick and
     slip, too slow for the default run on the generic path.)"""
     from biobullet.contact.kernels import ContactSampler
-    from biobullet.contact.testbed import drop_urdf, load_text
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
     model = load_text(drop_urdf(DROP_LAWS[law]), tmp_path)
     calls = {"compiled": 0}
     original = ContactSampler.kinematics

@@ -19,7 +19,8 @@ import pytest
 from biobullet.contact.element import Contact, contact_intervals
 from biobullet.contact.geometry import GroundPlane
 from biobullet.contact.normal import HuGuo
-from biobullet.contact.testbed import drop_urdf, load_text
+from biobullet.contact.testbed import drop_urdf
+from biobullet.loader import load_text
 from biobullet.core import jit
 from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
 from biobullet.integrate.engine import System, simulate

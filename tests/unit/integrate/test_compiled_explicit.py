@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import biobullet
+from biobullet.pipeline.compiled_model import SPARSE
 from biobullet.core import jit
 from biobullet.integrate.engine import System, build_trajectory
 
@@ -108,7 +109,7 @@ def test_compiled_rhs_equals_the_generic_path_to_round_off(tmp_path):
         slow = System(model, "reduced", {"compiled": False})
         assert type(fast._compiled).__name__ == "CompiledExplicitRHS", label
         if "tree-sparse" in label:
-            assert fast._compiled._tangent_parent[0] != -2   # the sparse factorisation is the one exercised
+            assert model.compiled.solver == SPARSE   # the sparse factorisation is the one exercised
         assert slow._compiled is None
         y0 = fast.initial_vector(None, 0.0)
         for _ in range(5):
@@ -192,7 +193,8 @@ def test_tree_sparse_factorisation_solves_the_mass_matrix():
     """`_ltdl_solve_py` (M = Lᵀ D L over the tree's parent array) against numpy's dense solve, on the humanoid
     (floating base: a 6-direction chain, branches) at a random configuration; a non-positive-definite matrix is
     refused."""
-    from biobullet.integrate.compiled_explicit import _ltdl_solve_py, tangent_parents
+    from biobullet.pipeline.compiled_model import tangent_parents
+    from biobullet.pipeline.stages import _ltdl_solve_py
     model = biobullet.load_model(ROOT / "urdf" / "humanoid.urdf")
     rng = np.random.default_rng(2)
     q, _ = model.initial_state()

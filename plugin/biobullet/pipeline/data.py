@@ -1,0 +1,150 @@
+"""The data workspace of a compiled model: every buffer the pipeline writes, and what a run caches.
+
+`Data(compiled)` (or `model.data()`) owns
+- `arrays` (`DataArrays`, a NamedTuple the kernels take as one structured argument): the joint state x, ẋ, G, γ;
+  the applied joint forces τ; the solve's right-hand side and Cholesky factor; (input power, dissipated power) of
+  the force stage;
+- `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
+  skips numba's argument matching, ≈ 2 µs for the structured arguments).
+One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
+own): the kernels write into it.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from biobullet.core import jit
+from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel
+from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
+
+_FLOAT = np.dtype(float)
+_NO_MATRIX = np.zeros((0, 0))
+
+
+def _vector(value, size: int) -> np.ndarray | None:
+    """`value` as a C-contiguous float64 vector of `size` entries — the kernel entry's argument type —, or None (the generic path then reports what is wrong with it)."""
+    if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,) and value.flags.c_contiguous:
+        return value   # (a read-only array passes too: the kernels only read q, v, τ)
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return array if array.shape == (size,) else None
+
+
+class DataArrays(NamedTuple):
+    """The pipeline's buffers (module docstring); sizes from the compiled model."""
+
+    x: np.ndarray            # (n_config,) tree configuration
+    xd: np.ndarray           # (n_tangent,) tree velocity
+    gradient: np.ndarray     # (n_tangent, nv) G: ẋ = G v
+    gamma: np.ndarray        # (n_tangent,) γ: ẍ = G v̇ + γ
+    tau: np.ndarray          # (n_tangent,) applied joint-space forces
+    rhs: np.ndarray          # (nv,) Q (= Gᵀ τ in the right-hand side), then Q − h_r
+    low: np.ndarray          # (nv, nv) Cholesky factor
+    power: np.ndarray        # (2,) input and dissipated power of the force stage
+
+
+class Data:
+    """The workspace of one compiled model (module docstring)."""
+
+    def __init__(self, compiled: CompiledModel) -> None:
+        nv, n_tangent = compiled.nv, compiled.n_tangent
+        self.compiled = compiled
+        self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
+                                 np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
+                                 np.zeros(2))
+        self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
+        self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
+        self.entries: dict[str, Any] = {}
+        self._forward = None   # the forward kernel's direct entry for these argument types
+        self._callback = compiled.state_stage == CALLBACK_STATE
+        self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
+
+    def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
+        """The forward kernel's direct entry for these argument types (compiled, or loaded from numba's cache, on
+        the first call), or None without numba."""
+        if self._forward is None:
+            from biobullet.pipeline.kernels import forward_kernel
+            kernel = forward_kernel() if jit.ENABLED else None
+            if kernel is None:
+                return None
+            self._forward = self.entries["forward"] = jit.direct_entry(
+                kernel, self.compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix)
+        return self._forward
+
+    def _callback_state(self, model, q, v, t: float) -> bool:
+        """The callback stage: x, ẋ, G, γ from `model.joint_state_view` into the arrays (False: it raised, the
+        generic path then reports the same error)."""
+        try:
+            x, xd, gradient, gamma = model.joint_state_view(q, v, t)
+        except Exception:
+            return False
+        arrays = self.arrays
+        arrays.x[:] = x
+        arrays.xd[:] = xd
+        arrays.gradient[:, :] = np.eye(model.n_tangent, model.nv) if gradient is None else gradient
+        arrays.gamma[:] = 0.0 if gamma is None else gamma
+        return True
+
+    def _vectors(self, q, v, tau) -> tuple | None:
+        """(q, v, τ) as the kernel entry's argument types (`_vector`; τ None: zero), or None."""
+        compiled = self.compiled
+        q, v = _vector(q, compiled.nq), _vector(v, compiled.nv)
+        tau = self.zero_velocity if tau is None else _vector(tau, compiled.nv)
+        return None if q is None or v is None or tau is None else (q, v, tau)
+
+    def _call(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
+        """The callback stage if the model needs it, then one call of the forward kernel's direct entry; False:
+        declined."""
+        if self._callback and not self._callback_state(model, q, v, t):
+            return False
+        entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
+        return entry is not None and entry(self.compiled, self.arrays, q, v, tau, t, want, out_vector,
+                                           out_matrix) == 0
+
+    # The three calls below are the public calls' hot path (a control loop's per-step work, ≈ 1 µs of Python
+    # each): arguments already of the entry's types skip `_vector`.
+    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
+        declined."""
+        if not (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape
+                and v.shape == self._v_shape and tau.shape == self._v_shape and q.flags.c_contiguous
+                and v.flags.c_contiguous and tau.flags.c_contiguous):
+            vectors = self._vectors(q, v, tau)
+            if vectors is None:
+                return None
+            q, v, tau = vectors
+        if out is None:
+            out = self.acceleration
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
+
+    def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
+        if not (type(q) is np.ndarray and q.dtype is _FLOAT and q.shape == self._q_shape and q.flags.c_contiguous):
+            q = _vector(q, self.compiled.nq)
+            if q is None:
+                return None
+        if out is None:
+            out = np.empty(self._mass_shape)
+        zero = self.zero_velocity
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
+
+    def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
+        if not (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.shape == self._q_shape and v.shape == self._v_shape and q.flags.c_contiguous
+                and v.flags.c_contiguous):
+            vectors = self._vectors(q, v, None)
+            if vectors is None:
+                return None
+            q, v, _ = vectors
+        if out is None:
+            out = np.empty(self.compiled.nv)
+        t = t if type(t) is float else float(t)
+        return out if self._call(model, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) else None

@@ -1,0 +1,292 @@
+"""The stages of the forward pipeline, each one numba kernel (`_NAME_py`, its uncompiled form the same function),
+taking the compiled model and the data workspace as structured arguments:
+
+    joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
+                    joint-function table's jets (`model.joint_jets._explicit_jets_py`)   `_joint_state_stage_py`
+                    (a model whose map needs Python — loops, joint functions without compiled jets — fills
+                    data.x … data.gamma from `Model.joint_state_view` before the call: the callback stage)
+    forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
+                    kernels (`forces.compiled`, `contact.kernels`)                     `_forces_stage_py`
+    M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
+    solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `_solve_stage_py`
+
+and their two compositions: `_forward_py` (M, h or v̇ of given generalized forces: the public calls and
+`pipeline.forward`) and `_rhs_py` (the engine's ẏ with the force stage and q̇).
+
+numba's on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it
+(`core.jit.compiled`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
+
+MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
+
+# the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
+_STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
+_KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
+_APPLIED = _GENERALIZED = None
+
+
+def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
+    """x, ẋ, G, γ of the tree from generalized (q, v), in place: the multi-DOF blocks (`blocks`: floating base,
+    free, spherical and planar joints, base_q coordinates and base_v velocities leading q and v) copied with every
+    unit quaternion and planar (cos, sin) pair normalised (as `Model.normalize_configuration`), the independent
+    joints set (G has identity rows there), the other joints zero for the joint-function stage to fill. False when
+    q or v is not finite (or a quaternion or pair is zero)."""
+    x[:] = 0.0
+    xd[:] = 0.0
+    gradient[:, :] = 0.0
+    gamma[:] = 0.0
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return False
+    for i in range(v.shape[0]):
+        if not np.isfinite(v[i]):
+            return False
+    for k in range(base_q):
+        x[k] = q[k]
+    for b in range(blocks.shape[0]):
+        kind, k = blocks[b, 0], blocks[b, 1]
+        start, size = (k + 3, 4) if kind == FREE else (k, 4) if kind == SPHERICAL else (k + 2, 2)
+        norm = 0.0
+        for i in range(start, start + size):
+            norm += x[i] * x[i]
+        norm = np.sqrt(norm)
+        if not norm > 0.0:
+            return False
+        for i in range(start, start + size):
+            x[i] /= norm
+    for k in range(base_v):
+        xd[k] = v[k]
+        gradient[k, k] = 1.0
+    for j in range(independent.shape[0]):
+        x[base_q + independent[j]] = q[base_q + j]
+        xd[base_v + independent[j]] = v[base_v + j]
+        gradient[base_v + independent[j], base_v + j] = 1.0
+    return True
+
+
+def _position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
+    """q̇ into out[:nq] from a reduced state y = (q, v, …), as `Model.configuration_rate`: per multi-DOF block
+    (`blocks`) with the normalised coordinates x and the velocities ẋ — free joint (and floating base)
+    (R(z) v_lin, ½ z ⊗ (ω, 0)), spherical ½ z ⊗ (ω, 0) — z the unit quaternion (x, y, z, w), scalar last,
+    (v_lin, ω) in the child (body) frame —, planar (c vx − s vy, s vx + c vy, −s φ̇, c φ̇) for its
+    (x, y, cos φ, sin φ); then the 1-DOF coordinates' v."""
+    for b in range(blocks.shape[0]):
+        kind, k, j = blocks[b, 0], blocks[b, 1], blocks[b, 2]
+        if kind == PLANAR:
+            c, s, v0, v1 = x[k + 2], x[k + 3], xd[j], xd[j + 1]
+            out[k] = c * v0 - s * v1
+            out[k + 1] = s * v0 + c * v1
+            out[k + 2] = -s * xd[j + 2]
+            out[k + 3] = c * xd[j + 2]
+            continue
+        if kind == FREE:
+            qx, qy, qz, qw = x[k + 3], x[k + 4], x[k + 5], x[k + 6]
+            r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+            r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+            r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+            v0, v1, v2 = xd[j], xd[j + 1], xd[j + 2]
+            out[k] = r00 * v0 + r01 * v1 + r02 * v2
+            out[k + 1] = r10 * v0 + r11 * v1 + r12 * v2
+            out[k + 2] = r20 * v0 + r21 * v1 + r22 * v2
+            k += 3
+            j += 3
+        qx, qy, qz, qw = x[k], x[k + 1], x[k + 2], x[k + 3]
+        w0, w1, w2 = xd[j], xd[j + 1], xd[j + 2]
+        out[k] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+        out[k + 1] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+        out[k + 2] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+        out[k + 3] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+    for k in range(base_q, nq):
+        out[k] = y[nq + base_v + k - base_q]
+
+
+def _ltdl_solve_py(mass, parent, rhs, out):
+    """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
+    §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
+    unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³).
+    False (nothing usable in `out`) when a pivot is not positive (M not positive definite)."""
+    n = mass.shape[0]
+    h = mass.copy()
+    for k in range(n - 1, -1, -1):
+        if not h[k, k] > 0.0:
+            return False
+        i = parent[k]
+        while i >= 0:
+            a = h[k, i] / h[k, k]
+            j = i
+            while j >= 0:
+                h[i, j] -= a * h[k, j]
+                j = parent[j]
+            h[k, i] = a
+            i = parent[i]
+    for k in range(n):
+        out[k] = rhs[k]
+    for k in range(n - 1, -1, -1):   # Lᵀ z = rhs
+        j = parent[k]
+        while j >= 0:
+            out[j] -= h[k, j] * out[k]
+            j = parent[j]
+    for k in range(n):               # D
+        out[k] /= h[k, k]
+    for k in range(n):               # L x = z
+        j = parent[k]
+        while j >= 0:
+            out[k] -= h[k, j] * out[j]
+            j = parent[j]
+    return True
+
+
+def _joint_state_stage_py(model, data, q, v, t):
+    """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`_state_into_py`), then the joint-function
+    table in evaluation order. 0, or 1 when the state or a function's jets are not finite."""
+    if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
+                  data.gradient, data.gamma):
+        return 1
+    if model.jets_table.shape[0] == 0:
+        return 0
+    return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
+                 data.xd, data.gradient, data.gamma)
+
+
+def _solve_stage_py(model, data, mass, bias, force, accel):
+    """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
+    through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
+    or dense Cholesky. False when M_r is not positive definite."""
+    nv = model.nv
+    if model.solver == PROJECTED:
+        mass, bias = _PROJECT(mass, bias, data.gradient)
+    rhs = data.rhs
+    for c in range(nv):
+        rhs[c] = force[c] - bias[c]
+    if model.solver == SPARSE:
+        return _LTDL(mass, model.tangent_parent, rhs, accel)
+    low = data.low
+    low[:, :] = 0.0
+    if not _CHOLESKY_FACTOR(mass, low, 0.0):
+        return False
+    _CHOLESKY_SOLVE(low, rhs, accel)
+    return True
+
+
+def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
+    """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
+    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. A CALLBACK_STATE model's joint state is in
+    data already. 0, or 1 when the state, a jet or the result is not finite or M_r is not positive definite (the
+    caller then takes the generic path, which reports why)."""
+    if model.state_stage != CALLBACK_STATE:
+        if _JOINT_STATE(model, data, q, v, t) != 0:
+            return 1
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
+                       model.n_tangent, want != BIAS, want != MASS, True)
+    nv = model.nv
+    if want == ACCELERATION:
+        if not _SOLVE(model, data, mass, bias, tau, out_vector):
+            return 1
+        for c in range(nv):
+            if not np.isfinite(out_vector[c]):
+                return 1
+        return 0
+    if model.solver == PROJECTED:
+        mass, bias = _PROJECT(mass, bias, data.gradient)
+    if want == MASS:
+        for a in range(nv):
+            for b in range(nv):
+                out_matrix[a, b] = mass[a, b]
+                if not np.isfinite(mass[a, b]):
+                    return 1
+        return 0
+    for c in range(nv):
+        out_vector[c] = bias[c]
+        if not np.isfinite(bias[c]):
+            return 1
+    return 0
+
+
+def _applied_forces_py(model, data, forces, t, rot, pos, sub):
+    """Applied joint-space forces τ into data.tau and (input power, dissipated power) into data.power at the joint
+    state in data, the bodies' kinematics (rot, pos, sub: `constraints.loop_kernels`' tree kinematics at data.x;
+    empty when no spring, contact or plug-in reads them) given: joint torques τ(t) (forces.tau_time, refreshed by
+    the caller), joint spring-dampers and stops, point-to-point springs, ground contacts (their discrete state rows
+    given) and the plug-in elements' kernels (called by address). 0, or 1 where the generic path must evaluate (a
+    zero-length spring, a plug-in kernel's non-zero status)."""
+    x, xd, tau = data.x, data.xd, data.tau
+    power_in = 0.0
+    for k in range(model.n_tangent):
+        tau[k] = forces.tau_time[k]
+        power_in += forces.tau_time[k] * xd[k]
+    dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
+                               forces.joint_stop_params, tau)
+    if forces.spring_bodies.shape[0]:
+        status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, model.ancestry, xd, forces.spring_bodies,
+                                                   forces.spring_points, forces.spring_params, forces.zero_length,
+                                                   tau)
+        if status != 0:
+            return 1
+        dissipated += spring_dissipated
+    if forces.contact_index.shape[0]:
+        dissipated += _GROUND_FORCES(rot, pos, sub, model.ancestry, forces.contact_index, forces.contact_geometry,
+                                     forces.contact_normal_p, forces.contact_friction_p, forces.contact_state, xd,
+                                     tau)
+    if forces.plugin_addresses.shape[0]:
+        power = data.power
+        power[0] = power[1] = 0.0
+        if _PLUGIN_FORCES(t, x, xd, rot, pos, sub, model.ancestry, forces.plugin_addresses, forces.plugin_fparams,
+                          forces.plugin_iparams, tau, power) != 0:
+            return 1
+        power_in += power[0]
+        dissipated += power[1]
+    data.power[0] = power_in
+    data.power[1] = dissipated
+    return 0
+
+
+def _forces_stage_py(model, data, forces, t):
+    """The force stage: the bodies' kinematics at data.x where an element reads them, then
+    `_applied_forces_py`."""
+    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
+        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
+    else:
+        rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
+    return _APPLIED(model, data, forces, t, rot, pos, sub)
+
+
+def _generalized_forces_py(model, data):
+    """Q = Gᵀ τ of the applied joint forces data.tau: data.tau itself for an identity map, else written into
+    data.rhs (which the solve then turns into Q − h_r in place)."""
+    if model.solver != PROJECTED:
+        return data.tau
+    generalized = data.rhs
+    for c in range(model.nv):
+        s = 0.0
+        for a in range(model.n_tangent):
+            s += data.gradient[a, c] * data.tau[a]
+        generalized[c] = s
+    return generalized
+
+
+def _rhs_py(model, data, forces, y, t, out):
+    """ẏ = (q̇, v̇, input power, dissipated power) into `out` for the state y = (q, v, …) of a model whose joint
+    state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ) → q̇. 0, or 1 where the generic
+    path must evaluate this state."""
+    nq, nv = model.nq, model.nv
+    if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
+        return 1
+    if _FORCES(model, data, forces, t) != 0:
+        return 1
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
+                       model.n_tangent, True, True, True)
+    if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
+        return 1
+    _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
+    size = out.shape[0]
+    out[size - 2] = data.power[0]
+    out[size - 1] = data.power[1]
+    for i in range(size):
+        if not np.isfinite(out[i]):
+            return 1
+    return 0
