@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "initial state) that `load_model(MODEL)` loads, so both always agree; PyBullet and Pinocchio\n"
                    "load the tree part unchanged. Components that cannot be represented (muscles, markers, ...)\n"
                    "are reported on stderr, one warning each; with --strict they refuse the file (exit 2).",
-                   "  biobullet convert plugin/biobullet/data/opensim/arm26.osim --out arm26.urdf\n"
+                   "  biobullet convert arm26 --out arm26.urdf    # a bundled OpenSim model by name\n"
                    "  biobullet convert gait2392.osim --out gait2392.urdf --strict\n")
     convert.add_argument("model", metavar="MODEL", help="OpenSim model file (.osim)")
     convert.add_argument("--out", required=True, metavar="FILE.urdf", help="output URDF file (written atomically)")
@@ -462,8 +462,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                           f"{what}; the limit is {MAX_SAMPLES:.0e} (use a larger --dt)")
     if args.engine == "reference":
         from biobullet.integrate import cli_simulate   # the engine's CLI adapter (checks, progress, summary)
+        from biobullet.model.bundled import resolve_model_path
         from biobullet.opensim import OSIM_SUFFIX
-        if args.model.lower().endswith(OSIM_SUFFIX):
+        if resolve_model_path(args.model).lower().endswith(OSIM_SUFFIX):
             from biobullet.loader import load_model
             return cli_simulate(args, load_model(args.model, floating_base=args.floating_base, inertia=args.inertia))
         return cli_simulate(args)
@@ -534,8 +535,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    from biobullet.model.bundled import resolve_model_path
     from biobullet.opensim import OSIM_SUFFIX, convert_osim
 
+    args.model = resolve_model_path(args.model)   # a bundled model's bare name ("arm26") or a file
     if not args.model.lower().endswith(OSIM_SUFFIX):
         raise _UsageError(f"MODEL {args.model[:200]!r} is not an OpenSim model (expected a {OSIM_SUFFIX} file)")
     _check_output_file(args.out)

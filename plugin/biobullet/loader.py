@@ -14,6 +14,7 @@ from biobullet.core.errors import ModelError
 from biobullet.core.atomic import write_text
 from biobullet.dynamics.api import model_from_file
 from biobullet.integrate.checks import check_elements
+from biobullet.model.bundled import resolve_model_path
 from biobullet.model.model import Model
 from biobullet.opensim import OSIM_SUFFIX, load_osim
 
@@ -34,7 +35,8 @@ def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, 
     the importer cannot represent (otherwise each is reported by a warning). Raises ModelError (naming file,
     element and attribute) on bad input, TypeError naming the argument for an argument of the wrong type.
     """
-    if isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(OSIM_SUFFIX):
+    path = resolve_model_path(path)   # a bare name: the bundled model (.urdf or .osim) of that name
+    if path.lower().endswith(OSIM_SUFFIX):
         if floating_base:
             raise ModelError("an OpenSim model's ground is fixed (its free bodies float through their joints)",
                              argument="floating_base", expected="None or False for an .osim file")

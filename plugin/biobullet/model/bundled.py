@@ -24,9 +24,16 @@ def bundled_models() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.urdf"))
 
 
+def bundled_osim_models() -> list[str]:
+    """Every bundled OpenSim `.osim` file (`biobullet/data/opensim`: the shared OpenSim corpus, credits in its
+    README), sorted."""
+    return sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "data" / "opensim").glob("*.osim"))
+
+
 def bundled_names() -> list[str]:
-    """The names of the bundled models (file names without `.urdf`), sorted: `load_model("arm7")` loads one."""
-    return [Path(path).stem for path in bundled_models()]
+    """The names of the bundled models (file names without `.urdf` / `.osim`), sorted: `load_model("arm7")` and
+    `load_model("arm26")` (an OpenSim model) load one."""
+    return sorted(Path(path).stem for path in bundled_models() + bundled_osim_models())
 
 
 def is_bare_name(path: str) -> bool:
@@ -49,6 +56,7 @@ def resolve_model_path(path: object, argument: str = "path") -> str:
         return file
     names = bundled_names()
     if file in names:
-        return bundled_model(file + ".urdf")
+        osim = {Path(path).stem: path for path in bundled_osim_models()}
+        return osim[file] if file in osim else bundled_model(file + ".urdf")
     raise ModelError(f"no file and no bundled model named {file!r}{did_you_mean(file, names)}", argument=argument,
                      expected="a model file path, or one of the bundled models " + ", ".join(names))

@@ -17,6 +17,7 @@ import warnings
 
 from biobullet.core.errors import ModelError
 from biobullet.opensim.document import Document, read_document
+from biobullet.model.bundled import resolve_model_path
 from biobullet.opensim.muscles import represented_muscle_types
 from biobullet.opensim.translate import BodyLink, Translation, translate
 
@@ -26,8 +27,8 @@ OSIM_SUFFIX = ".osim"
 
 def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> Translation:
     """The translation of an .osim file (URDF text, body map, reports); warns once per report, or raises a
-    ModelError listing them all when `strict`."""
-    file = os.fspath(path)
+    ModelError listing them all when `strict`. `path` may be a bundled model's bare name ("arm26")."""
+    file = resolve_model_path(path)
     document = read_document(file)
     translation = translate(document)
     reports = translation.reports + unmapped_reports(document, translation.mapped)
@@ -92,7 +93,7 @@ def osim_body_links(path: str | os.PathLike[str]) -> dict[str, BodyLink]:
 def load_osim(path: str | os.PathLike[str], *, strict: bool = False, inertia: str = "warn"):
     """The Model of an .osim file (see the module docstring); ModelError naming file, element and property on
     bad input."""
-    file = os.fspath(path)
+    file = resolve_model_path(path)
     return model_of(file, osim_translation(file, strict=strict), inertia)
 
 
@@ -114,7 +115,7 @@ def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, s
     file that would not load is never written); returns the text."""
     from biobullet.core.atomic import write_text
 
-    file = os.fspath(path)
+    file = resolve_model_path(path)
     translation = osim_translation(file, strict=strict)
     model_of(file, translation)
     write_text(out, translation.urdf)

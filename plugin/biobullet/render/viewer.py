@@ -35,7 +35,9 @@ def load_view_model(path: str, *, floating_base: bool | None = None, segments: i
     """(model, layouts): the model of `path`; a model with `<flexible>` links is expanded into `segments` rigid
     segments per link (flexible.segments) so the bending can be shown — layouts is None otherwise."""
     from biobullet.loader import load_model
+    from biobullet.model.bundled import resolve_model_path
     from biobullet.model.urdf import load_description
+    path = resolve_model_path(path)
     if path.lower().endswith(".osim"):    # an OpenSim model: no flexible links
         return load_model(path), None
     description = load_description(path, floating_base=floating_base)
