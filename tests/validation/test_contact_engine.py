@@ -95,6 +95,24 @@ def test_onset_time_and_energy_balance_with_gravity(tmp_path):
     assert trajectory.energy["dissipated"][-1] > 0.1 * initial  # the check is not vacuous
 
 
+def test_far_joint_limits_leave_the_bounce_unchanged(tmp_path):
+    # the drop's <limit lower="-10" upper="10"> is a smooth stop (forces.elements.limit_stops) whose force is exactly
+    # 0 on the bounce (q ≈ 0.04 … 0.3 m); a trial stage of the long first step after the contact onset once landed
+    # at q ≈ −1e72, where the stop's k p² overflows, and that failed the run instead of rejecting the step
+    from biobullet.dynamics.api import model_from_file
+    from biobullet.forces import force_elements
+    load_text(drop_urdf(law_attributes("hu_guo", 0.8), mass=M, radius=R), tmp_path)
+    path = tmp_path / "contact_model.urdf"
+    limited, free = model_from_file(path), model_from_file(path, joint_limits=False)
+    assert [e.name for e in force_elements(limited)] == ["limit_drop"] and not force_elements(free)
+    t = np.linspace(0.0, 0.6, 121)
+    runs = [simulate(m, 0.6, initial={"drop": 0.30}, progress=False, t_eval=t) for m in (limited, free)]
+    assert len(contact_intervals(runs[0])) >= 2   # both onsets inside the run
+    # rtol 1e-9 on q ≈ 0.1 m over two impacts
+    np.testing.assert_allclose(runs[0].positions, runs[1].positions, rtol=0.0, atol=1e-8)
+    np.testing.assert_allclose(runs[0].velocities, runs[1].velocities, rtol=0.0, atol=1e-7)
+
+
 FRICTION = {
     "coulomb": {"friction_law": "coulomb", "mu": "0.5"},
     "regularized": {"friction_law": "regularized", "mu": "0.5", "v0": "1e-3"},

@@ -591,7 +591,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                 jit.compile_clock() as compiling:
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast,
+                     observe=observe, fast=fast, rejects=(_NonFinite,),
                      on_stiff=lambda t, h: _on_stiff(model, method, t, h, switch=not chosen, meta=meta))
         bar.close()
         meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,

@@ -36,6 +36,45 @@ class _LazyDense:
         return self.interpolant(s)
 
 
+class _StepRhs:
+    """`rhs` as the solver sees it. Inside a step (`stepping`), a failure of one of the `rejects` types (the
+    right-hand side cannot be evaluated at a trial stage: forces overflowed, a loop that does not close) returns
+    NaN, which makes the solver reject the step and try a shorter one: a stage of a step that is far too long (the
+    first step after a restart reuses the last step size) can land deep inside a stop the accepted path never
+    nears. The failure is kept (`failure`) and raised if the step cannot be taken at all. Outside a step (the
+    solver's start, dense output) failures propagate."""
+
+    __slots__ = ("rhs", "rejects", "stepping", "failure")
+
+    def __init__(self, rhs: Callable[[float, np.ndarray], np.ndarray], rejects: tuple[type[Exception], ...]) -> None:
+        self.rhs, self.rejects, self.stepping, self.failure = rhs, rejects, False, None
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
+        if not self.stepping:
+            return self.rhs(t, y)
+        try:
+            return self.rhs(t, y)
+        except self.rejects as exc:
+            self.failure = exc
+            return np.full(len(y), np.nan)
+
+    def step(self, solver) -> str | None:
+        """solver.step() with trial failures rejecting the step; raises the kept failure when the step failed
+        (or the solver broke on the NaN) after one, or took a step to a state that is not finite."""
+        self.stepping, self.failure = True, None
+        try:
+            message = solver.step()
+        except Exception:
+            if self.failure is not None:
+                raise self.failure from None
+            raise
+        finally:
+            self.stepping = False
+        if self.failure is not None and (solver.status == "failed" or not np.all(np.isfinite(solver.y))):
+            raise self.failure
+        return message
+
+
 class StepFailure(Exception):
     """The solver could not continue (message, time and last accepted state)."""
 
@@ -125,7 +164,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
              observe: Callable[[float, float, Callable], None] | None = None,
              max_steps: int | None = None, fast=None,
-             on_stiff: Callable[[float, float], str | None] | None = None) -> LoopResult:
+             on_stiff: Callable[[float, float], str | None] | None = None,
+             rejects: tuple[type[Exception], ...] = ()) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -135,7 +175,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     the steps it can in compiled segments between SciPy's own steps, on runs without events, projection or step
     observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
     look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
-    with that method from the last accepted state."""
+    with that method from the last accepted state. An exception of a `rejects` type raised by `rhs` at a stage of a
+    step rejects that step (the solver tries a shorter one); it is re-raised when no step can be taken."""
     solver_class = METHODS[method.upper()]
     watch_stiffness = on_stiff is not None and method.upper() not in IMPLICIT
     window = (0, float(t0))   # (steps, t) at the start of the stiffness watch's current window
@@ -152,11 +193,12 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             out.y.append(y.copy())
             next_eval += 1
     first_step = None
+    step_rhs = _StepRhs(rhs, rejects)
     budget = MAX_STEPS if max_steps is None else int(max_steps)
     if events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853":
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
     while True:
-        solver = solver_class(rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
+        solver = solver_class(step_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
                               **({"first_step": first_step} if first_step else {}))
         g_old = [e.g(t, y) for e in events]
         restart_at = None
@@ -184,7 +226,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                         on_step(out.last_t)
                 if solver.status != "running":
                     break
-            message = solver.step()
+            message = step_rhs.step(solver)
             if solver.status == "failed":
                 out.nfev += solver.nfev
                 raise StepFailure(message or "step failed", solver.t, solver.y.copy())
