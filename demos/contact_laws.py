@@ -19,7 +19,8 @@ import numpy as np
 
 from biobullet.contact.element import contact_intervals
 from biobullet.contact.report import make_normal_law
-from biobullet.contact.testbed import drop_urdf, load_text
+from biobullet.contact.testbed import drop_urdf
+from biobullet.loader import load_text
 from biobullet.core.atomic import save_figure
 from biobullet.core.errors import BiobulletError
 from biobullet.integrate import simulate

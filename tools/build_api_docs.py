@@ -9,6 +9,7 @@ reason, when a public name does not resolve or pdoc warns: the reference never b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import warnings
@@ -16,7 +17,8 @@ from pathlib import Path
 
 PUBLIC = ("biobullet", "biobullet.loader", "biobullet.model", "biobullet.integrate", "biobullet.bridge",
           "biobullet.forces", "biobullet.contact", "biobullet.constraints", "biobullet.dynamics", "biobullet.functions",
-          "biobullet.flexible", "biobullet.conventions", "biobullet.validate", "biobullet.core.errors")
+          "biobullet.flexible", "biobullet.conventions", "biobullet.validate", "biobullet.core.errors",
+          "biobullet.opensim", "biobullet.pipeline")   # (biobullet.muscles: a submodule pdoc reaches from biobullet)
 
 
 def resolve_public_names() -> None:
@@ -28,11 +30,31 @@ def resolve_public_names() -> None:
                 setattr(module, attribute, getattr(module, attribute))
 
 
+def evaluate_named_tuple_annotations() -> None:
+    """Every NamedTuple of the public packages gets its constructor's annotations evaluated in its own module:
+    with postponed annotations (`from __future__ import annotations`) pdoc evaluates the strings of a NamedTuple's
+    generated `__new__` in that function's namespace, where the module's imports (np) are missing."""
+    import pkgutil
+    import typing
+
+    for name in PUBLIC:
+        package = importlib.import_module(name)
+        modules = [package] + [importlib.import_module(info.name) for info in
+                               pkgutil.walk_packages(getattr(package, "__path__", []), name + ".")]
+        for module in modules:
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields") \
+                        and value.__module__ == module.__name__:
+                    with contextlib.suppress(Exception):   # (an annotation that cannot be evaluated stays a string)
+                        value.__new__.__annotations__ = typing.get_type_hints(value)
+
+
 def build(out: Path) -> list[str]:
     """Write the reference into `out`; returns pdoc's warnings (empty when complete)."""
     import pdoc
 
     resolve_public_names()
+    evaluate_named_tuple_annotations()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pdoc.pdoc(*PUBLIC, output_directory=out)

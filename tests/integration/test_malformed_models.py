@@ -167,7 +167,7 @@ CASES = [
     Case("contact_missing_law", "<contact> without a normal law",
          urdf(block=biobullet('<contact link="l2" stiffness="1e5"/>')),
          """{file}: <contact link="l2">: attribute 'normal_law': missing required attribute (expected one of: """
-         """flores, hertz, hu_guo, hunt_crossley, kelvin_voigt, kelvin_voigt_smooth)"""),
+         """flores, hertz, hu_guo, hunt_crossley, kelvin_voigt, kelvin_voigt_smooth, opensim_hunt_crossley)"""),
     Case("flexible_bad_modulus", "<flexible> with a negative Young's modulus (was never checked)",
          urdf(block=biobullet('<flexible link="l1" boundary="ss" youngs_modulus="-7e10" shear_modulus="2.7e10" '
                               'shear_coefficient="0.85" area="1e-4" second_moment="1e-9" density="2700" '

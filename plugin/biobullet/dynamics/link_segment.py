@@ -1441,3 +1441,12 @@ def simulate_absolute(model, q0, v0, t_end: float, dt: float, *, tau=None, baumg
         gaps.append(gap)
         axes.append(axis)
     return AbsoluteRun(np.array(times), np.array(coms), np.array(rots), np.array(gaps), np.array(axes))
+
+
+# the public surface (the kernels' argument bundles SegmentTables, SegmentState, SystemArrays, SchurFactor and
+# Layout are this module's own business)
+__all__ = ["SegmentJoint", "Structure", "structure", "System", "system_arrays", "assemble", "joint_axes",
+           "perpendicular_pair", "Reaction", "reactions_from_solution", "accelerations_from_solution", "solve",
+           "forward_dynamics", "mass_and_bias", "inverse_dynamics", "system_size", "LinkSegmentFormulation",
+           "AbsoluteRun", "constraint_residuals", "simulate_absolute", "body_kinematics", "body_accelerations",
+           "empty_state", "segment_state", "empty_system"]
