@@ -4,7 +4,7 @@ same swing as a self-contained HTML replay (shoulder.html: open it from disk, no
 
     PYTHONPATH=plugin python tools/make_gallery.py [--out docs/gallery]
 
-Only the pictures are kept (the demos' other outputs go to a temporary folder); each must stay < 1 MB, and every
+Only the pictures (and the gait2392 GIF) are kept (the demos' other outputs go to a temporary folder); each must stay < 1 MB, and every
 PNG must be ≥ 1000 px wide (the gallery is read on large screens).
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 PICTURES = {"joint_function.py": "joint_function.png", "fourbar_pybullet.py": "fourbar_pybullet.png",
             "contact_laws.py": "contact_laws.png", "flexible_ringing.py": "flexible_ringing.png",
             "sweep_dask.py": "sweep_dask.png", "validate_pinocchio.py": "validate_pinocchio.png",
-            "opensim_gait2392.py": "opensim_gait2392.png"}
+            "opensim_gait2392.py": "opensim_gait2392.png",
+            "opensim_gait2392_pybullet.py": ("opensim_gait2392_pybullet.png", "opensim_gait2392_pybullet.gif")}
 LIMIT = 1_000_000
 MIN_WIDTH = 1000
 
@@ -64,11 +65,12 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), MPLBACKEND="Agg")
     with tempfile.TemporaryDirectory() as work:
-        for demo, picture in PICTURES.items() if args.only != "shoulder" else ():
+        for demo, pictures in PICTURES.items() if args.only != "shoulder" else ():
             print(f"running demos/{demo} …", file=sys.stderr)
             subprocess.run([sys.executable, str(REPO / "demos" / demo), "--out", work], check=True, env=env,
                            stdout=subprocess.DEVNULL)
-            shutil.copyfile(Path(work) / picture, out / picture)
+            for picture in (pictures,) if isinstance(pictures, str) else pictures:
+                shutil.copyfile(Path(work) / picture, out / picture)
     if args.only != "demos":
         shoulder_gif(out / "shoulder.gif")
     from PIL import Image

@@ -28,6 +28,7 @@ BUDGET = {
     "validate_pinocchio.py": (["--samples", "2"], "validate_pinocchio.png"),
     "shoulder_rhythm.py": (["--no-bridge", "--samples", "201"], "motion.png"),
     "opensim_gait2392.py": (["--t-end", "0.3"], "opensim_gait2392.png"),
+    "opensim_gait2392_pybullet.py": (["--t-end", "0.15", "--fps", "10"], "opensim_gait2392_pybullet.png"),
     "gym_reach.py": (["--episodes", "3", "--steps", "60"], "gym_reach.png"),
 }
 # `make demo`: the two headline studies end to end (bridge replay, 1280×720 video; minutes) — those studies are
@@ -90,6 +91,13 @@ def _check_numbers(name: str, out: str) -> None:
         assert "23 coordinates" in out
         # a passive skeleton without forces conserves energy (integrator rtol 1e-10)
         assert _number(r"relative energy drift ([\d.e+-]+)", out) < 1e-7
+    elif name == "opensim_gait2392_pybullet.py":
+        assert "23 coordinates on PyBullet" in out and re.search(r"\(\d+ frames\)", out)
+        # the bridge (1 ms steps, first order) follows the reference engine: 0.15 s gives ~2e-3 rad
+        assert _number(r"reference engine ([\d.e+-]+) rad", out) < 1e-2
+        # nothing holds the skeleton: its centre of mass falls at g (PyBullet's momentum balance; observed 6e-5)
+        fall = _number(r"centre of mass falls at ([\d.e+-]+) m/s", out)
+        assert abs(fall - 9.80665) < 1e-3 * 9.80665, fall
     elif name == "gym_reach.py":
         # Gymnasium's own API checker passes, and the coupling holds to the bridge's promise in every episode
         assert "gymnasium check_env: OK" in out

@@ -5,7 +5,8 @@
 writes exactly what `load_model("model.osim")` loads. `osim_body_links(path)` gives, for each OpenSim body, its
 link and the body frame in the link frame (muscle path points and markers are given in body frames).
 Muscles (Thelen2003, Millard2012Equilibrium, DeGrooteFregly2016) become `<muscle>` elements on the bodies' links
-(`opensim.muscles`). Components the importer cannot represent are reported: one warning each (other path
+(`opensim.muscles`). CoordinateActuators, TorqueActuators and PointActuators are inputs: `osim_actuators(path)`
+and `actuator_forces(model, actuators, q, controls)` (`opensim.actuators`). Components the importer cannot represent are reported: one warning each (other path
 actuators: one warning listing them), or,
 with `strict=True`, one ModelError listing them all.
 """
@@ -16,6 +17,7 @@ import os
 import warnings
 
 from biobullet.core.errors import ModelError
+from biobullet.opensim.actuators import INPUT_ACTUATORS, ActuatorInput, actuator_forces, osim_actuators
 from biobullet.opensim.document import Document, read_document
 from biobullet.model.bundled import resolve_model_path
 from biobullet.opensim.muscles import represented_muscle_types
@@ -53,11 +55,9 @@ def unmapped_reports(document: Document, mapped: frozenset[str] = frozenset()) -
     for force in document.forces:
         if force.element.find("GeometryPath") is not None or force.path in mapped:
             continue
-        coordinate = (force.element.findtext("coordinate") or "").strip()
-        if force.type == "CoordinateActuator" and coordinate:
-            reports.append(f"CoordinateActuator {force.name}: an input, not imported (apply optimal_force × control "
-                           f"as a joint torque on {coordinate!r}, docs/opensim.md)")
-        elif force.type in ("TorqueActuator", "PointActuator", "PointToPointActuator"):
+        if force.type in INPUT_ACTUATORS:
+            continue   # inputs: `osim_actuators` / `actuator_forces`
+        if force.type == "PointToPointActuator":
             reports.append(f"{force.type} {force.name}: an input, not imported (apply it as a force on its bodies)")
         else:
             reports.append(f"{force.type} {force.name}: not imported")
@@ -124,4 +124,4 @@ def convert_osim(path: str | os.PathLike[str], out: str | os.PathLike[str], *, s
 
 __all__ = ["OSIM_SUFFIX", "BodyLink", "Translation", "Document", "read_document", "load_osim", "convert_osim",
            "osim_urdf", "osim_translation",
-           "osim_body_links", "unmapped_reports", "model_of"]
+           "osim_body_links", "unmapped_reports", "model_of", "ActuatorInput", "osim_actuators", "actuator_forces"]
