@@ -41,11 +41,12 @@ def arm(tmp_path, block="", name="arm"):
 def test_bare_names_load_the_bundled_models_from_anywhere(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)   # no urdf/ folder here
     assert "shoulder_rhythm" in bundled_names() and len(bundled_names()) >= 8
+    assert {"arm26", "gait2392_millard2012muscle"} <= set(bundled_names())   # the bundled OpenSim files too
     model = biobullet.load_model("shoulder_rhythm")
     assert model.file == bundled_model("shoulder_rhythm.urdf")
     assert model.coordinate_names == ("plane_of_elevation", "elevation", "axial_rotation", "elbow_flexion")
     with pytest.raises(ModelError, match=r"no file and no bundled model named 'shoulder_rythm' "
-                                         r"\(did you mean 'shoulder_rhythm'\?\).*andrews_squeezer, arm7"):
+                                         r"\(did you mean 'shoulder_rhythm'\?\).*andrews_squeezer, arm26, arm7"):
         biobullet.load_model("shoulder_rythm")
     with pytest.raises(ModelError, match="no such file"):   # a path (suffix) is never looked up as a name
         biobullet.load_model("shoulder_rhythm.urdf")
