@@ -119,7 +119,7 @@ class _Reader:
         path = f"{owner}/{self._name(frame)}"
         rotation = body_fixed_xyz(_floats(source, frame, "orientation", 3, (0.0, 0.0, 0.0)))
         translation = np.array(_floats(source, frame, "translation", 3, (0.0, 0.0, 0.0)))
-        self.frames[path] = (_resolve(path, parent), rotation, translation)
+        self.frames[path] = (resolve_path(path, parent), rotation, translation)
 
     def _surface(self, element: ET.Element, body: str) -> WrapSurface:
         source = self._source(element)
@@ -222,7 +222,7 @@ class _Reader:
         socket = (_text(element, "socket_parent_frame") or "").strip()
         if not socket:
             raise source.error("socket_parent_frame", "missing", "the path of the point's frame")
-        frame, rotation, translation = self._placement(_resolve("/forceset", socket), source)
+        frame, rotation, translation = self._placement(resolve_path("/forceset", socket), source)
         kind = kinds[element.tag]
         if kind == "moving":
             functions, coordinates = [], []
@@ -361,8 +361,10 @@ def _floats(source: SourceRef, element: ET.Element, tag: str, count: int | None,
     return values
 
 
-def _resolve(owner: str, socket: str) -> str:
-    """An absolute component path from a socket's path (absolute, or relative to `owner`)."""
+def resolve_path(owner: str, socket: str) -> str:
+    """The absolute component path of socket value `socket` written in component `owner` (OpenSim's rules:
+    absolute from '/', else relative to the owner, '..' one level up)."""
+    socket = socket.strip()
     parts = [] if socket.startswith("/") else [p for p in owner.split("/") if p]
     for part in socket.split("/"):
         if part in ("", "."):
@@ -385,4 +387,4 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "body_fixed_xyz", "MUSCLE_CLASSES"]
+__all__ = ["load_osim_muscles", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path"]

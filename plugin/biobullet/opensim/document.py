@@ -17,6 +17,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.model.urdf import parse_xml, read_bytes
+from biobullet.muscles.osim import resolve_path   # OpenSim socket paths, one resolver for the importer and the muscles
 from biobullet.spatial.rotations import axis_angle_matrix
 
 #: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
@@ -494,21 +495,6 @@ STANDARD_JOINTS: dict[str, tuple[tuple[tuple[bool, ...], tuple[tuple[float, floa
 def number_text(value: float) -> str:
     """The shortest text that reads back as the same double (what the translated URDF writes)."""
     return repr(float(value))
-
-
-def resolve_path(owner: str, path: str) -> str:
-    """The absolute component path of socket value `path` written in component `owner` (OpenSim's rules:
-    absolute from '/', else relative to the owner, '..' one level up)."""
-    parts = [] if path.startswith("/") else owner.strip("/").split("/")
-    for part in path.strip().split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-        else:
-            parts.append(part)
-    return "/" + "/".join(parts)
 
 
 def find_frame(path: str, known: set[str], source: SourceRef, socket: str) -> str:
