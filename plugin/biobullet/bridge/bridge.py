@@ -60,7 +60,8 @@ from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
 from biobullet.bridge.constraints import bridge_constraints
 from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
-from biobullet.forces.collection import added_generation
+from biobullet.bridge.force_stage import ForceStage
+from biobullet.bridge.stability import check_stiff_elements
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -177,6 +178,7 @@ class Bridge:
             check_time_step(model, self.dt, "dt" if dt is not None else "the client's time step")
             if self.layouts:
                 check_flexible_step(model, self.dt)
+            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
             #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
@@ -208,8 +210,8 @@ class Bridge:
             self.native_loops = bool(native_loops)
             self.constraints = bridge_constraints(model, native_loops=self.native_loops)
             self._native = self._create_native_loops() if self.native_loops else {}
-            self._forces = self._force_hook()
-            self._force_elements = self._force_list() if self._forces is not None else None
+            #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
+            self.forces = ForceStage(model)
         except BaseException:
             self.close()
             raise
@@ -354,6 +356,7 @@ class Bridge:
 
     def _follow_time_step(self, dt: float, substeps: int) -> None:
         check_time_step(self.model, dt, "the client's time step")
+        check_stiff_elements(self.model, dt, "the client's time step")   # τ is held over every sub-step
         self.dt, self.substeps = dt, substeps
         if self._step_end:
             self.corrector = step_end_corrector(dt, substeps)
@@ -375,19 +378,6 @@ class Bridge:
         self._p.setTimeStep(dt, physicsClientId=self.client)
         self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
         self.watch.disarm()
-
-    @staticmethod
-    def _force_hook():
-        """`forces.applied_forces(model, x, xd, t)`: the joint-space τ (n_tangent) of the force elements."""
-        from biobullet.forces import applied_forces
-        return applied_forces
-
-    @staticmethod
-    def _force_list():
-        """`forces.force_elements(model)` (file + Python-added elements): apply() skips the force hook while it is
-        empty (checked every step, so elements added after the bridge was made still count)."""
-        from biobullet.forces import force_elements
-        return force_elements
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
@@ -427,7 +417,7 @@ class Bridge:
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
         self._zero_spherical = [[0.0, 0.0, 0.0] for _ in self.map.spherical_indices]
-        from biobullet.bridge.kernels import kernels, pack_linear, resolved
+        from biobullet.bridge.kernels import kernels, pack_linear
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
         self._xdd = np.empty(n)   # kernel work space
@@ -450,22 +440,19 @@ class Bridge:
         if self._null is not None:
             linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
-            linear_torque = resolved(linear_torque)
         elif m:
             kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, np.zeros(n), self._zero_c,
                        False, self._zero_c, 1.0, 2.0, self._xdd, np.empty(m), np.empty(n))
-            kkt_torque = resolved(kkt_torque)
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-                linear_rows = resolved(linear_rows)
         self._kernels = (linear_rows, kkt_torque, linear_torque)
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
         self._linear_own = None
-        #: `forces.collection.added_generation()` when `_forces_present` was last decided (None: not yet)
-        self._forces_generation, self._forces_present = None, True
-        #: whether the one-call rows kernel evaluates every force element (decided with `_forces_generation`)
+        #: the force elements `_kernel_forces_only` was decided for (None: not yet)
+        self._kernel_forces_for = None
+        #: whether the one-call rows kernel evaluates every force element
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
@@ -522,14 +509,12 @@ class Bridge:
                                                phi, jac, phi_t, bias)
 
     def _look_at_forces(self) -> None:
-        """Decide, once per change of the models' force-element lists (`forces.collection.added_generation`),
-        whether the force hook has elements (`_forces_present`) and whether the one-call rows kernel evaluates all
-        of them (`_kernel_forces_only`); the per-step paths read the two flags."""
-        self._forces_generation = added_generation()
-        elements = None if self._force_elements is None else self._force_elements(self.model)
-        self._forces_present = self._forces is not None and (elements is None or bool(elements))
+        """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
+        element (`_kernel_forces_only`: the springs and constant torques of `_forces_in_kernel`)."""
+        elements = self.forces.elements
+        self._kernel_forces_for = elements
         compiled = self._compiled_forces
-        self._kernel_forces_only = compiled is not None and elements is not None and len(elements) == compiled[3]
+        self._kernel_forces_only = compiled is not None and len(elements) == compiled[3]
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
@@ -547,13 +532,14 @@ class Bridge:
             return rows_torque_kernel(), table, None
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.bridge.kernels import loop_torque_kernel
-        from biobullet.integrate.compiled_explicit import pack_springs as _pack_springs
+        from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
         if constraints.loops:
-            from biobullet.constraints.loops import _vector_loops
-            vector = _vector_loops(self.model, constraints.loops)
-            if vector is None:
+            from biobullet.constraints.loops import VectorLoops
+            loops = tuple(constraints.loops)
+            if not VectorLoops.supports(loops):
                 return None, None, None
+            vector = VectorLoops(self.model, loops)
             loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
                      np.ascontiguousarray(vector.offset, dtype=float),
                      np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
@@ -562,7 +548,7 @@ class Bridge:
             loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
         data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
-                *_pack_springs(self.model, springs))
+                *pack_springs(self.model, springs))
         return loop_torque_kernel(), table, data
 
     def _forces_in_kernel(self):
@@ -570,8 +556,8 @@ class Bridge:
         point-to-point `<spring>` or a `<joint_torque>` (the one-call path then evaluates the springs in its
         kernel), else None. Elements added later (a different count) send the step back to the Python hook."""
         from biobullet.forces.elements import JointTorque, Spring
-        elements = list(self._force_elements(self.model)) if self._force_elements is not None else []
-        if self._forces is None or not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
+        elements = list(self.forces.elements)
+        if not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
             return None
         constant = np.zeros(self.model.n_tangent)
         timed = []
@@ -834,11 +820,9 @@ class Bridge:
         if generalized is not None:
             torque = np.zeros(model.n_tangent) if torque is None else np.array(torque, dtype=float)
             torque[self._independent_v] += self._generalized_argument(generalized)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if self._forces_present:
-            applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
-            torque = applied if torque is None else torque + applied
+        applied = self.forces.torque(x, xd, t)
+        if applied is not None:
+            torque = applied.copy() if torque is None else torque + applied
         if torque is None:
             torque = self._zero_tau   # never written: every path below returns a new array
         xdd = None
@@ -886,10 +870,9 @@ class Bridge:
         flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
         self.watch.observe(flat[:n], flat[n:])   # may project flat in place (bridge/outside.py)
         torque = self._zero_tau if tau is None else self._torque_argument(tau)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if self._forces_present:
-            torque = torque + np.asarray(self._forces(model, flat[:n], flat[n:], self.time), dtype=float)
+        applied = self.forces.torque(flat[:n], flat[n:], self.time)
+        if applied is not None:
+            torque = torque + applied
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         corrector = self.corrector
@@ -927,15 +910,14 @@ class Bridge:
         user's torques sent — the general path's steps without its branches."""
         x, xd = self.map.state_from_pybullet()
         self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if tau is None and not self._forces_present:
+        applied = self.forces.torque(x, xd, self.time)
+        if tau is None and applied is None:
             torque = np.zeros(self._out_n)
             self._send_zero()
         else:
             torque = np.zeros(self._out_n) if tau is None else self._torque_argument(tau)
-            if self._forces_present:
-                torque += np.asarray(self._forces(self.model, x, xd, self.time), dtype=float)
+            if applied is not None:
+                torque += applied
             self._send(x, torque)
         self._last_torque = torque
         self.watch.sent(x, xd, None)
@@ -955,7 +937,7 @@ class Bridge:
         torque = self._zero_tau if tau is None else self._torque_argument(tau)
         data = self._loops_data
         forces = self._compiled_forces
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+        if self._kernel_forces_for is not self.forces.elements:   # elements added or cleared since the last look
             self._look_at_forces()
         if self._kernel_forces_only:   # springs in the kernel
             # the kernel never writes τ: the constant torques serve as it is when nothing is added
@@ -963,8 +945,9 @@ class Bridge:
             for element in forces[2]:
                 torque = torque + element.generalized_force(model, state[0], state[1], self.time)
         else:
-            if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
-                torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
+            applied = self.forces.torque(state[0], state[1], self.time)
+            if applied is not None:
+                torque = torque + applied
             if forces is not None:   # an element was added: the hook applied every element, the kernel none
                 data = data[:8] + self._no_springs
         if self._own is None:
@@ -1340,10 +1323,9 @@ MAX_TIME_STEP = 0.1
 
 def check_time_step(model, dt: float, what: str) -> None:
     """ModelError unless 0 < dt ≤ MAX_TIME_STEP. Flexible segments are checked against their explicit stability
-    limit ω_max·dt < 2 by `check_flexible_step`; for stiff springs of other models a too-large dt shows as a
-    DivergenceError at the first runaway step (`bridge.outside`). (A linearisation of every model at construction
-    was tried: `flexible.segments.natural_frequencies` changes the state of the prosthesis's force elements, so two
-    bridges in a row differed by 1e-12.)"""
+    limit ω_max·dt < 2 by `check_flexible_step`, every linear spring, stop and contact against its own by
+    `bridge.stability.check_stiff_elements`; anything else too stiff for dt (an over-stiff PD of the user's) shows as
+    a DivergenceError at the first runaway step (`bridge.outside`)."""
     if not (math.isfinite(dt) and 0.0 < dt <= MAX_TIME_STEP):
         raise ModelError(f"{what} = {dt:g} s is not a usable time step", file=model.file, attribute="dt",
                          expected=f"0 < dt ≤ {MAX_TIME_STEP:g} s (PyBullet's default is 1/240 s; use sub-steps "

@@ -255,12 +255,7 @@ def kernels():
     return rows, kkt, solve.null_space_kernel()
 
 
-def resolved(kernel):
-    """Kept for callers of the former lazy wrappers: the kernels are already the compiled dispatchers."""
-    return kernel
-
-
 pack_linear = solve.null_space_basis
 
-__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved",
+__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
            "rows_torque_kernel"]

@@ -1,5 +1,5 @@
-"""The compiled air damping of segmented flexible links (`flexible.segments._air_damping_py`: one kernel on the
-compiled tree kinematics) against the frame-Jacobian path (`algorithms.kinematics.frame_jacobian`, independent
+"""The compiled air damping of segmented flexible links (`flexible.segments._air_damping_force_py`, a force
+kernel on the compiled tree kinematics; the same kernel serves the pipeline's force stage) against the frame-Jacobian path (`algorithms.kinematics.frame_jacobian`, independent
 Python kinematics) at random states of the elastic 3-link robot (floating base, 4 segments per link): τ and the
 dissipated power to round-off. Also checks τ = −∂D/∂ẋ with D = ½ Σ c |v|² (so ẋᵀτ = −power)."""
 from __future__ import annotations
