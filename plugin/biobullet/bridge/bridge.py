@@ -38,10 +38,10 @@ Constant rows on a fixed base take `_null_space_stage`: the null-space method wi
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
-joint functions and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h and the Schur
-solve in one compiled call (`bridge.kernels`). On both fast paths M and h come from biobullet's compiled
-recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction); docs/bridge.md
-lists the paths.
+joint functions on any base and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h
+and the Schur solve in one compiled call (`bridge.kernels`). On both compiled stages M and h come from biobullet's
+compiled recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction);
+docs/bridge.md lists the stages.
 """
 from __future__ import annotations
 
@@ -114,18 +114,19 @@ class Bridge:
     contact_geometry (None / "pybullet" / "analytic" for the file's ground; None: analytic unless a ground_body is
     given), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
-    dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
+    dynamics: "auto" (default): the compiled constraint stages (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
     stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
     this body (checked at construction, `own_dynamics`), and so does the general path of a floating base (checked
     the same way through `PyBulletMap`'s tangent maps); "pybullet" always asks PyBullet. The general path of a fixed
-    base (plug-in rows, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    base (plug-in rows, motors, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
     Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
-    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the general path with M and h
-    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, without
-    rows nothing to solve; a spherical `<limit>` is a ModelError unless joint_limits=True.
+    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the rows stage (explicit
+    functions) or the general one (loops) with M and h from biobullet's recursions (PyBullet's calls do not take
+    spherical joints), whatever `dynamics` says, without rows nothing to solve; a spherical `<limit>` is a
+    ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -470,7 +471,7 @@ class Bridge:
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        # a floating base or spherical joints with explicit joint functions (no loops): the general path's rows in
+        # a floating base or spherical joints with explicit joint functions (no loops): the general solve's rows in
         # one compiled call through its direct entry (`model.joint_jets.function_rows`), into preallocated buffers
         self._row_entry, self._row_table, self._row_buffers = None, None, ()
         if not self._fixed and m and self._linear is None and not self.constraints.loops:
@@ -906,11 +907,11 @@ class Bridge:
         return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
 
     def _rows_stage(self, x, xd, user) -> tuple[np.ndarray, np.ndarray | None]:
-        """Explicit joint functions (polynomial, spline, Fourier, linear, expression) on any base (fixed in PyBullet's
-        dof order, floating, spherical joints) and point/planar/revolute `<loop>`s on a fixed base, step-end target: rows, M and h (own recursions when
-        `own_dynamics`), point-to-point springs and the Schur solve in one kernel call
-        (`kernels.rows_torque_kernel` / `loop_torque_kernel`), then the step-end check. The general solve takes
-        over when the kernel declines."""
+        """Explicit joint functions (polynomial, spline, Fourier, linear, expression) on any base (fixed in
+        PyBullet's dof order, floating, spherical joints) and point/planar/revolute `<loop>`s on a fixed base,
+        step-end target: rows, M and h (own recursions when `own_dynamics`), point-to-point springs and the Schur
+        solve in one kernel call (`kernels.rows_torque_kernel` / `loop_torque_kernel`), then the step-end check. The
+        general solve takes over when the kernel declines."""
         data = self._loops_data
         forces = self._compiled_forces
         if self._kernel_forces_for is not self.forces.elements:   # elements added or cleared since the last look

@@ -235,10 +235,10 @@ _null = None   # bound before `_linear_own_py` compiles
 def linear_own_kernel():
     """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    tree, null = tree_dynamics_kernel(), jit.compiled(solve._null_space_kernel_py)
-    if tree is None or null is None:
+    tree = tree_dynamics_kernel()
+    if tree is None:   # numba missing or disabled (null_space_kernel would give its numpy version)
         return None
-    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": null})
+    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": solve.null_space_kernel()})
 
 
 def kernels():

@@ -1,13 +1,13 @@
 """The bridge's time step against each stiff element's explicit stability limit (`bridge.stability`).
 
 Oracles: the slider of mass m on a joint spring k (damping c) has the exact inverse mass w = 1/m, so its limit is
-the positive root of (k/m) dt² + 2 (c/m) dt = 4 (ω = √(k/m) = 707.1 rad/s here: 2/ω = 2.83 ms without damping);
-and PyBullet's own integrator — the same spring applied by hand (TORQUE_CONTROL with τ = −k x − c ẋ, no bridge)
-stays bounded 2 % below that dt (a transient of 4.5× the start near the edge) and runs away 2 % above it
-(PyBullet's joint velocity clamp off, which would otherwise cap the runaway at 100 m/s). The bridge refuses a dt beyond the limit of
-an always-acting spring (ModelError naming the element) and warns once for a linear (switched) stop, which acts
-only when engaged.
-A linearisation (`natural_frequencies`) leaves no trace on a model with a loop: later solves are bit-identical.
+the positive root of (k/m) dt² + 2 (c/m) dt = 4 (ω = √(k/m) = 707.1 rad/s here: 2/ω = 2.83 ms without damping); and
+PyBullet's own integrator — the same spring applied by hand (TORQUE_CONTROL with τ = −k x − c ẋ, no bridge) stays
+bounded 2 % below that dt (a transient of 4.5× the start near the edge) and runs away 2 % above it (PyBullet's joint
+velocity clamp off, which would otherwise cap the runaway at 100 m/s). The bridge refuses a dt beyond the limit of
+an always-acting spring (ModelError naming the element) and warns once for a linear (switched) stop, which acts only
+when engaged. A linearisation (`natural_frequencies`) leaves no trace on a model with a loop: later solves are
+bit-identical.
 """
 from __future__ import annotations
 
