@@ -122,3 +122,29 @@ def test_natural_frequencies_leave_no_trace_on_a_loop_model():
         return np.array(out)
 
     assert np.array_equal(solves(False), solves(True))
+
+
+def test_linear_contact_beyond_its_limit_warns_naming_it(tmp_path):
+    """A ball of mass m on a vertical slider with a Kelvin–Voigt contact (k, c) on the ground z = 0: the normal's
+    inverse mass is exactly 1/m, so k_r = k/m and c_r = c/m; a dt beyond the root of k_r dt² + 2 c_r dt = 4 gives one
+    BridgeWarning naming the contact (it acts only while touching), a dt inside it none. A nonlinear law (Hertz,
+    exponent 1.5) has no fixed limit and is not checked. (The ball starts 5 cm deep: the contacts' own deep-start
+    warning, not a BridgeWarning.)"""
+    from biobullet.contact.testbed import drop_urdf
+    k, c, m = 1.0e6, 50.0, 2.0
+    model = load_text(drop_urdf({"normal_law": "kelvin_voigt", "stiffness": repr(k), "damping": repr(c)}, mass=m),
+                      tmp_path)
+    (contact, k_r, c_r, always), = stiff_elements(model)   # (the URDF limit's smooth stop is nonlinear: p²)
+    assert not always and k_r == pytest.approx(k / m, rel=1e-12) and c_r == pytest.approx(c / m, rel=1e-12)
+    dt_max = limit(k, c, m)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Bridge(model, dt=1.05 * dt_max).close()
+    named = [w for w in caught if issubclass(w.category, BridgeWarning) and "<contact" in str(w.message)]
+    assert len(named) == 1 and "when it engages" in str(named[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BridgeWarning)
+        Bridge(model, dt=0.95 * dt_max).close()
+    hertz = load_text(drop_urdf({"normal_law": "hertz", "stiffness": repr(k), "exponent": "1.5"}, mass=m),
+                      tmp_path / "hertz")
+    assert stiff_elements(hertz) == []
