@@ -121,14 +121,18 @@ def test_inverse_dynamics_matches_the_reduced_equations(shoulder):
 
 
 def test_generalized_torque_drives_the_independent_coordinate(shoulder):
-    """apply(generalized=Q) acts on the reduced equations: one step gives v = v0 + dt·M⁻¹(Q − h)."""
+    """apply(generalized=Q) acts on the reduced equations: one step gives v = v0 + dt·M⁻¹(Q − h). Tolerance: the
+    step's Δv is 1.4e-2; PyBullet steps its own inertias (its principal-axes diagonalisation, ~3e-11 relative) and
+    the bridge solves with M and h equal to PyBullet's to 1e-9 relative (`own_dynamics`), which the shoulder's
+    constrained solve amplifies to ~1.6e-7 of Δv (measured 0.9e-9 with PyBullet's M and h, 2.2e-9 with its own:
+    apply() takes the same per-step stage with or without generalized forces)."""
     q0, v0 = shoulder.initial_state()
     torque = np.array([0.5, 2.0, -0.3, 0.1])
     with Bridge(shoulder, dt=1e-3) as bridge:
         bridge.step(generalized=torque)
         _, q, v = bridge.generalized_state()
     expected = v0 + 1e-3 * shoulder.forward_dynamics(q0, v0, torque)
-    np.testing.assert_allclose(v, expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(v, expected, rtol=0, atol=5e-9)
 
 
 def test_simulate_bridge_csv_has_the_reference_layout(shoulder, tmp_path):

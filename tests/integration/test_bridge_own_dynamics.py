@@ -240,7 +240,7 @@ def test_floating_base_own_dynamics_equal_pybullets_through_the_map(name):
         rng = np.random.default_rng(7)
         x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, model.n_tangent)
         x[3:7] /= np.linalg.norm(x[3:7])
-        own_mass, own_bias = bridge._mass_and_bias(x, xd, None, None)
+        own_mass, own_bias = bridge._mass_and_bias(x, xd)
         mass = bridge.map.mass_matrix_from_pybullet(np.asarray(p.calculateMassMatrix(
             bridge.body, bridge.map.joints_to_pybullet(x[7:]), physicsClientId=bridge.client)))
         bias = bridge.map.inverse_dynamics(x, xd, np.zeros(model.n_tangent))

@@ -29,19 +29,19 @@ acceleration. The predicted residual comes from the rows' one evaluation per ste
 target is a* = −½ b − Φ̇/dt − Φ/dt²: Baumgarte's form with the dead-beat gains α = 1/(2dt), β = 1/dt but HALF the
 curvature term. The residual left after each step is then O(dt³) — not the O(dt²) curvature error that the full
 −b of velocity-level Baumgarte leaves for nonlinear functions and loops (for constant rows b = 0 and both agree,
-solved by the null-space kernel in `_apply_fast`). drift="baumgarte" or explicit `baumgarte=(α, β)` give
+solved by the null-space kernel in `_null_space_stage`). drift="baumgarte" or explicit `baumgarte=(α, β)` give
 a* = −b − 2αΦ̇ − β²Φ with the velocity projection of `PROJECTION_TOLERANCE` (the previous default). The gains
 belong to the bridge's `corrector` (`constraints.solve.Corrector.step_end(dt)` or `.baumgarte(α, β)`), not to
 the model's shared constraint set. With the step-end target, non-constant rows are never velocity-projected.
 
-Constant rows on a fixed base take `_apply_fast`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
+Constant rows on a fixed base take `_null_space_stage`: the null-space method with precomputed T (ker Φ_x) and Φ_x⁺ —
 (TᵀMT) y = …, a Cholesky of the small reduced mass matrix, better conditioned than the KKT matrix when links are
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
-joint functions and point/planar/revolute loops on a fixed base take `_apply_rows`: rows, springs, M, h and the Schur
-solve in one compiled call (`bridge.kernels`). On both fast paths M and h come from biobullet's compiled
-recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction); docs/bridge.md
-lists the paths.
+joint functions on any base and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h
+and the Schur solve in one compiled call (`bridge.kernels`). On both compiled stages M and h come from biobullet's
+compiled recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction);
+docs/bridge.md lists the stages.
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
 from biobullet.bridge.constraints import bridge_constraints
 from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
-from biobullet.forces.collection import added_generation
+from biobullet.bridge.force_stage import ForceStage
+from biobullet.bridge.stability import check_stiff_elements
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -113,18 +114,19 @@ class Bridge:
     contact_geometry (None / "pybullet" / "analytic" for the file's ground; None: analytic unless a ground_body is
     given), scene_contacts (contact with every other body of the
     client, default True), query_distance (m).
-    dynamics: "auto" (default): the per-step fast paths (constant rows, explicit joint functions) compute M and h
+    dynamics: "auto" (default): the compiled constraint stages (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
     stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
     this body (checked at construction, `own_dynamics`), and so does the general path of a floating base (checked
     the same way through `PyBulletMap`'s tangent maps); "pybullet" always asks PyBullet. The general path of a fixed
-    base (plug-in rows, generalized forces, projections) always asks PyBullet. Own dynamics use the
+    base (plug-in rows, motors, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
     Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
-    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the general path with M and h
-    from biobullet's recursions (PyBullet's calls do not take spherical joints), whatever `dynamics` says, without
-    rows `_apply_tree`; a spherical `<limit>` is a ModelError unless joint_limits=True.
+    motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the rows stage (explicit
+    functions) or the general one (loops) with M and h from biobullet's recursions (PyBullet's calls do not take
+    spherical joints), whatever `dynamics` says, without rows nothing to solve; a spherical `<limit>` is a
+    ModelError unless joint_limits=True.
     """
 
     def __init__(self, model, client=None, *, body_id: int | None = None, dt: float | None = None,
@@ -177,6 +179,7 @@ class Bridge:
             check_time_step(model, self.dt, "dt" if dt is not None else "the client's time step")
             if self.layouts:
                 check_flexible_step(model, self.dt)
+            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
             #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
@@ -208,8 +211,8 @@ class Bridge:
             self.native_loops = bool(native_loops)
             self.constraints = bridge_constraints(model, native_loops=self.native_loops)
             self._native = self._create_native_loops() if self.native_loops else {}
-            self._forces = self._force_hook()
-            self._force_elements = self._force_list() if self._forces is not None else None
+            #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
+            self.forces = ForceStage(model)
         except BaseException:
             self.close()
             raise
@@ -354,6 +357,7 @@ class Bridge:
 
     def _follow_time_step(self, dt: float, substeps: int) -> None:
         check_time_step(self.model, dt, "the client's time step")
+        check_stiff_elements(self.model, dt, "the client's time step")   # τ is held over every sub-step
         self.dt, self.substeps = dt, substeps
         if self._step_end:
             self.corrector = step_end_corrector(dt, substeps)
@@ -375,19 +379,6 @@ class Bridge:
         self._p.setTimeStep(dt, physicsClientId=self.client)
         self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
         self.watch.disarm()
-
-    @staticmethod
-    def _force_hook():
-        """`forces.applied_forces(model, x, xd, t)`: the joint-space τ (n_tangent) of the force elements."""
-        from biobullet.forces import applied_forces
-        return applied_forces
-
-    @staticmethod
-    def _force_list():
-        """`forces.force_elements(model)` (file + Python-added elements): apply() skips the force hook while it is
-        empty (checked every step, so elements added after the bridge was made still count)."""
-        from biobullet.forces import force_elements
-        return force_elements
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
@@ -427,10 +418,11 @@ class Bridge:
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
         self._zero_spherical = [[0.0, 0.0, 0.0] for _ in self.map.spherical_indices]
-        from biobullet.bridge.kernels import kernels, pack_linear, resolved
+        from biobullet.bridge.kernels import kernels, pack_linear
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
         self._xdd = np.empty(n)   # kernel work space
+        self._flat = None         # [x, ẋ] of the last fixed-base read (`_read_state`)
         self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
@@ -441,7 +433,7 @@ class Bridge:
         # constant rows of full rank: the null-space kernel (kernels.linear_torque) with its packed constants
         self._null = pack_linear(*self._linear) if self._linear is not None else None
         self._null_work = np.empty((2 * n - m + 1, n))
-        self._fast = self._null is not None and self._dof_identity   # see _apply_fast
+        self._fast = self._null is not None and self._dof_identity   # see _null_space_stage
         self._out_n, self._out_size = n, n + m
         self.projections = 0   # velocity projections written back to PyBullet (see PROJECTION_TOLERANCE)
         # compile (or load from __pycache__) the kernel this bridge uses every step now, not inside the first step;
@@ -450,22 +442,19 @@ class Bridge:
         if self._null is not None:
             linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
-            linear_torque = resolved(linear_torque)
         elif m:
             kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, np.zeros(n), self._zero_c,
                        False, self._zero_c, 1.0, 2.0, self._xdd, np.empty(m), np.empty(n))
-            kkt_torque = resolved(kkt_torque)
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-                linear_rows = resolved(linear_rows)
         self._kernels = (linear_rows, kkt_torque, linear_torque)
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
         self._linear_own = None
-        #: `forces.collection.added_generation()` when `_forces_present` was last decided (None: not yet)
-        self._forces_generation, self._forces_present = None, True
-        #: whether the one-call rows kernel evaluates every force element (decided with `_forces_generation`)
+        #: the force elements `_kernel_forces_only` was decided for (None: not yet)
+        self._kernel_forces_for = None
+        #: whether the one-call rows kernel evaluates every force element
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
@@ -478,11 +467,11 @@ class Bridge:
             from biobullet.bridge.kernels import linear_own_kernel
             from biobullet.core.jit import direct_entry
             self._linear_own = linear_own_kernel()
-            if self._linear_own is not None:   # `_apply_fast` passes exactly these types every step
+            if self._linear_own is not None:   # `_null_space_stage` passes exactly these types every step
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        # a floating base or spherical joints with explicit joint functions (no loops): the general path's rows in
+        # a floating base or spherical joints with explicit joint functions (no loops): the general solve's rows in
         # one compiled call through its direct entry (`model.joint_jets.function_rows`), into preallocated buffers
         self._row_entry, self._row_table, self._row_buffers = None, None, ()
         if not self._fixed and m and self._linear is None and not self.constraints.loops:
@@ -495,22 +484,25 @@ class Bridge:
                 self._row_entry = direct_entry(kernel, *table, 0.0, int(self._base), int(self._base_v),
                                                np.zeros(self.model.n_config), np.zeros(n), *self._row_buffers)
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
-        # (_apply_rows; linear rows without loops take _apply_fast above)
+        # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._rows_kernel, self._loops_data, self._table = None, None, None
         self._compiled_forces = None
-        if self._fixed and self._dof_identity and self._step_end and m and not self._fast:
-            self._compiled_forces = self._forces_in_kernel()
+        #: (configuration, velocity) entries of the floating base and spherical joints leading x and ẋ
+        self._base_offsets = np.array([self._base, self._base_v], dtype=np.int64)
+        any_base = self._fixed and self._dof_identity or not self._fixed and not self.constraints.loops
+        if any_base and self._step_end and m and not self._fast:
+            # springs inside the kernel on a fixed base (its loop kinematics); elsewhere the force stage
+            self._compiled_forces = self._forces_in_kernel() if self._fixed else None
             self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
             self._no_springs = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, 3)), np.zeros((0, 3)), 1.0)
             if self._rows_kernel is not None:
                 from biobullet.algorithms.compiled_kernels import pack
                 self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
+                self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
-        #: a floating base or spherical joints without rows: `_apply_tree`
-        self._tree_fast = not self._fixed and not m
         # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
         self._end_check, self._end_buffers = None, ()
-        if self._rows_fast and self._loops_data is None and self._step_end:
+        if self._rows_fast and self._loops_data is None and self._step_end and not self._base:
             from biobullet.bridge.kernels import end_residual_kernel
             from biobullet.core.jit import direct_entry
             kernel = end_residual_kernel()
@@ -521,15 +513,29 @@ class Bridge:
                 self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
                                                phi, jac, phi_t, bias)
 
+    def _rows_entry(self):
+        """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
+        loaded from numba's cache, now: not inside the first step; the dispatcher's type matching of its twenty
+        arguments would cost ≈ 1 µs a step)."""
+        from biobullet.core.jit import direct_entry
+        n, m = self.model.n_tangent, self.constraints.n
+        x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
+        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
+        own = self._own is not None
+        meta, body, gravity = self._own[1:] if own else self._no_tree
+        data = () if self._loops_data is None else self._loops_data
+        corrector = self.corrector
+        return direct_entry(self._rows_kernel, own, meta, body, gravity, self._mass_work, self._bias_work,
+                            np.zeros(n), *self._table, 0.0, self._base_offsets, x, xd, *data, corrector.kp,
+                            corrector.kd, corrector.kb, self._xdd, np.empty(m), np.empty(n))
+
     def _look_at_forces(self) -> None:
-        """Decide, once per change of the models' force-element lists (`forces.collection.added_generation`),
-        whether the force hook has elements (`_forces_present`) and whether the one-call rows kernel evaluates all
-        of them (`_kernel_forces_only`); the per-step paths read the two flags."""
-        self._forces_generation = added_generation()
-        elements = None if self._force_elements is None else self._force_elements(self.model)
-        self._forces_present = self._forces is not None and (elements is None or bool(elements))
+        """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
+        element (`_kernel_forces_only`: the springs and constant torques of `_forces_in_kernel`)."""
+        elements = self.forces.elements
+        self._kernel_forces_for = elements
         compiled = self._compiled_forces
-        self._kernel_forces_only = compiled is not None and elements is not None and len(elements) == compiled[3]
+        self._kernel_forces_only = compiled is not None and len(elements) == compiled[3]
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
@@ -547,13 +553,14 @@ class Bridge:
             return rows_torque_kernel(), table, None
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.bridge.kernels import loop_torque_kernel
-        from biobullet.integrate.compiled_explicit import pack_springs as _pack_springs
+        from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
         if constraints.loops:
-            from biobullet.constraints.loops import _vector_loops
-            vector = _vector_loops(self.model, constraints.loops)
-            if vector is None:
+            from biobullet.constraints.loops import VectorLoops
+            loops = tuple(constraints.loops)
+            if not VectorLoops.supports(loops):
                 return None, None, None
+            vector = VectorLoops(self.model, loops)
             loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
                      np.ascontiguousarray(vector.offset, dtype=float),
                      np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
@@ -562,7 +569,7 @@ class Bridge:
             loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
                      np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
         data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
-                *_pack_springs(self.model, springs))
+                *pack_springs(self.model, springs))
         return loop_torque_kernel(), table, data
 
     def _forces_in_kernel(self):
@@ -570,8 +577,8 @@ class Bridge:
         point-to-point `<spring>` or a `<joint_torque>` (the one-call path then evaluates the springs in its
         kernel), else None. Elements added later (a different count) send the step back to the Python hook."""
         from biobullet.forces.elements import JointTorque, Spring
-        elements = list(self._force_elements(self.model)) if self._force_elements is not None else []
-        if self._forces is None or not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
+        elements = list(self.forces.elements)
+        if not elements or any(type(e) not in (Spring, JointTorque) for e in elements):
             return None
         constant = np.zeros(self.model.n_tangent)
         timed = []
@@ -654,7 +661,7 @@ class Bridge:
 
     @staticmethod
     def _own_tree_arguments(meta: np.ndarray, body: np.ndarray, gravity: np.ndarray) -> tuple:
-        """(meta, body, gravity) for `_apply_fast`'s kernel; with only revolute and prismatic joints the packed body
+        """(meta, body, gravity) for `_null_space_stage`'s kernel; with only revolute and prismatic joints the packed body
         records without their motion-subspace block (`compiled_kernels.pack`: read for spherical and planar joints
         only), so the per-step kernel touches 28 instead of 64 numbers per body (≈ 0.5 µs less per shoulder step:
         PyBullet's step evicts them from the cache)."""
@@ -672,12 +679,16 @@ class Bridge:
         return out.tolist()
 
     def _read_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """(x, ẋ) from PyBullet (one getJointStates call for a fixed base)."""
+        """(x, ẋ) from PyBullet: a fixed base in one getJointStates call, as views of one array [x, ẋ] kept in
+        `_flat` (the per-step kernels take it whole); otherwise `PyBulletMap.state_from_pybullet` (base calls, one
+        joint call, one compiled conversion; `_flat` None)."""
         if not self._fixed:
+            self._flat = None
             return self.map.state_from_pybullet()
         states = self._p.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
         n = len(states)
-        flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
+        # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
+        flat = self._flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
         return flat[:n], flat[n:]
 
     def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
@@ -793,72 +804,68 @@ class Bridge:
         The torques are for the step [t, t + dt] that the next stepSimulation() makes: apply() advances the
         bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
         other forces and motor commands of yours, then p.stepSimulation()).
+
+        One path for every model kind: read the state → the watch (`bridge.outside`) → the user's, the contacts'
+        and the force elements' τ (`ForceStage`) → the constraint stage (`_constraint_stage`: nothing to hold, the
+        null-space kernel of constant rows, the one-call kernel of function and loop rows, or the general
+        KKT solve; the bridge's motors are rows of the general one) → send.
         """
         ensure_usable(self, "apply")
-        if self.contacts is not None:
-            extra = self.contacts.torques()
-            tau = extra if tau is None else extra + self._torque_argument(tau)
-            # the state the contacts read; tau is checked already (or the contacts' own array)
-            out = self._apply(tau, generalized, self.contacts.state_read, checked=True)
-            self.contacts.apply_reactions()
-        elif self._fast and generalized is None and not self.motors:   # one call less on the per-step fast path
-            out = self._apply_fast(tau)
-        elif self._tree_fast and generalized is None and not self.motors:
-            out = self._apply_tree(tau)
+        contacts = self.contacts
+        if contacts is not None:
+            extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
+            state = contacts.state_read
+            x, xd = state if state is not None else self._read_state()
         else:
-            out = self._apply(tau, generalized)
-        self.time += self.dt
-        return out
-
-    def _apply(self, tau, generalized, state=None, checked: bool = False) -> np.ndarray:
-        if generalized is None and not self.motors:
-            if self._fast:
-                return self._apply_fast(tau)
-            if self._rows_fast:
-                return self._apply_rows(tau)
-        model, t = self.model, self.time
-        p, c, b = self._p, self.client, self.body
-        if state is not None:   # (x, ẋ) read this step already (bridge.contact: no second read)
-            x, xd = state
-        elif self._fixed:   # one getJointStates
-            states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-            x, xd = np.array([s[0] for s in states]), np.array([s[1] for s in states])
-        else:
-            x, xd = self.map.state_from_pybullet()
+            extra = None
+            x, xd = self._read_state()
         self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
-        # the lists go straight back to PyBullet when the order agrees
-        x_list, xd_list = (x.tolist(), xd.tolist()) if self._fixed and self.constraints.n else (None, None)
-        torque = None
-        if tau is not None:
-            torque = tau if checked else self._torque_argument(tau)
+        user = None if tau is None else self._torque_argument(tau)   # a new array, or None
+        if extra is not None:
+            user = extra if user is None else user + extra
         if generalized is not None:
-            torque = np.zeros(model.n_tangent) if torque is None else np.array(torque, dtype=float)
-            torque[self._independent_v] += self._generalized_argument(generalized)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if self._forces_present:
-            applied = np.asarray(self._forces(model, x, xd, t), dtype=float)
-            torque = applied if torque is None else torque + applied
-        if torque is None:
-            torque = self._zero_tau   # never written: every path below returns a new array
-        xdd = None
+            user = np.zeros(self.model.n_tangent) if user is None else user
+            user[self._independent_v] += self._generalized_argument(generalized)
         if self.motors:
             from biobullet.bridge.motors import motor_torque
-            torque = motor_torque(self, x, xd, torque, t)
+            torque = motor_torque(self, x, xd, self._with_forces(user, x, xd), self.time)
             xdd = self._solved_xdd
-        elif self.constraints.n:
-            torque = self._constrained_torque(x, xd, x_list, xd_list, torque, t)
-            xdd = self._solved_xdd
-        elif torque is self._zero_tau:   # nothing acts: zero torques, sent from the prepared lists
-            torque = np.zeros(model.n_tangent)
+        else:
+            torque, xdd = self._constraint_stage(x, xd, user)
+        if torque is None:   # nothing acts: zero torques, sent from the prepared lists
+            torque = np.zeros(self.model.n_tangent)
             self._send_zero()
-            self._last_torque = torque
-            self.watch.sent(x, xd, xdd)
-            return torque
-        self._send(x, torque)
+        else:
+            self._send(x, torque)
+        if contacts is not None:
+            contacts.apply_reactions()
         self._last_torque = torque
         self.watch.sent(x, xd, xdd)
+        self.time += self.dt
         return torque
+
+    def _with_forces(self, user: np.ndarray | None, x, xd) -> np.ndarray:
+        """user τ + the force elements' τ (`ForceStage`) as an array the caller may keep (never written later)."""
+        applied = self.forces.torque(x, xd, self.time)
+        if applied is None:
+            return self._zero_tau if user is None else user
+        return applied.copy() if user is None else user + applied
+
+    def _constraint_stage(self, x, xd, user) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(τ to send, or None when nothing acts; ẍ of the solve for the watch, or None): the stage chosen at
+        construction (`_fast_paths`) — a loop stage of the pipeline would slot in here."""
+        if self._fast:
+            return self._null_space_stage(x, xd, user)
+        if self._rows_fast:
+            return self._rows_stage(x, xd, user)
+        if self.constraints.n:
+            torque = self._constrained_torque(x, xd, self._with_forces(user, x, xd), self.time)
+            return torque, self._solved_xdd
+        applied = self.forces.torque(x, xd, self.time)
+        if applied is None:
+            return user, None
+        return (applied.copy() if user is None else user + applied), None
+
 
     def _torque_argument(self, tau) -> np.ndarray:
         """`tau=` as a new float array (n_tangent, tree order): a vector, or {joint name: N·m or N} (a floating base's
@@ -875,21 +882,14 @@ class Bridge:
             return _by_name(generalized, tuple(model.velocity_names), "generalized", model)
         return model.checked("generalized", generalized, model.nv)
 
-    def _apply_fast(self, tau) -> np.ndarray:
-        """apply() for the common case in as few Python → C calls as possible: fixed base in PyBullet's dof order,
-        constant rows of full rank (linear joint functions, no loops): one kernel call (kernels.linear_torque).
-        Same equations as the general path, which takes over for anything unusual (a velocity projection, a
-        failed reduced solve)."""
-        p, c, b, model, n = self._p, self.client, self.body, self.model, self._out_n
-        states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-        # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
-        flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
-        self.watch.observe(flat[:n], flat[n:])   # may project flat in place (bridge/outside.py)
-        torque = self._zero_tau if tau is None else self._torque_argument(tau)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if self._forces_present:
-            torque = torque + np.asarray(self._forces(model, flat[:n], flat[n:], self.time), dtype=float)
+    def _null_space_stage(self, x, xd, user) -> tuple[np.ndarray, np.ndarray | None]:
+        """Constant rows of full rank on a fixed base in PyBullet's dof order (linear joint functions, no loops):
+        Φ, Φ̇, M, h (own recursions when `own_dynamics`), the null-space solve and λ in one kernel call
+        (`kernels.linear_own_kernel`, else PyBullet's M and h and `kernels.linear_torque`). The general solve takes
+        over for a velocity projection or a failed reduced solve."""
+        n = self._out_n
+        flat = self._state_pair(x, xd)
+        torque = self._with_forces(user, x, xd)
         out = np.empty(self._out_size)   # [τ_out (n), λ (n_c)]
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         corrector = self.corrector
@@ -897,80 +897,35 @@ class Bridge:
             status = self._linear_own(*self._own_tree, torque, self._null, flat, corrector.kp, corrector.kd, limit,
                                       self._null_work, out)
         else:
-            state = flat.reshape(2, n)
-            x_list, xd_list = state[0].tolist(), state[1].tolist()
-            if self._own is None:
-                mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-                bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list,
-                                                             physicsClientId=c))
-            else:
-                kernel, meta, body, gravity = self._own
-                mass, bias = kernel(meta, body, state[0], state[1], state[1], gravity, self._out_n, True, True,
-                                    False)
-            status = self._kernels[2](mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
-                                      limit, self._null_work, out)
-        xdd = None
+            mass, bias = self._mass_and_bias(x, xd)
+            status = self._kernels[2](mass, bias, torque, self._null, flat.reshape(2, n), corrector.kp,
+                                      corrector.kd, limit, self._null_work, out)
         if status == 0:
-            self._lambda, out = out[n:], out[:n]
-        else:   # projection due or no reduced solution: the general path (it reads M and h again)
-            x, xd = flat[:n], flat[n:]
-            out = self._constrained_torque(x, xd, x.tolist(), xd.tolist(), torque, self.time)
-            xdd = self._solved_xdd
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
-        self._last_torque = out
-        self.watch.sent(flat[:n], flat[n:], xdd)
-        return out
+            self._lambda = out[n:]
+            return out[:n], None
+        # projection due or no reduced solution: the general solve (it reads M and h again)
+        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
 
-    def _apply_tree(self, tau) -> np.ndarray:
-        """apply() for a floating base or spherical joints without joint functions or loops (nothing to solve):
-        the state in one compiled conversion (`PyBulletMap.state_from_pybullet`), the force elements and the
-        user's torques sent — the general path's steps without its branches."""
-        x, xd = self.map.state_from_pybullet()
-        self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
-            self._look_at_forces()
-        if tau is None and not self._forces_present:
-            torque = np.zeros(self._out_n)
-            self._send_zero()
-        else:
-            torque = np.zeros(self._out_n) if tau is None else self._torque_argument(tau)
-            if self._forces_present:
-                torque += np.asarray(self._forces(self.model, x, xd, self.time), dtype=float)
-            self._send(x, torque)
-        self._last_torque = torque
-        self.watch.sent(x, xd, None)
-        return torque
-
-    def _apply_rows(self, tau) -> np.ndarray:
-        """apply() for explicit joint functions (polynomial, spline, Fourier, linear, expression) and
-        point/planar/revolute `<loop>`s on a fixed base in PyBullet's dof order, step-end target: rows, M and h
-        (own recursions when `own_dynamics`) and the Schur solve in one kernel call (`kernels.rows_torque_kernel` /
-        `loop_torque_kernel`). Same equations as the general
-        path, which takes over when the solve declines."""
-        p, c, b, model, n = self._p, self.client, self.body, self.model, self._out_n
-        states = p.getJointStates(b, self._joint_list, physicsClientId=c)
-        # [x; ẋ] as in `_apply_fast`: one fromiter of a list built by C-level maps
-        state = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n).reshape(2, n)
-        self.watch.observe(state[0], state[1])   # may project the state in place (bridge/outside.py)
-        torque = self._zero_tau if tau is None else self._torque_argument(tau)
+    def _rows_stage(self, x, xd, user) -> tuple[np.ndarray, np.ndarray | None]:
+        """Explicit joint functions (polynomial, spline, Fourier, linear, expression) on any base (fixed in
+        PyBullet's dof order, floating, spherical joints) and point/planar/revolute `<loop>`s on a fixed base,
+        step-end target: rows, M and h (own recursions when `own_dynamics`), point-to-point springs and the Schur
+        solve in one kernel call (`kernels.rows_torque_kernel` / `loop_torque_kernel`), then the step-end check. The
+        general solve takes over when the kernel declines."""
         data = self._loops_data
         forces = self._compiled_forces
-        if self._forces_generation != added_generation():   # elements added or cleared since the last look
+        if self._kernel_forces_for is not self.forces.elements:   # elements added or cleared since the last look
             self._look_at_forces()
-        if self._kernel_forces_only:   # springs in the kernel
-            # the kernel never writes τ: the constant torques serve as it is when nothing is added
-            torque = forces[1] if tau is None else torque + forces[1]
+        if self._kernel_forces_only:   # springs in the kernel, constant and timed torques here
+            torque = forces[1] if user is None else user + forces[1]   # (the kernel never writes τ)
             for element in forces[2]:
-                torque = torque + element.generalized_force(model, state[0], state[1], self.time)
+                torque = torque + element.generalized_force(self.model, x, xd, self.time)
         else:
-            if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
-                torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
-            if forces is not None:   # an element was added: the hook applied every element, the kernel none
+            torque = self._with_forces(user, x, xd)
+            if forces is not None:   # an element was added: the force stage applied every element, the kernel none
                 data = data[:8] + self._no_springs
-        if self._own is None:
-            x_list, xd_list = state[0].tolist(), state[1].tolist()
-            mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-            bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
+        if self._own is None:   # (C-contiguous: the kernel's direct entry converts without checking)
+            mass, bias = (np.ascontiguousarray(a, dtype=float) for a in self._mass_and_bias(x, xd))
             meta, body, gravity = self._no_tree
         else:
             mass, bias = self._mass_work, self._bias_work
@@ -979,30 +934,33 @@ class Bridge:
         lam, out = np.empty(self.constraints.n), np.empty(self._out_n)
         if data is None:
             status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
-                                       self.time, state, corrector.kp, corrector.kd, corrector.kb, self._xdd, lam,
-                                       out)
+                                       self.time, self._base_offsets, x, xd, corrector.kp, corrector.kd,
+                                       corrector.kb, self._xdd, lam, out)
         else:
             status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
-                                       self.time, state, *data, corrector.kp, corrector.kd, corrector.kb,
-                                       self._xdd, lam, out)
+                                       self.time, self._base_offsets, x, xd, *data, corrector.kp, corrector.kd,
+                                       corrector.kb, self._xdd, lam, out)
         if status == 0:
             self._lambda = lam
-            xdd = self._xdd
-            out = self._end_correction(state[0], state[1], xdd, mass, out)
-        else:   # the general path (it reads M and h again)
-            out = self._constrained_torque(state[0], state[1], state[0].tolist(), state[1].tolist(), torque,
-                                           self.time)
-            xdd = self._solved_xdd
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=out.tolist(), physicsClientId=c)
-        self._last_torque = out
-        self.watch.sent(state[0], state[1], xdd)
-        return out
+            return self._end_correction(x, xd, self._xdd, mass, out), self._xdd
+        # the general solve (it reads M and h again), with every force element
+        if self._kernel_forces_only:
+            torque = self._with_forces(user, x, xd)
+        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
 
-    def _constrained_torque(self, x, xd, x_list, xd_list, torque, t) -> np.ndarray:
+    def _state_pair(self, x, xd) -> np.ndarray:
+        """[x, ẋ] as one array (2n): the read's own (`_flat`) when x and ẋ are its views, else a new one."""
+        flat = self._flat
+        if flat is None or x.base is not flat:
+            flat = np.concatenate((x, xd))
+        return flat
+
+
+    def _constrained_torque(self, x, xd, torque, t) -> np.ndarray:
         """τ + Φ_xᵀλ (from the kernels), after the velocity projection if it is due (see PROJECTION_TOLERANCE)."""
         constraints, n = self.constraints, self.model.n_tangent
         linear_rows, kkt_torque, linear_torque = self._kernels
-        mass, bias = self._mass_and_bias(x, xd, x_list, xd_list)
+        mass, bias = self._mass_and_bias(x, xd)
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
             state, out = np.array((x, xd)), np.empty(n + constraints.n)
@@ -1104,15 +1062,18 @@ class Bridge:
         return (np.asarray(self.constraints.residual(x, t), dtype=float),
                 np.atleast_2d(np.asarray(self.constraints.jacobian(x, t), dtype=float)))
 
-    def _mass_and_bias(self, x, xd, x_list, xd_list) -> tuple[np.ndarray, np.ndarray]:
-        """M and h (our order); a fixed base in PyBullet's dof order passes the state lists through unchanged; a
-        floating base or spherical joints with `own_dynamics`: one call of the compiled recursions."""
+    def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
+        """M and h (our order), the one place the general solve and the fixed-base kernels without own dynamics
+        take them: a fixed base in PyBullet's dof order passes the state as lists straight to calculateMassMatrix
+        and calculateInverseDynamics; a floating base or spherical joints with `own_dynamics`: one call of the
+        compiled recursions; otherwise `tree_mass_and_bias`."""
         if not self._fixed and self._own is not None:
             _, meta, body, gravity = self._own
             return self._own_entry(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
-        if x_list is None or not self._dof_identity:
+        if not (self._fixed and self._dof_identity):
             return self.tree_mass_and_bias(x, xd)
         p, c, b = self._p, self.client, self.body
+        x_list, xd_list = x.tolist(), xd.tolist()
         mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
         return mass, bias
@@ -1154,18 +1115,7 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        if generalized is None and self.contacts is None and not self.motors and (self._fast or self._rows_fast
-                                                                                   or self._tree_fast):
-            ensure_usable(self, "step")   # apply()'s per-step paths, one call less
-            if self._fast:
-                self._apply_fast(tau)
-            elif self._rows_fast:
-                self._apply_rows(tau)
-            else:
-                self._apply_tree(tau)
-            self.time += self.dt
-        else:
-            self.apply(tau, generalized=generalized)
+        self.apply(tau, generalized=generalized)
         self._p.stepSimulation(physicsClientId=self.client)
         if self._auto_record:
             self.record()
@@ -1340,10 +1290,9 @@ MAX_TIME_STEP = 0.1
 
 def check_time_step(model, dt: float, what: str) -> None:
     """ModelError unless 0 < dt ≤ MAX_TIME_STEP. Flexible segments are checked against their explicit stability
-    limit ω_max·dt < 2 by `check_flexible_step`; for stiff springs of other models a too-large dt shows as a
-    DivergenceError at the first runaway step (`bridge.outside`). (A linearisation of every model at construction
-    was tried: `flexible.segments.natural_frequencies` changes the state of the prosthesis's force elements, so two
-    bridges in a row differed by 1e-12.)"""
+    limit ω_max·dt < 2 by `check_flexible_step`, every linear spring, stop and contact against its own by
+    `bridge.stability.check_stiff_elements`; anything else too stiff for dt (an over-stiff PD of the user's) shows as
+    a DivergenceError at the first runaway step (`bridge.outside`)."""
     if not (math.isfinite(dt) and 0.0 < dt <= MAX_TIME_STEP):
         raise ModelError(f"{what} = {dt:g} s is not a usable time step", file=model.file, attribute="dt",
                          expected=f"0 < dt ≤ {MAX_TIME_STEP:g} s (PyBullet's default is 1/240 s; use sub-steps "

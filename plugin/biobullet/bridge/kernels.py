@@ -5,12 +5,12 @@
                   returns max |Φ̇| (the velocity residual that decides whether to project).
     linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
-    loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._apply_rows`).
+    loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._rows_stage`).
     rows_torque   explicit joint functions (polynomial, spline, Fourier, linear, expression; `model.joint_jets`):
                   the rows
                   Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
                   (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
-                  call per step (`Bridge._apply_rows`).
+                  call per step (`Bridge._rows_stage`).
     end_residual  the function rows at the end point x + dt ẋ + c dt² ẍ of the solve's ẍ (Φ and Φ_x written, max
                   |Φ| returned): the check of `Bridge._end_correction`, one call.
 
@@ -79,15 +79,14 @@ _PIVOT = solve.PIVOT_CHECK
 _schur = None   # the compiled Schur kernel, a global of _kkt_torque_py when numba compiles it
 
 
-def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, kp, kd, kb, xdd,
-                    lam, torque):
-    """τ_out = τ + Φ_xᵀλ for explicit function rows at (x, ẋ) = state; own: M, h from the tree recursions (the
-    given mass/bias are then overwritten), else the given PyBullet ones. Status 0, or ≠ 0 when the solve
-    declines (the caller's general path decides)."""
-    n = state.shape[1]
+def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, kp, kd, kb,
+                    xdd, lam, torque):
+    """τ_out = τ + Φ_xᵀλ for explicit function rows at the tree state (x, ẋ) — any base: base = (configuration,
+    velocity) entries of the floating base and spherical joints leading x and ẋ (int64 (2,)); own: M, h from the
+    tree recursions (the given mass/bias are then overwritten), else the given PyBullet ones. Status 0, or ≠ 0
+    when the solve declines (the caller's general path decides)."""
+    n = xd.shape[0]
     m = table.shape[0]
-    x = state[0]
-    xd = state[1]
     if own:
         m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
         for i in range(n):
@@ -98,7 +97,7 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     jac = np.empty((m, n))
     phi_t = np.empty(m)
     bias_c = np.empty(m)
-    if _rows(table, inputs, coef, t, 0, 0, x, xd, phi, jac, phi_t, bias_c) < 0.0:
+    if _rows(table, inputs, coef, t, base[0], base[1], x, xd, phi, jac, phi_t, bias_c) < 0.0:
         return 4   # an expression not finite here: the general path reports it
     for r in range(m):
         bias_c[r] *= kb
@@ -108,19 +107,17 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
 _tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
 
 
-def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, ancestry,
+def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, ancestry,
                     point_body, offset, basis, kinds, row_start, n_rows, body_ancestry, spring_bodies, spring_points,
                     spring_params, zero_length, kp, kd, kb, xdd, lam, torque):
     """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
     (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
     order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
-    same kinematics; own: M, h from the tree recursions. Status 0, or ≠ 0 when the solve declines or a spring
-    has zero length (the general path then decides and reports)."""
-    n = state.shape[1]
+    same kinematics; own: M, h from the tree recursions; base as in `_rows_torque_py`. Status 0, or ≠ 0 when the
+    solve declines or a spring has zero length (the general path then decides and reports)."""
+    n = xd.shape[0]
     nf = table.shape[0]
     m = nf + n_rows
-    x = state[0]
-    xd = state[1]
     phi = np.empty(m)
     jac = np.empty((m, n))
     phi_t = np.zeros(m)
@@ -130,7 +127,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
         f_jac = np.empty((nf, n))
         f_t = np.empty(nf)
         f_bias = np.empty(nf)
-        if _rows(table, inputs, coef, t, 0, 0, x, xd, f_phi, f_jac, f_t, f_bias) < 0.0:
+        if _rows(table, inputs, coef, t, base[0], base[1], x, xd, f_phi, f_jac, f_t, f_bias) < 0.0:
             return 4   # an expression not finite here: the general path reports it
         for r in range(nf):
             phi[r] = f_phi[r]
@@ -238,10 +235,10 @@ _null = None   # bound before `_linear_own_py` compiles
 def linear_own_kernel():
     """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    tree, null = tree_dynamics_kernel(), jit.compiled(solve._null_space_kernel_py)
-    if tree is None or null is None:
+    tree = tree_dynamics_kernel()
+    if tree is None:   # numba missing or disabled (null_space_kernel would give its numpy version)
         return None
-    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": null})
+    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": solve.null_space_kernel()})
 
 
 def kernels():
@@ -255,12 +252,7 @@ def kernels():
     return rows, kkt, solve.null_space_kernel()
 
 
-def resolved(kernel):
-    """Kept for callers of the former lazy wrappers: the kernels are already the compiled dispatchers."""
-    return kernel
-
-
 pack_linear = solve.null_space_basis
 
-__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear", "resolved",
+__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
            "rows_torque_kernel"]

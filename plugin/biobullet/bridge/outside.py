@@ -114,7 +114,7 @@ def surprise_kernel():
 
 class OutsideWatch:
     """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
-    `bridge._apply*` call `observe` right after reading the state and `sent` after sending the torques."""
+    `Bridge.apply` calls `observe` right after reading the state and `sent` after sending the torques."""
 
     def __init__(self, bridge) -> None:
         self.bridge = bridge

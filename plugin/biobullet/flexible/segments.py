@@ -34,6 +34,7 @@ import os
 import tempfile
 import xml.etree.ElementTree as ET
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -303,15 +304,10 @@ class SegmentAirDamping:
                     jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]), placements)[:3]
                     yield lay.air_damping * (b - a), jac
 
-            def _compiled(self, model, x, xd):
-                """(τ, dissipated power) from one kernel call (`_air_damping_py`), or None without numba."""
-                kernel = air_damping_kernel()
-                if kernel is None:
-                    return None
+            def _parameters(self, model) -> tuple[np.ndarray, np.ndarray]:
+                """(fparams, iparams) of `_air_damping_force_py` for this model."""
                 packed = self._packed.get(model)
                 if packed is None:
-                    from biobullet.algorithms.compiled_kernels import pack
-                    from biobullet.algorithms.vectorized import tree_arrays
                     bodies, points, coeffs = [], [], []
                     for name, (a, b) in zip(lay.body_names(), lay.bodies):
                         frame = model.frame(name)
@@ -319,15 +315,32 @@ class SegmentAirDamping:
                         points.append(frame.rotation @ np.array([0.5 * (b - a), 0.0, 0.0]) + frame.translation)
                         coeffs.append(lay.air_damping * (b - a))
                     packed = self._packed[model] = (
-                        *pack(model), np.ascontiguousarray(tree_arrays(model).ancestry, dtype=float),
-                        np.array(bodies, dtype=np.int64), np.array(points, dtype=float).reshape(-1, 3),
-                        np.array(coeffs, dtype=float))
-                meta, body, ancestry, bodies, points, coeffs = packed
-                tau = np.zeros(model.n_tangent)
-                power = kernel(meta, body, np.ascontiguousarray(x, dtype=float),
-                               np.ascontiguousarray(xd, dtype=float), model.n_tangent, ancestry, bodies, points,
-                               coeffs, tau)
-                return tau, power
+                        np.concatenate([coeffs, np.array(points, dtype=float).reshape(-1)]),
+                        np.array([len(bodies), *bodies], dtype=np.int64))
+                return packed
+
+            def compiled_kernel(self, model):
+                from biobullet.forces.base import ForceKernel
+                fparams, iparams = self._parameters(model)
+                return ForceKernel(_air_damping_force_py, fparams, iparams, kinematics=True)
+
+            def _compiled(self, model, x, xd):
+                """(τ, dissipated power) from the compiled kinematics and `_air_damping_force_py`, or None
+                without numba."""
+                kernels = air_damping_kernel()
+                if kernels is None:
+                    return None
+                from biobullet.algorithms.vectorized import tree_arrays
+                kinematics, kernel = kernels
+                meta, body = model.tree_pack
+                x = np.ascontiguousarray(x, dtype=float)
+                xd = np.ascontiguousarray(xd, dtype=float)
+                rot, pos, sub, _, _ = kinematics(meta, body, x, xd, model.n_tangent, False)
+                fparams, iparams = self._parameters(model)
+                tau, power = np.zeros(model.n_tangent), np.zeros(2)
+                kernel(0.0, x, xd, rot, pos, sub, np.ascontiguousarray(tree_arrays(model).ancestry, dtype=float),
+                       fparams, iparams, tau, power)
+                return tau, power[1]
 
             def generalized_force(self, model, x, xd, t, placements=None):
                 fast = self._compiled(model, x, xd)
@@ -349,26 +362,30 @@ class SegmentAirDamping:
         return element
 
 
-_KINEMATICS = None   # the compiled tree kinematics (constraints.loop_kernels), bound before the kernel compiles
-
-
-def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coeffs, tau):
-    """τ −= Σ_s c_s J_sᵀ J_s ẋ for the lumped air drag F = −c v at the points (body frame) of the segment
-    bodies, J_s the world linear point Jacobian (columns S_lin + S_ang × p of the directions that move the
-    body; spatial velocities about the world origin, linear part first); returns the dissipated power Σ c |v|²."""
-    rot, pos, sub, vel, _ = _KINEMATICS(meta, body, x, xd, n_tangent, True)
-    power = 0.0
-    for s in range(bodies.shape[0]):
-        i = bodies[s]
-        p0 = rot[i, 0, 0] * points[s, 0] + rot[i, 0, 1] * points[s, 1] + rot[i, 0, 2] * points[s, 2] + pos[i, 0]
-        p1 = rot[i, 1, 0] * points[s, 0] + rot[i, 1, 1] * points[s, 1] + rot[i, 1, 2] * points[s, 2] + pos[i, 1]
-        p2 = rot[i, 2, 0] * points[s, 0] + rot[i, 2, 1] * points[s, 1] + rot[i, 2, 2] * points[s, 2] + pos[i, 2]
-        w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
-        v0 = vel[i, 0] + w1 * p2 - w2 * p1
-        v1 = vel[i, 1] + w2 * p0 - w0 * p2
-        v2 = vel[i, 2] + w0 * p1 - w1 * p0
-        c = coeffs[s]
-        power += c * (v0 * v0 + v1 * v1 + v2 * v2)
+def _air_damping_force_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
+    """The lumped air drag F = −c v at points of the segment bodies as a force kernel
+    (`forces.base.FORCE_KERNEL_SIGNATURE`): τ −= Σ_s c_s J_sᵀ J_s ẋ, J_s the world linear point Jacobian (columns
+    S_lin + S_ang × p of the directions that move the body; spatial motion about the world origin, linear part
+    first); dissipated power Σ c |v|² into power[1]. iparams = [S, body_0 … body_{S−1}], fparams = [c_0 … c_{S−1},
+    then the S points (body frame, m) row by row]."""
+    count = iparams[0]
+    n_tangent = xd.shape[0]
+    for s in range(count):
+        i = iparams[1 + s]
+        c = fparams[s]
+        b0, b1, b2 = fparams[count + 3 * s], fparams[count + 3 * s + 1], fparams[count + 3 * s + 2]
+        p0 = rot[i, 0, 0] * b0 + rot[i, 0, 1] * b1 + rot[i, 0, 2] * b2 + pos[i, 0]
+        p1 = rot[i, 1, 0] * b0 + rot[i, 1, 1] * b1 + rot[i, 1, 2] * b2 + pos[i, 1]
+        p2 = rot[i, 2, 0] * b0 + rot[i, 2, 1] * b1 + rot[i, 2, 2] * b2 + pos[i, 2]
+        v0 = v1 = v2 = 0.0
+        for k in range(n_tangent):
+            if ancestry[i, k] == 0.0:
+                continue
+            a0, a1, a2 = sub[3, k], sub[4, k], sub[5, k]
+            v0 += (sub[0, k] + a1 * p2 - a2 * p1) * xd[k]
+            v1 += (sub[1, k] + a2 * p0 - a0 * p2) * xd[k]
+            v2 += (sub[2, k] + a0 * p1 - a1 * p0) * xd[k]
+        power[1] += c * (v0 * v0 + v1 * v1 + v2 * v2)
         for k in range(n_tangent):
             if ancestry[i, k] == 0.0:
                 continue
@@ -377,16 +394,15 @@ def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coef
             j1 = sub[1, k] + a2 * p0 - a0 * p2
             j2 = sub[2, k] + a0 * p1 - a1 * p0
             tau[k] -= c * (j0 * v0 + j1 * v1 + j2 * v2)
-    return power
+    return 0
 
 
 def air_damping_kernel():
-    """The compiled `_air_damping_py`, or None (numba missing or disabled: the frame-Jacobian path serves)."""
-    from biobullet.constraints.loop_kernels import _kernels
-    kernels = _kernels()
-    if kernels is None:
-        return None
-    return jit.compiled(_air_damping_py, bind={"_KINEMATICS": kernels[0]})
+    """(the compiled tree kinematics, the compiled `_air_damping_force_py`), or None (numba missing or disabled:
+    the frame-Jacobian path serves)."""
+    from biobullet.constraints.loop_kernels import tree_kinematics_kernel
+    kinematics, kernel = tree_kinematics_kernel(), jit.compiled(_air_damping_force_py)
+    return None if kinematics is None or kernel is None else (kinematics, kernel)
 
 
 def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
@@ -424,6 +440,21 @@ def linear_stiffness(model, q0=None, *, step: float = 1e-6) -> np.ndarray:
     return 0.5 * (K + K.T)
 
 
+@contextmanager
+def kept_warm_starts(model):
+    """Within the block, solves of the model's coordinate map leave no trace: the loop resolvers' warm starts (the
+    last solution each starts from) are put back afterwards, so a query (a linearisation, a stability check) does
+    not move the model's next solution by round-off."""
+    resolvers = [r for r in (model.coordinate_map.resolvers or ()) if hasattr(r, "rewind")]
+    saved = [dict(vars(r)) for r in resolvers]
+    try:
+        yield
+    finally:
+        for resolver, state in zip(resolvers, saved):
+            vars(resolver).clear()
+            vars(resolver).update(state)
+
+
 def natural_frequencies(model, q0=None, *, supports: tuple[tuple[str, tuple[float, float, float], int], ...] = (),
                         n: int | None = None) -> np.ndarray:
     """Natural angular frequencies (rad/s, ascending) of the model linearised at rest about q0: eigenvalues of
@@ -432,17 +463,19 @@ def natural_frequencies(model, q0=None, *, supports: tuple[tuple[str, tuple[floa
     from scipy.linalg import eigh, null_space
     from biobullet.algorithms.kinematics import frame_jacobian
     q0 = model.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
-    M = model.mass_matrix(q0)
-    K = linear_stiffness(model, q0)
-    T = np.eye(model.nv)
-    if supports:
-        x, G = model.coordinate_gradient(q0)
-        rows = [frame_jacobian(model, x, link, np.asarray(xyz, float))[axis] @ G for link, xyz, axis in supports]
-        T = null_space(np.array(rows))
+    with kept_warm_starts(model):
+        M = model.mass_matrix(q0)
+        K = linear_stiffness(model, q0)
+        T = np.eye(model.nv)
+        if supports:
+            x, G = model.coordinate_gradient(q0)
+            rows = [frame_jacobian(model, x, link, np.asarray(xyz, float))[axis] @ G
+                    for link, xyz, axis in supports]
+            T = null_space(np.array(rows))
     lam = eigh(T.T @ K @ T, T.T @ M @ T, eigvals_only=True)
     omega = np.sqrt(np.clip(lam, 0.0, None))
     return omega if n is None else omega[:n]
 
 
 __all__ = ["SegmentLayout", "layout", "expand_urdf", "expand_flexible", "load_segmented_model",
-           "SegmentAirDamping", "linear_stiffness", "natural_frequencies", "SEPARATOR"]
+           "SegmentAirDamping", "kept_warm_starts", "linear_stiffness", "natural_frequencies", "SEPARATOR"]

@@ -20,7 +20,7 @@ from biobullet.functions.expression_tape import evaluate_tape
 from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, PLUGIN, POLYNOMIAL,  # noqa: F401
                                         explicit_table, jets_kernel)
 from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
-from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows, pack_springs  # noqa: F401 (the bridge's)
+from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
 
 def plugin_elements(system, builtins) -> tuple[list, tuple | None]:

@@ -1,5 +1,5 @@
-"""The compiled air damping of segmented flexible links (`flexible.segments._air_damping_py`: one kernel on the
-compiled tree kinematics) against the frame-Jacobian path (`algorithms.kinematics.frame_jacobian`, independent
+"""The compiled air damping of segmented flexible links (`flexible.segments._air_damping_force_py`, a force
+kernel on the compiled tree kinematics; the same kernel serves the pipeline's force stage) against the frame-Jacobian path (`algorithms.kinematics.frame_jacobian`, independent
 Python kinematics) at random states of the elastic 3-link robot (floating base, 4 segments per link): τ and the
 dissipated power to round-off. Also checks τ = −∂D/∂ẋ with D = ½ Σ c |v|² (so ẋᵀτ = −power)."""
 from __future__ import annotations
@@ -37,3 +37,30 @@ def test_compiled_air_damping_equals_frame_jacobian_path():
             np.testing.assert_allclose(fast_tau, slow_tau, rtol=0, atol=1e-12 * scale)
             assert fast_power == pytest.approx(slow_power, rel=1e-12)
             assert float(xd @ fast_tau) == pytest.approx(-fast_power, rel=1e-12)   # ẋᵀτ = −Σ c |v|²
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: only the frame-Jacobian path exists")
+def test_pipeline_force_stage_with_air_damping_equals_frame_jacobian_path():
+    """The bridge's force stage (`bridge.force_stage.ForceStage`: the pipeline's compiled force stage with the bending
+    joint springs, the links' stops and the air damping's force kernel, called by address) against the elements'
+    Python forms: each damper's −Σ c Jᵀ J ẋ on independent kinematics (frame Jacobians), the joint elements'
+    `generalized_force`."""
+    from biobullet.bridge.force_stage import ForceStage
+
+    model, _ = load_segmented_model(ROOT / "urdf" / "elastic_robot_3link.urdf", segments=4)
+    elements = force_elements(model)
+    assert {e.tag for e in elements} >= {"segment_air_damping", "joint_spring"}
+    stage = ForceStage(model)
+    assert stage._entry is not None and not stage._joint_only   # the compiled stage with its plug-in rows
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        x, xd, _, _ = model.joint_state(rng.normal(size=model.nq), rng.normal(size=model.nv), 0.0)
+        expected = np.zeros(model.n_tangent)
+        for element in elements:
+            if element.tag == "segment_air_damping":
+                for c, jac in element._terms(model, x):
+                    expected -= c * (jac.T @ (jac @ xd))
+            else:
+                expected += element.generalized_force(model, x, xd, 0.0)
+        got = stage.torque(x, xd, 0.0)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * max(np.abs(expected).max(), 1.0))

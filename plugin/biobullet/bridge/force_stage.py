@@ -1,0 +1,123 @@
+"""The bridge's force elements per step: the pipeline's force stage on a workspace the bridge owns.
+
+`ForceStage(model)` is the one place a bridge asks for the joint-space τ (n_tangent, tree order, N·m or N) of the
+model's force elements (`forces.force_elements`: the file's elements, URDF `<limit>` stops, elements added from
+Python) at the tree state (x, ẋ) read from PyBullet. When every element has a compiled form — joint torques,
+joint spring-dampers and stops, point-to-point springs, third-party elements with a `compiled_kernel` (the
+segments' air damping among them) — τ is one call of the pipeline's force stage (`pipeline.stages._forces_stage_py`,
+`pipeline.kernels.forces_kernel`) on the bridge's own `Data` and `ForceRows`; otherwise, and for a state the
+compiled stage declines (a zero-length spring), the Python hook `forces.applied_forces` serves, which also raises
+the element's own clear error. The choice is made again whenever elements are added or cleared
+(`forces.collection.added_generation`).
+
+`<contact>` elements are not force elements here: the bridge's contacts (`bridge.contact.BridgeContacts`) read
+every body of the scene.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from biobullet.core import jit
+from biobullet.forces.collection import added_generation, applied_forces, force_elements
+
+
+class ForceStage:
+    """τ of the model's force elements at (x, ẋ, t) for a bridge (module docstring)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self._generation: int | None = None
+        self._elements: tuple = ()
+        self._entry = None          # the compiled force stage's direct entry, or None: the Python hook
+        self._arguments: tuple = ()  # (compiled model, data arrays, force rows) of that entry
+        self._constant_tau = np.zeros(model.n_tangent)
+        self._varying: list = []    # time-varying JointTorques and their tangent index
+        self._joint_only = False    # the entry is the joint-force kernel alone (no springs, plug-ins)
+        self._refresh()   # compiled (or loaded) now, not inside the first step
+
+    def _refresh(self) -> None:
+        """Re-read the element list and decide the compiled stage or the hook."""
+        self._generation = added_generation()
+        self._elements = force_elements(self.model)
+        self._entry = self._compiled_stage(self._elements) if self._elements else None
+
+    def _compiled_stage(self, elements):
+        """The compiled force stage's direct entry for these elements, or None (an element without a compiled form,
+        numba off)."""
+        from biobullet.forces.base import joint_indices
+        from biobullet.forces.compiled import pack_plugins
+        from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
+        from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
+        from biobullet.pipeline.kernels import forces_kernel
+        model = self.model
+        builtins = (Spring, JointSpring, JointStop, JointTorque)
+        others = [e for e in elements if type(e) not in builtins]
+        plugins = pack_plugins(model, others) if others else NO_PLUGINS
+        kernel = forces_kernel() if jit.ENABLED and plugins is not None else None
+        if kernel is None:
+            return None
+        rows = pack_force_rows(model, [e for e in elements if type(e) is Spring],
+                               [e for e in elements if type(e) is JointSpring],
+                               [e for e in elements if type(e) is JointStop], (), plugins)
+        self._constant_tau[:] = 0.0
+        self._varying = []
+        for torque in (e for e in elements if type(e) is JointTorque):
+            k = joint_indices(model, torque.joint, torque.source)[1]
+            if torque.value is None:
+                self._varying.append((torque, k))
+            else:
+                self._constant_tau[k] += torque.value
+        rows.tau_time[:] = self._constant_tau
+        if not (rows.spring_bodies.shape[0] or rows.plugin_addresses.shape[0]):
+            # joint springs, stops and torques only: the stage's own joint-force kernel, called with its five arrays
+            # (the whole stage's structured arguments cost ≈ 1.5 µs a call to pass, this kernel 0.4 µs in all)
+            from biobullet.forces.compiled import joint_forces_kernel
+            joint_kernel = joint_forces_kernel()
+            tau = np.zeros(model.n_tangent)
+            self._arguments = (rows.joint_springs, rows.joint_spring_params, rows.joint_stops,
+                               rows.joint_stop_params, tau, rows.tau_time)
+            self._joint_only = True
+            zero_x, zero_xd = np.zeros(model.n_config), np.zeros(model.n_tangent)
+            return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments[:5])
+        self._joint_only = False
+        data = model.data()
+        self._arguments = (model.compiled, data.arrays, rows)
+        return jit.direct_entry(kernel, *self._arguments, 0.0)
+
+    @property
+    def elements(self) -> tuple:
+        """The model's force elements now (the same tuple object until elements are added or cleared)."""
+        if self._generation != added_generation():
+            self._refresh()
+        return self._elements
+
+    def torque(self, x: np.ndarray, xd: np.ndarray, t: float) -> np.ndarray | None:
+        """τ (n_tangent) of the force elements at the tree state (x, ẋ) and time t (s), or None without elements.
+        The array may be the stage's buffer: read it (or add it to a new array) before the next call."""
+        if self._generation != added_generation():
+            self._refresh()
+        if not self._elements:
+            return None
+        entry = self._entry
+        if entry is not None and self._joint_only:
+            springs, spring_params, stops, stop_params, tau, tau_time = self._arguments
+            tau[:] = tau_time
+            for element, k in self._varying:
+                tau[k] += element.torque(t)
+            entry(x, xd, springs, spring_params, stops, stop_params, tau)
+            return tau
+        if entry is not None:
+            compiled, arrays, rows = self._arguments
+            if self._varying:
+                tau = rows.tau_time
+                tau[:] = self._constant_tau
+                for element, k in self._varying:
+                    tau[k] += element.torque(t)
+            arrays.x[:] = x
+            arrays.xd[:] = xd
+            if entry(compiled, arrays, rows, float(t)) == 0:
+                return arrays.tau
+        return np.asarray(applied_forces(self.model, x, xd, t, self._elements), dtype=float)
+
+
+__all__ = ["ForceStage"]

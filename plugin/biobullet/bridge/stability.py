@@ -1,0 +1,96 @@
+"""The bridge's time step against the explicit stability limit of each stiff element.
+
+PyBullet holds the bridge's torque over a step and integrates semi-implicitly (v⁺ = v + dt M⁻¹(τ − h), x⁺ = x + dt
+v⁺). For one linear element of stiffness k and damping c acting along a direction g of the generalized velocities
+(a joint's row of G, or the contact normal's row nᵀ J G), linearised at the initial state without gravity, that
+map is stable iff
+
+    k_r dt² + 2 c_r dt < 4,      k_r = k w,  c_r = c w,  w = g M_r⁻¹ gᵀ   (w: the inverse effective mass or inertia)
+
+(the Jury conditions of the 2 × 2 step matrix; without damping ω dt < 2). Several elements together only raise
+the highest frequency (M⁻¹ΣK ⪰ M⁻¹K_i), so each element's limit is necessary: a dt beyond it diverges.
+Joint springs and point-to-point springs act all the time — a violation is a ModelError naming the element; joint
+stops and linear ground contacts act only when engaged — a violation is one BridgeWarning naming the element (the
+run diverges at the first engagement). Nonlinear laws (exponent ≠ 1: Hertz, Hunt–Crossley, Hu–Guo) have no fixed
+limit and are not checked; flexible segments are checked as a whole (`flexible.highest_frequency`).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from biobullet.core.errors import ModelError
+
+
+def stiff_elements(model, q0=None) -> list[tuple[object, float, float, bool]]:
+    """(element, k_r (1/s²), c_r (1/s), always acting) of every linear stiff element of `model` at the
+    configuration q0 (default: the model's initial state); see the module docstring."""
+    from biobullet.contact.element import contact_elements
+    from biobullet.forces import force_elements
+    from biobullet.forces.base import joint_indices
+    from biobullet.forces.elements import JointSpring, JointStop, Spring
+
+    forces = [e for e in force_elements(model) if type(e) in (JointSpring, JointStop, Spring)
+              and not (type(e) is JointStop and e.exponent != 1.0)]
+    contacts = [c for c in contact_elements(model) if getattr(c.normal_law, "exponent", 1.0) == 1.0
+                and getattr(c.normal_law, "stiffness", None) is not None]
+    if not forces and not contacts:
+        return []
+    from biobullet.algorithms.kinematics import frame_jacobian, frame_placement
+    from biobullet.flexible.segments import kept_warm_starts
+    q0 = model.initial_state()[0] if q0 is None else np.asarray(q0, dtype=float)
+    with kept_warm_starts(model):
+        mass = model.mass_matrix(q0)
+        x, gradient = model.coordinate_gradient(q0)
+    inverse = np.linalg.inv(mass)
+    out = []
+    for element in forces:
+        if type(element) is Spring:
+            ends = ((element.link_b, element.xyz_b), (element.link_a, element.xyz_a))
+            points = []
+            for link, xyz in ends:
+                rotation, origin = frame_placement(model, x, link)
+                points.append(rotation @ xyz + origin)
+            axis = points[0] - points[1]
+            length = float(np.linalg.norm(axis))
+            if length == 0.0:
+                continue
+            jac = frame_jacobian(model, x, ends[0][0], ends[0][1]) - frame_jacobian(model, x, ends[1][0], ends[1][1])
+            row = (axis / length) @ jac[:3] @ gradient
+            stiffness, damping, always = element.stiffness, element.damping, True
+        else:
+            row = gradient[joint_indices(model, element.joint, element.source)[1]]
+            stiffness, damping = element.stiffness, element.damping
+            always = type(element) is JointSpring
+        w = float(row @ inverse @ row)
+        out.append((element, stiffness * w, damping * w, always))
+    for contact in contacts:
+        jac = frame_jacobian(model, x, contact.link, contact.xyz)[:3] @ gradient
+        row = contact.ground.n @ jac
+        w = float(row @ inverse @ row)
+        law = contact.normal_law
+        out.append((contact, law.stiffness * w, getattr(law, "damping", 0.0) * w, False))
+    return out
+
+
+def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
+    """ModelError naming the first always-acting element whose explicit limit dt exceeds (module docstring); one
+    BridgeWarning per engaged-only element (stops, contacts) beyond its limit."""
+    from biobullet.bridge.lifecycle import BridgeWarning
+    for element, k_r, c_r, always in stiff_elements(model):
+        if k_r * dt * dt + 2.0 * c_r * dt < 4.0:
+            continue
+        # the largest stable step: the positive root of k_r dt² + 2 c_r dt − 4 = 0
+        limit = 4.0 / (c_r + np.sqrt(c_r * c_r + 4.0 * k_r)) if k_r > 0.0 else 2.0 / c_r
+        source = element.source
+        message = (f"{what} = {dt:g} s is beyond the explicit stability limit of {source.element} "
+                   f"({np.sqrt(k_r):.4g} rad/s, damping rate {c_r:.4g} 1/s on this model): PyBullet's step diverges "
+                   f"{'at once' if always else 'when it engages'}")
+        expected = f"dt < {limit:.3g} s (sub-steps: bridge.set_time_step(dt, substeps)), or a softer element"
+        if always:
+            raise ModelError(message, file=source.file, element=source.element, attribute="dt", expected=expected)
+        warnings.warn(f"{source.file}: {message}; expected {expected}", BridgeWarning, stacklevel=3)
+
+
+__all__ = ["check_stiff_elements", "stiff_elements"]
