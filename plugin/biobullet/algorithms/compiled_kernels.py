@@ -18,11 +18,11 @@ from biobullet.core import jit
 
 
 
-def place_body_kernel():
-    """The compiled `_place_body_py`, or None without numba. Called, not inlined: numba's IR inlining would type
-    and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of compile each on the
-    2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
-    return jit.compiled(_place_body_py)
+def place_body_kernel(*, inline: bool = False):
+    """The compiled `_place_body_py`, or None without numba. Called, not inlined, by the tree kernels: numba's IR
+    inlining would type and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of
+    compile each on the 2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
+    return jit.compiled(_place_body_py, inline=inline)
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
@@ -383,12 +383,14 @@ def _placements_py(meta, body, x, rot, pos, sub):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
 
 
-def placements_kernel():
+def placements_kernel(*, inline: bool = False):
     """The compiled `_placements_py`, or None (numba missing or disabled)."""
-    return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
+    return jit.compiled(_placements_py, bind=_tree_kernel_bindings, inline=inline)
 
 
-placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)   # the compiled kernel, or its Python twin
+# the compiled kernels, or their Python twins
+placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)
+place_body = jit.lazy(_place_body_py)
 
 
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):

@@ -31,7 +31,7 @@ one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` 
 action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
 `Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
 contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
-(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+(`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
 
 The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
 `_ground_forces_py`: the same geometry (`_sphere_point_py`, `_point_force_py`) and forces (`_contact_forces_py`,
@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from biobullet.algorithms.compiled_kernels import _place_body_py, pack
+from biobullet.algorithms.compiled_kernels import pack, place_body, place_body_kernel, placements, placements_kernel
 from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
 from biobullet.core import jit
 
@@ -263,7 +263,7 @@ def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside
 
 
 _CONTACT_UPDATE = _contact_update_py
-_PLACE_BODY = _place_body_py
+_PLACE_BODY, _PLACEMENTS = place_body, placements
 
 
 # ------------------------------------------------------------------------------------------------ ground contacts
@@ -311,6 +311,13 @@ def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
 _SPHERE_POINT, _POINT_FORCE = _sphere_point_py, _point_force_py
 
 
+def _workspace(n_bodies, n_tangent):
+    """Buffers of the ground-contact kernels: tree placements rot, pos, motion subspaces sub (`placements`), and
+    one contact's point, normal and slip."""
+    return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, n_tangent)), np.empty(3),
+            np.empty(3), np.empty(3))
+
+
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
 # (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
 # ground normal n (3), ground height h
@@ -325,18 +332,8 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
     for j in range(xd.shape[0]):
         if not math.isfinite(xd[j]):
             return -1
-    nb = meta.shape[0]
-    n_tangent = tau.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    for i in range(nb):
-        _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(meta.shape[0], tau.shape[0])
+    _PLACEMENTS(meta, body, x, rot, pos, sub)
     events = 0
     for k in range(index.shape[0]):
         b = index[k, 0]
@@ -383,23 +380,13 @@ def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, frictio
     """Contact k at tree states (xs[s], xds[s]) given its discrete state row (only read): out[s] = (F_N [N],
     normal dissipated power (F_N − F_N(δ, 0)) δ̇ [W], friction dissipated power −F_T·v_t [W], δ [m]) —
     `Contact.forces` and `Contact.power_split` at many samples (the engine's step observer, the interval log)."""
-    nb = meta.shape[0]
-    n_tangent = xds.shape[1]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(meta.shape[0], xds.shape[1])
     b = index[k, 0]
     flags = index[k, 3]
     for s in range(xs.shape[0]):
         x = xs[s]
         xd = xds[s]
-        for i in range(nb):
-            _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
+        _PLACEMENTS(meta, body, x, rot, pos, sub)
         delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
         speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
         on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(index[k, 1], normal_p[k], index[k, 2], friction_p[k],
@@ -416,15 +403,10 @@ def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
     approaching), slip v_t (3) [m/s]) — `contact.geometry.sphere_kinematics`' δ, δ̇ and slip in one call (the
     engine's contact event functions: touch, release, slip stop and start). Places only b and its ancestors."""
     nb = meta.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, xd.shape[0]))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(nb, xd.shape[0])
     if b >= 0:
+        loc = np.empty((3, 3))
+        jr = np.empty((3, 3))
         chain = np.empty(nb, dtype=np.int64)   # b's path to the root, placed root first
         depth = 0
         i = b
@@ -489,14 +471,14 @@ def contact_update_kernel():
 
 def _ground_bindings() -> dict:
     update = contact_update_kernel()
-    place = jit.compiled(_place_body_py, inline=True)
+    place = placements_kernel(inline=True)
     if update is None or place is None:
         return {}
-    return {"_CONTACT_UPDATE": update, "_PLACE_BODY": place, **_geometry_bindings()}
+    return {"_CONTACT_UPDATE": update, "_PLACEMENTS": place, **_geometry_bindings()}
 
 
 def _geometry_bindings() -> dict:
-    return {"_SPHERE_POINT": _sphere_point_py, "_POINT_FORCE": _point_force_py}
+    return {"_SPHERE_POINT": _sphere_point_py, "_POINT_FORCE": _point_force_py, "_workspace": _workspace}
 
 
 def _forces_bindings() -> dict:
@@ -506,10 +488,10 @@ def _forces_bindings() -> dict:
 
 def _samples_bindings() -> dict:
     forces = contact_forces_kernel()
-    place = jit.compiled(_place_body_py, inline=True)
+    place = placements_kernel(inline=True)
     if forces is None or place is None:
         return {}
-    return {"_CONTACT_FORCES": forces, "_PLACE_BODY": place, **_geometry_bindings()}
+    return {"_CONTACT_FORCES": forces, "_PLACEMENTS": place, **_geometry_bindings()}
 
 
 def contact_samples_kernel():
@@ -518,8 +500,8 @@ def contact_samples_kernel():
 
 
 def _kinematics_bindings() -> dict:
-    place = jit.compiled(_place_body_py, inline=True)
-    return {} if place is None else {"_PLACE_BODY": place, "_SPHERE_POINT": _sphere_point_py}
+    place = place_body_kernel(inline=True)
+    return {} if place is None else {"_PLACE_BODY": place, **_geometry_bindings()}
 
 
 def contact_kinematics_kernel():

@@ -95,10 +95,7 @@ class _Backend:
 
 
 def backend(model) -> _Backend:
-    b = model.derived.get(_BACKEND)
-    if b is None:
-        b = model.derived[_BACKEND] = _Backend(model)
-    return b
+    return model.derive(_BACKEND, lambda: _Backend(model))
 
 
 @register_formulation

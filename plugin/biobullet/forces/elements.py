@@ -6,7 +6,6 @@ index; a point-to-point spring acts through the world-aligned point Jacobians, �
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -19,6 +18,17 @@ from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
+_JOINT_SLOTS = "forces.elements.joint_slots"      # Model.derived: {element: (index in x, index in ẋ)}
+_SPRING_ANCHORS = "forces.elements.anchors"       # Model.derived: {spring: ((body, point in body frame) of b, a)}
+
+
+def _per_element(model, key: str, element, build: Callable):
+    """What this module derives from `model` for one element, kept in `model.derived` (it lives with the model)."""
+    table = model.derive(key, dict)
+    value = table.get(element)
+    if value is None:
+        value = table[element] = build()
+    return value
 
 
 def _source(source: SourceRef | None, tag: str, name: str) -> SourceRef:
@@ -35,13 +45,8 @@ class _JointElement(ForceElement):
         self.joint = joint
 
     def _indices(self, model) -> tuple[int, int]:
-        cache = self.__dict__.get("_index_cache")
-        if cache is None:
-            cache = self.__dict__["_index_cache"] = weakref.WeakKeyDictionary()
-        indices = cache.get(model)
-        if indices is None:   # validated lookup once per model (the name search is the cost of a hot call)
-            indices = cache[model] = joint_indices(model, self.joint, self.source)
-        return indices
+        # validated lookup once per model (the name search is the cost of a hot call)
+        return _per_element(model, _JOINT_SLOTS, self, lambda: joint_indices(model, self.joint, self.source))
 
     def _unit(self, model, value: float) -> np.ndarray:
         tau = np.zeros(model.n_tangent)
@@ -103,22 +108,22 @@ class Spring(ForceElement):
         ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
         return jb - ja
 
+    def _anchors(self, model) -> tuple:
+        """(body, point in the body frame) of b and a."""
+        anchors = []
+        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
+            frame = model.frame(link)
+            anchors.append((int(frame.body), np.ascontiguousarray(frame.rotation @ xyz + frame.translation,
+                                                                  dtype=float)))
+        return tuple(anchors)
+
     def _fast_force(self, model, x, xd, t):
         """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them),
         as a wrench on each point's ancestor joints: τ = [F; p × F]ᵀ S over the ancestors (no point Jacobian)."""
         from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
         s, ancestry = kin.subspace, kin.arrays.ancestry
-        anchors = self._anchors.get(model) if hasattr(self, "_anchors") else None
-        if anchors is None:   # (body, point in the body frame) of b and a, per model
-            if not hasattr(self, "_anchors"):
-                self._anchors = weakref.WeakKeyDictionary()
-            anchors = []
-            for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
-                frame = model.frame(link)
-                local = np.ascontiguousarray(frame.rotation @ xyz + frame.translation, dtype=float)
-                anchors.append((int(frame.body), local))
-            self._anchors[model] = anchors
+        anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
         (body_b, local_b), (body_a, local_a) = anchors
         kernel = spring_kernel()
         if kernel is not None:   # compiled: the same algebra in one call

@@ -20,16 +20,6 @@ JOINT_FUNCTIONS: PluginRegistry[type[JointFunction]] = PluginRegistry(
     "joint-function type", JointFunction, ENTRY_POINT_GROUP, _builtins)
 
 
-def register(cls: type[JointFunction]) -> type[JointFunction]:
-    """Class decorator: register a JointFunction subclass under its `type_name`."""
-    if not cls.type_name:
-        raise ValueError(f"{cls.__name__} has no type_name")
-    return JOINT_FUNCTIONS.add(cls.type_name, cls)
-
-
-def get(type_name: str) -> type[JointFunction] | None:
-    return JOINT_FUNCTIONS.get(type_name)
-
-
-def names() -> list[str]:
-    return JOINT_FUNCTIONS.names()
+#: class decorator: register a JointFunction subclass under its `type_name`
+register = JOINT_FUNCTIONS.decorator("type_name")
+get, names = JOINT_FUNCTIONS.get, JOINT_FUNCTIONS.names
