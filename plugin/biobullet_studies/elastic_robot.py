@@ -134,7 +134,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from biobullet.render import write_video as _write
+    from biobullet import render
     chain = result.chain
     amp = float(np.abs(result.modal_amplitudes).max()) if result.modal_amplitudes.size else 0.0
     scale = (0.1 / amp if amp > 0.0 else 1.0) if magnify is None else magnify
@@ -165,7 +165,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
     plt.close(fig)
-    _write(frames, path, fps=fps)
+    render.write_video(frames, path, fps=fps)
     return path
 
 

@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 
-from biobullet.core import jit
 from biobullet.core.errors import SourceRef
 from biobullet.core.attributes import check_known_attributes, number
 from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force

@@ -388,9 +388,44 @@ def placements_kernel(*, inline: bool = False):
     return jit.compiled(_placements_py, bind=_tree_kernel_bindings, inline=inline)
 
 
+def _point_velocity_py(sub, ancestry, b, point, xd, out):
+    """World velocity [m/s] of the world point p fixed to body b (zero for the world, b < 0): out = J_p ẋ =
+    Σ_j (S_lin,j + S_ang,j × p) ẋ_j over the tangent directions j that move b (ancestry[b, j] ≠ 0)."""
+    v0 = v1 = v2 = 0.0
+    if b >= 0:
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0 and xd[j] != 0.0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
+                v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
+                v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
+    out[0], out[1], out[2] = v0, v1, v2
+
+
+def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
+    """τ += J_pᵀ F for a world force F = (f0, f1, f2) [N] at the world point p on body b (nothing for the world,
+    b < 0, or a zero force)."""
+    if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
+                           + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
+                           + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+
+
+def point_kernels() -> dict:
+    """{"_POINT_VELOCITY", "_POINT_FORCE"}: the point kernels compiled to be inlined into their callers' kernels
+    (the names they call them by), or {} without numba."""
+    velocity, force = jit.compiled(_point_velocity_py, inline=True), jit.compiled(_point_force_py, inline=True)
+    return {} if velocity is None or force is None else {"_POINT_VELOCITY": velocity, "_POINT_FORCE": force}
+
+
 # the compiled kernels, or their Python twins
 placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)
 place_body = jit.lazy(_place_body_py)
+point_velocity = jit.lazy(_point_velocity_py)
+point_force = jit.lazy(_point_force_py)
 
 
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):

@@ -13,7 +13,7 @@ import numpy as np
 from biobullet.algorithms.crba import crba
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
-from biobullet.forces.compiled import spring_kernel
+from biobullet.forces.compiled import spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
 
@@ -118,53 +118,18 @@ class Spring(ForceElement):
         return tuple(anchors)
 
     def _fast_force(self, model, x, xd, t):
-        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them),
-        as a wrench on each point's ancestor joints: τ = [F; p × F]ᵀ S over the ancestors (no point Jacobian)."""
+        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them)
+        by the spring kernel (`forces.compiled.spring`)."""
         from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
         s, ancestry = kin.subspace, kin.arrays.ancestry
         anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
         (body_b, local_b), (body_a, local_a) = anchors
-        kernel = spring_kernel()
-        if kernel is not None:   # compiled: the same algebra in one call
-            status, tau, rate, length = kernel(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b,
-                                               body_a, local_a, self.stiffness, self.rest_length, self.damping,
-                                               ZERO_LENGTH)
-            if status:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            return tau
-        pb = local_b if body_b < 0 else kin.rotations[body_b] @ local_b + kin.positions[body_b]
-        pa = local_a if body_a < 0 else kin.rotations[body_a] @ local_a + kin.positions[body_a]
-        d0, d1, d2 = (pb - pa).tolist()
-        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-        if length < ZERO_LENGTH:
-            if self.rest_length > 0 and self.stiffness > 0:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            coef_d, coef_u = -self.stiffness, 0.0
-        else:
-            rate = 0.0
-            if self.damping:   # L̇ = u·ḋ, point velocities Σ (S_lin + S_ang × p) ẋ over the ancestors
-                d_dot = np.zeros(3)
-                for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
-                    if body >= 0:
-                        v = s @ (ancestry[body] * xd)
-                        d_dot += sign * (v[:3] + np.cross(v[3:], p))
-                rate = (d0 * d_dot[0] + d1 * d_dot[1] + d2 * d_dot[2]) / length
-            if self.rest_length == 0.0:
-                coef_d, coef_u = -self.stiffness, -self.damping * rate
-            else:
-                coef_d, coef_u = 0.0, -(self.stiffness * (length - self.rest_length) + self.damping * rate)
-            coef_d += coef_u / length   # force_b = coef_d d  (u = d / L)
-        f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2
-        tau = np.zeros(model.n_tangent)
-        for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
-            if body >= 0:
-                g0, g1, g2 = sign * f0, sign * f1, sign * f2
-                p0, p1, p2 = p.tolist()
-                wrench = np.array([g0, g1, g2, p1 * g2 - p2 * g1, p2 * g0 - p0 * g2, p0 * g1 - p1 * g0])
-                tau += (wrench @ s) * ancestry[body]
+        status, tau, _, _ = spring(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b, body_a, local_a,
+                                   self.stiffness, self.rest_length, self.damping, ZERO_LENGTH)
+        if status:
+            raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
+                              "the spring direction is undefined (rest_length > 0)")
         return tau
 
     def generalized_force(self, model, x, xd, t, placements=None):

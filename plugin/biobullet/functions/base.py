@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from biobullet.core.attributes import check_count, check_known_attributes
 from biobullet.core.errors import SourceRef
 
 
@@ -61,6 +62,15 @@ class JointFunction(ABC):
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "JointFunction":
         """Build from the XML attributes; raise `source.error(attribute, message, expected)` on bad input."""
+
+    @classmethod
+    def check_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...], source: SourceRef,
+                         **input_count: int) -> None:
+        """`source.error` for an attribute this type does not read or, given `exactly=` / `at_least=`, a wrong
+        number of inputs."""
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        if input_count:
+            check_count(source, "inputs", inputs, **input_count)
 
     @abstractmethod
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:

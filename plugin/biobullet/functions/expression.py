@@ -24,8 +24,8 @@ import math
 
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import EvaluationError, SourceRef
-from biobullet.core.attributes import check_count, check_known_attributes
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import check_count
+from biobullet.functions.base import JointFunction
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
 from biobullet.functions.expression_tape import compile_tape
 from biobullet.functions.registry import register
@@ -106,7 +106,7 @@ class ExpressionFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "ExpressionFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        cls.check_attributes(attributes, inputs, source)
         if "expression" not in attributes:
             raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
         parameters = parse_parameters(attributes.get("parameters"), inputs, source)

@@ -21,9 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.attributes import check_count, check_known_attributes, floats
+from biobullet.core.attributes import floats
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions.base import COMMON_ATTRIBUTES, JetsKernel, JointFunction
+from biobullet.functions.base import JetsKernel, JointFunction
 from biobullet.functions.registry import register
 
 DEGREES: tuple[int, ...] = (1, 3, 5, 7)
@@ -68,8 +68,7 @@ class NaturalSplineFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "NaturalSplineFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, exactly=1)
+        cls.check_attributes(attributes, inputs, source, exactly=1)
         degree_text = attributes.get("degree", "5").strip()
         if degree_text not in ("1", "3", "5", "7"):
             raise source.error("degree", f"unsupported degree {degree_text!r}", "1, 3, 5 or 7")

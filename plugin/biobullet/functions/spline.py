@@ -26,8 +26,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.core.attributes import REQUIRED, check_count, check_known_attributes, floats
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import REQUIRED, floats
+from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import register
 
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
@@ -109,8 +109,7 @@ class SplineFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "SplineFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, exactly=1)
+        cls.check_attributes(attributes, inputs, source, exactly=1)
         xs = floats(source, attributes, "x", min_count=2)
         ys = floats(source, attributes, "y", count=len(xs))
         if np.any(np.diff(xs) <= 0.0):
