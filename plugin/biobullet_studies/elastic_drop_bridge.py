@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.bridge.flexible import (ELASTIC_ROBOT, _resolve, centre_line, ground_up, highest_frequency,
-                                       segmented_bridge, stable_time_step)
+from biobullet.bridge.flexible import centre_line, ground_up, highest_frequency, segmented_bridge, stable_time_step
+from biobullet.model.bundled import resolve_model_path
+
+ELASTIC_ROBOT = "elastic_robot_3link"   # the paper-002 robot, bundled (urdf/elastic_robot_3link.urdf)
 
 
 @dataclass
@@ -62,7 +64,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     if not (np.isfinite(t_end) and t_end > 0.0):
         raise ModelError(f"'t_end' must be positive, got {t_end!r}", attribute="t_end", expected="t_end > 0 (s)")
     wall = _time.perf_counter()
-    path = _resolve(path)
+    path = resolve_model_path(path)
     bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
                     contact_geometry="analytic")
     layouts = bridge.layouts
@@ -125,7 +127,7 @@ def engine_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     from biobullet.integrate import simulate
     from biobullet_studies.gibbs_appell_drop import group_impacts
     wall = _time.perf_counter()
-    path = _resolve(path)
+    path = resolve_model_path(path)
     model, layouts = load_segmented_model(path, segments=segments, shear=shear, air_damping=air_damping)
     contacts = ground_up(model, path)
     grid = np.linspace(0.0, t_end, max(2, int(round(t_end / dt_out)) + 1))

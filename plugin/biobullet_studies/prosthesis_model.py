@@ -291,15 +291,6 @@ class FastProsthesis:
                      "stop_force": f_stop, "ankle_torque": tau_a, "lambda": sol[4:],
                      "powers": (p_drive, p_forces)}
 
-    def with_work(self, t: float, y: np.ndarray) -> np.ndarray:
-        """RHS of the state extended by W_drive and W_forces (J)."""
-        out, (p_drive, p_forces) = self._rhs_power(t, y)
-        return np.concatenate([out, [p_drive, p_forces]])
-
-    def _rhs_power(self, t, y):
-        out, d = self.evaluate(t, y[:4], details=True)
-        return out, d["powers"]
-
     def knee_flexion(self, t: float, y: np.ndarray) -> float:
         (pt, p_ad, p_bc, p_s, p_f), _ = self.positions(t, float(y[0]), float(y[1]))
         return _wrap(p_s - pt)

@@ -501,32 +501,3 @@ def project_upper_kernel():
 def cholesky_kernels() -> tuple:
     """(the compiled `_cholesky_factor_py`, the compiled `_cholesky_solve_py`), None each without numba."""
     return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
-
-
-_PROJECT_UPPER = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None   # bound when `_projected_solve_py` compiles
-
-
-def _projected_solve_py(mass, bias, gradient, tau, accel):
-    """accel = (Gᵀ M G)⁻¹ (Gᵀ τ − Gᵀ h) by Cholesky (M symmetric); False when Gᵀ M G is not positive definite."""
-    n, nv = gradient.shape
-    reduced_mass, reduced_bias = _PROJECT_UPPER(mass, bias, gradient)
-    rhs = np.empty(nv)
-    for c in range(nv):
-        s = 0.0
-        for a in range(n):
-            s += gradient[a, c] * tau[a]
-        rhs[c] = s - reduced_bias[c]
-    low = np.zeros((nv, nv))
-    if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
-        return False
-    _CHOLESKY_SOLVE(low, rhs, accel)
-    return True
-
-
-def projected_solve_kernel():
-    """The compiled `_projected_solve_py` (projection and Cholesky kernels bound), or None without numba."""
-    callees = {"_PROJECT_UPPER": jit.compiled(_project_upper_py), "_CHOLESKY_FACTOR": jit.compiled(_cholesky_factor_py),
-               "_CHOLESKY_SOLVE": jit.compiled(_cholesky_solve_py)}
-    if None in callees.values():
-        return None
-    return jit.compiled(_projected_solve_py, bind=callees)

@@ -15,7 +15,7 @@ from biobullet.algorithms.kinematics import body_placements, frame_jacobian, fra
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
-from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
+from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 _JOINT_SLOTS = "forces.elements.joint_slots"      # Model.derived: {element: (index in x, index in ẋ)}
@@ -199,8 +199,7 @@ class JointSpring(_JointElement):
     def from_description(cls, model, element) -> "JointSpring":
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "joint", "stiffness", "rest", "damping"})
-        joint_indices(model, a.get("joint", ""), s)
-        return cls(a.get("name") or f"joint_spring_{a['joint']}", a["joint"],
+        return cls(joint_element_name(model, element, cls.tag), a["joint"],
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
@@ -238,28 +237,18 @@ class JointTorque(_JointElement):
 
     @classmethod
     def from_description(cls, model, element) -> "JointTorque":
-        from biobullet.functions import registry
+        from biobullet.functions.registry import time_function
 
         s, a = element.source, dict(element.attributes)
-        joint_indices(model, a.get("joint", ""), s)
-        name = a.pop("name", None) or f"joint_torque_{a['joint']}"
-        type_name = a.get("type")
-        if type_name is None:
+        name = joint_element_name(model, element, cls.tag)
+        a.pop("name", None)   # the rest are the time function's
+        if a.get("type") is None:
             check_known_attributes(s, a, {"joint", "value"})
             return cls(name, a["joint"], number(s, a, "value"), source=s)
         if "value" in a:
             raise s.error("value", "a constant value and a time function (type) are both given",
                           "either value=.. or type=..")
-        function_class = registry.get(type_name)
-        if function_class is None:
-            raise s.error("type", f"unknown function type {type_name!r}{did_you_mean(type_name, registry.names())}",
-                          "one of " + ", ".join(registry.names()))
-        if a.get("inputs", "").strip():
-            raise s.error("inputs", "a joint torque is a function of time only", "no inputs")
-        function = function_class.from_attributes(a, (), s)
-        if function.inputs:
-            raise s.error("type", f"function type {type_name!r} needs inputs", "a time function (e.g. fourier)")
-        return cls(name, a["joint"], function=function, source=s)
+        return cls(name, a["joint"], function=time_function(s, a, "a joint torque"), source=s)
 
     def torque(self, t: float) -> float:
         """τ(t) (N·m or N)."""
@@ -327,10 +316,10 @@ class JointStop(_JointElement):
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent",
                                 "smoothing"})
-        joint_indices(model, a.get("joint", ""), s)
+        name = joint_element_name(model, element, cls.tag)
         optional = {key: number(s, a, key) if key in a else None
                     for key in ("lower", "upper", "exponent", "smoothing")}
-        return cls(a.get("name") or f"joint_stop_{a['joint']}", a["joint"], optional["lower"], optional["upper"],
+        return cls(name, a["joint"], optional["lower"], optional["upper"],
                    number(s, a, "stiffness", non_negative=True), number(s, a, "damping", 0.0, non_negative=True),
                    a.get("type", "smooth"), optional["exponent"], optional["smoothing"], source=s)
 
@@ -437,9 +426,8 @@ class CoordinateLimit(_JointElement):
         s, a = element.source, element.attributes
         keys = ("upper", "upper_stiffness", "lower", "lower_stiffness", "damping", "transition")
         check_known_attributes(s, a, {"name", "joint", *keys})
-        joint_indices(model, a.get("joint", ""), s)
         values = {key: number(s, a, key) for key in keys}
-        return cls(a.get("name") or f"coordinate_limit_{a['joint']}", a["joint"], source=s, **values)
+        return cls(joint_element_name(model, element, cls.tag), a["joint"], source=s, **values)
 
     def _steps(self, theta: float) -> tuple[float, float]:
         up, _ = smooth_step(theta, self.upper, self.upper + self.transition)

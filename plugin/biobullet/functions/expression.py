@@ -92,7 +92,7 @@ class ExpressionFunction(JointFunction):
         if any(o.has(*non_smooth) for o in outputs):
             raise source.error("expression", "derivatives are not smooth (Abs/sign appeared)",
                                "a twice continuously differentiable expression")
-        self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last); see `symbolic_in_names`
+        self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last)
         self._uses_time = time_symbol in expr.free_symbols
         self._size = m
         common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
@@ -115,13 +115,6 @@ class ExpressionFunction(JointFunction):
     @property
     def uses_time(self) -> bool:
         return self._uses_time
-
-    def symbolic_in_names(self) -> Any:
-        """The SymPy expression written in the user's names (inputs, t) — for display and checks."""
-        import sympy
-
-        names = [*self.inputs, "t"]
-        return self.symbolic.subs({sympy.Symbol(f"_z{i}"): sympy.Symbol(n) for i, n in enumerate(names)})
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         m = self._size

@@ -487,12 +487,11 @@ def _block_names(bodies) -> tuple[tuple[str, ...], tuple[str, ...]]:
     names_q: list[str] = []
     names_v: list[str] = []
     for body in sorted((b for b in bodies if b.multi_dof), key=lambda b: b.q_index):
-        if True:
-            if body.joint == "":
-                names_q += BASE_POSITION_NAMES
-                names_v += BASE_VELOCITY_NAMES
-                continue
-            sq, sv = suffixes[body.joint_type]
-            names_q += [f"{body.joint}_{x}" for x in sq]
-            names_v += [f"{body.joint}_{x}" for x in sv]
+        if body.joint == "":
+            names_q += BASE_POSITION_NAMES
+            names_v += BASE_VELOCITY_NAMES
+            continue
+        sq, sv = suffixes[body.joint_type]
+        names_q += [f"{body.joint}_{x}" for x in sq]
+        names_v += [f"{body.joint}_{x}" for x in sv]
     return tuple(names_q), tuple(names_v)
