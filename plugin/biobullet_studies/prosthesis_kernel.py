@@ -42,7 +42,7 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     """(status, ẏ): status 0, or 1 where the state cannot be evaluated (no assembly, non-finite)."""
     k_max = (table.shape[1] - 2) // 2
     drive = np.zeros((4, 3))
-    for r in range(4):   # Fourier series: harmonics by the angle-addition recurrence (as drive_scalar)
+    for r in range(4):   # Fourier series: harmonics by the angle-addition recurrence
         w = 2.0 * math.pi / table[r, 0]
         c1, s1 = math.cos(w * t), math.sin(w * t)
         c, s = c1, s1
@@ -63,7 +63,7 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     aref = drive[3, 0]
     r_a, r_b, branch, belt = scalars[0], scalars[1], scalars[2], scalars[3]
     kA, ank, dkA, dank = y[0], y[1], y[2], y[3]
-    # positions (positions_scalar)
+    # positions (as `FastProsthesis.positions`)
     pt = -th
     c, s = math.cos(pt), math.sin(pt)
     Ax, Az = c * vec[0, 0] + s * vec[0, 1], -s * vec[0, 0] + c * vec[0, 1]

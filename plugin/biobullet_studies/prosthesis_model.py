@@ -317,63 +317,6 @@ class FastProsthesis:
         self._s_contacts = [tup(h) for _, h in self.contacts]
         self._s_g = tup(self.gravity)
 
-    def drive_scalar(self, t: float):
-        """[(value, rate, acceleration)] of hip_x, hip_y, thigh (α1), ankle reference — plain floats."""
-        out, cache = [], {}
-        for period, a0, a, b in self._s_series:
-            w = 2.0 * math.pi / period
-            key = period
-            if key not in cache:
-                c1, s1 = math.cos(w * t), math.sin(w * t)
-                cs = [(c1, s1)]
-                for _ in range(1, max(len(a), 1)):
-                    c, s = cs[-1]
-                    cs.append((c * c1 - s * s1, s * c1 + c * s1))
-                cache[key] = cs
-            cs = cache[key]
-            v, dv, ddv = a0, 0.0, 0.0
-            for k in range(len(a)):
-                c, s = cs[k]
-                kw = (k + 1) * w
-                ac, bs = a[k] * c, b[k] * s
-                v += ac + bs
-                dv += kw * (b[k] * c - a[k] * s)
-                ddv -= kw * kw * (ac + bs)
-            out.append((v, dv, ddv))
-        return out
-
-    def positions_scalar(self, t: float, knee_a: float, ankle: float, drive=None):
-        """(ψ_t, ψ_AD, ψ_BC, ψ_s, ψ_f) and hip (x, z) — plain floats; same branch as `positions`."""
-        (hx, _, _), (hy, _, _), (th, _, _), _ = drive or self.drive_scalar(t)
-        V = self._s_vec
-        pt = -th
-        c, s = math.cos(pt), math.sin(pt)
-        ax, az = V["A_t"]
-        bx, bz = V["B_t"]
-        Ax, Az = c * ax + s * az, -s * ax + c * az
-        Bx, Bz = c * bx + s * bz, -s * bx + c * bz
-        p_ad = pt + knee_a
-        c, s = math.cos(p_ad), math.sin(p_ad)
-        dx, dz = V["d_AD"]
-        Dx, Dz = Ax + c * dx + s * dz, Az - s * dx + c * dz
-        vx, vz = Bx - Dx, Bz - Dz
-        dist = math.hypot(vx, vz)
-        along = (dist * dist + self.r_b ** 2 - self.r_a ** 2) / (2.0 * dist)
-        h2 = self.r_b ** 2 - along * along
-        if h2 < 0.0:
-            raise FloatingPointError(f"four-bar cannot assemble at t = {t:g}, knee_A = {knee_a:g}")
-        h = math.sqrt(h2)
-        ex, ez = vx / dist, vz / dist
-        # C = D + along e − branch h n, n = (−e_z, e_x): this choice always has sign(cross(C−D, B−D)) = branch
-        cx = along * ex + self.branch * h * ez
-        cz = along * ez - self.branch * h * ex
-        Cx, Cz = Dx + cx, Dz + cz
-        cbx, cbz = V["c_b"]
-        cax, caz = V["c_a"]
-        p_s = math.atan2(-cz, cx) - math.atan2(-cbz, cbx)
-        p_bc = math.atan2(-(Cz - Bz), Cx - Bx) - math.atan2(-caz, cax)
-        return (pt, p_ad, p_bc, p_s, p_s - ankle), (self.belt * t + hx, hy)
-
     def rhs(self, t: float, y, work: bool = False) -> np.ndarray:
         """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work]: the kernel of
         prosthesis_kernel.py, compiled (or its Python form where `compiled` is False or numba is missing).
@@ -384,7 +327,7 @@ class FastProsthesis:
         self.nfev += 1
         status, out = self._kernel[0](float(t), np.asarray(y, dtype=float), bool(work), *self._kernel[1])
         if status != 0:
-            self.positions_scalar(t, float(y[0]), float(y[1]))   # raises where the four-bar cannot assemble
+            self.positions(t, float(y[0]), float(y[1]))   # raises where the four-bar cannot assemble
             raise FloatingPointError(f"prosthesis right-hand side not finite at t = {t:g}, y = {list(y)}")
         return out
 

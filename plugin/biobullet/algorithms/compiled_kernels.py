@@ -17,7 +17,6 @@ import numpy as np
 from biobullet.core import jit
 
 
-
 def place_body_kernel(*, inline: bool = False):
     """The compiled `_place_body_py`, or None without numba. Called, not inlined, by the tree kernels: numba's IR
     inlining would type and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of
@@ -302,9 +301,6 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     return mass, tau
 
 
-
-
-
 def _project_upper_py(mass, h, g):
     """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more)."""
     n, k = g.shape
@@ -365,8 +361,6 @@ def _cholesky_solve_py(low, rhs, out):
         for k in range(i + 1, n):
             s -= low[k, i] * out[k]
         out[i] = s / low[i, i]
-
-
 
 
 def _tree_kernel_bindings() -> dict:

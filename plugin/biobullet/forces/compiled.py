@@ -18,7 +18,6 @@ from biobullet.algorithms.compiled_kernels import point_force, point_kernels, po
 from biobullet.core import jit
 
 
-
 def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
                       zero_length):
     """(status, τ, L̇, L): status 1 = zero length with rest_length > 0 (direction undefined), else 0."""
@@ -99,7 +98,6 @@ def spring_forces_kernel():
     if spring is None:
         return None
     return jit.compiled(_spring_forces_py, bind={"_SPRING": spring})
-
 
 
 def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params, tau):

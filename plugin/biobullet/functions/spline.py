@@ -27,7 +27,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.core.attributes import REQUIRED, floats
-from biobullet.functions.base import JointFunction
+from biobullet.functions.base import JointFunction, interpolation_table
 from biobullet.functions.registry import register
 
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
@@ -48,18 +48,7 @@ class SplineFunction(JointFunction):
         super().__init__(inputs)
         from scipy.interpolate import CubicSpline  # lazy: keep `import biobullet.functions` light
 
-        xs = np.array(x, dtype=float).reshape(-1)
-        ys = np.array(y, dtype=float).reshape(-1)
-        if len(self.inputs) != 1:
-            raise ModelError(f"got {len(self.inputs)} inputs", attribute="inputs", expected="exactly one input")
-        if len(xs) < 2 or len(xs) != len(ys):
-            raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y",
-                             expected="as many y as x values, at least 2")
-        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
-            raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
-        if np.any(np.diff(xs) <= 0.0):
-            raise ModelError("x values are not strictly increasing", attribute="x",
-                             expected="strictly increasing x0 < x1 < ...")
+        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, expected="as many y as x values, at least 2")
         if boundary not in BOUNDARIES:
             raise ModelError(f"unknown boundary '{boundary}'", attribute="boundary",
                              expected=" | ".join(BOUNDARIES))
