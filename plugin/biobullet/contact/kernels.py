@@ -34,10 +34,10 @@ contact against its analytic ground plane (`contact.geometry`): placements from 
 (`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
 
 The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
-`_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces (`_contact_forces_py`,
-also the force part of `_contact_update_py`) at the kernel's own tree placements, with the state rows only read
-(`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler` evaluates one contact at
-many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
+`_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces
+(`_contact_forces_py`, also the force part of `_contact_update_py`) at the kernel's own tree placements, with the
+state rows only read (`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler`
+evaluates one contact at many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
 """
 from __future__ import annotations
 
