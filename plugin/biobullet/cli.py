@@ -65,9 +65,11 @@ def _assignment(text: str) -> tuple[str, float]:
 
 def _add(sub, name: str, summary: str, description: str, examples: str,
          formatter: type[argparse.HelpFormatter] = _Formatter) -> argparse.ArgumentParser:
+    """The subcommand `name`, run by the function `cmd_NAME` of this module."""
     parser = sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}".rstrip(),
                             epilog="examples:\n" + examples, formatter_class=formatter)
-    parser.set_defaults(subparser=parser)  # for usage errors found after parsing
+    parser.set_defaults(subparser=parser,  # for usage errors found after parsing
+                        handler=globals()[f"cmd_{name}"])
     return parser
 
 
@@ -99,7 +101,6 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("model", metavar="MODEL", help="model file (.urdf)")
     _base_flags(info)
     info.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    info.set_defaults(handler=cmd_info)
 
     validate = _add(sub, "validate", "check every formulation against Pinocchio (and PyBullet) on random states",
                     "Compares mass matrix, bias forces, forward dynamics and Jacobians of every formulation\n"
@@ -120,7 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--random", type=positive_int, default=None, metavar="N",
                           help="validate N random trees instead of MODEL")
     validate.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
-    validate.set_defaults(handler=cmd_validate)
 
     simulate = _add(sub, "simulate", "integrate a model in time and write the trajectory as CSV",
                     "CSV columns: t, every joint coordinate by URDF joint name, then <name>_dot for each.\n"
@@ -145,7 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--gui", action="store_true",
                           help="pybullet engine only: show PyBullet's GUI while stepping (needs a display)")
     _base_flags(simulate)
-    simulate.set_defaults(handler=cmd_simulate)
 
     run = _add(sub, "run", "run a paper study end to end (plots, video, report, summary.json)",
                "Writes DIR/summary.json with the study's key figures (keys documented per scenario).",
@@ -156,7 +155,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--modes", default=None, metavar="SET",
                      help="elastic-robot only: boundary pairs per link, e.g. ss-ss-ss, cc-cc-cc, sc-cc-cs, cs-ss-sc")
-    run.set_defaults(handler=cmd_run)
 
     sweep = _add(sub, "sweep", "run a parameter sweep described by a config file",
                  "Runs every case of CONFIG, locally or on a Dask scheduler.",
@@ -168,7 +166,6 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--workers", default=None, type=positive_int, metavar="N",
                        help="local worker processes (default: one per core; ignored with --scheduler)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sweep.set_defaults(handler=cmd_sweep)
 
     bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs Pinocchio)",
                  "Times mass matrix + bias forces of every formulation against Pinocchio on the bundled arm7,\n"
@@ -185,7 +182,6 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--scaling", action="store_true",
                        help="cost per right-hand side vs DOF (7-100 joints, chains and trees) against Pinocchio: "
                             "DIR/scaling.json, DIR/scaling.png")
-    bench.set_defaults(handler=cmd_bench)
     convert = _add(sub, "convert", "translate an OpenSim .osim model into URDF + <biobullet> block",
                    "Writes the URDF text (links, joints, joint functions of the coordinates, couplings, gravity,\n"
                    "initial state) that `load_model(MODEL)` loads, so both always agree; PyBullet and Pinocchio\n"
@@ -197,7 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--out", required=True, metavar="FILE.urdf", help="output URDF file (written atomically)")
     convert.add_argument("--strict", action="store_true",
                          help="refuse a model with components that cannot be represented")
-    convert.set_defaults(handler=cmd_convert)
 
     view = _add(sub, "view", "show a model in the browser (sliders, markers) or replay a trajectory",
                 "Serves an interactive 3D view on http://127.0.0.1:PORT (this machine only): one slider per\n"
@@ -216,7 +211,6 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--port", type=positive_int, default=8080, metavar="P", help="port (default 8080)")
     view.add_argument("--segments", type=positive_int, default=6, metavar="N",
                       help="rigid segments per <flexible> link (default 6)")
-    view.set_defaults(handler=cmd_view)
     return parser
 
 

@@ -530,12 +530,13 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
-    from biobullet_studies.common import motion_limits
+    from biobullet_studies.common import motion_limits, planar_frame
     frames = []
     times = np.arange(tr.t[0], tr.t[-1], 1.0 / (fps * slow))
     picks = [min(int(np.searchsorted(tr.t, tt)), len(tr.t) - 1) for tt in times]
     every = [np.vstack(rec.link_endpoints(model, tr.q[k])) for k in picks] + [np.zeros((1, 2))]   # + ground
-    (x_low, x_high), (y_low, y_high) = motion_limits(np.vstack(every)[:, :2])   # framed on the whole jump
+    limits = motion_limits(np.vstack(every)[:, :2])   # framed on the whole jump
+    (x_low, x_high), (y_low, y_high) = limits
     # the figure takes the motion's shape (a jump is tall and narrow), so the axes fill it
     fig, ax = plt.subplots(figsize=(float(np.clip(7.2 * (x_high - x_low) / (y_high - y_low) + 1.2, 4.8, 12.8)), 7.2),
                            dpi=100)
@@ -547,12 +548,8 @@ def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: fl
             if tr.reactions[k, i, 1] > 0:
                 a = rec.foot_position(model, tr.q[k], i)
                 ax.arrow(a[0], a[1], 0, 2e-4 * tr.reactions[k, i, 1], width=0.005, color="red")
-        ax.set_xlim(x_low, x_high)
-        ax.set_ylim(y_low, y_high)
-        ax.set_aspect("equal")
-        ax.set_title(f"t = {tr.t[k]:.3f} s  {tr.phase[k]}\n({slow:g}× slow motion)", fontsize=11)
-        fig.canvas.draw()
-        frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
+        title = f"t = {tr.t[k]:.3f} s  {tr.phase[k]}\n({slow:g}× slow motion)"
+        frames.append(planar_frame(fig, ax, limits, title, 11))
     plt.close(fig)
     write_video(frames, out / "jump.mp4", fps=fps)
     return "jump.mp4"

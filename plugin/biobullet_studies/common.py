@@ -38,6 +38,34 @@ def motion_limits(points, margin: float = 0.06) -> list[tuple[float, float]]:
     return [(float(lo - margin * extent), float(hi + margin * extent)) for lo, hi in zip(low, high)]
 
 
+def save_plot(fig, ax, path: str | os.PathLike[str], xlabel: str, ylabel: str, title: str) -> None:
+    """Label a one-axes line plot (legend, small title), save it atomically and close it."""
+    import matplotlib.pyplot as plt
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def planar_frame(fig, ax, limits, title: str, fontsize: int) -> np.ndarray:
+    """One video frame of a planar motion: `ax` on the whole motion's `limits` (`motion_limits`), one scale on both
+    axes, titled; the figure's RGB pixels."""
+    (x_low, x_high), (y_low, y_high) = limits
+    ax.set_xlim(x_low, x_high)
+    ax.set_ylim(y_low, y_high)
+    ax.set_aspect("equal")
+    ax.set_title(title, fontsize=fontsize)
+    return figure_pixels(fig)
+
+
+def figure_pixels(fig) -> np.ndarray:
+    """The figure drawn, as an RGB image (height × width × 3, uint8): a video frame."""
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy()
+
+
 def say(message: str) -> None:
     """Progress line on stderr (stdout stays clean for --json)."""
     print(message, file=sys.stderr, flush=True)

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.bridge.flexible import (ELASTIC_ROBOT, _resolve, centre_line, ground_up, highest_frequency,
-                                       segmented_bridge, stable_time_step)
+from biobullet.bridge.flexible import centre_line, ground_up, highest_frequency, segmented_bridge, stable_time_step
+from biobullet.model.bundled import resolve_model_path
+
+ELASTIC_ROBOT = "elastic_robot_3link"   # the paper-002 robot, bundled (urdf/elastic_robot_3link.urdf)
 
 
 @dataclass
@@ -58,11 +60,11 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     import time as _time
     from biobullet.bridge.bridge import Bridge
     from biobullet.loader import load_model
-    from biobullet_studies.gibbs_appell_drop import _group_impacts
+    from biobullet_studies.gibbs_appell_drop import group_impacts
     if not (np.isfinite(t_end) and t_end > 0.0):
         raise ModelError(f"'t_end' must be positive, got {t_end!r}", attribute="t_end", expected="t_end > 0 (s)")
     wall = _time.perf_counter()
-    path = _resolve(path)
+    path = resolve_model_path(path)
     bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
                     contact_geometry="analytic")
     layouts = bridge.layouts
@@ -110,7 +112,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
                 p.stepSimulation(physicsClientId=c)
     intervals = contacts.intervals()
     return BridgeDropResult(np.array(ts), np.array(pts), np.array(vel), np.array(fns), np.array(fts), names,
-                            onsets, separations, _group_impacts(onsets, separations, sub_impact_gap), intervals,
+                            onsets, separations, group_impacts(onsets, separations, sub_impact_gap), intervals,
                             bridge.dt, int(segments), bool(shear), w_max, _time.perf_counter() - wall, layouts)
 
 
@@ -123,9 +125,9 @@ def engine_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     import time as _time
     from biobullet.flexible.segments import load_segmented_model
     from biobullet.integrate import simulate
-    from biobullet_studies.gibbs_appell_drop import _group_impacts
+    from biobullet_studies.gibbs_appell_drop import group_impacts
     wall = _time.perf_counter()
-    path = _resolve(path)
+    path = resolve_model_path(path)
     model, layouts = load_segmented_model(path, segments=segments, shear=shear, air_damping=air_damping)
     contacts = ground_up(model, path)
     grid = np.linspace(0.0, t_end, max(2, int(round(t_end / dt_out)) + 1))
@@ -154,7 +156,7 @@ def engine_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
                 if f > 0.0 and np.any(kin.slip):
                     ft[n, j] = float(np.asarray(c.friction_law.force(kin.slip, f))[0])
     return BridgeDropResult(np.asarray(traj.t), pts, vel, fn, ft, names, onsets, separations,
-                            _group_impacts(onsets, separations, sub_impact_gap), intervals, 0.0, int(segments),
+                            group_impacts(onsets, separations, sub_impact_gap), intervals, 0.0, int(segments),
                             bool(shear), highest_frequency(model), _time.perf_counter() - wall, layouts,
                             engine="reference")
 

@@ -134,7 +134,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from biobullet.render import write_video as _write
+    from biobullet import render
     chain = result.chain
     amp = float(np.abs(result.modal_amplitudes).max()) if result.modal_amplitudes.size else 0.0
     scale = (0.1 / amp if amp > 0.0 else 1.0) if magnify is None else magnify
@@ -165,7 +165,7 @@ def write_video(result: Any, path: Path, title: str, *, frame_dt: float = 0.01, 
         fig.canvas.draw()
         frames.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
     plt.close(fig)
-    _write(frames, path, fps=fps)
+    render.write_video(frames, path, fps=fps)
     return path
 
 
@@ -194,7 +194,8 @@ def bridge_comparison(reference: Any, out: Path | None = None, *, cases=BRIDGE_C
     (if given); returns {"rows": [...], "markdown": str}. Row keys: engine, segments, dt, first_contact_time,
     contact_time_error, peak_force / impulse (per point, first impact: 0.04 s from the first contact),
     deviation (max |Δp| of the joint points up to each of BRIDGE_HORIZONS, m), mirror_residual (m), wall_time_s."""
-    from biobullet_studies.elastic_drop_bridge import bridge_drop, engine_drop, first_impact, mirror_residual, trajectory_deviation
+    from biobullet_studies.elastic_drop_bridge import (ELASTIC_ROBOT, bridge_drop, engine_drop, first_impact,
+                                                      mirror_residual, trajectory_deviation)
     rows, runs = [], []
 
     def row(name: str, res: Any, n: Any, dt: float | None) -> dict[str, Any]:
@@ -214,9 +215,11 @@ def bridge_comparison(reference: Any, out: Path | None = None, *, cases=BRIDGE_C
             runs.append(("engine", n, None, res))
             done_engine.add(n)
         if dt == "half":
-            from biobullet.bridge.flexible import ELASTIC_ROBOT, _resolve, stable_time_step
+            from biobullet.bridge.flexible import stable_time_step
             from biobullet.flexible.segments import load_segmented_model
-            model, _ = load_segmented_model(_resolve(ELASTIC_ROBOT), segments=n, shear=False, air_damping=False)
+            from biobullet.model.bundled import resolve_model_path
+            model, _ = load_segmented_model(resolve_model_path(ELASTIC_ROBOT), segments=n, shear=False,
+                                            air_damping=False)
             dt = 0.5 * stable_time_step(model)
         res = bridge_drop(t_end=t_end, segments=n, dt=dt)
         rows.append(row("PyBullet bridge", res, n, res.dt))

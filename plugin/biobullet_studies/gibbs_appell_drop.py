@@ -90,7 +90,7 @@ def contact_forces(chain: ElasticChain, kin: Any, active: np.ndarray,
     return fn, ft
 
 
-def _group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, Any]],
+def group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, Any]],
                    gap: float) -> list[dict[str, Any]]:
     impacts: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
@@ -267,7 +267,7 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
             grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
     return DropResult(chain, t, Y[:, :N], Y[:, N:2 * N], pts, vel, fn, ft, kin_e, grav, ela,
                       Y[:, 2 * N], Y[:, 2 * N + 1], Y[:, 2 * N + 2], contacts, separations,
-                      _group_impacts(contacts, separations, gap), n_rhs, wall)
+                      group_impacts(contacts, separations, gap), n_rhs, wall)
 
 
 __all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "point_name"]

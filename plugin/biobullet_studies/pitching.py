@@ -19,7 +19,8 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, save_figure, say, simulated_time, write_atomic, write_json
+from biobullet_studies.common import (bundled_model, save_figure, save_plot, say, simulated_time, write_atomic,
+                                     write_json)
 
 SUBSTITUTE = ("SUBSTITUTE data: de Leva (1996) segment parameters; synthetic smooth pitching kinematics shaped "
               "like published adult-pitcher averages — not the paper's video")
@@ -157,12 +158,8 @@ def run(out_dir, dt: float = 2e-3, video: bool = True, **_) -> dict:
     fig, ax = plt.subplots(figsize=(8, 4))
     for k, name in enumerate(model.velocity_names[6:]):
         ax.plot(ts * 1000, taus[:, 6 + k], label=name)
-    ax.set_xlabel("time from foot contact (ms)")
-    ax.set_ylabel("joint torque (N·m)")
-    ax.legend(fontsize=8)
-    ax.set_title("Inverse dynamics on the link-segment equations (substitute data)", fontsize=9)
-    save_figure(fig, os.path.join(out_dir, "pitching_torques.png"))
-    plt.close(fig)
+    save_plot(fig, ax, os.path.join(out_dir, "pitching_torques.png"), "time from foot contact (ms)",
+              "joint torque (N·m)", "Inverse dynamics on the link-segment equations (substitute data)")
     if video:
         _video(model, ts, qs, os.path.join(out_dir, "pitching.mp4"), dt)
     say("pitching: free flight with and without the gyroscopic term")
@@ -260,7 +257,7 @@ def _ball_velocity(model, q, v):
 def _video(model, ts, qs, path, dt):
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
-    from biobullet_studies.common import motion_limits
+    from biobullet_studies.common import figure_pixels, motion_limits
     frames = []
     fig = plt.figure(figsize=(6, 6), dpi=100)
     ax = fig.add_subplot(projection="3d")
@@ -279,7 +276,6 @@ def _video(model, ts, qs, path, dt):
         ax.set_box_aspect([high - low for low, high in limits])
         ax.locator_params(nbins=4)
         ax.set_title(f"t = {ts[k] * 1000:.0f} ms (substitute data)", fontsize=9)
-        fig.canvas.draw()
-        frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
+        frames.append(figure_pixels(fig))
     plt.close(fig)
     write_video(frames, path, fps=12)

@@ -137,14 +137,6 @@ def _correlation(t, knee, reference) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _period_number(info) -> int | None:
-    for key in ("period", "n", "multiple"):
-        value = info.get(key) if isinstance(info, Mapping) else getattr(info, key, None)
-        if value is not None:
-            return int(value) if not isinstance(value, str) else None
-    return None
-
-
 def _jsonable(value):
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}

@@ -1,9 +1,9 @@
-"""Compiled twin of `FastProsthesis.rhs` (prosthesis_model.py): the same scalar algebra, line by line, as a numba
-kernel through the library's one jit helper (`biobullet.core.jit`), with the model's numbers packed into arrays
-once (`pack`). `FastProsthesis.rhs` calls it when numba is available and `compiled` is set, and falls back per call
-to the plain-Python path (which raises its own clear error) whenever the kernel reports a state it cannot evaluate
-(four-bar cannot assemble, non-finite result). tests/validation/test_prosthesis_kernel.py checks both paths equal
-to round-off; tests/benchmarks/test_prosthesis_speed.py measures the ratio.
+"""The prosthesis right-hand side `FastProsthesis.rhs` (prosthesis_model.py) as one numba kernel through the
+library's one jit helper (`biobullet.core.jit`), with the model's numbers packed into arrays once (`pack`); its
+Python form runs where numba is missing (or `FastProsthesis(compiled=False)`, for debugging). It reports a state it
+cannot evaluate (four-bar cannot assemble, non-finite result) by its status. tests/validation/test_prosthesis_model.py
+checks it against the array form `FastProsthesis.evaluate` and that against the general engine;
+tests/benchmarks/test_prosthesis_speed.py measures compiled against Python form.
 """
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ def pack(fast) -> tuple:
 
 
 def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, scalars, par):
-    """(status, ẏ): status 0, or 1 where the Python path must evaluate (no assembly, non-finite)."""
+    """(status, ẏ): status 0, or 1 where the state cannot be evaluated (no assembly, non-finite)."""
     k_max = (table.shape[1] - 2) // 2
     drive = np.zeros((4, 3))
-    for r in range(4):   # Fourier series: harmonics by the angle-addition recurrence (as drive_scalar)
+    for r in range(4):   # Fourier series: harmonics by the angle-addition recurrence
         w = 2.0 * math.pi / table[r, 0]
         c1, s1 = math.cos(w * t), math.sin(w * t)
         c, s = c1, s1
@@ -63,7 +63,7 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     aref = drive[3, 0]
     r_a, r_b, branch, belt = scalars[0], scalars[1], scalars[2], scalars[3]
     kA, ank, dkA, dank = y[0], y[1], y[2], y[3]
-    # positions (positions_scalar)
+    # positions (as `FastProsthesis.positions`)
     pt = -th
     c, s = math.cos(pt), math.sin(pt)
     Ax, Az = c * vec[0, 0] + s * vec[0, 1], -s * vec[0, 0] + c * vec[0, 1]
@@ -228,9 +228,9 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     return 0, out
 
 
-def kernel():
-    """The compiled `_prosthesis_rhs_py`, or None (numba missing or disabled)."""
-    return jit.compiled(_prosthesis_rhs_py)
+def kernel(compiled: bool = True):
+    """The compiled `_prosthesis_rhs_py`, or the function itself (`compiled` False, numba missing or disabled)."""
+    return (jit.compiled(_prosthesis_rhs_py) if compiled else None) or _prosthesis_rhs_py
 
 
 __all__ = ["pack", "kernel", "VECTORS", "PARAMETERS"]

@@ -74,7 +74,7 @@ class FastProsthesis:
 
     def __init__(self, urdf_path: str, params: Parameters | None = None, *, hip_y_scale: float = 1.0,
                  belt_speed: float | None = None, compiled: bool = True) -> None:
-        #: `rhs` runs the compiled twin (prosthesis_kernel.py) when numba is available; False = plain Python
+        #: `rhs` runs the compiled kernel (prosthesis_kernel.py); False: its Python form (debugging)
         self.compiled = compiled
         from biobullet_studies.gait import load_gait
 
@@ -291,25 +291,16 @@ class FastProsthesis:
                      "stop_force": f_stop, "ankle_torque": tau_a, "lambda": sol[4:],
                      "powers": (p_drive, p_forces)}
 
-    def with_work(self, t: float, y: np.ndarray) -> np.ndarray:
-        """RHS of the state extended by W_drive and W_forces (J)."""
-        out, (p_drive, p_forces) = self._rhs_power(t, y)
-        return np.concatenate([out, [p_drive, p_forces]])
-
-    def _rhs_power(self, t, y):
-        out, d = self.evaluate(t, y[:4], details=True)
-        return out, d["powers"]
-
     def knee_flexion(self, t: float, y: np.ndarray) -> float:
         (pt, p_ad, p_bc, p_s, p_f), _ = self.positions(t, float(y[0]), float(y[1]))
         return _wrap(p_s - pt)
 
 
-    # ================================================================ scalar (plain-float) right-hand side
-    # Same equations as `evaluate`, written for speed: plain Python floats (numpy costs ~1 µs per tiny-array
-    # operation; this model has 4 angles), one cos/sin pair per time for all Fourier drivers (harmonics by
-    # the angle-addition recurrence), and the loop eliminated by the velocity-coefficient (null-space)
-    # projection instead of the 6×6 KKT system: ψ̈ = G q̈ + h with q = (knee_A, ankle), so
+    # ================================================================ scalar right-hand side (prosthesis_kernel.py)
+    # Same equations as `evaluate`, written for speed as a scalar kernel on the numbers packed here (numpy
+    # costs ~1 µs per tiny-array operation; this model has 4 angles), one cos/sin pair per time for all Fourier
+    # drivers (harmonics by the angle-addition recurrence), and the loop eliminated by the velocity-coefficient
+    # (null-space) projection instead of the 6×6 KKT system: ψ̈ = G q̈ + h with q = (knee_A, ankle), so
     # (Σ_b m_b J_bᵀJ_b + I_b g_b g_bᵀ) q̈ = Σ_b m_b J_bᵀ(g − a0_b) − I_b g_b h_b + F_q   (2×2).
     # tests/validation/test_prosthesis_model.py checks it against `evaluate` (and so the general engine).
     def _setup_scalar(self) -> None:
@@ -326,242 +317,19 @@ class FastProsthesis:
         self._s_contacts = [tup(h) for _, h in self.contacts]
         self._s_g = tup(self.gravity)
 
-    def drive_scalar(self, t: float):
-        """[(value, rate, acceleration)] of hip_x, hip_y, thigh (α1), ankle reference — plain floats."""
-        out, cache = [], {}
-        for period, a0, a, b in self._s_series:
-            w = 2.0 * math.pi / period
-            key = period
-            if key not in cache:
-                c1, s1 = math.cos(w * t), math.sin(w * t)
-                cs = [(c1, s1)]
-                for _ in range(1, max(len(a), 1)):
-                    c, s = cs[-1]
-                    cs.append((c * c1 - s * s1, s * c1 + c * s1))
-                cache[key] = cs
-            cs = cache[key]
-            v, dv, ddv = a0, 0.0, 0.0
-            for k in range(len(a)):
-                c, s = cs[k]
-                kw = (k + 1) * w
-                ac, bs = a[k] * c, b[k] * s
-                v += ac + bs
-                dv += kw * (b[k] * c - a[k] * s)
-                ddv -= kw * kw * (ac + bs)
-            out.append((v, dv, ddv))
-        return out
-
-    def positions_scalar(self, t: float, knee_a: float, ankle: float, drive=None):
-        """(ψ_t, ψ_AD, ψ_BC, ψ_s, ψ_f) and hip (x, z) — plain floats; same branch as `positions`."""
-        (hx, _, _), (hy, _, _), (th, _, _), _ = drive or self.drive_scalar(t)
-        V = self._s_vec
-        pt = -th
-        c, s = math.cos(pt), math.sin(pt)
-        ax, az = V["A_t"]
-        bx, bz = V["B_t"]
-        Ax, Az = c * ax + s * az, -s * ax + c * az
-        Bx, Bz = c * bx + s * bz, -s * bx + c * bz
-        p_ad = pt + knee_a
-        c, s = math.cos(p_ad), math.sin(p_ad)
-        dx, dz = V["d_AD"]
-        Dx, Dz = Ax + c * dx + s * dz, Az - s * dx + c * dz
-        vx, vz = Bx - Dx, Bz - Dz
-        dist = math.hypot(vx, vz)
-        along = (dist * dist + self.r_b ** 2 - self.r_a ** 2) / (2.0 * dist)
-        h2 = self.r_b ** 2 - along * along
-        if h2 < 0.0:
-            raise FloatingPointError(f"four-bar cannot assemble at t = {t:g}, knee_A = {knee_a:g}")
-        h = math.sqrt(h2)
-        ex, ez = vx / dist, vz / dist
-        # C = D + along e − branch h n, n = (−e_z, e_x): this choice always has sign(cross(C−D, B−D)) = branch
-        cx = along * ex + self.branch * h * ez
-        cz = along * ez - self.branch * h * ex
-        Cx, Cz = Dx + cx, Dz + cz
-        cbx, cbz = V["c_b"]
-        cax, caz = V["c_a"]
-        p_s = math.atan2(-cz, cx) - math.atan2(-cbz, cbx)
-        p_bc = math.atan2(-(Cz - Bz), Cx - Bx) - math.atan2(-caz, cax)
-        return (pt, p_ad, p_bc, p_s, p_s - ankle), (self.belt * t + hx, hy)
-
-    def rhs(self, t: float, y, work: bool = False):
-        """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work]: a float array from the compiled
-        twin (prosthesis_kernel.py) where it evaluates the state, else a list of floats from the Python path."""
-        if self.compiled:
-            if self._kernel is None:
-                from biobullet_studies import prosthesis_kernel
-                compiled = prosthesis_kernel.kernel()
-                self._kernel = (compiled, prosthesis_kernel.pack(self)) if compiled is not None else False
-            if self._kernel:
-                status, out = self._kernel[0](float(t), np.asarray(y, dtype=float), bool(work), *self._kernel[1])
-                if status == 0:
-                    self.nfev += 1
-                    return out
-        return self._rhs_python(t, y, work)
-
-    def _rhs_python(self, t: float, y, work: bool = False):
-        """The plain-Python right-hand side (reference of the compiled twin)."""
+    def rhs(self, t: float, y, work: bool = False) -> np.ndarray:
+        """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work]: the kernel of
+        prosthesis_kernel.py, compiled (or its Python form where `compiled` is False or numba is missing).
+        FloatingPointError where the four-bar cannot assemble or the result is not finite."""
+        if self._kernel is None:
+            from biobullet_studies import prosthesis_kernel
+            self._kernel = (prosthesis_kernel.kernel(self.compiled), prosthesis_kernel.pack(self))
         self.nfev += 1
-        P = self.p
-        V = self._s_vec
-        kA, ank, dkA, dank = y[0], y[1], y[2], y[3]
-        drv = self.drive_scalar(t)
-        (hx, dhx, ddhx), (hy, dhy, ddhy), (th, dth, ddth), (aref, _, _) = drv
-        (pt, p_ad, p_bc, p_s, p_f), _ = self.positions_scalar(t, kA, ank, drv)
-        dpt, ddpt = -dth, -ddth
-        dhx += self.belt
-        # rotated vectors r = R(ψ) v and derivatives dR v = (r_z, −r_x)
-        ct, st = math.cos(pt), math.sin(pt)
-
-        def R(c, s, v):
-            return c * v[0] + s * v[1], -s * v[0] + c * v[1]
-        rA = R(ct, st, V["A_t"])
-        rB = R(ct, st, V["B_t"])
-        rBd = R(ct, st, V["damper_thigh"])
-        dAx, dAz = dhx + rA[1] * dpt, dhy - rA[0] * dpt
-        dBx, dBz = dhx + rB[1] * dpt, dhy - rB[0] * dpt
-        ddAx = ddhx + rA[1] * ddpt - rA[0] * dpt * dpt
-        ddAz = ddhy - rA[0] * ddpt - rA[1] * dpt * dpt
-        ddBx = ddhx + rB[1] * ddpt - rB[0] * dpt * dpt
-        ddBz = ddhy - rB[0] * ddpt - rB[1] * dpt * dpt
-        cad, sad = math.cos(p_ad), math.sin(p_ad)
-        cbc, sbc = math.cos(p_bc), math.sin(p_bc)
-        cs_, ss_ = math.cos(p_s), math.sin(p_s)
-        cf, sf = math.cos(p_f), math.sin(p_f)
-        r_ad = R(cad, sad, V["d_AD"])
-        r_ca = R(cbc, sbc, V["c_a"])
-        r_cb = R(cs_, ss_, V["c_b"])
-        # loop velocity/acceleration: [w_ca, −w_cb] (ψ̇_BC, ψ̇_s) = w_ad ψ̇_AD + Ȧ − Ḃ
-        wca0, wca1 = r_ca[1], -r_ca[0]
-        wcb0, wcb1 = r_cb[1], -r_cb[0]
-        wad0, wad1 = r_ad[1], -r_ad[0]
-        det = -wca0 * wcb1 + wcb0 * wca1
-
-        def solve2(r0, r1):
-            return (-r0 * wcb1 + wcb0 * r1) / det, (wca0 * r1 - wca1 * r0) / det
-        dp_ad = dpt + dkA
-        a1, a2 = solve2(wad0, wad1)                       # ∂(ψ̇_BC, ψ̇_s)/∂ψ̇_AD
-        c1, c2 = solve2(dAx - dBx, dAz - dBz)
-        dp_bc, dp_s = a1 * dp_ad + c1, a2 * dp_ad + c2
-        dp_f = dp_s - dank
-        e1, e2 = solve2(ddAx - ddBx - r_ad[0] * dp_ad ** 2 + r_ca[0] * dp_bc ** 2 - r_cb[0] * dp_s ** 2,
-                        ddAz - ddBz - r_ad[1] * dp_ad ** 2 + r_ca[1] * dp_bc ** 2 - r_cb[1] * dp_s ** 2)
-        # ψ̈ = G q̈ + h   (rows AD, BC, s, f; columns knee_A, ankle)
-        h_ad, h_bc, h_s = ddpt, a1 * ddpt + e1, a2 * ddpt + e2
-        gx, gz = self._s_g
-        (m_ad, cc_ad, i_ad), (m_bc, cc_bc, i_bc), (m_s, cc_s, i_s), (m_f, cc_f, i_f) = self._s_bodies
-        r_c_ad = R(cad, sad, cc_ad)
-        r_c_bc = R(cbc, sbc, cc_bc)
-        r_c_s = R(cs_, ss_, cc_s)
-        r_k = R(cs_, ss_, V["k_s"])
-        r_c_f = R(cf, sf, cc_f)
-        # body COM Jacobians (columns: knee_A, ankle) and accelerations at q̈ = 0
-        # posterior link: A + R_ad c
-        J1x0, J1z0 = r_c_ad[1], -r_c_ad[0]
-        a1x = ddAx + r_c_ad[1] * h_ad - r_c_ad[0] * dp_ad ** 2
-        a1z = ddAz - r_c_ad[0] * h_ad - r_c_ad[1] * dp_ad ** 2
-        # anterior link: B + R_bc c
-        J2x0, J2z0 = r_c_bc[1] * a1, -r_c_bc[0] * a1
-        a2x = ddBx + r_c_bc[1] * h_bc - r_c_bc[0] * dp_bc ** 2
-        a2z = ddBz - r_c_bc[0] * h_bc - r_c_bc[1] * dp_bc ** 2
-        # shank: D + R_s c
-        Dax = ddAx + r_ad[1] * h_ad - r_ad[0] * dp_ad ** 2       # D acceleration at q̈ = 0
-        Daz = ddAz - r_ad[0] * h_ad - r_ad[1] * dp_ad ** 2
-        J3x0, J3z0 = wad0 + r_c_s[1] * a2, wad1 - r_c_s[0] * a2
-        a3x = Dax + r_c_s[1] * h_s - r_c_s[0] * dp_s ** 2
-        a3z = Daz - r_c_s[0] * h_s - r_c_s[1] * dp_s ** 2
-        # foot: K + R_f c, K = D + R_s k
-        Kax = Dax + r_k[1] * h_s - r_k[0] * dp_s ** 2
-        Kaz = Daz - r_k[0] * h_s - r_k[1] * dp_s ** 2
-        JKx0, JKz0 = wad0 + r_k[1] * a2, wad1 - r_k[0] * a2
-        J4x0, J4z0 = JKx0 + r_c_f[1] * a2, JKz0 - r_c_f[0] * a2
-        J4x1, J4z1 = -r_c_f[1], r_c_f[0]
-        a4x = Kax + r_c_f[1] * h_s - r_c_f[0] * dp_f ** 2
-        a4z = Kaz - r_c_f[0] * h_s - r_c_f[1] * dp_f ** 2
-        # reduced mass matrix and right-hand side
-        M00 = (m_ad * (J1x0 * J1x0 + J1z0 * J1z0) + i_ad + m_bc * (J2x0 * J2x0 + J2z0 * J2z0) + i_bc * a1 * a1
-               + m_s * (J3x0 * J3x0 + J3z0 * J3z0) + i_s * a2 * a2 + m_f * (J4x0 * J4x0 + J4z0 * J4z0)
-               + i_f * a2 * a2)
-        M01 = m_f * (J4x0 * J4x1 + J4z0 * J4z1) - i_f * a2
-        M11 = m_f * (J4x1 * J4x1 + J4z1 * J4z1) + i_f
-        f0 = (m_ad * (J1x0 * (gx - a1x) + J1z0 * (gz - a1z)) - i_ad * h_ad
-              + m_bc * (J2x0 * (gx - a2x) + J2z0 * (gz - a2z)) - i_bc * a1 * h_bc
-              + m_s * (J3x0 * (gx - a3x) + J3z0 * (gz - a3z)) - i_s * a2 * h_s
-              + m_f * (J4x0 * (gx - a4x) + J4z0 * (gz - a4z)) - i_f * a2 * h_s)
-        f1 = m_f * (J4x1 * (gx - a4x) + J4z1 * (gz - a4z)) + i_f * h_s
-        # applied forces → generalised forces F_q (power through q̇: q̇·F_q)
-        # damper thigh point Bd – shank point Sd = D + R_s s, tension T: force −T u on Sd
-        hip_x, hip_z = self.belt * t + hx, hy
-        Dx = hip_x + rA[0] + r_ad[0]
-        Dz = hip_z + rA[1] + r_ad[1]
-        r_sd = R(cs_, ss_, V["damper_shank"])
-        ux, uz = Dx + r_sd[0] - (hip_x + rBd[0]), Dz + r_sd[1] - (hip_z + rBd[1])
-        length = math.hypot(ux, uz)
-        ux, uz = ux / length, uz / length
-        vDx, vDz = dAx + wad0 * dp_ad, dAz + wad1 * dp_ad
-        vBdx, vBdz = dhx + rBd[1] * dpt, dhy - rBd[0] * dpt
-        rate = ux * (vDx + r_sd[1] * dp_s - vBdx) + uz * (vDz - r_sd[0] * dp_s - vBdz)
-        tension = P.damper_k * (length - P.damper_l0) + P.damper_c * rate
-        F0 = -tension * (ux * (wad0 + r_sd[1] * a2) + uz * (wad1 - r_sd[0] * a2))
-        F1 = 0.0
-        # knee stop on knee_B = ψ_BC − ψ_t (lower limit 0), lever d: torque d·F on ψ_BC
-        delta, ddelta = -P.stop_lever * (p_bc - pt), -P.stop_lever * (dp_bc - dpt)
-        f_stop = (0.5 + math.atan(P.stop_c3 * delta) / math.pi) * (P.stop_k * delta + P.stop_c * ddelta)
-        if f_stop > 0.0:
-            F0 += P.stop_lever * f_stop * a1
-        # ankle spring tracking the reference (ankle = ψ_s − ψ_f)
-        F1 += -P.ankle_k * (ank - aref) - P.ankle_c * dank
-        # contacts on the foot (ground z = 0 in the belt frame)
-        Kx = Dx + r_k[0]
-        Kz = Dz + r_k[1]
-        vKx = vDx + r_k[1] * dp_s
-        vKz = vDz - r_k[0] * dp_s
-        k_n, c_n, c1n, mu, v0 = P.contact_k, P.contact_c, P.contact_c1, P.mu, P.v0
-        for hv in self._s_contacts:
-            r_h = R(cf, sf, hv)
-            pen = -(Kz + r_h[1])
-            vx_ = vKx + r_h[1] * dp_f
-            vz_ = vKz - r_h[0] * dp_f
-            fn = (0.5 + math.atan(c1n * pen) / math.pi) * (k_n * pen - c_n * vz_)
-            if fn <= 0.0:
-                continue
-            ft = -mu * fn * (2.0 / math.pi) * math.atan(vx_ / v0)
-            # point Jacobian columns: knee_A: JK + dR_f h·a2, ankle: −dR_f h
-            jx0, jz0 = JKx0 + r_h[1] * a2, JKz0 - r_h[0] * a2
-            F0 += ft * jx0 + fn * jz0
-            F1 += -ft * r_h[1] + fn * r_h[0]
-        f0 += F0
-        f1 += F1
-        detm = M00 * M11 - M01 * M01
-        q0 = (f0 * M11 - f1 * M01) / detm
-        q1 = (M00 * f1 - M01 * f0) / detm
-        if not work:
-            return [dkA, dank, q0, q1]
-        # powers: dE/dt = q̇·F_q + P_drive, P_drive = Σ_b m (a_b − g)·v_drive,b + I ψ̈_b ψ̇_drive,b
-        # (v_drive,b: the body velocity with q̇ = 0, i.e. the part imposed by the hip/thigh motion)
-        hv_ad, hv_bc, hv_s = dpt, a1 * dpt + c1, a2 * dpt + c2
-        pdd_ad, pdd_bc, pdd_s = ddpt + q0, a1 * (ddpt + q0) + e1, a2 * (ddpt + q0) + e2
-        pdd_f = pdd_s - q1
-
-        def acc(ax0, az0, jx0, jz0, jx1=0.0, jz1=0.0):
-            return ax0 + jx0 * q0 + jx1 * q1, az0 + jz0 * q0 + jz1 * q1
-        b1 = acc(a1x, a1z, J1x0, J1z0)
-        b2 = acc(a2x, a2z, J2x0, J2z0)
-        b3 = acc(a3x, a3z, J3x0, J3z0)
-        b4 = acc(a4x, a4z, J4x0, J4z0, J4x1, J4z1)
-        v1 = (dAx + r_c_ad[1] * hv_ad, dAz - r_c_ad[0] * hv_ad)
-        v2 = (dBx + r_c_bc[1] * hv_bc, dBz - r_c_bc[0] * hv_bc)
-        vDd = (dAx + wad0 * hv_ad, dAz + wad1 * hv_ad)
-        v3 = (vDd[0] + r_c_s[1] * hv_s, vDd[1] - r_c_s[0] * hv_s)
-        vKd = (vDd[0] + r_k[1] * hv_s, vDd[1] - r_k[0] * hv_s)
-        v4 = (vKd[0] + r_c_f[1] * hv_s, vKd[1] - r_c_f[0] * hv_s)
-        p_drive = 0.0
-        for m, (ax_, az_), (vx, vz), inertia, pdd, hv_ in ((m_ad, b1, v1, i_ad, pdd_ad, hv_ad),
-                                                          (m_bc, b2, v2, i_bc, pdd_bc, hv_bc),
-                                                          (m_s, b3, v3, i_s, pdd_s, hv_s),
-                                                          (m_f, b4, v4, i_f, pdd_f, hv_s)):
-            p_drive += m * ((ax_ - gx) * vx + (az_ - gz) * vz) + inertia * pdd * hv_
-        p_forces = dkA * F0 + dank * F1
-        return [dkA, dank, q0, q1, p_drive, p_forces]
+        status, out = self._kernel[0](float(t), np.asarray(y, dtype=float), bool(work), *self._kernel[1])
+        if status != 0:
+            self.positions(t, float(y[0]), float(y[1]))   # raises where the four-bar cannot assemble
+            raise FloatingPointError(f"prosthesis right-hand side not finite at t = {t:g}, y = {list(y)}")
+        return out
 
     __call__ = evaluate
 

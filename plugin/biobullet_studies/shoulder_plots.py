@@ -39,11 +39,20 @@ def plot_motion(results: dict[str, dict[str, InverseDynamics]], rhythm: dict, pa
             axes[2].plot(first.t, angle, **STYLES[model], **CASE_STYLES.get(case, {}),
                          label=f"{case} (elevation {CASES_DEG[case]:.0f}°), {LABELS[model]}")
     axes[2].set_ylabel("scapula upward rotation ac_z (deg)")
-    for axis in axes:
-        axis.set_xlabel("time (s)")
+    _finish(plt, figure, axes, axes[2], path,
+            "Prescribed motion: cosine sweep of the plane of elevation, −20° → 120° → −20° in 4 s")
+
+
+def _finish(plt, figure, axes, legend_axis, path: str, title: str | None = None, fontsize: int = 9) -> None:
+    """A grid on every axis, time on the bottom row's, the title, the legend of `legend_axis` below; saved, closed."""
+    rows = np.atleast_2d(axes)
+    for axis in rows.ravel():
         axis.grid(alpha=0.3)
-    figure.suptitle("Prescribed motion: cosine sweep of the plane of elevation, −20° → 120° → −20° in 4 s")
-    figure.legend(*axes[2].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9)
+    for axis in rows[-1]:
+        axis.set_xlabel("time (s)")
+    if title:
+        figure.suptitle(title)
+    figure.legend(*legend_axis.get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=fontsize)
     save_figure(figure, path)
     plt.close(figure)
 
@@ -61,13 +70,8 @@ def plot_torques(results: dict[str, dict[str, InverseDynamics]], path: str) -> N
             axis.set_title(f"{case}: elevation {CASES_DEG[case]:.0f}° — torque on {name.replace('_', ' ')}",
                            fontsize=10)
             axis.set_ylabel("N·m")
-            axis.grid(alpha=0.3)
-    for axis in axes[-1]:
-        axis.set_xlabel("time (s)")
-    figure.suptitle("Computed torque Q = M(q)q̈ + h(q, q̇) (perfect tracking), reduced formulation")
-    figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9)
-    save_figure(figure, path)
-    plt.close(figure)
+    _finish(plt, figure, axes, axes[0, 0], path,
+            "Computed torque Q = M(q)q̈ + h(q, q̇) (perfect tracking), reduced formulation")
 
 
 def plot_power(balances: dict[str, dict[str, dict]], results, path: str) -> None:
@@ -84,13 +88,8 @@ def plot_power(balances: dict[str, dict[str, dict]], results, path: str) -> None
             axes[1].semilogy(t[1:], np.abs(balance["work"] - balance["delta_energy"])[1:] + 1e-18, **look)
     axes[0].set_ylabel("energy (J): lines ΔE, crosses ∫Q·q̇ dt")
     axes[1].set_ylabel("|∫Q·q̇ dt − ΔE| (J)")
-    for axis in axes:
-        axis.set_xlabel("time (s)")
-        axis.grid(alpha=0.3)
-    figure.suptitle("Power balance: work of the computed torques equals the change of kinetic + potential energy")
-    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=9)
-    save_figure(figure, path)
-    plt.close(figure)
+    _finish(plt, figure, axes, axes[0], path,
+            "Power balance: work of the computed torques equals the change of kinetic + potential energy")
 
 
 def plot_tracking(runs: dict[str, dict[str, dict]], path: str) -> None:
@@ -107,14 +106,9 @@ def plot_tracking(runs: dict[str, dict[str, dict]], path: str) -> None:
                 axes[row, column].plot(run["t"], error[:, row], **STYLES[model], label=LABELS[model])
         axes[0, column].set_title(f"{case} (elevation {CASES_DEG[case]:.0f}°): PyBullet bridge, feed-forward + "
                                   "light PD", fontsize=10)
-        axes[-1, column].set_xlabel("time (s)")
     for row, name in enumerate(names):
         axes[row, 0].set_ylabel(f"{name.replace('_', ' ')}\nerror (deg)")
-        for axis in axes[row]:
-            axis.grid(alpha=0.3)
-    figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize=10)
-    save_figure(figure, path)
-    plt.close(figure)
+    _finish(plt, figure, axes, axes[0, 0], path, fontsize=10)
 
 
 def save_all(out_dir: str, results, rhythm, balances, runs) -> list[str]:

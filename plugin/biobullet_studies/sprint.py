@@ -20,7 +20,8 @@ import os
 
 import numpy as np
 
-from biobullet_studies.common import bundled_model, save_figure, say, simulated_time, write_atomic, write_json
+from biobullet_studies.common import (bundled_model, save_figure, save_plot, say, simulated_time, write_atomic,
+                                     write_json)
 
 SUBSTITUTE = ("SUBSTITUTE data: de Leva (1996) segment parameters; synthetic smooth sprint-swing kinematics typical "
               "of published curves — not the paper's subject")
@@ -291,13 +292,9 @@ def run(out_dir, dt: float = 2e-3, high_knee_deg: float = 15.0, video: bool = Tr
             path = np.array([stick_points(model, q)[3] - stick_points(model, q)[0] for q in qs])
             ax.plot(path[:, 0], path[:, 1], label=name)
     ax.plot(0, 0, "k+")
-    ax.set_xlabel("toe x − hip x (m)")
-    ax.set_ylabel("toe z − hip z (m)")
     ax.set_aspect("equal")
-    ax.legend(fontsize=8)
-    ax.set_title("Toe path relative to the hip (paper Fig. 9 analog; substitute data)", fontsize=9)
-    save_figure(fig, os.path.join(out_dir, "sprint_toe_paths.png"))
-    plt.close(fig)
+    save_plot(fig, ax, os.path.join(out_dir, "sprint_toe_paths.png"), "toe x − hip x (m)", "toe z − hip z (m)",
+              "Toe path relative to the hip (paper Fig. 9 analog; substitute data)")
     if video:
         _video(model, runs, [n for n in ("original", "high_knee", "6") if n in runs],
                os.path.join(out_dir, "sprint.mp4"), dt)
@@ -427,7 +424,7 @@ def _video(model, runs, names, path, dt):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from biobullet.render.video import write_video
-    from biobullet_studies.common import motion_limits
+    from biobullet_studies.common import motion_limits, planar_frame
     n_frames = max(len(runs[n][0]) for n in names)
     step = max(1, int(0.008 / dt))
     frames = []
@@ -442,7 +439,8 @@ def _video(model, runs, names, path, dt):
     picks = range(0, n_frames, step)
     every = np.vstack([placed(name, k) for k in picks for name in names]
                       + [[[1.2 * offset, 1.05] for offset in range(len(names))], [[0.0, 0.0]]])
-    (x_low, x_high), (y_low, y_high) = motion_limits(every)   # framed on the whole motion of every run
+    limits = motion_limits(every)   # framed on the whole motion of every run
+    (x_low, x_high), (y_low, y_high) = limits
     fig.set_size_inches(12.8, float(np.clip(12.8 * (y_high - y_low) / (x_high - x_low) + 0.8, 3.6, 7.2)))
     for k in picks:
         ax.clear()
@@ -451,11 +449,6 @@ def _video(model, runs, names, path, dt):
             ax.plot(pts[:, 0], pts[:, 1], "o-", lw=3)
             ax.text(1.2 * offset, 1.05, name, ha="center", fontsize=12)
         ax.axhline(0, color="k", lw=0.5)
-        ax.set_xlim(x_low, x_high)
-        ax.set_ylim(y_low, y_high)
-        ax.set_aspect("equal")
-        ax.set_title(f"t = {k * dt * 1000:.0f} ms (substitute data)", fontsize=13)
-        fig.canvas.draw()
-        frames.append(np.asarray(fig.canvas.buffer_rgba())[:, :, :3].copy())
+        frames.append(planar_frame(fig, ax, limits, f"t = {k * dt * 1000:.0f} ms (substitute data)", 13))
     plt.close(fig)
     write_video(frames, path, fps=15)

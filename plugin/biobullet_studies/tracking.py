@@ -26,10 +26,9 @@ import math
 
 import numpy as np
 
-from biobullet.core import jit
 from biobullet.core.errors import SourceRef
 from biobullet.core.attributes import check_known_attributes, number
-from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
+from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 # compiled callees of the kernels below, bound as these globals when a kernel compiles (`ForceKernel.bind`)
 _JETS = _NORMAL_FORCE = None
@@ -94,21 +93,6 @@ def _stop_bindings() -> dict:
     return {"_NORMAL_FORCE": normal_force_kernel()}
 
 
-def _time_function(s: SourceRef, attributes: dict, key_type: str = "type"):
-    from biobullet.functions import registry
-
-    type_name = attributes.get(key_type)
-    function_class = registry.get(type_name)
-    if function_class is None:
-        raise s.error("type", f"unknown function type {type_name!r}", "one of " + ", ".join(registry.names()))
-    if attributes.get("inputs", "").strip():
-        raise s.error("inputs", "the reference angle is a function of time only", "no inputs")
-    function = function_class.from_attributes(attributes, (), s)
-    if function.inputs:
-        raise s.error("type", f"function type {type_name!r} needs inputs", "a time function (e.g. fourier)")
-    return function
-
-
 @register_force("joint_spring_reference")
 class JointSpringReference(ForceElement):
     """τ = −k (θ − θ0(t)) − c θ̇ on one joint; θ0(t) a time function (or constant `rest`)."""
@@ -125,8 +109,8 @@ class JointSpringReference(ForceElement):
     @classmethod
     def from_description(cls, model, element) -> "JointSpringReference":
         s, a = element.source, dict(element.attributes)
-        joint_indices(model, a.get("joint", ""), s)
-        name = a.pop("name", None) or f"joint_spring_reference_{a['joint']}"
+        name = joint_element_name(model, element, cls.tag)
+        a.pop("name", None)
         joint = a.pop("joint")
         stiffness = number(s, a, "stiffness", non_negative=True)
         damping = number(s, a, "damping", 0.0, non_negative=True)
@@ -138,7 +122,8 @@ class JointSpringReference(ForceElement):
         if "rest" in a:
             raise s.error("rest", "a constant rest angle and a time function (type) are both given",
                           "either rest=.. or type=..")
-        return cls(name, joint, stiffness, damping, function=_time_function(s, a), source=s)
+        from biobullet.functions.registry import time_function
+        return cls(name, joint, stiffness, damping, function=time_function(s, a, "the reference angle"), source=s)
 
     def reference(self, t: float) -> tuple[float, float]:
         """(θ0(t), θ̇0(t))."""
@@ -210,8 +195,7 @@ class JointContactStop(ForceElement):
     def from_description(cls, model, element) -> "JointContactStop":
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "joint", "lower", "upper", "lever", "stiffness", "damping", "smoothing"})
-        joint_indices(model, a.get("joint", ""), s)
-        return cls(a.get("name") or f"joint_contact_stop_{a['joint']}", a["joint"],
+        return cls(joint_element_name(model, element, cls.tag), a["joint"],
                    number(s, a, "lower") if "lower" in a else None,
                    number(s, a, "upper") if "upper" in a else None,
                    number(s, a, "lever", positive=True), number(s, a, "stiffness", positive=True),

@@ -1,6 +1,5 @@
-"""Wall time of one 20-cycle prosthesis run, the compiled right-hand side (prosthesis_kernel.py) against the
-plain-Python path it replaced (`FastProsthesis(compiled=False)`), measured in one run at the study's tolerance;
-ratios reported, not asserted (same results: tests/validation/test_prosthesis_kernel.py)."""
+"""Wall time of one 20-cycle prosthesis run, the compiled right-hand side (prosthesis_kernel.py) against its Python
+form (`FastProsthesis(compiled=False)`), measured in one run at the study's tolerance; ratios reported, not asserted."""
 import time
 
 import numpy as np

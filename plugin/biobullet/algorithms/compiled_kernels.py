@@ -17,12 +17,11 @@ import numpy as np
 from biobullet.core import jit
 
 
-
-def place_body_kernel():
-    """The compiled `_place_body_py`, or None without numba. Called, not inlined: numba's IR inlining would type
-    and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of compile each on the
-    2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
-    return jit.compiled(_place_body_py)
+def place_body_kernel(*, inline: bool = False):
+    """The compiled `_place_body_py`, or None without numba. Called, not inlined, by the tree kernels: numba's IR
+    inlining would type and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of
+    compile each on the 2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
+    return jit.compiled(_place_body_py, inline=inline)
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
@@ -302,9 +301,6 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     return mass, tau
 
 
-
-
-
 def _project_upper_py(mass, h, g):
     """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more)."""
     n, k = g.shape
@@ -367,8 +363,6 @@ def _cholesky_solve_py(low, rhs, out):
         out[i] = s / low[i, i]
 
 
-
-
 def _tree_kernel_bindings() -> dict:
     kernel = place_body_kernel()
     return {} if kernel is None else {"_place_body": kernel}
@@ -383,12 +377,49 @@ def _placements_py(meta, body, x, rot, pos, sub):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
 
 
-def placements_kernel():
+def placements_kernel(*, inline: bool = False):
     """The compiled `_placements_py`, or None (numba missing or disabled)."""
-    return jit.compiled(_placements_py, bind=_tree_kernel_bindings)
+    return jit.compiled(_placements_py, bind=_tree_kernel_bindings, inline=inline)
 
 
-placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)   # the compiled kernel, or its Python twin
+def _point_velocity_py(sub, ancestry, b, point, xd, out):
+    """World velocity [m/s] of the world point p fixed to body b (zero for the world, b < 0): out = J_p ẋ =
+    Σ_j (S_lin,j + S_ang,j × p) ẋ_j over the tangent directions j that move b (ancestry[b, j] ≠ 0)."""
+    v0 = v1 = v2 = 0.0
+    if b >= 0:
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0 and xd[j] != 0.0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
+                v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
+                v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
+    out[0], out[1], out[2] = v0, v1, v2
+
+
+def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
+    """τ += J_pᵀ F for a world force F = (f0, f1, f2) [N] at the world point p on body b (nothing for the world,
+    b < 0, or a zero force)."""
+    if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
+        for j in range(sub.shape[1]):
+            if ancestry[b, j] != 0:
+                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
+                tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
+                           + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
+                           + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+
+
+def point_kernels() -> dict:
+    """{"_POINT_VELOCITY", "_POINT_FORCE"}: the point kernels compiled to be inlined into their callers' kernels
+    (the names they call them by), or {} without numba."""
+    velocity, force = jit.compiled(_point_velocity_py, inline=True), jit.compiled(_point_force_py, inline=True)
+    return {} if velocity is None or force is None else {"_POINT_VELOCITY": velocity, "_POINT_FORCE": force}
+
+
+# the compiled kernels, or their Python twins
+placements = jit.lazy(_placements_py, bind=_tree_kernel_bindings)
+place_body = jit.lazy(_place_body_py)
+point_velocity = jit.lazy(_point_velocity_py)
+point_force = jit.lazy(_point_force_py)
 
 
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):
@@ -464,32 +495,3 @@ def project_upper_kernel():
 def cholesky_kernels() -> tuple:
     """(the compiled `_cholesky_factor_py`, the compiled `_cholesky_solve_py`), None each without numba."""
     return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
-
-
-_PROJECT_UPPER = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None   # bound when `_projected_solve_py` compiles
-
-
-def _projected_solve_py(mass, bias, gradient, tau, accel):
-    """accel = (Gᵀ M G)⁻¹ (Gᵀ τ − Gᵀ h) by Cholesky (M symmetric); False when Gᵀ M G is not positive definite."""
-    n, nv = gradient.shape
-    reduced_mass, reduced_bias = _PROJECT_UPPER(mass, bias, gradient)
-    rhs = np.empty(nv)
-    for c in range(nv):
-        s = 0.0
-        for a in range(n):
-            s += gradient[a, c] * tau[a]
-        rhs[c] = s - reduced_bias[c]
-    low = np.zeros((nv, nv))
-    if not _CHOLESKY_FACTOR(reduced_mass, low, 0.0):
-        return False
-    _CHOLESKY_SOLVE(low, rhs, accel)
-    return True
-
-
-def projected_solve_kernel():
-    """The compiled `_projected_solve_py` (projection and Cholesky kernels bound), or None without numba."""
-    callees = {"_PROJECT_UPPER": jit.compiled(_project_upper_py), "_CHOLESKY_FACTOR": jit.compiled(_cholesky_factor_py),
-               "_CHOLESKY_SOLVE": jit.compiled(_cholesky_solve_py)}
-    if None in callees.values():
-        return None
-    return jit.compiled(_projected_solve_py, bind=callees)

@@ -52,10 +52,7 @@ class TreeArrays:
 
 
 def tree_arrays(model) -> TreeArrays:
-    arrays = model.derived.get(_TREE_ARRAYS)
-    if arrays is None:
-        arrays = model.derived[_TREE_ARRAYS] = _build(model)
-    return arrays
+    return model.derive(_TREE_ARRAYS, lambda: _build(model))
 
 
 def _build(model) -> TreeArrays:

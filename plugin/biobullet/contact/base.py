@@ -57,13 +57,38 @@ class LawTwin:
     bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
-class NormalLaw(ABC):
-    """A compliant normal-contact law F_N(δ, δ̇[, δ̇⁻]). Immutable after construction."""
+class ContactLaw(ABC):
+    """What normal and friction laws share: a registry name, XML attributes, parameters. Immutable after
+    construction."""
 
-    #: registry key (the XML ``normal_law`` attribute value)
+    #: registry key (the XML ``normal_law`` / ``friction_law`` attribute value)
     law_name: ClassVar[str] = ""
-    #: XML attributes this law reads (besides ``normal_law``)
+    #: XML attributes this law reads (besides its ``normal_law`` / ``friction_law``)
     attributes: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    @abstractmethod
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "ContactLaw":
+        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
+
+    @property
+    @abstractmethod
+    def parameters(self) -> dict[str, float | bool | str]:
+        """Parameter values by attribute name (SI units)."""
+
+    def compiled_twin(self) -> LawTwin | None:
+        """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The
+        built-in laws' twins live in `contact.kernels` (keyed on the exact class); this hook is for plug-ins."""
+        return None
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({args})"
+
+
+class NormalLaw(ContactLaw):
+    """A compliant normal-contact law F_N(δ, δ̇[, δ̇⁻])."""
+
     #: True if the force depends on the approach velocity δ̇⁻ stored at contact onset
     needs_impact_velocity: ClassVar[bool] = False
     #: True if the law may give a non-zero force at δ ≤ 0 (smoothed switches)
@@ -71,17 +96,6 @@ class NormalLaw(ABC):
 
     def __init__(self, *, adhesion: bool = False) -> None:
         self.adhesion = bool(adhesion)
-
-    @classmethod
-    @abstractmethod
-    def from_attributes(cls, attributes: Mapping[str, Any],
-                        source: SourceRef | None = None) -> "NormalLaw":
-        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
-
-    @property
-    @abstractmethod
-    def parameters(self) -> dict[str, float | bool]:
-        """Parameter values by attribute name (SI units)."""
 
     @abstractmethod
     def _unclipped(self, delta: np.ndarray, delta_dot: np.ndarray,
@@ -121,34 +135,12 @@ class NormalLaw(ABC):
             f = np.maximum(f, 0.0)
         return _result(np.asarray(f, dtype=float), scalar)
 
-    def compiled_twin(self) -> LawTwin | None:
-        """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The
-        built-in laws' twins live in `contact.kernels` (keyed on the exact class); this hook is for plug-ins."""
-        return None
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
-        return f"{type(self).__name__}({args})"
+class FrictionLaw(ContactLaw):
+    """An isotropic friction law F_T = −μ_eff(|v_t|) · max(F_N, 0) · v̂_t; its twin gives μ_eff(p, s)."""
 
-
-class FrictionLaw(ABC):
-    """An isotropic friction law F_T = −μ_eff(|v_t|) · max(F_N, 0) · v̂_t. Immutable after construction."""
-
-    law_name: ClassVar[str] = ""
-    attributes: ClassVar[tuple[str, ...]] = ()
     #: True if μ_eff jumps at zero slip (switched Coulomb): contact elements then locate slip reversals
     discontinuous: ClassVar[bool] = False
-
-    @classmethod
-    @abstractmethod
-    def from_attributes(cls, attributes: Mapping[str, Any],
-                        source: SourceRef | None = None) -> "FrictionLaw":
-        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
-
-    @property
-    @abstractmethod
-    def parameters(self) -> dict[str, float | str]:
-        """Parameter values by attribute name (SI units)."""
 
     @abstractmethod
     def coefficient(self, speed: np.ndarray) -> np.ndarray:
@@ -181,11 +173,3 @@ class FrictionLaw(ABC):
         """Element-wise signed friction force for an array of scalar slips (1-D problems)."""
         s = np.asarray(slip, dtype=float)
         return -np.sign(s) * np.asarray(self.magnitude(np.abs(s), normal_force), dtype=float)
-
-    def compiled_twin(self) -> LawTwin | None:
-        """The law's compiled twin μ_eff(p, s) (module docstring), or None: contacts with it keep the Python path."""
-        return None
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
-        return f"{type(self).__name__}({args})"

@@ -381,23 +381,25 @@ _CONTACTS = "contact.elements"   # key of the built contact elements in `Model.d
 
 def contact_elements(model) -> tuple[Contact, ...]:
     """The `<contact>` elements of `model` (file order), built once per Model; names must be distinct."""
-    if _CONTACTS not in model.derived:
-        built: list[Contact] = []
-        names: set[str] = set()   # (a set: thousands of contacts are checked in linear time)
-        for element in model.description.elements_of("contact"):
-            contact = Contact.from_description(model, element)
-            if contact.name in names:
-                if "name" in element.attributes:
-                    raise element.source.error("name", f"contact name {contact.name!r} is used twice",
-                                               "distinct names")
-                count = 2
-                while f"{contact.name}_{count}" in names:
-                    count += 1
-                contact.name = f"{contact.name}_{count}"
-            names.add(contact.name)
-            built.append(contact)
-        model.derived[_CONTACTS] = tuple(built)
-    return model.derived[_CONTACTS]
+    return model.derive(_CONTACTS, lambda: _build_contacts(model))
+
+
+def _build_contacts(model) -> tuple[Contact, ...]:
+    built: list[Contact] = []
+    names: set[str] = set()   # (a set: thousands of contacts are checked in linear time)
+    for element in model.description.elements_of("contact"):
+        contact = Contact.from_description(model, element)
+        if contact.name in names:
+            if "name" in element.attributes:
+                raise element.source.error("name", f"contact name {contact.name!r} is used twice",
+                                           "distinct names")
+            count = 2
+            while f"{contact.name}_{count}" in names:
+                count += 1
+            contact.name = f"{contact.name}_{count}"
+        names.add(contact.name)
+        built.append(contact)
+    return tuple(built)
 
 
 def contact_intervals(trajectory, name: str | None = None) -> list[dict]:

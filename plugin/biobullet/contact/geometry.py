@@ -31,10 +31,6 @@ class GroundPlane:
     def n(self) -> np.ndarray:
         return np.asarray(self.normal, dtype=float)
 
-    def signed_distance(self, point: np.ndarray) -> float:
-        """n·p − h [m]: > 0 above the ground."""
-        return float(self.n @ np.asarray(point, dtype=float) - self.height)
-
 
 @dataclass(frozen=True)
 class ContactKinematics:
@@ -46,10 +42,6 @@ class ContactKinematics:
     slip: np.ndarray
     normal: np.ndarray
     jacobian: np.ndarray
-
-    @property
-    def slip_speed(self) -> float:
-        return float(np.linalg.norm(self.slip))
 
     def generalized(self, force: np.ndarray) -> np.ndarray:
         """τ = Jᵀ F for a world force F [N] at the contact point."""

@@ -24,7 +24,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import beta
 
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.attributes import to_float
+from biobullet.core.errors import SolverError
 from biobullet.contact.base import NormalLaw
 
 
@@ -48,13 +49,6 @@ class ImpactResult:
     force: np.ndarray
 
 
-def _positive(value: float, name: str) -> float:
-    x = float(value)
-    if not (math.isfinite(x) and x > 0.0):
-        raise ModelError(f"got {value}", attribute=name, expected="a positive finite number")
-    return x
-
-
 def _energy_penetration(law: NormalLaw, mass: float, velocity: float, vi: float | None) -> float:
     """δ_e with ∫₀^δe F(x, 0) dx = ½ m v² (elastic estimate; sets scales only)."""
     energy = 0.5 * mass * velocity ** 2
@@ -75,8 +69,8 @@ def _energy_penetration(law: NormalLaw, mass: float, velocity: float, vi: float 
 def simulate_impact(law: NormalLaw, *, mass: float, velocity: float, method: str = "DOP853",
                     rtol: float = 1e-12, samples: int = 400) -> ImpactResult:
     """Integrate the impact of `mass` [kg] at `velocity` v⁻ [m/s] under `law` (see module docstring)."""
-    m = _positive(mass, "mass")
-    v_in = _positive(velocity, "velocity")
+    m = to_float(None, "mass", mass, positive=True)
+    v_in = to_float(None, "velocity", velocity, positive=True)
     vi = v_in if law.needs_impact_velocity else None
     d_scale = _energy_penetration(law, m, v_in, vi)
     t_scale = d_scale / v_in

@@ -31,13 +31,13 @@ one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` 
 action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
 `Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
 contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
-(`algorithms.compiled_kernels._place_body_py`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+(`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
 
 The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
-`_ground_forces_py`: the same geometry (`_sphere_point_py`, `_point_force_py`) and forces (`_contact_forces_py`,
-also the force part of `_contact_update_py`) at the kernel's own tree placements, with the state rows only read
-(`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler` evaluates one contact at
-many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
+`_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces
+(`_contact_forces_py`, also the force part of `_contact_update_py`) at the kernel's own tree placements, with the
+state rows only read (`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler`
+evaluates one contact at many tree states (`_contact_samples_py`): the engine's interval log and contact energy.
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ import math
 
 import numpy as np
 
-from biobullet.algorithms.compiled_kernels import _place_body_py, pack
+from biobullet.algorithms.compiled_kernels import (pack, place_body, place_body_kernel, placements, placements_kernel,
+                                                   point_force, point_kernels, point_velocity)
 from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
 from biobullet.core import jit
 
@@ -263,7 +264,7 @@ def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside
 
 
 _CONTACT_UPDATE = _contact_update_py
-_PLACE_BODY = _place_body_py
+_PLACE_BODY, _PLACEMENTS = place_body, placements
 
 
 # ------------------------------------------------------------------------------------------------ ground contacts
@@ -281,34 +282,21 @@ def _sphere_point_py(rot, pos, sub, ancestry, b, g, xd, point, normal, slip):
     delta = g[7] + radius - (normal[0] * point[0] + normal[1] * point[1] + normal[2] * point[2])
     for a in range(3):
         point[a] -= radius * normal[a]
-    v0 = v1 = v2 = 0.0
-    if b >= 0:
-        for j in range(sub.shape[1]):
-            if ancestry[b, j] != 0 and xd[j] != 0.0:
-                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]   # J_p column: lin + ω × p
-                v0 += (sub[0, j] + w1 * point[2] - w2 * point[1]) * xd[j]
-                v1 += (sub[1, j] + w2 * point[0] - w0 * point[2]) * xd[j]
-                v2 += (sub[2, j] + w0 * point[1] - w1 * point[0]) * xd[j]
-    normal_speed = normal[0] * v0 + normal[1] * v1 + normal[2] * v2
-    slip[0] = v0 - normal_speed * normal[0]
-    slip[1] = v1 - normal_speed * normal[1]
-    slip[2] = v2 - normal_speed * normal[2]
+    _POINT_VELOCITY(sub, ancestry, b, point, xd, slip)   # v_p, then its tangential part
+    normal_speed = normal[0] * slip[0] + normal[1] * slip[1] + normal[2] * slip[2]
+    for a in range(3):
+        slip[a] -= normal_speed * normal[a]
     return delta, normal_speed
 
 
-def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
-    """τ += J_pᵀ F for a world force F = (f0, f1, f2) [N] at world point p on body b (nothing for the world, b < 0,
-    or a zero force)."""
-    if b >= 0 and (f0 != 0.0 or f1 != 0.0 or f2 != 0.0):
-        for j in range(sub.shape[1]):
-            if ancestry[b, j] != 0:
-                w0, w1, w2 = sub[3, j], sub[4, j], sub[5, j]
-                tau[j] += ((sub[0, j] + w1 * point[2] - w2 * point[1]) * f0
-                           + (sub[1, j] + w2 * point[0] - w0 * point[2]) * f1
-                           + (sub[2, j] + w0 * point[1] - w1 * point[0]) * f2)
+_SPHERE_POINT, _POINT_VELOCITY, _POINT_FORCE = _sphere_point_py, point_velocity, point_force
 
 
-_SPHERE_POINT, _POINT_FORCE = _sphere_point_py, _point_force_py
+def _workspace(n_bodies, n_tangent):
+    """Buffers of the ground-contact kernels: tree placements rot, pos, motion subspaces sub (`placements`), and
+    one contact's point, normal and slip."""
+    return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, n_tangent)), np.empty(3),
+            np.empty(3), np.empty(3))
 
 
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
@@ -325,18 +313,8 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
     for j in range(xd.shape[0]):
         if not math.isfinite(xd[j]):
             return -1
-    nb = meta.shape[0]
-    n_tangent = tau.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    for i in range(nb):
-        _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(meta.shape[0], tau.shape[0])
+    _PLACEMENTS(meta, body, x, rot, pos, sub)
     events = 0
     for k in range(index.shape[0]):
         b = index[k, 0]
@@ -383,23 +361,13 @@ def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, frictio
     """Contact k at tree states (xs[s], xds[s]) given its discrete state row (only read): out[s] = (F_N [N],
     normal dissipated power (F_N − F_N(δ, 0)) δ̇ [W], friction dissipated power −F_T·v_t [W], δ [m]) —
     `Contact.forces` and `Contact.power_split` at many samples (the engine's step observer, the interval log)."""
-    nb = meta.shape[0]
-    n_tangent = xds.shape[1]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(meta.shape[0], xds.shape[1])
     b = index[k, 0]
     flags = index[k, 3]
     for s in range(xs.shape[0]):
         x = xs[s]
         xd = xds[s]
-        for i in range(nb):
-            _PLACE_BODY(meta, body, x, i, loc, jr, rot, pos, sub)
+        _PLACEMENTS(meta, body, x, rot, pos, sub)
         delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
         speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
         on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(index[k, 1], normal_p[k], index[k, 2], friction_p[k],
@@ -416,15 +384,10 @@ def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
     approaching), slip v_t (3) [m/s]) — `contact.geometry.sphere_kinematics`' δ, δ̇ and slip in one call (the
     engine's contact event functions: touch, release, slip stop and start). Places only b and its ancestors."""
     nb = meta.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, xd.shape[0]))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    slip = np.empty(3)
-    normal = np.empty(3)
-    point = np.empty(3)
+    rot, pos, sub, slip, normal, point = _workspace(nb, xd.shape[0])
     if b >= 0:
+        loc = np.empty((3, 3))
+        jr = np.empty((3, 3))
         chain = np.empty(nb, dtype=np.int64)   # b's path to the root, placed root first
         depth = 0
         i = b
@@ -487,16 +450,18 @@ def contact_update_kernel():
     return jit.compiled(_contact_update_py, bind=_update_bindings)
 
 
-def _ground_bindings() -> dict:
-    update = contact_update_kernel()
-    place = jit.compiled(_place_body_py, inline=True)
-    if update is None or place is None:
+def _placed_bindings(name: str, contact_kernel) -> dict:
+    """`contact_kernel` bound as `name`, the tree placements and the contact geometry (nothing without numba)."""
+    place = placements_kernel(inline=True)
+    if contact_kernel is None or place is None:
         return {}
-    return {"_CONTACT_UPDATE": update, "_PLACE_BODY": place, **_geometry_bindings()}
+    return {name: contact_kernel, "_PLACEMENTS": place, **_geometry_bindings()}
 
 
 def _geometry_bindings() -> dict:
-    return {"_SPHERE_POINT": _sphere_point_py, "_POINT_FORCE": _point_force_py}
+    points = point_kernels()
+    sphere = jit.compiled(_sphere_point_py, bind=lambda: points, inline=True)
+    return {} if sphere is None else {"_SPHERE_POINT": sphere, **points, "_workspace": _workspace}
 
 
 def _forces_bindings() -> dict:
@@ -504,22 +469,15 @@ def _forces_bindings() -> dict:
     return {} if forces is None else {"_CONTACT_FORCES": forces, **_geometry_bindings()}
 
 
-def _samples_bindings() -> dict:
-    forces = contact_forces_kernel()
-    place = jit.compiled(_place_body_py, inline=True)
-    if forces is None or place is None:
-        return {}
-    return {"_CONTACT_FORCES": forces, "_PLACE_BODY": place, **_geometry_bindings()}
-
-
 def contact_samples_kernel():
     """The compiled `_contact_samples_py`, or None without numba."""
-    return jit.compiled(_contact_samples_py, bind=_samples_bindings)
+    return jit.compiled(_contact_samples_py,
+                        bind=lambda: _placed_bindings("_CONTACT_FORCES", contact_forces_kernel()))
 
 
 def _kinematics_bindings() -> dict:
-    place = jit.compiled(_place_body_py, inline=True)
-    return {} if place is None else {"_PLACE_BODY": place, "_SPHERE_POINT": _sphere_point_py}
+    place = place_body_kernel(inline=True)
+    return {} if place is None else {"_PLACE_BODY": place, **_geometry_bindings()}
 
 
 def contact_kinematics_kernel():
@@ -535,33 +493,34 @@ def ground_forces_kernel():
 
 def ground_contacts_kernel():
     """The compiled `_ground_contacts_py` (everything it calls bound), or None without numba."""
-    return jit.compiled(_ground_contacts_py, bind=_ground_bindings)
+    return jit.compiled(_ground_contacts_py,
+                        bind=lambda: _placed_bindings("_CONTACT_UPDATE", contact_update_kernel()))
 
 
 # ------------------------------------------------------------------------------------------------ packing
 def pack_normal(law) -> tuple[int, np.ndarray] | None:
     """(kind, params) of a built-in normal law (exact class), or None: no twin (the Python law serves)."""
     from biobullet.contact import normal as laws
-    p = np.zeros(N_PARAMS)
-    p[0] = 1.0 if law.adhesion else 0.0
-    kind = type(law)
-    if kind is laws.KelvinVoigt:
-        p[1:3] = law.stiffness, law.damping
-        return NORMAL_KELVIN_VOIGT, p
-    if kind is laws.KelvinVoigtSmooth:
-        p[1:4] = law.stiffness, law.damping, law.smoothing
-        return NORMAL_KELVIN_VOIGT_SMOOTH, p
-    if kind is laws.Hertz:
-        p[1:3] = law.stiffness, law.exponent
-        return NORMAL_HERTZ, p
-    if kind is laws.OpenSimHuntCrossley:
-        p[1:4] = law.stiffness, law.exponent, law.dissipation
-        return NORMAL_OPENSIM, p
-    if kind in (laws.HuntCrossley, laws.Flores, laws.HuGuo):
-        p[1:5] = law.stiffness, law.exponent, law.factor, law.min_impact_velocity
-        return NORMAL_RESTITUTION, p
     from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
-    return _plugin_twin(law, NORMAL_TWIN_SIGNATURE)
+    restitution = (NORMAL_RESTITUTION, ("adhesion", "stiffness", "exponent", "factor", "min_impact_velocity"))
+    rows = {laws.KelvinVoigt: (NORMAL_KELVIN_VOIGT, ("adhesion", "stiffness", "damping")),
+            laws.KelvinVoigtSmooth: (NORMAL_KELVIN_VOIGT_SMOOTH, ("adhesion", "stiffness", "damping", "smoothing")),
+            laws.Hertz: (NORMAL_HERTZ, ("adhesion", "stiffness", "exponent")),
+            laws.OpenSimHuntCrossley: (NORMAL_OPENSIM, ("adhesion", "stiffness", "exponent", "dissipation")),
+            laws.HuntCrossley: restitution, laws.Flores: restitution, laws.HuGuo: restitution}
+    return _packed(law, rows, NORMAL_TWIN_SIGNATURE)
+
+
+def _packed(law, rows: dict, signature: str) -> tuple[int, np.ndarray] | None:
+    """(kind, params) of `law` by the row of its exact class in `rows` (kind, then the attributes — or functions of
+    the law — that fill params in order), or of its plug-in twin of `signature`."""
+    row = rows.get(type(law))
+    if row is None:
+        return _plugin_twin(law, signature)
+    kind, names = row
+    p = np.zeros(N_PARAMS)
+    p[:len(names)] = [name(law) if callable(name) else float(getattr(law, name)) for name in names]
+    return kind, p
 
 
 _WARNED: set = set()
@@ -593,28 +552,17 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
 def pack_friction(law) -> tuple[int, np.ndarray] | None:
     """(kind, params) of a built-in friction law (exact class), or None: no twin (the Python law serves)."""
     from biobullet.contact import friction as laws
-    p = np.zeros(N_PARAMS)
-    kind = type(law)
-    if kind is laws.NoFriction:
-        return FRICTION_NONE, p
-    if kind is laws.Coulomb:
-        p[0] = law.mu
-        return FRICTION_COULOMB, p
-    if kind is laws.Regularized:
-        p[0:3] = law.mu, law.v0, 1.0 if law.regularization == "tanh" else 0.0
-        return FRICTION_REGULARIZED, p
-    if kind is laws.Ambrosio:
-        p[0:3] = law.mu, law.v0, law.v1
-        return FRICTION_AMBROSIO, p
-    if kind is laws.Stribeck:
-        p[0:6] = (law.mu, law.mu_static, law.stribeck_velocity, law.v0, law.viscous,
-                  1.0 if law.regularization == "tanh" else 0.0)
-        return FRICTION_STRIBECK, p
-    if kind is laws.OpenSimFriction:
-        p[0:4] = law.mu_static, law.mu_dynamic, law.mu_viscous, law.transition_velocity
-        return FRICTION_OPENSIM, p
     from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
-    return _plugin_twin(law, FRICTION_TWIN_SIGNATURE)
+
+    def tanh(law) -> float:
+        return 1.0 if law.regularization == "tanh" else 0.0
+    rows = {laws.NoFriction: (FRICTION_NONE, ()),
+            laws.Coulomb: (FRICTION_COULOMB, ("mu",)),
+            laws.Regularized: (FRICTION_REGULARIZED, ("mu", "v0", tanh)),
+            laws.Ambrosio: (FRICTION_AMBROSIO, ("mu", "v0", "v1")),
+            laws.Stribeck: (FRICTION_STRIBECK, ("mu", "mu_static", "stribeck_velocity", "v0", "viscous", tanh)),
+            laws.OpenSimFriction: (FRICTION_OPENSIM, ("mu_static", "mu_dynamic", "mu_viscous", "transition_velocity"))}
+    return _packed(law, rows, FRICTION_TWIN_SIGNATURE)
 
 
 def flags(contact) -> int:

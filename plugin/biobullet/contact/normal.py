@@ -166,10 +166,15 @@ class RestitutionLaw(Hertz):
                                                     default=DEFAULT_MIN_IMPACT_VELOCITY),
                    adhesion=boolean(source, attributes, "adhesion"), source=source)
 
-    @staticmethod
-    def damping_factor(cr: float) -> float:
+    #: c(cr) = slope (1 − cr), divided by cr where `over_restitution`
+    slope: ClassVar[float]
+    over_restitution: ClassVar[bool]
+
+    @classmethod
+    def damping_factor(cls, cr: float) -> float:
         """Dimensionless c(cr) in χ = c K / δ̇⁻."""
-        raise NotImplementedError
+        c = cls.slope * (1.0 - cr)
+        return c / cr if cls.over_restitution else c
 
     @property
     def factor(self) -> float:
@@ -198,10 +203,7 @@ class HuntCrossley(RestitutionLaw):
     """Hunt & Crossley (1975): c = 3(1 − cr)/2 (derived for cr → 1; too little dissipation at low cr)."""
 
     law_name: ClassVar[str] = "hunt_crossley"
-
-    @staticmethod
-    def damping_factor(cr: float) -> float:
-        return 1.5 * (1.0 - cr)
+    slope, over_restitution = 1.5, False
 
 
 @register_normal_law
@@ -209,10 +211,7 @@ class Flores(RestitutionLaw):
     """Flores et al. (2011): c = 8(1 − cr)/(5 cr)."""
 
     law_name: ClassVar[str] = "flores"
-
-    @staticmethod
-    def damping_factor(cr: float) -> float:
-        return 8.0 * (1.0 - cr) / (5.0 * cr)
+    slope, over_restitution = 1.6, True
 
 
 @register_normal_law
@@ -220,10 +219,7 @@ class HuGuo(RestitutionLaw):
     """Hu & Guo (2015), paper 002 eq. (23): c = 3(1 − cr)/(2 cr)."""
 
     law_name: ClassVar[str] = "hu_guo"
-
-    @staticmethod
-    def damping_factor(cr: float) -> float:
-        return 3.0 * (1.0 - cr) / (2.0 * cr)
+    slope, over_restitution = 1.5, True
 
 
 @register_normal_law

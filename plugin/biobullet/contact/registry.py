@@ -28,18 +28,9 @@ FRICTION_LAWS: PluginRegistry[type[FrictionLaw]] = PluginRegistry(
     "friction law", FrictionLaw, FRICTION_ENTRY_POINT_GROUP, _builtins)
 
 
-def register_normal_law(cls: type[NormalLaw]) -> type[NormalLaw]:
-    """Class decorator: register a NormalLaw subclass under its `law_name`."""
-    if not cls.law_name:
-        raise ValueError(f"{cls.__name__} has no law_name")
-    return NORMAL_LAWS.add(cls.law_name, cls)
-
-
-def register_friction_law(cls: type[FrictionLaw]) -> type[FrictionLaw]:
-    """Class decorator: register a FrictionLaw subclass under its `law_name`."""
-    if not cls.law_name:
-        raise ValueError(f"{cls.__name__} has no law_name")
-    return FRICTION_LAWS.add(cls.law_name, cls)
+#: class decorators: register a NormalLaw / FrictionLaw subclass under its `law_name`
+register_normal_law = NORMAL_LAWS.decorator("law_name")
+register_friction_law = FRICTION_LAWS.decorator("law_name")
 
 
 def normal_law_names() -> list[str]:

@@ -57,18 +57,28 @@ def plot_hysteresis(path: str | Path, *, cr: float = 0.5,
                                            "kelvin_voigt_smooth"),
                     m: float = 1.0, v: float = 1.0, K: float = 1.0e6) -> Path:
     """PNG of force–penetration loops (1-DOF impact) per normal law; returns the path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plt, fig, ax = _figure()
     for name in laws:
         res = simulate_impact(make_normal_law(name, cr, mass=m, stiffness=K), mass=m, velocity=v, samples=600)
         ax.plot(res.delta * 1e3, res.force, label=f"{name} (e = {res.restitution:.3f})")
-    ax.set_xlabel("penetration δ [mm]")
-    ax.set_ylabel("normal force F_N [N]")
-    ax.set_title(f"Impact hysteresis, requested cr = {cr:g} (m = {m:g} kg, v⁻ = {v:g} m/s, K = {K:g})")
+    return _save(plt, fig, ax, Path(path), "penetration δ [mm]", "normal force F_N [N]",
+                 f"Impact hysteresis, requested cr = {cr:g} (m = {m:g} kg, v⁻ = {v:g} m/s, K = {K:g})")
+
+
+def _figure():
+    """(pyplot, figure, axes) of one report plot, drawn off screen."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    return plt, fig, ax
+
+
+def _save(plt, fig, ax, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """Label, save (atomically, layout checked) and close a report plot; returns its path."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -93,23 +103,11 @@ def default_friction_laws() -> dict[str, FrictionLaw]:
 def plot_friction_curves(path: str | Path, *, laws: Mapping[str, FrictionLaw] | None = None,
                          normal_force: float = 1.0, v_max: float = 0.15) -> Path:
     """PNG of friction force vs signed slip velocity (1-D) per friction law; returns the path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
     laws = default_friction_laws() if laws is None else laws
     slip = np.linspace(-v_max, v_max, 2001)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plt, fig, ax = _figure()
     for label, law in laws.items():
         ax.plot(slip * 1e3, law.force_1d(slip, normal_force), label=label)
     ax.axhline(0.0, color="k", lw=0.5)
-    ax.set_xlabel("slip velocity v_t [mm/s]")
-    ax.set_ylabel(f"friction force F_T [N] (F_N = {normal_force:g} N)")
-    ax.set_title("Friction laws (force opposes slip)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    save_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, ax, Path(path), "slip velocity v_t [mm/s]",
+                 f"friction force F_T [N] (F_N = {normal_force:g} N)", "Friction laws (force opposes slip)")

@@ -3,34 +3,31 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Callable, TypeVar
+
+T = TypeVar("T", int, float)
+
+
+def _checked(text: str, kind: Callable[[str], T], noun: str, valid: Callable[[T], bool], expected: str) -> T:
+    """`kind(text)`, or argparse's error saying it is not `noun` or, when `valid` fails, what is `expected`."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {noun}: {text[:40]!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text[:40]!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
-    return value
+    return _checked(text, int, "an integer", lambda value: value >= 1, "≥ 1")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+    return _checked(text, float, "a number", lambda value: math.isfinite(value) and value > 0,
+                    "a finite number > 0")
 
 
 def seed(text: str) -> int:
     """A random seed: a non-negative integer below 2**32 (NumPy's limit)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r}") from None
-    if not 0 <= value < 2 ** 32:
-        raise argparse.ArgumentTypeError(f"must be in 0 … 4294967295, got {text[:40]}")
-    return value
+    return _checked(text, int, "an integer", lambda value: 0 <= value < 2 ** 32, "in 0 … 4294967295")

@@ -44,6 +44,10 @@ class PluginRegistry(Generic[T]):
         self._table[name] = cls
         return cls
 
+    def decorator(self, attribute: str) -> Callable[[T], T]:
+        """A class decorator registering its class under the class attribute `attribute` (`type_name`, …)."""
+        return lambda cls: self.add(getattr(cls, attribute), cls)
+
     def get(self, name: str) -> T | None:
         """The class registered as `name`, or None."""
         self.load()

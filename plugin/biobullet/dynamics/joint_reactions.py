@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.dynamics import link_segment as _ls
+from biobullet.dynamics import link_segment
 from biobullet.dynamics.link_segment import Reaction, perpendicular_pair, body_accelerations, body_kinematics
 
 __all__ = ["Reaction", "joint_reactions"]
@@ -35,12 +35,12 @@ def joint_reactions(model, q, v, tau=None, t: float = 0.0, *, method: str | None
                          expected="a tree model (use the multipliers formulation's λ for loop forces)")
     if method is None:
         try:
-            _ls.structure(model)
+            link_segment.structure(model)
             method = "link_segment"
         except ModelError:
             method = "tree"
     if method == "link_segment":
-        return _ls.solve(model, q, v, tau, t)[1]
+        return link_segment.solve(model, q, v, tau, t)[1]
     if method != "tree":
         raise ModelError(f"unknown method {method!r}", argument="method", expected="'link_segment' or 'tree'")
     accel = model.forward_dynamics(q, v, tau, t, formulation=formulation)

@@ -112,10 +112,7 @@ _STRUCTURE = "link_segment.structure"   # key of `structure`'s result in `Model.
 def structure(model) -> Structure:
     """The link-segment structure of `model` with its packed kernel tables (built once, kept in the model's
     `derived`); ModelError for what the formulation does not support."""
-    cached = model.derived.get(_STRUCTURE)
-    if cached is None:
-        cached = model.derived[_STRUCTURE] = _build_structure(model)
-    return cached
+    return model.derive(_STRUCTURE, lambda: _build_structure(model))
 
 
 def _build_structure(model) -> Structure:

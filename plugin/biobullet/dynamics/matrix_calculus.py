@@ -71,9 +71,10 @@ def twist_matrix(twist: np.ndarray) -> np.ndarray:
 
 
 def _static(model) -> _Static:
-    cached = model.derived.get(_STATIC)
-    if cached is not None:
-        return cached
+    return model.derive(_STATIC, lambda: _build_static(model))
+
+
+def _build_static(model) -> _Static:
     bodies = model.bodies
     multi = [b.joint for b in bodies if b.multi_dof and b.joint]
     if multi:
@@ -111,7 +112,6 @@ def _static(model) -> _Static:
         revolute_mask=np.array([b.joint_type == "revolute" for b in bodies], dtype=bool),
         prismatic_mask=np.array([b.joint_type == "prismatic" for b in bodies], dtype=bool),
     )
-    model.derived[_STATIC] = static
     return static
 
 

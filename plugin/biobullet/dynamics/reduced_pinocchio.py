@@ -11,8 +11,8 @@ import numpy as np
 
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.core import jit
-from biobullet.dynamics.formulation import Formulation, register_formulation
-from biobullet.dynamics.reduced import project
+from biobullet.dynamics.formulation import register_formulation
+from biobullet.dynamics.reduced import ReducedFormulation, project
 
 _BACKEND = "reduced_pinocchio.backend"   # key of the model's `_Backend` in `Model.derived`
 
@@ -95,30 +95,20 @@ class _Backend:
 
 
 def backend(model) -> _Backend:
-    b = model.derived.get(_BACKEND)
-    if b is None:
-        b = model.derived[_BACKEND] = _Backend(model)
-    return b
+    return model.derive(_BACKEND, lambda: _Backend(model))
 
 
 @register_formulation
-class ReducedPinocchioFormulation(Formulation):
+class ReducedPinocchioFormulation(ReducedFormulation):
     name = "reduced_pinocchio"
     description = "projection through joint functions on Pinocchio's C++ CRBA/RNEA (fast backend)"
+    accelerations_from_state = None   # the engine goes through mass_and_bias (Pinocchio's)
 
-    def mass_matrix(self, model, q, t):
-        x, gradient = model.coordinate_gradient(q, t)
-        mass = backend(model).mass(x)
-        if model.coordinate_map.identity:
-            return mass
-        return gradient.T @ mass @ gradient
+    def tree_mass_matrix(self, model, x):
+        return backend(model).mass(x)
 
-    def bias_forces(self, model, q, v, t):
-        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
-        h = backend(model).inverse_dynamics(x, xd, gamma)
-        if gradient is None:
-            return h
-        return gradient.T @ h
+    def tree_inverse_dynamics(self, model, x, xd, xdd):
+        return backend(model).inverse_dynamics(x, xd, xdd)
 
     def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
         """Both at once: one coordinate-map evaluation, CRBA + RNEA (NLE when γ = 0), one projection."""

@@ -30,28 +30,31 @@ TrajectoryFunction = Callable[[float], tuple[float, float, float]]  # t → (val
 
 
 @dataclass(frozen=True)
-class Input:
-    """One input of the link-segment system. kind: "joint" (generalized force of URDF joint `target`, N·m),
-    "point_force" (force along world `direction` at `point` (m, link frame) of link `target`, N), "moment" (moment
-    about world `direction` on link `target`, N·m)."""
+class SystemRow:
+    """What inputs and prescriptions share: a name, a kind and the link or joint (`target`) they act on."""
 
     name: str
     kind: str
     target: str
+
+
+@dataclass(frozen=True)
+class Input(SystemRow):
+    """One input of the link-segment system. kind: "joint" (generalized force of URDF joint `target`, N·m),
+    "point_force" (force along world `direction` at `point` (m, link frame) of link `target`, N), "moment" (moment
+    about world `direction` on link `target`, N·m)."""
+
     direction: tuple[float, float, float] = (0.0, 0.0, 0.0)
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
-class Prescription:
+class Prescription(SystemRow):
     """A prescribed motion row. kind: "segment_angle" (link `target`, angle about world `axis`), "joint_angle"
     (hinge `target`), "point" (component along world `axis` of the position of `point` (link frame) of link
     `target`). `trajectory(t)` → (value, rate, acceleration); without Baumgarte gains only the acceleration is
     used (a prescribed point acceleration, eq. (5)), with gains the value and rate feed back as well."""
 
-    name: str
-    kind: str
-    target: str
     trajectory: TrajectoryFunction
     axis: tuple[float, float, float] = (0.0, 1.0, 0.0)
     point: tuple[float, float, float] = (0.0, 0.0, 0.0)

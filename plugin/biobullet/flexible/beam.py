@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError
 
 BOUNDARIES = ("ss", "cc", "sc", "cs", "cf")
@@ -273,23 +274,11 @@ class BeamModes:
     residuals: np.ndarray
 
 
-def _positive(name: str, value: object) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ModelError(f"'{name}' must be a number, got {value!r}", attribute=name,
-                         expected="a positive finite number") from None
-    if not math.isfinite(v) or v <= 0.0:
-        raise ModelError(f"'{name}' must be positive and finite, got {value!r}", attribute=name,
-                         expected="a positive finite number")
-    return v
-
-
 def make_parameters(length: float, youngs_modulus: float, shear_modulus: float,
                     shear_coefficient: float, area: float, second_moment: float, density: float,
                     boundary: str, theory: str = "timoshenko") -> BeamParameters:
     """Validate beam data (ModelError naming the argument) and return BeamParameters."""
-    vals = {n: _positive(n, v) for n, v in (
+    vals = {n: to_float(None, n, v, positive=True) for n, v in (
         ("length", length), ("youngs_modulus", youngs_modulus), ("shear_modulus", shear_modulus),
         ("shear_coefficient", shear_coefficient), ("area", area), ("second_moment", second_moment),
         ("density", density))}

@@ -5,11 +5,11 @@ so that the deflection is w(x, t) = Σ δ_i(t) W_i(x) with δ_i in m).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.flexible.beam import BeamModes
 
@@ -55,18 +55,6 @@ class ModalIntegrals:
     end_dw: np.ndarray
 
 
-def _non_negative(name: str, value: object) -> float:
-    try:
-        v = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ModelError(f"'{name}' must be a number, got {value!r}", attribute=name,
-                         expected="a non-negative finite number") from None
-    if not math.isfinite(v) or v < 0.0:
-        raise ModelError(f"'{name}' must be non-negative and finite, got {value!r}", attribute=name,
-                         expected="a non-negative finite number")
-    return v
-
-
 def modal_integrals(modes: BeamModes, kelvin_voigt: float = 0.0, air_damping: float = 0.0,
                     n_points: int | None = None) -> ModalIntegrals:
     """Assumed-modes integrals of `modes` (see ModalIntegrals for each definition and unit).
@@ -77,8 +65,8 @@ def modal_integrals(modes: BeamModes, kelvin_voigt: float = 0.0, air_damping: fl
     if not isinstance(modes, BeamModes):
         raise ModelError(f"'modes' must be a BeamModes from beam_modes(), got {type(modes).__name__}",
                          attribute="modes", expected="BeamModes")
-    kv = _non_negative("kelvin_voigt", kelvin_voigt)
-    gamma = _non_negative("air_damping", air_damping)
+    kv = to_float(None, "kelvin_voigt", kelvin_voigt, non_negative=True)
+    gamma = to_float(None, "air_damping", air_damping, non_negative=True)
     n = len(modes.shapes)
     if n_points is None:
         n_points = 64 + 16 * n

@@ -163,3 +163,11 @@ def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint"
                            "one of " + ", ".join(model.joint_names))
     slot = model.joint_names.index(joint)
     return slot + model.base_nq, slot + model.base_nv   # after the floating base and multi-DOF joints
+
+
+def joint_element_name(model, element, tag: str) -> str:
+    """The `name` of a single-joint element (`<TAG joint=..>`), or TAG_JOINT; `source.error` naming the element when
+    its joint is missing or unknown."""
+    joint = element.attributes.get("joint", "")
+    joint_indices(model, joint, element.source)
+    return element.attributes.get("name") or f"{tag}_{joint}"

@@ -54,10 +54,7 @@ def _from_description(model) -> tuple[ForceElement, ...]:
 
 def force_elements(model) -> tuple[ForceElement, ...]:
     """All force elements of `model` (file order, then the ones added from Python)."""
-    derived = model.derived
-    if _FROM_FILE not in derived:
-        derived[_FROM_FILE] = _from_description(model)
-    return derived[_FROM_FILE] + tuple(derived.get(_ADDED, ()))
+    return model.derive(_FROM_FILE, lambda: _from_description(model)) + tuple(model.derived.get(_ADDED, ()))
 
 
 def add_force_element(model, element: ForceElement) -> ForceElement:

@@ -4,9 +4,10 @@ generalized force (the hot path of `elements.Spring`), and the joint-space laws 
 third-party elements' own kernels (`_plugin_forces_py`: `ForceElement.compiled_kernel`, called by address; a model
 with an element that has none stays on the generic path). Contacts are not here (their law kernels: `contact`).
 
-Same algebra as `Spring._fast_force` (its numpy/Python path, used without numba or with BIOBULLET_NUMBA=0):
-τ = [F; p × F]ᵀ S over each end point's ancestor joints, from the shared tree kinematics (world placements and
-motion subspaces). Compiled on first use (`cache=True`: kept in __pycache__ between processes).
+The spring: τ = J_bᵀ F − J_aᵀ F over each end point's ancestor joints
+(`algorithms.compiled_kernels.point_force`), from the shared tree kinematics (world placements and motion
+subspaces); `Spring._fast_force` calls it (`spring`, its Python form without numba). Compiled on first use
+(`cache=True`: kept in __pycache__ between processes).
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import math
 
 import numpy as np
 
+from biobullet.algorithms.compiled_kernels import point_force, point_kernels, point_velocity
 from biobullet.core import jit
-
 
 
 def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
@@ -44,55 +45,32 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
             return 1, tau, rate, length
         coef_d = -stiffness
     else:
-        if damping != 0.0:   # L̇ = u·ḋ, point velocities Σ (S_lin + S_ang × p) ẋ over the ancestors
-            dd0 = dd1 = dd2 = 0.0
-            for end in range(2):
-                body = body_b if end == 0 else body_a
-                if body < 0:
-                    continue
-                sign = 1.0 if end == 0 else -1.0
-                p = pb if end == 0 else pa
-                v0 = v1 = v2 = w0 = w1 = w2 = 0.0
-                for k in range(n):
-                    c = ancestry[body, k] * xd[k]
-                    if c != 0.0:
-                        v0 += sub[0, k] * c
-                        v1 += sub[1, k] * c
-                        v2 += sub[2, k] * c
-                        w0 += sub[3, k] * c
-                        w1 += sub[4, k] * c
-                        w2 += sub[5, k] * c
-                dd0 += sign * (v0 + w1 * p[2] - w2 * p[1])
-                dd1 += sign * (v1 + w2 * p[0] - w0 * p[2])
-                dd2 += sign * (v2 + w0 * p[1] - w1 * p[0])
-            rate = (d0 * dd0 + d1 * dd1 + d2 * dd2) / length
+        if damping != 0.0:   # L̇ = u·ḋ, ḋ = v_b − v_a (point velocities)
+            vb = np.empty(3)
+            va = np.empty(3)
+            _POINT_VELOCITY(sub, ancestry, body_b, pb, xd, vb)
+            _POINT_VELOCITY(sub, ancestry, body_a, pa, xd, va)
+            rate = (d0 * (vb[0] - va[0]) + d1 * (vb[1] - va[1]) + d2 * (vb[2] - va[2])) / length
         if rest == 0.0:
             coef_d, coef_u = -stiffness, -damping * rate
         else:
             coef_d, coef_u = 0.0, -(stiffness * (length - rest) + damping * rate)
         coef_d += coef_u / length   # force_b = coef_d d  (u = d / L)
-    f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2
-    for end in range(2):
-        body = body_b if end == 0 else body_a
-        if body < 0:
-            continue
-        sign = 1.0 if end == 0 else -1.0
-        p = pb if end == 0 else pa
-        g0, g1, g2 = sign * f0, sign * f1, sign * f2
-        m0 = p[1] * g2 - p[2] * g1
-        m1 = p[2] * g0 - p[0] * g2
-        m2 = p[0] * g1 - p[1] * g0
-        for k in range(n):
-            a = ancestry[body, k]
-            if a != 0.0:
-                tau[k] += a * (g0 * sub[0, k] + g1 * sub[1, k] + g2 * sub[2, k]
-                               + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
+    f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2   # on b; −F on a
+    _POINT_FORCE(sub, ancestry, body_b, pb, f0, f1, f2, tau)
+    _POINT_FORCE(sub, ancestry, body_a, pa, -f0, -f1, -f2, tau)
     return 0, tau, rate, length
 
 
+_POINT_VELOCITY, _POINT_FORCE = point_velocity, point_force   # compiled and inlined when the spring kernel compiles
+
+
 def spring_kernel():
-    """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing: the numpy path serves)."""
-    return jit.compiled(_spring_kernel_py)
+    """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing)."""
+    return jit.compiled(_spring_kernel_py, bind=point_kernels)
+
+
+spring = jit.lazy(_spring_kernel_py, bind=point_kernels)   # the compiled kernel, or its Python form
 
 
 _SPRING = None   # the compiled `_spring_kernel_py`, bound when `_spring_forces_py` compiles
@@ -121,7 +99,6 @@ def spring_forces_kernel():
     if spring is None:
         return None
     return jit.compiled(_spring_forces_py, bind={"_SPRING": spring})
-
 
 
 def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params, tau):

@@ -6,7 +6,6 @@ index; a point-to-point spring acts through the world-aligned point Jacobians, �
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Callable
 
 import numpy as np
@@ -14,11 +13,22 @@ import numpy as np
 from biobullet.algorithms.crba import crba
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
-from biobullet.forces.compiled import spring_kernel
+from biobullet.forces.compiled import spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
-from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
+from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
+_JOINT_SLOTS = "forces.elements.joint_slots"      # Model.derived: {element: (index in x, index in ẋ)}
+_SPRING_ANCHORS = "forces.elements.anchors"       # Model.derived: {spring: ((body, point in body frame) of b, a)}
+
+
+def _per_element(model, key: str, element, build: Callable):
+    """What this module derives from `model` for one element, kept in `model.derived` (it lives with the model)."""
+    table = model.derive(key, dict)
+    value = table.get(element)
+    if value is None:
+        value = table[element] = build()
+    return value
 
 
 def _source(source: SourceRef | None, tag: str, name: str) -> SourceRef:
@@ -35,13 +45,8 @@ class _JointElement(ForceElement):
         self.joint = joint
 
     def _indices(self, model) -> tuple[int, int]:
-        cache = self.__dict__.get("_index_cache")
-        if cache is None:
-            cache = self.__dict__["_index_cache"] = weakref.WeakKeyDictionary()
-        indices = cache.get(model)
-        if indices is None:   # validated lookup once per model (the name search is the cost of a hot call)
-            indices = cache[model] = joint_indices(model, self.joint, self.source)
-        return indices
+        # validated lookup once per model (the name search is the cost of a hot call)
+        return _per_element(model, _JOINT_SLOTS, self, lambda: joint_indices(model, self.joint, self.source))
 
     def _unit(self, model, value: float) -> np.ndarray:
         tau = np.zeros(model.n_tangent)
@@ -103,63 +108,28 @@ class Spring(ForceElement):
         ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
         return jb - ja
 
+    def _anchors(self, model) -> tuple:
+        """(body, point in the body frame) of b and a."""
+        anchors = []
+        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
+            frame = model.frame(link)
+            anchors.append((int(frame.body), np.ascontiguousarray(frame.rotation @ xyz + frame.translation,
+                                                                  dtype=float)))
+        return tuple(anchors)
+
     def _fast_force(self, model, x, xd, t):
-        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them),
-        as a wrench on each point's ancestor joints: τ = [F; p × F]ᵀ S over the ancestors (no point Jacobian)."""
+        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them)
+        by the spring kernel (`forces.compiled.spring`)."""
         from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
         s, ancestry = kin.subspace, kin.arrays.ancestry
-        anchors = self._anchors.get(model) if hasattr(self, "_anchors") else None
-        if anchors is None:   # (body, point in the body frame) of b and a, per model
-            if not hasattr(self, "_anchors"):
-                self._anchors = weakref.WeakKeyDictionary()
-            anchors = []
-            for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
-                frame = model.frame(link)
-                local = np.ascontiguousarray(frame.rotation @ xyz + frame.translation, dtype=float)
-                anchors.append((int(frame.body), local))
-            self._anchors[model] = anchors
+        anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
         (body_b, local_b), (body_a, local_a) = anchors
-        kernel = spring_kernel()
-        if kernel is not None:   # compiled: the same algebra in one call
-            status, tau, rate, length = kernel(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b,
-                                               body_a, local_a, self.stiffness, self.rest_length, self.damping,
-                                               ZERO_LENGTH)
-            if status:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            return tau
-        pb = local_b if body_b < 0 else kin.rotations[body_b] @ local_b + kin.positions[body_b]
-        pa = local_a if body_a < 0 else kin.rotations[body_a] @ local_a + kin.positions[body_a]
-        d0, d1, d2 = (pb - pa).tolist()
-        length = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-        if length < ZERO_LENGTH:
-            if self.rest_length > 0 and self.stiffness > 0:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            coef_d, coef_u = -self.stiffness, 0.0
-        else:
-            rate = 0.0
-            if self.damping:   # L̇ = u·ḋ, point velocities Σ (S_lin + S_ang × p) ẋ over the ancestors
-                d_dot = np.zeros(3)
-                for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
-                    if body >= 0:
-                        v = s @ (ancestry[body] * xd)
-                        d_dot += sign * (v[:3] + np.cross(v[3:], p))
-                rate = (d0 * d_dot[0] + d1 * d_dot[1] + d2 * d_dot[2]) / length
-            if self.rest_length == 0.0:
-                coef_d, coef_u = -self.stiffness, -self.damping * rate
-            else:
-                coef_d, coef_u = 0.0, -(self.stiffness * (length - self.rest_length) + self.damping * rate)
-            coef_d += coef_u / length   # force_b = coef_d d  (u = d / L)
-        f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2
-        tau = np.zeros(model.n_tangent)
-        for p, body, sign in ((pb, body_b, 1.0), (pa, body_a, -1.0)):
-            if body >= 0:
-                g0, g1, g2 = sign * f0, sign * f1, sign * f2
-                p0, p1, p2 = p.tolist()
-                wrench = np.array([g0, g1, g2, p1 * g2 - p2 * g1, p2 * g0 - p0 * g2, p0 * g1 - p1 * g0])
-                tau += (wrench @ s) * ancestry[body]
+        status, tau, _, _ = spring(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b, body_a, local_a,
+                                   self.stiffness, self.rest_length, self.damping, ZERO_LENGTH)
+        if status:
+            raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
+                              "the spring direction is undefined (rest_length > 0)")
         return tau
 
     def generalized_force(self, model, x, xd, t, placements=None):
@@ -229,8 +199,7 @@ class JointSpring(_JointElement):
     def from_description(cls, model, element) -> "JointSpring":
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "joint", "stiffness", "rest", "damping"})
-        joint_indices(model, a.get("joint", ""), s)
-        return cls(a.get("name") or f"joint_spring_{a['joint']}", a["joint"],
+        return cls(joint_element_name(model, element, cls.tag), a["joint"],
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
@@ -268,28 +237,18 @@ class JointTorque(_JointElement):
 
     @classmethod
     def from_description(cls, model, element) -> "JointTorque":
-        from biobullet.functions import registry
+        from biobullet.functions.registry import time_function
 
         s, a = element.source, dict(element.attributes)
-        joint_indices(model, a.get("joint", ""), s)
-        name = a.pop("name", None) or f"joint_torque_{a['joint']}"
-        type_name = a.get("type")
-        if type_name is None:
+        name = joint_element_name(model, element, cls.tag)
+        a.pop("name", None)   # the rest are the time function's
+        if a.get("type") is None:
             check_known_attributes(s, a, {"joint", "value"})
             return cls(name, a["joint"], number(s, a, "value"), source=s)
         if "value" in a:
             raise s.error("value", "a constant value and a time function (type) are both given",
                           "either value=.. or type=..")
-        function_class = registry.get(type_name)
-        if function_class is None:
-            raise s.error("type", f"unknown function type {type_name!r}{did_you_mean(type_name, registry.names())}",
-                          "one of " + ", ".join(registry.names()))
-        if a.get("inputs", "").strip():
-            raise s.error("inputs", "a joint torque is a function of time only", "no inputs")
-        function = function_class.from_attributes(a, (), s)
-        if function.inputs:
-            raise s.error("type", f"function type {type_name!r} needs inputs", "a time function (e.g. fourier)")
-        return cls(name, a["joint"], function=function, source=s)
+        return cls(name, a["joint"], function=time_function(s, a, "a joint torque"), source=s)
 
     def torque(self, t: float) -> float:
         """τ(t) (N·m or N)."""
@@ -357,10 +316,10 @@ class JointStop(_JointElement):
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "joint", "lower", "upper", "stiffness", "damping", "type", "exponent",
                                 "smoothing"})
-        joint_indices(model, a.get("joint", ""), s)
+        name = joint_element_name(model, element, cls.tag)
         optional = {key: number(s, a, key) if key in a else None
                     for key in ("lower", "upper", "exponent", "smoothing")}
-        return cls(a.get("name") or f"joint_stop_{a['joint']}", a["joint"], optional["lower"], optional["upper"],
+        return cls(name, a["joint"], optional["lower"], optional["upper"],
                    number(s, a, "stiffness", non_negative=True), number(s, a, "damping", 0.0, non_negative=True),
                    a.get("type", "smooth"), optional["exponent"], optional["smoothing"], source=s)
 
@@ -467,9 +426,8 @@ class CoordinateLimit(_JointElement):
         s, a = element.source, element.attributes
         keys = ("upper", "upper_stiffness", "lower", "lower_stiffness", "damping", "transition")
         check_known_attributes(s, a, {"name", "joint", *keys})
-        joint_indices(model, a.get("joint", ""), s)
         values = {key: number(s, a, key) for key in keys}
-        return cls(a.get("name") or f"coordinate_limit_{a['joint']}", a["joint"], source=s, **values)
+        return cls(joint_element_name(model, element, cls.tag), a["joint"], source=s, **values)
 
     def _steps(self, theta: float) -> tuple[float, float]:
         up, _ = smooth_step(theta, self.upper, self.upper + self.transition)

@@ -24,7 +24,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import SourceRef
+from biobullet.core.attributes import check_count, check_known_attributes
+from biobullet.core.errors import ModelError, SourceRef
 
 
 #: C signature of a compiled jets kernel (module docstring): status = jets(z, params, jet)
@@ -62,6 +63,15 @@ class JointFunction(ABC):
                         source: SourceRef) -> "JointFunction":
         """Build from the XML attributes; raise `source.error(attribute, message, expected)` on bad input."""
 
+    @classmethod
+    def check_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...], source: SourceRef,
+                         **input_count: int) -> None:
+        """`source.error` for an attribute this type does not read or, given `exactly=` / `at_least=`, a wrong
+        number of inputs."""
+        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        if input_count:
+            check_count(source, "inputs", inputs, **input_count)
+
     @abstractmethod
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         """Value, gradient (n+1,) and Hessian (n+1, n+1) with respect to (x, t)."""
@@ -81,3 +91,22 @@ class JointFunction(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(inputs={self.inputs})"
+
+
+def interpolation_table(inputs: Sequence[str], x: Sequence[float], y: Sequence[float], *, min_points: int,
+                        max_points: int | None = None, expected: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of a one-input interpolating function as float arrays; ModelError naming the attribute for other
+    than one input, a number of points outside [min_points, max_points] or unequal lengths (`expected` says what
+    is valid), a non-finite value, or x not strictly increasing."""
+    xs = np.array(x, dtype=float).reshape(-1)
+    ys = np.array(y, dtype=float).reshape(-1)
+    if len(inputs) != 1:
+        raise ModelError(f"got {len(inputs)} inputs", attribute="inputs", expected="exactly one input")
+    if not min_points <= len(xs) <= (max_points or len(xs)) or len(xs) != len(ys):
+        raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y", expected=expected)
+    if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
+        raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
+    if np.any(np.diff(xs) <= 0.0):
+        raise ModelError("x values are not strictly increasing", attribute="x",
+                         expected="strictly increasing x0 < x1 < ...")
+    return xs, ys

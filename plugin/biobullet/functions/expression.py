@@ -24,8 +24,8 @@ import math
 
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import EvaluationError, SourceRef
-from biobullet.core.attributes import check_count, check_known_attributes
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import check_count
+from biobullet.functions.base import JointFunction
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
 from biobullet.functions.expression_tape import compile_tape
 from biobullet.functions.registry import register
@@ -92,7 +92,7 @@ class ExpressionFunction(JointFunction):
         if any(o.has(*non_smooth) for o in outputs):
             raise source.error("expression", "derivatives are not smooth (Abs/sign appeared)",
                                "a twice continuously differentiable expression")
-        self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last); see `symbolic_in_names`
+        self.symbolic: Any = expr  # in internal symbols _z0.._zn (t last)
         self._uses_time = time_symbol in expr.free_symbols
         self._size = m
         common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
@@ -106,7 +106,7 @@ class ExpressionFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "ExpressionFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        cls.check_attributes(attributes, inputs, source)
         if "expression" not in attributes:
             raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
         parameters = parse_parameters(attributes.get("parameters"), inputs, source)
@@ -115,13 +115,6 @@ class ExpressionFunction(JointFunction):
     @property
     def uses_time(self) -> bool:
         return self._uses_time
-
-    def symbolic_in_names(self) -> Any:
-        """The SymPy expression written in the user's names (inputs, t) — for display and checks."""
-        import sympy
-
-        names = [*self.inputs, "t"]
-        return self.symbolic.subs({sympy.Symbol(f"_z{i}"): sympy.Symbol(n) for i, n in enumerate(names)})
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         m = self._size

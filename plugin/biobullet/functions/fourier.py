@@ -14,8 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.core.attributes import check_known_attributes, floats, number
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import floats, number
+from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import register
 
 
@@ -53,7 +53,7 @@ class FourierFunction(JointFunction):
         if inputs or (raw_inputs.strip() if isinstance(raw_inputs, str) else len(raw_inputs)):
             raise source.error("inputs", "a fourier function is a time driver and takes no inputs",
                                "no 'inputs' attribute (θ depends on t only)")
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
+        cls.check_attributes(attributes, inputs, source)
         period = number(source, attributes, "period")
         if period <= 0.0:
             raise source.error("period", f"period {period:g} is not positive", "T > 0 (s)")

@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.core.attributes import check_count, check_known_attributes, floats, number
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import floats, number
+from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import register
 
 
@@ -45,8 +45,7 @@ class LinearFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "LinearFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, at_least=1)
+        cls.check_attributes(attributes, inputs, source, at_least=1)
         coefficients = floats(source, attributes, "coefficients", count=len(inputs))
         offset = number(source, attributes, "offset", 0.0)
         return cls(inputs, coefficients, offset)

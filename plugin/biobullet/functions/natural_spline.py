@@ -21,9 +21,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.attributes import check_count, check_known_attributes, floats
+from biobullet.core.attributes import floats
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions.base import COMMON_ATTRIBUTES, JetsKernel, JointFunction
+from biobullet.functions.base import JetsKernel, JointFunction, interpolation_table
 from biobullet.functions.registry import register
 
 DEGREES: tuple[int, ...] = (1, 3, 5, 7)
@@ -40,21 +40,11 @@ class NaturalSplineFunction(JointFunction):
 
     def __init__(self, inputs: Sequence[str], x: Sequence[float], y: Sequence[float], degree: int = 5) -> None:
         super().__init__(inputs)
-        xs = np.array(x, dtype=float).reshape(-1)
-        ys = np.array(y, dtype=float).reshape(-1)
-        if len(self.inputs) != 1:
-            raise ModelError(f"got {len(self.inputs)} inputs", attribute="inputs", expected="exactly one input")
         if degree not in DEGREES:
             raise ModelError(f"unsupported degree {degree}", attribute="degree", expected="1, 3, 5 or 7")
         half = (degree + 1) // 2
-        if not half + 1 <= len(xs) <= MAX_POINTS or len(xs) != len(ys):
-            raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y",
-                             expected=f"as many y as x values, {half + 1} to {MAX_POINTS} for degree {degree}")
-        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
-            raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
-        if np.any(np.diff(xs) <= 0.0):
-            raise ModelError("x values are not strictly increasing", attribute="x",
-                             expected="strictly increasing x0 < x1 < ...")
+        xs, ys = interpolation_table(self.inputs, x, y, min_points=half + 1, max_points=MAX_POINTS, expected=(
+            f"as many y as x values, {half + 1} to {MAX_POINTS} for degree {degree}"))
         self.x, self.y, self.degree = xs, ys, degree
         self._half = half
         # piece i: θ = Σ_k c[i][k] (x − x_i)^k, k = 0 … degree
@@ -68,8 +58,7 @@ class NaturalSplineFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "NaturalSplineFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, exactly=1)
+        cls.check_attributes(attributes, inputs, source, exactly=1)
         degree_text = attributes.get("degree", "5").strip()
         if degree_text not in ("1", "3", "5", "7"):
             raise source.error("degree", f"unsupported degree {degree_text!r}", "1, 3, 5 or 7")

@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.core.attributes import check_count, check_known_attributes, floats
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import floats
+from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import register
 
 
@@ -47,8 +47,7 @@ class PolynomialFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "PolynomialFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, exactly=1)
+        cls.check_attributes(attributes, inputs, source, exactly=1)
         coefficients = floats(source, attributes, "coefficients", min_count=1)
         return cls(inputs, coefficients)
 

@@ -6,6 +6,9 @@ Third-party packages add types through the entry-point group ``biobullet.joint_f
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.core.plugins import PluginRegistry
 from biobullet.functions.base import JointFunction
 
@@ -20,16 +23,23 @@ JOINT_FUNCTIONS: PluginRegistry[type[JointFunction]] = PluginRegistry(
     "joint-function type", JointFunction, ENTRY_POINT_GROUP, _builtins)
 
 
-def register(cls: type[JointFunction]) -> type[JointFunction]:
-    """Class decorator: register a JointFunction subclass under its `type_name`."""
-    if not cls.type_name:
-        raise ValueError(f"{cls.__name__} has no type_name")
-    return JOINT_FUNCTIONS.add(cls.type_name, cls)
+#: class decorator: register a JointFunction subclass under its `type_name`
+register = JOINT_FUNCTIONS.decorator("type_name")
+get, names = JOINT_FUNCTIONS.get, JOINT_FUNCTIONS.names
 
 
-def get(type_name: str) -> type[JointFunction] | None:
-    return JOINT_FUNCTIONS.get(type_name)
-
-
-def names() -> list[str]:
-    return JOINT_FUNCTIONS.names()
+def time_function(source: SourceRef, attributes: Mapping[str, str], what: str) -> JointFunction:
+    """The joint function of time only that `attributes["type"]` names (its other attributes as for a
+    `<joint_function>`): `source.error` for an unknown type, for inputs, or for a type that needs inputs; `what`
+    says in the message what is a function of time only ("a joint torque")."""
+    type_name = attributes.get("type", "")
+    function_class = get(type_name)
+    if function_class is None:
+        raise source.error("type", f"unknown function type {type_name!r}{did_you_mean(type_name, names())}",
+                           "one of " + ", ".join(names()))
+    if attributes.get("inputs", "").strip():
+        raise source.error("inputs", f"{what} is a function of time only", "no inputs")
+    function = function_class.from_attributes(attributes, (), source)
+    if function.inputs:
+        raise source.error("type", f"function type {type_name!r} needs inputs", "a time function (e.g. fourier)")
+    return function

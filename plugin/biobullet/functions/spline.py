@@ -26,8 +26,8 @@ from typing import ClassVar
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.core.attributes import REQUIRED, check_count, check_known_attributes, floats
-from biobullet.functions.base import COMMON_ATTRIBUTES, JointFunction
+from biobullet.core.attributes import REQUIRED, floats
+from biobullet.functions.base import JointFunction, interpolation_table
 from biobullet.functions.registry import register
 
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
@@ -48,18 +48,7 @@ class SplineFunction(JointFunction):
         super().__init__(inputs)
         from scipy.interpolate import CubicSpline  # lazy: keep `import biobullet.functions` light
 
-        xs = np.array(x, dtype=float).reshape(-1)
-        ys = np.array(y, dtype=float).reshape(-1)
-        if len(self.inputs) != 1:
-            raise ModelError(f"got {len(self.inputs)} inputs", attribute="inputs", expected="exactly one input")
-        if len(xs) < 2 or len(xs) != len(ys):
-            raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y",
-                             expected="as many y as x values, at least 2")
-        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
-            raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
-        if np.any(np.diff(xs) <= 0.0):
-            raise ModelError("x values are not strictly increasing", attribute="x",
-                             expected="strictly increasing x0 < x1 < ...")
+        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, expected="as many y as x values, at least 2")
         if boundary not in BOUNDARIES:
             raise ModelError(f"unknown boundary '{boundary}'", attribute="boundary",
                              expected=" | ".join(BOUNDARIES))
@@ -109,8 +98,7 @@ class SplineFunction(JointFunction):
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "SplineFunction":
-        check_known_attributes(source, attributes, (*COMMON_ATTRIBUTES, *cls.attributes))
-        check_count(source, "inputs", inputs, exactly=1)
+        cls.check_attributes(attributes, inputs, source, exactly=1)
         xs = floats(source, attributes, "x", min_count=2)
         ys = floats(source, attributes, "y", count=len(xs))
         if np.any(np.diff(xs) <= 0.0):

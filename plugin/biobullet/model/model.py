@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import isfinite as _isfinite
 from functools import cached_property
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
@@ -19,6 +19,8 @@ from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import Body, Frame, block_sizes, compile_tree, pack_tree
+
+T = TypeVar("T")
 
 BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
 BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
@@ -249,6 +251,14 @@ class Model:
                              expected="a model made by biobullet.load_model(path)")
         return self._dynamics
 
+    def derive(self, key: str, build: Callable[[], T]) -> T:
+        """What a library module derives from this model, kept in `derived` under `key` (its module's name):
+        `build()` on first use, then the kept value."""
+        value = self.derived.get(key)
+        if value is None:
+            value = self.derived[key] = build()
+        return value
+
     @cached_property
     def tree_pack(self) -> tuple[np.ndarray, np.ndarray]:
         """(meta, body) of the bodies for the compiled tree kernels (`model.tree.pack_tree`), packed once; read
@@ -477,12 +487,11 @@ def _block_names(bodies) -> tuple[tuple[str, ...], tuple[str, ...]]:
     names_q: list[str] = []
     names_v: list[str] = []
     for body in sorted((b for b in bodies if b.multi_dof), key=lambda b: b.q_index):
-        if True:
-            if body.joint == "":
-                names_q += BASE_POSITION_NAMES
-                names_v += BASE_VELOCITY_NAMES
-                continue
-            sq, sv = suffixes[body.joint_type]
-            names_q += [f"{body.joint}_{x}" for x in sq]
-            names_v += [f"{body.joint}_{x}" for x in sv]
+        if body.joint == "":
+            names_q += BASE_POSITION_NAMES
+            names_v += BASE_VELOCITY_NAMES
+            continue
+        sq, sv = suffixes[body.joint_type]
+        names_q += [f"{body.joint}_{x}" for x in sq]
+        names_v += [f"{body.joint}_{x}" for x in sv]
     return tuple(names_q), tuple(names_v)

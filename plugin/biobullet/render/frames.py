@@ -41,46 +41,6 @@ def _default_axes(gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return up, _unit(h1 + 0.75 * h2 + 0.45 * up)
 
 
-def _visual_radius(shape_type: int, dimensions) -> float:
-    import pybullet as p
-    d = np.asarray(dimensions, dtype=float)
-    if shape_type == p.GEOM_SPHERE:
-        return float(d[0])
-    if shape_type == p.GEOM_BOX:
-        return float(0.5 * np.linalg.norm(d))
-    if shape_type in (p.GEOM_CYLINDER, p.GEOM_CAPSULE):
-        return float(np.hypot(d[1], 0.5 * d[0]) + (d[1] if shape_type == p.GEOM_CAPSULE else 0.0))
-    return 0.1  # meshes: a rough 10 cm
-
-
-def body_bounds(client: int, body: int) -> tuple[np.ndarray, np.ndarray]:
-    """World AABB (lower, upper) of the body now: PyBullet's getAABB per link united with visual extents
-    (the bundled models have no collision shapes, so getAABB alone only covers the link origins)."""
-    import pybullet as p
-    from biobullet.spatial.rotations import quaternion_to_matrix
-    points = []
-    n = p.getNumJoints(body, physicsClientId=client)
-    frames = {-1: p.getBasePositionAndOrientation(body, physicsClientId=client)}
-    for link in range(n):
-        s = p.getLinkState(body, link, computeForwardKinematics=1, physicsClientId=client)
-        frames[link] = (s[0], s[1])
-    for link in range(-1, n):
-        try:
-            lower, upper = p.getAABB(body, link, physicsClientId=client)
-            points += [lower, upper]
-        except p.error:
-            pass
-        points.append(frames[link][0])
-    for shape in p.getVisualShapeData(body, physicsClientId=client):
-        link, shape_type, dims, local = shape[1], shape[2], shape[3], shape[5]
-        position, orientation = frames.get(link, frames[-1])
-        centre = np.asarray(position) + quaternion_to_matrix(orientation) @ np.asarray(local)
-        radius = _visual_radius(shape_type, dims)
-        points += [centre - radius, centre + radius]
-    points = np.asarray(points, dtype=float)
-    return points.min(axis=0), points.max(axis=0)
-
-
 def frame_camera(lower, upper, gravity, *, aspect: float = 4 / 3, fov: float = 40.0, margin: float = 1.15,
                  **overrides) -> Camera:
     """A camera whose view contains the box [lower, upper] (m); `overrides` replace Camera fields."""

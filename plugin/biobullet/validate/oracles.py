@@ -227,12 +227,6 @@ def _pinocchio_parser_departure(model, file: str) -> str:
         return ""
     return "; ".join(reasons) + ": the Pinocchio oracle is built from Pinocchio's joint models with the model's inertias"
 
-    def frame_placement(self, x, link: str) -> tuple[np.ndarray, np.ndarray]:
-        pin = self.pin
-        pin.framesForwardKinematics(self.pin_model, self.data, self.map.config_to_pinocchio(x))
-        placement = self.data.oMf[self.map.frame_id(link)]
-        return np.array(placement.rotation), np.array(placement.translation)
-
 
 class PyBulletOracle(Oracle):
     """PyBullet's calculateMassMatrix / calculateInverseDynamics (its own DIRECT client).
