@@ -102,7 +102,7 @@ def test_one_link_pinned_equals_sympy_lagrange(ss_rotation: float) -> None:
         rhs = -np.array(h_f(z, u), float).ravel() - np.array([0.0, k * z[1] + c * u[1]])
         acc_ref = np.linalg.solve(M_ref, rhs)
         assert _rel(chain.mass_matrix(z), M_ref) < 1e-11
-        assert _rel(chain.accelerations(z, u), acc_ref) < 1e-11
+        assert _rel(chain.forward_dynamics(z, u), acc_ref) < 1e-11
 
 
 def test_two_link_floating_chain_equals_sympy_lagrange(ss_rotation: float) -> None:

@@ -24,7 +24,6 @@ the energy and momentum helpers also accept stacked states (T, 2n+2).
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +113,7 @@ def bias_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) 
     return BiasTerms(vel, grav, spring, damper, irate)
 
 
-def bias(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+def bias_forces(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
     """h(q, q̇, t) of M q̈ + h = Q."""
     return bias_terms(model, q, v, t).total
 
@@ -257,14 +256,14 @@ def energy(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float | np.ndarra
     return Energy(kinetic, model.gravity * (y_com @ m), 0.5 * (dl * dl) @ model.stiffness)
 
 
-def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0,
-                     tau: np.ndarray | None = None, ankle: np.ndarray | None = None,
-                     external: np.ndarray | None = None) -> np.ndarray:
-    """q̈ = M⁻¹ (Q − h) (Cholesky) for joint moments τ, ankle moments, and an extra generalized force."""
-    Q = joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else 0.0
-    if external is not None:
-        Q = Q + external
-    rhs = Q - bias(model, q, v, t)
+def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
+                     t: float = 0.0) -> np.ndarray:
+    """q̈ = M⁻¹ (Q − h) (Cholesky); `tau` = the generalized force Q (2n+2), default zero (joint and ankle moments
+    enter through `joint_moment_force`, foot forces through the foot Jacobians)."""
+    Q = 0.0 if tau is None else np.asarray(tau, dtype=float)
+    if tau is not None and Q.shape != (model.dof,):
+        raise ModelError(f"got shape {Q.shape}", argument="tau", expected=f"({model.dof},) generalized forces")
+    rhs = Q - bias_forces(model, q, v, t)
     M = mass_matrix(model, q, t)
     try:
         factor = cho_factor(M)
@@ -325,7 +324,7 @@ def dynamics_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0
     """(M, h) in one pass: the numba kernel of `_terms_py` when available, else `mass_matrix` and `bias`."""
     kernel = jit.compiled(_terms_py)
     if kernel is None:
-        return mass_matrix(model, q, t), bias(model, q, v, t)
+        return mass_matrix(model, q, t), bias_forces(model, q, v, t)
     n = model.n_links
     c = _constants(model)
     inertia = c["inertia"] if not model.time_varying_inertia else model.inertia(t)
@@ -339,16 +338,13 @@ def dynamics_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0
     return M, h
 
 
-_CONSTANTS: weakref.WeakKeyDictionary[ChainModel, dict] = weakref.WeakKeyDictionary()
-
-
 def _constants(model: ChainModel) -> dict:
-    """Per-model contiguous parameter arrays for the kernel (models are immutable, so cached)."""
-    c = _CONSTANTS.get(model)
+    """Per-model contiguous parameter arrays for the kernel, kept in the (immutable) model's `derived` dict."""
+    c = model.derived.get("recursion_constants")
     if c is None:
         c = {"smu": np.ascontiguousarray(model.sigma * model.mu), "K": np.ascontiguousarray(model.K),
              "inertia": model.inertia(0.0), "zeros": np.zeros(model.n_links), "stiffness": model.stiffness,
              "rest": model.rest_lengths, "damping": model.damping,
              "masks": ((model.chain == 0).astype(float), (model.chain == 1).astype(float))}
-        _CONSTANTS[model] = c
+        model.derived["recursion_constants"] = c
     return c

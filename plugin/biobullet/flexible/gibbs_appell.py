@@ -337,21 +337,30 @@ class ElasticChain:
             h += B.T @ hl
         return M, h
 
-    def mass_matrix(self, z: np.ndarray) -> np.ndarray:
+    # The vocabulary of every model kind (`biobullet.Model`'s methods): q = z, v = ż, `tau` = Q; t is accepted for
+    # the shared signature (the chain is autonomous).
+    def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
         """Generalized inertia matrix I(Z) of eq. 15 (symmetric positive definite)."""
-        return self.mass_and_bias(np.asarray(z, float), np.zeros(self.n_coordinates))[0]
+        return self.mass_and_bias(np.asarray(q, float), np.zeros(self.n_coordinates))[0]
 
-    def internal_forces(self, zd: np.ndarray, z: np.ndarray) -> np.ndarray:
+    def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """h(q, v) of M v̇ + h = Q: velocity and gravity terms plus the internal (elastic and damping) forces'
+        negative, so that `forward_dynamics` = M⁻¹ (Q − h)."""
+        q, v = np.asarray(q, float), np.asarray(v, float)
+        return self.mass_and_bias(q, v)[1] - self.internal_forces(q, v)
+
+    def internal_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """−∂V_e/∂z − ∂D/∂ż: elastic (−Kδ) and Kelvin–Voigt + air damping (−Dδ̇) generalized forces."""
-        return -(self._K @ z) - (self._D @ zd)
+        return -(self._K @ q) - (self._D @ v)
 
-    def accelerations(self, z: np.ndarray, zd: np.ndarray, forces: np.ndarray | None = None,
-                      kin: ChainKinematics | None = None) -> np.ndarray:
-        """z̈ from M z̈ = −h − Kδ − Dδ̇ + U (U: extra generalized forces, e.g. contact Σ J_kᵀ F_k)."""
-        M, h = self.mass_and_bias(z, zd, kin)
-        rhs = -h + self.internal_forces(zd, z)
-        if forces is not None:
-            rhs = rhs + forces
+    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None, t: float = 0.0, *,
+                         kin: ChainKinematics | None = None) -> np.ndarray:
+        """v̇ = z̈ from M z̈ = −h − Kδ − Dδ̇ + Q (`tau` = Q: extra generalized forces, e.g. contact Σ J_kᵀ F_k;
+        `kin`: this state's kinematics when the caller has them)."""
+        M, h = self.mass_and_bias(q, v, kin)
+        rhs = -h + self.internal_forces(q, v)
+        if tau is not None:
+            rhs = rhs + tau
         try:
             return np.linalg.solve(M, rhs)
         except np.linalg.LinAlgError as exc:  # pragma: no cover - M is SPD for valid data

@@ -5,7 +5,7 @@ velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (`Elast
 forces of `biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley
 family or plain Hertz; Ambrosio friction or none), U = Σ_k J_kᵀ (F_T, F_N), the elastic and damping forces, and
 solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the drop. The same
-arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `accelerations`), written as loops so
+arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `forward_dynamics`), written as loops so
 that numba compiles it (`core.jit`); results agree to round-off (Cholesky instead of LU).
 
 `CompiledChain.build(chain)` packs the chain's constant arrays once, or returns None — numba missing or disabled

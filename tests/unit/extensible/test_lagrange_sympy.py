@@ -42,7 +42,7 @@ def test_recursion_equals_lagrange(shape):
                             * rng.uniform(0.8, 1.2, n)])
         v = rng.normal(size=2 * n + 2)
         M_ref, h_ref = f(q, v, P)
-        M, h = rec.mass_matrix(model, q, t), rec.bias(model, q, v, t)
+        M, h = rec.mass_matrix(model, q, t), rec.bias_forces(model, q, v, t)
         scale_M, scale_h = np.abs(M_ref).max(), np.abs(h_ref).max()
         assert np.max(np.abs(M - M_ref)) <= 1e-13 * scale_M
         assert np.max(np.abs(h - h_ref)) <= 1e-12 * scale_h

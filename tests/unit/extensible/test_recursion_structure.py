@@ -90,7 +90,7 @@ def test_compiled_kernel_matches_numpy_path():
         q, v = random_state(model, rng)
         M, h = rec.dynamics_terms(model, q, v)
         assert np.allclose(M, rec.mass_matrix(model, q), rtol=0, atol=1e-13)
-        assert np.allclose(h, rec.bias(model, q, v), rtol=0, atol=1e-11)
+        assert np.allclose(h, rec.bias_forces(model, q, v), rtol=0, atol=1e-11)
 
 
 def test_reference_conventions_energy_and_momentum():

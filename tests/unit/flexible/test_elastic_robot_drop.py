@@ -72,7 +72,7 @@ def test_energy_conservation_without_damping_and_contact() -> None:
     N = z0.size
 
     def f(t, y):
-        return np.concatenate([y[N:], chain.accelerations(y[:N], y[N:])])
+        return np.concatenate([y[N:], chain.forward_dynamics(y[:N], y[N:])])
 
     def energy(y):
         z, zd = y[:N], y[N:]
