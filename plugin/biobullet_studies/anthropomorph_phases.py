@@ -342,7 +342,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         record(float(result.last_t), result.last_y)
     W, Q, V = np.array(W_s), np.array(Q_s), np.array(V_s)
     names = tuple(model.coordinate_names)
-    return PhaseTrajectory(
+    trajectory = PhaseTrajectory(
         t=np.array(T_s), joint_names=names, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
         positions=Q, velocities=V, q=Q, v=V, coordinate_names=names,
         events=[(name, t, state[:2 * N]) for name, t, state in result.events], model=model,
@@ -350,6 +350,12 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         phase=ph_s, foot_states=fs_s, reactions=np.array(R_s), tau=np.array(tau_s),
         work={"moments": W[:, 0], "ground": W[:, 1], "damper": W[:, 2], "inertia": W[:, 3]},
         contact_potential=np.array(cp_s), transitions=transitions, impact_losses=np.array(il_s), nfev=result.nfev)
+    table = trajectory.energy_table()   # in the Trajectory's energy record: energy_balance() is constant
+    trajectory.energy = {"kinetic": table["kinetic"], "potential_gravity": table["gravity"],
+                         "potential_elastic": table["spring"] + table["contact_potential"],
+                         "work_applied": table["work_moments"] + table["work_inertia"],
+                         "dissipated": table["contact_dissipation"] - table["work_damper"] + table["impact_losses"]}
+    return trajectory
 
 
 __all__ = ["PhaseTrajectory", "phase_label", "simulate_phases"]

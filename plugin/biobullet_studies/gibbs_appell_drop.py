@@ -21,32 +21,30 @@ import numpy as np
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.flexible.gibbs_appell import ElasticChain
 from biobullet.integrate.stepper import LoopEvent, StepFailure, run_loop
+from biobullet.integrate.trajectory import Trajectory
 
 
 @dataclass
-class DropResult:
-    """Sampled trajectory. Shapes: t (T,), z / zd (T, N), points / point_velocities (T, n+1, 2),
-    normal_force / friction_force (T, n+1) (N, on the point, +y / +x), energy components (T,) in J,
-    energy_error_percent (T,) = 100 (E − E0)/E0 with E = T + V_g + V_e − W_D − W_FN − W_FT.
-    contacts: onsets (dict: time, point, impact_velocity, slip_velocity); impacts: onsets grouped into
-    impacts with their sub-impacts (re-contacts of the same point within `sub_impact_gap` s)."""
+class DropResult(Trajectory):
+    """A `Trajectory` of a drop (positions z, velocities ż (T, N), named by `ElasticChain.coordinate_names`; `model`
+    the chain) with, per sample: points / point_velocities (T, n+1, 2), normal_force / friction_force (T, n+1) (N,
+    on the point, +y / +x), energy components (T,) in J, energy_error_percent (T,) = 100 (E − E0)/E0 with
+    E = T + V_g + V_e − W_D − W_FN − W_FT (`energy_balance()`). contacts: onsets (dict: time, point,
+    impact_velocity, slip_velocity); impacts: onsets grouped into impacts with their sub-impacts (re-contacts of
+    the same point within `sub_impact_gap` s)."""
 
-    chain: ElasticChain
-    t: np.ndarray
-    z: np.ndarray
-    zd: np.ndarray
-    points: np.ndarray
-    point_velocities: np.ndarray
-    normal_force: np.ndarray
-    friction_force: np.ndarray
-    kinetic: np.ndarray
-    gravity: np.ndarray
-    elastic: np.ndarray
-    work_damping: np.ndarray
-    work_normal: np.ndarray
-    work_friction: np.ndarray
-    contacts: list[dict[str, Any]]
-    separations: list[dict[str, Any]]
+    points: np.ndarray | None = None
+    point_velocities: np.ndarray | None = None
+    normal_force: np.ndarray | None = None
+    friction_force: np.ndarray | None = None
+    kinetic: np.ndarray | None = None
+    gravity: np.ndarray | None = None
+    elastic: np.ndarray | None = None
+    work_damping: np.ndarray | None = None
+    work_normal: np.ndarray | None = None
+    work_friction: np.ndarray | None = None
+    contacts: list[dict[str, Any]] = field(default_factory=list)
+    separations: list[dict[str, Any]] = field(default_factory=list)
     impacts: list[dict[str, Any]] = field(default_factory=list)
     n_rhs: int = 0
     wall_time: float = 0.0
@@ -55,13 +53,22 @@ class DropResult:
     n_rhs_numpy_fallback: int = 0  # compiled right-hand-side calls that declined and took the numpy path
 
     @property
-    def total_energy(self) -> np.ndarray:
-        return (self.kinetic + self.gravity + self.elastic - self.work_damping - self.work_normal
-                - self.work_friction)
+    def chain(self) -> ElasticChain:
+        return self.model
+
+    @property
+    def z(self) -> np.ndarray:
+        """(T, N) generalized coordinates (rad, m)."""
+        return self.positions
+
+    @property
+    def zd(self) -> np.ndarray:
+        """(T, N) their rates."""
+        return self.velocities
 
     @property
     def energy_error_percent(self) -> np.ndarray:
-        e = self.total_energy
+        e = self.energy_balance()   # T + V_g + V_e − W_D − W_FN − W_FT (eq. 31)
         return 100.0 * (e - e[0]) / e[0]
 
     @property
@@ -235,13 +242,15 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
         return y
 
     try:
-        run_loop(rhs, 0.0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step, t_eval=None,
-                 events=contact_events, observe=observe, switch=switch, breakpoints=projections, on_step=progress)
+        loop = run_loop(rhs, 0.0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step, t_eval=None,
+                        events=contact_events, observe=observe, switch=switch, breakpoints=projections,
+                        on_step=progress)
     except StepFailure as failure:
         raise SolverError(f"integration failed at t = {failure.t:.9g} s: {failure}") from None
     wall = time.perf_counter() - wall
     result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall, fast)
     result.n_rhs_numpy_fallback = declined[0]
+    result.events = [(point_name(int(name)), t, y[:2 * N]) for name, t, y in loop.events]   # onsets, separations
     if mirror is not None:
         result.symmetry_correction = mirror.max_correction
         result.n_symmetry_projections = mirror.n_projections
@@ -271,9 +280,17 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
             M, _ = chain.mass_and_bias(z, zd, kin)
             kin_e[i] = 0.5 * float(zd @ M @ zd)
             grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
-    return DropResult(chain, t, Y[:, :N], Y[:, N:2 * N], pts, vel, fn, ft, kin_e, grav, ela,
-                      Y[:, 2 * N], Y[:, 2 * N + 1], Y[:, 2 * N + 2], contacts, separations,
-                      _group_impacts(contacts, separations, gap), n_rhs, wall)
+    names = tuple(chain.coordinate_names)
+    z, zd = Y[:, :N], Y[:, N:2 * N]
+    return DropResult(t=t, joint_names=names, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
+                      positions=z, velocities=zd, q=z, v=zd, coordinate_names=names, model=chain,
+                      points=pts, point_velocities=vel, normal_force=fn, friction_force=ft, kinetic=kin_e,
+                      gravity=grav, elastic=ela, work_damping=Y[:, 2 * N], work_normal=Y[:, 2 * N + 1],
+                      work_friction=Y[:, 2 * N + 2], contacts=contacts, separations=separations,
+                      impacts=_group_impacts(contacts, separations, gap), n_rhs=n_rhs, wall_time=wall,
+                      energy={"kinetic": kin_e, "potential_gravity": grav, "potential_elastic": ela,
+                              "work_applied": np.zeros(n),
+                              "dissipated": -(Y[:, 2 * N] + Y[:, 2 * N + 1] + Y[:, 2 * N + 2])})
 
 
 __all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "point_name"]

@@ -102,6 +102,10 @@ def test_drop_touchdown_event_is_located_and_normal_force_never_negative():
     e = tr.energy_table()
     assert e["contact_dissipation"][-1] > 0.0
     assert np.max(np.abs(e["residual"])) < 1e-6 * np.max(np.abs(e["mechanical"] - e["mechanical"][0]))
+    # the same budget as the Trajectory's energy record: T + V − W_applied + E_dissipated stays constant
+    balance = tr.energy_balance()
+    assert np.max(np.abs(balance - balance[0])) < 1e-6 * np.max(np.abs(e["mechanical"] - e["mechanical"][0]))
+    assert np.all(np.diff(tr.energy["dissipated"]) > -1e-7)   # dampers, contact, impacts only take energy (J)
 
 
 def test_liftoff_event_where_the_normal_reaction_vanishes():
@@ -111,8 +115,8 @@ def test_liftoff_event_where_the_normal_reaction_vanishes():
     q = np.concatenate([[0.0, 0.0], np.pi / 2 + np.array([0.1, -0.1, 0.05]),
                         model.rest_lengths * np.array([0.97, 0.97, 1.0])])
     q[1] = q[2 + 3] * np.cos(0.1)              # hip on top of the compressed, splayed legs; feet on y = 0
-    tr = simulate_phases(model, 0.03, initial=(q, np.zeros(model.dof)), feet=("pinned", "pinned"), with_ground=False, method="DOP853", rtol=1e-10,
-                  atol=1e-10, dt_sample=1e-3)
+    tr = simulate_phases(model, 0.03, initial=(q, np.zeros(model.dof)), feet=("pinned", "pinned"), with_ground=False,
+                         method="DOP853", rtol=1e-10, atol=1e-10, dt_sample=1e-3)
     lift = [e for e in tr.transitions if e["kind"] == "liftoff"]
     assert {e["foot"] for e in lift} == {0, 1}
     W = model.total_mass * model.gravity
