@@ -161,6 +161,15 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
 Switch = Callable[[float, np.ndarray, tuple[str, ...]], "np.ndarray | None"]
 
 
+def _switched(switch: Switch, t: float, y: np.ndarray, names: tuple[str, ...], out: LoopResult) -> np.ndarray:
+    """The state a hybrid run restarts from after `switch` (its new state, or y)."""
+    y_new = switch(t, y.copy(), names)
+    if y_new is None:
+        return y
+    out.last_y = np.array(y_new, dtype=float)
+    return out.last_y.copy()
+
+
 def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol: float, atol: float,
              max_step: float, t_eval: np.ndarray | None,
              events: list[LoopEvent] | Callable[[], list[LoopEvent]],
@@ -213,7 +222,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
     while True:
-        t_bound = next(b for b in stops if b > t)
+        t_bound = next((b for b in stops if b > t), float(t_end))
         events = mode_events()
         solver = solver_class(step_rhs, t, y, t_bound, rtol=rtol, atol=atol, max_step=max_step,
                               **({"first_step": first_step} if first_step else {}))
@@ -311,10 +320,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                         events[k].action(float(t_stop), y_stop.copy())
                 if switch is not None:
                     names = tuple(events[k].name for root, k in fired if root <= t_stop + tol)
-                    y_new = switch(float(t_stop), y_stop.copy(), names)
-                    if y_new is not None:
-                        y_stop = np.array(y_new, dtype=float)
-                        out.last_y = y_stop.copy()
+                    y_stop = _switched(switch, float(t_stop), y_stop, names, out)
                 restart_at = (t_stop, y_stop)
                 break
             if project is not None and solver.status == "running":
@@ -329,10 +335,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
         if restart_at is None and t_bound < t_end:   # a breakpoint: restart there exactly
             y_stop = solver.y.copy()
             if switch is not None:
-                y_new = switch(t_bound, y_stop.copy(), ("breakpoint",))
-                if y_new is not None:
-                    y_stop = np.array(y_new, dtype=float)
-                    out.last_y = y_stop.copy()
+                y_stop = _switched(switch, t_bound, y_stop, ("breakpoint",), out)
             restart_at = (t_bound, y_stop)
         if restart_at is None:
             out.status, out.message = "finished", "reached t_end"
