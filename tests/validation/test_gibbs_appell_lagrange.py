@@ -103,6 +103,8 @@ def test_one_link_pinned_equals_sympy_lagrange(ss_rotation: float) -> None:
         acc_ref = np.linalg.solve(M_ref, rhs)
         assert _rel(chain.mass_matrix(z), M_ref) < 1e-11
         assert _rel(chain.forward_dynamics(z, u), acc_ref) < 1e-11
+        # the shared vocabulary: M v̇ + h = Q with h = velocity, gravity and the link's elastic and damping forces
+        assert _rel(chain.bias_forces(z, u), -rhs) < 1e-11
 
 
 def test_two_link_floating_chain_equals_sympy_lagrange(ss_rotation: float) -> None:

@@ -52,3 +52,8 @@ def test_recursion_equals_lagrange(shape):
         dphi = rng.normal(size=n)
         work = sum(tj * (dphi[jt.child] - dphi[jt.parent]) for tj, jt in zip(tau, model.joints))
         assert Q[2:2 + n] @ dphi == pytest.approx(work, rel=1e-13)
+        # the shared vocabulary: model.forward_dynamics(q, v, tau = Q, t) solves the Lagrange equations
+        acc_ref = np.linalg.solve(M_ref, Q - h_ref)
+        acc = model.forward_dynamics(q, v, Q, t)
+        assert np.max(np.abs(M_ref @ (acc - acc_ref))) <= 1e-11 * max(scale_h, np.abs(Q).max())
+        assert np.array_equal(model.mass_matrix(q, t), M) and np.array_equal(model.bias_forces(q, v, t), h)
