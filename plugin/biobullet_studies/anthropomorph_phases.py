@@ -201,8 +201,9 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
                     evs.append(LoopEvent(f"clear:{i}", foot_height(i, ground.release_gap), 1.0, restart=True))
                     evs.append(LoopEvent(f"touchdown:{i}", foot_height(i, -ground.release_gap), -1.0, restart=True))
             elif states[i] == PINNED:
-                evs.append(LoopEvent(f"liftoff:{i}", lambda t, X, i=i: float(forces(t, X[:N], X[N:2 * N], cons)[1][i, 1]),
-                                     -1.0, restart=True))
+                def reaction_y(t: float, X: np.ndarray, i: int = i) -> float:
+                    return float(forces(t, X[:N], X[N:2 * N], cons)[1][i, 1])
+                evs.append(LoopEvent(f"liftoff:{i}", reaction_y, -1.0, restart=True))
             else:   # hysteresis: released only release_gap above the ground (no Zeno chatter)
                 evs.append(LoopEvent(f"release:{i}", foot_height(i, ground.release_gap), 1.0, restart=True))
         return evs

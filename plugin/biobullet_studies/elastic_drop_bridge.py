@@ -58,7 +58,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     import time as _time
     from biobullet.bridge.bridge import Bridge
     from biobullet.loader import load_model
-    from biobullet_studies.gibbs_appell_drop import _group_impacts
+    from biobullet_studies.gibbs_appell_drop import group_impacts
     if not (np.isfinite(t_end) and t_end > 0.0):
         raise ModelError(f"'t_end' must be positive, got {t_end!r}", attribute="t_end", expected="t_end > 0 (s)")
     wall = _time.perf_counter()
@@ -110,7 +110,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
                 p.stepSimulation(physicsClientId=c)
     intervals = contacts.intervals()
     return BridgeDropResult(np.array(ts), np.array(pts), np.array(vel), np.array(fns), np.array(fts), names,
-                            onsets, separations, _group_impacts(onsets, separations, sub_impact_gap), intervals,
+                            onsets, separations, group_impacts(onsets, separations, sub_impact_gap), intervals,
                             bridge.dt, int(segments), bool(shear), w_max, _time.perf_counter() - wall, layouts)
 
 
@@ -123,7 +123,7 @@ def engine_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
     import time as _time
     from biobullet.flexible.segments import load_segmented_model
     from biobullet.integrate import simulate
-    from biobullet_studies.gibbs_appell_drop import _group_impacts
+    from biobullet_studies.gibbs_appell_drop import group_impacts
     wall = _time.perf_counter()
     path = _resolve(path)
     model, layouts = load_segmented_model(path, segments=segments, shear=shear, air_damping=air_damping)
@@ -154,7 +154,7 @@ def engine_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
                 if f > 0.0 and np.any(kin.slip):
                     ft[n, j] = float(np.asarray(c.friction_law.force(kin.slip, f))[0])
     return BridgeDropResult(np.asarray(traj.t), pts, vel, fn, ft, names, onsets, separations,
-                            _group_impacts(onsets, separations, sub_impact_gap), intervals, 0.0, int(segments),
+                            group_impacts(onsets, separations, sub_impact_gap), intervals, 0.0, int(segments),
                             bool(shear), highest_frequency(model), _time.perf_counter() - wall, layouts,
                             engine="reference")
 

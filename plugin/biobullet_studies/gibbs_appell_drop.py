@@ -74,7 +74,7 @@ class DropResult(Trajectory):
     @property
     def modal_amplitudes(self) -> np.ndarray:
         """(T, Σm) modal amplitudes δ_ij in chain order (m)."""
-        return self.z[:, self.chain._d_all]
+        return self.z[:, self.chain.modal_indices]
 
 
 def point_name(k: int) -> str:
@@ -98,7 +98,7 @@ def contact_forces(chain: ElasticChain, kin: Any, active: np.ndarray,
     return fn, ft
 
 
-def _group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, Any]],
+def group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, Any]],
                    gap: float) -> list[dict[str, Any]]:
     impacts: list[dict[str, Any]] = []
     last: dict[str, dict[str, Any]] = {}
@@ -287,10 +287,10 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
                       points=pts, point_velocities=vel, normal_force=fn, friction_force=ft, kinetic=kin_e,
                       gravity=grav, elastic=ela, work_damping=Y[:, 2 * N], work_normal=Y[:, 2 * N + 1],
                       work_friction=Y[:, 2 * N + 2], contacts=contacts, separations=separations,
-                      impacts=_group_impacts(contacts, separations, gap), n_rhs=n_rhs, wall_time=wall,
+                      impacts=group_impacts(contacts, separations, gap), n_rhs=n_rhs, wall_time=wall,
                       energy={"kinetic": kin_e, "potential_gravity": grav, "potential_elastic": ela,
                               "work_applied": np.zeros(n),
                               "dissipated": -(Y[:, 2 * N] + Y[:, 2 * N + 1] + Y[:, 2 * N + 2])})
 
 
-__all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "point_name"]
+__all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "group_impacts", "point_name"]

@@ -374,7 +374,7 @@ class CompiledChain:
         mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
         for i, link in enumerate(chain.links):
             m = link.n_modes
-            lconst[i, :3 + m, :3 + m] = chain._Lconst[i]
+            lconst[i, :3 + m, :3 + m] = chain.link_mass_blocks[i]
             wint[i, :m] = link.w_integral
             mt[i, :m, :m] = link.mass_translational
         self.tables = ChainTables(
@@ -384,8 +384,10 @@ class CompiledChain:
             np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float),
             np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64),
             np.array([l.n_modes for l in chain.links], np.int64), lconst,
-            np.ascontiguousarray(chain._Jphi, dtype=float), np.ascontiguousarray(chain._Ew, dtype=float), wint, mt,
-            np.ascontiguousarray(chain._K, dtype=float), np.ascontiguousarray(chain._D, dtype=float))
+            np.ascontiguousarray(chain.angle_rows, dtype=float),
+            np.ascontiguousarray(chain.end_deflection_rows, dtype=float), wint, mt,
+            np.ascontiguousarray(chain.stiffness_matrix, dtype=float),
+            np.ascontiguousarray(chain.damping_matrix, dtype=float))
         self.work = chain_work(n, nc)
         self.n_links, self.n_coordinates = n, nc
         self._rhs, self._outputs, self._heights = rhs, outputs, heights

@@ -30,7 +30,7 @@ def _random_states(chain: ElasticChain, rng: np.random.Generator, count: int):
     n_c, n_pts = chain.n_coordinates, len(chain.links) + 1
     for _ in range(count):
         z = rng.normal(scale=0.5, size=n_c)
-        z[chain._d_all] *= 1e-2                       # modal amplitudes of mm–cm, as in the drop
+        z[chain.modal_indices] *= 1e-2                       # modal amplitudes of mm–cm, as in the drop
         if chain.base == "floating":
             z[chain.idx_x[1]] = rng.uniform(-0.02, 0.02)   # some points below the ground: contact forces act
         zd = rng.normal(scale=2.0, size=n_c)
