@@ -212,13 +212,13 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
         vis.append(vimp.copy())
 
     def observe(t_old: float, t_stop: float, sol) -> None:   # output grid points inside the step, then its end
-        k = next_sample[0]
-        while k < len(grid) and grid[k] < t_stop:
-            if grid[k] > t_old:
-                sample(float(grid[k]), sol(grid[k]))
-            k += 1
-        next_sample[0] = k
-        sample(t_stop, sol(t_stop))
+        start, stop = next_sample[0], int(np.searchsorted(grid, t_stop, side="left"))
+        times = grid[start:stop]
+        times = times[times > t_old]
+        times = np.append(times, t_stop)
+        for t, y in zip(times.tolist(), sol(times).T):   # one dense-output call for all of them
+            sample(t, y)
+        next_sample[0] = max(start, stop)
 
     def switch(t: float, y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
         if mirror is not None:

@@ -391,6 +391,7 @@ class CompiledChain:
         self.work = chain_work(n, nc)
         self.n_links, self.n_coordinates = n, nc
         self._rhs, self._outputs, self._heights = rhs, outputs, heights
+        self._entries: dict[str, Any] = {}   # the per-call kernels' direct entries (`core.jit.direct_entry`)
 
     @classmethod
     def python_twin(cls, chain: Any) -> "CompiledChain | None":
@@ -413,12 +414,21 @@ class CompiledChain:
 
     def rhs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray, vimp: np.ndarray, out: np.ndarray) -> bool:
         """out[:] = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]; False: the kernel declined (caller takes the numpy path)."""
-        return bool(self._rhs(z, zd, active, vimp, self.tables, self.work, out))
+        args = (np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(zd, dtype=float), active, vimp,
+                self.tables, self.work, out)
+        entry = self._entries.get("rhs")
+        if entry is None:   # numba's type matching of the two records would cost more than the kernel's work
+            entry = self._entries["rhs"] = jit.direct_entry(self._rhs, *args)
+        return bool(entry(*args))
 
     def point_heights(self, z: np.ndarray) -> np.ndarray:
         """y of O_1..O_{n+1} (m)."""
         out = np.empty(self.n_links + 1)
-        self._heights(z, self.tables, out)
+        args = (np.ascontiguousarray(z, dtype=float), self.tables, out)
+        entry = self._entries.get("heights")
+        if entry is None:
+            entry = self._entries["heights"] = jit.direct_entry(self._heights, *args)
+        entry(*args)
         return out
 
     def outputs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray,
