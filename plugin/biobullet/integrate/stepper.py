@@ -123,6 +123,7 @@ MAX_STEPS = 200_000
 STIFF_CHECK_STEPS = 5_000   # (steps per window)
 STIFF_MEAN_STEP = 1e-5
 IMPLICIT = ("RADAU", "BDF", "LSODA")
+MULTISTEP = (BDF, LSODA)
 
 
 def _crossed(g_old: float, g_new: float, direction: float) -> bool:
@@ -341,7 +342,9 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             out.status, out.message = "finished", "reached t_end"
             return out
         out.restarts += 1
-        first_step = max(solver.step_size or 0.0, 0.0) or None
+        # one-step methods go on with the last step size; the multistep ones (LSODA, BDF) restart at order 1,
+        # where that size (taken at a high order) is rejected again and again: they choose their own first step
+        first_step = None if solver_class in MULTISTEP else max(solver.step_size or 0.0, 0.0) or None
         if first_step is not None:
             bound = next((b for b in stops if b > restart_at[0]), t_end)
             first_step = min(first_step, max_step, bound - restart_at[0]) if bound > restart_at[0] else None
