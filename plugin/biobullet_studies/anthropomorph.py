@@ -38,14 +38,8 @@ from biobullet.extensible.control import (
     support_inverse_dynamics,
     virtual_force_moments,
 )
-from biobullet.extensible.phases import (
-    FREE,
-    PINNED,
-    CompliantGround,
-    Trajectory,
-    simulate,
-    static_stance,
-)
+from biobullet.extensible.phases import FREE, PINNED, CompliantGround, static_stance
+from biobullet_studies.anthropomorph_phases import PhaseTrajectory, simulate_phases
 from biobullet_studies.common import simulated_time
 
 FLIGHT_T = 0.4
@@ -66,8 +60,8 @@ def _log(message: str) -> None:
 
 # ---- (a) flight -------------------------------------------------------------------------------------------------
 def flight_study(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float = FLIGHT_T, *,
-                 rtol: float = 1e-12, atol: float = 1e-12, dt_sample: float = 0.005) -> tuple[Trajectory, dict]:
-    tr = simulate(model, q0, v0, t_end, with_ground=False, method="DOP853", rtol=rtol, atol=atol,
+                 rtol: float = 1e-12, atol: float = 1e-12, dt_sample: float = 0.005) -> tuple[PhaseTrajectory, dict]:
+    tr = simulate_phases(model, t_end, initial=(q0, v0), with_ground=False, method="DOP853", rtol=rtol, atol=atol,
                   dt_sample=dt_sample)
     e = tr.energy_table()
     L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
@@ -122,7 +116,7 @@ def crouch_state(model: ChainModel, phi: np.ndarray, lengths: np.ndarray | None 
 class JumpController:
     """Vertical-jump controller (docs/anthropomorph.md): inverse dynamics for the push-off, joint PD in flight,
     virtual COM spring-damper + stance impedance for the landing. Called as controller(t, q, v, foot_states) →
-    (τ [N·m], ankle moments [N·m] or None) by `phases.simulate`.
+    (τ [N·m], ankle moments [N·m] or None) by `simulate_phases`.
 
     * push (t < t_push: hold the crouch; then a C² smooth step of the joint-angle targets from `crouch` to
       `extended` over `push_time`): `support_inverse_dynamics` with the posture PD (kp_push, kd_push) as a task,
@@ -264,7 +258,7 @@ def balanced_lean(model: ChainModel, thigh: float, shank: float) -> float:
 
 def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, rtol: float = 1e-9,
                dt_sample: float = 2e-3, method: str = "LSODA", flight_knee: float = FLIGHT_KNEE,
-               controller_options: dict | None = None) -> tuple[Trajectory, dict]:
+               controller_options: dict | None = None) -> tuple[PhaseTrajectory, dict]:
     lean = balanced_lean(model, 0.6, 0.6)
     # one trunk lean for the push: straightening the trunk during the push would throw the COM backwards
     crouch = posture(model, 0.6, 0.6, lean)
@@ -282,14 +276,14 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
         tau, ankle = ctrl(0.0, q, np.zeros(model.dof), (PINNED, PINNED))
         return rec.joint_moment_force(model, tau, ankle)
     q0 = static_stance(model, crouch_state(model, crouch), generalized_force=holding).q
-    tr = simulate(model, q0, np.zeros(model.dof), t_end, feet=(PINNED, PINNED), touchdown=touchdown, ground=ground,
-                  controller=ctrl, breakpoints=(T_PUSH, T_PUSH + PUSH_TIME), method=method, rtol=rtol, atol=rtol,
-                  dt_sample=dt_sample, progress=_log)
+    tr = simulate_phases(model, t_end, initial=(q0, np.zeros(model.dof)), feet=(PINNED, PINNED), touchdown=touchdown,
+                         ground=ground, controller=ctrl, breakpoints=(T_PUSH, T_PUSH + PUSH_TIME), method=method,
+                         rtol=rtol, atol=rtol, dt_sample=dt_sample, progress=_log)
     e = tr.energy_table()
     G = rec.center_of_mass(model, tr.q)
     airborne = np.array([p == "flight" for p in tr.phase])
     fn = tr.reactions[:, :, 1]
-    out = {"touchdown_mode": touchdown, "events": tr.events, "nfev": tr.nfev,
+    out = {"touchdown_mode": touchdown, "events": tr.transitions, "nfev": tr.nfev,
            "min_normal_force": float(fn[~airborne].min()) if np.any(~airborne) else 0.0,
            "max_normal_force_per_foot": float(fn.max()),
            "com_height_start": float(G[0, 1]),
@@ -313,7 +307,7 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
     return tr, out
 
 
-def _landing_metrics(model: ChainModel, tr: Trajectory, ctrl: JumpController, stance,
+def _landing_metrics(model: ChainModel, tr: PhaseTrajectory, ctrl: JumpController, stance,
                      ground: CompliantGround | None) -> dict:
     """Take-off state (L_G, COM velocity), settling after the landing, and the final stance vs the static one."""
     L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
@@ -331,7 +325,7 @@ def _landing_metrics(model: ChainModel, tr: Trajectory, ctrl: JumpController, st
         out.update({"settled": False, "settle_time_s": None})
         return out
     # from the instant the last foot touched down (at a touchdown instant its normal force is exactly 0)
-    t_down = max(e["t"] for e in tr.events if e["kind"] == "touchdown" and e["t"] >= t_land)
+    t_down = max(e["t"] for e in tr.transitions if e["kind"] == "touchdown" and e["t"] >= t_land)
     after = tr.t > t_down
     in_contact = np.array([all(s != FREE for s in fs) for fs in tr.foot_states])[after]
     speed = np.linalg.norm(Gd, axis=1)
@@ -384,7 +378,7 @@ def _stance_com_height(model: ChainModel, stance, ground: CompliantGround | None
     return y - delta
 
 
-def _constraint_drift(model: ChainModel, tr: Trajectory) -> float:
+def _constraint_drift(model: ChainModel, tr: PhaseTrajectory) -> float:
     drift = 0.0
     anchor = {}
     for k in range(len(tr.t)):
@@ -396,7 +390,7 @@ def _constraint_drift(model: ChainModel, tr: Trajectory) -> float:
     return drift
 
 
-def _segment_key(tr: Trajectory, k: int, i: int) -> int:
+def _segment_key(tr: PhaseTrajectory, k: int, i: int) -> int:
     # index of the first sample of the current pinned stretch of foot i
     while k > 0 and tr.foot_states[k - 1][i] == PINNED:
         k -= 1
@@ -480,7 +474,7 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
         axs[0, 0].plot(tr.t, tr.q[:, 1], label=f"hip y ({mode})")
         axs[0, 1].plot(tr.t, tr.reactions[:, 0, 1], label=f"foot 1 R_y ({mode})")
     tr, res = jumps["compliant"]
-    for ev in tr.events:
+    for ev in tr.transitions:
         for ax in axs[0]:
             ax.axvline(ev["t"], color="grey", lw=0.6, ls=":")
     axs[0, 0].set_ylabel("m")
@@ -524,7 +518,7 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     return files
 
 
-def _video(out: Path, model: ChainModel, tr: Trajectory, fps: int = 30, slow: float = 2.0) -> str:
+def _video(out: Path, model: ChainModel, tr: PhaseTrajectory, fps: int = 30, slow: float = 2.0) -> str:
     """Stick-figure MP4 of the jump, `slow`× slow motion (red arrows: normal reactions, 2e-4 m/N)."""
     import matplotlib
     matplotlib.use("Agg")

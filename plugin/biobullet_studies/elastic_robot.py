@@ -85,7 +85,7 @@ def _plots(result: Any, out: Path, title: str) -> None:
     fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     for arr, lab in ((result.kinetic, "T"), (result.gravity, "V_g"), (result.elastic, "V_e"),
                      (-result.work_damping, "−W_D"), (-result.work_normal, "−W_FN"),
-                     (-result.work_friction, "−W_FT"), (result.total_energy, "sum (eq. 31)")):
+                     (-result.work_friction, "−W_FT"), (result.energy_balance(), "sum (eq. 31)")):
         ax[0].plot(t, arr, label=lab, lw=1)
     ax[0].set_ylabel("energy [J]"), ax[0].legend(ncol=4, fontsize=8), ax[0].set_title(title)
     ax[1].plot(t, result.energy_error_percent, lw=1)

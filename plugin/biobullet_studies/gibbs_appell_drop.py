@@ -1,8 +1,9 @@
 """Flight/contact phases of an ElasticChain on the ground y = 0 (paper 002 eqs. 15–19, 31).
 
-Each joint point in `chain.contact_points` is either free or in contact. Events (scipy solve_ivp, terminal)
-locate the onset (y_k crosses 0 downwards, the approach speed −ẏ_k is stored as the impact velocity δ̇⁻ of the
-Hu–Guo law) and the separation (y_k crosses 0 upwards); the integration restarts at every event. Points that
+Each joint point in `chain.contact_points` is either free or in contact. Events of the reference engine's hybrid
+integrator (`biobullet.integrate.stepper.run_loop`, restart events and a mode switch) locate the onset (y_k crosses
+0 downwards, the approach speed −ẏ_k is stored as the impact velocity δ̇⁻ of the Hu–Guo law) and the separation
+(y_k crosses 0 upwards); the integration restarts at every event. Points that
 reach the same switching condition within `switch_tolerance` of an event switch together (mirror pairs).
 In contact: F_N = law(δ = −y_k, δ̇ = −ẏ_k, δ̇⁻) along +y and F_T = friction(ẋ_k, F_N) along x, entering as
 U = Σ_k J_kᵀ (F_T, F_N) (eq. 17). Work of damping, normal and friction forces are integrated as 3 extra states:
@@ -16,36 +17,34 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from biobullet.flexible.gibbs_appell import ElasticChain
 from biobullet.core.errors import ModelError, SolverError
+from biobullet.flexible.gibbs_appell import ElasticChain
+from biobullet.integrate.stepper import LoopEvent, StepFailure, run_loop
+from biobullet.integrate.trajectory import Trajectory
 
 
 @dataclass
-class DropResult:
-    """Sampled trajectory. Shapes: t (T,), z / zd (T, N), points / point_velocities (T, n+1, 2),
-    normal_force / friction_force (T, n+1) (N, on the point, +y / +x), energy components (T,) in J,
-    energy_error_percent (T,) = 100 (E − E0)/E0 with E = T + V_g + V_e − W_D − W_FN − W_FT.
-    contacts: onsets (dict: time, point, impact_velocity, slip_velocity); impacts: onsets grouped into
-    impacts with their sub-impacts (re-contacts of the same point within `sub_impact_gap` s)."""
+class DropResult(Trajectory):
+    """A `Trajectory` of a drop (positions z, velocities ż (T, N), named by `ElasticChain.coordinate_names`; `model`
+    the chain) with, per sample: points / point_velocities (T, n+1, 2), normal_force / friction_force (T, n+1) (N,
+    on the point, +y / +x), energy components (T,) in J, energy_error_percent (T,) = 100 (E − E0)/E0 with
+    E = T + V_g + V_e − W_D − W_FN − W_FT (`energy_balance()`). contacts: onsets (dict: time, point,
+    impact_velocity, slip_velocity); impacts: onsets grouped into impacts with their sub-impacts (re-contacts of
+    the same point within `sub_impact_gap` s)."""
 
-    chain: ElasticChain
-    t: np.ndarray
-    z: np.ndarray
-    zd: np.ndarray
-    points: np.ndarray
-    point_velocities: np.ndarray
-    normal_force: np.ndarray
-    friction_force: np.ndarray
-    kinetic: np.ndarray
-    gravity: np.ndarray
-    elastic: np.ndarray
-    work_damping: np.ndarray
-    work_normal: np.ndarray
-    work_friction: np.ndarray
-    contacts: list[dict[str, Any]]
-    separations: list[dict[str, Any]]
+    points: np.ndarray | None = None
+    point_velocities: np.ndarray | None = None
+    normal_force: np.ndarray | None = None
+    friction_force: np.ndarray | None = None
+    kinetic: np.ndarray | None = None
+    gravity: np.ndarray | None = None
+    elastic: np.ndarray | None = None
+    work_damping: np.ndarray | None = None
+    work_normal: np.ndarray | None = None
+    work_friction: np.ndarray | None = None
+    contacts: list[dict[str, Any]] = field(default_factory=list)
+    separations: list[dict[str, Any]] = field(default_factory=list)
     impacts: list[dict[str, Any]] = field(default_factory=list)
     n_rhs: int = 0
     wall_time: float = 0.0
@@ -54,19 +53,28 @@ class DropResult:
     n_rhs_numpy_fallback: int = 0  # compiled right-hand-side calls that declined and took the numpy path
 
     @property
-    def total_energy(self) -> np.ndarray:
-        return (self.kinetic + self.gravity + self.elastic - self.work_damping - self.work_normal
-                - self.work_friction)
+    def chain(self) -> ElasticChain:
+        return self.model
+
+    @property
+    def z(self) -> np.ndarray:
+        """(T, N) generalized coordinates (rad, m)."""
+        return self.positions
+
+    @property
+    def zd(self) -> np.ndarray:
+        """(T, N) their rates."""
+        return self.velocities
 
     @property
     def energy_error_percent(self) -> np.ndarray:
-        e = self.total_energy
+        e = self.energy_balance()   # T + V_g + V_e − W_D − W_FN − W_FT (eq. 31)
         return 100.0 * (e - e[0]) / e[0]
 
     @property
     def modal_amplitudes(self) -> np.ndarray:
         """(T, Σm) modal amplitudes δ_ij in chain order (m)."""
-        return self.z[:, self.chain._d_all]
+        return self.z[:, self.chain.modal_indices]
 
 
 def point_name(k: int) -> str:
@@ -116,7 +124,7 @@ def drop_rhs(chain: ElasticChain, y: np.ndarray, active: np.ndarray, impact_velo
     kin = chain.kinematics(z, zd)
     fn, ft = contact_forces(chain, kin, active, impact_velocity)
     U = kin.J[:, 0].T @ ft + kin.J[:, 1].T @ fn   # Σ_k J_kᵀ (F_T, F_N); zero rows for inactive points
-    zdd = chain.accelerations(z, zd, U, kin)
+    zdd = chain.forward_dynamics(z, zd, U, kin=kin)
     out = np.empty_like(y)
     out[:N], out[N:2 * N] = zd, zdd
     out[2 * N] = chain.dissipation_power(zd)
@@ -169,12 +177,10 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
 
     heights = chain.point_heights if fast is None else fast.point_heights
 
-    def make_event(k: int, in_contact: bool) -> Callable[[float, np.ndarray], float]:
-        def ev(t: float, y: np.ndarray) -> float:
-            return float(heights(y[:N])[k]) - chain.ground_height
-        ev.terminal = True
-        ev.direction = 1.0 if in_contact else -1.0
-        return ev
+    def contact_events() -> list[LoopEvent]:
+        """Per contact point: onset (height falls through the ground) or, in contact, separation."""
+        return [LoopEvent(str(k), lambda t, y, k=k: float(heights(y[:N])[k]) - chain.ground_height,
+                          1.0 if active[k] else -1.0, restart=True) for k in cpts]
 
     if symmetry not in ("auto", "off"):
         raise ModelError(f"unknown symmetry {symmetry!r}", attribute="symmetry", expected="auto or off")
@@ -185,57 +191,66 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     if symmetry == "auto":
         from biobullet.flexible.gibbs_appell_symmetry import MirrorSymmetry
         mirror = MirrorSymmetry.detect(chain, z0, zd0)
-    y = np.concatenate([z0, zd0, np.zeros(3)])
-    t = 0.0
-    ts, ys, acts, vis = [], [], [], []
+    # the mirror projection runs every symmetry_interval (a breakpoint; none within 1e-3 interval of t_end)
+    projections = [] if mirror is None else [
+        b for b in np.arange(symmetry_interval, t_end, symmetry_interval) if t_end - b >= 1e-3 * symmetry_interval]
+    y0 = np.concatenate([z0, zd0, np.zeros(3)])
+    ts: list[float] = [0.0]
+    ys: list[np.ndarray] = [y0.copy()]
+    acts, vis = [active.copy()], [vimp.copy()]
     contacts: list[dict[str, Any]] = []
     separations: list[dict[str, Any]] = []
     wall = time.perf_counter()
     grid = np.arange(0.0, t_end + 0.5 * dt_out, dt_out)
-    n_events = 0
-    while True:
-        if n_events > max_events:
-            raise SolverError(f"more than {max_events} contact events before t_end = {t_end} s")
-        events = [make_event(int(k), bool(active[k])) for k in cpts]
-        t_stop_max = t_end if mirror is None else min(t_end, t + symmetry_interval)
-        if t_end - t_stop_max < 1e-3 * symmetry_interval:
-            t_stop_max = t_end
-        sol = solve_ivp(rhs, (t, t_stop_max), y, method=method, rtol=rtol, atol=atol, max_step=max_step,
-                        events=events or None, dense_output=True)
-        if sol.status == -1:
-            raise SolverError(f"integration failed at t = {sol.t[-1]:.9g} s: {sol.message}")
-        t_stop = float(sol.t[-1])
-        inner = grid[(grid > t) & (grid < t_stop)]
-        tt = np.union1d(sol.t, inner)
-        ts.append(tt)
-        ys.append(sol.sol(tt).T if tt.size else np.zeros((0, y.size)))
-        ys[-1][0], ys[-1][-1] = sol.y[:, 0], sol.y[:, -1]
-        acts.append(np.repeat(active[None], tt.size, axis=0))
-        vis.append(np.repeat(vimp[None], tt.size, axis=0))
-        t, y = t_stop, sol.y[:, -1].copy()
-        if progress is not None:
-            progress(t)
-        if sol.status == 0 and t_stop_max >= t_end:
-            break
+    next_sample = [1]
+    n_events = [0]
+
+    def sample(t: float, y: np.ndarray) -> None:
+        ts.append(t)
+        ys.append(y)
+        acts.append(active.copy())
+        vis.append(vimp.copy())
+
+    def observe(t_old: float, t_stop: float, sol) -> None:   # output grid points inside the step, then its end
+        start, stop = next_sample[0], int(np.searchsorted(grid, t_stop, side="left"))
+        times = grid[start:stop]
+        times = times[times > t_old]
+        times = np.append(times, t_stop)
+        for t, y in zip(times.tolist(), sol(times).T):   # one dense-output call for all of them
+            sample(t, y)
+        next_sample[0] = max(start, stop)
+
+    def switch(t: float, y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
         if mirror is not None:
             y[:N], y[N:2 * N] = mirror.project(y[:N], y[N:2 * N])
-        if sol.status == 0:
-            continue
-        n_events += 1
-        kin = chain.kinematics(y[:N], y[N:2 * N])
-        gap = kin.p[:, 1] - chain.ground_height
-        for k in cpts:
-            if not active[k] and gap[k] <= switch_tolerance and kin.v[k, 1] < 0.0:
-                active[k], vimp[k] = True, -float(kin.v[k, 1])
-                contacts.append({"time": t, "point": point_name(int(k)), "impact_velocity": vimp[k],
-                                 "slip_velocity": float(kin.v[k, 0])})
-            elif active[k] and gap[k] >= -switch_tolerance and kin.v[k, 1] > 0.0:
-                active[k] = False
-                separations.append({"time": t, "point": point_name(int(k)),
-                                    "separation_velocity": float(kin.v[k, 1])})
+        if names != ("breakpoint",):
+            n_events[0] += 1
+            if n_events[0] > max_events:
+                raise SolverError(f"more than {max_events} contact events before t_end = {t_end} s")
+            kin = chain.kinematics(y[:N], y[N:2 * N])
+            gap = kin.p[:, 1] - chain.ground_height
+            for k in cpts:   # every point at its switching condition switches (mirror pairs together)
+                if not active[k] and gap[k] <= switch_tolerance and kin.v[k, 1] < 0.0:
+                    active[k], vimp[k] = True, -float(kin.v[k, 1])
+                    contacts.append({"time": t, "point": point_name(int(k)), "impact_velocity": vimp[k],
+                                     "slip_velocity": float(kin.v[k, 0])})
+                elif active[k] and gap[k] >= -switch_tolerance and kin.v[k, 1] > 0.0:
+                    active[k] = False
+                    separations.append({"time": t, "point": point_name(int(k)),
+                                        "separation_velocity": float(kin.v[k, 1])})
+        sample(t, y.copy())   # the state the integration restarts from, in the new contact phase
+        return y
+
+    try:
+        loop = run_loop(rhs, 0.0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step, t_eval=None,
+                        events=contact_events, observe=observe, switch=switch, breakpoints=projections,
+                        on_step=progress)
+    except StepFailure as failure:
+        raise SolverError(f"integration failed at t = {failure.t:.9g} s: {failure}") from None
     wall = time.perf_counter() - wall
     result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall, fast)
     result.n_rhs_numpy_fallback = declined[0]
+    result.events = [(point_name(int(name)), t, y[:2 * N]) for name, t, y in loop.events]   # onsets, separations
     if mirror is not None:
         result.symmetry_correction = mirror.max_correction
         result.n_symmetry_projections = mirror.n_projections
@@ -245,10 +260,10 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
 def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, contacts: list,
               separations: list, gap: float, n_rhs: int, wall: float, fast: Any = None) -> DropResult:
     N = chain.n_coordinates
-    t = np.concatenate(ts)
-    Y = np.concatenate(ys)
-    A = np.concatenate(acts)
-    V = np.concatenate(vis)
+    t = np.array(ts)
+    Y = np.array(ys)
+    A = np.array(acts)
+    V = np.array(vis)
     n = t.size
     npts = len(chain.links) + 1
     if fast is not None:
@@ -265,9 +280,17 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
             M, _ = chain.mass_and_bias(z, zd, kin)
             kin_e[i] = 0.5 * float(zd @ M @ zd)
             grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
-    return DropResult(chain, t, Y[:, :N], Y[:, N:2 * N], pts, vel, fn, ft, kin_e, grav, ela,
-                      Y[:, 2 * N], Y[:, 2 * N + 1], Y[:, 2 * N + 2], contacts, separations,
-                      group_impacts(contacts, separations, gap), n_rhs, wall)
+    names = tuple(chain.coordinate_names)
+    z, zd = Y[:, :N], Y[:, N:2 * N]
+    return DropResult(t=t, joint_names=names, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
+                      positions=z, velocities=zd, q=z, v=zd, coordinate_names=names, model=chain,
+                      points=pts, point_velocities=vel, normal_force=fn, friction_force=ft, kinetic=kin_e,
+                      gravity=grav, elastic=ela, work_damping=Y[:, 2 * N], work_normal=Y[:, 2 * N + 1],
+                      work_friction=Y[:, 2 * N + 2], contacts=contacts, separations=separations,
+                      impacts=group_impacts(contacts, separations, gap), n_rhs=n_rhs, wall_time=wall,
+                      energy={"kinetic": kin_e, "potential_gravity": grav, "potential_elastic": ela,
+                              "work_applied": np.zeros(n),
+                              "dissipated": -(Y[:, 2 * N] + Y[:, 2 * N + 1] + Y[:, 2 * N + 2])})
 
 
-__all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "point_name"]
+__all__ = ["DropResult", "simulate_drop", "drop_rhs", "contact_forces", "group_impacts", "point_name"]

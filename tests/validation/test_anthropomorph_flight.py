@@ -13,12 +13,13 @@ from biobullet.extensible.chain_model import (
     six_link_reference,
     three_link_reference,
 )
-from biobullet.extensible.phases import simulate
+from biobullet_studies.anthropomorph_phases import simulate_phases
 from scipy.integrate import simpson
 
 
 def _flight(model, q0, v0, t_end, tol=1e-11):
-    return simulate(model, q0, v0, t_end, with_ground=False, method="DOP853", rtol=tol, atol=tol, dt_sample=2e-3)
+    return simulate_phases(model, t_end, initial=(q0, v0), with_ground=False, method="DOP853", rtol=tol, atol=tol,
+                           dt_sample=2e-3)
 
 
 def test_six_link_reference_flight_conserves_energy_momentum_and_com_parabola():
@@ -54,7 +55,8 @@ def test_time_varying_inertia_energy_change_equals_idot_integral_and_momentum_is
     assert model.time_varying_inertia
     q0 = np.concatenate([[0.0, 1.2], np.pi / 2 + np.array([0.2, -0.25, 0.1]), 1.01 * model.rest_lengths])
     v0 = np.array([0.8, 2.0, 3.0, -2.5, 1.3, 0.0, 0.05, -0.05])
-    tr = simulate(model, q0, v0, 0.1, with_ground=False, method="DOP853", rtol=1e-11, atol=1e-11, dt_sample=2e-4)
+    tr = simulate_phases(model, 0.1, initial=(q0, v0), with_ground=False, method="DOP853", rtol=1e-11, atol=1e-11,
+                         dt_sample=2e-4)
     E = rec.energy(model, tr.q, tr.v, tr.t).total
     n = model.n_links
     phid = tr.v[:, 2:2 + n]

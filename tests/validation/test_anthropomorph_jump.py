@@ -27,17 +27,17 @@ def test_phase_sequence_and_events(jump):
     # (identical, coincident) feet leave and touch within a fraction of a millisecond of each other (round-off)
     assert labels[0] == "double(pinned)" and labels[-1] == "double(compliant)" and labels.count("flight") == 1
     assert set(labels[1:-1]) <= {"single(pinned)", "flight", "single(compliant)"}
-    single_times = [e["t"] for e in tr.events]
+    single_times = [e["t"] for e in tr.transitions]
     assert single_times[1] - single_times[0] < 1e-3 and single_times[-1] - single_times[-2] < 1e-3
-    kinds = [e["kind"] for e in tr.events]
+    kinds = [e["kind"] for e in tr.transitions]
     assert kinds.count("liftoff") == 2 and kinds.count("release") == 0
-    first = next(e for e in tr.events if e["kind"] == "liftoff")
+    first = next(e for e in tr.transitions if e["kind"] == "liftoff")
     k = int(np.searchsorted(tr.t, first["t"]))
     # the last sample before the event (≤ 2 ms earlier) still pushes, but with a small fraction of the push-off peak
     before = tr.reactions[k - 1, first["foot"], 1]
     assert first["t"] - tr.t[k - 1] <= 2e-3 + 1e-12
     assert 0.0 < before < 0.05 * tr.reactions[:k, first["foot"], 1].max()
-    landing = [e for e in tr.events if e["kind"] == "touchdown"]
+    landing = [e for e in tr.transitions if e["kind"] == "touchdown"]
     assert {f for e in landing for f in e["feet"]} == {0, 1} and all(e["foot_velocity_y"] < -0.5 for e in landing)
     kl = int(np.searchsorted(tr.t, landing[0]["t"]))
     for i in landing[0]["feet"]:

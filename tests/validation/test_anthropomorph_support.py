@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import six_link_reference, three_link_reference
-from biobullet.extensible.phases import FootConstraint, constrained_accelerations, impact_map, simulate, static_stance
+from biobullet.extensible.phases import FootConstraint, constrained_accelerations, impact_map, static_stance
+from biobullet_studies.anthropomorph_phases import simulate_phases
 
 
 @pytest.mark.parametrize("make", [six_link_reference, three_link_reference])
@@ -90,10 +91,10 @@ def test_drop_touchdown_event_is_located_and_normal_force_never_negative():
                         model.rest_lengths])
     v = np.zeros(model.dof)
     v[1] = -1.0
-    tr = simulate(model, q, v, 0.1, method="LSODA", rtol=1e-10, atol=1e-10, dt_sample=1e-3)
+    tr = simulate_phases(model, 0.1, initial=(q, v), method="LSODA", rtol=1e-10, atol=1e-10, dt_sample=1e-3)
     g = model.gravity
     t_star = (-1.0 + np.sqrt(1.0 + 2 * g * 0.05)) / g
-    touch = [e for e in tr.events if e["kind"] == "touchdown"]
+    touch = [e for e in tr.transitions if e["kind"] == "touchdown"]
     assert len(touch) == 2 and {f for e in touch for f in e["feet"]} == {0, 1}
     assert touch[0]["t"] == pytest.approx(t_star, abs=1e-8)
     assert np.min(tr.reactions[:, :, 1]) >= 0.0
@@ -101,6 +102,10 @@ def test_drop_touchdown_event_is_located_and_normal_force_never_negative():
     e = tr.energy_table()
     assert e["contact_dissipation"][-1] > 0.0
     assert np.max(np.abs(e["residual"])) < 1e-6 * np.max(np.abs(e["mechanical"] - e["mechanical"][0]))
+    # the same budget as the Trajectory's energy record: T + V − W_applied + E_dissipated stays constant
+    balance = tr.energy_balance()
+    assert np.max(np.abs(balance - balance[0])) < 1e-6 * np.max(np.abs(e["mechanical"] - e["mechanical"][0]))
+    assert np.all(np.diff(tr.energy["dissipated"]) > -1e-7)   # dampers, contact, impacts only take energy (J)
 
 
 def test_liftoff_event_where_the_normal_reaction_vanishes():
@@ -110,9 +115,9 @@ def test_liftoff_event_where_the_normal_reaction_vanishes():
     q = np.concatenate([[0.0, 0.0], np.pi / 2 + np.array([0.1, -0.1, 0.05]),
                         model.rest_lengths * np.array([0.97, 0.97, 1.0])])
     q[1] = q[2 + 3] * np.cos(0.1)              # hip on top of the compressed, splayed legs; feet on y = 0
-    tr = simulate(model, q, np.zeros(model.dof), 0.03, feet=("pinned", "pinned"), with_ground=False, method="DOP853", rtol=1e-10,
-                  atol=1e-10, dt_sample=1e-3)
-    lift = [e for e in tr.events if e["kind"] == "liftoff"]
+    tr = simulate_phases(model, 0.03, initial=(q, np.zeros(model.dof)), feet=("pinned", "pinned"), with_ground=False,
+                         method="DOP853", rtol=1e-10, atol=1e-10, dt_sample=1e-3)
+    lift = [e for e in tr.transitions if e["kind"] == "liftoff"]
     assert {e["foot"] for e in lift} == {0, 1}
     W = model.total_mass * model.gravity
     pinned = [0, 1]

@@ -1,7 +1,9 @@
 """Planar anthropomorph with extensible links (paper 004): model, corrected recursion, phases.
 
-`chain_model` (ChainModel, Link, InertiaLaw, JSON file format, reference sets), `recursion` (M, h, forward
-dynamics, kinematics, energy, angular momentum), `phases` (flight/support/transitions, static stance), `control`
+`chain_model` (ChainModel, Link, InertiaLaw, JSON file format, reference sets; `model.mass_matrix(q, t)`,
+`bias_forces(q, v, t)`, `forward_dynamics(q, v, tau, t)` as for every model kind), `recursion` (M, h, forward
+dynamics, kinematics, energy, angular momentum), `phases` (foot constraints, compliant ground, the constrained solve,
+the impact map, static stance; the phase-switching run is the study's `anthropomorph_phases`), `control`
 (momentum-based inverse dynamics and virtual-force support controllers),
 `paper_printed` (the paper's printed general formulas, for comparison). See docs/anthropomorph.md.
 """

@@ -181,6 +181,8 @@ class ChainModel:
     joints: tuple[Joint, ...] = field(init=False, repr=False)
     joint_matrix: np.ndarray = field(init=False, repr=False)  # B (n−1 × n): generalized φ force = Bᵀ τ
     feet: tuple[int, int] = field(init=False, repr=False)      # distal link of leg 1 and leg 2
+    # what library modules derive from the model once (the recursion kernel's packed constants), as `Model.derived`
+    derived: dict[str, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     @classmethod
     def build(cls, leg1: Sequence[Link], leg2: Sequence[Link], trunk: Sequence[Link], *, gravity: float = GRAVITY,
@@ -276,6 +278,23 @@ class ChainModel:
     def coordinate_names(self) -> list[str]:
         n = self.n_links
         return ["x", "y"] + [f"phi{i + 1}" for i in range(n)] + [f"l{i + 1}" for i in range(n)]
+
+    # ---- dynamics: the vocabulary of every model kind (`biobullet.Model`'s methods; SI units) ----------------
+    def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """M(q, t), (2n+2)² (`recursion.mass_matrix`)."""
+        from biobullet.extensible import recursion
+        return recursion.mass_matrix(self, q, t)
+
+    def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """h(q, v, t) of M v̇ + h = Q: velocity, gravity, spring, damper and İφ̇ terms (`recursion.bias_forces`)."""
+        from biobullet.extensible import recursion
+        return recursion.bias_forces(self, q, v, t)
+
+    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
+                         t: float = 0.0) -> np.ndarray:
+        """v̇ from M v̇ = Q − h; `tau` = Q (2n+2), default zero (`recursion.forward_dynamics`)."""
+        from biobullet.extensible import recursion
+        return recursion.forward_dynamics(self, q, v, tau, t)
 
     def chain_order(self, c: int) -> list[int]:
         """Paper indices of chain c (0 leg1, 1 leg2, 2 trunk) from the hip outwards."""

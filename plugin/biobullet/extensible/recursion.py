@@ -24,8 +24,8 @@ the energy and momentum helpers also accept stacked states (T, 2n+2).
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -45,78 +45,12 @@ def _split(model: ChainModel, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 def mass_matrix(model: ChainModel, q: np.ndarray, t: float = 0.0) -> np.ndarray:
     """Symmetric positive-definite M(q, t) [(2n+2)², SI units], from the closed-form general recursion."""
-    n = model.n_links
-    _, phi, l = _split(model, q)
-    s, c = np.sin(phi), np.cos(phi)
-    sm = model.sigma * model.mu
-    d = phi[:, None] - phi[None, :]
-    cd, sd = np.cos(d), np.sin(d)
-    K = model.K
-    M = np.empty((2 * n + 2, 2 * n + 2))
-    ip, il = slice(2, 2 + n), slice(2 + n, 2 + 2 * n)
-    M[0, 0] = M[1, 1] = model.total_mass
-    M[0, 1] = M[1, 0] = 0.0
-    M[0, ip] = M[ip, 0] = -sm * l * s
-    M[1, ip] = M[ip, 1] = sm * l * c
-    M[0, il] = M[il, 0] = sm * c
-    M[1, il] = M[il, 1] = sm * s
-    M[ip, ip] = K * np.outer(l, l) * cd + np.diag(model.inertia(t))
-    M[il, il] = K * cd
-    M_pl = -K * l[:, None] * sd          # K_ij l_i sin(φ_j − φ_i)
-    M[ip, il] = M_pl
-    M[il, ip] = M_pl.T
-    return M
+    return dynamics_terms(model, q, np.zeros(model.dof), t)[0]
 
 
-@dataclass(frozen=True)
-class BiasTerms:
-    """The parts of h (each shape (2n+2,)): velocity (φ̇², l̇φ̇), gravity, spring, damper, inertia_rate (İ φ̇)."""
-
-    velocity: np.ndarray
-    gravity: np.ndarray
-    spring: np.ndarray
-    damper: np.ndarray
-    inertia_rate: np.ndarray
-
-    @property
-    def total(self) -> np.ndarray:
-        return self.velocity + self.gravity + self.spring + self.damper + self.inertia_rate
-
-
-def bias_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> BiasTerms:
-    """The split bias vector of M q̈ + h = Q (see the module docstring)."""
-    n = model.n_links
-    _, phi, l = _split(model, q)
-    _, phid, ld = _split(model, v)
-    s, c = np.sin(phi), np.cos(phi)
-    sm = model.sigma * model.mu
-    d = phi[:, None] - phi[None, :]
-    cd, sd = np.cos(d), np.sin(d)
-    K = model.K
-    a = 2.0 * ld * phid            # 2 l̇_j φ̇_j
-    b = l * phid * phid            # l_j φ̇_j²
-    vel = np.empty(2 * n + 2)
-    vel[0] = sm @ (-a * s - b * c)
-    vel[1] = sm @ (a * c - b * s)
-    vel[2:2 + n] = l * ((K * cd) @ a + (K * sd) @ b)
-    vel[2 + n:] = (K * sd) @ a - (K * cd) @ b
-    g = model.gravity
-    grav = np.zeros(2 * n + 2)
-    grav[1] = g * model.total_mass
-    grav[2:2 + n] = g * sm * l * c
-    grav[2 + n:] = g * sm * s
-    spring = np.zeros(2 * n + 2)
-    spring[2 + n:] = model.stiffness * (l - model.rest_lengths)
-    damper = np.zeros(2 * n + 2)
-    damper[2 + n:] = model.damping * ld
-    irate = np.zeros(2 * n + 2)
-    irate[2:2 + n] = model.inertia_rate(t) * phid
-    return BiasTerms(vel, grav, spring, damper, irate)
-
-
-def bias(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+def bias_forces(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
     """h(q, q̇, t) of M q̈ + h = Q."""
-    return bias_terms(model, q, v, t).total
+    return dynamics_terms(model, q, v, t)[1]
 
 
 def joint_moment_force(model: ChainModel, tau: np.ndarray | None = None,
@@ -257,15 +191,15 @@ def energy(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float | np.ndarra
     return Energy(kinetic, model.gravity * (y_com @ m), 0.5 * (dl * dl) @ model.stiffness)
 
 
-def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0,
-                     tau: np.ndarray | None = None, ankle: np.ndarray | None = None,
-                     external: np.ndarray | None = None) -> np.ndarray:
-    """q̈ = M⁻¹ (Q − h) (Cholesky) for joint moments τ, ankle moments, and an extra generalized force."""
-    Q = joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else 0.0
-    if external is not None:
-        Q = Q + external
-    rhs = Q - bias(model, q, v, t)
-    M = mass_matrix(model, q, t)
+def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
+                     t: float = 0.0) -> np.ndarray:
+    """q̈ = M⁻¹ (Q − h) (Cholesky); `tau` = the generalized force Q (2n+2), default zero (joint and ankle moments
+    enter through `joint_moment_force`, foot forces through the foot Jacobians)."""
+    Q = 0.0 if tau is None else np.asarray(tau, dtype=float)
+    if tau is not None and Q.shape != (model.dof,):
+        raise ModelError(f"got shape {Q.shape}", argument="tau", expected=f"({model.dof},) generalized forces")
+    M, h = dynamics_terms(model, q, v, t)
+    rhs = Q - h
     try:
         factor = cho_factor(M)
         # a round-off-sized pivot means M is singular (Cholesky of a semidefinite matrix may still "succeed")
@@ -277,10 +211,24 @@ def forward_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float =
                           "fixed COM then has no inertia; see docs/anthropomorph.md)") from None
 
 
-# ---- compiled kernel of the same formulas (hot path of the phase integrator) --------------------------------------
-def _terms_py(phi, l, phid, ld, smu, K, inertia, inertia_rate, stiffness, rest, damping, g, mtot, M, h):
-    """Fill M and h (the module-docstring formulas, written as loops for numba; checked against the numpy path)."""
+# ---- M and h: one kernel (compiled by numba; its Python form is the same function) ---------------------------------
+class RecursionConstants(NamedTuple):
+    """A model's constant parameters as the kernel takes them (SI units; arrays per link, paper order)."""
+
+    smu: np.ndarray         # σ_j μ_j
+    K: np.ndarray           # K_ij (n × n)
+    stiffness: np.ndarray   # k_j
+    rest: np.ndarray        # L0_j
+    damping: np.ndarray     # c_j
+    gravity: float
+    total_mass: float
+
+
+def _terms_py(phi, l, phid, ld, inertia, inertia_rate, c, M, h):
+    """Fill M and h (the module-docstring formulas) for link angles φ, lengths l, their rates, I(t), İ(t) and the
+    model's `RecursionConstants` c. M is exactly symmetric (its lower triangle copied from the upper one)."""
     n = phi.shape[0]
+    smu, K, g, mtot = c.smu, c.K, c.gravity, c.total_mass
     for a in range(2 * n + 2):
         h[a] = 0.0
     M[0, 0] = mtot
@@ -289,17 +237,17 @@ def _terms_py(phi, l, phid, ld, smu, K, inertia, inertia_rate, stiffness, rest, 
     M[1, 0] = 0.0
     h[1] = g * mtot
     for j in range(n):
-        s, c = np.sin(phi[j]), np.cos(phi[j])
+        s, co = np.sin(phi[j]), np.cos(phi[j])
         pj, lj = 2 + j, 2 + n + j
         aj, bj = 2.0 * ld[j] * phid[j], l[j] * phid[j] * phid[j]
         M[0, pj] = M[pj, 0] = -smu[j] * l[j] * s
-        M[1, pj] = M[pj, 1] = smu[j] * l[j] * c
-        M[0, lj] = M[lj, 0] = smu[j] * c
+        M[1, pj] = M[pj, 1] = smu[j] * l[j] * co
+        M[0, lj] = M[lj, 0] = smu[j] * co
         M[1, lj] = M[lj, 1] = smu[j] * s
-        h[0] += smu[j] * (-aj * s - bj * c)
-        h[1] += smu[j] * (aj * c - bj * s)
-        h[pj] += g * smu[j] * l[j] * c + inertia_rate[j] * phid[j]
-        h[lj] += g * smu[j] * s + stiffness[j] * (l[j] - rest[j]) + damping[j] * ld[j]
+        h[0] += smu[j] * (-aj * s - bj * co)
+        h[1] += smu[j] * (aj * co - bj * s)
+        h[pj] += g * smu[j] * l[j] * co + inertia_rate[j] * phid[j]
+        h[lj] += g * smu[j] * s + c.stiffness[j] * (l[j] - c.rest[j]) + c.damping[j] * ld[j]
         for i in range(n):
             pi, li = 2 + i, 2 + n + i
             kij = K[i, j]
@@ -319,36 +267,38 @@ def _terms_py(phi, l, phid, ld, smu, K, inertia, inertia_rate, stiffness, rest, 
     for i in range(n):
         for j in range(n):
             M[2 + n + j, 2 + i] = M[2 + i, 2 + n + j]
+            if j > i:
+                M[2 + j, 2 + i] = M[2 + i, 2 + j]
+                M[2 + n + j, 2 + n + i] = M[2 + n + i, 2 + n + j]
+
+
+_terms = jit.lazy(_terms_py)
 
 
 def dynamics_terms(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(M, h) in one pass: the numba kernel of `_terms_py` when available, else `mass_matrix` and `bias`."""
-    kernel = jit.compiled(_terms_py)
-    if kernel is None:
-        return mass_matrix(model, q, t), bias(model, q, v, t)
+    """(M, h) of M q̈ + h = Q in one pass of the kernel `_terms_py`."""
     n = model.n_links
+    _split(model, q)
+    _split(model, v)
     c = _constants(model)
     inertia = c["inertia"] if not model.time_varying_inertia else model.inertia(t)
     irate = c["zeros"] if not model.time_varying_inertia else model.inertia_rate(t)
     M = np.empty((2 * n + 2, 2 * n + 2))
     h = np.empty(2 * n + 2)
-    q = np.asarray(q, dtype=float)
-    v = np.asarray(v, dtype=float)
-    kernel(q[2:2 + n], q[2 + n:], v[2:2 + n], v[2 + n:], c["smu"], c["K"], inertia, irate, c["stiffness"],
-           c["rest"], c["damping"], float(model.gravity), float(model.total_mass), M, h)
+    q = np.ascontiguousarray(q, dtype=float)
+    v = np.ascontiguousarray(v, dtype=float)
+    _terms(q[2:2 + n], q[2 + n:], v[2:2 + n], v[2 + n:], inertia, irate, c["kernel"], M, h)
     return M, h
 
 
-_CONSTANTS: weakref.WeakKeyDictionary[ChainModel, dict] = weakref.WeakKeyDictionary()
-
-
 def _constants(model: ChainModel) -> dict:
-    """Per-model contiguous parameter arrays for the kernel (models are immutable, so cached)."""
-    c = _CONSTANTS.get(model)
+    """Per-model contiguous parameter arrays for the kernel, kept in the (immutable) model's `derived` dict."""
+    c = model.derived.get("recursion_constants")
     if c is None:
-        c = {"smu": np.ascontiguousarray(model.sigma * model.mu), "K": np.ascontiguousarray(model.K),
-             "inertia": model.inertia(0.0), "zeros": np.zeros(model.n_links), "stiffness": model.stiffness,
-             "rest": model.rest_lengths, "damping": model.damping,
+        kernel = RecursionConstants(np.ascontiguousarray(model.sigma * model.mu), np.ascontiguousarray(model.K),
+                                    model.stiffness, model.rest_lengths, model.damping, float(model.gravity),
+                                    float(model.total_mass))
+        c = {"kernel": kernel, "inertia": model.inertia(0.0), "zeros": np.zeros(model.n_links),
              "masks": ((model.chain == 0).astype(float), (model.chain == 1).astype(float))}
-        _CONSTANTS[model] = c
+        model.derived["recursion_constants"] = c
     return c

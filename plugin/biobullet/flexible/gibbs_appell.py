@@ -134,7 +134,10 @@ class ElasticChain:
     """A planar open chain of flexible links with a floating (or pinned) base, plus ground contacts.
 
     contact_points: indices k of joint points O_{k+1} (0-based) that may touch the ground y = 0;
-    normal_law / friction_law: `biobullet.contact` laws (None: no contact).
+    normal_law / friction_law: `biobullet.contact` laws (None: no contact). Derived arrays (read by the compiled
+    twin and the mirror symmetry): modal_indices (every modal coordinate), stiffness_matrix K and damping_matrix D
+    (N × N), angle_rows J_φ (n × N, φ = J_φ z), end_deflection_rows (n × N), link_mass_blocks (constant parts of
+    each link's mass matrix).
     """
 
     def __init__(self, links: list[FlexibleLinkData] | tuple[FlexibleLinkData, ...], *, gravity: float = 9.81,
@@ -179,12 +182,12 @@ class ElasticChain:
         if len(ang) != n:
             raise ModelError(f"'initial_angles' needs {n} values", attribute="initial_angles")
         self.initial_angles, self.initial_base = ang, tuple(float(v) for v in initial_base)
-        self._d_all = np.concatenate(self.idx_d) if n else np.zeros(0, dtype=int)
-        self._K = np.zeros((self.n_coordinates,) * 2)
-        self._D = np.zeros((self.n_coordinates,) * 2)
+        self.modal_indices = np.concatenate(self.idx_d) if n else np.zeros(0, dtype=int)
+        self.stiffness_matrix = np.zeros((self.n_coordinates,) * 2)
+        self.damping_matrix = np.zeros((self.n_coordinates,) * 2)
         for link, d in zip(links, self.idx_d):
-            self._K[np.ix_(d, d)] = link.stiffness
-            self._D[np.ix_(d, d)] = link.damping
+            self.stiffness_matrix[np.ix_(d, d)] = link.stiffness
+            self.damping_matrix[np.ix_(d, d)] = link.damping
         self._Jphi_local = []  # constant J_φ rows (φ is linear in z)
         row = np.zeros(self.n_coordinates)
         for i, link in enumerate(links):
@@ -194,7 +197,7 @@ class ElasticChain:
             row = row.copy()
             row[self.idx_q[i]] += 1.0
             self._Jphi_local.append(row)
-        self._Jphi = np.array(self._Jphi_local)
+        self.angle_rows = np.array(self._Jphi_local)
         self._precompute()
 
     # ------------------------------------------------------------------ constructors
@@ -233,11 +236,11 @@ class ElasticChain:
     def _precompute(self) -> None:
         """Constant per-link arrays used by the recursion (end deflection rows, constant link-mass parts)."""
         n, N = len(self.links), self.n_coordinates
-        self._Ew = np.zeros((n, N))
-        self._Lconst, self._B = [], []
+        self.end_deflection_rows = np.zeros((n, N))
+        self.link_mass_blocks, self._B = [], []
         for i, link in enumerate(self.links):
             d, m = self.idx_d[i], link.n_modes
-            self._Ew[i, d] = link.end_w
+            self.end_deflection_rows[i, d] = link.end_w
             L = np.zeros((3 + m, 3 + m))
             L[0, 0] = L[1, 1] = link.mass
             L[1, 2] = L[2, 1] = link.first_moment
@@ -245,16 +248,16 @@ class ElasticChain:
             L[1, 3:] = L[3:, 1] = link.w_integral
             L[2, 3:] = L[3:, 2] = link.xw_integral + link.theta_integral
             L[3:, 3:] = link.mass_translational + link.mass_rotary
-            self._Lconst.append(L)
+            self.link_mass_blocks.append(L)
             B = np.zeros((3 + m, N))
-            B[2] = self._Jphi[i]
+            B[2] = self.angle_rows[i]
             B[3 + np.arange(m), d] = 1.0
             self._B.append(B)
 
     def point_heights(self, z: np.ndarray) -> np.ndarray:
         """y of the joint points O_1..O_{n+1} (m), cheap (used by the event functions)."""
-        phi = self._Jphi @ z
-        wl = self._Ew @ z
+        phi = self.angle_rows @ z
+        wl = self.end_deflection_rows @ z
         y0 = z[self.idx_x[1]] if self.base == "floating" else self.base_position[1]
         steps = [l.length * math.sin(f) + w * math.cos(f) for l, f, w in zip(self.links, phi, wl)]
         return y0 + np.concatenate([[0.0], np.cumsum(steps)])
@@ -274,11 +277,11 @@ class ElasticChain:
             (x, y), vx, vy = self.base_position, 0.0, 0.0
         cx, cy = 0.0, self.gravity
         p[0], v[0], c[0] = (x, y), (vx, vy), (cx, cy)
-        Jphi = self._Jphi
+        Jphi = self.angle_rows
         phi = Jphi @ z
         phid = Jphi @ zd
-        wls = self._Ew @ z
-        wlds = self._Ew @ zd
+        wls = self.end_deflection_rows @ z
+        wlds = self.end_deflection_rows @ zd
         for i, link in enumerate(self.links):
             cs, sn = math.cos(phi[i]), math.sin(phi[i])
             wl, wld, l, om = float(wls[i]), float(wlds[i]), link.length, float(phid[i])
@@ -293,7 +296,7 @@ class ElasticChain:
             cy += sn * gx + cs * gy
             p[i + 1], v[i + 1], c[i + 1] = (x, y), (vx, vy), (cx, cy)
             j0 = -wl * Jphi[i]
-            j1 = l * Jphi[i] + self._Ew[i]
+            j1 = l * Jphi[i] + self.end_deflection_rows[i]
             J[i + 1, 0] = J[i, 0] + cs * j0 - sn * j1
             J[i + 1, 1] = J[i, 1] + sn * j0 + cs * j1
         return ChainKinematics(p, v, J, c, phi, phid, Jphi)
@@ -316,7 +319,7 @@ class ElasticChain:
             cx, cy = kin.c[i]
             c1, c2 = cs * cx + sn * cy, cs * cy - sn * cx
             om = float(kin.phi_dot[i])
-            L = self._Lconst[i].copy()
+            L = self.link_mass_blocks[i].copy()
             hl = np.empty(L.shape[0])
             if link.n_modes:
                 delta, deltad = z[d], zd[d]
@@ -337,21 +340,30 @@ class ElasticChain:
             h += B.T @ hl
         return M, h
 
-    def mass_matrix(self, z: np.ndarray) -> np.ndarray:
+    # The vocabulary of every model kind (`biobullet.Model`'s methods): q = z, v = ż, `tau` = Q; t is accepted for
+    # the shared signature (the chain is autonomous).
+    def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
         """Generalized inertia matrix I(Z) of eq. 15 (symmetric positive definite)."""
-        return self.mass_and_bias(np.asarray(z, float), np.zeros(self.n_coordinates))[0]
+        return self.mass_and_bias(np.asarray(q, float), np.zeros(self.n_coordinates))[0]
 
-    def internal_forces(self, zd: np.ndarray, z: np.ndarray) -> np.ndarray:
+    def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """h(q, v) of M v̇ + h = Q: velocity and gravity terms plus the internal (elastic and damping) forces'
+        negative, so that `forward_dynamics` = M⁻¹ (Q − h)."""
+        q, v = np.asarray(q, float), np.asarray(v, float)
+        return self.mass_and_bias(q, v)[1] - self.internal_forces(q, v)
+
+    def internal_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """−∂V_e/∂z − ∂D/∂ż: elastic (−Kδ) and Kelvin–Voigt + air damping (−Dδ̇) generalized forces."""
-        return -(self._K @ z) - (self._D @ zd)
+        return -(self.stiffness_matrix @ q) - (self.damping_matrix @ v)
 
-    def accelerations(self, z: np.ndarray, zd: np.ndarray, forces: np.ndarray | None = None,
-                      kin: ChainKinematics | None = None) -> np.ndarray:
-        """z̈ from M z̈ = −h − Kδ − Dδ̇ + U (U: extra generalized forces, e.g. contact Σ J_kᵀ F_k)."""
-        M, h = self.mass_and_bias(z, zd, kin)
-        rhs = -h + self.internal_forces(zd, z)
-        if forces is not None:
-            rhs = rhs + forces
+    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None, t: float = 0.0, *,
+                         kin: ChainKinematics | None = None) -> np.ndarray:
+        """v̇ = z̈ from M z̈ = −h − Kδ − Dδ̇ + Q (`tau` = Q: extra generalized forces, e.g. contact Σ J_kᵀ F_k;
+        `kin`: this state's kinematics when the caller has them)."""
+        M, h = self.mass_and_bias(q, v, kin)
+        rhs = -h + self.internal_forces(q, v)
+        if tau is not None:
+            rhs = rhs + tau
         try:
             return np.linalg.solve(M, rhs)
         except np.linalg.LinAlgError as exc:  # pragma: no cover - M is SPD for valid data
@@ -374,11 +386,11 @@ class ElasticChain:
 
     def elastic_energy(self, z: np.ndarray) -> float:
         """V_e = ½ δᵀKδ (J), eq. 8."""
-        return 0.5 * float(z @ self._K @ z)
+        return 0.5 * float(z @ self.stiffness_matrix @ z)
 
     def dissipation_power(self, zd: np.ndarray) -> float:
         """Power of the damping forces −żᵀDż (W, ≤ 0)."""
-        return -float(zd @ self._D @ zd)
+        return -float(zd @ self.damping_matrix @ zd)
 
     def link_points(self, z: np.ndarray, n_points: int = 41, scale: float = 1.0) -> list[np.ndarray]:
         """Deformed centre lines (n_points, 2) per link, deflection magnified by `scale` (joints exact)."""

@@ -5,10 +5,11 @@ velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (`Elast
 forces of `biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley
 family or plain Hertz; Ambrosio friction or none), U = Σ_k J_kᵀ (F_T, F_N), the elastic and damping forces, and
 solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the drop. The same
-arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `accelerations`), written as loops so
+arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `forward_dynamics`), written as loops so
 that numba compiles it (`core.jit`); results agree to round-off (Cholesky instead of LU).
 
-`CompiledChain.build(chain)` packs the chain's constant arrays once, or returns None — numba missing or disabled
+`CompiledChain.build(chain)` packs the chain's constant arrays once (`ChainTables`, with its scratch arrays
+`ChainWork`: the kernels take these two records), or returns None — numba missing or disabled
 (`BIOBULLET_NUMBA=0`), or a contact law the kernel does not implement — and the caller keeps its numpy path. A
 call that fails (Cholesky pivot not positive, non-finite result) returns False, and the caller falls back to the
 numpy path for that call. Units: SI, conventions of `flexible/gibbs_appell.py`.
@@ -16,7 +17,7 @@ numpy path for that call. Units: SI, conventions of `flexible/gibbs_appell.py`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,10 +30,55 @@ _N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _NORMAL, _FRICTION, _ADHESION 
 _G, _GROUND, _BX, _BY, _KC, _EXP, _FACTOR, _VMIN, _MU, _V0, _V1 = range(11)
 
 
-def _chain_terms_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
-                    p, v, jac, phi, phid, mass, bias, fn, ft):
-    """Kinematics p, v (n+1, 2), point Jacobians jac (n+1, 2, N), φ, φ̇ (n); M (N, N); h (N) including the
-    contact forces' −Σ J_kᵀ F_k; F_N, F_T (n+1) of the active contacts. All outputs are overwritten."""
+class ChainTables(NamedTuple):
+    """One chain's constant arrays as the kernels take them (`CompiledChain.__init__` says what each holds)."""
+
+    info: np.ndarray      # int64 slots _N_LINKS … _ADHESION
+    par: np.ndarray       # float64 slots _G … _V1
+    lk: np.ndarray        # (n, 3): length, mass, first moment per link
+    dstart: np.ndarray    # first modal coordinate per link
+    nm: np.ndarray        # modes per link
+    lconst: np.ndarray    # (n, 3+m, 3+m) constant link-mass blocks
+    jphi: np.ndarray      # (n, N) rows of φ = J_φ z
+    ew: np.ndarray        # (n, N) end-deflection rows
+    wint: np.ndarray      # (n, m) ∫ρA w dx per mode
+    mt: np.ndarray        # (n, m, m) translational modal mass
+    stiff: np.ndarray     # (N, N) K
+    damp: np.ndarray      # (N, N) D
+
+
+class ChainWork(NamedTuple):
+    """The kernels' scratch arrays for one chain (n links, N coordinates), allocated once."""
+
+    p: np.ndarray         # (n+1, 2) joint points
+    v: np.ndarray         # (n+1, 2) their velocities
+    jac: np.ndarray       # (n+1, 2, N) point Jacobians
+    phi: np.ndarray       # (n,) link angles
+    phid: np.ndarray      # (n,) their rates
+    mass: np.ndarray      # (N, N)
+    bias: np.ndarray      # (N,)
+    fn: np.ndarray        # (n+1,) normal forces
+    ft: np.ndarray        # (n+1,) friction forces
+    rhs: np.ndarray       # (N,)
+    low: np.ndarray       # (N, N) Cholesky factor
+    acc: np.ndarray       # (N,)
+
+
+def chain_work(n_links: int, n_coordinates: int) -> ChainWork:
+    """Scratch arrays for a chain of n_links links and n_coordinates coordinates."""
+    n, nc = n_links, n_coordinates
+    return ChainWork(np.empty((n + 1, 2)), np.empty((n + 1, 2)), np.empty((n + 1, 2, nc)), np.empty(n), np.empty(n),
+                     np.empty((nc, nc)), np.empty(nc), np.empty(n + 1), np.empty(n + 1), np.empty(nc),
+                     np.zeros((nc, nc)), np.empty(nc))
+
+
+def _chain_terms_py(z, zd, active, vimp, tables, work):
+    """Into `work`: kinematics p, v (n+1, 2), point Jacobians jac (n+1, 2, N), φ, φ̇ (n); M (N, N); h (N)
+    including the contact forces' −Σ J_kᵀ F_k; F_N, F_T (n+1) of the active contacts. All are overwritten."""
+    info, par, lk, dstart, nm = tables.info, tables.par, tables.lk, tables.dstart, tables.nm
+    lconst, jphi, ew, wint, mt = tables.lconst, tables.jphi, tables.ew, tables.wint, tables.mt
+    p, v, jac, phi, phid = work.p, work.v, work.jac, work.phi, work.phid
+    mass, bias, fn, ft = work.mass, work.bias, work.fn, work.ft
     n = info[_N_LINKS]
     nc = info[_N_COORD]
     for i in range(n):
@@ -186,23 +232,13 @@ def _chain_terms_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi
             bias[a] -= jac[k, 0, a] * ft[k] + jac[k, 1, a] * fn[k]
 
 
-def _elastic_rhs_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt, stiff, damp,
-                    out):
+def _elastic_rhs_py(z, zd, active, vimp, tables, work, out):
     """out = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ] (length 2N + 3); False when the Cholesky factor or a value fails."""
-    n = info[_N_LINKS]
-    nc = info[_N_COORD]
-    p = np.empty((n + 1, 2))
-    v = np.empty((n + 1, 2))
-    jac = np.empty((n + 1, 2, nc))
-    phi = np.empty(n)
-    phid = np.empty(n)
-    mass = np.empty((nc, nc))
-    bias = np.empty(nc)
-    fn = np.empty(n + 1)
-    ft = np.empty(n + 1)
-    _chain_terms(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
-                 p, v, jac, phi, phid, mass, bias, fn, ft)
-    rhs = np.empty(nc)
+    n = tables.info[_N_LINKS]
+    nc = tables.info[_N_COORD]
+    stiff, damp = tables.stiff, tables.damp
+    _chain_terms(z, zd, active, vimp, tables, work)
+    v, mass, bias, fn, ft, rhs = work.v, work.mass, work.bias, work.fn, work.ft, work.rhs
     power = 0.0
     for a in range(nc):
         s = -bias[a]
@@ -212,10 +248,9 @@ def _elastic_rhs_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi
             dz += damp[a, b] * zd[b]
         rhs[a] = s
         power -= zd[a] * dz
-    low = np.zeros((nc, nc))
+    low, acc = work.low, work.acc
     if not _cholesky_factor(mass, low, 1e-14):
         return False
-    acc = np.empty(nc)
     _cholesky_solve(low, rhs, acc)
     pn = 0.0
     pt = 0.0
@@ -234,22 +269,21 @@ def _elastic_rhs_py(z, zd, active, vimp, info, par, lk, dstart, nm, lconst, jphi
     return True
 
 
-def _elastic_outputs_py(zs, zds, actives, vimps, info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt, stiff,
-                        points, velocities, normal, friction, kinetic, gravity, elastic):
-    """Sampled outputs of a drop for every row: joint points and velocities, contact forces, T = ½żᵀMż,
-    V_g (`ElasticChain.gravity_energy`) and V_e = ½zᵀKz."""
-    n = info[_N_LINKS]
-    nc = info[_N_COORD]
-    jac = np.empty((n + 1, 2, nc))
-    phi = np.empty(n)
-    phid = np.empty(n)
-    mass = np.empty((nc, nc))
-    bias = np.empty(nc)
+def _elastic_outputs_py(zs, zds, actives, vimps, tables, work, points, velocities, normal, friction, energies):
+    """Sampled outputs of a drop for every row: joint points and velocities, contact forces, and energies
+    (T = ½żᵀMż, V_g (`ElasticChain.gravity_energy`), V_e = ½zᵀKz) as energies[row] = (T, V_g, V_e)."""
+    n = tables.info[_N_LINKS]
+    nc = tables.info[_N_COORD]
+    par, lk, dstart, nm, wint, stiff = tables.par, tables.lk, tables.dstart, tables.nm, tables.wint, tables.stiff
+    phi, mass = work.phi, work.mass
     for row in range(zs.shape[0]):
         z = zs[row]
         zd = zds[row]
-        _chain_terms(z, zd, actives[row], vimps[row], info, par, lk, dstart, nm, lconst, jphi, ew, wint, mt,
-                     points[row], velocities[row], jac, phi, phid, mass, bias, normal[row], friction[row])
+        _chain_terms(z, zd, actives[row], vimps[row], tables, work)
+        points[row] = work.p
+        velocities[row] = work.v
+        normal[row] = work.fn
+        friction[row] = work.ft
         t = 0.0
         e = 0.0
         for a in range(nc):
@@ -260,19 +294,20 @@ def _elastic_outputs_py(zs, zds, actives, vimps, info, par, lk, dstart, nm, lcon
                 sk += stiff[a, b] * z[b]
             t += zd[a] * sm
             e += z[a] * sk
-        kinetic[row] = 0.5 * t
-        elastic[row] = 0.5 * e
+        energies[row, 0] = 0.5 * t
+        energies[row, 2] = 0.5 * e
         g = 0.0
         for i in range(n):
             sw = 0.0
             for j in range(nm[i]):
                 sw += wint[i, j] * z[dstart[i] + j]
             g += lk[i, 1] * points[row, i, 1] + math.sin(phi[i]) * lk[i, 2] + math.cos(phi[i]) * sw
-        gravity[row] = par[_G] * g
+        energies[row, 1] = par[_G] * g
 
 
-def _point_heights_py(z, info, par, lk, jphi, ew, out):
+def _point_heights_py(z, tables, out):
     """y of the joint points O_1..O_{n+1} (`ElasticChain.point_heights`)."""
+    info, par, lk, jphi, ew = tables.info, tables.par, tables.lk, tables.jphi, tables.ew
     n = info[_N_LINKS]
     nc = info[_N_COORD]
     y = z[info[_IX1]] if info[_FLOATING] else par[_BY]
@@ -334,26 +369,29 @@ class CompiledChain:
         floating = chain.base == "floating"
         ix = chain.idx_x if floating else (0, 0)
         normal, friction, adhesion, values = laws
-        self.info = np.array([n, nc, mmax, int(floating), ix[0], ix[1], normal, friction, adhesion], np.int64)
-        self.par = np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1],
-                             *values], dtype=float)
-        self.lk = np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float)
-        self.dstart = np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64)
-        self.nm = np.array([l.n_modes for l in chain.links], np.int64)
-        self.lconst = np.zeros((n, 3 + mmax, 3 + mmax))
-        self.wint = np.zeros((n, max(mmax, 1)))
-        self.mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
+        lconst = np.zeros((n, 3 + mmax, 3 + mmax))
+        wint = np.zeros((n, max(mmax, 1)))
+        mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
         for i, link in enumerate(chain.links):
             m = link.n_modes
-            self.lconst[i, :3 + m, :3 + m] = chain._Lconst[i]
-            self.wint[i, :m] = link.w_integral
-            self.mt[i, :m, :m] = link.mass_translational
-        self.jphi = np.ascontiguousarray(chain._Jphi, dtype=float)
-        self.ew = np.ascontiguousarray(chain._Ew, dtype=float)
-        self.stiff = np.ascontiguousarray(chain._K, dtype=float)
-        self.damp = np.ascontiguousarray(chain._D, dtype=float)
+            lconst[i, :3 + m, :3 + m] = chain.link_mass_blocks[i]
+            wint[i, :m] = link.w_integral
+            mt[i, :m, :m] = link.mass_translational
+        self.tables = ChainTables(
+            np.array([n, nc, mmax, int(floating), ix[0], ix[1], normal, friction, adhesion], np.int64),
+            np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1], *values],
+                     dtype=float),
+            np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float),
+            np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64),
+            np.array([l.n_modes for l in chain.links], np.int64), lconst,
+            np.ascontiguousarray(chain.angle_rows, dtype=float),
+            np.ascontiguousarray(chain.end_deflection_rows, dtype=float), wint, mt,
+            np.ascontiguousarray(chain.stiffness_matrix, dtype=float),
+            np.ascontiguousarray(chain.damping_matrix, dtype=float))
+        self.work = chain_work(n, nc)
         self.n_links, self.n_coordinates = n, nc
         self._rhs, self._outputs, self._heights = rhs, outputs, heights
+        self._entries: dict[str, Any] = {}   # the per-call kernels' direct entries (`core.jit.direct_entry`)
 
     @classmethod
     def python_twin(cls, chain: Any) -> "CompiledChain | None":
@@ -376,13 +414,21 @@ class CompiledChain:
 
     def rhs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray, vimp: np.ndarray, out: np.ndarray) -> bool:
         """out[:] = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]; False: the kernel declined (caller takes the numpy path)."""
-        return bool(self._rhs(z, zd, active, vimp, self.info, self.par, self.lk, self.dstart, self.nm,
-                              self.lconst, self.jphi, self.ew, self.wint, self.mt, self.stiff, self.damp, out))
+        args = (np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(zd, dtype=float), active, vimp,
+                self.tables, self.work, out)
+        entry = self._entries.get("rhs")
+        if entry is None:   # numba's type matching of the two records would cost more than the kernel's work
+            entry = self._entries["rhs"] = jit.direct_entry(self._rhs, *args)
+        return bool(entry(*args))
 
     def point_heights(self, z: np.ndarray) -> np.ndarray:
         """y of O_1..O_{n+1} (m)."""
         out = np.empty(self.n_links + 1)
-        self._heights(z, self.info, self.par, self.lk, self.jphi, self.ew, out)
+        args = (np.ascontiguousarray(z, dtype=float), self.tables, out)
+        entry = self._entries.get("heights")
+        if entry is None:
+            entry = self._entries["heights"] = jit.direct_entry(self._heights, *args)
+        entry(*args)
         return out
 
     def outputs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray,
@@ -391,12 +437,11 @@ class CompiledChain:
         rows, npts = z.shape[0], self.n_links + 1
         points, velocities = np.empty((rows, npts, 2)), np.empty((rows, npts, 2))
         normal, friction = np.empty((rows, npts)), np.empty((rows, npts))
-        kinetic, gravity, elastic = np.empty(rows), np.empty(rows), np.empty(rows)
+        energies = np.empty((rows, 3))
         self._outputs(np.ascontiguousarray(z), np.ascontiguousarray(zd), np.ascontiguousarray(active),
-                      np.ascontiguousarray(vimp, dtype=float), self.info, self.par, self.lk, self.dstart,
-                      self.nm, self.lconst, self.jphi, self.ew, self.wint, self.mt, self.stiff, points,
-                      velocities, normal, friction, kinetic, gravity, elastic)
-        return points, velocities, normal, friction, kinetic, gravity, elastic
+                      np.ascontiguousarray(vimp, dtype=float), self.tables, self.work, points, velocities, normal,
+                      friction, energies)
+        return points, velocities, normal, friction, energies[:, 0], energies[:, 1], energies[:, 2]
 
 
 __all__ = ["CompiledChain"]

@@ -98,7 +98,7 @@ class MirrorSymmetry:
     def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """(C, φ, δ) of configuration z."""
         ch = self.chain
-        phi = ch._Jphi @ z
+        phi = ch.angle_rows @ z
         delta = [z[d] for d in ch.idx_d]
         return z[ch.idx_x] + 0.5 * self._chord(phi, delta), phi, delta
 
@@ -120,7 +120,7 @@ class MirrorSymmetry:
         """(C, φ, δ) of `split` and their rates (Ċ, φ̇, δ̇)."""
         ch = self.chain
         c, phi, delta = self.split(z)
-        phid = ch._Jphi @ zd
+        phid = ch.angle_rows @ zd
         deltad = [zd[d] for d in ch.idx_d]
         cd = zd[ch.idx_x] + 0.5 * self._chord_rate(phi, phid, delta, deltad)
         return c, phi, delta, cd, phid, deltad

@@ -123,6 +123,7 @@ MAX_STEPS = 200_000
 STIFF_CHECK_STEPS = 5_000   # (steps per window)
 STIFF_MEAN_STEP = 1e-5
 IMPLICIT = ("RADAU", "BDF", "LSODA")
+MULTISTEP = (BDF, LSODA)
 
 
 def _crossed(g_old: float, g_new: float, direction: float) -> bool:
@@ -158,14 +159,28 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
     return root
 
 
+Switch = Callable[[float, np.ndarray, tuple[str, ...]], "np.ndarray | None"]
+
+
+def _switched(switch: Switch, t: float, y: np.ndarray, names: tuple[str, ...], out: LoopResult) -> np.ndarray:
+    """The state a hybrid run restarts from after `switch` (its new state, or y)."""
+    y_new = switch(t, y.copy(), names)
+    if y_new is None:
+        return y
+    out.last_y = np.array(y_new, dtype=float)
+    return out.last_y.copy()
+
+
 def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol: float, atol: float,
-             max_step: float, t_eval: np.ndarray | None, events: list[LoopEvent],
+             max_step: float, t_eval: np.ndarray | None,
+             events: list[LoopEvent] | Callable[[], list[LoopEvent]],
              project: Callable[[float, np.ndarray], np.ndarray] | None = None,
              on_step: Callable[[float], None] | None = None, result: LoopResult | None = None,
              observe: Callable[[float, float, Callable], None] | None = None,
              max_steps: int | None = None, fast=None,
              on_stiff: Callable[[float, float], str | None] | None = None,
-             rejects: tuple[type[Exception], ...] = ()) -> LoopResult:
+             rejects: tuple[type[Exception], ...] = (), switch: Switch | None = None,
+             breakpoints: np.ndarray | list[float] = ()) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -176,7 +191,14 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
     look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
     with that method from the last accepted state. An exception of a `rejects` type raised by `rhs` at a stage of a
-    step rejects that step (the solver tries a shorter one); it is re-raised when no step can be taken."""
+    step rejects that step (the solver tries a shorter one); it is re-raised when no step can be taken.
+
+    Hybrid runs (a discrete mode that changes the right-hand side, the events and the state at events): `events`
+    may be a callable returning the current mode's events, asked again at every restart; `switch(t, y, names)`
+    runs at every restart after the events' actions, with the names of the events located at that time (or
+    ("breakpoint",) at a breakpoint); it updates the mode and returns the state to restart from (an impact map, a
+    projection) or None to keep y. `breakpoints`: times the integrator steps to exactly and restarts at (switched
+    controllers, periodic projections)."""
     solver_class = METHODS[method.upper()]
     watch_stiffness = on_stiff is not None and method.upper() not in IMPLICIT
     window = (0, float(t0))   # (steps, t) at the start of the stiffness watch's current window
@@ -195,10 +217,15 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     first_step = None
     step_rhs = _StepRhs(rhs, rejects)
     budget = MAX_STEPS if max_steps is None else int(max_steps)
-    if events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853":
+    mode_events = events if callable(events) else (lambda: events)
+    stops = [float(b) for b in sorted(breakpoints) if t0 < b < t_end] + [float(t_end)]
+    if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
+            or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
     while True:
-        solver = solver_class(step_rhs, t, y, t_end, rtol=rtol, atol=atol, max_step=max_step,
+        t_bound = next((b for b in stops if b > t), float(t_end))
+        events = mode_events()
+        solver = solver_class(step_rhs, t, y, t_bound, rtol=rtol, atol=atol, max_step=max_step,
                               **({"first_step": first_step} if first_step else {}))
         g_old = [e.g(t, y) for e in events]
         restart_at = None
@@ -292,6 +319,9 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 for root, k in fired:
                     if events[k].action is not None and root <= t_stop + tol:
                         events[k].action(float(t_stop), y_stop.copy())
+                if switch is not None:
+                    names = tuple(events[k].name for root, k in fired if root <= t_stop + tol)
+                    y_stop = _switched(switch, float(t_stop), y_stop, names, out)
                 restart_at = (t_stop, y_stop)
                 break
             if project is not None and solver.status == "running":
@@ -303,13 +333,21 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             g_old = g_new
         out.nfev += solver.nfev
         out.njev += getattr(solver, "njev", 0) or 0
+        if restart_at is None and t_bound < t_end:   # a breakpoint: restart there exactly
+            y_stop = solver.y.copy()
+            if switch is not None:
+                y_stop = _switched(switch, t_bound, y_stop, ("breakpoint",), out)
+            restart_at = (t_bound, y_stop)
         if restart_at is None:
             out.status, out.message = "finished", "reached t_end"
             return out
         out.restarts += 1
-        first_step = max(solver.step_size or 0.0, 0.0) or None
+        # one-step methods go on with the last step size; the multistep ones (LSODA, BDF) restart at order 1,
+        # where that size (taken at a high order) is rejected again and again: they choose their own first step
+        first_step = None if solver_class in MULTISTEP else max(solver.step_size or 0.0, 0.0) or None
         if first_step is not None:
-            first_step = min(first_step, max_step, t_end - restart_at[0]) if t_end > restart_at[0] else None
+            bound = next((b for b in stops if b > restart_at[0]), t_end)
+            first_step = min(first_step, max_step, bound - restart_at[0]) if bound > restart_at[0] else None
         t, y = float(restart_at[0]), np.array(restart_at[1], dtype=float)
         if t >= t_end:
             out.status, out.message = "finished", "reached t_end"

@@ -42,7 +42,7 @@ def test_recursion_equals_lagrange(shape):
                             * rng.uniform(0.8, 1.2, n)])
         v = rng.normal(size=2 * n + 2)
         M_ref, h_ref = f(q, v, P)
-        M, h = rec.mass_matrix(model, q, t), rec.bias(model, q, v, t)
+        M, h = rec.mass_matrix(model, q, t), rec.bias_forces(model, q, v, t)
         scale_M, scale_h = np.abs(M_ref).max(), np.abs(h_ref).max()
         assert np.max(np.abs(M - M_ref)) <= 1e-13 * scale_M
         assert np.max(np.abs(h - h_ref)) <= 1e-12 * scale_h
@@ -52,3 +52,8 @@ def test_recursion_equals_lagrange(shape):
         dphi = rng.normal(size=n)
         work = sum(tj * (dphi[jt.child] - dphi[jt.parent]) for tj, jt in zip(tau, model.joints))
         assert Q[2:2 + n] @ dphi == pytest.approx(work, rel=1e-13)
+        # the shared vocabulary: model.forward_dynamics(q, v, tau = Q, t) solves the Lagrange equations
+        acc_ref = np.linalg.solve(M_ref, Q - h_ref)
+        acc = model.forward_dynamics(q, v, Q, t)
+        assert np.max(np.abs(M_ref @ (acc - acc_ref))) <= 1e-11 * max(scale_h, np.abs(Q).max())
+        assert np.array_equal(model.mass_matrix(q, t), M) and np.array_equal(model.bias_forces(q, v, t), h)

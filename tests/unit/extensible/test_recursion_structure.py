@@ -57,7 +57,8 @@ def test_velocity_terms_structure(shape):
         model = random_model(shape, rng)
         n = model.n_links
         q, v = random_state(model, rng)
-        vel = lambda vv: rec.bias_terms(model, q, vv).velocity
+        # no damping, constant inertia: the velocity terms are h(q, v) − h(q, 0) (gravity and springs cancel exactly)
+        vel = lambda vv: rec.bias_forces(model, q, vv) - rec.bias_forces(model, q, np.zeros_like(vv))
         h0 = vel(v)
         w = v.copy()
         w[:2] = rng.normal(size=2) * 10
@@ -81,16 +82,6 @@ def test_velocity_terms_structure(shape):
         beta = vel(u) - alpha
         u[2 + j], u[2 + n + j] = 2.5, -0.7
         assert np.allclose(vel(u), alpha * 6.25 + beta * 2.5 * -0.7, rtol=0, atol=1e-12 * (1 + np.abs(alpha).max()))
-
-
-def test_compiled_kernel_matches_numpy_path():
-    rng = np.random.default_rng(5)
-    for shape in SHAPES:
-        model = random_model(shape, rng, damping=True)
-        q, v = random_state(model, rng)
-        M, h = rec.dynamics_terms(model, q, v)
-        assert np.allclose(M, rec.mass_matrix(model, q), rtol=0, atol=1e-13)
-        assert np.allclose(h, rec.bias(model, q, v), rtol=0, atol=1e-11)
 
 
 def test_reference_conventions_energy_and_momentum():

@@ -30,7 +30,7 @@ def _random_states(chain: ElasticChain, rng: np.random.Generator, count: int):
     n_c, n_pts = chain.n_coordinates, len(chain.links) + 1
     for _ in range(count):
         z = rng.normal(scale=0.5, size=n_c)
-        z[chain._d_all] *= 1e-2                       # modal amplitudes of mm–cm, as in the drop
+        z[chain.modal_indices] *= 1e-2                       # modal amplitudes of mm–cm, as in the drop
         if chain.base == "floating":
             z[chain.idx_x[1]] = rng.uniform(-0.02, 0.02)   # some points below the ground: contact forces act
         zd = rng.normal(scale=2.0, size=n_c)
@@ -117,7 +117,9 @@ def test_short_drop_agrees_between_paths() -> None:
     scale = np.abs(slow.z[ib]).max(axis=0) + 1e-6         # per coordinate (δ ~ 1e-4 m, q ~ 1 rad)
     assert (np.abs(fast.z[ia] - slow.z[ib]) / scale).max() < 1e-7
     assert np.abs(fast.energy_error_percent - fast.energy_error_percent[0]).max() < 1e-5
-    assert np.abs(fast.normal_force).max() == pytest.approx(np.abs(slow.normal_force).max(), rel=1e-6)
+    # the peak force is the largest step-end sample of a ~ms contact: where round-off lets one run take one step
+    # more (625 vs 624 samples here), the step ends near the peak move by ~1e-8 s and the sampled peak by ~5e-6
+    assert np.abs(fast.normal_force).max() == pytest.approx(np.abs(slow.normal_force).max(), rel=2e-5)
 
 
 @pytest.mark.parametrize("modes", ["cs-ss-sc", "pinned"])

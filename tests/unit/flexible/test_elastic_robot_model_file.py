@@ -27,7 +27,7 @@ def test_model_file_equals_paper002() -> None:
     Mb, hb = b.mass_and_bias(z, zd)
     assert np.abs(Ma - Mb).max() < 1e-12 * np.abs(Mb).max()  # density written with 17 digits
     assert np.abs(ha - hb).max() < 1e-12 * np.abs(hb).max()
-    assert np.allclose(a.accelerations(z, zd), b.accelerations(z, zd), rtol=1e-10, atol=1e-9)
+    assert np.allclose(a.forward_dynamics(z, zd), b.forward_dynamics(z, zd), rtol=1e-10, atol=1e-9)
     assert a.normal_law.parameters == b.normal_law.parameters
     assert a.friction_law.parameters == b.friction_law.parameters
     assert a.gravity == b.gravity == 9.81

@@ -41,7 +41,7 @@ def test_mirror_map_is_an_involution_and_the_dynamics_equivariant(modes) -> None
     n = z.size
 
     def flow(z_, zd_):
-        f = lambda t, y: np.concatenate([y[n:], chain.accelerations(y[:n], y[n:])])  # noqa: E731
+        f = lambda t, y: np.concatenate([y[n:], chain.forward_dynamics(y[:n], y[n:])])  # noqa: E731
         y = solve_ivp(f, (0.0, 0.01), np.concatenate([z_, zd_]), method="DOP853", rtol=1e-12, atol=1e-14).y[:, -1]
         return y[:n], y[n:]
 
