@@ -1053,20 +1053,29 @@ def _ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_
 
 def wrap_bindings() -> dict:
     """The kernels the wrap kernels call (for `core.jit.compiled`'s bind), each compiled once as a function of its
-    own (leaves first): inlining them at every call site multiplies the compile time."""
-    leaves = {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
-              "_det3_py": _det3_py, "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
-              "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
-              "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py}
-    leaves = {name: jit.compiled(kernel) or kernel for name, kernel in leaves.items()}
-    middle = {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
-              "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
-              "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py}
-    return {**leaves, **{name: jit.compiled(kernel, bind=leaves) or kernel for name, kernel in middle.items()}}
+    own, layer by layer (leaves first): inlining them at every call site multiplies the compile time."""
+    layers = (
+        {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
+         "_det3_py": _det3_py, "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
+         "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
+         "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
+         "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
+         "_tangent_residuals_py": _tangent_residuals_py},
+        {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
+         "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
+         "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
+         "_ellipse_closest_py": _ellipse_closest_py, "_ellipsoid_tangent_py": _ellipsoid_tangent_py,
+         "_ellipsoid_arc_py": _ellipsoid_arc_py},
+        {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
+        {"_adjust_spiral_py": _adjust_spiral_py})
+    bound: dict = {}
+    for layer in layers:
+        bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
+    return bound
 
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
 sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "cylinder_wrap",
-           "sphere_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "WRAP_METHODS",
+           "cylinder_wrap", "sphere_wrap"]
