@@ -16,8 +16,9 @@ whole to the numba kernels); then, with `body_rotations` (n_frames, 3, 3: frame 
   means the muscle's tension drives the coordinate positively (shortening when the coordinate grows).
 
 Conditional points switch on and off, so l is piecewise smooth in q; between switches it is smooth and the
-gradient is exact (no finite differences). Wrapping surfaces are parsed (`description.WrapSurface`) but not yet
-evaluated: `compile_paths` refuses a path with an active wrap (ModelError) rather than return a wrong length.
+gradient is exact (no finite differences). Wraps over cylinders, spheres and ellipsoids (any number per path,
+OpenSim's applyWrapObjects) are evaluated with complex-step gradients (`wrapping`); a torus is refused
+(ModelError) rather than computed wrongly.
 """
 from __future__ import annotations
 
@@ -109,10 +110,11 @@ def unevaluated_wraps(muscle, surfaces) -> str | None:
     return None
 
 
-def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = False) -> MusclePaths:
-    """Flat kernel arrays of every muscle's path (module docstring). `opensim_wrap_cache`: reproduce OpenSim 4.6's
+def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = True) -> MusclePaths:
+    """Flat kernel arrays of every muscle's path (module docstring). `opensim_wrap_cache` (default): OpenSim 4.6's
     lengths on paths where several wraps are active at once, which read each wrap point's ground location as it
-    was when first read during the path computation (docs/muscles.md); False: the algorithm as written."""
+    was when first read during the path computation (docs/muscles.md); False: the algorithm as written, each
+    wrap point where it is now."""
     frames = tuple(f for f in muscle_set.frames if f != "ground")
     frame_index = {name: i for i, name in enumerate(frames)}
     frame_index["ground"] = GROUND
@@ -557,8 +559,8 @@ def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoin
             j1 = (i + 1) % 3
             j2 = (i + 2) % 3
             for column in range(3):
-                surface_rotations[k, j1, column] = spin[j1, column] + 1j * COMPLEX_STEP * spin[j2, column].real
-                surface_rotations[k, j2, column] = spin[j2, column] - 1j * COMPLEX_STEP * spin[j1, column].real
+                surface_rotations[k, j1, column] = spin[j1, column] - 1j * COMPLEX_STEP * spin[j2, column].real
+                surface_rotations[k, j2, column] = spin[j2, column] + 1j * COMPLEX_STEP * spin[j1, column].real
             moment[i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
                                           arcs, wrapped).imag / COMPLEX_STEP
             for row in range(3):
