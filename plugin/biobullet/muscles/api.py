@@ -9,8 +9,8 @@ so joint functions, couplers and loops enter the lengths and R = −dl/dq exactl
 
     dl/dq = Σ_f [F; M]_f · J_f G + ∂l/∂θ · G_θ          (J_f: 6 × n_tangent at link f's origin, world axes)
 
-Muscles whose wraps are not evaluated yet (ellipsoid, torus, several wraps on one path) are named in one warning
-when the model is loaded; their rows are NaN, never a number computed without the wrap.
+Muscles whose wraps are not evaluated (a torus) are named in one warning when the model is loaded; their rows are
+NaN, never a number computed without the wrap.
 """
 from __future__ import annotations
 
