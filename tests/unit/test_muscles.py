@@ -144,7 +144,7 @@ def test_compiled_kernels_equal_their_python_twins():
     twin = [np.zeros((n, 3)), np.zeros(n, dtype=bool), np.zeros((n, 3)), np.zeros((len(paths.names), len(q))),
             np.zeros((len(paths.names), len(paths.frames), 6)), np.zeros((0, 2, 3)), np.zeros(0, dtype=bool),
             np.zeros(len(paths.names))]
-    _path_gradients_py(paths.arrays, rotations, positions, q, *twin)
+    _path_gradients_py(paths.arrays, rotations, positions, q, *twin, True)
     assert np.array_equal(twin[7], compiled.lengths)
     assert np.array_equal(twin[2], compiled.dl_dpoints)
     assert np.array_equal(twin[4], compiled.dl_dframes)

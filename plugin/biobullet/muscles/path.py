@@ -499,7 +499,7 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
 
 
 def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes, wrap_points,
-                       wrap_active):
+                       wrap_active, with_gradient):
     """Length of muscle m over its wraps (`_muscle_length_py`) and its exact gradient by the complex step: with
     respect to every active point's world position (into dl_dpoints) and every wrap surface's placement — a
     translation and a small rotation about its origin, [F; M] of the surface's frame (into dl_dframes)."""
@@ -531,6 +531,8 @@ def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoin
         for e in range(2):
             for i in range(3):
                 wrap_points[first_wrap + k, e, i] = tangents[k, e, i].real if wrapped[k] else 0.0
+    if not with_gradient:
+        return length.real
     for p in range(first_point, first_point + n_points):
         if not active[p]:
             continue
@@ -575,9 +577,10 @@ def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoin
 
 
 def _path_gradients_py(arrays, rotations, positions, coordinates, points, active, dl_dpoints, dl_dcoordinates,
-                       dl_dframes, wrap_points, wrap_active, lengths):
+                       dl_dframes, wrap_points, wrap_active, lengths, with_gradient):
     """Fill lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame motion) and the wraps'
-    world tangent points (module docstring)."""
+    world tangent points (module docstring); without `with_gradient` the wrapped paths' gradients stay zero
+    (their complex steps are most of the cost)."""
     local = np.empty(3)
     local_derivative = np.empty((3, 3))
     for m in range(arrays.point_start.shape[0] - 1):
@@ -604,7 +607,7 @@ def _path_gradients_py(arrays, rotations, positions, coordinates, points, active
                                       + rotations[frame, row, 1] * local[1] + rotations[frame, row, 2] * local[2])
         if arrays.wrap_start[m + 1] > arrays.wrap_start[m]:
             lengths[m] = _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints,
-                                            dl_dframes, wrap_points, wrap_active)
+                                            dl_dframes, wrap_points, wrap_active, with_gradient)
         else:
             lengths[m] = _straight_path_py(arrays, m, points, active, dl_dpoints)
         for p in range(first_point, last_point):
@@ -693,9 +696,10 @@ _path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
 
 
 def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
-                   coordinates: np.ndarray) -> PathGradient:
+                   coordinates: np.ndarray, with_gradient: bool = True) -> PathGradient:
     """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
-    in `paths.frames` order, coordinates in `paths.coordinates` order."""
+    in `paths.frames` order, coordinates in `paths.coordinates` order. `with_gradient=False`: lengths, points
+    and wrap points only (the gradient fields of wrapped paths are zero)."""
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
     n_points = paths.arrays.point_kind.shape[0]
     n_muscles = len(paths.names)
@@ -707,14 +711,14 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
                           wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
     _path_gradients(paths.arrays, rotations, positions, values, result.points, result.active, result.dl_dpoints,
                     result.dl_dcoordinates, result.dl_dframes, result.wrap_points, result.wrap_active,
-                    result.lengths)
+                    result.lengths, with_gradient)
     return result
 
 
 def path_lengths(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
                  coordinates: np.ndarray) -> np.ndarray:
     """Musculotendon path lengths l (m), one per muscle in `paths.names` order."""
-    return path_gradients(paths, body_rotations, body_positions, coordinates).lengths
+    return path_gradients(paths, body_rotations, body_positions, coordinates, with_gradient=False).lengths
 
 
 def moment_arms(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
