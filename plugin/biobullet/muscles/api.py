@@ -101,10 +101,49 @@ def names(model) -> tuple[str, ...]:
     return muscle_set(model).muscle_set.names
 
 
+def path_polylines(model, x) -> list[np.ndarray]:
+    """World polylines (k × 3, m) of every muscle's path at tree configuration x (`names` order; empty for an
+    unevaluated muscle): its active points with each active wrap's two tangent points inserted in the segment they
+    wrap (the arc between them drawn as a chord) — for drawing."""
+    muscles = muscle_set(model)
+    _, rotations, origins, values, _ = _placements(model, muscles, np.asarray(x, dtype=float))
+    result = path_gradients(muscles.paths, rotations, origins, values, with_gradient=False)
+    arrays = muscles.paths.arrays
+    out = [np.zeros((0, 3)) for _ in muscles.muscle_set.muscles]
+    for row, m in enumerate(muscles.evaluated):
+        indices = [p for p in range(arrays.point_start[row], arrays.point_start[row + 1]) if result.active[p]]
+        points = [result.points[p] for p in indices]
+        inserts: dict[int, list[tuple[float, np.ndarray, np.ndarray]]] = {}
+        for w in range(arrays.wrap_start[row], arrays.wrap_start[row + 1]):
+            if not result.wrap_active[w]:
+                continue
+            first, second = result.wrap_points[w]
+            middle = 0.5 * (first + second)
+            best, where, along = np.inf, 0, 0.0
+            for k in range(len(points) - 1):   # the segment the wrap belongs to: nearest to its tangent points
+                a, b = points[k], points[k + 1]
+                t = float(np.clip(np.dot(middle - a, b - a) / max(np.dot(b - a, b - a), 1e-300), 0.0, 1.0))
+                distance = float(np.linalg.norm(a + t * (b - a) - middle))
+                if distance < best:
+                    best, where, along = distance, k, t
+            inserts.setdefault(where, []).append((along, first, second))
+        polyline = []
+        for k, point in enumerate(points):
+            polyline.append(point)
+            for _, first, second in sorted(inserts.get(k, []), key=lambda item: item[0]):
+                polyline += [first, second]
+        out[m] = np.array(polyline).reshape(-1, 3)
+    return out
+
+
 def _state(model, muscles: ModelMuscles, q):
+    """`_placements` at the tree configuration of coordinates q."""
+    return _placements(model, muscles, model.joint_configuration(q))
+
+
+def _placements(model, muscles: ModelMuscles, x):
     """(x, link rotations, link origins, joint values of the path coordinates, world motion subspace S (6 ×
-    n_tangent at the world origin, [linear; angular])): one compiled placement pass over the tree."""
-    x = model.joint_configuration(q)
+    n_tangent at the world origin, [linear; angular])) at tree configuration x: one compiled placement pass."""
     n_bodies = len(model.bodies)
     body_rotations, body_positions = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3))
     subspace = np.zeros((6, model.n_tangent))
@@ -173,4 +212,5 @@ def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
                                                          np.ascontiguousarray(a[muscles.evaluated])))
 
 
-__all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces"]
+__all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces",
+           "path_polylines"]
