@@ -541,3 +541,38 @@ def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(t
                         tmp_path / "profile")
     # the knee is drawn (3.3 % of the canvas, measured on the unrenamed model: see the test above)
     assert (np.abs(shot[:560] - empty[:560]).max(axis=2) > 24).mean() > 0.01
+
+
+DELTOID = """<muscle name="DELT2" max_isometric_force="1000" optimal_fiber_length="0.11" tendon_slack_length="0.03">
+  <point link="scapula" xyz="-0.010 0.000 0.025"/>
+  <point link="humerus" xyz="0.005 -0.100 0.015"/>
+  <wrap name="head" type="sphere" link="humerus" xyz="0 0 0" radius="0.025" quadrant="+z"/>
+</muscle>
+"""
+
+
+def test_html_replay_draws_muscles_by_activation_in_headless_chromium(tmp_path):
+    """The shoulder with a deltoid: the replay draws the muscle in its activation colour (blue at 0, red at 1, at
+    the frame asked for; a function of time), and nothing of either colour without the muscle."""
+    from biobullet.render.html import export_html
+    from biobullet.render.scene import MUSCLE_ACTIVE, MUSCLE_RESTING
+    browser = _need_browser()
+    text = (REPO / "urdf" / "shoulder_rhythm.urdf").read_text()
+    (tmp_path / "deltoid.urdf").write_text(text.replace("</biobullet>", DELTOID + "</biobullet>"))
+    model = load_model(tmp_path / "deltoid.urdf")
+    bare = load_model(REPO / "urdf" / "shoulder_rhythm.urdf")
+    run = _swing_run(model)
+    export_html(model, run, tmp_path / "muscle.html", fps=10, muscle_activations=lambda t: [float(t > 0.5)])
+    export_html(bare, run, tmp_path / "bare.html", fps=10)
+
+    def count(shot, colour) -> int:   # canvas pixels within a few levels of the colour
+        target = np.round(255 * np.asarray(colour)).astype(int)
+        return int((np.abs(shot[CANVAS] - target).sum(axis=2) <= 12).sum())
+
+    early, late, plain = (_screenshot(browser, (tmp_path / name).resolve().as_uri() + f"#t={t}&shadows=0",
+                                      tmp_path / f"{name}{t}.png", tmp_path / "profile")
+                          for name, t in (("muscle.html", 0.2), ("muscle.html", 0.8), ("bare.html", 0.2)))
+    # the deltoid is ~12 cm long, drawn ≥ 2 px wide in an 800 × 560 canvas fitted to the whole arm: ≥ 60 pixels
+    assert count(early, MUSCLE_RESTING) > 60 and count(early, MUSCLE_ACTIVE) == 0
+    assert count(late, MUSCLE_ACTIVE) > 60 and count(late, MUSCLE_RESTING) == 0
+    assert count(plain, MUSCLE_RESTING) == 0 and count(plain, MUSCLE_ACTIVE) == 0

@@ -343,7 +343,7 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
             side = np.cross(up, np.asarray(camera.direction))
             light = (2.0 * up + 0.6 * (side / max(np.linalg.norm(side), 1e-9)) + 0.4 * np.asarray(camera.direction))
             away = (camera.eye + 100.0 * camera.distance * np.asarray(camera.direction)).tolist()  # behind the eye
-            from biobullet.render.scene import Scene
+            from biobullet.render.scene import Scene, frame_activations
             scene = Scene(model=model, visuals=[], links=tuple(model.link_names)) if model.description.muscles \
                 else None
             frames = []
@@ -359,7 +359,7 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
                 image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
                 if scene is not None and not hide_model:
                     image = _draw_muscles(image, scene.muscle_paths(actors[0][1][k]),
-                                          _frame_activations(muscle_activations, k, time), view, projection)
+                                          frame_activations(muscle_activations, k, time), view, projection)
                 if overlay:
                     text = (f"{title}\n" if title else "") + f"t = {time:6.3f} s"
                     if ground:
@@ -380,15 +380,6 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         p.removeState(saved, physicsClientId=client)
         if owned:
             bridge.close()
-
-
-def _frame_activations(activations, k: int, time: float):
-    """The activations of frame k at `time` from render_frames' `muscle_activations`."""
-    if callable(activations):
-        return activations(time)
-    if activations is not None and np.ndim(activations) == 2:
-        return np.asarray(activations, float)[min(k, len(activations) - 1)]
-    return activations
 
 
 def _draw_muscles(image: np.ndarray, polylines: list[np.ndarray], activations, view, projection) -> np.ndarray:

@@ -43,6 +43,16 @@ def activation_colors(activations, count: int) -> np.ndarray:
     return (1.0 - a) * np.asarray(MUSCLE_RESTING) + a * np.asarray(MUSCLE_ACTIVE)
 
 
+def frame_activations(activations, k: int, time: float):
+    """The muscle activations of frame k at `time` (s): `activations` is None, a scalar, one value per muscle, an
+    array (frames × muscles; row k), or a function of time returning one of those."""
+    if callable(activations):
+        return activations(time)
+    if activations is not None and np.ndim(activations) == 2:
+        return np.asarray(activations, float)[min(k, len(activations) - 1)]
+    return activations
+
+
 @dataclass(frozen=True)
 class Visual:
     """One `<visual>`: triangles (`vertices` n×3 in the LINK frame, m, `faces` m×3 int) and an RGBA colour."""
