@@ -182,7 +182,7 @@ def test_moment_arms_match_opensim(name):
     coordinate_set = model.getCoordinateSet()
     unlocked = [n for n in paths.coordinates if not coordinate_set.get(n).getLocked(state)]
     worst, worst_difference, wrapped_disagreement, wrapped_poses = 0.0, 0.0, 0.0, 0
-    for _ in range(8 if name == "arm26" else 3):
+    for _ in range(20 if name == "arm26" else 3):
         _random_pose(model, state, rng)
         q0 = _coordinates(model, state, paths.coordinates)
         rotations, positions = _transforms(model, state, paths.frames)
