@@ -93,3 +93,30 @@ def test_study_summary(tmp_path):
     assert summary["ok"] and summary["finite_difference_check"]["max_abs_m"] <= 1e-7
     assert (tmp_path / "deltoid_moment_arms.png").is_file()
     assert summary["difference"]["90"]["plane_of_elevation"]["max_abs_mm"] > 1.0
+
+
+def test_moving_point_on_a_wrapped_path_moment_arms_match_finite_differences(tmp_path):
+    """A wrapped path with a moving point (its insertion slides with the elbow): the API's moment arms (one complex
+    step per coordinate through the whole wrapped path, the moving point's ∂p/∂c included) against central
+    differences of the lengths, 1e-7 m, on poses where the humeral head wraps and where it does not."""
+    import biobullet
+    from biobullet.model.bundled import bundled_model
+    element = """<muscle name="sliding" max_isometric_force="500" optimal_fiber_length="0.1" tendon_slack_length="0.03">
+  <point link="scapula" xyz="-0.010 0.000 0.025"/>
+  <moving_point link="humerus" coordinate="elbow_flexion">
+    <x type="polynomial" coefficients="0.004 0.005"/><y type="polynomial" coefficients="-0.01 -0.1"/>
+    <z type="polynomial" coefficients="0.003 0.015"/>
+  </moving_point>
+  <wrap name="head" type="sphere" link="humerus" xyz="0 0 0" radius="0.025" quadrant="+z"/>
+</muscle>
+"""
+    text = open(bundled_model("shoulder_rhythm.urdf"), encoding="utf-8").read()
+    (tmp_path / "sliding.urdf").write_text(text.replace("</biobullet>", element + "</biobullet>"))
+    model = biobullet.load_model(tmp_path / "sliding.urdf")
+    elbow = model.coordinate_names.index("elbow_flexion")
+    for plane, elevation, flexion in ((0.0, 10.0, 0.4), (30.0, 40.0, 1.0), (90.0, 120.0, 1.5)):
+        q = deltoid.pose(model, plane, elevation)
+        q[elbow] = flexion
+        arms = muscles.moment_arms(model, q)[0]
+        assert abs(arms[elbow]) > 1e-3   # the moving point makes the elbow a lever of this muscle
+        assert np.max(np.abs(arms - deltoid.length_derivative(model, q))) <= 1e-7

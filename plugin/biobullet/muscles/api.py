@@ -25,7 +25,8 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.element import parse_muscles
-from biobullet.muscles.path import MusclePaths, compile_paths, path_gradients, path_lengths, unevaluated_wraps
+from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths, unevaluated_wraps,
+                                   wrapped_directional_derivatives)
 
 #: key of a model's muscles in `Model.derived`
 DERIVED_KEY = "muscles.model_muscles"
@@ -185,13 +186,19 @@ def moment_arms(model, q) -> np.ndarray:
     _, rotations, origins, values, subspace = _state(model, muscles, q)
     _, _, gradient, _ = model.joint_state(q, np.zeros(model.nv))
     paths = muscles.paths
-    result = path_gradients(paths, rotations, origins, values)
+    # wrap-free paths: their exact gradient as [F; M] per frame; wrapped paths: one complex step per coordinate
+    result = path_gradients(paths, rotations, origins, values, with_gradient=False)
     # dl/dẋ_k = Σ_f A_fk (v_k·F_f + ω_k·(M_f + o_f × F_f)), (v_k, ω_k) = S[:, k] at the world origin
     wrenches = result.dl_dframes.copy()   # [F; M about the frame origin] → [F; M about the world origin]
     wrenches[:, :, 3:] += np.cross(origins[None], wrenches[:, :, :3])
     motions = muscles.frame_ancestry[:, None, :] * subspace[None]   # (n_frames, 6, n_tangent)
     tangent = wrenches.reshape(len(wrenches), 6 * len(paths.frames)) @ motions.reshape(-1, subspace.shape[1])
-    dl_dq = tangent @ gradient + result.dl_dcoordinates @ gradient[muscles.joint_slots[:, 1]]
+    coordinate_rates = gradient[muscles.joint_slots[:, 1]]
+    dl_dq = tangent @ gradient + result.dl_dcoordinates @ coordinate_rates
+    if paths.arrays.wrap_surface.shape[0]:
+        twists = np.einsum("fat,tq->qfa", motions, gradient)   # each frame's twist per unit q̇_j
+        dl_dq += wrapped_directional_derivatives(paths, rotations, origins, values, result, twists,
+                                                 coordinate_rates.T)
     return _rows(muscles, -dl_dq, (model.nv,))
 
 

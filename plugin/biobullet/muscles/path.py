@@ -671,6 +671,73 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
     dl_dframes[m, frame, 5] += rx * gy - ry * gx
 
 
+def _directional_py(arrays, rotations, positions, coordinates, points, active, frame_twists, coordinate_rates,
+                    out):
+    """dl/ds of every muscle with wraps along directions s (out: n_muscles × n_directions; other rows untouched),
+    one complex step per direction of the whole wrapped path: frame f moves with the twist frame_twists[s, f] =
+    [v; ω] (velocity of the point at the world origin, angular velocity), so a point p on it at v + ω × p (plus
+    R_f ∂p_local/∂c ċ for a moving point, ċ = coordinate_rates[s]) and a surface on it at the same twist."""
+    local = np.empty(3)
+    local_derivative = np.empty((3, 3))
+    rotation = np.empty((3, 3))
+    origin = np.empty(3)
+    for m in range(arrays.point_start.shape[0] - 1):
+        first_wrap = arrays.wrap_start[m]
+        n_wraps = arrays.wrap_start[m + 1] - first_wrap
+        if n_wraps == 0:
+            continue
+        stepped = np.zeros((points.shape[0], 3), np.complex128)
+        surface_rotations = np.empty((n_wraps, 3, 3), np.complex128)
+        surface_origins = np.empty((n_wraps, 3), np.complex128)
+        tangents = np.zeros((n_wraps, 2, 3), np.complex128)
+        arcs = np.zeros(n_wraps, np.complex128)
+        wrapped = np.zeros(n_wraps, np.bool_)
+        for s in range(frame_twists.shape[0]):
+            for p in range(arrays.point_start[m], arrays.point_start[m + 1]):
+                if not active[p]:
+                    continue
+                frame = arrays.point_frame[p]
+                rate = np.zeros(3)
+                if frame != GROUND:
+                    v = frame_twists[s, frame]
+                    rate[0] = v[0] + v[4] * points[p, 2] - v[5] * points[p, 1]
+                    rate[1] = v[1] + v[5] * points[p, 0] - v[3] * points[p, 2]
+                    rate[2] = v[2] + v[3] * points[p, 1] - v[4] * points[p, 0]
+                if arrays.point_kind[p] == MOVING:
+                    _point_local_py(arrays, p, coordinates, local, local_derivative)
+                    for axis in range(3):
+                        c = arrays.point_coordinate[p, axis]
+                        if c < 0:
+                            continue
+                        for row in range(3):
+                            world = local_derivative[row, axis]
+                            if frame != GROUND:
+                                world = (rotations[frame, row, 0] * local_derivative[0, axis]
+                                         + rotations[frame, row, 1] * local_derivative[1, axis]
+                                         + rotations[frame, row, 2] * local_derivative[2, axis])
+                            rate[row] += world * coordinate_rates[s, c]
+                for i in range(3):
+                    stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP * rate[i]
+            for k in range(n_wraps):
+                surface = arrays.wrap_surface[first_wrap + k]
+                _surface_placement_py(arrays, surface, rotations, positions, rotation, origin)
+                frame = arrays.surface_frame[surface]
+                w = np.zeros(6)
+                if frame != GROUND:
+                    for i in range(6):
+                        w[i] = frame_twists[s, frame, i]
+                for i in range(3):   # origin at v + ω × o; R → R + h [ω]× R
+                    j1 = (i + 1) % 3
+                    j2 = (i + 2) % 3
+                    surface_origins[k, i] = origin[i] + 1j * COMPLEX_STEP * (w[i] + w[3 + j1] * origin[j2]
+                                                                            - w[3 + j2] * origin[j1])
+                    for column in range(3):
+                        surface_rotations[k, i, column] = rotation[i, column] + 1j * COMPLEX_STEP * (
+                            w[3 + j1] * rotation[j2, column] - w[3 + j2] * rotation[j1, column])
+            out[m, s] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
+                                          arcs, wrapped).imag / COMPLEX_STEP
+
+
 def _wrap_kernels() -> dict:
     """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
     bindings = wrap_bindings()
@@ -687,9 +754,12 @@ def _wrap_kernels() -> dict:
     muscle = jit.compiled(_wrapped_muscle_py, bind={
         "_muscle_length_py": length, "_surface_placement_py": _surface_placement_py,
         "_add_wrench_py": _add_wrench_py}) or _wrapped_muscle_py
-    return {"_wrapped_muscle_py": muscle, "_straight_path_py": _straight_path_py}
+    return {"_wrapped_muscle_py": muscle, "_straight_path_py": _straight_path_py, "_muscle_length_py": length}
 
 
+_directional = jit.lazy(_directional_py, bind=lambda: {
+    "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
+    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py})
 _path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
     **_wrap_kernels(), "_point_active_py": _point_active_py, "_point_local_py": _point_local_py,
     "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py})
@@ -713,6 +783,24 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
                     result.dl_dcoordinates, result.dl_dframes, result.wrap_points, result.wrap_active,
                     result.lengths, with_gradient)
     return result
+
+
+def wrapped_directional_derivatives(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
+                                    coordinates: np.ndarray, gradient: PathGradient, frame_twists: np.ndarray,
+                                    coordinate_rates: np.ndarray) -> np.ndarray:
+    """dl/ds (n_muscles × n_directions) of the muscles with wraps (other rows zero) along directions s of the
+    frames' motion: frame_twists (n_directions, n_frames, 6) = [v at the world origin; ω] per unit s,
+    coordinate_rates (n_directions, n_coordinates) = ∂c/∂s; one complex step of each wrapped path per direction
+    (for moment arms: one per generalized coordinate instead of one per point coordinate and surface degree of
+    freedom). `gradient`: `path_gradients` at the same state (its points and active flags)."""
+    rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
+    twists = np.ascontiguousarray(np.asarray(frame_twists, dtype=float))
+    rates = np.ascontiguousarray(np.asarray(coordinate_rates, dtype=float))
+    out = np.zeros((len(paths.names), twists.shape[0]))
+    if paths.arrays.wrap_surface.shape[0]:
+        _directional(paths.arrays, rotations, positions, values, gradient.points, gradient.active, twists, rates,
+                     out)
+    return out
 
 
 def path_lengths(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
@@ -765,4 +853,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
+           "wrapped_directional_derivatives",
            "path_lengths", "moment_arms"]
