@@ -627,13 +627,16 @@ def _path_gradients_py(arrays, rotations, positions, coordinates, points, active
                     continue
                 total = 0.0
                 for row in range(3):
-                    world = local_derivative[row, axis]
-                    if frame != GROUND:
-                        world = (rotations[frame, row, 0] * local_derivative[0, axis]
-                                 + rotations[frame, row, 1] * local_derivative[1, axis]
-                                 + rotations[frame, row, 2] * local_derivative[2, axis])
-                    total += dl_dpoints[p, row] * world
+                    total += dl_dpoints[p, row] * _world_derivative_py(rotations, frame, local_derivative, axis, row)
                 dl_dcoordinates[m, c] += total
+
+
+def _world_derivative_py(rotations, frame, local_derivative, axis, row):
+    """Component `row` of R_frame ∂p_local/∂c_axis: a moving point's world velocity per unit coordinate rate."""
+    if frame == GROUND:
+        return local_derivative[row, axis]
+    return (rotations[frame, row, 0] * local_derivative[0, axis] + rotations[frame, row, 1] * local_derivative[1, axis]
+            + rotations[frame, row, 2] * local_derivative[2, axis])
 
 
 def _straight_path_py(arrays, m, points, active, dl_dpoints):
@@ -710,12 +713,8 @@ def _directional_py(arrays, rotations, positions, coordinates, points, active, f
                         if c < 0:
                             continue
                         for row in range(3):
-                            world = local_derivative[row, axis]
-                            if frame != GROUND:
-                                world = (rotations[frame, row, 0] * local_derivative[0, axis]
-                                         + rotations[frame, row, 1] * local_derivative[1, axis]
-                                         + rotations[frame, row, 2] * local_derivative[2, axis])
-                            rate[row] += world * coordinate_rates[s, c]
+                            rate[row] += (_world_derivative_py(rotations, frame, local_derivative, axis, row)
+                                          * coordinate_rates[s, c])
                 for i in range(3):
                     stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP * rate[i]
             for k in range(n_wraps):
@@ -759,10 +758,12 @@ def _wrap_kernels() -> dict:
 
 _directional = jit.lazy(_directional_py, bind=lambda: {
     "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
-    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py})
+    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py,
+    "_world_derivative_py": _world_derivative_py})
 _path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
     **_wrap_kernels(), "_point_active_py": _point_active_py, "_point_local_py": _point_local_py,
-    "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py})
+    "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py,
+    "_world_derivative_py": _world_derivative_py})
 
 
 def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
