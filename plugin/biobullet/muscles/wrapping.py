@@ -1,7 +1,10 @@
 """Wrapping surfaces: OpenSim's wrap of one straight path segment over a surface, in the surface's frame.
 
-`_cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2)` follows OpenSim 4.6's WrapCylinder::wrapLine for
-a path with a single wrap (no tangent-point adjustment, which OpenSim applies only when a path has several):
+`_ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
+"Frans"/fan/hybrid techniques, calcTangentPoint's iteration, CalcDistanceOnEllipsoid's 1-mm polyline; see its
+docstring) and `_sphere_wrap_py` WrapSphere::wrapLine. `_cylinder_wrap_py(p1, p2, radius, length, axis, sign,
+single, r1, r2)` follows OpenSim 4.6's WrapCylinder::wrapLine; on a path with several wraps (`single` False) it
+also slides the tangent points as _make_spiral_path does (`_adjust_spiral_py`). For a single wrap:
 the 2-D tangent points in the plane across the cylinder axis (z), the choice among the four (by the quadrant
 `axis`/`sign`, sign 0 = all sides), their axial placement where the lines through them meet the plane through
 p1, p2 and the apex, and the helical arc between them, √((r θ)² + Δz²). Status: NO_WRAP, INSIDE_RADIUS (an end
