@@ -7,11 +7,12 @@ visual over the motion, so no part ever leaves the frame —, perspective projec
 software rasteriser with a depth buffer (correct overlap of interpenetrating segments), flat Lambert shading with a
 key light and a headlight, dark materials lifted for contrast, back faces of primitives culled, ground plane with
 grid and drop shadows cast along the key light) draws it — no WebGL, so it works the same in headless browsers
-without a GPU and needs no third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
+without a GPU and needs no third-party JavaScript. A model's muscle paths are drawn over it as lines coloured by
+activation (blue 0 → red 1; `export_html(..., muscle_activations=...)`). Controls: play/pause, time slider, drag to
+orbit, wheel to zoom.
 
 URL fragment (for scripted screenshots and links to a moment): `OUT.html#t=0.5` shows t = 0.5 s paused;
 `&hide=model` draws the scene without the model (ground and grid only — the browser test's blank reference),
-muscle paths drawn over the model as lines coloured by activation (blue 0 → red 1),
 `&shadows=0` without the drop shadows (so a test counts the model's own pixels).
 """
 from __future__ import annotations
