@@ -49,7 +49,7 @@ def _pixel(point, camera: Camera, width: int, height: int) -> tuple[int, int]:
 
 def test_a_frame_shows_the_muscle_in_its_activation_colour(shoulder):
     swing = simulate_bridge(shoulder, 0.02, 2e-3)
-    x = shoulder.joint_configuration(swing.q[0]) if swing.q is not None else None
+    x = shoulder.joint_configuration(swing.q[0])
     polyline = muscles.path_polylines(shoulder, x)[0]
     segment = int(np.argmax(np.linalg.norm(np.diff(polyline, axis=0), axis=1)))
     middle = 0.5 * (polyline[segment] + polyline[segment + 1])
