@@ -13,6 +13,9 @@ STUDIES: dict[str, tuple[str, str]] = {
     "shoulder": ("biobullet_studies.shoulder",
                  "paper 000 Table 1: de Groot vs Holzbaur shoulder rhythm — computed torques, power balance, "
                  "PyBullet replay, 3D video"),
+    "deltoid": ("biobullet_studies.deltoid",
+                "paper 000 on a muscle: a middle deltoid on the de Groot and Holzbaur shoulders — moment arms and "
+                "torque over elevation, checked against finite differences of its length"),
     "andrews": ("biobullet_studies.andrews",
                 "paper 000 benchmark: Andrews' squeezer 0–0.03 s, reduced vs multipliers — t=0 numbers, energy "
                 "drift, loop residuals, convergence table, mechanism picture"),

@@ -541,3 +541,67 @@ def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(t
                         tmp_path / "profile")
     # the knee is drawn (3.3 % of the canvas, measured on the unrenamed model: see the test above)
     assert (np.abs(shot[:560] - empty[:560]).max(axis=2) > 24).mean() > 0.01
+
+
+DELTOID = """<muscle name="DELT2" max_isometric_force="1000" optimal_fiber_length="0.11" tendon_slack_length="0.03">
+  <point link="scapula" xyz="-0.010 0.000 0.025"/>
+  <point link="humerus" xyz="0.005 -0.100 0.015"/>
+  <wrap name="head" type="sphere" link="humerus" xyz="0 0 0" radius="0.025" quadrant="+z"/>
+</muscle>
+"""
+
+
+def test_html_replay_draws_muscles_by_activation_in_headless_chromium(tmp_path):
+    """The shoulder with a deltoid: the replay draws the muscle in its activation colour (blue at 0, red at 1, at
+    the frame asked for; a function of time), and nothing of either colour without the muscle."""
+    from biobullet.render.html import export_html
+    from biobullet.render.scene import MUSCLE_ACTIVE, MUSCLE_RESTING
+    browser = _need_browser()
+    text = (REPO / "urdf" / "shoulder_rhythm.urdf").read_text()
+    (tmp_path / "deltoid.urdf").write_text(text.replace("</biobullet>", DELTOID + "</biobullet>"))
+    model = load_model(tmp_path / "deltoid.urdf")
+    bare = load_model(REPO / "urdf" / "shoulder_rhythm.urdf")
+    run = _swing_run(model)
+    export_html(model, run, tmp_path / "muscle.html", fps=10, muscle_activations=lambda t: [float(t > 0.5)])
+    export_html(bare, run, tmp_path / "bare.html", fps=10)
+
+    def count(shot, colour) -> int:   # canvas pixels within a few levels of the colour
+        target = np.round(255 * np.asarray(colour)).astype(int)
+        return int((np.abs(shot[CANVAS] - target).sum(axis=2) <= 12).sum())
+
+    early, late, plain = (_screenshot(browser, (tmp_path / name).resolve().as_uri() + f"#t={t}&shadows=0",
+                                      tmp_path / f"{name}{t}.png", tmp_path / "profile")
+                          for name, t in (("muscle.html", 0.2), ("muscle.html", 0.8), ("bare.html", 0.2)))
+    # the deltoid is ~12 cm long, drawn ≥ 2 px wide in an 800 × 560 canvas fitted to the whole arm: ≥ 60 pixels
+    assert count(early, MUSCLE_RESTING) > 60 and count(early, MUSCLE_ACTIVE) == 0
+    assert count(late, MUSCLE_ACTIVE) > 60 and count(late, MUSCLE_RESTING) == 0
+    assert count(plain, MUSCLE_RESTING) == 0 and count(plain, MUSCLE_ACTIVE) == 0
+
+
+def test_viewer_draws_muscle_paths_by_activation(tmp_path):
+    """The viewer's muscle lines follow the slider (the path where the model puts it at the new q) and take the
+    activation colour."""
+    pytest.importorskip("viser")
+    import biobullet.muscles as muscles
+    from biobullet.render.scene import MUSCLE_ACTIVE
+    from biobullet.render.viewer import Viewer
+    text = (REPO / "urdf" / "shoulder_rhythm.urdf").read_text()
+    (tmp_path / "deltoid.urdf").write_text(text.replace("</biobullet>", DELTOID + "</biobullet>"))
+    model = load_model(tmp_path / "deltoid.urdf")
+    viewer = Viewer(model, port=_free_port(), muscle_activations=1.0)
+    try:
+        k = model.coordinate_names.index("elevation")
+        viewer.sliders[k].value = viewer.sliders[k].value + 60.0   # degrees
+        viewer._from_sliders()   # what the slider's callback does
+        q = model.initial_state()[0]
+        q[k] += np.radians(60.0)
+        path = muscles.path_polylines(model, model.joint_configuration(q))[0]
+        segments, colors = viewer.muscle_segments
+        np.testing.assert_allclose(segments[:, 0], path[:-1], atol=1e-6)
+        np.testing.assert_allclose(segments[:, 1], path[1:], atol=1e-6)
+        assert np.all(colors == np.round(255 * np.asarray(MUSCLE_ACTIVE)).astype(np.uint8))
+        # the drawn path is as long as the model's (an arc drawn as a chord: ≤ 1 mm shorter)
+        drawn = float(np.linalg.norm(segments[:, 1] - segments[:, 0], axis=1).sum())
+        assert -1e-6 <= muscles.lengths(model, q)[0] - drawn <= 1e-3   # float32 vertices: 1e-6
+    finally:
+        viewer.close()

@@ -144,7 +144,7 @@ def test_compiled_kernels_equal_their_python_twins():
     twin = [np.zeros((n, 3)), np.zeros(n, dtype=bool), np.zeros((n, 3)), np.zeros((len(paths.names), len(q))),
             np.zeros((len(paths.names), len(paths.frames), 6)), np.zeros((0, 2, 3)), np.zeros(0, dtype=bool),
             np.zeros(len(paths.names))]
-    _path_gradients_py(paths.arrays, rotations, positions, q, *twin)
+    _path_gradients_py(paths.arrays, rotations, positions, q, *twin, True)
     assert np.array_equal(twin[7], compiled.lengths)
     assert np.array_equal(twin[2], compiled.dl_dpoints)
     assert np.array_equal(twin[4], compiled.dl_dframes)
@@ -266,13 +266,63 @@ def test_bad_state_arguments_are_refused():
 
 
 @needs_models
-def test_paths_with_unevaluated_wraps_are_refused_not_miscomputed():
-    """arm26's BIClong wraps over an ellipsoid and TRIlong over three surfaces: not evaluated yet, so refused."""
+def test_paths_over_a_torus_are_refused_not_miscomputed():
+    """A torus wrap is not implemented: the path is refused (ModelError naming the muscle), never computed
+    without it."""
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
-    for name in ("BIClong", "TRIlong"):
-        single = dataclasses.replace(muscle_set, muscles=tuple(m for m in muscle_set.muscles if m.name == name))
-        with pytest.raises(ModelError, match="only a single cylinder or sphere"):
-            compile_paths(single)
+    surfaces = tuple(dataclasses.replace(s, type="torus", dimensions=(0.01, 0.03)) if s.name == "BIClonghh" else s
+                     for s in muscle_set.surfaces)
+    single = dataclasses.replace(muscle_set, surfaces=surfaces,
+                                 muscles=tuple(m for m in muscle_set.muscles if m.name == "BIClong"))
+    with pytest.raises(ModelError, match="BIClong.*torus"):
+        compile_paths(single)
+
+
+@needs_models
+def test_multi_wrap_gradient_matches_finite_differences():
+    """arm26's BIClong (ellipsoid) and TRIlong (cylinder, ellipsoid, cylinder): the complex-step gradient through
+    the points and the surfaces' frames against central differences of the lengths under a rigid rotation of the
+    forearm and of the humerus (which carries the surfaces), both algorithms (with and without OpenSim 4.6's
+    wrap-point cache). h = 1e-7 rad: truncation ≈ 1e-14, round-off ≈ 1e-16/h ≈ 1e-9; 1e-6 m allows for the
+    ellipsoid's tangent-point iteration stopping at 1e-8 (squared residual), which makes the length piecewise
+    smooth at that level."""
+    muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
+    muscle_set = dataclasses.replace(muscle_set, muscles=tuple(
+        m for m in muscle_set.muscles if m.name in ("BIClong", "TRIlong")))
+    for cache in (True, False):
+        paths = compile_paths(muscle_set, opensim_wrap_cache=cache)
+        humerus = paths.frames.index("r_humerus")
+        ulna = paths.frames.index("r_ulna_radius_hand")
+        q = np.zeros(len(paths.coordinates))
+
+        def placement(elbow, shoulder):   # the humerus turned about x at the origin, the forearm about z at the elbow
+            rotations = np.array([np.eye(3)] * len(paths.frames))
+            positions = np.zeros((len(paths.frames), 3))
+            c, s = math.cos(shoulder), math.sin(shoulder)
+            turn = np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+            rotations[humerus] = turn
+            c, s = math.cos(elbow), math.sin(elbow)
+            rotations[ulna] = turn @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+            positions[ulna] = turn @ np.array([0.0061, -0.2904, -0.0123])
+            return rotations, positions
+
+        wrapped = 0
+        for elbow, shoulder in [(0.2, 0.3), (1.0, -0.4), (1.8, 0.8), (2.3, 0.1), (0.6, 1.2)]:
+            rotations, positions = placement(elbow, shoulder)
+            gradient = path_gradients(paths, rotations, positions, q)
+            wrapped += int(np.sum(gradient.wrap_active))
+            h = 1e-7
+            for k, (de, ds) in enumerate([(h, 0.0), (0.0, h)]):
+                numeric = (path_lengths(paths, *placement(elbow + de, shoulder + ds), q)
+                           - path_lengths(paths, *placement(elbow - de, shoulder - ds), q)) / (2 * h)
+                # dl/dθ = Σ_f [F; M]_f · (v_f, ω_f) of the motion: the elbow turns the forearm about its z axis
+                # through its origin; the shoulder turns everything about world x through the origin
+                axis_e = rotations[ulna] @ np.array([0.0, 0.0, 1.0])
+                analytic = gradient.dl_dframes[:, ulna, 3:] @ axis_e if k == 0 else sum(
+                    gradient.dl_dframes[:, f, :3] @ np.cross([1.0, 0, 0], positions[f])
+                    + gradient.dl_dframes[:, f, 3:] @ np.array([1.0, 0, 0]) for f in (humerus, ulna))
+                assert np.max(np.abs(analytic - numeric)) <= 1e-6, (cache, elbow, shoulder, analytic - numeric)
+        assert wrapped >= 3   # wraps active in several of the poses (both algorithms)
 
 
 @needs_models

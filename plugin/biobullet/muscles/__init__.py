@@ -3,8 +3,8 @@ their lengths and exact gradients (moment arms by the chain rule), OpenSim's Hil
 dynamics, and the `.osim` muscle parser. See docs/muscles.md.
 
 The public API on a loaded model (`biobullet.muscles.api`): `names(model)`, `lengths(model, q)`,
-`moment_arms(model, q)`, `equilibrium_tendon_forces(model, q, activation)`.
+`moment_arms(model, q)`, `equilibrium_tendon_forces(model, q, activation)`; `path_polylines(model, x)` for drawing.
 """
-from biobullet.muscles.api import equilibrium_tendon_forces, lengths, moment_arms, names
+from biobullet.muscles.api import equilibrium_tendon_forces, lengths, moment_arms, names, path_polylines
 
-__all__ = ["names", "lengths", "moment_arms", "equilibrium_tendon_forces"]
+__all__ = ["names", "lengths", "moment_arms", "equilibrium_tendon_forces", "path_polylines"]

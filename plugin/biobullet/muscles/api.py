@@ -9,8 +9,8 @@ so joint functions, couplers and loops enter the lengths and R = −dl/dq exactl
 
     dl/dq = Σ_f [F; M]_f · J_f G + ∂l/∂θ · G_θ          (J_f: 6 × n_tangent at link f's origin, world axes)
 
-Muscles whose wraps are not evaluated yet (ellipsoid, torus, several wraps on one path) are named in one warning
-when the model is loaded; their rows are NaN, never a number computed without the wrap.
+Muscles whose wraps are not evaluated (a torus) are named in one warning when the model is loaded; their rows are
+NaN, never a number computed without the wrap.
 """
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.algorithms.compiled_kernels import placements
 from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.element import parse_muscles
-from biobullet.muscles.path import MusclePaths, compile_paths, moment_arms as path_moment_arms, path_lengths, \
-    unevaluated_wraps
+from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths, unevaluated_wraps,
+                                   wrapped_directional_derivatives)
 
 #: key of a model's muscles in `Model.derived`
 DERIVED_KEY = "muscles.model_muscles"
@@ -43,6 +43,10 @@ class ModelMuscles:
     evaluated: np.ndarray
     joint_slots: np.ndarray
     unevaluated: tuple[str, ...]   # "name: reason" of the others
+    frame_body: np.ndarray          # (n_frames,) the body carrying each path frame (−1: the world)
+    frame_rotation: np.ndarray      # (n_frames, 3, 3) the frame in its body (world placement when body −1)
+    frame_translation: np.ndarray   # (n_frames, 3)
+    frame_ancestry: np.ndarray      # (n_frames, n_tangent) 1 where a tangent direction moves the frame
 
 
 def muscle_set(model) -> ModelMuscles:
@@ -76,9 +80,21 @@ def _compile(model) -> ModelMuscles:
     body_of_joint = {body.joint: body for body in model.bodies}
     slots = np.array([(body_of_joint[c].q_index, body_of_joint[c].v_index) for c in paths.coordinates],
                      dtype=np.int64).reshape(-1, 2)
+    frames = [model.frame(name) for name in paths.frames]
+    ancestry = np.zeros((len(frames), model.n_tangent))
+    for k, frame in enumerate(frames):
+        index = frame.body
+        while index >= 0:
+            body = model.bodies[index]
+            ancestry[k, body.v_index:body.v_index + body.nv] = 1.0
+            index = body.parent
     return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(kept), evaluated=evaluated,
                         joint_slots=slots,
-                        unevaluated=tuple(f"{m.name} {r}" for m, r in zip(full.muscles, reasons) if r is not None))
+                        unevaluated=tuple(f"{m.name} {r}" for m, r in zip(full.muscles, reasons) if r is not None),
+                        frame_body=np.array([f.body for f in frames], dtype=np.int64),
+                        frame_rotation=np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
+                        frame_translation=np.array([f.translation for f in frames], dtype=float).reshape(-1, 3),
+                        frame_ancestry=ancestry)
 
 
 def names(model) -> tuple[str, ...]:
@@ -86,15 +102,63 @@ def names(model) -> tuple[str, ...]:
     return muscle_set(model).muscle_set.names
 
 
+def path_polylines(model, x) -> list[np.ndarray]:
+    """World polylines (k × 3, m) of every muscle's path at tree configuration x (`names` order; empty for an
+    unevaluated muscle): its active points with each active wrap's two tangent points inserted in the segment they
+    wrap (the arc between them drawn as a chord) — for drawing."""
+    muscles = muscle_set(model)
+    _, rotations, origins, values, _ = _placements(model, muscles, np.asarray(x, dtype=float))
+    result = path_gradients(muscles.paths, rotations, origins, values, with_gradient=False)
+    arrays = muscles.paths.arrays
+    out = [np.zeros((0, 3)) for _ in muscles.muscle_set.muscles]
+    for row, m in enumerate(muscles.evaluated):
+        indices = [p for p in range(arrays.point_start[row], arrays.point_start[row + 1]) if result.active[p]]
+        points = [result.points[p] for p in indices]
+        inserts: dict[int, list[tuple[float, np.ndarray, np.ndarray]]] = {}
+        for w in range(arrays.wrap_start[row], arrays.wrap_start[row + 1]):
+            if not result.wrap_active[w]:
+                continue
+            first, second = result.wrap_points[w]
+            middle = 0.5 * (first + second)
+            best, where, along = np.inf, 0, 0.0
+            for k in range(len(points) - 1):   # the segment the wrap belongs to: nearest to its tangent points
+                a, b = points[k], points[k + 1]
+                t = float(np.clip(np.dot(middle - a, b - a) / max(np.dot(b - a, b - a), 1e-300), 0.0, 1.0))
+                distance = float(np.linalg.norm(a + t * (b - a) - middle))
+                if distance < best:
+                    best, where, along = distance, k, t
+            inserts.setdefault(where, []).append((along, first, second))
+        polyline = []
+        for k, point in enumerate(points):
+            polyline.append(point)
+            for _, first, second in sorted(inserts.get(k, []), key=lambda item: item[0]):
+                polyline += [first, second]
+        out[m] = np.array(polyline).reshape(-1, 3)
+    return out
+
+
 def _state(model, muscles: ModelMuscles, q):
-    """(x, placements, link rotations, link origins, joint values of the path coordinates)."""
-    x = model.joint_configuration(q)
-    placements = body_placements(model, x)
-    frames = muscles.paths.frames
-    rotations, origins = np.empty((len(frames), 3, 3)), np.empty((len(frames), 3))
-    for k, frame in enumerate(frames):
-        rotations[k], origins[k] = frame_placement(model, x, frame, placements)
-    return x, placements, rotations, origins, x[muscles.joint_slots[:, 0]]
+    """`_placements` at the tree configuration of coordinates q."""
+    return _placements(model, muscles, model.joint_configuration(q))
+
+
+def _placements(model, muscles: ModelMuscles, x):
+    """(x, link rotations, link origins, joint values of the path coordinates, world motion subspace S (6 ×
+    n_tangent at the world origin, [linear; angular])) at tree configuration x: one compiled placement pass."""
+    n_bodies = len(model.bodies)
+    body_rotations, body_positions = np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3))
+    subspace = np.zeros((6, model.n_tangent))
+    if n_bodies:
+        meta, packed = model.tree_pack
+        placements(meta, packed, np.ascontiguousarray(x, dtype=float), body_rotations, body_positions, subspace)
+    on_body = muscles.frame_body >= 0
+    carrier = np.where(on_body, muscles.frame_body, 0)
+    rotations = np.where(on_body[:, None, None], body_rotations[carrier] @ muscles.frame_rotation,
+                         muscles.frame_rotation) if n_bodies else muscles.frame_rotation.copy()
+    origins = np.where(on_body[:, None], np.einsum("fij,fj->fi", body_rotations[carrier], muscles.frame_translation)
+                       + body_positions[carrier], muscles.frame_translation) if n_bodies \
+        else muscles.frame_translation.copy()
+    return x, rotations, origins, x[muscles.joint_slots[:, 0]], subspace
 
 
 def _rows(muscles: ModelMuscles, values: np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
@@ -107,7 +171,7 @@ def _rows(muscles: ModelMuscles, values: np.ndarray, shape: tuple[int, ...] = ()
 def lengths(model, q) -> np.ndarray:
     """Musculotendon path lengths l(q) (m), one per muscle (`names` order)."""
     muscles = muscle_set(model)
-    _, _, rotations, origins, values = _state(model, muscles, q)
+    _, rotations, origins, values, _ = _state(model, muscles, q)
     return _rows(muscles, path_lengths(muscles.paths, rotations, origins, values))
 
 
@@ -119,13 +183,23 @@ def moment_arms(model, q) -> np.ndarray:
     if model.nq != model.nv:
         raise ModelError("moment arms with respect to a floating base's quaternion coordinates are not defined",
                          file=model.file, argument="model", expected="a model with a fixed base (nq = nv)")
-    x, placements, rotations, origins, values = _state(model, muscles, q)
+    _, rotations, origins, values, subspace = _state(model, muscles, q)
     _, _, gradient, _ = model.joint_state(q, np.zeros(model.nv))
-    jacobians = np.array([frame_jacobian(model, x, frame, placements=placements) @ gradient
-                          for frame in muscles.paths.frames]).reshape(-1, 6, model.nv)
-    coupling = gradient[muscles.joint_slots[:, 1]]
-    return _rows(muscles, path_moment_arms(muscles.paths, rotations, origins, values, jacobians, coupling),
-                 (model.nv,))
+    paths = muscles.paths
+    # wrap-free paths: their exact gradient as [F; M] per frame; wrapped paths: one complex step per coordinate
+    result = path_gradients(paths, rotations, origins, values, with_gradient=False)
+    # dl/dẋ_k = Σ_f A_fk (v_k·F_f + ω_k·(M_f + o_f × F_f)), (v_k, ω_k) = S[:, k] at the world origin
+    wrenches = result.dl_dframes.copy()   # [F; M about the frame origin] → [F; M about the world origin]
+    wrenches[:, :, 3:] += np.cross(origins[None], wrenches[:, :, :3])
+    motions = muscles.frame_ancestry[:, None, :] * subspace[None]   # (n_frames, 6, n_tangent)
+    tangent = wrenches.reshape(len(wrenches), 6 * len(paths.frames)) @ motions.reshape(-1, subspace.shape[1])
+    coordinate_rates = gradient[muscles.joint_slots[:, 1]]
+    dl_dq = tangent @ gradient + result.dl_dcoordinates @ coordinate_rates
+    if paths.arrays.wrap_surface.shape[0]:
+        twists = np.einsum("fat,tq->qfa", motions, gradient)   # each frame's twist per unit q̇_j
+        dl_dq += wrapped_directional_derivatives(paths, rotations, origins, values, result, twists,
+                                                 coordinate_rates.T)
+    return _rows(muscles, -dl_dq, (model.nv,))
 
 
 def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
@@ -139,10 +213,11 @@ def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
     if a.shape != (n,) or not np.all(np.isfinite(a)) or np.any(a < 0.0) or np.any(a > 1.0):
         raise ModelError(f"activation of shape {a.shape}" if a.shape != (n,) else "activation outside [0, 1]",
                          argument="activation", expected=f"a scalar or {n} values in [0, 1]")
-    _, _, rotations, origins, values = _state(model, muscles, q)
+    _, rotations, origins, values, _ = _state(model, muscles, q)
     evaluated_lengths = path_lengths(muscles.paths, rotations, origins, values)
     return _rows(muscles, hill.equilibrium_tendon_forces(muscles.table, evaluated_lengths,
                                                          np.ascontiguousarray(a[muscles.evaluated])))
 
 
-__all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces"]
+__all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces",
+           "path_polylines"]

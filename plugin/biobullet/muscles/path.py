@@ -16,8 +16,9 @@ whole to the numba kernels); then, with `body_rotations` (n_frames, 3, 3: frame 
   means the muscle's tension drives the coordinate positively (shortening when the coordinate grows).
 
 Conditional points switch on and off, so l is piecewise smooth in q; between switches it is smooth and the
-gradient is exact (no finite differences). Wrapping surfaces are parsed (`description.WrapSurface`) but not yet
-evaluated: `compile_paths` refuses a path with an active wrap (ModelError) rather than return a wrong length.
+gradient is exact (no finite differences). Wraps over cylinders, spheres and ellipsoids (any number per path,
+OpenSim's applyWrapObjects) are evaluated with complex-step gradients (`wrapping`); a torus is refused
+(ModelError) rather than computed wrongly.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.location import _location_value_py, polynomial
-from biobullet.muscles.wrapping import (COMPLEX_STEP, EVALUATED, MANDATORY_WRAP, SURFACE_CODES, WRAPPED,
-                                        _cylinder_wrap_py, _sphere_wrap_py, wrap_bindings)
+from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, EVALUATED, INSIDE_RADIUS,
+                                        MANDATORY_WRAP, NO_WRAP, SPHERE, SURFACE_CODES, WRAP_METHODS, WRAPPED,
+                                        _cylinder_wrap_py, _ellipsoid_wrap_py, _sphere_wrap_py, wrap_bindings)
 
 FIXED, CONDITIONAL, MOVING = 0, 1, 2
 GROUND = -1
@@ -56,12 +58,15 @@ PathArrays = namedtuple("PathArrays", [
     "wrap_start",         # int64 (n_muscles + 1): muscle m's wraps are wrap_start[m] .. wrap_start[m+1]-1
     "wrap_surface",       # int64 (n_wraps,): index into the surfaces
     "wrap_range",         # int64 (n_wraps, 2): first and last path point considered (0-based, in the muscle)
+    "wrap_method",        # int64 (n_wraps,): wrapping.WRAP_METHODS (the ellipsoid's c1 technique)
     "surface_kind",       # int64 (n_surfaces,): wrapping.SURFACE_CODES
     "surface_frame",      # int64 (n_surfaces,): frame index, GROUND for the world
     "surface_rotation",   # float64 (n_surfaces, 3, 3): surface frame → body frame
     "surface_translation",  # float64 (n_surfaces, 3): surface origin in the body frame (m)
     "surface_dimensions",   # float64 (n_surfaces, 3): cylinder (radius, length, 0), …
     "surface_quadrant",   # int64 (n_surfaces, 2): (axis, sign); sign 0 = every side
+    "surface_active",     # bool (n_surfaces,): OpenSim's `active` (an inactive surface is skipped, still counted)
+    "opensim_wrap_cache",  # bool (1,): reproduce OpenSim 4.6's stale wrap-point ground locations (compile_paths)
 ])
 
 
@@ -95,18 +100,21 @@ class PathGradient:
 
 
 def unevaluated_wraps(muscle, surfaces) -> str | None:
-    """Why `muscle`'s wraps cannot be evaluated (a phrase), or None: only a single active cylinder or sphere per
-    path is; `surfaces` maps surface names to WrapSurfaces."""
-    active = [w for w in muscle.wraps if w.surface in surfaces and surfaces[w.surface].active]
-    if active and (len(muscle.wraps) > 1 or surfaces[active[0].surface].type not in EVALUATED):
-        kinds_used = ", ".join(surfaces[w.surface].type for w in muscle.wraps if w.surface in surfaces)
-        return (f"wraps over {len(muscle.wraps)} surface(s) ({kinds_used}); only a single cylinder or sphere per "
-                "path is evaluated so far")
+    """Why `muscle`'s wraps cannot be evaluated (a phrase), or None: cylinders, spheres and ellipsoids are, in
+    any number; `surfaces` maps surface names to WrapSurfaces."""
+    kinds = [surfaces[w.surface].type for w in muscle.wraps
+             if w.surface in surfaces and surfaces[w.surface].active]
+    missing = sorted({kind for kind in kinds if kind not in EVALUATED})
+    if missing:
+        return f"wraps over a {', '.join(missing)}, whose wrapping is not implemented"
     return None
 
 
-def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
-    """Flat kernel arrays of every muscle's path (module docstring)."""
+def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = True) -> MusclePaths:
+    """Flat kernel arrays of every muscle's path (module docstring). `opensim_wrap_cache` (default): OpenSim 4.6's
+    lengths on paths where several wraps are active at once, which read each wrap point's ground location as it
+    was when first read during the path computation (docs/muscles.md); False: the algorithm as written, each
+    wrap point where it is now."""
     frames = tuple(f for f in muscle_set.frames if f != "ground")
     frame_index = {name: i for i, name in enumerate(frames)}
     frame_index["ground"] = GROUND
@@ -129,10 +137,8 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
         if reason is not None:
             raise ModelError(f"muscle {muscle.name!r} {reason}", file=muscle_set.file,
                              element=f'<muscle name="{muscle.name}">',
-                             expected="at most one wrap, a cylinder or a sphere (ellipsoid, torus and multi-wrap "
-                                      "paths are not implemented yet)")
-        active_wraps = [w for w in muscle.wraps if surfaces[w.surface].active]
-        for wrap in active_wraps:
+                             expected="wraps over cylinders, spheres and ellipsoids (tori are not implemented)")
+        for wrap in muscle.wraps:
             surface = surfaces[wrap.surface]
             if surface.name not in surface_index:
                 if surface.frame not in frame_index:
@@ -143,7 +149,11 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
             n_points = len(muscle.points)
             first = wrap.range[0] - 1 if wrap.range[0] >= 1 else 0
             last = wrap.range[1] - 1 if wrap.range[1] >= 1 else n_points - 1
-            wrap_rows.append((surface_index[surface.name], min(first, n_points - 1), min(last, n_points - 1)))
+            if wrap.method not in WRAP_METHODS:
+                raise ModelError(f"muscle {muscle.name!r} wraps by unknown method {wrap.method!r}",
+                                 file=muscle_set.file, expected=", ".join(WRAP_METHODS))
+            wrap_rows.append((surface_index[surface.name], min(first, n_points - 1), min(last, n_points - 1),
+                              WRAP_METHODS[wrap.method]))
         wrap_starts.append(len(wrap_rows))
         if len(muscle.points) < 2:
             raise ModelError(f"muscle {muscle.name!r} has {len(muscle.points)} path point(s)", file=muscle_set.file,
@@ -190,7 +200,8 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
         function_offset=offsets, function_params=np.ascontiguousarray(params, dtype=float),
         wrap_start=np.array(wrap_starts, dtype=np.int64),
         wrap_surface=np.array([w[0] for w in wrap_rows], dtype=np.int64),
-        wrap_range=np.array([w[1:] for w in wrap_rows], dtype=np.int64).reshape(-1, 2),
+        wrap_range=np.array([w[1:3] for w in wrap_rows], dtype=np.int64).reshape(-1, 2),
+        wrap_method=np.array([w[3] for w in wrap_rows], dtype=np.int64),
         surface_kind=np.array([SURFACE_CODES[r.type] for r in surface_rows], dtype=np.int64),
         surface_frame=np.array([frame_index[r.frame] for r in surface_rows], dtype=np.int64),
         surface_rotation=np.ascontiguousarray(np.array([r.rotation for r in surface_rows], dtype=float)
@@ -199,7 +210,9 @@ def compile_paths(muscle_set: MuscleSetDescription) -> MusclePaths:
                                                  .reshape(-1, 3)),
         surface_dimensions=np.array([list(r.dimensions) + [0.0] * (3 - len(r.dimensions)) for r in surface_rows],
                                     dtype=float).reshape(-1, 3),
-        surface_quadrant=np.array([_quadrant(r.quadrant) for r in surface_rows], dtype=np.int64).reshape(-1, 2))
+        surface_quadrant=np.array([_quadrant(r.quadrant) for r in surface_rows], dtype=np.int64).reshape(-1, 2),
+        surface_active=np.array([r.active for r in surface_rows], dtype=np.bool_),
+        opensim_wrap_cache=np.array([opensim_wrap_cache], dtype=np.bool_))
     return MusclePaths(names=muscle_set.names, frames=frames, coordinates=tuple(muscle_set.coordinates),
                        arrays=arrays, point_names=tuple(point_names))
 
@@ -281,40 +294,295 @@ def _surface_placement_py(arrays, surface, rotations, positions, rotation, origi
                            + rotations[frame, row, 2] * arrays.surface_translation[surface, 2])
 
 
-def _wrapped_segment_py(arrays, surface, start, end, tangent_start, tangent_end):
-    """(status, length) of the straight-wrapped-straight path from `start` to `end` (complex 3-vectors in the
-    surface's frame) over `surface`: |start − r1| + arc + |r2 − end|; the tangent points go to tangent_*."""
+def _wrapped_segment_py(arrays, surface, method, single, start, end, tangent_start, tangent_end):
+    """(status, arc length) of the segment `start`→`end` (complex 3-vectors in the surface's frame) over `surface`;
+    the tangent points go to tangent_*. `single`: the path has one wrap (OpenSim's WrapResult::singleWrap)."""
     kind = arrays.surface_kind[surface]
-    status = 0
-    arc = 0.0 + 0.0j
-    if kind == 0:   # cylinder
-        status, arc = _cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
-                                        arrays.surface_dimensions[surface, 1], arrays.surface_quadrant[surface, 0],
-                                        arrays.surface_quadrant[surface, 1], tangent_start, tangent_end)
-    elif kind == 1:   # sphere
-        status, arc = _sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
-                                      arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1],
-                                      tangent_start, tangent_end)
-    if status != WRAPPED and status != MANDATORY_WRAP:
-        return status, 0.0 + 0.0j
-    first = cmath.sqrt((start[0] - tangent_start[0]) ** 2 + (start[1] - tangent_start[1]) ** 2
-                       + (start[2] - tangent_start[2]) ** 2)
-    last = cmath.sqrt((end[0] - tangent_end[0]) ** 2 + (end[1] - tangent_end[1]) ** 2
-                      + (end[2] - tangent_end[2]) ** 2)
-    return status, first + arc + last
+    if kind == CYLINDER:
+        return _cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
+                                 arrays.surface_dimensions[surface, 1], arrays.surface_quadrant[surface, 0],
+                                 arrays.surface_quadrant[surface, 1], single, tangent_start, tangent_end)
+    if kind == SPHERE:
+        return _sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
+                               arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1],
+                               tangent_start, tangent_end)
+    if kind == ELLIPSOID:
+        return _ellipsoid_wrap_py(start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
+                                  arrays.surface_quadrant[surface, 1], method, tangent_start, tangent_end)
+    return NO_WRAP, 0.0 + 0.0j
+
+
+def _node_position_py(node, points, tangents, out):
+    """A path node's world position: node ≥ 0 is a path point, −1 − (2k + e) end e of wrap k's surface arc."""
+    if node >= 0:
+        for i in range(3):
+            out[i] = points[node, i]
+    else:
+        code = -1 - node
+        for i in range(3):
+            out[i] = tangents[code // 2, code % 2, i]
+
+
+def _ground_position_py(node, points, tangents, stale, seen, held, out):
+    """The node's world position as OpenSim 4.6's getLocationInGround returns it: with `stale`, a wrap point
+    keeps the location it had when first read during this path computation (PathWrapPoint::setLocation does
+    not invalidate Point's ground-location cache), `seen`/`held` recording it; else the current one."""
+    if node >= 0 or not stale:
+        _node_position_py(node, points, tangents, out)
+        return
+    code = -1 - node
+    if not seen[code // 2, code % 2]:
+        seen[code // 2, code % 2] = True
+        for i in range(3):
+            held[code // 2, code % 2, i] = tangents[code // 2, code % 2, i]
+    for i in range(3):
+        out[i] = held[code // 2, code % 2, i]
+
+
+def _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held):
+    """OpenSim's calcPathLength: straight segments between the nodes (`_ground_position_py`), the arc between a
+    wrap's two nodes."""
+    a = np.empty(3, np.complex128)
+    b = np.empty(3, np.complex128)
+    total = 0.0 + 0.0j
+    for k in range(n_nodes - 1):
+        if nodes[k] < 0 and nodes[k + 1] == nodes[k] - 1 and (-1 - nodes[k]) % 2 == 0:
+            total += arcs[(-1 - nodes[k]) // 2]
+            continue
+        _ground_position_py(nodes[k], points, tangents, stale, seen, held, a)
+        _ground_position_py(nodes[k + 1], points, tangents, stale, seen, held, b)
+        total += cmath.sqrt((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2)
+    return total
+
+
+def _distance_py(a, b):
+    """|a − b| of complex 3-vectors, real part (a length compared, not differentiated)."""
+    return math.sqrt(((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2).real)
+
+
+def _remove_wrap_nodes_py(nodes, n_nodes, k):
+    """Drop wrap k's two nodes from the path (if there); returns the new node count."""
+    for j in range(n_nodes):
+        if nodes[j] == -1 - 2 * k:
+            for i in range(j, n_nodes - 2):
+                nodes[i] = nodes[i + 2]
+            return n_nodes - 2
+    return n_nodes
+
+
+def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, arcs, wrapped):
+    """Length of muscle m's path with its wraps, as OpenSim 4.6's GeometryPath::applyWrapObjects and
+    calcPathLength: each wrap in order takes the segment of its point range that must wrap (the first crossing
+    the surface), else the one whose wrap lengthens the path least, and inserts its two tangent points; with
+    several wraps the passes repeat (at most 8) until the length changes by < 0.5 mm, each wrap recomputed with
+    the others' tangent points in the path; after a first pass where wrap 0 did not wrap and wrap 1 had an end
+    inside its surface the two swap order. Complex throughout (the complex step): `points` (world), the
+    surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
+    receive each wrap's world tangent points, arc length and whether it wraps."""
+    first_point = arrays.point_start[m]
+    n_wraps = arrays.wrap_start[m + 1] - arrays.wrap_start[m]
+    nodes = np.empty(arrays.point_start[m + 1] - first_point + 2 * n_wraps, np.int64)
+    n_nodes = 0
+    for p in range(first_point, arrays.point_start[m + 1]):
+        if active[p]:
+            nodes[n_nodes] = p
+            n_nodes += 1
+    order = np.arange(n_wraps)
+    results = np.zeros(n_wraps, np.int64)
+    for k in range(n_wraps):
+        wrapped[k] = False
+        arcs[k] = 0.0
+    ends = np.empty((2, 3), np.complex128)
+    candidate = np.empty((2, 3), np.complex128)
+    best = np.empty((2, 3), np.complex128)
+    a = np.empty(3, np.complex128)
+    b = np.empty(3, np.complex128)
+    last_length = math.inf
+    single = n_wraps == 1
+    stale = arrays.opensim_wrap_cache[0]
+    seen = np.zeros((n_wraps, 2), np.bool_)
+    held = np.zeros((n_wraps, 2, 3), np.complex128)
+    world = np.empty(3, np.complex128)
+    for kk in range(1 if n_wraps < 2 else 8):
+        for i in range(n_wraps):
+            k = order[i]
+            w = arrays.wrap_start[m] + k
+            surface = arrays.wrap_surface[w]
+            results[i] = NO_WRAP
+            if wrapped[k]:
+                n_nodes = _remove_wrap_nodes_py(nodes, n_nodes, k)
+                wrapped[k] = False
+            if not arrays.surface_active[surface]:
+                continue
+            low = first_point + arrays.wrap_range[w, 0]
+            high = first_point + arrays.wrap_range[w, 1]
+            while low <= high and not active[low]:
+                low += 1
+            while high >= low and not active[high]:
+                high -= 1
+            if low > high:   # OpenSim stops applying wraps altogether here
+                return _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held)
+            start = -1
+            end = -1
+            for j in range(n_nodes):
+                if nodes[j] == low:
+                    start = j
+                if nodes[j] == high:
+                    end = j
+            best_end = -1
+            best_arc = 0.0 + 0.0j
+            smallest_change = math.inf
+            for j in range(start, end):
+                if nodes[j] < 0 and nodes[j + 1] < 0:
+                    other1 = arrays.wrap_surface[arrays.wrap_start[m] + (-1 - nodes[j]) // 2]
+                    other2 = arrays.wrap_surface[arrays.wrap_start[m] + (-1 - nodes[j + 1]) // 2]
+                    if other1 == other2:   # the arc over another wrap of the same surface
+                        continue
+                _node_position_py(nodes[j], points, tangents, a)
+                _node_position_py(nodes[j + 1], points, tangents, b)
+                for row in range(3):
+                    ends[0, row] = ((a[0] - origins[k, 0]) * rotations[k, 0, row]
+                                    + (a[1] - origins[k, 1]) * rotations[k, 1, row]
+                                    + (a[2] - origins[k, 2]) * rotations[k, 2, row])
+                    ends[1, row] = ((b[0] - origins[k, 0]) * rotations[k, 0, row]
+                                    + (b[1] - origins[k, 1]) * rotations[k, 1, row]
+                                    + (b[2] - origins[k, 2]) * rotations[k, 2, row])
+                status, arc = _wrapped_segment_py(arrays, surface, arrays.wrap_method[w], single, ends[0], ends[1],
+                                                  candidate[0], candidate[1])
+                results[i] = status
+                if status != MANDATORY_WRAP and status != WRAPPED:
+                    continue
+                change = 0.0
+                if status == WRAPPED:   # OpenSim's calcPathLengthChange, the ends as getLocationInGround gives them
+                    _ground_position_py(nodes[j], points, tangents, stale, seen, held, a)
+                    _ground_position_py(nodes[j + 1], points, tangents, stale, seen, held, b)
+                    change = -_distance_py(a, b)
+                    for e in range(2):
+                        for row in range(3):
+                            world[row] = (origins[k, row] + rotations[k, row, 0] * candidate[e, 0]
+                                          + rotations[k, row, 1] * candidate[e, 1]
+                                          + rotations[k, row, 2] * candidate[e, 2])
+                        change += _distance_py(a if e == 0 else b, world)
+                    change += arc.real
+                if status == MANDATORY_WRAP or change < smallest_change:
+                    smallest_change = change
+                    best_end = j + 1
+                    best_arc = arc
+                    for e in range(2):
+                        for row in range(3):
+                            best[e, row] = candidate[e, row]
+                if status == MANDATORY_WRAP:
+                    break
+            if best_end >= 0:
+                for e in range(2):
+                    for row in range(3):
+                        tangents[k, e, row] = (origins[k, row] + rotations[k, row, 0] * best[e, 0]
+                                               + rotations[k, row, 1] * best[e, 1] + rotations[k, row, 2] * best[e, 2])
+                arcs[k] = best_arc
+                wrapped[k] = True
+                for j in range(n_nodes - 1, best_end - 1, -1):
+                    nodes[j + 2] = nodes[j]
+                nodes[best_end] = -1 - 2 * k
+                nodes[best_end + 1] = -2 - 2 * k
+                n_nodes += 2
+        length = _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held)
+        if abs(length.real - last_length) < 0.0005:
+            break
+        last_length = length.real
+        if kk == 0 and n_wraps > 1 and results[0] == NO_WRAP and results[1] == INSIDE_RADIUS:
+            order[0] = 1
+            order[1] = 0
+            if wrapped[0]:
+                n_nodes = _remove_wrap_nodes_py(nodes, n_nodes, 0)
+                wrapped[0] = False
+    return _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held)
+
+
+def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes, wrap_points,
+                       wrap_active, with_gradient):
+    """Length of muscle m over its wraps (`_muscle_length_py`) and its exact gradient by the complex step: with
+    respect to every active point's world position (into dl_dpoints) and every wrap surface's placement — a
+    translation and a small rotation about its origin, [F; M] of the surface's frame (into dl_dframes)."""
+    first_point = arrays.point_start[m]
+    n_points = arrays.point_start[m + 1] - first_point
+    first_wrap = arrays.wrap_start[m]
+    n_wraps = arrays.wrap_start[m + 1] - first_wrap
+    stepped = np.zeros((points.shape[0], 3), np.complex128)
+    for p in range(first_point, first_point + n_points):
+        for i in range(3):
+            stepped[p, i] = points[p, i]
+    surface_rotations = np.empty((n_wraps, 3, 3), np.complex128)
+    surface_origins = np.empty((n_wraps, 3), np.complex128)
+    rotation = np.empty((3, 3))
+    origin = np.empty(3)
+    for k in range(n_wraps):
+        _surface_placement_py(arrays, arrays.wrap_surface[first_wrap + k], rotations, positions, rotation, origin)
+        for i in range(3):
+            surface_origins[k, i] = origin[i]
+            for j in range(3):
+                surface_rotations[k, i, j] = rotation[i, j]
+    tangents = np.zeros((n_wraps, 2, 3), np.complex128)
+    arcs = np.zeros(n_wraps, np.complex128)
+    wrapped = np.zeros(n_wraps, np.bool_)
+    length = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents, arcs,
+                               wrapped)
+    for k in range(n_wraps):
+        wrap_active[first_wrap + k] = wrapped[k]
+        for e in range(2):
+            for i in range(3):
+                wrap_points[first_wrap + k, e, i] = tangents[k, e, i].real if wrapped[k] else 0.0
+    if not with_gradient:
+        return length.real
+    for p in range(first_point, first_point + n_points):
+        if not active[p]:
+            continue
+        for i in range(3):
+            stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP
+            dl_dpoints[p, i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins,
+                                                 tangents, arcs, wrapped).imag / COMPLEX_STEP
+            stepped[p, i] = points[p, i]
+    spin = np.empty((3, 3), np.complex128)
+    for k in range(n_wraps):
+        surface = arrays.wrap_surface[first_wrap + k]
+        frame = arrays.surface_frame[surface]
+        if frame == GROUND or not arrays.surface_active[surface]:
+            continue
+        force = np.zeros(3)
+        moment = np.zeros(3)
+        for i in range(3):
+            surface_origins[k, i] = surface_origins[k, i].real + 1j * COMPLEX_STEP
+            force[i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
+                                         arcs, wrapped).imag / COMPLEX_STEP
+            surface_origins[k, i] = surface_origins[k, i].real
+        for i in range(3):   # rotation by a small angle about world axis i: R → (I + [h e_i]×) R
+            for row in range(3):
+                for column in range(3):
+                    spin[row, column] = surface_rotations[k, row, column]
+            j1 = (i + 1) % 3
+            j2 = (i + 2) % 3
+            for column in range(3):
+                surface_rotations[k, j1, column] = spin[j1, column] - 1j * COMPLEX_STEP * spin[j2, column].real
+                surface_rotations[k, j2, column] = spin[j2, column] + 1j * COMPLEX_STEP * spin[j1, column].real
+            moment[i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
+                                          arcs, wrapped).imag / COMPLEX_STEP
+            for row in range(3):
+                for column in range(3):
+                    surface_rotations[k, row, column] = spin[row, column]
+        _add_wrench_py(dl_dframes, m, frame, surface_origins[k, 0].real - positions[frame, 0],
+                       surface_origins[k, 1].real - positions[frame, 1],
+                       surface_origins[k, 2].real - positions[frame, 2], force[0], force[1], force[2])
+        for i in range(3):
+            dl_dframes[m, frame, 3 + i] += moment[i]
+    return length.real
 
 
 def _path_gradients_py(arrays, rotations, positions, coordinates, points, active, dl_dpoints, dl_dcoordinates,
-                       dl_dframes, wrap_points, wrap_active, lengths):
+                       dl_dframes, wrap_points, wrap_active, lengths, with_gradient):
     """Fill lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame motion) and the wraps'
-    world tangent points (module docstring)."""
+    world tangent points (module docstring); without `with_gradient` the wrapped paths' gradients stay zero
+    (their complex steps are most of the cost)."""
     local = np.empty(3)
     local_derivative = np.empty((3, 3))
-    rotation = np.empty((3, 3))
-    origin = np.empty(3)
-    ends = np.empty((2, 3), np.complex128)
-    tangents = np.empty((2, 3), np.complex128)
-    best_tangents = np.empty((2, 3))
     for m in range(arrays.point_start.shape[0] - 1):
         first_point = arrays.point_start[m]
         last_point = arrays.point_start[m + 1]
@@ -337,74 +605,11 @@ def _path_gradients_py(arrays, rotations, positions, coordinates, points, active
                 else:
                     points[p, row] = (positions[frame, row] + rotations[frame, row, 0] * local[0]
                                       + rotations[frame, row, 1] * local[1] + rotations[frame, row, 2] * local[2])
-        # the wrap (OpenSim's applyWrapObjects for a single wrap): over the active points in its range, the
-        # first segment that must wrap, else the one whose wrapping lengthens the path least
-        wrapped_from = -1
-        wrap = -1
-        surface = -1
-        for w in range(arrays.wrap_start[m], arrays.wrap_start[m + 1]):
-            wrap = w
-            wrap_active[w] = False
-            surface = arrays.wrap_surface[w]
-            _surface_placement_py(arrays, surface, rotations, positions, rotation, origin)
-            low = first_point + arrays.wrap_range[w, 0]
-            high = first_point + arrays.wrap_range[w, 1]
-            while low <= high and not active[low]:
-                low += 1
-            while high >= low and not active[high]:
-                high -= 1
-            best_change = math.inf
-            previous = -1
-            for p in range(low, high + 1):
-                if not active[p]:
-                    continue
-                if previous >= 0:
-                    _to_surface_py(points, previous, p, rotation, origin, ends)
-                    status, total = _wrapped_segment_py(arrays, surface, ends[0], ends[1], tangents[0], tangents[1])
-                    if status == MANDATORY_WRAP or status == WRAPPED:
-                        straight = math.sqrt((points[p, 0] - points[previous, 0]) ** 2
-                                             + (points[p, 1] - points[previous, 1]) ** 2
-                                             + (points[p, 2] - points[previous, 2]) ** 2)
-                        change = total.real - straight
-                        if status == MANDATORY_WRAP or change < best_change:
-                            best_change = change
-                            wrapped_from = previous
-                            for k in range(2):
-                                for row in range(3):
-                                    best_tangents[k, row] = tangents[k, row].real
-                        if status == MANDATORY_WRAP:
-                            break
-                previous = p
-            if wrapped_from >= 0:
-                wrap_active[w] = True
-                for k in range(2):
-                    for row in range(3):
-                        wrap_points[w, k, row] = (origin[row] + rotation[row, 0] * best_tangents[k, 0]
-                                                  + rotation[row, 1] * best_tangents[k, 1]
-                                                  + rotation[row, 2] * best_tangents[k, 2])
-        previous = -1
-        total_length = 0.0
-        for p in range(first_point, last_point):
-            if not active[p]:
-                continue
-            if previous >= 0 and previous == wrapped_from:
-                total_length += _wrap_gradient_py(arrays, surface, points, previous, p, rotation, origin, positions,
-                                                  dl_dpoints, dl_dframes, m)
-            elif previous >= 0:
-                d0 = points[p, 0] - points[previous, 0]
-                d1 = points[p, 1] - points[previous, 1]
-                d2 = points[p, 2] - points[previous, 2]
-                segment = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-                total_length += segment
-                if segment > 0.0:   # coincident points: the zero subgradient
-                    dl_dpoints[p, 0] += d0 / segment
-                    dl_dpoints[p, 1] += d1 / segment
-                    dl_dpoints[p, 2] += d2 / segment
-                    dl_dpoints[previous, 0] -= d0 / segment
-                    dl_dpoints[previous, 1] -= d1 / segment
-                    dl_dpoints[previous, 2] -= d2 / segment
-            previous = p
-        lengths[m] = total_length
+        if arrays.wrap_start[m + 1] > arrays.wrap_start[m]:
+            lengths[m] = _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints,
+                                            dl_dframes, wrap_points, wrap_active, with_gradient)
+        else:
+            lengths[m] = _straight_path_py(arrays, m, points, active, dl_dpoints)
         for p in range(first_point, last_point):
             if not active[p]:
                 continue
@@ -422,13 +627,41 @@ def _path_gradients_py(arrays, rotations, positions, coordinates, points, active
                     continue
                 total = 0.0
                 for row in range(3):
-                    world = local_derivative[row, axis]
-                    if frame != GROUND:
-                        world = (rotations[frame, row, 0] * local_derivative[0, axis]
-                                 + rotations[frame, row, 1] * local_derivative[1, axis]
-                                 + rotations[frame, row, 2] * local_derivative[2, axis])
-                    total += dl_dpoints[p, row] * world
+                    total += dl_dpoints[p, row] * _world_derivative_py(rotations, frame, local_derivative, axis, row)
                 dl_dcoordinates[m, c] += total
+
+
+def _world_derivative_py(rotations, frame, local_derivative, axis, row):
+    """Component `row` of R_frame ∂p_local/∂c_axis: a moving point's world velocity per unit coordinate rate."""
+    if frame == GROUND:
+        return local_derivative[row, axis]
+    return (rotations[frame, row, 0] * local_derivative[0, axis] + rotations[frame, row, 1] * local_derivative[1, axis]
+            + rotations[frame, row, 2] * local_derivative[2, axis])
+
+
+def _straight_path_py(arrays, m, points, active, dl_dpoints):
+    """Length of muscle m's straight path through its active points; ∂l/∂p (the unit vectors of the two
+    segments at each point) added to dl_dpoints."""
+    previous = -1
+    total_length = 0.0
+    for p in range(arrays.point_start[m], arrays.point_start[m + 1]):
+        if not active[p]:
+            continue
+        if previous >= 0:
+            d0 = points[p, 0] - points[previous, 0]
+            d1 = points[p, 1] - points[previous, 1]
+            d2 = points[p, 2] - points[previous, 2]
+            segment = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            total_length += segment
+            if segment > 0.0:   # coincident points: the zero subgradient
+                dl_dpoints[p, 0] += d0 / segment
+                dl_dpoints[p, 1] += d1 / segment
+                dl_dpoints[p, 2] += d2 / segment
+                dl_dpoints[previous, 0] -= d0 / segment
+                dl_dpoints[previous, 1] -= d1 / segment
+                dl_dpoints[previous, 2] -= d2 / segment
+        previous = p
+    return total_length
 
 
 def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
@@ -441,70 +674,103 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
     dl_dframes[m, frame, 5] += rx * gy - ry * gx
 
 
-def _to_surface_py(points, a, b, rotation, origin, ends):
-    """Points a and b in the surface frame (complex, zero imaginary parts)."""
-    for k in range(2):
-        p = a if k == 0 else b
-        for row in range(3):
-            ends[k, row] = ((points[p, 0] - origin[0]) * rotation[0, row] + (points[p, 1] - origin[1]) * rotation[1, row]
-                            + (points[p, 2] - origin[2]) * rotation[2, row])
-
-
-def _wrap_gradient_py(arrays, surface, points, a, b, rotation, origin, positions, dl_dpoints, dl_dframes, m):
-    """Length of the wrapped segment a → b, its gradient by the complex step (exact to round-off) added to the
-    two points, and the surface frame's share: its motion moves both ends the other way relative to it."""
-    ends = np.empty((2, 3), np.complex128)
-    tangents = np.empty((2, 3), np.complex128)
-    _to_surface_py(points, a, b, rotation, origin, ends)
-    status, length = _wrapped_segment_py(arrays, surface, ends[0], ends[1], tangents[0], tangents[1])
-    local_gradient = np.zeros((2, 3))
-    for k in range(2):
-        for axis in range(3):
-            saved = ends[k, axis]
-            ends[k, axis] = saved.real + 1j * COMPLEX_STEP
-            status_step, stepped = _wrapped_segment_py(arrays, surface, ends[0], ends[1], tangents[0], tangents[1])
-            local_gradient[k, axis] = stepped.imag / COMPLEX_STEP
-            ends[k, axis] = saved
-    frame = arrays.surface_frame[surface]
-    for k in range(2):
-        p = a if k == 0 else b
-        g0 = rotation[0, 0] * local_gradient[k, 0] + rotation[0, 1] * local_gradient[k, 1] \
-            + rotation[0, 2] * local_gradient[k, 2]
-        g1 = rotation[1, 0] * local_gradient[k, 0] + rotation[1, 1] * local_gradient[k, 1] \
-            + rotation[1, 2] * local_gradient[k, 2]
-        g2 = rotation[2, 0] * local_gradient[k, 0] + rotation[2, 1] * local_gradient[k, 1] \
-            + rotation[2, 2] * local_gradient[k, 2]
-        dl_dpoints[p, 0] += g0
-        dl_dpoints[p, 1] += g1
-        dl_dpoints[p, 2] += g2
-        if frame != GROUND:
-            _add_wrench_py(dl_dframes, m, frame, points[p, 0] - positions[frame, 0],
-                           points[p, 1] - positions[frame, 1], points[p, 2] - positions[frame, 2], -g0, -g1, -g2)
-    return length.real
+def _directional_py(arrays, rotations, positions, coordinates, points, active, frame_twists, coordinate_rates,
+                    out):
+    """dl/ds of every muscle with wraps along directions s (out: n_muscles × n_directions; other rows untouched),
+    one complex step per direction of the whole wrapped path: frame f moves with the twist frame_twists[s, f] =
+    [v; ω] (velocity of the point at the world origin, angular velocity), so a point p on it at v + ω × p (plus
+    R_f ∂p_local/∂c ċ for a moving point, ċ = coordinate_rates[s]) and a surface on it at the same twist."""
+    local = np.empty(3)
+    local_derivative = np.empty((3, 3))
+    rotation = np.empty((3, 3))
+    origin = np.empty(3)
+    for m in range(arrays.point_start.shape[0] - 1):
+        first_wrap = arrays.wrap_start[m]
+        n_wraps = arrays.wrap_start[m + 1] - first_wrap
+        if n_wraps == 0:
+            continue
+        stepped = np.zeros((points.shape[0], 3), np.complex128)
+        surface_rotations = np.empty((n_wraps, 3, 3), np.complex128)
+        surface_origins = np.empty((n_wraps, 3), np.complex128)
+        tangents = np.zeros((n_wraps, 2, 3), np.complex128)
+        arcs = np.zeros(n_wraps, np.complex128)
+        wrapped = np.zeros(n_wraps, np.bool_)
+        for s in range(frame_twists.shape[0]):
+            for p in range(arrays.point_start[m], arrays.point_start[m + 1]):
+                if not active[p]:
+                    continue
+                frame = arrays.point_frame[p]
+                rate = np.zeros(3)
+                if frame != GROUND:
+                    v = frame_twists[s, frame]
+                    rate[0] = v[0] + v[4] * points[p, 2] - v[5] * points[p, 1]
+                    rate[1] = v[1] + v[5] * points[p, 0] - v[3] * points[p, 2]
+                    rate[2] = v[2] + v[3] * points[p, 1] - v[4] * points[p, 0]
+                if arrays.point_kind[p] == MOVING:
+                    _point_local_py(arrays, p, coordinates, local, local_derivative)
+                    for axis in range(3):
+                        c = arrays.point_coordinate[p, axis]
+                        if c < 0:
+                            continue
+                        for row in range(3):
+                            rate[row] += (_world_derivative_py(rotations, frame, local_derivative, axis, row)
+                                          * coordinate_rates[s, c])
+                for i in range(3):
+                    stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP * rate[i]
+            for k in range(n_wraps):
+                surface = arrays.wrap_surface[first_wrap + k]
+                _surface_placement_py(arrays, surface, rotations, positions, rotation, origin)
+                frame = arrays.surface_frame[surface]
+                w = np.zeros(6)
+                if frame != GROUND:
+                    for i in range(6):
+                        w[i] = frame_twists[s, frame, i]
+                for i in range(3):   # origin at v + ω × o; R → R + h [ω]× R
+                    j1 = (i + 1) % 3
+                    j2 = (i + 2) % 3
+                    surface_origins[k, i] = origin[i] + 1j * COMPLEX_STEP * (w[i] + w[3 + j1] * origin[j2]
+                                                                            - w[3 + j2] * origin[j1])
+                    for column in range(3):
+                        surface_rotations[k, i, column] = rotation[i, column] + 1j * COMPLEX_STEP * (
+                            w[3 + j1] * rotation[j2, column] - w[3 + j2] * rotation[j1, column])
+            out[m, s] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
+                                          arcs, wrapped).imag / COMPLEX_STEP
 
 
 def _wrap_kernels() -> dict:
     """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
-    cylinder = jit.compiled(_cylinder_wrap_py, bind=wrap_bindings) or _cylinder_wrap_py
-    sphere = jit.compiled(_sphere_wrap_py, bind=wrap_bindings) or _sphere_wrap_py
-    segment = jit.compiled(_wrapped_segment_py, bind={"_cylinder_wrap_py": cylinder,
-                                                      "_sphere_wrap_py": sphere}) or _wrapped_segment_py
-    return {"_wrapped_segment_py": segment, "_cylinder_wrap_py": cylinder, "_sphere_wrap_py": sphere,
-            "_wrap_gradient_py": jit.compiled(_wrap_gradient_py, bind={
-                "_wrapped_segment_py": segment, "_add_wrench_py": _add_wrench_py,
-                "_to_surface_py": _to_surface_py}) or _wrap_gradient_py}
+    bindings = wrap_bindings()
+    surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
+                (("_cylinder_wrap_py", _cylinder_wrap_py), ("_sphere_wrap_py", _sphere_wrap_py),
+                 ("_ellipsoid_wrap_py", _ellipsoid_wrap_py))}
+    segment = jit.compiled(_wrapped_segment_py, bind=surfaces) or _wrapped_segment_py
+    helpers = {"_node_position_py": jit.compiled(_node_position_py) or _node_position_py,
+               "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py) or _remove_wrap_nodes_py,
+               "_distance_py": jit.compiled(_distance_py) or _distance_py}
+    helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers) or _ground_position_py
+    helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers) or _nodes_length_py
+    length = jit.compiled(_muscle_length_py, bind={**helpers, "_wrapped_segment_py": segment}) or _muscle_length_py
+    muscle = jit.compiled(_wrapped_muscle_py, bind={
+        "_muscle_length_py": length, "_surface_placement_py": _surface_placement_py,
+        "_add_wrench_py": _add_wrench_py}) or _wrapped_muscle_py
+    return {"_wrapped_muscle_py": muscle, "_straight_path_py": _straight_path_py, "_muscle_length_py": length}
 
 
+_directional = jit.lazy(_directional_py, bind=lambda: {
+    "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
+    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py,
+    "_world_derivative_py": _world_derivative_py})
 _path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
     **_wrap_kernels(), "_point_active_py": _point_active_py, "_point_local_py": _point_local_py,
-    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py,
-    "_add_wrench_py": _add_wrench_py, "_to_surface_py": _to_surface_py})
+    "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py,
+    "_world_derivative_py": _world_derivative_py})
 
 
 def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
-                   coordinates: np.ndarray) -> PathGradient:
+                   coordinates: np.ndarray, with_gradient: bool = True) -> PathGradient:
     """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
-    in `paths.frames` order, coordinates in `paths.coordinates` order."""
+    in `paths.frames` order, coordinates in `paths.coordinates` order. `with_gradient=False`: lengths, points
+    and wrap points only (the gradient fields of wrapped paths are zero)."""
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
     n_points = paths.arrays.point_kind.shape[0]
     n_muscles = len(paths.names)
@@ -516,14 +782,32 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
                           wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
     _path_gradients(paths.arrays, rotations, positions, values, result.points, result.active, result.dl_dpoints,
                     result.dl_dcoordinates, result.dl_dframes, result.wrap_points, result.wrap_active,
-                    result.lengths)
+                    result.lengths, with_gradient)
     return result
+
+
+def wrapped_directional_derivatives(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
+                                    coordinates: np.ndarray, gradient: PathGradient, frame_twists: np.ndarray,
+                                    coordinate_rates: np.ndarray) -> np.ndarray:
+    """dl/ds (n_muscles × n_directions) of the muscles with wraps (other rows zero) along directions s of the
+    frames' motion: frame_twists (n_directions, n_frames, 6) = [v at the world origin; ω] per unit s,
+    coordinate_rates (n_directions, n_coordinates) = ∂c/∂s; one complex step of each wrapped path per direction
+    (for moment arms: one per generalized coordinate instead of one per point coordinate and surface degree of
+    freedom). `gradient`: `path_gradients` at the same state (its points and active flags)."""
+    rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
+    twists = np.ascontiguousarray(np.asarray(frame_twists, dtype=float))
+    rates = np.ascontiguousarray(np.asarray(coordinate_rates, dtype=float))
+    out = np.zeros((len(paths.names), twists.shape[0]))
+    if paths.arrays.wrap_surface.shape[0]:
+        _directional(paths.arrays, rotations, positions, values, gradient.points, gradient.active, twists, rates,
+                     out)
+    return out
 
 
 def path_lengths(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
                  coordinates: np.ndarray) -> np.ndarray:
     """Musculotendon path lengths l (m), one per muscle in `paths.names` order."""
-    return path_gradients(paths, body_rotations, body_positions, coordinates).lengths
+    return path_gradients(paths, body_rotations, body_positions, coordinates, with_gradient=False).lengths
 
 
 def moment_arms(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
@@ -570,4 +854,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
+           "wrapped_directional_derivatives",
            "path_lengths", "moment_arms"]

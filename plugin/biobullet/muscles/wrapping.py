@@ -1,7 +1,10 @@
 """Wrapping surfaces: OpenSim's wrap of one straight path segment over a surface, in the surface's frame.
 
-`_cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2)` follows OpenSim 4.6's WrapCylinder::wrapLine for
-a path with a single wrap (no tangent-point adjustment, which OpenSim applies only when a path has several):
+`_ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
+"Frans"/fan/hybrid techniques, calcTangentPoint's iteration, CalcDistanceOnEllipsoid's 1-mm polyline; see its
+docstring) and `_sphere_wrap_py` WrapSphere::wrapLine. `_cylinder_wrap_py(p1, p2, radius, length, axis, sign,
+single, r1, r2)` follows OpenSim 4.6's WrapCylinder::wrapLine; on a path with several wraps (`single` False) it
+also slides the tangent points as _make_spiral_path does (`_adjust_spiral_py`). For a single wrap:
 the 2-D tangent points in the plane across the cylinder axis (z), the choice among the four (by the quadrant
 `axis`/`sign`, sign 0 = all sides), their axial placement where the lines through them meet the plane through
 p1, p2 and the apex, and the helical arc between them, √((r θ)² + Δz²). Status: NO_WRAP, INSIDE_RADIUS (an end
@@ -25,11 +28,14 @@ NO_WRAP, INSIDE_RADIUS, WRAPPED, MANDATORY_WRAP = 0, 1, 2, 3
 CYLINDER, SPHERE, ELLIPSOID, TORUS = 0, 1, 2, 3
 SURFACE_CODES = {"cylinder": CYLINDER, "sphere": SPHERE, "ellipsoid": ELLIPSOID, "torus": TORUS}
 #: surface types whose wrapping is evaluated (the others are refused by `path.compile_paths`)
-EVALUATED = ("cylinder", "sphere")
+EVALUATED = ("cylinder", "sphere", "ellipsoid")
 EPS = 2.220446049250313e-16
 LINE_EPSILON = 1e-5       # OpenSim's WrapMath LINE_EPSILON
 ROUNDOFF = 2e-13          # OpenSim's ROUNDOFF_ERROR (SimmMacros.h)
 COMPLEX_STEP = 1e-30
+TANGENCY_THRESHOLD = 0.1 * math.pi / 180.0   # rad: OpenSim's WrapCylinder tangency test on multi-wrap paths
+SPIRAL_ITERATIONS = 100   # OpenSim's MAX_ITERATIONS of the tangent-point adjustment
+SPIRAL_CHORD = 0.002      # m: OpenSim's helix chord on multi-wrap paths
 
 
 def _dot_py(a, b):
@@ -163,9 +169,10 @@ def _tangents_py(point, foot, radius, a, b):
     return distance
 
 
-def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
+def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, single, r1, r2):
     """(status, wrap length) of the segment p1→p2 over the cylinder (module docstring); r1, r2 receive the
-    tangent points (complex arrays of 3; the surface's frame)."""
+    tangent points (complex arrays of 3; the surface's frame). `single`: the path has one wrap; otherwise
+    OpenSim slides the tangent points axially until the straight parts meet the helix within 0.1°."""
     r_squared = radius * radius
     if _distance_squared_to_z_axis_py(p1).real < r_squared or _distance_squared_to_z_axis_py(p2).real < r_squared:
         return INSIDE_RADIUS, 0.0 + 0.0j
@@ -310,6 +317,8 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
     half = 0.5 * length
     if (r1[2].real < -half or r1[2].real > half) and (r2[2].real < -half or r2[2].real > half):
         return NO_WRAP, 0.0 + 0.0j
+    if not single:
+        _adjust_spiral_py(p1, p2, radius, long_wrap, r1, r2)
     # the helix from r1 to r2
     axial = r2[2] - r1[2]
     u = np.empty(3, np.complex128)
@@ -321,6 +330,69 @@ def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, r1, r2):
         theta = 2.0 * math.pi - theta
     arc = radius * theta
     return status, cmath.sqrt(arc * arc + axial * axial)
+
+
+def _spiral_point_py(r, angle, rise, out):
+    """OpenSim 4.6's CalcSpiralWrapPoint: r turned by `angle` about the cylinder axis (z), raised by `rise`."""
+    c = cmath.cos(angle)
+    s = cmath.sin(angle)
+    out[0] = c * r[0] - s * r[1]
+    out[1] = s * r[0] + c * r[1]
+    out[2] = r[2] + rise
+
+
+def _adjust_tangent_py(end, r, wrap_point):
+    """OpenSim's _adjust_tangent_point: when the line end→r and the first helix chord r→wrap_point meet the axis
+    (z) at angles differing by more than 0.1°, slide r 1.5 times toward where the line end→wrap_point crosses
+    r's generator; True when r moved."""
+    to_r = np.empty(3, np.complex128)
+    to_wrap = np.empty(3, np.complex128)
+    for i in range(3):
+        to_r[i] = r[i] - end[i]
+        to_wrap[i] = wrap_point[i] - r[i]
+    _normalize_py(to_r, to_r)
+    _normalize_py(to_wrap, to_wrap)
+    if abs((_acos_py(to_r[2]) - _acos_py(to_wrap[2])).real) <= TANGENCY_THRESHOLD:
+        return False
+    direction = np.zeros(3, np.complex128)
+    direction[2] = 1.0
+    end_foot = np.empty(3, np.complex128)
+    wrap_foot = np.empty(3, np.complex128)
+    _closest_on_line_py(end, r, direction, end_foot)
+    _closest_on_line_py(wrap_point, r, direction, wrap_foot)
+    near = np.empty(3, np.complex128)
+    crossing = np.empty(3, np.complex128)
+    for i in range(3):
+        crossing[i] = r[i]
+    _intersect_lines_py(end, wrap_point, end_foot, wrap_foot, near, crossing)
+    for i in range(3):
+        r[i] += 1.5 * (crossing[i] - r[i])
+    return True
+
+
+def _adjust_spiral_py(p1, p2, radius, long_wrap, r1, r2):
+    """OpenSim 4.6's _make_spiral_path on a path with several wraps: while the helix from r1 to r2 has at least
+    two 2-mm chords, adjust r1 (`_adjust_tangent_py`) against the helix point a chord after it, then r2 against
+    the point a chord before it — that point turned from the already adjusted r1, as OpenSim's lambda reads r1
+    by reference — at most 100 times."""
+    point = np.empty(3, np.complex128)
+    sense = -1.0 if long_wrap else 1.0
+    for _ in range(SPIRAL_ITERATIONS):
+        rise = r2[2] - r1[2]
+        theta = _atan2_py(r1[0] * r2[1] - r1[1] * r2[0], r1[0] * r2[0] + r1[1] * r2[1])
+        if long_wrap:
+            theta = 2.0 * math.pi - theta
+        helix = cmath.sqrt((radius * theta) ** 2 + rise * rise)
+        chords = int(helix.real / SPIRAL_CHORD)
+        if chords < 2:
+            return
+        t = 1.0 / chords
+        _spiral_point_py(r1, sense * t * theta, t * rise, point)
+        moved1 = _adjust_tangent_py(p1, r1, point)
+        _spiral_point_py(r1, sense * (1.0 - t) * theta, (1.0 - t) * rise, point)
+        moved2 = _adjust_tangent_py(p2, r2, point)
+        if not (moved1 or moved2):
+            return
 
 
 def _plane_normal_py(a, b, center, normal):
@@ -469,22 +541,544 @@ def _squared_distance_py(a, b):
     return ((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 + (a[2] - b[2]) ** 2).real
 
 
+# ------------------------------------------------------------------------------------------------ ellipsoid
+#: OpenSim 4.6's WrapEllipsoid constants (WrapEllipsoid.cpp)
+ELLIPSOID_TINY = 1e-8         # calcTangentPoint's squared-residual tolerance (normalized units)
+MU_BLEND_MIN = 0.7073         # below: the fan technique alone
+MU_BLEND_MAX = 0.9            # above: the "Frans" technique alone
+FAN_SAMPLES = 300
+SV_BOUNDARY_BLEND = 0.3
+ELLIPSOID_SEGMENT = 0.001     # m: the surface path's polyline segment (CalcDistanceOnEllipsoid)
+ELLIPSOID_MAX_SEGMENTS = 499
+HYBRID, MIDPOINT, AXIAL = 0, 1, 2
+WRAP_METHODS = {"hybrid": HYBRID, "midpoint": MIDPOINT, "axial": AXIAL}
+
+
+def _fabs_py(x):
+    """|x| continued analytically (x or −x by the sign of the real part), for the complex step."""
+    return x if x.real >= 0.0 else -x
+
+
+def _ellipse_closest_py(a, b, u, v, out, i, j):
+    """OpenSim's closestPointToEllipse (Eberly, Graphics Gems IV): the point (out[i], out[j]) of the ellipse
+    (x/a)² + (y/b)² = 1 closest to (u, v), with OpenSim's special cases near the axes."""
+    a2 = a * a
+    b2 = b * b
+    a2u2 = a2 * u * u
+    b2v2 = b2 * v * v
+    near_x = abs(u.real) <= ROUNDOFF
+    near_y = abs(v.real) <= ROUNDOFF
+    if near_x and near_y:
+        if a.real < b.real:
+            out[i] = -a if u.real < 0.0 else a
+            out[j] = v
+        else:
+            out[i] = u
+            out[j] = -b if v.real < 0.0 else b
+        return
+    if near_x:
+        if a.real >= b.real or abs(v.real) >= (b - a2 / b).real:
+            out[i] = u
+            out[j] = b if v.real >= 0.0 else -b
+        else:
+            y = b2 * v / (b2 - a2)
+            ydb = y / b
+            out[j] = y
+            out[i] = a * cmath.sqrt(_fabs_py(1.0 - ydb * ydb))
+        return
+    if near_y:
+        if b.real >= a.real or abs(u.real) >= (a - b2 / a).real:
+            out[i] = a if u.real >= 0.0 else -a
+            out[j] = v
+        else:
+            x = a2 * u / (a2 - b2)
+            xda = x / a
+            out[i] = x
+            out[j] = b * cmath.sqrt(_fabs_py(1.0 - xda * xda))
+        return
+    t = 0.0 + 0.0j
+    if ((u / a) ** 2 + (v / b) ** 2).real >= 1.0:
+        t = (a if a.real >= b.real else b) * cmath.sqrt(u * u + v * v)
+    p = t + a2
+    q = t + b2
+    for _ in range(64):
+        p = t + a2
+        q = t + b2
+        f = p * p * q * q - a2u2 * q * q - b2v2 * p * p
+        if abs(f.real) < 1e-9:
+            break
+        t -= f / (2.0 * (p * q * (p + q) - a2u2 * q - b2v2 * p))
+    out[i] = a2 * u / p
+    out[j] = b2 * v / q
+
+
+def _ellipsoid_closest_py(a, dimensions, point, out, special_axis):
+    """OpenSim's WrapEllipsoid::findClosestPoint: the point `out` of the ellipsoid with semi-axes `a` closest to
+    `point`; near a coordinate plane (or on `special_axis` ≥ 0) the 2-D ellipse of that plane's cross-section;
+    `out` is left as it was when the 3-D Newton iteration does not converge in 64 steps (as OpenSim's)."""
+    u, v, w = point[0], point[1], point[2]
+    if special_axis < 0:
+        smallest = math.inf
+        for i in range(3):
+            if abs(point[i].real) <= ROUNDOFF:
+                radii = 0.0
+                for j in range(3):
+                    if j != i:
+                        radii += dimensions[j]
+                if smallest > radii:
+                    special_axis = i
+                    smallest = radii
+    if special_axis == 0:
+        out[0] = u
+        _ellipse_closest_py(a[1], a[2], v, w, out, 1, 2)
+        return
+    if special_axis == 1:
+        out[1] = v
+        _ellipse_closest_py(a[2], a[0], w, u, out, 2, 0)
+        return
+    if special_axis == 2:
+        out[2] = w
+        _ellipse_closest_py(a[0], a[1], u, v, out, 0, 1)
+        return
+    a2, b2, c2 = a[0] * a[0], a[1] * a[1], a[2] * a[2]
+    a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
+    t = 0.0 + 0.0j
+    if ((u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2).real >= 1.0:
+        largest = a[0]
+        if a[1].real > largest.real:
+            largest = a[1]
+        if a[2].real > largest.real:
+            largest = a[2]
+        t = largest * cmath.sqrt(u * u + v * v + w * w)
+    for _ in range(64):
+        p = t + a2
+        q = t + b2
+        r = t + c2
+        f = p * p * q * q * r * r - a2u2 * q * q * r * r - b2v2 * p * p * r * r - c2w2 * p * p * q * q
+        if abs(f.real) < 1e-9:
+            out[0] = a2 * u / p
+            out[1] = b2 * v / q
+            out[2] = c2 * w / r
+            return
+        pq = p * q
+        pr = p * r
+        qr = q * r
+        t -= f / (2.0 * (p * q * r * (qr + pr + pq) - a2u2 * qr * (q + r) - b2v2 * pr * (p + r)
+                         - c2w2 * pq * (p + q)))
+
+
+def _invert4_py(matrix, inverse):
+    """Gauss–Jordan inverse of a 4 × 4 matrix (partial pivoting on real parts), for calcTangentPoint."""
+    work = np.empty((4, 8), np.complex128)
+    for i in range(4):
+        for j in range(4):
+            work[i, j] = matrix[i, j]
+            work[i, j + 4] = 1.0 if i == j else 0.0
+    for column in range(4):
+        pivot = column
+        for row in range(column + 1, 4):
+            if abs(work[row, column].real) > abs(work[pivot, column].real):
+                pivot = row
+        if pivot != column:
+            for j in range(8):
+                work[column, j], work[pivot, j] = work[pivot, j], work[column, j]
+        scale = work[column, column]
+        if scale.real == 0.0:
+            scale = EPS + 0.0j
+        for j in range(8):
+            work[column, j] = work[column, j] / scale
+        for row in range(4):
+            if row != column:
+                factor = work[row, column]
+                for j in range(8):
+                    work[row, j] -= factor * work[column, j]
+    for i in range(4):
+        for j in range(4):
+            inverse[i, j] = work[i, j + 4]
+
+
+def _tangent_residuals_py(r1, p1, a, vs, vs4, d1, ee):
+    """calcTangentPoint's residuals (in the plane, on the ellipsoid, tangent plane through r1 and p1); returns
+    their sum of squares."""
+    ee[0] = vs[0] * r1[0] + vs[1] * r1[1] + vs[2] * r1[2] + vs4
+    ee[1] = -1.0 + (r1[0] / a[0]) ** 2 + (r1[1] / a[1]) ** 2 + (r1[2] / a[2]) ** 2
+    ee[2] = 0.0 + 0.0j
+    ee[3] = 0.0 + 0.0j
+    for i in range(3):
+        normal = 2.0 * r1[i] / (a[i] * a[i])
+        ee[2] += normal * r1[i]
+        ee[3] += normal * p1[i]
+    ee[2] += d1
+    ee[3] += d1
+    return ee[0] * ee[0] + ee[1] * ee[1] + ee[2] * ee[2] + ee[3] * ee[3]
+
+
+def _ellipsoid_tangent_py(pe, r1, p1, a, vs, vs4):
+    """OpenSim's WrapEllipsoid::calcTangentPoint: move r1 (in place) until it lies on the ellipsoid, in the plane
+    (vs, vs4), and the line from p1 touches the ellipsoid there (damped Gauss–Newton with OpenSim's step
+    control, to a squared residual of 1e-8 in normalized units or 50 iterations). Centre at the origin."""
+    if abs(pe.real) < 0.0001:
+        for i in range(3):
+            r1[i] = p1[i]
+        return
+    ee = np.empty(4, np.complex128)
+    v = np.empty(4, np.complex128)
+    vt = np.empty(4, np.complex128)
+    diag = np.empty(4, np.complex128)
+    dedth = np.zeros((4, 4), np.complex128)
+    dedth2 = np.empty((4, 4), np.complex128)
+    inverse = np.empty((4, 4), np.complex128)
+    d1 = 0.0 + 0.0j
+    for i in range(3):
+        d1 -= 2.0 * r1[i] / (a[i] * a[i]) * r1[i]
+    ssq = _tangent_residuals_py(r1, p1, a, vs, vs4, d1, ee)
+    ssqo = ssq
+    alpha = 0.01
+    p1m = np.empty(3, np.complex128)
+    p1r1 = np.empty(3, np.complex128)
+    nit = 0
+    while ssq.real > ELLIPSOID_TINY and nit < 50:
+        nit += 1
+        for i in range(3):
+            dedth[i, 0] = vs[i]
+            dedth[i, 1] = 2.0 * r1[i] / (a[i] * a[i])
+            dedth[i, 2] = 2.0 * (2.0 * r1[i]) / (a[i] * a[i])
+            dedth[i, 3] = 2.0 * p1[i] / (a[i] * a[i])
+        dedth[3, 0] = 0.0
+        dedth[3, 1] = 0.0
+        dedth[3, 2] = 1.0
+        dedth[3, 3] = 1.0
+        for i in range(3):
+            p1r1[i] = p1[i] - r1[i]
+            p1m[i] = p1[i]
+        _normalize_py(p1r1, p1r1)
+        _normalize_py(p1m, p1m)
+        pcos = _dot_py(p1r1, p1m)
+        dd = 1.0 + 0.0j
+        if pcos.real > 0.1:
+            power = 1.0 + 0.0j
+            for _ in range(100):
+                power *= pcos
+            dd = 1.0 - power
+        for i in range(4):
+            v[i] = 0.0
+            for j in range(4):
+                v[i] -= dedth[i, j] * ee[j]
+        for i in range(4):
+            for j in range(4):
+                dedth2[i, j] = 0.0
+                for k in range(4):
+                    dedth2[i, j] += dedth[i, k] * dedth[j, k]
+        for i in range(4):
+            diag[i] = dedth2[i, i]
+        nit2 = 0
+        while ssq.real >= ssqo.real and nit2 < 1000:
+            for i in range(4):
+                dedth2[i, i] = diag[i] * (1.0 + alpha)
+            _invert4_py(dedth2, inverse)
+            for i in range(4):
+                vt[i] = 0.0
+                for j in range(4):
+                    vt[i] += dd * inverse[i, j] * v[j] / 16.0
+            for i in range(3):
+                r1[i] += vt[i]
+            d1 += vt[3]
+            ssqo = ssq
+            ssq = _tangent_residuals_py(r1, p1, a, vs, vs4, d1, ee)
+            alpha *= 4.0
+            nit2 += 1
+        alpha /= 8.0
+        fakt = 0.5
+        nit2 = 0
+        while ssq.real <= ssqo.real and nit2 < 1000:
+            fakt *= 2.0
+            for i in range(3):
+                r1[i] += vt[i] * fakt
+            d1 += vt[3] * fakt
+            ssqo = ssq
+            ssq = _tangent_residuals_py(r1, p1, a, vs, vs4, d1, ee)
+            nit2 += 1
+        for i in range(3):
+            r1[i] -= vt[i] * fakt
+        d1 -= vt[3] * fakt
+        ssq = _tangent_residuals_py(r1, p1, a, vs, vs4, d1, ee)
+        ssqo = ssq
+
+
+def _ellipsoid_arc_py(r1, r2, a, vs, vs4, far_side, factor, ends):
+    """OpenSim's CalcDistanceOnEllipsoid: the surface path from r1 to r2 in the plane (vs, vs4) as a polyline of
+    ⌊|r1 − r2| / 1 mm⌋ segments (at most 499; one below 1 mm), its points where rays from the plane's point a0
+    meet the ellipsoid; returns (its length in normalized units, number of points); ends[0], ends[1] receive the
+    second and the second-to-last point (the wrong-way test)."""
+    distance = cmath.sqrt((r1[0] - r2[0]) ** 2 + (r1[1] - r2[1]) ** 2 + (r1[2] - r2[2]) ** 2)
+    physical = distance / factor
+    for i in range(3):
+        ends[0, i] = r2[i]
+        ends[1, i] = r1[i]
+    if physical.real < ELLIPSOID_SEGMENT:
+        return distance, 2
+    segments = min(int(physical.real / ELLIPSOID_SEGMENT), ELLIPSOID_MAX_SEGMENTS)
+    largest = 0
+    for i in range(1, 3):
+        if abs(vs[i].real) > abs(vs[largest].real):
+            largest = i
+    mu = -vs4 / vs[largest]
+    a0 = np.zeros(3, np.complex128)
+    a0[largest] = mu
+    ar1 = np.empty(3, np.complex128)
+    ar2 = np.empty(3, np.complex128)
+    for i in range(3):
+        ar1[i] = r1[i] - a0[i]
+        ar2[i] = r2[i] - a0[i]
+    _normalize_py(ar1, ar1)
+    _normalize_py(ar2, ar2)
+    phi0 = _acos_py(_dot_py(ar1, ar2))
+    dphi = -(2.0 * math.pi - phi0) / segments if far_side else phi0 / segments
+    vsz = np.empty(3, np.complex128)
+    vsy = np.empty(3, np.complex128)
+    _cross_py(ar1, ar2, vsz)
+    _normalize_py(vsz, vsz)
+    _cross_py(vsz, ar1, vsy)
+    previous = np.empty(3, np.complex128)
+    point = np.empty(3, np.complex128)
+    ray = np.empty(3, np.complex128)
+    for i in range(3):
+        previous[i] = r1[i]
+    length = 0.0 + 0.0j
+    for k in range(segments - 1):
+        phi = (k + 1) * dphi
+        c = cmath.cos(phi)
+        s = cmath.sin(phi)
+        aa = 0.0 + 0.0j
+        bb = 0.0 + 0.0j
+        cc = -1.0 + 0.0j
+        for i in range(3):
+            ray[i] = c * ar1[i] + s * vsy[i]
+            f1 = ray[i] / a[i]
+            f2 = a0[i] / a[i]
+            aa += f1 * f1
+            bb += 2.0 * f1 * f2
+            cc += f2 * f2
+        mu3 = (-bb + cmath.sqrt(bb * bb - 4.0 * aa * cc)) / (2.0 * aa)
+        for i in range(3):
+            point[i] = a0[i] + mu3 * ray[i]
+        length += cmath.sqrt((point[0] - previous[0]) ** 2 + (point[1] - previous[1]) ** 2
+                             + (point[2] - previous[2]) ** 2)
+        if k == 0:
+            for i in range(3):
+                ends[0, i] = point[i]
+        for i in range(3):
+            ends[1, i] = point[i]
+            previous[i] = point[i]
+    length += cmath.sqrt((r2[0] - previous[0]) ** 2 + (r2[1] - previous[1]) ** 2 + (r2[2] - previous[2]) ** 2)
+    return length, segments + 1
+
+
+def _ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_out):
+    """(status, wrap length) of the segment p1→p2 over the ellipsoid with semi-axes `dimensions` (m) centred at
+    the origin, as OpenSim 4.6's WrapEllipsoid::wrapLine: work in units scaled by 3/(a+b+c); the segment must
+    cross the ellipsoid; the wrapping plane through p1, p2 and a surface point c1 found by the "Frans" technique
+    (closest point where the segment crosses the plane of the axis most parallel to it), the "fan" technique
+    (mean direction to the surface over 298 samples along the chord) or their blend (`method` HYBRID), flipped
+    to the active quadrant; tangent points by calcTangentPoint; the arc as CalcDistanceOnEllipsoid's polyline,
+    the far side when the near one wraps the wrong way (a constrained quadrant)."""
+    factor = 3.0 / (dimensions[0] + dimensions[1] + dimensions[2])
+    p1 = np.empty(3, np.complex128)
+    p2 = np.empty(3, np.complex128)
+    a = np.empty(3, np.complex128)
+    for i in range(3):
+        p1[i] = p1_in[i] * factor
+        p2[i] = p2_in[i] * factor
+        a[i] = dimensions[i] * factor
+    p1e = -1.0 + (p1[0] / a[0]) ** 2 + (p1[1] / a[1]) ** 2 + (p1[2] / a[2]) ** 2
+    p2e = -1.0 + (p2[0] / a[0]) ** 2 + (p2[1] / a[1]) ** 2 + (p2[2] / a[2]) ** 2
+    if p1e.real < -0.0001 or p2e.real < -0.0001:
+        return INSIDE_RADIUS, 0.0 + 0.0j
+    p1p2 = np.empty(3, np.complex128)
+    p1m = np.empty(3, np.complex128)
+    p2m = np.empty(3, np.complex128)
+    for i in range(3):
+        p1p2[i] = p1[i] - p2[i]
+        p1m[i] = p1[i]
+        p2m[i] = p2[i]
+    _normalize_py(p1m, p1m)
+    _normalize_py(p2m, p2m)
+    if abs((_dot_py(p1m, p2m) - 1.0).real) < 0.0001:
+        return NO_WRAP, 0.0 + 0.0j
+    aa = 0.0 + 0.0j
+    bb = 0.0 + 0.0j
+    cc = -1.0 + 0.0j
+    for i in range(3):
+        f1 = p1p2[i] / a[i]
+        f2 = p2[i] / a[i]
+        aa += f1 * f1
+        bb += 2.0 * f1 * f2
+        cc += f2 * f2
+    disc = bb * bb - 4.0 * aa * cc
+    if disc.real < 0.0:
+        return NO_WRAP, 0.0 + 0.0j
+    l1 = (-bb + cmath.sqrt(disc)) / (2.0 * aa)
+    l2 = (-bb - cmath.sqrt(disc)) / (2.0 * aa)
+    if not (0.0 < l1.real < 1.0) or not (0.0 < l2.real < 1.0):
+        return NO_WRAP, 0.0 + 0.0j
+    r1 = np.empty(3, np.complex128)
+    r2 = np.empty(3, np.complex128)
+    r1r2 = np.empty(3, np.complex128)
+    for i in range(3):
+        r1[i] = p2[i] + l1 * p1p2[i]
+        r2[i] = p2[i] + l2 * p1p2[i]
+        r1r2[i] = r2[i] - r1[i]
+    # the wrapping plane: c1 by the "Frans" technique, the fan, or their blend
+    mu = np.empty(3, np.complex128)
+    _normalize_py(p1p2, mu)
+    t = np.empty(3, np.complex128)
+    t_sv = np.zeros((3, 3), np.complex128)
+    t_c1 = np.zeros((3, 3), np.complex128)
+    c1 = np.zeros(3, np.complex128)
+    sv = np.zeros(3, np.complex128)
+    for i in range(3):
+        mu[i] = _fabs_py(mu[i])
+        if r1r2[i].real == 0.0:   # OpenSim divides by zero here; this axis is then never the most parallel
+            t[i] = math.inf
+            continue
+        t[i] = -r1[i] / r1r2[i]
+        for j in range(3):
+            t_sv[i, j] = r1[j] + t[i] * r1r2[j]
+        _ellipsoid_closest_py(a, dimensions, t_sv[i], t_c1[i], i)
+    best = 0
+    for i in range(1, 3):
+        if mu[i].real > mu[best].real:
+            best = i
+    fan_weight = -math.inf + 0.0j
+    if method == HYBRID or method == AXIAL:
+        if method == HYBRID and mu[best].real > MU_BLEND_MIN:
+            s = 1.0 + 0.0j
+            if t[best].real < 0.0 or t[best].real > 1.0:
+                s = 0.0 + 0.0j
+            elif t[best].real < SV_BOUNDARY_BLEND:
+                s = t[best] / SV_BOUNDARY_BLEND
+            elif t[best].real > 1.0 - SV_BOUNDARY_BLEND:
+                s = (1.0 - t[best]) / SV_BOUNDARY_BLEND
+            if s.real < 1.0:
+                mu[best] = MU_BLEND_MIN + s * (mu[best] - MU_BLEND_MIN)
+        if method == AXIAL or mu[best].real > MU_BLEND_MIN:
+            for i in range(3):
+                c1[i] = t_c1[best, i]
+                sv[i] = t_sv[best, i]
+        if method == HYBRID and mu[best].real < MU_BLEND_MAX:
+            v_sum = np.zeros(3, np.complex128)
+            blade = np.empty(3, np.complex128)
+            for i in range(3):
+                t_sv[2, i] = r1[i] + 0.5 * r1r2[i]
+            for k in range(1, FAN_SAMPLES - 1):
+                tt = k / FAN_SAMPLES
+                for j in range(3):
+                    t_sv[0, j] = r1[j] + tt * r1r2[j]
+                _ellipsoid_closest_py(a, dimensions, t_sv[0], t_c1[0], -1)
+                for j in range(3):
+                    blade[j] = t_c1[0, j] - t_sv[0, j]
+                _normalize_py(blade, blade)
+                for j in range(3):
+                    v_sum[j] += blade[j]
+            _normalize_py(v_sum, v_sum)
+            for i in range(3):
+                t_c1[0, i] = t_sv[2, i] + v_sum[i]
+            if mu[best].real <= MU_BLEND_MIN:
+                _ellipsoid_closest_py(a, dimensions, t_c1[0], c1, -1)
+                for i in range(3):
+                    sv[i] = t_sv[2, i]
+                fan_weight = 1.0 + 0.0j
+            else:
+                tt = (mu[best] - MU_BLEND_MIN) / (MU_BLEND_MAX - MU_BLEND_MIN)
+                _ellipsoid_closest_py(a, dimensions, t_c1[0], t_c1[1], -1)
+                for i in range(3):
+                    t_c1[2, i] = tt * c1[i] + (1.0 - tt) * t_c1[1, i]
+                    sv[i] = tt * sv[i] + (1.0 - tt) * t_sv[2, i]
+                _ellipsoid_closest_py(a, dimensions, t_c1[2], c1, -1)
+                fan_weight = 1.0 - tt
+    else:
+        for i in range(3):
+            sv[i] = r1[i] + 0.5 * (r2[i] - r1[i])
+        _ellipsoid_closest_py(a, dimensions, sv, c1, -1)
+    if method != AXIAL or 0.0 < t[best].real < 1.0:
+        for i in range(3):
+            r1[i] = c1[i]
+            r2[i] = c1[i]
+    if sign != 0 and _sign_py(c1[axis]) != sign:
+        # flip c1 to the active side (OpenSim's fan-weight bisection after the flip is unreachable: its test
+        # EQUAL_WITHIN_ERROR(fanWeight, -Infinity) is never true, so the weight stays -inf unless the fan ran)
+        original = c1[axis]
+        c1[axis] = -c1[axis]
+        for i in range(3):
+            r1[i] = c1[i]
+            r2[i] = c1[i]
+        if fan_weight.real > 1.0:
+            fan_weight = 1.0 + 0.0j
+        if fan_weight.real > 0.0:
+            bisection = (original + c1[axis]) / 2.0
+            c1[axis] = c1[axis] + fan_weight * (bisection - c1[axis])
+            moved = c1.copy()
+            _ellipsoid_closest_py(a, dimensions, moved, c1, -1)
+    p1c1 = np.empty(3, np.complex128)
+    vs = np.empty(3, np.complex128)
+    for i in range(3):
+        p1c1[i] = p1[i] - c1[i]
+    _cross_py(p1p2, p1c1, vs)
+    _normalize_py(vs, vs)
+    vs4 = -_dot_py(vs, c1)
+    _ellipsoid_tangent_py(p1e, r1, p1, a, vs, vs4)
+    _ellipsoid_tangent_py(p2e, r2, p2, a, vs, vs4)
+    ends = np.empty((2, 3), np.complex128)
+    far_side = False
+    length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, far_side, factor, ends)
+    if sign != 0 and n_points > 2:
+        # a wrong-way wrap (the first or last surface segment turns back toward its end) goes round the far side
+        r1p1 = np.empty(3, np.complex128)
+        r1w1 = np.empty(3, np.complex128)
+        r2p2 = np.empty(3, np.complex128)
+        r2w2 = np.empty(3, np.complex128)
+        for i in range(3):
+            r1p1[i] = p1[i] - r1[i]
+            r1w1[i] = ends[0, i] - r1[i]
+            r2p2[i] = p2[i] - r2[i]
+            r2w2[i] = ends[1, i] - r2[i]
+        _normalize_py(r1p1, r1p1)
+        _normalize_py(r1w1, r1w1)
+        _normalize_py(r2p2, r2p2)
+        _normalize_py(r2w2, r2w2)
+        if _dot_py(r1p1, r1w1).real > 0.0 or _dot_py(r2p2, r2w2).real > 0.0:
+            length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, True, factor, ends)
+    for i in range(3):
+        r1_out[i] = r1[i] / factor
+        r2_out[i] = r2[i] / factor
+    return MANDATORY_WRAP, length / factor
+
+
 def wrap_bindings() -> dict:
     """The kernels the wrap kernels call (for `core.jit.compiled`'s bind), each compiled once as a function of its
-    own (leaves first): inlining them at every call site multiplies the compile time."""
-    leaves = {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
-              "_det3_py": _det3_py, "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
-              "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
-              "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py}
-    leaves = {name: jit.compiled(kernel) or kernel for name, kernel in leaves.items()}
-    middle = {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
-              "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
-              "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py}
-    return {**leaves, **{name: jit.compiled(kernel, bind=leaves) or kernel for name, kernel in middle.items()}}
+    own, layer by layer (leaves first): inlining them at every call site multiplies the compile time."""
+    layers = (
+        {"_dot_py": _dot_py, "_cross_py": _cross_py, "_normalize_py": _normalize_py, "_sign_py": _sign_py,
+         "_det3_py": _det3_py, "_distance_squared_to_z_axis_py": _distance_squared_to_z_axis_py,
+         "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
+         "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
+         "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
+         "_tangent_residuals_py": _tangent_residuals_py},
+        {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
+         "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
+         "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
+         "_ellipse_closest_py": _ellipse_closest_py, "_ellipsoid_tangent_py": _ellipsoid_tangent_py,
+         "_ellipsoid_arc_py": _ellipsoid_arc_py},
+        {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
+        {"_adjust_spiral_py": _adjust_spiral_py})
+    bound: dict = {}
+    for layer in layers:
+        bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
+    return bound
 
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
 sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "cylinder_wrap",
-           "sphere_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "WRAP_METHODS",
+           "cylinder_wrap", "sphere_wrap"]

@@ -238,7 +238,7 @@ def _matrix_to_quaternion(r: np.ndarray) -> list[float]:
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
                   camera: Camera | dict | None = None, overlay: bool = True, title: str | None = None,
                   ground: bool = True, shadows: bool = True, link_colors=None, companions=(),
-                  hide_model: bool = False) -> list[np.ndarray]:
+                  hide_model: bool = False, muscle_activations=None) -> list[np.ndarray]:
     """Frames (height × width × 3 uint8) of the model along `trajectory` at `fps` frames per second of model time.
 
     bridge_or_model: a `Bridge` (its PyBullet state is saved and restored) or a `Model` (a private DIRECT
@@ -249,7 +249,9 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     link_colors: {link name: (r, g, b[, a])} recolours those links (0–1). companions: further
     (model, trajectory, link_colors) drawn in the same scene at the same instants — an overlay of variants.
     hide_model: draw the scene without the models (ground, grid, overlay only): the background that
-    `coverage` compares a frame with.
+    `coverage` compares a frame with. A model with `<muscle>`s gets its muscle paths drawn over the picture,
+    coloured by activation (`scene.activation_colors`): muscle_activations = None (0), a scalar, one value per
+    muscle, an array (frames × muscles), or a function of time returning one value per muscle.
     """
     from biobullet.bridge.bridge import Bridge
     from biobullet.model.model import Model
@@ -301,6 +303,9 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
             side = np.cross(up, np.asarray(camera.direction))
             light = (2.0 * up + 0.6 * (side / max(np.linalg.norm(side), 1e-9)) + 0.4 * np.asarray(camera.direction))
             away = (camera.eye + 100.0 * camera.distance * np.asarray(camera.direction)).tolist()  # behind the eye
+            from biobullet.render.scene import Scene, frame_activations
+            scene = Scene(model=model, visuals=[], links=tuple(model.link_names)) if model.description.muscles \
+                else None
             frames = []
             for k, time in enumerate(times):
                 for actor, states, _ in actors:
@@ -312,6 +317,9 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
                                         lightDistance=5 * camera.distance,   # shadow map covers the ground
                                         physicsClientId=client)[2]
                 image = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3])
+                if scene is not None and not hide_model:
+                    image = _draw_muscles(image, scene.muscle_paths(actors[0][1][k]),
+                                          frame_activations(muscle_activations, k, time), view, projection)
                 if overlay:
                     text = (f"{title}\n" if title else "") + f"t = {time:6.3f} s"
                     if ground:
@@ -332,6 +340,32 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         p.removeState(saved, physicsClientId=client)
         if owned:
             bridge.close()
+
+
+def _draw_muscles(image: np.ndarray, polylines: list[np.ndarray], activations, view, projection) -> np.ndarray:
+    """The muscle polylines (world, m) drawn over `image` through PyBullet's view and projection matrices
+    (column-major 4 × 4), coloured by activation; on top of the picture (no occlusion test)."""
+    if not polylines:
+        return image
+    from PIL import Image, ImageDraw
+
+    from biobullet.render.scene import activation_colors
+    height, width = image.shape[:2]
+    transform = np.asarray(projection, float).reshape(4, 4).T @ np.asarray(view, float).reshape(4, 4).T
+    colors = activation_colors(activations, len(polylines))
+    picture = Image.fromarray(image)
+    draw = ImageDraw.Draw(picture)
+    line_width = max(2, int(round(width / 160)))
+    for polyline, color in zip(polylines, colors):
+        if len(polyline) < 2:
+            continue
+        clip = np.hstack([polyline, np.ones((len(polyline), 1))]) @ transform.T
+        if np.any(clip[:, 3] <= 1e-9):   # a point behind the camera: skip the path rather than draw it wrong
+            continue
+        ndc = clip[:, :3] / clip[:, 3:4]
+        pixels = [((x + 1.0) * 0.5 * width, (1.0 - y) * 0.5 * height) for x, y in ndc[:, :2]]
+        draw.line(pixels, fill=tuple(int(round(255 * c)) for c in color), width=line_width, joint="curve")
+    return np.asarray(picture)
 
 
 def _recolour(bridge, colors) -> list[tuple[int, int, list[float]]]:

@@ -7,7 +7,9 @@ visual over the motion, so no part ever leaves the frame —, perspective projec
 software rasteriser with a depth buffer (correct overlap of interpenetrating segments), flat Lambert shading with a
 key light and a headlight, dark materials lifted for contrast, back faces of primitives culled, ground plane with
 grid and drop shadows cast along the key light) draws it — no WebGL, so it works the same in headless browsers
-without a GPU and needs no third-party JavaScript. Controls: play/pause, time slider, drag to orbit, wheel to zoom.
+without a GPU and needs no third-party JavaScript. A model's muscle paths are drawn over it as lines coloured by
+activation (blue 0 → red 1; `export_html(..., muscle_activations=...)`). Controls: play/pause, time slider, drag to
+orbit, wheel to zoom.
 
 URL fragment (for scripted screenshots and links to a moment): `OUT.html#t=0.5` shows t = 0.5 s paused;
 `&hide=model` draws the scene without the model (ground and grid only — the browser test's blank reference),
@@ -55,8 +57,10 @@ def extreme_points(points: np.ndarray) -> np.ndarray:
     return points[hull.vertices]
 
 
-def scene_payload(scene, times, states, *, title: str) -> dict:
-    """The JSON embedded in the page: visuals, link placements per frame, camera/ground numbers."""
+def scene_payload(scene, times, states, *, title: str, muscle_activations=None) -> dict:
+    """The JSON embedded in the page: visuals, link placements per frame, camera/ground numbers, and the muscle
+    paths per frame (world polylines) with their activation colours (`scene.frame_activations`)."""
+    from biobullet.render.scene import activation_colors, frame_activations
     model = scene.model
     used = sorted({v.link for v in scene.visuals})
     if not used:
@@ -78,7 +82,14 @@ def scene_payload(scene, times, states, *, title: str) -> dict:
     radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
     spacing = nice_spacing(radius / 4)
     fit_points = extreme_points(points)
+    muscle_paths, muscle_colors = [], []
+    for k, x in enumerate(states):
+        polylines = scene.muscle_paths(x)
+        muscle_paths.append([np.round(line, 5).ravel().tolist() for line in polylines])
+        colors = activation_colors(frame_activations(muscle_activations, k, float(times[k])), len(polylines))
+        muscle_colors.append(np.round(255 * colors).astype(int).ravel().tolist())
     return {
+        "muscles": muscle_paths, "muscle_colors": muscle_colors,
         "fit": np.round(fit_points, 4).ravel().tolist(),
         "title": title, "times": [round(float(t), 6) for t in times],
         "visuals": [{"l": index[v.link], "v": np.round(v.vertices, 5).ravel().tolist(),
@@ -93,10 +104,13 @@ def scene_payload(scene, times, states, *, title: str) -> dict:
     }
 
 
-def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None = None, layouts=None) -> str:
+def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None = None, layouts=None,
+                muscle_activations=None) -> str:
     """Write the replay of `trajectory` (a `Trajectory`, or a .csv/.npz path) of `model` to `path` (.html), atomically.
 
-    fps: frames per second of model time embedded (capped so at most 1200 frames are stored). Returns the path.
+    fps: frames per second of model time embedded (capped so at most 1200 frames are stored). A model with
+    `<muscle>`s has its muscle paths drawn, coloured by `muscle_activations` (None = 0, a scalar, one per muscle,
+    frames × muscles, or a function of time). Returns the path.
     """
     from biobullet.render.scene import Scene, load_trajectory, trajectory_states
     path = os.fspath(path)
@@ -114,7 +128,7 @@ def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None
     times = np.linspace(t[0], t[-1], count) if count > 1 else t[:1]
     states = trajectory_states(model, trajectory, times)
     scene = Scene.from_model(model, layouts=layouts)
-    payload = scene_payload(scene, times, states, title=title or model.name)
+    payload = scene_payload(scene, times, states, title=title or model.name, muscle_activations=muscle_activations)
     values = {"__TITLE__": _html.escape(payload["title"]), "__DATA__": json_for_script(payload)}
     # one pass: a title containing "__DATA__" is not searched for markers again
     page = re.sub("__TITLE__|__DATA__", lambda match: values[match.group()], _PAGE)
@@ -312,6 +326,15 @@ function draw() {
       else if (shadow[i]) { pixels[4*i] *= 0.62; pixels[4*i+1] *= 0.62; pixels[4*i+2] *= 0.64; }
     }
     ctx.putImageData(image, 0, 0);
+    // muscle paths over the model, coloured by activation (blue 0 → red 1)
+    const M = D.muscles[frame], MC = D.muscle_colors[frame];
+    ctx.lineWidth = Math.max(2, Math.round(H / 150)); ctx.lineJoin = "round"; ctx.lineCap = "round";
+    for (let m = 0; m < M.length; m++) {
+      const Q = M[m];
+      ctx.beginPath();
+      for (let i = 0; i + 5 < Q.length; i += 3) line(C, [Q[i], Q[i+1], Q[i+2]], [Q[i+3], Q[i+4], Q[i+5]]);
+      ctx.strokeStyle = "rgb(" + MC[3*m] + "," + MC[3*m+1] + "," + MC[3*m+2] + ")"; ctx.stroke();
+    }
   }
   // overlays: name, time, scale cue
   const size = Math.max(12, Math.round(H / 28));

@@ -30,6 +30,29 @@ DEFAULT_COLOR = (0.62, 0.64, 0.68, 1.0)
 MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
 
 
+#: muscle path colours (RGB, 0–1) at activation 0 (blue) and 1 (red); between them linearly
+MUSCLE_RESTING = (0.20, 0.35, 0.90)
+MUSCLE_ACTIVE = (0.90, 0.08, 0.08)
+
+
+def activation_colors(activations, count: int) -> np.ndarray:
+    """RGB (count × 3, 0–1) of muscle paths at `activations` (None = 0, a scalar, or one value per muscle; clipped
+    to [0, 1]): MUSCLE_RESTING at 0 to MUSCLE_ACTIVE at 1."""
+    a = np.zeros(count) if activations is None else np.broadcast_to(np.asarray(activations, float), (count,))
+    a = np.clip(np.nan_to_num(a), 0.0, 1.0)[:, None]
+    return (1.0 - a) * np.asarray(MUSCLE_RESTING) + a * np.asarray(MUSCLE_ACTIVE)
+
+
+def frame_activations(activations, k: int, time: float):
+    """The muscle activations of frame k at `time` (s): `activations` is None, a scalar, one value per muscle, an
+    array (frames × muscles; row k), or a function of time returning one of those."""
+    if callable(activations):
+        return activations(time)
+    if activations is not None and np.ndim(activations) == 2:
+        return np.asarray(activations, float)[min(k, len(activations) - 1)]
+    return activations
+
+
 @dataclass(frozen=True)
 class Visual:
     """One `<visual>`: triangles (`vertices` n×3 in the LINK frame, m, `faces` m×3 int) and an RGBA colour."""
@@ -135,6 +158,13 @@ class Scene:
         return Markers(coms=coms, com_names=tuple(link.name for link in com_links), axes=axes,
                        axis_names=tuple(axis_names), contacts=np.array(contacts).reshape(-1, 3),
                        contact_names=tuple(contact_names), loops=loops, loop_names=tuple(loop_names))
+
+    def muscle_paths(self, x: np.ndarray) -> list[np.ndarray]:
+        """World polylines of the model's muscles at x (`biobullet.muscles.path_polylines`; [] without muscles)."""
+        if not self.model.description.muscles:
+            return []
+        from biobullet.muscles.api import path_polylines
+        return path_polylines(self.model, np.asarray(x, float))
 
     def bounds(self, xs) -> tuple[np.ndarray, np.ndarray]:
         """World AABB (lower, upper) of every visual over the configurations `xs` (m)."""

@@ -5,8 +5,9 @@ moving a slider changes one generalized coordinate q_k (angles in degrees — ho
 metres; the sliders start at the file's `<initial>` values), and every link is placed from x = model.joint_configuration(q)
 (joint functions, loop closures and — for an expanded flexible link — its segments all follow) by the library's
 forward kinematics. Toggles show COMs, joint axes, contact points and loop-closure residuals (the two points that
-should coincide, joined by a red segment; the largest distance is printed in the panel). With a trajectory: play /
-pause and a time slider.
+should coincide, joined by a red segment; the largest distance is printed in the panel). Muscle paths are drawn as
+lines coloured by activation (`muscle_activations`: blue at 0 to red at 1). With a trajectory: play / pause and a
+time slider.
 
 The server listens on 127.0.0.1 only (a model viewer is no reason to open a port to the network); open the printed
 URL in a browser on the same machine (or forward the port with ssh -L).
@@ -135,7 +136,8 @@ def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.n
 class Viewer:
     """A running viser server showing one model. `set_configuration(q)` / `show(x)` move it; `close()` stops it."""
 
-    def __init__(self, model, *, trajectory=None, layouts=None, port: int = 8080, fps: float = 30.0) -> None:
+    def __init__(self, model, *, trajectory=None, layouts=None, port: int = 8080, fps: float = 30.0,
+                 muscle_activations=None) -> None:
         try:
             import viser
             import viser.transforms as vtf
@@ -199,7 +201,10 @@ class Viewer:
         self.server.initial_camera.position = tuple(float(c) for c in camera.eye + shift)
         self.server.initial_camera.up = (0.0, 0.0, 1.0)
 
-        # markers (toggled)
+        # markers (toggled); muscle paths (always, coloured by activation: `scene.frame_activations` of
+        # `muscle_activations` at the shown time), their segments and colours kept in `muscle_segments`
+        self.muscle_activations = muscle_activations
+        self.muscle_segments = (np.zeros((0, 2, 3), np.float32), np.zeros((0, 2, 3), np.uint8))
         self._markers = {}
         self.toggles = {key: gui.add_checkbox(label, False) for key, label in
                         (("coms", "show COMs"), ("axes", "show joint axes"), ("contacts", "show contact points"),
@@ -291,6 +296,7 @@ class Viewer:
             self._markers["contacts"] = scene_api.add_point_cloud(
                 "/world/markers/contacts", markers.contacts.astype(np.float32), colors=(0, 160, 60), point_size=size,
                 point_shape="diamond")
+        self._draw_muscles(scene_api)
         text = ""
         if markers.loops:
             residuals = markers.loop_residuals()
@@ -304,6 +310,25 @@ class Viewer:
                     "/world/markers/loop_points", segments.reshape(-1, 3), colors=(220, 30, 30), point_size=size * 0.7,
                     point_shape="circle")
         self._residual_text.content = text
+
+    def _draw_muscles(self, scene_api) -> None:
+        from biobullet.render.scene import activation_colors, frame_activations
+        polylines = self.scene.muscle_paths(self._x)
+        if not polylines:
+            return
+        k = int(np.argmin(np.abs(self.times - self._t))) if self.trajectory is not None else 0
+        colors = np.round(255 * activation_colors(frame_activations(self.muscle_activations, k, self._t),
+                                                  len(polylines))).astype(np.uint8)
+        segments = [np.stack([line[:-1], line[1:]], axis=1) for line in polylines if len(line) > 1]
+        segment_colors = [np.broadcast_to(color, (len(line) - 1, 2, 3))
+                          for line, color in zip(polylines, colors) if len(line) > 1]
+        if not segments:
+            return
+        self.muscle_segments = (np.concatenate(segments).astype(np.float32),
+                                np.concatenate(segment_colors).astype(np.uint8))
+        self._markers["muscles"] = scene_api.add_line_segments("/world/markers/muscles", self.muscle_segments[0],
+                                                               colors=self.muscle_segments[1], thickness=5,
+                                                               thickness_units="screen")
 
     # ------------------------------------------------------------------ playback
     def toggle_play(self) -> None:
