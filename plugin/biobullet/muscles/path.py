@@ -571,3 +571,10 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
            "path_lengths", "moment_arms"]
+
+
+def path_gradients_kernel():
+    """The compiled `_path_gradients_py` with its wrap kernels bound (the muscle stage calls it), or the function
+    itself without numba."""
+    return _path_gradients.resolve()
+__all__ += ["path_gradients_kernel"]

@@ -6,7 +6,8 @@ taking the compiled model and the data workspace as structured arguments:
                     (a model whose map needs Python — loops, joint functions without compiled jets — fills
                     data.x … data.gamma from `Model.joint_state_view` before the call: the callback stage)
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
-                    kernels (`forces.compiled`, `contact.kernels`)                     `_forces_stage_py`
+                    kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
+                    path, the muscle states' rates)                                   `_forces_stage_py`
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `_solve_stage_py`
 
@@ -27,7 +28,7 @@ MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 # the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
 _STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
 _KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
-_APPLIED = _GENERALIZED = None
+_APPLIED = _GENERALIZED = _MUSCLES = None
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -240,6 +241,11 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
             return 1
         power_in += power[0]
         dissipated += power[1]
+    if forces.muscles.excitation.shape[0]:   # every muscle in one call: paths, Hill forces, state rates
+        status, fiber_power = _MUSCLES(forces.muscles, rot, pos, sub, model.ancestry, x, xd, tau)
+        if status != 0:
+            return 1
+        power_in += fiber_power
     data.power[0] = power_in
     data.power[1] = dissipated
     return 0
@@ -248,7 +254,8 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
 def _forces_stage_py(model, data, forces, t):
     """The force stage: the bodies' kinematics at data.x where an element reads them, then
     `_applied_forces_py`."""
-    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
+    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
+            or forces.muscles.excitation.shape[0]:
         rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
     else:
         rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
@@ -270,14 +277,20 @@ def _generalized_forces_py(model, data):
 
 
 def _rhs_py(model, data, forces, y, t, out):
-    """ẏ = (q̇, v̇, input power, dissipated power) into `out` for the state y = (q, v, …) of a model whose joint
-    state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ) → q̇. 0, or 1 where the generic
-    path must evaluate this state."""
+    """ẏ = (q̇, v̇, muscle state rates, input power, dissipated power) into `out` for the state y = (q, v, muscle
+    states, …) of a model whose joint state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ)
+    → q̇. 0, or 1 where the generic path must evaluate this state."""
     nq, nv = model.nq, model.nv
     if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
         return 1
+    muscle_state = forces.muscles.state   # the block just before the two power entries
+    first = y.shape[0] - 2 - muscle_state.shape[0]
+    for i in range(muscle_state.shape[0]):
+        muscle_state[i] = y[first + i]
     if _FORCES(model, data, forces, t) != 0:
         return 1
+    for i in range(muscle_state.shape[0]):
+        out[first + i] = forces.muscles.rate[i]
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, True, True, True)
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
