@@ -149,6 +149,7 @@ class Bridge:
         model, self.layouts = expand_flexible_links(model, segments, shear, air_damping)
         check_elements(model)
         self.model = model
+        self.muscles = None   # `bridge.muscles.BridgeMuscles` once `set_excitations` is called
         self.contacts = None
         self._p = p
         if gravity not in ("model", "client"):
@@ -795,6 +796,8 @@ class Bridge:
         other forces and motor commands of yours, then p.stepSimulation()).
         """
         ensure_usable(self, "apply")
+        if self.muscles is not None:
+            tau = self.muscles.torques(tau)
         if self.contacts is not None:
             extra = self.contacts.torques()
             tau = extra if tau is None else extra + self._torque_argument(tau)
@@ -1157,6 +1160,8 @@ class Bridge:
         if generalized is None and self.contacts is None and not self.motors and (self._fast or self._rows_fast
                                                                                    or self._tree_fast):
             ensure_usable(self, "step")   # apply()'s per-step paths, one call less
+            if self.muscles is not None:
+                tau = self.muscles.torques(tau)
             if self._fast:
                 self._apply_fast(tau)
             elif self._rows_fast:
@@ -1170,6 +1175,13 @@ class Bridge:
         if self._auto_record:
             self.record()
         return self.time
+
+    def set_excitations(self, activations=None, **excitations: float):
+        """Put the model's muscles into the bridge's dynamics (first call: activations — a number or a mapping by
+        name, default 0.05 — and compliant fibers in static equilibrium at the current pose) and set constant
+        excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the BridgeMuscles."""
+        from biobullet.bridge.muscles import set_excitations
+        return set_excitations(self, activations, **excitations)
 
     def set_motor(self, name: str, position: float | None = None, velocity: float = 0.0, *,
                   position_gain: float | None = None, velocity_gain: float | None = None,
