@@ -31,7 +31,7 @@ class BridgeMuscles:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
         excitations = self.run.excitations
         for name, value in values.items():
-            excitations.constant[excitations.index(name)] = excitations._checked(name, value)
+            excitations.constant[excitations.index(name)] = excitations.checked_value(name, value)
         self.run.rows.excitation[:] = excitations.constant
 
     def torques(self, tau):

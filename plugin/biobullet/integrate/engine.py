@@ -407,14 +407,14 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
     muscles = {}
     if system.muscles is not None:   # the stage's outputs per sample; the tendons' energy is elastic energy
-        from biobullet.muscles.dynamics import MUSCLE_OUTPUTS, tendon_energies
+        from biobullet.muscles.dynamics import MUSCLE_OUTPUTS, TENDON_LENGTH, tendon_energies
         run = system.muscles
         block = system.muscle_block(y)
         outputs = np.array([run.outputs(positions[k], velocities[k], block[k]) for k in range(n)]).reshape(
             n, len(run.names), len(MUSCLE_OUTPUTS))
         muscles = {key: outputs[:, :, j] for j, key in enumerate(MUSCLE_OUTPUTS)}
         muscles["activation"] = block[:, :len(run.names)].copy()
-        muscles["tendon_energy"] = np.array([tendon_energies(run.rows.table, outputs[k, :, 5]) for k in range(n)]
+        muscles["tendon_energy"] = np.array([tendon_energies(run.rows.table, outputs[k, :, TENDON_LENGTH]) for k in range(n)]
                                             ).reshape(n, len(run.names))
         energy["potential_elastic"] = energy["potential_elastic"] + muscles["tendon_energy"].sum(axis=1)
     base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and multi-DOF joints

@@ -318,9 +318,9 @@ class Excitations:
                 if callable(value):
                     self.functions.append((m, value))
                 else:
-                    self.constant[m] = self._checked(name, value)
+                    self.constant[m] = self.checked_value(name, value)
         else:
-            self.constant[:] = self._checked("every muscle", spec)
+            self.constant[:] = self.checked_value("every muscle", spec)
         self.varying = bool(self.functions) or self.controller is not None
 
     def index(self, name: str) -> int:
@@ -331,7 +331,8 @@ class Excitations:
                              expected="one of " + ", ".join(self.names)) from None
 
     @staticmethod
-    def _checked(name: str, value) -> float:
+    def checked_value(name: str, value) -> float:
+        """`value` as a float in [0, 1]; ModelError naming the muscle otherwise."""
         try:
             u = float(value)
         except (TypeError, ValueError):
@@ -345,19 +346,19 @@ class Excitations:
         """u(t) (and of the controller, u(t, q, v)) into `out`."""
         out[:] = self.constant
         for m, function in self.functions:
-            out[m] = self._checked(self.names[m], function(t))
+            out[m] = self.checked_value(self.names[m], function(t))
         if self.controller is not None:
             values = self.controller(t, q, v)
             if isinstance(values, Mapping):
                 for name, value in values.items():
-                    out[self.index(name)] = self._checked(name, value)
+                    out[self.index(name)] = self.checked_value(name, value)
             else:
                 array = np.asarray(values, dtype=float).reshape(-1)
                 if array.shape != (len(self.names),):
                     raise ModelError(f"the excitation callback returned {array.size} values", argument="excitations",
                                      expected=f"a mapping by muscle name or {len(self.names)} values")
                 for m, value in enumerate(array):
-                    out[m] = self._checked(self.names[m], value)
+                    out[m] = self.checked_value(self.names[m], value)
 
 
 class MuscleRun:
@@ -379,9 +380,9 @@ class MuscleRun:
         values = np.full(n, DEFAULT_ACTIVATION)
         if isinstance(activations, Mapping):
             for name, value in activations.items():
-                values[self.excitations.index(name)] = Excitations._checked(name, value)
+                values[self.excitations.index(name)] = Excitations.checked_value(name, value)
         elif activations is not None:
-            values[:] = Excitations._checked("every muscle", activations)
+            values[:] = Excitations.checked_value("every muscle", activations)
         return values
 
     def initial_state(self, q: np.ndarray) -> np.ndarray:
