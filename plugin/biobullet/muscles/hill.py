@@ -156,7 +156,7 @@ def _fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, le
     """ṽ from the fiber's force balance: the normalized fiber velocity at which the fiber, at normalized length
     `length` with multipliers `active_fl`, `passive`, develops `force` (units of F₀) — OpenSim's inverse
     force–velocity of each model (Thelen: calcdlceN with its linear extrapolation; Millard and DeGroote:
-    a f_L f_V(ṽ) + f_PE + β ṽ = force, solved by bisection to round-off when β > 0)."""
+    a f_L f_V(ṽ) + f_PE + β ṽ = force, solved on [−1, 1] by the Illinois method to a step of 1e-16 when β > 0)."""
     if model == THELEN:
         af, flen, threshold = curves[4], curves[5], curves[6]
         afl = activation * active_fl
