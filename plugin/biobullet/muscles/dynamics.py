@@ -43,9 +43,7 @@ from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOT
                                     _fiber_velocity_py, _force_velocity_py, _passive_force_length_py, _pennation_py,
                                     _shortest_fiber_py, _tendon_force_length_py, equilibrium_states)
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.muscles.description import MuscleSetDescription
-from biobullet.muscles.hill import muscle_table
-from biobullet.muscles.path import PathArrays, _path_gradients_py, compile_paths, path_gradients_kernel
+from biobullet.muscles.path import PathArrays, _path_gradients_py, path_gradients_kernel
 
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
 MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
@@ -223,28 +221,89 @@ def muscle_stage_kernel():
 _muscle_stage = jit.lazy(_muscle_stage_py, bind=_stage_bindings)
 
 
+# ------------------------------------------------------------------------------------------------ pipeline entries
+# The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (the empty
+# tuple) for a run without muscles. Compiled, numba picks the implementation by the type (`numba_entries`), so a
+# kernel compiled for a run without muscles contains none of the muscle stage (whose compile takes ≈ 40 s of CPU).
+NO_MUSCLES: tuple = ()
+
+
+def muscle_state_size(rows) -> int:
+    """The number of muscle states of `rows` (0 without muscles)."""
+    return rows.state.shape[0] if len(rows) else 0
+
+
+def load_muscle_state(rows, y, first) -> None:
+    """rows.state = y[first:first + size] (the muscle block of a run's state vector)."""
+    if len(rows):
+        for i in range(rows.state.shape[0]):
+            rows.state[i] = y[first + i]
+
+
+def store_muscle_rates(rows, out, first) -> None:
+    """out[first:first + size] = rows.rate."""
+    if len(rows):
+        for i in range(rows.rate.shape[0]):
+            out[first + i] = rows.rate[i]
+
+
+def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
+    if not len(rows):
+        return 0, 0.0
+    return _muscle_stage(rows, rot, pos, sub, ancestry, x, xd, tau)
+
+
+_ENTRIES_REGISTERED: list[bool] = []
+
+
+def numba_entries() -> None:
+    """Register the four entries' numba implementations (once; before a kernel that calls them compiles)."""
+    if _ENTRIES_REGISTERED or not jit.ENABLED:
+        return
+    from numba import types
+    from numba.extending import overload
+
+    def empty(rows) -> bool:
+        return isinstance(rows, types.BaseTuple) and len(rows) == 0
+
+    @overload(muscle_state_size)
+    def _state_size(rows):
+        if empty(rows):
+            return lambda rows: 0
+        return lambda rows: rows.state.shape[0]
+
+    @overload(load_muscle_state)
+    def _load(rows, y, first):
+        if empty(rows):
+            return lambda rows, y, first: None
+
+        def load(rows, y, first):
+            for i in range(rows.state.shape[0]):
+                rows.state[i] = y[first + i]
+        return load
+
+    @overload(store_muscle_rates)
+    def _store(rows, out, first):
+        if empty(rows):
+            return lambda rows, out, first: None
+
+        def store(rows, out, first):
+            for i in range(rows.rate.shape[0]):
+                out[first + i] = rows.rate[i]
+        return store
+
+    @overload(muscle_forces)
+    def _forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+        if empty(rows):
+            return lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0)
+        kernel = muscle_stage_kernel()
+        return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
+
+    _ENTRIES_REGISTERED.append(True)
+
+
 # ------------------------------------------------------------------------------------------------ packing
-def _empty_rows(n_tangent: int, paths: PathArrays, table: MuscleTable) -> MuscleRows:
-    return MuscleRows(paths, table, np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)), np.zeros((0, 3)),
-                      np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0),
-                      np.zeros(0), np.zeros((0, len(MUSCLE_OUTPUTS))), np.zeros((0, 3, 3)), np.zeros((0, 3)),
-                      np.zeros(0), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_), np.zeros((0, 3)), np.zeros((0, 0)),
-                      np.zeros((0, 0, 6)), np.zeros((0, 2, 3)), np.zeros(0, dtype=np.bool_), np.zeros(0),
-                      np.zeros(n_tangent))
-
-
-_NO_MUSCLES: list[MuscleRows] = []
-
-
-def no_muscles() -> MuscleRows:
-    """The MuscleRows of a run without muscles (the stage is skipped: no excitation rows)."""
-    if not _NO_MUSCLES:
-        empty = MuscleSetDescription(file="", muscles=(), frames=(), coordinates=(),
-                                     coordinate_ranges=np.zeros((0, 2)))
-        _NO_MUSCLES.append(_empty_rows(0, compile_paths(empty).arrays, muscle_table(())))
-    return _NO_MUSCLES[0]
-
-
 def pack_muscles(model) -> MuscleRows:
     """The MuscleRows of `model`'s muscles (every one evaluated: ModelError naming the others, whose wraps are not
     computed yet, or a rigid-tendon Thelen2003 muscle)."""
@@ -459,5 +518,6 @@ def tendon_energies(table: MuscleTable, tendon_lengths: np.ndarray) -> np.ndarra
     return out
 
 
-__all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "muscle_stage_kernel", "no_muscles",
+__all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "muscle_stage_kernel", "NO_MUSCLES",
+           "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces", "numba_entries",
            "pack_muscles", "evaluate_stage", "Excitations", "MuscleRun", "tendon_energies"]

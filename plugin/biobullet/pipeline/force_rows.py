@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from biobullet.muscles.dynamics import MuscleRows, no_muscles
+from biobullet.muscles.dynamics import NO_MUSCLES, MuscleRows
 
 #: the plug-in part of ForceRows for a run without third-party elements
 NO_PLUGINS = (np.zeros(0, dtype=np.int64), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64), False)
@@ -41,7 +41,7 @@ class ForceRows(NamedTuple):
     plugin_fparams: np.ndarray
     plugin_iparams: np.ndarray
     plugin_kinematics: bool         # some plug-in kernel reads body placements
-    muscles: MuscleRows             # the muscle stage's rows (`muscles.dynamics`; no rows: no muscle stage)
+    muscles: MuscleRows | tuple     # the muscle stage's rows (`muscles.dynamics`), NO_MUSCLES (()) for none
 
 
 def pack_springs(model, springs) -> tuple:
@@ -73,4 +73,4 @@ def pack_force_rows(model, springs=(), joint_springs=(), joint_stops=(), contact
     return ForceRows(np.zeros(model.n_tangent), *pack_springs(model, springs),
                      *pack_joint_forces(model, joint_springs, joint_stops), *pack_ground(model, contacts),
                      np.zeros((len(contacts), STATE_WIDTH)), *(plugins if plugins is not None else NO_PLUGINS),
-                     muscles if muscles is not None else no_muscles())
+                     muscles if muscles is not None else NO_MUSCLES)
