@@ -11,15 +11,18 @@ ARM26 = Path(__file__).resolve().parents[1] / "plugin" / "biobullet" / "data" / 
 EVALUATED = ("TRIlat", "TRImed", "BICshort", "BRA")
 
 
-def arm26_with(muscles, folder) -> str:
-    """Write arm26.osim keeping only `muscles` (ForceSet entries) into `folder`; returns the file's path."""
+def arm26_with(muscles, folder, rigid=()) -> str:
+    """Write arm26.osim keeping only `muscles` (ForceSet entries) into `folder`, those in `rigid` with a rigid
+    tendon (`ignore_tendon_compliance`); returns the file's path."""
     tree = ET.parse(ARM26)
     for force_set in tree.getroot().iter("ForceSet"):
         objects = force_set.find("objects")
         for element in list(objects):
             if element.get("name") not in muscles:
                 objects.remove(element)
-    path = Path(folder) / ("arm26_" + "_".join(muscles) + ".osim")
+            elif element.get("name") in rigid:
+                ET.SubElement(element, "ignore_tendon_compliance").text = "true"
+    path = Path(folder) / ("arm26_" + "_".join(muscles) + ("_rigid" if rigid else "") + ".osim")
     tree.write(path)
     return str(path)
 

@@ -22,13 +22,17 @@ def arm(tmp_path_factory):
     return load_quietly(arm26_with(EVALUATED, tmp_path_factory.mktemp("arm")))
 
 
-def test_energy_balance_closes_with_tendon_energy_and_fiber_work(arm):
+@pytest.mark.parametrize("path", ["compiled", "generic"])
+def test_energy_balance_closes_with_tendon_energy_and_fiber_work(arm, path):
     """kinetic + gravity + tendon energy − fiber work is constant (the fibers' power −T ẋ integrated as input work):
     a ramp of excitation lifts the forearm; the balance drifts by the integrator's error only (rtol 1e-10:
-    ≤ 1e-7 of the work done, ≈ 1e-10 observed)."""
+    ≤ 1e-7 of the work done, ≈ 1e-10 observed). On the pipeline's compiled right-hand side and on the generic one
+    (the same stage called from Python, joint-space "multipliers" formulation)."""
+    options = {} if path == "compiled" else {"formulation": "multipliers"}
     run = biobullet.simulate(arm, 0.3, initial=(np.zeros(2), np.zeros(2)), rtol=1e-10, atol=1e-12,
                              excitations={"BRA": lambda t: min(0.8, 4.0 * t), "BICshort": 0.3, "TRIlat": 0.3},
-                             progress=False, t_eval=np.linspace(0.0, 0.3, 31))
+                             progress=False, t_eval=np.linspace(0.0, 0.3, 31), **options)
+    assert run.meta["right_hand_side"]["path"] == ("compiled explicit map" if path == "compiled" else "generic")
     energy = run.energy
     balance = (energy["kinetic"] + energy["potential_gravity"] + energy["potential_elastic"]
                - energy["work_applied"] + energy["dissipated"])
@@ -71,13 +75,16 @@ def test_stage_force_is_moment_arms_transposed_times_tension(arm):
     assert np.allclose(tau, expected, rtol=1e-12, atol=1e-10)
 
 
-def test_bad_excitations_are_one_clear_error(arm):
+def test_bad_excitations_are_one_clear_error(arm, tmp_path):
     with pytest.raises(ModelError, match="BRAA"):
         biobullet.simulate(arm, 0.01, excitations={"BRAA": 0.5}, progress=False)
     with pytest.raises(ModelError, match=r"\[0, 1\]"):
         biobullet.simulate(arm, 0.01, excitations={"BRA": 1.5}, progress=False)
     with pytest.raises(ModelError, match="4 values"):
         biobullet.simulate(arm, 0.01, excitations=lambda t, q, v: [0.1, 0.2], progress=False)
+    rigid = load_quietly(arm26_with(("BRA",), tmp_path, rigid=("BRA",)))
+    with pytest.raises(ModelError, match="rigid tendon"):
+        biobullet.simulate(rigid, 0.01, excitations=0.1, progress=False)
     assert muscle_set(arm).paths.names == EVALUATED
 
 
@@ -97,3 +104,12 @@ def test_bridge_converges_to_the_engine_at_first_order(arm):
     orders = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
     assert np.all((orders > 0.85) & (orders < 1.2)), (errors, orders)
     assert errors[-1] < 1e-3
+    from biobullet.bridge.bridge import Bridge
+    with Bridge(arm, dt=1e-3) as bridge:
+        with pytest.raises(ModelError, match="BRAA"):
+            bridge.set_excitations(BRAA=0.5)
+        with pytest.raises(ModelError, match=r"\[0, 1\]"):
+            bridge.set_excitations(BRA=2.0)
+        muscles = bridge.set_excitations(BRA=0.7)
+        bridge.step()
+        assert muscles.state[EVALUATED.index("BRA")] > 0.05   # activation rises toward the excitation
