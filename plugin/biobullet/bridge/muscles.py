@@ -23,8 +23,8 @@ class BridgeMuscles:
     def __init__(self, bridge, activations=None) -> None:
         self.bridge = bridge
         self.run = MuscleRun(bridge.model, 0.0, activations)
-        q = bridge.generalized_state()[1]
-        self.state = self.run.initial_state(q)
+        t, q, v = bridge.generalized_state()
+        self.state = self.run.initial_state(q, v, t)
         self.names = self.run.names
 
     def set(self, values: dict) -> None:

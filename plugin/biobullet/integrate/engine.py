@@ -259,7 +259,7 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
-        muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0)
+        muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0, v0, t0)
         if self.joint_space:
             x, xd, _, _ = model.joint_state(q0, v0, t0)
             y = np.concatenate([x, xd, muscles, [0.0, 0.0]])

@@ -430,7 +430,7 @@ class MuscleRun:
         from biobullet.muscles.api import muscle_set
         self.names = muscle_set(model).paths.names
         self.excitations = Excitations(self.names, excitations)
-        self.excitations.into(self.rows.excitation, 0.0)
+        self.rows.excitation[:] = self.excitations.constant   # (functions and a controller: at each `refresh`)
         self.initial_activations = self._activations(activations)
         self.size = self.rows.state.shape[0]
 
@@ -444,11 +444,14 @@ class MuscleRun:
             values[:] = Excitations.checked_value("every muscle", activations)
         return values
 
-    def initial_state(self, q: np.ndarray) -> np.ndarray:
+    def initial_state(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray:
         """The muscle state at configuration q: the initial activations and, for compliant tendons, the fiber
-        lengths of static equilibrium (zero fiber velocity: OpenSim's `equilibrateMuscles` at rest)."""
+        lengths of static equilibrium (zero fiber velocity: OpenSim's `equilibrateMuscles` at rest). The
+        excitations are evaluated once at (t, q, v) here, so a bad function or controller is a ModelError before
+        the run starts."""
         from biobullet.muscles.api import lengths, muscle_set
         rows = self.rows
+        self.excitations.into(rows.excitation, t, q, np.zeros(len(q)) if v is None else v)
         states = equilibrium_states(muscle_set(self.model).table, lengths(self.model, q), self.initial_activations)
         state = np.zeros(self.size)
         state[:len(self.names)] = self.initial_activations
