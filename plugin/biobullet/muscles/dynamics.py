@@ -258,48 +258,26 @@ _ENTRIES_REGISTERED: list[bool] = []
 
 
 def numba_entries() -> None:
-    """Register the four entries' numba implementations (once; before a kernel that calls them compiles)."""
-    if _ENTRIES_REGISTERED or not jit.ENABLED:
+    """Register the four entries' compiled implementations (once; before a kernel that calls them compiles)."""
+    if _ENTRIES_REGISTERED:
         return
-    from numba import types
-    from numba.extending import overload
 
-    def empty(rows) -> bool:
-        return isinstance(rows, types.BaseTuple) and len(rows) == 0
+    def load(rows, y, first):
+        for i in range(rows.state.shape[0]):
+            rows.state[i] = y[first + i]
 
-    @overload(muscle_state_size)
-    def _state_size(rows):
-        if empty(rows):
-            return lambda rows: 0
-        return lambda rows: rows.state.shape[0]
+    def store(rows, out, first):
+        for i in range(rows.rate.shape[0]):
+            out[first + i] = rows.rate[i]
 
-    @overload(load_muscle_state)
-    def _load(rows, y, first):
-        if empty(rows):
-            return lambda rows, y, first: None
-
-        def load(rows, y, first):
-            for i in range(rows.state.shape[0]):
-                rows.state[i] = y[first + i]
-        return load
-
-    @overload(store_muscle_rates)
-    def _store(rows, out, first):
-        if empty(rows):
-            return lambda rows, out, first: None
-
-        def store(rows, out, first):
-            for i in range(rows.rate.shape[0]):
-                out[first + i] = rows.rate[i]
-        return store
-
-    @overload(muscle_forces)
-    def _forces(rows, rot, pos, sub, ancestry, x, xd, tau):
-        if empty(rows):
-            return lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0)
+    def stage():
         kernel = muscle_stage_kernel()
         return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
+    jit.overload_on_empty_tuple(muscle_state_size, lambda rows: 0, lambda: lambda rows: rows.state.shape[0])
+    jit.overload_on_empty_tuple(load_muscle_state, lambda rows, y, first: None, lambda: load)
+    jit.overload_on_empty_tuple(store_muscle_rates, lambda rows, out, first: None, lambda: store)
+    jit.overload_on_empty_tuple(muscle_forces, lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0), stage)
     _ENTRIES_REGISTERED.append(True)
 
 
