@@ -291,6 +291,7 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
 
     def choose(first, *rest):
         return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not()
+    choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
     overload(function)(choose)
 
 

@@ -43,7 +43,8 @@ from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOT
                                     _fiber_velocity_py, _force_velocity_py, _passive_force_length_py, _pennation_py,
                                     _shortest_fiber_py, _tendon_force_length_py, equilibrium_states)
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.muscles.path import PathArrays, _path_gradients_py, path_gradients_kernel
+from biobullet.muscles.path import (PathArrays, PathGradient, _path_gradients_py, gradient_buffers,
+                                    path_gradients_kernel)
 
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
 MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
@@ -74,14 +75,7 @@ class MuscleRows(NamedTuple):
     rotations: np.ndarray          # work: frames' world rotations
     origins: np.ndarray            # work: frames' world origins
     coordinates: np.ndarray        # work: path coordinate values
-    points: np.ndarray
-    active: np.ndarray
-    dl_dpoints: np.ndarray
-    dl_dcoordinates: np.ndarray
-    dl_dframes: np.ndarray
-    wrap_points: np.ndarray
-    wrap_active: np.ndarray
-    lengths: np.ndarray
+    path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
 
 
@@ -154,9 +148,10 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
                                            + rot[b, i, 2] * rows.frame_rotation[f, 2, j])
     for c in range(rows.coordinate_slots.shape[0]):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
-    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, rows.points, rows.active,
-                       rows.dl_dpoints, rows.dl_dcoordinates, rows.dl_dframes, rows.wrap_points, rows.wrap_active,
-                       rows.lengths)
+    path = rows.path
+    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path.points, path.active,
+                       path.dl_dpoints, path.dl_dcoordinates, path.dl_dframes, path.wrap_points, path.wrap_active,
+                       path.lengths)
     table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
@@ -168,21 +163,21 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
             b = rows.frame_body[f]
             if b < 0:
                 continue
-            f0, f1, f2 = rows.dl_dframes[m, f, 0], rows.dl_dframes[m, f, 1], rows.dl_dframes[m, f, 2]
-            if f0 == 0.0 and f1 == 0.0 and f2 == 0.0 and rows.dl_dframes[m, f, 3] == 0.0 \
-                    and rows.dl_dframes[m, f, 4] == 0.0 and rows.dl_dframes[m, f, 5] == 0.0:
+            f0, f1, f2 = path.dl_dframes[m, f, 0], path.dl_dframes[m, f, 1], path.dl_dframes[m, f, 2]
+            if f0 == 0.0 and f1 == 0.0 and f2 == 0.0 and path.dl_dframes[m, f, 3] == 0.0 \
+                    and path.dl_dframes[m, f, 4] == 0.0 and path.dl_dframes[m, f, 5] == 0.0:
                 continue
             o0, o1, o2 = rows.origins[f, 0], rows.origins[f, 1], rows.origins[f, 2]
-            m0 = rows.dl_dframes[m, f, 3] + o1 * f2 - o2 * f1
-            m1 = rows.dl_dframes[m, f, 4] + o2 * f0 - o0 * f2
-            m2 = rows.dl_dframes[m, f, 5] + o0 * f1 - o1 * f0
+            m0 = path.dl_dframes[m, f, 3] + o1 * f2 - o2 * f1
+            m1 = path.dl_dframes[m, f, 4] + o2 * f0 - o0 * f2
+            m2 = path.dl_dframes[m, f, 5] + o0 * f1 - o1 * f0
             for k in range(n_tangent):
                 a = ancestry[b, k]
                 if a != 0.0:
                     gradient[k] += a * (f0 * sub[0, k] + f1 * sub[1, k] + f2 * sub[2, k]
                                         + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
         for c in range(rows.coordinate_slots.shape[0]):
-            gradient[rows.coordinate_slots[c, 1]] += rows.dl_dcoordinates[m, c]
+            gradient[rows.coordinate_slots[c, 1]] += path.dl_dcoordinates[m, c]
         speed = 0.0
         for k in range(n_tangent):
             speed += gradient[k] * xd[k]
@@ -190,7 +185,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
         state = rows.fiber_state[m]
         fiber_length = rows.state[state] if state >= 0 else 0.0
         output = rows.outputs[m]
-        tension = _muscle_force_py(table.model[m], curves, table.muscle[m], rows.lengths[m], speed, rows.state[m],
+        tension = _muscle_force_py(table.model[m], curves, table.muscle[m], path.lengths[m], speed, rows.state[m],
                                    fiber_length, output)
         if not (np.isfinite(tension) and np.isfinite(output[FIBER_VELOCITY])):
             return 1, 0.0
@@ -304,8 +299,6 @@ def pack_muscles(model) -> MuscleRows:
     fiber_state = np.full(n_muscles, -1, dtype=np.int64)
     fiber_state[compliant] = n_muscles + np.arange(compliant.size)
     n_states = n_muscles + compliant.size
-    n_points = paths.arrays.point_kind.shape[0]
-    n_wraps = paths.arrays.wrap_surface.shape[0]
     return MuscleRows(
         paths.arrays, table, np.array([f.body for f in frames], dtype=np.int64).reshape(-1),
         np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
@@ -313,9 +306,7 @@ def pack_muscles(model) -> MuscleRows:
         np.ascontiguousarray(compiled.joint_slots, dtype=np.int64), fiber_state, np.zeros(n_muscles),
         np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
         np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
-        np.zeros((n_points, 3)), np.zeros(n_points, dtype=np.bool_), np.zeros((n_points, 3)),
-        np.zeros((n_muscles, len(paths.coordinates))), np.zeros((n_muscles, len(frames), 6)),
-        np.zeros((n_wraps, 2, 3)), np.zeros(n_wraps, dtype=np.bool_), np.zeros(n_muscles), np.zeros(model.n_tangent))
+        gradient_buffers(paths), np.zeros(model.n_tangent))
 
 
 def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state: np.ndarray,
