@@ -257,21 +257,14 @@ def numba_entries() -> None:
     if _ENTRIES_REGISTERED:
         return
 
-    def load(rows, y, first):
-        for i in range(rows.state.shape[0]):
-            rows.state[i] = y[first + i]
-
-    def store(rows, out, first):
-        for i in range(rows.rate.shape[0]):
-            out[first + i] = rows.rate[i]
-
-    def stage():
+    def stage():   # (the Python entry dispatches through `jit.lazy`; compiled, the stage kernel is called directly)
         kernel = muscle_stage_kernel()
         return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
-    jit.overload_on_empty_tuple(muscle_state_size, lambda rows: 0, lambda: lambda rows: rows.state.shape[0])
-    jit.overload_on_empty_tuple(load_muscle_state, lambda rows, y, first: None, lambda: load)
-    jit.overload_on_empty_tuple(store_muscle_rates, lambda rows, out, first: None, lambda: store)
+    # with rows, the entries' own bodies compile as they are
+    jit.overload_on_empty_tuple(muscle_state_size, lambda rows: 0, lambda: muscle_state_size)
+    jit.overload_on_empty_tuple(load_muscle_state, lambda rows, y, first: None, lambda: load_muscle_state)
+    jit.overload_on_empty_tuple(store_muscle_rates, lambda rows, out, first: None, lambda: store_muscle_rates)
     jit.overload_on_empty_tuple(muscle_forces, lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0), stage)
     _ENTRIES_REGISTERED.append(True)
 
