@@ -151,6 +151,7 @@ class Bridge:
         model, self.layouts = expand_flexible_links(model, segments, shear, air_damping)
         check_elements(model)
         self.model = model
+        self.muscles = None   # `bridge.muscles.BridgeMuscles` once `set_excitations` is called
         self.contacts = None
         self._p = p
         if gravity not in ("model", "client"):
@@ -811,6 +812,8 @@ class Bridge:
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
         ensure_usable(self, "apply")
+        if self.muscles is not None:   # the muscles' τ (their state advanced by dt) joins the caller's
+            tau = self.muscles.torques(tau)
         contacts = self.contacts
         if contacts is not None:
             extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
@@ -1120,6 +1123,13 @@ class Bridge:
         if self._auto_record:
             self.record()
         return self.time
+
+    def set_excitations(self, activations=None, **excitations: float):
+        """Put the model's muscles into the bridge's dynamics (first call: activations — a number or a mapping by
+        name, default 0.05 — and compliant fibers in static equilibrium at the current pose) and set constant
+        excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the BridgeMuscles."""
+        from biobullet.bridge.muscles import set_excitations
+        return set_excitations(self, activations, **excitations)
 
     def set_motor(self, name: str, position: float | None = None, velocity: float = 0.0, *,
                   position_gain: float | None = None, velocity_gain: float | None = None,

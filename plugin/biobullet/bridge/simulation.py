@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import math
 import os
 import sys
@@ -25,7 +27,7 @@ def _steps(t_end: float, dt: float) -> int:
 
 
 def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=None, out=None, progress=None,
-                    client=None, **bridge_options):
+                    client=None, excitations=None, activations=None, **bridge_options):
     """Step the whole `model` (joint functions, loops, force elements, contacts, flexible links: see `Bridge`) on
     PyBullet from t = 0 to t_end (s) with step dt (s); record every step.
 
@@ -35,7 +37,9 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     `<name>_dot`). progress: True/False, or None = a tqdm bar on a terminal for runs longer than 2000 steps.
     Further keyword arguments go to `Bridge` (segments, shear, baumgarte, ground_body, ...). If t_end is not a
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
-    for a model with flexible links.
+    for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with
+    these constant excitations — a number for every muscle or a mapping by name; activations: their initial
+    activations (default 0.05).
     """
     from biobullet.bridge.bridge import Bridge
     if model.nv == 0:
@@ -47,6 +51,11 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     from biobullet.bridge.lifecycle import DivergenceError, check_divergence
     with Bridge(model, client, dt=dt, record=True, initial=initial, **bridge_options) as bridge:
         n_steps = _steps(t_end, bridge.dt)
+        if excitations is not None:
+            from biobullet.muscles.api import names
+            by_name = dict(excitations) if isinstance(excitations, Mapping) else dict.fromkeys(names(model),
+                                                                                              excitations)
+            bridge.set_excitations(activations, **by_name)
         show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
         bar = None
         if show:

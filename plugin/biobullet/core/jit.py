@@ -279,5 +279,21 @@ def compile_clock():
         clock.seconds = listener.duration if listener.done else 0.0
 
 
+def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: Callable[[], Callable]) -> None:
+    """Inside compiled kernels, a call of the Python function `function` runs `when_empty` when its first argument
+    is the empty tuple and `when_not()` (a factory, called when numba types such a call) otherwise
+    (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
+    the calling kernels compile; without numba nothing happens (`function` itself serves)."""
+    if not ENABLED:
+        return
+    from numba import types
+    from numba.extending import overload
+
+    def choose(first, *rest):
+        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not()
+    choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
+    overload(function)(choose)
+
+
 __all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "lazy"]
+           "function_address", "lazy", "overload_on_empty_tuple"]

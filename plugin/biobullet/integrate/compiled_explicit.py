@@ -51,7 +51,10 @@ class CompiledExplicitRHS:
         self._kernel = rhs_kernel()
         self._compiled = model.compiled
         self._data = model.data()
-        self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins)
+        self._muscles = system.muscles
+        self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins,
+                                       None if system.muscles is None else system.muscles.rows)
+        self._nq, self._nv = model.nq, model.nv
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant_tau = np.zeros(model.n_tangent)
         for torque, k in self._torques:
@@ -102,6 +105,8 @@ class CompiledExplicitRHS:
             tau[:] = self._constant_tau
             for torque, k in self._varying:
                 tau[k] += torque.torque(t)
+        if self._muscles is not None:
+            self._muscles.refresh(t, y[:self._nq], y[self._nq:self._nq + self._nv])
         if self._contact_states:
             from biobullet.contact.kernels import discrete_rows
             discrete_rows(self._contact_states, forces.contact_state)

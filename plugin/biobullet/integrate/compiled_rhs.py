@@ -542,7 +542,7 @@ class CompiledReducedRHS:
         from biobullet.model.joint_jets import function_table
 
         if (system.joint_space or system.formulation != "reduced" or not jit.ENABLED or cmap.kind != "general"
-                or len(model.bodies) == 0):
+                or len(model.bodies) == 0 or system.muscles is not None):   # (muscles: the generic path)
             return None
         floating = bool(system.floating)
         if floating:   # the root free base only (a URDF floating joint inside the tree is a multi-DOF joint)

@@ -73,11 +73,17 @@ class System:
             else None
         n_shadow = 0 if self.shadow is None else 2 * len(self.shadow[0])
         self.n_shadow = n_shadow
+        # muscles enter the dynamics when the run gives excitations: their states sit before the two power entries
+        self.muscles = None
+        if self.options.get("excitations") is not None:
+            from biobullet.muscles.dynamics import MuscleRun
+            self.muscles = MuscleRun(model, self.options["excitations"], self.options.get("activations"))
+        self.n_muscle = 0 if self.muscles is None else self.muscles.size
         # the shadow rows of ẋ as a slice when they are contiguous (views instead of fancy-index copies)
         self._shadow_rows = None if self.shadow is None else _as_slice(self.shadow[1])
         # energy-rate components: only the elements that can contribute (no actuators and no damping → 0 W)
         self._inputs, self._dissipators = _power_elements(self.elements)
-        self.size = self.n_pos + self.n_vel + n_shadow + 2
+        self.size = self.n_pos + self.n_vel + n_shadow + self.n_muscle + 2
         self._fused = None
         if not self.joint_space:
             self._fused = getattr(self.method, "accelerations_from_state", None)
@@ -182,18 +188,21 @@ class System:
             if self.loops:   # tree kinematics with rates once: shared by force elements and loop rows
                 tree_kinematics(model, x, xd)
             tau = applied_forces(model, x, xd, t, self.elements)
+            muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             accel, _ = self.method.joint_accelerations(model, x, xd, tau, t, **self._baumgarte())
         else:
             # hot-path variant (no defensive copies; G None = identity); x, ẋ are only read here
             fast = getattr(model, "joint_state_view", None)
             x, xd, gradient, gamma = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
+            muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
             if self._fused is not None:   # one coordinate-map evaluation per right-hand side
                 accel = self._fused(model, x, xd, gradient, gamma, generalized)
             else:
                 accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
         power_in = float(sum(e.input_power(model, x, xd, t) for e in self._inputs)) if self._inputs else 0.0
+        power_in += muscle_power
         dissipated = float(sum(e.dissipated_power(model, x, xd) for e in self._dissipators)) \
             if self._dissipators else 0.0
         out = np.empty(self.size)
@@ -211,9 +220,24 @@ class System:
             rates = out[n_pv + k:n_pv + 2 * k]
             np.dot(gradient[rows_v], accel, out=rates)
             rates += gamma[rows_v]
+        if self.muscles is not None:
+            out[-2 - self.n_muscle:-2] = self.muscles.rows.rate
         out[-2] = power_in
         out[-1] = dissipated
         return out
+
+    def _muscle_forces(self, t: float, y: np.ndarray, pos, vel, x, xd, tau: np.ndarray) -> float:
+        """The muscle stage on the generic path: τ −= the muscles' forces (in place), their state rates into the
+        rows; returns the fibers' power (W), 0 without muscles."""
+        if self.muscles is None:
+            return 0.0
+        from biobullet.muscles.dynamics import evaluate_stage
+        self.muscles.refresh(t, pos, vel)
+        return evaluate_stage(self.model, self.muscles.rows, x, xd, y[-2 - self.n_muscle:-2], tau)
+
+    def muscle_block(self, y: np.ndarray) -> np.ndarray:
+        """The muscle states of state vector(s) y (activations, then the compliant muscles' fiber lengths)."""
+        return y[..., self.size - 2 - self.n_muscle:self.size - 2]
 
     def _baumgarte(self) -> dict:
         return {"baumgarte": self.options["baumgarte"]} if self.options.get("baumgarte") is not None else {}
@@ -223,7 +247,7 @@ class System:
         x, xd = self.split(y)
         x = np.asarray(self.method.project_positions(self.model, x, t), dtype=float)
         xd = np.asarray(self.method.project_velocities(self.model, x, np.array(xd), t), dtype=float)
-        return np.concatenate([x, xd, y[-2:]])
+        return np.concatenate([x, xd, y[self.n_pos + self.n_vel:]])
 
     def initial_vector(self, initial, t0: float) -> np.ndarray:
         model = self.model
@@ -235,15 +259,16 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
+        muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0, v0, t0)
         if self.joint_space:
             x, xd, _, _ = model.joint_state(q0, v0, t0)
-            y = np.concatenate([x, xd, [0.0, 0.0]])
+            y = np.concatenate([x, xd, muscles, [0.0, 0.0]])
             return self.project(t0, y) if self.method.can_project else y
         x, xd, _, _ = model.joint_state(q0, v0, t0)  # validates shapes and finiteness
         if self.shadow is not None:
             rows_x, rows_v = self.shadow
-            return np.concatenate([q0, v0, x[rows_x], xd[rows_v], [0.0, 0.0]])
-        return np.concatenate([q0, v0, [0.0, 0.0]])
+            return np.concatenate([q0, v0, x[rows_x], xd[rows_v], muscles, [0.0, 0.0]])
+        return np.concatenate([q0, v0, muscles, [0.0, 0.0]])
 
 
 def _shadow_joints(model):
@@ -380,6 +405,18 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     if system.method.has_multipliers:
         lam = [_multipliers_at(system, t[k], positions[k], velocities[k]) for k in range(n)]
     energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
+    muscles = {}
+    if system.muscles is not None:   # the stage's outputs per sample; the tendons' energy is elastic energy
+        from biobullet.muscles.dynamics import MUSCLE_OUTPUTS, TENDON_LENGTH, tendon_energies
+        run = system.muscles
+        block = system.muscle_block(y)
+        outputs = np.array([run.outputs(positions[k], velocities[k], block[k]) for k in range(n)]).reshape(
+            n, len(run.names), len(MUSCLE_OUTPUTS))
+        muscles = {key: outputs[:, :, j] for j, key in enumerate(MUSCLE_OUTPUTS)}
+        muscles["activation"] = block[:, :len(run.names)].copy()
+        muscles["tendon_energy"] = np.array([tendon_energies(run.rows.table, outputs[k, :, TENDON_LENGTH]) for k in range(n)]
+                                            ).reshape(n, len(run.names))
+        energy["potential_elastic"] = energy["potential_elastic"] + muscles["tendon_energy"].sum(axis=1)
     base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and multi-DOF joints
     base_v = tuple(model.velocity_names[:model.base_nv])
     trajectory = Trajectory(
@@ -388,7 +425,7 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         velocities=velocities, energy=energy,
         multipliers=np.array(lam) if lam is not None and lam and np.ndim(lam[0]) == 1 else None,
         events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
-        meta=meta, model=model)
+        meta=meta, model=model, muscles=muscles)
     from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
@@ -518,7 +555,8 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
-             baumgarte=None, projection: bool = False, error_control: str = "joints", compiled: bool = True):
+             baumgarte=None, projection: bool = False, error_control: str = "joints", compiled: bool = True,
+             excitations=None, activations=None):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -534,6 +572,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     independent coordinates (fewer steps at a given rtol, larger errors in the dependent joints).
     compiled: False = always the generic (Python/numpy) right-hand side, also where a compiled one exists (the
     benchmarks' "before" path; results agree to round-off / integration tolerance).
+    excitations: the model's muscles enter the dynamics (docs/muscles.md): a number for every muscle, a mapping
+    muscle name → number or function of t, or a callable f(t, q, v) → such a mapping (or one value per muscle);
+    values in [0, 1]. None (default): no muscle forces (the skeleton alone). activations: the initial activations
+    (a number or a mapping by name; default 0.05 each); compliant tendons start in static equilibrium.
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -561,7 +603,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
-                                         "compiled": bool(compiled)})
+                                         "compiled": bool(compiled), "excitations": excitations,
+                                         "activations": activations})
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]

@@ -40,6 +40,9 @@ class Trajectory:
     events: list[tuple[str, float, np.ndarray]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     model: Any = field(default=None, repr=False, compare=False)
+    #: with muscles in the run: per-muscle samples (n_t × n_muscles) by `muscles.dynamics.MUSCLE_OUTPUTS` key,
+    #: "activation" and "tendon_energy" (J)
+    muscles: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.t)

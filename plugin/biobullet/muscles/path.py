@@ -26,6 +26,7 @@ import cmath
 import math
 from collections import namedtuple
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,13 +82,13 @@ class MusclePaths:
     point_names: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class PathGradient:
+class PathGradient(NamedTuple):
     """Lengths (m, n_muscles); point world positions (n_points, 3), active flags; ∂l/∂p (n_points, 3; zero for
     inactive points); ∂l/∂c (n_muscles, n_coordinates; through moving points only); ∂l/∂(frame motion)
     (n_muscles, n_frames, 6): [F; M] with dl = Σ_f F·v_f + M·ω_f for frame origin velocities v_f and angular
     velocities ω_f (world axes) — the wrench a unit tension exerts on each frame, with the opposite sign; the
-    wraps' world tangent points (n_wraps, 2, 3) and whether each wraps."""
+    wraps' world tangent points (n_wraps, 2, 3) and whether each wraps. A NamedTuple: the muscle stage keeps one
+    as its kernel's work buffers."""
 
     lengths: np.ndarray
     points: np.ndarray
@@ -766,20 +767,25 @@ _path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
     "_world_derivative_py": _world_derivative_py})
 
 
+def gradient_buffers(paths: MusclePaths) -> PathGradient:
+    """A zeroed PathGradient for `paths` (the kernel's output arrays)."""
+    n_points = paths.arrays.point_kind.shape[0]
+    n_muscles = len(paths.names)
+    n_wraps = paths.arrays.wrap_surface.shape[0]
+    return PathGradient(lengths=np.zeros(n_muscles), points=np.zeros((n_points, 3)),
+                        active=np.zeros(n_points, dtype=np.bool_), dl_dpoints=np.zeros((n_points, 3)),
+                        dl_dcoordinates=np.zeros((n_muscles, len(paths.coordinates))),
+                        dl_dframes=np.zeros((n_muscles, len(paths.frames), 6)),
+                        wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
+
+
 def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
                    coordinates: np.ndarray, with_gradient: bool = True) -> PathGradient:
     """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
     in `paths.frames` order, coordinates in `paths.coordinates` order. `with_gradient=False`: lengths, points
     and wrap points only (the gradient fields of wrapped paths are zero)."""
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
-    n_points = paths.arrays.point_kind.shape[0]
-    n_muscles = len(paths.names)
-    n_wraps = paths.arrays.wrap_surface.shape[0]
-    result = PathGradient(lengths=np.zeros(n_muscles), points=np.zeros((n_points, 3)),
-                          active=np.zeros(n_points, dtype=np.bool_), dl_dpoints=np.zeros((n_points, 3)),
-                          dl_dcoordinates=np.zeros((n_muscles, len(paths.coordinates))),
-                          dl_dframes=np.zeros((n_muscles, len(paths.frames), 6)),
-                          wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
+    result = gradient_buffers(paths)
     _path_gradients(paths.arrays, rotations, positions, values, result.points, result.active, result.dl_dpoints,
                     result.dl_dcoordinates, result.dl_dframes, result.wrap_points, result.wrap_active,
                     result.lengths, with_gradient)
@@ -853,6 +859,13 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
     return rotations, positions, values
 
 
-__all__ = ["PathArrays", "MusclePaths", "PathGradient", "compile_paths", "unevaluated_wraps", "path_gradients",
-           "wrapped_directional_derivatives",
+__all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "unevaluated_wraps",
+           "path_gradients", "wrapped_directional_derivatives",
            "path_lengths", "moment_arms"]
+
+
+def path_gradients_kernel():
+    """The compiled `_path_gradients_py` with its wrap kernels bound (the muscle stage calls it), or the function
+    itself without numba."""
+    return _path_gradients.resolve()
+__all__ += ["path_gradients_kernel"]

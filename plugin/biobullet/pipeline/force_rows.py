@@ -4,7 +4,8 @@
 caller refreshes time-varying ones), point-to-point springs (`forces.compiled`'s rows), joint spring-dampers and
 stops (`forces.compiled.pack_joint_forces`), ground contacts with compiled laws (`contact.kernels.pack_ground`, the
 discrete state rows refreshed by the caller from the run's ContactStates) and third-party elements' kernels
-(`forces.compiled.pack_plugins`: addresses and parameters). Force elements belong to a run (a `System` may add
+(`forces.compiled.pack_plugins`: addresses and parameters) and the run's muscles (`muscles.dynamics.MuscleRows`: paths,
+Hill table, excitations and the muscle state, refreshed by the caller). Force elements belong to a run (a `System` may add
 elements the file does not have, and contacts carry state), so they are packed per run, not in the compiled model.
 """
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+
+from biobullet.muscles.dynamics import NO_MUSCLES, MuscleRows
 
 #: the plug-in part of ForceRows for a run without third-party elements
 NO_PLUGINS = (np.zeros(0, dtype=np.int64), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64), False)
@@ -38,6 +41,7 @@ class ForceRows(NamedTuple):
     plugin_fparams: np.ndarray
     plugin_iparams: np.ndarray
     plugin_kinematics: bool         # some plug-in kernel reads body placements
+    muscles: MuscleRows | tuple     # the muscle stage's rows (`muscles.dynamics`), NO_MUSCLES (()) for none
 
 
 def pack_springs(model, springs) -> tuple:
@@ -58,13 +62,15 @@ def pack_springs(model, springs) -> tuple:
             np.array(params, dtype=float).reshape(-1, 3), float(ZERO_LENGTH))
 
 
-def pack_force_rows(model, springs=(), joint_springs=(), joint_stops=(), contacts=(), plugins=None) -> ForceRows:
+def pack_force_rows(model, springs=(), joint_springs=(), joint_stops=(), contacts=(), plugins=None,
+                    muscles: MuscleRows | None = None) -> ForceRows:
     """The ForceRows of a run's elements by kind (contacts: built-in laws or plug-in laws with compiled twins;
-    `plugins`: `forces.compiled.pack_plugins`'s tuple, None for none). Joint torques start at zero: the caller
-    writes τ(t) into `tau_time`."""
+    `plugins`: `forces.compiled.pack_plugins`'s tuple, None for none; `muscles`: `muscles.dynamics.pack_muscles`'s
+    rows, None for none). Joint torques start at zero: the caller writes τ(t) into `tau_time`."""
     from biobullet.contact.kernels import STATE_WIDTH, pack_ground
     from biobullet.forces.compiled import pack_joint_forces
 
     return ForceRows(np.zeros(model.n_tangent), *pack_springs(model, springs),
                      *pack_joint_forces(model, joint_springs, joint_stops), *pack_ground(model, contacts),
-                     np.zeros((len(contacts), STATE_WIDTH)), *(plugins if plugins is not None else NO_PLUGINS))
+                     np.zeros((len(contacts), STATE_WIDTH)), *(plugins if plugins is not None else NO_PLUGINS),
+                     muscles if muscles is not None else NO_MUSCLES)

@@ -61,9 +61,12 @@ def applied_forces_kernel(inline: bool = False):
     """The compiled `_applied_forces_py`."""
     from biobullet.contact.kernels import ground_forces_kernel
     from biobullet.forces.compiled import joint_forces_kernel, plugin_forces_kernel, spring_forces_kernel
+    from biobullet.muscles.dynamics import muscle_stage_kernel, numba_entries
+    numba_entries()   # the muscle entries by type: a run without muscles compiles none of the stage
     return _compiled_with(stages._applied_forces_py, _all({
         "_JOINT_FORCES": joint_forces_kernel(), "_SPRING_FORCES": spring_forces_kernel(),
-        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel()}), inline)
+        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel(),
+        "_MUSCLE_KERNEL": muscle_stage_kernel()}), inline)
 
 
 def forces_kernel(inline: bool = False):

@@ -6,7 +6,8 @@ taking the compiled model and the data workspace as structured arguments:
                     (a model whose map needs Python — loops, joint functions without compiled jets — fills
                     data.x … data.gamma from `Model.joint_state_view` before the call: the callback stage)
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
-                    kernels (`forces.compiled`, `contact.kernels`)                     `_forces_stage_py`
+                    kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
+                    path, the muscle states' rates)                                   `_forces_stage_py`
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `_solve_stage_py`
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from biobullet.muscles.dynamics import load_muscle_state, muscle_forces, muscle_state_size, store_muscle_rates
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
 
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
@@ -27,7 +29,7 @@ MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 # the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
 _STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
 _KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
-_APPLIED = _GENERALIZED = None
+_APPLIED = _GENERALIZED = _MUSCLE_KERNEL = None   # (_MUSCLE_KERNEL: bound for the cache digest only)
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -240,6 +242,10 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
             return 1
         power_in += power[0]
         dissipated += power[1]
+    status, fiber_power = muscle_forces(forces.muscles, rot, pos, sub, model.ancestry, x, xd, tau)
+    if status != 0:   # (every muscle in one call: paths, Hill forces, state rates)
+        return 1
+    power_in += fiber_power
     data.power[0] = power_in
     data.power[1] = dissipated
     return 0
@@ -248,7 +254,8 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
 def _forces_stage_py(model, data, forces, t):
     """The force stage: the bodies' kinematics at data.x where an element reads them, then
     `_applied_forces_py`."""
-    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
+    if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
+            or muscle_state_size(forces.muscles):
         rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
     else:
         rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
@@ -270,14 +277,17 @@ def _generalized_forces_py(model, data):
 
 
 def _rhs_py(model, data, forces, y, t, out):
-    """ẏ = (q̇, v̇, input power, dissipated power) into `out` for the state y = (q, v, …) of a model whose joint
-    state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ) → q̇. 0, or 1 where the generic
-    path must evaluate this state."""
+    """ẏ = (q̇, v̇, muscle state rates, input power, dissipated power) into `out` for the state y = (q, v, muscle
+    states, …) of a model whose joint state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ)
+    → q̇. 0, or 1 where the generic path must evaluate this state."""
     nq, nv = model.nq, model.nv
     if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
         return 1
+    first = y.shape[0] - 2 - muscle_state_size(forces.muscles)   # the muscle block, before the two power entries
+    load_muscle_state(forces.muscles, y, first)
     if _FORCES(model, data, forces, t) != 0:
         return 1
+    store_muscle_rates(forces.muscles, out, first)
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, True, True, True)
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):

@@ -1,0 +1,488 @@
+"""Muscle forces in the dynamics: the muscle stage of the compiled pipeline, the muscle states and excitations of a
+run, and the tendons' stored energy.
+
+**States.** Per muscle its activation a; per muscle with a compliant tendon also its fiber length l_M (m) — OpenSim's
+state choice for Thelen2003 and Millard2012Equilibrium (DeGroote's OpenSim state is the normalized tendon force;
+the fiber length is the same ODE in other coordinates). A rigid tendon has no fiber state. The run's state vector is
+(q, v, …, activations, fiber lengths, input work, dissipated energy).
+
+**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages._applied_forces_py`
+with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
+the paths' lengths l and exact gradients (`path._path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
+[F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
+then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
+coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill._activation_rate_py`) and l̇_M.
+
+- compliant tendon: with the constant-height pennation cos α(l_M), the tendon l_T = l − l_M cos α carries
+  T = F₀ f_T(l_T / l_s); the fiber velocity is the one at which the fiber, at activation a and length l_M, develops
+  T / cos α (`hill._fiber_velocity_py`: each model's inverse force–velocity, as OpenSim integrates it); at the
+  shortest fiber a shortening velocity is held at zero (OpenSim's clamped fiber state);
+- rigid tendon: l_M cos α = l − l_s, l̇_M = l̇ cos α, T = F₀ (a f_L f_V(ṽ) + f_PE + β ṽ) cos α (Thelen2003 has no
+  forward force–velocity curve: a rigid-tendon Thelen muscle is refused, as OpenSim does).
+
+**Energy.** The fibers deliver the power P = −T ẋ (ẋ: the speed of the fiber's projection on the tendon,
+ẋ = l̇_M / cos α); the tendon stores E_T(l_T) = F₀ l_s ∫₁^{l_T/l_s} f_T(s) ds. Since l̇ = l̇_T + ẋ, the power the
+muscle delivers to the skeleton is −T l̇ = P − Ė_T: the engine integrates P as input work and reports E_T in the
+elastic energy, so kinetic + potential + E_T − ∫P dt stays constant (`tendon_energies`).
+
+Units: SI (m, N, s, J, W); activations and excitations in [0, 1].
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from biobullet.core import jit
+from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOTE_TENDON, F_MAX, L_OPT, L_SLACK,
+                                    MILLARD, PENNATION, THELEN, THELEN_TOE_FORCE, THELEN_TOE_SHAPE, V_MAX,
+                                    MuscleTable, _activation_rate_py, _active_force_length_py, _equilibrium_bindings,
+                                    _fiber_velocity_py, _force_velocity_py, _passive_force_length_py, _pennation_py,
+                                    _shortest_fiber_py, _tendon_force_length_py, equilibrium_states)
+from biobullet.constraints.loops import tree_kinematics
+from biobullet.muscles.path import (PathArrays, PathGradient, _path_gradients_py, gradient_buffers,
+                                    path_gradients_kernel)
+
+#: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
+MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
+                  "cos_pennation", "fiber_power")
+(LENGTH, SPEED, TENDON_FORCE, FIBER_LENGTH, FIBER_VELOCITY, TENDON_LENGTH, COS_PENNATION,
+ FIBER_POWER) = range(len(MUSCLE_OUTPUTS))
+#: OpenSim's default_activation of its muscles: the initial activation when a run gives none
+DEFAULT_ACTIVATION = 0.05
+
+
+class MuscleRows(NamedTuple):
+    """A run's muscles packed for the stage (one structured kernel argument): the model's paths and Hill table, the
+    path frames' bodies and offsets, the path coordinates' joint slots, the excitations u (refreshed by the caller),
+    the state (activations, then the compliant muscles' fiber lengths) and its rates, the per-muscle outputs
+    (`MUSCLE_OUTPUTS`) and the stage's work buffers."""
+
+    paths: PathArrays
+    table: MuscleTable
+    frame_body: np.ndarray         # int64 (n_frames,): body carrying path frame f, −1 for the world
+    frame_rotation: np.ndarray     # (n_frames, 3, 3): frame → body
+    frame_translation: np.ndarray  # (n_frames, 3): frame origin in the body (m)
+    coordinate_slots: np.ndarray   # int64 (n_coordinates, 2): the path coordinate's (x index, ẋ index)
+    fiber_state: np.ndarray        # int64 (n_muscles,): index of the fiber length in `state`, −1 (rigid tendon)
+    excitation: np.ndarray         # (n_muscles,)
+    state: np.ndarray              # (n_states,)
+    rate: np.ndarray               # (n_states,)
+    outputs: np.ndarray            # (n_muscles, len(MUSCLE_OUTPUTS))
+    rotations: np.ndarray          # work: frames' world rotations
+    origins: np.ndarray            # work: frames' world origins
+    coordinates: np.ndarray        # work: path coordinate values
+    path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
+    gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
+
+
+# ------------------------------------------------------------------------------------------------ kernels
+def _muscle_force_py(model, curves, muscle, length, speed, activation, fiber_length, out):
+    """Tendon force T (N) of one muscle at musculotendon length `length` (m), lengthening speed `speed` (m/s),
+    activation and (compliant tendon) fiber length (m); `out` (MUSCLE_OUTPUTS) gets the muscle's outputs, among
+    them the fiber velocity l̇_M (m/s: the fiber state's rate) and the fibers' power −T ẋ (W)."""
+    if model != DEGROOTE:
+        activation = min(max(activation, muscle[A_MIN]), 1.0)
+    optimal, slack, top = muscle[L_OPT], muscle[L_SLACK], muscle[F_MAX]
+    if muscle[COMPLIANT] != 0.0:
+        cos_alpha, fiber = _pennation_py(model, curves, muscle, fiber_length)
+        tendon = length - fiber * cos_alpha
+        tendon_force = _tendon_force_length_py(model, curves, tendon / slack)
+        normalized = fiber / optimal
+        velocity = _fiber_velocity_py(model, curves, muscle, activation,
+                                      _active_force_length_py(model, curves, normalized),
+                                      _passive_force_length_py(model, curves, normalized), normalized,
+                                      tendon_force / cos_alpha)
+        fiber_speed = velocity * muscle[V_MAX] * optimal
+        if fiber_length <= _shortest_fiber_py(model, curves, muscle) and fiber_speed < 0.0:
+            fiber_speed = 0.0   # OpenSim's clamped fiber state
+        tension = tendon_force * top
+        along_speed = fiber_speed / cos_alpha
+    else:
+        along = length - slack
+        height = optimal * math.sin(muscle[PENNATION])
+        cos_alpha, fiber = _pennation_py(model, curves, muscle, math.sqrt(height * height + along * along))
+        tendon = length - fiber * cos_alpha
+        fiber_speed = speed * cos_alpha
+        normalized = fiber / optimal
+        velocity = fiber_speed / (muscle[V_MAX] * optimal)
+        fiber_force = (activation * _active_force_length_py(model, curves, normalized)
+                       * _force_velocity_py(model, curves, velocity)
+                       + _passive_force_length_py(model, curves, normalized) + muscle[DAMPING] * velocity)
+        tension = fiber_force * cos_alpha * top
+        along_speed = speed
+    out[LENGTH] = length
+    out[SPEED] = speed
+    out[TENDON_FORCE] = tension
+    out[FIBER_LENGTH] = fiber
+    out[FIBER_VELOCITY] = fiber_speed
+    out[TENDON_LENGTH] = tendon
+    out[COS_PENNATION] = cos_alpha
+    out[FIBER_POWER] = -tension * along_speed
+    return tension
+
+
+def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """Every muscle's generalized force subtracted from τ (tree coordinates, τ −= T ∂l/∂x), its state rates into
+    rows.rate and outputs into rows.outputs, at the tree state (x, ẋ) with the bodies' world rotations `rot`,
+    origins `pos` and motion subspaces `sub` (`constraints.loop_kernels`' tree kinematics; `ancestry[b, k]` 1
+    where tangent direction k moves body b). Returns (status: 0, or 1 when a result is not finite; the fibers'
+    total power, W)."""
+    n_frames = rows.frame_body.shape[0]
+    for f in range(n_frames):
+        b = rows.frame_body[f]
+        for i in range(3):
+            if b < 0:
+                rows.origins[f, i] = rows.frame_translation[f, i]
+                for j in range(3):
+                    rows.rotations[f, i, j] = rows.frame_rotation[f, i, j]
+                continue
+            rows.origins[f, i] = (rot[b, i, 0] * rows.frame_translation[f, 0] + rot[b, i, 1] * rows.frame_translation[f, 1]
+                                  + rot[b, i, 2] * rows.frame_translation[f, 2] + pos[b, i])
+            for j in range(3):
+                rows.rotations[f, i, j] = (rot[b, i, 0] * rows.frame_rotation[f, 0, j]
+                                           + rot[b, i, 1] * rows.frame_rotation[f, 1, j]
+                                           + rot[b, i, 2] * rows.frame_rotation[f, 2, j])
+    for c in range(rows.coordinate_slots.shape[0]):
+        rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
+    path = rows.path
+    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path.points, path.active,
+                       path.dl_dpoints, path.dl_dcoordinates, path.dl_dframes, path.wrap_points, path.wrap_active,
+                       path.lengths)
+    table = rows.table
+    n_tangent = tau.shape[0]
+    gradient = rows.gradient
+    total_power = 0.0
+    for m in range(rows.excitation.shape[0]):
+        for k in range(n_tangent):
+            gradient[k] = 0.0
+        for f in range(n_frames):   # [F; M] about the frame origin o → about the world origin: M + o × F
+            b = rows.frame_body[f]
+            if b < 0:
+                continue
+            f0, f1, f2 = path.dl_dframes[m, f, 0], path.dl_dframes[m, f, 1], path.dl_dframes[m, f, 2]
+            if f0 == 0.0 and f1 == 0.0 and f2 == 0.0 and path.dl_dframes[m, f, 3] == 0.0 \
+                    and path.dl_dframes[m, f, 4] == 0.0 and path.dl_dframes[m, f, 5] == 0.0:
+                continue
+            o0, o1, o2 = rows.origins[f, 0], rows.origins[f, 1], rows.origins[f, 2]
+            m0 = path.dl_dframes[m, f, 3] + o1 * f2 - o2 * f1
+            m1 = path.dl_dframes[m, f, 4] + o2 * f0 - o0 * f2
+            m2 = path.dl_dframes[m, f, 5] + o0 * f1 - o1 * f0
+            for k in range(n_tangent):
+                a = ancestry[b, k]
+                if a != 0.0:
+                    gradient[k] += a * (f0 * sub[0, k] + f1 * sub[1, k] + f2 * sub[2, k]
+                                        + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
+        for c in range(rows.coordinate_slots.shape[0]):
+            gradient[rows.coordinate_slots[c, 1]] += path.dl_dcoordinates[m, c]
+        speed = 0.0
+        for k in range(n_tangent):
+            speed += gradient[k] * xd[k]
+        curves = table.curves[table.curve_offset[m]:table.curve_offset[m + 1]]
+        state = rows.fiber_state[m]
+        fiber_length = rows.state[state] if state >= 0 else 0.0
+        output = rows.outputs[m]
+        tension = _muscle_force_py(table.model[m], curves, table.muscle[m], path.lengths[m], speed, rows.state[m],
+                                   fiber_length, output)
+        if not (np.isfinite(tension) and np.isfinite(output[FIBER_VELOCITY])):
+            return 1, 0.0
+        for k in range(n_tangent):
+            tau[k] -= tension * gradient[k]
+        rows.rate[m] = _activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
+        if state >= 0:
+            rows.rate[state] = output[FIBER_VELOCITY]
+        total_power += output[FIBER_POWER]
+    return 0, total_power
+
+
+def _stage_bindings() -> dict:
+    """The stage's callees compiled once each (the path kernel and the curves are large: not inlined)."""
+    curves = _equilibrium_bindings()
+    force = jit.compiled(_muscle_force_py, bind={
+        **curves, "_fiber_velocity_py": jit.compiled(_fiber_velocity_py, bind=curves) or _fiber_velocity_py})
+    return {"_path_gradients_py": path_gradients_kernel(),
+            "_muscle_force_py": force or _muscle_force_py,
+            "_activation_rate_py": jit.compiled(_activation_rate_py) or _activation_rate_py}
+
+
+def muscle_stage_kernel():
+    """The compiled `_muscle_stage_py` (bound into the pipeline's force stage), or None without numba."""
+    return jit.compiled(_muscle_stage_py, bind=_stage_bindings)
+
+
+_muscle_stage = jit.lazy(_muscle_stage_py, bind=_stage_bindings)
+
+
+# ------------------------------------------------------------------------------------------------ pipeline entries
+# The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (the empty
+# tuple) for a run without muscles. Compiled, numba picks the implementation by the type (`numba_entries`), so a
+# kernel compiled for a run without muscles contains none of the muscle stage (whose compile takes ≈ 40 s of CPU).
+NO_MUSCLES: tuple = ()
+
+
+def muscle_state_size(rows) -> int:
+    """The number of muscle states of `rows` (0 without muscles)."""
+    return rows.state.shape[0] if len(rows) else 0
+
+
+def load_muscle_state(rows, y, first) -> None:
+    """rows.state = y[first:first + size] (the muscle block of a run's state vector)."""
+    if len(rows):
+        for i in range(rows.state.shape[0]):
+            rows.state[i] = y[first + i]
+
+
+def store_muscle_rates(rows, out, first) -> None:
+    """out[first:first + size] = rows.rate."""
+    if len(rows):
+        for i in range(rows.rate.shape[0]):
+            out[first + i] = rows.rate[i]
+
+
+def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
+    if not len(rows):
+        return 0, 0.0
+    return _muscle_stage(rows, rot, pos, sub, ancestry, x, xd, tau)
+
+
+_ENTRIES_REGISTERED: list[bool] = []
+
+
+def numba_entries() -> None:
+    """Register the four entries' compiled implementations (once; before a kernel that calls them compiles)."""
+    if _ENTRIES_REGISTERED:
+        return
+
+    def stage():   # (the Python entry dispatches through `jit.lazy`; compiled, the stage kernel is called directly)
+        kernel = muscle_stage_kernel()
+        return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
+
+    # with rows, the entries' own bodies compile as they are
+    jit.overload_on_empty_tuple(muscle_state_size, lambda rows: 0, lambda: muscle_state_size)
+    jit.overload_on_empty_tuple(load_muscle_state, lambda rows, y, first: None, lambda: load_muscle_state)
+    jit.overload_on_empty_tuple(store_muscle_rates, lambda rows, out, first: None, lambda: store_muscle_rates)
+    jit.overload_on_empty_tuple(muscle_forces, lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0), stage)
+    _ENTRIES_REGISTERED.append(True)
+
+
+# ------------------------------------------------------------------------------------------------ packing
+def pack_muscles(model) -> MuscleRows:
+    """The MuscleRows of `model`'s muscles (every one evaluated: ModelError naming the others, whose wraps are not
+    computed yet, or a rigid-tendon Thelen2003 muscle)."""
+    from biobullet.muscles.api import muscle_set
+    compiled = muscle_set(model)
+    if compiled.unevaluated:
+        raise ModelError("muscle forces need every muscle's path; not evaluated: " + "; ".join(compiled.unevaluated),
+                         file=model.file, element="<muscle>",
+                         expected="paths with at most one cylinder or sphere wrap (or run without excitations)")
+    table = compiled.table
+    for m, name in enumerate(compiled.paths.names):
+        if table.model[m] == THELEN and table.muscle[m, COMPLIANT] == 0.0:
+            raise ModelError(f"muscle {name!r}: Thelen2003 with a rigid tendon has no force–velocity curve",
+                             file=model.file, element=f'<muscle name="{name}">', attribute="tendon",
+                             expected='tendon="compliant" (or model="degroote2016"/"millard2012")')
+    paths = compiled.paths
+    frames = [model.frame(name) for name in paths.frames]
+    n_muscles = len(paths.names)
+    compliant = np.flatnonzero(table.muscle[:, COMPLIANT] != 0.0)
+    fiber_state = np.full(n_muscles, -1, dtype=np.int64)
+    fiber_state[compliant] = n_muscles + np.arange(compliant.size)
+    n_states = n_muscles + compliant.size
+    return MuscleRows(
+        paths.arrays, table, np.array([f.body for f in frames], dtype=np.int64).reshape(-1),
+        np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
+        np.array([f.translation for f in frames], dtype=float).reshape(-1, 3),
+        np.ascontiguousarray(compiled.joint_slots, dtype=np.int64), fiber_state, np.zeros(n_muscles),
+        np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
+        np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
+        gradient_buffers(paths), np.zeros(model.n_tangent))
+
+
+def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state: np.ndarray,
+                   tau: np.ndarray) -> float:
+    """Run the stage at tree state (x, ẋ) and muscle state `state` (copied into rows.state): τ −= the muscles'
+    forces, rows.rate and rows.outputs filled; returns the fibers' power (W). ModelError when a result is not
+    finite (a fiber at zero activation and the tendon loaded, a path through a wrap's centre, …)."""
+    rows.state[:] = state
+    kinematics = tree_kinematics(model, x)
+    status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
+                                  kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
+                                  np.ascontiguousarray(xd, dtype=float), tau)
+    if status != 0:
+        raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
+    return power
+
+
+# ------------------------------------------------------------------------------------------------ excitations
+class Excitations:
+    """A run's excitations u(t) per muscle, from `spec`:
+
+    - a number (every muscle), or a mapping muscle name → number or function of time t (s) (others 0);
+    - a callable `f(t, q, v)` returning such a mapping or an array of one value per muscle (a controller).
+
+    Values must lie in [0, 1] (ModelError naming the muscle)."""
+
+    def __init__(self, names: tuple[str, ...], spec) -> None:
+        self.names = names
+        self.constant = np.zeros(len(names))
+        self.functions: list[tuple[int, Callable]] = []
+        self.controller: Callable | None = None
+        if callable(spec) and not isinstance(spec, Mapping):
+            self.controller = spec
+        elif isinstance(spec, Mapping):
+            for name, value in spec.items():
+                m = self.index(name)
+                if callable(value):
+                    self.functions.append((m, value))
+                else:
+                    self.constant[m] = self.checked_value(name, value)
+        else:
+            self.constant[:] = self.checked_value("every muscle", spec)
+        self.varying = bool(self.functions) or self.controller is not None
+
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ModelError(f"unknown muscle {name!r}{did_you_mean(str(name), self.names)}", argument="excitations",
+                             expected="one of " + ", ".join(self.names)) from None
+
+    @staticmethod
+    def checked_value(name: str, value) -> float:
+        """`value` as a float in [0, 1]; ModelError naming the muscle otherwise."""
+        try:
+            u = float(value)
+        except (TypeError, ValueError):
+            raise ModelError(f"excitation of {name!r}: {value!r} is not a number", argument="excitations",
+                             expected="a number in [0, 1]") from None
+        if not 0.0 <= u <= 1.0:
+            raise ModelError(f"excitation of {name!r} = {u!r}", argument="excitations", expected="a number in [0, 1]")
+        return u
+
+    def into(self, out: np.ndarray, t: float, q=None, v=None) -> None:
+        """u(t) (and of the controller, u(t, q, v)) into `out`."""
+        out[:] = self.constant
+        for m, function in self.functions:
+            out[m] = self.checked_value(self.names[m], function(t))
+        if self.controller is not None:
+            values = self.controller(t, q, v)
+            if isinstance(values, Mapping):
+                for name, value in values.items():
+                    out[self.index(name)] = self.checked_value(name, value)
+            else:
+                array = np.asarray(values, dtype=float).reshape(-1)
+                if array.shape != (len(self.names),):
+                    raise ModelError(f"the excitation callback returned {array.size} values", argument="excitations",
+                                     expected=f"a mapping by muscle name or {len(self.names)} values")
+                for m, value in enumerate(array):
+                    out[m] = self.checked_value(self.names[m], value)
+
+
+class MuscleRun:
+    """The muscles of one run: packed rows, excitations, and the state block's layout (activations, then the
+    compliant muscles' fiber lengths)."""
+
+    def __init__(self, model, excitations, activations=None) -> None:
+        self.model = model
+        self.rows = pack_muscles(model)
+        from biobullet.muscles.api import muscle_set
+        self.names = muscle_set(model).paths.names
+        self.excitations = Excitations(self.names, excitations)
+        self.rows.excitation[:] = self.excitations.constant   # (functions and a controller: at each `refresh`)
+        self.initial_activations = self._activations(activations)
+        self.size = self.rows.state.shape[0]
+
+    def _activations(self, activations) -> np.ndarray:
+        n = len(self.names)
+        values = np.full(n, DEFAULT_ACTIVATION)
+        if isinstance(activations, Mapping):
+            for name, value in activations.items():
+                values[self.excitations.index(name)] = Excitations.checked_value(name, value)
+        elif activations is not None:
+            values[:] = Excitations.checked_value("every muscle", activations)
+        return values
+
+    def initial_state(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray:
+        """The muscle state at configuration q: the initial activations and, for compliant tendons, the fiber
+        lengths of static equilibrium (zero fiber velocity: OpenSim's `equilibrateMuscles` at rest). The
+        excitations are evaluated once at (t, q, v) here, so a bad function or controller is a ModelError before
+        the run starts."""
+        from biobullet.muscles.api import lengths, muscle_set
+        rows = self.rows
+        self.excitations.into(rows.excitation, t, q, np.zeros(len(q)) if v is None else v)
+        states = equilibrium_states(muscle_set(self.model).table, lengths(self.model, q), self.initial_activations)
+        state = np.zeros(self.size)
+        state[:len(self.names)] = self.initial_activations
+        compliant = rows.fiber_state >= 0
+        state[rows.fiber_state[compliant]] = states[compliant, 1]
+        return state
+
+    def refresh(self, t: float, q=None, v=None) -> None:
+        """The excitations at time t (state (q, v) for a controller) into the rows."""
+        if self.excitations.varying:
+            self.excitations.into(self.rows.excitation, t, q, v)
+
+    def outputs(self, x: np.ndarray, xd: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """The stage's outputs (n_muscles, MUSCLE_OUTPUTS) at one sample."""
+        evaluate_stage(self.model, self.rows, x, xd, state, np.zeros(self.model.n_tangent))
+        return self.rows.outputs.copy()
+
+
+# ------------------------------------------------------------------------------------------------ tendon energy
+def _tendon_energy_py(model, curves, muscle, tendon_length):
+    """E_T = F₀ l_s ∫₁^{l_T/l_s} f_T(s) ds (J) of a compliant tendon at length l_T (m): closed forms for DeGroote
+    and Thelen; Millard's Bézier curve by 64-point Gauss–Legendre on each of its segments the interval meets."""
+    scale = muscle[F_MAX] * muscle[L_SLACK]
+    s = tendon_length / muscle[L_SLACK]
+    if model == DEGROOTE:
+        c1, c2, c3 = DEGROOTE_TENDON
+        stiffness = math.log((1.0 + c3) / c1) / (1.0 + curves[2] - c2)
+        return scale * (c1 / stiffness * (math.exp(stiffness * (s - c2)) - math.exp(stiffness * (1.0 - c2)))
+                        - c3 * (s - 1.0))
+    if model == THELEN:
+        e0 = curves[0]
+        e3 = math.exp(3.0)
+        toe = 99.0 * e0 * e3 / (166.0 * e3 - 67.0)
+        linear = 0.67 / (e0 - toe)
+        strain = s - 1.0
+        if strain <= 0.0:
+            return 0.0
+        amplitude = THELEN_TOE_FORCE / (math.exp(THELEN_TOE_SHAPE) - 1.0)
+        reach = min(strain, toe)
+        energy = amplitude * (toe / THELEN_TOE_SHAPE * (math.exp(THELEN_TOE_SHAPE * reach / toe) - 1.0) - reach)
+        if strain > toe:
+            energy += THELEN_TOE_FORCE * (strain - toe) + 0.5 * linear * (strain - toe) ** 2
+        return scale * energy
+    return math.nan
+
+
+_tendon_energy = jit.lazy(_tendon_energy_py)
+
+
+def tendon_energies(table: MuscleTable, tendon_lengths: np.ndarray) -> np.ndarray:
+    """Stored tendon energy (J) per muscle at tendon lengths (m): 0 for a rigid tendon; Millard's Bézier tendon by
+    adaptive quadrature of its curve (scipy)."""
+    from biobullet.muscles.hill import tendon_force_length
+    out = np.zeros(len(tendon_lengths))
+    for m, length in enumerate(tendon_lengths):
+        muscle = table.muscle[m]
+        if muscle[COMPLIANT] == 0.0:
+            continue
+        curves = table.curves[table.curve_offset[m]:table.curve_offset[m + 1]]
+        if table.model[m] == MILLARD:
+            from scipy.integrate import quad
+            value, _ = quad(lambda s: tendon_force_length(MILLARD, curves, s), 1.0, length / muscle[L_SLACK],
+                            epsabs=0.0, epsrel=1e-13, limit=200)
+            out[m] = muscle[F_MAX] * muscle[L_SLACK] * value
+        else:
+            out[m] = _tendon_energy(int(table.model[m]), curves, muscle, float(length))
+    return out
+
+
+__all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "muscle_stage_kernel", "NO_MUSCLES",
+           "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces", "numba_entries",
+           "pack_muscles", "evaluate_stage", "Excitations", "MuscleRun", "tendon_energies"]
