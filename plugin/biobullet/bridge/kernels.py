@@ -167,7 +167,7 @@ _kin = _loop_rows = _spring_forces = None   # bound before `_loop_torque_py` com
 
 def loop_torque_kernel():
     """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+    from biobullet.constraints.loop_kernels import loop_kernels
     fused = rows_torque_kernel()   # compiles and binds the shared callees
     loops = loop_kernels()
     if fused is None or loops is None:

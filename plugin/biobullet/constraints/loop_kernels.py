@@ -230,11 +230,11 @@ def _kinematics_bindings() -> dict:
     return {} if kernel is None else {"_place_body": kernel}
 
 
-def _kernels():
+def loop_kernels():
     """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
     if not jit.ENABLED:
         return None
-    kinematics = jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+    kinematics = tree_kinematics_kernel()
     rows_into = rows_into_kernel()
     rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": rows_into})
     return None if kinematics is None or rows is None else (kinematics, rows)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.algorithms.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
+from biobullet.algorithms.vectorized import cross_rows, motion_subspaces, tree_arrays, world_placements
 from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names
 from biobullet.core.attributes import vector3
@@ -147,7 +147,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     else:
         cached = None
     t = tree_arrays(model)
-    kernels = _kernels()
+    kernels = loop_kernels()
     with_rates = xd is not None
     if with_rates:
         xd = np.asarray(xd, dtype=float)
@@ -162,13 +162,13 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
             rotations, positions, subspace = base.rotations, base.positions, base.subspace
         else:
             rotations, positions = world_placements(model, x, t)
-            subspace = _motion_subspaces(model, t, rotations, positions)
+            subspace = motion_subspaces(model, t, rotations, positions)
             _readonly(rotations, positions, subspace)
         if with_rates:
             vel = (t.ancestry * xd) @ subspace.T
             joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
-            c = np.concatenate([_cross_rows(vel[:, 3:], joint_v[:, :3]) + _cross_rows(vel[:, :3], joint_v[:, 3:]),
-                                _cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
+            c = np.concatenate([cross_rows(vel[:, 3:], joint_v[:, :3]) + cross_rows(vel[:, :3], joint_v[:, 3:]),
+                                cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
             acc = t.body_ancestry @ c
             _readonly(vel, acc)
     kin = TreeKinematics(t, rotations, positions, subspace)
@@ -179,17 +179,6 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
         kin = TreeKinematics(t, rotations, positions, subspace, vel, acc)
         cached[2:] = [xd.tobytes(), kin]
     return kin
-
-
-def share_tree_kinematics(model, x: np.ndarray, xd: np.ndarray, rotations, positions, subspace, velocity,
-                          accel) -> None:
-    """Store kinematics computed elsewhere (the loop resolver's compiled hot path) as the last tree kinematics
-    at (x, ẋ), so that force elements and loop rows of the same right-hand side reuse them. The arrays become
-    read-only (shared)."""
-    _readonly(rotations, positions, subspace, velocity, accel)
-    t = tree_arrays(model)
-    model.derived[_KINEMATICS] = [x.tobytes(), TreeKinematics(t, rotations, positions, subspace), xd.tobytes(),
-                         TreeKinematics(t, rotations, positions, subspace, velocity, accel)]
 
 
 def point_position_jacobian(model, kin: TreeKinematics, link: str, xyz: np.ndarray
@@ -262,7 +251,7 @@ def point_state(model, kin: TreeKinematics, link: str, xyz: np.ndarray, *, jacob
     return state
 
 
-def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross products along the last axis of (..., 3) arrays (np.cross is slow on small arrays)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
@@ -334,7 +323,7 @@ class VectorLoops:
         kinematics at x to reuse."""
         if kin is None or xd is not None:   # (cached per x and ẋ: a `kin` of another ẋ must not be reused)
             kin = tree_kinematics(model, x, xd)
-        kernels = _kernels()
+        kernels = loop_kernels()
         if kernels is not None:
             with_bias = xd is not None
             phi, jac, bias = kernels[1](kin.rotations, kin.positions, kin.subspace,
@@ -365,7 +354,7 @@ class VectorLoops:
             d_jac = jac_lin[:n_l] - jac_lin[n_l:]                                               # (L, 3, n)
             if self.any_planar:
                 jac_ang = s[3:][None] * anc[:n_l, None, :]                                      # (L, 3, n)
-                e_cross_d = _cross3(et, d[:, None, :])                                          # (L, 2, 3)
+                e_cross_d = cross3(et, d[:, None, :])                                          # (L, 2, 3)
                 planar = (et @ d_jac + e_cross_d @ jac_ang).reshape(-1, n_t)
                 jac = planar if self.only_planar else np.concatenate([d_jac.reshape(-1, n_t), planar])[self.select]
             else:
@@ -375,15 +364,15 @@ class VectorLoops:
             vel = np.concatenate([kin.velocity, np.zeros((1, 6))])[self.body]
             acc = np.concatenate([kin.accel, np.zeros((1, 6))])[self.body]
             omega, alpha = vel[:, 3:], acc[:, 3:]
-            p_vel = vel[:, :3] + _cross3(omega, p)
-            p_acc = acc[:, :3] + _cross3(alpha, p) + _cross3(omega, p_vel)
+            p_vel = vel[:, :3] + cross3(omega, p)
+            p_acc = acc[:, :3] + cross3(alpha, p) + cross3(omega, p_vel)
             d_acc = p_acc[:n_l] - p_acc[n_l:]
             if self.any_planar:
                 w_a, a_a = omega[:n_l, None, :], alpha[:n_l, None, :]
-                we = _cross3(w_a, et)
+                we = cross3(w_a, et)
                 d_vel = (p_vel[:n_l] - p_vel[n_l:])[:, None, :]
                 planar = (np.sum(et * d_acc[:, None, :], axis=2) + 2.0 * np.sum(we * d_vel, axis=2)
-                          + np.sum((_cross3(a_a, et) + _cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
+                          + np.sum((cross3(a_a, et) + cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
                 bias = np.concatenate([d_acc.reshape(-1), planar])[self.select]
             else:
                 bias = d_acc.reshape(-1)[self.select]
@@ -450,4 +439,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import _kernels  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import loop_kernels  # noqa: E402  (the compiled twins of the functions above)

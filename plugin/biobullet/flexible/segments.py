@@ -382,11 +382,11 @@ def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coef
 
 def air_damping_kernel():
     """The compiled `_air_damping_py`, or None (numba missing or disabled: the frame-Jacobian path serves)."""
-    from biobullet.constraints.loop_kernels import _kernels
-    kernels = _kernels()
-    if kernels is None:
+    from biobullet.constraints.loop_kernels import tree_kinematics_kernel
+    kinematics = tree_kinematics_kernel() if jit.ENABLED else None
+    if kinematics is None:
         return None
-    return jit.compiled(_air_damping_py, bind={"_KINEMATICS": kernels[0]})
+    return jit.compiled(_air_damping_py, bind={"_KINEMATICS": kinematics})
 
 
 def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
