@@ -550,8 +550,8 @@ class Bridge:
         from biobullet.integrate.compiled_explicit import pack_springs as _pack_springs
         n = self.model.n_tangent
         if constraints.loops:
-            from biobullet.constraints.loops import _vector_loops
-            vector = _vector_loops(self.model, constraints.loops)
+            from biobullet.constraints.loops import vector_loops
+            vector = vector_loops(self.model, constraints.loops)
             if vector is None:
                 return None, None, None
             loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,

@@ -382,7 +382,7 @@ class VectorLoops:
 _VECTOR_LOOPS = "loops.vector_loops"   # key of the packed loop sets in `Model.derived`
 
 
-def _vector_loops(model, loops) -> VectorLoops | None:
+def vector_loops(model, loops) -> VectorLoops | None:
     per_model = model.derived.setdefault(_VECTOR_LOOPS, {})
     key = tuple(loops)
     if key not in per_model:
@@ -394,7 +394,7 @@ def loop_terms(model, loops, x: np.ndarray, xd: np.ndarray | None = None, *,
                jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(Φ, Φ_x, b) of all `loops` stacked; Φ_x is n_rows × n_tangent (None if not asked), b = Φ̇_x ẋ (None
     without ẋ)."""
-    vector = _vector_loops(model, loops)
+    vector = vector_loops(model, loops)
     if vector is not None:
         phi, jac, bias, _ = vector.evaluate(model, np.asarray(x, dtype=float),
                                             None if xd is None else np.asarray(xd, dtype=float),

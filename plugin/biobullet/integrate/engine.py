@@ -128,9 +128,8 @@ class System:
         compiled Newton solve (`CompiledReducedRHS.tree_states`, started from the integrated loop-dependent joints
         of `error_control="joints"`; the generic path where it hands over) instead of the generic coordinate map
         (≈ 0.35 ms on the prosthesis); otherwise `tree_state`. Without integrated dependent joints the solve
-        starts from the resolvers' caches (`CompiledReducedRHS.warm_guess`: the right-hand side's last state,
-        inside the current step). Unlike `tree_state`, the loop resolvers' caches are
-        left where the right-hand side put them."""
+        starts from the run's loop warm starts (`CompiledReducedRHS.warm_guess`: the right-hand side's last state,
+        inside the current step)."""
         from biobullet.integrate.compiled_rhs import CompiledReducedRHS
         if type(self._compiled) is not CompiledReducedRHS:
             return self.tree_state(t, y)
@@ -426,7 +425,7 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bo
     coordinate map allows (identity, affine, explicit polynomial / linear / spline / Fourier functions), per
     sample otherwise (loop-dependent joints need their Newton solve, expression functions their evaluator).
     warm: the samples lie in the step being integrated, so without integrated dependent joints the loop solve may
-    start from the resolvers' caches (never for a whole trajectory: its first sample may be far from them)."""
+    start from the run's loop warm starts (never for a whole trajectory: its first sample may be far from them)."""
     model = system.model
     n = len(t)
     pos = y[:, :system.n_pos].copy()
