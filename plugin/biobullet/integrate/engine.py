@@ -116,10 +116,14 @@ class System:
         return pos, y[self.n_pos:self.n_pos + self.n_vel]
 
     def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x, ẋ) of the tree for a state vector."""
+        """(x, ẋ) of the tree for a state vector (the generic coordinate map; loop resolvers continue from the
+        compiled right-hand side's last solution: `CompiledReducedRHS.hand_over`)."""
         pos, vel = self.split(y)
         if self.joint_space:
             return pos, np.array(vel)
+        hand_over = getattr(self._compiled, "hand_over", None)
+        if hand_over is not None:
+            hand_over()
         x, xd, _, _ = self.model.joint_state(pos, vel, t)
         return x, xd
 
