@@ -554,14 +554,11 @@ class Bridge:
             vector = vector_loops(self.model, constraints.loops)
             if vector is None:
                 return None, None, None
-            loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
-                     np.ascontiguousarray(vector.offset, dtype=float),
-                     np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
-                     int(vector.n_rows))
+            loops = vector.rows
         else:
-            loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
-                     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
-        data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
+            from biobullet.constraints.loop_kernels import pack_loop_rows
+            loops = pack_loop_rows(np.zeros((len(self.model.bodies), n)), ())
+        data = (loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
                 *_pack_springs(self.model, springs))
         return loop_torque_kernel(), table, data
 

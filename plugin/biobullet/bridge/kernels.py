@@ -108,9 +108,9 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
 _tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
 
 
-def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, ancestry,
-                    point_body, offset, basis, kinds, row_start, n_rows, body_ancestry, spring_bodies, spring_points,
-                    spring_params, zero_length, kp, kd, kb, xdd, lam, torque):
+def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, state, loop_rows,
+                    body_ancestry, spring_bodies, spring_points, spring_params, zero_length, kp, kd, kb, xdd, lam,
+                    torque):
     """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
     (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
     order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
@@ -118,6 +118,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     has zero length (the general path then decides and reports)."""
     n = state.shape[1]
     nf = table.shape[0]
+    n_rows = loop_rows.n_rows[0] if loop_rows.n_rows.shape[0] else 0
     m = nf + n_rows
     x = state[0]
     xd = state[1]
@@ -144,8 +145,8 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
                                zero_length, total)
     if status != 0:
         return 3
-    l_phi, l_jac, l_bias = _loop_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds,
-                                      row_start, n_rows, True, True)
+    if n_rows:
+        l_phi, l_jac, l_bias = _loop_rows(loop_rows, 0, (rot, pos, sub, vel, acc), True, True)
     for r in range(n_rows):
         phi[nf + r] = l_phi[r]
         bias_c[nf + r] = l_bias[r]

@@ -306,13 +306,12 @@ class VectorLoops:
         self.any_planar = any(loop.type == "planar" for loop in loops)
         self.only_planar = all(loop.type == "planar" for loop in loops)
         self.any_revolute = any(loop.type == "revolute" for loop in loops)
-        # compiled kernel data: ground points as body −1, loop kinds and first rows
-        self.k_body = np.where(self.body == ground, -1, self.body).astype(np.int64)
-        self.k_kinds = np.array([_KERNEL_KINDS[loop.type] for loop in loops], dtype=np.int64)
-        self.k_rows = np.cumsum([0] + [loop.n_equations for loop in loops]).astype(np.int64)
-        self.n_rows = int(self.k_rows[-1])
-        self.k_rows = self.k_rows[:-1].copy()
-        self.k_ancestry = np.ascontiguousarray(ancestry)
+        self.n_rows = sum(loop.n_equations for loop in loops)
+        # the compiled rows kernel's data (`loop_kernels.LoopRows`): ground points as body −1, loop kinds, rows
+        self.kernel_set = (np.where(self.body == ground, -1, self.body).astype(np.int64), self.offset, self.basis,
+                           np.array([_KERNEL_KINDS.get(loop.type, -1) for loop in loops], dtype=np.int64),
+                           [loop.n_equations for loop in loops])
+        self.rows = pack_loop_rows(ancestry, (self.kernel_set,))
 
     @staticmethod
     def supports(loops: tuple[Loop, ...]) -> bool:
@@ -326,11 +325,9 @@ class VectorLoops:
         kernels = loop_kernels()
         if kernels is not None:
             with_bias = xd is not None
-            phi, jac, bias = kernels[1](kin.rotations, kin.positions, kin.subspace,
-                                        kin.velocity if with_bias else _NO_MOTION,
-                                        kin.accel if with_bias else _NO_MOTION, self.k_ancestry, self.k_body,
-                                        self.offset, self.basis, self.k_kinds, self.k_rows, self.n_rows,
-                                        jacobian, with_bias)
+            phi, jac, bias = kernels[1](self.rows, 0, (kin.rotations, kin.positions, kin.subspace,
+                                                       kin.velocity if with_bias else _NO_MOTION,
+                                                       kin.accel if with_bias else _NO_MOTION), jacobian, with_bias)
             return phi, (jac if jacobian else None), (bias if with_bias else None), kin
         if self.any_revolute:
             return (*_per_loop_terms(model, self.loops, kin, jacobian, xd is not None), kin)
@@ -439,4 +436,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import loop_kernels  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import loop_kernels, pack_loop_rows  # noqa: E402  (the compiled twins of the functions above)

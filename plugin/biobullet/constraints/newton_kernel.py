@@ -95,14 +95,11 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     s0 = loops.sensitivity_start[k]
-    l0, l1 = loops.loop_start[k], loops.loop_start[k + 1]
     dep, known = loops.dep[d0:d1], loops.known[k0:k1]
     nd, nk, nq = d1 - d0, k1 - k0, gradient.shape[1]
     if warm.valid[k] == 0.0:
         return 1
-    meta, body, n_tangent, ancestry = loops.meta, loops.body, rate.shape[0], loops.ancestry
-    point_body, offset = loops.point_body[2 * l0:2 * l1], loops.offset[2 * l0:2 * l1]
-    basis, kinds, row_start = loops.basis[l0:l1], loops.kinds[l0:l1], loops.row_start[l0:l1]
+    meta, body, n_tangent, rows = loops.meta, loops.body, rate.shape[0], loops.rows
     tolerance, loose, warm_condition = loops.tolerance[k], warm.loose[k], warm.condition[k]
     no_rates = np.zeros(0)
     no_motion = np.zeros((1, 6))
@@ -138,8 +135,7 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     for i in range(nd):
         theta[dep[i]] = guess[i]
     rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-    phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
-                        row_start, nd, True, False)
+    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
     norm = np.sqrt(np.sum(phi * phi))
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     a = np.empty((nd, nd))
@@ -165,8 +161,7 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
             theta[dep[i]] -= step[i, 0]
             biggest = max(biggest, abs(step[i, 0]))
         rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-        phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
-                            row_start, nd, True, False)
+        phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
         norm_new = np.sqrt(np.sum(phi * phi))
         if not (norm_new < norm or norm_new <= tolerance):
             break
@@ -223,9 +218,7 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     dependent = _dependent_part(inverse, jk, values, no_extra)
     for i in range(nd):
         rate[dep[i]] = dependent[i]
-    rot, pos, sub, vel, acc = _KIN(meta, body, theta, rate, n_tangent, True)
-    _, _, bias = _ROWS(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, nd, False,
-                       True)
+    _, _, bias = _ROWS(rows, k, _KIN(meta, body, theta, rate, n_tangent, True), False, True)
     h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the new solution
     for j in range(nk):
         values[j] = gamma[known[j]]

@@ -85,12 +85,9 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
     n, width = theta_all.shape
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
-    l0, l1 = loops.loop_start[k], loops.loop_start[k + 1]
     dep, known = loops.dep[d0:d1], loops.known[k0:k1]
     nd, nk = d1 - d0, k1 - k0
     meta, body = loops.meta, loops.body
-    point_body, offset = loops.point_body[2 * l0:2 * l1], loops.offset[2 * l0:2 * l1]
-    basis, kinds, row_start = loops.basis[l0:l1], loops.kinds[l0:l1], loops.row_start[l0:l1]
     current = guess.copy()
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
@@ -107,9 +104,8 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
     no_motion = np.zeros((1, 6))
     phi = np.zeros(nd)
     jac = np.zeros((nd, width))
-    no_bias = np.zeros(0)
-    work = np.zeros((6, 2, 3))
-    jl = np.zeros((2, 3, width))
+    kin = (rot, pos, sub, no_motion, no_motion)
+    out = (phi, jac, np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
     for s in range(first, n):
         theta = theta_all[s]
         rate = rate_all[s]
@@ -143,8 +139,7 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
         for _ in range(_NEWTON_ITERATIONS):
             for b in range(nb):
                 _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
-            _LOOP_ROWS_INTO(rot, pos, sub, no_motion, no_motion, loops.ancestry, point_body, offset, basis, kinds,
-                            row_start, True, False, phi, jac, no_bias, work, jl)
+            _LOOP_ROWS_INTO(loops.rows, k, kin, True, False, out)
             for r in range(nd):
                 for c in range(nd):
                     a[r, c] = jac[r, dep[c]]

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels
+from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
 
 COMPILED_STATE, CALLBACK_STATE = 0, 1
 DENSE, SPARSE, PROJECTED = 0, 1, 2
@@ -64,10 +65,9 @@ class CompiledModel(NamedTuple):
 class LoopTable(NamedTuple):
     """The loop resolvers of a coordinate map, packed for the loop stage (`constraints.newton_kernel`). Resolver k
     owns dep[dep_start[k]:dep_start[k+1]], known[known_start[k]:…] (tangent indices: joint j at base_v + j),
-    sensitivity entries sensitivity_start[k] … (+ n_dep · n_known, row-major) of the warm start, and loops
-    loop_start[k] … of the row data (ancestry, point_body, offset, basis, kinds, row_start as
-    `loop_kernels._loop_rows_kernel_py` takes them; its points at 2·loop_start[k] …, row_start relative to the
-    resolver's first row). `stages` rows (0, a, b): joint-function table rows a … b−1; (1, k, 0): loop resolver k."""
+    sensitivity entries sensitivity_start[k] … (+ n_dep · n_known, row-major) of the warm start, and loop set k of
+    `rows` (`constraints.loop_kernels.LoopRows`). `stages` rows (0, a, b): joint-function table rows a … b−1;
+    (1, k, 0): loop resolver k."""
 
     stages: np.ndarray
     dep_start: np.ndarray
@@ -81,13 +81,7 @@ class LoopTable(NamedTuple):
     view_start: int             # x[view_start:] is the loop kernels' joint layout (base_q − base_v)
     meta: np.ndarray            # the packed tree the loop rows are evaluated on (a free base held at the identity)
     body: np.ndarray
-    ancestry: np.ndarray
-    loop_start: np.ndarray
-    point_body: np.ndarray
-    offset: np.ndarray
-    basis: np.ndarray
-    kinds: np.ndarray
-    row_start: np.ndarray
+    rows: LoopRows
 
 
 def empty_loop_table(n_bodies: int, n_tangent: int) -> LoopTable:
@@ -95,8 +89,8 @@ def empty_loop_table(n_bodies: int, n_tangent: int) -> LoopTable:
     ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0)
     return LoopTable(np.zeros((0, 3), dtype=np.int64), np.zeros(1, dtype=np.int64), ints,
                      np.zeros(1, dtype=np.int64), ints, np.zeros(1, dtype=np.int64), floats, floats, 0.0, 0,
-                     np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1)), np.zeros((n_bodies, n_tangent)),
-                     np.zeros(1, dtype=np.int64), ints, np.zeros((0, 3)), np.zeros((0, 3, 3)), ints, ints)
+                     np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1)),
+                     pack_loop_rows(np.zeros((n_bodies, n_tangent)), ()))
 
 
 def multi_dof_blocks(model) -> np.ndarray:
@@ -197,13 +191,12 @@ def pack_loop_table(model, ancestry: np.ndarray) -> tuple[LoopTable, tuple] | No
             stages.append([0, row, row + 1])
             row += 1
     base_v = model.base_nv
-    rows = [r.kernel_rows for r in resolvers]
 
     def starts(sizes) -> np.ndarray:
         return np.cumsum([0, *sizes]).astype(np.int64)
 
-    def joined(parts, dtype=float, width=()) -> np.ndarray:
-        return np.ascontiguousarray(np.concatenate(parts).astype(dtype) if parts else np.zeros((0, *width), dtype))
+    def joined(parts, dtype=float) -> np.ndarray:
+        return np.ascontiguousarray(np.concatenate(parts).astype(dtype))
 
     meta, body = _held_base_tree(model) if model.base_nq else model.tree_pack
     loops = LoopTable(
@@ -214,10 +207,8 @@ def pack_loop_table(model, ancestry: np.ndarray) -> tuple[LoopTable, tuple] | No
         starts(len(r.outputs) * len(r.known) for r in resolvers),
         joined([np.asarray(r.revolute, dtype=float) for r in resolvers]),
         np.array([r.residual_tolerance for r in resolvers], dtype=float), float(CONDITION_LIMIT),
-        model.base_nq - base_v, np.ascontiguousarray(meta), np.ascontiguousarray(body), ancestry,
-        starts(v.k_kinds.shape[0] for v in rows), joined([v.k_body for v in rows], np.int64),
-        joined([v.offset for v in rows], float, (3,)), joined([v.basis for v in rows], float, (3, 3)),
-        joined([v.k_kinds for v in rows], np.int64), joined([v.k_rows for v in rows], np.int64))
+        model.base_nq - base_v, np.ascontiguousarray(meta), np.ascontiguousarray(body),
+        pack_loop_rows(ancestry, (r.kernel_rows.kernel_set for r in resolvers)))
     return loops, table
 
 

@@ -77,18 +77,16 @@ def _random_state(model, rng):
 
 def _kernel_rows(kernel_rows, model, vector, x, xd):
     kin = tree_kinematics(model, x, xd)
-    return kernel_rows(kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel, vector.k_ancestry,
-                       vector.k_body, vector.offset, vector.basis, vector.k_kinds, vector.k_rows, vector.n_rows,
-                       True, True)
+    return kernel_rows(vector.rows, 0, (kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel), True,
+                       True)
 
 
-def _python_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows, with_jac,
-                 with_bias):
+def _python_rows(rows, k, kin, with_jac, with_bias):
     """The in-place kernel run as Python (its allocating wrapper's globals may be bound to compiled twins)."""
-    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, sub.shape[1])), np.zeros(n_rows)
-    loop_kernels._loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start,
-                                    with_jac, with_bias, phi, jac, bias, np.zeros((6, 2, 3)),
-                                    np.zeros((2, 3, sub.shape[1])))
+    n_rows, n_t = rows.n_rows[k], kin[2].shape[1]
+    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, n_t)), np.zeros(n_rows)
+    loop_kernels._loop_rows_into_py(rows, k, kin, with_jac, with_bias,
+                                    (phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t))))
     return phi, jac, bias
 
 
@@ -103,7 +101,7 @@ def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name, variant):
     assert sorted(loop.type for loop in loops) == (["revolute"] if name == "revolute loop" else
                                                    ["planar", "revolute"])
     vector = vector_loops(model, loops)
-    assert vector is not None and 2 in vector.k_kinds
+    assert vector is not None and 2 in vector.rows.kinds
     rng = np.random.default_rng(5)
     for _ in range(60):
         x, xd = _random_state(model, rng)
