@@ -24,7 +24,7 @@ import numpy as np
 
 from biobullet.algorithms.vectorized import cross_rows, motion_subspaces, tree_arrays, world_placements
 from biobullet.core.errors import SourceRef, did_you_mean
-from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names
+from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, get_loop_type, loop_type_names
 from biobullet.core.attributes import vector3
 
 @dataclass(frozen=True, eq=False)
@@ -245,9 +245,9 @@ def point_state(model, kin: TreeKinematics, link: str, xyz: np.ndarray, *, jacob
         v, a = kin.velocity[frame.body], kin.accel[frame.body]
         omega, alpha = v[3:], a[3:]
         state.omega, state.alpha = omega, alpha
-        state.velocity = v[:3] + _cross(omega, position)
+        state.velocity = v[:3] + cross3(omega, position)
         # classical acceleration of a body point from the spatial one: a_p = A_lin + α × p + ω × ṗ
-        state.accel = a[:3] + _cross(alpha, position) + _cross(omega, state.velocity)
+        state.accel = a[:3] + cross3(alpha, position) + cross3(omega, state.velocity)
     return state
 
 
