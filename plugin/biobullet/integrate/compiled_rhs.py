@@ -275,6 +275,12 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         self._data.hand_loops_to(self._model)
         self._warm.valid[:] = 0.0
 
+    def forget_loops(self) -> None:
+        """Drop the run's loop warm starts (after a failure at a singular point: the next call starts from the
+        resolvers' caches, which `LoopResolver.rewind` moves back to the first solution)."""
+        self._warm.valid[:] = 0.0
+        self._recent.clear()
+
     def _remember(self) -> None:
         recent = self._recent
         if len(recent) >= RECENT:

@@ -678,6 +678,9 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if result.last_y is not None and (not times or times[-1] < result.last_t):
         times.append(result.last_t)
         states.append(result.last_y)
+    forget = getattr(system._compiled, "forget_loops", None)   # the run's loop warm starts too
+    if forget is not None:
+        forget()
     for resolver in system.model.coordinate_map.resolvers:   # the failure may have left them at a singular point
         if hasattr(resolver, "rewind"):
             resolver.rewind()
