@@ -85,8 +85,8 @@ class CompiledExplicitRHS:
             return None
         if any(b.joint_type not in TREE_JOINTS for b in model.bodies):
             return None
-        if model.compiled.state_stage != COMPILED_STATE:
-            return None
+        if model.compiled.state_stage != COMPILED_STATE or model.compiled.loops.stages.shape[0]:
+            return None   # (loops: `compiled_rhs.CompiledReducedRHS`, which keeps their warm starts)
         path = cls(system, [e for e in system.elements if type(e) is Spring],
                    [e for e in system.elements if type(e) is JointSpring],
                    [e for e in system.elements if type(e) is JointTorque],
