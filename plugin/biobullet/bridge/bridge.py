@@ -963,7 +963,7 @@ class Bridge:
             if self._forces is not None and (self._force_elements is None or self._force_elements(model)):
                 torque = torque + np.asarray(self._forces(model, state[0], state[1], self.time), dtype=float)
             if forces is not None:   # an element was added: the hook applied every element, the kernel none
-                data = data[:8] + self._no_springs
+                data = data[:2] + self._no_springs   # (loop rows, ancestry)
         if self._own is None:
             x_list, xd_list = state[0].tolist(), state[1].tolist()
             mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
