@@ -134,12 +134,12 @@ _ROLL1 = np.array([1, 2, 0])
 _ROLL2 = np.array([2, 0, 1])
 
 
-def _cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise 3-vector cross products of (n, 3) arrays (np.cross is slow for small arrays)."""
     return a.take(_ROLL1, 1) * b.take(_ROLL2, 1) - a.take(_ROLL2, 1) * b.take(_ROLL1, 1)
 
 
-def _motion_subspaces(model, t: TreeArrays, rotations, positions) -> np.ndarray:
+def motion_subspaces(model, t: TreeArrays, rotations, positions) -> np.ndarray:
     """World-frame motion subspace S (6, n_tangent)."""
     subspace = np.zeros((6, model.n_tangent))
     idx = t.one_dof
@@ -147,7 +147,7 @@ def _motion_subspaces(model, t: TreeArrays, rotations, positions) -> np.ndarray:
         world_axis = (rotations[idx] @ t.axis[idx, :, None])[:, :, 0]
         revolute = t.revolute[idx, None]
         cols = t.v_index[idx]
-        subspace[:3, cols] = np.where(revolute, _cross_rows(positions[idx], world_axis), world_axis).T
+        subspace[:3, cols] = np.where(revolute, cross_rows(positions[idx], world_axis), world_axis).T
         subspace[3:, cols] = (world_axis * revolute).T
     for i in t.multi:  # body-frame S = [l; a] → world [R l + p × R a; R a]
         body = model.bodies[i]
@@ -217,7 +217,7 @@ def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = Non
     """Pure-numpy path of `mass_matrix_and_bias` (a fixed number of batched numpy calls)."""
     t = tree_arrays(model)
     rotations, positions = world_placements(model, x, t)
-    subspace = _motion_subspaces(model, t, rotations, positions)          # (6, n_t)
+    subspace = motion_subspaces(model, t, rotations, positions)          # (6, n_t)
     inertia = _world_inertias(t, rotations, positions)                     # (n_b, 6, 6)
     mass = None
     if need_mass:
@@ -232,8 +232,8 @@ def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = Non
     if xd is not None:
         v = (t.ancestry * xd) @ subspace.T                                 # (n_b, 6) body velocities
         joint_v = (t.own_mask * xd) @ subspace.T                          # own joint velocity (0 at roots)
-        c = np.concatenate([_cross_rows(v[:, 3:], joint_v[:, :3]) + _cross_rows(v[:, :3], joint_v[:, 3:]),
-                            _cross_rows(v[:, 3:], joint_v[:, 3:])], axis=1)
+        c = np.concatenate([cross_rows(v[:, 3:], joint_v[:, :3]) + cross_rows(v[:, :3], joint_v[:, 3:]),
+                            cross_rows(v[:, 3:], joint_v[:, 3:])], axis=1)
         acc = t.body_ancestry @ c
         if xdd is not None:
             acc = acc + (t.ancestry * xdd) @ subspace.T
@@ -241,8 +241,8 @@ def mass_matrix_and_bias_numpy(model, x: np.ndarray, xd: np.ndarray | None = Non
             acc[:, :3] -= model.gravity
         iv = (inertia @ v[:, :, None])[:, :, 0]
         f = (inertia @ acc[:, :, None])[:, :, 0]
-        f[:, :3] += _cross_rows(v[:, 3:], iv[:, :3])
-        f[:, 3:] += _cross_rows(v[:, 3:], iv[:, 3:]) + _cross_rows(v[:, :3], iv[:, :3])
+        f[:, :3] += cross_rows(v[:, 3:], iv[:, :3])
+        f[:, 3:] += cross_rows(v[:, 3:], iv[:, 3:]) + cross_rows(v[:, :3], iv[:, :3])
         subtree_force = t.ancestry.T @ f                                   # (n_t, 6)
         tau = np.einsum("kn,nk->n", subspace, subtree_force)
     return mass, tau

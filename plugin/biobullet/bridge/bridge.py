@@ -557,19 +557,15 @@ class Bridge:
         from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
         if constraints.loops:
-            from biobullet.constraints.loops import VectorLoops
-            loops = tuple(constraints.loops)
-            if not VectorLoops.supports(loops):
+            from biobullet.constraints.loops import vector_loops
+            vector = vector_loops(self.model, constraints.loops)
+            if vector is None:
                 return None, None, None
-            vector = VectorLoops(self.model, loops)
-            loops = (np.ascontiguousarray(vector.k_ancestry, dtype=float), vector.k_body,
-                     np.ascontiguousarray(vector.offset, dtype=float),
-                     np.ascontiguousarray(vector.basis, dtype=float), vector.k_kinds, vector.k_rows,
-                     int(vector.n_rows))
+            loops = vector.rows
         else:
-            loops = (np.zeros((0, n)), np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3, 2)),
-                     np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
-        data = (*loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
+            from biobullet.constraints.loop_kernels import pack_loop_rows
+            loops = pack_loop_rows(np.zeros((len(self.model.bodies), n)), ())
+        data = (loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
                 *pack_springs(self.model, springs))
         return loop_torque_kernel(), table, data
 
@@ -926,7 +922,7 @@ class Bridge:
         else:
             torque = self._with_forces(user, x, xd)
             if forces is not None:   # an element was added: the force stage applied every element, the kernel none
-                data = data[:8] + self._no_springs
+                data = data[:2] + self._no_springs   # (loop rows, ancestry)
         if self._own is None:   # (C-contiguous: the kernel's direct entry converts without checking)
             mass, bias = (np.ascontiguousarray(a, dtype=float) for a in self._mass_and_bias(x, xd))
             meta, body, gravity = self._no_tree

@@ -107,9 +107,9 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
 _tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
 
 
-def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, ancestry,
-                    point_body, offset, basis, kinds, row_start, n_rows, body_ancestry, spring_bodies, spring_points,
-                    spring_params, zero_length, kp, kd, kb, xdd, lam, torque):
+def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, loop_rows,
+                    body_ancestry, spring_bodies, spring_points, spring_params, zero_length, kp, kd, kb, xdd, lam,
+                    torque):
     """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
     (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
     order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
@@ -117,6 +117,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     solve declines or a spring has zero length (the general path then decides and reports)."""
     n = xd.shape[0]
     nf = table.shape[0]
+    n_rows = loop_rows.n_rows[0] if loop_rows.n_rows.shape[0] else 0
     m = nf + n_rows
     phi = np.empty(m)
     jac = np.empty((m, n))
@@ -141,8 +142,8 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
                                zero_length, total)
     if status != 0:
         return 3
-    l_phi, l_jac, l_bias = _loop_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds,
-                                      row_start, n_rows, True, True)
+    if n_rows:
+        l_phi, l_jac, l_bias = _loop_rows(loop_rows, 0, (rot, pos, sub, vel, acc), True, True)
     for r in range(n_rows):
         phi[nf + r] = l_phi[r]
         bias_c[nf + r] = l_bias[r]
@@ -164,7 +165,7 @@ _kin = _loop_rows = _spring_forces = None   # bound before `_loop_torque_py` com
 
 def loop_torque_kernel():
     """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    from biobullet.constraints.loop_kernels import _kernels as loop_kernels
+    from biobullet.constraints.loop_kernels import loop_kernels
     fused = rows_torque_kernel()   # compiles and binds the shared callees
     loops = loop_kernels()
     if fused is None or loops is None:

@@ -17,9 +17,7 @@ import numpy as np
 from scipy.linalg.lapack import dgesv as _gesv
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.core import jit
-from biobullet.constraints.loops import Loop, VectorLoops, _cross3 as _loops_cross3, loop_supports, loop_terms, parse_loops
-from biobullet.constraints.loops import share_tree_kinematics as _share_kinematics
+from biobullet.constraints.loops import Loop, VectorLoops, loop_supports, loop_terms, parse_loops
 from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
@@ -40,10 +38,6 @@ _EMPTY = np.zeros(0)
 
 class _NeedsContinuation(Exception):
     """The prediction is too far from the solution for a direct Newton solve (internal)."""
-
-
-_cross3 = _loops_cross3
-_VectorLoops = VectorLoops   # moved to constraints.loops (shared with the multipliers' loop rows)
 
 
 class LoopResolver:
@@ -70,9 +64,8 @@ class LoopResolver:
         self._cols_known = [offset_v + j for j in self.known]
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
-        self._revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
-        self._any_revolute = bool(self._revolute.any())
-        self._revolute_float = self._revolute.astype(float)   # (the compiled hot path's wrap mask)
+        self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
+        self._any_revolute = bool(self.revolute.any())
         self._warm: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (θ_known, θ_dep, dθ_dep/dθ_known)
         self._warm_condition = np.inf   # cond₁(Φ_dep) at the cached solution
         self._warm_curvature: tuple[np.ndarray, np.ndarray] | None = None   # (known rate u, θ_dep'' along u)
@@ -85,7 +78,7 @@ class LoopResolver:
         #: residual accepted without a further Newton evaluation while an integration runs at a loose tolerance
         #: (set by `newton_tolerance`; None = converge to round-off)
         self.accept_residual: float | None = None
-        self._vector = _VectorLoops(model, loops) if _VectorLoops.supports(loops) else None
+        self._vector = VectorLoops(model, loops) if VectorLoops.supports(loops) else None
         self._kin: tuple[bytes, object] | None = None   # tree kinematics of the last θ (reused for the rates)
         self._memo: tuple[tuple, tuple] | None = None   # last resolve(): exact inputs -> outputs
 
@@ -258,7 +251,7 @@ class LoopResolver:
             theta[dep] -= inverse @ phi
         # angle wrapping: stay on the 2π-branch of the prediction (continuity of continuous joints)
         if self._any_revolute:
-            wraps = np.round((theta[dep] - guess) / (2 * np.pi)) * self._revolute
+            wraps = np.round((theta[dep] - guess) / (2 * np.pi)) * self.revolute
             theta[dep] -= 2 * np.pi * wraps
         if check_singular and not condition < CONDITION_LIMIT:
             raise SolverError(f"singular loop configuration: cond₁(∂Φ/∂θ_dep) = {condition:.3g} > "
@@ -276,11 +269,6 @@ class LoopResolver:
     # ------------------------------------------------------------------ Resolver protocol
     def resolve(self, jets, t: float, need_rates: bool) -> None:
         dep, known = self._dep, self._kn
-        if need_rates and self._warm is not None:   # the integrators' hot path (one call per right-hand side)
-            lean = self._lean
-            if lean is not None and self._resolve_lean(jets, t, lean):
-                self._memo = None
-                return
         # exact memo of the last call of the generic path (trajectory output evaluates a sample state again)
         key = (float(t), need_rates, jets.theta[known].tobytes() + jets.gradient[known].tobytes()
                + (jets.rate[known].tobytes() + jets.gamma[known].tobytes() if need_rates else b""))
@@ -303,57 +291,28 @@ class LoopResolver:
         self._memo = (key, (jets.theta[dep].copy(), jets.gradient[dep].copy(), jets.rate[dep].copy(),
                             jets.gamma[dep].copy()))
 
-    def _lean_setup(self):
-        """(compiled hot-path kernel, packed tree, n_tangent, row data) for `_resolve_lean`, or None: fixed base,
-        point, planar and revolute loops only, compiled kernels enabled."""
-        from biobullet.constraints.loop_kernels import _kernels
-        model = self.model
-        kernels = _kernels()
-        if kernels is None or self._vector is None or self._offset_q or model is None:
-            return None
-        kernel = _lean_kernel(kernels)
-        if kernel is None:
-            return None
-        v = self._vector
-        meta, body = model.tree_pack
-        return (kernel, meta, body, model.n_tangent,
-                (v.k_ancestry, v.k_body, v.offset, v.basis, v.k_kinds, v.k_rows, v.n_rows))
-
     @property
-    def _lean(self):
-        lean = getattr(self, "_lean_cache", False)
-        if lean is False:
-            lean = self._lean_cache = self._lean_setup()
-        if lean is not None and not jit.ENABLED:
-            return None
-        return lean
+    def kernel_rows(self) -> VectorLoops | None:
+        """The loops packed for the compiled rows kernel (`constraints.loop_kernels`), or None (a loop type it does
+        not evaluate: the pipeline's callback stage serves)."""
+        return self._vector
 
-    def _resolve_lean(self, jets, t: float, lean) -> bool:
-        """The integrators' hot path of `resolve` (with rates), one compiled call: Newton from the second-order
-        prediction of the cached solution with the same convergence tests, Kantorovich guard and last correction
-        as `solve`/`_finish`, then G, θ̇ and γ from one kinematics evaluation with rates at the solution (shared
-        with the force elements of the same right-hand side). Returns False — θ_dep restored, nothing cached —
-        when the generic path must decide (a large input change that may need continuation, a Newton iteration
-        that does not contract at once, a singular or ill-conditioned configuration: the generic path then
-        continues, backtracks or raises its SolverError)."""
-        kernel, meta, body, n_tangent, rows_data = lean
-        known0, dep0, sensitivity = self._warm
-        curvature = self._warm_curvature
-        u0, h0 = (curvature if curvature is not None else (_EMPTY, _EMPTY))
-        anchor = self._anchor[0][0] if self._anchor is not None else _EMPTY
-        loose = self.accept_residual
-        status, condition, sensitivity, h, u, known_new, dep_new, rot, pos, sub, vel, acc = kernel(
-            meta, body, n_tangent, jets.theta, jets.rate, jets.gradient, jets.gamma, self._dep, self._kn, known0,
-            dep0, sensitivity, u0, h0, anchor, self.residual_tolerance, -1.0 if loose is None else loose,
-            self._warm_condition, self._revolute_float, CONDITION_LIMIT, *rows_data)
-        if status != 0:   # θ_dep restored by the kernel
-            return False
-        self._warm = (known_new, dep_new, sensitivity)
+    def warm_start(self) -> tuple | None:
+        """The cached solution as the pipeline's loop stage takes it: (θ_known, θ_dep, sensitivity, condition,
+        curvature (u, h) or None, anchor θ_known or None), or None before the first solve."""
+        if self._warm is None:
+            return None
+        return (*self._warm, self._warm_condition, self._warm_curvature,
+                None if self._anchor is None else self._anchor[0][0])
+
+    def set_warm_start(self, known: np.ndarray, dep: np.ndarray, sensitivity: np.ndarray, condition: float,
+                       curvature: tuple | None) -> None:
+        """Continue from a solution the pipeline's loop stage reached (the generic path then starts there)."""
+        self._warm = (known, dep, sensitivity)
         self._warm_condition = condition
-        self._warm_curvature = (u, h) if u.shape[0] else None
+        self._warm_curvature = curvature
         self._warm_fresh = True
-        _share_kinematics(self.model, jets.theta, jets.rate, rot, pos, sub, vel, acc)
-        return True
+        self._memo = None
 
     def resolve_hessians(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None,
                          t: float) -> None:
@@ -470,5 +429,3 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
     resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
     return resolver, set(implicit)
 
-
-from biobullet.constraints.newton_kernel import _lean_kernel  # noqa: E402  (the compiled twin of `_resolve_lean`'s algorithm)

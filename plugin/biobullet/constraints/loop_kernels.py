@@ -2,14 +2,54 @@
 algorithms.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates both
 once per call; in numpy they are ~60 small array operations.
 
+The rows kernels take the loops as one structured argument, `LoopRows` (one or several loop sets: the loop
+resolvers of a compiled model's LoopTable, or one `VectorLoops`), the set's index k, the tree kinematics as the
+tuple the kinematics kernel returns (rot, pos, sub, vel, acc) and, for the in-place kernel, its outputs and work
+arrays as one tuple (phi, jac, bias, work, jl).
+
 numba's on-disk cache is keyed on this file: after editing `compiled_kernels._place_body_py` (called here), touch
 this file; kernels of other files call these (constraints.newton_kernel, integrate.compiled_rhs): touch those after
 editing this one.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
 
 import numpy as np
+
+
+class LoopRows(NamedTuple):
+    """Point (kind 0), planar (kind 1) and revolute (kind 2) loops of one or more loop sets, packed once
+    (`pack_loop_rows`). Set k holds loops loop_start[k] … loop_start[k+1]−1 and rows 0 … n_rows[k]−1 (row_start:
+    the first row of each loop within its set); its points sit at 2·loop_start[k] …: the loops' A points, then
+    their B points (body −1: ground, offset in world axes). basis[l] (3 × 3): planar — the plane basis in link_a's
+    body frame (columns 0, 1); revolute — u_1, u_2 in link_b's body frame (columns 0, 1) and axis_a in link_a's
+    (column 2). ancestry (n_b, n_tangent): 1.0 where direction c moves body b."""
+
+    ancestry: np.ndarray
+    loop_start: np.ndarray
+    point_body: np.ndarray
+    offset: np.ndarray
+    basis: np.ndarray
+    kinds: np.ndarray
+    row_start: np.ndarray
+    n_rows: np.ndarray
+
+
+def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
+    """LoopRows of loop sets given as (point_body (2L,), offset (2L, 3), basis (L, 3, 3), kinds (L,), row
+    counts (L,)) tuples, in order (`loops.VectorLoops.kernel_set`)."""
+    def joined(parts, dtype, width=()):
+        return np.ascontiguousarray(np.concatenate(parts).astype(dtype) if parts else np.zeros((0, *width), dtype))
+
+    sets = list(sets)
+    counts = [np.asarray(s[4], dtype=np.int64) for s in sets]
+    return LoopRows(np.ascontiguousarray(ancestry, dtype=float),
+                    np.cumsum([0] + [len(s[3]) for s in sets]).astype(np.int64),
+                    joined([s[0] for s in sets], np.int64), joined([s[1] for s in sets], float, (3,)),
+                    joined([s[2] for s in sets], float, (3, 3)), joined([s[3] for s in sets], np.int64),
+                    joined([np.cumsum(np.concatenate([[0], c[:-1]])) for c in counts], np.int64),
+                    np.array([int(c.sum()) for c in counts], dtype=np.int64))
 
 def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
     nb = meta.shape[0]
@@ -50,41 +90,42 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
     return rot, pos, sub, vel, acc
 
 
-def _loop_rows_kernel_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
-                      with_jac, with_bias):
-    """Rows of point (kind 0), planar (kind 1) and revolute (kind 2) loops (`loops.VectorLoops` packs the data);
-    point k of loop l: index l (a) and L + l (b); basis[l] (3 × 3): planar — the plane basis in link_a's body
-    frame (columns 0, 1); revolute — u_1, u_2 in link_b's body frame (columns 0, 1) and axis_a in link_a's
-    (column 2). A thin allocating wrapper of `_loop_rows_into_py`, the one implementation."""
-    n_t = sub.shape[1]
+def _loop_rows_kernel_py(rows, k, kin, with_jac, with_bias):
+    """(Φ, Φ_x, b) of loop set k of `rows` (LoopRows) at the tree kinematics kin = (rot, pos, sub, vel, acc)
+    (vel, acc read with_bias only); Φ_x and b empty unless asked. A thin allocating wrapper of
+    `_loop_rows_into_py`, the one implementation."""
+    n_t = kin[2].shape[1]
+    n_rows = rows.n_rows[k]
     phi = np.zeros(n_rows)
     jac = np.zeros((n_rows, n_t)) if with_jac else np.zeros((0, n_t))
     bias = np.zeros(n_rows) if with_bias else np.zeros(0)
-    _rows_into(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, with_jac, with_bias,
-               phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t)))
+    _rows_into(rows, k, kin, with_jac, with_bias, (phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t))))
     return phi, jac, bias
 
 
-def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, with_jac,
-                       with_bias, phi, jac, bias, work, jl):
-    """`_loop_rows_kernel_py` into the caller's arrays (every row of phi, and of jac / bias when asked, is written),
-    with its work arrays given: `work` (6, 2, 3) = the two points' positions, velocities, accelerations, angular
-    velocities and accelerations and two vectors (a basis vector; revolute: u_k and the axis a), `jl`
-    (2, 3, n_tangent) the points' Jacobians. Loops that evaluate the rows many times per call (the trajectory
-    output's Newton pass) allocate these once."""
+def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
+    """`_loop_rows_kernel_py` into the caller's arrays out = (phi, jac, bias, work, jl) (every row of phi, and of
+    jac / bias when asked, is written), with its work arrays given: `work` (6, 2, 3) = the two points' positions,
+    velocities, accelerations, angular velocities and accelerations and two vectors (a basis vector; revolute: u_k
+    and the axis a), `jl` (2, 3, n_tangent) the points' Jacobians. Loops that evaluate the rows many times per
+    call (the trajectory output's Newton pass) allocate these once."""
+    rot, pos, sub, vel, acc = kin
+    phi, jac, bias, work, jl = out
+    ancestry, point_body, offset, basis, kinds = rows.ancestry, rows.point_body, rows.offset, rows.basis, rows.kinds
     n_t = sub.shape[1]
-    n_l = kinds.shape[0]
+    l0, l1 = rows.loop_start[k], rows.loop_start[k + 1]
+    n_l = l1 - l0
     p = work[0]
     pv = work[1]
     pa = work[2]
     w = work[3]
     al = work[4]
     e = work[5, 0]
-    for l in range(n_l):
+    for l in range(l0, l1):
         for side in range(2):
-            k = l + side * n_l
-            b = point_body[k]
-            o0, o1, o2 = offset[k, 0], offset[k, 1], offset[k, 2]
+            point = 2 * l0 + (l - l0) + side * n_l
+            b = point_body[point]
+            o0, o1, o2 = offset[point, 0], offset[point, 1], offset[point, 2]
             if b < 0:
                 p[side, 0], p[side, 1], p[side, 2] = o0, o1, o2
                 for a in range(3):
@@ -117,7 +158,7 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                 pa[side, 1] = acc[b, 1] + a2 * x0 - a0 * x2 + om2 * u0 - om0 * u2
                 pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
         d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
-        r = row_start[l]
+        r = rows.row_start[l]
         if kinds[l] != 1:   # the point rows: point loops, and the first three rows of a revolute loop
             phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
             if with_jac:
@@ -129,11 +170,10 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                     bias[r + a] = pa[0, a] - pa[1, a]
             if kinds[l] == 0:
                 continue
-        ba = point_body[l]
+        ba = point_body[2 * l0 + (l - l0)]
         if kinds[l] == 2:   # revolute: its axis rows after the point rows (a separate kernel: the point and
             # planar loops' code stays as small as before)
-            _revolute_rows(rot, sub, ancestry, ba, point_body[l + n_l], basis, l, r + 3, with_jac, with_bias, phi,
-                           jac, bias, w, al, work[5, 0], work[5, 1])
+            _revolute_rows(rows, l, r + 3, ba, point_body[2 * l0 + (l - l0) + n_l], kin, with_jac, with_bias, out)
             continue
         for kk in range(2):
             for a in range(3):
@@ -168,12 +208,17 @@ def _loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, ba
                 bias[r + kk] = value
 
 
-def _revolute_rows_py(rot, sub, ancestry, ba, bb, basis, l, r, with_jac, with_bias, phi, jac, bias, w, al, u, ax):
+def _revolute_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
     """The two axis rows r, r + 1 of revolute loop l (`loop_types.RevoluteLoop.rows`, the reference; its point
     rows are the point loop's): u_k·a = 0 (k = 1, 2) with a = R_a axis_a (basis[l, :, 2], in link_a's body frame,
     body ba) and u_k = R_b basis[l, :, k] (in link_b's body frame, body bb); a ground side (body −1) has them in
     world axes. Jacobian (u_k × a)·(J_ω,b − J_ω,a); bias (α_b × u + ω_b × (ω_b × u))·a + 2 (ω_b × u)·(ω_a × a)
-    + u·(α_a × a + ω_a × (ω_a × a)). w, al: (2, 3) the two sides' ω and α (with_bias); u, ax: 3-vector work."""
+    + u·(α_a × a + ω_a × (ω_a × a)). out as `_loop_rows_into_py`'s: its work rows 3, 4 hold the two sides' ω and
+    α (with_bias), row 5 two 3-vectors of work (u, the axis)."""
+    rot, sub = kin[0], kin[2]
+    phi, jac, bias, work = out[0], out[1], out[2], out[3]
+    ancestry, basis = rows.ancestry, rows.basis
+    w, al, u, ax = work[3], work[4], work[5, 0], work[5, 1]
     n_t = sub.shape[1]
     for a in range(3):
         if ba < 0:
@@ -230,11 +275,11 @@ def _kinematics_bindings() -> dict:
     return {} if kernel is None else {"_place_body": kernel}
 
 
-def _kernels():
+def loop_kernels():
     """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
     if not jit.ENABLED:
         return None
-    kinematics = jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+    kinematics = tree_kinematics_kernel()
     rows_into = rows_into_kernel()
     rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": rows_into})
     return None if kinematics is None or rows is None else (kinematics, rows)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.algorithms.vectorized import _cross_rows, _motion_subspaces, tree_arrays, world_placements
+from biobullet.algorithms.vectorized import cross_rows, motion_subspaces, tree_arrays, world_placements
 from biobullet.core.errors import SourceRef, did_you_mean
-from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, _cross, get_loop_type, loop_type_names
+from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, get_loop_type, loop_type_names
 from biobullet.core.attributes import vector3
 
 @dataclass(frozen=True, eq=False)
@@ -147,7 +147,7 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     else:
         cached = None
     t = tree_arrays(model)
-    kernels = _kernels()
+    kernels = loop_kernels()
     with_rates = xd is not None
     if with_rates:
         xd = np.asarray(xd, dtype=float)
@@ -162,13 +162,13 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
             rotations, positions, subspace = base.rotations, base.positions, base.subspace
         else:
             rotations, positions = world_placements(model, x, t)
-            subspace = _motion_subspaces(model, t, rotations, positions)
+            subspace = motion_subspaces(model, t, rotations, positions)
             _readonly(rotations, positions, subspace)
         if with_rates:
             vel = (t.ancestry * xd) @ subspace.T
             joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
-            c = np.concatenate([_cross_rows(vel[:, 3:], joint_v[:, :3]) + _cross_rows(vel[:, :3], joint_v[:, 3:]),
-                                _cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
+            c = np.concatenate([cross_rows(vel[:, 3:], joint_v[:, :3]) + cross_rows(vel[:, :3], joint_v[:, 3:]),
+                                cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
             acc = t.body_ancestry @ c
             _readonly(vel, acc)
     kin = TreeKinematics(t, rotations, positions, subspace)
@@ -179,17 +179,6 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
         kin = TreeKinematics(t, rotations, positions, subspace, vel, acc)
         cached[2:] = [xd.tobytes(), kin]
     return kin
-
-
-def share_tree_kinematics(model, x: np.ndarray, xd: np.ndarray, rotations, positions, subspace, velocity,
-                          accel) -> None:
-    """Store kinematics computed elsewhere (the loop resolver's compiled hot path) as the last tree kinematics
-    at (x, ẋ), so that force elements and loop rows of the same right-hand side reuse them. The arrays become
-    read-only (shared)."""
-    _readonly(rotations, positions, subspace, velocity, accel)
-    t = tree_arrays(model)
-    model.derived[_KINEMATICS] = [x.tobytes(), TreeKinematics(t, rotations, positions, subspace), xd.tobytes(),
-                         TreeKinematics(t, rotations, positions, subspace, velocity, accel)]
 
 
 def point_position_jacobian(model, kin: TreeKinematics, link: str, xyz: np.ndarray
@@ -256,13 +245,13 @@ def point_state(model, kin: TreeKinematics, link: str, xyz: np.ndarray, *, jacob
         v, a = kin.velocity[frame.body], kin.accel[frame.body]
         omega, alpha = v[3:], a[3:]
         state.omega, state.alpha = omega, alpha
-        state.velocity = v[:3] + _cross(omega, position)
+        state.velocity = v[:3] + cross3(omega, position)
         # classical acceleration of a body point from the spatial one: a_p = A_lin + α × p + ω × ṗ
-        state.accel = a[:3] + _cross(alpha, position) + _cross(omega, state.velocity)
+        state.accel = a[:3] + cross3(alpha, position) + cross3(omega, state.velocity)
     return state
 
 
-def _cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross products along the last axis of (..., 3) arrays (np.cross is slow on small arrays)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
@@ -317,13 +306,12 @@ class VectorLoops:
         self.any_planar = any(loop.type == "planar" for loop in loops)
         self.only_planar = all(loop.type == "planar" for loop in loops)
         self.any_revolute = any(loop.type == "revolute" for loop in loops)
-        # compiled kernel data: ground points as body −1, loop kinds and first rows
-        self.k_body = np.where(self.body == ground, -1, self.body).astype(np.int64)
-        self.k_kinds = np.array([_KERNEL_KINDS[loop.type] for loop in loops], dtype=np.int64)
-        self.k_rows = np.cumsum([0] + [loop.n_equations for loop in loops]).astype(np.int64)
-        self.n_rows = int(self.k_rows[-1])
-        self.k_rows = self.k_rows[:-1].copy()
-        self.k_ancestry = np.ascontiguousarray(ancestry)
+        self.n_rows = sum(loop.n_equations for loop in loops)
+        # the compiled rows kernel's data (`loop_kernels.LoopRows`): ground points as body −1, loop kinds, rows
+        self.kernel_set = (np.where(self.body == ground, -1, self.body).astype(np.int64), self.offset, self.basis,
+                           np.array([_KERNEL_KINDS.get(loop.type, -1) for loop in loops], dtype=np.int64),
+                           [loop.n_equations for loop in loops])
+        self.rows = pack_loop_rows(ancestry, (self.kernel_set,))
 
     @staticmethod
     def supports(loops: tuple[Loop, ...]) -> bool:
@@ -334,14 +322,12 @@ class VectorLoops:
         kinematics at x to reuse."""
         if kin is None or xd is not None:   # (cached per x and ẋ: a `kin` of another ẋ must not be reused)
             kin = tree_kinematics(model, x, xd)
-        kernels = _kernels()
+        kernels = loop_kernels()
         if kernels is not None:
             with_bias = xd is not None
-            phi, jac, bias = kernels[1](kin.rotations, kin.positions, kin.subspace,
-                                        kin.velocity if with_bias else _NO_MOTION,
-                                        kin.accel if with_bias else _NO_MOTION, self.k_ancestry, self.k_body,
-                                        self.offset, self.basis, self.k_kinds, self.k_rows, self.n_rows,
-                                        jacobian, with_bias)
+            phi, jac, bias = kernels[1](self.rows, 0, (kin.rotations, kin.positions, kin.subspace,
+                                                       kin.velocity if with_bias else _NO_MOTION,
+                                                       kin.accel if with_bias else _NO_MOTION), jacobian, with_bias)
             return phi, (jac if jacobian else None), (bias if with_bias else None), kin
         if self.any_revolute:
             return (*_per_loop_terms(model, self.loops, kin, jacobian, xd is not None), kin)
@@ -365,7 +351,7 @@ class VectorLoops:
             d_jac = jac_lin[:n_l] - jac_lin[n_l:]                                               # (L, 3, n)
             if self.any_planar:
                 jac_ang = s[3:][None] * anc[:n_l, None, :]                                      # (L, 3, n)
-                e_cross_d = _cross3(et, d[:, None, :])                                          # (L, 2, 3)
+                e_cross_d = cross3(et, d[:, None, :])                                          # (L, 2, 3)
                 planar = (et @ d_jac + e_cross_d @ jac_ang).reshape(-1, n_t)
                 jac = planar if self.only_planar else np.concatenate([d_jac.reshape(-1, n_t), planar])[self.select]
             else:
@@ -375,15 +361,15 @@ class VectorLoops:
             vel = np.concatenate([kin.velocity, np.zeros((1, 6))])[self.body]
             acc = np.concatenate([kin.accel, np.zeros((1, 6))])[self.body]
             omega, alpha = vel[:, 3:], acc[:, 3:]
-            p_vel = vel[:, :3] + _cross3(omega, p)
-            p_acc = acc[:, :3] + _cross3(alpha, p) + _cross3(omega, p_vel)
+            p_vel = vel[:, :3] + cross3(omega, p)
+            p_acc = acc[:, :3] + cross3(alpha, p) + cross3(omega, p_vel)
             d_acc = p_acc[:n_l] - p_acc[n_l:]
             if self.any_planar:
                 w_a, a_a = omega[:n_l, None, :], alpha[:n_l, None, :]
-                we = _cross3(w_a, et)
+                we = cross3(w_a, et)
                 d_vel = (p_vel[:n_l] - p_vel[n_l:])[:, None, :]
                 planar = (np.sum(et * d_acc[:, None, :], axis=2) + 2.0 * np.sum(we * d_vel, axis=2)
-                          + np.sum((_cross3(a_a, et) + _cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
+                          + np.sum((cross3(a_a, et) + cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
                 bias = np.concatenate([d_acc.reshape(-1), planar])[self.select]
             else:
                 bias = d_acc.reshape(-1)[self.select]
@@ -393,7 +379,7 @@ class VectorLoops:
 _VECTOR_LOOPS = "loops.vector_loops"   # key of the packed loop sets in `Model.derived`
 
 
-def _vector_loops(model, loops) -> VectorLoops | None:
+def vector_loops(model, loops) -> VectorLoops | None:
     per_model = model.derived.setdefault(_VECTOR_LOOPS, {})
     key = tuple(loops)
     if key not in per_model:
@@ -405,7 +391,7 @@ def loop_terms(model, loops, x: np.ndarray, xd: np.ndarray | None = None, *,
                jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(Φ, Φ_x, b) of all `loops` stacked; Φ_x is n_rows × n_tangent (None if not asked), b = Φ̇_x ẋ (None
     without ẋ)."""
-    vector = _vector_loops(model, loops)
+    vector = vector_loops(model, loops)
     if vector is not None:
         phi, jac, bias, _ = vector.evaluate(model, np.asarray(x, dtype=float),
                                             None if xd is None else np.asarray(xd, dtype=float),
@@ -450,4 +436,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import _kernels  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import loop_kernels, pack_loop_rows  # noqa: E402  (the compiled twins of the functions above)

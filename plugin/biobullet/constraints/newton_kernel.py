@@ -1,10 +1,11 @@
-"""`LoopResolver._resolve_lean` (constraints.implicit) in one compiled call, and the Newton constants both share.
+"""The loop stage's Newton solve (`_loop_newton_py`): one loop resolver's dependent joints, G, θ̇ and γ in one
+compiled call, warm-started from the data workspace (`pipeline.data.LoopWarm`), and the Newton constants the
+generic resolver (`constraints.implicit.LoopResolver`) shares.
 
-The right-hand side of a reduced closed-loop model spends most of its time here, and in numpy the ~100 small array
-operations of Newton, `_finish` and the rates cost ~10× the kinematics and loop-row kernels they call. Same
-algorithm and tests as `LoopResolver._newton`/`_finish`/`resolve`. Compiled with cache=True (8 s to compile,
-~0.1 s to load): numba's on-disk cache is keyed on this file only, so after editing the kernels of
-constraints.loop_kernels that it calls, touch this file (and integrate/compiled_rhs.py, which calls this one).
+The same algorithm as `LoopResolver._newton` / `_finish` / `resolve` without their fallbacks: the kernel declines
+(status 1, θ_dep restored, the warm start unchanged) wherever the generic resolver would continue, backtrack or
+raise (a large input change needing continuation, a Newton step that does not contract, an ill-conditioned loop),
+and the caller hands that state to the generic path.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to
 CONTINUATION_STEP = 0.1  # rad (or m): input change above which the first Newton step is checked (continuation)
 KANTOROVICH = 0.25       # cond₁(Φ_dep)·‖first Newton step‖₁ above which a large input change uses continuation
 
-# globals of `_lean_kernel_py`, bound to compiled kernels when it compiles (`_lean_kernel`); the Python twins serve
-# the numpy path
+# the compiled callees (`loop_kernels`' tree kinematics and rows, the inlined LU), bound when the kernel compiles
+# (`newton_kernel()`); the Python twins by default
 _KIN = _ROWS = None
 
 
@@ -84,50 +85,57 @@ def _dependent_part_py(inverse, jk, known_values, extra):
     return out
 
 
-def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, known, known0, dep0, sensitivity,
-                    u0, h0, anchor, tolerance, loose, warm_condition, revolute, condition_limit,
-                    ancestry, point_body, offset, basis, kinds, row_start, n_rows):
-    nd, nk, nq = dep.shape[0], known.shape[0], gradient.shape[1]
+def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
+    """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
+    theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
+    Newton from the second-order prediction of the warm start `warm` (`pipeline.data.LoopWarm`, entry k), with the
+    generic resolver's convergence tests, Kantorovich guard at input changes above CONTINUATION_STEP, last
+    correction and 2π wrapping. 0, and the warm start moved to the new solution; or 1 (θ_dep restored, the warm
+    start unchanged) where the generic path must decide."""
+    d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
+    k0, k1 = loops.known_start[k], loops.known_start[k + 1]
+    s0 = loops.sensitivity_start[k]
+    dep, known = loops.dep[d0:d1], loops.known[k0:k1]
+    nd, nk, nq = d1 - d0, k1 - k0, gradient.shape[1]
+    if warm.valid[k] == 0.0:
+        return 1
+    meta, body, n_tangent, rows = loops.meta, loops.body, rate.shape[0], loops.rows
+    tolerance, loose, warm_condition = loops.tolerance[k], warm.loose[k], warm.condition[k]
     no_rates = np.zeros(0)
     no_motion = np.zeros((1, 6))
-    empty3 = np.zeros((0, 3, 3))
     saved = np.empty(nd)
     for i in range(nd):
         saved[i] = theta[dep[i]]
-    fail = (1, np.inf, np.zeros((nd, nk)), np.zeros(nd), np.zeros(0), np.zeros(0), np.zeros(0), empty3,
-            np.zeros((0, 3)), np.zeros((6, 0)), np.zeros((0, 6)), np.zeros((0, 6)))
     # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and the
     # declared initial solution (anchor) is used by the generic path when it is nearer
     delta = np.empty(nk)
     jump, anchor_jump = 0.0, 0.0
     for j in range(nk):
-        delta[j] = theta[known[j]] - known0[j]
+        delta[j] = theta[known[j]] - warm.known0[k0 + j]
         jump = max(jump, abs(delta[j]))
-        if anchor.shape[0] == nk:
-            anchor_jump = max(anchor_jump, abs(theta[known[j]] - anchor[j]))
+        anchor_jump = max(anchor_jump, abs(theta[known[j]] - warm.anchor[k0 + j]))
     guard = jump > CONTINUATION_STEP
-    if guard and anchor.shape[0] == nk and anchor_jump < jump:
-        return fail
+    if guard and warm.anchored[k] != 0.0 and anchor_jump < jump:
+        return 1
     # prediction: first order from the cached solution, second order along the cached known rate u0
-    guess = dep0.copy()
+    guess = np.empty(nd)
     for i in range(nd):
-        s = 0.0
+        s = warm.dep0[d0 + i]
         for j in range(nk):
-            s += sensitivity[i, j] * delta[j]
-        guess[i] += s
-    if u0.shape[0] == nk and nk > 0:
+            s += warm.sensitivity[s0 + i * nk + j] * delta[j]
+        guess[i] = s
+    if warm.curved[k] != 0.0 and nk > 0:
         uu, ud = 0.0, 0.0
         for j in range(nk):
-            uu += u0[j] * u0[j]
-            ud += u0[j] * delta[j]
+            uu += warm.u0[k0 + j] * warm.u0[k0 + j]
+            ud += warm.u0[k0 + j] * delta[j]
         along = ud / uu
         for i in range(nd):
-            guess[i] += 0.5 * along * along * h0[i]
+            guess[i] += 0.5 * along * along * warm.h0[d0 + i]
     for i in range(nd):
         theta[dep[i]] = guess[i]
     rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-    phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
-                        row_start, n_rows, True, False)
+    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
     norm = np.sqrt(np.sum(phi * phi))
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     a = np.empty((nd, nd))
@@ -146,73 +154,57 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
         for i in range(nd):
             total += abs(step[i, 0])
         if not ok or not np.isfinite(total) or (guard and not warm_condition * total <= KANTOROVICH):
-            for i in range(nd):
-                theta[dep[i]] = saved[i]
-            return fail
+            break
         guard = False
         biggest = 0.0
         for i in range(nd):
             theta[dep[i]] -= step[i, 0]
             biggest = max(biggest, abs(step[i, 0]))
         rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-        phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
-                            row_start, n_rows, True, False)
+        phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
         norm_new = np.sqrt(np.sum(phi * phi))
         if not (norm_new < norm or norm_new <= tolerance):
-            for i in range(nd):
-                theta[dep[i]] = saved[i]
-            return fail
+            break
         norm = norm_new
         step_norm = biggest
         if step_norm <= STEP_TOLERANCE:
             converged = True
             break
-    if not converged:
+    inverse = np.empty((nd, nd))
+    condition = np.inf
+    if converged:   # _finish: factor, 1-norm condition
+        for i in range(nd):
+            for j in range(nd):
+                a[i, j] = jac[i, dep[j]]
+        inverse, ok = _lu_solve(a, np.eye(nd))
+        if ok:
+            col_a, col_i = 0.0, 0.0
+            for j in range(nd):
+                sa, si = 0.0, 0.0
+                for i in range(nd):
+                    sa += abs(a[i, j])
+                    si += abs(inverse[i, j])
+                col_a, col_i = max(col_a, sa), max(col_i, si)
+            condition = col_a * col_i
+    if not (np.isfinite(condition) and condition < loops.condition_limit):
         for i in range(nd):
             theta[dep[i]] = saved[i]
-        return fail
-    # _finish: factor, 1-norm condition, last correction, angle wrapping
-    for i in range(nd):
-        for j in range(nd):
-            a[i, j] = jac[i, dep[j]]
-    inverse, ok = _lu_solve(a, np.eye(nd))
-    if not ok:
-        for i in range(nd):
-            theta[dep[i]] = saved[i]
-        return fail
-    col_a, col_i = 0.0, 0.0
-    for j in range(nd):
-        sa, si = 0.0, 0.0
-        for i in range(nd):
-            sa += abs(a[i, j])
-            si += abs(inverse[i, j])
-        col_a, col_i = max(col_a, sa), max(col_i, si)
-    condition = col_a * col_i
-    if not np.isfinite(condition) or not condition < condition_limit:
-        for i in range(nd):
-            theta[dep[i]] = saved[i]
-        return fail
+        return 1
+    # the last correction with this factor, angle wrapping
     for i in range(nd):
         s = 0.0
         for j in range(nd):
             s += inverse[i, j] * phi[j]
         theta[dep[i]] -= s
     for i in range(nd):
-        if revolute[i] != 0.0:
+        if loops.revolute[d0 + i] != 0.0:
             wraps = np.round((theta[dep[i]] - guess[i]) / (2 * np.pi))
             theta[dep[i]] -= 2 * np.pi * wraps
-    # sensitivity −Φ_dep⁻¹ Φ_kn, then G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`)
+    # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     jk = np.empty((nd, nk))
     for i in range(nd):
         for j in range(nk):
             jk[i, j] = jac[i, known[j]]
-    sens = np.zeros((nd, nk))
-    for i in range(nd):
-        for j in range(nk):
-            s = 0.0
-            for k in range(nd):
-                s += inverse[i, k] * jk[k, j]
-            sens[i, j] = -s
     no_extra = np.zeros(nd)
     values = np.empty(nk)
     for c in range(nq):
@@ -226,45 +218,52 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
     dependent = _dependent_part(inverse, jk, values, no_extra)
     for i in range(nd):
         rate[dep[i]] = dependent[i]
-    rot, pos, sub, vel, acc = _KIN(meta, body, theta, rate, n_tangent, True)
-    _, _, bias = _ROWS(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
-                       False, True)
-    h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the cached solution
+    _, _, bias = _ROWS(rows, k, _KIN(meta, body, theta, rate, n_tangent, True), False, True)
+    h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the new solution
     for j in range(nk):
         values[j] = gamma[known[j]]
     dependent = _dependent_part(inverse, jk, values, bias)
     for i in range(nd):
         gamma[dep[i]] = dependent[i]
-    # the new cached solution: (θ_known, θ_dep, sensitivity), and the known rate of the curvature term
-    known_new = np.empty(nk)
-    u = np.empty(nk)
+    # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along the known
+    # rate u where it is not zero
     uu = 0.0
     for j in range(nk):
-        known_new[j] = theta[known[j]]
-        u[j] = rate[known[j]]
-        uu += u[j] * u[j]
-    dep_new = np.empty(nd)
+        warm.known0[k0 + j] = theta[known[j]]
+        warm.u0[k0 + j] = rate[known[j]]
+        uu += rate[known[j]] * rate[known[j]]
     for i in range(nd):
-        dep_new[i] = theta[dep[i]]
-    if not uu > 1e-24:
-        u = np.zeros(0)
-    return 0, condition, sens, h, u, known_new, dep_new, rot, pos, sub, vel, acc
+        warm.dep0[d0 + i] = theta[dep[i]]
+        warm.h0[d0 + i] = h[i]
+        for j in range(nk):
+            s = 0.0
+            for m in range(nd):
+                s += inverse[i, m] * jk[m, j]
+            warm.sensitivity[s0 + i * nk + j] = -s
+    warm.condition[k] = condition
+    warm.curved[k] = 1.0 if uu > 1e-24 else 0.0
+    return 0
 
 
-_lu_solve, _dependent_part = _lu_solve_py, _dependent_part_py   # rebound to compiled twins by `_lean_kernel`
+_lu_solve, _dependent_part = _lu_solve_py, _dependent_part_py   # rebound to compiled twins by `newton_kernel`
 
 
-def _lean_kernel(kernels):
-    """The compiled `_lean_kernel_py` (numba; cached on disk) calling the compiled loop kernels `kernels`
-    = (tree kinematics, loop rows), or None if it cannot be compiled."""
-    kinematics, rows = kernels
+def newton_kernel():
+    """The compiled `_loop_newton_py` (inlined into the pipeline's joint-state stage; cached with it), or None."""
+    from biobullet.constraints.loop_kernels import loop_kernels
+    kernels = loop_kernels()
     solve = lu_solve_kernel()
-    if solve is None:
+    if kernels is None or solve is None:
         return None
-    return jit.compiled(_lean_kernel_py, bind={"_KIN": kinematics, "_ROWS": rows, "_lu_solve": solve,
-                                               "_dependent_part": _dependent_part_py})
+    return jit.compiled(_loop_newton_py, bind={"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve": solve,
+                                               "_dependent_part": _dependent_part_py}, inline=True)
 
 
 def lu_solve_kernel():
     """The compiled `_lu_solve_py` (inline; its in-place core bound), or None (no numba, or disabled)."""
     return jit.compiled(_lu_solve_py, bind={"_lu_solve_into": _lu_solve_into_py}, inline=True)
+
+
+def lu_solve_into_kernel():
+    """The compiled `_lu_solve_into_py` (inline), or None."""
+    return jit.compiled(_lu_solve_into_py, inline=True)

@@ -390,9 +390,11 @@ _cholesky_factor = _cholesky_solve = None
 
 def schur_kernel():
     """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `constrained_acceleration`)."""
-    from biobullet.algorithms.compiled_kernels import _cholesky_factor_py, _cholesky_solve_py
-    return jit.compiled(_schur_kernel_py, bind={"_cholesky_factor": _cholesky_factor_py,
-                                                "_cholesky_solve": _cholesky_solve_py})
+    from biobullet.algorithms.compiled_kernels import cholesky_kernels
+    factor, solve = cholesky_kernels()
+    if factor is None or solve is None:
+        return None
+    return jit.compiled(_schur_kernel_py, bind={"_cholesky_factor": factor, "_cholesky_solve": solve})
 
 
 def null_space_kernel():

@@ -4,7 +4,7 @@ base, spherical, planar and inner free joints, with point-to-point springs, join
 joint torques, ground contacts with compiled laws and third-party elements' kernels: `CompiledExplicitRHS`, one
 call of the pipeline's right-hand-side kernel (`pipeline.stages._rhs_py`: joint state → forces → M, h → solve →
 q̇) on the model's compiled arrays, a Data of its own and the run's packed force rows (`pipeline.force_rows`).
-The loop-map twin is `compiled_rhs.CompiledReducedRHS`.
+The loop map's `compiled_rhs.CompiledReducedRHS` is this class with the loop stage's warm starts managed.
 
 A call returns None — the generic path then evaluates the state — for a non-finite state or result (an
 expression outside its domain included: the generic path raises its EvaluationError), a zero-length spring or a
@@ -88,17 +88,16 @@ class CompiledExplicitRHS:
             return None
         if any(b.joint_type not in TREE_JOINTS for b in model.bodies):
             return None
-        if model.compiled.state_stage != COMPILED_STATE:
-            return None
+        if model.compiled.state_stage != COMPILED_STATE or model.compiled.loops.stages.shape[0]:
+            return None   # (loops: `compiled_rhs.CompiledReducedRHS`, which keeps their warm starts)
         path = cls(system, [e for e in system.elements if type(e) is Spring],
                    [e for e in system.elements if type(e) is JointSpring],
                    [e for e in system.elements if type(e) is JointTorque],
                    [e for e in system.elements if type(e) is JointStop], contacts, plugins)
         return path if path._kernel is not None else None
 
-    def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
-        if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
-            y = np.array(y, dtype=float)
+    def _refreshed(self, t: float):
+        """The run's ForceRows with τ(t) and the contacts' discrete state rows of this call written in."""
         forces = self._forces
         if self._varying:
             tau = forces.tau_time
@@ -110,8 +109,13 @@ class CompiledExplicitRHS:
         if self._contact_states:
             from biobullet.contact.kernels import discrete_rows
             discrete_rows(self._contact_states, forces.contact_state)
+        return forces
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
+            y = np.array(y, dtype=float)
         out = np.empty(y.shape[0])
-        args = (self._compiled, self._data.arrays, forces, y, float(t), out)
+        args = (self._compiled, self._data.arrays, self._refreshed(t), y, float(t), out)
         if self._entry is None:
             self._entry = jit.direct_entry(self._kernel, *args)
         return out if self._entry(*args) == 0 else None

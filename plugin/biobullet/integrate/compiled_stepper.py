@@ -21,19 +21,21 @@ evaluate a stage (the loop's hot path hands over: large input change, Newton not
 loop, not finite — see `compiled_rhs`), or
 the step size falls below SciPy's minimum, the segment returns at the last accepted step with the step size to try,
 and `run_loop` lets SciPy take the next step through the full right-hand side (`System.rhs`: the retry from recent
-solutions, the generic path and its clear errors); the next segment starts after that step. The resolver's cache
-(the last loop solution, its sensitivity and curvature) is carried through the segment and handed back to the
-resolver, as `CompiledReducedRHS.__call__` moves it.
+solutions, the generic path and its clear errors); the next segment starts after that step. The loop stage's warm
+starts (the last loop solutions, their sensitivities and curvatures) live in the run's Data and move with the
+steps, as `CompiledReducedRHS.__call__` moves them; a handover leaves them at the last accepted step's.
 
 Used by `engine.simulate` for method DOP853 with output samples (`t_eval`), no events, no projection and no step
-observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (a single loop resolver without explicit
-joint-function stages, time-independent joint torques, no contacts); everything else keeps SciPy's loop.
+observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any loop map the loop stage solves,
+time-independent joint torques, no contacts); everything else keeps SciPy's loop.
 `simulate(..., compiled=False)` turns it off with the compiled right-hand side.
 
 numba's on-disk cache of these kernels is keyed on this file and (through `core.jit`'s bindings stamp) on the
 compiled right-hand side they call.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,29 +49,63 @@ ERROR_EXPONENT = -1.0 / 8.0
 #: segment status: reached t_bound, the right-hand side handed over, step budget used up, step below the minimum
 FINISHED, HANDOVER, BUDGET, TOO_SMALL = 0, 1, 2, 3
 
-_RHS = None        # (status, ẏ, cache) = _RHS(t, y, args, cache): bound to a compiled right-hand side
-_EVALUATE = None   # the compiled `_evaluate_py` (bound with `_RHS`)
+class Tableau(NamedTuple):
+    """SciPy's DOP853 tableau (`scipy.integrate._ivp.dop853_coefficients`): the 12 stages' A, B, C, the error
+    weights E3, E5, the dense output's D and its three extra stages' A and C."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    e3: np.ndarray
+    e5: np.ndarray
+    d: np.ndarray
+    a_extra: np.ndarray
+    c_extra: np.ndarray
 
 
-def _evaluate_py(t, y, args, cache, other, retry):
-    """(status, ẏ, cache) of `_RHS` from the resolver cache `cache`, and once more from `other` when that fails and
-    `retry` is set: a stage far from the last evaluated one (the dense output's stages go back into the step from
-    its end) is usually near the step's start or end, as `CompiledReducedRHS.__call__` retries from a recent
-    solution."""
-    status, rate, new_cache = _RHS(t, y, args, cache)
+class StepControl(NamedTuple):
+    """SciPy's step-size control of the running solver: end time, tolerances, largest step, step budget."""
+
+    t_bound: float
+    rtol: float
+    atol: float
+    max_step: float
+    max_steps: int
+
+
+# the compiled right-hand side (`compiled_rhs._loop_rhs_py`) and `_evaluate_py`, bound when the segment compiles
+_RHS = _EVALUATE = None
+
+
+def _evaluate_py(t, y, args, other, retry, out):
+    """Status of `_RHS` into `out` from the warm starts in the data arrays (args = (compiled model, data arrays,
+    force rows, shadow rows)), and once more from the warm-start buffer `other` when that fails and `retry` is
+    set: a stage far from the last evaluated one (the dense output's stages go back into the step from its end)
+    is usually near the step's start or end, as `CompiledReducedRHS.__call__` retries from a recent solution."""
+    model, data, forces, shadow_rows = args
+    status = _RHS(model, data, forces, shadow_rows, y, t, out)
     if status != 0 and retry:
-        status, rate, new_cache = _RHS(t, y, args, other)
-    return status, rate, new_cache
+        data.loop_warm.values[:] = other
+        status = _RHS(model, data, forces, shadow_rows, y, t, out)
+    return status
 
 
-def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, next_eval, samples, max_steps,
-                       a, b, c, e3, e5, d, a_extra, c_extra, args, cache):
+def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args):
     """DOP853 steps from (t, y, f = ẏ(t, y), h_abs) towards t_bound, as SciPy's `RungeKutta._step_impl` and
     `DOP853._dense_output_impl` / `Dop853DenseOutput` compute them; the output samples t_eval[next_eval:] inside
     each accepted step are written to `samples` (rows as t_eval; a sample at a step's end gets that step's y).
 
-    Returns (status, t, y, f, h_abs, steps, nfev, next_eval, cache): the state after the last accepted step and
-    the step size SciPy would try next (HANDOVER: the size of the step that could not be evaluated)."""
+    state = (t, y, f, h_abs) of the solver, control = `StepControl`, tableau = `Tableau`, args = the right-hand
+    side's (`_evaluate_py`), whose loop warm starts move with the steps (back to the last accepted step's on a
+    handover). Returns (status, t, y, f, h_abs, steps, nfev, next_eval): the state after the last accepted step
+    and the step size SciPy would try next (HANDOVER: the size of the step that could not be evaluated)."""
+    t, y, f, h_abs = state
+    t_bound, rtol, atol, max_step, max_steps = control
+    a, b, c, e3, e5, d, a_extra, c_extra = tableau
+    warm = args[1].loop_warm.values
+    start_warm = np.empty_like(warm)   # the warm starts at the step's start and end (retries, handovers)
+    end_warm = np.empty_like(warm)
+    rate = np.empty(y.shape[0])
     n = y.shape[0]
     k = np.empty((16, n))          # stages 0 … 11, ẏ at the step's end (12), the dense output's three (13 … 15)
     stage = np.empty(n)
@@ -81,18 +117,19 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
     tried = h_abs
     while t < t_bound:
         if steps >= max_steps:
-            return BUDGET, t, y, f, h_abs, steps, nfev, next_eval, cache
+            return BUDGET, t, y, f, h_abs, steps, nfev, next_eval
         min_step = 10.0 * abs(np.nextafter(t, np.inf) - t)
         if h_abs > max_step:
             h_abs = max_step
         elif h_abs < min_step:
             h_abs = min_step
         rejected = False
-        start_cache = cache   # the solution at (t, y): a failing stage retries from it, a handover returns it
-        fresh = True          # `cache` is still `start_cache`
+        start_warm[:] = warm   # the solution at (t, y): a failing stage retries from it, a handover returns to it
+        fresh = True           # the warm start is still the step's start
         while True:
             if h_abs < min_step:
-                return TOO_SMALL, t, y, f, h_abs, steps, nfev, next_eval, start_cache
+                warm[:] = start_warm
+                return TOO_SMALL, t, y, f, h_abs, steps, nfev, next_eval
             t_new = t + h_abs
             if t_new - t_bound > 0:
                 t_new = t_bound
@@ -106,11 +143,11 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                     for r in range(s):
                         acc += k[r, j] * a[s, r]
                     stage[j] = y[j] + acc * h
-                status, rate, new_cache = _EVALUATE(t + c[s] * h, stage, args, cache, start_cache, not fresh)
+                status = _EVALUATE(t + c[s] * h, stage, args, start_warm, not fresh, rate)
                 nfev += 1
                 if status != 0:
-                    return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, start_cache
-                cache = new_cache
+                    warm[:] = start_warm
+                    return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
                 fresh = False
                 for j in range(n):
                     k[s, j] = rate[j]
@@ -120,11 +157,12 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 for r in range(12):
                     acc += k[r, j] * b[r]
                 y_new[j] = y[j] + h * acc
-            status, f_new, new_cache = _EVALUATE(t + h, y_new, args, cache, start_cache, True)
+            f_new = np.empty(n)
+            status = _EVALUATE(t + h, y_new, args, start_warm, True, f_new)
             nfev += 1
             if status != 0:
-                return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval, start_cache
-            cache = new_cache
+                warm[:] = start_warm
+                return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
             for j in range(n):
                 k[12, j] = f_new[j]
             # the error norm of DOP853._estimate_error_norm: ‖e5‖² / √((‖e5‖² + 0.01 ‖e3‖²) n), e = K E / scale
@@ -154,7 +192,7 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
             rejected = True
-        end_cache = cache   # the solution at (t_new, y_new)
+        end_warm[:] = warm   # the solution at (t_new, y_new)
         # the samples inside this step: the dense output (three more stages), as run_loop asks SciPy for it
         stop = next_eval
         while stop < n_samples and t_eval[stop] <= t_new:
@@ -166,12 +204,12 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                     for r in range(s):
                         acc += k[r, j] * a_extra[s - 13, r]
                     stage[j] = y[j] + acc * h
-                near = start_cache if c_extra[s - 13] <= 0.5 else end_cache
-                status, rate, new_cache = _EVALUATE(t + c_extra[s - 13] * h, stage, args, cache, near, True)
+                near = start_warm if c_extra[s - 13] <= 0.5 else end_warm
+                status = _EVALUATE(t + c_extra[s - 13] * h, stage, args, near, True, rate)
                 nfev += 1
                 if status != 0:   # SciPy takes this step again (the same size: accepted again) with its output
-                    return HANDOVER, t, y, f, tried, steps, nfev, next_eval, start_cache
-                cache = new_cache
+                    warm[:] = start_warm
+                    return HANDOVER, t, y, f, tried, steps, nfev, next_eval
                 for j in range(n):
                     k[s, j] = rate[j]
             for j in range(n):
@@ -198,46 +236,24 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
                 for j in range(n):
                     samples[m, j] = y_new[j]
         next_eval = stop
-        cache = end_cache   # the next step starts from the solution at its start
+        warm[:] = end_warm   # the next step starts from the solution at its start
         t, y, f = t_new, y_new, f_new
         steps += 1
-    return FINISHED, t, y, f, h_abs, steps, nfev, next_eval, cache
+    return FINISHED, t, y, f, h_abs, steps, nfev, next_eval
 
 
-_FUSED = None   # compiled_rhs's compiled `_fused_rhs_py`, bound when `_loop_rhs_py` compiles
+def _segment_kernel():
+    """The compiled `_dop853_segment_py` on the loop map's compiled right-hand side, or None."""
+    from biobullet.integrate.compiled_rhs import loop_rhs_kernel
+    rhs = loop_rhs_kernel()
+    evaluate = jit.compiled(_evaluate_py, bind={"_RHS": rhs}, inline=True) if rhs is not None else None
+    return jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate}) if evaluate is not None else None
 
 
-def _loop_rhs_py(t, y, args, cache):
-    """(status, ẏ, cache) of the single-loop compiled right-hand side (`compiled_rhs._fused_rhs_py`) for the
-    stepper: args = (leading constants, trailing constants, anchor, residual tolerance, loose acceptance,
-    the pipeline's (compiled model, force rows, buffers)), cache =
-    (θ_known, θ_dep, sensitivity, u, h, condition) of the resolver's last solution (u, h empty: no curvature)."""
-    head, tail, anchor, tolerance, loose, pipeline = args
-    known0, dep0, sensitivity, u0, h0, condition = cache
-    status, condition_new, sens, h, u, known_new, dep_new, out = _FUSED(
-        y, *head, known0, dep0, sensitivity, u0, h0, anchor, tolerance, loose, condition, *tail, pipeline, t)
-    if status != 0:
-        return 1, out, cache
-    return 0, out, (known_new, dep_new, sens, u, h, condition_new)
-
-
-_SEGMENT = None
-
-
-def _segment_kernel(fused):
-    global _SEGMENT
-    if _SEGMENT is None:
-        rhs = jit.compiled(_loop_rhs_py, bind={"_FUSED": fused}, inline=True)
-        evaluate = jit.compiled(_evaluate_py, bind={"_RHS": rhs}, inline=True) if rhs is not None else None
-        _SEGMENT = (jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate}) if evaluate is not None
-                    else None) or False
-    return _SEGMENT or None
-
-
-def _tableau() -> tuple:
+def _tableau() -> Tableau:
     from scipy.integrate._ivp import dop853_coefficients as coefficients
     n = coefficients.N_STAGES
-    return (np.ascontiguousarray(coefficients.A[:n, :n]), np.ascontiguousarray(coefficients.B),
+    return Tableau(np.ascontiguousarray(coefficients.A[:n, :n]), np.ascontiguousarray(coefficients.B),
             np.ascontiguousarray(coefficients.C[:n]), np.ascontiguousarray(coefficients.E3),
             np.ascontiguousarray(coefficients.E5), np.ascontiguousarray(coefficients.D),
             np.ascontiguousarray(coefficients.A[n + 1:]), np.ascontiguousarray(coefficients.C[n + 1:]))
@@ -264,7 +280,7 @@ class CompiledSteps:
         offer = getattr(rhs, "stepper_arguments", None)
         if offer is None or not jit.ENABLED or offer() is None:
             return None
-        kernel = _segment_kernel(rhs._kernel)
+        kernel = _segment_kernel()
         return cls(rhs, kernel) if kernel is not None else None
 
     #: most steps in one compiled call: a long run returns to Python between segments (progress bar, Ctrl-C)
@@ -280,14 +296,14 @@ class CompiledSteps:
         offer = self.rhs.stepper_arguments() if usable else None
         if offer is None:
             return next_eval, np.zeros((0, len(solver.y))), 0, 0
-        args, cache = offer
         t_eval = np.ascontiguousarray(t_eval, dtype=float)   # (one compiled signature)
         samples = np.empty((len(t_eval), len(solver.y)))
-        status, t, y, f, h_abs, steps, nfev, stop, cache = self.kernel(
-            float(solver.t), np.array(solver.y, dtype=float), np.array(solver.f, dtype=float), float(solver.h_abs),
-            float(solver.t_bound), float(solver.rtol), float(solver.atol), float(solver.max_step),
-            t_eval, int(next_eval), samples, int(max_steps), *self.tableau, args, cache)
-        self.rhs.take_cache(cache)
+        state = (float(solver.t), np.array(solver.y, dtype=float), np.array(solver.f, dtype=float),
+                 float(solver.h_abs))
+        control = StepControl(float(solver.t_bound), float(solver.rtol), float(solver.atol), float(solver.max_step),
+                              int(max_steps))
+        status, t, y, f, h_abs, steps, nfev, stop = self.kernel(state, control, self.tableau, t_eval,
+                                                                int(next_eval), samples, offer)
         self.misses = 0 if steps else self.misses + 1
         self.steps += int(steps)
         if steps:   # (SciPy's own next step sets t_old, y_old and its dense output's data)

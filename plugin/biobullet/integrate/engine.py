@@ -122,10 +122,14 @@ class System:
         return pos, y[self.n_pos:self.n_pos + self.n_vel]
 
     def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x, ẋ) of the tree for a state vector."""
+        """(x, ẋ) of the tree for a state vector (the generic coordinate map; loop resolvers continue from the
+        compiled right-hand side's last solution: `CompiledReducedRHS.hand_over`)."""
         pos, vel = self.split(y)
         if self.joint_space:
             return pos, np.array(vel)
+        hand_over = getattr(self._compiled, "hand_over", None)
+        if hand_over is not None:
+            hand_over()
         x, xd, _, _ = self.model.joint_state(pos, vel, t)
         return x, xd
 
@@ -134,9 +138,8 @@ class System:
         compiled Newton solve (`CompiledReducedRHS.tree_states`, started from the integrated loop-dependent joints
         of `error_control="joints"`; the generic path where it hands over) instead of the generic coordinate map
         (≈ 0.35 ms on the prosthesis); otherwise `tree_state`. Without integrated dependent joints the solve
-        starts from the resolvers' caches (`CompiledReducedRHS.warm_guess`: the right-hand side's last state,
-        inside the current step). Unlike `tree_state`, the loop resolvers' caches are
-        left where the right-hand side put them."""
+        starts from the run's loop warm starts (`CompiledReducedRHS.warm_guess`: the right-hand side's last state,
+        inside the current step)."""
         from biobullet.integrate.compiled_rhs import CompiledReducedRHS
         if type(self._compiled) is not CompiledReducedRHS:
             return self.tree_state(t, y)
@@ -463,7 +466,7 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bo
     coordinate map allows (identity, affine, explicit polynomial / linear / spline / Fourier functions), per
     sample otherwise (loop-dependent joints need their Newton solve, expression functions their evaluator).
     warm: the samples lie in the step being integrated, so without integrated dependent joints the loop solve may
-    start from the resolvers' caches (never for a whole trajectory: its first sample may be far from them)."""
+    start from the run's loop warm starts (never for a whole trajectory: its first sample may be far from them)."""
     model = system.model
     n = len(t)
     pos = y[:, :system.n_pos].copy()
@@ -718,6 +721,9 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if result.last_y is not None and (not times or times[-1] < result.last_t):
         times.append(result.last_t)
         states.append(result.last_y)
+    forget = getattr(system._compiled, "forget_loops", None)   # the run's loop warm starts too
+    if forget is not None:
+        forget()
     for resolver in system.model.coordinate_map.resolvers:   # the failure may have left them at a singular point
         if hasattr(resolver, "rewind"):
             resolver.rewind()

@@ -151,7 +151,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
     path = rows.path
     _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path.points, path.active,
                        path.dl_dpoints, path.dl_dcoordinates, path.dl_dframes, path.wrap_points, path.wrap_active,
-                       path.lengths)
+                       path.lengths, True)
     table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient

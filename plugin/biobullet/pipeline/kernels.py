@@ -37,9 +37,10 @@ def ltdl_kernel():
 
 def joint_state_kernel(inline: bool = False):
     """The compiled `_joint_state_stage_py`."""
+    from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
-    return _compiled_with(stages._joint_state_stage_py, _all({"_STATE": state_kernel(), "_JETS": jets_kernel()}),
-                          inline)
+    return _compiled_with(stages._joint_state_stage_py, _all({
+        "_STATE": state_kernel(), "_JETS": jets_kernel(), "_NEWTON": newton_kernel()}), inline)
 
 
 def solve_kernel(inline: bool = False):

@@ -2,9 +2,12 @@
 taking the compiled model and the data workspace as structured arguments:
 
     joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
-                    joint-function table's jets (`model.joint_jets._explicit_jets_py`)   `_joint_state_stage_py`
-                    (a model whose map needs Python — loops, joint functions without compiled jets — fills
-                    data.x … data.gamma from `Model.joint_state_view` before the call: the callback stage)
+                    joint-function table's jets (`model.joint_jets._explicit_jets_py`) and the loop resolvers'
+                    Newton solves (`constraints.newton_kernel._loop_newton_py`, warm-started from
+                    data.loop_warm) in the coordinate map's order                       `_joint_state_stage_py`
+                    (a model whose map needs Python — loop types without compiled rows, joint functions without
+                    compiled jets — fills data.x … data.gamma from `Model.joint_state_view` before the call: the
+                    callback stage)
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
                     kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
                     path, the muscle states' rates)                                   `_forces_stage_py`
@@ -29,7 +32,7 @@ MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 # the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
 _STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
 _KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
-_APPLIED = _GENERALIZED = _MUSCLE_KERNEL = None   # (_MUSCLE_KERNEL: bound for the cache digest only)
+_APPLIED = _GENERALIZED = _NEWTON = _MUSCLE_KERNEL = None   # (_MUSCLE_KERNEL: bound for the cache digest only)
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -145,14 +148,28 @@ def _ltdl_solve_py(mass, parent, rhs, out):
 
 def _joint_state_stage_py(model, data, q, v, t):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`_state_into_py`), then the joint-function
-    table in evaluation order. 0, or 1 when the state or a function's jets are not finite."""
+    table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
+    table). 0, or 1 when the state or a function's jets are not finite or a loop solve declines (the generic path
+    then decides)."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
         return 1
-    if model.jets_table.shape[0] == 0:
-        return 0
-    return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
-                 data.xd, data.gradient, data.gamma)
+    loops = model.loops
+    if loops.stages.shape[0] == 0:
+        if model.jets_table.shape[0] == 0:
+            return 0
+        return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
+                     data.xd, data.gradient, data.gamma)
+    view = data.x[loops.view_start:]   # the loop kernels' joint layout: index = tangent index
+    for s in range(loops.stages.shape[0]):
+        kind, a, b = loops.stages[s, 0], loops.stages[s, 1], loops.stages[s, 2]
+        if kind == 0:
+            if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
+                     data.x, data.xd, data.gradient, data.gamma) != 0:
+                return 1
+        elif _NEWTON(loops, data.loop_warm, a, view, data.xd, data.gradient, data.gamma) != 0:
+            return 1
+    return 0
 
 
 def _solve_stage_py(model, data, mass, bias, force, accel):

@@ -1,12 +1,10 @@
 """The revolute `<loop>` type in the compiled loop rows (`constraints.loop_kernels._loop_rows_into_py`, kind 2) and
-what it opens: the lean Newton kernel (`LoopResolver._lean`) and the compiled loop right-hand side
+what it opens: the pipeline's loop stage (`constraints.newton_kernel`) and the compiled loop right-hand side
 (`integrate.compiled_rhs.CompiledReducedRHS`) for models with a revolute loop, alone and mixed with a planar loop.
 
 Checked against independent references: `RevoluteLoop.rows` (the per-loop numpy reference, through
 `loops._per_loop_terms`) at 60 random states, the bias also against central differences of Φ_x ẋ and the Jacobian
-against central differences of Φ; the compiled right-hand side against the generic path
-(`System._checked_rhs`) at random states; a whole passive run against the generic run and against energy
-conservation. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
+against central differences of Φ; a whole passive run against energy conservation and the generic run. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
 skew hinge axis (tests/closed_chains.py), and the same chain with the four-bar knee of urdf/fourbar_knee.urdf
 (a planar loop) on a second branch of the same root — one loop resolver holding a revolute and a planar loop."""
 from __future__ import annotations
@@ -19,9 +17,8 @@ import pytest
 
 import biobullet
 from biobullet.constraints import loop_kernels
-from biobullet.constraints.loops import _per_loop_terms, _vector_loops, tree_kinematics
+from biobullet.constraints.loops import _per_loop_terms, vector_loops, tree_kinematics
 from biobullet.core import jit
-from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System
 from closed_chains import closed_chain
 
@@ -80,18 +77,16 @@ def _random_state(model, rng):
 
 def _kernel_rows(kernel_rows, model, vector, x, xd):
     kin = tree_kinematics(model, x, xd)
-    return kernel_rows(kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel, vector.k_ancestry,
-                       vector.k_body, vector.offset, vector.basis, vector.k_kinds, vector.k_rows, vector.n_rows,
-                       True, True)
+    return kernel_rows(vector.rows, 0, (kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel), True,
+                       True)
 
 
-def _python_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows, with_jac,
-                 with_bias):
+def _python_rows(rows, k, kin, with_jac, with_bias):
     """The in-place kernel run as Python (its allocating wrapper's globals may be bound to compiled twins)."""
-    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, sub.shape[1])), np.zeros(n_rows)
-    loop_kernels._loop_rows_into_py(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start,
-                                    with_jac, with_bias, phi, jac, bias, np.zeros((6, 2, 3)),
-                                    np.zeros((2, 3, sub.shape[1])))
+    n_rows, n_t = rows.n_rows[k], kin[2].shape[1]
+    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, n_t)), np.zeros(n_rows)
+    loop_kernels._loop_rows_into_py(rows, k, kin, with_jac, with_bias,
+                                    (phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t))))
     return phi, jac, bias
 
 
@@ -100,13 +95,13 @@ def _python_rows(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, k
 def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name, variant):
     """Φ, Φ_x and b of the kernel equal `RevoluteLoop.rows` / `PlanarLoop.rows` to 1e-12 at 60 random states
     (random angles over the whole circle, rates ±3 rad/s): the same algebra, only the evaluation order differs."""
-    rows = _python_rows if variant == "python twin" else loop_kernels._kernels()[1]
+    rows = _python_rows if variant == "python twin" else loop_kernels.loop_kernels()[1]
     model = MODELS[name][0](tmp_path)
     _, loops = _loops(model)
     assert sorted(loop.type for loop in loops) == (["revolute"] if name == "revolute loop" else
                                                    ["planar", "revolute"])
-    vector = _vector_loops(model, loops)
-    assert vector is not None and 2 in vector.k_kinds
+    vector = vector_loops(model, loops)
+    assert vector is not None and 2 in vector.rows.kinds
     rng = np.random.default_rng(5)
     for _ in range(60):
         x, xd = _random_state(model, rng)
@@ -137,43 +132,6 @@ def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
                                    - loop_terms(model, loops, x - h * e, jacobian=False)[0]) / (2 * h)
                                   for e in np.eye(model.n_tangent)])
         np.testing.assert_allclose(jac, fd_jac, rtol=0, atol=1e-8)
-
-
-@compiled_only
-@pytest.mark.parametrize("name", list(MODELS))
-def test_compiled_rhs_matches_the_generic_path_at_random_states(tmp_path, name):
-    """From the same resolver cache both paths give the same ẏ to round-off (1e-12 of each entry's size) at random
-    states near a trajectory (joint rates ±3 rad/s, the cache a Newton solve away) and move the cache to the same
-    solution; the lean Newton kernel exists for the revolute loop."""
-    build, initial = MODELS[name]
-    model = build(tmp_path)
-    resolver, _ = _loops(model)
-    assert resolver._lean is not None
-    fast = System(model, "reduced", {"shadow": True})
-    slow = System(model, "reduced", {"shadow": True, "compiled": False})
-    assert type(fast._compiled) is compiled_rhs.CompiledReducedRHS and slow._compiled is None
-    trajectory = biobullet.simulate(model, 0.2, t_eval=np.linspace(0, 0.2, 6), initial=_initial(model, initial),
-                                    progress=False)
-    rows_x, rows_v = slow.shadow
-    rng = np.random.default_rng(17)
-    for k, t in enumerate(trajectory.t):
-        for _ in range(3):
-            q = trajectory.q[k] + rng.uniform(-0.02, 0.02, model.nq)
-            v = rng.uniform(-3.0, 3.0, model.nv)
-            x, xd, _, _ = model.joint_state(q, v, t)
-            y = np.concatenate([q, v, x[rows_x], xd[rows_v], [0.0, 0.0]])
-            near = y.copy()
-            near[:model.nq] += 3e-3   # the cache at a nearby solution: Newton has work to do from there
-            slow._checked_rhs(t, near)
-            before = (resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor)
-            compiled = fast._compiled(t, y)
-            warm_compiled = resolver._warm
-            resolver._warm, resolver._warm_condition, resolver._warm_curvature, resolver._anchor = before
-            generic = slow._checked_rhs(t, y)
-            assert compiled is not None, f"the compiled path handed over at t = {t}"
-            scale = np.maximum(np.abs(generic), 1e-12 * np.max(np.abs(generic)))
-            assert np.all(np.abs(compiled - generic) <= 1e-12 * scale), (name, t, (compiled - generic) / scale)
-            np.testing.assert_allclose(warm_compiled[1], resolver._warm[1], rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", list(MODELS))

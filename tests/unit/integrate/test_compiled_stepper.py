@@ -1,13 +1,13 @@
 """The compiled DOP853 stepper (integrate/compiled_stepper.py `CompiledSteps`) against SciPy's own DOP853.
 
-- Step by step from the same state and the same loop-resolver cache, on the four-bar knee: the compiled step is
+- Step by step from the same state and the same loop warm starts, on the four-bar knee: the compiled step is
   SciPy's step — the same accepted time and state, the same next step size, the same dense-output samples — up
   to the order of a few sums (numpy's dot products against loops), including a step whose first try is rejected.
 - Whole runs (`simulate`) with the compiled segments and with SciPy's loop alone (the stepper switched off) agree
   within the integration tolerance on the four-bar, two four-bar knees and Andrews' squeezer, and the segments
   take almost every step.
-- Handing over: from a resolver cache the kernel cannot use, a segment takes no step and leaves the solver and
-  the cache as they were; SciPy's step (generic path) then goes through and the next segment continues.
+- Handing over: from a warm start the loop stage cannot use, a segment takes no step and leaves the solver and
+  the warm start as they were; SciPy's step (generic path) then goes through and the next segment continues.
 - Not used where it does not apply (events, other methods, every-step output, `compiled=False`).
 """
 from __future__ import annotations
@@ -34,9 +34,9 @@ def _solver(rtol: float) -> tuple[System, DOP853]:
     return system, DOP853(system.rhs, 0.0, y0, 1.0, rtol=rtol, atol=rtol * 1e-3)
 
 
-def _copy_cache(source, target) -> None:
-    target._warm, target._warm_condition = source._warm, source._warm_condition
-    target._warm_curvature = source._warm_curvature
+def _copy_warm_starts(source, target) -> None:
+    """The loop stage's warm starts (a run's Data) of one compiled right-hand side into the other's."""
+    target._warm.values[:] = source._warm.values
 
 
 def test_each_step_is_scipys_step():
@@ -45,14 +45,13 @@ def test_each_step_is_scipys_step():
     system_b, compiled_side = _solver(rtol)
     fast = CompiledSteps.for_rhs(system_b._compiled)
     assert fast is not None
-    resolver_a, resolver_b = system_a._compiled.resolver, system_b._compiled.resolver
     t_eval = np.linspace(0.0, 1.0, 101)
     steps = rejected = samples = 0
     while scipy_side.status == "running":
-        # the same state, step size and resolver cache on both sides
+        # the same state, step size and loop warm starts on both sides
         compiled_side.t, compiled_side.y = scipy_side.t, scipy_side.y.copy()
         compiled_side.f, compiled_side.h_abs = scipy_side.f.copy(), scipy_side.h_abs
-        _copy_cache(resolver_a, resolver_b)
+        _copy_warm_starts(system_a._compiled, system_b._compiled)
         if steps == 3:   # a first try far too long: rejected, then shortened by the controller on both sides
             scipy_side.h_abs = compiled_side.h_abs = 0.6
         first = int(np.searchsorted(t_eval, scipy_side.t, side="right"))
@@ -121,20 +120,19 @@ def test_whole_runs_agree_with_scipys_loop(tmp_path, monkeypatch, name, rtol):
 def test_hands_over_and_resumes():
     system, solver = _solver(1e-6)
     fast = CompiledSteps.for_rhs(system._compiled)
-    resolver = system._compiled.resolver
+    warm = system._compiled._warm
     t_eval = np.linspace(0.0, 1.0, 11)
-    # a cached loop solution 0.5 rad away from the state: the kernel declines (continuation is the generic
-    # path's), the segment takes no step and leaves the solver and the cache as they were
-    known, dep, sensitivity = resolver._warm
-    far = (known + 0.5, dep, sensitivity)
-    resolver._warm = far
+    # a loop warm start 0.5 rad away from the state: the stage declines (continuation is the generic path's),
+    # the segment takes no step and leaves the solver and the warm start as they were
+    warm.known0[:] += 0.5
+    far = warm.values.copy()
     before = (solver.t, solver.y.copy(), solver.f.copy(), solver.h_abs)
     stop, rows, taken, nfev = fast.advance(solver, t_eval, 1, 100)
     assert taken == 0 and stop == 1 and rows.shape == (0, len(solver.y)) and nfev >= 1
     assert solver.status == "running" and solver.t == before[0] and solver.h_abs == before[3]
     np.testing.assert_array_equal(solver.y, before[1])
     np.testing.assert_array_equal(solver.f, before[2])
-    np.testing.assert_array_equal(resolver._warm[0], far[0])
+    np.testing.assert_array_equal(warm.values, far)
     # SciPy's own step (its right-hand side falls back to the generic path's continuation), then segments again
     solver.step()
     assert solver.status == "running"

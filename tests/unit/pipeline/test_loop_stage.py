@@ -1,0 +1,82 @@
+"""The pipeline's loop stage (`constraints/newton_kernel._loop_newton_py` in `pipeline.stages._joint_state_stage_py`)
+behind the public calls of closed-loop models, against Pinocchio's constraint dynamics.
+
+Random spatial chains closed by a `point` loop (3 + 3 joints) or a `revolute` loop (4 + 4 joints), nearby states
+assembled consistently: the Data's forward call (the compiled loop stage, not the callback or the generic path — it must not
+decline) gives v̇ whose tree accelerations G v̇ + γ are Pinocchio's (`constraintDynamics`) to 1e-8 of their size, and
+M_r, h_r by the same stage give the same v̇. A Data starts from the generic resolver's solution and then continues
+on its own warm start; a large jump of the inputs hands the call to the generic path (continuation), which reports
+nothing wrong and after which the stage resumes.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from biobullet.constraints.assembly import assemble, assemble_velocities
+from biobullet.core import jit
+from biobullet.pipeline.compiled_model import COMPILED_STATE
+from closed_chains import closed_chain
+
+pytest.importorskip("pinocchio")
+pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the pipeline declines every call")
+
+
+@pytest.mark.parametrize("kind,seed", [("point", 3), ("revolute", 4)])
+def test_public_calls_of_loop_models_run_the_loop_stage_and_match_pinocchio(tmp_path, kind, seed):
+    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+
+    model = closed_chain(tmp_path, seed, kind)
+    assert model.compiled.state_stage == COMPILED_STATE and model.compiled.loops.stages.shape[0] == 1
+    oracle = PinocchioLoopOracle(model)
+    data = model.data()
+    warm = data.arrays.loop_warm
+    rng = np.random.default_rng(200 + seed)
+    independent = list(model.coordinate_map.independent)
+    x = rng.uniform(-0.2, 0.2, model.n_config)
+    for k in range(4):   # states a few hundredths of a radian apart: within the stage's no-continuation radius
+        x, residual = assemble(model, x + rng.uniform(-0.02, 0.02, model.n_config))
+        assert residual <= 1e-12
+        xd = assemble_velocities(model, x, rng.normal(size=model.n_tangent))
+        tau = rng.normal(size=model.n_tangent)
+        expected, _ = oracle.accelerations(x, xd, tau)
+        scale = np.max(np.abs(expected))
+        q, v = x[independent], xd[independent]
+        if k == 0:   # a fresh Data has no warm start: the generic path solves first, then the Data seeds from it
+            assert not warm.valid.any()
+            model.joint_state(q, v)
+            assert data.seed_loops(model) and warm.valid.all()
+        # the generalized force of τ: Gᵀ τ (G from the compiled stage itself: ∂x/∂q at this state)
+        gradient = _stage_gradient(data, model, q, v)
+        accel = data.forward(model, q, v, gradient.T @ tau, 0.0, np.empty(model.nv))
+        assert accel is not None, "the loop stage declined"
+        arrays = data.arrays
+        np.testing.assert_allclose(arrays.x, x, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(arrays.gradient @ accel + arrays.gamma, expected, rtol=0, atol=1e-8 * scale)
+        mass = data.mass_matrix(model, q)
+        bias = data.bias_forces(model, q, v)
+        assert mass is not None and bias is not None
+        np.testing.assert_allclose(np.linalg.solve(mass, gradient.T @ tau - bias), accel, rtol=0,
+                                   atol=1e-9 * max(1.0, np.max(np.abs(accel))))
+        np.testing.assert_allclose(warm.known0, x[model.compiled.loops.known], rtol=0, atol=1e-12)
+
+
+def _stage_gradient(data, model, q, v) -> np.ndarray:
+    """G = ∂x/∂q written by the loop stage at (q, v) (a bias call runs the joint-state stage)."""
+    assert data.bias_forces(model, q, v) is not None
+    return data.arrays.gradient.copy()
+
+
+def test_a_jump_goes_to_the_generic_path_and_the_stage_resumes(tmp_path):
+    model = closed_chain(tmp_path, 5, "point")
+    data = model.data()
+    q0, v0 = model.initial_state()
+    model.joint_state(q0, v0)
+    assert data.forward(model, q0, v0) is not None
+    far = q0 + 0.6   # beyond the stage's no-continuation radius: the generic resolver's continuation decides
+    assert data.forward(model, far, v0) is None
+    assert not data.arrays.loop_warm.valid.any()   # the next call starts from the generic path's solution
+    generic = model.forward_dynamics(far, v0, formulation="reduced")
+    again = data.forward(model, far, v0, None, 0.0, np.empty(model.nv))
+    assert again is not None
+    np.testing.assert_allclose(again, generic, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(generic))))
