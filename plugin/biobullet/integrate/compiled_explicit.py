@@ -96,8 +96,9 @@ class CompiledExplicitRHS:
                    [e for e in system.elements if type(e) is JointStop], contacts, plugins)
         return path if path._kernel is not None else None
 
-    def _refreshed(self, t: float):
-        """The run's ForceRows with τ(t) and the contacts' discrete state rows of this call written in."""
+    def _refreshed(self, t: float, y: np.ndarray):
+        """The run's ForceRows with τ(t), the contacts' discrete state rows and the muscles' excitations of this
+        call (state y) written in."""
         forces = self._forces
         if self._varying:
             tau = forces.tau_time
@@ -115,7 +116,7 @@ class CompiledExplicitRHS:
         if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
             y = np.array(y, dtype=float)
         out = np.empty(y.shape[0])
-        args = (self._compiled, self._data.arrays, self._refreshed(t), y, float(t), out)
+        args = (self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out)
         if self._entry is None:
             self._entry = jit.direct_entry(self._kernel, *args)
         return out if self._entry(*args) == 0 else None

@@ -302,7 +302,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
             y = np.array(y, dtype=float)
         out = np.empty(y.shape[0])
-        args = (self._compiled, self._data.arrays, self._refreshed(t), self._shadow, y, float(t), out)
+        args = (self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out)
         if self._entry is None:
             self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
