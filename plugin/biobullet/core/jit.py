@@ -15,10 +15,17 @@ compile (loops over float64 arrays), and reached through this module:
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
   array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
 
-`bind` (a mapping, or a function returning one, called when compiling) maps global names of the kernel's module to the kernels it calls: each callee is compiled first and bound
-as that global, so numba sees a compiled function there (a kernel that calls another one must be compiled after
-it). numba keys its on-disk cache on the kernel's own file only; `compiled` also keys it on the source of the bound
-kernels (a stamp beside the cache files), so editing a callee in another file recompiles its callers. `ENABLED` is
+`bind` (a mapping, or a function returning one, called when compiling) gives the names a kernel calls but does not
+define: the kernels it calls (each compiled first; a plain `_NAME_py` is compiled to be IR-inlined) and constants
+(bools, ints, floats). They are not written into the kernel's module: `compiled` compiles a copy of the function
+whose globals are its module's plus these bindings, so two bindings of one function are two kernels, and nothing
+is patched at bind time. A constant bool that guards a branch (`if _SPRINGS: ...`) makes numba prune the branch
+before typing it, so a kernel bound with the flag off never compiles what the branch calls: the pipeline compiles
+per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
+(a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
+the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
+beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
+uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
 the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
 """
 from __future__ import annotations
@@ -27,6 +34,7 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import types
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -34,8 +42,8 @@ from typing import Any, Callable, Mapping
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
-_COMPILED: dict[Any, Any] = {}   # (Python function, inline) → its compiled twin (False: did not compile)
-_DIGESTS: dict[Any, str] = {}   # Python function → digest of its source and of everything bound into it
+_COMPILED: dict[Any, Any] = {}   # (Python function, inline, variant) → its compiled twin (False: did not compile)
+_DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
 def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
@@ -48,6 +56,9 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
     for name in sorted(bound):
         callee = getattr(bound[name], "py_func", bound[name])
         digest.update(name.encode())
+        if not callable(callee) and not _is_intrinsic(callee):   # a constant: its value is compiled in
+            digest.update(repr(callee).encode())
+            continue
         if _is_intrinsic(callee):   # an address caller: its signature is all that its machine code depends on
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
@@ -109,39 +120,64 @@ Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
 
 
 def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
-    """Compile the kernels `bind` names (dispatchers and address callers as they are) and set each as that global
-    of `function`'s module, so numba sees compiled callees when it types `function`; {name: bound kernel}. Raises
-    RuntimeError when a callee does not compile (the caller then has no compiled twin)."""
+    """Compile the kernels `bind` names (dispatchers and address callers as they are, constants as they are);
+    {name: bound kernel or constant}. Raises RuntimeError when a callee does not compile (the caller then has no
+    compiled twin)."""
     bound_kernels: dict[str, Any] = {}
     for name, callee in ((bind() if callable(bind) else bind) or {}).items():
-        bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
+        if _is_dispatcher(callee) or _is_intrinsic(callee) or not callable(callee):
+            bound = callee
+        else:
+            bound = compiled(callee, inline=True)
         if bound is None:
             raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
-        function.__globals__[name] = bound_kernels[name] = bound
+        bound_kernels[name] = bound
     return bound_kernels
 
 
-def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False):
-    """The compiled twin of `function`, or None (numba missing, disabled by `ENABLED`, or failing)."""
+def _with_globals(function: Callable, bound: Mapping[str, Any], variant: str = "") -> Callable:
+    """A copy of `function` whose globals are its module's and `bound` (the module is left as it is), named
+    `function`'s qualified name + "__" + `variant` (numba's cache files and index are named by it)."""
+    if not bound and not variant:
+        return function
+    namespace = dict(function.__globals__)
+    namespace.update(bound)
+    copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__qualname__ = function.__qualname__ + (f"__{variant}" if variant else "")
+    copy.__module__, copy.__doc__, copy.__kwdefaults__ = function.__module__, function.__doc__, function.__kwdefaults__
+    return copy
+
+
+def twin(function: Callable, bind: Bindings = None) -> Callable:
+    """The uncompiled form of `function` with `bind`'s names as its globals (Python functions and constants used
+    as they are): what `compiled(function, bind=...)` compiles, run by Python."""
+    return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
+
+
+def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = ""):
+    """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
+    is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing)."""
     if not ENABLED:
         return None
-    kernel = _COMPILED.get((function, inline))   # an inlined twin is its own dispatcher
+    kernel = _COMPILED.get((function, inline, variant))   # an inlined twin is its own dispatcher
     if kernel is None:
         try:
             import numba
             bound_kernels = _bind_callees(function, bind)
-            digest = _DIGESTS[function] = _source_digest(function, bound_kernels)
+            target = _with_globals(function, bound_kernels, variant)
+            digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
             if bound_kernels:
-                _drop_stale_cache(function, digest)
+                _drop_stale_cache(target, digest)
             if not inline:   # an inlined callee has no cache of its own: its caller's cache decides
-                _announce_if_uncached(function)
+                _announce_if_uncached(target)
             options = {"cache": True, "nogil": True}
             if inline:
                 options["inline"] = "always"
-            kernel = numba.njit(**options)(function)
+            kernel = numba.njit(**options)(target)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
-        _COMPILED[function, inline] = kernel
+        _COMPILED[function, inline, variant] = kernel
     return kernel or None
 
 
@@ -204,10 +240,11 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
         try:
             import numba
             bound_kernels = _bind_callees(function, bind)
+            target = _with_globals(function, bound_kernels)
             if bound_kernels:
-                _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
-            _announce_if_uncached(function)
-            entry = numba.cfunc(signature, cache=True)(function)
+                _drop_stale_cache(target, _source_digest(function, bound_kernels) + signature)
+            _announce_if_uncached(target)
+            entry = numba.cfunc(signature, cache=True)(target)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
@@ -280,4 +317,4 @@ def compile_clock():
 
 
 __all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "lazy"]
+           "function_address", "lazy", "twin"]

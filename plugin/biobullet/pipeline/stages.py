@@ -13,8 +13,12 @@ taking the compiled model and the data workspace as structured arguments:
 and their two compositions: `_forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `_rhs_py` (the engine's ẏ with the force stage and q̇).
 
-numba's on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it
-(`core.jit.compiled`).
+The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
+spring-dampers and stops; `_CARTESIAN`: the elements that read the bodies' kinematics — springs, ground contacts,
+plug-in elements) are bound when it compiles
+(`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes its branches before numba types them, so a
+model compiles only the stages of the features it has.
+numba's on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
 from __future__ import annotations
 
@@ -24,10 +28,6 @@ from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJ
 
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 
-# the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
-_STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
-_KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
-_APPLIED = _GENERALIZED = None
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -219,9 +219,16 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
     for k in range(model.n_tangent):
         tau[k] = forces.tau_time[k]
         power_in += forces.tau_time[k] * xd[k]
-    dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
-                               forces.joint_stop_params, tau)
+    dissipated = 0.0
+    if forces.joint_springs.shape[0] or forces.joint_stops.shape[0]:
+        if not _JOINTS:   # bound False: the joint spring-dampers and stops are not compiled (the generic path)
+            return 1
+        dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
+                                   forces.joint_stop_params, tau)
+    # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the generic path
     if forces.spring_bodies.shape[0]:
+        if not _CARTESIAN:
+            return 1
         status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, model.ancestry, xd, forces.spring_bodies,
                                                    forces.spring_points, forces.spring_params, forces.zero_length,
                                                    tau)
@@ -229,10 +236,14 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
             return 1
         dissipated += spring_dissipated
     if forces.contact_index.shape[0]:
+        if not _CARTESIAN:
+            return 1
         dissipated += _GROUND_FORCES(rot, pos, sub, model.ancestry, forces.contact_index, forces.contact_geometry,
                                      forces.contact_normal_p, forces.contact_friction_p, forces.contact_state, xd,
                                      tau)
     if forces.plugin_addresses.shape[0]:
+        if not _CARTESIAN:
+            return 1
         power = data.power
         power[0] = power[1] = 0.0
         if _PLUGIN_FORCES(t, x, xd, rot, pos, sub, model.ancestry, forces.plugin_addresses, forces.plugin_fparams,
@@ -249,9 +260,12 @@ def _forces_stage_py(model, data, forces, t):
     """The force stage: the bodies' kinematics at data.x where an element reads them, then
     `_applied_forces_py`."""
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
+        if not _CARTESIAN:
+            return 1
         rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
     else:
-        rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
+        # empty (np.empty: the same allocation the tree kernels compile, not another one)
+        rot, pos, sub = np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((6, 0))
     return _APPLIED(model, data, forces, t, rot, pos, sub)
 
 
