@@ -466,7 +466,6 @@ def cholesky_kernels() -> tuple:
     return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
 
 
-_PROJECT_UPPER = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = None   # bound when `_projected_solve_py` compiles
 
 
 def _projected_solve_py(mass, bias, gradient, tau, accel):

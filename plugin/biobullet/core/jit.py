@@ -85,7 +85,7 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
 
 
 #: the one line said before the first compile of a process that finds a kernel's on-disk cache empty
-COMPILE_NOTICE = "compiling numerical kernels (first run only, ~1–2 min; cached afterwards) ..."
+COMPILE_NOTICE = "compiling numerical kernels (first run only, ~10–30 s; cached afterwards) ..."
 _announced = False
 
 

@@ -349,9 +349,6 @@ class SegmentAirDamping:
         return element
 
 
-_KINEMATICS = None   # the compiled tree kinematics (constraints.loop_kernels), bound before the kernel compiles
-
-
 def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coeffs, tau):
     """τ −= Σ_s c_s J_sᵀ J_s ẋ for the lumped air drag F = −c v at the points (body frame) of the segment
     bodies, J_s the world linear point Jacobian (columns S_lin + S_ang × p of the directions that move the

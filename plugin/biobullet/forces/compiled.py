@@ -95,9 +95,6 @@ def spring_kernel():
     return jit.compiled(_spring_kernel_py)
 
 
-_SPRING = None   # the compiled `_spring_kernel_py`, bound when `_spring_forces_py` compiles
-
-
 def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
     """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
     `integrate.compiled_explicit.pack_springs` packs them); (status, dissipated power W), status 1 when a spring
@@ -188,9 +185,6 @@ def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------------ plug-in kernels
-_CALL_FORCE = None   # `core.jit.address_caller(FORCE_KERNEL_SIGNATURE)`, bound when `_plugin_forces_py` compiles
-
-
 def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, iparams, tau, power):
     """Add every plug-in element's τ (`ForceElement.compiled_kernel`) to `tau` and its input and dissipated power
     to power[0], power[1] (W); 0, or the first non-zero status (the generic path must evaluate this state).

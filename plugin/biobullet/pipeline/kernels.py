@@ -117,7 +117,8 @@ def generalized_forces_kernel(inline: bool = False):
 def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True):
     """The compiled `_rhs_py` for a model with these features (`features`)."""
     return _compiled_with(stages._rhs_py, _all({
-        "_JOINT_STATE": joint_state_kernel(tapes=tapes), "_FORCES": forces_kernel(joints=joints, cartesian=cartesian),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(),
+        "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes),
+        "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian),
+        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": stages._position_rate_py}),
         variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian))
