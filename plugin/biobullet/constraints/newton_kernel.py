@@ -125,7 +125,7 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
             guess[i] += 0.5 * along * along * h0[i]
     for i in range(nd):
         theta[dep[i]] = guess[i]
-    rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
+    rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
     phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
                         row_start, n_rows, True, False)
     norm = np.sqrt(np.sum(phi * phi))
@@ -154,7 +154,7 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
         for i in range(nd):
             theta[dep[i]] -= step[i, 0]
             biggest = max(biggest, abs(step[i, 0]))
-        rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
+        rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
         phi, jac, _ = _ROWS(rot, pos, sub, no_motion, no_motion, ancestry, point_body, offset, basis, kinds,
                             row_start, n_rows, True, False)
         norm_new = np.sqrt(np.sum(phi * phi))
@@ -226,7 +226,8 @@ def _lean_kernel_py(meta, body, n_tangent, theta, rate, gradient, gamma, dep, kn
     dependent = _dependent_part(inverse, jk, values, no_extra)
     for i in range(nd):
         rate[dep[i]] = dependent[i]
-    rot, pos, sub, vel, acc = _KIN(meta, body, theta, rate, n_tangent, True)
+    # bool(): not a literal, so the kinematics kernel keeps one specialisation
+    rot, pos, sub, vel, acc = _KIN(meta, body, theta, rate, n_tangent, bool(True))
     _, _, bias = _ROWS(rot, pos, sub, vel, acc, ancestry, point_body, offset, basis, kinds, row_start, n_rows,
                        False, True)
     h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the cached solution

@@ -84,27 +84,38 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
         pass
 
 
-#: the one line said before the first compile of a process that finds a kernel's on-disk cache empty
+#: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
 COMPILE_NOTICE = "compiling numerical kernels (first run only, ~10–30 s; cached afterwards) ..."
-_announced = False
+_NOTICE_LISTENER: list = []   # the one numba event listener that says COMPILE_NOTICE (registered on first use)
+_KERNEL_CODES: set = set()     # code objects of the functions handed to numba here (their compiles are announced)
 
 
-def _announce_if_uncached(function: Callable) -> None:
-    """Say COMPILE_NOTICE once per process (logger `biobullet`, WARNING, so `--quiet` hides it) when numba is about to
-    compile `function` because its `__pycache__` has no cache index for it: a first run compiles for over a minute,
-    which should not look like a hang."""
-    global _announced
-    if _announced:
+def _announce_compiles() -> None:
+    """Say COMPILE_NOTICE once per process (logger `biobullet`, WARNING, so `--quiet` hides it) when numba starts
+    compiling a kernel handed to it here (`compiled`, `function_address`) — not when it loads one from its on-disk
+    cache, wherever `NUMBA_CACHE_DIR` puts it: a first run compiles for seconds, which should not look like a hang.
+    Registered once, on the first `compiled` / `function_address` call (no import-time side effect)."""
+    if _NOTICE_LISTENER:
         return
-    try:
-        source = Path(inspect.getfile(function))
-        cached = any((source.parent / "__pycache__").glob(f"{source.stem}.{function.__qualname__}-*.nbi"))
-    except (OSError, TypeError):
-        return
-    if not cached:
-        import logging
-        _announced = True
-        logging.getLogger("biobullet").warning(COMPILE_NOTICE)
+    from numba.core import event
+
+    class Notice(event.Listener):
+        said = False
+
+        def on_start(self, ev) -> None:
+            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            code = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
+            if not self.said and code in _KERNEL_CODES:
+                import logging
+                self.said = True
+                logging.getLogger("biobullet").warning(COMPILE_NOTICE)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    listener = Notice()
+    event.register("numba:compile", listener)
+    _NOTICE_LISTENER.append(listener)
 
 
 def _is_dispatcher(value: Any) -> bool:
@@ -169,8 +180,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
             if bound_kernels:
                 _drop_stale_cache(target, digest)
-            if not inline:   # an inlined callee has no cache of its own: its caller's cache decides
-                _announce_if_uncached(target)
+            _announce_compiles()
+            _KERNEL_CODES.add(function.__code__)
             options = {"cache": True, "nogil": True}
             if inline:
                 options["inline"] = "always"
@@ -243,7 +254,8 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
             target = _with_globals(function, bound_kernels)
             if bound_kernels:
                 _drop_stale_cache(target, _source_digest(function, bound_kernels) + signature)
-            _announce_if_uncached(target)
+            _announce_compiles()
+            _KERNEL_CODES.add(function.__code__)
             entry = numba.cfunc(signature, cache=True)(target)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False

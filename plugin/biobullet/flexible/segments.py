@@ -353,7 +353,8 @@ def _air_damping_py(meta, body, x, xd, n_tangent, ancestry, bodies, points, coef
     """τ −= Σ_s c_s J_sᵀ J_s ẋ for the lumped air drag F = −c v at the points (body frame) of the segment
     bodies, J_s the world linear point Jacobian (columns S_lin + S_ang × p of the directions that move the
     body; spatial velocities about the world origin, linear part first); returns the dissipated power Σ c |v|²."""
-    rot, pos, sub, vel, _ = _KINEMATICS(meta, body, x, xd, n_tangent, True)
+    # bool(): not a literal, so the kinematics kernel keeps one specialisation
+    rot, pos, sub, vel, _ = _KINEMATICS(meta, body, x, xd, n_tangent, bool(True))
     power = 0.0
     for s in range(bodies.shape[0]):
         i = bodies[s]

@@ -18,9 +18,11 @@ from biobullet.core import jit
 
 
 
-def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
-                      zero_length):
-    """(status, τ, L̇, L): status 1 = zero length with rest_length > 0 (direction undefined), else 0."""
+def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, params, zero_length):
+    """(status, τ, L̇, L) of one spring between point local_b of body_b and local_a of body_a (−1: the world);
+    params = (stiffness N/m, rest length m, damping N s/m). status 1 = zero length with rest_length > 0 (direction
+    undefined), else 0."""
+    stiffness, rest, damping = params[0], params[1], params[2]
     n = sub.shape[1]
     tau = np.zeros(n)
     pb = np.empty(3)
@@ -103,7 +105,7 @@ def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_
     dissipated = 0.0
     for s in range(bodies.shape[0]):
         status, spring_tau, rate, _ = _SPRING(rot, pos, sub, ancestry, xd, bodies[s, 0], points[s, 0], bodies[s, 1],
-                                              points[s, 1], params[s, 0], params[s, 1], params[s, 2], zero_length)
+                                              points[s, 1], params[s], zero_length)
         if status != 0:
             return 1, 0.0
         for k in range(tau.shape[0]):

@@ -122,8 +122,10 @@ class Spring(ForceElement):
         (body_b, local_b), (body_a, local_a) = anchors
         kernel = spring_kernel()
         if kernel is not None:   # compiled: the same algebra in one call
-            status, tau, rate, length = kernel(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b,
-                                               body_a, local_a, self.stiffness, self.rest_length, self.damping,
+            # writable copies: the kernel's one specialisation takes the arrays the compiled paths pass
+            status, tau, rate, length = kernel(np.array(kin.rotations), np.array(kin.positions), np.array(s),
+                                               ancestry, xd, body_b, local_b, body_a, local_a,
+                                               np.array([self.stiffness, self.rest_length, self.damping]),
                                                ZERO_LENGTH)
             if status:
                 raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "

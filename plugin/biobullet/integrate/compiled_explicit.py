@@ -125,7 +125,7 @@ def _explicit_states_py(table, inputs, coef, t, theta, rate):
     for k in range(t.shape[0]):
         x = theta[k]
         xd = rate[k]
-        if _SAMPLE_JETS(table, inputs, coef, t[k], 0, 0, x, xd, gradient, gamma) != 0:
+        if _SAMPLE_JETS(table, inputs, coef, t[k], int(0), int(0), x, xd, gradient, gamma) != 0:
             return False
     return True
 
@@ -141,10 +141,16 @@ def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray,
         tapes = has_tapes(table)
         kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
                               variant="" if tapes else "no_tapes")
-        if kernel is not None:
-            return bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
+        if kernel is not None:   # C-contiguous arrays: one specialisation of the kernel for every caller
+            theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
+            done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
                                np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float),
-                               theta, rate))
+                               theta_c, rate_c))
+            if theta_c is not theta:
+                theta[...] = theta_c
+            if rate_c is not rate:
+                rate[...] = rate_c
+            return done
     if plugin:
         return False
     for kind, out, i0, n_in, c0, nc in table.tolist():

@@ -99,8 +99,9 @@ def _loop_tail_py(y, nq, shadow_rows, theta, rate, gradient, gamma, rot, pos, su
     data = DataArrays(theta, rate, gradient, gamma, work.tau, work.rhs, work.low, work.power)
     if _APPLIED(model, data, forces, t, rot, pos, sub) != 0:
         return 1, np.zeros(0)
-    mass, bias = _TREE(model.tree_meta, model.tree_body, theta, rate, gamma, model.gravity, model.n_tangent, True,
-                       True, True)
+    # bool(): not literals, so the tree kernel keeps one specialisation
+    mass, bias = _TREE(model.tree_meta, model.tree_body, theta, rate, gamma, model.gravity, model.n_tangent,
+                       bool(True), bool(True), bool(True))
     accel = np.empty(nv)
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), accel):
         return 1, np.zeros(0)
@@ -211,7 +212,7 @@ def _staged_rhs_py(y, nq, nv, base_q, base_v, independent, n_config, shadow_rows
     if (forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_addresses.shape[0]) \
             and not fresh:
         model = pipeline[0]
-        rot, pos, sub, _, _ = _KIN(model.tree_meta, model.tree_body, x, xd, n_tangent, False)
+        rot, pos, sub, _, _ = _KIN(model.tree_meta, model.tree_body, x, xd, n_tangent, bool(False))
     return _TAIL(y, nq, shadow_rows, x, xd, gradient, gamma, rot, pos, sub, pipeline, t)
 
 

@@ -27,6 +27,8 @@ import numpy as np
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
 
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
+# A constant flag passed to another kernel is written bool(True) / int(0): numba types a bare constant as a literal,
+# and a literal argument compiles the callee again for it (one more specialisation of the tree kernel per caller).
 
 
 
@@ -182,7 +184,7 @@ def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
         if _JOINT_STATE(model, data, q, v, t) != 0:
             return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, want != BIAS, want != MASS, True)
+                       model.n_tangent, want != BIAS, want != MASS, bool(True))
     nv = model.nv
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
@@ -262,7 +264,8 @@ def _forces_stage_py(model, data, forces, t):
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics:
         if not _CARTESIAN:
             return 1
-        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
+        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent,
+                                         bool(False))
     else:
         # empty (np.empty: the same allocation the tree kernels compile, not another one)
         rot, pos, sub = np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((6, 0))
@@ -293,7 +296,7 @@ def _rhs_py(model, data, forces, y, t, out):
     if _FORCES(model, data, forces, t) != 0:
         return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, True, True, True)
+                       model.n_tangent, bool(True), bool(True), bool(True))
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
