@@ -8,10 +8,11 @@ springs, ground contacts and plug-in elements when they have none (`cartesian`).
 kernel (a `core.jit.compiled` variant, cached apart); the flags are bound as constants, so numba prunes the absent
 features' branches before typing them.
 
-A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into its callers
-inlined (`inline=True`) where the caller is per-evaluation hot: a call of a separate compiled function passes every
-array of those tuples with its reference count taken and released (measured: the four-bar's right-hand side 10.5
-→ 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain arrays, stays a call."""
+A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into the compositions
+(`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
+compiled function passes every array of those tuples with its reference count taken and released (measured: the
+four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain
+arrays, stays a call."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
