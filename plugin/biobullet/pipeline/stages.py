@@ -15,10 +15,9 @@ and their two compositions: `_forward_py` (M, h or v̇ of given generalized forc
 
 The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
 spring-dampers and stops; `_CARTESIAN`: the elements that read the bodies' kinematics — springs, ground contacts,
-plug-in elements) are bound when it compiles
-(`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes its branches before numba types them, so a
-model compiles only the stages of the features it has.
-numba's on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
+plug-in elements) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
+its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
+cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJ
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
 # A constant flag passed to another kernel is written bool(True) / int(0): numba types a bare constant as a literal,
 # and a literal argument compiles the callee again for it (one more specialisation of the tree kernel per caller).
-
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
