@@ -17,10 +17,6 @@ STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to
 CONTINUATION_STEP = 0.1  # rad (or m): input change above which the first Newton step is checked (continuation)
 KANTOROVICH = 0.25       # cond₁(Φ_dep)·‖first Newton step‖₁ above which a large input change uses continuation
 
-# globals of `_lean_kernel_py`, bound to compiled kernels when it compiles (`_lean_kernel`); the Python twins serve
-# the numpy path
-_KIN = _ROWS = None
-
 
 def _lu_solve_py(a, b):
     """Solve a x = b (b: n × m) by Gaussian elimination with partial pivoting; (x, ok) — ok False if singular."""

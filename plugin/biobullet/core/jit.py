@@ -19,7 +19,8 @@ compile (loops over float64 arrays), and reached through this module:
 define: the kernels it calls (each compiled first; a plain `_NAME_py` is compiled to be IR-inlined) and constants
 (bools, ints, floats). They are not written into the kernel's module: `compiled` compiles a copy of the function
 whose globals are its module's plus these bindings, so two bindings of one function are two kernels, and nothing
-is patched at bind time. A constant bool that guards a branch (`if _SPRINGS: ...`) makes numba prune the branch
+is patched at bind time (an IR-inlined callee, whose globals numba reads when its caller compiles, also sees
+the caller's bindings). A constant bool that guards a branch (`if _SPRINGS: ...`) makes numba prune the branch
 before typing it, so a kernel bound with the flag off never compiles what the branch calls: the pipeline compiles
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
@@ -130,10 +131,15 @@ def _is_intrinsic(value: Any) -> bool:
 Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
 
 
+_INLINE_OWN: dict[Any, frozenset] = {}   # an IR-inlined twin → the names bound into it explicitly
+
+
 def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
-    """Compile the kernels `bind` names (dispatchers and address callers as they are, constants as they are);
-    {name: bound kernel or constant}. Raises RuntimeError when a callee does not compile (the caller then has no
-    compiled twin)."""
+    """The names `bind` gives, resolved: dispatchers, address callers and constants as they are, a plain
+    `_NAME_py` callee compiled to be IR-inlined; {name: bound kernel or constant}. numba reads an inlined callee's
+    globals when its caller compiles, so an inlined callee also sees the caller's bindings (it may call the same
+    kernels, or another inlined callee), its own first. Raises RuntimeError when a callee does not compile (the
+    caller then has no compiled twin)."""
     bound_kernels: dict[str, Any] = {}
     for name, callee in ((bind() if callable(bind) else bind) or {}).items():
         if _is_dispatcher(callee) or _is_intrinsic(callee) or not callable(callee):
@@ -143,6 +149,10 @@ def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
         if bound is None:
             raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
         bound_kernels[name] = bound
+    for kernel in bound_kernels.values():
+        own = _INLINE_OWN.get(kernel) if _is_dispatcher(kernel) else None
+        if own is not None:
+            kernel.py_func.__globals__.update({k: v for k, v in bound_kernels.items() if k not in own})
     return bound_kernels
 
 
@@ -176,9 +186,10 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
         try:
             import numba
             bound_kernels = _bind_callees(function, bind)
-            target = _with_globals(function, bound_kernels, variant)
+            # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
+            target = _with_globals(function, bound_kernels, variant or ("inlined" if inline else ""))
             digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
-            if bound_kernels:
+            if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
                 _drop_stale_cache(target, digest)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
@@ -186,6 +197,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             if inline:
                 options["inline"] = "always"
             kernel = numba.njit(**options)(target)
+            if inline:
+                _INLINE_OWN[kernel] = frozenset(bound_kernels)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
         _COMPILED[function, inline, variant] = kernel

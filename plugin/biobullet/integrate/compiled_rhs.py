@@ -56,13 +56,6 @@ _EMPTY = np.zeros(0)
 
 from biobullet.pipeline.data import DataArrays
 
-# the compiled callees, bound before `_fused_rhs_py` is compiled (numba resolves globals at compile time)
-_LEAN = _TREE = None
-_APPLIED = _GENERALIZED = _SOLVE = None   # the pipeline's force and solve stages (`pipeline.stages`)
-_JETS = _KIN = None     # model.joint_jets._explicit_jets_py (explicit-function stages), loop_kernels tree kinematics
-_TAIL = None            # the compiled `_loop_tail_py`
-_STATE = None           # the compiled `_loop_state_py`
-_REDUCED_STATE = _POSITION_RATE = None   # the pipeline's `stages._state_into_py`, `stages._position_rate_py`
 #: their multi-DOF block table (`pipeline.compiled_model.multi_dof_blocks`) for this path's only one, a root free base
 _FREE_BASE_BLOCKS = np.array([[_compiled.FREE, 0, 0]], dtype=np.int64)
 _FUSED = None
@@ -274,7 +267,7 @@ def _fused_kernel(lean_kernel):
     return _FUSED or None
 
 
-_POSITIONS = _LOOP_ROWS_INTO = None
+_POSITIONS = None
 _NEWTON_ITERATIONS = 12
 #: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
 MAX_SAMPLE_STEP = 0.05
@@ -397,8 +390,6 @@ def _loop_positions_py(q, v, independent, n_joints, dep, known, guess, meta, bod
     return theta_all, rate_all, n
 
 
-_LU_INTO = _PLACE_BODY = None
-
 
 def _positions_kernel():
     global _POSITIONS
@@ -471,6 +462,7 @@ class CompiledReducedRHS:
         self._condition_limit = CONDITION_LIMIT
         kernel, meta, body, n_tangent, rows_data = leans[0]
         kernels = _fused_kernel(kernel)
+        self._lean = kernel   # the compiled loop kernel, bound into `_loop_states_py` too
         self._kernel = kernels[0] if kernels else None
         self._lean_args = (meta, body, n_tangent)
         self._rows = rows_data
@@ -656,8 +648,8 @@ class CompiledReducedRHS:
         (`_loop_positions_py`), then the resolver's hot-path kernel from its cache (`_loop_states_py`), then the
         generic path for one sample, and again."""
         global _STATES
-        if _STATES is None:   # `_LEAN` is bound: this path exists only once the fused kernel compiled
-            _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": _LEAN}) or False
+        if _STATES is None:   # this path exists only once the fused kernel compiled (with the same loop kernel)
+            _STATES = jit.compiled(_loop_states_py, bind={"_LEAN": self._lean}) or False
         r = self.resolvers[k]
         _, meta, body, n_tangent, rows = (None, *self._lean_args, self._all_rows[k])
         o = self._base[1]

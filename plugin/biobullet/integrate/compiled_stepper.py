@@ -47,8 +47,6 @@ ERROR_EXPONENT = -1.0 / 8.0
 #: segment status: reached t_bound, the right-hand side handed over, step budget used up, step below the minimum
 FINISHED, HANDOVER, BUDGET, TOO_SMALL = 0, 1, 2, 3
 
-_RHS = None        # (status, ẏ, cache) = _RHS(t, y, args, cache): bound to a compiled right-hand side
-_EVALUATE = None   # the compiled `_evaluate_py` (bound with `_RHS`)
 
 
 def _evaluate_py(t, y, args, cache, other, retry):
@@ -204,7 +202,6 @@ def _dop853_segment_py(t, y, f, h_abs, t_bound, rtol, atol, max_step, t_eval, ne
     return FINISHED, t, y, f, h_abs, steps, nfev, next_eval, cache
 
 
-_FUSED = None   # compiled_rhs's compiled `_fused_rhs_py`, bound when `_loop_rhs_py` compiles
 
 
 def _loop_rhs_py(t, y, args, cache):
