@@ -76,7 +76,6 @@ def _kkt_torque_numpy(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, k
 
 
 _PIVOT = solve.PIVOT_CHECK
-_schur = None   # the compiled Schur kernel, a global of _kkt_torque_py when numba compiles it
 
 
 def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, kp, kd, kb,
@@ -104,7 +103,6 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     return _kkt(mass, bias, tau, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
 
 
-_tree = _rows = _kkt = None   # bound before `_rows_torque_py` compiles
 
 
 def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, loop_rows,
@@ -143,7 +141,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     if status != 0:
         return 3
     if n_rows:
-        l_phi, l_jac, l_bias = _loop_rows(loop_rows, 0, (rot, pos, sub, vel, acc), True, True)
+        l_phi, l_jac, l_bias = _loop_rows(loop_rows, int(0), (rot, pos, sub, vel, acc), bool(True), bool(True))
     for r in range(n_rows):
         phi[nf + r] = l_phi[r]
         bias_c[nf + r] = l_bias[r]
@@ -160,7 +158,6 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     return _kkt(mass, bias, total, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
 
 
-_kin = _loop_rows = _spring_forces = None   # bound before `_loop_torque_py` compiles
 
 
 def loop_torque_kernel():
@@ -230,7 +227,6 @@ def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, ou
     return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
 
 
-_null = None   # bound before `_linear_own_py` compiles
 
 
 def linear_own_kernel():

@@ -265,7 +265,6 @@ def _revolute_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
 
 _rows_into = _loop_rows_into_py   # the compiled twin inside the compiled rows kernel (bound in `_kernels`)
 _revolute_rows = _revolute_rows_py   # its compiled twin inside the compiled rows kernels (`rows_into_kernel`)
-_place_body = None   # compiled_kernels' compiled `_place_body_py`, bound when the kinematics kernel compiles
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 

@@ -18,10 +18,6 @@ STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to
 CONTINUATION_STEP = 0.1  # rad (or m): input change above which the first Newton step is checked (continuation)
 KANTOROVICH = 0.25       # cond₁(Φ_dep)·‖first Newton step‖₁ above which a large input change uses continuation
 
-# the compiled callees (`loop_kernels`' tree kinematics and rows, the inlined LU), bound when the kernel compiles
-# (`newton_kernel()`); the Python twins by default
-_KIN = _ROWS = None
-
 
 def _lu_solve_py(a, b):
     """Solve a x = b (b: n × m) by Gaussian elimination with partial pivoting; (x, ok) — ok False if singular."""
@@ -134,8 +130,8 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
     for i in range(nd):
         theta[dep[i]] = guess[i]
-    rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
+    rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
+    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
     norm = np.sqrt(np.sum(phi * phi))
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     a = np.empty((nd, nd))
@@ -160,8 +156,8 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
         for i in range(nd):
             theta[dep[i]] -= step[i, 0]
             biggest = max(biggest, abs(step[i, 0]))
-        rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, False)
-        phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), True, False)
+        rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
+        phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
         norm_new = np.sqrt(np.sum(phi * phi))
         if not (norm_new < norm or norm_new <= tolerance):
             break
@@ -218,7 +214,8 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     dependent = _dependent_part(inverse, jk, values, no_extra)
     for i in range(nd):
         rate[dep[i]] = dependent[i]
-    _, _, bias = _ROWS(rows, k, _KIN(meta, body, theta, rate, n_tangent, True), False, True)
+    # bool(): not a literal, so the kinematics kernel keeps one specialisation
+    _, _, bias = _ROWS(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True))
     h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the new solution
     for j in range(nk):
         values[j] = gamma[known[j]]

@@ -384,10 +384,6 @@ def _null_space_kernel_numpy(mass, bias, tau, const, state, kp, kd, limit, work,
     return 0
 
 
-# compiled_kernels' Cholesky kernels, compiled and bound as globals before the kernels above compile
-_cholesky_factor = _cholesky_solve = None
-
-
 def schur_kernel():
     """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `constrained_acceleration`)."""
     from biobullet.algorithms.compiled_kernels import cholesky_kernels

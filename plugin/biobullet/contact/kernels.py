@@ -56,7 +56,6 @@ FRICTION_NONE, FRICTION_COULOMB, FRICTION_REGULARIZED, FRICTION_AMBROSIO, FRICTI
     0, 1, 2, 3, 4, 5
 #: a law kind at or above this is the address of a plug-in law's compiled twin (`pack_normal`, `pack_friction`)
 PLUGIN_KIND = 1 << 16
-_CALL_NORMAL = _CALL_FRICTION = None   # address callers of the twins' signatures, bound when compiling
 
 # state row: discrete state, open interval's log, last step's event and forces
 ACTIVE, IMPACT, RESTING, HAS_DIRECTION, DIRECTION = 0, 1, 2, 3, 4        # DIRECTION: 3 entries

@@ -15,10 +15,18 @@ compile (loops over float64 arrays), and reached through this module:
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
   array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
 
-`bind` (a mapping, or a function returning one, called when compiling) maps global names of the kernel's module to the kernels it calls: each callee is compiled first and bound
-as that global, so numba sees a compiled function there (a kernel that calls another one must be compiled after
-it). numba keys its on-disk cache on the kernel's own file only; `compiled` also keys it on the source of the bound
-kernels (a stamp beside the cache files), so editing a callee in another file recompiles its callers. `ENABLED` is
+`bind` (a mapping, or a function returning one, called when compiling) gives the names a kernel calls but does not
+define: the kernels it calls (each compiled first; a plain `_NAME_py` is compiled to be IR-inlined) and constants
+(bools, ints, floats). They are not written into the kernel's module: `compiled` compiles a copy of the function
+whose globals are its module's plus these bindings, so two bindings of one function are two kernels, and nothing
+is patched at bind time (an IR-inlined callee, whose globals numba reads when its caller compiles, also sees
+the caller's bindings). A constant bool that guards a branch (`if _SPRINGS: ...`) makes numba prune the branch
+before typing it, so a kernel bound with the flag off never compiles what the branch calls: the pipeline compiles
+per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
+(a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
+the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
+beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
+uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
 the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
 """
 from __future__ import annotations
@@ -27,6 +35,7 @@ import hashlib
 import importlib.util
 import inspect
 import os
+import types
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -34,8 +43,8 @@ from typing import Any, Callable, Mapping
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
-_COMPILED: dict[Any, Any] = {}   # (Python function, inline) → its compiled twin (False: did not compile)
-_DIGESTS: dict[Any, str] = {}   # Python function → digest of its source and of everything bound into it
+_COMPILED: dict[Any, Any] = {}   # (Python function, inline, variant) → its compiled twin (False: did not compile)
+_DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
 def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
@@ -48,6 +57,9 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
     for name in sorted(bound):
         callee = getattr(bound[name], "py_func", bound[name])
         digest.update(name.encode())
+        if not callable(callee) and not _is_intrinsic(callee):   # a constant: its value is compiled in
+            digest.update(repr(callee).encode())
+            continue
         if _is_intrinsic(callee):   # an address caller: its signature is all that its machine code depends on
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
@@ -73,27 +85,38 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
         pass
 
 
-#: the one line said before the first compile of a process that finds a kernel's on-disk cache empty
-COMPILE_NOTICE = "compiling numerical kernels (first run only, ~1–2 min; cached afterwards) ..."
-_announced = False
+#: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
+COMPILE_NOTICE = "compiling numerical kernels (first run only, ~10–30 s; cached afterwards) ..."
+_NOTICE_LISTENER: list = []   # the one numba event listener that says COMPILE_NOTICE (registered on first use)
+_KERNEL_CODES: set = set()     # code objects of the functions handed to numba here (their compiles are announced)
 
 
-def _announce_if_uncached(function: Callable) -> None:
-    """Say COMPILE_NOTICE once per process (logger `biobullet`, WARNING, so `--quiet` hides it) when numba is about to
-    compile `function` because its `__pycache__` has no cache index for it: a first run compiles for over a minute,
-    which should not look like a hang."""
-    global _announced
-    if _announced:
+def _announce_compiles() -> None:
+    """Say COMPILE_NOTICE once per process (logger `biobullet`, WARNING, so `--quiet` hides it) when numba starts
+    compiling a kernel handed to it here (`compiled`, `function_address`) — not when it loads one from its on-disk
+    cache, wherever `NUMBA_CACHE_DIR` puts it: a first run compiles for seconds, which should not look like a hang.
+    Registered once, on the first `compiled` / `function_address` call (no import-time side effect)."""
+    if _NOTICE_LISTENER:
         return
-    try:
-        source = Path(inspect.getfile(function))
-        cached = any((source.parent / "__pycache__").glob(f"{source.stem}.{function.__qualname__}-*.nbi"))
-    except (OSError, TypeError):
-        return
-    if not cached:
-        import logging
-        _announced = True
-        logging.getLogger("biobullet").warning(COMPILE_NOTICE)
+    from numba.core import event
+
+    class Notice(event.Listener):
+        said = False
+
+        def on_start(self, ev) -> None:
+            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            code = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
+            if not self.said and code in _KERNEL_CODES:
+                import logging
+                self.said = True
+                logging.getLogger("biobullet").warning(COMPILE_NOTICE)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    listener = Notice()
+    event.register("numba:compile", listener)
+    _NOTICE_LISTENER.append(listener)
 
 
 def _is_dispatcher(value: Any) -> bool:
@@ -108,40 +131,77 @@ def _is_intrinsic(value: Any) -> bool:
 Bindings = Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None
 
 
+_INLINE_OWN: dict[Any, frozenset] = {}   # an IR-inlined twin → the names bound into it explicitly
+
+
 def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
-    """Compile the kernels `bind` names (dispatchers and address callers as they are) and set each as that global
-    of `function`'s module, so numba sees compiled callees when it types `function`; {name: bound kernel}. Raises
-    RuntimeError when a callee does not compile (the caller then has no compiled twin)."""
+    """The names `bind` gives, resolved: dispatchers, address callers and constants as they are, a plain
+    `_NAME_py` callee compiled to be IR-inlined; {name: bound kernel or constant}. numba reads an inlined callee's
+    globals when its caller compiles, so an inlined callee also sees the caller's bindings (it may call the same
+    kernels, or another inlined callee), its own first. Raises RuntimeError when a callee does not compile (the
+    caller then has no compiled twin)."""
     bound_kernels: dict[str, Any] = {}
     for name, callee in ((bind() if callable(bind) else bind) or {}).items():
-        bound = callee if _is_dispatcher(callee) or _is_intrinsic(callee) else compiled(callee, inline=True)
+        if _is_dispatcher(callee) or _is_intrinsic(callee) or not callable(callee):
+            bound = callee
+        else:
+            bound = compiled(callee, inline=True)
         if bound is None:
             raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
-        function.__globals__[name] = bound_kernels[name] = bound
+        bound_kernels[name] = bound
+    for kernel in bound_kernels.values():
+        own = _INLINE_OWN.get(kernel) if _is_dispatcher(kernel) else None
+        if own is not None:
+            kernel.py_func.__globals__.update({k: v for k, v in bound_kernels.items() if k not in own})
     return bound_kernels
 
 
-def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False):
-    """The compiled twin of `function`, or None (numba missing, disabled by `ENABLED`, or failing)."""
+def _with_globals(function: Callable, bound: Mapping[str, Any], variant: str = "") -> Callable:
+    """A copy of `function` whose globals are its module's and `bound` (the module is left as it is), named
+    `function`'s qualified name + "__" + `variant` (numba's cache files and index are named by it)."""
+    if not bound and not variant:
+        return function
+    namespace = dict(function.__globals__)
+    namespace.update(bound)
+    copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__qualname__ = function.__qualname__ + (f"__{variant}" if variant else "")
+    copy.__module__, copy.__doc__, copy.__kwdefaults__ = function.__module__, function.__doc__, function.__kwdefaults__
+    return copy
+
+
+def twin(function: Callable, bind: Bindings = None) -> Callable:
+    """The uncompiled form of `function` with `bind`'s names as its globals (Python functions and constants used
+    as they are): what `compiled(function, bind=...)` compiles, run by Python."""
+    return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
+
+
+def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = ""):
+    """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
+    is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing)."""
     if not ENABLED:
         return None
-    kernel = _COMPILED.get((function, inline))   # an inlined twin is its own dispatcher
+    kernel = _COMPILED.get((function, inline, variant))   # an inlined twin is its own dispatcher
     if kernel is None:
         try:
             import numba
             bound_kernels = _bind_callees(function, bind)
-            digest = _DIGESTS[function] = _source_digest(function, bound_kernels)
-            if bound_kernels:
-                _drop_stale_cache(function, digest)
-            if not inline:   # an inlined callee has no cache of its own: its caller's cache decides
-                _announce_if_uncached(function)
+            # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
+            target = _with_globals(function, bound_kernels, variant or ("inlined" if inline else ""))
+            digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
+            if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
+                _drop_stale_cache(target, digest)
+            _announce_compiles()
+            _KERNEL_CODES.add(function.__code__)
             options = {"cache": True, "nogil": True}
             if inline:
                 options["inline"] = "always"
-            kernel = numba.njit(**options)(function)
+            kernel = numba.njit(**options)(target)
+            if inline:
+                _INLINE_OWN[kernel] = frozenset(bound_kernels)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
-        _COMPILED[function, inline] = kernel
+        _COMPILED[function, inline, variant] = kernel
     return kernel or None
 
 
@@ -204,10 +264,12 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
         try:
             import numba
             bound_kernels = _bind_callees(function, bind)
+            target = _with_globals(function, bound_kernels)
             if bound_kernels:
-                _drop_stale_cache(function, _source_digest(function, bound_kernels) + signature)
-            _announce_if_uncached(function)
-            entry = numba.cfunc(signature, cache=True)(function)
+                _drop_stale_cache(target, _source_digest(function, bound_kernels) + signature)
+            _announce_compiles()
+            _KERNEL_CODES.add(function.__code__)
+            entry = numba.cfunc(signature, cache=True)(target)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
@@ -296,4 +358,4 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
 
 
 __all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "lazy", "overload_on_empty_tuple"]
+           "function_address", "lazy", "overload_on_empty_tuple", "twin"]

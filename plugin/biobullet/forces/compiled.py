@@ -19,9 +19,12 @@ from biobullet.algorithms.compiled_kernels import point_force, point_kernels, po
 from biobullet.core import jit
 
 
-def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, stiffness, rest, damping,
-                      zero_length):
-    """(status, τ, L̇, L): status 1 = zero length with rest_length > 0 (direction undefined), else 0."""
+
+def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, params, zero_length):
+    """(status, τ, L̇, L) of one spring between point local_b of body_b and local_a of body_a (−1: the world);
+    params = (stiffness N/m, rest length m, damping N s/m). status 1 = zero length with rest_length > 0 (direction
+    undefined), else 0."""
+    stiffness, rest, damping = params[0], params[1], params[2]
     n = sub.shape[1]
     tau = np.zeros(n)
     pb = np.empty(3)
@@ -73,9 +76,6 @@ def spring_kernel():
 spring = jit.lazy(_spring_kernel_py, bind=point_kernels)   # the compiled kernel, or its Python form
 
 
-_SPRING = None   # the compiled `_spring_kernel_py`, bound when `_spring_forces_py` compiles
-
-
 def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
     """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
     `integrate.compiled_explicit.pack_springs` packs them); (status, dissipated power W), status 1 when a spring
@@ -84,7 +84,7 @@ def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_
     dissipated = 0.0
     for s in range(bodies.shape[0]):
         status, spring_tau, rate, _ = _SPRING(rot, pos, sub, ancestry, xd, bodies[s, 0], points[s, 0], bodies[s, 1],
-                                              points[s, 1], params[s, 0], params[s, 1], params[s, 2], zero_length)
+                                              points[s, 1], params[s], zero_length)
         if status != 0:
             return 1, 0.0
         for k in range(tau.shape[0]):
@@ -165,9 +165,6 @@ def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------------ plug-in kernels
-_CALL_FORCE = None   # `core.jit.address_caller(FORCE_KERNEL_SIGNATURE)`, bound when `_plugin_forces_py` compiles
-
-
 def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, iparams, tau, power):
     """Add every plug-in element's τ (`ForceElement.compiled_kernel`) to `tau` and its input and dissipated power
     to power[0], power[1] (W); 0, or the first non-zero status (the generic path must evaluate this state).

@@ -125,8 +125,10 @@ class Spring(ForceElement):
         s, ancestry = kin.subspace, kin.arrays.ancestry
         anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
         (body_b, local_b), (body_a, local_a) = anchors
-        status, tau, _, _ = spring(kin.rotations, kin.positions, s, ancestry, xd, body_b, local_b, body_a, local_a,
-                                   self.stiffness, self.rest_length, self.damping, ZERO_LENGTH)
+        # writable copies: the kernel's one specialisation takes the arrays the compiled paths pass
+        status, tau, _, _ = spring(np.array(kin.rotations), np.array(kin.positions), np.array(s), ancestry, xd, body_b,
+                                   local_b, body_a, local_a,
+                                   np.array([self.stiffness, self.rest_length, self.damping]), ZERO_LENGTH)
         if status:
             raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
                               "the spring direction is undefined (rest_length > 0)")

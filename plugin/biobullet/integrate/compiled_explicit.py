@@ -18,7 +18,7 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.functions.expression_tape import evaluate_tape
 from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, PLUGIN, POLYNOMIAL,  # noqa: F401
-                                        explicit_table, jets_kernel)
+                                        explicit_table, has_tapes, jets_kernel)
 from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
 from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
@@ -45,16 +45,16 @@ class CompiledExplicitRHS:
     compiled form, …)."""
 
     def __init__(self, system, springs, joint_springs, torques, joint_stops=(), contacts=(), plugins=None) -> None:
-        from biobullet.pipeline.kernels import rhs_kernel
+        from biobullet.pipeline.kernels import features, rhs_kernel
 
         model = system.model
-        self._kernel = rhs_kernel()
         self._compiled = model.compiled
         self._data = model.data()
         self._muscles = system.muscles
         self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins,
                                        None if system.muscles is None else system.muscles.rows)
         self._nq, self._nv = model.nq, model.nv
+        self._kernel = rhs_kernel(**features(self._compiled, self._forces))   # only the stages this run uses
         self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
         self._constant_tau = np.zeros(model.n_tangent)
         for torque, k in self._torques:
@@ -122,8 +122,6 @@ class CompiledExplicitRHS:
         return out if self._entry(*args) == 0 else None
 
 
-_SAMPLE_JETS = None   # the compiled `_explicit_jets_py`, bound into `_explicit_states_py`
-
 #: below this many samples, `explicit_states_batch` loops over samples in one compiled call (a few samples of a
 #: step — event functions, the contact interval log — where numpy's per-call overhead would dominate)
 FEW_SAMPLES = 64
@@ -137,7 +135,7 @@ def _explicit_states_py(table, inputs, coef, t, theta, rate):
     for k in range(t.shape[0]):
         x = theta[k]
         xd = rate[k]
-        if _SAMPLE_JETS(table, inputs, coef, t[k], 0, 0, x, xd, gradient, gamma) != 0:
+        if _SAMPLE_JETS(table, inputs, coef, t[k], int(0), int(0), x, xd, gradient, gamma) != 0:
             return False
     return True
 
@@ -150,11 +148,19 @@ def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray,
     some sample (the caller's per-sample path then reports it)."""
     plugin = bool(np.any(table[:, 0] == PLUGIN))   # third-party compiled jets: only the kernel can call them
     if (len(t) < FEW_SAMPLES or plugin) and table.shape[0]:
-        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel()})
-        if kernel is not None:
-            return bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
+        tapes = has_tapes(table)
+        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
+                              variant="" if tapes else "no_tapes")
+        if kernel is not None:   # C-contiguous arrays: one specialisation of the kernel for every caller
+            theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
+            done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
                                np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float),
-                               theta, rate))
+                               theta_c, rate_c))
+            if theta_c is not theta:
+                theta[...] = theta_c
+            if rate_c is not rate:
+                rate[...] = rate_c
+            return done
     if plugin:
         return False
     for kind, out, i0, n_in, c0, nc in table.tolist():

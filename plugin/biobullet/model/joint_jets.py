@@ -31,7 +31,6 @@ POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 # A third-party type with compiled jets (`JointFunction.compiled_jets`): called by its address (in `inputs` after
 # the input joints), its parameters are the row's coefficients.
 PLUGIN = 5
-_CALL_JETS = None   # `core.jit.address_caller(JETS_KERNEL_SIGNATURE)`, bound by `jets_kernel`
 _FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
 
 
@@ -118,18 +117,26 @@ def _tape_jets(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet):
         jet[k] = reg[inputs[o0 + k]]
 
 
-_TAPE = _tape_jets   # the Python twin's callee; `jets_kernel` binds the compiled one
+# the Python twin evaluates every kind; `jets_kernel` binds the compiled tape interpreter and plug-in caller
+_TAPES, _TAPE = True, _tape_jets
 
 
-def _jets_bindings() -> dict:
-    from biobullet.functions.base import JETS_KERNEL_SIGNATURE
-    return {"_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
+def has_tapes(table: np.ndarray) -> bool:
+    """Whether a function table has EXPRESSION or PLUGIN rows (which need `jets_kernel(tapes=True)`)."""
+    return bool(np.any((table[:, 0] == EXPRESSION) | (table[:, 0] == PLUGIN))) if table.shape[0] else False
 
 
-def jets_kernel():
-    """The compiled `_explicit_jets_py` (with the tape interpreter and the plug-in jets caller bound), or None
-    (numba missing or disabled). Every compiled caller takes it from here."""
-    return jit.compiled(_explicit_jets_py, bind=_jets_bindings)
+def jets_kernel(tapes: bool = True):
+    """The compiled `_explicit_jets_py`, or None (numba missing or disabled). Every compiled caller takes it from
+    here. `tapes=False` compiles it without the expression-tape interpreter and the plug-in jets caller (a table
+    without EXPRESSION and PLUGIN rows, `has_tapes`; such a row then returns the failure status)."""
+    if not tapes:
+        return jit.compiled(_explicit_jets_py, bind={"_TAPES": False}, variant="no_tapes")
+
+    def bindings() -> dict:
+        from biobullet.functions.base import JETS_KERNEL_SIGNATURE
+        return {"_TAPES": True, "_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
+    return jit.compiled(_explicit_jets_py, bind=bindings)
 
 
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
@@ -143,6 +150,8 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
         kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
         xo, vo = base_q + out, base_v + out
         if kind == EXPRESSION or kind == PLUGIN:
+            if not _TAPES:   # bound False (`jets_kernel(tapes=False)`): the tape interpreter is not compiled
+                return 1
             m = n_in + 1
             jet = np.empty(1 + m + m * (m + 1) // 2)   # f, f_z (z = inputs, t), upper triangle of f_zz
             if kind == PLUGIN:
@@ -299,7 +308,6 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             np.array(coef, dtype=float))
 
 
-_JETS = None   # the compiled `_explicit_jets_py`, bound as this global before `_function_rows_py` compiles
 
 
 def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias):
@@ -351,14 +359,12 @@ def function_rows_kernel():
 def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias) -> float:
     """`_function_rows_py`, compiled when numba is enabled, else its Python twin (same numbers); −1 when a
     function's jets are not finite."""
-    global _JETS
     kernel = function_rows_kernel()
     if kernel is not None:
         return kernel(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
-    _JETS = _explicit_jets_py
     with np.errstate(all="ignore"):   # the Python twin's overflow becomes inf (then −1), as in the compiled kernel
-        return _function_rows_py(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t,
-                                 bias)
+        return jit.twin(_function_rows_py, {"_JETS": _explicit_jets_py})(
+            table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
 
 
 _REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once each)

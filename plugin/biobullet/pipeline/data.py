@@ -153,8 +153,8 @@ class Data:
         """The forward kernel's direct entry for these argument types (compiled, or loaded from numba's cache, on
         the first call), or None without numba."""
         if self._forward is None:
-            from biobullet.pipeline.kernels import forward_kernel
-            kernel = forward_kernel() if jit.ENABLED else None
+            from biobullet.pipeline.kernels import features, forward_kernel
+            kernel = forward_kernel(**features(self.compiled)) if jit.ENABLED else None
             if kernel is None:
                 return None
             self._forward = self.entries["forward"] = jit.direct_entry(

@@ -1,10 +1,18 @@
 """The compiled stages of `pipeline.stages`, each bound to the compiled kernels it calls (`core.jit.compiled`:
 cached on disk, loaded on later runs). Each function returns the kernel, or None without numba.
 
-A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into its callers
-inlined (`inline=True`): a call of a separate compiled function passes every array of those tuples with its
-reference count taken and released (measured: the four-bar's right-hand side 10.5 → 15–26 µs), an inlined one
-passes nothing. The tree kernel, which takes plain arrays, stays a call."""
+A model compiles only the stages of the features it has (`features`): the joint-state stage without the
+expression-tape interpreter and plug-in jets when its function table has neither (`tapes`), the force stage
+without joint spring-dampers and stops when its force rows have none (`joints`), and without tree kinematics,
+springs, ground contacts and plug-in elements when they have none (`cartesian`). Each combination is its own
+kernel (a `core.jit.compiled` variant, cached apart); the flags are bound as constants, so numba prunes the absent
+features' branches before typing them.
+
+A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into the compositions
+(`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
+compiled function passes every array of those tuples with its reference count taken and released (measured: the
+four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain
+arrays, stays a call."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
@@ -12,12 +20,31 @@ from biobullet.core import jit
 from biobullet.pipeline import stages
 
 
+def features(model, forces=None) -> dict[str, bool]:
+    """The feature flags of a compiled model (and a run's ForceRows): `tapes` — its joint-function table has
+    EXPRESSION or PLUGIN rows; `loops` — loop resolvers in its coordinate map (the loop stage's Newton kernel);
+    `joints` — joint spring-dampers or stops; `cartesian` — springs, ground contacts, plug-in force elements or
+    muscles (all read the tree kinematics)."""
+    from biobullet.model.joint_jets import has_tapes
+    flags = {"tapes": has_tapes(model.jets_table), "loops": bool(model.loops.stages.shape[0])}
+    if forces is not None:
+        flags["joints"] = bool(forces.joint_springs.shape[0] or forces.joint_stops.shape[0])
+        flags["cartesian"] = bool(forces.spring_bodies.shape[0] or forces.contact_index.shape[0]
+                                  or forces.plugin_addresses.shape[0] or len(forces.muscles))
+    return flags
+
+
+def _variant(**flags: bool) -> str:
+    """The variant name of a kernel compiled with these feature flags ("" with all of them on)."""
+    return "_".join(f"no_{name}" for name, on in flags.items() if not on)
+
+
 def _all(callees: dict) -> dict | None:
     return None if None in callees.values() else callees
 
 
-def _compiled_with(function, callees: dict | None, inline: bool = False):
-    return None if callees is None else jit.compiled(function, bind=callees, inline=inline)
+def _compiled_with(function, callees: dict | None, inline: bool = False, variant: str = ""):
+    return None if callees is None else jit.compiled(function, bind=callees, inline=inline, variant=variant)
 
 
 def state_kernel():
@@ -35,12 +62,14 @@ def ltdl_kernel():
     return jit.compiled(stages._ltdl_solve_py)
 
 
-def joint_state_kernel(inline: bool = False):
+def joint_state_kernel(inline: bool = False, tapes: bool = True, loops: bool = True):
     """The compiled `_joint_state_stage_py`."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
-    return _compiled_with(stages._joint_state_stage_py, _all({
-        "_STATE": state_kernel(), "_JETS": jets_kernel(), "_NEWTON": newton_kernel()}), inline)
+    callees = {"_STATE": stages._state_into_py, "_JETS": jets_kernel(tapes), "_LOOPS": loops}
+    if loops:
+        callees["_NEWTON"] = newton_kernel()
+    return _compiled_with(stages._joint_state_stage_py, _all(callees), inline, _variant(tapes=tapes, loops=loops))
 
 
 def solve_kernel(inline: bool = False):
@@ -51,30 +80,42 @@ def solve_kernel(inline: bool = False):
         "_CHOLESKY_SOLVE": solve}), inline)
 
 
-def forward_kernel():
+def forward_kernel(tapes: bool = True, loops: bool = True):
     """The compiled `_forward_py`."""
     return _compiled_with(stages._forward_py, _all({
-        "_JOINT_STATE": joint_state_kernel(inline=True), "_TREE": compiled_kernels.tree_dynamics_kernel(),
-        "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}))
+        "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
+        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
+        "_PROJECT": compiled_kernels.project_upper_kernel()}),
+        variant=_variant(tapes=tapes, loops=loops))
 
 
-def applied_forces_kernel(inline: bool = False):
+def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):
     """The compiled `_applied_forces_py`."""
-    from biobullet.contact.kernels import ground_forces_kernel
-    from biobullet.forces.compiled import joint_forces_kernel, plugin_forces_kernel, spring_forces_kernel
-    from biobullet.muscles.dynamics import muscle_stage_kernel, numba_entries
-    numba_entries()   # the muscle entries by type: a run without muscles compiles none of the stage
-    return _compiled_with(stages._applied_forces_py, _all({
-        "_JOINT_FORCES": joint_forces_kernel(), "_SPRING_FORCES": spring_forces_kernel(),
-        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel(),
-        "_MUSCLE_KERNEL": muscle_stage_kernel()}), inline)
+    callees = {"_JOINTS": joints, "_CARTESIAN": cartesian}
+    if joints:
+        from biobullet.forces.compiled import joint_forces_kernel
+        callees["_JOINT_FORCES"] = joint_forces_kernel()
+    if cartesian:
+        from biobullet.contact.kernels import ground_forces_kernel
+        from biobullet.forces.compiled import plugin_forces_kernel, spring_forces_kernel
+        from biobullet.muscles.dynamics import muscle_stage_kernel, numba_entries
+        numba_entries()   # the muscle entries by type: a run without muscles compiles none of the stage
+        callees.update({"_SPRING_FORCES": spring_forces_kernel(), "_GROUND_FORCES": ground_forces_kernel(),
+                        "_PLUGIN_FORCES": plugin_forces_kernel(),
+                        "_MUSCLE_KERNEL": muscle_stage_kernel()})   # (bound for the cache digest only)
+    return _compiled_with(stages._applied_forces_py, _all(callees), inline, _variant(joints=joints,
+                                                                                       cartesian=cartesian))
 
 
-def forces_kernel(inline: bool = False):
+def forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):
     """The compiled `_forces_stage_py`."""
-    from biobullet.constraints.loop_kernels import tree_kinematics_kernel
-    return _compiled_with(stages._forces_stage_py, _all({
-        "_KINEMATICS": tree_kinematics_kernel(), "_APPLIED": applied_forces_kernel(inline=True)}), inline)
+    callees = {"_CARTESIAN": cartesian,
+               "_APPLIED": applied_forces_kernel(inline=True, joints=joints, cartesian=cartesian)}
+    if cartesian:
+        from biobullet.constraints.loop_kernels import tree_kinematics_kernel
+        callees["_KINEMATICS"] = tree_kinematics_kernel()
+    return _compiled_with(stages._forces_stage_py, _all(callees), inline, _variant(joints=joints,
+                                                                                     cartesian=cartesian))
 
 
 def generalized_forces_kernel(inline: bool = False):
@@ -82,9 +123,11 @@ def generalized_forces_kernel(inline: bool = False):
     return jit.compiled(stages._generalized_forces_py, inline=inline)
 
 
-def rhs_kernel():
-    """The compiled `_rhs_py`."""
+def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True, loops: bool = True):
+    """The compiled `_rhs_py` for a model with these features (`features`)."""
     return _compiled_with(stages._rhs_py, _all({
-        "_JOINT_STATE": joint_state_kernel(), "_FORCES": forces_kernel(),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(),
-        "_GENERALIZED": generalized_forces_kernel(), "_POSITION_RATE": position_rate_kernel()}))
+        "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
+        "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian),
+        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
+        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": stages._position_rate_py}),
+        variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops))

@@ -17,8 +17,11 @@ taking the compiled model and the data workspace as structured arguments:
 and their two compositions: `_forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `_rhs_py` (the engine's ẏ with the force stage and q̇).
 
-numba's on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it
-(`core.jit.compiled`).
+The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
+spring-dampers and stops; `_CARTESIAN`: the elements that read the bodies' kinematics — springs, ground contacts,
+plug-in elements) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
+its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
+cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
 from __future__ import annotations
 
@@ -28,11 +31,8 @@ from biobullet.muscles.dynamics import load_muscle_state, muscle_forces, muscle_
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
 
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
-
-# the compiled callees, bound as these globals before the kernels that call them compile (`core.jit.compiled`)
-_STATE = _JETS = _JOINT_STATE = _TREE = _PROJECT = _CHOLESKY_FACTOR = _CHOLESKY_SOLVE = _LTDL = _SOLVE = None
-_KINEMATICS = _JOINT_FORCES = _SPRING_FORCES = _GROUND_FORCES = _PLUGIN_FORCES = _FORCES = _POSITION_RATE = None
-_APPLIED = _GENERALIZED = _NEWTON = _MUSCLE_KERNEL = None   # (_MUSCLE_KERNEL: bound for the cache digest only)
+# A constant flag passed to another kernel is written bool(True) / int(0): numba types a bare constant as a literal,
+# and a literal argument compiles the callee again for it (one more specialisation of the tree kernel per caller).
 
 
 def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
@@ -160,6 +160,8 @@ def _joint_state_stage_py(model, data, q, v, t):
             return 0
         return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
                      data.xd, data.gradient, data.gamma)
+    if not _LOOPS:   # bound False: the loop stage is not compiled (a model with loops takes the generic path)
+        return 1
     view = data.x[loops.view_start:]   # the loop kernels' joint layout: index = tangent index
     for s in range(loops.stages.shape[0]):
         kind, a, b = loops.stages[s, 0], loops.stages[s, 1], loops.stages[s, 2]
@@ -201,7 +203,7 @@ def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
         if _JOINT_STATE(model, data, q, v, t) != 0:
             return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, want != BIAS, want != MASS, True)
+                       model.n_tangent, want != BIAS, want != MASS, bool(True))
     nv = model.nv
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
@@ -238,9 +240,16 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
     for k in range(model.n_tangent):
         tau[k] = forces.tau_time[k]
         power_in += forces.tau_time[k] * xd[k]
-    dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
-                               forces.joint_stop_params, tau)
+    dissipated = 0.0
+    if forces.joint_springs.shape[0] or forces.joint_stops.shape[0]:
+        if not _JOINTS:   # bound False: the joint spring-dampers and stops are not compiled (the generic path)
+            return 1
+        dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
+                                   forces.joint_stop_params, tau)
+    # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the generic path
     if forces.spring_bodies.shape[0]:
+        if not _CARTESIAN:
+            return 1
         status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, model.ancestry, xd, forces.spring_bodies,
                                                    forces.spring_points, forces.spring_params, forces.zero_length,
                                                    tau)
@@ -248,10 +257,14 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
             return 1
         dissipated += spring_dissipated
     if forces.contact_index.shape[0]:
+        if not _CARTESIAN:
+            return 1
         dissipated += _GROUND_FORCES(rot, pos, sub, model.ancestry, forces.contact_index, forces.contact_geometry,
                                      forces.contact_normal_p, forces.contact_friction_p, forces.contact_state, xd,
                                      tau)
     if forces.plugin_addresses.shape[0]:
+        if not _CARTESIAN:
+            return 1
         power = data.power
         power[0] = power[1] = 0.0
         if _PLUGIN_FORCES(t, x, xd, rot, pos, sub, model.ancestry, forces.plugin_addresses, forces.plugin_fparams,
@@ -273,9 +286,13 @@ def _forces_stage_py(model, data, forces, t):
     `_applied_forces_py`."""
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
             or muscle_state_size(forces.muscles):
-        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent, False)
+        if not _CARTESIAN:
+            return 1
+        rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent,
+                                         bool(False))
     else:
-        rot, pos, sub = np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0))
+        # empty (np.empty: the same allocation the tree kernels compile, not another one)
+        rot, pos, sub = np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((6, 0))
     return _APPLIED(model, data, forces, t, rot, pos, sub)
 
 
@@ -306,7 +323,7 @@ def _rhs_py(model, data, forces, y, t, out):
         return 1
     store_muscle_rates(forces.muscles, out, first)
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, True, True, True)
+                       model.n_tangent, bool(True), bool(True), bool(True))
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)

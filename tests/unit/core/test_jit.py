@@ -16,11 +16,8 @@ PLUGIN = Path(__file__).resolve().parents[3] / "plugin"
 needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba not installed or BIOBULLET_NUMBA=0")
 
 CALLER = """
-_add = None   # bound by core.jit
-
-
 def _scale_py(x):
-    return 2.0 * _add(x)
+    return 2.0 * _add(x)   # `_add` is bound by core.jit: never a global of this module
 """
 RUN = """
 import callee, caller
@@ -96,3 +93,39 @@ def test_compile_clock_counts_a_compile_and_not_a_call_of_compiled_code() -> Non
         assert kernel(values) == 14.0
     assert first.seconds > 0.0   # typing, lowering and LLVM of a new function take milliseconds at least
     assert second.seconds == 0.0
+
+
+GUARDED = """
+def _offset_py(x):
+    if _WITH_ADD:   # bound False: the branch is pruned before typing, `_add` never looked up
+        return _add(x)
+    return x
+"""
+VARIANTS = """
+import sys
+import callee, guarded
+from biobullet.core import jit
+plain = jit.compiled(guarded._offset_py, bind={"_WITH_ADD": False}, variant="plain")
+added = jit.compiled(guarded._offset_py, bind={"_WITH_ADD": True, "_add": callee._add_py})
+print(plain(1.0), added(1.0), hasattr(guarded, "_add"), hasattr(guarded, "_WITH_ADD"))
+print(jit.twin(guarded._offset_py, {"_WITH_ADD": True, "_add": callee._add_py})(1.0))
+"""
+
+
+@needs_numba
+def test_feature_flags_prune_branches_and_bindings_leave_the_module_alone(tmp_path: Path) -> None:
+    """A kernel bound with a feature flag off compiles without the callee of that branch (not even bound), the
+    variant with it on calls the callee, both are cached apart, and neither writes a global into the module; the
+    uncompiled twin with the same bindings gives the same number."""
+    (tmp_path / "guarded.py").write_text(textwrap.dedent(GUARDED))
+    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PLUGIN)])}
+    for _ in range(2):   # compiled, then loaded from the cache: the same numbers
+        done = subprocess.run([sys.executable, "-c", VARIANTS], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.strip().splitlines()
+        assert lines[-2].split() == ["1.0", "2.0", "False", "False"], done.stdout
+        assert float(lines[-1]) == 2.0
+    cached = sorted(path.name.split("-")[0] for path in (tmp_path / "__pycache__").glob("guarded.*.nbi"))
+    assert cached == ["guarded._offset_py", "guarded._offset_py__plain"]
