@@ -8,13 +8,9 @@ joint names. At a configuration q the links' world placements and frame Jacobian
 so joint functions, couplers and loops enter the lengths and R = −dl/dq exactly:
 
     dl/dq = Σ_f [F; M]_f · J_f G + ∂l/∂θ · G_θ          (J_f: 6 × n_tangent at link f's origin, world axes)
-
-Muscles whose wraps are not evaluated (a torus) are named in one warning when the model is loaded; their rows are
-NaN, never a number computed without the wrap.
 """
 from __future__ import annotations
 
-import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -25,7 +21,7 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.element import parse_muscles
-from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths, unevaluated_wraps,
+from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths,
                                    wrapped_directional_derivatives)
 
 #: key of a model's muscles in `Model.derived`
@@ -42,7 +38,6 @@ class ModelMuscles:
     table: hill.MuscleTable
     evaluated: np.ndarray
     joint_slots: np.ndarray
-    unevaluated: tuple[str, ...]   # "name: reason" of the others
     frame_body: np.ndarray          # (n_frames,) the body carrying each path frame (−1: the world)
     frame_rotation: np.ndarray      # (n_frames, 3, 3) the frame in its body (world placement when body −1)
     frame_translation: np.ndarray   # (n_frames, 3)
@@ -55,9 +50,6 @@ def muscle_set(model) -> ModelMuscles:
     cached = model.derived.get(DERIVED_KEY)
     if cached is None:
         cached = model.derived[DERIVED_KEY] = _compile(model)
-        if cached.unevaluated:
-            warnings.warn(f"{model.file}: {len(cached.unevaluated)} muscle(s) not evaluated, their lengths, moment "
-                          "arms and forces are NaN: " + "; ".join(cached.unevaluated), stacklevel=3)
     return cached
 
 
@@ -70,13 +62,8 @@ def _compile(model) -> ModelMuscles:
                                   np.inf if joint.upper is None else joint.upper)
     block = ET.fromstring("<biobullet>" + "".join(description.muscles) + "</biobullet>")
     full = parse_muscles(description.file, block, set(model.link_names), ranges)
-    surfaces = {s.name: s for s in full.surfaces}
-    reasons = [unevaluated_wraps(m, surfaces) for m in full.muscles]
-    evaluated = np.array([k for k, r in enumerate(reasons) if r is None], dtype=np.int64)
-    kept = tuple(full.muscles[k] for k in evaluated)
-    paths = compile_paths(MuscleSetDescription(file=full.file, muscles=kept, frames=full.frames,
-                                               coordinates=full.coordinates,
-                                               coordinate_ranges=full.coordinate_ranges, surfaces=full.surfaces))
+    evaluated = np.arange(len(full.muscles), dtype=np.int64)
+    paths = compile_paths(full)
     body_of_joint = {body.joint: body for body in model.bodies}
     slots = np.array([(body_of_joint[c].q_index, body_of_joint[c].v_index) for c in paths.coordinates],
                      dtype=np.int64).reshape(-1, 2)
@@ -88,9 +75,8 @@ def _compile(model) -> ModelMuscles:
             body = model.bodies[index]
             ancestry[k, body.v_index:body.v_index + body.nv] = 1.0
             index = body.parent
-    return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(kept), evaluated=evaluated,
+    return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(full.muscles), evaluated=evaluated,
                         joint_slots=slots,
-                        unevaluated=tuple(f"{m.name} {r}" for m, r in zip(full.muscles, reasons) if r is not None),
                         frame_body=np.array([f.body for f in frames], dtype=np.int64),
                         frame_rotation=np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
                         frame_translation=np.array([f.translation for f in frames], dtype=float).reshape(-1, 3),
