@@ -86,6 +86,8 @@ def _closest_on_line_py(point, line_point, line, out):
     t = _dot_py(v1, v2) * magnitude
     for i in range(3):
         out[i] = line_point[i] + t * v2[i]
+    if magnitude2.real == 0.0:   # a zero `line` (OpenSim: NaN, unused by its callers)
+        return 0.0 + 0.0j
     return t / magnitude2
 
 
@@ -1071,6 +1073,8 @@ def _circle_residual_py(start, direction, radius, u):
     c4 = direction[0] * direction[0] + direction[1] * direction[1]
     c5 = start[0] * start[0] + start[1] * start[1]
     rho = cmath.sqrt(u * u * c4 + 2.0 * c3 * u + c5)
+    if rho.real == 0.0:   # on the torus's axis, where every circle point is as near (OpenSim: 0/0)
+        return c2 + 2.0 * u, 2.0 + 0.0j
     residual = c2 + 2.0 * u - 2.0 * radius * (2.0 * c4 * u + 2.0 * c3) / rho
     slope = 2.0 - 4.0 * radius * (c4 / rho - (c4 * u + c3) * (c4 * u + c3) / (rho * rho * rho))
     return residual, slope
@@ -1250,7 +1254,10 @@ def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r
     else:
         first = distance1.real < distance2.real
     near = near1 if first else near2
-    scale = outer_radius / cmath.sqrt(near[0] * near[0] + near[1] * near[1])
+    axial_distance = cmath.sqrt(near[0] * near[0] + near[1] * near[1])
+    if axial_distance.real == 0.0:   # the line meets the torus's axis there: no nearest circle point (OpenSim: NaN)
+        return NO_WRAP, 0.0 + 0.0j
+    scale = outer_radius / axial_distance
     # the cylinder's axes in the torus frame: x from the circle point towards the axis, y = −z, z = x × y
     x_axis = np.empty(3, np.complex128)
     x_axis[0], x_axis[1], x_axis[2] = -near[0] * scale, -near[1] * scale, 0.0 * near[0]
