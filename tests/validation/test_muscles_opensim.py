@@ -129,7 +129,7 @@ def _coordinates(model, state, names):
 
 def _evaluated(muscle_set):
     """The muscles whose paths are evaluated: all of the shared models' (cylinders, spheres, ellipsoids, several
-    wraps per path; no torus there)."""
+    wraps per path)."""
     return muscle_set
 
 
@@ -523,8 +523,9 @@ def test_torus_wrap_lengths_and_moment_arms_match_opensim(tmp_path, origin, inse
     """A muscle from ground through a torus (ground, offset and rotated; tube 15 mm, centre circle 50 mm) to an arm
     on a ball joint: OpenSim 4.6's WrapTorus (lmdif's closest point on the centre circle, a 10-km cylinder there)
     over random poses, wrapped and not, quadrants all, +x, −y; lengths to 1e-9 m (round-off observed: the search is
-    lmdif_C step for step); R = −dl/dq against central differences of OpenSim's lengths (1e-6 m); the quadrant
-    changes some lengths (its logic is exercised)."""
+    lmdif_C step for step); R = −dl/dq against central differences of OpenSim's lengths (1e-6 m; ≈ 1e-10
+    observed); the quadrant changes some lengths (its logic is exercised); the same through `load_model` and
+    `muscles.lengths`/`moment_arms` on the file."""
     by_quadrant = {}
     for quadrant in ("all", "+x", "-y"):
         path = tmp_path / f"torus_{quadrant}.osim"
@@ -559,6 +560,20 @@ def test_torus_wrap_lengths_and_moment_arms_match_opensim(tmp_path, origin, inse
             assert 3 <= wrapped <= 27   # wrapped and straight poses both compared
         by_quadrant[quadrant] = np.array(ours)
     assert any(np.max(np.abs(by_quadrant[q] - by_quadrant["all"])) > 1e-4 for q in ("+x", "-y"))
+    # the public API on the model loaded from the same file (the torus carried as a <muscle>'s <wrap>)
+    import biobullet
+    import biobullet.muscles as muscles
+    ours_model = biobullet.load_model(path)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        for i in range(coordinates.getSize()):
+            coordinates.get(i).setValue(state, rng.uniform(-2.5, 2.5), False)
+        model.realizePosition(state)
+        q = np.array([coordinates.get(name).getValue(state) for name in ours_model.coordinate_names])
+        assert abs(muscles.lengths(ours_model, q)[0] - model.getMuscles().get(0).getLength(state)) <= 1e-9
+        arms = muscles.moment_arms(ours_model, q)
+        for j, coordinate in enumerate(ours_model.coordinate_names):
+            assert abs(arms[0, j] - _opensim_length_derivative(model, state, "through_ring", coordinate)) <= 1e-6
 
 
 def test_several_wraps_openSim_cache_and_the_algorithm_as_written():
