@@ -1,5 +1,7 @@
 """Wrapping surfaces: OpenSim's wrap of one straight path segment over a surface, in the surface's frame.
 
+`_torus_wrap_py` follows OpenSim 4.6's WrapTorus::wrapLine (the closest point of the line to the centre circle
+by OpenSim's lmdif_C, ported for one unknown in `_circle_search_py`, then a cylinder there).
 `_ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
 "Frans"/fan/hybrid techniques, calcTangentPoint's iteration, CalcDistanceOnEllipsoid's 1-mm polyline; see its
 docstring) and `_sphere_wrap_py` WrapSphere::wrapLine. `_cylinder_wrap_py(p1, p2, radius, length, axis, sign,
