@@ -27,6 +27,9 @@ import numpy as np
 from biobullet.core import jit
 
 NO_WRAP, INSIDE_RADIUS, WRAPPED, MANDATORY_WRAP = 0, 1, 2, 3
+#: OpenSim's "wrapped" with no tangent points (WrapTorus where its cylinder does not wrap): never inserted, but
+#: not NO_WRAP for applyWrapObjects' order swap
+EMPTY_WRAP = 4
 CYLINDER, SPHERE, ELLIPSOID, TORUS = 0, 1, 2, 3
 SURFACE_CODES = {"cylinder": CYLINDER, "sphere": SPHERE, "ellipsoid": ELLIPSOID, "torus": TORUS}
 EPS = 2.220446049250313e-16
@@ -1239,7 +1242,8 @@ def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r
     nearest the centre circle (searched from each end, the nearer kept; with a quadrant the one on its side,
     NO_WRAP when neither is), and there a cylinder of the tube's radius and 10 km along the circle's tangent,
     quadrant +x (towards the torus's axis), wrapped as `_cylinder_wrap_py`. OpenSim reports a cylinder's wrap
-    as WRAPPED, never MANDATORY_WRAP (the segment is chosen by the smallest length change)."""
+    as WRAPPED, never MANDATORY_WRAP (the segment is chosen by the smallest length change), and a cylinder that
+    does not wrap as WRAPPED with no tangent points (EMPTY_WRAP here)."""
     near1 = np.empty(3, np.complex128)
     near2 = np.empty(3, np.complex128)
     distance1 = _circle_point_py(p1, p2, outer_radius, near1)
@@ -1281,7 +1285,7 @@ def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r
     c2 = np.empty(3, np.complex128)
     status, length = _cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, 0, 1, single, c1, c2)
     if status != WRAPPED and status != MANDATORY_WRAP:
-        return NO_WRAP, 0.0 + 0.0j
+        return EMPTY_WRAP, 0.0 + 0.0j
     for i in range(3):
         r1[i] = (rotation[0, i] * (c1[0] - offset[0]) + rotation[1, i] * (c1[1] - offset[1])
                  + rotation[2, i] * (c1[2] - offset[2]))
@@ -1320,5 +1324,5 @@ cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
 sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
 torus_wrap = jit.lazy(_torus_wrap_py, bind=wrap_bindings)
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
            "cylinder_wrap", "sphere_wrap", "torus_wrap"]
