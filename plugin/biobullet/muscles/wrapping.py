@@ -1142,8 +1142,8 @@ def _circle_search_py(start, direction, radius):
     """u where the line start + u·direction comes closest to the circle, as WrapTorus::findClosestPoint finds it:
     MINPACK's lmdif as OpenSim's lmdif_C has it (see LMDIF_*) on the one residual `_circle_residual_py` from
     u = 0: forward-difference slope, diag scaling (mode 1), step bound 0.2, ftol = xtol = 1e-4, at most 500
-    evaluations. Real parts only:
-    which stationary point it reaches decides the wrap; the complex part is added by the caller."""
+    evaluations. Real parts only: which stationary point it reaches decides the wrap, and its iterate (not the
+    exact stationary point) sets the cylinder; the complex part is added by the caller."""
     real_start = np.empty(3)
     real_direction = np.empty(3)
     for i in range(3):
