@@ -8,13 +8,9 @@ joint names. At a configuration q the links' world placements and frame Jacobian
 so joint functions, couplers and loops enter the lengths and R = −dl/dq exactly:
 
     dl/dq = Σ_f [F; M]_f · J_f G + ∂l/∂θ · G_θ          (J_f: 6 × n_tangent at link f's origin, world axes)
-
-Muscles whose wraps are not evaluated (a torus) are named in one warning when the model is loaded; their rows are
-NaN, never a number computed without the wrap.
 """
 from __future__ import annotations
 
-import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -25,7 +21,7 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.element import parse_muscles
-from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths, unevaluated_wraps,
+from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths,
                                    wrapped_directional_derivatives)
 
 #: key of a model's muscles in `Model.derived`
@@ -34,15 +30,13 @@ DERIVED_KEY = "muscles.model_muscles"
 
 @dataclass(frozen=True)
 class ModelMuscles:
-    """A model's muscles, compiled: `evaluated` indexes the muscles (of `muscle_set`, in file order) whose
-    paths `paths` computes; `joint_slots[c]` is the (x index, ẋ index) of path coordinate c."""
+    """A model's muscles, compiled (`paths` and `table` rows in `muscle_set`'s file order); `joint_slots[c]` is
+    the (x index, ẋ index) of path coordinate c."""
 
     muscle_set: MuscleSetDescription
     paths: MusclePaths
     table: hill.MuscleTable
-    evaluated: np.ndarray
     joint_slots: np.ndarray
-    unevaluated: tuple[str, ...]   # "name: reason" of the others
     frame_body: np.ndarray          # (n_frames,) the body carrying each path frame (−1: the world)
     frame_rotation: np.ndarray      # (n_frames, 3, 3) the frame in its body (world placement when body −1)
     frame_translation: np.ndarray   # (n_frames, 3)
@@ -55,9 +49,6 @@ def muscle_set(model) -> ModelMuscles:
     cached = model.derived.get(DERIVED_KEY)
     if cached is None:
         cached = model.derived[DERIVED_KEY] = _compile(model)
-        if cached.unevaluated:
-            warnings.warn(f"{model.file}: {len(cached.unevaluated)} muscle(s) not evaluated, their lengths, moment "
-                          "arms and forces are NaN: " + "; ".join(cached.unevaluated), stacklevel=3)
     return cached
 
 
@@ -70,13 +61,7 @@ def _compile(model) -> ModelMuscles:
                                   np.inf if joint.upper is None else joint.upper)
     block = ET.fromstring("<biobullet>" + "".join(description.muscles) + "</biobullet>")
     full = parse_muscles(description.file, block, set(model.link_names), ranges)
-    surfaces = {s.name: s for s in full.surfaces}
-    reasons = [unevaluated_wraps(m, surfaces) for m in full.muscles]
-    evaluated = np.array([k for k, r in enumerate(reasons) if r is None], dtype=np.int64)
-    kept = tuple(full.muscles[k] for k in evaluated)
-    paths = compile_paths(MuscleSetDescription(file=full.file, muscles=kept, frames=full.frames,
-                                               coordinates=full.coordinates,
-                                               coordinate_ranges=full.coordinate_ranges, surfaces=full.surfaces))
+    paths = compile_paths(full)
     body_of_joint = {body.joint: body for body in model.bodies}
     slots = np.array([(body_of_joint[c].q_index, body_of_joint[c].v_index) for c in paths.coordinates],
                      dtype=np.int64).reshape(-1, 2)
@@ -88,9 +73,8 @@ def _compile(model) -> ModelMuscles:
             body = model.bodies[index]
             ancestry[k, body.v_index:body.v_index + body.nv] = 1.0
             index = body.parent
-    return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(kept), evaluated=evaluated,
+    return ModelMuscles(muscle_set=full, paths=paths, table=hill.muscle_table(full.muscles),
                         joint_slots=slots,
-                        unevaluated=tuple(f"{m.name} {r}" for m, r in zip(full.muscles, reasons) if r is not None),
                         frame_body=np.array([f.body for f in frames], dtype=np.int64),
                         frame_rotation=np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
                         frame_translation=np.array([f.translation for f in frames], dtype=float).reshape(-1, 3),
@@ -103,19 +87,19 @@ def names(model) -> tuple[str, ...]:
 
 
 def path_polylines(model, x) -> list[np.ndarray]:
-    """World polylines (k × 3, m) of every muscle's path at tree configuration x (`names` order; empty for an
-    unevaluated muscle): its active points with each active wrap's two tangent points inserted in the segment they
-    wrap (the arc between them drawn as a chord) — for drawing."""
+    """World polylines (k × 3, m) of every muscle's path at tree configuration x (`names` order): its active
+    points with each active wrap's two tangent points inserted in the segment they wrap (the arc between them
+    drawn as a chord) — for drawing."""
     muscles = muscle_set(model)
     _, rotations, origins, values, _ = _placements(model, muscles, np.asarray(x, dtype=float))
     result = path_gradients(muscles.paths, rotations, origins, values, with_gradient=False)
     arrays = muscles.paths.arrays
     out = [np.zeros((0, 3)) for _ in muscles.muscle_set.muscles]
-    for row, m in enumerate(muscles.evaluated):
-        indices = [p for p in range(arrays.point_start[row], arrays.point_start[row + 1]) if result.active[p]]
+    for m in range(len(out)):
+        indices = [p for p in range(arrays.point_start[m], arrays.point_start[m + 1]) if result.active[p]]
         points = [result.points[p] for p in indices]
         inserts: dict[int, list[tuple[float, np.ndarray, np.ndarray]]] = {}
-        for w in range(arrays.wrap_start[row], arrays.wrap_start[row + 1]):
+        for w in range(arrays.wrap_start[m], arrays.wrap_start[m + 1]):
             if not result.wrap_active[w]:
                 continue
             first, second = result.wrap_points[w]
@@ -161,18 +145,11 @@ def _placements(model, muscles: ModelMuscles, x):
     return x, rotations, origins, x[muscles.joint_slots[:, 0]], subspace
 
 
-def _rows(muscles: ModelMuscles, values: np.ndarray, shape: tuple[int, ...] = ()) -> np.ndarray:
-    """Per-muscle rows in file order: `values` for the evaluated muscles, NaN for the others."""
-    out = np.full((len(muscles.muscle_set.muscles), *shape), np.nan)
-    out[muscles.evaluated] = values
-    return out
-
-
 def lengths(model, q) -> np.ndarray:
     """Musculotendon path lengths l(q) (m), one per muscle (`names` order)."""
     muscles = muscle_set(model)
     _, rotations, origins, values, _ = _state(model, muscles, q)
-    return _rows(muscles, path_lengths(muscles.paths, rotations, origins, values))
+    return path_lengths(muscles.paths, rotations, origins, values)
 
 
 def moment_arms(model, q) -> np.ndarray:
@@ -199,7 +176,7 @@ def moment_arms(model, q) -> np.ndarray:
         twists = np.einsum("fat,tq->qfa", motions, gradient)   # each frame's twist per unit q̇_j
         dl_dq += wrapped_directional_derivatives(paths, rotations, origins, values, result, twists,
                                                  coordinate_rates.T)
-    return _rows(muscles, -dl_dq, (model.nv,))
+    return -dl_dq
 
 
 def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
@@ -214,9 +191,8 @@ def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
         raise ModelError(f"activation of shape {a.shape}" if a.shape != (n,) else "activation outside [0, 1]",
                          argument="activation", expected=f"a scalar or {n} values in [0, 1]")
     _, rotations, origins, values, _ = _state(model, muscles, q)
-    evaluated_lengths = path_lengths(muscles.paths, rotations, origins, values)
-    return _rows(muscles, hill.equilibrium_tendon_forces(muscles.table, evaluated_lengths,
-                                                         np.ascontiguousarray(a[muscles.evaluated])))
+    return hill.equilibrium_tendon_forces(muscles.table, path_lengths(muscles.paths, rotations, origins, values),
+                                          np.ascontiguousarray(a))
 
 
 __all__ = ["ModelMuscles", "muscle_set", "names", "lengths", "moment_arms", "equilibrium_tendon_forces",

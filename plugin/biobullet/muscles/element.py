@@ -179,7 +179,7 @@ def _wrap(source: SourceRef, element: ET.Element, default_name: str, links) -> t
     kind = choice(source, element, "type", WRAP_TYPES, what="wrap surface type")
     link = name(source, element, "link", known=sorted(links), kind="link")
     dimensions = surface_dimensions(
-        kind, lambda key, default: number(source, element, key, default, positive=True),
+        kind, source, lambda key, default: number(source, element, key, default, positive=True),
         lambda key: floats(source, element, key, REQUIRED, count=3, positive=True))
     bounds = floats(source, element, "range", (-1, -1), count=2)
     surface = WrapSurface(name=text(source, element, "name", default_name), type=kind, frame=link,

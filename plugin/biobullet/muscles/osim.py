@@ -125,7 +125,7 @@ class _Reader:
         source = self._source(element)
         kind = WRAP_CLASSES[element.tag]
         dimensions = surface_dimensions(
-            kind, lambda key, default: _number(source, element, key, default, positive=True),
+            kind, source, lambda key, default: _number(source, element, key, default, positive=True),
             lambda key: _floats(source, element, key, 3, None, positive=True))
         quadrant = (_text(element, "quadrant") or "all").strip()
         quadrant = {"x": "+x", "y": "+y", "z": "+z"}.get(quadrant, quadrant)
@@ -289,16 +289,21 @@ class _Reader:
                            "MultiplierFunction")
 
 
-def surface_dimensions(kind: str, read, read_three) -> tuple[float, ...]:
+def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[float, ...]:
     """A wrap surface's dimensions (`WrapSurface.dimensions`) from `read(name, default)` (one positive number;
-    default REQUIRED: must be given) and `read_three(name)` (three positive numbers)."""
+    default REQUIRED: must be given) and `read_three(name)` (three positive numbers); a torus's outer radius (of
+    its centre circle) must exceed its inner radius (of its tube), as OpenSim requires."""
     if kind == "cylinder":
         return read("radius", REQUIRED), read("length", 1.0)
     if kind == "sphere":
         return (read("radius", REQUIRED),)
     if kind == "ellipsoid":
         return tuple(float(v) for v in read_three("dimensions"))
-    return read("inner_radius", REQUIRED), read("outer_radius", REQUIRED)
+    inner, outer = read("inner_radius", REQUIRED), read("outer_radius", REQUIRED)
+    if outer <= inner:
+        raise source.error("outer_radius", f"{outer!r} is not larger than inner_radius {inner!r}",
+                           "the torus's centre-circle radius, larger than its tube radius (inner_radius)")
+    return inner, outer
 
 
 #: OpenSim's property names where they differ from MuscleParameters' fields

@@ -16,9 +16,8 @@ whole to the numba kernels); then, with `body_rotations` (n_frames, 3, 3: frame 
   means the muscle's tension drives the coordinate positively (shortening when the coordinate grows).
 
 Conditional points switch on and off, so l is piecewise smooth in q; between switches it is smooth and the
-gradient is exact (no finite differences). Wraps over cylinders, spheres and ellipsoids (any number per path,
-OpenSim's applyWrapObjects) are evaluated with complex-step gradients (`wrapping`); a torus is refused
-(ModelError) rather than computed wrongly.
+gradient is exact (no finite differences). Wraps over cylinders, spheres, ellipsoids and tori (any number per
+path, OpenSim's applyWrapObjects) are evaluated with complex-step gradients (`wrapping`).
 """
 from __future__ import annotations
 
@@ -34,9 +33,9 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.location import _location_value_py, polynomial
-from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, EVALUATED, INSIDE_RADIUS,
-                                        MANDATORY_WRAP, NO_WRAP, SPHERE, SURFACE_CODES, WRAP_METHODS, WRAPPED,
-                                        _cylinder_wrap_py, _ellipsoid_wrap_py, _sphere_wrap_py, wrap_bindings)
+from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, INSIDE_RADIUS, MANDATORY_WRAP, NO_WRAP,
+                                        SPHERE, SURFACE_CODES, TORUS, WRAP_METHODS, WRAPPED, _cylinder_wrap_py,
+                                        _ellipsoid_wrap_py, _sphere_wrap_py, _torus_wrap_py, wrap_bindings)
 
 FIXED, CONDITIONAL, MOVING = 0, 1, 2
 GROUND = -1
@@ -100,17 +99,6 @@ class PathGradient(NamedTuple):
     wrap_active: np.ndarray
 
 
-def unevaluated_wraps(muscle, surfaces) -> str | None:
-    """Why `muscle`'s wraps cannot be evaluated (a phrase), or None: cylinders, spheres and ellipsoids are, in
-    any number; `surfaces` maps surface names to WrapSurfaces."""
-    kinds = [surfaces[w.surface].type for w in muscle.wraps
-             if w.surface in surfaces and surfaces[w.surface].active]
-    missing = sorted({kind for kind in kinds if kind not in EVALUATED})
-    if missing:
-        return f"wraps over a {', '.join(missing)}, whose wrapping is not implemented"
-    return None
-
-
 def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = True) -> MusclePaths:
     """Flat kernel arrays of every muscle's path (module docstring). `opensim_wrap_cache` (default): OpenSim 4.6's
     lengths on paths where several wraps are active at once, which read each wrap point's ground location as it
@@ -134,11 +122,6 @@ def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = T
             if wrap.surface not in surfaces:
                 raise ModelError(f"muscle {muscle.name!r} wraps over unknown surface {wrap.surface!r}",
                                  file=muscle_set.file, expected="a wrap surface of the model")
-        reason = unevaluated_wraps(muscle, surfaces)
-        if reason is not None:
-            raise ModelError(f"muscle {muscle.name!r} {reason}", file=muscle_set.file,
-                             element=f'<muscle name="{muscle.name}">',
-                             expected="wraps over cylinders, spheres and ellipsoids (tori are not implemented)")
         for wrap in muscle.wraps:
             surface = surfaces[wrap.surface]
             if surface.name not in surface_index:
@@ -310,6 +293,10 @@ def _wrapped_segment_py(arrays, surface, method, single, start, end, tangent_sta
     if kind == ELLIPSOID:
         return _ellipsoid_wrap_py(start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
                                   arrays.surface_quadrant[surface, 1], method, tangent_start, tangent_end)
+    if kind == TORUS:
+        return _torus_wrap_py(start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
+                              arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1], single,
+                              tangent_start, tangent_end)
     return NO_WRAP, 0.0 + 0.0j
 
 
@@ -743,7 +730,7 @@ def _wrap_kernels() -> dict:
     bindings = wrap_bindings()
     surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
                 (("_cylinder_wrap_py", _cylinder_wrap_py), ("_sphere_wrap_py", _sphere_wrap_py),
-                 ("_ellipsoid_wrap_py", _ellipsoid_wrap_py))}
+                 ("_ellipsoid_wrap_py", _ellipsoid_wrap_py), ("_torus_wrap_py", _torus_wrap_py))}
     segment = jit.compiled(_wrapped_segment_py, bind=surfaces) or _wrapped_segment_py
     helpers = {"_node_position_py": jit.compiled(_node_position_py) or _node_position_py,
                "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py) or _remove_wrap_nodes_py,
@@ -859,8 +846,8 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
     return rotations, positions, values
 
 
-__all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "unevaluated_wraps",
-           "path_gradients", "wrapped_directional_derivatives",
+__all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "path_gradients",
+           "wrapped_directional_derivatives",
            "path_lengths", "moment_arms"]
 
 

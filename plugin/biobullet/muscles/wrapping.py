@@ -1,5 +1,7 @@
 """Wrapping surfaces: OpenSim's wrap of one straight path segment over a surface, in the surface's frame.
 
+`_torus_wrap_py` follows OpenSim 4.6's WrapTorus::wrapLine (the closest point of the line to the centre circle
+by OpenSim's lmdif_C, ported for one unknown in `_circle_search_py`, then a cylinder there).
 `_ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
 "Frans"/fan/hybrid techniques, calcTangentPoint's iteration, CalcDistanceOnEllipsoid's 1-mm polyline; see its
 docstring) and `_sphere_wrap_py` WrapSphere::wrapLine. `_cylinder_wrap_py(p1, p2, radius, length, axis, sign,
@@ -25,10 +27,11 @@ import numpy as np
 from biobullet.core import jit
 
 NO_WRAP, INSIDE_RADIUS, WRAPPED, MANDATORY_WRAP = 0, 1, 2, 3
+#: OpenSim's "wrapped" with no tangent points (WrapTorus where its cylinder does not wrap): never inserted, but
+#: not NO_WRAP for applyWrapObjects' order swap
+EMPTY_WRAP = 4
 CYLINDER, SPHERE, ELLIPSOID, TORUS = 0, 1, 2, 3
 SURFACE_CODES = {"cylinder": CYLINDER, "sphere": SPHERE, "ellipsoid": ELLIPSOID, "torus": TORUS}
-#: surface types whose wrapping is evaluated (the others are refused by `path.compile_paths`)
-EVALUATED = ("cylinder", "sphere", "ellipsoid")
 EPS = 2.220446049250313e-16
 LINE_EPSILON = 1e-5       # OpenSim's WrapMath LINE_EPSILON
 ROUNDOFF = 2e-13          # OpenSim's ROUNDOFF_ERROR (SimmMacros.h)
@@ -36,6 +39,16 @@ COMPLEX_STEP = 1e-30
 TANGENCY_THRESHOLD = 0.1 * math.pi / 180.0   # rad: OpenSim's WrapCylinder tangency test on multi-wrap paths
 SPIRAL_ITERATIONS = 100   # OpenSim's MAX_ITERATIONS of the tangent-point adjustment
 SPIRAL_CHORD = 0.002      # m: OpenSim's helix chord on multi-wrap paths
+# OpenSim's lmdif_C (OpenSim/Common/Lmdif.cpp) differs from MINPACK here: a constant forward-difference step,
+# its own machine constants, an initial step bound of `factor` whenever |factor·|diag·x|| <= 1e-4, and the
+# Jacobian's evaluations not counted against maxfev
+LMDIF_DIFFERENCE_STEP = 1e-5
+LMDIF_MACHEP = 1.2e-16
+LMDIF_DWARF = 1.0e-38
+CIRCLE_TOLERANCE = 1e-4   # WrapTorus::findClosestPoint's lmdif ftol and xtol
+CIRCLE_STEP_BOUND = 0.2   # its lmdif step factor
+CIRCLE_EVALUATIONS = 500  # its lmdif maxfev
+TORUS_CYLINDER_LENGTH = 10000.0   # m: WrapTorus's CYL_LENGTH
 
 
 def _dot_py(a, b):
@@ -78,6 +91,8 @@ def _closest_on_line_py(point, line_point, line, out):
     t = _dot_py(v1, v2) * magnitude
     for i in range(3):
         out[i] = line_point[i] + t * v2[i]
+    if magnitude2.real == 0.0:   # a zero `line` (OpenSim: NaN, unused by its callers)
+        return 0.0 + 0.0j
     return t / magnitude2
 
 
@@ -1054,6 +1069,232 @@ def _ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_
     return MANDATORY_WRAP, length / factor
 
 
+# ------------------------------------------------------------------------------------------------ torus
+def _circle_residual_py(start, direction, radius, u):
+    """(residual, ∂residual/∂u) of OpenSim's WrapTorus::calcCircleResids: d/du of the squared distance from the
+    point start + u·direction (unit direction) to the circle of `radius` about z in the plane z = 0."""
+    c2 = 2.0 * (start[0] * direction[0] + start[1] * direction[1] + start[2] * direction[2])
+    c3 = start[0] * direction[0] + start[1] * direction[1]
+    c4 = direction[0] * direction[0] + direction[1] * direction[1]
+    c5 = start[0] * start[0] + start[1] * start[1]
+    rho = cmath.sqrt(u * u * c4 + 2.0 * c3 * u + c5)
+    if rho.real == 0.0:   # on the torus's axis, where every circle point is as near (OpenSim: 0/0)
+        return c2 + 2.0 * u, 2.0 + 0.0j
+    residual = c2 + 2.0 * u - 2.0 * radius * (2.0 * c4 * u + 2.0 * c3) / rho
+    slope = 2.0 - 4.0 * radius * (c4 / rho - (c4 * u + c3) * (c4 * u + c3) / (rho * rho * rho))
+    return residual, slope
+
+
+def _lm_step_py(r, diag, qtb, delta, par):
+    """MINPACK's lmpar for one unknown: the Levenberg–Marquardt parameter `par` with |diag·x| within 10 % of
+    `delta` (or 0 when the Gauss–Newton step fits) and the step x of (r² + par·diag²) x = r·qtb, the latter by
+    qrsolv's Givens rotation; returns (par, x)."""
+    x = qtb / r if r != 0.0 else 0.0
+    dxnorm = abs(diag * x)
+    fp = dxnorm - delta
+    if fp <= 0.1 * delta:
+        return 0.0, x
+    parl = 0.0
+    if r != 0.0:
+        temp = abs(diag * (diag * x / dxnorm) / r)
+        parl = ((fp / delta) / temp) / temp
+    gnorm = abs(r * qtb / diag)
+    paru = gnorm / delta
+    if paru == 0.0:
+        paru = LMDIF_DWARF / min(delta, 0.1)
+    par = min(max(par, parl), paru)
+    if par == 0.0:
+        par = gnorm / dxnorm
+    for iteration in range(1, 11):
+        if par == 0.0:
+            par = max(LMDIF_DWARF, 0.001 * paru)
+        damping = math.sqrt(par) * diag
+        rotated = r
+        rhs = qtb
+        if damping != 0.0:   # qrsolv: one Givens rotation of [r; damping]
+            if abs(r) < abs(damping):
+                cotangent = r / damping
+                sine = 0.5 / math.sqrt(0.25 + 0.25 * cotangent * cotangent)
+                cosine = sine * cotangent
+            else:
+                tangent = damping / r
+                cosine = 0.5 / math.sqrt(0.25 + 0.25 * tangent * tangent)
+                sine = cosine * tangent
+            rotated = cosine * r + sine * damping
+            rhs = cosine * qtb
+        x = rhs / rotated if rotated != 0.0 else 0.0
+        dxnorm = abs(diag * x)
+        previous = fp
+        fp = dxnorm - delta
+        if abs(fp) <= 0.1 * delta or (parl == 0.0 and fp <= previous < 0.0) or iteration == 10:
+            break
+        temp = abs(diag * (diag * x / dxnorm) / rotated)
+        correction = ((fp / delta) / temp) / temp
+        if fp > 0.0:
+            parl = max(parl, par)
+        if fp < 0.0:
+            paru = min(paru, par)
+        par = max(parl, par + correction)
+    return par, x
+
+
+def _circle_search_py(start, direction, radius):
+    """u where the line start + u·direction comes closest to the circle, as WrapTorus::findClosestPoint finds it:
+    MINPACK's lmdif as OpenSim's lmdif_C has it (see LMDIF_*) on the one residual `_circle_residual_py` from
+    u = 0: forward-difference slope, diag scaling (mode 1), step bound 0.2, ftol = xtol = 1e-4, at most 500
+    evaluations. Real parts only: which stationary point it reaches decides the wrap, and its iterate (not the
+    exact stationary point) sets the cylinder; the complex part is added by the caller."""
+    real_start = np.empty(3)
+    real_direction = np.empty(3)
+    for i in range(3):
+        real_start[i] = start[i].real
+        real_direction[i] = direction[i].real
+    rho = radius.real
+    x = 0.0
+    fvec = _circle_residual_py(real_start, real_direction, rho, x + 0.0j)[0].real
+    evaluations = 1
+    fnorm = abs(fvec)
+    par = 0.0
+    diag = 1.0
+    delta = 0.0
+    xnorm = 0.0
+    first = True
+    while True:
+        fjac = (_circle_residual_py(real_start, real_direction, rho, (x + LMDIF_DIFFERENCE_STEP) + 0.0j)[0].real
+                - fvec) / LMDIF_DIFFERENCE_STEP
+        column_norm = abs(fjac)
+        r = -fjac                           # qrfac of the 1 × 1 Jacobian
+        qtf = -fvec if fjac != 0.0 else fvec
+        if first:
+            diag = column_norm if column_norm != 0.0 else 1.0
+            xnorm = abs(diag * x)
+            delta = CIRCLE_STEP_BOUND * xnorm
+            if abs(delta) <= 1e-4:
+                delta = CIRCLE_STEP_BOUND
+        if fnorm == 0.0 or column_norm == 0.0:   # gnorm = 0 <= gtol
+            return x
+        diag = max(diag, column_norm)
+        while True:
+            par, step = _lm_step_py(r, diag, qtf, delta, par)
+            step = -step
+            trial = x + step
+            pnorm = abs(diag * step)
+            if first:
+                delta = min(delta, pnorm)
+            f_trial = _circle_residual_py(real_start, real_direction, rho, trial + 0.0j)[0].real
+            evaluations += 1
+            fnorm_trial = abs(f_trial)
+            actual = -1.0
+            if 0.1 * fnorm_trial < fnorm:
+                actual = 1.0 - (fnorm_trial / fnorm) ** 2
+            temp1 = abs(r * step) / fnorm
+            temp2 = math.sqrt(par) * pnorm / fnorm
+            predicted = temp1 * temp1 + temp2 * temp2 / 0.5
+            directional = -(temp1 * temp1 + temp2 * temp2)
+            ratio = actual / predicted if predicted != 0.0 else 0.0
+            if ratio <= 0.25:
+                temp = 0.5 if actual >= 0.0 else 0.5 * directional / (directional + 0.5 * actual)
+                if 0.1 * fnorm_trial >= fnorm or temp < 0.1:
+                    temp = 0.1
+                delta = temp * min(delta, pnorm / 0.1)
+                par = par / temp
+            elif par == 0.0 or ratio >= 0.75:
+                delta = pnorm / 0.5
+                par = 0.5 * par
+            if ratio >= 1e-4:
+                x = trial
+                fvec = f_trial
+                xnorm = abs(diag * x)
+                fnorm = fnorm_trial
+                first = False
+            if abs(actual) <= CIRCLE_TOLERANCE and predicted <= CIRCLE_TOLERANCE and 0.5 * ratio <= 1.0:
+                return x
+            if delta <= CIRCLE_TOLERANCE * xnorm or evaluations >= CIRCLE_EVALUATIONS:
+                return x
+            if abs(actual) <= LMDIF_MACHEP and predicted <= LMDIF_MACHEP and 0.5 * ratio <= 1.0:
+                return x
+            if delta <= LMDIF_MACHEP * xnorm:
+                return x
+            if ratio >= 1e-4:
+                break
+
+
+def _circle_point_py(start, end, radius, out):
+    """The point of the line start → end nearest the circle (WrapTorus::findClosestPoint's search from `start`,
+    complex: the real parts from the search, the derivative by the implicit function theorem, one Newton
+    correction of the imaginary part only); returns the distance to the circle."""
+    direction = np.empty(3, np.complex128)
+    for i in range(3):
+        direction[i] = end[i] - start[i]
+    _normalize_py(direction, direction)
+    u = _circle_search_py(start, direction, radius) + 0.0j
+    residual, slope = _circle_residual_py(start, direction, radius, u)
+    u = u.real + 1j * (-residual.imag / slope.real)
+    for i in range(3):
+        out[i] = start[i] + u * direction[i]
+    rho = cmath.sqrt(out[0] * out[0] + out[1] * out[1])
+    return cmath.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2] + radius * radius - 2.0 * radius * rho)
+
+
+def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r2):
+    """(status, wrap length) of the segment p1→p2 over the torus (centre circle of `outer_radius` about z in
+    z = 0, tube of `inner_radius`), as OpenSim 4.6's WrapTorus::wrapLine: the point of the segment's line
+    nearest the centre circle (searched from each end, the nearer kept; with a quadrant the one on its side,
+    NO_WRAP when neither is), and there a cylinder of the tube's radius and 10 km along the circle's tangent,
+    quadrant +x (towards the torus's axis), wrapped as `_cylinder_wrap_py`. OpenSim reports a cylinder's wrap
+    as WRAPPED, never MANDATORY_WRAP (the segment is chosen by the smallest length change), and a cylinder that
+    does not wrap as WRAPPED with no tangent points (EMPTY_WRAP here)."""
+    near1 = np.empty(3, np.complex128)
+    near2 = np.empty(3, np.complex128)
+    distance1 = _circle_point_py(p1, p2, outer_radius, near1)
+    distance2 = _circle_point_py(p2, p1, outer_radius, near2)
+    if sign != 0:
+        side1 = _sign_py(near1[axis]) == sign
+        side2 = _sign_py(near2[axis]) == sign
+        if side1 and side2:
+            first = distance1.real < distance2.real
+        elif side1 or side2:
+            first = side1
+        else:
+            return NO_WRAP, 0.0 + 0.0j
+    else:
+        first = distance1.real < distance2.real
+    near = near1 if first else near2
+    axial_distance = cmath.sqrt(near[0] * near[0] + near[1] * near[1])
+    if axial_distance.real == 0.0:   # the line meets the torus's axis there: no nearest circle point (OpenSim: NaN)
+        return NO_WRAP, 0.0 + 0.0j
+    scale = outer_radius / axial_distance
+    # the cylinder's axes in the torus frame: x from the circle point towards the axis, y = −z, z = x × y
+    x_axis = np.empty(3, np.complex128)
+    x_axis[0], x_axis[1], x_axis[2] = -near[0] * scale, -near[1] * scale, 0.0 * near[0]
+    _normalize_py(x_axis, x_axis)
+    rotation = np.zeros((3, 3), np.complex128)
+    for i in range(3):
+        rotation[0, i] = x_axis[i]
+    rotation[1, 2] = -1.0
+    _cross_py(x_axis, rotation[1], rotation[2])
+    offset = np.empty(3, np.complex128)
+    for row in range(3):   # the circle point, −(x_axis), in the cylinder's axes, negated
+        offset[row] = -(rotation[row, 0] * near[0] * scale + rotation[row, 1] * near[1] * scale)
+    q1 = np.empty(3, np.complex128)
+    q2 = np.empty(3, np.complex128)
+    for row in range(3):
+        q1[row] = offset[row] + _dot_py(rotation[row], p1)
+        q2[row] = offset[row] + _dot_py(rotation[row], p2)
+    c1 = np.empty(3, np.complex128)
+    c2 = np.empty(3, np.complex128)
+    status, length = _cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, 0, 1, single, c1, c2)
+    if status != WRAPPED and status != MANDATORY_WRAP:
+        return EMPTY_WRAP, 0.0 + 0.0j
+    for i in range(3):
+        r1[i] = (rotation[0, i] * (c1[0] - offset[0]) + rotation[1, i] * (c1[1] - offset[1])
+                 + rotation[2, i] * (c1[2] - offset[2]))
+        r2[i] = (rotation[0, i] * (c2[0] - offset[0]) + rotation[1, i] * (c2[1] - offset[1])
+                 + rotation[2, i] * (c2[2] - offset[2]))
+    return WRAPPED, length
+
+
+
 def wrap_bindings() -> dict:
     """The kernels the wrap kernels call (for `core.jit.compiled`'s bind), each compiled once as a function of its
     own, layer by layer (leaves first): inlining them at every call site multiplies the compile time."""
@@ -1063,14 +1304,16 @@ def wrap_bindings() -> dict:
          "_atan2_py": _atan2_py, "_acos_py": _acos_py, "_squared_distance_py": _squared_distance_py,
          "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
          "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
-         "_tangent_residuals_py": _tangent_residuals_py},
+         "_tangent_residuals_py": _tangent_residuals_py, "_circle_residual_py": _circle_residual_py,
+         "_lm_step_py": _lm_step_py},
         {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
          "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
          "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
          "_ellipse_closest_py": _ellipse_closest_py, "_ellipsoid_tangent_py": _ellipsoid_tangent_py,
          "_ellipsoid_arc_py": _ellipsoid_arc_py},
         {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
-        {"_adjust_spiral_py": _adjust_spiral_py})
+        {"_adjust_spiral_py": _adjust_spiral_py, "_circle_search_py": _circle_search_py},
+        {"_circle_point_py": _circle_point_py, "_cylinder_wrap_py": _cylinder_wrap_py})
     bound: dict = {}
     for layer in layers:
         bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
@@ -1079,6 +1322,7 @@ def wrap_bindings() -> dict:
 
 cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
 sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
+torus_wrap = jit.lazy(_torus_wrap_py, bind=wrap_bindings)
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "SURFACE_CODES", "EVALUATED", "WRAP_METHODS",
-           "cylinder_wrap", "sphere_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
+           "cylinder_wrap", "sphere_wrap", "torus_wrap"]
