@@ -271,14 +271,9 @@ def numba_entries() -> None:
 
 # ------------------------------------------------------------------------------------------------ packing
 def pack_muscles(model) -> MuscleRows:
-    """The MuscleRows of `model`'s muscles (every one evaluated: ModelError naming the others, whose wraps are not
-    computed yet, or a rigid-tendon Thelen2003 muscle)."""
+    """The MuscleRows of `model`'s muscles (ModelError for a rigid-tendon Thelen2003 muscle)."""
     from biobullet.muscles.api import muscle_set
     compiled = muscle_set(model)
-    if compiled.unevaluated:
-        raise ModelError("muscle forces need every muscle's path; not evaluated: " + "; ".join(compiled.unevaluated),
-                         file=model.file, element="<muscle>",
-                         expected="paths with at most one cylinder or sphere wrap (or run without excitations)")
     table = compiled.table
     for m, name in enumerate(compiled.paths.names):
         if table.model[m] == THELEN and table.muscle[m, COMPLIANT] == 0.0:
