@@ -82,15 +82,17 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
     — fixed, unlike SciPy's own `num_jac`, whose adaptive factor grows tenfold whenever a column's difference looks
     small next to the largest entry of f; on a very stiff model (a spring of 10⁹ N/m beside a loop's small terms)
     it grew until the perturbed state overflowed, and Radau failed at t = 1e-9 s. A column whose forward stage
-    cannot be evaluated (NaN from a rejected stage) is taken backwards, else left zero (the Newton iteration then
-    converges more slowly or the step is rejected: a shorter one follows)."""
+    cannot be evaluated (NaN from a rejected stage) is taken backwards; where neither can (the state is within a
+    step of a singular loop configuration) it raises FloatingPointError, and `_StepRhs.step` stops the run with the
+    failure the right-hand side reported (a NaN Jacobian, as SciPy's would be, is kept by Radau for later steps
+    and failed one of them with LAPACK's "array must not contain infs or NaNs")."""
     def jac(t: float, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         f0 = np.asarray(rhs(t, y), dtype=float)
         n = len(y)
-        out = np.zeros((len(f0), n))
+        out = np.empty((len(f0), n))
         if not np.all(np.isfinite(f0)):
-            return out
+            raise FloatingPointError("the right-hand side cannot be evaluated at the Jacobian's state")
         steps = np.sqrt(EPS) * np.maximum(np.abs(y), 1.0)
         probe = y.copy()
         for j in range(n):
@@ -101,6 +103,9 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
                 if np.all(np.isfinite(column)):
                     out[:, j] = (column - f0) / h
                     break
+            else:
+                raise FloatingPointError(f"the right-hand side cannot be evaluated on either side of the state "
+                                         f"(Jacobian column {j})")
             probe[j] = y[j]
         return out
     return jac

@@ -35,6 +35,9 @@ def test_the_finite_difference_jacobian_matches_the_analytic_one():
     for y in (np.array([0.3, -1.2]), np.array([2.0, 5.0])):   # the second: θ + h lands in the failing region
         analytic = np.array([[0.0, 1.0], [-g_over_l * np.cos(y[0]), -c]])
         np.testing.assert_allclose(jac(0.0, y), analytic, rtol=0, atol=2e-6 * g_over_l)
+    pinned = finite_difference_jacobian(lambda t, y: rhs(t, y) if y[0] == 2.0 else np.full(2, np.nan))
+    with pytest.raises(FloatingPointError, match="either side"):   # neither way: the step fails with the cause
+        pinned(0.0, np.array([2.0, 5.0]))
 
 
 def _stiff_squeezer(tmp_path: Path) -> str:
