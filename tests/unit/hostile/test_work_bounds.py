@@ -186,3 +186,30 @@ def test_the_initial_state_error_names_the_values_set(tmp_path):
     assert caught.value.attribute == "initial"
     path = chain(tmp_path)   # an ordinary initial state is no error
     assert biobullet.simulate(biobullet.load_model(path), 0.01, initial={"j1_dot": 1e3}, progress=False).t[-1] == 0.01
+
+
+# ------------------------------------------------------------------------------------------------ campaign finds
+def test_a_zero_newton_step_of_a_loop_is_a_solver_error_not_a_division_by_zero(tmp_path):
+    """Fuzz campaign run 5, mutant 73: the prosthesis with its hip 10⁶ m out of place. The loop's residual rounds off
+    so that Newton's step is exactly zero at a random state: a ZeroDivisionError escaped from the step limit; now
+    that Newton stops there (and the continuation, or the closure's "did not converge", takes over)."""
+    text = (URDF / "prosthesis_fourbar.urdf").read_text()
+    moved = text.replace('<child link="hip_slider"/><origin xyz="0 0 0"/>',
+                         '<child link="hip_slider"/><origin xyz="1e6 1e6 1e6"/>')
+    assert moved != text
+    path = tmp_path / "far.urdf"
+    path.write_text(moved)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the unit plausibility warning: 1e6 m looks like millimetres)
+        model = biobullet.load_model(str(path))
+    rng = np.random.default_rng(73)   # the campaign's states for mutant 73
+    q0, v0 = model.initial_state()
+    states = [q0]
+    for _ in range(3):
+        states.append(model.neutral_configuration() + rng.uniform(-1, 1, model.nq))
+        rng.uniform(-1, 1, model.nv)
+    for q in states:   # finite, or the closure's own error (the continuation finds these states)
+        try:
+            assert np.all(np.isfinite(model.joint_configuration(q)))
+        except biobullet.SolverError as exc:
+            assert "loop closure" in str(exc)
