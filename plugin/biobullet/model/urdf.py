@@ -75,7 +75,12 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
         raise ModelError("the model has no <link>", file=file, element="<robot>")
     _check_unique(file, [link.name for link in links], "link")
     link_names = {link.name for link in links}
-    joints = tuple(_parse_joint(file, element, link_names) for element in robot.findall("joint"))
+    joint_elements = robot.findall("joint")
+    if len(joint_elements) > MAX_JOINTS:
+        raise ModelError(f"{len(joint_elements)} joints: more than {MAX_JOINTS}", file=file, element="<robot>",
+                         expected=f"at most {MAX_JOINTS} <joint>s (every run's mass matrix grows with joints × "
+                         "tree depth)")
+    joints = tuple(_parse_joint(file, element, link_names) for element in joint_elements)
     _check_unique(file, [joint.name for joint in joints], "joint")
     root = _check_tree(file, links, joints)
     extension = robot.findall("biobullet")
@@ -102,6 +107,10 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
 MAX_ELEMENTS = 200_000
+#: most `<joint>`s in one model (every link but the root is a joint's child): the dense tree mass matrix of a run
+#: grows with joints × tree depth — a 1,500-long chain costs ~0.1 s of CPU per right-hand side (URDF robots have
+#: tens to a few hundred joints; as `extension.MAX_ELEMENTS` bounds the `<biobullet>` elements)
+MAX_JOINTS = 2000
 #: deepest nesting of XML elements (a URDF nests at most ~7 deep; PyBullet's and urdfdom's parsers recurse per
 #: level, and 150,000 levels took PyBullet minutes)
 MAX_DEPTH = 64

@@ -13,7 +13,7 @@ from biobullet.core.errors import ModelError
 from biobullet.integrate.engine import IntegrationError
 from biobullet.integrate.stepper import (EVALUATIONS_PER_SECOND, MAX_EVALUATIONS, LoopResult, StepFailure,
                                         finite_difference_jacobian, run_loop)
-from hostile_cli import CHAIN, chain, run_cli
+from hostile_cli import CHAIN, chain, one_error, run_cli
 
 REPO = Path(__file__).resolve().parents[3]
 URDF = REPO / "plugin" / "biobullet" / "data" / "urdf"
@@ -110,12 +110,7 @@ def test_the_mass_matrix_diagonal_matches_pinocchio():
         np.testing.assert_allclose(mass_matrix_diagonal(model, x), np.diag(theirs), rtol=1e-12, atol=1e-14)
 
 
-def test_a_long_mimic_chain_orders_its_functions_in_linear_time(tmp_path, monkeypatch):
-    """3,000 `<mimic>`s, each naming the next joint: the coordinate map orders them in one pass (Kahn) and the tree
-    check walks each link once; the URDF limit stops read the mass-matrix diagonal, never the full CRBA (quadratic
-    on a chain: 16 s for 1,500 links)."""
-    import biobullet.algorithms.crba as crba_module
-    n = 3000
+def _mimic_chain(tmp_path: Path, n: int) -> str:
     links = "".join(f'<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" '
                     f'ixy="0" ixz="0" iyz="0"/></inertial></link>' for i in range(n + 1))
     joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
@@ -123,14 +118,27 @@ def test_a_long_mimic_chain_orders_its_functions_in_linear_time(tmp_path, monkey
                      + (f'<mimic joint="j{i + 1}"/>' if i < n else "") + "</joint>" for i in range(1, n + 1))
     path = tmp_path / "long.urdf"
     path.write_text(f'<robot name="long">{links}{joints}</robot>')
+    return str(path)
+
+
+def test_a_long_mimic_chain_orders_its_functions_in_linear_time(tmp_path, monkeypatch):
+    """2,000 `<mimic>`s (the most joints a model may have), each naming the next joint: the coordinate map orders
+    them in one pass (Kahn) and the tree check walks each link once; the URDF limit stops read the mass-matrix
+    diagonal, never the full CRBA (quadratic on a chain: 16 s of `info` for 1,500 links)."""
+    import biobullet.algorithms.crba as crba_module
+    from biobullet.model.urdf import MAX_JOINTS
+    n = MAX_JOINTS
+    path = _mimic_chain(tmp_path, n)
     def no_full_crba(*args):
         pytest.fail("the full CRBA was called at load")
     monkeypatch.setattr(crba_module, "crba", no_full_crba)
     monkeypatch.setattr("biobullet.forces.elements.crba", no_full_crba, raising=False)   # (where it was called)
-    model = biobullet.load_model(str(path))
+    model = biobullet.load_model(path)
     order = [f.output for f in model.coordinate_map.resolvers]
     assert model.nq == 1 and len(order) == n - 1
     assert order == sorted(order, reverse=True)   # j(n−1) first (it mimics the independent j(n)), then down
+    error = one_error("info", _mimic_chain(tmp_path, n + 1))   # one joint more: one error naming the count
+    assert f"{n + 1} joints: more than {n}" in error and "<robot>" in error
 
 
 # ------------------------------------------------------------------------------------------------ meshes
