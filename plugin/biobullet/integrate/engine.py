@@ -723,7 +723,8 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
             resolver.rewind()
     partial, kept, path = None, 0, None
     try:
-        partial, kept = _longest_partial(system, times, states, result.events, meta)
+        with np.errstate(all="ignore"):   # (a blown-up last state: its energies may overflow; the CSV has q and v)
+            partial, kept = _longest_partial(system, times, states, result.events, meta)
         if out is not None:
             partial.to_csv(str(out) + ".partial.csv")
             path = str(out) + ".partial.csv"
