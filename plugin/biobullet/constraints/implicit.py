@@ -206,7 +206,11 @@ class LoopResolver:
                 raise _NeedsContinuation
             first = False
             # damped: a step is at most NEWTON_STEP_LIMIT long, then halved until |Φ| decreases
-            scale, base = min(1.0, NEWTON_STEP_LIMIT / float(np.abs(step).max())), theta[dep].copy()
+            step_max = float(np.abs(step).max())
+            if step_max == 0.0:   # (|Φ| above tolerance but a zero step: a joint 1e6 m out makes Φ round off)
+                stopped = "the Newton step is zero"
+                break
+            scale, base = min(1.0, NEWTON_STEP_LIMIT / step_max), theta[dep].copy()
             while True:  # backtracking keeps Newton from jumping branches far from the solution
                 theta[dep] = base - scale * step
                 phi_new, jac_new, _ = self.terms(theta)

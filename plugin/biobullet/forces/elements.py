@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from biobullet.algorithms.crba import crba
+from biobullet.algorithms.crba import mass_matrix_diagonal
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import spring
@@ -517,12 +517,12 @@ def limit_stops(model) -> tuple[JointStop, ...]:
                and joint.lower is not None and joint.upper is not None and joint.lower < joint.upper]
     if not limited:
         return ()
-    mass = crba(model, model.joint_configuration(model.neutral_configuration()))
+    diagonal = mass_matrix_diagonal(model, model.joint_configuration(model.neutral_configuration()))
     stops = []
     for joint in limited:
         source = SourceRef(joint.source.file, f"{joint.source.element} <limit>")
         k = joint_indices(model, joint.name, source)[1]
-        inertia = max(float(mass[k, k]), 0.0)
+        inertia = max(float(diagonal[k]), 0.0)
         stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper,
                                inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION),
                                2.0 * LIMIT_DAMPING_RATIO * inertia * LIMIT_FREQUENCY, source=source))

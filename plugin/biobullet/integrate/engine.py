@@ -262,16 +262,36 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
+        x, xd = _initial_joint_state(model, q0, v0, t0, initial)
         muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0, v0, t0)
         if self.joint_space:
-            x, xd, _, _ = model.joint_state(q0, v0, t0)
             y = np.concatenate([x, xd, muscles, [0.0, 0.0]])
             return self.project(t0, y) if self.method.can_project else y
-        x, xd, _, _ = model.joint_state(q0, v0, t0)  # validates shapes and finiteness
         if self.shadow is not None:
             rows_x, rows_v = self.shadow
             return np.concatenate([q0, v0, x[rows_x], xd[rows_v], muscles, [0.0, 0.0]])
         return np.concatenate([q0, v0, muscles, [0.0, 0.0]])
+
+
+def _initial_joint_state(model, q0: np.ndarray, v0: np.ndarray, t0: float, initial) -> tuple[np.ndarray, np.ndarray]:
+    """(x, ẋ) at the initial state, validating shapes and finiteness. Finite values can still overflow on the way
+    (`--set knee_A_dot=1e300`: the loop's rates and their squares): evaluated without NumPy's overflow warnings, a
+    state that does not evaluate to finite numbers is one ModelError naming the values set."""
+    with np.errstate(all="ignore"):
+        try:
+            x, xd, gradient, gamma = model.joint_state(q0, v0, t0)
+            finite = all(np.all(np.isfinite(a)) for a in (x, xd, gradient, gamma))
+            failure = "" if finite else "its joint coordinates, rates or their derivatives are not finite (overflow)"
+        except SolverError as exc:
+            model.joint_state(q0, np.zeros_like(v0), t0)   # at rest: a configuration's own failure is raised
+            failure = f"at these rates, {exc}"
+    if failure:
+        given = ", ".join(f"{k}={v!r}" for k, v in initial.items()) if isinstance(initial, Mapping) and initial \
+            else "the model's <initial> values" if initial is None or isinstance(initial, Mapping) else "(q0, v0)"
+        raise ModelError(f"the initial state ({given}) cannot be evaluated: {failure}", file=model.file,
+                         attribute="initial", expected="initial positions and rates of a physical size "
+                         "(the joint rates and their squares finite)")
+    return x, xd
 
 
 def _shadow_joints(model):
@@ -559,7 +579,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
              baumgarte=None, projection: bool = False, error_control: str = "joints", compiled: bool = True,
-             excitations=None, activations=None):
+             excitations=None, activations=None, max_evaluations: int | None = None):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -579,6 +599,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     muscle name → number or function of t, or a callable f(t, q, v) → such a mapping (or one value per muscle);
     values in [0, 1]. None (default): no muscle forces (the skeleton alone). activations: the initial activations
     (a number or a mapping by name; default 0.05 each); compliant tendons start in static equilibrium.
+    max_evaluations: the implicit method's work budget in right-hand-side evaluations (default 100,000 + 2·10⁶
+    per simulated second, `stepper.MAX_EVALUATIONS`): a
+    problem so stiff that even the implicit method crawls stops there with an IntegrationError naming the stiffest
+    element, the time reached and the remedies (the partial trajectory kept).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -633,11 +657,13 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     started = time.perf_counter()
     compiling = jit.CompileClock()   # a first run compiles its kernels inside the loop: reported apart
     try:
+        # (NumPy's overflow warnings off inside the solver too: huge but finite states — `--set j_dot=1e154` —
+        # overflow in SciPy's error norms; the run checks finiteness itself and fails with one clear error)
         with newton_tolerance(model, rtol) if not system.joint_space else nullcontext(), \
-                jit.compile_clock() as compiling:
+                jit.compile_clock() as compiling, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast, rejects=(_NonFinite,),
+                     observe=observe, fast=fast, rejects=(_NonFinite,), max_evaluations=max_evaluations,
                      on_stiff=lambda t, h: _on_stiff(model, method, t, h, switch=not chosen, meta=meta))
         bar.close()
         meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
@@ -648,6 +674,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
     except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
         bar.close()
+        if isinstance(exc, StepFailure) and result.status == "budget":
+            exc = StepFailure(f"{exc}: the problem is too stiff for the method's steps{stiffest_element(model)}; "
+                              "make it less extreme (that stiffness, damping or mass), simulate a shorter time, loosen "
+                              "rtol/atol (--rtol 1e-6), or raise the budget (max_evaluations=)", exc.t, exc.y)
         failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
         if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
             raise
@@ -678,9 +708,15 @@ def _on_stiff(model, method: str, t: float, mean_step: float, *, switch: bool, m
     return None
 
 
+#: bodies whose masses differ by more than this factor make a stiff problem (fast modes of the light ones beside
+#: the heavy one: a forearm of 10¹² kg on the pitching arm)
+STIFF_MASS_RATIO = 1e6
+
+
 def stiffest_element(model) -> str:
     """', probably <TAG name="N"> (stiffness K, damping C)' for the force element or contact with the largest
-    stiffness (then damping) attribute, '' if none has one."""
+    stiffness (then damping) attribute; without one, ', probably <link name="L"> (mass M kg, R times the lightest
+    moving body)' when the moving bodies' masses differ by more than STIFF_MASS_RATIO; else ''."""
     best, best_key = None, (0.0, 0.0)
     for element in model.description.elements:
         values = []
@@ -692,7 +728,13 @@ def stiffest_element(model) -> str:
         if tuple(values) > best_key:
             best, best_key = element, tuple(values)
     if best is None:
-        return ""
+        masses = [body for body in model.bodies if body.mass > 0]
+        if not masses:
+            return ""
+        heavy, light = max(masses, key=lambda b: b.mass), min(masses, key=lambda b: b.mass)
+        ratio = heavy.mass / light.mass
+        return "" if ratio <= STIFF_MASS_RATIO else \
+            f', probably <link name="{heavy.link}"> (mass {heavy.mass:g} kg, {ratio:.2g} times the lightest moving body)'
     key = next((k for k in ("name", "joint", "link") if best.attributes.get(k)), None)
     named = f' {key}="{best.attributes[key]}"' if key else ""
     return f", probably <{best.tag}{named}> (stiffness {best_key[0]:g}, damping {best_key[1]:g})"
@@ -729,7 +771,8 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
             resolver.rewind()
     partial, kept, path = None, 0, None
     try:
-        partial, kept = _longest_partial(system, times, states, result.events, meta)
+        with np.errstate(all="ignore"):   # (a blown-up last state: its energies may overflow; the CSV has q and v)
+            partial, kept = _longest_partial(system, times, states, result.events, meta)
         if out is not None:
             partial.to_csv(str(out) + ".partial.csv")
             path = str(out) + ".partial.csv"

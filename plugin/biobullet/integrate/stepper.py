@@ -44,12 +44,14 @@ class _StepRhs:
     nears. The failure is kept (`failure`) and raised if the step cannot be taken at all. Outside a step (the
     solver's start, dense output) failures propagate."""
 
-    __slots__ = ("rhs", "rejects", "stepping", "failure")
+    __slots__ = ("rhs", "rejects", "stepping", "failure", "calls")
 
     def __init__(self, rhs: Callable[[float, np.ndarray], np.ndarray], rejects: tuple[type[Exception], ...]) -> None:
         self.rhs, self.rejects, self.stepping, self.failure = rhs, rejects, False, None
+        self.calls = 0   # every evaluation of the run, the Jacobians' included (the work budget counts these)
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
+        self.calls += 1
         if not self.stepping:
             return self.rhs(t, y)
         try:
@@ -73,6 +75,40 @@ class _StepRhs:
         if self.failure is not None and (solver.status == "failed" or not np.all(np.isfinite(solver.y))):
             raise self.failure
         return message
+
+
+def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
+    """jac(t, y) for the implicit methods: forward differences with the step √ε·max(|yⱼ|, 1) (rad, m, rad/s, …)
+    — fixed, unlike SciPy's own `num_jac`, whose adaptive factor grows tenfold whenever a column's difference looks
+    small next to the largest entry of f; on a very stiff model (a spring of 10⁹ N/m beside a loop's small terms)
+    it grew until the perturbed state overflowed, and Radau failed at t = 1e-9 s. A column whose forward stage
+    cannot be evaluated (NaN from a rejected stage) is taken backwards; where neither can (the state is within a
+    step of a singular loop configuration) it raises FloatingPointError, and `_StepRhs.step` stops the run with the
+    failure the right-hand side reported (a NaN Jacobian, as SciPy's would be, is kept by Radau for later steps
+    and failed one of them with LAPACK's "array must not contain infs or NaNs")."""
+    def jac(t: float, y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        f0 = np.asarray(rhs(t, y), dtype=float)
+        n = len(y)
+        out = np.empty((len(f0), n))
+        if not np.all(np.isfinite(f0)):
+            raise FloatingPointError("the right-hand side cannot be evaluated at the Jacobian's state")
+        steps = np.sqrt(EPS) * np.maximum(np.abs(y), 1.0)
+        probe = y.copy()
+        for j in range(n):
+            for h in (steps[j], -steps[j]):
+                probe[j] = y[j] + h
+                h = probe[j] - y[j]   # (the step as represented)
+                column = np.asarray(rhs(t, probe), dtype=float)
+                if np.all(np.isfinite(column)):
+                    out[:, j] = (column - f0) / h
+                    break
+            else:
+                raise FloatingPointError(f"the right-hand side cannot be evaluated on either side of the state "
+                                         f"(Jacobian column {j})")
+            probe[j] = y[j]
+        return out
+    return jac
 
 
 class StepFailure(Exception):
@@ -116,6 +152,14 @@ class LoopResult:
 
 #: accepted steps of one run before it stops with a clear error (bounded work; `max_steps` overrides)
 MAX_STEPS = 200_000
+#: right-hand-side evaluations (Jacobians included) an implicit method may take in one run before it stops with a
+#: clear error: MAX_EVALUATIONS + EVALUATIONS_PER_SECOND · (t_end − t0) (`max_evaluations` overrides). It bounds
+#: the work of a problem too stiff even for the implicit method (a stiffened Andrews squeezer crawls at ~4·10⁸
+#: evaluations per simulated second, about 0.07 ms of CPU each: ~10 s for `--t-end 0.02`); the bundled squeezer,
+#: the fastest bundled mechanism, takes ~6·10⁵ per second with Radau at rtol 1e-9. Explicit methods are bounded by
+#: MAX_STEPS and, when stiff, switch to an implicit one (see STIFF_MEAN_STEP)
+MAX_EVALUATIONS = 100_000
+EVALUATIONS_PER_SECOND = 2_000_000
 #: stiffness watch of the explicit methods: after STIFF_CHECK_STEPS accepted steps, a mean step below
 #: STIFF_MEAN_STEP (s) — more than 10⁵ steps per simulated second, where the bundled models take 10²–10⁴ — is
 #: reported once (`on_stiff`): the step size is then held down by stability, not accuracy, and an implicit method
@@ -180,7 +224,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
              max_steps: int | None = None, fast=None,
              on_stiff: Callable[[float, float], str | None] | None = None,
              rejects: tuple[type[Exception], ...] = (), switch: Switch | None = None,
-             breakpoints: np.ndarray | list[float] = ()) -> LoopResult:
+             breakpoints: np.ndarray | list[float] = (), max_evaluations: int | None = None) -> LoopResult:
     """Integrate y' = rhs(t, y) from t0 to t_end. Samples at `t_eval` (dense output) or, if None, at every
     accepted step. `project(t, y)` is applied after each accepted step; when it moves y by more than atol the
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
@@ -191,7 +235,9 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
     look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
     with that method from the last accepted state. An exception of a `rejects` type raised by `rhs` at a stage of a
-    step rejects that step (the solver tries a shorter one); it is re-raised when no step can be taken.
+    step rejects that step (the solver tries a shorter one); it is re-raised when no step can be taken. Radau and BDF
+    get `finite_difference_jacobian` (LSODA keeps its own). After `max_evaluations` (default: see MAX_EVALUATIONS)
+    evaluations by an implicit method the run stops with a StepFailure saying so (`LoopResult.status` = "budget").
 
     Hybrid runs (a discrete mode that changes the right-hand side, the events and the state at events): `events`
     may be a callable returning the current mode's events, asked again at every restart; `switch(t, y, names)`
@@ -219,17 +265,33 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     budget = MAX_STEPS if max_steps is None else int(max_steps)
     mode_events = events if callable(events) else (lambda: events)
     stops = [float(b) for b in sorted(breakpoints) if t0 < b < t_end] + [float(t_end)]
+    evaluation_budget = int(MAX_EVALUATIONS + EVALUATIONS_PER_SECOND * (t_end - t0)) if max_evaluations is None \
+        else int(max_evaluations)
+    jacobian = finite_difference_jacobian(step_rhs)
+    implicit_from = None   # step_rhs.calls when an implicit method took over (the evaluation budget counts from there)
     if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
             or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
     while True:
         t_bound = next((b for b in stops if b > t), float(t_end))
         events = mode_events()
+        implicit = solver_class.__name__.upper() in IMPLICIT
+        if implicit and implicit_from is None:
+            implicit_from = step_rhs.calls
         solver = solver_class(step_rhs, t, y, t_bound, rtol=rtol, atol=atol, max_step=max_step,
-                              **({"first_step": first_step} if first_step else {}))
+                              **({"first_step": first_step} if first_step else {}),
+                              **({"jac": jacobian} if solver_class in (Radau, BDF) else {}))
         g_old = [e.g(t, y) for e in events]
         restart_at = None
         while solver.status == "running":
+            if implicit and step_rhs.calls - implicit_from > evaluation_budget:   # (checked between steps)
+                out.nfev += solver.nfev
+                out.status = "budget"
+                last_step = "" if solver.t_old is None else f", the last {solver.t - solver.t_old:.3g} s"
+                raise StepFailure(f"work budget exhausted: {step_rhs.calls - implicit_from} right-hand-side "
+                                  f"evaluations of the implicit {solver_class.__name__} ({out.steps} steps"
+                                  f"{last_step}) reached only t = {out.last_t:.6g} s of t_end = {t_end:g} s",
+                                  out.last_t, out.last_y.copy())
             if watch_stiffness and out.steps - window[0] >= STIFF_CHECK_STEPS:   # over the last window of steps
                 mean_step = (out.last_t - window[1]) / (out.steps - window[0])
                 window = (out.steps, out.last_t)

@@ -20,6 +20,7 @@ from biobullet.model.description import (InertialDescription, JointDescription, 
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
+from biobullet.model.meshes import MESH_EXTENSIONS, find_mesh_file
 from biobullet.model.plausibility import check_units
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -67,13 +68,19 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
     for material in robot.findall("material"):
         _check_color(file, material, source_of(file, material).element)
     issues: list[tuple[str, str, float, bool]] = []
-    links = tuple(_parse_link(file, element, number, inertia, issues)
+    missing_meshes: list[str] = []
+    links = tuple(_parse_link(file, element, number, inertia, issues, missing_meshes)
                   for number, element in enumerate(robot.findall("link"), 1))
     if not links:
         raise ModelError("the model has no <link>", file=file, element="<robot>")
     _check_unique(file, [link.name for link in links], "link")
     link_names = {link.name for link in links}
-    joints = tuple(_parse_joint(file, element, link_names) for element in robot.findall("joint"))
+    joint_elements = robot.findall("joint")
+    if len(joint_elements) > MAX_JOINTS:
+        raise ModelError(f"{len(joint_elements)} joints: more than {MAX_JOINTS}", file=file, element="<robot>",
+                         expected=f"at most {MAX_JOINTS} <joint>s (every run's mass matrix grows with joints × "
+                         "tree depth)")
+    joints = tuple(_parse_joint(file, element, link_names) for element in joint_elements)
     _check_unique(file, [joint.name for joint in joints], "joint")
     root = _check_tree(file, links, joints)
     extension = robot.findall("biobullet")
@@ -84,6 +91,12 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
                                    inertia_issues=tuple(issues), joint_limits=joint_limits)
     if issues:
         warnings.warn(inertia_summary(description), stacklevel=3)
+    if missing_meshes:
+        more = f"; and {len(missing_meshes) - 3} more" if len(missing_meshes) > 3 else ""
+        warnings.warn(f"{file}: {len(missing_meshes)} mesh file(s) not found (or not {'/'.join(MESH_EXTENSIONS)}): "
+                      f"{'; '.join(missing_meshes[:3])}{more} — PyBullet (`simulate --engine pybullet`) cannot load the "
+                      "file and `view` cannot draw a missing visual; the reference engine does not read meshes",
+                      stacklevel=3)
     description = parse_extension(description, extension[0] if extension else None, floating_base)
     check_units(description)
     return description
@@ -94,6 +107,10 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
 MAX_ELEMENTS = 200_000
+#: most `<joint>`s in one model (every link but the root is a joint's child): the dense tree mass matrix of a run
+#: grows with joints × tree depth — a 1,500-long chain costs ~0.1 s of CPU per right-hand side (URDF robots have
+#: tens to a few hundred joints; as `extension.MAX_ELEMENTS` bounds the `<biobullet>` elements)
+MAX_JOINTS = 2000
 #: deepest nesting of XML elements (a URDF nests at most ~7 deep; PyBullet's and urdfdom's parsers recurse per
 #: level, and 150,000 levels took PyBullet minutes)
 MAX_DEPTH = 64
@@ -233,13 +250,13 @@ def inertia_summary(description: ModelDescription) -> str:
 
 
 def _parse_link(file: str, element: ET.Element, number: int, policy: str = DEFAULT_INERTIA_POLICY,
-                issues: list | None = None) -> LinkDescription:
+                issues: list | None = None, missing_meshes: list[str] | None = None) -> LinkDescription:
     source = source_of(file, element)
     if not element.attrib.get("name", "").strip():
         raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
-    _check_shapes(file, element, name)
+    _check_shapes(file, element, name, missing_meshes if missing_meshes is not None else [])
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
@@ -255,11 +272,13 @@ GEOMETRY_SIZES = {"box": (("size", 3),), "sphere": (("radius", 1),), "cylinder":
 COLLISION_ONLY_GEOMETRY = ("plane", "cdf")
 
 
-def _check_shapes(file: str, link: ET.Element, name: str) -> None:
+def _check_shapes(file: str, link: ET.Element, name: str, missing_meshes: list[str]) -> None:
     """Every `<visual>` and `<collision>` of a link, checked at load as everything else is (dynamics never reads
     them, but the viewer, the HTML replay and PyBullet do): a finite origin, exactly one known geometry with its
     sizes (non-negative finite numbers) and, for a mesh, a file name and a finite scale; a colour of four numbers
-    in [0, 1]."""
+    in [0, 1]. A mesh file that does not exist is added to `missing_meshes` ('<link> <visual> <mesh> filename
+    'X'' entries) for one warning per file: PyBullet and the viewer refuse such a file, but the dynamics do not
+    read meshes (and Pinocchio loads it), so it is no load error."""
     for kind in ("visual", "collision"):
         known = tuple(GEOMETRY_SIZES) + (COLLISION_ONLY_GEOMETRY if kind == "collision" else ())
         expected = "<geometry> with one of <" + ">, <".join(known) + ">"
@@ -286,6 +305,8 @@ def _check_shapes(file: str, link: ET.Element, name: str) -> None:
                 required(shape_source, shape, "filename")
             if shape.tag == "mesh":   # (PyBullet reads the first three numbers; some files give four)
                 floats(shape_source, shape, "scale", None, min_count=3, max_count=4)
+                if find_mesh_file(file, shape.get("filename", "")) is None:
+                    missing_meshes.append(f"{shape_source.element} filename={shown(shape.get('filename', ''))}")
             if shape.tag == "plane":
                 optional_vec3(shape_source, shape, "normal", (0.0, 0.0, 1.0))
             material = shape_element.find("material")
@@ -454,12 +475,15 @@ def _check_tree(file: str, links: tuple[LinkDescription, ...], joints: tuple[Joi
     if len(roots) != 1:
         detail = "no root link (the joints form a cycle)" if not roots else f"several root links: {', '.join(roots)}"
         raise ModelError(detail, file=file, element="<robot>", expected="exactly one link that is no joint's child")
+    reaches_root = {roots[0]}   # links known to reach the root: each is walked once (linear on a long chain)
     for link in links:  # every link must reach the root
-        seen, name = set(), link.name
-        while name in parent_of:
+        path, seen, name = [], set(), link.name
+        while name not in reaches_root and name in parent_of:
             if name in seen:
                 raise ModelError(f"the joints form a cycle through link {name!r}", file=file,
                                  element=f'<joint name="{parent_of[name].name}">')
             seen.add(name)
+            path.append(name)
             name = parent_of[name].parent
+        reaches_root.update(path)
     return roots[0]

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError
+from biobullet.model.meshes import resolve_mesh_path
 from biobullet.spatial.rotations import rpy_to_matrix
 
 DEFAULT_COLOR = (0.62, 0.64, 0.68, 1.0)
-MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
 
 
 #: muscle path colours (RGB, 0–1) at activation 0 (blue) and 1 (red); between them linearly
@@ -265,44 +265,6 @@ def _shape_mesh(file: str, where: str, shape: ET.Element) -> tuple[np.ndarray, n
         return vertices * scale, faces, "mesh"
     raise ModelError(f"unknown geometry <{shape.tag}>", file=file, element=where,
                      expected="<box>, <cylinder>, <sphere> or <mesh>")
-
-
-def resolve_mesh_path(file: str, where: str, filename: str | None) -> str:
-    """The file named by a mesh `filename`: `package://PKG/rest` is looked up as a directory PKG next to or above
-    the URDF's directory, then in $ROS_PACKAGE_PATH; `file://` and relative names are taken from the URDF's
-    directory."""
-    if not filename:
-        raise ModelError("mesh without filename", file=file, element=f"{where} <mesh>", attribute="filename",
-                         expected="a mesh file name")
-    base = os.path.dirname(os.path.abspath(file))
-    candidates: list[str] = []
-    if filename.startswith("package://"):
-        package, _, rest = filename[len("package://"):].partition("/")
-        roots = []
-        directory = base
-        while True:
-            roots.append(directory)
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
-        roots += [r for r in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if r]
-        for root in roots:
-            if os.path.basename(root) == package:
-                candidates.append(os.path.join(root, rest))
-            candidates.append(os.path.join(root, package, rest))
-    elif filename.startswith("file://"):
-        candidates.append(filename[len("file://"):])
-    else:
-        candidates.append(os.path.join(base, filename))
-    for candidate in candidates:
-        if os.path.isfile(candidate):
-            if os.path.splitext(candidate)[1].lower() not in MESH_EXTENSIONS:
-                break
-            return candidate
-    raise ModelError(f"mesh file {filename!r} not found (or not a mesh)", file=file, element=f"{where} <mesh>",
-                     attribute="filename", expected=f"an existing {'/'.join(MESH_EXTENSIONS)} file "
-                     "(package:// is looked up in the URDF's directory, its parents and $ROS_PACKAGE_PATH)")
 
 
 def _load_mesh(file: str, where: str, path: str) -> tuple[np.ndarray, np.ndarray]:
