@@ -44,6 +44,8 @@ def _all(callees: dict) -> dict | None:
 
 
 def _compiled_with(function, callees: dict | None, inline: bool = False, variant: str = ""):
+    from biobullet.muscles.dynamics import numba_entries
+    numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
     return None if callees is None else jit.compiled(function, bind=callees, inline=inline, variant=variant)
 
 
@@ -98,8 +100,7 @@ def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: 
     if cartesian:
         from biobullet.contact.kernels import ground_forces_kernel
         from biobullet.forces.compiled import plugin_forces_kernel, spring_forces_kernel
-        from biobullet.muscles.dynamics import muscle_stage_kernel, numba_entries
-        numba_entries()   # the muscle entries by type: a run without muscles compiles none of the stage
+        from biobullet.muscles.dynamics import muscle_stage_kernel
         callees.update({"_SPRING_FORCES": spring_forces_kernel(), "_GROUND_FORCES": ground_forces_kernel(),
                         "_PLUGIN_FORCES": plugin_forces_kernel(),
                         "_MUSCLE_KERNEL": muscle_stage_kernel()})   # (bound for the cache digest only)
