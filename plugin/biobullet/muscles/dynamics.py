@@ -261,11 +261,23 @@ def numba_entries() -> None:
         kernel = muscle_stage_kernel()
         return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
+    def no_state_size(rows):
+        return 0
+
+    def no_state_load(rows, y, first):
+        return None
+
+    def no_rates_store(rows, out, first):
+        return None
+
+    def no_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+        return 0, 0.0
+
     # with rows, the entries' own bodies compile as they are
-    jit.overload_on_empty_tuple(muscle_state_size, lambda rows: 0, lambda: muscle_state_size)
-    jit.overload_on_empty_tuple(load_muscle_state, lambda rows, y, first: None, lambda: load_muscle_state)
-    jit.overload_on_empty_tuple(store_muscle_rates, lambda rows, out, first: None, lambda: store_muscle_rates)
-    jit.overload_on_empty_tuple(muscle_forces, lambda rows, rot, pos, sub, ancestry, x, xd, tau: (0, 0.0), stage)
+    jit.overload_on_empty_tuple(muscle_state_size, no_state_size, lambda: muscle_state_size)
+    jit.overload_on_empty_tuple(load_muscle_state, no_state_load, lambda: load_muscle_state)
+    jit.overload_on_empty_tuple(store_muscle_rates, no_rates_store, lambda: store_muscle_rates)
+    jit.overload_on_empty_tuple(muscle_forces, no_forces, stage)
     _ENTRIES_REGISTERED.append(True)
 
 
