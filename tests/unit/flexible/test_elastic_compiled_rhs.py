@@ -106,9 +106,14 @@ def test_short_drop_agrees_between_paths() -> None:
     scale = np.abs(slow.z[ib]).max(axis=0) + 1e-6         # per coordinate (δ ~ 1e-4 m, q ~ 1 rad)
     assert (np.abs(fast.z[ia] - slow.z[ib]) / scale).max() < 1e-7
     assert np.abs(fast.energy_error_percent - fast.energy_error_percent[0]).max() < 1e-5
-    # the peak force is the largest step-end sample of a ~ms contact: where round-off lets one run take one step
-    # more (625 vs 624 samples here), the step ends near the peak move by ~1e-8 s and the sampled peak by ~5e-6
-    assert np.abs(fast.normal_force).max() == pytest.approx(np.abs(slow.normal_force).max(), rel=2e-5)
+    # the peak force is the largest step-end sample of a ~ms contact: round-off moves the two runs' step ends near
+    # the peak apart (by ~1e-7 s), so the sampled peaks lie on one force curve at slightly different times: they
+    # differ by at most the force's change over that offset, bounded by the secant rate to the neighbouring samples
+    fa, fb = np.abs(fast.normal_force).max(axis=1), np.abs(slow.normal_force).max(axis=1)
+    k, j = int(np.argmax(fa)), int(np.argmax(fb))
+    assert abs(fast.t[k] - slow.t[j]) < 1e-6
+    rate = max(abs(fb[j + s] - fb[j]) / abs(slow.t[j + s] - slow.t[j]) for s in (-1, 1) if slow.t[j + s] != slow.t[j])
+    assert abs(fa[k] - fb[j]) <= rate * abs(fast.t[k] - slow.t[j]) + 1e-9 * fb[j]
 
 
 def test_no_drop_kernel_for_an_unknown_law() -> None:
