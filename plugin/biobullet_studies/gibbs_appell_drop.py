@@ -50,7 +50,7 @@ class DropResult(Trajectory):
     wall_time: float = 0.0
     symmetry_correction: float | None = None  # largest state change of a mirror projection (None: not used)
     n_symmetry_projections: int = 0
-    n_rhs_numpy_fallback: int = 0  # compiled right-hand-side calls that declined and took the numpy path
+    n_rhs_general: int = 0  # kernel right-hand-side calls that declined and took the general path (`drop_rhs`)
 
     @property
     def chain(self) -> ElasticChain:
@@ -117,14 +117,15 @@ def group_impacts(contacts: list[dict[str, Any]], separations: list[dict[str, An
 
 
 def drop_rhs(chain: ElasticChain, y: np.ndarray, active: np.ndarray, impact_velocity: np.ndarray) -> np.ndarray:
-    """The numpy right-hand side of a drop: y = [z, ż, W_D, W_FN, W_FT] (2N + 3) → [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]
-    for the contact phase `active` (n+1 bools) with stored impact velocities δ̇⁻ (m/s)."""
+    """The general right-hand side of a drop (any contact law: the law classes, with the chain's M and h): y = [z,
+    ż, W_D, W_FN, W_FT] (2N + 3) → [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ] for the contact phase `active` (n+1 bools) with
+    stored impact velocities δ̇⁻ (m/s)."""
     N = chain.n_coordinates
     z, zd = y[:N], y[N:2 * N]
     kin = chain.kinematics(z, zd)
     fn, ft = contact_forces(chain, kin, active, impact_velocity)
     U = kin.J[:, 0].T @ ft + kin.J[:, 1].T @ fn   # Σ_k J_kᵀ (F_T, F_N); zero rows for inactive points
-    zdd = chain.forward_dynamics(z, zd, U, kin=kin)
+    zdd = chain.forward_dynamics(z, zd, U)
     out = np.empty_like(y)
     out[:N], out[N:2 * N] = zd, zdd
     out[2 * N] = chain.dissipation_power(zd)
@@ -147,9 +148,10 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     (`gibbs_appell_symmetry.MirrorSymmetry.detect`), the state is projected back onto the symmetric manifold
     every `symmetry_interval` s and at every event (removes round-off asymmetry only; see that module);
     "off" — never. The result's `symmetry_correction` is the largest change a projection made.
-    compiled: evaluate the right-hand side, the event heights and the sampled outputs with the compiled kernels
-    of `flexible/gibbs_appell_kernels.py` (True, default; the numpy path serves when numba is unavailable or
-    disabled, the contact laws are not compiled, or a call declines); False: always the numpy path.
+    compiled: evaluate the right-hand side, the event heights and the sampled outputs with the kernels of
+    `flexible/gibbs_appell_kernels.py`, contact laws included (True, default; the general path `drop_rhs` — the
+    law classes with the chain's M and h — serves when the contact laws are not compiled or a call declines);
+    False: always the general path.
     Raises SolverError if the integrator fails.
     """
     if not (t_end > 0.0 and math.isfinite(t_end)):
@@ -172,7 +174,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
             out = np.empty_like(y)
             if fast.rhs(y[:N], y[N:2 * N], active, vimp, out):
                 return out
-            declined[0] += 1   # Cholesky pivot or a non-finite value: the numpy path decides (and raises)
+            declined[0] += 1   # Cholesky pivot or a non-finite value: the general path decides (and raises)
         return drop_rhs(chain, y, active, vimp)
 
     heights = chain.point_heights if fast is None else fast.point_heights
@@ -249,7 +251,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
         raise SolverError(f"integration failed at t = {failure.t:.9g} s: {failure}") from None
     wall = time.perf_counter() - wall
     result = _assemble(chain, ts, ys, acts, vis, contacts, separations, sub_impact_gap, counter[0], wall, fast)
-    result.n_rhs_numpy_fallback = declined[0]
+    result.n_rhs_general = declined[0]
     result.events = [(point_name(int(name)), t, y[:2 * N]) for name, t, y in loop.events]   # onsets, separations
     if mirror is not None:
         result.symmetry_correction = mirror.max_correction
@@ -277,8 +279,7 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
             kin = chain.kinematics(z, zd)
             pts[i], vel[i] = kin.p, kin.v
             fn[i], ft[i] = contact_forces(chain, kin, A[i], V[i])
-            M, _ = chain.mass_and_bias(z, zd, kin)
-            kin_e[i] = 0.5 * float(zd @ M @ zd)
+            kin_e[i] = chain.kinetic_energy(z, zd)
             grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
     names = tuple(chain.coordinate_names)
     z, zd = Y[:, :N], Y[:, N:2 * N]

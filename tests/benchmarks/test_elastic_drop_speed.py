@@ -78,7 +78,7 @@ def test_compiled_vs_numpy_ss(capsys) -> None:
                                    "max_onset_time_difference_s": onset_nudge,
                                    "max_relative_state_difference": state_nudge,
                                    "max_relative_state_difference_before_0.6s": early_nudge},
-           "compiled_calls_declined": fast.n_rhs_numpy_fallback}
+           "compiled_calls_declined": fast.n_rhs_general}
     with capsys.disabled():
         print(f"\nelastic drop ss-ss-ss 1.5 s: numpy {before:.2f} s ({slow.n_rhs} rhs), compiled {after:.2f} s "
               f"({fast.n_rhs} rhs), ratio {before / after:.1f}x; onsets {len(slow.contacts)}/{len(fast.contacts)}, "

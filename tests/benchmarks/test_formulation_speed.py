@@ -3,9 +3,8 @@
 Reported as ratios (wall-clock varies between machines; ratios taken in one process do not). Targets from the
 foundation issue: reduced on a C++ tree algorithm (reduced_pinocchio) ≤ 2× Pinocchio; own numpy recursion ≤ 20×.
 Run with `make bench`; prints a table and writes out/benchmarks/formulation_speed.json. The measurement is
-`biobullet.bench.formulation_speed` (also behind `biobullet bench`). With numba installed the
-reduced formulations run compiled kernels (dynamics/compiled_kernels.py); the "[numpy path]" rows time the same
-formulations with the kernels switched off (the fallback without numba).
+`biobullet.bench.formulation_speed` (also behind `biobullet bench`). The reduced formulations run compiled
+kernels (algorithms/compiled_kernels.py).
 """
 from __future__ import annotations
 

@@ -8,14 +8,13 @@ import numpy as np
 
 import biobullet
 from biobullet.bridge import Bridge
-from biobullet.constraints import solve
 
 SHOULDER = Path(__file__).resolve().parents[2] / "urdf" / "shoulder_rhythm.urdf"
 HORIZON = 0.5    # s, accuracy comparison (longer free falls of the 4-DOF arm diverge chaotically with dt)
 
 
 def test_fast_path_is_the_kkt_solution_and_the_skipped_projection_costs_no_accuracy(capsys):
-    """(1) At a moving state and a random τ, the fast kernel (numba and numpy versions) gives the KKT solution's
+    """(1) At a moving state and a random τ, the fast kernel gives the KKT solution's
     τ + Φ_xᵀλ and λ. (2) 0.5 s of free fall with the projection at every step (projection_tolerance=0) and with
     the default tolerance: the same max |Φ| and a trajectory difference ≤ 1e-4 of what halving dt changes (the
     dead-beat Baumgarte term makes the velocity correction itself). (3) An inconsistent velocity (reset_tree) is
@@ -37,12 +36,10 @@ def test_fast_path_is_the_kkt_solution_and_the_skipped_projection_costs_no_accur
         lam = -solution[model.n_tangent:]
         expected = np.concatenate([tau + jac.T @ lam, lam])
         scale = np.abs(expected).max()
-        for kernel in {bridge._kernels[2], solve._null_space_kernel_numpy}:
-            out = np.empty(bridge._out_size)
-            assert kernel(mass, bias, tau, bridge._null, np.array((x, xd)), bridge.corrector.kp, bridge.corrector.kd,
-                          np.inf,
-                          bridge._null_work, out) == 0
-            assert np.abs(out - expected).max() <= 1e-10 * scale
+        out = np.empty(bridge._out_size)
+        assert bridge._kernels[2](mass, bias, tau, bridge._null, np.array((x, xd)), bridge.corrector.kp,
+                                  bridge.corrector.kd, np.inf, bridge._null_work, out) == 0
+        assert np.abs(out - expected).max() <= 1e-10 * scale
         # (3) inconsistent velocity → projected in the next step
         bridge.reset_tree(x, xd + 0.1)
         before = bridge.projections

@@ -280,7 +280,7 @@ def test_contact_intervals_as_documented():
 
 def test_bench_quick_leaves_out_the_slow_python_formulations():
     from biobullet.bench import PINOCCHIO, SLOW, formulation_speed
-    times = formulation_speed(biobullet.load_model("arm7"), rounds=1, number=1, numpy_path=False, slow=False)
+    times = formulation_speed(biobullet.load_model("arm7"), rounds=1, number=1, slow=False)
     assert PINOCCHIO in times and "reduced" in times
     assert not set(times) & set(SLOW)
     assert all(math.isfinite(s) and s > 0 for s in times.values())

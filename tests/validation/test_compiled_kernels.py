@@ -1,8 +1,7 @@
 """Fast paths of the reduced formulations agree with the plain ones.
 
-- the numba kernel (dynamics/compiled_kernels.py) and the pure-numpy path of vectorized.py give the same M and
-  RNEA on every shipped model (the numpy path is the fallback without numba, and is what oracles check too);
-- "reduced" and "reduced_pinocchio" give the same (M, h) with the kernels enabled and disabled;
+- "reduced" (the compiled tree kernel) and "reduced_pinocchio" give the (M, h) of the body-frame recursions
+  ("reduced_recursive") on shipped models and a mixed chain;
 - fused linear joint functions (LinearBlock, affine maps) give the same jets, Hessians included, as evaluating
   the functions one by one;
 - the cheap argument check still rejects NaN / ±inf and wrong sizes.
@@ -15,16 +14,11 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.core import jit
-from biobullet.algorithms import vectorized
 from biobullet.dynamics.formulation import get_formulation
 from biobullet.core.errors import ModelError
 from biobullet.model.coordinates import CoordinateMap
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["andrews_squeezer.urdf", "arm7.urdf", "elastic_robot_3link.urdf", "fourbar_knee.urdf", "humanoid.urdf",
-          "shoulder_rhythm.urdf"]
-needs_numba = pytest.mark.skipif(not jit.AVAILABLE, reason="numba not installed")
 
 
 def _mixed_chain(tmp_path) -> Path:
@@ -59,27 +53,12 @@ def _state(model, rng):
     return x, rng.normal(size=model.n_tangent), rng.normal(size=model.n_tangent)
 
 
-@needs_numba
-@pytest.mark.parametrize("name", MODELS)
-def test_kernel_equals_numpy_path(name):
-    model = biobullet.load_model(ROOT / "urdf" / name)
-    rng = np.random.default_rng(3)
-    for _ in range(4):
-        x, xd, xdd = _state(model, rng)
-        for args, options in [((x, xd, xdd), {}), ((x, xd), {}), ((x,), {}), ((x, xd, xdd), {"gravity": False}),
-                              ((x, xd), {"need_mass": False})]:
-            fast = vectorized.mass_matrix_and_bias(model, *args, **options)
-            plain = vectorized.mass_matrix_and_bias_numpy(model, *args, **options)
-            for a, b in zip(fast, plain):
-                assert (a is None) == (b is None)
-                if a is not None:
-                    np.testing.assert_allclose(a, b, atol=1e-11, rtol=1e-11)
-
-
 @pytest.mark.parametrize("formulation", ["reduced", "reduced_pinocchio"])
 @pytest.mark.parametrize("name", ["arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf", "elastic_robot_3link.urdf",
                                   "fourbar_knee.urdf", "mixed"])
-def test_formulation_with_and_without_kernels(name, formulation, monkeypatch, tmp_path):
+def test_formulation_equals_the_body_frame_recursions(name, formulation, tmp_path):
+    """(M, h) of the compiled world-frame kernel ("reduced") and of Pinocchio's projection equal the body-frame
+    CRBA/RNEA of "reduced_recursive" (an independent formulation); the separate entry points follow the same path."""
     if formulation == "reduced_pinocchio":
         pytest.importorskip("pinocchio")
     model = biobullet.load_model(_mixed_chain(tmp_path) if name == "mixed" else ROOT / "urdf" / name)
@@ -87,23 +66,13 @@ def test_formulation_with_and_without_kernels(name, formulation, monkeypatch, tm
     q, v = model.initial_state()
     rng = np.random.default_rng(5)
     v = v + rng.normal(scale=0.3, size=model.nv)
-    results = {}
-    for enabled in ([True, False] if jit.AVAILABLE else [False]):
-        monkeypatch.setattr(jit, "ENABLED", enabled)
-        mass, h = f.mass_and_bias(model, q, v, 0.0)
-        np.testing.assert_allclose(mass, mass.T, atol=1e-12)
-        # the separate entry points follow the same paths
-        np.testing.assert_allclose(f.mass_matrix(model, q, 0.0), mass, atol=1e-10, rtol=1e-10)
-        np.testing.assert_allclose(f.bias_forces(model, q, v, 0.0), h, atol=1e-10, rtol=1e-10)
-        results[enabled] = (mass, h)
-    if len(results) == 2:
-        for a, b in zip(results[True], results[False]):
-            np.testing.assert_allclose(a, b, atol=1e-10, rtol=1e-10)
-    # and against the other backend (reduced vs reduced_pinocchio) where pinocchio is present
-    other = get_formulation("reduced_recursive")
-    mass_r, h_r = other.mass_and_bias(model, q, v, 0.0)
-    np.testing.assert_allclose(results[False][0], mass_r, atol=1e-9, rtol=1e-9)
-    np.testing.assert_allclose(results[False][1], h_r, atol=1e-9, rtol=1e-9)
+    mass, h = f.mass_and_bias(model, q, v, 0.0)
+    np.testing.assert_allclose(mass, mass.T, atol=1e-12)
+    np.testing.assert_allclose(f.mass_matrix(model, q, 0.0), mass, atol=1e-10, rtol=1e-10)
+    np.testing.assert_allclose(f.bias_forces(model, q, v, 0.0), h, atol=1e-10, rtol=1e-10)
+    mass_r, h_r = get_formulation("reduced_recursive").mass_and_bias(model, q, v, 0.0)
+    np.testing.assert_allclose(mass, mass_r, atol=1e-9, rtol=1e-9)
+    np.testing.assert_allclose(h, h_r, atol=1e-9, rtol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["shoulder_rhythm.urdf", "mixed"])

@@ -12,11 +12,10 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 from biobullet import load_model
-from biobullet.core import jit
 from biobullet.algorithms.crba import crba
 from biobullet.algorithms.kinematics import frame_jacobian
 from biobullet.algorithms.rnea import rnea
-from biobullet.algorithms.vectorized import mass_matrix_and_bias, mass_matrix_and_bias_numpy
+from biobullet.algorithms.vectorized import mass_matrix_and_bias
 from biobullet.core.errors import ModelError
 from biobullet.validate.oracles import PinocchioOracle
 
@@ -85,15 +84,12 @@ def test_dynamics_equal_pinocchio_joint_models(ball_model):
             assert np.abs(frame_jacobian(m, q, link) - oracle.frame_jacobian(q, link)).max() < 1e-14
 
 
-def test_kernel_numpy_and_recursions_agree(ball_model):
+def test_kernel_and_recursions_agree(ball_model):
     m = ball_model
     for q, v, a in _states(m, 1):
-        mass, tau = mass_matrix_and_bias_numpy(m, q, v, a)
+        mass, tau = mass_matrix_and_bias(m, q, v, a)
         assert np.abs(crba(m, q) - mass).max() < 1e-13
         assert np.abs(rnea(m, q, v, a) - tau).max() < 1e-12
-        if jit.ENABLED:
-            mass_k, tau_k = mass_matrix_and_bias(m, q, v, a)
-            assert np.abs(mass_k - mass).max() < 1e-13 and np.abs(tau_k - tau).max() < 1e-12
 
 
 def test_integrate_configuration_equals_pinocchio(ball_model):

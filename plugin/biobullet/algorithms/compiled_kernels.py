@@ -1,4 +1,4 @@
-"""Numba kernel of the batched world-frame tree algorithms of `vectorized.py` (the hot path of "reduced").
+"""Numba kernels of the world-frame tree algorithms (the hot path of "reduced"; `vectorized.mass_matrix_and_bias`).
 
 Same algebra, same frame conventions (world frame at the world origin, [linear; angular] spatial vectors), written
 as loops over bodies and compiled once (`cache=True`: compiled code is kept in __pycache__ between processes):
@@ -7,8 +7,8 @@ as loops over bodies and compiled once (`cache=True`: compiled code is kept in _
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
-Optional: without numba (or with BIOBULLET_NUMBA=0, or `biobullet.core.jit.ENABLED = False`) vectorized.py uses its
-pure-numpy path; tests check both against each other and against Pinocchio.
+With BIOBULLET_NUMBA=0 (or `biobullet.core.jit.ENABLED = False`: debugging) the same functions run by Python;
+tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
 
@@ -426,7 +426,7 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
     """Kinetic energy ½ ẋᵀ M ẋ = Σ ½ m |v_c|² + ½ ωᵀ R I_c Rᵀ ω and gravity potential −Σ m g·c (J) of n tree
     states (positions (n, n_config), velocities (n, n_tangent)) into kinetic[k], potential[k]: one placement pass
     per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i at the world origin ([linear; angular]),
-    c = R com + p. `vectorized.kinetic_energy_batch` / `gravity_potential_batch` in one compiled call."""
+    c = R com + p. One compiled call for all samples of a trajectory."""
     nb = meta.shape[0]
     n, n_tangent = velocities.shape
     rot = np.empty((nb, 3, 3))
@@ -471,9 +471,8 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
         potential[k] = v_sum
 
 
-def tree_energies_kernel():
-    """The compiled `_tree_energies_py` (with `_place_body` bound), or None (numba missing or disabled)."""
-    return jit.compiled(_tree_energies_py, bind=_tree_kernel_bindings)
+#: `_tree_energies_py`, compiled on its first call, or run by Python (numba disabled: debugging)
+tree_energies = jit.lazy(_tree_energies_py, bind=_tree_kernel_bindings)
 
 
 def tree_dynamics_kernel():
@@ -490,6 +489,11 @@ project_upper = jit.lazy(_project_upper_py)
 def project_upper_kernel():
     """The compiled `_project_upper_py`, or None without numba."""
     return jit.compiled(_project_upper_py)
+
+
+#: the Cholesky kernels for callers run by Python (numba disabled: debugging), compiled on first use otherwise
+cholesky_factor = jit.lazy(_cholesky_factor_py)
+cholesky_solve = jit.lazy(_cholesky_solve_py)
 
 
 def cholesky_kernels() -> tuple:

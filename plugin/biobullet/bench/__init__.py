@@ -1,7 +1,7 @@
 """`biobullet bench`: speed ratios measured in one run on the bundled models (reported, never asserted).
 
-  formulations  mass matrix + bias forces per call, each formulation (and the numpy twins of the compiled ones)
-                against Pinocchio's CRBA + RNEA on the same model and state;
+  formulations  mass matrix + bias forces per call, each formulation against Pinocchio's CRBA + RNEA on the same
+                model and state;
   bridge        time per 1 ms step on the shoulder model: bare PyBullet (τ = 0), the minimal computed-torque loop
                 a user writes without biobullet (joint states, mass matrix, inverse dynamics, torques, step), and
                 `Bridge.step()` (that loop plus the 10 joint-function rows held).
@@ -28,7 +28,7 @@ BRIDGE_MODEL = "shoulder_rhythm.urdf"
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
 #: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run);
 #: `--quick` leaves them out (link_segment, compiled, runs with the rest)
-SLOW = ("matrix_calculus", "reduced_recursive", "reduced [numpy path]", "reduced_pinocchio [numpy path]")
+SLOW = ("matrix_calculus", "reduced_recursive")
 
 
 def interleaved_best(functions: Mapping[str, Callable[[], Any]], rounds: int = 60, number: int = 20,
@@ -64,26 +64,10 @@ def pinocchio_call(model) -> Callable[[], Any]:
     return lambda: (pin.crba(pm, data, q), pin.rnea(pm, data, q, v, zero))
 
 
-def _without_kernels(function: Callable[[], Any]) -> Callable[[], Any]:
-    from biobullet.core import jit
-
-    def call():
-        enabled = jit.ENABLED
-        jit.ENABLED = False
-        try:
-            return function()
-        finally:
-            jit.ENABLED = enabled
-    return call
-
-
-def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: bool = True,
-                      slow: bool = True) -> dict[str, float]:
+def formulation_speed(model, *, rounds: int = 60, number: int = 20, slow: bool = True) -> dict[str, float]:
     """Seconds per `mass_and_bias` call of every formulation (but multipliers, which has no reduced M) and of
-    Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v; with `numpy_path`, also the compiled
-    formulations with their kernels switched off ("… [numpy path]", what runs without numba). `slow=False`
-    leaves out the formulations named in SLOW."""
-    from biobullet.core import jit
+    Pinocchio (key `PINOCCHIO`) at the model's initial q and a random v. `slow=False` leaves out the formulations
+    named in SLOW."""
     from biobullet.dynamics.formulation import GENERALIZED, formulation_names, get_formulation
 
     q, _ = model.initial_state()
@@ -96,12 +80,6 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, numpy_path: 
         if not slow and name in SLOW:
             continue
         functions[name] = lambda f=formulation: f.mass_and_bias(model, q, v, 0.0)
-    if numpy_path and jit.ENABLED:
-        for name in ("reduced", "reduced_pinocchio"):
-            if name in functions:
-                formulation = get_formulation(name)
-                functions[f"{name} [numpy path]"] = _without_kernels(
-                    lambda f=formulation: f.mass_and_bias(model, q, v, 0.0))
     return interleaved_best(functions, rounds=rounds, number=number, slow=SLOW)
 
 
@@ -326,7 +304,7 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
     for name in FORMULATION_MODELS:
         log(f"bench: formulations on {name} …")
         model = load_model(bundled_model(name))
-        times = formulation_speed(model, rounds=f_rounds, numpy_path=not quick, slow=not quick)
+        times = formulation_speed(model, rounds=f_rounds, slow=not quick)
         reference = times[PINOCCHIO]
         summary["formulations"][name] = {
             "nv": model.nv, "n_joints": model.n_tangent,

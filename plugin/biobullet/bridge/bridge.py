@@ -625,8 +625,8 @@ class Bridge:
         maps); with spherical joints, which PyBullet's calls do not take, the recursions of `bridge.multidof` always
         (tested against Pinocchio and PyBullet's own step). None without numba."""
         if self._spherical is not None:
-            packed = self._spherical.packed
-            return None if packed is None else (self._spherical.kernel, *packed)
+            kernel = self._spherical.kernel
+            return None if kernel is None else (kernel, *self._spherical.packed)
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):
             return None
         from biobullet.algorithms.compiled_kernels import pack, tree_dynamics_kernel

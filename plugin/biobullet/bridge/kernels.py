@@ -15,8 +15,7 @@
                   |Φ| returned): the check of `Bridge._end_correction`, one call.
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
-numba each kernel is one call. Without numba (or with BIOBULLET_NUMBA=0) the numpy versions give the same
-numbers. kkt_torque returns a status ≠ 0 when the solve declines (M not positive definite, dependent rows): the
+numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. kkt_torque returns a status ≠ 0 when the solve declines (M not positive definite, dependent rows): the
 caller then solves by least squares (`constraints.solve.constrained_acceleration(..., redundant="least_squares")`).
 """
 from __future__ import annotations
@@ -44,12 +43,6 @@ def _linear_rows_py(jac, offset, x, xd, phi, phi_dot):
     return worst
 
 
-def _linear_rows_numpy(jac, offset, x, xd, phi, phi_dot):
-    np.subtract(jac @ x, offset, out=phi)
-    np.matmul(jac, xd, out=phi_dot)
-    return float(np.abs(phi_dot).max()) if len(phi_dot) else 0.0
-
-
 def _kkt_torque_py(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, kd, xdd, lam, torque):
     """τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this compiles); its status."""
     status = _schur(mass, bias, tau, True, jac, bias_c, phi, phi_t, has_phi_t, xd, kp, kd, _PIVOT,
@@ -65,17 +58,8 @@ def _kkt_torque_py(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, 
     return 0
 
 
-def _kkt_torque_numpy(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, kd, xdd, lam, torque):
-    phi_dot = jac @ xd + phi_t if has_phi_t else jac @ xd
-    try:
-        xdd[:], lam[:] = solve.constrained_acceleration(mass, bias, tau, jac, -bias_c - kd * phi_dot - kp * phi)
-    except Exception:   # the caller's least-squares fallback decides
-        return 1
-    np.add(tau, jac.T @ lam, out=torque)
-    return 0
-
-
 _PIVOT = solve.PIVOT_CHECK
+_schur = solve.schur_solve   # the Schur kernel: `kernels` binds the compiled one; this serves the Python form
 
 
 def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, kp, kd, kb,
@@ -233,20 +217,17 @@ def linear_own_kernel():
     """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
     tree = tree_dynamics_kernel()
-    if tree is None:   # numba missing or disabled (null_space_kernel would give its numpy version)
+    if tree is None:   # numba disabled: the bridge's general path serves
         return None
     return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": solve.null_space_kernel()})
 
 
 def kernels():
-    """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the numpy versions without
-    numba / with BIOBULLET_NUMBA=0."""
+    """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the same functions run by
+    Python with BIOBULLET_NUMBA=0 (debugging)."""
     schur = solve.schur_kernel()
-    rows = jit.compiled(_linear_rows_py)
-    if schur is None or rows is None:
-        return _linear_rows_numpy, _kkt_torque_numpy, solve.null_space_kernel()
-    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur}) or _kkt_torque_numpy
-    return rows, kkt, solve.null_space_kernel()
+    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur}) if schur is not None else None
+    return (jit.compiled(_linear_rows_py) or _linear_rows_py, kkt or _kkt_torque_py, solve.null_space_kernel())
 
 
 pack_linear = solve.null_space_basis

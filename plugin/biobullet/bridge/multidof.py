@@ -9,9 +9,9 @@ spherical motor is switched off by `connection.prepare_body`. What is left is he
 * M and h: PyBullet's calculateMassMatrix / calculateInverseDynamics do not take spherical joints of a fixed-base
   body, so the bridge's general path (joint functions, loops, projections) uses biobullet's own recursions —
   the compiled kernel `algorithms.compiled_kernels.tree_dynamics` with the masses, COMs and inertia tensors PyBullet
-  stores for the links (`Bridge._pybullet_inertia`, the body PyBullet integrates), or without numba the numpy
-  recursion of the model (the file's inertia; PyBullet's stored values differ by the float round-off of its
-  principal-axes diagonalisation, ~1e-7 relative, unless `match_inertia` could not apply the model's values).
+  stores for the links (`Bridge._pybullet_inertia`, the body PyBullet integrates; they differ from the file's by
+  the float round-off of its principal-axes diagonalisation, ~1e-7 relative, unless `match_inertia` could not
+  apply the model's values).
   tests/unit/bridge/test_spherical_bridge.py checks both against Pinocchio and against PyBullet's own forward
   dynamics (the velocity change of one step).
 """
@@ -31,24 +31,22 @@ class SphericalJoints:
         self.model = bridge.model
         self._p, self._client, self._body = bridge._p, bridge.client, bridge.body
         self._indices = list(self.map.spherical_indices)
-        #: the compiled recursion and its (meta, body, gravity) arguments (None without numba); the bridge's
-        #: per-step M, h (`Bridge.own_dynamics`) use the same arrays, so a followed setGravity reaches both
+        #: the compiled recursion (None with numba disabled: then `mass_and_bias` runs its Python form) and its
+        #: (meta, body, gravity) arguments; the bridge's per-step M, h (`Bridge.own_dynamics`) use the same arrays,
+        #: so a followed setGravity reaches both
         self.kernel = tree_dynamics_kernel()
-        self.packed = None
-        if self.kernel is not None:
-            meta, body = pack(self.model)
-            self.packed = (meta, bridge._pybullet_inertia(body), np.array(bridge.gravity, dtype=float))
+        meta, body = pack(self.model)
+        self.packed = (meta, bridge._pybullet_inertia(body), np.array(bridge.gravity, dtype=float))
 
     def mass_and_bias(self, x: np.ndarray, xd: np.ndarray, need_mass: bool = True):
         """(M(x) or None, h(x, ẋ)) in biobullet's tree order (n_tangent): h = RNEA(x, ẋ, 0) with gravity."""
+        from biobullet.algorithms.compiled_kernels import tree_dynamics
         x = np.array(x, dtype=float)
         xd = np.array(xd, dtype=float)
-        if self.kernel is not None:
-            meta, body, gravity = self.packed
-            mass, bias = self.kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
-            return (mass if need_mass else None), bias
-        from biobullet.algorithms.vectorized import mass_matrix_and_bias_numpy
-        return mass_matrix_and_bias_numpy(self.model, x, xd, need_mass=need_mass)
+        meta, body, gravity = self.packed
+        mass, bias = (self.kernel or tree_dynamics)(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass,
+                                                    True, False)
+        return (mass if need_mass else None), bias
 
     def send(self, torque: np.ndarray) -> None:
         """The spherical joints' part of the tree torque τ (our order, N·m) through TORQUE_CONTROL."""

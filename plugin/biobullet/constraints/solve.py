@@ -18,7 +18,8 @@ Two methods, one set of equations:
   `null_space_basis`. Better conditioned than the KKT matrix when some links carry (almost) no mass.
 
 Pure-Python twins have the suffix `_py` and are what numba compiles (`core.jit.compiled`,
-the library's one jit helper); with numba missing or BIOBULLET_NUMBA=0 callers use `constrained_acceleration`.
+the library's one jit helper); with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python, and
+`schur_kernel`'s callers use `constrained_acceleration`.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kernels, cholesky_solve
 from biobullet.core import jit
 
 from biobullet.core.errors import SolverError
@@ -362,31 +364,13 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
     return 0
 
 
-def _null_space_kernel_numpy(mass, bias, tau, const, state, kp, kd, limit, work, out):
-    """`_null_space_kernel_py`'s equations with numpy + one LAPACK call (no numba)."""
-    from scipy.linalg.lapack import dposv
-    n = mass.shape[0]
-    m = const.shape[0] - n - 1
-    jac, basis_t, lift_t = const[:m], const[m + 1:n + 1], const[n + 1:]
-    rows = jac @ state.T                                   # [Φ + c, Φ̇] in one product
-    if max(rows[:, 1].max(), -rows[:, 1].min()) > limit:
-        return -1
-    particular = lift_t.T @ (-kd * rows[:, 1] - kp * (rows[:, 0] - const[m, :m]))
-    reduced_t = basis_t @ mass                             # TᵀM (M symmetric)
-    _, y, info = dposv(reduced_t @ basis_t.T, basis_t @ (tau - bias) - reduced_t @ particular)
-    if info != 0:
-        return 1
-    torque = mass @ (basis_t.T @ y + particular) + bias
-    if not math.isfinite(torque.sum()):
-        return 2
-    out[:n] = torque
-    out[n:] = lift_t @ (torque - tau)
-    return 0
+# compiled_kernels' Cholesky kernels: `schur_kernel` binds the compiled ones before `_schur_kernel_py` compiles;
+# these defaults serve the Python form (numba disabled: debugging)
+_cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
 
 
 def schur_kernel():
     """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `constrained_acceleration`)."""
-    from biobullet.algorithms.compiled_kernels import cholesky_kernels
     factor, solve = cholesky_kernels()
     if factor is None or solve is None:
         return None
@@ -394,11 +378,16 @@ def schur_kernel():
 
 
 def null_space_kernel():
-    """The compiled `_null_space_kernel_py`, or its numpy version without numba."""
-    return jit.compiled(_null_space_kernel_py) or _null_space_kernel_numpy
+    """The compiled `_null_space_kernel_py`, or the same function run by Python (numba disabled: debugging)."""
+    return jit.compiled(_null_space_kernel_py) or _null_space_kernel_py
+
+
+#: `_schur_kernel_py`, compiled on its first call, or run by Python (numba disabled: debugging)
+schur_solve = jit.lazy(_schur_kernel_py, bind=lambda: dict(zip(("_cholesky_factor", "_cholesky_solve"),
+                                                                 cholesky_kernels())))
 
 
 
 __all__ = ["Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
-           "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel",
+           "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel", "schur_solve",
            "velocity_projection"]

@@ -2,7 +2,7 @@
 
     M_r = Gᵀ M(θ) G,    h_r = Gᵀ (M(θ) γ + h(θ, θ̇)) = Gᵀ RNEA(θ, θ̇, γ)
 so dependent joints disappear from the equations. Two interchangeable tree backends, both ours:
-"reduced" uses the batched world-frame algorithms (vectorized.py, the fast numpy path) and
+"reduced" uses the world-frame algorithms (vectorized.py on the compiled tree kernel) and
 "reduced_recursive" the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
@@ -14,22 +14,18 @@ from biobullet.algorithms.crba import crba
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.algorithms.rnea import rnea
 from biobullet.algorithms import compiled_kernels as kernels
-from biobullet.core import jit
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 
 def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(Gᵀ M G, Gᵀ h) for a symmetric M (one compiled call when numba is available)."""
-    if jit.ENABLED:
-        return kernels.project_upper(mass, h, gradient)
-    gt = gradient.T
-    return gt @ mass @ gradient, gt @ h
+    """(Gᵀ M G, Gᵀ h) for a symmetric M (upper triangle read), one compiled call."""
+    return kernels.project_upper(mass, h, gradient)
 
 
 @register_formulation
 class ReducedFormulation(Formulation):
     name = "reduced"
-    description = "projection through joint functions on biobullet's batched world-frame CRBA/RNEA (numpy)"
+    description = "projection through joint functions on biobullet's world-frame CRBA/RNEA (compiled kernel)"
 
     def tree_mass_matrix(self, model, x: np.ndarray) -> np.ndarray:
         return mass_matrix_and_bias(model, x)[0]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as kernels
-from biobullet.core import jit
 from biobullet.dynamics.formulation import register_formulation
 from biobullet.dynamics.reduced import ReducedFormulation, project
 
@@ -61,8 +60,6 @@ class _Backend:
             order = np.argsort(index)  # Pinocchio index → ours (fixed base, no continuous: q index = v index)
             self.affine_matrix = np.ascontiguousarray(cmap.affine_matrix[order])
             self.affine_offset = np.ascontiguousarray(cmap.affine_offset[order])
-            self.symmetric_pin = (np.minimum.outer(np.arange(nv), np.arange(nv)) * nv
-                                  + np.maximum.outer(np.arange(nv), np.arange(nv)))
 
     def config(self, x: np.ndarray) -> np.ndarray:
         if self.continuous:
@@ -124,13 +121,7 @@ class ReducedPinocchioFormulation(ReducedFormulation):
         if kind == "affine":
             a = b.affine_matrix
             x, xd = model._affine_state(a, b.affine_offset, q, v)  # already in Pinocchio's order
-            if jit.ENABLED:
-                mass = b.crba(b.pin_model, b.data, x)
-                return kernels.project_upper(mass, b.nle(b.pin_model, b.data, x, xd), a)
-            mass = b.crba(b.pin_model, b.data, x).take(b.symmetric_pin)
-            h = b.nle(b.pin_model, b.data, x, xd)
-            at = a.T
-            return at @ mass @ a, at @ h
+            return kernels.project_upper(b.crba(b.pin_model, b.data, x), b.nle(b.pin_model, b.data, x, xd), a)
         x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         mass, h = b.mass_and_bias(x, xd, gamma)
         if gradient is None:

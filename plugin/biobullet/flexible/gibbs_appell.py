@@ -119,15 +119,13 @@ def link_from_beam(name: str, *, length: float, youngs_modulus: float, shear_mod
 @dataclass(frozen=True)
 class ChainKinematics:
     """Joint points O_1..O_{n+1}: positions p (n+1, 2), velocities v (n+1, 2), Jacobians J (n+1, 2, N);
-    link angles φ (n), rates φ̇ (n), J_φ (n, N); bias accelerations c (n+1, 2) (include +g X2)."""
+    link angles φ (n) and rates φ̇ (n)."""
 
     p: np.ndarray
     v: np.ndarray
     J: np.ndarray
-    c: np.ndarray
     phi: np.ndarray
     phi_dot: np.ndarray
-    J_phi: np.ndarray
 
 
 class ElasticChain:
@@ -208,15 +206,19 @@ class ElasticChain:
         return chain_from_model_file(cls, path, **overrides)
 
     def compiled(self) -> Any:
-        """The compiled twin of this chain's drop right-hand side (`gibbs_appell_kernels.CompiledChain`, built
-        once and cached), or None when numba is unavailable or disabled or the contact laws are not compiled."""
-        from biobullet.core import jit
+        """The kernels of this chain's drop (`gibbs_appell_kernels.CompiledChain`, built once), or None when its
+        contact laws are not compiled."""
         from biobullet.flexible.gibbs_appell_kernels import CompiledChain
-        key = jit.ENABLED
-        cache = self.__dict__.setdefault("_compiled_twins", {})
-        if key not in cache:
-            cache[key] = CompiledChain.build(self)
-        return cache[key]
+        if "_drop_kernels" not in self.__dict__:
+            self.__dict__["_drop_kernels"] = CompiledChain.build(self)
+        return self.__dict__["_drop_kernels"]
+
+    def _mechanics(self) -> Any:
+        """The kernels of this chain with contact off (`CompiledChain.mechanics`), built once."""
+        from biobullet.flexible.gibbs_appell_kernels import CompiledChain
+        if "_mechanics_kernels" not in self.__dict__:
+            self.__dict__["_mechanics_kernels"] = CompiledChain.mechanics(self)
+        return self.__dict__["_mechanics_kernels"]
 
     # ------------------------------------------------------------------ state helpers
     def initial_state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -237,7 +239,7 @@ class ElasticChain:
         """Constant per-link arrays used by the recursion (end deflection rows, constant link-mass parts)."""
         n, N = len(self.links), self.n_coordinates
         self.end_deflection_rows = np.zeros((n, N))
-        self.link_mass_blocks, self._B = [], []
+        self.link_mass_blocks = []
         for i, link in enumerate(self.links):
             d, m = self.idx_d[i], link.n_modes
             self.end_deflection_rows[i, d] = link.end_w
@@ -249,96 +251,21 @@ class ElasticChain:
             L[2, 3:] = L[3:, 2] = link.xw_integral + link.theta_integral
             L[3:, 3:] = link.mass_translational + link.mass_rotary
             self.link_mass_blocks.append(L)
-            B = np.zeros((3 + m, N))
-            B[2] = self.angle_rows[i]
-            B[3 + np.arange(m), d] = 1.0
-            self._B.append(B)
 
     def point_heights(self, z: np.ndarray) -> np.ndarray:
         """y of the joint points O_1..O_{n+1} (m), cheap (used by the event functions)."""
-        phi = self.angle_rows @ z
-        wl = self.end_deflection_rows @ z
-        y0 = z[self.idx_x[1]] if self.base == "floating" else self.base_position[1]
-        steps = [l.length * math.sin(f) + w * math.cos(f) for l, f, w in zip(self.links, phi, wl)]
-        return y0 + np.concatenate([[0.0], np.cumsum(steps)])
+        return self._mechanics().point_heights(z)
 
     def kinematics(self, z: np.ndarray, zd: np.ndarray) -> ChainKinematics:
-        """Forward recursion over the chain (see module docstring)."""
-        n, N = len(self.links), self.n_coordinates
-        p = np.empty((n + 1, 2))
-        v = np.empty((n + 1, 2))
-        J = np.zeros((n + 1, 2, N))
-        c = np.zeros((n + 1, 2))
-        if self.base == "floating":
-            x, y = z[self.idx_x]
-            vx, vy = zd[self.idx_x]
-            J[0, 0, self.idx_x[0]] = J[0, 1, self.idx_x[1]] = 1.0
-        else:
-            (x, y), vx, vy = self.base_position, 0.0, 0.0
-        cx, cy = 0.0, self.gravity
-        p[0], v[0], c[0] = (x, y), (vx, vy), (cx, cy)
-        Jphi = self.angle_rows
-        phi = Jphi @ z
-        phid = Jphi @ zd
-        wls = self.end_deflection_rows @ z
-        wlds = self.end_deflection_rows @ zd
-        for i, link in enumerate(self.links):
-            cs, sn = math.cos(phi[i]), math.sin(phi[i])
-            wl, wld, l, om = float(wls[i]), float(wlds[i]), link.length, float(phid[i])
-            ax, ay = l, wl  # local end offset
-            x += cs * ax - sn * ay
-            y += sn * ax + cs * ay
-            bx, by = -om * wl, om * l + wld
-            vx += cs * bx - sn * by
-            vy += sn * bx + cs * by
-            gx, gy = -om * om * l - 2.0 * om * wld, -om * om * wl
-            cx += cs * gx - sn * gy
-            cy += sn * gx + cs * gy
-            p[i + 1], v[i + 1], c[i + 1] = (x, y), (vx, vy), (cx, cy)
-            j0 = -wl * Jphi[i]
-            j1 = l * Jphi[i] + self.end_deflection_rows[i]
-            J[i + 1, 0] = J[i, 0] + cs * j0 - sn * j1
-            J[i + 1, 1] = J[i, 1] + sn * j0 + cs * j1
-        return ChainKinematics(p, v, J, c, phi, phid, Jphi)
+        """Forward recursion over the chain (see module docstring; the kernel `gibbs_appell_kernels` runs)."""
+        work = self._mechanics().terms(z, zd)
+        return ChainKinematics(work.p.copy(), work.v.copy(), work.jac.copy(), work.phi.copy(), work.phid.copy())
 
     # ------------------------------------------------------------------ Gibbs–Appell terms
-    def mass_and_bias(self, z: np.ndarray, zd: np.ndarray,
-                      kin: ChainKinematics | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def mass_and_bias(self, z: np.ndarray, zd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """M(z) (N×N) and h(z, ż) (N) of ∂S/∂z̈ = M z̈ + h (velocity and gravity terms, no elastic ones)."""
-        kin = self.kinematics(z, zd) if kin is None else kin
-        N = self.n_coordinates
-        M = np.zeros((N, N))
-        h = np.zeros(N)
-        for i, link in enumerate(self.links):
-            d = self.idx_d[i]
-            cs, sn = math.cos(kin.phi[i]), math.sin(kin.phi[i])
-            B = self._B[i].copy()
-            J0, J1 = kin.J[i]
-            B[0] = cs * J0 + sn * J1
-            B[1] = cs * J1 - sn * J0
-            cx, cy = kin.c[i]
-            c1, c2 = cs * cx + sn * cy, cs * cy - sn * cx
-            om = float(kin.phi_dot[i])
-            L = self.link_mass_blocks[i].copy()
-            hl = np.empty(L.shape[0])
-            if link.n_modes:
-                delta, deltad = z[d], zd[d]
-                Mtd = link.mass_translational @ delta
-                sw = float(link.w_integral @ delta)
-                L[0, 2] = L[2, 0] = -sw
-                L[2, 2] += float(delta @ Mtd)
-                hl[0] = link.mass * c1 - om * om * link.first_moment - 2.0 * om * float(link.w_integral @ deltad)
-                hl[1] = link.mass * c2 - om * om * sw
-                hl[2] = link.first_moment * c2 - sw * c1 + 2.0 * om * float(Mtd @ deltad)
-                hl[3:] = link.w_integral * c2 - om * om * Mtd
-            else:
-                hl[0] = link.mass * c1 - om * om * link.first_moment
-                hl[1] = link.mass * c2
-                hl[2] = link.first_moment * c2
-            BtL = B.T @ L
-            M += BtL @ B
-            h += B.T @ hl
-        return M, h
+        work = self._mechanics().terms(z, zd)
+        return work.mass.copy(), work.bias.copy()
 
     # The vocabulary of every model kind (`biobullet.Model`'s methods): q = z, v = ż, `tau` = Q; t is accepted for
     # the shared signature (the chain is autonomous).
@@ -356,11 +283,10 @@ class ElasticChain:
         """−∂V_e/∂z − ∂D/∂ż: elastic (−Kδ) and Kelvin–Voigt + air damping (−Dδ̇) generalized forces."""
         return -(self.stiffness_matrix @ q) - (self.damping_matrix @ v)
 
-    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None, t: float = 0.0, *,
-                         kin: ChainKinematics | None = None) -> np.ndarray:
-        """v̇ = z̈ from M z̈ = −h − Kδ − Dδ̇ + Q (`tau` = Q: extra generalized forces, e.g. contact Σ J_kᵀ F_k;
-        `kin`: this state's kinematics when the caller has them)."""
-        M, h = self.mass_and_bias(q, v, kin)
+    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
+                         t: float = 0.0) -> np.ndarray:
+        """v̇ = z̈ from M z̈ = −h − Kδ − Dδ̇ + Q (`tau` = Q: extra generalized forces, e.g. contact Σ J_kᵀ F_k)."""
+        M, h = self.mass_and_bias(q, v)
         rhs = -h + self.internal_forces(q, v)
         if tau is not None:
             rhs = rhs + tau

@@ -1,18 +1,17 @@
-"""Compiled twin of the Gibbs–Appell elastic chain's right-hand side (paper 002 drop).
+"""Kernels of the Gibbs–Appell elastic chain (paper 002): its mechanics and its drop's right-hand side.
 
-One kernel evaluates, for a state (z, ż) of an `ElasticChain` and the contact phase (active points, stored impact
-velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (`ElasticChain.mass_and_bias`), the contact
-forces of `biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley
-family or plain Hertz; Ambrosio friction or none), U = Σ_k J_kᵀ (F_T, F_N), the elastic and damping forces, and
-solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the drop. The same
-arithmetic as the numpy path (`ElasticChain.kinematics`, `mass_and_bias`, `forward_dynamics`), written as loops so
-that numba compiles it (`core.jit`); results agree to round-off (Cholesky instead of LU).
+One kernel (`_chain_terms_py`) evaluates, for a state (z, ż) of an `ElasticChain` and the contact phase (active
+points, stored impact velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (what
+`ElasticChain.kinematics` and `mass_and_bias` return: they call it with contact off), the contact forces of
+`biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley family or
+plain Hertz; Ambrosio friction or none) and U = Σ_k J_kᵀ (F_T, F_N); `_elastic_rhs_py` adds the elastic and
+damping forces and solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the
+drop. Each is compiled on first use (`core.jit.lazy`), or run by Python with numba disabled (debugging).
 
 `CompiledChain.build(chain)` packs the chain's constant arrays once (`ChainTables`, with its scratch arrays
-`ChainWork`: the kernels take these two records), or returns None — numba missing or disabled
-(`BIOBULLET_NUMBA=0`), or a contact law the kernel does not implement — and the caller keeps its numpy path. A
-call that fails (Cholesky pivot not positive, non-finite result) returns False, and the caller falls back to the
-numpy path for that call. Units: SI, conventions of `flexible/gibbs_appell.py`.
+`ChainWork`: the kernels take these two records), or returns None for a contact law the kernel does not implement
+(the drop then takes the law classes with the kernel's M and h). A call that fails (Cholesky pivot not positive,
+non-finite result) returns False. Units: SI, conventions of `flexible/gibbs_appell.py`.
 """
 from __future__ import annotations
 
@@ -333,6 +332,15 @@ def _bindings() -> dict:
             "_cholesky_solve": _compiled._cholesky_solve_py}
 
 
+# each compiled on its first call (numba's on-disk cache), or run by Python with numba disabled (debugging)
+elastic_rhs = jit.lazy(_elastic_rhs_py, bind=_bindings)
+elastic_outputs = jit.lazy(_elastic_outputs_py, bind=_bindings)
+point_heights = jit.lazy(_point_heights_py)
+chain_terms = jit.lazy(_chain_terms_py)
+#: the law slots of a chain's mechanics without contact (`CompiledChain.mechanics`)
+NO_CONTACT = (0, 0, 0, [0.0] * 7)
+
+
 def _law_parameters(chain: Any) -> tuple[int, int, int, list[float]] | None:
     """(normal kind, friction kind, adhesion, [K, n, c(cr), δ̇⁻ floor, μ, v0, v1]) or None (law not compiled)."""
     from biobullet.contact.friction import Ambrosio
@@ -362,8 +370,7 @@ def _law_parameters(chain: Any) -> tuple[int, int, int, list[float]] | None:
 class CompiledChain:
     """The packed constant arrays of one `ElasticChain` and its compiled kernels (see module docstring)."""
 
-    def __init__(self, chain: Any, laws: tuple[int, int, int, list[float]], rhs: Any, outputs: Any,
-                 heights: Any) -> None:
+    def __init__(self, chain: Any, laws: tuple[int, int, int, list[float]]) -> None:
         n, nc = len(chain.links), chain.n_coordinates
         mmax = max(link.n_modes for link in chain.links)
         floating = chain.base == "floating"
@@ -390,35 +397,35 @@ class CompiledChain:
             np.ascontiguousarray(chain.damping_matrix, dtype=float))
         self.work = chain_work(n, nc)
         self.n_links, self.n_coordinates = n, nc
-        self._rhs, self._outputs, self._heights = rhs, outputs, heights
+        self._inactive, self._no_impact = np.zeros(n + 1, dtype=bool), np.zeros(n + 1)
         self._entries: dict[str, Any] = {}   # the per-call kernels' direct entries (`core.jit.direct_entry`)
 
     @classmethod
-    def python_twin(cls, chain: Any) -> "CompiledChain | None":
-        """The same kernels run as plain Python (slow; for checks without numba), or None (law not compiled)."""
+    def build(cls, chain: Any) -> "CompiledChain | None":
+        """The kernels of `chain`'s drop, or None (a contact law the kernels do not implement)."""
         laws = _law_parameters(chain)
-        return None if laws is None else cls(chain, laws, _elastic_rhs_py, _elastic_outputs_py, _point_heights_py)
+        return None if laws is None else cls(chain, laws)
 
     @classmethod
-    def build(cls, chain: Any) -> "CompiledChain | None":
-        """The compiled twin of `chain`, or None (numba unavailable/disabled, or a contact law not compiled)."""
-        laws = _law_parameters(chain)
-        if laws is None or not jit.ENABLED:
-            return None
-        rhs = jit.compiled(_elastic_rhs_py, bind=_bindings)
-        outputs = jit.compiled(_elastic_outputs_py, bind=_bindings)
-        heights = jit.compiled(_point_heights_py)
-        if rhs is None or outputs is None or heights is None:
-            return None
-        return cls(chain, laws, rhs, outputs, heights)
+    def mechanics(cls, chain: Any) -> "CompiledChain":
+        """The kernels of `chain` with contact off: kinematics, M and h (`terms`), joint heights."""
+        return cls(chain, NO_CONTACT)
+
+    def terms(self, z: np.ndarray, zd: np.ndarray) -> ChainWork:
+        """`self.work` holding the kinematics (p, v, jac, phi, phid), M and h at (z, ż), no contact forces
+        (arrays overwritten by the next call)."""
+        chain_terms(np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(zd, dtype=float), self._inactive,
+                    self._no_impact, self.tables, self.work)
+        return self.work
 
     def rhs(self, z: np.ndarray, zd: np.ndarray, active: np.ndarray, vimp: np.ndarray, out: np.ndarray) -> bool:
-        """out[:] = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]; False: the kernel declined (caller takes the numpy path)."""
+        """out[:] = [ż, z̈, −żᵀDż, F_N·ẏ, F_T·ẋ]; False: the kernel declined (Cholesky pivot, non-finite value:
+        the caller's general path decides and reports)."""
         args = (np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(zd, dtype=float), active, vimp,
                 self.tables, self.work, out)
         entry = self._entries.get("rhs")
         if entry is None:   # numba's type matching of the two records would cost more than the kernel's work
-            entry = self._entries["rhs"] = jit.direct_entry(self._rhs, *args)
+            entry = self._entries["rhs"] = jit.direct_entry(elastic_rhs.resolve(), *args)
         return bool(entry(*args))
 
     def point_heights(self, z: np.ndarray) -> np.ndarray:
@@ -427,7 +434,7 @@ class CompiledChain:
         args = (np.ascontiguousarray(z, dtype=float), self.tables, out)
         entry = self._entries.get("heights")
         if entry is None:
-            entry = self._entries["heights"] = jit.direct_entry(self._heights, *args)
+            entry = self._entries["heights"] = jit.direct_entry(point_heights.resolve(), *args)
         entry(*args)
         return out
 
@@ -438,7 +445,7 @@ class CompiledChain:
         points, velocities = np.empty((rows, npts, 2)), np.empty((rows, npts, 2))
         normal, friction = np.empty((rows, npts)), np.empty((rows, npts))
         energies = np.empty((rows, 3))
-        self._outputs(np.ascontiguousarray(z), np.ascontiguousarray(zd), np.ascontiguousarray(active),
+        elastic_outputs(np.ascontiguousarray(z), np.ascontiguousarray(zd), np.ascontiguousarray(active),
                       np.ascontiguousarray(vimp, dtype=float), self.tables, self.work, points, velocities, normal,
                       friction, energies)
         return points, velocities, normal, friction, energies[:, 0], energies[:, 1], energies[:, 2]

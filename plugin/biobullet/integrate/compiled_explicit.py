@@ -16,9 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.functions.expression_tape import evaluate_tape
-from biobullet.model.joint_jets import (EXPRESSION, FOURIER, LINEAR, PLUGIN, POLYNOMIAL,  # noqa: F401
-                                        explicit_table, has_tapes, jets_kernel)
+from biobullet.model.joint_jets import PLUGIN, explicit_jets, explicit_table, has_tapes, jets_kernel  # noqa: F401
 from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
 from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
@@ -122,9 +120,7 @@ class CompiledExplicitRHS:
         return out if self._entry(*args) == 0 else None
 
 
-#: below this many samples, `explicit_states_batch` loops over samples in one compiled call (a few samples of a
-#: step — event functions, the contact interval log — where numpy's per-call overhead would dominate)
-FEW_SAMPLES = 64
+_SAMPLE_JETS = explicit_jets   # `explicit_states_batch` binds the compiled jets; this serves the Python form
 
 
 def _explicit_states_py(table, inputs, coef, t, theta, rate):
@@ -142,65 +138,26 @@ def _explicit_states_py(table, inputs, coef, t, theta, rate):
 
 def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> bool:
     """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
-    set; t: (n,)): the same table as the kernel, vectorised over samples (trajectory post-processing), or for
-    fewer than `FEW_SAMPLES` samples (or a third-party function's compiled jets in the table) the compiled jets
-    sample by sample. False when an expression is not finite at
-    some sample (the caller's per-sample path then reports it)."""
-    plugin = bool(np.any(table[:, 0] == PLUGIN))   # third-party compiled jets: only the kernel can call them
-    if (len(t) < FEW_SAMPLES or plugin) and table.shape[0]:
-        tapes = has_tapes(table)
-        kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
-                              variant="" if tapes else "no_tapes")
-        if kernel is not None:   # C-contiguous arrays: one specialisation of the kernel for every caller
-            theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
-            done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
-                               np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float),
-                               theta_c, rate_c))
-            if theta_c is not theta:
-                theta[...] = theta_c
-            if rate_c is not rate:
-                rate[...] = rate_c
-            return done
-    if plugin:
-        return False
-    for kind, out, i0, n_in, c0, nc in table.tolist():
-        if kind == EXPRESSION:   # the tape over all samples at once: value and gradient registers
-            m = n_in + 1
-            cols = inputs[i0:i0 + n_in]
-            jets = evaluate_tape(inputs[i0 + n_in:], coef[c0:c0 + nc], [*(theta[:, j] for j in cols), t])
-            value = np.broadcast_to(jets[0], t.shape)
-            speed = np.broadcast_to(jets[m], t.shape).copy()   # f_t
-            for i, j in enumerate(cols):
-                speed += jets[1 + i] * rate[:, j]
-            if not all(np.all(np.isfinite(jet)) for jet in jets):   # as the per-sample `evaluate` checks
-                return False
-            theta[:, out] = value
-            rate[:, out] = speed
-        elif kind == LINEAR:
-            a = coef[c0:c0 + n_in]
-            cols = inputs[i0:i0 + n_in]
-            theta[:, out] = theta[:, cols] @ a + coef[c0 + n_in]
-            rate[:, out] = rate[:, cols] @ a
-        elif kind == FOURIER:
-            w, a, b = (coef[c0 + 1 + m:c0 + 1 + 3 * nc:3] for m in range(3))
-            phase = np.outer(t, w)
-            cs, sn = np.cos(phase), np.sin(phase)
-            theta[:, out] = coef[c0] + cs @ a + sn @ b
-            rate[:, out] = cs @ (w * b) - sn @ (w * a)
-        else:
-            z = theta[:, inputs[i0]]
-            if kind == POLYNOMIAL:
-                c = coef[c0:c0 + nc]
-                value = np.polynomial.polynomial.polyval(z, c)
-                slope = np.polynomial.polynomial.polyval(z, c[1:] * np.arange(1, nc)) if nc > 1 else 0.0 * z
-            else:   # SPLINE
-                breaks = coef[c0:c0 + nc]
-                piece = np.clip(np.searchsorted(breaks, z, side="right") - 1, 0, nc - 2)
-                s = z - breaks[piece]
-                pieces = coef[c0 + nc:c0 + nc + 4 * (nc - 1)].reshape(nc - 1, 4)[piece]
-                a3, a2, a1, a0 = pieces.T
-                value = ((a3 * s + a2) * s + a1) * s + a0
-                slope = (3.0 * a3 * s + 2.0 * a2) * s + a1
-            theta[:, out] = value
-            rate[:, out] = slope * rate[:, inputs[i0]]
-    return True
+    set; t: (n,)): the kernel's own jets sample by sample, in one compiled call (run by Python with numba
+    disabled). False when an expression is not finite at some sample (the caller's per-sample path then reports
+    it) or, with numba disabled, when the table holds a third-party function's compiled jets."""
+    if not table.shape[0]:
+        return True
+    tapes = has_tapes(table)
+    kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
+                          variant="" if tapes else "no_tapes")
+    if kernel is None:
+        if np.any(table[:, 0] == PLUGIN):   # third-party compiled jets: only a compiled kernel can call them
+            return False
+        kernel = _explicit_states_py
+    # C-contiguous arrays: one specialisation of the kernel for every caller
+    theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
+    with np.errstate(all="ignore"):   # the Python form's overflow becomes inf (then False), as in the kernel
+        done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
+                           np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float), theta_c,
+                           rate_c))
+    if theta_c is not theta:
+        theta[...] = theta_c
+    if rate_c is not rate:
+        rate[...] = rate_c
+    return done

@@ -387,7 +387,7 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
 
     `vectorised` (default): tree states, kinetic and gravity energies and the joint spring-dampers' elastic energy
     are computed for all samples at once (`_tree_states_batch`; energies in one compiled call,
-    `compiled_kernels._tree_energies_py`, or `algorithms.vectorized.*_batch` without numba); loop-dependent
+    `compiled_kernels.tree_energies`); loop-dependent
     joints in one compiled Newton pass (`CompiledReducedRHS.tree_states`); other force elements' energies and
     multipliers stay per sample. False: every
     quantity per sample (the reference the vectorised results are tested against)."""
@@ -409,13 +409,6 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     compiled = _compiled_energies(model, positions, velocities) if vectorised and n > 0 else None
     if compiled is not None:   # kinetic and gravity energies of all samples in one compiled call
         energy["kinetic"], energy["potential_gravity"] = compiled
-        energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
-    elif vectorised and n > 0 and _batch_energies(model):
-        from biobullet.algorithms.vectorized import (gravity_potential_batch, kinetic_energy_batch,
-                                                     world_placements_batch)
-        placements = world_placements_batch(model, positions)
-        energy["kinetic"] = kinetic_energy_batch(model, positions, velocities, placements)
-        energy["potential_gravity"] = gravity_potential_batch(model, positions, placements)
         energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
     else:
         energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
@@ -456,28 +449,20 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
 
 def _compiled_energies(model, positions: np.ndarray, velocities: np.ndarray):
     """(kinetic, gravity potential) (J, (n,) each) of every sample in one compiled call
-    (`compiled_kernels._tree_energies_py`), or None (numba missing or disabled, a joint type the kernel's packing
-    does not know): the numpy batch or per-sample path then computes them."""
-    from biobullet.algorithms.compiled_kernels import tree_energies_kernel
+    (`compiled_kernels.tree_energies`), or None (a joint type the kernel's packing does not know): the per-sample
+    path then computes them."""
+    from biobullet.algorithms.compiled_kernels import tree_energies
 
-    kernel = tree_energies_kernel()
-    if kernel is None:
-        return None
     try:
         meta, body = model.tree_pack
     except (KeyError, ValueError):
         return None
     n = len(positions)
     kinetic, potential = np.empty(n), np.empty(n)
-    kernel(meta, body, np.ascontiguousarray(positions, dtype=float), np.ascontiguousarray(velocities, dtype=float),
-           np.asarray(model.gravity, dtype=float), kinetic, potential)
+    tree_energies(meta, body, np.ascontiguousarray(positions, dtype=float),
+                  np.ascontiguousarray(velocities, dtype=float), np.asarray(model.gravity, dtype=float), kinetic,
+                  potential)
     return kinetic, potential
-
-
-def _batch_energies(model) -> bool:
-    """The batched energy functions cover this model's joint types."""
-    from biobullet.algorithms.vectorized import BATCH_JOINT_TYPES
-    return all(b.joint_type in BATCH_JOINT_TYPES for b in model.bodies)
 
 
 def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bool = False

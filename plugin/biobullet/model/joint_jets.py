@@ -246,6 +246,10 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
     return 0
 
 
+#: `_explicit_jets_py` compiled on its first call, or run by Python (numba disabled: debugging)
+explicit_jets = jit.lazy(_explicit_jets_py, bind=_jets_bindings)
+
+
 def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline,
     Fourier and expression joint functions (in evaluation order), or None when any resolver is of another kind."""

@@ -208,32 +208,3 @@ def test_tree_sparse_factorisation_solves_the_mass_matrix():
     assert _ltdl_solve_py(mass, tangent_parents(model), b, out)
     assert np.allclose(out, np.linalg.solve(mass, b), rtol=1e-10, atol=1e-12)
     assert not _ltdl_solve_py(-mass, tangent_parents(model), b, out)
-
-
-@pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the few-sample path is the compiled jets")
-def test_few_samples_by_the_compiled_jets_equal_the_vectorised_batch(tmp_path):
-    """`explicit_states_batch` below FEW_SAMPLES (a step's samples: events, contact log) runs the kernel's jets
-    sample by sample; above it, numpy over all samples. Both give the same θ, θ̇ (polynomial, linear, spline,
-    Fourier, expression tables of the test models)."""
-    from biobullet.integrate.compiled_explicit import FEW_SAMPLES, explicit_states_batch, explicit_table
-    rng = np.random.default_rng(7)
-    checked = 0
-    for name, model in _models(tmp_path).items():
-        table = explicit_table(model.coordinate_map)
-        if table is None or not table[0].shape[0]:
-            continue
-        independent = list(model.coordinate_map.independent)
-        n = FEW_SAMPLES - 1
-        t = rng.uniform(0.0, 2.0, n)
-        theta = np.zeros((FEW_SAMPLES + n, model.coordinate_map.n_joints))
-        rate = np.zeros_like(theta)
-        theta[:, independent] = rng.uniform(-0.8, 0.8, (FEW_SAMPLES + n, len(independent)))
-        rate[:, independent] = rng.uniform(-2.0, 2.0, (FEW_SAMPLES + n, len(independent)))
-        t_all = np.concatenate([t, rng.uniform(0.0, 2.0, FEW_SAMPLES)])
-        few_theta, few_rate = theta[:n].copy(), rate[:n].copy()
-        assert explicit_states_batch(*table, t_all[:n], few_theta, few_rate)            # compiled, per sample
-        assert explicit_states_batch(*table, t_all, theta, rate)                         # numpy, all samples
-        np.testing.assert_allclose(few_theta, theta[:n], rtol=1e-13, atol=1e-14, err_msg=name)
-        np.testing.assert_allclose(few_rate, rate[:n], rtol=1e-13, atol=1e-13, err_msg=name)
-        checked += 1
-    assert checked >= 3
