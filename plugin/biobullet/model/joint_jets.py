@@ -132,11 +132,13 @@ def jets_kernel(tapes: bool = True):
     without EXPRESSION and PLUGIN rows, `has_tapes`; such a row then returns the failure status)."""
     if not tapes:
         return jit.compiled(_explicit_jets_py, bind={"_TAPES": False}, variant="no_tapes")
+    return jit.compiled(_explicit_jets_py, bind=_jets_bindings)
 
-    def bindings() -> dict:
-        from biobullet.functions.base import JETS_KERNEL_SIGNATURE
-        return {"_TAPES": True, "_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
-    return jit.compiled(_explicit_jets_py, bind=bindings)
+
+def _jets_bindings() -> dict:
+    """The callees of `_explicit_jets_py` with every kind of row: the tape interpreter and the plug-in caller."""
+    from biobullet.functions.base import JETS_KERNEL_SIGNATURE
+    return {"_TAPES": True, "_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
 
 
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
