@@ -1124,6 +1124,7 @@ class Bridge:
         """Put the model's muscles into the bridge's dynamics (first call: activations — a number or a mapping by
         name, default 0.05 — and compliant fibers in static equilibrium at the current pose) and set constant
         excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the BridgeMuscles."""
+        ensure_usable(self, "set_excitations")
         from biobullet.bridge.muscles import set_excitations
         return set_excitations(self, activations, **excitations)
 
