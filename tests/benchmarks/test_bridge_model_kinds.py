@@ -76,14 +76,15 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
         measured = bridge_speed(model, rounds=30, steps=50, dt=dt, runners=KIND_RUNNERS)
         best = measured["best"]["cpu"]
         rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in best.items()},
-                      "minimal_is": "computed torque" if measured["joint_functions"] else "read + send",
+                      "minimal_is": measured["minimal_kind"].replace("_", " ").replace("read send", "read + send")
+                                    .replace("forces", "read + forces + send"),
                       "bridge/minimal": best["bridge"] / best["minimal"], "bridge/bare": best["bridge"] / best["bare"],
                       "max_residual": measured["max_residual"]}
-    lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | bridge (µs) | minimal loop | "
-             "bridge / minimal | bridge / bare |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | read + forces + send (µs) | "
+             "bridge (µs) | minimal loop | bridge / minimal | bridge / bare |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['read_send']:.1f} | "
-                     f"{r['computed_torque']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
+                     f"{r['computed_torque']:.1f} | {r['forces']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
                      f"{r['bridge/minimal']:.2f} | {r['bridge/bare']:.2f} |")
     with capsys.disabled():
         print("\n" + "\n".join(lines))

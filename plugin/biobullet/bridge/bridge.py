@@ -244,6 +244,11 @@ class Bridge:
         from biobullet.bridge.outside import OutsideWatch
         #: what acts outside the solve, read back from the state after every step (bridge/outside.py)
         self.watch = OutsideWatch(self)
+        #: the plan of a model without rows or native loops (`_apply_plain`); the state read and PyBullet's
+        #: getUserData bound once (no per-step lookups)
+        self._plain = not self.constraints.n and not self._native
+        self._read = self._read_state if self._fixed else self.map.state_from_pybullet
+        self._get_user_data = self._p.getUserData
         #: the bridge's own motors (set_motor): rows of the constrained solve
         self.motors: dict[str, dict] = {}
         #: {joint: N·m or N} each motor applied in the last apply() (its row's multiplier, or its force limit)
@@ -427,6 +432,8 @@ class Bridge:
         self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
+        self._zero_sent = np.zeros(n)  # `_apply_plain`'s τ when nothing acts (read-only: the caller may keep it)
+        self._zero_sent.flags.writeable = False
         linear = getattr(self.constraints, "linear_form", None)
         linear = linear() if (linear is not None and self._fixed and m) else None
         # writable copies: the kernels are compiled for one array type (read-only arrays would be a second one)
@@ -807,6 +814,8 @@ class Bridge:
         null-space kernel of constant rows, the one-call kernel of function and loop rows, or the general
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
+        if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
+            return self._apply_plain()
         ensure_usable(self, "apply")
         if self.muscles is not None:   # the muscles' τ (their state advanced by dt) joins the caller's
             tau = self.muscles.torques(tau)
@@ -840,6 +849,46 @@ class Bridge:
             contacts.apply_reactions()
         self._last_torque = torque
         self.watch.sent(x, xd, xdd)
+        self.time += self.dt
+        return torque
+
+    def _apply_plain(self) -> np.ndarray:
+        """`apply()` of a model with nothing to hold (no rows, no native loops) and no muscles, motors or torque
+        arguments (the plan `_plain`, decided at construction): read (by the contacts when they read it) → the watch's
+        runaway check (nothing to project without rows) → the contacts' and force elements' τ → send, with the
+        lifecycle check inlined (one getUserData call)."""
+        if self._lifecycle_closed or self._get_user_data(self._lifecycle_data, physicsClientId=self.client) \
+                != self._lifecycle_bytes:
+            ensure_usable(self, "apply")   # its clear error (or the renumbered user-data id)
+        contacts = self.contacts
+        if contacts is None:
+            x, xd = self._read()
+            torque = None
+        else:
+            torque = contacts.torques()   # a new array; reads the state (kept in state_read) unless it needs
+            state = contacts.state_read   # PyBullet's geometry
+            x, xd = state if state is not None else self._read()
+        watch = self.watch
+        if watch.armed:
+            watch.check_runaway(x, xd)
+        forces = self.forces
+        applied = forces.torque(x, xd, self.time)
+        if torque is not None:   # the contacts' τ (a new array), and the force elements'
+            if applied is not None:
+                torque += applied
+            self._send(x, torque)
+            contacts.apply_reactions()
+        elif applied is None:
+            torque = self._zero_sent
+            self._send_zero()
+        else:
+            torque = applied.copy()
+            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, the spherical joints' zero lists
+                self._send_joints(torque)
+            else:
+                self._send(x, torque)
+        self._last_torque = torque
+        watch.sent(x, xd, None)
         self.time += self.dt
         return torque
 
@@ -1097,6 +1146,15 @@ class Bridge:
             p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
                                                 forces=self._zero_spherical, physicsClientId=c)
 
+    def _send_joints(self, torque: np.ndarray) -> None:
+        """`_send` of a τ that is zero on a floating base and on every spherical joint."""
+        p, c, b = self._p, self.client, self.body
+        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=torque[self._base_v:].tolist(),
+                                    physicsClientId=c)
+        if self._spherical is not None:
+            p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
+                                                forces=self._zero_spherical, physicsClientId=c)
+
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body
         p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
@@ -1114,7 +1172,10 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        self.apply(tau, generalized=generalized)
+        if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
+            self._apply_plain()   # (`apply`'s own first test, one call level less)
+        else:
+            self.apply(tau, generalized=generalized)
         self._p.stepSimulation(physicsClientId=self.client)
         if self._auto_record:
             self.record()
