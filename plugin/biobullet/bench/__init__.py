@@ -317,8 +317,9 @@ class ForcesLoop(HandLoop):
                         drag = contact["mu"] * force_n * min(1.0, (speed - contact["v0"])
                                                              / (contact["v1"] - contact["v0"])) / speed
                     radius = contact["radius"]
-                    p.applyExternalForce(b, contact["link"], [force_n * nx - drag * slip[0], force_n * ny - drag * slip[1],
-                                                              force_n * nz - drag * slip[2]],
+                    force = [force_n * nx - drag * slip[0], force_n * ny - drag * slip[1],
+                             force_n * nz - drag * slip[2]]
+                    p.applyExternalForce(b, contact["link"], force,
                                          [point[0] - radius * nx, point[1] - radius * ny, point[2] - radius * nz],
                                          frame, physicsClientId=c)
             p.setJointMotorControlArray(b, joints, p.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=c)

@@ -509,17 +509,21 @@ class Bridge:
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
         # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
-        self._end_check, self._end_buffers = None, ()
+        # and its Newton steps, the whole `_end_correction` in one compiled call (`kernels.end_newton`)
+        self._end_check, self._end_newton, self._end_buffers = None, None, ()
         if self._rows_fast and self._loops_data is None and self._step_end and not self._base:
-            from biobullet.bridge.kernels import end_residual_kernel
+            from biobullet.bridge.kernels import end_newton_kernel, end_residual_kernel
             from biobullet.core.jit import direct_entry
-            kernel = end_residual_kernel()
-            if kernel is not None:
+            kernel, newton = end_residual_kernel(), end_newton_kernel()
+            if kernel is not None and newton is not None:
                 self._end_buffers = (np.empty(m), np.empty((m, n)), np.empty(n), np.zeros(n), np.empty(m),
-                                     np.empty(m))
-                phi, jac, x_end, zero, phi_t, bias = self._end_buffers
+                                     np.empty(m), np.empty(n), np.empty(m))
+                phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
                 self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
                                                phi, jac, phi_t, bias)
+                self._end_newton = direct_entry(newton, *self._table, 0.0, zero, zero, np.zeros(n), 1e-3, 1.0,
+                                                END_TOLERANCE, END_ITERATIONS, np.eye(n), x_end, zero, phi, jac,
+                                                phi_t, bias, step, delta, np.zeros(n), np.zeros(m))
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
@@ -814,9 +818,12 @@ class Bridge:
         null-space kernel of constant rows, the one-call kernel of function and loop rows, or the general
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
+        # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise)
+        if self._lifecycle_closed or self._get_user_data(self._lifecycle_data, physicsClientId=self.client) \
+                != self._lifecycle_bytes:
+            ensure_usable(self, "apply")
         if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
             return self._apply_plain()
-        ensure_usable(self, "apply")
         if self.muscles is not None:   # the muscles' τ (their state advanced by dt) joins the caller's
             tau = self.muscles.torques(tau)
         contacts = self.contacts
@@ -855,11 +862,8 @@ class Bridge:
     def _apply_plain(self) -> np.ndarray:
         """`apply()` of a model with nothing to hold (no rows, no native loops) and no muscles, motors or torque
         arguments (the plan `_plain`, decided at construction): read (by the contacts when they read it) → the watch's
-        runaway check (nothing to project without rows) → the contacts' and force elements' τ → send, with the
-        lifecycle check inlined (one getUserData call)."""
-        if self._lifecycle_closed or self._get_user_data(self._lifecycle_data, physicsClientId=self.client) \
-                != self._lifecycle_bytes:
-            ensure_usable(self, "apply")   # its clear error (or the renumbered user-data id)
+        runaway check (nothing to project without rows) → the contacts' and force elements' τ → send (the
+        lifecycle checked by `apply`)."""
         contacts = self.contacts
         if contacts is None:
             x, xd = self._read()
@@ -1074,17 +1078,29 @@ class Bridge:
         a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
         END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point
         on the manifold to round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected
-        torque. Explicit joint functions: the check is one compiled call (`kernels.end_residual`); loops on the
-        one-call path keep the Taylor target (their rows are not evaluated outside that kernel)."""
+        torque. Explicit joint functions: the check and the Newton steps are one compiled call
+        (`kernels.end_newton`); loops on the one-call path keep the Taylor target (their rows are not evaluated
+        outside that kernel)."""
         if self._base or (self._rows_fast and self._loops_data is not None):
             return torque   # x not a vector space (quaternions), or loops on the one-call path
         dt, c = self.dt, substep_weight(self.substeps)
         t_end = self.time + dt
+        if self._end_newton is not None:   # check and Newton steps in one call, ẍ, τ and λ updated in place
+            lam = self._lambda
+            if lam.dtype != np.float64 or not lam.flags.c_contiguous:
+                lam = self._lambda = np.ascontiguousarray(lam, dtype=float)
+            phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
+            status = self._end_newton(*self._table, t_end, x, xd, xdd, dt, c, END_TOLERANCE, END_ITERATIONS,
+                                      np.ascontiguousarray(mass, dtype=float), x_end, zero, phi, jac, phi_t, bias,
+                                      step, delta, torque, lam)
+            if status != 2:   # 0 done; 1 a jet not finite here (the Taylor target is kept, as below)
+                return torque
+            # the Schur kernel declined: numpy's solves from where the kernel stopped
         for _ in range(END_ITERATIONS):
             if self._end_check is not None:
                 phi, jac, x_end, zero = self._end_buffers[:4]
                 worst = self._end_check(*self._table, t_end, x, xd, xdd, dt, c, x_end, zero, phi, jac,
-                                        *self._end_buffers[4:])
+                                        *self._end_buffers[4:6])
                 if worst < 0.0:
                     return torque
             else:
@@ -1172,10 +1188,7 @@ class Bridge:
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
-        if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
-            self._apply_plain()   # (`apply`'s own first test, one call level less)
-        else:
-            self.apply(tau, generalized=generalized)
+        self.apply(tau, generalized=generalized)
         self._p.stepSimulation(physicsClientId=self.client)
         if self._auto_record:
             self.record()
