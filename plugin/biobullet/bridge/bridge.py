@@ -423,7 +423,6 @@ class Bridge:
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
-        self._zero_spherical = [[0.0, 0.0, 0.0] for _ in self.map.spherical_indices]
         from biobullet.bridge.kernels import kernels, pack_linear
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
@@ -432,7 +431,7 @@ class Bridge:
         self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
-        self._zero_sent = np.zeros(n)  # `_apply_plain`'s τ when nothing acts (read-only: the caller may keep it)
+        self._zero_sent = np.zeros(n)  # apply()'s τ when nothing acts (read-only: the caller may keep it)
         self._zero_sent.flags.writeable = False
         linear = getattr(self.constraints, "linear_form", None)
         linear = linear() if (linear is not None and self._fixed and m) else None
@@ -847,9 +846,8 @@ class Bridge:
             xdd = self._solved_xdd
         else:
             torque, xdd = self._constraint_stage(x, xd, user)
-        if torque is None:   # nothing acts: zero torques, sent from the prepared lists
-            torque = np.zeros(self.model.n_tangent)
-            self._send_zero()
+        if torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
+            torque = self._zero_sent
         else:
             self._send(x, torque)
         if contacts is not None:
@@ -882,12 +880,11 @@ class Bridge:
                 torque += applied
             self._send(x, torque)
             contacts.apply_reactions()
-        elif applied is None:
+        elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
             torque = self._zero_sent
-            self._send_zero()
         else:
             torque = applied.copy()
-            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, the spherical joints' zero lists
+            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
                 self._send_joints(torque)
             else:
                 self._send(x, torque)
@@ -1154,22 +1151,11 @@ class Bridge:
         xd[:] = projected   # the caller's state (and the watch's record of this step) is the projected one
         return projected
 
-    def _send_zero(self) -> None:
-        """`_send` of τ = 0 (no base wrench; the joints' zero lists prepared once)."""
-        p, c, b = self._p, self.client, self.body
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=self._zero_list, physicsClientId=c)
-        if self._spherical is not None:
-            p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
-                                                forces=self._zero_spherical, physicsClientId=c)
-
     def _send_joints(self, torque: np.ndarray) -> None:
-        """`_send` of a τ that is zero on a floating base and on every spherical joint."""
-        p, c, b = self._p, self.client, self.body
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=torque[self._base_v:].tolist(),
-                                    physicsClientId=c)
-        if self._spherical is not None:
-            p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
-                                                forces=self._zero_spherical, physicsClientId=c)
+        """`_send` of a τ that is zero on a floating base and on every spherical joint: the 1-DOF joints' call alone
+        (PyBullet clears every joint torque after each step, so a zero needs no call)."""
+        self._p.setJointMotorControlArray(self.body, self._joint_list, self._p.TORQUE_CONTROL,
+                                          forces=torque[self._base_v:].tolist(), physicsClientId=self.client)
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body
