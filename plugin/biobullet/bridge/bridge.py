@@ -818,8 +818,12 @@ class Bridge:
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
         # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise)
-        if self._lifecycle_closed or self._get_user_data(self._lifecycle_data, physicsClientId=self.client) \
-                != self._lifecycle_bytes:
+        try:
+            usable = not self._lifecycle_closed and self._get_user_data(
+                self._lifecycle_data, physicsClientId=self.client) == self._lifecycle_bytes
+        except self._p.error:   # disconnected
+            usable = False
+        if not usable:
             ensure_usable(self, "apply")
         if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
             return self._apply_plain()

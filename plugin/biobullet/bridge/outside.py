@@ -16,6 +16,9 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
 * **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
   return, the rows are violated): a generalized force acted outside the solve during the step.
 
+A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
+compiled call of three arguments).
+
 Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
 was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
 two solves chase each other, and even force-like influences diverged (joint damping on light links, two apply() calls
