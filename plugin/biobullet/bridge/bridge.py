@@ -520,9 +520,11 @@ class Bridge:
                 phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
                 self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
                                                phi, jac, phi_t, bias)
+                #: the Newton kernel's work arrays, in its argument order
+                self._end_arguments = (x_end, zero, phi, jac, phi_t, bias, step, delta)
                 self._end_newton = direct_entry(newton, *self._table, 0.0, zero, zero, np.zeros(n), 1e-3, 1.0,
-                                                END_TOLERANCE, END_ITERATIONS, np.eye(n), x_end, zero, phi, jac,
-                                                phi_t, bias, step, delta, np.zeros(n), np.zeros(m))
+                                                END_TOLERANCE, END_ITERATIONS, np.eye(n), *self._end_arguments,
+                                                np.zeros(n), np.zeros(m))
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
@@ -1065,12 +1067,13 @@ class Bridge:
             phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
             target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
             xdd, lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")
+            lam = np.ascontiguousarray(lam, dtype=float)   # (`_end_correction`'s kernel updates it in place)
             out = torque + jac.T @ lam
             self._xdd[:] = xdd
         self._lambda = lam
         self._solved_xdd = self._xdd   # ẍ of the solve: the watch's prediction of the next step
         if self._linear is None and self._step_end:
-            out = self._end_correction(x, xd, self._xdd, mass, out)
+            out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float), out)
         return out
 
     def _end_correction(self, x, xd, xdd, mass, torque) -> np.ndarray:
@@ -1084,16 +1087,12 @@ class Bridge:
         outside that kernel)."""
         if self._base or (self._rows_fast and self._loops_data is not None):
             return torque   # x not a vector space (quaternions), or loops on the one-call path
-        dt, c = self.dt, substep_weight(self.substeps)
+        dt, c = self.dt, self.watch.weight   # (the watch's c = substep_weight(substeps), kept by _follow_time_step)
         t_end = self.time + dt
         if self._end_newton is not None:   # check and Newton steps in one call, ẍ, τ and λ updated in place
-            lam = self._lambda
-            if lam.dtype != np.float64 or not lam.flags.c_contiguous:
-                lam = self._lambda = np.ascontiguousarray(lam, dtype=float)
-            phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
-            status = self._end_newton(*self._table, t_end, x, xd, xdd, dt, c, END_TOLERANCE, END_ITERATIONS,
-                                      np.ascontiguousarray(mass, dtype=float), x_end, zero, phi, jac, phi_t, bias,
-                                      step, delta, torque, lam)
+            # (M and λ are C-contiguous float arrays on every path that calls this: the kernel's direct entry)
+            status = self._end_newton(*self._table, t_end, x, xd, xdd, dt, c, END_TOLERANCE, END_ITERATIONS, mass,
+                                      *self._end_arguments, torque, self._lambda)
             if status != 2:   # 0 done; 1 a jet not finite here (the Taylor target is kept, as below)
                 return torque
             # the Schur kernel declined: numpy's solves from where the kernel stopped
