@@ -8,12 +8,16 @@ robot, 4 segments, stable dt; air damping off and on), floating bases (urdf/huma
 joints (shoulder–elbow–wrist arm; the arm with pronation = f(elbow), fixed and floating base) and pybullet_data's
 humanoid (floating base, 8 spherical joints).
 
-The minimal loop (`bench.HandLoop`) is the least a user writes in PyBullet alone for the same job: read the state in
-the fewest calls, send the torques, step — with M and h from calculateMassMatrix / calculateInverseDynamics (computed
-torque) when the bridge's step solves with M and h (joint functions, loops), where PyBullet takes the body (its
-inverse dynamics refuses spherical joints on a fixed base: that loop has M only). It does no contact, spring or
-constraint work: the ratio is the price of everything the bridge adds. Both loops (read + send, computed torque) are
-timed for every kind. Prints the table (copied into the README) and writes out/benchmarks/bridge_model_kinds.json.
+The minimal loop (`bench.minimal_kind`) is the least a user writes in PyBullet alone for the same job: read the state
+in the fewest calls, send the torques, step (`bench.HandLoop`) — with M and h from calculateMassMatrix /
+calculateInverseDynamics (computed torque) when the bridge's step solves with M and h (joint functions, loops),
+where PyBullet takes the body (its inverse dynamics refuses spherical joints on a fixed base: that loop has M only);
+and for a model without rows whose file has `<contact>`s or joint springs (the contact ball, the flexible robot), the
+forces the bridge computes every step, written as a PyBullet user writes them (`bench.ForcesLoop`: the springs in
+numpy, each contact point from getLinkStates, the Hu–Guo and Ambrosio laws in plain floats, applyExternalForce).
+No loop computes the URDF `<limit>`s' joint stops (PyBullet would hold its own rigid limits inside the step). All
+three loops are timed for every kind. Prints the table (copied into the README) and writes
+out/benchmarks/bridge_model_kinds.json.
 No wall-clock thresholds.
 """
 from __future__ import annotations
@@ -76,14 +80,16 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
         measured = bridge_speed(model, rounds=30, steps=50, dt=dt, runners=KIND_RUNNERS)
         best = measured["best"]["cpu"]
         rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in best.items()},
-                      "minimal_is": "computed torque" if measured["joint_functions"] else "read + send",
+                      "minimal_is": measured["minimal_kind"].replace("_", " ").replace("read send", "read + send")
+                                    .replace("forces", "read + forces + send"),
                       "bridge/minimal": best["bridge"] / best["minimal"], "bridge/bare": best["bridge"] / best["bare"],
                       "max_residual": measured["max_residual"]}
-    lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | bridge (µs) | minimal loop | "
-             "bridge / minimal | bridge / bare |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | read + forces + send (µs) "
+             "| bridge (µs) | minimal loop | bridge / minimal | bridge / bare |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['read_send']:.1f} | "
-                     f"{r['computed_torque']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
+                     f"{r['computed_torque']:.1f} | {r['forces']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
                      f"{r['bridge/minimal']:.2f} | {r['bridge/bare']:.2f} |")
     with capsys.disabled():
         print("\n" + "\n".join(lines))

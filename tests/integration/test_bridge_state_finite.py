@@ -21,3 +21,24 @@ def test_non_finite_pybullet_state_is_a_divergence_error() -> None:
         p.resetJointState(bridge.body, joint, 0.0, float("nan"), physicsClientId=bridge.client)
         with pytest.raises(DivergenceError, match="dt"):
             bridge.state()
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_a_model_without_rows_reports_a_runaway_step(tmp_path, floating) -> None:
+    """The plan of a model without rows (`Bridge._apply_plain`: the watch's runaway check alone) still stops a runaway:
+    a joint rate beyond RUNAWAY_RATE set between two steps is one DivergenceError naming the joint and dt, a NaN
+    rate one naming the non-finite state — on the spherical arm (a spherical joint's state conversion), fixed and
+    floating."""
+    from spherical_arms import ARM
+    from biobullet.bridge.lifecycle import RUNAWAY_RATE
+    (tmp_path / "arm.urdf").write_text(ARM)
+    model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=floating)
+    for rate, message in ((2.0 * RUNAWAY_RATE, r"joint 'elbow' moves at .* dt = 0.001"), (float("nan"), "not finite")):
+        with biobullet.Bridge(model, dt=1e-3) as bridge:
+            assert bridge.constraints.n == 0
+            for _ in range(3):
+                bridge.step()
+            elbow = bridge.joint_index["elbow"]
+            p.resetJointState(bridge.body, elbow, 0.3, rate, physicsClientId=bridge.client)
+            with pytest.raises(DivergenceError, match=message):
+                bridge.step()

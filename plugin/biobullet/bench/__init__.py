@@ -13,6 +13,7 @@ thread). tests/benchmarks/ use the same functions with more rounds and more deta
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import sys
@@ -211,10 +212,103 @@ class HandLoop:
         return (clock() - start) / steps
 
 
-def _hand_loop_steps(bridge, steps: int, clock: Callable[[], float], dynamics: bool) -> float:
+class ForcesLoop(HandLoop):
+    """`HandLoop`'s read and send with the forces the bridge applies to a model without rows computed as a user
+    writes them with PyBullet alone — the fair minimal loop of a model with `<contact>`s or joint springs:
+
+    springs   τ = −k (q − q0) − c q̇ of the file's joint spring-dampers (`<joint_spring>`, a flexible link's
+              segment joints), one vectorised numpy expression (its stops are left out: cheaper than any correct
+              loop);
+    contacts  every `<contact>` on its analytic plane: the contact point's world position and velocity from one
+              getLinkStates(computeLinkVelocity=1, computeForwardKinematics=1) call (PyBullet has no kinematics
+              without it), penetration δ = radius + h − n·p, the Hu–Guo normal force K δⁿ (1 + 3(1 − cr)/(2 cr)
+              · δ̇/δ̇⁻) with δ̇⁻ kept from the onset, Ambrosio's friction μ F_n ramped between v0 and v1 against the
+              tangential velocity, and one applyExternalForce(WORLD_FRAME) per touching contact."""
+
+    def __init__(self, bridge) -> None:
+        super().__init__(bridge, False)
+        from biobullet.forces.base import joint_indices
+        from biobullet.forces.collection import force_elements
+        from biobullet.forces.elements import JointSpring
+        model = bridge.model
+        springs = [e for e in force_elements(model) if type(e) is JointSpring]
+        # HandLoop sends the 1-DOF joints in model.joint_names order: τ index − base_nv
+        self.spring_index = np.array([joint_indices(model, e.joint, e.source)[1] - model.base_nv for e in springs],
+                                     dtype=int)
+        self.spring_k = np.array([e.stiffness for e in springs])
+        self.spring_rest = np.array([e.rest for e in springs])
+        self.spring_c = np.array([e.damping for e in springs])
+        self.contacts = []
+        for element in model.description.elements_of("contact"):
+            get = element.get
+            numbers = lambda key, default="0": [float(v) for v in (get(key) or default).split()]
+            normal = np.array(numbers("ground_normal", "0 0 1"))
+            restitution = float(get("restitution") or 1.0)
+            self.contacts.append(dict(
+                link=bridge.map.link_index[get("link")], xyz=tuple(numbers("xyz", "0 0 0")),
+                radius=float(get("radius") or 0.0), height=float(get("ground_height") or 0.0),
+                normal=tuple((normal / np.linalg.norm(normal)).tolist()), stiffness=float(get("stiffness")),
+                exponent=float(get("exponent") or 1.5), factor=1.5 * (1.0 - restitution) / restitution,
+                mu=float(get("mu") or 0.0), v0=float(get("v0") or 1e-4), v1=float(get("v1") or 1e-3),
+                impact=0.0))
+        self.links = [c["link"] for c in self.contacts]
+
+    def steps(self, steps: int, clock: Callable[[], float]) -> float:
+        p, b, c = self.p, self.body, self.client
+        joints, links, contacts = self.joints, self.links, self.contacts
+        index, k, rest, damping = self.spring_index, self.spring_k, self.spring_rest, self.spring_c
+        frame = p.WORLD_FRAME
+        start = clock()
+        for _ in range(steps):
+            (_, q), v = self._read()
+            tau = np.zeros(len(joints))
+            if len(index):
+                q_array, v_array = np.array(q), np.array(v)
+                tau[index] = -k * (q_array[index] - rest) - damping * v_array[index]
+            if links:
+                states = p.getLinkStates(b, links, computeLinkVelocity=1, computeForwardKinematics=1,
+                                         physicsClientId=c)
+                for contact, state in zip(contacts, states):   # plain floats: cheaper than numpy for 3-vectors
+                    (ux, uy, uz, uw), (ax, ay, az) = state[5], contact["xyz"]
+                    tx, ty, tz = 2.0 * (uy * az - uz * ay), 2.0 * (uz * ax - ux * az), 2.0 * (ux * ay - uy * ax)
+                    arm = (ax + uw * tx + uy * tz - uz * ty, ay + uw * ty + uz * tx - ux * tz,
+                           az + uw * tz + ux * ty - uy * tx)   # R(u) xyz
+                    point = [o + r for o, r in zip(state[4], arm)]
+                    (wx, wy, wz), com = state[7], state[0]
+                    rx, ry, rz = point[0] - com[0], point[1] - com[1], point[2] - com[2]
+                    velocity = [state[6][0] + wy * rz - wz * ry, state[6][1] + wz * rx - wx * rz,
+                                state[6][2] + wx * ry - wy * rx]
+                    nx, ny, nz = contact["normal"]
+                    depth = contact["radius"] + contact["height"] - (nx * point[0] + ny * point[1] + nz * point[2])
+                    if depth <= 0.0:
+                        contact["impact"] = 0.0
+                        continue
+                    rate = -(nx * velocity[0] + ny * velocity[1] + nz * velocity[2])
+                    if contact["impact"] <= 0.0:
+                        contact["impact"] = max(rate, 1e-3)   # floored as the library floors it (m/s)
+                    force_n = max(0.0, contact["stiffness"] * depth ** contact["exponent"]
+                                  * (1.0 + contact["factor"] * rate / contact["impact"]))
+                    slip = [velocity[0] + rate * nx, velocity[1] + rate * ny, velocity[2] + rate * nz]
+                    speed = math.sqrt(slip[0] ** 2 + slip[1] ** 2 + slip[2] ** 2)
+                    drag = 0.0
+                    if speed > contact["v0"] and contact["mu"]:
+                        drag = contact["mu"] * force_n * min(1.0, (speed - contact["v0"])
+                                                             / (contact["v1"] - contact["v0"])) / speed
+                    radius = contact["radius"]
+                    force = [force_n * nx - drag * slip[0], force_n * ny - drag * slip[1],
+                             force_n * nz - drag * slip[2]]
+                    p.applyExternalForce(b, contact["link"], force,
+                                         [point[0] - radius * nx, point[1] - radius * ny, point[2] - radius * nz],
+                                         frame, physicsClientId=c)
+            p.setJointMotorControlArray(b, joints, p.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=c)
+            p.stepSimulation(physicsClientId=c)
+        return (clock() - start) / steps
+
+
+def _hand_loop_steps(bridge, steps: int, clock: Callable[[], float], dynamics: bool | str) -> float:
     loops = bridge.__dict__.setdefault("hand_loops", {})   # built once per timed bridge
     if dynamics not in loops:
-        loops[dynamics] = HandLoop(bridge, dynamics)
+        loops[dynamics] = ForcesLoop(bridge) if dynamics == "forces" else HandLoop(bridge, dynamics)
     return loops[dynamics].steps(steps, clock)
 
 
@@ -228,11 +322,29 @@ def computed_torque_steps(bridge, steps: int, clock: Callable[[], float]) -> flo
     return _hand_loop_steps(bridge, steps, clock, True)
 
 
+def forces_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
+    """Seconds per step of `ForcesLoop`: read, the joint springs' and the ground contacts' forces, send, step."""
+    return _hand_loop_steps(bridge, steps, clock, "forces")
+
+
+def minimal_kind(bridge) -> str:
+    """The minimal loop a user writes with PyBullet alone for the same job as `bridge`: "computed_torque" when the
+    bridge's step solves with M and h (joint functions or loops), "forces" (`ForcesLoop`) for a model without rows
+    whose file has `<contact>`s or joint springs (the bridge computes their forces every step), else "read_send"."""
+    if bridge.constraints.n:
+        return "computed_torque"
+    from biobullet.forces.collection import force_elements
+    from biobullet.forces.elements import JointSpring
+    if bridge.model.description.elements_of("contact") or any(type(e) is JointSpring
+                                                             for e in force_elements(bridge.model)):
+        return "forces"
+    return "read_send"
+
+
 def minimal_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
-    """Seconds per step of the minimal loop a user writes with PyBullet alone for the same job (`HandLoop`): the
-    computed-torque loop when the bridge's step solves with M and h (the model has joint functions or loops), else
-    read, send τ = 0, step (the bridge computes no M, h for such a model either)."""
-    return _hand_loop_steps(bridge, steps, clock, bool(bridge.constraints.n))
+    """Seconds per step of the minimal loop a user writes with PyBullet alone for the same job (`minimal_kind`)."""
+    kind = minimal_kind(bridge)
+    return _hand_loop_steps(bridge, steps, clock, "forces" if kind == "forces" else kind == "computed_torque")
 
 
 def bridge_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
@@ -248,7 +360,7 @@ STEP_RUNNERS = {"bare": bare_steps, "minimal": minimal_steps, "bridge": bridge_s
 
 #: the runners of the per-model-kind benchmark: both hand-written loops, whichever is the kind's minimal
 KIND_RUNNERS = {"bare": bare_steps, "read_send": read_send_steps, "computed_torque": computed_torque_steps,
-                "minimal": minimal_steps, "bridge": bridge_steps}
+                "forces": forces_steps, "minimal": minimal_steps, "bridge": bridge_steps}
 
 
 def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
@@ -276,6 +388,7 @@ def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
             "projections": int(timed.projections),
             "fast_path": bool(timed._fast),
             "joint_functions": int(timed.constraints.n),
+            "minimal_kind": minimal_kind(timed),
         }
         if keep_bridge:
             result["bridge"] = bridges.pop("bridge")
@@ -349,5 +462,5 @@ def format_bench(summary: Mapping[str, Any]) -> str:
 
 
 __all__ = ["PINOCCHIO", "interleaved_best", "pinocchio_call", "formulation_speed", "bare_steps", "minimal_steps", "HandLoop", "read_send_steps",
-           "computed_torque_steps", "KIND_RUNNERS",
+           "computed_torque_steps", "forces_steps", "minimal_kind", "ForcesLoop", "KIND_RUNNERS",
            "bridge_steps", "bridge_speed", "run_bench", "format_bench"]

@@ -244,6 +244,11 @@ class Bridge:
         from biobullet.bridge.outside import OutsideWatch
         #: what acts outside the solve, read back from the state after every step (bridge/outside.py)
         self.watch = OutsideWatch(self)
+        #: the plan of a model without rows or native loops (`_apply_plain`); the state read and PyBullet's
+        #: getUserData bound once (no per-step lookups)
+        self._plain = not self.constraints.n and not self._native
+        self._read = self._read_state if self._fixed else self.map.state_from_pybullet
+        self._get_user_data = self._p.getUserData
         #: the bridge's own motors (set_motor): rows of the constrained solve
         self.motors: dict[str, dict] = {}
         #: {joint: N·m or N} each motor applied in the last apply() (its row's multiplier, or its force limit)
@@ -418,7 +423,6 @@ class Bridge:
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
         self._dof_mesh = np.ix_(dof, dof)
         self._zero_list = [0.0] * len(dof)
-        self._zero_spherical = [[0.0, 0.0, 0.0] for _ in self.map.spherical_indices]
         from biobullet.bridge.kernels import kernels, pack_linear
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
@@ -427,6 +431,8 @@ class Bridge:
         self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
+        self._zero_sent = np.zeros(n)  # apply()'s τ when nothing acts (read-only: the caller may keep it)
+        self._zero_sent.flags.writeable = False
         linear = getattr(self.constraints, "linear_form", None)
         linear = linear() if (linear is not None and self._fixed and m) else None
         # writable copies: the kernels are compiled for one array type (read-only arrays would be a second one)
@@ -502,17 +508,23 @@ class Bridge:
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
         # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
-        self._end_check, self._end_buffers = None, ()
+        # and its Newton steps, the whole `_end_correction` in one compiled call (`kernels.end_newton`)
+        self._end_check, self._end_newton, self._end_buffers = None, None, ()
         if self._rows_fast and self._loops_data is None and self._step_end and not self._base:
-            from biobullet.bridge.kernels import end_residual_kernel
+            from biobullet.bridge.kernels import end_newton_kernel, end_residual_kernel
             from biobullet.core.jit import direct_entry
-            kernel = end_residual_kernel()
-            if kernel is not None:
+            kernel, newton = end_residual_kernel(), end_newton_kernel()
+            if kernel is not None and newton is not None:
                 self._end_buffers = (np.empty(m), np.empty((m, n)), np.empty(n), np.zeros(n), np.empty(m),
-                                     np.empty(m))
-                phi, jac, x_end, zero, phi_t, bias = self._end_buffers
+                                     np.empty(m), np.empty(n), np.empty(m))
+                phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
                 self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
                                                phi, jac, phi_t, bias)
+                #: the Newton kernel's work arrays, in its argument order
+                self._end_arguments = (x_end, zero, phi, jac, phi_t, bias, step, delta)
+                self._end_newton = direct_entry(newton, *self._table, 0.0, zero, zero, np.zeros(n), 1e-3, 1.0,
+                                                END_TOLERANCE, END_ITERATIONS, np.eye(n), *self._end_arguments,
+                                                np.zeros(n), np.zeros(m))
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
@@ -807,7 +819,16 @@ class Bridge:
         null-space kernel of constant rows, the one-call kernel of function and loop rows, or the general
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
-        ensure_usable(self, "apply")
+        # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise)
+        try:
+            usable = not self._lifecycle_closed and self._get_user_data(
+                self._lifecycle_data, physicsClientId=self.client) == self._lifecycle_bytes
+        except self._p.error:   # disconnected
+            usable = False
+        if not usable:
+            ensure_usable(self, "apply")
+        if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
+            return self._apply_plain()
         if self.muscles is not None:   # the muscles' τ (their state advanced by dt) joins the caller's
             tau = self.muscles.torques(tau)
         contacts = self.contacts
@@ -831,15 +852,50 @@ class Bridge:
             xdd = self._solved_xdd
         else:
             torque, xdd = self._constraint_stage(x, xd, user)
-        if torque is None:   # nothing acts: zero torques, sent from the prepared lists
-            torque = np.zeros(self.model.n_tangent)
-            self._send_zero()
+        if torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
+            torque = self._zero_sent
         else:
             self._send(x, torque)
         if contacts is not None:
             contacts.apply_reactions()
         self._last_torque = torque
         self.watch.sent(x, xd, xdd)
+        self.time += self.dt
+        return torque
+
+    def _apply_plain(self) -> np.ndarray:
+        """`apply()` of a model with nothing to hold (no rows, no native loops) and no muscles, motors or torque
+        arguments (the plan `_plain`, decided at construction): read (by the contacts when they read it) → the watch's
+        runaway check (nothing to project without rows) → the contacts' and force elements' τ → send (the
+        lifecycle checked by `apply`)."""
+        contacts = self.contacts
+        if contacts is None:
+            x, xd = self._read()
+            torque = None
+        else:
+            torque = contacts.torques()   # a new array; reads the state (kept in state_read) unless it needs
+            state = contacts.state_read   # PyBullet's geometry
+            x, xd = state if state is not None else self._read()
+        watch = self.watch
+        if watch.armed:
+            watch.check_runaway(x, xd)
+        forces = self.forces
+        applied = forces.torque(x, xd, self.time)
+        if torque is not None:   # the contacts' τ (a new array), and the force elements'
+            if applied is not None:
+                torque += applied
+            self._send(x, torque)
+            contacts.apply_reactions()
+        elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
+            torque = self._zero_sent
+        else:
+            torque = applied.copy()
+            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
+                self._send_joints(torque)
+            else:
+                self._send(x, torque)
+        self._last_torque = torque
+        watch.sent(x, xd, None)
         self.time += self.dt
         return torque
 
@@ -1011,12 +1067,13 @@ class Bridge:
             phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
             target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
             xdd, lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")
+            lam = np.ascontiguousarray(lam, dtype=float)   # (`_end_correction`'s kernel updates it in place)
             out = torque + jac.T @ lam
             self._xdd[:] = xdd
         self._lambda = lam
         self._solved_xdd = self._xdd   # ẍ of the solve: the watch's prediction of the next step
         if self._linear is None and self._step_end:
-            out = self._end_correction(x, xd, self._xdd, mass, out)
+            out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float), out)
         return out
 
     def _end_correction(self, x, xd, xdd, mass, torque) -> np.ndarray:
@@ -1025,17 +1082,25 @@ class Bridge:
         a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
         END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point
         on the manifold to round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected
-        torque. Explicit joint functions: the check is one compiled call (`kernels.end_residual`); loops on the
-        one-call path keep the Taylor target (their rows are not evaluated outside that kernel)."""
+        torque. Explicit joint functions: the check and the Newton steps are one compiled call
+        (`kernels.end_newton`); loops on the one-call path keep the Taylor target (their rows are not evaluated
+        outside that kernel)."""
         if self._base or (self._rows_fast and self._loops_data is not None):
             return torque   # x not a vector space (quaternions), or loops on the one-call path
-        dt, c = self.dt, substep_weight(self.substeps)
+        dt, c = self.dt, self.watch.weight   # (the watch's c = substep_weight(substeps), kept by _follow_time_step)
         t_end = self.time + dt
+        if self._end_newton is not None:   # check and Newton steps in one call, ẍ, τ and λ updated in place
+            # (M and λ are C-contiguous float arrays on every path that calls this: the kernel's direct entry)
+            status = self._end_newton(*self._table, t_end, x, xd, xdd, dt, c, END_TOLERANCE, END_ITERATIONS, mass,
+                                      *self._end_arguments, torque, self._lambda)
+            if status != 2:   # 0 done; 1 a jet not finite here (the Taylor target is kept, as below)
+                return torque
+            # the Schur kernel declined: numpy's solves from where the kernel stopped
         for _ in range(END_ITERATIONS):
             if self._end_check is not None:
                 phi, jac, x_end, zero = self._end_buffers[:4]
                 worst = self._end_check(*self._table, t_end, x, xd, xdd, dt, c, x_end, zero, phi, jac,
-                                        *self._end_buffers[4:])
+                                        *self._end_buffers[4:6])
                 if worst < 0.0:
                     return torque
             else:
@@ -1089,13 +1154,11 @@ class Bridge:
         xd[:] = projected   # the caller's state (and the watch's record of this step) is the projected one
         return projected
 
-    def _send_zero(self) -> None:
-        """`_send` of τ = 0 (no base wrench; the joints' zero lists prepared once)."""
-        p, c, b = self._p, self.client, self.body
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL, forces=self._zero_list, physicsClientId=c)
-        if self._spherical is not None:
-            p.setJointMotorControlMultiDofArray(b, self.map.spherical_indices, p.TORQUE_CONTROL,
-                                                forces=self._zero_spherical, physicsClientId=c)
+    def _send_joints(self, torque: np.ndarray) -> None:
+        """`_send` of a τ that is zero on a floating base and on every spherical joint: the 1-DOF joints' call alone
+        (PyBullet clears every joint torque after each step, so a zero needs no call)."""
+        self._p.setJointMotorControlArray(self.body, self._joint_list, self._p.TORQUE_CONTROL,
+                                          forces=torque[self._base_v:].tolist(), physicsClientId=self.client)
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         p, c, b = self._p, self.client, self.body

@@ -21,6 +21,29 @@ from biobullet.core import jit
 from biobullet.forces.collection import added_generation, applied_forces, force_elements
 
 
+_JOINT_FORCES = None   # the compiled `forces.compiled` joint-force kernel, bound before `_joint_stage_py` compiles
+
+
+def _joint_stage_py(x, xd, springs, spring_params, stops, stop_params, tau, tau_time):
+    """tau ← tau_time (the constant joint torques) + the joint springs' and stops' τ (one call of the joint-force
+    kernel); returns how many entries of tau are non-zero (0: nothing acts — a stop not reached — and the bridge
+    sends its prepared zero lists)."""
+    for i in range(tau.shape[0]):
+        tau[i] = tau_time[i]
+    _JOINT_FORCES(x, xd, springs, spring_params, stops, stop_params, tau)
+    count = 0
+    for i in range(tau.shape[0]):
+        if tau[i] != 0.0:
+            count += 1
+    return count
+
+
+def joint_stage_kernel():
+    """The compiled `_joint_stage_py` with the joint-force kernel bound, or None (numba missing or disabled)."""
+    from biobullet.forces.compiled import joint_forces_kernel
+    return jit.compiled(_joint_stage_py, bind=lambda: {"_JOINT_FORCES": joint_forces_kernel()})
+
+
 class ForceStage:
     """τ of the model's force elements at (x, ẋ, t) for a bridge (module docstring)."""
 
@@ -69,20 +92,26 @@ class ForceStage:
                 self._constant_tau[k] += torque.value
         rows.tau_time[:] = self._constant_tau
         if not (rows.spring_bodies.shape[0] or rows.plugin_addresses.shape[0]):
-            # joint springs, stops and torques only: the stage's own joint-force kernel, called with its five arrays
-            # (the whole stage's structured arguments cost ≈ 1.5 µs a call to pass, this kernel 0.4 µs in all)
-            from biobullet.forces.compiled import joint_forces_kernel
-            joint_kernel = joint_forces_kernel()
+            # joint springs, stops and torques only: the joint-force kernel with the constant torques' copy and the
+            # count of acting entries (`_joint_stage_py`), called with its arrays (the whole stage's structured
+            # arguments cost ≈ 1.5 µs a call to pass, this kernel 0.4 µs in all)
+            joint_kernel = joint_stage_kernel()
             tau = np.zeros(model.n_tangent)
             self._arguments = (rows.joint_springs, rows.joint_spring_params, rows.joint_stops,
                                rows.joint_stop_params, tau, rows.tau_time)
             self._joint_only = True
             zero_x, zero_xd = np.zeros(model.n_config), np.zeros(model.n_tangent)
-            return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments[:5])
+            return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments)
         self._joint_only = False
         data = model.data()
         self._arguments = (model.compiled, data.arrays, rows)
         return jit.direct_entry(kernel, *self._arguments, 0.0)
+
+    @property
+    def joint_only(self) -> bool:
+        """True when the last `torque` came from the joint-force kernel alone (joint springs, stops and torques): its
+        τ acts on the 1-DOF joints only, never on a floating base or a spherical joint."""
+        return self._entry is not None and self._joint_only
 
     @property
     def elements(self) -> tuple:
@@ -92,7 +121,8 @@ class ForceStage:
         return self._elements
 
     def torque(self, x: np.ndarray, xd: np.ndarray, t: float) -> np.ndarray | None:
-        """τ (n_tangent) of the force elements at the tree state (x, ẋ) and time t (s), or None without elements.
+        """τ (n_tangent) of the force elements at the tree state (x, ẋ) and time t (s), or None without elements
+        (and, for joint springs, stops and torques alone, when every entry is zero: no stop reached).
         The array may be the stage's buffer: read it (or add it to a new array) before the next call."""
         if self._generation != added_generation():
             self._refresh()
@@ -100,12 +130,12 @@ class ForceStage:
             return None
         entry = self._entry
         if entry is not None and self._joint_only:
-            springs, spring_params, stops, stop_params, tau, tau_time = self._arguments
-            tau[:] = tau_time
-            for element, k in self._varying:
-                tau[k] += element.torque(t)
-            entry(x, xd, springs, spring_params, stops, stop_params, tau)
-            return tau
+            if self._varying:   # time-varying torques join the constant ones (tau_time) before the kernel copies them
+                tau_time = self._arguments[5]
+                tau_time[:] = self._constant_tau
+                for element, k in self._varying:
+                    tau_time[k] += element.torque(t)
+            return self._arguments[4] if entry(x, xd, *self._arguments) else None
         if entry is not None:
             compiled, arrays, rows = self._arguments
             if self._varying:

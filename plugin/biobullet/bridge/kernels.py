@@ -12,7 +12,9 @@
                   (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
                   call per step (`Bridge._rows_stage`).
     end_residual  the function rows at the end point x + dt ẋ + c dt² ẍ of the solve's ẍ (Φ and Φ_x written, max
-                  |Φ| returned): the check of `Bridge._end_correction`, one call.
+                  |Φ| returned): the check of `Bridge._end_correction`;
+    end_newton    that check and its Newton steps on λ (the Schur kernel with h = 0), the whole
+                  `Bridge._end_correction` in one call.
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
 numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. kkt_torque returns a status ≠ 0 when the solve declines (M not positive definite, dependent rows): the
@@ -202,6 +204,48 @@ def end_residual_kernel():
     return jit.compiled(_end_residual_py, bind={"_rows": rows})
 
 
+def _end_newton_py(table, inputs, coef, t, x, xd, xdd, dt, c, tolerance, iterations, mass, x_end, zero, phi, jac,
+                   phi_t, bias, step, delta, torque, lam):
+    """`Bridge._end_correction` in one call: up to `iterations` times, the function rows at the end point
+    x + dt ẋ + c dt² ẍ (`_end_residual_py`) and, while max |Φ| > tolerance, the Newton step on the constraint
+    forces Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ/(c dt²) — the Schur kernel with h = 0, no τ and the target −Φ/(c dt²), which
+    also gives M⁻¹Φ_xᵀΔλ — added to ẍ, τ and λ in place. 0, or ≠ 0 when a jet is not finite or the Schur kernel
+    declines (the caller's numpy loop then decides, with its clear errors)."""
+    n, m = xd.shape[0], phi.shape[0]
+    gain = 1.0 / (c * dt * dt)
+    none_n, none_m = np.zeros(n), np.zeros(m)
+    for _ in range(iterations):
+        worst = _end(table, inputs, coef, t, x, xd, xdd, dt, c, x_end, zero, phi, jac, phi_t, bias)
+        if worst < 0.0:
+            return 1
+        if worst <= tolerance:
+            return 0
+        if _schur(mass, none_n, none_n, False, jac, none_m, phi, none_m, False, none_n, gain, 0.0, _PIVOT, step,
+                  delta) != 0:
+            return 2
+        for i in range(n):
+            xdd[i] += step[i]
+            s = 0.0
+            for r in range(m):
+                s += jac[r, i] * delta[r]
+            torque[i] += s
+        for r in range(m):
+            lam[r] += delta[r]
+    return 0
+
+
+_end = None   # bound before `_end_newton_py` compiles
+
+
+def end_newton_kernel():
+    """The compiled `_end_newton_py`, or None (numba missing or disabled: `Bridge._end_correction`'s numpy loop
+    serves)."""
+    end, schur = end_residual_kernel(), solve.schur_kernel()
+    if end is None or schur is None:
+        return None
+    return jit.compiled(_end_newton_py, bind={"_end": end, "_schur": schur})
+
+
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
     """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
     the null-space kernel's); flat = [x, ẋ] (2n, as read from PyBullet: no reshape per step in Python)."""
@@ -232,5 +276,5 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
-           "rows_torque_kernel"]
+__all__ = ["end_newton_kernel", "end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel",
+           "pack_linear", "rows_torque_kernel"]

@@ -16,6 +16,9 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
 * **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
   return, the rows are violated): a generalized force acted outside the solve during the step.
 
+A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
+compiled call of three arguments).
+
 Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
 was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
 two solves chase each other, and even force-like influences diverged (joint damping on light links, two apply() calls
@@ -106,6 +109,29 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, jb, vb, jac, o
     return False, False, peak_v, peak_x
 
 
+def _runaway_py(x, xd, jb):
+    """(max |ẋ|, max |x| over the entries from jb on — the joints after a floating base's pose); inf for a non-finite
+    state. The watch's check of a model without rows (nothing to project, only a runaway to report)."""
+    peak_x = 0.0
+    for i in range(jb, x.shape[0]):
+        a = abs(x[i])
+        if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
+            return np.inf, np.inf
+        if a > peak_x:
+            peak_x = a
+    for i in range(jb):
+        if not abs(x[i]) <= 1e300:
+            return np.inf, np.inf
+    peak_v = 0.0
+    for i in range(xd.shape[0]):
+        a = abs(xd[i])
+        if not a <= 1e300:
+            return np.inf, np.inf
+        if a > peak_v:
+            peak_v = a
+    return peak_v, peak_x
+
+
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use), or the Python function without
     numba."""
@@ -155,6 +181,15 @@ class OutsideWatch:
         self._check = jit.direct_entry(kernel, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
                                        False, 1e-3, 1.0, self.jb, self.vb, self._jac, self._offset,
                                        JUMP_TOLERANCE) if kernel is not _surprise_py else kernel
+        runaway = jit.compiled(_runaway_py)
+        self._runaway = (jit.direct_entry(runaway, self.prev_x, self.prev_v, self.jb) if runaway is not None
+                         else _runaway_py)
+
+    def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""
+        peak_v, peak_x = self._runaway(x, xd, self.jb)
+        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
+            self._diverged(x, xd, peak_v, peak_x)
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
