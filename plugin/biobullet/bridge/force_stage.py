@@ -21,9 +21,6 @@ from biobullet.core import jit
 from biobullet.forces.collection import added_generation, applied_forces, force_elements
 
 
-_JOINT_FORCES = None   # the compiled `forces.compiled` joint-force kernel, bound before `_joint_stage_py` compiles
-
-
 def _joint_stage_py(x, xd, springs, spring_params, stops, stop_params, tau, tau_time):
     """tau ← tau_time (the constant joint torques) + the joint springs' and stops' τ (one call of the joint-force
     kernel); returns how many entries of tau are non-zero (0: nothing acts — a stop not reached — and the bridge

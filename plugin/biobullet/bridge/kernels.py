@@ -73,7 +73,7 @@ def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     n = xd.shape[0]
     m = table.shape[0]
     if own:
-        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
+        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, bool(True), bool(True), bool(False))
         for i in range(n):
             bias[i] = h_own[i]
             for j in range(n):
@@ -120,7 +120,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
             bias_c[r] = f_bias[r]
             for c in range(n):
                 jac[r, c] = f_jac[r, c]
-    rot, pos, sub, vel, acc = _kin(meta, body, x, xd, n, True)
+    rot, pos, sub, vel, acc = _kin(meta, body, x, xd, n, bool(True))
     total = tau.copy()
     status, _ = _spring_forces(rot, pos, sub, body_ancestry, xd, spring_bodies, spring_points, spring_params,
                                zero_length, total)
@@ -136,7 +136,7 @@ def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, co
     for r in range(m):
         bias_c[r] *= kb
     if own:
-        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, True, True, False)
+        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, bool(True), bool(True), bool(False))
         for i in range(n):
             bias[i] = h_own[i]
             for j in range(n):
@@ -234,9 +234,6 @@ def _end_newton_py(table, inputs, coef, t, x, xd, xdd, dt, c, tolerance, iterati
     return 0
 
 
-_end = None   # bound before `_end_newton_py` compiles
-
-
 def end_newton_kernel():
     """The compiled `_end_newton_py`, or None (numba missing or disabled: `Bridge._end_correction`'s numpy loop
     serves)."""
@@ -251,7 +248,7 @@ def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, ou
     the null-space kernel's); flat = [x, ẋ] (2n, as read from PyBullet: no reshape per step in Python)."""
     n = tau.shape[0]
     state = flat.reshape((2, n))
-    mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, True, True, False)
+    mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, bool(True), bool(True), bool(False))
     return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
 
 
