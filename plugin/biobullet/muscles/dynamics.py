@@ -309,9 +309,12 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     finite (a fiber at zero activation and the tendon loaded, a path through a wrap's centre, …)."""
     rows.state[:] = state
     kinematics = tree_kinematics(model, x)
-    status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
-                                  kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
-                                  np.ascontiguousarray(xd, dtype=float), tau)
+    try:
+        status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
+                                      kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
+                                      np.ascontiguousarray(xd, dtype=float), tau)
+    except ZeroDivisionError:   # compiled float division raises it (a fiber state driven far out of range)
+        status, power = 1, math.nan
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
     return power
