@@ -2,11 +2,11 @@
 constant excitation of 0.5 for 1 s from rest at the default pose, activations 0.05, fibers equilibrated
 (`equilibrateMuscles`; ours: static equilibrium to round-off), gravity on.
 
-Muscles: TRIlat, TRImed (over the cylinder wrap "TRI") and BICshort. arm26's BIClong and TRIlong are left out
-(ellipsoid and multi-surface wraps are not evaluated yet) and so is BRA: where its cylinder wrap is active
-OpenSim applies the path's force through its tangent points in a way that is not −T dl/dq of its own lengths (its
-`computeMomentArm` differs from that derivative by up to 1.3e-4 m, docs/muscles.md), and the runs part by ≈ 3e-3 rad
-within 0.1 s; the skeleton alone agrees with OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
+Muscles: TRIlat, TRImed (over the cylinder wrap "TRI") and BICshort. BIClong, TRIlong and BRA are left out:
+on their wrapped paths OpenSim applies R_osᵀ T with R_os its `computeMomentArm`, which is not −dl/dq of its own
+lengths (measured below, `test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative`), while ours is
+−T dl/dq; with all six the elbow parts by 1.35e-3 rad at 80 ms (docs/muscles.md). The skeleton alone agrees with
+OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
 
 Tug_of_War_Millard (a block on a slider between two Millard2012Equilibrium muscles, compliant tendons, fiber damping
 0.1) under excitations 0.8 and 0.3 from activations 0.1, as filed and with its muscles turned into
