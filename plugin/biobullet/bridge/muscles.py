@@ -3,7 +3,7 @@ dynamics, with their states (activations, compliant tendons' fiber lengths: `mus
 
 Each step, before the step's torques are sent, the muscle stage (`muscles.dynamics`, the same kernel the reference
 engine's pipeline calls) runs at PyBullet's (x, ẋ) and the muscle state: its generalized force τ = −Σ T ∂l/∂x is
-added to the step's joint torques, and the muscle state advances by explicit Euler over the step at the step's
+added to the step's joint torques, and the muscle state advances by explicit Euler over the step from the step's
 (x, ẋ) (first order in dt, as the bridge's semi-implicit Euler for the skeleton), in as many sub-steps as its
 stiffest state needs to be stable (`bridge.stability.muscle_substeps`: stiff tendons' fibers diverge at a few ms).
 Every recorded sample keeps the muscle state; `Bridge.trajectory()` carries the muscles' records. The bridge drives PyBullet
@@ -49,8 +49,12 @@ class BridgeMuscles:
         evaluate_stage(bridge.model, self.run.rows, x, xd, self.state, muscle_tau)
         h = bridge.dt / self.substeps
         state = self.state + h * self.run.rows.rate
-        for _ in range(self.substeps - 1):   # the skeleton's (x, ẋ) held over the step
-            evaluate_stage(bridge.model, self.run.rows, x, xd, state, np.zeros(bridge.model.n_tangent))
+        # the paths move on within the step: x advances with ẋ where x is additive (no quaternion), else it is held;
+        # a held x would let fast fibers settle at the step's start lengths and lag the motion by O(l̇ dt)
+        moving = bridge.model.n_config == bridge.model.n_tangent
+        for k in range(1, self.substeps):
+            evaluate_stage(bridge.model, self.run.rows, x + (k * h) * xd if moving else x, xd, state,
+                           np.zeros(bridge.model.n_tangent))
             state = state + h * self.run.rows.rate
         self.state = state
         if tau is None:

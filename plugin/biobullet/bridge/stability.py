@@ -20,7 +20,8 @@ eigenvalues are its diagonal entries λ = ∂ṡ_i/∂s_i: Euler with step h is 
 `muscle_state_limits` estimates λ by one forward difference of all activations together and one of all fiber
 lengths together; stiff tendons make λ large (arm26's at rest: ≈ −1e3 1/s, the step of 4 ms diverges). Rather
 than force PyBullet's whole step down, the bridge sub-steps the muscle states alone (`muscle_substeps`): h = dt/n
-with n = ⌈dt max|λ|⌉ (h |λ| ≤ 1: no overshoot), re-estimated every step; beyond `MAX_MUSCLE_SUBSTEPS` a ModelError
+with n = ⌈dt max|λ|⌉ (h |λ| ≤ 1: no overshoot), re-estimated every step, the paths moving with x + τẋ within
+the step (`bridge.muscles`); beyond `MAX_MUSCLE_SUBSTEPS` a ModelError
 names the muscle and its largest stable step.
 """
 from __future__ import annotations
