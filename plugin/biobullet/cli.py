@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "  biobullet simulate urdf/andrews_squeezer.urdf --t-end 0.03 --out squeezer.csv\n"
                     "  biobullet simulate urdf/arm7.urdf --t-end 2 --set joint_2=0.5 --set joint_2_dot=-1 "
                     "--rtol 1e-10 --out arm.csv\n"
-                    "  biobullet simulate urdf/arm7.urdf --t-end 2 --engine pybullet --dt 1e-3 --out arm_pb.csv\n")
+                    "  biobullet simulate urdf/arm7.urdf --t-end 2 --engine pybullet --dt 1e-3 --out arm_pb.csv\n"
+                    "  biobullet simulate arm26 --t-end 1 --excitation all=0.05 --excitation BRA=0.5 --out arm26.csv\n")
     simulate.add_argument("model", metavar="MODEL", help="model file (.urdf)")
     simulate.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end time (s)")
     simulate.add_argument("--engine", choices=("reference", "pybullet"), default="reference",
@@ -140,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--set", dest="overrides", type=_assignment, action="extend", nargs="+", default=[],
                           metavar="NAME=VALUE", help="initial value of a coordinate (NAME) or its rate (NAME_dot)")
     simulate.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    simulate.add_argument("--excitation", dest="excitations", type=_assignment, action="append", default=[],
+                          metavar="NAME=VALUE", help="a muscle's constant excitation in [0, 1] (repeatable; "
+                          "all=VALUE for every muscle, named ones override it); with any, the muscles act and "
+                          "their records are CSV columns <muscle>:<record>")
     simulate.add_argument("--method", default=None, metavar="M", help="integrator (e.g. DOP853, Radau)")
     simulate.add_argument("--formulation", default=None, metavar="F", help="formulation (default: reduced)")
     simulate.add_argument("--gui", action="store_true",
@@ -471,6 +476,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     runnable_check(model, args.engine)
     time_function_check(model, args.t_end)
     options: dict[str, Any] = dict(initial=dict(args.overrides), out=args.out)
+    if args.excitations:
+        from biobullet.muscles.dynamics import excitations_by_name
+        options["excitations"] = excitations_by_name(model, args.excitations)
     if args.dt is not None:
         options["dt"] = args.dt
     if args.gui:

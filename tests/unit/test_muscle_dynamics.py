@@ -90,8 +90,8 @@ def test_bad_excitations_are_one_clear_error(arm, tmp_path):
 
 def test_bridge_converges_to_the_engine_at_first_order(arm):
     """`simulate_bridge(excitations=)` (Bridge.set_excitations; muscle states stepped by explicit Euler) against
-    the reference engine at rtol 1e-11 over 0.3 s: errors halve with dt (observed orders ≈ 1.1). dt ≤ 2 ms: at
-    4 ms the explicit fiber-length step is beyond its stability limit (stiff tendons)."""
+    the reference engine at rtol 1e-11 over 0.3 s: errors halve with dt (observed orders ≈ 1.1). dt ≤ 2 ms (at
+    4 ms the stiff fibers are sub-stepped: tests/unit/test_muscle_outputs.py)."""
     pytest.importorskip("pybullet")
     from biobullet.bridge.simulation import simulate_bridge
     start = (np.zeros(2), np.zeros(2))

@@ -2,11 +2,11 @@
 constant excitation of 0.5 for 1 s from rest at the default pose, activations 0.05, fibers equilibrated
 (`equilibrateMuscles`; ours: static equilibrium to round-off), gravity on.
 
-Muscles: TRIlat, TRImed (over the cylinder wrap "TRI") and BICshort. arm26's BIClong and TRIlong are left out
-(ellipsoid and multi-surface wraps are not evaluated yet) and so is BRA: where its cylinder wrap is active
-OpenSim applies the path's force through its tangent points in a way that is not −T dl/dq of its own lengths (its
-`computeMomentArm` differs from that derivative by up to 1.3e-4 m, docs/muscles.md), and the runs part by ≈ 3e-3 rad
-within 0.1 s; the skeleton alone agrees with OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
+Muscles: TRIlat, TRImed (over the cylinder wrap "TRI") and BICshort. BIClong, TRIlong and BRA are left out:
+on their wrapped paths OpenSim applies R_osᵀ T with R_os its `computeMomentArm`, which is not −dl/dq of its own
+lengths (measured below, `test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative`), while ours is
+−T dl/dq; with all six the elbow parts by 1.35e-3 rad at 80 ms (docs/muscles.md). The skeleton alone agrees with
+OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
 
 Tug_of_War_Millard (a block on a slider between two Millard2012Equilibrium muscles, compliant tendons, fiber damping
 0.1) under excitations 0.8 and 0.3 from activations 0.1, as filed and with its muscles turned into
@@ -106,3 +106,51 @@ def test_tug_of_war_one_second_matches_opensims_manager(kind, tmp_path):
     assert np.abs(run.muscles["fiber_length"][0] - [start[n] for n in names]).max() <= 1e-9
     assert np.abs(run.muscles["fiber_length"][-1] - [final[n][0] for n in names]).max() <= 1e-9
     assert np.abs(run.muscles["activation"][-1] - [final[n][1] for n in names]).max() <= 1e-9
+
+
+@pytest.mark.parametrize("q", [(0.3, 1.1), (-0.4, 0.2), (0.9, 2.0)])
+def test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative(q):
+    """Why arm26 with all six muscles parts from OpenSim's Manager (docs/muscles.md): the generalized force OpenSim
+    applies for its muscles, M (u̇ − u̇ without muscles), is R_osᵀ T with R_os its `computeMomentArm` (to
+    round-off) — the tension along the straight segments into the wrap tangent points — and R_os is not −dl/dq of
+    OpenSim's own lengths (central differences, h = 1e-6) on wrapped paths, which is what our force uses (checked
+    in tests/unit/test_muscle_arm26_six.py). The gap in τ is (R − R_os)ᵀ T: 0.05–0.23 N·m at these poses."""
+    model = osim.Model(str(ARM26))
+    state = model.initSystem()
+    coordinates, muscles = model.getCoordinateSet(), model.getMuscles()
+    n = muscles.getSize()
+
+    def lengths(values):
+        for i, value in enumerate(values):
+            coordinates.get(i).setValue(state, value)
+        model.realizePosition(state)
+        return np.array([muscles.get(k).getLength(state) for k in range(n)])
+
+    h = 1e-6
+    derivative = np.column_stack([(lengths(np.add(q, h * e)) - lengths(np.subtract(q, h * e))) / (2 * h)
+                                  for e in np.eye(2)])
+    lengths(q)
+    for k in range(n):
+        muscles.get(k).setActivation(state, 0.5)
+    model.equilibrateMuscles(state)
+    model.realizeAcceleration(state)
+    udot = np.array([state.getUDot().get(i) for i in range(2)])
+    tension = np.array([muscles.get(k).getTendonForce(state) for k in range(n)])
+    r_opensim = np.array([[muscles.get(k).computeMomentArm(state, coordinates.get(i)) for i in range(2)]
+                          for k in range(n)])
+    matrix = osim.Matrix()
+    model.getMatterSubsystem().calcM(state, matrix)
+    mass = np.array([[matrix.get(i, j) for j in range(2)] for i in range(2)])
+    for k in range(n):
+        muscles.get(k).setAppliesForce(state, False)
+    model.realizeAcceleration(state)
+    applied = mass @ (udot - np.array([state.getUDot().get(i) for i in range(2)]))
+    assert np.abs(r_opensim.T @ tension - applied).max() <= 1e-9 * tension.sum()
+    ours = load_quietly(str(ARM26))
+    r_ours = biobullet.muscles.moment_arms(ours, np.array(q))
+    assert np.abs(r_ours + derivative).max() <= 1e-6                     # ours: −dl/dq of OpenSim's lengths
+    gap = np.abs(r_opensim + derivative).max(axis=1)
+    names = biobullet.muscles.names(ours)
+    assert gap[names.index("BICshort")] <= 1e-9                          # no wrap: the three agree
+    assert gap.max() > 5e-5                                              # a wrapped muscle: they do not
+    assert np.abs(r_ours.T @ tension - applied).max() > 1e-2             # ... and the applied force differs

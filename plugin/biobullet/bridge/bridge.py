@@ -752,6 +752,8 @@ class Bridge:
         self.time = float(t)
         self.watch.disarm()   # a new start: nothing outside the solve to compare with
         self._samples.clear()
+        if self.muscles is not None:
+            self.muscles.recorded.clear()
         if self.contacts is not None:   # a new run: fresh contact states and logs
             self.contacts.restart()
         if self._auto_record:
@@ -1256,6 +1258,8 @@ class Bridge:
         """Append the current (t, x, ẋ) to the recording (automatic after every step with record=True)."""
         t, x, xd = self.state()   # checks that the bridge is usable
         self._samples.append((t, x, xd))
+        if self.muscles is not None:
+            self.muscles.record(len(self._samples) - 1)
 
     def trajectory(self):
         """The recorded samples as the reference engine's `integrate.Trajectory`, in its layout: `positions` /
@@ -1278,7 +1282,9 @@ class Bridge:
                           velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
                           positions=x, velocities=xd, q=x[:, self._independent_x], v=xd[:, self._independent_v],
                           coordinate_names=tuple(model.coordinate_names),
-                          meta=dict(engine="pybullet", dt=self.dt), model=model)
+                          meta=dict(engine="pybullet", dt=self.dt), model=model,
+                          muscles={} if self.muscles is None else self.muscles.samples(x, xd),
+                          muscle_names=() if self.muscles is None else tuple(self.muscles.names))
 
 
 #: the reference engine's names of a floating base's pose and twist columns (`integrate.engine`)

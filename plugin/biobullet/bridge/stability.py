@@ -13,6 +13,16 @@ Joint springs and point-to-point springs act all the time — a violation is a M
 stops and linear ground contacts act only when engaged — a violation is one BridgeWarning naming the element (the
 run diverges at the first engagement). Nonlinear laws (exponent ≠ 1: Hertz, Hunt–Crossley, Hu–Guo) have no fixed
 limit and are not checked; flexible segments are checked as a whole (`flexible.highest_frequency`).
+
+Muscle states (activations, compliant fibers' lengths) advance by explicit Euler at the step's (x, ẋ). Each muscle's
+rates depend on its own states only, with ∂ȧ/∂l_M = 0, so the state Jacobian is block-triangular and its
+eigenvalues are its diagonal entries λ = ∂ṡ_i/∂s_i: Euler with step h is stable iff h |λ| < 2 (λ < 0).
+`muscle_state_limits` estimates λ by one forward difference of all activations together and one of all fiber
+lengths together; stiff tendons make λ large (arm26's at rest: ≈ −1e3 1/s, the step of 4 ms diverges). Rather
+than force PyBullet's whole step down, the bridge sub-steps the muscle states alone (`muscle_substeps`): h = dt/n
+with n = ⌈dt max|λ|⌉ (h |λ| ≤ 1: no overshoot), re-estimated every step, the paths moving with x + τẋ within
+the step (`bridge.muscles`); beyond `MAX_MUSCLE_SUBSTEPS` a ModelError
+names the muscle and its largest stable step.
 """
 from __future__ import annotations
 
@@ -93,4 +103,55 @@ def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
         warnings.warn(f"{source.file}: {message}; expected {expected}", BridgeWarning, stacklevel=3)
 
 
-__all__ = ["check_stiff_elements", "stiff_elements"]
+#: more muscle sub-steps per bridge step than this: the muscle is too stiff for the step (ModelError)
+MAX_MUSCLE_SUBSTEPS = 1000
+
+
+def muscle_state_limits(run, x: np.ndarray, xd: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """Per muscle state (activations, then the compliant fibers' lengths: `muscles.dynamics.MuscleRun`), the
+    largest stable explicit Euler step 2/|λ| (s; inf where λ ≥ 0) at tree state (x, ẋ) and muscle state `state`
+    (module docstring). Leaves the run's rows as evaluated at `state`."""
+    from biobullet.muscles.dynamics import evaluate_stage
+    rows, model = run.rows, run.model
+    n_muscles = len(run.names)
+    tau = np.zeros(model.n_tangent)
+    evaluate_stage(model, rows, x, xd, state, tau)
+    rate = rows.rate.copy()
+    diagonal = np.zeros(len(state))
+    step = np.zeros(len(state))
+    step[:n_muscles] = np.where(state[:n_muscles] > 0.5, -1e-7, 1e-7)   # activations stay in [0, 1]
+    step[n_muscles:] = 1e-7 * np.maximum(np.abs(state[n_muscles:]), 1e-3)   # fiber lengths (m)
+    for block in (slice(0, n_muscles), slice(n_muscles, len(state))):
+        if block.start == block.stop:
+            continue
+        perturbed = state.copy()
+        perturbed[block] += step[block]
+        evaluate_stage(model, rows, x, xd, perturbed, tau)
+        diagonal[block] = (rows.rate[block] - rate[block]) / step[block]
+    evaluate_stage(model, rows, x, xd, state, tau)   # the rows as at `state`
+    with np.errstate(divide="ignore"):
+        return np.where(diagonal < 0.0, 2.0 / -diagonal, np.inf)
+
+
+def muscle_substeps(run, x: np.ndarray, xd: np.ndarray, state: np.ndarray, dt: float) -> int:
+    """Explicit Euler sub-steps n of the muscle states for one bridge step dt (s): h = dt/n with h |λ| ≤ 1 for
+    every muscle state (module docstring). ModelError naming the stiffest muscle and its largest stable step
+    when n would exceed `MAX_MUSCLE_SUBSTEPS`."""
+    limits = muscle_state_limits(run, x, xd, state)
+    if not np.isfinite(limits).any():
+        return 1
+    stiffest = int(np.argmin(limits))
+    n = max(1, int(np.ceil(2.0 * dt / limits[stiffest] - 1e-12)))
+    if n > MAX_MUSCLE_SUBSTEPS:
+        n_muscles = len(run.names)
+        muscle = stiffest if stiffest < n_muscles else int(np.flatnonzero(run.rows.fiber_state == stiffest)[0])
+        what = "activation" if stiffest < n_muscles else "fiber length"
+        raise ModelError(f"the {what} of muscle {run.names[muscle]!r} is too stiff for dt = {dt:g} s: explicit "
+                         f"Euler is stable up to {limits[stiffest]:.3g} s, and {n} sub-steps exceed "
+                         f"{MAX_MUSCLE_SUBSTEPS}", file=run.model.file, element=f"<muscle name=\"{run.names[muscle]}\">",
+                         attribute="dt", expected=f"dt < {MAX_MUSCLE_SUBSTEPS * limits[stiffest] / 2:.3g} s")
+    return n
+
+
+__all__ = ["check_stiff_elements", "stiff_elements", "muscle_state_limits", "muscle_substeps",
+           "MAX_MUSCLE_SUBSTEPS"]

@@ -423,15 +423,7 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     energy["work_applied"], energy["dissipated"] = y[:, -2].copy(), y[:, -1].copy()
     muscles = {}
     if system.muscles is not None:   # the stage's outputs per sample; the tendons' energy is elastic energy
-        from biobullet.muscles.dynamics import MUSCLE_OUTPUTS, TENDON_LENGTH, tendon_energies
-        run = system.muscles
-        block = system.muscle_block(y)
-        outputs = np.array([run.outputs(positions[k], velocities[k], block[k]) for k in range(n)]).reshape(
-            n, len(run.names), len(MUSCLE_OUTPUTS))
-        muscles = {key: outputs[:, :, j] for j, key in enumerate(MUSCLE_OUTPUTS)}
-        muscles["activation"] = block[:, :len(run.names)].copy()
-        muscles["tendon_energy"] = np.array([tendon_energies(run.rows.table, outputs[k, :, TENDON_LENGTH]) for k in range(n)]
-                                            ).reshape(n, len(run.names))
+        muscles = system.muscles.samples(positions, velocities, system.muscle_block(y))
         energy["potential_elastic"] = energy["potential_elastic"] + muscles["tendon_energy"].sum(axis=1)
     base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and multi-DOF joints
     base_v = tuple(model.velocity_names[:model.base_nv])
@@ -441,7 +433,8 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         velocities=velocities, energy=energy,
         multipliers=np.array(lam) if lam is not None and lam and np.ndim(lam[0]) == 1 else None,
         events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
-        meta=meta, model=model, muscles=muscles)
+        meta=meta, model=model, muscles=muscles,
+        muscle_names=() if system.muscles is None else tuple(system.muscles.names))
     from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
@@ -854,10 +847,14 @@ def cli_simulate(args, model=None) -> int:
     t_eval = None
     if dt is not None:
         t_eval = np.unique(np.append(np.arange(0.0, args.t_end, dt), args.t_end))
+    excitations = None
+    if getattr(args, "excitations", None):
+        from biobullet.muscles.dynamics import excitations_by_name
+        excitations = excitations_by_name(model, args.excitations)
     trajectory = simulate(model, args.t_end, formulation=getattr(args, "formulation", None),
                           method=getattr(args, "method", None), rtol=getattr(args, "rtol", None),
                           atol=getattr(args, "atol", None), t_eval=t_eval, initial=overrides, out=args.out,
-                          progress=getattr(args, "progress", None))
+                          progress=getattr(args, "progress", None), excitations=excitations)
     compile_time = trajectory.meta["compile_time"]
     compiled = f" + {compile_time:.1f} s compiling kernels (first run only)" if compile_time > 0.05 else ""
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s, "

@@ -3,7 +3,8 @@
 Columns: `positions` (n_t × n_config) are EVERY tree coordinate x = [base pose (base_x … base_qw)?, θ in URDF
 joint order] named `position_names`; `velocities` (n_t × n_tangent) are ẋ = [base twist (base_vx … base_wz,
 base frame)?, θ̇] named `velocity_names` (joint rates are named `<joint>_dot`). `q`, `v` are the generalized
-(independent) coordinates. CSV header (DESIGN.md): `t`, position names, velocity names.
+(independent) coordinates. CSV header (DESIGN.md): `t`, position names, velocity names, then with muscles one
+column per muscle record and muscle, named `<muscle>:<record>` (e.g. `BRA:activation`, `BRA:tendon_force`).
 """
 from __future__ import annotations
 
@@ -43,20 +44,26 @@ class Trajectory:
     #: with muscles in the run: per-muscle samples (n_t × n_muscles) by `muscles.dynamics.MUSCLE_OUTPUTS` key,
     #: "activation" and "tendon_energy" (J)
     muscles: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the muscles' names: the columns of every `muscles` array
+    muscle_names: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.t)
 
     # ------------------------------------------------------------------ derived quantities
     def column(self, name: str) -> np.ndarray:
-        """One column by name: a position name, a velocity name (`<joint>_dot`) or `t`."""
+        """One column by name: a position name, a velocity name (`<joint>_dot`), `t`, or a muscle record
+        `<muscle>:<record>` (e.g. `BRA:activation`)."""
         if name == "t":
             return self.t
         if name in self.position_names:
             return self.positions[:, self.position_names.index(name)]
         if name in self.velocity_names:
             return self.velocities[:, self.velocity_names.index(name)]
-        raise KeyError(f"{name!r} is not a column{did_you_mean(name, ('t', *self.position_names, *self.velocity_names))}")
+        muscle, _, record = name.rpartition(":")
+        if muscle in self.muscle_names and record in self.muscles:
+            return self.muscles[record][:, self.muscle_names.index(muscle)]
+        raise KeyError(f"{name!r} is not a column{did_you_mean(name, tuple(self.csv_header()))}")
 
     # ------------------------------------------------------------------ display
     def plot(self, columns=None, path: str | os.PathLike[str] | None = None):
@@ -129,17 +136,20 @@ class Trajectory:
 
     # ------------------------------------------------------------------ files
     def csv_header(self) -> list[str]:
-        return ["t", *self.position_names, *self.velocity_names]
+        return ["t", *self.position_names, *self.velocity_names,
+                *(f"{muscle}:{record}" for record in self.muscles for muscle in self.muscle_names)]
 
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
-        """Write `t, positions…, velocities…` with 17 significant digits (exact float round trip); atomic."""
-        table = np.column_stack([self.t, self.positions, self.velocities]) if len(self.t) else \
-            np.zeros((0, 1 + len(self.position_names) + len(self.velocity_names)))
+        """Write `t, positions…, velocities…, <muscle>:<record>…` with 17 significant digits (exact float round
+        trip); atomic."""
+        header = self.csv_header()
+        table = np.column_stack([self.t, self.positions, self.velocities, *self.muscles.values()]) if len(self.t) \
+            else np.zeros((0, len(header)))
 
         def write(tmp: str) -> None:
             with open(tmp, "w", newline="") as handle:
                 writer = csv.writer(handle)
-                writer.writerow(self.csv_header())
+                writer.writerow(header)
                 # repr() of a Python float is the shortest exact round trip, like '%.17g' but about 3× faster
                 # to produce for wide tables (a 3,000-column trajectory took 13 s)
                 writer.writerows([[f"{value:.17g}" for value in row] for row in table.tolist()]
@@ -159,14 +169,32 @@ class Trajectory:
             rows = [[float(value) for value in row] for row in reader if row]
         if not header or header[0] != "t":
             raise ModelError("first column is not 't'", file=str(path), expected="a biobullet trajectory CSV")
+        if any(len(row) != len(header) for row in rows):
+            raise ModelError("a row's length differs from the header's", file=str(path),
+                             expected=f"{len(header)} values per row")
         data = np.array(rows, dtype=float).reshape(len(rows), len(header))
         names = header[1:]
+        # the muscle records: the trailing `<muscle>:<record>` columns after the velocities
+        n_muscle_columns = 0
+        while (n_muscle_columns < len(names) and ":" in names[-1 - n_muscle_columns]
+               and not names[-1 - n_muscle_columns].endswith("_dot")):
+            n_muscle_columns += 1
+        muscle_columns = names[len(names) - n_muscle_columns:]
+        names = names[:len(names) - n_muscle_columns]
+        muscle_names = tuple(dict.fromkeys(column.rpartition(":")[0] for column in muscle_columns))
+        muscles = {}
+        for k, column in enumerate(muscle_columns):
+            muscle, _, record = column.rpartition(":")
+            if record not in muscles:
+                muscles[record] = np.full((len(rows), len(muscle_names)), np.nan)
+            muscles[record][:, muscle_names.index(muscle)] = data[:, 1 + len(names) + k]
         n_vel = sum(1 for n in names if n.endswith("_dot") or n in _BASE_VELOCITY)
         position_names, velocity_names = tuple(names[:len(names) - n_vel]), tuple(names[len(names) - n_vel:])
         joint_names = tuple(n for n in position_names if n not in _BASE_POSITION)
         trajectory = cls(t=data[:, 0], joint_names=joint_names, position_names=position_names,
                          velocity_names=velocity_names, positions=data[:, 1:1 + len(position_names)],
-                         velocities=data[:, 1 + len(position_names):], meta={"file": str(path)})
+                         velocities=data[:, 1 + len(position_names):1 + len(names)], meta={"file": str(path)},
+                         muscles=muscles, muscle_names=muscle_names)
         if model is not None:
             _fill_generalized(trajectory, model)
         return trajectory
@@ -178,6 +206,7 @@ class Trajectory:
             joint_names=np.array(self.joint_names, dtype=str), position_names=np.array(self.position_names, dtype=str),
             velocity_names=np.array(self.velocity_names, dtype=str),
             coordinate_names=np.array(self.coordinate_names, dtype=str),
+            muscle_names=np.array(self.muscle_names, dtype=str),
             event_names=np.array([e[0] for e in self.events], dtype=str),
             event_times=np.array([e[1] for e in self.events], dtype=float),
             meta=np.array(json.dumps(self.meta, default=_json_default)))
@@ -188,6 +217,8 @@ class Trajectory:
                 arrays[key] = getattr(self, key)
         for key, value in self.energy.items():
             arrays["energy_" + key] = value
+        for key, value in self.muscles.items():
+            arrays["muscle_" + key] = value
 
         def write(tmp: str) -> None:
             with open(tmp, "wb") as handle:
@@ -208,7 +239,9 @@ class Trajectory:
                        v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
                        multipliers=data["multipliers"] if "multipliers" in data else None,
                        energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
-                       events=events, meta=json.loads(str(data["meta"])))
+                       events=events, meta=json.loads(str(data["meta"])),
+                       muscles={k[7:]: data[k] for k in data.files if k.startswith("muscle_") and k != "muscle_names"},
+                       muscle_names=names("muscle_names") if "muscle_names" in data else ())
 
 
 _BASE_POSITION = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")

@@ -316,9 +316,12 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     finite (a fiber at zero activation and the tendon loaded, a path through a wrap's centre, …)."""
     rows.state[:] = state
     kinematics = tree_kinematics(model, x)
-    status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
-                                  kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
-                                  np.ascontiguousarray(xd, dtype=float), tau)
+    try:
+        status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
+                                      kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
+                                      np.ascontiguousarray(xd, dtype=float), tau)
+    except ZeroDivisionError:   # compiled float division raises it (a fiber state driven far out of range)
+        status, power = 1, math.nan
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
     return power
@@ -389,6 +392,28 @@ class Excitations:
                     out[m] = self.checked_value(self.names[m], value)
 
 
+def excitations_by_name(model, assignments) -> dict[str, float]:
+    """Constant excitations from (name, value) pairs (the CLI's `--excitation NAME=VALUE`): the name `all` sets
+    every muscle, named muscles override it, the others get 0. ModelError naming the muscle for an unknown name
+    (with the nearest) or a value outside [0, 1]."""
+    from biobullet.muscles.api import muscle_set
+    names = muscle_set(model).paths.names
+    if not names:
+        raise ModelError("the model has no muscles", file=model.file, argument="--excitation",
+                         expected="a model with <muscle> elements")
+    pairs = list(assignments)
+    out = dict.fromkeys(names, 0.0)
+    for name, value in sorted(pairs, key=lambda pair: pair[0] != "all"):   # `all` first, names override it
+        if name == "all":
+            out = dict.fromkeys(names, Excitations.checked_value("all", value))
+            continue
+        if name not in out:
+            raise ModelError(f"unknown muscle {name!r}{did_you_mean(name, names)}", file=model.file,
+                             argument="--excitation", expected="a muscle name of the model, or all")
+        out[name] = Excitations.checked_value(name, value)
+    return out
+
+
 class MuscleRun:
     """The muscles of one run: packed rows, excitations, and the state block's layout (activations, then the
     compliant muscles' fiber lengths)."""
@@ -437,6 +462,18 @@ class MuscleRun:
         """The stage's outputs (n_muscles, MUSCLE_OUTPUTS) at one sample."""
         evaluate_stage(self.model, self.rows, x, xd, state, np.zeros(self.model.n_tangent))
         return self.rows.outputs.copy()
+
+    def samples(self, positions: np.ndarray, velocities: np.ndarray, states: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-sample muscle records (`Trajectory.muscles`: n_t × n_muscles by `MUSCLE_OUTPUTS` key, "activation",
+        "tendon_energy" (J)) of tree states (n_t × n_config, n_t × n_tangent) and muscle states (n_t × size)."""
+        n, n_muscles = len(positions), len(self.names)
+        outputs = np.array([self.outputs(positions[k], velocities[k], states[k]) for k in range(n)]).reshape(
+            n, n_muscles, len(MUSCLE_OUTPUTS))
+        samples = {key: outputs[:, :, j] for j, key in enumerate(MUSCLE_OUTPUTS)}
+        samples["activation"] = np.array(states[:, :n_muscles], dtype=float).reshape(n, n_muscles)
+        samples["tendon_energy"] = np.array([tendon_energies(self.rows.table, outputs[k, :, TENDON_LENGTH])
+                                             for k in range(n)]).reshape(n, n_muscles)
+        return samples
 
 
 # ------------------------------------------------------------------------------------------------ tendon energy

@@ -250,8 +250,9 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     (model, trajectory, link_colors) drawn in the same scene at the same instants — an overlay of variants.
     hide_model: draw the scene without the models (ground, grid, overlay only): the background that
     `coverage` compares a frame with. A model with `<muscle>`s gets its muscle paths drawn over the picture,
-    coloured by activation (`scene.activation_colors`): muscle_activations = None (0), a scalar, one value per
-    muscle, an array (frames × muscles), or a function of time returning one value per muscle.
+    coloured by activation (`scene.activation_colors`): muscle_activations = a scalar, one value per muscle, an
+    array (frames × muscles), a function of time returning one value per muscle, or None: the activations the
+    trajectory recorded (`Trajectory.muscles`), else 0.
     """
     from biobullet.bridge.bridge import Bridge
     from biobullet.model.model import Model
@@ -303,7 +304,9 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
             side = np.cross(up, np.asarray(camera.direction))
             light = (2.0 * up + 0.6 * (side / max(np.linalg.norm(side), 1e-9)) + 0.4 * np.asarray(camera.direction))
             away = (camera.eye + 100.0 * camera.distance * np.asarray(camera.direction)).tolist()  # behind the eye
-            from biobullet.render.scene import Scene, frame_activations
+            from biobullet.render.scene import Scene, frame_activations, trajectory_activations
+            if muscle_activations is None:   # a run with muscles: its own activations
+                muscle_activations = trajectory_activations(model, trajectory)
             scene = Scene(model=model, visuals=[], links=tuple(model.link_names)) if model.description.muscles \
                 else None
             frames = []

@@ -109,10 +109,10 @@ def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None
     """Write the replay of `trajectory` (a `Trajectory`, or a .csv/.npz path) of `model` to `path` (.html), atomically.
 
     fps: frames per second of model time embedded (capped so at most 1200 frames are stored). A model with
-    `<muscle>`s has its muscle paths drawn, coloured by `muscle_activations` (None = 0, a scalar, one per muscle,
-    frames × muscles, or a function of time). Returns the path.
+    `<muscle>`s has its muscle paths drawn, coloured by `muscle_activations` (a scalar, one per muscle, frames ×
+    muscles, or a function of time; None = the activations the trajectory recorded, else 0). Returns the path.
     """
-    from biobullet.render.scene import Scene, load_trajectory, trajectory_states
+    from biobullet.render.scene import Scene, load_trajectory, trajectory_activations, trajectory_states
     path = os.fspath(path)
     if not path.lower().endswith((".html", ".htm")):
         raise ModelError(f"cannot write {path!r}", attribute="html", expected="a file name ending in .html")
@@ -128,6 +128,8 @@ def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None
     times = np.linspace(t[0], t[-1], count) if count > 1 else t[:1]
     states = trajectory_states(model, trajectory, times)
     scene = Scene.from_model(model, layouts=layouts)
+    if muscle_activations is None:
+        muscle_activations = trajectory_activations(model, trajectory)
     payload = scene_payload(scene, times, states, title=title or model.name, muscle_activations=muscle_activations)
     values = {"__TITLE__": _html.escape(payload["title"]), "__DATA__": json_for_script(payload)}
     # one pass: a title containing "__DATA__" is not searched for markers again

@@ -53,6 +53,24 @@ def frame_activations(activations, k: int, time: float):
     return activations
 
 
+def trajectory_activations(model, trajectory):
+    """The activations a run recorded (`Trajectory.muscles["activation"]`), as a function of time returning one
+    value per muscle of `model` (linear between samples; muscles the run did not record, and samples before the
+    muscles entered, at 0); None when the trajectory carries no activations."""
+    records = getattr(trajectory, "muscles", None) or {}
+    if "activation" not in records or not model.description.muscles:
+        return None
+    from biobullet.muscles.api import names
+    recorded = tuple(getattr(trajectory, "muscle_names", ()))
+    t = np.asarray(trajectory.t, float)
+    values = np.nan_to_num(np.asarray(records["activation"], float))
+    columns = [recorded.index(name) if name in recorded else -1 for name in names(model)]
+
+    def at(time: float) -> np.ndarray:
+        return np.array([np.interp(time, t, values[:, c]) if c >= 0 else 0.0 for c in columns])
+    return at
+
+
 @dataclass(frozen=True)
 class Visual:
     """One `<visual>`: triangles (`vertices` n×3 in the LINK frame, m, `faces` m×3 int) and an RGBA colour."""

@@ -203,6 +203,9 @@ class Viewer:
 
         # markers (toggled); muscle paths (always, coloured by activation: `scene.frame_activations` of
         # `muscle_activations` at the shown time), their segments and colours kept in `muscle_segments`
+        if muscle_activations is None and trajectory is not None:   # a run with muscles: its own activations
+            from biobullet.render.scene import trajectory_activations
+            muscle_activations = trajectory_activations(model, trajectory)
         self.muscle_activations = muscle_activations
         self.muscle_segments = (np.zeros((0, 2, 3), np.float32), np.zeros((0, 2, 3), np.uint8))
         self._markers = {}
