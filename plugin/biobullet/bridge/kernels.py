@@ -52,8 +52,8 @@ def _linear_rows_numpy(jac, offset, x, xd, phi, phi_dot):
 
 def _kkt_torque_py(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, kd, xdd, lam, torque):
     """τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this compiles); its status."""
-    status = _schur(mass, bias, tau, True, jac, bias_c, phi, phi_t, has_phi_t, xd, kp, kd, _PIVOT,
-                    xdd, lam)
+    status = _schur(mass, bias, tau, True, solve.ConstraintRows(jac, phi, phi_t, has_phi_t, bias_c, kp, kd), xd,
+                    _PIVOT, xdd, lam)
     if status != 0:
         return status
     n, m = mass.shape[0], jac.shape[0]
