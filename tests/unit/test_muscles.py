@@ -17,7 +17,8 @@ from biobullet.muscles import hill, wrapping
 from biobullet.muscles.element import muscle_elements, parse_muscles
 from biobullet.muscles.location import piecewise_linear, polynomial, simm_spline
 from biobullet.muscles.osim import load_osim_muscles
-from biobullet.muscles.path import _path_gradients_py, compile_paths, moment_arms, path_gradients, path_lengths
+from biobullet.muscles.path import (_path_gradients_py, compile_paths, gradient_buffers, moment_arms, path_gradients,
+                                   path_lengths)
 
 #: the library's bundled copy of the shared OpenSim corpus
 GAIT = Path(__file__).resolve().parents[2] / "plugin" / "biobullet" / "data" / "opensim" / "gait10dof18musc.osim"
@@ -140,14 +141,11 @@ def test_compiled_kernels_equal_their_python_twins():
     rotations, positions = _state(paths, rng)
     q = rng.uniform(-1.0, 1.0, len(paths.coordinates))
     compiled = path_gradients(paths, rotations, positions, q)
-    n = len(paths.arrays.point_kind)
-    twin = [np.zeros((n, 3)), np.zeros(n, dtype=bool), np.zeros((n, 3)), np.zeros((len(paths.names), len(q))),
-            np.zeros((len(paths.names), len(paths.frames), 6)), np.zeros((0, 2, 3)), np.zeros(0, dtype=bool),
-            np.zeros(len(paths.names))]
-    _path_gradients_py(paths.arrays, rotations, positions, q, *twin, True)
-    assert np.array_equal(twin[7], compiled.lengths)
-    assert np.array_equal(twin[2], compiled.dl_dpoints)
-    assert np.array_equal(twin[4], compiled.dl_dframes)
+    twin = gradient_buffers(paths)
+    _path_gradients_py(paths.arrays, rotations, positions, q, twin, True)
+    assert np.array_equal(twin.lengths, compiled.lengths)
+    assert np.array_equal(twin.dl_dpoints, compiled.dl_dpoints)
+    assert np.array_equal(twin.dl_dframes, compiled.dl_dframes)
     muscle = load_osim_muscles(GAIT).muscles[0]
     for model in hill.MODEL_CODES:
         code = hill.MODEL_CODES[model]

@@ -82,8 +82,7 @@ from biobullet.contact.kernels import (
     GroundContacts,
     contact_update_kernel,
     ground_contacts_kernel,
-    pack_friction,
-    pack_normal,
+    pack_laws,
     pull_event,
     pull_state,
     state_row,
@@ -267,11 +266,7 @@ class BridgeContacts:
         self._update = contact_update_kernel()
         self._packed: list = []
         for contact in self.contacts:
-            normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
-            law = contact.normal_law
-            self._packed.append(None if self._update is None or normal is None or friction is None else
-                                (normal[0], normal[1], friction[0], friction[1], law.acts_outside_contact,
-                                 law.needs_impact_velocity, contact.friction_law.discontinuous))
+            self._packed.append(None if self._update is None else pack_laws(contact))
         ground = [k for k, (query, packed) in enumerate(zip(self._queries, self._packed))
                   if query is None and packed is not None]
         self._ground = None
@@ -283,7 +278,7 @@ class BridgeContacts:
         if self._ground is not None:   # the call's constant arguments (one Python call per step)
             g = self._ground
             self._ground_kernel = g.kernel
-            self._ground_args = (g.meta, g.body, g.ancestry, g.index, g.geometry, g.normal_p, g.friction_p, g.state)
+            self._ground_args = (g.meta, g.body, g.ancestry, g.rows)
         self._other_ids = [k for k in range(len(self.contacts)) if k not in self._ground_ids]
 
     def _reset_rows(self) -> None:
@@ -308,7 +303,7 @@ class BridgeContacts:
         row = self._rows.get(key)
         if row is None:
             row = self._rows[key] = state_row(contact.state)
-        if self._update(*packed, row, kin.delta, kin.delta_dot, kin.slip, kin.normal, t, dt):
+        if self._update(packed, row, kin.delta, kin.delta_dot, kin.slip, kin.normal, t, dt):
             pull_event(row, contact.state, t)
         force = row[FORCE:FORCE + 3]
         return force.copy() if force.any() else None

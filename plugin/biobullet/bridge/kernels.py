@@ -47,8 +47,8 @@ def _linear_rows_py(jac, offset, x, xd, phi, phi_dot):
 
 def _kkt_torque_py(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, kd, xdd, lam, torque):
     """τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this compiles); its status."""
-    status = _schur(mass, bias, tau, True, jac, bias_c, phi, phi_t, has_phi_t, xd, kp, kd, _PIVOT,
-                    xdd, lam)
+    status = _schur(mass, bias, tau, True, solve.ConstraintRows(jac, phi, phi_t, has_phi_t, bias_c, kp, kd), xd,
+                    _PIVOT, xdd, lam)
     if status != 0:
         return status
     n, m = mass.shape[0], jac.shape[0]
@@ -220,8 +220,8 @@ def _end_newton_py(table, inputs, coef, t, x, xd, xdd, dt, c, tolerance, iterati
             return 1
         if worst <= tolerance:
             return 0
-        if _schur(mass, none_n, none_n, False, jac, none_m, phi, none_m, False, none_n, gain, 0.0, _PIVOT, step,
-                  delta) != 0:
+        rows = solve.ConstraintRows(jac, phi, none_m, bool(False), none_m, gain, 0.0)
+        if _schur(mass, none_n, none_n, bool(False), rows, none_n, _PIVOT, step, delta) != 0:
             return 2
         for i in range(n):
             xdd[i] += step[i]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -216,10 +217,24 @@ def null_space_basis(jac: np.ndarray, offset: np.ndarray) -> np.ndarray | None:
 
 
 # ------------------------------------------------------------------------------------------- compiled twins
-def _schur_kernel_py(mass, h, tau, has_tau, jac, bias, phi, phi_t, has_phi_t, xd, kp, kd, pivot_check, xdd, lam):
+class ConstraintRows(NamedTuple):
+    """The constraint rows at one state and their corrector gains, as `_schur_kernel_py` takes them: Φ_x (m, n),
+    Φ (m), Φ_t (m; read only when `has_phi_t`), b (m, the velocity-product terms of Φ̈) and K_p (1/s²), K_d (1/s)."""
+    jac: np.ndarray
+    phi: np.ndarray
+    phi_t: np.ndarray
+    has_phi_t: bool
+    bias: np.ndarray
+    kp: float
+    kd: float
+
+
+def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
     """Range-space solve in one compiled call, a* = −bias − kd(Φ_x ẋ + Φ_t) − kp Φ formed inside; writes ẍ, λ.
     Status 0 = solved; 1 = M not positive definite; 2 = a suspicious Schur pivot (the numpy path then decides,
     with its rank check and messages); 3 = non-finite result."""
+    jac, bias, phi, phi_t, has_phi_t, kp, kd = (rows.jac, rows.bias, rows.phi, rows.phi_t, rows.has_phi_t,
+                                                 rows.kp, rows.kd)
     n, m = mass.shape[0], jac.shape[0]
     low = np.zeros((n, n))   # Cholesky factor of M
     if not _cholesky_factor(mass, low, 0.0):
@@ -388,6 +403,6 @@ schur_solve = jit.lazy(_schur_kernel_py, bind=lambda: dict(zip(("_cholesky_facto
 
 
 
-__all__ = ["Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
+__all__ = ["ConstraintRows", "Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
            "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel", "schur_solve",
            "velocity_projection"]

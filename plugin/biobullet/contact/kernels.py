@@ -42,6 +42,7 @@ evaluates one contact at many tree states (`_contact_samples_py`): the engine's 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,6 +64,27 @@ IMPULSE, DISSIPATED_NORMAL, DISSIPATED_FRICTION, MAX_PENETRATION, PEAK, PEAK_TIM
 EVENT, EVENT_RATE, NORMAL_FORCE, FORCE, DELTA, POINT, NORMAL = 13, 14, 15, 16, 19, 20, 23   # 3-vectors: FORCE..
 STATE_WIDTH = 26
 ONSET, SEPARATION = 1.0, 2.0
+
+
+class ContactLaws(NamedTuple):
+    """One contact's laws as `_contact_update_py` takes them (`pack_laws`): kinds and parameter rows of the normal
+    and friction laws (`pack_normal`, `pack_friction`) and the normal law's and friction law's flags."""
+    normal_kind: int
+    normal_p: np.ndarray
+    friction_kind: int
+    friction_p: np.ndarray
+    outside: bool         # the normal law acts outside contact
+    needs_impact: bool    # the normal law reads δ̇⁻ (stored at onset)
+    discontinuous: bool   # switched friction (resting / slipping)
+
+
+class ContactRows(NamedTuple):
+    """Ground contacts packed for `_ground_contacts_py` (`pack_ground`) and their discrete state rows."""
+    index: np.ndarray       # (n, 4) int64: body, normal kind, friction kind, flags
+    geometry: np.ndarray    # (n, 8): centre in the body frame, radius, ground normal, ground height
+    normal_p: np.ndarray    # (n, N_PARAMS)
+    friction_p: np.ndarray  # (n, N_PARAMS)
+    state: np.ndarray       # (n, STATE_WIDTH)
 
 
 # ------------------------------------------------------------------------------------------------ normal laws
@@ -212,13 +234,13 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
 _CONTACT_FORCES = _contact_forces_py
 
 
-def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside, needs_impact, discontinuous,
-                       state, delta, delta_dot, slip, normal, t, dt):
+def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
     """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
     (`element.sync_state`), evaluate the laws (`Contact.forces`) and add to the open interval's log
     (`bridge.contact._account`: impulse Σ F_N dt, dissipation, max δ, peak F_N). Writes into `state` (a row, see
     STATE_WIDTH): EVENT (0, ONSET or SEPARATION) with EVENT_RATE δ̇, NORMAL_FORCE, FORCE (F = F_N n + F_T, world N),
     DELTA. Returns the event code."""
+    discontinuous = laws.discontinuous
     event = 0.0
     inside = delta > 0.0 or (delta == 0.0 and delta_dot > 0.0)
     if inside and state[ACTIVE] == 0.0:
@@ -243,9 +265,9 @@ def _contact_update_py(normal_kind, normal_p, friction_kind, friction_p, outside
             state[RESTING], state[HAS_DIRECTION] = 0.0, 1.0
             for a in range(3):
                 state[DIRECTION + a] = slip[a] / speed
-    on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(normal_kind, normal_p, friction_kind, friction_p, outside,
-                                                     needs_impact, discontinuous, state, delta, delta_dot, slip,
-                                                     speed)
+    on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(laws.normal_kind, laws.normal_p, laws.friction_kind,
+                                                     laws.friction_p, laws.outside, laws.needs_impact, discontinuous,
+                                                     state, delta, delta_dot, slip, speed)
     state[NORMAL_FORCE] = fn
     state[FORCE] = fn * normal[0] + ft0
     state[FORCE + 1] = fn * normal[1] + ft1
@@ -301,7 +323,7 @@ def _workspace(n_bodies, n_tangent):
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
 # (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
 # ground normal n (3), ground height h
-def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, friction_p, state, x, xd, t, dt, tau):
+def _ground_contacts_py(meta, body, ancestry, contacts, x, xd, t, dt, tau):
     """Every point/sphere contact against its analytic plane (`contact.geometry`): δ = h + r − n·c, p = c − r n,
     v_p = J_p ẋ, δ̇ = −n·v_p, v_t = v_p − (n·v_p) n; `_contact_update_py` per contact; τ += J_pᵀ F (tau, n_tangent,
     added to). ancestry[b, j] ≠ 0: velocity column j moves body b. Returns the number of onsets and separations,
@@ -312,6 +334,7 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
     for j in range(xd.shape[0]):
         if not math.isfinite(xd[j]):
             return -1
+    index, geometry, state = contacts.index, contacts.geometry, contacts.state
     rot, pos, sub, slip, normal, point = _workspace(meta.shape[0], tau.shape[0])
     _PLACEMENTS(meta, body, x, rot, pos, sub)
     events = 0
@@ -320,8 +343,9 @@ def _ground_contacts_py(meta, body, ancestry, index, geometry, normal_p, frictio
         delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, geometry[k], xd, point, normal, slip)
         flags = index[k, 3]
         row = state[k]
-        event = _CONTACT_UPDATE(index[k, 1], normal_p[k], index[k, 2], friction_p[k], (flags & 1) != 0,
-                                (flags & 2) != 0, (flags & 4) != 0, row, delta, -normal_speed, slip, normal, t, dt)
+        laws = ContactLaws(index[k, 1], contacts.normal_p[k], index[k, 2], contacts.friction_p[k], (flags & 1) != 0,
+                           (flags & 2) != 0, (flags & 4) != 0)
+        event = _CONTACT_UPDATE(laws, row, delta, -normal_speed, slip, normal, t, dt)
         if event != 0.0:
             events += 1
         for a in range(3):
@@ -638,6 +662,15 @@ def has_twins(contact) -> bool:
     return pack_normal(contact.normal_law) is not None and pack_friction(contact.friction_law) is not None
 
 
+def pack_laws(contact) -> ContactLaws | None:
+    """The ContactLaws of a Contact element, or None when a law has no compiled twin (the Python laws serve)."""
+    normal, friction = pack_normal(contact.normal_law), pack_friction(contact.friction_law)
+    if normal is None or friction is None:
+        return None
+    return ContactLaws(normal[0], normal[1], friction[0], friction[1], contact.normal_law.acts_outside_contact,
+                       contact.normal_law.needs_impact_velocity, contact.friction_law.discontinuous)
+
+
 def pack_ground(model, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(index (n, 4) int64, geometry (n, 8), normal params (n, N_PARAMS), friction params (n, N_PARAMS)) of Contact
     elements whose laws all have twins, as `_ground_contacts_py` / `_ground_forces_py` take them."""
@@ -731,18 +764,19 @@ class GroundContacts:
         meta, body = pack(model)
         self.meta, self.body = meta, body
         self.ancestry = ancestry(model)
-        self.index, self.geometry, self.normal_p, self.friction_p = pack_ground(model, contacts)
-        self.state = np.zeros((len(contacts), STATE_WIDTH))
+        self.rows = ContactRows(*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
+        self.state = self.rows.state
         self.kernel = ground_contacts_kernel() or _ground_contacts_py
 
     def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
-        return self.kernel(self.meta, self.body, self.ancestry, self.index, self.geometry, self.normal_p,
-                           self.friction_p, self.state, x, xd, t, dt, tau)
+        return self.kernel(self.meta, self.body, self.ancestry, self.rows, x, xd, t, dt, tau)
 
 
 __all__ = [
     "N_PARAMS",
     "STATE_WIDTH",
+    "ContactLaws",
+    "ContactRows",
     "ContactSampler",
     "GroundContacts",
     "contact_forces_kernel",
@@ -757,6 +791,7 @@ __all__ = [
     "normal_force_kernel",
     "pack_friction",
     "pack_ground",
+    "pack_laws",
     "pack_normal",
     "pull_event",
     "pull_state",

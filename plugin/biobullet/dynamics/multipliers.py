@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.constraints.equations import constraint_set
-from biobullet.constraints.solve import (PIVOT_CHECK, Corrector, check_rank, state_text,
+from biobullet.constraints.solve import (PIVOT_CHECK, ConstraintRows, Corrector, check_rank, state_text,
                                          constrained_acceleration, factor_solve, mass_factor, schur_kernel)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
@@ -53,9 +53,10 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     kernel = schur_kernel()
     if kernel is not None:   # compiled hot path; the numpy path below decides (and raises) when it declines
         xdd, lam = np.empty(len(xd)), np.empty(cset.n)
-        status = kernel(mass, h, _NO_TAU if tau is None else np.asarray(tau, dtype=float), tau is not None, jac,
-                        bias, phi, _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float), phi_t is not None,
-                        xd, corrector.kp, corrector.kd, PIVOT_CHECK, xdd, lam)
+        rows = ConstraintRows(jac, phi, _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float),
+                              phi_t is not None, bias, corrector.kp, corrector.kd)
+        status = kernel(mass, h, _NO_TAU if tau is None else np.asarray(tau, dtype=float), tau is not None, rows,
+                        xd, PIVOT_CHECK, xdd, lam)
         if status == 0:
             return xdd, lam
     phi_dot = jac @ xd if phi_t is None else jac @ xd + phi_t

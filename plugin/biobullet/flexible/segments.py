@@ -33,7 +33,6 @@ import math
 import os
 import tempfile
 import xml.etree.ElementTree as ET
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from biobullet.core.errors import ModelError, SourceRef, did_you_mean
 SEPARATOR = "__"
 #: most segments per flexible link (each adds one or two joints)
 MAX_SEGMENTS = 200
+_AIR_DAMPING_PARAMETERS = "flexible.segments.air_damping"   # Model.derived: {element: (fparams, iparams)}
 
 
 @dataclass(frozen=True)
@@ -305,8 +305,10 @@ class SegmentAirDamping:
                     yield lay.air_damping * (b - a), jac
 
             def _parameters(self, model) -> tuple[np.ndarray, np.ndarray]:
-                """(fparams, iparams) of `_air_damping_force_py` for this model."""
-                packed = self._packed.get(model)
+                """(fparams, iparams) of `_air_damping_force_py` for this model, kept in `model.derived` (it lives
+                with the model)."""
+                table = model.derive(_AIR_DAMPING_PARAMETERS, dict)
+                packed = table.get(self)
                 if packed is None:
                     bodies, points, coeffs = [], [], []
                     for name, (a, b) in zip(lay.body_names(), lay.bodies):
@@ -314,7 +316,7 @@ class SegmentAirDamping:
                         bodies.append(int(frame.body))
                         points.append(frame.rotation @ np.array([0.5 * (b - a), 0.0, 0.0]) + frame.translation)
                         coeffs.append(lay.air_damping * (b - a))
-                    packed = self._packed[model] = (
+                    packed = table[self] = (
                         np.concatenate([coeffs, np.array(points, dtype=float).reshape(-1)]),
                         np.array([len(bodies), *bodies], dtype=np.int64))
                 return packed
@@ -357,9 +359,7 @@ class SegmentAirDamping:
                     return float(fast[1])
                 return float(sum(c * float(np.dot(jac @ xd, jac @ xd)) for c, jac in self._terms(model, x)))
 
-        element = _AirDamping()
-        element._packed = weakref.WeakKeyDictionary()   # per model: body indices, points, coefficients
-        return element
+        return _AirDamping()
 
 
 def _air_damping_force_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):

@@ -149,9 +149,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
     for c in range(rows.coordinate_slots.shape[0]):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
     path = rows.path
-    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path.points, path.active,
-                       path.dl_dpoints, path.dl_dcoordinates, path.dl_dframes, path.wrap_points, path.wrap_active,
-                       path.lengths, True)
+    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
     table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient

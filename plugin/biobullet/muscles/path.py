@@ -564,11 +564,13 @@ def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoin
     return length.real
 
 
-def _path_gradients_py(arrays, rotations, positions, coordinates, points, active, dl_dpoints, dl_dcoordinates,
-                       dl_dframes, wrap_points, wrap_active, lengths, with_gradient):
-    """Fill lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame motion) and the wraps'
-    world tangent points (module docstring); without `with_gradient` the wrapped paths' gradients stay zero
-    (their complex steps are most of the cost)."""
+def _path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradient):
+    """Fill the PathGradient `out`: lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame
+    motion) and the wraps' world tangent points (module docstring); without `with_gradient` the wrapped paths'
+    gradients stay zero (their complex steps are most of the cost)."""
+    lengths, points, active, dl_dpoints = out.lengths, out.points, out.active, out.dl_dpoints
+    dl_dcoordinates, dl_dframes, wrap_points, wrap_active = (out.dl_dcoordinates, out.dl_dframes, out.wrap_points,
+                                                             out.wrap_active)
     local = np.empty(3)
     local_derivative = np.empty((3, 3))
     for m in range(arrays.point_start.shape[0] - 1):
@@ -773,9 +775,7 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
     and wrap points only (the gradient fields of wrapped paths are zero)."""
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
     result = gradient_buffers(paths)
-    _path_gradients(paths.arrays, rotations, positions, values, result.points, result.active, result.dl_dpoints,
-                    result.dl_dcoordinates, result.dl_dframes, result.wrap_points, result.wrap_active,
-                    result.lengths, with_gradient)
+    _path_gradients(paths.arrays, rotations, positions, values, result, with_gradient)
     return result
 
 

@@ -45,8 +45,8 @@ def test_paths_equal_the_dense_kkt_solution(n, m):
     xdd, lam = solve._least_squares(mass, jac, tau - bias, target)
     assert np.abs(xdd - xdd_ref).max() <= 1e-10 * scale and np.abs(lam - lam_ref).max() <= 1e-10 * scale
     xdd, lam = np.empty(n), np.empty(m)
-    status = solve.schur_solve(mass, bias, tau, True, jac, np.zeros(m), phi, np.zeros(m), True, xd, corrector.kp,
-                               corrector.kd, solve.PIVOT_CHECK, xdd, lam)
+    rows = solve.ConstraintRows(jac, phi, np.zeros(m), True, np.zeros(m), corrector.kp, corrector.kd)
+    status = solve.schur_solve(mass, bias, tau, True, rows, xd, solve.PIVOT_CHECK, xdd, lam)
     assert status == 0
     assert np.abs(xdd - xdd_ref).max() <= 1e-10 * scale and np.abs(lam - lam_ref).max() <= 1e-10 * scale
     const = solve.null_space_basis(jac, offset)

@@ -148,9 +148,9 @@ def test_contact_step_equals_python_step(normal_law, friction_law, twin):
         t = k * dt
         kin = _kinematics(delta[k], rate[k], slips[k], normal)
         expected = _account(python, kin, t, dt)
-        event = update(packed_n[0], packed_n[1], packed_f[0], packed_f[1], normal_law.acts_outside_contact,
-                       normal_law.needs_impact_velocity, friction_law.discontinuous, row, kin.delta, kin.delta_dot,
-                       kin.slip, normal, t, dt)
+        laws = K.ContactLaws(packed_n[0], packed_n[1], packed_f[0], packed_f[1], normal_law.acts_outside_contact,
+                             normal_law.needs_impact_velocity, friction_law.discontinuous)
+        event = update(laws, row, kin.delta, kin.delta_dot, kin.slip, normal, t, dt)
         if event:
             K.pull_event(row, compiled.state, t)
             onsets += event == K.ONSET
