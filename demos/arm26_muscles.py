@@ -2,8 +2,8 @@
 
 The bundled OpenSim model arm26 (Thelen2003 muscles, compliant tendons) with four of its muscles: TRIlat, TRImed,
 BICshort and BRA (BIClong and TRIlong, over an ellipsoid and several surfaces, are left out to keep the run short;
-docs/muscles.md compares all six with OpenSim). The elbow flexors BRA and BICshort get a constant excitation, the triceps a small one; from rest
-with the arm hanging, PyBullet steps the skeleton with the muscles' forces (`Bridge.set_excitations`, muscle states
+docs/muscles.md compares all six with OpenSim). The elbow flexors BRA and BICshort get a constant excitation,
+the triceps a small one; from rest with the arm hanging, PyBullet steps the skeleton with the muscles' forces (`Bridge.set_excitations`, muscle states
 stepped with the bridge) and the reference engine integrates the same model (`simulate(excitations=)`). The
 picture: the elbow angle on both, and the muscles' tendon forces.
 
