@@ -831,8 +831,6 @@ class Bridge:
             ensure_usable(self, "apply")
         if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
             return self._apply_plain()
-        if self.muscles is not None:   # the muscles' τ (their state advanced by dt) joins the caller's
-            tau = self.muscles.torques(tau)
         contacts = self.contacts
         if contacts is not None:
             extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
@@ -845,6 +843,9 @@ class Bridge:
         user = None if tau is None else self._torque_argument(tau)   # a new array, or None
         if extra is not None:
             user = extra if user is None else user + extra
+        if self.muscles is not None:   # the muscles' τ at the state read (their state advanced by dt)
+            muscle_tau = self.muscles.torques(x, xd)
+            user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
             user = np.zeros(self.model.n_tangent) if user is None else user
             user[self._independent_v] += self._generalized_argument(generalized)

@@ -39,11 +39,10 @@ class BridgeMuscles:
             excitations.constant[excitations.index(name)] = excitations.checked_value(name, value)
         self.run.rows.excitation[:] = excitations.constant
 
-    def torques(self, tau):
-        """The step's joint torques with the muscles' added (`tau`: the caller's, None, a vector or a mapping by
-        joint name), and the muscle state advanced by dt."""
+    def torques(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
+        """The muscles' joint torques (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read it,
+        and the muscle state advanced by dt."""
         bridge = self.bridge
-        x, xd = bridge._read_state()
         self.substeps = muscle_substeps(self.run, x, xd, self.state, bridge.dt)
         muscle_tau = np.zeros(bridge.model.n_tangent)
         evaluate_stage(bridge.model, self.run.rows, x, xd, self.state, muscle_tau)
@@ -57,9 +56,7 @@ class BridgeMuscles:
                            np.zeros(bridge.model.n_tangent))
             state = state + h * self.run.rows.rate
         self.state = state
-        if tau is None:
-            return muscle_tau
-        return muscle_tau + bridge._torque_argument(tau)
+        return muscle_tau
 
     def record(self, sample: int) -> None:
         """Keep the current muscle state for the bridge's recorded sample `sample`."""
