@@ -1,6 +1,6 @@
-"""Numba kernels of `loops.tree_kinematics` and `loops.VectorLoops.evaluate` (same algebra; optional like
-algorithms.compiled_kernels, whose switch they follow). The right-hand side of a closed-loop model evaluates both
-once per call; in numpy they are ~60 small array operations.
+"""The kernels of tree kinematics and of the point, planar and revolute loop rows: the one implementation, run
+compiled by numba (`tree_kinematics_run`, `loop_rows_run`; their Python form where numba is switched off) by
+`loops.tree_kinematics`, `loops.VectorLoops.evaluate`, the pipeline's loop stage and the bridge.
 
 The rows kernels take the loops as one structured argument, `LoopRows` (one or several loop sets: the loop
 resolvers of a compiled model's LoopTable, or one `VectorLoops`), the set's index k, the tree kinematics as the
@@ -263,8 +263,10 @@ def _revolute_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
                          + 2.0 * (wu0 * wa0 + wu1 * wa1 + wu2 * wa2) + u[0] * aa0 + u[1] * aa1 + u[2] * aa2)
 
 
-_rows_into = _loop_rows_into_py   # the compiled twin inside the compiled rows kernel (bound in `_kernels`)
-_revolute_rows = _revolute_rows_py   # its compiled twin inside the compiled rows kernels (`rows_into_kernel`)
+# the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
+_rows_into = _loop_rows_into_py
+_revolute_rows = _revolute_rows_py
+from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 
@@ -280,13 +282,24 @@ def loop_kernels():
         return None
     kinematics = tree_kinematics_kernel()
     rows_into = rows_into_kernel()
-    rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind={"_rows_into": rows_into})
+    rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind=_rows_bindings)
     return None if kinematics is None or rows is None else (kinematics, rows)
 
 
 def tree_kinematics_kernel():
     """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body), or None without numba."""
     return jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+
+
+def _rows_bindings() -> dict:
+    rows_into = rows_into_kernel()
+    return {} if rows_into is None else {"_rows_into": rows_into}
+
+
+#: the tree kinematics kernel: compiled on its first call, its Python form where numba is switched off
+tree_kinematics_run = jit.lazy(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
+#: the allocating loop rows kernel (`_loop_rows_kernel_py`): compiled on its first call, or its Python form
+loop_rows_run = jit.lazy(_loop_rows_kernel_py, bind=_rows_bindings)
 
 
 def _rows_into_bindings() -> dict:

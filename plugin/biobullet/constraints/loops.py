@@ -13,8 +13,8 @@ classical accelerations of the bodies with ẍ = 0 (one forward pass).
 
 Speed: the tree kinematics of the last configuration (and velocity) is cached per model (force elements, loop
 rows and the reduced formulations' Newton share it within one right-hand side); point, planar and revolute loops
-are evaluated by `VectorLoops` (all loops at once), with numba kernels when `algorithms.compiled_kernels` is enabled
-(without numba: point and planar loops vectorised in numpy, revolute loops through `RevoluteLoop.rows`).
+are evaluated by `VectorLoops` (all loops at once). Both run the kernels of `loop_kernels` (compiled; their Python
+form without numba), the one implementation of tree kinematics and loop rows; other loop types through `rows()`.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.algorithms.vectorized import cross_rows, motion_subspaces, tree_arrays, world_placements
+from biobullet.algorithms.vectorized import tree_arrays
 from biobullet.core.errors import SourceRef, did_you_mean
 from biobullet.constraints.loop_types import COMMON_ATTRIBUTES, LoopType, get_loop_type, loop_type_names
 from biobullet.core.attributes import vector3
@@ -108,7 +108,8 @@ class TreeKinematics:
     body spatial velocities V and the spatial accelerations A₀ that ẋ alone produces (ẍ = 0).
 
     Fixed-frame recursion (Featherstone RBDA §3.4): V_i = Σ_{k moves i} S_k ẋ_k, A₀_i = Σ_{k ≤ i} V_k × S_k ẋ_k;
-    the same algebra as dynamics.vectorized, whose RNEA is checked against Pinocchio.
+    the same fixed-frame algebra as the tree dynamics kernel (`algorithms.compiled_kernels`), whose RNEA is checked
+    against Pinocchio; computed by `loop_kernels._tree_kinematics_kernel_py`.
     """
 
     arrays: object
@@ -132,8 +133,9 @@ def _readonly(*arrays):
 
 
 def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeKinematics:
-    """Tree kinematics at x (and ẋ); the arrays are shared (read-only) with the last call at the same x (and ẋ),
-    so treat the result as read-only."""
+    """Tree kinematics at x (and ẋ) by the tree kinematics kernel (`loop_kernels.tree_kinematics_run`, compiled,
+    or its Python form without numba); the arrays are shared (read-only) with the last call at the same x (and
+    ẋ), so treat the result as read-only."""
     x = np.asarray(x, dtype=float)
     key = x.tobytes()
     cached = model.derived.get(_KINEMATICS)
@@ -141,42 +143,24 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
         if xd is None:
             return cached[1]
         xd = np.asarray(xd, dtype=float)
-        vkey = xd.tobytes()
-        if cached[2] == vkey:
+        if cached[2] == xd.tobytes():
             return cached[3]
     else:
         cached = None
-    t = tree_arrays(model)
-    kernels = loop_kernels()
     with_rates = xd is not None
     if with_rates:
         xd = np.asarray(xd, dtype=float)
-    if kernels is not None:
-        meta, body = model.tree_pack
-        rotations, positions, subspace, vel, acc = kernels[0](meta, body, x, xd if with_rates else _NO_RATES,
-                                                              model.n_tangent, with_rates)
-        _readonly(rotations, positions, subspace, vel, acc)
-    else:
-        if cached is not None:
-            base = cached[1]
-            rotations, positions, subspace = base.rotations, base.positions, base.subspace
-        else:
-            rotations, positions = world_placements(model, x, t)
-            subspace = motion_subspaces(model, t, rotations, positions)
-            _readonly(rotations, positions, subspace)
-        if with_rates:
-            vel = (t.ancestry * xd) @ subspace.T
-            joint_v = (subspace[:, t.own_tangent] * xd[t.own_tangent]).T * t.one_dof_mask
-            c = np.concatenate([cross_rows(vel[:, 3:], joint_v[:, :3]) + cross_rows(vel[:, :3], joint_v[:, 3:]),
-                                cross_rows(vel[:, 3:], joint_v[:, 3:])], axis=1)
-            acc = t.body_ancestry @ c
-            _readonly(vel, acc)
-    kin = TreeKinematics(t, rotations, positions, subspace)
+    meta, body = model.tree_pack
+    rotations, positions, subspace, vel, acc = tree_kinematics_run(meta, body, x, xd if with_rates else _NO_RATES,
+                                                                   model.n_tangent, with_rates)
+    _readonly(rotations, positions, subspace, vel, acc)
+    arrays = tree_arrays(model)
+    kin = TreeKinematics(arrays, rotations, positions, subspace)
     if cached is None:
         cached = [key, kin, None, None]
         model.derived[_KINEMATICS] = cached
     if with_rates:
-        kin = TreeKinematics(t, rotations, positions, subspace, vel, acc)
+        kin = TreeKinematics(arrays, rotations, positions, subspace, vel, acc)
         cached[2:] = [xd.tobytes(), kin]
     return kin
 
@@ -264,54 +248,34 @@ _KERNEL_KINDS = {"point": 0, "planar": 1, "revolute": 2}
 
 class VectorLoops:
     """Point, planar and revolute loop rows of `loop_terms`, all loops at once (the hot path of the multipliers
-    right-hand side and of the reduced formulations' Newton): the compiled rows kernel
-    (`loop_kernels._loop_rows_kernel_py`) where numba is on; without it point and planar loops are vectorised in
-    numpy and a set with a revolute loop takes the per-loop `rows()` (`_per_loop_terms`). Same equations, same
-    row order.
-
-    Ground-fixed points use a virtual extra body (identity placement, no motion)."""
+    right-hand side and of the reduced formulations' Newton), packed for the rows kernel
+    (`loop_kernels.loop_rows_run`: compiled, or its Python form without numba). Ground-fixed points are body −1
+    (offset in world axes)."""
 
     def __init__(self, model, loops: tuple[Loop, ...]) -> None:
         self.loops = tuple(loops)
-        self.n_loops = len(loops)
         bodies, offsets = [], []
         # per loop, 3 × 3, in body frames (world axes for a ground link): planar — the plane basis of link_a
         # (columns 0, 1); revolute — u_1, u_2 of link_b (columns 0, 1) and axis_a of link_a (column 2)
-        self.basis = np.zeros((len(loops), 3, 3))
-        ground = len(model.bodies)
+        basis = np.zeros((len(loops), 3, 3))
         for side in ("a", "b"):
             for k, loop in enumerate(loops):
                 frame = model.frame(getattr(loop, "link_" + side))
                 xyz = getattr(loop, "xyz_" + side)
-                bodies.append(frame.body if frame.body >= 0 else ground)
+                bodies.append(frame.body if frame.body >= 0 else -1)
                 offsets.append(frame.rotation @ xyz + frame.translation)   # in the body frame (world if ground)
                 if side == "a" and loop.type == "planar":
-                    self.basis[k, :, :2] = frame.rotation @ loop.basis
+                    basis[k, :, :2] = frame.rotation @ loop.basis
                 elif side == "a" and loop.type == "revolute":
-                    self.basis[k, :, 2] = frame.rotation @ loop.axis_a
+                    basis[k, :, 2] = frame.rotation @ loop.axis_a
                 elif side == "b" and loop.type == "revolute":
-                    self.basis[k, :, :2] = frame.rotation @ loop.basis
-        self.body = np.array(bodies, dtype=int)
-        self.offset = np.array(offsets).reshape(-1, 3)
-        ancestry = tree_arrays(model).ancestry
-        self.ancestry = np.concatenate([ancestry, np.zeros((1, model.n_tangent))])[self.body]   # (2L, n)
-        self.zero_rot = np.eye(3)[None]
-        # rows: every loop's point rows (3 per loop, x y z) then planar rows (2 per loop), picked per type
-        # (the numpy path of point and planar loops; a set with a revolute loop takes `_per_loop_terms` there)
-        select, row_point, row_planar = [], 0, 3 * len(loops)
-        for k, loop in enumerate(loops):
-            select.extend(range(3 * k, 3 * k + 3) if loop.type == "point" else
-                          range(row_planar + 2 * k, row_planar + 2 * k + 2))
-        self.select = np.array(select, dtype=int)
-        self.any_planar = any(loop.type == "planar" for loop in loops)
-        self.only_planar = all(loop.type == "planar" for loop in loops)
-        self.any_revolute = any(loop.type == "revolute" for loop in loops)
+                    basis[k, :, :2] = frame.rotation @ loop.basis
         self.n_rows = sum(loop.n_equations for loop in loops)
-        # the compiled rows kernel's data (`loop_kernels.LoopRows`): ground points as body −1, loop kinds, rows
-        self.kernel_set = (np.where(self.body == ground, -1, self.body).astype(np.int64), self.offset, self.basis,
+        # the rows kernel's data (`loop_kernels.LoopRows`): ground points as body −1, loop kinds, rows
+        self.kernel_set = (np.array(bodies, dtype=np.int64), np.array(offsets, dtype=float).reshape(-1, 3), basis,
                            np.array([_KERNEL_KINDS.get(loop.type, -1) for loop in loops], dtype=np.int64),
                            [loop.n_equations for loop in loops])
-        self.rows = pack_loop_rows(ancestry, (self.kernel_set,))
+        self.rows = pack_loop_rows(tree_arrays(model).ancestry, (self.kernel_set,))
 
     @staticmethod
     def supports(loops: tuple[Loop, ...]) -> bool:
@@ -322,58 +286,11 @@ class VectorLoops:
         kinematics at x to reuse."""
         if kin is None or xd is not None:   # (cached per x and ẋ: a `kin` of another ẋ must not be reused)
             kin = tree_kinematics(model, x, xd)
-        kernels = loop_kernels()
-        if kernels is not None:
-            with_bias = xd is not None
-            phi, jac, bias = kernels[1](self.rows, 0, (kin.rotations, kin.positions, kin.subspace,
-                                                       kin.velocity if with_bias else _NO_MOTION,
-                                                       kin.accel if with_bias else _NO_MOTION), jacobian, with_bias)
-            return phi, (jac if jacobian else None), (bias if with_bias else None), kin
-        if self.any_revolute:
-            return (*_per_loop_terms(model, self.loops, kin, jacobian, xd is not None), kin)
-        n_l, n_t = self.n_loops, model.n_tangent
-        rot = np.concatenate([kin.rotations, self.zero_rot])
-        pos = np.concatenate([kin.positions, np.zeros((1, 3))])
-        r = rot[self.body]
-        p = (r @ self.offset[:, :, None])[:, :, 0] + pos[self.body]                            # (2L, 3)
-        d = p[:n_l] - p[n_l:]
-        e = np.matmul(r[:n_l], self.basis[:, :, :2]) if self.any_planar else None                       # (L, 3, 2)
-        et = None if e is None else e.transpose(0, 2, 1)                                        # (L, 2, 3)
-        phi = (d.reshape(-1) if not self.any_planar else
-               np.concatenate([d.reshape(-1), (et @ d[:, :, None]).reshape(-1)]))[self.select]
-        jac = None
-        if jacobian:
-            s = kin.subspace
-            anc = self.ancestry
-            jac_lin = np.stack([s[0] + s[4] * p[:, 2:3] - s[5] * p[:, 1:2],
-                                s[1] + s[5] * p[:, 0:1] - s[3] * p[:, 2:3],
-                                s[2] + s[3] * p[:, 1:2] - s[4] * p[:, 0:1]], axis=1) * anc[:, None, :]
-            d_jac = jac_lin[:n_l] - jac_lin[n_l:]                                               # (L, 3, n)
-            if self.any_planar:
-                jac_ang = s[3:][None] * anc[:n_l, None, :]                                      # (L, 3, n)
-                e_cross_d = cross3(et, d[:, None, :])                                          # (L, 2, 3)
-                planar = (et @ d_jac + e_cross_d @ jac_ang).reshape(-1, n_t)
-                jac = planar if self.only_planar else np.concatenate([d_jac.reshape(-1, n_t), planar])[self.select]
-            else:
-                jac = d_jac.reshape(-1, n_t)[self.select]
-        bias = None
-        if xd is not None:
-            vel = np.concatenate([kin.velocity, np.zeros((1, 6))])[self.body]
-            acc = np.concatenate([kin.accel, np.zeros((1, 6))])[self.body]
-            omega, alpha = vel[:, 3:], acc[:, 3:]
-            p_vel = vel[:, :3] + cross3(omega, p)
-            p_acc = acc[:, :3] + cross3(alpha, p) + cross3(omega, p_vel)
-            d_acc = p_acc[:n_l] - p_acc[n_l:]
-            if self.any_planar:
-                w_a, a_a = omega[:n_l, None, :], alpha[:n_l, None, :]
-                we = cross3(w_a, et)
-                d_vel = (p_vel[:n_l] - p_vel[n_l:])[:, None, :]
-                planar = (np.sum(et * d_acc[:, None, :], axis=2) + 2.0 * np.sum(we * d_vel, axis=2)
-                          + np.sum((cross3(a_a, et) + cross3(w_a, we)) * d[:, None, :], axis=2)).reshape(-1)
-                bias = np.concatenate([d_acc.reshape(-1), planar])[self.select]
-            else:
-                bias = d_acc.reshape(-1)[self.select]
-        return phi, jac, bias, kin
+        with_bias = xd is not None
+        phi, jac, bias = loop_rows_run(self.rows, 0, (kin.rotations, kin.positions, kin.subspace,
+                                                      kin.velocity if with_bias else _NO_MOTION,
+                                                      kin.accel if with_bias else _NO_MOTION), jacobian, with_bias)
+        return phi, (jac if jacobian else None), (bias if with_bias else None), kin
 
 
 _VECTOR_LOOPS = "loops.vector_loops"   # key of the packed loop sets in `Model.derived`
@@ -436,4 +353,4 @@ def loop_supports(model, loop: Loop) -> set[int]:
     return joints
 
 
-from biobullet.constraints.loop_kernels import loop_kernels, pack_loop_rows  # noqa: E402  (the compiled twins of the functions above)
+from biobullet.constraints.loop_kernels import loop_rows_run, pack_loop_rows, tree_kinematics_run  # noqa: E402,I001

@@ -24,7 +24,6 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics import link_segment as ls
-from biobullet.spatial.rotations import quaternion_multiply
 
 TrajectoryFunction = Callable[[float], tuple[float, float, float]]  # t → (value, rate, acceleration)
 
@@ -265,21 +264,9 @@ class StrategySolver:
 
 
 # ---------------------------------------------------------------------------------------------- integration
-def configuration_rate(model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """q̇ for v (floating base: ṗ = R v_lin, quaternion rate ½ q ⊗ (ω, 0))."""
-    if not model.floating_base:
-        return np.array(v, dtype=float)
-    from biobullet.spatial.rotations import quaternion_to_matrix
-    out = np.empty(model.nq)
-    out[:3] = quaternion_to_matrix(q[3:7]) @ v[:3]
-    out[3:7] = 0.5 * quaternion_multiply(q[3:7], np.array([v[3], v[4], v[5], 0.0]))
-    out[7:] = v[6:]
-    return out
-
-
 def rk4(model, q0, v0, t0: float, t_end: float, dt: float, acceleration: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
         stop: Callable[[float, np.ndarray, np.ndarray], float] | None = None, progress: Callable | None = None):
-    """Classical RK4 (the paper's integrator) on (q, v). `stop(t, q, v)` crossing zero from above ends the run at
+    """Classical RK4 (the paper's integrator) on (q, v) with q̇ = `model.configuration_rate`. `stop(t, q, v)` crossing zero from above ends the run at
     the linearly interpolated instant. Returns (t, Q, V) arrays (the last row is the stop instant if any)."""
     q, v, t = np.array(q0, dtype=float), np.array(v0, dtype=float), float(t0)
     ts, qs, vs = [t], [q.copy()], [v.copy()]
@@ -287,15 +274,15 @@ def rk4(model, q0, v0, t0: float, t_end: float, dt: float, acceleration: Callabl
     n_steps = int(round((t_end - t0) / dt))
     for step in range(n_steps):
         def f(tt, qq, vv):
-            return configuration_rate(model, qq, vv), acceleration(tt, qq, vv)
+            return model.configuration_rate(qq, vv), acceleration(tt, qq, vv)
         k1q, k1v = f(t, q, v)
         k2q, k2v = f(t + dt / 2, q + dt / 2 * k1q, v + dt / 2 * k1v)
         k3q, k3v = f(t + dt / 2, q + dt / 2 * k2q, v + dt / 2 * k2v)
         k4q, k4v = f(t + dt, q + dt * k3q, v + dt * k3v)
         q_new = q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q)
         v_new = v + dt / 6 * (k1v + 2 * k2v + 2 * k3v + k4v)
-        if model.floating_base:
-            q_new[3:7] /= np.linalg.norm(q_new[3:7])
+        if model.base_nq:   # unit quaternions (and planar cos, sin pairs)
+            q_new = model.normalize_configuration(q_new)
         t_new = t0 + (step + 1) * dt
         if stop is not None:
             value = stop(t_new, q_new, v_new)

@@ -10,6 +10,14 @@ with `projection=True` positions and velocities are projected onto the constrain
 (J) are integrated as two extra components, so `Trajectory.energy_balance()` is a real check.
 The quaternion is renormalised before every evaluation and on output (the ODE keeps |z| = 1 only to the
 integration tolerance).
+
+Right-hand sides. A "reduced" run calls the pipeline (`integrate/compiled_explicit.py`,
+`integrate/compiled_rhs.py`: one compiled `pipeline.stages._rhs_py` per call). `System._rhs` is the callback
+stage beside it: the coordinate map in Python (`Model.joint_state_view`: loop continuation, plug-in joint
+functions without compiled jets), the force elements' Python `generalized_force` (plug-in elements and contact
+laws without kernels, muscles on a loop model), then the tree kernel (`algorithms.vectorized.mass_matrix_and_bias`)
+and the solve — for the calls the compiled right-hand side hands over, the model kinds it does not cover, and the
+check formulations asked for by name (`trajectory.meta["right_hand_side"]` says which served and why).
 """
 from __future__ import annotations
 
@@ -345,53 +353,39 @@ def _tiny(size: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- energies
+def tree_energies(model, positions: np.ndarray, velocities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(kinetic ½ ẋᵀ M(x) ẋ, gravity potential −Σ m g·c) (J, (n,) each) of n tree states (positions (n, n_config),
+    velocities (n, n_tangent)) in one call of the tree energies kernel (`compiled_kernels.tree_energies`)."""
+    from biobullet.algorithms.compiled_kernels import tree_energies as energies_kernel
+
+    meta, body = model.tree_pack
+    n = len(positions)
+    kinetic, potential = np.empty(n), np.empty(n)
+    energies_kernel(meta, body, np.ascontiguousarray(positions, dtype=float),
+                    np.ascontiguousarray(velocities, dtype=float).reshape(n, model.n_tangent),
+                    np.asarray(model.gravity, dtype=float), kinetic, potential)
+    return kinetic, potential
+
+
 def kinetic_energy(model, x: np.ndarray, xd: np.ndarray) -> float:
-    """½ ẋᵀ M(x) ẋ (J), tree mass matrix. M ẋ is one RNEA pass with ẋ as the acceleration (zero rates, no
-    gravity): O(n), where forming M is O(n²) — a 1,500-body model evaluated at 1,001 samples took minutes."""
-    from biobullet.algorithms.vectorized import mass_matrix_and_bias
-    xd = np.asarray(xd, dtype=float)
-    momentum = mass_matrix_and_bias(model, x, np.zeros_like(xd), xd, need_mass=False, gravity=False)[1]
-    return 0.5 * float(xd @ momentum)
+    """½ ẋᵀ M(x) ẋ (J) of one tree state (`tree_energies`)."""
+    return float(tree_energies(model, np.asarray(x, dtype=float)[None], np.asarray(xd, dtype=float)[None])[0][0])
 
 
 def gravity_potential(model, x: np.ndarray) -> float:
-    """−Σ m g·c (J), c the world position of each body's centre of mass."""
-    gravity = np.asarray(model.gravity, dtype=float)
-    if not gravity.any():
-        return 0.0
-    kin = tree_kinematics(model, x)   # world placements of the bodies (cached per x)
-    masses, coms = _mass_table(model)
-    # vectorised over the bodies (a Python loop per body and sample took 20 s for a 1,500-body model)
-    centres = np.einsum("bij,bj->bi", kin.rotations, coms) + kin.positions
-    return -float(masses @ (centres @ gravity))
-
-
-_MASS_TABLES: dict[int, tuple[object, np.ndarray, np.ndarray]] = {}
-
-
-def _mass_table(model) -> tuple[np.ndarray, np.ndarray]:
-    """(masses (n_b), centres of mass in body frames (n_b, 3)) of `model`, cached by identity."""
-    entry = _MASS_TABLES.get(id(model))
-    if entry is None or entry[0] is not model:
-        if len(_MASS_TABLES) > 64:
-            _MASS_TABLES.clear()
-        entry = (model, np.array([float(b.mass) for b in model.bodies]),
-                 np.array([np.asarray(b.com, dtype=float) for b in model.bodies]).reshape(-1, 3))
-        _MASS_TABLES[id(model)] = entry
-    return entry[1], entry[2]
+    """−Σ m g·c (J), c the world position of each body's centre of mass (`tree_energies`)."""
+    return float(tree_energies(model, np.asarray(x, dtype=float)[None], np.zeros((1, model.n_tangent)))[1][0])
 
 
 # ---------------------------------------------------------------------------------------------- trajectory
 def build_trajectory(system: System, times, states, events, meta, *, vectorised: bool = True) -> "Trajectory":
     """The Trajectory of a run from its samples: tree states, energies, multipliers, events.
 
-    `vectorised` (default): tree states, kinetic and gravity energies and the joint spring-dampers' elastic energy
-    are computed for all samples at once (`_tree_states_batch`; energies in one compiled call,
-    `compiled_kernels.tree_energies`); loop-dependent
-    joints in one compiled Newton pass (`CompiledReducedRHS.tree_states`); other force elements' energies and
-    multipliers stay per sample. False: every
-    quantity per sample (the reference the vectorised results are tested against)."""
-    from biobullet.forces import elastic_energy
+    `vectorised` (default): the tree states of all samples at once where the coordinate map allows
+    (`_tree_states_batch`: loop-dependent joints in one compiled Newton pass, `CompiledReducedRHS.tree_states`);
+    False: each sample through the generic coordinate map (`System.tree_state`). Kinetic and gravity energies of
+    all samples in one kernel call (`tree_energies`), elastic energies per element (`potential_energy_batch`);
+    multipliers per sample."""
     from biobullet.integrate.trajectory import Trajectory
 
     model = system.model
@@ -406,17 +400,8 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         velocities = np.zeros((n, model.n_tangent))
         for k in range(n):
             positions[k], velocities[k] = system.tree_state(t[k], y[k])
-    compiled = _compiled_energies(model, positions, velocities) if vectorised and n > 0 else None
-    if compiled is not None:   # kinetic and gravity energies of all samples in one compiled call
-        energy["kinetic"], energy["potential_gravity"] = compiled
-        energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
-    else:
-        energy = {key: np.zeros(n) for key in ("kinetic", "potential_gravity", "potential_elastic")}
-        for k in range(n):
-            x = positions[k]
-            energy["kinetic"][k] = kinetic_energy(model, x, velocities[k])
-            energy["potential_gravity"][k] = gravity_potential(model, x)
-            energy["potential_elastic"][k] = elastic_energy(model, x, system.elements)
+    energy["kinetic"], energy["potential_gravity"] = tree_energies(model, positions, velocities)
+    energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
     lam = None
     if system.method.has_multipliers:
         lam = [_multipliers_at(system, t[k], positions[k], velocities[k]) for k in range(n)]
@@ -438,24 +423,6 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     from biobullet.integrate.trajectory import _fill_generalized
     _fill_generalized(trajectory, model)
     return trajectory
-
-
-def _compiled_energies(model, positions: np.ndarray, velocities: np.ndarray):
-    """(kinetic, gravity potential) (J, (n,) each) of every sample in one compiled call
-    (`compiled_kernels.tree_energies`), or None (a joint type the kernel's packing does not know): the per-sample
-    path then computes them."""
-    from biobullet.algorithms.compiled_kernels import tree_energies
-
-    try:
-        meta, body = model.tree_pack
-    except (KeyError, ValueError):
-        return None
-    n = len(positions)
-    kinetic, potential = np.empty(n), np.empty(n)
-    tree_energies(meta, body, np.ascontiguousarray(positions, dtype=float),
-                  np.ascontiguousarray(velocities, dtype=float), np.asarray(model.gravity, dtype=float), kinetic,
-                  potential)
-    return kinetic, potential
 
 
 def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bool = False

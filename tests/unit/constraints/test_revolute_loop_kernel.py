@@ -81,21 +81,11 @@ def _kernel_rows(kernel_rows, model, vector, x, xd):
                        True)
 
 
-def _python_rows(rows, k, kin, with_jac, with_bias):
-    """The in-place kernel run as Python (its allocating wrapper's globals may be bound to compiled twins)."""
-    n_rows, n_t = rows.n_rows[k], kin[2].shape[1]
-    phi, jac, bias = np.zeros(n_rows), np.zeros((n_rows, n_t)), np.zeros(n_rows)
-    loop_kernels._loop_rows_into_py(rows, k, kin, with_jac, with_bias,
-                                    (phi, jac, bias, np.zeros((6, 2, 3)), np.zeros((2, 3, n_t))))
-    return phi, jac, bias
-
-
 @pytest.mark.parametrize("name", list(MODELS))
-@pytest.mark.parametrize("variant", ["python twin", pytest.param("compiled", marks=compiled_only)])
-def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name, variant):
+def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name):
     """Φ, Φ_x and b of the kernel equal `RevoluteLoop.rows` / `PlanarLoop.rows` to 1e-12 at 60 random states
     (random angles over the whole circle, rates ±3 rad/s): the same algebra, only the evaluation order differs."""
-    rows = _python_rows if variant == "python twin" else loop_kernels.loop_kernels()[1]
+    rows = loop_kernels.loop_rows_run
     model = MODELS[name][0](tmp_path)
     _, loops = _loops(model)
     assert sorted(loop.type for loop in loops) == (["revolute"] if name == "revolute loop" else

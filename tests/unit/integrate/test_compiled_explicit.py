@@ -170,8 +170,8 @@ def test_expression_runs_agree_and_undefined_points_are_reported(tmp_path):
 
 
 def test_vectorised_trajectory_equals_the_per_sample_one(tmp_path):
-    """Tree states, kinetic, gravity and elastic energies over all samples at once (explicit maps, affine
-    maps, floating base, a loop model's per-sample fallback) equal the per-sample reference to round-off."""
+    """Tree states over all samples at once (explicit maps, affine maps, floating base, a loop model's per-sample
+    fallback) equal the per-sample coordinate map to round-off."""
     models = _models(tmp_path)
     models["four-bar knee (loop)"] = biobullet.load_model(ROOT / "urdf" / "fourbar_knee.urdf")
     for label, model in models.items():
@@ -184,9 +184,6 @@ def test_vectorised_trajectory_equals_the_per_sample_one(tmp_path):
         slow = build_trajectory(system, trajectory.t, y, [], {}, vectorised=False)
         assert np.abs(fast.positions - slow.positions).max() <= 1e-13, label
         assert np.abs(fast.velocities - slow.velocities).max() <= 1e-12, label
-        for key in ("kinetic", "potential_gravity", "potential_elastic"):
-            scale = max(1.0, float(np.abs(slow.energy[key]).max()))
-            assert np.abs(fast.energy[key] - slow.energy[key]).max() <= 1e-13 * scale, (label, key)
 
 
 def test_tree_sparse_factorisation_solves_the_mass_matrix():

@@ -102,9 +102,8 @@ def test_only_models_it_covers(monkeypatch):
                                                   ("andrews_squeezer.urdf", 0.03, None)])
 def test_trajectory_batch_equals_the_per_sample_path(name, t_end, initial, control, monkeypatch):
     """The default 1,001-sample trajectory of a loop model: loop-dependent joints in one compiled Newton pass
-    (`_loop_positions_py`, second-order prediction, rates from the last Jacobian) and energies in one compiled call
-    (`compiled_kernels._tree_energies_py`) equal the per-sample generic path (`LoopResolver` to its own
-    tolerance, `kinetic_energy` by RNEA, `gravity_potential`) to round-off. The batch covers every sample: with
+    (`_loop_positions_py`, second-order prediction, rates from the last Jacobian) equal the per-sample Newton of
+    `LoopResolver` (to its own tolerance) to round-off. The batch covers every sample: with
     error_control="joints" it starts from the integrated dependent joints, with "state" the first sample takes the
     generic path (which fixes the assembly branch)."""
     from trajectory_batch import assert_same_states, batch_and_per_sample
@@ -115,9 +114,6 @@ def test_trajectory_batch_equals_the_per_sample_path(name, t_end, initial, contr
     fast, slow, generic = batch_and_per_sample(model, trajectory, control, monkeypatch)
     assert generic == ([trajectory.t[0]] if control == "state" else []), f"{len(generic)} samples on the generic path"
     assert_same_states(fast, slow)
-    for key in ("kinetic", "potential_gravity", "potential_elastic"):
-        size = max(1e-3, float(np.abs(slow.energy[key]).max()))
-        assert np.abs(fast.energy[key] - slow.energy[key]).max() <= 1e-13 * size, key
 
 
 def test_a_far_trial_stage_retries_from_a_recent_solution():
