@@ -5,28 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.spatial.rotations import skew
-from biobullet.spatial.algebra import joint_placement
+from biobullet.algorithms.compiled_kernels import placements
 
 
 def body_placements(model, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """World placement (R, p) of every body frame (one compiled call with numba: `compiled_kernels._placements_py`,
-    the same placement algebra as the compiled dynamics; else the per-body Python recursion below)."""
-    from biobullet.algorithms.compiled_kernels import placements_kernel
-    kernel = placements_kernel() if model.bodies else None
-    if kernel is not None:
-        packed = model.tree_pack
-        nb = len(model.bodies)
-        rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
-        kernel(packed[0], packed[1], np.ascontiguousarray(x, dtype=float), rot, pos, np.zeros((6, model.n_tangent)))
-        return list(zip(rot, pos))
-    out: list[tuple[np.ndarray, np.ndarray]] = []
-    for body in model.bodies:
-        r, p = joint_placement(body, x)
-        if body.parent >= 0:
-            pr, pp = out[body.parent]
-            r, p = pr @ r, pr @ p + pp
-        out.append((r, p))
-    return out
+    """World placement (R, p) of every body frame: one call of the placements kernel
+    (`compiled_kernels.placements`, compiled or its Python form; the placement algebra of the tree kernels)."""
+    nb = len(model.bodies)
+    rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    if nb:
+        meta, body = model.tree_pack
+        placements(meta, body, np.ascontiguousarray(x, dtype=float), rot, pos, np.zeros((6, model.n_tangent)))
+    return list(zip(rot, pos))
 
 
 def frame_placement(model, x: np.ndarray, frame: str, placements=None) -> tuple[np.ndarray, np.ndarray]:

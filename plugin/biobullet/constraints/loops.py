@@ -165,35 +165,6 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     return kin
 
 
-def point_position_jacobian(model, kin: TreeKinematics, link: str, xyz: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(world position of a link point, indices of the tangent directions that move it, 3×k linear Jacobian
-    restricted to those columns) — the cheap point Jacobian of force elements."""
-    frame = model.frame(link)
-    if frame.body < 0:
-        return frame.rotation @ xyz + frame.translation, np.zeros(0, dtype=np.intp), np.zeros((3, 0))
-    position = kin.rotations[frame.body] @ (frame.rotation @ xyz + frame.translation) + kin.positions[frame.body]
-    cols = _ancestor_columns(kin.arrays, frame.body)
-    s = kin.subspace[:, cols]
-    jac = np.empty((3, len(cols)))
-    jac[0] = s[0] + s[4] * position[2] - s[5] * position[1]
-    jac[1] = s[1] + s[5] * position[0] - s[3] * position[2]
-    jac[2] = s[2] + s[3] * position[1] - s[4] * position[0]
-    return position, cols, jac
-
-
-_columns_cache: dict[int, tuple] = {}   # id(TreeArrays) -> (arrays, [columns per body]); arrays kept alive
-
-
-def _ancestor_columns(arrays, body: int) -> np.ndarray:
-    entry = _columns_cache.get(id(arrays))
-    if entry is None or entry[0] is not arrays:
-        if len(_columns_cache) > 64:
-            _columns_cache.clear()
-        entry = _columns_cache[id(arrays)] = (arrays, [np.flatnonzero(row) for row in arrays.ancestry])
-    return entry[1][body]
-
-
 @dataclass
 class PointState:
     """A link point in world axes: position, link rotation, 6×n Jacobian [linear; angular] and (with ẋ) its

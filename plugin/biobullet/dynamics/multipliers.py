@@ -23,18 +23,6 @@ from biobullet.algorithms.vectorized import mass_matrix_and_bias
 DEFAULT_BAUMGARTE = (10.0, 10.0)
 
 
-def _check_rank(jac: np.ndarray, names, x, t, xd=None) -> None:
-    check_rank(jac, names, x, t, xd)
-
-
-def _cholesky(mass: np.ndarray, x, t) -> np.ndarray:
-    return mass_factor(mass, x, t)
-
-
-def _minv(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return factor_solve(factor, rhs)
-
-
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
                               baumgarte: tuple[float, float] = DEFAULT_BAUMGARTE) -> tuple[np.ndarray, np.ndarray]:
     """(ẍ, λ) from the KKT system; `tau` = applied joint-space generalized forces (n_tangent), default zero."""
@@ -74,9 +62,9 @@ def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:
     if cset.n == 0:
         return xd.copy()
     _, jac, phi_t, _ = cset.all_terms(x, None, t)
-    _check_rank(jac, cset.names, x, t, xd)
-    factor = _cholesky(mass_matrix_and_bias(model, x)[0], x, t)
-    minv_jt = _minv(factor, jac.T)
+    check_rank(jac, cset.names, x, t, xd)
+    factor = mass_factor(mass_matrix_and_bias(model, x)[0], x, t)
+    minv_jt = factor_solve(factor, jac.T)
     return xd - minv_jt @ np.linalg.solve(jac @ minv_jt, jac @ xd + phi_t)
 
 
@@ -90,13 +78,13 @@ def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
     cset = constraint_set(model)
     if cset.n == 0:
         return x
-    factor = _cholesky(mass_matrix_and_bias(model, x)[0], x, t)
+    factor = mass_factor(mass_matrix_and_bias(model, x)[0], x, t)
     scale = max([np.linalg.norm(b.translation) for b in model.bodies] + [1.0])
     for _ in range(max_iterations):
         phi, jac, _, _ = cset.all_terms(x, None, t)
         if np.max(np.abs(phi)) <= tolerance * scale:
             return x
-        minv_jt = _minv(factor, jac.T)
+        minv_jt = factor_solve(factor, jac.T)
         try:
             step = -minv_jt @ np.linalg.solve(jac @ minv_jt, phi)
         except np.linalg.LinAlgError:

@@ -19,7 +19,6 @@ import biobullet
 from biobullet.constraints import loop_kernels
 from biobullet.constraints.loops import _per_loop_terms, vector_loops, tree_kinematics
 from biobullet.core import jit
-from biobullet.integrate.engine import System
 from closed_chains import closed_chain
 
 ROOT = Path(__file__).resolve().parents[3]
