@@ -233,16 +233,16 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         stage solves (`pipeline.compiled_model.pack_loop_table`: point, planar and revolute loops and explicit
         joint functions of the types `model.joint_jets` evaluates, in any order; a fixed base or a root free base
         over 1-DOF joints), only Spring, JointTorque, JointSpring, JointStop (a switched stop's restart events stay
-        with the engine) and Contact (laws with compiled twins) elements and third-party elements with a compiled
-        kernel (`ForceElement.compiled_kernel`), numba available and enabled."""
+        with the engine) and Contact (laws with compiled twins) elements, third-party elements with a compiled
+        kernel (`ForceElement.compiled_kernel`) and muscles (the pipeline's muscle stage), numba available and
+        enabled."""
         from biobullet.contact.element import Contact
         from biobullet.contact.kernels import has_twins
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
         from biobullet.pipeline.compiled_model import COMPILED_STATE
 
         model = system.model
-        if (system.joint_space or system.formulation != "reduced" or not jit.ENABLED or not model.bodies
-                or system.muscles is not None):   # (muscles: the generic path)
+        if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or not model.bodies:
             return None
         compiled = model.compiled
         if compiled.state_stage != COMPILED_STATE or compiled.loops.stages.shape[0] == 0:
@@ -338,9 +338,10 @@ class CompiledReducedRHS(CompiledExplicitRHS):
 
     def stepper_arguments(self) -> tuple | None:
         """(compiled model, data arrays, force rows, shadow rows) of the kernel for `compiled_stepper`'s steps, its
-        warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques or
-        contacts (refreshed in Python between calls), or no warm start yet."""
-        if self._varying or self._contact_states or not self.ready():
+        warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques,
+        contacts or muscle excitations (refreshed in Python between calls), or no warm start yet."""
+        varying_muscles = self._muscles is not None and self._muscles.excitations.varying
+        if self._varying or self._contact_states or varying_muscles or not self.ready():
             return None
         return self._compiled, self._data.arrays, self._forces, self._shadow
 
