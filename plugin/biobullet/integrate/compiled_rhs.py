@@ -338,10 +338,10 @@ class CompiledReducedRHS(CompiledExplicitRHS):
 
     def stepper_arguments(self) -> tuple | None:
         """(compiled model, data arrays, force rows, shadow rows) of the kernel for `compiled_stepper`'s steps, its
-        warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques,
-        contacts or muscle excitations (refreshed in Python between calls), or no warm start yet."""
-        varying_muscles = self._muscles is not None and self._muscles.excitations.varying
-        if self._varying or self._contact_states or varying_muscles or not self.ready():
+        warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques or
+        contacts (refreshed in Python between calls), muscles (a loop model with muscles is rare: no stepper
+        kernel is compiled for their rows), or no warm start yet."""
+        if self._varying or self._contact_states or self._muscles is not None or not self.ready():
             return None
         return self._compiled, self._data.arrays, self._forces, self._shadow
 
