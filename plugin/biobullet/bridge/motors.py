@@ -106,7 +106,8 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
     bridge.motor_torques = applied
     out = total + all_rows.T @ lam
     if m and bridge._linear is None and bridge._step_end:   # the rows' end point by Newton's method as well
-        out = bridge._end_correction(x, xd, bridge._xdd, mass, out)
+        out = bridge._end_correction(x, xd, bridge._xdd, np.ascontiguousarray(mass, dtype=float),
+                                     np.ascontiguousarray(jac, dtype=float), out)
     return out
 
 
