@@ -56,9 +56,10 @@ from biobullet.bridge.lifecycle import attach, check_divergence, ensure_owned_bo
 from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
+from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
-from biobullet.bridge.constraints import bridge_constraints
+from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
 from biobullet.bridge.stability import check_stiff_elements
@@ -210,7 +211,9 @@ class Bridge:
                                  expected="a number ≥ 0 (0: project every step, inf: never)")
             self.projection_tolerance = float(tol)
             self.native_loops = bool(native_loops)
-            self.constraints = bridge_constraints(model, native_loops=self.native_loops)
+            #: the rows enforced with forces: joint functions and, unless PyBullet closes them, `<loop>`s
+            self.constraints = constraint_set(model, functions=True, loops=bool(
+                model.description.elements_of("loop")) and not self.native_loops)
             self._native = self._create_native_loops() if self.native_loops else {}
             #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
             self.forces = ForceStage(model)
@@ -467,31 +470,20 @@ class Bridge:
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
-            from biobullet.core.jit import direct_entry
             kernel, meta, body, gravity = self._own
             x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
             self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
                                            np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
-            from biobullet.core.jit import direct_entry
             self._linear_own = linear_own_kernel()
             if self._linear_own is not None:   # `_null_space_stage` passes exactly these types every step
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        from biobullet.core.jit import direct_entry
-        from biobullet.model.joint_jets import function_rows_kernel, function_table
+        from biobullet.model.joint_jets import function_table
         #: explicit joint functions alone (no loops), packed for the compiled rows (None: plug-in rows)
         functions = function_table(self.constraints.functions) if m and not self.constraints.loops else None
-        # a floating base or spherical joints with explicit joint functions (no loops): the general solve's rows in
-        # one compiled call through its direct entry (`model.joint_jets.function_rows`), into preallocated buffers
-        self._row_entry, self._row_buffers = None, ()
-        if not self._fixed and self._linear is None and functions is not None:
-            self._row_buffers = (np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m))
-            self._row_entry = direct_entry(function_rows_kernel(), *functions, 0.0, int(self._base),
-                                           int(self._base_v), np.zeros(self.model.n_config), np.zeros(n),
-                                           *self._row_buffers)
         # the step-end Newton correction of explicit function rows on a fixed base (`_end_correction`), one call
         self._end_newton, self._functions = None, functions
         self._rows_kernel, self._loops_data, self._table = None, None, None
@@ -533,7 +525,6 @@ class Bridge:
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
         loaded from numba's cache, now: not inside the first step)."""
-        from biobullet.core.jit import direct_entry
         n, m = self.model.n_tangent, self.constraints.n
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
         data = () if self._loops_data is None else (self._loops_data,)
@@ -1036,11 +1027,7 @@ class Bridge:
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         else:
-            if self._row_entry is None or self._row_entry(*self._functions, float(t), self._base, self._base_v, x, xd,
-                                                          *self._row_buffers) < 0.0:
-                phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
-            else:
-                phi, jac, phi_t, bias_c = self._row_buffers
+            phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
             if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
                 phi_dot, residual = None, 0.0
             else:
@@ -1300,12 +1287,8 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
 
 
 def constraint_terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
-    """(Φ, Φ_x, Φ_t, bias) in one pass when the row set offers `all_terms`."""
-    if hasattr(constraints, "all_terms"):
-        phi, jac, phi_t, bias = constraints.all_terms(x, xd, t)
-    else:
-        phi, jac = constraints.residual(x, t), constraints.jacobian(x, t)
-        phi_t, bias = constraints.time_derivative(x, t), constraints.velocity_bias(x, xd, t)
+    """(Φ, Φ_x, Φ_t, bias) of a `constraints.equations.ConstraintSet` in one pass, as float arrays."""
+    phi, jac, phi_t, bias = constraints.all_terms(x, xd, t)
     return (np.asarray(phi, float), np.atleast_2d(np.asarray(jac, float)), np.asarray(phi_t, float),
             np.asarray(bias, float))
 

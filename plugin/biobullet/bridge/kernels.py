@@ -1,24 +1,23 @@
 """Per-step arithmetic of `Bridge.apply()`: thin compiled adapters around THE constrained solve
-(`biobullet.constraints.solve`), which owns the equations.
+(`biobullet.constraints.solve`), which owns the equations. Arguments are structured (`TreeModel`, `StepGains`,
+`LoopData`, `joint_jets.FunctionTable`, `solve.ConstraintRows`): built once per bridge (or per time-step change),
+so a step passes a dozen references, each kernel compiled for one set of types.
 
-    linear_rows   Φ = Φ_x x − c and Φ̇ = Φ_x ẋ for constant rows (linear joint functions, fixed base);
-                  returns max |Φ̇| (the velocity residual that decides whether to project).
-    linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
+    linear_rows   Φ = Φ_x x − c and Φ̇ = Φ_x ẋ for constant rows (linear joint functions, fixed base); max |Φ̇|.
+    linear_torque `constraints.solve`'s null-space kernel (`linear_own`: with M, h from the tree recursions).
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
-    loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._rows_stage`).
-    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear, expression; `model.joint_jets`):
-                  the rows
-                  Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
-                  (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
-                  call per step (`Bridge._rows_stage`).
-    end_residual  the function rows at the end point x + dt ẋ + c dt² ẍ of the solve's ẍ (Φ and Φ_x written, max
-                  |Φ| returned): the check of `Bridge._end_correction`;
-    end_newton    that check and its Newton steps on λ (the Schur kernel with h = 0), the whole
-                  `Bridge._end_correction` in one call.
+    rows_torque   explicit joint functions (`model.joint_jets`) on any base: rows, M and h (own recursions or
+                  PyBullet's), the step-end target, the Schur solve and the step-end Newton correction — one call
+                  per step (`Bridge._rows_stage`).
+    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs (no Newton step).
+    end_newton    the step-end correction: Φ at the end point x + dt ẋ + c dt² ẍ, values only, and chord Newton
+                  steps on λ (`Bridge._end_correction`; inside rows_torque).
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
-numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. kkt_torque returns a status ≠ 0 when the solve declines (M not positive definite, dependent rows): the
-caller then solves by least squares (`constraints.solve.constrained_acceleration(..., redundant="least_squares")`).
+numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. A status ≠ 0
+means the solve declined (M not positive definite, dependent rows, a value not finite): the caller's general path
+then decides, with least squares (`constraints.solve.constrained_acceleration(..., redundant="least_squares")`) or
+its clear error.
 """
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.constraints import solve
-
 
 
 def _linear_rows_py(jac, offset, x, xd, phi, phi_dot):
@@ -244,8 +242,6 @@ def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, ou
     state = flat.reshape((2, n))
     mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, bool(True), bool(True), bool(False))
     return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
-
-
 
 
 def linear_own_kernel():

@@ -100,7 +100,7 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
         free = [k for k in free if k not in {k for _, k in over}]
     for r, k in enumerate(free):
         applied[names[k]] = float(lam[m + r])
-    bridge._lambda = lam[:m]
+    bridge._lambda = np.ascontiguousarray(lam[:m], dtype=float)   # (`_end_correction` updates it in place)
     bridge._xdd[:] = xdd
     bridge._solved_xdd = bridge._xdd
     bridge.motor_torques = applied
