@@ -189,7 +189,7 @@ class Bridge:
             if self.map.multi_dof:
                 from biobullet.bridge.multidof import SphericalJoints
                 self._spherical = SphericalJoints(self)
-            self.alpha, self.beta = self._gains(baumgarte)
+            self.alpha, self.beta = self._baumgarte_gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
             self.corrector = Corrector.baumgarte(self.alpha, self.beta)
@@ -315,7 +315,7 @@ class Bridge:
                 f"constraints={self.constraints.n}, t={self.time:g})")
 
     # ------------------------------------------------------------------ set-up helpers
-    def _gains(self, baumgarte) -> tuple[float, float]:
+    def _baumgarte_gains(self, baumgarte) -> tuple[float, float]:
         if baumgarte is None:
             return 0.5 / self.dt, 1.0 / self.dt
         try:
@@ -459,7 +459,6 @@ class Bridge:
                        np.zeros(n), self._xdd, np.empty(n + m))
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-        self._kernels = (linear_rows, kkt_torque, linear_torque)
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
@@ -1065,33 +1064,16 @@ class Bridge:
         return out
 
     def _end_correction(self, x, xd, xdd, mass, jac, torque) -> np.ndarray:
-        """The step-end target by Newton's method instead of Taylor's formula (non-constant rows): the solve asked
-        Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4 rad at 240 Hz on
-        a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
-        END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (Φ_x of the step's
-        start `jac`, a chord step) put the end point on the manifold. Updates ẍ (the watch's prediction) and λ in
-        place; returns the corrected torque. Explicit joint functions: one compiled call (`kernels.end_newton`,
-        also run inside the rows kernel of `_rows_stage`), which keeps the Taylor target where a value is not
-        finite or the Schur kernel declines; loops and plug-in rows: numpy's solves below."""
-        if self._base:
-            return torque   # x not a vector space (quaternions)
-        if self._end_newton is not None:   # ẍ, τ and λ updated in place (C-contiguous: its direct entry)
+        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, fixed base):
+        the solve asked Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4
+        rad at 240 Hz on a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE,
+        up to END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (Φ_x of
+        the step's start `jac`: chord steps) put the end point on the manifold — one compiled call
+        (`kernels.end_newton`, also inside the rows kernel of `_rows_stage`), ẍ (the watch's prediction), τ and λ
+        updated in place. Loops and plug-in rows without compiled jets keep the Taylor target, as on the one-call
+        loop path (their residual after a step is watched, `bridge.outside`)."""
+        if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
             self._end_newton(self._functions, self._gains, self.time, x, xd, mass, jac, xdd, torque, self._lambda)
-            return torque
-        dt, c = self.dt, self.watch.weight   # (the watch's c = substep_weight(substeps), kept by _follow_time_step)
-        t_end = self.time + dt
-        constraints = self.constraints
-        for _ in range(END_ITERATIONS):
-            x_end = x + dt * xd + (c * dt * dt) * xdd
-            phi = np.asarray(constraints.residual(x_end, t_end), dtype=float)
-            if not len(phi) or float(np.abs(phi).max()) <= END_TOLERANCE:
-                break
-            jac = np.atleast_2d(np.asarray(constraints.jacobian(x_end, t_end), dtype=float))
-            inverse_jt = np.linalg.solve(mass, jac.T)
-            delta = np.linalg.solve(jac @ inverse_jt, -phi / (c * dt * dt))
-            xdd += inverse_jt @ delta
-            torque = torque + jac.T @ delta
-            self._lambda = self._lambda + delta
         return torque
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
