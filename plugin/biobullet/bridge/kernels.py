@@ -85,7 +85,7 @@ def _kkt_torque_py(mass, bias, tau, rows, xd, xdd, out):
     """out = [τ_out (n), λ (m)], τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this
     compiles) for `rows` (`solve.ConstraintRows`); its status."""
     n, m = mass.shape[0], rows.jac.shape[0]
-    status = _schur(mass, bias, tau, True, rows, xd, _PIVOT, xdd, out[n:])
+    status = _schur(mass, bias, tau, bool(True), rows, xd, _PIVOT, xdd, out[n:])
     if status != 0:
         return status
     for i in range(n):
@@ -125,8 +125,8 @@ def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out)
         return 4   # an expression not finite here: the general path reports it
     for r in range(m):
         bias_c[r] *= gains.kb
-    status = _kkt(mass, bias, tau, solve.ConstraintRows(jac, phi, phi_t, True, bias_c, gains.kp, gains.kd), xd,
-                  xdd, out)
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    status = _kkt(mass, bias, tau, rows, xd, xdd, out)
     if status == 0 and gains.check:
         _end_newton(functions, gains, t, x, xd, mass, jac, xdd, out[:n], out[n:])
     return status
@@ -163,8 +163,8 @@ def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xd
     for r in range(m):
         bias_c[r] *= gains.kb
     _own_dynamics(tree, x, xd, mass, bias)
-    return _kkt(mass, bias, total, solve.ConstraintRows(jac, phi, phi_t, True, bias_c, gains.kp, gains.kd), xd,
-                xdd, out)
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    return _kkt(mass, bias, total, rows, xd, xdd, out)
 
 
 def _end_newton_py(functions, gains, t, x, xd, mass, jac, xdd, torque, lam):
