@@ -450,7 +450,7 @@ class Bridge:
         # compile (or load from __pycache__) the kernel this bridge uses every step now, not inside the first step;
         # the others compile on first use (projection / fallback paths)
         linear_rows, kkt_torque, linear_torque = self._kernels
-        if self._null is not None:
+        if self._fast:
             linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
         elif m:
@@ -1002,26 +1002,11 @@ class Bridge:
     def _constrained_torque(self, x, xd, torque, t) -> np.ndarray:
         """τ + Φ_xᵀλ (from the kernels), after the velocity projection if it is due (see PROJECTION_TOLERANCE)."""
         constraints, n = self.constraints, self.model.n_tangent
-        linear_rows, kkt_torque, linear_torque = self._kernels
+        linear_rows, kkt_torque, _ = self._kernels
         mass, bias = self._mass_and_bias(x, xd)
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
-            state, out = np.array((x, xd)), np.empty(n + constraints.n)
-            status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
-                                   self._null_work, out)
-            if status == -1:           # velocity residual above the tolerance: project, then solve
-                projected = self._project(x, xd, mass, self._linear[0], None)
-                if projected is not None:
-                    xd = state[1] = projected
-                    bias = self._tree_bias(x, xd)
-                status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
-                                       np.inf,
-                                       self._null_work, out)
-            if status == 0:
-                self._lambda = out[n:]
-                self._solved_xdd = None   # the null-space kernel returns no ẍ (the watch checks the rows instead)
-                return out[:n]
-        # general rows (loops, non-linear functions, floating base), or a failed reduced solve: the KKT system
+        # the KKT system: general rows (loops, non-linear functions, floating base), and constant rows where the
+        # null-space stage does not serve or hands over (a velocity projection due, TᵀMT not positive definite)
         if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
