@@ -56,10 +56,11 @@ from biobullet.bridge.lifecycle import attach, check_divergence, ensure_owned_bo
 from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
+from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import match_inertia
-from biobullet.bridge.constraints import bridge_constraints
-from biobullet.constraints.solve import Corrector, constrained_acceleration, velocity_projection
+from biobullet.constraints.equations import constraint_set
+from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
 from biobullet.bridge.stability import check_stiff_elements
 
@@ -188,7 +189,7 @@ class Bridge:
             if self.map.multi_dof:
                 from biobullet.bridge.multidof import SphericalJoints
                 self._spherical = SphericalJoints(self)
-            self.alpha, self.beta = self._gains(baumgarte)
+            self.alpha, self.beta = self._baumgarte_gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
             self.corrector = Corrector.baumgarte(self.alpha, self.beta)
@@ -210,7 +211,9 @@ class Bridge:
                                  expected="a number ≥ 0 (0: project every step, inf: never)")
             self.projection_tolerance = float(tol)
             self.native_loops = bool(native_loops)
-            self.constraints = bridge_constraints(model, native_loops=self.native_loops)
+            #: the rows enforced with forces: joint functions and, unless PyBullet closes them, `<loop>`s
+            self.constraints = constraint_set(model, functions=True, loops=bool(
+                model.description.elements_of("loop")) and not self.native_loops)
             self._native = self._create_native_loops() if self.native_loops else {}
             #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
             self.forces = ForceStage(model)
@@ -312,7 +315,7 @@ class Bridge:
                 f"constraints={self.constraints.n}, t={self.time:g})")
 
     # ------------------------------------------------------------------ set-up helpers
-    def _gains(self, baumgarte) -> tuple[float, float]:
+    def _baumgarte_gains(self, baumgarte) -> tuple[float, float]:
         if baumgarte is None:
             return 0.5 / self.dt, 1.0 / self.dt
         try:
@@ -368,6 +371,7 @@ class Bridge:
         if self._step_end:
             self.corrector = step_end_corrector(dt, substeps)
         self.watch.weight = substep_weight(substeps)
+        self._gains = self._step_gains()
 
     def set_time_step(self, dt: float, substeps: int | None = None) -> None:
         """Change the client's time step (s) and, if given, PyBullet's sub-steps per stepSimulation, and the bridge's
@@ -446,15 +450,15 @@ class Bridge:
         # compile (or load from __pycache__) the kernel this bridge uses every step now, not inside the first step;
         # the others compile on first use (projection / fallback paths)
         linear_rows, kkt_torque, linear_torque = self._kernels
-        if self._null is not None:
+        if self._fast:
             linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
         elif m:
-            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n), np.eye(m, n), self._phi, np.zeros(n), self._zero_c,
-                       False, self._zero_c, 1.0, 2.0, self._xdd, np.empty(m), np.empty(n))
+            kkt_torque(np.eye(n), np.zeros(n), np.zeros(n),
+                       ConstraintRows(np.eye(m, n), self._phi, self._zero_c, False, self._zero_c, 1.0, 2.0),
+                       np.zeros(n), self._xdd, np.empty(n + m))
             if self._linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-        self._kernels = (linear_rows, kkt_torque, linear_torque)
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
@@ -465,82 +469,67 @@ class Bridge:
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
         if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
-            from biobullet.core.jit import direct_entry
             kernel, meta, body, gravity = self._own
             x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
             self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
                                            np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self._fast and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
-            from biobullet.core.jit import direct_entry
             self._linear_own = linear_own_kernel()
             if self._linear_own is not None:   # `_null_space_stage` passes exactly these types every step
                 self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
                                                 np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        # a floating base or spherical joints with explicit joint functions (no loops): the general solve's rows in
-        # one compiled call through its direct entry (`model.joint_jets.function_rows`), into preallocated buffers
-        self._row_entry, self._row_table, self._row_buffers = None, None, ()
-        if not self._fixed and m and self._linear is None and not self.constraints.loops:
-            from biobullet.core.jit import direct_entry
-            from biobullet.model.joint_jets import function_rows_kernel, function_table
-            table, kernel = function_table(self.constraints.functions), function_rows_kernel()
-            if table is not None and kernel is not None:
-                self._row_table = table
-                self._row_buffers = (np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m))
-                self._row_entry = direct_entry(kernel, *table, 0.0, int(self._base), int(self._base_v),
-                                               np.zeros(self.model.n_config), np.zeros(n), *self._row_buffers)
+        from biobullet.model.joint_jets import function_table
+        #: explicit joint functions alone (no loops), packed for the compiled rows (None: plug-in rows)
+        functions = function_table(self.constraints.functions) if m and not self.constraints.loops else None
+        # the step-end Newton correction of explicit function rows on a fixed base (`_end_correction`), one call
+        self._end_newton, self._functions = None, functions
+        self._rows_kernel, self._loops_data, self._table = None, None, None
+        if self._step_end and functions is not None and not self._base and self._linear is None:
+            from biobullet.bridge.kernels import end_newton_kernel
+            self._end_newton = direct_entry(end_newton_kernel(), functions, self._step_gains(), 0.0, np.zeros(n),
+                                            np.zeros(n), np.eye(n), np.zeros((m, n)), np.zeros(n), np.zeros(n),
+                                            np.zeros(m))
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_rows_stage; linear rows without loops take _null_space_stage above)
-        self._rows_kernel, self._loops_data, self._table = None, None, None
         self._compiled_forces = None
-        #: (configuration, velocity) entries of the floating base and spherical joints leading x and ẋ
-        self._base_offsets = np.array([self._base, self._base_v], dtype=np.int64)
         any_base = self._fixed and self._dof_identity or not self._fixed and not self.constraints.loops
         if any_base and self._step_end and m and not self._fast:
             # springs inside the kernel on a fixed base (its loop kinematics); elsewhere the force stage
             self._compiled_forces = self._forces_in_kernel() if self._fixed else None
             self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
-            self._no_springs = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, 3)), np.zeros((0, 3)), 1.0)
             if self._rows_kernel is not None:
                 from biobullet.algorithms.compiled_kernels import pack
-                self._no_tree = (*pack(self.model), np.array(self.model.gravity, dtype=float))   # placeholders
+                from biobullet.bridge.kernels import TreeModel
+                # M and h: the own recursions' packed tree, else placeholders of the same types
+                own = self._own[1:] if self._own is not None else (
+                    *pack(self.model), np.array(self.model.gravity, dtype=float))
+                self._tree = TreeModel(self._own is not None, *own,
+                                       np.array([self._base, self._base_v], dtype=np.int64))
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
-        # the step-end check of explicit function rows (`_end_correction`): one compiled call, preallocated buffers
-        # and its Newton steps, the whole `_end_correction` in one compiled call (`kernels.end_newton`)
-        self._end_check, self._end_newton, self._end_buffers = None, None, ()
-        if self._rows_fast and self._loops_data is None and self._step_end and not self._base:
-            from biobullet.bridge.kernels import end_newton_kernel, end_residual_kernel
-            from biobullet.core.jit import direct_entry
-            kernel, newton = end_residual_kernel(), end_newton_kernel()
-            if kernel is not None and newton is not None:
-                self._end_buffers = (np.empty(m), np.empty((m, n)), np.empty(n), np.zeros(n), np.empty(m),
-                                     np.empty(m), np.empty(n), np.empty(m))
-                phi, jac, x_end, zero, phi_t, bias, step, delta = self._end_buffers
-                self._end_check = direct_entry(kernel, *self._table, 0.0, zero, zero, zero, 1e-3, 1.0, x_end, zero,
-                                               phi, jac, phi_t, bias)
-                #: the Newton kernel's work arrays, in its argument order
-                self._end_arguments = (x_end, zero, phi, jac, phi_t, bias, step, delta)
-                self._end_newton = direct_entry(newton, *self._table, 0.0, zero, zero, np.zeros(n), 1e-3, 1.0,
-                                                END_TOLERANCE, END_ITERATIONS, np.eye(n), *self._end_arguments,
-                                                np.zeros(n), np.zeros(m))
+        #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
+        self._gains = self._step_gains()
+
+    def _step_gains(self):
+        """`kernels.StepGains` of the corrector, the time step and the rows kernel's step-end check (explicit
+        function rows alone on a fixed base: `_end_correction` inside the kernel)."""
+        from biobullet.bridge.kernels import StepGains
+        corrector = self.corrector
+        check = self._end_newton is not None and self._rows_kernel is not None and self._loops_data is None
+        return StepGains(float(corrector.kp), float(corrector.kd), float(corrector.kb), float(self.dt),
+                         substep_weight(self.substeps), bool(check), END_TOLERANCE, END_ITERATIONS)
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
-        loaded from numba's cache, now: not inside the first step; the dispatcher's type matching of its twenty
-        arguments would cost ≈ 1 µs a step)."""
-        from biobullet.core.jit import direct_entry
+        loaded from numba's cache, now: not inside the first step)."""
         n, m = self.model.n_tangent, self.constraints.n
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
-        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
-        own = self._own is not None
-        meta, body, gravity = self._own[1:] if own else self._no_tree
-        data = () if self._loops_data is None else self._loops_data
-        corrector = self.corrector
-        return direct_entry(self._rows_kernel, own, meta, body, gravity, self._mass_work, self._bias_work,
-                            np.zeros(n), *self._table, 0.0, self._base_offsets, x, xd, *data, corrector.kp,
-                            corrector.kd, corrector.kb, self._xdd, np.empty(m), np.empty(n))
+        data = () if self._loops_data is None else (self._loops_data,)
+        return direct_entry(self._rows_kernel, self._tree, self._table, *data, self._mass_work, self._bias_work,
+                            np.zeros(n), 0.0, np.array(x, dtype=float), np.array(xd, dtype=float),
+                            self._step_gains(), self._xdd, np.empty(n + m))
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
@@ -565,7 +554,7 @@ class Bridge:
             from biobullet.bridge.kernels import rows_torque_kernel
             return rows_torque_kernel(), table, None
         from biobullet.algorithms.vectorized import tree_arrays
-        from biobullet.bridge.kernels import loop_torque_kernel
+        from biobullet.bridge.kernels import LoopData, loop_torque_kernel
         from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
         if constraints.loops:
@@ -577,9 +566,10 @@ class Bridge:
         else:
             from biobullet.constraints.loop_kernels import pack_loop_rows
             loops = pack_loop_rows(np.zeros((len(self.model.bodies), n)), ())
-        data = (loops, np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float),
-                *pack_springs(self.model, springs))
-        return loop_torque_kernel(), table, data
+        ancestry = np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float)
+        #: the loop rows without springs: an element added later makes the force stage apply them all
+        self._loops_no_springs = LoopData(loops, ancestry, *pack_springs(self.model, ()))
+        return loop_torque_kernel(), table, LoopData(loops, ancestry, *pack_springs(self.model, springs))
 
     def _forces_in_kernel(self):
         """(springs, constant τ, time-dependent JointTorques, element count) when every force element is a
@@ -980,27 +970,22 @@ class Bridge:
                 torque = torque + element.generalized_force(self.model, x, xd, self.time)
         else:
             torque = self._with_forces(user, x, xd)
-            if forces is not None:   # an element was added: the force stage applied every element, the kernel none
-                data = data[:2] + self._no_springs   # (loop rows, ancestry)
+            if forces is not None and data is not None:   # an element was added: the force stage applied every
+                data = self._loops_no_springs                    # element, the kernel none
         if self._own is None:   # (C-contiguous: the kernel's direct entry converts without checking)
             mass, bias = (np.ascontiguousarray(a, dtype=float) for a in self._mass_and_bias(x, xd))
-            meta, body, gravity = self._no_tree
         else:
             mass, bias = self._mass_work, self._bias_work
-            _, meta, body, gravity = self._own
-        corrector = self.corrector
-        lam, out = np.empty(self.constraints.n), np.empty(self._out_n)
-        if data is None:
-            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
-                                       self.time, self._base_offsets, x, xd, corrector.kp, corrector.kd,
-                                       corrector.kb, self._xdd, lam, out)
+        out = np.empty(self._out_size)   # [τ_out, λ]
+        if data is None:   # (the step-end check inside, `_end_correction`'s kernel)
+            status = self._rows_kernel(self._tree, self._table, mass, bias, torque, self.time, x, xd, self._gains,
+                                       self._xdd, out)
         else:
-            status = self._rows_kernel(self._own is not None, meta, body, gravity, mass, bias, torque, *self._table,
-                                       self.time, self._base_offsets, x, xd, *data, corrector.kp, corrector.kd,
-                                       corrector.kb, self._xdd, lam, out)
+            status = self._rows_kernel(self._tree, self._table, data, mass, bias, torque, self.time, x, xd,
+                                       self._gains, self._xdd, out)
         if status == 0:
-            self._lambda = lam
-            return self._end_correction(x, xd, self._xdd, mass, out), self._xdd
+            self._lambda = out[self._out_n:]
+            return out[:self._out_n], self._xdd
         # the general solve (it reads M and h again), with every force element
         if self._kernel_forces_only:
             torque = self._with_forces(user, x, xd)
@@ -1017,35 +1002,16 @@ class Bridge:
     def _constrained_torque(self, x, xd, torque, t) -> np.ndarray:
         """τ + Φ_xᵀλ (from the kernels), after the velocity projection if it is due (see PROJECTION_TOLERANCE)."""
         constraints, n = self.constraints, self.model.n_tangent
-        linear_rows, kkt_torque, linear_torque = self._kernels
+        linear_rows, kkt_torque, _ = self._kernels
         mass, bias = self._mass_and_bias(x, xd)
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
-        if self._null is not None:     # constant rows: one kernel call does Φ, Φ̇, the solve and λ
-            state, out = np.array((x, xd)), np.empty(n + constraints.n)
-            status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd, limit,
-                                   self._null_work, out)
-            if status == -1:           # velocity residual above the tolerance: project, then solve
-                projected = self._project(x, xd, mass, self._linear[0], None)
-                if projected is not None:
-                    xd = state[1] = projected
-                    bias = self._tree_bias(x, xd)
-                status = linear_torque(mass, bias, torque, self._null, state, self.corrector.kp, self.corrector.kd,
-                                       np.inf,
-                                       self._null_work, out)
-            if status == 0:
-                self._lambda = out[n:]
-                self._solved_xdd = None   # the null-space kernel returns no ẍ (the watch checks the rows instead)
-                return out[:n]
-        # general rows (loops, non-linear functions, floating base), or a failed reduced solve: the KKT system
+        # the KKT system: general rows (loops, non-linear functions, floating base), and constant rows where the
+        # null-space stage does not serve or hands over (a velocity projection due, TᵀMT not positive definite)
         if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
             jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
             residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
         else:
-            if self._row_entry is None or self._row_entry(*self._row_table, float(t), self._base, self._base_v, x, xd,
-                                                          *self._row_buffers) < 0.0:
-                phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
-            else:
-                phi, jac, phi_t, bias_c = self._row_buffers
+            phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
             if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
                 phi_dot, residual = None, 0.0
             else:
@@ -1061,12 +1027,14 @@ class Bridge:
                 else:
                     bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
                     phi_dot = jac @ xd + phi_t
-        lam, out = np.empty(constraints.n), np.empty(n)
         if self.corrector.kb != 1.0:
             bias_c = self.corrector.kb * bias_c
-        status = kkt_torque(mass, bias, torque, jac, phi, xd, self._zero_c if phi_t is None else phi_t,
-                            phi_t is not None, bias_c, self.corrector.kp, self.corrector.kd, self._xdd, lam, out)
-        if status != 0:   # singular KKT matrix (redundant rows): least squares
+        rows = ConstraintRows(jac, phi, self._zero_c if phi_t is None else phi_t, phi_t is not None, bias_c,
+                              self.corrector.kp, self.corrector.kd)
+        out = np.empty(n + constraints.n)   # [τ_out, λ]
+        if kkt_torque(mass, bias, torque, rows, xd, self._xdd, out) == 0:
+            lam, out = out[n:], out[:n]
+        else:   # singular KKT matrix (redundant rows): least squares
             phi_dot = jac @ xd + (0.0 if phi_t is None else phi_t)
             target = -bias_c - self.corrector.kd * phi_dot - self.corrector.kp * phi   # bias_c already × kb
             xdd, lam = constrained_acceleration(mass, bias, torque, jac, target, redundant="least_squares")
@@ -1076,58 +1044,22 @@ class Bridge:
         self._lambda = lam
         self._solved_xdd = self._xdd   # ẍ of the solve: the watch's prediction of the next step
         if self._linear is None and self._step_end:
-            out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float), out)
+            out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float),
+                                       np.ascontiguousarray(jac, dtype=float), out)
         return out
 
-    def _end_correction(self, x, xd, xdd, mass, torque) -> np.ndarray:
-        """The step-end target by Newton's method instead of Taylor's formula (non-constant rows): the solve asked
-        Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4 rad at 240 Hz on
-        a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE, up to
-        END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces put the end point
-        on the manifold to round-off. Updates ẍ (the watch's prediction) and λ in place; returns the corrected
-        torque. Explicit joint functions: the check and the Newton steps are one compiled call
-        (`kernels.end_newton`); loops on the one-call path keep the Taylor target (their rows are not evaluated
-        outside that kernel)."""
-        if self._base or (self._rows_fast and self._loops_data is not None):
-            return torque   # x not a vector space (quaternions), or loops on the one-call path
-        dt, c = self.dt, self.watch.weight   # (the watch's c = substep_weight(substeps), kept by _follow_time_step)
-        t_end = self.time + dt
-        if self._end_newton is not None:   # check and Newton steps in one call, ẍ, τ and λ updated in place
-            # (M and λ are C-contiguous float arrays on every path that calls this: the kernel's direct entry)
-            status = self._end_newton(*self._table, t_end, x, xd, xdd, dt, c, END_TOLERANCE, END_ITERATIONS, mass,
-                                      *self._end_arguments, torque, self._lambda)
-            if status != 2:   # 0 done; 1 a jet not finite here (the Taylor target is kept, as below)
-                return torque
-            # the Schur kernel declined: numpy's solves from where the kernel stopped
-        for _ in range(END_ITERATIONS):
-            if self._end_check is not None:
-                phi, jac, x_end, zero = self._end_buffers[:4]
-                worst = self._end_check(*self._table, t_end, x, xd, xdd, dt, c, x_end, zero, phi, jac,
-                                        *self._end_buffers[4:6])
-                if worst < 0.0:
-                    return torque
-            else:
-                phi, jac = self._rows_at(x + dt * xd + (c * dt * dt) * xdd, t_end)
-                worst = float(np.abs(phi).max()) if len(phi) else 0.0
-            if worst <= END_TOLERANCE:
-                break
-            inverse_jt = np.linalg.solve(mass, jac.T)
-            delta = np.linalg.solve(jac @ inverse_jt, -phi / (c * dt * dt))
-            xdd += inverse_jt @ delta
-            torque = torque + jac.T @ delta
-            self._lambda = self._lambda + delta
+    def _end_correction(self, x, xd, xdd, mass, jac, torque) -> np.ndarray:
+        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, fixed base):
+        the solve asked Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4
+        rad at 240 Hz on a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE,
+        up to END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (Φ_x of
+        the step's start `jac`: chord steps) put the end point on the manifold — one compiled call
+        (`kernels.end_newton`, also inside the rows kernel of `_rows_stage`), ẍ (the watch's prediction), τ and λ
+        updated in place. Loops and plug-in rows without compiled jets keep the Taylor target, as on the one-call
+        loop path (their residual after a step is watched, `bridge.outside`)."""
+        if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
+            self._end_newton(self._functions, self._gains, self.time, x, xd, mass, jac, xdd, torque, self._lambda)
         return torque
-
-    def _rows_at(self, x: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """(Φ, Φ_x) of the enforced rows at (x, t): one compiled call for explicit joint functions alone."""
-        if self._table is not None and self._loops_data is None:
-            from biobullet.model.joint_jets import function_rows
-            m, n = self.constraints.n, self.model.n_tangent
-            phi, jac, phi_t, bias = np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m)
-            if function_rows(*self._table, t, 0, 0, x, np.zeros(n), phi, jac, phi_t, bias) >= 0.0:
-                return phi, jac
-        return (np.asarray(self.constraints.residual(x, t), dtype=float),
-                np.atleast_2d(np.asarray(self.constraints.jacobian(x, t), dtype=float)))
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
         """M and h (our order), the one place the general solve and the fixed-base kernels without own dynamics
@@ -1322,12 +1254,8 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
 
 
 def constraint_terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):
-    """(Φ, Φ_x, Φ_t, bias) in one pass when the row set offers `all_terms`."""
-    if hasattr(constraints, "all_terms"):
-        phi, jac, phi_t, bias = constraints.all_terms(x, xd, t)
-    else:
-        phi, jac = constraints.residual(x, t), constraints.jacobian(x, t)
-        phi_t, bias = constraints.time_derivative(x, t), constraints.velocity_bias(x, xd, t)
+    """(Φ, Φ_x, Φ_t, bias) of a `constraints.equations.ConstraintSet` in one pass, as float arrays."""
+    phi, jac, phi_t, bias = constraints.all_terms(x, xd, t)
     return (np.asarray(phi, float), np.atleast_2d(np.asarray(jac, float)), np.asarray(phi_t, float),
             np.asarray(bias, float))
 

@@ -1,32 +1,32 @@
 """Per-step arithmetic of `Bridge.apply()`: thin compiled adapters around THE constrained solve
-(`biobullet.constraints.solve`), which owns the equations.
+(`biobullet.constraints.solve`), which owns the equations. Arguments are structured (`TreeModel`, `StepGains`,
+`LoopData`, `joint_jets.FunctionTable`, `solve.ConstraintRows`): built once per bridge (or per time-step change),
+so a step passes a dozen references, each kernel compiled for one set of types.
 
-    linear_rows   Φ = Φ_x x − c and Φ̇ = Φ_x ẋ for constant rows (linear joint functions, fixed base);
-                  returns max |Φ̇| (the velocity residual that decides whether to project).
-    linear_torque `constraints.solve`'s null-space kernel: Φ, Φ̇, (TᵀMT) y = … by Cholesky, τ_out = Mẍ + h and λ.
+    linear_rows   Φ = Φ_x x − c and Φ̇ = Φ_x ẋ for constant rows (linear joint functions, fixed base); max |Φ̇|.
+    linear_torque `constraints.solve`'s null-space kernel (`linear_own`: with M, h from the tree recursions).
     kkt_torque    `constraints.solve`'s range-space (Schur complement) kernel, then τ_out = τ + Φ_xᵀλ.
-    loop_torque   the same with `<loop>` rows (point, planar) after the function rows (`Bridge._rows_stage`).
-    rows_torque   explicit joint functions (polynomial, spline, Fourier, linear, expression; `model.joint_jets`):
-                  the rows
-                  Φ, Φ_x, Φ_t, b, optionally M and h from biobullet's own recursions
-                  (`algorithms.compiled_kernels.tree_dynamics`), the step-end target and the Schur solve — one
-                  call per step (`Bridge._rows_stage`).
-    end_residual  the function rows at the end point x + dt ẋ + c dt² ẍ of the solve's ẍ (Φ and Φ_x written, max
-                  |Φ| returned): the check of `Bridge._end_correction`;
-    end_newton    that check and its Newton steps on λ (the Schur kernel with h = 0), the whole
-                  `Bridge._end_correction` in one call.
+    rows_torque   explicit joint functions (`model.joint_jets`) on any base: rows, M and h (own recursions or
+                  PyBullet's), the step-end target, the Schur solve and the step-end Newton correction — one call
+                  per step (`Bridge._rows_stage`).
+    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs (no Newton step).
+    end_newton    the step-end correction: Φ at the end point x + dt ẋ + c dt² ẍ, values only, and chord Newton
+                  steps on λ (`Bridge._end_correction`; inside rows_torque).
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
-numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. kkt_torque returns a status ≠ 0 when the solve declines (M not positive definite, dependent rows): the
-caller then solves by least squares (`constraints.solve.constrained_acceleration(..., redundant="least_squares")`).
+numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. A status ≠ 0
+means the solve declined (M not positive definite, dependent rows, a value not finite): the caller's general path
+then decides, with least squares (`constraints.solve.constrained_acceleration(..., redundant="least_squares")`) or
+its clear error.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from biobullet.core import jit
 from biobullet.constraints import solve
-
 
 
 def _linear_rows_py(jac, offset, x, xd, phi, phi_dot):
@@ -45,18 +45,54 @@ def _linear_rows_py(jac, offset, x, xd, phi, phi_dot):
     return worst
 
 
-def _kkt_torque_py(mass, bias, tau, jac, phi, xd, phi_t, has_phi_t, bias_c, kp, kd, xdd, lam, torque):
-    """τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this compiles); its status."""
-    status = _schur(mass, bias, tau, True, solve.ConstraintRows(jac, phi, phi_t, has_phi_t, bias_c, kp, kd), xd,
-                    _PIVOT, xdd, lam)
+class TreeModel(NamedTuple):
+    """The body for the per-step kernels: own (M, h from the compiled tree recursions with meta, body, gravity —
+    `compiled_kernels.pack`, gravity updated in place by `Bridge.engine_parameters` — else the M and h given), base
+    = (configuration, velocity) entries of the floating base and spherical joints leading x and ẋ (int64 (2,))."""
+    own: bool
+    meta: np.ndarray
+    body: np.ndarray
+    gravity: np.ndarray
+    base: np.ndarray
+
+
+class StepGains(NamedTuple):
+    """The bridge's target and step-end check for a step of dt: the corrector's kp (1/s²), kd (1/s), kb; dt (s),
+    weight c (x_end = x + dt ẋ + c dt² ẍ, `bridge.substep_weight`); check: the rows kernel runs the step-end Newton
+    correction (`_end_newton_py`) with `tolerance` (rad or m) and at most `iterations` steps."""
+    kp: float
+    kd: float
+    kb: float
+    dt: float
+    weight: float
+    check: bool
+    tolerance: float
+    iterations: int
+
+
+class LoopData(NamedTuple):
+    """`<loop>` rows (`constraints.loop_kernels.LoopRows`), the tree's ancestry and the point-to-point springs
+    (`pipeline.force_rows.pack_springs`: bodies, points, params, zero length) of `_loop_torque_py`."""
+    rows: tuple
+    ancestry: np.ndarray
+    spring_bodies: np.ndarray
+    spring_points: np.ndarray
+    spring_params: np.ndarray
+    zero_length: float
+
+
+def _kkt_torque_py(mass, bias, tau, rows, xd, xdd, out):
+    """out = [τ_out (n), λ (m)], τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this
+    compiles) for `rows` (`solve.ConstraintRows`); its status."""
+    n, m = mass.shape[0], rows.jac.shape[0]
+    status = _schur(mass, bias, tau, bool(True), rows, xd, _PIVOT, xdd, out[n:])
     if status != 0:
         return status
-    n, m = mass.shape[0], jac.shape[0]
     for i in range(n):
         s = tau[i]
         for k in range(m):
-            s += jac[k, i] * lam[k]
-        torque[i] = s
+            s += rows.jac[k, i] * out[n + k]
+        out[i] = s
     return 0
 
 
@@ -64,163 +100,95 @@ _PIVOT = solve.PIVOT_CHECK
 _schur = solve.schur_solve   # the Schur kernel: `kernels` binds the compiled one; this serves the Python form
 
 
-def _rows_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, kp, kd, kb,
-                    xdd, lam, torque):
-    """τ_out = τ + Φ_xᵀλ for explicit function rows at the tree state (x, ẋ) — any base: base = (configuration,
-    velocity) entries of the floating base and spherical joints leading x and ẋ (int64 (2,)); own: M, h from the
-    tree recursions (the given mass/bias are then overwritten), else the given PyBullet ones. Status 0, or ≠ 0
-    when the solve declines (the caller's general path decides)."""
-    n = xd.shape[0]
-    m = table.shape[0]
-    if own:
-        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, bool(True), bool(True), bool(False))
+def _own_dynamics_py(tree, x, xd, mass, bias):
+    """M and h from the tree recursions into mass and bias when tree.own (else they stay the caller's)."""
+    if tree.own:
+        n = xd.shape[0]
+        m_own, h_own = _tree(tree.meta, tree.body, x, xd, xd, tree.gravity, n, bool(True), bool(True), bool(False))
         for i in range(n):
             bias[i] = h_own[i]
             for j in range(n):
                 mass[i, j] = m_own[i, j]
-    phi = np.empty(m)
-    jac = np.empty((m, n))
-    phi_t = np.empty(m)
-    bias_c = np.empty(m)
-    if _rows(table, inputs, coef, t, base[0], base[1], x, xd, phi, jac, phi_t, bias_c) < 0.0:
+
+
+def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out):
+    """out = [τ_out, λ], τ_out = τ + Φ_xᵀλ for explicit function rows (`model.joint_jets.FunctionTable`) at the
+    tree state (x, ẋ) — any base (`TreeModel`); then, with gains.check, the step-end Newton correction
+    (`_end_newton_py`, on the same Φ_x). Status 0, or ≠ 0 when the solve declines (the caller's general path
+    decides)."""
+    n, m = xd.shape[0], functions.table.shape[0]
+    _own_dynamics(tree, x, xd, mass, bias)
+    phi, jac, phi_t, bias_c = np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m)
+    base = tree.base
+    if _rows(functions.table, functions.inputs, functions.coef, t, base[0], base[1], x, xd, phi, jac, phi_t,
+             bias_c) < 0.0:
         return 4   # an expression not finite here: the general path reports it
     for r in range(m):
-        bias_c[r] *= kb
-    return _kkt(mass, bias, tau, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
+        bias_c[r] *= gains.kb
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    status = _kkt(mass, bias, tau, rows, xd, xdd, out)
+    if status == 0 and gains.check:
+        _end_newton(functions, gains, t, x, xd, mass, jac, xdd, out[:n], out[n:])
+    return status
 
 
-
-
-def _loop_torque_py(own, meta, body, gravity, mass, bias, tau, table, inputs, coef, t, base, x, xd, loop_rows,
-                    body_ancestry, spring_bodies, spring_points, spring_params, zero_length, kp, kd, kb, xdd, lam,
-                    torque):
-    """τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (table, possibly empty) followed by `<loop>` rows
-    (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics), in `ConstraintSet`
-    order; point-to-point springs (`forces.compiled._spring_kernel_py`, rows of spring_*: end b first) from the
-    same kinematics; own: M, h from the tree recursions; base as in `_rows_torque_py`. Status 0, or ≠ 0 when the
-    solve declines or a spring has zero length (the general path then decides and reports)."""
+def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xdd, out):
+    """out = [τ_out, λ], τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (possibly none) followed by
+    `<loop>` rows (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics),
+    in `ConstraintSet` order; point-to-point springs (`forces.compiled._spring_forces_py`) from the same kinematics
+    (`LoopData`); M, h and the base as in `_rows_torque_py`. Status 0, or ≠ 0 when the solve declines or a spring
+    has zero length (the general path then decides and reports)."""
     n = xd.shape[0]
-    nf = table.shape[0]
-    n_rows = loop_rows.n_rows[0] if loop_rows.n_rows.shape[0] else 0
+    nf = functions.table.shape[0]
+    n_rows = loops.rows.n_rows[0] if loops.rows.n_rows.shape[0] else 0
     m = nf + n_rows
-    phi = np.empty(m)
-    jac = np.empty((m, n))
-    phi_t = np.zeros(m)
-    bias_c = np.empty(m)
-    if nf > 0:
-        f_phi = np.empty(nf)
-        f_jac = np.empty((nf, n))
-        f_t = np.empty(nf)
-        f_bias = np.empty(nf)
-        if _rows(table, inputs, coef, t, base[0], base[1], x, xd, f_phi, f_jac, f_t, f_bias) < 0.0:
-            return 4   # an expression not finite here: the general path reports it
-        for r in range(nf):
-            phi[r] = f_phi[r]
-            phi_t[r] = f_t[r]
-            bias_c[r] = f_bias[r]
-            for c in range(n):
-                jac[r, c] = f_jac[r, c]
-    rot, pos, sub, vel, acc = _kin(meta, body, x, xd, n, bool(True))
+    phi, jac, phi_t, bias_c = np.empty(m), np.empty((m, n)), np.zeros(m), np.empty(m)
+    base = tree.base
+    if nf > 0 and _rows(functions.table, functions.inputs, functions.coef, t, base[0], base[1], x, xd, phi[:nf],
+                        jac[:nf], phi_t[:nf], bias_c[:nf]) < 0.0:
+        return 4   # an expression not finite here: the general path reports it
+    rot, pos, sub, vel, acc = _kin(tree.meta, tree.body, x, xd, n, bool(True))
     total = tau.copy()
-    status, _ = _spring_forces(rot, pos, sub, body_ancestry, xd, spring_bodies, spring_points, spring_params,
-                               zero_length, total)
+    status, _ = _spring_forces(rot, pos, sub, loops.ancestry, xd, loops.spring_bodies, loops.spring_points,
+                               loops.spring_params, loops.zero_length, total)
     if status != 0:
         return 3
     if n_rows:
-        l_phi, l_jac, l_bias = _loop_rows(loop_rows, int(0), (rot, pos, sub, vel, acc), bool(True), bool(True))
-    for r in range(n_rows):
-        phi[nf + r] = l_phi[r]
-        bias_c[nf + r] = l_bias[r]
-        for c in range(n):
-            jac[nf + r, c] = l_jac[r, c]
+        l_phi, l_jac, l_bias = _loop_rows(loops.rows, int(0), (rot, pos, sub, vel, acc), bool(True), bool(True))
+        for r in range(n_rows):
+            phi[nf + r] = l_phi[r]
+            bias_c[nf + r] = l_bias[r]
+            for c in range(n):
+                jac[nf + r, c] = l_jac[r, c]
     for r in range(m):
-        bias_c[r] *= kb
-    if own:
-        m_own, h_own = _tree(meta, body, x, xd, xd, gravity, n, bool(True), bool(True), bool(False))
-        for i in range(n):
-            bias[i] = h_own[i]
-            for j in range(n):
-                mass[i, j] = m_own[i, j]
-    return _kkt(mass, bias, total, jac, phi, xd, phi_t, True, bias_c, kp, kd, xdd, lam, torque)
+        bias_c[r] *= gains.kb
+    _own_dynamics(tree, x, xd, mass, bias)
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    return _kkt(mass, bias, total, rows, xd, xdd, out)
 
 
-
-
-def loop_torque_kernel():
-    """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    from biobullet.constraints.loop_kernels import loop_kernels
-    fused = rows_torque_kernel()   # compiles and binds the shared callees
-    loops = loop_kernels()
-    if fused is None or loops is None:
-        return None
-    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    from biobullet.forces.compiled import spring_forces_kernel
-    from biobullet.model.joint_jets import function_rows_kernel
-    springs = spring_forces_kernel()
-    if springs is None:
-        return None
-    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()})
-    return jit.compiled(_loop_torque_py, bind={"_tree": tree_dynamics_kernel(), "_rows": function_rows_kernel(),
-                                               "_kkt": kkt,
-                                               "_kin": loops[0], "_loop_rows": loops[1],
-                                               "_spring_forces": springs})
-
-
-def rows_torque_kernel():
-    """The compiled `_rows_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    from biobullet.model.joint_jets import function_rows_kernel
-    schur = solve.schur_kernel()
-    tree, rows = tree_dynamics_kernel(), function_rows_kernel()
-    if schur is None or tree is None or rows is None:
-        return None
-    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur})
-    if kkt is None:
-        return None
-    return jit.compiled(_rows_torque_py, bind={"_tree": tree, "_rows": rows, "_kkt": kkt})
-
-
-def _end_residual_py(table, inputs, coef, t, x, xd, xdd, dt, c, x_end, zero, phi, jac, phi_t, bias):
-    """max |Φ(x_end, t)| of the function rows at x_end = x + dt ẋ + c dt² ẍ (written into x_end, with Φ and Φ_x
-    into phi and jac); −1 when a function's jets are not finite."""
+def _end_newton_py(functions, gains, t, x, xd, mass, jac, xdd, torque, lam):
+    """The step-end correction of explicit function rows (fixed base): up to gains.iterations times, Φ at the end
+    point x + dt ẋ + c dt² ẍ, t + dt — its value alone (`joint_jets._function_values_py`) — and, while
+    max |Φ| > gains.tolerance, the Newton step on the constraint forces Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ/(c dt²) with the
+    Φ_x of the step's start (`jac`: a chord step; Φ_x moves by O(dt ẋ) over the step, so each step still shrinks
+    the residual by that factor) — the Schur kernel with h = 0, no τ and the target −Φ/(c dt²), which also gives
+    M⁻¹Φ_xᵀΔλ — added to ẍ, τ and λ in place. 0, 1 when a value is not finite at the end point (the Taylor target
+    stays), 2 when the Schur kernel declines."""
+    n, m = xd.shape[0], jac.shape[0]
+    c, dt = gains.weight, gains.dt
     h = c * dt * dt
-    for i in range(x.shape[0]):
-        x_end[i] = x[i] + dt * xd[i] + h * xdd[i]
-    if _rows(table, inputs, coef, t, 0, 0, x_end, zero, phi, jac, phi_t, bias) < 0.0:
-        return -1.0
-    worst = 0.0
-    for r in range(phi.shape[0]):
-        if abs(phi[r]) > worst:
-            worst = abs(phi[r])
-    return worst
-
-
-def end_residual_kernel():
-    """The compiled `_end_residual_py`, or None (numba missing or disabled: `Bridge._rows_at` serves)."""
-    from biobullet.model.joint_jets import function_rows_kernel
-    rows = function_rows_kernel()
-    if rows is None:
-        return None
-    return jit.compiled(_end_residual_py, bind={"_rows": rows})
-
-
-def _end_newton_py(table, inputs, coef, t, x, xd, xdd, dt, c, tolerance, iterations, mass, x_end, zero, phi, jac,
-                   phi_t, bias, step, delta, torque, lam):
-    """`Bridge._end_correction` in one call: up to `iterations` times, the function rows at the end point
-    x + dt ẋ + c dt² ẍ (`_end_residual_py`) and, while max |Φ| > tolerance, the Newton step on the constraint
-    forces Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ/(c dt²) — the Schur kernel with h = 0, no τ and the target −Φ/(c dt²), which
-    also gives M⁻¹Φ_xᵀΔλ — added to ẍ, τ and λ in place. 0, or ≠ 0 when a jet is not finite or the Schur kernel
-    declines (the caller's numpy loop then decides, with its clear errors)."""
-    n, m = xd.shape[0], phi.shape[0]
-    gain = 1.0 / (c * dt * dt)
+    x_end, phi, step, delta = np.empty(x.shape[0]), np.empty(m), np.empty(n), np.empty(m)
     none_n, none_m = np.zeros(n), np.zeros(m)
-    for _ in range(iterations):
-        worst = _end(table, inputs, coef, t, x, xd, xdd, dt, c, x_end, zero, phi, jac, phi_t, bias)
+    for _ in range(gains.iterations):
+        for i in range(x.shape[0]):
+            x_end[i] = x[i] + dt * xd[i] + h * xdd[i]
+        worst = _values(functions, t + dt, x_end, phi)
         if worst < 0.0:
             return 1
-        if worst <= tolerance:
+        if worst <= gains.tolerance:
             return 0
-        rows = solve.ConstraintRows(jac, phi, none_m, bool(False), none_m, gain, 0.0)
+        rows = solve.ConstraintRows(jac, phi, none_m, bool(False), none_m, 1.0 / h, 0.0)
         if _schur(mass, none_n, none_n, bool(False), rows, none_n, _PIVOT, step, delta) != 0:
             return 2
         for i in range(n):
@@ -235,12 +203,36 @@ def _end_newton_py(table, inputs, coef, t, x, xd, xdd, dt, c, tolerance, iterati
 
 
 def end_newton_kernel():
-    """The compiled `_end_newton_py`, or None (numba missing or disabled: `Bridge._end_correction`'s numpy loop
-    serves)."""
-    end, schur = end_residual_kernel(), solve.schur_kernel()
-    if end is None or schur is None:
+    """The compiled `_end_newton_py`, or its Python form (numba disabled: debugging)."""
+    from biobullet.model.joint_jets import function_values_kernel
+    return (jit.compiled(_end_newton_py, bind=lambda: {"_schur": solve.schur_kernel(),
+                                                       "_values": function_values_kernel()})
+            or jit.twin(_end_newton_py, {"_schur": solve.schur_solve, "_values": function_values_kernel()}))
+
+
+def _step_bindings() -> dict:
+    """The callees of `_rows_torque_py` and `_loop_torque_py`."""
+    from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+    from biobullet.model.joint_jets import function_rows_kernel
+    return {"_tree": tree_dynamics_kernel(), "_own_dynamics": _own_dynamics_py, "_rows": function_rows_kernel(),
+            "_kkt": jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()}),
+            "_end_newton": end_newton_kernel()}
+
+
+def rows_torque_kernel():
+    """The compiled `_rows_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
+    return jit.compiled(_rows_torque_py, bind=_step_bindings) if jit.ENABLED else None
+
+
+def loop_torque_kernel():
+    """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
+    if not jit.ENABLED:
         return None
-    return jit.compiled(_end_newton_py, bind={"_end": end, "_schur": schur})
+    from biobullet.constraints.loop_kernels import loop_kernels
+    from biobullet.forces.compiled import spring_forces_kernel
+    kin, loop_rows = loop_kernels()
+    return jit.compiled(_loop_torque_py, bind=lambda: {**_step_bindings(), "_kin": kin, "_loop_rows": loop_rows,
+                                                       "_spring_forces": spring_forces_kernel()})
 
 
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
@@ -250,8 +242,6 @@ def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, ou
     state = flat.reshape((2, n))
     mass, bias = _tree(meta, body, state[0], state[1], state[1], gravity, n, bool(True), bool(True), bool(False))
     return _null(mass, bias, tau, null, state, kp, kd, limit, work, out)
-
-
 
 
 def linear_own_kernel():
@@ -273,5 +263,5 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["end_newton_kernel", "end_residual_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel",
-           "pack_linear", "rows_torque_kernel"]
+__all__ = ["LoopData", "StepGains", "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel",
+           "loop_torque_kernel", "pack_linear", "rows_torque_kernel"]

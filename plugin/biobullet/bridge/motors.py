@@ -100,13 +100,14 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
         free = [k for k in free if k not in {k for _, k in over}]
     for r, k in enumerate(free):
         applied[names[k]] = float(lam[m + r])
-    bridge._lambda = lam[:m]
+    bridge._lambda = np.ascontiguousarray(lam[:m], dtype=float)   # (`_end_correction` updates it in place)
     bridge._xdd[:] = xdd
     bridge._solved_xdd = bridge._xdd
     bridge.motor_torques = applied
     out = total + all_rows.T @ lam
     if m and bridge._linear is None and bridge._step_end:   # the rows' end point by Newton's method as well
-        out = bridge._end_correction(x, xd, bridge._xdd, mass, out)
+        out = bridge._end_correction(x, xd, bridge._xdd, np.ascontiguousarray(mass, dtype=float),
+                                     np.ascontiguousarray(jac, dtype=float), out)
     return out
 
 

@@ -35,6 +35,7 @@ positions beyond plausibility, it raises `DivergenceError` naming the joint and 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,12 +65,22 @@ class CouplingWarning(BridgeWarning):
     names the joint, the cause and the remedy (issued once per cause and bridge)."""
 
 
-def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, jb, vb, jac, offset, jump_tolerance):
+class WatchedRows(NamedTuple):
+    """What `_surprise_py` compares beyond the state: the first 1-DOF joint entry of x (jb, after a floating base
+    and spherical joints) and of the checked ẋ (vb), and the constant rows jac x − offset (m × n; none when m = 0)."""
+    jb: int
+    vb: int
+    jac: np.ndarray
+    offset: np.ndarray
+
+
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
     max |x|; inf for a non-finite state). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
     (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
-    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows jac x − offset (m × n,
-    none when m = 0) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows of `watched`
+    (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_x = 0.0
     for i in range(x.shape[0]):
         a = abs(x[i])
@@ -174,13 +185,13 @@ class OutsideWatch:
         # constant rows (the null-space paths return no ẍ): the kernel checks them instead
         linear = bridge._linear
         n = model.n_config
-        self._jac, self._offset = ((np.ascontiguousarray(linear[0], dtype=float),
-                                    np.ascontiguousarray(linear[1], dtype=float))
-                                   if linear is not None else (np.zeros((0, n)), np.zeros(0)))
+        jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
+                       if linear is not None else (np.zeros((0, n)), np.zeros(0)))
+        self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         kernel = surprise_kernel()
         self._check = jit.direct_entry(kernel, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
-                                       False, 1e-3, 1.0, self.jb, self.vb, self._jac, self._offset,
-                                       JUMP_TOLERANCE) if kernel is not _surprise_py else kernel
+                                       False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE) \
+            if kernel is not _surprise_py else kernel
         runaway = jit.compiled(_runaway_py)
         self._runaway = (jit.direct_entry(runaway, self.prev_x, self.prev_v, self.jb) if runaway is not None
                          else _runaway_py)
@@ -219,7 +230,7 @@ class OutsideWatch:
             xd_checked = xd
         disturbed, jumped, peak_v, peak_x = self._check(
             x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
-            self.weight, self.jb, self.vb - self.skip, self._jac, self._offset, jump_tolerance)
+            self.weight, self._watched, jump_tolerance)
         if self.floating:
             peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:

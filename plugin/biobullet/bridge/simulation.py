@@ -15,8 +15,6 @@ import numpy as np
 
 from biobullet.core.errors import ModelError
 
-DEFAULT_DT = 1.0e-3  # s
-
 
 def _steps(t_end: float, dt: float) -> int:
     for name, value in (("t_end", t_end), ("dt", dt)):
@@ -94,16 +92,3 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     if out is not None:
         trajectory.to_csv(os.fspath(out))
     return trajectory
-
-
-def cli_simulate_pybullet(args) -> int:
-    """`biobullet simulate MODEL --engine pybullet [--dt H] [--set NAME=VALUE] --t-end T --out FILE.csv`."""
-    from biobullet.dynamics.api import model_from_file as load_model
-    model = load_model(args.model, floating_base=getattr(args, "floating_base", None),
-                       inertia=getattr(args, "inertia", "warn"))
-    initial = model.initial_state(dict(getattr(args, "overrides", None) or []))
-    trajectory = simulate_bridge(model, args.t_end, getattr(args, "dt", None), initial=initial, out=args.out)
-    dt = trajectory.meta.get("dt", getattr(args, "dt", None) or DEFAULT_DT)
-    print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {trajectory.t[-1]:g} s, PyBullet "
-          f"dt = {dt:g} s)", file=sys.stderr)
-    return 0

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import NamedTuple
+
 from biobullet.core import jit
 from biobullet.functions import expression_tape
 from biobullet.functions.expression_tape import EXP_LIMIT, HYPERBOLIC_LIMIT
@@ -35,13 +37,14 @@ _FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model con
 
 
 def _tape_jets(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet):
-    """An EXPRESSION row's tape interpreted into `jet` (f, f_z, upper triangle of f_zz; z = inputs, t): registers
-    z (n_in), t, the constants, then one per instruction (outside a function's domain: NaN, never an exception,
-    also in the Python twin)."""
+    """An EXPRESSION row's tape interpreted into `jet` (f, f_z, upper triangle of f_zz; z = inputs, t), or into a
+    `jet` of one entry the value f alone (the tape's value-first prefix, `function_table`): registers z (n_in), t,
+    the constants, then one per instruction (outside a function's domain: NaN, never an exception, also in the
+    Python twin)."""
     m = n_in + 1
     p0 = i0 + n_in
-    n_ins = inputs[p0]
-    o0 = p0 + 1
+    n_ins = inputs[p0] if jet.shape[0] > 1 else inputs[p0 + 1]
+    o0 = p0 + 2
     w0 = o0 + 1 + m + m * (m + 1) // 2
     reg = np.empty(m + nc + n_ins)
     for k in range(n_in):
@@ -144,6 +147,7 @@ def _jets_bindings() -> dict:
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
     """Fill θ, G, θ̇, γ of the dependent joints in place, in table order (each function's inputs are set
     before it): θ = f(z, t), G = f_z G_z, θ̇ = f_z ż + f_t, γ = f_z γ_z + żᵀ f_zz ż + 2 f_zt·ż + f_tt.
+    A gradient of no columns asks for θ alone (an expression then runs its tape's value prefix only).
     table rows: (type, output joint, first input in `inputs`, input count, first coefficient, coefficient count);
     an EXPRESSION row's tape words follow its input joints in `inputs`, its constants are its coefficients.
     Returns 0, or 1 when an expression's value or derivatives are not finite (θ, G, … then partly written)."""
@@ -155,7 +159,8 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
             if not _TAPES:   # bound False (`jets_kernel(tapes=False)`): the tape interpreter is not compiled
                 return 1
             m = n_in + 1
-            jet = np.empty(1 + m + m * (m + 1) // 2)   # f, f_z (z = inputs, t), upper triangle of f_zz
+            # f, f_z (z = inputs, t), upper triangle of f_zz; f alone when no gradient is asked (nv = 0)
+            jet = np.empty(1 + m + m * (m + 1) // 2 if nv > 0 or kind == PLUGIN else 1)
             if kind == PLUGIN:
                 z = np.empty(m)
                 for k in range(n_in):
@@ -168,6 +173,9 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
             for k in range(jet.shape[0]):
                 if not np.isfinite(jet[k]):
                     return 1
+            if nv == 0:   # the value alone (`_function_values_py`)
+                x[xo] = jet[0]
+                continue
             # θ = f; θ̇ = Σ f_i ż_i + f_t; G = Σ f_i G_i; γ = Σ f_i γ_i + Σ_ij f_ij ż_i ż_j + 2 Σ_i f_it ż_i + f_tt
             rate = jet[m]
             acc = 0.0
@@ -252,7 +260,7 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
 explicit_jets = jit.lazy(_explicit_jets_py, bind=_jets_bindings)
 
 
-def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def explicit_table(cmap) -> FunctionTable | None:
     """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline,
     Fourier and expression joint functions (in evaluation order), or None when any resolver is of another kind."""
     from biobullet.model.coordinates import ExplicitFunction
@@ -262,8 +270,49 @@ def explicit_table(cmap) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     return function_table((r.output, r.inputs, r.function) for r in cmap.resolvers)
 
 
-def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(table, inputs, coefficients) for `_explicit_jets_py` / `_function_rows_py` from (output joint, input
+class FunctionTable(NamedTuple):
+    """Joint functions packed for the jets kernels (`function_table`): table rows (type, output joint, first input
+    in `inputs`, input count, first coefficient, coefficient count), the input joints (an expression's tape words
+    after its inputs) and the coefficients (int64 (r, 6), int64, float64)."""
+    table: np.ndarray
+    inputs: np.ndarray
+    coef: np.ndarray
+
+
+def value_first(words: list[int], m: int, n_const: int) -> list[int]:
+    """A translated tape (`functions.expression_tape` layout, this module's op codes) with the instructions the
+    value needs moved first (in their order, then the others in theirs: both stay topologically ordered) and their
+    count after the instruction count: [n_instructions, n_value, outputs, (op, a, b) …], so that the value alone
+    is the prefix (`_tape_jets` with a one-entry jet)."""
+    n_ins, n_out = words[0], expression_tape.output_count(m)
+    outputs, program = words[1:1 + n_out], words[1 + n_out:]
+    first = m + n_const
+    needed, stack = set(), [outputs[0]]
+    while stack:
+        register = stack.pop()
+        k = register - first
+        if k < 0 or k in needed:
+            continue
+        needed.add(k)
+        op, a, b = program[3 * k:3 * k + 3]
+        stack.append(a)
+        if op in (ADD, SUB, MUL, DIV, POW, ATAN2):   # b a register (POWI's b is an exponent; unary ops' b is 0)
+            stack.append(b)
+    order = sorted(needed) + [k for k in range(n_ins) if k not in needed]
+    new = {first + k: first + i for i, k in enumerate(order)}
+
+    def moved(register: int) -> int:
+        return new.get(register, register)
+
+    out = [n_ins, len(needed), *(moved(r) for r in outputs)]
+    for k in order:
+        op, a, b = program[3 * k:3 * k + 3]
+        out.extend((op, moved(a), moved(b) if op in (ADD, SUB, MUL, DIV, POW, ATAN2) else b))
+    return out
+
+
+def function_table(entries) -> FunctionTable | None:
+    """`FunctionTable` (table, inputs, coefficients) for `_explicit_jets_py` / `_function_rows_py` from (output joint, input
     joints, JointFunction) triples (joint slots in the tree's joint order), or None when a function is of a type
     the kernel does not evaluate (third-party plug-ins, an expression without a tape)."""
     from biobullet.functions.expression import ExpressionFunction
@@ -300,7 +349,7 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             words = [int(w) for w in words]
             first_op = 1 + expression_tape.output_count(len(joint_inputs) + 1)
             words[first_op::3] = [_OP_CODES[op] for op in words[first_op::3]]   # to this interpreter's codes
-            inputs.extend(words)   # the tape follows the input joints
+            inputs.extend(value_first(words, len(joint_inputs) + 1, len(constants)))   # after the input joints
             coef.extend(float(c) for c in constants)
             rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:
@@ -310,8 +359,8 @@ def function_table(entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
             inputs.append(address)   # after the input joints
             coef.extend(float(c) for c in params)
             rows.append((PLUGIN, output, start_in, len(joint_inputs), start_c, len(params)))
-    return (np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
-            np.array(coef, dtype=float))
+    return FunctionTable(np.array(rows, dtype=np.int64).reshape(-1, 6), np.array(inputs, dtype=np.int64),
+                         np.array(coef, dtype=float))
 
 
 
@@ -355,6 +404,33 @@ def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, p
         gradient[vo, vo] = 1.0
         gamma[vo] = 0.0
     return worst
+
+
+def _function_values_py(functions, t, x, phi):
+    """Φ_r = θ_out − f(z, t) alone (no derivatives: an expression runs its tape's value prefix) of a fixed-base
+    tree configuration x, each row from the actual state of its inputs as in `_function_rows_py`, into phi;
+    max |Φ|, or −1 when a value is not finite (the bridge's step-end check)."""
+    table = functions.table
+    scratch = x.copy()
+    no_gradient = np.zeros((x.shape[0], 0))
+    no_rate = np.zeros(x.shape[0])
+    worst = 0.0
+    for r in range(table.shape[0]):
+        if _JETS(table[r:r + 1], functions.inputs, functions.coef, t, 0, 0, scratch, no_rate, no_gradient,
+                 no_rate) != 0:
+            return -1.0
+        out = table[r, 1]
+        phi[r] = x[out] - scratch[out]
+        scratch[out] = x[out]   # the next row reads the actual state of its inputs
+        if abs(phi[r]) > worst:
+            worst = abs(phi[r])
+    return worst
+
+
+def function_values_kernel():
+    """The compiled `_function_values_py` (with the jets kernel bound), or its Python form (numba disabled)."""
+    return (jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
+            or jit.twin(_function_values_py, {"_JETS": _explicit_jets_py}))
 
 
 def function_rows_kernel():

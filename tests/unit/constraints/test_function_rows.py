@@ -81,3 +81,27 @@ def test_undefined_expression_row_reports_the_evaluation_error(tmp_path):
     assert rows._table is not None
     with pytest.raises(EvaluationError, match=r"sqrt\(j1\).*j1 = -0.2"):
         rows.all_terms(np.array([-0.2, 0.1, 0.0]), np.zeros(3), 0.0)
+
+
+@pytest.mark.parametrize("driver", [True, "expression"])
+def test_value_only_rows_equal_plugin_residual(tmp_path, driver):
+    """The bridge's step-end check (`joint_jets.function_values_kernel`: values alone, an expression's value-first
+    tape prefix) against each function's own value on the per-row plug-in path (SymPy's lambdified expression), at
+    off-manifold states; a state outside an expression's domain is not needed here (the kernel returns −1 there)."""
+    from biobullet.model.joint_jets import function_table, function_values_kernel
+    model = biobullet.load_model(_expression_chain(tmp_path, "fixed") if driver == "expression"
+                                 else _chain(tmp_path, base="fixed", driver=driver))
+    generic = ConstraintSet(model)
+    generic._table = None
+    functions = function_table(generic.functions)
+    values = function_values_kernel()
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        x = model.joint_state(rng.normal(size=model.nq), np.zeros(model.nv), 0.0)[0].copy()
+        x += rng.normal(scale=0.3, size=x.shape)
+        t = float(rng.uniform(0, 2))
+        phi = np.empty(len(generic.functions))
+        worst = values(functions, t, x, phi)
+        want = generic.residual(x, t)
+        np.testing.assert_allclose(phi, want, rtol=1e-12, atol=1e-12)
+        assert worst == pytest.approx(np.abs(want).max(), rel=1e-12)
