@@ -435,8 +435,8 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
         meta=meta, model=model, muscles=muscles,
         muscle_names=() if system.muscles is None else tuple(system.muscles.names))
-    from biobullet.integrate.trajectory import _fill_generalized
-    _fill_generalized(trajectory, model)
+    from biobullet.integrate.trajectory import fill_generalized
+    fill_generalized(trajectory, model)
     return trajectory
 
 
