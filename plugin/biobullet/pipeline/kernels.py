@@ -54,11 +54,6 @@ def state_kernel():
     return jit.compiled(stages.state_into_py)
 
 
-def position_rate_kernel():
-    """The compiled `position_rate_py`."""
-    return jit.compiled(stages.position_rate_py)
-
-
 def ltdl_kernel():
     """The compiled `ltdl_solve_py`."""
     return jit.compiled(stages.ltdl_solve_py)
