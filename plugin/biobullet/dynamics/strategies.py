@@ -24,7 +24,6 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics import link_segment as ls
-from biobullet.spatial.rotations import quaternion_multiply
 
 TrajectoryFunction = Callable[[float], tuple[float, float, float]]  # t → (value, rate, acceleration)
 
@@ -265,18 +264,6 @@ class StrategySolver:
 
 
 # ---------------------------------------------------------------------------------------------- integration
-def configuration_rate(model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """q̇ for v (floating base: ṗ = R v_lin, quaternion rate ½ q ⊗ (ω, 0))."""
-    if not model.floating_base:
-        return np.array(v, dtype=float)
-    from biobullet.spatial.rotations import quaternion_to_matrix
-    out = np.empty(model.nq)
-    out[:3] = quaternion_to_matrix(q[3:7]) @ v[:3]
-    out[3:7] = 0.5 * quaternion_multiply(q[3:7], np.array([v[3], v[4], v[5], 0.0]))
-    out[7:] = v[6:]
-    return out
-
-
 def rk4(model, q0, v0, t0: float, t_end: float, dt: float, acceleration: Callable[[float, np.ndarray, np.ndarray], np.ndarray],
         stop: Callable[[float, np.ndarray, np.ndarray], float] | None = None, progress: Callable | None = None):
     """Classical RK4 (the paper's integrator) on (q, v). `stop(t, q, v)` crossing zero from above ends the run at
@@ -287,7 +274,7 @@ def rk4(model, q0, v0, t0: float, t_end: float, dt: float, acceleration: Callabl
     n_steps = int(round((t_end - t0) / dt))
     for step in range(n_steps):
         def f(tt, qq, vv):
-            return configuration_rate(model, qq, vv), acceleration(tt, qq, vv)
+            return model.configuration_rate(qq, vv), acceleration(tt, qq, vv)
         k1q, k1v = f(t, q, v)
         k2q, k2v = f(t + dt / 2, q + dt / 2 * k1q, v + dt / 2 * k1v)
         k3q, k3v = f(t + dt / 2, q + dt / 2 * k2q, v + dt / 2 * k2v)
