@@ -13,21 +13,19 @@ from biobullet.core.errors import BiobulletError, ModelError, SolverError
 
 __version__ = "0.1.0"
 
-# public name → (module, attribute)
-_LAZY: dict[str, tuple[str, str]] = {
-    "Model": ("biobullet.model", "Model"),
-    "load_model": ("biobullet.loader", "load_model"),
-    "convert_osim": ("biobullet.opensim", "convert_osim"),
-    "osim_body_links": ("biobullet.opensim", "osim_body_links"),
-    "simulate": ("biobullet.integrate", "simulate"),
-    "Trajectory": ("biobullet.integrate", "Trajectory"),
-    "Bridge": ("biobullet.bridge", "Bridge"),
-    "validate_model": ("biobullet.validate", "validate_model"),
-    "joint_reactions": ("biobullet.dynamics.joint_reactions", "joint_reactions"),
-    "formulation_names": ("biobullet.dynamics.formulation", "formulation_names"),
-    "run_scenario": ("biobullet.studies", "run_scenario"),
-    "PluginError": ("biobullet.core.plugins", "PluginError"),
-    "UnitWarning": ("biobullet.model.plausibility", "UnitWarning"),
+# public name → the module that defines it (the attribute has the same name)
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("load_model",), "biobullet.loader"),
+    **dict.fromkeys(("Model",), "biobullet.model"),
+    **dict.fromkeys(("convert_osim", "osim_body_links"), "biobullet.opensim"),
+    **dict.fromkeys(("simulate", "Trajectory"), "biobullet.integrate"),
+    **dict.fromkeys(("Bridge",), "biobullet.bridge"),
+    **dict.fromkeys(("validate_model",), "biobullet.validate"),
+    **dict.fromkeys(("joint_reactions",), "biobullet.dynamics.joint_reactions"),
+    **dict.fromkeys(("formulation_names",), "biobullet.dynamics.formulation"),
+    **dict.fromkeys(("run_scenario",), "biobullet.studies"),
+    **dict.fromkeys(("PluginError",), "biobullet.core.plugins"),
+    **dict.fromkeys(("UnitWarning",), "biobullet.model.plausibility"),
 }
 
 #: subpackages reachable as attributes (`biobullet.muscles.lengths(model, q)` after a bare `import biobullet`)
@@ -38,8 +36,7 @@ __all__ = ["BiobulletError", "ModelError", "SolverError", "__version__", *_LAZY,
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module, attribute = _LAZY[name]
-        value = getattr(importlib.import_module(module), attribute)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     if name in _SUBPACKAGES:

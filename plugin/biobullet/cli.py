@@ -16,6 +16,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from biobullet.core.arguments import positive_float, positive_int, seed
+from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_NOT_COMPARED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -404,7 +405,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     disagree = any(not check.ok for report in reports for check in report.checks)
     unchecked = [report.model for report in reports if report.nothing_compared]
     if args.json:
-        print(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default))
+        print(json.dumps(payload, indent=2, ensure_ascii=False, default=json_default))
     else:
         print("\n\n".join(report.to_table() for report in reports))
         if disagree or not unchecked:
@@ -427,14 +428,6 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
                             samples=args.samples,
                             seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
     return [report], _report_dict(report)
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 # ---------------------------------------------------------------------------------------------- later commands
@@ -503,7 +496,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{args.scenario}: no real-time factor ({summary['simulated_seconds_reason']}); "
               f"{summary['wall_seconds']:.3g} s wall", file=sys.stderr)
     if args.json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default))
+        print(json.dumps(summary, indent=2, ensure_ascii=False, default=json_default))
     else:
         print(f"{args.scenario}: results in {out}", file=sys.stderr)
     return EXIT_OK

@@ -378,7 +378,7 @@ class PyBulletMap:
         """calculateInverseDynamics, converted both ways: generalized forces dual to our ẋ (our order)."""
         p = import_pybullet()   # banner kept off the terminal (core.native)
         self._refuse_multi_dof("calculateInverseDynamics")
-        model, n = self.model, self.model.n_joints
+        model = self.model
         if not model.floating_base:
             out = p.calculateInverseDynamics(self.body_id, self.joints_to_pybullet(x), self.joints_to_pybullet(xd),
                                               self.joints_to_pybullet(xdd), physicsClientId=self.client)

@@ -37,10 +37,6 @@ def studies() -> dict[str, tuple[str, str]]:
     return table
 
 
-def scenario_names() -> list[str]:
-    return sorted(studies())
-
-
 def run_scenario(name: str, out_dir: str, **options: Any) -> dict:
     """Run study `name` into `out_dir`; returns its summary (also written to out_dir/summary.json)."""
     table = studies()

@@ -1,5 +1,5 @@
 """Write docs/malformed_models.md from the cases of test_malformed_models.py (run by hand, not by pytest), and the
-hostile-input classes of issue #16 beyond model files (command-line arguments, outputs, sweep configs, the Python
+hostile-input classes of issues #16 and #27 beyond model files (command-line arguments, outputs, sweep configs, the Python
 API, the bridge) from HOSTILE_CASES below — their substance is checked by tests/unit/hostile/.
 
     python tests/integration/make_malformed_table.py [--out docs/malformed_models.md]
@@ -85,15 +85,19 @@ def _sweep(tmp: Path, content) -> str:
 
 
 def _cli(*argv: str) -> tuple[int, str]:
+    """(exit code, the line the user reads: the last error line on stderr, else a warning line, else the verdict
+    line on stdout)."""
     from biobullet.cli import main as cli
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             code = cli(list(argv))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
-    lines = [line for line in err.getvalue().splitlines() if "error" in line]
-    return code, lines[-1] if lines else err.getvalue().strip()
+    errors = [line for line in err.getvalue().splitlines() if "error" in line]
+    warnings = [line for line in err.getvalue().splitlines() if "warning" in line and "compiling" not in line]
+    verdicts = [line for line in out.getvalue().splitlines() if "COMPARED" in line or "DISAGREEMENT" in line]
+    return code, (errors or warnings or verdicts or [err.getvalue().strip()])[-1]
 
 
 def _api(call) -> tuple[str, str]:
@@ -135,6 +139,17 @@ def _api_cases(tmp: Path) -> list[tuple[str, str, str]]:
     p.disconnect(other)
     rows.append(("`Bridge(model, dt='x')`", *_api(lambda: Bridge(arm, dt="x"))))
     rows.append(("`Bridge(model, client='abc')`", *_api(lambda: Bridge(arm, client="abc"))))
+    # second campaign (issue #27)
+    rows.append(("`Bridge(model, dt=1e300)`", *_api(lambda: Bridge(arm, dt=1e300))))
+    rows.append(("`Bridge(model, dt=10)`", *_api(lambda: Bridge(arm, dt=10))))
+    bridge = Bridge(arm)
+    bridge.close()
+    rows.append(("`bridge.contact_forces()` after `bridge.close()`", *_api(bridge.contact_forces)))
+    from biobullet import simulate
+    stiff = load_model(_file(tmp, (REPO / "urdf" / "andrews_squeezer.urdf").read_text()
+                             .replace('stiffness="4530"', 'stiffness="4.53e+09"')))
+    rows.append(("the squeezer with its spring ×10⁶, `simulate(method='Radau', max_evaluations=3000)` (work budget)",
+                 *_api(lambda: simulate(stiff, 0.02, method="Radau", max_evaluations=3000, progress=False))))
     return rows
 
 
@@ -188,6 +203,24 @@ def hostile_tables() -> str:
             ("`simulate --engine pybullet --floating-base` of the prosthesis (root link `world`)",
              ["simulate", str(REPO / "urdf" / "prosthesis_fourbar.urdf"), "--floating-base", "--engine", "pybullet",
               "--t-end", "0.01", "--out", str(tmp / "world.csv")]),
+            ("`<mimic multiplier=\" \">` (blank)",
+             ["info", _file(tmp, CHAIN.format(block="", com="0 0 -0.25").replace(
+                 '<child link="l2"/>', '<child link="l2"/><mimic joint="j1" multiplier=" "/>'))]),
+            ("a model with 2,001 joints", ["info", _long_chain(tmp, 2001)]),
+            ("`info` of a model whose `<mesh filename>` does not exist (a warning: exit 0)",
+             ["info", _file(tmp, CHAIN.format(block="", com="0 0 -0.25").replace(
+                 "</inertial></link><joint name=\"j2\"", "</inertial><visual><geometry><mesh filename="
+                 "\"meshes/missing.stl\"/></geometry></visual></link><joint name=\"j2\""))]),
+            ("`validate` of a file both oracles refuse (a revolute joint without `<limit>`; exit 3, stdout)",
+             ["validate", _model(tmp), "--samples", "1"]),
+            ("`simulate --set knee_A_dot=1e300` (its square overflows)",
+             ["simulate", str(REPO / "urdf" / "fourbar_knee.urdf"), "--t-end", "0.01", "--set", "knee_A_dot=1e300",
+              "--out", str(tmp / "over.csv")]),
+            ("`simulate --set knee_A_dot=1e100` (a runaway state, not a stiff one)",
+             ["simulate", str(REPO / "urdf" / "fourbar_knee.urdf"), "--t-end", "0.01", "--set", "knee_A_dot=1e100",
+              "--out", str(tmp / "runaway.csv")]),
+            ("`simulate` a crank–rocker driven into its toggle (the partial trajectory is kept)",
+             ["simulate", _file(tmp, _toggle()), "--t-end", "0.05", "--out", str(tmp / "toggle.csv")]),
         ]
         for title, argv in cases:
             code, line = _cli(*argv)
@@ -198,12 +231,33 @@ def hostile_tables() -> str:
             api_rows.append(f"| {title} | {kind} | `{shown}` |")
     return "\n".join(["", "## Hostile input beyond model files (issues #16, #27)", "",
                       "Generated by the same script (in-process `biobullet.cli.main`; paths shortened to `<dir>`). "
-                      "Every case is one line on stderr and exit code 2; the substance of each is tested in "
-                      "`tests/unit/hostile/`.", "", "| case | message (stderr) | exit code |", "|---|---|---|",
+                      "Every case is one line on stderr and exit code 2 unless the row says otherwise; the "
+                      "substance of each is tested in `tests/unit/hostile/`.", "", "| case | message (stderr) | exit code |", "|---|---|---|",
                       *rows, "", "### Python API and bridge", "",
                       "No NaN comes out of the API: a function outside its domain, an overflow or a state out of "
                       "range raises; a bridge that cannot be used says why.", "",
                       "| case | exception | message |", "|---|---|---|", *api_rows]) + "\n"
+
+
+def _file(tmp: Path, text: str) -> str:
+    path = tmp / f"file{len(list(tmp.glob('file*.urdf')))}.urdf"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _long_chain(tmp: Path, joints: int) -> str:
+    """A chain of `joints` revolute joints (light links without inertials)."""
+    parts = ['<robot name="long"><link name="l0"/>']
+    for k in range(1, joints + 1):
+        parts.append(f'<link name="l{k}"/><joint name="j{k}" type="revolute"><parent link="l{k - 1}"/>'
+                     f'<child link="l{k}"/><axis xyz="0 0 1"/><limit lower="-1" upper="1"/></joint>')
+    return _file(tmp, "".join(parts) + "</robot>")
+
+
+def _toggle() -> str:
+    sys.path.insert(0, str(REPO / "tests"))
+    from closed_chains import crank_rocker_into_toggle
+    return crank_rocker_into_toggle()
 
 
 def _planted(tmp: Path) -> str:

@@ -17,7 +17,7 @@ from biobullet.muscles import hill, wrapping
 from biobullet.muscles.element import muscle_elements, parse_muscles
 from biobullet.muscles.location import piecewise_linear, polynomial, simm_spline
 from biobullet.muscles.osim import load_osim_muscles
-from biobullet.muscles.path import (_path_gradients_py, compile_paths, gradient_buffers, moment_arms, path_gradients,
+from biobullet.muscles.path import (path_gradients_py, compile_paths, gradient_buffers, moment_arms, path_gradients,
                                    path_lengths)
 
 #: the library's bundled copy of the shared OpenSim corpus
@@ -142,7 +142,7 @@ def test_compiled_kernels_equal_their_python_twins():
     q = rng.uniform(-1.0, 1.0, len(paths.coordinates))
     compiled = path_gradients(paths, rotations, positions, q)
     twin = gradient_buffers(paths)
-    _path_gradients_py(paths.arrays, rotations, positions, q, twin, True)
+    path_gradients_py(paths.arrays, rotations, positions, q, twin, True)
     assert np.array_equal(twin.lengths, compiled.lengths)
     assert np.array_equal(twin.dl_dpoints, compiled.dl_dpoints)
     assert np.array_equal(twin.dl_dframes, compiled.dl_dframes)
@@ -156,9 +156,9 @@ def test_compiled_kernels_equal_their_python_twins():
         # (LLVM may fuse a multiply-add into one rounding)
         for x in (0.5, 0.9, 1.0, 1.3):
             assert hill.active_force_length(code, curves, x) == pytest.approx(
-                hill._active_force_length_py(code, curves, x), rel=1e-14, abs=1e-16)
+                hill.active_force_length_py(code, curves, x), rel=1e-14, abs=1e-16)
             assert hill.tendon_force_length(code, curves, 1 + 0.04 * x) == pytest.approx(
-                hill._tendon_force_length_py(code, curves, 1 + 0.04 * x), rel=1e-14, abs=1e-16)
+                hill.tendon_force_length_py(code, curves, 1 + 0.04 * x), rel=1e-14, abs=1e-16)
         out, twin_out = np.zeros(5), np.zeros(5)
         length = muscle.parameters.optimal_fiber_length + muscle.parameters.tendon_slack_length * 1.02
         hill.equilibrium(code, curves, vector, length, 0.6, out)
@@ -312,7 +312,7 @@ def test_torus_wrap_against_the_geometry_written_by_hand():
 
 
 def test_compiled_torus_wrap_equals_its_python_twin():
-    """`wrapping.torus_wrap` (numba) and `_torus_wrap_py` (the same function uncompiled) on random segments near a
+    """`wrapping.torus_wrap` (numba) and `torus_wrap_py` (the same function uncompiled) on random segments near a
     torus, every quadrant: same status, lengths and tangent points to round-off; some wrap, some do not."""
     rng = np.random.default_rng(11)
     statuses = set()
@@ -321,7 +321,7 @@ def test_compiled_torus_wrap_equals_its_python_twin():
         p2 = (rng.uniform(-0.08, 0.08, 3) - [0, 0, 0.08]).astype(complex)
         axis, sign = int(rng.integers(3)), int(rng.integers(-1, 2))
         outputs = []
-        for kernel in (wrapping.torus_wrap, wrapping._torus_wrap_py):
+        for kernel in (wrapping.torus_wrap, wrapping.torus_wrap_py):
             r1, r2 = np.zeros(3, complex), np.zeros(3, complex)
             status, length = kernel(p1, p2, 0.015, 0.05, axis, sign, True, r1, r2)
             outputs.append((status, length, r1, r2))

@@ -317,7 +317,7 @@ def test_thelen_curves_match_opensim_muscle_states():
                        - theirs.getActiveForceLengthMultiplier(state)) <= 1e-13
             assert abs(hill.passive_force_length(hill.THELEN, curves, normalized)
                        - theirs.getPassiveForceMultiplier(state)) <= 1e-13
-            cos_alpha, _ = hill._pennation_py(hill.THELEN, curves, vector, length)
+            cos_alpha, _ = hill.pennation_py(hill.THELEN, curves, vector, length)
             assert abs(cos_alpha - theirs.getCosPennationAngle(state)) <= 1e-13
             tendon = (theirs.getLength(state) - length * cos_alpha) / muscle.parameters.tendon_slack_length
             assert abs(hill.tendon_force_length(hill.THELEN, curves, tendon) * muscle.parameters.max_isometric_force

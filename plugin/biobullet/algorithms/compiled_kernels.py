@@ -25,7 +25,7 @@ def place_body_kernel(*, inline: bool = False):
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
-from biobullet.model.tree import (_AXIS, _COM, _INERTIA, _MASS, _ROT, _SUBSPACE, _TRANS, _WIDTH,  # noqa: E402,F401
+from biobullet.model.tree import (AXIS, COM, INERTIA, MASS, ROT, SUBSPACE, TRANS, WIDTH,  # noqa: E402,F401
                                   FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, pack_tree)
 
 
@@ -327,7 +327,7 @@ def _project_upper_py(mass, h, g):
     return reduced, bias
 
 
-def _cholesky_factor_py(a, low, pivot_check):
+def cholesky_factor_py(a, low, pivot_check):
     """Lower Cholesky factor of the symmetric `a` (lower triangle read) into `low` (zeros above the diagonal
     expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too)."""
     n = a.shape[0]
@@ -347,7 +347,7 @@ def _cholesky_factor_py(a, low, pivot_check):
     return True
 
 
-def _cholesky_solve_py(low, rhs, out):
+def cholesky_solve_py(low, rhs, out):
     """out = (L Lᵀ)⁻¹ rhs for the lower-triangular Cholesky factor L: forward, then back substitution (out may
     be rhs). Called from other compiled kernels (bound as their global before they compile)."""
     n = rhs.shape[0]
@@ -447,11 +447,11 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
                 for c in range(nv):
                     own += sub[a, vi + c] * velocities[k, vi + c]
                 vel[i, a] = (vel[parent, a] if parent >= 0 else 0.0) + own
-            mass = body[i, _MASS]
+            mass = body[i, MASS]
             r = rot[i]
-            c0 = r[0, 0] * body[i, _COM] + r[0, 1] * body[i, _COM + 1] + r[0, 2] * body[i, _COM + 2] + pos[i, 0]
-            c1 = r[1, 0] * body[i, _COM] + r[1, 1] * body[i, _COM + 1] + r[1, 2] * body[i, _COM + 2] + pos[i, 1]
-            c2 = r[2, 0] * body[i, _COM] + r[2, 1] * body[i, _COM + 1] + r[2, 2] * body[i, _COM + 2] + pos[i, 2]
+            c0 = r[0, 0] * body[i, COM] + r[0, 1] * body[i, COM + 1] + r[0, 2] * body[i, COM + 2] + pos[i, 0]
+            c1 = r[1, 0] * body[i, COM] + r[1, 1] * body[i, COM + 1] + r[1, 2] * body[i, COM + 2] + pos[i, 1]
+            c2 = r[2, 0] * body[i, COM] + r[2, 1] * body[i, COM + 1] + r[2, 2] * body[i, COM + 2] + pos[i, 2]
             v_sum -= mass * (g0 * c0 + g1 * c1 + g2 * c2)
             w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
             u0 = vel[i, 0] + w1 * c2 - w2 * c1    # centre-of-mass velocity v_o + ω × c
@@ -464,8 +464,8 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
             rotational = 0.0
             for a in range(3):
                 la = l0 if a == 0 else (l1 if a == 1 else l2)
-                rotational += la * (body[i, _INERTIA + 3 * a] * l0 + body[i, _INERTIA + 3 * a + 1] * l1
-                                    + body[i, _INERTIA + 3 * a + 2] * l2)
+                rotational += la * (body[i, INERTIA + 3 * a] * l0 + body[i, INERTIA + 3 * a + 1] * l1
+                                    + body[i, INERTIA + 3 * a + 2] * l2)
             t_sum += 0.5 * rotational
         kinetic[k] = t_sum
         potential[k] = v_sum
@@ -492,10 +492,10 @@ def project_upper_kernel():
 
 
 #: the Cholesky kernels for callers run by Python (numba disabled: debugging), compiled on first use otherwise
-cholesky_factor = jit.lazy(_cholesky_factor_py)
-cholesky_solve = jit.lazy(_cholesky_solve_py)
+cholesky_factor = jit.lazy(cholesky_factor_py)
+cholesky_solve = jit.lazy(cholesky_solve_py)
 
 
 def cholesky_kernels() -> tuple:
-    """(the compiled `_cholesky_factor_py`, the compiled `_cholesky_solve_py`), None each without numba."""
-    return jit.compiled(_cholesky_factor_py), jit.compiled(_cholesky_solve_py)
+    """(the compiled `cholesky_factor_py`, the compiled `cholesky_solve_py`), None each without numba."""
+    return jit.compiled(cholesky_factor_py), jit.compiled(cholesky_solve_py)

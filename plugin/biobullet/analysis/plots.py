@@ -53,40 +53,5 @@ def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplit
     return _save(fig, path)
 
 
-def plot_bifurcation(parameters: Sequence[float], samples: Sequence[np.ndarray], path: str | Path, *,
-                     parameter_label: str = "damper stiffness k (N/m)",
-                     value_label: str = "knee angle at t = nT (deg)",
-                     title: str = "Poincaré samples") -> Path:
-    """Poincaré bifurcation diagram: for each parameter value its steady-state section samples (1 point =
-    period 1, 2 points = period 2, a cloud = quasi-periodic)."""
-    p = list(parameters)
-    if len(p) != len(samples):
-        raise ValueError(f"{len(p)} parameters but {len(samples)} sample sets")
-    fig = _figure((7.0, 4.2))
-    ax = fig.add_subplot()
-    for value, s in zip(p, samples):
-        s_arr = np.asarray(s, dtype=float).reshape(-1)
-        ax.plot(np.full(len(s_arr), value), s_arr, ".", color="k", ms=2.5)
-    ax.set(xlabel=parameter_label, ylabel=value_label, title=title)
-    return _save(fig, path)
-
-
-def plot_knee_vs_reference(t: np.ndarray, knee: np.ndarray, reference: np.ndarray, period: float,
-                           path: str | Path, *, cycles: tuple[float, float] = (15, 20),
-                           rho: float | None = None, units: str = "deg") -> Path:
-    """Simulated vs reference knee angle over the analysed cycles (paper 003 Figs. 8–10), time in cycles."""
-    t_arr = np.asarray(t, dtype=float)
-    window = (t_arr >= cycles[0] * period - 1e-12) & (t_arr <= cycles[1] * period + 1e-12)
-    fig = _figure((7.0, 3.6))
-    ax = fig.add_subplot()
-    ax.plot(t_arr[window] / period, np.asarray(reference)[window], "k--", lw=1.2, label="reference")
-    ax.plot(t_arr[window] / period, np.asarray(knee)[window], "C0", lw=1.2, label="simulated")
-    label = f"knee flexion ({units})"
-    title = f"cycles {cycles[0]:g}–{cycles[1]:g}" + (f", ρ = {rho:.4f}" if rho is not None else "")
-    ax.set(xlabel="t / T", ylabel=label, title=title)
-    ax.legend(loc="upper left")
-    return _save(fig, path)
-
-
 def _save(fig: Any, path: str | Path) -> Path:
     return save_figure(fig, path, dpi=120)

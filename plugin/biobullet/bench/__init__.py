@@ -84,9 +84,6 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, slow: bool =
     return interleaved_best(functions, rounds=rounds, number=number, slow=SLOW)
 
 
-PUBLIC_CALLS = ("forward_dynamics", "mass_matrix", "bias_forces")
-
-
 def public_api_speed(model, *, rounds: int = 60, number: int = 200, seed: int = 3) -> dict[str, float]:
     """Seconds per call of the public calls a control or learning loop makes (`model.forward_dynamics(q, v, tau)`,
     `model.mass_matrix(q)`, `model.bias_forces(q, v)`: the pipeline) and of Pinocchio's `aba`, `crba`, `rnea`

@@ -664,9 +664,9 @@ class Bridge:
         records without their motion-subspace block (`compiled_kernels.pack`: read for spherical and planar joints
         only), so the per-step kernel touches 28 instead of 64 numbers per body (≈ 0.5 µs less per shoulder step:
         PyBullet's step evicts them from the cache)."""
-        from biobullet.algorithms.compiled_kernels import PRISMATIC, REVOLUTE, _SUBSPACE
+        from biobullet.algorithms.compiled_kernels import PRISMATIC, REVOLUTE, SUBSPACE
         if np.isin(meta[:, 1], (REVOLUTE, PRISMATIC)).all():
-            body = np.ascontiguousarray(body[:, :_SUBSPACE])
+            body = np.ascontiguousarray(body[:, :SUBSPACE])
         return meta, body, gravity
 
     def _to_pybullet(self, theta: np.ndarray) -> list[float]:

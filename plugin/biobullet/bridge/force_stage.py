@@ -4,7 +4,7 @@
 model's force elements (`forces.force_elements`: the file's elements, URDF `<limit>` stops, elements added from
 Python) at the tree state (x, ẋ) read from PyBullet. When every element has a compiled form — joint torques,
 joint spring-dampers and stops, point-to-point springs, third-party elements with a `compiled_kernel` (the
-segments' air damping among them) — τ is one call of the pipeline's force stage (`pipeline.stages._forces_stage_py`,
+segments' air damping among them) — τ is one call of the pipeline's force stage (`pipeline.stages.forces_stage_py`,
 `pipeline.kernels.forces_kernel`) on the bridge's own `Data` and `ForceRows`; otherwise, and for a state the
 compiled stage declines (a zero-length spring), the Python hook `forces.applied_forces` serves, which also raises
 the element's own clear error. The choice is made again whenever elements are added or cleared

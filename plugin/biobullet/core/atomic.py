@@ -174,8 +174,9 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "tolist"):   # numpy arrays and scalars
+def json_default(value: Any) -> Any:
+    """`json.dumps(default=)` for numpy arrays and scalars (as lists and numbers); anything else is refused."""
+    if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
@@ -184,7 +185,7 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2, allo
                within: str | os.PathLike[str] | None = None) -> Path:
     """JSON (numpy arrays and scalars as lists/numbers), with a final newline. `allow_nan=False` refuses NaN/inf
     (strict JSON) instead of writing the non-standard tokens; `within` as in `atomic_write`."""
-    return write_text(path, json.dumps(data, indent=indent, allow_nan=allow_nan, default=_plain,
+    return write_text(path, json.dumps(data, indent=indent, allow_nan=allow_nan, default=json_default,
                                        ensure_ascii=False) + "\n", within=within)
 
 
@@ -200,4 +201,5 @@ def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLi
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs), within=within)
 
 
-__all__ = ["OutputError", "check_target", "output_folder", "atomic_write", "write_text", "write_bytes", "write_json", "save_figure"]
+__all__ = ["OutputError", "check_target", "output_folder", "atomic_write", "write_text", "write_bytes", "write_json",
+           "json_default", "save_figure"]

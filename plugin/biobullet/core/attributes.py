@@ -283,22 +283,7 @@ def vector3(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element
     return vec
 
 
-# ------------------------------------------------------------------------- URDF-style (text in, tuples out)
-def parse_float(source: SourceRef, attribute: str, text: str, **checks: Any) -> float:
-    """One finite number from the text of `attribute` (see `to_float` for the checks)."""
-    return to_float(source, attribute, text, **checks)
-
-
-def parse_floats(source: SourceRef, attribute: str, text: str, count: int | None = None) -> tuple[float, ...]:
-    """Space-separated numbers from the text of `attribute`."""
-    return to_floats(source, attribute, text, count)
-
-
-def optional_float(source: SourceRef, element: ET.Element | Mapping[str, Any] | None, attribute: str,
-                   default: float | None = None, **checks: Any) -> float | None:
-    return number(source, element, attribute, default, **checks)
-
-
+# ------------------------------------------------------------------------- URDF-style (tuples out)
 def optional_vec3(source: SourceRef, element: ET.Element | Mapping[str, Any] | None, attribute: str,
                   default: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> tuple[float, float, float]:
     x, y, z = (float(v) for v in vector3(source, element, attribute, default))
@@ -335,5 +320,4 @@ def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str
 
 
 __all__ = ["REQUIRED", "error", "source_of", "to_float", "number", "integer", "boolean", "choice", "text", "name",
-           "required", "to_floats", "floats", "vector3", "parse_float", "parse_floats", "optional_float",
-           "optional_vec3", "check_known_attributes", "check_count"]
+           "required", "to_floats", "floats", "vector3", "optional_vec3", "check_known_attributes", "check_count"]

@@ -1,7 +1,7 @@
 """The one accelerator switch: numba kernels with a pure-Python twin.
 
-Every compiled kernel of the library is written once, as a plain Python function named `_NAME_py` that numba can
-compile (loops over float64 arrays), and reached through this module:
+Every compiled kernel of the library is written once, as a plain Python function named `_NAME_py` (`NAME_py` when
+another module binds it) that numba can compile (loops over float64 arrays), and reached through this module:
 
 - `compiled(function, bind=...)` → the `numba.njit(cache=True, nogil=True)` twin, compiled (or loaded from the
   on-disk cache in `__pycache__`) once per process, or None when numba is missing, disabled or fails; callers then

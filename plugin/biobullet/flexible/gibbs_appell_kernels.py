@@ -323,13 +323,13 @@ def _point_heights_py(z, tables, out):
 
 # The Python twins call these names; `jit.compiled(..., bind=_bindings)` rebinds them to the compiled callees.
 _chain_terms = _chain_terms_py
-_cholesky_factor = _compiled._cholesky_factor_py
-_cholesky_solve = _compiled._cholesky_solve_py
+_cholesky_factor = _compiled.cholesky_factor_py
+_cholesky_solve = _compiled.cholesky_solve_py
 
 
 def _bindings() -> dict:
-    return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled._cholesky_factor_py,
-            "_cholesky_solve": _compiled._cholesky_solve_py}
+    return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled.cholesky_factor_py,
+            "_cholesky_solve": _compiled.cholesky_solve_py}
 
 
 # each compiled on its first call (numba's on-disk cache), or run by Python with numba disabled (debugging)

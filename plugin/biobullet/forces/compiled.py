@@ -155,9 +155,9 @@ def joint_forces_function():
 def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
     """(spring_index, spring_params, stop_index, stop_params) of `_joint_forces_py` for these `JointSpring` and
     `JointStop` elements."""
-    spring_index = np.array([e._indices(model) for e in joint_springs], dtype=np.int64).reshape(-1, 2)
+    spring_index = np.array([e.joint_slots(model) for e in joint_springs], dtype=np.int64).reshape(-1, 2)
     spring_params = np.array([[e.stiffness, e.rest, e.damping] for e in joint_springs], dtype=float).reshape(-1, 3)
-    stop_index = np.array([e._indices(model) for e in joint_stops], dtype=np.int64).reshape(-1, 2)
+    stop_index = np.array([e.joint_slots(model) for e in joint_stops], dtype=np.int64).reshape(-1, 2)
     stop_params = np.array([[e.lower is not None, 0.0 if e.lower is None else e.lower, e.upper is not None,
                              0.0 if e.upper is None else e.upper, e.stiffness, e.damping, e.exponent, e.smoothing,
                              e.switched] for e in joint_stops], dtype=float).reshape(-1, 9)

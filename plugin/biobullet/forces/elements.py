@@ -44,13 +44,13 @@ class _JointElement(ForceElement):
         super().__init__(name, _source(source, self.tag, name))
         self.joint = joint
 
-    def _indices(self, model) -> tuple[int, int]:
-        # validated lookup once per model (the name search is the cost of a hot call)
+    def joint_slots(self, model) -> tuple[int, int]:
+        """(index in x, index in ẋ) of the element's joint, looked up once per model (a hot call's cost)."""
         return _per_element(model, _JOINT_SLOTS, self, lambda: joint_indices(model, self.joint, self.source))
 
     def _unit(self, model, value: float) -> np.ndarray:
         tau = np.zeros(model.n_tangent)
-        tau[self._indices(model)[1]] = value
+        tau[self.joint_slots(model)[1]] = value
         return tau
 
 
@@ -206,19 +206,19 @@ class JointSpring(_JointElement):
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
+        i, k = self.joint_slots(model)
         return self._unit(model, -self.stiffness * (x[i] - self.rest) - self.damping * xd[k])
 
     def potential_energy(self, model, x):
-        return 0.5 * self.stiffness * (x[self._indices(model)[0]] - self.rest) ** 2
+        return 0.5 * self.stiffness * (x[self.joint_slots(model)[0]] - self.rest) ** 2
 
     def potential_energy_batch(self, model, positions):
         if type(self).potential_energy is not JointSpring.potential_energy:   # a subclass with its own V
             return super().potential_energy_batch(model, positions)
-        return 0.5 * self.stiffness * (positions[:, self._indices(model)[0]] - self.rest) ** 2
+        return 0.5 * self.stiffness * (positions[:, self.joint_slots(model)[0]] - self.rest) ** 2
 
     def dissipated_power(self, model, x, xd):
-        return self.damping * xd[self._indices(model)[1]] ** 2
+        return self.damping * xd[self.joint_slots(model)[1]] ** 2
 
 
 # ------------------------------------------------------------------------------------------------ joint torque
@@ -264,7 +264,7 @@ class JointTorque(_JointElement):
         return self._unit(model, self.torque(t))
 
     def input_power(self, model, x, xd, t):
-        return self.torque(t) * xd[self._indices(model)[1]]
+        return self.torque(t) * xd[self.joint_slots(model)[1]]
 
 
 # ------------------------------------------------------------------------------------------------ joint stop
@@ -341,14 +341,14 @@ class JointStop(_JointElement):
         return s * s * (3.0 - 2.0 * s)
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
+        i, k = self.joint_slots(model)
         total = 0.0
         for sign, pen, pen_rate in self._sides(x[i], xd[k]):
             total += sign * (self.stiffness * pen ** self.exponent + self.damping * self._gate(pen) * pen_rate)
         return self._unit(model, total)
 
     def potential_energy(self, model, x):
-        i = self._indices(model)[0]
+        i = self.joint_slots(model)[0]
         e = self.exponent
         return sum(self.stiffness * pen ** (e + 1.0) / (e + 1.0) for _, pen, _ in self._sides(x[i], 0.0))
 
@@ -356,7 +356,7 @@ class JointStop(_JointElement):
         """k p^(e+1) / (e+1) per limit the joint is beyond, at every sample."""
         if type(self).potential_energy is not JointStop.potential_energy:   # a subclass with its own V
             return super().potential_energy_batch(model, positions)
-        theta, e = positions[:, self._indices(model)[0]], self.exponent
+        theta, e = positions[:, self.joint_slots(model)[0]], self.exponent
         energy = np.zeros(len(positions))
         for limit, side in ((self.lower, -1.0), (self.upper, 1.0)):
             if limit is not None:
@@ -365,7 +365,7 @@ class JointStop(_JointElement):
         return energy
 
     def dissipated_power(self, model, x, xd):
-        i, k = self._indices(model)
+        i, k = self.joint_slots(model)
         return sum(self.damping * self._gate(pen) * rate * rate for _, pen, rate in self._sides(x[i], xd[k]))
 
     def events(self, model) -> list:
@@ -374,7 +374,7 @@ class JointStop(_JointElement):
             return []
         from biobullet.core.events import Event
 
-        i = self._indices(model)[0]
+        i = self.joint_slots(model)[0]
         out = []
         if self.lower is not None:
             lower = self.lower
@@ -437,26 +437,26 @@ class CoordinateLimit(_JointElement):
         return up, low
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
+        i, k = self.joint_slots(model)
         theta = x[i]
         up, low = self._steps(theta)
         return self._unit(model, -self.upper_stiffness * up * (theta - self.upper)
                           + self.lower_stiffness * low * (self.lower - theta) - self.damping * (up + low) * xd[k])
 
     def potential_energy(self, model, x):
-        theta = x[self._indices(model)[0]]
+        theta = x[self.joint_slots(model)[0]]
         return (self.upper_stiffness * _ramp_energy(theta - self.upper, self.transition)
                 + self.lower_stiffness * _ramp_energy(self.lower - theta, self.transition))
 
     def dissipated_power(self, model, x, xd):
-        i, k = self._indices(model)
+        i, k = self.joint_slots(model)
         up, low = self._steps(x[i])
         return self.damping * (up + low) * xd[k] ** 2
 
     def compiled_kernel(self, model) -> ForceKernel:
         return ForceKernel(_coordinate_limit_py, np.array([self.upper, self.upper_stiffness, self.lower,
                                                            self.lower_stiffness, self.damping, self.transition]),
-                           np.array(self._indices(model), dtype=np.int64))
+                           np.array(self.joint_slots(model), dtype=np.int64))
 
 
 def _coordinate_limit_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):

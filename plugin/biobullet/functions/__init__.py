@@ -5,8 +5,7 @@ of a class name below.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from biobullet.core.lazy import lazy_attributes
 from biobullet.functions.base import JointFunction
 from biobullet.functions.check import DerivativeCheck, check_derivatives
 from biobullet.functions.registry import get, names, register
@@ -15,16 +14,8 @@ __all__ = ["JointFunction", "register", "get", "names", "check_derivatives", "De
            "LinearFunction", "PolynomialFunction", "SplineFunction", "FourierFunction",
            "ExpressionFunction", "fourier_coefficients"]
 
-_LAZY = {"LinearFunction": "linear", "PolynomialFunction": "polynomial", "SplineFunction": "spline",
-         "FourierFunction": "fourier", "fourier_coefficients": "fourier",
-         "ExpressionFunction": "expression"}
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562 lazy attributes: `from biobullet.functions import SplineFunction` works without making
-    # `import biobullet.functions` import every built-in module.
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# `from biobullet.functions import SplineFunction` works without `import biobullet.functions` importing every
+# built-in module
+__getattr__ = lazy_attributes(__name__, {
+    "LinearFunction": ".linear", "PolynomialFunction": ".polynomial", "SplineFunction": ".spline",
+    "FourierFunction": ".fourier", "fourier_coefficients": ".fourier", "ExpressionFunction": ".expression"})

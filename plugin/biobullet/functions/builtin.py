@@ -5,5 +5,3 @@ Imported lazily by `registry` on the first lookup; SciPy/SymPy are only imported
 from __future__ import annotations
 
 from biobullet.functions import expression, fourier, linear, natural_spline, polynomial, spline  # noqa: F401
-
-BUILTIN_TYPES: tuple[str, ...] = ("linear", "polynomial", "spline", "natural_spline", "fourier", "expression")

@@ -2,7 +2,7 @@
 (identity, affine, polynomial, linear, cubic spline, Fourier drivers, expressions, plug-in jets), fixed or floating
 base, spherical, planar and inner free joints, with point-to-point springs, joint spring-dampers, joint stops,
 joint torques, ground contacts with compiled laws and third-party elements' kernels: `CompiledExplicitRHS`, one
-call of the pipeline's right-hand-side kernel (`pipeline.stages._rhs_py`: joint state → forces → M, h → solve →
+call of the pipeline's right-hand-side kernel (`pipeline.stages.rhs_py`: joint state → forces → M, h → solve →
 q̇) on the model's compiled arrays, a Data of its own and the run's packed force rows (`pipeline.force_rows`).
 The loop map's `compiled_rhs.CompiledReducedRHS` is this class with the loop stage's warm starts managed.
 
@@ -53,7 +53,7 @@ class CompiledExplicitRHS:
                                        None if system.muscles is None else system.muscles.rows)
         self._nq, self._nv = model.nq, model.nv
         self._kernel = rhs_kernel(**features(self._compiled, self._forces))   # only the stages this run uses
-        self._torques = [(torque, torque._indices(model)[1]) for torque in torques]
+        self._torques = [(torque, torque.joint_slots(model)[1]) for torque in torques]
         self._constant_tau = np.zeros(model.n_tangent)
         for torque, k in self._torques:
             if torque.value is not None:

@@ -3,7 +3,7 @@
 `CompiledReducedRHS` is `compiled_explicit.CompiledExplicitRHS` — one call of the pipeline on the model's compiled
 arrays, a Data of its own and the run's force rows — with the loop stage's warm starts managed around the call:
 
-    ẏ = the pipeline's right-hand side (`pipeline.stages._rhs_py`: joint state with the loop stage → forces →
+    ẏ = the pipeline's right-hand side (`pipeline.stages.rhs_py`: joint state with the loop stage → forces →
         M, h → solve → q̇), then the rows of error_control="joints" (θ̇_dep, G_dep v̇ + γ_dep)   `_loop_rhs_py`
 
 The loop stage (`constraints.newton_kernel._loop_newton_py`) starts from the Data's warm start (`LoopWarm`), which a

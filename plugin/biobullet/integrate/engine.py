@@ -417,8 +417,8 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
         events=[(name, te, np.concatenate(system.tree_state(te, ye))) for name, te, ye in events],
         meta=meta, model=model, muscles=muscles,
         muscle_names=() if system.muscles is None else tuple(system.muscles.names))
-    from biobullet.integrate.trajectory import _fill_generalized
-    _fill_generalized(trajectory, model)
+    from biobullet.integrate.trajectory import fill_generalized
+    fill_generalized(trajectory, model)
     return trajectory
 
 
@@ -595,6 +595,13 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             and observe is None and samples is not None):
         from biobullet.integrate.compiled_stepper import CompiledSteps
         fast = CompiledSteps.for_rhs(system._compiled)
+
+    def on_stiff(t: float, mean_step: float) -> str | None:
+        runaway = runaway_message(system, result.last_y)   # steps held down by a runaway state: no method follows it
+        if runaway:
+            raise StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s: {runaway}", t, result.last_y.copy())
+        return _on_stiff(model, method, t, mean_step, switch=not chosen, meta=meta)
+
     bar = Progress(t0, t_end, progress, f"simulate {model.name}")
     started = time.perf_counter()
     compiling = jit.CompileClock()   # a first run compiles its kernels inside the loop: reported apart
@@ -606,7 +613,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
                      t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
                      observe=observe, fast=fast, rejects=(_NonFinite,), max_evaluations=max_evaluations,
-                     on_stiff=lambda t, h: _on_stiff(model, method, t, h, switch=not chosen, meta=meta))
+                     on_stiff=on_stiff)
         bar.close()
         meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
                     right_hand_side={**system.right_hand_side(),
@@ -617,7 +624,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
         bar.close()
         if isinstance(exc, StepFailure) and result.status == "budget":
-            exc = StepFailure(f"{exc}: the problem is too stiff for the method's steps{stiffest_element(model)}; "
+            runaway = runaway_message(system, exc.y)
+            exc = StepFailure(f"{exc}: {runaway}" if runaway else
+                              f"{exc}: the problem is too stiff for the method's steps{stiffest_element(model)}; "
                               "make it less extreme (that stiffness, damping or mass), simulate a shorter time, loosen "
                               "rtol/atol (--rtol 1e-6), or raise the budget (max_evaluations=)", exc.t, exc.y)
         failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
@@ -631,6 +640,27 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
 
 #: the implicit method a stiff run of the default explicit method switches to
 STIFF_METHOD = "Radau"
+
+
+#: a generalized speed (rad/s or m/s) above this is no mechanism's motion (a turbine spins at ≈ 10⁴ rad/s) but a
+#: runaway state: every method's steps shrink to follow it, so it is named instead of stiffness
+RUNAWAY_SPEED = 1e6
+
+
+def runaway_message(system: System, y: np.ndarray | None) -> str:
+    """'the state runs away: …' naming the fastest generalized speed of state `y` when it exceeds RUNAWAY_SPEED,
+    else ''."""
+    if y is None:
+        return ""
+    speeds = np.abs(system.split(y)[1])
+    fastest = int(np.argmax(speeds)) if speeds.size else 0
+    if not speeds.size or not speeds[fastest] > RUNAWAY_SPEED:
+        return ""
+    names = system.model.velocity_names
+    name = names[fastest] if len(names) == speeds.size else f"speed {fastest}"
+    return (f"the state runs away: {name} moves at {speeds[fastest]:.3g} (rad/s or m/s), faster than any mechanism "
+            f"(> {RUNAWAY_SPEED:g}), so the steps shrink to follow it; check the initial state (--set, initial=) "
+            "and the forces that drive it")
 
 
 def _on_stiff(model, method: str, t: float, mean_step: float, *, switch: bool, meta: dict) -> str | None:

@@ -196,7 +196,7 @@ class Trajectory:
                          velocities=data[:, 1 + len(position_names):1 + len(names)], meta={"file": str(path)},
                          muscles=muscles, muscle_names=muscle_names)
         if model is not None:
-            _fill_generalized(trajectory, model)
+            fill_generalized(trajectory, model)
         return trajectory
 
     def to_npz(self, path: str | os.PathLike[str]) -> Path:
@@ -248,7 +248,7 @@ _BASE_POSITION = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz",
 _BASE_VELOCITY = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
 
 
-def _fill_generalized(trajectory: Trajectory, model) -> None:
+def fill_generalized(trajectory: Trajectory, model) -> None:
     base_q, base_v = model.base_nq, model.base_nv
     independent = list(model.coordinate_map.independent)
     trajectory.q = np.column_stack([trajectory.positions[:, :base_q],

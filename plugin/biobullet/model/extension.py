@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 from biobullet.core.plugins import entry_point_names
 from biobullet.core.errors import ModelError, SourceRef, did_you_mean
-from biobullet.core.attributes import check_known_attributes, optional_float, optional_vec3, required, source_of
+from biobullet.core.attributes import check_known_attributes, number, optional_vec3, required, source_of
 from biobullet.model.description import (ElementDescription, InitialDescription, JointFunctionDescription, ModelDescription,
                           frozen_mapping)
 
@@ -80,8 +80,8 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
             elif tag == "initial":
                 check_known_attributes(source, element, {"joint", "position", "velocity"})
                 joint = _movable_joint(source, element, "joint", movable, joints)
-                initial.append(InitialDescription(joint, optional_float(source, element, "position"),
-                                                  optional_float(source, element, "velocity"), source))
+                initial.append(InitialDescription(joint, number(source, element, "position", None),
+                                                  number(source, element, "velocity", None), source))
             elif tag == "coordinates":
                 check_known_attributes(source, element, {"names"})
                 names = tuple(required(source, element, "names").split())

@@ -14,8 +14,6 @@ from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
-from biobullet.core import jit
-from biobullet.model.affine import affine_pair
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
@@ -192,13 +190,7 @@ class Model:
                 self._full_gradient(jets.gradient), np.concatenate([np.zeros(bv), jets.gamma]))
 
     def _affine_state(self, matrix: np.ndarray, offset: np.ndarray, q, v) -> tuple[np.ndarray, np.ndarray]:
-        """(A q + b, A v) with the checks of `checked` (fixed base, linear joint functions: A has a unit row per
-        coordinate, so a NaN or ±inf in q or v shows in the result; the compiled kernel tests that)."""
-        if (jit.ENABLED and type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT
-                and v.dtype is _FLOAT and q.shape == (self.nq,) and v.shape == (self.nv,)):
-            x, xd, finite = affine_pair(matrix, offset, q, v)
-            if finite:
-                return x, xd
+        """(A q + b, A v) of checked q, v (fixed base, linear joint functions)."""
         q, v = self._check_pair(q, v)
         return matrix @ q + offset, matrix @ v
 

@@ -216,7 +216,7 @@ def _lump(parts) -> tuple[float, np.ndarray, np.ndarray]:
 REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4
 # per-body float record: axis 3, origin rotation 9, origin translation 3, mass 1, com 3, inertia about com 9,
 # body-frame motion subspace 6×6 (row-major, first nv columns used; multi-DOF joints read it)
-_AXIS, _ROT, _TRANS, _MASS, _COM, _INERTIA, _SUBSPACE, _WIDTH = 0, 3, 12, 15, 16, 19, 28, 64
+AXIS, ROT, TRANS, MASS, COM, INERTIA, SUBSPACE, WIDTH = 0, 3, 12, 15, 16, 19, 28, 64
 
 
 def pack_tree(bodies) -> tuple[np.ndarray, np.ndarray]:
@@ -225,17 +225,17 @@ def pack_tree(bodies) -> tuple[np.ndarray, np.ndarray]:
     kinds = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
     meta = np.array([[b.parent, kinds[b.joint_type], b.q_index, b.v_index, b.nv] for b in bodies],
                     dtype=np.int64).reshape(len(bodies), 5)
-    body = np.zeros((len(bodies), _WIDTH))
+    body = np.zeros((len(bodies), WIDTH))
     for i, b in enumerate(bodies):
         if b.parent >= i:
             raise ValueError("bodies must be in topological order (parents first)")
-        body[i, _AXIS:_AXIS + 3] = np.asarray(b.axis, dtype=float).reshape(3)
-        body[i, _ROT:_ROT + 9] = np.asarray(b.rotation, dtype=float).reshape(9)
-        body[i, _TRANS:_TRANS + 3] = np.asarray(b.translation, dtype=float).reshape(3)
-        body[i, _MASS] = b.mass
-        body[i, _COM:_COM + 3] = np.asarray(b.com, dtype=float).reshape(3)
-        body[i, _INERTIA:_INERTIA + 9] = np.asarray(b.inertia_com, dtype=float).reshape(9)
+        body[i, AXIS:AXIS + 3] = np.asarray(b.axis, dtype=float).reshape(3)
+        body[i, ROT:ROT + 9] = np.asarray(b.rotation, dtype=float).reshape(9)
+        body[i, TRANS:TRANS + 3] = np.asarray(b.translation, dtype=float).reshape(3)
+        body[i, MASS] = b.mass
+        body[i, COM:COM + 3] = np.asarray(b.com, dtype=float).reshape(3)
+        body[i, INERTIA:INERTIA + 9] = np.asarray(b.inertia_com, dtype=float).reshape(9)
         subspace = np.zeros((6, 6))
         subspace[:, :b.nv] = b.motion_subspace
-        body[i, _SUBSPACE:_SUBSPACE + 36] = subspace.reshape(36)
+        body[i, SUBSPACE:SUBSPACE + 36] = subspace.reshape(36)
     return meta, body

@@ -14,8 +14,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
-from biobullet.core.attributes import (REQUIRED, floats, optional_float, optional_vec3, parse_float, required,
-                                       source_of)
+from biobullet.core.attributes import REQUIRED, floats, number, optional_vec3, required, source_of, to_float
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
@@ -69,8 +68,8 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
         _check_color(file, material, source_of(file, material).element)
     issues: list[tuple[str, str, float, bool]] = []
     missing_meshes: list[str] = []
-    links = tuple(_parse_link(file, element, number, inertia, issues, missing_meshes)
-                  for number, element in enumerate(robot.findall("link"), 1))
+    links = tuple(_parse_link(file, element, ordinal, inertia, issues, missing_meshes)
+                  for ordinal, element in enumerate(robot.findall("link"), 1))
     if not links:
         raise ModelError("the model has no <link>", file=file, element="<robot>")
     _check_unique(file, [link.name for link in links], "link")
@@ -249,11 +248,11 @@ def inertia_summary(description: ModelDescription) -> str:
             f"(CLI: --inertia repair) to replace them by the nearest physical tensors, or \"strict\" to reject them")
 
 
-def _parse_link(file: str, element: ET.Element, number: int, policy: str = DEFAULT_INERTIA_POLICY,
+def _parse_link(file: str, element: ET.Element, ordinal: int, policy: str = DEFAULT_INERTIA_POLICY,
                 issues: list | None = None, missing_meshes: list[str] | None = None) -> LinkDescription:
     source = source_of(file, element)
     if not element.attrib.get("name", "").strip():
-        raise ModelError("missing required attribute", file=file, element=f"<link> (link number {number} in the file)",
+        raise ModelError("missing required attribute", file=file, element=f"<link> (link number {ordinal} in the file)",
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
     _check_shapes(file, element, name, missing_meshes if missing_meshes is not None else [])
@@ -282,8 +281,8 @@ def _check_shapes(file: str, link: ET.Element, name: str, missing_meshes: list[s
     for kind in ("visual", "collision"):
         known = tuple(GEOMETRY_SIZES) + (COLLISION_ONLY_GEOMETRY if kind == "collision" else ())
         expected = "<geometry> with one of <" + ">, <".join(known) + ">"
-        for number, shape_element in enumerate(link.findall(kind), 1):
-            source = SourceRef(file, f'<link name="{name}"> <{kind}> number {number}')
+        for ordinal, shape_element in enumerate(link.findall(kind), 1):
+            source = SourceRef(file, f'<link name="{name}"> <{kind}> number {ordinal}')
             origin = shape_element.find("origin")
             if origin is not None:
                 origin_source = SourceRef(file, source.element + " <origin>")
@@ -329,7 +328,7 @@ def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAUL
     if mass_element is None:
         raise source.error(None, "missing <mass>", '<mass value="..."/>')
     mass_source = SourceRef(source.file, source.element + " <mass>")
-    mass = parse_float(mass_source, "value", required(mass_source, mass_element, "value"))
+    mass = to_float(mass_source, "value", required(mass_source, mass_element, "value"))
     if mass < 0:
         raise mass_source.error("value", f"negative mass {mass:g} kg", "mass ≥ 0")
     inertia_element = element.find("inertia")
@@ -339,7 +338,7 @@ def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAUL
             raise source.error(None, "missing <inertia>", "<inertia ixx iyy izz ixy ixz iyz/>")
         components = dict.fromkeys(("ixx", "iyy", "izz", "ixy", "ixz", "iyz"), 0.0)
     else:
-        components = {key: optional_float(inertia_source, inertia_element, key, 0.0)
+        components = {key: number(inertia_source, inertia_element, key, 0.0)
                       for key in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
     c = components
     local = np.array([[c["ixx"], c["ixy"], c["ixz"]], [c["ixy"], c["iyy"], c["iyz"]], [c["ixz"], c["iyz"], c["izz"]]])
@@ -442,8 +441,8 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     limit = element.find("limit")
     if limit is not None and joint_type in ("revolute", "prismatic"):
         limit_source = SourceRef(file, f"{source.element} <limit>")
-        lower = optional_float(limit_source, limit, "lower")
-        upper = optional_float(limit_source, limit, "upper")
+        lower = number(limit_source, limit, "lower", None)
+        upper = number(limit_source, limit, "upper", None)
         if lower is not None and upper is not None and lower > upper:
             # PyBullet's convention (its pybullet_data uses it): lower > upper means "no limit"; Pinocchio loads
             # such files too. Only sampling and joint stops read the limits.
@@ -453,8 +452,8 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     if mimic_element is not None:
         mimic_source = SourceRef(file, f"{source.element} <mimic>")
         mimic = (required(mimic_source, mimic_element, "joint"),
-                 optional_float(mimic_source, mimic_element, "multiplier", 1.0),
-                 optional_float(mimic_source, mimic_element, "offset", 0.0))
+                 number(mimic_source, mimic_element, "multiplier", 1.0),
+                 number(mimic_source, mimic_element, "offset", 0.0))
     return JointDescription(name=name, type=joint_type, parent=ends["parent"], child=ends["child"],
                             origin_xyz=xyz, origin_rpy=rpy, axis=axis, lower=lower, upper=upper,
                             mimic=mimic, source=source)

@@ -178,7 +178,7 @@ def _bezier_slope_py(points, start, u):
     return total
 
 
-def _bezier_value_py(curves, which, x):
+def bezier_value_py(curves, which, x):
     """Value of Millard curve `which` (0 active force–length, 1 force–velocity, 2 passive force–length,
     3 tendon force–length) of the packed vector `curves` at x."""
     base = int(curves[which])
@@ -216,7 +216,7 @@ def _bezier_value_py(curves, which, x):
 
 
 def bezier_bindings() -> dict:
-    """The kernels `_bezier_value_py` calls (for `core.jit.compiled`'s bind)."""
+    """The kernels `bezier_value_py` calls (for `core.jit.compiled`'s bind)."""
     return {"_bezier_point_py": _bezier_point_py, "_bezier_slope_py": _bezier_slope_py}
 
 

@@ -6,16 +6,16 @@ state choice for Thelen2003 and Millard2012Equilibrium (DeGroote's OpenSim state
 the fiber length is the same ODE in other coordinates). A rigid tendon has no fiber state. The run's state vector is
 (q, v, …, activations, fiber lengths, input work, dissipated energy).
 
-**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages._applied_forces_py`
+**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages.applied_forces_py`
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
-the paths' lengths l and exact gradients (`path._path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
+the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
-coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill._activation_rate_py`) and l̇_M.
+coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M.
 
 - compliant tendon: with the constant-height pennation cos α(l_M), the tendon l_T = l − l_M cos α carries
   T = F₀ f_T(l_T / l_s); the fiber velocity is the one at which the fiber, at activation a and length l_M, develops
-  T / cos α (`hill._fiber_velocity_py`: each model's inverse force–velocity, as OpenSim integrates it); at the
+  T / cos α (`hill.fiber_velocity_py`: each model's inverse force–velocity, as OpenSim integrates it); at the
   shortest fiber a shortening velocity is held at zero (OpenSim's clamped fiber state);
 - rigid tendon: l_M cos α = l − l_s, l̇_M = l̇ cos α, T = F₀ (a f_L f_V(ṽ) + f_PE + β ṽ) cos α (Thelen2003 has no
   forward force–velocity curve: a rigid-tendon Thelen muscle is refused, as OpenSim does).
@@ -39,11 +39,11 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOTE_TENDON, F_MAX, L_OPT, L_SLACK,
                                     MILLARD, PENNATION, THELEN, THELEN_TOE_FORCE, THELEN_TOE_SHAPE, V_MAX,
-                                    MuscleTable, _activation_rate_py, _active_force_length_py, _equilibrium_bindings,
-                                    _fiber_velocity_py, _force_velocity_py, _passive_force_length_py, _pennation_py,
-                                    _shortest_fiber_py, _tendon_force_length_py, equilibrium_states)
+                                    MuscleTable, activation_rate_py, active_force_length_py, equilibrium_bindings,
+                                    fiber_velocity_py, force_velocity_py, passive_force_length_py, pennation_py,
+                                    shortest_fiber_py, tendon_force_length_py, equilibrium_states)
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.muscles.path import (PathArrays, PathGradient, _path_gradients_py, gradient_buffers,
+from biobullet.muscles.path import (PathArrays, PathGradient, path_gradients_py, gradient_buffers,
                                     path_gradients_kernel)
 
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
@@ -88,30 +88,30 @@ def _muscle_force_py(model, curves, muscle, length, speed, activation, fiber_len
         activation = min(max(activation, muscle[A_MIN]), 1.0)
     optimal, slack, top = muscle[L_OPT], muscle[L_SLACK], muscle[F_MAX]
     if muscle[COMPLIANT] != 0.0:
-        cos_alpha, fiber = _pennation_py(model, curves, muscle, fiber_length)
+        cos_alpha, fiber = pennation_py(model, curves, muscle, fiber_length)
         tendon = length - fiber * cos_alpha
-        tendon_force = _tendon_force_length_py(model, curves, tendon / slack)
+        tendon_force = tendon_force_length_py(model, curves, tendon / slack)
         normalized = fiber / optimal
-        velocity = _fiber_velocity_py(model, curves, muscle, activation,
-                                      _active_force_length_py(model, curves, normalized),
-                                      _passive_force_length_py(model, curves, normalized), normalized,
+        velocity = fiber_velocity_py(model, curves, muscle, activation,
+                                      active_force_length_py(model, curves, normalized),
+                                      passive_force_length_py(model, curves, normalized), normalized,
                                       tendon_force / cos_alpha)
         fiber_speed = velocity * muscle[V_MAX] * optimal
-        if fiber_length <= _shortest_fiber_py(model, curves, muscle) and fiber_speed < 0.0:
+        if fiber_length <= shortest_fiber_py(model, curves, muscle) and fiber_speed < 0.0:
             fiber_speed = 0.0   # OpenSim's clamped fiber state
         tension = tendon_force * top
         along_speed = fiber_speed / cos_alpha
     else:
         along = length - slack
         height = optimal * math.sin(muscle[PENNATION])
-        cos_alpha, fiber = _pennation_py(model, curves, muscle, math.sqrt(height * height + along * along))
+        cos_alpha, fiber = pennation_py(model, curves, muscle, math.sqrt(height * height + along * along))
         tendon = length - fiber * cos_alpha
         fiber_speed = speed * cos_alpha
         normalized = fiber / optimal
         velocity = fiber_speed / (muscle[V_MAX] * optimal)
-        fiber_force = (activation * _active_force_length_py(model, curves, normalized)
-                       * _force_velocity_py(model, curves, velocity)
-                       + _passive_force_length_py(model, curves, normalized) + muscle[DAMPING] * velocity)
+        fiber_force = (activation * active_force_length_py(model, curves, normalized)
+                       * force_velocity_py(model, curves, velocity)
+                       + passive_force_length_py(model, curves, normalized) + muscle[DAMPING] * velocity)
         tension = fiber_force * cos_alpha * top
         along_speed = speed
     out[LENGTH] = length
@@ -149,7 +149,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
     for c in range(rows.coordinate_slots.shape[0]):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
     path = rows.path
-    _path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
+    path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
     table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
@@ -189,7 +189,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
             return 1, 0.0
         for k in range(n_tangent):
             tau[k] -= tension * gradient[k]
-        rows.rate[m] = _activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
+        rows.rate[m] = activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
         if state >= 0:
             rows.rate[state] = output[FIBER_VELOCITY]
         total_power += output[FIBER_POWER]
@@ -198,12 +198,12 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
 
 def _stage_bindings() -> dict:
     """The stage's callees compiled once each (the path kernel and the curves are large: not inlined)."""
-    curves = _equilibrium_bindings()
+    curves = equilibrium_bindings()
     force = jit.compiled(_muscle_force_py, bind={
-        **curves, "_fiber_velocity_py": jit.compiled(_fiber_velocity_py, bind=curves) or _fiber_velocity_py})
-    return {"_path_gradients_py": path_gradients_kernel(),
+        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=curves) or fiber_velocity_py})
+    return {"path_gradients_py": path_gradients_kernel(),
             "_muscle_force_py": force or _muscle_force_py,
-            "_activation_rate_py": jit.compiled(_activation_rate_py) or _activation_rate_py}
+            "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py}
 
 
 def muscle_stage_kernel():

@@ -24,7 +24,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import _bezier_value_py, bezier_bindings, millard_curves
+from biobullet.muscles.bezier import bezier_value_py, bezier_bindings, millard_curves
 from biobullet.muscles.description import MuscleParameters
 
 DEGROOTE, MILLARD, THELEN = 0, 1, 2
@@ -87,7 +87,7 @@ def curve_parameters(model: str, parameters: MuscleParameters) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------ curves
-def _active_force_length_py(model, curves, length):
+def active_force_length_py(model, curves, length):
     """f_L(l̃): active force–length multiplier at normalized fiber length l̃."""
     if model == DEGROOTE:
         x = (length - 1.0) / curves[0] + 1.0
@@ -99,10 +99,10 @@ def _active_force_length_py(model, curves, length):
         return total
     if model == THELEN:
         return math.exp(-(length - 1.0) * (length - 1.0) / curves[2])
-    return _bezier_value_py(curves, 0, length)
+    return bezier_value_py(curves, 0, length)
 
 
-def _passive_force_length_py(model, curves, length):
+def passive_force_length_py(model, curves, length):
     """f_PE(l̃): passive (parallel elastic) force–length multiplier."""
     if model == DEGROOTE:
         if curves[3] == 0.0:
@@ -116,10 +116,10 @@ def _passive_force_length_py(model, curves, length):
             return 0.0
         e0, shape = curves[1], curves[3]
         return (math.exp(shape * (length - 1.0) / e0) - 1.0) / (math.exp(shape) - 1.0)
-    return _bezier_value_py(curves, 2, length)
+    return bezier_value_py(curves, 2, length)
 
 
-def _tendon_force_length_py(model, curves, length):
+def tendon_force_length_py(model, curves, length):
     """f_T(l̃_T): tendon force (units of F₀) at normalized tendon length l̃_T = l_T / l_s."""
     if model == DEGROOTE:
         c1, c2, c3 = DEGROOTE_TENDON
@@ -137,22 +137,22 @@ def _tendon_force_length_py(model, curves, length):
             return THELEN_TOE_FORCE / (math.exp(THELEN_TOE_SHAPE) - 1.0) * (math.exp(THELEN_TOE_SHAPE * strain / toe)
                                                                         - 1.0)
         return 0.0
-    return _bezier_value_py(curves, 3, length)
+    return bezier_value_py(curves, 3, length)
 
 
-def _force_velocity_py(model, curves, velocity):
+def force_velocity_py(model, curves, velocity):
     """f_V(ṽ): force–velocity multiplier at normalized fiber velocity ṽ (positive lengthening); Thelen's curve
-    has no activation-free form and gives NaN here (see `_fiber_velocity_py`)."""
+    has no activation-free form and gives NaN here (see `fiber_velocity_py`)."""
     if model == DEGROOTE:
         d1, d2, d3, d4 = DEGROOTE_VELOCITY
         t = d2 * velocity + d3
         return d1 * math.log(t + math.sqrt(t * t + 1.0)) + d4
     if model == MILLARD:
-        return _bezier_value_py(curves, 1, velocity)
+        return bezier_value_py(curves, 1, velocity)
     return math.nan
 
 
-def _fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, length, force):
+def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, length, force):
     """ṽ from the fiber's force balance: the normalized fiber velocity at which the fiber, at normalized length
     `length` with multipliers `active_fl`, `passive`, develops `force` (units of F₀) — OpenSim's inverse
     force–velocity of each model (Thelen: calcdlceN with its linear extrapolation; Millard and DeGroote:
@@ -187,8 +187,8 @@ def _fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, le
     # secant's superlinear convergence, the bracket kept; ≈ 10 curve evaluations, where bisection to adjacent
     # doubles near ṽ = 0 needs hundreds), until the step is below 1e-16 (round-off of ṽ = O(1))
     low, high = -1.0, 1.0
-    g_low = afl * _force_velocity_py(model, curves, low) + passive + damping * low - force
-    g_high = afl * _force_velocity_py(model, curves, high) + passive + damping * high - force
+    g_low = afl * force_velocity_py(model, curves, low) + passive + damping * low - force
+    g_high = afl * force_velocity_py(model, curves, high) + passive + damping * high - force
     if g_low >= 0.0:
         return low
     if g_high <= 0.0:
@@ -202,7 +202,7 @@ def _fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, le
             middle = 0.5 * (low + high)
             if not (low < middle < high):
                 break
-        g = afl * _force_velocity_py(model, curves, middle) + passive + damping * middle - force
+        g = afl * force_velocity_py(model, curves, middle) + passive + damping * middle - force
         if g == 0.0 or abs(middle - previous) <= 1e-16:
             break
         previous = middle
@@ -220,7 +220,7 @@ def _fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, le
 
 
 # ------------------------------------------------------------------------------------------------ activation
-def _activation_rate_py(model, muscle, activation, excitation):
+def activation_rate_py(model, muscle, activation, excitation):
     """ȧ (1/s) from excitation u and activation a: Thelen and Millard (OpenSim's
     MuscleFirstOrderActivationDynamicModel): a clamped to [a_min, 1], τ = τ_a (0.5 + 1.5 a) when u > a, else
     τ_d / (0.5 + 1.5 a), ȧ = (u − a)/τ. DeGroote: the tanh-blended form of De Groote et al. 2016 (eq. 2 with
@@ -239,7 +239,7 @@ def _activation_rate_py(model, muscle, activation, excitation):
 
 
 # ------------------------------------------------------------------------------------------------ equilibrium
-def _shortest_fiber_py(model, curves, muscle):
+def shortest_fiber_py(model, curves, muscle):
     """The shortest fiber length (m) the model allows: DeGroote the width h (fiber across the tendon); Thelen the pennation model's
     h / sin α_max (0.01 l₀ when α_max is 0); Millard the larger of that and the active curve's lower end."""
     height = muscle[L_OPT] * math.sin(muscle[PENNATION])
@@ -253,12 +253,12 @@ def _shortest_fiber_py(model, curves, muscle):
     return shortest
 
 
-def _pennation_py(model, curves, muscle, fiber_length):
+def pennation_py(model, curves, muscle, fiber_length):
     """(cos α, fiber length clamped at the model's shortest) of the constant-height pennation model at fiber
     length l_M (m); Thelen and Millard hold α at α_max below h / sin α_max (OpenSim's
     MuscleFixedWidthPennationModel)."""
     height = muscle[L_OPT] * math.sin(muscle[PENNATION])
-    length = max(_shortest_fiber_py(model, curves, muscle), fiber_length)
+    length = max(shortest_fiber_py(model, curves, muscle), fiber_length)
     if height == 0.0 or muscle[PENNATION] <= 2.220446049250313e-16:
         return 1.0, length
     ratio = height / length
@@ -272,10 +272,10 @@ def _fiber_force_along_tendon_py(model, curves, muscle, activation, along):
     tendon is `along` (m); also returns the fiber length (m)."""
     height = muscle[L_OPT] * math.sin(muscle[PENNATION])
     fiber = math.sqrt(height * height + along * along)
-    cos_alpha, fiber = _pennation_py(model, curves, muscle, fiber)
+    cos_alpha, fiber = pennation_py(model, curves, muscle, fiber)
     length = fiber / muscle[L_OPT]
-    force = activation * _active_force_length_py(model, curves, length) * _resting_force_velocity_py(model, curves) \
-        + _passive_force_length_py(model, curves, length)
+    force = activation * active_force_length_py(model, curves, length) * _resting_force_velocity_py(model, curves) \
+        + passive_force_length_py(model, curves, length)
     return force * cos_alpha, fiber
 
 
@@ -284,7 +284,7 @@ def _resting_force_velocity_py(model, curves):
     and Thelen's hyperbola too)."""
     if model == THELEN:
         return 1.0
-    return _force_velocity_py(model, curves, 0.0)
+    return force_velocity_py(model, curves, 0.0)
 
 
 def _equilibrium_py(model, curves, muscle, length, activation, out):
@@ -297,7 +297,7 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
     solved by bisection on x down to adjacent doubles (the residual is then round-off, not a tolerance)."""
     if model != DEGROOTE:
         activation = min(max(activation, muscle[A_MIN]), 1.0)
-    cos_alpha, shortest = _pennation_py(model, curves, muscle, 0.0)
+    cos_alpha, shortest = pennation_py(model, curves, muscle, 0.0)
     low = shortest * cos_alpha
     high = length - muscle[L_SLACK]
     status = 0
@@ -305,11 +305,11 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
         along = max(high, low)
         status = 0 if high >= low else 1
         force, fiber = _fiber_force_along_tendon_py(model, curves, muscle, activation, along)
-        cos_alpha, fiber = _pennation_py(model, curves, muscle, fiber)
+        cos_alpha, fiber = pennation_py(model, curves, muscle, fiber)
         tendon = length - along
         out[0] = force * muscle[F_MAX]
         if muscle[COMPLIANT] != 0.0:
-            out[0] = _tendon_force_length_py(model, curves, tendon / muscle[L_SLACK]) * muscle[F_MAX]
+            out[0] = tendon_force_length_py(model, curves, tendon / muscle[L_SLACK]) * muscle[F_MAX]
         out[1] = fiber
         out[2] = tendon
         out[3] = cos_alpha
@@ -321,7 +321,7 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
         if middle <= low or middle >= high:
             break
         fiber_force, fiber = _fiber_force_along_tendon_py(model, curves, muscle, activation, middle)
-        if _tendon_force_length_py(model, curves, (length - middle) / muscle[L_SLACK]) - fiber_force > 0.0:
+        if tendon_force_length_py(model, curves, (length - middle) / muscle[L_SLACK]) - fiber_force > 0.0:
             low = middle
         else:
             high = middle
@@ -329,13 +329,13 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
     best_residual = math.inf
     for along in (low, high):   # of the two bracketing doubles, the one with the smaller residual
         fiber_force, fiber = _fiber_force_along_tendon_py(model, curves, muscle, activation, along)
-        residual = _tendon_force_length_py(model, curves, (length - along) / muscle[L_SLACK]) - fiber_force
+        residual = tendon_force_length_py(model, curves, (length - along) / muscle[L_SLACK]) - fiber_force
         if abs(residual) < abs(best_residual):
             best, best_residual = along, residual
     fiber_force, fiber = _fiber_force_along_tendon_py(model, curves, muscle, activation, best)
-    cos_alpha, fiber = _pennation_py(model, curves, muscle, fiber)
+    cos_alpha, fiber = pennation_py(model, curves, muscle, fiber)
     tendon = length - best
-    out[0] = _tendon_force_length_py(model, curves, tendon / muscle[L_SLACK]) * muscle[F_MAX]
+    out[0] = tendon_force_length_py(model, curves, tendon / muscle[L_SLACK]) * muscle[F_MAX]
     out[1] = fiber
     out[2] = tendon
     out[3] = cos_alpha
@@ -344,31 +344,31 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
 
 
 def _curve_bindings():
-    return {"_bezier_value_py": jit.compiled(_bezier_value_py, bind=bezier_bindings) or _bezier_value_py}
+    return {"bezier_value_py": jit.compiled(bezier_value_py, bind=bezier_bindings) or bezier_value_py}
 
 
-def _equilibrium_bindings():
+def equilibrium_bindings():
     """The curves compiled once each (not inlined into every caller: that multiplies the compile time)."""
     curves = {name: jit.compiled(kernel, bind=_curve_bindings) or kernel for name, kernel in (
-        ("_active_force_length_py", _active_force_length_py), ("_passive_force_length_py", _passive_force_length_py),
-        ("_tendon_force_length_py", _tendon_force_length_py), ("_force_velocity_py", _force_velocity_py))}
-    shortest = jit.compiled(_shortest_fiber_py) or _shortest_fiber_py
-    pennation = jit.compiled(_pennation_py, bind={"_shortest_fiber_py": shortest}) or _pennation_py
+        ("active_force_length_py", active_force_length_py), ("passive_force_length_py", passive_force_length_py),
+        ("tendon_force_length_py", tendon_force_length_py), ("force_velocity_py", force_velocity_py))}
+    shortest = jit.compiled(shortest_fiber_py) or shortest_fiber_py
+    pennation = jit.compiled(pennation_py, bind={"shortest_fiber_py": shortest}) or pennation_py
     resting = jit.compiled(_resting_force_velocity_py, bind=curves) or _resting_force_velocity_py
     along = jit.compiled(_fiber_force_along_tendon_py, bind={
-        **curves, "_pennation_py": pennation, "_resting_force_velocity_py": resting}) or _fiber_force_along_tendon_py
-    return {**curves, "_shortest_fiber_py": shortest, "_pennation_py": pennation,
+        **curves, "pennation_py": pennation, "_resting_force_velocity_py": resting}) or _fiber_force_along_tendon_py
+    return {**curves, "shortest_fiber_py": shortest, "pennation_py": pennation,
             "_resting_force_velocity_py": resting, "_fiber_force_along_tendon_py": along}
 
 
-active_force_length = jit.lazy(_active_force_length_py, bind=_curve_bindings)
-passive_force_length = jit.lazy(_passive_force_length_py, bind=_curve_bindings)
-tendon_force_length = jit.lazy(_tendon_force_length_py, bind=_curve_bindings)
-force_velocity = jit.lazy(_force_velocity_py, bind=_curve_bindings)
-fiber_velocity = jit.lazy(_fiber_velocity_py, bind=lambda: {
-    "_force_velocity_py": jit.compiled(_force_velocity_py, bind=_curve_bindings) or _force_velocity_py})
-activation_rate = jit.lazy(_activation_rate_py)
-equilibrium = jit.lazy(_equilibrium_py, bind=_equilibrium_bindings)
+active_force_length = jit.lazy(active_force_length_py, bind=_curve_bindings)
+passive_force_length = jit.lazy(passive_force_length_py, bind=_curve_bindings)
+tendon_force_length = jit.lazy(tendon_force_length_py, bind=_curve_bindings)
+force_velocity = jit.lazy(force_velocity_py, bind=_curve_bindings)
+fiber_velocity = jit.lazy(fiber_velocity_py, bind=lambda: {
+    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings) or force_velocity_py})
+activation_rate = jit.lazy(activation_rate_py)
+equilibrium = jit.lazy(_equilibrium_py, bind=equilibrium_bindings)
 
 __all__ = ["DEGROOTE", "MILLARD", "THELEN", "MODEL_CODES", "MUSCLE_FIELDS", "muscle_vector", "curve_parameters",
            "active_force_length", "passive_force_length", "tendon_force_length", "force_velocity", "fiber_velocity",
@@ -409,15 +409,15 @@ def _equilibria_py(table, lengths, activations, out):
 
 
 def _activation_rates_py(table, activations, excitations, out):
-    """ȧ of every muscle (`_activation_rate_py`), 1/s."""
+    """ȧ of every muscle (`activation_rate_py`), 1/s."""
     for m in range(table.model.shape[0]):
-        out[m] = _activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
+        out[m] = activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
 
 
 _equilibria = jit.lazy(_equilibria_py, bind=lambda: {
-    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=_equilibrium_bindings) or _equilibrium_py})
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py})
 _activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
-    "_activation_rate_py": jit.compiled(_activation_rate_py) or _activation_rate_py})
+    "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py})
 
 
 def equilibrium_tendon_forces(table: MuscleTable, lengths, activations) -> np.ndarray:

@@ -43,7 +43,7 @@ class LocationFunction:
         return FUNCTION_TYPES[name](first, [y * scale for y in second])
 
     def __call__(self, x: float) -> float:
-        return float(_location_value_py(self.kind, self.params, float(x))[0])
+        return float(location_value_py(self.kind, self.params, float(x))[0])
 
 
 def polynomial(coefficients) -> LocationFunction:
@@ -140,7 +140,7 @@ def _table_points(x, y) -> tuple[np.ndarray, np.ndarray]:
     return xs, ys
 
 
-def _location_value_py(kind, params, x):
+def location_value_py(kind, params, x):
     """(f(x), f'(x)) of one location function (module docstring); x in the coordinate's unit."""
     if kind == POLYNOMIAL:
         value = 0.0

@@ -32,10 +32,10 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription
-from biobullet.muscles.location import _location_value_py, polynomial
+from biobullet.muscles.location import location_value_py, polynomial
 from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, INSIDE_RADIUS, MANDATORY_WRAP, NO_WRAP,
-                                        SPHERE, SURFACE_CODES, TORUS, WRAP_METHODS, WRAPPED, _cylinder_wrap_py,
-                                        _ellipsoid_wrap_py, _sphere_wrap_py, _torus_wrap_py, wrap_bindings)
+                                        SPHERE, SURFACE_CODES, TORUS, WRAP_METHODS, WRAPPED, cylinder_wrap_py,
+                                        ellipsoid_wrap_py, sphere_wrap_py, torus_wrap_py, wrap_bindings)
 
 FIXED, CONDITIONAL, MOVING = 0, 1, 2
 GROUND = -1
@@ -244,7 +244,7 @@ def _point_local_py(arrays, point, coordinates, local, local_derivative):
                 inside = low < coordinates[c] < high
             k = arrays.point_function[point, axis]
             start = arrays.function_offset[k]
-            f, slope = _location_value_py(arrays.function_kind[k],
+            f, slope = location_value_py(arrays.function_kind[k],
                                           arrays.function_params[start:arrays.function_offset[k + 1]], x)
             value[axis] = f
             if inside:
@@ -283,18 +283,18 @@ def _wrapped_segment_py(arrays, surface, method, single, start, end, tangent_sta
     the tangent points go to tangent_*. `single`: the path has one wrap (OpenSim's WrapResult::singleWrap)."""
     kind = arrays.surface_kind[surface]
     if kind == CYLINDER:
-        return _cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
+        return cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
                                  arrays.surface_dimensions[surface, 1], arrays.surface_quadrant[surface, 0],
                                  arrays.surface_quadrant[surface, 1], single, tangent_start, tangent_end)
     if kind == SPHERE:
-        return _sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
+        return sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
                                arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1],
                                tangent_start, tangent_end)
     if kind == ELLIPSOID:
-        return _ellipsoid_wrap_py(start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
+        return ellipsoid_wrap_py(start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
                                   arrays.surface_quadrant[surface, 1], method, tangent_start, tangent_end)
     if kind == TORUS:
-        return _torus_wrap_py(start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
+        return torus_wrap_py(start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
                               arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1], single,
                               tangent_start, tangent_end)
     return NO_WRAP, 0.0 + 0.0j
@@ -564,7 +564,7 @@ def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoin
     return length.real
 
 
-def _path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradient):
+def path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradient):
     """Fill the PathGradient `out`: lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame
     motion) and the wraps' world tangent points (module docstring); without `with_gradient` the wrapped paths'
     gradients stay zero (their complex steps are most of the cost)."""
@@ -731,8 +731,8 @@ def _wrap_kernels() -> dict:
     """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
     bindings = wrap_bindings()
     surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
-                (("_cylinder_wrap_py", _cylinder_wrap_py), ("_sphere_wrap_py", _sphere_wrap_py),
-                 ("_ellipsoid_wrap_py", _ellipsoid_wrap_py), ("_torus_wrap_py", _torus_wrap_py))}
+                (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
+                 ("ellipsoid_wrap_py", ellipsoid_wrap_py), ("torus_wrap_py", torus_wrap_py))}
     segment = jit.compiled(_wrapped_segment_py, bind=surfaces) or _wrapped_segment_py
     helpers = {"_node_position_py": jit.compiled(_node_position_py) or _node_position_py,
                "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py) or _remove_wrap_nodes_py,
@@ -748,11 +748,11 @@ def _wrap_kernels() -> dict:
 
 _directional = jit.lazy(_directional_py, bind=lambda: {
     "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
-    "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py,
+    "location_value_py": location_value_py, "_surface_placement_py": _surface_placement_py,
     "_world_derivative_py": _world_derivative_py})
-_path_gradients = jit.lazy(_path_gradients_py, bind=lambda: {
+_path_gradients = jit.lazy(path_gradients_py, bind=lambda: {
     **_wrap_kernels(), "_point_active_py": _point_active_py, "_point_local_py": _point_local_py,
-    "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py,
+    "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,
     "_world_derivative_py": _world_derivative_py})
 
 
@@ -852,7 +852,7 @@ __all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "com
 
 
 def path_gradients_kernel():
-    """The compiled `_path_gradients_py` with its wrap kernels bound (the muscle stage calls it), or the function
+    """The compiled `path_gradients_py` with its wrap kernels bound (the muscle stage calls it), or the function
     itself without numba."""
     return _path_gradients.resolve()
 __all__ += ["path_gradients_kernel"]

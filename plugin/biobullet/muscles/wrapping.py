@@ -1,10 +1,10 @@
 """Wrapping surfaces: OpenSim's wrap of one straight path segment over a surface, in the surface's frame.
 
-`_torus_wrap_py` follows OpenSim 4.6's WrapTorus::wrapLine (the closest point of the line to the centre circle
+`torus_wrap_py` follows OpenSim 4.6's WrapTorus::wrapLine (the closest point of the line to the centre circle
 by OpenSim's lmdif_C, ported for one unknown in `_circle_search_py`, then a cylinder there).
-`_ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
+`ellipsoid_wrap_py` follows OpenSim 4.6's WrapEllipsoid::wrapLine (the wrapping plane through c1 from the
 "Frans"/fan/hybrid techniques, calcTangentPoint's iteration, CalcDistanceOnEllipsoid's 1-mm polyline; see its
-docstring) and `_sphere_wrap_py` WrapSphere::wrapLine. `_cylinder_wrap_py(p1, p2, radius, length, axis, sign,
+docstring) and `sphere_wrap_py` WrapSphere::wrapLine. `cylinder_wrap_py(p1, p2, radius, length, axis, sign,
 single, r1, r2)` follows OpenSim 4.6's WrapCylinder::wrapLine; on a path with several wraps (`single` False) it
 also slides the tangent points as _make_spiral_path does (`_adjust_spiral_py`). For a single wrap:
 the 2-D tangent points in the plane across the cylinder axis (z), the choice among the four (by the quadrant
@@ -184,7 +184,7 @@ def _tangents_py(point, foot, radius, a, b):
     return distance
 
 
-def _cylinder_wrap_py(p1, p2, radius, length, axis, sign, single, r1, r2):
+def cylinder_wrap_py(p1, p2, radius, length, axis, sign, single, r1, r2):
     """(status, wrap length) of the segment p1→p2 over the cylinder (module docstring); r1, r2 receive the
     tangent points (complex arrays of 3; the surface's frame). `single`: the path has one wrap; otherwise
     OpenSim slides the tangent points axially until the straight parts meet the helix within 0.1°."""
@@ -439,7 +439,7 @@ def _sphere_tangents_py(point, n, radius, a, b):
         b[i] = point[i] + reach * (cmath.cos(angle) * y[i] + cmath.sin(angle) * z[i])
 
 
-def _sphere_wrap_py(p1, p2, radius, axis, sign, r1, r2):
+def sphere_wrap_py(p1, p2, radius, axis, sign, r1, r2):
     """(status, wrap length) of the segment p1→p2 over the sphere of `radius` at the origin, as OpenSim 4.6's
     WrapSphere::wrapLine: the segment must cross the sphere; the tangent points lie in the plane through p1, p2
     and the centre, chosen as the pair closest in direction (or by the quadrant); the arc r · acos(r̂1·r̂2)
@@ -889,7 +889,7 @@ def _ellipsoid_arc_py(r1, r2, a, vs, vs4, far_side, factor, ends):
     return length, segments + 1
 
 
-def _ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_out):
+def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_out):
     """(status, wrap length) of the segment p1→p2 over the ellipsoid with semi-axes `dimensions` (m) centred at
     the origin, as OpenSim 4.6's WrapEllipsoid::wrapLine: work in units scaled by 3/(a+b+c); the segment must
     cross the ellipsoid; the wrapping plane through p1, p2 and a surface point c1 found by the "Frans" technique
@@ -1236,12 +1236,12 @@ def _circle_point_py(start, end, radius, out):
     return cmath.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2] + radius * radius - 2.0 * radius * rho)
 
 
-def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r2):
+def torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r2):
     """(status, wrap length) of the segment p1→p2 over the torus (centre circle of `outer_radius` about z in
     z = 0, tube of `inner_radius`), as OpenSim 4.6's WrapTorus::wrapLine: the point of the segment's line
     nearest the centre circle (searched from each end, the nearer kept; with a quadrant the one on its side,
     NO_WRAP when neither is), and there a cylinder of the tube's radius and 10 km along the circle's tangent,
-    quadrant +x (towards the torus's axis), wrapped as `_cylinder_wrap_py`. OpenSim reports a cylinder's wrap
+    quadrant +x (towards the torus's axis), wrapped as `cylinder_wrap_py`. OpenSim reports a cylinder's wrap
     as WRAPPED, never MANDATORY_WRAP (the segment is chosen by the smallest length change), and a cylinder that
     does not wrap as WRAPPED with no tangent points (EMPTY_WRAP here)."""
     near1 = np.empty(3, np.complex128)
@@ -1283,7 +1283,7 @@ def _torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r
         q2[row] = offset[row] + _dot_py(rotation[row], p2)
     c1 = np.empty(3, np.complex128)
     c2 = np.empty(3, np.complex128)
-    status, length = _cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, 0, 1, single, c1, c2)
+    status, length = cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, 0, 1, single, c1, c2)
     if status != WRAPPED and status != MANDATORY_WRAP:
         return EMPTY_WRAP, 0.0 + 0.0j
     for i in range(3):
@@ -1313,16 +1313,16 @@ def wrap_bindings() -> dict:
          "_ellipsoid_arc_py": _ellipsoid_arc_py},
         {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
         {"_adjust_spiral_py": _adjust_spiral_py, "_circle_search_py": _circle_search_py},
-        {"_circle_point_py": _circle_point_py, "_cylinder_wrap_py": _cylinder_wrap_py})
+        {"_circle_point_py": _circle_point_py, "cylinder_wrap_py": cylinder_wrap_py})
     bound: dict = {}
     for layer in layers:
         bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
     return bound
 
 
-cylinder_wrap = jit.lazy(_cylinder_wrap_py, bind=wrap_bindings)
-sphere_wrap = jit.lazy(_sphere_wrap_py, bind=wrap_bindings)
-torus_wrap = jit.lazy(_torus_wrap_py, bind=wrap_bindings)
+cylinder_wrap = jit.lazy(cylinder_wrap_py, bind=wrap_bindings)
+sphere_wrap = jit.lazy(sphere_wrap_py, bind=wrap_bindings)
+torus_wrap = jit.lazy(torus_wrap_py, bind=wrap_bindings)
 
 __all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
            "cylinder_wrap", "sphere_wrap", "torus_wrap"]

@@ -1,4 +1,4 @@
-"""The force-element and contact rows of a run, packed for the pipeline's force stage (`stages._forces_stage_py`).
+"""The force-element and contact rows of a run, packed for the pipeline's force stage (`stages.forces_stage_py`).
 
 `ForceRows` (a NamedTuple the kernels take as one structured argument): joint torques τ(t) (`tau_time`, the
 caller refreshes time-varying ones), point-to-point springs (`forces.compiled`'s rows), joint spring-dampers and

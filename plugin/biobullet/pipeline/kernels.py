@@ -50,41 +50,36 @@ def _compiled_with(function, callees: dict | None, inline: bool = False, variant
 
 
 def state_kernel():
-    """The compiled `_state_into_py`."""
-    return jit.compiled(stages._state_into_py)
-
-
-def position_rate_kernel():
-    """The compiled `_position_rate_py`."""
-    return jit.compiled(stages._position_rate_py)
+    """The compiled `state_into_py`."""
+    return jit.compiled(stages.state_into_py)
 
 
 def ltdl_kernel():
-    """The compiled `_ltdl_solve_py`."""
-    return jit.compiled(stages._ltdl_solve_py)
+    """The compiled `ltdl_solve_py`."""
+    return jit.compiled(stages.ltdl_solve_py)
 
 
 def joint_state_kernel(inline: bool = False, tapes: bool = True, loops: bool = True):
-    """The compiled `_joint_state_stage_py`."""
+    """The compiled `joint_state_stage_py`."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
-    callees = {"_STATE": stages._state_into_py, "_JETS": jets_kernel(tapes), "_LOOPS": loops}
+    callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(tapes), "_LOOPS": loops}
     if loops:
         callees["_NEWTON"] = newton_kernel()
-    return _compiled_with(stages._joint_state_stage_py, _all(callees), inline, _variant(tapes=tapes, loops=loops))
+    return _compiled_with(stages.joint_state_stage_py, _all(callees), inline, _variant(tapes=tapes, loops=loops))
 
 
 def solve_kernel(inline: bool = False):
-    """The compiled `_solve_stage_py`."""
+    """The compiled `solve_stage_py`."""
     factor, solve = compiled_kernels.cholesky_kernels()
-    return _compiled_with(stages._solve_stage_py, _all({
+    return _compiled_with(stages.solve_stage_py, _all({
         "_PROJECT": compiled_kernels.project_upper_kernel(), "_LTDL": ltdl_kernel(), "_CHOLESKY_FACTOR": factor,
         "_CHOLESKY_SOLVE": solve}), inline)
 
 
 def forward_kernel(tapes: bool = True, loops: bool = True):
-    """The compiled `_forward_py`."""
-    return _compiled_with(stages._forward_py, _all({
+    """The compiled `forward_py`."""
+    return _compiled_with(stages.forward_py, _all({
         "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_PROJECT": compiled_kernels.project_upper_kernel()}),
@@ -92,7 +87,7 @@ def forward_kernel(tapes: bool = True, loops: bool = True):
 
 
 def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):
-    """The compiled `_applied_forces_py`."""
+    """The compiled `applied_forces_py`."""
     callees = {"_JOINTS": joints, "_CARTESIAN": cartesian}
     if joints:
         from biobullet.forces.compiled import joint_forces_kernel
@@ -104,31 +99,31 @@ def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: 
         callees.update({"_SPRING_FORCES": spring_forces_kernel(), "_GROUND_FORCES": ground_forces_kernel(),
                         "_PLUGIN_FORCES": plugin_forces_kernel(),
                         "_MUSCLE_KERNEL": muscle_stage_kernel()})   # (bound for the cache digest only)
-    return _compiled_with(stages._applied_forces_py, _all(callees), inline, _variant(joints=joints,
+    return _compiled_with(stages.applied_forces_py, _all(callees), inline, _variant(joints=joints,
                                                                                        cartesian=cartesian))
 
 
 def forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):
-    """The compiled `_forces_stage_py`."""
+    """The compiled `forces_stage_py`."""
     callees = {"_CARTESIAN": cartesian,
                "_APPLIED": applied_forces_kernel(inline=True, joints=joints, cartesian=cartesian)}
     if cartesian:
         from biobullet.constraints.loop_kernels import tree_kinematics_kernel
         callees["_KINEMATICS"] = tree_kinematics_kernel()
-    return _compiled_with(stages._forces_stage_py, _all(callees), inline, _variant(joints=joints,
+    return _compiled_with(stages.forces_stage_py, _all(callees), inline, _variant(joints=joints,
                                                                                      cartesian=cartesian))
 
 
 def generalized_forces_kernel(inline: bool = False):
-    """The compiled `_generalized_forces_py`."""
-    return jit.compiled(stages._generalized_forces_py, inline=inline)
+    """The compiled `generalized_forces_py`."""
+    return jit.compiled(stages.generalized_forces_py, inline=inline)
 
 
 def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True, loops: bool = True):
-    """The compiled `_rhs_py` for a model with these features (`features`)."""
-    return _compiled_with(stages._rhs_py, _all({
+    """The compiled `rhs_py` for a model with these features (`features`)."""
+    return _compiled_with(stages.rhs_py, _all({
         "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
         "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
-        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": stages._position_rate_py}),
+        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": stages.position_rate_py}),
         variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops))

@@ -4,18 +4,18 @@ taking the compiled model and the data workspace as structured arguments:
     joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
                     joint-function table's jets (`model.joint_jets._explicit_jets_py`) and the loop resolvers'
                     Newton solves (`constraints.newton_kernel._loop_newton_py`, warm-started from
-                    data.loop_warm) in the coordinate map's order                       `_joint_state_stage_py`
+                    data.loop_warm) in the coordinate map's order                       `joint_state_stage_py`
                     (a model whose map needs Python — loop types without compiled rows, joint functions without
                     compiled jets — fills data.x … data.gamma from `Model.joint_state_view` before the call: the
                     callback stage)
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
                     kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
-                    path, the muscle states' rates)                                   `_forces_stage_py`
+                    path, the muscle states' rates)                                   `forces_stage_py`
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
-    solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `_solve_stage_py`
+    solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `solve_stage_py`
 
-and their two compositions: `_forward_py` (M, h or v̇ of given generalized forces: the public calls and
-`pipeline.forward`) and `_rhs_py` (the engine's ẏ with the force stage and q̇).
+and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
+`pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage and q̇).
 
 The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
 spring-dampers and stops; `_CARTESIAN`: the elements that read the bodies' kinematics — springs, ground contacts,
@@ -30,12 +30,12 @@ import numpy as np
 from biobullet.muscles.dynamics import load_muscle_state, muscle_forces, muscle_state_size, store_muscle_rates
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
 
-MASS, BIAS, ACCELERATION = 0, 1, 2   # what `_forward_py` computes
+MASS, BIAS, ACCELERATION = 0, 1, 2   # what `forward_py` computes
 # A constant flag passed to another kernel is written bool(True) / int(0): numba types a bare constant as a literal,
 # and a literal argument compiles the callee again for it (one more specialisation of the tree kernel per caller).
 
 
-def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
+def state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, gamma):
     """x, ẋ, G, γ of the tree from generalized (q, v), in place: the multi-DOF blocks (`blocks`: floating base,
     free, spherical and planar joints, base_q coordinates and base_v velocities leading q and v) copied with every
     unit quaternion and planar (cos, sin) pair normalised (as `Model.normalize_configuration`), the independent
@@ -74,7 +74,7 @@ def _state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, g
     return True
 
 
-def _position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
+def position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
     """q̇ into out[:nq] from a reduced state y = (q, v, …), as `Model.configuration_rate`: per multi-DOF block
     (`blocks`) with the normalised coordinates x and the velocities ẋ — free joint (and floating base)
     (R(z) v_lin, ½ z ⊗ (ω, 0)), spherical ½ z ⊗ (ω, 0) — z the unit quaternion (x, y, z, w), scalar last,
@@ -110,7 +110,7 @@ def _position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
         out[k] = y[nq + base_v + k - base_q]
 
 
-def _ltdl_solve_py(mass, parent, rhs, out):
+def ltdl_solve_py(mass, parent, rhs, out):
     """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
     §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
     unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³).
@@ -146,8 +146,8 @@ def _ltdl_solve_py(mass, parent, rhs, out):
     return True
 
 
-def _joint_state_stage_py(model, data, q, v, t):
-    """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`_state_into_py`), then the joint-function
+def joint_state_stage_py(model, data, q, v, t):
+    """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
     table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
     table). 0, or 1 when the state or a function's jets are not finite or a loop solve declines (the generic path
     then decides)."""
@@ -174,7 +174,7 @@ def _joint_state_stage_py(model, data, q, v, t):
     return 0
 
 
-def _solve_stage_py(model, data, mass, bias, force, accel):
+def solve_stage_py(model, data, mass, bias, force, accel):
     """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
     through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
     or dense Cholesky. False when M_r is not positive definite."""
@@ -194,7 +194,7 @@ def _solve_stage_py(model, data, mass, bias, force, accel):
     return True
 
 
-def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
+def forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
     """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
     ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. A CALLBACK_STATE model's joint state is in
     data already. 0, or 1 when the state, a jet or the result is not finite or M_r is not positive definite (the
@@ -228,7 +228,7 @@ def _forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
     return 0
 
 
-def _applied_forces_py(model, data, forces, t, rot, pos, sub):
+def applied_forces_py(model, data, forces, t, rot, pos, sub):
     """Applied joint-space forces τ into data.tau and (input power, dissipated power) into data.power at the joint
     state in data, the bodies' kinematics (rot, pos, sub: `constraints.loop_kernels`' tree kinematics at data.x;
     empty when no spring, contact or plug-in reads them) given: joint torques τ(t) (forces.tau_time, refreshed by
@@ -281,9 +281,9 @@ def _applied_forces_py(model, data, forces, t, rot, pos, sub):
     return 0
 
 
-def _forces_stage_py(model, data, forces, t):
+def forces_stage_py(model, data, forces, t):
     """The force stage: the bodies' kinematics at data.x where an element reads them, then
-    `_applied_forces_py`."""
+    `applied_forces_py`."""
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
             or muscle_state_size(forces.muscles):
         if not _CARTESIAN:
@@ -296,7 +296,7 @@ def _forces_stage_py(model, data, forces, t):
     return _APPLIED(model, data, forces, t, rot, pos, sub)
 
 
-def _generalized_forces_py(model, data):
+def generalized_forces_py(model, data):
     """Q = Gᵀ τ of the applied joint forces data.tau: data.tau itself for an identity map, else written into
     data.rhs (which the solve then turns into Q − h_r in place)."""
     if model.solver != PROJECTED:
@@ -310,7 +310,7 @@ def _generalized_forces_py(model, data):
     return generalized
 
 
-def _rhs_py(model, data, forces, y, t, out):
+def rhs_py(model, data, forces, y, t, out):
     """ẏ = (q̇, v̇, muscle state rates, input power, dissipated power) into `out` for the state y = (q, v, muscle
     states, …) of a model whose joint state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ)
     → q̇. 0, or 1 where the generic path must evaluate this state."""

@@ -8,19 +8,14 @@ page. The browser viewer is `render.viewer` (`biobullet view`), the geometry bot
 """
 from __future__ import annotations
 
+from biobullet.core.lazy import lazy_attributes
+
 __all__ = ["Camera", "Coverage", "coverage", "render_frames", "write_video", "frame_camera", "fit_camera", "motion_points", "choose_direction",
            "side_by_side", "write_png", "export_html"]
 
 
-def __getattr__(name: str):
-    if name in ("render_frames", "Camera", "Coverage", "coverage", "frame_camera", "fit_camera", "motion_points",
-                "choose_direction"):
-        from biobullet.render import frames
-        return getattr(frames, name)
-    if name in ("write_video", "side_by_side", "write_png"):
-        from biobullet.render import video
-        return getattr(video, name)
-    if name == "export_html":
-        from biobullet.render.html import export_html
-        return export_html
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {
+    **dict.fromkeys(("render_frames", "Camera", "Coverage", "coverage", "frame_camera", "fit_camera", "motion_points",
+                     "choose_direction"), ".frames"),
+    **dict.fromkeys(("write_video", "side_by_side", "write_png"), ".video"),
+    "export_html": ".html"})

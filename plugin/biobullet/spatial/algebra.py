@@ -56,14 +56,6 @@ def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cross(ang, f[:3]), np.cross(ang, f[3:]) + np.cross(lin, f[:3])])
 
 
-def motion_cross_matrix(v: np.ndarray) -> np.ndarray:
-    out = np.zeros((6, 6))
-    out[:3, :3] = skew(v[3:])
-    out[:3, 3:] = skew(v[:3])
-    out[3:, 3:] = skew(v[3:])
-    return out
-
-
 def gravity_acceleration(gravity: np.ndarray) -> np.ndarray:
     """The fictitious base acceleration −g that puts gravity into the recursions."""
     return np.concatenate([-np.asarray(gravity, dtype=float), np.zeros(3)])

@@ -6,8 +6,7 @@ resume after a kill. Importing this package imports neither dask nor numpy.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from biobullet.core.lazy import lazy_attributes
 from biobullet.sweep.config import Axis, Point, SweepConfig, load_config, point_id
 from biobullet.sweep.registry import register_point_function, registered_names
 from biobullet.sweep.schema import Param, PointSpec, point_function
@@ -17,12 +16,6 @@ __all__ = ["Axis", "Param", "Point", "PointSpec", "SweepConfig", "SweepError", "
            "run_sweep"]
 
 
-def __getattr__(name: str) -> Any:
-    """Lazy access to the runner and CLI (they pull in nothing heavy at import either, but stay separate)."""
-    if name in ("run_sweep", "SweepResult", "SweepError"):
-        from biobullet.sweep import runner
-        return getattr(runner, name)
-    if name == "cli_sweep":
-        from biobullet.sweep.cli import cli_sweep
-        return cli_sweep
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the runner and the CLI load on first use (they pull in nothing heavy at import either, but stay separate)
+__getattr__ = lazy_attributes(__name__, {"run_sweep": ".runner", "SweepResult": ".runner", "SweepError": ".runner",
+                                         "cli_sweep": ".cli"})

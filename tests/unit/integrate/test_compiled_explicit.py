@@ -187,11 +187,11 @@ def test_vectorised_trajectory_equals_the_per_sample_one(tmp_path):
 
 
 def test_tree_sparse_factorisation_solves_the_mass_matrix():
-    """`_ltdl_solve_py` (M = Lᵀ D L over the tree's parent array) against numpy's dense solve, on the humanoid
+    """`ltdl_solve_py` (M = Lᵀ D L over the tree's parent array) against numpy's dense solve, on the humanoid
     (floating base: a 6-direction chain, branches) at a random configuration; a non-positive-definite matrix is
     refused."""
     from biobullet.pipeline.compiled_model import tangent_parents
-    from biobullet.pipeline.stages import _ltdl_solve_py
+    from biobullet.pipeline.stages import ltdl_solve_py
     model = biobullet.load_model(ROOT / "urdf" / "humanoid.urdf")
     rng = np.random.default_rng(2)
     q, _ = model.initial_state()
@@ -202,6 +202,6 @@ def test_tree_sparse_factorisation_solves_the_mass_matrix():
     mass = mass_matrix_and_bias(model, x)[0]
     b = rng.normal(size=model.n_tangent)
     out = np.empty_like(b)
-    assert _ltdl_solve_py(mass, tangent_parents(model), b, out)
+    assert ltdl_solve_py(mass, tangent_parents(model), b, out)
     assert np.allclose(out, np.linalg.solve(mass, b), rtol=1e-10, atol=1e-12)
-    assert not _ltdl_solve_py(-mass, tangent_parents(model), b, out)
+    assert not ltdl_solve_py(-mass, tangent_parents(model), b, out)

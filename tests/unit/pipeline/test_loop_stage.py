@@ -1,4 +1,4 @@
-"""The pipeline's loop stage (`constraints/newton_kernel._loop_newton_py` in `pipeline.stages._joint_state_stage_py`)
+"""The pipeline's loop stage (`constraints/newton_kernel._loop_newton_py` in `pipeline.stages.joint_state_stage_py`)
 behind the public calls of closed-loop models, against Pinocchio's constraint dynamics.
 
 Random spatial chains closed by a `point` loop (3 + 3 joints) or a `revolute` loop (4 + 4 joints), nearby states
