@@ -209,6 +209,9 @@ def _friction_coefficient_py(kind, p, speed):
 
 
 _NORMAL_FORCE, _FRICTION_COEFFICIENT = _normal_force_py, _friction_coefficient_py
+#: the built-in law kernels run by Python (kinds below PLUGIN_KIND), for other modules' uncompiled kernels; compiled:
+#: `normal_force_kernel()`, `friction_coefficient_kernel()`
+normal_force, friction_coefficient = _normal_force_py, _friction_coefficient_py
 
 
 # ------------------------------------------------------------------------------------------------ one contact's step
@@ -803,11 +806,16 @@ __all__ = [
     "contact_samples_kernel",
     "contact_update_kernel",
     "discrete_rows",
+    "builtin_row",
+    "friction_coefficient",
     "friction_coefficient_kernel",
+    "friction_coefficients",
     "ground_contacts_kernel",
     "ground_forces_kernel",
     "has_twins",
+    "normal_force",
     "normal_force_kernel",
+    "normal_forces",
     "pack_friction",
     "pack_ground",
     "pack_laws",

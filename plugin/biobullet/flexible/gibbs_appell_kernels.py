@@ -3,14 +3,14 @@
 One kernel (`_chain_terms_py`) evaluates, for a state (z, ż) of an `ElasticChain` and the contact phase (active
 points, stored impact velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (what
 `ElasticChain.kinematics` and `mass_and_bias` return: they call it with contact off), the contact forces of
-`biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley family or
-plain Hertz; Ambrosio friction or none) and U = Σ_k J_kᵀ (F_T, F_N); `_elastic_rhs_py` adds the elastic and
+`biobullet_studies.gibbs_appell_drop.contact_forces` (the chain's normal and friction laws by their kernels in
+`contact.kernels`: any law with a kernel or a compiled twin) and U = Σ_k J_kᵀ (F_T, F_N); `_elastic_rhs_py` adds the elastic and
 damping forces and solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the
 drop. Each is compiled on first use (`core.jit.lazy`), or run by Python with numba disabled (debugging).
 
 `CompiledChain.build(chain)` packs the chain's constant arrays once (`ChainTables`, with its scratch arrays
-`ChainWork`: the kernels take these two records), or returns None for a contact law the kernel does not implement
-(the drop then takes the law classes with the kernel's M and h). A call that fails (Cholesky pivot not positive,
+`ChainWork`: the kernels take these two records), or returns None for a contact law without a kernel
+(a plug-in law's Python callback: the drop then takes the law classes with the kernel's M and h). A call that fails (Cholesky pivot not positive,
 non-finite result) returns False. Units: SI, conventions of `flexible/gibbs_appell.py`.
 """
 from __future__ import annotations
@@ -21,19 +21,22 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.contact import kernels as contact_kernels
 from biobullet.core import jit
 
 # info slots (int64)
-_N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _NORMAL, _FRICTION, _ADHESION = range(9)
+_N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _CONTACT, _NORMAL_KIND, _FRICTION_KIND = range(9)
 # par slots (float64)
-_G, _GROUND, _BX, _BY, _KC, _EXP, _FACTOR, _VMIN, _MU, _V0, _V1 = range(11)
+_G, _GROUND, _BX, _BY = range(4)
 
 
 class ChainTables(NamedTuple):
     """One chain's constant arrays as the kernels take them (`CompiledChain.__init__` says what each holds)."""
 
-    info: np.ndarray      # int64 slots _N_LINKS … _ADHESION
-    par: np.ndarray       # float64 slots _G … _V1
+    info: np.ndarray      # int64 slots _N_LINKS … _FRICTION_KIND (law kinds of `contact.kernels`)
+    par: np.ndarray       # float64 slots _G … _BY
+    normal_p: np.ndarray  # the normal law's kernel parameters (`contact.kernels.pack_normal`)
+    friction_p: np.ndarray  # the friction law's (`pack_friction`)
     lk: np.ndarray        # (n, 3): length, mass, first moment per link
     dstart: np.ndarray    # first modal coordinate per link
     nm: np.ndarray        # modes per link
@@ -208,25 +211,14 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
     for k in range(n + 1):
         fn[k] = 0.0
         ft[k] = 0.0
-        if not active[k] or info[_NORMAL] == 0:
+        if not active[k] or info[_CONTACT] == 0:
             continue
-        delta = par[_GROUND] - p[k, 1]
-        f = 0.0
-        if delta > 0.0:
-            f = par[_KC] * delta ** par[_EXP]
-            if par[_FACTOR] != 0.0:
-                vi = vimp[k] if vimp[k] > par[_VMIN] else par[_VMIN]
-                f *= 1.0 + par[_FACTOR] * (-v[k, 1]) / vi
-        if info[_ADHESION] == 0 and f < 0.0:
-            f = 0.0
+        f = _NORMAL_FORCE(info[_NORMAL_KIND], tables.normal_p, par[_GROUND] - p[k, 1], -v[k, 1], vimp[k])
         fn[k] = f
-        if info[_FRICTION] == 1 and f > 0.0:
+        if f > 0.0:
             slip = v[k, 0]
-            s = abs(slip)
-            ramp = (s - par[_V0]) / (par[_V1] - par[_V0])
-            ramp = 0.0 if ramp < 0.0 else (1.0 if ramp > 1.0 else ramp)
             sign = 1.0 if slip > 0.0 else (-1.0 if slip < 0.0 else 0.0)
-            ft[k] = -sign * par[_MU] * ramp * f
+            ft[k] = -sign * _FRICTION_COEFFICIENT(info[_FRICTION_KIND], tables.friction_p, abs(slip)) * f
         for a in range(nc):
             bias[a] -= jac[k, 0, a] * ft[k] + jac[k, 1, a] * fn[k]
 
@@ -325,57 +317,50 @@ def _point_heights_py(z, tables, out):
 _chain_terms = _chain_terms_py
 _cholesky_factor = _compiled._cholesky_factor_py
 _cholesky_solve = _compiled._cholesky_solve_py
+_NORMAL_FORCE, _FRICTION_COEFFICIENT = contact_kernels.normal_force, contact_kernels.friction_coefficient
+
+
+def _law_bindings() -> dict:
+    return {"_NORMAL_FORCE": contact_kernels.normal_force_kernel(),
+            "_FRICTION_COEFFICIENT": contact_kernels.friction_coefficient_kernel()}
 
 
 def _bindings() -> dict:
     return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled._cholesky_factor_py,
-            "_cholesky_solve": _compiled._cholesky_solve_py}
+            "_cholesky_solve": _compiled._cholesky_solve_py, **_law_bindings()}
 
 
 # each compiled on its first call (numba's on-disk cache), or run by Python with numba disabled (debugging)
 elastic_rhs = jit.lazy(_elastic_rhs_py, bind=_bindings)
 elastic_outputs = jit.lazy(_elastic_outputs_py, bind=_bindings)
 point_heights = jit.lazy(_point_heights_py)
-chain_terms = jit.lazy(_chain_terms_py)
+chain_terms = jit.lazy(_chain_terms_py, bind=_law_bindings)
 #: the law slots of a chain's mechanics without contact (`CompiledChain.mechanics`)
-NO_CONTACT = (0, 0, 0, [0.0] * 7)
+NO_CONTACT = (0, 0, 0, np.zeros(contact_kernels.N_PARAMS), np.zeros(contact_kernels.N_PARAMS))
 
 
-def _law_parameters(chain: Any) -> tuple[int, int, int, list[float]] | None:
-    """(normal kind, friction kind, adhesion, [K, n, c(cr), δ̇⁻ floor, μ, v0, v1]) or None (law not compiled)."""
-    from biobullet.contact.friction import Ambrosio
-    from biobullet.contact.normal import Hertz, RestitutionLaw
-    normal, friction = chain.normal_law, chain.friction_law
-    values = [0.0] * 7
-    if normal is None:
-        return 0, 0, 0, values
-    if getattr(normal, "acts_outside_contact", False):
+def _law_parameters(chain: Any) -> tuple | None:
+    """(contact?, normal kind, friction kind, normal params, friction params) of the chain's laws
+    (`contact.kernels.pack_normal`, `pack_friction`), or None (a law without a kernel)."""
+    if chain.normal_law is None:
+        return NO_CONTACT
+    normal = contact_kernels.pack_normal(chain.normal_law)
+    friction = (contact_kernels.FRICTION_NONE, np.zeros(contact_kernels.N_PARAMS)) if chain.friction_law is None \
+        else contact_kernels.pack_friction(chain.friction_law)
+    if normal is None or friction is None:
         return None
-    if isinstance(normal, RestitutionLaw):
-        values[:4] = [normal.stiffness, normal.exponent, normal.factor, normal.min_impact_velocity]
-    elif type(normal) is Hertz:
-        values[:4] = [normal.stiffness, normal.exponent, 0.0, 1.0]
-    else:
-        return None
-    if friction is None:
-        fkind = 0
-    elif type(friction) is Ambrosio:
-        fkind = 1
-        values[4:] = [friction.mu, friction.v0, friction.v1]
-    else:
-        return None
-    return 1, fkind, int(bool(normal.adhesion)), values
+    return 1, normal[0], friction[0], normal[1], friction[1]
 
 
 class CompiledChain:
     """The packed constant arrays of one `ElasticChain` and its compiled kernels (see module docstring)."""
 
-    def __init__(self, chain: Any, laws: tuple[int, int, int, list[float]]) -> None:
+    def __init__(self, chain: Any, laws: tuple) -> None:
         n, nc = len(chain.links), chain.n_coordinates
         mmax = max(link.n_modes for link in chain.links)
         floating = chain.base == "floating"
         ix = chain.idx_x if floating else (0, 0)
-        normal, friction, adhesion, values = laws
+        contact, normal_kind, friction_kind, normal_p, friction_p = laws
         lconst = np.zeros((n, 3 + mmax, 3 + mmax))
         wint = np.zeros((n, max(mmax, 1)))
         mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
@@ -385,9 +370,9 @@ class CompiledChain:
             wint[i, :m] = link.w_integral
             mt[i, :m, :m] = link.mass_translational
         self.tables = ChainTables(
-            np.array([n, nc, mmax, int(floating), ix[0], ix[1], normal, friction, adhesion], np.int64),
-            np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1], *values],
-                     dtype=float),
+            np.array([n, nc, mmax, int(floating), ix[0], ix[1], contact, normal_kind, friction_kind], np.int64),
+            np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1]], dtype=float),
+            np.ascontiguousarray(normal_p, dtype=float), np.ascontiguousarray(friction_p, dtype=float),
             np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float),
             np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64),
             np.array([l.n_modes for l in chain.links], np.int64), lconst,
