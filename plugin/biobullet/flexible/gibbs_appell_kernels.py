@@ -74,6 +74,16 @@ def chain_work(n_links: int, n_coordinates: int) -> ChainWork:
                      np.zeros((nc, nc)), np.empty(nc))
 
 
+def _dots_py(u, x, w, y):
+    """(u·x, w·y) of four vectors of one length."""
+    a = 0.0
+    b = 0.0
+    for k in range(x.shape[0]):
+        a += u[k] * x[k]
+        b += w[k] * y[k]
+    return a, b
+
+
 def _chain_terms_py(z, zd, active, vimp, tables, work):
     """Into `work`: kinematics p, v (n+1, 2), point Jacobians jac (n+1, 2, N), φ, φ̇ (n); M (N, N); h (N)
     including the contact forces' −Σ J_kᵀ F_k; F_N, F_T (n+1) of the active contacts. All are overwritten."""
@@ -84,13 +94,7 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
     n = info[_N_LINKS]
     nc = info[_N_COORD]
     for i in range(n):
-        s0 = 0.0
-        s1 = 0.0
-        for a in range(nc):
-            s0 += jphi[i, a] * z[a]
-            s1 += jphi[i, a] * zd[a]
-        phi[i] = s0
-        phid[i] = s1
+        phi[i], phid[i] = _DOTS(jphi[i], z, jphi[i], zd)
     for a in range(nc):
         jac[0, 0, a] = 0.0
         jac[0, 1, a] = 0.0
@@ -183,11 +187,7 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
                     for b in range(nc):
                         mass[a, b] += s * brows[k, b]
         # ---- advance to the end point O_{i+1}
-        wl = 0.0
-        wld = 0.0
-        for a in range(nc):
-            wl += ew[i, a] * z[a]
-            wld += ew[i, a] * zd[a]
+        wl, wld = _DOTS(ew[i], z, ew[i], zd)
         x += cs * length - sn * wl
         y += sn * length + cs * wl
         bx = -om * wl
@@ -232,12 +232,8 @@ def _elastic_rhs_py(z, zd, active, vimp, tables, work, out):
     v, mass, bias, fn, ft, rhs = work.v, work.mass, work.bias, work.fn, work.ft, work.rhs
     power = 0.0
     for a in range(nc):
-        s = -bias[a]
-        dz = 0.0
-        for b in range(nc):
-            s -= stiff[a, b] * z[b] + damp[a, b] * zd[b]
-            dz += damp[a, b] * zd[b]
-        rhs[a] = s
+        kz, dz = _DOTS(stiff[a], z, damp[a], zd)
+        rhs[a] = -bias[a] - kz - dz
         power -= zd[a] * dz
     low, acc = work.low, work.acc
     if not _cholesky_factor(mass, low, 1e-14):
@@ -278,11 +274,7 @@ def _elastic_outputs_py(zs, zds, actives, vimps, tables, work, points, velocitie
         t = 0.0
         e = 0.0
         for a in range(nc):
-            sm = 0.0
-            sk = 0.0
-            for b in range(nc):
-                sm += mass[a, b] * zd[b]
-                sk += stiff[a, b] * z[b]
+            sm, sk = _DOTS(mass[a], zd, stiff[a], z)
             t += zd[a] * sm
             e += z[a] * sk
         energies[row, 0] = 0.5 * t
@@ -300,15 +292,10 @@ def _point_heights_py(z, tables, out):
     """y of the joint points O_1..O_{n+1} (`ElasticChain.point_heights`)."""
     info, par, lk, jphi, ew = tables.info, tables.par, tables.lk, tables.jphi, tables.ew
     n = info[_N_LINKS]
-    nc = info[_N_COORD]
     y = z[info[_IX1]] if info[_FLOATING] else par[_BY]
     out[0] = y
     for i in range(n):
-        f = 0.0
-        w = 0.0
-        for a in range(nc):
-            f += jphi[i, a] * z[a]
-            w += ew[i, a] * z[a]
+        f, w = _DOTS(jphi[i], z, ew[i], z)
         y += lk[i, 0] * math.sin(f) + w * math.cos(f)
         out[i + 1] = y
 
@@ -318,11 +305,12 @@ _chain_terms = _chain_terms_py
 _cholesky_factor = _compiled._cholesky_factor_py
 _cholesky_solve = _compiled._cholesky_solve_py
 _NORMAL_FORCE, _FRICTION_COEFFICIENT = contact_kernels.normal_force, contact_kernels.friction_coefficient
+_DOTS = _dots_py
 
 
 def _law_bindings() -> dict:
     return {"_NORMAL_FORCE": contact_kernels.normal_force_kernel(),
-            "_FRICTION_COEFFICIENT": contact_kernels.friction_coefficient_kernel()}
+            "_FRICTION_COEFFICIENT": contact_kernels.friction_coefficient_kernel(), "_DOTS": _dots_py}
 
 
 def _bindings() -> dict:
@@ -333,7 +321,7 @@ def _bindings() -> dict:
 # each compiled on its first call (numba's on-disk cache), or run by Python with numba disabled (debugging)
 elastic_rhs = jit.lazy(_elastic_rhs_py, bind=_bindings)
 elastic_outputs = jit.lazy(_elastic_outputs_py, bind=_bindings)
-point_heights = jit.lazy(_point_heights_py)
+point_heights = jit.lazy(_point_heights_py, bind={"_DOTS": _dots_py})
 chain_terms = jit.lazy(_chain_terms_py, bind=_law_bindings)
 #: the law slots of a chain's mechanics without contact (`CompiledChain.mechanics`)
 NO_CONTACT = (0, 0, 0, np.zeros(contact_kernels.N_PARAMS), np.zeros(contact_kernels.N_PARAMS))
