@@ -13,13 +13,14 @@ import numpy as np
 from biobullet.algorithms.crba import mass_matrix_diagonal
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
-from biobullet.forces.compiled import spring
+from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 _JOINT_SLOTS = "forces.elements.joint_slots"      # Model.derived: {element: (index in x, index in ẋ)}
 _SPRING_ANCHORS = "forces.elements.anchors"       # Model.derived: {spring: ((body, point in body frame) of b, a)}
+_JOINT_ROWS = "forces.elements.joint_rows"        # Model.derived: {element: its rows of the joint-force kernel}
 
 
 def _per_element(model, key: str, element, build: Callable):
@@ -52,6 +53,19 @@ class _JointElement(ForceElement):
         tau = np.zeros(model.n_tangent)
         tau[self._indices(model)[1]] = value
         return tau
+
+    def _kernel_rows(self, model) -> tuple:
+        """This element's rows of the joint-force kernel (`forces.compiled.pack_joint_forces`)."""
+        raise NotImplementedError
+
+    def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
+        """(τ, dissipated power W) by the joint-force kernel of the compiled right-hand sides
+        (`forces.compiled.joint_forces_function`): the element's law is written there, once."""
+        rows = _per_element(model, _JOINT_ROWS, self, lambda: self._kernel_rows(model))
+        tau = np.zeros(model.n_tangent)
+        power = joint_forces_function()(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                                        *rows, tau)
+        return tau, float(power)
 
 
 # ------------------------------------------------------------------------------------------------ spring
@@ -205,9 +219,11 @@ class JointSpring(_JointElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
+    def _kernel_rows(self, model) -> tuple:
+        return pack_joint_forces(model, [self], [])
+
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
-        return self._unit(model, -self.stiffness * (x[i] - self.rest) - self.damping * xd[k])
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
         return 0.5 * self.stiffness * (x[self._indices(model)[0]] - self.rest) ** 2
@@ -218,7 +234,7 @@ class JointSpring(_JointElement):
         return 0.5 * self.stiffness * (positions[:, self._indices(model)[0]] - self.rest) ** 2
 
     def dissipated_power(self, model, x, xd):
-        return self.damping * xd[self._indices(model)[1]] ** 2
+        return self._by_kernel(model, x, xd)[1]
 
 
 # ------------------------------------------------------------------------------------------------ joint torque
@@ -325,37 +341,22 @@ class JointStop(_JointElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "damping", 0.0, non_negative=True),
                    a.get("type", "smooth"), optional["exponent"], optional["smoothing"], source=s)
 
-    def _sides(self, theta: float, rate: float):
-        """(sign, penetration, penetration rate) for each limit the joint is beyond."""
-        out = []
-        if self.lower is not None and theta < self.lower:
-            out.append((1.0, self.lower - theta, -rate))
-        if self.upper is not None and theta > self.upper:
-            out.append((-1.0, theta - self.upper, rate))
-        return out
-
-    def _gate(self, pen: float) -> float:
-        if self.switched:
-            return 1.0
-        s = min(pen / self.smoothing, 1.0)
-        return s * s * (3.0 - 2.0 * s)
+    def _kernel_rows(self, model) -> tuple:
+        return pack_joint_forces(model, [], [self])
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
-        total = 0.0
-        for sign, pen, pen_rate in self._sides(x[i], xd[k]):
-            total += sign * (self.stiffness * pen ** self.exponent + self.damping * self._gate(pen) * pen_rate)
-        return self._unit(model, total)
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
-        i = self._indices(model)[0]
-        e = self.exponent
-        return sum(self.stiffness * pen ** (e + 1.0) / (e + 1.0) for _, pen, _ in self._sides(x[i], 0.0))
+        return float(self._energy(np.asarray(x, dtype=float)[None, :], model)[0])
 
     def potential_energy_batch(self, model, positions):
-        """k p^(e+1) / (e+1) per limit the joint is beyond, at every sample."""
         if type(self).potential_energy is not JointStop.potential_energy:   # a subclass with its own V
             return super().potential_energy_batch(model, positions)
+        return self._energy(positions, model)
+
+    def _energy(self, positions: np.ndarray, model) -> np.ndarray:
+        """V = k p^(e+1) / (e+1) per limit the joint is beyond [J], at every row of `positions`."""
         theta, e = positions[:, self._indices(model)[0]], self.exponent
         energy = np.zeros(len(positions))
         for limit, side in ((self.lower, -1.0), (self.upper, 1.0)):
@@ -365,8 +366,7 @@ class JointStop(_JointElement):
         return energy
 
     def dissipated_power(self, model, x, xd):
-        i, k = self._indices(model)
-        return sum(self.damping * self._gate(pen) * rate * rate for _, pen, rate in self._sides(x[i], xd[k]))
+        return self._by_kernel(model, x, xd)[1]
 
     def events(self, model) -> list:
         """Switched stops: θ − lower and upper − θ (restart events). Smooth stops: none."""
