@@ -7,7 +7,7 @@ with an element that has none stays on the generic path). Contacts are not here 
 
 The spring: τ = J_bᵀ F − J_aᵀ F over each end point's ancestor joints
 (`algorithms.compiled_kernels.point_force`), from the shared tree kinematics (world placements and motion
-subspaces); `Spring._fast_force` calls it (`spring`, its Python form without numba). Compiled on first use
+subspaces); `Spring` evaluates it (`spring`, its Python form without numba) on every path. Compiled on first use
 (`cache=True`: kept in __pycache__ between processes).
 """
 from __future__ import annotations

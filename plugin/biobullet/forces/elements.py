@@ -11,7 +11,6 @@ from typing import Callable
 import numpy as np
 
 from biobullet.algorithms.crba import mass_matrix_diagonal
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
@@ -106,22 +105,6 @@ class Spring(ForceElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
-    def _geometry(self, model, x, placements):
-        placements = placements if placements is not None else body_placements(model, x)
-        ra, pa = frame_placement(model, x, self.link_a, placements)
-        rb, pb = frame_placement(model, x, self.link_b, placements)
-        d = (rb @ self.xyz_b + pb) - (ra @ self.xyz_a + pa)
-        return d, placements
-
-    def length(self, model, x) -> float:
-        """Current length L (m)."""
-        return float(np.linalg.norm(self._geometry(model, x, None)[0]))
-
-    def _relative_jacobian(self, model, x, placements) -> np.ndarray:
-        jb = frame_jacobian(model, x, self.link_b, self.xyz_b, placements)[:3]
-        ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
-        return jb - ja
-
     def _anchors(self, model) -> tuple:
         """(body, point in the body frame) of b and a."""
         anchors = []
@@ -131,69 +114,38 @@ class Spring(ForceElement):
                                                                   dtype=float)))
         return tuple(anchors)
 
-    def _fast_force(self, model, x, xd, t):
-        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them)
-        by the spring kernel (`forces.compiled.spring`)."""
+    def _evaluate(self, model, x, xd) -> tuple[int, np.ndarray, float, float]:
+        """(status, τ, L̇ [m/s], L [m]) by the spring kernel of the compiled right-hand sides
+        (`forces.compiled.spring`, where the law is written once) from the shared tree kinematics (cached per x:
+        the loop rows of the same right-hand side reuse them); status 1: zero length with rest_length > 0."""
         from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
-        s, ancestry = kin.subspace, kin.arrays.ancestry
-        anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
-        (body_b, local_b), (body_a, local_a) = anchors
+        (body_b, local_b), (body_a, local_a) = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
+        xd = np.zeros(model.n_tangent) if xd is None else np.ascontiguousarray(xd, dtype=float)
         # writable copies: the kernel's one specialisation takes the arrays the compiled paths pass
-        status, tau, _, _ = spring(np.array(kin.rotations), np.array(kin.positions), np.array(s), ancestry, xd, body_b,
-                                   local_b, body_a, local_a,
-                                   np.array([self.stiffness, self.rest_length, self.damping]), ZERO_LENGTH)
+        return spring(np.array(kin.rotations), np.array(kin.positions), np.array(kin.subspace), kin.arrays.ancestry,
+                      xd, body_b, local_b, body_a, local_a,
+                      np.array([self.stiffness, self.rest_length, self.damping]), ZERO_LENGTH)
+
+    def length(self, model, x) -> float:
+        """Current length L (m)."""
+        return float(self._evaluate(model, x, None)[3])
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        status, tau, _, _ = self._evaluate(model, x, xd)
         if status:
             raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
                               "the spring direction is undefined (rest_length > 0)")
         return tau
 
-    def generalized_force(self, model, x, xd, t, placements=None):
-        if placements is None and not model.floating_base:   # fast path (no frame Jacobians)
-            return self._fast_force(model, x, xd, t)
-        d, placements = self._geometry(model, x, placements)
-        jac = self._relative_jacobian(model, x, placements)
-        d_dot = jac @ xd
-        length = float(np.linalg.norm(d))
-        if length < ZERO_LENGTH:
-            if self.rest_length > 0 and self.stiffness > 0:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            force_b = -self.stiffness * d
-        else:
-            u = d / length
-            if self.rest_length == 0.0:
-                force_b = -self.stiffness * d - self.damping * (u @ d_dot) * u
-            else:
-                force_b = -(self.stiffness * (length - self.rest_length) + self.damping * (u @ d_dot)) * u
-        return jac.T @ force_b
-
-    def _fast_length(self, model, x) -> float:
-        from biobullet.constraints.loops import tree_kinematics
-        kin = tree_kinematics(model, x)
-        ends = []
-        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
-            frame = model.frame(link)
-            local = frame.rotation @ xyz + frame.translation
-            ends.append(local if frame.body < 0 else kin.rotations[frame.body] @ local + kin.positions[frame.body])
-        return float(np.linalg.norm(ends[0] - ends[1]))
-
     def potential_energy(self, model, x):
-        if model.floating_base:
-            length = float(np.linalg.norm(self._geometry(model, x, None)[0]))
-        else:
-            length = self._fast_length(model, x)
-        return 0.5 * self.stiffness * (length - self.rest_length) ** 2
+        return 0.5 * self.stiffness * (self.length(model, x) - self.rest_length) ** 2
 
     def dissipated_power(self, model, x, xd):
         if self.damping == 0.0:
             return 0.0
-        d, placements = self._geometry(model, x, None)
-        length = float(np.linalg.norm(d))
-        if length < ZERO_LENGTH:
-            return 0.0
-        rate = float(d @ (self._relative_jacobian(model, x, placements) @ xd)) / length
-        return self.damping * rate * rate
+        status, _, rate, _ = self._evaluate(model, x, xd)
+        return 0.0 if status else self.damping * rate * rate
 
 
 # ------------------------------------------------------------------------------------------------ joint spring
