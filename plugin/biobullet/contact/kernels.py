@@ -240,6 +240,18 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
 _CONTACT_FORCES = _contact_forces_py
 
 
+def contact_forces_by_laws(normal_law, friction_law):
+    """`_contact_forces_py` run by Python with the two law objects bound as its law kernels (`NormalLaw.force`,
+    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included."""
+    def normal(kind, p, delta, delta_dot, impact_velocity):
+        vi = impact_velocity if normal_law.needs_impact_velocity else None
+        return float(normal_law.force(delta, delta_dot, vi))
+
+    def friction(kind, p, speed):
+        return float(friction_law.coefficient(speed))
+    return jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction})
+
+
 def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
     """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
     (`element.sync_state`), evaluate the laws (`Contact.forces`) and add to the open interval's log
@@ -801,6 +813,7 @@ __all__ = [
     "ContactRows",
     "ContactSampler",
     "GroundContacts",
+    "contact_forces_by_laws",
     "contact_forces_kernel",
     "contact_kinematics_kernel",
     "contact_samples_kernel",
