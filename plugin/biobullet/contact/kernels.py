@@ -51,6 +51,7 @@ import numpy as np
 
 from biobullet.algorithms.compiled_kernels import (pack, place_body, place_body_kernel, placements, placements_kernel,
                                                    point_force, point_kernels, point_velocity)
+from biobullet.algorithms.vectorized import tree_arrays
 from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
 from biobullet.core import jit
 
@@ -679,15 +680,8 @@ def pull_state(row: np.ndarray, state: ContactState) -> None:
 
 
 def ancestry(model) -> np.ndarray:
-    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (j belongs to b or an ancestor)."""
-    out = np.zeros((max(len(model.bodies), 1), model.n_tangent), dtype=np.int64)
-    for b in range(len(model.bodies)):
-        index = b
-        while index >= 0:
-            body = model.bodies[index]
-            out[b, body.v_index:body.v_index + body.nv] = 1
-            index = body.parent
-    return out
+    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (`algorithms.vectorized.tree_arrays`)."""
+    return np.ascontiguousarray(tree_arrays(model).ancestry, dtype=np.int64)
 
 
 def has_twins(contact) -> bool:
