@@ -67,10 +67,6 @@ class KelvinVoigt(NormalLaw):
     def release_function(self, delta, delta_dot, impact_velocity=None):
         return self.stiffness * delta + self.damping * delta_dot
 
-    def damping_ratio(self, mass: float) -> float:
-        """ζ = D / (2 √(K m)) for a point mass m [kg] on this contact."""
-        return self.damping / (2.0 * np.sqrt(self.stiffness * mass))
-
 
 @register_normal_law
 class KelvinVoigtSmooth(KelvinVoigt):
@@ -96,10 +92,6 @@ class KelvinVoigtSmooth(KelvinVoigt):
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return *super().kernel_parameters(), self.smoothing
-
-    def switch(self, delta: Any) -> np.ndarray:
-        """The smoothing factor ½ + atan(C δ)/π ∈ (0, 1)."""
-        return 0.5 + np.arctan(self.smoothing * np.asarray(delta, dtype=float)) / np.pi
 
 
 @register_normal_law
