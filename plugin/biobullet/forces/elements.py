@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from biobullet.algorithms.crba import mass_matrix_diagonal
+from biobullet.core import jit
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
@@ -355,7 +356,7 @@ class CoordinateLimit(_JointElement):
     to `upper_stiffness` over `transition` with Simbody's quintic step S_up, τ_up = −k_up S_up(θ) (θ − upper); the
     same below `lower` (S_low = 1 at lower − transition, 0 at lower); damping τ_d = −c (S_up + S_low) θ̇. The
     stiffness part is conservative: V = ∫ −τ dθ, evaluated by the closed form of the quintic's moments. Compiled
-    right-hand sides: `_coordinate_limit_py` (`compiled_kernel`)."""
+    right-hand sides: `_coordinate_limit_py` (`compiled_kernel`), the law written once: the element calls it too."""
 
     def __init__(self, name: str, joint: str, upper: float, upper_stiffness: float, lower: float,
                  lower_stiffness: float, damping: float, transition: float, source: SourceRef | None = None) -> None:
@@ -383,17 +384,16 @@ class CoordinateLimit(_JointElement):
         values = {key: number(s, a, key) for key in keys}
         return cls(joint_element_name(model, element, cls.tag), a["joint"], source=s, **values)
 
-    def _steps(self, theta: float) -> tuple[float, float]:
-        up, _ = smooth_step(theta, self.upper, self.upper + self.transition)
-        low, _ = smooth_step(theta, self.lower, self.lower - self.transition)
-        return up, low
+    def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
+        """(τ, dissipated power W) by `_coordinate_limit_py` (compiled on first use)."""
+        kernel = _per_element(model, _JOINT_ROWS, self, lambda: self.compiled_kernel(model))
+        tau, power = np.zeros(model.n_tangent), np.zeros(2)
+        coordinate_limit(0.0, np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                         *_NO_KINEMATICS, kernel.fparams, kernel.iparams, tau, power)
+        return tau, float(power[1])
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self._indices(model)
-        theta = x[i]
-        up, low = self._steps(theta)
-        return self._unit(model, -self.upper_stiffness * up * (theta - self.upper)
-                          + self.lower_stiffness * low * (self.lower - theta) - self.damping * (up + low) * xd[k])
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
         theta = x[self._indices(model)[0]]
@@ -401,9 +401,7 @@ class CoordinateLimit(_JointElement):
                 + self.lower_stiffness * _ramp_energy(self.lower - theta, self.transition))
 
     def dissipated_power(self, model, x, xd):
-        i, k = self._indices(model)
-        up, low = self._steps(x[i])
-        return self.damping * (up + low) * xd[k] ** 2
+        return self._by_kernel(model, x, xd)[1]
 
     def compiled_kernel(self, model) -> ForceKernel:
         return ForceKernel(_coordinate_limit_py, np.array([self.upper, self.upper_stiffness, self.lower,
@@ -427,6 +425,11 @@ def _coordinate_limit_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, ta
                         - fparams[4] * both * rate)
     power[1] += fparams[4] * both * rate * rate
     return 0
+
+
+coordinate_limit = jit.lazy(_coordinate_limit_py)
+#: the tree kinematics arguments `_coordinate_limit_py` does not read
+_NO_KINEMATICS = (np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0)), np.zeros((0, 0)))
 
 
 def _ramp_energy(p: float, w: float) -> float:
