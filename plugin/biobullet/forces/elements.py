@@ -339,17 +339,6 @@ class JointStop(_JointElement):
 
 
 # ------------------------------------------------------------------------------------------------ coordinate limit
-def smooth_step(x: float, x0: float, x1: float) -> tuple[float, float]:
-    """Simbody's Function::Step from 0 at x0 to 1 at x1 (quintic 10u³ − 15u⁴ + 6u⁵, C²; x1 < x0 steps down):
-    value and derivative with respect to x."""
-    u = (x - x0) / (x1 - x0)
-    if u <= 0.0:
-        return 0.0, 0.0
-    if u >= 1.0:
-        return 1.0, 0.0
-    return u * u * u * (10.0 + u * (6.0 * u - 15.0)), 30.0 * u * u * (u - 1.0) * (u - 1.0) / (x1 - x0)
-
-
 @register_force("coordinate_limit")
 class CoordinateLimit(_JointElement):
     """OpenSim's CoordinateLimitForce on one joint (SI units: rad or m): beyond `upper` the stiffness ramps from 0
@@ -445,7 +434,7 @@ def _ramp_energy(p: float, w: float) -> float:
     return inside + 0.5 * (p * p - w * w)
 
 
-__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "smooth_step", "limit_stops"]
+__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "limit_stops"]
 
 
 # ------------------------------------------------------------------------------------------------ URDF limits
