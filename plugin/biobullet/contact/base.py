@@ -32,7 +32,7 @@ twin (the default) a contact with the law keeps the Python path.
 from __future__ import annotations
 
 import inspect
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -98,9 +98,9 @@ class ContactLaw(ABC):
         return ()
 
     @property
-    @abstractmethod
     def parameters(self) -> dict[str, float | bool | str]:
-        """Parameter values by attribute name (SI units)."""
+        """Parameter values by attribute name (SI units): the `attributes`, unless a law says otherwise."""
+        return {name: getattr(self, name) for name in self.attributes}
 
     def compiled_twin(self) -> LawTwin | None:
         """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The

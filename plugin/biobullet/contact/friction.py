@@ -46,9 +46,6 @@ class NoFriction(FrictionLaw):
     def __init__(self, *, source: SourceRef | None = None) -> None:
         pass
 
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {}
 
 
 @register_friction_law
@@ -62,10 +59,6 @@ class Coulomb(FrictionLaw):
 
     def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
         self.mu = to_float(source, "mu", mu, non_negative=True)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return (self.mu,)
@@ -86,10 +79,6 @@ class Regularized(FrictionLaw):
         self.v0 = to_float(source, "v0", v0, positive=True)
         self.regularization = _check_kind(regularization, source)
 
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "v0": self.v0, "regularization": self.regularization}
-
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.mu, self.v0, float(self.regularization == "tanh")
 
@@ -108,10 +97,6 @@ class Ambrosio(FrictionLaw):
         self.v1 = to_float(source, "v1", v1, positive=True)
         if not self.v1 > self.v0:
             raise error(source, "v1", f"v1 = {self.v1:g} is not above v0 = {self.v0:g}", "v1 > v0")
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "v0": self.v0, "v1": self.v1}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.mu, self.v0, self.v1
@@ -139,11 +124,6 @@ class Stribeck(FrictionLaw):
         self.viscous = to_float(source, "viscous", viscous, non_negative=True)
         self.regularization = _check_kind(regularization, source)
 
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "mu_static": self.mu_static, "stribeck_velocity": self.stribeck_velocity,
-                "v0": self.v0, "viscous": self.viscous, "regularization": self.regularization}
-
     def kernel_parameters(self) -> tuple[float, ...]:
         return (self.mu, self.mu_static, self.stribeck_velocity, self.v0, self.viscous,
                 float(self.regularization == "tanh"))
@@ -168,11 +148,6 @@ class OpenSimFriction(FrictionLaw):
                         "mu_dynamic ≤ 2 mu_static")
         self.mu_viscous = to_float(source, "mu_viscous", mu_viscous, non_negative=True)
         self.transition_velocity = to_float(source, "transition_velocity", transition_velocity, positive=True)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu_static": self.mu_static, "mu_dynamic": self.mu_dynamic, "mu_viscous": self.mu_viscous,
-                "transition_velocity": self.transition_velocity}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.mu_static, self.mu_dynamic, self.mu_viscous, self.transition_velocity

@@ -57,10 +57,6 @@ class KelvinVoigt(NormalLaw):
                               "exponent 1 or no exponent (use 'hertz' or a restitution law for δⁿ)")
         return super().from_attributes(attributes, source)
 
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {"stiffness": self.stiffness, "damping": self.damping, "adhesion": self.adhesion}
-
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.adhesion, self.stiffness, self.damping
 
@@ -86,10 +82,6 @@ class KelvinVoigtSmooth(KelvinVoigt):
         super().__init__(stiffness=stiffness, damping=damping, adhesion=adhesion, source=source)
         self.smoothing = to_float(source, "smoothing", smoothing, positive=True)
 
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "smoothing": self.smoothing}
-
     def kernel_parameters(self) -> tuple[float, ...]:
         return *super().kernel_parameters(), self.smoothing
 
@@ -107,10 +99,6 @@ class Hertz(NormalLaw):
         super().__init__(adhesion=adhesion)
         self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
         self.exponent = to_float(source, "exponent", exponent, positive=True)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {"stiffness": self.stiffness, "exponent": self.exponent, "adhesion": self.adhesion}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.adhesion, self.stiffness, self.exponent
@@ -149,11 +137,6 @@ class RestitutionLaw(Hertz):
     @property
     def factor(self) -> float:
         return self.damping_factor(self.restitution)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "restitution": self.restitution,
-                "min_impact_velocity": self.min_impact_velocity}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return *super().kernel_parameters(), self.factor, self.min_impact_velocity
@@ -206,10 +189,6 @@ class OpenSimHuntCrossley(Hertz):
                  adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
         self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "dissipation": self.dissipation}
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return *super().kernel_parameters(), self.dissipation
