@@ -11,7 +11,10 @@ Construction from XML attributes (strings) goes through ``from_attributes(attrib
 raises a :class:`~biobullet.core.errors.ModelError` naming the attribute (via ``source.error`` when a SourceRef is
 given). Programmatic construction (keyword arguments) is validated the same way.
 
-Compiled twins: the built-in laws have numba twins in `contact.kernels`. A plug-in law gets the same compiled paths
+Evaluation: each law is written once, as a scalar numba kernel in `contact.kernels`. A built-in law class holds its
+parameters and names its kernel (`kernel_kind`, `kernel_parameters`); its `force` / `coefficient` run that kernel
+(element-wise by Python; the compiled paths run it compiled). A plug-in law brings its formula as the documented
+callback (`NormalLaw._unclipped`, `FrictionLaw.coefficient`). A plug-in law gets the same compiled paths
 (the engine's compiled right-hand sides, the bridge's contact step, the interval log) by returning a `LawTwin` from
 `compiled_twin()`: a numba-compilable pure function and at most `contact.kernels.N_PARAMS` (6) float parameters —
 
@@ -28,13 +31,15 @@ twin (the default) a contact with the law keeps the Python path.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+import inspect
+from abc import ABC
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from biobullet.core.attributes import REQUIRED, boolean, choice, number
 from biobullet.core.errors import SourceRef
 
 def _result(value: np.ndarray, scalar: bool) -> float | np.ndarray:
@@ -66,15 +71,36 @@ class ContactLaw(ABC):
     #: XML attributes this law reads (besides its ``normal_law`` / ``friction_law``)
     attributes: ClassVar[tuple[str, ...]] = ()
 
+    #: attributes read as one of a few words (name → the words); every other attribute is a number, `adhesion` a bool
+    choices: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: the kernel that evaluates a built-in law (`contact.kernels` kind code); None: the law brings its own formula
+    kernel_kind: ClassVar[int | None] = None
+
     @classmethod
-    @abstractmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "ContactLaw":
-        """Build from XML attributes; raise a ModelError naming the attribute on bad input."""
+        """Build from XML attributes: each of `attributes` read as a number (`adhesion` a bool, `choices` a word),
+        an absent one taking the constructor's default; a ModelError names a bad attribute."""
+        signature = inspect.signature(cls.__init__).parameters
+        values: dict[str, Any] = {}
+        for name in cls.attributes:
+            default = signature[name].default if name in signature else REQUIRED
+            default = REQUIRED if default is inspect.Parameter.empty else default
+            if name == "adhesion":
+                values[name] = boolean(source, attributes, name)
+            elif name in cls.choices:
+                values[name] = choice(source, attributes, name, cls.choices[name], default)
+            else:
+                values[name] = number(source, attributes, name, default)
+        return cls(**values, source=source)
+
+    def kernel_parameters(self) -> tuple[float, ...]:
+        """The float parameter row of the law's kernel (`contact.kernels` lists each kind's row)."""
+        return ()
 
     @property
-    @abstractmethod
     def parameters(self) -> dict[str, float | bool | str]:
-        """Parameter values by attribute name (SI units)."""
+        """Parameter values by attribute name (SI units): the `attributes`, unless a law says otherwise."""
+        return {name: getattr(self, name) for name in self.attributes}
 
     def compiled_twin(self) -> LawTwin | None:
         """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The
@@ -97,10 +123,11 @@ class NormalLaw(ContactLaw):
     def __init__(self, *, adhesion: bool = False) -> None:
         self.adhesion = bool(adhesion)
 
-    @abstractmethod
     def _unclipped(self, delta: np.ndarray, delta_dot: np.ndarray,
                    impact_velocity: np.ndarray | None) -> np.ndarray:
-        """The law's expression without clipping, evaluated where the law acts (δ > 0 unless smoothed)."""
+        """A plug-in law's expression without clipping, evaluated where the law acts (δ > 0 unless smoothed), on
+        numpy arrays (the built-in laws are their kernels instead)."""
+        raise NotImplementedError(f"normal law '{self.law_name}' defines neither a kernel_kind nor _unclipped")
 
     def release_function(self, delta: float, delta_dot: float,
                          impact_velocity: float | None = None) -> float | None:
@@ -126,6 +153,10 @@ class NormalLaw(ContactLaw):
                 raise ValueError(f"normal law '{self.law_name}' needs the impact velocity δ̇⁻ stored at onset")
             vi = np.asarray(impact_velocity, dtype=float)
         d, dd = np.broadcast_arrays(d, dd)
+        from biobullet.contact.kernels import builtin_row, normal_forces
+        row = builtin_row(self)
+        if row is not None:
+            return _result(normal_forces(row, d, dd, 0.0 if vi is None else vi), scalar)
         if self.acts_outside_contact:
             f = self._unclipped(d, dd, vi)
         else:
@@ -142,9 +173,14 @@ class FrictionLaw(ContactLaw):
     #: True if μ_eff jumps at zero slip (switched Coulomb): contact elements then locate slip reversals
     discontinuous: ClassVar[bool] = False
 
-    @abstractmethod
-    def coefficient(self, speed: np.ndarray) -> np.ndarray:
-        """Effective friction coefficient μ_eff(s) ≥ 0 at slip speed s = |v_t| ≥ 0 [m/s]."""
+    def coefficient(self, speed: Any) -> np.ndarray:
+        """Effective friction coefficient μ_eff(s) ≥ 0 at slip speed s = |v_t| ≥ 0 [m/s] (a built-in law's kernel
+        element-wise; a plug-in law overrides this with its formula)."""
+        from biobullet.contact.kernels import builtin_row, friction_coefficients
+        row = builtin_row(self)
+        if row is None:
+            raise NotImplementedError(f"friction law '{self.law_name}' defines neither a kernel_kind nor coefficient")
+        return friction_coefficients(row, np.asarray(speed, dtype=float))
 
     def magnitude(self, speed: Any, normal_force: Any) -> float | np.ndarray:
         """|F_T| [N] at slip speed s ≥ 0 [m/s] and normal force F_N [N] (negative F_N counts as 0)."""

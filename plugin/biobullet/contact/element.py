@@ -183,22 +183,25 @@ class Contact(ForceElement):
             return True
         return self._state.active if self._state is not None else kin.delta > 0.0
 
-    def _impact_velocity(self, kin: ContactKinematics) -> float | None:
-        if not self.normal_law.needs_impact_velocity:
-            return None
-        return self._state.impact_velocity if self._state is not None else max(kin.delta_dot, 0.0)
-
     def forces(self, kin: ContactKinematics) -> tuple[float, np.ndarray, float]:
-        """(F_N [N], F_T world vector [N], F_N(δ, 0) [N]) at this state (given the discrete state)."""
-        if not self._normal_on(kin):
-            return 0.0, np.zeros(3), 0.0
-        vi = self._impact_velocity(kin)
-        fn = float(self.normal_law.force(kin.delta, kin.delta_dot, vi))
-        elastic = float(self.normal_law.force(kin.delta, 0.0, 1.0 if vi is not None else None))
-        resting = self.friction_law.discontinuous and self._state is not None and self._state.resting
-        if fn <= 0.0 or resting or not np.any(kin.slip):
-            return fn, np.zeros(3), elastic
-        return fn, np.asarray(self.friction_law.force(kin.slip, fn), dtype=float), elastic
+        """(F_N [N], F_T world vector [N], F_N(δ, 0) [N]) at this state (given the discrete state): the contact
+        kernel `kernels._contact_forces_py` with this element's law objects bound (`contact_forces_by_laws`)."""
+        from biobullet.contact import kernels
+        laws = (self.normal_law, self.friction_law)
+        cached = self.__dict__.get("_forces_step")
+        if cached is None or cached[0] != laws:
+            cached = self._forces_step = (laws, kernels.contact_forces_by_laws(*laws))
+        step = cached[1]
+        row = np.zeros((1, kernels.STATE_WIDTH))
+        if self._state is not None:
+            kernels.discrete_rows((self._state,), row)
+        else:   # outside a run: active iff δ > 0, δ̇⁻ = δ̇ (the module docstring)
+            row[0, kernels.ACTIVE], row[0, kernels.IMPACT] = float(kin.delta > 0.0), max(kin.delta_dot, 0.0)
+        slip = np.asarray(kin.slip, dtype=float)
+        _, fn, elastic, ft0, ft1, ft2 = step(0, None, 0, None, self.normal_law.acts_outside_contact,
+                                             self.normal_law.needs_impact_velocity, self.friction_law.discontinuous,
+                                             row[0], kin.delta, kin.delta_dot, slip, float(np.linalg.norm(slip)))
+        return fn, np.array([ft0, ft1, ft2]), elastic
 
     def _evaluate(self, model, x, xd, placements=None):
         """(kinematics, forces) at (x, ẋ), cached for the last state (the engine asks for τ, then power)."""

@@ -13,26 +13,21 @@
                HuntCrossleyForce: μ_s = ``mu_static``, μ_d = ``mu_dynamic`` ≤ 2 μ_s, μ_v = ``mu_viscous`` [s/m],
                v_t = ``transition_velocity`` [m/s])
 
-μ_eff ≥ 0 for every law, hence F_T·v_t = −μ_eff F_N s ≤ 0: friction never adds energy.
+μ_eff ≥ 0 for every law, hence F_T·v_t = −μ_eff F_N s ≤ 0: friction never adds energy. Each class holds and checks
+its parameters; μ_eff is its kernel in `contact.kernels` (`kernel_kind`, the row `kernel_parameters`).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import ClassVar
 
 from biobullet.core.errors import SourceRef
 from biobullet.contact.base import FrictionLaw
-from biobullet.core.attributes import choice, error, number, to_float
+from biobullet.contact.kernels import (FRICTION_AMBROSIO, FRICTION_COULOMB, FRICTION_NONE, FRICTION_OPENSIM,
+                                       FRICTION_REGULARIZED, FRICTION_STRIBECK)
+from biobullet.core.attributes import error, to_float
 from biobullet.contact.registry import register_friction_law
 
 REGULARIZATIONS: tuple[str, ...] = ("atan", "tanh")
-
-
-def _regularize(x: np.ndarray, kind: str) -> np.ndarray:
-    """r(x) ∈ [0, 1) for x ≥ 0: (2/π) atan x or tanh x."""
-    return np.tanh(x) if kind == "tanh" else (2.0 / np.pi) * np.arctan(x)
 
 
 def _check_kind(kind: str, source: SourceRef | None) -> str:
@@ -46,17 +41,11 @@ class NoFriction(FrictionLaw):
     """Frictionless contact."""
 
     law_name: ClassVar[str] = "none"
+    kernel_kind: ClassVar[int] = FRICTION_NONE
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "NoFriction":
-        return cls()
+    def __init__(self, *, source: SourceRef | None = None) -> None:
+        pass
 
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {}
-
-    def coefficient(self, speed):
-        return np.zeros_like(np.asarray(speed, dtype=float))
 
 
 @register_friction_law
@@ -66,21 +55,13 @@ class Coulomb(FrictionLaw):
     law_name: ClassVar[str] = "coulomb"
     attributes: ClassVar[tuple[str, ...]] = ("mu",)
     discontinuous: ClassVar[bool] = True
+    kernel_kind: ClassVar[int] = FRICTION_COULOMB
 
     def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
         self.mu = to_float(source, "mu", mu, non_negative=True)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Coulomb":
-        return cls(mu=number(source, attributes, "mu"), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu}
-
-    def coefficient(self, speed):
-        s = np.asarray(speed, dtype=float)
-        return np.where(s > 0.0, self.mu, 0.0)
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return (self.mu,)
 
 
 @register_friction_law
@@ -89,6 +70,8 @@ class Regularized(FrictionLaw):
 
     law_name: ClassVar[str] = "regularized"
     attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "regularization")
+    choices = {"regularization": REGULARIZATIONS}
+    kernel_kind: ClassVar[int] = FRICTION_REGULARIZED
 
     def __init__(self, *, mu: float, v0: float, regularization: str = "atan",
                  source: SourceRef | None = None) -> None:
@@ -96,18 +79,8 @@ class Regularized(FrictionLaw):
         self.v0 = to_float(source, "v0", v0, positive=True)
         self.regularization = _check_kind(regularization, source)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Regularized":
-        return cls(mu=number(source, attributes, "mu"), v0=number(source, attributes, "v0"),
-                   regularization=choice(source, attributes, "regularization", REGULARIZATIONS, "atan"),
-                   source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "v0": self.v0, "regularization": self.regularization}
-
-    def coefficient(self, speed):
-        return self.mu * _regularize(np.asarray(speed, dtype=float) / self.v0, self.regularization)
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return self.mu, self.v0, float(self.regularization == "tanh")
 
 
 @register_friction_law
@@ -116,6 +89,7 @@ class Ambrosio(FrictionLaw):
 
     law_name: ClassVar[str] = "ambrosio"
     attributes: ClassVar[tuple[str, ...]] = ("mu", "v0", "v1")
+    kernel_kind: ClassVar[int] = FRICTION_AMBROSIO
 
     def __init__(self, *, mu: float, v0: float, v1: float, source: SourceRef | None = None) -> None:
         self.mu = to_float(source, "mu", mu, non_negative=True)
@@ -124,19 +98,8 @@ class Ambrosio(FrictionLaw):
         if not self.v1 > self.v0:
             raise error(source, "v1", f"v1 = {self.v1:g} is not above v0 = {self.v0:g}", "v1 > v0")
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Ambrosio":
-        return cls(mu=number(source, attributes, "mu"), v0=number(source, attributes, "v0"),
-                   v1=number(source, attributes, "v1"), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "v0": self.v0, "v1": self.v1}
-
-    def coefficient(self, speed):
-        s = np.asarray(speed, dtype=float)
-        ramp = np.clip((s - self.v0) / (self.v1 - self.v0), 0.0, 1.0)
-        return self.mu * ramp
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return self.mu, self.v0, self.v1
 
 
 @register_friction_law
@@ -146,6 +109,8 @@ class Stribeck(FrictionLaw):
     law_name: ClassVar[str] = "stribeck"
     attributes: ClassVar[tuple[str, ...]] = ("mu", "mu_static", "stribeck_velocity", "viscous", "v0",
                                              "regularization")
+    choices = {"regularization": REGULARIZATIONS}
+    kernel_kind: ClassVar[int] = FRICTION_STRIBECK
 
     def __init__(self, *, mu: float, mu_static: float, stribeck_velocity: float, v0: float,
                  viscous: float = 0.0, regularization: str = "atan", source: SourceRef | None = None) -> None:
@@ -159,25 +124,9 @@ class Stribeck(FrictionLaw):
         self.viscous = to_float(source, "viscous", viscous, non_negative=True)
         self.regularization = _check_kind(regularization, source)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Stribeck":
-        return cls(mu=number(source, attributes, "mu"),
-                   mu_static=number(source, attributes, "mu_static"),
-                   stribeck_velocity=number(source, attributes, "stribeck_velocity"),
-                   v0=number(source, attributes, "v0"),
-                   viscous=number(source, attributes, "viscous", 0.0),
-                   regularization=choice(source, attributes, "regularization", REGULARIZATIONS, "atan"),
-                   source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu": self.mu, "mu_static": self.mu_static, "stribeck_velocity": self.stribeck_velocity,
-                "v0": self.v0, "viscous": self.viscous, "regularization": self.regularization}
-
-    def coefficient(self, speed):
-        s = np.asarray(speed, dtype=float)
-        dry = self.mu + (self.mu_static - self.mu) * np.exp(-(s / self.stribeck_velocity) ** 2)
-        return dry * _regularize(s / self.v0, self.regularization) + self.viscous * s
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return (self.mu, self.mu_static, self.stribeck_velocity, self.v0, self.viscous,
+                float(self.regularization == "tanh"))
 
 
 @register_friction_law
@@ -187,6 +136,7 @@ class OpenSimFriction(FrictionLaw):
 
     law_name: ClassVar[str] = "opensim"
     attributes: ClassVar[tuple[str, ...]] = ("mu_static", "mu_dynamic", "mu_viscous", "transition_velocity")
+    kernel_kind: ClassVar[int] = FRICTION_OPENSIM
 
     def __init__(self, *, mu_static: float, mu_dynamic: float, mu_viscous: float = 0.0,
                  transition_velocity: float = 0.01, source: SourceRef | None = None) -> None:
@@ -199,20 +149,5 @@ class OpenSimFriction(FrictionLaw):
         self.mu_viscous = to_float(source, "mu_viscous", mu_viscous, non_negative=True)
         self.transition_velocity = to_float(source, "transition_velocity", transition_velocity, positive=True)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "OpenSimFriction":
-        return cls(mu_static=number(source, attributes, "mu_static"),
-                   mu_dynamic=number(source, attributes, "mu_dynamic"),
-                   mu_viscous=number(source, attributes, "mu_viscous", 0.0),
-                   transition_velocity=number(source, attributes, "transition_velocity", 0.01), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | str]:
-        return {"mu_static": self.mu_static, "mu_dynamic": self.mu_dynamic, "mu_viscous": self.mu_viscous,
-                "transition_velocity": self.transition_velocity}
-
-    def coefficient(self, speed):
-        s = np.asarray(speed, dtype=float)
-        ratio = s / self.transition_velocity
-        return (np.minimum(ratio, 1.0) * (self.mu_dynamic + 2.0 * (self.mu_static - self.mu_dynamic)
-                                          / (1.0 + ratio * ratio)) + self.mu_viscous * s)
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return self.mu_static, self.mu_dynamic, self.mu_viscous, self.transition_velocity

@@ -1,29 +1,32 @@
-"""Compiled twins of the built-in contact laws, the contact state in arrays, and one call for all ground contacts.
+"""The contact laws' kernels, the contact state in arrays, and one call for all ground contacts.
 
-Every built-in normal and friction law (`contact.normal`, `contact.friction`) has a numba-compilable scalar twin
-`_NAME_py` here (the pure-Python function is also the reference; `biobullet.core.jit` compiles it), reached by a
-kind code and a packed parameter row (`pack_normal`, `pack_friction`):
+Every built-in normal and friction law is written once, here, as a numba-compilable scalar `_NAME_py` (the law
+classes of `contact.normal` and `contact.friction` hold and check the parameters and evaluate these functions by
+Python; the compiled paths compile them with `biobullet.core.jit`), reached by a kind code and a parameter row
+(`builtin_row`, `pack_normal`, `pack_friction`; the class names its `kernel_kind` and `kernel_parameters`):
 
-  normal kind             twin                       params (row of N_PARAMS floats)
+  normal kind             kernel                     params (row of N_PARAMS floats)
   kelvin_voigt            _kelvin_voigt_py           [adhesion, K, D]
   kelvin_voigt_smooth     _kelvin_voigt_smooth_py    [adhesion, K, D, C]
   hertz                   _hertz_py                  [adhesion, K, n]
   hunt_crossley, flores,  _restitution_py            [adhesion, K, n, c(cr), δ̇⁻_min]  (c from the law's own
   hu_guo                                                                                `damping_factor`)
-  friction kind           twin                       params
+  opensim_hunt_crossley   _opensim_hunt_crossley_py  [adhesion, K, n, c]
+  friction kind           kernel                     params
   none                    μ_eff = 0                  []
   coulomb                 _coulomb_py                [μ]
   regularized             _regularized_py            [μ, v0, tanh?]
   ambrosio                _ambrosio_py               [μ, v0, v1]
   stribeck                _stribeck_py               [μ_k, μ_s, v_s, v0, σ, tanh?]
+  opensim                 _opensim_friction_py       [μ_s, μ_d, μ_v, v_t]
 
-The twin table is keyed on the exact law class. A subclass or a third-party plug-in law may supply its own twin
-(`NormalLaw.compiled_twin` / `FrictionLaw.compiled_twin`, signatures in `contact.base`): it is compiled as a C
-callable and its address is the law's kind (any kind ≥ PLUGIN_KIND is an address; `_normal_force_py` and
-`_friction_coefficient_py` call it through `core.jit.address_caller`), so every compiled contact path takes it
-without recompiling. Without a twin `pack_normal` / `pack_friction` return None and the owner keeps the Python path
-(`Contact.forces`). Conventions are those of
-`contact.base` (δ > 0 inside, δ̇ > 0 approaching, F_N ≥ 0 unless adhesion, F_T = −μ_eff F_N v̂_t).
+A subclass that keeps its parent's formula keeps its kernel; one that brings its own (`NormalLaw._unclipped`,
+`FrictionLaw.coefficient`, the documented plug-in callbacks) has none, unless it supplies a compiled twin
+(`compiled_twin`, signatures in `contact.base`): that is compiled as a C callable and its address is the law's kind
+(any kind ≥ PLUGIN_KIND is an address; `_normal_force_py` and `_friction_coefficient_py` call it through
+`core.jit.address_caller`), so every compiled contact path takes it without recompiling. Without either
+`pack_normal` / `pack_friction` return None and the owner keeps the Python path (`Contact.forces`). Conventions are
+those of `contact.base` (δ > 0 inside, δ̇ > 0 approaching, F_N ≥ 0 unless adhesion, F_T = −μ_eff F_N v̂_t).
 
 The discrete state of one contact during a run (`contact.state.ContactState`: active, δ̇⁻ stored at onset, resting
 and slip direction for switched friction) and the open interval's running log (impulse, dissipation, peaks) live in
@@ -48,6 +51,7 @@ import numpy as np
 
 from biobullet.algorithms.compiled_kernels import (pack, place_body, place_body_kernel, placements, placements_kernel,
                                                    point_force, point_kernels, point_velocity)
+from biobullet.algorithms.vectorized import tree_arrays
 from biobullet.contact.state import REST_SPEED, ContactInterval, ContactState
 from biobullet.core import jit
 
@@ -206,6 +210,9 @@ def _friction_coefficient_py(kind, p, speed):
 
 
 _NORMAL_FORCE, _FRICTION_COEFFICIENT = _normal_force_py, _friction_coefficient_py
+#: the built-in law kernels run by Python (kinds below PLUGIN_KIND), for other modules' uncompiled kernels; compiled:
+#: `normal_force_kernel()`, `friction_coefficient_kernel()`
+normal_force, friction_coefficient = _normal_force_py, _friction_coefficient_py
 
 
 # ------------------------------------------------------------------------------------------------ one contact's step
@@ -232,6 +239,18 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
 
 
 _CONTACT_FORCES = _contact_forces_py
+
+
+def contact_forces_by_laws(normal_law, friction_law):
+    """`_contact_forces_py` run by Python with the two law objects bound as its law kernels (`NormalLaw.force`,
+    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included."""
+    def normal(kind, p, delta, delta_dot, impact_velocity):
+        vi = impact_velocity if normal_law.needs_impact_velocity else None
+        return float(normal_law.force(delta, delta_dot, vi))
+
+    def friction(kind, p, speed):
+        return float(friction_law.coefficient(speed))
+    return jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction})
 
 
 def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
@@ -521,29 +540,61 @@ def ground_contacts_kernel():
 
 
 # ------------------------------------------------------------------------------------------------ packing
+def builtin_row(law) -> tuple[int, np.ndarray] | None:
+    """(kind, params) of a law that a built-in kernel evaluates: the first class of its MRO that names a
+    `kernel_kind` comes before any that brings its own formula (`_unclipped`, `coefficient`: a plug-in's); None
+    otherwise."""
+    for cls in type(law).__mro__:
+        if cls.__dict__.get("kernel_kind") is not None:
+            values = law.kernel_parameters()
+            p = np.zeros(N_PARAMS)
+            p[:len(values)] = values
+            return cls.__dict__["kernel_kind"], p
+        if "_unclipped" in cls.__dict__ or "coefficient" in cls.__dict__:
+            return None
+    return None
+
+
+def normal_forces(row: tuple[int, np.ndarray], delta, delta_dot, impact_velocity):
+    """F_N [N] of a built-in law's (kind, params) row (`builtin_row`), element-wise over broadcast arrays:
+    `_normal_force_py` run by Python (the law classes' `force`)."""
+    kind, p = row
+    if np.ndim(delta) == 0 and np.ndim(delta_dot) == 0 and np.ndim(impact_velocity) == 0:
+        return _normal_force_py(kind, p, float(delta), float(delta_dot), float(impact_velocity))
+    return _NORMAL_FORCES(kind, p, delta, delta_dot, impact_velocity)
+
+
+def friction_coefficients(row: tuple[int, np.ndarray], speed):
+    """μ_eff of a built-in friction law's (kind, params) row at slip speeds s ≥ 0 [m/s], element-wise:
+    `_friction_coefficient_py` run by Python (the law classes' `coefficient`)."""
+    kind, p = row
+    if np.ndim(speed) == 0:
+        return np.asarray(_friction_coefficient_py(kind, p, float(speed)))
+    return _FRICTION_COEFFICIENTS(kind, p, speed)
+
+
+_NORMAL_FORCES = np.vectorize(_normal_force_py, otypes=[float], excluded={0, 1})
+_FRICTION_COEFFICIENTS = np.vectorize(_friction_coefficient_py, otypes=[float], excluded={0, 1})
+
+
 def pack_normal(law) -> tuple[int, np.ndarray] | None:
-    """(kind, params) of a built-in normal law (exact class), or None: no twin (the Python law serves)."""
-    from biobullet.contact import normal as laws
+    """(kind, params) of a normal law for the compiled paths: its plug-in twin's address when it brings one, else
+    its built-in kernel's row; None: no kernel (the Python law serves)."""
     from biobullet.contact.base import NORMAL_TWIN_SIGNATURE
-    restitution = (NORMAL_RESTITUTION, ("adhesion", "stiffness", "exponent", "factor", "min_impact_velocity"))
-    rows = {laws.KelvinVoigt: (NORMAL_KELVIN_VOIGT, ("adhesion", "stiffness", "damping")),
-            laws.KelvinVoigtSmooth: (NORMAL_KELVIN_VOIGT_SMOOTH, ("adhesion", "stiffness", "damping", "smoothing")),
-            laws.Hertz: (NORMAL_HERTZ, ("adhesion", "stiffness", "exponent")),
-            laws.OpenSimHuntCrossley: (NORMAL_OPENSIM, ("adhesion", "stiffness", "exponent", "dissipation")),
-            laws.HuntCrossley: restitution, laws.Flores: restitution, laws.HuGuo: restitution}
-    return _packed(law, rows, NORMAL_TWIN_SIGNATURE)
+    return _packed(law, NORMAL_TWIN_SIGNATURE)
 
 
-def _packed(law, rows: dict, signature: str) -> tuple[int, np.ndarray] | None:
-    """(kind, params) of `law` by the row of its exact class in `rows` (kind, then the attributes — or functions of
-    the law — that fill params in order), or of its plug-in twin of `signature`."""
-    row = rows.get(type(law))
-    if row is None:
+def pack_friction(law) -> tuple[int, np.ndarray] | None:
+    """(kind, params) of a friction law for the compiled paths (as `pack_normal`)."""
+    from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
+    return _packed(law, FRICTION_TWIN_SIGNATURE)
+
+
+def _packed(law, signature: str) -> tuple[int, np.ndarray] | None:
+    from biobullet.contact.base import ContactLaw
+    if type(law).compiled_twin is not ContactLaw.compiled_twin:
         return _plugin_twin(law, signature)
-    kind, names = row
-    p = np.zeros(N_PARAMS)
-    p[:len(names)] = [name(law) if callable(name) else float(getattr(law, name)) for name in names]
-    return kind, p
+    return builtin_row(law)
 
 
 _WARNED: set = set()
@@ -570,22 +621,6 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     p = np.zeros(N_PARAMS)
     p[:params.size] = params
     return address, p
-
-
-def pack_friction(law) -> tuple[int, np.ndarray] | None:
-    """(kind, params) of a built-in friction law (exact class), or None: no twin (the Python law serves)."""
-    from biobullet.contact import friction as laws
-    from biobullet.contact.base import FRICTION_TWIN_SIGNATURE
-
-    def tanh(law) -> float:
-        return 1.0 if law.regularization == "tanh" else 0.0
-    rows = {laws.NoFriction: (FRICTION_NONE, ()),
-            laws.Coulomb: (FRICTION_COULOMB, ("mu",)),
-            laws.Regularized: (FRICTION_REGULARIZED, ("mu", "v0", tanh)),
-            laws.Ambrosio: (FRICTION_AMBROSIO, ("mu", "v0", "v1")),
-            laws.Stribeck: (FRICTION_STRIBECK, ("mu", "mu_static", "stribeck_velocity", "v0", "viscous", tanh)),
-            laws.OpenSimFriction: (FRICTION_OPENSIM, ("mu_static", "mu_dynamic", "mu_viscous", "transition_velocity"))}
-    return _packed(law, rows, FRICTION_TWIN_SIGNATURE)
 
 
 def flags(contact) -> int:
@@ -645,15 +680,8 @@ def pull_state(row: np.ndarray, state: ContactState) -> None:
 
 
 def ancestry(model) -> np.ndarray:
-    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (j belongs to b or an ancestor)."""
-    out = np.zeros((max(len(model.bodies), 1), model.n_tangent), dtype=np.int64)
-    for b in range(len(model.bodies)):
-        index = b
-        while index >= 0:
-            body = model.bodies[index]
-            out[b, body.v_index:body.v_index + body.nv] = 1
-            index = body.parent
-    return out
+    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (`algorithms.vectorized.tree_arrays`)."""
+    return np.ascontiguousarray(tree_arrays(model).ancestry, dtype=np.int64)
 
 
 def has_twins(contact) -> bool:
@@ -779,16 +807,22 @@ __all__ = [
     "ContactRows",
     "ContactSampler",
     "GroundContacts",
+    "contact_forces_by_laws",
     "contact_forces_kernel",
     "contact_kinematics_kernel",
     "contact_samples_kernel",
     "contact_update_kernel",
     "discrete_rows",
+    "builtin_row",
+    "friction_coefficient",
     "friction_coefficient_kernel",
+    "friction_coefficients",
     "ground_contacts_kernel",
     "ground_forces_kernel",
     "has_twins",
+    "normal_force",
     "normal_force_kernel",
+    "normal_forces",
     "pack_friction",
     "pack_ground",
     "pack_laws",

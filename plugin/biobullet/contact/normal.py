@@ -13,7 +13,8 @@
 The three restitution laws are eqs. (21)–(23) of paper 002 (hysteresis damping χ Δⁿ Δ̇ with
 χ = c(cr) K/Δ̇⁻, m = n). δ̇⁻ > 0 is the approach velocity stored at contact onset; it is floored at
 ``min_impact_velocity`` (default 1e-3 m/s) so that a contact starting at rest stays finite (more damped).
-Every law returns max(F, 0) unless ``adhesion=True``.
+Every law returns max(F, 0) unless ``adhesion=True``. Each class holds and checks its parameters; its force is
+its kernel in `contact.kernels` (`kernel_kind`, the row `kernel_parameters`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ import numpy as np
 
 from biobullet.core.errors import SourceRef
 from biobullet.contact.base import NormalLaw
-from biobullet.core.attributes import boolean, error, number, to_float
+from biobullet.contact.kernels import (NORMAL_HERTZ, NORMAL_KELVIN_VOIGT, NORMAL_KELVIN_VOIGT_SMOOTH, NORMAL_OPENSIM,
+                                       NORMAL_RESTITUTION)
+from biobullet.core.attributes import error, number, to_float
 from biobullet.contact.registry import register_normal_law
 
 DEFAULT_EXPONENT = 1.5
@@ -38,6 +41,7 @@ class KelvinVoigt(NormalLaw):
 
     law_name: ClassVar[str] = "kelvin_voigt"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "adhesion")
+    kernel_kind: ClassVar[int] = NORMAL_KELVIN_VOIGT
 
     def __init__(self, *, stiffness: float, damping: float, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
@@ -46,32 +50,18 @@ class KelvinVoigt(NormalLaw):
         self.damping = to_float(source, "damping", damping, non_negative=True)
 
     @classmethod
-    def _read(cls, attributes: Mapping[str, Any], source: SourceRef | None) -> dict[str, Any]:
+    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "KelvinVoigt":
         exponent = number(source, attributes, "exponent", None)
         if exponent is not None and exponent != 1.0:
             raise error(source, "exponent", f"'{cls.law_name}' is linear, got exponent {exponent:g}",
                               "exponent 1 or no exponent (use 'hertz' or a restitution law for δⁿ)")
-        return dict(stiffness=number(source, attributes, "stiffness"),
-                    damping=number(source, attributes, "damping"),
-                    adhesion=boolean(source, attributes, "adhesion"))
+        return super().from_attributes(attributes, source)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "KelvinVoigt":
-        return cls(**cls._read(attributes, source), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {"stiffness": self.stiffness, "damping": self.damping, "adhesion": self.adhesion}
-
-    def _unclipped(self, delta, delta_dot, impact_velocity):
-        return self.stiffness * delta + self.damping * delta_dot
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return self.adhesion, self.stiffness, self.damping
 
     def release_function(self, delta, delta_dot, impact_velocity=None):
         return self.stiffness * delta + self.damping * delta_dot
-
-    def damping_ratio(self, mass: float) -> float:
-        """ζ = D / (2 √(K m)) for a point mass m [kg] on this contact."""
-        return self.damping / (2.0 * np.sqrt(self.stiffness * mass))
 
 
 @register_normal_law
@@ -85,29 +75,15 @@ class KelvinVoigtSmooth(KelvinVoigt):
     law_name: ClassVar[str] = "kelvin_voigt_smooth"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "damping", "smoothing", "adhesion")
     acts_outside_contact: ClassVar[bool] = True
+    kernel_kind: ClassVar[int] = NORMAL_KELVIN_VOIGT_SMOOTH
 
     def __init__(self, *, stiffness: float, damping: float, smoothing: float = DEFAULT_SMOOTHING,
                  adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, damping=damping, adhesion=adhesion, source=source)
         self.smoothing = to_float(source, "smoothing", smoothing, positive=True)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any],
-                        source: SourceRef | None = None) -> "KelvinVoigtSmooth":
-        kw = cls._read(attributes, source)
-        kw["smoothing"] = number(source, attributes, "smoothing", DEFAULT_SMOOTHING)
-        return cls(**kw, source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "smoothing": self.smoothing}
-
-    def switch(self, delta: Any) -> np.ndarray:
-        """The smoothing factor ½ + atan(C δ)/π ∈ (0, 1)."""
-        return 0.5 + np.arctan(self.smoothing * np.asarray(delta, dtype=float)) / np.pi
-
-    def _unclipped(self, delta, delta_dot, impact_velocity):
-        return self.switch(delta) * (self.stiffness * delta + self.damping * delta_dot)
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return *super().kernel_parameters(), self.smoothing
 
 
 @register_normal_law
@@ -116,6 +92,7 @@ class Hertz(NormalLaw):
 
     law_name: ClassVar[str] = "hertz"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "adhesion")
+    kernel_kind: ClassVar[int] = NORMAL_HERTZ
 
     def __init__(self, *, stiffness: float, exponent: float = DEFAULT_EXPONENT, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
@@ -123,18 +100,8 @@ class Hertz(NormalLaw):
         self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
         self.exponent = to_float(source, "exponent", exponent, positive=True)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "Hertz":
-        return cls(stiffness=number(source, attributes, "stiffness"),
-                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
-                   adhesion=boolean(source, attributes, "adhesion"), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {"stiffness": self.stiffness, "exponent": self.exponent, "adhesion": self.adhesion}
-
-    def _unclipped(self, delta, delta_dot, impact_velocity):
-        return self.stiffness * delta ** self.exponent
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return self.adhesion, self.stiffness, self.exponent
 
 
 class RestitutionLaw(Hertz):
@@ -147,6 +114,7 @@ class RestitutionLaw(Hertz):
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "restitution", "min_impact_velocity",
                                              "adhesion")
     needs_impact_velocity: ClassVar[bool] = True
+    kernel_kind: ClassVar[int] = NORMAL_RESTITUTION
 
     def __init__(self, *, stiffness: float, restitution: float, exponent: float = DEFAULT_EXPONENT,
                  min_impact_velocity: float = DEFAULT_MIN_IMPACT_VELOCITY, adhesion: bool = False,
@@ -155,16 +123,6 @@ class RestitutionLaw(Hertz):
         self.restitution = to_float(source, "restitution", restitution, positive=True, at_most=1.0)
         self.min_impact_velocity = to_float(source, "min_impact_velocity", min_impact_velocity,
                                                 positive=True)
-
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any],
-                        source: SourceRef | None = None) -> "RestitutionLaw":
-        return cls(stiffness=number(source, attributes, "stiffness"),
-                   restitution=number(source, attributes, "restitution"),
-                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
-                   min_impact_velocity=number(source, attributes, "min_impact_velocity",
-                                                    default=DEFAULT_MIN_IMPACT_VELOCITY),
-                   adhesion=boolean(source, attributes, "adhesion"), source=source)
 
     #: c(cr) = slope (1 − cr), divided by cr where `over_restitution`
     slope: ClassVar[float]
@@ -180,18 +138,12 @@ class RestitutionLaw(Hertz):
     def factor(self) -> float:
         return self.damping_factor(self.restitution)
 
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "restitution": self.restitution,
-                "min_impact_velocity": self.min_impact_velocity}
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return *super().kernel_parameters(), self.factor, self.min_impact_velocity
 
     def hysteresis_damping(self, impact_velocity: Any) -> float | np.ndarray:
         """χ = c(cr) K / max(δ̇⁻, floor) [N·s/m^(n+1)]."""
         return self.factor * self.stiffness / np.maximum(impact_velocity, self.min_impact_velocity)
-
-    def _unclipped(self, delta, delta_dot, impact_velocity):
-        vi = np.maximum(impact_velocity, self.min_impact_velocity)
-        return self.stiffness * delta ** self.exponent * (1.0 + self.factor * delta_dot / vi)
 
     def release_function(self, delta, delta_dot, impact_velocity=None):
         vi = max(float(impact_velocity or 0.0), self.min_impact_velocity)
@@ -231,25 +183,15 @@ class OpenSimHuntCrossley(Hertz):
 
     law_name: ClassVar[str] = "opensim_hunt_crossley"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "dissipation", "exponent", "adhesion")
+    kernel_kind: ClassVar[int] = NORMAL_OPENSIM
 
     def __init__(self, *, stiffness: float, dissipation: float, exponent: float = DEFAULT_EXPONENT,
                  adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
         self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True)
 
-    @classmethod
-    def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "OpenSimHuntCrossley":
-        return cls(stiffness=number(source, attributes, "stiffness"),
-                   dissipation=number(source, attributes, "dissipation"),
-                   exponent=number(source, attributes, "exponent", DEFAULT_EXPONENT),
-                   adhesion=boolean(source, attributes, "adhesion"), source=source)
-
-    @property
-    def parameters(self) -> dict[str, float | bool]:
-        return {**super().parameters, "dissipation": self.dissipation}
-
-    def _unclipped(self, delta, delta_dot, impact_velocity):
-        return self.stiffness * delta ** self.exponent * (1.0 + 1.5 * self.dissipation * delta_dot)
+    def kernel_parameters(self) -> tuple[float, ...]:
+        return *super().kernel_parameters(), self.dissipation
 
     def release_function(self, delta, delta_dot, impact_velocity=None):
         return 1.0 + 1.5 * self.dissipation * delta_dot

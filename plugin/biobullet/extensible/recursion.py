@@ -73,12 +73,6 @@ def joint_moment_force(model: ChainModel, tau: np.ndarray | None = None,
     return Q
 
 
-def relative_angles(model: ChainModel, q: np.ndarray) -> np.ndarray:
-    """Joint angles θ = φ_child − φ_parent (n−1, rad, order `model.joints`); also for stacked states."""
-    _, phi, _ = _split(model, q)
-    return phi @ model.joint_matrix.T
-
-
 # ---- points, feet, COM -----------------------------------------------------------------------------------------
 def _chain_mask(model: ChainModel, foot: int) -> np.ndarray:
     if foot not in (0, 1):

@@ -77,14 +77,6 @@ class BeamParameters:
         return math.sqrt(self.youngs_modulus * self.second_moment
                          / (self.density * self.area * self.length ** 4))
 
-    @property
-    def transition_omega(self) -> float:
-        """ω_c = sqrt(κGA/(ρI)) in rad/s above which σ₂ > 0 (inf for Euler–Bernoulli)."""
-        if self.theory == "euler_bernoulli":
-            return math.inf
-        return math.sqrt(self.shear_coefficient * self.shear_modulus * self.area
-                         / (self.density * self.second_moment))
-
 
 def dispersion_roots(omega_dimless: float, r2: float, s2: float) -> tuple[float, float]:
     """Return (σ₁, σ₂) for dimensionless frequency Ω; σ₁ = λ² > 0, σ₂ < 0 below the transition."""
@@ -223,10 +215,6 @@ class ModeShape:
     def dTheta(self, x: np.ndarray | float) -> np.ndarray:
         """Θ'(x) (curvature) in 1/m²."""
         return self._eval(x)[3] / self.length ** 2
-
-    def d2Theta(self, x: np.ndarray | float) -> np.ndarray:
-        """Θ''(x) in 1/m³."""
-        return self._eval(x)[4] / self.length ** 3
 
     def d2W(self, x: np.ndarray | float) -> np.ndarray:
         """W''(x) = Θ' − (ρω²/κG) W in 1/m² (from the shear equation)."""

@@ -296,19 +296,21 @@ class ElasticChain:
             raise SolverError(f"singular inertia matrix: {exc}") from exc
 
     # ------------------------------------------------------------------ energies (eq. 31)
+    def energies(self, z: np.ndarray, zd: np.ndarray) -> tuple[float, float, float]:
+        """(T = ½ żᵀ M ż, V_g = g Σ_i ∫ρA y dη with the ground y = 0 as reference, V_e = ½ δᵀKδ) in J: the drop
+        kernel's sampled outputs (`gibbs_appell_kernels._elastic_outputs_py`) at one state."""
+        n = len(self.links) + 1
+        out = self._mechanics().outputs(np.asarray(z, float)[None, :], np.asarray(zd, float)[None, :],
+                                        np.zeros((1, n), bool), np.zeros((1, n)))
+        return float(out[4][0]), float(out[5][0]), float(out[6][0])
+
     def kinetic_energy(self, z: np.ndarray, zd: np.ndarray) -> float:
         """T = ½ żᵀ M ż (J)."""
-        return 0.5 * float(zd @ self.mass_matrix(z) @ zd)
+        return self.energies(z, zd)[0]
 
     def gravity_energy(self, z: np.ndarray) -> float:
         """V_g = g Σ_i ∫ρA y dη (J), ground y = 0 as reference."""
-        kin = self.kinematics(z, np.zeros(self.n_coordinates))
-        total = 0.0
-        for i, link in enumerate(self.links):
-            sw = float(link.w_integral @ z[self.idx_d[i]]) if link.n_modes else 0.0
-            phi = kin.phi[i]
-            total += link.mass * kin.p[i, 1] + math.sin(phi) * link.first_moment + math.cos(phi) * sw
-        return self.gravity * total
+        return self.energies(z, np.zeros(self.n_coordinates))[1]
 
     def elastic_energy(self, z: np.ndarray) -> float:
         """V_e = ½ δᵀKδ (J), eq. 8."""

@@ -3,14 +3,14 @@
 One kernel (`_chain_terms_py`) evaluates, for a state (z, ż) of an `ElasticChain` and the contact phase (active
 points, stored impact velocities δ̇⁻): the forward kinematics recursion, M(z) and h(z, ż) (what
 `ElasticChain.kinematics` and `mass_and_bias` return: they call it with contact off), the contact forces of
-`biobullet_studies.gibbs_appell_drop.contact_forces` (a restitution law of the Hertz / Hunt–Crossley family or
-plain Hertz; Ambrosio friction or none) and U = Σ_k J_kᵀ (F_T, F_N); `_elastic_rhs_py` adds the elastic and
+`biobullet_studies.gibbs_appell_drop.contact_forces` (the chain's normal and friction laws by their kernels in
+`contact.kernels`: any law with a kernel or a compiled twin) and U = Σ_k J_kᵀ (F_T, F_N); `_elastic_rhs_py` adds the elastic and
 damping forces and solves M z̈ = −h − Kδ − Dδ̇ + U by Cholesky; it also gives the three energy-work rates of the
 drop. Each is compiled on first use (`core.jit.lazy`), or run by Python with numba disabled (debugging).
 
 `CompiledChain.build(chain)` packs the chain's constant arrays once (`ChainTables`, with its scratch arrays
-`ChainWork`: the kernels take these two records), or returns None for a contact law the kernel does not implement
-(the drop then takes the law classes with the kernel's M and h). A call that fails (Cholesky pivot not positive,
+`ChainWork`: the kernels take these two records), or returns None for a contact law without a kernel
+(a plug-in law's Python callback: the drop then takes the law classes with the kernel's M and h). A call that fails (Cholesky pivot not positive,
 non-finite result) returns False. Units: SI, conventions of `flexible/gibbs_appell.py`.
 """
 from __future__ import annotations
@@ -21,19 +21,22 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from biobullet.algorithms import compiled_kernels as _compiled
+from biobullet.contact import kernels as contact_kernels
 from biobullet.core import jit
 
 # info slots (int64)
-_N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _NORMAL, _FRICTION, _ADHESION = range(9)
+_N_LINKS, _N_COORD, _MMAX, _FLOATING, _IX0, _IX1, _CONTACT, _NORMAL_KIND, _FRICTION_KIND = range(9)
 # par slots (float64)
-_G, _GROUND, _BX, _BY, _KC, _EXP, _FACTOR, _VMIN, _MU, _V0, _V1 = range(11)
+_G, _GROUND, _BX, _BY = range(4)
 
 
 class ChainTables(NamedTuple):
     """One chain's constant arrays as the kernels take them (`CompiledChain.__init__` says what each holds)."""
 
-    info: np.ndarray      # int64 slots _N_LINKS … _ADHESION
-    par: np.ndarray       # float64 slots _G … _V1
+    info: np.ndarray      # int64 slots _N_LINKS … _FRICTION_KIND (law kinds of `contact.kernels`)
+    par: np.ndarray       # float64 slots _G … _BY
+    normal_p: np.ndarray  # the normal law's kernel parameters (`contact.kernels.pack_normal`)
+    friction_p: np.ndarray  # the friction law's (`pack_friction`)
     lk: np.ndarray        # (n, 3): length, mass, first moment per link
     dstart: np.ndarray    # first modal coordinate per link
     nm: np.ndarray        # modes per link
@@ -71,6 +74,16 @@ def chain_work(n_links: int, n_coordinates: int) -> ChainWork:
                      np.zeros((nc, nc)), np.empty(nc))
 
 
+def _dots_py(u, x, w, y):
+    """(u·x, w·y) of four vectors of one length."""
+    a = 0.0
+    b = 0.0
+    for k in range(x.shape[0]):
+        a += u[k] * x[k]
+        b += w[k] * y[k]
+    return a, b
+
+
 def _chain_terms_py(z, zd, active, vimp, tables, work):
     """Into `work`: kinematics p, v (n+1, 2), point Jacobians jac (n+1, 2, N), φ, φ̇ (n); M (N, N); h (N)
     including the contact forces' −Σ J_kᵀ F_k; F_N, F_T (n+1) of the active contacts. All are overwritten."""
@@ -81,13 +94,7 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
     n = info[_N_LINKS]
     nc = info[_N_COORD]
     for i in range(n):
-        s0 = 0.0
-        s1 = 0.0
-        for a in range(nc):
-            s0 += jphi[i, a] * z[a]
-            s1 += jphi[i, a] * zd[a]
-        phi[i] = s0
-        phid[i] = s1
+        phi[i], phid[i] = _DOTS(jphi[i], z, jphi[i], zd)
     for a in range(nc):
         jac[0, 0, a] = 0.0
         jac[0, 1, a] = 0.0
@@ -180,11 +187,7 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
                     for b in range(nc):
                         mass[a, b] += s * brows[k, b]
         # ---- advance to the end point O_{i+1}
-        wl = 0.0
-        wld = 0.0
-        for a in range(nc):
-            wl += ew[i, a] * z[a]
-            wld += ew[i, a] * zd[a]
+        wl, wld = _DOTS(ew[i], z, ew[i], zd)
         x += cs * length - sn * wl
         y += sn * length + cs * wl
         bx = -om * wl
@@ -208,25 +211,14 @@ def _chain_terms_py(z, zd, active, vimp, tables, work):
     for k in range(n + 1):
         fn[k] = 0.0
         ft[k] = 0.0
-        if not active[k] or info[_NORMAL] == 0:
+        if not active[k] or info[_CONTACT] == 0:
             continue
-        delta = par[_GROUND] - p[k, 1]
-        f = 0.0
-        if delta > 0.0:
-            f = par[_KC] * delta ** par[_EXP]
-            if par[_FACTOR] != 0.0:
-                vi = vimp[k] if vimp[k] > par[_VMIN] else par[_VMIN]
-                f *= 1.0 + par[_FACTOR] * (-v[k, 1]) / vi
-        if info[_ADHESION] == 0 and f < 0.0:
-            f = 0.0
+        f = _NORMAL_FORCE(info[_NORMAL_KIND], tables.normal_p, par[_GROUND] - p[k, 1], -v[k, 1], vimp[k])
         fn[k] = f
-        if info[_FRICTION] == 1 and f > 0.0:
+        if f > 0.0:
             slip = v[k, 0]
-            s = abs(slip)
-            ramp = (s - par[_V0]) / (par[_V1] - par[_V0])
-            ramp = 0.0 if ramp < 0.0 else (1.0 if ramp > 1.0 else ramp)
             sign = 1.0 if slip > 0.0 else (-1.0 if slip < 0.0 else 0.0)
-            ft[k] = -sign * par[_MU] * ramp * f
+            ft[k] = -sign * _FRICTION_COEFFICIENT(info[_FRICTION_KIND], tables.friction_p, abs(slip)) * f
         for a in range(nc):
             bias[a] -= jac[k, 0, a] * ft[k] + jac[k, 1, a] * fn[k]
 
@@ -240,12 +232,8 @@ def _elastic_rhs_py(z, zd, active, vimp, tables, work, out):
     v, mass, bias, fn, ft, rhs = work.v, work.mass, work.bias, work.fn, work.ft, work.rhs
     power = 0.0
     for a in range(nc):
-        s = -bias[a]
-        dz = 0.0
-        for b in range(nc):
-            s -= stiff[a, b] * z[b] + damp[a, b] * zd[b]
-            dz += damp[a, b] * zd[b]
-        rhs[a] = s
+        kz, dz = _DOTS(stiff[a], z, damp[a], zd)
+        rhs[a] = -bias[a] - kz - dz
         power -= zd[a] * dz
     low, acc = work.low, work.acc
     if not _cholesky_factor(mass, low, 1e-14):
@@ -286,11 +274,7 @@ def _elastic_outputs_py(zs, zds, actives, vimps, tables, work, points, velocitie
         t = 0.0
         e = 0.0
         for a in range(nc):
-            sm = 0.0
-            sk = 0.0
-            for b in range(nc):
-                sm += mass[a, b] * zd[b]
-                sk += stiff[a, b] * z[b]
+            sm, sk = _DOTS(mass[a], zd, stiff[a], z)
             t += zd[a] * sm
             e += z[a] * sk
         energies[row, 0] = 0.5 * t
@@ -308,15 +292,10 @@ def _point_heights_py(z, tables, out):
     """y of the joint points O_1..O_{n+1} (`ElasticChain.point_heights`)."""
     info, par, lk, jphi, ew = tables.info, tables.par, tables.lk, tables.jphi, tables.ew
     n = info[_N_LINKS]
-    nc = info[_N_COORD]
     y = z[info[_IX1]] if info[_FLOATING] else par[_BY]
     out[0] = y
     for i in range(n):
-        f = 0.0
-        w = 0.0
-        for a in range(nc):
-            f += jphi[i, a] * z[a]
-            w += ew[i, a] * z[a]
+        f, w = _DOTS(jphi[i], z, ew[i], z)
         y += lk[i, 0] * math.sin(f) + w * math.cos(f)
         out[i + 1] = y
 
@@ -325,57 +304,51 @@ def _point_heights_py(z, tables, out):
 _chain_terms = _chain_terms_py
 _cholesky_factor = _compiled.cholesky_factor_py
 _cholesky_solve = _compiled.cholesky_solve_py
+_NORMAL_FORCE, _FRICTION_COEFFICIENT = contact_kernels.normal_force, contact_kernels.friction_coefficient
+_DOTS = _dots_py
+
+
+def _law_bindings() -> dict:
+    return {"_NORMAL_FORCE": contact_kernels.normal_force_kernel(),
+            "_FRICTION_COEFFICIENT": contact_kernels.friction_coefficient_kernel(), "_DOTS": _dots_py}
 
 
 def _bindings() -> dict:
     return {"_chain_terms": _chain_terms_py, "_cholesky_factor": _compiled.cholesky_factor_py,
-            "_cholesky_solve": _compiled.cholesky_solve_py}
+            "_cholesky_solve": _compiled.cholesky_solve_py, **_law_bindings()}
 
 
 # each compiled on its first call (numba's on-disk cache), or run by Python with numba disabled (debugging)
 elastic_rhs = jit.lazy(_elastic_rhs_py, bind=_bindings)
 elastic_outputs = jit.lazy(_elastic_outputs_py, bind=_bindings)
-point_heights = jit.lazy(_point_heights_py)
-chain_terms = jit.lazy(_chain_terms_py)
+point_heights = jit.lazy(_point_heights_py, bind={"_DOTS": _dots_py})
+chain_terms = jit.lazy(_chain_terms_py, bind=_law_bindings)
 #: the law slots of a chain's mechanics without contact (`CompiledChain.mechanics`)
-NO_CONTACT = (0, 0, 0, [0.0] * 7)
+NO_CONTACT = (0, 0, 0, np.zeros(contact_kernels.N_PARAMS), np.zeros(contact_kernels.N_PARAMS))
 
 
-def _law_parameters(chain: Any) -> tuple[int, int, int, list[float]] | None:
-    """(normal kind, friction kind, adhesion, [K, n, c(cr), δ̇⁻ floor, μ, v0, v1]) or None (law not compiled)."""
-    from biobullet.contact.friction import Ambrosio
-    from biobullet.contact.normal import Hertz, RestitutionLaw
-    normal, friction = chain.normal_law, chain.friction_law
-    values = [0.0] * 7
-    if normal is None:
-        return 0, 0, 0, values
-    if getattr(normal, "acts_outside_contact", False):
+def _law_parameters(chain: Any) -> tuple | None:
+    """(contact?, normal kind, friction kind, normal params, friction params) of the chain's laws
+    (`contact.kernels.pack_normal`, `pack_friction`), or None (a law without a kernel)."""
+    if chain.normal_law is None:
+        return NO_CONTACT
+    normal = contact_kernels.pack_normal(chain.normal_law)
+    friction = (contact_kernels.FRICTION_NONE, np.zeros(contact_kernels.N_PARAMS)) if chain.friction_law is None \
+        else contact_kernels.pack_friction(chain.friction_law)
+    if normal is None or friction is None:
         return None
-    if isinstance(normal, RestitutionLaw):
-        values[:4] = [normal.stiffness, normal.exponent, normal.factor, normal.min_impact_velocity]
-    elif type(normal) is Hertz:
-        values[:4] = [normal.stiffness, normal.exponent, 0.0, 1.0]
-    else:
-        return None
-    if friction is None:
-        fkind = 0
-    elif type(friction) is Ambrosio:
-        fkind = 1
-        values[4:] = [friction.mu, friction.v0, friction.v1]
-    else:
-        return None
-    return 1, fkind, int(bool(normal.adhesion)), values
+    return 1, normal[0], friction[0], normal[1], friction[1]
 
 
 class CompiledChain:
     """The packed constant arrays of one `ElasticChain` and its compiled kernels (see module docstring)."""
 
-    def __init__(self, chain: Any, laws: tuple[int, int, int, list[float]]) -> None:
+    def __init__(self, chain: Any, laws: tuple) -> None:
         n, nc = len(chain.links), chain.n_coordinates
         mmax = max(link.n_modes for link in chain.links)
         floating = chain.base == "floating"
         ix = chain.idx_x if floating else (0, 0)
-        normal, friction, adhesion, values = laws
+        contact, normal_kind, friction_kind, normal_p, friction_p = laws
         lconst = np.zeros((n, 3 + mmax, 3 + mmax))
         wint = np.zeros((n, max(mmax, 1)))
         mt = np.zeros((n, max(mmax, 1), max(mmax, 1)))
@@ -385,9 +358,9 @@ class CompiledChain:
             wint[i, :m] = link.w_integral
             mt[i, :m, :m] = link.mass_translational
         self.tables = ChainTables(
-            np.array([n, nc, mmax, int(floating), ix[0], ix[1], normal, friction, adhesion], np.int64),
-            np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1], *values],
-                     dtype=float),
+            np.array([n, nc, mmax, int(floating), ix[0], ix[1], contact, normal_kind, friction_kind], np.int64),
+            np.array([chain.gravity, chain.ground_height, chain.base_position[0], chain.base_position[1]], dtype=float),
+            np.ascontiguousarray(normal_p, dtype=float), np.ascontiguousarray(friction_p, dtype=float),
             np.array([[l.length, l.mass, l.first_moment] for l in chain.links], dtype=float),
             np.array([chain.idx_q[i] + 1 for i in range(n)], np.int64),
             np.array([l.n_modes for l in chain.links], np.int64), lconst,

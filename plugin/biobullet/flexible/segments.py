@@ -283,12 +283,11 @@ class SegmentAirDamping:
     """Air damping γ of one expanded link: F = −γ·len·v at each body centre (lumped), as a ForceElement."""
 
     def __new__(cls, lay: SegmentLayout):  # built lazily so that importing this module stays light
-        from biobullet.algorithms.kinematics import body_placements, frame_jacobian
         from biobullet.forces import ForceElement
 
         class _AirDamping(ForceElement):
             tag = "segment_air_damping"
-            uses_placements = False   # its own kinematics (compiled, or body_placements in `_terms`)
+            uses_placements = False   # its own kinematics (the shared tree kinematics)
 
             def __init__(self) -> None:
                 super().__init__(f"{lay.link}{SEPARATOR}air_damping")
@@ -297,12 +296,6 @@ class SegmentAirDamping:
             @classmethod
             def from_description(cls, model, element):  # pragma: no cover - Python-only element
                 raise NotImplementedError
-
-            def _terms(self, model, x):
-                placements = body_placements(model, x)
-                for name, (a, b) in zip(lay.body_names(), lay.bodies):
-                    jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]), placements)[:3]
-                    yield lay.air_damping * (b - a), jac
 
             def _parameters(self, model) -> tuple[np.ndarray, np.ndarray]:
                 """(fparams, iparams) of `_air_damping_force_py` for this model, kept in `model.derived` (it lives
@@ -326,38 +319,23 @@ class SegmentAirDamping:
                 fparams, iparams = self._parameters(model)
                 return ForceKernel(_air_damping_force_py, fparams, iparams, kinematics=True)
 
-            def _compiled(self, model, x, xd):
-                """(τ, dissipated power) from the compiled kinematics and `_air_damping_force_py`, or None
-                without numba."""
-                kernels = air_damping_kernel()
-                if kernels is None:
-                    return None
-                from biobullet.algorithms.vectorized import tree_arrays
-                kinematics, kernel = kernels
-                meta, body = model.tree_pack
-                x = np.ascontiguousarray(x, dtype=float)
-                xd = np.ascontiguousarray(xd, dtype=float)
-                rot, pos, sub, _, _ = kinematics(meta, body, x, xd, model.n_tangent, False)
+            def _evaluate(self, model, x, xd):
+                """(τ, dissipated power) by `_air_damping_force_py` (compiled, or run by Python without numba) on
+                the shared tree kinematics."""
+                from biobullet.constraints.loops import tree_kinematics
+                kin = tree_kinematics(model, x)
                 fparams, iparams = self._parameters(model)
                 tau, power = np.zeros(model.n_tangent), np.zeros(2)
-                kernel(0.0, x, xd, rot, pos, sub, np.ascontiguousarray(tree_arrays(model).ancestry, dtype=float),
-                       fparams, iparams, tau, power)
+                air_damping(0.0, np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                            np.array(kin.rotations), np.array(kin.positions), np.array(kin.subspace),
+                            np.ascontiguousarray(kin.arrays.ancestry, dtype=float), fparams, iparams, tau, power)
                 return tau, power[1]
 
             def generalized_force(self, model, x, xd, t, placements=None):
-                fast = self._compiled(model, x, xd)
-                if fast is not None:
-                    return fast[0]
-                tau = np.zeros(model.n_tangent)
-                for c, jac in self._terms(model, x):
-                    tau -= c * (jac.T @ (jac @ xd))
-                return tau
+                return self._evaluate(model, x, xd)[0]
 
             def dissipated_power(self, model, x, xd):
-                fast = self._compiled(model, x, xd)
-                if fast is not None:
-                    return float(fast[1])
-                return float(sum(c * float(np.dot(jac @ xd, jac @ xd)) for c, jac in self._terms(model, x)))
+                return float(self._evaluate(model, x, xd)[1])
 
         return _AirDamping()
 
@@ -397,12 +375,7 @@ def _air_damping_force_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, t
     return 0
 
 
-def air_damping_kernel():
-    """(the compiled tree kinematics, the compiled `_air_damping_force_py`), or None (numba missing or disabled:
-    the frame-Jacobian path serves)."""
-    from biobullet.constraints.loop_kernels import tree_kinematics_kernel
-    kinematics, kernel = tree_kinematics_kernel(), jit.compiled(_air_damping_force_py)
-    return None if kinematics is None or kernel is None else (kinematics, kernel)
+air_damping = jit.lazy(_air_damping_force_py)   # compiled on first use, or run by Python without numba
 
 
 def load_segmented_model(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,

@@ -92,7 +92,7 @@ def _batched(model, elements) -> tuple:
     """((kernel, packed arrays) of the `JointSpring`s and `JointStop`s, the other elements) for this element
     tuple, cached on the model: a segmented flexible link has one joint spring per segment joint, a URDF one stop
     per `<limit>`. The kernel is the compiled right-hand sides' `compiled.joint_forces_kernel` (its Python twin
-    without numba): one call instead of a Python call per element."""
+    without numba), where these elements' laws are written: one call for all of them."""
     cached = model.derived.get(_BATCHES)   # (element tuple, its batch, the other elements)
     if cached is not None and cached[0] == elements:
         return cached[1], cached[2]
@@ -102,7 +102,7 @@ def _batched(model, elements) -> tuple:
     springs = [e for e in elements if type(e) is JointSpring]
     stops = [e for e in elements if type(e) is JointStop]
     batch, others = None, tuple(elements)
-    if len(springs) + len(stops) > 1:
+    if springs or stops:
         others = tuple(e for e in elements if type(e) not in (JointSpring, JointStop))
         packed = pack_joint_forces(model, springs, stops)
         kernel = joint_forces_kernel()   # compiled: its entry for exactly these types (the bridge calls it per step)
@@ -115,7 +115,7 @@ def _batched(model, elements) -> tuple:
 
 def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, elements=None) -> np.ndarray:
     """Σ τ of the force elements (n_tangent, tree order). Joint spring-dampers and joint stops (see `JointSpring`,
-    `JointStop`) are summed in one kernel call when there are several."""
+    `JointStop`) are summed in one kernel call."""
     elements = force_elements(model) if elements is None else elements
     tau = np.zeros(model.n_tangent)
     if not elements:

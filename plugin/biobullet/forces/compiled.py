@@ -1,12 +1,13 @@
 """Numba kernels of the built-in force elements for the compiled right-hand sides: the point-to-point spring's
 generalized force (the hot path of `elements.Spring`), and the joint-space laws of `JointSpring` and `JointStop`
-(`_joint_forces_py`; a switched stop's restart events stay with the engine's event handling), and the sum over
+(`_joint_forces_py`, which the element classes evaluate as well; a switched stop's restart events stay with the
+engine's event handling), and the sum over
 third-party elements' own kernels (`_plugin_forces_py`: `ForceElement.compiled_kernel`, called by address; a model
 with an element that has none stays on the generic path). Contacts are not here (their law kernels: `contact`).
 
 The spring: τ = J_bᵀ F − J_aᵀ F over each end point's ancestor joints
 (`algorithms.compiled_kernels.point_force`), from the shared tree kinematics (world placements and motion
-subspaces); `Spring._fast_force` calls it (`spring`, its Python form without numba). Compiled on first use
+subspaces); `Spring` evaluates it (`spring`, its Python form without numba) on every path. Compiled on first use
 (`cache=True`: kept in __pycache__ between processes).
 """
 from __future__ import annotations
@@ -102,9 +103,9 @@ def spring_forces_kernel():
 
 
 def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params, tau):
-    """Add the joint-space force elements' torques to `tau` and return their dissipated power (W): the compiled
-    twin of `JointSpring` and `JointStop` (`elements.py`, the generic path and reference), one sum for every
-    compiled right-hand side.
+    """Add the joint-space force elements' torques to `tau` and return their dissipated power (W): the law of
+    `JointSpring` and `JointStop`, written once (the classes call it too), one sum for every compiled right-hand
+    side.
 
     spring_index, stop_index: (n, 2) int64 rows (index in x, index in ẋ); spring_params: (n, 3) rows
     (k, θ0, c) — τ = −k (θ − θ0) − c θ̇; stop_params: (n, 9) rows (has_lower, lower, has_upper, upper, k, c, e,

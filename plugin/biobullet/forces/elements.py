@@ -11,15 +11,16 @@ from typing import Callable
 import numpy as np
 
 from biobullet.algorithms.crba import mass_matrix_diagonal
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.core import jit
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
-from biobullet.forces.compiled import spring
+from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
 _JOINT_SLOTS = "forces.elements.joint_slots"      # Model.derived: {element: (index in x, index in ẋ)}
 _SPRING_ANCHORS = "forces.elements.anchors"       # Model.derived: {spring: ((body, point in body frame) of b, a)}
+_JOINT_ROWS = "forces.elements.joint_rows"        # Model.derived: {element: its rows of the joint-force kernel}
 
 
 def _per_element(model, key: str, element, build: Callable):
@@ -52,6 +53,19 @@ class _JointElement(ForceElement):
         tau = np.zeros(model.n_tangent)
         tau[self.joint_slots(model)[1]] = value
         return tau
+
+    def _kernel_rows(self, model) -> tuple:
+        """This element's rows of the joint-force kernel (`forces.compiled.pack_joint_forces`)."""
+        raise NotImplementedError
+
+    def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
+        """(τ, dissipated power W) by the joint-force kernel of the compiled right-hand sides
+        (`forces.compiled.joint_forces_function`): the element's law is written there, once."""
+        rows = _per_element(model, _JOINT_ROWS, self, lambda: self._kernel_rows(model))
+        tau = np.zeros(model.n_tangent)
+        power = joint_forces_function()(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                                        *rows, tau)
+        return tau, float(power)
 
 
 # ------------------------------------------------------------------------------------------------ spring
@@ -92,22 +106,6 @@ class Spring(ForceElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
-    def _geometry(self, model, x, placements):
-        placements = placements if placements is not None else body_placements(model, x)
-        ra, pa = frame_placement(model, x, self.link_a, placements)
-        rb, pb = frame_placement(model, x, self.link_b, placements)
-        d = (rb @ self.xyz_b + pb) - (ra @ self.xyz_a + pa)
-        return d, placements
-
-    def length(self, model, x) -> float:
-        """Current length L (m)."""
-        return float(np.linalg.norm(self._geometry(model, x, None)[0]))
-
-    def _relative_jacobian(self, model, x, placements) -> np.ndarray:
-        jb = frame_jacobian(model, x, self.link_b, self.xyz_b, placements)[:3]
-        ja = frame_jacobian(model, x, self.link_a, self.xyz_a, placements)[:3]
-        return jb - ja
-
     def _anchors(self, model) -> tuple:
         """(body, point in the body frame) of b and a."""
         anchors = []
@@ -117,69 +115,38 @@ class Spring(ForceElement):
                                                                   dtype=float)))
         return tuple(anchors)
 
-    def _fast_force(self, model, x, xd, t):
-        """τ from the shared tree kinematics (cached per x: the loop rows of the same right-hand side reuse them)
-        by the spring kernel (`forces.compiled.spring`)."""
+    def _evaluate(self, model, x, xd) -> tuple[int, np.ndarray, float, float]:
+        """(status, τ, L̇ [m/s], L [m]) by the spring kernel of the compiled right-hand sides
+        (`forces.compiled.spring`, where the law is written once) from the shared tree kinematics (cached per x:
+        the loop rows of the same right-hand side reuse them); status 1: zero length with rest_length > 0."""
         from biobullet.constraints.loops import tree_kinematics
         kin = tree_kinematics(model, x)
-        s, ancestry = kin.subspace, kin.arrays.ancestry
-        anchors = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
-        (body_b, local_b), (body_a, local_a) = anchors
+        (body_b, local_b), (body_a, local_a) = _per_element(model, _SPRING_ANCHORS, self, lambda: self._anchors(model))
+        xd = np.zeros(model.n_tangent) if xd is None else np.ascontiguousarray(xd, dtype=float)
         # writable copies: the kernel's one specialisation takes the arrays the compiled paths pass
-        status, tau, _, _ = spring(np.array(kin.rotations), np.array(kin.positions), np.array(s), ancestry, xd, body_b,
-                                   local_b, body_a, local_a,
-                                   np.array([self.stiffness, self.rest_length, self.damping]), ZERO_LENGTH)
+        return spring(np.array(kin.rotations), np.array(kin.positions), np.array(kin.subspace), kin.arrays.ancestry,
+                      xd, body_b, local_b, body_a, local_a,
+                      np.array([self.stiffness, self.rest_length, self.damping]), ZERO_LENGTH)
+
+    def length(self, model, x) -> float:
+        """Current length L (m)."""
+        return float(self._evaluate(model, x, None)[3])
+
+    def generalized_force(self, model, x, xd, t, placements=None):
+        status, tau, _, _ = self._evaluate(model, x, xd)
         if status:
             raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
                               "the spring direction is undefined (rest_length > 0)")
         return tau
 
-    def generalized_force(self, model, x, xd, t, placements=None):
-        if placements is None and not model.floating_base:   # fast path (no frame Jacobians)
-            return self._fast_force(model, x, xd, t)
-        d, placements = self._geometry(model, x, placements)
-        jac = self._relative_jacobian(model, x, placements)
-        d_dot = jac @ xd
-        length = float(np.linalg.norm(d))
-        if length < ZERO_LENGTH:
-            if self.rest_length > 0 and self.stiffness > 0:
-                raise SolverError(f"{self.source.file}: {self.source.element}: zero length at t = {t:g} s; "
-                                  "the spring direction is undefined (rest_length > 0)")
-            force_b = -self.stiffness * d
-        else:
-            u = d / length
-            if self.rest_length == 0.0:
-                force_b = -self.stiffness * d - self.damping * (u @ d_dot) * u
-            else:
-                force_b = -(self.stiffness * (length - self.rest_length) + self.damping * (u @ d_dot)) * u
-        return jac.T @ force_b
-
-    def _fast_length(self, model, x) -> float:
-        from biobullet.constraints.loops import tree_kinematics
-        kin = tree_kinematics(model, x)
-        ends = []
-        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
-            frame = model.frame(link)
-            local = frame.rotation @ xyz + frame.translation
-            ends.append(local if frame.body < 0 else kin.rotations[frame.body] @ local + kin.positions[frame.body])
-        return float(np.linalg.norm(ends[0] - ends[1]))
-
     def potential_energy(self, model, x):
-        if model.floating_base:
-            length = float(np.linalg.norm(self._geometry(model, x, None)[0]))
-        else:
-            length = self._fast_length(model, x)
-        return 0.5 * self.stiffness * (length - self.rest_length) ** 2
+        return 0.5 * self.stiffness * (self.length(model, x) - self.rest_length) ** 2
 
     def dissipated_power(self, model, x, xd):
         if self.damping == 0.0:
             return 0.0
-        d, placements = self._geometry(model, x, None)
-        length = float(np.linalg.norm(d))
-        if length < ZERO_LENGTH:
-            return 0.0
-        rate = float(d @ (self._relative_jacobian(model, x, placements) @ xd)) / length
-        return self.damping * rate * rate
+        status, _, rate, _ = self._evaluate(model, x, xd)
+        return 0.0 if status else self.damping * rate * rate
 
 
 # ------------------------------------------------------------------------------------------------ joint spring
@@ -205,9 +172,11 @@ class JointSpring(_JointElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest", 0.0),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 
+    def _kernel_rows(self, model) -> tuple:
+        return pack_joint_forces(model, [self], [])
+
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self.joint_slots(model)
-        return self._unit(model, -self.stiffness * (x[i] - self.rest) - self.damping * xd[k])
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
         return 0.5 * self.stiffness * (x[self.joint_slots(model)[0]] - self.rest) ** 2
@@ -218,7 +187,7 @@ class JointSpring(_JointElement):
         return 0.5 * self.stiffness * (positions[:, self.joint_slots(model)[0]] - self.rest) ** 2
 
     def dissipated_power(self, model, x, xd):
-        return self.damping * xd[self.joint_slots(model)[1]] ** 2
+        return self._by_kernel(model, x, xd)[1]
 
 
 # ------------------------------------------------------------------------------------------------ joint torque
@@ -325,37 +294,22 @@ class JointStop(_JointElement):
                    number(s, a, "stiffness", non_negative=True), number(s, a, "damping", 0.0, non_negative=True),
                    a.get("type", "smooth"), optional["exponent"], optional["smoothing"], source=s)
 
-    def _sides(self, theta: float, rate: float):
-        """(sign, penetration, penetration rate) for each limit the joint is beyond."""
-        out = []
-        if self.lower is not None and theta < self.lower:
-            out.append((1.0, self.lower - theta, -rate))
-        if self.upper is not None and theta > self.upper:
-            out.append((-1.0, theta - self.upper, rate))
-        return out
-
-    def _gate(self, pen: float) -> float:
-        if self.switched:
-            return 1.0
-        s = min(pen / self.smoothing, 1.0)
-        return s * s * (3.0 - 2.0 * s)
+    def _kernel_rows(self, model) -> tuple:
+        return pack_joint_forces(model, [], [self])
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self.joint_slots(model)
-        total = 0.0
-        for sign, pen, pen_rate in self._sides(x[i], xd[k]):
-            total += sign * (self.stiffness * pen ** self.exponent + self.damping * self._gate(pen) * pen_rate)
-        return self._unit(model, total)
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
-        i = self.joint_slots(model)[0]
-        e = self.exponent
-        return sum(self.stiffness * pen ** (e + 1.0) / (e + 1.0) for _, pen, _ in self._sides(x[i], 0.0))
+        return float(self._energy(np.asarray(x, dtype=float)[None, :], model)[0])
 
     def potential_energy_batch(self, model, positions):
-        """k p^(e+1) / (e+1) per limit the joint is beyond, at every sample."""
         if type(self).potential_energy is not JointStop.potential_energy:   # a subclass with its own V
             return super().potential_energy_batch(model, positions)
+        return self._energy(positions, model)
+
+    def _energy(self, positions: np.ndarray, model) -> np.ndarray:
+        """V = k p^(e+1) / (e+1) per limit the joint is beyond [J], at every row of `positions`."""
         theta, e = positions[:, self.joint_slots(model)[0]], self.exponent
         energy = np.zeros(len(positions))
         for limit, side in ((self.lower, -1.0), (self.upper, 1.0)):
@@ -365,8 +319,7 @@ class JointStop(_JointElement):
         return energy
 
     def dissipated_power(self, model, x, xd):
-        i, k = self.joint_slots(model)
-        return sum(self.damping * self._gate(pen) * rate * rate for _, pen, rate in self._sides(x[i], xd[k]))
+        return self._by_kernel(model, x, xd)[1]
 
     def events(self, model) -> list:
         """Switched stops: θ − lower and upper − θ (restart events). Smooth stops: none."""
@@ -386,24 +339,13 @@ class JointStop(_JointElement):
 
 
 # ------------------------------------------------------------------------------------------------ coordinate limit
-def smooth_step(x: float, x0: float, x1: float) -> tuple[float, float]:
-    """Simbody's Function::Step from 0 at x0 to 1 at x1 (quintic 10u³ − 15u⁴ + 6u⁵, C²; x1 < x0 steps down):
-    value and derivative with respect to x."""
-    u = (x - x0) / (x1 - x0)
-    if u <= 0.0:
-        return 0.0, 0.0
-    if u >= 1.0:
-        return 1.0, 0.0
-    return u * u * u * (10.0 + u * (6.0 * u - 15.0)), 30.0 * u * u * (u - 1.0) * (u - 1.0) / (x1 - x0)
-
-
 @register_force("coordinate_limit")
 class CoordinateLimit(_JointElement):
     """OpenSim's CoordinateLimitForce on one joint (SI units: rad or m): beyond `upper` the stiffness ramps from 0
     to `upper_stiffness` over `transition` with Simbody's quintic step S_up, τ_up = −k_up S_up(θ) (θ − upper); the
     same below `lower` (S_low = 1 at lower − transition, 0 at lower); damping τ_d = −c (S_up + S_low) θ̇. The
     stiffness part is conservative: V = ∫ −τ dθ, evaluated by the closed form of the quintic's moments. Compiled
-    right-hand sides: `_coordinate_limit_py` (`compiled_kernel`)."""
+    right-hand sides: `_coordinate_limit_py` (`compiled_kernel`), the law written once: the element calls it too."""
 
     def __init__(self, name: str, joint: str, upper: float, upper_stiffness: float, lower: float,
                  lower_stiffness: float, damping: float, transition: float, source: SourceRef | None = None) -> None:
@@ -431,17 +373,16 @@ class CoordinateLimit(_JointElement):
         values = {key: number(s, a, key) for key in keys}
         return cls(joint_element_name(model, element, cls.tag), a["joint"], source=s, **values)
 
-    def _steps(self, theta: float) -> tuple[float, float]:
-        up, _ = smooth_step(theta, self.upper, self.upper + self.transition)
-        low, _ = smooth_step(theta, self.lower, self.lower - self.transition)
-        return up, low
+    def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
+        """(τ, dissipated power W) by `_coordinate_limit_py` (compiled on first use)."""
+        kernel = _per_element(model, _JOINT_ROWS, self, lambda: self.compiled_kernel(model))
+        tau, power = np.zeros(model.n_tangent), np.zeros(2)
+        coordinate_limit(0.0, np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                         *_NO_KINEMATICS, kernel.fparams, kernel.iparams, tau, power)
+        return tau, float(power[1])
 
     def generalized_force(self, model, x, xd, t, placements=None):
-        i, k = self.joint_slots(model)
-        theta = x[i]
-        up, low = self._steps(theta)
-        return self._unit(model, -self.upper_stiffness * up * (theta - self.upper)
-                          + self.lower_stiffness * low * (self.lower - theta) - self.damping * (up + low) * xd[k])
+        return self._by_kernel(model, x, xd)[0]
 
     def potential_energy(self, model, x):
         theta = x[self.joint_slots(model)[0]]
@@ -449,9 +390,7 @@ class CoordinateLimit(_JointElement):
                 + self.lower_stiffness * _ramp_energy(self.lower - theta, self.transition))
 
     def dissipated_power(self, model, x, xd):
-        i, k = self.joint_slots(model)
-        up, low = self._steps(x[i])
-        return self.damping * (up + low) * xd[k] ** 2
+        return self._by_kernel(model, x, xd)[1]
 
     def compiled_kernel(self, model) -> ForceKernel:
         return ForceKernel(_coordinate_limit_py, np.array([self.upper, self.upper_stiffness, self.lower,
@@ -477,6 +416,11 @@ def _coordinate_limit_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, ta
     return 0
 
 
+coordinate_limit = jit.lazy(_coordinate_limit_py)
+#: the tree kinematics arguments `_coordinate_limit_py` does not read
+_NO_KINEMATICS = (np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0)), np.zeros((0, 0)))
+
+
 def _ramp_energy(p: float, w: float) -> float:
     """∫₀^p S(s/w) s ds for the quintic step S (S = 1 beyond w): the energy per unit stiffness of a ramped stop
     at penetration p ≥ 0 (0 for p ≤ 0)."""
@@ -490,7 +434,7 @@ def _ramp_energy(p: float, w: float) -> float:
     return inside + 0.5 * (p * p - w * w)
 
 
-__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "smooth_step", "limit_stops"]
+__all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "limit_stops"]
 
 
 # ------------------------------------------------------------------------------------------------ URDF limits

@@ -1,6 +1,6 @@
-"""Compiled twins of the contact laws (`contact.kernels`) against the Python laws they replace.
+"""The contact law kernels (`contact.kernels`, which the law classes evaluate) and the contact step.
 
-Independent references: the NormalLaw / FrictionLaw objects (numpy, vectorised), the engine's event action
+Independent references: each law's closed form written out here from its paper (numpy), the engine's event action
 `element.sync_state` + `Contact.forces` + the bridge's interval log `bridge.contact._account` (one contact's step),
 and `contact.geometry.sphere_kinematics` with `Contact` for the whole ground-contact call (kinematics from
 `algorithms.kinematics`, τ = J_pᵀ F). Same formulas, so equal to round-off: relative 1e-13 on forces (a few ulp of
@@ -81,15 +81,64 @@ def test_every_builtin_law_has_a_twin():
             assert law is not None, f"no test instance of {cls.__name__}"
             assert pack(law) is not None, f"{cls.law_name} has no compiled twin"
 
-    class Plugin(HuGuo):   # a third party's law: its own formula may differ, so no twin
+    class Renamed(HuGuo):   # a subclass that keeps the formula keeps the kernel
+        law_name = "renamed_hu_guo"
+    assert K.pack_normal(Renamed(stiffness=1e5, restitution=0.8))[0] == K.NORMAL_RESTITUTION
+
+    class Plugin(HuGuo):   # a third party's own formula: no kernel (its Python callback serves)
         law_name = "plugin_hu_guo"
+
+        def _unclipped(self, delta, delta_dot, impact_velocity):
+            return self.stiffness * delta
     assert K.pack_normal(Plugin(stiffness=1e5, restitution=0.8)) is None
+    assert Plugin(stiffness=1e5, restitution=0.8).force(2e-3, 1.0, 1.0) == pytest.approx(200.0, rel=1e-15)
+
+
+def _closed_form_normal(law, d, dd, vi):
+    """F_N of each built-in law written out from its paper (`contact.normal`'s table), clipped as documented."""
+    inside = d > 0.0
+    dp = np.where(inside, d, 0.0)
+    if isinstance(law, KelvinVoigtSmooth):
+        f = (0.5 + np.arctan(law.smoothing * d) / np.pi) * (law.stiffness * d + law.damping * dd)
+        inside = np.ones_like(inside)
+    elif isinstance(law, KelvinVoigt):
+        f = law.stiffness * d + law.damping * dd
+    elif isinstance(law, OpenSimHuntCrossley):
+        f = law.stiffness * dp ** law.exponent * (1.0 + 1.5 * law.dissipation * dd)
+    elif isinstance(law, (HuntCrossley, Flores, HuGuo)):
+        slope, over = {HuntCrossley: (1.5, False), Flores: (1.6, True), HuGuo: (1.5, True)}[type(law)]
+        c = slope * (1.0 - law.restitution) / (law.restitution if over else 1.0)
+        f = law.stiffness * dp ** law.exponent * (1.0 + c * dd / np.maximum(vi, law.min_impact_velocity))
+    else:
+        f = law.stiffness * dp ** law.exponent
+    f = np.where(inside, f, 0.0)
+    return f if law.adhesion else np.maximum(f, 0.0)
+
+
+def _closed_form_friction(law, s):
+    """μ_eff(s) of each built-in friction law written out (`contact.friction`'s table)."""
+    def r(x, kind):
+        return np.tanh(x) if kind == "tanh" else 2.0 / np.pi * np.arctan(x)
+    if isinstance(law, NoFriction):
+        return np.zeros_like(s)
+    if isinstance(law, Coulomb):
+        return np.where(s > 0.0, law.mu, 0.0)
+    if isinstance(law, Regularized):
+        return law.mu * r(s / law.v0, law.regularization)
+    if isinstance(law, Ambrosio):
+        return law.mu * np.clip((s - law.v0) / (law.v1 - law.v0), 0.0, 1.0)
+    if isinstance(law, Stribeck):
+        dry = law.mu + (law.mu_static - law.mu) * np.exp(-(s / law.stribeck_velocity) ** 2)
+        return dry * r(s / law.v0, law.regularization) + law.viscous * s
+    ratio = s / law.transition_velocity
+    return (np.minimum(ratio, 1.0) * (law.mu_dynamic + 2.0 * (law.mu_static - law.mu_dynamic) / (1.0 + ratio ** 2))
+            + law.mu_viscous * s)
 
 
 @pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("law", normal_laws(), ids=repr)
-def test_normal_twin_equals_law(law, twin):
-    """F_N(δ, δ̇, δ̇⁻) over random penetrations (both signs and exactly 0), rates and impact velocities (below and
+def test_normal_kernel_equals_closed_form(law, twin):
+    """F_N(δ, δ̇, δ̇⁻) of the kernel (run by Python, as the law class does, or compiled) over random penetrations (both signs and exactly 0), rates and impact velocities (below and
     above the floor)."""
     rng = np.random.default_rng(7)
     delta = np.concatenate([rng.uniform(-2e-3, 5e-3, 400), [0.0, -0.0, 1e-12, -1e-12]])
@@ -97,24 +146,27 @@ def test_normal_twin_equals_law(law, twin):
     impact = np.concatenate([rng.uniform(0.0, 4.0, delta.size - 4), [0.0, 1e-5, 1e-3, 2.0]])
     kind, params = K.pack_normal(law)
     force = _normal(twin)
-    vi = impact if law.needs_impact_velocity else None
-    expected = np.asarray(law.force(delta, rate, vi))
+    expected = _closed_form_normal(law, delta, rate, impact)
     got = np.array([force(kind, params, d, r, v) for d, r, v in zip(delta, rate, impact)])
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=0.0)
+    np.testing.assert_allclose(law.force(delta, rate, impact if law.needs_impact_velocity else None), expected,
+                               rtol=RTOL, atol=0.0)
     assert np.count_nonzero(expected) > 100   # the inputs do reach the law
 
 
 @pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("law", friction_laws(), ids=repr)
-def test_friction_twin_equals_law(law, twin):
-    """μ_eff(s) over random slip speeds (0, around v0 and the Stribeck velocity, large)."""
+def test_friction_kernel_equals_closed_form(law, twin):
+    """μ_eff(s) of the kernel (as for the normal laws) over random slip speeds (0, around v0 and the Stribeck velocity, large)."""
     rng = np.random.default_rng(3)
     speed = np.concatenate([[0.0, 1e-12, 1e-3, 0.05], rng.uniform(0.0, 2e-3, 100), rng.uniform(0.0, 0.2, 100),
                             rng.uniform(0.0, 10.0, 100)])
     kind, params = K.pack_friction(law)
     coefficient = _friction(twin)
     got = np.array([coefficient(kind, params, s) for s in speed])
-    np.testing.assert_allclose(got, law.coefficient(speed), rtol=RTOL, atol=0.0)
+    expected = _closed_form_friction(law, speed)
+    np.testing.assert_allclose(got, expected, rtol=RTOL, atol=0.0)
+    np.testing.assert_allclose(law.coefficient(speed), expected, rtol=RTOL, atol=0.0)
 
 
 def _kinematics(delta, rate, slip, normal):

@@ -1,4 +1,4 @@
-"""The drop kernel of paper 002 (`flexible/gibbs_appell_kernels.py`: contact laws written inline, Cholesky)
+"""The drop kernel of paper 002 (`flexible/gibbs_appell_kernels.py`: the contact laws' kernels, Cholesky)
 against the general path (`gibbs_appell_drop.drop_rhs`: the chain's M and h with the library's contact law classes
 and `np.linalg.solve`).
 
@@ -8,7 +8,8 @@ and `np.linalg.solve`).
   separations agree to 1e-9 s and the sampled states to 1e-7 relative — the integrators see right-hand sides that
   differ by round-off, so the trajectories differ by the integration error (rtol 1e-9), amplified by the stiff
   contact (K = 1.4e8 N/m^1.5).
-- A contact law the kernel does not implement gives no drop kernel; a call that fails (non-finite state) returns
+- A plug-in contact law without a kernel gives no drop kernel; a smoothed law (acting outside contact) has one and
+  agrees with the general path; a call that fails (non-finite state) returns
   False so the caller takes the general path.
 """
 from __future__ import annotations
@@ -66,7 +67,7 @@ def test_kernel_rhs_matches_the_general_path(modes) -> None:
         assert n_contact > 10   # the contact forces were exercised
 
 
-def test_kernel_outputs_match_the_law_classes_and_energies() -> None:
+def test_kernel_outputs_match_the_law_classes() -> None:
     chain = paper002_chain("sc-cc-cs")
     n_c = chain.n_coordinates
     rows = list(_random_states(chain, np.random.default_rng(3), 25))
@@ -81,9 +82,8 @@ def test_kernel_outputs_match_the_law_classes_and_energies() -> None:
         f_n, f_t = contact_forces(chain, kin, A[i], V[i])
         np.testing.assert_allclose(fn[i], f_n, rtol=1e-12, atol=1e-12 * max(np.abs(f_n).max(), 1.0))
         np.testing.assert_allclose(ft[i], f_t, rtol=1e-12, atol=1e-12 * max(np.abs(f_t).max(), 1.0))
-        assert kin_e[i] == pytest.approx(chain.kinetic_energy(z, zd), rel=1e-12)
-        assert grav[i] == pytest.approx(chain.gravity_energy(z), rel=1e-12, abs=1e-12)
-        assert ela[i] == pytest.approx(chain.elastic_energy(z), rel=1e-12)
+        assert kin_e[i] == pytest.approx(0.5 * zd @ chain.mass_matrix(z) @ zd, rel=1e-12)
+        assert ela[i] == pytest.approx(0.5 * z @ chain.stiffness_matrix @ z, rel=1e-12)
 
 
 def test_short_drop_agrees_between_paths() -> None:
@@ -116,10 +116,25 @@ def test_short_drop_agrees_between_paths() -> None:
     assert abs(fa[k] - fb[j]) <= rate * abs(fast.t[k] - slow.t[j]) + 1e-9 * fb[j]
 
 
-def test_no_drop_kernel_for_an_unknown_law() -> None:
+def test_no_drop_kernel_for_a_law_without_kernel() -> None:
+    class Plugin(KelvinVoigtSmooth):   # a third party's formula, no compiled twin
+        law_name = "plugin_linear"
+
+        def _unclipped(self, delta, delta_dot, impact_velocity):
+            return self.stiffness * delta
+    plugin = paper002_chain("ss-ss-ss")
+    plugin.normal_law = Plugin(stiffness=1e6, damping=1e3)
+    assert plugin.compiled() is None
     soft = paper002_chain("ss-ss-ss")
-    soft.normal_law = KelvinVoigtSmooth(stiffness=1e6, damping=1e3)   # acts outside contact: not compiled
-    assert soft.compiled() is None
+    soft.normal_law = KelvinVoigtSmooth(stiffness=1e6, damping=1e3)   # acts outside contact: its kernel serves
+    fast = soft.compiled()
+    assert fast is not None
+    n_c = soft.n_coordinates
+    for y, active, vimp in _random_states(soft, np.random.default_rng(5), 10):
+        expected = drop_rhs(soft, y, active, vimp)
+        got = np.empty_like(y)
+        assert fast.rhs(y[:n_c], y[n_c:2 * n_c], active, vimp, got)
+        assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
 
 
 def test_failing_call_declines() -> None:

@@ -1,6 +1,6 @@
-"""The compiled air damping of segmented flexible links (`flexible.segments._air_damping_force_py`, a force
-kernel on the compiled tree kinematics; the same kernel serves the pipeline's force stage) against the frame-Jacobian path (`algorithms.kinematics.frame_jacobian`, independent
-Python kinematics) at random states of the elastic 3-link robot (floating base, 4 segments per link): τ and the
+"""The air damping of segmented flexible links (`flexible.segments._air_damping_force_py`, a force kernel on the
+tree kinematics; the same kernel serves the element and the pipeline's force stage) against −Σ c Jᵀ J ẋ written
+here on independent Python kinematics (`algorithms.kinematics.frame_jacobian`) at random states of the elastic 3-link robot (floating base, 4 segments per link): τ and the
 dissipated power to round-off. Also checks τ = −∂D/∂ẋ with D = ½ Σ c |v|² (so ẋᵀτ = −power)."""
 from __future__ import annotations
 
@@ -9,11 +9,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from biobullet.algorithms.kinematics import body_placements, frame_jacobian
 from biobullet.core import jit
 from biobullet.flexible.segments import load_segmented_model
 from biobullet.forces import force_elements
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+def _terms(model, damper, x):
+    """(c, world linear point Jacobian) of each lumped drag point of a damper, by frame Jacobians."""
+    placements = body_placements(model, x)
+    lay = damper.layout
+    for name, (a, b) in zip(lay.body_names(), lay.bodies):
+        jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]), placements)[:3]
+        yield lay.air_damping * (b - a), jac
 
 
 @pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: only the frame-Jacobian path exists")
@@ -27,10 +37,10 @@ def test_compiled_air_damping_equals_frame_jacobian_path():
         v = rng.normal(size=model.nv)
         x, xd, _, _ = model.joint_state(q, v, 0.0)
         for damper in dampers:
-            fast_tau, fast_power = damper._compiled(model, x, xd)
+            fast_tau, fast_power = damper._evaluate(model, x, xd)
             slow_tau = np.zeros(model.n_tangent)
             slow_power = 0.0
-            for c, jac in damper._terms(model, x):
+            for c, jac in _terms(model, damper, x):
                 slow_tau -= c * (jac.T @ (jac @ xd))
                 slow_power += c * float(np.dot(jac @ xd, jac @ xd))
             scale = max(np.abs(slow_tau).max(), 1e-12)
@@ -58,7 +68,7 @@ def test_pipeline_force_stage_with_air_damping_equals_frame_jacobian_path():
         expected = np.zeros(model.n_tangent)
         for element in elements:
             if element.tag == "segment_air_damping":
-                for c, jac in element._terms(model, x):
+                for c, jac in _terms(model, element, x):
                     expected -= c * (jac.T @ (jac @ xd))
             else:
                 expected += element.generalized_force(model, x, xd, 0.0)

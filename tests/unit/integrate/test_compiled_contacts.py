@@ -176,8 +176,9 @@ def test_planar_chain_with_friction_rhs_equals_generic(tmp_path: Path) -> None:
 
 @needs_numba
 def test_plug_in_law_keeps_the_generic_path(tmp_path: Path) -> None:
-    class PluginLaw(HuGuo):   # a third party's law: no compiled twin
-        pass
+    class PluginLaw(HuGuo):   # a third party's own formula and no compiled twin
+        def _unclipped(self, delta, delta_dot, impact_velocity):
+            return self.stiffness * delta ** self.exponent
 
     model = load_text(drop_urdf(DROP_LAWS["hu_guo"]), tmp_path)
     system = System(model, None)

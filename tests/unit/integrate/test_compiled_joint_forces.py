@@ -1,9 +1,9 @@
 """Joint stops (smooth and switched) and joint spring-dampers on the compiled right-hand sides
 (`forces.compiled._joint_forces_py`, used by `CompiledExplicitRHS` and the loop model's `CompiledReducedRHS`).
 
-References: the generic path (`JointStop.generalized_force` / `dissipated_power`, `JointSpring`, evaluated by
-`System._checked_rhs`) at the same states — ẏ must agree to round-off, in the penetrating, the smoothing and the
-free regions of each stop — and the energy balance T + V − W + D of whole runs (V from the elements' own
+References: the generic path (`System._checked_rhs`: the elements evaluate the same kernel, by their own call) at
+the same states — ẏ must agree to round-off, in the penetrating, the smoothing and the free regions of each stop —
+and the energy balance T + V − W + D of whole runs (V from the elements' own
 `potential_energy`, D integrated from the kernel's dissipated power), which closes only if the compiled law is the
 gradient of the stop's potential plus its damping. Switched stops keep their restart events (located on the
 generic event path) with the compiled right-hand side.
@@ -18,7 +18,6 @@ import pytest
 import biobullet
 from biobullet.core import jit
 from biobullet.forces import force_elements
-from biobullet.forces.compiled import _joint_forces_py, pack_joint_forces
 from biobullet.integrate.engine import System
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,27 +64,6 @@ def _fourbar(tmp_path: Path) -> Path:
     path = tmp_path / "fourbar_stops.urdf"
     path.write_text(text)
     return path
-
-
-def test_python_twin_is_the_elements_law(tmp_path):
-    """`_joint_forces_py` (pure Python, no numba needed) against `JointStop` / `JointSpring` themselves, at joint
-    values on both sides of each limit, inside the smoothing band and free."""
-    model = biobullet.load_model(_chain(tmp_path))
-    elements = {type(e).__name__ + e.joint: e for e in force_elements(model)}
-    springs = [e for e in elements.values() if type(e).__name__ == "JointSpring"]
-    stops = [e for e in elements.values() if type(e).__name__ == "JointStop"]
-    packed = pack_joint_forces(model, springs, stops)
-    rng = np.random.default_rng(3)
-    for theta1 in (-0.3, -0.16, -0.14, 0.0, 0.26, 0.29, 0.4):
-        for theta2 in (-0.2, 0.09, 0.11, 0.3):
-            x = np.array([theta1, theta2, rng.uniform(-1, 1)])
-            xd = rng.normal(size=3)
-            tau = np.zeros(3)
-            dissipated = _joint_forces_py(x, xd, *packed, tau)
-            expected = sum(e.generalized_force(model, x, xd, 0.0) for e in springs + stops)
-            np.testing.assert_allclose(tau, expected, rtol=1e-14, atol=1e-14)
-            assert dissipated == pytest.approx(sum(e.dissipated_power(model, x, xd) for e in springs + stops),
-                                               rel=1e-14, abs=1e-14)
 
 
 @needs_numba
