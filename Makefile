@@ -29,10 +29,9 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
 	  || echo "warning: could not install chromium; the browser test will be skipped" >&2; fi
 
-# Two workers on CI's two cores; test files stay whole on one worker (their module fixtures are built once), handed
-# out longest first (tests/conftest.py's order: --no-loadscope-reorder keeps xdist from sorting by test count)
+# Two workers on CI's two cores; test files stay whole on one worker (their module fixtures are built once)
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
