@@ -27,8 +27,15 @@ print(kernel(1.0))
 """
 
 
+def _environment(folder: Path) -> dict[str, str]:
+    """The subprocess's environment: `folder` and the library on the path, numba's cache beside the sources (where
+    these tests look for it, whatever NUMBA_CACHE_DIR the test run itself has)."""
+    env = {name: value for name, value in os.environ.items() if name != "NUMBA_CACHE_DIR"}
+    return {**env, "PYTHONPATH": os.pathsep.join([str(folder), str(PLUGIN)])}
+
+
 def _run(folder: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(PLUGIN)])}
+    env = _environment(folder)
     result = subprocess.run([sys.executable, "-c", RUN], cwd=folder, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
@@ -61,7 +68,7 @@ def test_a_compile_on_an_empty_cache_is_announced_once(tmp_path: Path) -> None:
     nothing."""
     (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
     (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PLUGIN)])}
+    env = _environment(tmp_path)
 
     def stderr_of_a_run() -> str:
         done = subprocess.run([sys.executable, "-c", RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -119,7 +126,7 @@ def test_feature_flags_prune_branches_and_bindings_leave_the_module_alone(tmp_pa
     uncompiled twin with the same bindings gives the same number."""
     (tmp_path / "guarded.py").write_text(textwrap.dedent(GUARDED))
     (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PLUGIN)])}
+    env = _environment(tmp_path)
     for _ in range(2):   # compiled, then loaded from the cache: the same numbers
         done = subprocess.run([sys.executable, "-c", VARIANTS], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=300)
