@@ -187,16 +187,10 @@ class LoopResolver:
                 offset = model.base_nv
                 loop = (self._vector.rows, 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
                 self._form = (kernel, loop, offset, np.zeros(model.n_tangent))
-            else:
-                loop = (None, 0, None, None, self._dep, revolute, self.residual_tolerance)
-                self._form = (newton_solve_twin(self._residual), loop, 0, np.zeros(model.coordinate_map.n_joints))
+            else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _form)
+                loop = (weakref.proxy(self), 0, None, None, self._dep, revolute, self.residual_tolerance)
+                self._form = (_python_solve(), loop, 0, np.zeros(model.coordinate_map.n_joints))
         return self._form
-
-    def _residual(self, rows, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Φ, Φ_θ) at joint angles θ: the residual of the Newton kernel's Python form (the loop arguments are
-        unused: this resolver's loops)."""
-        phi, jac, _ = self.terms(theta)
-        return phi, jac
 
     def _newton(self, theta: np.ndarray, t: float, guard: bool = False
                 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -310,6 +304,22 @@ class LoopResolver:
                 curvature[:, i, j] = curvature[:, j, i] = 0.5 * (both - single[i] - single[j])
         rhs = np.tensordot(jac_known, hessian[known], axes=1) + curvature
         hessian[dep] = -(inverse @ rhs.reshape(self.n_equations, -1)).reshape(len(dep), size, size)
+
+
+def _resolver_residual(resolver: LoopResolver, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Φ, Φ_θ) of `resolver`'s loops at joint angles θ (`LoopResolver.terms`): the residual of the Newton
+    kernel's Python form (the other loop arguments are unused)."""
+    phi, jac, _ = resolver.terms(theta)
+    return phi, jac
+
+
+_PYTHON_SOLVE: list = []   # the Newton kernel's Python form over `_resolver_residual` (made on first use)
+
+
+def _python_solve():
+    if not _PYTHON_SOLVE:
+        _PYTHON_SOLVE.append(newton_solve_twin(_resolver_residual))
+    return _PYTHON_SOLVE[0]
 
 
 def loop_condition(model, q, t: float = 0.0) -> float:
