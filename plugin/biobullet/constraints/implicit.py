@@ -9,31 +9,30 @@ floating base is held at the identity here (the base never becomes dependent).
 """
 from __future__ import annotations
 
-import math
 import weakref
 from contextlib import contextmanager
 
 import numpy as np
-from scipy.linalg.lapack import dgesv as _gesv
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.constraints.loops import Loop, VectorLoops, loop_supports, loop_terms, parse_loops
+from biobullet.constraints.loops import (Loop, VectorLoops, joint_layout_tree, loop_supports, loop_terms,
+                                         parse_loops)
 from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
-from biobullet.constraints.newton_kernel import CONTINUATION_STEP, KANTOROVICH, NEWTON_MAX_ITERATIONS, STEP_TOLERANCE  # noqa: F401
+from biobullet.constraints.newton_kernel import (  # noqa: F401  (the constants are part of this module's API)
+    CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, KANTOROVICH, LEFT_REACH, NEWTON_MAX_ITERATIONS,
+    NEWTON_REACH, NEWTON_STEP_LIMIT, NO_DESCENT, SINGULAR, STEP_TOLERANCE, ZERO_STEP, newton_solve_kernel,
+    newton_solve_twin)
 
-#: longest Newton step (rad or m, ∞-norm): a step beyond it is shortened (damping; converging steps are far below)
-NEWTON_STEP_LIMIT = 0.5
-#: Newton stops when a dependent coordinate moves farther than this from the prediction (rad or m): a solution
-#: that far away is another branch (or none), not the continuation of this one
-NEWTON_REACH = float(np.pi)
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
+#: why a Newton solve stopped without converging, for the error message
+_STOPPED = {ITERATION_LIMIT: "iteration limit", ZERO_STEP: "the Newton step is zero",
+            NO_DESCENT: "no descent along the Newton direction",
+            LEFT_REACH: f"left the ±{NEWTON_REACH:.3g} neighbourhood of the prediction"}
 
-
-_EMPTY = np.zeros(0)
 
 
 class _NeedsContinuation(Exception):
@@ -56,12 +55,8 @@ class LoopResolver:
         self.outputs = tuple(dependent)
         self.known = tuple(known)
         self.n_equations = sum(loop.n_equations for loop in loops)
-        offset_v = model.base_nv   # floating base and multi-DOF joints come first
-        self._dep = np.array(self.outputs, dtype=np.intp)      # index arrays (fancy indexing in the hot path)
-        self._eye = np.eye(len(self.outputs))
+        self._dep = np.array(self.outputs, dtype=np.int64)     # index arrays (fancy indexing in the hot path)
         self._kn = np.array(self.known, dtype=np.intp)
-        self._cols_dep = [offset_v + j for j in self.outputs]
-        self._cols_known = [offset_v + j for j in self.known]
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
@@ -81,6 +76,7 @@ class LoopResolver:
         self._vector = VectorLoops(model, loops) if VectorLoops.supports(loops) else None
         self._kin: tuple[bytes, object] | None = None   # tree kinematics of the last θ (reused for the rates)
         self._memo: tuple[tuple, tuple] | None = None   # last resolve(): exact inputs -> outputs
+        self._form: tuple | None = None   # the Newton kernel and its arguments (`_newton_form`, built on first use)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -176,87 +172,57 @@ class LoopResolver:
             self._warm_curvature = None
         self._memo = None
 
-    def _newton(self, theta: np.ndarray, t: float, guard: bool = False
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(Φ_θ, guess, Φ) at the converged θ_dep (|Φ| ≤ residual_tolerance; `_finish` adds one last correction
-        with the factor it needs anyway). `guard`: raise _NeedsContinuation if the first step is too large for
-        the conditioning of the cached solution."""
-        dep = self._dep
-        guess = self._guess(theta[self._kn])
-        theta[dep] = guess
-        phi, jac, _ = self.terms(theta)
-        norm = float(np.sqrt(phi @ phi))
-        first = True
-        # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
-        step_norm = 0.0 if norm <= 1e-3 * self.residual_tolerance else np.inf
-        loose = self.accept_residual
-        stopped, iterations = "iteration limit", 0
-        for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
-            if norm <= self.residual_tolerance and step_norm <= 1e-7:
-                break  # quadratic convergence: the error left is ~ step², below round-off
-            if loose is not None and norm <= loose:
-                break  # integration tolerance: `_finish`'s correction takes the error to O(|Φ|²)
-            _, _, step, info = _gesv(jac[:, dep], phi)
-            if info != 0 or not math.isfinite(float(step.sum())):
-                if guard:
-                    raise _NeedsContinuation from None
-                raise SolverError(f"loop closure: singular constraint Jacobian (|Φ| = {norm:.3g} m) at "
-                                  + self._state_text(theta, t)) from None
-            if guard and first and not self._warm_condition * np.sum(np.abs(step)) <= KANTOROVICH:
-                raise _NeedsContinuation
-            first = False
-            # damped: a step is at most NEWTON_STEP_LIMIT long, then halved until |Φ| decreases
-            step_max = float(np.abs(step).max())
-            if step_max == 0.0:   # (|Φ| above tolerance but a zero step: a joint 1e6 m out makes Φ round off)
-                stopped = "the Newton step is zero"
-                break
-            scale, base = min(1.0, NEWTON_STEP_LIMIT / step_max), theta[dep].copy()
-            while True:  # backtracking keeps Newton from jumping branches far from the solution
-                theta[dep] = base - scale * step
-                phi_new, jac_new, _ = self.terms(theta)
-                norm_new = float(np.sqrt(phi_new @ phi_new))
-                if norm_new < norm or scale < 1e-3 or norm_new <= self.residual_tolerance:
-                    break
-                scale *= 0.5
-            if not (norm_new < norm or norm_new <= self.residual_tolerance):
-                theta[dep] = base   # no descent along the Newton direction: stop where |Φ| was smallest
-                stopped = "no descent along the Newton direction"
-                break
-            if float(np.abs(theta[dep] - guess).max()) > NEWTON_REACH:
-                stopped = f"left the ±{NEWTON_REACH:.3g} neighbourhood of the prediction"
-                break
-            phi, jac, norm = phi_new, jac_new, norm_new
-            step_norm = scale * float(np.abs(step).max())
-            if step_norm <= STEP_TOLERANCE:
-                break
-        if not (norm <= self.residual_tolerance or (loose is not None and norm <= loose)):
-            condition = np.linalg.cond(jac[:, dep])
-            which = (f"loop {self.loops[0].name!r}" if len(self.loops) == 1 else
-                     "loops " + ", ".join(repr(loop.name) for loop in self.loops))
-            raise SolverError(f"loop closure did not converge: |Φ| = {norm:.3g} m after {iterations} damped Newton "
-                              f"steps ({stopped}); {which} may not close for these inputs "
-                              f"(cond(∂Φ/∂θ_dep) = {condition:.3g}) at " + self._state_text(theta, t))
-        return jac, guess, phi
+    def _newton_form(self) -> tuple:
+        """(solve, loop, offset, view) of the one Newton kernel (`constraints.newton_kernel._newton_solve_py`):
+        compiled over the loop kernels' rows where the loops have them and the tree has the loop kernels' joint
+        layout (joint j at base_v + j: a fixed base, or a root free base held at the identity), else its Python
+        form over `terms` (a plug-in loop type, numba switched off, multi-DOF joints inside the tree); `view` the
+        joint layout buffer the solve works in, θ at view[offset:]."""
+        if self._form is None:
+            model = self.model
+            tree = joint_layout_tree(model) if self._vector is not None else None
+            kernel = newton_solve_kernel() if tree is not None else None
+            revolute = self.revolute.astype(float)
+            if kernel is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv:
+                offset = model.base_nv
+                loop = (self._vector.rows, 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
+                self._form = (kernel, loop, offset, np.zeros(model.n_tangent))
+            else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _form)
+                loop = (weakref.proxy(self), 0, None, None, self._dep, revolute, self.residual_tolerance)
+                self._form = (_python_solve(), loop, 0, np.zeros(model.coordinate_map.n_joints))
+        return self._form
 
-    def _finish(self, theta: np.ndarray, t: float, jac: np.ndarray, guess: np.ndarray, phi: np.ndarray, *,
+    def _newton(self, theta: np.ndarray, t: float, guard: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, float]:
+        """θ_dep into `theta` by the Newton kernel from the prediction of the cached solution; (Φ_θ, Φ_dep⁻¹,
+        cond₁(Φ_dep)) there. `guard`: raise _NeedsContinuation if the first step is too large for the conditioning
+        of the cached solution; SolverError naming the loops where Newton does not converge."""
+        solve, loop, offset, view = self._newton_form()
+        guess = self._guess(theta[self._kn])
+        view[offset:] = theta
+        loose = -1.0 if self.accept_residual is None else float(self.accept_residual)
+        status, iterations, norm, jac, inverse, condition = solve(
+            loop, view, guess, loose, float(self._warm_condition) if guard else -1.0)
+        theta[:] = view[offset:]
+        jac = jac[:, offset:]
+        if status == CONVERGED:
+            return jac, inverse, condition
+        if status == GUARD:
+            raise _NeedsContinuation
+        if status == SINGULAR:
+            raise SolverError(f"loop closure: singular constraint Jacobian (|Φ| = {norm:.3g} m) at "
+                              + self._state_text(theta, t))
+        which = (f"loop {self.loops[0].name!r}" if len(self.loops) == 1 else
+                 "loops " + ", ".join(repr(loop.name) for loop in self.loops))
+        raise SolverError(f"loop closure did not converge: |Φ| = {norm:.3g} m after {iterations} damped Newton "
+                          f"steps ({_STOPPED[status]}); {which} may not close for these inputs "
+                          f"(cond(∂Φ/∂θ_dep) = {np.linalg.cond(jac[:, self._dep]):.3g}) at "
+                          + self._state_text(theta, t))
+
+    def _finish(self, theta: np.ndarray, t: float, jac: np.ndarray, inverse: np.ndarray, condition: float, *,
                 check_singular: bool) -> tuple[np.ndarray, np.ndarray, float]:
+        """Report a singular configuration; cache the solution (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn)."""
         dep, known = self._dep, self._kn
-        jac_dep = jac[:, dep]
-        _, _, inverse, info = _gesv(jac_dep, self._eye)
-        if info == 0:
-            condition = float(np.abs(jac_dep).sum(axis=0).max() * np.abs(inverse).sum(axis=0).max())
-        else:
-            inverse, condition = np.full_like(jac_dep, np.nan), np.inf
-        if not math.isfinite(condition):
-            condition = np.inf
-        if condition < np.inf and phi.any():
-            # last Newton correction with this factor (no new evaluation): the residual is already at round-off,
-            # the correction takes the error from O(|Φ|) to O(|Φ|²)
-            theta[dep] -= inverse @ phi
-        # angle wrapping: stay on the 2π-branch of the prediction (continuity of continuous joints)
-        if self._any_revolute:
-            wraps = np.round((theta[dep] - guess) / (2 * np.pi)) * self.revolute
-            theta[dep] -= 2 * np.pi * wraps
         if check_singular and not condition < CONDITION_LIMIT:
             raise SolverError(f"singular loop configuration: cond₁(∂Φ/∂θ_dep) = {condition:.3g} > "
                               f"{CONDITION_LIMIT:g} (toggle/locked position of {', '.join(l.name for l in self.loops)})"
@@ -338,6 +304,22 @@ class LoopResolver:
                 curvature[:, i, j] = curvature[:, j, i] = 0.5 * (both - single[i] - single[j])
         rhs = np.tensordot(jac_known, hessian[known], axes=1) + curvature
         hessian[dep] = -(inverse @ rhs.reshape(self.n_equations, -1)).reshape(len(dep), size, size)
+
+
+def _resolver_residual(resolver: LoopResolver, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Φ, Φ_θ) of `resolver`'s loops at joint angles θ (`LoopResolver.terms`): the residual of the Newton
+    kernel's Python form (the other loop arguments are unused)."""
+    phi, jac, _ = resolver.terms(theta)
+    return phi, jac
+
+
+_PYTHON_SOLVE: list = []   # the Newton kernel's Python form over `_resolver_residual` (made on first use)
+
+
+def _python_solve():
+    if not _PYTHON_SOLVE:
+        _PYTHON_SOLVE.append(newton_solve_twin(_resolver_residual))
+    return _PYTHON_SOLVE[0]
 
 
 def loop_condition(model, q, t: float = 0.0) -> float:

@@ -311,6 +311,28 @@ def _per_loop_terms(model, loops, kin: TreeKinematics, jacobian: bool, rates: bo
     return phi, jac, bias
 
 
+def joint_layout_tree(model) -> tuple[np.ndarray, np.ndarray] | None:
+    """(meta, body) of the packed tree over the loop kernels' joint layout (joint j at index base_v + j, in q as
+    in v), or None where the model has none (multi-DOF joints other than a root free base). A fixed base: the
+    model's tree. A root free base over 1-DOF joints: the tree over x[1:], the base a prismatic joint of zero axis
+    at the identity, so the loop rows are evaluated with the base at the identity and at rest, as
+    `LoopResolver.terms` evaluates them (loop equations are invariant under a rigid motion of the whole tree)."""
+    if not model.base_nq:
+        return model.tree_pack
+    if not (model.floating_base and model.base_nq == 7 and model.base_nv == 6 and model.bodies[0].joint_type == "free"
+            and not model.bodies[0].joint
+            and all(b.joint_type in ("revolute", "prismatic") for b in model.bodies[1:])):
+        return None
+    from dataclasses import replace
+
+    from biobullet.model.tree import pack_tree
+    base = replace(model.bodies[0], joint_type="prismatic", axis=np.zeros(3), rotation=np.eye(3),
+                   translation=np.zeros(3), nv=1, motion_subspace=np.zeros((6, 1)))
+    meta, body = pack_tree((base, *model.bodies[1:]))
+    meta[1:, 2] -= 1   # q indices into x[1:]; tangent indices unchanged
+    return np.ascontiguousarray(meta), np.ascontiguousarray(body)
+
+
 def loop_supports(model, loop: Loop) -> set[int]:
     """Indices (tree order) of the movable joints whose motion can change the loop's equations (paths to root)."""
     joints: set[int] = set()

@@ -2,10 +2,13 @@
 compiled call, warm-started from the data workspace (`pipeline.data.LoopWarm`), and the Newton constants the
 generic resolver (`constraints.implicit.LoopResolver`) shares.
 
-The same algorithm as `LoopResolver._newton` / `_finish` / `resolve` without their fallbacks: the kernel declines
-(status 1, θ_dep restored, the warm start unchanged) wherever the generic resolver would continue, backtrack or
-raise (a large input change needing continuation, a Newton step that does not contract, an ill-conditioned loop),
-and the caller hands that state to the generic path.
+The Newton solve itself is `_newton_solve_py`, written once: the loop stage calls it compiled (inlined), and the
+generic resolver (`LoopResolver.solve`) calls it compiled, or as its Python form with the resolver's own residual
+for loop types without compiled rows; what stays Python there is policy around the one call (prediction,
+continuation in substeps, the choice of the declared initial solution, error messages). The loop stage declines
+(status 1, θ_dep restored, the warm start unchanged) wherever the generic resolver would continue or raise (a large
+input change needing continuation, no convergence, an ill-conditioned loop), and the caller hands that state to
+the generic path.
 """
 from __future__ import annotations
 
@@ -17,6 +20,13 @@ NEWTON_MAX_ITERATIONS = 50
 STEP_TOLERANCE = 1e-13   # rad (or m): a Newton step this small has converged to round-off
 CONTINUATION_STEP = 0.1  # rad (or m): input change above which the first Newton step is checked (continuation)
 KANTOROVICH = 0.25       # cond₁(Φ_dep)·‖first Newton step‖₁ above which a large input change uses continuation
+#: longest Newton step (rad or m, ∞-norm): a step beyond it is shortened (damping; converging steps are far below)
+NEWTON_STEP_LIMIT = 0.5
+#: Newton stops when a dependent coordinate moves farther than this from the prediction (rad or m): a solution
+#: that far away is another branch (or none), not the continuation of this one
+NEWTON_REACH = float(np.pi)
+#: `_newton_solve_py` statuses: solved, or why it stopped
+CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
 
 
 def _lu_solve_py(a, b):
@@ -81,13 +91,127 @@ def _dependent_part_py(inverse, jk, known_values, extra):
     return out
 
 
+def _loop_residual_py(rows, k, meta, body, theta):
+    """(Φ, Φ_θ) of loop set k of `rows` at the joint layout theta (positions only: tree kinematics, then rows)."""
+    rot, pos, sub, _, _ = _KIN(meta, body, theta, np.zeros(0), theta.shape[0], bool(False))
+    no_motion = np.zeros((1, 6))
+    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
+    return phi, jac
+
+
+def _newton_solve_py(loop, theta, guess, loose, guard_condition):
+    """The loop Newton solve, written once (the pipeline's loop stage and the generic resolver both run it):
+    θ_dep = `guess` into theta, then damped Newton on Φ(θ) = 0 (`_RESIDUAL(*loop[:4], theta)`; a step is at most
+    NEWTON_STEP_LIMIT long, then halved until |Φ| decreases) and, converged, the factor Φ_dep⁻¹, its 1-norm
+    condition, one last correction with it and the 2π wrapping of revolute dependents onto the prediction's branch.
+    `loop` = (rows, k, meta, body, dep (joint-layout indices), revolute (1.0 per wrapped dependent), tolerance):
+    one loop set. `loose` ≥ 0: residual accepted at once (an integration's tolerance), else −1. `guard_condition`
+    ≥ 0: the Kantorovich test of a large input change — status GUARD when cond₁ · ‖first step‖₁ exceeds
+    KANTOROVICH (or the first step is singular). Returns (status, iterations, |Φ|, Φ_θ, Φ_dep⁻¹, cond₁):
+    status CONVERGED (θ_dep solved; cond₁ = ∞ and Φ_dep⁻¹ NaN where the factor is singular), or GUARD, SINGULAR,
+    ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH (θ_dep where it stopped; the caller decides)."""
+    rows, k, meta, body, dep, revolute, tolerance = loop
+    nd = dep.shape[0]
+    for i in range(nd):
+        theta[dep[i]] = guess[i]
+    phi, jac = _RESIDUAL(rows, k, meta, body, theta)
+    norm = np.sqrt(np.sum(phi * phi))
+    # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
+    step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
+    guard = guard_condition >= 0.0
+    a = np.empty((nd, nd))
+    rhs = np.empty((nd, 1))
+    base = np.empty(nd)
+    status, iterations = ITERATION_LIMIT, 0
+    for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
+        if norm <= tolerance and step_norm <= 1e-7:
+            break   # quadratic convergence: the error left is ~ step², below round-off
+        if loose >= 0.0 and norm <= loose:
+            break   # integration tolerance: the last correction below takes the error to O(|Φ|²)
+        for i in range(nd):
+            for j in range(nd):
+                a[i, j] = jac[i, dep[j]]
+            rhs[i, 0] = phi[i]
+        step, ok = _lu_solve(a, rhs)
+        total, step_max = 0.0, 0.0
+        for i in range(nd):
+            total += abs(step[i, 0])
+            step_max = max(step_max, abs(step[i, 0]))
+        if not ok or not np.isfinite(total):
+            status = GUARD if guard else SINGULAR
+            break
+        if guard and not guard_condition * total <= KANTOROVICH:
+            status = GUARD
+            break
+        guard = False
+        if step_max == 0.0:   # |Φ| above tolerance but a zero step: a joint 1e6 m out makes Φ round off
+            status = ZERO_STEP
+            break
+        scale = min(1.0, NEWTON_STEP_LIMIT / step_max)
+        for i in range(nd):
+            base[i] = theta[dep[i]]
+        while True:   # backtracking keeps Newton from jumping branches far from the solution
+            for i in range(nd):
+                theta[dep[i]] = base[i] - scale * step[i, 0]
+            phi_new, jac_new = _RESIDUAL(rows, k, meta, body, theta)
+            norm_new = np.sqrt(np.sum(phi_new * phi_new))
+            if norm_new < norm or scale < 1e-3 or norm_new <= tolerance:
+                break
+            scale *= 0.5
+        if not (norm_new < norm or norm_new <= tolerance):
+            for i in range(nd):   # no descent along the Newton direction: stop where |Φ| was smallest
+                theta[dep[i]] = base[i]
+            status = NO_DESCENT
+            break
+        reach = 0.0
+        for i in range(nd):
+            reach = max(reach, abs(theta[dep[i]] - guess[i]))
+        if reach > NEWTON_REACH:
+            status = LEFT_REACH
+            break
+        phi, jac, norm = phi_new, jac_new, norm_new
+        step_norm = scale * step_max
+        if step_norm <= STEP_TOLERANCE:
+            break
+    inverse = np.full((nd, nd), np.nan)
+    condition = np.inf
+    if not (norm <= tolerance or (loose >= 0.0 and norm <= loose)):
+        return status, iterations, norm, jac, inverse, condition
+    for i in range(nd):
+        for j in range(nd):
+            a[i, j] = jac[i, dep[j]]
+    solved, ok = _lu_solve(a, np.eye(nd))
+    if ok:
+        col_a, col_i = 0.0, 0.0
+        for j in range(nd):
+            sa, si = 0.0, 0.0
+            for i in range(nd):
+                sa += abs(a[i, j])
+                si += abs(solved[i, j])
+            col_a, col_i = max(col_a, sa), max(col_i, si)
+        if np.isfinite(col_a * col_i):
+            inverse, condition = solved, col_a * col_i
+    if condition < np.inf:
+        # the last correction with this factor (no new evaluation): the residual is already at round-off, the
+        # correction takes the error from O(|Φ|) to O(|Φ|²)
+        for i in range(nd):
+            s = 0.0
+            for j in range(nd):
+                s += inverse[i, j] * phi[j]
+            theta[dep[i]] -= s
+    for i in range(nd):   # angle wrapping: stay on the 2π-branch of the prediction (continuous joints)
+        if revolute[i] != 0.0:
+            theta[dep[i]] -= 2 * np.pi * np.round((theta[dep[i]] - guess[i]) / (2 * np.pi))
+    return CONVERGED, iterations, norm, jac, inverse, condition
+
+
 def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
     theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
-    Newton from the second-order prediction of the warm start `warm` (`pipeline.data.LoopWarm`, entry k), with the
-    generic resolver's convergence tests, Kantorovich guard at input changes above CONTINUATION_STEP, last
-    correction and 2π wrapping. 0, and the warm start moved to the new solution; or 1 (θ_dep restored, the warm
-    start unchanged) where the generic path must decide."""
+    the Newton solve (`_newton_solve_py`) from the second-order prediction of the warm start `warm`
+    (`pipeline.data.LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
+    warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
+    resolver must decide (continuation, the declared initial solution, an error naming the loop)."""
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     s0 = loops.sensitivity_start[k]
@@ -97,8 +221,6 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
         return 1
     meta, body, n_tangent, rows = loops.meta, loops.body, rate.shape[0], loops.rows
     tolerance, loose, warm_condition = loops.tolerance[k], warm.loose[k], warm.condition[k]
-    no_rates = np.zeros(0)
-    no_motion = np.zeros((1, 6))
     saved = np.empty(nd)
     for i in range(nd):
         saved[i] = theta[dep[i]]
@@ -128,74 +250,13 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
-    for i in range(nd):
-        theta[dep[i]] = guess[i]
-    rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
-    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
-    norm = np.sqrt(np.sum(phi * phi))
-    step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
-    a = np.empty((nd, nd))
-    rhs = np.empty((nd, 1))
-    converged = False
-    for _ in range(NEWTON_MAX_ITERATIONS):
-        if (norm <= tolerance and step_norm <= 1e-7) or (loose >= 0.0 and norm <= loose):
-            converged = True
-            break
-        for i in range(nd):
-            for j in range(nd):
-                a[i, j] = jac[i, dep[j]]
-            rhs[i, 0] = phi[i]
-        step, ok = _lu_solve(a, rhs)
-        total = 0.0
-        for i in range(nd):
-            total += abs(step[i, 0])
-        if not ok or not np.isfinite(total) or (guard and not warm_condition * total <= KANTOROVICH):
-            break
-        guard = False
-        biggest = 0.0
-        for i in range(nd):
-            theta[dep[i]] -= step[i, 0]
-            biggest = max(biggest, abs(step[i, 0]))
-        rot, pos, sub, _, _ = _KIN(meta, body, theta, no_rates, n_tangent, bool(False))
-        phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
-        norm_new = np.sqrt(np.sum(phi * phi))
-        if not (norm_new < norm or norm_new <= tolerance):
-            break
-        norm = norm_new
-        step_norm = biggest
-        if step_norm <= STEP_TOLERANCE:
-            converged = True
-            break
-    inverse = np.empty((nd, nd))
-    condition = np.inf
-    if converged:   # _finish: factor, 1-norm condition
-        for i in range(nd):
-            for j in range(nd):
-                a[i, j] = jac[i, dep[j]]
-        inverse, ok = _lu_solve(a, np.eye(nd))
-        if ok:
-            col_a, col_i = 0.0, 0.0
-            for j in range(nd):
-                sa, si = 0.0, 0.0
-                for i in range(nd):
-                    sa += abs(a[i, j])
-                    si += abs(inverse[i, j])
-                col_a, col_i = max(col_a, sa), max(col_i, si)
-            condition = col_a * col_i
-    if not (np.isfinite(condition) and condition < loops.condition_limit):
+    status, _, _, jac, inverse, condition = _NEWTON_SOLVE(
+        (rows, k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
+        warm_condition if guard else -1.0)
+    if status != CONVERGED or not condition < loops.condition_limit:
         for i in range(nd):
             theta[dep[i]] = saved[i]
         return 1
-    # the last correction with this factor, angle wrapping
-    for i in range(nd):
-        s = 0.0
-        for j in range(nd):
-            s += inverse[i, j] * phi[j]
-        theta[dep[i]] -= s
-    for i in range(nd):
-        if loops.revolute[d0 + i] != 0.0:
-            wraps = np.round((theta[dep[i]] - guess[i]) / (2 * np.pi))
-            theta[dep[i]] -= 2 * np.pi * wraps
     # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     jk = np.empty((nd, nk))
     for i in range(nd):
@@ -245,15 +306,35 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
 _lu_solve, _dependent_part = _lu_solve_py, _dependent_part_py   # rebound to compiled twins by `newton_kernel`
 
 
-def newton_kernel():
-    """The compiled `_loop_newton_py` (inlined into the pipeline's joint-state stage; cached with it), or None."""
+def _solve_bindings() -> dict | None:
+    """The compiled callees of `_newton_solve_py` (its residual inlined over the loop kernels), or None."""
     from biobullet.constraints.loop_kernels import loop_kernels
     kernels = loop_kernels()
     solve = lu_solve_kernel()
     if kernels is None or solve is None:
         return None
-    return jit.compiled(_loop_newton_py, bind={"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve": solve,
+    return {"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve": solve, "_RESIDUAL": _loop_residual_py}
+
+
+def newton_kernel():
+    """The compiled `_loop_newton_py` (inlined into the pipeline's joint-state stage; cached with it), or None."""
+    callees = _solve_bindings()
+    if callees is None:
+        return None
+    return jit.compiled(_loop_newton_py, bind={**callees, "_NEWTON_SOLVE": _newton_solve_py,
                                                "_dependent_part": _dependent_part_py}, inline=True)
+
+
+def newton_solve_kernel():
+    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows), or None."""
+    callees = _solve_bindings()
+    return None if callees is None else jit.compiled(_newton_solve_py, bind=callees)
+
+
+def newton_solve_twin(residual):
+    """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)`: the generic
+    resolver's solve where the loop rows are not compiled (a plug-in loop type, or numba switched off)."""
+    return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve": _lu_solve_py})
 
 
 def lu_solve_kernel():

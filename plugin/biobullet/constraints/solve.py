@@ -11,15 +11,15 @@ through this module; there is no other KKT solve in the library.
 Two methods, one set of equations:
 
 * range space (Schur complement): M = L Lᵀ by Cholesky, then (Φ_x M⁻¹ Φ_xᵀ) λ = a* − Φ_x M⁻¹(τ − h) by a second
-  Cholesky — `constrained_acceleration` (numpy, with rank diagnostics and a least-squares fallback for redundant
-  rows or a singular M) and its compiled twin `schur_kernel` (numba; one call, status codes instead of errors);
+  Cholesky — the kernel `_schur_kernel_py` (one call, status codes instead of errors; `schur_kernel` compiled,
+  `schur_solve` compiled on first call or its Python form), and around it `constrained_acceleration` (rank
+  diagnostics, errors, a least-squares fallback for redundant rows or a singular M where the kernel declines);
 * null space, for constant rows Φ = A x − c of full row rank (linear joint functions): ẍ = T y + P a* with
   A T = 0, A P = I, (TᵀMT) y = Tᵀ(τ − h − M P a*) — `null_space_kernel` (compiled) with the constants from
   `null_space_basis`. Better conditioned than the KKT matrix when some links carry (almost) no mass.
 
 Pure-Python twins have the suffix `_py` and are what numba compiles (`core.jit.compiled`,
-the library's one jit helper); with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python, and
-`schur_kernel`'s callers use `constrained_acceleration`.
+the library's one jit helper); with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python.
 """
 from __future__ import annotations
 
@@ -138,38 +138,32 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     """(ẍ, λ) of M ẍ + h = τ + Φ_xᵀλ, Φ_x ẍ = target (see the module docstring; target from `Corrector.target`).
 
     mass (n × n), bias h (n), tau (n or None = 0), jac Φ_x (m × n), target a* (m). Range-space method with two
-    Cholesky factorizations. redundant: "raise" → SolverError naming the rows (`names`) and the state (x, xd, t)
+    Cholesky factorizations, the Schur kernel (`schur_solve`: compiled, or its Python form); where it declines
+    (M not positive definite, a suspicious Schur pivot), Python decides. redundant: "raise" → SolverError naming the rows (`names`) and the state (x, xd, t)
     for dependent rows; "least_squares" → the minimum-norm solution of the full KKT system (also used when M is
     singular), for callers that tolerate redundant rows (PyBullet's massless links, doubled loop equations).
     """
-    from scipy.linalg.lapack import dpotrf, dpotrs
-    rhs_dyn = -np.asarray(bias, float) if tau is None else np.asarray(tau, float) - bias
-    n, m = len(rhs_dyn), len(jac)
-    factor, info = dpotrf(mass, lower=1, clean=1)
-    if info != 0:
-        if redundant == "least_squares":
-            return _least_squares(mass, jac, rhs_dyn, target)
-        mass_factor(mass, x, t)   # raises with the message
-    if m == 0:
-        return dpotrs(factor, rhs_dyn, lower=1)[0], np.zeros(0)
-    stacked = np.empty((n, m + 1))
-    stacked[:, :m] = jac.T
-    stacked[:, m] = rhs_dyn
-    both = dpotrs(factor, stacked, lower=1)[0]
-    minv_jt, free = both[:, :m], both[:, m]
-    schur = jac @ minv_jt
-    rhs_lam = np.asarray(target, float) - jac @ free
-    schur_factor, info = dpotrf(schur, lower=1, clean=1)
-    if info == 0:
-        pivots = schur_factor.diagonal()
-        if (pivots * pivots > PIVOT_CHECK * schur.diagonal()).all():
-            lam = dpotrs(schur_factor, rhs_lam, lower=1)[0]
-            return free + minv_jt @ lam, lam
-    if redundant == "least_squares":
+    mass, bias, jac, target = (np.asarray(a, float) for a in (mass, bias, jac, target))
+    tau = None if tau is None else np.asarray(tau, float)
+    n, m = len(bias), len(jac)
+    xdd, lam = np.empty(n), np.empty(m)
+    # the Schur kernel forms a* = −bias − kd Φ̇ − kp Φ: here the rows' bias is −a* and the gains zero
+    rows = ConstraintRows(jac, np.zeros(m), _NO_VALUES, False, -target, 0.0, 0.0)
+    status = schur_solve(mass, bias, _NO_VALUES if tau is None else tau, tau is not None, rows, np.zeros(n),
+                         PIVOT_CHECK, xdd, lam)
+    if status == 0:
+        return xdd, lam
+    rhs_dyn = -bias if tau is None else tau - bias
+    if redundant == "least_squares":   # M singular, or redundant rows: the minimum-norm KKT solution
         return _least_squares(mass, jac, rhs_dyn, target)
+    factor = mass_factor(mass, x, t)   # raises where M is not positive definite (status 1)
     check_rank(jac, names, x, t, xd)   # raises for dependent rows; else full rank but badly conditioned: LU
-    lam = np.linalg.solve(schur, rhs_lam)
+    minv_jt, free = factor_solve(factor, jac.T), factor_solve(factor, rhs_dyn)
+    lam = np.linalg.solve(jac @ minv_jt, target - jac @ free)
     return free + minv_jt @ lam, lam
+
+
+_NO_VALUES = np.zeros(0)
 
 
 def _least_squares(mass, jac, rhs_dyn, target) -> tuple[np.ndarray, np.ndarray]:
@@ -231,8 +225,8 @@ class ConstraintRows(NamedTuple):
 
 def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
     """Range-space solve in one compiled call, a* = −bias − kd(Φ_x ẋ + Φ_t) − kp Φ formed inside; writes ẍ, λ.
-    Status 0 = solved; 1 = M not positive definite; 2 = a suspicious Schur pivot (the numpy path then decides,
-    with its rank check and messages); 3 = non-finite result."""
+    Status 0 = solved; 1 = M not positive definite; 2 = a suspicious Schur pivot (`constrained_acceleration` then
+    decides, with its rank check and messages); 3 = non-finite result."""
     jac, bias, phi, phi_t, has_phi_t, kp, kd = (rows.jac, rows.bias, rows.phi, rows.phi_t, rows.has_phi_t,
                                                  rows.kp, rows.kd)
     n, m = mass.shape[0], jac.shape[0]
@@ -385,7 +379,7 @@ _cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
 
 
 def schur_kernel():
-    """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `constrained_acceleration`)."""
+    """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `schur_solve`)."""
     factor, solve = cholesky_kernels()
     if factor is None or solve is None:
         return None

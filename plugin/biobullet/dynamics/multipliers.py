@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.constraints.equations import constraint_set
-from biobullet.constraints.solve import (PIVOT_CHECK, ConstraintRows, Corrector, check_rank, state_text,
-                                         constrained_acceleration, factor_solve, mass_factor, schur_kernel)
+from biobullet.constraints.solve import (Corrector, check_rank, constrained_acceleration, factor_solve, mass_factor,
+                                         state_text)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
@@ -38,21 +38,9 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     else:   # loops only (no Φ_t): the loop rows directly, without the generic stacking
         phi, jac, bias = loop_terms(model, cset.loops, x, xd)
         phi_t = None
-    kernel = schur_kernel()
-    if kernel is not None:   # compiled hot path; the numpy path below decides (and raises) when it declines
-        xdd, lam = np.empty(len(xd)), np.empty(cset.n)
-        rows = ConstraintRows(jac, phi, _NO_TAU if phi_t is None else np.asarray(phi_t, dtype=float),
-                              phi_t is not None, bias, corrector.kp, corrector.kd)
-        status = kernel(mass, h, _NO_TAU if tau is None else np.asarray(tau, dtype=float), tau is not None, rows,
-                        xd, PIVOT_CHECK, xdd, lam)
-        if status == 0:
-            return xdd, lam
     phi_dot = jac @ xd if phi_t is None else jac @ xd + phi_t
     return constrained_acceleration(mass, h, tau, jac, corrector.target(phi, phi_dot, bias), names=cset.names,
                                     x=x, xd=xd, t=t)
-
-
-_NO_TAU = np.zeros(0)
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

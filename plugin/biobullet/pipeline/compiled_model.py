@@ -31,6 +31,7 @@ import numpy as np
 
 from biobullet.algorithms import compiled_kernels
 from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
+from biobullet.constraints.loops import joint_layout_tree
 
 COMPILED_STATE, CALLBACK_STATE = 0, 1
 DENSE, SPARSE, PROJECTED = 0, 1, 2
@@ -132,21 +133,6 @@ def _identity_solver(parents: np.ndarray) -> int:
     return SPARSE if n and ordered and float(np.sum(depth ** 2)) <= n ** 3 / 12.0 else DENSE
 
 
-def _held_base_tree(model) -> tuple[np.ndarray, np.ndarray]:
-    """(meta, body) of the packed tree for the loop kernels on a root-free-base model, over the joint layout
-    x[1:] (joint j at 6 + j): the base becomes a prismatic joint of zero axis at the identity, so the loop rows are
-    evaluated with the base at the identity and at rest, as `LoopResolver.terms` evaluates them (loop equations
-    are invariant under a rigid motion of the whole tree)."""
-    from dataclasses import replace
-
-    from biobullet.model.tree import pack_tree
-    base = replace(model.bodies[0], joint_type="prismatic", axis=np.zeros(3), rotation=np.eye(3),
-                   translation=np.zeros(3), nv=1, motion_subspace=np.zeros((6, 1)))
-    meta, body = pack_tree((base, *model.bodies[1:]))
-    meta[1:, 2] -= 1   # q indices into x[1:]; tangent indices unchanged
-    return meta, body
-
-
 def _loop_resolvers(model) -> list | None:
     """The map's loop resolvers when the loop stage can solve them (every loop type with compiled rows, a fixed
     base or a root free base over 1-DOF joints), else None."""
@@ -159,9 +145,7 @@ def _loop_resolvers(model) -> list | None:
     resolvers = [r for r in cmap.resolvers if type(r) is LoopResolver]
     if not resolvers or any(r.kernel_rows is None for r in resolvers) or not model.bodies:
         return None
-    if model.base_nq and not (model.floating_base and model.base_nq == 7 and model.base_nv == 6
-                              and model.bodies[0].joint_type == "free" and not model.bodies[0].joint
-                              and all(b.joint_type in ("revolute", "prismatic") for b in model.bodies[1:])):
+    if joint_layout_tree(model) is None:
         return None
     if model.n_tangent != cmap.n_joints + model.base_nv or model.nq != len(cmap.independent) + model.base_nq:
         return None
@@ -198,7 +182,7 @@ def pack_loop_table(model, ancestry: np.ndarray) -> tuple[LoopTable, tuple] | No
     def joined(parts, dtype=float) -> np.ndarray:
         return np.ascontiguousarray(np.concatenate(parts).astype(dtype))
 
-    meta, body = _held_base_tree(model) if model.base_nq else model.tree_pack
+    meta, body = joint_layout_tree(model)
     loops = LoopTable(
         np.array(stages, dtype=np.int64).reshape(-1, 3), starts(len(r.outputs) for r in resolvers),
         joined([np.asarray(r.outputs, dtype=np.int64) + base_v for r in resolvers], np.int64),
