@@ -248,14 +248,16 @@ ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 
 
-def function_address(function: Callable, signature: str, *, bind: Bindings = None) -> int | None:
+def function_address(function: Callable, signature, *, bind: Bindings = None,
+                     error_model: str = "python") -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
     process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
     `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
-    exception): report failure through its return value."""
+    exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
+    give inf or NaN instead of raising. `signature` may also be a numba Signature (`kernel_signature`)."""
     if not ENABLED:
         return None
     key = (function, signature)
@@ -266,15 +268,34 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
             bound_kernels = _bind_callees(function, bind)
             target = _with_globals(function, bound_kernels)
             if bound_kernels:
-                _drop_stale_cache(target, _source_digest(function, bound_kernels) + signature)
+                _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            entry = numba.cfunc(signature, cache=True)(target)
+            entry = numba.cfunc(signature, cache=True, error_model=error_model)(target)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         _ADDRESSES[key] = entry
     return int(entry.address) if entry else None
+
+
+def kernel_signature(result: str, *arguments: Any, readonly: tuple[int, ...] = ()):
+    """The numba signature `result(*types)` of a kernel reached by address (`function_address`,
+    `address_caller`) whose arguments are typed like `arguments` (values, or numba types), with every top-level
+    array argument typed as of any layout, and read-only at the positions `readonly`: callers may then pass
+    contiguous or strided, writable or read-only arrays (numba converts at the call). None without numba."""
+    if not ENABLED:
+        return None
+    import numba
+    from numba.core import types
+
+    typed = []
+    for position, argument in enumerate(arguments):
+        kind = argument if isinstance(argument, types.Type) else numba.typeof(argument)
+        if isinstance(kind, types.Array):
+            kind = types.Array(kind.dtype, kind.ndim, "A", readonly=position in readonly)
+        typed.append(kind)
+    return getattr(types, result)(*typed)
 
 
 def address_caller(signature: str):
@@ -343,7 +364,8 @@ def compile_clock():
 
 def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: Callable[[], Callable]) -> None:
     """Inside compiled kernels, a call of the Python function `function` runs `when_empty` when its first argument
-    is the empty tuple and `when_not()` (a factory, called when numba types such a call) otherwise
+    is the empty tuple and `when_not(*types)` (a factory, called with the call's numba argument types when numba
+    types such a call) otherwise
     (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
     the calling kernels compile; without numba nothing happens (`function` itself serves)."""
     if not ENABLED:
@@ -352,10 +374,10 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     from numba.extending import overload
 
     def choose(first, *rest):
-        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not()
+        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not(first, *rest)
     choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
     overload(function)(choose)
 
 
 __all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "lazy", "overload_on_empty_tuple", "twin"]
+           "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]
