@@ -467,8 +467,9 @@ def _activation_rates_py(table, activations, excitations, out):
         out[m] = _activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
 
 
-_equilibria = jit.lazy(_equilibria_py, bind=lambda: {
-    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=_equilibrium_bindings) or _equilibrium_py})
+_equilibria = jit.lazy(_equilibria_py, bind=lambda: {   # (numpy's error model: the curves the muscle stage uses)
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=_equilibrium_bindings) or _equilibrium_py},
+    error_model="numpy")
 _activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
     "_activation_rate_py": jit.compiled(_activation_rate_py) or _activation_rate_py})
 

@@ -767,23 +767,23 @@ def wrap_address(arrays: PathArrays) -> int:
     """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
     from numba's cache, once per process); 0 without wraps or numba."""
     if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
-        kernels = _wrap_kernels()
-        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays), error_model="numpy", bind={
-            "_muscle_length_py": kernels["_muscle_length_py"], "_surface_placement_py": _surface_placement_py,
-            "_add_wrench_py": _add_wrench_py})
+        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays), error_model="numpy",
+                                       bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
+                                                     "_add_wrench_py": _add_wrench_py})
         arrays.wrap_address[0] = address or 0
     return int(arrays.wrap_address[0])
 
 
 def path_gradients_kernel(arrays: PathArrays):
     """The compiled `_path_gradients_py` (its wrapped paths called by address: `wrap_address`) for path arrays like
-    `arrays`, or the function itself without numba."""
+    `arrays`, or the function itself without numba. numpy's error model, as the muscle stage that calls it: a
+    division by zero gives a non-finite length, which the callers check."""
     signature = wrapped_signature(arrays)
     caller = jit.address_caller(signature) if signature is not None else None
     if caller is None:
         return _path_gradients_py
-    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller})
-    return jit.compiled(_path_gradients_py, bind={
+    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller}, error_model="numpy")
+    return jit.compiled(_path_gradients_py, error_model="numpy", bind={
         "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,
         "_point_local_py": _point_local_py, "_location_value_py": _location_value_py, "_add_wrench_py": _add_wrench_py,
         "_world_derivative_py": _world_derivative_py}) or _path_gradients_py
@@ -792,7 +792,7 @@ def path_gradients_kernel(arrays: PathArrays):
 _directional = jit.lazy(_directional_py, bind=lambda: {
     "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
     "_location_value_py": _location_value_py, "_surface_placement_py": _surface_placement_py,
-    "_world_derivative_py": _world_derivative_py})
+    "_world_derivative_py": _world_derivative_py}, error_model="numpy")   # (the wrap kernels of `wrap_address`)
 
 
 def gradient_buffers(paths: MusclePaths) -> PathGradient:
@@ -888,7 +888,4 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "path_gradients",
            "wrapped_directional_derivatives",
-           "path_lengths", "moment_arms"]
-
-
-__all__ += ["path_gradients_kernel", "wrap_address", "wrapped_signature"]
+           "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address", "wrapped_signature"]
