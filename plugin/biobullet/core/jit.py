@@ -64,6 +64,8 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
         digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
+        # a compiled callee's error model is in its machine code too
+        digest.update(str(getattr(bound[name], "targetoptions", {}).get("error_model", "")).encode())
     return digest.hexdigest()
 
 
