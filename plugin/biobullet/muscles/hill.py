@@ -24,8 +24,8 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import (_bezier_point_py, _bezier_slope_py, _bezier_value_py, bezier_bindings,
-                                     millard_curves)
+from biobullet.muscles.bezier import (_bezier_point_py, _bezier_slope_py, _bezier_value_py, _newton_in_bracket_py,
+                                     bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
 DEGROOTE, MILLARD, THELEN = 0, 1, 2
@@ -251,15 +251,9 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
         g = afl * _bezier_point_py(curves, yk, u) + damping * _bezier_point_py(curves, xk, u) + offset
         if g == 0.0:
             break
-        if g > 0.0:
-            high = u
-        else:
-            low = u
         slope = afl * _bezier_slope_py(curves, yk, u) + damping * _bezier_slope_py(curves, xk, u)
-        step = u - g / slope if slope > 0.0 else -1.0
-        if not (low < step < high):
-            step = 0.5 * (low + high)
-        if step == u or not (low < step < high) or high - low <= 4.0 * 2.220446049250313e-16 * max(high, 1e-300):
+        low, high, step = _newton_in_bracket_py(u, g, slope, low, high)
+        if step != step:
             break
         u = step
     return _bezier_point_py(curves, xk, u)
