@@ -52,7 +52,7 @@ def _without_muscles(name: str, folder: Path) -> str:
         for element in list(objects):
             if element.tag.endswith("Muscle"):
                 objects.remove(element)
-    return write_text(str(folder / f"{name}_skeleton.osim"), ET.tostring(root, encoding="unicode"))
+    return str(write_text(str(folder / f"{name}_skeleton.osim"), ET.tostring(root, encoding="unicode")))
 
 
 def _opensim(path: str, q: np.ndarray, v: np.ndarray, names: list[str]):
