@@ -14,7 +14,7 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.api import moment_arms, muscle_set
 from biobullet.muscles.dynamics import MuscleRun, evaluate_stage, tendon_energies
-from muscle_models import EVALUATED, arm26_with, load_quietly
+from muscle_models import ARM26, EVALUATED, arm26_with, load_quietly
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +113,25 @@ def test_bridge_converges_to_the_engine_at_first_order(arm):
         muscles = bridge.set_excitations(BRA=0.7)
         bridge.step()
         assert muscles.state[EVALUATED.index("BRA")] > 0.05   # activation rises toward the excitation
+
+
+def test_millard_inverse_force_velocity_inverts_the_curve():
+    """Millard's fiber velocity (solved in the Bézier parameter) against the forward force–velocity curve (solved in
+    x): a f_V(ṽ) + f_PE + β ṽ at a known ṽ gives back ṽ to round-off, with and without fiber damping; a force
+    beyond the curve's range gives its end (ṽ = ∓1)."""
+    from biobullet.muscles.osim import load_osim_muscles
+    parameters = load_osim_muscles(ARM26.parent / "Tug_of_War_Millard.osim").muscles[0].parameters
+    curves = hill.curve_parameters("millard2012", parameters)
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for damping in (0.0, 0.1):
+        vector = hill.muscle_vector("millard2012", parameters)
+        vector[hill.DAMPING] = damping
+        for velocity in np.concatenate([rng.uniform(-1.0, 1.0, 40), [-0.95, -0.9, 0.0, 0.9, 0.95]]):
+            afl, passive = rng.uniform(0.05, 1.0), rng.uniform(0.0, 0.5)
+            force = afl * hill.force_velocity(hill.MILLARD, curves, velocity) + passive + damping * velocity
+            found = hill.fiber_velocity(hill.MILLARD, curves, vector, 1.0, afl, passive, 1.0, force)
+            worst = max(worst, abs(found - velocity))
+        assert hill.fiber_velocity(hill.MILLARD, curves, vector, 1.0, 0.5, 0.1, 1.0, 0.0) == -1.0
+        assert hill.fiber_velocity(hill.MILLARD, curves, vector, 1.0, 0.5, 0.1, 1.0, 5.0) == 1.0
+    assert worst <= 1e-12, worst

@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
-_COMPILED: dict[Any, Any] = {}   # (Python function, inline, variant) → its compiled twin (False: did not compile)
+_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model) → its compiled twin (False: did not compile)
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
@@ -64,6 +64,8 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
         digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
+        # a compiled callee's error model is in its machine code too
+        digest.update(str(getattr(bound[name], "targetoptions", {}).get("error_model", "")).encode())
     return digest.hexdigest()
 
 
@@ -176,24 +178,40 @@ def twin(function: Callable, bind: Bindings = None) -> Callable:
     return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
 
 
-def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = ""):
+#: the error model `compiled` compiles with: "python" (a float division by zero raises ZeroDivisionError), or
+#: "numpy" (it gives inf or NaN) for the callees of a kernel reached by address (`function_address`), where an
+#: exception cannot propagate
+_ERROR_MODEL: list[str] = ["python"]
+
+
+def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
+             error_model: str | None = None):
     """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
-    is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing)."""
+    is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing). `error_model`
+    ("python" or "numpy"; default: the caller's, see `_ERROR_MODEL`) applies to the kernels `bind` compiles too."""
     if not ENABLED:
         return None
-    kernel = _COMPILED.get((function, inline, variant))   # an inlined twin is its own dispatcher
+    error_model = error_model or _ERROR_MODEL[-1]
+    kernel = _COMPILED.get((function, inline, variant, error_model))   # an inlined twin is its own dispatcher
     if kernel is None:
         try:
             import numba
-            bound_kernels = _bind_callees(function, bind)
+            _ERROR_MODEL.append(error_model)
+            try:
+                bound_kernels = _bind_callees(function, bind)
+            finally:
+                _ERROR_MODEL.pop()
+            name = variant or ("inlined" if inline else "")
+            if error_model != "python":   # its own cache files
+                name = f"{name}_{error_model}" if name else error_model
             # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
-            target = _with_globals(function, bound_kernels, variant or ("inlined" if inline else ""))
+            target = _with_globals(function, bound_kernels, name)
             digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
             if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
                 _drop_stale_cache(target, digest)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            options = {"cache": True, "nogil": True}
+            options = {"cache": True, "nogil": True, "error_model": error_model}
             if inline:
                 options["inline"] = "always"
             kernel = numba.njit(**options)(target)
@@ -201,11 +219,11 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
                 _INLINE_OWN[kernel] = frozenset(bound_kernels)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
-        _COMPILED[function, inline, variant] = kernel
+        _COMPILED[function, inline, variant, error_model] = kernel
     return kernel or None
 
 
-def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
+def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None = None) -> Callable:
     """A callable that compiles `function` on its first call (see `compiled`) and then always calls the compiled
     twin — or `function` itself when numba is unavailable. `.resolve()` gives what it dispatches to."""
     holder: list[Callable | None] = [None]
@@ -213,12 +231,12 @@ def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
     def dispatch(*args):
         target = holder[0]
         if target is None:
-            target = holder[0] = compiled(function, bind=bind) or function
+            target = holder[0] = compiled(function, bind=bind, error_model=error_model) or function
         return target(*args)
 
     def resolve() -> Callable:
         if holder[0] is None:
-            holder[0] = compiled(function, bind=bind) or function
+            holder[0] = compiled(function, bind=bind, error_model=error_model) or function
         return holder[0]
 
     dispatch.__name__ = function.__name__.removesuffix("_py").lstrip("_")
@@ -248,14 +266,16 @@ ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 
 
-def function_address(function: Callable, signature: str, *, bind: Bindings = None) -> int | None:
+def function_address(function: Callable, signature, *, bind: Bindings = None,
+                     error_model: str = "python") -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
     process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
     `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
-    exception): report failure through its return value."""
+    exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
+    give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it. `signature` may also be a numba Signature (`kernel_signature`)."""
     if not ENABLED:
         return None
     key = (function, signature)
@@ -263,18 +283,41 @@ def function_address(function: Callable, signature: str, *, bind: Bindings = Non
     if entry is None:
         try:
             import numba
-            bound_kernels = _bind_callees(function, bind)
+            _ERROR_MODEL.append(error_model)   # its callees compile with its error model
+            try:
+                bound_kernels = _bind_callees(function, bind)
+            finally:
+                _ERROR_MODEL.pop()
             target = _with_globals(function, bound_kernels)
             if bound_kernels:
-                _drop_stale_cache(target, _source_digest(function, bound_kernels) + signature)
+                _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            entry = numba.cfunc(signature, cache=True)(target)
+            entry = numba.cfunc(signature, cache=True, error_model=error_model)(target)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         _ADDRESSES[key] = entry
     return int(entry.address) if entry else None
+
+
+def kernel_signature(result: str, *arguments: Any, readonly: tuple[int, ...] = ()):
+    """The numba signature `result(*types)` of a kernel reached by address (`function_address`,
+    `address_caller`) whose arguments are typed like `arguments` (values, or numba types), with every top-level
+    array argument typed as of any layout, and read-only at the positions `readonly`: callers may then pass
+    contiguous or strided, writable or read-only arrays (numba converts at the call). None without numba."""
+    if not ENABLED:
+        return None
+    import numba
+    from numba.core import types
+
+    typed = []
+    for position, argument in enumerate(arguments):
+        kind = argument if isinstance(argument, types.Type) else numba.typeof(argument)
+        if isinstance(kind, types.Array):
+            kind = types.Array(kind.dtype, kind.ndim, "A", readonly=position in readonly)
+        typed.append(kind)
+    return getattr(types, result)(*typed)
 
 
 def address_caller(signature: str):
@@ -343,7 +386,8 @@ def compile_clock():
 
 def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: Callable[[], Callable]) -> None:
     """Inside compiled kernels, a call of the Python function `function` runs `when_empty` when its first argument
-    is the empty tuple and `when_not()` (a factory, called when numba types such a call) otherwise
+    is the empty tuple and `when_not(*types)` (a factory, called with the call's numba argument types when numba
+    types such a call) otherwise
     (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
     the calling kernels compile; without numba nothing happens (`function` itself serves)."""
     if not ENABLED:
@@ -352,10 +396,10 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     from numba.extending import overload
 
     def choose(first, *rest):
-        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not()
+        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not(first, *rest)
     choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
     overload(function)(choose)
 
 
 __all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "lazy", "overload_on_empty_tuple", "twin"]
+           "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]

@@ -201,23 +201,33 @@ def bezier_value_py(curves, which, x):
         f = _bezier_point_py(curves, start, u) - x
         if f == 0.0:
             break
-        if f > 0.0:
-            high = u
-        else:
-            low = u
-        slope = _bezier_slope_py(curves, start, u)
-        step = u - f / slope if slope > 0.0 else -1.0
-        if not (low < step < high):
-            step = 0.5 * (low + high)
-        if step == u or not (low < step < high) or high - low <= 4.0 * 2.220446049250313e-16 * max(high, 1e-300):
+        low, high, step = _newton_in_bracket_py(u, f, _bezier_slope_py(curves, start, u), low, high)
+        if step != step:
             break
         u = step
     return _bezier_point_py(curves, start + 6 * n, u)   # the segment's y control points
 
 
+def _newton_in_bracket_py(u, f, slope, low, high):
+    """One step of Newton's method on an increasing function with value f and slope at u inside its bracket:
+    (low, high) narrowed by the sign of f, and the next iterate — the Newton step, or the bisection when that
+    leaves the bracket — or NaN once the bracket has collapsed to adjacent doubles (converged)."""
+    if f > 0.0:
+        high = u
+    else:
+        low = u
+    step = u - f / slope if slope > 0.0 else -1.0
+    if not (low < step < high):
+        step = 0.5 * (low + high)
+    if step == u or not (low < step < high) or high - low <= 4.0 * 2.220446049250313e-16 * max(high, 1e-300):
+        step = math.nan
+    return low, high, step
+
+
 def bezier_bindings() -> dict:
     """The kernels `bezier_value_py` calls (for `core.jit.compiled`'s bind)."""
-    return {"_bezier_point_py": _bezier_point_py, "_bezier_slope_py": _bezier_slope_py}
+    return {"_bezier_point_py": _bezier_point_py, "_bezier_slope_py": _bezier_slope_py,
+            "_newton_in_bracket_py": _newton_in_bracket_py}
 
 
 __all__ = ["bezier_bindings", "corner", "scale_curviness", "active_force_length_curve", "force_velocity_curve",

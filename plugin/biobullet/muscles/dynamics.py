@@ -6,7 +6,7 @@ state choice for Thelen2003 and Millard2012Equilibrium (DeGroote's OpenSim state
 the fiber length is the same ODE in other coordinates). A rigid tendon has no fiber state. The run's state vector is
 (q, v, …, activations, fiber lengths, input work, dissipated energy).
 
-**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages.applied_forces_py`
+**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages._applied_forces_py`
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
@@ -41,10 +41,11 @@ from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOT
                                     MILLARD, PENNATION, THELEN, THELEN_TOE_FORCE, THELEN_TOE_SHAPE, V_MAX,
                                     MuscleTable, activation_rate_py, active_force_length_py, equilibrium_bindings,
                                     fiber_velocity_py, force_velocity_py, passive_force_length_py, pennation_py,
-                                    shortest_fiber_py, tendon_force_length_py, equilibrium_states)
+                                    shortest_fiber_py, tendon_force_length_py, equilibrium_states,
+                                    fiber_velocity_bindings)
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.muscles.path import (PathArrays, PathGradient, path_gradients_py, gradient_buffers,
-                                    path_gradients_kernel)
+                                    path_gradients_kernel, wrap_address)
 
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
 MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
@@ -77,6 +78,7 @@ class MuscleRows(NamedTuple):
     coordinates: np.ndarray        # work: path coordinate values
     path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
+    stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process (0 without numba)
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -129,8 +131,8 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
     """Every muscle's generalized force subtracted from τ (tree coordinates, τ −= T ∂l/∂x), its state rates into
     rows.rate and outputs into rows.outputs, at the tree state (x, ẋ) with the bodies' world rotations `rot`,
     origins `pos` and motion subspaces `sub` (`constraints.loop_kernels`' tree kinematics; `ancestry[b, k]` 1
-    where tangent direction k moves body b). Returns (status: 0, or 1 when a result is not finite; the fibers'
-    total power, W)."""
+    where tangent direction k moves body b). Returns the fibers' total power (W), NaN when a result is not
+    finite."""
     n_frames = rows.frame_body.shape[0]
     for f in range(n_frames):
         b = rows.frame_body[f]
@@ -186,38 +188,79 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
         tension = _muscle_force_py(table.model[m], curves, table.muscle[m], path.lengths[m], speed, rows.state[m],
                                    fiber_length, output)
         if not (np.isfinite(tension) and np.isfinite(output[FIBER_VELOCITY])):
-            return 1, 0.0
+            return math.nan
         for k in range(n_tangent):
             tau[k] -= tension * gradient[k]
         rows.rate[m] = activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
         if state >= 0:
             rows.rate[state] = output[FIBER_VELOCITY]
         total_power += output[FIBER_POWER]
-    return 0, total_power
+    return total_power
 
 
-def _stage_bindings() -> dict:
-    """The stage's callees compiled once each (the path kernel and the curves are large: not inlined)."""
+def _stage_bindings(paths: PathArrays) -> dict:
+    """The stage's callees (for paths like `paths`) compiled once each (the path kernel and the curves are large:
+    not inlined)."""
     curves = equilibrium_bindings()
     force = jit.compiled(_muscle_force_py, bind={
-        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=curves) or fiber_velocity_py})
-    return {"path_gradients_py": path_gradients_kernel(),
+        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings(curves))
+        or fiber_velocity_py})
+    return {"path_gradients_py": path_gradients_kernel(paths),
             "_muscle_force_py": force or _muscle_force_py,
             "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py}
 
 
-def muscle_stage_kernel():
-    """The compiled `_muscle_stage_py` (bound into the pipeline's force stage), or None without numba."""
-    return jit.compiled(_muscle_stage_py, bind=_stage_bindings)
+# The stage is compiled once, as a C callable reached by its address (`rows.stage_address`), not linked into the
+# kernels that call it: numba re-optimizes a linked callee's whole code inside every caller (≈ 30 s of CPU per
+# right-hand side, stepper or bridge kernel for arm26's wrapped paths), an address call costs one indirect call.
+def _stage_arrays() -> tuple:
+    """Example arrays of the stage's tree arguments (rot, pos, sub, ancestry, x, ẋ, τ), for its signature."""
+    return (np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((6, 0)), np.empty((0, 0)), np.empty(0), np.empty(0),
+            np.empty(0))
 
 
-_muscle_stage = jit.lazy(_muscle_stage_py, bind=_stage_bindings)
+def stage_signature(rows_type):
+    """The stage's numba signature for rows of `rows_type` (a MuscleRows, or its numba type): the tree arrays of
+    any layout, read-only but τ. None without numba."""
+    return jit.kernel_signature("float64", rows_type, *_stage_arrays(), readonly=(1, 2, 3, 4, 5, 6))
+
+
+def _stage_entry_py(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """(status: 0, or 1 when a result is not finite; the fibers' power, W): the stage through its address."""
+    power = _STAGE(rows.stage_address[0])(rows, rot, pos, sub, ancestry, x, xd, tau)
+    return (0 if np.isfinite(power) else 1), power
+
+
+def stage_entry_kernel(rows_type):
+    """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type), or None."""
+    caller = jit.address_caller(stage_signature(rows_type)) if jit.ENABLED else None
+    return None if caller is None else jit.compiled(_stage_entry_py, bind={"_STAGE": caller})
+
+
+def stage_address(rows) -> int:
+    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process),
+    0 without numba."""
+    signature = stage_signature(rows)
+    wrap_address(rows.paths)
+    address = None if signature is None else jit.function_address(
+        _muscle_stage_py, signature, bind=lambda: _stage_bindings(rows.paths), error_model="numpy")
+    return address or 0
+
+
+def entries_digest() -> str:
+    """A digest of the compiled entries' source: bound into the pipeline kernels that call them (their on-disk
+    cache is keyed on their own file)."""
+    import hashlib
+    import inspect
+    return hashlib.sha256("".join(inspect.getsource(f) for f in (
+        _stage_entry_py, muscle_state_size, load_muscle_state, store_muscle_rates, numba_entries)).encode()).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------ pipeline entries
 # The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (the empty
 # tuple) for a run without muscles. Compiled, numba picks the implementation by the type (`numba_entries`), so a
-# kernel compiled for a run without muscles contains none of the muscle stage (whose compile takes ≈ 40 s of CPU).
+# kernel compiled for a run without muscles contains none of the muscle stage; with muscles it calls the stage by
+# its address.
 NO_MUSCLES: tuple = ()
 
 
@@ -240,11 +283,20 @@ def store_muscle_rates(rows, out, first) -> None:
             out[first + i] = rows.rate[i]
 
 
+_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python (None: numba off)
+
+
 def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
     """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
     if not len(rows):
         return 0, 0.0
-    return _muscle_stage(rows, rot, pos, sub, ancestry, x, xd, tau)
+    if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
+        _PYTHON_ENTRY.append(stage_entry_kernel(rows) if rows.stage_address[0] else None)
+    kernel = _PYTHON_ENTRY[0]
+    if kernel is None:   # without numba: the stage run by Python
+        power = jit.twin(_muscle_stage_py, _stage_bindings(rows.paths))(rows, rot, pos, sub, ancestry, x, xd, tau)
+        return (0 if np.isfinite(power) else 1), power
+    return kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
 
 _ENTRIES_REGISTERED: list[bool] = []
@@ -255,8 +307,8 @@ def numba_entries() -> None:
     if _ENTRIES_REGISTERED:
         return
 
-    def stage():   # (the Python entry dispatches through `jit.lazy`; compiled, the stage kernel is called directly)
-        kernel = muscle_stage_kernel()
+    def stage(rows_type, *arrays):   # compiled: the stage through its address (`_stage_entry_py`)
+        kernel = stage_entry_kernel(rows_type)
         return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
     def no_state_size(rows):
@@ -272,9 +324,9 @@ def numba_entries() -> None:
         return 0, 0.0
 
     # with rows, the entries' own bodies compile as they are
-    jit.overload_on_empty_tuple(muscle_state_size, no_state_size, lambda: muscle_state_size)
-    jit.overload_on_empty_tuple(load_muscle_state, no_state_load, lambda: load_muscle_state)
-    jit.overload_on_empty_tuple(store_muscle_rates, no_rates_store, lambda: store_muscle_rates)
+    jit.overload_on_empty_tuple(muscle_state_size, no_state_size, lambda *types: muscle_state_size)
+    jit.overload_on_empty_tuple(load_muscle_state, no_state_load, lambda *types: load_muscle_state)
+    jit.overload_on_empty_tuple(store_muscle_rates, no_rates_store, lambda *types: store_muscle_rates)
     jit.overload_on_empty_tuple(muscle_forces, no_forces, stage)
     _ENTRIES_REGISTERED.append(True)
 
@@ -297,14 +349,16 @@ def pack_muscles(model) -> MuscleRows:
     fiber_state = np.full(n_muscles, -1, dtype=np.int64)
     fiber_state[compliant] = n_muscles + np.arange(compliant.size)
     n_states = n_muscles + compliant.size
-    return MuscleRows(
+    rows = MuscleRows(
         paths.arrays, table, np.array([f.body for f in frames], dtype=np.int64).reshape(-1),
         np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
         np.array([f.translation for f in frames], dtype=float).reshape(-1, 3),
         np.ascontiguousarray(compiled.joint_slots, dtype=np.int64), fiber_state, np.zeros(n_muscles),
         np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
         np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
-        gradient_buffers(paths), np.zeros(model.n_tangent))
+        gradient_buffers(paths), np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
+    rows.stage_address[0] = stage_address(rows)
+    return rows
 
 
 def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state: np.ndarray,
@@ -315,10 +369,10 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     rows.state[:] = state
     kinematics = tree_kinematics(model, x)
     try:
-        status, power = _muscle_stage(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
+        status, power = muscle_forces(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
                                       kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
                                       np.ascontiguousarray(xd, dtype=float), tau)
-    except ZeroDivisionError:   # compiled float division raises it (a fiber state driven far out of range)
+    except ZeroDivisionError:   # Python's float division raises it (a fiber state driven far out of range)
         status, power = 1, math.nan
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
@@ -525,6 +579,7 @@ def tendon_energies(table: MuscleTable, tendon_lengths: np.ndarray) -> np.ndarra
     return out
 
 
-__all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "muscle_stage_kernel", "NO_MUSCLES",
+__all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "stage_signature", "stage_entry_kernel",
+           "stage_address", "entries_digest", "NO_MUSCLES",
            "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces", "numba_entries",
            "pack_muscles", "evaluate_stage", "Excitations", "MuscleRun", "tendon_energies"]

@@ -24,7 +24,8 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import bezier_value_py, bezier_bindings, millard_curves
+from biobullet.muscles.bezier import (_bezier_point_py, _bezier_slope_py, bezier_value_py, _newton_in_bracket_py,
+                                     bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
 DEGROOTE, MILLARD, THELEN = 0, 1, 2
@@ -178,6 +179,8 @@ def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, len
         return v0 + slope * (fm - f0)
     damping = muscle[DAMPING]
     afl = activation * active_fl
+    if model == MILLARD:
+        return _millard_fiber_velocity_py(curves, afl, passive, damping, force)
     if model == DEGROOTE and damping == 0.0:
         d1, d2, d3, d4 = DEGROOTE_VELOCITY
         if afl <= 0.0:
@@ -217,6 +220,43 @@ def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, len
                 g_high *= 0.5
             side = -1
     return middle
+
+
+def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
+    """ṽ ∈ [−1, 1] with a f_L f_V(ṽ) + f_PE + β ṽ = force on Millard's force–velocity curve (`afl` = a f_L).
+    Solved in the Bézier parameter: on the segment holding the root, ṽ = x(u) and f_V = y(u) are quintics in u,
+    so g(u) = afl y(u) + β x(u) + f_PE − force (increasing) is a polynomial — one safeguarded Newton iteration
+    to adjacent doubles of u, where solving for ṽ with f_V(ṽ) as a function needs an inner solve x(u) = ṽ per
+    evaluation. −1 (1) when the force is below (above) the curve's range."""
+    base = int(curves[1])
+    n = int(curves[base])
+    xs = base + 7
+    ys = xs + 6 * n
+    offset = passive - force
+    if afl * curves[ys] + damping * curves[xs] + offset >= 0.0:
+        return -1.0
+    segment = -1
+    for k in range(n):   # the first segment whose end has g > 0 holds the root
+        if afl * curves[ys + 6 * k + 5] + damping * curves[xs + 6 * k + 5] + offset > 0.0:
+            segment = k
+            break
+    if segment < 0:
+        return 1.0
+    xk, yk = xs + 6 * segment, ys + 6 * segment
+    g_low = afl * curves[yk] + damping * curves[xk] + offset
+    g_high = afl * curves[yk + 5] + damping * curves[xk + 5] + offset
+    low, high = 0.0, 1.0
+    u = g_low / (g_low - g_high)   # the secant of the bracket: the seed
+    for _ in range(200):
+        g = afl * _bezier_point_py(curves, yk, u) + damping * _bezier_point_py(curves, xk, u) + offset
+        if g == 0.0:
+            break
+        slope = afl * _bezier_slope_py(curves, yk, u) + damping * _bezier_slope_py(curves, xk, u)
+        low, high, step = _newton_in_bracket_py(u, g, slope, low, high)
+        if step != step:
+            break
+        u = step
+    return _bezier_point_py(curves, xk, u)
 
 
 # ------------------------------------------------------------------------------------------------ activation
@@ -347,6 +387,13 @@ def _curve_bindings():
     return {"bezier_value_py": jit.compiled(bezier_value_py, bind=bezier_bindings) or bezier_value_py}
 
 
+def fiber_velocity_bindings(curves: dict) -> dict:
+    """`fiber_velocity_py`'s callees: the curves (`equilibrium_bindings` or `_curve_bindings`'s compiled
+    `force_velocity_py`) and Millard's inverse force–velocity."""
+    millard = jit.compiled(_millard_fiber_velocity_py, bind=bezier_bindings) or _millard_fiber_velocity_py
+    return {"force_velocity_py": curves["force_velocity_py"], "_millard_fiber_velocity_py": millard}
+
+
 def equilibrium_bindings():
     """The curves compiled once each (not inlined into every caller: that multiplies the compile time)."""
     curves = {name: jit.compiled(kernel, bind=_curve_bindings) or kernel for name, kernel in (
@@ -365,14 +412,14 @@ active_force_length = jit.lazy(active_force_length_py, bind=_curve_bindings)
 passive_force_length = jit.lazy(passive_force_length_py, bind=_curve_bindings)
 tendon_force_length = jit.lazy(tendon_force_length_py, bind=_curve_bindings)
 force_velocity = jit.lazy(force_velocity_py, bind=_curve_bindings)
-fiber_velocity = jit.lazy(fiber_velocity_py, bind=lambda: {
-    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings) or force_velocity_py})
+fiber_velocity = jit.lazy(fiber_velocity_py, bind=lambda: fiber_velocity_bindings({
+    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings) or force_velocity_py}))
 activation_rate = jit.lazy(activation_rate_py)
 equilibrium = jit.lazy(_equilibrium_py, bind=equilibrium_bindings)
 
 __all__ = ["DEGROOTE", "MILLARD", "THELEN", "MODEL_CODES", "MUSCLE_FIELDS", "muscle_vector", "curve_parameters",
            "active_force_length", "passive_force_length", "tendon_force_length", "force_velocity", "fiber_velocity",
-           "activation_rate", "equilibrium"]
+           "fiber_velocity_bindings", "activation_rate", "equilibrium"]
 
 
 # ------------------------------------------------------------------------------------------------ all muscles
@@ -414,8 +461,9 @@ def _activation_rates_py(table, activations, excitations, out):
         out[m] = activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
 
 
-_equilibria = jit.lazy(_equilibria_py, bind=lambda: {
-    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py})
+_equilibria = jit.lazy(_equilibria_py, bind=lambda: {   # (numpy's error model: the curves the muscle stage uses)
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py},
+    error_model="numpy")
 _activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
     "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py})
 

@@ -67,6 +67,7 @@ PathArrays = namedtuple("PathArrays", [
     "surface_quadrant",   # int64 (n_surfaces, 2): (axis, sign); sign 0 = every side
     "surface_active",     # bool (n_surfaces,): OpenSim's `active` (an inactive surface is skipped, still counted)
     "opensim_wrap_cache",  # bool (1,): reproduce OpenSim 4.6's stale wrap-point ground locations (compile_paths)
+    "wrap_address",       # int64 (1,): the compiled `_wrapped_muscle_py`'s address in this process (`wrap_address`)
 ])
 
 
@@ -196,7 +197,7 @@ def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = T
                                     dtype=float).reshape(-1, 3),
         surface_quadrant=np.array([_quadrant(r.quadrant) for r in surface_rows], dtype=np.int64).reshape(-1, 2),
         surface_active=np.array([r.active for r in surface_rows], dtype=np.bool_),
-        opensim_wrap_cache=np.array([opensim_wrap_cache], dtype=np.bool_))
+        opensim_wrap_cache=np.array([opensim_wrap_cache], dtype=np.bool_), wrap_address=np.zeros(1, dtype=np.int64))
     return MusclePaths(names=muscle_set.names, frames=frames, coordinates=tuple(muscle_set.coordinates),
                        arrays=arrays, point_names=tuple(point_names))
 
@@ -740,20 +741,58 @@ def _wrap_kernels() -> dict:
     helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers) or _ground_position_py
     helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers) or _nodes_length_py
     length = jit.compiled(_muscle_length_py, bind={**helpers, "_wrapped_segment_py": segment}) or _muscle_length_py
-    muscle = jit.compiled(_wrapped_muscle_py, bind={
-        "_muscle_length_py": length, "_surface_placement_py": _surface_placement_py,
-        "_add_wrench_py": _add_wrench_py}) or _wrapped_muscle_py
-    return {"_wrapped_muscle_py": muscle, "_straight_path_py": _straight_path_py, "_muscle_length_py": length}
+    return {"_muscle_length_py": length}
+
+
+# The wrapped paths' kernel (`_wrapped_muscle_py`: the wraps' geometry and the complex steps, most of the muscle
+# code) is compiled once, as a C callable reached by its address (`PathArrays.wrap_address`), and only for a model
+# with wraps: linked into its callers, numba would re-optimize all of it inside each of them.
+def wrapped_signature(arrays: PathArrays):
+    """The numba signature of `_wrapped_muscle_py` for `arrays` (None without numba)."""
+    return jit.kernel_signature("float64", arrays, 0, np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((0, 3)),
+                                np.empty(0, np.bool_), np.empty((0, 3)), np.empty((0, 0, 6)), np.empty((0, 2, 3)),
+                                np.empty(0, np.bool_), True, readonly=(2, 3, 4, 5))
+
+
+def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes, wrap_points,
+                                 wrap_active, with_gradient):
+    """`_wrapped_muscle_py` through its address (NaN when `arrays` has none)."""
+    if arrays.wrap_address[0] == 0:
+        return math.nan
+    return _WRAPPED(arrays.wrap_address[0])(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes,
+                                            wrap_points, wrap_active, with_gradient)
+
+
+def wrap_address(arrays: PathArrays) -> int:
+    """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
+    from numba's cache, once per process); 0 without wraps or numba."""
+    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
+        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays), error_model="numpy",
+                                       bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
+                                                     "_add_wrench_py": _add_wrench_py})
+        arrays.wrap_address[0] = address or 0
+    return int(arrays.wrap_address[0])
+
+
+def path_gradients_kernel(arrays: PathArrays):
+    """The compiled `path_gradients_py` (its wrapped paths called by address: `wrap_address`) for path arrays like
+    `arrays`, or the function itself without numba. numpy's error model, as the muscle stage that calls it: a
+    division by zero gives a non-finite length, which the callers check."""
+    signature = wrapped_signature(arrays)
+    caller = jit.address_caller(signature) if signature is not None else None
+    if caller is None:
+        return path_gradients_py
+    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller}, error_model="numpy")
+    return jit.compiled(path_gradients_py, error_model="numpy", bind={
+        "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,
+        "_point_local_py": _point_local_py, "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,
+        "_world_derivative_py": _world_derivative_py}) or path_gradients_py
 
 
 _directional = jit.lazy(_directional_py, bind=lambda: {
     "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
     "location_value_py": location_value_py, "_surface_placement_py": _surface_placement_py,
-    "_world_derivative_py": _world_derivative_py})
-_path_gradients = jit.lazy(path_gradients_py, bind=lambda: {
-    **_wrap_kernels(), "_point_active_py": _point_active_py, "_point_local_py": _point_local_py,
-    "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,
-    "_world_derivative_py": _world_derivative_py})
+    "_world_derivative_py": _world_derivative_py}, error_model="numpy")   # (the wrap kernels of `wrap_address`)
 
 
 def gradient_buffers(paths: MusclePaths) -> PathGradient:
@@ -775,7 +814,8 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
     and wrap points only (the gradient fields of wrapped paths are zero)."""
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
     result = gradient_buffers(paths)
-    _path_gradients(paths.arrays, rotations, positions, values, result, with_gradient)
+    wrap_address(paths.arrays)
+    path_gradients_kernel(paths.arrays)(paths.arrays, rotations, positions, values, result, with_gradient)
     return result
 
 
@@ -848,11 +888,4 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "path_gradients",
            "wrapped_directional_derivatives",
-           "path_lengths", "moment_arms"]
-
-
-def path_gradients_kernel():
-    """The compiled `path_gradients_py` with its wrap kernels bound (the muscle stage calls it), or the function
-    itself without numba."""
-    return _path_gradients.resolve()
-__all__ += ["path_gradients_kernel"]
+           "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address", "wrapped_signature"]

@@ -18,8 +18,8 @@ and their two compositions: `forward_py` (M, h or v̇ of given generalized force
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage and q̇).
 
 The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
-spring-dampers and stops; `_CARTESIAN`: the elements that read the bodies' kinematics — springs, ground contacts,
-plug-in elements) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
+spring-dampers and stops; `_CARTESIAN`: springs, ground contacts, plug-in elements; `_READS_KINEMATICS`: those
+or muscles, which read the bodies' kinematics) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
 its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
 cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
@@ -286,7 +286,7 @@ def forces_stage_py(model, data, forces, t):
     `applied_forces_py`."""
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
             or muscle_state_size(forces.muscles):
-        if not _CARTESIAN:
+        if not _READS_KINEMATICS:
             return 1
         rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent,
                                          bool(False))
