@@ -12,7 +12,7 @@ The quaternion is renormalised before every evaluation and on output (the ODE ke
 integration tolerance).
 
 Right-hand sides. A "reduced" run calls the pipeline (`integrate/compiled_explicit.py`,
-`integrate/compiled_rhs.py`: one compiled `pipeline.stages._rhs_py` per call). `System._rhs` is the callback
+`integrate/compiled_rhs.py`: one compiled `pipeline.stages.rhs_py` per call). `System._rhs` is the callback
 stage beside it: the coordinate map in Python (`Model.joint_state_view`: loop continuation, plug-in joint
 functions without compiled jets), the force elements' Python `generalized_force` (plug-in elements and contact
 laws without kernels, muscles on a loop model), then the tree kernel (`algorithms.vectorized.mass_matrix_and_bias`)

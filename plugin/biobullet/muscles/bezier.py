@@ -158,7 +158,7 @@ def millard_curves(parameters) -> np.ndarray:
     return np.concatenate([offsets, *curves])
 
 
-def _bezier_point_py(points, start, u):
+def bezier_point_py(points, start, u):
     """Σ_k C(5,k) u^k (1−u)^(5−k) P_k of the six control values points[start:start+6]."""
     v = 1.0 - u
     u2, v2 = u * u, v * v
@@ -167,8 +167,8 @@ def _bezier_point_py(points, start, u):
             + 5.0 * points[start + 4] * u2 * u2 * v + points[start + 5] * u2 * u2 * u)
 
 
-def _bezier_slope_py(points, start, u):
-    """d/du of `_bezier_point_py`."""
+def bezier_slope_py(points, start, u):
+    """d/du of `bezier_point_py`."""
     v = 1.0 - u
     total = 0.0
     for k in range(5):
@@ -198,17 +198,17 @@ def bezier_value_py(curves, which, x):
     low, high = 0.0, 1.0   # x(u) increases on a corner segment: keep the bracket, Newton inside it
     u = (x - curves[start]) / max(curves[start + 5] - curves[start], 1e-300)
     for _ in range(200):
-        f = _bezier_point_py(curves, start, u) - x
+        f = bezier_point_py(curves, start, u) - x
         if f == 0.0:
             break
-        low, high, step = _newton_in_bracket_py(u, f, _bezier_slope_py(curves, start, u), low, high)
+        low, high, step = newton_in_bracket_py(u, f, bezier_slope_py(curves, start, u), low, high)
         if step != step:
             break
         u = step
-    return _bezier_point_py(curves, start + 6 * n, u)   # the segment's y control points
+    return bezier_point_py(curves, start + 6 * n, u)   # the segment's y control points
 
 
-def _newton_in_bracket_py(u, f, slope, low, high):
+def newton_in_bracket_py(u, f, slope, low, high):
     """One step of Newton's method on an increasing function with value f and slope at u inside its bracket:
     (low, high) narrowed by the sign of f, and the next iterate — the Newton step, or the bisection when that
     leaves the bracket — or NaN once the bracket has collapsed to adjacent doubles (converged)."""
@@ -226,8 +226,8 @@ def _newton_in_bracket_py(u, f, slope, low, high):
 
 def bezier_bindings() -> dict:
     """The kernels `bezier_value_py` calls (for `core.jit.compiled`'s bind)."""
-    return {"_bezier_point_py": _bezier_point_py, "_bezier_slope_py": _bezier_slope_py,
-            "_newton_in_bracket_py": _newton_in_bracket_py}
+    return {"bezier_point_py": bezier_point_py, "bezier_slope_py": bezier_slope_py,
+            "newton_in_bracket_py": newton_in_bracket_py}
 
 
 __all__ = ["bezier_bindings", "corner", "scale_curviness", "active_force_length_curve", "force_velocity_curve",

@@ -6,7 +6,7 @@ state choice for Thelen2003 and Millard2012Equilibrium (DeGroote's OpenSim state
 the fiber length is the same ODE in other coordinates). A rigid tendon has no fiber state. The run's state vector is
 (q, v, …, activations, fiber lengths, input work, dissipated energy).
 
-**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages._applied_forces_py`
+**The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages.applied_forces_py`
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,

@@ -24,7 +24,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import (_bezier_point_py, _bezier_slope_py, bezier_value_py, _newton_in_bracket_py,
+from biobullet.muscles.bezier import (bezier_point_py, bezier_slope_py, bezier_value_py, newton_in_bracket_py,
                                      bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
@@ -248,15 +248,15 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
     low, high = 0.0, 1.0
     u = g_low / (g_low - g_high)   # the secant of the bracket: the seed
     for _ in range(200):
-        g = afl * _bezier_point_py(curves, yk, u) + damping * _bezier_point_py(curves, xk, u) + offset
+        g = afl * bezier_point_py(curves, yk, u) + damping * bezier_point_py(curves, xk, u) + offset
         if g == 0.0:
             break
-        slope = afl * _bezier_slope_py(curves, yk, u) + damping * _bezier_slope_py(curves, xk, u)
-        low, high, step = _newton_in_bracket_py(u, g, slope, low, high)
+        slope = afl * bezier_slope_py(curves, yk, u) + damping * bezier_slope_py(curves, xk, u)
+        low, high, step = newton_in_bracket_py(u, g, slope, low, high)
         if step != step:
             break
         u = step
-    return _bezier_point_py(curves, xk, u)
+    return bezier_point_py(curves, xk, u)
 
 
 # ------------------------------------------------------------------------------------------------ activation
