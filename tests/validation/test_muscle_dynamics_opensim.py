@@ -154,3 +154,36 @@ def test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative(q):
     assert gap[names.index("BICshort")] <= 1e-9                          # no wrap: the three agree
     assert gap.max() > 5e-5                                              # a wrapped muscle: they do not
     assert np.abs(r_ours.T @ tension - applied).max() > 1e-2             # ... and the applied force differs
+
+
+def test_arm26_bra_switches_sides_of_its_cylinder_in_opensims_lengths_too():
+    """Why arm26 with all six muscles under u = 0.5 crawls at t ≈ 0.088 s (docs/muscles.md): the triceps drive the
+    elbow past its range (0 … 2.27 rad) into hyperextension, and at elbow ≈ −0.03408 rad the straight line between
+    BRA's ends over the cylinder "TRI" (quadrant all) crosses the cylinder's axis, so the wrap jumps to the other
+    side. The length has a kink there — in OpenSim's lengths as in ours (equal to 1e-9 m on both sides) — and BRA's
+    elbow moment arm jumps from +0.0153 m (flexor) to −0.0198 m (extensor): a discontinuous generalized force, not
+    a defect of the integration. Moment arms 1e-4 rad either side of the switch, against central differences of
+    OpenSim's lengths (h = 1e-5 rad, inside each side)."""
+    model = osim.Model(str(ARM26))
+    state = model.initSystem()
+    coordinates, bra = model.getCoordinateSet(), model.getMuscles().get("BRA")
+
+    def opensim_length(values):
+        for i, value in enumerate(values):
+            coordinates.get(i).setValue(state, value, False)
+        model.realizePosition(state)
+        return bra.getLength(state)
+
+    ours = load_quietly(str(ARM26))
+    k = biobullet.muscles.names(ours).index("BRA")
+    switch = np.array([-0.02078687, -0.0340847734])   # (shoulder, elbow) on the switching surface
+    h, side = 1e-5, 1e-4
+    elbow_arms = []
+    for offset in (side, -side):
+        q = switch + [0.0, offset]
+        derivative = np.array([(opensim_length(q + h * e) - opensim_length(q - h * e)) / (2 * h) for e in np.eye(2)])
+        r_ours = biobullet.muscles.moment_arms(ours, q)[k]
+        assert abs(biobullet.muscles.lengths(ours, q)[k] - opensim_length(q)) <= 1e-9
+        assert np.abs(r_ours + derivative).max() <= 1e-6
+        elbow_arms.append(r_ours[1])
+    assert elbow_arms[0] > 0.015 and elbow_arms[1] < -0.019   # flexor above the switch, extensor below
