@@ -108,6 +108,17 @@ def test_tug_of_war_one_second_matches_opensims_manager(kind, tmp_path):
     assert np.abs(run.muscles["activation"][-1] - [final[n][1] for n in names]).max() <= 1e-9
 
 
+def _tensions_arms_mass(model, state):
+    """OpenSim's tendon forces (N), `computeMomentArm` (n_muscles × 2, m) and mass matrix at a realized state."""
+    coordinates, muscles = model.getCoordinateSet(), model.getMuscles()
+    n = muscles.getSize()
+    tension = np.array([muscles.get(k).getTendonForce(state) for k in range(n)])
+    arms = np.array([[muscles.get(k).computeMomentArm(state, coordinates.get(i)) for i in range(2)] for k in range(n)])
+    matrix = osim.Matrix()
+    model.getMatterSubsystem().calcM(state, matrix)
+    return tension, arms, np.array([[matrix.get(i, j) for j in range(2)] for i in range(2)])
+
+
 @pytest.mark.parametrize("q", [(0.3, 1.1), (-0.4, 0.2), (0.9, 2.0)])
 def test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative(q):
     """Why arm26 with all six muscles parts from OpenSim's Manager (docs/muscles.md): the generalized force OpenSim
@@ -135,12 +146,7 @@ def test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative(q):
     model.equilibrateMuscles(state)
     model.realizeAcceleration(state)
     udot = np.array([state.getUDot().get(i) for i in range(2)])
-    tension = np.array([muscles.get(k).getTendonForce(state) for k in range(n)])
-    r_opensim = np.array([[muscles.get(k).computeMomentArm(state, coordinates.get(i)) for i in range(2)]
-                          for k in range(n)])
-    matrix = osim.Matrix()
-    model.getMatterSubsystem().calcM(state, matrix)
-    mass = np.array([[matrix.get(i, j) for j in range(2)] for i in range(2)])
+    tension, r_opensim, mass = _tensions_arms_mass(model, state)
     for k in range(n):
         muscles.get(k).setAppliesForce(state, False)
     model.realizeAcceleration(state)
@@ -238,12 +244,7 @@ def test_arm26_six_muscles_part_from_opensim_as_the_moment_arm_difference_predic
         current = manager.integrate(t) if t > 0.0 else state
         model.realizeDynamics(current)
         q = np.array([coordinates.get(i).getValue(current) for i in range(2)])
-        tension = np.array([muscles.get(k).getTendonForce(current) for k in range(n)])
-        r_opensim = np.array([[muscles.get(k).computeMomentArm(current, coordinates.get(i)) for i in range(2)]
-                              for k in range(n)])
-        matrix = osim.Matrix()
-        model.getMatterSubsystem().calcM(current, matrix)
-        mass = np.array([[matrix.get(i, j) for j in range(2)] for i in range(2)])
+        tension, r_opensim, mass = _tensions_arms_mass(model, current)
         r_ours = biobullet.muscles.moment_arms(ours, q)
         positions.append(q)
         accelerations.append(np.linalg.solve(mass, (r_ours - r_opensim).T @ tension))
