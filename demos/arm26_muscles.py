@@ -2,8 +2,8 @@
 
 The bundled OpenSim model arm26 (Thelen2003 muscles, compliant tendons) with all six of its muscles: TRIlong (over
 a cylinder, an ellipsoid and a second cylinder), TRIlat, TRImed and BRA (over the cylinder "TRI"), BIClong (over
-an ellipsoid) and BICshort. The elbow flexors BIClong, BICshort and BRA get a constant excitation, the triceps a
-small one; from rest with the arm hanging, PyBullet steps the skeleton with the muscles' forces
+an ellipsoid) and BICshort. The elbow flexors BICshort and BRA get a constant excitation, the triceps and BIClong
+a small one; from rest with the arm hanging, PyBullet steps the skeleton with the muscles' forces
 (`Bridge.set_excitations`, muscle states stepped with the bridge) and the reference engine integrates the same
 model (`simulate(excitations=)`). The picture: the elbow angle on both, and the muscles' tendon forces.
 
@@ -24,7 +24,7 @@ from biobullet.core.atomic import save_figure
 from biobullet.core.errors import BiobulletError
 
 ARM26 = os.path.join(os.path.dirname(biobullet.__file__), "data", "opensim", "arm26.osim")
-EXCITATIONS = {"BIClong": 0.25, "BICshort": 0.25, "BRA": 0.25, "TRIlong": 0.05, "TRIlat": 0.05, "TRImed": 0.05}
+EXCITATIONS = {"BICshort": 0.25, "BRA": 0.25, "BIClong": 0.05, "TRIlong": 0.05, "TRIlat": 0.05, "TRImed": 0.05}
 
 
 def arm_model():

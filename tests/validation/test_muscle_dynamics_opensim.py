@@ -217,7 +217,7 @@ def test_arm26_six_muscles_part_from_opensim_as_the_moment_arm_difference_predic
     leaves out how δq feeds back into the forces (second order in t beyond t²): observed within 2.5 % up to 6 ms,
     7 % at 10 ms (25 % at 20 ms); bounds 5 % up to 6 ms, 10 % at 10 ms. The parting is 1e-5–1e-4 rad here, three
     orders above the integrators' error (the three-muscle run above agrees to 1.5e-8 rad over 1 s): the moment arm
-    difference is the whole of it. Over the full second the elbow crosses BRA's switch (above) ≈ 2 ms later on
+    difference is the whole of it. Over the full second the elbow crosses BRA's switch (above) 2–12 ms later on
     OpenSim, and the two runs end 2.7e-3 rad apart (shoulder; elbow 2.3e-4; docs/muscles.md)."""
     model = osim.Model(str(ARM26))
     controller = osim.PrescribedController()
