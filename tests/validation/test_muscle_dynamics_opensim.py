@@ -5,8 +5,9 @@ constant excitation of 0.5 for 1 s from rest at the default pose, activations 0.
 Muscles: TRIlat, TRImed (over the cylinder wrap "TRI") and BICshort. BIClong, TRIlong and BRA are left out:
 on their wrapped paths OpenSim applies R_osᵀ T with R_os its `computeMomentArm`, which is not −dl/dq of its own
 lengths (measured below, `test_arm26_opensim_applies_compute_moment_arm_not_the_length_derivative`), while ours is
-−T dl/dq; with all six the elbow parts by 1.35e-3 rad at 80 ms (docs/muscles.md). The skeleton alone agrees with
-OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
+−T dl/dq; with all six the elbow parts by 1.35e-3 rad at 80 ms (docs/muscles.md), as much as that difference
+predicts (`test_arm26_six_muscles_part_from_opensim_as_the_moment_arm_difference_predicts`, 10 ms; a 1-s run of the
+six costs 30–60 s of CPU). The skeleton alone agrees with OpenSim to 1e-8 (tests/unit/opensim/test_opensim_oracle.py).
 
 Tug_of_War_Millard (a block on a slider between two Millard2012Equilibrium muscles, compliant tendons, fiber damping
 0.1) under excitations 0.8 and 0.3 from activations 0.1, as filed and with its muscles turned into
