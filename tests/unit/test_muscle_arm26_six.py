@@ -4,7 +4,8 @@ ellipsoid), BRA over the cylinder "TRI" — the properties that are ours whateve
 
 - the stage's generalized force is −Σ T ∂l/∂q with ∂l/∂q by central differences of `muscles.lengths`
   (h = 1e-6 rad; the wraps' iterations converge far below the 1e-6 m tolerance on the gradient);
-- the energy balance (kinetic + gravity + tendon energy − fiber work) closes while the arm moves.
+- the energy balance (kinetic + gravity + tendon energy − fiber work) closes while the arm moves;
+- the run crosses BRA's wrap switching sides (a jump of the moment arm) without stalling.
 """
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ def test_energy_balance_closes_with_all_six_muscles(arm26):
     work = np.abs(run.energy["work_applied"]).max()
     assert work > 1e-3 and np.abs(run.v[-1]).max() > 0.1   # the fibers work, the arm moves
     assert np.abs(balance - balance[0]).max() <= 1e-6 * work
+
+
+def test_six_muscles_cross_bra_switching_sides_of_its_cylinder(arm26):
+    """Every muscle at u = 0.5 from rest (a₀ = 0.05): the triceps hyperextend the elbow, and at t ≈ 0.0884 s
+    (elbow −0.03408 rad) BRA's path over the cylinder "TRI" switches sides — its elbow moment arm jumps from
+    +0.0153 m to −0.0198 m (OpenSim's lengths have the same kink: tests/validation/test_muscle_dynamics_opensim.py).
+    The integrator crosses that jump with a few hundred evaluations (1430 for the whole 0.1 s observed); before the
+    apex of the cylinder wrap was evaluated without cancellation, round-off in the moment arm near the switch held
+    DOP853's steps at 1e-9 s there and the run did not get past 0.08838 s."""
+    run = biobullet.simulate(arm26, 0.1, initial=(np.zeros(2), np.zeros(2)), excitations=0.5, rtol=1e-8,
+                             atol=1e-10, t_eval=[0.0, 0.1], progress=False)
+    elbow = arm26.coordinate_names.index("r_elbow_flex")
+    assert run.meta["status"] == "finished" and run.q[-1, elbow] < -0.05   # past the switch, hyperextending
+    assert run.meta["nfev"] <= 3000

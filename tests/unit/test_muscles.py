@@ -476,3 +476,20 @@ def test_deeply_nested_functions_are_refused(tmp_path):
         "<y_location><Constant><value>0.05</value></Constant></y_location>", f"<y_location>{nested}</y_location>")
     with pytest.raises(ModelError, match="nested"):
         load_osim_muscles(_write(tmp_path, text))
+
+
+def test_thelen_fiber_velocity_is_not_finite_where_the_active_curve_underflows():
+    """Thelen's inverse force–velocity divides by b ∝ a f_L: a trial state with the fiber ~20 l₀ from optimal
+    makes f_L = exp(−(l̃ − 1)²/0.45) underflow to 0, and OpenSim's calcdlceN gives 0/0 there. Ours returns NaN —
+    the stage's "not finite" status, so the integrator rejects the trial step — rather than raising
+    ZeroDivisionError from the compiled kernel (which ended a 1-s arm26 run at t = 0.201 s). At the optimal length
+    a force a f_L is isometric: ṽ = 0."""
+    from biobullet.muscles.description import MuscleParameters
+    parameters = MuscleParameters(1.0, 0.1, 0.2)
+    curves = hill.curve_parameters("thelen2003", parameters)
+    vector = hill.muscle_vector("thelen2003", parameters)
+    length = 21.0
+    active = hill.active_force_length_py(hill.THELEN, curves, length)
+    assert active == 0.0
+    assert math.isnan(hill.fiber_velocity_py(hill.THELEN, curves, vector, 0.5, active, 0.0, length, 0.0))
+    assert hill.fiber_velocity_py(hill.THELEN, curves, vector, 0.5, 1.0, 0.0, 1.0, 0.5) == 0.0

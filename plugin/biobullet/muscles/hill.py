@@ -161,6 +161,8 @@ def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, len
     if model == THELEN:
         af, flen, threshold = curves[4], curves[5], curves[6]
         afl = activation * active_fl
+        if afl <= 0.0:   # f_L underflows (a fiber ~18 l₀ from optimal, a rejected trial state): no velocity
+            return math.nan
         fm = force - passive
         scale = 0.25 + 0.75 * activation
         if 0.0 < fm < afl * flen * threshold:

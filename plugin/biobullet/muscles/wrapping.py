@@ -184,6 +184,60 @@ def _tangents_py(point, foot, radius, a, b):
     return distance
 
 
+def _middle_across_axis_py(p1, p2, span):
+    """m_h of `_cylinder_apex_py` (the middle across the axis) as s l + δ n, for ends whose projections across the
+    axis are `span` > 0 apart; (m_x, m_y)."""
+    lx = (p2[0] - p1[0]) / span
+    ly = (p2[1] - p1[1]) / span
+    offset = (p1[1] * p2[0] - p1[0] * p2[1]) / span   # δ = p1_h · n, n = (−l_y, l_x)
+    a1 = p1[0] * lx + p1[1] * ly
+    a2 = p2[0] * lx + p2[1] * ly
+    if a1.real < 0.0 < a2.real:   # ρ = |a| (1 + e), e = √(1 + δ²/a²) − 1 written without cancellation
+        q1 = offset * offset / (a1 * a1)
+        q2 = offset * offset / (a2 * a2)
+        e1 = q1 / (cmath.sqrt(1.0 + q1) + 1.0)
+        e2 = q2 / (cmath.sqrt(1.0 + q2) + 1.0)
+        along = -a1 * a2 * (e1 - e2) / (-a1 * (1.0 + e1) + a2 * (1.0 + e2))
+    else:
+        rho1 = cmath.sqrt(a1 * a1 + offset * offset)
+        rho2 = cmath.sqrt(a2 * a2 + offset * offset)
+        along = (a1 * rho2 + a2 * rho1) / (rho1 + rho2)
+    return along * lx - offset * ly, along * ly + offset * lx
+
+
+def _cylinder_apex_py(p1, p2, radius, t, far_side, apex):
+    """OpenSim's apex of the cylinder wrap (the surface's frame, axis z): the middle m = p1 + t (p2 − p1)
+    (t = ρ1/(ρ1 + ρ2), ρ the ends' distances from the axis), its foot on the axis, the plane through p1, p2 and
+    that foot, and of the two points of the cylinder on the horizontal line across that plane the one nearer m
+    (the farther with `far_side`). Written out, that point is the foot + r m_h/|m_h| (m_h: m across the axis; −r
+    with `far_side`), because z × ((p1 − foot) × (p2 − foot)) = (z2 − z1) m_h. Evaluated so, with m_h = s l + δ n
+    (`_middle_across_axis_py`: l, n the unit vector along the ends' projection across the axis and its normal,
+    δ the projection's distance from the axis, s = (a1 ρ2 + a2 ρ1)/(ρ1 + ρ2) with a the ends' coordinates
+    along l) without cancellation: where the path's line passes the axis (a wrap of quadrant "all" switching
+    sides) OpenSim's cross product of nearly opposite vectors loses the apex's direction to round-off, and the
+    length's derivative (the moment arm) with it. OpenSim's degenerate case (z1 = z2 or m_h = 0: the apex is the
+    foot) is kept."""
+    apex[0] = 0.0 * p1[0]
+    apex[1] = 0.0 * p1[1]
+    apex[2] = p1[2] + t * (p2[2] - p1[2])
+    if p1[2].real == p2[2].real:
+        return
+    dx = p2[0] - p1[0]
+    dy = p2[1] - p1[1]
+    span = cmath.sqrt(dx * dx + dy * dy)
+    if span.real < EPS:   # both ends above one point across the axis: nothing cancels
+        mx = p1[0] + t * dx
+        my = p1[1] + t * dy
+    else:
+        mx, my = _middle_across_axis_py(p1, p2, span)
+    size = cmath.sqrt(mx * mx + my * my)
+    if size.real == 0.0:
+        return
+    scale = -radius / size if far_side else radius / size
+    apex[0] = scale * mx
+    apex[1] = scale * my
+
+
 def cylinder_wrap_py(p1, p2, radius, length, axis, sign, single, r1, r2):
     """(status, wrap length) of the segment p1→p2 over the cylinder (module docstring); r1, r2 receive the
     tangent points (complex arrays of 3; the surface's frame). `single`: the path has one wrap; otherwise
@@ -285,31 +339,9 @@ def cylinder_wrap_py(p1, p2, radius, length, axis, sign, single, r1, r2):
                 r1[i], r2[i] = r1b[i], r2b[i]
     # the apex: where the plane through both ends meets the cylinder, on the side the path wraps
     t = p11_distance / (p11_distance + p22_distance)
-    middle = np.empty(3, np.complex128)
-    for i in range(3):
-        middle[i] = p1[i] + t * (p2[i] - p1[i])
-    axis_foot = np.empty(3, np.complex128)
-    _closest_on_line_py(middle, axis_point, direction, axis_foot)
+    apex = np.empty(3, np.complex128)
+    _cylinder_apex_py(p1, p2, radius, t, far_side, apex)
     normal = np.empty(3, np.complex128)
-    _plane_normal_py(p1, p2, axis_foot, normal)
-    vertical1 = np.empty(3, np.complex128)
-    vertical2 = np.empty(3, np.complex128)
-    _cross_py(direction, normal, vertical1)
-    _normalize_py(vertical1, vertical1)
-    _cross_py(normal, direction, vertical2)
-    _normalize_py(vertical2, vertical2)
-    apex1 = np.empty(3, np.complex128)
-    apex2 = np.empty(3, np.complex128)
-    for i in range(3):
-        apex1[i] = axis_foot[i] + radius * vertical1[i]
-        apex2[i] = axis_foot[i] + radius * vertical2[i]
-    distance1 = 0.0
-    distance2 = 0.0
-    for i in range(3):
-        distance1 += ((middle[i] - apex1[i]) ** 2).real
-        distance2 += ((middle[i] - apex2[i]) ** 2).real
-    first = (distance1 < distance2) != far_side
-    apex = apex1 if first else apex2
     _plane_normal_py(p1, p2, apex, normal)
     d = -p1[0] * normal[0] - p1[1] * normal[1] - p1[2] * normal[2]
     low = np.empty(3, np.complex128)
@@ -1305,12 +1337,12 @@ def wrap_bindings() -> dict:
          "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
          "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
          "_tangent_residuals_py": _tangent_residuals_py, "_circle_residual_py": _circle_residual_py,
-         "_lm_step_py": _lm_step_py},
+         "_lm_step_py": _lm_step_py, "_middle_across_axis_py": _middle_across_axis_py},
         {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
          "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
          "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
          "_ellipse_closest_py": _ellipse_closest_py, "_ellipsoid_tangent_py": _ellipsoid_tangent_py,
-         "_ellipsoid_arc_py": _ellipsoid_arc_py},
+         "_ellipsoid_arc_py": _ellipsoid_arc_py, "_cylinder_apex_py": _cylinder_apex_py},
         {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
         {"_adjust_spiral_py": _adjust_spiral_py, "_circle_search_py": _circle_search_py},
         {"_circle_point_py": _circle_point_py, "cylinder_wrap_py": cylinder_wrap_py})
