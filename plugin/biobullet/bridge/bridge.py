@@ -873,7 +873,7 @@ class Bridge:
         if watch.armed:
             watch.check_runaway(x, xd)
         forces = self.forces
-        applied = forces.torque(x, xd, self.time)
+        applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
@@ -894,7 +894,7 @@ class Bridge:
 
     def _with_forces(self, user: np.ndarray | None, x, xd) -> np.ndarray:
         """user τ + the force elements' τ (`ForceStage`) as an array the caller may keep (never written later)."""
-        applied = self.forces.torque(x, xd, self.time)
+        applied = self.forces.torque(x, xd, self.time, self.watch.peak)
         if applied is None:
             return self._zero_tau if user is None else user
         return applied.copy() if user is None else user + applied
@@ -909,7 +909,7 @@ class Bridge:
         if self.constraints.n:
             torque = self._constrained_torque(x, xd, self._with_forces(user, x, xd), self.time)
             return torque, self._solved_xdd
-        applied = self.forces.torque(x, xd, self.time)
+        applied = self.forces.torque(x, xd, self.time, self.watch.peak)
         if applied is None:
             return user, None
         return (applied.copy() if user is None else user + applied), None
@@ -1096,12 +1096,16 @@ class Bridge:
                                           forces=torque[self._base_v:].tolist(), physicsClientId=self.client)
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
+        """τ (n_tangent, our order) to PyBullet: the joints in one call (every joint through the multi-DOF call when
+        the body has spherical joints, `SphericalJoints.send`), a floating base's wrench as external force and
+        torque when it is not zero."""
         p, c, b = self._p, self.client, self.body
-        p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
-                                    forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
-                                    physicsClientId=c)
         if self._spherical is not None:
             self._spherical.send(torque)
+        else:
+            p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
+                                        forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
+                                        physicsClientId=c)
         if self._floating and np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])

@@ -53,6 +53,9 @@ class ForceStage:
         self._constant_tau = np.zeros(model.n_tangent)
         self._varying: list = []    # time-varying JointTorques and their tangent index
         self._joint_only = False    # the entry is the joint-force kernel alone (no springs, plug-ins)
+        #: no element acts while every 1-DOF joint has |θ| below this (rad or m): the elements are stops alone
+        #: (a URDF `<limit>` among them), each limit at least this far from 0 (0.0: no such bound)
+        self.quiet_below = 0.0
         self._refresh()   # compiled (or loaded) now, not inside the first step
 
     def _refresh(self) -> None:
@@ -60,6 +63,24 @@ class ForceStage:
         self._generation = added_generation()
         self._elements = force_elements(self.model)
         self._entry = self._compiled_stage(self._elements) if self._elements else None
+        self.quiet_below = self._quiet_bound()
+
+    def _quiet_bound(self) -> float:
+        """`quiet_below` of the compiled joint-force kernel when its elements are stops alone: the smallest |limit|
+        of a limit on the far side of 0 (a stop acts only beyond its limit, `forces.compiled._joint_forces_py`);
+        0.0 otherwise."""
+        if self._entry is None or not self._joint_only or self._varying:
+            return 0.0
+        springs, _, stops, stop_params, _, tau_time = self._arguments
+        if springs.shape[0] or tau_time.any() or not stops.shape[0]:
+            return 0.0
+        bound = np.inf
+        for has_lower, lower, has_upper, upper in stop_params[:, :4]:
+            if has_lower:
+                bound = min(bound, -lower)
+            if has_upper:
+                bound = min(bound, upper)
+        return float(max(bound, 0.0))
 
     def _compiled_stage(self, elements):
         """The compiled force stage's direct entry for these elements, or None (an element without a compiled form,
@@ -117,13 +138,14 @@ class ForceStage:
             self._refresh()
         return self._elements
 
-    def torque(self, x: np.ndarray, xd: np.ndarray, t: float) -> np.ndarray | None:
+    def torque(self, x: np.ndarray, xd: np.ndarray, t: float, peak: float = np.inf) -> np.ndarray | None:
         """τ (n_tangent) of the force elements at the tree state (x, ẋ) and time t (s), or None without elements
-        (and, for joint springs, stops and torques alone, when every entry is zero: no stop reached).
-        The array may be the stage's buffer: read it (or add it to a new array) before the next call."""
+        (and, for joint springs, stops and torques alone, when every entry is zero: no stop reached; for stops
+        alone when peak — max |θ| over x's 1-DOF joints, known to the caller — is below `quiet_below`, without a
+        call). The array may be the stage's buffer: read it (or add it to a new array) before the next call."""
         if self._generation != added_generation():
             self._refresh()
-        if not self._elements:
+        if not self._elements or peak < self.quiet_below:
             return None
         entry = self._entry
         if entry is not None and self._joint_only:

@@ -172,6 +172,9 @@ class OutsideWatch:
         self.prev_v = np.zeros(model.n_tangent)
         self.xdd: np.ndarray | None = None
         self.armed = False            # False until a step was sent (after construction and every reset)
+        #: max |θ| over the 1-DOF joints of the state checked in this apply() (rad or m; inf when unknown: not armed,
+        #: or the state was projected) — the force stage's range check of the stops (`ForceStage.quiet_below`)
+        self.peak = np.inf
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -199,12 +202,14 @@ class OutsideWatch:
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""
         peak_v, peak_x = self._runaway(x, xd, self.jb)
+        self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
         self.armed = False
+        self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
     def sent(self, x, xd, xdd=None) -> None:
@@ -217,6 +222,7 @@ class OutsideWatch:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows."""
         if not self.armed:
+            self.peak = np.inf
             return
         bridge = self.bridge
         xdd = self.xdd
@@ -233,11 +239,13 @@ class OutsideWatch:
             self.weight, self._watched, jump_tolerance)
         if self.floating:
             peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
+        self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
                 return   # no stepSimulation since the last apply() (apply() called again): nothing happened
+            self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped)
 
     # ------------------------------------------------------------------ a disturbed step

@@ -365,3 +365,43 @@ def test_floating_coupled_arm_steps_are_clean_and_a_push_is_still_seen(files):
         with pytest.warns(CouplingWarning, match="pronation.function"):   # 1.0e-5 rad: beyond the promise
             bridge.apply()
         assert bridge.watch.disturbed_steps == 1
+
+
+@pytest.mark.parametrize("name", ["arm", "coupled"])
+def test_limit_stop_acts_from_the_first_step_beyond_it(files, name):
+    """The force stage is skipped while every 1-DOF joint is inside the range no stop reaches (the watch's max |θ|
+    below every |limit|, `ForceStage.quiet_below`): the elbow driven through its URDF upper limit 3 rad gets no
+    stop torque inside and, from the first step beyond it, the smooth stop law f = k p² + c s(p) ṗ written out here
+    (p = θ − 3, s the smoothstep over 1e-3 rad; k, c the limit's parameters) — on the plan without rows (arm) exactly,
+    with a joint function (coupled arm) through the force stage's τ before the solve adds Φ_xᵀλ."""
+    from biobullet.forces.collection import force_elements
+    model = load_model(files[name])
+    stop = next(e for e in force_elements(model) if e.name == "limit_elbow")
+    assert stop.upper == 3.0
+    with Bridge(model, dt=1e-3) as bridge:
+        bridge.reset(elbow=2.97, elbow_dot=4.0)
+        k = bridge.torque_names.index("elbow")
+        seen_inside = seen_beyond = 0
+        for _ in range(40):
+            _, x, xd = bridge.state()
+            theta, rate = x[model.base_nq + k - model.base_nv], xd[k]
+            if name == "arm":
+                stop_tau = bridge.apply()[k]   # τ sent: the stop's alone (no rows, no user torque)
+                p.stepSimulation(physicsClientId=bridge.client)
+            else:
+                captured = []
+                torque = bridge.forces.torque
+                bridge.forces.torque = lambda *a: captured.append(torque(*a)) or captured[-1]
+                bridge.step()
+                del bridge.forces.torque
+                stop_tau = 0.0 if captured[-1] is None else captured[-1][k]
+            if theta <= 3.0:
+                seen_inside += 1
+                assert stop_tau == 0.0
+            else:
+                seen_beyond += 1
+                pen = theta - 3.0
+                u = min(pen / 1e-3, 1.0)
+                expected = -(stop.stiffness * pen ** 2 + stop.damping * u * u * (3.0 - 2.0 * u) * rate)
+                assert stop_tau == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert seen_inside >= 3 and seen_beyond >= 3
