@@ -69,19 +69,35 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
+def _numba_cache_folder(function: Callable) -> Path | None:
+    """The folder numba caches `function` in, found by numba's own locators in numba's order: NUMBA_CACHE_DIR
+    (`numba.core.config.CACHE_DIR`) when set, else `__pycache__` beside the source, else the user-wide cache;
+    None when none is writable (numba then does not cache it either)."""
+    from numba.core import caching
+
+    source = inspect.getfile(function)
+    for locator_class in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator,
+                          caching.UserWideCacheLocator):
+        locator = locator_class.from_function(function, source)
+        if locator is not None:
+            return Path(locator.get_cache_path())
+    return None
+
+
 def _drop_stale_cache(function: Callable, digest: str) -> None:
     """numba's on-disk cache is keyed on the kernel's own file only: when a kernel it calls changed (another file),
-    the cached machine code still holds the old callee. Keep a stamp of the callees' digest beside the cache and
-    delete the kernel's cache files when it differs."""
+    the cached machine code still holds the old callee. Keep a stamp of the callees' digest beside the cache (where
+    numba keeps it: `_numba_cache_folder`) and delete the kernel's cache files when it differs."""
     try:
-        source = Path(inspect.getfile(function))
-        folder = source.parent / "__pycache__"
-        stamp = folder / f"{source.stem}.{function.__qualname__}.bindings"
+        folder = _numba_cache_folder(function)
+        if folder is None:
+            return
+        stem = Path(inspect.getfile(function)).stem
+        stamp = folder / f"{stem}.{function.__qualname__}.bindings"
         if stamp.is_file() and stamp.read_text() == digest:
             return
-        for stale in folder.glob(f"{source.stem}.{function.__qualname__}-*.nb[ic]"):
+        for stale in folder.glob(f"{stem}.{function.__qualname__}-*.nb[ic]"):
             stale.unlink()
-        folder.mkdir(exist_ok=True)
         stamp.write_text(digest)
     except OSError:   # a read-only installation: numba then cannot cache there either
         pass

@@ -27,15 +27,18 @@ print(kernel(1.0))
 """
 
 
-def _environment(folder: Path) -> dict[str, str]:
-    """The subprocess's environment: `folder` and the library on the path, numba's cache beside the sources (where
-    these tests look for it, whatever NUMBA_CACHE_DIR the test run itself has)."""
+def _environment(folder: Path, cache: Path | None = None) -> dict[str, str]:
+    """The subprocess's environment: `folder` and the library on the path, numba's cache in `cache`
+    (NUMBA_CACHE_DIR) or, without it, beside the sources (where these tests look for it, whatever NUMBA_CACHE_DIR
+    the test run itself has)."""
     env = {name: value for name, value in os.environ.items() if name != "NUMBA_CACHE_DIR"}
+    if cache is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache)
     return {**env, "PYTHONPATH": os.pathsep.join([str(folder), str(PLUGIN)])}
 
 
-def _run(folder: Path) -> float:
-    env = _environment(folder)
+def _run(folder: Path, cache: Path | None = None) -> float:
+    env = _environment(folder, cache)
     result = subprocess.run([sys.executable, "-c", RUN], cwd=folder, env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
@@ -43,13 +46,20 @@ def _run(folder: Path) -> float:
 
 
 @needs_numba
-def test_editing_a_bound_callee_recompiles_the_cached_caller(tmp_path: Path) -> None:
-    (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
-    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
-    assert _run(tmp_path) == 4.0
-    assert list((tmp_path / "__pycache__").glob("caller._scale_py-*.nbi"))   # cached on disk
-    (tmp_path / "callee.py").write_text("def _add_py(x):\n    return x + 2.0\n")
-    assert _run(tmp_path) == 6.0   # not the cached 4.0
+@pytest.mark.parametrize("cache_dir", [False, True], ids=["beside_the_source", "numba_cache_dir"])
+def test_editing_a_bound_callee_recompiles_the_cached_caller(tmp_path: Path, cache_dir: bool) -> None:
+    """Wherever numba keeps the cache: `__pycache__` beside the source, or NUMBA_CACHE_DIR when set."""
+    source = tmp_path / "source"
+    source.mkdir()
+    cache = tmp_path / "numba_cache" if cache_dir else None
+    (source / "caller.py").write_text(textwrap.dedent(CALLER))
+    (source / "callee.py").write_text("def _add_py(x):\n    return x + 1.0\n")
+    assert _run(source, cache) == 4.0
+    cached = (cache or source).rglob("caller._scale_py-*.nbi")
+    assert list(cached)   # cached on disk, where numba keeps it
+    assert cache is None or not list(source.rglob("*.nb[ic]"))
+    (source / "callee.py").write_text("def _add_py(x):\n    return x + 2.0\n")
+    assert _run(source, cache) == 6.0   # not the cached 4.0
 
 
 def test_lazy_falls_back_to_the_python_function_when_disabled(monkeypatch) -> None:

@@ -243,7 +243,10 @@ def test_prosthesis_video_is_framed_on_the_leg():
     """The prosthesis study's video (video_frames, 3 simulated cycles, the last 2 replayed): in every sampled
     frame the leg's segments (shadows off, against the scene without the model) cover ≥ 8 % of the panel and their
     box ≥ 25 % (measured 8.9 % and 26.8 % at ⅓ of the video's 480×720; the 1280×720 oblique frame it replaced gave
-    2.7 % and 6.5 %)."""
+    2.7 % and 6.5 %). Why 3 cycles: 2 would replay the start from rest (6.1 % and 19.5 %, not the study's video)
+    and save 0.03 s of CPU; the cost of this test with a cold numba cache (≈ 50 s of ≈ 53 s) is compiling the
+    prosthesis model's mass-matrix, loop-Newton and force-stage kernels for the bridge that renders it
+    (`bridge.stability.check_stiff_elements`, `load_model`'s limit stops), not the simulation (0.09 s warm)."""
     from biobullet.render import coverage
     from biobullet_studies import prosthesis
     fast = prosthesis.build(1.6e4, 0.05, 1.0)
