@@ -151,7 +151,7 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     rows = ConstraintRows(jac, np.zeros(m), _NO_VALUES, False, -target, 0.0, 0.0)
     status = schur_solve(mass, bias, _NO_VALUES if tau is None else tau, tau is not None, rows, np.zeros(n),
                          PIVOT_CHECK, xdd, lam)
-    if status == 0:
+    if status == 0 or status == 3:   # solved, or a non-finite result the caller's divergence check reports
         return xdd, lam
     rhs_dyn = -bias if tau is None else tau - bias
     if redundant == "least_squares":   # M singular, or redundant rows: the minimum-norm KKT solution
