@@ -266,7 +266,7 @@ class BridgeContacts:
         self._rows: dict = {}     # contact index or scene key → state row (the discrete state while a run goes)
         self._records: list = []  # the last torques(): (name, ContactKinematics or None, force or row index, body, link)
         self._update = contact_update_kernel()
-        self._python_steps: dict = {}   # per contact index: `_contact_update_py` with Python laws bound
+        self._python_steps: dict = {}   # contact index → `_contact_update_py` with Python laws bound
         self._packed: list = []
         for contact in self.contacts:
             self._packed.append(None if self._update is None else pack_laws(contact))

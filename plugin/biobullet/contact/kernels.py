@@ -32,9 +32,11 @@ The discrete state of one contact during a run (`contact.state.ContactState`: ac
 and slip direction for switched friction) and the open interval's running log (impulse, dissipation, peaks) live in
 one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` is one contact's step: the event
 action (`_contact_event_py`: onset stores δ̇⁻ and opens the log, separation closes it, the slip mode; `sync_state`
-on a ContactState), the forces (`_contact_forces_py`, as `Contact.forces`) and the interval log. `_ground_contacts_py` is every point/sphere
-contact against its analytic ground plane: placements from the compiled tree kinematics
-(`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+on a ContactState), the forces (`_contact_forces_py`, as `Contact.forces`) and the interval log;
+`_contact_kinematics_py` one contact's kinematics with its point Jacobian (`contact.geometry.sphere_kinematics`).
+`_ground_contacts_py` is every point/sphere contact against its analytic ground plane: placements from the
+compiled tree kinematics (`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one
+call.
 
 The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
 `_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces

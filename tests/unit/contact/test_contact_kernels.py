@@ -21,7 +21,7 @@ from biobullet.contact.friction import (
     Regularized,
     Stribeck,
 )
-from biobullet.contact.geometry import ContactKinematics, GroundPlane
+from biobullet.contact.geometry import GroundPlane
 from biobullet.contact.normal import (
     Flores,
     Hertz,

@@ -1,14 +1,14 @@
 """Ground contacts in the engine's compiled explicit right-hand side (`CompiledExplicitRHS` with
 `contact.kernels._ground_forces_py`) against the generic path (`System._checked_rhs`: `Contact.generalized_force`
-and `Contact.dissipated_power` from `contact.geometry.sphere_kinematics` and the Python laws).
+and `Contact.dissipated_power` from `contact.geometry.sphere_kinematics` and the Python law objects).
 
-Both evaluate the same algebra from independent code (numpy kinematics and vectorised laws vs the compiled tree
-kinematics and the scalar twins), so ẏ — accelerations and the dissipated power — must agree to round-off (1e-12
-relative to the largest term) at every discrete state the engine's events can set: before onset (inactive, δ < 0),
-at onset (δ = 0), active inside, inactive inside (a trial stage beyond a not yet located onset: no force), active
-outside (a separation not yet located), and for switched Coulomb friction sliding, resting and with a stale slip
-direction. Whole ball-drop runs with the compiled path on and off must locate the same onsets and separations and
-reach the same apex within the integration tolerance.
+Both evaluate the same algebra through different right-hand sides (the generic engine's M, h and per-element forces
+vs the compiled tree kernel with `_ground_forces_py`), so ẏ — accelerations and the dissipated power — must agree to
+round-off (1e-12 relative to the largest term) at every discrete state the engine's events can set: before onset
+(inactive, δ < 0), at onset (δ = 0), active inside, inactive inside (a trial stage beyond a not yet located onset:
+no force), active outside (a separation not yet located), and for switched Coulomb friction sliding, resting and
+with a stale slip direction. Whole ball-drop runs with the compiled path on and off must locate the same onsets and
+separations and reach the same apex within the integration tolerance.
 """
 from __future__ import annotations
 
