@@ -79,7 +79,9 @@ from biobullet.contact.kernels import (
     FORCE,
     NORMAL,
     POINT,
+    ContactLaws,
     GroundContacts,
+    contact_update_by_laws,
     contact_update_kernel,
     ground_contacts_kernel,
     pack_laws,
@@ -264,6 +266,7 @@ class BridgeContacts:
         self._rows: dict = {}     # contact index or scene key → state row (the discrete state while a run goes)
         self._records: list = []  # the last torques(): (name, ContactKinematics or None, force or row index, body, link)
         self._update = contact_update_kernel()
+        self._python_steps: dict = {}   # contact index → `_contact_update_py` with Python laws bound
         self._packed: list = []
         for contact in self.contacts:
             self._packed.append(None if self._update is None else pack_laws(contact))
@@ -295,15 +298,23 @@ class BridgeContacts:
             pull_state(row, (self.contacts[key] if isinstance(key, int) else self._pairs[key]).state)
 
     def _account(self, key, contact, kin: ContactKinematics, t: float, dt: float):
-        """`_account` (module function) through the compiled update of `contact.kernels` when its laws have twins;
-        the world force F (N) or None."""
-        packed = self._packed[key if isinstance(key, int) else key[0]]
+        """One contact's step (`contact.kernels._contact_update_py`: discrete state, laws, interval log) on its
+        state row — compiled when its laws have twins, else run by Python with the law objects bound; the world
+        force F = F_N n + F_T (N) or None."""
+        index = key if isinstance(key, int) else key[0]
+        packed = self._packed[index]
         if packed is None:
-            return _account(contact, kin, t, dt)
+            step = self._python_steps.get(index)
+            if step is None:
+                step = self._python_steps[index] = contact_update_by_laws(contact.normal_law, contact.friction_law)
+            packed = ContactLaws(0, None, 0, None, contact.normal_law.acts_outside_contact,
+                                 contact.normal_law.needs_impact_velocity, contact.friction_law.discontinuous)
+        else:
+            step = self._update
         row = self._rows.get(key)
         if row is None:
             row = self._rows[key] = state_row(contact.state)
-        if self._update(packed, row, kin.delta, kin.delta_dot, kin.slip, kin.normal, t, dt):
+        if step(packed, row, kin.delta, kin.delta_dot, np.asarray(kin.slip, dtype=float), kin.normal, t, dt):
             pull_event(row, contact.state, t)
         force = row[FORCE:FORCE + 3]
         return force.copy() if force.any() else None
@@ -325,10 +336,10 @@ class BridgeContacts:
             if query is None:
                 kin = None
                 if lazy and not contact.normal_law.acts_outside_contact and not contact.state.active:
-                    kin = contact.kinematics(model, x, None, placements, need_jacobian=False)   # δ only
+                    kin = contact.kinematics(model, x, None, need_jacobian=False)   # δ only
                     if kin.delta > 0.0:
                         kin = None
-                out.append(kin if kin is not None else contact.kinematics(model, x, xd, placements))
+                out.append(kin if kin is not None else contact.kinematics(model, x, xd))
             else:
                 out.append(self._queried_kinematics(contact, query, x, xd, placements, lazy))
         return out
@@ -552,25 +563,6 @@ class BridgeContacts:
         return sorted(out, key=lambda item: item["start"])
 
 
-def _account(contact, kin: ContactKinematics, t: float, dt: float):
-    """Sync the discrete state (onset with the impact velocity, separation, slip mode), evaluate the laws, log the
-    interval; the world force F = F_N n + F_T (N), or None when there is none."""
-    _sync(contact, t, kin)
-    fn, ft, elastic = contact.forces(kin)
-    interval = contact.state.current
-    if interval is not None:
-        normal, friction = contact.power_split(kin, (fn, ft, elastic))
-        interval.impulse += fn * dt
-        interval.dissipated_normal += normal * dt
-        interval.dissipated_friction += friction * dt
-        interval.max_penetration = max(interval.max_penetration, kin.delta)
-        if fn > interval.peak_force:
-            interval.peak_force, interval.peak_force_time = fn, t
-    if fn or np.any(ft):
-        return fn * kin.normal + ft
-    return None
-
-
 class ContactForce(dict):
     """One contact's force of the last step, a labelled record: keys (also attributes) "normal" (N, along the
     ground normal), "friction" (N, world axes), "point" (m, world), "penetration" (m), "body", "link" (the scene
@@ -598,9 +590,3 @@ def _record(kin: ContactKinematics, force, body, link) -> ContactForce:
     friction = np.zeros(3) if force is None else force - normal * kin.normal
     return ContactForce(normal=normal, friction=friction, point=kin.point, penetration=kin.delta, body=body,
                         link=link)
-
-
-def _sync(contact, t: float, kin: ContactKinematics) -> None:
-    """The engine's event action, applied with the bridge's kinematics once per step."""
-    from biobullet.contact.element import sync_state
-    sync_state(contact.state, contact.friction_law, t, kin)

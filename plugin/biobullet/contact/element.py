@@ -35,6 +35,7 @@ from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
 from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.contact.geometry import ContactKinematics, GroundPlane, sphere_kinematics
+from biobullet.contact.kernels import sync_state
 from biobullet.contact.normal import Hertz, KelvinVoigt, KelvinVoigtSmooth
 from biobullet.contact.registry import (friction_law_from_attributes, friction_law_names, get_friction_law, get_normal_law,
                        normal_law_from_attributes, normal_law_names)
@@ -162,8 +163,7 @@ class Contact(ForceElement):
                 warnings.warn(f"{model.file}: <contact link=\"{self.link}\"> ({self.name}) starts {kin.delta:.3g} m "
                               f"inside its ground (elastic force {elastic:.3g} N = {elastic / weight:.0f} × the "
                               f"model's weight): check the initial pose and the ground height", stacklevel=2)
-        if self.friction_law.discontinuous:
-            self._state.update_slip(kin.slip)
+        sync_state(self._state, self.friction_law.discontinuous, t0, kin.delta, kin.delta_dot, kin.slip)
 
     def run_log(self) -> dict:
         return self._state.log() if self._state is not None else {"intervals": []}
@@ -174,8 +174,9 @@ class Contact(ForceElement):
         return self._state
 
     # ------------------------------------------------------------------ kinematics and forces
-    def kinematics(self, model, x, xd=None, placements=None, *, need_jacobian: bool = True) -> ContactKinematics:
-        return sphere_kinematics(model, x, xd, self.link, self.xyz, self.radius, self.ground, placements,
+    def kinematics(self, model, x, xd=None, *, need_jacobian: bool = True) -> ContactKinematics:
+        """δ, δ̇, p, v_t, n and J_p at the tree state (x, ẋ) (`contact.geometry.sphere_kinematics`)."""
+        return sphere_kinematics(model, x, xd, self.link, self.xyz, self.radius, self.ground,
                                  need_jacobian=need_jacobian)
 
     def _normal_on(self, kin: ContactKinematics) -> bool:
@@ -203,13 +204,13 @@ class Contact(ForceElement):
                                              row[0], kin.delta, kin.delta_dot, slip, float(np.linalg.norm(slip)))
         return fn, np.array([ft0, ft1, ft2]), elastic
 
-    def _evaluate(self, model, x, xd, placements=None):
+    def _evaluate(self, model, x, xd):
         """(kinematics, forces) at (x, ẋ), cached for the last state (the engine asks for τ, then power)."""
         key = (np.asarray(x, dtype=float).tobytes(), np.asarray(xd, dtype=float).tobytes())
         cached = self.__dict__.get("_last")
         if cached is not None and cached[0] == key and cached[1] is self._state_key():
             return cached[2], cached[3]
-        kin = self.kinematics(model, x, xd, placements)
+        kin = self.kinematics(model, x, xd)
         result = self.forces(kin)
         self._last = (key, self._state_key(), kin, result)
         return kin, result
@@ -219,7 +220,8 @@ class Contact(ForceElement):
         return self._state
 
     def generalized_force(self, model, x, xd, t, placements=None) -> np.ndarray:
-        kin, (fn, ft, _) = self._evaluate(model, x, xd, placements)
+        # (placements: the force-element interface's tree placements; the contact kernel places its own chain)
+        kin, (fn, ft, _) = self._evaluate(model, x, xd)
         if fn == 0.0 and not np.any(ft):
             return np.zeros(model.n_tangent)
         return kin.generalized(fn * kin.normal + ft)
@@ -263,14 +265,8 @@ class Contact(ForceElement):
         return out
 
     def _event_kinematics(self, model, x, xd) -> tuple[float, float, np.ndarray]:
-        """(δ [m], δ̇ [m/s], slip v_t (3) [m/s]) for the event functions: one compiled call
-        (`kernels.ContactSampler.kinematics`) where the run's compiled right-hand side switched the compiled
-        observer on, else `kinematics` (numpy; the reference, and every run without numba or with a plug-in law)."""
-        sampler = self.__dict__.get("_sampler")
-        row = sampler.kinematics(x, xd) if sampler is not None else None
-        if row is not None:
-            return float(row[0]), float(row[1]), row[2:5]
-        kin = self.kinematics(model, x, xd, need_jacobian=xd is not None)
+        """(δ [m], δ̇ [m/s], slip v_t (3) [m/s]) for the event functions (no Jacobian)."""
+        kin = self.kinematics(model, x, xd, need_jacobian=False)
         return kin.delta, kin.delta_dot, kin.slip
 
     def _g_touch(self, model):
@@ -307,7 +303,8 @@ class Contact(ForceElement):
         if st is None:
             return
         self._last = None
-        sync_state(st, self.friction_law, t, self.kinematics(self._model, x, xd))
+        kin = self.kinematics(self._model, x, xd)
+        sync_state(st, self.friction_law.discontinuous, t, kin.delta, kin.delta_dot, kin.slip)
 
     # ------------------------------------------------------------------ step observer (interval log)
     def use_compiled_observer(self, model) -> bool:
@@ -417,15 +414,3 @@ def contact_intervals(trajectory, name: str | None = None) -> list[dict]:
         for interval in log.get("intervals", []):
             out.append({**interval, "contact": key})
     return sorted(out, key=lambda item: item["start"])
-
-
-def sync_state(state, friction_law, t: float, kin) -> None:
-    """Bring a contact's discrete state in line with its kinematics at a located event (or a bridge step):
-    onset (storing the impact velocity), separation, and — for a discontinuous friction law — the slip mode."""
-    inside = kin.delta > 0.0 or (kin.delta == 0.0 and kin.delta_dot > 0.0)
-    if inside and not state.active:
-        state.touch(t, kin.delta_dot)
-    elif state.active and not inside:
-        state.separate(t, kin.delta_dot)
-    if friction_law.discontinuous:
-        state.update_slip(kin.slip)

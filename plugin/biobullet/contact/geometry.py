@@ -9,7 +9,9 @@ Ground plane: the points p with n·p = h (n unit normal pointing out of the grou
     slip velocity     v_t = v_p − (n·v_p) n        [m/s] (tangential velocity of the sphere's material point)
 
 with p = c − r n the sphere point deepest in the ground and v_p its velocity. A force F (world, N) at p acts on
-the tree as τ = J_p,linᵀ F, J_p the world-aligned point Jacobian (`algorithms.kinematics.frame_jacobian`).
+the tree as τ = J_p,linᵀ F, J_p the world-aligned point Jacobian. All of it is one kernel,
+`contact.kernels._contact_kinematics_py` (shared with the compiled right-hand side and the bridge's ground call),
+compiled on first use or run by Python without numba.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
+from biobullet.contact.kernels import ancestry, contact_kinematics
 
 
 @dataclass(frozen=True)
@@ -49,23 +51,22 @@ class ContactKinematics:
 
 
 def sphere_kinematics(model, x: np.ndarray, xd: np.ndarray | None, link: str, xyz: np.ndarray, radius: float,
-                      ground: GroundPlane, placements=None, *, need_jacobian: bool = True) -> ContactKinematics:
-    """Contact kinematics of a sphere (centre `xyz` in `link`'s frame, `radius` m) on `ground`.
-
-    With xd None (or need_jacobian False and xd None) the rates are zero; the Jacobian is computed when needed.
-    """
-    placements = placements if placements is not None else body_placements(model, x)
-    n = ground.n
-    rotation, origin = frame_placement(model, x, link, placements)
-    centre = rotation @ xyz + origin
-    point = centre - radius * n
-    delta = ground.height + radius - float(n @ centre)
-    if not need_jacobian and xd is None:
-        return ContactKinematics(delta, 0.0, point, np.zeros(3), n, np.zeros((3, model.n_tangent)))
-    local = xyz - radius * (rotation.T @ n)
-    jac = frame_jacobian(model, x, link, local, placements)[:3]
-    if xd is None:
-        return ContactKinematics(delta, 0.0, point, np.zeros(3), n, jac)
-    velocity = jac @ xd
-    normal_speed = float(n @ velocity)
-    return ContactKinematics(delta, -normal_speed, point, velocity - normal_speed * n, n, jac)
+                      ground: GroundPlane, *, need_jacobian: bool = True) -> ContactKinematics:
+    """Contact kinematics of a sphere (centre `xyz` [m] in `link`'s frame, `radius` [m]) on `ground` at the tree
+    state (x, ẋ) (`contact.kernels._contact_kinematics_py`). With xd None the rates and slip are zero; the Jacobian
+    (3 × n_tangent) is computed when need_jacobian (else zeros)."""
+    frame = model.frame(link)
+    geometry = np.empty(8)
+    geometry[:3] = frame.rotation @ np.asarray(xyz, dtype=float) + frame.translation   # centre in the body frame
+    geometry[3] = radius
+    geometry[4:7] = ground.n
+    geometry[7] = ground.height
+    meta, body = model.tree_pack
+    n = model.n_tangent
+    jacobian = np.zeros((3, n if need_jacobian else 0))
+    out = np.empty(11)
+    rates = np.zeros(n) if xd is None else np.ascontiguousarray(xd, dtype=float)
+    contact_kinematics(meta, body, ancestry(model), frame.body, geometry, np.ascontiguousarray(x, dtype=float),
+                       rates, out, jacobian)
+    return ContactKinematics(float(out[0]), float(out[1]), out[5:8].copy(), out[2:5].copy(), out[8:11].copy(),
+                             jacobian if need_jacobian else np.zeros((3, n)))

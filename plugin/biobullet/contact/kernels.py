@@ -31,10 +31,12 @@ those of `contact.base` (δ > 0 inside, δ̇ > 0 approaching, F_N ≥ 0 unless a
 The discrete state of one contact during a run (`contact.state.ContactState`: active, δ̇⁻ stored at onset, resting
 and slip direction for switched friction) and the open interval's running log (impulse, dissipation, peaks) live in
 one float row of STATE_WIDTH (`state_row` / `pull_state`). `_contact_update_py` is one contact's step: the event
-action of `element.sync_state` (onset stores δ̇⁻ and opens the log, separation closes it), the forces of
-`Contact.forces` and the log of the bridge (`bridge.contact._account`). `_ground_contacts_py` is every point/sphere
-contact against its analytic ground plane (`contact.geometry`): placements from the compiled tree kinematics
-(`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one call.
+action (`_contact_event_py`: onset stores δ̇⁻ and opens the log, separation closes it, the slip mode; `sync_state`
+on a ContactState), the forces (`_contact_forces_py`, as `Contact.forces`) and the interval log;
+`_contact_kinematics_py` one contact's kinematics with its point Jacobian (`contact.geometry.sphere_kinematics`).
+`_ground_contacts_py` is every point/sphere contact against its analytic ground plane: placements from the
+compiled tree kinematics (`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one
+call.
 
 The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
 `_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces
@@ -253,13 +255,13 @@ def contact_forces_by_laws(normal_law, friction_law):
     return jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction})
 
 
-def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
-    """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
-    (`element.sync_state`), evaluate the laws (`Contact.forces`) and add to the open interval's log
-    (`bridge.contact._account`: impulse Σ F_N dt, dissipation, max δ, peak F_N). Writes into `state` (a row, see
-    STATE_WIDTH): EVENT (0, ONSET or SEPARATION) with EVENT_RATE δ̇, NORMAL_FORCE, FORCE (F = F_N n + F_T, world N),
-    DELTA. Returns the event code."""
-    discontinuous = laws.discontinuous
+def _contact_event_py(discontinuous, state, delta, delta_dot, slip, speed):
+    """The discrete state of one contact (row `state`) brought in line with its kinematics (δ [m], δ̇ [m/s], slip
+    v_t with |v_t| = speed [m/s]): onset (δ > 0, or δ = 0 approaching) stores δ̇⁻ and clears the interval log,
+    separation clears ACTIVE, and for switched friction the slip mode: at rest below REST_SPEED when the slip
+    reversed (or already at rest), sliding with the slip direction otherwise. Writes EVENT (0, ONSET or
+    SEPARATION) and EVENT_RATE δ̇; returns the event. The engine's event action and the bridge's step
+    (`sync_state`, `_contact_update_py`)."""
     event = 0.0
     inside = delta > 0.0 or (delta == 0.0 and delta_dot > 0.0)
     if inside and state[ACTIVE] == 0.0:
@@ -274,8 +276,7 @@ def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
         state[ACTIVE] = 0.0
     state[EVENT] = event
     state[EVENT_RATE] = delta_dot
-    speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
-    if discontinuous:   # ContactState.update_slip
+    if discontinuous:
         reversed_ = state[HAS_DIRECTION] == 0.0 or (slip[0] * state[DIRECTION] + slip[1] * state[DIRECTION + 1]
                                                     + slip[2] * state[DIRECTION + 2]) <= 0.0
         if speed < REST_SPEED and (state[RESTING] != 0.0 or reversed_):
@@ -284,6 +285,20 @@ def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
             state[RESTING], state[HAS_DIRECTION] = 0.0, 1.0
             for a in range(3):
                 state[DIRECTION + a] = slip[a] / speed
+    return event
+
+
+_CONTACT_EVENT = _contact_event_py
+
+
+def _contact_update_py(laws, state, delta, delta_dot, slip, normal, t, dt):
+    """One step of one contact at kinematics (δ [m], δ̇ [m/s], slip v_t [m/s], normal n): sync the discrete state
+    (`_contact_event_py`), evaluate the laws (`_contact_forces_py`) and add to the open interval's log (impulse
+    Σ F_N dt, dissipation, max δ, peak F_N). Writes into `state` (a row, see STATE_WIDTH): EVENT (0, ONSET or
+    SEPARATION) with EVENT_RATE δ̇, NORMAL_FORCE, FORCE (F = F_N n + F_T, world N), DELTA. Returns the event code."""
+    discontinuous = laws.discontinuous
+    speed = math.sqrt(slip[0] * slip[0] + slip[1] * slip[1] + slip[2] * slip[2])
+    event = _CONTACT_EVENT(discontinuous, state, delta, delta_dot, slip, speed)
     on, fn, elastic, ft0, ft1, ft2 = _CONTACT_FORCES(laws.normal_kind, laws.normal_p, laws.friction_kind,
                                                      laws.friction_p, laws.outside, laws.needs_impact, discontinuous,
                                                      state, delta, delta_dot, slip, speed)
@@ -377,7 +392,7 @@ def _ground_contacts_py(meta, body, ancestry, contacts, x, xd, t, dt, tau):
 def _ground_forces_py(rot, pos, sub, ancestry, index, geometry, normal_p, friction_p, state, xd, tau):
     """The engine's right-hand side share of every point/sphere ground contact (packed as for `_ground_contacts_py`)
     at placements rot, pos and motion subspaces sub of the tree (`_place_body_py`), given the discrete state rows,
-    which are only read — the engine's events change them in Python (`element.sync_state`): τ += J_pᵀ F (added to
+    which are only read — the engine's events change them (`sync_state`): τ += J_pᵀ F (added to
     tau), returns the dissipated power Σ (F_N − F_N(δ, 0)) δ̇ − F_T·v_t [W] of the contacts whose normal law acts
     (`Contact.dissipated_power`)."""
     slip = np.empty(3)
@@ -421,10 +436,12 @@ def _contact_samples_py(meta, body, ancestry, index, geometry, normal_p, frictio
         out[s, 3] = delta
 
 
-def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
+def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out, jacobian):
     """One sphere/point (geometry row g, body b) at the tree state (x, ẋ): out = (δ [m], δ̇ [m/s] (> 0
-    approaching), slip v_t (3) [m/s]) — `contact.geometry.sphere_kinematics`' δ, δ̇ and slip in one call (the
-    engine's contact event functions: touch, release, slip stop and start). Places only b and its ancestors."""
+    approaching), slip v_t (3) [m/s], deepest point p (3) [m, world], ground normal n (3)) and, when `jacobian` has
+    columns, the world-aligned point Jacobian J_p (3, n_tangent) of the body's material point at p, column j = the
+    velocity of p for ẋ = e_j (`contact.geometry.sphere_kinematics`; the engine's contact event functions). Places
+    only b and its ancestors."""
     nb = meta.shape[0]
     rot, pos, sub, slip, normal, point = _workspace(nb, xd.shape[0])
     if b >= 0:
@@ -442,7 +459,19 @@ def _contact_kinematics_py(meta, body, ancestry, b, g, x, xd, out):
     delta, normal_speed = _SPHERE_POINT(rot, pos, sub, ancestry, b, g, xd, point, normal, slip)
     out[0] = delta
     out[1] = -normal_speed
-    out[2], out[3], out[4] = slip[0], slip[1], slip[2]
+    for a in range(3):
+        out[2 + a] = slip[a]
+        out[5 + a] = point[a]
+        out[8 + a] = normal[a]
+    if jacobian.shape[1] > 0:
+        unit = np.zeros(xd.shape[0])
+        column = np.empty(3)
+        for j in range(xd.shape[0]):
+            unit[j] = 1.0
+            _POINT_VELOCITY(sub, ancestry, b, point, unit, column)
+            unit[j] = 0.0
+            for a in range(3):
+                jacobian[a, j] = column[a]
 
 
 # ------------------------------------------------------------------------------------------------ compiling
@@ -483,8 +512,8 @@ def contact_forces_kernel():
 
 
 def _update_bindings() -> dict:
-    forces = contact_forces_kernel()
-    return {} if forces is None else {"_CONTACT_FORCES": forces}
+    forces, event = contact_forces_kernel(), jit.compiled(_contact_event_py, inline=True)
+    return {} if forces is None or event is None else {"_CONTACT_FORCES": forces, "_CONTACT_EVENT": event}
 
 
 def contact_update_kernel():
@@ -525,6 +554,10 @@ def _kinematics_bindings() -> dict:
 def contact_kinematics_kernel():
     """The compiled `_contact_kinematics_py`, or None without numba."""
     return jit.compiled(_contact_kinematics_py, bind=_kinematics_bindings)
+
+
+#: `_contact_kinematics_py` compiled on first call, or run by Python without numba (`contact.geometry`)
+contact_kinematics = jit.lazy(_contact_kinematics_py, bind=_kinematics_bindings)
 
 
 def ground_forces_kernel():
@@ -679,9 +712,30 @@ def pull_state(row: np.ndarray, state: ContactState) -> None:
         _log_into(row, state.current)
 
 
+def sync_state(state: ContactState, discontinuous: bool, t: float, delta: float, delta_dot: float,
+               slip: np.ndarray) -> None:
+    """`_contact_event_py` on a ContactState at time t [s] (its interval list follows the event): the engine's
+    event action and the bridge's step for contacts on the Python laws. Run by Python: one scalar call per located
+    event, cheaper than a compile."""
+    row = state_row(state)
+    slip = np.asarray(slip, dtype=float)
+    _contact_event_py(discontinuous, row, float(delta), float(delta_dot), slip, float(np.linalg.norm(slip)))
+    pull_event(row, state, t)
+    pull_state(row, state)
+
+
+def contact_update_by_laws(normal_law, friction_law):
+    """`_contact_update_py` run by Python with the two law objects bound (`contact_forces_by_laws`): the bridge's
+    step of a contact whose laws have no compiled twin (a plug-in's Python callback)."""
+    return jit.twin(_contact_update_py, {"_CONTACT_FORCES": contact_forces_by_laws(normal_law, friction_law),
+                                         "_CONTACT_EVENT": _contact_event_py})
+
+
 def ancestry(model) -> np.ndarray:
-    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (`algorithms.vectorized.tree_arrays`)."""
-    return np.ascontiguousarray(tree_arrays(model).ancestry, dtype=np.int64)
+    """int64 (n_bodies, n_tangent): 1 where velocity column j moves body b (`algorithms.vectorized.tree_arrays`),
+    kept once per model (read only)."""
+    return model.derive("contact.kernels.ancestry",
+                        lambda: np.ascontiguousarray(tree_arrays(model).ancestry, dtype=np.int64))
 
 
 def has_twins(contact) -> bool:
@@ -756,22 +810,6 @@ class ContactSampler:
             return None
         kernel = contact_samples_kernel()
         return None if kernel is None else cls(model, contact, kernel)
-
-    def kinematics(self, x: np.ndarray, xd: np.ndarray | None) -> np.ndarray | None:
-        """(δ [m], δ̇ [m/s], slip v_t (3) [m/s]) of the contact at the tree state (x, ẋ; ẋ None: at rest) in one
-        compiled call (`_contact_kinematics_py`), or None when that kernel is unavailable (the caller's Python
-        kinematics serve)."""
-        kernel = self.__dict__.get("_kinematics")
-        if kernel is None:
-            kernel = self._kinematics = contact_kinematics_kernel() or False
-            self._at_rest = np.zeros(self.ancestry.shape[1])
-        if not kernel:
-            return None
-        out = np.empty(5)
-        index, geometry = self.packed[0], self.packed[1]
-        kernel(self.meta, self.body, self.ancestry, index[0, 0], geometry[0], np.ascontiguousarray(x, dtype=float),
-               self._at_rest if xd is None else np.ascontiguousarray(xd, dtype=float), out)
-        return out
 
     def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
         discrete_rows((state,), self.state)

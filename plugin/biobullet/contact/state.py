@@ -76,14 +76,5 @@ class ContactState:
             self.intervals[-1].end = float(t)
             self.intervals[-1].rebound_velocity = -float(delta_dot)
 
-    def update_slip(self, slip: np.ndarray) -> None:
-        """Sliding/rest mode from the slip velocity v_t (world, m/s) at an event (switched friction only)."""
-        speed = float(np.linalg.norm(slip))
-        reversed_ = self.slip_direction is None or float(slip @ self.slip_direction) <= 0.0
-        if speed < REST_SPEED and (self.resting or reversed_):
-            self.resting, self.slip_direction = True, None
-        elif speed > 0.0:
-            self.resting, self.slip_direction = False, slip / speed
-
     def log(self) -> dict:
         return {"intervals": [i.as_dict() for i in self.intervals]}
