@@ -29,15 +29,9 @@ NEWTON_REACH = float(np.pi)
 CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
 
 
-def _lu_solve_py(a, b):
-    """Solve a x = b (b: n × m) by Gaussian elimination with partial pivoting; (x, ok) — ok False if singular."""
-    x = b.copy()
-    return x, _lu_solve_into(a.copy(), x)
-
-
 def _lu_solve_into_py(a, x):
-    """`_lu_solve_py` in place: a is overwritten by its elimination, x (n × m, the right-hand sides on entry) by
-    the solution; returns ok (False if singular, x then undefined)."""
+    """Solve a x = b (b: n × m, in x on entry) in place by Gaussian elimination with partial pivoting: a is
+    overwritten by its elimination, x by the solution; returns ok (False if singular, x then undefined)."""
     n = a.shape[0]
     m = x.shape[1]
     for k in range(n):
@@ -69,9 +63,6 @@ def _lu_solve_into_py(a, x):
     return True
 
 
-_lu_solve_into = _lu_solve_into_py   # the compiled twin inside compiled callers (bound where they compile)
-
-
 def _dependent_part_py(inverse, jk, known_values, extra):
     """−Φ_dep⁻¹ (Φ_kn v_kn + extra): the dependent joints' share of a derivative (G column, θ̇, γ) from the known
     joints' (`inverse` = Φ_dep⁻¹, `jk` = Φ_kn)."""
@@ -99,6 +90,35 @@ def _loop_residual_py(rows, k, meta, body, theta):
     return phi, jac
 
 
+def _loop_residual_into_py(rows, k, meta, body, theta):
+    """`_loop_residual_py` into buffers allocated once per pass (their allocations cost more than the algebra at
+    this size): rows = (the loop rows, `_residual_buffers_py`'s buffers); Φ, Φ_θ are views of those buffers, valid
+    until the next call."""
+    table, (rot, pos, sub, loc, jr, no_motion, out) = rows
+    for b in range(meta.shape[0]):
+        _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
+    _ROWS_INTO(table, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False), out)
+    return out[0], out[1]
+
+
+def _residual_buffers_py(meta, n_rows, width):
+    """The buffers of `_loop_residual_into_py` for a loop set of n_rows rows over a joint layout of `width`."""
+    nb = meta.shape[0]
+    no_motion = np.zeros((1, 6))
+    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
+    # sub starts at zero: each body writes only its own columns
+    return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, width)), np.empty((3, 3)), np.empty((3, 3)),
+            no_motion, out)
+
+
+def _norm_py(x):
+    """|x|₂ of a vector without a temporary array."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * x[i]
+    return np.sqrt(total)
+
+
 def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     """The loop Newton solve, written once (the pipeline's loop stage and the generic resolver both run it):
     θ_dep = `guess` into theta, then damped Newton on Φ(θ) = 0 (`_RESIDUAL(*loop[:4], theta)`; a step is at most
@@ -115,7 +135,7 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     for i in range(nd):
         theta[dep[i]] = guess[i]
     phi, jac = _RESIDUAL(rows, k, meta, body, theta)
-    norm = np.sqrt(np.sum(phi * phi))
+    norm = _norm(phi)
     # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     guard = guard_condition >= 0.0
@@ -132,11 +152,11 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             for j in range(nd):
                 a[i, j] = jac[i, dep[j]]
             rhs[i, 0] = phi[i]
-        step, ok = _lu_solve(a, rhs)
+        ok = _lu_solve_into(a, rhs)   # rhs becomes the step
         total, step_max = 0.0, 0.0
         for i in range(nd):
-            total += abs(step[i, 0])
-            step_max = max(step_max, abs(step[i, 0]))
+            total += abs(rhs[i, 0])
+            step_max = max(step_max, abs(rhs[i, 0]))
         if not ok or not np.isfinite(total):
             status = GUARD if guard else SINGULAR
             break
@@ -152,15 +172,17 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             base[i] = theta[dep[i]]
         while True:   # backtracking keeps Newton from jumping branches far from the solution
             for i in range(nd):
-                theta[dep[i]] = base[i] - scale * step[i, 0]
+                theta[dep[i]] = base[i] - scale * rhs[i, 0]
             phi_new, jac_new = _RESIDUAL(rows, k, meta, body, theta)
-            norm_new = np.sqrt(np.sum(phi_new * phi_new))
+            norm_new = _norm(phi_new)
             if norm_new < norm or scale < 1e-3 or norm_new <= tolerance:
                 break
             scale *= 0.5
         if not (norm_new < norm or norm_new <= tolerance):
             for i in range(nd):   # no descent along the Newton direction: stop where |Φ| was smallest
                 theta[dep[i]] = base[i]
+            # Φ, Φ_θ of this point again (a residual into buffers, `_loop_residual_into_py`, overwrote them)
+            phi, jac = _RESIDUAL(rows, k, meta, body, theta)
             status = NO_DESCENT
             break
         reach = 0.0
@@ -173,24 +195,28 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
         step_norm = scale * step_max
         if step_norm <= STEP_TOLERANCE:
             break
-    inverse = np.full((nd, nd), np.nan)
     condition = np.inf
     if not (norm <= tolerance or (loose >= 0.0 and norm <= loose)):
-        return status, iterations, norm, jac, inverse, condition
-    for i in range(nd):
-        for j in range(nd):
+        return status, iterations, norm, jac, np.full((nd, nd), np.nan), condition
+    col_a = 0.0
+    for j in range(nd):
+        sa = 0.0
+        for i in range(nd):
             a[i, j] = jac[i, dep[j]]
-    solved, ok = _lu_solve(a, np.eye(nd))
-    if ok:
-        col_a, col_i = 0.0, 0.0
+            sa += abs(a[i, j])
+        col_a = max(col_a, sa)
+    inverse = np.eye(nd)
+    if _lu_solve_into(a, inverse):
+        col_i = 0.0
         for j in range(nd):
-            sa, si = 0.0, 0.0
+            si = 0.0
             for i in range(nd):
-                sa += abs(a[i, j])
-                si += abs(solved[i, j])
-            col_a, col_i = max(col_a, sa), max(col_i, si)
+                si += abs(inverse[i, j])
+            col_i = max(col_i, si)
         if np.isfinite(col_a * col_i):
-            inverse, condition = solved, col_a * col_i
+            condition = col_a * col_i
+    if not condition < np.inf:
+        inverse[:, :] = np.nan   # singular: no factor
     if condition < np.inf:
         # the last correction with this factor (no new evaluation): the residual is already at round-off, the
         # correction takes the error from O(|Φ|) to O(|Φ|²)
@@ -303,26 +329,47 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
     return 0
 
 
-_lu_solve, _dependent_part = _lu_solve_py, _dependent_part_py   # rebound to compiled twins by `newton_kernel`
+# the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
+_lu_solve_into, _dependent_part, _norm = _lu_solve_into_py, _dependent_part_py, _norm_py
 
 
 def _solve_bindings() -> dict | None:
     """The compiled callees of `_newton_solve_py` (its residual inlined over the loop kernels), or None."""
     from biobullet.constraints.loop_kernels import loop_kernels
     kernels = loop_kernels()
-    solve = lu_solve_kernel()
+    solve = jit.compiled(_lu_solve_into_py, inline=True)
     if kernels is None or solve is None:
         return None
-    return {"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve": solve, "_RESIDUAL": _loop_residual_py}
+    return {"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve_into": solve, "_norm": _norm_py,
+            "_RESIDUAL": _loop_residual_py}
+
+
+def with_newton_solve(kernel, inline: bool = False, buffered: bool = False):
+    """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
+    `_dependent_part` bound, or None: the loop stage (`_loop_newton_py`) and the trajectory output's pass
+    (`integrate.compiled_rhs._loop_positions_py`) call the one solve. `buffered`: its residual is
+    `_loop_residual_into_py` (the loop's rows = (rows, `_RESIDUAL_BUFFERS(meta, n_rows, width)`))."""
+    from biobullet.algorithms.compiled_kernels import place_body_kernel
+    from biobullet.constraints.loop_kernels import rows_into_kernel
+    callees = _solve_bindings()
+    if callees is None:
+        return None
+    bind = {**callees, "_NEWTON_SOLVE": _newton_solve_py, "_dependent_part": _dependent_part_py}
+    if buffered:   # the solve's own variant: an inlined callee's IR is taken once, with its first bindings
+        place, rows_into = place_body_kernel(), rows_into_kernel()
+        if place is None or rows_into is None:
+            return None
+        solve = jit.compiled(_newton_solve_py, inline=True, variant="buffered", bind={
+            **callees, "_RESIDUAL": _loop_residual_into_py, "_PLACE_BODY": place, "_ROWS_INTO": rows_into})
+        if solve is None:
+            return None
+        bind.update({"_NEWTON_SOLVE": solve, "_RESIDUAL_BUFFERS": _residual_buffers_py})
+    return jit.compiled(kernel, bind=bind, inline=inline)
 
 
 def newton_kernel():
     """The compiled `_loop_newton_py` (inlined into the pipeline's joint-state stage; cached with it), or None."""
-    callees = _solve_bindings()
-    if callees is None:
-        return None
-    return jit.compiled(_loop_newton_py, bind={**callees, "_NEWTON_SOLVE": _newton_solve_py,
-                                               "_dependent_part": _dependent_part_py}, inline=True)
+    return with_newton_solve(_loop_newton_py, inline=True)
 
 
 def newton_solve_kernel():
@@ -334,14 +381,6 @@ def newton_solve_kernel():
 def newton_solve_twin(residual):
     """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)`: the generic
     resolver's solve where the loop rows are not compiled (a plug-in loop type, or numba switched off)."""
-    return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve": _lu_solve_py})
+    return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve_into": _lu_solve_into_py,
+                                       "_norm": _norm_py})
 
-
-def lu_solve_kernel():
-    """The compiled `_lu_solve_py` (inline; its in-place core bound), or None (no numba, or disabled)."""
-    return jit.compiled(_lu_solve_py, bind={"_lu_solve_into": _lu_solve_into_py}, inline=True)
-
-
-def lu_solve_into_kernel():
-    """The compiled `_lu_solve_into_py` (inline), or None."""
-    return jit.compiled(_lu_solve_into_py, inline=True)

@@ -15,8 +15,9 @@ call starts from the generic path's solution. An explicit integrator's trial sta
 call is first tried once more from the nearest of the last solutions the stage reached (`_recent`).
 
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
-compiled pass per loop resolver (`_loop_positions_py`: plain Newton on positions from a second-order prediction off
-the previous sample, rates from the last Jacobian; about two kinematics passes per sample; trajectory output only),
+compiled pass per loop resolver (`_loop_positions_py`: the loop Newton solve `newton_kernel._newton_solve_py` on
+positions from a second-order prediction off the previous sample, rates from its factor Φ_dep⁻¹; about two
+kinematics passes per sample, into buffers allocated once per pass; trajectory output only),
 handing a sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are
 evaluated over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops'
 passes as given joints. The same kernel is stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
@@ -25,12 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms import compiled_kernels
+from biobullet.constraints.newton_kernel import CONVERGED
 from biobullet.core import jit
 from biobullet.integrate.compiled_explicit import CompiledExplicitRHS, explicit_states_batch, plugin_elements
 
 # the compiled callees, bound when the kernels below compile; the Python twins otherwise
-_RHS = _LOOP_ROWS_INTO = _LU_INTO = _PLACE_BODY = _NEWTON = None
+_RHS = _NEWTON = _NEWTON_SOLVE = _RESIDUAL_BUFFERS = None
 
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
@@ -66,46 +67,32 @@ def loop_rhs_kernel():
     return None if rhs is None else jit.compiled(_loop_rhs_py, bind={"_RHS": rhs})
 
 
-_NEWTON_ITERATIONS = 12
-#: largest change of an independent coordinate between samples, and largest Newton step, of the output pass
+#: largest change of an independent coordinate between samples, and of the dependent joints from their
+#: prediction, in the output pass
 MAX_SAMPLE_STEP = 0.05
 
 
 def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
     """Loop resolver k's dependent joints at samples first … n−1 into θ and θ̇ (theta_all, rate_all: (n, the loop
-    kernels' joint layout), the known joints set) by plain Newton on the loop rows (positions), then
-    θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or curvature. Returns the first sample not
-    done (no convergence, singular Φ_dep, a large step between samples or within Newton): the caller takes over.
+    kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`) on
+    the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
+    curvature. Returns the first sample not done (no convergence, an ill-conditioned Φ_dep, a large step between
+    samples or a solution far from its prediction): the caller takes over.
 
     Each sample starts from the previous one's solution moved along its sensitivity S = −Φ_dep⁻¹ Φ_known to
     second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
-    sample) and iterates until the step is at round-off. One LU factorisation per iteration gives the step, S
-    and the rates together; the rates and S are taken from the last iteration, whose step is a few ε, so they are
-    those at the solution to round-off. About two kinematics passes per sample."""
-    n, width = theta_all.shape
+    sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates."""
+    n = theta_all.shape[0]
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     dep, known = loops.dep[d0:d1], loops.known[k0:k1]
     nd, nk = d1 - d0, k1 - k0
-    meta, body = loops.meta, loops.body
+    rows = (loops.rows, _RESIDUAL_BUFFERS(loops.meta, nd, theta_all.shape[1]))
+    loop = (rows, k, loops.meta, loops.body, dep, loops.revolute[d0:d1], loops.tolerance[k])
     current = guess.copy()
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
-    a = np.empty((nd, nd))
-    columns = np.empty((nd, 2 + nk))   # [Φ | Φ_known | Φ_known θ̇_known]; the LU overwrites it by the solution
-    # the placement pass of the loop kinematics (positions only), the loop rows and the LU into buffers allocated
-    # once: their per-call allocations cost more than their algebra at this size
-    nb = meta.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, width))   # each body writes only its own columns
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
-    no_motion = np.zeros((1, 6))
-    phi = np.zeros(nd)
-    jac = np.zeros((nd, width))
-    kin = (rot, pos, sub, no_motion, no_motion)
-    out = (phi, jac, np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
+    jk = np.empty((nd, nk))
     for s in range(first, n):
         theta = theta_all[s]
         rate = rate_all[s]
@@ -132,47 +119,26 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
                     delta = theta[known[c]] - theta_all[s - 1, known[c]]
                     move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
                 current[i] += move
-        for i in range(nd):
-            theta[dep[i]] = current[i]
-        converged = False
-        previous = np.inf
-        for _ in range(_NEWTON_ITERATIONS):
-            for b in range(nb):
-                _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
-            _LOOP_ROWS_INTO(loops.rows, k, kin, True, False, out)
-            for r in range(nd):
-                for c in range(nd):
-                    a[r, c] = jac[r, dep[c]]
-                columns[r, 0] = phi[r]
-                product = 0.0
-                for c in range(nk):
-                    columns[r, 1 + c] = jac[r, known[c]]
-                    product += jac[r, known[c]] * rate[known[c]]
-                columns[r, 1 + nk] = product
-            if not _LU_INTO(a, columns):
-                return s
-            size = 0.0
-            scale = 1.0
-            for i in range(nd):
-                step = columns[i, 0]
-                if not abs(step) <= MAX_SAMPLE_STEP:   # Newton far from home: hand over rather than risk a branch
-                    return s
-                theta[dep[i]] -= step
-                size = max(size, abs(step))
-                scale = max(scale, abs(theta[dep[i]]))
-            # at round-off: a step of a few ε, or one that stopped shrinking below 1e-14 (the residual's floor)
-            if size <= 4e-16 * scale or (size <= 1e-14 * scale and size > 0.5 * previous):
-                converged = True
-                break
-            previous = size
-        if not converged:
+        status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, theta, current, -1.0, -1.0)
+        if status != CONVERGED or not condition < loops.condition_limit:
             return s
+        for i in range(nd):   # far from the prediction: maybe another branch, the generic path decides
+            if not abs(theta[dep[i]] - current[i]) <= MAX_SAMPLE_STEP:
+                return s
         for i in range(nd):
-            rate[dep[i]] = -columns[i, 1 + nk]
-            current[i] = theta[dep[i]]
             for c in range(nk):
+                jk[i, c] = jac[i, known[c]]
+        for i in range(nd):
+            current[i] = theta[dep[i]]
+            dependent = 0.0
+            for c in range(nk):
+                total = 0.0
+                for m in range(nd):
+                    total += inverse[i, m] * jk[m, c]
                 sensitivity_old[i, c] = sensitivity[i, c]
-                sensitivity[i, c] = -columns[i, 1 + c]
+                sensitivity[i, c] = -total
+                dependent -= total * rate[known[c]]
+            rate[dep[i]] = dependent
     return n
 
 
@@ -190,11 +156,8 @@ def _loop_states_py(loops, warm, k, theta_all, rate_all, first):
 
 
 def _positions_kernel():
-    from biobullet.constraints.loop_kernels import rows_into_kernel
-    from biobullet.constraints.newton_kernel import lu_solve_into_kernel
-    callees = {"_PLACE_BODY": compiled_kernels.place_body_kernel(), "_LOOP_ROWS_INTO": rows_into_kernel(),
-               "_LU_INTO": lu_solve_into_kernel()}
-    return None if None in callees.values() else jit.compiled(_loop_positions_py, bind=callees)
+    from biobullet.constraints.newton_kernel import with_newton_solve
+    return with_newton_solve(_loop_positions_py, buffered=True)
 
 
 def _states_kernel():
