@@ -185,6 +185,9 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
             _compute(cfg, pending, out_dir, records, result, bar, scheduler, workers)
         except KeyboardInterrupt:
             result.interrupted = True
+            # the cluster is torn down mid-message: distributed logs each closed comm with a traceback (INFO),
+            # which is expected here and would bury the one "resume" line
+            logging.getLogger("distributed").setLevel(logging.ERROR)
         finally:
             bar.close()
 
