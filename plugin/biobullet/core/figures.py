@@ -41,13 +41,19 @@ def _tick_labels(axes) -> tuple[list, set[int]]:
     drawn, every = [], set()
     axis_list = [axes.xaxis, axes.yaxis] + ([axes.zaxis] if hasattr(axes, "zaxis") else [])
     for axis in axis_list:
-        low, high = sorted(float(v) for v in axis.get_view_interval())
+        # a log axis is compared in decades: a slack in data units would take in every tick below a small bottom
+        scale = np.log10 if axis.get_scale() == "log" else float
+        low, high = sorted(scale(max(float(v), 1e-300)) if scale is np.log10 else float(v)
+                           for v in axis.get_view_interval())
         slack = 1e-9 * max(high - low, 1e-300)
         for ticks in (axis.get_major_ticks(), axis.get_minor_ticks()):
             for tick in ticks:
                 labels = (tick.label1, tick.label2)
                 every.update(id(label) for label in labels)
-                if _is_3d(axes) or not tick.get_visible() or not low - slack <= tick.get_loc() <= high + slack:
+                loc = tick.get_loc()
+                if scale is np.log10:
+                    loc = np.log10(loc) if loc > 0 else -np.inf
+                if _is_3d(axes) or not tick.get_visible() or not low - slack <= loc <= high + slack:
                     continue
                 drawn += [label for label in labels if label.get_visible() and label.get_text().strip()]
     return drawn, every

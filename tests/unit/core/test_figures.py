@@ -66,6 +66,22 @@ def test_crowded_tick_labels_are_found():
     assert any("'label 1' overlaps" in p or "'label 0' overlaps" in p for p in layout_problems(figure))
 
 
+def test_tick_labels_outside_a_log_axis_view_are_not_drawn_texts():
+    # a log axis whose bottom is 3e-17: its 1e-18 tick exists but is not drawn. A slack in data units (1e-9 of the
+    # range, 1e-16 here) once counted it as drawn and reported it over the figure legend below the axes.
+    import matplotlib.pyplot as plt
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    t = np.linspace(0, 4, 201)
+    axes[0].plot(t, np.sin(t), label="a curve")
+    axes[1].semilogy(t, 1e-16 + 1e-7 * np.abs(np.sin(7 * t)), label="a residual")
+    axes[1].set_ylim(3e-17, 1e-6)
+    figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center")
+    try:
+        assert layout_problems(figure) == []
+    finally:
+        plt.close(figure)
+
+
 def test_a_legend_on_a_curve_is_found_and_moved_off_by_the_central_save(tmp_path):
     t = np.linspace(0, 1, 200)
 
