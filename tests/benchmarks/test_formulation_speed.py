@@ -8,14 +8,13 @@ kernels (algorithms/compiled_kernels.py).
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
 import biobullet
 from biobullet.bench import PINOCCHIO, formulation_speed
+from records import keep_result
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf"]
@@ -32,11 +31,5 @@ def test_formulation_speed(name, capsys):
         print(f"\n{name}: mass matrix + bias forces per call (nv = {model.nv}, tree n = {model.n_tangent})")
         for label, (seconds, ratio) in rows.items():
             print(f"  {label:<36} {seconds * 1e6:10.1f} µs   {ratio:7.1f}× Pinocchio")
-    out = ROOT / "out" / "benchmarks"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "formulation_speed.json"
-    existing = json.loads(path.read_text()) if path.exists() else {}
-    existing[name] = {label: {"seconds": s, "ratio_to_pinocchio": r} for label, (s, r) in rows.items()}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(existing, indent=2))
-    os.replace(tmp, path)
+    keep_result("formulation_speed.json", name,
+                {label: {"seconds": s, "ratio_to_pinocchio": r} for label, (s, r) in rows.items()})

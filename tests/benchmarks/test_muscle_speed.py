@@ -20,7 +20,7 @@ osim.Logger.setLevelString("error")
 
 import biobullet  # noqa: E402
 import biobullet.muscles as muscles  # noqa: E402
-from biobullet.core.atomic import write_json  # noqa: E402
+from records import keep_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "plugin" / "biobullet" / "data" / "opensim"
@@ -83,12 +83,7 @@ def test_muscle_speed_against_opensim(name, capsys):
             print(f"  {label:<28} {seconds * 1e3:10.3f} ms")
         for label, ratio in ratios.items():
             print(f"  {label:<44} {ratio:8.4f}×")
-    out = ROOT / "out" / "benchmarks" / "muscle_speed.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    import json
-    existing = json.loads(out.read_text()) if out.exists() else {}
-    existing[name] = {"seconds": best, "ratios": ratios}
-    write_json(out, existing)
+    keep_result("muscle_speed.json", name, {"seconds": best, "ratios": ratios})
     if name.startswith("gait2392"):   # the case: 92 muscles must not dominate a step
         assert ratios["lengths: ours / opensim"] < 1.0
         assert ratios["moment arms: ours / opensim computeMomentArm"] < 0.1

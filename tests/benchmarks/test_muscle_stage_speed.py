@@ -30,7 +30,8 @@ osim.Logger.setLevelString("error")
 import biobullet  # noqa: E402
 import biobullet.muscles as muscles  # noqa: E402
 from biobullet.constraints.loops import tree_kinematics  # noqa: E402
-from biobullet.core.atomic import write_json, write_text  # noqa: E402
+from biobullet.core.atomic import write_text  # noqa: E402
+from records import keep_result  # noqa: E402
 from biobullet.integrate.engine import System  # noqa: E402
 from biobullet.muscles.dynamics import stage_entry_kernel  # noqa: E402
 
@@ -133,12 +134,7 @@ def test_muscle_stage_against_opensim(name, tmp_path, capsys):
             print(f"  per muscle, {label:<20} {seconds * 1e6:8.2f} µs")
         for label, ratio in ratios.items():
             print(f"  {label:<44} {ratio:8.4f}×")
-    out = ROOT / "out" / "benchmarks" / "muscle_stage_speed.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    import json
-    existing = json.loads(out.read_text()) if out.exists() else {}
-    existing[name] = {"seconds": best, "per_muscle_seconds": per_muscle, "ratios": ratios}
-    write_json(out, existing)
+    keep_result("muscle_stage_speed.json", name, {"seconds": best, "per_muscle_seconds": per_muscle, "ratios": ratios})
     if name.startswith("gait2392"):
         assert ratios["derivative: ours / opensim"] < 1.0
         assert ratios["muscles (with − skeleton): ours / opensim"] < 1.0

@@ -5,14 +5,13 @@ on arm7. Prints a table and writes out/benchmarks/public_api_speed.json; README 
 figures."""
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
 import biobullet
 from biobullet.bench import public_api_speed
+from records import keep_result
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf"]
@@ -33,14 +32,7 @@ def test_public_api_speed(name, capsys):
             print(f"  {label:<20} {seconds * 1e6:8.2f} µs")
         for label, ratio in ratios.items():
             print(f"  {label:<44} {ratio:6.2f}×")
-    out = ROOT / "out" / "benchmarks"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "public_api_speed.json"
-    existing = json.loads(path.read_text()) if path.exists() else {}
-    existing[name] = {"seconds": times, "ratios": ratios}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(existing, indent=2))
-    os.replace(tmp, path)
+    keep_result("public_api_speed.json", name, {"seconds": times, "ratios": ratios})
     if name == "arm7.urdf":
         assert ratios["forward_dynamics / aba"] <= 3.0
         assert ratios["mass_matrix + bias_forces / (crba + rnea)"] <= 3.0
