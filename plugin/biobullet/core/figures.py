@@ -41,18 +41,16 @@ def _tick_labels(axes) -> tuple[list, set[int]]:
     drawn, every = [], set()
     axis_list = [axes.xaxis, axes.yaxis] + ([axes.zaxis] if hasattr(axes, "zaxis") else [])
     for axis in axis_list:
-        # a log axis is compared in decades: a slack in data units would take in every tick below a small bottom
-        scale = np.log10 if axis.get_scale() == "log" else float
-        low, high = sorted(scale(max(float(v), 1e-300)) if scale is np.log10 else float(v)
-                           for v in axis.get_view_interval())
+        # compared in the axis' own scale (decades on a log axis): a slack in data units would take in every
+        # tick below a small log bottom; a tick the scale cannot place (≤ 0 on a log axis) maps to nan: not drawn
+        to_scale = axis.get_transform().transform
+        low, high = sorted(to_scale(np.asarray(axis.get_view_interval(), dtype=float)))
         slack = 1e-9 * max(high - low, 1e-300)
         for ticks in (axis.get_major_ticks(), axis.get_minor_ticks()):
             for tick in ticks:
                 labels = (tick.label1, tick.label2)
                 every.update(id(label) for label in labels)
-                loc = tick.get_loc()
-                if scale is np.log10:
-                    loc = np.log10(loc) if loc > 0 else -np.inf
+                loc = to_scale(np.array([tick.get_loc()], dtype=float))[0]
                 if _is_3d(axes) or not tick.get_visible() or not low - slack <= loc <= high + slack:
                     continue
                 drawn += [label for label in labels if label.get_visible() and label.get_text().strip()]
