@@ -185,9 +185,6 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
             _compute(cfg, pending, out_dir, records, result, bar, scheduler, workers)
         except KeyboardInterrupt:
             result.interrupted = True
-            # the cluster is torn down mid-message: distributed logs each closed comm with a traceback (INFO),
-            # which is expected here and would bury the one "resume" line
-            logging.getLogger("distributed").setLevel(logging.ERROR)
         finally:
             bar.close()
 
@@ -242,6 +239,10 @@ def _compute(cfg: SweepConfig, pending: list[Point], out_dir: Path, records: dic
                 if n_failed:
                     bar.set_postfix(failed=n_failed, refresh=False)
             result.compute_seconds = time.perf_counter() - t0
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                # the cluster is about to be torn down mid-message: distributed logs each closed comm with a
+                # traceback (INFO), expected here and burying the one "resume" line; quiet from now on
+                logging.getLogger("distributed").setLevel(logging.ERROR)
             client.cancel(list(futures))
             raise
