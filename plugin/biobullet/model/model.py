@@ -281,9 +281,9 @@ class Model:
     def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
         """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
         if formulation is None:
-            result = self.workspace.forward(self, q, v, tau, t, np.empty(self.nv))
+            result = self.workspace.forward(self, q, v, tau, t)   # into the workspace's buffer: a copy returned
             if result is not None:
-                return result
+                return result.copy()
         return _finite_result("forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation),
                               self.file, t)
 

@@ -24,18 +24,32 @@ from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel
 from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
 _FLOAT = np.dtype(float)
+_NDARRAY = np.ndarray
 _NO_MATRIX = np.zeros((0, 0))
 
 
 def _vector(value, size: int) -> np.ndarray | None:
-    """`value` as a C-contiguous float64 vector of `size` entries — the kernel entry's argument type —, or None (the generic path then reports what is wrong with it)."""
-    if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,) and value.flags.c_contiguous:
-        return value   # (a read-only array passes too: the kernels only read q, v, τ)
+    """`value` as a float64 vector of `size` entries — the kernel entry's argument type —, or None (the generic
+    path then reports what is wrong with it)."""
     try:
-        array = np.array(value, dtype=float)
+        array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         return None
     return array if array.shape == (size,) else None
+
+
+def _is_output(out, shape: tuple) -> bool:
+    """Whether `out` is what the entry writes into: a writable C-contiguous float64 array of `shape`."""
+    return (type(out) is _NDARRAY and out.dtype is _FLOAT and out.shape == shape and out.flags.c_contiguous
+            and out.flags.writeable)
+
+
+def _strided(vector: np.ndarray) -> np.ndarray:
+    """A copy of `vector` with a stride of two entries: typed by numba as an array of any layout ('A'), the type
+    the entry is built for."""
+    copy = np.empty(2 * vector.shape[0])[::2]
+    copy[:] = vector
+    return copy
 
 
 class LoopWarm(NamedTuple):
@@ -100,9 +114,12 @@ class Data:
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
+        self._workspace = None   # the compiled model and the arrays as the entry takes them (`pipeline.workspace`)
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
+        self._direct = False   # True once the entry is built for a model with neither (`_call`)
+        self._seeded = False   # every loop warm start valid (as `_call` last set or cleared them)
 
     def seed_loops(self, model) -> bool:
         """Take each loop resolver's cached solution (`LoopResolver.warm_start`) where this workspace has none;
@@ -150,15 +167,19 @@ class Data:
                                     float(warm.condition[k]), curvature)
 
     def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
-        """The forward kernel's direct entry for these argument types (compiled, or loaded from numba's cache, on
-        the first call), or None without numba."""
+        """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call), or None
+        without numba. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
+        checks only their type, dtype and shape."""
         if self._forward is None:
             from biobullet.pipeline.kernels import features, forward_kernel
             kernel = forward_kernel(**features(self.compiled)) if jit.ENABLED else None
             if kernel is None:
                 return None
+            from biobullet.pipeline.workspace import pack_workspace
+            self._workspace = pack_workspace(self.compiled, self.arrays)
             self._forward = self.entries["forward"] = jit.direct_entry(
-                kernel, self.compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix)
+                kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
+            self._direct = not (self._callback or self._loops)
         return self._forward
 
     def _callback_state(self, model, q, v, t: float) -> bool:
@@ -175,70 +196,84 @@ class Data:
         arrays.gamma[:] = 0.0 if gamma is None else gamma
         return True
 
-    def _vectors(self, q, v, tau) -> tuple | None:
-        """(q, v, τ) as the kernel entry's argument types (`_vector`; τ None: zero), or None."""
-        compiled = self.compiled
-        q, v = _vector(q, compiled.nq), _vector(v, compiled.nv)
-        tau = self.zero_velocity if tau is None else _vector(tau, compiled.nv)
-        return None if q is None or v is None or tau is None else (q, v, tau)
-
     def _call(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
         """The callback stage if the model needs it, then one call of the forward kernel's direct entry; False:
-        declined."""
+        declined. (q, v, τ float64 vectors of their sizes, t a float, the outputs C-contiguous float64 arrays of
+        theirs: the entry converts but does not check.)"""
         if self._callback and not self._callback_state(model, q, v, t):
             return False
-        if self._loops and not self.arrays.loop_warm.valid.all() and not self.seed_loops(model):
-            return False   # no solution to start from yet: the generic path solves (and the next call seeds)
+        if self._loops and not self._seeded:
+            self._seeded = self.seed_loops(model)
+            if not self._seeded:
+                return False   # no solution to start from yet: the generic path solves (and the next call seeds)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
         if entry is None:
             return False
-        if entry(self.compiled, self.arrays, q, v, tau, t, want, out_vector, out_matrix) == 0:
+        if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
             return True
         if self._loops:   # the generic path continues from this branch; the next call starts from its solution
             self.hand_loops_to(model)
             self.arrays.loop_warm.valid[:] = 0.0
+            self._seeded = False
         return False
 
-    # The three calls below are the public calls' hot path (a control loop's per-step work, ≈ 1 µs of Python
-    # each): arguments already of the entry's types skip `_vector`.
+    # The three calls below are the public calls' hot path (a control loop's per-step work): an argument that is
+    # already a float64 vector of its size goes to the kernel as it is (type, dtype and shape checked; any layout,
+    # read-only too: the kernel only reads q, v, τ); anything else is converted once (`_vector`) or declined.
     def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
         declined."""
-        if not (type(q) is np.ndarray and type(v) is np.ndarray and type(tau) is np.ndarray and q.dtype is _FLOAT
-                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape
-                and v.shape == self._v_shape and tau.shape == self._v_shape and q.flags.c_contiguous
-                and v.flags.c_contiguous and tau.flags.c_contiguous):
-            vectors = self._vectors(q, v, tau)
-            if vectors is None:
+        shape = self._v_shape
+        if tau is None:
+            tau = self.zero_velocity
+        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape and v.shape == shape
+                and tau.shape == shape):
+            q, v, tau = _vector(q, self.compiled.nq), _vector(v, shape[0]), _vector(tau, shape[0])
+            if q is None or v is None or tau is None:
                 return None
-            q, v, tau = vectors
         if out is None:
             out = self.acceleration
-        t = t if type(t) is float else float(t)
+        elif not _is_output(out, shape):
+            return None
+        if type(t) is not float:
+            t = float(t)
+        if self._direct:   # (decided when the entry was built: no callback stage, no loop warm starts)
+            return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
         return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        if not (type(q) is np.ndarray and q.dtype is _FLOAT and q.shape == self._q_shape and q.flags.c_contiguous):
+        if not (type(q) is _NDARRAY and q.dtype is _FLOAT and q.shape == self._q_shape):
             q = _vector(q, self.compiled.nq)
             if q is None:
                 return None
         if out is None:
             out = np.empty(self._mass_shape)
+        elif not _is_output(out, self._mass_shape):
+            return None
+        if type(t) is not float:
+            t = float(t)
         zero = self.zero_velocity
-        t = t if type(t) is float else float(t)
+        if self._direct:
+            return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
         return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        if not (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT and v.dtype is _FLOAT
-                and q.shape == self._q_shape and v.shape == self._v_shape and q.flags.c_contiguous
-                and v.flags.c_contiguous):
-            vectors = self._vectors(q, v, None)
-            if vectors is None:
+        shape = self._v_shape
+        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.shape == self._q_shape and v.shape == shape):
+            q, v = _vector(q, self.compiled.nq), _vector(v, shape[0])
+            if q is None or v is None:
                 return None
-            q, v, _ = vectors
         if out is None:
-            out = np.empty(self.compiled.nv)
-        t = t if type(t) is float else float(t)
-        return out if self._call(model, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) else None
+            out = np.empty(shape)
+        elif not _is_output(out, shape):
+            return None
+        if type(t) is not float:
+            t = float(t)
+        zero = self.zero_velocity
+        if self._direct:
+            return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
+        return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None

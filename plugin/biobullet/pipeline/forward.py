@@ -25,7 +25,8 @@ def forward(model, data: Data, q, v, tau=None, t: float = 0.0) -> np.ndarray | N
 
 def forward_dynamics(model, data: Data, q, v, tau=None, t: float = 0.0) -> np.ndarray | None:
     """`forward` into a new array (what `Model.forward_dynamics` returns)."""
-    return data.forward(model, q, v, tau, t, np.empty(data.compiled.nv))
+    result = data.forward(model, q, v, tau, t)
+    return None if result is None else result.copy()
 
 
 def mass_matrix(model, data: Data, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:

@@ -194,11 +194,13 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     return True
 
 
-def forward_py(model, data, q, v, tau, t, want, out_vector, out_matrix):
+def forward_py(workspace, q, v, tau, t, want, out_vector, out_matrix):
     """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
-    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. A CALLBACK_STATE model's joint state is in
-    data already. 0, or 1 when the state, a jet or the result is not finite or M_r is not positive definite (the
-    caller then takes the generic path, which reports why)."""
+    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `workspace`: the compiled model and the
+    data arrays as one argument (`pipeline.workspace`: one pointer per call from Python, not ≈ 50 arrays). A
+    CALLBACK_STATE model's joint state is in data already. 0, or 1 when the state, a jet or the result is not
+    finite or M_r is not positive definite (the caller then takes the generic path, which reports why)."""
+    model, data = workspace.model, workspace.data
     if model.state_stage != CALLBACK_STATE:
         if _JOINT_STATE(model, data, q, v, t) != 0:
             return 1
