@@ -1,8 +1,13 @@
 """The public calls of a control or learning loop — `model.forward_dynamics`, `mass_matrix`, `bias_forces`, on
 the pipeline (biobullet.pipeline) — against Pinocchio's `aba`, `crba`, `rnea` on the same model and state, one
-run, calls in turns (`biobullet.bench.public_api_speed`). Target (issue 23): ≤ 3× `aba` and ≤ 3× `crba` + `rnea`
-on arm7. Prints a table and writes out/benchmarks/public_api_speed.json; README and docs/speed.md carry the
-figures."""
+run, calls in turns, thread CPU time (`biobullet.bench.public_api_speed`). Target (issue 23): ≤ 3× `aba` and
+≤ 3× `crba` + `rnea`, asserted on every model whose coordinate map is the identity (the same equations as
+Pinocchio's) and whose tree has at least 5 bodies: arm7 (the issue's model) and the floating-base humanoid. Reported
+only: a model with joint functions or loops, which computes more than the open tree Pinocchio is given (jets, loop
+closure, Gᵀ M G), and the smallest trees (sprint_leg: 3 bodies, ball_arm: 4), where a call's fixed cost decides
+the ratio — a Python method and numba's argument conversion ≈ 1 µs against ≈ 0.3 µs for Pinocchio's binding,
+beside ≈ 0.5 µs of kernel (docs/speed.md "The public calls on the pipeline"). Prints a table and writes
+out/benchmarks/public_api_speed.json; README and docs/speed.md carry the figures."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,27 +17,38 @@ import pytest
 import biobullet
 from biobullet.bench import public_api_speed
 from records import keep_result
+from spherical_arms import ARM
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf"]
+MODELS = ["arm7.urdf", "humanoid.urdf", "sprint_leg.urdf", "ball_arm", "shoulder_rhythm.urdf",
+          "fourbar_knee.urdf"]
+# arm7: 7 revolute joints, fixed base; humanoid, sprint_leg: floating base; ball_arm: spherical shoulder and wrist
+# (tests/spherical_arms.py); shoulder_rhythm: 10 joint functions; fourbar_knee: a loop
+TEXTS = {"ball_arm": ARM}
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_public_api_speed(name, capsys):
-    model = biobullet.load_model(ROOT / "urdf" / name)
+def test_public_api_speed(name, capsys, tmp_path):
+    path = ROOT / "urdf" / name
+    if name in TEXTS:
+        path = tmp_path / f"{name}.urdf"
+        path.write_text(TEXTS[name])
+    model = biobullet.load_model(path)
     times = public_api_speed(model)
     ratios = {"forward_dynamics / aba": times["forward_dynamics"] / times["pinocchio aba"],
               "mass_matrix + bias_forces / (crba + rnea)":
                   (times["mass_matrix"] + times["bias_forces"]) / (times["pinocchio crba"] + times["pinocchio rnea"]),
               "mass_matrix / crba": times["mass_matrix"] / times["pinocchio crba"],
               "bias_forces / rnea": times["bias_forces"] / times["pinocchio rnea"]}
+    fair = model.coordinate_map.identity and len(model.bodies) >= 5
     with capsys.disabled():
-        print(f"\n{name}: public calls per call (nv = {model.nv}, tree n = {model.n_tangent})")
+        print(f"\n{name}: public calls per call, thread CPU time (nv = {model.nv}, tree n = {model.n_tangent}"
+              f"{'' if fair else '; reported only'})")
         for label, seconds in times.items():
             print(f"  {label:<20} {seconds * 1e6:8.2f} µs")
         for label, ratio in ratios.items():
             print(f"  {label:<44} {ratio:6.2f}×")
-    keep_result("public_api_speed.json", name, {"seconds": times, "ratios": ratios})
-    if name == "arm7.urdf":
+    keep_result("public_api_speed.json", name, {"seconds": times, "ratios": ratios, "asserted": fair})
+    if fair:
         assert ratios["forward_dynamics / aba"] <= 3.0
         assert ratios["mass_matrix + bias_forces / (crba + rnea)"] <= 3.0

@@ -255,37 +255,54 @@ class Model:
         with `data()`)."""
         return self.data()
 
-    def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
+    def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None,
+                    out: np.ndarray | None = None) -> np.ndarray:
         """M(q, t), nv × nv, kg·m² / kg: the pipeline by default, else the named formulation
-        (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError)."""
+        (`biobullet.dynamics.api.mass_matrix`); never NaN (SolverError). `out`: a float64 nv × nv array to write
+        it into (returned; a control loop's call then allocates nothing), default a new array."""
         if formulation is None:
-            result = self.workspace.mass_matrix(self, q, t)
+            result = self.workspace.mass_matrix(self, q, t, out)
             if result is not None:   # finite (the kernel checks)
                 return result
-        return _finite_result("mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation), self.file, t)
+        return self._written(out, _finite_result(
+            "mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation), self.file, t))
 
-    def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms."""
+    def bias_forces(self, q, v, t: float = 0.0, *, formulation: str | None = None,
+                    out: np.ndarray | None = None) -> np.ndarray:
+        """h(q, v, t) such that M q̈ + h = Q: Coriolis, centrifugal, gravity and joint-function γ terms. `out`: as
+        for `mass_matrix` (nv)."""
         if formulation is None:
-            result = self.workspace.bias_forces(self, q, v, t)
+            result = self.workspace.bias_forces(self, q, v, t, out)
             if result is not None:
                 return result
-        return _finite_result("bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation),
-                              self.file, t)
+        return self._written(out, _finite_result(
+            "bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation), self.file, t))
+
+    def _written(self, out: np.ndarray | None, value: np.ndarray) -> np.ndarray:
+        """`value`, or `value` copied into `out` (ModelError naming the argument when it cannot take it)."""
+        if out is None:
+            return value
+        if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == value.shape
+                and out.flags.writeable):
+            raise ModelError("argument 'out' is not a writable float64 array of the result's shape", file=self.file,
+                             expected=f"shape {value.shape}")
+        out[...] = value
+        return out
 
     def generalized_forces(self, tau_joints, q, t: float = 0.0) -> np.ndarray:
         """Q = Gᵀ τ: joint-space forces/torques (n_tangent, tree order) projected onto generalized velocities."""
         _, gradient = self.coordinate_gradient(q, t)
         return gradient.T @ self.checked("tau_joints", tau_joints, self.n_tangent)
 
-    def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-        """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero."""
+    def forward_dynamics(self, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None,
+                         out: np.ndarray | None = None) -> np.ndarray:
+        """v̇ from M v̇ = Q − h. `tau`: generalized forces Q (nv), default zero. `out`: as for `mass_matrix` (nv)."""
         if formulation is None:
-            result = self.workspace.forward(self, q, v, tau, t)   # into the workspace's buffer: a copy returned
-            if result is not None:
-                return result.copy()
-        return _finite_result("forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation),
-                              self.file, t)
+            result = self.workspace.forward(self, q, v, tau, t, out)
+            if result is not None:   # (without `out`: the workspace's buffer, so a copy)
+                return result if out is not None else result.copy()
+        return self._written(out, _finite_result(
+            "forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation), self.file, t))
 
     @cached_property
     def velocity_slots(self) -> np.ndarray:

@@ -171,8 +171,8 @@ class Data:
         without numba. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
         checks only their type, dtype and shape."""
         if self._forward is None:
-            from biobullet.pipeline.kernels import features, forward_kernel
-            kernel = forward_kernel(**features(self.compiled)) if jit.ENABLED else None
+            from biobullet.pipeline.kernels import forward_features, forward_kernel
+            kernel = forward_kernel(**forward_features(self.compiled)) if jit.ENABLED else None
             if kernel is None:
                 return None
             from biobullet.pipeline.workspace import pack_workspace

@@ -79,13 +79,21 @@ def solve_kernel(inline: bool = False):
         "_CHOLESKY_SOLVE": solve}), inline)
 
 
-def forward_kernel(tapes: bool = True, loops: bool = True):
-    """The compiled `forward_py`."""
-    return _compiled_with(stages.forward_py, _all({
-        "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
-        "_PROJECT": compiled_kernels.project_upper_kernel()}),
-        variant=_variant(tapes=tapes, loops=loops))
+def forward_features(model) -> dict[str, bool]:
+    """The feature flags of `forward_kernel` for a compiled model: `features`' and `mapped` — a joint-function
+    table or loops, which the joint-state stage evaluates (without them x = q, ẋ = v)."""
+    flags = features(model)
+    flags["mapped"] = bool(model.jets_table.shape[0] or model.loops.stages.shape[0])
+    return flags
+
+
+def forward_kernel(tapes: bool = True, loops: bool = True, mapped: bool = True):
+    """The compiled `forward_py` (flags: `forward_features`)."""
+    callees = {"_MAPPED": mapped, "_STATE": stages.state_into_py, "_TREE": compiled_kernels.tree_dynamics_kernel(),
+               "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
+    if mapped:
+        callees["_JOINT_STATE"] = joint_state_kernel(inline=True, tapes=tapes, loops=loops)
+    return _compiled_with(stages.forward_py, _all(callees), variant=_variant(tapes=tapes, loops=loops, mapped=mapped))
 
 
 def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):

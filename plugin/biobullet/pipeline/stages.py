@@ -19,7 +19,8 @@ and their two compositions: `forward_py` (M, h or v̇ of given generalized force
 
 The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
 spring-dampers and stops; `_CARTESIAN`: springs, ground contacts, plug-in elements; `_READS_KINEMATICS`: those
-or muscles, which read the bodies' kinematics) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
+or muscles, which read the bodies' kinematics; `_MAPPED`: `forward_py` runs the joint-state stage, not only its
+prologue) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
 its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
 cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
@@ -202,7 +203,13 @@ def forward_py(workspace, q, v, tau, t, want, out_vector, out_matrix):
     finite or M_r is not positive definite (the caller then takes the generic path, which reports why)."""
     model, data = workspace.model, workspace.data
     if model.state_stage != CALLBACK_STATE:
-        if _JOINT_STATE(model, data, q, v, t) != 0:
+        if _MAPPED:   # joint functions or loops: the joint-state stage
+            if _JOINT_STATE(model, data, q, v, t) != 0:
+                return 1
+        # x = q, ẋ = v: its prologue alone, on the arrays (handing the tuples to an inlined stage costs a
+        # reference count per array, ≈ 0.3 µs a call)
+        elif not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
+                        data.gradient, data.gamma):
             return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, want != BIAS, want != MASS, bool(True))

@@ -85,3 +85,35 @@ def test_declined_calls_report_through_the_model():
         model.forward_dynamics(q, v, tau[:-1])
     with pytest.raises(ModelError, match="'v'"):
         model.bias_forces(q, v[:3])
+
+
+def test_public_calls_write_into_out_and_accept_any_layout():
+    """`out=` takes the result (the same array returned), strided and read-only inputs give Pinocchio's values
+    (the entry takes arrays of any layout), and an `out` that cannot take the result is one ModelError naming it."""
+    model = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")
+    pm = build_pinocchio_model(model)
+    pd = pm.createData()
+    mapping = PinocchioMap(model, pm)
+    q, v, tau = _state(model, np.random.default_rng(7))
+    pq, pv = mapping.config_to_pinocchio(q), mapping.velocity_to_pinocchio(v)
+    expected_accel = mapping.velocity_from_pinocchio(pin.aba(pm, pd, pq, pv, mapping.velocity_to_pinocchio(tau)))
+    expected_bias = mapping.velocity_from_pinocchio(pin.rnea(pm, pd, pq, pv, np.zeros(pm.nv)))
+    crba = pin.crba(pm, pd, pq)
+    expected_mass = mapping.matrix_from_pinocchio(np.triu(crba) + np.triu(crba, 1).T)
+    mass, bias, accel = np.empty((model.nv, model.nv)), np.empty(model.nv), np.empty(model.nv)
+    assert model.mass_matrix(q, out=mass) is mass
+    assert model.bias_forces(q, v, out=bias) is bias
+    assert model.forward_dynamics(q, v, tau, out=accel) is accel
+    scale = np.abs(expected_accel).max()
+    assert np.allclose(mass, expected_mass, rtol=0, atol=1e-12 * np.abs(mass).max())
+    assert np.allclose(bias, expected_bias, rtol=0, atol=1e-12 * np.abs(bias).max())
+    assert np.allclose(accel, expected_accel, rtol=0, atol=1e-10 * scale)
+    strided = np.empty((model.nq, 3))[:, 1]
+    strided[:] = q
+    frozen = v.copy()
+    frozen.setflags(write=False)
+    assert np.allclose(model.forward_dynamics(strided, frozen, tau), expected_accel, rtol=0, atol=1e-10 * scale)
+    with pytest.raises(ModelError, match="'out'"):
+        model.mass_matrix(q, out=np.empty(model.nv))
+    with pytest.raises(ModelError, match="'out'"):
+        model.bias_forces(q, v, out=np.empty(model.nv, dtype=np.float32))
