@@ -5,7 +5,8 @@
   the applied joint forces τ; the solve's right-hand side and Cholesky factor; (input power, dissipated power) of
   the force stage;
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
-  skips numba's argument matching, ≈ 2 µs for the structured arguments);
+  skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
+  compiled model and the arrays as one `pipeline.workspace.WorkspaceRef`, built with it;
 - the loop stage's warm starts (`LoopWarm`, `arrays.loop_warm`): per loop resolver the last solution, its
   sensitivity, condition and curvature — a cache for speed and branch continuity, per workspace (a run, a bridge,
   the model's own calls each continue their own branch). Before a resolver's first solve, or after the stage
@@ -118,7 +119,8 @@ class Data:
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
-        self._direct = False   # True once the entry is built for a model with neither (`_call`)
+        self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
+        # the public calls then go to the entry without `_call`
         self._seeded = False   # every loop warm start valid (as `_call` last set or cleared them)
 
     def seed_loops(self, model) -> bool:
