@@ -329,7 +329,7 @@ class BridgeContacts:
     def _kinematics_of(self, indices, lazy: bool = False) -> list[ContactKinematics]:
         model = self.bridge.model
         _, x, xd = self.bridge.state()
-        placements = body_placements(model, x)
+        placements = []   # computed by the first queried contact that needs a Jacobian (none in flight)
         out = []
         for k in indices:
             contact, query = self.contacts[k], self._queries[k]
@@ -360,6 +360,8 @@ class BridgeContacts:
         if (lazy and delta <= 0.0 and not contact.normal_law.acts_outside_contact
                 and not contact.state.active):   # apart: δ only (see `kinematics`)
             return ContactKinematics(delta, 0.0, point, np.zeros(3), normal, np.zeros((3, model.n_tangent)))
+        if not placements:
+            placements.extend(body_placements(model, x))
         rotation, origin = frame_placement(model, x, contact.link, placements)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
         velocity = jac @ xd
