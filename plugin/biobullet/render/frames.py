@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.core.errors import ModelError
+from biobullet.render.scene import trajectory_states
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def motion_points(model, trajectory, links=None) -> np.ndarray:
     part of the model. Fit one camera to several runs with
     `fit_camera(np.vstack([motion_points(m, r) for m, r in runs]), gravity)` so side-by-side panels share a scale."""
     t = np.asarray(trajectory.t, float)
-    return _points(model, _tree_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))), links)
+    return _points(model, trajectory_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))), links)
 
 
 def _points(model, states: np.ndarray, links=None) -> np.ndarray:
@@ -154,12 +155,6 @@ def _points(model, states: np.ndarray, links=None) -> np.ndarray:
     if scene.visuals:
         return np.vstack([np.vstack(scene.visual_vertices(x)) for x in picks])
     return np.vstack([[pl[1] for pl in scene.link_placements(x).values()] for x in picks])
-
-
-def _tree_states(model, trajectory, times: np.ndarray) -> np.ndarray:
-    """Tree configurations x at `times` (the one implementation: `render.scene.trajectory_states`)."""
-    from biobullet.render.scene import trajectory_states
-    return trajectory_states(model, trajectory, times)
 
 
 def _overlay(image: np.ndarray, text: str) -> np.ndarray:
@@ -187,6 +182,8 @@ def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float,
     `spacing` (m) — the scale cue. Files (OBJ + PNG) go to `directory`."""
     import pybullet as p
     from PIL import Image, ImageDraw
+
+    from biobullet.conventions import matrix_to_quaternion
     cells = max(1, int(round(2 * half / spacing)))
     half = 0.5 * cells * spacing
     pixels = 1024
@@ -207,7 +204,7 @@ def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float,
     rotation = _rotation_with_z(up)
     position = centre - (centre @ up - height) * up
     body = p.createMultiBody(baseMass=0, baseVisualShapeIndex=shape, basePosition=position.tolist(),
-                             baseOrientation=_matrix_to_quaternion(rotation), physicsClientId=client)
+                             baseOrientation=matrix_to_quaternion(rotation).tolist(), physicsClientId=client)
     texture = p.loadTexture(texture_file, physicsClientId=client)
     p.changeVisualShape(body, -1, textureUniqueId=texture, rgbaColor=[1, 1, 1, 1], physicsClientId=client)
     return body
@@ -218,21 +215,6 @@ def _rotation_with_z(z) -> np.ndarray:
     helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
     x = _unit(helper - z * (helper @ z))
     return np.column_stack([x, np.cross(z, x), z])
-
-
-def _matrix_to_quaternion(r: np.ndarray) -> list[float]:
-    """(x, y, z, w) of a rotation matrix (Shepperd's method, stable for every rotation)."""
-    trace = np.trace(r)
-    if trace > 0:
-        s = 2.0 * np.sqrt(1.0 + trace)
-        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
-    else:
-        i = int(np.argmax(np.diag(r)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
-        q = [0.0, 0.0, 0.0, (r[k, j] - r[j, k]) / s]
-        q[i], q[j], q[k] = 0.25 * s, (r[j, i] + r[i, j]) / s, (r[k, i] + r[i, k]) / s
-    return [float(v) for v in q]
 
 
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
@@ -275,12 +257,12 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
-    actors = [(bridge, _tree_states(model, trajectory, times), link_colors)]
+    actors = [(bridge, trajectory_states(model, trajectory, times), link_colors)]
     saved = p.saveState(physicsClientId=client)
     floor, restore = None, []
     try:
         for other, other_trajectory, other_colors in companions:
-            actors.append((Bridge(other, client), _tree_states(other, other_trajectory, times), other_colors))
+            actors.append((Bridge(other, client), trajectory_states(other, other_trajectory, times), other_colors))
         gravity = np.asarray(model.gravity, float)
         up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
         points = np.vstack([_points(actor.model, states) for actor, states, _ in actors])
