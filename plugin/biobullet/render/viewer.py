@@ -94,7 +94,7 @@ def slider_specs(model) -> list[SliderSpec]:
     quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
     the initial base position; a flexible segment's shear joint ±1 cm); an angle range of ≥ 10° is shown in whole
     tenths of a degree, rounded inward."""
-    from biobullet.spatial.rotations import quaternion_to_matrix
+    from biobullet.spatial.rotations import matrix_to_rpy, quaternion_to_matrix
     q0, _ = model.initial_state()
     specs = []
     names = list(model.coordinate_names)
@@ -102,8 +102,7 @@ def slider_specs(model) -> list[SliderSpec]:
     if model.floating_base:
         for k, name in enumerate(("base_x", "base_y", "base_z")):
             specs.append(_length(name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
-        r = quaternion_to_matrix(q0[3:7])
-        rpy = (math.atan2(r[2, 1], r[2, 2]), math.asin(float(np.clip(-r[2, 0], -1.0, 1.0))), math.atan2(r[1, 0], r[0, 0]))
+        rpy = matrix_to_rpy(quaternion_to_matrix(q0[3:7]))
         specs += [_angle(name, -math.pi, math.pi, angle) for name, angle in zip(BASE_ANGLES, rpy)]
     for k, name in enumerate(names[start:], start):
         joint = model.description.joint(name)
@@ -124,13 +123,10 @@ def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.n
     values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
     if not model.floating_base:
         return values
-    roll, pitch, yaw = values[3:6]
-    # quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll), the URDF rpy convention
-    cr, sr, cp, sp, cy, sy = (math.cos(roll / 2), math.sin(roll / 2), math.cos(pitch / 2), math.sin(pitch / 2),
-                              math.cos(yaw / 2), math.sin(yaw / 2))
-    quaternion = [sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy,
-                  cr * cp * cy + sr * sp * sy]
-    return np.concatenate([values[:3], quaternion, values[6:]])
+    from biobullet.conventions import matrix_to_quaternion
+    from biobullet.spatial.rotations import rpy_to_matrix
+    # the base's roll, pitch, yaw sliders are URDF rpy: R = Rz(yaw) Ry(pitch) Rx(roll)
+    return np.concatenate([values[:3], matrix_to_quaternion(rpy_to_matrix(values[3:6])), values[6:]])
 
 
 class Viewer:
