@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.render.scene import trajectory_states
+from biobullet.render.scene import frame_with_z, trajectory_states, up_direction
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,9 @@ def _unit(v) -> np.ndarray:
 
 def _default_axes(gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(up, viewing direction): up = −gravity (z if none); view from an oblique front-side-above direction."""
-    up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
-    helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    h1 = _unit(helper - up * (helper @ up))
-    h2 = np.cross(h1, up)
-    return up, _unit(h1 + 0.75 * h2 + 0.45 * up)
+    up = up_direction(gravity)
+    frame = frame_with_z(up)   # two horizontal axes: frame[:, 0] and −frame[:, 1] (= frame[:, 0] × up)
+    return up, _unit(frame[:, 0] - 0.75 * frame[:, 1] + 0.45 * up)
 
 
 def frame_camera(lower, upper, gravity, *, aspect: float = 4 / 3, fov: float = 40.0, margin: float = 1.15,
@@ -201,20 +199,13 @@ def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float,
         handle.write(f"v {-half} {-half} 0\nv {half} {-half} 0\nv {half} {half} 0\nv {-half} {half} 0\n"
                      "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvn 0 0 1\nf 1/1/1 2/2/1 3/3/1\nf 1/1/1 3/3/1 4/4/1\n")
     shape = p.createVisualShape(p.GEOM_MESH, fileName=mesh_file, physicsClientId=client)
-    rotation = _rotation_with_z(up)
+    rotation = frame_with_z(up)
     position = centre - (centre @ up - height) * up
     body = p.createMultiBody(baseMass=0, baseVisualShapeIndex=shape, basePosition=position.tolist(),
                              baseOrientation=matrix_to_quaternion(rotation).tolist(), physicsClientId=client)
     texture = p.loadTexture(texture_file, physicsClientId=client)
     p.changeVisualShape(body, -1, textureUniqueId=texture, rgbaColor=[1, 1, 1, 1], physicsClientId=client)
     return body
-
-
-def _rotation_with_z(z) -> np.ndarray:
-    z = _unit(z)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = _unit(helper - z * (helper @ z))
-    return np.column_stack([x, np.cross(z, x), z])
 
 
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
@@ -264,7 +255,7 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         for other, other_trajectory, other_colors in companions:
             actors.append((Bridge(other, client), trajectory_states(other, other_trajectory, times), other_colors))
         gravity = np.asarray(model.gravity, float)
-        up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        up = up_direction(gravity)
         points = np.vstack([_points(actor.model, states) for actor, states, _ in actors])
         lower, upper = points.min(axis=0), points.max(axis=0)
         radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)
