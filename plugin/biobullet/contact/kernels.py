@@ -736,7 +736,7 @@ def ancestry(model) -> np.ndarray:
 def has_twins(contact) -> bool:
     """True when both laws of a Contact element have compiled twins (exact built-in classes, or plug-in laws whose
     `compiled_twin` compiles)."""
-    return pack_normal(contact.normal_law) is not None and pack_friction(contact.friction_law) is not None
+    return pack_laws(contact) is not None
 
 
 def pack_laws(contact) -> ContactLaws | None:
