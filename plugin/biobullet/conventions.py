@@ -81,10 +81,6 @@ def pybullet_id_quaternion(rotation: np.ndarray) -> np.ndarray:
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
 
-def _names(model) -> tuple[str, ...]:
-    return model.joint_names
-
-
 #: the rotation helpers of `spatial.rotations` as the per-step kernels below call them (`jit.compiled` binds these
 #: names to their compiled twins; the module's other code keeps calling the Python functions)
 rotation_of, hamilton_product = quaternion_to_matrix, quaternion_multiply
@@ -185,7 +181,7 @@ class PinocchioMap:
             plain_src += range(body.q_index, body.q_index + body.nq)
             plain_dst += range(joint.idx_q, joint.idx_q + body.nq)
             tangent[body.v_index:body.v_index + body.nv] = range(joint.idx_v, joint.idx_v + body.nv)
-        for k, name in enumerate(_names(model)):
+        for k, name in enumerate(model.joint_names):
             if name not in names:
                 raise ModelError(f"joint {name!r} not found in the Pinocchio model", file=model.file)
             jid = names.index(name)
@@ -268,10 +264,10 @@ class PyBulletMap:
         self.link_index: dict[str, int] = {i[12].decode(): i[0] for i in info}
         root = p.getBodyInfo(body_id, physicsClientId=client)[0].decode()
         self.link_index[root] = -1
-        missing = [n for n in _names(model) if n not in joint_index]
-        if missing or any(info[joint_index[n]][3] < 0 for n in _names(model)):
-            raise ModelError(f"joints {missing or _names(model)} do not match the PyBullet body", file=model.file)
-        self.joint_indices = np.array([joint_index[n] for n in _names(model)], int)  # θ_k → PyBullet joint
+        missing = [n for n in model.joint_names if n not in joint_index]
+        if missing or any(info[joint_index[n]][3] < 0 for n in model.joint_names):
+            raise ModelError(f"joints {missing or model.joint_names} do not match the PyBullet body", file=model.file)
+        self.joint_indices = np.array([joint_index[n] for n in model.joint_names], int)  # θ_k → PyBullet joint
         #: spherical joints: (PyBullet joint index, q_index, v_index, R_i, q_i) with R_i / q_i the child link's
         #: inertial-frame rotation / quaternion, the frame of PyBullet's joint quaternion and velocity
         spherical = []

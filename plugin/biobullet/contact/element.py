@@ -30,7 +30,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from biobullet.core.errors import SourceRef, did_you_mean
-from biobullet.core.attributes import number, vector3
+from biobullet.core.attributes import number, to_float, vector3
 from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
 from biobullet.contact.base import FrictionLaw, NormalLaw
@@ -89,11 +89,9 @@ class Contact(ForceElement):
         if friction_law is not None and not isinstance(friction_law, FrictionLaw):
             raise self.source.error("friction_law", f"{friction_law!r} is not a FrictionLaw",
                                     "one of: " + ", ".join(friction_law_names()))
-        if not (math.isfinite(radius) and radius >= 0.0):
-            raise self.source.error("radius", f"must be a finite number ≥ 0, got {radius!r}", "a radius ≥ 0 (m)")
         self.link = link
         self.xyz = np.array(xyz, dtype=float).reshape(3)
-        self.radius = float(radius)
+        self.radius = to_float(self.source, "radius", radius, non_negative=True, expected="a radius ≥ 0 (m)")
         self.ground = ground or GroundPlane()
         self.normal_law = normal_law
         self.friction_law = friction_law if friction_law is not None else get_friction_law("none")()

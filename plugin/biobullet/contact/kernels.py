@@ -668,12 +668,7 @@ def state_row(state: ContactState, out: np.ndarray | None = None) -> np.ndarray:
     """The array row of a ContactState (the open interval's log included)."""
     row = np.zeros(STATE_WIDTH) if out is None else out
     row[:] = 0.0
-    row[ACTIVE] = 1.0 if state.active else 0.0
-    row[IMPACT] = state.impact_velocity
-    row[RESTING] = 1.0 if state.resting else 0.0
-    if state.slip_direction is not None:
-        row[HAS_DIRECTION] = 1.0
-        row[DIRECTION:DIRECTION + 3] = state.slip_direction
+    discrete_rows((state,), row[None, :])
     interval = state.current
     row[PEAK_TIME] = np.nan
     if interval is not None:
@@ -741,7 +736,7 @@ def ancestry(model) -> np.ndarray:
 def has_twins(contact) -> bool:
     """True when both laws of a Contact element have compiled twins (exact built-in classes, or plug-in laws whose
     `compiled_twin` compiles)."""
-    return pack_normal(contact.normal_law) is not None and pack_friction(contact.friction_law) is not None
+    return pack_laws(contact) is not None
 
 
 def pack_laws(contact) -> ContactLaws | None:

@@ -48,7 +48,6 @@ from biobullet.algorithms.compiled_kernels import pack, placements
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
-from biobullet.spatial.algebra import joint_placement
 from biobullet.spatial.rotations import skew
 
 _MASSLESS = 1e-12  # kg: a body this light is an intermediate link of a grouped joint
@@ -78,7 +77,6 @@ class Structure:
     joints: tuple[SegmentJoint, ...]
     floating: bool
     n_constraints: int
-    segment_of_body: dict = field(default_factory=dict)
     free_bodies: tuple[int, ...] = ()    # bodies moved by a free joint (floating base, URDF floating joints)
     tables: "SegmentTables | None" = None   # the kernels' packed arrays
 
@@ -215,7 +213,7 @@ def _build_structure(model) -> Structure:
             raise ModelError(f"floating joint {bodies[b].joint!r} hangs from a massless grouped link", file=file,
                              element=f'<joint name="{bodies[b].joint}">', expected="a segment as its parent")
     return Structure(file, segments, tuple(bodies[b].link for b in segments), tuple(joints),
-                     model.floating_base, sum(j.n_constraints for j in joints), seg_of_body, free,
+                     model.floating_base, sum(j.n_constraints for j in joints), free,
                      _pack_tables(model, segments, joints, free, seg_of_body))
 
 
@@ -297,25 +295,14 @@ class SegmentState(NamedTuple):
 
 
 def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(R, p, ω, ṗ) of every body in world axes from the tree configuration x and velocity ẋ.
-
-    Generic in the joint kind: the joint velocity S ẋ_j ([linear; angular] in the child frame, Pinocchio's
-    convention, S constant there) adds u = R S_lin ẋ_j to the origin velocity and w = R S_ang ẋ_j to ω."""
+    """(R, p, ω, ṗ) of every body in world axes from the tree configuration x and velocity ẋ, any joint kind: the
+    tree's placement kernel (`compiled_kernels.placements`), then `_body_velocities_py`."""
+    meta, body = model.tree_pack
     n = len(model.bodies)
-    rot, pos = np.empty((n, 3, 3)), np.empty((n, 3))
-    omega, vel = np.empty((n, 3)), np.empty((n, 3))
-    for body in model.bodies:
-        i = body.index
-        local_r, local_p = joint_placement(body, x)
-        if body.parent < 0:
-            pr, pp, pw, pv = np.eye(3), np.zeros(3), np.zeros(3), np.zeros(3)
-        else:
-            pr, pp, pw, pv = rot[body.parent], pos[body.parent], omega[body.parent], vel[body.parent]
-        rot[i] = pr @ local_r
-        pos[i] = pp + pr @ local_p
-        relative = body.motion_subspace @ xd[body.v_index:body.v_index + body.nv]
-        omega[i] = pw + rot[i] @ relative[3:]
-        vel[i] = pv + np.cross(pw, pos[i] - pp) + rot[i] @ relative[:3]
+    rot, pos, omega, vel = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    sub = np.zeros((6, model.n_tangent))
+    placements(meta, body, _floats(x), rot, pos, sub)
+    body_velocities_kernel(meta, _floats(xd), sub, pos, omega, vel)
     return rot, pos, omega, vel
 
 
@@ -342,12 +329,9 @@ def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, ki
     return alpha, acc
 
 
-def _segment_state_py(tables, xd, sub, state):
-    """Fill `state` (a SegmentState whose rotations and origins are placed already) from ẋ and the world motion
-    subspace `sub` (6, n_tangent; at the world origin, [linear; angular]): body twists V_i = V_p + S_i ẋ_i give ω
-    and the origin velocity ṗ = v_O + ω × p; each segment's COM, its velocity and its world inertia R I Rᵀ."""
-    meta, body = tables.meta, tables.body
-    rot, pos, omega, vel = state.rotations, state.origins, state.omega, state.origin_velocity
+def _body_velocities_py(meta, xd, sub, pos, omega, vel):
+    """Fill ω and the origin velocity ṗ of every body (placed at `pos`) from ẋ and the world motion subspace `sub`
+    (6, n_tangent; at the world origin, [linear; angular]): body twists V_i = V_p + S_i ẋ_i, ṗ = v_O + ω × p."""
     nb = meta.shape[0]
     linear = np.empty((nb, 3))   # v_O of each body twist (the velocity of the point at the world origin)
     for i in range(nb):
@@ -363,6 +347,15 @@ def _segment_state_py(tables, xd, sub, state):
         vel[i, 0] = linear[i, 0] + w1 * pos[i, 2] - w2 * pos[i, 1]
         vel[i, 1] = linear[i, 1] + w2 * pos[i, 0] - w0 * pos[i, 2]
         vel[i, 2] = linear[i, 2] + w0 * pos[i, 1] - w1 * pos[i, 0]
+
+
+def _segment_state_py(tables, xd, sub, state):
+    """Fill `state` (a SegmentState whose rotations and origins are placed already) from ẋ and the world motion
+    subspace `sub`: the bodies' ω and ṗ (`_body_velocities_py`), each segment's COM, its velocity and its world
+    inertia R I Rᵀ."""
+    body = tables.body
+    rot, pos, omega, vel = state.rotations, state.origins, state.omega, state.origin_velocity
+    _BODY_VELOCITIES(tables.meta, xd, sub, pos, omega, vel)
     for s in range(tables.segment_body.shape[0]):
         b = tables.segment_body[s]
         arm = np.empty(3)
@@ -383,12 +376,15 @@ def _segment_state_py(tables, xd, sub, state):
 
 def empty_state(model) -> SegmentState:
     """A SegmentState of the model's size to fill."""
-    nb, n = len(model.bodies), structure(model).n_segments
-    return SegmentState(np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 3)), np.empty((nb, 3)),
-                        np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3, 3)))
+    return _new_state_py(len(model.bodies), structure(model).n_segments)
 
 
-segment_state_kernel = jit.lazy(_segment_state_py)
+def _velocity_bindings() -> dict:
+    return {"_BODY_VELOCITIES": jit.compiled(_body_velocities_py, inline=True)}
+
+
+body_velocities_kernel = jit.lazy(_body_velocities_py)
+segment_state_kernel = jit.lazy(_segment_state_py, bind=_velocity_bindings)
 
 
 def segment_state(model, x: np.ndarray, xd: np.ndarray) -> SegmentState:
@@ -443,10 +439,9 @@ class SystemArrays(NamedTuple):
 
 
 def empty_system(model) -> SystemArrays:
+    """A SystemArrays of the model's size to fill."""
     s = structure(model)
-    n, nj, nv = s.size(), len(s.joints), model.n_tangent
-    return SystemArrays(np.empty((n, n)), np.empty(n), np.empty((n, nv)), np.empty((nv, n)), np.empty(nv),
-                        np.empty((s.n_constraints, 3)), np.empty((nj, 3)), np.empty((nj, 3, 3)))
+    return _new_system_py(s.size(), len(s.joints), s.n_constraints, model.n_tangent)
 
 
 def _add_skew_py(matrix, row, col, r, sign):
@@ -980,10 +975,11 @@ def _forward_py(tables, x, xd, tau, options):
 
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
-(_ADD_SKEW, _CROSS, _PIVOT, _PLACEMENTS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY, _SCHUR_SOLVE,
- _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, placements, _segment_state_py,
-                                       _assemble_py, _schur_factor_py, _schur_apply_py, _schur_solve_py,
-                                       _new_state_py, _new_system_py, _evaluate_py)
+(_ADD_SKEW, _CROSS, _PIVOT, _PLACEMENTS, _BODY_VELOCITIES, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
+ _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, placements,
+                                                     _body_velocities_py, _segment_state_py, _assemble_py,
+                                                     _schur_factor_py, _schur_apply_py, _schur_solve_py,
+                                                     _new_state_py, _new_system_py, _evaluate_py)
 
 
 def _small_callees() -> dict:
@@ -998,7 +994,7 @@ def _kernel_bindings() -> dict:
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
              "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
-    stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
+    stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py, bind=_velocity_bindings),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
     # the short glue kernels are IR-inlined into their callers: each level of compiled calls would have LLVM

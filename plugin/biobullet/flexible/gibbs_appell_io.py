@@ -8,12 +8,12 @@ its `<inertial>`). `<contact>` elements must sit at joint points (xyz = 0 0 0 or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from biobullet.core.attributes import REQUIRED, number, vector3
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, SourceRef
 
 FLEXIBLE_ATTRIBUTES = {"link", "theory", "boundary", "modes", "youngs_modulus", "shear_modulus",
                        "shear_coefficient", "area", "second_moment", "density", "kelvin_voigt", "air_damping",
@@ -21,6 +21,20 @@ FLEXIBLE_ATTRIBUTES = {"link", "theory", "boundary", "modes", "youngs_modulus", 
 #: most modes per link (a mode costs one coordinate; thousands are a typo, never a model)
 MAX_MODES = 50
 _REQUIRED = ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density")
+
+
+def beam_numbers(source: SourceRef, a: Mapping[str, Any], default_length: float | None) -> dict[str, Any]:
+    """The checked numbers of a `<flexible>` element that the Gibbs–Appell chain and the segment expansion
+    (`segments.expand_urdf`) both read (SI units): the six section and material numbers, length (default: the
+    link's extent to its child joint), kelvin_voigt and air_damping."""
+    kw: dict[str, Any] = {key: number(source, a, key, positive=True) for key in _REQUIRED}
+    if kw["shear_coefficient"] > 1.2:
+        raise source.error("shear_coefficient", f"got {kw['shear_coefficient']:g}", "0 < kappa <= 1.2")
+    kw["length"] = number(source, a, "length", default_length if default_length is not None else REQUIRED,
+                          positive=True)
+    kw["kelvin_voigt"] = number(source, a, "kelvin_voigt", 0.0, non_negative=True)
+    kw["air_damping"] = number(source, a, "air_damping", 0.0, non_negative=True)
+    return kw
 
 
 def flexible_attributes(element: Any, default_length: float | None) -> dict[str, Any]:
@@ -32,14 +46,7 @@ def flexible_attributes(element: Any, default_length: float | None) -> dict[str,
     theory = choice(source, a, "theory", THEORIES, "timoshenko", what="theory")
     boundary = choice(source, a, "boundary", BOUNDARIES, what="boundary")
     n_modes = integer(source, a, "modes", 1, at_least=0, at_most=MAX_MODES)
-    kw: dict[str, Any] = {key: number(source, a, key, positive=True) for key in _REQUIRED}
-    if kw["shear_coefficient"] > 1.2:
-        raise source.error("shear_coefficient", f"got {kw['shear_coefficient']:g}", "0 < kappa <= 1.2")
-    kw["length"] = number(source, a, "length", default_length if default_length is not None else REQUIRED,
-                          positive=True)
-    kw["kelvin_voigt"] = number(source, a, "kelvin_voigt", 0.0, non_negative=True)
-    kw["air_damping"] = number(source, a, "air_damping", 0.0, non_negative=True)
-    return {**kw, "boundary": boundary, "theory": theory, "n_modes": n_modes}
+    return {**beam_numbers(source, a, default_length), "boundary": boundary, "theory": theory, "n_modes": n_modes}
 
 
 def _single_law(elements: list[Any], builder: Any, what: str) -> Any:

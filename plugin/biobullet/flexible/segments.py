@@ -158,21 +158,14 @@ def _joint(root: ET.Element, name: str, kind: str, parent: str, child: str, x: f
 
 
 def _flexible_numbers(element: ET.Element, default_length: float | None, file: str) -> dict:
-    from biobullet.core.attributes import REQUIRED, check_known_attributes, choice, integer, number, source_of
-    from biobullet.flexible.gibbs_appell_io import FLEXIBLE_ATTRIBUTES
+    from biobullet.core.attributes import check_known_attributes, choice, integer, source_of
     from biobullet.flexible.beam import THEORIES
+    from biobullet.flexible.gibbs_appell_io import FLEXIBLE_ATTRIBUTES, beam_numbers
     source, a = source_of(file, element, "link"), element.attrib
     check_known_attributes(source, a, FLEXIBLE_ATTRIBUTES)
-    out: dict = {}
-    for key in ("youngs_modulus", "shear_modulus", "shear_coefficient", "area", "second_moment", "density"):
-        out[key] = number(source, a, key, positive=True)
-    out["length"] = number(source, a, "length", default_length if default_length is not None else REQUIRED,
-                           positive=True)
-    for key in ("kelvin_voigt", "air_damping"):
-        out[key] = number(source, a, key, 0.0, non_negative=True)
-    out["theory"] = choice(source, a, "theory", THEORIES, "timoshenko", what="theory")
-    out["segments"] = integer(source, a, "segments", 8, at_least=1, at_most=MAX_SEGMENTS)
-    return out
+    return {**beam_numbers(source, a, default_length),
+            "theory": choice(source, a, "theory", THEORIES, "timoshenko", what="theory"),
+            "segments": integer(source, a, "segments", 8, at_least=1, at_most=MAX_SEGMENTS)}
 
 
 def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shear: bool | None = None,

@@ -14,7 +14,7 @@ from biobullet.algorithms.crba import mass_matrix_diagonal
 from biobullet.core import jit
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
-from biobullet.core.attributes import check_known_attributes, number, vector3
+from biobullet.core.attributes import check_known_attributes, number, to_float, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
@@ -85,10 +85,9 @@ class Spring(ForceElement):
         self.link_a, self.link_b = link_a, link_b
         self.xyz_a = np.array(xyz_a, dtype=float).reshape(3)
         self.xyz_b = np.array(xyz_b, dtype=float).reshape(3)
-        for key, value in (("stiffness", stiffness), ("rest_length", rest_length), ("damping", damping)):
-            if not (math.isfinite(value) and value >= 0):
-                raise self.source.error(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
-        self.stiffness, self.rest_length, self.damping = float(stiffness), float(rest_length), float(damping)
+        self.stiffness = to_float(self.source, "stiffness", stiffness, non_negative=True)
+        self.rest_length = to_float(self.source, "rest_length", rest_length, non_negative=True)
+        self.damping = to_float(self.source, "damping", damping, non_negative=True)
 
     @classmethod
     def from_description(cls, model, element) -> "Spring":
@@ -157,12 +156,9 @@ class JointSpring(_JointElement):
     def __init__(self, name: str, joint: str, stiffness: float, rest: float = 0.0, damping: float = 0.0,
                  source: SourceRef | None = None) -> None:
         super().__init__(name, joint, source)
-        for key, value in (("stiffness", stiffness), ("damping", damping)):
-            if not (math.isfinite(value) and value >= 0):
-                raise self.source.error(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
-        if not math.isfinite(rest):
-            raise self.source.error("rest", f"not finite: {rest!r}", "a finite number")
-        self.stiffness, self.rest, self.damping = float(stiffness), float(rest), float(damping)
+        self.stiffness = to_float(self.source, "stiffness", stiffness, non_negative=True)
+        self.rest = to_float(self.source, "rest", rest)
+        self.damping = to_float(self.source, "damping", damping, non_negative=True)
 
     @classmethod
     def from_description(cls, model, element) -> "JointSpring":
@@ -201,9 +197,7 @@ class JointTorque(_JointElement):
         super().__init__(name, joint, source)
         if (value is None) == (function is None):
             raise self.source.error("value", "give either a constant value or a time function", "exactly one")
-        if value is not None and not math.isfinite(value):
-            raise self.source.error("value", f"not finite: {value!r}", "a finite number")
-        self.value = None if value is None else float(value)
+        self.value = None if value is None else to_float(self.source, "value", value)
         self.function = function
 
     @classmethod
@@ -259,14 +253,12 @@ class JointStop(_JointElement):
                       "smooth or switched")
         if lower is None and upper is None:
             raise err("lower", "neither lower nor upper limit given", "at least one of lower, upper")
-        for key, value in (("lower", lower), ("upper", upper)):
-            if value is not None and not math.isfinite(value):
-                raise err(key, f"not finite: {value!r}", "a finite number")
+        lower, upper = (None if value is None else to_float(self.source, key, value)
+                        for key, value in (("lower", lower), ("upper", upper)))
         if lower is not None and upper is not None and not lower < upper:
             raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
-        for key, value in (("stiffness", stiffness), ("damping", damping)):
-            if not (math.isfinite(value) and value >= 0):
-                raise err(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
+        stiffness, damping = (to_float(self.source, key, value, non_negative=True)
+                              for key, value in (("stiffness", stiffness), ("damping", damping)))
         exponent = (2.0 if type == "smooth" else 1.0) if exponent is None else float(exponent)
         if type == "smooth" and not (math.isfinite(exponent) and exponent > 1.0):
             raise err("exponent", f"{exponent:g} gives a force that is not C¹", "exponent > 1 for type smooth")
@@ -274,11 +266,9 @@ class JointStop(_JointElement):
             raise err("exponent", f"must be ≥ 1, got {exponent:g}", "exponent ≥ 1")
         if type == "switched" and smoothing is not None:
             raise err("smoothing", "smoothing applies to type smooth only", "no smoothing with type switched")
-        smoothing = 1e-3 if smoothing is None else float(smoothing)
-        if not (math.isfinite(smoothing) and smoothing > 0):
-            raise err("smoothing", f"must be positive, got {smoothing!r}", "a value > 0")
+        smoothing = 1e-3 if smoothing is None else to_float(self.source, "smoothing", smoothing, positive=True)
         self.lower, self.upper, self.type = lower, upper, type
-        self.stiffness, self.damping = float(stiffness), float(damping)
+        self.stiffness, self.damping = stiffness, damping
         self.exponent, self.smoothing = exponent, smoothing
         self.switched = type == "switched"
 
@@ -351,17 +341,13 @@ class CoordinateLimit(_JointElement):
                  lower_stiffness: float, damping: float, transition: float, source: SourceRef | None = None) -> None:
         super().__init__(name, joint, source)
         err = self.source.error
-        for key, value in (("upper", upper), ("lower", lower)):
-            if not math.isfinite(value):
-                raise err(key, f"not finite: {value!r}", "a finite number")
+        upper, lower = to_float(self.source, "upper", upper), to_float(self.source, "lower", lower)
         if not lower < upper:
             raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
-        for key, value in (("upper_stiffness", upper_stiffness), ("lower_stiffness", lower_stiffness),
-                           ("damping", damping)):
-            if not (math.isfinite(value) and value >= 0):
-                raise err(key, f"must be a finite number ≥ 0, got {value!r}", "a value ≥ 0")
-        if not (math.isfinite(transition) and transition > 0):
-            raise err("transition", f"must be positive, got {transition!r}", "a value > 0")
+        upper_stiffness, lower_stiffness, damping = (
+            to_float(self.source, key, value, non_negative=True) for key, value in
+            (("upper_stiffness", upper_stiffness), ("lower_stiffness", lower_stiffness), ("damping", damping)))
+        transition = to_float(self.source, "transition", transition, positive=True)
         self.upper, self.upper_stiffness, self.lower, self.lower_stiffness = upper, upper_stiffness, lower, lower_stiffness
         self.damping, self.transition = damping, transition
 

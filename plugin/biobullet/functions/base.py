@@ -107,6 +107,7 @@ def interpolation_table(inputs: Sequence[str], x: Sequence[float], y: Sequence[f
     if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
         raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
     if np.any(np.diff(xs) <= 0.0):
-        raise ModelError("x values are not strictly increasing", attribute="x",
-                         expected="strictly increasing x0 < x1 < ...")
+        i = int(np.argmax(np.diff(xs) <= 0.0))
+        raise ModelError(f"not strictly increasing at position {i + 1} ({xs[i]:g} then {xs[i + 1]:g})",
+                         attribute="x", expected="strictly increasing x0 < x1 < ...")
     return xs, ys

@@ -101,28 +101,19 @@ class SplineFunction(JointFunction):
         cls.check_attributes(attributes, inputs, source, exactly=1)
         xs = floats(source, attributes, "x", min_count=2)
         ys = floats(source, attributes, "y", count=len(xs))
-        if np.any(np.diff(xs) <= 0.0):
-            i = int(np.argmax(np.diff(xs) <= 0.0))
-            raise source.error("x", f"not strictly increasing at position {i + 1} ({xs[i]:g} then {xs[i + 1]:g})",
-                               "strictly increasing x0 < x1 < ...")
         boundary = attributes.get("boundary", "not-a-knot").strip()
-        if boundary not in BOUNDARIES:
-            raise source.error("boundary", f"unknown boundary '{boundary}'", " | ".join(BOUNDARIES))
         slopes = floats(source, attributes, "slopes", REQUIRED if boundary == "clamped" else None, count=2)
-        if slopes is not None and boundary != "clamped":
-            raise source.error("slopes", "slopes are only used with boundary='clamped'",
-                               "no slopes, or boundary='clamped'")
-        extrapolation = attributes.get("extrapolation", "cubic").strip()
-        if extrapolation not in EXTRAPOLATIONS:
-            raise source.error("extrapolation", f"unknown extrapolation '{extrapolation}'", " | ".join(EXTRAPOLATIONS))
         degree_text = attributes.get("degree", "3").strip()
         if degree_text not in ("3", "1"):
             raise source.error("degree", f"unsupported degree {degree_text!r}", "3 (cubic) or 1 (piecewise linear)")
         if degree_text == "1" and "boundary" in attributes:
             raise source.error("boundary", "a piecewise-linear table (degree 1) has no boundary condition",
                                "no boundary with degree=\"1\"")
-        return cls(inputs, xs, ys, boundary, None if slopes is None else tuple(slopes), extrapolation,
-                   int(degree_text))
+        try:   # the table, boundary, slopes and extrapolation are checked once, by the constructor
+            return cls(inputs, xs, ys, boundary, None if slopes is None else tuple(slopes),
+                       attributes.get("extrapolation", "cubic").strip(), int(degree_text))
+        except ModelError as exc:
+            raise source.error(exc.attribute, exc.detail, exc.expected) from None
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         xv = float(x[0])

@@ -22,7 +22,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.opensim.document import Document, PropertyReader, find_frame, number_text, resolve_path
+from biobullet.opensim.document import Document, PropertyReader, find_frame, resolve_path, vector_text
 from biobullet.spatial.rotations import matrix_to_rpy
 
 LOOP_CONSTRAINTS = ("PointConstraint", "WeldConstraint")
@@ -46,16 +46,14 @@ class LoopSpec:
     normal: np.ndarray | None = None   # planar: the dropped direction, in link_a
 
     def element(self) -> str:
-        def vec(values) -> str:
-            return " ".join(number_text(v) for v in values)
         extra = ""
         if self.type == "weld":
-            extra = (f' rpy_a="{vec(matrix_to_rpy(self.rotation_a))}" '
-                     f'rpy_b="{vec(matrix_to_rpy(self.rotation_b))}"')
+            extra = (f' rpy_a="{vector_text(matrix_to_rpy(self.rotation_a))}" '
+                     f'rpy_b="{vector_text(matrix_to_rpy(self.rotation_b))}"')
         elif self.type == "planar":
-            extra = f' normal="{vec(self.normal)}"'
+            extra = f' normal="{vector_text(self.normal)}"'
         return (f"    <loop name={quoteattr(self.name)} type=\"{self.type}\" link_a={quoteattr(self.link_a)} "
-                f'xyz_a="{vec(self.xyz_a)}" link_b={quoteattr(self.link_b)} xyz_b="{vec(self.xyz_b)}"{extra}/>')
+                f'xyz_a="{vector_text(self.xyz_a)}" link_b={quoteattr(self.link_b)} xyz_b="{vector_text(self.xyz_b)}"{extra}/>')
 
 
 #: placement of an OpenSim frame or body path in the URDF: (link, rotation, translation) of the frame in the link,

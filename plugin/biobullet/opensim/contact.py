@@ -25,7 +25,7 @@ import numpy as np
 
 from biobullet.opensim.constraints import FramePlacement
 from biobullet.opensim.document import Component, Document, PropertyReader, find_frame, number_text, \
-    orientation_matrix, resolve_path
+    orientation_matrix, resolve_path, vector_text
 FRICTION_PROPERTIES = ("static_friction", "dynamic_friction", "viscous_friction")
 
 
@@ -125,14 +125,12 @@ def _contact_line(reader: PropertyReader, force: Component, sphere: Component, s
     dissipation = (sphere_parameters[1] * k_plane + plane_parameters[1] * k_sphere) / (k_sphere + k_plane)
     mu_static, mu_dynamic, mu_viscous = (_combined(a, b) for a, b in zip(sphere_parameters[2:], plane_parameters[2:]))
 
-    def vec(values) -> str:
-        return " ".join(number_text(v) for v in values)
     friction = ('friction_law="none"' if mu_static == mu_dynamic == mu_viscous == 0.0 else
                 f'friction_law="opensim" mu_static="{number_text(mu_static)}" '
                 f'mu_dynamic="{number_text(mu_dynamic)}" mu_viscous="{number_text(mu_viscous)}" '
                 f'transition_velocity="{number_text(transition)}"')
     return (f"    <contact name={quoteattr(f'{force.name}.{sphere.name}')} link={quoteattr(link)} "
-            f'xyz="{vec(centre)}" radius="{number_text(radius)}" ground="plane" '
-            f'ground_height="{number_text(float(normal @ plane_origin))}" ground_normal="{vec(normal)}" '
+            f'xyz="{vector_text(centre)}" radius="{number_text(radius)}" ground="plane" '
+            f'ground_height="{number_text(float(normal @ plane_origin))}" ground_normal="{vector_text(normal)}" '
             f'normal_law="opensim_hunt_crossley" stiffness="{number_text(stiffness)}" '
             f'dissipation="{number_text(dissipation)}" {friction}/>')

@@ -497,6 +497,11 @@ def number_text(value: float) -> str:
     return repr(float(value))
 
 
+def vector_text(values) -> str:
+    """Numbers as a URDF attribute's space-separated text (each `number_text`)."""
+    return " ".join(number_text(v) for v in values)
+
+
 def find_frame(path: str, known: set[str], source: SourceRef, socket: str) -> str:
     """`path` if it names a frame, a body or the ground; else the one known component of that name."""
     if path in known:

@@ -25,7 +25,7 @@ from biobullet.opensim.forces import force_elements
 from biobullet.muscles.osim import MUSCLE_CLASSES
 from biobullet.opensim.muscles import muscle_lines
 from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
-    number_text, orientation_matrix
+    number_text, orientation_matrix, vector_text
 from biobullet.spatial.rotations import matrix_to_rpy
 
 @dataclass(frozen=True)
@@ -54,26 +54,22 @@ class Translation:
     mapped: frozenset[str]            # paths of the forces, constraints, contact geometry that became elements
 
 
-def _vector(values) -> str:
-    return " ".join(number_text(v) for v in values)
-
-
 def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str, dict[str, str]] | None:
     """The `<joint_function>` type and attributes of an OpenSim function of `inputs` (None for a constant)."""
     s = function.scale
     if function.kind == "constant":
         return None
     if function.kind == "linear":
-        return "linear", {"coefficients": _vector(s * a for a in function.values[:-1]),
+        return "linear", {"coefficients": vector_text(s * a for a in function.values[:-1]),
                           "offset": number_text(s * function.values[-1])}
     if function.kind == "polynomial":
-        return "polynomial", {"coefficients": _vector(s * c for c in reversed(function.values))}
+        return "polynomial", {"coefficients": vector_text(s * c for c in reversed(function.values))}
     if function.kind == "sine":
         amplitude, omega, phase, offset = function.values
         return "expression", {"expression": f"amplitude*sin(omega*{inputs[0]} + phase) + offset",
                               "parameters": f"amplitude={number_text(s * amplitude)} omega={number_text(omega)} "
                                             f"phase={number_text(phase)} offset={number_text(s * offset)}"}
-    attributes = {"x": _vector(function.x), "y": _vector(s * y for y in function.y), "extrapolation": "linear"}
+    attributes = {"x": vector_text(function.x), "y": vector_text(s * y for y in function.y), "extrapolation": "linear"}
     degree = int(function.values[0])
     if function.spline_type == "GCVSpline" and degree != 3:
         # GCVSPL without smoothing: the natural spline of degree 2m − 1, continued by its degree m − 1 polynomial
@@ -118,7 +114,7 @@ class _Transform:
         return _Transform(self.rotation.T, -self.rotation.T @ self.translation)
 
     def origin(self) -> str:
-        return f'<origin xyz="{_vector(self.translation)}" rpy="{_vector(matrix_to_rpy(self.rotation))}"/>'
+        return f'<origin xyz="{vector_text(self.translation)}" rpy="{vector_text(matrix_to_rpy(self.rotation))}"/>'
 
 
 def _is_constant(axis: TransformAxis, constant: dict[str, float]) -> bool:
@@ -377,7 +373,7 @@ class _Builder:
         lines = [f"  <joint name={quoteattr(name)} type=\"{kind}\">", f"    <parent link={quoteattr(parent)}/>",
                  f"    <child link={quoteattr(child)}/>", f"    {origin.origin()}"]
         if kind != "fixed":
-            lines.append(f'    <axis xyz="{_vector(axis)}"/>')
+            lines.append(f'    <axis xyz="{vector_text(axis)}"/>')
             lower, upper = limits if limits is not None else (-1e3, 1e3)
             lines.append(f'    <limit lower="{number_text(lower)}" upper="{number_text(upper)}" effort="0" '
                          'velocity="0"/>')
@@ -398,11 +394,11 @@ class _Builder:
                            [inertia[4], inertia[5], inertia[2]]])
         tensor = in_link.rotation @ tensor @ in_link.rotation.T
         com = in_link.rotation @ np.asarray(body.mass_center) + in_link.translation
-        meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {_vector(scale)} -->"
+        meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {vector_text(scale)} -->"
                          for mesh, scale in body.meshes)
         visuals = "".join(_visuals(body, in_link, children))
         return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
-                f'      <origin xyz="{_vector(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
+                f'      <origin xyz="{vector_text(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
                 f'      <inertia ixx="{number_text(tensor[0, 0])}" iyy="{number_text(tensor[1, 1])}" '
                 f'izz="{number_text(tensor[2, 2])}" ixy="{number_text(tensor[0, 1])}" '
                 f'ixz="{number_text(tensor[0, 2])}" iyz="{number_text(tensor[1, 2])}"/>\n'
@@ -418,7 +414,7 @@ class _Builder:
                   f"(biobullet convert); body frames, joint functions and couplings as in OpenSim -->"]
         if credits:
             header.append(f"<!-- credits of the OpenSim model: {credits} -->")
-        block = [f'  <biobullet version="1">', f'    <gravity xyz="{_vector(document.gravity)}"/>',
+        block = [f'  <biobullet version="1">', f'    <gravity xyz="{vector_text(document.gravity)}"/>',
                  '    <base type="fixed"/>']
         if independent:
             block.append(f"    <coordinates names={quoteattr(' '.join(independent))}/>")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.core.errors import ModelError
+from biobullet.render.scene import frame_with_z, trajectory_states, up_direction
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,9 @@ def _unit(v) -> np.ndarray:
 
 def _default_axes(gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(up, viewing direction): up = −gravity (z if none); view from an oblique front-side-above direction."""
-    up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
-    helper = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    h1 = _unit(helper - up * (helper @ up))
-    h2 = np.cross(h1, up)
-    return up, _unit(h1 + 0.75 * h2 + 0.45 * up)
+    up = up_direction(gravity)
+    frame = frame_with_z(up)   # two horizontal axes: frame[:, 0] and −frame[:, 1] (= frame[:, 0] × up)
+    return up, _unit(frame[:, 0] - 0.75 * frame[:, 1] + 0.45 * up)
 
 
 def frame_camera(lower, upper, gravity, *, aspect: float = 4 / 3, fov: float = 40.0, margin: float = 1.15,
@@ -135,7 +134,7 @@ def motion_points(model, trajectory, links=None) -> np.ndarray:
     part of the model. Fit one camera to several runs with
     `fit_camera(np.vstack([motion_points(m, r) for m, r in runs]), gravity)` so side-by-side panels share a scale."""
     t = np.asarray(trajectory.t, float)
-    return _points(model, _tree_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))), links)
+    return _points(model, trajectory_states(model, trajectory, np.linspace(t[0], t[-1], min(len(t), 60))), links)
 
 
 def _points(model, states: np.ndarray, links=None) -> np.ndarray:
@@ -154,12 +153,6 @@ def _points(model, states: np.ndarray, links=None) -> np.ndarray:
     if scene.visuals:
         return np.vstack([np.vstack(scene.visual_vertices(x)) for x in picks])
     return np.vstack([[pl[1] for pl in scene.link_placements(x).values()] for x in picks])
-
-
-def _tree_states(model, trajectory, times: np.ndarray) -> np.ndarray:
-    """Tree configurations x at `times` (the one implementation: `render.scene.trajectory_states`)."""
-    from biobullet.render.scene import trajectory_states
-    return trajectory_states(model, trajectory, times)
 
 
 def _overlay(image: np.ndarray, text: str) -> np.ndarray:
@@ -187,6 +180,8 @@ def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float,
     `spacing` (m) — the scale cue. Files (OBJ + PNG) go to `directory`."""
     import pybullet as p
     from PIL import Image, ImageDraw
+
+    from biobullet.conventions import matrix_to_quaternion
     cells = max(1, int(round(2 * half / spacing)))
     half = 0.5 * cells * spacing
     pixels = 1024
@@ -204,35 +199,13 @@ def _ground_body(client: int, centre: np.ndarray, up: np.ndarray, height: float,
         handle.write(f"v {-half} {-half} 0\nv {half} {-half} 0\nv {half} {half} 0\nv {-half} {half} 0\n"
                      "vt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\nvn 0 0 1\nf 1/1/1 2/2/1 3/3/1\nf 1/1/1 3/3/1 4/4/1\n")
     shape = p.createVisualShape(p.GEOM_MESH, fileName=mesh_file, physicsClientId=client)
-    rotation = _rotation_with_z(up)
+    rotation = frame_with_z(up)
     position = centre - (centre @ up - height) * up
     body = p.createMultiBody(baseMass=0, baseVisualShapeIndex=shape, basePosition=position.tolist(),
-                             baseOrientation=_matrix_to_quaternion(rotation), physicsClientId=client)
+                             baseOrientation=matrix_to_quaternion(rotation).tolist(), physicsClientId=client)
     texture = p.loadTexture(texture_file, physicsClientId=client)
     p.changeVisualShape(body, -1, textureUniqueId=texture, rgbaColor=[1, 1, 1, 1], physicsClientId=client)
     return body
-
-
-def _rotation_with_z(z) -> np.ndarray:
-    z = _unit(z)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = _unit(helper - z * (helper @ z))
-    return np.column_stack([x, np.cross(z, x), z])
-
-
-def _matrix_to_quaternion(r: np.ndarray) -> list[float]:
-    """(x, y, z, w) of a rotation matrix (Shepperd's method, stable for every rotation)."""
-    trace = np.trace(r)
-    if trace > 0:
-        s = 2.0 * np.sqrt(1.0 + trace)
-        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
-    else:
-        i = int(np.argmax(np.diag(r)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k])
-        q = [0.0, 0.0, 0.0, (r[k, j] - r[j, k]) / s]
-        q[i], q[j], q[k] = 0.25 * s, (r[j, i] + r[i, j]) / s, (r[k, i] + r[i, k]) / s
-    return [float(v) for v in q]
 
 
 def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int = 480, fps: float = 30,
@@ -275,14 +248,14 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
-    actors = [(bridge, _tree_states(model, trajectory, times), link_colors)]
+    actors = [(bridge, trajectory_states(model, trajectory, times), link_colors)]
     saved = p.saveState(physicsClientId=client)
     floor, restore = None, []
     try:
         for other, other_trajectory, other_colors in companions:
-            actors.append((Bridge(other, client), _tree_states(other, other_trajectory, times), other_colors))
+            actors.append((Bridge(other, client), trajectory_states(other, other_trajectory, times), other_colors))
         gravity = np.asarray(model.gravity, float)
-        up = _unit(-gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+        up = up_direction(gravity)
         points = np.vstack([_points(actor.model, states) for actor, states, _ in actors])
         lower, upper = points.min(axis=0), points.max(axis=0)
         radius = max(0.5 * float(np.linalg.norm(upper - lower)), 0.02)

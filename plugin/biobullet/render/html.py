@@ -60,7 +60,7 @@ def extreme_points(points: np.ndarray) -> np.ndarray:
 def scene_payload(scene, times, states, *, title: str, muscle_activations=None) -> dict:
     """The JSON embedded in the page: visuals, link placements per frame, camera/ground numbers, and the muscle
     paths per frame (world polylines) with their activation colours (`scene.frame_activations`)."""
-    from biobullet.render.scene import activation_colors, frame_activations
+    from biobullet.render.scene import activation_colors, frame_activations, up_direction
     model = scene.model
     used = sorted({v.link for v in scene.visuals})
     if not used:
@@ -72,8 +72,7 @@ def scene_payload(scene, times, states, *, title: str, muscle_activations=None) 
         for name, j in index.items():
             r, p = frames[name]
             poses[k, j, :9], poses[k, j, 9:] = r.ravel(), p
-    gravity = np.asarray(model.gravity, float)
-    up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
+    up = up_direction(model.gravity)
     frames = np.unique(np.linspace(0, len(states) - 1, min(len(states), FIT_FRAMES)).astype(int))
     points = np.vstack([v.vertices @ poses[k, index[v.link], :9].reshape(3, 3).T + poses[k, index[v.link], 9:]
                         for k in frames for v in scene.visuals])

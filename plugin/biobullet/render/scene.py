@@ -30,6 +30,23 @@ from biobullet.spatial.rotations import rpy_to_matrix
 DEFAULT_COLOR = (0.62, 0.64, 0.68, 1.0)
 
 
+def up_direction(gravity) -> np.ndarray:
+    """The unit "up" of a scene: −gravity, or +z for a model without gravity."""
+    gravity = np.asarray(gravity, float)
+    norm = float(np.linalg.norm(gravity))
+    return -gravity / norm if norm > 0 else np.array([0.0, 0.0, 1.0])
+
+
+def frame_with_z(z) -> np.ndarray:
+    """A rotation whose third column is the unit vector along z, its first the world x (or y, for z near x) made
+    perpendicular to z."""
+    z = np.asarray(z, float) / np.linalg.norm(z)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = helper - z * (helper @ z)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(z, x), z])
+
+
 #: muscle path colours (RGB, 0–1) at activation 0 (blue) and 1 (red); between them linearly
 MUSCLE_RESTING = (0.20, 0.35, 0.90)
 MUSCLE_ACTIVE = (0.90, 0.08, 0.08)

@@ -94,7 +94,7 @@ def slider_specs(model) -> list[SliderSpec]:
     quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
     the initial base position; a flexible segment's shear joint ±1 cm); an angle range of ≥ 10° is shown in whole
     tenths of a degree, rounded inward."""
-    from biobullet.spatial.rotations import quaternion_to_matrix
+    from biobullet.spatial.rotations import matrix_to_rpy, quaternion_to_matrix
     q0, _ = model.initial_state()
     specs = []
     names = list(model.coordinate_names)
@@ -102,8 +102,7 @@ def slider_specs(model) -> list[SliderSpec]:
     if model.floating_base:
         for k, name in enumerate(("base_x", "base_y", "base_z")):
             specs.append(_length(name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
-        r = quaternion_to_matrix(q0[3:7])
-        rpy = (math.atan2(r[2, 1], r[2, 2]), math.asin(float(np.clip(-r[2, 0], -1.0, 1.0))), math.atan2(r[1, 0], r[0, 0]))
+        rpy = matrix_to_rpy(quaternion_to_matrix(q0[3:7]))
         specs += [_angle(name, -math.pi, math.pi, angle) for name, angle in zip(BASE_ANGLES, rpy)]
     for k, name in enumerate(names[start:], start):
         joint = model.description.joint(name)
@@ -124,13 +123,10 @@ def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.n
     values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
     if not model.floating_base:
         return values
-    roll, pitch, yaw = values[3:6]
-    # quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll), the URDF rpy convention
-    cr, sr, cp, sp, cy, sy = (math.cos(roll / 2), math.sin(roll / 2), math.cos(pitch / 2), math.sin(pitch / 2),
-                              math.cos(yaw / 2), math.sin(yaw / 2))
-    quaternion = [sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy,
-                  cr * cp * cy + sr * sp * sy]
-    return np.concatenate([values[:3], quaternion, values[6:]])
+    from biobullet.conventions import matrix_to_quaternion
+    from biobullet.spatial.rotations import rpy_to_matrix
+    # the base's roll, pitch, yaw sliders are URDF rpy: R = Rz(yaw) Ry(pitch) Rx(roll)
+    return np.concatenate([values[:3], matrix_to_quaternion(rpy_to_matrix(values[3:6])), values[6:]])
 
 
 class Viewer:
@@ -144,7 +140,7 @@ class Viewer:
         except ImportError:
             raise ModelError("the viewer needs viser (pip install 'biobullet[viewer]')", attribute="view") from None
         from biobullet.render.html import nice_spacing, spacing_label
-        from biobullet.render.scene import Scene, trajectory_states
+        from biobullet.render.scene import Scene, frame_with_z, trajectory_states, up_direction
         self.model, self.scene = model, Scene.from_model(model, layouts=layouts)
         self._so3 = vtf.SO3
         self.server = viser.ViserServer(host=HOST, port=port, verbose=False)
@@ -154,9 +150,8 @@ class Viewer:
 
         # everything hangs under /world, which turns the model's up (−gravity) into viser's +z: the browser's
         # orbit controls and the fitted camera below then work in viser's own frame
-        gravity = np.asarray(model.gravity, float)
-        up = -gravity / np.linalg.norm(gravity) if np.linalg.norm(gravity) > 0 else np.array([0.0, 0.0, 1.0])
-        to_viser = _frame_with_z(up).T
+        up = up_direction(model.gravity)
+        to_viser = frame_with_z(up).T
         scene_api.add_frame("/world", show_axes=False, wxyz=self._so3.from_matrix(to_viser).wxyz)
         # geometry: one node per link carrying its visuals (vertices in the link frame)
         self._links = {}
@@ -181,7 +176,7 @@ class Viewer:
         centre = 0.5 * (lower + upper)
         ground = min(float((np.vstack(self.scene.visual_vertices(x)) @ up).min()) for x in xs) \
             if self.scene.visuals else float(centre @ up - radius)
-        grid_rotation = self._so3.from_matrix(_frame_with_z(up))
+        grid_rotation = self._so3.from_matrix(frame_with_z(up))
         scene_api.add_grid("/world/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
                            section_size=5 * spacing, plane="xy", wxyz=grid_rotation.wxyz,
                            position=centre - (centre @ up - ground) * up, shadow_opacity=0.2)
@@ -191,8 +186,8 @@ class Viewer:
         from biobullet.render.frames import fit_camera
         points = np.vstack([np.vstack(self.scene.visual_vertices(x)) for x in xs]) if self.scene.visuals else \
             np.vstack([lower, upper])
-        camera = fit_camera(points @ to_viser.T, to_viser @ gravity if np.linalg.norm(gravity) > 0 else
-                            np.array([0.0, 0.0, -1.0]), aspect=VIEW_ASPECT, fov=VIEW_FOV, margin=1.1)
+        camera = fit_camera(points @ to_viser.T, np.array([0.0, 0.0, -1.0]),   # (the model's up is viser's +z)
+                            aspect=VIEW_ASPECT, fov=VIEW_FOV, margin=1.1)
         right = np.cross([0.0, 0.0, 1.0], camera.direction)
         right /= max(np.linalg.norm(right), 1e-12)
         shift = PANEL_SHIFT * camera.distance * math.tan(math.radians(VIEW_FOV) / 2) * right
@@ -353,15 +348,6 @@ class Viewer:
     def close(self) -> None:
         self._playing = False
         self.server.stop()
-
-
-def _frame_with_z(z) -> np.ndarray:
-    """A rotation whose third column is the unit vector z."""
-    z = np.asarray(z, float) / np.linalg.norm(z)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = helper - z * (helper @ z)
-    x /= np.linalg.norm(x)
-    return np.column_stack([x, np.cross(z, x), z])
 
 
 def serve(path: str, *, trajectory: str | None = None, port: int = 8080, floating_base: bool | None = None,
