@@ -4,9 +4,10 @@ run, calls in turns, thread CPU time (`biobullet.bench.public_api_speed`). Targe
 ≤ 3× `crba` + `rnea`, asserted on every model whose coordinate map is the identity (the same equations as
 Pinocchio's) and whose tree has at least 5 bodies: arm7 (the issue's model) and the floating-base humanoid. Reported
 only: a model with joint functions or loops, which computes more than the open tree Pinocchio is given (jets, loop
-closure, Gᵀ M G), and the smallest trees (sprint_leg: 3 bodies, ball_arm: 4, double_pendulum: 3), where a call's
-fixed cost decides the ratio — a Python method and numba's argument conversion ≈ 1 µs against ≈ 0.3 µs for Pinocchio's binding,
-beside ≈ 0.5 µs of kernel (docs/speed.md "The public calls on the pipeline"). Prints a table and writes
+closure, Gᵀ M G), and the smallest trees (sprint_leg: 3 bodies, ball_arm: 4, double_pendulum: 2 moving), where
+a call's fixed cost decides the ratio and M + h is still 3.0–4.3× (issue 23 not met there): the Python methods
+≈ 0.65 µs and numba's argument conversion ≈ 0.35 µs beside ≈ 0.6 µs of tree kernel, against 0.4–0.7 µs for
+Pinocchio's whole `crba` (docs/speed.md "The public calls on the pipeline"). Prints a table and writes
 out/benchmarks/public_api_speed.json; README and docs/speed.md carry the figures."""
 from __future__ import annotations
 
