@@ -40,9 +40,9 @@ def _vector(value, size: int) -> np.ndarray | None:
 
 
 def _is_output(out, shape: tuple) -> bool:
-    """Whether `out` is what the entry writes into: a writable C-contiguous float64 array of `shape`."""
-    return (type(out) is _NDARRAY and out.dtype is _FLOAT and out.shape == shape and out.flags.c_contiguous
-            and out.flags.writeable)
+    """Whether `out` is what the entry writes into: a writable, aligned, C-contiguous float64 array of `shape`
+    (`flags.carray`: the three flags in one lookup)."""
+    return type(out) is _NDARRAY and out.dtype is _FLOAT and out.shape == shape and out.flags.carray
 
 
 def _strided(vector: np.ndarray) -> np.ndarray:
