@@ -55,7 +55,9 @@ class BridgeMuscles:
                 self._frame_to_body[loaded.index(int(b)), f] = 1.0
         self._any_link = next((link for link in self.links if link >= 0), None)   # a link other than the base
         self.wrenches = np.zeros((len(loaded), 6))
-        self.body_torque = np.zeros(model.n_tangent)   # the wrenches' generalized force, tree coordinates
+        self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
+        self.joint_torque = np.zeros(model.n_tangent)   # its moving points' share, sent as joint torques
+        self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
 
     def set(self, values: dict) -> None:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
@@ -66,7 +68,8 @@ class BridgeMuscles:
 
     def torques(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
         """The muscles' generalized force τ (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read
-        it; `wrenches` and `body_torque` (the part of τ they exert) for `send`; the muscle state advanced by dt."""
+        it; `tensions`, `wrenches`, `body_torque` (the part of τ the wrenches exert) and `joint_torque` (the rest:
+        moving points along their coordinates); the muscle state advanced by dt."""
         bridge, rows = self.bridge, self.run.rows
         muscle_tau = np.zeros(bridge.model.n_tangent)
         evaluate_stage(bridge.model, rows, x, xd, self.state, muscle_tau)
@@ -75,8 +78,10 @@ class BridgeMuscles:
         frames = -np.tensordot(tension, path.dl_dframes, axes=1)   # [F; M about the frame origin] per frame
         frames[:, 3:] += np.cross(rows.origins, frames[:, :3])       # M about the world origin
         self.wrenches = self._frame_to_body @ frames
+        self.tensions = tension.copy()
         joints = np.zeros(bridge.model.n_tangent)   # moving points along their coordinates: joint torques
         np.add.at(joints, rows.coordinate_slots[:, 1], -(tension @ path.dl_dcoordinates))
+        self.joint_torque = joints
         self.body_torque = muscle_tau - joints
         lengths, speeds = rows.outputs[:, LENGTH].copy(), rows.outputs[:, SPEED].copy()
         self.substeps = muscle_substeps(self.run, lengths, speeds, self.state, bridge.dt)
