@@ -1,5 +1,5 @@
-"""Shared by the muscle-dynamics tests: the bundled arm26 with a chosen subset of its muscles (its BIClong and
-TRIlong wrap over an ellipsoid and several surfaces, which the paths do not evaluate yet)."""
+"""Shared by the muscle-dynamics tests: the bundled arm26 with a chosen subset of its muscles, and a run of OpenSim's
+Manager under constant excitations (the oracle of tests/validation and the slow tier in tests/benchmarks)."""
 from __future__ import annotations
 
 import warnings
@@ -32,3 +32,36 @@ def load_quietly(path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # markers are reported, not imported
         return biobullet.load_model(path)
+
+
+def opensim_run(osim, path: str, excitations, activation: float, t_end: float):
+    """OpenSim 4.6's Manager (accuracy 1e-10) on the .osim file `path`: constant excitations (a number for every
+    muscle or a mapping by name), every activation `activation`, fibers equilibrated (`equilibrateMuscles`), from
+    the default pose to t_end (s). Returns the equilibrated fiber lengths {muscle: m}, the coordinates at t_end
+    {name: (value, speed)} and {muscle: (fiber length, activation)} at t_end."""
+    model = osim.Model(path)
+    controller = osim.PrescribedController()
+    muscles = model.getMuscles()
+    for k in range(muscles.getSize()):
+        name = muscles.get(k).getName()
+        controller.addActuator(muscles.get(k))
+        value = excitations[name] if isinstance(excitations, dict) else excitations
+        controller.prescribeControlForActuator(name, osim.Constant(value))
+    model.addController(controller)
+    state = model.initSystem()
+    for k in range(muscles.getSize()):
+        muscles.get(k).setActivation(state, activation)
+    model.equilibrateMuscles(state)
+    start = {muscles.get(k).getName(): muscles.get(k).getFiberLength(state) for k in range(muscles.getSize())}
+    manager = osim.Manager(model)
+    manager.setIntegratorAccuracy(1e-10)
+    state.setTime(0.0)
+    manager.initialize(state)
+    end = manager.integrate(t_end)
+    model.realizeDynamics(end)
+    coordinates = model.getCoordinateSet()
+    values = {coordinates.get(i).getName(): (coordinates.get(i).getValue(end), coordinates.get(i).getSpeedValue(end))
+              for i in range(coordinates.getSize())}
+    final = {muscles.get(k).getName(): (muscles.get(k).getFiberLength(end), muscles.get(k).getActivation(end))
+             for k in range(muscles.getSize())}
+    return start, values, final

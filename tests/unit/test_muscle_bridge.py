@@ -125,3 +125,26 @@ def test_floating_base_tracks_the_engine_at_first_order(leg):
         gaps.append(max(np.abs(run.q[-1] - reference.q[-1]).max(), np.abs(run.v[-1] - reference.v[-1]).max()))
     orders = np.log2(np.array(gaps[:-1]) / np.array(gaps[1:]))
     assert np.all((orders > 0.85) & (orders < 1.2)), (gaps, orders)
+
+
+def test_joint_reactions_with_muscles_equal_pybullet_sensors(leg):
+    """The joints transmit what the muscles' forces on the bodies leave (`bridge.reactions.joint_reactions`, with the
+    wrenches as external loads) — against PyBullet's own force-torque sensors over one step from rest at
+    dt = 0.01 ms (their reading belongs to a state inside the step: O(dt²), tests/integration/
+    test_bridge_reactions.py), 1e-6 relative. The pelvis floats: the reactions are the muscles' alone (free fall)."""
+    from biobullet.bridge.bridge import Bridge
+    from biobullet.bridge.reactions import enable_force_torque_sensors, joint_reactions, pybullet_sensor_reactions
+    q, _ = _pose()
+    with Bridge(leg, dt=1e-5, initial=(q, np.zeros(leg.nv))) as bridge:
+        bridge.set_excitations(0.5, **EXCITATIONS)
+        enable_force_torque_sensors(bridge)
+        _, x, _ = bridge.state()
+        bridge.apply()
+        ours = joint_reactions(bridge)
+        bridge._p.stepSimulation(physicsClientId=bridge.client)
+        theirs = pybullet_sensor_reactions(bridge, x)
+    scale = max(max(np.abs(r.force).max(), np.abs(r.moment).max()) for r in theirs.values())
+    assert scale > 10.0   # the muscles load the joints (N or N·m)
+    for name in theirs:
+        assert np.abs(ours[name].force - theirs[name].force).max() <= 1e-6 * scale
+        assert np.abs(ours[name].moment - theirs[name].moment).max() <= 1e-6 * scale
