@@ -48,7 +48,7 @@ class BridgeMuscles:
         loaded = sorted({int(b) for b in rows.frame_body if b >= 0})
         self.bodies = np.array(loaded, dtype=np.int64)   # model body indices
         self.links = [bridge.map.link_index[model.bodies[b].link] for b in loaded]   # their PyBullet links
-        #: frame f's row in `wrenches` (−1: the world); a (n_bodies × n_frames) sum per step
+        # sums the frames' wrenches per loaded body (n_bodies × n_frames of 0/1; a frame on the world in no row)
         self._frame_to_body = np.zeros((len(loaded), len(rows.frame_body)))
         for f, b in enumerate(rows.frame_body):
             if b >= 0:
@@ -56,7 +56,7 @@ class BridgeMuscles:
         self._any_link = next((link for link in self.links if link >= 0), None)   # a link other than the base
         self.wrenches = np.zeros((len(loaded), 6))
         self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
-        self.joint_torque = np.zeros(model.n_tangent)   # its moving points' share, sent as joint torques
+        self.joint_torque = np.zeros(model.n_tangent)   # the moving points' share, sent as joint torques
         self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
 
     def set(self, values: dict) -> None:
@@ -100,7 +100,7 @@ class BridgeMuscles:
         p, c, b = bridge._p, bridge.client, bridge.body
         if self._any_link is not None:   # PyBullet places a WORLD_FRAME force on a link by the link's cached
             # transform, left from the last step's start: one forward kinematics call brings every link's up to date
-            # (else each force acts O(v dt) off its point: 7e-7 rad/s after one arm26 step at 0.5 ms)
+            # (else each force acts O(v dt) off its point: 6.6e-7 rad/s after the second arm26 step at 0.5 ms)
             p.getLinkState(b, self._any_link, computeForwardKinematics=True, physicsClientId=c)
         origin = [0.0, 0.0, 0.0]
         for link, wrench in zip(self.links, self.wrenches.tolist()):
