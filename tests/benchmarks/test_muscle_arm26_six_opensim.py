@@ -1,6 +1,7 @@
 """arm26 with all six muscles, 1 s under a constant excitation, against OpenSim 4.6's Manager — the slow tier
-(`make bench`, not the default run): the run costs ≈ 30–60 s of CPU on our side (≈ 5 ms per right-hand side:
-BIClong's ellipsoid, TRIlong's three wraps), beyond the default suite's budget.
+(`make bench`, not the default run): a run costs 30 s (every muscle at 0.5) and 83 s (flexors) of CPU on our side
+(≈ 5 ms per right-hand side: BIClong's ellipsoid, TRIlong's three wraps; OpenSim's Manager 2 and 6 s), beyond
+the default suite's budget.
 
 What the default run checks instead (tests/validation/test_muscle_dynamics_opensim.py): the cause of the parting,
 OpenSim applying R_osᵀ T with R_os its `computeMomentArm`, not −dl/dq of its own lengths, and the parting over
