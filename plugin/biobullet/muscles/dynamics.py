@@ -11,7 +11,9 @@ with the bodies' kinematics, one compiled call for every muscle): the path frame
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
-coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M.
+coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M — the per-muscle part
+`_muscle_rate_py`, which `evaluate_rates` also runs alone at given lengths and speeds (the bridge's muscle
+sub-steps: paths once per step).
 
 - compliant tendon: with the constant-height pennation cos α(l_M), the tendon l_T = l − l_M cos α carries
   T = F₀ f_T(l_T / l_s); the fiber velocity is the one at which the fiber, at activation a and length l_M, develops
@@ -152,7 +154,6 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
     path = rows.path
     path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
-    table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
     total_power = 0.0
