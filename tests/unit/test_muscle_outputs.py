@@ -120,9 +120,12 @@ def arm26_active():
     static equilibrium: the tendons loaded, the fiber states stiff."""
     from biobullet.muscles.dynamics import MuscleRun
     model = load_quietly(str(ARM26))
+    from biobullet.muscles.dynamics import LENGTH, SPEED, evaluate_stage
     run = MuscleRun(model, 0.5, 0.5)
     x, xd = model.joint_state(np.zeros(model.nq), np.zeros(model.nv))[:2]
-    return run, x, xd, run.initial_state(np.zeros(model.nq))
+    state = run.initial_state(np.zeros(model.nq))
+    evaluate_stage(model, run.rows, x, xd, state, np.zeros(model.n_tangent))   # the paths' lengths and speeds
+    return run, x, xd, state, run.rows.outputs[:, LENGTH].copy(), run.rows.outputs[:, SPEED].copy()
 
 
 def test_muscle_state_limits_bracket_explicit_eulers_stability(arm26_active):
@@ -131,8 +134,8 @@ def test_muscle_state_limits_bracket_explicit_eulers_stability(arm26_active):
     ≈ 2 on arm26: the estimate takes the steeper side, so it is safe and at most that factor conservative)."""
     from biobullet.bridge.stability import muscle_state_limits
     from biobullet.muscles.dynamics import evaluate_stage
-    run, x, xd, state = arm26_active
-    limits = muscle_state_limits(run, x, xd, state)
+    run, x, xd, state, lengths, speeds = arm26_active
+    limits = muscle_state_limits(run, lengths, speeds, state)
     n = len(run.names)
     assert limits[n:].max() < limits[:n].min()   # the fibers, not the activations, are the stiff states
     tau = np.zeros(run.model.n_tangent)
@@ -155,14 +158,14 @@ def test_muscle_state_limits_bracket_explicit_eulers_stability(arm26_active):
 def test_muscle_substeps_and_the_error_naming_the_stiffest_muscle(arm26_active):
     from biobullet.bridge.stability import MAX_MUSCLE_SUBSTEPS, muscle_state_limits, muscle_substeps
     from biobullet.core.errors import ModelError
-    run, x, xd, state = arm26_active
-    limits = muscle_state_limits(run, x, xd, state)
+    run, x, xd, state, lengths, speeds = arm26_active
+    limits = muscle_state_limits(run, lengths, speeds, state)
     dt = 4e-3
-    n = muscle_substeps(run, x, xd, state, dt)
+    n = muscle_substeps(run, lengths, speeds, state, dt)
     assert dt / n <= limits.min() / 2 * (1 + 1e-9) and dt / (n - 1) > limits.min() / 2
     stiffest = run.names[int(np.flatnonzero(run.rows.fiber_state == np.argmin(limits))[0])]
     with pytest.raises(ModelError, match=f"fiber length of muscle '{stiffest}'.*stable up to"):
-        muscle_substeps(run, x, xd, state, limits.min() * MAX_MUSCLE_SUBSTEPS)
+        muscle_substeps(run, lengths, speeds, state, limits.min() * MAX_MUSCLE_SUBSTEPS)
 
 
 def test_bridge_at_4_ms_sub_steps_the_fibers_which_diverge_without(monkeypatch):

@@ -26,45 +26,16 @@ osim = pytest.importorskip("opensim")
 osim.Logger.setLevelString("error")
 
 import biobullet  # noqa: E402
-from muscle_models import ARM26, arm26_with, load_quietly  # noqa: E402
+from muscle_models import ARM26, arm26_with, load_quietly, opensim_run  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ARM26.is_file(), reason="the bundled OpenSim models are missing")
 MUSCLES = ("TRIlat", "TRImed", "BICshort")
 EXCITATION, ACTIVATION, T_END = 0.5, 0.05, 1.0
 
 
-def _opensim_run(path: str, excitations=None, activation: float = ACTIVATION):
-    model = osim.Model(path)
-    controller = osim.PrescribedController()
-    muscles = model.getMuscles()
-    for k in range(muscles.getSize()):
-        name = muscles.get(k).getName()
-        controller.addActuator(muscles.get(k))
-        controller.prescribeControlForActuator(name, osim.Constant(EXCITATION if excitations is None
-                                                                   else excitations[name]))
-    model.addController(controller)
-    state = model.initSystem()
-    for k in range(muscles.getSize()):
-        muscles.get(k).setActivation(state, activation)
-    model.equilibrateMuscles(state)
-    start = {muscles.get(k).getName(): muscles.get(k).getFiberLength(state) for k in range(muscles.getSize())}
-    manager = osim.Manager(model)
-    manager.setIntegratorAccuracy(1e-10)
-    state.setTime(0.0)
-    manager.initialize(state)
-    end = manager.integrate(T_END)
-    model.realizeDynamics(end)
-    coordinates = model.getCoordinateSet()
-    values = {coordinates.get(i).getName(): (coordinates.get(i).getValue(end), coordinates.get(i).getSpeedValue(end))
-              for i in range(coordinates.getSize())}
-    final = {muscles.get(k).getName(): (muscles.get(k).getFiberLength(end), muscles.get(k).getActivation(end))
-             for k in range(muscles.getSize())}
-    return start, values, final
-
-
 def test_arm26_one_second_under_constant_excitation_matches_opensims_manager(tmp_path):
     path = arm26_with(MUSCLES, tmp_path)
-    start, values, final = _opensim_run(path)
+    start, values, final = opensim_run(osim, path, EXCITATION, ACTIVATION, T_END)
     model = load_quietly(path)
     run = biobullet.simulate(model, T_END, initial=(np.zeros(2), np.zeros(2)), excitations=EXCITATION,
                              activations=ACTIVATION, rtol=1e-11, atol=1e-12, t_eval=[0.0, T_END], progress=False)
@@ -95,7 +66,7 @@ def test_tug_of_war_one_second_matches_opensims_manager(kind, tmp_path):
         converted.finalizeConnections()
         path = str(tmp_path / "tug_of_war_degroote.osim")
         converted.printToXML(path)
-    start, values, final = _opensim_run(path, TUG, 0.1)
+    start, values, final = opensim_run(osim, path, TUG, 0.1, T_END)
     model = load_quietly(path)
     assert {m.model for m in biobullet.muscles.api.muscle_set(model).muscle_set.muscles} == {kind}
     run = biobullet.simulate(model, T_END, initial=(np.zeros(1), np.zeros(1)), excitations=TUG, activations=0.1,

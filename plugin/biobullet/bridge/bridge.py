@@ -18,8 +18,9 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
    `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
-5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench); the clock
-   advances by dt.
+5. τ + τ_c through setJointMotorControlArray(TORQUE_CONTROL) (a floating base gets a base wrench) — the muscles'
+   share as forces along their paths instead, one external force and torque per loaded body (`bridge.muscles`);
+   the clock advances by dt.
 
 Drift correction (the target a*). PyBullet's semi-implicit Euler moves x_{n+1} = x_n + dt ẋ_n + dt² ẍ_n. With
 drift="predictor" (default) the rows are asked to hold at the step's end: Φ(x_n + dt ẋ_n + dt² ẍ_n, t + dt) = 0
@@ -797,7 +798,8 @@ class Bridge:
 
     # ------------------------------------------------------------------ stepping
     def apply(self, tau=None, *, generalized=None) -> np.ndarray:
-        """Compute and send this step's joint torques; returns them (n_tangent, our order, N·m / N).
+        """Compute and send this step's joint torques; returns them (n_tangent, our order, N·m / N; the muscles'
+        forces go to their bodies as external forces, `bridge.muscles.wrenches`, and are not among them).
 
         tau: extra joint-space torques (n_tangent, tree order). generalized: forces Q on the independent
         coordinates (nv), applied at those joints (G has identity rows there, so Gᵀτ = Q).
@@ -845,13 +847,19 @@ class Bridge:
             xdd = self._solved_xdd
         else:
             torque, xdd = self._constraint_stage(x, xd, user)
-        if torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
-            torque = self._zero_sent
+        muscles = self.muscles
+        if muscles is not None:   # the muscles act as forces along their paths, not through the joints
+            self._last_torque = torque   # (the joint reactions' ẍ: every generalized force of the step)
+            torque = torque - muscles.body_torque
+            self._send(x, torque)
+            muscles.send()
+        elif torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
+            torque = self._last_torque = self._zero_sent
         else:
             self._send(x, torque)
+            self._last_torque = torque
         if contacts is not None:
             contacts.apply_reactions()
-        self._last_torque = torque
         self.watch.sent(x, xd, xdd)
         self.time += self.dt
         return torque

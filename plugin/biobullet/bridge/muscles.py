@@ -2,14 +2,25 @@
 dynamics, with their states (activations, compliant tendons' fiber lengths: `muscles.dynamics`) stepped with it.
 
 Each step, before the step's torques are sent, the muscle stage (`muscles.dynamics`, the same kernel the reference
-engine's pipeline calls) runs at PyBullet's (x, ẋ) and the muscle state: its generalized force τ = −Σ T ∂l/∂x is
-added to the step's joint torques, and the muscle state advances by explicit Euler over the step from the step's
-(x, ẋ) (first order in dt, as the bridge's semi-implicit Euler for the skeleton), in as many sub-steps as its
-stiffest state needs to be stable (`bridge.stability.muscle_substeps`: stiff tendons' fibers diverge at a few ms).
-Every recorded sample keeps the muscle state; `Bridge.trajectory()` carries the muscles' records. The bridge drives PyBullet
-with joint torques, so the muscles enter as the generalized force their point forces along the path exert (equal
-by virtual work: T ∂l/∂x collects each path point's and wrap tangent point's force through its body's Jacobian);
-applying them as Cartesian point forces would give PyBullet the same joint-space force by another route.
+engine's pipeline calls) runs at PyBullet's (x, ẋ) and the muscle state. Its forces act on PyBullet as what they
+are, forces along the path: the tension pulls every path point, every moving point and every wrap surface's
+tangent points along the path's segments, and each body gets the sum over its frames — the path kernel's
+∂l/∂(frame motion) [F; M] times −T (`PathGradient.dl_dframes`: fixed, conditional and moving points, and the
+wraps' tangent points on the wrap's body) — as one force and one torque in world axes
+(`applyExternalForce`/`applyExternalTorque`, WORLD_FRAME; the force applied at the world origin, so PyBullet adds
+its moment about the link's centre of mass, and the torque is the wrench's moment about the world origin; link −1
+for a floating base). Only a moving point's motion along its coordinate (∂l/∂c, OpenSim's mobility force) is a
+joint torque. The bridge's constraint solve (couplings, loops, motors) still sees the muscles' generalized force
+τ = −Σ T ∂l/∂x, which by virtual work is what these wrenches exert (Σ_b J_bᵀ w_b), and the joint torques sent are
+the solve's minus that wrench part: `apply()` returns the joint torques alone, and a floating base gets no
+muscle wrench on its 6 free directions that no joint could apply.
+
+The muscle state advances by explicit Euler over the step from the step's lengths and lengthening speeds (first
+order in dt, as the bridge's semi-implicit Euler for the skeleton), in as many sub-steps as its stiffest state
+needs to be stable (`bridge.stability.muscle_substeps`: stiff tendons' fibers diverge at a few ms); within the
+step the lengths move on as l + τ l̇ (`muscles.dynamics.evaluate_rates`: the Hill part without the paths, so the
+paths are evaluated once per step). Every recorded sample keeps the muscle state; `Bridge.trajectory()` carries the
+muscles' records.
 """
 from __future__ import annotations
 
@@ -17,11 +28,12 @@ import numpy as np
 
 from biobullet.bridge.stability import muscle_substeps
 from biobullet.core.errors import ModelError
-from biobullet.muscles.dynamics import MuscleRun, evaluate_stage
+from biobullet.muscles.dynamics import LENGTH, SPEED, TENDON_FORCE, MuscleRun, evaluate_rates, evaluate_stage
 
 
 class BridgeMuscles:
-    """The muscles of one bridge: their run (rows, excitations) and state, stepped by `torques`."""
+    """The muscles of one bridge: their run (rows, excitations) and state, stepped by `torques`, and the wrenches
+    of the last step (`wrenches`: per loaded body [F; M] in world axes, M about the world origin)."""
 
     def __init__(self, bridge, activations=None) -> None:
         self.bridge = bridge
@@ -31,6 +43,21 @@ class BridgeMuscles:
         self.names = self.run.names
         self.substeps = 1   # the last step's muscle sub-steps
         self.recorded: dict[int, np.ndarray] = {}   # the muscle state at the bridge's recorded sample k
+        model, rows = bridge.model, self.run.rows
+        # the bodies carrying path frames (a frame on the world, or on a fixed base's root link, has none)
+        loaded = sorted({int(b) for b in rows.frame_body if b >= 0})
+        self.bodies = np.array(loaded, dtype=np.int64)   # model body indices
+        self.links = [bridge.map.link_index[model.bodies[b].link] for b in loaded]   # their PyBullet links
+        # sums the frames' wrenches per loaded body (n_bodies × n_frames of 0/1; a frame on the world in no row)
+        self._frame_to_body = np.zeros((len(loaded), len(rows.frame_body)))
+        for f, b in enumerate(rows.frame_body):
+            if b >= 0:
+                self._frame_to_body[loaded.index(int(b)), f] = 1.0
+        self._any_link = next((link for link in self.links if link >= 0), None)   # a link other than the base
+        self.wrenches = np.zeros((len(loaded), 6))
+        self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
+        self.joint_torque = np.zeros(model.n_tangent)   # the moving points' share, sent as joint torques
+        self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
 
     def set(self, values: dict) -> None:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
@@ -40,23 +67,45 @@ class BridgeMuscles:
         self.run.rows.excitation[:] = excitations.constant
 
     def torques(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
-        """The muscles' joint torques (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read it,
-        and the muscle state advanced by dt."""
-        bridge = self.bridge
-        self.substeps = muscle_substeps(self.run, x, xd, self.state, bridge.dt)
+        """The muscles' generalized force τ (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read
+        it; `tensions`, `wrenches`, `body_torque` (the part of τ the wrenches exert) and `joint_torque` (the rest:
+        moving points along their coordinates); the muscle state advanced by dt."""
+        bridge, rows = self.bridge, self.run.rows
         muscle_tau = np.zeros(bridge.model.n_tangent)
-        evaluate_stage(bridge.model, self.run.rows, x, xd, self.state, muscle_tau)
+        evaluate_stage(bridge.model, rows, x, xd, self.state, muscle_tau)
+        tension = rows.outputs[:, TENDON_FORCE]
+        path = rows.path
+        frames = -np.tensordot(tension, path.dl_dframes, axes=1)   # [F; M about the frame origin] per frame
+        frames[:, 3:] += np.cross(rows.origins, frames[:, :3])       # M about the world origin
+        self.wrenches = self._frame_to_body @ frames
+        self.tensions = tension.copy()
+        joints = np.zeros(bridge.model.n_tangent)   # moving points along their coordinates: joint torques
+        np.add.at(joints, rows.coordinate_slots[:, 1], -(tension @ path.dl_dcoordinates))
+        self.joint_torque = joints
+        self.body_torque = muscle_tau - joints
+        lengths, speeds = rows.outputs[:, LENGTH].copy(), rows.outputs[:, SPEED].copy()
+        self.substeps = muscle_substeps(self.run, lengths, speeds, self.state, bridge.dt)
         h = bridge.dt / self.substeps
-        state = self.state + h * self.run.rows.rate
-        # the paths move on within the step: x advances with ẋ where x is additive (no quaternion), else it is held;
-        # a held x would let fast fibers settle at the step's start lengths and lag the motion by O(l̇ dt)
-        moving = bridge.model.n_config == bridge.model.n_tangent
-        for k in range(1, self.substeps):
-            evaluate_stage(bridge.model, self.run.rows, x + (k * h) * xd if moving else x, xd, state,
-                           np.zeros(bridge.model.n_tangent))
-            state = state + h * self.run.rows.rate
+        state = self.state.copy()
+        for k in range(self.substeps):   # the paths move on within the step: l + τ l̇
+            evaluate_rates(bridge.model, rows, lengths + (k * h) * speeds, speeds, state)
+            state = state + h * rows.rate
         self.state = state
         return muscle_tau
+
+    def send(self) -> None:
+        """The last step's wrenches to PyBullet (one force and one torque per loaded body; cleared by PyBullet
+        after its step)."""
+        bridge = self.bridge
+        p, c, b = bridge._p, bridge.client, bridge.body
+        if self._any_link is not None:   # PyBullet places a WORLD_FRAME force on a link by the link's cached
+            # transform, left from the last step's start: one forward kinematics call brings every link's up to date
+            # (else each force acts O(v dt) off its point: 6.6e-7 rad/s after the second arm26 step at 0.5 ms)
+            p.getLinkState(b, self._any_link, computeForwardKinematics=True, physicsClientId=c)
+        origin = [0.0, 0.0, 0.0]
+        for link, wrench in zip(self.links, self.wrenches.tolist()):
+            p.applyExternalForce(b, link, wrench[:3], origin, p.WORLD_FRAME, physicsClientId=c)
+            p.applyExternalTorque(b, link, wrench[3:], p.WORLD_FRAME, physicsClientId=c)
 
     def record(self, sample: int) -> None:
         """Keep the current muscle state for the bridge's recorded sample `sample`."""

@@ -2,7 +2,7 @@
 
 `joint_reactions(bridge)` → {URDF joint name: Reaction}: what the parent exerts on the child at the joint origin,
 world axes (see `biobullet.dynamics.joint_reactions`), at the bridge's current state under the tree torques of the
-last `apply()` (or `tau`). Call it between `apply()` and `stepSimulation()`: PyBullet's sensors report the
+last `apply()` and its muscles' forces on the bodies (or `tau`, as joint torques alone). Call it between `apply()` and `stepSimulation()`: PyBullet's sensors report the
 reactions of the step they were computed in, i.e. at the pre-step state.
 
 `enable_force_torque_sensors(bridge)` switches on PyBullet's sensors (enableJointForceTorqueSensor) and sets
@@ -30,7 +30,11 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
     model = bridge.model
     _, x, xd = bridge.state()
     torque = np.asarray(bridge._last_torque if tau is None else tau, dtype=float)
-    return tree_reactions(model, x, xd, aba(model, x, xd, torque))
+    external = None
+    if bridge.muscles is not None and tau is None:   # the muscles pull on the bodies, not through the joints
+        external = np.zeros((len(model.bodies), 6))
+        external[bridge.muscles.bodies] = bridge.muscles.wrenches
+    return tree_reactions(model, x, xd, aba(model, x, xd, torque), external)
 
 
 def enable_force_torque_sensors(bridge) -> None:

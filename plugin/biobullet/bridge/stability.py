@@ -20,9 +20,10 @@ eigenvalues are its diagonal entries λ = ∂ṡ_i/∂s_i: Euler with step h is 
 `muscle_state_limits` estimates λ by one forward difference of all activations together and one of all fiber
 lengths together; stiff tendons make λ large (arm26's at rest: ≈ −1e3 1/s, the step of 4 ms diverges). Rather
 than force PyBullet's whole step down, the bridge sub-steps the muscle states alone (`muscle_substeps`): h = dt/n
-with n = ⌈dt max|λ|⌉ (h |λ| ≤ 1: no overshoot), re-estimated every step, the paths moving with x + τẋ within
-the step (`bridge.muscles`); beyond `MAX_MUSCLE_SUBSTEPS` a ModelError
-names the muscle and its largest stable step.
+with n = ⌈dt max|λ|⌉ (h |λ| ≤ 1: no overshoot), re-estimated every step from the muscle part of the stage alone
+(`muscles.dynamics.evaluate_rates`: the paths are evaluated once per step, their lengths carried on as l + τ l̇
+within it, `bridge.muscles`); beyond `MAX_MUSCLE_SUBSTEPS` a ModelError names the muscle and its largest stable
+step.
 """
 from __future__ import annotations
 
@@ -107,15 +108,15 @@ def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
 MAX_MUSCLE_SUBSTEPS = 1000
 
 
-def muscle_state_limits(run, x: np.ndarray, xd: np.ndarray, state: np.ndarray) -> np.ndarray:
+def muscle_state_limits(run, lengths: np.ndarray, speeds: np.ndarray, state: np.ndarray) -> np.ndarray:
     """Per muscle state (activations, then the compliant fibers' lengths: `muscles.dynamics.MuscleRun`), the
-    largest stable explicit Euler step 2/|λ| (s; inf where λ ≥ 0) at tree state (x, ẋ) and muscle state `state`
-    (module docstring). Leaves the run's rows as evaluated at `state`."""
-    from biobullet.muscles.dynamics import evaluate_stage
+    largest stable explicit Euler step 2/|λ| (s; inf where λ ≥ 0) at the musculotendon lengths and lengthening
+    speeds (m, m/s; the stage's outputs at the step's tree state) and muscle state `state` (module docstring).
+    Leaves the run's rows as evaluated at `state`."""
+    from biobullet.muscles.dynamics import evaluate_rates
     rows, model = run.rows, run.model
     n_muscles = len(run.names)
-    tau = np.zeros(model.n_tangent)
-    evaluate_stage(model, rows, x, xd, state, tau)
+    evaluate_rates(model, rows, lengths, speeds, state)
     rate = rows.rate.copy()
     diagonal = np.zeros(len(state))
     step = np.zeros(len(state))
@@ -126,18 +127,19 @@ def muscle_state_limits(run, x: np.ndarray, xd: np.ndarray, state: np.ndarray) -
             continue
         perturbed = state.copy()
         perturbed[block] += step[block]
-        evaluate_stage(model, rows, x, xd, perturbed, tau)
+        evaluate_rates(model, rows, lengths, speeds, perturbed)
         diagonal[block] = (rows.rate[block] - rate[block]) / step[block]
-    evaluate_stage(model, rows, x, xd, state, tau)   # the rows as at `state`
+    evaluate_rates(model, rows, lengths, speeds, state)   # the rows as at `state`
     with np.errstate(divide="ignore"):
         return np.where(diagonal < 0.0, 2.0 / -diagonal, np.inf)
 
 
-def muscle_substeps(run, x: np.ndarray, xd: np.ndarray, state: np.ndarray, dt: float) -> int:
+def muscle_substeps(run, lengths: np.ndarray, speeds: np.ndarray, state: np.ndarray, dt: float) -> int:
     """Explicit Euler sub-steps n of the muscle states for one bridge step dt (s): h = dt/n with h |λ| ≤ 1 for
-    every muscle state (module docstring). ModelError naming the stiffest muscle and its largest stable step
-    when n would exceed `MAX_MUSCLE_SUBSTEPS`."""
-    limits = muscle_state_limits(run, x, xd, state)
+    every muscle state, at the musculotendon lengths and lengthening speeds (m, m/s) of the step's start (module
+    docstring). ModelError naming the stiffest muscle and its largest stable step when n would exceed
+    `MAX_MUSCLE_SUBSTEPS`."""
+    limits = muscle_state_limits(run, lengths, speeds, state)
     if not np.isfinite(limits).any():
         return 1
     stiffest = int(np.argmin(limits))

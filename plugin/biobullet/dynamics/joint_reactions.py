@@ -49,8 +49,11 @@ def joint_reactions(model, q, v, tau=None, t: float = 0.0, *, method: str | None
     return tree_reactions(model, x, xd, xdd)
 
 
-def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dict[str, Reaction]:
-    """Newton–Euler backward pass (world axes) for the tree state (x, ẋ, ẍ): reactions by URDF joint name."""
+def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray,
+                   external: np.ndarray | None = None) -> dict[str, Reaction]:
+    """Newton–Euler backward pass (world axes) for the tree state (x, ẋ, ẍ): reactions by URDF joint name.
+    `external`: wrenches applied to the bodies (n_bodies × 6: force, moment about the world origin; N, N·m), which
+    the joints then need not transmit."""
     rot, pos, omega, vel = body_kinematics(model, x, xd)
     alpha, acc = body_accelerations(model, x, xd, xdd, (rot, pos, omega, vel))
     bodies = model.bodies
@@ -65,6 +68,9 @@ def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> dic
         f = body.mass * (a_com - g)
         force[i] += f
         moment[i] += inertia @ alpha[i] + np.cross(omega[i], inertia @ omega[i]) + np.cross(arm, f)
+        if external is not None:
+            force[i] -= external[i, :3]
+            moment[i] -= external[i, 3:] - np.cross(pos[i], external[i, :3])
         if body.parent >= 0:
             p = body.parent
             force[p] += force[i]

@@ -11,7 +11,9 @@ with the bodies' kinematics, one compiled call for every muscle): the path frame
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
-coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M.
+coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M — the per-muscle part
+`_muscle_rate_py`, which `evaluate_rates` also runs alone at given lengths and speeds (the bridge's muscle
+sub-steps: paths once per step).
 
 - compliant tendon: with the constant-height pennation cos α(l_M), the tendon l_T = l − l_M cos α carries
   T = F₀ f_T(l_T / l_s); the fiber velocity is the one at which the fiber, at activation a and length l_M, develops
@@ -152,7 +154,6 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
     path = rows.path
     path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
-    table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
     total_power = 0.0
@@ -181,33 +182,64 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
         speed = 0.0
         for k in range(n_tangent):
             speed += gradient[k] * xd[k]
-        curves = table.curves[table.curve_offset[m]:table.curve_offset[m + 1]]
-        state = rows.fiber_state[m]
-        fiber_length = rows.state[state] if state >= 0 else 0.0
-        output = rows.outputs[m]
-        tension = _muscle_force_py(table.model[m], curves, table.muscle[m], path.lengths[m], speed, rows.state[m],
-                                   fiber_length, output)
-        if not (np.isfinite(tension) and np.isfinite(output[FIBER_VELOCITY])):
+        tension = _muscle_rate_py(rows, m, path.lengths[m], speed)
+        if not np.isfinite(tension):
             return math.nan
         for k in range(n_tangent):
             tau[k] -= tension * gradient[k]
-        rows.rate[m] = activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
-        if state >= 0:
-            rows.rate[state] = output[FIBER_VELOCITY]
-        total_power += output[FIBER_POWER]
+        total_power += rows.outputs[m, FIBER_POWER]
     return total_power
 
 
-def _stage_bindings(paths: PathArrays) -> dict:
-    """The stage's callees (for paths like `paths`) compiled once each (the path kernel and the curves are large:
-    not inlined)."""
+def _muscle_rate_py(rows, m, length, speed):
+    """Muscle m's tendon force T (N; NaN when T or the fiber velocity is not finite) at musculotendon length
+    `length` (m), lengthening speed `speed` (m/s) and the state rows.state; its outputs into rows.outputs[m], its
+    states' rates into rows.rate."""
+    table = rows.table
+    curves = table.curves[table.curve_offset[m]:table.curve_offset[m + 1]]
+    state = rows.fiber_state[m]
+    fiber_length = rows.state[state] if state >= 0 else 0.0
+    output = rows.outputs[m]
+    tension = _muscle_force_py(table.model[m], curves, table.muscle[m], length, speed, rows.state[m], fiber_length,
+                               output)
+    if not (np.isfinite(tension) and np.isfinite(output[FIBER_VELOCITY])):
+        return math.nan
+    rows.rate[m] = activation_rate_py(table.model[m], table.muscle[m], rows.state[m], rows.excitation[m])
+    if state >= 0:
+        rows.rate[state] = output[FIBER_VELOCITY]
+    return tension
+
+
+def _muscle_rates_py(rows, lengths, speeds):
+    """Every muscle's outputs and state rates (`_muscle_rate_py`) at given musculotendon lengths and lengthening
+    speeds (m, m/s; one per muscle) and the state rows.state, without the paths: 0, or 1 when a result is not
+    finite."""
+    for m in range(lengths.shape[0]):
+        if not np.isfinite(_muscle_rate_py(rows, m, lengths[m], speeds[m])):
+            return 1
+    return 0
+
+
+def _rate_bindings() -> dict:
+    """`_muscle_rate_py`'s callees, compiled once each (the curves are large: not inlined)."""
     curves = equilibrium_bindings()
     force = jit.compiled(_muscle_force_py, bind={
         **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings(curves))
         or fiber_velocity_py})
-    return {"path_gradients_py": path_gradients_kernel(paths),
-            "_muscle_force_py": force or _muscle_force_py,
+    return {"_muscle_force_py": force or _muscle_force_py,
             "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py}
+
+
+def _stage_bindings(paths: PathArrays) -> dict:
+    """The stage's callees (for paths like `paths`) compiled once each (the path kernel is large: not inlined)."""
+    return {"path_gradients_py": path_gradients_kernel(paths),
+            "_muscle_rate_py": _rate_kernel()}
+
+
+def _rate_kernel():
+    """`_muscle_rate_py` compiled with its callees (numpy's error model: the stage reached by address cannot
+    raise), or itself without numba."""
+    return jit.compiled(_muscle_rate_py, bind=_rate_bindings, error_model="numpy") or _muscle_rate_py
 
 
 # The stage is compiled once, as a C callable reached by its address (`rows.stage_address`), not linked into the
@@ -377,6 +409,23 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
     return power
+
+
+_muscle_rates = jit.lazy(_muscle_rates_py, bind=lambda: {"_muscle_rate_py": _rate_kernel()}, error_model="numpy")
+
+
+def evaluate_rates(model, rows: MuscleRows, lengths: np.ndarray, speeds: np.ndarray, state: np.ndarray) -> None:
+    """The stage's muscle part without the paths: at musculotendon lengths and lengthening speeds (m, m/s; one per
+    muscle, e.g. the stage's `outputs` carried along a step) and muscle state `state` (copied into rows.state),
+    rows.rate and rows.outputs filled. ModelError as `evaluate_stage`."""
+    rows.state[:] = state
+    try:
+        status = _muscle_rates(rows, np.ascontiguousarray(lengths, dtype=float),
+                               np.ascontiguousarray(speeds, dtype=float))
+    except ZeroDivisionError:   # Python's float division raises it (a fiber state driven far out of range)
+        status = 1
+    if status != 0:
+        raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
 
 
 # ------------------------------------------------------------------------------------------------ excitations
@@ -582,4 +631,4 @@ def tendon_energies(table: MuscleTable, tendon_lengths: np.ndarray) -> np.ndarra
 __all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "stage_signature", "stage_entry_kernel",
            "stage_address", "entries_digest", "NO_MUSCLES",
            "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces", "numba_entries",
-           "pack_muscles", "evaluate_stage", "Excitations", "MuscleRun", "tendon_energies"]
+           "pack_muscles", "evaluate_stage", "evaluate_rates", "Excitations", "MuscleRun", "tendon_energies"]
