@@ -26,7 +26,7 @@ from biobullet.muscles import hill  # noqa: E402
 from biobullet.muscles.description import MuscleParameters  # noqa: E402
 from biobullet.muscles.location import simm_spline  # noqa: E402
 from biobullet.muscles.osim import load_osim_muscles  # noqa: E402
-from biobullet.muscles.path import compile_paths, moment_arms, path_gradients  # noqa: E402
+from biobullet.muscles.path import compile_paths, moment_arms, no_directions, path_gradients  # noqa: E402
 
 
 def _models_folder() -> Path | None:
@@ -601,7 +601,7 @@ def test_torus_and_a_sphere_on_one_path_match_opensim(tmp_path, order):
         model.realizePosition(state)
         rotations, positions = _transforms(model, state, paths.frames)
         result = path_gradients(paths, rotations, positions, _coordinates(model, state, paths.coordinates),
-                                with_gradient=False)
+                                no_directions(len(paths.frames), len(paths.coordinates)))
         worst = max(worst, abs(result.lengths[0] - model.getMuscles().get(0).getLength(state)))
         both += int(result.wrap_active.all())
     print(order, "worst", worst, "both wraps active in", both)

@@ -13,9 +13,11 @@ p1, p2 and the apex, and the helical arc between them, √((r θ)² + Δz²). St
 inside the cylinder), WRAPPED (wraps, but other segments may wrap with a smaller length change) or
 MANDATORY_WRAP (the segment crosses the cylinder).
 
-Every quantity is complex so that the same code gives exact derivatives by the complex step (Squire & Trapp
-1998): with p1 + i h e_k (h = 1e-30), Im(l)/h is ∂l/∂p1_k to round-off; branches are decided on real parts.
-Lengths in m.
+Every quantity is complex: the imaginary part carries the tangent of a forward-mode derivative along one
+direction of motion (`path`: one pass per direction), scaled by h = 1e-30 so that products of two tangents fall
+below round-off — Im(l)/h is dl/ds exact to round-off, no truncation error (the complex step of Squire & Trapp
+1998). Branches are decided on real parts; the torus's closest point on its centre circle, found by an
+iteration, is differentiated by the implicit function theorem on its stationarity condition. Lengths in m.
 """
 from __future__ import annotations
 
