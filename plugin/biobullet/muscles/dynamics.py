@@ -9,7 +9,8 @@ the fiber length is the same ODE in other coordinates). A rigid tendon has no fi
 **The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages.applied_forces_py`
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
-[F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
+[F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points; a wrapped path's ∂l/∂x_k directly,
+one forward pass along each tangent direction k that does not move it rigidly), the lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
 coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M.
 
