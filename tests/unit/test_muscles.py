@@ -330,7 +330,7 @@ def test_compiled_torus_wrap_equals_its_python_twin():
 
 
 def test_torus_wrap_gradient_matches_finite_differences():
-    """The complex-step gradient through the torus wrap (the closest-point search on the centre circle
+    """The forward-mode gradient through the torus wrap (the closest-point search on the centre circle
     differentiated by the implicit function theorem): moment arms about a rotation of the `lower` link against
     central differences of the lengths (h = 1e-7 rad), wrapped and straight poses; moving both links rigidly
     together changes nothing (the wrench shares sum to zero)."""
@@ -366,7 +366,7 @@ def test_torus_wrap_gradient_matches_finite_differences():
 
 @needs_models
 def test_multi_wrap_gradient_matches_finite_differences():
-    """arm26's BIClong (ellipsoid) and TRIlong (cylinder, ellipsoid, cylinder): the complex-step gradient through
+    """arm26's BIClong (ellipsoid) and TRIlong (cylinder, ellipsoid, cylinder): the forward-mode gradient through
     the points and the surfaces' frames against central differences of the lengths under a rigid rotation of the
     forearm and of the humerus (which carries the surfaces), both algorithms (with and without OpenSim 4.6's
     wrap-point cache). h = 1e-7 rad: truncation ≈ 1e-14, round-off ≈ 1e-16/h ≈ 1e-9; 1e-6 m allows for the
@@ -413,7 +413,7 @@ def test_multi_wrap_gradient_matches_finite_differences():
 
 @needs_models
 def test_cylinder_wrap_gradient_matches_finite_differences():
-    """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the complex-step gradient of the wrapped length,
+    """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the forward-mode gradient of the wrapped length,
     through the points and the surface's frame, against central differences of the lengths."""
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
     muscle_set = dataclasses.replace(muscle_set, muscles=tuple(

@@ -197,7 +197,7 @@ def _opensim_length_derivative(model, state, muscle, coordinate, step=1e-6):
 
 @pytest.mark.parametrize("name", ["gait10dof18musc", "Tug_of_War_Millard", "arm26"])
 def test_moment_arms_match_opensim(name):
-    """R = −dl/dq from the exact path gradient (complex step through the cylinder wraps of arm26) and the frames'
+    """R = −dl/dq from the exact path gradient (forward-mode tangents through the wraps of arm26) and the frames'
     Jacobians (central differences of OpenSim's own transforms) against central differences of OpenSim's own
     lengths (the definition), and against OpenSim's computeMomentArm where no wrap is active: on wrapped arm26
     paths computeMomentArm differs from the derivative of OpenSim's own lengths by up to ≈ 1e-4 m."""

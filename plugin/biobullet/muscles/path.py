@@ -385,7 +385,7 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     the surface), else the one whose wrap lengthens the path least, and inserts its two tangent points; with
     several wraps the passes repeat (at most 8) until the length changes by < 0.5 mm, each wrap recomputed with
     the others' tangent points in the path; after a first pass where wrap 0 did not wrap and wrap 1 had an end
-    inside its surface the two swap order. Complex throughout (the complex step): `points` (world), the
+    inside its surface the two swap order. Complex throughout (the imaginary part carries the tangent, `wrapping`): `points` (world), the
     surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
     receive each wrap's world tangent points, arc length and whether it wraps."""
     first_point = arrays.point_start[m]
@@ -735,7 +735,7 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
 
 
 def _wrap_kernels() -> dict:
-    """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
+    """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large)."""
     bindings = wrap_bindings()
     surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
                 (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
