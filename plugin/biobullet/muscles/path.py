@@ -385,8 +385,8 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     the surface), else the one whose wrap lengthens the path least, and inserts its two tangent points; with
     several wraps the passes repeat (at most 8) until the length changes by < 0.5 mm, each wrap recomputed with
     the others' tangent points in the path; after a first pass where wrap 0 did not wrap and wrap 1 had an end
-    inside its surface the two swap order. Complex throughout (the imaginary part carries the tangent, `wrapping`): `points` (world), the
-    surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
+    inside its surface the two swap order. Complex throughout (the imaginary part carries the tangent,
+    `wrapping`): `points` (world), the surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
     receive each wrap's world tangent points, arc length and whether it wraps."""
     first_point = arrays.point_start[m]
     n_wraps = arrays.wrap_start[m + 1] - arrays.wrap_start[m]
@@ -917,4 +917,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "PathDirections", "gradient_buffers", "no_directions",
-           "compile_paths", "path_gradients", "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address", "wrapped_signature"]
+           "compile_paths", "path_gradients", "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address",
+           "wrapped_signature"]
