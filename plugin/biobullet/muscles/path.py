@@ -386,8 +386,9 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     several wraps the passes repeat (at most 8) until the length changes by < 0.5 mm, each wrap recomputed with
     the others' tangent points in the path; after a first pass where wrap 0 did not wrap and wrap 1 had an end
     inside its surface the two swap order. Complex throughout (the imaginary part carries the tangent,
-    `wrapping`): `points` (world), the surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
-    receive each wrap's world tangent points, arc length and whether it wraps."""
+    `wrapping`): `points` (world), the surfaces' world `rotations`/`origins` (one per wrap of the muscle);
+    `tangents` (n, 2, 3), `arcs`, `wrapped` receive each wrap's world tangent points, arc length and whether it
+    wraps."""
     first_point = arrays.point_start[m]
     n_wraps = arrays.wrap_start[m + 1] - arrays.wrap_start[m]
     nodes = np.empty(arrays.point_start[m + 1] - first_point + 2 * n_wraps, np.int64)
