@@ -17,8 +17,8 @@ from biobullet.muscles import hill, wrapping
 from biobullet.muscles.element import muscle_elements, parse_muscles
 from biobullet.muscles.location import piecewise_linear, polynomial, simm_spline
 from biobullet.muscles.osim import load_osim_muscles
-from biobullet.muscles.path import (path_gradients_py, compile_paths, gradient_buffers, moment_arms, path_gradients,
-                                   path_lengths)
+from biobullet.muscles.path import (path_gradients_py, compile_paths, gradient_buffers, moment_arms, no_directions,
+                                   path_gradients, path_lengths)
 
 #: the library's bundled copy of the shared OpenSim corpus
 GAIT = Path(__file__).resolve().parents[2] / "plugin" / "biobullet" / "data" / "opensim" / "gait10dof18musc.osim"
@@ -92,11 +92,7 @@ def test_path_gradient_matches_finite_differences(tmp_path):
             plus[f, axis] += h
             minus[f, axis] -= h
             numeric = (path_lengths(paths, rotations, plus, q) - path_lengths(paths, rotations, minus, q)) / (2 * h)
-            on_frame = paths.arrays.point_frame == f
-            exact = np.zeros(len(paths.names))
-            for m in range(len(paths.names)):
-                rows = slice(paths.arrays.point_start[m], paths.arrays.point_start[m + 1])
-                exact[m] = np.sum(gradient.dl_dpoints[rows][on_frame[rows], axis])
+            exact = gradient.dl_dframes[:, f, axis]   # the force share of frame f (its points and surfaces)
             assert np.max(np.abs(numeric - exact)) <= 1e-8
     # the coordinates act through moving points only (the frames held fixed)
     for c in range(len(q)):
@@ -140,9 +136,10 @@ def test_compiled_kernels_equal_their_python_twins():
     rng = np.random.default_rng(4)
     rotations, positions = _state(paths, rng)
     q = rng.uniform(-1.0, 1.0, len(paths.coordinates))
-    compiled = path_gradients(paths, rotations, positions, q)
+    directions = no_directions(len(paths.frames), len(paths.coordinates))
+    compiled = path_gradients(paths, rotations, positions, q, directions)
     twin = gradient_buffers(paths)
-    path_gradients_py(paths.arrays, rotations, positions, q, twin, True)
+    path_gradients_py(paths.arrays, rotations, positions, q, directions, twin)
     assert np.array_equal(twin.lengths, compiled.lengths)
     assert np.array_equal(twin.dl_dpoints, compiled.dl_dpoints)
     assert np.array_equal(twin.dl_dframes, compiled.dl_dframes)
@@ -333,7 +330,7 @@ def test_compiled_torus_wrap_equals_its_python_twin():
 
 
 def test_torus_wrap_gradient_matches_finite_differences():
-    """The complex-step gradient through the torus wrap (the closest-point search on the centre circle
+    """The forward-mode gradient through the torus wrap (the closest-point search on the centre circle
     differentiated by the implicit function theorem): moment arms about a rotation of the `lower` link against
     central differences of the lengths (h = 1e-7 rad), wrapped and straight poses; moving both links rigidly
     together changes nothing (the wrench shares sum to zero)."""
@@ -369,7 +366,7 @@ def test_torus_wrap_gradient_matches_finite_differences():
 
 @needs_models
 def test_multi_wrap_gradient_matches_finite_differences():
-    """arm26's BIClong (ellipsoid) and TRIlong (cylinder, ellipsoid, cylinder): the complex-step gradient through
+    """arm26's BIClong (ellipsoid) and TRIlong (cylinder, ellipsoid, cylinder): the forward-mode gradient through
     the points and the surfaces' frames against central differences of the lengths under a rigid rotation of the
     forearm and of the humerus (which carries the surfaces), both algorithms (with and without OpenSim 4.6's
     wrap-point cache). h = 1e-7 rad: truncation ≈ 1e-14, round-off ≈ 1e-16/h ≈ 1e-9; 1e-6 m allows for the
@@ -416,7 +413,7 @@ def test_multi_wrap_gradient_matches_finite_differences():
 
 @needs_models
 def test_cylinder_wrap_gradient_matches_finite_differences():
-    """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the complex-step gradient of the wrapped length,
+    """arm26's single-cylinder muscles (TRIlat, TRImed, BRA): the forward-mode gradient of the wrapped length,
     through the points and the surface's frame, against central differences of the lengths."""
     muscle_set = load_osim_muscles(GAIT.parent / "arm26.osim")
     muscle_set = dataclasses.replace(muscle_set, muscles=tuple(

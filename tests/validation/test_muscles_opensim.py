@@ -26,7 +26,7 @@ from biobullet.muscles import hill  # noqa: E402
 from biobullet.muscles.description import MuscleParameters  # noqa: E402
 from biobullet.muscles.location import simm_spline  # noqa: E402
 from biobullet.muscles.osim import load_osim_muscles  # noqa: E402
-from biobullet.muscles.path import compile_paths, moment_arms, path_gradients  # noqa: E402
+from biobullet.muscles.path import compile_paths, moment_arms, no_directions, path_gradients  # noqa: E402
 
 
 def _models_folder() -> Path | None:
@@ -197,7 +197,7 @@ def _opensim_length_derivative(model, state, muscle, coordinate, step=1e-6):
 
 @pytest.mark.parametrize("name", ["gait10dof18musc", "Tug_of_War_Millard", "arm26"])
 def test_moment_arms_match_opensim(name):
-    """R = −dl/dq from the exact path gradient (complex step through the cylinder wraps of arm26) and the frames'
+    """R = −dl/dq from the exact path gradient (forward-mode tangents through the wraps of arm26) and the frames'
     Jacobians (central differences of OpenSim's own transforms) against central differences of OpenSim's own
     lengths (the definition), and against OpenSim's computeMomentArm where no wrap is active: on wrapped arm26
     paths computeMomentArm differs from the derivative of OpenSim's own lengths by up to ≈ 1e-4 m."""
@@ -601,7 +601,7 @@ def test_torus_and_a_sphere_on_one_path_match_opensim(tmp_path, order):
         model.realizePosition(state)
         rotations, positions = _transforms(model, state, paths.frames)
         result = path_gradients(paths, rotations, positions, _coordinates(model, state, paths.coordinates),
-                                with_gradient=False)
+                                no_directions(len(paths.frames), len(paths.coordinates)))
         worst = max(worst, abs(result.lengths[0] - model.getMuscles().get(0).getLength(state)))
         both += int(result.wrap_active.all())
     print(order, "worst", worst, "both wraps active in", both)

@@ -21,8 +21,8 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.element import parse_muscles
-from biobullet.muscles.path import (MusclePaths, compile_paths, path_gradients, path_lengths,
-                                   wrapped_directional_derivatives)
+from biobullet.muscles.path import (MusclePaths, PathDirections, compile_paths, no_directions, path_gradients,
+                                   path_lengths)
 
 #: key of a model's muscles in `Model.derived`
 DERIVED_KEY = "muscles.model_muscles"
@@ -92,7 +92,8 @@ def path_polylines(model, x) -> list[np.ndarray]:
     drawn as a chord) — for drawing."""
     muscles = muscle_set(model)
     _, rotations, origins, values, _ = _placements(model, muscles, np.asarray(x, dtype=float))
-    result = path_gradients(muscles.paths, rotations, origins, values, with_gradient=False)
+    result = path_gradients(muscles.paths, rotations, origins, values,
+                            no_directions(len(muscles.paths.frames), len(muscles.paths.coordinates)))
     arrays = muscles.paths.arrays
     out = [np.zeros((0, 3)) for _ in muscles.muscle_set.muscles]
     for m in range(len(out)):
@@ -163,20 +164,17 @@ def moment_arms(model, q) -> np.ndarray:
     _, rotations, origins, values, subspace = _state(model, muscles, q)
     _, _, gradient, _ = model.joint_state(q, np.zeros(model.nv))
     paths = muscles.paths
-    # wrap-free paths: their exact gradient as [F; M] per frame; wrapped paths: one complex step per coordinate
-    result = path_gradients(paths, rotations, origins, values, with_gradient=False)
+    motions = muscles.frame_ancestry[:, None, :] * subspace[None]   # (n_frames, 6, n_tangent)
+    coordinate_rates = gradient[muscles.joint_slots[:, 1]]
+    twists = np.ascontiguousarray(np.einsum("fat,tq->qfa", motions, gradient))   # each frame's twist per unit q̇_j
+    # wrap-free paths: their exact gradient as [F; M] per frame; wrapped paths: one forward pass per coordinate
+    result = path_gradients(paths, rotations, origins, values,
+                            PathDirections(twists, np.ascontiguousarray(coordinate_rates.T)))
     # dl/dẋ_k = Σ_f A_fk (v_k·F_f + ω_k·(M_f + o_f × F_f)), (v_k, ω_k) = S[:, k] at the world origin
     wrenches = result.dl_dframes.copy()   # [F; M about the frame origin] → [F; M about the world origin]
     wrenches[:, :, 3:] += np.cross(origins[None], wrenches[:, :, :3])
-    motions = muscles.frame_ancestry[:, None, :] * subspace[None]   # (n_frames, 6, n_tangent)
     tangent = wrenches.reshape(len(wrenches), 6 * len(paths.frames)) @ motions.reshape(-1, subspace.shape[1])
-    coordinate_rates = gradient[muscles.joint_slots[:, 1]]
-    dl_dq = tangent @ gradient + result.dl_dcoordinates @ coordinate_rates
-    if paths.arrays.wrap_surface.shape[0]:
-        twists = np.einsum("fat,tq->qfa", motions, gradient)   # each frame's twist per unit q̇_j
-        dl_dq += wrapped_directional_derivatives(paths, rotations, origins, values, result, twists,
-                                                 coordinate_rates.T)
-    return -dl_dq
+    return -(tangent @ gradient + result.dl_dcoordinates @ coordinate_rates + result.dl_ddirections)
 
 
 def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:

@@ -9,7 +9,8 @@ the fiber length is the same ODE in other coordinates). A rigid tendon has no fi
 **The stage** (`_muscle_stage_py`, called from the pipeline's force stage `pipeline.stages.applied_forces_py`
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
-[F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points), the lengthening speed l̇ = g·ẋ,
+[F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points; a wrapped path's ∂l/∂x_k directly,
+one forward pass along each tangent direction k that does not move it rigidly), the lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
 coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M — the per-muscle part
 `_muscle_rate_py`, which `evaluate_rates` also runs alone at given lengths and speeds (the bridge's muscle
@@ -46,8 +47,8 @@ from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOT
                                     shortest_fiber_py, tendon_force_length_py, equilibrium_states,
                                     fiber_velocity_bindings)
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.muscles.path import (PathArrays, PathGradient, path_gradients_py, gradient_buffers,
-                                    path_gradients_kernel, wrap_address)
+from biobullet.muscles.path import (PathArrays, PathDirections, PathGradient, path_gradients_py, gradient_buffers,
+                                    no_directions, path_gradients_kernel, wrap_address)
 
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
 MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
@@ -79,6 +80,7 @@ class MuscleRows(NamedTuple):
     origins: np.ndarray            # work: frames' world origins
     coordinates: np.ndarray        # work: path coordinate values
     path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
+    directions: PathDirections     # work: the path frames' twists per tangent direction (none without wraps)
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
     stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process (0 without numba)
 
@@ -152,8 +154,15 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
                                            + rot[b, i, 2] * rows.frame_rotation[f, 2, j])
     for c in range(rows.coordinate_slots.shape[0]):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
+    twists = rows.directions.twists   # wrapped paths are differentiated along each tangent direction k
+    for k in range(twists.shape[0]):
+        for f in range(n_frames):
+            b = rows.frame_body[f]
+            for i in range(6):
+                twists[k, f, i] = ancestry[b, k] * sub[i, k] if b >= 0 else 0.0
     path = rows.path
-    path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, path, True)
+    path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, rows.directions, path)
+    table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
     total_power = 0.0
@@ -179,6 +188,8 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
                                         + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
         for c in range(rows.coordinate_slots.shape[0]):
             gradient[rows.coordinate_slots[c, 1]] += path.dl_dcoordinates[m, c]
+        for k in range(twists.shape[0]):
+            gradient[k] += path.dl_ddirections[m, k]
         speed = 0.0
         for k in range(n_tangent):
             speed += gradient[k] * xd[k]
@@ -381,6 +392,10 @@ def pack_muscles(model) -> MuscleRows:
     fiber_state = np.full(n_muscles, -1, dtype=np.int64)
     fiber_state[compliant] = n_muscles + np.arange(compliant.size)
     n_states = n_muscles + compliant.size
+    n_directions = model.n_tangent if paths.arrays.wrap_surface.shape[0] else 0
+    directions = no_directions(len(frames), len(paths.coordinates), n_directions)
+    for c, slot in enumerate(compiled.joint_slots[:, 1] if n_directions else ()):
+        directions.rates[slot, c] = 1.0
     rows = MuscleRows(
         paths.arrays, table, np.array([f.body for f in frames], dtype=np.int64).reshape(-1),
         np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
@@ -388,7 +403,7 @@ def pack_muscles(model) -> MuscleRows:
         np.ascontiguousarray(compiled.joint_slots, dtype=np.int64), fiber_state, np.zeros(n_muscles),
         np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
         np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
-        gradient_buffers(paths), np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
+        gradient_buffers(paths, n_directions), directions, np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
     rows.stage_address[0] = stage_address(rows)
     return rows
 

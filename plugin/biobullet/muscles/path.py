@@ -8,16 +8,24 @@ whole to the numba kernels); then, with `body_rotations` (n_frames, 3, 3: frame 
 
 - `path_lengths(...)` → l (m), one per muscle: the sum of the straight segments between the active points
   (OpenSim's `GeometryPath::calcLengthAfterPathComputation`);
-- `path_gradients(...)` → `PathGradient`: l, the points' world positions, which are active, ∂l/∂p_i (world, one
-  3-vector per point: the unit vectors of the two segments at the point) and ∂l/∂c (the explicit dependence on
-  the coordinates through moving points, with OpenSim's clamping of c to the coordinate's range);
+- `path_gradients(...)` → `PathGradient`: l, the points' world positions, which are active, and the gradient:
+  for a straight path ∂l/∂p_i (world, one 3-vector per point: the unit vectors of the two segments at the point),
+  ∂l/∂c (the explicit dependence on the coordinates through moving points, with OpenSim's clamping of c to the
+  coordinate's range) and ∂l/∂(frame motion); for a wrapped path dl/ds along given directions of motion s
+  (`PathDirections`: each frame's twist and the coordinates' rates per unit s), or, without directions, its
+  ∂l/∂(frame motion) and ∂l/∂c from one direction per frame twist and coordinate;
 - `moment_arms(...)` → R = −dl/dq from the frames' Jacobians: dl/dq = Σ_i ∂l/∂p_i · J_i + ∂l/∂c · ∂c/∂q, with
-  J_i = J_v − [p_i − o]× J_ω the point Jacobian of point i's frame. Sign: OpenSim's — a positive moment arm
-  means the muscle's tension drives the coordinate positively (shortening when the coordinate grows).
+  J_i = J_v − [p_i − o]× J_ω the point Jacobian of point i's frame (a wrapped path: one direction per q). Sign:
+  OpenSim's — a positive moment arm means the muscle's tension drives the coordinate positively (shortening
+  when the coordinate grows).
 
 Conditional points switch on and off, so l is piecewise smooth in q; between switches it is smooth and the
 gradient is exact (no finite differences). Wraps over cylinders, spheres, ellipsoids and tori (any number per
-path, OpenSim's applyWrapObjects) are evaluated with complex-step gradients (`wrapping`).
+path, OpenSim's applyWrapObjects, `wrapping`) are differentiated in forward mode: one pass of the whole wrapped
+path per direction carries the tangent of every point and surface placement through the wraps' algebra (as the
+imaginary part of complex numbers, `wrapping`), so dl/dq_j along q_j's motion is −R[:, j], exact to round-off;
+directions that move a path rigidly (every frame it touches alike) are skipped, their derivative is zero. The
+muscle stage differentiates along its tangent directions: one pass per joint a wrapped muscle spans.
 """
 from __future__ import annotations
 
@@ -87,8 +95,10 @@ class PathGradient(NamedTuple):
     inactive points); ∂l/∂c (n_muscles, n_coordinates; through moving points only); ∂l/∂(frame motion)
     (n_muscles, n_frames, 6): [F; M] with dl = Σ_f F·v_f + M·ω_f for frame origin velocities v_f and angular
     velocities ω_f (world axes) — the wrench a unit tension exerts on each frame, with the opposite sign; the
-    wraps' world tangent points (n_wraps, 2, 3) and whether each wraps. A NamedTuple: the muscle stage keeps one
-    as its kernel's work buffers."""
+    wraps' world tangent points (n_wraps, 2, 3) and whether each wraps; dl/ds of the wrapped paths along the
+    kernel's `PathDirections` (n_muscles, n_directions; zero rows for straight paths, whose gradient is in the
+    fields above — the kernel leaves those of a wrapped path zero). A NamedTuple: the muscle stage keeps one as
+    its kernel's work buffers."""
 
     lengths: np.ndarray
     points: np.ndarray
@@ -96,8 +106,18 @@ class PathGradient(NamedTuple):
     dl_dpoints: np.ndarray
     dl_dcoordinates: np.ndarray
     dl_dframes: np.ndarray
+    dl_ddirections: np.ndarray
     wrap_points: np.ndarray
     wrap_active: np.ndarray
+
+
+class PathDirections(NamedTuple):
+    """Directions s of motion along which the wrapped paths' lengths are differentiated: `twists` (n_directions,
+    n_frames, 6), frame f's [v; ω] per unit s (v: velocity of the point at the world origin; world axes), and
+    `rates` (n_directions, n_coordinates), ∂c/∂s of the coordinates that move points."""
+
+    twists: np.ndarray
+    rates: np.ndarray
 
 
 def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = True) -> MusclePaths:
@@ -365,9 +385,10 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     the surface), else the one whose wrap lengthens the path least, and inserts its two tangent points; with
     several wraps the passes repeat (at most 8) until the length changes by < 0.5 mm, each wrap recomputed with
     the others' tangent points in the path; after a first pass where wrap 0 did not wrap and wrap 1 had an end
-    inside its surface the two swap order. Complex throughout (the complex step): `points` (world), the
-    surfaces' world `rotations`/`origins` (one per wrap of the muscle); `tangents` (n, 2, 3), `arcs`, `wrapped`
-    receive each wrap's world tangent points, arc length and whether it wraps."""
+    inside its surface the two swap order. Complex throughout (the imaginary part carries the tangent,
+    `wrapping`): `points` (world), the surfaces' world `rotations`/`origins` (one per wrap of the muscle);
+    `tangents` (n, 2, 3), `arcs`, `wrapped` receive each wrap's world tangent points, arc length and whether it
+    wraps."""
     first_point = arrays.point_start[m]
     n_wraps = arrays.wrap_start[m + 1] - arrays.wrap_start[m]
     nodes = np.empty(arrays.point_start[m + 1] - first_point + 2 * n_wraps, np.int64)
@@ -487,88 +508,135 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     return _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held)
 
 
-def _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes, wrap_points,
-                       wrap_active, with_gradient):
-    """Length of muscle m over its wraps (`_muscle_length_py`) and its exact gradient by the complex step: with
-    respect to every active point's world position (into dl_dpoints) and every wrap surface's placement — a
-    translation and a small rotation about its origin, [F; M] of the surface's frame (into dl_dframes)."""
+def _same_motion_py(twists, s, frame, other):
+    """Whether direction s moves `frame` and `other` alike (the world, GROUND, does not move)."""
+    for i in range(6):
+        a = twists[s, frame, i] if frame != GROUND else 0.0
+        b = twists[s, other, i] if other != GROUND else 0.0
+        if a != b:
+            return False
+    return True
+
+
+def _rigid_direction_py(arrays, m, active, directions, s):
+    """Whether direction s moves every frame of muscle m's path (its active points' and active surfaces' frames)
+    as one rigid body and no moving point's coordinate: then its length cannot change (dl/ds = 0 exactly)."""
+    reference = GROUND
+    found = False
+    for p in range(arrays.point_start[m], arrays.point_start[m + 1]):
+        if not active[p]:
+            continue
+        if arrays.point_kind[p] == MOVING:
+            for axis in range(3):
+                c = arrays.point_coordinate[p, axis]
+                if c >= 0 and directions.rates[s, c] != 0.0:
+                    return False
+        if not found:
+            reference = arrays.point_frame[p]
+            found = True
+        elif not _same_motion_py(directions.twists, s, reference, arrays.point_frame[p]):
+            return False
+    for w in range(arrays.wrap_start[m], arrays.wrap_start[m + 1]):
+        surface = arrays.wrap_surface[w]
+        if arrays.surface_active[surface] and not _same_motion_py(directions.twists, s, reference,
+                                                                   arrays.surface_frame[surface]):
+            return False
+    return True
+
+
+def _wrapped_muscle_py(arrays, m, rotations, positions, coordinates, points, active, directions, derivatives,
+                       wrap_points, wrap_active):
+    """Length of muscle m over its wraps (`_muscle_length_py`) and its derivatives dl/ds along the directions s
+    of `directions` (into derivatives[s]), in forward mode: each pass carries the tangent of every point and
+    surface placement along one direction through the wraps' algebra as the imaginary part of complex numbers
+    (`wrapping`: branches on real parts; exact to round-off, no truncation error). Frame f moves with the twist
+    directions.twists[s, f] = [v; ω] (velocity of the point at the world origin, angular velocity): a point p
+    on it at v + ω × p (plus R_f ∂p_local/∂c ċ for a moving point, ċ = directions.rates[s]), its surfaces'
+    origins alike and their axes at ω × axis. Directions that move the whole path rigidly are skipped (zero).
+    One pass per remaining direction; the first gives the length and tangent points (one real pass when none
+    remains)."""
     first_point = arrays.point_start[m]
-    n_points = arrays.point_start[m + 1] - first_point
     first_wrap = arrays.wrap_start[m]
     n_wraps = arrays.wrap_start[m + 1] - first_wrap
     stepped = np.zeros((points.shape[0], 3), np.complex128)
-    for p in range(first_point, first_point + n_points):
-        for i in range(3):
-            stepped[p, i] = points[p, i]
+    base_rotations = np.empty((n_wraps, 3, 3))
+    base_origins = np.empty((n_wraps, 3))
     surface_rotations = np.empty((n_wraps, 3, 3), np.complex128)
     surface_origins = np.empty((n_wraps, 3), np.complex128)
-    rotation = np.empty((3, 3))
-    origin = np.empty(3)
     for k in range(n_wraps):
-        _surface_placement_py(arrays, arrays.wrap_surface[first_wrap + k], rotations, positions, rotation, origin)
-        for i in range(3):
-            surface_origins[k, i] = origin[i]
-            for j in range(3):
-                surface_rotations[k, i, j] = rotation[i, j]
+        _surface_placement_py(arrays, arrays.wrap_surface[first_wrap + k], rotations, positions, base_rotations[k],
+                              base_origins[k])
     tangents = np.zeros((n_wraps, 2, 3), np.complex128)
     arcs = np.zeros(n_wraps, np.complex128)
     wrapped = np.zeros(n_wraps, np.bool_)
-    length = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents, arcs,
-                               wrapped)
-    for k in range(n_wraps):
-        wrap_active[first_wrap + k] = wrapped[k]
-        for e in range(2):
+    local = np.empty(3)
+    local_derivative = np.empty((3, 3))
+    rate = np.empty(3)
+    twist = np.empty(6)
+    n_directions = directions.twists.shape[0]
+    length = math.nan
+    evaluated = False
+    for s in range(n_directions + 1):
+        moving = s < n_directions
+        if moving:
+            derivatives[s] = 0.0
+            if _rigid_direction_py(arrays, m, active, directions, s):
+                continue
+        elif evaluated:
+            break
+        for p in range(first_point, arrays.point_start[m + 1]):
+            if not active[p]:
+                continue
+            frame = arrays.point_frame[p]
             for i in range(3):
-                wrap_points[first_wrap + k, e, i] = tangents[k, e, i].real if wrapped[k] else 0.0
-    if not with_gradient:
-        return length.real
-    for p in range(first_point, first_point + n_points):
-        if not active[p]:
-            continue
-        for i in range(3):
-            stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP
-            dl_dpoints[p, i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins,
-                                                 tangents, arcs, wrapped).imag / COMPLEX_STEP
-            stepped[p, i] = points[p, i]
-    spin = np.empty((3, 3), np.complex128)
-    for k in range(n_wraps):
-        surface = arrays.wrap_surface[first_wrap + k]
-        frame = arrays.surface_frame[surface]
-        if frame == GROUND or not arrays.surface_active[surface]:
-            continue
-        force = np.zeros(3)
-        moment = np.zeros(3)
-        for i in range(3):
-            surface_origins[k, i] = surface_origins[k, i].real + 1j * COMPLEX_STEP
-            force[i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
-                                         arcs, wrapped).imag / COMPLEX_STEP
-            surface_origins[k, i] = surface_origins[k, i].real
-        for i in range(3):   # rotation by a small angle about world axis i: R → (I + [h e_i]×) R
-            for row in range(3):
+                rate[i] = 0.0
+            if moving and frame != GROUND:
+                v = directions.twists[s, frame]
+                rate[0] = v[0] + v[4] * points[p, 2] - v[5] * points[p, 1]
+                rate[1] = v[1] + v[5] * points[p, 0] - v[3] * points[p, 2]
+                rate[2] = v[2] + v[3] * points[p, 1] - v[4] * points[p, 0]
+            if moving and arrays.point_kind[p] == MOVING:
+                _point_local_py(arrays, p, coordinates, local, local_derivative)
+                for axis in range(3):
+                    c = arrays.point_coordinate[p, axis]
+                    if c < 0:
+                        continue
+                    for row in range(3):
+                        rate[row] += (_world_derivative_py(rotations, frame, local_derivative, axis, row)
+                                      * directions.rates[s, c])
+            for i in range(3):
+                stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP * rate[i]
+        for k in range(n_wraps):
+            frame = arrays.surface_frame[arrays.wrap_surface[first_wrap + k]]
+            for i in range(6):
+                twist[i] = directions.twists[s, frame, i] if moving and frame != GROUND else 0.0
+            for i in range(3):   # origin at v + ω × o; R → R + h [ω]× R
+                j1 = (i + 1) % 3
+                j2 = (i + 2) % 3
+                surface_origins[k, i] = base_origins[k, i] + 1j * COMPLEX_STEP * (
+                    twist[i] + twist[3 + j1] * base_origins[k, j2] - twist[3 + j2] * base_origins[k, j1])
                 for column in range(3):
-                    spin[row, column] = surface_rotations[k, row, column]
-            j1 = (i + 1) % 3
-            j2 = (i + 2) % 3
-            for column in range(3):
-                surface_rotations[k, j1, column] = spin[j1, column] - 1j * COMPLEX_STEP * spin[j2, column].real
-                surface_rotations[k, j2, column] = spin[j2, column] + 1j * COMPLEX_STEP * spin[j1, column].real
-            moment[i] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
-                                          arcs, wrapped).imag / COMPLEX_STEP
-            for row in range(3):
-                for column in range(3):
-                    surface_rotations[k, row, column] = spin[row, column]
-        _add_wrench_py(dl_dframes, m, frame, surface_origins[k, 0].real - positions[frame, 0],
-                       surface_origins[k, 1].real - positions[frame, 1],
-                       surface_origins[k, 2].real - positions[frame, 2], force[0], force[1], force[2])
-        for i in range(3):
-            dl_dframes[m, frame, 3 + i] += moment[i]
-    return length.real
+                    surface_rotations[k, i, column] = base_rotations[k, i, column] + 1j * COMPLEX_STEP * (
+                        twist[3 + j1] * base_rotations[k, j2, column] - twist[3 + j2] * base_rotations[k, j1, column])
+        value = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents, arcs,
+                                  wrapped)
+        if moving:
+            derivatives[s] = value.imag / COMPLEX_STEP
+        if not evaluated:
+            evaluated = True
+            length = value.real
+            for k in range(n_wraps):
+                wrap_active[first_wrap + k] = wrapped[k]
+                for e in range(2):
+                    for i in range(3):
+                        wrap_points[first_wrap + k, e, i] = tangents[k, e, i].real if wrapped[k] else 0.0
+    return length
 
 
-def path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradient):
-    """Fill the PathGradient `out`: lengths (n_muscles), points (world, m), active, ∂l/∂p, ∂l/∂c, ∂l/∂(frame
-    motion) and the wraps' world tangent points (module docstring); without `with_gradient` the wrapped paths'
-    gradients stay zero (their complex steps are most of the cost)."""
+def path_gradients_py(arrays, rotations, positions, coordinates, directions, out):
+    """Fill the PathGradient `out`: lengths (n_muscles), points (world, m), active, the wraps' world tangent
+    points; for straight paths ∂l/∂p, ∂l/∂c and ∂l/∂(frame motion), for wrapped paths dl/ds along `directions`
+    (a PathDirections; module docstring)."""
     lengths, points, active, dl_dpoints = out.lengths, out.points, out.active, out.dl_dpoints
     dl_dcoordinates, dl_dframes, wrap_points, wrap_active = (out.dl_dcoordinates, out.dl_dframes, out.wrap_points,
                                                              out.wrap_active)
@@ -582,6 +650,8 @@ def path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradi
         for f in range(dl_dframes.shape[1]):
             for k in range(6):
                 dl_dframes[m, f, k] = 0.0
+        for s in range(out.dl_ddirections.shape[1]):
+            out.dl_ddirections[m, s] = 0.0
         for p in range(first_point, last_point):
             for row in range(3):
                 dl_dpoints[p, row] = 0.0
@@ -597,8 +667,8 @@ def path_gradients_py(arrays, rotations, positions, coordinates, out, with_gradi
                     points[p, row] = (positions[frame, row] + rotations[frame, row, 0] * local[0]
                                       + rotations[frame, row, 1] * local[1] + rotations[frame, row, 2] * local[2])
         if arrays.wrap_start[m + 1] > arrays.wrap_start[m]:
-            lengths[m] = _wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints,
-                                            dl_dframes, wrap_points, wrap_active, with_gradient)
+            lengths[m] = _wrapped_muscle_py(arrays, m, rotations, positions, coordinates, points, active, directions,
+                                            out.dl_ddirections[m], wrap_points, wrap_active)
         else:
             lengths[m] = _straight_path_py(arrays, m, points, active, dl_dpoints)
         for p in range(first_point, last_point):
@@ -665,71 +735,8 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
     dl_dframes[m, frame, 5] += rx * gy - ry * gx
 
 
-def _directional_py(arrays, rotations, positions, coordinates, points, active, frame_twists, coordinate_rates,
-                    out):
-    """dl/ds of every muscle with wraps along directions s (out: n_muscles × n_directions; other rows untouched),
-    one complex step per direction of the whole wrapped path: frame f moves with the twist frame_twists[s, f] =
-    [v; ω] (velocity of the point at the world origin, angular velocity), so a point p on it at v + ω × p (plus
-    R_f ∂p_local/∂c ċ for a moving point, ċ = coordinate_rates[s]) and a surface on it at the same twist."""
-    local = np.empty(3)
-    local_derivative = np.empty((3, 3))
-    rotation = np.empty((3, 3))
-    origin = np.empty(3)
-    for m in range(arrays.point_start.shape[0] - 1):
-        first_wrap = arrays.wrap_start[m]
-        n_wraps = arrays.wrap_start[m + 1] - first_wrap
-        if n_wraps == 0:
-            continue
-        stepped = np.zeros((points.shape[0], 3), np.complex128)
-        surface_rotations = np.empty((n_wraps, 3, 3), np.complex128)
-        surface_origins = np.empty((n_wraps, 3), np.complex128)
-        tangents = np.zeros((n_wraps, 2, 3), np.complex128)
-        arcs = np.zeros(n_wraps, np.complex128)
-        wrapped = np.zeros(n_wraps, np.bool_)
-        for s in range(frame_twists.shape[0]):
-            for p in range(arrays.point_start[m], arrays.point_start[m + 1]):
-                if not active[p]:
-                    continue
-                frame = arrays.point_frame[p]
-                rate = np.zeros(3)
-                if frame != GROUND:
-                    v = frame_twists[s, frame]
-                    rate[0] = v[0] + v[4] * points[p, 2] - v[5] * points[p, 1]
-                    rate[1] = v[1] + v[5] * points[p, 0] - v[3] * points[p, 2]
-                    rate[2] = v[2] + v[3] * points[p, 1] - v[4] * points[p, 0]
-                if arrays.point_kind[p] == MOVING:
-                    _point_local_py(arrays, p, coordinates, local, local_derivative)
-                    for axis in range(3):
-                        c = arrays.point_coordinate[p, axis]
-                        if c < 0:
-                            continue
-                        for row in range(3):
-                            rate[row] += (_world_derivative_py(rotations, frame, local_derivative, axis, row)
-                                          * coordinate_rates[s, c])
-                for i in range(3):
-                    stepped[p, i] = points[p, i] + 1j * COMPLEX_STEP * rate[i]
-            for k in range(n_wraps):
-                surface = arrays.wrap_surface[first_wrap + k]
-                _surface_placement_py(arrays, surface, rotations, positions, rotation, origin)
-                frame = arrays.surface_frame[surface]
-                w = np.zeros(6)
-                if frame != GROUND:
-                    for i in range(6):
-                        w[i] = frame_twists[s, frame, i]
-                for i in range(3):   # origin at v + ω × o; R → R + h [ω]× R
-                    j1 = (i + 1) % 3
-                    j2 = (i + 2) % 3
-                    surface_origins[k, i] = origin[i] + 1j * COMPLEX_STEP * (w[i] + w[3 + j1] * origin[j2]
-                                                                            - w[3 + j2] * origin[j1])
-                    for column in range(3):
-                        surface_rotations[k, i, column] = rotation[i, column] + 1j * COMPLEX_STEP * (
-                            w[3 + j1] * rotation[j2, column] - w[3 + j2] * rotation[j1, column])
-            out[m, s] = _muscle_length_py(arrays, m, stepped, active, surface_rotations, surface_origins, tangents,
-                                          arcs, wrapped).imag / COMPLEX_STEP
-
-
 def _wrap_kernels() -> dict:
-    """The wrap kernels, compiled as separate functions (not inlined: the complex-step code is large)."""
+    """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large)."""
     bindings = wrap_bindings()
     surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
                 (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
@@ -744,23 +751,23 @@ def _wrap_kernels() -> dict:
     return {"_muscle_length_py": length}
 
 
-# The wrapped paths' kernel (`_wrapped_muscle_py`: the wraps' geometry and the complex steps, most of the muscle
-# code) is compiled once, as a C callable reached by its address (`PathArrays.wrap_address`), and only for a model
-# with wraps: linked into its callers, numba would re-optimize all of it inside each of them.
+# The wrapped paths' kernel (`_wrapped_muscle_py`: the wraps' geometry and its tangents, most of the muscle code)
+# is compiled once, as a C callable reached by its address (`PathArrays.wrap_address`), and only for a model with
+# wraps: linked into its callers, numba would re-optimize all of it inside each of them.
 def wrapped_signature(arrays: PathArrays):
     """The numba signature of `_wrapped_muscle_py` for `arrays` (None without numba)."""
-    return jit.kernel_signature("float64", arrays, 0, np.empty((0, 3, 3)), np.empty((0, 3)), np.empty((0, 3)),
-                                np.empty(0, np.bool_), np.empty((0, 3)), np.empty((0, 0, 6)), np.empty((0, 2, 3)),
-                                np.empty(0, np.bool_), True, readonly=(2, 3, 4, 5))
+    return jit.kernel_signature("float64", arrays, 0, np.empty((0, 3, 3)), np.empty((0, 3)), np.empty(0),
+                                np.empty((0, 3)), np.empty(0, np.bool_), no_directions(0, 0), np.empty(0),
+                                np.empty((0, 2, 3)), np.empty(0, np.bool_), readonly=(2, 3, 4, 5, 6))
 
 
-def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes, wrap_points,
-                                 wrap_active, with_gradient):
+def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, coordinates, points, active, directions,
+                                 derivatives, wrap_points, wrap_active):
     """`_wrapped_muscle_py` through its address (NaN when `arrays` has none)."""
     if arrays.wrap_address[0] == 0:
         return math.nan
-    return _WRAPPED(arrays.wrap_address[0])(arrays, m, rotations, positions, points, active, dl_dpoints, dl_dframes,
-                                            wrap_points, wrap_active, with_gradient)
+    return _WRAPPED(arrays.wrap_address[0])(arrays, m, rotations, positions, coordinates, points, active, directions,
+                                            derivatives, wrap_points, wrap_active)
 
 
 def wrap_address(arrays: PathArrays) -> int:
@@ -769,7 +776,11 @@ def wrap_address(arrays: PathArrays) -> int:
     if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
         address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays), error_model="numpy",
                                        bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
-                                                     "_add_wrench_py": _add_wrench_py})
+                                                     "_rigid_direction_py": _rigid_direction_py,
+                                                     "_same_motion_py": _same_motion_py,
+                                                     "_point_local_py": _point_local_py,
+                                                     "location_value_py": location_value_py,
+                                                     "_world_derivative_py": _world_derivative_py})
         arrays.wrap_address[0] = address or 0
     return int(arrays.wrap_address[0])
 
@@ -789,14 +800,14 @@ def path_gradients_kernel(arrays: PathArrays):
         "_world_derivative_py": _world_derivative_py}) or path_gradients_py
 
 
-_directional = jit.lazy(_directional_py, bind=lambda: {
-    "_muscle_length_py": _wrap_kernels()["_muscle_length_py"], "_point_local_py": _point_local_py,
-    "location_value_py": location_value_py, "_surface_placement_py": _surface_placement_py,
-    "_world_derivative_py": _world_derivative_py}, error_model="numpy")   # (the wrap kernels of `wrap_address`)
+def no_directions(n_frames: int, n_coordinates: int, n_directions: int = 0) -> PathDirections:
+    """Zeroed PathDirections (n_directions of them) for paths of n_frames frames and n_coordinates coordinates."""
+    return PathDirections(twists=np.zeros((n_directions, n_frames, 6)),
+                          rates=np.zeros((n_directions, n_coordinates)))
 
 
-def gradient_buffers(paths: MusclePaths) -> PathGradient:
-    """A zeroed PathGradient for `paths` (the kernel's output arrays)."""
+def gradient_buffers(paths: MusclePaths, n_directions: int = 0) -> PathGradient:
+    """A zeroed PathGradient for `paths` (the kernel's output arrays), for `n_directions` directions."""
     n_points = paths.arrays.point_kind.shape[0]
     n_muscles = len(paths.names)
     n_wraps = paths.arrays.wrap_surface.shape[0]
@@ -804,43 +815,57 @@ def gradient_buffers(paths: MusclePaths) -> PathGradient:
                         active=np.zeros(n_points, dtype=np.bool_), dl_dpoints=np.zeros((n_points, 3)),
                         dl_dcoordinates=np.zeros((n_muscles, len(paths.coordinates))),
                         dl_dframes=np.zeros((n_muscles, len(paths.frames), 6)),
+                        dl_ddirections=np.zeros((n_muscles, n_directions)),
                         wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
 
 
-def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
-                   coordinates: np.ndarray, with_gradient: bool = True) -> PathGradient:
-    """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
-    in `paths.frames` order, coordinates in `paths.coordinates` order. `with_gradient=False`: lengths, points
-    and wrap points only (the gradient fields of wrapped paths are zero)."""
+def _run_kernel(paths: MusclePaths, body_rotations, body_positions, coordinates, directions: PathDirections):
     rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
-    result = gradient_buffers(paths)
+    result = gradient_buffers(paths, directions.twists.shape[0])
     wrap_address(paths.arrays)
-    path_gradients_kernel(paths.arrays)(paths.arrays, rotations, positions, values, result, with_gradient)
+    path_gradients_kernel(paths.arrays)(paths.arrays, rotations, positions, values, directions, result)
     return result
 
 
-def wrapped_directional_derivatives(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
-                                    coordinates: np.ndarray, gradient: PathGradient, frame_twists: np.ndarray,
-                                    coordinate_rates: np.ndarray) -> np.ndarray:
-    """dl/ds (n_muscles × n_directions) of the muscles with wraps (other rows zero) along directions s of the
-    frames' motion: frame_twists (n_directions, n_frames, 6) = [v at the world origin; ω] per unit s,
-    coordinate_rates (n_directions, n_coordinates) = ∂c/∂s; one complex step of each wrapped path per direction
-    (for moment arms: one per generalized coordinate instead of one per point coordinate and surface degree of
-    freedom). `gradient`: `path_gradients` at the same state (its points and active flags)."""
-    rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
-    twists = np.ascontiguousarray(np.asarray(frame_twists, dtype=float))
-    rates = np.ascontiguousarray(np.asarray(coordinate_rates, dtype=float))
-    out = np.zeros((len(paths.names), twists.shape[0]))
-    if paths.arrays.wrap_surface.shape[0]:
-        _directional(paths.arrays, rotations, positions, values, gradient.points, gradient.active, twists, rates,
-                     out)
-    return out
+def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
+                   coordinates: np.ndarray, directions: PathDirections | None = None) -> PathGradient:
+    """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
+    in `paths.frames` order, coordinates in `paths.coordinates` order. Without `directions`: ∂l/∂(frame motion)
+    and ∂l/∂c of every path (a wrapped path's from one forward pass per frame twist and coordinate; its ∂l/∂p
+    stays zero). With `directions`: dl/ds of the wrapped paths along them in `dl_ddirections` (one pass each;
+    their other gradient fields zero)."""
+    if directions is not None:
+        twists = np.ascontiguousarray(np.asarray(directions.twists, dtype=float))
+        rates = np.ascontiguousarray(np.asarray(directions.rates, dtype=float))
+        expected = (len(paths.frames), 6)
+        if twists.ndim != 3 or twists.shape[1:] != expected or rates.shape != (len(twists), len(paths.coordinates)):
+            raise ModelError(f"twists {twists.shape}, rates {rates.shape}", argument="directions",
+                             expected=f"twists (n, {expected[0]}, 6), rates (n, {len(paths.coordinates)})")
+        return _run_kernel(paths, body_rotations, body_positions, coordinates, PathDirections(twists, rates))
+    n_frames, n_coordinates = len(paths.frames), len(paths.coordinates)
+    wrapped = paths.arrays.wrap_start[1:] > paths.arrays.wrap_start[:-1]
+    unit = no_directions(n_frames, n_coordinates, (6 * n_frames + n_coordinates) if wrapped.any() else 0)
+    if wrapped.any():
+        for f in range(n_frames):   # a unit velocity along each world axis, then a unit spin about each
+            unit.twists[6 * f:6 * f + 6, f] = np.eye(6)
+        unit.rates[6 * n_frames:] = np.eye(n_coordinates)
+    result = _run_kernel(paths, body_rotations, body_positions, coordinates, unit)
+    if wrapped.any():
+        d = result.dl_ddirections[wrapped]
+        forces = d[:, :6 * n_frames].reshape(-1, n_frames, 6)
+        origins = np.asarray(body_positions, dtype=float)
+        # the spins were about the world origin: M about the frame origin o is that minus o × F
+        forces[:, :, 3:] -= np.cross(origins[None], forces[:, :, :3])
+        result.dl_dframes[wrapped] = forces
+        result.dl_dcoordinates[wrapped] = d[:, 6 * n_frames:]
+    return result
 
 
 def path_lengths(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
                  coordinates: np.ndarray) -> np.ndarray:
     """Musculotendon path lengths l (m), one per muscle in `paths.names` order."""
-    return path_gradients(paths, body_rotations, body_positions, coordinates, with_gradient=False).lengths
+    return path_gradients(paths, body_rotations, body_positions, coordinates,
+                          no_directions(len(paths.frames), len(paths.coordinates))).lengths
 
 
 def moment_arms(paths: MusclePaths, body_rotations: np.ndarray, body_positions: np.ndarray,
@@ -851,8 +876,7 @@ def moment_arms(paths: MusclePaths, body_rotations: np.ndarray, body_positions: 
     `frame_jacobians` (n_frames, 6, n_q): for each frame of `paths.frames`, [linear velocity of its origin;
     angular velocity] in world axes per unit q̇ (`biobullet.algorithms.kinematics.frame_jacobian` at the origin).
     `coordinate_jacobian` (n_coordinates, n_q): ∂c/∂q of the coordinates that move points (default: identity,
-    i.e. q are these coordinates)."""
-    gradient = path_gradients(paths, body_rotations, body_positions, coordinates)
+    i.e. q are these coordinates). Wrapped paths: one forward pass per q."""
     jacobians = np.asarray(frame_jacobians, dtype=float)
     if jacobians.ndim != 3 or jacobians.shape[:2] != (len(paths.frames), 6):
         raise ModelError(f"shape {jacobians.shape}", argument="frame_jacobians",
@@ -864,8 +888,15 @@ def moment_arms(paths: MusclePaths, body_rotations: np.ndarray, body_positions: 
     if coupling.shape != (len(paths.coordinates), n_q):
         raise ModelError(f"shape {coupling.shape}", argument="coordinate_jacobian",
                          expected=f"({len(paths.coordinates)}, {n_q})")
-    # dl/dq = Σ_f [F; M]_f · J_f + ∂l/∂c ∂c/∂q
-    return -(np.einsum("mfk,fkq->mq", gradient.dl_dframes, jacobians) + gradient.dl_dcoordinates @ coupling)
+    origins = np.asarray(body_positions, dtype=float)
+    twists = np.empty((n_q, len(paths.frames), 6))   # each frame's twist per unit q̇_j, v at the world origin
+    twists[:, :, 3:] = jacobians[:, 3:].transpose(2, 0, 1)
+    twists[:, :, :3] = jacobians[:, :3].transpose(2, 0, 1) - np.cross(twists[:, :, 3:], origins[None])
+    gradient = path_gradients(paths, body_rotations, body_positions, coordinates,
+                              PathDirections(twists, np.ascontiguousarray(coupling.T)))
+    # dl/dq = Σ_f [F; M]_f · J_f + ∂l/∂c ∂c/∂q (straight paths) + dl/ds (wrapped paths)
+    return -(np.einsum("mfk,fkq->mq", gradient.dl_dframes, jacobians) + gradient.dl_dcoordinates @ coupling
+             + gradient.dl_ddirections)
 
 
 def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinates):
@@ -886,6 +917,6 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
     return rotations, positions, values
 
 
-__all__ = ["PathArrays", "MusclePaths", "PathGradient", "gradient_buffers", "compile_paths", "path_gradients",
-           "wrapped_directional_derivatives",
-           "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address", "wrapped_signature"]
+__all__ = ["PathArrays", "MusclePaths", "PathGradient", "PathDirections", "gradient_buffers", "no_directions",
+           "compile_paths", "path_gradients", "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address",
+           "wrapped_signature"]

@@ -13,9 +13,11 @@ p1, p2 and the apex, and the helical arc between them, √((r θ)² + Δz²). St
 inside the cylinder), WRAPPED (wraps, but other segments may wrap with a smaller length change) or
 MANDATORY_WRAP (the segment crosses the cylinder).
 
-Every quantity is complex so that the same code gives exact derivatives by the complex step (Squire & Trapp
-1998): with p1 + i h e_k (h = 1e-30), Im(l)/h is ∂l/∂p1_k to round-off; branches are decided on real parts.
-Lengths in m.
+Every quantity is complex: the imaginary part carries the tangent of a forward-mode derivative along one
+direction of motion (`path`: one pass per direction), scaled by h = 1e-30 so that products of two tangents fall
+below round-off — Im(l)/h is dl/ds exact to round-off, no truncation error (the complex step of Squire & Trapp
+1998). Branches are decided on real parts; the torus's closest point on its centre circle, found by an
+iteration, is differentiated by the implicit function theorem on its stationarity condition. Lengths in m.
 """
 from __future__ import annotations
 
@@ -687,31 +689,41 @@ def _ellipsoid_closest_py(a, dimensions, point, out, special_axis):
         out[2] = w
         _ellipse_closest_py(a[0], a[1], u, v, out, 0, 1)
         return
+    # Newton on the real parts (OpenSim's iterates), then the tangent of the root by the implicit function
+    # theorem on f(t) = 0: Im t = −Im f(t) / f′(t) (`_closest_residual_py`)
     a2, b2, c2 = a[0] * a[0], a[1] * a[1], a[2] * a[2]
     a2u2, b2v2, c2w2 = a2 * u * u, b2 * v * v, c2 * w * w
-    t = 0.0 + 0.0j
+    t = 0.0
     if ((u / a[0]) ** 2 + (v / a[1]) ** 2 + (w / a[2]) ** 2).real >= 1.0:
-        largest = a[0]
-        if a[1].real > largest.real:
-            largest = a[1]
-        if a[2].real > largest.real:
-            largest = a[2]
-        t = largest * cmath.sqrt(u * u + v * v + w * w)
+        largest = a[0].real
+        if a[1].real > largest:
+            largest = a[1].real
+        if a[2].real > largest:
+            largest = a[2].real
+        t = largest * math.sqrt((u * u + v * v + w * w).real)
     for _ in range(64):
-        p = t + a2
-        q = t + b2
-        r = t + c2
-        f = p * p * q * q * r * r - a2u2 * q * q * r * r - b2v2 * p * p * r * r - c2w2 * p * p * q * q
-        if abs(f.real) < 1e-9:
-            out[0] = a2 * u / p
-            out[1] = b2 * v / q
-            out[2] = c2 * w / r
+        f, slope = _closest_residual_py(t, a2.real, b2.real, c2.real, a2u2.real, b2v2.real, c2w2.real)
+        if abs(f) < 1e-9:
+            f_tangent, _ = _closest_residual_py(t + 0.0j, a2, b2, c2, a2u2, b2v2, c2w2)
+            root = t + 1j * (-f_tangent.imag / slope)
+            out[0] = a2 * u / (root + a2)
+            out[1] = b2 * v / (root + b2)
+            out[2] = c2 * w / (root + c2)
             return
-        pq = p * q
-        pr = p * r
-        qr = q * r
-        t -= f / (2.0 * (p * q * r * (qr + pr + pq) - a2u2 * qr * (q + r) - b2v2 * pr * (p + r)
-                         - c2w2 * pq * (p + q)))
+        t -= f / slope
+
+
+def _closest_residual_py(t, a2, b2, c2, a2u2, b2v2, c2w2):
+    """(f, df/dt) of WrapEllipsoid::findClosestPoint's sextic in the Lagrange multiplier t (f = 0 at the closest
+    point): real or tangent-carrying arguments alike."""
+    p = t + a2
+    q = t + b2
+    r = t + c2
+    f = p * p * q * q * r * r - a2u2 * q * q * r * r - b2v2 * p * p * r * r - c2w2 * p * p * q * q
+    pq = p * q
+    pr = p * r
+    qr = q * r
+    return f, 2.0 * (p * q * r * (qr + pr + pq) - a2u2 * qr * (q + r) - b2v2 * pr * (p + r) - c2w2 * pq * (p + q))
 
 
 def _invert4_py(matrix, inverse):
@@ -1337,7 +1349,8 @@ def wrap_bindings() -> dict:
          "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
          "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
          "_tangent_residuals_py": _tangent_residuals_py, "_circle_residual_py": _circle_residual_py,
-         "_lm_step_py": _lm_step_py, "_middle_across_axis_py": _middle_across_axis_py},
+         "_lm_step_py": _lm_step_py, "_middle_across_axis_py": _middle_across_axis_py,
+         "_closest_residual_py": _closest_residual_py},
         {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
          "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
          "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
