@@ -50,7 +50,8 @@ def _joint_spring_reference_py(t, x, xd, rot, pos, sub, ancestry, fparams, ipara
         coef = fparams[3:3 + iparams[4]].copy()
         value = np.zeros(1)
         rate = np.zeros(1)
-        if _JETS(table, inputs, coef, t, 0, 0, value, rate, np.zeros((1, 1)), np.zeros(1)) != 0:
+        # int(0), not 0 (a literal): the jets kernel keeps one specialisation
+        if _JETS(table, inputs, coef, t, int(0), int(0), value, rate, np.zeros((1, 1)), np.zeros(1)) != 0:
             return 1
         theta0 = value[0]
     elastic = -fparams[0] * (x[i] - theta0)

@@ -125,6 +125,8 @@ class TreeKinematics:
 _KINEMATICS = "loops.tree_kinematics"   # key of the last tree kinematics in `Model.derived`
 _NO_RATES = np.zeros(0)
 _NO_MOTION = np.zeros((1, 6))
+# read-only like the cached kinematics it stands in for: the rows kernel then keeps one signature for Python callers
+_NO_MOTION.setflags(write=False)
 
 
 def _readonly(*arrays):
@@ -136,20 +138,20 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     """Tree kinematics at x (and ẋ) by the tree kinematics kernel (`loop_kernels.tree_kinematics_run`, compiled,
     or its Python form without numba); the arrays are shared (read-only) with the last call at the same x (and
     ẋ), so treat the result as read-only."""
-    x = np.asarray(x, dtype=float)
+    x = np.ascontiguousarray(x, dtype=float)   # contiguous: one signature of the kernel (not one per layout)
     key = x.tobytes()
     cached = model.derived.get(_KINEMATICS)
     if cached is not None and cached[0] == key:
         if xd is None:
             return cached[1]
-        xd = np.asarray(xd, dtype=float)
+        xd = np.ascontiguousarray(xd, dtype=float)
         if cached[2] == xd.tobytes():
             return cached[3]
     else:
         cached = None
     with_rates = xd is not None
     if with_rates:
-        xd = np.asarray(xd, dtype=float)
+        xd = np.ascontiguousarray(xd, dtype=float)
     meta, body = model.tree_pack
     rotations, positions, subspace, vel, acc = tree_kinematics_run(meta, body, x, xd if with_rates else _NO_RATES,
                                                                    model.n_tangent, with_rates)

@@ -2,8 +2,8 @@
 compiled call, warm-started from the data workspace (`pipeline.data.LoopWarm`), and the Newton constants the
 generic resolver (`constraints.implicit.LoopResolver`) shares.
 
-The Newton solve itself is `_newton_solve_py`, written once: the loop stage calls it compiled (inlined), and the
-generic resolver (`LoopResolver.solve`) calls it compiled, or as its Python form with the resolver's own residual
+The Newton solve itself is `_newton_solve_py`, written once: the loop stage and the generic resolver
+(`LoopResolver.solve`) call the same compiled kernel, or its Python form with the resolver's own residual
 for loop types without compiled rows; what stays Python there is policy around the one call (prediction,
 continuation in substeps, the choice of the declared initial solution, error messages). The loop stage declines
 (status 1, θ_dep restored, the warm start unchanged) wherever the generic resolver would continue or raise (a large
@@ -344,17 +344,19 @@ def _solve_bindings() -> dict | None:
             "_RESIDUAL": _loop_residual_py}
 
 
-def with_newton_solve(kernel, inline: bool = False, buffered: bool = False):
+def with_newton_solve(kernel, buffered: bool = False):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
     `_dependent_part` bound, or None: the loop stage (`_loop_newton_py`) and the trajectory output's pass
-    (`integrate.compiled_rhs._loop_positions_py`) call the one solve. `buffered`: its residual is
-    `_loop_residual_into_py` (the loop's rows = (rows, `_RESIDUAL_BUFFERS(meta, n_rows, width)`))."""
+    (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
+    (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
+    that reached it (≈ 20 s of CPU per pipeline variant with loops). `buffered`: its residual is
+    `_loop_residual_into_py` (the loop's rows = (rows, `_RESIDUAL_BUFFERS(meta, n_rows, width)`)), inlined."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
     from biobullet.constraints.loop_kernels import rows_into_kernel
     callees = _solve_bindings()
     if callees is None:
         return None
-    bind = {**callees, "_NEWTON_SOLVE": _newton_solve_py, "_dependent_part": _dependent_part_py}
+    bind = {**callees, "_NEWTON_SOLVE": newton_solve_kernel(), "_dependent_part": _dependent_part_py}
     if buffered:   # the solve's own variant: an inlined callee's IR is taken once, with its first bindings
         place, rows_into = place_body_kernel(), rows_into_kernel()
         if place is None or rows_into is None:
@@ -364,12 +366,14 @@ def with_newton_solve(kernel, inline: bool = False, buffered: bool = False):
         if solve is None:
             return None
         bind.update({"_NEWTON_SOLVE": solve, "_RESIDUAL_BUFFERS": _residual_buffers_py})
-    return jit.compiled(kernel, bind=bind, inline=inline)
+    return jit.compiled(kernel, bind=bind)
 
 
 def newton_kernel():
-    """The compiled `_loop_newton_py` (inlined into the pipeline's joint-state stage; cached with it), or None."""
-    return with_newton_solve(_loop_newton_py, inline=True)
+    """The compiled `_loop_newton_py`, or None: compiled once and called by every pipeline variant with loops
+    (joint-state stage), and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in
+    each of them."""
+    return with_newton_solve(_loop_newton_py)
 
 
 def newton_solve_kernel():

@@ -416,7 +416,8 @@ def _function_values_py(functions, t, x, phi):
     no_rate = np.zeros(x.shape[0])
     worst = 0.0
     for r in range(table.shape[0]):
-        if _JETS(table[r:r + 1], functions.inputs, functions.coef, t, 0, 0, scratch, no_rate, no_gradient,
+        # int(0): a bare 0 is typed as a literal and compiles the jets kernel once more for it
+        if _JETS(table[r:r + 1], functions.inputs, functions.coef, t, int(0), int(0), scratch, no_rate, no_gradient,
                  no_rate) != 0:
             return -1.0
         out = table[r, 1]

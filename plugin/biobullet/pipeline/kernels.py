@@ -13,7 +13,8 @@ A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRow
 (`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
 compiled function passes every array of those tuples with its reference count taken and released (measured: the
 four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain
-arrays, stays a call."""
+arrays, stays a call, and so does the loop Newton (`constraints.newton_kernel.newton_kernel`): compiled once for
+every variant with loops instead of once per variant."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
