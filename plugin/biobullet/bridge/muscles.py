@@ -29,6 +29,7 @@ import numpy as np
 from biobullet.bridge.stability import muscle_substeps
 from biobullet.core.errors import ModelError
 from biobullet.muscles.dynamics import LENGTH, SPEED, TENDON_FORCE, MuscleRun, evaluate_rates, evaluate_stage
+from biobullet.muscles.path import path_gradients
 
 
 class BridgeMuscles:
@@ -58,6 +59,12 @@ class BridgeMuscles:
         self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
         self.joint_torque = np.zeros(model.n_tangent)   # the moving points' share, sent as joint torques
         self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
+        from biobullet.muscles.api import muscle_set
+        paths = muscle_set(model).paths
+        # the stage differentiates a wrapped path along the tree's directions only (its dl_dframes stay zero):
+        # the bridge, which needs each frame's wrench, differentiates wrapped paths per frame twist again
+        self._wrapped_paths = paths if bool(np.any(paths.arrays.wrap_start[1:] > paths.arrays.wrap_start[:-1])) \
+            else None
 
     def set(self, values: dict) -> None:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
@@ -75,6 +82,8 @@ class BridgeMuscles:
         evaluate_stage(bridge.model, rows, x, xd, self.state, muscle_tau)
         tension = rows.outputs[:, TENDON_FORCE]
         path = rows.path
+        if self._wrapped_paths is not None:   # every path's ∂l/∂(frame motion) and ∂l/∂c at the stage's placements
+            path = path_gradients(self._wrapped_paths, rows.rotations, rows.origins, rows.coordinates)
         frames = -np.tensordot(tension, path.dl_dframes, axes=1)   # [F; M about the frame origin] per frame
         frames[:, 3:] += np.cross(rows.origins, frames[:, :3])       # M about the world origin
         self.wrenches = self._frame_to_body @ frames
