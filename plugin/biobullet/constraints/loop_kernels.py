@@ -64,24 +64,30 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
         parent, kind, vi = meta[i, 0], meta[i, 1], meta[i, 3]
         if with_rates:
+            # c = v × S ẋ with the joint's whole S ẋ (every column of a multi-DOF joint): the bias Ṡ ẋ of a
+            # world-axes subspace, whether its columns are fixed in the parent or the child (S ẋ × S ẋ = 0);
+            # a root free joint's own v × v is zero, a nested one's is v_parent × S ẋ
             nv = meta[i, 4]
-            for a in range(6):
-                own = 0.0
-                for k in range(nv):
-                    own += sub[a, vi + k] * xd[vi + k]
-                vel[i, a] = (vel[parent, a] if parent >= 0 else 0.0) + own
-            if kind != 2:  # c = v × S ẋ (a free base's own v × v is zero)
-                j0, j1, j2 = sub[0, vi] * xd[vi], sub[1, vi] * xd[vi], sub[2, vi] * xd[vi]
-                j3, j4, j5 = sub[3, vi] * xd[vi], sub[4, vi] * xd[vi], sub[5, vi] * xd[vi]
-                v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
-                c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
-                c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
-                c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
-                c3 = v4 * j5 - v5 * j4
-                c4 = v5 * j3 - v3 * j5
-                c5 = v3 * j4 - v4 * j3
+            j0 = j1 = j2 = j3 = j4 = j5 = 0.0
+            for k in range(nv):
+                j0 += sub[0, vi + k] * xd[vi + k]
+                j1 += sub[1, vi + k] * xd[vi + k]
+                j2 += sub[2, vi + k] * xd[vi + k]
+                j3 += sub[3, vi + k] * xd[vi + k]
+                j4 += sub[4, vi + k] * xd[vi + k]
+                j5 += sub[5, vi + k] * xd[vi + k]
+            if parent >= 0:
+                vel[i, 0], vel[i, 1], vel[i, 2] = vel[parent, 0] + j0, vel[parent, 1] + j1, vel[parent, 2] + j2
+                vel[i, 3], vel[i, 4], vel[i, 5] = vel[parent, 3] + j3, vel[parent, 4] + j4, vel[parent, 5] + j5
             else:
-                c0 = c1 = c2 = c3 = c4 = c5 = 0.0
+                vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5] = j0, j1, j2, j3, j4, j5
+            v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+            c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
+            c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
+            c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
+            c3 = v4 * j5 - v5 * j4
+            c4 = v5 * j3 - v3 * j5
+            c5 = v3 * j4 - v4 * j3
             if parent >= 0:
                 acc[i, 0], acc[i, 1], acc[i, 2] = acc[parent, 0] + c0, acc[parent, 1] + c1, acc[parent, 2] + c2
                 acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
