@@ -323,7 +323,7 @@ class LoopResolver:
 def _resolver_residual(rows: tuple, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(Φ, Φ_θ) of the resolver rows[0]'s loops at joint angles θ (`LoopResolver.terms`): the residual of the
     Newton kernel's Python form (the other loop arguments are unused)."""
-    phi, jac, _ = resolver[0].terms(theta)
+    phi, jac, _ = rows[0].terms(theta)
     return phi, jac
 
 

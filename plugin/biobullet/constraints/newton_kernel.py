@@ -79,13 +79,14 @@ def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start:
 
 def newton_work(n_bodies: int, n_rows: int, width: int) -> tuple:
     """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
-    of `width`: the residual's tree kinematics and rows (`_loop_residual_into_py`), then one flat buffer for the
-    Newton matrix, its factor Φ_dep⁻¹, the step and the base point (`_newton_solve_py`). Allocated once by each
-    caller (a Data, a resolver) and passed as the second part of the loop's `rows`."""
+    of `width`: the residual's tree kinematics and rows (`_loop_residual_into_py`), then the Newton matrix, its
+    factor Φ_dep⁻¹, the step and the base point (`_newton_solve_py`). Allocated once by each caller (a Data, a
+    resolver) and passed as the second part of the loop's `rows`."""
     out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
+    newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
     # sub starts at zero: each body writes only its own columns
     return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
-            np.empty((3, 3)), np.zeros((1, 6)), out, np.zeros(2 * n_rows * (n_rows + 1)))
+            np.empty((3, 3)), np.zeros((1, 6)), out, newton)
 
 
 def _lu_solve_into_py(a, x):
@@ -182,11 +183,9 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     guard = guard_condition >= 0.0
-    work = rows[1][7]   # `newton_work`'s flat buffer: Newton matrix, factor, step, base point
-    a = work[:nd * nd].reshape((nd, nd))
-    inverse = work[nd * nd:2 * nd * nd].reshape((nd, nd))
-    rhs = work[2 * nd * nd:2 * nd * nd + nd].reshape((nd, 1))
-    base = work[2 * nd * nd + nd:2 * nd * (nd + 1)]
+    # `newton_work`'s Newton matrix, factor, step and base point, cut to this loop set (views: no reshape call)
+    matrix, factor, step, point = rows[1][7]
+    a, inverse, rhs, base = matrix[:nd, :nd], factor[:nd, :nd], step[:nd], point[:nd]
     status, iterations = ITERATION_LIMIT, 0
     for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
         if norm <= tolerance and step_norm <= 1e-7:
