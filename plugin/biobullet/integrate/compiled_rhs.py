@@ -223,14 +223,16 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         return path if path._kernel is not None else None
 
     # ------------------------------------------------------------------ warm starts
-    def ready(self) -> bool:
-        """The Data's warm starts set (where not, the resolvers are bound to them and the generic path solves
-        first), and their Newton acceptance the resolvers' (`implicit.newton_tolerance` loosens it while an
-        integration runs)."""
+    def ready(self, t: float | None = None, y: np.ndarray | None = None) -> bool:
+        """The Data's warm starts set (where not, the generic resolvers solve state y into them first,
+        `Data.start_loops`; without a state the generic path serves), and their Newton acceptance the resolvers'
+        (`implicit.newton_tolerance` loosens it while an integration runs)."""
         warm = self._warm
         if not warm.valid.all():
-            self.hand_over()
-            return False
+            if y is None or not self._data.start_loops(self._model, y[:self._nq], y[self._nq:self._nq + self._nv],
+                                                        float(t)):
+                self.hand_over()
+                return False
         for k, r in enumerate(self.resolvers):
             warm.loose[k] = -1.0 if r.accept_residual is None else r.accept_residual
         return True
@@ -253,7 +255,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         recent.append(self._warm.values.copy())
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
-        if not self.ready():
+        if not self.ready(t, y):
             return None
         out = self._evaluate(t, y)
         if out is None:

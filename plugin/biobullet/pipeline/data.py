@@ -22,7 +22,7 @@ import numpy as np
 
 from biobullet.constraints.newton_kernel import LoopWarm, loop_warm, newton_work
 from biobullet.core import jit
-from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel
+from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
 from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
 _FLOAT = np.dtype(float)
@@ -73,6 +73,8 @@ class Data:
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
+        self._identity = np.eye(n_tangent, nv)
+        self._no_q = np.zeros(compiled.nq)
 
     def bind_loops(self, model) -> None:
         """The model's loop resolvers read and write this workspace's warm starts: the generic path continues from
@@ -81,7 +83,7 @@ class Data:
         for k, resolver in enumerate(loop_resolvers(model)):
             resolver.use_warm(self.arrays.loop_warm, k)
 
-    def _first_loop_solve(self, model, q, v, t: float) -> bool:
+    def start_loops(self, model, q, v, t: float) -> bool:
         """No warm start yet: the generic resolvers solve this state into this workspace's record (continuation
         from the model's first solution, clear errors); True when every loop resolver's warm start is set."""
         self.bind_loops(model)
@@ -117,6 +119,29 @@ class Data:
         arrays.gamma[:] = 0.0 if gamma is None else gamma
         return True
 
+    def forward_at_state(self, model, state: tuple, tau: np.ndarray) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv) at a joint state (x, ẋ, G, γ) the caller's callback stage computed
+        (`Model.joint_state_view`: G None = identity, γ None = zero): the pipeline's M, h and solve, into a new
+        array; None: declined. Only on a `state_workspace`."""
+        x, xd, gradient, gamma = state
+        arrays = self.arrays
+        arrays.x[:] = x
+        arrays.xd[:] = xd
+        if gradient is None:
+            arrays.gradient[:, :] = self._identity
+        else:
+            arrays.gradient[:, :] = gradient
+        arrays.gamma[:] = 0.0 if gamma is None else gamma
+        tau = _vector(tau, self.compiled.nv)
+        if tau is None:
+            return None
+        out = np.empty(self.compiled.nv)
+        args = (self._no_q, self.zero_velocity, tau, 0.0, ACCELERATION, out, _NO_MATRIX)
+        entry = self._forward or self._entry(*args)
+        if entry is None:
+            return None
+        return out if entry(self.compiled, arrays, *args) == 0 else None
+
     def _vectors(self, q, v, tau) -> tuple | None:
         """(q, v, τ) as the kernel entry's argument types (`_vector`; τ None: zero), or None."""
         compiled = self.compiled
@@ -129,7 +154,7 @@ class Data:
         declined."""
         if self._callback and not self._callback_state(model, q, v, t):
             return False
-        if self._loops and not self.arrays.loop_warm.valid.all() and not self._first_loop_solve(model, q, v, t):
+        if self._loops and not self.arrays.loop_warm.valid.all() and not self.start_loops(model, q, v, t):
             return False
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
         if entry is None:
@@ -183,3 +208,12 @@ class Data:
             out = np.empty(self.compiled.nv)
         t = t if type(t) is float else float(t)
         return out if self._call(model, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) else None
+
+
+def state_workspace(model) -> Data:
+    """A workspace whose pipeline takes the joint state from its caller (`Data.forward_at_state`: the callback
+    stage), for the model's compiled arrays: the joint-state stage is off (CALLBACK_STATE, no loop or
+    joint-function rows), so the forward kernel is the plain variant every model shares."""
+    compiled = model.compiled
+    return Data(compiled._replace(state_stage=CALLBACK_STATE, jets_table=compiled.jets_table[:0],
+                                  loops=empty_loop_table(len(model.bodies), compiled.n_tangent)))
