@@ -23,8 +23,8 @@ from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (  # noqa: F401  (the constants are part of this module's API)
     CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, KANTOROVICH, LEFT_REACH, NEWTON_MAX_ITERATIONS,
-    NEWTON_REACH, NEWTON_STEP_LIMIT, NO_DESCENT, SINGULAR, STEP_TOLERANCE, ZERO_STEP, newton_solve_kernel,
-    newton_solve_twin)
+    NEWTON_REACH, NEWTON_STEP_LIMIT, NO_DESCENT, SINGULAR, STEP_TOLERANCE, ZERO_STEP, LoopWarm, loop_warm,
+    newton_solve_kernel, newton_solve_twin, newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -43,9 +43,12 @@ class LoopResolver:
     """Resolver (model.coordinates protocol) for the joints that loop closures make dependent.
 
     `outputs`: dependent joint indices; `known`: the other joints the loop equations depend on, which earlier
-    resolvers must have filled. The resolver keeps a warm-start cache (last solution and its sensitivity) so
-    that Newton continues along the branch it is on; this is a cache for speed and branch continuity, not model
-    state — any consistent starting guess gives the same solution on the same branch.
+    resolvers must have filled. Newton starts from a warm start (last solution, its sensitivity and curvature) so
+    that it continues along the branch it is on; this is a cache for speed and branch continuity, not model
+    state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
+    of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
+    continue each other's branch). The model's first solution (its declared initial configuration) is the
+    resolver's own: continuation starts there when it is nearer than the warm start.
     """
 
     def __init__(self, model, loops: tuple[Loop, ...], dependent: tuple[int, ...], known: tuple[int, ...],
@@ -61,11 +64,10 @@ class LoopResolver:
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
         self._any_revolute = bool(self.revolute.any())
-        self._warm: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (θ_known, θ_dep, dθ_dep/dθ_known)
-        self._warm_condition = np.inf   # cond₁(Φ_dep) at the cached solution
-        self._warm_curvature: tuple[np.ndarray, np.ndarray] | None = None   # (known rate u, θ_dep'' along u)
-        self._warm_fresh = False        # the cached solution was set by the last solve
-        self._anchor: tuple | None = None   # (first cached solution, its condition): continuation start too
+        self._warm_fresh = False        # the warm start was set by the last solve
+        self._anchor: tuple | None = None   # (θ_known, θ_dep, sensitivity, condition) of the first solution
+        nd, nk = len(dependent), len(known)
+        self.use_warm(loop_warm(np.array([0, nk]), np.array([0, nd]), np.array([0, nd * nk])), 0)
         scale = max([np.linalg.norm(b.translation) for b in model.bodies]
                     + [np.linalg.norm(l.xyz_a) + np.linalg.norm(l.xyz_b) for l in loops] + [1e-3])
         self.residual_tolerance = 1e-12 * scale
@@ -108,19 +110,43 @@ class LoopResolver:
         names = self.model.joint_names
         return f"t = {t:.17g}, " + ", ".join(f"{names[k]} = {theta[k]:.17g}" for k in range(len(theta)))
 
+    # ------------------------------------------------------------------ warm start
+    def use_warm(self, warm: LoopWarm, k: int) -> None:
+        """Read and write the warm start in entry k of `warm` from now on (class docstring)."""
+        k0, k1 = int(warm.known_start[k]), int(warm.known_start[k + 1])
+        d0, d1 = int(warm.dep_start[k]), int(warm.dep_start[k + 1])
+        s0 = int(warm.sensitivity_start[k])
+        self._record, self._k = warm, k
+        self._known0, self._dep0, self._u0, self._h0 = warm.known0[k0:k1], warm.dep0[d0:d1], warm.u0[k0:k1], \
+            warm.h0[d0:d1]
+        self._sensitivity = warm.sensitivity[s0:s0 + (d1 - d0) * (k1 - k0)].reshape(d1 - d0, k1 - k0)
+        if self._anchor is not None:
+            warm.anchor[k0:k1] = self._anchor[0]
+            warm.anchored[k] = 1.0
+        self._memo = None
+
+    @property
+    def _valid(self) -> bool:
+        return bool(self._record.valid[self._k])
+
+    def _set_warm(self, known: np.ndarray, dep: np.ndarray, sensitivity: np.ndarray, condition: float) -> None:
+        """The warm start := this solution (no curvature yet)."""
+        record, k = self._record, self._k
+        self._known0[:], self._dep0[:], self._sensitivity[:, :] = known, dep, sensitivity
+        record.condition[k], record.curved[k], record.valid[k] = condition, 0.0, 1.0
+
     # ------------------------------------------------------------------ Newton
     def _guess(self, theta_known: np.ndarray) -> np.ndarray:
-        if self._warm is None:
+        if not self._valid:
             return self._initial.copy()
-        known0, dep0, sensitivity = self._warm
-        delta = theta_known - known0
-        guess = dep0 + sensitivity @ delta
-        if self._warm_curvature is not None:
+        delta = theta_known - self._known0
+        guess = self._dep0 + self._sensitivity @ delta
+        if self._record.curved[self._k]:
             # second-order term along the known rate u of the cached solution: θ_dep'' = h there (exact for one
             # known input; the other directions keep the first-order prediction)
-            u, h = self._warm_curvature
+            u = self._u0
             along = (u @ delta) / (u @ u)
-            guess += 0.5 * along * along * h
+            guess += 0.5 * along * along * self._h0
         return guess
 
     def solve(self, theta: np.ndarray, t: float, *, check_singular: bool = True
@@ -137,15 +163,16 @@ class LoopResolver:
         """
         known = self._kn
         target = theta[known]
-        if self._warm is not None:
-            start = self._warm[0]
+        if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
+            self._set_warm(*self._anchor)
+        if self._valid:
+            start = self._known0.copy()   # (the warm start moves with the continuation's substeps)
             jump = np.max(np.abs(target - start), initial=0.0)
             if jump > CONTINUATION_STEP and self._anchor is not None:
-                anchor_jump = np.max(np.abs(target - self._anchor[0][0]), initial=0.0)
+                anchor_jump = np.max(np.abs(target - self._anchor[0]), initial=0.0)
                 if anchor_jump < jump:
-                    self._warm, self._warm_condition = self._anchor
-                    self._warm_curvature = None
-                    start, jump = self._warm[0], anchor_jump
+                    self._set_warm(*self._anchor)
+                    start, jump = self._anchor[0], anchor_jump
             if jump > CONTINUATION_STEP:
                 try:
                     return self._finish(theta, t, *self._newton(theta, t, guard=True),
@@ -168,28 +195,32 @@ class LoopResolver:
         one: after a run failed at a singular configuration, the cache's linear prediction is useless (its
         sensitivity is huge) and the samples before the failure are solved again from the start."""
         if self._anchor is not None:
-            self._warm, self._warm_condition = self._anchor
-            self._warm_curvature = None
+            self._set_warm(*self._anchor)
         self._memo = None
 
     def _newton_form(self) -> tuple:
         """(solve, loop, offset, view) of the one Newton kernel (`constraints.newton_kernel._newton_solve_py`):
         compiled over the loop kernels' rows where the loops have them and the tree has the loop kernels' joint
         layout (joint j at base_v + j: a fixed base, or a root free base held at the identity), else its Python
-        form over `terms` (a plug-in loop type, numba switched off, multi-DOF joints inside the tree); `view` the
-        joint layout buffer the solve works in, θ at view[offset:]."""
+        form over `terms` (a plug-in loop type, numba switched off, multi-DOF joints inside the tree); the loop's
+        rows carry the solve's work arrays (`newton_work`, allocated here once); `view` the joint layout buffer
+        the solve works in, θ at view[offset:]."""
         if self._form is None:
             model = self.model
             tree = joint_layout_tree(model) if self._vector is not None else None
             kernel = newton_solve_kernel() if tree is not None else None
             revolute = self.revolute.astype(float)
+            nd = len(self._dep)
             if kernel is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv:
                 offset = model.base_nv
-                loop = (self._vector.rows, 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
+                work = newton_work(tree[0].shape[0], nd, model.n_tangent)
+                loop = ((self._vector.rows, work), 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
                 self._form = (kernel, loop, offset, np.zeros(model.n_tangent))
             else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _form)
-                loop = (weakref.proxy(self), 0, None, None, self._dep, revolute, self.residual_tolerance)
-                self._form = (_python_solve(), loop, 0, np.zeros(model.coordinate_map.n_joints))
+                width = model.coordinate_map.n_joints
+                loop = ((weakref.proxy(self), newton_work(0, nd, width)), 0, None, None, self._dep, revolute,
+                        self.residual_tolerance)
+                self._form = (_python_solve(), loop, 0, np.zeros(width))
         return self._form
 
     def _newton(self, theta: np.ndarray, t: float, guard: bool = False
@@ -202,9 +233,9 @@ class LoopResolver:
         view[offset:] = theta
         loose = -1.0 if self.accept_residual is None else float(self.accept_residual)
         status, iterations, norm, jac, inverse, condition = solve(
-            loop, view, guess, loose, float(self._warm_condition) if guard else -1.0)
+            loop, view, guess, loose, float(self._record.condition[self._k]) if guard else -1.0)
         theta[:] = view[offset:]
-        jac = jac[:, offset:]
+        jac, inverse = jac[:, offset:].copy(), inverse.copy()   # (views of the work arrays)
         if status == CONVERGED:
             return jac, inverse, condition
         if status == GUARD:
@@ -228,12 +259,11 @@ class LoopResolver:
                               f"{CONDITION_LIMIT:g} (toggle/locked position of {', '.join(l.name for l in self.loops)})"
                               " at " + self._state_text(theta, t))
         if np.isfinite(condition):
-            self._warm = (theta[known].copy(), theta[dep].copy(), -inverse @ jac[:, known])
-            self._warm_condition = condition
-            self._warm_curvature = None
+            self._set_warm(theta[known], theta[dep], -inverse @ jac[:, known], condition)
             self._warm_fresh = True
             if self._anchor is None:
-                self._anchor = (self._warm, condition)
+                self._anchor = (theta[known].copy(), theta[dep].copy(), self._sensitivity.copy(), condition)
+                self.use_warm(self._record, self._k)   # (writes the anchor into the record)
         return jac, inverse, condition
 
     # ------------------------------------------------------------------ Resolver protocol
@@ -257,7 +287,8 @@ class LoopResolver:
             jets.gamma[dep] = -inverse @ (jac_known @ jets.gamma[known] + bias)
             u = jets.rate[known]
             if self._warm_fresh and float(u @ u) > 1e-24:   # the cached solution is this θ
-                self._warm_curvature = (u.copy(), -inverse @ bias)
+                self._u0[:], self._h0[:] = u, -inverse @ bias
+                self._record.curved[self._k] = 1.0
         self._memo = (key, (jets.theta[dep].copy(), jets.gradient[dep].copy(), jets.rate[dep].copy(),
                             jets.gamma[dep].copy()))
 
@@ -266,23 +297,6 @@ class LoopResolver:
         """The loops packed for the compiled rows kernel (`constraints.loop_kernels`), or None (a loop type it does
         not evaluate: the pipeline's callback stage serves)."""
         return self._vector
-
-    def warm_start(self) -> tuple | None:
-        """The cached solution as the pipeline's loop stage takes it: (θ_known, θ_dep, sensitivity, condition,
-        curvature (u, h) or None, anchor θ_known or None), or None before the first solve."""
-        if self._warm is None:
-            return None
-        return (*self._warm, self._warm_condition, self._warm_curvature,
-                None if self._anchor is None else self._anchor[0][0])
-
-    def set_warm_start(self, known: np.ndarray, dep: np.ndarray, sensitivity: np.ndarray, condition: float,
-                       curvature: tuple | None) -> None:
-        """Continue from a solution the pipeline's loop stage reached (the generic path then starts there)."""
-        self._warm = (known, dep, sensitivity)
-        self._warm_condition = condition
-        self._warm_curvature = curvature
-        self._warm_fresh = True
-        self._memo = None
 
     def resolve_hessians(self, theta: np.ndarray, gradient: np.ndarray, hessian: np.ndarray | None,
                          t: float) -> None:
@@ -306,10 +320,10 @@ class LoopResolver:
         hessian[dep] = -(inverse @ rhs.reshape(self.n_equations, -1)).reshape(len(dep), size, size)
 
 
-def _resolver_residual(resolver: LoopResolver, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(Φ, Φ_θ) of `resolver`'s loops at joint angles θ (`LoopResolver.terms`): the residual of the Newton
-    kernel's Python form (the other loop arguments are unused)."""
-    phi, jac, _ = resolver.terms(theta)
+def _resolver_residual(rows: tuple, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Φ, Φ_θ) of the resolver rows[0]'s loops at joint angles θ (`LoopResolver.terms`): the residual of the
+    Newton kernel's Python form (the other loop arguments are unused)."""
+    phi, jac, _ = rows[0].terms(theta)
     return phi, jac
 
 
@@ -320,6 +334,11 @@ def _python_solve():
     if not _PYTHON_SOLVE:
         _PYTHON_SOLVE.append(newton_solve_twin(_resolver_residual))
     return _PYTHON_SOLVE[0]
+
+
+def loop_resolvers(model) -> list[LoopResolver]:
+    """The coordinate map's loop resolvers, in its order (the order of the compiled model's LoopTable)."""
+    return [r for r in model.coordinate_map.resolvers if type(r) is LoopResolver]
 
 
 def loop_condition(model, q, t: float = 0.0) -> float:

@@ -1,16 +1,24 @@
 """The loop stage's Newton solve (`_loop_newton_py`): one loop resolver's dependent joints, G, θ̇ and γ in one
-compiled call, warm-started from the data workspace (`pipeline.data.LoopWarm`), and the Newton constants the
-generic resolver (`constraints.implicit.LoopResolver`) shares.
+compiled call, warm-started from the loop warm starts (`LoopWarm`), and the Newton constants the generic resolver
+(`constraints.implicit.LoopResolver`) shares.
 
-The Newton solve itself is `_newton_solve_py`, written once: the loop stage and the generic resolver
-(`LoopResolver.solve`) call the same compiled kernel, or its Python form with the resolver's own residual
-for loop types without compiled rows; what stays Python there is policy around the one call (prediction,
-continuation in substeps, the choice of the declared initial solution, error messages). The loop stage declines
-(status 1, θ_dep restored, the warm start unchanged) wherever the generic resolver would continue or raise (a large
-input change needing continuation, no convergence, an ill-conditioned loop), and the caller hands that state to
-the generic path.
+The Newton solve itself is `_newton_solve_py`, written once: the loop stage calls it compiled (a call, not inlined: inlined, its IR was
+typed and optimised again in every pipeline variant that reached it, ≈ 20 s of CPU each), so do the trajectory
+output's pass and the generic resolver (`LoopResolver.solve`), or as its Python form with the resolver's
+own residual for loop types without compiled rows; what stays Python there is policy around the one call
+(prediction, continuation in substeps, the choice of the declared initial solution, error messages). Every caller
+passes its work arrays in the loop tuple (`newton_work`, allocated once per workspace or resolver), so a solve
+allocates nothing. The loop stage declines (status 1, θ_dep restored, the warm start unchanged) wherever the
+generic resolver would continue or raise (a large input change needing continuation, no convergence, an
+ill-conditioned loop), and the caller hands that state to the generic path.
+
+Warm starts have one owner: a `LoopWarm` record. A Data holds one for its loop stage, and the generic resolvers
+read and write the entries of the workspace they are bound to (`LoopResolver.use_warm`), so the compiled stage and
+the generic path continue each other's branch without copying.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,6 +35,59 @@ NEWTON_STEP_LIMIT = 0.5
 NEWTON_REACH = float(np.pi)
 #: `_newton_solve_py` statuses: solved, or why it stopped
 CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
+
+
+class LoopWarm(NamedTuple):
+    """Loop warm starts (module docstring), views of one buffer `values` (a snapshot is one copy): per resolver k,
+    its known and dependent slices (`known0`, `u0`, `anchor`; `dep0`, `h0`) at known_start[k], dep_start[k], its
+    sensitivity −Φ_dep⁻¹ Φ_known (row-major) at sensitivity_start[k], and one entry of `condition` (cond₁ Φ_dep),
+    `loose` (residual accepted while an integration runs, −1: converge to round-off), `valid`, `curved`,
+    `anchored` (1.0 / 0.0). `anchor`: the known joints of the model's first solution (the declared initial
+    configuration), from which the generic path's continuation starts when it is nearer."""
+
+    values: np.ndarray
+    known0: np.ndarray
+    dep0: np.ndarray
+    sensitivity: np.ndarray
+    u0: np.ndarray
+    h0: np.ndarray
+    anchor: np.ndarray
+    condition: np.ndarray
+    loose: np.ndarray
+    valid: np.ndarray
+    curved: np.ndarray
+    anchored: np.ndarray
+    known_start: np.ndarray
+    dep_start: np.ndarray
+    sensitivity_start: np.ndarray
+
+
+def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start: np.ndarray) -> LoopWarm:
+    """Empty warm starts for resolvers with these slices (a LoopTable's, or one resolver's own)."""
+    n_known, n_dep = int(known_start[-1]), int(dep_start[-1])
+    n_resolvers = dep_start.shape[0] - 1
+    sizes = (n_known, n_dep, int(sensitivity_start[-1]), n_known, n_dep, n_known, *(n_resolvers,) * 5)
+    values = np.zeros(sum(sizes))
+    views, start = [], 0
+    for size in sizes:
+        views.append(values[start:start + size])
+        start += size
+    warm = LoopWarm(values, *views, *(np.array(a, dtype=np.int64) for a in
+                                      (known_start, dep_start, sensitivity_start)))
+    warm.loose[:] = -1.0
+    return warm
+
+
+def newton_work(n_bodies: int, n_rows: int, width: int) -> tuple:
+    """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
+    of `width`: the residual's tree kinematics and rows (`_loop_residual_into_py`), then the Newton matrix, its
+    factor Φ_dep⁻¹, the step and the base point (`_newton_solve_py`). Allocated once by each caller (a Data, a
+    resolver) and passed as the second part of the loop's `rows`."""
+    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
+    newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
+    # sub starts at zero: each body writes only its own columns
+    return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
+            np.empty((3, 3)), np.zeros((1, 6)), out, newton)
 
 
 def _lu_solve_into_py(a, x):
@@ -82,33 +143,17 @@ def _dependent_part_py(inverse, jk, known_values, extra):
     return out
 
 
-def _loop_residual_py(rows, k, meta, body, theta):
-    """(Φ, Φ_θ) of loop set k of `rows` at the joint layout theta (positions only: tree kinematics, then rows)."""
-    rot, pos, sub, _, _ = _KIN(meta, body, theta, np.zeros(0), theta.shape[0], bool(False))
-    no_motion = np.zeros((1, 6))
-    phi, jac, _ = _ROWS(rows, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False))
-    return phi, jac
-
-
 def _loop_residual_into_py(rows, k, meta, body, theta):
-    """`_loop_residual_py` into buffers allocated once per pass (their allocations cost more than the algebra at
-    this size): rows = (the loop rows, `_residual_buffers_py`'s buffers); Φ, Φ_θ are views of those buffers, valid
-    until the next call."""
-    table, (rot, pos, sub, loc, jr, no_motion, out) = rows
+    """(Φ, Φ_θ) of loop set k at the joint layout theta (positions only: tree kinematics, then rows) into the work
+    arrays: rows = (the loop rows, `newton_work`'s arrays); Φ, Φ_θ are views of them, valid until the next call."""
+    table, (rot, pos, sub, loc, jr, no_motion, out, _) = rows
+    n = table.n_rows[k]
+    phi, jac = out[0][:n], out[1][:n]
     for b in range(meta.shape[0]):
         _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
-    _ROWS_INTO(table, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False), out)
-    return out[0], out[1]
-
-
-def _residual_buffers_py(meta, n_rows, width):
-    """The buffers of `_loop_residual_into_py` for a loop set of n_rows rows over a joint layout of `width`."""
-    nb = meta.shape[0]
-    no_motion = np.zeros((1, 6))
-    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
-    # sub starts at zero: each body writes only its own columns
-    return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, width)), np.empty((3, 3)), np.empty((3, 3)),
-            no_motion, out)
+    _ROWS_INTO(table, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False),
+               (phi, jac, out[2], out[3], out[4]))
+    return phi, jac
 
 
 def _norm_py(x):
@@ -139,9 +184,9 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     guard = guard_condition >= 0.0
-    a = np.empty((nd, nd))
-    rhs = np.empty((nd, 1))
-    base = np.empty(nd)
+    # `newton_work`'s Newton matrix, factor, step and base point, cut to this loop set (views: no reshape call)
+    matrix, factor, step, point = rows[1][7]
+    a, inverse, rhs, base = matrix[:nd, :nd], factor[:nd, :nd], step[:nd], point[:nd]
     status, iterations = ITERATION_LIMIT, 0
     for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
         if norm <= tolerance and step_norm <= 1e-7:
@@ -197,7 +242,8 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             break
     condition = np.inf
     if not (norm <= tolerance or (loose >= 0.0 and norm <= loose)):
-        return status, iterations, norm, jac, np.full((nd, nd), np.nan), condition
+        inverse[:, :] = np.nan
+        return status, iterations, norm, jac, inverse, condition
     col_a = 0.0
     for j in range(nd):
         sa = 0.0
@@ -205,7 +251,9 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             a[i, j] = jac[i, dep[j]]
             sa += abs(a[i, j])
         col_a = max(col_a, sa)
-    inverse = np.eye(nd)
+    inverse[:, :] = 0.0
+    for i in range(nd):
+        inverse[i, i] = 1.0
     if _lu_solve_into(a, inverse):
         col_i = 0.0
         for j in range(nd):
@@ -231,11 +279,11 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     return CONVERGED, iterations, norm, jac, inverse, condition
 
 
-def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
+def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
     """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
     theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
-    the Newton solve (`_newton_solve_py`) from the second-order prediction of the warm start `warm`
-    (`pipeline.data.LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
+    the Newton solve (`_newton_solve_py`, in the work arrays `work` of `newton_work`) from the second-order
+    prediction of the warm start `warm` (`LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
     warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
     resolver must decide (continuation, the declared initial solution, an error naming the loop)."""
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
@@ -277,7 +325,7 @@ def _loop_newton_py(loops, warm, k, theta, rate, gradient, gamma):
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
     status, _, _, jac, inverse, condition = _NEWTON_SOLVE(
-        (rows, k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
+        ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
         warm_condition if guard else -1.0)
     if status != CONVERGED or not condition < loops.condition_limit:
         for i in range(nd):
@@ -334,39 +382,30 @@ _lu_solve_into, _dependent_part, _norm = _lu_solve_into_py, _dependent_part_py, 
 
 
 def _solve_bindings() -> dict | None:
-    """The compiled callees of `_newton_solve_py` (its residual inlined over the loop kernels), or None."""
-    from biobullet.constraints.loop_kernels import loop_kernels
+    """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
+    kernels) and of `_loop_newton_py`'s rate pass, or None."""
+    from biobullet.algorithms.compiled_kernels import place_body_kernel
+    from biobullet.constraints.loop_kernels import loop_kernels, rows_into_kernel
     kernels = loop_kernels()
     solve = jit.compiled(_lu_solve_into_py, inline=True)
-    if kernels is None or solve is None:
+    place, rows_into = place_body_kernel(), rows_into_kernel()
+    if kernels is None or solve is None or place is None or rows_into is None:
         return None
     return {"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve_into": solve, "_norm": _norm_py,
-            "_RESIDUAL": _loop_residual_py}
+            "_RESIDUAL": _loop_residual_into_py, "_PLACE_BODY": place, "_ROWS_INTO": rows_into}
 
 
-def with_newton_solve(kernel, buffered: bool = False):
+def with_newton_solve(kernel):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
     `_dependent_part` bound, or None: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
-    that reached it (≈ 20 s of CPU per pipeline variant with loops). `buffered`: its residual is
-    `_loop_residual_into_py` (the loop's rows = (rows, `_RESIDUAL_BUFFERS(meta, n_rows, width)`)), inlined."""
-    from biobullet.algorithms.compiled_kernels import place_body_kernel
-    from biobullet.constraints.loop_kernels import rows_into_kernel
+    that reached it (≈ 20 s of CPU per pipeline variant with loops)."""
     callees = _solve_bindings()
-    if callees is None:
+    solve = newton_solve_kernel()
+    if callees is None or solve is None:
         return None
-    bind = {**callees, "_NEWTON_SOLVE": newton_solve_kernel(), "_dependent_part": _dependent_part_py}
-    if buffered:   # the solve's own variant: an inlined callee's IR is taken once, with its first bindings
-        place, rows_into = place_body_kernel(), rows_into_kernel()
-        if place is None or rows_into is None:
-            return None
-        solve = jit.compiled(_newton_solve_py, inline=True, variant="buffered", bind={
-            **callees, "_RESIDUAL": _loop_residual_into_py, "_PLACE_BODY": place, "_ROWS_INTO": rows_into})
-        if solve is None:
-            return None
-        bind.update({"_NEWTON_SOLVE": solve, "_RESIDUAL_BUFFERS": _residual_buffers_py})
-    return jit.compiled(kernel, bind=bind)
+    return jit.compiled(kernel, bind={**callees, "_NEWTON_SOLVE": solve, "_dependent_part": _dependent_part_py})
 
 
 def newton_kernel():
@@ -383,8 +422,8 @@ def newton_solve_kernel():
 
 
 def newton_solve_twin(residual):
-    """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)`: the generic
-    resolver's solve where the loop rows are not compiled (a plug-in loop type, or numba switched off)."""
+    """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)` (rows =
+    (its own first part, `newton_work`'s arrays)): the generic resolver's solve where the loop rows are not
+    compiled (a plug-in loop type, or numba switched off)."""
     return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve_into": _lu_solve_into_py,
                                        "_norm": _norm_py})
-

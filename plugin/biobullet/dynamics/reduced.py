@@ -8,7 +8,6 @@ so dependent joints disappear from the equations. Two interchangeable tree backe
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dposv as _posv
 
 from biobullet.algorithms.crba import crba
 from biobullet.dynamics.formulation import Formulation, register_formulation
@@ -55,25 +54,11 @@ class ReducedFormulation(Formulation):
             return mass, h
         return project(mass, h, gradient)
 
-    def accelerations_from_state(self, model, x, xd, gradient, gamma, generalized) -> np.ndarray:
-        """v̇ from M_r v̇ = Q − h_r given the joint state (x, ẋ, G, γ) of `model.joint_state_view` (G None: identity,
-        γ None: zero): the integrators' hot path, which has that state already (no second coordinate-map
-        evaluation)."""
-        mass, h = mass_matrix_and_bias(model, x, xd, gamma)
-        if gradient is not None:
-            mass, h = project(mass, h, gradient)
-        _, solution, info = _posv(mass, generalized - h)
-        if info != 0:
-            from biobullet.spatial.dense import solve_spd
-            return solve_spd(mass, generalized - h, model.file)   # raises the library's SolverError
-        return solution
-
 
 @register_formulation
 class ReducedRecursiveFormulation(ReducedFormulation):
     name = "reduced_recursive"
     description = "projection through joint functions on biobullet's body-frame recursions (CRBA, RNEA)"
-    accelerations_from_state = None   # the engine goes through mass_and_bias (these recursions)
 
     def tree_mass_matrix(self, model, x):
         return crba(model, x)

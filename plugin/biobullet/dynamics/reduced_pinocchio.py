@@ -99,7 +99,6 @@ def backend(model) -> _Backend:
 class ReducedPinocchioFormulation(ReducedFormulation):
     name = "reduced_pinocchio"
     description = "projection through joint functions on Pinocchio's C++ CRBA/RNEA (fast backend)"
-    accelerations_from_state = None   # the engine goes through mass_and_bias (Pinocchio's)
 
     def tree_mass_matrix(self, model, x):
         return backend(model).mass(x)

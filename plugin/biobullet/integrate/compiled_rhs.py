@@ -10,14 +10,14 @@ The loop stage (`constraints.newton_kernel._loop_newton_py`) starts from the Dat
 call moves to its solution. A call returns None — the generic path then decides, continues, backtracks or raises
 its own clear error — wherever the stage declines (large input change, Newton not contracting at once,
 ill-conditioned loop) or the pipeline does (a zero-length spring, M_r not positive definite, anything not finite).
-Before that the resolvers get the Data's warm start (the generic path continues on the same branch), and the next
-call starts from the generic path's solution. An explicit integrator's trial stages can lie far apart: a declined
+Before that the resolvers are bound to the Data's warm starts (`Data.bind_loops`: the generic path continues on
+the same branch and leaves its solution there for the next call). An explicit integrator's trial stages can lie far apart: a declined
 call is first tried once more from the nearest of the last solutions the stage reached (`_recent`).
 
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass per loop resolver (`_loop_positions_py`: the loop Newton solve `newton_kernel._newton_solve_py` on
 positions from a second-order prediction off the previous sample, rates from its factor Φ_dep⁻¹; about two
-kinematics passes per sample, into buffers allocated once per pass; trajectory output only),
+kinematics passes per sample, in the Data's Newton work arrays; trajectory output only),
 handing a sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are
 evaluated over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops'
 passes as given joints. The same kernel is stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
@@ -31,7 +31,7 @@ from biobullet.core import jit
 from biobullet.integrate.compiled_explicit import CompiledExplicitRHS, explicit_states_batch, plugin_elements
 
 # the compiled callees, bound when the kernels below compile; the Python twins otherwise
-_RHS = _NEWTON = _NEWTON_SOLVE = _RESIDUAL_BUFFERS = None
+_RHS = _NEWTON = _NEWTON_SOLVE = None
 
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
@@ -72,10 +72,10 @@ def loop_rhs_kernel():
 MAX_SAMPLE_STEP = 0.05
 
 
-def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
+def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     """Loop resolver k's dependent joints at samples first … n−1 into θ and θ̇ (theta_all, rate_all: (n, the loop
-    kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`) on
-    the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
+    kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`, in
+    the Data's work arrays `work`) on the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
     curvature. Returns the first sample not done (no convergence, an ill-conditioned Φ_dep, a large step between
     samples or a solution far from its prediction): the caller takes over.
 
@@ -87,8 +87,7 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     dep, known = loops.dep[d0:d1], loops.known[k0:k1]
     nd, nk = d1 - d0, k1 - k0
-    rows = (loops.rows, _RESIDUAL_BUFFERS(loops.meta, nd, theta_all.shape[1]))
-    loop = (rows, k, loops.meta, loops.body, dep, loops.revolute[d0:d1], loops.tolerance[k])
+    loop = ((loops.rows, work), k, loops.meta, loops.body, dep, loops.revolute[d0:d1], loops.tolerance[k])
     current = guess.copy()
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
@@ -142,7 +141,7 @@ def _loop_positions_py(loops, k, theta_all, rate_all, first, guess):
     return n
 
 
-def _loop_states_py(loops, warm, k, theta_all, rate_all, first):
+def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first):
     """Loop resolver k's dependent joints at samples first … n−1 (as `_loop_positions_py`) by the loop stage's
     Newton warm-started from `warm` (a Data's LoopWarm, moved along from sample to sample). Returns the first
     sample not done (the stage declined there: the generic path takes that sample)."""
@@ -150,14 +149,14 @@ def _loop_states_py(loops, warm, k, theta_all, rate_all, first):
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
     for s in range(first, n):
-        if _NEWTON(loops, warm, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
+        if _NEWTON(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
             return s
     return n
 
 
 def _positions_kernel():
     from biobullet.constraints.newton_kernel import with_newton_solve
-    return with_newton_solve(_loop_positions_py, buffered=True)
+    return with_newton_solve(_loop_positions_py)
 
 
 def _states_kernel():
@@ -181,6 +180,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
             else np.zeros(0, dtype=np.int64)
         self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver)
         self._warm = self._data.arrays.loop_warm
+        self._data.bind_loops(model)   # the run's warm starts from its first solve (the initial state) on
         self._recent: list[np.ndarray] = []   # the last few warm starts the stage reached (`_retry`)
         # where the first resolver's known joints sit in y (the retry's distance), when all of them are there
         independent = list(model.coordinate_map.independent)
@@ -223,25 +223,28 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         return path if path._kernel is not None else None
 
     # ------------------------------------------------------------------ warm starts
-    def ready(self) -> bool:
-        """The Data's warm starts set (from the resolvers' caches where not: `Data.seed_loops`), and their Newton
-        acceptance the resolvers' (`implicit.newton_tolerance` loosens it while an integration runs)."""
+    def ready(self, t: float | None = None, y: np.ndarray | None = None) -> bool:
+        """The Data's warm starts set (where not, the generic resolvers solve state y into them first,
+        `Data.start_loops`; without a state the generic path serves), and their Newton acceptance the resolvers'
+        (`implicit.newton_tolerance` loosens it while an integration runs)."""
         warm = self._warm
-        if not warm.valid.all() and not self._data.seed_loops(self._model):
-            return False
+        if not warm.valid.all():
+            if y is None or not self._data.start_loops(self._model, y[:self._nq], y[self._nq:self._nq + self._nv],
+                                                        float(t)):
+                self.hand_over()
+                return False
         for k, r in enumerate(self.resolvers):
             warm.loose[k] = -1.0 if r.accept_residual is None else r.accept_residual
         return True
 
     def hand_over(self) -> None:
-        """Before the generic path evaluates: the resolvers continue from the Data's warm start, and the next
-        compiled call from the generic path's solution."""
-        self._data.hand_loops_to(self._model)
-        self._warm.valid[:] = 0.0
+        """Before the generic path evaluates: the resolvers continue from the Data's warm start and leave their
+        solution there for the next compiled call (`Data.bind_loops`)."""
+        self._data.bind_loops(self._model)
 
     def forget_loops(self) -> None:
-        """Drop the run's loop warm starts (after a failure at a singular point: the next call starts from the
-        resolvers' caches, which `LoopResolver.rewind` moves back to the first solution)."""
+        """Drop the run's loop warm starts (after a failure at a singular point: `LoopResolver.rewind` then moves
+        them back to the first solution)."""
         self._warm.valid[:] = 0.0
         self._recent.clear()
 
@@ -252,7 +255,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         recent.append(self._warm.values.copy())
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
-        if not self.ready():
+        if not self.ready(t, y):
             return None
         out = self._evaluate(t, y)
         if out is None:
@@ -370,6 +373,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         n = theta_all.shape[0]
         dep = loops.dep[loops.dep_start[k]:loops.dep_start[k + 1]]
         positions, states = _positions_kernel(), _states_kernel()
+        work = self._data.arrays.loop_work
         start, guess = first, first_guess[dep - o]
 
         def generic(s: int) -> None:
@@ -378,11 +382,11 @@ class CompiledReducedRHS(CompiledExplicitRHS):
 
         while start < n:
             if positions is not None and n - start > 1:
-                start = positions(loops, k, theta_all, rate_all, start, np.array(guess, dtype=float))
+                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float))
                 if start >= n:
                     break
             if states is not None and self.ready():   # from the warm start (branch-safe continuation limits)
-                start = states(loops, self._warm, k, theta_all, rate_all, start)
+                start = states(loops, self._warm, work, k, theta_all, rate_all, start)
             if start < n:
                 generic(start)
                 guess = theta_all[start, dep]

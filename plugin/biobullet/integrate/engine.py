@@ -12,12 +12,13 @@ The quaternion is renormalised before every evaluation and on output (the ODE ke
 integration tolerance).
 
 Right-hand sides. A "reduced" run calls the pipeline (`integrate/compiled_explicit.py`,
-`integrate/compiled_rhs.py`: one compiled `pipeline.stages.rhs_py` per call). `System._rhs` is the callback
-stage beside it: the coordinate map in Python (`Model.joint_state_view`: loop continuation, plug-in joint
-functions without compiled jets), the force elements' Python `generalized_force` (plug-in elements and contact
-laws without kernels, muscles on a loop model), then the tree kernel (`algorithms.vectorized.mass_matrix_and_bias`)
-and the solve — for the calls the compiled right-hand side hands over, the model kinds it does not cover, and the
-check formulations asked for by name (`trajectory.meta["right_hand_side"]` says which served and why).
+`integrate/compiled_rhs.py`: one compiled `pipeline.stages.rhs_py` per call). `System._rhs` enters the same
+pipeline through its callback stages: the coordinate map in Python (`Model.joint_state_view`: loop continuation,
+plug-in joint functions without compiled jets), the force elements' Python `generalized_force` (plug-in elements
+and contact laws without kernels, muscles on a loop model), then the pipeline's M, h and solve on that joint state
+(`pipeline.data.Data.forward_at_state`) — for the calls the compiled right-hand side hands over and the model kinds
+it does not cover; a check formulation asked for by name gives M and h (or v̇) of the callback's state itself
+(`trajectory.meta["right_hand_side"]` says which served and why).
 """
 from __future__ import annotations
 
@@ -92,9 +93,16 @@ class System:
         # energy-rate components: only the elements that can contribute (no actuators and no damping → 0 W)
         self._inputs, self._dissipators = _power_elements(self.elements)
         self.size = self.n_pos + self.n_vel + n_shadow + self.n_muscle + 2
-        self._fused = None
+        # the reduced formulation's M, h and solve: the pipeline's kernels on the callback stage's joint state
+        # (`Data.forward_at_state`); a check formulation chosen by name gives v̇ from the same state itself
+        self._state_data = None
+        self._from_state = None
         if not self.joint_space:
-            self._fused = getattr(self.method, "accelerations_from_state", None)
+            if self.formulation == "reduced":
+                from biobullet.pipeline.data import state_workspace
+                self._state_data = state_workspace(model)
+            else:
+                self._from_state = getattr(self.method, "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
         # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
         self._compiled = None
@@ -205,9 +213,12 @@ class System:
             tau = applied_forces(model, x, xd, t, self.elements)
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
-            if self._fused is not None:   # one coordinate-map evaluation per right-hand side
-                accel = self._fused(model, x, xd, gradient, gamma, generalized)
-            else:
+            accel = None   # one coordinate-map evaluation per right-hand side: M, h and the solve take its state
+            if self._state_data is not None:
+                accel = self._state_data.forward_at_state(model, (x, xd, gradient, gamma), generalized)
+            elif self._from_state is not None:
+                accel = self._from_state(model, x, xd, gradient, gamma, generalized)
+            if accel is None:   # (the pipeline declined: M_r not positive definite, no numba; the formulation says why)
                 accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
         power_in = float(sum(e.input_power(model, x, xd, t) for e in self._inputs)) if self._inputs else 0.0
         power_in += muscle_power

@@ -7,10 +7,11 @@
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
   compiled model and the arrays as one `pipeline.workspace.WorkspaceRef`, built with it;
-- the loop stage's warm starts (`LoopWarm`, `arrays.loop_warm`): per loop resolver the last solution, its
-  sensitivity, condition and curvature — a cache for speed and branch continuity, per workspace (a run, a bridge,
-  the model's own calls each continue their own branch). Before a resolver's first solve, or after the stage
-  declined, the generic resolver solves (continuation, clear errors) and `seed_loops` takes its solution.
+- the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
+  the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
+  workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
+  arrays (`arrays.loop_work`). Before a resolver's first solve, or where the stage declined, the generic resolvers
+  solve (continuation, clear errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
 One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
 own): the kernels write into it.
 """
@@ -20,8 +21,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from biobullet.constraints.newton_kernel import LoopWarm, loop_warm, newton_work
 from biobullet.core import jit
-from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel
+from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
 from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
 _FLOAT = np.dtype(float)
@@ -53,41 +55,6 @@ def _strided(vector: np.ndarray) -> np.ndarray:
     return copy
 
 
-class LoopWarm(NamedTuple):
-    """The loop stage's warm starts (module docstring), views of one buffer `values` (a snapshot is one copy):
-    per resolver k of the compiled model's LoopTable, its known and dependent slices (`known0`, `u0`, `anchor`;
-    `dep0`, `h0`), its sensitivity entries, and one entry of `condition` (cond₁ Φ_dep), `loose` (residual accepted
-    while an integration runs, −1: converge to round-off), `valid`, `curved`, `anchored` (1.0 / 0.0)."""
-
-    values: np.ndarray
-    known0: np.ndarray
-    dep0: np.ndarray
-    sensitivity: np.ndarray
-    u0: np.ndarray
-    h0: np.ndarray
-    anchor: np.ndarray
-    condition: np.ndarray
-    loose: np.ndarray
-    valid: np.ndarray
-    curved: np.ndarray
-    anchored: np.ndarray
-
-
-def loop_warm(loops) -> LoopWarm:
-    """Empty warm starts for a LoopTable (`pipeline.compiled_model`)."""
-    n_known, n_dep = int(loops.known_start[-1]), int(loops.dep_start[-1])
-    n_resolvers = loops.dep_start.shape[0] - 1
-    sizes = (n_known, n_dep, int(loops.sensitivity_start[-1]), n_known, n_dep, n_known, *(n_resolvers,) * 5)
-    values = np.zeros(sum(sizes))
-    views, start = [], 0
-    for size in sizes:
-        views.append(values[start:start + size])
-        start += size
-    warm = LoopWarm(values, *views)
-    warm.loose[:] = -1.0
-    return warm
-
-
 class DataArrays(NamedTuple):
     """The pipeline's buffers (module docstring); sizes from the compiled model."""
 
@@ -100,17 +67,20 @@ class DataArrays(NamedTuple):
     low: np.ndarray          # (nv, nv) Cholesky factor
     power: np.ndarray        # (2,) input and dissipated power of the force stage
     loop_warm: LoopWarm      # the loop stage's warm starts
+    loop_work: tuple         # the loop Newton solve's work arrays (`constraints.newton_kernel.newton_work`)
 
 
 class Data:
     """The workspace of one compiled model (module docstring)."""
 
     def __init__(self, compiled: CompiledModel) -> None:
-        nv, n_tangent = compiled.nv, compiled.n_tangent
+        nv, n_tangent, loops = compiled.nv, compiled.n_tangent, compiled.loops
         self.compiled = compiled
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
-                                 np.zeros(2), loop_warm(compiled.loops))
+                                 np.zeros(2), loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start),
+                                 newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
+                                             compiled.n_config - loops.view_start))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
@@ -122,51 +92,25 @@ class Data:
         self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
         # the public calls then go to the entry without `_call`
         self._seeded = False   # every loop warm start valid (as `_call` last set or cleared them)
+        self._identity = np.eye(n_tangent, nv)
+        self._no_q = np.zeros(compiled.nq)
 
-    def seed_loops(self, model) -> bool:
-        """Take each loop resolver's cached solution (`LoopResolver.warm_start`) where this workspace has none;
-        True when every resolver's warm start is set."""
-        from biobullet.constraints.implicit import LoopResolver
-        loops, warm = self.compiled.loops, self.arrays.loop_warm
-        resolvers = [r for r in model.coordinate_map.resolvers if type(r) is LoopResolver]
-        for k, resolver in enumerate(resolvers):
-            if warm.valid[k]:
-                continue
-            cached = resolver.warm_start()
-            if cached is None:
-                return False
-            known, dep, sensitivity, condition, curvature, anchor = cached
-            k0, k1 = loops.known_start[k], loops.known_start[k + 1]
-            d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
-            s0 = loops.sensitivity_start[k]
-            warm.known0[k0:k1], warm.dep0[d0:d1] = known, dep
-            warm.sensitivity[s0:s0 + (d1 - d0) * (k1 - k0)] = np.asarray(sensitivity).reshape(-1)
-            warm.condition[k] = condition
-            warm.curved[k] = 0.0 if curvature is None else 1.0
-            if curvature is not None:
-                warm.u0[k0:k1], warm.h0[d0:d1] = curvature
-            warm.anchored[k] = 0.0 if anchor is None else 1.0
-            if anchor is not None:
-                warm.anchor[k0:k1] = anchor
-            warm.valid[k] = 1.0
-        return True
+    def bind_loops(self, model) -> None:
+        """The model's loop resolvers read and write this workspace's warm starts: the generic path continues from
+        the branch the loop stage is on, and the stage from the generic path's solution."""
+        from biobullet.constraints.implicit import loop_resolvers
+        for k, resolver in enumerate(loop_resolvers(model)):
+            resolver.use_warm(self.arrays.loop_warm, k)
 
-    def hand_loops_to(self, model) -> None:
-        """Give every loop resolver this workspace's warm start (the generic path then continues from the branch
-        the loop stage is on)."""
-        from biobullet.constraints.implicit import LoopResolver
-        loops, warm = self.compiled.loops, self.arrays.loop_warm
-        resolvers = [r for r in model.coordinate_map.resolvers if type(r) is LoopResolver]
-        for k, resolver in enumerate(resolvers):
-            if not warm.valid[k]:
-                continue
-            k0, k1 = loops.known_start[k], loops.known_start[k + 1]
-            d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
-            s0 = loops.sensitivity_start[k]
-            curvature = (warm.u0[k0:k1].copy(), warm.h0[d0:d1].copy()) if warm.curved[k] else None
-            resolver.set_warm_start(warm.known0[k0:k1].copy(), warm.dep0[d0:d1].copy(),
-                                    warm.sensitivity[s0:s0 + (d1 - d0) * (k1 - k0)].reshape(d1 - d0, k1 - k0).copy(),
-                                    float(warm.condition[k]), curvature)
+    def start_loops(self, model, q, v, t: float) -> bool:
+        """No warm start yet: the generic resolvers solve this state into this workspace's record (continuation
+        from the model's first solution, clear errors); True when every loop resolver's warm start is set."""
+        self.bind_loops(model)
+        try:
+            model.joint_state_view(q, v, t)
+        except Exception:   # (the generic path the caller falls back to reports it)
+            return False
+        return bool(self.arrays.loop_warm.valid.all())
 
     def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
         """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call), or None
@@ -198,6 +142,29 @@ class Data:
         arrays.gamma[:] = 0.0 if gamma is None else gamma
         return True
 
+    def forward_at_state(self, model, state: tuple, tau: np.ndarray) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv) at a joint state (x, ẋ, G, γ) the caller's callback stage computed
+        (`Model.joint_state_view`: G None = identity, γ None = zero): the pipeline's M, h and solve, into a new
+        array; None: declined. Only on a `state_workspace`."""
+        x, xd, gradient, gamma = state
+        arrays = self.arrays
+        arrays.x[:] = x
+        arrays.xd[:] = xd
+        if gradient is None:
+            arrays.gradient[:, :] = self._identity
+        else:
+            arrays.gradient[:, :] = gradient
+        arrays.gamma[:] = 0.0 if gamma is None else gamma
+        tau = _vector(tau, self.compiled.nv)
+        if tau is None:
+            return None
+        out = np.empty(self.compiled.nv)
+        args = (self._no_q, self.zero_velocity, tau, 0.0, ACCELERATION, out, _NO_MATRIX)
+        entry = self._forward or self._entry(*args)
+        if entry is None:
+            return None
+        return out if entry(self._workspace, *args) == 0 else None
+
     def _call(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
         """The callback stage if the model needs it, then one call of the forward kernel's direct entry; False:
         declined. (q, v, τ float64 vectors of their sizes, t a float, the outputs C-contiguous float64 arrays of
@@ -205,17 +172,16 @@ class Data:
         if self._callback and not self._callback_state(model, q, v, t):
             return False
         if self._loops and not self._seeded:
-            self._seeded = self.seed_loops(model)
+            self._seeded = bool(self.arrays.loop_warm.valid.all()) or self.start_loops(model, q, v, t)
             if not self._seeded:
-                return False   # no solution to start from yet: the generic path solves (and the next call seeds)
+                return False   # no solution to start from: the generic path solves (the next call starts from it)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
         if entry is None:
             return False
         if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
             return True
-        if self._loops:   # the generic path continues from this branch; the next call starts from its solution
-            self.hand_loops_to(model)
-            self.arrays.loop_warm.valid[:] = 0.0
+        if self._loops:   # the generic path continues from this branch; the next call from its solution
+            self.bind_loops(model)
             self._seeded = False
         return False
 
@@ -279,3 +245,12 @@ class Data:
         if self._direct:
             return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
         return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None
+
+
+def state_workspace(model) -> Data:
+    """A workspace whose pipeline takes the joint state from its caller (`Data.forward_at_state`: the callback
+    stage), for the model's compiled arrays: the joint-state stage is off (CALLBACK_STATE, no loop or
+    joint-function rows), so the forward kernel is the plain variant every model shares."""
+    compiled = model.compiled
+    return Data(compiled._replace(state_stage=CALLBACK_STATE, jets_table=compiled.jets_table[:0],
+                                  loops=empty_loop_table(len(model.bodies), compiled.n_tangent)))

@@ -4,7 +4,7 @@ taking the compiled model and the data workspace as structured arguments:
     joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
                     joint-function table's jets (`model.joint_jets._explicit_jets_py`) and the loop resolvers'
                     Newton solves (`constraints.newton_kernel._loop_newton_py`, warm-started from
-                    data.loop_warm) in the coordinate map's order                       `joint_state_stage_py`
+                    data.loop_warm, in data.loop_work) in the map's order                       `joint_state_stage_py`
                     (a model whose map needs Python — loop types without compiled rows, joint functions without
                     compiled jets — fills data.x … data.gamma from `Model.joint_state_view` before the call: the
                     callback stage)
@@ -170,7 +170,7 @@ def joint_state_stage_py(model, data, q, v, t):
             if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
                      data.x, data.xd, data.gradient, data.gamma) != 0:
                 return 1
-        elif _NEWTON(loops, data.loop_warm, a, view, data.xd, data.gradient, data.gamma) != 0:
+        elif _NEWTON(loops, data.loop_warm, data.loop_work, a, view, data.xd, data.gradient, data.gamma) != 0:
             return 1
     return 0
 

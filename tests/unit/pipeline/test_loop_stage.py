@@ -4,9 +4,9 @@ behind the public calls of closed-loop models, against Pinocchio's constraint dy
 Random spatial chains closed by a `point` loop (3 + 3 joints) or a `revolute` loop (4 + 4 joints), nearby states
 assembled consistently: the Data's forward call (the compiled loop stage, not the callback or the generic path — it must not
 decline) gives v̇ whose tree accelerations G v̇ + γ are Pinocchio's (`constraintDynamics`) to 1e-8 of their size, and
-M_r, h_r by the same stage give the same v̇. A Data starts from the generic resolver's solution and then continues
-on its own warm start; a large jump of the inputs hands the call to the generic path (continuation), which reports
-nothing wrong and after which the stage resumes.
+M_r, h_r by the same stage give the same v̇. A Data starts from the generic resolver's solution, written into its own warm start (one record),
+and continues from there; a large jump of the inputs hands the call to the generic path (continuation), which
+solves into the same record, after which the stage resumes.
 """
 from __future__ import annotations
 
@@ -42,10 +42,11 @@ def test_public_calls_of_loop_models_run_the_loop_stage_and_match_pinocchio(tmp_
         expected, _ = oracle.accelerations(x, xd, tau)
         scale = np.max(np.abs(expected))
         q, v = x[independent], xd[independent]
-        if k == 0:   # a fresh Data has no warm start: the generic path solves first, then the Data seeds from it
+        if k == 0:   # a fresh Data has no warm start: the generic path solves first, into the Data's record
             assert not warm.valid.any()
+            data.bind_loops(model)
             model.joint_state(q, v)
-            assert data.seed_loops(model) and warm.valid.all()
+            assert warm.valid.all()
         # the generalized force of τ: Gᵀ τ (G from the compiled stage itself: ∂x/∂q at this state)
         gradient = _stage_gradient(data, model, q, v)
         accel = data.forward(model, q, v, gradient.T @ tau, 0.0, np.empty(model.nv))
@@ -75,8 +76,11 @@ def test_a_jump_goes_to_the_generic_path_and_the_stage_resumes(tmp_path):
     assert data.forward(model, q0, v0) is not None
     far = q0 + 0.6   # beyond the stage's no-continuation radius: the generic resolver's continuation decides
     assert data.forward(model, far, v0) is None
-    assert not data.arrays.loop_warm.valid.any()   # the next call starts from the generic path's solution
     generic = model.forward_dynamics(far, v0, formulation="reduced")
+    # the generic path solved into the Data's warm start (one record): it now starts from `far`
+    independent = list(model.coordinate_map.independent)
+    in_q = [model.base_nq + independent.index(j - model.base_nv) for j in model.compiled.loops.known]
+    np.testing.assert_array_equal(data.arrays.loop_warm.known0, far[in_q])
     again = data.forward(model, far, v0, None, 0.0, np.empty(model.nv))
     assert again is not None
     np.testing.assert_allclose(again, generic, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(generic))))
