@@ -147,14 +147,15 @@ def _stops_only(system):
 def _random_states(system, rng, count, slots=()):
     """States near the initial one (positions ± 0.3, rates ± 0.3 normal), with the stopped independent joints
     clipped 5 mrad inside their limits."""
-    independent = list(system.model.coordinate_map.independent)
+    independent = list(system.model.coordinate_map.independent)   # joint indices (x index − base_nq)
+    base = system.model.base_nq
     y0 = system.initial_vector(None, 0.0)
     for _ in range(count):
         y = y0.copy()
         y[:system.n_pos + system.n_vel] += rng.normal(scale=0.3, size=system.n_pos + system.n_vel)
         for i, lower, upper in slots:
-            if i in independent:
-                k = independent.index(i)
+            if i - base in independent:
+                k = base + independent.index(i - base)
                 y[k] = np.clip(y[k], -np.inf if lower is None else lower + 5e-3,
                                np.inf if upper is None else upper - 5e-3)
         yield float(rng.uniform(0.0, 1.0)), normalized(system, y)
