@@ -14,6 +14,8 @@ numpy methods.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 
 import numpy as np
 import pytest
@@ -42,7 +44,7 @@ def test_bundled_model_with_its_study_elements_is_compiled(model):
     assert type(system._compiled) is CompiledReducedRHS
     assert {type(e) for e in system.elements} >= {JointContactStop, JointSpringReference}
     tree = PinocchioTree(model)
-    law = prosthesis_forces(tree, PATH.read_text())
+    law = prosthesis_forces(tree, Path(PATH).read_text())
     knee_b = model.joint_names.index("knee_B")
     rng = np.random.default_rng(23)
     engaged = checked = 0
@@ -133,6 +135,6 @@ def test_short_run_obeys_the_laws(model):
     assert run.energy["dissipated"][-1] > 0.1
     system = System(model, "reduced")
     tree = PinocchioTree(model)
-    law = prosthesis_forces(tree, PATH.read_text())
+    law = prosthesis_forces(tree, Path(PATH).read_text())
     for t, y in states_of(system, run, (2, 5, 8)):
         assert_dalembert(system, tree, t, y, system.rhs(t, y), law)

@@ -97,7 +97,7 @@ def test_trajectory_output_keeps_the_loops_closed(name, t_end, initial, control)
     `_loop_positions_py`, second-order prediction, rates from the last Jacobian): at every sample the loop points
     coincide to 1e-10 m and move together to 1e-9 of the largest rate (Pinocchio's point kinematics; the Newton
     tolerance is far below both)."""
-    model = biobullet.load_model(ROOT / name)
+    model = biobullet.load_model(ROOT / "urdf" / name)
     trajectory = biobullet.simulate(model, t_end, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
                                     error_control=control)
     assert len(trajectory.t) == 1001
