@@ -4,7 +4,7 @@ what it opens: the pipeline's loop stage (`constraints.newton_kernel`) and the c
 
 Checked against independent references: `RevoluteLoop.rows` (the per-loop numpy reference, through
 `loops._per_loop_terms`) at 60 random states, the bias also against central differences of Φ_x ẋ and the Jacobian
-against central differences of Φ; a whole passive run against energy conservation and the generic run. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
+against central differences of Φ; a whole passive run against energy conservation. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
 skew hinge axis (tests/closed_chains.py), and the same chain with the four-bar knee of urdf/fourbar_knee.urdf
 (a planar loop) on a second branch of the same root — one loop resolver holding a revolute and a planar loop."""
 from __future__ import annotations
@@ -124,10 +124,10 @@ def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_passive_run_agrees_with_the_generic_path_and_conserves_energy(tmp_path, name):
+def test_passive_run_conserves_energy(tmp_path, name):
     """No damping, no actuation: T + V_gravity is constant; DOP853 at rtol 1e-10 keeps it to the integration
     tolerance on the compiled path (an independent check of the revolute rows' G and γ: a wrong bias term drifts
-    it), which serves the whole run and agrees with the generic run. With numba off: the generic path alone."""
+    it), which serves the whole run. With numba off: the generic path alone."""
     build, initial = MODELS[name]
     model = build(tmp_path)
     kw = {"rtol": 1e-10, "atol": 1e-12, "initial": _initial(model, initial), "progress": False,
@@ -144,11 +144,6 @@ def test_passive_run_agrees_with_the_generic_path_and_conserves_energy(tmp_path,
         return
     served = fast.meta["right_hand_side"]
     assert served["path"] == "compiled loop map" and served["generic_calls"] == 0, served
-    slow = biobullet.simulate(model, T_RUN, compiled=False, **kw)
-    assert slow.meta["status"] == "finished" and slow.meta["right_hand_side"]["path"] == "generic"
-    # the same equations to round-off, integrated at rtol 1e-10: the runs differ by the integrator's error growth
-    np.testing.assert_allclose(fast.positions, slow.positions, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(fast.velocities, slow.velocities, rtol=0, atol=1e-7)
 
 
 @compiled_only

@@ -1,11 +1,12 @@
 """The compiled loop right-hand side (integrate/compiled_rhs.py `CompiledReducedRHS`) on coordinate maps of
 several stages — two loops, a loop whose known joint is an explicit function's output, functions that take a
 loop-dependent joint as input, and the bundled prosthesis (four Fourier/expression drivers before its four-bar
-loop, a damped spring, two ground contacts) — against the generic path (`System._checked_rhs`: the
-`CoordinateMap`'s resolvers one by one, force elements, tree dynamics, projection as separate calls).
+loop, a damped spring, two ground contacts) — checked against physics (`rhs_oracles`):
 
-Whole runs must agree within the integration tolerance, handovers go to the generic path, and the trajectory
-output's batch pass equals the per-sample path."""
+- whole runs are served by the compiled call (few hand-overs), and at states of the run ẏ satisfies d'Alembert's
+  principle with Pinocchio's inverse dynamics and the forces written out in the test (the prosthesis's contacts
+  not acting in its first 20 ms); its loops are closed (Pinocchio);
+- an expression outside its domain hands over; the trajectory output keeps every loop closed."""
 from __future__ import annotations
 
 import re
@@ -15,10 +16,11 @@ import biobullet
 import numpy as np
 import pytest
 from biobullet.core import jit
-from biobullet.integrate import compiled_rhs
 from biobullet.integrate.compiled_stepper import CompiledSteps
 from biobullet.integrate.engine import System
 from multiloop_models import ROOT, count_compiled_calls, driven_knee, two_knees
+from rhs_oracles import (PinocchioTree, assert_dalembert, assert_trajectory_closed, loop_closure,
+                         prosthesis_forces, spring_force, states_of)
 
 pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
@@ -45,22 +47,44 @@ def _stages(model) -> list[str]:
     return [type(r).__name__ for r in model.coordinate_map.resolvers]
 
 
+def _law(name: str, model, tree):
+    """The files' force elements written out (multiloop_models): two knees — the damped spring thigh_1 → shank_1
+    (k 300 N/m, L₀ 0.12 m, c 2 N s/m) and the joint spring-damper at hip_2 (5 N m/rad, rest 0.2, 0.1 N m s);
+    the driven knee — the damped spring thigh → foot (k 300, L₀ 0.3, c 2); the prosthesis — its damper, with
+    the heel and toe contacts not acting (`rhs_oracles.prosthesis_forces`)."""
+    from biobullet.forces.base import joint_indices
+    if name == "prosthesis":
+        return prosthesis_forces(tree, Path(model.file).read_text())
+    if name == "two knees":
+        i, k = joint_indices(model, "hip_2", None)
+
+        def force(x, xd, t):
+            tau = spring_force(tree, x, xd, ("thigh_1", [-0.01, 0.0, -0.05]), ("shank_1", [0.03, 0.0, -0.1]),
+                               300.0, 0.12, 2.0)
+            tau[k] += -5.0 * (x[i] - 0.2) - 0.1 * xd[k]
+            return tau
+        return force
+    return lambda x, xd, t: spring_force(tree, x, xd, ("thigh", [-0.01, 0.0, -0.05]), ("foot", [0.03, 0.0, 0.0]),
+                                         300.0, 0.3, 2.0)
+
+
 @pytest.mark.parametrize("name", list(MODELS))
-def test_whole_runs_agree_with_the_generic_path(tmp_path, name, monkeypatch):
+def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name, monkeypatch):
     build, initial, t_end = MODELS[name]
     model = biobullet.load_model(build(tmp_path))
-    kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, t_end, 51)}
+    kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, t_end, 11)}
     calls = count_compiled_calls(monkeypatch)
-    # every evaluation through `__call__` (the compiled stepper, which calls the kernel inside numba, has its own
-    # comparison with the generic path in test_compiled_stepper.py)
+    # every evaluation through `__call__` (the compiled stepper calls the kernel inside numba: test_compiled_stepper)
     monkeypatch.setattr(CompiledSteps, "for_rhs", classmethod(lambda cls, rhs: None))
-    fast = biobullet.simulate(model, t_end, **kw)
-    slow = biobullet.simulate(model, t_end, compiled=False, **kw)
+    run = biobullet.simulate(model, t_end, **kw)
     assert calls["compiled"] > 20 and calls["handed over"] <= 0.1 * calls["compiled"], calls
-    assert fast.meta["status"] == slow.meta["status"] == "finished"
-    # the same equations to round-off, integrated at rtol 1e-9: the runs differ by the integrator's error growth
-    np.testing.assert_allclose(fast.positions, slow.positions, rtol=0, atol=1e-7)
-    np.testing.assert_allclose(fast.velocities, slow.velocities, rtol=0, atol=1e-6)
+    assert run.meta["status"] == "finished"
+    tree = PinocchioTree(model)
+    assert max(loop_closure(tree, x) for x in run.positions) <= 1e-10
+    system = System(model, None)
+    law = _law(name, model, tree)
+    for t, y in states_of(system, run, (3, 7, 10)):
+        assert_dalembert(system, tree, t, y, system.rhs(t, y), law)
 
 
 def test_hands_over_where_a_function_stage_would(tmp_path):
@@ -93,16 +117,13 @@ def test_only_library_functions(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("control", ["state", "joints"])
 @pytest.mark.parametrize("name", ["driven knee", "functions after the loop"])
-def test_trajectory_batch_equals_the_per_sample_path(tmp_path, name, control, monkeypatch):
-    """The 1,001-sample trajectory of a loop mixed with functions: the functions before the loop vectorised over
-    samples, the loop-dependent joints in one compiled Newton pass, the functions after it vectorised — equal to
-    the per-sample generic path (`CoordinateMap.evaluate` resolver by resolver) to round-off."""
-    from trajectory_batch import assert_same_states, batch_and_per_sample
+def test_trajectory_output_keeps_the_loops_closed(tmp_path, name, control):
+    """The 1,001-sample trajectory of a loop mixed with functions (the functions before the loop vectorised over
+    samples, the loop-dependent joints in one compiled Newton pass, the functions after it vectorised): every
+    sample's loop closed in position and velocity (Pinocchio's point kinematics)."""
     build, initial, _ = MODELS[name]
     model = biobullet.load_model(build(tmp_path))
     trajectory = biobullet.simulate(model, 1.0, rtol=1e-8, atol=1e-11, initial=initial, progress=False,
                                     error_control=control)
     assert len(trajectory.t) == 1001
-    fast, slow, generic = batch_and_per_sample(model, trajectory, control, monkeypatch)
-    assert len(generic) <= 1, f"{len(generic)} samples on the generic path"
-    assert_same_states(fast, slow)
+    assert_trajectory_closed(PinocchioTree(model), trajectory)

@@ -4,12 +4,12 @@ time-dependent drive torque) and a Cartesian one (a damped spring from a point o
 which reads the tree kinematics the kernel is handed) — on a chain (`CompiledExplicitRHS`) and on a four-bar knee
 (`CompiledReducedRHS`, loop map).
 
-Reference: the generic path (`System._checked_rhs`), where the same elements act through their numpy methods
-(`generalized_force` with the library's frame Jacobians, `input_power`, `dissipated_power`): ẏ — accelerations,
-input and dissipated power — must agree to 1e-12 relative at random states, with one, the other or both elements
-(kernels of different types chained in one call); a kernel's non-zero status must hand the state to the generic
-path; whole runs compiled and generic must agree within the integration tolerance, and the compiled run's energy
-balance T + V − W + D (V from the elements' own `potential_energy`) must close.
+Reference: the elements' documented laws written out in the test (`_joint_law`, `_anchor_law`: the anchor's point
+and Jacobian from Pinocchio), not the elements' own methods. ẏ at random states satisfies d'Alembert's principle
+with Pinocchio's inverse dynamics and those laws (`rhs_oracles`), and its input and dissipated power entries equal
+the laws' powers (1e-12 relative), with one, the other or both elements (kernels of different types chained in one
+call), on a chain and on the four-bar knee's loop map; a kernel's non-zero status hands the state over and the
+result still obeys the law; a run's energy balance T + V − W + D closes.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from multiloop_models import driven_knee
+from rhs_oracles import PinocchioTree, assert_dalembert, spring_force
 
 pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
@@ -186,53 +187,107 @@ def _chain(directory: Path, elements: str = "") -> Path:
     return path
 
 
+def _joint_law(model, joint: str, amplitude: float = 0.7):
+    """`joint_spring`'s law: τ = −2.5 sin(θ − 0.3) − 0.4 θ̇|θ̇| + a cos(5 t); input a cos(5 t) θ̇, dissipated
+    0.4 |θ̇|³ — (τ, input power, dissipated power) of (x, ẋ, t)."""
+    from biobullet.forces.base import joint_indices
+    i, k = joint_indices(model, joint, None)
+
+    def law(x, xd, t):
+        tau = np.zeros(len(xd))
+        drive = amplitude * math.cos(5.0 * t)
+        tau[k] = -2.5 * math.sin(x[i] - 0.3) - 0.4 * xd[k] * abs(xd[k]) + drive
+        return tau, drive * xd[k], 0.4 * abs(xd[k]) ** 3
+    return law
+
+
+def _anchor_law(tree, link: str, stiffness: float = 60.0):
+    """`anchor`'s law: F = −k (p − (0.2, 0.05, −0.5)) − 1.5 v at the point (0.03, 0.01, −0.12) of `link`,
+    τ = J_pᵀ F (Pinocchio's point and Jacobian); dissipated 1.5 |v|²."""
+    def law(x, xd, t):
+        p, jac = tree.point(x, link, [0.03, 0.01, -0.12])
+        v = jac @ xd
+        return jac.T @ (-stiffness * (p - np.array([0.2, 0.05, -0.5])) - 1.5 * v), 0.0, 1.5 * float(v @ v)
+    return law
+
+
+def _j1_spring_law(model):
+    """The file's `<joint_spring joint="j1" stiffness="3" rest="0.1" damping="0.05"/>`."""
+    from biobullet.forces.base import joint_indices
+    i, k = joint_indices(model, "j1", None)
+
+    def law(x, xd, t):
+        tau = np.zeros(len(xd))
+        tau[k] = -3.0 * (x[i] - 0.1) - 0.05 * xd[k]
+        return tau, 0.0, 0.05 * xd[k] ** 2
+    return law
+
+
+def _assert_laws(system, tree, t, y, ydot, laws) -> float:
+    """ẏ obeys the laws: d'Alembert with Σ τ, and ẏ's power entries = Σ input, Σ dissipated (1e-12 relative:
+    the same sums in another order). Returns the dissipated power."""
+    def force(x, xd, s):
+        return sum(law(x, xd, s)[0] for law in laws)
+    assert_dalembert(system, tree, t, y, ydot, force)
+    x, xd = system.tree_state(t, y)
+    powers = np.sum([law(x, xd, t)[1:] for law in laws], axis=0)
+    np.testing.assert_allclose(ydot[-2:], powers, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(powers).max()))
+    return float(powers[1])
+
+
 def _random_states(system, model, rng, n, scale=0.4):
+    """States near the initial one; the prismatic j4 (URDF limit stop at ±1 m) kept inside its limits."""
+    from biobullet.forces.base import joint_indices
+    i4 = joint_indices(model, "j4", None)[0]
     y0 = system.initial_vector(None, 0.0)
     for _ in range(n):
         y = y0.copy()
         y[:system.n_pos + system.n_vel] += rng.normal(scale=scale, size=system.n_pos + system.n_vel)
+        y[i4] = np.clip(y[i4], -0.9, 0.9)
         yield float(rng.uniform(0.0, 2.0)), y
 
 
-def _compare_chain(tmp_path, elements, text=""):
+def _check_chain(tmp_path, elements, laws, text=""):
     model = _load(_chain(tmp_path, text), elements)
-    fast, slow = System(model, "reduced"), System(model, "reduced", {"compiled": False})
-    assert type(fast._compiled) is CompiledExplicitRHS
+    system = System(model, "reduced")
+    assert type(system._compiled) is CompiledExplicitRHS
+    tree = PinocchioTree(model)
+    laws = [law(model, tree) for law in laws]
     rng = np.random.default_rng(11)
-    for t, y in _random_states(fast, model, rng, 40):
-        got, ref = fast._compiled(t, y), slow._checked_rhs(t, y)
-        assert got is not None
-        assert np.abs(got - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max()), got - ref
-        assert ref[-1] > 0.0   # the elements' dissipation is in the comparison
-    return model, fast, slow
+    for t, y in _random_states(system, model, rng, 6):
+        out = system._compiled(t, y)
+        assert out is not None
+        assert _assert_laws(system, tree, t, y, out, laws) > 0.0   # the elements' dissipation is in the check
+    return model, system
 
 
 def test_joint_space_element_on_the_explicit_path(tmp_path):
-    model, fast, slow = _compare_chain(tmp_path, [joint_spring("j2")])
-    # the drive's input power is in the comparison too
-    y = fast.initial_vector(None, 0.0)
-    y[fast.n_pos + 1] = 1.3
-    assert abs(slow._checked_rhs(0.1, y)[-2]) > 0.1
+    model, system = _check_chain(tmp_path, [joint_spring("j2")], [lambda m, tree: _joint_law(m, "j2")])
+    y = system.initial_vector(None, 0.0)
+    y[system.n_pos + 1] = 1.3
+    assert abs(system.rhs(0.1, y)[-2]) > 0.1   # the drive's input power is in the check too
 
 
 def test_cartesian_element_on_the_explicit_path(tmp_path):
-    _compare_chain(tmp_path, [anchor("l3")])
+    _check_chain(tmp_path, [anchor("l3")], [lambda m, tree: _anchor_law(tree, "l3")])
 
 
 def test_several_kernels_of_different_types_in_one_call(tmp_path):
-    _compare_chain(tmp_path, [joint_spring("j2"), anchor("l3"), anchor("l4", "tb", 25.0)],
-                   '<joint_spring joint="j1" stiffness="3" rest="0.1" damping="0.05"/>')
+    _check_chain(tmp_path, [joint_spring("j2"), anchor("l3"), anchor("l4", "tb", 25.0)],
+                 [lambda m, tree: _joint_law(m, "j2"), lambda m, tree: _anchor_law(tree, "l3"),
+                  lambda m, tree: _anchor_law(tree, "l4", 25.0), lambda m, tree: _j1_spring_law(m)],
+                 '<joint_spring joint="j1" stiffness="3" rest="0.1" damping="0.05"/>')
 
 
-def test_non_zero_status_hands_over_to_the_generic_path(tmp_path):
+def test_non_zero_status_hands_over_and_the_law_still_holds(tmp_path):
     model = _load(_chain(tmp_path), [joint_spring("j2")])
-    fast = System(model, "reduced")
-    slow = System(model, "reduced", {"compiled": False})
-    y = fast.initial_vector(None, 0.0)
+    system = System(model, "reduced")
+    y = system.initial_vector(None, 0.0)
     k = model.joint_names.index("j2")
-    y[fast.n_pos + k] = 2.0 * HAND_OVER_RATE
-    assert fast._compiled(0.2, y) is None
-    assert np.array_equal(fast.rhs(0.2, y), slow._checked_rhs(0.2, y))   # served by the generic path
+    y[system.n_pos + k] = 2.0 * HAND_OVER_RATE
+    assert system._compiled(0.2, y) is None
+    tree = PinocchioTree(model)
+    _assert_laws(system, tree, 0.2, y, system.rhs(0.2, y), [_joint_law(model, "j2")])
 
 
 def test_element_without_kernel_keeps_the_generic_path(tmp_path, monkeypatch):
@@ -242,38 +297,43 @@ def test_element_without_kernel_keeps_the_generic_path(tmp_path, monkeypatch):
 
 
 def test_both_elements_on_the_loop_path(tmp_path):
+    """The toy joint spring at the ankle (a joint the loop's functions drive) and the anchor on the shank, on the
+    driven four-bar knee (its own damped spring thigh → foot: k 300 N/m, L₀ 0.3 m, c 2 N s/m)."""
     model = _load(driven_knee(tmp_path), [joint_spring("ankle"), anchor("shank")])
-    fast = System(model, "reduced", {"shadow": True})
-    slow = System(model, "reduced", {"shadow": True, "compiled": False})
-    assert type(fast._compiled) is CompiledReducedRHS
-    rows_x, rows_v = slow.shadow
+    system = System(model, "reduced")
+    assert type(system._compiled) is CompiledReducedRHS
+    tree = PinocchioTree(model)
+
+    laws = [_joint_law(model, "ankle"), _anchor_law(tree, "shank")]
     rng = np.random.default_rng(5)
     checked = 0
-    for _ in range(30):
+    for _ in range(8):
         t = float(rng.uniform(0.0, 1.0))
-        q = rng.uniform(-0.3, 0.3, model.nq) + 0.3
-        v = rng.uniform(-3.0, 3.0, model.nv)
-        x, xd, _, _ = model.joint_state(q, v, t)
-        y = np.concatenate([q, v, x[rows_x], xd[rows_v], [0.0, 0.0]])
-        ref = slow._checked_rhs(t, y)   # the resolver's cache at this state's solution …
-        fast._compiled._warm.valid[:] = 0.0   # … the compiled run's warm start too: both from the same solution
-        got = fast._compiled(t, y)
-        if got is None:
+        y = np.zeros(system.size)
+        y[:model.nq] = rng.uniform(-0.3, 0.3, model.nq) + 0.3
+        y[model.nq:model.nq + model.nv] = rng.uniform(-3.0, 3.0, model.nv)
+        model.joint_state(y[:model.nq], y[model.nq:model.nq + model.nv], t)   # the resolver's solution here …
+        system._compiled._warm.valid[:] = 0.0   # … the compiled call's warm start too (no continuation needed)
+        out = system._compiled(t, y)
+        if out is None:
             continue
         checked += 1
-        assert np.abs(got - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max()), got - ref
-    assert checked >= 25
+
+        def force(x, xd, s):
+            return sum(law(x, xd, s)[0] for law in laws) + spring_force(
+                tree, x, xd, ("thigh", [-0.01, 0.0, -0.05]), ("foot", [0.03, 0.0, 0.0]), 300.0, 0.3, 2.0)
+        assert_dalembert(system, tree, t, y, out, force)
+    assert checked >= 6
 
 
-def test_whole_runs_agree_and_the_energy_balance_closes(tmp_path):
+def test_energy_balance_of_a_run_closes(tmp_path):
+    """T + V − W + D of a run with both elements (no drive) is constant: V from the laws' potentials in
+    `potential_energy`, D from the kernels' dissipated power; rtol 1e-10 over 0.5 s."""
     model = _load(_chain(tmp_path), [joint_spring("j2", amplitude=0.0), anchor("l3")])
-    runs = [biobullet.simulate(model, 0.5, rtol=1e-10, atol=1e-12, compiled=c, progress=False,
-                               t_eval=np.linspace(0.0, 0.5, 26)) for c in (True, False)]
-    assert np.abs(runs[0].positions - runs[1].positions).max() < 1e-8
-    assert runs[0].energy["dissipated"][-1] > 1e-3
-    assert np.abs(runs[0].energy["dissipated"] - runs[1].energy["dissipated"]).max() < 1e-8
-    balance = runs[0].energy_balance()
-    assert np.ptp(balance) < 1e-7 * max(1.0, float(np.abs(runs[0].energy["kinetic"]).max()))
+    run = biobullet.simulate(model, 0.5, rtol=1e-10, atol=1e-12, progress=False, t_eval=np.linspace(0.0, 0.5, 26))
+    assert run.energy["dissipated"][-1] > 1e-3
+    balance = run.energy_balance()
+    assert np.ptp(balance) < 1e-7 * max(1.0, float(np.abs(run.energy["kinetic"]).max()))
 
 
 def _not_compilable_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
@@ -293,6 +353,5 @@ def test_kernel_that_does_not_compile_warns_and_keeps_the_generic_path(tmp_path,
     with pytest.warns(RuntimeWarning, match="_not_compilable_py does not compile"):
         system = System(model, "reduced")
     assert system._compiled is None
-    slow = System(model, "reduced", {"compiled": False})
-    y = system.initial_vector(None, 0.0) + 0.1
-    assert np.array_equal(system.rhs(0.3, y), slow._checked_rhs(0.3, y))
+    y = system.initial_vector(None, 0.0) + 0.1   # the element's own law (generalized_force) serves instead
+    _assert_laws(system, PinocchioTree(model), 0.3, y, system.rhs(0.3, y), [_joint_law(model, "j2")])

@@ -6,7 +6,7 @@ assembled consistently: the Data's forward call (the compiled loop stage, not th
 decline) gives v̇ whose tree accelerations G v̇ + γ are Pinocchio's (`constraintDynamics`) to 1e-8 of their size, and
 M_r, h_r by the same stage give the same v̇. A Data starts from the generic resolver's solution, written into its own warm start (one record),
 and continues from there; a large jump of the inputs hands the call to the generic path (continuation), which
-solves into the same record, after which the stage resumes.
+solves into the same record, after which the stage resumes — with Pinocchio's accelerations there too.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from biobullet.constraints.assembly import assemble, assemble_velocities
 from biobullet.core import jit
 from biobullet.pipeline.compiled_model import COMPILED_STATE
 from closed_chains import closed_chain
+from rhs_oracles import PinocchioTree, loop_closure
 
 pytest.importorskip("pinocchio")
 pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the pipeline declines every call")
@@ -68,7 +69,8 @@ def _stage_gradient(data, model, q, v) -> np.ndarray:
     return data.arrays.gradient.copy()
 
 
-def test_a_jump_goes_to_the_generic_path_and_the_stage_resumes(tmp_path):
+def test_a_jump_goes_to_the_generic_resolver_and_the_stage_resumes(tmp_path):
+    from biobullet.validate.loop_oracle import PinocchioLoopOracle
     model = closed_chain(tmp_path, 5, "point")
     data = model.data()
     q0, v0 = model.initial_state()
@@ -76,11 +78,16 @@ def test_a_jump_goes_to_the_generic_path_and_the_stage_resumes(tmp_path):
     assert data.forward(model, q0, v0) is not None
     far = q0 + 0.6   # beyond the stage's no-continuation radius: the generic resolver's continuation decides
     assert data.forward(model, far, v0) is None
-    generic = model.forward_dynamics(far, v0, formulation="reduced")
-    # the generic path solved into the Data's warm start (one record): it now starts from `far`
+    model.joint_state(far, v0)   # the generic resolver (bound to the Data's record on the decline) solves `far`
+    # ... into the Data's warm start (one record): the stage now starts from `far`
     independent = list(model.coordinate_map.independent)
     in_q = [model.base_nq + independent.index(j - model.base_nv) for j in model.compiled.loops.known]
     np.testing.assert_array_equal(data.arrays.loop_warm.known0, far[in_q])
     again = data.forward(model, far, v0, None, 0.0, np.empty(model.nv))
     assert again is not None
-    np.testing.assert_allclose(again, generic, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(generic))))
+    arrays = data.arrays
+    x, gradient, gamma = arrays.x.copy(), arrays.gradient.copy(), arrays.gamma.copy()
+    assert loop_closure(PinocchioTree(model), x) <= 1e-10   # the stage's x closes the loop
+    expected, _ = PinocchioLoopOracle(model).accelerations(x, gradient @ v0, np.zeros(model.n_tangent))
+    np.testing.assert_allclose(gradient @ again + gamma, expected, rtol=0,
+                               atol=1e-8 * max(1.0, np.max(np.abs(expected))))
