@@ -2,17 +2,16 @@
 
 PyBullet places a WORLD_FRAME `applyExternalForce` on a link (index ≥ 0) by the link's cached world transform,
 which stepSimulation leaves at the step's start (only forward kinematics updates it); without a refresh the
-reaction −F acts O(v dt) away from its point p (seen 1.6e-3 relative in the elbow's velocity change below).
+reaction −F acts O(v dt) away from its point p (1.6e-3 of the velocity change below).
 
 Oracle (independent of the cached transform): PyBullet's step is linear in an external force, so the scene body's
 velocity change with the reaction minus without it (the same step from the same saved state) is
-dt M(q)⁻¹ J_p(q)ᵀ (−F) — M from `calculateMassMatrix` at the pre-step q passed explicitly, J_p's columns
-a_j × (p − o_j) of the y hinges through their origins o_j (two-link pendulum, link ≥ 0; PyBullet's
-`calculateJacobian` is not used: it disagrees with finite differences of the link's placement here); for a free body's base (link −1) Δv = dt (−F)/m and
-Δω = dt I_w⁻¹ ((p − c) × (−F)), I_w = R I Rᵀ at the pre-step orientation: the base is placed by its current pose,
-no refresh needed. Damping off; F, p from `forces()` (n = (ball centre − p)/r). Checked to 1e-6 of the largest component: seen
-2e-7 (pendulum; the same oracle against PyBullet with a hand-refreshed transform: 1e-8, a residual of the oracle's
-inputs, not located) and round-off for the base; the stale placement is off by 1.6e-3.
+dt M(q)⁻¹ J_p(q)ᵀ (−F): for the two-link pendulum (link 1) M from `calculateMassMatrix` at the pre-step q passed
+explicitly and J_p's columns a_j × (p − o_j) from the hinges' axes a_j = y and origins o_j computed from q by hand;
+for a free box's base (link −1) Δv = dt (−F)/m and Δω = dt I_w⁻¹ ((p − c) × (−F)), I_w = R I Rᵀ at the pre-step
+pose — the base is placed by its current pose: no refresh needed, and none is made. Damping off; F and p from
+`forces()` (n = (ball centre − p)/r). Checked to 1e-12 of the largest component: seen 6e-15 (pendulum) and 1e-14
+(base); placed by the stale transform the pendulum's is off by 1.6e-3.
 """
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from biobullet.contact.testbed import drop_urdf  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
 
 DT, RADIUS, HEIGHT = 1e-3, 0.05, 0.5
+SHOULDER = np.array([0.25, 0.0, HEIGHT + 0.5])   # the pendulum's base (fixed): its shoulder hinge
 INERTIA = 'ixx="0.02" iyy="0.03" izz="0.004" ixy="0" ixz="0" iyz="0"'
 # two links of 0.5 m on y hinges, boxes 0.05 m thick along each link; the elbow bent 90°: the lower link lies along
 # −x at the elbow's height, under the ball
@@ -60,7 +60,7 @@ def _reaction(bridge, body):
 def _pendulum(tmp_path, p, c):
     path = tmp_path / "pendulum.urdf"
     path.write_text(PENDULUM)
-    body = p.loadURDF(str(path), [0.25, 0.0, HEIGHT + 0.5], useFixedBase=True, physicsClientId=c)
+    body = p.loadURDF(str(path), SHOULDER.tolist(), useFixedBase=True, physicsClientId=c)
     for j in range(2):
         p.setJointMotorControl2(body, j, p.VELOCITY_CONTROL, force=0, physicsClientId=c)
         p.changeDynamics(body, j, linearDamping=0, angularDamping=0, jointDamping=0, physicsClientId=c)
@@ -92,7 +92,7 @@ def _expected_change(p, c, body, link, force, point, q):
         inertia = rotation @ np.diag(diagonal) @ rotation.T
         return DT * np.concatenate([force / mass, np.linalg.solve(inertia, np.cross(point - com, force))])
     mass_matrix = np.array(p.calculateMassMatrix(body, q.tolist(), physicsClientId=c))
-    origins = [p.getLinkState(body, j, computeForwardKinematics=1, physicsClientId=c)[4] for j in range(link + 1)]
+    origins = [SHOULDER, SHOULDER + 0.5 * np.array([-np.sin(q[0]), 0.0, -np.cos(q[0])])][:link + 1]
     jacobian = np.array([np.cross([0.0, 1.0, 0.0], point - np.asarray(o)) for o in origins]).T   # y hinges
     return DT * np.linalg.solve(mass_matrix, jacobian.T @ force)
 
@@ -124,4 +124,4 @@ def test_reaction_acts_at_the_contact_point(tmp_path, scene):
             change = pushed - _velocity(p, c, body)
     finally:
         p.disconnect(c)
-    np.testing.assert_allclose(change, expected, rtol=0, atol=1e-6 * np.max(np.abs(expected)))
+    np.testing.assert_allclose(change, expected, rtol=0, atol=1e-12 * np.max(np.abs(expected)))

@@ -16,7 +16,8 @@ Two kinds of counterpart:
   max(r, QUERY_RADIUS) moved to the contact centre every step: collision group and mask 0, it touches nothing)
   is queried with getClosestPoints against each body: δ = −(distance + r_query − r), n = contactNormalOnB,
   p = c − r n. Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
-  moving bodies work. One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
+  moving bodies work; the first link pair of a body per step asks for forward kinematics, as PyBullet reports and
+  places forces on links by transforms cached from the step's start (docs/bridge.md). One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
   at p (applyExternalForce, WORLD_FRAME; ignored by PyBullet for a static body). PyBullet's own rigid contact
   between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
