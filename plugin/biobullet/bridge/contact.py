@@ -16,7 +16,8 @@ Two kinds of counterpart:
   max(r, QUERY_RADIUS) moved to the contact centre every step: collision group and mask 0, it touches nothing)
   is queried with getClosestPoints against each body: δ = −(distance + r_query − r), n = contactNormalOnB,
   p = c − r n. Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
-  moving bodies work. One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
+  moving bodies work; the first link pair of a body per step asks for forward kinematics, as PyBullet reports and
+  places forces on links by transforms cached from the step's start (docs/bridge.md). One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
   at p (applyExternalForce, WORLD_FRAME; ignored by PyBullet for a static body). PyBullet's own rigid contact
   between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
@@ -443,7 +444,8 @@ class BridgeContacts:
         return out
 
     def apply_reactions(self) -> None:
-        """−F on the other bodies at the contact points (applyExternalForce, cleared by PyBullet after the step)."""
+        """−F on the other bodies at the contact points (applyExternalForce, cleared by PyBullet after the step).
+        A link's force is placed by its cached transform, which `_scene_kinematics` refreshed this step."""
         if not self._reactions:
             return
         p, c = self.bridge._p, self.bridge.client
@@ -507,6 +509,7 @@ class BridgeContacts:
                 p.resetBasePositionAndOrientation(body, centre.tolist(), [0.0, 0.0, 0.0, 1.0], physicsClientId=c)
             distance = OUTSIDE_QUERY_DISTANCE if contact.normal_law.acts_outside_contact else self.query_distance
             for other in self._scene:
+                stale = True   # the other body's link transforms are PyBullet's cached ones (see `_point_velocity`)
                 nearest: dict[int, tuple] = {}
                 points = (p.getClosestPoints(body, other, distance, link, physicsClientId=c) if link != -1 else
                           p.getClosestPoints(body, other, distance, physicsClientId=c))
@@ -520,7 +523,8 @@ class BridgeContacts:
                     normal = np.asarray(item[7], dtype=float)
                     point = centre - contact.radius * normal
                     jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
-                    v_other = self._point_velocity(other, other_link, point)
+                    v_other = self._point_velocity(other, other_link, point, refresh=stale and other_link != -1)
+                    stale = stale and other_link == -1
                     relative = jac @ xd - v_other
                     normal_speed = float(normal @ relative)
                     kin = ContactKinematics(-(float(item[8]) + offset), -normal_speed, point,
@@ -539,14 +543,18 @@ class BridgeContacts:
             pair = self._pairs[key] = contact.for_run(self.bridge.model)
         return pair
 
-    def _point_velocity(self, body: int, link: int, point: np.ndarray) -> np.ndarray:
-        """World velocity of the material point of (body, link) at `point` (m/s)."""
+    def _point_velocity(self, body: int, link: int, point: np.ndarray, refresh: bool = False) -> np.ndarray:
+        """World velocity of the material point of (body, link) at `point` (m/s). refresh: recompute the body's
+        forward kinematics first — PyBullet keeps each link's world transform (its pose here, its placement of a
+        WORLD_FRAME force in `apply_reactions`) cached from the last step's start; one refresh per body and step
+        brings all its links up to date. A base (link −1) is always read at its current pose."""
         p, c = self.bridge._p, self.bridge.client
         if link == -1:
             linear, angular = p.getBaseVelocity(body, physicsClientId=c)
             position = p.getBasePositionAndOrientation(body, physicsClientId=c)[0]
         else:
-            state = p.getLinkState(body, link, computeLinkVelocity=1, physicsClientId=c)
+            state = p.getLinkState(body, link, computeLinkVelocity=1, computeForwardKinematics=refresh,
+                                   physicsClientId=c)
             position, linear, angular = state[0], state[6], state[7]
         return np.asarray(linear) + np.cross(np.asarray(angular), point - np.asarray(position))
 
