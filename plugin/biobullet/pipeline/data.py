@@ -6,7 +6,7 @@
   the force stage;
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
-  compiled model and the arrays as one `pipeline.workspace.WorkspaceRef`, built with it;
+  compiled model and the arrays as one `core.jit_pair.PairRef` (`pipeline.workspace`), built with it;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
