@@ -27,7 +27,9 @@ per model only the stages of the features it has (`pipeline.kernels`). Such a va
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
 beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
 uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
-the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
+the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it. A module whose kernels
+are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
+error model wherever it is reached, so once (`_error_model`).
 """
 from __future__ import annotations
 

@@ -418,9 +418,11 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     rows.state[:] = state
     kinematics = tree_kinematics(model, x)
     try:
-        status, power = muscle_forces(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
-                                      kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
-                                      np.ascontiguousarray(xd, dtype=float), tau)
+        # writable copies of the (read-only) kinematics: the entry kernel the pipeline compiled for writable
+        # arrays serves, instead of a second one for read-only arrays
+        status, power = muscle_forces(rows, np.array(kinematics.rotations), np.array(kinematics.positions),
+                                      np.array(kinematics.subspace), kinematics.arrays.ancestry,
+                                      np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float), tau)
     except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
         status, power = 1, math.nan
     if status != 0:
