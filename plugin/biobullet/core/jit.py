@@ -27,7 +27,9 @@ per model only the stages of the features it has (`pipeline.kernels`). Such a va
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
 beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
 uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
-the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it.
+the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it. A module whose kernels
+are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
+error model wherever it is reached, so once (`_error_model`).
 """
 from __future__ import annotations
 
@@ -194,20 +196,30 @@ def twin(function: Callable, bind: Bindings = None) -> Callable:
     return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
 
 
-#: the error model `compiled` compiles with: "python" (a float division by zero raises ZeroDivisionError), or
-#: "numpy" (it gives inf or NaN) for the callees of a kernel reached by address (`function_address`), where an
-#: exception cannot propagate
+#: the error model `compiled` compiles with when neither the call nor the kernel's module names one: "python" (a
+#: float division by zero raises ZeroDivisionError), or the caller's (the kernels a `bind` compiles get the error
+#: model of the kernel they are bound into; "numpy" — inf or NaN — for those of a kernel reached by address
+#: (`function_address`), where an exception cannot propagate)
 _ERROR_MODEL: list[str] = ["python"]
+
+
+def _error_model(function: Callable, error_model: str | None) -> str:
+    """The error model `function` compiles with: `error_model` when given, else its module's `KERNEL_ERROR_MODEL`
+    (a module whose kernels are reached by address declares "numpy" once, so that each of its kernels compiles
+    with one error model wherever it is reached — by address, linked into a kernel or called from Python — and
+    is compiled once, not once per error model), else the caller's (`_ERROR_MODEL`)."""
+    return error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or _ERROR_MODEL[-1]
 
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
              error_model: str | None = None):
     """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
     is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing). `error_model`
-    ("python" or "numpy"; default: the caller's, see `_ERROR_MODEL`) applies to the kernels `bind` compiles too."""
+    ("python" or "numpy"; default: `_error_model`'s) applies to the kernels `bind` compiles too, unless their
+    modules declare their own."""
     if not ENABLED:
         return None
-    error_model = error_model or _ERROR_MODEL[-1]
+    error_model = _error_model(function, error_model)
     kernel = _COMPILED.get((function, inline, variant, error_model))   # an inlined twin is its own dispatcher
     if kernel is None:
         try:
@@ -283,7 +295,7 @@ _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 
 
 def function_address(function: Callable, signature, *, bind: Bindings = None,
-                     error_model: str = "python") -> int | None:
+                     error_model: str | None = None) -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
     process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
@@ -291,9 +303,12 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
     exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
-    give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it. `signature` may also be a numba Signature (`kernel_signature`)."""
+    give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it (default: its
+    module's `KERNEL_ERROR_MODEL`, else "python"; see `_error_model`). `signature` may also be a numba Signature
+    (`kernel_signature`)."""
     if not ENABLED:
         return None
+    error_model = error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
     key = (function, signature)
     entry = _ADDRESSES.get(key)
     if entry is None:

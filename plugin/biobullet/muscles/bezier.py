@@ -21,6 +21,8 @@ import numpy as np
 
 from biobullet.core.errors import ModelError
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 ACTIVE_FORCE_LENGTH, FORCE_VELOCITY, PASSIVE_FORCE_LENGTH, TENDON_FORCE_LENGTH = range(4)
 SQRT_EPS = math.sqrt(2.220446049250313e-16)
 

@@ -50,6 +50,8 @@ from biobullet.constraints.loops import tree_kinematics
 from biobullet.muscles.path import (PathArrays, PathDirections, PathGradient, path_gradients_py, gradient_buffers,
                                     no_directions, path_gradients_kernel, wrap_address)
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 #: the per-muscle outputs of the stage (`MuscleRows.outputs` columns; `Trajectory.muscles` keys)
 MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length", "fiber_velocity", "tendon_length",
                   "cos_pennation", "fiber_power")
@@ -250,7 +252,7 @@ def _stage_bindings(paths: PathArrays) -> dict:
 def _rate_kernel():
     """`_muscle_rate_py` compiled with its callees (numpy's error model: the stage reached by address cannot
     raise), or itself without numba."""
-    return jit.compiled(_muscle_rate_py, bind=_rate_bindings, error_model="numpy") or _muscle_rate_py
+    return jit.compiled(_muscle_rate_py, bind=_rate_bindings) or _muscle_rate_py
 
 
 # The stage is compiled once, as a C callable reached by its address (`rows.stage_address`), not linked into the
@@ -286,7 +288,7 @@ def stage_address(rows) -> int:
     signature = stage_signature(rows)
     wrap_address(rows.paths)
     address = None if signature is None else jit.function_address(
-        _muscle_stage_py, signature, bind=lambda: _stage_bindings(rows.paths), error_model="numpy")
+        _muscle_stage_py, signature, bind=lambda: _stage_bindings(rows.paths))
     return address or 0
 
 
@@ -416,17 +418,19 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     rows.state[:] = state
     kinematics = tree_kinematics(model, x)
     try:
-        status, power = muscle_forces(rows, kinematics.rotations, kinematics.positions, kinematics.subspace,
-                                      kinematics.arrays.ancestry, np.ascontiguousarray(x, dtype=float),
-                                      np.ascontiguousarray(xd, dtype=float), tau)
-    except ZeroDivisionError:   # Python's float division raises it (a fiber state driven far out of range)
+        # writable copies of the (read-only) kinematics: the entry kernel the pipeline compiled for writable
+        # arrays serves, instead of a second one for read-only arrays
+        status, power = muscle_forces(rows, np.array(kinematics.rotations), np.array(kinematics.positions),
+                                      np.array(kinematics.subspace), kinematics.arrays.ancestry,
+                                      np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float), tau)
+    except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
         status, power = 1, math.nan
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
     return power
 
 
-_muscle_rates = jit.lazy(_muscle_rates_py, bind=lambda: {"_muscle_rate_py": _rate_kernel()}, error_model="numpy")
+_muscle_rates = jit.lazy(_muscle_rates_py, bind=lambda: {"_muscle_rate_py": _rate_kernel()})
 
 
 def evaluate_rates(model, rows: MuscleRows, lengths: np.ndarray, speeds: np.ndarray, state: np.ndarray) -> None:
@@ -437,7 +441,7 @@ def evaluate_rates(model, rows: MuscleRows, lengths: np.ndarray, speeds: np.ndar
     try:
         status = _muscle_rates(rows, np.ascontiguousarray(lengths, dtype=float),
                                np.ascontiguousarray(speeds, dtype=float))
-    except ZeroDivisionError:   # Python's float division raises it (a fiber state driven far out of range)
+    except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
         status = 1
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")

@@ -28,6 +28,8 @@ from biobullet.muscles.bezier import (bezier_point_py, bezier_slope_py, bezier_v
                                      bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 DEGROOTE, MILLARD, THELEN = 0, 1, 2
 MODEL_CODES = {"degroote2016": DEGROOTE, "millard2012": MILLARD, "thelen2003": THELEN}
 MUSCLE_FIELDS = ("max_isometric_force", "optimal_fiber_length", "tendon_slack_length", "pennation_angle",
@@ -100,7 +102,7 @@ def active_force_length_py(model, curves, length):
         return total
     if model == THELEN:
         return math.exp(-(length - 1.0) * (length - 1.0) / curves[2])
-    return bezier_value_py(curves, 0, length)
+    return bezier_value_py(curves, np.int64(0), length)
 
 
 def passive_force_length_py(model, curves, length):
@@ -117,7 +119,7 @@ def passive_force_length_py(model, curves, length):
             return 0.0
         e0, shape = curves[1], curves[3]
         return (math.exp(shape * (length - 1.0) / e0) - 1.0) / (math.exp(shape) - 1.0)
-    return bezier_value_py(curves, 2, length)
+    return bezier_value_py(curves, np.int64(2), length)
 
 
 def tendon_force_length_py(model, curves, length):
@@ -138,7 +140,7 @@ def tendon_force_length_py(model, curves, length):
             return THELEN_TOE_FORCE / (math.exp(THELEN_TOE_SHAPE) - 1.0) * (math.exp(THELEN_TOE_SHAPE * strain / toe)
                                                                         - 1.0)
         return 0.0
-    return bezier_value_py(curves, 3, length)
+    return bezier_value_py(curves, np.int64(3), length)
 
 
 def force_velocity_py(model, curves, velocity):
@@ -149,7 +151,7 @@ def force_velocity_py(model, curves, velocity):
         t = d2 * velocity + d3
         return d1 * math.log(t + math.sqrt(t * t + 1.0)) + d4
     if model == MILLARD:
-        return bezier_value_py(curves, 1, velocity)
+        return bezier_value_py(curves, np.int64(1), velocity)
     return math.nan
 
 
@@ -463,9 +465,8 @@ def _activation_rates_py(table, activations, excitations, out):
         out[m] = activation_rate_py(table.model[m], table.muscle[m], activations[m], excitations[m])
 
 
-_equilibria = jit.lazy(_equilibria_py, bind=lambda: {   # (numpy's error model: the curves the muscle stage uses)
-    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py},
-    error_model="numpy")
+_equilibria = jit.lazy(_equilibria_py, bind=lambda: {
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py})
 _activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
     "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py})
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from biobullet.core.errors import ModelError
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 TABLE = 0
 POLYNOMIAL = 1
 #: OpenSim's floor on a knot spacing (SimmMacros.h TINY_NUMBER)

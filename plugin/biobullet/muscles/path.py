@@ -45,6 +45,8 @@ from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, INSID
                                         SPHERE, SURFACE_CODES, TORUS, WRAP_METHODS, WRAPPED, cylinder_wrap_py,
                                         ellipsoid_wrap_py, sphere_wrap_py, torus_wrap_py, wrap_bindings)
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 FIXED, CONDITIONAL, MOVING = 0, 1, 2
 GROUND = -1
 #: OpenSim's slack on a conditional point's range (ConditionalPathPoint::isActive)
@@ -392,7 +394,7 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
     first_point = arrays.point_start[m]
     n_wraps = arrays.wrap_start[m + 1] - arrays.wrap_start[m]
     nodes = np.empty(arrays.point_start[m + 1] - first_point + 2 * n_wraps, np.int64)
-    n_nodes = 0
+    n_nodes = np.int64(0)   # not a literal: one compiled callee for every call below
     for p in range(first_point, arrays.point_start[m + 1]):
         if active[p]:
             nodes[n_nodes] = p
@@ -503,7 +505,7 @@ def _muscle_length_py(arrays, m, points, active, rotations, origins, tangents, a
             order[0] = 1
             order[1] = 0
             if wrapped[0]:
-                n_nodes = _remove_wrap_nodes_py(nodes, n_nodes, 0)
+                n_nodes = _remove_wrap_nodes_py(nodes, n_nodes, np.int64(0))
                 wrapped[0] = False
     return _nodes_length_py(nodes, n_nodes, points, tangents, arcs, stale, seen, held)
 
@@ -774,7 +776,7 @@ def wrap_address(arrays: PathArrays) -> int:
     """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
     out of numba's cache, once per process); 0 without wraps or numba."""
     if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
-        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays), error_model="numpy",
+        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays),
                                        bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
                                                      "_rigid_direction_py": _rigid_direction_py,
                                                      "_same_motion_py": _same_motion_py,
@@ -793,8 +795,8 @@ def path_gradients_kernel(arrays: PathArrays):
     caller = jit.address_caller(signature) if signature is not None else None
     if caller is None:
         return path_gradients_py
-    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller}, error_model="numpy")
-    return jit.compiled(path_gradients_py, error_model="numpy", bind={
+    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller})
+    return jit.compiled(path_gradients_py, bind={
         "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,
         "_point_local_py": _point_local_py, "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,
         "_world_derivative_py": _world_derivative_py}) or path_gradients_py

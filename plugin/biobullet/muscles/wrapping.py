@@ -28,6 +28,8 @@ import numpy as np
 
 from biobullet.core import jit
 
+KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
+
 NO_WRAP, INSIDE_RADIUS, WRAPPED, MANDATORY_WRAP = 0, 1, 2, 3
 #: OpenSim's "wrapped" with no tangent points (WrapTorus where its cylinder does not wrap): never inserted, but
 #: not NO_WRAP for applyWrapObjects' order swap
@@ -679,15 +681,15 @@ def _ellipsoid_closest_py(a, dimensions, point, out, special_axis):
                     smallest = radii
     if special_axis == 0:
         out[0] = u
-        _ellipse_closest_py(a[1], a[2], v, w, out, 1, 2)
+        _ellipse_closest_py(a[1], a[2], v, w, out, np.int64(1), np.int64(2))
         return
     if special_axis == 1:
         out[1] = v
-        _ellipse_closest_py(a[2], a[0], w, u, out, 2, 0)
+        _ellipse_closest_py(a[2], a[0], w, u, out, np.int64(2), np.int64(0))
         return
     if special_axis == 2:
         out[2] = w
-        _ellipse_closest_py(a[0], a[1], u, v, out, 0, 1)
+        _ellipse_closest_py(a[0], a[1], u, v, out, np.int64(0), np.int64(1))
         return
     # Newton on the real parts (OpenSim's iterates), then the tangent of the root by the implicit function
     # theorem on f(t) = 0: Im t = −Im f(t) / f′(t) (`_closest_residual_py`)
@@ -1033,7 +1035,7 @@ def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_o
                 tt = k / FAN_SAMPLES
                 for j in range(3):
                     t_sv[0, j] = r1[j] + tt * r1r2[j]
-                _ellipsoid_closest_py(a, dimensions, t_sv[0], t_c1[0], -1)
+                _ellipsoid_closest_py(a, dimensions, t_sv[0], t_c1[0], np.int64(-1))
                 for j in range(3):
                     blade[j] = t_c1[0, j] - t_sv[0, j]
                 _normalize_py(blade, blade)
@@ -1043,22 +1045,22 @@ def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_o
             for i in range(3):
                 t_c1[0, i] = t_sv[2, i] + v_sum[i]
             if mu[best].real <= MU_BLEND_MIN:
-                _ellipsoid_closest_py(a, dimensions, t_c1[0], c1, -1)
+                _ellipsoid_closest_py(a, dimensions, t_c1[0], c1, np.int64(-1))
                 for i in range(3):
                     sv[i] = t_sv[2, i]
                 fan_weight = 1.0 + 0.0j
             else:
                 tt = (mu[best] - MU_BLEND_MIN) / (MU_BLEND_MAX - MU_BLEND_MIN)
-                _ellipsoid_closest_py(a, dimensions, t_c1[0], t_c1[1], -1)
+                _ellipsoid_closest_py(a, dimensions, t_c1[0], t_c1[1], np.int64(-1))
                 for i in range(3):
                     t_c1[2, i] = tt * c1[i] + (1.0 - tt) * t_c1[1, i]
                     sv[i] = tt * sv[i] + (1.0 - tt) * t_sv[2, i]
-                _ellipsoid_closest_py(a, dimensions, t_c1[2], c1, -1)
+                _ellipsoid_closest_py(a, dimensions, t_c1[2], c1, np.int64(-1))
                 fan_weight = 1.0 - tt
     else:
         for i in range(3):
             sv[i] = r1[i] + 0.5 * (r2[i] - r1[i])
-        _ellipsoid_closest_py(a, dimensions, sv, c1, -1)
+        _ellipsoid_closest_py(a, dimensions, sv, c1, np.int64(-1))
     if method != AXIAL or 0.0 < t[best].real < 1.0:
         for i in range(3):
             r1[i] = c1[i]
@@ -1077,7 +1079,7 @@ def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_o
             bisection = (original + c1[axis]) / 2.0
             c1[axis] = c1[axis] + fan_weight * (bisection - c1[axis])
             moved = c1.copy()
-            _ellipsoid_closest_py(a, dimensions, moved, c1, -1)
+            _ellipsoid_closest_py(a, dimensions, moved, c1, np.int64(-1))
     p1c1 = np.empty(3, np.complex128)
     vs = np.empty(3, np.complex128)
     for i in range(3):
@@ -1088,8 +1090,7 @@ def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_o
     _ellipsoid_tangent_py(p1e, r1, p1, a, vs, vs4)
     _ellipsoid_tangent_py(p2e, r2, p2, a, vs, vs4)
     ends = np.empty((2, 3), np.complex128)
-    far_side = False
-    length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, far_side, factor, ends)
+    length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, np.bool_(False), factor, ends)
     if sign != 0 and n_points > 2:
         # a wrong-way wrap (the first or last surface segment turns back toward its end) goes round the far side
         r1p1 = np.empty(3, np.complex128)
@@ -1106,7 +1107,7 @@ def ellipsoid_wrap_py(p1_in, p2_in, dimensions, axis, sign, method, r1_out, r2_o
         _normalize_py(r2p2, r2p2)
         _normalize_py(r2w2, r2w2)
         if _dot_py(r1p1, r1w1).real > 0.0 or _dot_py(r2p2, r2w2).real > 0.0:
-            length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, True, factor, ends)
+            length, n_points = _ellipsoid_arc_py(r1, r2, a, vs, vs4, np.bool_(True), factor, ends)
     for i in range(3):
         r1_out[i] = r1[i] / factor
         r2_out[i] = r2[i] / factor
@@ -1327,7 +1328,8 @@ def torus_wrap_py(p1, p2, inner_radius, outer_radius, axis, sign, single, r1, r2
         q2[row] = offset[row] + _dot_py(rotation[row], p2)
     c1 = np.empty(3, np.complex128)
     c2 = np.empty(3, np.complex128)
-    status, length = cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, 0, 1, single, c1, c2)
+    status, length = cylinder_wrap_py(q1, q2, inner_radius, TORUS_CYLINDER_LENGTH, np.int64(0), np.int64(1), single,
+                                      c1, c2)
     if status != WRAPPED and status != MANDATORY_WRAP:
         return EMPTY_WRAP, 0.0 + 0.0j
     for i in range(3):
