@@ -306,10 +306,8 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     finally:
         for body, link, shape_rgba in restore:
             p.changeVisualShape(body, link, rgbaColor=shape_rgba, physicsClientId=client)
-        for actor, _, _ in actors[1:]:   # companions: their bodies were loaded into this client here
-            body = actor.body
-            actor.close()
-            p.removeBody(body, physicsClientId=client)
+        for actor, _, _ in actors[1:]:   # companions: closing a bridge removes the body it loaded into the client
+            actor.close()                 # (a second removeBody made PyBullet print "Remove body failed")
         if floor is not None:
             p.removeBody(floor, physicsClientId=client)
         p.restoreState(saved, physicsClientId=client)

@@ -68,6 +68,21 @@ def test_render_restores_the_bridge_state(shoulder, swing):
     np.testing.assert_array_equal(before[2], after[2])
 
 
+def test_companions_leave_the_client_as_they_found_it(shoulder, swing, capfd):
+    """A companion's body is loaded into the bridge's client for the frames and removed once afterwards: the
+    client's bodies are the same, and PyBullet printed no "Remove body failed" (a second removeBody of it)."""
+    import pybullet as p
+    with Bridge(shoulder) as bridge:
+        before = [p.getBodyUniqueId(i, physicsClientId=bridge.client)
+                  for i in range(p.getNumBodies(physicsClientId=bridge.client))]
+        frames = render_frames(bridge, swing, width=64, height=48, fps=5, companions=[(shoulder, swing, None)])
+        after = [p.getBodyUniqueId(i, physicsClientId=bridge.client)
+                 for i in range(p.getNumBodies(physicsClientId=bridge.client))]
+    assert len(frames) > 1 and after == before
+    captured = capfd.readouterr()
+    assert "Remove body failed" not in captured.out + captured.err
+
+
 def test_camera_frames_a_box():
     camera = frame_camera([-1, -1, -1], [1, 1, 1], [0, 0, -9.81], fov=40)
     assert np.allclose(camera.target, 0) and np.isclose(np.linalg.norm(camera.direction), 1)
