@@ -233,35 +233,26 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
     low = np.zeros((n, n))   # Cholesky factor of M
     if not _cholesky_factor(mass, low, 0.0):
         return 1
-    b = np.empty((n, m + 1))   # columns: Φ_xᵀ (m) and τ − h, solved with M through its factor
+    b = np.empty((m + 1, n))   # rows: Φ_x (m) and τ − h, each solved with M through its factor (M⁻¹Φ_xᵀ, M⁻¹(τ − h))
     for i in range(n):
         for r in range(m):
-            b[i, r] = jac[r, i]
-        b[i, m] = (tau[i] - h[i]) if has_tau else -h[i]
+            b[r, i] = jac[r, i]
+        b[m, i] = (tau[i] - h[i]) if has_tau else -h[i]
     for c in range(m + 1):
-        for i in range(n):
-            s = b[i, c]
-            for k in range(i):
-                s -= low[i, k] * b[k, c]
-            b[i, c] = s / low[i, i]
-        for i in range(n - 1, -1, -1):
-            s = b[i, c]
-            for k in range(i + 1, n):
-                s -= low[k, i] * b[k, c]
-            b[i, c] = s / low[i, i]
+        _cholesky_solve(low, b[c], b[c])
     schur = np.empty((m, m))
     rhs = np.empty(m)
     for r in range(m):
         for c in range(m):
             s = 0.0
             for i in range(n):
-                s += jac[r, i] * b[i, c]
+                s += jac[r, i] * b[c, i]
             schur[r, c] = s
         rate = 0.0
         free = 0.0
         for i in range(n):
             rate += jac[r, i] * xd[i]
-            free += jac[r, i] * b[i, m]
+            free += jac[r, i] * b[m, i]
         if has_phi_t:
             rate += phi_t[r]
         rhs[r] = -bias[r] - kd * rate - kp * phi[r] - free
@@ -270,9 +261,9 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
         return 2
     _cholesky_solve(sl, rhs, lam)
     for i in range(n):
-        s = b[i, m]
+        s = b[m, i]
         for r in range(m):
-            s += b[i, r] * lam[r]
+            s += b[r, i] * lam[r]
         if not np.isfinite(s):
             return 3
         xdd[i] = s
