@@ -5,8 +5,9 @@
 
 The corrector gains (K_p, K_d) belong to the constraint object (`Corrector`, as Pinocchio's constraint models own
 their `corrector.Kp`/`Kd`); Baumgarte's (α, β) are K_d = 2α, K_p = β². Every caller — the multiplier
-formulation (`dynamics.multipliers`), the PyBullet bridge (`bridge.kernels`) and special-purpose studies — solves
-through this module; there is no other KKT solve in the library.
+formulation (`dynamics.multipliers`), the PyBullet bridge (`bridge.kernels`), the anthropomorph's foot
+constraints (`extensible.phases`) and special-purpose studies — solves through this module; there is no other KKT
+solve in the library.
 
 Two methods, one set of equations:
 

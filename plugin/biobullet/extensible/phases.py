@@ -5,8 +5,9 @@ anthropomorph_phases.simulate_phases`, on the reference engine's hybrid integrat
 Each foot is in one of three states:
   ``free``       no ground force (flight for that leg);
   ``pinned``     holonomic constraint r_A(q) = anchor (`FootConstraint`), multiplier = foot reaction R_A [N],
-                 solved with the dynamics by the library's constrained solve (`constrained_accelerations`); constraint drift damped by
-                 Baumgarte stabilisation g̈ + 2α ġ + β² g = 0 (α, β owned by the constraint object);
+                 solved with the dynamics by the library's constrained solve (`constrained_accelerations`);
+                 constraint drift damped by Baumgarte stabilisation g̈ + 2α ġ + β² g = 0 (α, β owned by the
+                 constraint object);
   ``compliant``  a compliant ground contact at the foot point (`CompliantGround`): normal force from a library
                  normal law (`biobullet.contact.normal`, penetration δ = ground − y_A) and friction from a library
                  friction law (`biobullet.contact.friction`, slip = ẋ_A).
