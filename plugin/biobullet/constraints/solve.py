@@ -284,7 +284,7 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
     m = const.shape[0] - n - 1
     k = n - m
     c_row, t_row, p_row = m, m + 1, m + 1 + k          # first rows of c, Tᵀ, Pᵀ in const
-    r_row, w_row = n, n + k                            # first rows of [TᵀMT | rhs] and w in work (M T: rows 0…n−1)
+    r_row, w_row = n, n + k                            # first rows of TᵀMT and w in work (M T: rows 0…n−1)
     worst = 0.0
     for i in range(m):                                 # a* = −kd Φ̇ − kp Φ, kept in out[n + i] until λ is known
         a = 0.0
@@ -313,7 +313,8 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
             for j in range(n):
                 s += mass[i, j] * const[t_row + c, j]
             work[i, c] = s
-    for r in range(k):                                 # TᵀMT (lower triangle) and Tᵀ(τ − h − M P a*) in column k
+    y = np.empty(k)
+    for r in range(k):                                 # TᵀMT (lower triangle) and y = Tᵀ(τ − h − M P a*)
         for c in range(r + 1):
             s = 0.0
             for j in range(n):
@@ -322,33 +323,15 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
         s = 0.0
         for j in range(n):
             s += const[t_row + r, j] * out[j]
-        work[r_row + r, k] = s
-    for c in range(k):                                 # Cholesky in place, forward substitution on column k
-        d = work[r_row + c, c]
-        for j in range(c):
-            d -= work[r_row + c, j] * work[r_row + c, j]
-        if not d > 0.0:
-            return 1
-        d = np.sqrt(d)
-        work[r_row + c, c] = d
-        for r in range(c + 1, k):
-            s = work[r_row + r, c]
-            for j in range(c):
-                s -= work[r_row + r, j] * work[r_row + c, j]
-            work[r_row + r, c] = s / d
-        s = work[r_row + c, k]
-        for j in range(c):
-            s -= work[r_row + c, j] * work[r_row + j, k]
-        work[r_row + c, k] = s / d
-    for c in range(k - 1, -1, -1):                     # back substitution: y in column k
-        s = work[r_row + c, k]
-        for j in range(c + 1, k):
-            s -= work[r_row + j, c] * work[r_row + j, k]
-        work[r_row + c, k] = s / work[r_row + c, c]
+        y[r] = s
+    low = np.zeros((k, k))                             # (TᵀMT) y = Tᵀ(…) by Cholesky
+    if not _cholesky_factor(work[r_row:r_row + k], low, 0.0):
+        return 1
+    _cholesky_solve(low, y, y)
     for i in range(n):                                 # ẍ = T y + P a*
         s = work[w_row, i]
         for c in range(k):
-            s += const[t_row + c, i] * work[r_row + c, k]
+            s += const[t_row + c, i] * y[c]
         work[w_row, i] = s
     for i in range(n):                                 # τ_out = M ẍ + h
         s = bias[i]
@@ -365,27 +348,32 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
     return 0
 
 
-# compiled_kernels' Cholesky kernels: `schur_kernel` binds the compiled ones before `_schur_kernel_py` compiles;
+# compiled_kernels' Cholesky kernels: `schur_kernel` and `null_space_kernel` bind the compiled ones before their
+# kernel compiles;
 # these defaults serve the Python form (numba disabled: debugging)
 _cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
 
 
+def _cholesky_bindings() -> dict:
+    """The compiled Cholesky kernels under the names the solve kernels call them by ({} without numba)."""
+    factor, solve = cholesky_kernels()
+    return {} if factor is None or solve is None else {"_cholesky_factor": factor, "_cholesky_solve": solve}
+
+
 def schur_kernel():
     """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `schur_solve`)."""
-    factor, solve = cholesky_kernels()
-    if factor is None or solve is None:
-        return None
-    return jit.compiled(_schur_kernel_py, bind={"_cholesky_factor": factor, "_cholesky_solve": solve})
+    bind = _cholesky_bindings()
+    return jit.compiled(_schur_kernel_py, bind=bind) if bind else None
 
 
 def null_space_kernel():
     """The compiled `_null_space_kernel_py`, or the same function run by Python (numba disabled: debugging)."""
-    return jit.compiled(_null_space_kernel_py) or _null_space_kernel_py
+    bind = _cholesky_bindings()
+    return (jit.compiled(_null_space_kernel_py, bind=bind) if bind else None) or _null_space_kernel_py
 
 
 #: `_schur_kernel_py`, compiled on its first call, or run by Python (numba disabled: debugging)
-schur_solve = jit.lazy(_schur_kernel_py, bind=lambda: dict(zip(("_cholesky_factor", "_cholesky_solve"),
-                                                                 cholesky_kernels())))
+schur_solve = jit.lazy(_schur_kernel_py, bind=_cholesky_bindings)
 
 
 
