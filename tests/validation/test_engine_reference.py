@@ -163,7 +163,7 @@ def _com_and_momenta(model, x, xd):
     placements = body_placements(model, x)
     masses, points, velocities, spins = [], [], [], []
     for body, (r, p) in zip(model.bodies, placements):
-        jac = frame_jacobian(model, x, body.link, body.com, placements)
+        jac = frame_jacobian(model, x, body.link, body.com)
         masses.append(body.mass)
         points.append(r @ body.com + p)
         velocities.append(jac[:3] @ xd)

@@ -3,7 +3,6 @@
 - the `reduced` formulation (spatial CRBA/RNEA + projection) on random trees, with and without joint functions,
   fixed and floating base;
 - Pinocchio directly (same URDF, joints mapped by name) on trees without joint functions;
-- the paper's literal Kronecker-product recursion (np.kron, commutation matrices) step by step;
 - SymPy Lagrange equations written here for planar chains with a polynomial coupling and a Fourier time driver.
 Tolerances: all paths are exact up to floating-point round-off on O(1) quantities (condition of the
 forward-dynamics solve included), so relative 1e-10 leaves >10⁴ margin over the ~1e-15 errors observed while
@@ -16,10 +15,8 @@ import pinocchio as pin
 import pytest
 import sympy as sp
 
-from biobullet.spatial import kronecker
 from biobullet.dynamics.formulation import get_formulation
-from biobullet.dynamics.matrix_calculus import MatrixCalculusFormulation, _local_placements, _static, \
-    matrix_derivatives
+from biobullet.dynamics.matrix_calculus import MatrixCalculusFormulation, matrix_derivatives
 from biobullet.loader import load_model
 from biobullet.validate.random_models import random_urdf
 
@@ -110,30 +107,6 @@ def test_agrees_with_pinocchio(tmp_path, seed, floating):
         bias = pin.rnea(pmodel, data, pq, pv, np.zeros(pmodel.nv))
         assert _rel(mc.mass_matrix(model, q, 0.0), mass[np.ix_(perm, perm)]) < RTOL
         assert _rel(mc.bias_forces(model, q, v, 0.0), bias[perm]) < RTOL
-
-
-# ---------------------------------------------------------------------------------------------- Kronecker form
-def test_index_form_equals_literal_kronecker_recursion(tmp_path):
-    """(13) and the D' recursion with np.kron / U_(r,r) give the same B_i, D_i, D'_i as the fast index form."""
-    model, _ = _load(tmp_path, random_urdf(1, 6, couplings=3))
-    q, _ = _random_state(model, np.random.default_rng(5))
-    t = 0.4
-    placements, first, second = matrix_derivatives(model, q, t, second_order=True)
-    static = _static(model)
-    theta, grad, hess = model.coordinate_map.evaluate_hessians(q, t)
-    local = _local_placements(static, theta)
-    r = model.nv + 1
-    b, d, dd = {}, {}, {}
-    for i, parent in enumerate(static.parents):
-        prev = ((np.eye(4), np.zeros((4 * r, 4)), np.zeros((4 * r * r, 4))) if parent < 0
-                else (b[parent], d[parent], dd[parent]))
-        slot = static.slots[i]
-        b[i], d[i], dd[i] = kronecker.kronecker_recursion(local[i], static.twists[i], grad[slot], hess[slot], *prev)
-        assert np.allclose(b[i], placements[i].T, rtol=0, atol=1e-13)
-        assert np.allclose(d[i], kronecker.to_kronecker_layout(first[i]), rtol=0, atol=1e-13)
-        assert np.allclose(dd[i], kronecker.to_kronecker_layout_second(second[i]), rtol=0, atol=1e-12)
-    a = np.arange(6.0).reshape(2, 3)
-    assert np.array_equal(kronecker.commutation_matrix(2, 3) @ a.reshape(-1, order="F"), a.T.reshape(-1, order="F"))
 
 
 def test_second_derivatives_match_finite_differences(tmp_path):

@@ -1,2 +1,2 @@
-"""Rigid-body algorithms on the tree, free functions of (model, x, ẋ): kinematics, CRBA, RNEA, ABA and their
+"""Rigid-body algorithms on the tree, free functions of (model, x, ẋ): kinematics, CRBA, RNEA and their
 batched / compiled kernels."""

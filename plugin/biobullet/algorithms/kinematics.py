@@ -6,16 +6,24 @@ import numpy as np
 
 from biobullet.spatial.rotations import skew
 from biobullet.algorithms.compiled_kernels import placements
+from biobullet.algorithms.vectorized import tree_arrays
+
+
+def world_tree(model, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R (n_b, 3, 3), p (n_b, 3), S (6, n_tangent)): world placements of the body frames and the world motion
+    subspaces ([linear at the world origin; angular]), one call of the placements kernel
+    (`compiled_kernels.placements`, compiled or its Python form; the placement algebra of the tree kernels)."""
+    nb = len(model.bodies)
+    rot, pos, sub = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, model.n_tangent))
+    if nb:
+        meta, body = model.tree_pack
+        placements(meta, body, np.ascontiguousarray(x, dtype=float), rot, pos, sub)
+    return rot, pos, sub
 
 
 def body_placements(model, x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """World placement (R, p) of every body frame: one call of the placements kernel
-    (`compiled_kernels.placements`, compiled or its Python form; the placement algebra of the tree kernels)."""
-    nb = len(model.bodies)
-    rot, pos = np.empty((nb, 3, 3)), np.empty((nb, 3))
-    if nb:
-        meta, body = model.tree_pack
-        placements(meta, body, np.ascontiguousarray(x, dtype=float), rot, pos, np.zeros((6, model.n_tangent)))
+    """World placement (R, p) of every body frame (`world_tree`)."""
+    rot, pos, _ = world_tree(model, x)
     return list(zip(rot, pos))
 
 
@@ -29,34 +37,20 @@ def frame_placement(model, x: np.ndarray, frame: str, placements=None) -> tuple[
     return r @ f.rotation, r @ f.translation + p
 
 
-def frame_jacobian(model, x: np.ndarray, frame: str, point: np.ndarray | None = None,
-                   placements=None) -> np.ndarray:
+def frame_jacobian(model, x: np.ndarray, frame: str, point: np.ndarray | None = None) -> np.ndarray:
     """6×n_tangent Jacobian of [linear velocity of the point; angular velocity], world-aligned axes.
 
-    `point` is in the link frame (default its origin). Equals Pinocchio's LOCAL_WORLD_ALIGNED frame Jacobian.
-    """
-    placements = placements if placements is not None else body_placements(model, x)
+    `point` is in the link frame (default its origin). Equals Pinocchio's LOCAL_WORLD_ALIGNED frame Jacobian:
+    the world motion subspaces of the directions that move the link's body, the linear rows moved from the world
+    origin to the point (v = S_lin + S_ang × p)."""
     f = model.frame(frame)
     jac = np.zeros((6, model.n_tangent))
     if f.body < 0:
         return jac
-    r_link, p_link = frame_placement(model, x, frame, placements)
-    target = p_link if point is None else r_link @ np.asarray(point, dtype=float) + p_link
-    index = f.body
-    while index >= 0:
-        body = model.bodies[index]
-        r, p = placements[index]
-        k = body.v_index
-        if body.joint_type == "revolute":
-            axis = r @ body.axis
-            jac[:3, k] = np.cross(axis, target - p)
-            jac[3:, k] = axis
-        elif body.joint_type == "prismatic":
-            jac[:3, k] = r @ body.axis
-        else:  # multi-DOF: motion subspace S = [l; a] in the body frame → [R l + R a × (target − p); R a]
-            subspace = body.motion_subspace
-            angular = r @ subspace[3:]
-            jac[:3, k:k + body.nv] = r @ subspace[:3] - skew(target - p) @ angular
-            jac[3:, k:k + body.nv] = angular
-        index = body.parent
+    rot, pos, sub = world_tree(model, x)
+    local = f.translation if point is None else f.rotation @ np.asarray(point, dtype=float) + f.translation
+    target = rot[f.body] @ local + pos[f.body]
+    moves = tree_arrays(model).ancestry[f.body]
+    jac[3:] = sub[3:] * moves
+    jac[:3] = sub[:3] * moves - skew(target) @ jac[3:]
     return jac

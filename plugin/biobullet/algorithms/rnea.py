@@ -9,12 +9,11 @@ import numpy as np
 from biobullet.spatial.algebra import force_cross, gravity_acceleration, inverse_motion_transform, joint_placement, motion_cross
 
 
-def rnea(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, *, gravity: bool = True,
-         external: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    """Generalized forces (n_tangent). `external`: body index → spatial force on it in its own frame."""
+def rnea(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray) -> np.ndarray:
+    """Generalized forces (n_tangent)."""
     bodies = model.bodies
     n = len(bodies)
-    a0 = gravity_acceleration(model.gravity) if gravity else np.zeros(6)
+    a0 = gravity_acceleration(model.gravity)
     transforms, velocities, forces = [None] * n, [None] * n, [None] * n
     # forward pass: velocities, accelerations, body forces
     for i, body in enumerate(bodies):
@@ -31,10 +30,7 @@ def rnea(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, *, gravity: bool
             a = xf @ forces[body.parent][1] + s @ xdd[k:k + nv] + motion_cross(v, v_joint)
         velocities[i] = v
         inertia = body.spatial_inertia
-        f = inertia @ a + force_cross(v, inertia @ v)
-        if external is not None and i in external:
-            f = f - external[i]
-        forces[i] = (f, a)
+        forces[i] = (inertia @ a + force_cross(v, inertia @ v), a)
     # backward pass: project onto joints and accumulate into parents
     tau = np.zeros(model.n_tangent)
     totals = [f for f, _ in forces]

@@ -364,7 +364,7 @@ class BridgeContacts:
         if not placements:
             placements.extend(body_placements(model, x))
         rotation, origin = frame_placement(model, x, contact.link, placements)
-        jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
+        jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
         velocity = jac @ xd
         normal_speed = float(normal @ velocity)
         return ContactKinematics(delta, -normal_speed, point, velocity - normal_speed * normal, normal, jac)
@@ -522,7 +522,7 @@ class BridgeContacts:
                     pair = self._pair(key, contact)
                     normal = np.asarray(item[7], dtype=float)
                     point = centre - contact.radius * normal
-                    jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin), placements)[:3]
+                    jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
                     v_other = self._point_velocity(other, other_link, point, refresh=stale and other_link != -1)
                     stale = stale and other_link == -1
                     relative = jac @ xd - v_other

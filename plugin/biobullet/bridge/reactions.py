@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms.aba import aba
+from biobullet.algorithms.vectorized import mass_matrix_and_bias
 from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
 
 __all__ = ["joint_reactions", "enable_force_torque_sensors", "pybullet_sensor_reactions"]
@@ -34,7 +34,8 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
     if bridge.muscles is not None and tau is None:   # the muscles pull on the bodies, not through the joints
         external = np.zeros((len(model.bodies), 6))
         external[bridge.muscles.bodies] = bridge.muscles.wrenches
-    return tree_reactions(model, x, xd, aba(model, x, xd, torque), external)
+    mass, bias = mass_matrix_and_bias(model, x, xd)   # the tree's ẍ under τ: M ẍ = τ − h
+    return tree_reactions(model, x, xd, np.linalg.solve(mass, torque - bias), external)
 
 
 def enable_force_torque_sensors(bridge) -> None:

@@ -46,53 +46,25 @@ class ConstraintSet:
         return self._model()
 
     def _prepare_functions(self) -> None:
-        """Index arrays for the function rows, built once (the rows are evaluated every bridge step).
-
-        Linear functions (couplings, rhythms, mimics) have a constant Jacobian row, zero Φ_t and zero bias:
-        their values come from one gather + row sum, their Jacobian rows from a precomputed template.
-        Every other function is evaluated by its plugin (one call per row and step) and scattered with
-        precomputed (row, column) index arrays; its jet is cached for the last (x, t) so the bridge's second
-        pass (velocity bias after the velocity projection, same x and t) costs no plugin call.
-        """
+        """What the function rows need, built once (the rows are evaluated every bridge step): the compiled rows'
+        table where a function is not linear (`model.joint_jets`; one compiled call for every row; None for
+        plug-in types without compiled jets, which take the per-row path), and the constant form of a set of
+        linear rows alone (`linear_form`)."""
         from biobullet.functions.linear import LinearFunction
-        nf, ov = len(self.functions), self._ov
-        self._f_out = np.array([out for out, _, _ in self.functions], dtype=np.intp)
-        linear = [r for r, (_, _, f) in enumerate(self.functions) if type(f) is LinearFunction]
-        other = [r for r in range(nf) if r not in set(linear)]
-        width = max([len(self.functions[r][1]) for r in linear], default=0)
-        self._lin_rows = np.array(linear, dtype=np.intp)
-        self._lin_idx = np.zeros((len(linear), width), dtype=np.intp)
-        self._lin_coef = np.zeros((len(linear), width))
-        self._lin_offset = np.array([self.functions[r][2].offset for r in linear], dtype=float)
-        template = np.zeros((nf, self.n_tangent))
-        for k, r in enumerate(linear):
-            out, inputs, function = self.functions[r]
-            self._lin_idx[k, :len(inputs)] = inputs
-            self._lin_coef[k, :len(inputs)] = function.coefficients
-            template[r, ov + out] = 1.0
-            for c, i in zip(function.coefficients, inputs):
-                template[r, ov + i] -= c
-        for r in other:
-            template[r, ov + self.functions[r][0]] = 1.0
-        self._jac_template = template
-        self._other = tuple((r, np.array(self.functions[r][1], dtype=np.intp), self.functions[r][2]) for r in other)
-        rows = [r for r, idx, _ in self._other for _ in idx]
-        cols = [ov + i for _, idx, _ in self._other for i in idx]
-        self._other_rows = np.array(rows, dtype=np.intp)
-        self._other_cols = np.array(cols, dtype=np.intp)
-        self._other_unique = len(set(zip(rows, cols))) == len(rows)
-        self._other_index = np.array([r for r, _, _ in self._other], dtype=np.intp)
-        self._jet_cache: tuple = (None, [])
-        # non-linear rows of explicit types (polynomial, spline, Fourier, expression, with the linear ones): one
-        # compiled call for every function row (`model.joint_jets`); plug-in types keep the per-row path
         from biobullet.model.joint_jets import function_table
-        self._table = function_table(self.functions) if self._other else None
+        self._f_out = np.array([out for out, _, _ in self.functions], dtype=np.intp)
+        self._inputs = tuple(np.array(inputs, dtype=np.intp) for _, inputs, _ in self.functions)
+        self._jet_cache: tuple = (None, [])
+        linear = all(type(f) is LinearFunction for _, _, f in self.functions)
+        self._table = None if linear else function_table(self.functions)
         # every row linear (no loops, only linear functions): Φ = A θ − c with constant A and c
         self._linear = None
-        if not self.loops and not self._other:
-            offset = np.zeros(nf)
-            offset[self._lin_rows] = self._lin_offset
-            a = np.ascontiguousarray(template[:, ov:])
+        if linear and self.functions and not self.loops:
+            a = np.zeros((len(self.functions), self.n_tangent - self._ov))
+            offset = np.array([f.offset for _, _, f in self.functions], dtype=float)
+            for r, (out, inputs, f) in enumerate(self.functions):
+                a[r, out] = 1.0
+                np.subtract.at(a[r], list(inputs), f.coefficients)
             a.flags.writeable = False
             offset.flags.writeable = False
             self._linear = (a, offset)
@@ -103,12 +75,13 @@ class ConstraintSet:
         the bias is 0. None otherwise. The arrays are read-only."""
         return self._linear
 
-    def _other_jets(self, theta: np.ndarray, t: float) -> list:
-        """[(value, gradient, Hessian)] of the non-linear functions at (θ, t), cached for the last call."""
+    def _jets(self, theta: np.ndarray, t: float) -> list:
+        """[(value, gradient, Hessian)] of every function at (θ, t), each from its own `evaluate`, cached for the
+        last call (the bridge's second pass, the velocity bias after the projection, has the same θ and t)."""
         key = (float(t), theta.tobytes())
         cached_key, jets = self._jet_cache
         if key != cached_key:
-            jets = [function.evaluate(theta[idx], t) for _, idx, function in self._other]
+            jets = [function.evaluate(theta[idx], t) for idx, (_, _, function) in zip(self._inputs, self.functions)]
             self._jet_cache = (key, jets)   # one assignment: key and jets never disagree
         return jets
 
@@ -124,28 +97,19 @@ class ConstraintSet:
                 return rows
             # a function's jets are not finite: the per-row path below raises its clear EvaluationError
         theta = x[self._oq:]
+        rate = None if xd is None else xd[self._ov:]
         phi = theta[self._f_out].copy()
-        if len(self._lin_rows):
-            phi[self._lin_rows] -= self._lin_offset + (self._lin_coef * theta[self._lin_idx]).sum(axis=1)
-        jac = self._jac_template.copy() if jacobian else None
+        jac = np.zeros((nf, self.n_tangent)) if jacobian else None
         phi_t, bias = np.zeros(nf), np.zeros(nf)
-        if self._other:
-            jets = self._other_jets(theta, t)
-            rate = None if xd is None else xd[self._ov:]
-            for (row, idx, _), (value, grad, hess) in zip(self._other, jets):
-                phi[row] -= value
-                phi_t[row] = -grad[-1]
-                if rate is not None:
-                    z_dot = np.empty(len(idx) + 1)
-                    z_dot[:-1] = rate[idx]
-                    z_dot[-1] = 1.0
-                    bias[row] = -(z_dot @ hess @ z_dot)
-            if jacobian and len(self._other_rows):
-                grads = np.concatenate([np.asarray(grad, dtype=float)[:-1] for _, grad, _ in jets])
-                if self._other_unique:
-                    jac[self._other_rows, self._other_cols] -= grads
-                else:
-                    np.subtract.at(jac, (self._other_rows, self._other_cols), grads)
+        for row, (idx, (value, grad, hess)) in enumerate(zip(self._inputs, self._jets(theta, t))):
+            phi[row] -= value
+            phi_t[row] = -grad[-1]
+            if jacobian:
+                jac[row, self._ov + self._f_out[row]] = 1.0
+                np.subtract.at(jac[row], self._ov + idx, grad[:-1])
+            if rate is not None:
+                z_dot = np.append(rate[idx], 1.0)
+                bias[row] = -(z_dot @ hess @ z_dot)
         return phi, jac, phi_t, bias
 
     def _compiled_rows(self, x: np.ndarray, t: float, xd: np.ndarray | None, jacobian: bool):

@@ -5,8 +5,9 @@
 
 The corrector gains (K_p, K_d) belong to the constraint object (`Corrector`, as Pinocchio's constraint models own
 their `corrector.Kp`/`Kd`); Baumgarte's (α, β) are K_d = 2α, K_p = β². Every caller — the multiplier
-formulation (`dynamics.multipliers`), the PyBullet bridge (`bridge.kernels`) and special-purpose studies — solves
-through this module; there is no other KKT solve in the library.
+formulation (`dynamics.multipliers`), the PyBullet bridge (`bridge.kernels`), the anthropomorph's foot
+constraints (`extensible.phases`) and special-purpose studies — solves through this module; there is no other KKT
+solve in the library.
 
 Two methods, one set of equations:
 
@@ -233,35 +234,26 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
     low = np.zeros((n, n))   # Cholesky factor of M
     if not _cholesky_factor(mass, low, 0.0):
         return 1
-    b = np.empty((n, m + 1))   # columns: Φ_xᵀ (m) and τ − h, solved with M through its factor
+    b = np.empty((m + 1, n))   # rows: Φ_x (m) and τ − h, each solved with M through its factor (M⁻¹Φ_xᵀ, M⁻¹(τ − h))
     for i in range(n):
         for r in range(m):
-            b[i, r] = jac[r, i]
-        b[i, m] = (tau[i] - h[i]) if has_tau else -h[i]
+            b[r, i] = jac[r, i]
+        b[m, i] = (tau[i] - h[i]) if has_tau else -h[i]
     for c in range(m + 1):
-        for i in range(n):
-            s = b[i, c]
-            for k in range(i):
-                s -= low[i, k] * b[k, c]
-            b[i, c] = s / low[i, i]
-        for i in range(n - 1, -1, -1):
-            s = b[i, c]
-            for k in range(i + 1, n):
-                s -= low[k, i] * b[k, c]
-            b[i, c] = s / low[i, i]
+        _cholesky_solve(low, b[c], b[c])
     schur = np.empty((m, m))
     rhs = np.empty(m)
     for r in range(m):
         for c in range(m):
             s = 0.0
             for i in range(n):
-                s += jac[r, i] * b[i, c]
+                s += jac[r, i] * b[c, i]
             schur[r, c] = s
         rate = 0.0
         free = 0.0
         for i in range(n):
             rate += jac[r, i] * xd[i]
-            free += jac[r, i] * b[i, m]
+            free += jac[r, i] * b[m, i]
         if has_phi_t:
             rate += phi_t[r]
         rhs[r] = -bias[r] - kd * rate - kp * phi[r] - free
@@ -270,9 +262,9 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
         return 2
     _cholesky_solve(sl, rhs, lam)
     for i in range(n):
-        s = b[i, m]
+        s = b[m, i]
         for r in range(m):
-            s += b[i, r] * lam[r]
+            s += b[r, i] * lam[r]
         if not np.isfinite(s):
             return 3
         xdd[i] = s
@@ -292,7 +284,7 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
     m = const.shape[0] - n - 1
     k = n - m
     c_row, t_row, p_row = m, m + 1, m + 1 + k          # first rows of c, Tᵀ, Pᵀ in const
-    r_row, w_row = n, n + k                            # first rows of [TᵀMT | rhs] and w in work (M T: rows 0…n−1)
+    r_row, w_row = n, n + k                            # first rows of TᵀMT and w in work (M T: rows 0…n−1)
     worst = 0.0
     for i in range(m):                                 # a* = −kd Φ̇ − kp Φ, kept in out[n + i] until λ is known
         a = 0.0
@@ -321,7 +313,8 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
             for j in range(n):
                 s += mass[i, j] * const[t_row + c, j]
             work[i, c] = s
-    for r in range(k):                                 # TᵀMT (lower triangle) and Tᵀ(τ − h − M P a*) in column k
+    y = np.empty(k)
+    for r in range(k):                                 # TᵀMT (lower triangle) and y = Tᵀ(τ − h − M P a*)
         for c in range(r + 1):
             s = 0.0
             for j in range(n):
@@ -330,33 +323,15 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
         s = 0.0
         for j in range(n):
             s += const[t_row + r, j] * out[j]
-        work[r_row + r, k] = s
-    for c in range(k):                                 # Cholesky in place, forward substitution on column k
-        d = work[r_row + c, c]
-        for j in range(c):
-            d -= work[r_row + c, j] * work[r_row + c, j]
-        if not d > 0.0:
-            return 1
-        d = np.sqrt(d)
-        work[r_row + c, c] = d
-        for r in range(c + 1, k):
-            s = work[r_row + r, c]
-            for j in range(c):
-                s -= work[r_row + r, j] * work[r_row + c, j]
-            work[r_row + r, c] = s / d
-        s = work[r_row + c, k]
-        for j in range(c):
-            s -= work[r_row + c, j] * work[r_row + j, k]
-        work[r_row + c, k] = s / d
-    for c in range(k - 1, -1, -1):                     # back substitution: y in column k
-        s = work[r_row + c, k]
-        for j in range(c + 1, k):
-            s -= work[r_row + j, c] * work[r_row + j, k]
-        work[r_row + c, k] = s / work[r_row + c, c]
+        y[r] = s
+    low = np.zeros((k, k))                             # (TᵀMT) y = Tᵀ(…) by Cholesky
+    if not _cholesky_factor(work[r_row:r_row + k], low, 0.0):
+        return 1
+    _cholesky_solve(low, y, y)
     for i in range(n):                                 # ẍ = T y + P a*
         s = work[w_row, i]
         for c in range(k):
-            s += const[t_row + c, i] * work[r_row + c, k]
+            s += const[t_row + c, i] * y[c]
         work[w_row, i] = s
     for i in range(n):                                 # τ_out = M ẍ + h
         s = bias[i]
@@ -373,27 +348,32 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
     return 0
 
 
-# compiled_kernels' Cholesky kernels: `schur_kernel` binds the compiled ones before `_schur_kernel_py` compiles;
+# compiled_kernels' Cholesky kernels: `schur_kernel` and `null_space_kernel` bind the compiled ones before their
+# kernel compiles;
 # these defaults serve the Python form (numba disabled: debugging)
 _cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
 
 
+def _cholesky_bindings() -> dict:
+    """The compiled Cholesky kernels under the names the solve kernels call them by ({} without numba)."""
+    factor, solve = cholesky_kernels()
+    return {} if factor is None or solve is None else {"_cholesky_factor": factor, "_cholesky_solve": solve}
+
+
 def schur_kernel():
     """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `schur_solve`)."""
-    factor, solve = cholesky_kernels()
-    if factor is None or solve is None:
-        return None
-    return jit.compiled(_schur_kernel_py, bind={"_cholesky_factor": factor, "_cholesky_solve": solve})
+    bind = _cholesky_bindings()
+    return jit.compiled(_schur_kernel_py, bind=bind) if bind else None
 
 
 def null_space_kernel():
     """The compiled `_null_space_kernel_py`, or the same function run by Python (numba disabled: debugging)."""
-    return jit.compiled(_null_space_kernel_py) or _null_space_kernel_py
+    bind = _cholesky_bindings()
+    return (jit.compiled(_null_space_kernel_py, bind=bind) if bind else None) or _null_space_kernel_py
 
 
 #: `_schur_kernel_py`, compiled on its first call, or run by Python (numba disabled: debugging)
-schur_solve = jit.lazy(_schur_kernel_py, bind=lambda: dict(zip(("_cholesky_factor", "_cholesky_solve"),
-                                                                 cholesky_kernels())))
+schur_solve = jit.lazy(_schur_kernel_py, bind=_cholesky_bindings)
 
 
 

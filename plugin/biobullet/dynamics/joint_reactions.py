@@ -55,7 +55,7 @@ def tree_reactions(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray,
     `external`: wrenches applied to the bodies (n_bodies × 6: force, moment about the world origin; N, N·m), which
     the joints then need not transmit."""
     rot, pos, omega, vel = body_kinematics(model, x, xd)
-    alpha, acc = body_accelerations(model, x, xd, xdd, (rot, pos, omega, vel))
+    alpha, acc = body_accelerations(model, x, xd, xdd)
     bodies = model.bodies
     n = len(bodies)
     force, moment = np.zeros((n, 3)), np.zeros((n, 3))  # transmitted into each body at its origin

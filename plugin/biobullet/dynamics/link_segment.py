@@ -45,6 +45,7 @@ from typing import ClassVar, NamedTuple, Sequence
 import numpy as np
 
 from biobullet.algorithms.compiled_kernels import pack, placements
+from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
@@ -306,27 +307,14 @@ def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, .
     return rot, pos, omega, vel
 
 
-def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray, kinematics=None):
-    """(ω̇, p̈) of every body origin, world axes, for the tree state (x, ẋ, ẍ) (any joint kind):
-    ω̇ = ω̇_p + ω_p × w + R S_ang ẍ_j,  p̈ = p̈_p + ω̇_p × d + ω_p × (ω_p × d) + (ω_p + ω) × u + R S_lin ẍ_j."""
-    rot, pos, omega, vel = kinematics if kinematics is not None else body_kinematics(model, x, xd)
-    n = len(model.bodies)
-    alpha, acc = np.zeros((n, 3)), np.zeros((n, 3))
-    for body in model.bodies:
-        i = body.index
-        if body.parent >= 0:
-            p = body.parent
-            wp, ap, alp, arm = omega[p], acc[p], alpha[p], pos[i] - pos[p]
-        else:
-            wp, ap, alp, arm = np.zeros(3), np.zeros(3), np.zeros(3), pos[i]
-        s = body.motion_subspace
-        k = slice(body.v_index, body.v_index + body.nv)
-        rate, accel = s @ xd[k], s @ xdd[k]
-        w_rel, u_rel = rot[i] @ rate[3:], rot[i] @ rate[:3]
-        alpha[i] = alp + np.cross(wp, w_rel) + rot[i] @ accel[3:]
-        acc[i] = (ap + np.cross(alp, arm) + np.cross(wp, np.cross(wp, arm)) + np.cross(wp + omega[i], u_rel)
-                  + rot[i] @ accel[:3])
-    return alpha, acc
+def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray):
+    """(ω̇, p̈) of every body origin, world axes, for the tree state (x, ẋ, ẍ) (any joint kind), from the tree
+    kinematics kernel (`constraints.loops.tree_kinematics`): spatial accelerations A = A₀ + Σ_k S_k ẍ_k, then the
+    classical ones ω̇ = A_ang, p̈ = A_lin + ω̇ × p + ω × ṗ."""
+    kin = tree_kinematics(model, x, xd)
+    spatial = kin.accel + (kin.arrays.ancestry * np.asarray(xdd, dtype=float)) @ kin.subspace.T
+    alpha, pos, omega = spatial[:, 3:], kin.positions, kin.velocity[:, 3:]
+    return alpha, spatial[:, :3] + cross3(alpha, pos) + cross3(omega, kin.velocity[:, :3] + cross3(omega, pos))
 
 
 def _body_velocities_py(meta, xd, sub, pos, omega, vel):

@@ -4,8 +4,9 @@ Each body's world placement T_i (4×4 homogeneous, column convention: world poin
 differentiated with respect to the generalized speeds u = [base twist (6)?, q̇ (independent joints), 1], the last
 entry standing for time (q̃ = (q, t), q̃̇ = (q̇, 1), q̃̈ = (q̈, 0)). Then
     Ṫ_i = Σ_k D_i[k] u_k,        T̈_i = Σ_k D_i[k] u̇_k + Σ_kl D'_i[k, l] u_k u_l,
-with the recursion (13) of the paper and its second-order companion (index form of the Kronecker products, see
-`kronecker.py`), θ_i = f_i(q, t) entering through its gradient g_i and Hessian H_i only:
+with the recursion (13) of the paper and its second-order companion (index form of the Kronecker products
+D_i = (Â_iᵀ B_i) ⊗ g_i + (L_i ⊗ I_r) D_p, B_i = T_iᵀ), θ_i = f_i(q, t) entering through its gradient g_i and
+Hessian H_i only:
     D_i[k]     = D_p[k] A_i + T_i Â_i g_ik
     D'_i[k, l] = D'_p[k, l] A_i + D_i[k] Â_i g_il + D_p[l] A_i Â_i g_ik + T_i Â_i H_ikl.
 A_i is the joint's local placement in the parent and dA_i/dθ = A_i Â_i. A floating base is a free body with

@@ -5,8 +5,9 @@ anthropomorph_phases.simulate_phases`, on the reference engine's hybrid integrat
 Each foot is in one of three states:
   ``free``       no ground force (flight for that leg);
   ``pinned``     holonomic constraint r_A(q) = anchor (`FootConstraint`), multiplier = foot reaction R_A [N],
-                 solved with the dynamics as a KKT system (`constrained_accelerations`); constraint drift damped by
-                 Baumgarte stabilisation g̈ + 2α ġ + β² g = 0 (α, β owned by the constraint object);
+                 solved with the dynamics by the library's constrained solve (`constrained_accelerations`);
+                 constraint drift damped by Baumgarte stabilisation g̈ + 2α ġ + β² g = 0 (α, β owned by the
+                 constraint object);
   ``compliant``  a compliant ground contact at the foot point (`CompliantGround`): normal force from a library
                  normal law (`biobullet.contact.normal`, penetration δ = ground − y_A) and friction from a library
                  friction law (`biobullet.contact.friction`, slip = ẋ_A).
@@ -24,6 +25,7 @@ from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.contact.element import law_potential
 from biobullet.contact.friction import Regularized
 from biobullet.contact.normal import Flores
+from biobullet.constraints.solve import constrained_acceleration
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.extensible import recursion as rec
 from biobullet.extensible.chain_model import ChainModel
@@ -80,31 +82,28 @@ Controller = Callable[[float, np.ndarray, np.ndarray, tuple[str, str]], tuple[np
 
 def constrained_accelerations(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, Q: np.ndarray,
                               constraints: Sequence[FootConstraint]) -> tuple[np.ndarray, np.ndarray]:
-    """Solve the KKT system [M −Jᵀ; J 0][q̈; R] = [Q − h; γ] (LU of the whole matrix). Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
+    """M q̈ + h = Q + Jᵀ R, J q̈ = γ by the library's constrained solve (`constraints.solve.constrained_acceleration`).
+    Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
     M, h = rec.dynamics_terms(model, q, v, t)
     if not constraints:
         return np.linalg.solve(M, Q - h), np.zeros((0, 2))
     J = np.vstack([rec.foot_jacobian(model, q, c.foot) for c in constraints])
     gamma = np.concatenate([c.acceleration_rhs(model, q, v, J[2 * i:2 * i + 2]) for i, c in enumerate(constraints)])
-    # the full KKT matrix, not the Schur complement: M itself is singular when all links are parallel (e.g. the
-    # vertical stance: stretching every link about its fixed COM has no inertia), the constrained system is not
-    N, k = M.shape[0], J.shape[0]
-    A = np.zeros((N + k, N + k))
-    A[:N, :N] = M
-    A[:N, N:] = -J.T
-    A[N:, :N] = J
-    sol = np.linalg.solve(A, np.concatenate([Q - h, gamma]))
-    return sol[:N], sol[N:].reshape(-1, 2)
+    # least squares = the whole KKT matrix where the Schur complement declines: M itself is singular when all links
+    # are parallel (e.g. the vertical stance: stretching every link about its fixed COM has no inertia), the
+    # constrained system is not
+    qdd, reactions = constrained_acceleration(M, h, Q, J, gamma, redundant="least_squares")
+    return qdd, reactions.reshape(-1, 2)
 
 
 def impact_map(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, feet: Sequence[int]) -> tuple[np.ndarray,
                                                                                                          np.ndarray]:
-    """Perfectly plastic impact onto the feet `feet`: q̇⁺ = q̇⁻ + M⁻¹JᵀΛ with J q̇⁺ = 0. Returns (q̇⁺, Λ (k, 2) [N·s])."""
+    """Perfectly plastic impact onto the feet `feet`: q̇⁺ = q̇⁻ + M⁻¹JᵀΛ with J q̇⁺ = 0 (the constrained solve with
+    M q̇⁺ − M q̇⁻ = JᵀΛ). Returns (q̇⁺, Λ (k, 2) [N·s])."""
     M = rec.mass_matrix(model, q, t)
     J = np.vstack([rec.foot_jacobian(model, q, foot) for foot in feet])
-    MinvJt = np.linalg.solve(M, J.T)
-    lam = np.linalg.solve(J @ MinvJt, -J @ v)
-    return v + MinvJt @ lam, lam.reshape(-1, 2)
+    v_plus, impulses = constrained_acceleration(M, -(M @ v), None, J, np.zeros(len(J)), redundant="least_squares")
+    return v_plus, impulses.reshape(-1, 2)
 
 
 def stance_configuration(model: ChainModel, *, hip_height: float | None = None) -> np.ndarray:

@@ -43,6 +43,19 @@ class JetsKernel:
     bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
+def evaluate_jets(kernel: JetsKernel, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """`JointFunction.evaluate` of a type whose compiled jets are its one implementation: the kernel's Python form
+    (no `bind`) at z = (x, t), unpacked into the value, the gradient (m) and the symmetric Hessian (m × m)."""
+    m = len(x) + 1
+    z = np.append(np.asarray(x, dtype=float), float(t))
+    jet = np.empty(1 + m + m * (m + 1) // 2)
+    kernel.function(z, kernel.params, jet)
+    hessian = np.empty((m, m))
+    hessian[np.triu_indices(m)] = jet[1 + m:]
+    hessian.T[np.triu_indices(m)] = jet[1 + m:]
+    return float(jet[0]), jet[1:1 + m].copy(), hessian
+
+
 #: attributes every <joint_function> element may carry, whatever its type
 COMMON_ATTRIBUTES: tuple[str, ...] = ("joint", "type", "inputs")
 

@@ -14,7 +14,6 @@ parameters), so models with this type run on the compiled right-hand sides.
 """
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
@@ -23,7 +22,7 @@ import numpy as np
 
 from biobullet.core.attributes import floats
 from biobullet.core.errors import ModelError, SourceRef
-from biobullet.functions.base import JetsKernel, JointFunction, interpolation_table
+from biobullet.functions.base import JetsKernel, JointFunction, evaluate_jets, interpolation_table
 from biobullet.functions.registry import register
 
 DEGREES: tuple[int, ...] = (1, 3, 5, 7)
@@ -46,14 +45,13 @@ class NaturalSplineFunction(JointFunction):
         xs, ys = interpolation_table(self.inputs, x, y, min_points=half + 1, max_points=MAX_POINTS, expected=(
             f"as many y as x values, {half + 1} to {MAX_POINTS} for degree {degree}"))
         self.x, self.y, self.degree = xs, ys, degree
-        self._half = half
         # piece i: θ = Σ_k c[i][k] (x − x_i)^k, k = 0 … degree
-        self._coefficients = _pieces(xs, ys, degree).tolist()
-        self._breaks = xs.tolist()
+        pieces = _pieces(xs, ys, degree)
         # Taylor coefficients of the continuations beyond each end (degree m − 1)
-        self._before = [_derivative(self._coefficients[0], 0.0, k) / math.factorial(k) for k in range(half)]
-        width = float(xs[-1] - xs[-2])
-        self._after = [_derivative(self._coefficients[-1], width, k) / math.factorial(k) for k in range(half)]
+        before = [_derivative(pieces[0], 0.0, k) / math.factorial(k) for k in range(half)]
+        after = [_derivative(pieces[-1], float(xs[-1] - xs[-2]), k) / math.factorial(k) for k in range(half)]
+        params = np.concatenate([[float(degree), float(len(xs))], xs, pieces.reshape(-1), before, after])
+        self._jets = JetsKernel(_natural_spline_jets_py, params)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -72,25 +70,12 @@ class NaturalSplineFunction(JointFunction):
             raise source.error(exc.attribute, exc.detail, exc.expected) from None
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
-        value = float(x[0])
-        breaks = self._breaks
-        if value < breaks[0] or value > breaks[-1]:
-            taylor = self._before if value < breaks[0] else self._after
-            s = value - (breaks[0] if value < breaks[0] else breaks[-1])
-            jets = [_derivative(taylor, s, order) for order in range(3)]
-        else:
-            i = min(max(bisect.bisect_right(breaks, value) - 1, 0), len(breaks) - 2)
-            jets = [_derivative(self._coefficients[i], value - breaks[i], order) for order in range(3)]
-        hessian = np.zeros((2, 2))
-        hessian[0, 0] = jets[2]
-        return jets[0], np.array([jets[1], 0.0]), hessian
+        return evaluate_jets(self._jets, x, t)   # the compiled jets' Python form: one implementation
 
     def compiled_jets(self) -> JetsKernel:
         """`_natural_spline_jets_py` with params [degree, points, breaks, piece coefficients (ascending powers),
         continuation before, continuation after]."""
-        params = np.concatenate([[float(self.degree), float(len(self._breaks))], self._breaks,
-                                 np.asarray(self._coefficients).reshape(-1), self._before, self._after])
-        return JetsKernel(_natural_spline_jets_py, params)
+        return self._jets
 
     def __repr__(self) -> str:
         return f"NaturalSplineFunction(inputs={self.inputs}, points={len(self.x)}, degree={self.degree})"

@@ -76,7 +76,8 @@ class SplineFunction(JointFunction):
             slope = np.diff(ys) / np.diff(xs)
             coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
         elif boundary == "fmm":
-            coefficients = fmm_coefficients(xs, ys)
+            b, c, d = simm_spline_coefficients(xs, ys)
+            coefficients = np.column_stack([d[:-1], c[:-1], b[:-1], ys[:-1]])
         else:
             coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
         breaks = xs.tolist()
@@ -133,41 +134,51 @@ class SplineFunction(JointFunction):
                 f"extrapolation='{self.extrapolation}', degree={self.degree})")
 
 
-def fmm_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Piece coefficients (c3, c2, c1, c0) per interval of the Forsythe–Malcolm–Moler cubic spline, computed
-    as OpenSim's SimmSpline::calcCoefficients does (same operations, so the same numbers to rounding): a
-    tridiagonal solve for the second derivatives with third-derivative end conditions from divided differences."""
+#: OpenSim's floor on a knot spacing in SimmSpline (SimmMacros.h TINY_NUMBER)
+TINY_SPACING = 1e-7
+
+
+def simm_spline_coefficients(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """OpenSim's `SimmSpline::calcCoefficients` (same operations, so the same numbers to rounding): the
+    Forsythe–Malcolm–Moler cubic spline, a tridiagonal solve for the second derivatives with third-derivative end
+    conditions from the divided differences of the end four points. Returns (b, c, d), n each: piece k is
+    y_k + b_k s + c_k s² + d_k s³ (s = x − x_k), b_{n−1} the end slope."""
     n = len(x)
-    if n == 2:
-        slope = (y[1] - y[0]) / (x[1] - x[0])
-        return np.array([[0.0, 0.0, slope, y[0]]])
     b, c, d = np.zeros(n), np.zeros(n), np.zeros(n)
-    last = n - 1
-    d[0] = x[1] - x[0]
+    if n == 2:
+        b[:] = (y[1] - y[0]) / max(TINY_SPACING, x[1] - x[0])
+        return b, c, d
+    # tridiagonal system of the second derivatives: b diagonal, d off-diagonal, c right-hand side
+    d[0] = max(TINY_SPACING, x[1] - x[0])
     c[1] = (y[1] - y[0]) / d[0]
-    for i in range(1, last):
-        d[i] = x[i + 1] - x[i]
+    for i in range(1, n - 1):
+        d[i] = max(TINY_SPACING, x[i + 1] - x[i])
         b[i] = 2.0 * (d[i - 1] + d[i])
         c[i + 1] = (y[i + 1] - y[i]) / d[i]
         c[i] = c[i + 1] - c[i]
-    b[0] = -d[0]
-    b[last] = -d[n - 2]
-    c[0] = c[last] = 0.0
+    b[0], b[n - 1] = -d[0], -d[n - 2]
+    c[0] = c[n - 1] = 0.0
     if n > 3:
-        d1 = c[2] / (x[3] - x[1]) - c[1] / (x[2] - x[0])
-        d2 = c[last - 1] / (x[last] - x[n - 3]) - c[last - 2] / (x[last - 1] - x[n - 4])
-        c[0] = d1 * d[0] * d[0] / (x[3] - x[0])
-        c[last] = -d2 * d[n - 2] * d[n - 2] / (x[last] - x[n - 4])
+        d31 = max(TINY_SPACING, x[3] - x[1])
+        d20 = max(TINY_SPACING, x[2] - x[0])
+        d1 = max(TINY_SPACING, x[n - 1] - x[n - 3])
+        d2 = max(TINY_SPACING, x[n - 2] - x[n - 4])
+        d30 = max(TINY_SPACING, x[3] - x[0])
+        d3 = max(TINY_SPACING, x[n - 1] - x[n - 4])
+        c[0] = (c[2] / d31 - c[1] / d20) * d[0] * d[0] / d30
+        c[n - 1] = -(c[n - 2] / d1 - c[n - 3] / d2) * d[n - 2] * d[n - 2] / d3
     for i in range(1, n):
         t = d[i - 1] / b[i - 1]
         b[i] -= t * d[i - 1]
         c[i] -= t * c[i - 1]
-    c[last] /= b[last]
-    for j in range(last):
-        i = last - j - 1
+    c[n - 1] /= b[n - 1]
+    for i in range(n - 2, -1, -1):
         c[i] = (c[i] - d[i] * c[i + 1]) / b[i]
-    for i in range(last):
+    b[n - 1] = (y[n - 1] - y[n - 2]) / d[n - 2] + d[n - 2] * (c[n - 2] + 2.0 * c[n - 1])
+    for i in range(n - 1):
         b[i] = (y[i + 1] - y[i]) / d[i] - d[i] * (c[i + 1] + 2.0 * c[i])
         d[i] = (c[i + 1] - c[i]) / d[i]
         c[i] *= 3.0
-    return np.column_stack([d[:last], c[:last], b[:last], y[:last]])
+    c[n - 1] *= 3.0
+    d[n - 1] = d[n - 2]
+    return b, c, d

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.core.errors import ModelError
+from biobullet.functions.spline import TINY_SPACING, simm_spline_coefficients
 
 KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
 
 TABLE = 0
 POLYNOMIAL = 1
-#: OpenSim's floor on a knot spacing (SimmMacros.h TINY_NUMBER)
-TINY_SPACING = 1e-7
 
 
 @dataclass(frozen=True)
@@ -71,49 +70,11 @@ def piecewise_linear(x, y) -> LocationFunction:
 
 
 def simm_spline(x, y) -> LocationFunction:
-    """OpenSim's SimmSpline: the Forsythe–Malcolm–Moler cubic spline through (x, y), linear outside."""
+    """OpenSim's SimmSpline: the Forsythe–Malcolm–Moler cubic spline through (x, y), linear outside
+    (`functions.spline.simm_spline_coefficients`)."""
     xs, ys = _table_points(x, y)
-    n = xs.size
-    b, c, d = np.zeros(n), np.zeros(n), np.zeros(n)
-    if n == 2:
-        b[:] = (ys[1] - ys[0]) / max(TINY_SPACING, xs[1] - xs[0])
-        return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)),
-                                ("simm_spline", tuple(xs.tolist()), tuple(ys.tolist())))
-    # tridiagonal system of the second derivatives: b diagonal, d off-diagonal, c right-hand side
-    d[0] = max(TINY_SPACING, xs[1] - xs[0])
-    c[1] = (ys[1] - ys[0]) / d[0]
-    for i in range(1, n - 1):
-        d[i] = max(TINY_SPACING, xs[i + 1] - xs[i])
-        b[i] = 2.0 * (d[i - 1] + d[i])
-        c[i + 1] = (ys[i + 1] - ys[i]) / d[i]
-        c[i] = c[i + 1] - c[i]
-    # end conditions: third derivatives from the divided differences of the end four points
-    b[0], b[n - 1] = -d[0], -d[n - 2]
-    c[0] = c[n - 1] = 0.0
-    if n > 3:
-        d31 = max(TINY_SPACING, xs[3] - xs[1])
-        d20 = max(TINY_SPACING, xs[2] - xs[0])
-        d1 = max(TINY_SPACING, xs[n - 1] - xs[n - 3])
-        d2 = max(TINY_SPACING, xs[n - 2] - xs[n - 4])
-        d30 = max(TINY_SPACING, xs[3] - xs[0])
-        d3 = max(TINY_SPACING, xs[n - 1] - xs[n - 4])
-        c[0] = (c[2] / d31 - c[1] / d20) * d[0] * d[0] / d30
-        c[n - 1] = -(c[n - 2] / d1 - c[n - 3] / d2) * d[n - 2] * d[n - 2] / d3
-    for i in range(1, n):
-        t = d[i - 1] / b[i - 1]
-        b[i] -= t * d[i - 1]
-        c[i] -= t * c[i - 1]
-    c[n - 1] /= b[n - 1]
-    for i in range(n - 2, -1, -1):
-        c[i] = (c[i] - d[i] * c[i + 1]) / b[i]
-    b[n - 1] = (ys[n - 1] - ys[n - 2]) / d[n - 2] + d[n - 2] * (c[n - 2] + 2.0 * c[n - 1])
-    for i in range(n - 1):
-        b[i] = (ys[i + 1] - ys[i]) / d[i] - d[i] * (c[i + 1] + 2.0 * c[i])
-        d[i] = (c[i + 1] - c[i]) / d[i]
-        c[i] *= 3.0
-    c[n - 1] *= 3.0
-    d[n - 1] = d[n - 2]
-    return LocationFunction(TABLE, np.concatenate(([n], xs, ys, b, c, d)),
+    b, c, d = simm_spline_coefficients(xs, ys)
+    return LocationFunction(TABLE, np.concatenate(([xs.size], xs, ys, b, c, d)),
                             ("simm_spline", tuple(xs.tolist()), tuple(ys.tolist())))
 
 

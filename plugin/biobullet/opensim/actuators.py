@@ -137,14 +137,14 @@ def actuator_forces(model, actuators: Mapping[str, ActuatorInput], q, controls: 
         rotation_body = rotation_link @ a.rotation_a
         vector = magnitude * (a.axis if a.axis_global else rotation_body @ a.axis)
         if a.type == "TorqueActuator":
-            tree += frame_jacobian(model, x, a.link_a, placements=placements)[3:].T @ vector
+            tree += frame_jacobian(model, x, a.link_a)[3:].T @ vector
             if a.link_b:
-                tree -= frame_jacobian(model, x, a.link_b, placements=placements)[3:].T @ vector
+                tree -= frame_jacobian(model, x, a.link_b)[3:].T @ vector
             continue
         point_body = (rotation_body.T @ (a.point - (rotation_link @ a.translation_a + translation_link))
                       if a.point_global else a.point)
         point_link = a.rotation_a @ point_body + a.translation_a
-        tree += frame_jacobian(model, x, a.link_a, point_link, placements=placements)[:3].T @ vector
+        tree += frame_jacobian(model, x, a.link_a, point_link)[:3].T @ vector
     return gradient.T @ tree
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from biobullet.core.errors import ModelError
+from biobullet.core.attributes import floats, vector3
+from biobullet.core.errors import ModelError, SourceRef
 from biobullet.model.meshes import resolve_mesh_path
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -182,13 +183,14 @@ class Scene:
         for element in description.elements_of("contact"):
             link = element.get("link")
             if link in frames:
-                contacts.append(world(link, _vec3(element.get("xyz"))))
+                contacts.append(world(link, vector3(element.source, element.attributes, "xyz")))
                 contact_names.append(element.get("name") or link)
         loops, loop_names = [], []
         for element in description.elements_of("loop"):
             a, b = element.get("link_a"), element.get("link_b")
             if a in frames and b in frames:
-                loops.append((world(a, _vec3(element.get("xyz_a"))), world(b, _vec3(element.get("xyz_b")))))
+                loops.append((world(a, vector3(element.source, element.attributes, "xyz_a")),
+                              world(b, vector3(element.source, element.attributes, "xyz_b"))))
                 loop_names.append(element.get("name") or f"{a}-{b}")
         return Markers(coms=coms, com_names=tuple(link.name for link in com_links), axes=axes,
                        axis_names=tuple(axis_names), contacts=np.array(contacts).reshape(-1, 3),
@@ -229,9 +231,9 @@ def read_visuals(file: str, text: str | None = None) -> list[Visual]:
             if not shapes:
                 raise ModelError("visual without geometry", file=file, element=where, expected="<geometry>")
             shape = shapes[0]
-            origin = visual.find("origin")
-            rotation = rpy_to_matrix(_vec3(origin.get("rpy") if origin is not None else None, file, where, "rpy"))
-            translation = _vec3(origin.get("xyz") if origin is not None else None, file, where, "xyz")
+            origin, origin_source = visual.find("origin"), SourceRef(file, where + " <origin>")
+            rotation = rpy_to_matrix(vector3(origin_source, origin, "rpy"))
+            translation = vector3(origin_source, origin, "xyz")
             vertices, faces, kind = _shape_mesh(file, where, shape)
             color = DEFAULT_COLOR
             material = visual.find("material")
@@ -242,60 +244,32 @@ def read_visuals(file: str, text: str | None = None) -> list[Visual]:
     return out
 
 
-def _vec3(text, file: str = "", where: str = "", attribute: str = "xyz") -> np.ndarray:
-    if text is None:
-        return np.zeros(3)
-    try:
-        values = np.array([float(v) for v in text.split()], dtype=float)
-    except ValueError:
-        values = np.array([])
-    if values.shape != (3,) or not np.all(np.isfinite(values)):
-        raise ModelError(f"{attribute}={text!r}", file=file or None, element=where or None, attribute=attribute,
-                         expected="three finite numbers")
-    return values
-
-
 def _rgba(file: str, material: ET.Element):
+    """A material's colour (four numbers in [0, 1]), or None without one."""
     color = material.find("color")
     if color is None or color.get("rgba") is None:
         return None
-    try:
-        values = tuple(float(v) for v in color.get("rgba").split())
-    except ValueError:
-        values = ()
-    if len(values) != 4 or not all(0.0 <= v <= 1.0 for v in values):
-        raise ModelError(f"rgba={color.get('rgba')!r}", file=file,
-                         element=f'<material name="{material.get("name", "")}"> <color>', attribute="rgba",
-                         expected="four numbers in [0, 1]")
-    return values
+    where = f'<material name="{material.get("name", "")}"> <color>'
+    return tuple(floats(SourceRef(file, where), color, "rgba", count=4, at_least=0.0, at_most=1.0).tolist())
 
 
-def _positive(file: str, where: str, shape: ET.Element, attribute: str, count: int = 1) -> np.ndarray:
-    text = shape.get(attribute)
-    try:
-        values = np.array([float(v) for v in (text or "").split()], dtype=float)
-    except ValueError:
-        values = np.array([])
-    if values.shape != (count,) or not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ModelError(f"{attribute}={text!r}", file=file, element=f"{where} <{shape.tag}>", attribute=attribute,
-                         expected=f"{count} non-negative number{'s' if count > 1 else ''} (m)")
-    return values
+def _sizes(file: str, where: str, shape: ET.Element, attribute: str, count: int = 1) -> np.ndarray:
+    return floats(SourceRef(file, f"{where} <{shape.tag}>"), shape, attribute, count=count, non_negative=True)
 
 
 def _shape_mesh(file: str, where: str, shape: ET.Element) -> tuple[np.ndarray, np.ndarray, str]:
     if shape.tag == "box":
-        return (*box_mesh(_positive(file, where, shape, "size", 3)), "box")
+        return (*box_mesh(_sizes(file, where, shape, "size", 3)), "box")
     if shape.tag == "sphere":
-        return (*sphere_mesh(float(_positive(file, where, shape, "radius")[0])), "sphere")
+        return (*sphere_mesh(float(_sizes(file, where, shape, "radius")[0])), "sphere")
     if shape.tag in ("cylinder", "capsule"):
-        radius = float(_positive(file, where, shape, "radius")[0])
-        length = float(_positive(file, where, shape, "length")[0])
+        radius = float(_sizes(file, where, shape, "radius")[0])
+        length = float(_sizes(file, where, shape, "length")[0])
         return (*cylinder_mesh(radius, length), "cylinder")
     if shape.tag == "mesh":
         path = resolve_mesh_path(file, where, shape.get("filename"))
         # (PyBullet reads the first three numbers of the scale; a negative one mirrors the mesh)
-        scale = _vec3(" ".join(shape.get("scale").split()[:3]), file, where, "scale") if shape.get("scale") \
-            else np.ones(3)
+        scale = floats(SourceRef(file, f"{where} <mesh>"), shape, "scale", np.ones(3), min_count=3, max_count=4)[:3]
         vertices, faces = _load_mesh(file, where, path)
         return vertices * scale, faces, "mesh"
     raise ModelError(f"unknown geometry <{shape.tag}>", file=file, element=where,

@@ -205,7 +205,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     `report.notes`, as is anything an oracle departs from the file on (and how the oracle was corrected); a model
     without degrees of freedom compares inertias only; samples where M is singular skip forward dynamics and say
     which joints move no mass."""
-    from biobullet.algorithms.kinematics import body_placements, frame_jacobian
+    from biobullet.algorithms.kinematics import frame_jacobian
     translated = model.description.translated_urdf
     if reference_file is None and translated is not None:
         # a model translated from another format (an OpenSim .osim): the oracles read its URDF text
@@ -302,8 +302,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                     except (BiobulletError, NotImplementedError, ArithmeticError, ValueError) as exc:
                         results[name] = exc
             x, xd, _, _ = model.joint_state(q, v, t)
-            placements = body_placements(model, x)
-            jacobians = {link: frame_jacobian(model, x, link, placements=placements) for link in model.link_names}
+            jacobians = {link: frame_jacobian(model, x, link) for link in model.link_names}
             for oracle in built:
                 reference = (oracle.mass_matrix(q, t), oracle.bias_forces(q, v, t),
                              None if still is not None else oracle.forward_dynamics(q, v, tau, t))
@@ -322,7 +321,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                 if hasattr(oracle, "link_velocities"):
                     for link, (linear, angular) in oracle.link_velocities(x, xd).items():
                         com = oracle.map.link_com(link)
-                        jac = frame_jacobian(model, x, link, point=com, placements=placements)
+                        jac = frame_jacobian(model, x, link, point=com)
                         acc.add(("link_velocity", "kinematics", oracle.name), jac @ xd,
                                 np.concatenate([linear, angular]))
             if progress is not None:

@@ -1,7 +1,8 @@
 """The air damping of segmented flexible links (`flexible.segments._air_damping_force_py`, a force kernel on the
 tree kinematics; the same kernel serves the element and the pipeline's force stage) against −Σ c Jᵀ J ẋ written
-here on independent Python kinematics (`algorithms.kinematics.frame_jacobian`) at random states of the elastic 3-link robot (floating base, 4 segments per link): τ and the
-dissipated power to round-off. Also checks τ = −∂D/∂ẋ with D = ½ Σ c |v|² (so ẋᵀτ = −power)."""
+here with the frame Jacobians (`algorithms.kinematics.frame_jacobian`, equal to Pinocchio's in
+tests/validation/test_joint_types.py) at random states of the elastic 3-link robot (floating base, 4 segments per
+link): τ and the dissipated power to round-off. Also checks τ = −∂D/∂ẋ with D = ½ Σ c |v|² (so ẋᵀτ = −power)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biobullet.algorithms.kinematics import body_placements, frame_jacobian
+from biobullet.algorithms.kinematics import frame_jacobian
 from biobullet.core import jit
 from biobullet.flexible.segments import load_segmented_model
 from biobullet.forces import force_elements
@@ -19,10 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _terms(model, damper, x):
     """(c, world linear point Jacobian) of each lumped drag point of a damper, by frame Jacobians."""
-    placements = body_placements(model, x)
     lay = damper.layout
     for name, (a, b) in zip(lay.body_names(), lay.bodies):
-        jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]), placements)[:3]
+        jac = frame_jacobian(model, x, name, np.array([0.5 * (b - a), 0.0, 0.0]))[:3]
         yield lay.air_damping * (b - a), jac
 
 

@@ -130,7 +130,7 @@ class ToyAnchor(ForceElement):
     def _point(self, model, x, xd, placements=None):
         placements = placements if placements is not None else body_placements(model, x)
         rotation, origin = frame_placement(model, x, self.link, placements)
-        jac = frame_jacobian(model, x, self.link, self.xyz, placements)[:3]
+        jac = frame_jacobian(model, x, self.link, self.xyz)[:3]
         return rotation @ self.xyz + origin, jac, jac @ xd
 
     def generalized_force(self, model, x, xd, t, placements=None):
