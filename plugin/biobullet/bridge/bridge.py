@@ -186,7 +186,7 @@ class Bridge:
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
             #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
-            #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send_multi_dof`)
+            #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send`)
             self._spherical = bool(self.map.multi_dof)
             self._tree_terms = self._pipeline_tree() if self._spherical else None
             if self._spherical:
@@ -427,7 +427,7 @@ class Bridge:
         permutation, so M = M_pb[d, d], h = h_pb[d] and θ → PyBullet is `out[d] = θ` — the same numbers
         as the general conversions (products with exact 0/1 entries), without building n × n matrices."""
         self._joint_list = self.map.joint_indices.tolist()
-        # "fixed": the state is the 1-DOF joint list alone (spherical joints take the general path, bridge/multidof)
+        # "fixed": the state is the 1-DOF joint list alone (spherical joints: the multi-DOF state read and send)
         self._fixed = not self.model.floating_base and not self._spherical
         dof = np.asarray(self.map.dof_of_joint, dtype=np.intp)
         self._dof = dof
