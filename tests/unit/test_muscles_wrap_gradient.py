@@ -175,12 +175,15 @@ def test_wrapped_moment_arms_are_minus_the_derivative_of_opensim_lengths(kind, q
     assert 0 < wrapped < len(poses) and switches >= 1   # wrapped and straight poses, and switches, all checked
 
 
-def test_arm26_muscle_stage_generalized_forces_match_opensim_moment_arms():
+@pytest.mark.parametrize("frame_twists", [False, True], ids=["tree directions", "frame twists"])
+def test_arm26_muscle_stage_generalized_forces_match_opensim_moment_arms(frame_twists):
     """The stage's τ = Σ_m T_m R_m (its forward-mode gradients of every arm26 path: cylinders, ellipsoids, three
-    wraps on TRIlong) against Σ_m T_m (−dl/dq of OpenSim's lengths), with the stage's own tendon forces T."""
+    wraps on TRIlong) against Σ_m T_m (−dl/dq of OpenSim's lengths), with the stage's own tendon forces T — for the
+    engine's mode (wrapped paths along the tree's directions) and the bridge's (along each frame's unit twists, τ
+    from the per-frame wrenches through the motion subspaces)."""
     model = _load_quietly(ARM26)
     theirs = _OpenSimLengths(ARM26, model.coordinate_names)
-    rows = pack_muscles(model)
+    rows = pack_muscles(model, frame_twists)
     n_muscles = rows.excitation.shape[0]
     state = np.zeros(rows.state.shape[0])
     state[:n_muscles] = 0.5

@@ -14,7 +14,7 @@ element it cannot apply (`check_elements`: one ModelError naming it). Each `step
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
    same from biobullet's compiled recursions on the fast paths and for a floating base (`own_dynamics`) and for
-   bodies with spherical joints, which PyBullet's calls do not take (`bridge.multidof`);
+   bodies with spherical joints, which PyBullet's calls do not take;
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
    `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
@@ -124,7 +124,7 @@ class Bridge:
     base (plug-in rows, motors, projections) always asks PyBullet. Own dynamics use the
     model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
     dynamics="pybullet".
-    Spherical joints (PyBullet's ball joint; `bridge.multidof`): state, torques and PyBullet's default spherical
+    Spherical joints (PyBullet's ball joint): state, torques and PyBullet's default spherical
     motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the rows stage (explicit
     functions) or the general one (loops) with M and h from biobullet's recursions (PyBullet's calls do not take
     spherical joints), whatever `dynamics` says, without rows nothing to solve; a spherical `<limit>` is a
@@ -185,11 +185,17 @@ class Bridge:
             check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
-            #: spherical joints (bridge/multidof.py): their torques, and M, h from biobullet's recursions
-            self._spherical = None
-            if self.map.multi_dof:
-                from biobullet.bridge.multidof import SphericalJoints
-                self._spherical = SphericalJoints(self)
+            #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
+            #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send`)
+            self._spherical = bool(self.map.multi_dof)
+            self._tree_terms = self._pipeline_tree() if self._spherical else None
+            if self._spherical:
+                #: the one torque call's joints: the spherical joints, then the 1-DOF joints (τ after the base and
+                #: the spherical block, `model.base_nv`); `_one_each` splits their list of τ into [τ] entries
+                self._multi_dof_joints = list(self.map.spherical_indices) + self.map.joint_indices.tolist()
+                count = len(self.map.joint_indices)
+                self._one_each = (itemgetter(*[slice(k, k + 1) for k in range(count)]) if count > 1
+                                  else (lambda values: (values,)) if count else (lambda values: ()))
             self.alpha, self.beta = self._baumgarte_gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
@@ -360,7 +366,7 @@ class Bridge:
         if gravity != self.gravity:
             changes.append(f"gravity {self.gravity} → {gravity} m/s²")
             self.gravity = gravity
-            for arrays in (self._own, self._own_tree):
+            for arrays in (self._own, self._own_tree, self._tree_terms):
                 if arrays is not None:
                     arrays[-1][:] = gravity   # the own recursions' gravity vector, updated in place
         return "; ".join(changes)
@@ -421,8 +427,8 @@ class Bridge:
         permutation, so M = M_pb[d, d], h = h_pb[d] and θ → PyBullet is `out[d] = θ` — the same numbers
         as the general conversions (products with exact 0/1 entries), without building n × n matrices."""
         self._joint_list = self.map.joint_indices.tolist()
-        # "fixed": the state is the 1-DOF joint list alone (spherical joints take the general path, bridge/multidof)
-        self._fixed = not self.model.floating_base and self._spherical is None
+        # "fixed": the state is the 1-DOF joint list alone (spherical joints: the multi-DOF state read and send)
+        self._fixed = not self.model.floating_base and not self._spherical
         dof = np.asarray(self.map.dof_of_joint, dtype=np.intp)
         self._dof = dof
         self._dof_identity = bool(np.array_equal(dof, np.arange(len(dof))))
@@ -501,11 +507,9 @@ class Bridge:
             self._compiled_forces = self._forces_in_kernel() if self._fixed else None
             self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
             if self._rows_kernel is not None:
-                from biobullet.algorithms.compiled_kernels import pack
                 from biobullet.bridge.kernels import TreeModel
                 # M and h: the own recursions' packed tree, else placeholders of the same types
-                own = self._own[1:] if self._own is not None else (
-                    *pack(self.model), np.array(self.model.gravity, dtype=float))
+                own = (self._own or self._pipeline_tree())[1:]
                 self._tree = TreeModel(self._own is not None, *own,
                                        np.array([self._base, self._base_v], dtype=np.int64))
                 self._rows_kernel = self._rows_entry()
@@ -620,27 +624,41 @@ class Bridge:
             out[i, 19:28] = inertia.reshape(9)
         return out
 
+    def _pipeline_tree(self) -> tuple:
+        """(kernel, meta, body, gravity): the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`; None
+        without numba, its Python form then serves `_tree_terms_at`) with the model's packed tree on the inertia
+        PyBullet stores for the links (`_pybullet_inertia`: the body PyBullet integrates) and the bridge's gravity
+        (updated in place by `engine_parameters`)."""
+        from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+        compiled = self.model.compiled
+        return (tree_dynamics_kernel(), compiled.tree_meta, self._pybullet_inertia(compiled.tree_body),
+                np.array(self.gravity, dtype=float))
+
+    def _tree_terms_at(self, x, xd, need_mass: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """(M(x) or None, h(x, ẋ)) of a body with spherical joints, in biobullet's tree order (`_tree_terms`)."""
+        from biobullet.algorithms.compiled_kernels import tree_dynamics
+        kernel, meta, body, gravity = self._tree_terms
+        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
+        mass, bias = (kernel or tree_dynamics)(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass,
+                                               True, False)
+        return (mass if need_mass else None), bias
+
     def _own_dynamics(self):
         """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
         calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
         round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
         Fixed base in PyBullet's dof order, or a floating base (compared through `conventions.PyBulletMap`'s tangent
-        maps); with spherical joints, which PyBullet's calls do not take, the recursions of `bridge.multidof` always
-        (tested against Pinocchio and PyBullet's own step). None without numba."""
-        if self._spherical is not None:
-            kernel = self._spherical.kernel
-            return None if kernel is None else (kernel, *self._spherical.packed)
+        maps); with spherical joints, which PyBullet's calls do not take, the pipeline's tree kernel always
+        (`_tree_terms`; tested against Pinocchio and PyBullet's own step). None without numba."""
+        if self._spherical:
+            return None if self._tree_terms[0] is None else self._tree_terms
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):
             return None
-        from biobullet.algorithms.compiled_kernels import pack, tree_dynamics_kernel
-        kernel = tree_dynamics_kernel()
+        terms = kernel, meta, body, gravity = self._pipeline_tree()
         if kernel is None:
             return None
         model, p, c, b = self.model, self._p, self.client, self.body
         n, base = model.n_tangent, self._base
-        meta, body = pack(model)
-        body = self._pybullet_inertia(body)
-        gravity = np.array(self.gravity, dtype=float)   # the rule of `_gravity_rule`; followed by engine_parameters
         rng = np.random.default_rng(0)
         for _ in range(3):
             x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, n)
@@ -657,7 +675,7 @@ class Bridge:
             if (np.abs(own_mass - mass).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(mass).max(), 1e-300)
                     or np.abs(own_bias - bias).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(bias).max(), 1.0)):
                 return None
-        return kernel, meta, body, gravity
+        return terms
 
     @staticmethod
     def _own_tree_arguments(meta: np.ndarray, body: np.ndarray, gravity: np.ndarray) -> tuple:
@@ -702,8 +720,8 @@ class Bridge:
 
     def _tree_bias(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
         """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order (spherical joints: own recursions)."""
-        if self._spherical is not None:
-            return self._spherical.mass_and_bias(x, xd, need_mass=False)[1]
+        if self._spherical:
+            return self._tree_terms_at(x, xd, need_mass=False)[1]
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
         out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
@@ -774,10 +792,10 @@ class Bridge:
     def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order.
         A body with spherical joints, which those calls do not take: biobullet's recursions on the inertia PyBullet
-        stores (`bridge.multidof`)."""
+        stores (`_tree_terms`)."""
         ensure_usable(self, "tree_mass_and_bias")
-        if self._spherical is not None:
-            return self._spherical.mass_and_bias(x, xd)
+        if self._spherical:
+            return self._tree_terms_at(x, xd)
         mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
@@ -791,8 +809,8 @@ class Bridge:
         ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model.checked("qdd", qdd, self.model.nv)
-        if self._spherical is not None:   # M ẍ + h from biobullet's recursions (see tree_mass_and_bias)
-            mass, bias = self._spherical.mass_and_bias(x, xd)
+        if self._spherical:   # M ẍ + h from the pipeline's tree kernel (see tree_mass_and_bias)
+            mass, bias = self._tree_terms_at(x, xd)
             return gradient.T @ (mass @ (gradient @ qdd + gamma) + bias)
         return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
 
@@ -1105,11 +1123,15 @@ class Bridge:
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
         """τ (n_tangent, our order) to PyBullet: the joints in one call (every joint through the multi-DOF call when
-        the body has spherical joints, `SphericalJoints.send`), a floating base's wrench as external force and
-        torque when it is not zero."""
+        the body has spherical joints: τ_pb = R_iᵀ τ per spherical joint, `PyBulletMap.spherical_torques`, and
+        [τ] per 1-DOF joint — 0.7 µs less than a second call for the 1-DOF joints), a floating base's wrench as
+        external force and torque when it is not zero."""
         p, c, b = self._p, self.client, self.body
-        if self._spherical is not None:
-            self._spherical.send(torque)
+        if self._spherical:
+            forces = self.map.spherical_torques(torque)   # a new list of [τx, τy, τz] per spherical joint
+            forces += self._one_each(torque[self._base_v:].tolist())
+            p.setJointMotorControlMultiDofArray(b, self._multi_dof_joints, p.TORQUE_CONTROL, forces=forces,
+                                                physicsClientId=c)
         else:
             p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                         forces=(torque if self._fixed else torque[self._base_v:]).tolist(),

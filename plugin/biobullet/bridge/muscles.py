@@ -2,7 +2,10 @@
 dynamics, with their states (activations, compliant tendons' fiber lengths: `muscles.dynamics`) stepped with it.
 
 Each step, before the step's torques are sent, the muscle stage (`muscles.dynamics`, the same kernel the reference
-engine's pipeline calls) runs at PyBullet's (x, ẋ) and the muscle state. Its forces act on PyBullet as what they
+engine's pipeline calls) runs at PyBullet's (x, ẋ) and the muscle state, in its frame-twist mode
+(`pack_muscles(frame_twists=True)`): a wrapped path is differentiated along each moving frame's unit twists, so one
+path pass per step gives every frame's wrench, and τ is those wrenches through the motion subspaces, as for
+straight paths. Its forces act on PyBullet as what they
 are, forces along the path: the tension pulls every path point, every moving point and every wrap surface's
 tangent points along the path's segments, and each body gets the sum over its frames — the path kernel's
 ∂l/∂(frame motion) [F; M] times −T (`PathGradient.dl_dframes`: fixed, conditional and moving points, and the
@@ -29,7 +32,6 @@ import numpy as np
 from biobullet.bridge.stability import muscle_substeps
 from biobullet.core.errors import ModelError
 from biobullet.muscles.dynamics import LENGTH, SPEED, TENDON_FORCE, MuscleRun, evaluate_rates, evaluate_stage
-from biobullet.muscles.path import path_gradients
 
 
 class BridgeMuscles:
@@ -38,7 +40,8 @@ class BridgeMuscles:
 
     def __init__(self, bridge, activations=None) -> None:
         self.bridge = bridge
-        self.run = MuscleRun(bridge.model, 0.0, activations)
+        # wrapped paths differentiated along each frame's unit twists: one path pass gives the wrenches and τ
+        self.run = MuscleRun(bridge.model, 0.0, activations, frame_twists=True)
         t, q, v = bridge.generalized_state()
         self.state = self.run.initial_state(q, v, t)
         self.names = self.run.names
@@ -59,12 +62,6 @@ class BridgeMuscles:
         self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
         self.joint_torque = np.zeros(model.n_tangent)   # the moving points' share, sent as joint torques
         self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
-        from biobullet.muscles.api import muscle_set
-        paths = muscle_set(model).paths
-        # the stage differentiates a wrapped path along the tree's directions only (its dl_dframes stay zero):
-        # the bridge, which needs each frame's wrench, differentiates wrapped paths per frame twist again
-        self._wrapped_paths = paths if bool(np.any(paths.arrays.wrap_start[1:] > paths.arrays.wrap_start[:-1])) \
-            else None
 
     def set(self, values: dict) -> None:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
@@ -81,9 +78,7 @@ class BridgeMuscles:
         muscle_tau = np.zeros(bridge.model.n_tangent)
         evaluate_stage(bridge.model, rows, x, xd, self.state, muscle_tau)
         tension = rows.outputs[:, TENDON_FORCE]
-        path = rows.path
-        if self._wrapped_paths is not None:   # every path's ∂l/∂(frame motion) and ∂l/∂c at the stage's placements
-            path = path_gradients(self._wrapped_paths, rows.rotations, rows.origins, rows.coordinates)
+        path = rows.path   # every path's ∂l/∂(frame motion) and ∂l/∂c (the stage's frame-twist mode)
         frames = -np.tensordot(tension, path.dl_dframes, axes=1)   # [F; M about the frame origin] per frame
         frames[:, 3:] += np.cross(rows.origins, frames[:, :3])       # M about the world origin
         self.wrenches = self._frame_to_body @ frames

@@ -10,7 +10,9 @@ the fiber length is the same ODE in other coordinates). A rigid tendon has no fi
 with the bodies' kinematics, one compiled call for every muscle): the path frames' placements from the bodies',
 the paths' lengths l and exact gradients (`path.path_gradients_py`), the tree-space gradient g = ∂l/∂x (the frames'
 [F; M] through the motion subspaces, plus ∂l/∂c at the joints that move points; a wrapped path's ∂l/∂x_k directly,
-one forward pass along each tangent direction k that does not move it rigidly), the lengthening speed l̇ = g·ẋ,
+one forward pass along each tangent direction k that does not move it rigidly — or, in the bridge's frame-twist
+mode, along each moving frame's unit twists, which gives its [F; M] per frame as for a straight path), the
+lengthening speed l̇ = g·ẋ,
 then per muscle its tendon force T (`_muscle_force_py`), τ −= T g (the generalized force Rᵀ T in tree
 coordinates: the pipeline's Q = Gᵀ τ maps it to q), ȧ (`hill.activation_rate_py`) and l̇_M — the per-muscle part
 `_muscle_rate_py`, which `evaluate_rates` also runs alone at given lengths and speeds (the bridge's muscle
@@ -47,8 +49,9 @@ from biobullet.muscles.hill import (A_MIN, COMPLIANT, DAMPING, DEGROOTE, DEGROOT
                                     shortest_fiber_py, tendon_force_length_py, equilibrium_states,
                                     fiber_velocity_bindings)
 from biobullet.constraints.loops import tree_kinematics
-from biobullet.muscles.path import (PathArrays, PathDirections, PathGradient, path_gradients_py, gradient_buffers,
-                                    no_directions, path_gradients_kernel, wrap_address)
+from biobullet.muscles.path import (PathArrays, PathDirections, PathGradient, frame_directions, frame_wrenches_py,
+                                    gradient_buffers, no_directions, path_gradients_kernel, path_gradients_py,
+                                    wrap_address)
 
 KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
 
@@ -82,7 +85,9 @@ class MuscleRows(NamedTuple):
     origins: np.ndarray            # work: frames' world origins
     coordinates: np.ndarray        # work: path coordinate values
     path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
-    directions: PathDirections     # work: the path frames' twists per tangent direction (none without wraps)
+    directions: PathDirections     # the wrapped paths' directions: the frames' twists per tangent direction
+    #                                (work, filled per call) or, with frame_twists, `path.frame_directions` (fixed)
+    frame_twists: np.ndarray       # bool (1,): wrapped paths differentiated along each moving frame's unit twists
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
     stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process (0 without numba)
 
@@ -156,14 +161,17 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
                                            + rot[b, i, 2] * rows.frame_rotation[f, 2, j])
     for c in range(rows.coordinate_slots.shape[0]):
         rows.coordinates[c] = x[rows.coordinate_slots[c, 0]]
+    frame_twists = rows.frame_twists[0]
     twists = rows.directions.twists   # wrapped paths are differentiated along each tangent direction k
-    for k in range(twists.shape[0]):
+    for k in range(0 if frame_twists else twists.shape[0]):
         for f in range(n_frames):
             b = rows.frame_body[f]
             for i in range(6):
                 twists[k, f, i] = ancestry[b, k] * sub[i, k] if b >= 0 else 0.0
     path = rows.path
     path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, rows.directions, path)
+    if frame_twists:   # every path's gradient as per-frame wrenches: τ through the motion subspaces below
+        frame_wrenches_py(rows.paths, rows.origins, path)
     table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
@@ -190,7 +198,7 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
                                         + m0 * sub[3, k] + m1 * sub[4, k] + m2 * sub[5, k])
         for c in range(rows.coordinate_slots.shape[0]):
             gradient[rows.coordinate_slots[c, 1]] += path.dl_dcoordinates[m, c]
-        for k in range(twists.shape[0]):
+        for k in range(0 if frame_twists else twists.shape[0]):
             gradient[k] += path.dl_ddirections[m, k]
         speed = 0.0
         for k in range(n_tangent):
@@ -245,7 +253,7 @@ def _rate_bindings() -> dict:
 
 def _stage_bindings(paths: PathArrays) -> dict:
     """The stage's callees (for paths like `paths`) compiled once each (the path kernel is large: not inlined)."""
-    return {"path_gradients_py": path_gradients_kernel(paths),
+    return {"path_gradients_py": path_gradients_kernel(paths), "frame_wrenches_py": frame_wrenches_py,
             "_muscle_rate_py": _rate_kernel()}
 
 
@@ -377,8 +385,11 @@ def numba_entries() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ packing
-def pack_muscles(model) -> MuscleRows:
-    """The MuscleRows of `model`'s muscles (ModelError for a rigid-tendon Thelen2003 muscle)."""
+def pack_muscles(model, frame_twists: bool = False) -> MuscleRows:
+    """The MuscleRows of `model`'s muscles (ModelError for a rigid-tendon Thelen2003 muscle). Wrapped paths are
+    differentiated along the tree's tangent directions (one pass per direction that moves a path: the least for
+    τ alone), or with `frame_twists` along each moving frame's unit twists (`path.frame_directions`), which gives
+    every path's per-frame wrenches (`path.dl_dframes`, the bridge's forces along the paths) and τ from them."""
     from biobullet.muscles.api import muscle_set
     compiled = muscle_set(model)
     table = compiled.table
@@ -394,10 +405,14 @@ def pack_muscles(model) -> MuscleRows:
     fiber_state = np.full(n_muscles, -1, dtype=np.int64)
     fiber_state[compliant] = n_muscles + np.arange(compliant.size)
     n_states = n_muscles + compliant.size
-    n_directions = model.n_tangent if paths.arrays.wrap_surface.shape[0] else 0
-    directions = no_directions(len(frames), len(paths.coordinates), n_directions)
-    for c, slot in enumerate(compiled.joint_slots[:, 1] if n_directions else ()):
-        directions.rates[slot, c] = 1.0
+    wrapped = bool(paths.arrays.wrap_surface.shape[0])
+    if frame_twists:
+        directions = frame_directions(len(frames), len(paths.coordinates), wrapped,
+                                      np.array([f.body >= 0 for f in frames], dtype=bool))
+    else:
+        directions = no_directions(len(frames), len(paths.coordinates), model.n_tangent if wrapped else 0)
+        for c, slot in enumerate(compiled.joint_slots[:, 1] if wrapped else ()):
+            directions.rates[slot, c] = 1.0
     rows = MuscleRows(
         paths.arrays, table, np.array([f.body for f in frames], dtype=np.int64).reshape(-1),
         np.array([f.rotation for f in frames], dtype=float).reshape(-1, 3, 3),
@@ -405,7 +420,8 @@ def pack_muscles(model) -> MuscleRows:
         np.ascontiguousarray(compiled.joint_slots, dtype=np.int64), fiber_state, np.zeros(n_muscles),
         np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
         np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
-        gradient_buffers(paths, n_directions), directions, np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
+        gradient_buffers(paths, directions.twists.shape[0]), directions, np.array([frame_twists], dtype=np.bool_),
+        np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
     rows.stage_address[0] = stage_address(rows)
     return rows
 
@@ -538,9 +554,9 @@ class MuscleRun:
     """The muscles of one run: packed rows, excitations, and the state block's layout (activations, then the
     compliant muscles' fiber lengths)."""
 
-    def __init__(self, model, excitations, activations=None) -> None:
+    def __init__(self, model, excitations, activations=None, frame_twists: bool = False) -> None:
         self.model = model
-        self.rows = pack_muscles(model)
+        self.rows = pack_muscles(model, frame_twists)
         from biobullet.muscles.api import muscle_set
         self.names = muscle_set(model).paths.names
         self.excitations = Excitations(self.names, excitations)

@@ -808,6 +808,49 @@ def no_directions(n_frames: int, n_coordinates: int, n_directions: int = 0) -> P
                           rates=np.zeros((n_directions, n_coordinates)))
 
 
+def frame_directions(n_frames: int, n_coordinates: int, wrapped: bool = True,
+                     moving: np.ndarray | None = None) -> PathDirections:
+    """The directions whose dl/ds give a wrapped path's ∂l/∂(frame motion) and ∂l/∂c (`frame_wrenches_py`): each
+    frame's six unit twists — a unit velocity of the point at the world origin along x, y, z, then a unit spin
+    about x, y, z — then a unit rate of each coordinate (6 n_frames + n_coordinates directions; none when not
+    `wrapped`). Frames where `moving` (bool per frame) is False get zero twists: every path is rigid along them
+    (skipped, derivative zero)."""
+    if not wrapped:
+        return no_directions(n_frames, n_coordinates)
+    unit = no_directions(n_frames, n_coordinates, 6 * n_frames + n_coordinates)
+    for f in range(n_frames):
+        if moving is None or moving[f]:
+            unit.twists[6 * f:6 * f + 6, f] = np.eye(6)
+    unit.rates[6 * n_frames:] = np.eye(n_coordinates)
+    return unit
+
+
+def frame_wrenches_py(arrays, positions, out):
+    """A wrapped path's ∂l/∂(frame motion) and ∂l/∂c, as a straight path's: its dl/ds along `frame_directions`
+    (out.dl_ddirections) into out.dl_dframes and out.dl_dcoordinates (straight paths untouched). The spins were
+    about the world origin: M about frame f's origin o_f (`positions`, m) is that moment minus o_f × F."""
+    n_frames = out.dl_dframes.shape[1]
+    for m in range(arrays.point_start.shape[0] - 1):
+        if arrays.wrap_start[m + 1] == arrays.wrap_start[m]:
+            continue
+        d = out.dl_ddirections[m]
+        for f in range(n_frames):
+            k = 6 * f
+            f0, f1, f2 = d[k], d[k + 1], d[k + 2]
+            o0, o1, o2 = positions[f, 0], positions[f, 1], positions[f, 2]
+            out.dl_dframes[m, f, 0] = f0
+            out.dl_dframes[m, f, 1] = f1
+            out.dl_dframes[m, f, 2] = f2
+            out.dl_dframes[m, f, 3] = d[k + 3] - (o1 * f2 - o2 * f1)
+            out.dl_dframes[m, f, 4] = d[k + 4] - (o2 * f0 - o0 * f2)
+            out.dl_dframes[m, f, 5] = d[k + 5] - (o0 * f1 - o1 * f0)
+        for c in range(out.dl_dcoordinates.shape[1]):
+            out.dl_dcoordinates[m, c] = d[6 * n_frames + c]
+
+
+_frame_wrenches = jit.lazy(frame_wrenches_py)
+
+
 def gradient_buffers(paths: MusclePaths, n_directions: int = 0) -> PathGradient:
     """A zeroed PathGradient for `paths` (the kernel's output arrays), for `n_directions` directions."""
     n_points = paths.arrays.point_kind.shape[0]
@@ -821,8 +864,7 @@ def gradient_buffers(paths: MusclePaths, n_directions: int = 0) -> PathGradient:
                         wrap_points=np.zeros((n_wraps, 2, 3)), wrap_active=np.zeros(n_wraps, dtype=np.bool_))
 
 
-def _run_kernel(paths: MusclePaths, body_rotations, body_positions, coordinates, directions: PathDirections):
-    rotations, positions, values = _checked_state(paths, body_rotations, body_positions, coordinates)
+def _run_kernel(paths: MusclePaths, rotations, positions, values, directions: PathDirections):
     result = gradient_buffers(paths, directions.twists.shape[0])
     wrap_address(paths.arrays)
     path_gradients_kernel(paths.arrays)(paths.arrays, rotations, positions, values, directions, result)
@@ -833,9 +875,10 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
                    coordinates: np.ndarray, directions: PathDirections | None = None) -> PathGradient:
     """Lengths and their exact gradients (module docstring); rotations (n_frames, 3, 3), positions (n_frames, 3)
     in `paths.frames` order, coordinates in `paths.coordinates` order. Without `directions`: ∂l/∂(frame motion)
-    and ∂l/∂c of every path (a wrapped path's from one forward pass per frame twist and coordinate; its ∂l/∂p
-    stays zero). With `directions`: dl/ds of the wrapped paths along them in `dl_ddirections` (one pass each;
-    their other gradient fields zero)."""
+    and ∂l/∂c of every path (a wrapped path's from one forward pass per frame twist and coordinate,
+    `frame_directions`; its ∂l/∂p stays zero). With `directions`: dl/ds of the wrapped paths along them in
+    `dl_ddirections` (one pass each; their other gradient fields zero)."""
+    state = _checked_state(paths, body_rotations, body_positions, coordinates)
     if directions is not None:
         twists = np.ascontiguousarray(np.asarray(directions.twists, dtype=float))
         rates = np.ascontiguousarray(np.asarray(directions.rates, dtype=float))
@@ -843,23 +886,11 @@ def path_gradients(paths: MusclePaths, body_rotations: np.ndarray, body_position
         if twists.ndim != 3 or twists.shape[1:] != expected or rates.shape != (len(twists), len(paths.coordinates)):
             raise ModelError(f"twists {twists.shape}, rates {rates.shape}", argument="directions",
                              expected=f"twists (n, {expected[0]}, 6), rates (n, {len(paths.coordinates)})")
-        return _run_kernel(paths, body_rotations, body_positions, coordinates, PathDirections(twists, rates))
-    n_frames, n_coordinates = len(paths.frames), len(paths.coordinates)
-    wrapped = paths.arrays.wrap_start[1:] > paths.arrays.wrap_start[:-1]
-    unit = no_directions(n_frames, n_coordinates, (6 * n_frames + n_coordinates) if wrapped.any() else 0)
-    if wrapped.any():
-        for f in range(n_frames):   # a unit velocity along each world axis, then a unit spin about each
-            unit.twists[6 * f:6 * f + 6, f] = np.eye(6)
-        unit.rates[6 * n_frames:] = np.eye(n_coordinates)
-    result = _run_kernel(paths, body_rotations, body_positions, coordinates, unit)
-    if wrapped.any():
-        d = result.dl_ddirections[wrapped]
-        forces = d[:, :6 * n_frames].reshape(-1, n_frames, 6)
-        origins = np.asarray(body_positions, dtype=float)
-        # the spins were about the world origin: M about the frame origin o is that minus o × F
-        forces[:, :, 3:] -= np.cross(origins[None], forces[:, :, :3])
-        result.dl_dframes[wrapped] = forces
-        result.dl_dcoordinates[wrapped] = d[:, 6 * n_frames:]
+        return _run_kernel(paths, *state, PathDirections(twists, rates))
+    unit = frame_directions(len(paths.frames), len(paths.coordinates),
+                            bool(np.any(paths.arrays.wrap_start[1:] > paths.arrays.wrap_start[:-1])))
+    result = _run_kernel(paths, *state, unit)
+    _frame_wrenches(paths.arrays, state[1], result)
     return result
 
 
@@ -921,4 +952,5 @@ def _checked_state(paths: MusclePaths, body_rotations, body_positions, coordinat
 
 __all__ = ["PathArrays", "MusclePaths", "PathGradient", "PathDirections", "gradient_buffers", "no_directions",
            "compile_paths", "path_gradients", "path_lengths", "moment_arms", "path_gradients_kernel", "wrap_address",
+           "frame_directions", "frame_wrenches_py",
            "wrapped_signature"]
