@@ -28,6 +28,7 @@ from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
 _FLOAT = np.dtype(float)
 _NDARRAY = np.ndarray
+_empty = np.empty
 _NO_MATRIX = np.zeros((0, 0))
 
 
@@ -185,66 +186,65 @@ class Data:
             self._seeded = False
         return False
 
-    # The three calls below are the public calls' hot path (a control loop's per-step work): an argument that is
-    # already a float64 vector of its size goes to the kernel as it is (type, dtype and shape checked; any layout,
-    # read-only too: the kernel only reads q, v, τ); anything else is converted once (`_vector`) or declined.
-    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
-        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
-        declined."""
-        shape = self._v_shape
-        if tau is None:
-            tau = self.zero_velocity
-        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
-                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape and v.shape == shape
-                and tau.shape == shape):
-            q, v, tau = _vector(q, self.compiled.nq), _vector(v, shape[0]), _vector(tau, shape[0])
-            if q is None or v is None or tau is None:
-                return None
-        if out is None:
-            out = self.acceleration
-        elif not _is_output(out, shape):
+    def _general(self, model, q, v, tau, t, want: int, out) -> np.ndarray | None:
+        """A public call whose arguments are not yet the entry's types (a list, another dtype, a NumPy scalar t)
+        or before the entry is built: q, v, τ converted once (`_vector`), `out` checked or made, then `_call`;
+        None: declined."""
+        shape = self._mass_shape if want == MASS else self._v_shape
+        q, v, tau = _vector(q, self.compiled.nq), _vector(v, shape[0]), _vector(tau, shape[0])
+        if q is None or v is None or tau is None:
             return None
-        if type(t) is not float:
-            t = float(t)
-        if self._direct:   # (decided when the entry was built: no callback stage, no loop warm starts)
-            return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
-
-    def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
-        """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        if not (type(q) is _NDARRAY and q.dtype is _FLOAT and q.shape == self._q_shape):
-            q = _vector(q, self.compiled.nq)
-            if q is None:
-                return None
-        if out is None:
-            out = np.empty(self._mass_shape)
-        elif not _is_output(out, self._mass_shape):
-            return None
-        if type(t) is not float:
-            t = float(t)
-        zero = self.zero_velocity
-        if self._direct:
-            return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
-        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
-
-    def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
-        """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        shape = self._v_shape
-        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
-                and q.shape == self._q_shape and v.shape == shape):
-            q, v = _vector(q, self.compiled.nq), _vector(v, shape[0])
-            if q is None or v is None:
-                return None
         if out is None:
             out = np.empty(shape)
         elif not _is_output(out, shape):
             return None
-        if type(t) is not float:
-            t = float(t)
         zero = self.zero_velocity
-        if self._direct:
-            return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None
+        if want == MASS:
+            return out if self._call(model, q, zero, zero, float(t), MASS, zero, out) else None
+        return out if self._call(model, q, v, tau, float(t), want, out, _NO_MATRIX) else None
+
+    # The three calls below are the public calls' hot path (a control loop's per-step work). An argument that is
+    # already a 1-D float64 array goes to the kernel as it is (any layout, read-only too: the kernel only reads q, v,
+    # τ), which checks the sizes (a wrong one declines); type, dtype and dimension are checked here, because the
+    # entry reads an array of another dimension or an 8-byte integer type as if it were its own. Anything else
+    # takes `_general`.
+    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
+        declined."""
+        if tau is None:
+            tau = self.zero_velocity
+        if (self._direct and type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY
+                and q.dtype is _FLOAT and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1
+                and tau.ndim == 1 and type(t) is float):
+            if out is None:
+                out = self.acceleration
+            elif not _is_output(out, self._v_shape):
+                return None
+            return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
+        return self._general(model, q, v, tau, t, ACCELERATION, self.acceleration if out is None else out)
+
+    def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
+        if self._direct and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1 and type(t) is float:
+            if out is None:
+                out = _empty(self._mass_shape)
+            elif not _is_output(out, self._mass_shape):
+                return None
+            zero = self.zero_velocity
+            return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
+        return self._general(model, q, self.zero_velocity, self.zero_velocity, t, MASS, out)
+
+    def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
+        if (self._direct and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
+                and q.ndim == 1 and v.ndim == 1 and type(t) is float):
+            if out is None:
+                out = _empty(self._v_shape)
+            elif not _is_output(out, self._v_shape):
+                return None
+            return out if self._forward(self._workspace, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) == 0 \
+                else None
+        return self._general(model, q, v, v, t, BIAS, out)
 
 
 def state_workspace(model) -> Data:
