@@ -8,16 +8,22 @@ because reading a field takes a reference on what it reads: a field holding a wh
 arrays (≈ 50 atomic increments and as many decrements a call, ≈ 0.4 µs of a small tree's 2 µs call, measured
 with perf), a flat field on one array.
 
-Beside `core.jit`, this is the one other module that imports numba (a type definition, no kernel); it is imported
-where a record is first built, never at `import biobullet`. `new_pair(model, data)` gives a namespace of both
-tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a compiled kernel. The two
-tuples' field names must differ.
+A call passes the record by its address, an integer (`address_of`, `record_at`): numba converts a StructRef
+argument by looking its `_meminfo` attribute up by a name it builds on every call (≈ 0.1 µs, a tenth of a small
+tree's call); an integer converts in nanoseconds. The holder of the address keeps the record alive (a `Data` holds
+both).
+
+Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics, no
+kernel); it is imported where a record is first built, never at `import biobullet`. `new_pair(model, data)`
+gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
+compiled kernel. The two tuples' field names must differ.
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from numba.core import types
+from numba import typeof
+from numba.core import cgutils, types
 from numba.core.extending import intrinsic, overload
 from numba.experimental import structref
 
@@ -64,3 +70,47 @@ def _new_pair_compiled(model, data):
         _store_fields(record, model, data)
         return record
     return build
+
+
+def record_type(model, data) -> PairType:
+    """The numba type of `new_pair(model, data)` in a compiled kernel."""
+    first, second = typeof(model), typeof(data)
+    return PairType(list(zip(first.fields, first)) + list(zip(second.fields, second)))
+
+
+def address_of(record):
+    """The address of `record` (a PairRef) as an integer in a compiled kernel; `record` itself in Python."""
+    return record
+
+
+@intrinsic
+def _address_of(typingctx, record):
+    def codegen(context, builder, signature, args):
+        meminfo = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0]).meminfo
+        return builder.ptrtoint(meminfo, context.get_value_type(types.intp))
+    return types.intp(record), codegen
+
+
+@overload(address_of)
+def _address_of_compiled(record):
+    return lambda record: _address_of(record)
+
+
+def record_reader(model, data):
+    """An intrinsic `read(address)` for a compiled kernel (bound into it as a global): the record of
+    `new_pair(model, data)`'s type at `address` (`address_of`), a new reference. Its `_biobullet_signature` (what
+    `core.jit` digests for a bound intrinsic) is the record's type, so a kernel cached for another layout is
+    compiled again."""
+    kind = record_type(model, data)
+
+    @intrinsic
+    def read(typingctx, address):
+        def codegen(context, builder, signature, args):
+            record = cgutils.create_struct_proxy(kind)(context, builder)
+            record.meminfo = builder.inttoptr(args[0], record.meminfo.type)
+            value = record._getvalue()
+            context.nrt.incref(builder, kind, value)   # released where the kernel drops the record
+            return value
+        return kind(address), codegen
+    read._biobullet_signature = str(kind)
+    return read

@@ -17,6 +17,7 @@ own): the kernels write into it.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -86,7 +87,8 @@ class Data:
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
-        self._workspace = None   # the compiled model and the arrays as the entry takes them (`pipeline.workspace`)
+        self._record = None   # the compiled model's and the arrays' fields in one record (`pipeline.workspace`)
+        self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
@@ -118,12 +120,15 @@ class Data:
         without numba. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
         checks only their type, dtype and shape."""
         if self._forward is None:
+            if not jit.ENABLED:
+                return None
+            from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_features, forward_kernel
-            kernel = forward_kernel(**forward_features(self.compiled)) if jit.ENABLED else None
+            kernel = forward_kernel(record_reader(self.compiled, self.arrays), **forward_features(self.compiled))
             if kernel is None:
                 return None
             from biobullet.pipeline.workspace import pack_workspace
-            self._workspace = pack_workspace(self.compiled, self.arrays)
+            self._record, self._workspace = pack_workspace(self.compiled, self.arrays)
             self._forward = self.entries["forward"] = jit.direct_entry(
                 kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)
@@ -245,6 +250,54 @@ class Data:
             return out if self._forward(self._workspace, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) == 0 \
                 else None
         return self._general(model, q, v, v, t, BIAS, out)
+
+
+    def public_calls(self, model) -> dict[str, Any]:
+        """`model`'s three public calls (`Model.mass_matrix`, `bias_forces`, `forward_dynamics`: same signatures,
+        results and errors) as closures over this workspace's entry, which the model sets as its own attributes
+        after its first pipeline call: a control loop's call is then one Python frame and the entry (each
+        method layer and attribute read cost ≈ 0.05–0.1 µs of a small tree's ≈ 1 µs call). Arguments the entry
+        does not take as they are (a list, another dtype or dimension, a NumPy scalar t, a formulation, an `out`
+        that is not a C-contiguous writable float64 array of the result's shape) and a declined call go to the
+        model's class methods, which convert or report. {} when the entry is not built or the model needs
+        `_call` (a callback stage, loops)."""
+        if not self._direct:
+            return {}
+        entry, workspace, zero = self._forward, self._workspace, self.zero_velocity
+        mass_shape, v_shape = self._mass_shape, self._v_shape
+        methods = type(model)
+
+        def mass_matrix(q, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
+            if (formulation is None and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1
+                    and type(t) is float):
+                result = _empty(mass_shape) if out is None else out if _is_output(out, mass_shape) else None
+                if result is not None and entry(workspace, q, zero, zero, t, MASS, zero, result) == 0:
+                    return result
+            return methods.mass_matrix(model, q, t, formulation=formulation, out=out)
+
+        def bias_forces(q, v, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
+            if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT
+                    and v.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and type(t) is float):
+                result = _empty(v_shape) if out is None else out if _is_output(out, v_shape) else None
+                if result is not None and entry(workspace, q, v, zero, t, BIAS, result, _NO_MATRIX) == 0:
+                    return result
+            return methods.bias_forces(model, q, v, t, formulation=formulation, out=out)
+
+        def forward_dynamics(q, v, tau=None, t: float = 0.0, *, formulation: str | None = None,
+                             out: np.ndarray | None = None):
+            force = zero if tau is None else tau
+            if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and type(force) is _NDARRAY
+                    and q.dtype is _FLOAT and v.dtype is _FLOAT and force.dtype is _FLOAT and q.ndim == 1
+                    and v.ndim == 1 and force.ndim == 1 and type(t) is float):
+                result = _empty(v_shape) if out is None else out if _is_output(out, v_shape) else None
+                if result is not None and entry(workspace, q, v, force, t, ACCELERATION, result, _NO_MATRIX) == 0:
+                    return result
+            return methods.forward_dynamics(model, q, v, tau, t, formulation=formulation, out=out)
+
+        calls = {"mass_matrix": mass_matrix, "bias_forces": bias_forces, "forward_dynamics": forward_dynamics}
+        for name, call in calls.items():
+            functools.update_wrapper(call, getattr(methods, name))
+        return calls
 
 
 def state_workspace(model) -> Data:

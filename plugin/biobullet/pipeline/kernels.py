@@ -88,9 +88,11 @@ def forward_features(model) -> dict[str, bool]:
     return flags
 
 
-def forward_kernel(tapes: bool = True, loops: bool = True, mapped: bool = True):
-    """The compiled `forward_py` (flags: `forward_features`)."""
-    callees = {"_MAPPED": mapped, "_STATE": stages.state_into_py, "_TREE": compiled_kernels.tree_dynamics_kernel(),
+def forward_kernel(read_record, tapes: bool = True, loops: bool = True, mapped: bool = True):
+    """The compiled `forward_py` (flags: `forward_features`); `read_record`: the intrinsic giving the workspace
+    record at its address (`core.jit_pair.record_reader`)."""
+    callees = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
+               "_TREE": compiled_kernels.tree_dynamics_kernel(),
                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     if mapped:
         callees["_JOINT_STATE"] = joint_state_kernel(inline=True, tapes=tapes, loops=loops)

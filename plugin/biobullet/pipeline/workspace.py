@@ -4,8 +4,8 @@ held by a `Data`.
 Why: numba converts a NamedTuple argument array by array on every call from Python — the compiled model, its loop
 table and the data arrays hold ≈ 50 arrays, ≈ 3 µs per call (measured), two to three times Pinocchio's whole
 `crba`. A numba StructRef holding their fields (`core.jit_pair.PairRef`) converts once, when `pack_workspace`
-builds it; a call then passes one pointer and reads the fields (the same buffers: what Python writes into
-data.arrays — the loop warm starts — the kernel sees). Imported where the entry is first built (`Data`), not at
+builds it; a call then passes its address (an integer, `core.jit_pair.record_at`) and reads the fields (the same
+buffers: what Python writes into data.arrays — the loop warm starts — the kernel sees). Imported where the entry is first built (`Data`), not at
 `import biobullet`. The uncompiled form is a namespace of the same fields, which the uncompiled stages read the
 same way.
 """
@@ -15,12 +15,14 @@ import hashlib
 import inspect
 
 from biobullet.core import jit, jit_pair
-from biobullet.core.jit_pair import new_pair
+from biobullet.core.jit_pair import address_of, new_pair
 
 
 def pack_workspace_py(model, data):
-    """The workspace of a CompiledModel and its DataArrays."""
-    return new_pair(model, data)
+    """(the workspace record of a CompiledModel and its DataArrays, its address): the caller keeps the record
+    alive while the address is in use."""
+    record = new_pair(model, data)
+    return record, address_of(record)
 
 
 def pack_workspace(model, data):
