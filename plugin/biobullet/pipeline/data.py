@@ -18,6 +18,7 @@ own): the kernels write into it.
 from __future__ import annotations
 
 import functools
+from sys import getrefcount
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -208,49 +209,54 @@ class Data:
             return out if self._call(model, q, zero, zero, float(t), MASS, zero, out) else None
         return out if self._call(model, q, v, tau, float(t), want, out, _NO_MATRIX) else None
 
-    # The three calls below are the public calls' hot path (a control loop's per-step work). An argument that is
-    # already a 1-D float64 array goes to the kernel as it is (any layout, read-only too: the kernel only reads q, v,
-    # τ), which checks the sizes (a wrong one declines); type, dtype and dimension are checked here, because the
-    # entry reads an array of another dimension or an 8-byte integer type as if it were its own. Anything else
-    # takes `_general`.
+    # The three calls below serve `pipeline.forward` and the Model's class methods (the Model's own calls go through
+    # `public_calls` after the first). An argument that is already a 1-D float64 array goes to the kernel as it is
+    # (any layout, read-only too: the kernel only reads q, v, τ), which checks the sizes (a wrong one declines);
+    # type, dtype and dimension are checked here, because the entry reads an array of another dimension or an
+    # 8-byte integer type as if it were its own. Anything else takes `_general`.
     def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
         declined."""
         if tau is None:
             tau = self.zero_velocity
-        if (self._direct and type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY
-                and q.dtype is _FLOAT and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1
-                and tau.ndim == 1 and type(t) is float):
-            if out is None:
-                out = self.acceleration
-            elif not _is_output(out, self._v_shape):
-                return None
+        if out is None:
+            out = self.acceleration
+        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1
+                and type(t) is float):
+            return self._general(model, q, v, tau, t, ACCELERATION, out)
+        if out is not self.acceleration and not _is_output(out, self._v_shape):
+            return None
+        if self._direct:
             return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
-        return self._general(model, q, v, tau, t, ACCELERATION, self.acceleration if out is None else out)
+        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        if self._direct and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1 and type(t) is float:
-            if out is None:
-                out = _empty(self._mass_shape)
-            elif not _is_output(out, self._mass_shape):
-                return None
-            zero = self.zero_velocity
+        zero = self.zero_velocity
+        if not (type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1 and type(t) is float):
+            return self._general(model, q, zero, zero, t, MASS, out)
+        if out is None:
+            out = _empty(self._mass_shape)
+        elif not _is_output(out, self._mass_shape):
+            return None
+        if self._direct:
             return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
-        return self._general(model, q, self.zero_velocity, self.zero_velocity, t, MASS, out)
+        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        if (self._direct and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
+        zero = self.zero_velocity
+        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
                 and q.ndim == 1 and v.ndim == 1 and type(t) is float):
-            if out is None:
-                out = _empty(self._v_shape)
-            elif not _is_output(out, self._v_shape):
-                return None
-            return out if self._forward(self._workspace, q, v, self.zero_velocity, t, BIAS, out, _NO_MATRIX) == 0 \
-                else None
-        return self._general(model, q, v, v, t, BIAS, out)
-
+            return self._general(model, q, v, zero, t, BIAS, out)
+        if out is None:
+            out = _empty(self._v_shape)
+        elif not _is_output(out, self._v_shape):
+            return None
+        if self._direct:
+            return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
+        return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None
 
     def public_calls(self, model) -> dict[str, Any]:
         """`model`'s three public calls (`Model.mass_matrix`, `bias_forces`, `forward_dynamics`: same signatures,
@@ -260,17 +266,32 @@ class Data:
         does not take as they are (a list, another dtype or dimension, a NumPy scalar t, a formulation, an `out`
         that is not a C-contiguous writable float64 array of the result's shape) and a declined call go to the
         model's class methods, which convert or report. {} when the entry is not built or the model needs
-        `_call` (a callback stage, loops)."""
+        `_call` (a callback stage, loops).
+
+        Results without `out`: a new array, or the one this call returned two calls before when nothing holds it
+        any more (`sys.getrefcount`: only this closure's list, its local name and the count's own argument) —
+        allocating a result array costs ≈ 0.2 µs beside the entry (measured: the entry with a fresh array against
+        the same array again), a fifth of a small tree's call; a control loop that keeps each step's result until
+        the next (`M = model.mass_matrix(q)`) gets two arrays in turn. An array the caller still holds is never
+        written."""
         if not self._direct:
             return {}
         entry, workspace, zero = self._forward, self._workspace, self.zero_velocity
         mass_shape, v_shape = self._mass_shape, self._v_shape
         methods = type(model)
+        # per call: [the result of two calls before, the last result]
+        masses, biases, accelerations = ([_empty(shape), _empty(shape)] for shape in (mass_shape, v_shape, v_shape))
 
         def mass_matrix(q, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
             if (formulation is None and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1
                     and type(t) is float):
-                result = _empty(mass_shape) if out is None else out if _is_output(out, mass_shape) else None
+                if out is None:
+                    result = masses[0]
+                    if getrefcount(result) > 3:   # still held by the caller
+                        result = _empty(mass_shape)
+                    masses[0], masses[1] = masses[1], result
+                else:
+                    result = out if _is_output(out, mass_shape) else None
                 if result is not None and entry(workspace, q, zero, zero, t, MASS, zero, result) == 0:
                     return result
             return methods.mass_matrix(model, q, t, formulation=formulation, out=out)
@@ -278,7 +299,13 @@ class Data:
         def bias_forces(q, v, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
             if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT
                     and v.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and type(t) is float):
-                result = _empty(v_shape) if out is None else out if _is_output(out, v_shape) else None
+                if out is None:
+                    result = biases[0]
+                    if getrefcount(result) > 3:
+                        result = _empty(v_shape)
+                    biases[0], biases[1] = biases[1], result
+                else:
+                    result = out if _is_output(out, v_shape) else None
                 if result is not None and entry(workspace, q, v, zero, t, BIAS, result, _NO_MATRIX) == 0:
                     return result
             return methods.bias_forces(model, q, v, t, formulation=formulation, out=out)
@@ -289,7 +316,13 @@ class Data:
             if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and type(force) is _NDARRAY
                     and q.dtype is _FLOAT and v.dtype is _FLOAT and force.dtype is _FLOAT and q.ndim == 1
                     and v.ndim == 1 and force.ndim == 1 and type(t) is float):
-                result = _empty(v_shape) if out is None else out if _is_output(out, v_shape) else None
+                if out is None:
+                    result = accelerations[0]
+                    if getrefcount(result) > 3:
+                        result = _empty(v_shape)
+                    accelerations[0], accelerations[1] = accelerations[1], result
+                else:
+                    result = out if _is_output(out, v_shape) else None
                 if result is not None and entry(workspace, q, v, force, t, ACCELERATION, result, _NO_MATRIX) == 0:
                     return result
             return methods.forward_dynamics(model, q, v, tau, t, formulation=formulation, out=out)
