@@ -6,7 +6,8 @@
   the force stage;
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
-  compiled model and the arrays as one `core.jit_pair.PairRef` (`pipeline.workspace`), built with it;
+  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `pipeline.workspace`),
+  built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
@@ -192,71 +193,44 @@ class Data:
             self._seeded = False
         return False
 
-    def _general(self, model, q, v, tau, t, want: int, out) -> np.ndarray | None:
-        """A public call whose arguments are not yet the entry's types (a list, another dtype, a NumPy scalar t)
-        or before the entry is built: q, v, τ converted once (`_vector`), `out` checked or made, then `_call`;
-        None: declined."""
-        shape = self._mass_shape if want == MASS else self._v_shape
-        q, v, tau = _vector(q, self.compiled.nq), _vector(v, shape[0]), _vector(tau, shape[0])
-        if q is None or v is None or tau is None:
-            return None
-        if out is None:
-            out = np.empty(shape)
-        elif not _is_output(out, shape):
-            return None
-        zero = self.zero_velocity
-        if want == MASS:
-            return out if self._call(model, q, zero, zero, float(t), MASS, zero, out) else None
-        return out if self._call(model, q, v, tau, float(t), want, out, _NO_MATRIX) else None
-
-    # The three calls below serve `pipeline.forward` and the Model's class methods (the Model's own calls go through
-    # `public_calls` after the first). An argument that is already a 1-D float64 array goes to the kernel as it is
-    # (any layout, read-only too: the kernel only reads q, v, τ), which checks the sizes (a wrong one declines);
-    # type, dtype and dimension are checked here, because the entry reads an array of another dimension or an
-    # 8-byte integer type as if it were its own. Anything else takes `_general`.
-    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
-        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
-        declined."""
-        if tau is None:
-            tau = self.zero_velocity
-        if out is None:
-            out = self.acceleration
+    def _public(self, model, q, v, tau, t, want: int, out) -> np.ndarray | None:
+        """One call of `forward`, `mass_matrix` or `bias_forces` (`want`): the result into `out` (a new array when
+        None), returned; None: declined. q, v, τ that are already 1-D float64 arrays go to the kernel as they are
+        (any layout, read-only too: the kernel only reads them), and the kernel checks their sizes (a wrong one
+        declines); type, dtype and dimension are checked here, because the entry reads an array of another
+        dimension or an 8-byte integer type as if it were its own. Anything else is converted once (`_vector`)."""
         if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
                 and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1
                 and type(t) is float):
-            return self._general(model, q, v, tau, t, ACCELERATION, out)
-        if out is not self.acceleration and not _is_output(out, self._v_shape):
+            nv = self.compiled.nv
+            q, v, tau, t = _vector(q, self.compiled.nq), _vector(v, nv), _vector(tau, nv), float(t)
+            if q is None or v is None or tau is None:
+                return None
+        shape = self._mass_shape if want == MASS else self._v_shape
+        if out is None:
+            out = _empty(shape)
+        elif not _is_output(out, shape):
             return None
-        if self._direct:
-            return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
+        out_vector, out_matrix = (self.zero_velocity, out) if want == MASS else (out, _NO_MATRIX)
+        if self._direct:   # (decided when the entry was built: no callback stage, no loop warm starts)
+            return out if self._forward(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0 else None
+        return out if self._call(model, q, v, tau, t, want, out_vector, out_matrix) else None
+
+    # The three calls of `pipeline.forward` and the Model's class methods (the Model's own calls go through
+    # `public_calls` after the first).
+    def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
+        """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
+        declined."""
+        return self._public(model, q, v, self.zero_velocity if tau is None else tau, t, ACCELERATION,
+                            self.acceleration if out is None else out)
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        zero = self.zero_velocity
-        if not (type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1 and type(t) is float):
-            return self._general(model, q, zero, zero, t, MASS, out)
-        if out is None:
-            out = _empty(self._mass_shape)
-        elif not _is_output(out, self._mass_shape):
-            return None
-        if self._direct:
-            return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
-        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
+        return self._public(model, q, self.zero_velocity, self.zero_velocity, t, MASS, out)
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        zero = self.zero_velocity
-        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
-                and q.ndim == 1 and v.ndim == 1 and type(t) is float):
-            return self._general(model, q, v, zero, t, BIAS, out)
-        if out is None:
-            out = _empty(self._v_shape)
-        elif not _is_output(out, self._v_shape):
-            return None
-        if self._direct:
-            return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None
+        return self._public(model, q, v, self.zero_velocity, t, BIAS, out)
 
     def public_calls(self, model) -> dict[str, Any]:
         """`model`'s three public calls (`Model.mass_matrix`, `bias_forces`, `forward_dynamics`: same signatures,
