@@ -92,7 +92,7 @@ class Data:
         self._record = None   # the compiled model's and the arrays' fields in one record (`pipeline.workspace`)
         self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
         self._callback = compiled.state_stage == CALLBACK_STATE
-        self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
+        self._v_shape, self._mass_shape = (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
         self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
         # the public calls then go to the entry without `_call`
