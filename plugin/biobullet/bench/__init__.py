@@ -19,6 +19,7 @@ import platform
 import sys
 import time
 import timeit
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -88,7 +89,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, slow: bool =
 def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int = 3) -> dict[str, float]:
     """Seconds per call of the public calls a control or learning loop makes (`model.forward_dynamics(q, v, tau)`,
     `model.mass_matrix(q)`, `model.bias_forces(q, v)`: the pipeline) and of Pinocchio's `aba`, `crba`, `rnea`
-    on the whole tree of the model's own URDF (`conventions.build_pinocchio_model`), at the same random state
+    on the whole tree of the model's own URDF (`conventions.build_pinocchio_model`; for an OpenSim model, the URDF
+    it was translated to and loaded from, `opensim.osim_urdf`), at the same random state
     (mapped to Pinocchio's joint order; for a model with joint functions, the tree state x, ẋ its map gives).
     Timed in the thread's CPU time (both sides call from this thread; a shared machine's other work is not
     counted), best of many short batches."""
@@ -99,7 +101,15 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     q, _ = model.initial_state()
     q = q + 0.1 * rng.normal(size=model.nq) * (np.arange(model.nq) >= model.base_nq)
     v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
-    pm = build_pinocchio_model(model)
+    if str(model.file).endswith(".osim"):   # the URDF the model was loaded from (`biobullet.opensim.osim_urdf`)
+        import tempfile
+        from biobullet.opensim import osim_urdf
+        with tempfile.TemporaryDirectory() as folder:
+            urdf = Path(folder) / "model.urdf"
+            urdf.write_text(osim_urdf(model.file))
+            pm = build_pinocchio_model(model, urdf)
+    else:
+        pm = build_pinocchio_model(model)
     pd = pm.createData()
     mapping = PinocchioMap(model, pm)
     x, xd = model.joint_state(q, v)[:2]

@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping
 AVAILABLE = importlib.util.find_spec("numba") is not None
 ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
-_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model) → its compiled twin (False: did not compile)
+_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil) → its compiled twin (False: none)
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
@@ -212,15 +212,17 @@ def _error_model(function: Callable, error_model: str | None) -> str:
 
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
-             error_model: str | None = None):
+             error_model: str | None = None, nogil: bool = True):
     """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
     is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing). `error_model`
     ("python" or "numpy"; default: `_error_model`'s) applies to the kernels `bind` compiles too, unless their
-    modules declare their own."""
+    modules declare their own. `nogil=False` keeps the GIL during a call from Python: releasing and taking it
+    back costs ≈ 0.035 µs a call, which a kernel called per step from Python for well under a microsecond (the
+    public calls' entry) does not win back."""
     if not ENABLED:
         return None
     error_model = _error_model(function, error_model)
-    kernel = _COMPILED.get((function, inline, variant, error_model))   # an inlined twin is its own dispatcher
+    kernel = _COMPILED.get((function, inline, variant, error_model, nogil))   # an inlined twin: its own dispatcher
     if kernel is None:
         try:
             import numba
@@ -232,6 +234,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             name = variant or ("inlined" if inline else "")
             if error_model != "python":   # its own cache files
                 name = f"{name}_{error_model}" if name else error_model
+            if not nogil:   # (numba's cache index does not tell the two wrappers apart)
+                name = f"{name}_gil" if name else "gil"
             # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
             target = _with_globals(function, bound_kernels, name)
             digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
@@ -239,7 +243,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
                 _drop_stale_cache(target, digest)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            options = {"cache": True, "nogil": True, "error_model": error_model}
+            options = {"cache": True, "nogil": nogil, "error_model": error_model}
             if inline:
                 options["inline"] = "always"
             kernel = numba.njit(**options)(target)
@@ -247,7 +251,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
                 _INLINE_OWN[kernel] = frozenset(bound_kernels)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
             kernel = False
-        _COMPILED[function, inline, variant, error_model] = kernel
+        _COMPILED[function, inline, variant, error_model, nogil] = kernel
     return kernel or None
 
 

@@ -1,55 +1,116 @@
-"""A two-field numba StructRef (`model`, `data`): two NamedTuples of arrays passed to a compiled kernel as one
-pointer. numba converts a NamedTuple argument array by array on every call from Python (≈ 3 µs for the ≈ 50 arrays
-of a compiled model and its data); a StructRef holding both converts once, when a kernel builds it
-(`pipeline.workspace.pack_workspace`), and a call then passes one pointer whose fields are the same buffers.
+"""A numba StructRef holding the fields of two NamedTuples (a compiled model's and its data's) in one flat record,
+passed to a compiled kernel as one pointer.
 
-Beside `core.jit`, this is the one other module that imports numba (a type definition, no kernel); it is imported
-where a pair is first built, never at `import biobullet`. `new_pair(model, data)` gives a `Pair` NamedTuple in
-Python (the uncompiled form, read the same way) and a `PairRef` in a compiled kernel.
+Why one record, flat: numba converts a NamedTuple argument array by array on every call from Python (≈ 3 µs for
+the ≈ 50 arrays of a compiled model and its data); a StructRef converts once, when a kernel builds it
+(`pipeline.workspace.pack_workspace`), and a call then passes one pointer whose fields are the same buffers. Flat,
+because reading a field takes a reference on what it reads: a field holding a whole tuple took one on each of its
+arrays (≈ 50 atomic increments and as many decrements a call, ≈ 0.4 µs of a small tree's 2 µs call, measured
+with perf), a flat field on one array.
+
+A call passes the record by its address, an integer (`address_of`, `record_at`): numba converts a StructRef
+argument by looking its `_meminfo` attribute up by a name it builds on every call (≈ 0.1 µs, a tenth of a small
+tree's call); an integer converts in nanoseconds. The holder of the address keeps the record alive (a `Data` holds
+both).
+
+Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics, no
+kernel); it is imported where a record is first built, never at `import biobullet`. `new_pair(model, data)`
+gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
+compiled kernel. The two tuples' field names must differ.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from types import SimpleNamespace
 
-from numba.core import types
-from numba.core.extending import overload
+from numba import typeof
+from numba.core import cgutils, types
+from numba.core.extending import intrinsic, overload
 from numba.experimental import structref
 
 
 @structref.register
 class PairType(types.StructRef):
-    """The numba type of a PairRef (its fields' types: the two tuples')."""
+    """The numba type of a PairRef (its fields' names and types: the two tuples')."""
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(kind)) for name, kind in fields)
 
 
 class PairRef(structref.StructRefProxy):
-    """A (model, data) pair as the compiled kernels hold it; opaque to Python."""
+    """The fields of a (model, data) pair as the compiled kernels hold them; opaque to Python."""
 
 
 structref.define_boxing(PairType, PairRef)
 
 
-class Pair(NamedTuple):
-    """The uncompiled form of a PairRef."""
-
-    model: Any
-    data: Any
-
-
 def new_pair(model, data):
-    """A Pair in Python; a PairRef in a compiled kernel (the overload below)."""
-    return Pair(model, data)
+    """The fields of the NamedTuples `model` and `data` in one record: a namespace in Python; a PairRef in a
+    compiled kernel (the overload below)."""
+    return SimpleNamespace(**model._asdict(), **data._asdict())
+
+
+@intrinsic
+def _store_fields(typingctx, record, model, data):
+    """Each member of the tuples `model` and `data` into the field of `record` of its name (a reference taken)."""
+    def codegen(context, builder, signature, args):
+        for kind, value in zip(signature.args[1:], args[1:]):
+            for k, (name, member) in enumerate(zip(kind.fields, kind)):
+                store = context.get_setattr(name, types.none(signature.args[0], member))
+                store(builder, (args[0], builder.extract_value(value, k)))
+        return context.get_dummy_value()
+    return types.none(record, model, data), codegen
 
 
 @overload(new_pair)
 def _new_pair_compiled(model, data):
-    kind = PairType([("model", model), ("data", data)])
+    kind = PairType(list(zip(model.fields, model)) + list(zip(data.fields, data)))
 
     def build(model, data):
-        pair = structref.new(kind)
-        pair.model = model
-        pair.data = data
-        return pair
+        record = structref.new(kind)
+        _store_fields(record, model, data)
+        return record
     return build
+
+
+def record_type(model, data) -> PairType:
+    """The numba type of `new_pair(model, data)` in a compiled kernel."""
+    first, second = typeof(model), typeof(data)
+    return PairType(list(zip(first.fields, first)) + list(zip(second.fields, second)))
+
+
+def address_of(record):
+    """The address of `record` (a PairRef) as an integer in a compiled kernel; `record` itself in Python."""
+    return record
+
+
+@intrinsic
+def _address_of(typingctx, record):
+    def codegen(context, builder, signature, args):
+        meminfo = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0]).meminfo
+        return builder.ptrtoint(meminfo, context.get_value_type(types.intp))
+    return types.intp(record), codegen
+
+
+@overload(address_of)
+def _address_of_compiled(record):
+    return lambda record: _address_of(record)
+
+
+def record_reader(model, data):
+    """An intrinsic `read(address)` for a compiled kernel (bound into it as a global): the record of
+    `new_pair(model, data)`'s type at `address` (`address_of`), a new reference. Its `_biobullet_signature` (what
+    `core.jit` digests for a bound intrinsic) is the record's type, so a kernel cached for another layout is
+    compiled again."""
+    kind = record_type(model, data)
+
+    @intrinsic
+    def read(typingctx, address):
+        def codegen(context, builder, signature, args):
+            record = cgutils.create_struct_proxy(kind)(context, builder)
+            record.meminfo = builder.inttoptr(args[0], record.meminfo.type)
+            value = record._getvalue()
+            context.nrt.incref(builder, kind, value)   # released where the kernel drops the record
+            return value
+        return kind(address), codegen
+    read._biobullet_signature = str(kind)
+    return read

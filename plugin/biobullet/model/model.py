@@ -255,6 +255,14 @@ class Model:
         with `data()`)."""
         return self.data()
 
+    def _bind_public_calls(self) -> None:
+        """After the first pipeline call: the workspace's closures of `mass_matrix`, `bias_forces` and
+        `forward_dynamics` (`biobullet.pipeline.data.Data.public_calls`: the same calls, one Python frame instead
+        of three) become this model's instance attributes, so a control loop's call skips these methods; the
+        closures fall back to them for anything but the plain case."""
+        if "forward_dynamics" not in self.__dict__:
+            self.__dict__.update(self.workspace.public_calls(self))
+
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None,
                     out: np.ndarray | None = None) -> np.ndarray:
         """M(q, t), nv × nv, kg·m² / kg: the pipeline by default, else the named formulation
@@ -263,6 +271,7 @@ class Model:
         if formulation is None:
             result = self.workspace.mass_matrix(self, q, t, out)
             if result is not None:   # finite (the kernel checks)
+                self._bind_public_calls()
                 return result
         return self._written(out, _finite_result(
             "mass_matrix", self._api().mass_matrix(self, q, t, formulation=formulation), self.file, t))
@@ -274,6 +283,7 @@ class Model:
         if formulation is None:
             result = self.workspace.bias_forces(self, q, v, t, out)
             if result is not None:
+                self._bind_public_calls()
                 return result
         return self._written(out, _finite_result(
             "bias_forces", self._api().bias_forces(self, q, v, t, formulation=formulation), self.file, t))
@@ -300,6 +310,7 @@ class Model:
         if formulation is None:
             result = self.workspace.forward(self, q, v, tau, t, out)
             if result is not None:   # (without `out`: the workspace's buffer, so a copy)
+                self._bind_public_calls()
                 return result if out is not None else result.copy()
         return self._written(out, _finite_result(
             "forward_dynamics", self._api().forward_dynamics(self, q, v, tau, t, formulation=formulation), self.file, t))

@@ -6,7 +6,8 @@
   the force stage;
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
-  compiled model and the arrays as one `core.jit_pair.PairRef` (`pipeline.workspace`), built with it;
+  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `pipeline.workspace`),
+  built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
@@ -17,6 +18,8 @@ own): the kernels write into it.
 """
 from __future__ import annotations
 
+import functools
+from sys import getrefcount
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,6 +31,7 @@ from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
 _FLOAT = np.dtype(float)
 _NDARRAY = np.ndarray
+_empty = np.empty
 _NO_MATRIX = np.zeros((0, 0))
 
 
@@ -85,9 +89,10 @@ class Data:
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
-        self._workspace = None   # the compiled model and the arrays as the entry takes them (`pipeline.workspace`)
+        self._record = None   # the compiled model's and the arrays' fields in one record (`pipeline.workspace`)
+        self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
         self._callback = compiled.state_stage == CALLBACK_STATE
-        self._q_shape, self._v_shape, self._mass_shape = (compiled.nq,), (nv,), (nv, nv)
+        self._v_shape, self._mass_shape = (nv,), (nv, nv)
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
         self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
         # the public calls then go to the entry without `_call`
@@ -117,12 +122,15 @@ class Data:
         without numba. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
         checks only their type, dtype and shape."""
         if self._forward is None:
+            if not jit.ENABLED:
+                return None
+            from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_features, forward_kernel
-            kernel = forward_kernel(**forward_features(self.compiled)) if jit.ENABLED else None
+            kernel = forward_kernel(record_reader(self.compiled, self.arrays), **forward_features(self.compiled))
             if kernel is None:
                 return None
             from biobullet.pipeline.workspace import pack_workspace
-            self._workspace = pack_workspace(self.compiled, self.arrays)
+            self._record, self._workspace = pack_workspace(self.compiled, self.arrays)
             self._forward = self.entries["forward"] = jit.direct_entry(
                 kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)
@@ -185,66 +193,118 @@ class Data:
             self._seeded = False
         return False
 
-    # The three calls below are the public calls' hot path (a control loop's per-step work): an argument that is
-    # already a float64 vector of its size goes to the kernel as it is (type, dtype and shape checked; any layout,
-    # read-only too: the kernel only reads q, v, τ); anything else is converted once (`_vector`) or declined.
+    def _public(self, model, q, v, tau, t, want: int, out) -> np.ndarray | None:
+        """One call of `forward`, `mass_matrix` or `bias_forces` (`want`): the result into `out` (a new array when
+        None), returned; None: declined. q, v, τ that are already 1-D float64 arrays go to the kernel as they are
+        (any layout, read-only too: the kernel only reads them), and the kernel checks their sizes (a wrong one
+        declines); type, dtype and dimension are checked here, because the entry reads an array of another
+        dimension or an 8-byte integer type as if it were its own. Anything else is converted once (`_vector`)."""
+        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
+                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1
+                and type(t) is float):
+            nv = self.compiled.nv
+            q, v, tau, t = _vector(q, self.compiled.nq), _vector(v, nv), _vector(tau, nv), float(t)
+            if q is None or v is None or tau is None:
+                return None
+        shape = self._mass_shape if want == MASS else self._v_shape
+        if out is None:
+            out = _empty(shape)
+        elif not _is_output(out, shape):
+            return None
+        out_vector, out_matrix = (self.zero_velocity, out) if want == MASS else (out, _NO_MATRIX)
+        if self._direct:   # (decided when the entry was built: no callback stage, no loop warm starts)
+            return out if self._forward(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0 else None
+        return out if self._call(model, q, v, tau, t, want, out_vector, out_matrix) else None
+
+    # The three calls of `pipeline.forward` and the Model's class methods (the Model's own calls go through
+    # `public_calls` after the first).
     def forward(self, model, q, v, tau=None, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """v̇ of generalized forces `tau` (nv, default zero) into `out` (default: `acceleration`), returned; None:
         declined."""
-        shape = self._v_shape
-        if tau is None:
-            tau = self.zero_velocity
-        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
-                and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.shape == self._q_shape and v.shape == shape
-                and tau.shape == shape):
-            q, v, tau = _vector(q, self.compiled.nq), _vector(v, shape[0]), _vector(tau, shape[0])
-            if q is None or v is None or tau is None:
-                return None
-        if out is None:
-            out = self.acceleration
-        elif not _is_output(out, shape):
-            return None
-        if type(t) is not float:
-            t = float(t)
-        if self._direct:   # (decided when the entry was built: no callback stage, no loop warm starts)
-            return out if self._forward(self._workspace, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, tau, t, ACCELERATION, out, _NO_MATRIX) else None
+        return self._public(model, q, v, self.zero_velocity if tau is None else tau, t, ACCELERATION,
+                            self.acceleration if out is None else out)
 
     def mass_matrix(self, model, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """M_r(q, t) into `out` (nv × nv; a new array by default), returned; None: declined."""
-        if not (type(q) is _NDARRAY and q.dtype is _FLOAT and q.shape == self._q_shape):
-            q = _vector(q, self.compiled.nq)
-            if q is None:
-                return None
-        if out is None:
-            out = np.empty(self._mass_shape)
-        elif not _is_output(out, self._mass_shape):
-            return None
-        if type(t) is not float:
-            t = float(t)
-        zero = self.zero_velocity
-        if self._direct:
-            return out if self._forward(self._workspace, q, zero, zero, t, MASS, zero, out) == 0 else None
-        return out if self._call(model, q, zero, zero, t, MASS, zero, out) else None
+        return self._public(model, q, self.zero_velocity, self.zero_velocity, t, MASS, out)
 
     def bias_forces(self, model, q, v, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray | None:
         """h_r(q, v, t) into `out` (nv; a new array by default), returned; None: declined."""
-        shape = self._v_shape
-        if not (type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT and v.dtype is _FLOAT
-                and q.shape == self._q_shape and v.shape == shape):
-            q, v = _vector(q, self.compiled.nq), _vector(v, shape[0])
-            if q is None or v is None:
-                return None
-        if out is None:
-            out = np.empty(shape)
-        elif not _is_output(out, shape):
-            return None
-        if type(t) is not float:
-            t = float(t)
-        zero = self.zero_velocity
-        if self._direct:
-            return out if self._forward(self._workspace, q, v, zero, t, BIAS, out, _NO_MATRIX) == 0 else None
-        return out if self._call(model, q, v, zero, t, BIAS, out, _NO_MATRIX) else None
+        return self._public(model, q, v, self.zero_velocity, t, BIAS, out)
+
+    def public_calls(self, model) -> dict[str, Any]:
+        """`model`'s three public calls (`Model.mass_matrix`, `bias_forces`, `forward_dynamics`: same signatures,
+        results and errors) as closures over this workspace's entry, which the model sets as its own attributes
+        after its first pipeline call: a control loop's call is then one Python frame and the entry (each
+        method layer and attribute read cost ≈ 0.05–0.1 µs of a small tree's ≈ 1 µs call). Arguments the entry
+        does not take as they are (a list, another dtype or dimension, a NumPy scalar t, a formulation, an `out`
+        that is not a C-contiguous writable float64 array of the result's shape) and a declined call go to the
+        model's class methods, which convert or report. {} when the entry is not built or the model needs
+        `_call` (a callback stage, loops).
+
+        Results without `out`: a new array, or the one this call returned two calls before when nothing holds it
+        any more (`sys.getrefcount`: only this closure's list, its local name and the count's own argument) —
+        allocating a result array costs ≈ 0.2 µs beside the entry (measured: the entry with a fresh array against
+        the same array again), a fifth of a small tree's call; a control loop that keeps each step's result until
+        the next (`M = model.mass_matrix(q)`) gets two arrays in turn. An array the caller still holds is never
+        written."""
+        if not self._direct:
+            return {}
+        entry, workspace, zero = self._forward, self._workspace, self.zero_velocity
+        mass_shape, v_shape = self._mass_shape, self._v_shape
+        methods = type(model)
+        # per call: [the result of two calls before, the last result]
+        masses, biases, accelerations = ([_empty(shape), _empty(shape)] for shape in (mass_shape, v_shape, v_shape))
+
+        def mass_matrix(q, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
+            if (formulation is None and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1
+                    and type(t) is float):
+                if out is None:
+                    result = masses[0]
+                    if getrefcount(result) > 3:   # still held by the caller
+                        result = _empty(mass_shape)
+                    masses[0], masses[1] = masses[1], result
+                else:
+                    result = out if _is_output(out, mass_shape) else None
+                if result is not None and entry(workspace, q, zero, zero, t, MASS, zero, result) == 0:
+                    return result
+            return methods.mass_matrix(model, q, t, formulation=formulation, out=out)
+
+        def bias_forces(q, v, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
+            if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT
+                    and v.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and type(t) is float):
+                if out is None:
+                    result = biases[0]
+                    if getrefcount(result) > 3:
+                        result = _empty(v_shape)
+                    biases[0], biases[1] = biases[1], result
+                else:
+                    result = out if _is_output(out, v_shape) else None
+                if result is not None and entry(workspace, q, v, zero, t, BIAS, result, _NO_MATRIX) == 0:
+                    return result
+            return methods.bias_forces(model, q, v, t, formulation=formulation, out=out)
+
+        def forward_dynamics(q, v, tau=None, t: float = 0.0, *, formulation: str | None = None,
+                             out: np.ndarray | None = None):
+            force = zero if tau is None else tau
+            if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and type(force) is _NDARRAY
+                    and q.dtype is _FLOAT and v.dtype is _FLOAT and force.dtype is _FLOAT and q.ndim == 1
+                    and v.ndim == 1 and force.ndim == 1 and type(t) is float):
+                if out is None:
+                    result = accelerations[0]
+                    if getrefcount(result) > 3:
+                        result = _empty(v_shape)
+                    accelerations[0], accelerations[1] = accelerations[1], result
+                else:
+                    result = out if _is_output(out, v_shape) else None
+                if result is not None and entry(workspace, q, v, force, t, ACCELERATION, result, _NO_MATRIX) == 0:
+                    return result
+            return methods.forward_dynamics(model, q, v, tau, t, formulation=formulation, out=out)
+
+        calls = {"mass_matrix": mass_matrix, "bias_forces": bias_forces, "forward_dynamics": forward_dynamics}
+        for name, call in calls.items():
+            functools.update_wrapper(call, getattr(methods, name))
+        return calls
 
 
 def state_workspace(model) -> Data:

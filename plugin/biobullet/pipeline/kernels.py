@@ -46,10 +46,11 @@ def _all(callees: dict) -> dict | None:
     return None if None in callees.values() else callees
 
 
-def _compiled_with(function, callees: dict | None, inline: bool = False, variant: str = ""):
+def _compiled_with(function, callees: dict | None, inline: bool = False, variant: str = "", nogil: bool = True):
     from biobullet.muscles.dynamics import numba_entries
     numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
-    return None if callees is None else jit.compiled(function, bind=callees, inline=inline, variant=variant)
+    return None if callees is None else jit.compiled(function, bind=callees, inline=inline, variant=variant,
+                                                     nogil=nogil)
 
 
 def state_kernel():
@@ -88,13 +89,17 @@ def forward_features(model) -> dict[str, bool]:
     return flags
 
 
-def forward_kernel(tapes: bool = True, loops: bool = True, mapped: bool = True):
-    """The compiled `forward_py` (flags: `forward_features`)."""
-    callees = {"_MAPPED": mapped, "_STATE": stages.state_into_py, "_TREE": compiled_kernels.tree_dynamics_kernel(),
+def forward_kernel(read_record, tapes: bool = True, loops: bool = True, mapped: bool = True):
+    """The compiled `forward_py` (flags: `forward_features`); `read_record`: the intrinsic giving the workspace
+    record at its address (`core.jit_pair.record_reader`)."""
+    callees = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
+               "_TREE": compiled_kernels.tree_dynamics_kernel(),
                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     if mapped:
         callees["_JOINT_STATE"] = joint_state_kernel(inline=True, tapes=tapes, loops=loops)
-    return _compiled_with(stages.forward_py, _all(callees), variant=_variant(tapes=tapes, loops=loops, mapped=mapped))
+    # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
+    return _compiled_with(stages.forward_py, _all(callees), variant=_variant(tapes=tapes, loops=loops, mapped=mapped),
+                          nogil=False)
 
 
 def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True):

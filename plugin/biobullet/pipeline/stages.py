@@ -195,25 +195,29 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     return True
 
 
-def forward_py(workspace, q, v, tau, t, want, out_vector, out_matrix):
+def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
     """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
-    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `workspace`: the compiled model and the
-    data arrays as one argument (`pipeline.workspace`: one pointer per call from Python, not ≈ 50 arrays). A
-    CALLBACK_STATE model's joint state is in data already. 0, or 1 when the state, a jet or the result is not
-    finite or M_r is not positive definite (the caller then takes the generic path, which reports why)."""
-    model, data = workspace.model, workspace.data
+    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
+    compiled model's and the data arrays' fields in one record (`pipeline.workspace`: one integer per call from
+    Python, not ≈ 50 arrays), which the stages read as both their model and their data. A CALLBACK_STATE model's joint state is in data
+    already. 0, or 1 when an argument's size is not its own, the state, a jet or the result is not finite or M_r
+    is not positive definite (the caller then takes the generic path, which reports why)."""
+    model = data = _READ_RECORD(address)
+    nv = model.nv
+    if q.shape[0] != model.nq or v.shape[0] != nv or tau.shape[0] != nv:
+        return 1
+    if (out_matrix.shape[0] != nv or out_matrix.shape[1] != nv) if want == MASS else out_vector.shape[0] != nv:
+        return 1
     if model.state_stage != CALLBACK_STATE:
         if _MAPPED:   # joint functions or loops: the joint-state stage
             if _JOINT_STATE(model, data, q, v, t) != 0:
                 return 1
-        # x = q, ẋ = v: its prologue alone, on the arrays (handing the tuples to an inlined stage costs a
-        # reference count per array, ≈ 0.3 µs a call)
+        # x = q, ẋ = v: its prologue alone (the joint-state stage without jets and loops is not compiled)
         elif not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                         data.gradient, data.gamma):
             return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, want != BIAS, want != MASS, bool(True))
-    nv = model.nv
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
             return 1

@@ -117,3 +117,34 @@ def test_public_calls_write_into_out_and_accept_any_layout():
         model.mass_matrix(q, out=np.empty(model.nv))
     with pytest.raises(ModelError, match="'out'"):
         model.bias_forces(q, v, out=np.empty(model.nv, dtype=np.float32))
+
+
+def test_results_the_caller_keeps_are_never_overwritten():
+    """The Model's calls reuse a result array only when nothing holds it any more (`Data.public_calls`): results
+    kept in a list, a view and a name each keep Pinocchio's values of their own state while later calls run; a
+    loop that drops each result two calls later gets two arrays in turn."""
+    model = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")
+    pm = build_pinocchio_model(model)
+    pd = pm.createData()
+    mapping = PinocchioMap(model, pm)
+    rng = np.random.default_rng(8)
+    states = [_state(model, rng) for _ in range(6)]
+    kept = [(model.mass_matrix(q), model.bias_forces(q, v), model.forward_dynamics(q, v, tau)) for q, v, tau in states]
+    row = model.mass_matrix(states[0][0])[2]   # a view: its base is held
+    for _ in range(3):
+        model.mass_matrix(states[1][0])
+    for (q, v, tau), (mass, bias, accel) in zip(states, kept):
+        pq, pv = mapping.config_to_pinocchio(q), mapping.velocity_to_pinocchio(v)
+        crba = pin.crba(pm, pd, pq)
+        expected_mass = mapping.matrix_from_pinocchio(np.triu(crba) + np.triu(crba, 1).T)
+        assert np.allclose(mass, expected_mass, rtol=0, atol=1e-12 * np.abs(expected_mass).max())
+        expected_bias = mapping.velocity_from_pinocchio(pin.rnea(pm, pd, pq, pv, np.zeros(pm.nv)))
+        assert np.allclose(bias, expected_bias, rtol=0, atol=1e-12 * np.abs(expected_bias).max())
+        expected = mapping.velocity_from_pinocchio(pin.aba(pm, pd, pq, pv, mapping.velocity_to_pinocchio(tau)))
+        assert np.allclose(accel, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    assert np.allclose(row, kept[0][0][2], rtol=0, atol=1e-12 * np.abs(kept[0][0]).max())
+    seen = set()
+    for q, v, tau in states:
+        accel = model.forward_dynamics(q, v, tau)
+        seen.add(id(accel))
+    assert len(seen) == 2
