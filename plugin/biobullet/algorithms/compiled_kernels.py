@@ -7,8 +7,7 @@ as loops over bodies and compiled once (`cache=True`: compiled code is kept in _
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
-With BIOBULLET_NUMBA=0 (or `biobullet.core.jit.ENABLED = False`: debugging) the same functions run by Python;
-tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
+With BIOBULLET_NUMBA=0 (debugging) the same functions run by Python (`core.jit`); tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
 

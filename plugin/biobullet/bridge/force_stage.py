@@ -94,7 +94,7 @@ class ForceStage:
         builtins = (Spring, JointSpring, JointStop, JointTorque)
         others = [e for e in elements if type(e) not in builtins]
         plugins = pack_plugins(model, others) if others else NO_PLUGINS
-        kernel = forces_kernel() if jit.ENABLED and plugins is not None else None
+        kernel = forces_kernel() if plugins is not None else None
         if kernel is None:
             return None
         rows = pack_force_rows(model, [e for e in elements if type(e) is Spring],

@@ -40,8 +40,7 @@ class SphericalJoints:
         count = len(self.map.joint_indices)
         self._one_each = (itemgetter(*[slice(k, k + 1) for k in range(count)]) if count > 1
                           else (lambda values: (values,)) if count else (lambda values: ()))
-        #: the compiled recursion (None with numba disabled: then `mass_and_bias` runs its Python form) and its
-        #: (meta, body, gravity) arguments; the bridge's per-step M, h (`Bridge.own_dynamics`) use the same arrays,
+        #: the compiled recursion and its (meta, body, gravity) arguments; the bridge's per-step M, h (`Bridge.own_dynamics`) use the same arrays,
         #: so a followed setGravity reaches both
         self.kernel = tree_dynamics_kernel()
         meta, body = pack(self.model)
@@ -49,12 +48,10 @@ class SphericalJoints:
 
     def mass_and_bias(self, x: np.ndarray, xd: np.ndarray, need_mass: bool = True):
         """(M(x) or None, h(x, ẋ)) in biobullet's tree order (n_tangent): h = RNEA(x, ẋ, 0) with gravity."""
-        from biobullet.algorithms.compiled_kernels import tree_dynamics
         x = np.array(x, dtype=float)
         xd = np.array(xd, dtype=float)
         meta, body, gravity = self.packed
-        mass, bias = (self.kernel or tree_dynamics)(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass,
-                                                    True, False)
+        mass, bias = self.kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
         return (mass if need_mass else None), bias
 
     def send(self, torque: np.ndarray) -> None:

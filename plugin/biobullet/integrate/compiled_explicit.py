@@ -74,7 +74,7 @@ class CompiledExplicitRHS:
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
         model = system.model
-        if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or system.shadow is not None:
+        if system.joint_space or system.formulation != "reduced" or system.shadow is not None:
             return None
         # ground contacts: built-in laws only (a plug-in law keeps the generic path); run copies (a state)
         contacts = [e for e in system.elements if type(e) is Contact]

@@ -205,7 +205,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         from biobullet.pipeline.compiled_model import COMPILED_STATE
 
         model = system.model
-        if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or not model.bodies:
+        if system.joint_space or system.formulation != "reduced" or not model.bodies:
             return None
         compiled = model.compiled
         if compiled.state_stage != COMPILED_STATE or compiled.loops.stages.shape[0] == 0:

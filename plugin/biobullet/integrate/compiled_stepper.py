@@ -275,10 +275,9 @@ class CompiledSteps:
 
     @classmethod
     def for_rhs(cls, rhs) -> "CompiledSteps | None":
-        """For a compiled right-hand side that offers its kernel to the stepper (`stepper_arguments`), numba
-        enabled; else None."""
+        """For a compiled right-hand side that offers its kernel to the stepper (`stepper_arguments`); else None."""
         offer = getattr(rhs, "stepper_arguments", None)
-        if offer is None or not jit.ENABLED or offer() is None:
+        if offer is None or offer() is None:
             return None
         kernel = _segment_kernel()
         return cls(rhs, kernel) if kernel is not None else None

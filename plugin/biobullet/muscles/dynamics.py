@@ -84,7 +84,7 @@ class MuscleRows(NamedTuple):
     path: PathGradient             # work: the path kernel's outputs (lengths, ∂l/∂(frame motion), …)
     directions: PathDirections     # work: the path frames' twists per tangent direction (none without wraps)
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
-    stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process (0 without numba)
+    stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -266,7 +266,7 @@ def _stage_arrays() -> tuple:
 
 def stage_signature(rows_type):
     """The stage's numba signature for rows of `rows_type` (a MuscleRows, or its numba type): the tree arrays of
-    any layout, read-only but τ. None without numba."""
+    any layout, read-only but τ."""
     return jit.kernel_signature("float64", rows_type, *_stage_arrays(), readonly=(1, 2, 3, 4, 5, 6))
 
 
@@ -278,7 +278,7 @@ def _stage_entry_py(rows, rot, pos, sub, ancestry, x, xd, tau):
 
 def stage_entry_kernel(rows_type):
     """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type), or None."""
-    caller = jit.address_caller(stage_signature(rows_type)) if jit.ENABLED else None
+    caller = jit.address_caller(stage_signature(rows_type))
     return None if caller is None else jit.compiled(_stage_entry_py, bind={"_STAGE": caller})
 
 
@@ -328,7 +328,7 @@ def store_muscle_rates(rows, out, first) -> None:
             out[first + i] = rows.rate[i]
 
 
-_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python (None: numba off)
+_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python
 
 
 def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
@@ -336,12 +336,8 @@ def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
     if not len(rows):
         return 0, 0.0
     if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
-        _PYTHON_ENTRY.append(stage_entry_kernel(rows) if rows.stage_address[0] else None)
-    kernel = _PYTHON_ENTRY[0]
-    if kernel is None:   # without numba: the stage run by Python
-        power = jit.twin(_muscle_stage_py, _stage_bindings(rows.paths))(rows, rot, pos, sub, ancestry, x, xd, tau)
-        return (0 if np.isfinite(power) else 1), power
-    return kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
+        _PYTHON_ENTRY.append(stage_entry_kernel(rows))
+    return _PYTHON_ENTRY[0](rows, rot, pos, sub, ancestry, x, xd, tau)
 
 
 _ENTRIES_REGISTERED: list[bool] = []

@@ -775,7 +775,7 @@ def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, coordinates, p
 def wrap_address(arrays: PathArrays) -> int:
     """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
     out of numba's cache, once per process); 0 without wraps or numba."""
-    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
+    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0]:
         address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays),
                                        bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
                                                      "_rigid_direction_py": _rigid_direction_py,

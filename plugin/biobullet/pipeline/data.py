@@ -118,7 +118,7 @@ class Data:
         checks only their type, dtype and shape."""
         if self._forward is None:
             from biobullet.pipeline.kernels import forward_features, forward_kernel
-            kernel = forward_kernel(**forward_features(self.compiled)) if jit.ENABLED else None
+            kernel = forward_kernel(**forward_features(self.compiled))
             if kernel is None:
                 return None
             from biobullet.pipeline.workspace import pack_workspace
