@@ -38,7 +38,7 @@ on a ContactState), the forces (`_contact_forces_py`, as `Contact.forces`) and t
 compiled tree kinematics (`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one
 call.
 
-The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
+The reference engine's compiled right-hand side (`integrate.compiled_rhs`) calls
 `_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces
 (`_contact_forces_py`, also the force part of `_contact_update_py`) at the kernel's own tree placements, with the
 state rows only read (`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler`

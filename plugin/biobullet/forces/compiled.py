@@ -79,7 +79,7 @@ spring = jit.lazy(_spring_kernel_py, bind=point_kernels)   # the compiled kernel
 
 def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
     """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
-    `integrate.compiled_explicit.pack_springs` packs them); (status, dissipated power W), status 1 when a spring
+    `pipeline.force_rows` packs them); (status, dissipated power W), status 1 when a spring
     has zero length with rest_length > 0 (the generic path then reports it). One sum for every compiled
     right-hand side and the bridge's per-step kernel."""
     dissipated = 0.0

@@ -127,7 +127,7 @@ def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
 def test_passive_run_conserves_energy(tmp_path, name):
     """No damping, no actuation: T + V_gravity is constant; DOP853 at rtol 1e-10 keeps it to the integration
     tolerance on the compiled path (an independent check of the revolute rows' G and γ: a wrong bias term drifts
-    it), which serves the whole run. With numba off: the generic path alone."""
+    it), which serves the whole run."""
     build, initial = MODELS[name]
     model = build(tmp_path)
     kw = {"rtol": 1e-10, "atol": 1e-12, "initial": _initial(model, initial), "progress": False,
@@ -139,11 +139,8 @@ def test_passive_run_conserves_energy(tmp_path, name):
     # rtol 1e-10 over T_RUN: the drift is the integration error (measured 1.3e-9 J and 8e-10 J, both paths)
     scale = max(abs(energy[0]), kinetic.max())
     assert np.max(np.abs(energy - energy[0])) < 1e-8 * scale, np.ptp(energy)
-    if not jit.ENABLED:
-        assert fast.meta["right_hand_side"]["path"] == "generic"
-        return
     served = fast.meta["right_hand_side"]
-    assert served["path"] == "compiled loop map" and served["generic_calls"] == 0, served
+    assert served["path"] == "compiled loop map" and served["callback_calls"] == 0, served
 
 
 @compiled_only

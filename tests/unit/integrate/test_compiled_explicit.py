@@ -1,5 +1,5 @@
 """The compiled right-hand side of models with explicit joint functions (integrate/compiled_explicit.py
-`CompiledExplicitRHS`) checked against physics, not against another implementation.
+`CompiledReducedRHS`) checked against physics, not against another implementation.
 
 - ẏ at random states satisfies d'Alembert's principle with Pinocchio's inverse dynamics (`rhs_oracles`): the tree
   motion it implies, projected on the joint functions' admissible directions, balances the applied forces written
@@ -224,7 +224,7 @@ def test_undefined_expression_points_are_reported(tmp_path):
     y = system.initial_vector(None, 0.0)
     y[0] = -0.5   # log(j1) undefined
     if jit.ENABLED:
-        assert type(system._compiled).__name__ == "CompiledExplicitRHS"
+        assert type(system._compiled).__name__ == "CompiledReducedRHS"
         assert system._compiled(0.0, y) is None
     with pytest.raises(Exception, match=r"log\(j1\)"):
         system.rhs(0.0, y)

@@ -51,7 +51,7 @@ def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name)
     kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, 0.3, 7)}
     run = biobullet.simulate(model, 0.3, **kw)
     served = run.meta["right_hand_side"]   # the compiled stepper's segments, or the compiled right-hand side
-    assert served["path"] == "compiled loop map" and served["generic_calls"] <= 5, served
+    assert served["path"] == "compiled loop map" and served["callback_calls"] <= 5, served
     assert run.meta["status"] == "finished"
     tree = PinocchioTree(model)
     assert max(loop_closure(tree, x) for x in run.positions) <= 1e-10

@@ -1,5 +1,5 @@
 """Joint stops (smooth and switched) and joint spring-dampers on the compiled right-hand sides
-(`forces.compiled._joint_forces_py`, used by `CompiledExplicitRHS` and the loop model's `CompiledReducedRHS`).
+(`forces.compiled._joint_forces_py`, used by `CompiledReducedRHS` and the loop model's `CompiledReducedRHS`).
 
 References: the stops' documented law written out in the test (`_law`: per limit the joint is beyond, penetration
 p, τ = ±(k pᵉ + c s(p) ṗ), s the C¹ smoothstep 3u² − 2u³ of u = p / smoothing, 1 for a switched stop) with
@@ -110,7 +110,7 @@ def _check(system, tree, law, t, y) -> bool:
 def test_explicit_rhs_with_stops_obeys_the_law(tmp_path):
     model = biobullet.load_model(_chain(tmp_path))
     system = System(model, "reduced")
-    assert type(system._compiled).__name__ == "CompiledExplicitRHS"
+    assert type(system._compiled).__name__ == "CompiledReducedRHS"
     tree = PinocchioTree(model)
     law = _law(model, "j1", "j2", "j3", -0.15, 0.25, ("upper", 0.1))
     rng = np.random.default_rng(11)

@@ -1,4 +1,4 @@
-"""The compiled explicit-map right-hand side (integrate/compiled_explicit.py `CompiledExplicitRHS`) on models with
+"""The compiled explicit-map right-hand side (integrate/compiled_rhs.py `CompiledReducedRHS`) on models with
 multi-DOF joints — PyBullet `spherical`, URDF `planar` and inner `floating` joints, with or without a floating
 base — checked against physics (`rhs_oracles`).
 

@@ -110,9 +110,6 @@ def test_only_library_functions(tmp_path, monkeypatch):
     assert System(model, "reduced", {"shadow": True})._compiled is not None
     monkeypatch.setattr("biobullet.model.joint_jets.function_table", lambda entries: None)
     assert System(biobullet.load_model(driven_knee(tmp_path)), "reduced", {"shadow": True})._compiled is None
-    monkeypatch.setattr("biobullet.model.joint_jets.function_table", real)
-    monkeypatch.setattr(jit, "ENABLED", False)   # BIOBULLET_NUMBA=0
-    assert System(model, "reduced", {"shadow": True})._compiled is None
 
 
 @pytest.mark.parametrize("control", ["state", "joints"])
