@@ -23,7 +23,6 @@ import pytest
 import biobullet
 from biobullet.core import jit
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
-from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from biobullet_studies.common import bundled_model
 from biobullet_studies.tracking import JointContactStop, JointSpringReference

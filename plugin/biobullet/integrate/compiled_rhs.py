@@ -31,7 +31,7 @@ import numpy as np
 
 from biobullet.constraints.newton_kernel import CONVERGED
 from biobullet.core import jit
-from biobullet.model.joint_jets import explicit_table, has_tapes, jets_kernel  # noqa: F401  (explicit_table: the engine's)
+from biobullet.model.joint_jets import has_tapes, jets_kernel
 from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
 from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
@@ -78,10 +78,9 @@ def _loop_rhs_py(model, data, forces, shadow_rows, y, t, out):
 
 
 def loop_rhs_kernel():
-    """The compiled `_loop_rhs_py` (numba's on-disk cache keyed on the pipeline kernels bound into it), or None."""
+    """The compiled `_loop_rhs_py` (numba's on-disk cache keyed on the pipeline kernels bound into it)."""
     from biobullet.pipeline.kernels import rhs_kernel
-    rhs = rhs_kernel()
-    return None if rhs is None else jit.compiled(_loop_rhs_py, bind={"_RHS": rhs})
+    return jit.compiled(_loop_rhs_py, bind={"_RHS": rhs_kernel()})
 
 
 #: largest change of an independent coordinate between samples, and of the dependent joints from their
@@ -178,8 +177,7 @@ def _positions_kernel():
 
 def _states_kernel():
     from biobullet.constraints.newton_kernel import newton_kernel
-    newton = newton_kernel()
-    return None if newton is None else jit.compiled(_loop_states_py, bind={"_NEWTON": newton})
+    return jit.compiled(_loop_states_py, bind={"_NEWTON": newton_kernel()})
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:

@@ -446,7 +446,8 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bo
         positions[:, bq:] = pos[:, bq:] @ cmap.affine_matrix.T + cmap.affine_offset
         velocities[:, bv:] = vel[:, bv:] @ cmap.affine_matrix.T
         return positions, velocities
-    from biobullet.integrate.compiled_rhs import explicit_states_batch, explicit_table
+    from biobullet.integrate.compiled_rhs import explicit_states_batch
+    from biobullet.model.joint_jets import explicit_table
     if system._compiled is not None and system._compiled.loops:   # loop-dependent joints: one compiled Newton pass
         def fallback(k: int):
             x, xd = system.tree_state(t[k], y[k])

@@ -277,19 +277,16 @@ def _stage_entry_py(rows, rot, pos, sub, ancestry, x, xd, tau):
 
 
 def stage_entry_kernel(rows_type):
-    """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type), or None."""
-    caller = jit.address_caller(stage_signature(rows_type))
-    return None if caller is None else jit.compiled(_stage_entry_py, bind={"_STAGE": caller})
+    """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type)."""
+    return jit.compiled(_stage_entry_py, bind={"_STAGE": jit.address_caller(stage_signature(rows_type))})
 
 
 def stage_address(rows) -> int:
-    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process),
-    0 without numba."""
-    signature = stage_signature(rows)
+    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process;
+    0 when it does not compile)."""
     wrap_address(rows.paths)
-    address = None if signature is None else jit.function_address(
-        _muscle_stage_py, signature, bind=lambda: _stage_bindings(rows.paths))
-    return address or 0
+    return jit.function_address(_muscle_stage_py, stage_signature(rows),
+                                bind=lambda: _stage_bindings(rows.paths)) or 0
 
 
 def entries_digest() -> str:

@@ -18,12 +18,9 @@ import pytest
 import biobullet
 from biobullet.constraints import loop_kernels
 from biobullet.constraints.loops import _per_loop_terms, vector_loops, tree_kinematics
-from biobullet.core import jit
 from closed_chains import closed_chain
 
 ROOT = Path(__file__).resolve().parents[3]
-compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled (BIOBULLET_NUMBA=0): the compiled "
-                                                           "loop kernels and right-hand side are off")
 SEED = 2   # a chain whose passive motion from the zero pose (rates of `_initial`) stays regular for T_RUN
 T_RUN = 0.6   # s (this chain reaches a singular configuration near t = 1 s)
 
@@ -143,7 +140,6 @@ def test_passive_run_conserves_energy(tmp_path, name):
     assert served["path"] == "compiled loop map" and served["callback_calls"] == 0, served
 
 
-@compiled_only
 def test_bridge_one_call_path_with_a_revolute_loop_equals_the_general_path(tmp_path):
     """The bridge's one-call rows path (`Bridge._apply_rows`: the same compiled loop rows, M, h and the Schur solve)
     now takes revolute loops: over 0.1 s at dt = 1e-4 s it gives the same state as the general path (per-loop rows,

@@ -22,12 +22,10 @@ from biobullet.contact.geometry import GroundPlane
 from biobullet.contact.normal import HuGuo
 from biobullet.contact.testbed import drop_urdf
 from biobullet.loader import load_text
-from biobullet.core import jit
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System, simulate
 from rhs_oracles import assert_power_balance, scaled_accelerations
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: every built-in normal law (the restitution laws need δ̇⁻ from the state, Kelvin–Voigt clips, the smooth one acts
 #: outside contact, with adhesion it pulls)
@@ -57,7 +55,6 @@ def _set_state(systems, k: int, *, active: bool, impact: float = 0.0, resting: b
         contact._last = None   # the generic element's per-state cache (its event action clears it too)
 
 
-@needs_numba
 @pytest.mark.parametrize("law", sorted(DROP_LAWS))
 def test_ball_drop_rhs_power_balance_at_every_contact_state(tmp_path: Path, law: str) -> None:
     """The compiled ẏ at every discrete contact state: power balance where the contact acts (active, or always for
@@ -123,7 +120,6 @@ def _planar_chain(tmp_path: Path) -> Path:
     return path
 
 
-@needs_numba
 def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     """The compiled ẏ of the planar chain with three contacts (Coulomb sliding, resting, stale slip direction;
     Stribeck; a tilted plane) closes the power balance in every discrete state."""
@@ -172,7 +168,6 @@ def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     assert tangential["tip2"] >= 2 and tangential["tip3"] >= 2, tangential   # Coulomb sliding, Stribeck
 
 
-@needs_numba
 def test_plug_in_law_keeps_the_generic_path(tmp_path: Path) -> None:
     class PluginLaw(HuGuo):   # a third party's own formula and no compiled twin
         def _unclipped(self, delta, delta_dot, impact_velocity):
@@ -218,7 +213,6 @@ def test_ball_drop_run_free_flight_momentum_and_energy(tmp_path: Path, law: str)
     assert np.max(np.abs(balance - balance[0])) < 1e-6
 
 
-@needs_numba
 def test_loop_map_rhs_with_a_contact_power_balance(tmp_path: Path) -> None:
     """The four-bar knee (loop map: `CompiledReducedRHS`) with a heel sphere on the shank tip against the ground
     (Hunt–Crossley, regularized friction): the compiled ẏ closes the power balance (tree energies of the loop
@@ -255,7 +249,6 @@ def test_loop_map_rhs_with_a_contact_power_balance(tmp_path: Path) -> None:
     assert forced >= 2
 
 
-@needs_numba
 def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     """A free-floating spinning ball (quaternion base) with an off-centre sphere contact: τ = J_pᵀ F on the base's
     six velocity columns (linear and angular), friction from the spin and the drift; the compiled ẏ closes the

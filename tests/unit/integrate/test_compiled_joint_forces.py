@@ -17,14 +17,12 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.core import jit
 from biobullet.forces.base import joint_indices
 from biobullet.integrate.engine import System
 from rhs_oracles import PinocchioTree, assert_dalembert, states_of
 
 ROOT = Path(__file__).resolve().parents[3]
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: a smooth two-sided stop with a large smoothing band (the gate's C¹ ramp is exercised), a switched one-sided
 #: stop with exponent 1.5 and a joint spring-damper
@@ -106,7 +104,6 @@ def _check(system, tree, law, t, y) -> bool:
     return engaged
 
 
-@needs_numba
 def test_explicit_rhs_with_stops_obeys_the_law(tmp_path):
     model = biobullet.load_model(_chain(tmp_path))
     system = System(model, "reduced")
@@ -123,7 +120,6 @@ def test_explicit_rhs_with_stops_obeys_the_law(tmp_path):
     assert engaged >= 6   # the stops were engaged in many of the states
 
 
-@needs_numba
 def test_loop_rhs_with_stops_obeys_the_law(tmp_path):
     model = biobullet.load_model(_fourbar(tmp_path))
     system = System(model, "reduced")
@@ -136,7 +132,6 @@ def test_loop_rhs_with_stops_obeys_the_law(tmp_path):
     assert engaged >= 3
 
 
-@needs_numba
 @pytest.mark.parametrize("which", ["chain", "fourbar"])
 def test_runs_locate_the_switched_stop_and_close_the_energy_balance(tmp_path, which):
     """Whole runs through the stops (the switched one restarts the integrator at its events, each where its joint

@@ -22,17 +22,14 @@ import pytest
 
 import biobullet
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
-from biobullet.core import jit
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces import add_force_element
 from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
-from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from multiloop_models import driven_knee
 from rhs_oracles import PinocchioTree, assert_dalembert, spring_force
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: |θ̇| above which the toy joint kernel hands over (exercises the per-call fallback)
 HAND_OVER_RATE = 50.0

@@ -17,14 +17,12 @@ from typing import ClassVar
 import biobullet
 import numpy as np
 import pytest
-from biobullet.core import jit
 from biobullet.functions import JointFunction, registry
 from biobullet.functions.base import JetsKernel
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from rhs_oracles import PinocchioTree, assert_dalembert, states_of
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: plug-in jets run only inside the kernels")
 
 
 def _toy_jets_py(z, params, jet):
