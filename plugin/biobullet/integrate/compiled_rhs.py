@@ -192,7 +192,9 @@ def _coverage(system) -> tuple[str | None, tuple | None]:
     from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
     model = system.model
-    if system.joint_space or system.formulation != "reduced":
+    if system.joint_space:
+        return f"formulation {system.formulation!r}: the joint-space DAE with multipliers", None
+    if system.formulation != "reduced":
         return f"formulation {system.formulation!r}: a check formulation, evaluated by name on the joint state", None
     compiled = model.compiled
     if not model.bodies or any(b.joint_type not in TREE_JOINTS for b in model.bodies):
