@@ -542,7 +542,7 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (plug-in functions, plug-in loop types, numba off).
+        a row is not compiled (plug-in functions, plug-in loop types).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         from biobullet.model.joint_jets import function_table
@@ -626,7 +626,7 @@ class Bridge:
         round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
         Fixed base in PyBullet's dof order, or a floating base (compared through `conventions.PyBulletMap`'s tangent
         maps); with spherical joints, which PyBullet's calls do not take, the recursions of `bridge.multidof` always
-        (tested against Pinocchio and PyBullet's own step). None without numba."""
+        (tested against Pinocchio and PyBullet's own step)."""
         if self._spherical is not None:
             kernel = self._spherical.kernel
             return None if kernel is None else (kernel, *self._spherical.packed)

@@ -506,7 +506,7 @@ def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray,
                           variant="" if tapes else "no_tapes")
     # C-contiguous arrays: one specialisation of the kernel for every caller
     theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
-    with np.errstate(all="ignore"):   # (run by Python with numba off: overflow becomes inf, then False)
+    with np.errstate(all="ignore"):   # (run by Python, BIOBULLET_NUMBA=0: overflow becomes inf, then False)
         done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
                            np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float), theta_c,
                            rate_c))
