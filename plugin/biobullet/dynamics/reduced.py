@@ -29,6 +29,7 @@ class ReducedFormulation(Formulation):
     map's own error (an expression outside its domain, a loop that does not close) or one SolverError saying why."""
 
     name = "reduced"
+    is_pipeline = True
     description = "the pipeline: projection through joint functions and loops on the compiled world-frame tree kernel"
 
     def mass_matrix(self, model, q, t):

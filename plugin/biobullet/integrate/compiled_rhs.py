@@ -194,7 +194,7 @@ def _coverage(system) -> tuple[str | None, tuple | None]:
     model = system.model
     if system.joint_space:
         return f"formulation {system.formulation!r}: the joint-space DAE with multipliers", None
-    if system.formulation != "reduced":
+    if not system.method.is_pipeline:
         return f"formulation {system.formulation!r}: a check formulation, evaluated by name on the joint state", None
     compiled = model.compiled
     if not model.bodies or any(b.joint_type not in TREE_JOINTS for b in model.bodies):

@@ -98,7 +98,7 @@ class System:
         self._state_data = None
         self._from_state = None
         if not self.joint_space:
-            if self.formulation == "reduced":
+            if self.method.is_pipeline:
                 from biobullet.pipeline.data import state_workspace
                 self._state_data = state_workspace(model)
             else:
