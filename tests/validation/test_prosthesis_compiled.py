@@ -21,14 +21,12 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.core import jit
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from biobullet_studies.common import bundled_model
 from biobullet_studies.tracking import JointContactStop, JointSpringReference
 from rhs_oracles import PinocchioTree, assert_dalembert, fourier, prosthesis_forces, states_of
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 PATH = bundled_model("prosthesis_fourbar.urdf")
 

@@ -26,12 +26,10 @@ from biobullet.contact.element import Contact
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS, register_friction_law, register_normal_law
 from biobullet.contact.testbed import slider_urdf
 from biobullet.loader import load_text
-from biobullet.core import jit
 from biobullet.core.attributes import number
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System, simulate
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: plug-in twins need the compiled path")
 
 
 def _toy_cubic_py(p, delta, delta_dot, impact_velocity):
