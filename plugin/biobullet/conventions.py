@@ -147,7 +147,7 @@ def _spherical_torques_py(torque, rotations, starts, out):
 
 
 def base_pose_kernel():
-    """The compiled `_base_pose_py` (or the Python function without numba)."""
+    """The compiled `_base_pose_py`."""
     return jit.compiled(_base_pose_py, bind={"rotation_of": quaternion_to_matrix,
                                              "hamilton_product": quaternion_multiply}) or _base_pose_py
 

@@ -14,7 +14,6 @@ import pytest
 
 from biobullet_studies.paper002 import paper002_chain
 from biobullet_studies.gibbs_appell_drop import simulate_drop
-from biobullet.core import jit
 from biobullet_studies.elastic_robot import MODE_SETS, symmetry_residual
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +45,6 @@ def _differences(a, b) -> tuple[float, float, float]:
     return float(diff.max()), float(diff[grid < 0.6].max()), float(onsets)
 
 
-@pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: no compiled path to compare")
 def test_compiled_vs_numpy_ss(capsys) -> None:
     """Before (numpy right-hand side, events and output sampling) / after (compiled) for the ss-ss-ss 1.5 s drop,
     same tolerances, taken in turns within one run (best of 2 each)."""

@@ -122,9 +122,6 @@ def test_rows_step_sees_late_force_elements():
     the bridge was made counts from the next apply() exactly as if passed as tau, and is gone once cleared."""
     model = biobullet.load_model(SHOULDER.parent / "andrews_squeezer.urdf")
     with Bridge(model, dt=1e-5) as bridge:
-        from biobullet.core import jit
-        if not jit.ENABLED:
-            pytest.skip("numba off (BIOBULLET_NUMBA=0): the one-call rows path is compiled only")
         assert bridge._rows_fast and not bridge._fast, "Andrews takes the one-call rows path"
         for _ in range(20):
             bridge.step()

@@ -20,13 +20,11 @@ import pytest
 
 import biobullet
 from biobullet.bridge import Bridge
-from biobullet.core import jit
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the bridge asks PyBullet for M and h")
 #: fixed-base bundled models whose PyBullet dof order is the URDF joint order (the fast paths' condition; the
 #: prosthesis's branched tree is numbered differently by PyBullet and keeps PyBullet's M and h)
 FIXED_BASE = ["shoulder_rhythm.urdf", "shoulder_simplified.urdf", "arm7.urdf", "fourbar_knee.urdf",
@@ -62,7 +60,6 @@ def _compare(bridge, n_states: int = 5) -> float:
     return worst
 
 
-@needs_numba
 @pytest.mark.parametrize("name", FIXED_BASE)
 def test_own_mass_and_bias_equal_pybullets(name):
     model = biobullet.load_model(ROOT / "urdf" / name)
@@ -77,7 +74,6 @@ def test_branched_prosthesis_keeps_pybullets_dynamics():
         assert not bridge._dof_identity and not bridge.own_dynamics
 
 
-@needs_numba
 def test_own_dynamics_use_pybullets_default_inertia(tmp_path):
     model = biobullet.load_model(_polynomial_pendulum(tmp_path, inertial=False))
     with Bridge(model, dt=1e-3) as bridge:
@@ -87,7 +83,6 @@ def test_own_dynamics_use_pybullets_default_inertia(tmp_path):
         assert not bridge.own_dynamics
 
 
-@needs_numba
 def test_compiled_rows_path_equals_general_path_and_holds_the_coupling(tmp_path):
     model = biobullet.load_model(_polynomial_pendulum(tmp_path))
     finals = []
@@ -117,7 +112,6 @@ def _composed_pendulum(tmp_path: Path) -> Path:
     return path
 
 
-@needs_numba
 @pytest.mark.parametrize("composed", [False, True])
 def test_expression_rows_path_equals_general_path_and_holds_the_coupling(tmp_path, composed):
     """The expression pendulum (and its composed, time-driven variant) on the one-call path — the expression's
@@ -156,7 +150,6 @@ def test_undefined_expression_on_the_bridge_is_reported(tmp_path):
             bridge.step()
 
 
-@needs_numba
 def test_compiled_loop_path_equals_general_path():
     """Andrews' squeezer (3 planar loops, a spring, a joint torque) for 0.005 s at dt = 1e-5 s: the one-call
     path (loop rows, spring and M, h in the kernel) against the general path (Python force hook, PyBullet's M,
@@ -176,7 +169,6 @@ def test_compiled_loop_path_equals_general_path():
     assert worst <= 1e-8
 
 
-@needs_numba
 def test_linear_path_with_own_dynamics_equals_pybullets():
     """Shoulder rhythm (constant rows, null-space path) for 0.5 s at dt = 1 ms: M, h and the solve in one call
     (`kernels.linear_own_kernel`) against PyBullet's M and h with the same null-space kernel — same state to
@@ -192,7 +184,6 @@ def test_linear_path_with_own_dynamics_equals_pybullets():
     assert np.abs(finals[0] - finals[1]).max() <= 1e-9 * np.abs(finals[1]).max()
 
 
-@needs_numba
 def test_loop_and_expression_rows_in_one_call(tmp_path):
     """The four-bar knee with a foot on the anterior link whose ankle follows a time-dependent expression of the
     independent knee_A (a model mixing `<loop>` rows and an expression row): the one-call loop kernel

@@ -22,17 +22,17 @@ def arm(tmp_path_factory):
     return load_quietly(arm26_with(EVALUATED, tmp_path_factory.mktemp("arm")))
 
 
-@pytest.mark.parametrize("path", ["compiled", "generic"])
+@pytest.mark.parametrize("path", ["compiled", "callback"])
 def test_energy_balance_closes_with_tendon_energy_and_fiber_work(arm, path):
     """kinetic + gravity + tendon energy − fiber work is constant (the fibers' power −T ẋ integrated as input work):
     a ramp of excitation lifts the forearm; the balance drifts by the integrator's error only (rtol 1e-10:
-    ≤ 1e-7 of the work done, ≈ 1e-10 observed). On the pipeline's compiled right-hand side and on the generic one
-    (the same stage called from Python, joint-space "multipliers" formulation)."""
+    ≤ 1e-7 of the work done, ≈ 1e-10 observed). On the pipeline's compiled right-hand side and on the callback
+    stage (the same stage called from Python, joint-space "multipliers" formulation)."""
     options = {} if path == "compiled" else {"formulation": "multipliers"}
     run = biobullet.simulate(arm, 0.3, initial=(np.zeros(2), np.zeros(2)), rtol=1e-10, atol=1e-12,
                              excitations={"BRA": lambda t: min(0.8, 4.0 * t), "BICshort": 0.3, "TRIlat": 0.3},
                              progress=False, t_eval=np.linspace(0.0, 0.3, 31), **options)
-    assert run.meta["right_hand_side"]["path"] == ("compiled explicit map" if path == "compiled" else "generic")
+    assert run.meta["right_hand_side"]["path"] == ("compiled explicit map" if path == "compiled" else "callback stage")
     energy = run.energy
     balance = (energy["kinetic"] + energy["potential_gravity"] + energy["potential_elastic"]
                - energy["work_applied"] + energy["dissipated"])

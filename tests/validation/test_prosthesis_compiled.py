@@ -7,7 +7,7 @@ numpy methods.
   heel and toe contacts, the knee stop, the ankle spring) runs on `CompiledReducedRHS`; at random states (knee
   stop engaged by hyperextension or not, the foot clear of the ground) ẏ satisfies d'Alembert's principle with
   Pinocchio's inverse dynamics and the laws written out (`rhs_oracles.prosthesis_forces`).
-- Each element alone on a pendulum (`CompiledExplicitRHS`): θ̈ = (−m g l sin θ + τ)/I in closed form, τ the
+- Each element alone on a pendulum (`CompiledReducedRHS`): θ̈ = (−m g l sin θ + τ)/I in closed form, τ the
   element's law — the reference angle as a Fourier series, a constant, an expression in t; the stop with a lower
   and an upper limit, at angles beyond each limit, inside the arctan smoothing band and far away (1e-12 relative).
 - A 0.1 s run of the prosthesis through the first heel strike; its states before the strike obey the laws.
@@ -21,15 +21,12 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.core import jit
-from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from biobullet_studies.common import bundled_model
 from biobullet_studies.tracking import JointContactStop, JointSpringReference
 from rhs_oracles import PinocchioTree, assert_dalembert, fourier, prosthesis_forces, states_of
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 PATH = bundled_model("prosthesis_fourbar.urdf")
 
@@ -104,7 +101,7 @@ def test_each_study_element_alone(tmp_path, label):
     path.write_text(PENDULUM.format(elements=ELEMENTS[label]))
     model = biobullet.load_model(path)
     system = System(model, "reduced")
-    assert type(system._compiled) is CompiledExplicitRHS, label
+    assert type(system._compiled) is CompiledReducedRHS, label
     rng = np.random.default_rng(3)
     inertia, weight = 0.012 + 1.2 * 0.3 ** 2, 1.2 * 9.81 * 0.3
     # beyond each limit, inside the smoothing band (|δ| ≲ 1e-6 m: |Δθ| ≲ 1e-4 rad), far away, and random

@@ -7,8 +7,7 @@ as loops over bodies and compiled once (`cache=True`: compiled code is kept in _
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
-With BIOBULLET_NUMBA=0 (or `biobullet.core.jit.ENABLED = False`: debugging) the same functions run by Python;
-tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
+With BIOBULLET_NUMBA=0 (debugging) the same functions run by Python (`core.jit`); tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from biobullet.core import jit
 
 
 def place_body_kernel(*, inline: bool = False):
-    """The compiled `_place_body_py`, or None without numba. Called, not inlined, by the tree kernels: numba's IR
+    """The compiled `_place_body_py`. Called, not inlined, by the tree kernels: numba's IR
     inlining would type and lower its body again in each of the tree, kinematics and energy kernels (≈ 3 s of
     compile each on the 2-core machine), for a call per body that costs nothing next to the body's arithmetic."""
     return jit.compiled(_place_body_py, inline=inline)
@@ -378,7 +377,7 @@ def _placements_py(meta, body, x, rot, pos, sub):
 
 
 def placements_kernel(*, inline: bool = False):
-    """The compiled `_placements_py`, or None (numba missing or disabled)."""
+    """The compiled `_placements_py`."""
     return jit.compiled(_placements_py, bind=_tree_kernel_bindings, inline=inline)
 
 
@@ -410,7 +409,7 @@ def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
 
 def point_kernels() -> dict:
     """{"_POINT_VELOCITY", "_POINT_FORCE"}: the point kernels compiled to be inlined into their callers' kernels
-    (the names they call them by), or {} without numba."""
+    (the names they call them by)."""
     velocity, force = jit.compiled(_point_velocity_py, inline=True), jit.compiled(_point_force_py, inline=True)
     return {} if velocity is None or force is None else {"_POINT_VELOCITY": velocity, "_POINT_FORCE": force}
 
@@ -476,7 +475,7 @@ tree_energies = jit.lazy(_tree_energies_py, bind=_tree_kernel_bindings)
 
 
 def tree_dynamics_kernel():
-    """The compiled `_tree_dynamics_py` (with `_place_body` bound), or None (numba missing or disabled)."""
+    """The compiled `_tree_dynamics_py` (with `_place_body` bound)."""
     return jit.compiled(_tree_dynamics_py, bind=_tree_kernel_bindings)
 
 
@@ -487,7 +486,7 @@ project_upper = jit.lazy(_project_upper_py)
 
 
 def project_upper_kernel():
-    """The compiled `_project_upper_py`, or None without numba."""
+    """The compiled `_project_upper_py`."""
     return jit.compiled(_project_upper_py)
 
 

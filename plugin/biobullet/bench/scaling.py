@@ -64,7 +64,7 @@ def measure(n: int, branched: bool, folder: str, *, rounds: int = 20, number: in
     model = load_model(path)
     rng = np.random.default_rng(3)
     q, v = rng.uniform(-1, 1, model.nq), rng.normal(size=model.nv)
-    system = System(model, "reduced", {"compiled": True})
+    system = System(model, "reduced")
     y = np.concatenate([q, v, [0.0, 0.0]])
     reduced = get_formulation("reduced")
     pm = build_pinocchio_model(model)

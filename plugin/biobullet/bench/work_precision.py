@@ -58,11 +58,11 @@ def _best(function: Callable[[], tuple[np.ndarray, float]], repeats: int) -> tup
     return x, best
 
 
-def _biobullet(model, t_end, initial, method, rtol, compiled=True, final_only=False):
+def _biobullet(model, t_end, initial, method, rtol, final_only=False):
     from biobullet.integrate import simulate
     started = time.perf_counter()
     trajectory = simulate(model, t_end, method=method, rtol=rtol, atol=rtol * 1e-3, initial=initial,
-                          progress=False, compiled=compiled,
+                          progress=False,
                           t_eval=np.array([0.0, t_end]) if final_only else None)
     wall = time.perf_counter() - started
     return trajectory.positions[-1].copy(), wall

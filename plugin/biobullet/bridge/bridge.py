@@ -546,7 +546,7 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (plug-in functions, plug-in loop types, numba off).
+        a row is not compiled (plug-in functions, plug-in loop types).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         from biobullet.model.joint_jets import function_table
@@ -649,7 +649,7 @@ class Bridge:
         round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
         Fixed base in PyBullet's dof order, or a floating base (compared through `conventions.PyBulletMap`'s tangent
         maps); with spherical joints, which PyBullet's calls do not take, the pipeline's tree kernel always
-        (`_tree_terms`; tested against Pinocchio and PyBullet's own step). None without numba."""
+        (`_tree_terms`; tested against Pinocchio and PyBullet's own step)."""
         if self._spherical:
             return None if self._tree_terms[0] is None else self._tree_terms
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):

@@ -56,7 +56,7 @@ Compiled path (`contact.kernels`): the analytic-plane contacts whose laws have c
 τ = J_pᵀF); `state_read` hands that state to `Bridge.apply()`. Onsets and separations are replayed on the
 ContactState objects as they happen, the rest of the row (slip mode, the open interval's log) by `sync_states()`
 (`intervals()` calls it). Queried contacts use the compiled one-contact step (`_contact_update_py`) with their own
-rows. Laws without twins, numba off, `far_jacobians` or an overridden `kinematics` take the Python laws.
+rows. Laws without twins, `far_jacobians` or an overridden `kinematics` take the Python laws.
 
 Discrete state: onsets and separations are detected at step granularity (δ changes sign between two steps);
 δ̇⁻ is the penetration rate at the first step with δ > 0, so it is late by at most one step (error O(g·dt)).
@@ -261,8 +261,8 @@ class BridgeContacts:
 
     # ------------------------------------------------------------------ compiled laws and state rows
     def _set_up_kernels(self) -> None:
-        """Compiled twins of the laws (`contact.kernels`): per contact its packed laws (None: a law without a twin,
-        or numba off — the Python laws serve); the contacts on their analytic plane with twins go to one
+        """Compiled twins of the laws (`contact.kernels`): per contact its packed laws (None: a law without a twin:
+        the Python laws serve); the contacts on their analytic plane with twins go to one
         `GroundContacts` call per step."""
         self._rows: dict = {}     # contact index or scene key → state row (the discrete state while a run goes)
         self._records: list = []  # the last torques(): (name, ContactKinematics or None, force or row index, body, link)

@@ -36,7 +36,7 @@ def _joint_stage_py(x, xd, springs, spring_params, stops, stop_params, tau, tau_
 
 
 def joint_stage_kernel():
-    """The compiled `_joint_stage_py` with the joint-force kernel bound, or None (numba missing or disabled)."""
+    """The compiled `_joint_stage_py` with the joint-force kernel bound."""
     from biobullet.forces.compiled import joint_forces_kernel
     return jit.compiled(_joint_stage_py, bind=lambda: {"_JOINT_FORCES": joint_forces_kernel()})
 
@@ -83,8 +83,7 @@ class ForceStage:
         return float(max(bound, 0.0))
 
     def _compiled_stage(self, elements):
-        """The compiled force stage's direct entry for these elements, or None (an element without a compiled form,
-        numba off)."""
+        """The compiled force stage's direct entry for these elements, or None (an element without a compiled form)."""
         from biobullet.forces.base import joint_indices
         from biobullet.forces.compiled import pack_plugins
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
@@ -94,7 +93,7 @@ class ForceStage:
         builtins = (Spring, JointSpring, JointStop, JointTorque)
         others = [e for e in elements if type(e) not in builtins]
         plugins = pack_plugins(model, others) if others else NO_PLUGINS
-        kernel = forces_kernel() if jit.ENABLED and plugins is not None else None
+        kernel = forces_kernel() if plugins is not None else None
         if kernel is None:
             return None
         rows = pack_force_rows(model, [e for e in elements if type(e) is Spring],

@@ -220,14 +220,12 @@ def _step_bindings() -> dict:
 
 
 def rows_torque_kernel():
-    """The compiled `_rows_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    return jit.compiled(_rows_torque_py, bind=_step_bindings) if jit.ENABLED else None
+    """The compiled `_rows_torque_py`."""
+    return jit.compiled(_rows_torque_py, bind=_step_bindings)
 
 
 def loop_torque_kernel():
-    """The compiled `_loop_torque_py`, or None (numba missing or disabled: the bridge's general path serves)."""
-    if not jit.ENABLED:
-        return None
+    """The compiled `_loop_torque_py`."""
     from biobullet.constraints.loop_kernels import loop_kernels
     from biobullet.forces.compiled import spring_forces_kernel
     kin, loop_rows = loop_kernels()
@@ -245,20 +243,16 @@ def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, ou
 
 
 def linear_own_kernel():
-    """The compiled `_linear_own_py`, or None (numba missing or disabled)."""
+    """The compiled `_linear_own_py`."""
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-    tree = tree_dynamics_kernel()
-    if tree is None:   # numba disabled: the bridge's general path serves
-        return None
-    return jit.compiled(_linear_own_py, bind={"_tree": tree, "_null": solve.null_space_kernel()})
+    return jit.compiled(_linear_own_py, bind={"_tree": tree_dynamics_kernel(), "_null": solve.null_space_kernel()})
 
 
 def kernels():
     """(linear_rows, kkt_torque, linear_torque): numba-compiled (cached on disk), or the same functions run by
     Python with BIOBULLET_NUMBA=0 (debugging)."""
-    schur = solve.schur_kernel()
-    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": schur}) if schur is not None else None
-    return (jit.compiled(_linear_rows_py) or _linear_rows_py, kkt or _kkt_torque_py, solve.null_space_kernel())
+    return (jit.compiled(_linear_rows_py), jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()}),
+            solve.null_space_kernel())
 
 
 pack_linear = solve.null_space_basis

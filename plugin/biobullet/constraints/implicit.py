@@ -202,7 +202,7 @@ class LoopResolver:
         """(solve, loop, offset, view) of the one Newton kernel (`constraints.newton_kernel._newton_solve_py`):
         compiled over the loop kernels' rows where the loops have them and the tree has the loop kernels' joint
         layout (joint j at base_v + j: a fixed base, or a root free base held at the identity), else its Python
-        form over `terms` (a plug-in loop type, numba switched off, multi-DOF joints inside the tree); the loop's
+        form over `terms` (a plug-in loop type, multi-DOF joints inside the tree); the loop's
         rows carry the solve's work arrays (`newton_work`, allocated here once); `view` the joint layout buffer
         the solve works in, θ at view[offset:]."""
         if self._form is None:

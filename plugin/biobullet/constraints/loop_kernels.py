@@ -283,9 +283,7 @@ def _kinematics_bindings() -> dict:
 
 
 def loop_kernels():
-    """(tree kinematics, loop rows) compiled kernels, or None (no numba, or disabled)."""
-    if not jit.ENABLED:
-        return None
+    """(tree kinematics, loop rows) compiled kernels, or None (one did not compile)."""
     kinematics = tree_kinematics_kernel()
     rows_into = rows_into_kernel()
     rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind=_rows_bindings)
@@ -293,7 +291,7 @@ def loop_kernels():
 
 
 def tree_kinematics_kernel():
-    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body), or None without numba."""
+    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body)."""
     return jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
 
 
@@ -302,7 +300,7 @@ def _rows_bindings() -> dict:
     return {} if rows_into is None else {"_rows_into": rows_into}
 
 
-#: the tree kinematics kernel: compiled on its first call, its Python form where numba is switched off
+#: the tree kinematics kernel: compiled on its first call
 tree_kinematics_run = jit.lazy(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
 #: the allocating loop rows kernel (`_loop_rows_kernel_py`): compiled on its first call, or its Python form
 loop_rows_run = jit.lazy(_loop_rows_kernel_py, bind=_rows_bindings)
@@ -316,6 +314,5 @@ def _rows_into_bindings() -> dict:
 
 
 def rows_into_kernel():
-    """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call), or None (no numba, or
-    disabled)."""
-    return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True) if jit.ENABLED else None
+    """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call)."""
+    return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True)

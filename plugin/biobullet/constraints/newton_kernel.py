@@ -424,6 +424,6 @@ def newton_solve_kernel():
 def newton_solve_twin(residual):
     """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)` (rows =
     (its own first part, `newton_work`'s arrays)): the generic resolver's solve where the loop rows are not
-    compiled (a plug-in loop type, or numba switched off)."""
+    compiled (a plug-in loop type)."""
     return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve_into": _lu_solve_into_py,
                                        "_norm": _norm_py})

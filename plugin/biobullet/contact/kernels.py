@@ -38,7 +38,7 @@ on a ContactState), the forces (`_contact_forces_py`, as `Contact.forces`) and t
 compiled tree kinematics (`algorithms.compiled_kernels.placements`), δ, δ̇, slip, the laws and τ = J_pᵀ F, in one
 call.
 
-The reference engine's compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) call
+The reference engine's compiled right-hand side (`integrate.compiled_rhs`) calls
 `_ground_forces_py`: the same geometry (`_sphere_point_py`, `algorithms.compiled_kernels.point_force`) and forces
 (`_contact_forces_py`, also the force part of `_contact_update_py`) at the kernel's own tree placements, with the
 state rows only read (`discrete_rows`: the engine's events change the ContactStates in Python). `ContactSampler`
@@ -492,17 +492,17 @@ def _friction_bindings() -> dict:
 
 
 def normal_force_kernel():
-    """The compiled `_normal_force_py` (its twins bound), or None without numba."""
+    """The compiled `_normal_force_py` (its twins bound)."""
     return jit.compiled(_normal_force_py, bind=_law_bindings)
 
 
 def friction_coefficient_kernel():
-    """The compiled `_friction_coefficient_py` (its twins bound), or None without numba."""
+    """The compiled `_friction_coefficient_py` (its twins bound)."""
     return jit.compiled(_friction_coefficient_py, bind=_friction_bindings)
 
 
 def contact_forces_kernel():
-    """The compiled `_contact_forces_py` (laws bound), or None without numba."""
+    """The compiled `_contact_forces_py` (laws bound)."""
     def bindings() -> dict:
         normal, friction = normal_force_kernel(), friction_coefficient_kernel()
         if normal is None or friction is None:
@@ -517,12 +517,12 @@ def _update_bindings() -> dict:
 
 
 def contact_update_kernel():
-    """The compiled `_contact_update_py` (laws bound), or None without numba."""
+    """The compiled `_contact_update_py` (laws bound)."""
     return jit.compiled(_contact_update_py, bind=_update_bindings)
 
 
 def _placed_bindings(name: str, contact_kernel) -> dict:
-    """`contact_kernel` bound as `name`, the tree placements and the contact geometry (nothing without numba)."""
+    """`contact_kernel` bound as `name`, the tree placements and the contact geometry."""
     place = placements_kernel(inline=True)
     if contact_kernel is None or place is None:
         return {}
@@ -541,7 +541,7 @@ def _forces_bindings() -> dict:
 
 
 def contact_samples_kernel():
-    """The compiled `_contact_samples_py`, or None without numba."""
+    """The compiled `_contact_samples_py`."""
     return jit.compiled(_contact_samples_py,
                         bind=lambda: _placed_bindings("_CONTACT_FORCES", contact_forces_kernel()))
 
@@ -552,7 +552,7 @@ def _kinematics_bindings() -> dict:
 
 
 def contact_kinematics_kernel():
-    """The compiled `_contact_kinematics_py`, or None without numba."""
+    """The compiled `_contact_kinematics_py`."""
     return jit.compiled(_contact_kinematics_py, bind=_kinematics_bindings)
 
 
@@ -567,7 +567,7 @@ def ground_forces_kernel():
 
 
 def ground_contacts_kernel():
-    """The compiled `_ground_contacts_py` (everything it calls bound), or None without numba."""
+    """The compiled `_ground_contacts_py` (everything it calls bound)."""
     return jit.compiled(_ground_contacts_py,
                         bind=lambda: _placed_bindings("_CONTACT_UPDATE", contact_update_kernel()))
 
@@ -635,7 +635,7 @@ _WARNED: set = set()
 
 def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     """(address as the kind, params row) of a plug-in law's compiled twin, or None (no twin, more than N_PARAMS
-    parameters, numba disabled or the twin not compiling: the Python law serves)."""
+    parameters or the twin not compiling: the Python law serves)."""
     twin = law.compiled_twin()
     if twin is None:
         return None
@@ -790,7 +790,7 @@ def discrete_rows(states, out: np.ndarray) -> np.ndarray:
 class ContactSampler:
     """`Contact.forces` + `Contact.power_split` of one Contact (laws with twins) at many tree states in one
     compiled call (`_contact_samples_py`): `sampler(state, xs, xds)` → (n, 4) rows (F_N, normal and friction
-    dissipated power, δ), `state` the run's ContactState (read). None from `for_contact` without numba or twins."""
+    dissipated power, δ), `state` the run's ContactState (read). None from `for_contact` without twins."""
 
     def __init__(self, model, contact, kernel) -> None:
         self.meta, self.body = pack(model)

@@ -1,14 +1,13 @@
-"""The one accelerator switch: numba kernels with a pure-Python twin.
+"""The one accelerator switch: numba kernels, and their uncompiled form run by Python.
 
-Every compiled kernel of the library is written once, as a plain Python function named `_NAME_py` (`NAME_py` when
-another module binds it) that numba can compile (loops over float64 arrays), and reached through this module:
+numba is a required dependency. Every compiled kernel of the library is written once, as a plain Python function
+named `_NAME_py` (`NAME_py` when another module binds it) that numba can compile (loops over float64 arrays), and
+reached through this module:
 
-- `compiled(function, bind=...)` → the `numba.njit(cache=True, nogil=True)` twin, compiled (or loaded from the
-  on-disk cache in `__pycache__`) once per process, or None when numba is missing, disabled or fails; callers then
-  take their numpy path (or call the Python twin itself, which gives the same numbers).
-- `lazy(function)` → a callable that compiles on its first call and then dispatches to the compiled twin (or to
-  the Python function when numba is unavailable).
-- `direct_entry(kernel, *args)` → the compiled twin's entry for exactly these argument types (per-step callers).
+- `compiled(function, bind=...)` → the `numba.njit(cache=True, nogil=True)` kernel, compiled (or loaded from the
+  on-disk cache in `__pycache__`) once per process (None only when numba fails to compile it).
+- `lazy(function)` → a callable that compiles on its first call and then dispatches to the compiled kernel.
+- `direct_entry(kernel, *args)` → the compiled kernel's entry for exactly these argument types (per-step callers).
 - `function_address(function, signature, bind=...)` → the address (an int) of `function` compiled as a C
   callable of a fixed `signature` (a numba signature string), or None; `address_caller(signature)` → a numba
   intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
@@ -25,16 +24,19 @@ before typing it, so a kernel bound with the flag off never compiles what the br
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
-beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
-uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
-the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it. A module whose kernels
+beside the cache files), so editing a callee in another file recompiles its callers. A module whose kernels
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
+
+Debugging: with `BIOBULLET_NUMBA=0` in the environment (`ENABLED` False) nothing is compiled and every entry above
+gives the uncompiled form of the same kernels with the same bindings (`twin`), run by Python — the same functions,
+so the same numbers (float division by zero raises ZeroDivisionError in Python where a "numpy" error model gives
+inf), about a thousand times slower. An address is then an index into this process's table of uncompiled kernels,
+and `address_caller` looks it up. There is no second implementation behind the switch.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import os
 import types
@@ -42,8 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-AVAILABLE = importlib.util.find_spec("numba") is not None
-ENABLED = AVAILABLE and os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+#: False with BIOBULLET_NUMBA=0 in the environment: every kernel runs uncompiled, by Python (debugging)
+ENABLED = os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
 
 _COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil) → its compiled twin (False: none)
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
@@ -176,6 +178,23 @@ def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
     return bound_kernels
 
 
+def _uncompiled(function: Callable, bound: Mapping[str, Any], inline: bool) -> Callable:
+    """`compiled`'s result with numba switched off: a copy of `function` whose globals are its module's and `bound`
+    (the uncompiled forms of its callees), run by Python. It carries `py_func` (itself), so that binding it into
+    another kernel treats it as a kernel, not as a plain callee to inline; an inlined one is a fresh copy per
+    caller, whose namespace then receives that caller's bindings (as numba's inlining reads them)."""
+    namespace = dict(function.__globals__)
+    namespace.update(bound)
+    copy = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__,
+                              function.__closure__)
+    copy.__qualname__, copy.__module__, copy.__doc__ = function.__qualname__, function.__module__, function.__doc__
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.py_func = copy   # type: ignore[attr-defined]
+    if inline:
+        _INLINE_OWN[copy] = frozenset(bound)
+    return copy
+
+
 def _with_globals(function: Callable, bound: Mapping[str, Any], variant: str = "") -> Callable:
     """A copy of `function` whose globals are its module's and `bound` (the module is left as it is), named
     `function`'s qualified name + "__" + `variant` (numba's cache files and index are named by it)."""
@@ -213,15 +232,21 @@ def _error_model(function: Callable, error_model: str | None) -> str:
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
              error_model: str | None = None, nogil: bool = True):
-    """The compiled twin of `function` with the names `bind` gives (a variant named `variant` when one function
-    is compiled with several bindings), or None (numba missing, disabled by `ENABLED`, or failing). `error_model`
-    ("python" or "numpy"; default: `_error_model`'s) applies to the kernels `bind` compiles too, unless their
-    modules declare their own. `nogil=False` keeps the GIL during a call from Python: releasing and taking it
-    back costs ≈ 0.035 µs a call, which a kernel called per step from Python for well under a microsecond (the
-    public calls' entry) does not win back."""
-    if not ENABLED:
-        return None
+    """The compiled kernel of `function` with the names `bind` gives (a variant named `variant` when one function
+    is compiled with several bindings), or None when numba fails to compile it; with `ENABLED` off its uncompiled
+    form with the same bindings (`_uncompiled`). `error_model` ("python" or "numpy"; default: `_error_model`'s)
+    applies to the kernels `bind` compiles too, unless their modules declare their own. `nogil=False` keeps the
+    GIL during a call from Python: releasing and taking it back costs ≈ 0.035 µs a call, which a kernel called per
+    step from Python for well under a microsecond (the public calls' entry) does not win back."""
     error_model = _error_model(function, error_model)
+    if not ENABLED:
+        key = (function, inline, variant, error_model)
+        kernel = None if inline else _COMPILED.get(key)   # (an inlined form is a copy per caller)
+        if kernel is None:
+            kernel = _uncompiled(function, _bind_callees(function, bind), inline)
+            if not inline:
+                _COMPILED[key] = kernel
+        return kernel
     kernel = _COMPILED.get((function, inline, variant, error_model, nogil))   # an inlined twin: its own dispatcher
     if kernel is None:
         try:
@@ -257,7 +282,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
 
 def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None = None) -> Callable:
     """A callable that compiles `function` on its first call (see `compiled`) and then always calls the compiled
-    twin — or `function` itself when numba is unavailable. `.resolve()` gives what it dispatches to."""
+    kernel (its uncompiled form with `ENABLED` off). `.resolve()` gives what it dispatches to."""
     holder: list[Callable | None] = [None]
 
     def dispatch(*args):
@@ -284,6 +309,8 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     the same types on every call (C-contiguous float64 arrays and Python floats where `args` has them): the wrapper
     converts but does not check. `kernel` itself when numba keeps no such entry (another numba version)."""
     kernel(*args)
+    if not ENABLED:
+        return kernel
     try:
         import numba
         entry = kernel.overloads[tuple(numba.typeof(a) for a in args)].entry_point
@@ -296,6 +323,15 @@ _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (k
 #: (function, signature) → why `function_address` gave None for it (the compile error, first line)
 ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
+_UNCOMPILED_ADDRESSED: list[Callable] = []   # with `ENABLED` off: the kernels whose "addresses" are index + 1
+
+
+def _uncompiled_at(address: int) -> Callable:
+    """`address_caller` with `ENABLED` off: the uncompiled kernel `function_address` gave `address` for."""
+    return _UNCOMPILED_ADDRESSED[int(address) - 1]
+
+
+_uncompiled_at.py_func = _uncompiled_at   # type: ignore[attr-defined]  (bound into kernels as it is)
 
 
 def function_address(function: Callable, signature, *, bind: Bindings = None,
@@ -309,9 +345,14 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
     exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
     give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it (default: its
     module's `KERNEL_ERROR_MODEL`, else "python"; see `_error_model`). `signature` may also be a numba Signature
-    (`kernel_signature`)."""
+    (`kernel_signature`). With `ENABLED` off: the index (from 1) of its uncompiled form in this process's table,
+    which `address_caller`'s callers look up."""
     if not ENABLED:
-        return None
+        key = (function, signature)
+        if key not in _ADDRESSES:
+            _UNCOMPILED_ADDRESSED.append(_uncompiled(function, _bind_callees(function, bind), False))
+            _ADDRESSES[key] = len(_UNCOMPILED_ADDRESSED)
+        return _ADDRESSES[key]
     error_model = error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
     key = (function, signature)
     entry = _ADDRESSES.get(key)
@@ -340,9 +381,7 @@ def kernel_signature(result: str, *arguments: Any, readonly: tuple[int, ...] = (
     """The numba signature `result(*types)` of a kernel reached by address (`function_address`,
     `address_caller`) whose arguments are typed like `arguments` (values, or numba types), with every top-level
     array argument typed as of any layout, and read-only at the positions `readonly`: callers may then pass
-    contiguous or strided, writable or read-only arrays (numba converts at the call). None without numba."""
-    if not ENABLED:
-        return None
+    contiguous or strided, writable or read-only arrays (numba converts at the call)."""
     import numba
     from numba.core import types
 
@@ -360,9 +399,10 @@ def address_caller(signature: str):
     `function_address` with this same `signature` → a first-class function value; `call(*args)` calls it (an
     indirect call, no Python involved). None without numba. Bind it into the calling kernel (`compiled(...,
     bind={"NAME": address_caller(signature)})`). An address of another signature is undefined behaviour: pass only
-    addresses that `function_address` returned for exactly this signature."""
+    addresses that `function_address` returned for exactly this signature. With `ENABLED` off: a Python function
+    from such an address to the uncompiled kernel."""
     if not ENABLED:
-        return None
+        return _uncompiled_at
     caller = _CALLERS.get(signature)
     if caller is None:
         try:
@@ -424,7 +464,7 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     is the empty tuple and `when_not(*types)` (a factory, called with the call's numba argument types when numba
     types such a call) otherwise
     (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
-    the calling kernels compile; without numba nothing happens (`function` itself serves)."""
+    the calling kernels compile; with `ENABLED` off nothing happens (`function` itself serves, run by Python)."""
     if not ENABLED:
         return
     from numba import types
@@ -436,5 +476,5 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["AVAILABLE", "ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
+__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
            "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]

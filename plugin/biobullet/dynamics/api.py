@@ -18,38 +18,25 @@ from biobullet.dynamics.formulation import get_formulation
 from biobullet.model.description import ModelDescription
 from biobullet.model.model import Model
 from biobullet.model.urdf import load_description
-from biobullet.pipeline import forward as pipeline
 from biobullet.pipeline.compiled_model import compile_model
 from biobullet.pipeline.data import Data
 
 
 def mass_matrix(model: Model, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
-    """M(q, t), nv × nv (kg, kg·m, kg·m²): the pipeline (`biobullet.pipeline`) by default, else the named
-    formulation (also where the pipeline declines a call: it then reports why)."""
-    if formulation is None:
-        result = pipeline.mass_matrix(model, model.workspace, q, t)
-        if result is not None:
-            return result
+    """M(q, t), nv × nv (kg, kg·m, kg·m²): the pipeline (`biobullet.pipeline`, formulation "reduced") by default,
+    else the named formulation."""
     return get_formulation(formulation).mass_matrix(model, q, t)
 
 
 def bias_forces(model: Model, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
     """h(q, v, t): Coriolis, centrifugal, gravity and joint-function γ terms, such that M v̇ + h = Q (the pipeline
     by default, as `mass_matrix`)."""
-    if formulation is None:
-        result = pipeline.bias_forces(model, model.workspace, q, v, t)
-        if result is not None:
-            return result
     return get_formulation(formulation).bias_forces(model, q, v, t)
 
 
 def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None
                      ) -> np.ndarray:
     """v̇ from M v̇ = Q − h; `tau` = Q (nv), default zero (the pipeline by default, as `mass_matrix`)."""
-    if formulation is None:
-        result = pipeline.forward_dynamics(model, model.workspace, q, v, tau, t)
-        if result is not None:
-            return result
     if tau is not None:
         tau = model.checked("tau", tau, model.nv)
     return get_formulation(formulation).forward_dynamics(model, q, v, tau, t)

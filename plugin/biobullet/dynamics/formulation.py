@@ -37,6 +37,9 @@ class Formulation(ABC):
     can_project: ClassVar[bool] = False
     #: the solve also gives constraint forces λ (recorded in Trajectory.multipliers)
     has_multipliers: ClassVar[bool] = False
+    #: the pipeline itself ("reduced"): the engine's compiled right-hand side serves it; other formulations are
+    #: checks, evaluated on the callback stage's joint state
+    is_pipeline: ClassVar[bool] = False
 
     @abstractmethod
     def mass_matrix(self, model, q: np.ndarray, t: float) -> np.ndarray: ...

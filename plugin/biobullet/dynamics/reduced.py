@@ -1,19 +1,21 @@
-"""Reduced formulation (paper 000): project the tree dynamics through θ = f(q, t).
+"""Reduced formulations (paper 000): project the tree dynamics through θ = f(q, t).
 
     M_r = Gᵀ M(θ) G,    h_r = Gᵀ (M(θ) γ + h(θ, θ̇)) = Gᵀ RNEA(θ, θ̇, γ)
-so dependent joints disappear from the equations. Two interchangeable tree backends, both ours:
-"reduced" uses the world-frame algorithms (vectorized.py on the compiled tree kernel) and
-"reduced_recursive" the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py).
+so dependent joints disappear from the equations. "reduced" is the pipeline itself (`biobullet.pipeline`: the
+compiled model's joint-state stage, loops and joint functions included, the world-frame tree kernel, the solve);
+`ProjectedFormulation` is the same projection over a tree backend written out in Python, the check formulations'
+base: "reduced_recursive" on the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py), "reduced_pinocchio"
+on Pinocchio's.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms.crba import crba
-from biobullet.dynamics.formulation import Formulation, register_formulation
-from biobullet.algorithms.rnea import rnea
 from biobullet.algorithms import compiled_kernels as kernels
-from biobullet.algorithms.vectorized import mass_matrix_and_bias
+from biobullet.algorithms.crba import crba
+from biobullet.algorithms.rnea import rnea
+from biobullet.core.errors import SolverError
+from biobullet.dynamics.formulation import Formulation, register_formulation
 
 
 def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -23,14 +25,49 @@ def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.n
 
 @register_formulation
 class ReducedFormulation(Formulation):
+    """The pipeline (`pipeline.data.Data` on the model's own workspace): where it declines a call, the coordinate
+    map's own error (an expression outside its domain, a loop that does not close) or one SolverError saying why."""
+
     name = "reduced"
-    description = "projection through joint functions on biobullet's world-frame CRBA/RNEA (compiled kernel)"
+    is_pipeline = True
+    description = "the pipeline: projection through joint functions and loops on the compiled world-frame tree kernel"
+
+    def mass_matrix(self, model, q, t):
+        result = model.workspace.mass_matrix(model, q, t)
+        return result if result is not None else _declined(model, q, None, t, "mass matrix")
+
+    def bias_forces(self, model, q, v, t):
+        result = model.workspace.bias_forces(model, q, v, t)
+        return result if result is not None else _declined(model, q, v, t, "bias forces")
+
+    def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
+        return self.mass_matrix(model, q, t), self.bias_forces(model, q, v, t)
+
+    def forward_dynamics(self, model, q, v, tau, t):
+        result = model.workspace.forward(model, q, v, tau, t)
+        return result.copy() if result is not None else _declined(model, q, v, t, "forward dynamics")
+
+
+def _declined(model, q, v, t: float, what: str):
+    """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
+    SolverError naming the model file and what the kernels found."""
+    q = model.checked("q", q, model.nq)
+    model.joint_state(q, np.zeros(model.nv) if v is None else model.checked("v", v, model.nv), t)
+    raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: the mass matrix is "
+                      "singular or not positive definite (a joint moves no mass, or a joint function makes "
+                      "coordinates redundant), or a result is not finite (the model's magnitudes overflow double "
+                      "precision, or the state is out of range)")
+
+
+class ProjectedFormulation(Formulation):
+    """Gᵀ M G and Gᵀ RNEA(x, ẋ, γ) over the coordinate map in Python, on the tree backend of a subclass
+    (`tree_mass_matrix`, `tree_inverse_dynamics`): the check formulations' projection."""
 
     def tree_mass_matrix(self, model, x: np.ndarray) -> np.ndarray:
-        return mass_matrix_and_bias(model, x)[0]
+        raise NotImplementedError
 
     def tree_inverse_dynamics(self, model, x, xd, xdd) -> np.ndarray:
-        return mass_matrix_and_bias(model, x, xd, xdd, need_mass=False)[1]
+        raise NotImplementedError
 
     def mass_matrix(self, model, q, t):
         x, gradient = model.coordinate_gradient(q, t)
@@ -46,17 +83,9 @@ class ReducedFormulation(Formulation):
             return h
         return gradient.T @ h
 
-    def mass_and_bias(self, model, q, v, t) -> tuple[np.ndarray, np.ndarray]:
-        """Both at once, sharing the kinematics (what integrators call). G None: identity; γ None: zero."""
-        x, xd, gradient, gamma = model.joint_state_view(q, v, t)
-        mass, h = mass_matrix_and_bias(model, x, xd, gamma)
-        if gradient is None:
-            return mass, h
-        return project(mass, h, gradient)
-
 
 @register_formulation
-class ReducedRecursiveFormulation(ReducedFormulation):
+class ReducedRecursiveFormulation(ProjectedFormulation):
     name = "reduced_recursive"
     description = "projection through joint functions on biobullet's body-frame recursions (CRBA, RNEA)"
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.dynamics.formulation import register_formulation
-from biobullet.dynamics.reduced import ReducedFormulation, project
+from biobullet.dynamics.reduced import ProjectedFormulation, project
 
 _BACKEND = "reduced_pinocchio.backend"   # key of the model's `_Backend` in `Model.derived`
 
@@ -96,7 +96,7 @@ def backend(model) -> _Backend:
 
 
 @register_formulation
-class ReducedPinocchioFormulation(ReducedFormulation):
+class ReducedPinocchioFormulation(ProjectedFormulation):
     name = "reduced_pinocchio"
     description = "projection through joint functions on Pinocchio's C++ CRBA/RNEA (fast backend)"
 

@@ -7,7 +7,7 @@ dissipated_power ≥ 0 (W, dampers) and input_power (W, actuators).
 Third-party element types register with `register_force("tag")` (or the entry-point group
 ``biobullet.force_elements``, name = tag, value = a ForceElement subclass with `from_description`).
 
-Compiled right-hand sides (`integrate.compiled_explicit`, `integrate.compiled_rhs`) evaluate the built-in elements
+The compiled right-hand side (`integrate.compiled_rhs`) evaluates the built-in elements
 in one numba call. A third-party element joins them by returning a `ForceKernel` from `compiled_kernel(model)`:
 a numba-compilable pure function of the fixed signature `FORCE_KERNEL_SIGNATURE`
 

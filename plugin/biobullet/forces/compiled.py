@@ -70,7 +70,7 @@ _POINT_VELOCITY, _POINT_FORCE = point_velocity, point_force   # compiled and inl
 
 
 def spring_kernel():
-    """The compiled `_spring_kernel_py`, or None (numba missing, disabled or failing)."""
+    """The compiled `_spring_kernel_py`, or None when it does not compile."""
     return jit.compiled(_spring_kernel_py, bind=point_kernels)
 
 
@@ -79,7 +79,7 @@ spring = jit.lazy(_spring_kernel_py, bind=point_kernels)   # the compiled kernel
 
 def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
     """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
-    `integrate.compiled_explicit.pack_springs` packs them); (status, dissipated power W), status 1 when a spring
+    `pipeline.force_rows` packs them); (status, dissipated power W), status 1 when a spring
     has zero length with rest_length > 0 (the generic path then reports it). One sum for every compiled
     right-hand side and the bridge's per-step kernel."""
     dissipated = 0.0
@@ -95,7 +95,7 @@ def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_
 
 
 def spring_forces_kernel():
-    """The compiled `_spring_forces_py` (with the compiled spring kernel bound), or None without numba."""
+    """The compiled `_spring_forces_py` (with the compiled spring kernel bound)."""
     spring = spring_kernel()
     if spring is None:
         return None
@@ -144,7 +144,7 @@ def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params
 
 
 def joint_forces_kernel():
-    """The compiled `_joint_forces_py`, or None (numba missing or disabled)."""
+    """The compiled `_joint_forces_py`."""
     return jit.compiled(_joint_forces_py)
 
 
@@ -181,7 +181,7 @@ def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, ipa
 
 
 def plugin_forces_kernel():
-    """The compiled `_plugin_forces_py` (its address caller bound), or None (numba missing or disabled)."""
+    """The compiled `_plugin_forces_py` (its address caller bound)."""
     from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
     caller = jit.address_caller(FORCE_KERNEL_SIGNATURE)
     if caller is None:

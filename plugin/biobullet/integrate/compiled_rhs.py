@@ -1,26 +1,29 @@
-"""The engine's compiled right-hand side of a reduced model whose coordinate map holds loop resolvers.
+"""The engine's compiled right-hand side of a "reduced" run: `CompiledReducedRHS`, one call of the pipeline's
+right-hand-side kernel (`pipeline.stages.rhs_py`: joint state (explicit joint functions, the loop stage) → forces →
+M, h → solve → q̇) on the model's compiled arrays, a Data of its own and the run's packed force rows
+(`pipeline.force_rows`), for every model whose coordinate map the pipeline's joint-state stage evaluates (identity,
+affine, explicit joint functions, loop resolvers; fixed or floating base, spherical, planar and inner free joints)
+with built-in elements, contacts with compiled laws, third-party elements' kernels and muscles. A model with loops
+gets the loop stage's warm starts managed around the call and the rows of error_control="joints":
 
-`CompiledReducedRHS` is `compiled_explicit.CompiledExplicitRHS` — one call of the pipeline on the model's compiled
-arrays, a Data of its own and the run's force rows — with the loop stage's warm starts managed around the call:
-
-    ẏ = the pipeline's right-hand side (`pipeline.stages.rhs_py`: joint state with the loop stage → forces →
-        M, h → solve → q̇), then the rows of error_control="joints" (θ̇_dep, G_dep v̇ + γ_dep)   `_loop_rhs_py`
+    ẏ = the pipeline's right-hand side, then (θ̇_dep, G_dep v̇ + γ_dep) at the dependent joints   `_loop_rhs_py`
 
 The loop stage (`constraints.newton_kernel._loop_newton_py`) starts from the Data's warm start (`LoopWarm`), which a
-call moves to its solution. A call returns None — the generic path then decides, continues, backtracks or raises
-its own clear error — wherever the stage declines (large input change, Newton not contracting at once,
-ill-conditioned loop) or the pipeline does (a zero-length spring, M_r not positive definite, anything not finite).
-Before that the resolvers are bound to the Data's warm starts (`Data.bind_loops`: the generic path continues on
-the same branch and leaves its solution there for the next call). An explicit integrator's trial stages can lie far apart: a declined
-call is first tried once more from the nearest of the last solutions the stage reached (`_recent`).
+call moves to its solution. A call returns None — the engine's callback stage (`System._rhs`) then decides,
+continues, backtracks or raises its own clear error — for a non-finite state or result (an expression outside its
+domain included), a zero-length spring, M_r not positive definite, or where the loop stage declines (large input
+change, Newton not contracting at once, ill-conditioned loop). Before that the resolvers are bound to the Data's
+warm starts (`Data.bind_loops`: the callback stage continues on the same branch and leaves its solution there for
+the next call). An explicit integrator's trial stages can lie far apart: a declined call is first tried once more
+from the nearest of the last solutions the stage reached (`_recent`).
 
 `CompiledReducedRHS.tree_states` computes the loop-dependent joints of a whole trajectory's samples in one
 compiled pass per loop resolver (`_loop_positions_py`: the loop Newton solve `newton_kernel._newton_solve_py` on
 positions from a second-order prediction off the previous sample, rates from its factor Φ_dep⁻¹; about two
-kinematics passes per sample, in the Data's Newton work arrays; trajectory output only),
-handing a sample it cannot take to the generic path and resuming after it, stage by stage: explicit functions are
-evaluated over all samples at once (`compiled_explicit.explicit_states_batch`) and enter the following loops'
-passes as given joints. The same kernel is stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
+kinematics passes per sample, in the Data's Newton work arrays; trajectory output only), handing a sample it cannot
+take to the callback stage and resuming after it, stage by stage: explicit functions are evaluated over all samples
+at once (`explicit_states_batch`) and enter the following loops' passes as given joints. The loop map's kernel is
+also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
 """
 from __future__ import annotations
 
@@ -28,10 +31,24 @@ import numpy as np
 
 from biobullet.constraints.newton_kernel import CONVERGED
 from biobullet.core import jit
-from biobullet.integrate.compiled_explicit import CompiledExplicitRHS, explicit_states_batch, plugin_elements
+from biobullet.model.joint_jets import has_tapes, jets_kernel
+from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
+from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
-# the compiled callees, bound when the kernels below compile; the Python twins otherwise
-_RHS = _NEWTON = _NEWTON_SOLVE = None
+
+def plugin_elements(system, builtins) -> tuple[list, tuple | None]:
+    """(the run's elements that are not of the `builtins` types, their packed kernels): the packed kernels are
+    `forces.compiled.pack_plugins`'s tuple, `NO_PLUGINS` without such elements, or None when one of them has no
+    compiled kernel (the run then keeps the callback stage)."""
+    from biobullet.forces.compiled import pack_plugins
+    others = [e for e in system.elements if type(e) not in builtins]
+    if not others:
+        return others, NO_PLUGINS
+    return others, pack_plugins(system.model, others)
+
+
+# the compiled callees, bound when the kernels below compile
+_RHS = _NEWTON = _NEWTON_SOLVE = _SAMPLE_JETS = None
 
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
@@ -40,7 +57,7 @@ RECENT = 16
 def _loop_rhs_py(model, data, forces, shadow_rows, y, t, out):
     """ẏ = (q̇, v̇, θ̇_dep, G_dep v̇ + γ_dep at `shadow_rows` of ẋ, input power, dissipated power) into `out` for
     the state y = (q, v, θ_dep, θ̇_dep, …): the pipeline's right-hand side, then the rows of error_control="joints"
-    (output-only components, see `engine._shadow_joints`). 0, or 1 where the generic path must evaluate."""
+    (output-only components, see `engine._shadow_joints`). 0, or 1 where the callback stage must evaluate."""
     nq, nv = model.nq, model.nv
     n_pv = nq + nv
     m = shadow_rows.shape[0]
@@ -61,10 +78,9 @@ def _loop_rhs_py(model, data, forces, shadow_rows, y, t, out):
 
 
 def loop_rhs_kernel():
-    """The compiled `_loop_rhs_py` (numba's on-disk cache keyed on the pipeline kernels bound into it), or None."""
+    """The compiled `_loop_rhs_py` (numba's on-disk cache keyed on the pipeline kernels bound into it)."""
     from biobullet.pipeline.kernels import rhs_kernel
-    rhs = rhs_kernel()
-    return None if rhs is None else jit.compiled(_loop_rhs_py, bind={"_RHS": rhs})
+    return jit.compiled(_loop_rhs_py, bind={"_RHS": rhs_kernel()})
 
 
 #: largest change of an independent coordinate between samples, and of the dependent joints from their
@@ -99,7 +115,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
             jump = 0.0
             for c in range(nk):
                 jump = max(jump, abs(theta[known[c]] - theta_all[s - 1, known[c]]))
-            if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe generic path decides
+            if jump > MAX_SAMPLE_STEP:   # far from the last solution: the branch-safe callback stage decides
                 return s
             # second order along the path: S changed by S' − S'' over the previous known step δ; this step
             # Δ ≈ α δ, so θ_dep ≈ θ_dep' + S' Δ + ½ α (S' − S'') Δ (exact to O(Δ³) for one known coordinate)
@@ -121,7 +137,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
         status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, theta, current, -1.0, -1.0)
         if status != CONVERGED or not condition < loops.condition_limit:
             return s
-        for i in range(nd):   # far from the prediction: maybe another branch, the generic path decides
+        for i in range(nd):   # far from the prediction: maybe another branch, the callback stage decides
             if not abs(theta[dep[i]] - current[i]) <= MAX_SAMPLE_STEP:
                 return s
         for i in range(nd):
@@ -144,7 +160,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
 def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first):
     """Loop resolver k's dependent joints at samples first … n−1 (as `_loop_positions_py`) by the loop stage's
     Newton warm-started from `warm` (a Data's LoopWarm, moved along from sample to sample). Returns the first
-    sample not done (the stage declined there: the generic path takes that sample)."""
+    sample not done (the stage declined there: the callback stage takes that sample)."""
     n, width = theta_all.shape
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
@@ -161,24 +177,88 @@ def _positions_kernel():
 
 def _states_kernel():
     from biobullet.constraints.newton_kernel import newton_kernel
-    newton = newton_kernel()
-    return None if newton is None else jit.compiled(_loop_states_py, bind={"_NEWTON": newton})
+    return jit.compiled(_loop_states_py, bind={"_NEWTON": newton_kernel()})
 
 
-class CompiledReducedRHS(CompiledExplicitRHS):
-    """`__call__(t, y)` → ẏ of the compiled path, or None where the generic path must evaluate the state.
+def _coverage(system) -> tuple[str | None, tuple | None]:
+    """(why the callback stage serves this run, or None; the run's packed plug-in kernels). The compiled right-hand
+    side takes formulation "reduced", a coordinate map the pipeline's joint-state stage evaluates
+    (`pipeline.compiled_model`: identity, affine, explicit joint functions of the types `model.joint_jets`
+    evaluates, point, planar and revolute loops, in any order), joints of the tree kernel's types, the built-in
+    elements (a switched stop's restart events stay with the engine), contacts whose laws have compiled twins,
+    third-party elements with a compiled kernel (`ForceElement.compiled_kernel`) and muscles."""
+    from biobullet.contact.element import Contact
+    from biobullet.contact.kernels import has_twins
+    from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
-    Build with :meth:`for_system`, which returns None for models this path does not cover."""
+    model = system.model
+    if system.joint_space:
+        return f"formulation {system.formulation!r}: the joint-space DAE with multipliers", None
+    if not system.method.is_pipeline:
+        return f"formulation {system.formulation!r}: a check formulation, evaluated by name on the joint state", None
+    compiled = model.compiled
+    if not model.bodies or any(b.joint_type not in TREE_JOINTS for b in model.bodies):
+        return "a joint type the tree kernel does not take", None
+    if compiled.state_stage != COMPILED_STATE:
+        return ("the coordinate map has a plug-in joint function without compiled jets or a plug-in loop type "
+                "(joint state by `Model.joint_state_view`)"), None
+    if system.shadow is not None and not compiled.loops.stages.shape[0]:
+        return "loop-dependent joints outside the loop stage", None
+    if any(not has_twins(e) or e.state is None for e in system.elements if type(e) is Contact):
+        return "a contact law without a compiled twin (its Python law)", None
+    others, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
+    if plugins is None:
+        names = ", ".join(sorted({type(e).__name__ for e in others}))
+        return f"a force element without a compiled kernel ({names}: its Python `generalized_force`)", None
+    return None, plugins
+
+
+def callback_reason(system) -> str:
+    """Why the engine's callback stage serves `system`'s whole run (no compiled right-hand side)."""
+    return _coverage(system)[0] or "the compiled right-hand side did not build"
+
+
+class CompiledReducedRHS:
+    """`__call__(t, y)` → ẏ of a "reduced" run in one compiled call, or None where the engine's callback stage
+    must evaluate the state. Built by :meth:`for_system` (None for the model kinds the pipeline's joint-state stage
+    does not evaluate: plug-in joint functions without compiled jets, plug-in loop types, …; and for runs with
+    elements or contact laws without a compiled form)."""
 
     def __init__(self, system, springs, joint_springs, torques, joint_stops=(), contacts=(), plugins=None) -> None:
         from biobullet.constraints.implicit import LoopResolver
-        super().__init__(system, springs, joint_springs, torques, joint_stops, contacts, plugins)
+        from biobullet.pipeline.kernels import features, rhs_kernel
+
         model = system.model
         self._model = model
+        self._compiled = model.compiled
+        self._data = model.data()
+        self._muscles = system.muscles
+        self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins,
+                                       None if system.muscles is None else system.muscles.rows)
+        self._nq, self._nv = model.nq, model.nv
+        self._torques = [(torque, torque.joint_slots(model)[1]) for torque in torques]
+        self._constant_tau = np.zeros(model.n_tangent)
+        for torque, k in self._torques:
+            if torque.value is not None:
+                self._constant_tau[k] += torque.value
+        self._forces.tau_time[:] = self._constant_tau
+        self._varying = [(torque, k) for torque, k in self._torques if torque.value is None]
+        # ground contacts: state rows refreshed from the run's ContactStates at every call (the engine's event
+        # actions change those in Python)
+        self._contact_states = [contact.state for contact in contacts]
+        for contact in contacts:   # the interval log's samples by the same compiled laws
+            contact.use_compiled_observer(model)
+        self._entry = None
+        #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
+        self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver) \
+            if self._compiled.loops.stages.shape[0] else ()
+        self.loops = bool(self.resolvers)
+        if not self.loops:   # only the stages this run uses
+            self._kernel = rhs_kernel(**features(self._compiled, self._forces))
+            return
         self._kernel = loop_rhs_kernel()
         self._shadow = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
             else np.zeros(0, dtype=np.int64)
-        self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver)
         self._warm = self._data.arrays.loop_warm
         self._data.bind_loops(model)   # the run's warm starts from its first solve (the initial state) on
         self._recent: list[np.ndarray] = []   # the last few warm starts the stage reached (`_retry`)
@@ -192,40 +272,40 @@ class CompiledReducedRHS(CompiledExplicitRHS):
 
     @classmethod
     def for_system(cls, system) -> "CompiledReducedRHS | None":
-        """The compiled path for this run, or None: formulation "reduced", a coordinate map the pipeline's loop
-        stage solves (`pipeline.compiled_model.pack_loop_table`: point, planar and revolute loops and explicit
-        joint functions of the types `model.joint_jets` evaluates, in any order; a fixed base or a root free base
-        over 1-DOF joints), only Spring, JointTorque, JointSpring, JointStop (a switched stop's restart events stay
-        with the engine) and Contact (laws with compiled twins) elements, third-party elements with a compiled
-        kernel (`ForceElement.compiled_kernel`) and muscles (the pipeline's muscle stage), numba available and
-        enabled."""
+        """The compiled right-hand side for this run, or None where the callback stage serves it
+        (`callback_reason` says why)."""
         from biobullet.contact.element import Contact
-        from biobullet.contact.kernels import has_twins
         from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
-        from biobullet.pipeline.compiled_model import COMPILED_STATE
 
-        model = system.model
-        if system.joint_space or system.formulation != "reduced" or not jit.ENABLED or not model.bodies:
+        reason, plugins = _coverage(system)
+        if reason is not None:
             return None
-        compiled = model.compiled
-        if compiled.state_stage != COMPILED_STATE or compiled.loops.stages.shape[0] == 0:
-            return None
-        contacts = [e for e in system.elements if type(e) is Contact]   # built-in laws only
-        if any(not has_twins(e) or e.state is None for e in contacts):
-            return None
-        _, plugins = plugin_elements(system, (Spring, JointTorque, JointSpring, JointStop, Contact))
-        if plugins is None:
-            return None
-        path = cls(system, [e for e in system.elements if type(e) is Spring],
-                   [e for e in system.elements if type(e) is JointSpring],
-                   [e for e in system.elements if type(e) is JointTorque],
-                   [e for e in system.elements if type(e) is JointStop], contacts, plugins)
+        elements = system.elements
+        path = cls(system, [e for e in elements if type(e) is Spring], [e for e in elements if type(e) is JointSpring],
+                   [e for e in elements if type(e) is JointTorque], [e for e in elements if type(e) is JointStop],
+                   [e for e in elements if type(e) is Contact], plugins)
         return path if path._kernel is not None else None
+
+    def _refreshed(self, t: float, y: np.ndarray):
+        """The run's ForceRows with τ(t), the contacts' discrete state rows and the muscles' excitations of this
+        call (state y) written in."""
+        forces = self._forces
+        if self._varying:
+            tau = forces.tau_time
+            tau[:] = self._constant_tau
+            for torque, k in self._varying:
+                tau[k] += torque.torque(t)
+        if self._muscles is not None:
+            self._muscles.refresh(t, y[:self._nq], y[self._nq:self._nq + self._nv])
+        if self._contact_states:
+            from biobullet.contact.kernels import discrete_rows
+            discrete_rows(self._contact_states, forces.contact_state)
+        return forces
 
     # ------------------------------------------------------------------ warm starts
     def ready(self, t: float | None = None, y: np.ndarray | None = None) -> bool:
-        """The Data's warm starts set (where not, the generic resolvers solve state y into them first,
-        `Data.start_loops`; without a state the generic path serves), and their Newton acceptance the resolvers'
+        """The Data's warm starts set (where not, the loop resolvers solve state y into them first,
+        `Data.start_loops`; without a state the callback stage serves), and their Newton acceptance the resolvers'
         (`implicit.newton_tolerance` loosens it while an integration runs)."""
         warm = self._warm
         if not warm.valid.all():
@@ -238,13 +318,16 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         return True
 
     def hand_over(self) -> None:
-        """Before the generic path evaluates: the resolvers continue from the Data's warm start and leave their
+        """Before the callback stage evaluates: the resolvers continue from the Data's warm start and leave their
         solution there for the next compiled call (`Data.bind_loops`)."""
-        self._data.bind_loops(self._model)
+        if self.loops:
+            self._data.bind_loops(self._model)
 
     def forget_loops(self) -> None:
         """Drop the run's loop warm starts (after a failure at a singular point: `LoopResolver.rewind` then moves
         them back to the first solution)."""
+        if not self.loops:
+            return
         self._warm.valid[:] = 0.0
         self._recent.clear()
 
@@ -255,6 +338,8 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         recent.append(self._warm.values.copy())
 
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray | None:
+        if not self.loops:
+            return self._evaluate(t, y)
         if not self.ready(t, y):
             return None
         out = self._evaluate(t, y)
@@ -268,17 +353,21 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
             y = np.array(y, dtype=float)
         out = np.empty(y.shape[0])
-        args = (self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out)
+        if self.loops:
+            args = (self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out)
+        else:
+            args = (self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out)
         if self._entry is None:
             self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
             return None
-        self._remember()
+        if self.loops:
+            self._remember()
         return out
 
     def _retry(self, t: float, y: np.ndarray) -> np.ndarray | None:
         """An explicit integrator's trial stages can lie far from each other (a large trial step): the last stage's
-        solution is then more than CONTINUATION_STEP from this state and the stage declines (the generic path's
+        solution is then more than CONTINUATION_STEP from this state and the stage declines (the callback stage's
         continuation costs ~40× a compiled call). One of the last solutions reached on this trajectory is usually
         near: try once from the nearest within the stage's no-continuation radius."""
         from biobullet.constraints.newton_kernel import CONTINUATION_STEP
@@ -306,8 +395,8 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         """(compiled model, data arrays, force rows, shadow rows) of the kernel for `compiled_stepper`'s steps, its
         warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques or
         contacts (refreshed in Python between calls), muscles (a loop model with muscles is rare: no stepper
-        kernel is compiled for their rows), or no warm start yet."""
-        if self._varying or self._contact_states or self._muscles is not None or not self.ready():
+        kernel is compiled for their rows), an explicit map, or no warm start yet."""
+        if not self.loops or self._varying or self._contact_states or self._muscles is not None or not self.ready():
             return None
         return self._compiled, self._data.arrays, self._forces, self._shadow
 
@@ -316,11 +405,11 @@ class CompiledReducedRHS(CompiledExplicitRHS):
                     first_guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(θ, θ̇) (n, n_joints) of the joints at n samples (q, v: the independent joints' columns, base
         excluded), stage by stage in the map's order: explicit functions vectorised over samples
-        (`compiled_explicit.explicit_states_batch`), each loop's dependent joints in one compiled Newton pass
+        (`explicit_states_batch`), each loop's dependent joints in one compiled Newton pass
         (warm-started sample to sample; the joints computed so far enter as given). A sample a loop pass hands
-        over goes to `fallback(k)` → (θ, θ̇) (the generic path) and the pass resumes after it. `first_guess` (θ
+        over goes to `fallback(k)` → (θ, θ̇) (the callback stage) and the pass resumes after it. `first_guess` (θ
         of all joints at the first sample, e.g. the integrated loop-dependent joints of `error_control="joints"`)
-        lets the passes start at the first sample; without it the first sample takes the generic path, which
+        lets the passes start at the first sample; without it the first sample takes the callback stage, which
         fixes the assembly branch."""
         model = self._model
         compiled = model.compiled
@@ -343,7 +432,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
                         theta[s], rate[s] = fallback(s)
                     return theta.copy(), rate.copy()
                 continue
-            if n and first_guess is None:   # the first sample by the generic path: its branch decides
+            if n and first_guess is None:   # the first sample by the callback stage: its branch decides
                 theta[0], rate[0] = fallback(0)
                 first_guess, first = theta[0].copy(), 1
             self._loop_states(a, theta_all, rate_all, first, first_guess, fallback)
@@ -366,7 +455,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
                      first_guess: np.ndarray, fallback) -> None:
         """Loop resolver k's dependent joints at samples `first` … n−1 into theta_all, rate_all (the loop kernels'
         layout, the known joints set): plain Newton on positions from sample to sample (`_loop_positions_py`),
-        then the loop stage from the Data's warm start (`_loop_states_py`), then the generic path for one sample,
+        then the loop stage from the Data's warm start (`_loop_states_py`), then the callback stage for one sample,
         and again."""
         loops = self._model.compiled.loops
         o = self._model.base_nv
@@ -376,7 +465,7 @@ class CompiledReducedRHS(CompiledExplicitRHS):
         work = self._data.arrays.loop_work
         start, guess = first, first_guess[dep - o]
 
-        def generic(s: int) -> None:
+        def callback(s: int) -> None:
             self.hand_over()
             theta_all[s, o:], rate_all[s, o:] = fallback(s)
 
@@ -388,6 +477,41 @@ class CompiledReducedRHS(CompiledExplicitRHS):
             if states is not None and self.ready():   # from the warm start (branch-safe continuation limits)
                 start = states(loops, self._warm, work, k, theta_all, rate_all, start)
             if start < n:
-                generic(start)
+                callback(start)
                 guess = theta_all[start, dep]
                 start += 1
+
+
+def _explicit_states_py(table, inputs, coef, t, theta, rate):
+    """θ, θ̇ of the dependent joints at each sample by the kernel's own jets (`_explicit_jets_py`); G and γ are
+    not wanted (a one-column zero gradient). False when an expression is not finite at some sample."""
+    gradient = np.zeros((theta.shape[1], 1))
+    gamma = np.zeros(theta.shape[1])
+    for k in range(t.shape[0]):
+        x = theta[k]
+        xd = rate[k]
+        if _SAMPLE_JETS(table, inputs, coef, t[k], int(0), int(0), x, xd, gradient, gamma) != 0:
+            return False
+    return True
+
+
+def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray, rate: np.ndarray) -> bool:
+    """θ and θ̇ of the dependent joints at n samples, in place (theta, rate: (n, n_joints), independent columns
+    set; t: (n,)): the kernel's own jets sample by sample, in one compiled call. False when an expression is not
+    finite at some sample (the caller's per-sample path then reports it)."""
+    if not table.shape[0]:
+        return True
+    tapes = has_tapes(table)
+    kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
+                          variant="" if tapes else "no_tapes")
+    # C-contiguous arrays: one specialisation of the kernel for every caller
+    theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
+    with np.errstate(all="ignore"):   # (run by Python, BIOBULLET_NUMBA=0: overflow becomes inf, then False)
+        done = bool(kernel(np.ascontiguousarray(table), np.ascontiguousarray(inputs),
+                           np.ascontiguousarray(coef, dtype=float), np.ascontiguousarray(t, dtype=float), theta_c,
+                           rate_c))
+    if theta_c is not theta:
+        theta[...] = theta_c
+    if rate_c is not rate:
+        rate[...] = rate_c
+    return done

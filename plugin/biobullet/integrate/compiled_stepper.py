@@ -21,14 +21,13 @@ evaluate a stage (the loop's hot path hands over: large input change, Newton not
 loop, not finite — see `compiled_rhs`), or
 the step size falls below SciPy's minimum, the segment returns at the last accepted step with the step size to try,
 and `run_loop` lets SciPy take the next step through the full right-hand side (`System.rhs`: the retry from recent
-solutions, the generic path and its clear errors); the next segment starts after that step. The loop stage's warm
+solutions, the callback stage and its clear errors); the next segment starts after that step. The loop stage's warm
 starts (the last loop solutions, their sensitivities and curvatures) live in the run's Data and move with the
 steps, as `CompiledReducedRHS.__call__` moves them; a handover leaves them at the last accepted step's.
 
 Used by `engine.simulate` for method DOP853 with output samples (`t_eval`), no events, no projection and no step
 observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any loop map the loop stage solves,
 time-independent joint torques, no contacts); everything else keeps SciPy's loop.
-`simulate(..., compiled=False)` turns it off with the compiled right-hand side.
 
 numba's on-disk cache of these kernels is keyed on this file and (through `core.jit`'s bindings stamp) on the
 compiled right-hand side they call.
@@ -275,10 +274,9 @@ class CompiledSteps:
 
     @classmethod
     def for_rhs(cls, rhs) -> "CompiledSteps | None":
-        """For a compiled right-hand side that offers its kernel to the stepper (`stepper_arguments`), numba
-        enabled; else None."""
+        """For a compiled right-hand side that offers its kernel to the stepper (`stepper_arguments`); else None."""
         offer = getattr(rhs, "stepper_arguments", None)
-        if offer is None or not jit.ENABLED or offer() is None:
+        if offer is None or offer() is None:
             return None
         kernel = _segment_kernel()
         return cls(rhs, kernel) if kernel is not None else None

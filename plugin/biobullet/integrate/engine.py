@@ -11,14 +11,14 @@ with `projection=True` positions and velocities are projected onto the constrain
 The quaternion is renormalised before every evaluation and on output (the ODE keeps |z| = 1 only to the
 integration tolerance).
 
-Right-hand sides. A "reduced" run calls the pipeline (`integrate/compiled_explicit.py`,
-`integrate/compiled_rhs.py`: one compiled `pipeline.stages.rhs_py` per call). `System._rhs` enters the same
-pipeline through its callback stages: the coordinate map in Python (`Model.joint_state_view`: loop continuation,
-plug-in joint functions without compiled jets), the force elements' Python `generalized_force` (plug-in elements
-and contact laws without kernels, muscles on a loop model), then the pipeline's M, h and solve on that joint state
-(`pipeline.data.Data.forward_at_state`) — for the calls the compiled right-hand side hands over and the model kinds
-it does not cover; a check formulation asked for by name gives M and h (or v̇) of the callback's state itself
-(`trajectory.meta["right_hand_side"]` says which served and why).
+Right-hand side. A "reduced" run calls the pipeline: `integrate/compiled_rhs.py` `CompiledReducedRHS`, one
+compiled `pipeline.stages.rhs_py` per evaluation. `System._rhs` is the callback stage, which enters the same
+pipeline where a plug-in brings no kernel: the coordinate map in Python (`Model.joint_state_view`: plug-in loop
+types without rows, plug-in joint functions without jets, the loop resolvers' continuation where the loop stage
+declines a state), the force elements' Python `generalized_force` (plug-in elements and contact laws without
+kernels), then the pipeline's M, h and solve on that joint state (`pipeline.data.Data.forward_at_state`). It also
+serves a check formulation chosen by name (M and h, or v̇, of the callback's joint state) and the joint-space DAE
+(`multipliers`). `trajectory.meta["right_hand_side"]` says which served and why.
 """
 from __future__ import annotations
 
@@ -93,43 +93,33 @@ class System:
         # energy-rate components: only the elements that can contribute (no actuators and no damping → 0 W)
         self._inputs, self._dissipators = _power_elements(self.elements)
         self.size = self.n_pos + self.n_vel + n_shadow + self.n_muscle + 2
-        # the reduced formulation's M, h and solve: the pipeline's kernels on the callback stage's joint state
-        # (`Data.forward_at_state`); a check formulation chosen by name gives v̇ from the same state itself
+        # the callback stage's M, h and solve: the pipeline's kernels on its joint state (`Data.forward_at_state`);
+        # a check formulation chosen by name gives v̇ from the same state itself
         self._state_data = None
         self._from_state = None
         if not self.joint_space:
-            if self.formulation == "reduced":
+            if self.method.is_pipeline:
                 from biobullet.pipeline.data import state_workspace
                 self._state_data = state_workspace(model)
             else:
                 self._from_state = getattr(self.method, "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
-        # one compiled call per right-hand side where the model allows it (falls back to `_checked_rhs` per call)
-        self._compiled = None
-        if self.options.get("compiled", True):
-            from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
-            from biobullet.integrate.compiled_rhs import CompiledReducedRHS
-            self._compiled = CompiledReducedRHS.for_system(self) or CompiledExplicitRHS.for_system(self)
-        self.generic_calls = 0   # calls the compiled right-hand side handed to the generic path (per-call fallback)
+        # the pipeline's right-hand side in one compiled call where every plug-in of the run brings a kernel; a
+        # call it declines goes to the callback stage (`_checked_rhs`)
+        from biobullet.integrate.compiled_rhs import CompiledReducedRHS
+        self._compiled = CompiledReducedRHS.for_system(self)
+        self.callback_calls = 0   # calls the compiled right-hand side handed to the callback stage
 
     # ------------------------------------------------------------------ state
     def right_hand_side(self) -> dict:
-        """Which right-hand side served the run: {"path": "compiled loop map" | "compiled explicit map" |
-        "generic", "generic_calls": calls the compiled path handed to the generic one (per-call fallback), or
-        "reason": why the generic path serves} — for `Trajectory.meta` (a user asking why a run is slow)."""
-        from biobullet.integrate.compiled_rhs import CompiledReducedRHS
+        """Which right-hand side served the run: {"path": "compiled loop map" | "compiled explicit map",
+        "callback_calls": calls the compiled one handed to the callback stage} or {"path": "callback stage",
+        "reason": why} — for `Trajectory.meta` (a user asking why a run is slow)."""
         if self._compiled is not None:
-            kind = "loop" if isinstance(self._compiled, CompiledReducedRHS) else "explicit"
-            return {"path": f"compiled {kind} map", "generic_calls": int(self.generic_calls)}
-        if not self.options.get("compiled", True):
-            reason = "compiled=False"
-        elif not jit.ENABLED:
-            reason = "numba is not installed or is switched off (BIOBULLET_NUMBA=0)"
-        elif self.joint_space or self.formulation != "reduced":
-            reason = f"formulation {self.formulation!r} (the compiled paths are the reduced formulation's)"
-        else:
-            reason = "a model kind no compiled right-hand side covers (docs/speed.md lists the kinds covered)"
-        return {"path": "generic", "reason": reason}
+            kind = "loop" if self._compiled.loops else "explicit"
+            return {"path": f"compiled {kind} map", "callback_calls": int(self.callback_calls)}
+        from biobullet.integrate.compiled_rhs import callback_reason
+        return {"path": "callback stage", "reason": callback_reason(self)}
 
     def split(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = np.array(y[:self.n_pos])
@@ -138,8 +128,8 @@ class System:
         return pos, y[self.n_pos:self.n_pos + self.n_vel]
 
     def tree_state(self, t: float, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x, ẋ) of the tree for a state vector (the generic coordinate map; loop resolvers continue from the
-        compiled right-hand side's last solution: `CompiledReducedRHS.hand_over`)."""
+        """(x, ẋ) of the tree for a state vector (the callback stage's coordinate map; loop resolvers continue from
+        the compiled right-hand side's last solution: `CompiledReducedRHS.hand_over`)."""
         pos, vel = self.split(y)
         if self.joint_space:
             return pos, np.array(vel)
@@ -154,7 +144,7 @@ class System:
         (`_tree_states_batch` of one sample): on a loop map with a compiled right-hand side one compiled Newton
         solve (`CompiledReducedRHS.tree_states`, started from the integrated loop-dependent joints of
         `error_control="joints"`, else from the run's loop warm starts — the right-hand side's last state, inside
-        the current step; the generic path where it hands over) instead of the generic coordinate map (≈ 0.35 ms
+        the current step; the callback stage where it hands over) instead of the coordinate map in Python (≈ 0.35 ms
         on the prosthesis); explicit maps by the compiled jets."""
         x, xd = _tree_states_batch(self, np.array([float(t)]), np.asarray(y, dtype=float)[None, :], warm=True)
         return x[0], xd[0]
@@ -177,7 +167,7 @@ class System:
         out = self._compiled(t, y) if self._compiled is not None else None
         if out is None:
             if self._compiled is not None:
-                self.generic_calls += 1
+                self.callback_calls += 1
             out = self._checked_rhs(t, y)
         self._memo = (key, out.copy())
         return out
@@ -197,6 +187,8 @@ class System:
         return out
 
     def _rhs(self, t: float, y: np.ndarray) -> np.ndarray:
+        """The callback stage: ẏ with the joint state, the forces and (for a check formulation or the joint-space
+        DAE) the dynamics evaluated in Python — the plug-ins without kernels — and the pipeline's M, h and solve."""
         pos, vel = self.split(y)
         model = self.model
         if self.joint_space:
@@ -207,9 +199,8 @@ class System:
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             accel, _ = self.method.joint_accelerations(model, x, xd, tau, t, **self._baumgarte())
         else:
-            # hot-path variant (no defensive copies; G None = identity); x, ẋ are only read here
-            fast = getattr(model, "joint_state_view", None)
-            x, xd, gradient, gamma = fast(pos, vel, t) if fast is not None else model.joint_state(pos, vel, t)
+            # (no defensive copies; G None = identity, γ None = zero); x, ẋ are only read here
+            x, xd, gradient, gamma = model.joint_state_view(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
@@ -218,7 +209,7 @@ class System:
                 accel = self._state_data.forward_at_state(model, (x, xd, gradient, gamma), generalized)
             elif self._from_state is not None:
                 accel = self._from_state(model, x, xd, gradient, gamma, generalized)
-            if accel is None:   # (the pipeline declined: M_r not positive definite, no numba; the formulation says why)
+            if accel is None:   # (the pipeline declined: M_r not positive definite, …; the formulation says why)
                 accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
         power_in = float(sum(e.input_power(model, x, xd, t) for e in self._inputs)) if self._inputs else 0.0
         power_in += muscle_power
@@ -246,7 +237,7 @@ class System:
         return out
 
     def _muscle_forces(self, t: float, y: np.ndarray, pos, vel, x, xd, tau: np.ndarray) -> float:
-        """The muscle stage on the generic path: τ −= the muscles' forces (in place), their state rates into the
+        """The muscle stage on the callback stage: τ −= the muscles' forces (in place), their state rates into the
         rows; returns the fibers' power (W), 0 without muscles."""
         if self.muscles is None:
             return 0.0
@@ -386,12 +377,11 @@ def gravity_potential(model, x: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- trajectory
-def build_trajectory(system: System, times, states, events, meta, *, vectorised: bool = True) -> "Trajectory":
+def build_trajectory(system: System, times, states, events, meta) -> "Trajectory":
     """The Trajectory of a run from its samples: tree states, energies, multipliers, events.
 
-    `vectorised` (default): the tree states of all samples at once where the coordinate map allows
-    (`_tree_states_batch`: loop-dependent joints in one compiled Newton pass, `CompiledReducedRHS.tree_states`);
-    False: each sample through the generic coordinate map (`System.tree_state`). Kinetic and gravity energies of
+    The tree states of all samples at once where the coordinate map allows (`_tree_states_batch`: loop-dependent
+    joints in one compiled Newton pass, `CompiledReducedRHS.tree_states`). Kinetic and gravity energies of
     all samples in one kernel call (`tree_energies`), elastic energies per element (`potential_energy_batch`);
     multipliers per sample."""
     from biobullet.integrate.trajectory import Trajectory
@@ -401,13 +391,10 @@ def build_trajectory(system: System, times, states, events, meta, *, vectorised:
     t = np.array(times, dtype=float)
     y = np.array(states, dtype=float).reshape(n, system.size)
     energy = {}
-    if vectorised and n > 0:
+    if n > 0:
         positions, velocities = _tree_states_batch(system, t, y)
     else:
-        positions = np.zeros((n, model.n_config))
-        velocities = np.zeros((n, model.n_tangent))
-        for k in range(n):
-            positions[k], velocities[k] = system.tree_state(t[k], y[k])
+        positions, velocities = np.zeros((0, model.n_config)), np.zeros((0, model.n_tangent))
     energy["kinetic"], energy["potential_gravity"] = tree_energies(model, positions, velocities)
     energy["potential_elastic"] = _elastic_energy_batch(model, positions, system.elements)
     lam = None
@@ -459,9 +446,9 @@ def _tree_states_batch(system: System, t: np.ndarray, y: np.ndarray, *, warm: bo
         positions[:, bq:] = pos[:, bq:] @ cmap.affine_matrix.T + cmap.affine_offset
         velocities[:, bv:] = vel[:, bv:] @ cmap.affine_matrix.T
         return positions, velocities
-    from biobullet.integrate.compiled_explicit import explicit_states_batch, explicit_table
-    from biobullet.integrate.compiled_rhs import CompiledReducedRHS
-    if type(system._compiled) is CompiledReducedRHS:   # loop-dependent joints: one compiled Newton pass
+    from biobullet.integrate.compiled_rhs import explicit_states_batch
+    from biobullet.model.joint_jets import explicit_table
+    if system._compiled is not None and system._compiled.loops:   # loop-dependent joints: one compiled Newton pass
         def fallback(k: int):
             x, xd = system.tree_state(t[k], y[k])
             return x[bq:], xd[bv:]
@@ -531,8 +518,7 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
-             baumgarte=None, projection: bool = False, error_control: str = "joints", compiled: bool = True,
-             excitations=None, activations=None, max_evaluations: int | None = None):
+             baumgarte=None, projection: bool = False, error_control: str = "joints", excitations=None, activations=None, max_evaluations: int | None = None):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -546,8 +532,6 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     are under the integrator's error control too (integrated as output-only components), so rtol/atol bound
     the error of every joint coordinate as in a formulation over all joints; "state" = only the integrated
     independent coordinates (fewer steps at a given rtol, larger errors in the dependent joints).
-    compiled: False = always the generic (Python/numpy) right-hand side, also where a compiled one exists (the
-    benchmarks' "before" path; results agree to round-off / integration tolerance).
     excitations: the model's muscles enter the dynamics (docs/muscles.md): a number for every muscle, a mapping
     muscle name → number or function of t, or a callable f(t, q, v) → such a mapping (or one value per muscle);
     values in [0, 1]. None (default): no muscle forces (the skeleton alone). activations: the initial activations
@@ -583,7 +567,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
-                                         "compiled": bool(compiled), "excitations": excitations,
+                                         "excitations": excitations,
                                          "activations": activations})
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)

@@ -130,7 +130,7 @@ def has_tapes(table: np.ndarray) -> bool:
 
 
 def jets_kernel(tapes: bool = True):
-    """The compiled `_explicit_jets_py`, or None (numba missing or disabled). Every compiled caller takes it from
+    """The compiled `_explicit_jets_py`. Every compiled caller takes it from
     here. `tapes=False` compiles it without the expression-tape interpreter and the plug-in jets caller (a table
     without EXPRESSION and PLUGIN rows, `has_tapes`; such a row then returns the failure status)."""
     if not tapes:
@@ -429,13 +429,13 @@ def _function_values_py(functions, t, x, phi):
 
 
 def function_values_kernel():
-    """The compiled `_function_values_py` (with the jets kernel bound), or its Python form (numba disabled)."""
+    """The compiled `_function_values_py` (with the jets kernel bound; its Python form with BIOBULLET_NUMBA=0)."""
     return (jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
             or jit.twin(_function_values_py, {"_JETS": _explicit_jets_py}))
 
 
 def function_rows_kernel():
-    """The compiled `_function_rows_py` (with the jets kernel bound), or None (numba missing or disabled)."""
+    """The compiled `_function_rows_py` (with the jets kernel bound)."""
     return jit.compiled(_function_rows_py, bind=lambda: {"_JETS": jets_kernel()})
 
 
@@ -455,7 +455,7 @@ _REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once
 
 def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
     """(address, parameters) of a third-party joint function's compiled jets (`JointFunction.compiled_jets`), or
-    (None, …): no kernel, numba off, or the kernel does not compile (one RuntimeWarning naming it)."""
+    (None, …): no kernel, or the kernel does not compile (one RuntimeWarning naming it)."""
     import warnings
 
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE

@@ -89,7 +89,7 @@ class MuscleRows(NamedTuple):
     #                                (work, filled per call) or, with frame_twists, `path.frame_directions` (fixed)
     frame_twists: np.ndarray       # bool (1,): wrapped paths differentiated along each moving frame's unit twists
     gradient: np.ndarray           # work: ∂l/∂x of one muscle (n_tangent,)
-    stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process (0 without numba)
+    stage_address: np.ndarray      # int64 (1,): the compiled stage's address in this process
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -274,7 +274,7 @@ def _stage_arrays() -> tuple:
 
 def stage_signature(rows_type):
     """The stage's numba signature for rows of `rows_type` (a MuscleRows, or its numba type): the tree arrays of
-    any layout, read-only but τ. None without numba."""
+    any layout, read-only but τ."""
     return jit.kernel_signature("float64", rows_type, *_stage_arrays(), readonly=(1, 2, 3, 4, 5, 6))
 
 
@@ -285,19 +285,16 @@ def _stage_entry_py(rows, rot, pos, sub, ancestry, x, xd, tau):
 
 
 def stage_entry_kernel(rows_type):
-    """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type), or None."""
-    caller = jit.address_caller(stage_signature(rows_type)) if jit.ENABLED else None
-    return None if caller is None else jit.compiled(_stage_entry_py, bind={"_STAGE": caller})
+    """The compiled `_stage_entry_py` for rows of `rows_type` (a MuscleRows or its numba type)."""
+    return jit.compiled(_stage_entry_py, bind={"_STAGE": jit.address_caller(stage_signature(rows_type))})
 
 
 def stage_address(rows) -> int:
-    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process),
-    0 without numba."""
-    signature = stage_signature(rows)
+    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process;
+    0 when it does not compile)."""
     wrap_address(rows.paths)
-    address = None if signature is None else jit.function_address(
-        _muscle_stage_py, signature, bind=lambda: _stage_bindings(rows.paths))
-    return address or 0
+    return jit.function_address(_muscle_stage_py, stage_signature(rows),
+                                bind=lambda: _stage_bindings(rows.paths)) or 0
 
 
 def entries_digest() -> str:
@@ -336,7 +333,7 @@ def store_muscle_rates(rows, out, first) -> None:
             out[first + i] = rows.rate[i]
 
 
-_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python (None: numba off)
+_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python
 
 
 def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
@@ -344,12 +341,8 @@ def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
     if not len(rows):
         return 0, 0.0
     if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
-        _PYTHON_ENTRY.append(stage_entry_kernel(rows) if rows.stage_address[0] else None)
-    kernel = _PYTHON_ENTRY[0]
-    if kernel is None:   # without numba: the stage run by Python
-        power = jit.twin(_muscle_stage_py, _stage_bindings(rows.paths))(rows, rot, pos, sub, ancestry, x, xd, tau)
-        return (0 if np.isfinite(power) else 1), power
-    return kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
+        _PYTHON_ENTRY.append(stage_entry_kernel(rows))
+    return _PYTHON_ENTRY[0](rows, rot, pos, sub, ancestry, x, xd, tau)
 
 
 _ENTRIES_REGISTERED: list[bool] = []

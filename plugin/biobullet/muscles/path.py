@@ -757,7 +757,7 @@ def _wrap_kernels() -> dict:
 # is compiled once, as a C callable reached by its address (`PathArrays.wrap_address`), and only for a model with
 # wraps: linked into its callers, numba would re-optimize all of it inside each of them.
 def wrapped_signature(arrays: PathArrays):
-    """The numba signature of `_wrapped_muscle_py` for `arrays` (None without numba)."""
+    """The numba signature of `_wrapped_muscle_py` for `arrays`."""
     return jit.kernel_signature("float64", arrays, 0, np.empty((0, 3, 3)), np.empty((0, 3)), np.empty(0),
                                 np.empty((0, 3)), np.empty(0, np.bool_), no_directions(0, 0), np.empty(0),
                                 np.empty((0, 2, 3)), np.empty(0, np.bool_), readonly=(2, 3, 4, 5, 6))
@@ -774,8 +774,8 @@ def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, coordinates, p
 
 def wrap_address(arrays: PathArrays) -> int:
     """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
-    out of numba's cache, once per process); 0 without wraps or numba."""
-    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.ENABLED:
+    out of numba's cache, once per process); 0 without wraps."""
+    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0]:
         address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays),
                                        bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
                                                      "_rigid_direction_py": _rigid_direction_py,
@@ -789,12 +789,9 @@ def wrap_address(arrays: PathArrays) -> int:
 
 def path_gradients_kernel(arrays: PathArrays):
     """The compiled `path_gradients_py` (its wrapped paths called by address: `wrap_address`) for path arrays like
-    `arrays`, or the function itself without numba. numpy's error model, as the muscle stage that calls it: a
-    division by zero gives a non-finite length, which the callers check."""
-    signature = wrapped_signature(arrays)
-    caller = jit.address_caller(signature) if signature is not None else None
-    if caller is None:
-        return path_gradients_py
+    `arrays`. numpy's error model, as the muscle stage that calls it: a division by zero gives a non-finite length,
+    which the callers check."""
+    caller = jit.address_caller(wrapped_signature(arrays))
     wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller})
     return jit.compiled(path_gradients_py, bind={
         "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,

@@ -119,7 +119,7 @@ class Data:
 
     def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
         """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call), or None
-        without numba. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
+        when it does not compile. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
         checks only their type, dtype and shape."""
         if self._forward is None:
             if not jit.ENABLED:

@@ -5,9 +5,9 @@
     bias_forces(model, data, q, v, t, out)  h_r(q, v, t) (nv) into `out`, or None
 
 q, v, tau: generalized positions, velocities and forces Q (nv; None: zero); M v̇ + h = Q. None means the pipeline
-declined this call — numba unavailable, an argument that is not a finite float vector of its size, a function's
-jets not finite, M_r not positive definite — and the caller takes the generic path, which says why
-(`Model.mass_matrix` and the others do that). A model whose coordinate map needs Python (loops, joint functions
+declined this call — an argument that is not a finite float vector of its size, a function's
+jets not finite, M_r not positive definite — and the caller says why (`Model.mass_matrix` and the others, through
+the formulation "reduced": `dynamics/reduced.py`). A model whose coordinate map needs Python (loops, joint functions
 without compiled jets) enters through its joint state (`Model.joint_state_view`, the callback stage); the tree
 dynamics and the solve are the same kernels.
 """

@@ -1,5 +1,5 @@
 """The compiled stages of `pipeline.stages`, each bound to the compiled kernels it calls (`core.jit.compiled`:
-cached on disk, loaded on later runs). Each function returns the kernel, or None without numba.
+cached on disk, loaded on later runs). Each function returns the kernel.
 
 A model compiles only the stages of the features it has (`features`): the joint-state stage without the
 expression-tape interpreter and plug-in jets when its function table has neither (`tapes`), the force stage

@@ -3,16 +3,13 @@ with row pivoting, and report a singular matrix."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from biobullet.constraints import newton_kernel
 from biobullet.core import jit
 
 
 def test_lu_solve_in_place_matches_lapack():
     rng = np.random.default_rng(7)
-    kernels = [newton_kernel._lu_solve_into_py]
-    if jit.ENABLED:
-        kernels.append(jit.compiled(newton_kernel._lu_solve_into_py, inline=True))
+    kernels = [newton_kernel._lu_solve_into_py, jit.compiled(newton_kernel._lu_solve_into_py, inline=True)]
     for n in (1, 2, 3, 5):
         a = rng.normal(size=(n, n))
         if n > 1:

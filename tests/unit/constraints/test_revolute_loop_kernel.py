@@ -18,12 +18,9 @@ import pytest
 import biobullet
 from biobullet.constraints import loop_kernels
 from biobullet.constraints.loops import _per_loop_terms, vector_loops, tree_kinematics
-from biobullet.core import jit
 from closed_chains import closed_chain
 
 ROOT = Path(__file__).resolve().parents[3]
-compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled (BIOBULLET_NUMBA=0): the compiled "
-                                                           "loop kernels and right-hand side are off")
 SEED = 2   # a chain whose passive motion from the zero pose (rates of `_initial`) stays regular for T_RUN
 T_RUN = 0.6   # s (this chain reaches a singular configuration near t = 1 s)
 
@@ -127,7 +124,7 @@ def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
 def test_passive_run_conserves_energy(tmp_path, name):
     """No damping, no actuation: T + V_gravity is constant; DOP853 at rtol 1e-10 keeps it to the integration
     tolerance on the compiled path (an independent check of the revolute rows' G and γ: a wrong bias term drifts
-    it), which serves the whole run. With numba off: the generic path alone."""
+    it), which serves the whole run."""
     build, initial = MODELS[name]
     model = build(tmp_path)
     kw = {"rtol": 1e-10, "atol": 1e-12, "initial": _initial(model, initial), "progress": False,
@@ -139,14 +136,10 @@ def test_passive_run_conserves_energy(tmp_path, name):
     # rtol 1e-10 over T_RUN: the drift is the integration error (measured 1.3e-9 J and 8e-10 J, both paths)
     scale = max(abs(energy[0]), kinetic.max())
     assert np.max(np.abs(energy - energy[0])) < 1e-8 * scale, np.ptp(energy)
-    if not jit.ENABLED:
-        assert fast.meta["right_hand_side"]["path"] == "generic"
-        return
     served = fast.meta["right_hand_side"]
-    assert served["path"] == "compiled loop map" and served["generic_calls"] == 0, served
+    assert served["path"] == "compiled loop map" and served["callback_calls"] == 0, served
 
 
-@compiled_only
 def test_bridge_one_call_path_with_a_revolute_loop_equals_the_general_path(tmp_path):
     """The bridge's one-call rows path (`Bridge._apply_rows`: the same compiled loop rows, M, h and the Schur solve)
     now takes revolute loops: over 0.1 s at dt = 1e-4 s it gives the same state as the general path (per-loop rows,

@@ -32,11 +32,9 @@ from biobullet.contact.normal import (
     OpenSimHuntCrossley,
 )
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS
-from biobullet.core import jit
 
 RTOL = 1e-13
-_compiled = pytest.mark.skipif(not jit.ENABLED, reason="numba missing or BIOBULLET_NUMBA=0: no compiled twin")
-TWINS = [pytest.param("python", id="python"), pytest.param("compiled", id="compiled", marks=_compiled)]
+TWINS = [pytest.param("python", id="python"), pytest.param("compiled", id="compiled")]
 
 
 def normal_laws():

@@ -26,12 +26,10 @@ from biobullet.contact.element import Contact
 from biobullet.contact.registry import FRICTION_LAWS, NORMAL_LAWS, register_friction_law, register_normal_law
 from biobullet.contact.testbed import slider_urdf
 from biobullet.loader import load_text
-from biobullet.core import jit
 from biobullet.core.attributes import number
-from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
+from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System, simulate
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: plug-in twins need the compiled path")
 
 
 def _toy_cubic_py(p, delta, delta_dot, impact_velocity):
@@ -142,7 +140,7 @@ def test_law_without_twin_or_with_too_many_parameters_keeps_the_python_path(monk
 def _system(tmp_path):
     model = load_text(slider_urdf(LAWS), tmp_path)
     system = System(model, None)
-    assert isinstance(system._compiled, CompiledExplicitRHS)
+    assert isinstance(system._compiled, CompiledReducedRHS)
     return model, system
 
 

@@ -62,14 +62,23 @@ def test_editing_a_bound_callee_recompiles_the_cached_caller(tmp_path: Path, cac
     assert _run(source, cache) == 6.0   # not the cached 4.0
 
 
-def test_lazy_falls_back_to_the_python_function_when_disabled(monkeypatch) -> None:
+def test_switched_off_every_entry_gives_the_same_function_run_by_python(monkeypatch) -> None:
+    """BIOBULLET_NUMBA=0: `compiled`, `lazy` and an address call give the function itself (its code object) with
+    the same bindings, run by Python."""
     def _twice_py(x):
-        return 2.0 * x
+        return _FACTOR * x   # noqa: F821  (bound)
+
+    def _call_py(address, x):
+        return _CALLER(address)(x)   # noqa: F821  (bound)
 
     monkeypatch.setattr(jit, "ENABLED", False)
-    kernel = jit.lazy(_twice_py)
-    assert kernel(3.0) == 6.0 and kernel.resolve() is _twice_py
-    assert jit.compiled(_twice_py) is None
+    kernel = jit.lazy(_twice_py, bind={"_FACTOR": 2.0})
+    assert kernel(3.0) == 6.0 and kernel.resolve().__code__ is _twice_py.__code__
+    three = jit.compiled(_twice_py, bind={"_FACTOR": 3.0}, variant="three")
+    assert three(3.0) == 9.0 and three.__code__ is _twice_py.__code__
+    address = jit.function_address(_twice_py, "float64(float64)", bind={"_FACTOR": 5.0})
+    caller = jit.compiled(_call_py, bind={"_CALLER": jit.address_caller("float64(float64)")})
+    assert caller(address, 2.0) == 10.0
 
 
 @needs_numba

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from biobullet.algorithms.kinematics import frame_jacobian
-from biobullet.core import jit
 from biobullet.flexible.segments import load_segmented_model
 from biobullet.forces import force_elements
 
@@ -26,7 +25,6 @@ def _terms(model, damper, x):
         yield lay.air_damping * (b - a), jac
 
 
-@pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: only the frame-Jacobian path exists")
 def test_compiled_air_damping_equals_frame_jacobian_path():
     model, _ = load_segmented_model(ROOT / "urdf" / "elastic_robot_3link.urdf", segments=4)
     dampers = [e for e in force_elements(model) if e.tag == "segment_air_damping"]
@@ -49,7 +47,6 @@ def test_compiled_air_damping_equals_frame_jacobian_path():
             assert float(xd @ fast_tau) == pytest.approx(-fast_power, rel=1e-12)   # ẋᵀτ = −Σ c |v|²
 
 
-@pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: only the frame-Jacobian path exists")
 def test_pipeline_force_stage_with_air_damping_equals_frame_jacobian_path():
     """The bridge's force stage (`bridge.force_stage.ForceStage`: the pipeline's compiled force stage with the bending
     joint springs, the links' stops and the air damping's force kernel, called by address) against the elements'

@@ -232,7 +232,7 @@ def test_a_run_stopped_at_a_toggle_keeps_its_partial_trajectory(tmp_path):
     model = biobullet.load_model(path)
     out = tmp_path / "run.csv"
     with pytest.raises(biobullet.SolverError, match="singular loop configuration|did not converge") as info:
-        biobullet.simulate(model, 0.05, out=out, progress=False, compiled=False)
+        biobullet.simulate(model, 0.05, out=out, progress=False)
     partial = np.loadtxt(str(out) + ".partial.csv", delimiter=",", skiprows=1, ndmin=2)
     assert info.value.partial_path == str(out) + ".partial.csv" and len(partial) > 10
     assert partial[0, 0] == 0.0 and partial[-1, 0] <= info.value.t
@@ -398,7 +398,7 @@ def test_a_stiff_run_of_the_default_method_goes_on_with_radau_and_says_so(tmp_pa
     """An overdamped joint spring (c/I ≈ 10⁷ s⁻¹): DOP853 is held to ~1 µs steps by stability; the default run
     switches to Radau after the watch's window, says so once, and ends where a Radau run from the start ends."""
     model = biobullet.load_model(chain(tmp_path, '<joint_spring joint="j1" stiffness="1e3" damping="1e6"/>'))
-    options = dict(initial={"j1": 0.5}, progress=False, compiled=False, t_eval=np.linspace(0, 0.01, 11))
+    options = dict(initial={"j1": 0.5}, progress=False, t_eval=np.linspace(0, 0.01, 11))
     with pytest.warns(UserWarning, match=r"looks stiff for the explicit DOP853.*<joint_spring joint=\"j1\"> "
                                          r"\(stiffness 1000, damping 1e\+06\); going on with the implicit Radau"):
         run = biobullet.simulate(model, 0.01, **options)

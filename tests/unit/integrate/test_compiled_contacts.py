@@ -1,4 +1,4 @@
-"""Ground contacts in the engine's compiled right-hand sides (`CompiledExplicitRHS`, `CompiledReducedRHS` with
+"""Ground contacts in the engine's compiled right-hand sides (`CompiledReducedRHS`, `CompiledReducedRHS` with
 `contact.kernels._ground_forces_py`) checked against physics, not against the generic path (the law kernels are
 checked against their papers' closed forms in `tests/unit/contact/test_contact_kernels.py`).
 
@@ -22,12 +22,10 @@ from biobullet.contact.geometry import GroundPlane
 from biobullet.contact.normal import HuGuo
 from biobullet.contact.testbed import drop_urdf
 from biobullet.loader import load_text
-from biobullet.core import jit
-from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
+from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System, simulate
 from rhs_oracles import assert_power_balance, scaled_accelerations
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: every built-in normal law (the restitution laws need δ̇⁻ from the state, Kelvin–Voigt clips, the smooth one acts
 #: outside contact, with adhesion it pulls)
@@ -57,14 +55,13 @@ def _set_state(systems, k: int, *, active: bool, impact: float = 0.0, resting: b
         contact._last = None   # the generic element's per-state cache (its event action clears it too)
 
 
-@needs_numba
 @pytest.mark.parametrize("law", sorted(DROP_LAWS))
 def test_ball_drop_rhs_power_balance_at_every_contact_state(tmp_path: Path, law: str) -> None:
     """The compiled ẏ at every discrete contact state: power balance where the contact acts (active, or always for
     the smooth law), free fall −g exactly where it does not."""
     model = load_text(drop_urdf(DROP_LAWS[law]), tmp_path)
     compiled = System(model, None)
-    assert isinstance(compiled._compiled, CompiledExplicitRHS)
+    assert isinstance(compiled._compiled, CompiledReducedRHS)
     systems = (compiled,)
     r = 0.05
     cases = [  # (height of the centre, velocity, active, δ̇⁻ stored at onset)
@@ -123,14 +120,13 @@ def _planar_chain(tmp_path: Path) -> Path:
     return path
 
 
-@needs_numba
 def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     """The compiled ẏ of the planar chain with three contacts (Coulomb sliding, resting, stale slip direction;
     Stribeck; a tilted plane) closes the power balance in every discrete state."""
     import biobullet
     model = biobullet.load_model(_planar_chain(tmp_path))
     compiled = System(model, None)
-    assert isinstance(compiled._compiled, CompiledExplicitRHS)
+    assert isinstance(compiled._compiled, CompiledReducedRHS)
     systems = (compiled,)
     rng = np.random.default_rng(7)
     planes = [contact.ground for contact in _contacts(compiled)[:2]]
@@ -160,7 +156,7 @@ def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
                 kin = contact.kinematics(model, *system.tree_state(0.0, y), need_jacobian=False)
                 contact.ground = GroundPlane(plane.height + target - kin.delta, plane.normal)
                 contact._last = None
-        compiled._compiled = CompiledExplicitRHS.for_system(compiled)   # repack the moved planes
+        compiled._compiled = CompiledReducedRHS.for_system(compiled)   # repack the moved planes
         out = compiled._compiled(0.0, np.array(y))
         assert out is not None, "the compiled call handed over to the generic path"
         acting = [contact for contact in _contacts(compiled) if contact.state.active]
@@ -172,7 +168,6 @@ def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     assert tangential["tip2"] >= 2 and tangential["tip3"] >= 2, tangential   # Coulomb sliding, Stribeck
 
 
-@needs_numba
 def test_plug_in_law_keeps_the_generic_path(tmp_path: Path) -> None:
     class PluginLaw(HuGuo):   # a third party's own formula and no compiled twin
         def _unclipped(self, delta, delta_dot, impact_velocity):
@@ -180,10 +175,10 @@ def test_plug_in_law_keeps_the_generic_path(tmp_path: Path) -> None:
 
     model = load_text(drop_urdf(DROP_LAWS["hu_guo"]), tmp_path)
     system = System(model, None)
-    assert isinstance(system._compiled, CompiledExplicitRHS)
+    assert isinstance(system._compiled, CompiledReducedRHS)
     contact = _contacts(system)[0]
     contact.normal_law = PluginLaw(stiffness=2e6, restitution=0.3)
-    assert CompiledExplicitRHS.for_system(system) is None
+    assert CompiledReducedRHS.for_system(system) is None
 
 
 @pytest.mark.parametrize("law", ["hunt_crossley", "kelvin_voigt"])
@@ -197,7 +192,7 @@ def test_ball_drop_run_free_flight_momentum_and_energy(tmp_path: Path, law: str)
     g, mass, r, fall = 9.81, 1.0, 0.05, 0.1
     model = load_text(drop_urdf(DROP_LAWS[law]), tmp_path)
     run = simulate(model, 0.6, initial={"drop": r + fall}, rtol=1e-9, atol=1e-11)
-    assert run.meta["right_hand_side"]["path"] != "generic", run.meta["right_hand_side"]
+    assert run.meta["right_hand_side"]["path"] != "callback stage", run.meta["right_hand_side"]
     log = contact_intervals(run)
     assert len(log) >= 2
     assert log[0]["start"] == pytest.approx(np.sqrt(2.0 * fall / g), abs=1e-12)
@@ -218,7 +213,6 @@ def test_ball_drop_run_free_flight_momentum_and_energy(tmp_path: Path, law: str)
     assert np.max(np.abs(balance - balance[0])) < 1e-6
 
 
-@needs_numba
 def test_loop_map_rhs_with_a_contact_power_balance(tmp_path: Path) -> None:
     """The four-bar knee (loop map: `CompiledReducedRHS`) with a heel sphere on the shank tip against the ground
     (Hunt–Crossley, regularized friction): the compiled ẏ closes the power balance (tree energies of the loop
@@ -255,7 +249,6 @@ def test_loop_map_rhs_with_a_contact_power_balance(tmp_path: Path) -> None:
     assert forced >= 2
 
 
-@needs_numba
 def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     """A free-floating spinning ball (quaternion base) with an off-centre sphere contact: τ = J_pᵀ F on the base's
     six velocity columns (linear and angular), friction from the spin and the drift; the compiled ẏ closes the
@@ -271,7 +264,7 @@ def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
     path.write_text(text)
     model = biobullet.load_model(path)
     compiled = System(model, None)
-    assert isinstance(compiled._compiled, CompiledExplicitRHS)
+    assert isinstance(compiled._compiled, CompiledReducedRHS)
     rng = np.random.default_rng(3)
     plane = _contacts(compiled)[0].ground
     tangential = 0
@@ -287,7 +280,7 @@ def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
         contact.ground = GroundPlane(plane.height + 1e-3 - kin.delta, plane.normal)
         contact.state.active, contact.state.impact_velocity = True, 1.0
         contact._last = None
-        compiled._compiled = CompiledExplicitRHS.for_system(compiled)
+        compiled._compiled = CompiledReducedRHS.for_system(compiled)
         out = compiled._compiled(0.0, np.array(y))
         assert out is not None, "the compiled call handed over to the generic path"
         assert assert_power_balance(compiled, 0.0, y, out) > 0.0

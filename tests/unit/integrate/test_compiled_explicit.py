@@ -1,5 +1,5 @@
 """The compiled right-hand side of models with explicit joint functions (integrate/compiled_explicit.py
-`CompiledExplicitRHS`) checked against physics, not against another implementation.
+`CompiledReducedRHS`) checked against physics, not against another implementation.
 
 - ẏ at random states satisfies d'Alembert's principle with Pinocchio's inverse dynamics (`rhs_oracles`): the tree
   motion it implies, projected on the joint functions' admissible directions, balances the applied forces written
@@ -20,14 +20,12 @@ import pytest
 
 import biobullet
 from biobullet.pipeline.compiled_model import SPARSE
-from biobullet.core import jit
 from biobullet.integrate.engine import System
 from rhs_oracles import (PinocchioTree, assert_dalembert, fourier, loop_closure, normalized, scaled_accelerations,
                          spring_force)
 
 ROOT = Path(__file__).resolve().parents[3]
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: a 4-link chain in the x-z plane: j2 = spline(j1), j3 = Fourier driver, j4 = linear(j1, j2); every force kind
 #: the kernel evaluates (damped point-to-point spring, joint spring-damper, constant and Fourier joint torques)
@@ -161,7 +159,6 @@ def _random_states(system, rng, count, slots=()):
         yield float(rng.uniform(0.0, 1.0)), normalized(system, y)
 
 
-@needs_numba
 def test_rhs_satisfies_dalembert_with_pinocchio(tmp_path):
     rng = np.random.default_rng(7)
     for label, model in _models(tmp_path).items():
@@ -178,7 +175,6 @@ def test_rhs_satisfies_dalembert_with_pinocchio(tmp_path):
             assert_dalembert(system, tree, t, y, system.rhs(t, y), force)
 
 
-@needs_numba
 def test_the_dalembert_check_fails_on_a_wrong_acceleration(tmp_path):
     """The oracle is not vacuous: v̇ scaled by 1 + 1e-4 is rejected, on the chain with every force kind and on the
     expression pendulum."""
@@ -195,10 +191,9 @@ def test_the_dalembert_check_fails_on_a_wrong_acceleration(tmp_path):
             assert_dalembert(system, tree, t, y, scaled_accelerations(system, ydot), force)
 
 
-@needs_numba
 def test_non_finite_state_hands_over_to_the_generic_path():
     model = biobullet.load_model(ROOT / "urdf" / "coupled_chain.urdf")
-    fast = System(model, "reduced", {"compiled": True})
+    fast = System(model, "reduced")
     y = fast.initial_vector(None, 0.0)
     y[1] = np.nan
     assert fast._compiled(0.0, y) is None
@@ -220,12 +215,11 @@ def test_undefined_expression_points_are_reported(tmp_path):
     from nonlinear_pendulum import pendulum_text
     path = tmp_path / "log_pendulum.urdf"
     path.write_text(pendulum_text("log(j1) + 0.3*j2**2"))
-    system = System(biobullet.load_model(path), "reduced", {"compiled": True})
+    system = System(biobullet.load_model(path), "reduced")
     y = system.initial_vector(None, 0.0)
     y[0] = -0.5   # log(j1) undefined
-    if jit.ENABLED:
-        assert type(system._compiled).__name__ == "CompiledExplicitRHS"
-        assert system._compiled(0.0, y) is None
+    assert type(system._compiled).__name__ == "CompiledReducedRHS"
+    assert system._compiled(0.0, y) is None
     with pytest.raises(Exception, match=r"log\(j1\)"):
         system.rhs(0.0, y)
 

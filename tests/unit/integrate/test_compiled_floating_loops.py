@@ -9,13 +9,11 @@ from __future__ import annotations
 import biobullet
 import numpy as np
 import pytest
-from biobullet.core import jit
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System
 from multiloop_models import floating_knee, two_resolvers
 from rhs_oracles import PinocchioTree, assert_dalembert, assert_trajectory_closed, loop_closure, spring_force, states_of
 
-compiled_only = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 MODELS = {"floating knee": (lambda d: biobullet.load_model(floating_knee(d)), {"hip": 0.3, "knee_A": 0.4}),
           "two resolvers": (two_resolvers, {"hip_1": 0.3, "knee_A_1": 0.4, "hip_2": -0.2}),
@@ -43,7 +41,6 @@ def _law(model, tree, floating_knee_model: bool):
     return force
 
 
-@compiled_only
 @pytest.mark.parametrize("name", list(MODELS))
 def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name):
     build, initial = MODELS[name]
@@ -51,7 +48,7 @@ def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name)
     kw = {"rtol": 1e-9, "atol": 1e-12, "initial": initial, "progress": False, "t_eval": np.linspace(0, 0.3, 7)}
     run = biobullet.simulate(model, 0.3, **kw)
     served = run.meta["right_hand_side"]   # the compiled stepper's segments, or the compiled right-hand side
-    assert served["path"] == "compiled loop map" and served["generic_calls"] <= 5, served
+    assert served["path"] == "compiled loop map" and served["callback_calls"] <= 5, served
     assert run.meta["status"] == "finished"
     tree = PinocchioTree(model)
     assert max(loop_closure(tree, x) for x in run.positions) <= 1e-10
@@ -64,11 +61,10 @@ def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name)
 def test_passive_floating_loop_conserves_energy(tmp_path):
     """No damping, no actuation: T + V_gravity + V_elastic of the floating four-bar (base flying and tumbling,
     knee swinging) is constant; the compiled run keeps it to the integration tolerance — an independent check of
-    the compiled free-base and loop algebra (a wrong term of the base's q̇, of the loop's G or γ drifts it); with
-    numba disabled, of the generic path."""
+    the compiled free-base and loop algebra (a wrong term of the base's q̇, of the loop's G or γ drifts it)."""
     model = biobullet.load_model(floating_knee(tmp_path, damping=0.0))
     system = System(model, "reduced", {"shadow": True})
-    assert (type(system._compiled) is compiled_rhs.CompiledReducedRHS) == jit.ENABLED
+    assert type(system._compiled) is compiled_rhs.CompiledReducedRHS
     q0, v0 = model.initial_state({"hip": 0.3, "knee_A": 0.4})
     v0[:6] = [0.3, -0.2, 1.0, 2.0, -1.5, 3.0]   # a spinning, flying base
     trajectory = biobullet.simulate(model, 1.0, rtol=1e-10, atol=1e-12, initial=(q0, v0), progress=False)
@@ -80,7 +76,6 @@ def test_passive_floating_loop_conserves_energy(tmp_path):
     assert np.max(np.abs(energy - energy[0])) < 1e-8 * max(1.0, abs(energy[0])), np.ptp(energy)
 
 
-@compiled_only
 def test_trajectory_output_keeps_the_loops_closed(tmp_path):
     """The 1,001-sample trajectory of the hand-built two-resolver map on a floating base (loop 1, the function,
     loop 2 stage by stage over all samples): both loops closed at every sample, in position and velocity."""

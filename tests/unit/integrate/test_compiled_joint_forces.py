@@ -1,5 +1,5 @@
 """Joint stops (smooth and switched) and joint spring-dampers on the compiled right-hand sides
-(`forces.compiled._joint_forces_py`, used by `CompiledExplicitRHS` and the loop model's `CompiledReducedRHS`).
+(`forces.compiled._joint_forces_py`, used by `CompiledReducedRHS` and the loop model's `CompiledReducedRHS`).
 
 References: the stops' documented law written out in the test (`_law`: per limit the joint is beyond, penetration
 p, τ = ±(k pᵉ + c s(p) ṗ), s the C¹ smoothstep 3u² − 2u³ of u = p / smoothing, 1 for a switched stop) with
@@ -17,14 +17,12 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.core import jit
 from biobullet.forces.base import joint_indices
 from biobullet.integrate.engine import System
 from rhs_oracles import PinocchioTree, assert_dalembert, states_of
 
 ROOT = Path(__file__).resolve().parents[3]
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: a smooth two-sided stop with a large smoothing band (the gate's C¹ ramp is exercised), a switched one-sided
 #: stop with exponent 1.5 and a joint spring-damper
@@ -106,11 +104,10 @@ def _check(system, tree, law, t, y) -> bool:
     return engaged
 
 
-@needs_numba
 def test_explicit_rhs_with_stops_obeys_the_law(tmp_path):
     model = biobullet.load_model(_chain(tmp_path))
     system = System(model, "reduced")
-    assert type(system._compiled).__name__ == "CompiledExplicitRHS"
+    assert type(system._compiled).__name__ == "CompiledReducedRHS"
     tree = PinocchioTree(model)
     law = _law(model, "j1", "j2", "j3", -0.15, 0.25, ("upper", 0.1))
     rng = np.random.default_rng(11)
@@ -123,7 +120,6 @@ def test_explicit_rhs_with_stops_obeys_the_law(tmp_path):
     assert engaged >= 6   # the stops were engaged in many of the states
 
 
-@needs_numba
 def test_loop_rhs_with_stops_obeys_the_law(tmp_path):
     model = biobullet.load_model(_fourbar(tmp_path))
     system = System(model, "reduced")
@@ -136,7 +132,6 @@ def test_loop_rhs_with_stops_obeys_the_law(tmp_path):
     assert engaged >= 3
 
 
-@needs_numba
 @pytest.mark.parametrize("which", ["chain", "fourbar"])
 def test_runs_locate_the_switched_stop_and_close_the_energy_balance(tmp_path, which):
     """Whole runs through the stops (the switched one restarts the integrator at its events, each where its joint

@@ -1,4 +1,4 @@
-"""The compiled explicit-map right-hand side (integrate/compiled_explicit.py `CompiledExplicitRHS`) on models with
+"""The compiled explicit-map right-hand side (integrate/compiled_rhs.py `CompiledReducedRHS`) on models with
 multi-DOF joints — PyBullet `spherical`, URDF `planar` and inner `floating` joints, with or without a floating
 base — checked against physics (`rhs_oracles`).
 
@@ -18,12 +18,10 @@ import pytest
 
 import biobullet
 from biobullet.pipeline.compiled_model import SPARSE
-from biobullet.core import jit
 from biobullet.integrate.engine import System
 from biobullet.validate.corpus import pybullet_data_root
 from rhs_oracles import PinocchioTree, assert_dalembert, normalized
 
-needs_numba = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 _INERTIA = '<inertia ixx="{a}" ixy="{d}" ixz="{e}" iyy="{b}" iyz="{f}" izz="{c}"/>'
 
@@ -188,7 +186,6 @@ def _inside(y: np.ndarray, limits) -> np.ndarray:
     return y
 
 
-@needs_numba
 def test_rhs_satisfies_dalembert_with_pinocchio(tmp_path):
     if pybullet_humanoid() is None:
         pytest.skip("pybullet_data is not installed: its humanoid is one of the models checked")
@@ -218,9 +215,8 @@ def test_rhs_satisfies_dalembert_with_pinocchio(tmp_path):
             assert_dalembert(system, tree, t, unit, ydot, force)
 
 
-@needs_numba
 def test_zero_quaternion_hands_over_to_the_generic_path(tmp_path):
-    fast = System(biobullet.load_model(spherical_arm(tmp_path)), "reduced", {"compiled": True})
+    fast = System(biobullet.load_model(spherical_arm(tmp_path)), "reduced")
     y = fast.initial_vector(None, 0.0)
     y[0:4] = 0.0   # the shoulder's quaternion
     assert fast._compiled(0.0, y) is None
@@ -236,8 +232,7 @@ def test_passive_spherical_arm_conserves_energy(tmp_path):
     q0[8] = 0.7
     v0[:] = [1.0, -0.5, 2.0, 0.3, -1.2, 0.8, 1.5]
     run = biobullet.simulate(model, 1.0, rtol=1e-10, atol=1e-12, initial=(q0, v0), progress=False)
-    if jit.ENABLED:
-        assert run.meta["right_hand_side"]["path"] == "compiled explicit map"
+    assert run.meta["right_hand_side"]["path"] == "compiled explicit map"
     energy = run.total_energy()
     swing = np.ptp(run.energy["kinetic"])
     assert swing > 1.0   # energy really moves between kinetic and potential

@@ -15,14 +15,12 @@ from pathlib import Path
 import biobullet
 import numpy as np
 import pytest
-from biobullet.core import jit
 from biobullet.integrate.compiled_stepper import CompiledSteps
 from biobullet.integrate.engine import System
 from multiloop_models import ROOT, count_compiled_calls, driven_knee, two_knees
 from rhs_oracles import (PinocchioTree, assert_dalembert, assert_trajectory_closed, loop_closure,
                          prosthesis_forces, spring_force, states_of)
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 
 def _prosthesis(directory: Path) -> Path:
@@ -105,14 +103,10 @@ def test_hands_over_where_a_function_stage_would(tmp_path):
 
 def test_only_library_functions(tmp_path, monkeypatch):
     """A joint function of a type the kernel does not evaluate keeps the generic path."""
-    from biobullet.model.joint_jets import function_table as real
     model = biobullet.load_model(driven_knee(tmp_path))
     assert System(model, "reduced", {"shadow": True})._compiled is not None
     monkeypatch.setattr("biobullet.model.joint_jets.function_table", lambda entries: None)
     assert System(biobullet.load_model(driven_knee(tmp_path)), "reduced", {"shadow": True})._compiled is None
-    monkeypatch.setattr("biobullet.model.joint_jets.function_table", real)
-    monkeypatch.setattr(jit, "ENABLED", False)   # BIOBULLET_NUMBA=0
-    assert System(model, "reduced", {"shadow": True})._compiled is None
 
 
 @pytest.mark.parametrize("control", ["state", "joints"])

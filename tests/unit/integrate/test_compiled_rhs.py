@@ -13,7 +13,6 @@ import pytest
 
 import biobullet
 from andrews_classic import REFERENCE_Q
-from biobullet.core import jit
 from biobullet.integrate import compiled_rhs
 from biobullet.integrate.engine import System, _NonFinite
 from rhs_oracles import PinocchioTree, assert_dalembert, assert_trajectory_closed, loop_closure, spring_force
@@ -21,7 +20,6 @@ from rhs_oracles import PinocchioTree, assert_dalembert, assert_trajectory_close
 ROOT = Path(__file__).resolve().parents[3]
 ANDREWS = ROOT / "urdf" / "andrews_squeezer.urdf"
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 
 def _andrews_law(model, tree):
@@ -84,9 +82,7 @@ def test_only_models_it_covers(monkeypatch):
     stop = type(next(e for e in force_elements(prosthesis) if e.name == "knee_stop"))
     monkeypatch.setattr(stop, "compiled_kernel", lambda self, model: None)
     assert System(prosthesis, "reduced", {"shadow": True})._compiled is None
-    assert type(System(arm, "reduced", {"shadow": True})._compiled).__name__ == "CompiledExplicitRHS"
-    monkeypatch.setattr(jit, "ENABLED", False)               # BIOBULLET_NUMBA=0
-    assert System(andrews, "reduced", {"shadow": True})._compiled is None
+    assert type(System(arm, "reduced", {"shadow": True})._compiled).__name__ == "CompiledReducedRHS"
 
 
 @pytest.mark.parametrize("control", ["state", "joints"])

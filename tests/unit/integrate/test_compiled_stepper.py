@@ -15,14 +15,12 @@ from __future__ import annotations
 import biobullet
 import numpy as np
 import pytest
-from biobullet.core import jit
 from biobullet.integrate.compiled_stepper import CompiledSteps
 from biobullet.integrate.engine import System
 from biobullet.model.bundled import bundled_model
 from multiloop_models import two_knees
 from scipy.integrate import DOP853
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled stepper is off")
 
 KNEE = {"knee_A": 0.5}   # the work–precision case: a 1 s passive swing from 0.5 rad
 

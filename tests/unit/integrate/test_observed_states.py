@@ -13,12 +13,10 @@ from pathlib import Path
 import biobullet
 import numpy as np
 import pytest
-from biobullet.core import jit
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from rhs_oracles import PinocchioTree, loop_closure
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: no compiled loop map to observe through")
 
 ROOT = Path(__file__).resolve().parents[3]
 CONTACT = ('<contact name="heel" link="shank" xyz="0.01 0 -0.37" radius="0.02" normal_law="hunt_crossley" '

@@ -1,7 +1,7 @@
 """Third-party force elements on the compiled right-hand sides (`ForceElement.compiled_kernel`, forces/base.py):
 two toy elements registered here — a joint-space one (a nonlinear torsion spring with quadratic damping and a
 time-dependent drive torque) and a Cartesian one (a damped spring from a point of a link to a fixed world point,
-which reads the tree kinematics the kernel is handed) — on a chain (`CompiledExplicitRHS`) and on a four-bar knee
+which reads the tree kinematics the kernel is handed) — on a chain (`CompiledReducedRHS`) and on a four-bar knee
 (`CompiledReducedRHS`, loop map).
 
 Reference: the elements' documented laws written out in the test (`_joint_law`, `_anchor_law`: the anchor's point
@@ -22,17 +22,14 @@ import pytest
 
 import biobullet
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
-from biobullet.core import jit
 from biobullet.core.attributes import check_known_attributes, number, vector3
 from biobullet.forces import add_force_element
 from biobullet.forces.base import ForceElement, ForceKernel, joint_indices, register_force
-from biobullet.integrate.compiled_explicit import CompiledExplicitRHS
 from biobullet.integrate.compiled_rhs import CompiledReducedRHS
 from biobullet.integrate.engine import System
 from multiloop_models import driven_knee
 from rhs_oracles import PinocchioTree, assert_dalembert, spring_force
 
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the compiled path is off")
 
 #: |θ̇| above which the toy joint kernel hands over (exercises the per-call fallback)
 HAND_OVER_RATE = 50.0
@@ -250,7 +247,7 @@ def _random_states(system, model, rng, n, scale=0.4):
 def _check_chain(tmp_path, elements, laws, text=""):
     model = _load(_chain(tmp_path, text), elements)
     system = System(model, "reduced")
-    assert type(system._compiled) is CompiledExplicitRHS
+    assert type(system._compiled) is CompiledReducedRHS
     tree = PinocchioTree(model)
     laws = [law(model, tree) for law in laws]
     rng = np.random.default_rng(11)

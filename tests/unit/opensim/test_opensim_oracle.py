@@ -350,7 +350,7 @@ def test_mapped_forces_match_opensim(tmp_path, compiled_limits):
     if compiled_limits:
         run = biobullet.simulate(model, 0.01, t_eval=[0.0, 0.01], progress=False)
         assert run.meta["right_hand_side"]["path"].startswith("compiled")
-        assert run.meta["right_hand_side"]["generic_calls"] == 0
+        assert run.meta["right_hand_side"]["callback_calls"] == 0
 
 
 def _opensim_function(kind: str, x, y):

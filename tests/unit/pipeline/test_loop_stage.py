@@ -14,13 +14,11 @@ import numpy as np
 import pytest
 
 from biobullet.constraints.assembly import assemble, assemble_velocities
-from biobullet.core import jit
 from biobullet.pipeline.compiled_model import COMPILED_STATE
 from closed_chains import closed_chain
 from rhs_oracles import PinocchioTree, loop_closure
 
 pytest.importorskip("pinocchio")
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="numba disabled: the pipeline declines every call")
 
 
 @pytest.mark.parametrize("kind,seed", [("point", 3), ("revolute", 4)])

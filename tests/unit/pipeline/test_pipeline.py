@@ -12,13 +12,11 @@ import pytest
 
 import biobullet
 from biobullet.conventions import PinocchioMap, build_pinocchio_model
-from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.pipeline.forward import bias_forces, forward, mass_matrix
 
 pin = pytest.importorskip("pinocchio")
 ROOT = Path(__file__).resolve().parents[3]
-pytestmark = pytest.mark.skipif(not jit.ENABLED, reason="the pipeline's kernels need numba")
 
 
 def _state(model, rng):
