@@ -96,11 +96,19 @@ def _address_of_compiled(record):
     return lambda record: _address_of(record)
 
 
+def _record_itself(address):
+    return address
+
+
 def record_reader(model, data):
     """An intrinsic `read(address)` for a compiled kernel (bound into it as a global): the record of
     `new_pair(model, data)`'s type at `address` (`address_of`), a new reference. Its `_biobullet_signature` (what
     `core.jit` digests for a bound intrinsic) is the record's type, so a kernel cached for another layout is
-    compiled again."""
+    compiled again. With numba switched off (`core.jit.ENABLED`), the uncompiled kernels' reader: in Python the
+    "address" is the record itself (`address_of`)."""
+    from biobullet.core import jit
+    if not jit.ENABLED:
+        return _record_itself
     kind = record_type(model, data)
 
     @intrinsic

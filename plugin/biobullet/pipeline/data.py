@@ -122,8 +122,6 @@ class Data:
         when it does not compile. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
         checks only their type, dtype and shape."""
         if self._forward is None:
-            if not jit.ENABLED:
-                return None
             from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_features, forward_kernel
             kernel = forward_kernel(record_reader(self.compiled, self.arrays), **forward_features(self.compiled))
