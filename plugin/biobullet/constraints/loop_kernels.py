@@ -202,18 +202,24 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                         value += (ed0 * sub[3, c] + ed1 * sub[4, c] + ed2 * sub[5, c]) * ancestry[ba, c]
                     jac[r + kk, c] = value
             if with_bias:
-                om0, om1, om2 = w[0, 0], w[0, 1], w[0, 2]
-                we0 = om1 * e[2] - om2 * e[1]
-                we1 = om2 * e[0] - om0 * e[2]
-                we2 = om0 * e[1] - om1 * e[0]
-                ae0 = al[0, 1] * e[2] - al[0, 2] * e[1] + om1 * we2 - om2 * we1
-                ae1 = al[0, 2] * e[0] - al[0, 0] * e[2] + om2 * we0 - om0 * we2
-                ae2 = al[0, 0] * e[1] - al[0, 1] * e[0] + om0 * we1 - om1 * we0
+                we0, we1, we2, ae0, ae1, ae2 = _spin(w, al, 0, e)
                 value = 0.0
                 value += e[0] * (pa[0, 0] - pa[1, 0]) + e[1] * (pa[0, 1] - pa[1, 1]) + e[2] * (pa[0, 2] - pa[1, 2])
                 value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
                 value += ae0 * d0 + ae1 * d1 + ae2 * d2
                 bias[r + kk] = value
+
+
+def _spin_py(w, al, side, v):
+    """(ω × v, α × v + ω × (ω × v)) of a vector v fixed in the body of `side` (its ω = w[side], α = al[side]): the
+    first and second time derivatives of v, as six floats."""
+    o0, o1, o2 = w[side, 0], w[side, 1], w[side, 2]
+    d0 = o1 * v[2] - o2 * v[1]
+    d1 = o2 * v[0] - o0 * v[2]
+    d2 = o0 * v[1] - o1 * v[0]
+    return (d0, d1, d2, al[side, 1] * v[2] - al[side, 2] * v[1] + o1 * d2 - o2 * d1,
+            al[side, 2] * v[0] - al[side, 0] * v[2] + o2 * d0 - o0 * d2,
+            al[side, 0] * v[1] - al[side, 1] * v[0] + o0 * d1 - o1 * d0)
 
 
 def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
@@ -251,20 +257,8 @@ def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
                 m = (ancestry[bb, c] if bb >= 0 else 0.0) - (ancestry[ba, c] if ba >= 0 else 0.0)
                 jac[row, c] = (ua0 * sub[3, c] + ua1 * sub[4, c] + ua2 * sub[5, c]) * m
         if with_bias:
-            oa0, oa1, oa2 = w[0, 0], w[0, 1], w[0, 2]   # ω_a × a and α_a × a + ω_a × (ω_a × a)
-            wa0 = oa1 * ax[2] - oa2 * ax[1]
-            wa1 = oa2 * ax[0] - oa0 * ax[2]
-            wa2 = oa0 * ax[1] - oa1 * ax[0]
-            aa0 = al[0, 1] * ax[2] - al[0, 2] * ax[1] + oa1 * wa2 - oa2 * wa1
-            aa1 = al[0, 2] * ax[0] - al[0, 0] * ax[2] + oa2 * wa0 - oa0 * wa2
-            aa2 = al[0, 0] * ax[1] - al[0, 1] * ax[0] + oa0 * wa1 - oa1 * wa0
-            ob0, ob1, ob2 = w[1, 0], w[1, 1], w[1, 2]
-            wu0 = ob1 * u[2] - ob2 * u[1]
-            wu1 = ob2 * u[0] - ob0 * u[2]
-            wu2 = ob0 * u[1] - ob1 * u[0]
-            au0 = al[1, 1] * u[2] - al[1, 2] * u[1] + ob1 * wu2 - ob2 * wu1
-            au1 = al[1, 2] * u[0] - al[1, 0] * u[2] + ob2 * wu0 - ob0 * wu2
-            au2 = al[1, 0] * u[1] - al[1, 1] * u[0] + ob0 * wu1 - ob1 * wu0
+            wa0, wa1, wa2, aa0, aa1, aa2 = _spin(w, al, 0, ax)
+            wu0, wu1, wu2, au0, au1, au2 = _spin(w, al, 1, u)
             bias[row] = (au0 * ax[0] + au1 * ax[1] + au2 * ax[2]
                          + 2.0 * (wu0 * wa0 + wu1 * wa1 + wu2 * wa2) + u[0] * aa0 + u[1] * aa1 + u[2] * aa2)
 
@@ -272,6 +266,7 @@ def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _rows_into = _loop_rows_into_py
 _pair_rows = _pair_rows_py
+_spin = _spin_py
 from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
@@ -309,10 +304,11 @@ loop_rows_run = jit.lazy(_loop_rows_kernel_py, bind=_rows_bindings)
 
 
 def _rows_into_bindings() -> dict:
-    pairs = jit.compiled(_pair_rows_py)   # not inlined: point and planar loops keep their small code
-    if pairs is None:
+    spin = jit.compiled(_spin_py, inline=True)
+    pairs = jit.compiled(_pair_rows_py, bind={"_spin": spin})   # not inlined: point and planar loops keep their
+    if pairs is None:                                           # small code
         raise RuntimeError("the pair rows kernel did not compile")
-    return {"_pair_rows": pairs}
+    return {"_pair_rows": pairs, "_spin": spin}
 
 
 def rows_into_kernel():

@@ -105,7 +105,8 @@ class ExpressionFunction(JointFunction):
         if self.tape is None:
             self._lambdified = sympy.lambdify(   # the common-subexpression elimination above serves it
                 variables, outputs, modules="numpy",
-                cse=lambda exprs: common if exprs is outputs else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
+                cse=lambda exprs: (common if exprs is outputs
+                                   else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c"))))
         else:   # the interpreter's inputs: the input positions 0 … n−1 in x, then the value-first tape
             words, constants = self.tape
             self._tape_inputs = np.array([*range(m - 1), *value_first([int(w) for w in words], m, len(constants))],

@@ -14,8 +14,9 @@ COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG — every function
 (`expression_parser.FUNCTIONS`) and what SymPy's differentiation of them produces. Outside a function's domain an
 op gives NaN (never an exception, also in the pure-Python twin), and the caller reports a non-finite result.
 The interpreter is `tape_jets_py` (below), the one implementation of the expression type's jets: compiled alone
-for `ExpressionFunction.evaluate` and inlined into the joint jets kernel, which binds `OP_CODES` and the limits as
-constants (their values key its disk cache, so a renumbering here never meets a stale compiled interpreter).
+for `ExpressionFunction.evaluate` and inlined into the joint jets kernel, which binds `INTERPRETER_CONSTANTS` (the
+op codes and the limits) as constants: their values key its disk cache, so a renumbering here never meets a stale
+compiled interpreter.
 
 The tape length is bounded (`MAX_INSTRUCTIONS`, from the parser's `MAX_NODES`): a longer tape, or a node outside
 the op set, gives None and the function stays on its generic (lambdified) path.
@@ -28,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from biobullet.functions.expression_parser import MAX_NODES
-
 from biobullet.core import jit
+from biobullet.functions.expression_parser import MAX_NODES
 
 ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
 SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG = 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
@@ -187,9 +187,9 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
 
 
 def value_first(words: list[int], m: int, n_const: int) -> list[int]:
-    """A tape (module docstring) with the instructions the value needs moved first (in their order, then the others in theirs: both stay topologically ordered) and their
-    count after the instruction count: [n_instructions, n_value, outputs, (op, a, b) …], so that the value alone
-    is the prefix (`tape_jets_py` with a one-entry jet)."""
+    """A tape (module docstring) with the instructions the value needs moved first (in their order, then the others
+    in theirs: both stay topologically ordered) and their count after the instruction count: [n_instructions,
+    n_value, outputs, (op, a, b) …], so that the value alone is the prefix (`tape_jets_py` with a one-entry jet)."""
     n_ins, n_out = words[0], output_count(m)
     outputs, program = words[1:1 + n_out], words[1 + n_out:]
     first = m + n_const

@@ -204,7 +204,8 @@ def function_table(entries) -> FunctionTable | None:
             rows.append((FOURIER, output, start_in, 0, start_c, len(f.a)))
         elif kind is ExpressionFunction and f.tape is not None:
             words, constants = f.tape
-            inputs.extend(value_first([int(w) for w in words], len(joint_inputs) + 1, len(constants)))   # after the inputs
+            # the tape after the input joints
+            inputs.extend(value_first([int(w) for w in words], len(joint_inputs) + 1, len(constants)))
             coef.extend(float(c) for c in constants)
             rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:
