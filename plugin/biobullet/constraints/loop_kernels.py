@@ -1,6 +1,7 @@
-"""The kernels of tree kinematics and of the point, planar and revolute loop rows: the one implementation, run
-compiled by numba (`tree_kinematics_run`, `loop_rows_run`; their Python form where numba is switched off) by
-`loops.tree_kinematics`, `loops.VectorLoops.evaluate`, the pipeline's loop stage and the bridge.
+"""The kernels of tree kinematics and of the point, planar, revolute and weld loop rows: the one implementation,
+run compiled by numba (`tree_kinematics_run`, `loop_rows_run`; their Python form where numba is switched off) by
+`loops.tree_kinematics`, `loops.VectorLoops.evaluate`, the built-in `loop_types.LoopType.rows`, the pipeline's
+loop stage, the bridge and the link-segment formulation's body velocities.
 
 The rows kernels take the loops as one structured argument, `LoopRows` (one or several loop sets: the loop
 resolvers of a compiled model's LoopTable, or one `VectorLoops`), the set's index k, the tree kinematics as the
@@ -19,12 +20,13 @@ import numpy as np
 
 
 class LoopRows(NamedTuple):
-    """Point (kind 0), planar (kind 1) and revolute (kind 2) loops of one or more loop sets, packed once
-    (`pack_loop_rows`). Set k holds loops loop_start[k] … loop_start[k+1]−1 and rows 0 … n_rows[k]−1 (row_start:
-    the first row of each loop within its set); its points sit at 2·loop_start[k] …: the loops' A points, then
-    their B points (body −1: ground, offset in world axes). basis[l] (3 × 3): planar — the plane basis in link_a's
-    body frame (columns 0, 1); revolute — u_1, u_2 in link_b's body frame (columns 0, 1) and axis_a in link_a's
-    (column 2). ancestry (n_b, n_tangent): 1.0 where direction c moves body b."""
+    """Point (kind 0), planar (kind 1) and perpendicular-pair loops (kind k ≥ 2: the point rows, then k rows
+    u_i·a_i = 0 — revolute k = 2, weld k = 3) of one or more loop sets, packed once (`pack_loop_rows`). Set k holds
+    loops loop_start[k] … loop_start[k+1]−1 and rows 0 … n_rows[k]−1 (row_start: the first row of each loop within
+    its set); its points sit at 2·loop_start[k] …: the loops' A points, then their B points (body −1: ground,
+    offset in world axes). basis[l] (3 × 6): planar — the plane basis in link_a's body frame (columns 0, 1); a
+    pair loop — u_i in link_b's body frame (column i) and a_i in link_a's (column 3 + i). ancestry (n_b,
+    n_tangent): 1.0 where direction c moves body b."""
 
     ancestry: np.ndarray
     loop_start: np.ndarray
@@ -37,7 +39,7 @@ class LoopRows(NamedTuple):
 
 
 def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
-    """LoopRows of loop sets given as (point_body (2L,), offset (2L, 3), basis (L, 3, 3), kinds (L,), row
+    """LoopRows of loop sets given as (point_body (2L,), offset (2L, 3), basis (L, 3, 6), kinds (L,), row
     counts (L,)) tuples, in order (`loops.VectorLoops.kernel_set`)."""
     def joined(parts, dtype, width=()):
         return np.ascontiguousarray(np.concatenate(parts).astype(dtype) if parts else np.zeros((0, *width), dtype))
@@ -47,7 +49,7 @@ def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
     return LoopRows(np.ascontiguousarray(ancestry, dtype=float),
                     np.cumsum([0] + [len(s[3]) for s in sets]).astype(np.int64),
                     joined([s[0] for s in sets], np.int64), joined([s[1] for s in sets], float, (3,)),
-                    joined([s[2] for s in sets], float, (3, 3)), joined([s[3] for s in sets], np.int64),
+                    joined([s[2] for s in sets], float, (3, 6)), joined([s[3] for s in sets], np.int64),
                     joined([np.cumsum(np.concatenate([[0], c[:-1]])) for c in counts], np.int64),
                     np.array([int(c.sum()) for c in counts], dtype=np.int64))
 
@@ -112,8 +114,8 @@ def _loop_rows_kernel_py(rows, k, kin, with_jac, with_bias):
 def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
     """`_loop_rows_kernel_py` into the caller's arrays out = (phi, jac, bias, work, jl) (every row of phi, and of
     jac / bias when asked, is written), with its work arrays given: `work` (6, 2, 3) = the two points' positions,
-    velocities, accelerations, angular velocities and accelerations and two vectors (a basis vector; revolute: u_k
-    and the axis a), `jl` (2, 3, n_tangent) the points' Jacobians. Loops that evaluate the rows many times per
+    velocities, accelerations, angular velocities and accelerations and two vectors (a basis vector; a pair loop:
+    u_i and a_i), `jl` (2, 3, n_tangent) the points' Jacobians. Loops that evaluate the rows many times per
     call (the trajectory output's Newton pass) allocate these once."""
     rot, pos, sub, vel, acc = kin
     phi, jac, bias, work, jl = out
@@ -165,7 +167,7 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                 pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
         d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
         r = rows.row_start[l]
-        if kinds[l] != 1:   # the point rows: point loops, and the first three rows of a revolute loop
+        if kinds[l] != 1:   # the point rows: point loops, and the first three rows of a pair loop
             phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
             if with_jac:
                 for a in range(3):
@@ -177,9 +179,9 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
             if kinds[l] == 0:
                 continue
         ba = point_body[2 * l0 + (l - l0)]
-        if kinds[l] == 2:   # revolute: its axis rows after the point rows (a separate kernel: the point and
-            # planar loops' code stays as small as before)
-            _revolute_rows(rows, l, r + 3, ba, point_body[2 * l0 + (l - l0) + n_l], kin, with_jac, with_bias, out)
+        if kinds[l] >= 2:   # revolute, weld: their pair rows after the point rows (a separate kernel: the point
+            # and planar loops' code stays as small as before)
+            _pair_rows(rows, l, r + 3, ba, point_body[2 * l0 + (l - l0) + n_l], kin, with_jac, with_bias, out)
             continue
         for kk in range(2):
             for a in range(3):
@@ -200,13 +202,7 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                         value += (ed0 * sub[3, c] + ed1 * sub[4, c] + ed2 * sub[5, c]) * ancestry[ba, c]
                     jac[r + kk, c] = value
             if with_bias:
-                om0, om1, om2 = w[0, 0], w[0, 1], w[0, 2]
-                we0 = om1 * e[2] - om2 * e[1]
-                we1 = om2 * e[0] - om0 * e[2]
-                we2 = om0 * e[1] - om1 * e[0]
-                ae0 = al[0, 1] * e[2] - al[0, 2] * e[1] + om1 * we2 - om2 * we1
-                ae1 = al[0, 2] * e[0] - al[0, 0] * e[2] + om2 * we0 - om0 * we2
-                ae2 = al[0, 0] * e[1] - al[0, 1] * e[0] + om0 * we1 - om1 * we0
+                we0, we1, we2, ae0, ae1, ae2 = _spin(w, al, 0, e)
                 value = 0.0
                 value += e[0] * (pa[0, 0] - pa[1, 0]) + e[1] * (pa[0, 1] - pa[1, 1]) + e[2] * (pa[0, 2] - pa[1, 2])
                 value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
@@ -214,36 +210,38 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                 bias[r + kk] = value
 
 
-def _revolute_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
-    """The two axis rows r, r + 1 of revolute loop l (`loop_types.RevoluteLoop.rows`, the reference; its point
-    rows are the point loop's): u_k·a = 0 (k = 1, 2) with a = R_a axis_a (basis[l, :, 2], in link_a's body frame,
-    body ba) and u_k = R_b basis[l, :, k] (in link_b's body frame, body bb); a ground side (body −1) has them in
-    world axes. Jacobian (u_k × a)·(J_ω,b − J_ω,a); bias (α_b × u + ω_b × (ω_b × u))·a + 2 (ω_b × u)·(ω_a × a)
-    + u·(α_a × a + ω_a × (ω_a × a)). out as `_loop_rows_into_py`'s: its work rows 3, 4 hold the two sides' ω and
-    α (with_bias), row 5 two 3-vectors of work (u, the axis)."""
+def _spin_py(w, al, side, v):
+    """(ω × v, α × v + ω × (ω × v)) of a vector v fixed in the body of `side` (its ω = w[side], α = al[side]): the
+    first and second time derivatives of v, as six floats."""
+    o0, o1, o2 = w[side, 0], w[side, 1], w[side, 2]
+    d0 = o1 * v[2] - o2 * v[1]
+    d1 = o2 * v[0] - o0 * v[2]
+    d2 = o0 * v[1] - o1 * v[0]
+    return (d0, d1, d2, al[side, 1] * v[2] - al[side, 2] * v[1] + o1 * d2 - o2 * d1,
+            al[side, 2] * v[0] - al[side, 0] * v[2] + o2 * d0 - o0 * d2,
+            al[side, 0] * v[1] - al[side, 1] * v[0] + o0 * d1 - o1 * d0)
+
+
+def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
+    """The k = kinds[l] rows r … r + k − 1 of pair loop l (revolute: k = 2, u_1, u_2 ⟂ its axis and a_1 = a_2 the
+    axis; weld: k = 3, B's axes x, y, z and A's y, z, x — Simbody's orientation rows): u_i·a_i = 0 with
+    a_i = R_a basis[l, :, 3 + i] (in link_a's body frame, body ba) and u_i = R_b basis[l, :, i] (in link_b's body
+    frame, body bb); a ground side (body −1) has them in world axes. Jacobian (u × a)·(J_ω,b − J_ω,a); bias
+    (α_b × u + ω_b × (ω_b × u))·a + 2 (ω_b × u)·(ω_a × a) + u·(α_a × a + ω_a × (ω_a × a)). out as
+    `_loop_rows_into_py`'s: its work rows 3, 4 hold the two sides' ω and α (with_bias), row 5 two 3-vectors of work
+    (u, a)."""
     rot, sub = kin[0], kin[2]
     phi, jac, bias, work = out[0], out[1], out[2], out[3]
     ancestry, basis = rows.ancestry, rows.basis
     w, al, u, ax = work[3], work[4], work[5, 0], work[5, 1]
     n_t = sub.shape[1]
-    for a in range(3):
-        if ba < 0:
-            ax[a] = basis[l, a, 2]
-        else:
-            ax[a] = (rot[ba, a, 0] * basis[l, 0, 2] + rot[ba, a, 1] * basis[l, 1, 2]
-                     + rot[ba, a, 2] * basis[l, 2, 2])
-    wa0 = wa1 = wa2 = aa0 = aa1 = aa2 = ob0 = ob1 = ob2 = 0.0
-    if with_bias:   # ω_a × a and α_a × a + ω_a × (ω_a × a): shared by both axis rows
-        oa0, oa1, oa2 = w[0, 0], w[0, 1], w[0, 2]
-        wa0 = oa1 * ax[2] - oa2 * ax[1]
-        wa1 = oa2 * ax[0] - oa0 * ax[2]
-        wa2 = oa0 * ax[1] - oa1 * ax[0]
-        aa0 = al[0, 1] * ax[2] - al[0, 2] * ax[1] + oa1 * wa2 - oa2 * wa1
-        aa1 = al[0, 2] * ax[0] - al[0, 0] * ax[2] + oa2 * wa0 - oa0 * wa2
-        aa2 = al[0, 0] * ax[1] - al[0, 1] * ax[0] + oa0 * wa1 - oa1 * wa0
-        ob0, ob1, ob2 = w[1, 0], w[1, 1], w[1, 2]
-    for kk in range(2):
+    for kk in range(rows.kinds[l]):
         for a in range(3):
+            if ba < 0:
+                ax[a] = basis[l, a, 3 + kk]
+            else:
+                ax[a] = (rot[ba, a, 0] * basis[l, 0, 3 + kk] + rot[ba, a, 1] * basis[l, 1, 3 + kk]
+                         + rot[ba, a, 2] * basis[l, 2, 3 + kk])
             if bb < 0:
                 u[a] = basis[l, a, kk]
             else:
@@ -259,19 +257,16 @@ def _revolute_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
                 m = (ancestry[bb, c] if bb >= 0 else 0.0) - (ancestry[ba, c] if ba >= 0 else 0.0)
                 jac[row, c] = (ua0 * sub[3, c] + ua1 * sub[4, c] + ua2 * sub[5, c]) * m
         if with_bias:
-            wu0 = ob1 * u[2] - ob2 * u[1]
-            wu1 = ob2 * u[0] - ob0 * u[2]
-            wu2 = ob0 * u[1] - ob1 * u[0]
-            au0 = al[1, 1] * u[2] - al[1, 2] * u[1] + ob1 * wu2 - ob2 * wu1
-            au1 = al[1, 2] * u[0] - al[1, 0] * u[2] + ob2 * wu0 - ob0 * wu2
-            au2 = al[1, 0] * u[1] - al[1, 1] * u[0] + ob0 * wu1 - ob1 * wu0
+            wa0, wa1, wa2, aa0, aa1, aa2 = _spin(w, al, 0, ax)
+            wu0, wu1, wu2, au0, au1, au2 = _spin(w, al, 1, u)
             bias[row] = (au0 * ax[0] + au1 * ax[1] + au2 * ax[2]
                          + 2.0 * (wu0 * wa0 + wu1 * wa1 + wu2 * wa2) + u[0] * aa0 + u[1] * aa1 + u[2] * aa2)
 
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _rows_into = _loop_rows_into_py
-_revolute_rows = _revolute_rows_py
+_pair_rows = _pair_rows_py
+_spin = _spin_py
 from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
@@ -307,12 +302,13 @@ loop_rows_run = jit.lazy(_loop_rows_kernel_py, bind=_rows_bindings)
 
 
 def _rows_into_bindings() -> dict:
-    revolute = jit.compiled(_revolute_rows_py)   # not inlined: point and planar loops keep their small code
-    if revolute is None:
-        raise RuntimeError("the revolute rows kernel did not compile")
-    return {"_revolute_rows": revolute}
+    spin = jit.compiled(_spin_py, inline=True)
+    pairs = jit.compiled(_pair_rows_py, bind={"_spin": spin})   # not inlined: point and planar loops keep their
+    if pairs is None:                                           # small code
+        raise RuntimeError("the pair rows kernel did not compile")
+    return {"_pair_rows": pairs, "_spin": spin}
 
 
 def rows_into_kernel():
-    """The compiled `_loop_rows_into_py` (inline; the revolute rows a compiled call)."""
+    """The compiled `_loop_rows_into_py` (inline; the pair rows a compiled call)."""
     return jit.compiled(_loop_rows_into_py, bind=_rows_into_bindings, inline=True)

@@ -7,9 +7,10 @@ and with rates velocity, angular velocity and the classical accelerations with �
     Φ (n_equations), Φ_x (n_equations × n_tangent), b = Φ̇_x ẋ  (so that Φ̈ = Φ_x ẍ + b)
 
 and the reaction its multipliers λ exert on link_a at A. Built in: `point` (3 rows), `planar` (2 in-plane rows),
-`revolute` (point + axis alignment, 5 rows), `weld` (point + orientation, 6 rows; runs through `rows()`); point,
-planar and revolute also run compiled, all loops in one kernel call
-(`loops.VectorLoops`, `loop_kernels`; `rows()` is their reference), every other type through `rows()`.
+`revolute` (point + axis alignment, 5 rows), `weld` (point + orientation, 6 rows). Their rows are the loop rows
+kernel's (`loop_kernels`, a `kernel_kind` and `kernel_basis` each): all loops of a model in one kernel call
+(`loops.VectorLoops`), and `rows()` runs the same kernel for one loop from the two points' states. Every other
+type is evaluated through its `rows()`.
 Third-party types register with `register_loop_type` or through the entry-point group ``biobullet.constraints``
 (name = type, value = a LoopType subclass).
 """
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar, Mapping
 
 import numpy as np
 
+from biobullet.constraints.loop_kernels import loop_rows_run, pack_loop_rows
 from biobullet.core.errors import SourceRef
 from biobullet.core.attributes import REQUIRED, vector3
 from biobullet.core.plugins import PluginRegistry
@@ -64,9 +66,15 @@ class LoopType(ABC):
     #: attributes of this type beyond COMMON_ATTRIBUTES
     attributes: ClassVar[tuple[str, ...]] = ()
     #: the 3×2 basis (planar: of the plane, in link_a; revolute: ⟂ axis_b, in link_b) and link_a's axis
-    #: (revolute), read by the vectorised/compiled paths and the Pinocchio oracle; zeros where unused
+    #: (revolute), read by the Pinocchio oracle; zeros where unused
     basis: np.ndarray = _frozen(np.zeros((3, 2)))
     axis_a: np.ndarray = _frozen(np.zeros(3))
+    #: the loop rows kernel's kind of this type (`loop_kernels.LoopRows`: 0 point, 1 planar, k ≥ 2 the point rows
+    #: and k pair rows), or None: a type evaluated by its own `rows()`
+    kernel_kind: ClassVar[int | None] = None
+    #: its vectors for that kernel in link frames (3 × 6): planar — the plane basis of link_a (columns 0, 1); a
+    #: pair type — u_i in link_b (column i) and a_i in link_a (column 3 + i)
+    kernel_basis: np.ndarray = _frozen(np.zeros((3, 6)))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], source: SourceRef) -> "LoopType":
@@ -117,9 +125,10 @@ class PointLoop(LoopType):
     n_equations = 3
     row_suffixes = ("x", "y", "z")
 
+    kernel_kind = 0
+
     def rows(self, a, b, *, jacobian, rates):
-        return (a.position - b.position, (a.jacobian[:3] - b.jacobian[:3]) if jacobian else None,
-                (a.accel - b.accel) if rates else None)
+        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return np.array(multipliers[:3], dtype=float), np.zeros(3)
@@ -134,28 +143,18 @@ class PlanarLoop(LoopType):
     row_suffixes = ("e1", "e2")
     attributes = ("normal",)
 
+    kernel_kind = 1
+
     def __init__(self, basis: np.ndarray) -> None:
         self.basis = basis
+        self.kernel_basis = _kernel_basis(basis)
 
     @classmethod
     def from_attributes(cls, attributes, source):
         return cls(_frozen(plane_basis(vector3(source, attributes, "normal", REQUIRED, unit=True))))
 
     def rows(self, a, b, *, jacobian, rates):
-        d = a.position - b.position
-        phi = np.empty(2)
-        jac = np.empty((2, a.jacobian.shape[1])) if jacobian else None
-        bias = np.empty(2) if rates else None
-        for k in range(2):
-            e = a.rotation @ self.basis[:, k]
-            phi[k] = e @ d
-            if jacobian:  # d(e·d)/dt = e·ḋ + ω_a·(e × d)
-                jac[k] = e @ (a.jacobian[:3] - b.jacobian[:3]) + _cross(e, d) @ a.jacobian[3:]
-            if rates:
-                we = _cross(a.omega, e)
-                bias[k] = (e @ (a.accel - b.accel) + 2.0 * we @ (a.velocity - b.velocity)
-                           + (_cross(a.alpha, e) + _cross(a.omega, we)) @ d)
-        return phi, jac, bias
+        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return a.rotation @ self.basis @ np.asarray(multipliers, dtype=float), np.zeros(3)
@@ -171,9 +170,12 @@ class RevoluteLoop(LoopType):
     row_suffixes = ("x", "y", "z", "axis1", "axis2")
     attributes = ("axis", "axis_a", "axis_b")
 
+    kernel_kind = 2
+
     def __init__(self, axis_a: np.ndarray, basis: np.ndarray) -> None:
         self.axis_a, self.basis = axis_a, basis
         self.axis_pairs = _frozen(np.column_stack([axis_a, axis_a]))   # a paired with u_1, u_2
+        self.kernel_basis = _kernel_basis(basis, self.axis_pairs)
 
     @classmethod
     def from_attributes(cls, attributes, source):
@@ -185,36 +187,56 @@ class RevoluteLoop(LoopType):
         return cls(axis_a, _frozen(plane_basis(axis_b)))
 
     def rows(self, a, b, *, jacobian, rates):
-        return _point_and_perpendicular_rows(self.basis, self.axis_pairs, a, b, jacobian, rates)
+        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return (np.array(multipliers[:3], dtype=float),
                 _perpendicular_moment(self.basis, self.axis_pairs, a, b, multipliers[3:]))
 
 
-def _point_and_perpendicular_rows(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
-                                  jacobian: bool, rates: bool):
-    """(Φ, Φ_x, b) of the point rows p_A − p_B and the rows u_k·a_k = 0 (u_k = columns of `u_in_b` fixed in link_b,
-    a_k of `a_in_a` in link_a), with d(u·a)/dt = (u × a)·(ω_b − ω_a)."""
-    n = 3 + u_in_b.shape[1]
-    phi = np.empty(n)
-    jac = np.empty((n, a.jacobian.shape[1])) if jacobian else None
-    bias = np.empty(n) if rates else None
-    phi[:3] = a.position - b.position
-    if jacobian:
-        jac[:3] = a.jacobian[:3] - b.jacobian[:3]
+def _kernel_basis(in_first: np.ndarray, in_last: np.ndarray | None = None) -> np.ndarray:
+    """A type's `kernel_basis` (3 × 6, frozen): `in_first`'s columns from column 0, `in_last`'s from column 3."""
+    basis = np.zeros((3, 6))
+    basis[:, :in_first.shape[1]] = in_first
+    if in_last is not None:
+        basis[:, 3:3 + in_last.shape[1]] = in_last
+    return _frozen(basis)
+
+
+def kernel_rows(law: LoopType, a: "PointState", b: "PointState", jacobian: bool, rates: bool
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """`LoopType.rows` of a type with a `kernel_kind`, by the loop rows kernel (`loop_kernels.loop_rows_run`): the
+    two points' link frames as two bodies placed at the points, each moved by its own n tangent columns (body A by
+    columns 0 … n−1, B by n … 2n−1, so the kernel's Φ_x is the sum of its two halves), with the spatial velocity and
+    accelerations at the world origin that give the points' states: S_lin = J_lin − S_ang × p, v_O = ṗ − ω × p,
+    a_O = p̈ − α × p − ω × ṗ."""
+    n = a.jacobian.shape[1] if jacobian else 0
+    states = (a, b)
+    sub = np.zeros((6, 2 * n))
+    ancestry = np.zeros((2, 2 * n))
+    motion = np.zeros((1, 6))
+    velocity = acceleration = motion
     if rates:
-        bias[:3] = a.accel - b.accel
-    for k in range(u_in_b.shape[1]):
-        u, axis = b.rotation @ u_in_b[:, k], a.rotation @ a_in_a[:, k]
-        phi[3 + k] = u @ axis
+        velocity, acceleration = np.empty((2, 6)), np.empty((2, 6))
+    for side, state in enumerate(states):
+        columns = slice(side * n, (side + 1) * n)
+        ancestry[side, columns] = 1.0
         if jacobian:
-            jac[3 + k] = _cross(u, axis) @ (b.jacobian[3:] - a.jacobian[3:])
+            sub[3:, columns] = state.jacobian[3:]
+            sub[:3, columns] = state.jacobian[:3] - np.cross(state.jacobian[3:].T, state.position).T
         if rates:
-            wu, wa = _cross(b.omega, u), _cross(a.omega, axis)
-            bias[3 + k] = ((_cross(b.alpha, u) + _cross(b.omega, wu)) @ axis + 2.0 * wu @ wa
-                           + u @ (_cross(a.alpha, axis) + _cross(a.omega, wa)))
-    return phi, jac, bias
+            velocity[side, 3:], acceleration[side, 3:] = state.omega, state.alpha
+            velocity[side, :3] = state.velocity - _cross(state.omega, state.position)
+            acceleration[side, :3] = (state.accel - _cross(state.alpha, state.position)
+                                      - _cross(state.omega, state.velocity))
+    kin = (np.array([a.rotation, b.rotation], dtype=float), np.array([a.position, b.position], dtype=float), sub,
+           velocity, acceleration)
+    for array in kin:   # read-only, as the cached tree kinematics: one compiled signature of the kernel
+        array.setflags(write=False)
+    loop = (np.array([0, 1], dtype=np.int64), np.zeros((2, 3)), law.kernel_basis[None],
+            np.array([law.kernel_kind], dtype=np.int64), [law.n_equations])
+    phi, jac, bias = loop_rows_run(pack_loop_rows(ancestry, (loop,)), 0, kin, jacobian, rates)
+    return phi, (jac[:, :n] + jac[:, n:]) if jacobian else None, bias if rates else None
 
 
 def _perpendicular_moment(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState", b: "PointState",
@@ -239,9 +261,12 @@ class WeldLoop(LoopType):
     row_suffixes = ("x", "y", "z", "rx", "ry", "rz")
     attributes = ("rpy_a", "rpy_b")
 
+    kernel_kind = 3
+
     def __init__(self, frame_a: np.ndarray, frame_b: np.ndarray) -> None:
         self.frame_a, self.frame_b = _frozen(frame_a.copy()), _frozen(frame_b.copy())   # axes as columns
         self.frame_a_pairs = _frozen(frame_a[:, [1, 2, 0]].copy())   # A's axes paired with B's x, y, z
+        self.kernel_basis = _kernel_basis(self.frame_b, self.frame_a_pairs)
 
     @classmethod
     def from_attributes(cls, attributes, source):
@@ -249,7 +274,7 @@ class WeldLoop(LoopType):
         return cls(*frames)
 
     def rows(self, a, b, *, jacobian, rates):
-        return _point_and_perpendicular_rows(self.frame_b, self.frame_a_pairs, a, b, jacobian, rates)
+        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return (np.array(multipliers[:3], dtype=float),

@@ -12,8 +12,8 @@ Second derivative: Φ̈ = Φ_x ẍ + b(x, ẋ), with b = Φ̇_x ẋ the "velocit
 classical accelerations of the bodies with ẍ = 0 (one forward pass).
 
 Speed: the tree kinematics of the last configuration (and velocity) is cached per model (force elements, loop
-rows and the reduced formulations' Newton share it within one right-hand side); point, planar and revolute loops
-are evaluated by `VectorLoops` (all loops at once). Both run the kernels of `loop_kernels` (compiled; their Python
+rows and the reduced formulations' Newton share it within one right-hand side); point, planar, revolute and weld
+loops are evaluated by `VectorLoops` (all loops at once). Both run the kernels of `loop_kernels` (compiled; their Python
 form without numba), the one implementation of tree kinematics and loop rows; other loop types through `rows()`.
 """
 from __future__ import annotations
@@ -215,12 +215,8 @@ def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
 
 
-#: loop types the compiled rows kernel evaluates, and their kind codes there (`loop_kernels._loop_rows_into_py`)
-_KERNEL_KINDS = {"point": 0, "planar": 1, "revolute": 2}
-
-
 class VectorLoops:
-    """Point, planar and revolute loop rows of `loop_terms`, all loops at once (the hot path of the multipliers
+    """Point, planar, revolute and weld loop rows of `loop_terms`, all loops at once (the hot path of the multipliers
     right-hand side and of the reduced formulations' Newton), packed for the rows kernel
     (`loop_kernels.loop_rows_run`: compiled, or its Python form without numba). Ground-fixed points are body −1
     (offset in world axes)."""
@@ -228,31 +224,27 @@ class VectorLoops:
     def __init__(self, model, loops: tuple[Loop, ...]) -> None:
         self.loops = tuple(loops)
         bodies, offsets = [], []
-        # per loop, 3 × 3, in body frames (world axes for a ground link): planar — the plane basis of link_a
-        # (columns 0, 1); revolute — u_1, u_2 of link_b (columns 0, 1) and axis_a of link_a (column 2)
-        basis = np.zeros((len(loops), 3, 3))
+        # per loop, 3 × 6, the type's `kernel_basis` in body frames (world axes for a ground link): planar — the
+        # plane basis of link_a (columns 0, 1); revolute, weld — u_i of link_b (column i), a_i of link_a (3 + i)
+        basis = np.zeros((len(loops), 3, 6))
         for side in ("a", "b"):
             for k, loop in enumerate(loops):
                 frame = model.frame(getattr(loop, "link_" + side))
                 xyz = getattr(loop, "xyz_" + side)
                 bodies.append(frame.body if frame.body >= 0 else -1)
                 offsets.append(frame.rotation @ xyz + frame.translation)   # in the body frame (world if ground)
-                if side == "a" and loop.type == "planar":
-                    basis[k, :, :2] = frame.rotation @ loop.basis
-                elif side == "a" and loop.type == "revolute":
-                    basis[k, :, 2] = frame.rotation @ loop.axis_a
-                elif side == "b" and loop.type == "revolute":
-                    basis[k, :, :2] = frame.rotation @ loop.basis
+                columns = slice(0, 3) if (side == "a") == (loop.law.kernel_kind == 1) else slice(3, 6)
+                basis[k, :, columns] = frame.rotation @ loop.law.kernel_basis[:, columns]
         self.n_rows = sum(loop.n_equations for loop in loops)
         # the rows kernel's data (`loop_kernels.LoopRows`): ground points as body −1, loop kinds, rows
         self.kernel_set = (np.array(bodies, dtype=np.int64), np.array(offsets, dtype=float).reshape(-1, 3), basis,
-                           np.array([_KERNEL_KINDS.get(loop.type, -1) for loop in loops], dtype=np.int64),
+                           np.array([loop.law.kernel_kind for loop in loops], dtype=np.int64),
                            [loop.n_equations for loop in loops])
         self.rows = pack_loop_rows(tree_arrays(model).ancestry, (self.kernel_set,))
 
     @staticmethod
     def supports(loops: tuple[Loop, ...]) -> bool:
-        return all(loop.type in _KERNEL_KINDS for loop in loops)
+        return all(loop.law.kernel_kind is not None for loop in loops)
 
     def evaluate(self, model, x: np.ndarray, xd: np.ndarray | None, kin=None, *, jacobian: bool = True):
         """(Φ, Φ_x, b, kin) like `loop_terms` (Φ_x None without `jacobian`, b None without ẋ); `kin` = tree

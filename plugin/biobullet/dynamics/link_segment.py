@@ -44,7 +44,8 @@ from typing import ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
-from biobullet.algorithms.compiled_kernels import pack, placements
+from biobullet.algorithms.compiled_kernels import pack
+from biobullet.constraints.loop_kernels import tree_kinematics_kernel, tree_kinematics_run
 from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
@@ -297,14 +298,11 @@ class SegmentState(NamedTuple):
 
 def body_kinematics(model, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, ...]:
     """(R, p, ω, ṗ) of every body in world axes from the tree configuration x and velocity ẋ, any joint kind: the
-    tree's placement kernel (`compiled_kernels.placements`), then `_body_velocities_py`."""
-    meta, body = model.tree_pack
-    n = len(model.bodies)
-    rot, pos, omega, vel = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-    sub = np.zeros((6, model.n_tangent))
-    placements(meta, body, _floats(x), rot, pos, sub)
-    body_velocities_kernel(meta, _floats(xd), sub, pos, omega, vel)
-    return rot, pos, omega, vel
+    tree kinematics kernel (`constraints.loops.tree_kinematics`), its spatial velocities V = (v_O, ω) read at the
+    body origins, ṗ = v_O + ω × p."""
+    kin = tree_kinematics(model, x, xd)
+    omega = kin.velocity[:, 3:].copy()
+    return kin.rotations.copy(), kin.positions.copy(), omega, kin.velocity[:, :3] + cross3(omega, kin.positions)
 
 
 def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray):
@@ -317,33 +315,18 @@ def body_accelerations(model, x: np.ndarray, xd: np.ndarray, xdd: np.ndarray):
     return alpha, spatial[:, :3] + cross3(alpha, pos) + cross3(omega, kin.velocity[:, :3] + cross3(omega, pos))
 
 
-def _body_velocities_py(meta, xd, sub, pos, omega, vel):
-    """Fill ω and the origin velocity ṗ of every body (placed at `pos`) from ẋ and the world motion subspace `sub`
-    (6, n_tangent; at the world origin, [linear; angular]): body twists V_i = V_p + S_i ẋ_i, ṗ = v_O + ω × p."""
-    nb = meta.shape[0]
-    linear = np.empty((nb, 3))   # v_O of each body twist (the velocity of the point at the world origin)
-    for i in range(nb):
-        parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
-        for a in range(3):
-            own_lin, own_ang = 0.0, 0.0
-            for c in range(vi, vi + nv):
-                own_lin += sub[a, c] * xd[c]
-                own_ang += sub[3 + a, c] * xd[c]
-            linear[i, a] = (linear[parent, a] if parent >= 0 else 0.0) + own_lin
-            omega[i, a] = (omega[parent, a] if parent >= 0 else 0.0) + own_ang
-        w0, w1, w2 = omega[i, 0], omega[i, 1], omega[i, 2]
-        vel[i, 0] = linear[i, 0] + w1 * pos[i, 2] - w2 * pos[i, 1]
-        vel[i, 1] = linear[i, 1] + w2 * pos[i, 0] - w0 * pos[i, 2]
-        vel[i, 2] = linear[i, 2] + w0 * pos[i, 1] - w1 * pos[i, 0]
-
-
-def _segment_state_py(tables, xd, sub, state):
-    """Fill `state` (a SegmentState whose rotations and origins are placed already) from ẋ and the world motion
-    subspace `sub`: the bodies' ω and ṗ (`_body_velocities_py`), each segment's COM, its velocity and its world
-    inertia R I Rᵀ."""
+def _segment_state_py(tables, twist, state):
+    """Fill `state` (a SegmentState whose rotations and origins are placed already) from the bodies' spatial
+    velocities `twist` (n_b, 6; [v_O; ω] at the world origin, as the tree kinematics kernel gives them): each
+    body's ω and origin velocity ṗ = v_O + ω × p, each segment's COM, its velocity and its world inertia R I Rᵀ."""
     body = tables.body
     rot, pos, omega, vel = state.rotations, state.origins, state.omega, state.origin_velocity
-    _BODY_VELOCITIES(tables.meta, xd, sub, pos, omega, vel)
+    for i in range(rot.shape[0]):
+        w0, w1, w2 = twist[i, 3], twist[i, 4], twist[i, 5]
+        omega[i, 0], omega[i, 1], omega[i, 2] = w0, w1, w2
+        vel[i, 0] = twist[i, 0] + w1 * pos[i, 2] - w2 * pos[i, 1]
+        vel[i, 1] = twist[i, 1] + w2 * pos[i, 0] - w0 * pos[i, 2]
+        vel[i, 2] = twist[i, 2] + w0 * pos[i, 1] - w1 * pos[i, 0]
     for s in range(tables.segment_body.shape[0]):
         b = tables.segment_body[s]
         arm = np.empty(3)
@@ -362,27 +345,15 @@ def _segment_state_py(tables, xd, sub, state):
                 state.inertia[s, a, c] = total
 
 
-def empty_state(model) -> SegmentState:
-    """A SegmentState of the model's size to fill."""
-    return _new_state_py(len(model.bodies), structure(model).n_segments)
-
-
-def _velocity_bindings() -> dict:
-    return {"_BODY_VELOCITIES": jit.compiled(_body_velocities_py, inline=True)}
-
-
-body_velocities_kernel = jit.lazy(_body_velocities_py)
-segment_state_kernel = jit.lazy(_segment_state_py, bind=_velocity_bindings)
+segment_state_kernel = jit.lazy(_segment_state_py)
 
 
 def segment_state(model, x: np.ndarray, xd: np.ndarray) -> SegmentState:
-    """World kinematics of the bodies and segments at the tree state (x, ẋ): the tree's placement kernel
-    (`compiled_kernels.placements`), then `_segment_state_py`."""
-    tables = structure(model).tables
-    state = empty_state(model)
-    sub = np.zeros((6, model.n_tangent))
-    placements(tables.meta, tables.body, np.ascontiguousarray(x, dtype=float), state.rotations, state.origins, sub)
-    segment_state_kernel(tables, np.ascontiguousarray(xd, dtype=float), sub, state)
+    """World kinematics of the bodies and segments at the tree state (x, ẋ): the tree kinematics kernel
+    (`constraints.loops.tree_kinematics`), then `_segment_state_py`."""
+    kin = tree_kinematics(model, x, xd)
+    state = _new_state_py(kin.rotations.copy(), kin.positions.copy(), structure(model).n_segments)
+    segment_state_kernel(structure(model).tables, kin.velocity, state)
     return state
 
 
@@ -852,10 +823,10 @@ def _schur_solve_py(matrix, n_segments, rhs, out):
     return True
 
 
-def _new_state_py(n_bodies, n_segments):
-    return SegmentState(np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.empty((n_bodies, 3)),
-                        np.empty((n_bodies, 3)), np.empty((n_segments, 3)), np.empty((n_segments, 3)),
-                        np.empty((n_segments, 3, 3)))
+def _new_state_py(rotations, origins, n_segments):
+    n_bodies = rotations.shape[0]
+    return SegmentState(rotations, origins, np.empty((n_bodies, 3)), np.empty((n_bodies, 3)),
+                        np.empty((n_segments, 3)), np.empty((n_segments, 3)), np.empty((n_segments, 3, 3)))
 
 
 def _new_system_py(size, n_joints, n_constraints, n_tangent):
@@ -865,17 +836,17 @@ def _new_system_py(size, n_joints, n_constraints, n_tangent):
 
 
 def _evaluate_py(tables, x, xd, options):
-    """(SegmentState, SystemArrays) at the tree state (x, ẋ): placements, segment kinematics, assembly."""
+    """(SegmentState, SystemArrays) at the tree state (x, ẋ): tree kinematics (placements and body velocities, the
+    loop rows' kernel), segment kinematics, assembly."""
     nb, n, nj = tables.meta.shape[0], tables.segment_body.shape[0], tables.joint_index.shape[0]
     n_tangent = xd.shape[0]
     n_constraints = 0
     for j in range(nj):
         n_constraints += tables.joint_index[j, 6]
-    state = _NEW_STATE(nb, n)
+    rot, pos, _, twist, _ = _TREE_KINEMATICS(tables.meta, tables.body, x, xd, n_tangent, True)
+    state = _NEW_STATE(rot, pos, n)
     arrays = _NEW_SYSTEM(6 * n + 3 * nj + n_constraints, nj, n_constraints, n_tangent)
-    sub = np.zeros((6, n_tangent))
-    _PLACEMENTS(tables.meta, tables.body, x, state.rotations, state.origins, sub)
-    _SEGMENT_STATE(tables, xd, sub, state)
+    _SEGMENT_STATE(tables, twist, state)
     _ASSEMBLE(tables, state, xd, options, arrays)
     return state, arrays
 
@@ -963,11 +934,11 @@ def _forward_py(tables, x, xd, tau, options):
 
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
-(_ADD_SKEW, _CROSS, _PIVOT, _PLACEMENTS, _BODY_VELOCITIES, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, placements,
-                                                     _body_velocities_py, _segment_state_py, _assemble_py,
-                                                     _schur_factor_py, _schur_apply_py, _schur_solve_py,
-                                                     _new_state_py, _new_system_py, _evaluate_py)
+(_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
+ _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, tree_kinematics_run,
+                                                     _segment_state_py, _assemble_py, _schur_factor_py,
+                                                     _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py,
+                                                     _evaluate_py)
 
 
 def _small_callees() -> dict:
@@ -982,7 +953,7 @@ def _kernel_bindings() -> dict:
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
              "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
-    stages = {"_PLACEMENTS": placements.resolve(), "_SEGMENT_STATE": jit.compiled(_segment_state_py, bind=_velocity_bindings),
+    stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
     # the short glue kernels are IR-inlined into their callers: each level of compiled calls would have LLVM
@@ -1430,4 +1401,4 @@ __all__ = ["SegmentJoint", "Structure", "structure", "System", "system_arrays", 
            "perpendicular_pair", "Reaction", "reactions_from_solution", "accelerations_from_solution", "solve",
            "forward_dynamics", "mass_and_bias", "inverse_dynamics", "system_size", "LinkSegmentFormulation",
            "AbsoluteRun", "constraint_residuals", "simulate_absolute", "body_kinematics", "body_accelerations",
-           "empty_state", "segment_state", "empty_system"]
+           "segment_state", "empty_system"]

@@ -50,10 +50,24 @@ def evaluate_jets(kernel: JetsKernel, x: np.ndarray, t: float) -> tuple[float, n
     z = np.append(np.asarray(x, dtype=float), float(t))
     jet = np.empty(1 + m + m * (m + 1) // 2)
     kernel.function(z, kernel.params, jet)
+    return unpack_jet(jet, m)
+
+
+def unpack_jet(jet: np.ndarray, m: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """(value, gradient (m), symmetric Hessian (m × m)) of a jet laid out as f, ∂f/∂z (m), then the Hessian's upper
+    triangle row by row (`JETS_KERNEL_SIGNATURE`'s layout)."""
     hessian = np.empty((m, m))
     hessian[np.triu_indices(m)] = jet[1 + m:]
     hessian.T[np.triu_indices(m)] = jet[1 + m:]
     return float(jet[0]), jet[1:1 + m].copy(), hessian
+
+
+def one_input_jets(value: float, first: float, second: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """`JointFunction.evaluate`'s (value, gradient, Hessian) over z = (x, t) of a function of one input and not of
+    time, from its value and its first and second derivatives in x."""
+    hessian = np.zeros((2, 2))
+    hessian[0, 0] = second
+    return value, np.array([first, 0.0]), hessian
 
 
 #: attributes every <joint_function> element may carry, whatever its type

@@ -6,10 +6,12 @@ expression="k*sin(A) + B**2 - c*t" parameters="k=1.5 c=0.2"/>``
 Names usable in the text: the inputs (joint names must be Python identifiers and not reserved), ``t``
 (time, s), the parameters (named constants), ``pi`` and ``e``. Functions: see
 `expression_parser.FUNCTIONS`. The text is parsed by a whitelisted AST walk (never eval/sympify).
-Gradient and Hessian over (x..., t) are differentiated symbolically once, at construction, and compiled
-with common-subexpression elimination into one NumPy function; `evaluate` only calls that function. The same
-derivatives are also kept as an instruction tape (`expression_tape`, data only) that the compiled joint jets
-(`model.joint_jets`) interpret, so expression models take the engine's and the bridge's compiled paths.
+Gradient and Hessian over (x..., t) are differentiated symbolically once, at construction, and kept after
+common-subexpression elimination as an instruction tape (`expression_tape`, data only) whose interpreter
+(`expression_tape.tape_jets_py`) is the type's one implementation: `evaluate` runs it (compiled), and the
+compiled joint jets (`model.joint_jets`) inline it, so expression models take the engine's and the bridge's
+compiled paths. Only an expression the tape refuses (over its length bound, or a constant that is not a real
+number) is evaluated by a lambdified NumPy function instead, and stays on the generic path.
 Outside the domain of a function (log of a negative number, a pole such as 1/(t - 0.1) at t = 0.1) or on
 overflow, `evaluate` raises an EvaluationError naming the expression, its inputs and the time — never NaN.
 """
@@ -25,9 +27,9 @@ import math
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import EvaluationError, SourceRef
 from biobullet.core.attributes import check_count
-from biobullet.functions.base import JointFunction
+from biobullet.functions.base import JointFunction, unpack_jet
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
-from biobullet.functions.expression_tape import compile_tape
+from biobullet.functions.expression_tape import compile_tape, output_count, tape_jets, value_first
 from biobullet.functions.registry import register
 
 _PYTHON_SOURCE = SourceRef("<python>", "ExpressionFunction(...)")
@@ -96,12 +98,19 @@ class ExpressionFunction(JointFunction):
         self._uses_time = time_symbol in expr.free_symbols
         self._size = m
         common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
-        # the same value, gradient and Hessian as an instruction tape (data, no generated code) for the compiled
-        # joint jets (`model.joint_jets`, kind EXPRESSION); None keeps this function on the lambdified path
+        # the value, gradient and Hessian as an instruction tape (data, no generated code): what `evaluate` and the
+        # compiled joint jets (`model.joint_jets`, kind EXPRESSION) run; None keeps this function on a lambdified path
         self.tape = compile_tape(*common, variables)
-        self._compiled = sympy.lambdify(   # one common-subexpression elimination serves both
-            variables, outputs, modules="numpy",
-            cse=lambda exprs: common if exprs is outputs else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c")))
+        self._lambdified = None
+        if self.tape is None:
+            self._lambdified = sympy.lambdify(   # the common-subexpression elimination above serves it
+                variables, outputs, modules="numpy",
+                cse=lambda exprs: (common if exprs is outputs
+                                   else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c"))))
+        else:   # the interpreter's inputs: the input positions 0 … n−1 in x, then the value-first tape
+            words, constants = self.tape
+            self._tape_inputs = np.array([*range(m - 1), *value_first([int(w) for w in words], m, len(constants))],
+                                         dtype=np.int64)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -120,8 +129,16 @@ class ExpressionFunction(JointFunction):
         m = self._size
         try:
             with np.errstate(all="ignore"):
-                out = np.array(self._compiled(*(float(v) for v in x), float(t)), dtype=float)
-                total = float(out.sum())
+                if self._lambdified is None:
+                    jet = np.empty(output_count(m))
+                    constants = self.tape[1]
+                    tape_jets(self._tape_inputs, constants, 0, m - 1, 0, len(constants), float(t),
+                              np.ascontiguousarray(x, dtype=float), 0, jet)
+                    value, gradient, hessian = unpack_jet(jet, m)
+                else:
+                    out = np.array(self._lambdified(*(float(v) for v in x), float(t)), dtype=float)
+                    value, gradient, hessian = float(out[0]), out[1:m + 1], out[m + 1:].reshape(m, m)
+                total = value + float(gradient.sum() + hessian.sum())
             problem = None if math.isfinite(total) else (
                 "not finite (outside the domain of a function, at a pole, or overflow)")
         except (ArithmeticError, ValueError, TypeError) as exc:
@@ -131,7 +148,7 @@ class ExpressionFunction(JointFunction):
             raise EvaluationError(f"{self.source.file}: {self.source.element}: expression "
                                   f"{self.expression_text[:80]!r} at t = {float(t):.9g} s"
                                   f"{' (' + inputs + ')' if inputs else ''}: {problem}")
-        return float(out[0]), out[1:m + 1], out[m + 1:].reshape(m, m)
+        return value, gradient, hessian
 
     def __repr__(self) -> str:
         return f"ExpressionFunction(inputs={self.inputs}, expression={self.expression_text!r})"

@@ -13,8 +13,10 @@ Ops: ADD, SUB, MUL, DIV, NEG, POWI (integer power), POW (real power: base > 0, o
 COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG — every function the parser admits
 (`expression_parser.FUNCTIONS`) and what SymPy's differentiation of them produces. Outside a function's domain an
 op gives NaN (never an exception, also in the pure-Python twin), and the caller reports a non-finite result.
-(`model.joint_jets` keeps its own copy of the op codes beside its interpreter and translates each tape, so that
-numba's per-file disk cache can never pair a renumbering here with a stale compiled interpreter.)
+The interpreter is `tape_jets_py` (below), the one implementation of the expression type's jets: compiled alone
+for `ExpressionFunction.evaluate` and inlined into the joint jets kernel, which binds `INTERPRETER_CONSTANTS` (the
+op codes and the limits) as constants: their values key its disk cache, so a renumbering here never meets a stale
+compiled interpreter.
 
 The tape length is bounded (`MAX_INSTRUCTIONS`, from the parser's `MAX_NODES`): a longer tape, or a node outside
 the op set, gives None and the function stays on its generic (lambdified) path.
@@ -27,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.functions.expression_parser import MAX_NODES
 
 ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
@@ -40,6 +43,10 @@ MAX_INTEGER_EXPONENT = 1 << 20
 #: arguments above which exp / sinh, cosh overflow a double (the Python twin would raise OverflowError there)
 EXP_LIMIT = 709.782712893384
 HYPERBOLIC_LIMIT = 710.4758600739439
+#: the interpreter's constants by name, for a kernel that inlines it to bind (`core.jit.compiled`'s `bind`)
+INTERPRETER_CONSTANTS = {name: globals()[name] for name in (
+    "ADD", "SUB", "MUL", "DIV", "NEG", "POWI", "POW", "SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "ATAN2",
+    "SINH", "COSH", "TANH", "EXP", "LOG", "EXP_LIMIT", "HYPERBOLIC_LIMIT")}
 
 
 class _Unsupported(Exception):
@@ -177,3 +184,124 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
     for op, a, b in program:
         words.extend((op, final(a), b if op == POWI else final(b)))
     return np.array(words, dtype=np.int64), np.array(constants, dtype=float)
+
+
+def value_first(words: list[int], m: int, n_const: int) -> list[int]:
+    """A tape (module docstring) with the instructions the value needs moved first (in their order, then the others
+    in theirs: both stay topologically ordered) and their count after the instruction count: [n_instructions,
+    n_value, outputs, (op, a, b) …], so that the value alone is the prefix (`tape_jets_py` with a one-entry jet)."""
+    n_ins, n_out = words[0], output_count(m)
+    outputs, program = words[1:1 + n_out], words[1 + n_out:]
+    first = m + n_const
+    needed, stack = set(), [outputs[0]]
+    while stack:
+        register = stack.pop()
+        k = register - first
+        if k < 0 or k in needed:
+            continue
+        needed.add(k)
+        op, a, b = program[3 * k:3 * k + 3]
+        stack.append(a)
+        if op in (ADD, SUB, MUL, DIV, POW, ATAN2):   # b a register (POWI's b is an exponent; unary ops' b is 0)
+            stack.append(b)
+    order = sorted(needed) + [k for k in range(n_ins) if k not in needed]
+    new = {first + k: first + i for i, k in enumerate(order)}
+
+    def moved(register: int) -> int:
+        return new.get(register, register)
+
+    out = [n_ins, len(needed), *(moved(r) for r in outputs)]
+    for k in order:
+        op, a, b = program[3 * k:3 * k + 3]
+        out.extend((op, moved(a), moved(b) if op in (ADD, SUB, MUL, DIV, POW, ATAN2) else b))
+    return out
+
+
+def tape_jets_py(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet):
+    """The expression type's one implementation: a value-first tape (`value_first`) whose words follow its n_in
+    input indices in `inputs` (from i0), its constants in coef[c0 : c0 + nc], interpreted at z = (x[base_q +
+    inputs[i0 + k]] …, t) into `jet` (f, f_z, upper triangle of f_zz), or into a `jet` of one entry the value f
+    alone (the tape's value prefix): registers z (n_in), t, the constants, then one per instruction (outside a
+    function's domain: NaN, never an exception, also in Python). `ExpressionFunction.evaluate` runs it compiled
+    (`tape_jets`), the compiled joint jets (`model.joint_jets`, kind EXPRESSION) inline it."""
+    m = n_in + 1
+    p0 = i0 + n_in
+    n_ins = inputs[p0] if jet.shape[0] > 1 else inputs[p0 + 1]
+    o0 = p0 + 2
+    w0 = o0 + 1 + m + m * (m + 1) // 2
+    reg = np.empty(m + nc + n_ins)
+    for k in range(n_in):
+        reg[k] = x[base_q + inputs[i0 + k]]
+    reg[n_in] = t
+    for k in range(nc):
+        reg[m + k] = coef[c0 + k]
+    dest = m + nc
+    for k in range(n_ins):
+        op, a, b = inputs[w0 + 3 * k], inputs[w0 + 3 * k + 1], inputs[w0 + 3 * k + 2]
+        u = reg[a]
+        # outside a function's domain: NaN (never an exception, also in the Python twin)
+        if op == ADD:
+            v = u + reg[b]
+        elif op == SUB:
+            v = u - reg[b]
+        elif op == MUL:
+            v = u * reg[b]
+        elif op == DIV:
+            w = reg[b]
+            v = u / w if w != 0.0 else np.nan
+        elif op == NEG:
+            v = -u
+        elif op == POWI:   # b = the exponent ≥ 0 (negative powers are 1 / POWI): repeated squaring
+            v = 1.0
+            e = b
+            base = u
+            while e > 0:
+                if e & 1:
+                    v *= base
+                base *= base
+                e >>= 1
+        elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
+            w = reg[b]
+            if u > 0.0:
+                v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
+            elif u == 0.0:
+                v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
+            else:
+                v = np.nan
+        elif op == SQRT:
+            v = np.sqrt(u) if u >= 0.0 else np.nan
+        elif op == EXP:
+            v = np.exp(u) if u <= EXP_LIMIT else np.inf
+        elif op == LOG:
+            v = np.log(u) if u > 0.0 else np.nan
+        elif op == ATAN2:
+            v = np.arctan2(u, reg[b])
+        elif not np.isfinite(u):
+            v = np.nan
+        elif op == SIN:
+            v = np.sin(u)
+        elif op == COS:
+            v = np.cos(u)
+        elif op == TAN:
+            v = np.tan(u)
+        elif op == ASIN:
+            v = np.arcsin(u) if abs(u) <= 1.0 else np.nan
+        elif op == ACOS:
+            v = np.arccos(u) if abs(u) <= 1.0 else np.nan
+        elif op == ATAN:
+            v = np.arctan(u)
+        elif op == SINH:
+            v = np.sinh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+        elif op == COSH:
+            v = np.cosh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
+        elif op == TANH:
+            v = np.tanh(u)
+        else:
+            v = np.nan
+        reg[dest + k] = v
+    for k in range(jet.shape[0]):
+        jet[k] = reg[inputs[o0 + k]]
+
+
+#: `tape_jets_py` compiled on its first call (its Python form where numba is switched off)
+tape_jets = jit.lazy(tape_jets_py)

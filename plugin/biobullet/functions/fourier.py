@@ -44,7 +44,10 @@ class FourierFunction(JointFunction):
             raise ModelError("non-finite coefficient", attribute="a", expected="finite numbers")
         self.period, self.a0 = float(period), float(a0)
         self.a, self.b = a_arr, b_arr
-        self._omega_k = 2.0 * math.pi / self.period * np.arange(1, n + 1)  # rad/s, harmonic k
+        omega = 2.0 * math.pi / self.period * np.arange(1, n + 1)   # rad/s, harmonic k
+        #: the parameters of `fourier_jets_py`: a0, then (ω_k, a_k, b_k) per harmonic (a tuple: Python indexes it
+        #: faster than an array)
+        self.jet_parameters = (self.a0, *(float(v) for k in range(n) for v in (omega[k], a_arr[k], b_arr[k])))
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -70,16 +73,27 @@ class FourierFunction(JointFunction):
         return True
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
-        phase = self._omega_k * float(t)
-        c, s = np.cos(phase), np.sin(phase)
-        wa, wb = self._omega_k * self.a, self._omega_k * self.b
-        value = self.a0 + float(self.a @ c + self.b @ s)
-        rate = float(wb @ c - wa @ s)
-        accel = -float((self._omega_k * wa) @ c + (self._omega_k * wb) @ s)
+        value, rate, accel = fourier_jets_py(self.jet_parameters, 0, len(self.a), float(t))
         return value, np.array([rate]), np.array([[accel]])
 
     def __repr__(self) -> str:
         return f"FourierFunction(period={self.period}, harmonics={len(self.a)})"
+
+
+def fourier_jets_py(coef, c0, nh, t):
+    """(θ, dθ/dt, d²θ/dt²) at t of the series whose parameters start at coef[c0]: a0, then (ω_k, a_k, b_k) for
+    nh harmonics. The type's one implementation: `evaluate` runs it in Python, the compiled joint jets
+    (`model.joint_jets`) inline it."""
+    value = coef[c0]
+    rate = 0.0
+    accel = 0.0
+    for k in range(nh):
+        w, a, b = coef[c0 + 1 + 3 * k], coef[c0 + 2 + 3 * k], coef[c0 + 3 + 3 * k]
+        cs, sn = np.cos(w * t), np.sin(w * t)
+        value += a * cs + b * sn
+        rate += w * (b * cs - a * sn)
+        accel -= w * w * (a * cs + b * sn)
+    return value, rate, accel
 
 
 def fourier_coefficients(t: Sequence[float], y: Sequence[float], period: float,

@@ -16,6 +16,17 @@ from biobullet.functions.base import JointFunction
 from biobullet.functions.registry import register
 
 
+def linear_jets_py(coef, c0, n, values, base, inputs, i0):
+    """θ = offset + Σ_k a_k z_k with a = coef[c0 : c0 + n], the offset coef[c0 + n], and z_k = values[base +
+    inputs[i0 + k]] (the function's inputs gathered from a state vector). Its gradient is a and its Hessian zero.
+    The type's one implementation: `evaluate` runs it in Python, the compiled joint jets (`model.joint_jets`)
+    inline it."""
+    value = coef[c0 + n]
+    for k in range(n):
+        value += coef[c0 + k] * values[base + inputs[i0 + k]]
+    return value
+
+
 @register
 class LinearFunction(JointFunction):
     """θ = offset + coefficients · x; gradient constant, Hessian zero."""
@@ -36,6 +47,9 @@ class LinearFunction(JointFunction):
         self.coefficients = coefficients
         self.offset = float(offset)
         n = len(self.inputs)
+        #: the parameters of `linear_jets_py`: the coefficients, then the offset
+        self.jet_parameters = (*(float(a) for a in coefficients), self.offset)
+        self._positions = tuple(range(n))
         # Precomputed once: the jet of a linear map does not depend on (x, t).
         self._gradient = np.append(coefficients, 0.0)
         self._gradient.flags.writeable = False
@@ -56,8 +70,8 @@ class LinearFunction(JointFunction):
         return cls((joint,), (float(multiplier),), float(offset))
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
-        value = self.offset + float(np.dot(self.coefficients, x))
-        return value, self._gradient.copy(), self._hessian.copy()
+        value = linear_jets_py(self.jet_parameters, 0, len(self._positions), x, 0, self._positions, 0)
+        return float(value), self._gradient.copy(), self._hessian.copy()
 
     def __repr__(self) -> str:
         return (f"LinearFunction(inputs={self.inputs}, coefficients={self.coefficients.tolist()}, "

@@ -12,21 +12,27 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.core.attributes import floats
-from biobullet.functions.base import JointFunction
+from biobullet.functions.base import JointFunction, one_input_jets
 from biobullet.functions.registry import register
 
 
-def _horner(coefficients: tuple[float, ...], x: float) -> float:
-    # Plain-Python Horner: for the short tables used here it beats numpy's call overhead.
-    result = 0.0
-    for c in reversed(coefficients):
-        result = result * x + c
-    return result
+def polynomial_jets_py(coef, c0, nc, z):
+    """(θ, dθ/dz, d²θ/dz²) of θ = Σ_k coef[c0 + k] z^k (k < nc, ascending powers) at z: one Horner pass for the
+    value and both derivatives. The type's one implementation: `evaluate` runs it in Python, the compiled joint
+    jets (`model.joint_jets`) inline it."""
+    f = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for k in range(nc - 1, -1, -1):
+        d2 = d2 * z + 2.0 * d1
+        d1 = d1 * z + f
+        f = f * z + coef[c0 + k]
+    return f, d1, d2
 
 
 @register
 class PolynomialFunction(JointFunction):
-    """θ = c0 + c1 x + c2 x² + …; gradient and Hessian from the differentiated coefficient lists."""
+    """θ = c0 + c1 x + c2 x² + …; value, gradient and Hessian from `polynomial_jets_py`."""
 
     type_name: ClassVar[str] = "polynomial"
     attributes: ClassVar[tuple[str, ...]] = ("coefficients",)
@@ -40,9 +46,6 @@ class PolynomialFunction(JointFunction):
             raise ModelError("need at least one finite coefficient", attribute="coefficients",
                              expected="finite numbers c0 c1 ...")
         self.coefficients = tuple(float(v) for v in c)
-        k = np.arange(len(c), dtype=float)
-        self._d1 = tuple(float(v) for v in (c * k)[1:]) or (0.0,)
-        self._d2 = tuple(float(v) for v in (c * k * (k - 1))[2:]) or (0.0,)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -52,11 +55,7 @@ class PolynomialFunction(JointFunction):
         return cls(inputs, coefficients)
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
-        xv = float(x[0])
-        gradient = np.array([_horner(self._d1, xv), 0.0])
-        hessian = np.zeros((2, 2))
-        hessian[0, 0] = _horner(self._d2, xv)
-        return _horner(self.coefficients, xv), gradient, hessian
+        return one_input_jets(*polynomial_jets_py(self.coefficients, 0, len(self.coefficients), float(x[0])))
 
     def __repr__(self) -> str:
         return f"PolynomialFunction(inputs={self.inputs}, coefficients={list(self.coefficients)})"

@@ -19,7 +19,6 @@ keep the table wider than the motion range.
 """
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.core.attributes import REQUIRED, floats
-from biobullet.functions.base import JointFunction, interpolation_table
+from biobullet.functions.base import JointFunction, interpolation_table, one_input_jets
 from biobullet.functions.registry import register
 
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
@@ -70,8 +69,7 @@ class SplineFunction(JointFunction):
         self.x, self.y, self.boundary = xs, ys, boundary
         self.extrapolation, self.degree = extrapolation, degree
         self.slopes = None if slopes is None else tuple(float(s) for s in slopes)
-        # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k). Kept as Python lists: the hot loop evaluates one
-        # scalar at a time, where list indexing + bisect is much cheaper than a PPoly call.
+        # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k)
         if degree == 1:
             slope = np.diff(ys) / np.diff(xs)
             coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
@@ -93,8 +91,10 @@ class SplineFunction(JointFunction):
             pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
                       [0.0, 0.0, end_slope, float(ys[-1])]]
             breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
-        self._breaks = breaks
-        self._coefficients = pieces
+        #: the parameters of `spline_jets_py`: the breaks, then each piece's (c3, c2, c1, c0); a tuple, which
+        #: Python indexes faster than an array
+        self.jet_parameters = (*(float(b) for b in breaks), *(float(c) for piece in pieces for c in piece))
+        self.n_breaks = len(breaks)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -117,21 +117,25 @@ class SplineFunction(JointFunction):
             raise source.error(exc.attribute, exc.detail, exc.expected) from None
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
-        xv = float(x[0])
-        breaks = self._breaks
-        # Same piece choice as PPoly: [x_i, x_{i+1}), first/last piece continued outside the table.
-        i = min(max(bisect.bisect_right(breaks, xv) - 1, 0), len(breaks) - 2)
-        c3, c2, c1, c0 = self._coefficients[i]
-        s = xv - breaks[i]
-        value = ((c3 * s + c2) * s + c1) * s + c0
-        gradient = np.array([(3.0 * c3 * s + 2.0 * c2) * s + c1, 0.0])
-        hessian = np.zeros((2, 2))
-        hessian[0, 0] = 6.0 * c3 * s + 2.0 * c2
-        return value, gradient, hessian
+        return one_input_jets(*spline_jets_py(self.jet_parameters, 0, self.n_breaks, float(x[0])))
 
     def __repr__(self) -> str:
         return (f"SplineFunction(inputs={self.inputs}, points={len(self.x)}, boundary='{self.boundary}', "
                 f"extrapolation='{self.extrapolation}', degree={self.degree})")
+
+
+def spline_jets_py(coef, c0, nc, z):
+    """(θ, dθ/dz, d²θ/dz²) at z of the piecewise cubic whose parameters start at coef[c0]: nc breaks, then
+    (nc − 1) pieces (c3, c2, c1, c0) in s = z − break. Piece i serves [x_i, x_{i+1}) (PPoly's choice), the end
+    pieces continue outside the breaks. The type's one implementation: `evaluate` runs it in Python, the compiled
+    joint jets (`model.joint_jets`) inline it."""
+    piece = 0
+    while piece < nc - 2 and z >= coef[c0 + piece + 1]:
+        piece += 1
+    s = z - coef[c0 + piece]
+    base = c0 + nc + 4 * piece
+    a3, a2, a1, a0 = coef[base], coef[base + 1], coef[base + 2], coef[base + 3]
+    return (((a3 * s + a2) * s + a1) * s + a0, (3.0 * a3 * s + 2.0 * a2) * s + a1, 6.0 * a3 * s + 2.0 * a2)
 
 
 #: OpenSim's floor on a knot spacing in SimmSpline (SimmMacros.h TINY_NUMBER)

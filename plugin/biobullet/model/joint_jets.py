@@ -2,10 +2,12 @@
 from the same kernel, the constraint rows θ_d − f(z, t) with Φ_x, Φ_t and the velocity bias (`_function_rows_py`).
 
 One implementation shared by the reference engine's compiled right-hand side (`integrate.compiled_rhs`) and the
-constraint rows of `constraints.equations` (the multiplier formulation and the PyBullet bridge). Types evaluated
-here: polynomial, linear, cubic spline, Fourier driver and `expression` (its value, gradient and Hessian as an
-instruction tape, `functions.expression_tape`, interpreted here — data, no generated code). Third-party types, and
-an expression whose tape was refused (over the length bound), stay on the generic path: `function_table` returns
+constraint rows of `constraints.equations` (the multiplier formulation and the PyBullet bridge). The kernel packs
+the built-in types into one table and dispatches each row to its type's own jets kernel, which lives with the type
+in `functions` and is what the type's `evaluate` runs: `polynomial_jets_py`, `linear_jets_py`, `spline_jets_py`,
+`fourier_jets_py` and the expression tape's interpreter `expression_tape.tape_jets_py` (data, no generated code);
+this module adds the chain rule through the input joints. Third-party types without compiled jets, and an
+expression whose tape was refused (over the length bound), stay on the generic path: `function_table` returns
 None for a set that has one. A non-finite expression result (outside a function's domain, a pole, overflow) makes
 the kernels return their failure status; the generic path then raises its EvaluationError.
 """
@@ -16,16 +18,11 @@ import numpy as np
 from typing import NamedTuple
 
 from biobullet.core import jit
-from biobullet.functions import expression_tape
-from biobullet.functions.expression_tape import EXP_LIMIT, HYPERBOLIC_LIMIT
-
-# The interpreter's op codes live beside it: numba's on-disk cache is keyed on this file only, so a renumbering in
-# `functions.expression_tape` must not reach a stale compiled interpreter — `function_table` translates every tape.
-ADD, SUB, MUL, DIV, NEG, POWI, POW, SQRT = 0, 1, 2, 3, 4, 5, 6, 7
-SIN, COS, TAN, ASIN, ACOS, ATAN, ATAN2, SINH, COSH, TANH, EXP, LOG = 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19
-_OP_CODES = {getattr(expression_tape, name): code for code, name in enumerate(
-    ("ADD", "SUB", "MUL", "DIV", "NEG", "POWI", "POW", "SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN", "ATAN2",
-     "SINH", "COSH", "TANH", "EXP", "LOG"))}
+from biobullet.functions.expression_tape import INTERPRETER_CONSTANTS, tape_jets_py, value_first
+from biobullet.functions.fourier import fourier_jets_py
+from biobullet.functions.linear import linear_jets_py
+from biobullet.functions.polynomial import polynomial_jets_py
+from biobullet.functions.spline import spline_jets_py
 
 # Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver,
 # expression (tape). Third-party types stay on the generic path: `function_table` returns None for them.
@@ -35,93 +32,13 @@ POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 PLUGIN = 5
 _FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
 
-
-def _tape_jets(inputs, coef, i0, n_in, c0, nc, t, x, base_q, jet):
-    """An EXPRESSION row's tape interpreted into `jet` (f, f_z, upper triangle of f_zz; z = inputs, t), or into a
-    `jet` of one entry the value f alone (the tape's value-first prefix, `function_table`): registers z (n_in), t,
-    the constants, then one per instruction (outside a function's domain: NaN, never an exception, also in the
-    Python twin)."""
-    m = n_in + 1
-    p0 = i0 + n_in
-    n_ins = inputs[p0] if jet.shape[0] > 1 else inputs[p0 + 1]
-    o0 = p0 + 2
-    w0 = o0 + 1 + m + m * (m + 1) // 2
-    reg = np.empty(m + nc + n_ins)
-    for k in range(n_in):
-        reg[k] = x[base_q + inputs[i0 + k]]
-    reg[n_in] = t
-    for k in range(nc):
-        reg[m + k] = coef[c0 + k]
-    dest = m + nc
-    for k in range(n_ins):
-        op, a, b = inputs[w0 + 3 * k], inputs[w0 + 3 * k + 1], inputs[w0 + 3 * k + 2]
-        u = reg[a]
-        # outside a function's domain: NaN (never an exception, also in the Python twin)
-        if op == ADD:
-            v = u + reg[b]
-        elif op == SUB:
-            v = u - reg[b]
-        elif op == MUL:
-            v = u * reg[b]
-        elif op == DIV:
-            w = reg[b]
-            v = u / w if w != 0.0 else np.nan
-        elif op == NEG:
-            v = -u
-        elif op == POWI:   # b = the exponent ≥ 0 (negative powers are 1 / POWI): repeated squaring
-            v = 1.0
-            e = b
-            base = u
-            while e > 0:
-                if e & 1:
-                    v *= base
-                base *= base
-                e >>= 1
-        elif op == POW:    # real power of a base ≥ 0 (a negative base: not a real number)
-            w = reg[b]
-            if u > 0.0:
-                v = u ** w if w * np.log(u) <= EXP_LIMIT else np.inf
-            elif u == 0.0:
-                v = 0.0 if w > 0.0 else (1.0 if w == 0.0 else np.inf)
-            else:
-                v = np.nan
-        elif op == SQRT:
-            v = np.sqrt(u) if u >= 0.0 else np.nan
-        elif op == EXP:
-            v = np.exp(u) if u <= EXP_LIMIT else np.inf
-        elif op == LOG:
-            v = np.log(u) if u > 0.0 else np.nan
-        elif op == ATAN2:
-            v = np.arctan2(u, reg[b])
-        elif not np.isfinite(u):
-            v = np.nan
-        elif op == SIN:
-            v = np.sin(u)
-        elif op == COS:
-            v = np.cos(u)
-        elif op == TAN:
-            v = np.tan(u)
-        elif op == ASIN:
-            v = np.arcsin(u) if abs(u) <= 1.0 else np.nan
-        elif op == ACOS:
-            v = np.arccos(u) if abs(u) <= 1.0 else np.nan
-        elif op == ATAN:
-            v = np.arctan(u)
-        elif op == SINH:
-            v = np.sinh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
-        elif op == COSH:
-            v = np.cosh(u) if abs(u) <= HYPERBOLIC_LIMIT else np.inf
-        elif op == TANH:
-            v = np.tanh(u)
-        else:
-            v = np.nan
-        reg[dest + k] = v
-    for k in range(jet.shape[0]):
-        jet[k] = reg[inputs[o0 + k]]
-
-
-# the Python twin evaluates every kind; `jets_kernel` binds the compiled tape interpreter and plug-in caller
-_TAPES, _TAPE = True, _tape_jets
+#: each built-in type's jets kernel (functions/), by the name `_explicit_jets_py` calls it; bound (inlined) into
+#: every compiled variant, and the callees of its Python form
+_TYPE_KERNELS = {"_POLYNOMIAL": polynomial_jets_py, "_LINEAR": linear_jets_py, "_SPLINE": spline_jets_py,
+                 "_FOURIER": fourier_jets_py}
+_POLYNOMIAL, _LINEAR, _SPLINE, _FOURIER = polynomial_jets_py, linear_jets_py, spline_jets_py, fourier_jets_py
+# the Python form evaluates every kind; `jets_kernel` binds the compiled tape interpreter and plug-in caller
+_TAPES, _TAPE = True, tape_jets_py
 
 
 def has_tapes(table: np.ndarray) -> bool:
@@ -134,14 +51,16 @@ def jets_kernel(tapes: bool = True):
     here. `tapes=False` compiles it without the expression-tape interpreter and the plug-in jets caller (a table
     without EXPRESSION and PLUGIN rows, `has_tapes`; such a row then returns the failure status)."""
     if not tapes:
-        return jit.compiled(_explicit_jets_py, bind={"_TAPES": False}, variant="no_tapes")
+        return jit.compiled(_explicit_jets_py, bind={**_TYPE_KERNELS, "_TAPES": False}, variant="no_tapes")
     return jit.compiled(_explicit_jets_py, bind=_jets_bindings)
 
 
 def _jets_bindings() -> dict:
-    """The callees of `_explicit_jets_py` with every kind of row: the tape interpreter and the plug-in caller."""
+    """The callees of `_explicit_jets_py` with every kind of row: the types' kernels, the tape interpreter (with
+    its op codes and limits as constants: they key the disk cache) and the plug-in caller."""
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE
-    return {"_TAPES": True, "_TAPE": _tape_jets, "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
+    return {**_TYPE_KERNELS, **INTERPRETER_CONSTANTS, "_TAPES": True, "_TAPE": tape_jets_py,
+            "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
 
 
 def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, gamma):
@@ -197,56 +116,32 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
                     h += 1
             x[xo], xd[vo], gamma[vo] = jet[0], rate, acc
             continue
-        if kind == LINEAR:
-            value = coef[c0 + n_in]   # the offset follows the coefficients
+        if kind == LINEAR:   # θ = offset + a·z: G, θ̇, γ the same combination of the inputs' (chain rule)
+            value = _LINEAR(coef, c0, n_in, x, base_q, inputs, i0)
             rate = 0.0
             acc = 0.0
             for c in range(nv):
                 gradient[vo, c] = 0.0
             for m in range(n_in):
                 a = coef[c0 + m]
-                j = inputs[i0 + m]
-                value += a * x[base_q + j]
-                rate += a * xd[base_v + j]
-                acc += a * gamma[base_v + j]
+                j = base_v + inputs[i0 + m]
+                rate += a * xd[j]
+                acc += a * gamma[j]
                 for c in range(nv):
-                    gradient[vo, c] += a * gradient[base_v + j, c]
+                    gradient[vo, c] += a * gradient[j, c]
             x[xo], xd[vo], gamma[vo] = value, rate, acc
             continue
-        if kind == FOURIER:   # θ(t): a0, then (ω_k, a_k, b_k) per harmonic
-            value = coef[c0]
-            rate = 0.0
-            acc = 0.0
-            for k in range(nc):
-                w, a, b = coef[c0 + 1 + 3 * k], coef[c0 + 2 + 3 * k], coef[c0 + 3 + 3 * k]
-                cs, sn = np.cos(w * t), np.sin(w * t)
-                value += a * cs + b * sn
-                rate += w * (b * cs - a * sn)
-                acc -= w * w * (a * cs + b * sn)
+        if kind == FOURIER:   # θ(t)
+            x[xo], xd[vo], gamma[vo] = _FOURIER(coef, c0, nc, t)
             for c in range(nv):
                 gradient[vo, c] = 0.0
-            x[xo], xd[vo], gamma[vo] = value, rate, acc
             continue
         j = inputs[i0]
         z = x[base_q + j]
-        if kind == POLYNOMIAL:   # Horner for f, f', f'' (ascending coefficients)
-            f = 0.0
-            d1 = 0.0
-            d2 = 0.0
-            for k in range(nc - 1, -1, -1):
-                d2 = d2 * z + 2.0 * d1
-                d1 = d1 * z + f
-                f = f * z + coef[c0 + k]
-        else:   # SPLINE: nc breaks, then (nc − 1) pieces (c3, c2, c1, c0) in s = z − break; end pieces continued
-            piece = 0
-            while piece < nc - 2 and z >= coef[c0 + piece + 1]:
-                piece += 1
-            s = z - coef[c0 + piece]
-            base = c0 + nc + 4 * piece
-            a3, a2, a1, a0 = coef[base], coef[base + 1], coef[base + 2], coef[base + 3]
-            f = ((a3 * s + a2) * s + a1) * s + a0
-            d1 = (3.0 * a3 * s + 2.0 * a2) * s + a1
-            d2 = 6.0 * a3 * s + 2.0 * a2
+        if kind == POLYNOMIAL:
+            f, d1, d2 = _POLYNOMIAL(coef, c0, nc, z)
+        else:
+            f, d1, d2 = _SPLINE(coef, c0, nc, z)
         zd = xd[base_v + j]
         x[xo] = f
         xd[vo] = d1 * zd
@@ -279,38 +174,6 @@ class FunctionTable(NamedTuple):
     coef: np.ndarray
 
 
-def value_first(words: list[int], m: int, n_const: int) -> list[int]:
-    """A translated tape (`functions.expression_tape` layout, this module's op codes) with the instructions the
-    value needs moved first (in their order, then the others in theirs: both stay topologically ordered) and their
-    count after the instruction count: [n_instructions, n_value, outputs, (op, a, b) …], so that the value alone
-    is the prefix (`_tape_jets` with a one-entry jet)."""
-    n_ins, n_out = words[0], expression_tape.output_count(m)
-    outputs, program = words[1:1 + n_out], words[1 + n_out:]
-    first = m + n_const
-    needed, stack = set(), [outputs[0]]
-    while stack:
-        register = stack.pop()
-        k = register - first
-        if k < 0 or k in needed:
-            continue
-        needed.add(k)
-        op, a, b = program[3 * k:3 * k + 3]
-        stack.append(a)
-        if op in (ADD, SUB, MUL, DIV, POW, ATAN2):   # b a register (POWI's b is an exponent; unary ops' b is 0)
-            stack.append(b)
-    order = sorted(needed) + [k for k in range(n_ins) if k not in needed]
-    new = {first + k: first + i for i, k in enumerate(order)}
-
-    def moved(register: int) -> int:
-        return new.get(register, register)
-
-    out = [n_ins, len(needed), *(moved(r) for r in outputs)]
-    for k in order:
-        op, a, b = program[3 * k:3 * k + 3]
-        out.extend((op, moved(a), moved(b) if op in (ADD, SUB, MUL, DIV, POW, ATAN2) else b))
-    return out
-
-
 def function_table(entries) -> FunctionTable | None:
     """`FunctionTable` (table, inputs, coefficients) for `_explicit_jets_py` / `_function_rows_py` from (output joint, input
     joints, JointFunction) triples (joint slots in the tree's joint order), or None when a function is of a type
@@ -331,25 +194,18 @@ def function_table(entries) -> FunctionTable | None:
             coef.extend(float(c) for c in f.coefficients)
             rows.append((POLYNOMIAL, output, start_in, 1, start_c, len(f.coefficients)))
         elif kind is LinearFunction:
-            coef.extend(float(c) for c in f.coefficients)
-            coef.append(float(f.offset))
+            coef.extend(f.jet_parameters)   # the coefficients, then the offset
             rows.append((LINEAR, output, start_in, len(joint_inputs), start_c, len(f.coefficients)))
         elif kind is SplineFunction and len(joint_inputs) == 1:
-            coef.extend(float(b) for b in f._breaks)
-            for piece in f._coefficients:
-                coef.extend(float(c) for c in piece)
-            rows.append((SPLINE, output, start_in, 1, start_c, len(f._breaks)))
+            coef.extend(f.jet_parameters)
+            rows.append((SPLINE, output, start_in, 1, start_c, f.n_breaks))
         elif kind is FourierFunction and not joint_inputs:
-            coef.append(float(f.a0))
-            for w, a, b in zip(f._omega_k, f.a, f.b):
-                coef.extend((float(w), float(a), float(b)))
+            coef.extend(f.jet_parameters)
             rows.append((FOURIER, output, start_in, 0, start_c, len(f.a)))
         elif kind is ExpressionFunction and f.tape is not None:
             words, constants = f.tape
-            words = [int(w) for w in words]
-            first_op = 1 + expression_tape.output_count(len(joint_inputs) + 1)
-            words[first_op::3] = [_OP_CODES[op] for op in words[first_op::3]]   # to this interpreter's codes
-            inputs.extend(value_first(words, len(joint_inputs) + 1, len(constants)))   # after the input joints
+            # the tape after the input joints
+            inputs.extend(value_first([int(w) for w in words], len(joint_inputs) + 1, len(constants)))
             coef.extend(float(c) for c in constants)
             rows.append((EXPRESSION, output, start_in, len(joint_inputs), start_c, len(constants)))
         else:

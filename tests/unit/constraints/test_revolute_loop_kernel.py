@@ -2,9 +2,9 @@
 what it opens: the pipeline's loop stage (`constraints.newton_kernel`) and the compiled loop right-hand side
 (`integrate.compiled_rhs.CompiledReducedRHS`) for models with a revolute loop, alone and mixed with a planar loop.
 
-Checked against independent references: `RevoluteLoop.rows` (the per-loop numpy reference, through
-`loops._per_loop_terms`) at 60 random states, the bias also against central differences of Φ_x ẋ and the Jacobian
-against central differences of Φ; a whole passive run against energy conservation. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
+Checked against independent references: the bias against central differences of Φ_x ẋ and the Jacobian against
+central differences of Φ, for all loops in one kernel call and for each loop type's `rows()` (the same kernel run
+from the two points' states); a whole passive run against energy conservation. Models: a random spatial chain (4 + 4 continuous joints, 3 DOF) closed by a revolute loop with a
 skew hinge axis (tests/closed_chains.py), and the same chain with the four-bar knee of urdf/fourbar_knee.urdf
 (a planar loop) on a second branch of the same root — one loop resolver holding a revolute and a planar loop."""
 from __future__ import annotations
@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import biobullet
-from biobullet.constraints import loop_kernels
-from biobullet.constraints.loops import _per_loop_terms, vector_loops, tree_kinematics
+from biobullet.constraints.loops import _per_loop_terms, loop_terms, tree_kinematics
 from closed_chains import closed_chain
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -71,51 +70,35 @@ def _random_state(model, rng):
     return rng.uniform(-np.pi, np.pi, model.n_config), rng.uniform(-3.0, 3.0, model.n_tangent)
 
 
-def _kernel_rows(kernel_rows, model, vector, x, xd):
-    kin = tree_kinematics(model, x, xd)
-    return kernel_rows(vector.rows, 0, (kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel), True,
-                       True)
+def _per_loop_rows(model, loops, x, xd=None, *, jacobian=True):
+    """(Φ, Φ_x, b) through each loop type's `rows()` (the rows kernel run per loop from the two points' states)."""
+    return _per_loop_terms(model, loops, tree_kinematics(model, x, xd), jacobian, xd is not None)
 
 
+#: the two ways to the rows: all loops of the model in one kernel call, and each loop's `LoopType.rows`
+ROUTES = {"loop_terms": loop_terms, "rows()": _per_loop_rows}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
 @pytest.mark.parametrize("name", list(MODELS))
-def test_kernel_rows_equal_the_loop_types_rows(tmp_path, name):
-    """Φ, Φ_x and b of the kernel equal `RevoluteLoop.rows` / `PlanarLoop.rows` to 1e-12 at 60 random states
-    (random angles over the whole circle, rates ±3 rad/s): the same algebra, only the evaluation order differs."""
-    rows = loop_kernels.loop_rows_run
+def test_bias_and_jacobian_match_finite_differences(tmp_path, name, route):
+    """b = Φ̇_x ẋ equals d/ds [Φ_x(x + s ẋ) ẋ] and Φ_x equals ∂Φ/∂x, both by central differences (h = 1e-5:
+    truncation ~h²·|third derivative| ≈ 1e-9 at these rates), through `loop_terms` (all loops in one kernel call)
+    and through each loop type's `rows()`."""
+    terms = ROUTES[route]
     model = MODELS[name][0](tmp_path)
     _, loops = _loops(model)
     assert sorted(loop.type for loop in loops) == (["revolute"] if name == "revolute loop" else
                                                    ["planar", "revolute"])
-    vector = vector_loops(model, loops)
-    assert vector is not None and 2 in vector.rows.kinds
-    rng = np.random.default_rng(5)
-    for _ in range(60):
-        x, xd = _random_state(model, rng)
-        phi, jac, bias = _kernel_rows(rows, model, vector, x, xd)
-        ref_phi, ref_jac, ref_bias = _per_loop_terms(model, loops, tree_kinematics(model, x, xd), True, True)
-        np.testing.assert_allclose(phi, ref_phi, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(jac, ref_jac, rtol=0, atol=1e-12)
-        # b grows with |ẋ|² (here up to ~40 m/s², 1/s²): round-off relative to its size
-        np.testing.assert_allclose(bias, ref_bias, rtol=0, atol=1e-12 * max(1.0, np.abs(ref_bias).max()))
-
-
-@pytest.mark.parametrize("name", list(MODELS))
-def test_bias_and_jacobian_match_finite_differences(tmp_path, name):
-    """b = Φ̇_x ẋ equals d/ds [Φ_x(x + s ẋ) ẋ] and Φ_x equals ∂Φ/∂x, both by central differences (h = 1e-5:
-    truncation ~h²·|third derivative| ≈ 1e-9 at these rates), through `loop_terms` (the compiled kernel where
-    numba is on, else the per-loop rows)."""
-    from biobullet.constraints.loops import loop_terms
-    model = MODELS[name][0](tmp_path)
-    _, loops = _loops(model)
     rng = np.random.default_rng(9)
     h = 1e-5
     for _ in range(10):
         x, xd = _random_state(model, rng)
-        _, jac, bias = loop_terms(model, loops, x, xd)
-        fd = (loop_terms(model, loops, x + h * xd)[1] @ xd - loop_terms(model, loops, x - h * xd)[1] @ xd) / (2 * h)
+        _, jac, bias = terms(model, loops, x, xd)
+        fd = (terms(model, loops, x + h * xd)[1] @ xd - terms(model, loops, x - h * xd)[1] @ xd) / (2 * h)
         np.testing.assert_allclose(bias, fd, rtol=0, atol=1e-7 * max(1.0, np.abs(fd).max()))
-        fd_jac = np.column_stack([(loop_terms(model, loops, x + h * e, jacobian=False)[0]
-                                   - loop_terms(model, loops, x - h * e, jacobian=False)[0]) / (2 * h)
+        fd_jac = np.column_stack([(terms(model, loops, x + h * e, jacobian=False)[0]
+                                   - terms(model, loops, x - h * e, jacobian=False)[0]) / (2 * h)
                                   for e in np.eye(model.n_tangent)])
         np.testing.assert_allclose(jac, fd_jac, rtol=0, atol=1e-8)
 
