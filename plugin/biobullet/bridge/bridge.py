@@ -259,11 +259,11 @@ class Bridge:
                                                  if name in self.joint_index}
         from biobullet.bridge.outside import OutsideWatch
         #: what acts outside the solve, read back from the state after every step (bridge/outside.py)
-        self.watch = OutsideWatch(self)
+        self.watch = OutsideWatch(self, self._write_state)
         #: the plan of a model without rows or native loops (`_apply_plain`); the state read and PyBullet's
         #: getUserData bound once (no per-step lookups)
         self._plain = not self.constraints.n and not self.native_constraints
-        self._read = self.read_state if self._fixed else self.map.state_from_pybullet
+        self._read = self._read_state if self._fixed else self.map.state_from_pybullet
         self._get_user_data = self.pybullet.getUserData
         #: the bridge's own motors (set_motor): rows of the constrained solve
         self.motors: dict[str, dict] = {}
@@ -283,8 +283,8 @@ class Bridge:
             if any(e.tag == "contact" for e in model.description.elements):
                 from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
                 self.contacts = BridgeContacts(
-                    self, ground_body=ground_body, geometry=contact_geometry, scene=scene_contacts,
-                    query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
+                    self, read_state=self._read_state, ground_body=ground_body, geometry=contact_geometry,
+                    scene=scene_contacts, query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
         except BaseException:
             self.close()
             raise
@@ -447,7 +447,7 @@ class Bridge:
         self._kernels = kernels()
         n, m = self.model.n_tangent, self.constraints.n
         self._xdd = np.empty(n)   # kernel work space
-        self._flat = None         # [x, ẋ] of the last fixed-base read (`read_state`)
+        self._flat = None         # [x, ẋ] of the last fixed-base read (`_read_state`)
         self._solved_xdd = None   # ẍ of the last general-path solve (None: the null-space kernel gives none)
         self._phi, self._phi_dot, self._zero_c = np.empty(m), np.empty(m), np.zeros(m)
         self._zero_tau = np.zeros(n)   # never written (every path returns a new array)
@@ -707,7 +707,7 @@ class Bridge:
         out[self._dof] = theta
         return out.tolist()
 
-    def read_state(self) -> tuple[np.ndarray, np.ndarray]:
+    def _read_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(x, ẋ) from PyBullet: a fixed base in one getJointStates call, as views of one array [x, ẋ] kept in
         `_flat` (the per-step kernels take it whole); otherwise `PyBulletMap.state_from_pybullet` (base calls, one
         joint call, one compiled conversion; `_flat` None)."""
@@ -720,7 +720,7 @@ class Bridge:
         flat = self._flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
         return flat[:n], flat[n:]
 
-    def write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
+    def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
         """(x, ẋ) to PyBullet (one resetJointStatesMultiDof call for a fixed base)."""
         if not self._fixed:
             self.map.state_to_pybullet(x, xd)
@@ -784,7 +784,7 @@ class Bridge:
         A non-finite state (PyBullet diverged, usually a too-large time step) raises DivergenceError naming dt:
         never NaN."""
         ensure_usable(self, "state")
-        x, xd = self.read_state()
+        x, xd = self._read_state()
         if not math.isfinite(float(x.sum()) + float(xd.sum())):
             check_divergence(self, self.time, x, xd)
         return self.time, x, xd
@@ -857,10 +857,10 @@ class Bridge:
         if contacts is not None:
             extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
             state = contacts.state_read
-            x, xd = state if state is not None else self.read_state()
+            x, xd = state if state is not None else self._read_state()
         else:
             extra = None
-            x, xd = self.read_state()
+            x, xd = self._read_state()
         self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
         user = None if tau is None else self._torque_argument(tau)   # a new array, or None
         if extra is not None:
@@ -1134,7 +1134,7 @@ class Bridge:
         projected = velocity_projection(mass, jac, xd, phi_t, redundant="least_squares")
         if np.abs(projected - xd).max() <= PROJECTION_FLOOR * (1.0 + np.abs(xd).max()):
             return None
-        self.write_state(x, projected)
+        self._write_state(x, projected)
         self.projections += 1
         xd[:] = projected   # the caller's state (and the watch's record of this step) is the projected one
         return projected

@@ -115,8 +115,8 @@ class BridgeContacts:
     scene: also contact every other body in the client.
     """
 
-    def __init__(self, bridge, contacts=None, *, ground_body: int | None = None, geometry: str | None = None,
-                 query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
+    def __init__(self, bridge, contacts=None, *, read_state, ground_body: int | None = None,
+                 geometry: str | None = None, query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
         from biobullet.contact.element import contact_elements
         self._warn = geometry is not None      # an explicit "pybullet" warns about contacts it cannot query
         if geometry is None:   # the file's own plane is analytic: a query plane would give the same δ, one call later
@@ -128,6 +128,7 @@ class BridgeContacts:
             raise ModelError(f"argument 'query_distance' is {query_distance!r}", attribute="query_distance",
                              expected="a positive distance (m)")
         self.bridge = bridge
+        self._read_state = read_state   # () → (x, ẋ): the bridge's state read (one getJointStates on a fixed base)
         self.geometry = geometry
         self.query_distance = float(query_distance)
         model = bridge.model
@@ -383,7 +384,7 @@ class BridgeContacts:
         if self._reactions:
             self._reactions = []
         if self._ground is not None and not self.far_jacobians and "kinematics" not in self.__dict__:
-            x, xd = self.state_read = bridge.read_state()   # one getJointStates (fixed base), kept for apply()
+            x, xd = self.state_read = self._read_state()   # one getJointStates (fixed base), kept for apply()
             tau = np.zeros(self._n_tangent)
             events = self._ground_kernel(*self._ground_args, x, xd, t, dt, tau)
             if events:

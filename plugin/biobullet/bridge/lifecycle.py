@@ -145,6 +145,6 @@ def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: flo
                           f"with step dt = {bridge.dt:g} s — use a smaller dt (e.g. --dt {bridge.dt / 10:g})")
 
 
-__all__ = ["BridgeWarning", "BridgeClosedError", "DivergenceError", "Lifecycle", "attach", "is_closed", "mark_closed", "ensure_owned_body",
-           "ensure_usable", "check_divergence",
+__all__ = ["BridgeWarning", "BridgeClosedError", "DivergenceError", "Lifecycle", "attach", "is_closed", "mark_closed",
+           "ensure_owned_body", "ensure_usable", "check_divergence",
            "RUNAWAY_RATE"]

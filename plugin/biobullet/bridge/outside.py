@@ -153,8 +153,9 @@ class OutsideWatch:
     """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
     `Bridge.apply` calls `observe` right after reading the state and `sent` after sending the torques."""
 
-    def __init__(self, bridge) -> None:
+    def __init__(self, bridge, write_state) -> None:
         self.bridge = bridge
+        self._write_state = write_state   # (x, ẋ) → PyBullet: the bridge's writer (its projections go back there)
         model = bridge.model
         self.rows = bridge.constraints.n
         self.jb, self.vb = model.base_nq, model.base_nv
@@ -337,7 +338,7 @@ class OutsideWatch:
             return
         x[:] = x_new
         xd[:] = xd_new
-        bridge.write_state(x, xd)
+        self._write_state(x, xd)
         self.projections += 1
 
     # ------------------------------------------------------------------ causes and messages
