@@ -74,9 +74,9 @@ def measure(n: int, branched: bool, folder: str, *, rounds: int = 20, number: in
     pq, pv, tau = index.config_to_pinocchio(q), index.velocity_to_pinocchio(v), np.zeros(pm.nv)
     # a new time per call: the right-hand side's memo of the last (t, y) never answers (the model has no drivers,
     # so the work is the same at every t) — what an integrator pays per new evaluation
-    times = itertools.count()
+    new_times = itertools.count()
     functions: dict[str, Callable[[], Any]] = {
-        "biobullet rhs": lambda: system.rhs(float(next(times)), y),
+        "biobullet rhs": lambda: system.rhs(float(next(new_times)), y),
         "reduced mass_and_bias": lambda: reduced.mass_and_bias(model, q, v, 0.0),
         "pinocchio aba": lambda: pin.aba(pm, data, pq, pv, tau),
         # the same work as the M-based right-hand side: M, h and a (tree-sparse) Cholesky solve of M v̇ = τ − h
