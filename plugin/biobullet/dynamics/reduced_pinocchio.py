@@ -120,7 +120,8 @@ class ReducedPinocchioFormulation(ReducedFormulation):
         if kind == "affine":
             a = b.affine_matrix
             x, xd = model.joint_state_view(q, v, t)[:2]   # A q + b, A v (ours)
-            x, xd = x.take(b.tangent_take), xd.take(b.tangent_take)   # in Pinocchio's order (q index = v index)
+            if not b.identity_order:   # into Pinocchio's order (q index = v index)
+                x, xd = x.take(b.tangent_take), xd.take(b.tangent_take)
             return kernels.project_upper(b.crba(b.pin_model, b.data, x), b.nle(b.pin_model, b.data, x, xd), a)
         x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         mass, h = b.mass_and_bias(x, xd, gamma)
