@@ -86,7 +86,7 @@ def bridge_drop(path: str | os.PathLike[str] = ELASTIC_ROBOT, t_end: float = 0.6
             return last_kin
         contacts.kinematics = kinematics
         xd = None
-        p, c = bridge._p, bridge.client
+        p, c = bridge.pybullet, bridge.client
         for k in range(n_steps + 1):
             t = bridge.time
             bridge.apply()   # contact forces (syncs onset/separation), joint springs; the clock moves to t + dt

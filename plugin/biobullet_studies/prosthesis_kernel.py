@@ -13,7 +13,7 @@ import numpy as np
 
 from biobullet.core import jit
 
-# rows of the packed vectors (same names as FastProsthesis._s_vec)
+# rows of the packed vectors (same names as FastProsthesis.scalar_vectors)
 VECTORS = ("A_t", "B_t", "d_AD", "k_s", "c_a", "c_b", "damper_thigh", "damper_shank")
 PARAMETERS = ("damper_k", "damper_c", "damper_l0", "stop_k", "stop_c", "stop_c3", "stop_lever", "ankle_k",
               "ankle_c", "contact_k", "contact_c", "contact_c1", "mu", "v0")
@@ -21,7 +21,7 @@ PARAMETERS = ("damper_k", "damper_c", "damper_l0", "stop_k", "stop_c", "stop_c3"
 
 def pack(fast) -> tuple:
     """(series, harmonics, vectors, bodies, contacts, gravity, scalars, parameters) of a FastProsthesis."""
-    series = fast._s_series
+    series = fast.scalar_series
     k = max(max(len(a) for _, _, a, _ in series), 1)
     table = np.zeros((len(series), 2 + 2 * k))
     harmonics = np.zeros(len(series), dtype=np.int64)
@@ -30,12 +30,12 @@ def pack(fast) -> tuple:
         table[r, 2:2 + len(a)] = a
         table[r, 2 + k:2 + k + len(b)] = b
         harmonics[r] = len(a)
-    vectors = np.array([fast._s_vec[name] for name in VECTORS], dtype=float)
-    bodies = np.array([[m, c[0], c[1], i] for m, c, i in fast._s_bodies], dtype=float)
-    contacts = np.array(fast._s_contacts, dtype=float).reshape(-1, 2)
+    vectors = np.array([fast.scalar_vectors[name] for name in VECTORS], dtype=float)
+    bodies = np.array([[m, c[0], c[1], i] for m, c, i in fast.scalar_bodies], dtype=float)
+    contacts = np.array(fast.scalar_contacts, dtype=float).reshape(-1, 2)
     scalars = np.array([fast.r_a, fast.r_b, fast.branch, fast.belt], dtype=float)
     parameters = np.array([getattr(fast.p, name) for name in PARAMETERS], dtype=float)
-    return table, harmonics, vectors, bodies, contacts, np.array(fast._s_g, dtype=float), scalars, parameters
+    return table, harmonics, vectors, bodies, contacts, np.array(fast.scalar_gravity, dtype=float), scalars, parameters
 
 
 def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, scalars, par):

@@ -310,12 +310,14 @@ class FastProsthesis:
         def series(f):
             return (float(f.period), float(f.a0), tuple(float(v) for v in f.a), tuple(float(v) for v in f.b))
 
-        self._s_series = [series(f) for f in (self.f_hx, self.f_hy, self.f_th, self.f_ank)]
-        self._s_vec = {k: tup(getattr(self, k)) for k in ("A_t", "B_t", "d_AD", "k_s", "c_a", "c_b",
-                                                          "damper_thigh", "damper_shank")}
-        self._s_bodies = [(float(m), tup(c), float(i)) for m, c, i in self.bodies]
-        self._s_contacts = [tup(h) for _, h in self.contacts]
-        self._s_g = tup(self.gravity)
+        #: the numbers the scalar kernel packs (`prosthesis_kernel.pack`): Fourier drivers, vectors, bodies, contacts,
+        #: gravity as plain floats
+        self.scalar_series = [series(f) for f in (self.f_hx, self.f_hy, self.f_th, self.f_ank)]
+        self.scalar_vectors = {k: tup(getattr(self, k)) for k in ("A_t", "B_t", "d_AD", "k_s", "c_a", "c_b",
+                                                               "damper_thigh", "damper_shank")}
+        self.scalar_bodies = [(float(m), tup(c), float(i)) for m, c, i in self.bodies]
+        self.scalar_contacts = [tup(h) for _, h in self.contacts]
+        self.scalar_gravity = tup(self.gravity)
 
     def rhs(self, t: float, y, work: bool = False) -> np.ndarray:
         """d/dt (knee_A, ankle, knee_A', ankle') [+ (W_drive, W_forces) if work]: the kernel of

@@ -38,7 +38,7 @@ def _best_round(step, steps: int = STEPS) -> float:
 
 
 def _minimal_loop(bridge):
-    p, c, b = bridge._p, bridge.client, bridge.body
+    p, c, b = bridge.pybullet, bridge.client, bridge.body
     joints = list(range(p.getNumJoints(b, physicsClientId=c)))
     movable = [j for j in joints if p.getJointInfo(b, j, physicsClientId=c)[3] > -1]
 

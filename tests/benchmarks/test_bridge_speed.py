@@ -61,7 +61,7 @@ def _best(function, number: int = 300, repeat: int = 7) -> float:
 def _breakdown(bridge: Bridge) -> dict[str, float]:
     """Seconds per call (thread CPU time, best of repeats) of each part of one fast-path step, at the bridge's
     current state. The PyBullet calls are the minimal loop's; the rest is what the bridge adds."""
-    p, c, b, model = bridge._p, bridge.client, bridge.body, bridge.model
+    p, c, b, model = bridge.pybullet, bridge.client, bridge.body, bridge.model
     joints, zeros = bridge._joint_list, bridge._zero_list
     states = p.getJointStates(b, joints, physicsClientId=c)
     x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
@@ -95,7 +95,7 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
         "bridge: whole apply() (no stepSimulation)": _best(bridge.apply),
         "for comparison: minimal loop's own numpy (h + M·0)": _best(lambda: bias + mass @ np.zeros(len(x_list))),
         "for comparison: the range-space solve (numpy + LAPACK)": _best(lambda: constrained_acceleration(
-            mass, bias, None, bridge._linear[0], np.zeros(bridge.constraints.n))),
+            mass, bias, None, bridge.linear[0], np.zeros(bridge.constraints.n))),
     }
 
 
@@ -109,8 +109,8 @@ def _in_step_costs(model, rounds: int, steps: int) -> dict[str, float]:
 
     def loop(read: bool, convert: bool, lifecycle: bool):
         def run(bridge, n, clock):
-            p, c, b, joints = bridge._p, bridge.client, bridge.body, bridge._joint_list
-            zeros, size, data = bridge._zero_list, 2 * len(bridge._joint_list), bridge._lifecycle_data
+            p, c, b, joints = bridge.pybullet, bridge.client, bridge.body, bridge._joint_list
+            zeros, size, data = bridge._zero_list, 2 * len(bridge._joint_list), bridge.lifecycle.data
             start = clock()
             for _ in range(n):
                 if lifecycle:

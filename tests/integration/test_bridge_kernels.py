@@ -27,7 +27,7 @@ def test_fast_path_is_the_kkt_solution_and_the_skipped_projection_costs_no_accur
         _, x, xd = bridge.state()
         mass, bias = bridge.tree_mass_and_bias(x, xd)
         tau = rng.normal(size=model.n_tangent)
-        jac, offset = bridge._linear
+        jac, offset = bridge.linear
         phi, phi_dot = jac @ x - offset, jac @ xd
         target = -2.0 * bridge.alpha * phi_dot - bridge.beta ** 2 * phi
         n, m = model.n_tangent, len(jac)

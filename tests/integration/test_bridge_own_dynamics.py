@@ -45,7 +45,7 @@ def _polynomial_pendulum(tmp_path: Path, *, inertial: bool = True) -> Path:
 
 
 def _compare(bridge, n_states: int = 5) -> float:
-    p, c, b = bridge._p, bridge.client, bridge.body
+    p, c, b = bridge.pybullet, bridge.client, bridge.body
     kernel, meta, body, gravity = bridge._own
     n = bridge.model.n_tangent
     rng = np.random.default_rng(11)
@@ -145,7 +145,7 @@ def test_undefined_expression_on_the_bridge_is_reported(tmp_path):
     path = tmp_path / "log_pendulum.urdf"
     path.write_text(pendulum_text("log(1.3 - j1) + 0.3*j2**2"))   # undefined for j1 ≥ 1.3
     with Bridge(biobullet.load_model(path), dt=1e-3) as bridge:
-        bridge._p.resetJointState(bridge.body, bridge._joint_list[0], 1.4, physicsClientId=bridge.client)
+        bridge.pybullet.resetJointState(bridge.body, bridge._joint_list[0], 1.4, physicsClientId=bridge.client)
         with pytest.raises(EvaluationError, match=r"log\(1.3 - j1\)"):
             bridge.step()
 
@@ -177,7 +177,7 @@ def test_linear_path_with_own_dynamics_equals_pybullets():
     finals = []
     for dynamics in ("auto", "pybullet"):
         with Bridge(model, dt=1e-3, dynamics=dynamics) as bridge:
-            assert bridge._fast and (bridge._linear_own is not None) == (dynamics == "auto")
+            assert bridge.uses_null_space and (bridge._linear_own is not None) == (dynamics == "auto")
             for _ in range(500):
                 bridge.step()
             finals.append(np.concatenate(bridge.state()[1:]))

@@ -102,7 +102,7 @@ def test_joint_reactions_with_muscles_equal_pybullet_sensors(leg):
         _, x, _ = bridge.state()
         bridge.apply()
         ours = joint_reactions(bridge)
-        bridge._p.stepSimulation(physicsClientId=bridge.client)
+        bridge.pybullet.stepSimulation(physicsClientId=bridge.client)
         theirs = pybullet_sensor_reactions(bridge, x)
     scale = max(max(np.abs(r.force).max(), np.abs(r.moment).max()) for r in theirs.values())
     assert scale > 10.0   # the muscles load the joints (N or N·m)

@@ -109,7 +109,7 @@ def test_compiled_contacts_give_the_same_drop(drop, reference) -> None:
     ts, points = [], []
     with Bridge(load_model(URDF), dt=drop.dt, segments=4, shear=False, air_damping=False) as bridge:
         assert bridge.contacts._ground is not None   # the compiled path is the one measured
-        p, c = bridge._p, bridge.client
+        p, c = bridge.pybullet, bridge.client
         n_steps = round(T_END / bridge.dt)
         for k in range(n_steps + 1):
             ts.append(bridge.time)

@@ -129,7 +129,7 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
 # ------------------------------------------------------------------------------------------------ bridge steps
 def bare_steps(bridge, steps: int, clock: Callable[[], float]) -> float:
     """Seconds per step of PyBullet alone: zero torques, stepSimulation."""
-    p, body, c = bridge._p, bridge.body, bridge.client
+    p, body, c = bridge.pybullet, bridge.body, bridge.client
     joints = bridge.map.joint_indices.tolist()
     zeros = [0.0] * len(joints)
     start = clock()
@@ -153,7 +153,7 @@ class HandLoop:
     step      stepSimulation."""
 
     def __init__(self, bridge, dynamics: bool) -> None:
-        self.p, self.body, self.client = bridge._p, bridge.body, bridge.client
+        self.p, self.body, self.client = bridge.pybullet, bridge.body, bridge.client
         m = bridge.map
         self.floating = bool(bridge.model.floating_base)
         self.joints = m.joint_indices.tolist()
@@ -396,7 +396,7 @@ def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
             # the speed is not bought with accuracy: the timed bridge kept its joint functions
             "max_residual": float(max((abs(r) for r in timed.constraint_residuals().values()), default=0.0)),
             "projections": int(timed.projections),
-            "fast_path": bool(timed._fast),
+            "fast_path": bool(timed.uses_null_space),
             "joint_functions": int(timed.constraints.n),
             "minimal_kind": minimal_kind(timed),
         }

@@ -53,7 +53,8 @@ from operator import itemgetter
 
 import numpy as np
 
-from biobullet.bridge.lifecycle import attach, check_divergence, ensure_owned_body, ensure_usable, mark_closed
+from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_body, ensure_usable, is_closed,
+                                        mark_closed)
 from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
@@ -155,7 +156,10 @@ class Bridge:
         self.model = model
         self.muscles = None   # `bridge.muscles.BridgeMuscles` once `set_excitations` is called
         self.contacts = None
-        self._p = p
+        #: the pybullet module the bridge calls (its calls take `physicsClientId=self.client`)
+        self.pybullet = p
+        #: the bridge's token on its body (`bridge.lifecycle.Lifecycle`, set by `attach`; None before)
+        self.lifecycle = None
         if gravity not in ("model", "client"):
             raise ModelError(f"argument 'gravity' is {gravity!r}", attribute="gravity",
                              expected="'model' (the file's <gravity>, set on the client) or 'client' (keep the "
@@ -221,7 +225,8 @@ class Bridge:
             #: the rows enforced with forces: joint functions and, unless PyBullet closes them, `<loop>`s
             self.constraints = constraint_set(model, functions=True, loops=bool(
                 model.description.elements_of("loop")) and not self.native_loops)
-            self._native = self._create_native_loops() if self.native_loops else {}
+            #: {loop name: PyBullet constraint id} of the native loops (empty without native_loops)
+            self.native_constraints = self._create_native_loops() if self.native_loops else {}
             #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
             self.forces = ForceStage(model)
         except BaseException:
@@ -235,9 +240,10 @@ class Bridge:
         self._floating = bool(model.floating_base)
         self._base = model.base_nq     # floating base (7) and spherical joints (4 each) lead x
         self._base_v = model.base_nv   # (6, 3 each) lead ẋ
-        self._independent_x = np.concatenate([np.arange(self._base),
+        #: the tree entries of the independent coordinates: q = x[independent_x], v = ẋ[independent_v]
+        self.independent_x = np.concatenate([np.arange(self._base),
                                               self._base + np.array(model.coordinate_map.independent, int)])
-        self._independent_v = np.concatenate([np.arange(self._base_v),
+        self.independent_v = np.concatenate([np.arange(self._base_v),
                                               self._base_v + np.array(model.coordinate_map.independent, int)])
         self._fast_paths()
         #: tau=: names of its entries (n_tangent, tree order: a floating base's twist, spherical joints, then every
@@ -253,29 +259,32 @@ class Bridge:
                                                  if name in self.joint_index}
         from biobullet.bridge.outside import OutsideWatch
         #: what acts outside the solve, read back from the state after every step (bridge/outside.py)
-        self.watch = OutsideWatch(self)
+        self.watch = OutsideWatch(self, self._write_state)
         #: the plan of a model without rows or native loops (`_apply_plain`); the state read and PyBullet's
         #: getUserData bound once (no per-step lookups)
-        self._plain = not self.constraints.n and not self._native
+        self._plain = not self.constraints.n and not self.native_constraints
         self._read = self._read_state if self._fixed else self.map.state_from_pybullet
-        self._get_user_data = self._p.getUserData
+        self._get_user_data = self.pybullet.getUserData
         #: the bridge's own motors (set_motor): rows of the constrained solve
         self.motors: dict[str, dict] = {}
         #: {joint: N·m or N} each motor applied in the last apply() (its row's multiplier, or its force limit)
         self.motor_torques: dict[str, float] = {}
         self.time = 0.0
         self._lambda = np.zeros(self.constraints.n)
-        self._last_torque = np.zeros(model.n_tangent)
+        #: τ (n_tangent, N·m or N) of the last apply(): every generalized force of the step, constraint forces and
+        #: the muscles' share included (read by `joint_reactions`; do not modify)
+        self.last_torque = np.zeros(model.n_tangent)
         self._auto_record = bool(record)
-        self._samples: list[tuple[float, np.ndarray, np.ndarray]] = []
+        #: the recording: (t, x, ẋ) per `record()` (every step with record=True), read by `trajectory()`
+        self.samples: list[tuple[float, np.ndarray, np.ndarray]] = []
         attach(self)  # lifecycle token: closed / disconnected / reused client ids are detected
         try:
             self.reset(*initial_state(model, initial))
             if any(e.tag == "contact" for e in model.description.elements):
                 from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
                 self.contacts = BridgeContacts(
-                    self, ground_body=ground_body, geometry=contact_geometry, scene=scene_contacts,
-                    query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
+                    self, read_state=self._read_state, ground_body=ground_body, geometry=contact_geometry,
+                    scene=scene_contacts, query_distance=QUERY_DISTANCE if query_distance is None else query_distance)
         except BaseException:
             self.close()
             raise
@@ -288,26 +297,26 @@ class Bridge:
         if contacts is not None:
             try:
                 contacts.close()
-            except self._p.error:
+            except self.pybullet.error:
                 pass
             self.contacts = None
-        closing = not getattr(self, "_lifecycle_closed", False)
+        closing = not is_closed(self)
         mark_closed(self)
         if closing and getattr(self, "_loaded_body", False) and not getattr(self, "_owned", False) \
                 and getattr(self, "body", -1) >= 0:
             # the body the bridge loaded into the user's client (a body_id the user passed stays the user's);
             # its lifecycle token is gone with it, so a later Bridge on the same client is not confused
             try:
-                for cid in getattr(self, "_native", {}).values():
-                    self._p.removeConstraint(cid, physicsClientId=self.client)
+                for cid in getattr(self, "native_constraints", {}).values():
+                    self.pybullet.removeConstraint(cid, physicsClientId=self.client)
                 if ensure_owned_body(self):
-                    self._p.removeBody(self.body, physicsClientId=self.client)
-            except self._p.error:
+                    self.pybullet.removeBody(self.body, physicsClientId=self.client)
+            except self.pybullet.error:
                 pass
         if getattr(self, "_owned", False) and self.client is not None:
             try:
-                self._p.disconnect(physicsClientId=self.client)
-            except self._p.error:
+                self.pybullet.disconnect(physicsClientId=self.client)
+            except self.pybullet.error:
                 pass
             self._owned = False
 
@@ -341,7 +350,7 @@ class Bridge:
         both); "client" — the client's, left as it is. Later `setGravity` calls are followed (`engine_parameters`)."""
         import warnings
         from biobullet.bridge.lifecycle import BridgeWarning
-        engine = self._p.getPhysicsEngineParameters(physicsClientId=self.client)
+        engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
         client = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
         if rule == "client":
             return client
@@ -356,7 +365,7 @@ class Bridge:
         """Re-read the client's time step, sub-steps and gravity and follow a change (the drift target, the own
         dynamics' gravity); returns what changed ("" if nothing). Called by the watch after a disturbed step."""
         ensure_usable(self, "engine_parameters")
-        engine = self._p.getPhysicsEngineParameters(physicsClientId=self.client)
+        engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
         dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))
         gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
         changes = []
@@ -391,16 +400,16 @@ class Bridge:
             if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1:
                 raise ModelError(f"argument 'substeps' is {substeps!r}", attribute="substeps",
                                  expected="an integer ≥ 1")
-            self._p.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
+            self.pybullet.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
                                               physicsClientId=self.client)
-        self._p.setTimeStep(dt, physicsClientId=self.client)
+        self.pybullet.setTimeStep(dt, physicsClientId=self.client)
         self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
         self.watch.disarm()
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
         from biobullet.spatial.rotations import quaternion_to_matrix
-        p, c, b = self._p, self.client, self.body
+        p, c, b = self.pybullet, self.client, self.body
         out: dict[str, int] = {}
         for k, loop in enumerate(self.model.description.elements_of("loop")):
             pivots = []
@@ -446,25 +455,27 @@ class Bridge:
         self._zero_sent.flags.writeable = False
         linear = getattr(self.constraints, "linear_form", None)
         linear = linear() if (linear is not None and self._fixed and m) else None
-        # writable copies: the kernels are compiled for one array type (read-only arrays would be a second one)
-        self._linear = None if linear is None else (np.array(linear[0]), np.array(linear[1]))
+        #: constant rows on a fixed base: (A, c) with Φ = A x − c, else None. Writable copies: the kernels are
+        #: compiled for one array type (read-only arrays would be a second one)
+        self.linear = None if linear is None else (np.array(linear[0]), np.array(linear[1]))
         # constant rows of full rank: the null-space kernel (kernels.linear_torque) with its packed constants
-        self._null = pack_linear(*self._linear) if self._linear is not None else None
+        self._null = pack_linear(*self.linear) if self.linear is not None else None
         self._null_work = np.empty((2 * n - m + 1, n))
-        self._fast = self._null is not None and self._dof_identity   # see _null_space_stage
+        #: True when `apply()` solves the constant rows with the null-space kernel (`_null_space_stage`)
+        self.uses_null_space = self._null is not None and self._dof_identity
         self._out_n, self._out_size = n, n + m
         self.projections = 0   # velocity projections written back to PyBullet (see PROJECTION_TOLERANCE)
         # compile (or load from __pycache__) the kernel this bridge uses every step now, not inside the first step;
         # the others compile on first use (projection / fallback paths)
         linear_rows, kkt_torque, linear_torque = self._kernels
-        if self._fast:
+        if self.uses_null_space:
             linear_torque(np.eye(n), np.zeros(n), np.zeros(n), self._null, np.zeros((2, n)), 1.0, 2.0, np.inf,
                           self._null_work, np.empty(n + m))
         elif m:
             kkt_torque(np.eye(n), np.zeros(n), np.zeros(n),
                        ConstraintRows(np.eye(m, n), self._phi, self._zero_c, False, self._zero_c, 1.0, 2.0),
                        np.zeros(n), self._xdd, np.empty(n + m))
-            if self._linear is not None:
+            if self.linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
         self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
@@ -480,7 +491,7 @@ class Bridge:
             x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
             self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
                                            np.array(xd0, dtype=float), gravity, n, True, True, False)
-        if self._fast and self._own is not None:
+        if self.uses_null_space and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
             self._linear_own = linear_own_kernel()
             if self._linear_own is not None:   # `_null_space_stage` passes exactly these types every step
@@ -493,7 +504,7 @@ class Bridge:
         # the step-end Newton correction of explicit function rows on a fixed base (`_end_correction`), one call
         self._end_newton, self._functions = None, functions
         self._rows_kernel, self._loops_data, self._table = None, None, None
-        if self._step_end and functions is not None and not self._base and self._linear is None:
+        if self._step_end and functions is not None and not self._base and self.linear is None:
             from biobullet.bridge.kernels import end_newton_kernel
             self._end_newton = direct_entry(end_newton_kernel(), functions, self._step_gains(), 0.0, np.zeros(n),
                                             np.zeros(n), np.eye(n), np.zeros((m, n)), np.zeros(n), np.zeros(n),
@@ -502,7 +513,7 @@ class Bridge:
         # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._compiled_forces = None
         any_base = self._fixed and self._dof_identity or not self._fixed and not self.constraints.loops
-        if any_base and self._step_end and m and not self._fast:
+        if any_base and self._step_end and m and not self.uses_null_space:
             # springs inside the kernel on a fixed base (its loop kinematics); elsewhere the force stage
             self._compiled_forces = self._forces_in_kernel() if self._fixed else None
             self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
@@ -600,7 +611,7 @@ class Bridge:
         PyBullet's principal-axes diagonalisation; a link without <inertial> gets PyBullet's default), lumped per
         model body by the parallel-axis theorem — the bodies PyBullet simulates, so M and h equal its own."""
         from biobullet.spatial.rotations import quaternion_to_matrix
-        model, p, c, b = self.model, self._p, self.client, self.body
+        model, p, c, b = self.model, self.pybullet, self.client, self.body
         lumps: dict[int, list] = {}
         for name, index in self.map.link_index.items():
             frame = model.frame(name)
@@ -657,7 +668,7 @@ class Bridge:
         terms = kernel, meta, body, gravity = self._pipeline_tree()
         if kernel is None:
             return None
-        model, p, c, b = self.model, self._p, self.client, self.body
+        model, p, c, b = self.model, self.pybullet, self.client, self.body
         n, base = model.n_tangent, self._base
         rng = np.random.default_rng(0)
         for _ in range(3):
@@ -703,7 +714,7 @@ class Bridge:
         if not self._fixed:
             self._flat = None
             return self.map.state_from_pybullet()
-        states = self._p.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
+        states = self.pybullet.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
         n = len(states)
         # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
         flat = self._flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
@@ -714,7 +725,7 @@ class Bridge:
         if not self._fixed:
             self.map.state_to_pybullet(x, xd)
             return
-        self._p.resetJointStatesMultiDof(self.body, self._joint_list, [[v] for v in x.tolist()],
+        self.pybullet.resetJointStatesMultiDof(self.body, self._joint_list, [[v] for v in x.tolist()],
                                          targetVelocities=[[v] for v in xd.tolist()],
                                          physicsClientId=self.client)
 
@@ -724,7 +735,7 @@ class Bridge:
             return self._tree_terms_at(x, xd, need_mass=False)[1]
         if not self._fixed:
             return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
-        out = self._p.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
+        out = self.pybullet.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
                                                self._zero_list, physicsClientId=self.client)
         return np.asarray(out)[self._dof]
 
@@ -760,7 +771,7 @@ class Bridge:
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self.watch.disarm()   # a new start: nothing outside the solve to compare with
-        self._samples.clear()
+        self.samples.clear()
         if self.muscles is not None:
             self.muscles.recorded.clear()
         if self.contacts is not None:   # a new run: fresh contact states and logs
@@ -781,7 +792,7 @@ class Bridge:
     def generalized_state(self) -> tuple[float, np.ndarray, np.ndarray]:
         """(t, q, v): the independent coordinates (`model.coordinate_names`) read from the tree state."""
         t, x, xd = self.state()
-        return t, x[self._independent_x], xd[self._independent_v]
+        return t, x[self.independent_x], xd[self.independent_v]
 
     def constraint_residuals(self) -> dict[str, float]:
         """Φ(x, t) of every enforced constraint row at the current state, by name."""
@@ -796,7 +807,7 @@ class Bridge:
         ensure_usable(self, "tree_mass_and_bias")
         if self._spherical:
             return self._tree_terms_at(x, xd)
-        mass = self._p.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
+        mass = self.pybullet.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
                                            physicsClientId=self.client)
         if self._fixed:
             mass = np.asarray(mass)[self._dof_mesh]
@@ -832,10 +843,11 @@ class Bridge:
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
         # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise)
+        life = self.lifecycle
         try:
-            usable = not self._lifecycle_closed and self._get_user_data(
-                self._lifecycle_data, physicsClientId=self.client) == self._lifecycle_bytes
-        except self._p.error:   # disconnected
+            usable = not life.closed and self._get_user_data(life.data, physicsClientId=self.client) \
+                == life.token_bytes
+        except self.pybullet.error:   # disconnected
             usable = False
         if not usable:
             ensure_usable(self, "apply")
@@ -858,24 +870,22 @@ class Bridge:
             user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
             user = np.zeros(self.model.n_tangent) if user is None else user
-            user[self._independent_v] += self._generalized_argument(generalized)
+            user[self.independent_v] += self._generalized_argument(generalized)
         if self.motors:
-            from biobullet.bridge.motors import motor_torque
-            torque = motor_torque(self, x, xd, self._with_forces(user, x, xd), self.time)
-            xdd = self._solved_xdd
+            torque, xdd = self._motor_stage(x, xd, user)
         else:
             torque, xdd = self._constraint_stage(x, xd, user)
         muscles = self.muscles
         if muscles is not None:   # the muscles act as forces along their paths, not through the joints
-            self._last_torque = torque   # (the joint reactions' ẍ: every generalized force of the step)
+            self.last_torque = torque   # (the joint reactions' ẍ: every generalized force of the step)
             torque = torque - muscles.body_torque
             self._send(x, torque)
             muscles.send()
         elif torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
-            torque = self._last_torque = self._zero_sent
+            torque = self.last_torque = self._zero_sent
         else:
             self._send(x, torque)
-            self._last_torque = torque
+            self.last_torque = torque
         if contacts is not None:
             contacts.apply_reactions()
         self.watch.sent(x, xd, xdd)
@@ -913,7 +923,7 @@ class Bridge:
                 self._send_joints(torque)
             else:
                 self._send(x, torque)
-        self._last_torque = torque
+        self.last_torque = torque
         watch.sent(x, xd, None)
         self.time += self.dt
         return torque
@@ -928,7 +938,7 @@ class Bridge:
     def _constraint_stage(self, x, xd, user) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(τ to send, or None when nothing acts; ẍ of the solve for the watch, or None): the stage chosen at
         construction (`_fast_paths`) — a loop stage of the pipeline would slot in here."""
-        if self._fast:
+        if self.uses_null_space:
             return self._null_space_stage(x, xd, user)
         if self._rows_fast:
             return self._rows_stage(x, xd, user)
@@ -1033,9 +1043,9 @@ class Bridge:
         limit = self.projection_tolerance / self.dt if self.velocity_projection else np.inf
         # the KKT system: general rows (loops, non-linear functions, floating base), and constant rows where the
         # null-space stage does not serve or hands over (a velocity projection due, TᵀMT not positive definite)
-        if self._linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
-            jac, phi, phi_dot, phi_t, bias_c = self._linear[0], self._phi, self._phi_dot, None, self._zero_c
-            residual = linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
+        if self.linear is not None:   # Φ = A x − c, Φ_x = A, Φ_t = 0, bias 0
+            jac, phi, phi_dot, phi_t, bias_c = self.linear[0], self._phi, self._phi_dot, None, self._zero_c
+            residual = linear_rows(jac, self.linear[1], x, xd, phi, phi_dot)
         else:
             phi, jac, phi_t, bias_c = constraint_terms(constraints, x, xd, t)   # (or its clear error)
             if self._step_end:   # no projection (see `_step_end`); Φ̇ is formed in the kernel
@@ -1048,8 +1058,8 @@ class Bridge:
             if projected is not None:
                 xd = projected
                 bias = self._tree_bias(x, xd)
-                if self._linear is not None:
-                    linear_rows(jac, self._linear[1], x, xd, phi, phi_dot)
+                if self.linear is not None:
+                    linear_rows(jac, self.linear[1], x, xd, phi, phi_dot)
                 else:
                     bias_c = constraints.velocity_bias(x, xd, t)   # same (x, t): function jets are reused
                     phi_dot = jac @ xd + phi_t
@@ -1069,10 +1079,24 @@ class Bridge:
             self._xdd[:] = xdd
         self._lambda = lam
         self._solved_xdd = self._xdd   # ẍ of the solve: the watch's prediction of the next step
-        if self._linear is None and self._step_end:
+        if self.linear is None and self._step_end:
             out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float),
                                        np.ascontiguousarray(jac, dtype=float), out)
         return out
+
+    def _motor_stage(self, x, xd, user) -> tuple[np.ndarray, np.ndarray]:
+        """(τ to send, ẍ of the solve): the rows and the bridge's motors in one solve (`bridge.motors.motor_torque`),
+        its λ and ẍ kept like the general solve's, the rows' end point refined by Newton's method as well."""
+        from biobullet.bridge.motors import motor_torque
+        out, xdd, lam, self.motor_torques, mass, jac = motor_torque(self, x, xd, self._with_forces(user, x, xd),
+                                                                    self.time)
+        self._lambda = np.ascontiguousarray(lam, dtype=float)   # (`_end_correction` updates it in place)
+        self._xdd[:] = xdd
+        self._solved_xdd = self._xdd
+        if lam.size and self.linear is None and self._step_end:
+            out = self._end_correction(x, xd, self._xdd, np.ascontiguousarray(mass, dtype=float),
+                                       np.ascontiguousarray(jac, dtype=float), out)
+        return out, self._xdd
 
     def _end_correction(self, x, xd, xdd, mass, jac, torque) -> np.ndarray:
         """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, fixed base):
@@ -1097,7 +1121,7 @@ class Bridge:
             return self._own_entry(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
         if not (self._fixed and self._dof_identity):
             return self.tree_mass_and_bias(x, xd)
-        p, c, b = self._p, self.client, self.body
+        p, c, b = self.pybullet, self.client, self.body
         x_list, xd_list = x.tolist(), xd.tolist()
         mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
         bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
@@ -1118,7 +1142,7 @@ class Bridge:
     def _send_joints(self, torque: np.ndarray) -> None:
         """`_send` of a τ that is zero on a floating base and on every spherical joint: the 1-DOF joints' call alone
         (PyBullet clears every joint torque after each step, so a zero needs no call)."""
-        self._p.setJointMotorControlArray(self.body, self._joint_list, self._p.TORQUE_CONTROL,
+        self.pybullet.setJointMotorControlArray(self.body, self._joint_list, self.pybullet.TORQUE_CONTROL,
                                           forces=torque[self._base_v:].tolist(), physicsClientId=self.client)
 
     def _send(self, x: np.ndarray, torque: np.ndarray) -> None:
@@ -1126,7 +1150,7 @@ class Bridge:
         the body has spherical joints: τ_pb = R_iᵀ τ per spherical joint, `PyBulletMap.spherical_torques`, and
         [τ] per 1-DOF joint — 0.7 µs less than a second call for the 1-DOF joints), a floating base's wrench as
         external force and torque when it is not zero."""
-        p, c, b = self._p, self.client, self.body
+        p, c, b = self.pybullet, self.client, self.body
         if self._spherical:
             forces = self.map.spherical_torques(torque)   # a new list of [τx, τy, τz] per spherical joint
             forces += self._one_each(torque[self._base_v:].tolist())
@@ -1147,7 +1171,7 @@ class Bridge:
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
         self.apply(tau, generalized=generalized)
-        self._p.stepSimulation(physicsClientId=self.client)
+        self.pybullet.stepSimulation(physicsClientId=self.client)
         if self._auto_record:
             self.record()
         return self.time
@@ -1203,8 +1227,8 @@ class Bridge:
         """
         ensure_usable(self, "reaction_forces")
         out = ReactionForces(zip(self.constraints.names, self._lambda.tolist()))
-        for name, cid in self._native.items():
-            for k, value in enumerate(self._p.getConstraintState(cid, physicsClientId=self.client)):
+        for name, cid in self.native_constraints.items():
+            for k, value in enumerate(self.pybullet.getConstraintState(cid, physicsClientId=self.client)):
                 out[f"loop:{name}:{k}"] = float(value)
         out.units = {name: self._row_unit(name) for name in out}
         return out
@@ -1224,9 +1248,9 @@ class Bridge:
     def record(self) -> None:
         """Append the current (t, x, ẋ) to the recording (automatic after every step with record=True)."""
         t, x, xd = self.state()   # checks that the bridge is usable
-        self._samples.append((t, x, xd))
+        self.samples.append((t, x, xd))
         if self.muscles is not None:
-            self.muscles.record(len(self._samples) - 1)
+            self.muscles.record(len(self.samples) - 1)
 
     def trajectory(self):
         """The recorded samples as the reference engine's `integrate.Trajectory`, in its layout: `positions` /
@@ -1235,19 +1259,19 @@ class Bridge:
         "dt": s}. No energies (PyBullet reports none)."""
         from biobullet.integrate.trajectory import Trajectory
         ensure_usable(self, "trajectory")
-        if not self._samples:
+        if not self.samples:
             raise ModelError("nothing recorded: call record() or create the bridge with record=True",
                              attribute="record")
         model = self.model
-        t = np.array([s[0] for s in self._samples])
-        x = np.array([s[1] for s in self._samples])
-        xd = np.array([s[2] for s in self._samples])
+        t = np.array([s[0] for s in self.samples])
+        x = np.array([s[1] for s in self.samples])
+        xd = np.array([s[2] for s in self.samples])
         base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and spherical joints
         base_v = tuple(model.velocity_names[:model.base_nv])
         return Trajectory(t=t, joint_names=tuple(model.joint_names),
                           position_names=base_q + tuple(model.joint_names),
                           velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
-                          positions=x, velocities=xd, q=x[:, self._independent_x], v=xd[:, self._independent_v],
+                          positions=x, velocities=xd, q=x[:, self.independent_x], v=xd[:, self.independent_v],
                           coordinate_names=tuple(model.coordinate_names),
                           meta=dict(engine="pybullet", dt=self.dt), model=model,
                           muscles={} if self.muscles is None else self.muscles.samples(x, xd),

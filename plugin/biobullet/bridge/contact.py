@@ -115,8 +115,8 @@ class BridgeContacts:
     scene: also contact every other body in the client.
     """
 
-    def __init__(self, bridge, contacts=None, *, ground_body: int | None = None, geometry: str | None = None,
-                 query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
+    def __init__(self, bridge, contacts=None, *, read_state, ground_body: int | None = None,
+                 geometry: str | None = None, query_distance: float = QUERY_DISTANCE, scene: bool = True) -> None:
         from biobullet.contact.element import contact_elements
         self._warn = geometry is not None      # an explicit "pybullet" warns about contacts it cannot query
         if geometry is None:   # the file's own plane is analytic: a query plane would give the same δ, one call later
@@ -128,6 +128,7 @@ class BridgeContacts:
             raise ModelError(f"argument 'query_distance' is {query_distance!r}", attribute="query_distance",
                              expected="a positive distance (m)")
         self.bridge = bridge
+        self._read_state = read_state   # () → (x, ẋ): the bridge's state read (one getJointStates on a fixed base)
         self.geometry = geometry
         self.query_distance = float(query_distance)
         model = bridge.model
@@ -199,7 +200,7 @@ class BridgeContacts:
         """(PyBullet link index, None) if `contact`'s link has exactly its sphere as collision shape, else
         (None, reason)."""
         from biobullet.spatial.rotations import quaternion_to_matrix
-        p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         index = self.bridge.map.link_index.get(contact.link)
         if index is None:
             return None, f"link {contact.link!r} is not a PyBullet link"
@@ -221,7 +222,7 @@ class BridgeContacts:
 
     def _create_plane(self, ground) -> int:
         """A GEOM_PLANE body for `ground` (n·p = h) that collides with nothing (a query object only)."""
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         shape = p.createCollisionShape(p.GEOM_PLANE, planeNormal=list(ground.normal), physicsClientId=c)
         plane = p.createMultiBody(0, shape, basePosition=(ground.height * ground.n).tolist(), physicsClientId=c)
         p.setCollisionFilterGroupMask(plane, -1, 0, 0, physicsClientId=c)
@@ -230,7 +231,7 @@ class BridgeContacts:
 
     def disable_rigid_contact(self, ground_body: int) -> None:
         """Switch off PyBullet's contact between every link carrying a `<contact>` and `ground_body`."""
-        p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         links = {self.bridge.map.link_index[k.link] for k in self.contacts if k.link in self.bridge.map.link_index}
         for link in sorted(links):
             p.setCollisionFilterPair(body, int(ground_body), link, -1, 0, physicsClientId=c)
@@ -249,7 +250,7 @@ class BridgeContacts:
 
     def close(self) -> None:
         """Remove the ground planes this object created (a client the bridge owns is closed by the bridge)."""
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[1] == -1]
         self._own_grounds, self._sources = [], [None] * len(self.contacts)
         for body in owned:
@@ -346,7 +347,7 @@ class BridgeContacts:
         return out
 
     def _queried_kinematics(self, contact, query, x, xd, placements, lazy: bool = False) -> ContactKinematics:
-        p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         model = self.bridge.model
         index, ground = query
         distance = OUTSIDE_QUERY_DISTANCE if contact.normal_law.acts_outside_contact else self.query_distance
@@ -383,7 +384,7 @@ class BridgeContacts:
         if self._reactions:
             self._reactions = []
         if self._ground is not None and not self.far_jacobians and "kinematics" not in self.__dict__:
-            x, xd = self.state_read = bridge._read_state()   # one getJointStates (fixed base), kept for apply()
+            x, xd = self.state_read = self._read_state()   # one getJointStates (fixed base), kept for apply()
             tau = np.zeros(self._n_tangent)
             events = self._ground_kernel(*self._ground_args, x, xd, t, dt, tau)
             if events:
@@ -405,7 +406,7 @@ class BridgeContacts:
             if force is not None:
                 tau += kin.generalized(force)
         if self.scene:
-            if bridge._p.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
+            if bridge.pybullet.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
                 self._scan_scene()
             if self._scene:
                 if records is self._ground_records:
@@ -448,14 +449,14 @@ class BridgeContacts:
         A link's force is placed by its cached transform, which `_scene_kinematics` refreshed this step."""
         if not self._reactions:
             return
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         for body, link, force, point in self._reactions:
             p.applyExternalForce(body, link, force.tolist(), point.tolist(), p.WORLD_FRAME, physicsClientId=c)
 
     # ------------------------------------------------------------------ scene bodies
     def _set_up_sources(self) -> None:
         """Per contact: its link's collision sphere (offset 0) or a query sphere body (offset r_query − r)."""
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         objects = QUERY_OBJECTS.setdefault(c, set())
         for k, contact in enumerate(self.contacts):
             index, reason = self._collision_sphere(contact)
@@ -471,7 +472,7 @@ class BridgeContacts:
 
     def _scan_scene(self) -> None:
         """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed)."""
-        p, c, body = self.bridge._p, self.bridge.client, self.bridge.body
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         count = p.getNumBodies(physicsClientId=c)
         if count == self._n_bodies:
             return
@@ -495,7 +496,7 @@ class BridgeContacts:
     def _scene_kinematics(self):
         """(key, pair contact, ContactKinematics, other body's point velocity) of every (contact, body, link) pair
         within the query distance, and far kinematics for pairs that were active and are no longer near."""
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
@@ -548,7 +549,7 @@ class BridgeContacts:
         forward kinematics first — PyBullet keeps each link's world transform (its pose here, its placement of a
         WORLD_FRAME force in `apply_reactions`) cached from the last step's start; one refresh per body and step
         brings all its links up to date. A base (link −1) is always read at its current pose."""
-        p, c = self.bridge._p, self.bridge.client
+        p, c = self.bridge.pybullet, self.bridge.client
         if link == -1:
             linear, angular = p.getBaseVelocity(body, physicsClientId=c)
             position = p.getBasePositionAndOrientation(body, physicsClientId=c)[0]

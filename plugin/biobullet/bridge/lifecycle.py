@@ -6,6 +6,8 @@
   now belongs to *another* connection — PyBullet reuses ids, so after `p.disconnect(); p.connect()` an old Bridge
   would otherwise drive an unrelated simulation: the token is gone from the body there, which is how we notice.
 * `mark_closed(bridge)` (in `close()`).
+* The token and its state live in `bridge.lifecycle` (a `Lifecycle`; None before `attach`), which the bridge's
+  per-step check reads directly.
 * `check_divergence(bridge, t, x, xd)`: a non-finite state, or a joint rate above `RUNAWAY_RATE` (rad/s or m/s),
   raises a DivergenceError naming the time, the joint, the step dt and the limit (a too-large step makes the
   semi-implicit integrator blow up: PyBullet then reports 1e6 rad/s without complaint).
@@ -39,42 +41,61 @@ class DivergenceError(SolverError):
     """The PyBullet state became non-finite or ran away (usually: the time step is too large)."""
 
 
+class Lifecycle:
+    """A bridge's token on its body: `token` (str), `token_bytes` (what getUserData returns for it, compared every
+    step), `data` (the user-data id holding it; looked up again when PyBullet renumbers) and `closed`."""
+
+    __slots__ = ("token", "token_bytes", "data", "closed")
+
+    def __init__(self, token: str, data: int) -> None:
+        self.token, self.token_bytes, self.data, self.closed = token, token.encode(), data, False
+
+
 def attach(bridge) -> None:
-    """Mark `bridge.body` in `bridge.client` with a fresh token (see module docstring)."""
+    """Mark `bridge.body` in `bridge.client` with a fresh token (see module docstring): `bridge.lifecycle`."""
     p = import_pybullet()   # banner kept off the terminal (core.native)
     token = uuid.uuid4().hex
-    bridge._lifecycle_token = token
-    bridge._lifecycle_bytes = token.encode()   # what getUserData returns for it (compared every step)
-    bridge._lifecycle_closed = False
-    bridge._lifecycle_data = p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client)
+    bridge.lifecycle = Lifecycle(token, p.addUserData(bridge.body, TOKEN_KEY, token, physicsClientId=bridge.client))
+
+
+def is_closed(bridge) -> bool:
+    """True once `mark_closed(bridge)` ran."""
+    life = getattr(bridge, "lifecycle", None)
+    return life is not None and life.closed
 
 
 def mark_closed(bridge) -> None:
-    bridge._lifecycle_closed = True
+    life = getattr(bridge, "lifecycle", None)
+    if life is not None:
+        life.closed = True
+    else:   # construction failed before `attach`: a closed record without a token
+        bridge.lifecycle = Lifecycle("", -1)
+        bridge.lifecycle.closed = True
 
 
 def ensure_usable(bridge, action: str) -> None:
     """Raise BridgeClosedError unless `bridge` is open, connected and still owns its client (see module doc)."""
+    life = getattr(bridge, "lifecycle", None)
     try:   # the per-step fast path, one PyBullet call (the step's cost is its PyBullet calls): open, and our
         # user-data entry still holds our token as the bytes getUserData returns
-        if not bridge._lifecycle_closed and bridge._p.getUserData(
-                bridge._lifecycle_data, physicsClientId=bridge.client) == bridge._lifecycle_bytes:
+        if not life.closed and bridge.pybullet.getUserData(life.data, physicsClientId=bridge.client) \
+                == life.token_bytes:
             return
     except Exception:   # not attached (AttributeError) or disconnected (pybullet.error): the checks below say which
         pass
-    if getattr(bridge, "_lifecycle_closed", False):
+    if life is not None and life.closed:
         raise BridgeClosedError(f"Bridge.{action}: the bridge is closed (create a new Bridge)")
-    token = getattr(bridge, "_lifecycle_token", None)
-    if token is None:  # not attached (construction failed half-way)
+    if life is None:  # not attached (construction failed half-way)
         raise BridgeClosedError(f"Bridge.{action}: the bridge was not set up completely")
+    token = life.token
     p = import_pybullet()   # banner kept off the terminal (core.native)
     client = bridge.client
     try:  # the per-step fast path, one call: our user-data entry still holds our token
-        if p.getUserData(bridge._lifecycle_data, physicsClientId=client) in (token, token.encode()):
+        if p.getUserData(life.data, physicsClientId=client) in (token, life.token_bytes):
             return
         data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)   # ids renumbered: look it up
-        if data >= 0 and p.getUserData(data, physicsClientId=client) in (token, token.encode()):
-            bridge._lifecycle_data = data
+        if data >= 0 and p.getUserData(data, physicsClientId=client) in (token, life.token_bytes):
+            life.data = data
             return
     except p.error:
         pass
@@ -94,9 +115,10 @@ def ensure_owned_body(bridge) -> bool:
     client = bridge.client
     if not p.isConnected(physicsClientId=client):
         return False
-    token = getattr(bridge, "_lifecycle_token", None)
-    if token is None:
+    life = getattr(bridge, "lifecycle", None)
+    if life is None or not life.token:
         return True
+    token = life.token
     try:
         data = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client)
         return data >= 0 and p.getUserData(data, physicsClientId=client) in (token, token.encode())
@@ -123,6 +145,6 @@ def check_divergence(bridge, t: float, x: np.ndarray, xd: np.ndarray, limit: flo
                           f"with step dt = {bridge.dt:g} s — use a smaller dt (e.g. --dt {bridge.dt / 10:g})")
 
 
-__all__ = ["BridgeWarning", "BridgeClosedError", "DivergenceError", "attach", "mark_closed", "ensure_owned_body",
-           "ensure_usable", "check_divergence",
+__all__ = ["BridgeWarning", "BridgeClosedError", "DivergenceError", "Lifecycle", "attach", "is_closed", "mark_closed",
+           "ensure_owned_body", "ensure_usable", "check_divergence",
            "RUNAWAY_RATE"]

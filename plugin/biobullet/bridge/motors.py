@@ -53,10 +53,10 @@ def motor_settings(bridge, name: str, position, velocity, position_gain, velocit
     return settings
 
 
-def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: float) -> np.ndarray:
-    """τ + Φ_xᵀλ + Σ motor torques for this step: the bridge's rows and its motors' rows in one solve
-    (`constraints.solve.constrained_acceleration`, M and h as the bridge's general path). Sets `bridge._lambda`,
-    `bridge._solved_xdd` and `bridge.motor_torques` ({joint: N·m or N})."""
+def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: float) -> tuple:
+    """(τ + Φ_xᵀλ + Σ motor torques, ẍ, λ of the bridge's rows, {joint: motor torque, N·m or N}, M, Φ_x) for this
+    step: the bridge's rows and its motors' rows in one solve (`constraints.solve.constrained_acceleration`, M and h
+    as the bridge's general path). The bridge keeps ẍ and λ and refines the rows' end point (`Bridge._motor_stage`)."""
     from biobullet.bridge.bridge import constraint_terms
     from biobullet.constraints.solve import constrained_acceleration
     model, dt, corrector = bridge.model, bridge.dt, bridge.corrector
@@ -100,15 +100,7 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
         free = [k for k in free if k not in {k for _, k in over}]
     for r, k in enumerate(free):
         applied[names[k]] = float(lam[m + r])
-    bridge._lambda = np.ascontiguousarray(lam[:m], dtype=float)   # (`_end_correction` updates it in place)
-    bridge._xdd[:] = xdd
-    bridge._solved_xdd = bridge._xdd
-    bridge.motor_torques = applied
-    out = total + all_rows.T @ lam
-    if m and bridge._linear is None and bridge._step_end:   # the rows' end point by Newton's method as well
-        out = bridge._end_correction(x, xd, bridge._xdd, np.ascontiguousarray(mass, dtype=float),
-                                     np.ascontiguousarray(jac, dtype=float), out)
-    return out
+    return total + all_rows.T @ lam, xdd, lam[:m], applied, mass, jac
 
 
 __all__ = ["motor_settings", "motor_torque"]

@@ -101,7 +101,7 @@ class BridgeMuscles:
         """The last step's wrenches to PyBullet (one force and one torque per loaded body; cleared by PyBullet
         after its step)."""
         bridge = self.bridge
-        p, c, b = bridge._p, bridge.client, bridge.body
+        p, c, b = bridge.pybullet, bridge.client, bridge.body
         if self._any_link is not None:   # PyBullet places a WORLD_FRAME force on a link by the link's cached
             # transform, left from the last step's start: one forward kinematics call brings every link's up to date
             # (else each force acts O(v dt) off its point: 6.6e-7 rad/s after the second arm26 step at 0.5 ms)
@@ -142,8 +142,8 @@ def set_excitations(bridge, activations=None, **excitations: float) -> BridgeMus
             raise ModelError("the model has no muscles", file=bridge.model.file, argument="excitations",
                              expected="a model with <muscle> elements")
         bridge.muscles = BridgeMuscles(bridge, activations)
-        if bridge._samples and bridge._samples[-1][0] == bridge.time:   # the sample of the current state
-            bridge.muscles.record(len(bridge._samples) - 1)
+        if bridge.samples and bridge.samples[-1][0] == bridge.time:   # the sample of the current state
+            bridge.muscles.record(len(bridge.samples) - 1)
     bridge.muscles.set(excitations)
     return bridge.muscles
 

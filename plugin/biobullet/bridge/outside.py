@@ -153,8 +153,9 @@ class OutsideWatch:
     """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
     `Bridge.apply` calls `observe` right after reading the state and `sent` after sending the torques."""
 
-    def __init__(self, bridge) -> None:
+    def __init__(self, bridge, write_state) -> None:
         self.bridge = bridge
+        self._write_state = write_state   # (x, ẋ) → PyBullet: the bridge's writer (its projections go back there)
         model = bridge.model
         self.rows = bridge.constraints.n
         self.jb, self.vb = model.base_nq, model.base_nv
@@ -186,7 +187,7 @@ class OutsideWatch:
         self.weight = substep_weight(bridge.substeps)
         self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
         # constant rows (the null-space paths return no ẍ): the kernel checks them instead
-        linear = bridge._linear
+        linear = bridge.linear
         n = model.n_config
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
@@ -324,7 +325,7 @@ class OutsideWatch:
         constraint impulse, which changes the kinetic energy by −½ δẋᵀM δẋ, second order in the violation δẋ)."""
         from biobullet.constraints.solve import velocity_projection
         bridge, model = self.bridge, self.bridge.model
-        q, v = x[bridge._independent_x], xd[bridge._independent_v]
+        q, v = x[bridge.independent_x], xd[bridge.independent_v]
         x_new, xd_new, _, _ = model.joint_state(q, v, bridge.time)
         if not reset and self.rows:
             constraints, t = bridge.constraints, bridge.time
@@ -337,16 +338,16 @@ class OutsideWatch:
             return
         x[:] = x_new
         xd[:] = xd_new
-        bridge._write_state(x, xd)
+        self._write_state(x, xd)
         self.projections += 1
 
     # ------------------------------------------------------------------ causes and messages
     def _cause(self) -> tuple[str, str, str]:
         """(cause, remedy, key) of the last disturbed step, from what PyBullet reports about the body."""
         bridge = self.bridge
-        p, c, b = bridge._p, bridge.client, bridge.body
+        p, c, b = bridge.pybullet, bridge.client, bridge.body
         model = bridge.model
-        joints = bridge._joint_list
+        joints = bridge.map.joint_indices.tolist()
         if joints:
             motors = [(model.joint_names[k], s[3]) for k, s in
                       enumerate(p.getJointStates(b, joints, physicsClientId=c)) if s[3] != 0.0]
@@ -367,7 +368,7 @@ class OutsideWatch:
                     "it during stepSimulation",
                     "give the link a <contact> element (the bridge's compliant contact acts inside the solve), or use "
                     "a smaller dt (the residual of an impact step scales with dt²)", "contact")
-        own = set(bridge._native.values())
+        own = set(bridge.native_constraints.values())
         for k in range(p.getNumConstraints(physicsClientId=c)):
             cid = p.getConstraintUniqueId(k, physicsClientId=c)
             info = p.getConstraintInfo(cid, physicsClientId=c)

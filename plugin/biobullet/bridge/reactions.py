@@ -29,7 +29,7 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
     default: the torques the last `apply()` sent, constraint forces of joint functions and loops included)."""
     model = bridge.model
     _, x, xd = bridge.state()
-    torque = np.asarray(bridge._last_torque if tau is None else tau, dtype=float)
+    torque = np.asarray(bridge.last_torque if tau is None else tau, dtype=float)
     external = None
     if bridge.muscles is not None and tau is None:   # the muscles pull on the bodies, not through the joints
         external = np.zeros((len(model.bodies), 6))
@@ -40,7 +40,7 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
 
 def enable_force_torque_sensors(bridge) -> None:
     """Enable PyBullet's joint force-torque sensor on every joint, feedback in world space (client-wide)."""
-    p = bridge._p
+    p = bridge.pybullet
     p.setPhysicsEngineParameter(jointFeedbackMode=p.JOINT_FEEDBACK_IN_WORLD_SPACE, physicsClientId=bridge.client)
     for j in range(p.getNumJoints(bridge.body, physicsClientId=bridge.client)):
         p.enableJointForceTorqueSensor(bridge.body, j, True, physicsClientId=bridge.client)
@@ -52,7 +52,7 @@ def pybullet_sensor_reactions(bridge, x=None) -> dict[str, Reaction]:
     `x`: the tree configuration the step started from (default: the current one — pass the pre-step x, read
     before stepSimulation, for an exact comparison; the readings belong to that state)."""
     from biobullet.algorithms.kinematics import body_placements
-    p, c, b = bridge._p, bridge.client, bridge.body
+    p, c, b = bridge.pybullet, bridge.client, bridge.body
     model = bridge.model
     if x is None:
         x = bridge.state()[1]

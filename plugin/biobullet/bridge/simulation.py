@@ -65,16 +65,16 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
         try:
             for k in range(n_steps):
                 bridge.step()
-                check_divergence(bridge, *bridge._samples[-1])  # non-finite or runaway: stop, say why
+                check_divergence(bridge, *bridge.samples[-1])  # non-finite or runaway: stop, say why
                 if bar is not None and (k % 100 == 99 or k == n_steps - 1):
                     bar.update(k + 1 - bar.n)
         except BaseException as exc:   # every failure keeps the steps before it (Ctrl-C and internal errors too)
             if bar is not None:
                 bar.close()
             if isinstance(exc, DivergenceError):
-                del bridge._samples[-1]  # the diverged sample is not part of the trajectory
+                del bridge.samples[-1]  # the diverged sample is not part of the trajectory
             path = None
-            if out is not None and bridge._samples:
+            if out is not None and bridge.samples:
                 try:
                     bridge.trajectory().to_csv(os.fspath(out) + ".partial.csv")
                     path = os.fspath(out) + ".partial.csv"

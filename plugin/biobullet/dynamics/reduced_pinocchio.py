@@ -50,8 +50,9 @@ class _Backend:
         self.crba, self.nle = pin.crba, pin.nonLinearEffects
         cmap = model.coordinate_map
         # hot-path kinds: "direct" (identity map, no continuous joint: arrays straight through, permuted if the
-        # joint orders differ), "affine" (linear joint functions, fixed base, no continuous joint: Pinocchio's
-        # q = A_p q + b_p, v = A_p q̇ with A's rows already in Pinocchio order), else "general"
+        # joint orders differ), "affine" (linear joint functions, fixed base, no continuous joint: the model's
+        # x = A q + b, ẋ = A q̇ permuted into Pinocchio's order, A's rows in that order for the projection), else
+        # "general"
         self.kind = "general"
         if not self.continuous and cmap.kind == "identity":
             self.kind = "direct"
@@ -59,7 +60,6 @@ class _Backend:
             self.kind = "affine"
             order = np.argsort(index)  # Pinocchio index → ours (fixed base, no continuous: q index = v index)
             self.affine_matrix = np.ascontiguousarray(cmap.affine_matrix[order])
-            self.affine_offset = np.ascontiguousarray(cmap.affine_offset[order])
 
     def config(self, x: np.ndarray) -> np.ndarray:
         if self.continuous:
@@ -111,7 +111,7 @@ class ReducedPinocchioFormulation(ProjectedFormulation):
         b = backend(model)
         kind = b.kind
         if kind == "direct":
-            q, v = model._check_pair(q, v)
+            q, v = model.joint_state_view(q, v, t)[:2]   # checked q, v (the identity map)
             if b.identity_order:
                 return b.crba(b.pin_model, b.data, q).take(b.symmetric_take), b.nle(b.pin_model, b.data, q, v)
             q, v = q.take(b.config_take), v.take(b.tangent_take)
@@ -119,7 +119,9 @@ class ReducedPinocchioFormulation(ProjectedFormulation):
                     b.nle(b.pin_model, b.data, q, v).take(b.map.tangent_index))
         if kind == "affine":
             a = b.affine_matrix
-            x, xd = model._affine_state(a, b.affine_offset, q, v)  # already in Pinocchio's order
+            x, xd = model.joint_state_view(q, v, t)[:2]   # A q + b, A v (ours)
+            if not b.identity_order:   # into Pinocchio's order (q index = v index)
+                x, xd = x.take(b.tangent_take), xd.take(b.tangent_take)
             return kernels.project_upper(b.crba(b.pin_model, b.data, x), b.nle(b.pin_model, b.data, x, xd), a)
         x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         mass, h = b.mass_and_bias(x, xd, gamma)
