@@ -84,10 +84,6 @@ FOREIGN_API = frozenset({"_replace", "_fields", "_asdict", "_make", "_field_defa
 #: (file, offending expression) → the branch that owns the file. Only these exact uses are tolerated; the core/jit.py
 #: ones (numba's Dispatcher internals) are on the testtime branch, not yet merged when this list was written.
 AWAITING_OWNER_FIX = {
-    ("plugin/biobullet/constraints/implicit.py", "model._frames"): "generic",
-    ("plugin/biobullet/model/joint_jets.py", "f._breaks"): "lines2",
-    ("plugin/biobullet/model/joint_jets.py", "f._coefficients"): "lines2",
-    ("plugin/biobullet/model/joint_jets.py", "f._omega_k"): "lines2",
     ("plugin/biobullet/core/jit.py", "kernel._cache"): "testtime",
     ("plugin/biobullet/core/jit.py", "kernel._pyfunc"): "testtime",
     ("plugin/biobullet/core/jit.py", "entry._cache"): "testtime",

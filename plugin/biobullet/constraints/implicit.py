@@ -412,7 +412,7 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
     if not description.elements_of("loop"):
         return None, set()
 
-    loops = parse_loops(description, model._frames)
+    loops = parse_loops(description, model.link_names)
     listed = set(description.coordinates or ())
     support = sorted(set().union(*(loop_supports(model, loop) for loop in loops)))
     implicit = [k for k in support if model.joint_names[k] not in listed and model.joint_names[k] not in dependent]
