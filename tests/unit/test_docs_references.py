@@ -1,7 +1,8 @@
 """README.md and docs/*.md name only files and definitions that exist: every repository path written in backquotes
 or as a link (`tests/...py`, `demos/...`, `integrate/engine.py` relative to plugin/biobullet/, ...) is there, and a
 module written next to a name (`integrate/engine.py` `System._rhs`, `forces/elements.py::limit_stops`,
-`constraints/newton_kernel._loop_newton_py`) defines that name (read from the source with ast, nothing imported)."""
+`constraints/newton_kernel._loop_newton_py`, `biobullet.core.jit.compiled`) defines that name (read from the
+source with ast, nothing imported). A made-up path, module or name fails the check (the last test)."""
 from __future__ import annotations
 
 import ast
@@ -23,17 +24,21 @@ PLACEHOLDER = re.compile(r"[<>*…{}]|\bNAME\b|\bTYPE\b|\bPKG\b|\bOUT\b")
 PATH_SPAN = re.compile(r"[\w./-]+(?:::[\w.]+)?")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A dotted name of the library: `biobullet.core.jit.compiled`, `pipeline.stages.rhs_py`, `contact.kernels` (the
+# package prefix may be left out when the first part is one of the library's packages).
+DOTTED = re.compile(r"(?:biobullet(?:_studies)?\.)?[a-z_]+(?:\.[A-Za-z_]\w*)+(?:\(\))?")
 # A module followed by a name in backquotes: "`integrate/engine.py` `System._rhs`" or "`muscles/path.py`'s `name`".
 MODULE_THEN_NAME = re.compile(r"`([\w/]+\.py)`(?:'s)?[ \t]+`([A-Za-z_][\w.]*)(?:\(\))?`")
 
 
+@lru_cache(maxsize=None)
 def _library_packages() -> set[str]:
     return {path.name for path in LIBRARY.iterdir() if path.is_dir() and (path / "__init__.py").is_file()}
 
 
 def resolve(written: str, document: Path) -> Path | None:
     """The file or folder a written repository path names, or None when the text is not a checkable repository path
-    (placeholders, generated outputs, bare file names that several packages share)."""
+    (placeholders, generated outputs, absolute paths). A bare `name.py` must be some file of the repository."""
     if PLACEHOLDER.search(written) or "://" in written or written.startswith(("/", "~", "out/", "#")):
         return None
     if written.startswith(TOP_LEVEL):
@@ -117,12 +122,47 @@ def defines(path: Path, name: str) -> bool:
     return True
 
 
+def dotted_problem(written: str) -> str | None:
+    """Why a dotted library name that reaches a module file names nothing there, or None when it resolves or is
+    not checkable (it does not reach a module: `bridge.apply()`, `model.workspace` are instances' attributes)."""
+    parts = written.removesuffix("()").split(".")
+    # Without the package prefix `bridge.x.y` may be an instance's attributes: only a prefixed name's missing module
+    # is reported.
+    prefixed = parts[0] in ("biobullet", "biobullet_studies")
+    if parts[0] == "biobullet_studies":
+        here, parts = STUDIES, parts[1:]
+    else:
+        if parts[0] == "biobullet":
+            parts = parts[1:]
+        elif parts[0] not in _library_packages():
+            return None
+        here = LIBRARY
+    for k, part in enumerate(parts):
+        if (here / part).is_dir():
+            here = here / part
+        elif (here / f"{part}.py").is_file():
+            rest = parts[k + 1:]
+            if len(rest) > 2 or not rest or defines(here / f"{part}.py", ".".join(rest)):
+                return None
+            return f"{here.relative_to(ROOT)}/{part}.py defines no {'.'.join(rest)}"
+        elif prefixed and k < len(parts) - 1 and not defines(here / "__init__.py", part):   # `pkg.gone_module.name`
+            return f"{here.relative_to(ROOT)} has no module {part}"
+        else:   # a name of a package (lazy exports, entry-point groups, an instance's attribute): not checked
+            return None
+    return None
+
+
 def problems(text: str, document: Path) -> list[str]:
     """The written paths and module-name pairs of one document that name nothing in the repository."""
     found: list[str] = []
     spans = [span.strip() for span in CODE_SPAN.findall(text)]
     links = [link.split("#", 1)[0] for link in LINK.findall(text) if not link.startswith(("http", "mailto:", "#"))]
     for written in spans + links:
+        if written and "/" not in written and DOTTED.fullmatch(written):
+            why = dotted_problem(written)
+            if why:
+                found.append(f"{document.name}: `{written}`: {why}")
+            continue
         if not written or not PATH_SPAN.fullmatch(written):
             continue
         path_text, name = _split_name(written)
@@ -150,10 +190,14 @@ def test_a_made_up_path_or_name_is_reported() -> None:
     text = ("See `integrate/engine.py` `System._rhs` and `tests/rhs_oracles.py`, "
             "but also `integrate/compiled_explicit.py`, `tests/benchmarks/test_made_up_speed.py`, "
             "[a link](demos/no_such_demo.py), `integrate/engine.py` `System._no_such_stage`, "
-            "`forces/elements.py::no_such_law` and `constraints/newton_kernel._no_such_kernel_py`.")
+            "`forces/elements.py::no_such_law`, `constraints/newton_kernel._no_such_kernel_py`, "
+            "`pipeline.stages.no_such_stage_py`, `biobullet.integrate.compiled_explicit.CompiledExplicitRHS`; "
+            "real ones: `pipeline.stages.rhs_py`, `biobullet.core.jit.compiled`, `bridge.apply()`, "
+            "`bridge.contacts.intervals()`.")
     found = problems(text, readme)
-    assert len(found) == 6, found
+    assert len(found) == 8, found
     for made_up in ("compiled_explicit.py", "test_made_up_speed.py", "no_such_demo.py", "_no_such_stage",
-                    "no_such_law", "_no_such_kernel_py"):
+                    "no_such_law", "_no_such_kernel_py", "no_such_stage_py", "no module compiled_explicit"):
         assert any(made_up in problem for problem in found), made_up
-    assert not any("rhs_oracles" in problem or "System._rhs`" in problem for problem in found)
+    assert not any(real in problem for problem in found
+                   for real in ("rhs_oracles", "System._rhs`", "rhs_py`", "jit.compiled", "apply()", "intervals()"))
