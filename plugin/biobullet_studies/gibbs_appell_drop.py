@@ -149,9 +149,9 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     every `symmetry_interval` s and at every event (removes round-off asymmetry only; see that module);
     "off" — never. The result's `symmetry_correction` is the largest change a projection made.
     The right-hand side, the event heights and the sampled outputs are the kernels of
-    `flexible/gibbs_appell_kernels.py` (`ElasticChain.compiled()`), contact laws included; a contact law without a
-    kernel (a plug-in law, or a built-in one the kernels do not implement) enters through `drop_rhs`, the law
-    classes with the chain's M and h, which also reports a call the kernel declines.
+    `flexible/gibbs_appell_kernels.py` (`ElasticChain.compiled()`), contact laws included (every built-in law has a kernel);
+    a plug-in law without a compiled twin enters through `drop_rhs`, the law classes with the chain's M and h, which
+    also reports a call the kernel declines.
     Raises SolverError if the integrator fails.
     """
     if not (t_end > 0.0 and math.isfinite(t_end)):
