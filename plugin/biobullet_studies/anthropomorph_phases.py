@@ -127,6 +127,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
 
     zeroN = np.zeros(N)
     damping = model.damping
+    damped = bool(np.any(damping))
     time_varying = model.time_varying_inertia
 
     def constraints() -> list[FootConstraint]:
@@ -150,39 +151,27 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
                     lim = ground.foot_lever * max(R[i, 1], 0.0)
                     ankle[i] = min(max(ankle[i], -lim), lim)
         Qm = rec.joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else zeroN
-        a, Rc = constrained_accelerations(model, q, v, t, Qm + Qc, cons)
+        a, Rc = constrained_accelerations(model, q, v, t, Qm if Qc is zeroN else Qm + Qc, cons)
         for c, r in zip(cons, Rc):
             R[c.foot] = r
         return a, R, tau, Qm
 
     def rhs_of_mode(cons):
-        if not cons and controller is None and all(st == FREE for st in states):
-            irate_zero = not model.time_varying_inertia
-            damp_zero = not np.any(model.damping)
-
-            def flight_rhs(t, X):   # hot path of torque-free flight: one kernel call and one solve
-                q, v = X[:N], X[N:2 * N]
-                M, h = rec.dynamics_terms(model, q, v, t)
-                out = np.empty(2 * N + 4)
-                out[:N] = v
-                out[N:2 * N] = np.linalg.solve(M, -h)
-                out[2 * N:2 * N + 2] = 0.0
-                ld, phid = v[2 + n:], v[2:2 + n]
-                out[2 * N + 2] = 0.0 if damp_zero else -float(model.damping @ (ld * ld))
-                out[2 * N + 3] = 0.0 if irate_zero else -0.5 * float(model.inertia_rate(t) @ (phid * phid))
-                return out
-            return flight_rhs
-
-        def rhs(t, X):
+        def rhs(t, X):   # [q̇, q̈, and the work rates of the moments, the ground, the dampers, İ]
             q, v = X[:N], X[N:2 * N]
             a, R, _, Qm = forces(t, q, v, cons)
+            out = np.empty(2 * N + 4)
+            out[:N], out[N:2 * N] = v, a
+            out[2 * N] = 0.0 if Qm is zeroN else float(Qm @ v)   # skipping zero products keeps flight cheap
             p_ground = 0.0
             for i in range(2):
                 if states[i] != FREE:   # power of the ground force on the moving foot point
                     p_ground += float(R[i] @ (rec.foot_jacobian(model, q, i) @ v))
+            out[2 * N + 1] = p_ground
             ld, phid = v[2 + n:], v[2:2 + n]
-            w_i = -0.5 * float(model.inertia_rate(t) @ (phid * phid)) if time_varying else 0.0
-            return np.concatenate([v, a, [Qm @ v, p_ground, -float(damping @ (ld * ld)), w_i]])
+            out[2 * N + 2] = -float(damping @ (ld * ld)) if damped else 0.0
+            out[2 * N + 3] = -0.5 * float(model.inertia_rate(t) @ (phid * phid)) if time_varying else 0.0
+            return out
         return rhs
 
     def foot_height(i: int, offset: float) -> Callable[[float, np.ndarray], float]:

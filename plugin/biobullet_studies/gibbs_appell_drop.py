@@ -139,7 +139,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
                   switch_tolerance: float = 1e-11, sub_impact_gap: float = 0.02, max_events: int = 10000,
                   initial: tuple[np.ndarray, np.ndarray] | None = None,
                   progress: Callable[[float], None] | None = None, symmetry: str = "auto",
-                  symmetry_interval: float = 0.01, compiled: bool = True) -> DropResult:
+                  symmetry_interval: float = 0.01) -> DropResult:
     """Integrate the chain from its initial state (or `initial` = (z0, ż0)) to t_end (s).
 
     Output at every solver step and on a uniform grid dt_out (s). max_step (s) keeps the modal vibration
@@ -148,10 +148,10 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     (`gibbs_appell_symmetry.MirrorSymmetry.detect`), the state is projected back onto the symmetric manifold
     every `symmetry_interval` s and at every event (removes round-off asymmetry only; see that module);
     "off" — never. The result's `symmetry_correction` is the largest change a projection made.
-    compiled: evaluate the right-hand side, the event heights and the sampled outputs with the kernels of
-    `flexible/gibbs_appell_kernels.py`, contact laws included (True, default; the general path `drop_rhs` — the
-    law classes with the chain's M and h — serves when the contact laws are not compiled or a call declines);
-    False: always the general path.
+    The right-hand side, the event heights and the sampled outputs are the kernels of
+    `flexible/gibbs_appell_kernels.py` (`ElasticChain.compiled()`), contact laws included (every built-in law has a kernel);
+    a plug-in law without a compiled twin enters through `drop_rhs`, the law classes with the chain's M and h, which
+    also reports a call the kernel declines.
     Raises SolverError if the integrator fails.
     """
     if not (t_end > 0.0 and math.isfinite(t_end)):
@@ -165,7 +165,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
     vimp = np.zeros(npts)
     counter = [0]
 
-    fast = chain.compiled() if compiled else None
+    fast = chain.compiled()
     declined = [0]
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:

@@ -6,8 +6,8 @@ hyperextension stop; ankle spring tracking the reference ankle angle), analysis 
 vs reference, ICR path, contact forces, period (Poincaré) and spectrum, energy/work bookkeeping, loop residual,
 3D video. The sweep point function `gait(params)` (registered as "prosthesis.gait") runs one parameter point.
 
-Numerics: the plain-float special-purpose RHS `prosthesis_model.FastProsthesis.rhs` (same equations as the
-general engine, checked against it in tests/validation/test_prosthesis_model.py), LSODA via odeint (the paper's
+Numerics: the special-purpose RHS `prosthesis_model.FastProsthesis.rhs` (its one kernel, prosthesis_kernel.py; same
+equations as the general engine, checked against it in tests/validation/test_prosthesis_model.py), LSODA via odeint (the paper's
 friction regularisation C2 = 1e4 s/m, v0 = 1e-4 m/s, makes the ODE stiff during stance; kept), rtol 1e-6,
 atol 1e-8. One 20-cycle run: ~10 s on one core.
 """
@@ -63,7 +63,7 @@ def simulate_cycles(fast: FastProsthesis, cycles: float = 20, *, samples_per_cyc
     if not details:
         out["knee"] = np.array([fast.knee_flexion(t, yy) for t, yy in zip(t_eval, y)])
         return out
-    rows = [fast.evaluate(t, yy[:4], details=True)[1] for t, yy in zip(t_eval, y)]
+    rows = [fast.details(t, yy) for t, yy in zip(t_eval, y)]
     out["knee"] = np.array([r["knee_flexion"] for r in rows])
     out["forces"] = np.array([[f[0] for f in r["forces"]] + [f[1] for f in r["forces"]] for r in rows])
     out["penetration"] = np.array([[f[2] for f in r["forces"]] for r in rows])
@@ -215,7 +215,7 @@ def cycle_evidence(fast: FastProsthesis, t: np.ndarray, y: np.ndarray, knee: np.
     first = int(cycles) - n_last
     lo = max(first * spc - spc // 4, 0)
     idx = np.arange(lo, int(cycles) * spc + 1)
-    rows = [fast.evaluate(t[i], y[i, :4], details=True)[1] for i in idx]
+    rows = [fast.details(t[i], y[i]) for i in idx]
     tt = t[idx]
     heel = np.array([r["forces"][0][0] for r in rows])
     toe = np.array([r["forces"][1][0] for r in rows])

@@ -1,9 +1,10 @@
-"""The prosthesis right-hand side `FastProsthesis.rhs` (prosthesis_model.py) as one numba kernel through the
-library's one jit helper (`biobullet.core.jit`), with the model's numbers packed into arrays once (`pack`); its
-Python form runs where numba is missing (or `FastProsthesis(compiled=False)`, for debugging). It reports a state it
-cannot evaluate (four-bar cannot assemble, non-finite result) by its status. tests/validation/test_prosthesis_model.py
-checks it against the array form `FastProsthesis.evaluate` and that against the general engine;
-tests/benchmarks/test_prosthesis_speed.py measures compiled against Python form.
+"""The prosthesis right-hand side of `FastProsthesis` (prosthesis_model.py), written once as a numba kernel through
+the library's one jit helper (`biobullet.core.jit`; `BIOBULLET_NUMBA=0` runs the same function by Python, for
+debugging), with the model's numbers packed into arrays once (`pack`). Besides ẏ it gives the work rates and, for
+sampled output, the mechanism's details (`DETAILS`: angles, points, loop residual, energy, element forces). It
+reports a state it cannot evaluate by its status (ASSEMBLY: the four-bar cannot assemble; NOT_FINITE).
+tests/validation/test_prosthesis_model.py checks it against the library's general engine on the same model file and
+by the energy balance; tests/benchmarks/test_prosthesis_library_speed.py times it against the library's pipeline.
 """
 from __future__ import annotations
 
@@ -13,33 +14,50 @@ import numpy as np
 
 from biobullet.core import jit
 
-# rows of the packed vectors (same names as FastProsthesis.scalar_vectors)
+# rows of the packed vectors (FastProsthesis attributes of these names)
 VECTORS = ("A_t", "B_t", "d_AD", "k_s", "c_a", "c_b", "damper_thigh", "damper_shank")
 PARAMETERS = ("damper_k", "damper_c", "damper_l0", "stop_k", "stop_c", "stop_c3", "stop_lever", "ankle_k",
               "ankle_c", "contact_k", "contact_c", "contact_c1", "mu", "v0")
+#: what the kernel computes: ẏ only, ẏ and the work rates (W_drive, W_forces), or those and `DETAILS`
+RATES, WORK, DETAILED = 0, 1, 2
+#: status of a call
+OK, ASSEMBLY, NOT_FINITE = 0, 1, 2
+#: the detail entries after ẏ (4) and the work rates (2): absolute angles ψ (rad, about +y), world points (x, z) (m)
+#: A, B, D, C, K (ankle), the loop residual (m), kinetic and gravity energy of the response bodies (J), the damper's
+#: length (m) and tension (N), the knee-stop force (N), the ankle torque (N m); then per contact (heel, toe) the
+#: normal and friction force on the foot (N), the penetration (m) and the slip velocity along x (m/s)
+DETAILS = ("psi_t", "psi_ad", "psi_bc", "psi_s", "psi_f", "A_x", "A_z", "B_x", "B_z", "D_x", "D_z", "C_x", "C_z",
+           "K_x", "K_z", "residual_x", "residual_z", "kinetic", "gravity", "damper_length", "damper_tension",
+           "stop_force", "ankle_torque")
+CONTACT_DETAILS = ("normal", "friction", "penetration", "slip")
+FIRST_DETAIL = 6
+N_DETAILS = len(DETAILS)
 
 
 def pack(fast) -> tuple:
-    """(series, harmonics, vectors, bodies, contacts, gravity, scalars, parameters) of a FastProsthesis."""
-    series = fast.scalar_series
-    k = max(max(len(a) for _, _, a, _ in series), 1)
-    table = np.zeros((len(series), 2 + 2 * k))
-    harmonics = np.zeros(len(series), dtype=np.int64)
-    for r, (period, a0, a, b) in enumerate(series):
-        table[r, 0], table[r, 1] = period, a0
-        table[r, 2:2 + len(a)] = a
-        table[r, 2 + k:2 + k + len(b)] = b
-        harmonics[r] = len(a)
-    vectors = np.array([fast.scalar_vectors[name] for name in VECTORS], dtype=float)
-    bodies = np.array([[m, c[0], c[1], i] for m, c, i in fast.scalar_bodies], dtype=float)
-    contacts = np.array(fast.scalar_contacts, dtype=float).reshape(-1, 2)
+    """(series, harmonics, vectors, bodies, contacts, gravity, scalars, parameters) of a FastProsthesis: its Fourier
+    drivers (hip x, hip y, thigh, ankle reference) as rows (period, a0, a_k…, b_k…), its planar vectors (`VECTORS`),
+    bodies (m, c_x, c_z, I_yy), contact points, gravity, (r_a, r_b, branch, belt speed) and `PARAMETERS`."""
+    drivers = (fast.f_hx, fast.f_hy, fast.f_th, fast.f_ank)
+    k = max(max(len(f.a) for f in drivers), 1)
+    table = np.zeros((len(drivers), 2 + 2 * k))
+    harmonics = np.zeros(len(drivers), dtype=np.int64)
+    for r, f in enumerate(drivers):
+        table[r, 0], table[r, 1] = f.period, f.a0
+        table[r, 2:2 + len(f.a)] = f.a
+        table[r, 2 + k:2 + k + len(f.b)] = f.b
+        harmonics[r] = len(f.a)
+    vectors = np.array([getattr(fast, name) for name in VECTORS], dtype=float)
+    bodies = np.array([[m, c[0], c[1], i] for m, c, i in fast.bodies], dtype=float)
+    contacts = np.array([h for _, h in fast.contacts], dtype=float).reshape(-1, 2)
     scalars = np.array([fast.r_a, fast.r_b, fast.branch, fast.belt], dtype=float)
     parameters = np.array([getattr(fast.p, name) for name in PARAMETERS], dtype=float)
-    return table, harmonics, vectors, bodies, contacts, np.array(fast.scalar_gravity, dtype=float), scalars, parameters
+    return table, harmonics, vectors, bodies, contacts, np.array(fast.gravity, dtype=float), scalars, parameters
 
 
-def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, scalars, par):
-    """(status, ẏ): status 0, or 1 where the state cannot be evaluated (no assembly, non-finite)."""
+def _prosthesis_rhs_py(t, y, mode, table, harmonics, vec, bodies, contacts, g, scalars, par):
+    """(status, out): out = ẏ (mode RATES), + (P_drive, P_forces) (WORK), + `DETAILS` and per contact
+    `CONTACT_DETAILS` (DETAILED); status OK, ASSEMBLY or NOT_FINITE (then out is empty)."""
     k_max = (table.shape[1] - 2) // 2
     drive = np.zeros((4, 3))
     for r in range(4):   # Fourier series: harmonics by the angle-addition recurrence
@@ -63,7 +81,7 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     aref = drive[3, 0]
     r_a, r_b, branch, belt = scalars[0], scalars[1], scalars[2], scalars[3]
     kA, ank, dkA, dank = y[0], y[1], y[2], y[3]
-    # positions (as `FastProsthesis.positions`)
+    # positions: the closed-form four-bar solution on the branch of `FastProsthesis.branch`
     pt = -th
     c, s = math.cos(pt), math.sin(pt)
     Ax, Az = c * vec[0, 0] + s * vec[0, 1], -s * vec[0, 0] + c * vec[0, 1]
@@ -76,7 +94,7 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     along = (dist * dist + r_b ** 2 - r_a ** 2) / (2.0 * dist)
     h2 = r_b ** 2 - along * along
     if not h2 >= 0.0:
-        return 1, np.zeros(0)
+        return ASSEMBLY, np.zeros(0)
     h = math.sqrt(h2)
     ex, ez = vx / dist, vz / dist
     cx = along * ex + branch * h * ez
@@ -173,14 +191,18 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
     lever = par[6]
     delta, ddelta = -lever * (p_bc - pt), -lever * (dp_bc - dpt)
     f_stop = (0.5 + math.atan(par[5] * delta) / math.pi) * (par[3] * delta + par[4] * ddelta)
-    if f_stop > 0.0:
-        F0 += lever * f_stop * a1
-    F1 += -par[7] * (ank - aref) - par[8] * dank
+    f_stop = max(f_stop, 0.0)
+    F0 += lever * f_stop * a1
+    tau_ankle = -par[7] * (ank - aref) - par[8] * dank
+    F1 += tau_ankle
     Kx = Dx + rk0
     Kz = Dz + rk1
     vKx = vDx + rk1 * dp_s
     vKz = vDz - rk0 * dp_s
     k_n, c_n, c1n, mu, v0 = par[9], par[10], par[11], par[12], par[13]
+    n_out = 4 if mode == RATES else (6 if mode == WORK else FIRST_DETAIL + N_DETAILS + 4 * contacts.shape[0])
+    out = np.zeros(n_out)
+    at = FIRST_DETAIL + N_DETAILS
     for j in range(contacts.shape[0]):
         rh0 = cf * contacts[j, 0] + sf * contacts[j, 1]
         rh1 = -sf * contacts[j, 0] + cf * contacts[j, 1]
@@ -188,21 +210,23 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
         vx_ = vKx + rh1 * dp_f
         vz_ = vKz - rh0 * dp_f
         fn = (0.5 + math.atan(c1n * pen) / math.pi) * (k_n * pen - c_n * vz_)
+        if mode == DETAILED:
+            out[at + 4 * j + 2], out[at + 4 * j + 3] = pen, vx_
         if fn <= 0.0:
             continue
         ft = -mu * fn * (2.0 / math.pi) * math.atan(vx_ / v0)
         jx0, jz0 = JKx0 + rh1 * a2, JKz0 - rh0 * a2
         F0 += ft * jx0 + fn * jz0
         F1 += -ft * rh1 + fn * rh0
-    _ = Kx
+        if mode == DETAILED:
+            out[at + 4 * j], out[at + 4 * j + 1] = fn, ft
     f0 += F0
     f1 += F1
     detm = M00 * M11 - M01 * M01
     q0 = (f0 * M11 - f1 * M01) / detm
     q1 = (M00 * f1 - M01 * f0) / detm
-    out = np.empty(6 if work else 4)
     out[0], out[1], out[2], out[3] = dkA, dank, q0, q1
-    if work:
+    if mode != RATES:
         hv_ad, hv_bc, hv_s = dpt, a1 * dpt + c1, a2 * dpt + c2
         pdd_ad, pdd_bc, pdd_s = ddpt + q0, a1 * (ddpt + q0) + e1, a2 * (ddpt + q0) + e2
         pdd_f = pdd_s - q1
@@ -222,15 +246,38 @@ def _prosthesis_rhs_py(t, y, work, table, harmonics, vec, bodies, contacts, g, s
         p_drive += m_s * ((b3x - gx) * v3x + (b3z - gz) * v3z) + i_s * pdd_s * hv_s
         p_drive += m_f * ((b4x - gx) * v4x + (b4z - gz) * v4z) + i_f * pdd_f * hv_s
         out[4], out[5] = p_drive, dkA * F0 + dank * F1
+    if mode == DETAILED:
+        d = FIRST_DETAIL
+        out[d], out[d + 1], out[d + 2], out[d + 3], out[d + 4] = pt, p_ad, p_bc, p_s, p_f
+        out[d + 5], out[d + 6] = hip_x + rA0, hip_z + rA1
+        out[d + 7], out[d + 8] = hip_x + rB0, hip_z + rB1
+        out[d + 9], out[d + 10] = Dx, Dz
+        out[d + 11], out[d + 12] = hip_x + Cx, hip_z + Cz
+        out[d + 13], out[d + 14] = Kx, Kz
+        # the loop Φ = B + R(ψ_BC) c_a − D − R(ψ_s) c_b at the closed-form angles (round-off)
+        out[d + 15] = rB0 + r_ca0 - rA0 - r_ad0 - r_cb0
+        out[d + 16] = rB1 + r_ca1 - rA1 - r_ad1 - r_cb1
+        # COM velocities of the four response bodies (Ṙ(ψ) c = ψ̇ (c_z', −c_x') of the rotated c')
+        u1x, u1z = dAx + rcad1 * dp_ad, dAz - rcad0 * dp_ad
+        u2x, u2z = dBx + rcbc1 * dp_bc, dBz - rcbc0 * dp_bc
+        u3x, u3z = vDx + rcs1 * dp_s, vDz - rcs0 * dp_s
+        u4x, u4z = vKx + rcf1 * dp_f, vKz - rcf0 * dp_f
+        out[d + 17] = 0.5 * (i_ad * dp_ad ** 2 + i_bc * dp_bc ** 2 + i_s * dp_s ** 2 + i_f * dp_f ** 2
+                             + m_ad * (u1x * u1x + u1z * u1z) + m_bc * (u2x * u2x + u2z * u2z)
+                             + m_s * (u3x * u3x + u3z * u3z) + m_f * (u4x * u4x + u4z * u4z))
+        out[d + 18] = -(m_ad * (gx * (hip_x + rA0 + rcad0) + gz * (hip_z + rA1 + rcad1))
+                        + m_bc * (gx * (hip_x + rB0 + rcbc0) + gz * (hip_z + rB1 + rcbc1))
+                        + m_s * (gx * (Dx + rcs0) + gz * (Dz + rcs1)) + m_f * (gx * (Kx + rcf0) + gz * (Kz + rcf1)))
+        out[d + 19], out[d + 20], out[d + 21], out[d + 22] = length, tension, f_stop, tau_ankle
     for i in range(out.shape[0]):
         if not math.isfinite(out[i]):
-            return 1, np.zeros(0)
-    return 0, out
+            return NOT_FINITE, np.zeros(0)
+    return OK, out
 
 
-def kernel(compiled: bool = True):
-    """The compiled `_prosthesis_rhs_py`, or the function itself (`compiled` False, numba missing or disabled)."""
-    return (jit.compiled(_prosthesis_rhs_py) if compiled else None) or _prosthesis_rhs_py
+#: compiled on its first call (numba's on-disk cache), or run by Python with BIOBULLET_NUMBA=0
+prosthesis_rhs = jit.lazy(_prosthesis_rhs_py)
 
 
-__all__ = ["pack", "kernel", "VECTORS", "PARAMETERS"]
+__all__ = ["pack", "prosthesis_rhs", "VECTORS", "PARAMETERS", "DETAILS", "CONTACT_DETAILS", "FIRST_DETAIL", "RATES",
+           "WORK", "DETAILED", "OK", "ASSEMBLY", "NOT_FINITE"]

@@ -17,8 +17,10 @@ Both hand the library's compiled right-hand sides a kernel (`ForceElement.compil
 `biobullet.forces.base`): `_joint_spring_reference_py` evaluates θ0(t) by the library's table of joint functions
 (`model.joint_jets._explicit_jets_py`, the kernel of the compiled drivers), `_joint_contact_stop_py` the contact
 law by the library's compiled law twins (`contact.kernels._normal_force_py`, built-in or plug-in laws). So the
-bundled prosthesis model, with these elements, runs on the compiled path; each kernel is tested equal to its
-element's generic methods in tests/unit/studies/test_tracking_kernels.py.
+bundled prosthesis model, with these elements, runs on the compiled path; tests/validation/test_prosthesis_compiled.py
+checks the kernels against the laws written out in the test (a pendulum in closed form, d'Alembert with Pinocchio).
+The elements' Python methods (`generalized_force`, the powers) are what the `ForceElement` protocol asks of every
+element: the callback stage, the bridge's force hook and the energy bookkeeping call them.
 """
 from __future__ import annotations
 

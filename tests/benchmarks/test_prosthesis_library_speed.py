@@ -1,7 +1,7 @@
 """Prosthesis, 20 gait cycles in one run: the library model (urdf/prosthesis_fourbar.urdf with its study elements,
 `biobullet.simulate`) on the compiled right-hand side — the study elements through their `compiled_kernel`
 hooks — against the study's hand-written model
-(`FastProsthesis` with its numba twin, `biobullet_studies.prosthesis.simulate_cycles`), all at the study's
+(`FastProsthesis` on its kernel, `biobullet_studies.prosthesis.simulate_cycles`), all at the study's
 tolerance (LSODA, rtol 1e-6, atol 1e-8; the library with error control on its integrated state, as the
 hand-written model).
 

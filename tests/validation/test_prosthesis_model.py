@@ -1,4 +1,4 @@
-"""Prosthesis study (paper 003): model file, fast RHS vs the general engine, loop, contact signs, energy, and
+"""Prosthesis study (paper 003): model file, the study's kernel vs the general engine, loop, contact signs, energy, and
 the paper's appendix mass matrix (which drops the shank's translational terms) vs a correct one."""
 from __future__ import annotations
 
@@ -64,21 +64,6 @@ def test_damper_free_length_is_BD_at_full_extension(model):
     assert len(lengths) > 20 and np.all(np.diff(lengths) < 0.0)
 
 
-def test_scalar_rhs_equals_array_rhs():
-    """The plain-float RHS (used for integration) = the array RHS (checked against the general engine)."""
-    fast = FastProsthesis(PATH)
-    rng = np.random.default_rng(5)
-    for _ in range(20):
-        t = rng.uniform(0.0, 2.0)
-        y = [rng.uniform(-0.02, 1.2), rng.uniform(-0.4, 0.4), rng.normal() * 3, rng.normal() * 3]
-        ref = fast.evaluate(t, np.array(y))
-        got = np.array(fast.rhs(t, y))
-        assert np.max(np.abs(got - ref)) <= 1e-11 * max(1.0, np.max(np.abs(ref)))
-        powers = fast.evaluate(t, np.array(y), details=True)[1]["powers"]
-        w = fast.rhs(t, y, work=True)[4:]
-        assert sum(w) == pytest.approx(sum(powers), rel=1e-9, abs=1e-9)   # same dE/dt, split differently
-
-
 def test_fast_rhs_equals_general_engine(model):
     """Same equations: accelerations agree to round-off on random states, contacts on and off."""
     from biobullet.integrate.engine import System
@@ -90,7 +75,7 @@ def test_fast_rhs_equals_general_engine(model):
         t = rng.uniform(0.0, 2.0)
         y = np.array([rng.uniform(-0.02, 1.2), rng.uniform(-0.4, 0.4), rng.normal() * 3, rng.normal() * 3])
         ref = system.rhs(t, np.concatenate([y, [0.0, 0.0]]))[:4]
-        got = fast.evaluate(t, y)
+        got = fast.rhs(t, y)
         assert np.max(np.abs(got - ref)) <= 1e-9 * max(1.0, np.max(np.abs(ref)))
         x, _, _, _ = model.joint_state(y[:2], y[2:], t)
         ang = fast.joint_angles(t, y[0], y[1])
