@@ -25,7 +25,8 @@ before typing it, so a kernel bound with the flag off never compiles what the br
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
-beside the cache files), so editing a callee in another file recompiles its callers. `twin(function, bind)` is the
+beside the cache files), so editing a callee in another file recompiles its callers; a cache entry numba cannot
+load (a type its index names has moved, a garbled file) is compiled again, not raised (`_guard_cache`). `twin(function, bind)` is the
 uncompiled form with the same bindings (Python functions), for debugging and the numba-free paths. `ENABLED` is
 the switch: False without numba or with `BIOBULLET_NUMBA=0` in the environment; tests flip it. A module whose kernels
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
@@ -103,6 +104,42 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
         stamp.write_text(digest)
     except OSError:   # a read-only installation: numba then cannot cache there either
         pass
+
+
+_GUARDED_CACHE: list = []   # the FunctionCache subclass `_guard_cache` installs (made on first use)
+
+
+def _guard_cache(kernel: Any) -> Any:
+    """Give `kernel` (a numba dispatcher or cfunc, caching not yet used) a cache whose unreadable entries are
+    recompiled, not raised: numba's loader unpickles the whole index of a kernel's cache and raises when a type
+    it names has moved or been renamed since (`AttributeError: Can't get attribute ...`; an upgraded installation
+    with an old `__pycache__`), or when a file is truncated or garbled. Any failure to load an entry empties that
+    kernel's index and compiles it again; the new entry is saved as usual. `kernel` as it was when numba's
+    internals moved (then numba's own behaviour stands)."""
+    try:
+        if not _GUARDED_CACHE:
+            from numba.core.caching import FunctionCache
+
+            class GuardedCache(FunctionCache):
+                def load_overload(self, sig, target_context):
+                    try:
+                        return super().load_overload(sig, target_context)
+                    except Exception:   # stale or unreadable: an empty index, and compile it again
+                        self.flush()
+                        return None
+
+                def save_overload(self, sig, data):
+                    try:
+                        super().save_overload(sig, data)
+                    except Exception:   # an index written meanwhile by an older layout: replace it
+                        self.flush()
+                        super().save_overload(sig, data)
+
+            _GUARDED_CACHE.append(GuardedCache)
+        kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+    except Exception:   # pragma: no cover - numba internals moved
+        pass
+    return kernel
 
 
 #: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
@@ -242,7 +279,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             options = {"cache": True, "nogil": True, "error_model": error_model}
             if inline:
                 options["inline"] = "always"
-            kernel = numba.njit(**options)(target)
+            kernel = _guard_cache(numba.njit(**options)(target))
             if inline:
                 _INLINE_OWN[kernel] = frozenset(bound_kernels)
         except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
@@ -324,7 +361,13 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
                 _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            entry = numba.cfunc(signature, cache=True, error_model=error_model)(target)
+            from numba.core import sigutils
+            from numba.core.ccallback import CFunc
+
+            # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)
+            entry = _guard_cache(CFunc(target, sigutils.normalize_signature(signature), locals={},
+                                       options={"error_model": error_model}))
+            entry.compile()
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
