@@ -107,20 +107,71 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
 
 
 _GUARDED_CACHE: list = []   # the FunctionCache subclass `_guard_cache` installs (made on first use)
+#: longest wait (s) for another process's compile of the same kernel; then this process compiles it too
+COMPILE_LOCK_WAIT = 300.0
+_HELD_LOCKS: set = set()   # compile-lock files this process holds (a nested compile of the same kernel)
+
+
+@contextmanager
+def _compile_lock(path: str, waiting: Callable | None = None):
+    """Hold the compile lock `path` (an exclusive `flock`) while compiling a kernel, so that processes sharing
+    numba's on-disk cache (the test run's workers, a sweep's) compile each kernel once: the second waits — inside
+    the context `waiting()` gives, if any — then loads what the first saved. No lock where `flock` or the folder is
+    unavailable, or after COMPILE_LOCK_WAIT seconds. A process compiles callees inside a caller's compile, so it
+    holds locks along a call chain; the call graph has no cycles, so two processes never wait for each other."""
+    if path in _HELD_LOCKS:
+        yield
+        return
+    try:
+        import fcntl
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a")
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        import time
+        from contextlib import ExitStack
+        deadline = time.monotonic() + COMPILE_LOCK_WAIT
+        with ExitStack() as wait:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    if waiting is not None:
+                        wait.enter_context(waiting())
+                        waiting = None
+                    time.sleep(0.05)
+                except OSError:
+                    break
+        _HELD_LOCKS.add(path)
+        yield
+    finally:
+        _HELD_LOCKS.discard(path)
+        handle.close()   # (releases the lock)
 
 
 def _guard_cache(kernel: Any) -> Any:
-    """Give `kernel` (a numba dispatcher or cfunc, caching not yet used) a cache whose unreadable entries are
-    recompiled, not raised: numba's loader unpickles the whole index of a kernel's cache and raises when a type
-    it names has moved or been renamed since (`AttributeError: Can't get attribute ...`; an upgraded installation
-    with an old `__pycache__`), or when a file is truncated or garbled. Any failure to load an entry empties that
-    kernel's index and compiles it again; the new entry is saved as usual. `kernel` as it was when numba's
-    internals moved (then numba's own behaviour stands)."""
+    """Give `kernel` (a numba dispatcher or cfunc, caching not yet used) a guarded cache:
+    - an entry numba cannot load is compiled again, not raised: numba's loader unpickles the whole index of a
+      kernel's cache and raises when a type it names has moved or been renamed since (`AttributeError: Can't get
+      attribute ...`; an upgraded installation with an old `__pycache__`), or when a file is truncated or garbled.
+      Any failure to load an entry empties that kernel's index and compiles it again; the new entry is saved;
+    - a dispatcher's compile of a new signature (cache load, compile, save) holds the kernel's compile lock
+      (`_compile_lock`, a file beside its cache files), so two processes do not compile the same kernel at once
+      (a cfunc is compiled under it by `_compile_locked`).
+    `kernel` as it was when numba's internals moved (then numba's own behaviour stands)."""
     try:
         if not _GUARDED_CACHE:
             from numba.core.caching import FunctionCache
 
             class GuardedCache(FunctionCache):
+                def lock_path(self) -> str:
+                    return os.path.join(self._cache_path, self._impl.filename_base + ".compile-lock")
+
                 def load_overload(self, sig, target_context):
                     try:
                         return super().load_overload(sig, target_context)
@@ -136,10 +187,37 @@ def _guard_cache(kernel: Any) -> Any:
                         super().save_overload(sig, data)
 
             _GUARDED_CACHE.append(GuardedCache)
-        kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+        cache = kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+        if hasattr(kernel, "overloads"):   # a dispatcher: numba calls its `compile` per new signature
+            unlocked = kernel.compile
+
+            def compile(sig):
+                if kernel.overloads.get(tuple(sig) if isinstance(sig, tuple) else None) is not None:
+                    return unlocked(sig)
+                with _compile_lock(cache.lock_path(), lambda: _compiling_elsewhere(kernel, sig)):
+                    return unlocked(sig)
+
+            kernel.compile = compile
     except Exception:   # pragma: no cover - numba internals moved
         pass
     return kernel
+
+
+def _compiling_elsewhere(kernel: Any, sig: Any):
+    """A numba compile event around the wait for another process's compile of `kernel`: the compile notice and
+    `compile_clock` count the wait as compiling (a run's report then does not call it integration time)."""
+    from numba.core import event
+    return event.trigger_event("numba:compile", data={"dispatcher": kernel, "args": sig, "return_type": None})
+
+
+def _compile_locked(entry: Any) -> None:
+    """Compile a cfunc (`function_address`) under its compile lock (`_guard_cache`)."""
+    lock = getattr(entry._cache, "lock_path", None)
+    if lock is None:
+        entry.compile()
+        return
+    with _compile_lock(lock()):
+        entry.compile()
 
 
 #: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
@@ -367,7 +445,7 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
             # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)
             entry = _guard_cache(CFunc(target, sigutils.normalize_signature(signature), locals={},
                                        options={"error_model": error_model}))
-            entry.compile()
+            _compile_locked(entry)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"

@@ -197,3 +197,32 @@ def test_a_stale_or_unreadable_cache_entry_is_compiled_again(tmp_path: Path, mon
         kernel = jit.compiled(module._norm2_py)
         assert kernel(getattr(module, point_type)(3.0, 4.0)) == 25.0
         assert (sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())) == (hits, misses)
+
+
+@needs_numba
+def test_a_kernel_another_process_is_compiling_is_waited_for_and_loaded(tmp_path: Path, monkeypatch) -> None:
+    """The test run's workers share numba's on-disk cache: a kernel another process is compiling (it holds the
+    kernel's compile lock) is waited for and then loaded from the cache that process saved, not compiled twice."""
+    import fcntl
+    import threading
+
+    import numba
+
+    path = tmp_path / "bb_lock_probe.py"
+    path.write_text(STALE_PROBE.format(name="Point"))
+    module = _load_probe(path, "bb_lock_probe", monkeypatch)
+    kernel = jit.compiled(module._norm2_py)
+    lock = Path(kernel._cache.lock_path())
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    with open(lock, "a") as other:   # "another process" compiling: it holds the lock
+        fcntl.flock(other, fcntl.LOCK_EX)
+        waiting = threading.Thread(target=lambda: results.append(kernel(module.Point(3.0, 4.0))))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive() and not results   # it waits for the lock
+        # the other compile, saved in the same cache (numba's own dispatcher: no lock)
+        assert numba.njit(cache=True)(module._norm2_py)(module.Point(3.0, 4.0)) == 25.0
+    waiting.join(60)
+    assert results == [25.0]
+    assert (sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())) == (1, 0)
