@@ -388,19 +388,36 @@ def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None =
     return dispatch
 
 
+def _argument_type(value: Any):
+    """numba's type of a kernel argument, an array with a non-unit stride typed as of any layout ('A') even where
+    NumPy calls it contiguous (a one-entry view): a strided copy then gets the any-layout entry at every size,
+    not a C-contiguous one (another compile of the kernel) when it has one entry."""
+    import numba
+    from numba.core import types
+    kind = numba.typeof(value)
+    if isinstance(kind, types.Array) and kind.layout != "A" and value.size and value.strides[-1] != value.itemsize:
+        kind = kind.copy(layout="A")
+    return kind
+
+
 def direct_entry(kernel: Callable, *args: Any) -> Callable:
-    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (compiled or loaded by
-    calling it with them once): calling it skips the dispatcher's per-call matching of the argument types (≈ 0.4 µs
-    for eleven arguments — for a per-step kernel between two PyBullet steps, 2 % of a step). The caller must pass
-    the same types on every call (C-contiguous float64 arrays and Python floats where `args` has them): the wrapper
-    converts but does not check. `kernel` itself when numba keeps no such entry (another numba version)."""
-    kernel(*args)
+    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (`_argument_type`;
+    compiled or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call
+    matching of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet
+    steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
+    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when numba keeps
+    no such entry (another numba version)."""
     try:
-        import numba
-        entry = kernel.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+        signature = tuple(_argument_type(a) for a in args)
+        kernel.compile(signature)
+        entry = kernel.overloads[signature].entry_point
     except Exception:   # pragma: no cover - numba internals moved: the dispatcher serves
+        entry = None
+    if not callable(entry):
+        kernel(*args)
         return kernel
-    return entry if callable(entry) else kernel
+    entry(*args)
+    return entry
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
