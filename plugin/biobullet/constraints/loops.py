@@ -18,7 +18,7 @@ form without numba), the one implementation of tree kinematics and loop rows; ot
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -118,20 +118,24 @@ class TreeKinematics:
     subspace: np.ndarray       # (6, n_tangent)
     velocity: np.ndarray | None = None   # (n_b, 6)
     accel: np.ndarray | None = None      # (n_b, 6)
+    #: (rotations, positions, subspace, velocity, accel) writable, for the loop rows kernel: the fields above are
+    #: read-only views of them, and numba compiles a kernel again for read-only arrays (≈ 5 s of CPU)
+    kernel_arrays: tuple | None = field(default=None, repr=False)
 
 
 #: last tree kinematics per model: {model: (x bytes, placements+subspace, xd bytes, velocity, accel)}. The same
 #: configuration is evaluated by the force elements, the loop rows and the resolver within one right-hand side.
 _KINEMATICS = "loops.tree_kinematics"   # key of the last tree kinematics in `Model.derived`
 _NO_RATES = np.zeros(0)
-_NO_MOTION = np.zeros((1, 6))
-# read-only like the cached kinematics it stands in for: the rows kernel then keeps one signature for Python callers
-_NO_MOTION.setflags(write=False)
+_NO_MOTION = np.zeros((1, 6))   # (writable like `TreeKinematics.kernel_arrays`: one signature of the rows kernel)
 
 
-def _readonly(*arrays):
-    for a in arrays:
-        a.setflags(write=False)
+def _readonly(*arrays) -> list:
+    """Read-only views of `arrays` (which stay writable for the kernels)."""
+    views = [a.view() for a in arrays]
+    for view in views:
+        view.setflags(write=False)
+    return views
 
 
 def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeKinematics:
@@ -155,14 +159,15 @@ def tree_kinematics(model, x: np.ndarray, xd: np.ndarray | None = None) -> TreeK
     meta, body = model.tree_pack
     rotations, positions, subspace, vel, acc = tree_kinematics_run(meta, body, x, xd if with_rates else _NO_RATES,
                                                                    model.n_tangent, with_rates)
-    _readonly(rotations, positions, subspace, vel, acc)
+    writable = (rotations, positions, subspace, vel, acc)
+    rotations, positions, subspace, vel, acc = _readonly(*writable)
     arrays = tree_arrays(model)
-    kin = TreeKinematics(arrays, rotations, positions, subspace)
+    kin = TreeKinematics(arrays, rotations, positions, subspace, kernel_arrays=writable)
     if cached is None:
         cached = [key, kin, None, None]
         model.derived[_KINEMATICS] = cached
     if with_rates:
-        kin = TreeKinematics(arrays, rotations, positions, subspace, vel, acc)
+        kin = TreeKinematics(arrays, rotations, positions, subspace, vel, acc, kernel_arrays=writable)
         cached[2:] = [xd.tobytes(), kin]
     return kin
 
@@ -252,9 +257,11 @@ class VectorLoops:
         if kin is None or xd is not None:   # (cached per x and ẋ: a `kin` of another ẋ must not be reused)
             kin = tree_kinematics(model, x, xd)
         with_bias = xd is not None
-        phi, jac, bias = loop_rows_run(self.rows, 0, (kin.rotations, kin.positions, kin.subspace,
-                                                      kin.velocity if with_bias else _NO_MOTION,
-                                                      kin.accel if with_bias else _NO_MOTION), jacobian, with_bias)
+        rotations, positions, subspace, velocity, accel = kin.kernel_arrays or (
+            kin.rotations, kin.positions, kin.subspace, kin.velocity, kin.accel)
+        phi, jac, bias = loop_rows_run(self.rows, 0, (rotations, positions, subspace,
+                                                      velocity if with_bias else _NO_MOTION,
+                                                      accel if with_bias else _NO_MOTION), jacobian, with_bias)
         return phi, (jac if jacobian else None), (bias if with_bias else None), kin
 
 

@@ -24,7 +24,8 @@ before typing it, so a kernel bound with the flag off never compiles what the br
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
-beside the cache files), so editing a callee in another file recompiles its callers. A module whose kernels
+beside the cache files), so editing a callee in another file recompiles its callers; a cache entry numba cannot
+load (a type its index names has moved, a garbled file) is compiled again, not raised (`_guard_cache`). A module whose kernels
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
 
@@ -105,6 +106,120 @@ def _drop_stale_cache(function: Callable, digest: str) -> None:
         stamp.write_text(digest)
     except OSError:   # a read-only installation: numba then cannot cache there either
         pass
+
+
+_GUARDED_CACHE: list = []   # the FunctionCache subclass `_guard_cache` installs (made on first use)
+#: longest wait (s) for another process's compile of the same kernel; then this process compiles it too
+COMPILE_LOCK_WAIT = 300.0
+_HELD_LOCKS: set = set()   # compile-lock files this process holds (a nested compile of the same kernel)
+
+
+@contextmanager
+def _compile_lock(path: str, waiting: Callable | None = None):
+    """Hold the compile lock `path` (an exclusive `flock`) while compiling a kernel, so that processes sharing
+    numba's on-disk cache (the test run's workers, a sweep's) compile each kernel once: the second waits — inside
+    the context `waiting()` gives, if any — then loads what the first saved. No lock where `flock` or the folder is
+    unavailable, or after COMPILE_LOCK_WAIT seconds. A process compiles callees inside a caller's compile, so it
+    holds locks along a call chain; the call graph has no cycles, so two processes never wait for each other."""
+    if path in _HELD_LOCKS:
+        yield
+        return
+    try:
+        import fcntl
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a")
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        import time
+        from contextlib import ExitStack
+        deadline = time.monotonic() + COMPILE_LOCK_WAIT
+        with ExitStack() as wait:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    if waiting is not None:
+                        wait.enter_context(waiting())
+                        waiting = None
+                    time.sleep(0.05)
+                except OSError:
+                    break
+        _HELD_LOCKS.add(path)
+        yield
+    finally:
+        _HELD_LOCKS.discard(path)
+        handle.close()   # (releases the lock)
+
+
+def _guard_cache(kernel: Any) -> Any:
+    """Give `kernel` (a numba dispatcher or cfunc, caching not yet used) a guarded cache:
+    - an entry numba cannot load is compiled again, not raised: numba's loader unpickles the whole index of a
+      kernel's cache and raises when a type it names has moved or been renamed since (`AttributeError: Can't get
+      attribute ...`; an upgraded installation with an old `__pycache__`), or when a file is truncated or garbled.
+      Any failure to load an entry empties that kernel's index and compiles it again; the new entry is saved;
+    - a dispatcher's compile of a new signature (cache load, compile, save) holds the kernel's compile lock
+      (`_compile_lock`, a file beside its cache files), so two processes do not compile the same kernel at once
+      (a cfunc is compiled under it by `_compile_locked`).
+    `kernel` as it was when numba's internals moved (then numba's own behaviour stands)."""
+    try:
+        if not _GUARDED_CACHE:
+            from numba.core.caching import FunctionCache
+
+            class GuardedCache(FunctionCache):
+                def lock_path(self) -> str:
+                    return os.path.join(self._cache_path, self._impl.filename_base + ".compile-lock")
+
+                def load_overload(self, sig, target_context):
+                    try:
+                        return super().load_overload(sig, target_context)
+                    except Exception:   # stale or unreadable: an empty index, and compile it again
+                        self.flush()
+                        return None
+
+                def save_overload(self, sig, data):
+                    try:
+                        super().save_overload(sig, data)
+                    except Exception:   # an index written meanwhile by an older layout: replace it
+                        self.flush()
+                        super().save_overload(sig, data)
+
+            _GUARDED_CACHE.append(GuardedCache)
+        cache = kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+        if hasattr(kernel, "overloads"):   # a dispatcher: numba calls its `compile` per new signature
+            unlocked = kernel.compile
+
+            def compile(sig):
+                if kernel.overloads.get(tuple(sig) if isinstance(sig, tuple) else None) is not None:
+                    return unlocked(sig)
+                with _compile_lock(cache.lock_path(), lambda: _compiling_elsewhere(kernel, sig)):
+                    return unlocked(sig)
+
+            kernel.compile = compile
+    except Exception:   # pragma: no cover - numba internals moved
+        pass
+    return kernel
+
+
+def _compiling_elsewhere(kernel: Any, sig: Any):
+    """A numba compile event around the wait for another process's compile of `kernel`: the compile notice and
+    `compile_clock` count the wait as compiling (a run's report then does not call it integration time)."""
+    from numba.core import event
+    return event.trigger_event("numba:compile", data={"dispatcher": kernel, "args": sig, "return_type": None})
+
+
+def _compile_locked(entry: Any) -> None:
+    """Compile a cfunc (`function_address`) under its compile lock (`_guard_cache`)."""
+    lock = getattr(entry._cache, "lock_path", None)
+    if lock is None:
+        entry.compile()
+        return
+    with _compile_lock(lock()):
+        entry.compile()
 
 
 #: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
@@ -271,10 +386,10 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             options = {"cache": True, "nogil": nogil, "error_model": error_model}
             if inline:
                 options["inline"] = "always"
-            kernel = numba.njit(**options)(target)
+            kernel = _guard_cache(numba.njit(**options)(target))
             if inline:
                 _INLINE_OWN[kernel] = frozenset(bound_kernels)
-        except Exception:   # pragma: no cover - numba missing or broken: the numpy twin serves
+        except Exception:   # pragma: no cover - numba broken for this kernel: None, the caller says so
             kernel = False
         _COMPILED[function, inline, variant, error_model, nogil] = kernel
     return kernel or None
@@ -302,21 +417,39 @@ def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None =
     return dispatch
 
 
+def _argument_type(value: Any):
+    """numba's type of a kernel argument, an array with a non-unit stride typed as of any layout ('A') even where
+    NumPy calls it contiguous (a one-entry view): a strided copy then gets the any-layout entry at every size,
+    not a C-contiguous one (another compile of the kernel) when it has one entry."""
+    import numba
+    from numba.core import types
+    kind = numba.typeof(value)
+    if isinstance(kind, types.Array) and kind.layout != "A" and value.size and value.strides[-1] != value.itemsize:
+        kind = kind.copy(layout="A")
+    return kind
+
+
 def direct_entry(kernel: Callable, *args: Any) -> Callable:
-    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (compiled or loaded by
-    calling it with them once): calling it skips the dispatcher's per-call matching of the argument types (≈ 0.4 µs
-    for eleven arguments — for a per-step kernel between two PyBullet steps, 2 % of a step). The caller must pass
-    the same types on every call (C-contiguous float64 arrays and Python floats where `args` has them): the wrapper
-    converts but does not check. `kernel` itself when numba keeps no such entry (another numba version)."""
-    kernel(*args)
+    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (`_argument_type`;
+    compiled or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call
+    matching of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet
+    steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
+    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when numba keeps
+    no such entry (another numba version)."""
     if not ENABLED:
+        kernel(*args)
         return kernel
     try:
-        import numba
-        entry = kernel.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+        signature = tuple(_argument_type(a) for a in args)
+        kernel.compile(signature)
+        entry = kernel.overloads[signature].entry_point
     except Exception:   # pragma: no cover - numba internals moved: the dispatcher serves
+        entry = None
+    if not callable(entry):
+        kernel(*args)
         return kernel
-    return entry if callable(entry) else kernel
+    entry(*args)
+    return entry
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
@@ -369,7 +502,13 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
                 _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
             _announce_compiles()
             _KERNEL_CODES.add(function.__code__)
-            entry = numba.cfunc(signature, cache=True, error_model=error_model)(target)
+            from numba.core import sigutils
+            from numba.core.ccallback import CFunc
+
+            # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)
+            entry = _guard_cache(CFunc(target, sigutils.normalize_signature(signature), locals={},
+                                       options={"error_model": error_model}))
+            _compile_locked(entry)
         except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
             entry = False
             ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"

@@ -155,3 +155,83 @@ def test_feature_flags_prune_branches_and_bindings_leave_the_module_alone(tmp_pa
         assert float(lines[-1]) == 2.0
     cached = sorted(path.name.split("-")[0] for path in (tmp_path / "__pycache__").glob("guarded.*.nbi"))
     assert cached == ["guarded._offset_py", "guarded._offset_py__plain"]
+
+
+STALE_PROBE = """
+from collections import namedtuple
+{name} = namedtuple("{name}", "x y")
+
+
+def _norm2_py(point):
+    return point.x * point.x + point.y * point.y
+"""
+
+
+def _load_probe(path: Path, name: str, monkeypatch):
+    """(A fresh import of) the module at `path` as `name` (a new function object: a new dispatcher)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)   # where pickle looks the type up
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_numba
+@pytest.mark.parametrize("damage", ["type_renamed", "data_garbled", "index_truncated"])
+def test_a_stale_or_unreadable_cache_entry_is_compiled_again(tmp_path: Path, monkeypatch, damage: str) -> None:
+    """numba's loader unpickles a kernel's cache index, which names its argument types by module and class: after
+    a type moved (the public calls' StructRef type, pipeline/workspace.py → core/jit_pair.py) it raised
+    `AttributeError: Can't get attribute ...` instead of compiling. A renamed type, a garbled data file and a
+    truncated index each compile again (a miss, the right value) and leave a cache the next process loads (a hit)."""
+    name = f"bb_stale_probe_{damage}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(STALE_PROBE.format(name="Point"))
+    module = _load_probe(path, name, monkeypatch)
+    kernel = jit.compiled(module._norm2_py)
+    assert kernel(module.Point(3.0, 4.0)) == 25.0
+    folder = Path(kernel.stats.cache_path)
+    index, = folder.glob(f"{name}._norm2_py-*.nbi")
+    data, = folder.glob(f"{name}._norm2_py-*.nbc")
+    if damage == "type_renamed":
+        path.write_text(STALE_PROBE.format(name="Moved"))   # the index still names bb_stale_probe_*.Point
+    elif damage == "data_garbled":
+        data.write_bytes(b"not a pickle")
+    else:
+        index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
+    point_type = "Moved" if damage == "type_renamed" else "Point"
+    for hits, misses in ((0, 1), (1, 0)):   # compiled again, then loaded from what it saved
+        module = _load_probe(path, name, monkeypatch)
+        kernel = jit.compiled(module._norm2_py)
+        assert kernel(getattr(module, point_type)(3.0, 4.0)) == 25.0
+        assert (sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())) == (hits, misses)
+
+
+@needs_numba
+def test_a_kernel_another_process_is_compiling_is_waited_for_and_loaded(tmp_path: Path, monkeypatch) -> None:
+    """The test run's workers share numba's on-disk cache: a kernel another process is compiling (it holds the
+    kernel's compile lock) is waited for and then loaded from the cache that process saved, not compiled twice."""
+    import fcntl
+    import threading
+
+    import numba
+
+    path = tmp_path / "bb_lock_probe.py"
+    path.write_text(STALE_PROBE.format(name="Point"))
+    module = _load_probe(path, "bb_lock_probe", monkeypatch)
+    kernel = jit.compiled(module._norm2_py)
+    lock = Path(kernel._cache.lock_path())
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    with open(lock, "a") as other:   # "another process" compiling: it holds the lock
+        fcntl.flock(other, fcntl.LOCK_EX)
+        waiting = threading.Thread(target=lambda: results.append(kernel(module.Point(3.0, 4.0))))
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive() and not results   # it waits for the lock
+        # the other compile, saved in the same cache (numba's own dispatcher: no lock)
+        assert numba.njit(cache=True)(module._norm2_py)(module.Point(3.0, 4.0)) == 25.0
+    waiting.join(60)
+    assert results == [25.0]
+    assert (sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())) == (1, 0)
