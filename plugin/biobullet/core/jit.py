@@ -243,6 +243,8 @@ def _announce_compiles() -> None:
         def on_start(self, ev) -> None:
             dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
             code = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
+            if _REFUSING and code in _KERNEL_CODES:   # `cached_entry`: numba about to compile, not to load
+                raise NotCached(getattr(dispatcher, "__qualname__", "a kernel"))
             if not self.said and code in _KERNEL_CODES:
                 import logging
                 self.said = True
@@ -452,6 +454,46 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry
 
 
+class NotCached(Exception):
+    """Raised inside `cached_entry` where numba would compile a kernel (none in this process or its cache)."""
+
+
+_REFUSING: list[bool] = []   # inside `cached_entry`: a compile start raises NotCached (the notice listener)
+
+
+def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
+    """`direct_entry(kernel, *args)` when numba has `kernel` for the types of `args` compiled in this process or
+    in its on-disk cache (then loaded); None where it would have to compile it — nothing is compiled. The probe
+    stops numba at the start of its compile (its compile event, after the cache lookup), as a compile error
+    would. `direct_entry` itself with `ENABLED` off."""
+    if not ENABLED:
+        return direct_entry(kernel, *args)
+    _announce_compiles()   # (the listener that refuses)
+    _REFUSING.append(True)
+    try:
+        kernel.compile(tuple(_argument_type(a) for a in args))
+    except NotCached:
+        return None
+    except Exception:   # pragma: no cover - numba internals moved: direct_entry decides
+        pass
+    finally:
+        _REFUSING.pop()
+    return direct_entry(kernel, *args)
+
+
+@contextmanager
+def uncompiled():
+    """Inside: `compiled`, `function_address` and `direct_entry` give the uncompiled forms of kernels, as with
+    `ENABLED` off (a run that starts its right-hand side by Python, `integrate.compiled_rhs`). Kernels that
+    numba compiled already are not affected; the uncompiled forms are kept apart from the compiled ones."""
+    global ENABLED
+    enabled, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = enabled
+
+
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
 #: (function, signature) → why `function_address` gave None for it (the compile error, first line)
 ADDRESS_ERRORS: dict[Any, str] = {}
@@ -615,5 +657,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
+__all__ = ["ENABLED", "CompileClock", "NotCached", "address_caller", "cached_entry", "compile_clock", "compiled",
+           "direct_entry", "uncompiled",
            "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]
