@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import threading
 import types
 from contextlib import contextmanager
 from pathlib import Path
@@ -243,7 +244,7 @@ def _announce_compiles() -> None:
         def on_start(self, ev) -> None:
             dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
             code = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
-            if _REFUSING and code in _KERNEL_CODES:   # `cached_entry`: numba about to compile, not to load
+            if getattr(_REFUSING, "active", False) and code in _KERNEL_CODES:   # `cached_entry`: numba about to compile, not to load
                 raise NotCached(getattr(dispatcher, "__qualname__", "a kernel"))
             if not self.said and code in _KERNEL_CODES:
                 import logging
@@ -458,7 +459,8 @@ class NotCached(Exception):
     """Raised inside `cached_entry` where numba would compile a kernel (none in this process or its cache)."""
 
 
-_REFUSING: list[bool] = []   # inside `cached_entry`: a compile start raises NotCached (the notice listener)
+#: `.active` inside `cached_entry`: a compile start in this thread raises NotCached (the notice listener)
+_REFUSING = threading.local()
 
 
 def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
@@ -469,7 +471,7 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
     if not ENABLED:
         return direct_entry(kernel, *args)
     _announce_compiles()   # (the listener that refuses)
-    _REFUSING.append(True)
+    _REFUSING.active = True
     try:
         kernel.compile(tuple(_argument_type(a) for a in args))
     except NotCached:
@@ -477,7 +479,7 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
     except Exception:   # pragma: no cover - numba internals moved: direct_entry decides
         pass
     finally:
-        _REFUSING.pop()
+        _REFUSING.active = False
     return direct_entry(kernel, *args)
 
 
@@ -485,7 +487,8 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
 def uncompiled():
     """Inside: `compiled`, `function_address` and `direct_entry` give the uncompiled forms of kernels, as with
     `ENABLED` off (a run that starts its right-hand side by Python, `integrate.compiled_rhs`). Kernels that
-    numba compiled already are not affected; the uncompiled forms are kept apart from the compiled ones."""
+    numba compiled already are not affected; the uncompiled forms are kept apart from the compiled ones. The switch
+    is the process's: a kernel another thread asks for meanwhile is uncompiled too (keep the block short)."""
     global ENABLED
     enabled, ENABLED = ENABLED, False
     try:
@@ -658,5 +661,5 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
 
 
 __all__ = ["ENABLED", "CompileClock", "NotCached", "address_caller", "cached_entry", "compile_clock", "compiled",
-           "direct_entry", "uncompiled",
-           "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]
+           "direct_entry", "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin",
+           "uncompiled"]

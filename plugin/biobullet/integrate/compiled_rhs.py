@@ -251,6 +251,10 @@ class CompiledReducedRHS:
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._entry = None
+        self._uncompiled = None   # the kernel's uncompiled form while the run starts by Python (`_start`)
+        self.python_start_seconds = float(system.options.get("python_start_seconds") or 0.0)
+        self.uncompiled_calls = 0
+        self.uncompiled_seconds = 0.0
         #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
         self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver) \
             if self._compiled.loops.stages.shape[0] else ()
@@ -258,10 +262,6 @@ class CompiledReducedRHS:
         if not self.loops:   # only the stages this run uses
             self._flags = features(self._compiled, self._forces)
             self._kernel = rhs_kernel(**self._flags)
-            self._uncompiled = None   # the kernel's uncompiled form while the run starts by Python (`_start`)
-            self.python_start_seconds = float(system.options.get("python_start_seconds") or 0.0)
-            self.uncompiled_calls = 0
-            self.uncompiled_seconds = 0.0
             return
         self._kernel = loop_rhs_kernel()
         self._shadow = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
