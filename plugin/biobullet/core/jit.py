@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import threading
 import types
 from contextlib import contextmanager
 from pathlib import Path
@@ -175,7 +174,18 @@ def _guard_cache(kernel: Any) -> Any:
                 def lock_path(self) -> str:
                     return os.path.join(self._cache_path, self._impl.filename_base + ".compile-lock")
 
+                def probe(self, sig, target_context) -> bool:
+                    """Whether the cache has an entry for `sig` (loaded now, and handed to the dispatcher's
+                    compile of `sig` next, which then does not load it again)."""
+                    entry = self.load_overload(sig, target_context)
+                    if entry is not None:
+                        self.__dict__.setdefault("probed", {})[tuple(sig)] = entry
+                    return entry is not None
+
                 def load_overload(self, sig, target_context):
+                    probed = self.__dict__.get("probed")
+                    if probed and tuple(sig) in probed:
+                        return probed.pop(tuple(sig))
                     try:
                         return super().load_overload(sig, target_context)
                     except Exception:   # stale or unreadable: an empty index, and compile it again
@@ -244,8 +254,6 @@ def _announce_compiles() -> None:
         def on_start(self, ev) -> None:
             dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
             code = getattr(getattr(dispatcher, "py_func", None), "__code__", None)
-            if getattr(_REFUSING, "active", False) and code in _KERNEL_CODES:   # `cached_entry`: numba about to compile, not to load
-                raise NotCached(getattr(dispatcher, "__qualname__", "a kernel"))
             if not self.said and code in _KERNEL_CODES:
                 import logging
                 self.said = True
@@ -455,31 +463,16 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry
 
 
-class NotCached(Exception):
-    """Raised inside `cached_entry` where numba would compile a kernel (none in this process or its cache)."""
-
-
-#: `.active` inside `cached_entry`: a compile start in this thread raises NotCached (the notice listener)
-_REFUSING = threading.local()
-
-
 def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
     """`direct_entry(kernel, *args)` when numba has `kernel` for the types of `args` compiled in this process or
-    in its on-disk cache (then loaded); None where it would have to compile it — nothing is compiled. The probe
-    stops numba at the start of its compile (its compile event, after the cache lookup), as a compile error
-    would. `direct_entry` itself with `ENABLED` off."""
+    in its on-disk cache (then loaded, once); None where it would have to compile it — nothing is compiled.
+    `direct_entry` itself with `ENABLED` off, or where the kernel has no guarded cache (`_guard_cache`)."""
     if not ENABLED:
         return direct_entry(kernel, *args)
-    _announce_compiles()   # (the listener that refuses)
-    _REFUSING.active = True
-    try:
-        kernel.compile(tuple(_argument_type(a) for a in args))
-    except NotCached:
+    signature = tuple(_argument_type(a) for a in args)
+    probe = getattr(getattr(kernel, "_cache", None), "probe", None)
+    if kernel.overloads.get(signature) is None and probe is not None and not probe(signature, kernel.targetctx):
         return None
-    except Exception:   # pragma: no cover - numba internals moved: direct_entry decides
-        pass
-    finally:
-        _REFUSING.active = False
     return direct_entry(kernel, *args)
 
 
@@ -660,6 +653,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "NotCached", "address_caller", "cached_entry", "compile_clock", "compiled",
+__all__ = ["ENABLED", "CompileClock", "address_caller", "cached_entry", "compile_clock", "compiled",
            "direct_entry", "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin",
            "uncompiled"]

@@ -58,6 +58,6 @@ def test_cached_entry_compiles_nothing_until_numba_has_the_kernel(tmp_path):
     spec.loader.exec_module(module)
     kernel = jit.compiled(module._twice_py)
     assert jit.cached_entry(kernel, 1.5) is None
-    assert not kernel.overloads   # refused at the start of its compile: nothing compiled
+    assert not kernel.overloads   # nothing compiled
     assert kernel(1.5) == 3.0     # compiles (and saves it to the cache)
     assert jit.cached_entry(kernel, 2.0)(2.0) == 4.0
