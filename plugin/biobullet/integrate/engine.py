@@ -621,7 +621,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                      **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
-        trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        with jit.compile_clock() as output_compiling:   # the trajectory's kernels (states, energies): compile apart
+            trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        trajectory.meta["compile_time"] += output_compiling.seconds
     except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
         bar.close()
         if isinstance(exc, StepFailure) and result.status == "budget":
