@@ -201,6 +201,7 @@ def _guard_cache(kernel: Any) -> Any:
 
             _GUARDED_CACHE.append(GuardedCache)
         cache = kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+        kernel.cache_probe = cache.probe   # (`cached_entry`)
         if hasattr(kernel, "overloads"):   # a dispatcher: numba calls its `compile` per new signature
             unlocked = kernel.compile
 
@@ -470,7 +471,7 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
     if not ENABLED:
         return direct_entry(kernel, *args)
     signature = tuple(_argument_type(a) for a in args)
-    probe = getattr(getattr(kernel, "_cache", None), "probe", None)
+    probe = getattr(kernel, "cache_probe", None)
     if kernel.overloads.get(signature) is None and probe is not None and not probe(signature, kernel.targetctx):
         return None
     return direct_entry(kernel, *args)
