@@ -174,7 +174,18 @@ def _guard_cache(kernel: Any) -> Any:
                 def lock_path(self) -> str:
                     return os.path.join(self._cache_path, self._impl.filename_base + ".compile-lock")
 
+                def probe(self, sig, target_context) -> bool:
+                    """Whether the cache has an entry for `sig` (loaded now, and handed to the dispatcher's
+                    compile of `sig` next, which then does not load it again)."""
+                    entry = self.load_overload(sig, target_context)
+                    if entry is not None:
+                        self.__dict__.setdefault("probed", {})[tuple(sig)] = entry
+                    return entry is not None
+
                 def load_overload(self, sig, target_context):
+                    probed = self.__dict__.get("probed")
+                    if probed and tuple(sig) in probed:
+                        return probed.pop(tuple(sig))
                     try:
                         return super().load_overload(sig, target_context)
                     except Exception:   # stale or unreadable: an empty index, and compile it again
@@ -190,6 +201,7 @@ def _guard_cache(kernel: Any) -> Any:
 
             _GUARDED_CACHE.append(GuardedCache)
         cache = kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
+        kernel.cache_probe = cache.probe   # (`cached_entry`)
         if hasattr(kernel, "overloads"):   # a dispatcher: numba calls its `compile` per new signature
             unlocked = kernel.compile
 
@@ -452,6 +464,33 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry
 
 
+def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
+    """`direct_entry(kernel, *args)` when numba has `kernel` for the types of `args` compiled in this process or
+    in its on-disk cache (then loaded, once); None where it would have to compile it — nothing is compiled.
+    `direct_entry` itself with `ENABLED` off, or where the kernel has no guarded cache (`_guard_cache`)."""
+    if not ENABLED:
+        return direct_entry(kernel, *args)
+    signature = tuple(_argument_type(a) for a in args)
+    probe = getattr(kernel, "cache_probe", None)
+    if kernel.overloads.get(signature) is None and probe is not None and not probe(signature, kernel.targetctx):
+        return None
+    return direct_entry(kernel, *args)
+
+
+@contextmanager
+def uncompiled():
+    """Inside: `compiled`, `function_address` and `direct_entry` give the uncompiled forms of kernels, as with
+    `ENABLED` off (a run that starts its right-hand side by Python, `integrate.compiled_rhs`). Kernels that
+    numba compiled already are not affected; the uncompiled forms are kept apart from the compiled ones. The switch
+    is the process's: a kernel another thread asks for meanwhile is uncompiled too (keep the block short)."""
+    global ENABLED
+    enabled, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = enabled
+
+
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
 #: (function, signature) → why `function_address` gave None for it (the compile error, first line)
 ADDRESS_ERRORS: dict[Any, str] = {}
@@ -615,5 +654,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "direct_entry",
-           "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin"]
+__all__ = ["ENABLED", "CompileClock", "address_caller", "cached_entry", "compile_clock", "compiled",
+           "direct_entry", "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin",
+           "uncompiled"]

@@ -27,6 +27,8 @@ also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from biobullet.constraints.newton_kernel import CONVERGED
@@ -249,12 +251,17 @@ class CompiledReducedRHS:
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._entry = None
+        self._uncompiled = None   # the kernel's uncompiled form while the run starts by Python (`_start`)
+        self.python_start_seconds = float(system.options.get("python_start_seconds") or 0.0)
+        self.uncompiled_calls = 0
+        self.uncompiled_seconds = 0.0
         #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
         self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver) \
             if self._compiled.loops.stages.shape[0] else ()
         self.loops = bool(self.resolvers)
         if not self.loops:   # only the stages this run uses
-            self._kernel = rhs_kernel(**features(self._compiled, self._forces))
+            self._flags = features(self._compiled, self._forces)
+            self._kernel = rhs_kernel(**self._flags)
             return
         self._kernel = loop_rhs_kernel()
         self._shadow = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
@@ -357,8 +364,8 @@ class CompiledReducedRHS:
             args = (self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out)
         else:
             args = (self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out)
-        if self._entry is None:
-            self._entry = jit.direct_entry(self._kernel, *args)
+        if self._entry is None or self._entry is self._uncompiled:
+            self._entry = self._start(args)
         if self._entry(*args) != 0:
             return None
         if self.loops:
@@ -399,6 +406,44 @@ class CompiledReducedRHS:
         if not self.loops or self._varying or self._contact_states or self._muscles is not None or not self.ready():
             return None
         return self._compiled, self._data.arrays, self._forces, self._shadow
+
+    def _start(self, args: tuple):
+        """The entry that evaluates the next call: the compiled kernel, except for a run given
+        `python_start_seconds` > 0 (`engine.simulate`) while numba has no compiled kernel for it (neither in this
+        process nor in its on-disk cache): an explicit map whose kernels reach no other kernel by address then
+        runs the kernel's uncompiled form until those calls have taken `python_start_seconds` of CPU, and only
+        then compiles it."""
+        if (self._uncompiled is None and self.python_start_seconds > 0 and not self.loops
+                and self._python_start_allowed()):
+            entry = jit.cached_entry(self._kernel, *args)
+            if entry is not None:
+                return entry
+            self._uncompiled = self._timed_uncompiled()
+        if self._uncompiled is not None and self.uncompiled_seconds < self.python_start_seconds:
+            return self._uncompiled
+        return jit.direct_entry(self._kernel, *args)
+
+    def _timed_uncompiled(self):
+        """The kernel's uncompiled form (`core.jit.uncompiled`), counting its calls and their CPU time."""
+        from biobullet.pipeline.kernels import rhs_kernel
+        with jit.uncompiled():
+            python_kernel = rhs_kernel(**self._flags)
+
+        def timed(*args):
+            started = time.process_time()
+            try:
+                return python_kernel(*args)
+            finally:
+                self.uncompiled_seconds += time.process_time() - started
+                self.uncompiled_calls += 1
+
+        return timed
+
+    def _python_start_allowed(self) -> bool:
+        """The uncompiled form serves only kernels that reach no other kernel by address (an address is this
+        process's compiled code, which the uncompiled form cannot call)."""
+        return not (self._flags.get("tapes") or self._flags.get("muscles")
+                    or self._forces.plugin_addresses.shape[0])
 
     # ------------------------------------------------------------------ trajectory output
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,

@@ -117,7 +117,9 @@ class System:
         "reason": why} — for `Trajectory.meta` (a user asking why a run is slow)."""
         if self._compiled is not None:
             kind = "loop" if self._compiled.loops else "explicit"
-            return {"path": f"compiled {kind} map", "callback_calls": int(self.callback_calls)}
+            # (calls its kernel's uncompiled form served while numba had no compiled one: `CompiledReducedRHS._start`)
+            return {"path": f"compiled {kind} map", "callback_calls": int(self.callback_calls),
+                    "uncompiled_calls": int(getattr(self._compiled, "uncompiled_calls", 0))}
         from biobullet.integrate.compiled_rhs import callback_reason
         return {"path": "callback stage", "reason": callback_reason(self)}
 
@@ -518,7 +520,8 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
-             baumgarte=None, projection: bool = False, error_control: str = "joints", excitations=None, activations=None, max_evaluations: int | None = None):
+             baumgarte=None, projection: bool = False, error_control: str = "joints", excitations=None, activations=None, max_evaluations: int | None = None,
+             python_start_seconds: float = 0.0):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
@@ -540,6 +543,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     per simulated second, `stepper.MAX_EVALUATIONS`): a
     problem so stiff that even the implicit method crawls stops there with an IntegrationError naming the stiffest
     element, the time reached and the remedies (the partial trajectory kept).
+    python_start_seconds: CPU seconds the right-hand side of an explicit map may run by Python (its kernel's
+    uncompiled form) while numba has no compiled kernel for it, before compiling it (default 0: compile at once;
+    the CLI gives `PYTHON_START_SECONDS`, so that a newcomer's short first run does not wait for the compile).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -568,7 +574,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                          expected='"joints" or "state"')
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
                                          "excitations": excitations,
-                                         "activations": activations})
+                                         "activations": activations, "python_start_seconds": python_start_seconds})
     samples = _sample_times(t_eval, t0, t_end)
     y0 = system.initial_vector(initial, t0)
     all_events = [as_event(e, k) for k, e in enumerate(events or [])]
@@ -615,7 +621,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                      **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
         if run_logs(system.elements):
             meta["discrete"] = run_logs(system.elements)
-        trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        with jit.compile_clock() as output_compiling:   # the trajectory's kernels (states, energies): compile apart
+            trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+        trajectory.meta["compile_time"] += output_compiling.seconds
     except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
         bar.close()
         if isinstance(exc, StepFailure) and result.status == "budget":
@@ -817,6 +825,19 @@ def _sample_times(t_eval, t0: float, t_end: float):
     return samples
 
 
+#: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache an explicit map's right-hand side runs by
+#: Python for up to this much CPU before its kernel is compiled. The coupled chain's 1 s takes 0.4 s by Python (a
+#: thousand times a compiled call's cost, but SciPy's own steps cost as much) where compiling its kernel takes
+#: ≈ 12 s; a run longer than this pays it on top of the compile (docs/speed.md, cold start)
+PYTHON_START_SECONDS = 3.0
+
+
+def _path_summary(right_hand_side: dict) -> str:
+    """The right-hand side's path for the CLI's summary line, with the calls its uncompiled form served."""
+    calls = right_hand_side.get("uncompiled_calls", 0)
+    return right_hand_side["path"] + (f" ({calls} calls by its uncompiled form: cold cache)" if calls else "")
+
+
 def cli_simulate(args, model=None) -> int:
     """`biobullet simulate` for the reference engine, from the argparse namespace (model, t_end, formulation,
     method, rtol, atol, dt, overrides, out, floating_base). Writes args.out; returns the exit code 0. `model`:
@@ -843,10 +864,11 @@ def cli_simulate(args, model=None) -> int:
     trajectory = simulate(model, args.t_end, formulation=getattr(args, "formulation", None),
                           method=getattr(args, "method", None), rtol=getattr(args, "rtol", None),
                           atol=getattr(args, "atol", None), t_eval=t_eval, initial=overrides, out=args.out,
-                          progress=getattr(args, "progress", None), excitations=excitations)
+                          progress=getattr(args, "progress", None), excitations=excitations,
+                          python_start_seconds=PYTHON_START_SECONDS)
     compile_time = trajectory.meta["compile_time"]
     compiled = f" + {compile_time:.1f} s compiling kernels (first run only)" if compile_time > 0.05 else ""
     print(f"wrote {args.out} ({len(trajectory.t)} samples, t = 0 … {args.t_end:g} s, "
           f"{trajectory.meta['nfev']} evaluations, {trajectory.meta['wall_time']:.2f} s{compiled}, "
-          f"{trajectory.meta['right_hand_side']['path']} right-hand side)", file=sys.stderr)
+          f"{_path_summary(trajectory.meta['right_hand_side'])} right-hand side)", file=sys.stderr)
     return 0
