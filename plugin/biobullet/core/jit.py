@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import threading
 import types
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +48,13 @@ from typing import Any, Callable, Mapping
 
 #: False with BIOBULLET_NUMBA=0 in the environment: every kernel runs uncompiled, by Python (debugging)
 ENABLED = os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
+_THREAD = threading.local()   # `uncompiled()`: a thread's own switch to the uncompiled forms
+
+
+def compiling() -> bool:
+    """Whether `core.jit`'s entries compile in this thread: numba switched on (`ENABLED`) and the thread not
+    inside `uncompiled()`."""
+    return ENABLED and not getattr(_THREAD, "uncompiled", False)
 
 _COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil) → its compiled twin (False: none)
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
@@ -366,7 +374,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
     GIL during a call from Python: releasing and taking it back costs ≈ 0.035 µs a call, which a kernel called per
     step from Python for well under a microsecond (the public calls' entry) does not win back."""
     error_model = _error_model(function, error_model)
-    if not ENABLED:
+    if not compiling():
         key = (function, inline, variant, error_model)
         kernel = None if inline else _COMPILED.get(key)   # (an inlined form is a copy per caller)
         if kernel is None:
@@ -448,7 +456,7 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
     Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when numba keeps
     no such entry (another numba version)."""
-    if not ENABLED:
+    if not compiling():
         kernel(*args)
         return kernel
     try:
@@ -468,7 +476,7 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
     """`direct_entry(kernel, *args)` when numba has `kernel` for the types of `args` compiled in this process or
     in its on-disk cache (then loaded, once); None where it would have to compile it — nothing is compiled.
     `direct_entry` itself with `ENABLED` off, or where the kernel has no guarded cache (`_guard_cache`)."""
-    if not ENABLED:
+    if not compiling():
         return direct_entry(kernel, *args)
     signature = tuple(_argument_type(a) for a in args)
     probe = getattr(kernel, "cache_probe", None)
@@ -479,16 +487,16 @@ def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
 
 @contextmanager
 def uncompiled():
-    """Inside: `compiled`, `function_address` and `direct_entry` give the uncompiled forms of kernels, as with
-    `ENABLED` off (a run that starts its right-hand side by Python, `integrate.compiled_rhs`). Kernels that
-    numba compiled already are not affected; the uncompiled forms are kept apart from the compiled ones. The switch
-    is the process's: a kernel another thread asks for meanwhile is uncompiled too (keep the block short)."""
-    global ENABLED
-    enabled, ENABLED = ENABLED, False
+    """Inside, in this thread: `compiled`, `lazy`, `function_address` and `direct_entry` give the uncompiled forms of
+    kernels, as with `ENABLED` off (a run that starts its right-hand side by Python, `integrate.compiled_rhs`).
+    Kernels that numba compiled already are not affected; the uncompiled forms are kept apart from the compiled
+    ones. The switch is the calling thread's (`compiling`): other threads keep compiling."""
+    previous = getattr(_THREAD, "uncompiled", False)
+    _THREAD.uncompiled = True
     try:
         yield
     finally:
-        ENABLED = enabled
+        _THREAD.uncompiled = previous
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
@@ -519,7 +527,7 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
     module's `KERNEL_ERROR_MODEL`, else "python"; see `_error_model`). `signature` may also be a numba Signature
     (`kernel_signature`). With `ENABLED` off: the index (from 1) of its uncompiled form in this process's table,
     which `address_caller`'s callers look up."""
-    if not ENABLED:
+    if not compiling():
         key = (function, signature)
         if key not in _ADDRESSES:
             _UNCOMPILED_ADDRESSED.append(_uncompiled(function, _bind_callees(function, bind), False))
@@ -579,7 +587,7 @@ def address_caller(signature: str):
     bind={"NAME": address_caller(signature)})`). An address of another signature is undefined behaviour: pass only
     addresses that `function_address` returned for exactly this signature. With `ENABLED` off: a Python function
     from such an address to the uncompiled kernel."""
-    if not ENABLED:
+    if not compiling():
         return _uncompiled_at
     caller = _CALLERS.get(signature)
     if caller is None:
@@ -654,6 +662,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "cached_entry", "compile_clock", "compiled",
+__all__ = ["ENABLED", "CompileClock", "address_caller", "cached_entry", "compile_clock", "compiled", "compiling",
            "direct_entry", "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin",
            "uncompiled"]

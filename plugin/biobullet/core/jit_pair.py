@@ -107,7 +107,7 @@ def record_reader(model, data):
     compiled again. With numba switched off (`core.jit.ENABLED`), the uncompiled kernels' reader: in Python the
     "address" is the record itself (`address_of`)."""
     from biobullet.core import jit
-    if not jit.ENABLED:
+    if not jit.compiling():
         return _record_itself
     kind = record_type(model, data)
 

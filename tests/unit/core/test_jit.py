@@ -235,3 +235,30 @@ def test_a_kernel_another_process_is_compiling_is_waited_for_and_loaded(tmp_path
     waiting.join(60)
     assert results == [25.0]
     assert (sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())) == (1, 0)
+
+
+def _triple_py(x):
+    return 3.0 * x
+
+
+def test_uncompiled_is_the_calling_threads_switch():
+    """`jit.uncompiled()` gives the uncompiled form in the thread inside it only: another thread asking for a kernel
+    at the same time gets numba's compiled kernel (a process-wide switch gave it the slow Python form)."""
+    import threading
+    inside, entered, release, seen = [], threading.Event(), threading.Event(), []
+
+    def hold():
+        with jit.uncompiled():
+            inside.append(jit.compiled(_triple_py, variant="thread_check"))
+            entered.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert entered.wait(30)
+    seen.append(jit.compiled(_triple_py, variant="thread_check"))
+    release.set()
+    holder.join(30)
+    assert not hasattr(inside[0], "overloads") and inside[0](2.0) == 6.0   # the Python form
+    assert hasattr(seen[0], "overloads") and seen[0](2.0) == 6.0           # numba's dispatcher
+    assert jit.compiling()
