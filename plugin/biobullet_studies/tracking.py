@@ -156,7 +156,7 @@ class JointSpringReference(ForceElement):
 
     def compiled_kernel(self, model) -> ForceKernel | None:
         """`_joint_spring_reference_py` with this spring's numbers; None when θ0's function type is not one the
-        library's joint-function table evaluates (the generic path then serves)."""
+        library's joint-function table evaluates (the callback stage then serves)."""
         from biobullet.model.joint_jets import function_table
         i, k = joint_indices(model, self.joint, self.source)
         head = [i, k, 0, 0, 0, 0, 0, 0, 0, 0, 0]

@@ -269,7 +269,7 @@ class LoopResolver:
     # ------------------------------------------------------------------ Resolver protocol
     def resolve(self, jets, t: float, need_rates: bool) -> None:
         dep, known = self._dep, self._kn
-        # exact memo of the last call of the generic path (trajectory output evaluates a sample state again)
+        # exact memo of the last call of the callback stage (trajectory output evaluates a sample state again)
         key = (float(t), need_rates, jets.theta[known].tobytes() + jets.gradient[known].tobytes()
                + (jets.rate[known].tobytes() + jets.gamma[known].tobytes() if need_rates else b""))
         if self._memo is not None and self._memo[0] == key:

@@ -10,11 +10,11 @@ own residual for loop types without compiled rows; what stays Python there is po
 passes its work arrays in the loop tuple (`newton_work`, allocated once per workspace or resolver), so a solve
 allocates nothing. The loop stage declines (status 1, θ_dep restored, the warm start unchanged) wherever the
 generic resolver would continue or raise (a large input change needing continuation, no convergence, an
-ill-conditioned loop), and the caller hands that state to the generic path.
+ill-conditioned loop), and the caller hands that state to the callback stage.
 
 Warm starts have one owner: a `LoopWarm` record. A Data holds one for its loop stage, and the generic resolvers
 read and write the entries of the workspace they are bound to (`LoopResolver.use_warm`), so the compiled stage and
-the generic path continue each other's branch without copying.
+the callback stage continue each other's branch without copying.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class LoopWarm(NamedTuple):
     sensitivity −Φ_dep⁻¹ Φ_known (row-major) at sensitivity_start[k], and one entry of `condition` (cond₁ Φ_dep),
     `loose` (residual accepted while an integration runs, −1: converge to round-off), `valid`, `curved`,
     `anchored` (1.0 / 0.0). `anchor`: the known joints of the model's first solution (the declared initial
-    configuration), from which the generic path's continuation starts when it is nearer."""
+    configuration), from which the callback stage's continuation starts when it is nearer."""
 
     values: np.ndarray
     known0: np.ndarray
@@ -299,7 +299,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
     for i in range(nd):
         saved[i] = theta[dep[i]]
     # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and the
-    # declared initial solution (anchor) is used by the generic path when it is nearer
+    # declared initial solution (anchor) is used by the callback stage when it is nearer
     delta = np.empty(nk)
     jump, anchor_jump = 0.0, 0.0
     for j in range(nk):

@@ -26,7 +26,7 @@ callback (`NormalLaw._unclipped`, `FrictionLaw.coefficient`). A plug-in law gets
                  (signature `FRICTION_TWIN_SIGNATURE`)
 
 p is the law's float64 parameter row (C-contiguous, N_PARAMS long, the law's numbers first). The twin must not
-raise; a NaN result hands the state to the generic path (the compiled right-hand sides check finiteness). Without a
+raise; a NaN result hands the state to the callback stage (the compiled right-hand sides check finiteness). Without a
 twin (the default) a contact with the law keeps the Python path.
 """
 from __future__ import annotations

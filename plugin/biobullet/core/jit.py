@@ -613,7 +613,7 @@ def address_caller(signature: str):
             typer.__name__ = typer.__qualname__ = "address_caller"
             caller = intrinsic(typer)
             caller._biobullet_signature = signature
-        except Exception:   # pragma: no cover - numba internals moved: no plug-in kernels (generic path)
+        except Exception:   # pragma: no cover - numba internals moved: no plug-in kernels (callback stage)
             caller = False
         _CALLERS[signature] = caller
     return caller or None

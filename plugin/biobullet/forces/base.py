@@ -26,7 +26,7 @@ a numba-compilable pure function of the fixed signature `FORCE_KERNEL_SIGNATURE`
               adds Σ_k ancestry[b, k] (F·sub[0:3, k] + (p × F)·sub[3:6, k]) to tau[k]
     power     (2): the kernel ADDS its input power (power[0], W, as `input_power`) and dissipated power
               (power[1], W ≥ 0, as `dissipated_power`)
-    status    0 = evaluated; anything else = this state needs the generic path (the whole right-hand side is
+    status    0 = evaluated; anything else = this state needs the callback stage (the whole right-hand side is
               then evaluated there, which raises the element's own clear error); a non-finite τ also hands over
 
 (all arrays C-contiguous float64 unless said; rot, pos, sub, ancestry are empty when `kinematics` is False). The
@@ -35,7 +35,7 @@ and called through its address, so any number of such kernels of any types run i
 right-hand side without recompiling it. It must not raise (no Python exceptions in a C call): return a status.
 It must give the same τ and powers as `generalized_force`, `input_power` and `dissipated_power` (the generic
 path, also the path without numba, `BIOBULLET_NUMBA=0`). Without a kernel (the default `compiled_kernel` returns
-None) a model with the element runs on the generic path.
+None) a model with the element runs on the callback stage.
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ class ForceElement(ABC):
 
     def compiled_kernel(self, model) -> ForceKernel | None:
         """The element's kernel for the compiled right-hand sides (module docstring: signature, conventions), or
-        None: a model with this element then runs on the generic path. Built-in elements are compiled by the
+        None: a model with this element then runs on the callback stage. Built-in elements are compiled by the
         right-hand sides themselves; this hook is for third-party elements."""
         return None
 

@@ -3,7 +3,7 @@ generalized force (the hot path of `elements.Spring`), and the joint-space laws 
 (`_joint_forces_py`, which the element classes evaluate as well; a switched stop's restart events stay with the
 engine's event handling), and the sum over
 third-party elements' own kernels (`_plugin_forces_py`: `ForceElement.compiled_kernel`, called by address; a model
-with an element that has none stays on the generic path). Contacts are not here (their law kernels: `contact`).
+with an element that has none stays on the callback stage). Contacts are not here (their law kernels: `contact`).
 
 The spring: τ = J_bᵀ F − J_aᵀ F over each end point's ancestor joints
 (`algorithms.compiled_kernels.point_force`), from the shared tree kinematics (world placements and motion
@@ -80,7 +80,7 @@ spring = jit.lazy(_spring_kernel_py, bind=point_kernels)   # the compiled kernel
 def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_length, tau):
     """Add every point-to-point spring's joint force to `tau` (rows of bodies/points/params: end b first, as
     `pipeline.force_rows` packs them); (status, dissipated power W), status 1 when a spring
-    has zero length with rest_length > 0 (the generic path then reports it). One sum for every compiled
+    has zero length with rest_length > 0 (the callback stage then reports it). One sum for every compiled
     right-hand side and the bridge's per-step kernel."""
     dissipated = 0.0
     for s in range(bodies.shape[0]):
@@ -168,7 +168,7 @@ def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
 # ------------------------------------------------------------------------------------------------ plug-in kernels
 def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, iparams, tau, power):
     """Add every plug-in element's τ (`ForceElement.compiled_kernel`) to `tau` and its input and dissipated power
-    to power[0], power[1] (W); 0, or the first non-zero status (the generic path must evaluate this state).
+    to power[0], power[1] (W); 0, or the first non-zero status (the callback stage must evaluate this state).
     addresses: (n,) int64 C entries of the kernels (`core.jit.function_address`); fparams, iparams: (n, m) rows,
     each kernel's own parameters at the start of its row (`pack_plugins`). One sum for every compiled right-hand
     side: the kernels are called through their addresses, so this code does not depend on which they are."""
@@ -195,7 +195,7 @@ _WARNED: set = set()
 def pack_plugins(model, elements) -> tuple | None:
     """(addresses (n,) int64, fparams (n, m) float64, iparams (n, m') int64, kinematics) of these elements'
     compiled kernels (`ForceElement.compiled_kernel`), each row padded with zeros, kinematics True when any kernel
-    reads the tree kinematics; None when an element has no kernel or its kernel does not compile (the generic path
+    reads the tree kinematics; None when an element has no kernel or its kernel does not compile (the callback stage
     then serves)."""
     from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
 
@@ -211,7 +211,7 @@ def pack_plugins(model, elements) -> tuple | None:
             _WARNED.add((kernel.function, "warned"))
             warnings.warn(f"{element.source.file}: {element.source.element}: the compiled kernel "
                           f"{kernel.function.__name__} does not compile ({error}); models with this element use "
-                          "the generic path", RuntimeWarning, stacklevel=2)
+                          "the callback stage", RuntimeWarning, stacklevel=2)
     if any(address is None for address in addresses):
         return None
     fwidth = max([1] + [np.asarray(k.fparams).size for k in kernels])

@@ -11,7 +11,7 @@ Compiled jets (optional, for third-party types): `JointFunction.compiled_jets()`
 numba-compilable module-level function `status = jets(z, params, jet)` of signature `JETS_KERNEL_SIGNATURE` with
 z = (x_1, …, x_n, t) (m = n + 1), its float parameters `params`, and `jet` (length 1 + m + m(m+1)/2) to fill with
 f, ∂f/∂z (m) and the upper triangle of ∂²f/∂z² row by row (∂²f/∂z_i∂z_k, i ≤ k); status 0, anything else (or a
-non-finite jet) hands the state to the generic path, which calls `evaluate`. The compiled right-hand sides and
+non-finite jet) hands the state to the callback stage, which calls `evaluate`. The compiled right-hand sides and
 the bridge's compiled rows then evaluate the function inside numba (called by address, `model.joint_jets`). It
 must not raise and must give the same numbers as `evaluate` (tests: compare both at many points).
 """
@@ -110,7 +110,7 @@ class JointFunction(ABC):
 
     def compiled_jets(self) -> JetsKernel | None:
         """This function's compiled jets for the compiled paths (module docstring), or None: models using it then
-        evaluate it through `evaluate` (generic path). Built-in types are compiled by the kernels themselves."""
+        evaluate it through `evaluate` (callback stage). Built-in types are compiled by the kernels themselves."""
         return None
 
     def value(self, x: np.ndarray, t: float = 0.0) -> float:

@@ -11,7 +11,7 @@ common-subexpression elimination as an instruction tape (`expression_tape`, data
 (`expression_tape.tape_jets_py`) is the type's one implementation: `evaluate` runs it (compiled), and the
 compiled joint jets (`model.joint_jets`) inline it, so expression models take the engine's and the bridge's
 compiled paths. Only an expression the tape refuses (over its length bound, or a constant that is not a real
-number) is evaluated by a lambdified NumPy function instead, and stays on the generic path.
+number) is evaluated by a lambdified NumPy function instead, and stays on the callback stage.
 Outside the domain of a function (log of a negative number, a pole such as 1/(t - 0.1) at t = 0.1) or on
 overflow, `evaluate` raises an EvaluationError naming the expression, its inputs and the time — never NaN.
 """

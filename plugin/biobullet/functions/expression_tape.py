@@ -50,7 +50,7 @@ INTERPRETER_CONSTANTS = {name: globals()[name] for name in (
 
 
 class _Unsupported(Exception):
-    """A node outside the op set, or a tape over the bound: the generic path serves."""
+    """A node outside the op set, or a tape over the bound: the callback stage serves."""
 
 
 def output_count(m: int) -> int:

@@ -7,9 +7,9 @@ the built-in types into one table and dispatches each row to its type's own jets
 in `functions` and is what the type's `evaluate` runs: `polynomial_jets_py`, `linear_jets_py`, `spline_jets_py`,
 `fourier_jets_py` and the expression tape's interpreter `expression_tape.tape_jets_py` (data, no generated code);
 this module adds the chain rule through the input joints. Third-party types without compiled jets, and an
-expression whose tape was refused (over the length bound), stay on the generic path: `function_table` returns
+expression whose tape was refused (over the length bound), stay on the callback stage: `function_table` returns
 None for a set that has one. A non-finite expression result (outside a function's domain, a pole, overflow) makes
-the kernels return their failure status; the generic path then raises its EvaluationError.
+the kernels return their failure status; the callback stage then raises its EvaluationError.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from biobullet.functions.polynomial import polynomial_jets_py
 from biobullet.functions.spline import spline_jets_py
 
 # Joint functions evaluated inside the kernel (table column 0): polynomial, linear, cubic spline, Fourier driver,
-# expression (tape). Third-party types stay on the generic path: `function_table` returns None for them.
+# expression (tape). Third-party types stay on the callback stage: `function_table` returns None for them.
 POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 # A third-party type with compiled jets (`JointFunction.compiled_jets`): called by its address (in `inputs` after
 # the input joints), its parameters are the row's coefficients.
@@ -227,7 +227,7 @@ def _function_rows_py(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, p
     in `constraints.equations`): Φ (m), Φ_x (m × n_tangent, columns in ẋ), Φ_t = −f_t and the velocity bias
     b = −(żᵀ f_zz ż + 2 f_zt·ż + f_tt) (Φ̈ = Φ_x ẍ + b), written into phi, jac, phi_t, bias.
     Returns max |Φ̇| (Φ̇ = Φ_x ẋ + Φ_t), or −1 when a function's jets are not finite (the rows are then not
-    usable: the caller takes the generic path, which reports the expression's EvaluationError)."""
+    usable: the caller takes the callback stage, which reports the expression's EvaluationError)."""
     n = xd.shape[0]
     scratch_x = x.copy()
     scratch_xd = xd.copy()
@@ -325,6 +325,6 @@ def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
             _REFUSED.add(key)
             why = jit.ADDRESS_ERRORS.get((kernel.function, JETS_KERNEL_SIGNATURE), "")
             warnings.warn(f"joint function type {key[0]}: its compiled jets {key[1]} did not compile ({why}); "
-                          "models using it run on the generic path", RuntimeWarning, stacklevel=3)
+                          "models using it run on the callback stage", RuntimeWarning, stacklevel=3)
         return None, np.zeros(0)
     return address, np.ascontiguousarray(kernel.params, dtype=float).reshape(-1)

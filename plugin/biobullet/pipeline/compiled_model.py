@@ -78,7 +78,7 @@ class LoopTable(NamedTuple):
     sensitivity_start: np.ndarray
     revolute: np.ndarray        # per dependent joint: 1.0 where its angle may be wrapped by 2π
     tolerance: np.ndarray       # per resolver: residual tolerance (m)
-    condition_limit: float      # cond₁(Φ_dep) above which the stage declines (the generic path reports it)
+    condition_limit: float      # cond₁(Φ_dep) above which the stage declines (the callback stage reports it)
     view_start: int             # x[view_start:] is the loop kernels' joint layout (base_q − base_v)
     meta: np.ndarray            # the packed tree the loop rows are evaluated on (a free base held at the identity)
     body: np.ndarray

@@ -93,7 +93,7 @@ class Data:
         self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._v_shape, self._mass_shape = (nv,), (nv, nv)
-        self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the generic path seeds
+        self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the callback stage seeds
         self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
         # the public calls then go to the entry without `_call`
         self._seeded = False   # every loop warm start valid (as `_call` last set or cleared them)
@@ -101,8 +101,8 @@ class Data:
         self._no_q = np.zeros(compiled.nq)
 
     def bind_loops(self, model) -> None:
-        """The model's loop resolvers read and write this workspace's warm starts: the generic path continues from
-        the branch the loop stage is on, and the stage from the generic path's solution."""
+        """The model's loop resolvers read and write this workspace's warm starts: the callback stage continues from
+        the branch the loop stage is on, and the stage from the callback stage's solution."""
         from biobullet.constraints.implicit import loop_resolvers
         for k, resolver in enumerate(loop_resolvers(model)):
             resolver.use_warm(self.arrays.loop_warm, k)
@@ -113,7 +113,7 @@ class Data:
         self.bind_loops(model)
         try:
             model.joint_state_view(q, v, t)
-        except Exception:   # (the generic path the caller falls back to reports it)
+        except Exception:   # (the callback stage the caller falls back to reports it)
             return False
         return bool(self.arrays.loop_warm.valid.all())
 
@@ -136,7 +136,7 @@ class Data:
 
     def _callback_state(self, model, q, v, t: float) -> bool:
         """The callback stage: x, ẋ, G, γ from `model.joint_state_view` into the arrays (False: it raised, the
-        generic path then reports the same error)."""
+        callback stage then reports the same error)."""
         try:
             x, xd, gradient, gamma = model.joint_state_view(q, v, t)
         except Exception:
@@ -180,13 +180,13 @@ class Data:
         if self._loops and not self._seeded:
             self._seeded = bool(self.arrays.loop_warm.valid.all()) or self.start_loops(model, q, v, t)
             if not self._seeded:
-                return False   # no solution to start from: the generic path solves (the next call starts from it)
+                return False   # no solution to start from: the callback stage solves (the next call starts from it)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
         if entry is None:
             return False
         if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
             return True
-        if self._loops:   # the generic path continues from this branch; the next call from its solution
+        if self._loops:   # the callback stage continues from this branch; the next call from its solution
             self.bind_loops(model)
             self._seeded = False
         return False

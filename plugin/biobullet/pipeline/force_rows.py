@@ -27,7 +27,7 @@ class ForceRows(NamedTuple):
     spring_bodies: np.ndarray       # (n, 2) int64: bodies of end b, end a
     spring_points: np.ndarray       # (n, 2, 3): the ends in their body frames
     spring_params: np.ndarray       # (n, 3): stiffness, rest length, damping
-    zero_length: float              # below this length a spring has no direction (generic path)
+    zero_length: float              # below this length a spring has no direction (callback stage)
     joint_springs: np.ndarray       # (n, 2) int64 configuration and tangent index
     joint_spring_params: np.ndarray
     joint_stops: np.ndarray

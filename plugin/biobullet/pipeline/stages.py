@@ -150,7 +150,7 @@ def ltdl_solve_py(mass, parent, rhs, out):
 def joint_state_stage_py(model, data, q, v, t):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
     table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
-    table). 0, or 1 when the state or a function's jets are not finite or a loop solve declines (the generic path
+    table). 0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage
     then decides)."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
@@ -161,7 +161,7 @@ def joint_state_stage_py(model, data, q, v, t):
             return 0
         return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
                      data.xd, data.gradient, data.gamma)
-    if not _LOOPS:   # bound False: the loop stage is not compiled (a model with loops takes the generic path)
+    if not _LOOPS:   # bound False: the loop stage is not compiled (a model with loops takes the callback stage)
         return 1
     view = data.x[loops.view_start:]   # the loop kernels' joint layout: index = tangent index
     for s in range(loops.stages.shape[0]):
@@ -201,7 +201,7 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
     compiled model's and the data arrays' fields in one record (`pipeline.workspace`: one integer per call from
     Python, not ≈ 50 arrays), which the stages read as both their model and their data. A CALLBACK_STATE model's joint state is in data
     already. 0, or 1 when an argument's size is not its own, the state, a jet or the result is not finite or M_r
-    is not positive definite (the caller then takes the generic path, which reports why)."""
+    is not positive definite (the caller then takes the callback stage, which reports why)."""
     model = data = _READ_RECORD(address)
     nv = model.nv
     if q.shape[0] != model.nq or v.shape[0] != nv or tau.shape[0] != nv:
@@ -246,7 +246,7 @@ def applied_forces_py(model, data, forces, t, rot, pos, sub):
     state in data, the bodies' kinematics (rot, pos, sub: `constraints.loop_kernels`' tree kinematics at data.x;
     empty when no spring, contact or plug-in reads them) given: joint torques τ(t) (forces.tau_time, refreshed by
     the caller), joint spring-dampers and stops, point-to-point springs, ground contacts (their discrete state rows
-    given) and the plug-in elements' kernels (called by address). 0, or 1 where the generic path must evaluate (a
+    given) and the plug-in elements' kernels (called by address). 0, or 1 where the callback stage must evaluate (a
     zero-length spring, a plug-in kernel's non-zero status)."""
     x, xd, tau = data.x, data.xd, data.tau
     power_in = 0.0
@@ -255,11 +255,11 @@ def applied_forces_py(model, data, forces, t, rot, pos, sub):
         power_in += forces.tau_time[k] * xd[k]
     dissipated = 0.0
     if forces.joint_springs.shape[0] or forces.joint_stops.shape[0]:
-        if not _JOINTS:   # bound False: the joint spring-dampers and stops are not compiled (the generic path)
+        if not _JOINTS:   # bound False: the joint spring-dampers and stops are not compiled (the callback stage)
             return 1
         dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
                                    forces.joint_stop_params, tau)
-    # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the generic path
+    # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the callback stage
     if forces.spring_bodies.shape[0]:
         if not _CARTESIAN:
             return 1
@@ -326,7 +326,7 @@ def generalized_forces_py(model, data):
 def rhs_py(model, data, forces, y, t, out):
     """ẏ = (q̇, v̇, muscle state rates, input power, dissipated power) into `out` for the state y = (q, v, muscle
     states, …) of a model whose joint state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ)
-    → q̇. 0, or 1 where the generic path must evaluate this state."""
+    → q̇. 0, or 1 where the callback stage must evaluate this state."""
     nq, nv = model.nq, model.nv
     if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
         return 1

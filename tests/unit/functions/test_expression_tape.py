@@ -140,7 +140,7 @@ def test_undefined_points_return_the_failure_status() -> None:
 
 
 def test_tape_is_bounded_and_refuses_unknown_nodes(monkeypatch) -> None:
-    """A tape over the bound, or a node outside the op set, gives None: the function keeps the generic path
+    """A tape over the bound, or a node outside the op set, gives None: the function keeps the callback stage
     (`function_table` None)."""
     A, t = sympy.symbols("A t")
     assert expression_tape.compile_tape([], [sympy.Abs(A), 1, 0, 0, 0, 0, 0], [A, t]) is None
@@ -187,7 +187,7 @@ EXPRESSIONS = st.recursive(LEAVES, _extend, max_leaves=10)
 def test_random_expressions_tape_equals_lambdified() -> None:
     """150 derandomised expressions: equal jets to round-off (1e-12 of the largest jet entry: two differently
     ordered evaluations) or both undefined; most of them defined (measured: 128 equal, 9 undefined, 2 with a
-    non-real constant in a derivative — such as 0**A — that keep the generic path)."""
+    non-real constant in a derivative — such as 0**A — that keep the callback stage)."""
     from biobullet.core.errors import ModelError
     outcomes: list[str] = []
 
@@ -200,7 +200,7 @@ def test_random_expressions_tape_equals_lambdified() -> None:
             function = ExpressionFunction(INPUTS, text, {"k": 0.7}, SOURCE)
         except ModelError:   # constant sub-expressions that are undefined: the parser's business, tested elsewhere
             return
-        if function.tape is None:   # a derivative with a non-real constant (0**A: log(0)): the generic path
+        if function.tape is None:   # a derivative with a non-real constant (0**A: log(0)): the callback stage
             outcomes.append("generic")
             return
         outcomes.append(_check(function, np.array([a, b]), t, np.random.default_rng(zlib.crc32(text.encode())),

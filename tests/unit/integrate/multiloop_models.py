@@ -140,7 +140,7 @@ def two_resolvers(directory: Path, floating: bool = False):
 
 
 def count_compiled_calls(monkeypatch) -> dict:
-    """Count the calls of `CompiledReducedRHS.__call__` and those it handed to the generic path (returned None),
+    """Count the calls of `CompiledReducedRHS.__call__` and those it handed to the callback stage (returned None),
     for the rest of the test: {"compiled": n, "handed over": m}."""
     from biobullet.integrate import compiled_rhs
     calls = {"compiled": 0, "handed over": 0}

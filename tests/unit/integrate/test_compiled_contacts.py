@@ -1,5 +1,5 @@
 """Ground contacts in the engine's compiled right-hand sides (`CompiledReducedRHS`, `CompiledReducedRHS` with
-`contact.kernels._ground_forces_py`) checked against physics, not against the generic path (the law kernels are
+`contact.kernels._ground_forces_py`) checked against physics, not against the callback stage (the law kernels are
 checked against their papers' closed forms in `tests/unit/contact/test_contact_kernels.py`).
 
 - Power balance of one ẏ (`rhs_oracles.assert_power_balance`): d/dt (T + V_gravity + V_elastic) along ẏ, by
@@ -80,7 +80,7 @@ def test_ball_drop_rhs_power_balance_at_every_contact_state(tmp_path: Path, law:
         y = compiled.initial_vector({"drop": height}, 0.0)
         y[1] = velocity
         out = compiled._compiled(0.1, np.array(y))
-        assert out is not None, "the compiled call handed over to the generic path"
+        assert out is not None, "the compiled call handed over to the callback stage"
         if active or law == "kelvin_voigt_smooth":   # the smooth law acts whatever the discrete state
             assert_power_balance(compiled, 0.1, y, out, 1e-11 if height == r else 1e-7)
         else:
@@ -158,7 +158,7 @@ def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
                 contact._last = None
         compiled._compiled = CompiledReducedRHS.for_system(compiled)   # repack the moved planes
         out = compiled._compiled(0.0, np.array(y))
-        assert out is not None, "the compiled call handed over to the generic path"
+        assert out is not None, "the compiled call handed over to the callback stage"
         acting = [contact for contact in _contacts(compiled) if contact.state.active]
         friction_seen += assert_power_balance(compiled, 0.0, y, out, acting=acting) > 0.0
         for contact in acting:   # friction forces that actually entered the balance
@@ -282,7 +282,7 @@ def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
         contact._last = None
         compiled._compiled = CompiledReducedRHS.for_system(compiled)
         out = compiled._compiled(0.0, np.array(y))
-        assert out is not None, "the compiled call handed over to the generic path"
+        assert out is not None, "the compiled call handed over to the callback stage"
         assert assert_power_balance(compiled, 0.0, y, out) > 0.0
         if trial == 0:   # the balance is not vacuous: v̇ off by 1e-4 of itself fails it
             with pytest.raises(AssertionError):

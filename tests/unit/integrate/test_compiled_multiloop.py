@@ -25,7 +25,7 @@ from rhs_oracles import (PinocchioTree, assert_dalembert, assert_trajectory_clos
 
 def _prosthesis(directory: Path) -> Path:
     """urdf/prosthesis_fourbar.urdf without its two third-party (paper-study) force elements, which keep the
-    generic path; its library elements (damped spring, ground contacts) and all its joint functions stay."""
+    callback stage; its library elements (damped spring, ground contacts) and all its joint functions stay."""
     text = (ROOT / "urdf" / "prosthesis_fourbar.urdf").read_text()
     text, n = re.subn(r"<joint_contact_stop [^>]*/>|<joint_spring_reference [^>]*/>", "", text)
     assert n == 2
@@ -86,7 +86,7 @@ def test_runs_are_compiled_and_their_states_satisfy_the_dynamics(tmp_path, name,
 
 
 def test_hands_over_where_a_function_stage_would(tmp_path):
-    """An expression outside its domain after the loop: the compiled call returns None (the generic path then
+    """An expression outside its domain after the loop: the compiled call returns None (the callback stage then
     raises the expression's EvaluationError), every time."""
     path = driven_knee(tmp_path)
     path.write_text(path.read_text().replace('expression="0.4*sin(knee_D) + 0.5*t"',
@@ -97,12 +97,12 @@ def test_hands_over_where_a_function_stage_would(tmp_path):
     y[0] = 0.3
     for _ in range(2):
         with pytest.raises(Exception, match="log|undefined|not finite"):
-            fast.rhs(0.0, y)   # the generic path solves the loop, then reports the expression
+            fast.rhs(0.0, y)   # the callback stage solves the loop, then reports the expression
         assert fast._compiled.ready() and fast._compiled(0.0, y) is None
 
 
 def test_only_library_functions(tmp_path, monkeypatch):
-    """A joint function of a type the kernel does not evaluate keeps the generic path."""
+    """A joint function of a type the kernel does not evaluate keeps the callback stage."""
     model = biobullet.load_model(driven_knee(tmp_path))
     assert System(model, "reduced", {"shadow": True})._compiled is not None
     monkeypatch.setattr("biobullet.model.joint_jets.function_table", lambda entries: None)

@@ -53,7 +53,7 @@ def test_hands_over_on_a_large_input_change_and_on_non_finite_states():
     y0 = fast.initial_vector(None, 0.0)
     assert fast._compiled(0.0, y0) is not None
     far = y0.copy()
-    far[0] += 0.5   # β jumps by 0.5 rad from the cached solution: continuation belongs to the generic path
+    far[0] += 0.5   # β jumps by 0.5 rad from the cached solution: continuation belongs to the callback stage
     far[1] = 3.0
     assert fast._compiled(0.0, far) is None
     tree = PinocchioTree(model)
@@ -76,7 +76,7 @@ def test_only_models_it_covers(monkeypatch):
     prosthesis = biobullet.load_model(ROOT / "urdf" / "prosthesis_fourbar.urdf")   # third-party force elements
     arm = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")   # no loop: the explicit-map kernel instead
     # the study's elements hand over their compiled kernels (`ForceElement.compiled_kernel`); an element without
-    # one keeps the generic path
+    # one keeps the callback stage
     assert type(System(prosthesis, "reduced", {"shadow": True})._compiled) is compiled_rhs.CompiledReducedRHS
     from biobullet.forces import force_elements
     stop = type(next(e for e in force_elements(prosthesis) if e.name == "knee_stop"))
@@ -111,7 +111,7 @@ def test_a_far_trial_stage_retries_from_a_recent_solution():
     model.joint_state(y[0.30][:1], y[0.30][1:2], 0.0)   # the resolver's cache at 0.30, then the stage's own
     for a in (0.32, 0.34):
         assert fast._compiled(0.0, y[a]) is not None
-    assert fast._compiled(0.0, y[-0.1]) is None  # a trial stage far away: the generic path's …
+    assert fast._compiled(0.0, y[-0.1]) is None  # a trial stage far away: the callback stage's …
     fast.rhs(0.0, y[-0.1])                       # … solution there becomes the warm start
     assert fast._compiled.ready()
     assert fast._compiled._evaluate(0.0, y[0.33]) is None   # the stage alone hands over here …

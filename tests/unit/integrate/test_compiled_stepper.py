@@ -7,7 +7,7 @@
   within the integration tolerance on the four-bar, two four-bar knees and Andrews' squeezer, and the segments
   take almost every step.
 - Handing over: from a warm start the loop stage cannot use, a segment takes no step and leaves the solver and
-  the warm start as they were; SciPy's step (generic path) then goes through and the next segment continues.
+  the warm start as they were; SciPy's step (callback stage) then goes through and the next segment continues.
 - Not used where it does not apply (events, other methods, every-step output).
 """
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_hands_over_and_resumes():
     fast = CompiledSteps.for_rhs(system._compiled)
     warm = system._compiled._warm
     t_eval = np.linspace(0.0, 1.0, 11)
-    # a loop warm start 0.5 rad away from the state: the stage declines (continuation is the generic path's),
+    # a loop warm start 0.5 rad away from the state: the stage declines (continuation is the callback stage's),
     # the segment takes no step and leaves the solver and the warm start as they were
     warm.known0[:] += 0.5
     far = warm.values.copy()
@@ -131,7 +131,7 @@ def test_hands_over_and_resumes():
     np.testing.assert_array_equal(solver.y, before[1])
     np.testing.assert_array_equal(solver.f, before[2])
     np.testing.assert_array_equal(warm.values, far)
-    # SciPy's own step (its right-hand side falls back to the generic path's continuation), then segments again
+    # SciPy's own step (its right-hand side falls back to the callback stage's continuation), then segments again
     solver.step()
     assert solver.status == "running"
     stop, rows, taken, nfev = fast.advance(solver, t_eval, 1, 100)

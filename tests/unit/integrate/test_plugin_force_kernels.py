@@ -334,7 +334,7 @@ def test_energy_balance_of_a_run_closes(tmp_path):
 
 
 def _not_compilable_py(t, x, xd, rot, pos, sub, ancestry, fparams, iparams, tau, power):
-    """Not numba-compilable (a Python object): the element must keep the generic path, with a warning."""
+    """Not numba-compilable (a Python object): the element must keep the callback stage, with a warning."""
     stiffness = Fraction(1, 3) * fparams[0]
     tau[iparams[1]] += -stiffness * x[iparams[0]]
     return 0

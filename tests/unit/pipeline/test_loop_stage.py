@@ -2,10 +2,10 @@
 behind the public calls of closed-loop models, against Pinocchio's constraint dynamics.
 
 Random spatial chains closed by a `point` loop (3 + 3 joints) or a `revolute` loop (4 + 4 joints), nearby states
-assembled consistently: the Data's forward call (the compiled loop stage, not the callback or the generic path — it must not
+assembled consistently: the Data's forward call (the compiled loop stage, not the callback or the callback stage — it must not
 decline) gives v̇ whose tree accelerations G v̇ + γ are Pinocchio's (`constraintDynamics`) to 1e-8 of their size, and
 M_r, h_r by the same stage give the same v̇. A Data starts from the generic resolver's solution, written into its own warm start (one record),
-and continues from there; a large jump of the inputs hands the call to the generic path (continuation), which
+and continues from there; a large jump of the inputs hands the call to the callback stage (continuation), which
 solves into the same record, after which the stage resumes — with Pinocchio's accelerations there too.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_public_calls_of_loop_models_run_the_loop_stage_and_match_pinocchio(tmp_
         expected, _ = oracle.accelerations(x, xd, tau)
         scale = np.max(np.abs(expected))
         q, v = x[independent], xd[independent]
-        if k == 0:   # a fresh Data has no warm start: the generic path solves first, into the Data's record
+        if k == 0:   # a fresh Data has no warm start: the callback stage solves first, into the Data's record
             assert not warm.valid.any()
             data.bind_loops(model)
             model.joint_state(q, v)
