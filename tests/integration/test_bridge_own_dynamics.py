@@ -115,7 +115,7 @@ def _composed_pendulum(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("composed", [False, True])
 def test_expression_rows_path_equals_general_path_and_holds_the_coupling(tmp_path, composed):
     """The expression pendulum (and its composed, time-driven variant) on the one-call path — the expression's
-    tape in the kernel, own M and h — against the general path with the per-row lambdified SymPy jets and
+    tape in the kernel, own M and h — against the general path with the per-row `ExpressionFunction.evaluate` and
     PyBullet's M and h: same state to 1e-9 over 1 s; the joint-function residual stays ≤ 1e-6 at dt = 1 ms over
     10 s (measured 7.3e-7 rad on the pendulum)."""
     model = biobullet.load_model(_composed_pendulum(tmp_path) if composed else write_pendulum(tmp_path))
@@ -125,7 +125,7 @@ def test_expression_rows_path_equals_general_path_and_holds_the_coupling(tmp_pat
             assert bridge._rows_fast
             bridge._rows_fast = fast
             if not fast:
-                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate` (lambdified)
+                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate`
             for _ in range(1000):
                 bridge.step()
             finals.append(np.concatenate(bridge.state()[1:]))
@@ -188,7 +188,7 @@ def test_loop_and_expression_rows_in_one_call(tmp_path):
     """The four-bar knee with a foot on the anterior link whose ankle follows a time-dependent expression of the
     independent knee_A (a model mixing `<loop>` rows and an expression row): the one-call loop kernel
     (`kernels.loop_torque_kernel`, the expression's tape in it) against the general path with the per-row
-    lambdified jets and PyBullet's M and h over 0.2 s at dt = 1e-4 s: same state to 1e-9 of its scale (measured
+    `evaluate` jets and PyBullet's M and h over 0.2 s at dt = 1e-4 s: same state to 1e-9 of its scale (measured
     2.5e-12 relative to 1.6 over 0.3 s), residuals ≤ 1e-8 (measured 2.6e-12)."""
     text = (ROOT / "urdf" / "fourbar_knee.urdf").read_text()
     foot = ('<link name="foot"><inertial><origin xyz="0.05 0 -0.02"/><mass value="0.8"/>'
@@ -209,7 +209,7 @@ def test_loop_and_expression_rows_in_one_call(tmp_path):
             assert bridge._rows_fast and bridge._loops_data is not None
             bridge._rows_fast = fast
             if not fast:
-                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate` (lambdified)
+                bridge.constraints._table = None   # per-row `ExpressionFunction.evaluate`
             for _ in range(2000):
                 bridge.step()
                 worst = max(worst, max(abs(r) for r in bridge.constraint_residuals().values()))

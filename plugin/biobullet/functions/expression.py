@@ -10,8 +10,8 @@ Gradient and Hessian over (x..., t) are differentiated symbolically once, at con
 common-subexpression elimination as an instruction tape (`expression_tape`, data only) whose interpreter
 (`expression_tape.tape_jets_py`) is the type's one implementation: `evaluate` runs it (compiled), and the
 compiled joint jets (`model.joint_jets`) inline it, so expression models take the engine's and the bridge's
-compiled paths. Only an expression the tape refuses (over its length bound, or a constant that is not a real
-number) is evaluated by a lambdified NumPy function instead, and stays on the callback stage.
+compiled paths. An expression the tape refuses (over its length bound, or a derivative with a constant that is not
+a finite real number, such as 0**A or (-2)**A) is refused at load with a ModelError on the `expression` attribute.
 Outside the domain of a function (log of a negative number, a pole such as 1/(t - 0.1) at t = 0.1) or on
 overflow, `evaluate` raises an EvaluationError naming the expression, its inputs and the time — never NaN.
 """
@@ -22,14 +22,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-import math
-
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import EvaluationError, SourceRef
 from biobullet.core.attributes import check_count
 from biobullet.functions.base import JointFunction, unpack_jet
 from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
-from biobullet.functions.expression_tape import compile_tape, output_count, tape_jets, value_first
+from biobullet.functions.expression_tape import (UnsupportedExpression, compile_tape, output_count, tape_jets,
+                                                 value_first)
 from biobullet.functions.registry import register
 
 _PYTHON_SOURCE = SourceRef("<python>", "ExpressionFunction(...)")
@@ -78,7 +77,7 @@ class ExpressionFunction(JointFunction):
         self.source = source
         self.parameters = dict(parameters or {})
         # Internal symbol names cannot collide with user names (those never start with '_z') nor with
-        # the CSE temporaries ('_c0', ...), nor with anything in lambdify's namespace.
+        # the CSE temporaries ('_c0', ...).
         input_symbols = [sympy.Symbol(f"_z{i}") for i in range(len(self.inputs))]
         time_symbol = sympy.Symbol(f"_z{len(self.inputs)}")
         expr = parse_expression(expression, self.inputs, self.parameters, input_symbols, time_symbol, source)
@@ -99,18 +98,18 @@ class ExpressionFunction(JointFunction):
         self._size = m
         common = sympy.cse(outputs, symbols=sympy.numbered_symbols("_c"))
         # the value, gradient and Hessian as an instruction tape (data, no generated code): what `evaluate` and the
-        # compiled joint jets (`model.joint_jets`, kind EXPRESSION) run; None keeps this function on a lambdified path
-        self.tape = compile_tape(*common, variables)
-        self._lambdified = None
-        if self.tape is None:
-            self._lambdified = sympy.lambdify(   # the common-subexpression elimination above serves it
-                variables, outputs, modules="numpy",
-                cse=lambda exprs: (common if exprs is outputs
-                                   else sympy.cse(exprs, symbols=sympy.numbered_symbols("_c"))))
-        else:   # the interpreter's inputs: the input positions 0 … n−1 in x, then the value-first tape
-            words, constants = self.tape
-            self._tape_inputs = np.array([*range(m - 1), *value_first([int(w) for w in words], m, len(constants))],
-                                         dtype=np.int64)
+        # compiled joint jets (`model.joint_jets`, kind EXPRESSION) run
+        try:
+            self.tape = compile_tape(*common, variables)
+        except UnsupportedExpression as exc:
+            raise source.error("expression", f"cannot be evaluated: {exc}",
+                               "an expression whose value, gradient and Hessian are finite real numbers (a "
+                               "constant raised to a variable power needs a base > 0), or a long one split over "
+                               "several joint functions") from None
+        # the interpreter's inputs: the input positions 0 … n−1 in x, then the value-first tape
+        words, constants = self.tape
+        self._tape_inputs = np.array([*range(m - 1), *value_first([int(w) for w in words], m, len(constants))],
+                                     dtype=np.int64)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -127,28 +126,18 @@ class ExpressionFunction(JointFunction):
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         m = self._size
-        try:
-            with np.errstate(all="ignore"):
-                if self._lambdified is None:
-                    jet = np.empty(output_count(m))
-                    constants = self.tape[1]
-                    tape_jets(self._tape_inputs, constants, 0, m - 1, 0, len(constants), float(t),
-                              np.ascontiguousarray(x, dtype=float), 0, jet)
-                    value, gradient, hessian = unpack_jet(jet, m)
-                else:
-                    out = np.array(self._lambdified(*(float(v) for v in x), float(t)), dtype=float)
-                    value, gradient, hessian = float(out[0]), out[1:m + 1], out[m + 1:].reshape(m, m)
-                total = value + float(gradient.sum() + hessian.sum())
-            problem = None if math.isfinite(total) else (
-                "not finite (outside the domain of a function, at a pole, or overflow)")
-        except (ArithmeticError, ValueError, TypeError) as exc:
-            problem = f"undefined: outside the domain of a function or at a pole ({type(exc).__name__}: {exc})"
-        if problem is not None:
+        jet = np.empty(output_count(m))
+        constants = self.tape[1]
+        with np.errstate(all="ignore"):   # the tape gives NaN or inf outside a domain (also in its Python form)
+            tape_jets(self._tape_inputs, constants, 0, m - 1, 0, len(constants), float(t),
+                      np.ascontiguousarray(x, dtype=float), 0, jet)
+        if not np.isfinite(jet).all():
             inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(self.inputs, x))
             raise EvaluationError(f"{self.source.file}: {self.source.element}: expression "
                                   f"{self.expression_text[:80]!r} at t = {float(t):.9g} s"
-                                  f"{' (' + inputs + ')' if inputs else ''}: {problem}")
-        return value, gradient, hessian
+                                  f"{' (' + inputs + ')' if inputs else ''}: not finite (outside the domain of a "
+                                  "function, at a pole, or overflow)")
+        return unpack_jet(jet, m)
 
     def __repr__(self) -> str:
         return f"ExpressionFunction(inputs={self.inputs}, expression={self.expression_text!r})"

@@ -21,7 +21,7 @@ from biobullet.core.errors import SourceRef
 
 MAX_LENGTH = 2000  #: characters in the expression text
 MAX_NODES = 1000   #: AST nodes (bounds symbolic work)
-MAX_DEPTH = 200    #: nesting depth of the syntax tree (bounds recursion in the walk, SymPy and lambdify)
+MAX_DEPTH = 200    #: nesting depth of the syntax tree (bounds recursion in the walk, SymPy and the tape)
 MAX_NESTING = 16   #: function calls and powers nested inside each other (bounds SymPy's differentiation work)
 MAX_DIGITS = 30    #: digits of an integer literal (larger ones are typos or attacks: 10**308 overflows a float)
 

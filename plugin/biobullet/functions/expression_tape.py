@@ -18,8 +18,10 @@ for `ExpressionFunction.evaluate` and inlined into the joint jets kernel, which 
 op codes and the limits) as constants: their values key its disk cache, so a renumbering here never meets a stale
 compiled interpreter.
 
-The tape length is bounded (`MAX_INSTRUCTIONS`, from the parser's `MAX_NODES`): a longer tape, or a node outside
-the op set, gives None and the function stays on its generic (lambdified) path.
+The tape is the expression type's only evaluation. Its length is bounded (`MAX_INSTRUCTIONS`, from the parser's
+`MAX_NODES`); a longer tape, a node outside the op set, or a constant that is not a finite real number in the value or
+its derivatives (0**A: log 0; (−2)**A: log of a negative number; A**1e300: an overflowing Hessian coefficient)
+raises `UnsupportedExpression`, which `ExpressionFunction` reports as a ModelError on the `expression` attribute.
 """
 from __future__ import annotations
 
@@ -49,8 +51,13 @@ INTERPRETER_CONSTANTS = {name: globals()[name] for name in (
     "SINH", "COSH", "TANH", "EXP", "LOG", "EXP_LIMIT", "HYPERBOLIC_LIMIT")}
 
 
-class _Unsupported(Exception):
-    """A node outside the op set, or a tape over the bound: the callback stage serves."""
+#: why a constant of the derivatives is not a finite real number, for the refusal message
+NOT_REAL = (", not a finite real number (0 or a negative number raised to a variable power has no real derivative; "
+            "a huge exponent overflows)")
+
+
+class UnsupportedExpression(ValueError):
+    """The value or a derivative cannot be taped: the message says why (the function refuses the expression)."""
 
 
 def output_count(m: int) -> int:
@@ -59,11 +66,11 @@ def output_count(m: int) -> int:
 
 
 def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any],
-                 variables: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+                 variables: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(words int64, constants float) of the tape evaluating the value, gradient (m) and Hessian (m × m, row-major)
     of a function of `variables` (m SymPy symbols, time last), given as sympy.cse's output for that list of
-    1 + m + m² expressions (the one `ExpressionFunction` also lambdifies) — or None (unsupported node, non-finite
-    constant, or over `MAX_INSTRUCTIONS`)."""
+    1 + m + m² expressions. Raises `UnsupportedExpression` (a node outside the op set, a constant that is not a
+    finite real number, or over `MAX_INSTRUCTIONS`)."""
     import sympy
 
     m = len(variables)
@@ -77,7 +84,7 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
 
     def constant(number: float) -> int:
         if not math.isfinite(number):
-            raise _Unsupported("non-finite constant")
+            raise UnsupportedExpression(f"its derivatives contain the constant {number}{NOT_REAL}")
         if number not in constant_index:
             constant_index[number] = len(constants)
             constants.append(number)
@@ -85,7 +92,8 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
 
     def emit(op: int, a: int, b: int = 0) -> int:
         if len(program) >= MAX_INSTRUCTIONS:
-            raise _Unsupported("tape too long")
+            raise UnsupportedExpression(f"its value, gradient and Hessian take more than {MAX_INSTRUCTIONS} "
+                                        "instructions")
         program.append((op, a, b))
         return 1_000_000_000 + len(program) - 1   # provisional instruction register
 
@@ -120,7 +128,7 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
             try:
                 number = float(node)
             except (TypeError, ValueError, OverflowError):
-                raise _Unsupported(f"constant {node}") from None
+                raise UnsupportedExpression(f"its derivatives contain {node}{NOT_REAL}") from None
             return constant(number)
         if node.is_Add:
             positive = [a for a in node.args if negated(a) is None]
@@ -160,7 +168,8 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
         elif node.func is sympy.atan2 and len(node.args) == 2:
             out = emit(ATAN2, walk(node.args[0]), walk(node.args[1]))
         else:
-            raise _Unsupported(f"{node.func}")
+            raise UnsupportedExpression(f"its derivatives contain {node.func.__name__}, which the evaluator does not "
+                                        "support")
         registers[node] = out
         return out
 
@@ -168,8 +177,12 @@ def compile_tape(replacements: Sequence[tuple[Any, Any]], reduced: Sequence[Any]
         for symbol, expression in replacements:
             registers[symbol] = walk(expression)
         outputs = [walk(expression) for expression in reduced]
-    except (_Unsupported, RecursionError, TypeError, ValueError, ArithmeticError):   # e.g. a complex infinity
-        return None
+    except RecursionError:
+        raise UnsupportedExpression("its derivatives are nested too deeply") from None
+    except UnsupportedExpression:
+        raise
+    except (TypeError, ValueError, ArithmeticError) as exc:   # SymPy on an exotic node
+        raise UnsupportedExpression(f"its derivatives cannot be evaluated ({type(exc).__name__}: {exc})") from None
     # final register numbers: variables, constants, then instruction k at m + n_const + k
     n_const = len(constants)
 

@@ -6,9 +6,8 @@ constraint rows of `constraints.equations` (the multiplier formulation and the P
 the built-in types into one table and dispatches each row to its type's own jets kernel, which lives with the type
 in `functions` and is what the type's `evaluate` runs: `polynomial_jets_py`, `linear_jets_py`, `spline_jets_py`,
 `fourier_jets_py` and the expression tape's interpreter `expression_tape.tape_jets_py` (data, no generated code);
-this module adds the chain rule through the input joints. Third-party types without compiled jets, and an
-expression whose tape was refused (over the length bound), stay on the callback stage: `function_table` returns
-None for a set that has one. A non-finite expression result (outside a function's domain, a pole, overflow) makes
+this module adds the chain rule through the input joints. Third-party types without compiled jets stay on the
+callback stage: `function_table` returns None for a set that has one. A non-finite expression result (outside a function's domain, a pole, overflow) makes
 the kernels return their failure status; the callback stage then raises its EvaluationError.
 """
 from __future__ import annotations
@@ -177,7 +176,7 @@ class FunctionTable(NamedTuple):
 def function_table(entries) -> FunctionTable | None:
     """`FunctionTable` (table, inputs, coefficients) for `_explicit_jets_py` / `_function_rows_py` from (output joint, input
     joints, JointFunction) triples (joint slots in the tree's joint order), or None when a function is of a type
-    the kernel does not evaluate (third-party plug-ins, an expression without a tape)."""
+    the kernel does not evaluate (third-party plug-ins without compiled jets)."""
     from biobullet.functions.expression import ExpressionFunction
     from biobullet.functions.fourier import FourierFunction
     from biobullet.functions.linear import LinearFunction
@@ -202,7 +201,7 @@ def function_table(entries) -> FunctionTable | None:
         elif kind is FourierFunction and not joint_inputs:
             coef.extend(f.jet_parameters)
             rows.append((FOURIER, output, start_in, 0, start_c, len(f.a)))
-        elif kind is ExpressionFunction and f.tape is not None:
+        elif kind is ExpressionFunction:
             words, constants = f.tape
             # the tape after the input joints
             inputs.extend(value_first([int(w) for w in words], len(joint_inputs) + 1, len(constants)))

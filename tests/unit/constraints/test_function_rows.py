@@ -86,7 +86,7 @@ def test_undefined_expression_row_reports_the_evaluation_error(tmp_path):
 @pytest.mark.parametrize("driver", [True, "expression"])
 def test_value_only_rows_equal_plugin_residual(tmp_path, driver):
     """The bridge's step-end check (`joint_jets.function_values_kernel`: values alone, an expression's value-first
-    tape prefix) against each function's own value on the per-row plug-in path (SymPy's lambdified expression), at
+    tape prefix) against each function's own value on the per-row plug-in path (`evaluate`: the whole tape), at
     off-manifold states; a state outside an expression's domain is not needed here (the kernel returns −1 there)."""
     from biobullet.model.joint_jets import function_table, function_values_kernel
     model = biobullet.load_model(_expression_chain(tmp_path, "fixed") if driver == "expression"
