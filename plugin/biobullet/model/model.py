@@ -14,12 +14,16 @@ from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
 from biobullet.model.description import ModelDescription
-from biobullet.model.tree import Body, Frame, block_sizes, compile_tree, pack_tree
+from biobullet.model.tree import (Body, Frame, block_sizes, compile_tree, multi_dof_blocks, pack_tree,
+                                  position_rate_py)
 
 T = TypeVar("T")
+#: `position_rate_py` compiled on its first call: `Model.configuration_rate`
+_position_rate = jit.lazy(position_rate_py)
 
 BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
 BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
@@ -365,24 +369,13 @@ class Model:
         return q
 
     def configuration_rate(self, q, v) -> np.ndarray:
-        """q̇ for velocity v: quaternions q̇ = ½ q ⊗ (ω, 0), free-joint position ṗ = R v, planar
-        (ẋ, ẏ) = R(φ) (vx, vy) and d(cos φ, sin φ)/dt = (−sin φ, cos φ) φ̇; 1-DOF coordinates q̇ = v."""
-        from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix
-        q = np.asarray(q, dtype=float)
-        v = np.asarray(v, dtype=float)
+        """q̇ for velocity v (`model.tree.position_rate_py`, the pipeline's q̇ stage): quaternions q̇ = ½ q ⊗ (ω, 0),
+        free-joint position ṗ = R v, planar (ẋ, ẏ) = R(φ) (vx, vy) and d(cos φ, sin φ)/dt = (−sin φ, cos φ) φ̇;
+        1-DOF coordinates q̇ = v."""
+        q = np.ascontiguousarray(q, dtype=float)
+        v = np.ascontiguousarray(v, dtype=float)
         out = np.empty(len(q))
-        for body in self._multi_dof_bodies:
-            k, j = body.q_index, body.v_index
-            if body.joint_type == "free":
-                out[k:k + 3] = quaternion_to_matrix(q[k + 3:k + 7]) @ v[j:j + 3]
-                out[k + 3:k + 7] = 0.5 * quaternion_multiply(q[k + 3:k + 7], np.array([v[j + 3], v[j + 4], v[j + 5], 0.0]))
-            elif body.joint_type == "spherical":
-                out[k:k + 4] = 0.5 * quaternion_multiply(q[k:k + 4], np.array([v[j], v[j + 1], v[j + 2], 0.0]))
-            else:
-                c, s = q[k + 2], q[k + 3]
-                out[k], out[k + 1] = c * v[j] - s * v[j + 1], s * v[j] + c * v[j + 1]
-                out[k + 2], out[k + 3] = -s * v[j + 2], c * v[j + 2]
-        out[self._base_q:] = v[self._base_v:]
+        _position_rate(np.concatenate((q, v)), len(q), self._base_q, self._base_v, self._blocks, q, v, out)
         return out
 
     def normalize_configuration(self, q) -> np.ndarray:
@@ -394,6 +387,10 @@ class Model:
             n = 4 if body.joint_type != "planar" else 2
             q[..., k:k + n] /= np.linalg.norm(q[..., k:k + n], axis=-1, keepdims=True)
         return q
+
+    @cached_property
+    def _blocks(self) -> np.ndarray:
+        return multi_dof_blocks(self.bodies)
 
     @cached_property
     def _multi_dof_bodies(self) -> tuple[Body, ...]:

@@ -239,3 +239,50 @@ def pack_tree(bodies) -> tuple[np.ndarray, np.ndarray]:
         subspace[:, :b.nv] = b.motion_subspace
         body[i, SUBSPACE:SUBSPACE + 36] = subspace.reshape(36)
     return meta, body
+
+
+def multi_dof_blocks(bodies) -> np.ndarray:
+    """(m, 3) int64 of the bodies' multi-DOF blocks that lead q and v — the floating base and every free (URDF
+    floating), spherical and planar joint, in q order: (FREE, SPHERICAL or PLANAR, index in q, index in v). Each
+    block has one more coordinate than velocities (a unit quaternion, or a planar joint's (cos φ, sin φ) pair), so
+    base_nq = base_nv + m."""
+    kinds = {"free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
+    rows = [(kinds[b.joint_type], b.q_index, b.v_index)
+            for b in sorted((b for b in bodies if b.multi_dof), key=lambda b: b.q_index)]
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+
+
+def position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
+    """q̇ into out[:nq] from a reduced state y = (q, v, …): per multi-DOF block (`multi_dof_blocks`) with the
+    coordinates x and the velocities ẋ — free joint (and floating base)
+    (R(z) v_lin, ½ z ⊗ (ω, 0)), spherical ½ z ⊗ (ω, 0) — z the unit quaternion (x, y, z, w), scalar last,
+    (v_lin, ω) in the child (body) frame —, planar (c vx − s vy, s vx + c vy, −s φ̇, c φ̇) for its
+    (x, y, cos φ, sin φ); then the 1-DOF coordinates' v."""
+    for b in range(blocks.shape[0]):
+        kind, k, j = blocks[b, 0], blocks[b, 1], blocks[b, 2]
+        if kind == PLANAR:
+            c, s, v0, v1 = x[k + 2], x[k + 3], xd[j], xd[j + 1]
+            out[k] = c * v0 - s * v1
+            out[k + 1] = s * v0 + c * v1
+            out[k + 2] = -s * xd[j + 2]
+            out[k + 3] = c * xd[j + 2]
+            continue
+        if kind == FREE:
+            qx, qy, qz, qw = x[k + 3], x[k + 4], x[k + 5], x[k + 6]
+            r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
+            r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
+            r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
+            v0, v1, v2 = xd[j], xd[j + 1], xd[j + 2]
+            out[k] = r00 * v0 + r01 * v1 + r02 * v2
+            out[k + 1] = r10 * v0 + r11 * v1 + r12 * v2
+            out[k + 2] = r20 * v0 + r21 * v1 + r22 * v2
+            k += 3
+            j += 3
+        qx, qy, qz, qw = x[k], x[k + 1], x[k + 2], x[k + 3]
+        w0, w1, w2 = xd[j], xd[j + 1], xd[j + 2]
+        out[k] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
+        out[k + 1] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
+        out[k + 2] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
+        out[k + 3] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
+    for k in range(base_q, nq):
+        out[k] = y[nq + base_v + k - base_q]

@@ -32,6 +32,7 @@ import numpy as np
 from biobullet.algorithms import compiled_kernels
 from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
 from biobullet.constraints.loops import joint_layout_tree
+from biobullet.model.tree import multi_dof_blocks
 
 COMPILED_STATE, CALLBACK_STATE = 0, 1
 DENSE, SPARSE, PROJECTED = 0, 1, 2
@@ -92,17 +93,6 @@ def empty_loop_table(n_bodies: int, n_tangent: int) -> LoopTable:
                      np.zeros(1, dtype=np.int64), ints, np.zeros(1, dtype=np.int64), floats, floats, 0.0, 0,
                      np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1)),
                      pack_loop_rows(np.zeros((n_bodies, n_tangent)), ()))
-
-
-def multi_dof_blocks(model) -> np.ndarray:
-    """(m, 3) int64 of the model's multi-DOF blocks that lead q and v — the floating base and every free (URDF
-    floating), spherical and planar joint, in q order: (FREE, SPHERICAL or PLANAR, index in q, index in v). Each
-    block has one more coordinate than velocities (a unit quaternion, or a planar joint's (cos φ, sin φ) pair), so
-    base_nq = base_nv + m."""
-    kinds = {"free": FREE, "spherical": SPHERICAL, "planar": PLANAR}
-    rows = [(kinds[b.joint_type], b.q_index, b.v_index)
-            for b in sorted((b for b in model.bodies if b.multi_dof), key=lambda b: b.q_index)]
-    return np.array(rows, dtype=np.int64).reshape(len(rows), 3)
 
 
 def tangent_parents(model) -> np.ndarray:
@@ -218,7 +208,7 @@ def compile_model(model) -> CompiledModel:
     meta, body = model.tree_pack
     arrays = CompiledModel(
         model.nq, model.nv, model.base_nq, model.base_nv, model.n_config, model.n_tangent, state_stage,
-        _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model),
+        _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model.bodies),
         np.array(model.coordinate_map.independent, dtype=np.int64), meta, body,
         np.array(model.gravity, dtype=float), ancestry, parents,
         np.ascontiguousarray(table[0]), np.ascontiguousarray(table[1]), np.ascontiguousarray(table[2], dtype=float),

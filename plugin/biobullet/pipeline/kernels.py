@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
 from biobullet.core import jit
+from biobullet.model.tree import position_rate_py
 from biobullet.pipeline import stages
 
 
@@ -146,5 +147,5 @@ def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True, 
         "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
         "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian, muscles=muscles),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
-        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": stages.position_rate_py}),
+        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py}),
         variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops, muscles=muscles))

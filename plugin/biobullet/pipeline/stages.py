@@ -75,42 +75,6 @@ def state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, ga
     return True
 
 
-def position_rate_py(y, nq, base_q, base_v, blocks, x, xd, out):
-    """q̇ into out[:nq] from a reduced state y = (q, v, …), as `Model.configuration_rate`: per multi-DOF block
-    (`blocks`) with the normalised coordinates x and the velocities ẋ — free joint (and floating base)
-    (R(z) v_lin, ½ z ⊗ (ω, 0)), spherical ½ z ⊗ (ω, 0) — z the unit quaternion (x, y, z, w), scalar last,
-    (v_lin, ω) in the child (body) frame —, planar (c vx − s vy, s vx + c vy, −s φ̇, c φ̇) for its
-    (x, y, cos φ, sin φ); then the 1-DOF coordinates' v."""
-    for b in range(blocks.shape[0]):
-        kind, k, j = blocks[b, 0], blocks[b, 1], blocks[b, 2]
-        if kind == PLANAR:
-            c, s, v0, v1 = x[k + 2], x[k + 3], xd[j], xd[j + 1]
-            out[k] = c * v0 - s * v1
-            out[k + 1] = s * v0 + c * v1
-            out[k + 2] = -s * xd[j + 2]
-            out[k + 3] = c * xd[j + 2]
-            continue
-        if kind == FREE:
-            qx, qy, qz, qw = x[k + 3], x[k + 4], x[k + 5], x[k + 6]
-            r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)
-            r10, r11, r12 = 2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)
-            r20, r21, r22 = 2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)
-            v0, v1, v2 = xd[j], xd[j + 1], xd[j + 2]
-            out[k] = r00 * v0 + r01 * v1 + r02 * v2
-            out[k + 1] = r10 * v0 + r11 * v1 + r12 * v2
-            out[k + 2] = r20 * v0 + r21 * v1 + r22 * v2
-            k += 3
-            j += 3
-        qx, qy, qz, qw = x[k], x[k + 1], x[k + 2], x[k + 3]
-        w0, w1, w2 = xd[j], xd[j + 1], xd[j + 2]
-        out[k] = 0.5 * (qw * w0 + qy * w2 - qz * w1)
-        out[k + 1] = 0.5 * (qw * w1 + qz * w0 - qx * w2)
-        out[k + 2] = 0.5 * (qw * w2 + qx * w1 - qy * w0)
-        out[k + 3] = -0.5 * (qx * w0 + qy * w1 + qz * w2)
-    for k in range(base_q, nq):
-        out[k] = y[nq + base_v + k - base_q]
-
-
 def ltdl_solve_py(mass, parent, rhs, out):
     """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
     §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
