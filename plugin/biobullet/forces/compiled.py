@@ -22,9 +22,9 @@ from biobullet.core import jit
 
 
 def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, local_a, params, zero_length):
-    """(status, τ, L̇, L) of one spring between point local_b of body_b and local_a of body_a (−1: the world);
-    params = (stiffness N/m, rest length m, damping N s/m). status 1 = zero length with rest_length > 0 (direction
-    undefined), else 0."""
+    """(status, τ, dissipated power c L̇² (W), L) of one spring between point local_b of body_b and local_a of
+    body_a (−1: the world); params = (stiffness N/m, rest length m, damping N s/m). status 1 = zero length with
+    rest_length > 0 (direction undefined), else 0."""
     stiffness, rest, damping = params[0], params[1], params[2]
     n = sub.shape[1]
     tau = np.zeros(n)
@@ -46,7 +46,7 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
     rate = 0.0
     if length < zero_length:
         if rest > 0.0 and stiffness > 0.0:
-            return 1, tau, rate, length
+            return 1, tau, 0.0, length
         coef_d = -stiffness
     else:
         if damping != 0.0:   # L̇ = u·ḋ, ḋ = v_b − v_a (point velocities)
@@ -63,7 +63,7 @@ def _spring_kernel_py(rot, pos, sub, ancestry, xd, body_b, local_b, body_a, loca
     f0, f1, f2 = coef_d * d0, coef_d * d1, coef_d * d2   # on b; −F on a
     _POINT_FORCE(sub, ancestry, body_b, pb, f0, f1, f2, tau)
     _POINT_FORCE(sub, ancestry, body_a, pa, -f0, -f1, -f2, tau)
-    return 0, tau, rate, length
+    return 0, tau, damping * rate * rate, length
 
 
 _POINT_VELOCITY, _POINT_FORCE = point_velocity, point_force   # compiled and inlined when the spring kernel compiles
@@ -84,13 +84,13 @@ def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_
     right-hand side and the bridge's per-step kernel."""
     dissipated = 0.0
     for s in range(bodies.shape[0]):
-        status, spring_tau, rate, _ = _SPRING(rot, pos, sub, ancestry, xd, bodies[s, 0], points[s, 0], bodies[s, 1],
+        status, spring_tau, power, _ = _SPRING(rot, pos, sub, ancestry, xd, bodies[s, 0], points[s, 0], bodies[s, 1],
                                               points[s, 1], params[s], zero_length)
         if status != 0:
             return 1, 0.0
         for k in range(tau.shape[0]):
             tau[k] += spring_tau[k]
-        dissipated += params[s, 2] * rate * rate
+        dissipated += power
     return 0, dissipated
 
 

@@ -58,6 +58,18 @@ class _JointElement(ForceElement):
         """This element's rows of the joint-force kernel (`forces.compiled.pack_joint_forces`)."""
         raise NotImplementedError
 
+    def potential_energy(self, model, x):
+        return float(self._energy(np.asarray(x, dtype=float)[None, :], model)[0])
+
+    def potential_energy_batch(self, model, positions):
+        if type(self).potential_energy is not _JointElement.potential_energy:   # a subclass with its own V
+            return super().potential_energy_batch(model, positions)
+        return self._energy(np.asarray(positions, dtype=float), model)
+
+    def _energy(self, positions: np.ndarray, model) -> np.ndarray:
+        """V (J) at every row of `positions` (tree configurations): the element's law of V, written once."""
+        return np.zeros(len(positions))
+
     def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
         """(τ, dissipated power W) by the joint-force kernel of the compiled right-hand sides
         (`forces.compiled.joint_forces_function`): the element's law is written there, once."""
@@ -115,7 +127,7 @@ class Spring(ForceElement):
         return tuple(anchors)
 
     def _evaluate(self, model, x, xd) -> tuple[int, np.ndarray, float, float]:
-        """(status, τ, L̇ [m/s], L [m]) by the spring kernel of the compiled right-hand sides
+        """(status, τ, dissipated power c L̇² [W], L [m]) by the spring kernel of the compiled right-hand sides
         (`forces.compiled.spring`, where the law is written once) from the shared tree kinematics (cached per x:
         the loop rows of the same right-hand side reuse them); status 1: zero length with rest_length > 0."""
         from biobullet.constraints.loops import tree_kinematics
@@ -144,8 +156,8 @@ class Spring(ForceElement):
     def dissipated_power(self, model, x, xd):
         if self.damping == 0.0:
             return 0.0
-        status, _, rate, _ = self._evaluate(model, x, xd)
-        return 0.0 if status else self.damping * rate * rate
+        status, _, power, _ = self._evaluate(model, x, xd)
+        return 0.0 if status else float(power)
 
 
 # ------------------------------------------------------------------------------------------------ joint spring
@@ -174,12 +186,7 @@ class JointSpring(_JointElement):
     def generalized_force(self, model, x, xd, t, placements=None):
         return self._by_kernel(model, x, xd)[0]
 
-    def potential_energy(self, model, x):
-        return 0.5 * self.stiffness * (x[self.joint_slots(model)[0]] - self.rest) ** 2
-
-    def potential_energy_batch(self, model, positions):
-        if type(self).potential_energy is not JointSpring.potential_energy:   # a subclass with its own V
-            return super().potential_energy_batch(model, positions)
+    def _energy(self, positions: np.ndarray, model) -> np.ndarray:
         return 0.5 * self.stiffness * (positions[:, self.joint_slots(model)[0]] - self.rest) ** 2
 
     def dissipated_power(self, model, x, xd):
@@ -290,16 +297,8 @@ class JointStop(_JointElement):
     def generalized_force(self, model, x, xd, t, placements=None):
         return self._by_kernel(model, x, xd)[0]
 
-    def potential_energy(self, model, x):
-        return float(self._energy(np.asarray(x, dtype=float)[None, :], model)[0])
-
-    def potential_energy_batch(self, model, positions):
-        if type(self).potential_energy is not JointStop.potential_energy:   # a subclass with its own V
-            return super().potential_energy_batch(model, positions)
-        return self._energy(positions, model)
-
     def _energy(self, positions: np.ndarray, model) -> np.ndarray:
-        """V = k p^(e+1) / (e+1) per limit the joint is beyond [J], at every row of `positions`."""
+        """V = k p^(e+1) / (e+1) per limit the joint is beyond."""
         theta, e = positions[:, self.joint_slots(model)[0]], self.exponent
         energy = np.zeros(len(positions))
         for limit, side in ((self.lower, -1.0), (self.upper, 1.0)):
@@ -370,8 +369,8 @@ class CoordinateLimit(_JointElement):
     def generalized_force(self, model, x, xd, t, placements=None):
         return self._by_kernel(model, x, xd)[0]
 
-    def potential_energy(self, model, x):
-        theta = x[self.joint_slots(model)[0]]
+    def _energy(self, positions: np.ndarray, model) -> np.ndarray:
+        theta = positions[:, self.joint_slots(model)[0]]
         return (self.upper_stiffness * _ramp_energy(theta - self.upper, self.transition)
                 + self.lower_stiffness * _ramp_energy(self.lower - theta, self.transition))
 
@@ -407,17 +406,13 @@ coordinate_limit = jit.lazy(_coordinate_limit_py)
 _NO_KINEMATICS = (np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros((6, 0)), np.zeros((0, 0)))
 
 
-def _ramp_energy(p: float, w: float) -> float:
+def _ramp_energy(p: np.ndarray, w: float) -> np.ndarray:
     """∫₀^p S(s/w) s ds for the quintic step S (S = 1 beyond w): the energy per unit stiffness of a ramped stop
-    at penetration p ≥ 0 (0 for p ≤ 0)."""
-    if p <= 0.0:
-        return 0.0
-    u = min(p / w, 1.0)
-    # ∫₀^u (10v³ − 15v⁴ + 6v⁵) v dv · w² = w² (2u⁵ − 2.5u⁶ + 6u⁷/7)
-    inside = w * w * (2.0 * u ** 5 - 2.5 * u ** 6 + 6.0 * u ** 7 / 7.0)
-    if p <= w:
-        return inside
-    return inside + 0.5 * (p * p - w * w)
+    at each penetration p (0 for p ≤ 0)."""
+    p = np.maximum(p, 0.0)
+    u = np.minimum(p / w, 1.0)
+    # ∫₀^u (10v³ − 15v⁴ + 6v⁵) v dv · w² = w² (2u⁵ − 2.5u⁶ + 6u⁷/7), then the linear spring's ½ (p² − w²) beyond w
+    return w * w * (2.0 * u ** 5 - 2.5 * u ** 6 + 6.0 * u ** 7 / 7.0) + 0.5 * np.maximum(p * p - w * w, 0.0)
 
 
 __all__ = ["Spring", "JointSpring", "JointTorque", "JointStop", "CoordinateLimit", "limit_stops"]

