@@ -486,7 +486,6 @@ class PyBulletMap:
 
 def _conjugation_matrix(quaternion: np.ndarray) -> np.ndarray:
     """The 4×4 matrix K with K q = a ⊗ q ⊗ a* for the unit quaternion a (x y z w); orthogonal, K⁻¹ = Kᵀ."""
-    from biobullet.spatial.rotations import quaternion_multiply
     conjugate = quaternion * np.array([-1.0, -1.0, -1.0, 1.0])
     return np.column_stack([quaternion_multiply(quaternion_multiply(quaternion, e), conjugate) for e in np.eye(4)])
 

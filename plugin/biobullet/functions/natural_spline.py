@@ -23,6 +23,7 @@ import numpy as np
 from biobullet.core.attributes import floats
 from biobullet.core.errors import ModelError, SourceRef
 from biobullet.functions.base import JetsKernel, JointFunction, evaluate_jets, interpolation_table
+from biobullet.functions.polynomial import polynomial_jets_py
 from biobullet.functions.registry import register
 
 DEGREES: tuple[int, ...] = (1, 3, 5, 7)
@@ -51,7 +52,7 @@ class NaturalSplineFunction(JointFunction):
         before = [_derivative(pieces[0], 0.0, k) / math.factorial(k) for k in range(half)]
         after = [_derivative(pieces[-1], float(xs[-1] - xs[-2]), k) / math.factorial(k) for k in range(half)]
         params = np.concatenate([[float(degree), float(len(xs))], xs, pieces.reshape(-1), before, after])
-        self._jets = JetsKernel(_natural_spline_jets_py, params)
+        self._jets = JetsKernel(_natural_spline_jets_py, params, bind={"_HORNER": polynomial_jets_py})
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -99,15 +100,15 @@ def _natural_spline_jets_py(z, params, jet):
         while piece < points - 2 and value >= params[breaks + piece + 1]:
             piece += 1
         start, count, s = pieces + piece * (degree + 1), degree + 1, value - params[breaks + piece]
-    f = first = second = 0.0   # Horner for the value and the first two derivatives (second = p'' directly)
-    for k in range(count - 1, -1, -1):
-        second = second * s + 2.0 * first
-        first = first * s + f
-        f = f * s + params[start + k]
+    f, first, second = _HORNER(params, start, count, s)
     for k in range(6):
         jet[k] = 0.0
     jet[0], jet[1], jet[3] = f, first, second
     return 0
+
+
+#: the polynomial type's value and first two derivatives by Horner (its Python form; inlined where this compiles)
+_HORNER = polynomial_jets_py
 
 
 def _derivative(coefficients: Sequence[float], s: float, order: int) -> float:
