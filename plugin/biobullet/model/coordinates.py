@@ -173,7 +173,8 @@ def _fuse_linear(resolvers: Sequence[Resolver]) -> tuple:
     return tuple(plan)
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
+def readonly(array: np.ndarray) -> np.ndarray:
+    """`array`, made read-only (shared arrays the callers must not modify)."""
     array.setflags(write=False)
     return array
 
@@ -202,11 +203,11 @@ class CoordinateMap:
             self.kind = "affine"
             # θ = A q + b: evaluate the plan on the unit columns once
             theta, gradient, _ = self._evaluate_plan_hessians(np.zeros(nq), 0.0, with_hessian=False)
-            self.affine_matrix = _readonly(np.ascontiguousarray(gradient[:, :nq]))
-            self.affine_offset = _readonly(theta.copy())
+            self.affine_matrix = readonly(np.ascontiguousarray(gradient[:, :nq]))
+            self.affine_offset = readonly(theta.copy())
         else:
             self.kind = "general"
-        self._eye = _readonly(np.eye(n_joints)) if self.identity else None
+        self._eye = readonly(np.eye(n_joints)) if self.identity else None
 
     @property
     def nq(self) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
-from biobullet.model.coordinates import CoordinateMap, ExplicitFunction
+from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, readonly
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import (Body, Frame, block_sizes, compile_tree, multi_dof_blocks, pack_tree,
                                   position_rate_py)
@@ -200,11 +200,11 @@ class Model:
 
     @cached_property
     def _identity_gradient(self) -> np.ndarray:
-        return _readonly(np.eye(self.n_tangent))
+        return readonly(np.eye(self.n_tangent))
 
     @cached_property
     def _affine_full_gradient(self) -> np.ndarray:
-        return _readonly(self._full_gradient(self.coordinate_map.affine_matrix.copy()))
+        return readonly(self._full_gradient(self.coordinate_map.affine_matrix.copy()))
 
     def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(x, G) without rates."""
@@ -323,7 +323,7 @@ class Model:
     def velocity_slots(self) -> np.ndarray:
         """Index in the tree's tangent vector ẋ of every generalized velocity (base twist first)."""
         base = list(range(self._base_v))
-        return _readonly(np.array(base + [self._base_v + k for k in self.coordinate_map.independent], dtype=int))
+        return readonly(np.array(base + [self._base_v + k for k in self.coordinate_map.independent], dtype=int))
 
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
         """q ⊕ v·dt: each multi-DOF joint by the exponential of its body-frame velocity (as pin.integrate) —
@@ -468,13 +468,8 @@ def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndar
 def _tiny(size: int) -> np.ndarray:
     tiny = _TINY.get(size)
     if tiny is None:
-        tiny = _TINY[size] = _readonly(np.full(size, 1e-300))
+        tiny = _TINY[size] = readonly(np.full(size, 1e-300))
     return tiny
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.setflags(write=False)
-    return array
 
 
 def _block_names(bodies) -> tuple[tuple[str, ...], tuple[str, ...]]:
