@@ -372,8 +372,7 @@ class Model:
         """q̇ for velocity v (`model.tree.position_rate_py`, the pipeline's q̇ stage): quaternions q̇ = ½ q ⊗ (ω, 0),
         free-joint position ṗ = R v, planar (ẋ, ẏ) = R(φ) (vx, vy) and d(cos φ, sin φ)/dt = (−sin φ, cos φ) φ̇;
         1-DOF coordinates q̇ = v."""
-        q = np.ascontiguousarray(q, dtype=float)
-        v = np.ascontiguousarray(v, dtype=float)
+        q, v = (np.ascontiguousarray(a) for a in self._check_pair(q, v))   # sizes checked: the kernel indexes them
         out = np.empty(len(q))
         _position_rate(np.concatenate((q, v)), len(q), self._base_q, self._base_v, self._blocks, q, v, out)
         return out
