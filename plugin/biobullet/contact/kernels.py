@@ -487,8 +487,8 @@ def _friction_bindings() -> dict:
     regularize = {"_REGULARIZE": _regularize_py}
     return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py, "_OPENSIM_FRICTION": _opensim_friction_py,
             "_CALL_FRICTION": jit.address_caller(FRICTION_TWIN_SIGNATURE),
-            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
-            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
+            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True),
+            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True)}
 
 
 def normal_force_kernel():
@@ -503,17 +503,13 @@ def friction_coefficient_kernel():
 
 def contact_forces_kernel():
     """The compiled `_contact_forces_py` (laws bound)."""
-    def bindings() -> dict:
-        normal, friction = normal_force_kernel(), friction_coefficient_kernel()
-        if normal is None or friction is None:
-            return {}
-        return {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction}
-    return jit.compiled(_contact_forces_py, bind=bindings, inline=True)
+    return jit.compiled(_contact_forces_py, bind=lambda: {"_NORMAL_FORCE": normal_force_kernel(),
+                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel()},
+                        inline=True)
 
 
 def _update_bindings() -> dict:
-    forces, event = contact_forces_kernel(), jit.compiled(_contact_event_py, inline=True)
-    return {} if forces is None or event is None else {"_CONTACT_FORCES": forces, "_CONTACT_EVENT": event}
+    return {"_CONTACT_FORCES": contact_forces_kernel(), "_CONTACT_EVENT": jit.compiled(_contact_event_py, inline=True)}
 
 
 def contact_update_kernel():
@@ -523,21 +519,17 @@ def contact_update_kernel():
 
 def _placed_bindings(name: str, contact_kernel) -> dict:
     """`contact_kernel` bound as `name`, the tree placements and the contact geometry."""
-    place = placements_kernel(inline=True)
-    if contact_kernel is None or place is None:
-        return {}
-    return {name: contact_kernel, "_PLACEMENTS": place, **_geometry_bindings()}
+    return {name: contact_kernel, "_PLACEMENTS": placements_kernel(inline=True), **_geometry_bindings()}
 
 
 def _geometry_bindings() -> dict:
     points = point_kernels()
-    sphere = jit.compiled(_sphere_point_py, bind=lambda: points, inline=True)
-    return {} if sphere is None else {"_SPHERE_POINT": sphere, **points, "_workspace": _workspace}
+    return {"_SPHERE_POINT": jit.compiled(_sphere_point_py, bind=lambda: points, inline=True), **points,
+            "_workspace": _workspace}
 
 
 def _forces_bindings() -> dict:
-    forces = contact_forces_kernel()
-    return {} if forces is None else {"_CONTACT_FORCES": forces, **_geometry_bindings()}
+    return {"_CONTACT_FORCES": contact_forces_kernel(), **_geometry_bindings()}
 
 
 def contact_samples_kernel():
@@ -547,8 +539,7 @@ def contact_samples_kernel():
 
 
 def _kinematics_bindings() -> dict:
-    place = place_body_kernel(inline=True)
-    return {} if place is None else {"_PLACE_BODY": place, **_geometry_bindings()}
+    return {"_PLACE_BODY": place_body_kernel(inline=True), **_geometry_bindings()}
 
 
 def contact_kinematics_kernel():
@@ -561,8 +552,7 @@ contact_kinematics = jit.lazy(_contact_kinematics_py, bind=_kinematics_bindings)
 
 
 def ground_forces_kernel():
-    """The compiled `_ground_forces_py` (everything it calls bound; inlined into its caller), or None without
-    numba."""
+    """The compiled `_ground_forces_py` (everything it calls bound; inlined into its caller)."""
     return jit.compiled(_ground_forces_py, bind=_forces_bindings, inline=True)
 
 
@@ -640,7 +630,7 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     if twin is None:
         return None
     params = np.asarray(twin.params, dtype=float).reshape(-1)
-    if params.size > N_PARAMS or jit.address_caller(signature) is None:
+    if params.size > N_PARAMS:
         return None
     address = jit.function_address(twin.function, signature, bind=twin.bind)
     error = jit.ADDRESS_ERRORS.get((twin.function, signature))
@@ -803,8 +793,7 @@ class ContactSampler:
     def for_contact(cls, model, contact) -> ContactSampler | None:
         if not has_twins(contact):
             return None
-        kernel = contact_samples_kernel()
-        return None if kernel is None else cls(model, contact, kernel)
+        return cls(model, contact, contact_samples_kernel())
 
     def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
         discrete_rows((state,), self.state)
@@ -819,7 +808,7 @@ class GroundContacts:
     """Packed constants and state rows of a list of Contact run copies (all with twins) for `_ground_contacts_py`.
 
     `step(x, xd, t, dt, tau)` adds their τ (n_tangent) and returns the number of events (replay them with
-    `pull_event`); `kernel` is the compiled call (the Python twin without numba)."""
+    `pull_event`); `kernel` is the compiled call (its uncompiled form with BIOBULLET_NUMBA=0)."""
 
     def __init__(self, model, contacts) -> None:
         meta, body = pack(model)
@@ -827,7 +816,7 @@ class GroundContacts:
         self.ancestry = ancestry(model)
         self.rows = ContactRows(*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
         self.state = self.rows.state
-        self.kernel = ground_contacts_kernel() or _ground_contacts_py
+        self.kernel = ground_contacts_kernel()
 
     def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
         return self.kernel(self.meta, self.body, self.ancestry, self.rows, x, xd, t, dt, tau)

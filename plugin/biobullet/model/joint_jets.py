@@ -151,10 +151,6 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
     return 0
 
 
-#: `_explicit_jets_py` compiled on its first call, or run by Python (numba disabled: debugging)
-explicit_jets = jit.lazy(_explicit_jets_py, bind=_jets_bindings)
-
-
 def explicit_table(cmap) -> FunctionTable | None:
     """(table, inputs, coefficients) of a coordinate map made only of explicit polynomial, linear, spline,
     Fourier and expression joint functions (in evaluation order), or None when any resolver is of another kind."""
@@ -286,8 +282,7 @@ def _function_values_py(functions, t, x, phi):
 
 def function_values_kernel():
     """The compiled `_function_values_py` (with the jets kernel bound; its Python form with BIOBULLET_NUMBA=0)."""
-    return (jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
-            or jit.twin(_function_values_py, {"_JETS": _explicit_jets_py}))
+    return jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
 
 
 def function_rows_kernel():
@@ -296,14 +291,10 @@ def function_rows_kernel():
 
 
 def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias) -> float:
-    """`_function_rows_py`, compiled when numba is enabled, else its Python twin (same numbers); −1 when a
-    function's jets are not finite."""
-    kernel = function_rows_kernel()
-    if kernel is not None:
-        return kernel(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
-    with np.errstate(all="ignore"):   # the Python twin's overflow becomes inf (then −1), as in the compiled kernel
-        return jit.twin(_function_rows_py, {"_JETS": _explicit_jets_py})(
-            table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
+    """`_function_rows_py` (compiled; its uncompiled form with BIOBULLET_NUMBA=0); −1 when a function's jets
+    are not finite."""
+    return function_rows_kernel()(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t,
+                                  bias)
 
 
 _REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once each)
@@ -316,7 +307,7 @@ def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
 
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE
     kernel = function.compiled_jets() if hasattr(function, "compiled_jets") else None
-    if kernel is None or jit.address_caller(JETS_KERNEL_SIGNATURE) is None:
+    if kernel is None:
         return None, np.zeros(0)
     address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind)
     if address is None:

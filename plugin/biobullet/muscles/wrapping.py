@@ -1363,7 +1363,7 @@ def wrap_bindings() -> dict:
         {"_circle_point_py": _circle_point_py, "cylinder_wrap_py": cylinder_wrap_py})
     bound: dict = {}
     for layer in layers:
-        bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
+        bound.update({name: jit.compiled(kernel, bind=dict(bound)) for name, kernel in layer.items()})
     return bound
 
 
