@@ -401,30 +401,30 @@ def twin(function: Callable, bind: Bindings = None) -> Callable:
     return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
 
 
-#: the error model `compiled` compiles with when neither the call nor the kernel's module names one: "python" (a
+#: the error model `compiled` compiles with when the kernel's module names none: "python" (a
 #: float division by zero raises ZeroDivisionError), or the caller's (the kernels a `bind` compiles get the error
 #: model of the kernel they are bound into; "numpy" — inf or NaN — for those of a kernel reached by address
 #: (`function_address`), where an exception cannot propagate)
 _ERROR_MODEL: list[str] = ["python"]
 
 
-def _error_model(function: Callable, error_model: str | None) -> str:
-    """The error model `function` compiles with: `error_model` when given, else its module's `KERNEL_ERROR_MODEL`
-    (a module whose kernels are reached by address declares "numpy" once, so that each of its kernels compiles
+def _error_model(function: Callable) -> str:
+    """The error model `function` compiles with: its module's `KERNEL_ERROR_MODEL` (a module whose kernels are reached by address declares "numpy" once, so that each of its kernels compiles
     with one error model wherever it is reached — by address, linked into a kernel or called from Python — and
     is compiled once, not once per error model), else the caller's (`_ERROR_MODEL`)."""
-    return error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or _ERROR_MODEL[-1]
+    return function.__globals__.get("KERNEL_ERROR_MODEL") or _ERROR_MODEL[-1]
 
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
-             error_model: str | None = None, nogil: bool = True):
+             nogil: bool = True):
     """The compiled kernel of `function` with the names `bind` gives (a variant named `variant` when one function
     is compiled with several bindings; numba compiles it on its first call, and a library kernel that fails to
-    raises `KernelCompileError`); with `ENABLED` off its uncompiled form with the same bindings (`_uncompiled`). `error_model` ("python" or "numpy"; default: `_error_model`'s)
-    applies to the kernels `bind` compiles too, unless their modules declare their own. `nogil=False` keeps the
+    raises `KernelCompileError`); with `ENABLED` off its uncompiled form with the same bindings (`_uncompiled`).
+    Its error model (`_error_model`) applies to the kernels `bind` compiles too, unless their modules declare
+    their own. `nogil=False` keeps the
     GIL during a call from Python: releasing and taking it back costs ≈ 0.035 µs a call, which a kernel called per
     step from Python for well under a microsecond (the public calls' entry) does not win back."""
-    error_model = _error_model(function, error_model)
+    error_model = _error_model(function)
     if not compiling():
         key = (function, inline, variant, error_model)
         kernel = None if inline else _COMPILED.get(key)   # (an inlined form is a copy per caller)
@@ -463,7 +463,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
     return kernel
 
 
-def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None = None) -> Callable:
+def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
     """A callable that compiles `function` on its first call (see `compiled`) and then always calls the compiled
     kernel (its uncompiled form with `ENABLED` off). `.resolve()` gives what it dispatches to."""
     holder: list[Callable | None] = [None]
@@ -471,12 +471,12 @@ def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None =
     def dispatch(*args):
         target = holder[0]
         if target is None:
-            target = holder[0] = compiled(function, bind=bind, error_model=error_model)
+            target = holder[0] = compiled(function, bind=bind)
         return target(*args)
 
     def resolve() -> Callable:
         if holder[0] is None:
-            holder[0] = compiled(function, bind=bind, error_model=error_model)
+            holder[0] = compiled(function, bind=bind)
         return holder[0]
 
     dispatch.__name__ = function.__name__.removesuffix("_py").lstrip("_")
@@ -562,8 +562,7 @@ def _uncompiled_at(address: int) -> Callable:
 _uncompiled_at.py_func = _uncompiled_at   # type: ignore[attr-defined]  (bound into kernels as it is)
 
 
-def function_address(function: Callable, signature, *, bind: Bindings = None,
-                     error_model: str | None = None) -> int | None:
+def function_address(function: Callable, signature, *, bind: Bindings = None) -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
     process. A library kernel that fails to compile raises `KernelCompileError`; a plug-in's (`function` defined
@@ -572,9 +571,9 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
     `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
-    exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
-    give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it (default: its
-    module's `KERNEL_ERROR_MODEL`, else "python"; see `_error_model`). `signature` may also be a numba Signature
+    exception): report failure through its return value — `KERNEL_ERROR_MODEL = "numpy"` in its module makes a
+    float division by zero give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for
+    it (else "python"). `signature` may also be a numba Signature
     (`kernel_signature`). With `ENABLED` off: the index (from 1) of its uncompiled form in this process's table,
     which `address_caller`'s callers look up."""
     if not compiling():
@@ -583,7 +582,7 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
             _UNCOMPILED_ADDRESSED.append(_uncompiled(function, _bind_callees(function, bind), False))
             _ADDRESSES[key] = len(_UNCOMPILED_ADDRESSED)
         return _ADDRESSES[key]
-    error_model = error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
+    error_model = function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
     key = (function, signature)
     entry = _ADDRESSES.get(key)
     if entry is None:
