@@ -502,20 +502,14 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     compiled or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call
     matching of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet
     steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
-    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when numba keeps
-    no such entry (another numba version)."""
-    if not compiling():
+    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when it is an
+    uncompiled form (made with `ENABLED` off or inside `uncompiled()`), or inside `uncompiled()`."""
+    if not compiling() or not hasattr(kernel, "overloads"):
         kernel(*args)
         return kernel
     signature = tuple(_argument_type(a) for a in args)
     kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
-    try:
-        entry = kernel.overloads[signature].entry_point
-    except Exception:   # pragma: no cover - numba internals moved: the dispatcher serves
-        entry = None
-    if not callable(entry):
-        kernel(*args)
-        return kernel
+    entry = kernel.overloads[signature].entry_point
     entry(*args)
     return entry
 
