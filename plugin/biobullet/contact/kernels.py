@@ -620,9 +620,6 @@ def _packed(law, signature: str) -> tuple[int, np.ndarray] | None:
     return builtin_row(law)
 
 
-_WARNED: set = set()
-
-
 def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     """(address as the kind, params row) of a plug-in law's compiled twin, or None (no twin, more than N_PARAMS
     parameters or the twin not compiling: the Python law serves)."""
@@ -632,13 +629,7 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     params = np.asarray(twin.params, dtype=float).reshape(-1)
     if params.size > N_PARAMS:
         return None
-    address = jit.function_address(twin.function, signature, bind=twin.bind)
-    error = jit.ADDRESS_ERRORS.get((twin.function, signature))
-    if address is None and error is not None and twin.function not in _WARNED:
-        import warnings   # a third party's twin that does not compile: said once (the Python law serves)
-        _WARNED.add(twin.function)
-        warnings.warn(f"contact law {law.law_name!r}: its compiled twin {twin.function.__name__} does not compile "
-                      f"({error}); contacts with it use the Python law", RuntimeWarning, stacklevel=2)
+    address = jit.function_address(twin.function, signature, bind=twin.bind, plugin=f"contact law {law.law_name!r}")
     if address is None or address < PLUGIN_KIND:
         return None
     p = np.zeros(N_PARAMS)

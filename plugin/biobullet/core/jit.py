@@ -33,8 +33,8 @@ A library kernel (one defined in the `biobullet` package) that fails to compile 
 a bug report naming the kernel and numba's first error line — wherever it is compiled (its first call, a caller's
 compile, `direct_entry`, `function_address`): nothing falls back to the uncompiled form. Only a plug-in's kernel
 reached by address (a joint-function type's jets, a contact law's twin, a force element's kernel, defined outside
-the package) may fail: `function_address` then gives None (`ADDRESS_ERRORS` says why), its caller warns once and
-the model runs on the callback stage (`_compile_failures`).
+the package) may fail: `function_address(..., plugin=...)` then gives None and warns once, and the model runs on
+the callback stage (`_compile_failures`).
 
 Debugging: with `BIOBULLET_NUMBA=0` in the environment (`ENABLED` False) nothing is compiled and every entry above
 gives the uncompiled form of the same kernels with the same bindings (`twin`), run by Python — the same functions,
@@ -542,8 +542,6 @@ def uncompiled():
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
-#: (function, signature) → why `function_address` gave None for it (the compile error, first line)
-ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 _UNCOMPILED_ADDRESSED: list[Callable] = []   # with `ENABLED` off: the kernels whose "addresses" are index + 1
 
@@ -556,12 +554,12 @@ def _uncompiled_at(address: int) -> Callable:
 _uncompiled_at.py_func = _uncompiled_at   # type: ignore[attr-defined]  (bound into kernels as it is)
 
 
-def function_address(function: Callable, signature, *, bind: Bindings = None) -> int | None:
+def function_address(function: Callable, signature, *, bind: Bindings = None, plugin: str = "") -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
-    process. A library kernel that fails to compile raises `KernelCompileError`; a plug-in's (`function` defined
-    outside the `biobullet` package) gives None, and `ADDRESS_ERRORS` says why (its caller warns once and runs the
-    callback stage). `bind` as for `compiled`: the kernels
+    process. A library kernel that fails to compile raises `KernelCompileError`; a plug-in's (`plugin` names what
+    brings it, e.g. "joint function type X", and `function` is defined outside the `biobullet` package) gives None
+    and one RuntimeWarning saying why: its caller then runs the callback stage. `bind` as for `compiled`: the kernels
     `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
@@ -583,10 +581,13 @@ def function_address(function: Callable, signature, *, bind: Bindings = None) ->
         try:
             entry = _compiled_address(function, signature, bind, error_model)
         except Exception as error:
-            if _is_library(function):
+            if not plugin or _is_library(function):
                 raise
-            entry = False   # a plug-in's kernel: its caller says so once and runs the callback stage
-            ADDRESS_ERRORS[key] = getattr(error, "reason", None) or _first_error_line(error)
+            import warnings
+            entry = False   # a plug-in's kernel: said once; its caller runs the callback stage
+            warnings.warn(f"{plugin}: its compiled kernel {function.__qualname__} does not compile "
+                          f"({getattr(error, 'reason', None) or _first_error_line(error)}); it runs on the callback "
+                          "stage (its Python form, slower)", RuntimeWarning, stacklevel=3)
         _ADDRESSES[key] = entry
     return int(entry.address) if entry else None   # (None: a plug-in's kernel that does not compile)
 

@@ -178,9 +178,6 @@ def plugin_forces_kernel():
     return jit.compiled(_plugin_forces_py, bind={"_CALL_FORCE": jit.address_caller(FORCE_KERNEL_SIGNATURE)})
 
 
-_WARNED: set = set()
-
-
 def pack_plugins(model, elements) -> tuple | None:
     """(addresses (n,) int64, fparams (n, m) float64, iparams (n, m') int64, kinematics) of these elements'
     compiled kernels (`ForceElement.compiled_kernel`), each row padded with zeros, kinematics True when any kernel
@@ -191,16 +188,9 @@ def pack_plugins(model, elements) -> tuple | None:
     kernels = [element.compiled_kernel(model) for element in elements]
     if any(kernel is None for kernel in kernels):
         return None
-    addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind) for k in kernels]
-    for element, kernel, address in zip(elements, kernels, addresses):
-        error = jit.ADDRESS_ERRORS.get((kernel.function, FORCE_KERNEL_SIGNATURE))
-        if address is None and error is not None and (kernel.function, "warned") not in _WARNED:
-            # a third party's kernel that does not compile: say so once (the run stays correct, only slower)
-            import warnings
-            _WARNED.add((kernel.function, "warned"))
-            warnings.warn(f"{element.source.file}: {element.source.element}: the compiled kernel "
-                          f"{kernel.function.__name__} does not compile ({error}); models with this element use "
-                          "the callback stage", RuntimeWarning, stacklevel=2)
+    addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind,
+                                      plugin=f"{element.source.file}: {element.source.element}")
+                 for element, k in zip(elements, kernels)]
     if any(address is None for address in addresses):
         return None
     fwidth = max([1] + [np.asarray(k.fparams).size for k in kernels])

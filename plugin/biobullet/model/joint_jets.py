@@ -297,25 +297,15 @@ def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t
                                   bias)
 
 
-_REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once each)
-
-
 def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
     """(address, parameters) of a third-party joint function's compiled jets (`JointFunction.compiled_jets`), or
-    (None, …): no kernel, or the kernel does not compile (one RuntimeWarning naming it)."""
-    import warnings
-
+    (None, …): no kernel, or the kernel does not compile (one RuntimeWarning naming it, `core.jit`)."""
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE
     kernel = function.compiled_jets() if hasattr(function, "compiled_jets") else None
     if kernel is None:
         return None, np.zeros(0)
-    address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind)
+    address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind,
+                                   plugin=f"joint function type {type(function).__qualname__}")
     if address is None:
-        key = (type(function).__qualname__, getattr(kernel.function, "__qualname__", repr(kernel.function)))
-        if key not in _REFUSED:
-            _REFUSED.add(key)
-            why = jit.ADDRESS_ERRORS.get((kernel.function, JETS_KERNEL_SIGNATURE), "")
-            warnings.warn(f"joint function type {key[0]}: its compiled jets {key[1]} did not compile ({why}); "
-                          "models using it run on the callback stage", RuntimeWarning, stacklevel=3)
         return None, np.zeros(0)
     return address, np.ascontiguousarray(kernel.params, dtype=float).reshape(-1)

@@ -303,15 +303,28 @@ def test_a_library_kernel_that_fails_to_compile_raises_one_clear_error(monkeypat
     assert "No implementation of function" in raised.value.reason
     with pytest.raises(KernelCompileError, match="_mistyped_py"):
         jit.function_address(_mistyped_py, "float64(float64)")
+    with pytest.raises(KernelCompileError, match="_mistyped_py"):   # a library kernel at a plug-in site too
+        jit.function_address(_mistyped_py, "float64(int64)", plugin="a built-in element")
     assert jit.compiled(_well_typed_py, variant="compile_failure_control")(1.0) == 2.0   # the same path compiles
 
 
 @needs_numba
-def test_a_plugin_kernel_that_fails_to_compile_gives_no_address() -> None:
-    """A plug-in's kernel (defined outside the library) reached by address: None, and ADDRESS_ERRORS says why
-    (its caller warns once and runs the callback stage; tests/unit/integrate/test_plugin_joint_functions.py)."""
+def test_a_plugin_kernel_that_fails_to_compile_gives_no_address_and_warns_once() -> None:
+    """A plug-in's kernel (defined outside the library) reached by address: None and one RuntimeWarning naming the
+    plug-in, the kernel and numba's reason (its caller runs the callback stage:
+    tests/unit/integrate/test_plugin_joint_functions.py); the same kernel without `plugin` raises."""
+    import warnings
+
+    from biobullet.core.errors import KernelCompileError
+
     def _plugin_mistyped_py(x):
         return x + "one"
 
-    assert jit.function_address(_plugin_mistyped_py, "float64(float64)") is None
-    assert "No implementation of function" in jit.ADDRESS_ERRORS[(_plugin_mistyped_py, "float64(float64)")]
+    with pytest.raises(KernelCompileError, match="kernel .*_plugin_mistyped_py failed to compile"):
+        jit.function_address(_plugin_mistyped_py, "float64(int64)")   # not declared a plug-in's
+    with pytest.warns(RuntimeWarning, match=r"toy law: its compiled kernel .*_plugin_mistyped_py does not compile "
+                                            r"\(No implementation of function"):
+        assert jit.function_address(_plugin_mistyped_py, "float64(float64)", plugin="toy law") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # said once
+        assert jit.function_address(_plugin_mistyped_py, "float64(float64)", plugin="toy law") is None
