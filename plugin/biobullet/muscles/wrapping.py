@@ -1367,9 +1367,4 @@ def wrap_bindings() -> dict:
     return bound
 
 
-cylinder_wrap = jit.lazy(cylinder_wrap_py, bind=wrap_bindings)
-sphere_wrap = jit.lazy(sphere_wrap_py, bind=wrap_bindings)
-torus_wrap = jit.lazy(torus_wrap_py, bind=wrap_bindings)
-
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
-           "cylinder_wrap", "sphere_wrap", "torus_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS"]
