@@ -256,7 +256,8 @@ def _compile_failures(function: Callable):
     """Around one numba compile of `function`: a failure of the outermost compile in this thread becomes
     `KernelCompileError`, naming `function` and the innermost kernel whose compile failed first (with its first
     error line). A nested compile's failure (a callee compiled while its caller is typed) propagates as numba
-    raised it: numba may recover from it (it retries some calls with other argument types)."""
+    raised it: numba may recover from it (it retries some calls with other argument types), and then a compile at
+    that depth succeeds and forgets it."""
     from numba.core.errors import ForceLiteralArg
 
     depth = getattr(_THREAD, "compile_depth", 0)
@@ -270,11 +271,14 @@ def _compile_failures(function: Callable):
         raise
     except Exception as error:
         if _THREAD.failed_callee is None:
-            _THREAD.failed_callee = (name, _first_error_line(error))
+            _THREAD.failed_callee = (name, _first_error_line(error), depth)
         if depth:
             raise
-        callee, reason = _THREAD.failed_callee
+        callee, reason, _ = _THREAD.failed_callee
         raise KernelCompileError(name, reason, callee, library=_is_library(function)) from error
+    else:
+        if _THREAD.failed_callee is not None and _THREAD.failed_callee[2] >= depth:   # recovered
+            _THREAD.failed_callee = None
     finally:
         _THREAD.compile_depth = depth
 
