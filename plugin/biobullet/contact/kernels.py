@@ -542,11 +542,6 @@ def _kinematics_bindings() -> dict:
     return {"_PLACE_BODY": place_body_kernel(inline=True), **_geometry_bindings()}
 
 
-def contact_kinematics_kernel():
-    """The compiled `_contact_kinematics_py`."""
-    return jit.compiled(_contact_kinematics_py, bind=_kinematics_bindings)
-
-
 #: `_contact_kinematics_py` compiled on first call, or run by Python without numba (`contact.geometry`)
 contact_kinematics = jit.lazy(_contact_kinematics_py, bind=_kinematics_bindings)
 
@@ -822,7 +817,6 @@ __all__ = [
     "GroundContacts",
     "contact_forces_by_laws",
     "contact_forces_kernel",
-    "contact_kinematics_kernel",
     "contact_samples_kernel",
     "contact_update_kernel",
     "discrete_rows",

@@ -30,7 +30,6 @@ POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 # A third-party type with compiled jets (`JointFunction.compiled_jets`): called by its address (in `inputs` after
 # the input joints), its parameters are the row's coefficients.
 PLUGIN = 5
-_FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
 
 #: each built-in type's jets kernel (functions/), by the name `_explicit_jets_py` calls it; bound (inlined) into
 #: every compiled variant, and the callees of its Python form
