@@ -135,20 +135,6 @@ def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, element
     return tau
 
 
-def elastic_energy(model, x: np.ndarray, elements=None) -> float:
-    """Σ V of the force elements (J)."""
-    elements = force_elements(model) if elements is None else elements
-    return float(sum(e.potential_energy(model, x) for e in elements))
-
-
-def power_terms(model, x: np.ndarray, xd: np.ndarray, t: float, elements=None) -> tuple[float, float]:
-    """(input power of actuators, power dissipated by dampers), W."""
-    elements = force_elements(model) if elements is None else elements
-    power_in = float(sum(e.input_power(model, x, xd, t) for e in elements))
-    dissipated = float(sum(e.dissipated_power(model, x, xd) for e in elements))
-    return power_in, dissipated
-
-
 def force_events(model, elements=None) -> list:
     elements = force_elements(model) if elements is None else elements
     return [event for e in elements for event in e.events(model)]
