@@ -352,9 +352,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- validate
-def _progress_printer(unit: str, stream=None) -> Callable[..., None]:
+def _progress_printer(unit: str) -> Callable[..., None]:
     """A `progress(done, total)` callback for the validators: one short line per call on stderr."""
-    stream = stream or sys.stderr
+    stream = sys.stderr
     interactive = getattr(stream, "isatty", lambda: False)()
 
     def progress(done: int, total: int, *_: Any) -> None:
@@ -435,15 +435,15 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
 MAX_SAMPLES = 10_000_000
 
 
-def _check_output_file(path: str, flag: str = "--out") -> None:
+def _check_output_file(path: str) -> None:
     """An output file argument: absent or a regular file, checked before any work (the writer checks again)."""
     from biobullet.core.atomic import check_target
     check_target(path)
 
 
-def _check_output_dir(path: str, flag: str = "--out") -> None:
+def _check_output_dir(path: str) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
-        raise _UsageError(f"{flag} {path[:200]!r} exists and is not a directory")
+        raise _UsageError(f"--out {path[:200]!r} exists and is not a directory")
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

@@ -149,15 +149,12 @@ def _spherical_torques_py(torque, rotations, starts, out):
 def base_pose_kernel():
     """The compiled `_base_pose_py`."""
     return jit.compiled(_base_pose_py, bind={"rotation_of": quaternion_to_matrix,
-                                             "hamilton_product": quaternion_multiply}) or _base_pose_py
+                                             "hamilton_product": quaternion_multiply})
 
 
 def state_kernel():
-    """The compiled `_state_from_pybullet_py` (compiled or loaded from numba's cache on first use), or the Python
-    function without numba."""
-    base = base_pose_kernel()
-    kernel = jit.compiled(_state_from_pybullet_py, bind={"pose_of_base": base}) if base is not _base_pose_py else None
-    return kernel or _state_from_pybullet_py
+    """The compiled `_state_from_pybullet_py` (compiled or loaded from numba's cache on first use)."""
+    return jit.compiled(_state_from_pybullet_py, bind={"pose_of_base": base_pose_kernel()})
 
 
 class PinocchioMap:
@@ -422,10 +419,8 @@ class PyBulletMap:
         torque = np.ascontiguousarray(torque, dtype=float)
         entry = self._torque_entry
         if entry is None:
-            kernel = jit.compiled(_spherical_torques_py) or _spherical_torques_py
-            entry = self._torque_entry = (jit.direct_entry(kernel, torque, self._rotations, self._starts,
-                                                           self._torque_out)
-                                          if kernel is not _spherical_torques_py else kernel)
+            entry = self._torque_entry = jit.direct_entry(jit.compiled(_spherical_torques_py), torque,
+                                                          self._rotations, self._starts, self._torque_out)
         entry(torque, self._rotations, self._starts, self._torque_out)
         return self._torque_out.tolist()
 
@@ -451,11 +446,9 @@ class PyBulletMap:
         x, xd = np.empty(self._n_config), np.empty(self._n_tangent)
         entry = self._state_entry
         if entry is None:
-            kernel = state_kernel()
-            entry = self._state_entry = (jit.direct_entry(kernel, raw, floating, self._base_conjugate,
-                                                          self.inertial_position, self._conjugations, self._rotations,
-                                                          self._starts, x, xd)
-                                         if kernel is not _state_from_pybullet_py else kernel)
+            entry = self._state_entry = jit.direct_entry(state_kernel(), raw, floating, self._base_conjugate,
+                                                         self.inertial_position, self._conjugations, self._rotations,
+                                                         self._starts, x, xd)
         entry(raw, floating, self._base_conjugate, self.inertial_position, self._conjugations, self._rotations,
               self._starts, x, xd)
         return x, xd

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from biobullet.core.errors import ModelError
-from biobullet.muscles import hill, wrapping
+from biobullet.muscles import hill
 from biobullet.muscles.element import muscle_elements, parse_muscles
 from biobullet.muscles.location import piecewise_linear, polynomial, simm_spline
 from biobullet.muscles.osim import load_osim_muscles
@@ -306,27 +306,6 @@ def test_torus_wrap_against_the_geometry_written_by_hand():
                                           .replace("ANGLE", "0").replace("QUADRANT", "-y"))))
     again = _element(ET.tostring(block[0], encoding="unicode")).surfaces[0]
     assert (again.type, again.dimensions, again.quadrant) == ("torus", (0.015, 0.05), "-y")
-
-
-def test_compiled_torus_wrap_equals_its_python_twin():
-    """`wrapping.torus_wrap` (numba) and `torus_wrap_py` (the same function uncompiled) on random segments near a
-    torus, every quadrant: same status, lengths and tangent points to round-off; some wrap, some do not."""
-    rng = np.random.default_rng(11)
-    statuses = set()
-    for _ in range(40):
-        p1 = (rng.uniform(-0.08, 0.08, 3) + [0, 0, 0.08]).astype(complex)
-        p2 = (rng.uniform(-0.08, 0.08, 3) - [0, 0, 0.08]).astype(complex)
-        axis, sign = int(rng.integers(3)), int(rng.integers(-1, 2))
-        outputs = []
-        for kernel in (wrapping.torus_wrap, wrapping.torus_wrap_py):
-            r1, r2 = np.zeros(3, complex), np.zeros(3, complex)
-            status, length = kernel(p1, p2, 0.015, 0.05, axis, sign, True, r1, r2)
-            outputs.append((status, length, r1, r2))
-        (s1, l1, a1, b1), (s2, l2, a2, b2) = outputs
-        # 1e-14 m: the compiled form may contract a·b + c into one rounding (LLVM), a few ulps of 0.1 m
-        assert s1 == s2 and abs(l1 - l2) <= 1e-14 and np.max(np.abs(np.r_[a1 - a2, b1 - b2])) <= 1e-14
-        statuses.add(int(s1))
-    assert wrapping.WRAPPED in statuses and len(statuses) >= 2
 
 
 def test_torus_wrap_gradient_matches_finite_differences():

@@ -24,8 +24,7 @@ def place_body_kernel(*, inline: bool = False):
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
-from biobullet.model.tree import (AXIS, COM, INERTIA, MASS, ROT, SUBSPACE, TRANS, WIDTH,  # noqa: E402,F401
-                                  FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, pack_tree)
+from biobullet.model.tree import COM, FREE, INERTIA, MASS, PLANAR, REVOLUTE, SPHERICAL, pack_tree  # noqa: E402
 
 
 def pack(model) -> tuple[np.ndarray, np.ndarray]:
@@ -363,8 +362,7 @@ def cholesky_solve_py(low, rhs, out):
 
 
 def _tree_kernel_bindings() -> dict:
-    kernel = place_body_kernel()
-    return {} if kernel is None else {"_place_body": kernel}
+    return {"_place_body": place_body_kernel()}
 
 
 def _placements_py(meta, body, x, rot, pos, sub):
@@ -410,8 +408,8 @@ def _point_force_py(sub, ancestry, b, point, f0, f1, f2, tau):
 def point_kernels() -> dict:
     """{"_POINT_VELOCITY", "_POINT_FORCE"}: the point kernels compiled to be inlined into their callers' kernels
     (the names they call them by)."""
-    velocity, force = jit.compiled(_point_velocity_py, inline=True), jit.compiled(_point_force_py, inline=True)
-    return {} if velocity is None or force is None else {"_POINT_VELOCITY": velocity, "_POINT_FORCE": force}
+    return {"_POINT_VELOCITY": jit.compiled(_point_velocity_py, inline=True),
+            "_POINT_FORCE": jit.compiled(_point_force_py, inline=True)}
 
 
 # the compiled kernels, or their Python twins
@@ -496,5 +494,5 @@ cholesky_solve = jit.lazy(cholesky_solve_py)
 
 
 def cholesky_kernels() -> tuple:
-    """(the compiled `cholesky_factor_py`, the compiled `cholesky_solve_py`), None each without numba."""
+    """(the compiled `cholesky_factor_py`, the compiled `cholesky_solve_py`)."""
     return jit.compiled(cholesky_factor_py), jit.compiled(cholesky_solve_py)

@@ -161,7 +161,7 @@ class HandLoop:
         self.read_joints = self.spherical + self.joints
         self.calls: list[str] = []
         if dynamics:
-            p, b, c = self.p, self.body, self.client
+            p = self.p
             q, v = self._read()
             for name in ("calculateMassMatrix", "calculateInverseDynamics"):
                 try:

@@ -493,10 +493,9 @@ class Bridge:
                                            np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self.uses_null_space and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
-            self._linear_own = linear_own_kernel()
-            if self._linear_own is not None:   # `_null_space_stage` passes exactly these types every step
-                self._linear_own = direct_entry(self._linear_own, *self._own_tree, self._zero_tau, self._null,
-                                                np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
+            # `_null_space_stage` passes exactly these types every step
+            self._linear_own = direct_entry(linear_own_kernel(), *self._own_tree, self._zero_tau, self._null,
+                                            np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         from biobullet.model.joint_jets import function_table
         #: explicit joint functions alone (no loops), packed for the compiled rows (None: plug-in rows)
@@ -636,8 +635,8 @@ class Bridge:
         return out
 
     def _pipeline_tree(self) -> tuple:
-        """(kernel, meta, body, gravity): the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`; None
-        without numba, its Python form then serves `_tree_terms_at`) with the model's packed tree on the inertia
+        """(kernel, meta, body, gravity): the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`) with
+        the model's packed tree on the inertia
         PyBullet stores for the links (`_pybullet_inertia`: the body PyBullet integrates) and the bridge's gravity
         (updated in place by `engine_parameters`)."""
         from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
@@ -647,11 +646,9 @@ class Bridge:
 
     def _tree_terms_at(self, x, xd, need_mass: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
         """(M(x) or None, h(x, ẋ)) of a body with spherical joints, in biobullet's tree order (`_tree_terms`)."""
-        from biobullet.algorithms.compiled_kernels import tree_dynamics
         kernel, meta, body, gravity = self._tree_terms
         x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
-        mass, bias = (kernel or tree_dynamics)(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass,
-                                               True, False)
+        mass, bias = kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
         return (mass if need_mass else None), bias
 
     def _own_dynamics(self):
@@ -662,12 +659,10 @@ class Bridge:
         maps); with spherical joints, which PyBullet's calls do not take, the pipeline's tree kernel always
         (`_tree_terms`; tested against Pinocchio and PyBullet's own step)."""
         if self._spherical:
-            return None if self._tree_terms[0] is None else self._tree_terms
+            return self._tree_terms
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):
             return None
         terms = kernel, meta, body, gravity = self._pipeline_tree()
-        if kernel is None:
-            return None
         model, p, c, b = self.model, self.pybullet, self.client, self.body
         n, base = model.n_tangent, self._base
         rng = np.random.default_rng(0)
@@ -694,7 +689,7 @@ class Bridge:
         records without their motion-subspace block (`compiled_kernels.pack`: read for spherical and planar joints
         only), so the per-step kernel touches 28 instead of 64 numbers per body (≈ 0.5 µs less per shoulder step:
         PyBullet's step evicts them from the cache)."""
-        from biobullet.algorithms.compiled_kernels import PRISMATIC, REVOLUTE, SUBSPACE
+        from biobullet.model.tree import PRISMATIC, REVOLUTE, SUBSPACE
         if np.isin(meta[:, 1], (REVOLUTE, PRISMATIC)).all():
             body = np.ascontiguousarray(body[:, :SUBSPACE])
         return meta, body, gravity

@@ -84,7 +84,6 @@ from biobullet.contact.kernels import (
     GroundContacts,
     contact_update_by_laws,
     contact_update_kernel,
-    ground_contacts_kernel,
     pack_laws,
     pull_event,
     pull_state,
@@ -271,11 +270,11 @@ class BridgeContacts:
         self._python_steps: dict = {}   # contact index → `_contact_update_py` with Python laws bound
         self._packed: list = []
         for contact in self.contacts:
-            self._packed.append(None if self._update is None else pack_laws(contact))
+            self._packed.append(pack_laws(contact))
         ground = [k for k, (query, packed) in enumerate(zip(self._queries, self._packed))
                   if query is None and packed is not None]
         self._ground = None
-        if ground and ground_contacts_kernel() is not None:
+        if ground:
             self._ground = GroundContacts(self.bridge.model, [self.contacts[k] for k in ground])
         self._ground_ids = ground if self._ground is not None else []
         self._ground_records = [(self.contacts[k].name, None, i, None, None) for i, k in enumerate(self._ground_ids)]

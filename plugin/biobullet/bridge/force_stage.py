@@ -93,9 +93,9 @@ class ForceStage:
         builtins = (Spring, JointSpring, JointStop, JointTorque)
         others = [e for e in elements if type(e) not in builtins]
         plugins = pack_plugins(model, others) if others else NO_PLUGINS
-        kernel = forces_kernel() if plugins is not None else None
-        if kernel is None:
+        if plugins is None:
             return None
+        kernel = forces_kernel()
         rows = pack_force_rows(model, [e for e in elements if type(e) is Spring],
                                [e for e in elements if type(e) is JointSpring],
                                [e for e in elements if type(e) is JointStop], (), plugins)

@@ -203,11 +203,10 @@ def _end_newton_py(functions, gains, t, x, xd, mass, jac, xdd, torque, lam):
 
 
 def end_newton_kernel():
-    """The compiled `_end_newton_py`, or its Python form (numba disabled: debugging)."""
+    """The compiled `_end_newton_py` (its uncompiled form with BIOBULLET_NUMBA=0: debugging)."""
     from biobullet.model.joint_jets import function_values_kernel
-    return (jit.compiled(_end_newton_py, bind=lambda: {"_schur": solve.schur_kernel(),
-                                                       "_values": function_values_kernel()})
-            or jit.twin(_end_newton_py, {"_schur": solve.schur_solve, "_values": function_values_kernel()}))
+    return jit.compiled(_end_newton_py, bind=lambda: {"_schur": solve.schur_kernel(),
+                                                      "_values": function_values_kernel()})
 
 
 def _step_bindings() -> dict:

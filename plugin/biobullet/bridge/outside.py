@@ -144,9 +144,8 @@ def _runaway_py(x, xd, jb):
 
 
 def surprise_kernel():
-    """The compiled `_surprise_py` (compiled or loaded from the cache on first use), or the Python function without
-    numba."""
-    return jit.compiled(_surprise_py) or _surprise_py
+    """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
+    return jit.compiled(_surprise_py)
 
 
 class OutsideWatch:
@@ -192,13 +191,9 @@ class OutsideWatch:
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
-        kernel = surprise_kernel()
-        self._check = jit.direct_entry(kernel, self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.prev_v,
-                                       False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE) \
-            if kernel is not _surprise_py else kernel
-        runaway = jit.compiled(_runaway_py)
-        self._runaway = (jit.direct_entry(runaway, self.prev_x, self.prev_v, self.jb) if runaway is not None
-                         else _runaway_py)
+        self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
+                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
+        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.jb)
 
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""

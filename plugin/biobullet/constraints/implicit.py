@@ -21,10 +21,9 @@ from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
-from biobullet.constraints.newton_kernel import (  # noqa: F401  (the constants are part of this module's API)
-    CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, KANTOROVICH, LEFT_REACH, NEWTON_MAX_ITERATIONS,
-    NEWTON_REACH, NEWTON_STEP_LIMIT, NO_DESCENT, SINGULAR, STEP_TOLERANCE, ZERO_STEP, LoopWarm, loop_warm,
-    newton_solve_kernel, newton_solve_twin, newton_work)
+from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
+                                                  NEWTON_REACH, NO_DESCENT, SINGULAR, ZERO_STEP, LoopWarm, loop_warm,
+                                                  newton_solve_kernel, newton_solve_twin, newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -63,7 +62,6 @@ class LoopResolver:
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
-        self._any_revolute = bool(self.revolute.any())
         self._warm_fresh = False        # the warm start was set by the last solve
         self._anchor: tuple | None = None   # (θ_known, θ_dep, sensitivity, condition) of the first solution
         nd, nk = len(dependent), len(known)
@@ -208,14 +206,13 @@ class LoopResolver:
         if self._form is None:
             model = self.model
             tree = joint_layout_tree(model) if self._vector is not None else None
-            kernel = newton_solve_kernel() if tree is not None else None
             revolute = self.revolute.astype(float)
             nd = len(self._dep)
-            if kernel is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv:
+            if tree is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv:
                 offset = model.base_nv
                 work = newton_work(tree[0].shape[0], nd, model.n_tangent)
                 loop = ((self._vector.rows, work), 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
-                self._form = (kernel, loop, offset, np.zeros(model.n_tangent))
+                self._form = (newton_solve_kernel(), loop, offset, np.zeros(model.n_tangent))
             else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _form)
                 width = model.coordinate_map.n_joints
                 loop = ((weakref.proxy(self), newton_work(0, nd, width)), 0, None, None, self._dep, revolute,

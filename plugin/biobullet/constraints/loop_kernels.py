@@ -64,7 +64,7 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
     jr = np.empty((3, 3))
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
-        parent, kind, vi = meta[i, 0], meta[i, 1], meta[i, 3]
+        parent, vi = meta[i, 0], meta[i, 3]
         if with_rates:
             # c = v × S ẋ with the joint's whole S ẋ (every column of a multi-DOF joint): the bias Ṡ ẋ of a
             # world-axes subspace, whether its columns are fixed in the parent or the child (S ẋ × S ẋ = 0);
@@ -273,16 +273,12 @@ from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 def _kinematics_bindings() -> dict:
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    kernel = place_body_kernel()
-    return {} if kernel is None else {"_place_body": kernel}
+    return {"_place_body": place_body_kernel()}
 
 
 def loop_kernels():
-    """(tree kinematics, loop rows) compiled kernels, or None (one did not compile)."""
-    kinematics = tree_kinematics_kernel()
-    rows_into = rows_into_kernel()
-    rows = None if rows_into is None else jit.compiled(_loop_rows_kernel_py, bind=_rows_bindings)
-    return None if kinematics is None or rows is None else (kinematics, rows)
+    """(tree kinematics, loop rows) compiled kernels."""
+    return tree_kinematics_kernel(), jit.compiled(_loop_rows_kernel_py, bind=_rows_bindings)
 
 
 def tree_kinematics_kernel():
@@ -291,8 +287,7 @@ def tree_kinematics_kernel():
 
 
 def _rows_bindings() -> dict:
-    rows_into = rows_into_kernel()
-    return {} if rows_into is None else {"_rows_into": rows_into}
+    return {"_rows_into": rows_into_kernel()}
 
 
 #: the tree kinematics kernel: compiled on its first call

@@ -381,49 +381,40 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
 _lu_solve_into, _dependent_part, _norm = _lu_solve_into_py, _dependent_part_py, _norm_py
 
 
-def _solve_bindings() -> dict | None:
+def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
-    kernels) and of `_loop_newton_py`'s rate pass, or None."""
+    kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
     from biobullet.constraints.loop_kernels import loop_kernels, rows_into_kernel
-    kernels = loop_kernels()
-    solve = jit.compiled(_lu_solve_into_py, inline=True)
-    place, rows_into = place_body_kernel(), rows_into_kernel()
-    if kernels is None or solve is None or place is None or rows_into is None:
-        return None
+    kinematics, rows = loop_kernels()
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
-    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place, "_ROWS_INTO": rows_into})
-    if residual is None:
-        return None
-    return {"_KIN": kernels[0], "_ROWS": kernels[1], "_lu_solve_into": solve, "_norm": _norm_py,
-            "_RESIDUAL": residual}
+    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
+                                                          "_ROWS_INTO": rows_into_kernel()})
+    return {"_KIN": kinematics, "_ROWS": rows, "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True),
+            "_norm": _norm_py, "_RESIDUAL": residual}
 
 
 def with_newton_solve(kernel):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
-    `_dependent_part` bound, or None: the loop stage (`_loop_newton_py`) and the trajectory output's pass
+    `_dependent_part` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops)."""
-    callees = _solve_bindings()
-    solve = newton_solve_kernel()
-    if callees is None or solve is None:
-        return None
-    return jit.compiled(kernel, bind={**callees, "_NEWTON_SOLVE": solve, "_dependent_part": _dependent_part_py})
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
+                                              "_dependent_part": _dependent_part_py})
 
 
 def newton_kernel():
-    """The compiled `_loop_newton_py`, or None: compiled once and called by every pipeline variant with loops
+    """The compiled `_loop_newton_py`: compiled once and called by every pipeline variant with loops
     (joint-state stage), and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in
     each of them."""
     return with_newton_solve(_loop_newton_py)
 
 
 def newton_solve_kernel():
-    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows), or None."""
-    callees = _solve_bindings()
-    return None if callees is None else jit.compiled(_newton_solve_py, bind=callees)
+    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows)."""
+    return jit.compiled(_newton_solve_py, bind=_solve_bindings)
 
 
 def newton_solve_twin(residual):

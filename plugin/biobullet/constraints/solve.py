@@ -355,21 +355,19 @@ _cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
 
 
 def _cholesky_bindings() -> dict:
-    """The compiled Cholesky kernels under the names the solve kernels call them by ({} without numba)."""
+    """The compiled Cholesky kernels under the names the solve kernels call them by."""
     factor, solve = cholesky_kernels()
-    return {} if factor is None or solve is None else {"_cholesky_factor": factor, "_cholesky_solve": solve}
+    return {"_cholesky_factor": factor, "_cholesky_solve": solve}
 
 
 def schur_kernel():
-    """The compiled `_schur_kernel_py` (numba, cached on disk), or None (callers use `schur_solve`)."""
-    bind = _cholesky_bindings()
-    return jit.compiled(_schur_kernel_py, bind=bind) if bind else None
+    """The compiled `_schur_kernel_py` (numba, cached on disk)."""
+    return jit.compiled(_schur_kernel_py, bind=_cholesky_bindings)
 
 
 def null_space_kernel():
-    """The compiled `_null_space_kernel_py`, or the same function run by Python (numba disabled: debugging)."""
-    bind = _cholesky_bindings()
-    return (jit.compiled(_null_space_kernel_py, bind=bind) if bind else None) or _null_space_kernel_py
+    """The compiled `_null_space_kernel_py` (its uncompiled form with BIOBULLET_NUMBA=0: debugging)."""
+    return jit.compiled(_null_space_kernel_py, bind=_cholesky_bindings)
 
 
 #: `_schur_kernel_py`, compiled on its first call, or run by Python (numba disabled: debugging)

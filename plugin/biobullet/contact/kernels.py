@@ -487,8 +487,8 @@ def _friction_bindings() -> dict:
     regularize = {"_REGULARIZE": _regularize_py}
     return {"_COULOMB": _coulomb_py, "_AMBROSIO": _ambrosio_py, "_OPENSIM_FRICTION": _opensim_friction_py,
             "_CALL_FRICTION": jit.address_caller(FRICTION_TWIN_SIGNATURE),
-            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True) or _regularized_py,
-            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True) or _stribeck_py}
+            "_REGULARIZED": jit.compiled(_regularized_py, bind=regularize, inline=True),
+            "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True)}
 
 
 def normal_force_kernel():
@@ -503,17 +503,13 @@ def friction_coefficient_kernel():
 
 def contact_forces_kernel():
     """The compiled `_contact_forces_py` (laws bound)."""
-    def bindings() -> dict:
-        normal, friction = normal_force_kernel(), friction_coefficient_kernel()
-        if normal is None or friction is None:
-            return {}
-        return {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction}
-    return jit.compiled(_contact_forces_py, bind=bindings, inline=True)
+    return jit.compiled(_contact_forces_py, bind=lambda: {"_NORMAL_FORCE": normal_force_kernel(),
+                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel()},
+                        inline=True)
 
 
 def _update_bindings() -> dict:
-    forces, event = contact_forces_kernel(), jit.compiled(_contact_event_py, inline=True)
-    return {} if forces is None or event is None else {"_CONTACT_FORCES": forces, "_CONTACT_EVENT": event}
+    return {"_CONTACT_FORCES": contact_forces_kernel(), "_CONTACT_EVENT": jit.compiled(_contact_event_py, inline=True)}
 
 
 def contact_update_kernel():
@@ -523,21 +519,17 @@ def contact_update_kernel():
 
 def _placed_bindings(name: str, contact_kernel) -> dict:
     """`contact_kernel` bound as `name`, the tree placements and the contact geometry."""
-    place = placements_kernel(inline=True)
-    if contact_kernel is None or place is None:
-        return {}
-    return {name: contact_kernel, "_PLACEMENTS": place, **_geometry_bindings()}
+    return {name: contact_kernel, "_PLACEMENTS": placements_kernel(inline=True), **_geometry_bindings()}
 
 
 def _geometry_bindings() -> dict:
     points = point_kernels()
-    sphere = jit.compiled(_sphere_point_py, bind=lambda: points, inline=True)
-    return {} if sphere is None else {"_SPHERE_POINT": sphere, **points, "_workspace": _workspace}
+    return {"_SPHERE_POINT": jit.compiled(_sphere_point_py, bind=lambda: points, inline=True), **points,
+            "_workspace": _workspace}
 
 
 def _forces_bindings() -> dict:
-    forces = contact_forces_kernel()
-    return {} if forces is None else {"_CONTACT_FORCES": forces, **_geometry_bindings()}
+    return {"_CONTACT_FORCES": contact_forces_kernel(), **_geometry_bindings()}
 
 
 def contact_samples_kernel():
@@ -547,13 +539,7 @@ def contact_samples_kernel():
 
 
 def _kinematics_bindings() -> dict:
-    place = place_body_kernel(inline=True)
-    return {} if place is None else {"_PLACE_BODY": place, **_geometry_bindings()}
-
-
-def contact_kinematics_kernel():
-    """The compiled `_contact_kinematics_py`."""
-    return jit.compiled(_contact_kinematics_py, bind=_kinematics_bindings)
+    return {"_PLACE_BODY": place_body_kernel(inline=True), **_geometry_bindings()}
 
 
 #: `_contact_kinematics_py` compiled on first call, or run by Python without numba (`contact.geometry`)
@@ -561,8 +547,7 @@ contact_kinematics = jit.lazy(_contact_kinematics_py, bind=_kinematics_bindings)
 
 
 def ground_forces_kernel():
-    """The compiled `_ground_forces_py` (everything it calls bound; inlined into its caller), or None without
-    numba."""
+    """The compiled `_ground_forces_py` (everything it calls bound; inlined into its caller)."""
     return jit.compiled(_ground_forces_py, bind=_forces_bindings, inline=True)
 
 
@@ -630,9 +615,6 @@ def _packed(law, signature: str) -> tuple[int, np.ndarray] | None:
     return builtin_row(law)
 
 
-_WARNED: set = set()
-
-
 def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     """(address as the kind, params row) of a plug-in law's compiled twin, or None (no twin, more than N_PARAMS
     parameters or the twin not compiling: the Python law serves)."""
@@ -640,15 +622,9 @@ def _plugin_twin(law, signature: str) -> tuple[int, np.ndarray] | None:
     if twin is None:
         return None
     params = np.asarray(twin.params, dtype=float).reshape(-1)
-    if params.size > N_PARAMS or jit.address_caller(signature) is None:
+    if params.size > N_PARAMS:
         return None
-    address = jit.function_address(twin.function, signature, bind=twin.bind)
-    error = jit.ADDRESS_ERRORS.get((twin.function, signature))
-    if address is None and error is not None and twin.function not in _WARNED:
-        import warnings   # a third party's twin that does not compile: said once (the Python law serves)
-        _WARNED.add(twin.function)
-        warnings.warn(f"contact law {law.law_name!r}: its compiled twin {twin.function.__name__} does not compile "
-                      f"({error}); contacts with it use the Python law", RuntimeWarning, stacklevel=2)
+    address = jit.function_address(twin.function, signature, bind=twin.bind, plugin=f"contact law {law.law_name!r}")
     if address is None or address < PLUGIN_KIND:
         return None
     p = np.zeros(N_PARAMS)
@@ -803,8 +779,7 @@ class ContactSampler:
     def for_contact(cls, model, contact) -> ContactSampler | None:
         if not has_twins(contact):
             return None
-        kernel = contact_samples_kernel()
-        return None if kernel is None else cls(model, contact, kernel)
+        return cls(model, contact, contact_samples_kernel())
 
     def __call__(self, state: ContactState, xs: np.ndarray, xds: np.ndarray) -> np.ndarray:
         discrete_rows((state,), self.state)
@@ -819,7 +794,7 @@ class GroundContacts:
     """Packed constants and state rows of a list of Contact run copies (all with twins) for `_ground_contacts_py`.
 
     `step(x, xd, t, dt, tau)` adds their τ (n_tangent) and returns the number of events (replay them with
-    `pull_event`); `kernel` is the compiled call (the Python twin without numba)."""
+    `pull_event`); `kernel` is the compiled call (its uncompiled form with BIOBULLET_NUMBA=0)."""
 
     def __init__(self, model, contacts) -> None:
         meta, body = pack(model)
@@ -827,7 +802,7 @@ class GroundContacts:
         self.ancestry = ancestry(model)
         self.rows = ContactRows(*pack_ground(model, contacts), np.zeros((len(contacts), STATE_WIDTH)))
         self.state = self.rows.state
-        self.kernel = ground_contacts_kernel() or _ground_contacts_py
+        self.kernel = ground_contacts_kernel()
 
     def step(self, x: np.ndarray, xd: np.ndarray, t: float, dt: float, tau: np.ndarray) -> int:
         return self.kernel(self.meta, self.body, self.ancestry, self.rows, x, xd, t, dt, tau)
@@ -842,7 +817,6 @@ __all__ = [
     "GroundContacts",
     "contact_forces_by_laws",
     "contact_forces_kernel",
-    "contact_kinematics_kernel",
     "contact_samples_kernel",
     "contact_update_kernel",
     "discrete_rows",

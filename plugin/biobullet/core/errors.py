@@ -99,6 +99,21 @@ class EvaluationError(SolverError):
     t = 0.1) or overflowed: the message names the function, its inputs and the time."""
 
 
+class KernelCompileError(RuntimeError):
+    """A kernel of the library failed to compile: a bug in biobullet, not bad input (not a BiobulletError, so the
+    CLI reports it as an internal error). The message names the kernel (module.function) and numba's first error
+    line. A plug-in's kernel that fails to compile is not an error: `core.jit.function_address` gives None and its
+    model runs on the callback stage."""
+
+    def __init__(self, kernel: str, reason: str, callee: str | None = None, library: bool = True) -> None:
+        self.kernel, self.reason, self.callee = kernel, reason, callee
+        inside = f" (in the kernel it calls, {callee})" if callee and callee != kernel else ""
+        blame = ("this is a bug in biobullet, not in your input; please report it with this message" if library
+                 else "a kernel defined outside biobullet: check its code")
+        super().__init__(clean_message(f"{'library ' if library else ''}kernel {kernel} failed to compile{inside}: "
+                                       f"{reason} — {blame}"))
+
+
 @dataclass(frozen=True)
 class SourceRef:
     """Where a piece of a model came from: used to build precise error messages."""

@@ -5,11 +5,11 @@ named `_NAME_py` (`NAME_py` when another module binds it) that numba can compile
 reached through this module:
 
 - `compiled(function, bind=...)` → the `numba.njit(cache=True, nogil=True)` kernel, compiled (or loaded from the
-  on-disk cache in `__pycache__`) once per process (None only when numba fails to compile it).
+  on-disk cache in `__pycache__`) once per process, on its first call.
 - `lazy(function)` → a callable that compiles on its first call and then dispatches to the compiled kernel.
 - `direct_entry(kernel, *args)` → the compiled kernel's entry for exactly these argument types (per-step callers).
 - `function_address(function, signature, bind=...)` → the address (an int) of `function` compiled as a C
-  callable of a fixed `signature` (a numba signature string), or None; `address_caller(signature)` → a numba
+  callable of a fixed `signature` (a numba signature string); `address_caller(signature)` → a numba
   intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
   array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
@@ -29,6 +29,13 @@ load (a type its index names has moved, a garbled file) is compiled again, not r
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
 
+A library kernel (one defined in the `biobullet` package) that fails to compile raises `KernelCompileError` —
+a bug report naming the kernel and numba's first error line — wherever it is compiled (its first call, a caller's
+compile, `direct_entry`, `function_address`): nothing falls back to the uncompiled form. Only a plug-in's kernel
+reached by address (a joint-function type's jets, a contact law's twin, a force element's kernel, defined outside
+the package) may fail: `function_address(..., plugin=...)` then gives None and warns once, and the model runs on
+the callback stage (`_compile_failures`).
+
 Debugging: with `BIOBULLET_NUMBA=0` in the environment (`ENABLED` False) nothing is compiled and every entry above
 gives the uncompiled form of the same kernels with the same bindings (`twin`), run by Python — the same functions,
 so the same numbers (float division by zero raises ZeroDivisionError in Python where a "numpy" error model gives
@@ -45,6 +52,8 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+from biobullet.core.errors import KernelCompileError
 
 #: False with BIOBULLET_NUMBA=0 in the environment: every kernel runs uncompiled, by Python (debugging)
 ENABLED = os.environ.get("BIOBULLET_NUMBA", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -216,13 +225,62 @@ def _guard_cache(kernel: Any) -> Any:
             def compile(sig):
                 if kernel.overloads.get(tuple(sig) if isinstance(sig, tuple) else None) is not None:
                     return unlocked(sig)
-                with _compile_lock(cache.lock_path(), lambda: _compiling_elsewhere(kernel, sig)):
+                with _compile_failures(kernel.py_func), \
+                        _compile_lock(cache.lock_path(), lambda: _compiling_elsewhere(kernel, sig)):
                     return unlocked(sig)
 
             kernel.compile = compile
     except Exception:   # pragma: no cover - numba internals moved
         pass
     return kernel
+
+
+def _is_library(function: Callable) -> bool:
+    """Whether `function` is defined in the `biobullet` package (a library kernel, not a plug-in's)."""
+    module = getattr(function, "__module__", None) or ""
+    return module == "biobullet" or module.startswith("biobullet.")
+
+
+def _first_error_line(error: BaseException) -> str:
+    """numba's first informative line of `error` (its "Failed in ... pipeline" headers skipped; a line ending
+    in ':' joined with the next), or the error's type."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    lines = [line for line in lines if line and not line.startswith("Failed in ")]
+    if not lines:
+        return type(error).__name__
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+
+
+@contextmanager
+def _compile_failures(function: Callable):
+    """Around one numba compile of `function`: a failure of the outermost compile in this thread becomes
+    `KernelCompileError`, naming `function` and the innermost kernel whose compile failed first (with its first
+    error line). A nested compile's failure (a callee compiled while its caller is typed) propagates as numba
+    raised it: numba may recover from it (it retries some calls with other argument types), and then a compile at
+    that depth succeeds and forgets it."""
+    from numba.core.errors import ForceLiteralArg
+
+    depth = getattr(_THREAD, "compile_depth", 0)
+    if depth == 0:
+        _THREAD.failed_callee = None
+    _THREAD.compile_depth = depth + 1
+    name = f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', function)}"
+    try:
+        yield
+    except (KernelCompileError, ForceLiteralArg):   # (numba's request to retype with literal arguments)
+        raise
+    except Exception as error:
+        if _THREAD.failed_callee is None:
+            _THREAD.failed_callee = (name, _first_error_line(error), depth)
+        if depth:
+            raise
+        callee, reason, _ = _THREAD.failed_callee
+        raise KernelCompileError(name, reason, callee, library=_is_library(function)) from error
+    else:
+        if _THREAD.failed_callee is not None and _THREAD.failed_callee[2] >= depth:   # recovered
+            _THREAD.failed_callee = None
+    finally:
+        _THREAD.compile_depth = depth
 
 
 def _compiling_elsewhere(kernel: Any, sig: Any):
@@ -295,16 +353,13 @@ def _bind_callees(function: Callable, bind: Bindings) -> dict[str, Any]:
     """The names `bind` gives, resolved: dispatchers, address callers and constants as they are, a plain
     `_NAME_py` callee compiled to be IR-inlined; {name: bound kernel or constant}. numba reads an inlined callee's
     globals when its caller compiles, so an inlined callee also sees the caller's bindings (it may call the same
-    kernels, or another inlined callee), its own first. Raises RuntimeError when a callee does not compile (the
-    caller then has no compiled twin)."""
+    kernels, or another inlined callee), its own first."""
     bound_kernels: dict[str, Any] = {}
     for name, callee in ((bind() if callable(bind) else bind) or {}).items():
         if _is_dispatcher(callee) or _is_intrinsic(callee) or not callable(callee):
             bound = callee
         else:
             bound = compiled(callee, inline=True)
-        if bound is None:
-            raise RuntimeError(f"callee {name} of {function.__name__} did not compile")
         bound_kernels[name] = bound
     for kernel in bound_kernels.values():
         own = _INLINE_OWN.get(kernel) if _is_dispatcher(kernel) else None
@@ -350,30 +405,30 @@ def twin(function: Callable, bind: Bindings = None) -> Callable:
     return _with_globals(function, dict((bind() if callable(bind) else bind) or {}))
 
 
-#: the error model `compiled` compiles with when neither the call nor the kernel's module names one: "python" (a
+#: the error model `compiled` compiles with when the kernel's module names none: "python" (a
 #: float division by zero raises ZeroDivisionError), or the caller's (the kernels a `bind` compiles get the error
 #: model of the kernel they are bound into; "numpy" — inf or NaN — for those of a kernel reached by address
 #: (`function_address`), where an exception cannot propagate)
 _ERROR_MODEL: list[str] = ["python"]
 
 
-def _error_model(function: Callable, error_model: str | None) -> str:
-    """The error model `function` compiles with: `error_model` when given, else its module's `KERNEL_ERROR_MODEL`
-    (a module whose kernels are reached by address declares "numpy" once, so that each of its kernels compiles
+def _error_model(function: Callable) -> str:
+    """The error model `function` compiles with: its module's `KERNEL_ERROR_MODEL` (a module whose kernels are reached by address declares "numpy" once, so that each of its kernels compiles
     with one error model wherever it is reached — by address, linked into a kernel or called from Python — and
     is compiled once, not once per error model), else the caller's (`_ERROR_MODEL`)."""
-    return error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or _ERROR_MODEL[-1]
+    return function.__globals__.get("KERNEL_ERROR_MODEL") or _ERROR_MODEL[-1]
 
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
-             error_model: str | None = None, nogil: bool = True):
+             nogil: bool = True):
     """The compiled kernel of `function` with the names `bind` gives (a variant named `variant` when one function
-    is compiled with several bindings), or None when numba fails to compile it; with `ENABLED` off its uncompiled
-    form with the same bindings (`_uncompiled`). `error_model` ("python" or "numpy"; default: `_error_model`'s)
-    applies to the kernels `bind` compiles too, unless their modules declare their own. `nogil=False` keeps the
+    is compiled with several bindings; numba compiles it on its first call, and a library kernel that fails to
+    raises `KernelCompileError`); with `ENABLED` off its uncompiled form with the same bindings (`_uncompiled`).
+    Its error model (`_error_model`) applies to the kernels `bind` compiles too, unless their modules declare
+    their own. `nogil=False` keeps the
     GIL during a call from Python: releasing and taking it back costs ≈ 0.035 µs a call, which a kernel called per
     step from Python for well under a microsecond (the public calls' entry) does not win back."""
-    error_model = _error_model(function, error_model)
+    error_model = _error_model(function)
     if not compiling():
         key = (function, inline, variant, error_model)
         kernel = None if inline else _COMPILED.get(key)   # (an inlined form is a copy per caller)
@@ -384,38 +439,35 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
         return kernel
     kernel = _COMPILED.get((function, inline, variant, error_model, nogil))   # an inlined twin: its own dispatcher
     if kernel is None:
+        import numba
+        _ERROR_MODEL.append(error_model)
         try:
-            import numba
-            _ERROR_MODEL.append(error_model)
-            try:
-                bound_kernels = _bind_callees(function, bind)
-            finally:
-                _ERROR_MODEL.pop()
-            name = variant or ("inlined" if inline else "")
-            if error_model != "python":   # its own cache files
-                name = f"{name}_{error_model}" if name else error_model
-            if not nogil:   # (numba's cache index does not tell the two wrappers apart)
-                name = f"{name}_gil" if name else "gil"
-            # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
-            target = _with_globals(function, bound_kernels, name)
-            digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
-            if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
-                _drop_stale_cache(target, digest)
-            _announce_compiles()
-            _KERNEL_CODES.add(function.__code__)
-            options = {"cache": True, "nogil": nogil, "error_model": error_model}
-            if inline:
-                options["inline"] = "always"
-            kernel = _guard_cache(numba.njit(**options)(target))
-            if inline:
-                _INLINE_OWN[kernel] = frozenset(bound_kernels)
-        except Exception:   # pragma: no cover - numba broken for this kernel: None, the caller says so
-            kernel = False
+            bound_kernels = _bind_callees(function, bind)
+        finally:
+            _ERROR_MODEL.pop()
+        name = variant or ("inlined" if inline else "")
+        if error_model != "python":   # its own cache files
+            name = f"{name}_{error_model}" if name else error_model
+        if not nogil:   # (numba's cache index does not tell the two wrappers apart)
+            name = f"{name}_gil" if name else "gil"
+        # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
+        target = _with_globals(function, bound_kernels, name)
+        digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
+        if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
+            _drop_stale_cache(target, digest)
+        _announce_compiles()
+        _KERNEL_CODES.add(function.__code__)
+        options = {"cache": True, "nogil": nogil, "error_model": error_model}
+        if inline:
+            options["inline"] = "always"
+        kernel = _guard_cache(numba.njit(**options)(target))
+        if inline:
+            _INLINE_OWN[kernel] = frozenset(bound_kernels)
         _COMPILED[function, inline, variant, error_model, nogil] = kernel
-    return kernel or None
+    return kernel
 
 
-def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None = None) -> Callable:
+def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
     """A callable that compiles `function` on its first call (see `compiled`) and then always calls the compiled
     kernel (its uncompiled form with `ENABLED` off). `.resolve()` gives what it dispatches to."""
     holder: list[Callable | None] = [None]
@@ -423,12 +475,12 @@ def lazy(function: Callable, *, bind: Bindings = None, error_model: str | None =
     def dispatch(*args):
         target = holder[0]
         if target is None:
-            target = holder[0] = compiled(function, bind=bind, error_model=error_model) or function
+            target = holder[0] = compiled(function, bind=bind)
         return target(*args)
 
     def resolve() -> Callable:
         if holder[0] is None:
-            holder[0] = compiled(function, bind=bind, error_model=error_model) or function
+            holder[0] = compiled(function, bind=bind)
         return holder[0]
 
     dispatch.__name__ = function.__name__.removesuffix("_py").lstrip("_")
@@ -454,20 +506,14 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     compiled or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call
     matching of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet
     steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
-    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when numba keeps
-    no such entry (another numba version)."""
-    if not compiling():
+    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when it is an
+    uncompiled form (made with `ENABLED` off or inside `uncompiled()`), or inside `uncompiled()`."""
+    if not compiling() or not hasattr(kernel, "overloads"):
         kernel(*args)
         return kernel
-    try:
-        signature = tuple(_argument_type(a) for a in args)
-        kernel.compile(signature)
-        entry = kernel.overloads[signature].entry_point
-    except Exception:   # pragma: no cover - numba internals moved: the dispatcher serves
-        entry = None
-    if not callable(entry):
-        kernel(*args)
-        return kernel
+    signature = tuple(_argument_type(a) for a in args)
+    kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
+    entry = kernel.overloads[signature].entry_point
     entry(*args)
     return entry
 
@@ -500,8 +546,6 @@ def uncompiled():
 
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
-#: (function, signature) → why `function_address` gave None for it (the compile error, first line)
-ADDRESS_ERRORS: dict[Any, str] = {}
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 _UNCOMPILED_ADDRESSED: list[Callable] = []   # with `ENABLED` off: the kernels whose "addresses" are index + 1
 
@@ -514,17 +558,18 @@ def _uncompiled_at(address: int) -> Callable:
 _uncompiled_at.py_func = _uncompiled_at   # type: ignore[attr-defined]  (bound into kernels as it is)
 
 
-def function_address(function: Callable, signature, *, bind: Bindings = None,
-                     error_model: str | None = None) -> int | None:
+def function_address(function: Callable, signature, *, bind: Bindings = None, plugin: str = "") -> int | None:
     """The address of `function` compiled as a C callable of `signature` (a numba signature string, e.g.
     "int64(float64, float64[::1])"; arrays C-contiguous), compiled (or loaded from numba's on-disk cache) once per
-    process, or None (numba missing, disabled or failing to compile it). `bind` as for `compiled`: the kernels
+    process. A library kernel that fails to compile raises `KernelCompileError`; a plug-in's (`plugin` names what
+    brings it, e.g. "joint function type X", and `function` is defined outside the `biobullet` package) gives None
+    and one RuntimeWarning saying why: its caller then runs the callback stage. `bind` as for `compiled`: the kernels
     `function` calls. The compiled object is kept for the life of the process, so the address stays valid — in
     this process only: arrays holding addresses are packed where they are used (per `System`, per bridge) and must
     not be sent to another process. A kernel reached this way must not raise (the C call cannot carry a Python
-    exception): report failure through its return value — `error_model="numpy"` makes a float division by zero
-    give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for it (default: its
-    module's `KERNEL_ERROR_MODEL`, else "python"; see `_error_model`). `signature` may also be a numba Signature
+    exception): report failure through its return value — `KERNEL_ERROR_MODEL = "numpy"` in its module makes a
+    float division by zero give inf or NaN instead of raising, in `function` and in the kernels `bind` compiles for
+    it (else "python"). `signature` may also be a numba Signature
     (`kernel_signature`). With `ENABLED` off: the index (from 1) of its uncompiled form in this process's table,
     which `address_caller`'s callers look up."""
     if not compiling():
@@ -533,34 +578,45 @@ def function_address(function: Callable, signature, *, bind: Bindings = None,
             _UNCOMPILED_ADDRESSED.append(_uncompiled(function, _bind_callees(function, bind), False))
             _ADDRESSES[key] = len(_UNCOMPILED_ADDRESSED)
         return _ADDRESSES[key]
-    error_model = error_model or function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
+    error_model = function.__globals__.get("KERNEL_ERROR_MODEL") or "python"
     key = (function, signature)
     entry = _ADDRESSES.get(key)
     if entry is None:
         try:
-            import numba
-            _ERROR_MODEL.append(error_model)   # its callees compile with its error model
-            try:
-                bound_kernels = _bind_callees(function, bind)
-            finally:
-                _ERROR_MODEL.pop()
-            target = _with_globals(function, bound_kernels)
-            if bound_kernels:
-                _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
-            _announce_compiles()
-            _KERNEL_CODES.add(function.__code__)
-            from numba.core import sigutils
-            from numba.core.ccallback import CFunc
-
-            # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)
-            entry = _guard_cache(CFunc(target, sigutils.normalize_signature(signature), locals={},
-                                       options={"error_model": error_model}))
-            _compile_locked(entry)
-        except Exception as exc:   # not compilable with this signature: callers fall back (and may report why)
-            entry = False
-            ADDRESS_ERRORS[key] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            entry = _compiled_address(function, signature, bind, error_model)
+        except Exception as error:
+            if not plugin or _is_library(function):
+                raise
+            import warnings
+            entry = False   # a plug-in's kernel: said once; its caller runs the callback stage
+            warnings.warn(f"{plugin}: its compiled kernel {function.__qualname__} does not compile "
+                          f"({getattr(error, 'reason', None) or _first_error_line(error)}); it runs on the callback "
+                          "stage (its Python form, slower)", RuntimeWarning, stacklevel=3)
         _ADDRESSES[key] = entry
-    return int(entry.address) if entry else None
+    return int(entry.address) if entry else None   # (None: a plug-in's kernel that does not compile)
+
+
+def _compiled_address(function: Callable, signature, bind: Bindings, error_model: str) -> Any:
+    """`function_address`'s numba cfunc of `function` (compiled, or loaded from numba's cache)."""
+    from numba.core import sigutils
+    from numba.core.ccallback import CFunc
+
+    _ERROR_MODEL.append(error_model)   # its callees compile with its error model
+    try:
+        bound_kernels = _bind_callees(function, bind)
+    finally:
+        _ERROR_MODEL.pop()
+    target = _with_globals(function, bound_kernels)
+    if bound_kernels:
+        _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
+    _announce_compiles()
+    _KERNEL_CODES.add(function.__code__)
+    with _compile_failures(function):
+        # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)
+        entry = _guard_cache(CFunc(target, sigutils.normalize_signature(signature), locals={},
+                                   options={"error_model": error_model}))
+        _compile_locked(entry)
+    return entry
 
 
 def kernel_signature(result: str, *arguments: Any, readonly: tuple[int, ...] = ()):
@@ -580,10 +636,10 @@ def kernel_signature(result: str, *arguments: Any, readonly: tuple[int, ...] = (
     return getattr(types, result)(*typed)
 
 
-def address_caller(signature: str):
+def address_caller(signature: str) -> Any:
     """A numba intrinsic `call = CALLER(address)` for kernels: `address` (int64) of a function compiled by
     `function_address` with this same `signature` → a first-class function value; `call(*args)` calls it (an
-    indirect call, no Python involved). None without numba. Bind it into the calling kernel (`compiled(...,
+    indirect call, no Python involved). Bind it into the calling kernel (`compiled(...,
     bind={"NAME": address_caller(signature)})`). An address of another signature is undefined behaviour: pass only
     addresses that `function_address` returned for exactly this signature. With `ENABLED` off: a Python function
     from such an address to the uncompiled kernel."""
@@ -591,32 +647,28 @@ def address_caller(signature: str):
         return _uncompiled_at
     caller = _CALLERS.get(signature)
     if caller is None:
-        try:
-            from numba.core import cgutils, sigutils, types
-            from numba.extending import intrinsic
+        from numba.core import cgutils, sigutils, types
+        from numba.extending import intrinsic
 
-            args, result = sigutils.normalize_signature(signature)
-            function_type = types.FunctionType(result(*args))
+        args, result = sigutils.normalize_signature(signature)
+        function_type = types.FunctionType(result(*args))
 
-            def typer(typingctx, address):
-                def codegen(context, builder, sig, values):
-                    # the first-class function value (numba's FunctionModel): the C entry only, so calls go
-                    # through it and never through the Python object or the dispatcher
-                    value = cgutils.create_struct_proxy(function_type)(context, builder)
-                    pointer = context.get_value_type(types.voidptr)
-                    value.c_addr = builder.inttoptr(values[0], pointer)
-                    value.py_addr = pointer(None)
-                    value.jit_addr = pointer(None)
-                    return value._getvalue()
-                return function_type(types.int64), codegen
+        def typer(typingctx, address):
+            def codegen(context, builder, sig, values):
+                # the first-class function value (numba's FunctionModel): the C entry only, so calls go
+                # through it and never through the Python object or the dispatcher
+                value = cgutils.create_struct_proxy(function_type)(context, builder)
+                pointer = context.get_value_type(types.voidptr)
+                value.c_addr = builder.inttoptr(values[0], pointer)
+                value.py_addr = pointer(None)
+                value.jit_addr = pointer(None)
+                return value._getvalue()
+            return function_type(types.int64), codegen
 
-            typer.__name__ = typer.__qualname__ = "address_caller"
-            caller = intrinsic(typer)
-            caller._biobullet_signature = signature
-        except Exception:   # pragma: no cover - numba internals moved: no plug-in kernels (callback stage)
-            caller = False
-        _CALLERS[signature] = caller
-    return caller or None
+        typer.__name__ = typer.__qualname__ = "address_caller"
+        caller = _CALLERS[signature] = intrinsic(typer)
+        caller._biobullet_signature = signature
+    return caller
 
 
 class CompileClock:

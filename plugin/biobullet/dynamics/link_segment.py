@@ -838,7 +838,7 @@ def _new_system_py(size, n_joints, n_constraints, n_tangent):
 def _evaluate_py(tables, x, xd, options):
     """(SegmentState, SystemArrays) at the tree state (x, ẋ): tree kinematics (placements and body velocities, the
     loop rows' kernel), segment kinematics, assembly."""
-    nb, n, nj = tables.meta.shape[0], tables.segment_body.shape[0], tables.joint_index.shape[0]
+    n, nj = tables.segment_body.shape[0], tables.joint_index.shape[0]
     n_tangent = xd.shape[0]
     n_constraints = 0
     for j in range(nj):

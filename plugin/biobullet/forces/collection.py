@@ -97,7 +97,7 @@ def _batched(model, elements) -> tuple:
     if cached is not None and cached[0] == elements:
         return cached[1], cached[2]
     from biobullet.core.jit import direct_entry
-    from biobullet.forces.compiled import joint_forces_function, joint_forces_kernel, pack_joint_forces
+    from biobullet.forces.compiled import joint_forces_kernel, pack_joint_forces
     from biobullet.forces.elements import JointSpring, JointStop
     springs = [e for e in elements if type(e) is JointSpring]
     stops = [e for e in elements if type(e) is JointStop]
@@ -105,9 +105,9 @@ def _batched(model, elements) -> tuple:
     if springs or stops:
         others = tuple(e for e in elements if type(e) not in (JointSpring, JointStop))
         packed = pack_joint_forces(model, springs, stops)
-        kernel = joint_forces_kernel()   # compiled: its entry for exactly these types (the bridge calls it per step)
-        kernel = joint_forces_function() if kernel is None else direct_entry(
-            kernel, np.zeros(model.n_config), np.zeros(model.n_tangent), *packed, np.zeros(model.n_tangent))
+        # the compiled kernel's entry for exactly these types (the bridge calls it per step)
+        kernel = direct_entry(joint_forces_kernel(), np.zeros(model.n_config), np.zeros(model.n_tangent), *packed,
+                              np.zeros(model.n_tangent))
         batch = (kernel, packed)
     model.derived[_BATCHES] = (tuple(elements), batch, others)
     return batch, others
@@ -133,20 +133,6 @@ def applied_forces(model, x: np.ndarray, xd: np.ndarray, t: float = 0.0, element
         else:
             tau += element.generalized_force(model, x, xd, t)
     return tau
-
-
-def elastic_energy(model, x: np.ndarray, elements=None) -> float:
-    """Σ V of the force elements (J)."""
-    elements = force_elements(model) if elements is None else elements
-    return float(sum(e.potential_energy(model, x) for e in elements))
-
-
-def power_terms(model, x: np.ndarray, xd: np.ndarray, t: float, elements=None) -> tuple[float, float]:
-    """(input power of actuators, power dissipated by dampers), W."""
-    elements = force_elements(model) if elements is None else elements
-    power_in = float(sum(e.input_power(model, x, xd, t) for e in elements))
-    dissipated = float(sum(e.dissipated_power(model, x, xd) for e in elements))
-    return power_in, dissipated
 
 
 def force_events(model, elements=None) -> list:

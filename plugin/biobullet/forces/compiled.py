@@ -70,7 +70,7 @@ _POINT_VELOCITY, _POINT_FORCE = point_velocity, point_force   # compiled and inl
 
 
 def spring_kernel():
-    """The compiled `_spring_kernel_py`, or None when it does not compile."""
+    """The compiled `_spring_kernel_py`."""
     return jit.compiled(_spring_kernel_py, bind=point_kernels)
 
 
@@ -96,10 +96,7 @@ def _spring_forces_py(rot, pos, sub, ancestry, xd, bodies, points, params, zero_
 
 def spring_forces_kernel():
     """The compiled `_spring_forces_py` (with the compiled spring kernel bound)."""
-    spring = spring_kernel()
-    if spring is None:
-        return None
-    return jit.compiled(_spring_forces_py, bind={"_SPRING": spring})
+    return jit.compiled(_spring_forces_py, bind=lambda: {"_SPRING": spring_kernel()})
 
 
 def _joint_forces_py(x, xd, spring_index, spring_params, stop_index, stop_params, tau):
@@ -148,11 +145,6 @@ def joint_forces_kernel():
     return jit.compiled(_joint_forces_py)
 
 
-def joint_forces_function():
-    """`joint_forces_kernel()`, or its Python twin `_joint_forces_py` when numba is missing or disabled."""
-    return joint_forces_kernel() or _joint_forces_py
-
-
 def pack_joint_forces(model, joint_springs, joint_stops) -> tuple:
     """(spring_index, spring_params, stop_index, stop_params) of `_joint_forces_py` for these `JointSpring` and
     `JointStop` elements."""
@@ -183,35 +175,22 @@ def _plugin_forces_py(t, x, xd, rot, pos, sub, ancestry, addresses, fparams, ipa
 def plugin_forces_kernel():
     """The compiled `_plugin_forces_py` (its address caller bound)."""
     from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
-    caller = jit.address_caller(FORCE_KERNEL_SIGNATURE)
-    if caller is None:
-        return None
-    return jit.compiled(_plugin_forces_py, bind={"_CALL_FORCE": caller})
-
-
-_WARNED: set = set()
+    return jit.compiled(_plugin_forces_py, bind={"_CALL_FORCE": jit.address_caller(FORCE_KERNEL_SIGNATURE)})
 
 
 def pack_plugins(model, elements) -> tuple | None:
     """(addresses (n,) int64, fparams (n, m) float64, iparams (n, m') int64, kinematics) of these elements'
     compiled kernels (`ForceElement.compiled_kernel`), each row padded with zeros, kinematics True when any kernel
-    reads the tree kinematics; None when an element has no kernel or its kernel does not compile (the callback stage
-    then serves)."""
+    reads the tree kinematics; None when an element has no kernel or a plug-in's kernel does not compile (the
+    callback stage then serves)."""
     from biobullet.forces.base import FORCE_KERNEL_SIGNATURE
 
     kernels = [element.compiled_kernel(model) for element in elements]
     if any(kernel is None for kernel in kernels):
         return None
-    addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind) for k in kernels]
-    for element, kernel, address in zip(elements, kernels, addresses):
-        error = jit.ADDRESS_ERRORS.get((kernel.function, FORCE_KERNEL_SIGNATURE))
-        if address is None and error is not None and (kernel.function, "warned") not in _WARNED:
-            # a third party's kernel that does not compile: say so once (the run stays correct, only slower)
-            import warnings
-            _WARNED.add((kernel.function, "warned"))
-            warnings.warn(f"{element.source.file}: {element.source.element}: the compiled kernel "
-                          f"{kernel.function.__name__} does not compile ({error}); models with this element use "
-                          "the callback stage", RuntimeWarning, stacklevel=2)
+    addresses = [jit.function_address(k.function, FORCE_KERNEL_SIGNATURE, bind=k.bind,
+                                      plugin=f"{element.source.file}: {element.source.element}")
+                 for element, k in zip(elements, kernels)]
     if any(address is None for address in addresses):
         return None
     fwidth = max([1] + [np.asarray(k.fparams).size for k in kernels])

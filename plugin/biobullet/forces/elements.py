@@ -13,7 +13,7 @@ import numpy as np
 from biobullet.algorithms.crba import mass_matrix_diagonal
 from biobullet.core import jit
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
-from biobullet.forces.compiled import joint_forces_function, pack_joint_forces, spring
+from biobullet.forces.compiled import joint_forces_kernel, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, to_float, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
@@ -72,11 +72,11 @@ class _JointElement(ForceElement):
 
     def _by_kernel(self, model, x, xd) -> tuple[np.ndarray, float]:
         """(τ, dissipated power W) by the joint-force kernel of the compiled right-hand sides
-        (`forces.compiled.joint_forces_function`): the element's law is written there, once."""
+        (`forces.compiled.joint_forces_kernel`): the element's law is written there, once."""
         rows = _per_element(model, _JOINT_ROWS, self, lambda: self._kernel_rows(model))
         tau = np.zeros(model.n_tangent)
-        power = joint_forces_function()(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
-                                        *rows, tau)
+        power = joint_forces_kernel()(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float),
+                                      *rows, tau)
         return tau, float(power)
 
 

@@ -70,15 +70,15 @@ def runnable_check(model: Any, engine: str) -> None:
             "(segment expansion) or ElasticChain.from_model_file (Gibbs–Appell)")
 
 
-def time_function_check(model: Any, t_end: float, samples: int = TIME_SAMPLES) -> None:
-    """Evaluate every time-dependent joint function at `samples` times in [0, t_end] at the initial inputs;
+def time_function_check(model: Any, t_end: float) -> None:
+    """Evaluate every time-dependent joint function at TIME_SAMPLES times in [0, t_end] at the initial inputs;
     a non-finite value or derivative raises a ModelError naming the function, the time and the inputs."""
     if not (isinstance(t_end, (int, float)) and math.isfinite(t_end) and t_end > 0):
         return
     from biobullet.core.errors import EvaluationError
     from biobullet.forces.collection import force_elements
 
-    times = np.linspace(0.0, float(t_end), samples)
+    times = np.linspace(0.0, float(t_end), TIME_SAMPLES)
     for element in force_elements(model):   # actuator time functions (joint_torque type=...)
         torque = getattr(element, "torque", None)
         if torque is None or getattr(element, "function", None) is None:

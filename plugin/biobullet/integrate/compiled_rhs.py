@@ -288,10 +288,9 @@ class CompiledReducedRHS:
         if reason is not None:
             return None
         elements = system.elements
-        path = cls(system, [e for e in elements if type(e) is Spring], [e for e in elements if type(e) is JointSpring],
+        return cls(system, [e for e in elements if type(e) is Spring], [e for e in elements if type(e) is JointSpring],
                    [e for e in elements if type(e) is JointTorque], [e for e in elements if type(e) is JointStop],
                    [e for e in elements if type(e) is Contact], plugins)
-        return path if path._kernel is not None else None
 
     def _refreshed(self, t: float, y: np.ndarray):
         """The run's ForceRows with τ(t), the contacts' discrete state rows and the muscles' excitations of this
@@ -515,11 +514,11 @@ class CompiledReducedRHS:
             theta_all[s, o:], rate_all[s, o:] = fallback(s)
 
         while start < n:
-            if positions is not None and n - start > 1:
+            if n - start > 1:
                 start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float))
                 if start >= n:
                     break
-            if states is not None and self.ready():   # from the warm start (branch-safe continuation limits)
+            if self.ready():   # from the warm start (branch-safe continuation limits)
                 start = states(loops, self._warm, work, k, theta_all, rate_all, start)
             if start < n:
                 callback(start)

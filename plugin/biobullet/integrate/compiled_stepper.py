@@ -242,11 +242,10 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
 
 
 def _segment_kernel():
-    """The compiled `_dop853_segment_py` on the loop map's compiled right-hand side, or None."""
+    """The compiled `_dop853_segment_py` on the loop map's compiled right-hand side."""
     from biobullet.integrate.compiled_rhs import loop_rhs_kernel
-    rhs = loop_rhs_kernel()
-    evaluate = jit.compiled(_evaluate_py, bind={"_RHS": rhs}, inline=True) if rhs is not None else None
-    return jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate}) if evaluate is not None else None
+    evaluate = jit.compiled(_evaluate_py, bind={"_RHS": loop_rhs_kernel()}, inline=True)
+    return jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate})
 
 
 def _tableau() -> Tableau:
@@ -278,8 +277,7 @@ class CompiledSteps:
         offer = getattr(rhs, "stepper_arguments", None)
         if offer is None or offer() is None:
             return None
-        kernel = _segment_kernel()
-        return cls(rhs, kernel) if kernel is not None else None
+        return cls(rhs, _segment_kernel())
 
     #: most steps in one compiled call: a long run returns to Python between segments (progress bar, Ctrl-C)
     SEGMENT_STEPS = 2000

@@ -29,7 +29,6 @@ POLYNOMIAL, LINEAR, SPLINE, FOURIER, EXPRESSION = 0, 1, 2, 3, 4
 # A third-party type with compiled jets (`JointFunction.compiled_jets`): called by its address (in `inputs` after
 # the input joints), its parameters are the row's coefficients.
 PLUGIN = 5
-_FREE_QUATERNION = 3   # x[3:7] = (qx, qy, qz, qw) of a floating base (Model convention)
 
 #: each built-in type's jets kernel (functions/), by the name `_explicit_jets_py` calls it; bound (inlined) into
 #: every compiled variant, and the callees of its Python form
@@ -148,10 +147,6 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
         for c in range(nv):
             gradient[vo, c] = d1 * gradient[base_v + j, c]
     return 0
-
-
-#: `_explicit_jets_py` compiled on its first call, or run by Python (numba disabled: debugging)
-explicit_jets = jit.lazy(_explicit_jets_py, bind=_jets_bindings)
 
 
 def explicit_table(cmap) -> FunctionTable | None:
@@ -285,8 +280,7 @@ def _function_values_py(functions, t, x, phi):
 
 def function_values_kernel():
     """The compiled `_function_values_py` (with the jets kernel bound; its Python form with BIOBULLET_NUMBA=0)."""
-    return (jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
-            or jit.twin(_function_values_py, {"_JETS": _explicit_jets_py}))
+    return jit.compiled(_function_values_py, bind=lambda: {"_JETS": jets_kernel()})
 
 
 def function_rows_kernel():
@@ -295,35 +289,21 @@ def function_rows_kernel():
 
 
 def function_rows(table, inputs, coef, t, base_q, base_v, x, xd, phi, jac, phi_t, bias) -> float:
-    """`_function_rows_py`, compiled when numba is enabled, else its Python twin (same numbers); −1 when a
-    function's jets are not finite."""
-    kernel = function_rows_kernel()
-    if kernel is not None:
-        return kernel(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
-    with np.errstate(all="ignore"):   # the Python twin's overflow becomes inf (then −1), as in the compiled kernel
-        return jit.twin(_function_rows_py, {"_JETS": _explicit_jets_py})(
-            table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t, bias)
-
-
-_REFUSED: set = set()   # plug-in jets kernels that did not compile (warned once each)
+    """`_function_rows_py` (compiled; its uncompiled form with BIOBULLET_NUMBA=0); −1 when a function's jets
+    are not finite."""
+    return function_rows_kernel()(table, inputs, coef, float(t), int(base_q), int(base_v), x, xd, phi, jac, phi_t,
+                                  bias)
 
 
 def _plugin_jets(function) -> tuple[int | None, np.ndarray]:
     """(address, parameters) of a third-party joint function's compiled jets (`JointFunction.compiled_jets`), or
-    (None, …): no kernel, or the kernel does not compile (one RuntimeWarning naming it)."""
-    import warnings
-
+    (None, …): no kernel, or the kernel does not compile (one RuntimeWarning naming it, `core.jit`)."""
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE
     kernel = function.compiled_jets() if hasattr(function, "compiled_jets") else None
-    if kernel is None or jit.address_caller(JETS_KERNEL_SIGNATURE) is None:
+    if kernel is None:
         return None, np.zeros(0)
-    address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind)
+    address = jit.function_address(kernel.function, JETS_KERNEL_SIGNATURE, bind=kernel.bind,
+                                   plugin=f"joint function type {type(function).__qualname__}")
     if address is None:
-        key = (type(function).__qualname__, getattr(kernel.function, "__qualname__", repr(kernel.function)))
-        if key not in _REFUSED:
-            _REFUSED.add(key)
-            why = jit.ADDRESS_ERRORS.get((kernel.function, JETS_KERNEL_SIGNATURE), "")
-            warnings.warn(f"joint function type {key[0]}: its compiled jets {key[1]} did not compile ({why}); "
-                          "models using it run on the callback stage", RuntimeWarning, stacklevel=3)
         return None, np.zeros(0)
     return address, np.ascontiguousarray(kernel.params, dtype=float).reshape(-1)

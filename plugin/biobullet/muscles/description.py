@@ -16,7 +16,6 @@ from biobullet.muscles.location import LocationFunction
 MODELS: dict[str, str] = {"degroote2016": "DeGrooteFregly2016Muscle", "millard2012": "Millard2012EquilibriumMuscle",
                           "thelen2003": "Thelen2003Muscle"}
 DEFAULT_MODEL = "degroote2016"
-POINT_KINDS = ("fixed", "conditional", "moving")
 WRAP_TYPES = ("cylinder", "sphere", "ellipsoid", "torus")
 #: OpenSim's quadrant names ("all" = both sides; "x" is OpenSim's spelling of "+x")
 QUADRANTS = ("all", "+x", "-x", "+y", "-y", "+z", "-z")
@@ -125,5 +124,5 @@ class MuscleSetDescription:
         return tuple(muscle.name for muscle in self.muscles)
 
 
-__all__ = ["MODELS", "DEFAULT_MODEL", "POINT_KINDS", "WRAP_TYPES", "QUADRANTS", "PathPoint", "WrapSurface",
+__all__ = ["MODELS", "DEFAULT_MODEL", "WRAP_TYPES", "QUADRANTS", "PathPoint", "WrapSurface",
            "PathWrap", "MuscleParameters", "MuscleDescription", "MuscleSetDescription"]

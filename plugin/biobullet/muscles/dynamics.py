@@ -172,7 +172,6 @@ def _muscle_stage_py(rows, rot, pos, sub, ancestry, x, xd, tau):
     path_gradients_py(rows.paths, rows.rotations, rows.origins, rows.coordinates, rows.directions, path)
     if frame_twists:   # every path's gradient as per-frame wrenches: τ through the motion subspaces below
         frame_wrenches_py(rows.paths, rows.origins, path)
-    table = rows.table
     n_tangent = tau.shape[0]
     gradient = rows.gradient
     total_power = 0.0
@@ -245,10 +244,9 @@ def _rate_bindings() -> dict:
     """`_muscle_rate_py`'s callees, compiled once each (the curves are large: not inlined)."""
     curves = equilibrium_bindings()
     force = jit.compiled(_muscle_force_py, bind={
-        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings(curves))
-        or fiber_velocity_py})
-    return {"_muscle_force_py": force or _muscle_force_py,
-            "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py}
+        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings(curves))})
+    return {"_muscle_force_py": force,
+            "activation_rate_py": jit.compiled(activation_rate_py)}
 
 
 def _stage_bindings(paths: PathArrays) -> dict:
@@ -260,7 +258,7 @@ def _stage_bindings(paths: PathArrays) -> dict:
 def _rate_kernel():
     """`_muscle_rate_py` compiled with its callees (numpy's error model: the stage reached by address cannot
     raise), or itself without numba."""
-    return jit.compiled(_muscle_rate_py, bind=_rate_bindings) or _muscle_rate_py
+    return jit.compiled(_muscle_rate_py, bind=_rate_bindings)
 
 
 # The stage is compiled once, as a C callable reached by its address (`rows.stage_address`), not linked into the
@@ -290,11 +288,9 @@ def stage_entry_kernel(rows_type):
 
 
 def stage_address(rows) -> int:
-    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process;
-    0 when it does not compile)."""
+    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process)."""
     wrap_address(rows.paths)
-    return jit.function_address(_muscle_stage_py, stage_signature(rows),
-                                bind=lambda: _stage_bindings(rows.paths)) or 0
+    return jit.function_address(_muscle_stage_py, stage_signature(rows), bind=lambda: _stage_bindings(rows.paths))
 
 
 def entries_digest() -> str:

@@ -388,26 +388,26 @@ def _equilibrium_py(model, curves, muscle, length, activation, out):
 
 
 def _curve_bindings():
-    return {"bezier_value_py": jit.compiled(bezier_value_py, bind=bezier_bindings) or bezier_value_py}
+    return {"bezier_value_py": jit.compiled(bezier_value_py, bind=bezier_bindings)}
 
 
 def fiber_velocity_bindings(curves: dict) -> dict:
     """`fiber_velocity_py`'s callees: the curves (`equilibrium_bindings` or `_curve_bindings`'s compiled
     `force_velocity_py`) and Millard's inverse force–velocity."""
-    millard = jit.compiled(_millard_fiber_velocity_py, bind=bezier_bindings) or _millard_fiber_velocity_py
+    millard = jit.compiled(_millard_fiber_velocity_py, bind=bezier_bindings)
     return {"force_velocity_py": curves["force_velocity_py"], "_millard_fiber_velocity_py": millard}
 
 
 def equilibrium_bindings():
     """The curves compiled once each (not inlined into every caller: that multiplies the compile time)."""
-    curves = {name: jit.compiled(kernel, bind=_curve_bindings) or kernel for name, kernel in (
+    curves = {name: jit.compiled(kernel, bind=_curve_bindings) for name, kernel in (
         ("active_force_length_py", active_force_length_py), ("passive_force_length_py", passive_force_length_py),
         ("tendon_force_length_py", tendon_force_length_py), ("force_velocity_py", force_velocity_py))}
-    shortest = jit.compiled(shortest_fiber_py) or shortest_fiber_py
-    pennation = jit.compiled(pennation_py, bind={"shortest_fiber_py": shortest}) or pennation_py
-    resting = jit.compiled(_resting_force_velocity_py, bind=curves) or _resting_force_velocity_py
+    shortest = jit.compiled(shortest_fiber_py)
+    pennation = jit.compiled(pennation_py, bind={"shortest_fiber_py": shortest})
+    resting = jit.compiled(_resting_force_velocity_py, bind=curves)
     along = jit.compiled(_fiber_force_along_tendon_py, bind={
-        **curves, "pennation_py": pennation, "_resting_force_velocity_py": resting}) or _fiber_force_along_tendon_py
+        **curves, "pennation_py": pennation, "_resting_force_velocity_py": resting})
     return {**curves, "shortest_fiber_py": shortest, "pennation_py": pennation,
             "_resting_force_velocity_py": resting, "_fiber_force_along_tendon_py": along}
 
@@ -417,7 +417,7 @@ passive_force_length = jit.lazy(passive_force_length_py, bind=_curve_bindings)
 tendon_force_length = jit.lazy(tendon_force_length_py, bind=_curve_bindings)
 force_velocity = jit.lazy(force_velocity_py, bind=_curve_bindings)
 fiber_velocity = jit.lazy(fiber_velocity_py, bind=lambda: fiber_velocity_bindings({
-    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings) or force_velocity_py}))
+    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings)}))
 activation_rate = jit.lazy(activation_rate_py)
 equilibrium = jit.lazy(_equilibrium_py, bind=equilibrium_bindings)
 
@@ -466,9 +466,9 @@ def _activation_rates_py(table, activations, excitations, out):
 
 
 _equilibria = jit.lazy(_equilibria_py, bind=lambda: {
-    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings) or _equilibrium_py})
+    "_equilibrium_py": jit.compiled(_equilibrium_py, bind=equilibrium_bindings)})
 _activation_rates = jit.lazy(_activation_rates_py, bind=lambda: {
-    "activation_rate_py": jit.compiled(activation_rate_py) or activation_rate_py})
+    "activation_rate_py": jit.compiled(activation_rate_py)})
 
 
 def equilibrium_tendon_forces(table: MuscleTable, lengths, activations) -> np.ndarray:

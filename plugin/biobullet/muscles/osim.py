@@ -170,7 +170,6 @@ class _Reader:
         source = self._source(element)
         name = self._name(element)
         model = MUSCLE_CLASSES[element.tag]
-        defaults = DEFAULTS[model]
         extra: dict[str, float] = {}
         for child in element:
             if child.tag in MAIN_PROPERTIES:

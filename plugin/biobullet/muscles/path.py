@@ -740,16 +740,16 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
 def _wrap_kernels() -> dict:
     """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large)."""
     bindings = wrap_bindings()
-    surfaces = {name: jit.compiled(kernel, bind=bindings) or kernel for name, kernel in
+    surfaces = {name: jit.compiled(kernel, bind=bindings) for name, kernel in
                 (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
                  ("ellipsoid_wrap_py", ellipsoid_wrap_py), ("torus_wrap_py", torus_wrap_py))}
-    segment = jit.compiled(_wrapped_segment_py, bind=surfaces) or _wrapped_segment_py
-    helpers = {"_node_position_py": jit.compiled(_node_position_py) or _node_position_py,
-               "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py) or _remove_wrap_nodes_py,
-               "_distance_py": jit.compiled(_distance_py) or _distance_py}
-    helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers) or _ground_position_py
-    helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers) or _nodes_length_py
-    length = jit.compiled(_muscle_length_py, bind={**helpers, "_wrapped_segment_py": segment}) or _muscle_length_py
+    segment = jit.compiled(_wrapped_segment_py, bind=surfaces)
+    helpers = {"_node_position_py": jit.compiled(_node_position_py),
+               "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py),
+               "_distance_py": jit.compiled(_distance_py)}
+    helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers)
+    helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers)
+    length = jit.compiled(_muscle_length_py, bind={**helpers, "_wrapped_segment_py": segment})
     return {"_muscle_length_py": length}
 
 
@@ -783,7 +783,7 @@ def wrap_address(arrays: PathArrays) -> int:
                                                      "_point_local_py": _point_local_py,
                                                      "location_value_py": location_value_py,
                                                      "_world_derivative_py": _world_derivative_py})
-        arrays.wrap_address[0] = address or 0
+        arrays.wrap_address[0] = address
     return int(arrays.wrap_address[0])
 
 
@@ -796,7 +796,7 @@ def path_gradients_kernel(arrays: PathArrays):
     return jit.compiled(path_gradients_py, bind={
         "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,
         "_point_local_py": _point_local_py, "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,
-        "_world_derivative_py": _world_derivative_py}) or path_gradients_py
+        "_world_derivative_py": _world_derivative_py})
 
 
 def no_directions(n_frames: int, n_coordinates: int, n_directions: int = 0) -> PathDirections:

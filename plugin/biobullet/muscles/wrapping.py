@@ -1363,13 +1363,8 @@ def wrap_bindings() -> dict:
         {"_circle_point_py": _circle_point_py, "cylinder_wrap_py": cylinder_wrap_py})
     bound: dict = {}
     for layer in layers:
-        bound.update({name: jit.compiled(kernel, bind=dict(bound)) or kernel for name, kernel in layer.items()})
+        bound.update({name: jit.compiled(kernel, bind=dict(bound)) for name, kernel in layer.items()})
     return bound
 
 
-cylinder_wrap = jit.lazy(cylinder_wrap_py, bind=wrap_bindings)
-sphere_wrap = jit.lazy(sphere_wrap_py, bind=wrap_bindings)
-torus_wrap = jit.lazy(torus_wrap_py, bind=wrap_bindings)
-
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
-           "cylinder_wrap", "sphere_wrap", "torus_wrap"]
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS"]

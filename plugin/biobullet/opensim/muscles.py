@@ -88,8 +88,7 @@ def freeze_coordinates(muscle_set: MuscleSetDescription, constant: dict[str, flo
     return dataclasses.replace(muscle_set, muscles=tuple(muscles))
 
 
-def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float],
-                 indent: str = "    ") -> tuple[list[str], list[str]]:
+def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float]) -> tuple[list[str], list[str]]:
     """(XML lines of the `<muscle>` elements, reports) for the muscles of OpenSim file `file`; `constant`: the
     locked coordinates' values. A muscle that cannot be represented is reported (one line naming it and why), not
     imported, and does not stop the skeleton from loading."""
@@ -110,7 +109,7 @@ def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, f
             continue
         for element in elements:
             ET.indent(element, space="  ", level=0)
-            lines.extend(indent + line for line in ET.tostring(element, encoding="unicode").splitlines())
+            lines.extend("    " + line for line in ET.tostring(element, encoding="unicode").splitlines())
     return lines, reports
 
 

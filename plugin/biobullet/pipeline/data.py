@@ -118,15 +118,13 @@ class Data:
         return bool(self.arrays.loop_warm.valid.all())
 
     def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
-        """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call), or None
-        when it does not compile. It is built for q, v, τ of any layout (strided copies of them in the first call), so a call
-        checks only their type, dtype and shape."""
+        """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call). It is
+        built for q, v, τ of any layout (strided copies of them in the first call), so a call checks only their
+        type, dtype and shape."""
         if self._forward is None:
             from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_features, forward_kernel
             kernel = forward_kernel(record_reader(self.compiled, self.arrays), **forward_features(self.compiled))
-            if kernel is None:
-                return None
             from biobullet.pipeline.workspace import pack_workspace
             self._record, self._workspace = pack_workspace(self.compiled, self.arrays)
             self._forward = self.entries["forward"] = jit.direct_entry(
@@ -167,8 +165,6 @@ class Data:
         out = np.empty(self.compiled.nv)
         args = (self._no_q, self.zero_velocity, tau, 0.0, ACCELERATION, out, _NO_MATRIX)
         entry = self._forward or self._entry(*args)
-        if entry is None:
-            return None
         return out if entry(self._workspace, *args) == 0 else None
 
     def _call(self, model, q, v, tau, t: float, want: int, out_vector, out_matrix) -> bool:
@@ -182,8 +178,6 @@ class Data:
             if not self._seeded:
                 return False   # no solution to start from: the callback stage solves (the next call starts from it)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
-        if entry is None:
-            return False
         if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
             return True
         if self._loops:   # the callback stage continues from this branch; the next call from its solution

@@ -46,15 +46,10 @@ def _variant(**flags: bool) -> str:
     return "_".join(f"no_{name}" for name, on in flags.items() if not on)
 
 
-def _all(callees: dict) -> dict | None:
-    return None if None in callees.values() else callees
-
-
-def _compiled_with(function, callees: dict | None, inline: bool = False, variant: str = "", nogil: bool = True):
+def _compiled_with(function, callees: dict, inline: bool = False, variant: str = "", nogil: bool = True):
     from biobullet.muscles.dynamics import numba_entries
     numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
-    return None if callees is None else jit.compiled(function, bind=callees, inline=inline, variant=variant,
-                                                     nogil=nogil)
+    return jit.compiled(function, bind=callees, inline=inline, variant=variant, nogil=nogil)
 
 
 def state_kernel():
@@ -74,15 +69,15 @@ def joint_state_kernel(inline: bool = False, tapes: bool = True, loops: bool = T
     callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(tapes), "_LOOPS": loops}
     if loops:
         callees["_NEWTON"] = newton_kernel()
-    return _compiled_with(stages.joint_state_stage_py, _all(callees), inline, _variant(tapes=tapes, loops=loops))
+    return _compiled_with(stages.joint_state_stage_py, callees, inline, _variant(tapes=tapes, loops=loops))
 
 
 def solve_kernel(inline: bool = False):
     """The compiled `solve_stage_py`."""
     factor, solve = compiled_kernels.cholesky_kernels()
-    return _compiled_with(stages.solve_stage_py, _all({
+    return _compiled_with(stages.solve_stage_py, {
         "_PROJECT": compiled_kernels.project_upper_kernel(), "_LTDL": ltdl_kernel(), "_CHOLESKY_FACTOR": factor,
-        "_CHOLESKY_SOLVE": solve}), inline)
+        "_CHOLESKY_SOLVE": solve}, inline)
 
 
 def forward_features(model) -> dict[str, bool]:
@@ -102,7 +97,7 @@ def forward_kernel(read_record, tapes: bool = True, loops: bool = True, mapped: 
     if mapped:
         callees["_JOINT_STATE"] = joint_state_kernel(inline=True, tapes=tapes, loops=loops)
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
-    return _compiled_with(stages.forward_py, _all(callees), variant=_variant(tapes=tapes, loops=loops, mapped=mapped),
+    return _compiled_with(stages.forward_py, callees, variant=_variant(tapes=tapes, loops=loops, mapped=mapped),
                           nogil=False)
 
 
@@ -119,8 +114,7 @@ def applied_forces_kernel(inline: bool = False, joints: bool = True, cartesian: 
         from biobullet.forces.compiled import plugin_forces_kernel, spring_forces_kernel
         callees.update({"_SPRING_FORCES": spring_forces_kernel(), "_GROUND_FORCES": ground_forces_kernel(),
                         "_PLUGIN_FORCES": plugin_forces_kernel()})
-    return _compiled_with(stages.applied_forces_py, _all(callees), inline, _variant(joints=joints,
-                                                                                       cartesian=cartesian))
+    return _compiled_with(stages.applied_forces_py, callees, inline, _variant(joints=joints, cartesian=cartesian))
 
 
 def forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = True, muscles: bool = True):
@@ -130,9 +124,8 @@ def forces_kernel(inline: bool = False, joints: bool = True, cartesian: bool = T
     if cartesian or muscles:
         from biobullet.constraints.loop_kernels import tree_kinematics_kernel
         callees["_KINEMATICS"] = tree_kinematics_kernel()
-    return _compiled_with(stages.forces_stage_py, _all(callees), inline, _variant(joints=joints,
-                                                                                     cartesian=cartesian,
-                                                                                     muscles=muscles))
+    return _compiled_with(stages.forces_stage_py, callees, inline, _variant(joints=joints, cartesian=cartesian,
+                                                                             muscles=muscles))
 
 
 def generalized_forces_kernel(inline: bool = False):
@@ -143,9 +136,9 @@ def generalized_forces_kernel(inline: bool = False):
 def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True, loops: bool = True,
                muscles: bool = True):
     """The compiled `_rhs_py` for a model with these features (`features`)."""
-    return _compiled_with(stages.rhs_py, _all({
+    return _compiled_with(stages.rhs_py, {
         "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
         "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian, muscles=muscles),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
-        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py}),
+        "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
         variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops, muscles=muscles))

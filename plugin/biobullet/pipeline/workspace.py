@@ -30,5 +30,4 @@ def pack_workspace(model, data):
     The record's layout comes from `core.jit_pair` (its type is what this kernel returns): its source's digest is
     bound as a constant, so a cache built with another layout is dropped (`core.jit.compiled`)."""
     layout = hashlib.sha256(inspect.getsource(jit_pair).encode()).hexdigest()
-    kernel = jit.compiled(pack_workspace_py, bind={"_RECORD_LAYOUT": layout})
-    return pack_workspace_py(model, data) if kernel is None else kernel(model, data)
+    return jit.compiled(pack_workspace_py, bind={"_RECORD_LAYOUT": layout})(model, data)

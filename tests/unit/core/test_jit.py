@@ -262,3 +262,69 @@ def test_uncompiled_is_the_calling_threads_switch():
     assert not hasattr(inside[0], "overloads") and inside[0](2.0) == 6.0   # the Python form
     assert hasattr(seen[0], "overloads") and seen[0](2.0) == 6.0           # numba's dispatcher
     assert jit.compiling()
+
+
+def _mistyped_py(x):
+    return x + "one"   # float + str: numba's typing rejects it
+
+
+def _calls_mistyped_py(x):
+    return 2.0 * _MISTYPED(x)   # noqa: F821  (bound)
+
+
+def _well_typed_py(x):
+    return x + 1.0
+
+
+@needs_numba
+def test_a_library_kernel_that_fails_to_compile_raises_one_clear_error(monkeypatch) -> None:
+    """A library kernel that numba cannot compile raises KernelCompileError — naming the kernel, the callee that
+    failed and numba's first error line — wherever it is first compiled (a call, a caller's compile, a direct
+    entry, an address): nothing falls back to the Python form (which would run this kernel by Python and give a
+    number, silently a thousand times slower)."""
+    from biobullet.core.errors import BiobulletError, KernelCompileError
+    for function in (_mistyped_py, _calls_mistyped_py):   # as if defined in the library
+        monkeypatch.setattr(function, "__module__", "biobullet.core.kernels_under_test")
+    kernel = jit.compiled(_mistyped_py, variant="compile_failure")
+    with pytest.raises(KernelCompileError) as raised:
+        kernel(1.0)
+    message = str(raised.value)
+    assert "library kernel biobullet.core.kernels_under_test._mistyped_py" in message
+    assert "No implementation of function" in message and "bug in biobullet" in message
+    assert not isinstance(raised.value, BiobulletError)   # not bad input: the CLI reports an internal error
+    with pytest.raises(KernelCompileError, match="_mistyped_py"):
+        jit.lazy(_mistyped_py)(1.0)
+    with pytest.raises(KernelCompileError, match="_mistyped_py"):
+        jit.direct_entry(jit.compiled(_mistyped_py, variant="direct_failure"), 1.0)
+    caller = jit.compiled(_calls_mistyped_py, bind={"_MISTYPED": jit.compiled(_mistyped_py, variant="bound")})
+    with pytest.raises(KernelCompileError) as raised:
+        caller(1.0)
+    assert raised.value.kernel.endswith("_calls_mistyped_py") and "_mistyped_py" in raised.value.callee
+    assert "No implementation of function" in raised.value.reason
+    with pytest.raises(KernelCompileError, match="_mistyped_py"):
+        jit.function_address(_mistyped_py, "float64(float64)")
+    with pytest.raises(KernelCompileError, match="_mistyped_py"):   # a library kernel at a plug-in site too
+        jit.function_address(_mistyped_py, "float64(int64)", plugin="a built-in element")
+    assert jit.compiled(_well_typed_py, variant="compile_failure_control")(1.0) == 2.0   # the same path compiles
+
+
+@needs_numba
+def test_a_plugin_kernel_that_fails_to_compile_gives_no_address_and_warns_once() -> None:
+    """A plug-in's kernel (defined outside the library) reached by address: None and one RuntimeWarning naming the
+    plug-in, the kernel and numba's reason (its caller runs the callback stage:
+    tests/unit/integrate/test_plugin_joint_functions.py); the same kernel without `plugin` raises."""
+    import warnings
+
+    from biobullet.core.errors import KernelCompileError
+
+    def _plugin_mistyped_py(x):
+        return x + "one"
+
+    with pytest.raises(KernelCompileError, match="kernel .*_plugin_mistyped_py failed to compile"):
+        jit.function_address(_plugin_mistyped_py, "float64(int64)")   # not declared a plug-in's
+    with pytest.warns(RuntimeWarning, match=r"toy law: its compiled kernel .*_plugin_mistyped_py does not compile "
+                                            r"\(No implementation of function"):
+        assert jit.function_address(_plugin_mistyped_py, "float64(float64)", plugin="toy law") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # said once
+        assert jit.function_address(_plugin_mistyped_py, "float64(float64)", plugin="toy law") is None
