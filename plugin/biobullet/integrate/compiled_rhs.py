@@ -53,6 +53,10 @@ def plugin_elements(system, builtins) -> tuple[list, tuple | None]:
 # the compiled callees, bound when the kernels below compile
 _RHS = _NEWTON = _NEWTON_SOLVE = _SAMPLE_JETS = None
 
+#: a run past its uncompiled start's `python_start_seconds` goes on by Python while its pace says it would end within
+#: this many times those seconds in all (the CLI: 12 s of CPU; compiling the right-hand side takes ≈ 12–50 s)
+PYTHON_FINISH_FACTOR = 4.0
+
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
 
@@ -466,13 +470,14 @@ class CompiledReducedRHS:
     def _by_python(self, t: float) -> bool:
         """Whether the uncompiled start goes on at a call at time t: while its calls have used less than
         `python_start_seconds` of CPU, and after that while the run, at the pace it went so far, would end by Python
-        in less than that much more (a short run is not held up by a compile longer than itself)."""
+        within PYTHON_FINISH_FACTOR times that in all (less than a right-hand side's compile: a short run is not held
+        up by a compile longer than itself)."""
         used = self.uncompiled_seconds
         if used < self.python_start_seconds:
             return True
         t0, t_end = self._span
         done = (self._reached - t0) / (t_end - t0) if t_end > t0 else 0.0
-        return done > 0.0 and used * (1.0 - done) / done < self.python_start_seconds
+        return done > 0.0 and used / done <= PYTHON_FINISH_FACTOR * self.python_start_seconds
 
     def _timed_uncompiled(self):
         """The kernel's uncompiled form (`core.jit.uncompiled`), counting its calls and their CPU time."""
