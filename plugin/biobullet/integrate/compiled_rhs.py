@@ -23,7 +23,11 @@ positions from a second-order prediction off the previous sample, rates from its
 kinematics passes per sample, in the Data's Newton work arrays; trajectory output only), handing a sample it cannot
 take to the callback stage and resuming after it, stage by stage: explicit functions are evaluated over all samples
 at once (`explicit_states_batch`) and enter the following loops' passes as given joints. The loop map's kernel is
-also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
+also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`), which calls it by its address.
+
+Cold start (`CompiledReducedRHS.python_start`, `simulate(python_start_seconds=)`): while numba has no compiled
+kernel for a run's right-hand side, the run goes by the kernels' uncompiled forms (`core.jit.uncompiled`) until
+its calls have used that much CPU and it would not end by Python soon (`PYTHON_FINISH_FACTOR`), then compiles.
 """
 from __future__ import annotations
 

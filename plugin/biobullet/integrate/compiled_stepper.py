@@ -29,8 +29,11 @@ Used by `engine.simulate` for method DOP853 with output samples (`t_eval`), no e
 observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any loop map the loop stage solves,
 time-independent joint torques, no contacts); everything else keeps SciPy's loop.
 
-numba's on-disk cache of these kernels is keyed on this file and (through `core.jit`'s bindings stamp) on the
-compiled right-hand side they call.
+The segment calls the right-hand side by the address of its compiled C entry (`core.jit.entry_address`,
+`address_caller`), not linked into it: one segment serves every loop map's kernel (their arguments have one numba
+type), is compiled once per installation, and its compile does not optimise the right-hand side's code again
+(per step no slower: docs/speed.md "Cold start"). numba's on-disk cache of it is keyed on this file and on that
+signature.
 """
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ class System:
         "reason": why} — for `Trajectory.meta` (a user asking why a run is slow)."""
         if self._compiled is not None:
             kind = "loop" if self._compiled.loops else "explicit"
-            # (calls its kernel's uncompiled form served while numba had no compiled one: `CompiledReducedRHS._start`)
+            # (calls its kernel's uncompiled form served while numba had no compiled one: `python_start`)
             return {"path": f"compiled {kind} map", "callback_calls": int(self.callback_calls),
                     "uncompiled_calls": int(getattr(self._compiled, "uncompiled_calls", 0))}
         from biobullet.integrate.compiled_rhs import callback_reason
@@ -543,9 +543,11 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     per simulated second, `stepper.MAX_EVALUATIONS`): a
     problem so stiff that even the implicit method crawls stops there with an IntegrationError naming the stiffest
     element, the time reached and the remedies (the partial trajectory kept).
-    python_start_seconds: CPU seconds the right-hand side of an explicit map may run by Python (its kernel's
-    uncompiled form) while numba has no compiled kernel for it, before compiling it (default 0: compile at once;
-    the CLI gives `PYTHON_START_SECONDS`, so that a newcomer's short first run does not wait for the compile).
+    python_start_seconds: while numba has no compiled kernel for the run's right-hand side, the run (its loop solves,
+    right-hand side, trajectory output) goes by the kernels' uncompiled forms until the right-hand side's calls have
+    taken this much CPU and the run would not end by Python soon, then compiles (default 0: compile at once; the CLI
+    gives `PYTHON_START_SECONDS`, so that a newcomer's short first run does not wait for the compile;
+    `CompiledReducedRHS.python_start`).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -829,10 +831,11 @@ def _sample_times(t_eval, t0: float, t_end: float):
     return samples
 
 
-#: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache an explicit map's right-hand side runs by
-#: Python for up to this much CPU before its kernel is compiled. The coupled chain's 1 s takes 0.4 s by Python (a
-#: thousand times a compiled call's cost, but SciPy's own steps cost as much) where compiling its kernel takes
-#: ≈ 12 s; a run longer than this pays it on top of the compile (docs/speed.md, cold start)
+#: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache a run goes by the kernels' uncompiled forms
+#: for at least this much CPU of right-hand-side calls before its kernel is compiled (longer while its pace says it
+#: ends by Python within 4× this: `compiled_rhs.PYTHON_FINISH_FACTOR`). The coupled chain's 1 s takes 0.4 s by
+#: Python (a thousand times a compiled call's cost, but SciPy's own steps cost as much) where compiling its kernel
+#: takes ≈ 12 s, the four-bar's ≈ 1 s where its loop map compiles ≈ 60 s (docs/speed.md, cold start)
 PYTHON_START_SECONDS = 3.0
 
 
