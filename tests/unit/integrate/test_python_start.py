@@ -92,3 +92,31 @@ def test_a_cold_cli_run_of_a_loop_map_compiles_nothing_and_matches_the_compiled_
     assert np.max(np.abs(cold[:, 1 + n:1 + n + model.n_tangent] - warm.velocities)) < 1e-7
     tree = PinocchioTree(model)
     assert max(loop_closure(tree, x) for x in cold[:, 1:1 + n]) <= 1e-10
+
+
+def _fresh_module(tmp_path, text: str):
+    source = tmp_path / "fresh_kernels.py"
+    source.write_text(text)
+    spec = importlib.util.spec_from_file_location("fresh_kernels", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kernels_called_by_address_run_uncompiled_by_their_compiled_address(tmp_path):
+    """A plug-in kernel compiled as a C callable (`function_address`) and a compiled kernel's own C entry
+    (`entry_address`) are called by address from a compiled kernel; inside `uncompiled()` the caller's uncompiled
+    form reaches the plug-in kernel's uncompiled form through the same compiled address (a cold run's plug-ins)."""
+    module = _fresh_module(tmp_path, "def _cube_py(x):\n    return x * x * x\n\n"
+                                     "def _call_py(address, x):\n    return _CALL(address)(x) + 1.0\n")
+    address = jit.function_address(module._cube_py, "float64(float64)")
+    caller = jit.compiled(module._call_py, bind={"_CALL": jit.address_caller("float64(float64)")})
+    assert caller(address, 2.0) == 9.0
+    with jit.uncompiled():
+        python_caller = jit.compiled(module._call_py, bind={"_CALL": jit.address_caller("float64(float64)")})
+        assert python_caller(address, 3.0) == 28.0
+    assert python_caller.py_func is python_caller   # (the uncompiled form, not a dispatcher)
+    cube = jit.compiled(module._cube_py)
+    entry, signature = jit.entry_address(cube, 2.0)
+    via_entry = jit.compiled(module._call_py, bind={"_CALL": jit.address_caller(signature)}, variant="entry")
+    assert via_entry(entry, 4.0) == 65.0
