@@ -13,6 +13,9 @@ reached through this module:
   intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
   array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
+  `entry_address(kernel, *args)` → the address of a compiled kernel's own C entry, for the same kind of call.
+- `uncompiled()` → inside, this thread's entries give the uncompiled forms (a run's cold start), a kernel reached
+  by address included (found by the address `function_address` gave); `resume_compiling()` ends that early.
 
 `bind` (a mapping, or a function returning one, called when compiling) gives the names a kernel calls but does not
 define: the kernels it calls (each compiled first; a plain `_NAME_py` is compiled to be IR-inlined) and constants
@@ -700,6 +703,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling",
-           "direct_entry", "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload_on_empty_tuple",
+__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry",
+           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload_on_empty_tuple",
            "resume_compiling", "twin", "uncompiled"]
