@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.constraints.loops import (Loop, VectorLoops, joint_layout_tree, loop_supports, loop_terms,
                                          parse_loops)
@@ -76,7 +77,9 @@ class LoopResolver:
         self._vector = VectorLoops(model, loops) if VectorLoops.supports(loops) else None
         self._kin: tuple[bytes, object] | None = None   # tree kinematics of the last θ (reused for the rates)
         self._memo: tuple[tuple, tuple] | None = None   # last resolve(): exact inputs -> outputs
-        self._form: tuple | None = None   # the Newton kernel and its arguments (`_newton_form`, built on first use)
+        #: the Newton kernel and its arguments (`_newton_form`, built on first use), by whether kernels compile
+        #: (`core.jit.compiling`: a run's uncompiled start solves by the kernel's uncompiled form)
+        self._forms: dict[bool, tuple] = {}
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -203,7 +206,8 @@ class LoopResolver:
         form over `terms` (a plug-in loop type, multi-DOF joints inside the tree); the loop's
         rows carry the solve's work arrays (`newton_work`, allocated here once); `view` the joint layout buffer
         the solve works in, θ at view[offset:]."""
-        if self._form is None:
+        form = self._forms.get(jit.compiling())
+        if form is None:
             model = self.model
             tree = joint_layout_tree(model) if self._vector is not None else None
             revolute = self.revolute.astype(float)
@@ -212,13 +216,14 @@ class LoopResolver:
                 offset = model.base_nv
                 work = newton_work(tree[0].shape[0], nd, model.n_tangent)
                 loop = ((self._vector.rows, work), 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
-                self._form = (newton_solve_kernel(), loop, offset, np.zeros(model.n_tangent))
-            else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _form)
+                form = (newton_solve_kernel(), loop, offset, np.zeros(model.n_tangent))
+            else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _forms)
                 width = model.coordinate_map.n_joints
                 loop = ((weakref.proxy(self), newton_work(0, nd, width)), 0, None, None, self._dep, revolute,
                         self.residual_tolerance)
-                self._form = (_python_solve(), loop, 0, np.zeros(width))
-        return self._form
+                form = (_python_solve(), loop, 0, np.zeros(width))
+            self._forms[jit.compiling()] = form
+        return form
 
     def _newton(self, theta: np.ndarray, t: float, guard: bool = False
                 ) -> tuple[np.ndarray, np.ndarray, float]:

@@ -13,6 +13,9 @@ reached through this module:
   intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
   array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
+  `entry_address(kernel, *args)` → the address of a compiled kernel's own C entry, for the same kind of call.
+- `uncompiled()` → inside, this thread's entries give the uncompiled forms (a run's cold start), a kernel reached
+  by address included (found by the address `function_address` gave); `resume_compiling()` ends that early.
 
 `bind` (a mapping, or a function returning one, called when compiling) gives the names a kernel calls but does not
 define: the kernels it calls (each compiled first; a plain `_NAME_py` is compiled to be IR-inlined) and constants
@@ -218,7 +221,7 @@ def _guard_cache(kernel: Any) -> Any:
 
             _GUARDED_CACHE.append(GuardedCache)
         cache = kernel._cache = _GUARDED_CACHE[0](getattr(kernel, "py_func", None) or kernel._pyfunc)
-        kernel.cache_probe = cache.probe   # (`cached_entry`)
+        kernel.cache_probe = cache.probe   # (`is_cached`)
         if hasattr(kernel, "overloads"):   # a dispatcher: numba calls its `compile` per new signature
             unlocked = kernel.compile
 
@@ -472,16 +475,16 @@ def lazy(function: Callable, *, bind: Bindings = None) -> Callable:
     kernel (its uncompiled form with `ENABLED` off). `.resolve()` gives what it dispatches to."""
     holder: list[Callable | None] = [None]
 
-    def dispatch(*args):
+    def resolve() -> Callable:
         target = holder[0]
         if target is None:
-            target = holder[0] = compiled(function, bind=bind)
-        return target(*args)
+            target = compiled(function, bind=bind)
+            if compiling():   # (inside `uncompiled()`: the uncompiled form for now, compiled on a later call)
+                holder[0] = target
+        return target
 
-    def resolve() -> Callable:
-        if holder[0] is None:
-            holder[0] = compiled(function, bind=bind)
-        return holder[0]
+    def dispatch(*args):
+        return (holder[0] or resolve())(*args)
 
     dispatch.__name__ = function.__name__.removesuffix("_py").lstrip("_")
     dispatch.__doc__ = function.__doc__
@@ -518,17 +521,36 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry
 
 
-def cached_entry(kernel: Callable, *args: Any) -> Callable | None:
-    """`direct_entry(kernel, *args)` when numba has `kernel` for the types of `args` compiled in this process or
-    in its on-disk cache (then loaded, once); None where it would have to compile it — nothing is compiled.
-    `direct_entry` itself with `ENABLED` off, or where the kernel has no guarded cache (`_guard_cache`)."""
+def is_cached(kernel: Callable, *args: Any) -> bool:
+    """Whether numba has the dispatcher `kernel` for the types of `args` compiled in this process or in its on-disk
+    cache (then loaded, once): nothing is compiled or called. True with `ENABLED` off, or where the kernel has no
+    guarded cache (`_guard_cache`)."""
     if not compiling():
-        return direct_entry(kernel, *args)
+        return True
     signature = tuple(_argument_type(a) for a in args)
     probe = getattr(kernel, "cache_probe", None)
-    if kernel.overloads.get(signature) is None and probe is not None and not probe(signature, kernel.targetctx):
+    return kernel.overloads.get(signature) is not None or probe is None or probe(signature, kernel.targetctx)
+
+
+def entry_address(kernel: Callable, *args: Any) -> tuple[int, Any] | None:
+    """(the address of the C entry of the dispatcher `kernel` compiled for exactly the types of `args`, its numba
+    signature), as `direct_entry` compiles (or loads) it; None where numba keeps no such entry. numba compiles a C
+    entry beside every kernel (its first-class function wrapper), so another kernel can call this one through
+    `address_caller(signature)` without linking it: the caller's machine code, and its on-disk cache, then do not
+    depend on which kernel it calls. An exception inside the call cannot reach the caller (numba prints it): call
+    only kernels that report failure by their return value. With `ENABLED` off: an index into this process's table
+    of uncompiled kernels (as `function_address`) and None for the signature."""
+    if not compiling():
+        _UNCOMPILED_ADDRESSED.append(kernel)
+        return len(_UNCOMPILED_ADDRESSED), None
+    try:
+        signature = tuple(_argument_type(a) for a in args)
+        kernel.compile(signature)
+        result = kernel.overloads[signature]
+        address = result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
+    except Exception:   # pragma: no cover - numba internals moved
         return None
-    return direct_entry(kernel, *args)
+    return (int(address), result.signature) if address else None
 
 
 @contextmanager
@@ -545,14 +567,30 @@ def uncompiled():
         _THREAD.uncompiled = previous
 
 
+def resume_compiling() -> None:
+    """Inside `uncompiled()`: this thread's entries compile again from here to the end of the block (a run whose
+    uncompiled start has used its time, `integrate.compiled_rhs.CompiledReducedRHS.python_start`)."""
+    _THREAD.uncompiled = False
+
+
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
 _UNCOMPILED_ADDRESSED: list[Callable] = []   # with `ENABLED` off: the kernels whose "addresses" are index + 1
+#: the address of a C callable `function_address` compiled → (its function, bindings), then its uncompiled form
+_FORMS_AT: dict[int, Any] = {}
 
 
 def _uncompiled_at(address: int) -> Callable:
-    """`address_caller` with `ENABLED` off: the uncompiled kernel `function_address` gave `address` for."""
-    return _UNCOMPILED_ADDRESSED[int(address) - 1]
+    """`address_caller` with `ENABLED` off or inside `uncompiled()`: the uncompiled kernel `function_address` gave
+    `address` for — an index into this process's table, or the address of a kernel it compiled (a run's uncompiled
+    start calls the plug-in kernels its rows name by their compiled addresses)."""
+    form = _FORMS_AT.get(int(address))
+    if form is None:
+        return _UNCOMPILED_ADDRESSED[int(address) - 1]
+    if isinstance(form, tuple):
+        function, bind = form
+        form = _FORMS_AT[int(address)] = _uncompiled(function, _bind_callees(function, bind), False)
+    return form
 
 
 _uncompiled_at.py_func = _uncompiled_at   # type: ignore[attr-defined]  (bound into kernels as it is)
@@ -572,7 +610,7 @@ def function_address(function: Callable, signature, *, bind: Bindings = None, pl
     it (else "python"). `signature` may also be a numba Signature
     (`kernel_signature`). With `ENABLED` off: the index (from 1) of its uncompiled form in this process's table,
     which `address_caller`'s callers look up."""
-    if not compiling():
+    if not ENABLED:   # (inside `uncompiled()` a real address: a table packed there may outlive the block)
         key = (function, signature)
         if key not in _ADDRESSES:
             _UNCOMPILED_ADDRESSED.append(_uncompiled(function, _bind_callees(function, bind), False))
@@ -593,7 +631,10 @@ def function_address(function: Callable, signature, *, bind: Bindings = None, pl
                           f"({getattr(error, 'reason', None) or _first_error_line(error)}); it runs on the callback "
                           "stage (its Python form, slower)", RuntimeWarning, stacklevel=3)
         _ADDRESSES[key] = entry
-    return int(entry.address) if entry else None   # (None: a plug-in's kernel that does not compile)
+    if not entry:
+        return None   # a plug-in's kernel that does not compile
+    _FORMS_AT.setdefault(int(entry.address), (function, bind))
+    return int(entry.address)
 
 
 def _compiled_address(function: Callable, signature, bind: Bindings, error_model: str) -> Any:
@@ -714,6 +755,6 @@ def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: 
     overload(function)(choose)
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "cached_entry", "compile_clock", "compiled", "compiling",
-           "direct_entry", "function_address", "kernel_signature", "lazy", "overload_on_empty_tuple", "twin",
-           "uncompiled"]
+__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry",
+           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload_on_empty_tuple",
+           "resume_compiling", "twin", "uncompiled"]

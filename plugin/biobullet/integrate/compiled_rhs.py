@@ -23,11 +23,16 @@ positions from a second-order prediction off the previous sample, rates from its
 kinematics passes per sample, in the Data's Newton work arrays; trajectory output only), handing a sample it cannot
 take to the callback stage and resuming after it, stage by stage: explicit functions are evaluated over all samples
 at once (`explicit_states_batch`) and enter the following loops' passes as given joints. The loop map's kernel is
-also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`).
+also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`), which calls it by its address.
+
+Cold start (`CompiledReducedRHS.python_start`, `simulate(python_start_seconds=)`): while numba has no compiled
+kernel for a run's right-hand side, the run goes by the kernels' uncompiled forms (`core.jit.uncompiled`) until
+its calls have used that much CPU and it would not end by Python soon (`PYTHON_FINISH_FACTOR`), then compiles.
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -51,6 +56,10 @@ def plugin_elements(system, builtins) -> tuple[list, tuple | None]:
 
 # the compiled callees, bound when the kernels below compile
 _RHS = _NEWTON = _NEWTON_SOLVE = _SAMPLE_JETS = None
+
+#: a run past its uncompiled start's `python_start_seconds` goes on by Python while its pace says it would end within
+#: this many times those seconds in all (the CLI: 12 s of CPU; compiling the right-hand side takes ≈ 12–50 s)
+PYTHON_FINISH_FACTOR = 4.0
 
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
@@ -79,10 +88,15 @@ def _loop_rhs_py(model, data, forces, shadow_rows, y, t, out):
     return 0
 
 
-def loop_rhs_kernel():
-    """The compiled `_loop_rhs_py` (numba's on-disk cache keyed on the pipeline kernels bound into it)."""
+def loop_rhs_kernel(**flags: bool):
+    """The compiled `_loop_rhs_py` with the pipeline's right-hand side of these feature flags
+    (`pipeline.kernels.features`; default: all) inlined into it, compiled as one kernel; numba's on-disk cache keyed
+    on the pipeline kernels bound into it. Loop maps without muscles all take the all-features kernel (one compile
+    serves every such model, where a variant per feature set would compile several); a run with muscles (other
+    argument types: compiled apart anyway) takes its model's features."""
     from biobullet.pipeline.kernels import rhs_kernel
-    return jit.compiled(_loop_rhs_py, bind={"_RHS": rhs_kernel()})
+    variant = "_".join(f"no_{name}" for name, on in sorted(flags.items()) if not on)
+    return jit.compiled(_loop_rhs_py, bind=lambda: {"_RHS": rhs_kernel(inline=True, **flags)}, variant=variant)
 
 
 #: largest change of an independent coordinate between samples, and of the dependent joints from their
@@ -251,19 +265,25 @@ class CompiledReducedRHS:
         for contact in contacts:   # the interval log's samples by the same compiled laws
             contact.use_compiled_observer(model)
         self._entry = None
-        self._uncompiled = None   # the kernel's uncompiled form while the run starts by Python (`_start`)
+        self._uncompiled = None   # the kernel's uncompiled form while the run starts by Python (`python_start`)
         self.python_start_seconds = float(system.options.get("python_start_seconds") or 0.0)
+        self._span = system.options.get("t_span") or (0.0, 0.0)   # (t0, t_end) of the run (`_by_python`)
+        self._reached = self._span[0]   # the latest time the uncompiled calls evaluated
+        self._size = system.size
+        self._address = None   # (the kernel's C entry, its signature) for the compiled stepper (`stepper_arguments`)
         self.uncompiled_calls = 0
         self.uncompiled_seconds = 0.0
         #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
         self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver) \
             if self._compiled.loops.stages.shape[0] else ()
         self.loops = bool(self.resolvers)
+        self._flags = features(self._compiled, self._forces)
         if not self.loops:   # only the stages this run uses
-            self._flags = features(self._compiled, self._forces)
             self._kernel = rhs_kernel(**self._flags)
             return
-        self._kernel = loop_rhs_kernel()
+        # (one kernel for every loop map without muscles: `loop_rhs_kernel`)
+        self._loop_flags = self._flags if system.muscles is not None else {}
+        self._kernel = loop_rhs_kernel(**self._loop_flags)
         self._shadow = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
             else np.zeros(0, dtype=np.int64)
         self._warm = self._data.arrays.loop_warm
@@ -358,13 +378,15 @@ class CompiledReducedRHS:
     def _evaluate(self, t: float, y: np.ndarray) -> np.ndarray | None:
         if not (y.flags.c_contiguous and y.flags.writeable and y.dtype == np.float64):
             y = np.array(y, dtype=float)
-        out = np.empty(y.shape[0])
-        if self.loops:
-            args = (self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out)
-        else:
-            args = (self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out)
-        if self._entry is None or self._entry is self._uncompiled:
-            self._entry = self._start(args)
+        args = self._arguments(t, y)
+        out = args[-1]
+        if self._entry is self._uncompiled:
+            if self._entry is not None and self._by_python(t):
+                self._reached = max(self._reached, float(t))
+            else:   # (after the uncompiled start: this thread compiles again)
+                if self._entry is not None:
+                    jit.resume_compiling()
+                self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
             return None
         if self.loops:
@@ -397,36 +419,74 @@ class CompiledReducedRHS:
             warm.values[:] = saved
         return out
 
-    def stepper_arguments(self) -> tuple | None:
-        """(compiled model, data arrays, force rows, shadow rows) of the kernel for `compiled_stepper`'s steps, its
-        warm starts in the data arrays, or None where that path does not apply: time-dependent joint torques or
-        contacts (refreshed in Python between calls), muscles (a loop model with muscles is rare: no stepper
-        kernel is compiled for their rows), an explicit map, or no warm start yet."""
-        if not self.loops or self._varying or self._contact_states or self._muscles is not None or not self.ready():
-            return None
-        return self._compiled, self._data.arrays, self._forces, self._shadow
+    def steps_compiled(self) -> bool:
+        """Whether the compiled DOP853 stepper (`compiled_stepper`) may step this run: a loop map without
+        time-dependent joint torques or contacts (refreshed in Python between calls) and without muscles (a loop
+        model with muscles is rare: the stepper's arguments do not carry their rows)."""
+        return self.loops and not (self._varying or self._contact_states or self._muscles is not None)
 
-    def _start(self, args: tuple):
-        """The entry that evaluates the next call: the compiled kernel, except for a run given
-        `python_start_seconds` > 0 (`engine.simulate`) while numba has no compiled kernel for it (neither in this
-        process nor in its on-disk cache): an explicit map whose kernels reach no other kernel by address then
-        runs the kernel's uncompiled form until those calls have taken `python_start_seconds` of CPU, and only
-        then compiles it."""
-        if (self._uncompiled is None and self.python_start_seconds > 0 and not self.loops
-                and self._python_start_allowed()):
-            entry = jit.cached_entry(self._kernel, *args)
-            if entry is not None:
-                return entry
-            self._uncompiled = self._timed_uncompiled()
-        if self._uncompiled is not None and self.uncompiled_seconds < self.python_start_seconds:
-            return self._uncompiled
-        return jit.direct_entry(self._kernel, *args)
+    def stepper_arguments(self) -> tuple | None:
+        """(compiled model, data arrays, force rows, shadow rows, the kernel's address, its numba signature) for
+        `compiled_stepper`'s steps, which call the kernel by its address (`core.jit.entry_address`), its warm starts
+        in the data arrays; or None where that path does not apply (`steps_compiled`), while the run starts by
+        Python (`python_start`) or without a warm start yet."""
+        if not self.steps_compiled() or self.by_python or not self.ready():
+            return None
+        if self._address is None:
+            self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size))) or ()
+        if not self._address:
+            return None
+        return (self._compiled, self._data.arrays, self._forces, self._shadow, *self._address)
+
+    def _arguments(self, t: float, y: np.ndarray) -> tuple:
+        """The kernel's arguments for state y at time t (a new output array)."""
+        out = np.empty(y.shape[0])
+        if self.loops:
+            return self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out
+        return self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out
+
+    # ------------------------------------------------------------------ cold start
+    @property
+    def by_python(self) -> bool:
+        """Whether the kernel's uncompiled form serves the calls (the run's uncompiled start, `python_start`)."""
+        return self._uncompiled is not None and self._entry is self._uncompiled
+
+    @contextmanager
+    def python_start(self):
+        """The block of a run (`engine.simulate`: its initial state, the integration, the trajectory output) that
+        may start by Python: given `python_start_seconds` > 0, while numba has no compiled kernel for this run's
+        right-hand side (neither in this process nor in its on-disk cache), everything inside runs uncompiled
+        (`core.jit.uncompiled`: the kernels' uncompiled forms — the right-hand side, the loop resolvers' Newton
+        solve, SciPy's steps instead of the compiled stepper, the trajectory's states and energies) until the
+        right-hand side's calls have used `python_start_seconds` of CPU and the run is not about to end (`_by_python`);
+        then the block compiles again (`core.jit.resume_compiling`) and the next call compiles the kernel. Plug-in
+        kernels (joint functions, force elements, contact laws, the muscle stage) are called by their uncompiled
+        forms there too (`core.jit.address_caller` finds them by their compiled addresses)."""
+        if self.python_start_seconds <= 0 or not jit.compiling() \
+                or jit.is_cached(self._kernel, *self._arguments(0.0, np.zeros(self._size))):
+            yield
+            return
+        with jit.uncompiled():
+            self._uncompiled = self._entry = self._timed_uncompiled()
+            yield
+
+    def _by_python(self, t: float) -> bool:
+        """Whether the uncompiled start goes on at a call at time t: while its calls have used less than
+        `python_start_seconds` of CPU, and after that while the run, at the pace it went so far, would end by Python
+        within PYTHON_FINISH_FACTOR times that in all (less than a right-hand side's compile: a short run is not held
+        up by a compile longer than itself)."""
+        used = self.uncompiled_seconds
+        if used < self.python_start_seconds:
+            return True
+        t0, t_end = self._span
+        done = (self._reached - t0) / (t_end - t0) if t_end > t0 else 0.0
+        return done > 0.0 and used / done <= PYTHON_FINISH_FACTOR * self.python_start_seconds
 
     def _timed_uncompiled(self):
         """The kernel's uncompiled form (`core.jit.uncompiled`), counting its calls and their CPU time."""
         from biobullet.pipeline.kernels import rhs_kernel
         with jit.uncompiled():
-            python_kernel = rhs_kernel(**self._flags)
+            python_kernel = loop_rhs_kernel(**self._loop_flags) if self.loops else rhs_kernel(**self._flags)
 
         def timed(*args):
             started = time.process_time()
@@ -437,12 +497,6 @@ class CompiledReducedRHS:
                 self.uncompiled_calls += 1
 
         return timed
-
-    def _python_start_allowed(self) -> bool:
-        """The uncompiled form serves only kernels that reach no other kernel by address (an address is this
-        process's compiled code, which the uncompiled form cannot call)."""
-        return not (self._flags.get("tapes") or self._flags.get("muscles")
-                    or self._forces.plugin_addresses.shape[0])
 
     # ------------------------------------------------------------------ trajectory output
     def tree_states(self, t: np.ndarray, q: np.ndarray, v: np.ndarray, fallback,

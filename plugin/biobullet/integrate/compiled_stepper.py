@@ -29,11 +29,15 @@ Used by `engine.simulate` for method DOP853 with output samples (`t_eval`), no e
 observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any loop map the loop stage solves,
 time-independent joint torques, no contacts); everything else keeps SciPy's loop.
 
-numba's on-disk cache of these kernels is keyed on this file and (through `core.jit`'s bindings stamp) on the
-compiled right-hand side they call.
+The segment calls the right-hand side by the address of its compiled C entry (`core.jit.entry_address`,
+`address_caller`), not linked into it: one segment serves every loop map's kernel (their arguments have one numba
+type), is compiled once per installation, and its compile does not optimise the right-hand side's code again
+(per step no slower: docs/speed.md "Cold start"). numba's on-disk cache of it is keyed on this file and on that
+signature.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 
 import numpy as np
@@ -72,20 +76,23 @@ class StepControl(NamedTuple):
     max_steps: int
 
 
-# the compiled right-hand side (`compiled_rhs._loop_rhs_py`) and `_evaluate_py`, bound when the segment compiles
-_RHS = _EVALUATE = None
+# the right-hand side's caller by address (`core.jit.address_caller`) and `_evaluate_py`, bound when the segment
+# compiles
+_CALL_RHS = _EVALUATE = None
 
 
 def _evaluate_py(t, y, args, other, retry, out):
-    """Status of `_RHS` into `out` from the warm starts in the data arrays (args = (compiled model, data arrays,
-    force rows, shadow rows)), and once more from the warm-start buffer `other` when that fails and `retry` is
-    set: a stage far from the last evaluated one (the dense output's stages go back into the step from its end)
-    is usually near the step's start or end, as `CompiledReducedRHS.__call__` retries from a recent solution."""
-    model, data, forces, shadow_rows = args
-    status = _RHS(model, data, forces, shadow_rows, y, t, out)
+    """Status of the right-hand side (`compiled_rhs._loop_rhs_py`, called by its address) into `out` from the warm
+    starts in the data arrays (args = (compiled model, data arrays, force rows, shadow rows, the kernel's
+    address)), and once more from the warm-start buffer `other` when that fails and `retry` is set: a stage far
+    from the last evaluated one (the dense output's stages go back into the step from its end) is usually near the
+    step's start or end, as `CompiledReducedRHS.__call__` retries from a recent solution."""
+    model, data, forces, shadow_rows, address = args
+    rhs = _CALL_RHS(address)
+    status = rhs(model, data, forces, shadow_rows, y, t, out)
     if status != 0 and retry:
         data.loop_warm.values[:] = other
-        status = _RHS(model, data, forces, shadow_rows, y, t, out)
+        status = rhs(model, data, forces, shadow_rows, y, t, out)
     return status
 
 
@@ -241,11 +248,14 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
     return FINISHED, t, y, f, h_abs, steps, nfev, next_eval
 
 
-def _segment_kernel():
-    """The compiled `_dop853_segment_py` on the loop map's compiled right-hand side."""
-    from biobullet.integrate.compiled_rhs import loop_rhs_kernel
-    evaluate = jit.compiled(_evaluate_py, bind={"_RHS": loop_rhs_kernel()}, inline=True)
-    return jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate})
+def _segment_kernel(signature):
+    """The compiled `_dop853_segment_py` calling a right-hand side of numba `signature` by its address. The
+    right-hand side is not linked into the segment, so one segment serves every loop map's kernel variant (their
+    arguments have one type) and its compile does not optimise the right-hand side's code again."""
+    evaluate = jit.compiled(_evaluate_py, bind={"_CALL_RHS": jit.address_caller(signature)}, inline=True)
+    # (named by its signature: a kernel of other argument types is another segment)
+    variant = "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
+    return jit.compiled(_dop853_segment_py, bind={"_EVALUATE": evaluate}, variant=variant)
 
 
 def _tableau() -> Tableau:
@@ -265,19 +275,19 @@ class CompiledSteps:
     #: segments in a row that take no step before the run stops trying (a model the kernel keeps declining)
     MISSES = 8
 
-    def __init__(self, rhs, kernel) -> None:
-        self.rhs, self.kernel = rhs, kernel
+    def __init__(self, rhs) -> None:
+        self.rhs = rhs
         self.tableau = _tableau()
         self.misses = 0
         self.steps = 0   # steps taken in compiled segments over the run
+        self._kernel = None   # (the right-hand side's signature, the segment kernel for it)
 
     @classmethod
     def for_rhs(cls, rhs) -> "CompiledSteps | None":
-        """For a compiled right-hand side that offers its kernel to the stepper (`stepper_arguments`); else None."""
-        offer = getattr(rhs, "stepper_arguments", None)
-        if offer is None or offer() is None:
-            return None
-        return cls(rhs, _segment_kernel())
+        """For a compiled right-hand side whose runs its kernel can step (`CompiledReducedRHS.steps_compiled`; each
+        segment asks for its arguments, `stepper_arguments`); else None."""
+        offers = getattr(rhs, "steps_compiled", None)
+        return cls(rhs) if offers is not None and offers() else None
 
     #: most steps in one compiled call: a long run returns to Python between segments (progress bar, Ctrl-C)
     SEGMENT_STEPS = 2000
@@ -298,8 +308,11 @@ class CompiledSteps:
                  float(solver.h_abs))
         control = StepControl(float(solver.t_bound), float(solver.rtol), float(solver.atol), float(solver.max_step),
                               int(max_steps))
-        status, t, y, f, h_abs, steps, nfev, stop = self.kernel(state, control, self.tableau, t_eval,
-                                                                int(next_eval), samples, offer)
+        *args, signature = offer
+        if self._kernel is None or self._kernel[0] != signature:
+            self._kernel = (signature, _segment_kernel(signature))
+        status, t, y, f, h_abs, steps, nfev, stop = self._kernel[1](state, control, self.tableau, t_eval, int(next_eval),
+                                                           samples, tuple(args))
         self.misses = 0 if steps else self.misses + 1
         self.steps += int(steps)
         if steps:   # (SciPy's own next step sets t_old, y_old and its dense output's data)

@@ -117,7 +117,7 @@ class System:
         "reason": why} — for `Trajectory.meta` (a user asking why a run is slow)."""
         if self._compiled is not None:
             kind = "loop" if self._compiled.loops else "explicit"
-            # (calls its kernel's uncompiled form served while numba had no compiled one: `CompiledReducedRHS._start`)
+            # (calls its kernel's uncompiled form served while numba had no compiled one: `python_start`)
             return {"path": f"compiled {kind} map", "callback_calls": int(self.callback_calls),
                     "uncompiled_calls": int(getattr(self._compiled, "uncompiled_calls", 0))}
         from biobullet.integrate.compiled_rhs import callback_reason
@@ -543,9 +543,11 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     per simulated second, `stepper.MAX_EVALUATIONS`): a
     problem so stiff that even the implicit method crawls stops there with an IntegrationError naming the stiffest
     element, the time reached and the remedies (the partial trajectory kept).
-    python_start_seconds: CPU seconds the right-hand side of an explicit map may run by Python (its kernel's
-    uncompiled form) while numba has no compiled kernel for it, before compiling it (default 0: compile at once;
-    the CLI gives `PYTHON_START_SECONDS`, so that a newcomer's short first run does not wait for the compile).
+    python_start_seconds: while numba has no compiled kernel for the run's right-hand side, the run (its loop solves,
+    right-hand side, trajectory output) goes by the kernels' uncompiled forms until the right-hand side's calls have
+    taken this much CPU and the run would not end by Python soon, then compiles (default 0: compile at once; the CLI
+    gives `PYTHON_START_SECONDS`, so that a newcomer's short first run does not wait for the compile;
+    `CompiledReducedRHS.python_start`).
     Raises IntegrationError (a SolverError) with t, state and the partial trajectory.
     """
     from biobullet.core.events import as_event
@@ -574,68 +576,72 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                          expected='"joints" or "state"')
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
                                          "excitations": excitations,
-                                         "activations": activations, "python_start_seconds": python_start_seconds})
-    samples = _sample_times(t_eval, t0, t_end)
-    y0 = system.initial_vector(initial, t0)
-    all_events = [as_event(e, k) for k, e in enumerate(events or [])]
-    from biobullet.forces import force_events
-    all_events += force_events(model, system.elements)
-    loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart,
-                             _action_on_state(system, e))
-                   for e in all_events]
-    from biobullet.integrate.discrete import run_logs, start_run, step_observer
-    start_run(model, system.elements, t0, *system.tree_state(t0, y0))
-    observe = step_observer(model, system.elements, system.observed_state, system.observed_states)
-    project = system.project if (system.method.can_project and projection) else None
-    meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
-            "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
-            "projection": bool(project), "error_control": error_control}
-    result = LoopResult()
-    fast = None   # DOP853 stepped in compiled segments where the compiled right-hand side offers its kernel
-    if (system._compiled is not None and method.upper() == "DOP853" and not loop_events and project is None
-            and observe is None and samples is not None):
-        from biobullet.integrate.compiled_stepper import CompiledSteps
-        fast = CompiledSteps.for_rhs(system._compiled)
+                                         "activations": activations, "python_start_seconds": python_start_seconds,
+                                         "t_span": (t0, t_end)})
+    # (a cold numba cache: the run may start by Python, `CompiledReducedRHS.python_start`)
+    with system._compiled.python_start() if system._compiled is not None else nullcontext():
+        samples = _sample_times(t_eval, t0, t_end)
+        y0 = system.initial_vector(initial, t0)
+        all_events = [as_event(e, k) for k, e in enumerate(events or [])]
+        from biobullet.forces import force_events
+        all_events += force_events(model, system.elements)
+        loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart,
+                                 _action_on_state(system, e))
+                       for e in all_events]
+        from biobullet.integrate.discrete import run_logs, start_run, step_observer
+        start_run(model, system.elements, t0, *system.tree_state(t0, y0))
+        observe = step_observer(model, system.elements, system.observed_state, system.observed_states)
+        project = system.project if (system.method.can_project and projection) else None
+        meta = {"model": model.file, "formulation": system.formulation, "method": method, "rtol": rtol,
+                "atol": atol, "max_step": None if np.isinf(max_step) else max_step, "t0": t0, "t_end": t_end,
+                "projection": bool(project), "error_control": error_control}
+        result = LoopResult()
+        fast = None   # DOP853 stepped in compiled segments where the compiled right-hand side offers its kernel
+        if (system._compiled is not None and method.upper() == "DOP853" and not loop_events and project is None
+                and observe is None and samples is not None):
+            from biobullet.integrate.compiled_stepper import CompiledSteps
+            fast = CompiledSteps.for_rhs(system._compiled)
 
-    def on_stiff(t: float, mean_step: float) -> str | None:
-        runaway = runaway_message(system, result.last_y)   # steps held down by a runaway state: no method follows it
-        if runaway:
-            raise StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s: {runaway}", t, result.last_y.copy())
-        return _on_stiff(model, method, t, mean_step, switch=not chosen, meta=meta)
+        def on_stiff(t: float, mean_step: float) -> str | None:
+            runaway = runaway_message(system, result.last_y)   # steps held down by a runaway state: no method follows
+            if runaway:
+                raise StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s: {runaway}", t, result.last_y.copy())
+            return _on_stiff(model, method, t, mean_step, switch=not chosen, meta=meta)
 
-    bar = Progress(t0, t_end, progress, f"simulate {model.name}")
-    started = time.perf_counter()
-    compiling = jit.CompileClock()   # a first run compiles its kernels inside the loop: reported apart
-    try:
-        # (NumPy's overflow warnings off inside the solver too: huge but finite states — `--set j_dot=1e154` —
-        # overflow in SciPy's error norms; the run checks finiteness itself and fails with one clear error)
-        with newton_tolerance(model, rtol) if not system.joint_space else nullcontext(), \
-                jit.compile_clock() as compiling, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
-                     t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
-                     observe=observe, fast=fast, rejects=(_NonFinite,), max_evaluations=max_evaluations,
-                     on_stiff=on_stiff)
-        bar.close()
-        meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
-                    right_hand_side={**system.right_hand_side(),
-                                     **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
-        if run_logs(system.elements):
-            meta["discrete"] = run_logs(system.elements)
-        with jit.compile_clock() as output_compiling:   # the trajectory's kernels (states, energies): compile apart
-            trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
-        trajectory.meta["compile_time"] += output_compiling.seconds
-    except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
-        bar.close()
-        if isinstance(exc, StepFailure) and result.status == "budget":
-            runaway = runaway_message(system, exc.y)
-            exc = StepFailure(f"{exc}: {runaway}" if runaway else
-                              f"{exc}: the problem is too stiff for the method's steps{stiffest_element(model)}; "
-                              "make it less extreme (that stiffness, damping or mass), simulate a shorter time, loosen "
-                              "rtol/atol (--rtol 1e-6), or raise the budget (max_evaluations=)", exc.t, exc.y)
-        failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
-        if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
-            raise
-        raise failure from None
+        bar = Progress(t0, t_end, progress, f"simulate {model.name}")
+        started = time.perf_counter()
+        compiling = jit.CompileClock()   # a first run compiles its kernels inside the loop: reported apart
+        try:
+            # (NumPy's overflow warnings off inside the solver too: huge but finite states — `--set j_dot=1e154` —
+            # overflow in SciPy's error norms; the run checks finiteness itself and fails with one clear error)
+            with newton_tolerance(model, rtol) if not system.joint_space else nullcontext(), \
+                    jit.compile_clock() as compiling, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                run_loop(system.rhs, t0, y0, t_end, method=method, rtol=rtol, atol=atol, max_step=max_step,
+                         t_eval=samples, events=loop_events, project=project, on_step=bar, result=result,
+                         observe=observe, fast=fast, rejects=(_NonFinite,), max_evaluations=max_evaluations,
+                         on_stiff=on_stiff)
+            bar.close()
+            meta.update(_stats(result, started, compiling.seconds), status=result.status, message=result.message,
+                        right_hand_side={**system.right_hand_side(),
+                                         **({"compiled_stepper_steps": fast.steps} if fast is not None else {})})
+            if run_logs(system.elements):
+                meta["discrete"] = run_logs(system.elements)
+            with jit.compile_clock() as output_compiling:   # the trajectory's kernels (states, energies): apart
+                trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+            trajectory.meta["compile_time"] += output_compiling.seconds
+        except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
+            bar.close()
+            if isinstance(exc, StepFailure) and result.status == "budget":
+                runaway = runaway_message(system, exc.y)
+                exc = StepFailure(f"{exc}: {runaway}" if runaway else
+                                  f"{exc}: the problem is too stiff for the method's steps"
+                                  f"{stiffest_element(model)}; make it less extreme (that stiffness, damping or mass), "
+                                  "simulate a shorter time, loosen rtol/atol (--rtol 1e-6), or raise the budget "
+                                  "(max_evaluations=)", exc.t, exc.y)
+            failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
+            if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
+                raise
+            raise failure from None
     if out is not None:
         (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
@@ -825,10 +831,11 @@ def _sample_times(t_eval, t0: float, t_end: float):
     return samples
 
 
-#: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache an explicit map's right-hand side runs by
-#: Python for up to this much CPU before its kernel is compiled. The coupled chain's 1 s takes 0.4 s by Python (a
-#: thousand times a compiled call's cost, but SciPy's own steps cost as much) where compiling its kernel takes
-#: ≈ 12 s; a run longer than this pays it on top of the compile (docs/speed.md, cold start)
+#: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache a run goes by the kernels' uncompiled forms
+#: for at least this much CPU of right-hand-side calls before its kernel is compiled (longer while its pace says it
+#: ends by Python within 4× this: `compiled_rhs.PYTHON_FINISH_FACTOR`). The coupled chain's 1 s takes 0.4 s by
+#: Python (a thousand times a compiled call's cost, but SciPy's own steps cost as much) where compiling its kernel
+#: takes ≈ 12 s, the four-bar's ≈ 1 s where its loop map compiles ≈ 60 s (docs/speed.md, cold start)
 PYTHON_START_SECONDS = 3.0
 
 
@@ -846,12 +853,15 @@ def cli_simulate(args, model=None) -> int:
 
     from biobullet.dynamics.api import model_from_file
     from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
-    if model is None:
-        model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
-                                               inertia=getattr(args, "inertia", "warn"),
-                                               joint_limits=getattr(args, "joint_limits", True)))
-    runnable_check(model, "reference")
-    time_function_check(model, args.t_end)
+    # the checks evaluate the model at a few states (loop solves, expressions): by Python, so that nothing compiles
+    # before the run's cold start decides (`CompiledReducedRHS.python_start`)
+    with jit.uncompiled():
+        if model is None:
+            model = check_elements(model_from_file(args.model, floating_base=getattr(args, "floating_base", None),
+                                                   inertia=getattr(args, "inertia", "warn"),
+                                                   joint_limits=getattr(args, "joint_limits", True)))
+        runnable_check(model, "reference")
+        time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None

@@ -297,9 +297,10 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 window = (out.steps, out.last_t)
                 if mean_step < STIFF_MEAN_STEP:
                     watch_stiffness = False   # said once
-                    switch = on_stiff(out.last_t, mean_step)
-                    if switch:   # go on from the last accepted state with the implicit method named
-                        solver_class, fast = METHODS[switch.upper()], None
+                    # (its own name: `switch` is the caller's mode switch, called at every later event)
+                    stiff_method = on_stiff(out.last_t, mean_step)
+                    if stiff_method:   # go on from the last accepted state with the implicit method named
+                        solver_class, fast = METHODS[stiff_method.upper()], None
                         restart_at = (out.last_t, out.last_y.copy())
                         break
             if fast is not None:

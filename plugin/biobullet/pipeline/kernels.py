@@ -134,11 +134,12 @@ def generalized_forces_kernel(inline: bool = False):
 
 
 def rhs_kernel(tapes: bool = True, joints: bool = True, cartesian: bool = True, loops: bool = True,
-               muscles: bool = True):
-    """The compiled `_rhs_py` for a model with these features (`features`)."""
+               muscles: bool = True, inline: bool = False):
+    """The compiled `_rhs_py` for a model with these features (`features`); `inline`: to be inlined into the loop
+    map's right-hand side (`integrate.compiled_rhs._loop_rhs_py`), which then compiles it once, as one kernel."""
     return _compiled_with(stages.rhs_py, {
         "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
         "_FORCES": forces_kernel(inline=True, joints=joints, cartesian=cartesian, muscles=muscles),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
-        variant=_variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops, muscles=muscles))
+        inline, _variant(tapes=tapes, joints=joints, cartesian=cartesian, loops=loops, muscles=muscles))

@@ -53,3 +53,21 @@ def test_breakpoint_is_stepped_to_exactly_and_switches_the_mode():
     x_end = 1.0 + 0.5 * 2.0 * 0.7 ** 2    # x(0.3) = 0.3, then 0.3 + 0.7 + ½·2·0.7²
     np.testing.assert_allclose(result.y[-1], [x_end, 1.0 + 2.0 * 0.7], rtol=0, atol=1e-12)
     np.testing.assert_allclose(result.y[0], [0.3, 1.0], rtol=0, atol=1e-14)
+
+
+def test_an_event_after_the_stiff_switch_restarts_the_implicit_method():
+    """y₁' = −λ y₁ (λ = 10⁷ s⁻¹: DOP853's steps are held at its stability bound, the watch switches to Radau) and a
+    clock y₂' = 1 whose restart event at y₂ = 4 ms comes after the switch: the run restarts there (no mode switch
+    given) and ends at t_end with y₂ = t_end and y₁ = e^(−λ t) ≈ 0 (the method's own name did not replace the
+    caller's mode switch)."""
+    switched = []
+    events = [LoopEvent("clock", lambda t, y: y[1] - 4e-3, 1.0, restart=True)]
+    result = run_loop(lambda t, y: np.array([-1e7 * y[0], 1.0]), 0.0, np.array([1.0, 0.0]), 5e-3, method="DOP853",
+                      rtol=1e-6, atol=1e-9, max_step=np.inf, t_eval=None, events=events,
+                      on_stiff=lambda t, h: switched.append(t) or "Radau")
+    assert len(switched) == 1 and switched[0] < 4e-3
+    assert result.status == "finished" and result.restarts >= 2   # the switch and the event
+    assert [name for name, *_ in result.events] == ["clock"]
+    assert result.events[0][1] == pytest.approx(4e-3, abs=1e-12)
+    assert result.last_t == 5e-3 and result.last_y[1] == pytest.approx(5e-3, rel=1e-9)
+    assert abs(result.last_y[0]) < 1e-9
