@@ -116,6 +116,14 @@ def test_kernels_called_by_address_run_uncompiled_by_their_compiled_address(tmp_
         python_caller = jit.compiled(module._call_py, bind={"_CALL": jit.address_caller("float64(float64)")})
         assert python_caller(address, 3.0) == 28.0
     assert python_caller.py_func is python_caller   # (the uncompiled form, not a dispatcher)
+    # an address taken inside the block is the compiled one: a table packed during a cold start (a model's
+    # plug-in rows) is later read by compiled kernels, which would crash calling a table index
+    (tmp_path / "second").mkdir()
+    square = _fresh_module(tmp_path / "second", "def _square_py(x):\n    return x * x\n")._square_py
+    with jit.uncompiled():
+        inside = jit.function_address(square, "float64(float64)")
+    assert inside == jit.function_address(square, "float64(float64)") and inside > 1 << 16
+    assert caller(inside, 5.0) == 26.0
     cube = jit.compiled(module._cube_py)
     entry, signature = jit.entry_address(cube, 2.0)
     via_entry = jit.compiled(module._call_py, bind={"_CALL": jit.address_caller(signature)}, variant="entry")
