@@ -110,7 +110,7 @@ class FastProsthesis:
     # angles), one cos/sin pair per time for all Fourier drivers (harmonics by the angle-addition recurrence); with
     # ψ̈ = G q̈ + h it solves (Σ_b m_b J_bᵀJ_b + I_b g_b g_bᵀ) q̈ = Σ_b m_b J_bᵀ(g − a0_b) − I_b g_b h_b + F_q (2×2).
     def _call(self, t: float, y, mode: int) -> np.ndarray:
-        status, out = self._kernel(float(t), np.asarray(y, dtype=float), mode, *self._packed)
+        status, out = self._kernel(float(t), np.ascontiguousarray(y, dtype=float), mode, *self._packed)
         if status == kernel.ASSEMBLY:
             raise FloatingPointError(f"four-bar cannot assemble at t = {t:g}, knee_A = {float(y[0]):g}")
         if status != kernel.OK:

@@ -267,10 +267,14 @@ def _elastic_outputs_py(zs, zds, actives, vimps, tables, work, points, velocitie
         z = zs[row]
         zd = zds[row]
         _chain_terms(z, zd, actives[row], vimps[row], tables, work)
-        points[row] = work.p
-        velocities[row] = work.v
-        normal[row] = work.fn
-        friction[row] = work.ft
+        # element by element: a broadcast row assignment compiles numba's shape-error message (≈ 2 s of CPU)
+        for i in range(n + 1):
+            points[row, i, 0] = work.p[i, 0]
+            points[row, i, 1] = work.p[i, 1]
+            velocities[row, i, 0] = work.v[i, 0]
+            velocities[row, i, 1] = work.v[i, 1]
+            normal[row, i] = work.fn[i]
+            friction[row, i] = work.ft[i]
         t = 0.0
         e = 0.0
         for a in range(nc):

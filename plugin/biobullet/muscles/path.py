@@ -738,19 +738,19 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
 
 
 def _wrap_kernels() -> dict:
-    """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large)."""
+    """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large), and the muscle's
+    length and segment dispatch, inlined into their one caller (`_wrapped_muscle_py`): compiled as functions of
+    their own, each made numba optimize all the wrap code linked into it once more (arm26: 6 s of CPU)."""
     bindings = wrap_bindings()
     surfaces = {name: jit.compiled(kernel, bind=bindings) for name, kernel in
                 (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
                  ("ellipsoid_wrap_py", ellipsoid_wrap_py), ("torus_wrap_py", torus_wrap_py))}
-    segment = jit.compiled(_wrapped_segment_py, bind=surfaces)
     helpers = {"_node_position_py": jit.compiled(_node_position_py),
                "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py),
                "_distance_py": jit.compiled(_distance_py)}
     helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers)
     helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers)
-    length = jit.compiled(_muscle_length_py, bind={**helpers, "_wrapped_segment_py": segment})
-    return {"_muscle_length_py": length}
+    return {**surfaces, **helpers, "_wrapped_segment_py": _wrapped_segment_py, "_muscle_length_py": _muscle_length_py}
 
 
 # The wrapped paths' kernel (`_wrapped_muscle_py`: the wraps' geometry and its tangents, most of the muscle code)

@@ -17,8 +17,8 @@ taking the compiled model and the data workspace as structured arguments:
 and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage and q̇).
 
-The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_JOINTS`: joint
-spring-dampers and stops; `_CARTESIAN`: springs, ground contacts, plug-in elements; `_READS_KINEMATICS`: those
+The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_CARTESIAN`: springs,
+ground contacts, plug-in elements; `_READS_KINEMATICS`: those
 or muscles, which read the bodies' kinematics; `_MAPPED`: `forward_py` runs the joint-state stage, not only its
 prologue) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
 its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
@@ -219,8 +219,6 @@ def applied_forces_py(model, data, forces, t, rot, pos, sub):
         power_in += forces.tau_time[k] * xd[k]
     dissipated = 0.0
     if forces.joint_springs.shape[0] or forces.joint_stops.shape[0]:
-        if not _JOINTS:   # bound False: the joint spring-dampers and stops are not compiled (the callback stage)
-            return 1
         dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
                                    forces.joint_stop_params, tau)
     # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the callback stage
