@@ -134,14 +134,16 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         return [FootConstraint(i, anchor[i], alpha, beta) for i in range(2) if states[i] == PINNED]
 
     def forces(t: float, q: np.ndarray, v: np.ndarray, cons: list[FootConstraint]):
-        """q̈, ground force per foot (2, 2), τ, generalized moment force."""
+        """q̈, ground force per foot (2, 2), τ, generalized moment force, foot Jacobians (None for a free foot)."""
         tau, ankle = (None, None) if controller is None else controller(t, q, v, tuple(states))
         R = np.zeros((2, 2))
         Qc = zeroN
+        # each held foot's Jacobian once per state: the right-hand side reuses it for the ground's power
+        J = [None if states[i] == FREE else rec.foot_jacobian(model, q, i) for i in range(2)]
         for i in range(2):
             if states[i] == COMPLIANT:
                 R[i] = ground.force(model, q, v, i, impact_vel[i])
-                Qc = Qc + rec.foot_jacobian(model, q, i).T @ R[i]
+                Qc = Qc + J[i].T @ R[i]
         if ankle is not None:
             ankle = np.asarray(ankle, dtype=float).copy()
             for i in range(2):
@@ -154,19 +156,19 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         a, Rc = constrained_accelerations(model, q, v, t, Qm if Qc is zeroN else Qm + Qc, cons)
         for c, r in zip(cons, Rc):
             R[c.foot] = r
-        return a, R, tau, Qm
+        return a, R, tau, Qm, J
 
     def rhs_of_mode(cons):
         def rhs(t, X):   # [q̇, q̈, and the work rates of the moments, the ground, the dampers, İ]
             q, v = X[:N], X[N:2 * N]
-            a, R, _, Qm = forces(t, q, v, cons)
+            a, R, _, Qm, J = forces(t, q, v, cons)
             out = np.empty(2 * N + 4)
             out[:N], out[N:2 * N] = v, a
             out[2 * N] = 0.0 if Qm is zeroN else float(Qm @ v)   # skipping zero products keeps flight cheap
             p_ground = 0.0
             for i in range(2):
                 if states[i] != FREE:   # power of the ground force on the moving foot point
-                    p_ground += float(R[i] @ (rec.foot_jacobian(model, q, i) @ v))
+                    p_ground += float(R[i] @ (J[i] @ v))
             out[2 * N + 1] = p_ground
             ld, phid = v[2 + n:], v[2:2 + n]
             out[2 * N + 2] = -float(damping @ (ld * ld)) if damped else 0.0
@@ -209,7 +211,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
 
     def record(tt: float, XX: np.ndarray) -> None:
         q, v = XX[:N], XX[N:2 * N]
-        _, R, tau, _ = forces(tt, q, v, constraints())
+        _, R, tau, _, _ = forces(tt, q, v, constraints())
         T_s.append(tt)
         Q_s.append(q)
         V_s.append(v)
@@ -227,7 +229,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
             cons = constraints()
             if not cons:
                 return
-            _, R, _, _ = forces(tt, XX[:N], XX[N:2 * N], cons)
+            _, R, _, _, _ = forces(tt, XX[:N], XX[N:2 * N], cons)
             neg = [c.foot for c in cons if R[c.foot, 1] <= 0.0]
             if not neg:
                 return

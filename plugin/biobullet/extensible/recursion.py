@@ -84,7 +84,9 @@ def foot_position(model: ChainModel, q: np.ndarray, foot: int) -> np.ndarray:
     """Foot point A of leg `foot` (0/1): hip − Σ_(leg links) l_j e_j [m]; stacked states give (T, 2)."""
     hip, phi, l = _split(model, q)
     w = _chain_mask(model, foot) * l
-    return hip - np.stack([(w * np.cos(phi)).sum(-1), (w * np.sin(phi)).sum(-1)], axis=-1)
+    x, y = (w * np.cos(phi)).sum(-1), (w * np.sin(phi)).sum(-1)
+    # one state (the integrators' call, ~10⁵ per jump): a 2-vector without np.stack's overhead, same arithmetic
+    return hip - (np.array((x, y)) if phi.ndim == 1 else np.stack([x, y], axis=-1))
 
 
 def foot_jacobian(model: ChainModel, q: np.ndarray, foot: int) -> np.ndarray:
