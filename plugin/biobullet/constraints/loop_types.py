@@ -229,10 +229,9 @@ def kernel_rows(law: LoopType, a: "PointState", b: "PointState", jacobian: bool,
             velocity[side, :3] = state.velocity - _cross(state.omega, state.position)
             acceleration[side, :3] = (state.accel - _cross(state.alpha, state.position)
                                       - _cross(state.omega, state.velocity))
+    # writable and C-contiguous, as `VectorLoops.evaluate` passes the tree kinematics: one compiled signature
     kin = (np.array([a.rotation, b.rotation], dtype=float), np.array([a.position, b.position], dtype=float), sub,
            velocity, acceleration)
-    for array in kin:   # read-only, as the cached tree kinematics: one compiled signature of the kernel
-        array.setflags(write=False)
     loop = (np.array([0, 1], dtype=np.int64), np.zeros((2, 3)), law.kernel_basis[None],
             np.array([law.kernel_kind], dtype=np.int64), [law.n_equations])
     phi, jac, bias = loop_rows_run(pack_loop_rows(ancestry, (loop,)), 0, kin, jacobian, rates)

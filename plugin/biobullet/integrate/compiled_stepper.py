@@ -91,7 +91,9 @@ def _evaluate_py(t, y, args, other, retry, out):
     rhs = _CALL_RHS(address)
     status = rhs(model, data, forces, shadow_rows, y, t, out)
     if status != 0 and retry:
-        data.loop_warm.values[:] = other
+        values = data.loop_warm.values
+        for i in range(values.shape[0]):
+            values[i] = other[i]
         status = rhs(model, data, forces, shadow_rows, y, t, out)
     return status
 
@@ -111,6 +113,7 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
     warm = args[1].loop_warm.values
     start_warm = np.empty_like(warm)   # the warm starts at the step's start and end (retries, handovers)
     end_warm = np.empty_like(warm)
+    n_warm = warm.shape[0]
     rate = np.empty(y.shape[0])
     n = y.shape[0]
     k = np.empty((16, n))          # stages 0 … 11, ẏ at the step's end (12), the dense output's three (13 … 15)
@@ -130,11 +133,15 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
         elif h_abs < min_step:
             h_abs = min_step
         rejected = False
-        start_warm[:] = warm   # the solution at (t, y): a failing stage retries from it, a handover returns to it
+        # the solution at (t, y): a failing stage retries from it, a handover returns to it (every copy of the warm
+        # starts element by element: a broadcast assignment compiles numba's shape-error message)
+        for i in range(n_warm):
+            start_warm[i] = warm[i]
         fresh = True           # the warm start is still the step's start
         while True:
             if h_abs < min_step:
-                warm[:] = start_warm
+                for i in range(n_warm):
+                    warm[i] = start_warm[i]
                 return TOO_SMALL, t, y, f, h_abs, steps, nfev, next_eval
             t_new = t + h_abs
             if t_new - t_bound > 0:
@@ -152,7 +159,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
                 status = _EVALUATE(t + c[s] * h, stage, args, start_warm, not fresh, rate)
                 nfev += 1
                 if status != 0:
-                    warm[:] = start_warm
+                    for i in range(n_warm):
+                        warm[i] = start_warm[i]
                     return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
                 fresh = False
                 for j in range(n):
@@ -167,7 +175,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
             status = _EVALUATE(t + h, y_new, args, start_warm, True, f_new)
             nfev += 1
             if status != 0:
-                warm[:] = start_warm
+                for i in range(n_warm):
+                    warm[i] = start_warm[i]
                 return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
             for j in range(n):
                 k[12, j] = f_new[j]
@@ -198,7 +207,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
                 break
             h_abs *= max(MIN_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
             rejected = True
-        end_warm[:] = warm   # the solution at (t_new, y_new)
+        for i in range(n_warm):   # the solution at (t_new, y_new)
+            end_warm[i] = warm[i]
         # the samples inside this step: the dense output (three more stages), as run_loop asks SciPy for it
         stop = next_eval
         while stop < n_samples and t_eval[stop] <= t_new:
@@ -214,7 +224,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
                 status = _EVALUATE(t + c_extra[s - 13] * h, stage, args, near, True, rate)
                 nfev += 1
                 if status != 0:   # SciPy takes this step again (the same size: accepted again) with its output
-                    warm[:] = start_warm
+                    for i in range(n_warm):
+                        warm[i] = start_warm[i]
                     return HANDOVER, t, y, f, tried, steps, nfev, next_eval
                 for j in range(n):
                     k[s, j] = rate[j]
@@ -242,7 +253,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
                 for j in range(n):
                     samples[m, j] = y_new[j]
         next_eval = stop
-        warm[:] = end_warm   # the next step starts from the solution at its start
+        for i in range(n_warm):   # the next step starts from the solution at its start
+            warm[i] = end_warm[i]
         t, y, f = t_new, y_new, f_new
         steps += 1
     return FINISHED, t, y, f, h_abs, steps, nfev, next_eval
