@@ -271,6 +271,7 @@ class CompiledReducedRHS:
         self._reached = self._span[0]   # the latest time the uncompiled calls evaluated
         self._size = system.size
         self._address = None   # (the kernel's C entry, its signature) for the compiled stepper (`stepper_arguments`)
+        self._types = None   # numba's types of the kernel's arguments (`core.jit.argument_types`)
         self.uncompiled_calls = 0
         self.uncompiled_seconds = 0.0
         #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
@@ -386,7 +387,9 @@ class CompiledReducedRHS:
             else:   # (after the uncompiled start: this thread compiles again)
                 if self._entry is not None:
                     jit.resume_compiling()
-                self._entry = jit.direct_entry(self._kernel, *args)
+                # (typed once: the stepper's entry address too)
+                self._types = jit.argument_types(*args) if jit.compiling() else None
+                self._entry = jit.direct_entry(self._kernel, *args, types=self._types)
         if self._entry(*args) != 0:
             return None
         if self.loops:
@@ -433,7 +436,8 @@ class CompiledReducedRHS:
         if not self.steps_compiled() or self.by_python or not self.ready():
             return None
         if self._address is None:
-            self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size))) or ()
+            self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)),
+                                              types=self._types) or ()
         if not self._address:
             return None
         return (self._compiled, self._data.arrays, self._forces, self._shadow, *self._address)
