@@ -539,10 +539,10 @@ def is_cached(kernel: Callable, *args: Any) -> bool:
     return kernel.overloads.get(signature) is not None or probe is None or probe(signature, kernel.targetctx)
 
 
-def entry_address(kernel: Callable, *args: Any, types: tuple | None = None) -> tuple[int, Any] | None:
+def entry_address(kernel: Callable, *args: Any, types: tuple | None = None) -> tuple[int, Any]:
     """(the address of the C entry of the dispatcher `kernel` compiled for exactly the types of `args`, its numba
-    signature), as `direct_entry` compiles (or loads) it; None where numba keeps no such entry. numba compiles a C
-    entry beside every kernel (its first-class function wrapper), so another kernel can call this one through
+    signature), as `direct_entry` compiles (or loads) it (a library kernel that fails raises `KernelCompileError`).
+    numba compiles a C entry beside every kernel (its first-class function wrapper), so another kernel can call this one through
     `address_caller(signature)` without linking it: the caller's machine code, and its on-disk cache, then do not
     depend on which kernel it calls. An exception inside the call cannot reach the caller (numba prints it): call
     only kernels that report failure by their return value. With `ENABLED` off: an index into this process's table
@@ -550,14 +550,10 @@ def entry_address(kernel: Callable, *args: Any, types: tuple | None = None) -> t
     if not compiling():
         _UNCOMPILED_ADDRESSED.append(kernel)
         return len(_UNCOMPILED_ADDRESSED), None
-    try:
-        signature = types if types is not None else argument_types(*args)
-        kernel.compile(signature)
-        result = kernel.overloads[signature]
-        address = result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)
-    except Exception:   # pragma: no cover - numba internals moved
-        return None
-    return (int(address), result.signature) if address else None
+    signature = types if types is not None else argument_types(*args)
+    kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
+    result = kernel.overloads[signature]
+    return int(result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)), result.signature
 
 
 @contextmanager

@@ -437,9 +437,7 @@ class CompiledReducedRHS:
             return None
         if self._address is None:
             self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)),
-                                              types=self._types) or ()
-        if not self._address:
-            return None
+                                              types=self._types)
         return (self._compiled, self._data.arrays, self._forces, self._shadow, *self._address)
 
     def _arguments(self, t: float, y: np.ndarray) -> tuple:
