@@ -505,25 +505,46 @@ def _argument_type(value: Any):
 
 
 def argument_types(*args: Any) -> tuple:
-    """numba's types of kernel arguments, as `direct_entry` and `entry_address` match them (`_argument_type`).
-    Typing a structured argument costs ≈ 0.5 ms (tuples of dozens of arrays): a caller that asks for both entries of
-    one call types its arguments once and passes `types=`."""
+    """numba's types of kernel arguments, as `direct_entry` and `entry_address` match them (`_argument_type`)."""
     return tuple(_argument_type(a) for a in args)
 
 
-def direct_entry(kernel: Callable, *args: Any, types: tuple | None = None) -> Callable:
-    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (`_argument_type`;
-    compiled or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call
-    matching of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet
-    steps, 2 % of a step). The caller must pass the same types on every call (C-contiguous float64 arrays and
-    Python floats where `args` has them): the wrapper converts but does not check. `kernel` itself when it is an
-    uncompiled form (made with `ENABLED` off or inside `uncompiled()`), or inside `uncompiled()`."""
+#: (dispatcher, numba's fingerprint of the arguments) → its compile result for their types (`_overload`)
+_OVERLOADS: dict[tuple, Any] = {}
+
+
+def _overload(kernel: Callable, args: tuple):
+    """numba's compile result of the dispatcher `kernel` for exactly the types of `args` (`argument_types`), compiled
+    or loaded from the cache (a library kernel that fails raises KernelCompileError). Found again by the arguments'
+    fingerprint (numba's own C key of a value's type, a few µs for a run's structured arguments), as numba's
+    dispatcher finds its overloads: typing those arguments in Python and hashing their nested types costs ≈ 1.5 ms,
+    a fifth of a short run (each run of a model brings new arrays of the same types)."""
+    from numba._dispatcher import compute_fingerprint
+    try:
+        key = (kernel, compute_fingerprint(args))
+    except (TypeError, ValueError, NotImplementedError):   # (a value numba's fingerprint does not take: typed)
+        key = None
+    result = _OVERLOADS.get(key) if key is not None else None
+    if result is None:
+        signature = argument_types(*args)
+        kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
+        result = kernel.overloads[signature]
+        if key is not None:
+            _OVERLOADS[key] = result
+    return result
+
+
+def direct_entry(kernel: Callable, *args: Any) -> Callable:
+    """numba's compiled wrapper of the dispatcher `kernel` for exactly the types of `args` (`_overload`; compiled
+    or loaded from the cache, then called with `args` once): calling it skips the dispatcher's per-call matching
+    of the argument types (≈ 0.4 µs for eleven arguments — for a per-step kernel between two PyBullet steps, 2 % of
+    a step). The caller must pass the same types on every call (C-contiguous float64 arrays and Python floats where
+    `args` has them): the wrapper converts but does not check. `kernel` itself when it is an uncompiled form (made
+    with `ENABLED` off or inside `uncompiled()`), or inside `uncompiled()`."""
     if not compiling() or not hasattr(kernel, "overloads"):
         kernel(*args)
         return kernel
-    signature = types if types is not None else argument_types(*args)
-    kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
-    entry = kernel.overloads[signature].entry_point
+    entry = _overload(kernel, args).entry_point
     entry(*args)
     return entry
 
@@ -534,12 +555,12 @@ def is_cached(kernel: Callable, *args: Any) -> bool:
     guarded cache (`_guard_cache`)."""
     if not compiling():
         return True
-    signature = tuple(_argument_type(a) for a in args)
+    signature = argument_types(*args)
     probe = getattr(kernel, "cache_probe", None)
     return kernel.overloads.get(signature) is not None or probe is None or probe(signature, kernel.targetctx)
 
 
-def entry_address(kernel: Callable, *args: Any, types: tuple | None = None) -> tuple[int, Any]:
+def entry_address(kernel: Callable, *args: Any) -> tuple[int, Any]:
     """(the address of the C entry of the dispatcher `kernel` compiled for exactly the types of `args`, its numba
     signature), as `direct_entry` compiles (or loads) it (a library kernel that fails raises `KernelCompileError`).
     numba compiles a C entry beside every kernel (its first-class function wrapper), so another kernel can call this one through
@@ -550,9 +571,7 @@ def entry_address(kernel: Callable, *args: Any, types: tuple | None = None) -> t
     if not compiling():
         _UNCOMPILED_ADDRESSED.append(kernel)
         return len(_UNCOMPILED_ADDRESSED), None
-    signature = types if types is not None else argument_types(*args)
-    kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
-    result = kernel.overloads[signature]
+    result = _overload(kernel, args)
     return int(result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)), result.signature
 
 

@@ -271,7 +271,6 @@ class CompiledReducedRHS:
         self._reached = self._span[0]   # the latest time the uncompiled calls evaluated
         self._size = system.size
         self._address = None   # (the kernel's C entry, its signature) for the compiled stepper (`stepper_arguments`)
-        self._types = None   # numba's types of the kernel's arguments (`core.jit.argument_types`)
         self.uncompiled_calls = 0
         self.uncompiled_seconds = 0.0
         #: the loop stage's resolvers (none: an explicit map, one plain call of the pipeline per evaluation)
@@ -387,9 +386,7 @@ class CompiledReducedRHS:
             else:   # (after the uncompiled start: this thread compiles again)
                 if self._entry is not None:
                     jit.resume_compiling()
-                # (typed once: the stepper's entry address too)
-                self._types = jit.argument_types(*args) if jit.compiling() else None
-                self._entry = jit.direct_entry(self._kernel, *args, types=self._types)
+                self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
             return None
         if self.loops:
@@ -436,8 +433,7 @@ class CompiledReducedRHS:
         if not self.steps_compiled() or self.by_python or not self.ready():
             return None
         if self._address is None:
-            self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)),
-                                              types=self._types)
+            self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)))
         return (self._compiled, self._data.arrays, self._forces, self._shadow, *self._address)
 
     def _arguments(self, t: float, y: np.ndarray) -> tuple:

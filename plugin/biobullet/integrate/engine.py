@@ -93,16 +93,13 @@ class System:
         # energy-rate components: only the elements that can contribute (no actuators and no damping → 0 W)
         self._inputs, self._dissipators = _power_elements(self.elements)
         self.size = self.n_pos + self.n_vel + n_shadow + self.n_muscle + 2
-        # the callback stage's M, h and solve: the pipeline's kernels on its joint state (`Data.forward_at_state`);
-        # a check formulation chosen by name gives v̇ from the same state itself
+        # the callback stage's M, h and solve: the pipeline's kernels on its joint state (`Data.forward_at_state`, a
+        # workspace made on the stage's first call: most runs never hand it one); a check formulation chosen by
+        # name gives v̇ from the same state itself
         self._state_data = None
-        self._from_state = None
-        if not self.joint_space:
-            if self.method.is_pipeline:
-                from biobullet.pipeline.data import state_workspace
-                self._state_data = state_workspace(model)
-            else:
-                self._from_state = getattr(self.method, "accelerations_from_state", None)
+        self._pipeline_state = not self.joint_space and self.method.is_pipeline
+        self._from_state = None if self.joint_space or self._pipeline_state else \
+            getattr(self.method, "accelerations_from_state", None)
         self._memo: tuple | None = None   # last right-hand side: ((t, y bytes), value)
         # the pipeline's right-hand side in one compiled call where every plug-in of the run brings a kernel; a
         # call it declines goes to the callback stage (`_checked_rhs`)
@@ -207,7 +204,10 @@ class System:
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
             accel = None   # one coordinate-map evaluation per right-hand side: M, h and the solve take its state
-            if self._state_data is not None:
+            if self._pipeline_state:
+                if self._state_data is None:
+                    from biobullet.pipeline.data import state_workspace
+                    self._state_data = state_workspace(model)
                 accel = self._state_data.forward_at_state(model, (x, xd, gradient, gamma), generalized)
             elif self._from_state is not None:
                 accel = self._from_state(model, x, xd, gradient, gamma, generalized)

@@ -34,6 +34,7 @@ Units: SI (m, N, s, J, W); activations and excitations in [0, 1].
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
@@ -293,6 +294,7 @@ def stage_address(rows) -> int:
     return jit.function_address(_muscle_stage_py, stage_signature(rows), bind=lambda: _stage_bindings(rows.paths))
 
 
+@functools.cache   # (the source of a process's functions does not change: reading it cost 1 ms per run)
 def entries_digest() -> str:
     """A digest of the compiled entries' source: bound into the pipeline kernels that call them (their on-disk
     cache is keyed on their own file)."""

@@ -7,7 +7,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import NamedTuple
 
+import numpy as np
 import pytest
 
 from biobullet.core import jit
@@ -328,3 +330,47 @@ def test_a_plugin_kernel_that_fails_to_compile_gives_no_address_and_warns_once()
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # said once
         assert jit.function_address(_plugin_mistyped_py, "float64(float64)", plugin="toy law") is None
+
+
+class _Rows(NamedTuple):
+    values: np.ndarray
+    weights: np.ndarray
+
+
+class _OtherRows(NamedTuple):   # the same fields, another class: another numba type
+    values: np.ndarray
+    weights: np.ndarray
+
+
+def _weighted_sum_py(rows, scale):
+    total = 0.0
+    for i in range(rows.values.shape[0]):
+        total += rows.values[i] * rows.weights[i]
+    return scale * total
+
+
+@needs_numba
+def test_a_direct_entry_is_found_again_by_its_arguments_types_alone() -> None:
+    """`direct_entry` and `entry_address` find a kernel's compiled entry again by numba's fingerprint of the
+    arguments' types (a run's structured arguments are new arrays of the same types at every run): new arrays of the
+    same types get the same entry; a strided view, a read-only array and another tuple class each get an entry of
+    their own — each computing what NumPy computes (an entry of the wrong layout would read the strided view's
+    elements from the wrong places)."""
+    kernel = jit.compiled(_weighted_sum_py, variant="found_again")
+    values = np.arange(1.0, 11.0)
+    weights = np.arange(10.0, 0.0, -1.0)
+    read_only = weights.copy()
+    read_only.setflags(write=False)
+    cases = {"contiguous": _Rows(values[:5].copy(), weights[:5].copy()), "strided": _Rows(values[::2], weights[::2]),
+             "read-only": _Rows(values, read_only), "other class": _OtherRows(values[:5].copy(), weights[:5].copy())}
+    entries = {}
+    for name, rows in cases.items():
+        entry = entries[name] = jit.direct_entry(kernel, rows, 2.0)
+        assert entry(rows, 2.0) == 2.0 * float(np.dot(rows.values, rows.weights)), name   # (small integers: exact)
+    assert len({id(entry) for entry in entries.values()}) == len(cases)
+    again = _Rows(np.full(3, 2.0), np.full(3, 3.0))
+    assert jit.direct_entry(kernel, again, 0.5) is entries["contiguous"]
+    assert entries["contiguous"](again, 0.5) == 9.0
+    addresses = {name: jit.entry_address(kernel, rows, 2.0) for name, rows in cases.items()}
+    assert len({address for address, _ in addresses.values()}) == len(cases)
+    assert jit.entry_address(kernel, again, 0.5) == addresses["contiguous"]
