@@ -11,7 +11,8 @@ implicitfast over a dt sweep, stepped in C by `mujoco.rollout`; model from the s
 (loop models without force elements: the four-bar).
 Error: max |x_joint(t_end) − x_ref| over every joint coordinate (rad or m), x_ref from biobullet's DOP853 at
 rtol 1e-13. The contact case compares each engine with its own tightest run instead (MuJoCo's soft contact is a
-different law: the two references differ by `reference_gap`). Times are the best of `repeats` runs.
+different law: the two references differ by `reference_gap`). Times are the best of `repeats` rounds in which every
+engine's points run in turns (`_timed_in_turns`): the load of a shared machine falls on both sides of a ratio.
 """
 from __future__ import annotations
 
@@ -50,14 +51,6 @@ def cases(folder: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def _best(function: Callable[[], tuple[np.ndarray, float]], repeats: int) -> tuple[np.ndarray, float]:
-    best, x = np.inf, None
-    for _ in range(repeats):
-        x, wall = function()
-        best = min(best, wall)
-    return x, best
-
-
 def _biobullet(model, t_end, initial, method, rtol, final_only=False):
     from biobullet.integrate import simulate
     started = time.perf_counter()
@@ -68,11 +61,40 @@ def _biobullet(model, t_end, initial, method, rtol, final_only=False):
     return trajectory.positions[-1].copy(), wall
 
 
-def measure_case(name: str, case: dict[str, Any], *, quick: bool = False, repeats: int = 2,
-                 log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """All curves of one model: {engine label: [{"setting", "error", "wall"}…]} plus the reference."""
-    from biobullet.bench import competitors
+def _timed_in_turns(points: list[tuple[str, float, Callable]], rounds: int) -> tuple[dict, dict]:
+    """({(label, setting): (x at t_end of the first round, least wall time over `rounds`)}, {(label, setting):
+    why it failed}) of the points (label, setting, run → (x, wall)), timed in turns: each round runs every point
+    once, the engines' points interleaved and the order reversed every other round, so a burst of load on a shared
+    machine falls on both engines' runs alike instead of on one engine's curve. A point whose run fails with a
+    SolverError is left out (the caller records it)."""
+    from itertools import chain, zip_longest
+
     from biobullet.core.errors import SolverError
+    families: dict[str, list] = {}
+    for point in points:
+        families.setdefault(point[0].split()[0], []).append(point)
+    order = [p for p in chain.from_iterable(zip_longest(*families.values())) if p is not None]
+    results: dict[tuple[str, float], tuple] = {}
+    failed: dict[tuple[str, float], str] = {}
+    for r in range(rounds):
+        for label, setting, run in (order if r % 2 == 0 else order[::-1]):
+            key = (label, setting)
+            if key in failed:
+                continue
+            try:
+                x, wall = run()
+            except SolverError as exc:   # recorded, not hidden: the curve simply lacks this point
+                failed[key] = str(exc)[:300]
+                continue
+            results[key] = (x, wall) if key not in results else (results[key][0], min(results[key][1], wall))
+    return results, failed
+
+
+def measure_case(name: str, case: dict[str, Any], *, quick: bool = False, repeats: int = 5,
+                 log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """All curves of one model: {engine label: [{"setting", "error", "wall"}…]} plus the reference. Every point's
+    wall time is the least of `repeats` runs taken in turns with the other engines' (`_timed_in_turns`)."""
+    from biobullet.bench import competitors
     from biobullet.integrate import simulate
 
     model, t_end, initial = case["model"], case["t_end"], case["initial"]
@@ -83,63 +105,56 @@ def measure_case(name: str, case: dict[str, Any], *, quick: bool = False, repeat
     methods = ("DOP853", "Radau") if quick else METHODS
     rtols = RTOLS[::2] if quick else RTOLS
     steps = STEPS[::2] if quick else STEPS
-    curves: dict[str, list[dict[str, float]]] = {}
-    failures: list[dict[str, Any]] = []
-    own_reference = bool(case.get("self_reference"))
+    points: list[tuple[str, float, Callable]] = []
     for method in methods:
-        rows = []
         for rtol in rtols:
             if method != "DOP853" and rtol < 1e-10:
                 continue   # implicit and multistep methods at 1e-11: minutes for nothing new
-            try:
-                x, wall = _best(lambda: _biobullet(model, t_end, initial, method, rtol), repeats)
-            except SolverError as exc:   # recorded, not hidden: the curve simply lacks this point
-                failures.append({"engine": f"biobullet {method}", "setting": rtol, "error": str(exc)[:300]})
-                log(f"work-precision: {name}: biobullet {method} rtol {rtol:g} failed")
-                continue
-            rows.append({"setting": rtol, "error": float(np.max(np.abs(x - x_ref))), "wall": wall})
-        curves[f"biobullet {method}"] = rows
-        log(f"work-precision: {name}: biobullet {method} done")
+            points.append((f"biobullet {method}", rtol,
+                           lambda method=method, rtol=rtol: _biobullet(model, t_end, initial, method, rtol)))
     # what the default output costs: DOP853 asked for the final state only (like Pinocchio's runs here); kept out
     # of the biobullet-vs-MuJoCo ratios, which use the default 1,001-sample trajectory
-    rows = []
     for rtol in rtols:
-        x, wall = _best(lambda: _biobullet(model, t_end, initial, "DOP853", rtol, final_only=True), repeats)
-        rows.append({"setting": rtol, "error": float(np.max(np.abs(x - x_ref))), "wall": wall})
-    curves["final-state-only biobullet DOP853"] = rows
-    result: dict[str, Any] = {"t_end": t_end, "initial": initial, "curves": curves,
+        points.append(("final-state-only biobullet DOP853", rtol,
+                       lambda rtol=rtol: _biobullet(model, t_end, initial, "DOP853", rtol, final_only=True)))
+    result: dict[str, Any] = {"t_end": t_end, "initial": initial, "curves": {}, "repeats": repeats,
                               "reference": {"engine": "biobullet DOP853 rtol 1e-13", "x": x_ref.tolist()},
-                              "not_compared": {}, "failures": failures}
+                              "not_compared": {}, "failures": []}
+    own_reference = bool(case.get("self_reference"))
+    mujoco_target = x_ref
     if competitors.available("mujoco"):
-        mujoco_ref = None
-        for integrator in ("RK4", "implicitfast"):
-            rows = []
-            try:
+        try:
+            for integrator in ("RK4", "implicitfast"):
                 for n in steps:
                     run = competitors.MujocoRun(model, t_end / n, integrator)
-                    x, wall = _best(lambda: run.run(x0, xd0, t_end), repeats)
-                    rows.append({"setting": t_end / n, "x": x, "wall": wall})
-            except competitors.Unsupported as exc:
-                result["not_compared"]["MuJoCo"] = str(exc)
-                break
-            if own_reference and mujoco_ref is None:   # MuJoCo's own tight solution: RK4 at dt / 4
-                mujoco_ref = competitors.MujocoRun(model, t_end / (4 * steps[-1]), "RK4").run(x0, xd0, t_end)[0]
-                result["reference_gap"] = float(np.max(np.abs(mujoco_ref - x_ref)))
-            target = mujoco_ref if own_reference else x_ref
-            curves[f"MuJoCo {integrator}"] = [{"setting": r["setting"], "wall": r["wall"],
-                                               "error": float(np.max(np.abs(r["x"] - target)))} for r in rows]
-            log(f"work-precision: {name}: MuJoCo {integrator} done")
+                    points.append((f"MuJoCo {integrator}", t_end / n, lambda run=run: run.run(x0, xd0, t_end)))
+            if own_reference:   # MuJoCo's own tight solution: RK4 at dt / 4
+                mujoco_target = competitors.MujocoRun(model, t_end / (4 * steps[-1]), "RK4").run(x0, xd0, t_end)[0]
+                result["reference_gap"] = float(np.max(np.abs(mujoco_target - x_ref)))
+        except competitors.Unsupported as exc:
+            result["not_compared"]["MuJoCo"] = str(exc)
+            points = [p for p in points if not p[0].startswith("MuJoCo")]
     else:
         result["not_compared"]["MuJoCo"] = "mujoco is not installed (pip install '.[bench]')"
     try:
         rhs = competitors.pinocchio_fourbar_rhs(model)
-        rows = []
         for rtol in rtols:
-            x, wall = _best(lambda: competitors.pinocchio_run(rhs, x0, xd0, t_end, "DOP853", rtol), repeats)
-            rows.append({"setting": rtol, "error": float(np.max(np.abs(x - x_ref))), "wall": wall})
-        curves["Pinocchio constraintDynamics + DOP853"] = rows
+            points.append(("Pinocchio constraintDynamics + DOP853", rtol,
+                           lambda rtol=rtol: competitors.pinocchio_run(rhs, x0, xd0, t_end, "DOP853", rtol)))
     except competitors.Unsupported as exc:
         result["not_compared"]["Pinocchio"] = str(exc)
+    log(f"work-precision: {name}: {len(points)} points, {repeats} rounds in turns …")
+    timed, failed = _timed_in_turns(points, repeats)
+    curves: dict[str, list[dict[str, float]]] = {}
+    for label, setting, _ in points:
+        rows = curves.setdefault(label, [])
+        if (label, setting) in failed:
+            result["failures"].append({"engine": label, "setting": setting, "error": failed[label, setting]})
+            continue
+        x, wall = timed[label, setting]
+        target = mujoco_target if label.startswith("MuJoCo") else x_ref
+        rows.append({"setting": setting, "error": float(np.max(np.abs(x - target))), "wall": wall})
+    result["curves"] = curves
     result["time_to_reach"] = time_to_reach(curves)
     result["ratio_biobullet_to_mujoco"] = ratios(result["time_to_reach"])
     return result
@@ -201,7 +216,7 @@ def run_work_precision(*, quick: bool = False, out: str | os.PathLike[str] = "ou
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)
-    repeats = repeats if repeats is not None else (1 if quick else 2)
+    repeats = repeats if repeats is not None else (2 if quick else 5)
     summary: dict[str, Any] = {"quick": quick, "repeats": repeats, "models": {}}
     for name, case in cases(os.path.join(out, "models")).items():
         if only and name not in only:
