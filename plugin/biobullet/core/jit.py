@@ -509,29 +509,31 @@ def argument_types(*args: Any) -> tuple:
     return tuple(_argument_type(a) for a in args)
 
 
-#: (dispatcher, numba's fingerprint of the arguments) → its compile result for their types (`_overload`)
-_OVERLOADS: dict[tuple, Any] = {}
+#: (dispatcher, numba's fingerprint of the arguments) → [its compile result for their types, its C entry's address
+#: or None until asked] (`_overload`)
+_OVERLOADS: dict[tuple, list] = {}
 
 
-def _overload(kernel: Callable, args: tuple):
-    """numba's compile result of the dispatcher `kernel` for exactly the types of `args` (`argument_types`), compiled
-    or loaded from the cache (a library kernel that fails raises KernelCompileError). Found again by the arguments'
-    fingerprint (numba's own C key of a value's type, a few µs for a run's structured arguments), as numba's
-    dispatcher finds its overloads: typing those arguments in Python and hashing their nested types costs ≈ 1.5 ms,
-    a fifth of a short run (each run of a model brings new arrays of the same types)."""
+def _overload(kernel: Callable, args: tuple) -> list:
+    """[numba's compile result of the dispatcher `kernel` for exactly the types of `args` (`argument_types`),
+    the address of its C entry or None] — compiled or loaded from the cache (a library kernel that fails raises
+    KernelCompileError). Found again by the arguments' fingerprint (numba's own C key of a value's type, a few µs for
+    a run's structured arguments), as numba's dispatcher finds its overloads: typing those arguments in Python and
+    hashing their nested types costs ≈ 1.5 ms, a fifth of a short run (each run of a model brings new arrays of the
+    same types)."""
     from numba._dispatcher import compute_fingerprint
     try:
         key = (kernel, compute_fingerprint(args))
     except (TypeError, ValueError, NotImplementedError):   # (a value numba's fingerprint does not take: typed)
         key = None
-    result = _OVERLOADS.get(key) if key is not None else None
-    if result is None:
+    found = _OVERLOADS.get(key) if key is not None else None
+    if found is None:
         signature = argument_types(*args)
         kernel.compile(signature)   # (a library kernel that fails raises KernelCompileError)
-        result = kernel.overloads[signature]
+        found = [kernel.overloads[signature], None]
         if key is not None:
-            _OVERLOADS[key] = result
-    return result
+            _OVERLOADS[key] = found
+    return found
 
 
 def direct_entry(kernel: Callable, *args: Any) -> Callable:
@@ -544,7 +546,7 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     if not compiling() or not hasattr(kernel, "overloads"):
         kernel(*args)
         return kernel
-    entry = _overload(kernel, args).entry_point
+    entry = _overload(kernel, args)[0].entry_point
     entry(*args)
     return entry
 
@@ -571,8 +573,11 @@ def entry_address(kernel: Callable, *args: Any) -> tuple[int, Any]:
     if not compiling():
         _UNCOMPILED_ADDRESSED.append(kernel)
         return len(_UNCOMPILED_ADDRESSED), None
-    result = _overload(kernel, args)
-    return int(result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name)), result.signature
+    found = _overload(kernel, args)
+    result = found[0]
+    if found[1] is None:
+        found[1] = int(result.library.get_pointer_to_function(result.fndesc.llvm_cfunc_wrapper_name))
+    return found[1], result.signature
 
 
 @contextmanager
@@ -597,6 +602,10 @@ def resume_compiling() -> None:
 
 _ADDRESSES: dict[Any, Any] = {}   # (function, signature) → the numba cfunc (kept alive: its address is in use)
 _CALLERS: dict[str, Any] = {}     # signature → its address-caller intrinsic
+#: id of the signature object a caller was made for → (that object, its caller): a numba Signature of a run's
+#: structured arguments takes ≈ 30 µs to hash (its nested types hash anew each time), and `entry_address` gives the
+#: same object at every run
+_CALLERS_BY_ID: dict[int, tuple] = {}
 _UNCOMPILED_ADDRESSED: list[Callable] = []   # with `ENABLED` off: the kernels whose "addresses" are index + 1
 #: the address of a C callable `function_address` compiled → (its function, bindings), then its uncompiled form
 _FORMS_AT: dict[int, Any] = {}
@@ -708,6 +717,9 @@ def address_caller(signature: str) -> Any:
     from such an address to the uncompiled kernel."""
     if not compiling():
         return _uncompiled_at
+    known = _CALLERS_BY_ID.get(id(signature))
+    if known is not None and known[0] is signature:
+        return known[1]
     caller = _CALLERS.get(signature)
     if caller is None:
         from numba.core import cgutils, sigutils, types
@@ -731,6 +743,7 @@ def address_caller(signature: str) -> Any:
         typer.__name__ = typer.__qualname__ = "address_caller"
         caller = _CALLERS[signature] = intrinsic(typer)
         caller._biobullet_signature = signature
+        _CALLERS_BY_ID[id(signature)] = (signature, caller)   # (the object made it: one entry per caller)
     return caller
 
 

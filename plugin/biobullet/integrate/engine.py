@@ -589,6 +589,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                  _action_on_state(system, e))
                        for e in all_events]
         from biobullet.integrate.discrete import run_logs, start_run, step_observer
+        # (solved even where no element starts a run: on a loop map it leaves the first compiled call's warm start)
         start_run(model, system.elements, t0, *system.tree_state(t0, y0))
         observe = step_observer(model, system.elements, system.observed_state, system.observed_states)
         project = system.project if (system.method.can_project and projection) else None
@@ -627,7 +628,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             if run_logs(system.elements):
                 meta["discrete"] = run_logs(system.elements)
             with jit.compile_clock() as output_compiling:   # the trajectory's kernels (states, energies): apart
-                trajectory = build_trajectory(system, result.t, result.y, result.events, meta)
+                trajectory = build_trajectory(system, result.t, result.state_array(system.size), result.events,
+                                              meta)
             trajectory.meta["compile_time"] += output_compiling.seconds
         except BaseException as exc:  # every failure (also Ctrl-C or an internal error) keeps the partial trajectory
             bar.close()
@@ -740,7 +742,7 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     from biobullet.integrate.discrete import run_logs
     if run_logs(system.elements):
         meta["discrete"] = run_logs(system.elements)
-    times, states = list(result.t), list(result.y)
+    times, states = list(result.t), list(result.state_array(system.size))
     if result.last_y is not None and (not times or times[-1] < result.last_t):
         times.append(result.last_t)
         states.append(result.last_y)

@@ -137,6 +137,9 @@ SIMULTANEOUS = 64.0
 
 @dataclass
 class LoopResult:
+    """A run's samples and statistics. `y` holds the state at each time of `t`: a row per sample, or a block of
+    rows (2-D) for the consecutive samples a compiled segment wrote (`state_array` joins them)."""
+
     t: list[float] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
     events: list[tuple[str, float, np.ndarray]] = field(default_factory=list)
@@ -148,6 +151,21 @@ class LoopResult:
     restarts: int = 0
     last_t: float = 0.0
     last_y: np.ndarray | None = None
+
+    def state_array(self, size: int) -> np.ndarray:
+        """The states of the samples as one (n, size) array (a segment's block copied whole, not row by row)."""
+        pieces, rows = [], []
+        for entry in self.y:
+            if entry.ndim == 1:
+                rows.append(entry)
+                continue
+            if rows:
+                pieces.append(np.array(rows, dtype=float).reshape(-1, size))
+                rows = []
+            pieces.append(entry)
+        if rows or not pieces:
+            pieces.append(np.array(rows, dtype=float).reshape(-1, size))
+        return np.concatenate(pieces) if len(pieces) > 1 else np.array(pieces[0], dtype=float)
 
 
 #: accepted steps of one run before it stops with a clear error (bounded work; `max_steps` overrides)
@@ -310,7 +328,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 if taken:
                     out.steps += taken
                     out.t.extend(t_eval[start:next_eval].tolist())
-                    out.y.extend(rows)
+                    if len(rows):
+                        out.y.append(rows)   # (one block: `LoopResult.state_array`)
                     out.last_t, out.last_y = float(solver.t), solver.y.copy()
                     if on_step is not None:
                         on_step(out.last_t)
