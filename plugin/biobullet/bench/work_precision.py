@@ -12,7 +12,9 @@ implicitfast over a dt sweep, stepped in C by `mujoco.rollout`; model from the s
 Error: max |x_joint(t_end) − x_ref| over every joint coordinate (rad or m), x_ref from biobullet's DOP853 at
 rtol 1e-13. The contact case compares each engine with its own tightest run instead (MuJoCo's soft contact is a
 different law: the two references differ by `reference_gap`). Times are the best of `repeats` rounds in which every
-engine's points run in turns (`_timed_in_turns`): the load of a shared machine falls on both sides of a ratio.
+engine's points run in turns (`_timed_in_turns`); each biobullet / MuJoCo ratio comes from PAIRS more runs of the
+two settings that reach the target fastest, taken alternately (`paired_ratios`): a shared machine's load falls on
+both sides of a ratio.
 """
 from __future__ import annotations
 
@@ -156,7 +158,7 @@ def measure_case(name: str, case: dict[str, Any], *, quick: bool = False, repeat
         rows.append({"setting": setting, "error": float(np.max(np.abs(x - target))), "wall": wall})
     result["curves"] = curves
     result["time_to_reach"] = time_to_reach(curves)
-    result["ratio_biobullet_to_mujoco"] = ratios(result["time_to_reach"])
+    result["ratio_biobullet_to_mujoco"] = paired_ratios(curves, {(label, setting): run for label, setting, run in points})
     return result
 
 
@@ -172,14 +174,31 @@ def time_to_reach(curves: dict[str, list[dict[str, float]]]) -> dict[str, dict[s
     return out
 
 
-def ratios(reach: dict[str, dict[str, float | None]]) -> dict[str, float | None]:
-    """biobullet's time / MuJoCo's time to reach each target error (< 1: biobullet first)."""
-    if "biobullet" not in reach or "MuJoCo" not in reach:
-        return {}
-    out = {}
-    for key, mine in reach["biobullet"].items():
-        theirs = reach["MuJoCo"][key]
-        out[key] = None if mine is None or theirs is None else mine / theirs
+#: alternating runs of each side behind a biobullet / MuJoCo ratio (`paired_ratios`)
+PAIRS = 9
+
+
+def paired_ratios(curves: dict[str, list[dict[str, float]]], runs: dict[tuple[str, float], Callable],
+                  pairs: int = PAIRS) -> dict[str, dict[str, float] | None]:
+    """biobullet's time / MuJoCo's time to reach each target error (< 1: biobullet first): the setting of each that
+    reaches the target fastest in the sweep is run `pairs` times more, the two alternately, so that both sides see
+    the same load of a shared machine (the sweep's least times can catch one engine in a quiet moment and the other
+    not). {"least": the ratio of the two sides' least times, "median", "min", "max": of the pairs' own ratios}, or
+    None where either never reaches the target."""
+    out: dict[str, dict[str, float] | None] = {}
+    for target in TARGETS:
+        fastest = {}
+        for family in ("biobullet", "MuJoCo"):
+            reached = [(r["wall"], label, r["setting"]) for label, rows in curves.items() if label.startswith(family)
+                       for r in rows if r["error"] <= target]
+            fastest[family] = min(reached)[1:] if reached else None
+        if None in fastest.values():
+            out[f"{target:g}"] = None
+            continue
+        walls = np.array([(runs[fastest["biobullet"]]()[1], runs[fastest["MuJoCo"]]()[1]) for _ in range(pairs)])
+        each = walls[:, 0] / walls[:, 1]
+        out[f"{target:g}"] = {"least": float(walls[:, 0].min() / walls[:, 1].min()), "median": float(np.median(each)),
+                              "min": float(each.min()), "max": float(each.max())}
     return out
 
 
@@ -237,9 +256,9 @@ def format_work_precision(summary: dict[str, Any]) -> str:
             cells = "".join(f"{(v * 1e3 if v is not None else float('nan')):>10.1f}" for v in row.values())
             lines.append(f"  {family:<17}{cells}")
         ratio = result["ratio_biobullet_to_mujoco"]
-        if ratio:
-            lines.append("  " + f"{'bb/MuJoCo':<17}" + "".join(
-                f"{(v if v is not None else float('nan')):>10.2f}" for v in ratio.values()))
+        if any(v is not None for v in ratio.values()):   # (least times of alternating runs: `paired_ratios`)
+            lines.append("  " + f"{'bb/MuJoCo paired':<17}" + "".join(
+                f"{(v['least'] if v is not None else float('nan')):>10.2f}" for v in ratio.values()))
         for failure in result.get("failures", []):
             lines.append(f"  failed: {failure['engine']} at {failure['setting']:g} ({failure['error'][:120]})")
         for engine, why in result["not_compared"].items():
@@ -250,5 +269,5 @@ def format_work_precision(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["cases", "measure_case", "time_to_reach", "ratios", "plot", "run_work_precision",
+__all__ = ["cases", "measure_case", "time_to_reach", "paired_ratios", "plot", "run_work_precision",
            "format_work_precision"]

@@ -524,7 +524,7 @@ def _overload(kernel: Callable, args: tuple) -> list:
     from numba._dispatcher import compute_fingerprint
     try:
         key = (kernel, compute_fingerprint(args))
-    except (TypeError, ValueError, NotImplementedError):   # (a value numba's fingerprint does not take: typed)
+    except NotImplementedError:   # (a value numba's fingerprint does not take, e.g. a string: typed each time)
         key = None
     found = _OVERLOADS.get(key) if key is not None else None
     if found is None:

@@ -137,8 +137,9 @@ SIMULTANEOUS = 64.0
 
 @dataclass
 class LoopResult:
-    """A run's samples and statistics. `y` holds the state at each time of `t`: a row per sample, or a block of
-    rows (2-D) for the consecutive samples a compiled segment wrote (`state_array` joins them)."""
+    """A run's samples and statistics. `y` holds the states at the times of `t`: a row per sample (the initial
+    state; every accepted step without `t_eval`), or a block of rows (2-D) for the consecutive samples of one step
+    or one compiled segment (`state_array` joins them)."""
 
     t: list[float] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
@@ -329,7 +330,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                     out.steps += taken
                     out.t.extend(t_eval[start:next_eval].tolist())
                     if len(rows):
-                        out.y.append(rows)   # (one block: `LoopResult.state_array`)
+                        out.y.append(rows)
                     out.last_t, out.last_y = float(solver.t), solver.y.copy()
                     if on_step is not None:
                         on_step(out.last_t)
@@ -370,20 +371,17 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 out.y.append(y_stop.copy())
             else:
                 # every sample inside this step from one dense-output call (an interpolant takes an array of
-                # times; per-sample calls cost more than the step itself with many samples)
+                # times; per-sample calls cost more than the step itself with many samples), kept as one block
                 stop = int(np.searchsorted(t_eval, t_stop, side="right"))
                 if stop > next_eval:
                     times = t_eval[next_eval:stop]
-                    inside = times < t_stop
-                    values = sol(times[inside]).T if inside.any() else None
-                    k = 0
-                    for s, is_inside in zip(times.tolist(), inside.tolist()):
-                        out.t.append(s)
-                        if is_inside:
-                            out.y.append(values[k])
-                            k += 1
-                        else:
-                            out.y.append(y_stop.copy())
+                    inside = int(np.searchsorted(times, t_stop))   # (before t_stop; a sample at t_stop is y_stop)
+                    block = np.empty((len(times), len(y_stop)))
+                    if inside:
+                        block[:inside] = sol(times[:inside]).T
+                    block[inside:] = y_stop
+                    out.t.extend(times.tolist())
+                    out.y.append(block)
                     next_eval = stop
             out.last_t, out.last_y = float(t_stop), y_stop.copy()
             if on_step is not None:

@@ -30,7 +30,7 @@ def test_bouncing_ball_impact_times_and_velocities():
     np.testing.assert_allclose(times, expected, rtol=0, atol=1e-10)
     # the apex after the 4th impact: (e⁴ v₁)² / 2g, from the 0.1 ms samples (sampling error ≤ g·dt²/8 ≈ 1e-8 m)
     t = np.array(result.t)
-    y = np.array(result.y)
+    y = result.state_array(2)
     last = (t > times[3] + 1e-9) & (t < times[4] - 1e-9)
     assert y[last, 0].max() == pytest.approx((E ** 4 * v1) ** 2 / (2 * G), rel=1e-6)
     assert len(t) == len(samples)
@@ -51,8 +51,9 @@ def test_breakpoint_is_stepped_to_exactly_and_switches_the_mode():
                       switch=switch, breakpoints=[0.3])
     assert seen == [(0.3, ("breakpoint",))]
     x_end = 1.0 + 0.5 * 2.0 * 0.7 ** 2    # x(0.3) = 0.3, then 0.3 + 0.7 + ½·2·0.7²
-    np.testing.assert_allclose(result.y[-1], [x_end, 1.0 + 2.0 * 0.7], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(result.y[0], [0.3, 1.0], rtol=0, atol=1e-14)
+    states = result.state_array(2)
+    np.testing.assert_allclose(states[-1], [x_end, 1.0 + 2.0 * 0.7], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(states[0], [0.3, 1.0], rtol=0, atol=1e-14)
 
 
 def test_an_event_after_the_stiff_switch_restarts_the_implicit_method():

@@ -29,7 +29,7 @@ def test_stages_beyond_the_horizon_reject_the_step(method):
     out = run_loop(rhs, 0.0, np.array([1.0]), 2.0, method=method, rtol=1e-10, atol=1e-12, max_step=np.inf,
                    t_eval=t_eval, events=[], on_step=lambda t: accepted.__setitem__(0, t), rejects=(Unevaluable,))
     assert out.status == "finished" and out.steps >= 2.0 / 0.05
-    np.testing.assert_allclose(np.ravel(out.y), np.exp(-t_eval), rtol=0.0, atol=1e-8)
+    np.testing.assert_allclose(np.ravel(out.state_array(1)), np.exp(-t_eval), rtol=0.0, atol=1e-8)
 
 
 def test_a_failure_no_step_gets_past_is_raised():
