@@ -1,6 +1,6 @@
 """Build the API reference (HTML, pdoc) of biobullet's public modules from their docstrings: `make docs`.
 
-    python tools/build_api_docs.py [--out out/api]
+    python tools/build_api_docs.py [--out out/api] [--no-show-source] [--no-search]
 
 The public modules (PUBLIC) export names lazily through a module `__getattr__` (so `import biobullet` stays
 light); pdoc reads a module's `__dict__`, so every name of each `__all__` is resolved first. Exit code 1, with the
@@ -49,12 +49,15 @@ def evaluate_named_tuple_annotations() -> None:
                         value.__new__.__annotations__ = typing.get_type_hints(value)
 
 
-def build(out: Path) -> list[str]:
-    """Write the reference into `out`; returns pdoc's warnings (empty when complete)."""
+def build(out: Path, *, show_source: bool = True, search: bool = True) -> list[str]:
+    """Write the reference into `out`; returns pdoc's warnings (empty when complete). show_source / search: pdoc's
+    highlighted source of each function and its search index (most of the build's time; no name depends on them)."""
     import pdoc
+    import pdoc.render
 
     resolve_public_names()
     evaluate_named_tuple_annotations()
+    pdoc.render.configure(show_source=show_source, search=search)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pdoc.pdoc(*PUBLIC, output_directory=out)
@@ -64,8 +67,11 @@ def build(out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="out/api", help="output folder (default out/api)")
+    parser.add_argument("--no-show-source", dest="show_source", action="store_false",
+                        help="leave out each function's source (as pdoc's own option)")
+    parser.add_argument("--no-search", dest="search", action="store_false", help="leave out the search index")
     args = parser.parse_args(argv)
-    problems = build(Path(args.out))
+    problems = build(Path(args.out), show_source=args.show_source, search=args.search)
     for problem in problems:
         print(f"build_api_docs: {problem}", file=sys.stderr)
     if problems:

@@ -7,12 +7,17 @@ server's listening address), and pixels of real browser screenshots.
 """
 from __future__ import annotations
 
+import base64
+import contextlib
+import itertools
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -252,17 +257,105 @@ def _browser() -> str | None:
     return None
 
 
-def _screenshot(browser: str, url: str, out: Path, profile: Path, *, webgl: bool = False) -> np.ndarray:
-    """A headless screenshot of `url` (800×600). webgl: software WebGL (SwiftShader) and 8 s of page time for a
-    page that draws after connecting back to its server (the viser viewer); else the GPU is off."""
-    from PIL import Image
-    graphics = (["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
-                 "--virtual-time-budget=8000"] if webgl else ["--disable-gpu"])
-    subprocess.run([browser, "--headless", "--no-sandbox", *graphics, "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                    f"--user-data-dir={profile}", f"--screenshot={out}", "--window-size=800,600", url],
-                   check=True, capture_output=True, timeout=120)
-    return np.asarray(Image.open(out).convert("RGB"), dtype=int)
+def _need_browser() -> str:
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium/Chrome installed (CI installs Debian's chromium in `make test`)")
+    return browser
+
+
+class Chromium:
+    """One headless Chromium (800×600) driven over the DevTools protocol: every page opens in a fresh tab of the
+    same browser, so a test pays Chromium's start once, not once per screenshot, and a live page (the viser viewer)
+    is shot again after each update instead of being loaded again. webgl: software WebGL (SwiftShader); else the
+    GPU is off."""
+
+    def __init__(self, browser: str, profile: Path, *, webgl: bool = False) -> None:
+        from websockets.sync.client import connect   # (viser's own dependency: the viewer extra brings it)
+        graphics = (["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"] if webgl
+                    else ["--disable-gpu"])
+        profile.mkdir(parents=True, exist_ok=True)
+        port_file = profile / "DevToolsActivePort"   # Chromium writes its debugging port and path here
+        port_file.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [browser, "--headless", "--no-sandbox", *graphics, "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+             f"--user-data-dir={profile}", "--remote-debugging-port=0", "--window-size=800,600", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not (port_file.exists() and len(port_file.read_text().split()) == 2):
+            assert self.process.poll() is None and time.monotonic() < deadline, "Chromium did not start"
+            time.sleep(0.05)
+        port, path = port_file.read_text().split()
+        self.socket = connect(f"ws://127.0.0.1:{port}{path}", max_size=None, open_timeout=60)
+        self.ids = itertools.count(1)
+        self.events: list[dict] = []
+
+    def __enter__(self) -> "Chromium":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.socket.close()
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+    def call(self, method: str, session: str | None = None, **params):
+        """One DevTools command (of the tab `session`, or of the browser); the events that arrive meanwhile are
+        kept for `wait_event`."""
+        number = next(self.ids)
+        self.socket.send(json.dumps({"id": number, "method": method, "params": params}
+                                    | ({"sessionId": session} if session else {})))
+        while True:
+            message = json.loads(self.socket.recv(timeout=120))
+            if message.get("id") == number:
+                assert "error" not in message, (method, message["error"])
+                return message["result"]
+            self.events.append(message)
+
+    def wait_event(self, method: str, session: str) -> None:
+        while not any(e.get("method") == method and e.get("sessionId") == session for e in self.events):
+            self.events.append(json.loads(self.socket.recv(timeout=120)))
+        self.events.clear()
+
+    @contextlib.contextmanager
+    def page(self, url: str):
+        """A fresh 800×600 tab showing `url` after its load event and a drawn frame; yields its session."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        try:
+            self.call("Page.enable", session)
+            self.call("Emulation.setDeviceMetricsOverride", session, width=800, height=600, deviceScaleFactor=1,
+                      mobile=False)
+            self.events.clear()
+            self.call("Page.navigate", session, url=url)
+            self.wait_event("Page.loadEventFired", session)
+            self.evaluate(session, "new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            yield session
+        finally:
+            self.call("Target.closeTarget", targetId=target)
+
+    def evaluate(self, session: str, expression: str):
+        """The value of a JavaScript expression in the tab (a promise is awaited)."""
+        reply = self.call("Runtime.evaluate", session, expression=expression, awaitPromise=True, returnByValue=True)
+        assert "exceptionDetails" not in reply, reply["exceptionDetails"]
+        return reply["result"].get("value")
+
+    def capture(self, session: str, out: Path) -> np.ndarray:
+        """A screenshot of the tab (written to `out` too, for a look when a check fails)."""
+        from PIL import Image
+        out.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", session, format="png")["data"]))
+        return np.asarray(Image.open(out).convert("RGB"), dtype=int)
+
+    def screenshot(self, url: str, out: Path) -> np.ndarray:
+        with self.page(url) as session:
+            return self.capture(session, out)
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """The module's headless Chromium (GPU off) for the self-contained HTML pages."""
+    with Chromium(_need_browser(), tmp_path_factory.mktemp("chromium")) as session:
+        yield session
 
 
 CANVAS = slice(0, 560)   # the 800×600 window above the 40-px control bar
@@ -273,24 +366,15 @@ def _model_mask(shot: np.ndarray, empty: np.ndarray) -> np.ndarray:
     return np.abs(shot[CANVAS] - empty[CANVAS]).max(axis=2) > 24
 
 
-def _replay_shots(browser, page: Path, times, tmp_path, *, shadows: bool = False):
+def _replay_shots(chromium, page: Path, times, tmp_path, *, shadows: bool = False):
     url = page.resolve().as_uri()
     suffix = "" if shadows else "&shadows=0"
-    empty = _screenshot(browser, url + f"#t={times[0]}&hide=model", tmp_path / "empty.png", tmp_path / "profile")
-    shots = [_screenshot(browser, url + f"#t={t}{suffix}", tmp_path / f"t{k}.png", tmp_path / "profile")
-             for k, t in enumerate(times)]
+    empty = chromium.screenshot(url + f"#t={times[0]}&hide=model", tmp_path / "empty.png")
+    shots = [chromium.screenshot(url + f"#t={t}{suffix}", tmp_path / f"t{k}.png") for k, t in enumerate(times)]
     return empty, shots
 
 
-def _need_browser() -> str:
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no Chromium/Chrome installed (CI installs Debian's chromium in `make test`)")
-    return browser
-
-
-def test_html_replay_draws_the_model_in_headless_chromium(tmp_path):
-    browser = _need_browser()
+def test_html_replay_draws_the_model_in_headless_chromium(chromium, tmp_path):
     model = load_model(REPO / "urdf" / "fourbar_knee.urdf")
     _synthetic_run(model).to_csv(tmp_path / "run.csv")
     page = tmp_path / "knee.html"
@@ -301,7 +385,7 @@ def test_html_replay_draws_the_model_in_headless_chromium(tmp_path):
     text = page.read_text()
     assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # nothing to fetch
     times = (0.1, 0.5, 0.9)
-    empty, shots = _replay_shots(browser, page, times, tmp_path)
+    empty, shots = _replay_shots(chromium, page, times, tmp_path)
     masks = [_model_mask(shot, empty) for shot in shots]
     # the slender knee (0.67 m tall, 4 cm wide) is fitted to the canvas height over its whole motion: its own
     # pixels (no shadows) measured 1.9–2.3 % of the 800×560 canvas; 1.2 % is ~5400 pixels, far above anything
@@ -318,7 +402,7 @@ def test_html_replay_draws_the_model_in_headless_chromium(tmp_path):
     knee = shots[1][CANVAS][masks[1]]
     assert np.median(knee.mean(axis=1)) > 90 and knee.mean(axis=1).std() > 4
     # drop shadows: with them on, the ground under the model darkens beyond the model's own pixels
-    shadowed = _screenshot(browser, page.resolve().as_uri() + "#t=0.5", tmp_path / "shadow.png", tmp_path / "profile")
+    shadowed = chromium.screenshot(page.resolve().as_uri() + "#t=0.5", tmp_path / "shadow.png")
     darker = (empty[CANVAS].sum(axis=2) - shadowed[CANVAS].sum(axis=2) > 60) & ~masks[1]
     assert darker.mean() > 0.003, darker.mean()
 
@@ -338,15 +422,14 @@ def _swing_run(model, samples: int = 21) -> Trajectory:
                       velocities=np.zeros_like(x))
 
 
-def test_html_replay_camera_keeps_the_whole_motion_in_the_frame(tmp_path):
+def test_html_replay_camera_keeps_the_whole_motion_in_the_frame(chromium, tmp_path):
     """Shoulder sweep (hand from hanging to overhead): at every sampled time the model's pixels fill a fitted share
     of the canvas and the forearm and hand never touch its edge."""
     from biobullet.render.html import export_html
-    browser = _need_browser()
     model = load_model(REPO / "urdf" / "shoulder_rhythm.urdf")
     page = Path(export_html(model, _swing_run(model), tmp_path / "swing.html", fps=20))
     times = (0.0, 0.5, 1.0)
-    empty, shots = _replay_shots(browser, page, times, tmp_path)
+    empty, shots = _replay_shots(chromium, page, times, tmp_path)
     union = np.zeros_like(_model_mask(shots[0], empty))
     for t, shot in zip(times, shots):
         mask = _model_mask(shot, empty)
@@ -384,12 +467,11 @@ def _pierced_box_urdf(back) -> str:
             f'<limit lower="-3" upper="3" effort="1" velocity="1"/></joint></robot>')
 
 
-def test_html_replay_depth_is_per_pixel(tmp_path):
+def test_html_replay_depth_is_per_pixel(chromium, tmp_path):
     """Depth decided per pixel, not per triangle: the part of the rod in front of the cube is drawn over the cube
     (a painter's sort of whole triangles, by their centres inside the cube, hides it behind the cube's faces), and
     the part inside the cube is hidden (nothing red where the rod runs inside)."""
     from biobullet.render.html import export_html
-    browser = _need_browser()
     az, el = -0.9, 0.35   # the page's default view (cam.az, cam.el), up = z: e1 = x, e2 = y
     back = (np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el))
     (tmp_path / "pierced.urdf").write_text(_pierced_box_urdf(back))
@@ -399,8 +481,7 @@ def test_html_replay_depth_is_per_pixel(tmp_path):
     run = Trajectory(t=t, joint_names=("spin",), position_names=("spin",), velocity_names=("spin_dot",),
                      positions=x, velocities=np.zeros_like(x))
     page = Path(export_html(model, run, tmp_path / "pierced.html"))
-    image = _screenshot(browser, page.resolve().as_uri() + "#t=0.5&shadows=0", tmp_path / "pierced.png",
-                        tmp_path / "profile")[CANVAS]
+    image = chromium.screenshot(page.resolve().as_uri() + "#t=0.5&shadows=0", tmp_path / "pierced.png")[CANVAS]
     red = (image[:, :, 0] - image[:, :, 2] > 80)
     blue = (image[:, :, 2] - image[:, :, 0] > 80)
     assert blue.mean() > 0.05
@@ -429,16 +510,33 @@ def test_viewer_draws_the_model_in_headless_chromium(tmp_path):
     browser = _need_browser()
     model = load_model(REPO / "urdf" / "shoulder_rhythm.urdf")
     viewer = Viewer(model, trajectory=_swing_run(model), port=_free_port())
-    url = f"http://127.0.0.1:{viewer.port}"
     view = (slice(150, 600), slice(0, 460))   # below the notice toast, left of the control panel (800×600)
+    # the page stays open and gets each update over viser's websocket: a marker text sent after the update shows
+    # that the page has it (messages arrive in order); the shot is taken once two successive captures agree
+    marker = viewer.server.gui.add_markdown("")
     try:
-        shots = []
-        for k, t in enumerate((0.0, 0.5, 1.0)):
-            viewer.show_time(t)
-            shots.append(_screenshot(browser, url, tmp_path / f"v{k}.png", tmp_path / f"profile{k}", webgl=True))
-        for handle in viewer._links.values():
-            handle.visible = False
-        empty = _screenshot(browser, url, tmp_path / "empty.png", tmp_path / "profile_empty", webgl=True)
+        with Chromium(browser, tmp_path / "profile", webgl=True) as chromium, \
+                chromium.page(f"http://127.0.0.1:{viewer.port}") as tab:
+            def settled_shot(name: str) -> np.ndarray:
+                marker.content = f"shown: {name}"
+                deadline = time.monotonic() + 120
+                while not chromium.evaluate(tab, f"document.body.innerText.includes('shown: {name}')"):
+                    assert time.monotonic() < deadline, f"the page never showed {name}"
+                    time.sleep(0.1)
+                shot = chromium.capture(tab, tmp_path / f"{name}.png")
+                while True:
+                    again = chromium.capture(tab, tmp_path / f"{name}.png")
+                    if np.array_equal(again[view], shot[view]):
+                        return again
+                    assert time.monotonic() < deadline, f"the page never settled on {name}"
+                    shot = again
+            shots = []
+            for t in (0.0, 0.5, 1.0):
+                viewer.show_time(t)
+                shots.append(settled_shot(f"t={t}"))
+            for handle in viewer._links.values():
+                handle.visible = False
+            empty = settled_shot("empty")
     finally:
         viewer.close()
     masks = [np.abs(shot[view] - empty[view]).max(axis=2) > 24 for shot in shots]
@@ -505,13 +603,10 @@ def test_a_model_without_visuals_is_drawn_as_balls(tmp_path):
 HOSTILE_NAMES = ("<!--<script>", "</script><script>document.title='injected'</script>", "]]>\u2028&amp;")
 
 
-def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(tmp_path):
+def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(chromium, tmp_path):
     """Names that open a comment in the script data state (`<!--<script>`), close the data block (`</script>`),
     end a CDATA section or hold a JavaScript line terminator reach the page's JSON: the page's own script must
     still run (it writes the time label and draws), and nothing else may (Chromium's DOM after scripts ran)."""
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no Chromium/Chrome installed (CI installs Debian's chromium in `make test`)")
     from xml.sax.saxutils import quoteattr
     source = (REPO / "urdf" / "fourbar_knee.urdf").read_text()
     for old, new in (('robot name="fourbar_knee"', f"robot name={quoteattr(HOSTILE_NAMES[0] + HOSTILE_NAMES[1])}"),
@@ -529,16 +624,12 @@ def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(t
     data = text[text.index('<script id="data"'):]
     data = data[data.index(">") + 1:data.index("</script>")]
     assert not set(data) & set("<>&\u2028\u2029")   # every JSON-in-HTML context is escaped
-    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                          "--disable-component-update", "--disable-sync", "--no-first-run",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=3000", "--dump-dom",
-                          page.resolve().as_uri() + "#t=0.5"], check=True, capture_output=True, text=True,
-                         timeout=120).stdout
+    with chromium.page(page.resolve().as_uri() + "#t=0.5") as tab:
+        dom = chromium.evaluate(tab, "document.documentElement.outerHTML")
     assert re.search(r'<span id="label">t = 0\.5\d* s</span>', dom), dom[-2000:]   # the page's script ran
     assert dom.count("<script") == 2 and "<title>injected</title>" not in dom   # no script of the data ran
-    shot = _screenshot(browser, page.resolve().as_uri() + "#t=0.5", tmp_path / "shot.png", tmp_path / "profile")
-    empty = _screenshot(browser, page.resolve().as_uri() + "#t=0.5&hide=model", tmp_path / "empty.png",
-                        tmp_path / "profile")
+    shot = chromium.screenshot(page.resolve().as_uri() + "#t=0.5", tmp_path / "shot.png")
+    empty = chromium.screenshot(page.resolve().as_uri() + "#t=0.5&hide=model", tmp_path / "empty.png")
     # the knee is drawn (3.3 % of the canvas, measured on the unrenamed model: see the test above)
     assert (np.abs(shot[:560] - empty[:560]).max(axis=2) > 24).mean() > 0.01
 
@@ -551,12 +642,11 @@ DELTOID = """<muscle name="DELT2" max_isometric_force="1000" optimal_fiber_lengt
 """
 
 
-def test_html_replay_draws_muscles_by_activation_in_headless_chromium(tmp_path):
+def test_html_replay_draws_muscles_by_activation_in_headless_chromium(chromium, tmp_path):
     """The shoulder with a deltoid: the replay draws the muscle in its activation colour (blue at 0, red at 1, at
     the frame asked for; a function of time), and nothing of either colour without the muscle."""
     from biobullet.render.html import export_html
     from biobullet.render.scene import MUSCLE_ACTIVE, MUSCLE_RESTING
-    browser = _need_browser()
     text = (REPO / "urdf" / "shoulder_rhythm.urdf").read_text()
     (tmp_path / "deltoid.urdf").write_text(text.replace("</biobullet>", DELTOID + "</biobullet>"))
     model = load_model(tmp_path / "deltoid.urdf")
@@ -569,8 +659,8 @@ def test_html_replay_draws_muscles_by_activation_in_headless_chromium(tmp_path):
         target = np.round(255 * np.asarray(colour)).astype(int)
         return int((np.abs(shot[CANVAS] - target).sum(axis=2) <= 12).sum())
 
-    early, late, plain = (_screenshot(browser, (tmp_path / name).resolve().as_uri() + f"#t={t}&shadows=0",
-                                      tmp_path / f"{name}{t}.png", tmp_path / "profile")
+    early, late, plain = (chromium.screenshot((tmp_path / name).resolve().as_uri() + f"#t={t}&shadows=0",
+                                              tmp_path / f"{name}{t}.png")
                           for name, t in (("muscle.html", 0.2), ("muscle.html", 0.8), ("bare.html", 0.2)))
     # the deltoid is ~12 cm long, drawn ≥ 2 px wide in an 800 × 560 canvas fitted to the whole arm: ≥ 60 pixels
     assert count(early, MUSCLE_RESTING) > 60 and count(early, MUSCLE_ACTIVE) == 0
