@@ -1,13 +1,21 @@
-"""Malformed model files through `python -m biobullet info FILE`: exit code 2, one exact line, no traceback.
+"""Malformed model files through `biobullet info FILE`: exit code 2, one exact line, no traceback.
+
+Every case runs the CLI's `main` in-process with its standard streams captured and every warning recorded
+(a warning would be an extra stderr line: the check fails on one); a sample of cases also runs as
+`python -m biobullet info FILE` in a subprocess, the entry point a user types (45 interpreter starts cost ≈ 30 s
+of CPU).
 
 Each case is a model file written to tmp_path; `{file}` in the expected message stands for its path and
 `{tmp}` for tmp_path. `make_malformed_table.py` turns CASES into docs/malformed_models.md.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,10 +238,28 @@ CASES = [
 ]
 
 def run_info(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """`python -m biobullet info PATH ARGS` in a subprocess."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
     env.pop("BIOBULLET_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "biobullet", "info", str(path), *args], env=env,
                           capture_output=True, text=True, timeout=60)
+
+
+def run_info_in_process(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """`biobullet info PATH ARGS` through the CLI's `main` in this process: its stdout and stderr captured, every
+    warning shown on that stderr as the command line would show it (pytest's own warning capture would hide it)."""
+    from biobullet.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, category, *rest, **kw: err.write(
+            warnings.formatwarning(message, category, *rest, **kw))
+        try:
+            code = main(["info", str(path), *args])
+        except SystemExit as exc:   # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(["biobullet", "info", str(path), *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def write_case(case: Case, tmp_path: Path) -> Path:
@@ -243,13 +269,26 @@ def write_case(case: Case, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_malformed_model_is_one_clear_error(case: Case, tmp_path: Path) -> None:
+def check_one_clear_error(case: Case, tmp_path: Path, run) -> None:
     path = write_case(case, tmp_path)
-    result = run_info(path, case.args)
+    result = run(path, case.args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     expected = "biobullet: error: " + case.expected.format(file=path, tmp=tmp_path)
     assert result.stderr == expected + "\n"
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_malformed_model_is_one_clear_error(case: Case, tmp_path: Path) -> None:
+    check_one_clear_error(case, tmp_path, run_info_in_process)
+
+
+# the command a user types: a case of each kind of failure (a missing file, the URDF, the <biobullet> block)
+ENTRY_POINT_CASES = [CASES[0], *[c for c in CASES if c.text is None][:1], *[c for c in CASES if "<biobullet" in (c.text or "")][:1]]
+
+
+@pytest.mark.parametrize("case", ENTRY_POINT_CASES, ids=[case.id for case in ENTRY_POINT_CASES])
+def test_malformed_model_is_one_clear_error_from_the_command_line(case: Case, tmp_path: Path) -> None:
+    check_one_clear_error(case, tmp_path, run_info)
