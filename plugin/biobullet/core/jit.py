@@ -741,21 +741,23 @@ def compile_clock():
         clock.seconds = listener.duration if listener.done else 0.0
 
 
-def overload(function: Callable, implementation: Callable[..., Callable]) -> None:
-    """Inside compiled kernels, a call of the Python function `function` runs `implementation(*types)` (a factory,
-    called with the call's numba argument types when numba types such a call; numba.extending.overload). Register
-    before the calling kernels compile; with `ENABLED` off nothing happens (`function` itself serves, run by
-    Python)."""
+def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: Callable[[], Callable]) -> None:
+    """Inside compiled kernels, a call of the Python function `function` runs `when_empty` when its first argument
+    is the empty tuple and `when_not(*types)` (a factory, called with the call's numba argument types when numba
+    types such a call) otherwise
+    (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
+    the calling kernels compile; with `ENABLED` off nothing happens (`function` itself serves, run by Python)."""
     if not ENABLED:
         return
-    from numba.extending import overload as numba_overload
+    from numba import types
+    from numba.extending import overload
 
-    def choose(*arguments):
-        return implementation(*arguments)
+    def choose(first, *rest):
+        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not(first, *rest)
     choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
-    numba_overload(function)(choose)
+    overload(function)(choose)
 
 
 __all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry",
-           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload",
+           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload_on_empty_tuple",
            "resume_compiling", "twin", "uncompiled"]

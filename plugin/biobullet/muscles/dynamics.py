@@ -303,26 +303,30 @@ def entries_digest() -> str:
 
 
 # ------------------------------------------------------------------------------------------------ pipeline entries
-# The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (empty rows of
-# the same numba type) for a run without muscles, so one compiled kernel serves runs with and without muscles. The
-# entries branch on the count: without muscles the stage's address is not called.
+# The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (the empty
+# tuple) for a run without muscles. Compiled, numba picks the implementation by the type (`numba_entries`), so a
+# kernel compiled for a run without muscles contains none of the muscle stage; with muscles it calls the stage by
+# its address.
+NO_MUSCLES: tuple = ()
 
 
 def muscle_state_size(rows) -> int:
     """The number of muscle states of `rows` (0 without muscles)."""
-    return rows.state.shape[0]
+    return rows.state.shape[0] if len(rows) else 0
 
 
 def load_muscle_state(rows, y, first) -> None:
     """rows.state = y[first:first + size] (the muscle block of a run's state vector)."""
-    for i in range(rows.state.shape[0]):
-        rows.state[i] = y[first + i]
+    if len(rows):
+        for i in range(rows.state.shape[0]):
+            rows.state[i] = y[first + i]
 
 
 def store_muscle_rates(rows, out, first) -> None:
     """out[first:first + size] = rows.rate."""
-    for i in range(rows.rate.shape[0]):
-        out[first + i] = rows.rate[i]
+    if len(rows):
+        for i in range(rows.rate.shape[0]):
+            out[first + i] = rows.rate[i]
 
 
 _PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python
@@ -330,7 +334,7 @@ _PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Pytho
 
 def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
     """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
-    if not rows.excitation.shape[0]:
+    if not len(rows):
         return 0, 0.0
     if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
         _PYTHON_ENTRY.append(stage_entry_kernel(rows))
@@ -345,18 +349,27 @@ def numba_entries() -> None:
     if _ENTRIES_REGISTERED:
         return
 
-    def stage(rows_type, *arrays):   # compiled: the stage through its address (`_stage_entry_py`), if any muscle
+    def stage(rows_type, *arrays):   # compiled: the stage through its address (`_stage_entry_py`)
         kernel = stage_entry_kernel(rows_type)
+        return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
-        def forces(rows, rot, pos, sub, ancestry, x, xd, tau):
-            if not rows.excitation.shape[0]:
-                return 0, 0.0
-            return kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
-        return forces
+    def no_state_size(rows):
+        return 0
 
-    for entry in (muscle_state_size, load_muscle_state, store_muscle_rates):   # their own bodies, compiled
-        jit.overload(entry, lambda *types, entry=entry: entry)
-    jit.overload(muscle_forces, stage)
+    def no_state_load(rows, y, first):
+        return None
+
+    def no_rates_store(rows, out, first):
+        return None
+
+    def no_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+        return 0, 0.0
+
+    # with rows, the entries' own bodies compile as they are
+    jit.overload_on_empty_tuple(muscle_state_size, no_state_size, lambda *types: muscle_state_size)
+    jit.overload_on_empty_tuple(load_muscle_state, no_state_load, lambda *types: load_muscle_state)
+    jit.overload_on_empty_tuple(store_muscle_rates, no_rates_store, lambda *types: store_muscle_rates)
+    jit.overload_on_empty_tuple(muscle_forces, no_forces, stage)
     _ENTRIES_REGISTERED.append(True)
 
 
@@ -400,24 +413,6 @@ def pack_muscles(model, frame_twists: bool = False) -> MuscleRows:
         np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
     rows.stage_address[0] = stage_address(rows)
     return rows
-
-
-def _empty_rows() -> MuscleRows:
-    """MuscleRows of no muscle: every array empty, of a run's rows' numba type (the stage's address 0: never
-    called)."""
-    from biobullet.muscles.description import MuscleSetDescription
-    from biobullet.muscles.hill import muscle_table
-    from biobullet.muscles.path import compile_paths
-    paths = compile_paths(MuscleSetDescription("", (), (), (), np.zeros((0, 2))))
-    return MuscleRows(paths.arrays, muscle_table(()), np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)),
-                      np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
-                      np.zeros(0), np.zeros(0), np.zeros((0, len(MUSCLE_OUTPUTS))), np.zeros((0, 3, 3)),
-                      np.zeros((0, 3)), np.zeros(0), gradient_buffers(paths), no_directions(0, 0),
-                      np.zeros(1, dtype=np.bool_), np.zeros(0), np.zeros(1, dtype=np.int64))
-
-
-#: the rows of a run without muscles (`ForceRows.muscles`): empty, shared (nothing is written into them)
-NO_MUSCLES = _empty_rows()
 
 
 def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state: np.ndarray,

@@ -41,7 +41,7 @@ class ForceRows(NamedTuple):
     plugin_fparams: np.ndarray
     plugin_iparams: np.ndarray
     plugin_kinematics: bool         # some plug-in kernel reads body placements
-    muscles: MuscleRows              # the muscle stage's rows (`muscles.dynamics`), NO_MUSCLES (empty) for none
+    muscles: MuscleRows | tuple     # the muscle stage's rows (`muscles.dynamics`), NO_MUSCLES (()) for none
 
 
 def pack_springs(model, springs) -> tuple:

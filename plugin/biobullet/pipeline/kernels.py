@@ -33,7 +33,7 @@ def features(model, forces=None) -> dict[str, bool]:
     if forces is not None:
         flags["cartesian"] = bool(forces.spring_bodies.shape[0] or forces.contact_index.shape[0]
                                   or forces.plugin_addresses.shape[0])
-        flags["muscles"] = bool(forces.muscles.excitation.shape[0])
+        flags["muscles"] = bool(len(forces.muscles))
     return flags
 
 
@@ -44,7 +44,7 @@ def _variant(**flags: bool) -> str:
 
 def _compiled_with(function, callees: dict, inline: bool = False, variant: str = "", nogil: bool = True):
     from biobullet.muscles.dynamics import numba_entries
-    numba_entries()   # every stage composition types the muscle entries (a run without muscles: empty rows)
+    numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
     return jit.compiled(function, bind=callees, inline=inline, variant=variant, nogil=nogil)
 
 
