@@ -34,7 +34,10 @@ def _variant(**flags: bool) -> str:
     return "_".join(f"no_{name}" for name, on in flags.items() if not on)
 
 
-def _compiled_with(function, callees: dict, inline: bool = False, variant: str = "", nogil: bool = True):
+def _compiled_with(function, callees, inline: bool = False, variant: str = "", nogil: bool = True):
+    """`core.jit.compiled` with the muscle entries registered; `callees`: the bindings, or a function giving them
+    (evaluated on the kernel's first build only: a run asks for its kernel again, and building the bindings costs
+    ≈ 3 ms, the muscle entries' source digest)."""
     from biobullet.muscles.dynamics import numba_entries
     numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
     return jit.compiled(function, bind=callees, inline=inline, variant=variant, nogil=nogil)
@@ -79,11 +82,13 @@ def forward_features(model) -> dict[str, bool]:
 def forward_kernel(read_record, loops: bool = True, mapped: bool = True):
     """The compiled `forward_py` (flags: `forward_features`); `read_record`: the intrinsic giving the workspace
     record at its address (`core.jit_pair.record_reader`)."""
-    callees = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
-               "_TREE": compiled_kernels.tree_dynamics_kernel(),
-               "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
-    if mapped:
-        callees["_JOINT_STATE"] = joint_state_kernel(inline=True, loops=loops)
+    def callees() -> dict:
+        bound = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
+                 "_TREE": compiled_kernels.tree_dynamics_kernel(),
+                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
+        if mapped:
+            bound["_JOINT_STATE"] = joint_state_kernel(inline=True, loops=loops)
+        return bound
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
     return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops, mapped=mapped),
                           nogil=False)
@@ -103,8 +108,8 @@ def applied_forces_kernel(inline: bool = False):
 def forces_kernel(inline: bool = False):
     """The compiled `forces_stage_py`."""
     from biobullet.constraints.loop_kernels import tree_kinematics_kernel
-    return _compiled_with(stages.forces_stage_py, {"_KINEMATICS": tree_kinematics_kernel(),
-                                                   "_APPLIED": applied_forces_kernel(inline=True)}, inline)
+    return _compiled_with(stages.forces_stage_py, lambda: {"_KINEMATICS": tree_kinematics_kernel(),
+                                                           "_APPLIED": applied_forces_kernel(inline=True)}, inline)
 
 
 def generalized_forces_kernel(inline: bool = False):
@@ -116,7 +121,7 @@ def rhs_kernel(loops: bool = True):
     """The compiled `rhs_py`: one kernel for every model without loops (`loops=False`) and one for every model with
     them (`has_loops`), whatever its joint functions, force elements, contacts, plug-ins and muscles (module
     docstring)."""
-    return _compiled_with(stages.rhs_py, {
+    return _compiled_with(stages.rhs_py, lambda: {
         "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops), "_FORCES": forces_kernel(inline=True),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
