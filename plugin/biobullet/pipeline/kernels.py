@@ -7,7 +7,7 @@ interpreter, so models of every feature share it (compiled once per installation
 feature flag left: bound as a constant, numba prunes the loop stage's branch before typing it, and a right-hand side
 with it compiled in costs 5–10 % more per call on a model without loops (arm7: 7.6 vs 7.0 µs, coupled_chain 7.0 vs
 6.4 µs, thread CPU of direct calls), where springs, contacts, plug-ins and the tape interpreter compiled in cost
-nothing measurable (±0.5 %). The forward kernel keeps `loops` and `mapped` (`forward_features`).
+nothing measurable (±0.5 %). The forward kernel keeps `loops` likewise.
 
 A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into the compositions
 (`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
@@ -71,27 +71,17 @@ def solve_kernel(inline: bool = False):
         "_CHOLESKY_SOLVE": solve}, inline)
 
 
-def forward_features(model) -> dict[str, bool]:
-    """The feature flags of `forward_kernel` for a compiled model: `loops` and `mapped` — a joint-function table or
-    loops, which the joint-state stage evaluates (without them x = q, ẋ = v). A mapped model's joint state always
-    has the tape interpreter: without it a forward kernel costs 1.7 s less to compile (coupled_chain: 10.1 vs
-    11.8 s of CPU) and nothing per call (±2 %), but models with and without tapes were two compiles of 4.7 s."""
-    return {"loops": has_loops(model), "mapped": bool(model.jets_table.shape[0] or model.loops.stages.shape[0])}
-
-
-def forward_kernel(read_record, loops: bool = True, mapped: bool = True):
-    """The compiled `forward_py` (flags: `forward_features`); `read_record`: the intrinsic giving the workspace
-    record at its address (`core.jit_pair.record_reader`)."""
+def forward_kernel(read_record, loops: bool = True):
+    """The compiled `forward_py` (`loops`: `has_loops`); `read_record`: the intrinsic giving the workspace record at
+    its address (`core.jit_pair.record_reader`). Models with and without joint functions share it: the joint-state
+    stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
-        bound = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
-                 "_TREE": compiled_kernels.tree_dynamics_kernel(),
-                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
-        if mapped:
-            bound["_JOINT_STATE"] = joint_state_kernel(inline=True, loops=loops)
-        return bound
+        return {"_READ_RECORD": read_record,
+                "_TREE": compiled_kernels.tree_dynamics_kernel(), "_JOINT_STATE": joint_state_kernel(inline=True,
+                                                                                               loops=loops),
+                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
-    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops, mapped=mapped),
-                          nogil=False)
+    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
 
 
 def applied_forces_kernel(inline: bool = False):

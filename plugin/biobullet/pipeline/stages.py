@@ -18,9 +18,9 @@ and their two compositions: `forward_py` (M, h or v̇ of given generalized force
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage, q̇ and the rows of error_control="joints":
 one kernel for every model kind the pipeline runs).
 
-The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_LOOPS`: the loop
-stage; `_MAPPED`: `forward_py` runs the joint-state stage, not only its prologue) are bound when it compiles
-(`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes its branches before numba types them. numba's
+The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flag (`_LOOPS`: the loop
+stage) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes its
+branches before numba types them. numba's
 on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
 from __future__ import annotations
@@ -171,14 +171,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if (out_matrix.shape[0] != nv or out_matrix.shape[1] != nv) if want == MASS else out_vector.shape[0] != nv:
         return 1
-    if model.state_stage != CALLBACK_STATE:
-        if _MAPPED:   # joint functions or loops: the joint-state stage
-            if _JOINT_STATE(model, data, q, v, t) != 0:
-                return 1
-        # x = q, ẋ = v: its prologue alone (the joint-state stage without jets and loops is not compiled)
-        elif not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
-                        data.gradient, data.gamma):
-            return 1
+    if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t) != 0:
+        return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, want != BIAS, want != MASS, bool(True))
     if want == ACCELERATION:
