@@ -42,7 +42,7 @@ PROBE = textwrap.dedent("""
                                        "cpu": usage.ru_utime + usage.ru_stime}))
 """)
 
-COMPILED_LATER = ("rhs_py", "_loop_rhs_py", "_newton_solve_py", "_dop853_segment_py", "_loop_positions_py",
+COMPILED_LATER = ("rhs_py", "_newton_solve_py", "_dop853_segment_py", "_loop_positions_py",
                   "_loop_states_py")
 ABSENT = ("_tree_kinematics_kernel_py", "_spring_forces_py", "_spring_kernel_py", "_normal_force_py",
           "_friction_coefficient_py", "_plugin_forces_py", "_tape_jets", "_joint_forces_py")

@@ -3,10 +3,10 @@ right-hand-side kernel (`pipeline.stages.rhs_py`: joint state (explicit joint fu
 M, h → solve → q̇) on the model's compiled arrays, a Data of its own and the run's packed force rows
 (`pipeline.force_rows`), for every model whose coordinate map the pipeline's joint-state stage evaluates (identity,
 affine, explicit joint functions, loop resolvers; fixed or floating base, spherical, planar and inner free joints)
-with built-in elements, contacts with compiled laws, third-party elements' kernels and muscles. A model with loops
-gets the loop stage's warm starts managed around the call and the rows of error_control="joints":
-
-    ẏ = the pipeline's right-hand side, then (θ̇_dep, G_dep v̇ + γ_dep) at the dependent joints   `_loop_rhs_py`
+with built-in elements, contacts with compiled laws, third-party elements' kernels and muscles: one compiled kernel
+for every explicit map and one for every loop map (`pipeline.kernels.rhs_kernel`, compiled once per installation). A model with loops gets the loop
+stage's warm starts managed around the call and the rows of error_control="joints" (`rhs_py`'s shadow rows: none for
+an explicit map).
 
 The loop stage (`constraints.newton_kernel._loop_newton_py`) starts from the Data's warm start (`LoopWarm`), which a
 call moves to its solution. A call returns None — the engine's callback stage (`System._rhs`) then decides,
@@ -22,8 +22,8 @@ compiled pass per loop resolver (`_loop_positions_py`: the loop Newton solve `ne
 positions from a second-order prediction off the previous sample, rates from its factor Φ_dep⁻¹; about two
 kinematics passes per sample, in the Data's Newton work arrays; trajectory output only), handing a sample it cannot
 take to the callback stage and resuming after it, stage by stage: explicit functions are evaluated over all samples
-at once (`explicit_states_batch`) and enter the following loops' passes as given joints. The loop map's kernel is
-also stepped by the compiled DOP853 stepper (`integrate/compiled_stepper.py`), which calls it by its address.
+at once (`explicit_states_batch`) and enter the following loops' passes as given joints. The kernel is also stepped
+by the compiled DOP853 stepper (`integrate/compiled_stepper.py`), which calls it by its address.
 
 Cold start (`CompiledReducedRHS.python_start`, `simulate(python_start_seconds=)`): while numba has no compiled
 kernel for a run's right-hand side, the run goes by the kernels' uncompiled forms (`core.jit.uncompiled`) until
@@ -38,7 +38,7 @@ import numpy as np
 
 from biobullet.constraints.newton_kernel import CONVERGED
 from biobullet.core import jit
-from biobullet.model.joint_jets import has_tapes, jets_kernel
+from biobullet.model.joint_jets import jets_kernel
 from biobullet.pipeline.compiled_model import COMPILED_STATE, TREE_JOINTS
 from biobullet.pipeline.force_rows import NO_PLUGINS, pack_force_rows
 
@@ -55,7 +55,7 @@ def plugin_elements(system, builtins) -> tuple[list, tuple | None]:
 
 
 # the compiled callees, bound when the kernels below compile
-_RHS = _NEWTON = _NEWTON_SOLVE = _SAMPLE_JETS = None
+_NEWTON = _NEWTON_SOLVE = _SAMPLE_JETS = None
 
 #: a run past its uncompiled start's `python_start_seconds` goes on by Python while its pace says it would end within
 #: this many times those seconds in all (the CLI: 12 s of CPU; compiling the right-hand side takes ≈ 12–50 s)
@@ -63,40 +63,6 @@ PYTHON_FINISH_FACTOR = 4.0
 
 #: the most solutions kept for a retry (an explicit step has up to 12 stages: more than one step's)
 RECENT = 16
-
-
-def _loop_rhs_py(model, data, forces, shadow_rows, y, t, out):
-    """ẏ = (q̇, v̇, θ̇_dep, G_dep v̇ + γ_dep at `shadow_rows` of ẋ, input power, dissipated power) into `out` for
-    the state y = (q, v, θ_dep, θ̇_dep, …): the pipeline's right-hand side, then the rows of error_control="joints"
-    (output-only components, see `engine._shadow_joints`). 0, or 1 where the callback stage must evaluate."""
-    nq, nv = model.nq, model.nv
-    n_pv = nq + nv
-    m = shadow_rows.shape[0]
-    for i in range(2 * m):
-        out[n_pv + i] = 0.0
-    if _RHS(model, data, forces, y, t, out) != 0:
-        return 1
-    for i in range(m):
-        row = shadow_rows[i]
-        out[n_pv + i] = data.xd[row]
-        s = data.gamma[row]
-        for c in range(nv):
-            s += data.gradient[row, c] * out[nq + c]
-        out[n_pv + m + i] = s
-        if not (np.isfinite(out[n_pv + i]) and np.isfinite(s)):
-            return 1
-    return 0
-
-
-def loop_rhs_kernel(**flags: bool):
-    """The compiled `_loop_rhs_py` with the pipeline's right-hand side of these feature flags
-    (`pipeline.kernels.features`; default: all) inlined into it, compiled as one kernel; numba's on-disk cache keyed
-    on the pipeline kernels bound into it. Loop maps without muscles all take the all-features kernel (one compile
-    serves every such model, where a variant per feature set would compile several); a run with muscles (other
-    argument types: compiled apart anyway) takes its model's features."""
-    from biobullet.pipeline.kernels import rhs_kernel
-    variant = "_".join(f"no_{name}" for name, on in sorted(flags.items()) if not on)
-    return jit.compiled(_loop_rhs_py, bind=lambda: {"_RHS": rhs_kernel(inline=True, **flags)}, variant=variant)
 
 
 #: largest change of an independent coordinate between samples, and of the dependent joints from their
@@ -242,7 +208,7 @@ class CompiledReducedRHS:
 
     def __init__(self, system, springs, joint_springs, torques, joint_stops=(), contacts=(), plugins=None) -> None:
         from biobullet.constraints.implicit import LoopResolver
-        from biobullet.pipeline.kernels import features, rhs_kernel
+        from biobullet.pipeline.kernels import has_loops, rhs_kernel
 
         model = system.model
         self._model = model
@@ -277,15 +243,12 @@ class CompiledReducedRHS:
         self.resolvers = tuple(r for r in model.coordinate_map.resolvers if type(r) is LoopResolver) \
             if self._compiled.loops.stages.shape[0] else ()
         self.loops = bool(self.resolvers)
-        self._flags = features(self._compiled, self._forces)
-        if not self.loops:   # only the stages this run uses
-            self._kernel = rhs_kernel(**self._flags)
-            return
-        # (one kernel for every loop map without muscles: `loop_rhs_kernel`)
-        self._loop_flags = self._flags if system.muscles is not None else {}
-        self._kernel = loop_rhs_kernel(**self._loop_flags)
+        # (one kernel for every explicit map and one for every loop map: `pipeline.kernels.rhs_kernel`)
+        self._kernel = rhs_kernel(loops=has_loops(self._compiled))
         self._shadow = np.asarray(system.shadow[1], dtype=np.int64) if system.shadow is not None \
             else np.zeros(0, dtype=np.int64)
+        if not self.loops:
+            return
         self._warm = self._data.arrays.loop_warm
         self._data.bind_loops(model)   # the run's warm starts from its first solve (the initial state) on
         self._recent: list[np.ndarray] = []   # the last few warm starts the stage reached (`_retry`)
@@ -420,17 +383,17 @@ class CompiledReducedRHS:
         return out
 
     def steps_compiled(self) -> bool:
-        """Whether the compiled DOP853 stepper (`compiled_stepper`) may step this run: a loop map without
-        time-dependent joint torques or contacts (refreshed in Python between calls) and without muscles (a loop
-        model with muscles is rare: the stepper's arguments do not carry their rows)."""
-        return self.loops and not (self._varying or self._contact_states or self._muscles is not None)
+        """Whether the compiled DOP853 stepper (`compiled_stepper`) may step this run: any map (explicit or loop)
+        without time-dependent joint torques, contacts or muscles (their rows are refreshed in Python between
+        calls: τ(t), the contacts' discrete states, the excitations)."""
+        return not (self._varying or self._contact_states or self._muscles is not None)
 
     def stepper_arguments(self) -> tuple | None:
         """(compiled model, data arrays, force rows, shadow rows, the kernel's address, its numba signature) for
-        `compiled_stepper`'s steps, which call the kernel by its address (`core.jit.entry_address`), its warm starts
-        in the data arrays; or None where that path does not apply (`steps_compiled`), while the run starts by
-        Python (`python_start`) or without a warm start yet."""
-        if not self.steps_compiled() or self.by_python or not self.ready():
+        `compiled_stepper`'s steps, which call the kernel by its address (`core.jit.entry_address`), a loop map's
+        warm starts in the data arrays; or None where that path does not apply (`steps_compiled`), while the run
+        starts by Python (`python_start`) or, for a loop map, without a warm start yet."""
+        if not self.steps_compiled() or self.by_python or (self.loops and not self.ready()):
             return None
         if self._address is None:
             self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)))
@@ -439,9 +402,7 @@ class CompiledReducedRHS:
     def _arguments(self, t: float, y: np.ndarray) -> tuple:
         """The kernel's arguments for state y at time t (a new output array)."""
         out = np.empty(y.shape[0])
-        if self.loops:
-            return self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out
-        return self._compiled, self._data.arrays, self._refreshed(t, y), y, float(t), out
+        return self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out
 
     # ------------------------------------------------------------------ cold start
     @property
@@ -482,9 +443,9 @@ class CompiledReducedRHS:
 
     def _timed_uncompiled(self):
         """The kernel's uncompiled form (`core.jit.uncompiled`), counting its calls and their CPU time."""
-        from biobullet.pipeline.kernels import rhs_kernel
+        from biobullet.pipeline.kernels import has_loops, rhs_kernel
         with jit.uncompiled():
-            python_kernel = loop_rhs_kernel(**self._loop_flags) if self.loops else rhs_kernel(**self._flags)
+            python_kernel = rhs_kernel(loops=has_loops(self._compiled))
 
         def timed(*args):
             started = time.process_time()
@@ -597,9 +558,7 @@ def explicit_states_batch(table, inputs, coef, t: np.ndarray, theta: np.ndarray,
     finite at some sample (the caller's per-sample path then reports it)."""
     if not table.shape[0]:
         return True
-    tapes = has_tapes(table)
-    kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel(tapes)},
-                          variant="" if tapes else "no_tapes")
+    kernel = jit.compiled(_explicit_states_py, bind=lambda: {"_SAMPLE_JETS": jets_kernel()})
     # C-contiguous arrays: one specialisation of the kernel for every caller
     theta_c, rate_c = np.ascontiguousarray(theta), np.ascontiguousarray(rate)
     with np.errstate(all="ignore"):   # (run by Python, BIOBULLET_NUMBA=0: overflow becomes inf, then False)

@@ -26,12 +26,14 @@ starts (the last loop solutions, their sensitivities and curvatures) live in the
 steps, as `CompiledReducedRHS.__call__` moves them; a handover leaves them at the last accepted step's.
 
 Used by `engine.simulate` for method DOP853 with output samples (`t_eval`), no events, no projection and no step
-observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any loop map the loop stage solves,
-time-independent joint torques, no contacts); everything else keeps SciPy's loop.
+observers, when `CompiledReducedRHS.stepper_arguments()` offers its kernel (any map the pipeline evaluates —
+explicit joint functions, or loops the loop stage solves —, time-independent joint torques, no contacts, no
+muscles); everything else keeps SciPy's loop. An explicit map has no warm starts: its segment's retries and
+handovers have nothing to move.
 
 The segment calls the right-hand side by the address of its compiled C entry (`core.jit.entry_address`,
-`address_caller`), not linked into it: one segment serves every loop map's kernel (their arguments have one numba
-type), is compiled once per installation, and its compile does not optimise the right-hand side's code again
+`address_caller`), not linked into it: one segment serves the explicit and the loop maps' kernels (their arguments
+have one numba type), is compiled once per installation, and its compile does not optimise the right-hand side's code again
 (per step no slower: docs/speed.md "Cold start"). numba's on-disk cache of it is keyed on this file and on that
 signature.
 """
@@ -82,7 +84,7 @@ _CALL_RHS = _EVALUATE = None
 
 
 def _evaluate_py(t, y, args, other, retry, out):
-    """Status of the right-hand side (`compiled_rhs._loop_rhs_py`, called by its address) into `out` from the warm
+    """Status of the right-hand side (`pipeline.stages.rhs_py`, called by its address) into `out` from the warm
     starts in the data arrays (args = (compiled model, data arrays, force rows, shadow rows, the kernel's
     address)), and once more from the warm-start buffer `other` when that fails and `retry` is set: a stage far
     from the last evaluated one (the dense output's stages go back into the step from its end) is usually near the
@@ -262,8 +264,8 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
 
 def _segment_kernel(signature):
     """The compiled `_dop853_segment_py` calling a right-hand side of numba `signature` by its address. The
-    right-hand side is not linked into the segment, so one segment serves every loop map's kernel variant (their
-    arguments have one type) and its compile does not optimise the right-hand side's code again."""
+    right-hand side is not linked into the segment, so one segment serves the explicit and the loop maps' kernels
+    (their arguments have one type) and its compile does not optimise the right-hand side's code again."""
     evaluate = jit.compiled(_evaluate_py, bind={"_CALL_RHS": jit.address_caller(signature)}, inline=True)
     # (named by its signature: a kernel of other argument types is another segment)
     variant = "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]

@@ -36,20 +36,12 @@ _TYPE_KERNELS = {"_POLYNOMIAL": polynomial_jets_py, "_LINEAR": linear_jets_py, "
                  "_FOURIER": fourier_jets_py}
 _POLYNOMIAL, _LINEAR, _SPLINE, _FOURIER = polynomial_jets_py, linear_jets_py, spline_jets_py, fourier_jets_py
 # the Python form evaluates every kind; `jets_kernel` binds the compiled tape interpreter and plug-in caller
-_TAPES, _TAPE = True, tape_jets_py
+_TAPE = tape_jets_py
 
 
-def has_tapes(table: np.ndarray) -> bool:
-    """Whether a function table has EXPRESSION or PLUGIN rows (which need `jets_kernel(tapes=True)`)."""
-    return bool(np.any((table[:, 0] == EXPRESSION) | (table[:, 0] == PLUGIN))) if table.shape[0] else False
-
-
-def jets_kernel(tapes: bool = True):
-    """The compiled `_explicit_jets_py`. Every compiled caller takes it from
-    here. `tapes=False` compiles it without the expression-tape interpreter and the plug-in jets caller (a table
-    without EXPRESSION and PLUGIN rows, `has_tapes`; such a row then returns the failure status)."""
-    if not tapes:
-        return jit.compiled(_explicit_jets_py, bind={**_TYPE_KERNELS, "_TAPES": False}, variant="no_tapes")
+def jets_kernel():
+    """The compiled `_explicit_jets_py` (every kind of row: one kernel for every table). Every compiled caller
+    takes it from here."""
     return jit.compiled(_explicit_jets_py, bind=_jets_bindings)
 
 
@@ -57,7 +49,7 @@ def _jets_bindings() -> dict:
     """The callees of `_explicit_jets_py` with every kind of row: the types' kernels, the tape interpreter (with
     its op codes and limits as constants: they key the disk cache) and the plug-in caller."""
     from biobullet.functions.base import JETS_KERNEL_SIGNATURE
-    return {**_TYPE_KERNELS, **INTERPRETER_CONSTANTS, "_TAPES": True, "_TAPE": tape_jets_py,
+    return {**_TYPE_KERNELS, **INTERPRETER_CONSTANTS, "_TAPE": tape_jets_py,
             "_CALL_JETS": jit.address_caller(JETS_KERNEL_SIGNATURE)}
 
 
@@ -73,8 +65,6 @@ def _explicit_jets_py(table, inputs, coef, t, base_q, base_v, x, xd, gradient, g
         kind, out, i0, n_in, c0, nc = table[r, 0], table[r, 1], table[r, 2], table[r, 3], table[r, 4], table[r, 5]
         xo, vo = base_q + out, base_v + out
         if kind == EXPRESSION or kind == PLUGIN:
-            if not _TAPES:   # bound False (`jets_kernel(tapes=False)`): the tape interpreter is not compiled
-                return 1
             m = n_in + 1
             # f, f_z (z = inputs, t), upper triangle of f_zz; f alone when no gradient is asked (nv = 0)
             jet = np.empty(1 + m + m * (m + 1) // 2 if nv > 0 or kind == PLUGIN else 1)

@@ -123,8 +123,8 @@ class Data:
         type, dtype and shape."""
         if self._forward is None:
             from biobullet.core.jit_pair import record_reader
-            from biobullet.pipeline.kernels import forward_features, forward_kernel
-            kernel = forward_kernel(record_reader(self.compiled, self.arrays), **forward_features(self.compiled))
+            from biobullet.pipeline.kernels import forward_kernel, has_loops
+            kernel = forward_kernel(record_reader(self.compiled, self.arrays), loops=has_loops(self.compiled))
             from biobullet.pipeline.workspace import pack_workspace
             self._record, self._workspace = pack_workspace(self.compiled, self.arrays)
             self._forward = self.entries["forward"] = jit.direct_entry(

@@ -1,12 +1,13 @@
 """The compiled stages of `pipeline.stages`, each bound to the compiled kernels it calls (`core.jit.compiled`:
 cached on disk, loaded on later runs). Each function returns the kernel.
 
-A model compiles only the stages of the features it has (`features`): the joint-state stage without the
-expression-tape interpreter and plug-in jets when its function table has neither (`tapes`), the force stage
-without springs, ground contacts and plug-in elements when its force rows have none (`cartesian`), and without
-the tree kinematics when it has none of those and no muscles (`muscles`; the muscle stage itself is called by address, `muscles.dynamics`). Each combination is its own
-kernel (a `core.jit.compiled` variant, cached apart); the flags are bound as constants, so numba prunes the absent
-features' branches before typing them.
+One right-hand side for every model without loops and one for every model with them (`rhs_kernel`): each has every
+force element (joint springs and stops, springs, ground contacts, plug-in elements, muscles) and the tape
+interpreter, so models of every feature share it (compiled once per installation). The `loops` flag is the one
+feature flag left: bound as a constant, numba prunes the loop stage's branch before typing it, and a right-hand side
+with it compiled in costs 5–10 % more per call on a model without loops (arm7: 7.6 vs 7.0 µs, coupled_chain 7.0 vs
+6.4 µs, thread CPU of direct calls), where springs, contacts, plug-ins and the tape interpreter compiled in cost
+nothing measurable (±0.5 %). The forward kernel keeps `loops` likewise.
 
 A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRows) is bound into the compositions
 (`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
@@ -22,19 +23,10 @@ from biobullet.model.tree import position_rate_py
 from biobullet.pipeline import stages
 
 
-def features(model, forces=None) -> dict[str, bool]:
-    """The feature flags of a compiled model (and a run's ForceRows): `tapes` — its joint-function table has
-    EXPRESSION or PLUGIN rows; `loops` — loop resolvers in its coordinate map (the loop stage's Newton kernel);
-    `cartesian` — springs, ground contacts or plug-in force elements; `muscles` — the muscle stage (like the
-    cartesian elements, it reads the tree kinematics). Joint spring-dampers and stops are no flag: every force
-    stage has them (0.6 s of compile CPU; as a flag they made a second right-hand side, 6 s, for models without)."""
-    from biobullet.model.joint_jets import has_tapes
-    flags = {"tapes": has_tapes(model.jets_table), "loops": bool(model.loops.stages.shape[0])}
-    if forces is not None:
-        flags["cartesian"] = bool(forces.spring_bodies.shape[0] or forces.contact_index.shape[0]
-                                  or forces.plugin_addresses.shape[0])
-        flags["muscles"] = bool(len(forces.muscles))
-    return flags
+def has_loops(model) -> bool:
+    """Whether a compiled model's coordinate map has loop resolvers (the loop stage's Newton kernel): the one
+    feature flag of the right-hand side (module docstring)."""
+    return bool(model.loops.stages.shape[0])
 
 
 def _variant(**flags: bool) -> str:
@@ -42,7 +34,10 @@ def _variant(**flags: bool) -> str:
     return "_".join(f"no_{name}" for name, on in flags.items() if not on)
 
 
-def _compiled_with(function, callees: dict, inline: bool = False, variant: str = "", nogil: bool = True):
+def _compiled_with(function, callees, inline: bool = False, variant: str = "", nogil: bool = True):
+    """`core.jit.compiled` with the muscle entries registered; `callees`: the bindings, or a function giving them
+    (evaluated on the kernel's first build only: a run asks for its kernel again, and building the bindings costs
+    ≈ 3 ms, the muscle entries' source digest)."""
     from biobullet.muscles.dynamics import numba_entries
     numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
     return jit.compiled(function, bind=callees, inline=inline, variant=variant, nogil=nogil)
@@ -58,14 +53,14 @@ def ltdl_kernel():
     return jit.compiled(stages.ltdl_solve_py)
 
 
-def joint_state_kernel(inline: bool = False, tapes: bool = True, loops: bool = True):
+def joint_state_kernel(inline: bool = False, loops: bool = True):
     """The compiled `joint_state_stage_py`."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
-    callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(tapes), "_LOOPS": loops}
+    callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(), "_LOOPS": loops}
     if loops:
         callees["_NEWTON"] = newton_kernel()
-    return _compiled_with(stages.joint_state_stage_py, callees, inline, _variant(tapes=tapes, loops=loops))
+    return _compiled_with(stages.joint_state_stage_py, callees, inline, _variant(loops=loops))
 
 
 def solve_kernel(inline: bool = False):
@@ -76,51 +71,35 @@ def solve_kernel(inline: bool = False):
         "_CHOLESKY_SOLVE": solve}, inline)
 
 
-def forward_features(model) -> dict[str, bool]:
-    """The feature flags of `forward_kernel` for a compiled model: `loops` and `mapped` — a joint-function table or
-    loops, which the joint-state stage evaluates (without them x = q, ẋ = v). A mapped model's joint state always
-    has the tape interpreter: without it a forward kernel costs 1.7 s less to compile (coupled_chain: 10.1 vs
-    11.8 s of CPU) and nothing per call (±2 %), but models with and without tapes were two compiles of 4.7 s."""
-    return {"loops": features(model)["loops"],
-            "mapped": bool(model.jets_table.shape[0] or model.loops.stages.shape[0])}
-
-
-def forward_kernel(read_record, loops: bool = True, mapped: bool = True):
-    """The compiled `forward_py` (flags: `forward_features`); `read_record`: the intrinsic giving the workspace
-    record at its address (`core.jit_pair.record_reader`)."""
-    callees = {"_READ_RECORD": read_record, "_MAPPED": mapped, "_STATE": stages.state_into_py,
-               "_TREE": compiled_kernels.tree_dynamics_kernel(),
-               "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
-    if mapped:
-        callees["_JOINT_STATE"] = joint_state_kernel(inline=True, loops=loops)
+def forward_kernel(read_record, loops: bool = True):
+    """The compiled `forward_py` (`loops`: `has_loops`); `read_record`: the intrinsic giving the workspace record at
+    its address (`core.jit_pair.record_reader`). Models with and without joint functions share it: the joint-state
+    stage returns after its prologue for x = q, ẋ = v."""
+    def callees() -> dict:
+        return {"_READ_RECORD": read_record,
+                "_TREE": compiled_kernels.tree_dynamics_kernel(), "_JOINT_STATE": joint_state_kernel(inline=True,
+                                                                                               loops=loops),
+                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
-    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops, mapped=mapped),
-                          nogil=False)
+    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
 
 
-def applied_forces_kernel(inline: bool = False, cartesian: bool = True):
-    """The compiled `_applied_forces_py`."""
-    from biobullet.forces.compiled import joint_forces_kernel
+def applied_forces_kernel(inline: bool = False):
+    """The compiled `applied_forces_py`."""
+    from biobullet.contact.kernels import ground_forces_kernel
+    from biobullet.forces.compiled import joint_forces_kernel, plugin_forces_kernel, spring_forces_kernel
     from biobullet.muscles.dynamics import entries_digest
-    callees = {"_CARTESIAN": cartesian, "_JOINT_FORCES": joint_forces_kernel(),
-               "_MUSCLE_ENTRIES": entries_digest()}   # (bound for the cache digest only: the muscle entries' source)
-    if cartesian:
-        from biobullet.contact.kernels import ground_forces_kernel
-        from biobullet.forces.compiled import plugin_forces_kernel, spring_forces_kernel
-        callees.update({"_SPRING_FORCES": spring_forces_kernel(), "_GROUND_FORCES": ground_forces_kernel(),
-                        "_PLUGIN_FORCES": plugin_forces_kernel()})
-    return _compiled_with(stages.applied_forces_py, callees, inline, _variant(cartesian=cartesian))
+    return _compiled_with(stages.applied_forces_py, {
+        "_JOINT_FORCES": joint_forces_kernel(), "_SPRING_FORCES": spring_forces_kernel(),
+        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel(),
+        "_MUSCLE_ENTRIES": entries_digest()}, inline)   # (bound for the cache digest only: the entries' source)
 
 
-def forces_kernel(inline: bool = False, cartesian: bool = True, muscles: bool = True):
-    """The compiled `_forces_stage_py`."""
-    callees = {"_READS_KINEMATICS": cartesian or muscles,
-               "_APPLIED": applied_forces_kernel(inline=True, cartesian=cartesian)}
-    if cartesian or muscles:
-        from biobullet.constraints.loop_kernels import tree_kinematics_kernel
-        callees["_KINEMATICS"] = tree_kinematics_kernel()
-    return _compiled_with(stages.forces_stage_py, callees, inline, _variant(cartesian=cartesian,
-                                                                                     muscles=muscles))
+def forces_kernel(inline: bool = False):
+    """The compiled `forces_stage_py`."""
+    from biobullet.constraints.loop_kernels import tree_kinematics_kernel
+    return _compiled_with(stages.forces_stage_py, lambda: {"_KINEMATICS": tree_kinematics_kernel(),
+                                                           "_APPLIED": applied_forces_kernel(inline=True)}, inline)
 
 
 def generalized_forces_kernel(inline: bool = False):
@@ -128,16 +107,12 @@ def generalized_forces_kernel(inline: bool = False):
     return jit.compiled(stages.generalized_forces_py, inline=inline)
 
 
-def rhs_kernel(tapes: bool = True, cartesian: bool = True, loops: bool = True, muscles: bool = True,
-               inline: bool = False):
-    """The compiled `_rhs_py` for a model with these features (`features`); `inline`: to be inlined into the loop
-    map's right-hand side (`integrate.compiled_rhs._loop_rhs_py`), which then compiles it once, as one kernel."""
-    # cartesian elements bring the tape interpreter along (1.2 s more compile CPU for a ground contact's right-hand
-    # side of 25 s): one right-hand side fewer to compile (12.6 s) than if the two combined in every way
-    tapes = tapes or cartesian
-    return _compiled_with(stages.rhs_py, {
-        "_JOINT_STATE": joint_state_kernel(inline=True, tapes=tapes, loops=loops),
-        "_FORCES": forces_kernel(inline=True, cartesian=cartesian, muscles=muscles),
+def rhs_kernel(loops: bool = True):
+    """The compiled `rhs_py`: one kernel for every model without loops (`loops=False`) and one for every model with
+    them (`has_loops`), whatever its joint functions, force elements, contacts, plug-ins and muscles (module
+    docstring)."""
+    return _compiled_with(stages.rhs_py, lambda: {
+        "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops), "_FORCES": forces_kernel(inline=True),
         "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
-        inline, _variant(tapes=tapes, cartesian=cartesian, loops=loops, muscles=muscles))
+        variant=_variant(loops=loops))

@@ -15,14 +15,13 @@ taking the compiled model and the data workspace as structured arguments:
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `solve_stage_py`
 
 and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
-`pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage and q̇).
+`pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage, q̇ and the rows of error_control="joints":
+one kernel for every model kind the pipeline runs).
 
-The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flags (`_CARTESIAN`: springs,
-ground contacts, plug-in elements; `_READS_KINEMATICS`: those
-or muscles, which read the bodies' kinematics; `_MAPPED`: `forward_py` runs the joint-state stage, not only its
-prologue) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes
-its branches before numba types them, so a model compiles only the stages of the features it has. numba's on-disk
-cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
+The names a stage calls but does not define (`_TREE`, `_SOLVE`, …) and its feature flag (`_LOOPS`: the loop
+stage) are bound when it compiles (`pipeline.kernels`, `core.jit.compiled`): a flag bound False prunes its
+branches before numba types them. numba's
+on-disk cache of a kernel is keyed on its own file and on the source of the kernels bound into it.
 """
 from __future__ import annotations
 
@@ -172,14 +171,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if (out_matrix.shape[0] != nv or out_matrix.shape[1] != nv) if want == MASS else out_vector.shape[0] != nv:
         return 1
-    if model.state_stage != CALLBACK_STATE:
-        if _MAPPED:   # joint functions or loops: the joint-state stage
-            if _JOINT_STATE(model, data, q, v, t) != 0:
-                return 1
-        # x = q, ẋ = v: its prologue alone (the joint-state stage without jets and loops is not compiled)
-        elif not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
-                        data.gradient, data.gamma):
-            return 1
+    if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t) != 0:
+        return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, want != BIAS, want != MASS, bool(True))
     if want == ACCELERATION:
@@ -221,10 +214,7 @@ def applied_forces_py(model, data, forces, t, rot, pos, sub):
     if forces.joint_springs.shape[0] or forces.joint_stops.shape[0]:
         dissipated = _JOINT_FORCES(x, xd, forces.joint_springs, forces.joint_spring_params, forces.joint_stops,
                                    forces.joint_stop_params, tau)
-    # with `_CARTESIAN` bound False these elements are not compiled: rows of them hand the call to the callback stage
     if forces.spring_bodies.shape[0]:
-        if not _CARTESIAN:
-            return 1
         status, spring_dissipated = _SPRING_FORCES(rot, pos, sub, model.ancestry, xd, forces.spring_bodies,
                                                    forces.spring_points, forces.spring_params, forces.zero_length,
                                                    tau)
@@ -232,14 +222,10 @@ def applied_forces_py(model, data, forces, t, rot, pos, sub):
             return 1
         dissipated += spring_dissipated
     if forces.contact_index.shape[0]:
-        if not _CARTESIAN:
-            return 1
         dissipated += _GROUND_FORCES(rot, pos, sub, model.ancestry, forces.contact_index, forces.contact_geometry,
                                      forces.contact_normal_p, forces.contact_friction_p, forces.contact_state, xd,
                                      tau)
     if forces.plugin_addresses.shape[0]:
-        if not _CARTESIAN:
-            return 1
         power = data.power
         power[0] = power[1] = 0.0
         if _PLUGIN_FORCES(t, x, xd, rot, pos, sub, model.ancestry, forces.plugin_addresses, forces.plugin_fparams,
@@ -261,8 +247,6 @@ def forces_stage_py(model, data, forces, t):
     `applied_forces_py`."""
     if forces.spring_bodies.shape[0] or forces.contact_index.shape[0] or forces.plugin_kinematics \
             or muscle_state_size(forces.muscles):
-        if not _READS_KINEMATICS:
-            return 1
         rot, pos, sub, _, _ = _KINEMATICS(model.tree_meta, model.tree_body, data.x, data.xd, model.n_tangent,
                                          bool(False))
     else:
@@ -285,10 +269,12 @@ def generalized_forces_py(model, data):
     return generalized
 
 
-def rhs_py(model, data, forces, y, t, out):
-    """ẏ = (q̇, v̇, muscle state rates, input power, dissipated power) into `out` for the state y = (q, v, muscle
-    states, …) of a model whose joint state the pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ)
-    → q̇. 0, or 1 where the callback stage must evaluate this state."""
+def rhs_py(model, data, forces, shadow_rows, y, t, out):
+    """ẏ = (q̇, v̇, θ̇_dep, G_dep v̇ + γ_dep at `shadow_rows` of ẋ, muscle state rates, input power, dissipated
+    power) into `out` for the state y = (q, v, θ_dep, θ̇_dep, muscle states, …) of a model whose joint state the
+    pipeline computes: joint state → forces → M, h → solve (Q = Gᵀ τ) → q̇, then the rows of
+    error_control="joints" (output-only components, `integrate.engine`; none for an explicit map). 0, or 1 where
+    the callback stage must evaluate this state."""
     nq, nv = model.nq, model.nv
     if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
         return 1
@@ -302,6 +288,14 @@ def rhs_py(model, data, forces, y, t, out):
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
+    n_pv, m = nq + nv, shadow_rows.shape[0]
+    for i in range(m):
+        row = shadow_rows[i]
+        out[n_pv + i] = data.xd[row]
+        s = data.gamma[row]
+        for c in range(nv):
+            s += data.gradient[row, c] * out[nq + c]
+        out[n_pv + m + i] = s
     size = out.shape[0]
     out[size - 2] = data.power[0]
     out[size - 1] = data.power[1]
