@@ -1367,4 +1367,21 @@ def wrap_bindings() -> dict:
     return bound
 
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS"]
+#: the wrap kernel of each surface code (CYLINDER, SPHERE, ELLIPSOID, TORUS)
+SURFACE_KERNELS = (cylinder_wrap_py, sphere_wrap_py, ellipsoid_wrap_py, torus_wrap_py)
+
+
+def surface_signatures() -> tuple:
+    """The numba signatures of SURFACE_KERNELS (each compiled as a C callable reached by its address,
+    `path.wrap_address`): complex 3-vectors in, the tangent points out, (status, arc length) back."""
+    from numba.core import types
+    vector, real, integer, flag = types.complex128[::1], types.float64, types.int64, types.boolean
+    result = types.Tuple((types.int64, types.complex128))
+    return (result(vector, vector, real, real, integer, integer, flag, vector, vector),        # cylinder
+            result(vector, vector, real, integer, integer, vector, vector),                    # sphere
+            result(vector, vector, types.float64[::1], integer, integer, integer, vector, vector),  # ellipsoid
+            result(vector, vector, real, real, integer, integer, flag, vector, vector))        # torus
+
+
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
+           "SURFACE_KERNELS", "surface_signatures"]
