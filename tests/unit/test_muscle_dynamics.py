@@ -2,8 +2,9 @@
 `Bridge.set_excitations`). Checks without OpenSim: the energy balance with tendons closes (a conservation law), the
 tendon energy is the integral of the tendon force (central differences), the stage's generalized force is Rᵀ T with
 the public moment arms (validated against OpenSim elsewhere), the bridge converges to the reference engine at first
-order in dt, and bad excitations are one clear error. Model: the bundled arm26 with its four evaluated muscles
-(Thelen2003, compliant tendons; BRA, TRIlat and TRImed over a cylinder wrap)."""
+order in dt, bad excitations are one clear error, and the CLI's first run on an empty numba cache goes by the
+kernels' uncompiled forms (nothing compiled) to the compiled run's trajectory. Model: the bundled arm26 with its
+four evaluated muscles (Thelen2003, compliant tendons; BRA, TRIlat and TRImed over a cylinder wrap)."""
 from __future__ import annotations
 
 import os
