@@ -618,7 +618,7 @@ class MuscleRun:
 # ------------------------------------------------------------------------------------------------ tendon energy
 def _tendon_energy_py(model, curves, muscle, tendon_length):
     """E_T = F₀ l_s ∫₁^{l_T/l_s} f_T(s) ds (J) of a compliant tendon at length l_T (m): closed forms for DeGroote
-    and Thelen; Millard's Bézier curve by 64-point Gauss–Legendre on each of its segments the interval meets."""
+    and Thelen; NaN for Millard's Bézier curve (`tendon_energies` integrates it by adaptive quadrature)."""
     scale = muscle[F_MAX] * muscle[L_SLACK]
     s = tendon_length / muscle[L_SLACK]
     if model == DEGROOTE:
