@@ -2,18 +2,25 @@
 `Bridge.set_excitations`). Checks without OpenSim: the energy balance with tendons closes (a conservation law), the
 tendon energy is the integral of the tendon force (central differences), the stage's generalized force is Rᵀ T with
 the public moment arms (validated against OpenSim elsewhere), the bridge converges to the reference engine at first
-order in dt, and bad excitations are one clear error. Model: the bundled arm26 with its four evaluated muscles
-(Thelen2003, compliant tendons; BRA, TRIlat and TRImed over a cylinder wrap)."""
+order in dt, bad excitations are one clear error, and the CLI's first run on an empty numba cache goes by the
+kernels' uncompiled forms (nothing compiled) to the compiled run's trajectory. Model: the bundled arm26 with its
+four evaluated muscles (Thelen2003, compliant tendons; BRA, TRIlat and TRImed over a cylinder wrap)."""
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import biobullet
+from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.muscles import hill
 from biobullet.muscles.api import moment_arms, muscle_set
-from biobullet.muscles.dynamics import MuscleRun, evaluate_stage, tendon_energies
+from biobullet.muscles.dynamics import MuscleRun, evaluate_stage, excitations_by_name, tendon_energies
 from muscle_models import ARM26, EVALUATED, arm26_with, load_quietly
 
 
@@ -41,6 +48,34 @@ def test_energy_balance_closes_with_tendon_energy_and_fiber_work(arm, path):
     assert np.abs(balance - balance[0]).max() <= 1e-7 * work
     assert run.muscles["tendon_energy"].max() > 1e-3                  # the tendons store energy
     assert run.muscles["activation"][-1, EVALUATED.index("BRA")] > 0.7
+
+
+def test_a_cold_cli_run_with_muscles_compiles_nothing_and_matches_the_compiled_run(arm, tmp_path):
+    """The CLI's first run of a muscle model on an empty numba cache: the muscle stage (paths over arm26's cylinder,
+    Hill dynamics), the initial fiber equilibrium and the trajectory's muscle records go by the kernels' uncompiled
+    forms with the rest of the run — nothing compiles (no compile line, nothing in numba's cache) — and the
+    trajectory and muscle records are the compiled run's to the integrator's tolerance (the uncompiled forms are
+    the same functions run by Python: round-off apart, the same steps)."""
+    out, cache = tmp_path / "cold.csv", tmp_path / "numba"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
+           "PYTHONPATH": os.pathsep.join([str(Path(biobullet.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "biobullet", "simulate", arm.file, "--t-end", "0.01", "--excitation",
+                           "all=0.3", "--excitation", "BRA=0.8", "--out", str(out)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert jit.COMPILE_NOTICE not in done.stderr and "calls by its uncompiled form: cold cache" in done.stderr
+    assert not list(cache.rglob("*.nbi"))   # numba saved no kernel: none compiled
+    header = out.read_text().splitlines()[0].split(",")
+    cold = np.loadtxt(out, delimiter=",", skiprows=1)
+    warm = biobullet.simulate(arm, 0.01, excitations=excitations_by_name(arm, [("all", 0.3), ("BRA", 0.8)]),
+                              progress=False)
+    assert warm.meta["right_hand_side"]["uncompiled_calls"] == 0
+    n, m = arm.n_config, arm.n_tangent
+    assert np.array_equal(cold[:, 0], warm.t)
+    assert np.max(np.abs(cold[:, 1:1 + n] - warm.positions)) < 1e-9
+    assert np.max(np.abs(cold[:, 1 + n:1 + n + m] - warm.velocities)) < 1e-7
+    force = cold[:, [header.index(f"{name}:tendon_force") for name in warm.muscle_names]]
+    assert np.max(np.abs(force - warm.muscles["tendon_force"])) < 1e-6 * np.max(np.abs(warm.muscles["tendon_force"]))
 
 
 @pytest.mark.parametrize("model_name", ["thelen2003", "degroote2016"])

@@ -349,6 +349,9 @@ class CompiledReducedRHS:
             else:   # (after the uncompiled start: this thread compiles again)
                 if self._entry is not None:
                     jit.resume_compiling()
+                if self._muscles is not None:   # (the compiled kernel calls the muscle stage by its address)
+                    from biobullet.muscles.dynamics import stage_address
+                    stage_address(self._muscles.rows)
                 self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
             return None

@@ -278,7 +278,10 @@ def stage_signature(rows_type):
 
 
 def _stage_entry_py(rows, rot, pos, sub, ancestry, x, xd, tau):
-    """(status: 0, or 1 when a result is not finite; the fibers' power, W): the stage through its address."""
+    """(status: 0, or 1 when a result is not finite or the stage has no address yet; the fibers' power, W): the
+    stage through its address (`stage_address`)."""
+    if rows.stage_address[0] == 0:
+        return 1, math.nan
     power = _STAGE(rows.stage_address[0])(rows, rot, pos, sub, ancestry, x, xd, tau)
     return (0 if np.isfinite(power) else 1), power
 
@@ -289,9 +292,16 @@ def stage_entry_kernel(rows_type):
 
 
 def stage_address(rows) -> int:
-    """The address of the compiled stage for `rows` (compiled, or loaded from numba's cache, once per process)."""
-    wrap_address(rows.paths)
-    return jit.function_address(_muscle_stage_py, stage_signature(rows), bind=lambda: _stage_bindings(rows.paths))
+    """rows.stage_address: the address of the compiled stage, set on first use while this thread compiles (the
+    stage compiled, or loaded from numba's cache, once per process; its wrapped paths' kernel too, `wrap_address`);
+    0 inside `core.jit.uncompiled()` — a run's cold start, whose uncompiled kernels call the stage's uncompiled form
+    (`muscle_forces`), compiles none of it. Before its first compiled call a run sets it
+    (`integrate.compiled_rhs`); a compiled call without it gives status 1 (the callback stage)."""
+    if rows.stage_address[0] == 0 and jit.compiling():
+        wrap_address(rows.paths)
+        rows.stage_address[0] = jit.function_address(_muscle_stage_py, stage_signature(rows),
+                                                     bind=lambda: _stage_bindings(rows.paths))
+    return int(rows.stage_address[0])
 
 
 @functools.cache   # (the source of a process's functions does not change: reading it cost 1 ms per run)
@@ -338,6 +348,11 @@ def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
     """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
     if not len(rows):
         return 0, 0.0
+    if not jit.compiling():   # (a cold start, or numba off: the stage's uncompiled form, no address compiled)
+        power = jit.compiled(_muscle_stage_py, bind=lambda: _stage_bindings(rows.paths))(
+            rows, rot, pos, sub, ancestry, x, xd, tau)
+        return (0 if np.isfinite(power) else 1), power
+    stage_address(rows)
     if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
         _PYTHON_ENTRY.append(stage_entry_kernel(rows))
     return _PYTHON_ENTRY[0](rows, rot, pos, sub, ancestry, x, xd, tau)
@@ -412,8 +427,7 @@ def pack_muscles(model, frame_twists: bool = False) -> MuscleRows:
         np.zeros(n_states), np.zeros(n_states), np.zeros((n_muscles, len(MUSCLE_OUTPUTS))),
         np.zeros((len(frames), 3, 3)), np.zeros((len(frames), 3)), np.zeros(len(paths.coordinates)),
         gradient_buffers(paths, directions.twists.shape[0]), directions, np.array([frame_twists], dtype=np.bool_),
-        np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))
-    rows.stage_address[0] = stage_address(rows)
+        np.zeros(model.n_tangent), np.zeros(1, dtype=np.int64))   # (its stage address: `stage_address`)
     return rows
 
 
@@ -606,7 +620,7 @@ class MuscleRun:
 # ------------------------------------------------------------------------------------------------ tendon energy
 def _tendon_energy_py(model, curves, muscle, tendon_length):
     """E_T = F₀ l_s ∫₁^{l_T/l_s} f_T(s) ds (J) of a compliant tendon at length l_T (m): closed forms for DeGroote
-    and Thelen; Millard's Bézier curve by 64-point Gauss–Legendre on each of its segments the interval meets."""
+    and Thelen; NaN for Millard's Bézier curve (`tendon_energies` integrates it by adaptive quadrature)."""
     scale = muscle[F_MAX] * muscle[L_SLACK]
     s = tendon_length / muscle[L_SLACK]
     if model == DEGROOTE:

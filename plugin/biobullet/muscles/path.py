@@ -42,8 +42,8 @@ from biobullet.core.errors import ModelError
 from biobullet.muscles.description import MuscleSetDescription
 from biobullet.muscles.location import location_value_py, polynomial
 from biobullet.muscles.wrapping import (COMPLEX_STEP, CYLINDER, ELLIPSOID, INSIDE_RADIUS, MANDATORY_WRAP, NO_WRAP,
-                                        SPHERE, SURFACE_CODES, TORUS, WRAP_METHODS, WRAPPED, cylinder_wrap_py,
-                                        ellipsoid_wrap_py, sphere_wrap_py, torus_wrap_py, wrap_bindings)
+                                        SPHERE, SURFACE_CODES, SURFACE_KERNELS, TORUS, WRAP_METHODS, WRAPPED,
+                                        surface_signatures, wrap_bindings)
 
 KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
 
@@ -77,7 +77,8 @@ PathArrays = namedtuple("PathArrays", [
     "surface_quadrant",   # int64 (n_surfaces, 2): (axis, sign); sign 0 = every side
     "surface_active",     # bool (n_surfaces,): OpenSim's `active` (an inactive surface is skipped, still counted)
     "opensim_wrap_cache",  # bool (1,): reproduce OpenSim 4.6's stale wrap-point ground locations (compile_paths)
-    "wrap_address",       # int64 (1,): the compiled `_wrapped_muscle_py`'s address in this process (`wrap_address`)
+    "wrap_address",       # int64 (1 + 4,): in this process, the compiled `_wrapped_muscle_py`'s address, then each
+    #                       surface code's wrap kernel's (`wrap_address`; 0: not compiled)
 ])
 
 
@@ -219,7 +220,8 @@ def compile_paths(muscle_set: MuscleSetDescription, opensim_wrap_cache: bool = T
                                     dtype=float).reshape(-1, 3),
         surface_quadrant=np.array([_quadrant(r.quadrant) for r in surface_rows], dtype=np.int64).reshape(-1, 2),
         surface_active=np.array([r.active for r in surface_rows], dtype=np.bool_),
-        opensim_wrap_cache=np.array([opensim_wrap_cache], dtype=np.bool_), wrap_address=np.zeros(1, dtype=np.int64))
+        opensim_wrap_cache=np.array([opensim_wrap_cache], dtype=np.bool_),
+        wrap_address=np.zeros(1 + len(SURFACE_KERNELS), dtype=np.int64))
     return MusclePaths(names=muscle_set.names, frames=frames, coordinates=tuple(muscle_set.coordinates),
                        arrays=arrays, point_names=tuple(point_names))
 
@@ -303,23 +305,27 @@ def _surface_placement_py(arrays, surface, rotations, positions, rotation, origi
 
 def _wrapped_segment_py(arrays, surface, method, single, start, end, tangent_start, tangent_end):
     """(status, arc length) of the segment `start`→`end` (complex 3-vectors in the surface's frame) over `surface`;
-    the tangent points go to tangent_*. `single`: the path has one wrap (OpenSim's WrapResult::singleWrap)."""
+    the tangent points go to tangent_*. `single`: the path has one wrap (OpenSim's WrapResult::singleWrap). The
+    surface's wrap kernel is called by its address (`wrap_address`)."""
     kind = arrays.surface_kind[surface]
     if kind == CYLINDER:
-        return cylinder_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
-                                 arrays.surface_dimensions[surface, 1], arrays.surface_quadrant[surface, 0],
-                                 arrays.surface_quadrant[surface, 1], single, tangent_start, tangent_end)
+        return _CYLINDER_WRAP(arrays.wrap_address[1 + kind])(
+            start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
+            arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1], single, tangent_start,
+            tangent_end)
     if kind == SPHERE:
-        return sphere_wrap_py(start, end, arrays.surface_dimensions[surface, 0],
-                               arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1],
-                               tangent_start, tangent_end)
+        return _SPHERE_WRAP(arrays.wrap_address[1 + kind])(
+            start, end, arrays.surface_dimensions[surface, 0], arrays.surface_quadrant[surface, 0],
+            arrays.surface_quadrant[surface, 1], tangent_start, tangent_end)
     if kind == ELLIPSOID:
-        return ellipsoid_wrap_py(start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
-                                  arrays.surface_quadrant[surface, 1], method, tangent_start, tangent_end)
+        return _ELLIPSOID_WRAP(arrays.wrap_address[1 + kind])(
+            start, end, arrays.surface_dimensions[surface], arrays.surface_quadrant[surface, 0],
+            arrays.surface_quadrant[surface, 1], method, tangent_start, tangent_end)
     if kind == TORUS:
-        return torus_wrap_py(start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
-                              arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1], single,
-                              tangent_start, tangent_end)
+        return _TORUS_WRAP(arrays.wrap_address[1 + kind])(
+            start, end, arrays.surface_dimensions[surface, 0], arrays.surface_dimensions[surface, 1],
+            arrays.surface_quadrant[surface, 0], arrays.surface_quadrant[surface, 1], single, tangent_start,
+            tangent_end)
     return NO_WRAP, 0.0 + 0.0j
 
 
@@ -737,20 +743,38 @@ def _add_wrench_py(dl_dframes, m, frame, rx, ry, rz, gx, gy, gz):
     dl_dframes[m, frame, 5] += rx * gy - ry * gx
 
 
+#: the names `_wrapped_segment_py` calls the surface codes' wrap kernels by (`wrapping.SURFACE_KERNELS` order)
+_SURFACE_CALLERS = ("_CYLINDER_WRAP", "_SPHERE_WRAP", "_ELLIPSOID_WRAP", "_TORUS_WRAP")
+
+
+def _uncompiled_caller(kernel):
+    """Uncompiled (numba off, or a run's cold start), in place of an address caller: the wrap kernel's uncompiled
+    form whatever the address (none is compiled there)."""
+    form = jit.compiled(kernel, bind=wrap_bindings)
+
+    def caller(address):
+        return form
+    caller.py_func = caller   # (bound as it is, `core.jit`)
+    return caller
+
+
 def _wrap_kernels() -> dict:
-    """The wrap kernels, compiled as separate functions (not inlined: the wrap code is large), and the muscle's
-    length and segment dispatch, inlined into their one caller (`_wrapped_muscle_py`): compiled as functions of
-    their own, each made numba optimize all the wrap code linked into it once more (arm26: 6 s of CPU)."""
-    bindings = wrap_bindings()
-    surfaces = {name: jit.compiled(kernel, bind=bindings) for name, kernel in
-                (("cylinder_wrap_py", cylinder_wrap_py), ("sphere_wrap_py", sphere_wrap_py),
-                 ("ellipsoid_wrap_py", ellipsoid_wrap_py), ("torus_wrap_py", torus_wrap_py))}
+    """`_wrapped_muscle_py`'s path kernels: the muscle's length (`_muscle_length_py`, with the segment dispatch
+    inlined) and the surface codes' address callers — the wrap kernels are C callables of their own
+    (`wrap_address`), not linked: numba re-optimizes a linked callee's whole code inside every caller, and a model
+    compiles only the kinds of surface it has."""
+    if jit.compiling():
+        surfaces = {name: jit.address_caller(signature)
+                    for name, signature in zip(_SURFACE_CALLERS, surface_signatures())}
+    else:
+        surfaces = {name: _uncompiled_caller(kernel) for name, kernel in zip(_SURFACE_CALLERS, SURFACE_KERNELS)}
     helpers = {"_node_position_py": jit.compiled(_node_position_py),
                "_remove_wrap_nodes_py": jit.compiled(_remove_wrap_nodes_py),
                "_distance_py": jit.compiled(_distance_py)}
     helpers["_ground_position_py"] = jit.compiled(_ground_position_py, bind=helpers)
     helpers["_nodes_length_py"] = jit.compiled(_nodes_length_py, bind=helpers)
-    return {**surfaces, **helpers, "_wrapped_segment_py": _wrapped_segment_py, "_muscle_length_py": _muscle_length_py}
+    length = jit.compiled(_muscle_length_py, bind={**surfaces, **helpers, "_wrapped_segment_py": _wrapped_segment_py})
+    return {**helpers, "_muscle_length_py": length}
 
 
 # The wrapped paths' kernel (`_wrapped_muscle_py`: the wraps' geometry and its tangents, most of the muscle code)
@@ -772,27 +796,39 @@ def _addressed_wrapped_muscle_py(arrays, m, rotations, positions, coordinates, p
                                             derivatives, wrap_points, wrap_active)
 
 
+def _wrapped_bindings() -> dict:
+    """`_wrapped_muscle_py`'s callees (for `core.jit.compiled`'s bind)."""
+    return {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
+            "_rigid_direction_py": _rigid_direction_py, "_same_motion_py": _same_motion_py,
+            "_point_local_py": _point_local_py, "location_value_py": location_value_py,
+            "_world_derivative_py": _world_derivative_py}
+
+
 def wrap_address(arrays: PathArrays) -> int:
-    """arrays.wrap_address, set on first use for paths with wraps (compiling `_wrapped_muscle_py`, or loading it
-    out of numba's cache, once per process); 0 without wraps."""
-    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0]:
-        address = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays),
-                                       bind=lambda: {**_wrap_kernels(), "_surface_placement_py": _surface_placement_py,
-                                                     "_rigid_direction_py": _rigid_direction_py,
-                                                     "_same_motion_py": _same_motion_py,
-                                                     "_point_local_py": _point_local_py,
-                                                     "location_value_py": location_value_py,
-                                                     "_world_derivative_py": _world_derivative_py})
-        arrays.wrap_address[0] = address
+    """arrays.wrap_address[0], set on first use for paths with wraps while this thread compiles (compiling
+    `_wrapped_muscle_py` and the wrap kernels of the paths' kinds of surface, or loading them out of numba's cache,
+    once per process); 0 without wraps, and 0 inside `core.jit.uncompiled()` (a run's cold start: the uncompiled
+    `path_gradients_kernel` calls the wrapped kernel's uncompiled form itself, so nothing compiles there)."""
+    if arrays.wrap_address[0] == 0 and arrays.wrap_surface.shape[0] and jit.compiling():
+        signatures = surface_signatures()
+        for kind in sorted(set(arrays.surface_kind.tolist())):   # the kinds of surface the paths have
+            arrays.wrap_address[1 + kind] = jit.function_address(SURFACE_KERNELS[kind], signatures[kind],
+                                                                 bind=wrap_bindings)
+        arrays.wrap_address[0] = jit.function_address(_wrapped_muscle_py, wrapped_signature(arrays),
+                                                      bind=_wrapped_bindings)
     return int(arrays.wrap_address[0])
 
 
 def path_gradients_kernel(arrays: PathArrays):
     """The compiled `path_gradients_py` (its wrapped paths called by address: `wrap_address`) for path arrays like
     `arrays`. numpy's error model, as the muscle stage that calls it: a division by zero gives a non-finite length,
-    which the callers check."""
-    caller = jit.address_caller(wrapped_signature(arrays))
-    wrapped = jit.compiled(_addressed_wrapped_muscle_py, bind={"_WRAPPED": caller})
+    which the callers check. Uncompiled (numba off, or inside `core.jit.uncompiled()`): its uncompiled form calling
+    the wrapped paths' uncompiled kernel directly (no address)."""
+    if jit.compiling():
+        wrapped = jit.compiled(_addressed_wrapped_muscle_py,
+                               bind={"_WRAPPED": jit.address_caller(wrapped_signature(arrays))})
+    else:
+        wrapped = jit.compiled(_wrapped_muscle_py, bind=_wrapped_bindings)
     return jit.compiled(path_gradients_py, bind={
         "_wrapped_muscle_py": wrapped, "_straight_path_py": _straight_path_py, "_point_active_py": _point_active_py,
         "_point_local_py": _point_local_py, "location_value_py": location_value_py, "_add_wrench_py": _add_wrench_py,

@@ -1367,4 +1367,21 @@ def wrap_bindings() -> dict:
     return bound
 
 
-__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS"]
+#: the wrap kernel of each surface code (CYLINDER, SPHERE, ELLIPSOID, TORUS)
+SURFACE_KERNELS = (cylinder_wrap_py, sphere_wrap_py, ellipsoid_wrap_py, torus_wrap_py)
+
+
+def surface_signatures() -> tuple[str, ...]:
+    """The numba signatures of SURFACE_KERNELS (each compiled as a C callable reached by its address,
+    `path.wrap_address`): complex 3-vectors in, the tangent points out, (status, arc length) back."""
+    vector = "complex128[::1]"
+    ends = f"{vector}, {vector}"
+    return tuple(f"Tuple((int64, complex128))({ends}, {arguments}, {ends})" for arguments in (
+        "float64, float64, int64, int64, boolean",           # cylinder: radius, length, axis, sign, single
+        "float64, int64, int64",                             # sphere: radius, axis, sign
+        "float64[::1], int64, int64, int64",                 # ellipsoid: dimensions, axis, sign, method
+        "float64, float64, int64, int64, boolean"))          # torus: inner and outer radius, axis, sign, single
+
+
+__all__ = ["NO_WRAP", "INSIDE_RADIUS", "WRAPPED", "MANDATORY_WRAP", "EMPTY_WRAP", "SURFACE_CODES", "WRAP_METHODS",
+           "SURFACE_KERNELS", "surface_signatures"]
