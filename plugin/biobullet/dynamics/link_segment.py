@@ -353,7 +353,8 @@ def segment_state(model, x: np.ndarray, xd: np.ndarray) -> SegmentState:
     (`constraints.loops.tree_kinematics`), then `_segment_state_py`."""
     kin = tree_kinematics(model, x, xd)
     state = _new_state_py(kin.rotations.copy(), kin.positions.copy(), structure(model).n_segments)
-    segment_state_kernel(structure(model).tables, kin.velocity, state)
+    segment_state_kernel(structure(model).tables, kin.velocity.copy(), state)   # writable: the signature its compiled
+    # callers use (a read-only array would compile a second one)
     return state
 
 
@@ -843,7 +844,8 @@ def _evaluate_py(tables, x, xd, options):
     n_constraints = 0
     for j in range(nj):
         n_constraints += tables.joint_index[j, 6]
-    rot, pos, _, twist, _ = _TREE_KINEMATICS(tables.meta, tables.body, x, xd, n_tangent, True)
+    # bool(): not a literal, the signature the loop kernels and `tree_kinematics` compile (a literal True was a second)
+    rot, pos, _, twist, _ = _TREE_KINEMATICS(tables.meta, tables.body, x, xd, n_tangent, bool(True))
     state = _NEW_STATE(rot, pos, n)
     arrays = _NEW_SYSTEM(6 * n + 3 * nj + n_constraints, nj, n_constraints, n_tangent)
     _SEGMENT_STATE(tables, twist, state)
@@ -851,9 +853,8 @@ def _evaluate_py(tables, x, xd, options):
     return state, arrays
 
 
-def _mass_and_bias_py(tables, x, xd, options):
-    """(ok, M, h) at the tree state (x, ẋ) (module docstring of `mass_and_bias`); ok False: a singular system."""
-    _, arrays = _EVALUATE(tables, x, xd, options)
+def _mass_and_bias_py(tables, arrays, mass, bias):
+    """Fill M and h (module docstring of `mass_and_bias`) from the assembled `arrays`; False: a singular system."""
     size, nv = arrays.inputs.shape
     n = tables.segment_body.shape[0]
     columns = np.empty((size, nv + 1))
@@ -862,9 +863,8 @@ def _mass_and_bias_py(tables, x, xd, options):
         for c in range(nv):
             columns[r, c + 1] = arrays.inputs[r, c]
     solution = np.empty((size, nv + 1))
-    mass, bias = np.zeros((nv, nv)), np.zeros(nv)
     if not _SCHUR_SOLVE(arrays.matrix, n, columns, solution):
-        return False, mass, bias
+        return False
     readout = arrays.readout
     # M⁻¹ = C A⁻¹ B and v̇₀ = C A⁻¹ b + d; C reads only the segment accelerations (the first 6N unknowns)
     inverse = np.empty((nv, nv))
@@ -884,7 +884,7 @@ def _mass_and_bias_py(tables, x, xd, options):
     for c in range(nv):
         pivot = _PIVOT(inverse, c)
         if not abs(inverse[pivot, c]) > 0.0:
-            return False, mass, bias
+            return False
         for j in range(nv):
             inverse[c, j], inverse[pivot, j] = inverse[pivot, j], inverse[c, j]
             mass[c, j], mass[pivot, j] = mass[pivot, j], mass[c, j]
@@ -908,12 +908,12 @@ def _mass_and_bias_py(tables, x, xd, options):
         for c in range(nv):
             total += mass[r, c] * free_rates[c]
         bias[r] = -total
-    return True, mass, bias
+    return True
 
 
-def _forward_py(tables, x, xd, tau, options):
-    """(ok, v̇) at the tree state (x, ẋ) under generalized forces τ: one Schur-complement solve."""
-    _, arrays = _EVALUATE(tables, x, xd, options)
+def _forward_py(tables, arrays, tau, rates):
+    """Fill v̇ under generalized forces τ from the assembled `arrays` (one Schur-complement solve); False: a
+    singular system."""
     size, nv = arrays.inputs.shape
     rhs = np.empty((size, 1))
     for r in range(size):
@@ -922,23 +922,40 @@ def _forward_py(tables, x, xd, tau, options):
             total += arrays.inputs[r, c] * tau[c]
         rhs[r, 0] = total
     z = np.empty((size, 1))
-    rates = np.empty(nv)
     if not _SCHUR_SOLVE(arrays.matrix, tables.segment_body.shape[0], rhs, z):
-        return False, rates
+        return False
     for r in range(nv):
         total = arrays.readout_offset[r]
         for j in range(size):
             total += arrays.readout[r, j] * z[j, 0]
         rates[r] = total
-    return True, rates
+    return True
+
+
+_WANT_SYSTEM, _WANT_RATES, _WANT_MASS_AND_BIAS = 0, 1, 2   # what `_solve_py` computes after the assembly
+
+
+def _solve_py(tables, x, xd, tau, options, wanted):
+    """(ok, SegmentState, SystemArrays, M, h, v̇) at the tree state (x, ẋ): the assembly, then what `wanted` asks
+    (`_WANT_RATES`: v̇ under τ; `_WANT_MASS_AND_BIAS`: M and h; `_WANT_SYSTEM`: nothing); ok False: a singular
+    system. One compiled kernel for the three requests: a top-level kernel per request had LLVM optimise the
+    linked assembly's code once per kernel (three kernels 18.6 s of compile CPU on arm7, this one 14.4 s)."""
+    state, arrays = _EVALUATE(tables, x, xd, options)
+    nv = xd.shape[0]
+    mass, bias, rates = np.zeros((nv, nv)), np.zeros(nv), np.zeros(nv)
+    ok = True
+    if wanted == _WANT_RATES:
+        ok = _FORWARD(tables, arrays, tau, rates)
+    elif wanted == _WANT_MASS_AND_BIAS:
+        ok = _MASS_AND_BIAS_FROM(tables, arrays, mass, bias)
+    return ok, state, arrays, mass, bias, rates
 
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
 (_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE) = (_add_skew_py, _cross_py, _pivot_py, tree_kinematics_run,
-                                                     _segment_state_py, _assemble_py, _schur_factor_py,
-                                                     _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py,
-                                                     _evaluate_py)
+ _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
+    _add_skew_py, _cross_py, _pivot_py, tree_kinematics_run, _segment_state_py, _assemble_py, _schur_factor_py,
+    _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py, _mass_and_bias_py)
 
 
 def _small_callees() -> dict:
@@ -959,13 +976,13 @@ def _kernel_bindings() -> dict:
     # the short glue kernels are IR-inlined into their callers: each level of compiled calls would have LLVM
     # optimise the linked callees' code once more
     stages["_EVALUATE"] = jit.compiled(_evaluate_py, bind=stages, inline=True)
-    return {**small, **schur, **stages, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur, inline=True)}
+    solves = {**small, "_SCHUR_SOLVE": jit.compiled(_schur_solve_py, bind=schur, inline=True)}
+    return {**stages, "_FORWARD": jit.compiled(_forward_py, bind=solves, inline=True),
+            "_MASS_AND_BIAS_FROM": jit.compiled(_mass_and_bias_py, bind=solves, inline=True)}
 
 
 assemble_kernel = jit.lazy(_assemble_py, bind=_small_callees)
-evaluate_kernel = jit.lazy(_evaluate_py, bind=_kernel_bindings)
-mass_and_bias_kernel = jit.lazy(_mass_and_bias_py, bind=_kernel_bindings)
-forward_kernel = jit.lazy(_forward_py, bind=_kernel_bindings)
+solve_kernel = jit.lazy(_solve_py, bind=_kernel_bindings)
 
 
 @dataclass
@@ -1013,7 +1030,8 @@ def system_arrays(model, x: np.ndarray | None, xd: np.ndarray | None, *, gyrosco
     tables = structure(model).tables
     options = _options(gyroscopic, baumgarte)
     if state is None:
-        state, arrays = evaluate_kernel(tables, _floats(x), _floats(xd), options)
+        _, state, arrays, _, _, _ = solve_kernel(tables, _floats(x), _floats(xd), _NO_FORCES, options,
+                                                 _WANT_SYSTEM)
         return arrays, state
     # one array layout for the kernel (C-contiguous float64), whoever built the state
     state = SegmentState(*(_floats(a) for a in state))
@@ -1029,6 +1047,7 @@ def _options(gyroscopic: bool, baumgarte: tuple[float, float] | None) -> np.ndar
 
 
 _GYROSCOPIC, _PRINTED = np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 0.0])
+_NO_FORCES = np.zeros(0)   # τ where `_solve_py` reads none
 
 
 def _floats(a) -> np.ndarray:
@@ -1200,7 +1219,8 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
-    ok, rates = forward_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options)
+    ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
+                                         _WANT_RATES)
     if not ok:
         _singular(model.file)
     return rates
@@ -1216,8 +1236,8 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
     v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
     x, xd = _tree_state(model, q, v, t)
-    ok, mass, bias = mass_and_bias_kernel(structure(model).tables, _floats(x), _floats(xd),
-                                          _options(gyroscopic, None))
+    ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
+                                           _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
     if not ok:
         _singular(model.file)
     return mass, bias
