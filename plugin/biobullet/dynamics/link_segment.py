@@ -1030,6 +1030,7 @@ def system_arrays(model, x: np.ndarray | None, xd: np.ndarray | None, *, gyrosco
     tables = structure(model).tables
     options = _options(gyroscopic, baumgarte)
     if state is None:
+        _check_state(model, x, xd)
         _, state, arrays, _, _, _ = solve_kernel(tables, _floats(x), _floats(xd), _NO_FORCES, options,
                                                  _WANT_SYSTEM)
         return arrays, state
@@ -1198,8 +1199,24 @@ def accelerations_from_solution(system: System, z: np.ndarray) -> np.ndarray:
 def _tree_state(model, q, v, t: float):
     if model.coordinate_map.kind != "identity":
         structure(model)  # raises the precise ModelError for joint functions / loops
-    x, xd, _, _ = model.joint_state(q, v, t)
+    with np.errstate(invalid="ignore", divide="ignore"):   # (a zero quaternion: reported below, not warned)
+        x, xd, _, _ = model.joint_state(q, v, t)
+    _check_state(model, x, xd)
     return x, xd
+
+
+def _check_state(model, x, xd) -> None:
+    """SolverError for a tree state the kernels cannot take (they would divide by a zero length: a bare
+    ZeroDivisionError): a non-finite entry, or a zero quaternion or (cos, sin) pair."""
+    from biobullet.model.tree import FREE, SPHERICAL, multi_dof_blocks
+    finite = np.all(np.isfinite(x)) and np.all(np.isfinite(xd))
+    if finite:   # (every quaternion and planar pair: the tree state leads with them in q's layout)
+        for kind, k, _ in multi_dof_blocks(model.bodies):
+            start, size = (k + 3, 4) if kind == FREE else (k, 4) if kind == SPHERICAL else (k + 2, 2)
+            finite = finite and np.linalg.norm(x[start:start + size]) > 0.0
+    if not finite:
+        raise SolverError(f"{model.file}: the link-segment formulation cannot evaluate this state: q or v is not "
+                          "finite, or a quaternion or planar (cos, sin) pair of q is zero")
 
 
 def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, planar=None):

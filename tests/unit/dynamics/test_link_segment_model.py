@@ -84,3 +84,18 @@ def test_reference_engine_integrates_through_the_link_segment_formulation():
                                      initial=(q0, np.zeros(model.nv)))
             for name in ("link_segment", "reduced")}
     assert np.max(np.abs(runs["link_segment"].positions[-1] - runs["reduced"].positions[-1])) < 1e-8
+
+
+def test_a_state_the_formulation_cannot_evaluate_is_one_clear_error():
+    """pitching_arm's free-floating trunk: q = 0 has a zero quaternion (the compiled kernels divided by its zero
+    length: a bare ZeroDivisionError); a tree state with a NaN rate likewise. Each public call says what is wrong."""
+    model = biobullet.load_model(bundled_model("pitching_arm.urdf"))
+    q, v = np.zeros(model.nq), np.zeros(model.nv)
+    x, xd, _, _ = model.joint_state(model.neutral_configuration(), v, 0.0)
+    xd = xd.copy()
+    xd[-1] = np.nan
+    for call in (lambda: ls.mass_and_bias(model, q, v), lambda: ls.forward_dynamics(model, q, v),
+                 lambda: ls.system_arrays(model, q, v),   # (the tree state: q's layout for this tree)
+                 lambda: ls.system_arrays(model, x, xd)):
+        with pytest.raises(biobullet.SolverError, match="cannot evaluate this state: q or v is not finite"):
+            call()
