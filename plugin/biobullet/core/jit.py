@@ -773,23 +773,6 @@ def compile_clock():
         clock.seconds = listener.duration if listener.done else 0.0
 
 
-def overload_on_empty_tuple(function: Callable, when_empty: Callable, when_not: Callable[[], Callable]) -> None:
-    """Inside compiled kernels, a call of the Python function `function` runs `when_empty` when its first argument
-    is the empty tuple and `when_not(*types)` (a factory, called with the call's numba argument types when numba
-    types such a call) otherwise
-    (numba.extending.overload): a kernel typed for () contains nothing of the other implementation. Register before
-    the calling kernels compile; with `ENABLED` off nothing happens (`function` itself serves, run by Python)."""
-    if not ENABLED:
-        return
-    from numba import types
-    from numba.extending import overload
-
-    def choose(first, *rest):
-        return when_empty if isinstance(first, types.BaseTuple) and len(first) == 0 else when_not(first, *rest)
-    choose.__signature__ = inspect.signature(function)   # numba matches it against the implementations'
-    overload(function)(choose)
-
-
 __all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry",
-           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy", "overload_on_empty_tuple",
+           "entry_address", "function_address", "is_cached", "kernel_signature", "lazy",
            "resume_compiling", "twin", "uncompiled"]

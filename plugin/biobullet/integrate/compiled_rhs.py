@@ -215,8 +215,10 @@ class CompiledReducedRHS:
         self._compiled = model.compiled
         self._data = model.data()
         self._muscles = system.muscles
-        self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins,
-                                       None if system.muscles is None else system.muscles.rows)
+        # (muscles: the address of their record, set where the compiled kernel is first entered, `_evaluate`;
+        # the uncompiled calls get the record itself, `_timed_uncompiled`)
+        self._forces = pack_force_rows(model, springs, joint_springs, joint_stops, contacts, plugins)
+        self._muscle_record = None
         self._nq, self._nv = model.nq, model.nv
         self._torques = [(torque, torque.joint_slots(model)[1]) for torque in torques]
         self._constant_tau = np.zeros(model.n_tangent)
@@ -351,7 +353,11 @@ class CompiledReducedRHS:
                     jit.resume_compiling()
                 if self._muscles is not None:   # (the compiled kernel calls the muscle stage by its address)
                     from biobullet.muscles.dynamics import stage_address
+                    from biobullet.pipeline.force_rows import muscle_record
                     stage_address(self._muscles.rows)
+                    self._muscle_record, address = muscle_record(self._muscles.rows)
+                    self._forces = self._forces._replace(muscles=address)   # (the same arrays, refreshed)
+                    args = (*args[:2], self._forces, *args[3:])
                 self._entry = jit.direct_entry(self._kernel, *args)
         if self._entry(*args) != 0:
             return None
@@ -447,13 +453,15 @@ class CompiledReducedRHS:
     def _timed_uncompiled(self):
         """The kernel's uncompiled form (`core.jit.uncompiled`), counting its calls and their CPU time."""
         from biobullet.pipeline.kernels import has_loops, rhs_kernel
+        from biobullet.pipeline.force_rows import muscle_record
         with jit.uncompiled():
             python_kernel = rhs_kernel(loops=has_loops(self._compiled))
+            record = muscle_record(self._muscles.rows)[1] if self._muscles is not None else 0
 
-        def timed(*args):
+        def timed(model, data, forces, *args):
             started = time.process_time()
             try:
-                return python_kernel(*args)
+                return python_kernel(model, data, forces._replace(muscles=record), *args)
             finally:
                 self.uncompiled_seconds += time.process_time() - started
                 self.uncompiled_calls += 1

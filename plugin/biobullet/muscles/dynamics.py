@@ -304,90 +304,105 @@ def stage_address(rows) -> int:
     return int(rows.stage_address[0])
 
 
-@functools.cache   # (the source of a process's functions does not change: reading it cost 1 ms per run)
-def entries_digest() -> str:
-    """A digest of the compiled entries' source: bound into the pipeline kernels that call them (their on-disk
-    cache is keyed on their own file)."""
-    import hashlib
-    import inspect
-    return hashlib.sha256("".join(inspect.getsource(f) for f in (
-        _stage_entry_py, muscle_state_size, load_muscle_state, store_muscle_rates, numba_entries)).encode()).hexdigest()
-
-
 # ------------------------------------------------------------------------------------------------ pipeline entries
-# The pipeline's stages call these four with `ForceRows.muscles`: a run's MuscleRows, or NO_MUSCLES (the empty
-# tuple) for a run without muscles. Compiled, numba picks the implementation by the type (`numba_entries`), so a
-# kernel compiled for a run without muscles contains none of the muscle stage; with muscles it calls the stage by
-# its address.
-NO_MUSCLES: tuple = ()
+# The pipeline's stages call these four with `ForceRows.muscles`, an integer: 0 for a run without muscles, else the
+# address of a record holding the run's MuscleRows (`MuscleRecord`, packed by `pipeline.force_rows.muscle_record`;
+# the run keeps the record alive). So every right-hand side has one numba type with and without muscles, and a call
+# from Python converts one integer, not the rows' ≈ 57 arrays (an empty MuscleRows of the same type cost +4.3 µs a
+# call on arm7). Compiled, `_MUSCLE_RECORD` reads the record at the address (`core.jit_pair.record_reader`); in
+# Python the "address" is the record itself. `entry_bindings` gives both names.
+class MuscleRecord(NamedTuple):
+    """The record `ForceRows.muscles` addresses: a run's MuscleRows."""
+
+    rows: MuscleRows
 
 
-def muscle_state_size(rows) -> int:
-    """The number of muscle states of `rows` (0 without muscles)."""
-    return rows.state.shape[0] if len(rows) else 0
+class NoFields(NamedTuple):
+    """The empty second tuple of a `MuscleRecord`'s record (`core.jit_pair.new_pair` flattens two)."""
 
 
-def load_muscle_state(rows, y, first) -> None:
+def muscle_state_size(muscles) -> int:
+    """The number of muscle states at `muscles` (0 without muscles)."""
+    return 0 if muscles == 0 else _STATE_SIZE_AT(muscles)
+
+
+def load_muscle_state(muscles, y, first) -> None:
     """rows.state = y[first:first + size] (the muscle block of a run's state vector)."""
-    if len(rows):
-        for i in range(rows.state.shape[0]):
-            rows.state[i] = y[first + i]
+    if muscles != 0:
+        _LOAD_STATE_AT(muscles, y, first)
 
 
-def store_muscle_rates(rows, out, first) -> None:
+def store_muscle_rates(muscles, out, first) -> None:
     """out[first:first + size] = rows.rate."""
-    if len(rows):
-        for i in range(rows.rate.shape[0]):
-            out[first + i] = rows.rate[i]
+    if muscles != 0:
+        _STORE_RATES_AT(muscles, out, first)
 
 
-_PYTHON_ENTRY: list = []   # the compiled entry `muscle_forces` calls from Python
-
-
-def muscle_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
+def muscle_forces(muscles, rot, pos, sub, ancestry, x, xd, tau):
     """The muscle stage (`_muscle_stage_py`): (status, fibers' power); (0, 0.0) without muscles."""
-    if not len(rows):
+    if muscles == 0:
         return 0, 0.0
-    if not jit.compiling():   # (a cold start, or numba off: the stage's uncompiled form, no address compiled)
-        power = jit.compiled(_muscle_stage_py, bind=lambda: _stage_bindings(rows.paths))(
-            rows, rot, pos, sub, ancestry, x, xd, tau)
-        return (0 if np.isfinite(power) else 1), power
-    stage_address(rows)
-    if not _PYTHON_ENTRY:   # every MuscleRows has the same numba type: one entry kernel per process
-        _PYTHON_ENTRY.append(stage_entry_kernel(rows))
-    return _PYTHON_ENTRY[0](rows, rot, pos, sub, ancestry, x, xd, tau)
+    return _FORCES_AT(muscles, rot, pos, sub, ancestry, x, xd, tau)
 
 
-_ENTRIES_REGISTERED: list[bool] = []
+# The entries above are inlined into the pipeline's kernels; what they do with muscles is in these four, called (not
+# inlined): reading the record takes and releases a reference on each of the rows' ≈ 57 arrays, code that, inlined
+# four times, made the right-hand side of a run without muscles ≈ 2 % slower per call.
+def _state_size_at_py(address) -> int:
+    return _MUSCLE_RECORD(address).rows.state.shape[0]
 
 
-def numba_entries() -> None:
-    """Register the four entries' compiled implementations (once; before a kernel that calls them compiles)."""
-    if _ENTRIES_REGISTERED:
-        return
+def _load_state_at_py(address, y, first) -> None:
+    state = _MUSCLE_RECORD(address).rows.state
+    for i in range(state.shape[0]):
+        state[i] = y[first + i]
 
-    def stage(rows_type, *arrays):   # compiled: the stage through its address (`_stage_entry_py`)
-        kernel = stage_entry_kernel(rows_type)
-        return lambda rows, rot, pos, sub, ancestry, x, xd, tau: kernel(rows, rot, pos, sub, ancestry, x, xd, tau)
 
-    def no_state_size(rows):
-        return 0
+def _store_rates_at_py(address, out, first) -> None:
+    rate = _MUSCLE_RECORD(address).rows.rate
+    for i in range(rate.shape[0]):
+        out[first + i] = rate[i]
 
-    def no_state_load(rows, y, first):
-        return None
 
-    def no_rates_store(rows, out, first):
-        return None
+def _forces_at_py(address, rot, pos, sub, ancestry, x, xd, tau):
+    return _STAGE_ENTRY(_MUSCLE_RECORD(address).rows, rot, pos, sub, ancestry, x, xd, tau)
 
-    def no_forces(rows, rot, pos, sub, ancestry, x, xd, tau):
-        return 0, 0.0
 
-    # with rows, the entries' own bodies compile as they are
-    jit.overload_on_empty_tuple(muscle_state_size, no_state_size, lambda *types: muscle_state_size)
-    jit.overload_on_empty_tuple(load_muscle_state, no_state_load, lambda *types: load_muscle_state)
-    jit.overload_on_empty_tuple(store_muscle_rates, no_rates_store, lambda *types: store_muscle_rates)
-    jit.overload_on_empty_tuple(muscle_forces, no_forces, stage)
-    _ENTRIES_REGISTERED.append(True)
+def _stage_by_python(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """The stage's uncompiled form (a cold start, or numba off: no address compiled): (status, power)."""
+    power = jit.compiled(_muscle_stage_py, bind=lambda: _stage_bindings(rows.paths))(
+        rows, rot, pos, sub, ancestry, x, xd, tau)
+    return (0 if np.isfinite(power) else 1), power
+
+
+def _empty_rows() -> MuscleRows:
+    """MuscleRows of no muscle, of a run's rows' numba type (every MuscleRows has one): the record reader's type."""
+    from biobullet.muscles.description import MuscleSetDescription
+    from biobullet.muscles.hill import muscle_table
+    from biobullet.muscles.path import compile_paths
+    paths = compile_paths(MuscleSetDescription("", (), (), (), np.zeros((0, 2))))
+    return MuscleRows(paths.arrays, muscle_table(()), np.zeros(0, dtype=np.int64), np.zeros((0, 3, 3)),
+                      np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
+                      np.zeros(0), np.zeros(0), np.zeros((0, len(MUSCLE_OUTPUTS))), np.zeros((0, 3, 3)),
+                      np.zeros((0, 3)), np.zeros(0), gradient_buffers(paths), no_directions(0, 0),
+                      np.zeros(1, dtype=np.bool_), np.zeros(0), np.zeros(1, dtype=np.int64))
+
+
+@functools.cache
+def entry_bindings(compiling: bool) -> dict:
+    """The names the four entries call (bound into every pipeline composition, `pipeline.kernels`): their
+    muscle parts, which read the record (`_MUSCLE_RECORD`) — compiled (`compiling`), calling the stage through
+    its address (`_stage_entry_py`); else their uncompiled forms."""
+    from biobullet.core.jit_pair import record_reader
+    if compiling:
+        example = _empty_rows()
+        reads = {"_MUSCLE_RECORD": record_reader(MuscleRecord(example), NoFields()),
+                 "_STAGE_ENTRY": stage_entry_kernel(example)}
+    else:
+        reads = {"_MUSCLE_RECORD": record_reader(None, None), "_STAGE_ENTRY": _stage_by_python}
+    return {name: jit.compiled(function, bind=reads) for name, function in (
+        ("_STATE_SIZE_AT", _state_size_at_py), ("_LOAD_STATE_AT", _load_state_at_py),
+        ("_STORE_RATES_AT", _store_rates_at_py), ("_FORCES_AT", _forces_at_py))}
 
 
 # ------------------------------------------------------------------------------------------------ packing
@@ -441,7 +456,7 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     try:
         # writable copies of the (read-only) kinematics: the entry kernel the pipeline compiled for writable
         # arrays serves, instead of a second one for read-only arrays
-        status, power = muscle_forces(rows, np.array(kinematics.rotations), np.array(kinematics.positions),
+        status, power = _stage_from_python(rows, np.array(kinematics.rotations), np.array(kinematics.positions),
                                       np.array(kinematics.subspace), kinematics.arrays.ancestry,
                                       np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(xd, dtype=float), tau)
     except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
@@ -449,6 +464,19 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     if status != 0:
         raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
     return power
+
+
+def _stage_from_python(rows, rot, pos, sub, ancestry, x, xd, tau):
+    """The stage called from Python: compiled through its address (`stage_address`), else its uncompiled form."""
+    if not jit.compiling():
+        return _stage_by_python(rows, rot, pos, sub, ancestry, x, xd, tau)
+    stage_address(rows)
+    return _python_stage_entry()(rows, rot, pos, sub, ancestry, x, xd, tau)
+
+
+@functools.cache   # (every MuscleRows has one numba type: one entry kernel per process)
+def _python_stage_entry():
+    return stage_entry_kernel(_empty_rows())
 
 
 _muscle_rates = jit.lazy(_muscle_rates_py, bind=lambda: {"_muscle_rate_py": _rate_kernel()})
@@ -669,6 +697,6 @@ def tendon_energies(table: MuscleTable, tendon_lengths: np.ndarray) -> np.ndarra
 
 
 __all__ = ["MUSCLE_OUTPUTS", "DEFAULT_ACTIVATION", "MuscleRows", "stage_signature", "stage_entry_kernel",
-           "stage_address", "entries_digest", "NO_MUSCLES",
-           "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces", "numba_entries",
+           "stage_address", "MuscleRecord", "NoFields", "entry_bindings",
+           "muscle_state_size", "load_muscle_state", "store_muscle_rates", "muscle_forces",
            "pack_muscles", "evaluate_stage", "evaluate_rates", "Excitations", "MuscleRun", "tendon_energies"]

@@ -4,8 +4,9 @@
 caller refreshes time-varying ones), point-to-point springs (`forces.compiled`'s rows), joint spring-dampers and
 stops (`forces.compiled.pack_joint_forces`), ground contacts with compiled laws (`contact.kernels.pack_ground`, the
 discrete state rows refreshed by the caller from the run's ContactStates) and third-party elements' kernels
-(`forces.compiled.pack_plugins`: addresses and parameters) and the run's muscles (`muscles.dynamics.MuscleRows`: paths,
-Hill table, excitations and the muscle state, refreshed by the caller). Force elements belong to a run (a `System` may add
+(`forces.compiled.pack_plugins`: addresses and parameters) and the run's muscles: the address of a record holding its
+`muscles.dynamics.MuscleRows` (paths, Hill table, excitations and the muscle state, refreshed by the caller;
+`muscle_record`), 0 for none, so that runs with and without muscles share one compiled right-hand side. Force elements belong to a run (a `System` may add
 elements the file does not have, and contacts carry state), so they are packed per run, not in the compiled model.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from biobullet.muscles.dynamics import NO_MUSCLES, MuscleRows
+from biobullet.muscles.dynamics import MuscleRecord, MuscleRows, NoFields
 
 #: the plug-in part of ForceRows for a run without third-party elements
 NO_PLUGINS = (np.zeros(0, dtype=np.int64), np.zeros((0, 1)), np.zeros((0, 1), dtype=np.int64), False)
@@ -41,7 +42,7 @@ class ForceRows(NamedTuple):
     plugin_fparams: np.ndarray
     plugin_iparams: np.ndarray
     plugin_kinematics: bool         # some plug-in kernel reads body placements
-    muscles: MuscleRows | tuple     # the muscle stage's rows (`muscles.dynamics`), NO_MUSCLES (()) for none
+    muscles: int                    # the address of the muscle stage's rows (`muscle_record`), 0 for none
 
 
 def pack_springs(model, springs) -> tuple:
@@ -63,14 +64,23 @@ def pack_springs(model, springs) -> tuple:
 
 
 def pack_force_rows(model, springs=(), joint_springs=(), joint_stops=(), contacts=(), plugins=None,
-                    muscles: MuscleRows | None = None) -> ForceRows:
+                    muscles=0) -> ForceRows:
     """The ForceRows of a run's elements by kind (contacts: built-in laws or plug-in laws with compiled twins;
-    `plugins`: `forces.compiled.pack_plugins`'s tuple, None for none; `muscles`: `muscles.dynamics.pack_muscles`'s
-    rows, None for none). Joint torques start at zero: the caller writes τ(t) into `tau_time`."""
+    `plugins`: `forces.compiled.pack_plugins`'s tuple, None for none; `muscles`: `muscle_record`'s address, 0 for
+    none). Joint torques start at zero: the caller writes τ(t) into `tau_time`."""
     from biobullet.contact.kernels import STATE_WIDTH, pack_ground
     from biobullet.forces.compiled import pack_joint_forces
 
     return ForceRows(np.zeros(model.n_tangent), *pack_springs(model, springs),
                      *pack_joint_forces(model, joint_springs, joint_stops), *pack_ground(model, contacts),
                      np.zeros((len(contacts), STATE_WIDTH)), *(plugins if plugins is not None else NO_PLUGINS),
-                     muscles if muscles is not None else NO_MUSCLES)
+                     muscles)
+
+
+def muscle_record(rows: MuscleRows) -> tuple:
+    """(the record of a run's muscle rows, its address for `ForceRows.muscles`): compiled, a
+    `core.jit_pair` record (`pipeline.workspace.pack_workspace`) and its address as an integer; in Python (numba
+    off, or a cold start's uncompiled calls) a namespace, itself. The caller keeps the record alive while the
+    address is in use."""
+    from biobullet.pipeline.workspace import pack_workspace
+    return pack_workspace(MuscleRecord(rows), NoFields())

@@ -35,12 +35,17 @@ def _variant(**flags: bool) -> str:
 
 
 def _compiled_with(function, callees, inline: bool = False, variant: str = "", nogil: bool = True):
-    """`core.jit.compiled` with the muscle entries registered; `callees`: the bindings, or a function giving them
-    (evaluated on the kernel's first build only: a run asks for its kernel again, and building the bindings costs
-    ≈ 3 ms, the muscle entries' source digest)."""
-    from biobullet.muscles.dynamics import numba_entries
-    numba_entries()   # every stage composition types the muscle entries (a run without muscles: their empty forms)
-    return jit.compiled(function, bind=callees, inline=inline, variant=variant, nogil=nogil)
+    """`core.jit.compiled` with the muscle entries bound (`muscles.dynamics.entry_bindings`: the stages call them
+    with `ForceRows.muscles`, an address); `callees`: the bindings, or a function giving them (evaluated on the
+    kernel's first build only: a run asks for its kernel again)."""
+    from biobullet.muscles.dynamics import (entry_bindings, load_muscle_state, muscle_forces, muscle_state_size,
+                                            store_muscle_rates)
+
+    def bindings() -> dict:
+        return {**entry_bindings(jit.compiling()), "muscle_state_size": muscle_state_size,
+                "load_muscle_state": load_muscle_state, "store_muscle_rates": store_muscle_rates,
+                "muscle_forces": muscle_forces, **(callees() if callable(callees) else callees)}
+    return jit.compiled(function, bind=bindings, inline=inline, variant=variant, nogil=nogil)
 
 
 def state_kernel():
@@ -88,11 +93,9 @@ def applied_forces_kernel(inline: bool = False):
     """The compiled `applied_forces_py`."""
     from biobullet.contact.kernels import ground_forces_kernel
     from biobullet.forces.compiled import joint_forces_kernel, plugin_forces_kernel, spring_forces_kernel
-    from biobullet.muscles.dynamics import entries_digest
     return _compiled_with(stages.applied_forces_py, {
         "_JOINT_FORCES": joint_forces_kernel(), "_SPRING_FORCES": spring_forces_kernel(),
-        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel(),
-        "_MUSCLE_ENTRIES": entries_digest()}, inline)   # (bound for the cache digest only: the entries' source)
+        "_GROUND_FORCES": ground_forces_kernel(), "_PLUGIN_FORCES": plugin_forces_kernel()}, inline)
 
 
 def forces_kernel(inline: bool = False):

@@ -26,7 +26,8 @@ def pack_workspace_py(model, data):
 
 
 def pack_workspace(model, data):
-    """`pack_workspace_py` compiled (cached on disk; one specialisation serves every model), called once per Data.
+    """`pack_workspace_py` compiled (cached on disk; one specialisation serves every model), called once per Data
+    (and for a run's muscle rows, `pipeline.force_rows.muscle_record`: a second specialisation).
     The record's layout comes from `core.jit_pair` (its type is what this kernel returns): its source's digest is
     bound as a constant, so a cache built with another layout is dropped (`core.jit.compiled`)."""
     layout = hashlib.sha256(inspect.getsource(jit_pair).encode()).hexdigest()
