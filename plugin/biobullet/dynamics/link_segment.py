@@ -1208,10 +1208,11 @@ def _tree_state(model, q, v, t: float):
 def _check_state(model, x, xd) -> None:
     """SolverError for a tree state the kernels cannot take (they would divide by a zero length: a bare
     ZeroDivisionError): a non-finite entry, or a zero quaternion or (cos, sin) pair."""
-    from biobullet.model.tree import FREE, SPHERICAL, multi_dof_blocks
+    from biobullet.model.tree import FREE, SPHERICAL
     finite = np.all(np.isfinite(x)) and np.all(np.isfinite(xd))
-    if finite:   # (every quaternion and planar pair: the tree state leads with them in q's layout)
-        for kind, k, _ in multi_dof_blocks(model.bodies):
+    if finite:   # (every quaternion and planar pair — the compiled model's blocks, not rebuilt per call: the tree
+        # state leads with them in q's layout)
+        for kind, k, _ in model.compiled.blocks:
             start, size = (k + 3, 4) if kind == FREE else (k, 4) if kind == SPHERICAL else (k + 2, 2)
             finite = finite and np.linalg.norm(x[start:start + size]) > 0.0
     if not finite:
