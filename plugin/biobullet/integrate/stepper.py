@@ -155,18 +155,8 @@ class LoopResult:
 
     def state_array(self, size: int) -> np.ndarray:
         """The states of the samples as one (n, size) array (a segment's block copied whole, not row by row)."""
-        pieces, rows = [], []
-        for entry in self.y:
-            if entry.ndim == 1:
-                rows.append(entry)
-                continue
-            if rows:
-                pieces.append(np.array(rows, dtype=float).reshape(-1, size))
-                rows = []
-            pieces.append(entry)
-        if rows or not pieces:
-            pieces.append(np.array(rows, dtype=float).reshape(-1, size))
-        return np.concatenate(pieces) if len(pieces) > 1 else np.array(pieces[0], dtype=float)
+        return np.concatenate([np.reshape(entry, (-1, size)) for entry in self.y]) if self.y \
+            else np.zeros((0, size))
 
 
 #: accepted steps of one run before it stops with a clear error (bounded work; `max_steps` overrides)
