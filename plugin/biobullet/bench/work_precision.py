@@ -63,7 +63,8 @@ def _biobullet(model, t_end, initial, method, rtol, final_only=False):
     return trajectory.positions[-1].copy(), wall
 
 
-def _timed_in_turns(points: list[tuple[str, float, Callable]], rounds: int) -> tuple[dict, dict]:
+def _timed_in_turns(points: list[tuple[str, float, Callable]], rounds: int,
+                    log: Callable[[str], None] = lambda s: None) -> tuple[dict, dict]:
     """({(label, setting): (x at t_end of the first round, least wall time over `rounds`)}, {(label, setting):
     why it failed}) of the points (label, setting, run → (x, wall)), timed in turns: each round runs every point
     once, the engines' points interleaved and the order reversed every other round, so a burst of load on a shared
@@ -79,6 +80,7 @@ def _timed_in_turns(points: list[tuple[str, float, Callable]], rounds: int) -> t
     results: dict[tuple[str, float], tuple] = {}
     failed: dict[tuple[str, float], str] = {}
     for r in range(rounds):
+        log(f"round {r + 1} of {rounds} ({len(order)} points in turns)")
         for label, setting, run in (order if r % 2 == 0 else order[::-1]):
             key = (label, setting)
             if key in failed:
@@ -145,8 +147,7 @@ def measure_case(name: str, case: dict[str, Any], *, quick: bool = False, repeat
                            lambda rtol=rtol: competitors.pinocchio_run(rhs, x0, xd0, t_end, "DOP853", rtol)))
     except competitors.Unsupported as exc:
         result["not_compared"]["Pinocchio"] = str(exc)
-    log(f"work-precision: {name}: {len(points)} points, {repeats} rounds in turns …")
-    timed, failed = _timed_in_turns(points, repeats)
+    timed, failed = _timed_in_turns(points, repeats, lambda text: log(f"work-precision: {name}: {text}"))
     curves: dict[str, list[dict[str, float]]] = {}
     for label, setting, _ in points:
         rows = curves.setdefault(label, [])
