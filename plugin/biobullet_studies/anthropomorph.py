@@ -23,7 +23,7 @@ import numpy as np
 from biobullet.contact.friction import Regularized
 from biobullet.contact.normal import Flores
 from biobullet.core.atomic import save_figure, write_json, write_text
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import (
     ChainModel,
     InertiaLaw,
@@ -64,8 +64,8 @@ def flight_study(model: ChainModel, q0: np.ndarray, v0: np.ndarray, t_end: float
     tr = simulate_phases(model, t_end, initial=(q0, v0), with_ground=False, method="DOP853", rtol=rtol, atol=atol,
                   dt_sample=dt_sample)
     e = tr.energy_table()
-    L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
-    G, Gd = rec.center_of_mass(model, tr.q, tr.v)
+    L = kin.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
+    G, Gd = kin.center_of_mass(model, tr.q, tr.v)
     tt = tr.t - tr.t[0]
     parabola = G[0] + np.outer(tt, Gd[0]) + np.outer(0.5 * tt * tt, [0.0, -model.gravity])
     budget = (e["mechanical"] - e["mechanical"][0]) - e["work_inertia"]
@@ -108,7 +108,7 @@ def crouch_state(model: ChainModel, phi: np.ndarray, lengths: np.ndarray | None 
     """q with both feet at the origin for the absolute angles phi (legs must close at the same hip)."""
     l = model.rest_lengths if lengths is None else lengths
     q = np.concatenate([[0.0, 0.0], phi, l])
-    foot = rec.foot_position(model, q, 0)
+    foot = kin.foot_position(model, q, 0)
     q[:2] = -foot
     return q
 
@@ -211,7 +211,7 @@ class JumpController:
     def __call__(self, t, q, v, states):
         n = self.model.n_links
         B = self.model.joint_matrix
-        G, Gd = rec.center_of_mass(self.model, q, v)
+        G, Gd = kin.center_of_mass(self.model, q, v)
         ph = self.phase(t, states, float(Gd[1]))
         theta, theta_d = B @ q[2:2 + n], B @ v[2:2 + n]
         if ph == "landing" and self.landing_start[0] is None:
@@ -226,7 +226,7 @@ class JumpController:
                 target = np.where(self.hip_rows, self._absolute_hip_target(q), target)
                 return self.kp_f * (target - theta) - self.kd_f * theta_d, None
             return self.kp_land_j * (target - theta) - self.kd_land_j * theta_d, None
-        x_feet = float(np.mean([rec.foot_position(self.model, q, i)[0] for i in feet]))
+        x_feet = float(np.mean([kin.foot_position(self.model, q, i)[0] for i in feet]))
         ax = -self.k_x * (G[0] - x_feet) - self.d_x * Gd[0]
         if ph == "landing":
             # point-like feet: the moment of the horizontal force about the feet must come from the ankles,
@@ -241,7 +241,7 @@ class JumpController:
             force = np.array([m * ax, m * (self.model.gravity + ay)])
             return virtual_force_moments(self.model, q, feet, force,
                                          self.kp_land_j * (target - theta) - self.kd_land_j * theta_d)
-        L = float(rec.angular_momentum_about_com(self.model, q, v, t))
+        L = float(kin.angular_momentum_about_com(self.model, q, v, t))
         tasks = SupportTasks(com_acc=(ax, None), momentum_rate=-self.k_L * L,
                              joint_acc=self.kp_push * (target - theta) - self.kd_push * theta_d)
         sol = support_inverse_dynamics(self.model, q, v, t, feet, tasks, self.weights)
@@ -252,7 +252,7 @@ def balanced_lean(model: ChainModel, thigh: float, shank: float) -> float:
     """Trunk lean [rad] that puts the whole-body COM above the feet (x_G = 0) for the given leg posture."""
     from scipy.optimize import brentq
     def gx(lean):
-        return float(rec.center_of_mass(model, crouch_state(model, posture(model, thigh, shank, lean)))[0])
+        return float(kin.center_of_mass(model, crouch_state(model, posture(model, thigh, shank, lean)))[0])
     return float(brentq(gx, -0.8, 1.2, xtol=1e-12))
 
 
@@ -274,13 +274,13 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
     # start from the exact equilibrium of the pinned stance under the holding moments (no initial transient)
     def holding(q):
         tau, ankle = ctrl(0.0, q, np.zeros(model.dof), (PINNED, PINNED))
-        return rec.joint_moment_force(model, tau, ankle)
+        return kin.joint_moment_force(model, tau, ankle)
     q0 = static_stance(model, crouch_state(model, crouch), generalized_force=holding).q
     tr = simulate_phases(model, t_end, initial=(q0, np.zeros(model.dof)), feet=(PINNED, PINNED), touchdown=touchdown,
                          ground=ground, controller=ctrl, breakpoints=(T_PUSH, T_PUSH + PUSH_TIME), method=method,
                          rtol=rtol, atol=rtol, dt_sample=dt_sample, progress=_log)
     e = tr.energy_table()
-    G = rec.center_of_mass(model, tr.q)
+    G = kin.center_of_mass(model, tr.q)
     airborne = np.array([p == "flight" for p in tr.phase])
     fn = tr.reactions[:, :, 1]
     out = {"touchdown_mode": touchdown, "events": tr.transitions, "nfev": tr.nfev,
@@ -310,8 +310,8 @@ def jump_study(model: ChainModel, *, touchdown: str, t_end: float = JUMP_T_END, 
 def _landing_metrics(model: ChainModel, tr: PhaseTrajectory, ctrl: JumpController, stance,
                      ground: CompliantGround | None) -> dict:
     """Take-off state (L_G, COM velocity), settling after the landing, and the final stance vs the static one."""
-    L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
-    G, Gd = rec.center_of_mass(model, tr.q, tr.v)
+    L = kin.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
+    G, Gd = kin.center_of_mass(model, tr.q, tr.v)
     flight = [k for k, p in enumerate(tr.phase) if p == "flight"]
     out: dict = {}
     if flight:
@@ -339,7 +339,7 @@ def _landing_metrics(model: ChainModel, tr: PhaseTrajectory, ctrl: JumpControlle
     q_end = tr.q[-1]
     # compliant feet sink by the static penetration δ under half the weight: compare with the static stance
     # lowered by δ (the pinned static stance has its feet exactly at y = 0)
-    foot_y = np.array([rec.foot_position(model, q_end, i)[1] for i in range(2)])
+    foot_y = np.array([kin.foot_position(model, q_end, i)[1] for i in range(2)])
     lean = q_end[2:2 + model.n_links] - math.pi / 2
     final = {"hip_height": float(q_end[1]), "spring_compressions": (q_end[2 + model.n_links:]
                                                                    - model.rest_lengths).tolist(),
@@ -369,7 +369,7 @@ def _landing_metrics(model: ChainModel, tr: PhaseTrajectory, ctrl: JumpControlle
 def _stance_com_height(model: ChainModel, stance, ground: CompliantGround | None) -> float:
     """COM height of the static double stance; on compliant ground lowered by the static penetration δ of each foot
     under half the weight (Flores/Hertz law at rest: F = K δ^1.5, so δ = (W / 2K)^(2/3))."""
-    y = float(rec.center_of_mass(model, stance.q)[1])
+    y = float(kin.center_of_mass(model, stance.q)[1])
     if ground is None:
         return y
     from scipy.optimize import brentq
@@ -384,7 +384,7 @@ def _constraint_drift(model: ChainModel, tr: PhaseTrajectory) -> float:
     for k in range(len(tr.t)):
         for i in range(2):
             if tr.foot_states[k][i] == PINNED:
-                r = rec.foot_position(model, tr.q[k], i)
+                r = kin.foot_position(model, tr.q[k], i)
                 a = anchor.setdefault((i, _segment_key(tr, k, i)), r.copy())
                 drift = max(drift, float(np.max(np.abs(r - a))))
     return drift
@@ -399,12 +399,12 @@ def _segment_key(tr: PhaseTrajectory, k: int, i: int) -> int:
 
 # ---- plots and video ---------------------------------------------------------------------------------------------
 def _stick(ax, model: ChainModel, q: np.ndarray, color="k", alpha=1.0):
-    prox, dist = rec.link_endpoints(model, q)
+    prox, dist = kin.link_endpoints(model, q)
     colors = {0: "tab:blue", 1: "tab:orange", 2: "tab:green"}
     for k in range(model.n_links):
         ax.plot([prox[k, 0], dist[k, 0]], [prox[k, 1], dist[k, 1]], "-o", color=colors[int(model.chain[k])],
                 alpha=alpha, lw=3, ms=3)
-    G = rec.center_of_mass(model, q)
+    G = kin.center_of_mass(model, q)
     ax.plot(G[0], G[1], "k+", ms=8, alpha=alpha)
 
 
@@ -415,7 +415,7 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     files = []
     # (a) flight
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.2))
-    G = rec.center_of_mass(model6, flight_tr.q)
+    G = kin.center_of_mass(model6, flight_tr.q)
     for k in range(0, len(flight_tr.t), 10):
         _stick(axs[0], model6, flight_tr.q[k], alpha=0.35)
     axs[0].plot(G[:, 0], G[:, 1], "r-", label="COM")
@@ -430,8 +430,8 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     axs[1].set_ylabel("J")
     axs[1].legend()
     axs[1].set_title(f"energy (drift {np.ptp(e['mechanical']):.1e} J)")
-    L = rec.angular_momentum_about_com(model6, flight_tr.q, flight_tr.v, flight_tr.t)
-    Ltv = rec.angular_momentum_about_com(flight_tv.model, flight_tv.q, flight_tv.v, flight_tv.t)
+    L = kin.angular_momentum_about_com(model6, flight_tr.q, flight_tr.v, flight_tr.t)
+    Ltv = kin.angular_momentum_about_com(flight_tv.model, flight_tv.q, flight_tv.v, flight_tv.t)
     axs[2].plot(flight_tr.t, L - L[0], label="constant I")
     axs[2].plot(flight_tv.t, Ltv - Ltv[0], label="I(t) = I(1 + 0.3 sin 2πt/0.2)")
     axs[2].set_title("angular momentum about the COM, L − L(0)")
@@ -457,8 +457,8 @@ def _plots(out: Path, model6, flight_tr, flight_tv, stance6, jumps: dict, three)
     # (c) jump
     fig, axs = plt.subplots(2, 3, figsize=(18, 8))
     for mode, (trm, _) in jumps.items():
-        Lm = rec.angular_momentum_about_com(trm.model, trm.q, trm.v, trm.t)
-        _, Gdm = rec.center_of_mass(trm.model, trm.q, trm.v)
+        Lm = kin.angular_momentum_about_com(trm.model, trm.q, trm.v, trm.t)
+        _, Gdm = kin.center_of_mass(trm.model, trm.q, trm.v)
         axs[0, 2].semilogy(trm.t, np.linalg.norm(Gdm, axis=1) + 1e-9, label=f"|Ġ| ({mode})")
         axs[1, 2].plot(trm.t, Lm, label=f"L_G ({mode})")
     axs[0, 2].axhline(SETTLE_SPEED, color="k", ls="--", lw=0.8, label="settle bound")
@@ -528,7 +528,7 @@ def _video(out: Path, model: ChainModel, tr: PhaseTrajectory, fps: int = 30, slo
     frames = []
     times = np.arange(tr.t[0], tr.t[-1], 1.0 / (fps * slow))
     picks = [min(int(np.searchsorted(tr.t, tt)), len(tr.t) - 1) for tt in times]
-    every = [np.vstack(rec.link_endpoints(model, tr.q[k])) for k in picks] + [np.zeros((1, 2))]   # + ground
+    every = [np.vstack(kin.link_endpoints(model, tr.q[k])) for k in picks] + [np.zeros((1, 2))]   # + ground
     limits = motion_limits(np.vstack(every)[:, :2])   # framed on the whole jump
     (x_low, x_high), (y_low, y_high) = limits
     # the figure takes the motion's shape (a jump is tall and narrow), so the axes fill it
@@ -540,7 +540,7 @@ def _video(out: Path, model: ChainModel, tr: PhaseTrajectory, fps: int = 30, slo
         _stick(ax, model, tr.q[k])
         for i in range(2):
             if tr.reactions[k, i, 1] > 0:
-                a = rec.foot_position(model, tr.q[k], i)
+                a = kin.foot_position(model, tr.q[k], i)
                 ax.arrow(a[0], a[1], 0, 2e-4 * tr.reactions[k, i, 1], width=0.005, color="red")
         title = f"t = {tr.t[k]:.3f} s  {tr.phase[k]}\n({slow:g}× slow motion)"
         frames.append(planar_frame(fig, ax, limits, title, 11))

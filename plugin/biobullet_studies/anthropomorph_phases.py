@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import ChainModel
 from biobullet.extensible.phases import (
     COMPLIANT,
@@ -68,7 +68,7 @@ class PhaseTrajectory(Trajectory):
     def energy_table(self) -> dict[str, np.ndarray]:
         """kinetic, gravity, spring, contact_potential, mechanical (T + V_g + V_s), work terms, contact dissipation,
         residual = ΔE_mech − (W_moments + W_ground + W_damper + W_inertia) + impact losses (module docstring)."""
-        e = rec.energy(self.model, self.q, self.v, self.t)
+        e = kin.energy(self.model, self.q, self.v, self.t)
         mech = e.total
         w = self.work
         dissipation = -(w["ground"] + self.contact_potential - self.contact_potential[0])
@@ -118,11 +118,11 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
     for i in range(2):
         if states[i] == PINNED:
             anchor[i] = tuple(np.asarray(anchors[i], dtype=float)) if anchors is not None and anchors[i] is not None \
-                else tuple(rec.foot_position(model, q0, i))
+                else tuple(kin.foot_position(model, q0, i))
     impact_vel: list[float | None] = [None, None]
     for i in range(2):
         if states[i] == COMPLIANT:
-            impact_vel[i] = max(-(rec.foot_jacobian(model, q0, i) @ v0)[1], 1e-3)
+            impact_vel[i] = max(-(kin.foot_jacobian(model, q0, i) @ v0)[1], 1e-3)
     armed = [True, True]   # a free foot's touchdown counts (False right after its lift-off: see the docstring)
 
     zeroN = np.zeros(N)
@@ -139,7 +139,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         R = np.zeros((2, 2))
         Qc = zeroN
         # each held foot's Jacobian once per state: the right-hand side reuses it for the ground's power
-        J = [None if states[i] == FREE else rec.foot_jacobian(model, q, i) for i in range(2)]
+        J = [None if states[i] == FREE else kin.foot_jacobian(model, q, i) for i in range(2)]
         for i in range(2):
             if states[i] == COMPLIANT:
                 R[i] = ground.force(model, q, v, i, impact_vel[i])
@@ -152,7 +152,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
                 elif states[i] == COMPLIANT:   # a point foot of half-length `foot_lever` carries |M| ≤ lever·F_N
                     lim = ground.foot_lever * max(R[i, 1], 0.0)
                     ankle[i] = min(max(ankle[i], -lim), lim)
-        Qm = rec.joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else zeroN
+        Qm = kin.joint_moment_force(model, tau, ankle) if (tau is not None or ankle is not None) else zeroN
         a, Rc = constrained_accelerations(model, q, v, t, Qm if Qc is zeroN else Qm + Qc, cons)
         for c, r in zip(cons, Rc):
             R[c.foot] = r
@@ -177,7 +177,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         return rhs
 
     def foot_height(i: int, offset: float) -> Callable[[float, np.ndarray], float]:
-        return lambda t, X: float(rec.foot_position(model, X[:N], i)[1]) - ground.height - offset
+        return lambda t, X: float(kin.foot_position(model, X[:N], i)[1]) - ground.height - offset
 
     def events_of_mode() -> list[LoopEvent]:
         """The current mode's transitions, named `kind:foot`."""
@@ -273,29 +273,29 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
         if with_ground and any(kind == "touchdown" for kind, _ in fired):
             for j in range(2):
                 if states[j] == FREE and armed[j] and ("touchdown", j) not in fired:
-                    r = rec.foot_position(model, q, j)
-                    vy = float((rec.foot_jacobian(model, q, j) @ v)[1])
+                    r = kin.foot_position(model, q, j)
+                    vy = float((kin.foot_jacobian(model, q, j) @ v)[1])
                     if r[1] <= ground.height + 1e-9 and vy < 0.0:
                         fired.append(("touchdown", j))
         touched = [i for kind, i in fired if kind == "touchdown"]
         if touched and touchdown == "impact":
             for i in touched:
                 states[i] = PINNED
-                r = rec.foot_position(model, q, i)
+                r = kin.foot_position(model, q, i)
                 anchor[i] = (float(r[0]), ground.height)
             pin = [j for j in range(2) if states[j] == PINNED]
-            vys = {i: float((rec.foot_jacobian(model, q, i) @ v)[1]) for i in touched}
-            e_before = float(rec.energy(model, q, v, t).kinetic)
+            vys = {i: float((kin.foot_jacobian(model, q, i) @ v)[1]) for i in touched}
+            e_before = float(kin.energy(model, q, v, t).kinetic)
             v_plus, lam = impact_map(model, q, v, t, pin)
             X[N:2 * N] = v_plus
-            loss = e_before - float(rec.energy(model, q, v_plus, t).kinetic)
+            loss = e_before - float(kin.energy(model, q, v_plus, t).kinetic)
             impact_loss[0] += loss
             transitions.append({"t": t, "kind": "touchdown", "feet": touched, "mode": "impact",
                                 "foot_velocity_y": vys, "impulse": dict(zip(pin, lam.tolist())),
                                 "kinetic_energy_lost": loss})
         for kind, i in fired:
             if kind == "touchdown" and touchdown == "compliant":
-                vy = float((rec.foot_jacobian(model, q, i) @ v)[1])
+                vy = float((kin.foot_jacobian(model, q, i) @ v)[1])
                 states[i] = COMPLIANT
                 impact_vel[i] = max(-vy, 1e-3)
                 transitions.append({"t": t, "kind": "touchdown", "feet": [i], "mode": "compliant",

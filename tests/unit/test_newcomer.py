@@ -46,7 +46,7 @@ def test_bare_names_load_the_bundled_models_from_anywhere(tmp_path, monkeypatch)
     assert model.file == bundled_model("shoulder_rhythm.urdf")
     assert model.coordinate_names == ("plane_of_elevation", "elevation", "axial_rotation", "elbow_flexion")
     with pytest.raises(ModelError, match=r"no file and no bundled model named 'shoulder_rythm' "
-                                         r"\(did you mean 'shoulder_rhythm'\?\).*andrews_squeezer, arm26, arm7"):
+                                         r"\(did you mean 'shoulder_rhythm'\?\).*andrews_squeezer, .*arm26, arm7"):
         biobullet.load_model("shoulder_rythm")
     with pytest.raises(ModelError, match="no such file"):   # a path (suffix) is never looked up as a name
         biobullet.load_model("shoulder_rhythm.urdf")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import six_link_reference
 from biobullet.extensible.phases import FREE, static_stance
 from biobullet_studies.anthropomorph import JUMP_DAMPING, SETTLE_SPEED, jump_study
@@ -41,7 +41,7 @@ def test_phase_sequence_and_events(jump):
     assert {f for e in landing for f in e["feet"]} == {0, 1} and all(e["foot_velocity_y"] < -0.5 for e in landing)
     kl = int(np.searchsorted(tr.t, landing[0]["t"]))
     for i in landing[0]["feet"]:
-        assert abs(rec.foot_position(model, tr.q[kl], i)[1]) < 1e-9
+        assert abs(kin.foot_position(model, tr.q[kl], i)[1]) < 1e-9
 
 
 def test_no_negative_normal_force_and_budget_closes(jump):
@@ -66,8 +66,8 @@ def test_vertical_takeoff_without_angular_momentum(jump):
     model, tr, res = jump
     m = model.total_mass
     k = tr.phase.index("flight")
-    L = rec.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
-    G, Gd = rec.center_of_mass(model, tr.q, tr.v)
+    L = kin.angular_momentum_about_com(model, tr.q, tr.v, tr.t)
+    G, Gd = kin.center_of_mass(model, tr.q, tr.v)
     assert Gd[k, 1] > 0.8
     assert abs(L[k]) < 5e-3 * m * G[k, 1] * Gd[k, 1]
     assert abs(Gd[k, 0]) < 1e-2 * Gd[k, 1]
@@ -90,7 +90,7 @@ def test_settles_into_the_static_double_stance(jump):
     # has braked the fall
     W = model.total_mass * model.gravity
     assert np.min(tr.reactions[tr.t > t_land + 0.3][:, :, 1]) > 0.25 * W / 2
-    _, Gd = rec.center_of_mass(model, tr.q, tr.v)
+    _, Gd = kin.center_of_mass(model, tr.q, tr.v)
     speed = np.linalg.norm(Gd, axis=1)
     assert np.all(speed[tr.t >= t_land + 1.8] < SETTLE_SPEED)
     assert res["settled"] and res["settle_time_s"] < 1.8
@@ -102,7 +102,7 @@ def test_settles_into_the_static_double_stance(jump):
     q = tr.q[-1]
     n = model.n_links
     delta = (W / 2 / 1.0e6) ** (2.0 / 3.0)
-    feet_y = [rec.foot_position(model, q, i)[1] for i in range(2)]
+    feet_y = [kin.foot_position(model, q, i)[1] for i in range(2)]
     assert feet_y == pytest.approx([-delta, -delta], abs=2e-6)
     assert q[1] == pytest.approx(stance.hip_height - delta, abs=2e-5)
     assert np.max(np.abs(q[2 + n:] - model.rest_lengths - stance.compressions)) < 2e-6

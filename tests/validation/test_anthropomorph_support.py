@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import six_link_reference, three_link_reference
 from biobullet.extensible.phases import FootConstraint, constrained_accelerations, impact_map, static_stance
 from biobullet_studies.anthropomorph_phases import simulate_phases
@@ -21,22 +21,22 @@ def test_double_support_reactions_equal_total_mass_times_com_acceleration_plus_g
         q = np.concatenate([[0.0, 1.0], np.pi / 2 + rng.uniform(-0.4, 0.4, n), model.rest_lengths
                             * rng.uniform(0.97, 1.03, n)])
         v = rng.normal(size=model.dof)
-        cons = [FootConstraint(i, tuple(rec.foot_position(model, q, i))) for i in (0, 1)]
+        cons = [FootConstraint(i, tuple(kin.foot_position(model, q, i))) for i in (0, 1)]
         tau = rng.normal(scale=50.0, size=n - 1)
-        a, R = constrained_accelerations(model, q, v, 0.0, rec.joint_moment_force(model, tau), cons)
+        a, R = constrained_accelerations(model, q, v, 0.0, kin.joint_moment_force(model, tau), cons)
         # G̈ = (∂Ġ/∂q̇) q̈ + (∂Ġ/∂q) q̇: the first term exactly (Ġ is linear in q̇), the second by a central
         # difference along q̇ (error O(ε²))
         eps = 1e-6
-        _, a_lin = rec.center_of_mass(model, q, a)
-        _, gd_p = rec.center_of_mass(model, q + eps * v, v)
-        _, gd_m = rec.center_of_mass(model, q - eps * v, v)
+        _, a_lin = kin.center_of_mass(model, q, a)
+        _, gd_p = kin.center_of_mass(model, q + eps * v, v)
+        _, gd_m = kin.center_of_mass(model, q - eps * v, v)
         a_G = a_lin + (gd_p - gd_m) / (2 * eps)
         expected = model.total_mass * (a_G + np.array([0.0, model.gravity]))
         assert np.allclose(R.sum(axis=0), expected, rtol=1e-8, atol=1e-8 * model.total_mass * model.gravity)
         # the constrained feet do not accelerate (Baumgarte terms vanish on the constraint with J q̇ ≠ 0 only
         # through J q̇, so check J q̈ = −J̇q̇ − 2α J q̇)
         for c in cons:
-            J = rec.foot_jacobian(model, q, c.foot)
+            J = kin.foot_jacobian(model, q, c.foot)
             assert np.allclose(J @ a, c.acceleration_rhs(model, q, v, J), atol=1e-8)
 
 
@@ -74,12 +74,12 @@ def test_impact_map_stops_the_feet_and_loses_energy():
     v[1] = -2.0
     v_plus, _ = impact_map(model, q, v, 0.0, [0, 1])
     for i in (0, 1):
-        assert np.allclose(rec.foot_jacobian(model, q, i) @ v_plus, 0.0, atol=1e-12)
-    T0, T1 = rec.energy(model, q, v).kinetic, rec.energy(model, q, v_plus).kinetic
+        assert np.allclose(kin.foot_jacobian(model, q, i) @ v_plus, 0.0, atol=1e-12)
+    T0, T1 = kin.energy(model, q, v).kinetic, kin.energy(model, q, v_plus).kinetic
     assert T1 < T0
     # Carnot: the kinetic energy lost is ½ (q̇⁻ − q̇⁺)ᵀ M (q̇⁻ − q̇⁺) for a perfectly plastic impact
     dv = v - v_plus
-    assert T0 - T1 == pytest.approx(0.5 * dv @ rec.mass_matrix(model, q) @ dv, rel=1e-10)
+    assert T0 - T1 == pytest.approx(0.5 * dv @ model.mass_matrix(q) @ dv, rel=1e-10)
 
 
 def test_drop_touchdown_event_is_located_and_normal_force_never_negative():
@@ -123,7 +123,7 @@ def test_liftoff_event_where_the_normal_reaction_vanishes():
     pinned = [0, 1]
     for ev in lift:                           # the reaction of the foot that lifts, in the phase that ends there
         k = int(np.searchsorted(tr.t, ev["t"]))
-        cons = [FootConstraint(i, tuple(rec.foot_position(model, q, i))) for i in pinned]
+        cons = [FootConstraint(i, tuple(kin.foot_position(model, q, i))) for i in pinned]
         _, R = constrained_accelerations(model, tr.q[k], tr.v[k], ev["t"], np.zeros(model.dof), cons)
         assert abs(R[pinned.index(ev["foot"]), 1]) < 1e-6 * W
         pinned.remove(ev["foot"])

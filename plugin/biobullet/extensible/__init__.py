@@ -1,9 +1,10 @@
-"""Planar anthropomorph with extensible links (paper 004): model, corrected recursion, phases.
+"""Planar anthropomorph with extensible links (paper 004): model, model file, kinematics, phases.
 
 `chain_model` (ChainModel, Link, InertiaLaw, JSON file format, reference sets; `model.mass_matrix(q, t)`,
-`bias_forces(q, v, t)`, `forward_dynamics(q, v, tau, t)` as for every model kind), `recursion` (M, h, forward
-dynamics, kinematics, energy, angular momentum), `phases` (foot constraints, compliant ground, the constrained solve,
-the impact map, static stance; the phase-switching run is the study's `anthropomorph_phases`), `control`
+`bias_forces(q, v, t)`, `forward_dynamics(q, v, tau, t)` as for every model kind, run on the tree model of the
+chain's model file), `model_file` (ChainModel → URDF + `<biobullet>` text, the tree model), `kinematics` (feet,
+COM, energy, angular momentum, joint-moment forces), `phases` (foot constraints, compliant ground, the constrained
+solve, the impact map, static stance; the phase-switching run is the study's `anthropomorph_phases`), `control`
 (momentum-based inverse dynamics and virtual-force support controllers),
 `paper_printed` (the paper's printed general formulas, for comparison). See docs/anthropomorph.md.
 """

@@ -147,6 +147,11 @@ class Link:
         elif not isinstance(self.inertia, InertiaLaw):
             object.__setattr__(self, "inertia", InertiaLaw("constant", (_number(self.inertia, "inertia",
                                                                                  nonnegative=True),)))
+        if self.inertia.time_varying and not self.inertia.value(0.0) > 0.0:
+            # the model file carries I(t) as two point masses at ±sqrt(I/m): it must stay > 0 (checked again
+            # at every time the dynamics are evaluated, `ChainModel.tree_model`)
+            raise ModelError(f"I(0) = {float(self.inertia.value(0.0)):g} kg·m² is not positive", element=self.name or None,
+                             attribute="inertia", expected="a time-varying inertia > 0 wherever it is evaluated")
 
 
 @dataclass(frozen=True)
@@ -176,12 +181,15 @@ class ChainModel:
     rho: np.ndarray = field(init=False, repr=False)        # COM fraction from the proximal joint
     proximal: np.ndarray = field(init=False, repr=False)   # P[k, j] = 1 if j is strictly proximal to k (same chain)
     com_coeff: np.ndarray = field(init=False, repr=False)  # C[k, j] = 1 proximal, ρ_k on the diagonal, else 0
-    K: np.ndarray = field(init=False, repr=False)          # K_ij (digest); 0 across chains
     mu: np.ndarray = field(init=False, repr=False)         # μ_j = m_j ρ_j + S_j
     joints: tuple[Joint, ...] = field(init=False, repr=False)
     joint_matrix: np.ndarray = field(init=False, repr=False)  # B (n−1 × n): generalized φ force = Bᵀ τ
     feet: tuple[int, int] = field(init=False, repr=False)      # distal link of leg 1 and leg 2
-    # what library modules derive from the model once (the recursion kernel's packed constants), as `Model.derived`
+    leg_masks: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)  # 1.0 on the links of leg 1 / leg 2
+    stiffness_array: np.ndarray = field(init=False, repr=False)   # k_i, L0_i, c_i per link (read-only)
+    rest_array: np.ndarray = field(init=False, repr=False)
+    damping_array: np.ndarray = field(init=False, repr=False)
+    # what library modules derive from the model once (the tree model of its model file), as `Model.derived`
     derived: dict[str, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     @classmethod
@@ -219,18 +227,22 @@ class ChainModel:
                     root = orders[2][0]
                     joints.append(Joint(root, k, f"hip:{self.link_name(root)}-{self.link_name(k)}"))
         com = prox + np.diag(rho)
-        K = (m[:, None, None] * com[:, :, None] * com[:, None, :]).sum(axis=0)
         mu = com.T @ m
         B = np.zeros((len(joints), n))
         for r, jt in enumerate(joints):
             B[r, jt.child], B[r, jt.parent] = 1.0, -1.0
         for name, value in (("chain", chain), ("sigma", sigma), ("rho", rho), ("proximal", prox), ("com_coeff", com),
-                            ("K", K), ("mu", mu), ("joint_matrix", B)):
+                            ("mu", mu), ("joint_matrix", B), ("stiffness_array", self.stiffness),
+                            ("rest_array", self.rest_lengths), ("damping_array", self.damping)):
             value = np.array(value)
             value.setflags(write=False)
             object.__setattr__(self, name, value)
         object.__setattr__(self, "joints", tuple(joints))
         object.__setattr__(self, "feet", (orders[0][-1], orders[1][-1]))
+        masks = tuple((chain == c).astype(float) for c in (0, 1))
+        for mask in masks:
+            mask.setflags(write=False)
+        object.__setattr__(self, "leg_masks", masks)
 
     # ---- simple views -------------------------------------------------------------------------------------
     @property
@@ -279,22 +291,54 @@ class ChainModel:
         n = self.n_links
         return ["x", "y"] + [f"phi{i + 1}" for i in range(n)] + [f"l{i + 1}" for i in range(n)]
 
-    # ---- dynamics: the vocabulary of every model kind (`biobullet.Model`'s methods; SI units) ----------------
+    # ---- dynamics: the vocabulary of every model kind, on the tree model of the model file (SI units) ---------
+    def tree_model(self, t: float = 0.0):
+        """The tree `biobullet.Model` of this chain's model file (`model_file`, loaded once); its q and v are this
+        model's (x, y, φ, l). A time-varying I(t) must be > 0 at `t` (ModelError naming the link otherwise)."""
+        from biobullet.extensible.model_file import tree_model
+        if self.time_varying_inertia:
+            values = self.inertia(t)
+            if not np.all(values > 0.0):
+                k = int(np.argmin(values > 0.0))
+                raise ModelError(f"I(t = {float(t):.9g} s) = {values[k]:g} kg·m² is not positive", element=self.link_name(k),
+                                 attribute="inertia", expected="a time-varying inertia > 0 wherever it is evaluated")
+        return tree_model(self)
+
     def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """M(q, t), (2n+2)² (`recursion.mass_matrix`)."""
-        from biobullet.extensible import recursion
-        return recursion.mass_matrix(self, q, t)
+        """M(q, t), (2n+2)²."""
+        return self.tree_model(t).mass_matrix(np.asarray(q, dtype=float), float(t))
+
+    def elastic_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The links' springs and dampers k (l − L0) + c l̇ on the l rows (2n+2): the model file's `<joint_spring>`s."""
+        n = self.n_links
+        out = np.zeros(2 * n + 2)
+        out[2 + n:] = self.stiffness_array * (q[2 + n:] - self.rest_array) + self.damping_array * v[2 + n:]
+        return out
 
     def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """h(q, v, t) of M v̇ + h = Q: velocity, gravity, spring, damper and İφ̇ terms (`recursion.bias_forces`)."""
-        from biobullet.extensible import recursion
-        return recursion.bias_forces(self, q, v, t)
+        """h(q, v, t) of M v̇ + h = Q: velocity, gravity, İφ̇ (the tree's), spring and damper terms."""
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        return self.tree_model(t).bias_forces(q, v, float(t)) + self.elastic_forces(q, v)
 
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
                          t: float = 0.0) -> np.ndarray:
-        """v̇ from M v̇ = Q − h; `tau` = Q (2n+2), default zero (`recursion.forward_dynamics`)."""
-        from biobullet.extensible import recursion
-        return recursion.forward_dynamics(self, q, v, tau, t)
+        """v̇ from M v̇ = Q − h (Cholesky); `tau` = Q (2n+2), default zero. SolverError where M is singular to
+        round-off (every link parallel: stretching every link about its fixed COM then has no inertia)."""
+        from scipy.linalg import cho_factor, cho_solve
+        from biobullet.core.errors import SolverError
+        force = np.zeros(self.dof) if tau is None else np.asarray(tau, dtype=float)
+        if force.shape != (self.dof,):
+            raise ModelError(f"got shape {force.shape}", argument="tau", expected=f"({self.dof},) generalized forces")
+        M = self.mass_matrix(q, t)
+        try:
+            factor = cho_factor(M)
+            # a round-off-sized pivot means M is singular (Cholesky of a semidefinite matrix may still "succeed")
+            if np.min(np.diag(factor[0])) ** 2 <= 1e-12 * np.max(np.diag(M)):
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            raise SolverError("mass matrix not positive definite: all links parallel? (stretching every link about "
+                              "its fixed COM then has no inertia; see docs/anthropomorph.md)") from None
+        return cho_solve(factor, force - self.bias_forces(q, v, t))
 
     def chain_order(self, c: int) -> list[int]:
         """Paper indices of chain c (0 leg1, 1 leg2, 2 trunk) from the hip outwards."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import ChainModel
 
 
@@ -79,8 +79,8 @@ def support_inverse_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t:
     nr, nt = 2 * k, n - 1
     iq, ir, it, ia = 0, N, N + nr, N + nr + nt
     nz = ia + 2
-    M, h = rec.dynamics_terms(model, q, v, t)
-    Js = [rec.foot_jacobian(model, q, f) for f in feet]
+    M, h = model.mass_matrix(q, t), model.bias_forces(q, v, t)
+    Js = [kin.foot_jacobian(model, q, f) for f in feet]
     # exact rows: dynamics and held feet
     E = np.zeros((N + nr, nz))
     f = np.zeros(N + nr)
@@ -88,7 +88,7 @@ def support_inverse_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t:
     for j, J in enumerate(Js):
         E[:N, ir + 2 * j:ir + 2 * j + 2] = -J.T
         E[N + 2 * j:N + 2 * j + 2, iq:iq + N] = J
-        f[N + 2 * j:N + 2 * j + 2] = -rec.foot_velocity_product(model, q, v, feet[j]) - 2.0 * weights.alpha * (J @ v)
+        f[N + 2 * j:N + 2 * j + 2] = -kin.foot_velocity_product(model, q, v, feet[j]) - 2.0 * weights.alpha * (J @ v)
     E[2:2 + n, it:it + nt] = -model.joint_matrix.T
     for foot in feet:   # an ankle moment acts only through a foot on the ground
         E[2 + model.feet[foot], ia + foot] = -1.0
@@ -102,7 +102,7 @@ def support_inverse_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t:
         w.append(weight)
 
     mass = model.total_mass
-    G = rec.center_of_mass(model, q)
+    G = kin.center_of_mass(model, q)
     for axis in (0, 1):
         if tasks.com_acc[axis] is not None:
             row = np.zeros(nz)
@@ -111,7 +111,7 @@ def support_inverse_dynamics(model: ChainModel, q: np.ndarray, v: np.ndarray, t:
     if tasks.momentum_rate is not None:
         row = np.zeros(nz)
         for j, foot in enumerate(feet):
-            d = rec.foot_position(model, q, foot) - G
+            d = kin.foot_position(model, q, foot) - G
             row[ir + 2 * j] = -d[1]           # (d × R)_z = d_x R_y − d_y R_x
             row[ir + 2 * j + 1] = d[0]
         row[ia:ia + 2] = [1.0 if 0 in feet else 0.0, 1.0 if 1 in feet else 0.0]
@@ -180,7 +180,7 @@ def virtual_force_moments(model: ChainModel, q: np.ndarray, feet: Sequence[int],
     JG = com_jacobian(model, q)
     Q = np.zeros(n)
     for foot in feet:
-        Q += ((JG - rec.foot_jacobian(model, q, foot))[:, 2:2 + n]).T @ force / len(feet)
+        Q += ((JG - kin.foot_jacobian(model, q, foot))[:, 2:2 + n]).T @ force / len(feet)
     if joint_moments is not None:
         Q += model.joint_matrix.T @ np.asarray(joint_moments, dtype=float)
     A = np.zeros((n, n + 1))          # columns: τ (n−1), then one ankle moment shared by the supporting feet

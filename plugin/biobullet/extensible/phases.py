@@ -27,7 +27,7 @@ from biobullet.contact.friction import Regularized
 from biobullet.contact.normal import Flores
 from biobullet.constraints.solve import constrained_acceleration
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import ChainModel
 
 FREE, PINNED, COMPLIANT = "free", "pinned", "compliant"
@@ -44,11 +44,11 @@ class FootConstraint:
     beta: float = 20.0
 
     def residual(self, model: ChainModel, q: np.ndarray) -> np.ndarray:
-        return rec.foot_position(model, q, self.foot) - np.asarray(self.anchor)
+        return kin.foot_position(model, q, self.foot) - np.asarray(self.anchor)
 
     def acceleration_rhs(self, model: ChainModel, q: np.ndarray, v: np.ndarray, J: np.ndarray) -> np.ndarray:
         """Right-hand side γ of J q̈ = γ = −J̇q̇ − 2α J q̇ − β² g."""
-        return (-rec.foot_velocity_product(model, q, v, self.foot) - 2.0 * self.alpha * (J @ v)
+        return (-kin.foot_velocity_product(model, q, v, self.foot) - 2.0 * self.alpha * (J @ v)
                 - self.beta ** 2 * self.residual(model, q))
 
 
@@ -65,8 +65,8 @@ class CompliantGround:
     def force(self, model: ChainModel, q: np.ndarray, v: np.ndarray, foot: int,
               impact_velocity: float | None) -> np.ndarray:
         """Ground force on the foot (F_x, F_y) [N]."""
-        r = rec.foot_position(model, q, foot)
-        rd = rec.foot_jacobian(model, q, foot) @ v
+        r = kin.foot_position(model, q, foot)
+        rd = kin.foot_jacobian(model, q, foot) @ v
         delta, delta_dot = self.height - r[1], -rd[1]
         vi = impact_velocity if self.normal_law.needs_impact_velocity else None
         fn = float(self.normal_law.force(delta, delta_dot, vi))
@@ -74,7 +74,7 @@ class CompliantGround:
         return np.array([ft, fn])
 
     def potential(self, model: ChainModel, q: np.ndarray, foot: int) -> float:
-        return law_potential(self.normal_law, self.height - float(rec.foot_position(model, q, foot)[1]))
+        return law_potential(self.normal_law, self.height - float(kin.foot_position(model, q, foot)[1]))
 
 
 Controller = Callable[[float, np.ndarray, np.ndarray, tuple[str, str]], tuple[np.ndarray | None, np.ndarray | None]]
@@ -84,10 +84,10 @@ def constrained_accelerations(model: ChainModel, q: np.ndarray, v: np.ndarray, t
                               constraints: Sequence[FootConstraint]) -> tuple[np.ndarray, np.ndarray]:
     """M q̈ + h = Q + Jᵀ R, J q̈ = γ by the library's constrained solve (`constraints.solve.constrained_acceleration`).
     Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
-    M, h = rec.dynamics_terms(model, q, v, t)
+    M, h = model.mass_matrix(q, t), model.bias_forces(q, v, t)
     if not constraints:
         return np.linalg.solve(M, Q - h), np.zeros((0, 2))
-    J = np.vstack([rec.foot_jacobian(model, q, c.foot) for c in constraints])
+    J = np.vstack([kin.foot_jacobian(model, q, c.foot) for c in constraints])
     gamma = np.concatenate([c.acceleration_rhs(model, q, v, J[2 * i:2 * i + 2]) for i, c in enumerate(constraints)])
     # least squares = the whole KKT matrix where the Schur complement declines: M itself is singular when all links
     # are parallel (e.g. the vertical stance: stretching every link about its fixed COM has no inertia), the
@@ -100,8 +100,8 @@ def impact_map(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, feet: 
                                                                                                          np.ndarray]:
     """Perfectly plastic impact onto the feet `feet`: q̇⁺ = q̇⁻ + M⁻¹JᵀΛ with J q̇⁺ = 0 (the constrained solve with
     M q̇⁺ − M q̇⁻ = JᵀΛ). Returns (q̇⁺, Λ (k, 2) [N·s])."""
-    M = rec.mass_matrix(model, q, t)
-    J = np.vstack([rec.foot_jacobian(model, q, foot) for foot in feet])
+    M = model.mass_matrix(q, t)
+    J = np.vstack([kin.foot_jacobian(model, q, foot) for foot in feet])
     v_plus, impulses = constrained_acceleration(M, -(M @ v), None, J, np.zeros(len(J)), redundant="least_squares")
     return v_plus, impulses.reshape(-1, 2)
 
@@ -145,12 +145,12 @@ def static_stance(model: ChainModel, q_guess: np.ndarray | None = None,
 
     def residual(z):
         q, R = z[:N], z[N:].reshape(2, 2)
-        h = rec.bias_forces(model, q, zero)
+        h = model.bias_forces(q, zero)
         if generalized_force is not None:
             h = h - generalized_force(q)
         for i in range(2):
-            h = h - rec.foot_jacobian(model, q, i).T @ R[i]
-        g = np.concatenate([rec.foot_position(model, q, i) - anchors[i] for i in range(2)])
+            h = h - kin.foot_jacobian(model, q, i).T @ R[i]
+        g = np.concatenate([kin.foot_position(model, q, i) - anchors[i] for i in range(2)])
         return np.concatenate([h / model.total_mass, g])
 
     w = model.total_mass * model.gravity / 2.0

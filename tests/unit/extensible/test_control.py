@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from biobullet.core.errors import ModelError
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import six_link_reference
 from biobullet.extensible.control import (
     SupportTasks,
@@ -32,7 +32,7 @@ def test_com_jacobian_matches_finite_differences():
     q, _ = _crouched_state(model, rng)
     J = com_jacobian(model, q)
     eps = 1e-7
-    fd = np.column_stack([(rec.center_of_mass(model, q + eps * e) - rec.center_of_mass(model, q - eps * e)) / (2 * eps)
+    fd = np.column_stack([(kin.center_of_mass(model, q + eps * e) - kin.center_of_mass(model, q - eps * e)) / (2 * eps)
                           for e in np.eye(model.dof)])
     assert np.max(np.abs(J - fd)) < 1e-8
 
@@ -47,23 +47,23 @@ def test_inverse_dynamics_realises_the_momentum_tasks():
     # tiny regularisation: the tasks are met to ~(w_reg / w_task)² relative
     sol = support_inverse_dynamics(model, q, v, 0.0, [0, 1], tasks,
                                    TaskWeights(moments=1e-6, ankle=0.0, reactions=1e-7, equal_loading=1e-6))
-    Q = rec.joint_moment_force(model, sol.tau, sol.ankle)
-    anchors = [tuple(rec.foot_position(model, q, i)) for i in range(2)]
+    Q = kin.joint_moment_force(model, sol.tau, sol.ankle)
+    anchors = [tuple(kin.foot_position(model, q, i)) for i in range(2)]
     # alpha = 20 as in the controller, beta = 0: the feet sit exactly at their anchors here
     cons = [FootConstraint(i, anchors[i], 20.0, 0.0) for i in range(2)]
     a, R = constrained_accelerations(model, q, v, 0.0, Q, cons)
     assert np.allclose(a, sol.qdd, atol=1e-8 * np.max(np.abs(a)))
     assert np.allclose(R, sol.reactions, atol=1e-8 * np.max(np.abs(R)))
     m = model.total_mass
-    G = rec.center_of_mass(model, q)
+    G = kin.center_of_mass(model, q)
     assert R[:, 0].sum() / m == pytest.approx(0.7, abs=1e-9)
     d = [np.array(anchors[i]) - G for i in range(2)]
     Ldot = sum(d[i][0] * R[i, 1] - d[i][1] * R[i, 0] for i in range(2)) + sol.ankle.sum()
     assert Ldot == pytest.approx(-3.0, abs=1e-8)
     # and L̇_G from the motion itself (finite difference of L_G along q̈): the same number
     h = 1e-6
-    Lp = rec.angular_momentum_about_com(model, q + h * v, v + h * a)
-    Lm = rec.angular_momentum_about_com(model, q - h * v, v - h * a)
+    Lp = kin.angular_momentum_about_com(model, q + h * v, v + h * a)
+    Lm = kin.angular_momentum_about_com(model, q - h * v, v - h * a)
     assert (Lp - Lm) / (2 * h) == pytest.approx(-3.0, abs=1e-5)
 
 
@@ -77,11 +77,11 @@ def test_virtual_force_moments_have_the_power_of_the_virtual_force():
     tau, ankle = virtual_force_moments(model, q, [0, 1], F)
     n, N = model.n_links, model.dof
     # velocities with fixed lengths and both feet at rest: null space of [J_A1; J_A2; l-rows]
-    C = np.vstack([rec.foot_jacobian(model, q, 0), rec.foot_jacobian(model, q, 1), np.eye(N)[2 + n:]])
+    C = np.vstack([kin.foot_jacobian(model, q, 0), kin.foot_jacobian(model, q, 1), np.eye(N)[2 + n:]])
     _, s, Vt = np.linalg.svd(C)
     null = Vt[np.sum(s > 1e-10):]
     assert null.shape[0] >= 1
-    Q = rec.joint_moment_force(model, tau, ankle)
+    Q = kin.joint_moment_force(model, tau, ankle)
     JG = com_jacobian(model, q)
     for v in null:
         assert Q @ v == pytest.approx(F @ (JG @ v), rel=1e-10, abs=1e-10)

@@ -4,7 +4,7 @@ random states. The correct matrix is the SymPy-verified recursion (test_lagrange
 from __future__ import annotations
 
 import numpy as np
-from biobullet.extensible import recursion as rec
+from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import reference_flight_state, six_link_reference, three_link_reference
 from biobullet.extensible.paper_printed import printed_differences
 
@@ -13,7 +13,7 @@ RIGHT = ("41", "42", "44", "45")
 
 
 def _check(model, q, expected_wrong_min):
-    M = rec.mass_matrix(model, q)
+    M = model.mass_matrix(q)
     literal = printed_differences(model, q, M)
     typo_fixed = printed_differences(model, q, M, inertia_typo_fixed=True)
     for key in RIGHT:
@@ -44,11 +44,11 @@ def test_three_link_printed_formulas_differ():
 
 def test_printed_right_formulas_hold_on_random_states_and_shapes():
     rng = np.random.default_rng(2)
-    from test_recursion_structure import random_model, random_state
+    from test_kinematics import random_model, random_state
     for shape in [(2, 2, 2), (3, 3, 3), (1, 2, 3)]:
         model = random_model(shape, rng)
         q, _ = random_state(model, rng)
-        d = printed_differences(model, q, rec.mass_matrix(model, q))
+        d = printed_differences(model, q, model.mass_matrix(q))
         for key in RIGHT:
             assert d[key]["max_rel"] < 1e-13
         assert max(d[key]["max_rel"] for key in WRONG) > 0.1
