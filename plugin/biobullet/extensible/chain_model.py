@@ -304,21 +304,30 @@ class ChainModel:
                                  attribute="inertia", expected="a time-varying inertia > 0 wherever it is evaluated")
         return tree_model(self)
 
+    def _tree(self, t: float):
+        """`tree_model(t)`, without its checks once a constant-inertia model's tree is loaded (the per-call path)."""
+        model = self.derived.get("constant_inertia_tree")
+        if model is None:
+            model = self.tree_model(t)
+            if not self.time_varying_inertia:
+                self.derived["constant_inertia_tree"] = model
+        return model
+
     def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
         """M(q, t), (2n+2)²."""
-        return self.tree_model(t).mass_matrix(np.asarray(q, dtype=float), float(t))
+        return self._tree(t).mass_matrix(np.asarray(q, dtype=float), float(t))
 
     def elastic_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """The links' springs and dampers k (l − L0) + c l̇ on the l rows (2n+2): the model file's `<joint_spring>`s."""
+        """The links' springs and dampers k (l − L0) + c l̇ (n: the l rows; the model file's `<joint_spring>`s)."""
         n = self.n_links
-        out = np.zeros(2 * n + 2)
-        out[2 + n:] = self.stiffness_array * (q[2 + n:] - self.rest_array) + self.damping_array * v[2 + n:]
-        return out
+        return self.stiffness_array * (q[2 + n:] - self.rest_array) + self.damping_array * v[2 + n:]
 
     def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
         """h(q, v, t) of M v̇ + h = Q: velocity, gravity, İφ̇ (the tree's), spring and damper terms."""
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        return self.tree_model(t).bias_forces(q, v, float(t)) + self.elastic_forces(q, v)
+        h = self._tree(t).bias_forces(q, v, float(t))
+        h[2 + self.n_links:] += self.elastic_forces(q, v)
+        return h
 
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
                          t: float = 0.0) -> np.ndarray:

@@ -53,7 +53,7 @@ def model_and_params(shape, rng, kind):
 def test_tree_model_equals_lagrange(shape, kind):
     rng = np.random.default_rng(31 + 5 * sum(shape) + shape[0] + 17 * LAWS.index(kind))
     f = derive(*shape)
-    for _ in range(3):
+    for _ in range(2):   # (each draw loads a tree model: 0.2–0.5 s of CPU)
         model, P, t = model_and_params(shape, rng, kind)
         assert model.time_varying_inertia == (kind != "constant")
         n = model.n_links
