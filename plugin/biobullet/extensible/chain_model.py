@@ -295,27 +295,23 @@ class ChainModel:
     def tree_model(self, t: float = 0.0):
         """The tree `biobullet.Model` of this chain's model file (`model_file`, loaded once); its q and v are this
         model's (x, y, φ, l). A time-varying I(t) must be > 0 at `t` (ModelError naming the link otherwise)."""
+        model = self.derived.get("constant_inertia_tree")   # (the per-call path: no checks to make)
+        if model is not None:
+            return model
         from biobullet.extensible.model_file import tree_model
-        if self.time_varying_inertia:
-            values = self.inertia(t)
-            if not np.all(values > 0.0):
-                k = int(np.argmin(values > 0.0))
-                raise ModelError(f"I(t = {float(t):.9g} s) = {values[k]:g} kg·m² is not positive", element=self.link_name(k),
-                                 attribute="inertia", expected="a time-varying inertia > 0 wherever it is evaluated")
+        if not self.time_varying_inertia:
+            model = self.derived["constant_inertia_tree"] = tree_model(self)
+            return model
+        values = self.inertia(t)
+        if not np.all(values > 0.0):
+            k = int(np.argmin(values > 0.0))
+            raise ModelError(f"I(t = {float(t):.9g} s) = {values[k]:g} kg·m² is not positive", element=self.link_name(k),
+                             attribute="inertia", expected="a time-varying inertia > 0 wherever it is evaluated")
         return tree_model(self)
-
-    def _tree(self, t: float):
-        """`tree_model(t)`, without its checks once a constant-inertia model's tree is loaded (the per-call path)."""
-        model = self.derived.get("constant_inertia_tree")
-        if model is None:
-            model = self.tree_model(t)
-            if not self.time_varying_inertia:
-                self.derived["constant_inertia_tree"] = model
-        return model
 
     def mass_matrix(self, q: np.ndarray, t: float = 0.0) -> np.ndarray:
         """M(q, t), (2n+2)²."""
-        return self._tree(t).mass_matrix(np.asarray(q, dtype=float), float(t))
+        return self.tree_model(t).mass_matrix(np.asarray(q, dtype=float), float(t))
 
     def elastic_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """The links' springs and dampers k (l − L0) + c l̇ (n: the l rows; the model file's `<joint_spring>`s)."""
@@ -325,7 +321,7 @@ class ChainModel:
     def bias_forces(self, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
         """h(q, v, t) of M v̇ + h = Q: velocity, gravity, İφ̇ (the tree's), spring and damper terms."""
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        h = self._tree(t).bias_forces(q, v, float(t))
+        h = self.tree_model(t).bias_forces(q, v, float(t))
         h[2 + self.n_links:] += self.elastic_forces(q, v)
         return h
 

@@ -58,3 +58,11 @@ def test_generated_files_agree_with_pinocchio(tmp_path):
         assert report.ok, "\n" + report.to_table()
         compared = {(c.quantity, c.formulation) for c in report.checks if c.oracle == "pinocchio"}
         assert {("mass_matrix", "reduced"), ("bias_forces", "reduced"), ("forward_dynamics", "reduced")} <= compared
+
+
+def test_a_strangers_name_stays_a_name():
+    """The chain's name (free text in its JSON file) is escaped: markup in it adds no element to the model file."""
+    chain = three_link_reference()
+    hostile = ChainModel(chain.links, chain.chain_sizes, name='x"/><link name="extra"/><!-- -- & <')
+    model = hostile.tree_model()
+    assert model.name == hostile.name and "extra" not in model.link_names
