@@ -33,7 +33,7 @@ import numpy as np
 from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kernels, cholesky_solve
 from biobullet.core import jit
 
-from biobullet.core.errors import SolverError
+from biobullet.core.errors import ModelError, SolverError
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -135,7 +135,7 @@ def factor_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray | None, jac: np.ndarray,
                              target: np.ndarray, *, names=None, x=None, xd=None, t: float = 0.0,
-                             redundant: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+                             redundant: str = "raise", method: str = "schur") -> tuple[np.ndarray, np.ndarray]:
     """(ẍ, λ) of M ẍ + h = τ + Φ_xᵀλ, Φ_x ẍ = target (see the module docstring; target from `Corrector.target`).
 
     mass (n × n), bias h (n), tau (n or None = 0), jac Φ_x (m × n), target a* (m). Range-space method with two
@@ -143,9 +143,16 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     (M not positive definite, a suspicious Schur pivot), Python decides. redundant: "raise" → SolverError naming the rows (`names`) and the state (x, xd, t)
     for dependent rows; "least_squares" → the minimum-norm solution of the full KKT system (also used when M is
     singular), for callers that tolerate redundant rows (PyBullet's massless links, doubled loop equations).
+    method: "schur" (the above) or "kkt": the whole KKT matrix at once (LU, least squares if singular) — for an M
+    that is near-singular while the constrained system is not (the anthropomorph's nearly parallel links: the Schur
+    complement through M⁻¹ loses cond(M)·ε there, and an adaptive integrator then crawls).
     """
     mass, bias, jac, target = (np.asarray(a, float) for a in (mass, bias, jac, target))
     tau = None if tau is None else np.asarray(tau, float)
+    if method not in ("schur", "kkt"):
+        raise ModelError(f"unknown method {method!r}", argument="method", expected="'schur' or 'kkt'")
+    if method == "kkt":
+        return _least_squares(mass, jac, -bias if tau is None else tau - bias, target)
     n, m = len(bias), len(jac)
     xdd, lam = np.empty(n), np.empty(m)
     # the Schur kernel forms a* = −bias − kd Φ̇ − kp Φ: here the rows' bias is −a* and the gains zero

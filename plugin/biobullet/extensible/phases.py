@@ -93,10 +93,10 @@ def constrained_accelerations(model: ChainModel, q: np.ndarray, v: np.ndarray, t
     M, h = model.mass_matrix(q, t), model.bias_forces(q, v, t)
     J = np.vstack([kin.foot_jacobian(model, q, c.foot) for c in constraints])
     gamma = np.concatenate([c.acceleration_rhs(model, q, v, J[2 * i:2 * i + 2]) for i, c in enumerate(constraints)])
-    # least squares = the whole KKT matrix where the Schur complement declines: M itself is singular when all links
-    # are parallel (e.g. the vertical stance: stretching every link about its fixed COM has no inertia), the
-    # constrained system is not
-    qdd, reactions = constrained_acceleration(M, h, Q, J, gamma, redundant="least_squares")
+    # the whole KKT matrix, not the Schur complement through M⁻¹: M is singular when all links are parallel (the
+    # vertical stance: stretching every link about its fixed COM has no inertia) and ill-conditioned near it, the
+    # constrained system is not (through M⁻¹ a landing that settles towards the stance took ≈ 10× the evaluations)
+    qdd, reactions = constrained_acceleration(M, h, Q, J, gamma, redundant="least_squares", method="kkt")
     return qdd, reactions.reshape(-1, 2)
 
 
@@ -106,7 +106,8 @@ def impact_map(model: ChainModel, q: np.ndarray, v: np.ndarray, t: float, feet: 
     M q̇⁺ − M q̇⁻ = JᵀΛ). Returns (q̇⁺, Λ (k, 2) [N·s])."""
     M = model.mass_matrix(q, t)
     J = np.vstack([kin.foot_jacobian(model, q, foot) for foot in feet])
-    v_plus, impulses = constrained_acceleration(M, -(M @ v), None, J, np.zeros(len(J)), redundant="least_squares")
+    v_plus, impulses = constrained_acceleration(M, -(M @ v), None, J, np.zeros(len(J)), redundant="least_squares",
+                                                method="kkt")
     return v_plus, impulses.reshape(-1, 2)
 
 
