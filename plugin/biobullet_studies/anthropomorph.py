@@ -32,7 +32,7 @@ from biobullet.extensible.chain_model import (
     six_link_reference,
     three_link_reference,
 )
-from biobullet.extensible.control import (
+from biobullet_studies.anthropomorph_control import (
     SupportTasks,
     TaskWeights,
     support_inverse_dynamics,

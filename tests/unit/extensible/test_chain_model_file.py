@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pytest
 from biobullet.core.errors import ModelError
-from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import load, loads, six_link_reference, three_link_reference
 
 

@@ -1,4 +1,4 @@
-"""Support controllers of the paper-004 jump (`biobullet.extensible.control`), checked against the constrained
+"""Support controllers of the paper-004 jump (`biobullet_studies.anthropomorph_control`), checked against the constrained
 dynamics of `phases` (an independent KKT solve), Newton–Euler momentum identities and finite differences."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from biobullet.core.errors import ModelError
 from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import six_link_reference
-from biobullet.extensible.control import (
+from biobullet_studies.anthropomorph_control import (
     SupportTasks,
     TaskWeights,
     com_jacobian,

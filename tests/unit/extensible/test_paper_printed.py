@@ -4,9 +4,8 @@ random states. The correct matrix is the SymPy-verified recursion (test_lagrange
 from __future__ import annotations
 
 import numpy as np
-from biobullet.extensible import kinematics as kin
 from biobullet.extensible.chain_model import reference_flight_state, six_link_reference, three_link_reference
-from biobullet.extensible.paper_printed import printed_differences
+from biobullet_studies.anthropomorph_printed import printed_differences
 
 WRONG = ("40", "43", "46", "47", "48")
 RIGHT = ("41", "42", "44", "45")
