@@ -797,14 +797,47 @@ def _schur_apply_py(matrix, factor, rhs, out):
             out[r, c] = total
 
 
+def _dense_solve_py(matrix, rhs, out):
+    """out = A⁻¹ rhs by Gaussian elimination with partial pivoting of the whole square A (rhs, out: (n, m)); False
+    when A is singular. For segments whose inertia block is singular (a point mass: the URDF's zero inertia
+    tensor), where the Schur complement's D⁻¹ does not exist although A, held by its joints, is regular."""
+    n, m = rhs.shape
+    a = matrix.copy()
+    b = rhs.copy()
+    for c in range(n):
+        pivot = _PIVOT(a, c)
+        if not abs(a[pivot, c]) > 0.0:
+            return False
+        if pivot != c:
+            for j in range(n):
+                a[c, j], a[pivot, j] = a[pivot, j], a[c, j]
+            for j in range(m):
+                b[c, j], b[pivot, j] = b[pivot, j], b[c, j]
+        for r in range(c + 1, n):
+            factor = a[r, c] / a[c, c]
+            if factor != 0.0:
+                for j in range(c + 1, n):
+                    a[r, j] -= factor * a[c, j]
+                for j in range(m):
+                    b[r, j] -= factor * b[c, j]
+    for r in range(n - 1, -1, -1):
+        for j in range(m):
+            total = b[r, j]
+            for k in range(r + 1, n):
+                total -= a[r, k] * out[k, j]
+            out[r, j] = total / a[r, r]
+    return True
+
+
 def _schur_solve_py(matrix, n_segments, rhs, out):
     """out = A⁻¹ rhs for the link-segment matrix A (rhs, out: (n, m)) by its Schur complement
     (`_schur_factor_py`), with one step of iterative refinement against A itself (the residual of the sparse A
     costs little; it brings the mass matrix derived through M⁻¹ = C A⁻¹ B to LAPACK's full-pivoting accuracy and
-    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7). False when A is singular."""
+    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7); by the dense elimination of the whole A when a segment's
+    inertia block is singular (`_dense_solve_py`). False when A is singular."""
     ok, factor = _SCHUR_FACTOR(matrix, n_segments)
     if not ok:
-        return False
+        return _DENSE_SOLVE(matrix, rhs, out)
     _SCHUR_APPLY(matrix, factor, rhs, out)
     n, m = rhs.shape
     residual = np.empty((n, m))
@@ -953,9 +986,10 @@ def _solve_py(tables, x, xd, tau, options, wanted):
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
 (_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
+ _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
     _add_skew_py, _cross_py, _pivot_py, tree_kinematics_run, _segment_state_py, _assemble_py, _schur_factor_py,
-    _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py, _mass_and_bias_py)
+    _schur_apply_py, _dense_solve_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py,
+    _mass_and_bias_py)
 
 
 def _small_callees() -> dict:
@@ -969,7 +1003,7 @@ def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=small)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
