@@ -126,7 +126,12 @@ class Model:
             if _isfinite(value.dot(_tiny(size))):
                 return value
             raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
-        array = np.asarray(value, dtype=float).reshape(-1)
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":   # strings, None, complex numbers, objects: no silent float()
+            raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__}"
+                             f"{'' if array.dtype.kind == 'O' else f' of dtype {array.dtype}'})", file=self.file,
+                             expected=f"{size} floats")
+        array = array.astype(float).reshape(-1)
         if array.shape != (size,):
             raise ModelError(f"argument {name!r} has {array.size} entries", file=self.file,
                              expected=f"{size} ({', '.join((self.coordinate_names if name == 'q' else self.velocity_names)[:8])}"
