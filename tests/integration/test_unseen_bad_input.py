@@ -120,3 +120,16 @@ def test_a_quaternion_that_cannot_be_normalised_names_its_joint(humanoid, call, 
     with pytest.raises(biobullet.ModelError, match=f"argument 'q': the quaternion of {joint} .* is "
                                                    f"{'too large' if 'overflow' in case else 'zero'}"):
         getattr(model, call)(*args)
+
+
+@pytest.mark.parametrize("keyword, value", [("t_end", "x"), ("t_end", np.array([0.1, 0.2])), ("atol", "x"),
+                                            ("rtol", "1e-x"), ("max_step", float("nan")), ("initial", {"lbr_iiwa_joint_1": "x"})])
+def test_simulate_names_an_argument_that_is_not_a_number(kuka, keyword, value) -> None:
+    """simulate() raised numpy's bare ValueError / TypeError for a t_end, atol or initial value that is not a number
+    (and took a NaN max_step silently); each is now one ModelError naming it."""
+    from biobullet.integrate.engine import simulate
+    model = kuka[0]
+    arguments = {"t_end": 0.01, "progress": False, keyword: value}
+    name = "lbr_iiwa_joint_1" if keyword == "initial" else keyword
+    with pytest.raises(biobullet.ModelError, match=f"'{name}': not (a number|finite)"):
+        simulate(model, arguments.pop("t_end"), **arguments)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
@@ -553,8 +554,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.core.events import as_event
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
-    t0, t_end = float(t0), float(t_end)
-    if not (np.isfinite(t_end) and t_end > t0):
+    t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
+    if not t_end > t0:
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
     if model.nv == 0:
         raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
@@ -565,12 +566,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError(f"unknown integration method {method!r}{did_you_mean(method.upper(), METHODS)}",
                          attribute="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
-    rtol = DEFAULT_RTOL if rtol is None else float(rtol)
-    atol = DEFAULT_ATOL if atol is None else float(atol)
-    for key, value in (("rtol", rtol), ("atol", atol)):
-        if not (np.isfinite(value) and value > 0):
-            raise ModelError(f"{key} = {value!r}", attribute=key, expected="a finite number > 0")
-    max_step = np.inf if max_step is None else float(max_step)
+    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, positive=True)
+    atol = DEFAULT_ATOL if atol is None else to_float(None, "atol", atol, positive=True)
+    max_step = np.inf if max_step is None or isinstance(max_step, float) and max_step == np.inf else \
+        to_float(None, "max_step", max_step, positive=True)
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
