@@ -89,6 +89,18 @@ HUMANOID_BLOCK = """<biobullet version="1">
 </robot>"""
 
 
+def _coupled_humanoid(tmp_path):
+    text = open(os.path.join(DATA, "humanoid", "humanoid.urdf"), encoding="latin-1").read()
+    path = tmp_path / "humanoid_coupled.urdf"
+    path.write_text(text[:text.rindex("</robot>")] + HUMANOID_BLOCK, encoding="latin-1")
+    return biobullet.load_model(path, joint_limits=False)
+
+
+def _joint_indices(bridge) -> dict[str, int]:
+    return {p.getJointInfo(bridge.body, j, physicsClientId=bridge.client)[1].decode(): j
+            for j in range(p.getNumJoints(bridge.body, physicsClientId=bridge.client))}
+
+
 @pytest.mark.parametrize("dt", [1 / 240, 1e-3])
 def test_bridge_holds_a_joint_function_of_a_floating_humanoid(tmp_path, dt) -> None:
     """DESIGN's promise on a floating base: every joint function holds to 1e-6 after every stepSimulation at 240 Hz
@@ -96,19 +108,40 @@ def test_bridge_holds_a_joint_function_of_a_floating_humanoid(tmp_path, dt) -> N
     Taylor's O(dt³) end point: 2.5e-5 rad on PyBullet's humanoid with a swinging knee at 240 Hz (8e-6 … 7e-5 on the
     A1 quadruped), blamed on 'a force outside the bridge's solve'. Checked on PyBullet's own joint states against the
     polynomial evaluated here, with no warning allowed."""
-    text = open(os.path.join(DATA, "humanoid", "humanoid.urdf"), encoding="latin-1").read()
-    path = tmp_path / "humanoid_coupled.urdf"
-    path.write_text(text[:text.rindex("</robot>")] + HUMANOID_BLOCK, encoding="latin-1")
-    model = biobullet.load_model(path, joint_limits=False)
+    model = _coupled_humanoid(tmp_path)
     worst = 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("error", CouplingWarning)
         with biobullet.Bridge(model, dt=dt, initial={"right_knee_dot": 8.0, "base_wx_dot": 1.0}) as bridge:
-            joints = {p.getJointInfo(bridge.body, j, physicsClientId=bridge.client)[1].decode(): j
-                      for j in range(p.getNumJoints(bridge.body, physicsClientId=bridge.client))}
+            joints = _joint_indices(bridge)
             for _ in range(int(round(0.4 / dt))):
                 bridge.step()
                 right, left = (p.getJointState(bridge.body, joints[name], physicsClientId=bridge.client)[0]
                                for name in ("right_knee", "left_knee"))
                 worst = max(worst, abs(left - _knee(right)))
     assert worst <= PROMISE
+
+
+def test_bridge_names_a_changed_link_mass_as_the_cause(tmp_path) -> None:
+    """A user's changeDynamics(mass=...) on a link moves PyBullet's step off the bridge's solve (built for the file's
+    inertias): the coupling breaks (here by ≈ 1e-4 rad, measured on PyBullet's joint states) and the one warning
+    blamed "a force outside the bridge's solve … changeDynamics damping or friction" with the remedy "pass joint
+    torques through bridge.apply(tau=...)", which cannot help. It now names the link and the mass change."""
+    model = _coupled_humanoid(tmp_path)
+    worst = 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CouplingWarning)
+        with biobullet.Bridge(model, dt=1 / 240, initial={"right_knee_dot": 4.0}) as bridge:
+            joints = _joint_indices(bridge)
+            for k in range(40):
+                bridge.apply()
+                if k == 10:
+                    p.changeDynamics(bridge.body, joints["left_knee"], mass=20.0, physicsClientId=bridge.client)
+                p.stepSimulation(physicsClientId=bridge.client)
+                right, left = (p.getJointState(bridge.body, joints[name], physicsClientId=bridge.client)[0]
+                               for name in ("right_knee", "left_knee"))
+                worst = max(worst, abs(left - _knee(right)))
+    messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert worst > PROMISE and len(messages) == 1
+    assert "mass or inertia of link 'left_knee' changed (changeDynamics)" in messages[0]
+    assert "bridge.apply(tau" not in messages[0]
