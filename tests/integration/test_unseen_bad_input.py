@@ -133,3 +133,44 @@ def test_simulate_names_an_argument_that_is_not_a_number(kuka, keyword, value) -
     name = "lbr_iiwa_joint_1" if keyword == "initial" else keyword
     with pytest.raises(biobullet.ModelError, match=f"'{name}': not (a number|finite)"):
         simulate(model, arguments.pop("t_end"), **arguments)
+
+
+def _chain(block: str) -> str:
+    """Three 1 m links hanging from a fixed base (joints j1…j3 about y), with `block` as its <biobullet> block."""
+    links = "".join(f'<link name="{n}"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/><inertia ixx="0.01" '
+                    f'iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>' for n in ("base", "l1", "l2", "l3"))
+    joints = "".join(f'<joint name="j{k}" type="revolute"><parent link="{p}"/><child link="{c}"/><origin xyz="0 0 -1"/>'
+                     f'<axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+                     for k, (p, c) in enumerate((("base", "l1"), ("l1", "l2"), ("l2", "l3")), start=1))
+    return f'<?xml version="1.0"?>\n<robot name="chain">{links}{joints}<biobullet version="1">{block}</biobullet></robot>'
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    from biobullet.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+def test_a_loop_that_cannot_close_names_the_file_and_the_loop(tmp_path) -> None:
+    """A loop whose links cannot meet (a 3 m chain closed on a point 30 m away) stopped `biobullet info` with
+    "loop closure: singular constraint Jacobian …" — no file, no element — raised while the URDF limits' stops
+    took the mass matrix at the neutral configuration."""
+    path = tmp_path / "unreachable.urdf"
+    path.write_text(_chain('<loop name="far" type="point" link_a="l3" xyz_a="0 0 0" link_b="base" xyz_b="0 0 -30"/>'))
+    code, message = _cli("info", str(path))
+    assert code == 2 and "Traceback" not in message
+    assert message.startswith(f"biobullet: error: {path}: <loop>: the loops ('far') close neither")
+
+
+def test_an_overflowing_contact_force_is_named_not_the_solve_argument(tmp_path) -> None:
+    """A Hertz contact with exponent 1e6, 3 m inside its ground, overflows: the run failed with "argument 'tau'
+    contains NaN or infinite values" — an argument the user never passed. It now names the contact element."""
+    path = tmp_path / "deep.urdf"
+    path.write_text(_chain('<contact name="heel" link="l3" xyz="0 0 0" ground="plane" ground_height="0" '
+                           'normal_law="hertz" stiffness="1e5" exponent="1e6"/>'))
+    code, message = _cli("simulate", str(path), "--t-end", "0.01", "--out", str(tmp_path / "out.csv"))
+    assert code == 2 and "Traceback" not in message and "'tau'" not in message
+    assert "the force of Contact('heel') is not finite at t = 0 s" in message

@@ -430,6 +430,21 @@ LIMIT_FREQUENCY = 2.0 * math.pi * 10.0
 LIMIT_DAMPING_RATIO = 0.5
 
 
+def _assembled_configuration(model) -> np.ndarray:
+    """The tree configuration at the neutral q, or — when loops cannot close there — at the file's initial state;
+    ModelError naming the file and its loops when they close at neither."""
+    try:
+        return model.joint_configuration(model.neutral_configuration())
+    except SolverError as neutral:
+        try:
+            return model.joint_configuration(model.initial_state()[0])
+        except SolverError:
+            loops = ", ".join(repr(e.attributes.get("name")) for e in model.description.elements_of("loop"))
+            raise ModelError(f"the loops ({loops}) close neither at the neutral configuration nor at the initial "
+                             f"state ({neutral})", file=model.file, element="<loop>",
+                             expected="loops whose links can meet (check the points and the link lengths)") from None
+
+
 def limit_stops(model) -> tuple[JointStop, ...]:
     """The URDF `<limit lower upper>` of every revolute and prismatic joint as a smooth `JointStop` named
     `limit_JOINT` (PyBullet enforces URDF limits; so does biobullet unless the model was loaded with
@@ -442,7 +457,7 @@ def limit_stops(model) -> tuple[JointStop, ...]:
                and joint.lower is not None and joint.upper is not None and joint.lower < joint.upper]
     if not limited:
         return ()
-    diagonal = mass_matrix_diagonal(model, model.joint_configuration(model.neutral_configuration()))
+    diagonal = mass_matrix_diagonal(model, _assembled_configuration(model))
     stops = []
     for joint in limited:
         source = SourceRef(joint.source.file, f"{joint.source.element} <limit>")

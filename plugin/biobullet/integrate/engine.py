@@ -202,6 +202,8 @@ class System:
             # (no defensive copies; G None = identity, γ None = zero); x, ẋ are only read here
             x, xd, gradient, gamma = model.joint_state_view(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
+            if not math.isfinite(tau.dot(_tiny(len(tau)))):   # (else the solve blames its argument 'tau')
+                _non_finite_force(model, x, xd, t, self.elements)
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
             accel = None   # one coordinate-map evaluation per right-hand side: M, h and the solve take its state
@@ -352,6 +354,14 @@ def _tiny(size: int) -> np.ndarray:
         tiny = _TINY[size] = np.full(size, 1e-300)
         tiny.setflags(write=False)
     return tiny
+
+
+def _non_finite_force(model, x: np.ndarray, xd: np.ndarray, t: float, elements) -> None:
+    """SolverError naming the first force element whose generalized force is not finite at (x, ẋ, t)."""
+    with np.errstate(all="ignore"):
+        culprit = next((e for e in elements if not np.all(np.isfinite(applied_forces(model, x, xd, t, (e,))))), None)
+    raise SolverError(f"the force of {culprit if culprit is not None else 'the force elements'} is not finite at "
+                      f"t = {t:.9g} s (it overflows: check its parameters and the state)")
 
 
 # ---------------------------------------------------------------------------------------------- energies
