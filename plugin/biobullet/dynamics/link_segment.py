@@ -798,34 +798,13 @@ def _schur_apply_py(matrix, factor, rhs, out):
 
 
 def _dense_solve_py(matrix, rhs, out):
-    """out = A⁻¹ rhs by Gaussian elimination with partial pivoting of the whole square A (rhs, out: (n, m)); False
-    when A is singular. For segments whose inertia block is singular (a point mass: the URDF's zero inertia
-    tensor), where the Schur complement's D⁻¹ does not exist although A, held by its joints, is regular."""
-    n, m = rhs.shape
-    a = matrix.copy()
-    b = rhs.copy()
-    for c in range(n):
-        pivot = _PIVOT(a, c)
-        if not abs(a[pivot, c]) > 0.0:
-            return False
-        if pivot != c:
-            for j in range(n):
-                a[c, j], a[pivot, j] = a[pivot, j], a[c, j]
-            for j in range(m):
-                b[c, j], b[pivot, j] = b[pivot, j], b[c, j]
-        for r in range(c + 1, n):
-            factor = a[r, c] / a[c, c]
-            if factor != 0.0:
-                for j in range(c + 1, n):
-                    a[r, j] -= factor * a[c, j]
-                for j in range(m):
-                    b[r, j] -= factor * b[c, j]
-    for r in range(n - 1, -1, -1):
-        for j in range(m):
-            total = b[r, j]
-            for k in range(r + 1, n):
-                total -= a[r, k] * out[k, j]
-            out[r, j] = total / a[r, r]
+    """out = A⁻¹ rhs by LAPACK's LU of the whole square A (rhs, out: (n, m)): for segments whose inertia block is
+    singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹ does not exist
+    although A, held by its joints, is regular. A singular A raises LinAlgError (the callers report it)."""
+    solution = np.linalg.solve(matrix, rhs)
+    for r in range(rhs.shape[0]):
+        for c in range(rhs.shape[1]):
+            out[r, c] = solution[r, c]
     return True
 
 
@@ -1003,7 +982,7 @@ def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=small)}
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
@@ -1271,8 +1250,11 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
-    ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
-                                         _WANT_RATES)
+    try:
+        ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
+                                             _WANT_RATES)
+    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
+        ok = False
     if not ok:
         _singular(model.file)
     return rates
@@ -1288,8 +1270,11 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
     v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
     x, xd = _tree_state(model, q, v, t)
-    ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
-                                           _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
+    try:
+        ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
+                                               _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
+    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
+        ok = False
     if not ok:
         _singular(model.file)
     return mass, bias
