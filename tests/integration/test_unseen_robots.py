@@ -145,3 +145,21 @@ def test_bridge_names_a_changed_link_mass_as_the_cause(tmp_path) -> None:
     assert worst > PROMISE and len(messages) == 1
     assert "mass or inertia of link 'left_knee' changed (changeDynamics)" in messages[0]
     assert "bridge.apply(tau" not in messages[0]
+
+
+def test_bridge_names_a_velocity_reset_between_apply_and_step(tmp_path) -> None:
+    """resetBaseVelocity between apply() and stepSimulation() (a habit: 'kick' the robot) breaks the coupling for that
+    step (PyBullet's joint states) and was named only as 'a force outside the bridge's solve' with the remedy to pass
+    torques through apply(); the one warning now names the reset and says to reset before apply()."""
+    model = _coupled_humanoid(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CouplingWarning)
+        with biobullet.Bridge(model, dt=1 / 240, initial={"right_knee_dot": 4.0}) as bridge:
+            for k in range(20):
+                bridge.apply()
+                if k == 10:
+                    p.resetBaseVelocity(bridge.body, [0.5, 0.0, 1.0], [3.0, 2.0, 0.0], physicsClientId=bridge.client)
+                p.stepSimulation(physicsClientId=bridge.client)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(messages) == 1
+    assert "resetBaseVelocity" in messages[0] and "reset the state before apply()" in messages[0]

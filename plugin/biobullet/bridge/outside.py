@@ -387,9 +387,11 @@ class OutsideWatch:
                     "change the link's <inertial> in the model file and load it again (a bridge sets PyBullet's "
                     "inertias to the file's)", "inertia:" + changed[0])
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step)",
+                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step), or a velocity "
+                "was reset (resetBaseVelocity / resetJointState) between apply() and stepSimulation()",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
-                "them, and change the time step with bridge.set_time_step(dt)", "outside")
+                "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
+                "(bridge.reset(NAME=value) for the coordinates)", "outside")
 
     def warn(self, key: str, message: str, remedy: str) -> None:
         """One CouplingWarning per key and bridge."""
