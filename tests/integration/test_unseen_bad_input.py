@@ -174,3 +174,28 @@ def test_an_overflowing_contact_force_is_named_not_the_solve_argument(tmp_path) 
     code, message = _cli("simulate", str(path), "--t-end", "0.01", "--out", str(tmp_path / "out.csv"))
     assert code == 2 and "Traceback" not in message and "'tau'" not in message
     assert "the force of Contact('heel') is not finite at t = 0 s" in message
+
+
+@pytest.mark.parametrize("call", ["reduced_recursive", "reduced_pinocchio", "multipliers", "normalize", "integrate",
+                                  "bridge reset", "bridge initial"])
+def test_a_zero_quaternion_is_named_on_every_path(humanoid, call) -> None:
+    """The check formulations took a zero base quaternion as NaN and returned a finite matrix from it (reduced_recursive,
+    reduced_pinocchio) or raised a bare ZeroDivisionError (multipliers); normalize_configuration and
+    integrate_configuration returned NaN with numpy's 'invalid value' warning; Bridge.reset and Bridge(initial=...)
+    sent the NaN orientation to PyBullet. Each is now the ModelError naming q and the floating base."""
+    model = humanoid
+    q, v = model.neutral_configuration(), np.zeros(model.nv)
+    q[3:7] = 0.0
+    calls = {"normalize": lambda: model.normalize_configuration(q),
+             "integrate": lambda: model.integrate_configuration(q, v, 0.01),
+             "bridge initial": lambda: biobullet.Bridge(model, initial=(q, v)).close()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)   # no numpy 'invalid value' on the way
+        with pytest.raises(biobullet.ModelError, match="argument 'q': the quaternion of the floating base"):
+            if call == "bridge reset":
+                with biobullet.Bridge(model) as bridge:
+                    bridge.reset(base_qx=0.0, base_qw=0.0)
+            elif call in calls:
+                calls[call]()
+            else:
+                model.forward_dynamics(q, v, formulation=call)

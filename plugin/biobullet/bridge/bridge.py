@@ -755,6 +755,7 @@ class Bridge:
                                  expected="independent coordinates " + ", ".join(model.coordinate_names)
                                           + " (NAME_dot for a rate)")
             target[list(names).index(name)] = to_float(None, key, value, expected="a finite number")
+        model.check_rotations(q)   # (PyBullet would take a zero quaternion as NaN)
         x, xd, _, _ = model.joint_state(q, v, t)
         self.reset_tree(x, xd, t)
 

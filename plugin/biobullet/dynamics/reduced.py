@@ -14,7 +14,7 @@ import numpy as np
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.algorithms.crba import crba
 from biobullet.algorithms.rnea import rnea
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
 
 
@@ -52,30 +52,12 @@ def _declined(model, q, v, t: float, what: str):
     """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
     SolverError naming the model file and what the kernels found."""
     q = model.checked("q", q, model.nq)
-    _check_rotations(model, q)
+    model.check_rotations(q)
     model.joint_state(q, np.zeros(model.nv) if v is None else model.checked("v", v, model.nv), t)
     raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: the mass matrix is "
                       "singular or not positive definite (a joint moves no mass, or a joint function makes "
                       "coordinates redundant), or a result is not finite (the model's magnitudes overflow double "
                       "precision, or the state is out of range)")
-
-
-def _check_rotations(model, q: np.ndarray) -> None:
-    """ModelError naming the joint whose quaternion (or planar cos, sin pair) in q is zero or so large that its
-    squared norm overflows: the pipeline's joint-state stage cannot normalise it."""
-    for body in model.bodies:
-        if body.multi_dof:
-            k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
-            block = q[k:k + (2 if body.joint_type == "planar" else 4)]
-            with np.errstate(over="ignore"):
-                square = float(block @ block)
-            if not 0.0 < square < np.inf:
-                names = ", ".join(model.coordinate_names[k:k + block.size])
-                joint = f"joint {body.joint!r}" if body.joint else "the floating base"
-                raise ModelError(f"the {'rotation' if body.joint_type == 'planar' else 'quaternion'} of {joint} "
-                                 f"({names}) is {'zero' if square == 0.0 else 'too large'}: "
-                                 f"{np.array2string(block, precision=3)}", file=model.file, argument="q",
-                                 expected="a non-zero quaternion x y z w (scaled to unit length), e.g. 0 0 0 1")
 
 
 class ProjectedFormulation(Formulation):
