@@ -390,10 +390,10 @@ class Model:
         for a quaternion that has no unit length (zero, or its squares overflow)."""
         q_in = q
         q = np.array(q, dtype=float)
-        for body in self._multi_dof_bodies:
-            k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
-            n = 4 if body.joint_type != "planar" else 2
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # (reported below)
+            for body in self._multi_dof_bodies:
+                k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
+                n = 4 if body.joint_type != "planar" else 2
                 q[..., k:k + n] /= np.linalg.norm(q[..., k:k + n], axis=-1, keepdims=True)
         if self._multi_dof_bodies and not _isfinite(float(np.sum(q))):   # (q finite: a block with no unit length)
             self.check_rotations(np.array(q_in, dtype=float).reshape(-1, self.nq)[
