@@ -500,14 +500,15 @@ class Bridge:
         from biobullet.model.joint_jets import function_table
         #: explicit joint functions alone (no loops), packed for the compiled rows (None: plug-in rows)
         functions = function_table(self.constraints.functions) if m and not self.constraints.loops else None
-        # the step-end Newton correction of explicit function rows on a fixed base (`_end_correction`), one call
+        # the step-end Newton correction of explicit function rows on any base (`_end_correction`), one call
         self._end_newton, self._functions = None, functions
+        self._base_offsets = np.array([self._base, self._base_v], dtype=np.int64)
         self._rows_kernel, self._loops_data, self._table = None, None, None
-        if self._step_end and functions is not None and not self._base and self.linear is None:
+        if self._step_end and functions is not None and self.linear is None:
             from biobullet.bridge.kernels import end_newton_kernel
-            self._end_newton = direct_entry(end_newton_kernel(), functions, self._step_gains(), 0.0, np.zeros(n),
-                                            np.zeros(n), np.eye(n), np.zeros((m, n)), np.zeros(n), np.zeros(n),
-                                            np.zeros(m))
+            self._end_newton = direct_entry(end_newton_kernel(), functions, self._step_gains(), self._base_offsets,
+                                            0.0, np.zeros(self.model.n_config), np.zeros(n), np.eye(n), np.zeros((m, n)),
+                                            np.zeros(n), np.zeros(n), np.zeros(m))
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._compiled_forces = None
@@ -529,7 +530,7 @@ class Bridge:
 
     def _step_gains(self):
         """`kernels.StepGains` of the corrector, the time step and the rows kernel's step-end check (explicit
-        function rows alone on a fixed base: `_end_correction` inside the kernel)."""
+        function rows alone, any base: `_end_correction` inside the kernel)."""
         from biobullet.bridge.kernels import StepGains
         corrector = self.corrector
         check = self._end_newton is not None and self._rows_kernel is not None and self._loops_data is None
@@ -754,6 +755,7 @@ class Bridge:
                                  expected="independent coordinates " + ", ".join(model.coordinate_names)
                                           + " (NAME_dot for a rate)")
             target[list(names).index(name)] = to_float(None, key, value, expected="a finite number")
+        model.check_rotations(q)   # (PyBullet would take a zero quaternion as NaN)
         x, xd, _, _ = model.joint_state(q, v, t)
         self.reset_tree(x, xd, t)
 
@@ -1094,7 +1096,7 @@ class Bridge:
         return out, self._xdd
 
     def _end_correction(self, x, xd, xdd, mass, jac, torque) -> np.ndarray:
-        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, fixed base):
+        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, any base):
         the solve asked Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4
         rad at 240 Hz on a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE,
         up to END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (Φ_x of
@@ -1103,7 +1105,8 @@ class Bridge:
         updated in place. Loops and plug-in rows without compiled jets keep the Taylor target, as on the one-call
         loop path (their residual after a step is watched, `bridge.outside`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
-            self._end_newton(self._functions, self._gains, self.time, x, xd, mass, jac, xdd, torque, self._lambda)
+            self._end_newton(self._functions, self._gains, self._base_offsets, self.time, x, xd, mass, jac, xdd, torque,
+                             self._lambda)
         return torque
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:

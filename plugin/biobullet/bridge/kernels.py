@@ -128,7 +128,7 @@ def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out)
     rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
     status = _kkt(mass, bias, tau, rows, xd, xdd, out)
     if status == 0 and gains.check:
-        _end_newton(functions, gains, t, x, xd, mass, jac, xdd, out[:n], out[n:])
+        _end_newton(functions, gains, base, t, x, xd, mass, jac, xdd, out[:n], out[n:])
     return status
 
 
@@ -167,9 +167,10 @@ def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xd
     return _kkt(mass, bias, total, rows, xd, xdd, out)
 
 
-def _end_newton_py(functions, gains, t, x, xd, mass, jac, xdd, torque, lam):
-    """The step-end correction of explicit function rows (fixed base): up to gains.iterations times, Φ at the end
-    point x + dt ẋ + c dt² ẍ, t + dt — its value alone (`joint_jets._function_values_py`) — and, while
+def _end_newton_py(functions, gains, base, t, x, xd, mass, jac, xdd, torque, lam):
+    """The step-end correction of explicit function rows (any base: base = [base_q, base_v], the multi-DOF blocks
+    leading x and ẋ, which no joint function reads): up to gains.iterations times, Φ at the end point of the 1-DOF
+    joints θ + dt θ̇ + c dt² θ̈, t + dt — its value alone (`joint_jets._function_values_py`) — and, while
     max |Φ| > gains.tolerance, the Newton step on the constraint forces Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ/(c dt²) with the
     Φ_x of the step's start (`jac`: a chord step; Φ_x moves by O(dt ẋ) over the step, so each step still shrinks
     the residual by that factor) — the Schur kernel with h = 0, no τ and the target −Φ/(c dt²), which also gives
@@ -178,11 +179,12 @@ def _end_newton_py(functions, gains, t, x, xd, mass, jac, xdd, torque, lam):
     n, m = xd.shape[0], jac.shape[0]
     c, dt = gains.weight, gains.dt
     h = c * dt * dt
-    x_end, phi, step, delta = np.empty(x.shape[0]), np.empty(m), np.empty(n), np.empty(m)
+    base_q, base_v = base[0], base[1]
+    x_end, phi, step, delta = np.empty(x.shape[0] - base_q), np.empty(m), np.empty(n), np.empty(m)
     none_n, none_m = np.zeros(n), np.zeros(m)
     for _ in range(gains.iterations):
-        for i in range(x.shape[0]):
-            x_end[i] = x[i] + dt * xd[i] + h * xdd[i]
+        for i in range(x_end.shape[0]):
+            x_end[i] = x[base_q + i] + dt * xd[base_v + i] + h * xdd[base_v + i]
         worst = _values(functions, t + dt, x_end, phi)
         if worst < 0.0:
             return 1

@@ -194,6 +194,15 @@ class OutsideWatch:
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
         self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.jb)
+        #: every link's (mass, local inertia diagonal) as the bridge's M and h took them: a changeDynamics of either
+        #: afterwards is named as the cause (`_cause`), not an outside force
+        self._inertias = self._link_inertias()
+
+    def _link_inertias(self) -> dict[str, tuple]:
+        bridge = self.bridge
+        p, c, b = bridge.pybullet, bridge.client, bridge.body
+        return {name: tuple(p.getDynamicsInfo(b, index, physicsClientId=c)[0:3:2])
+                for name, index in bridge.map.link_index.items() if index >= 0 or bridge.model.floating_base}
 
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""
@@ -371,10 +380,18 @@ class OutsideWatch:
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        changed = [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
+        if changed:
+            return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) after the bridge was made: "
+                    "its solve holds the constraint for the model file's inertias, so PyBullet's step leaves it",
+                    "change the link's <inertial> in the model file and load it again (a bridge sets PyBullet's "
+                    "inertias to the file's)", "inertia:" + changed[0])
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step)",
+                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step), or a velocity "
+                "was reset (resetBaseVelocity / resetJointState) between apply() and stepSimulation()",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
-                "them, and change the time step with bridge.set_time_step(dt)", "outside")
+                "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
+                "(bridge.reset(NAME=value) for the coordinates)", "outside")
 
     def warn(self, key: str, message: str, remedy: str) -> None:
         """One CouplingWarning per key and bridge."""

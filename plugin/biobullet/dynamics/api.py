@@ -25,13 +25,13 @@ from biobullet.pipeline.data import Data
 def mass_matrix(model: Model, q, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
     """M(q, t), nv × nv (kg, kg·m, kg·m²): the pipeline (`biobullet.pipeline`, formulation "reduced") by default,
     else the named formulation."""
-    return get_formulation(formulation).mass_matrix(model, q, t)
+    return get_formulation(formulation).mass_matrix(model, _rotations_checked(model, q, formulation), t)
 
 
 def bias_forces(model: Model, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
     """h(q, v, t): Coriolis, centrifugal, gravity and joint-function γ terms, such that M v̇ + h = Q (the pipeline
     by default, as `mass_matrix`)."""
-    return get_formulation(formulation).bias_forces(model, q, v, t)
+    return get_formulation(formulation).bias_forces(model, _rotations_checked(model, q, formulation), v, t)
 
 
 def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None
@@ -39,7 +39,15 @@ def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulatio
     """v̇ from M v̇ = Q − h; `tau` = Q (nv), default zero (the pipeline by default, as `mass_matrix`)."""
     if tau is not None:
         tau = model.checked("tau", tau, model.nv)
-    return get_formulation(formulation).forward_dynamics(model, q, v, tau, t)
+    return get_formulation(formulation).forward_dynamics(model, _rotations_checked(model, q, formulation), v, tau, t)
+
+
+def _rotations_checked(model: Model, q, formulation: str | None):
+    """q, after `Model.check_rotations` for a check formulation (the pipeline declines such a q itself and reports
+    it; the check formulations took a zero quaternion as NaN, or raised ZeroDivisionError from a compiled kernel)."""
+    if formulation is not None and model.base_nq:
+        model.check_rotations(model.checked("q", q, model.nq))
+    return q
 
 
 def make_data(model: Model) -> Data:

@@ -797,14 +797,26 @@ def _schur_apply_py(matrix, factor, rhs, out):
             out[r, c] = total
 
 
+def _dense_solve_py(matrix, rhs, out):
+    """out = A⁻¹ rhs by LAPACK's LU of the whole square A (rhs, out: (n, m)): for segments whose inertia block is
+    singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹ does not exist
+    although A, held by its joints, is regular. A singular A raises LinAlgError (the callers report it)."""
+    solution = np.linalg.solve(matrix, rhs)
+    for r in range(rhs.shape[0]):
+        for c in range(rhs.shape[1]):
+            out[r, c] = solution[r, c]
+    return True
+
+
 def _schur_solve_py(matrix, n_segments, rhs, out):
     """out = A⁻¹ rhs for the link-segment matrix A (rhs, out: (n, m)) by its Schur complement
     (`_schur_factor_py`), with one step of iterative refinement against A itself (the residual of the sparse A
     costs little; it brings the mass matrix derived through M⁻¹ = C A⁻¹ B to LAPACK's full-pivoting accuracy and
-    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7). False when A is singular."""
+    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7); by the dense elimination of the whole A when a segment's
+    inertia block is singular (`_dense_solve_py`). False when A is singular."""
     ok, factor = _SCHUR_FACTOR(matrix, n_segments)
     if not ok:
-        return False
+        return _DENSE_SOLVE(matrix, rhs, out)
     _SCHUR_APPLY(matrix, factor, rhs, out)
     n, m = rhs.shape
     residual = np.empty((n, m))
@@ -953,9 +965,10 @@ def _solve_py(tables, x, xd, tau, options, wanted):
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
 (_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
+ _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
     _add_skew_py, _cross_py, _pivot_py, tree_kinematics_run, _segment_state_py, _assemble_py, _schur_factor_py,
-    _schur_apply_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py, _mass_and_bias_py)
+    _schur_apply_py, _dense_solve_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py,
+    _mass_and_bias_py)
 
 
 def _small_callees() -> dict:
@@ -969,7 +982,7 @@ def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py)}
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
@@ -1237,8 +1250,11 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
-    ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
-                                         _WANT_RATES)
+    try:
+        ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
+                                             _WANT_RATES)
+    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
+        ok = False
     if not ok:
         _singular(model.file)
     return rates
@@ -1254,8 +1270,11 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
     v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
     x, xd = _tree_state(model, q, v, t)
-    ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
-                                           _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
+    try:
+        ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
+                                               _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
+    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
+        ok = False
     if not ok:
         _singular(model.file)
     return mass, bias

@@ -52,6 +52,7 @@ def _declined(model, q, v, t: float, what: str):
     """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
     SolverError naming the model file and what the kernels found."""
     q = model.checked("q", q, model.nq)
+    model.check_rotations(q)
     model.joint_state(q, np.zeros(model.nv) if v is None else model.checked("v", v, model.nv), t)
     raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: the mass matrix is "
                       "singular or not positive definite (a joint moves no mass, or a joint function makes "

@@ -12,7 +12,7 @@ import numpy as np
 
 from biobullet.algorithms.crba import mass_matrix_diagonal
 from biobullet.core import jit
-from biobullet.core.errors import SolverError, SourceRef, did_you_mean
+from biobullet.core.errors import ModelError, SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import joint_forces_kernel, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, to_float, vector3
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
@@ -430,6 +430,21 @@ LIMIT_FREQUENCY = 2.0 * math.pi * 10.0
 LIMIT_DAMPING_RATIO = 0.5
 
 
+def _assembled_configuration(model) -> np.ndarray:
+    """The tree configuration at the neutral q, or — when loops cannot close there — at the file's initial state;
+    ModelError naming the file and its loops when they close at neither."""
+    try:
+        return model.joint_configuration(model.neutral_configuration())
+    except SolverError as neutral:
+        try:
+            return model.joint_configuration(model.initial_state()[0])
+        except SolverError:
+            loops = ", ".join(repr(e.attributes.get("name")) for e in model.description.elements_of("loop"))
+            raise ModelError(f"the loops ({loops}) close neither at the neutral configuration nor at the initial "
+                             f"state ({neutral})", file=model.file, element="<loop>",
+                             expected="loops whose links can meet (check the points and the link lengths)") from None
+
+
 def limit_stops(model) -> tuple[JointStop, ...]:
     """The URDF `<limit lower upper>` of every revolute and prismatic joint as a smooth `JointStop` named
     `limit_JOINT` (PyBullet enforces URDF limits; so does biobullet unless the model was loaded with
@@ -442,13 +457,18 @@ def limit_stops(model) -> tuple[JointStop, ...]:
                and joint.lower is not None and joint.upper is not None and joint.lower < joint.upper]
     if not limited:
         return ()
-    diagonal = mass_matrix_diagonal(model, model.joint_configuration(model.neutral_configuration()))
+    diagonal = mass_matrix_diagonal(model, _assembled_configuration(model))
     stops = []
     for joint in limited:
         source = SourceRef(joint.source.file, f"{joint.source.element} <limit>")
         k = joint_indices(model, joint.name, source)[1]
         inertia = max(float(diagonal[k]), 0.0)
-        stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper,
-                               inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION),
+        stiffness = inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION)
+        if not math.isfinite(stiffness):   # (JointStop would blame a 'stiffness' attribute the file does not have)
+            raise ModelError(f"the joint moves an inertia of {inertia:g} kg·m² or kg, too large for the stop that "
+                             f"stands for its limit (stiffness M_jj ω²/(2 p_ref) overflows)", file=source.file,
+                             element=source.element, expected="link masses and inertias in kg and kg·m² (or "
+                             "joint_limits=False / --no-joint-limits to ignore the URDF limits)")
+        stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper, stiffness,
                                2.0 * LIMIT_DAMPING_RATIO * inertia * LIMIT_FREQUENCY, source=source))
     return tuple(stops)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
@@ -201,6 +202,8 @@ class System:
             # (no defensive copies; G None = identity, γ None = zero); x, ẋ are only read here
             x, xd, gradient, gamma = model.joint_state_view(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
+            if not math.isfinite(tau.dot(_tiny(len(tau)))):   # (else the solve blames its argument 'tau')
+                _non_finite_force(model, x, xd, t, self.elements)
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
             accel = None   # one coordinate-map evaluation per right-hand side: M, h and the solve take its state
@@ -351,6 +354,14 @@ def _tiny(size: int) -> np.ndarray:
         tiny = _TINY[size] = np.full(size, 1e-300)
         tiny.setflags(write=False)
     return tiny
+
+
+def _non_finite_force(model, x: np.ndarray, xd: np.ndarray, t: float, elements) -> None:
+    """SolverError naming the first force element whose generalized force is not finite at (x, ẋ, t)."""
+    with np.errstate(all="ignore"):
+        culprit = next((e for e in elements if not np.all(np.isfinite(applied_forces(model, x, xd, t, (e,))))), None)
+    raise SolverError(f"the force of {culprit if culprit is not None else 'the force elements'} is not finite at "
+                      f"t = {t:.9g} s (it overflows: check its parameters and the state)")
 
 
 # ---------------------------------------------------------------------------------------------- energies
@@ -553,8 +564,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.core.events import as_event
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
-    t0, t_end = float(t0), float(t_end)
-    if not (np.isfinite(t_end) and t_end > t0):
+    t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
+    if not t_end > t0:
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
     if model.nv == 0:
         raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
@@ -565,12 +576,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError(f"unknown integration method {method!r}{did_you_mean(method.upper(), METHODS)}",
                          attribute="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
-    rtol = DEFAULT_RTOL if rtol is None else float(rtol)
-    atol = DEFAULT_ATOL if atol is None else float(atol)
-    for key, value in (("rtol", rtol), ("atol", atol)):
-        if not (np.isfinite(value) and value > 0):
-            raise ModelError(f"{key} = {value!r}", attribute=key, expected="a finite number > 0")
-    max_step = np.inf if max_step is None else float(max_step)
+    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, positive=True)
+    atol = DEFAULT_ATOL if atol is None else to_float(None, "atol", atol, positive=True)
+    max_step = np.inf if max_step is None or isinstance(max_step, float) and max_step == np.inf else \
+        to_float(None, "max_step", max_step, positive=True)
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')

@@ -15,6 +15,7 @@ from typing import Callable, Mapping, TypeVar
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, readonly
 from biobullet.model.description import ModelDescription
@@ -126,7 +127,12 @@ class Model:
             if _isfinite(value.dot(_tiny(size))):
                 return value
             raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
-        array = np.asarray(value, dtype=float).reshape(-1)
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":   # strings, None, complex numbers, objects: no silent float()
+            raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__}"
+                             f"{'' if array.dtype.kind == 'O' else f' of dtype {array.dtype}'})", file=self.file,
+                             expected=f"{size} floats")
+        array = array.astype(float).reshape(-1)
         if array.shape != (size,):
             raise ModelError(f"argument {name!r} has {array.size} entries", file=self.file,
                              expected=f"{size} ({', '.join((self.coordinate_names if name == 'q' else self.velocity_names)[:8])}"
@@ -332,6 +338,7 @@ class Model:
         from biobullet.spatial.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
         q = np.array(q, dtype=float)
         v = np.asarray(v, dtype=float)
+        self.check_rotations(q)
         for body in self._multi_dof_bodies:
             k, j = body.q_index, body.v_index
             if body.joint_type == "free":
@@ -379,13 +386,35 @@ class Model:
 
     def normalize_configuration(self, q) -> np.ndarray:
         """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length; q may also be a
-        stack of configurations (..., nq), each normalised (trajectory post-processing)."""
+        stack of configurations (..., nq), each normalised (trajectory post-processing). ModelError naming the joint
+        for a quaternion that has no unit length (zero, or its squares overflow)."""
+        q_in = q
         q = np.array(q, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # (reported below)
+            for body in self._multi_dof_bodies:
+                k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
+                n = 4 if body.joint_type != "planar" else 2
+                q[..., k:k + n] /= np.linalg.norm(q[..., k:k + n], axis=-1, keepdims=True)
+        if self._multi_dof_bodies and not _isfinite(float(np.sum(q))):   # (q finite: a block with no unit length)
+            self.check_rotations(np.array(q_in, dtype=float).reshape(-1, self.nq)[
+                int(np.argmax(~np.isfinite(q.reshape(-1, self.nq)).any(axis=1)))])
+        return q
+
+    def check_rotations(self, q: np.ndarray) -> None:
+        """ModelError naming argument q and the joint whose quaternion (or planar cos, sin pair) in q is zero or so
+        large that its squared norm overflows — no unit length to scale it to."""
         for body in self._multi_dof_bodies:
             k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
-            n = 4 if body.joint_type != "planar" else 2
-            q[..., k:k + n] /= np.linalg.norm(q[..., k:k + n], axis=-1, keepdims=True)
-        return q
+            block = q[k:k + (2 if body.joint_type == "planar" else 4)]
+            with np.errstate(over="ignore", invalid="ignore"):
+                square = float(block @ block)
+            if not 0.0 < square < np.inf:
+                joint = f"joint {body.joint!r}" if body.joint else "the floating base"
+                names = ", ".join(self.coordinate_names[k:k + block.size])
+                raise ModelError(f"the {'rotation' if body.joint_type == 'planar' else 'quaternion'} of {joint} "
+                                 f"({names}) is {'zero' if square == 0.0 else 'too large or not finite'}: "
+                                 f"{np.array2string(block, precision=3)}", file=self.file, argument="q",
+                                 expected="a non-zero quaternion x y z w (scaled to unit length), e.g. 0 0 0 1")
 
     @cached_property
     def _blocks(self) -> np.ndarray:
@@ -413,6 +442,7 @@ class Model:
             if name in values and values[name].velocity is not None:
                 v[k] = values[name].velocity
         for key, value in (overrides or {}).items():
+            value = to_float(None, key, value)   # (one ModelError naming it: text, None, NaN)
             if key in self.coordinate_names:
                 q[self.coordinate_names.index(key)] = value
             elif key.endswith("_dot") and key[:-4] in self.velocity_names:

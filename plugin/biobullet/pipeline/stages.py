@@ -60,7 +60,7 @@ def state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, ga
         for i in range(start, start + size):
             norm += x[i] * x[i]
         norm = np.sqrt(norm)
-        if not norm > 0.0:
+        if not (norm > 0.0 and norm < np.inf):   # zero, or the squares overflow (entries ~1e155): declined
             return False
         for i in range(start, start + size):
             x[i] /= norm
