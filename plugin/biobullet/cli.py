@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import positive_float, positive_int, seed
+from biobullet.core.arguments import count, positive_float, positive_int, seed
 from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
@@ -74,6 +74,12 @@ def _add(sub, name: str, summary: str, description: str, examples: str,
     return parser
 
 
+#: most random states per model and random trees one `validate` may ask for (each state costs every formulation
+#: and oracle, ≈ 10–100 ms: the caps are hours of work, a typo beyond them would be days)
+MAX_VALIDATE_SAMPLES = 100_000
+MAX_RANDOM_TREES = 10_000
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand (no side effects, nothing heavy imported)."""
     parser = argparse.ArgumentParser(
@@ -114,13 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "--tol 1e-10\n  biobullet validate --random 20 --json > random.json\n")
     validate.add_argument("model", metavar="MODEL", nargs="?", help="model file (optional with --random)")
     _base_flags(validate)
-    validate.add_argument("--samples", type=positive_int, default=10, metavar="N",
-                          help="random states per model (default 10)")
+    validate.add_argument("--samples", type=count(MAX_VALIDATE_SAMPLES), default=10, metavar="N",
+                          help=f"random states per model (default 10, at most {MAX_VALIDATE_SAMPLES:,})")
     validate.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     validate.add_argument("--tol", type=positive_float, default=1e-9, metavar="T",
                           help="relative tolerance (default 1e-9)")
-    validate.add_argument("--random", type=positive_int, default=None, metavar="N",
-                          help="validate N random trees instead of MODEL")
+    validate.add_argument("--random", type=count(MAX_RANDOM_TREES), default=None, metavar="N",
+                          help=f"validate N random trees instead of MODEL (at most {MAX_RANDOM_TREES:,})")
     validate.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
 
     simulate = _add(sub, "simulate", "integrate a model in time and write the trajectory as CSV",

@@ -23,6 +23,14 @@ def positive_int(text: str) -> int:
     return _checked(text, int, "an integer", lambda value: value >= 1, "≥ 1")
 
 
+def count(most: int) -> Callable[[str], int]:
+    """An argument type: an integer in 1 … `most` (a count of work items: a typo such as 10**9 random states
+    would run for days)."""
+    def parse(text: str) -> int:
+        return _checked(text, int, "an integer", lambda value: 1 <= value <= most, f"in 1 … {most:,}")
+    return parse
+
+
 def positive_float(text: str) -> float:
     return _checked(text, float, "a number", lambda value: math.isfinite(value) and value > 0,
                     "a finite number > 0")
