@@ -107,6 +107,11 @@ class LoopResolver:
                                         None if rate is None else self._xd(rate))
         return phi, jac[:, (6 if self._offset_q else 0):], bias
 
+    def _which(self) -> str:
+        """The model file and the loops of this resolver, for an error message."""
+        names = ", ".join(repr(loop.name) for loop in self.loops)
+        return f"{self.model.file}: <loop> {names}" if len(self.loops) == 1 else f"{self.model.file}: <loop>s {names}"
+
     def _state_text(self, theta: np.ndarray, t: float) -> str:
         names = self.model.joint_names
         return f"t = {t:.17g}, " + ", ".join(f"{names[k]} = {theta[k]:.17g}" for k in range(len(theta)))
@@ -182,7 +187,7 @@ class LoopResolver:
                     pass
                 substeps = int(np.ceil(jump / CONTINUATION_STEP)) if np.isfinite(jump) else MAX_SUBSTEPS + 1
                 if substeps > MAX_SUBSTEPS:  # bounded work: a jump of 1e12 would ask for 1e13 Newton solves
-                    raise SolverError(f"loop closure: an independent coordinate jumped by {jump:.3g} from the last "
+                    raise SolverError(f"{self._which()}: loop closure: an independent coordinate jumped by {jump:.3g} from the last "
                                       f"solved configuration; continuation would need {substeps:.3g} substeps of "
                                       f"{CONTINUATION_STEP:g} (limit {MAX_SUBSTEPS}) — is the state in range?")
                 for s in np.linspace(0.0, 1.0, substeps + 1)[1:-1]:
@@ -243,12 +248,10 @@ class LoopResolver:
         if status == GUARD:
             raise _NeedsContinuation
         if status == SINGULAR:
-            raise SolverError(f"loop closure: singular constraint Jacobian (|Φ| = {norm:.3g} m) at "
+            raise SolverError(f"{self._which()}: loop closure: singular constraint Jacobian (|Φ| = {norm:.3g} m) at "
                               + self._state_text(theta, t))
-        which = (f"loop {self.loops[0].name!r}" if len(self.loops) == 1 else
-                 "loops " + ", ".join(repr(loop.name) for loop in self.loops))
-        raise SolverError(f"loop closure did not converge: |Φ| = {norm:.3g} m after {iterations} damped Newton "
-                          f"steps ({_STOPPED[status]}); {which} may not close for these inputs "
+        raise SolverError(f"{self._which()}: loop closure did not converge: |Φ| = {norm:.3g} m after {iterations} "
+                          f"damped Newton steps ({_STOPPED[status]}); the loop may not close for these inputs "
                           f"(cond(∂Φ/∂θ_dep) = {np.linalg.cond(jac[:, self._dep]):.3g}) at "
                           + self._state_text(theta, t))
 
@@ -257,8 +260,8 @@ class LoopResolver:
         """Report a singular configuration; cache the solution (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn)."""
         dep, known = self._dep, self._kn
         if check_singular and not condition < CONDITION_LIMIT:
-            raise SolverError(f"singular loop configuration: cond₁(∂Φ/∂θ_dep) = {condition:.3g} > "
-                              f"{CONDITION_LIMIT:g} (toggle/locked position of {', '.join(l.name for l in self.loops)})"
+            raise SolverError(f"{self._which()}: singular loop configuration: cond₁(∂Φ/∂θ_dep) = {condition:.3g} > "
+                              f"{CONDITION_LIMIT:g} (toggle/locked position)"
                               " at " + self._state_text(theta, t))
         if np.isfinite(condition):
             self._set_warm(theta[known], theta[dep], -inverse @ jac[:, known], condition)
@@ -288,8 +291,12 @@ class LoopResolver:
             _, _, bias = self.terms(jets.theta, jets.rate)
             jets.gamma[dep] = -inverse @ (jac_known @ jets.gamma[known] + bias)
             u = jets.rate[known]
-            if self._warm_fresh and float(u @ u) > 1e-24:   # the cached solution is this θ
-                self._u0[:], self._h0[:] = u, -inverse @ bias
+            with np.errstate(all="ignore"):   # (an overflowing rate: no curvature is kept, below)
+                uu, curvature = float(u @ u), -inverse @ bias
+            # the cached solution is this θ; a non-finite curvature (a rate of 1e200) would poison every later
+            # prediction, so it is not kept
+            if self._warm_fresh and 1e-24 < uu < np.inf and np.all(np.isfinite(curvature)):
+                self._u0[:], self._h0[:] = u, curvature
                 self._record.curved[self._k] = 1.0
         self._memo = (key, (jets.theta[dep].copy(), jets.gradient[dep].copy(), jets.rate[dep].copy(),
                             jets.gamma[dep].copy()))

@@ -115,8 +115,10 @@ def test_unassemblable_loop_raises_solver_error(tmp_path):
     model = fourbar(tmp_path, loop=loop)
     with pytest.raises(SolverError, match=r"residual \|Φ\|∞ = [0-9.]+"):
         assemble(model, np.array([0.8, 1.0, 2.0]))
-    with pytest.raises(SolverError, match=r"did not converge.*damped Newton.*loop 'C' may not close.*t = 0") as info:
+    with pytest.raises(SolverError, match=r"<loop> 'C': loop closure did not converge.*damped Newton.*may not close"
+                                          r".*t = 0") as info:
         model.joint_positions([0.8])
+    assert str(info.value).startswith(f"{model.file}: ")   # the file and the element, as every error names them
     # damped and bounded: Newton stops within π of its prediction (the declared initial angles, |θ| ≤ 2) instead
     # of wandering off to other branches (it once reported -13 and 19 rad)
     reported = [float(value) for value in re.findall(r"_j = (-?[0-9.e+-]+)", str(info.value))]
