@@ -127,11 +127,11 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     }
     from biobullet.bench.competitors import Unsupported, pinocchio_loops
     try:
-        loops = pinocchio_loops(model)
+        accelerations = pinocchio_loops(model)[0]
     except Unsupported:
         pass
     else:
-        functions["pinocchio constraintDynamics"] = lambda: loops.accelerations(pq, pv, ptau)
+        functions["pinocchio constraintDynamics"] = lambda: accelerations(pq, pv, ptau)
     return interleaved_best(functions, rounds=rounds, number=number, clock=time.thread_time)
 
 

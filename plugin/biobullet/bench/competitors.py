@@ -17,7 +17,7 @@ Anything else (expression functions, other force elements) raises `Unsupported`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
@@ -171,29 +171,12 @@ class MujocoRun:
         return np.asarray(data.qpos[self.qpos_of], dtype=float).copy(), wall
 
 
-class PinocchioLoops(NamedTuple):
-    """Pinocchio's constrained dynamics of a model with loops: its whole tree (`model`, `data`), each loop a 3-D
-    point constraint between its two points (`constraints`, `datas`; a planar loop's out-of-plane row is
-    redundant, which the proximal solver `settings` tolerates), and the map of our tree order to Pinocchio's
-    (`index`). `accelerations(q, v, tau)` in Pinocchio's order: `pin.constraintDynamics`."""
-
-    model: Any
-    data: Any
-    constraints: Any
-    datas: Any
-    settings: Any
-    index: Any
-
-    def accelerations(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        import pinocchio as pin
-        return pin.constraintDynamics(self.model, self.data, q, v, tau, self.constraints, self.datas,
-                                      self.settings)
-
-
-def pinocchio_loops(model, baumgarte: tuple[float, float] = (0.0, 0.0)) -> PinocchioLoops:
-    """`PinocchioLoops` of a fixed-base model whose coordinate map has loop resolvers only (proximal settings
-    1e-12 / 1e-10 / 20 iterations; force elements are not part of it); `baumgarte` = (Kp, Kd) of every constraint's corrector (zero: exact
-    accelerations at a consistent state)."""
+def pinocchio_loops(model, baumgarte: tuple[float, float] = (0.0, 0.0)) -> tuple[Callable[..., np.ndarray], Any]:
+    """Pinocchio's constrained dynamics of a fixed-base model whose coordinate map has loop resolvers only:
+    (`accelerations(q, v, tau)` — `pin.constraintDynamics` on its whole tree, in Pinocchio's order, each loop a 3-D
+    point constraint between its two points (a planar loop's out-of-plane row is redundant, which the proximal
+    solver, 1e-12 / 1e-10 / 20 iterations, tolerates), force elements not included —, the map of our tree order to
+    Pinocchio's). `baumgarte` = (Kp, Kd) of every constraint's corrector (zero: exact at a consistent state)."""
     import pinocchio as pin
 
     resolvers = getattr(model.coordinate_map, "resolvers", ())
@@ -223,7 +206,8 @@ def pinocchio_loops(model, baumgarte: tuple[float, float] = (0.0, 0.0)) -> Pinoc
     for c in constraints:
         datas.append(c.createData())
     pin.initConstraintDynamics(pm, data, constraints, datas)
-    return PinocchioLoops(pm, data, constraints, datas, pin.ProximalSettings(1e-12, 1e-10, 20), index)
+    settings = pin.ProximalSettings(1e-12, 1e-10, 20)
+    return (lambda q, v, tau: pin.constraintDynamics(pm, data, q, v, tau, constraints, datas, settings)), index
 
 
 def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
@@ -233,12 +217,12 @@ def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
     from biobullet.forces import force_elements
     if force_elements(model):
         raise Unsupported("force elements are not passed to Pinocchio here")
-    loops = pinocchio_loops(model, baumgarte=(100.0, 20.0))
-    index, n, zero = loops.index, model.n_config, np.zeros(loops.model.nv)
+    accelerations, index = pinocchio_loops(model, baumgarte=(100.0, 20.0))
+    n, zero = model.n_config, index.velocity_to_pinocchio(np.zeros(model.n_tangent))
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
         q, v = index.config_to_pinocchio(y[:n]), index.velocity_to_pinocchio(y[n:])
-        return np.concatenate([y[n:], index.velocity_from_pinocchio(loops.accelerations(q, v, zero))])
+        return np.concatenate([y[n:], index.velocity_from_pinocchio(accelerations(q, v, zero))])
     return rhs
 
 
@@ -258,6 +242,6 @@ def available(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-__all__ = ["Unsupported", "mjcf_text", "MujocoRun", "PinocchioLoops", "pinocchio_loops", "pinocchio_fourbar_rhs",
-           "pinocchio_run", "available"]
+__all__ = ["Unsupported", "mjcf_text", "MujocoRun", "pinocchio_loops", "pinocchio_fourbar_rhs", "pinocchio_run",
+           "available"]
 _ = Any
