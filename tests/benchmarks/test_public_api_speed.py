@@ -8,7 +8,10 @@ the URDF they are translated to), a spherical-joint arm and a 1- and 2-link pend
 call's fixed cost decides the ratio (the single pendulum's M: ≈ 0.6 µs of Python and numba's argument conversion
 beside ≈ 0.3 µs of kernel, against ≈ 0.35 µs for Pinocchio's whole `crba`; docs/speed.md "The public calls on the
 pipeline"): 2.5–2.7× there. Reported only: a model with joint functions or loops,
-which computes more than the open tree Pinocchio is given (jets, loop closure, Gᵀ M G). Prints a table and writes
+which computes more than the open tree Pinocchio is given (jets, loop closure, Gᵀ M G) — the coupled chain,
+shoulder_rhythm, the four-bar knee, Andrews' squeezer and the prosthesis (a loop and joint functions); for a loop
+model without joint functions also against what a Pinocchio user calls for its accelerations,
+`constraintDynamics` with the loops as point constraints. Prints a table and writes
 out/benchmarks/public_api_speed.json; README and docs/speed.md carry the figures."""
 from __future__ import annotations
 
@@ -24,10 +27,12 @@ from spherical_arms import ARM
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["arm7", "humanoid", "sprint_leg", "pitching_arm", "elastic_robot_3link", "arm26", "Tug_of_War_Millard",
-          "ball_arm", "double_pendulum", "pendulum", "shoulder_rhythm", "fourbar_knee"]
+          "ball_arm", "double_pendulum", "pendulum", "shoulder_rhythm", "coupled_chain", "fourbar_knee",
+          "andrews_squeezer", "prosthesis_fourbar"]
 # bundled models by name (arm26, Tug_of_War_Millard: OpenSim files); ball_arm: spherical shoulder and wrist
 # (tests/spherical_arms.py); the pendulums: the smallest fixed-base chains (tests/engine_models.py);
-# shoulder_rhythm: 10 joint functions; fourbar_knee: a loop
+# shoulder_rhythm: 10 joint functions; coupled_chain: polynomial joint functions; fourbar_knee: a planar loop;
+# andrews_squeezer: three; prosthesis_fourbar: a loop and joint functions
 TEXTS = {"ball_arm": ARM,
          "double_pendulum": chain_urdf([(0.5, 1.0, 0.25, 0.02), (0.4, 0.8, 0.2, 0.015)], gravity="0 0 -9.81",
                                        name="double_pendulum"),
@@ -47,13 +52,16 @@ def test_public_api_speed(name, capsys, tmp_path):
                   (times["mass_matrix"] + times["bias_forces"]) / (times["pinocchio crba"] + times["pinocchio rnea"]),
               "mass_matrix / crba": times["mass_matrix"] / times["pinocchio crba"],
               "bias_forces / rnea": times["bias_forces"] / times["pinocchio rnea"]}
+    if "pinocchio constraintDynamics" in times:
+        ratios["forward_dynamics / constraintDynamics"] = (times["forward_dynamics"]
+                                                           / times["pinocchio constraintDynamics"])
     fair = model.coordinate_map.identity
     bodies = len(model.bodies)   # moving bodies (a floating base's included)
     with capsys.disabled():
         print(f"\n{name}: public calls per call, thread CPU time (nv = {model.nv}, tree n = {model.n_tangent}, "
               f"{bodies} moving bodies{'' if fair else '; reported only'})")
         for label, seconds in times.items():
-            print(f"  {label:<20} {seconds * 1e6:8.2f} µs")
+            print(f"  {label:<28} {seconds * 1e6:8.2f} µs")
         for label, ratio in ratios.items():
             print(f"  {label:<44} {ratio:6.2f}×")
     keep_result("public_api_speed.json", name, {"seconds": times, "ratios": ratios, "asserted": fair})

@@ -91,9 +91,11 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     `model.mass_matrix(q)`, `model.bias_forces(q, v)`: the pipeline) and of Pinocchio's `aba`, `crba`, `rnea`
     on the whole tree of the model's own URDF (`conventions.build_pinocchio_model`; for an OpenSim model, the URDF
     it was translated to and loaded from, `opensim.osim_urdf`), at the same random state
-    (mapped to Pinocchio's joint order; for a model with joint functions, the tree state x, ẋ its map gives).
-    Timed in the thread's CPU time (both sides call from this thread; a shared machine's other work is not
-    counted), best of many short batches."""
+    (mapped to Pinocchio's joint order; for a model with joint functions or loops, the tree state x, ẋ its map
+    gives: the loops closed). A model with loops and no joint functions also times what a user of Pinocchio
+    calls for its accelerations, `constraintDynamics` with the loops as point constraints ("pinocchio
+    constraintDynamics", `bench.competitors.pinocchio_loops`). Timed in the thread's CPU time (both sides call
+    from this thread; a shared machine's other work is not counted), best of many short batches."""
     import pinocchio as pin
     from biobullet.conventions import PinocchioMap, build_pinocchio_model
 
@@ -123,6 +125,13 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
         "mass_matrix": lambda: model.mass_matrix(q),
         "bias_forces": lambda: model.bias_forces(q, v),
     }
+    from biobullet.bench.competitors import Unsupported, pinocchio_loops
+    try:
+        accelerations = pinocchio_loops(model)[0]
+    except Unsupported:
+        pass
+    else:
+        functions["pinocchio constraintDynamics"] = lambda: accelerations(pq, pv, ptau)
     return interleaved_best(functions, rounds=rounds, number=number, clock=time.thread_time)
 
 

@@ -171,9 +171,12 @@ class MujocoRun:
         return np.asarray(data.qpos[self.qpos_of], dtype=float).copy(), wall
 
 
-def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
-    """ẏ = (v, constraintDynamics(q, v, 0)) of the whole tree of a model with loops, each loop a 3-D point
-    constraint between its two points (proximal solver: redundant rows allowed), Baumgarte-stabilised."""
+def pinocchio_loops(model, baumgarte: tuple[float, float] = (0.0, 0.0)) -> tuple[Callable[..., np.ndarray], Any]:
+    """Pinocchio's constrained dynamics of a fixed-base model whose coordinate map has loop resolvers only:
+    (`accelerations(q, v, tau)` — `pin.constraintDynamics` on its whole tree, in Pinocchio's order, each loop a 3-D
+    point constraint between its two points (a planar loop's out-of-plane row is redundant, which the proximal
+    solver, 1e-12 / 1e-10 / 20 iterations, tolerates), force elements not included —, the map of our tree order to
+    Pinocchio's). `baumgarte` = (Kp, Kd) of every constraint's corrector (zero: exact at a consistent state)."""
     import pinocchio as pin
 
     resolvers = getattr(model.coordinate_map, "resolvers", ())
@@ -182,12 +185,9 @@ def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
     if model.floating_base or model.coordinate_map.kind != "general" or not resolvers or any(
             type(r).__name__ != "LoopResolver" for r in resolvers):
         raise Unsupported("Pinocchio's constrained dynamics here takes fixed-base loop models only")
-    from biobullet.forces import force_elements
-    if force_elements(model):
-        raise Unsupported("force elements are not passed to Pinocchio here")
     from biobullet.conventions import PinocchioMap, build_pinocchio_model
     pm = build_pinocchio_model(model)
-    index = PinocchioMap(model, pm)   # continuous joints are (cos θ, sin θ) in Pinocchio: integrate θ here
+    index = PinocchioMap(model, pm)   # continuous joints are (cos θ, sin θ) in Pinocchio
     data = pm.createData()
     constraints = pin.StdVec_RigidConstraintModel()
     for loop in model.description.elements_of("loop"):
@@ -200,20 +200,29 @@ def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
             ends.append((frame.parentJoint, point))
         c = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, ends[0][0], ends[0][1], ends[1][0],
                                      ends[1][1], pin.ReferenceFrame.LOCAL)
-        c.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(100.0, 20.0))   # critically damped
+        c.setBaumgarteCorrectorParameters(pin.BaumgarteCorrectorParameters(*baumgarte))
         constraints.append(c)
     datas = pin.StdVec_RigidConstraintData()
     for c in constraints:
         datas.append(c.createData())
     pin.initConstraintDynamics(pm, data, constraints, datas)
     settings = pin.ProximalSettings(1e-12, 1e-10, 20)
-    n = model.n_config
-    zero = np.zeros(pm.nv)
+    return (lambda q, v, tau: pin.constraintDynamics(pm, data, q, v, tau, constraints, datas, settings)), index
+
+
+def pinocchio_fourbar_rhs(model) -> Callable[[float, np.ndarray], np.ndarray]:
+    """ẏ = (v, constraintDynamics(q, v, 0)) of the whole tree of a model with loops (`pinocchio_loops`),
+    Baumgarte-stabilised (critically damped: Kp = 100, Kd = 20); a model with force elements is Unsupported (they
+    are not passed to Pinocchio here)."""
+    from biobullet.forces import force_elements
+    if force_elements(model):
+        raise Unsupported("force elements are not passed to Pinocchio here")
+    accelerations, index = pinocchio_loops(model, baumgarte=(100.0, 20.0))
+    n, zero = model.n_config, index.velocity_to_pinocchio(np.zeros(model.n_tangent))
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
         q, v = index.config_to_pinocchio(y[:n]), index.velocity_to_pinocchio(y[n:])
-        a = pin.constraintDynamics(pm, data, q, v, zero, constraints, datas, settings)
-        return np.concatenate([y[n:], index.velocity_from_pinocchio(a)])
+        return np.concatenate([y[n:], index.velocity_from_pinocchio(accelerations(q, v, zero))])
     return rhs
 
 
@@ -233,5 +242,6 @@ def available(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-__all__ = ["Unsupported", "mjcf_text", "MujocoRun", "pinocchio_fourbar_rhs", "pinocchio_run", "available"]
+__all__ = ["Unsupported", "mjcf_text", "MujocoRun", "pinocchio_loops", "pinocchio_fourbar_rhs", "pinocchio_run",
+           "available"]
 _ = Any

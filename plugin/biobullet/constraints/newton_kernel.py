@@ -80,10 +80,12 @@ def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start:
 
 def newton_work(n_bodies: int, n_rows: int, width: int) -> tuple:
     """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
-    of `width`: the residual's tree kinematics and rows (`_loop_residual_into_py`), then the Newton matrix, its
-    factor Φ_dep⁻¹, the step and the base point (`_newton_solve_py`). Allocated once by each caller (a Data, a
+    of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
+    pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
+    (`_newton_solve_py`). Allocated once by each caller (a Data, a
     resolver) and passed as the second part of the loop's `rows`."""
-    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(0), np.zeros((6, 2, 3)), np.zeros((2, 3, width)))
+    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
+           np.zeros((2, 3, width)))
     newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
     # sub starts at zero: each body writes only its own columns
     return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
@@ -124,23 +126,20 @@ def _lu_solve_into_py(a, x):
     return True
 
 
-def _dependent_part_py(inverse, jk, known_values, extra):
-    """−Φ_dep⁻¹ (Φ_kn v_kn + extra): the dependent joints' share of a derivative (G column, θ̇, γ) from the known
-    joints' (`inverse` = Φ_dep⁻¹, `jk` = Φ_kn)."""
+def _dependent_part_into_py(inverse, jk, known_values, extra, tmp, out):
+    """−Φ_dep⁻¹ (Φ_kn v_kn + extra) into `out` (nd; `tmp`: nd of work): the dependent joints' share of a
+    derivative (G column, θ̇, γ) from the known joints' (`inverse` = Φ_dep⁻¹, `jk` = Φ_kn)."""
     nd, nk = jk.shape
-    tmp = np.empty(nd)
     for i in range(nd):
         s = extra[i]
         for j in range(nk):
             s += jk[i, j] * known_values[j]
         tmp[i] = s
-    out = np.empty(nd)
     for i in range(nd):
         s = 0.0
         for k in range(nd):
             s += inverse[i, k] * tmp[k]
         out[i] = -s
-    return out
 
 
 def _loop_residual_into_py(rows, k, meta, body, theta):
@@ -295,12 +294,17 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
         return 1
     meta, body, n_tangent, rows = loops.meta, loops.body, rate.shape[0], loops.rows
     tolerance, loose, warm_condition = loops.tolerance[k], warm.loose[k], warm.condition[k]
-    saved = np.empty(nd)
+    # every small vector of this call in one allocation (each allocation ≈ 0.05 µs: ≈ 15 of them were a
+    # third of the four-bar's loop stage)
+    scratch = np.empty(6 * nd + 3 * nk)
+    saved, guess, tmp, part, h, no_extra = (scratch[:nd], scratch[nd:2 * nd], scratch[2 * nd:3 * nd],
+                                            scratch[3 * nd:4 * nd], scratch[4 * nd:5 * nd], scratch[5 * nd:6 * nd])
+    delta, values, no_known = (scratch[6 * nd:6 * nd + nk], scratch[6 * nd + nk:6 * nd + 2 * nk],
+                               scratch[6 * nd + 2 * nk:])
     for i in range(nd):
         saved[i] = theta[dep[i]]
     # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and the
     # declared initial solution (anchor) is used by the callback stage when it is nearer
-    delta = np.empty(nk)
     jump, anchor_jump = 0.0, 0.0
     for j in range(nk):
         delta[j] = theta[known[j]] - warm.known0[k0 + j]
@@ -310,7 +314,6 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
     if guard and warm.anchored[k] != 0.0 and anchor_jump < jump:
         return 1
     # prediction: first order from the cached solution, second order along the cached known rate u0
-    guess = np.empty(nd)
     for i in range(nd):
         s = warm.dep0[d0 + i]
         for j in range(nk):
@@ -336,27 +339,32 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
     for i in range(nd):
         for j in range(nk):
             jk[i, j] = jac[i, known[j]]
-    no_extra = np.zeros(nd)
-    values = np.empty(nk)
+    no_extra[:] = 0.0
+    no_known[:] = 0.0
     for c in range(nq):
         for j in range(nk):
             values[j] = gradient[known[j], c]
-        column = _dependent_part(inverse, jk, values, no_extra)
+        _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
         for i in range(nd):
-            gradient[dep[i], c] = column[i]
+            gradient[dep[i], c] = part[i]
     for j in range(nk):
         values[j] = rate[known[j]]
-    dependent = _dependent_part(inverse, jk, values, no_extra)
+    _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
     for i in range(nd):
-        rate[dep[i]] = dependent[i]
-    # bool(): not a literal, so the kinematics kernel keeps one specialisation
-    _, _, bias = _ROWS(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True))
-    h = _dependent_part(inverse, jk, np.zeros(nk), bias)    # −Φ_dep⁻¹ b: the curvature of the new solution
+        rate[dep[i]] = part[i]
+    # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
+    # literal, so the kinematics kernel keeps one specialisation
+    out = work[6]
+    n_rows = rows.n_rows[k]
+    bias = out[2][:n_rows]
+    _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
+               (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
+    _dependent_part_into(inverse, jk, no_known, bias, tmp, h)    # −Φ_dep⁻¹ b: the curvature of the new solution
     for j in range(nk):
         values[j] = gamma[known[j]]
-    dependent = _dependent_part(inverse, jk, values, bias)
+    _dependent_part_into(inverse, jk, values, bias, tmp, part)
     for i in range(nd):
-        gamma[dep[i]] = dependent[i]
+        gamma[dep[i]] = part[i]
     # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along the known
     # rate u where it is not zero
     uu = 0.0
@@ -378,31 +386,30 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
 
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
-_lu_solve_into, _dependent_part, _norm = _lu_solve_into_py, _dependent_part_py, _norm_py
+_lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
 
 
 def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
     kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    from biobullet.constraints.loop_kernels import loop_kernels, rows_into_kernel
-    kinematics, rows = loop_kernels()
+    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
                                                           "_ROWS_INTO": rows_into_kernel()})
-    return {"_KIN": kinematics, "_ROWS": rows, "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True),
-            "_norm": _norm_py, "_RESIDUAL": residual}
+    return {"_KIN": tree_kinematics_kernel(), "_ROWS_INTO": rows_into_kernel(),
+            "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
 def with_newton_solve(kernel):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
-    `_dependent_part` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
+    `_dependent_part_into` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops)."""
     return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
-                                              "_dependent_part": _dependent_part_py})
+                                              "_dependent_part_into": _dependent_part_into_py})
 
 
 def newton_kernel():

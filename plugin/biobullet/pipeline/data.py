@@ -109,7 +109,7 @@ class Data:
         self._loops = compiled.loops.stages.shape[0] > 0   # a loop stage, whose warm starts the callback stage seeds
         self._direct = False   # True once the entry is built, for a model with neither a callback stage nor loops:
         # the public calls then go to the entry without `_call`
-        self._seeded = False   # every loop warm start valid (as `_call` last set or cleared them)
+        self._seeded = False   # the warm starts continue the last call's state (False: the generic resolvers solve first)
         self._identity = np.eye(n_tangent, nv)
         self._no_q = np.zeros(compiled.nq)
 
@@ -187,7 +187,9 @@ class Data:
         if self._callback and not self._callback_state(model, q, v, t):
             return False
         if self._loops and not self._seeded:
-            self._seeded = bool(self.arrays.loop_warm.valid.all()) or self.start_loops(model, q, v, t)
+            # the generic resolvers solve this state first even where every warm start is valid: after a decline
+            # (a jump) the warm starts are still those of the last state, from which the stage declines again
+            self._seeded = self.start_loops(model, q, v, t)
             if not self._seeded:
                 return False   # no solution to start from: the callback stage solves (the next call starts from it)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
@@ -244,8 +246,10 @@ class Data:
         method layer and attribute read cost ≈ 0.05–0.1 µs of a small tree's ≈ 1 µs call). Arguments the entry
         does not take as they are (a list, another dtype or dimension, a NumPy scalar t, a formulation, an `out`
         that is not a C-contiguous writable float64 array of the result's shape) and a declined call go to the
-        model's class methods, which convert or report. {} when the entry is not built or the model needs
-        `_call` (a callback stage, loops).
+        model's class methods, which convert or report. A model with loops takes the same closures: its entry
+        declines where a loop resolver has no warm start or the loop stage declines (`_loop_newton_py`: θ_dep
+        restored), and the class method then runs `_call`, which seeds the warm starts or hands the state to the
+        callback stage. {} when the entry is not built or the model needs the callback stage before every call.
 
         Results without `out`: a new array, or the one this call returned two calls before when nothing holds it
         any more (`sys.getrefcount`: only this closure's list, its local name and the count's own argument) —
@@ -253,7 +257,7 @@ class Data:
         the same array again), a fifth of a small tree's call; a control loop that keeps each step's result until
         the next (`M = model.mass_matrix(q)`) gets two arrays in turn. An array the caller still holds is never
         written."""
-        if not self._direct:
+        if self._forward is None or self._callback:
             return {}
         entry, workspace, zero = self._forward, self._workspace, self.zero_velocity
         mass_shape, v_shape = self._mass_shape, self._v_shape

@@ -89,3 +89,31 @@ def test_a_jump_goes_to_the_generic_resolver_and_the_stage_resumes(tmp_path):
     expected, _ = PinocchioLoopOracle(model).accelerations(x, gradient @ v0, np.zeros(model.n_tangent))
     np.testing.assert_allclose(gradient @ again + gamma, expected, rtol=0,
                                atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+
+
+def test_the_model_calls_of_a_loop_model_match_pinocchio_across_a_jump(tmp_path):
+    """`model.forward_dynamics`, `mass_matrix`, `bias_forces` of a loop model, as a control loop calls them (the
+    workspace's closures after the first call, `Data.public_calls`): at nearby states, at a jump the loop stage
+    declines (the call falls back to the class methods: the generic resolver's continuation) and at states near
+    it again, G v̇ + γ is Pinocchio's `constraintDynamics` and M_r v̇ + h_r = Q."""
+    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    model = closed_chain(tmp_path, 5, "point")
+    oracle = PinocchioLoopOracle(model)
+    rng = np.random.default_rng(206)
+    q0, _ = model.initial_state()
+    for k in range(6):
+        # from k = 3 on near q0 + 0.6 (the jump: beyond the stage's no-continuation radius, as above)
+        q = q0 + (0.6 if k >= 3 else 0.0) + 0.02 * rng.uniform(-1.0, 1.0, model.nq)
+        v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        accel = model.forward_dynamics(q, v, force)
+        if k == 0:
+            assert "forward_dynamics" in model.__dict__   # later calls take the closures
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        assert loop_closure(PinocchioTree(model), x) <= 1e-10
+        # Q = Gᵀ τ with τ the tree forces of least norm giving Q (Pinocchio takes tree forces)
+        tau = np.linalg.lstsq(gradient.T, force, rcond=None)[0]
+        expected, _ = oracle.accelerations(x, xd, tau)
+        np.testing.assert_allclose(gradient @ accel + gamma, expected, rtol=0,
+                                   atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+        mass, bias = model.mass_matrix(q), model.bias_forces(q, v)
+        np.testing.assert_allclose(mass @ accel + bias, force, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(force))))
