@@ -372,16 +372,19 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
         warm.known0[k0 + j] = theta[known[j]]
         warm.u0[k0 + j] = rate[known[j]]
         uu += rate[known[j]] * rate[known[j]]
+    finite = uu < np.inf   # (NaN fails too)
     for i in range(nd):
         warm.dep0[d0 + i] = theta[dep[i]]
         warm.h0[d0 + i] = h[i]
+        finite = finite and abs(h[i]) < np.inf
         for j in range(nk):
             s = 0.0
             for m in range(nd):
                 s += inverse[i, m] * jk[m, j]
             warm.sensitivity[s0 + i * nk + j] = -s
     warm.condition[k] = condition
-    warm.curved[k] = 1.0 if uu > 1e-24 else 0.0
+    # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
+    warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
     return 0
 
 

@@ -117,3 +117,27 @@ def test_the_model_calls_of_a_loop_model_match_pinocchio_across_a_jump(tmp_path)
                                    atol=1e-8 * max(1.0, np.max(np.abs(expected))))
         mass, bias = model.mass_matrix(q), model.bias_forces(q, v)
         np.testing.assert_allclose(mass @ accel + bias, force, rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(force))))
+
+
+def test_a_call_that_overflows_leaves_no_poisoned_warm_start(tmp_path):
+    """One call with an overflowing rate (v = 1e200: the rows' bias and the curvature −Φ_dep⁻¹ b are inf/NaN) is a
+    SolverError; the calls after it are Pinocchio's again. The loop stage stored that NaN curvature in the Data's warm
+    start, and every later valid call then failed ("singular constraint Jacobian … = nan")."""
+    from biobullet import SolverError
+    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    model = closed_chain(tmp_path, 5, "point")
+    oracle = PinocchioLoopOracle(model)
+    rng = np.random.default_rng(207)
+    q0, _ = model.initial_state()
+    for k in range(3):
+        q = q0 + 0.02 * rng.uniform(-1.0, 1.0, model.nq)
+        v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        model.forward_dynamics(q, v, force)
+        with pytest.raises(SolverError):
+            model.forward_dynamics(q, np.full(model.nv, 1e200), force)
+        accel = model.forward_dynamics(q, v, force)
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        tau = np.linalg.lstsq(gradient.T, force, rcond=None)[0]
+        expected, _ = oracle.accelerations(x, xd, tau)
+        np.testing.assert_allclose(gradient @ accel + gamma, expected, rtol=0,
+                                   atol=1e-8 * max(1.0, np.max(np.abs(expected))))
