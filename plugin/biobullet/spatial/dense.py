@@ -8,11 +8,12 @@ import numpy as np
 from biobullet.core.errors import SolverError
 
 #: a mass matrix's factorisation declines a pivot (the inertia its direction has left once the directions before it
-#: are eliminated) not above MASS_PIVOT_RATIO × its own diagonal entry: singular to round-off. The pivot's round-off
-#: is ≈ n · 1.1e-16 · a_jj, so at 1e-12 it keeps 2–3 correct digits (n ≤ 100); below it v̇ has none worth returning.
-#: Measured (docs/architecture.md, "solve"): the smallest legitimate ratio over the bundled models, the OpenSim
-#: imports and 200 random trees at random states is 8.8e-8 (shoulder_simplified), along their runs 1.6e-3.
-MASS_PIVOT_RATIO = 1e-12
+#: are eliminated) not above MASS_PIVOT_RATIO × its own diagonal entry: singular to round-off. A pivot's round-off is
+#: ≈ n · 1.1e-16 of that entry (measured at exactly singular states: 2e-16 to 1.1e-15, either sign); the smallest
+#: legitimate ratio measured is 5e-13 (the anthropomorph settling towards its near-parallel stance in the jump study,
+#: t ≈ 3 s, cond(M) 1e14), then 8.8e-8 (shoulder_simplified at random states; docs/architecture.md, "solve"). 1e-14
+#: sits between: 9× above the round-off seen, 50× below the smallest legitimate pivot.
+MASS_PIVOT_RATIO = 1e-14
 
 
 def declined_pivot(mass: np.ndarray) -> int | None:
