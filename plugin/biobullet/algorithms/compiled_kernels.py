@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.spatial.dense import MASS_PIVOT_RATIO  # noqa: F401 (the solves' pivot bound, `spatial.dense`)
 
 
 def place_body_kernel(*, inline: bool = False):

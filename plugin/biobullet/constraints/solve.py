@@ -30,10 +30,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from biobullet.algorithms.compiled_kernels import MASS_PIVOT_RATIO, cholesky_factor, cholesky_kernels, cholesky_solve
+from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kernels, cholesky_solve
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
+from biobullet.spatial.dense import MASS_PIVOT_RATIO
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10

@@ -143,7 +143,7 @@ def joint_state_stage_py(model, data, q, v, t):
 def solve_stage_py(model, data, mass, bias, force, accel):
     """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
     through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
-    or dense Cholesky. False when a pivot is not above _PIVOT_RATIO (`compiled_kernels.MASS_PIVOT_RATIO`) × its
+    or dense Cholesky. False when a pivot is not above _PIVOT_RATIO (`spatial.dense.MASS_PIVOT_RATIO`) × its
     diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
     if model.solver == PROJECTED:
