@@ -330,9 +330,12 @@ def _project_upper_py(mass, h, g):
     return reduced, bias
 
 
+
+
 def cholesky_factor_py(a, low, pivot_check):
     """Lower Cholesky factor of the symmetric `a` (lower triangle read) into `low` (zeros above the diagonal
-    expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too)."""
+    expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too;
+    `spatial.dense.MASS_PIVOT_RATIO`: not above round-off), low[j, j] then left 0 at the failing pivot j."""
     n = a.shape[0]
     for j in range(n):
         s = a[j, j]

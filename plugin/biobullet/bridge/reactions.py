@@ -20,6 +20,7 @@ import numpy as np
 
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
+from biobullet.spatial.dense import solve_spd
 
 __all__ = ["joint_reactions", "enable_force_torque_sensors", "pybullet_sensor_reactions"]
 
@@ -35,7 +36,7 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
         external = np.zeros((len(model.bodies), 6))
         external[bridge.muscles.bodies] = bridge.muscles.wrenches
     mass, bias = mass_matrix_and_bias(model, x, xd)   # the tree's ẍ under τ: M ẍ = τ − h
-    return tree_reactions(model, x, xd, np.linalg.solve(mass, torque - bias), external)
+    return tree_reactions(model, x, xd, solve_spd(mass, torque - bias, model.file), external)
 
 
 def enable_force_torque_sensors(bridge) -> None:

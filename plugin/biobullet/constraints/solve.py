@@ -34,6 +34,7 @@ from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kern
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
+from biobullet.spatial.dense import MASS_PIVOT_RATIO
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -118,11 +119,12 @@ def check_rank(jac: np.ndarray, names=None, x=None, t: float = 0.0, xd=None) -> 
 
 
 def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
-    """Lower Cholesky factor of M (SolverError if M is not positive definite)."""
+    """Lower Cholesky factor of M (SolverError if M is singular to round-off or not positive definite)."""
     from scipy.linalg.lapack import dpotrf
     factor, info = dpotrf(mass, lower=1, clean=1)
-    if info != 0:
-        raise SolverError("the tree mass matrix is not positive definite (a joint moves no mass) at "
+    if info != 0 or not np.all(np.diagonal(factor) ** 2 > MASS_PIVOT_RATIO * np.diagonal(mass)):
+        raise SolverError("the tree mass matrix is singular to round-off or not positive definite (a joint moves no "
+                          "mass) at "
                           + state_text(x, None, t))
     return factor
 
@@ -239,7 +241,7 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
                                                  rows.kp, rows.kd)
     n, m = mass.shape[0], jac.shape[0]
     low = np.zeros((n, n))   # Cholesky factor of M
-    if not _cholesky_factor(mass, low, 0.0):
+    if not _cholesky_factor(mass, low, _MASS_PIVOT_RATIO):
         return 1
     b = np.empty((m + 1, n))   # rows: Φ_x (m) and τ − h, each solved with M through its factor (M⁻¹Φ_xᵀ, M⁻¹(τ − h))
     for i in range(n):
@@ -332,7 +334,7 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
             s += const[t_row + r, j] * out[j]
         y[r] = s
     low = np.zeros((k, k))                             # (TᵀMT) y = Tᵀ(…) by Cholesky
-    if not _cholesky_factor(work[r_row:r_row + k], low, 0.0):
+    if not _cholesky_factor(work[r_row:r_row + k], low, _MASS_PIVOT_RATIO):
         return 1
     _cholesky_solve(low, y, y)
     for i in range(n):                                 # ẍ = T y + P a*
@@ -358,13 +360,13 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
 # compiled_kernels' Cholesky kernels: `schur_kernel` and `null_space_kernel` bind the compiled ones before their
 # kernel compiles;
 # these defaults serve the Python form (numba disabled: debugging)
-_cholesky_factor, _cholesky_solve = cholesky_factor, cholesky_solve
+_cholesky_factor, _cholesky_solve, _MASS_PIVOT_RATIO = cholesky_factor, cholesky_solve, MASS_PIVOT_RATIO
 
 
 def _cholesky_bindings() -> dict:
     """The compiled Cholesky kernels under the names the solve kernels call them by."""
     factor, solve = cholesky_kernels()
-    return {"_cholesky_factor": factor, "_cholesky_solve": solve}
+    return {"_cholesky_factor": factor, "_cholesky_solve": solve, "_MASS_PIVOT_RATIO": MASS_PIVOT_RATIO}
 
 
 def schur_kernel():

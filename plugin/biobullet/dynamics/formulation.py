@@ -56,7 +56,7 @@ class Formulation(ABC):
         """v̇ from M v̇ = Q − h; `tau` = generalized forces Q (nv) or None."""
         mass, bias = self.mass_and_bias(model, q, v, t)
         rhs = -bias if tau is None else tau - bias
-        return solve_spd(mass, rhs, model.file)
+        return solve_spd(mass, rhs, model.file, model.velocity_names)
 
     # joint-space (DAE) formulations implement these
     def joint_accelerations(self, model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None, t: float,

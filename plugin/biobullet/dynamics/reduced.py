@@ -16,6 +16,8 @@ from biobullet.algorithms.crba import crba
 from biobullet.algorithms.rnea import rnea
 from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
+from biobullet.pipeline.compiled_model import SPARSE
+from biobullet.spatial.dense import declined_pivot, singular_mass_text
 
 
 def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,14 +52,26 @@ class ReducedFormulation(Formulation):
 
 def _declined(model, q, v, t: float, what: str):
     """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
-    SolverError naming the model file and what the kernels found."""
+    SolverError naming the model file and what the kernels found — the coordinate whose pivot the solve refused
+    (`spatial.dense.declined_pivot`, in the solve's elimination order: the tree-sparse Lᵀ D L eliminates the last
+    direction first), found here on the error path only."""
     q = model.checked("q", q, model.nq)
     model.check_rotations(q)
     model.joint_state(q, np.zeros(model.nv) if v is None else model.checked("v", v, model.nv), t)
-    raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: the mass matrix is "
-                      "singular or not positive definite (a joint moves no mass, or a joint function makes "
-                      "coordinates redundant), or a result is not finite (the model's magnitudes overflow double "
-                      "precision, or the state is out of range)")
+    index = None
+    mass = model.workspace.mass_matrix(model, q, t) if what == "forward dynamics" else None
+    if mass is not None:
+        if model.workspace.compiled.solver == SPARSE:
+            index = declined_pivot(mass[::-1, ::-1])
+            index = None if index is None else model.nv - 1 - index
+        else:
+            index = declined_pivot(mass)
+    if index is not None:
+        reason = singular_mass_text(model.velocity_names, index)
+    else:
+        reason = (singular_mass_text(model.velocity_names, None) + ", or a result is not finite (the model's "
+                  "magnitudes overflow double precision, or the state is out of range)")
+    raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: {reason}")
 
 
 class ProjectedFormulation(Formulation):

@@ -327,23 +327,16 @@ class ChainModel:
 
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None,
                          t: float = 0.0) -> np.ndarray:
-        """v̇ from M v̇ = Q − h (Cholesky); `tau` = Q (2n+2), default zero. SolverError where M is singular to
-        round-off (every link parallel: stretching every link about its fixed COM then has no inertia)."""
-        from scipy.linalg import cho_factor, cho_solve
-        from biobullet.core.errors import SolverError
-        force = np.zeros(self.dof) if tau is None else np.asarray(tau, dtype=float)
+        """v̇ from M v̇ = Q − h: the tree model's forward dynamics (the pipeline's solve) with the links' springs
+        and dampers as generalized forces; `tau` = Q (2n+2), default zero. The pipeline's SolverError where M is
+        singular to round-off (every link parallel: stretching every link about its fixed COM then has no
+        inertia; it names the link length whose pivot is refused)."""
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        force = np.zeros(self.dof) if tau is None else np.array(tau, dtype=float)
         if force.shape != (self.dof,):
             raise ModelError(f"got shape {force.shape}", argument="tau", expected=f"({self.dof},) generalized forces")
-        M = self.mass_matrix(q, t)
-        try:
-            factor = cho_factor(M)
-            # a round-off-sized pivot means M is singular (Cholesky of a semidefinite matrix may still "succeed")
-            if np.min(np.diag(factor[0])) ** 2 <= 1e-12 * np.max(np.diag(M)):
-                raise np.linalg.LinAlgError
-        except np.linalg.LinAlgError:
-            raise SolverError("mass matrix not positive definite: all links parallel? (stretching every link about "
-                              "its fixed COM then has no inertia; see docs/anthropomorph.md)") from None
-        return cho_solve(factor, force - self.bias_forces(q, v, t))
+        force[2 + self.n_links:] -= self.elastic_forces(q, v)
+        return self.tree_model(t).forward_dynamics(q, v, force, float(t))
 
     def chain_order(self, c: int) -> list[int]:
         """Paper indices of chain c (0 leg1, 1 leg2, 2 trunk) from the hip outwards."""

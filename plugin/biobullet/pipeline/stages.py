@@ -12,7 +12,8 @@ taking the compiled model and the data workspace as structured arguments:
                     kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
                     path, the muscle states' rates)                                   `forces_stage_py`
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
-    solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G  `solve_stage_py`
+    solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G, each declining a
+                    pivot within round-off of its diagonal entry                               `solve_stage_py`
 
 and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage, q̇ and the rows of error_control="joints":
@@ -74,16 +75,17 @@ def state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, ga
     return True
 
 
-def ltdl_solve_py(mass, parent, rhs, out):
+def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
     """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
     §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
     unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³).
-    False (nothing usable in `out`) when a pivot is not positive (M not positive definite)."""
+    −1 when solved, else the direction k whose pivot D[k] is not above pivot_ratio · M[k, k] (M singular to
+    round-off or not positive definite; nothing usable in `out`)."""
     n = mass.shape[0]
     h = mass.copy()
     for k in range(n - 1, -1, -1):
-        if not h[k, k] > 0.0:
-            return False
+        if not h[k, k] > pivot_ratio * mass[k, k]:
+            return k
         i = parent[k]
         while i >= 0:
             a = h[k, i] / h[k, k]
@@ -107,7 +109,7 @@ def ltdl_solve_py(mass, parent, rhs, out):
         while j >= 0:
             out[k] -= h[k, j] * out[j]
             j = parent[j]
-    return True
+    return -1
 
 
 def joint_state_stage_py(model, data, q, v, t):
@@ -141,7 +143,8 @@ def joint_state_stage_py(model, data, q, v, t):
 def solve_stage_py(model, data, mass, bias, force, accel):
     """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
     through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
-    or dense Cholesky. False when M_r is not positive definite."""
+    or dense Cholesky. False when a pivot is not above _PIVOT_RATIO (`spatial.dense.MASS_PIVOT_RATIO`) × its
+    diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
     if model.solver == PROJECTED:
         mass, bias = _PROJECT(mass, bias, data.gradient)
@@ -149,10 +152,10 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     for c in range(nv):
         rhs[c] = force[c] - bias[c]
     if model.solver == SPARSE:
-        return _LTDL(mass, model.tangent_parent, rhs, accel)
+        return _LTDL(mass, model.tangent_parent, rhs, accel, _PIVOT_RATIO) < 0
     low = data.low
     low[:, :] = 0.0
-    if not _CHOLESKY_FACTOR(mass, low, 0.0):
+    if not _CHOLESKY_FACTOR(mass, low, _PIVOT_RATIO):
         return False
     _CHOLESKY_SOLVE(low, rhs, accel)
     return True
