@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import count, positive_float, positive_int, seed
+from biobullet.core.arguments import count, port, positive_float, positive_int, seed
 from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="trajectory to play (.csv of `biobullet simulate`, or .npz)")
     view.add_argument("--html", default=None, metavar="OUT.html",
                       help="write a self-contained HTML replay of --trajectory and exit")
-    view.add_argument("--port", type=positive_int, default=8080, metavar="P", help="port (default 8080)")
+    view.add_argument("--port", type=port, default=8080, metavar="P", help="port (default 8080)")
     view.add_argument("--segments", type=positive_int, default=6, metavar="N",
                       help="rigid segments per <flexible> link (default 6)")
     return parser
@@ -598,13 +598,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BiobulletError as exc:
             print(f"{PROG}: error: {exc}", file=errors)
             return EXIT_ERROR
-    except KeyboardInterrupt:
-        print(f"\n{PROG}: interrupted", file=errors)
+    except KeyboardInterrupt as exc:
+        kept = getattr(exc.args[0], "partial_path", None) if exc.args else None   # simulate's IntegrationError
+        print(f"\n{PROG}: interrupted" + (f"; partial trajectory written to {kept}" if kept else ""), file=errors)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001  (last resort: one line, no traceback unless debugging)
+        from biobullet.core.errors import interrupted
+        if interrupted(exc):   # Ctrl-C while a compiled kernel ran (another command's): numba's SystemError
+            print(f"\n{PROG}: interrupted", file=errors)
+            return EXIT_INTERRUPTED
         if os.environ.get("BIOBULLET_DEBUG") == "1":
             import traceback
             traceback.print_exc()

@@ -185,6 +185,8 @@ class JointContactStop(ForceElement):
         err = self.source.error
         if lower is None and upper is None:
             raise err("lower", "neither lower nor upper limit given", "at least one of lower, upper")
+        if lower is not None and upper is not None and not lower < upper:   # both stops would push everywhere
+            raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
         for key, value in (("lever", lever), ("stiffness", stiffness), ("smoothing", smoothing)):
             if not (math.isfinite(value) and value > 0):
                 raise err(key, f"must be a finite number > 0, got {value!r}", "a value > 0")

@@ -31,6 +31,11 @@ def count(most: int) -> Callable[[str], int]:
     return parse
 
 
+def port(text: str) -> int:
+    """A TCP port, 1 … 65535 (beyond it the server's bind() raised OverflowError in its event loop and hung)."""
+    return _checked(text, int, "an integer", lambda value: 1 <= value <= 65535, "in 1 … 65535")
+
+
 def positive_float(text: str) -> float:
     return _checked(text, float, "a number", lambda value: math.isfinite(value) and value > 0,
                     "a finite number > 0")

@@ -99,6 +99,18 @@ class EvaluationError(SolverError):
     t = 0.1) or overflowed: the message names the function, its inputs and the time."""
 
 
+def interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is Ctrl-C: a KeyboardInterrupt, or one caught while a compiled kernel called back into Python,
+    which numba's dispatcher reports as SystemError("... returned a result with an exception set") caused by it."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class KernelCompileError(RuntimeError):
     """A kernel of the library failed to compile: a bug in biobullet, not bad input (not a BiobulletError, so the
     CLI reports it as an internal error). The message names the kernel (module.function) and numba's first error

@@ -93,9 +93,10 @@ def layout(link: str, *, length: float, youngs_modulus: float, shear_modulus: fl
     from biobullet.flexible.beam import make_parameters
     make_parameters(length, youngs_modulus, shear_modulus, shear_coefficient, area, second_moment, density,
                     "cf", theory)  # validates every number (ModelError naming it)
-    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
-        raise ModelError(f"'segments' must be an integer >= 1, got {segments!r}", attribute="segments",
-                         expected="an integer >= 1")
+    if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or not 1 <= segments <= MAX_SEGMENTS:
+        # (the file's attribute is capped; the keyword was not: segments=10**6 built a million-joint URDF)
+        raise ModelError(f"'segments' must be an integer in 1 … {MAX_SEGMENTS}, got {segments!r}",
+                         attribute="segments", expected=f"an integer in 1 … {MAX_SEGMENTS}")
     for name, value in (("kelvin_voigt", kelvin_voigt), ("air_damping", air_damping)):
         if not (math.isfinite(value) and value >= 0.0):
             raise ModelError(f"'{name}' must be >= 0, got {value!r}", attribute=name, expected="a number >= 0")
@@ -179,6 +180,16 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
         raise ModelError("no <flexible> element to expand", file=file, element="<biobullet>", attribute="flexible")
     links = {l.get("name"): l for l in root.findall("link")}
     joints = root.findall("joint")
+    flexible_links = [element.get("link") for element in flex]
+    if isinstance(segments, dict):   # a per-link override for a link that is not flexible was silently dropped
+        for name in segments:
+            if name not in flexible_links:
+                raise ModelError(f"segments for {name!r}, which is no <flexible> link"
+                                 f"{did_you_mean(name, flexible_links)}", file=file, argument="segments",
+                                 expected="a number, or one per <flexible> link: " + ", ".join(flexible_links))
+    elif segments is not None and not isinstance(segments, (int, np.integer)):   # 1.5: was AttributeError
+        raise ModelError(f"segments {segments!r} is neither an integer nor a dict of them", file=file,
+                         argument="segments", expected=f"an integer in 1 … {MAX_SEGMENTS}, or one per link")
     layouts: dict[str, SegmentLayout] = {}
     for element in flex:
         name = element.get("link")
@@ -191,7 +202,7 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
                      SourceRef(file, f'<joint name="{j.get("name")}"> <origin>')) for j in children]
         default_length = float(max(e[0] for e in ends)) if ends else None
         kw = _flexible_numbers(element, default_length, file)
-        n = segments if isinstance(segments, int) else (segments or {}).get(name, kw["segments"])
+        n = segments if isinstance(segments, (int, np.integer)) else (segments or {}).get(name, kw["segments"])
         kw["segments"] = n
         try:
             lay = layout(name, shear=shear, **kw)

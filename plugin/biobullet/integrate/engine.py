@@ -31,7 +31,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import ModelError, SolverError, did_you_mean
+from biobullet.core.errors import ModelError, SolverError, did_you_mean, interrupted
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
@@ -650,6 +650,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                   "simulate a shorter time, loosen rtol/atol (--rtol 1e-6), or raise the budget "
                                   "(max_evaluations=)", exc.t, exc.y)
             failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
+            if interrupted(exc):   # Ctrl-C (inside a compiled kernel: numba's SystemError caused by it)
+                raise KeyboardInterrupt(failure) from exc
             if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
                 raise
             raise failure from None

@@ -182,12 +182,12 @@ def equilibrium_tendon_forces(model, q, activation) -> np.ndarray:
     scalar or one value per muscle), each muscle's tendon rigid or compliant as in its file."""
     muscles = muscle_set(model)
     n = len(muscles.muscle_set.muscles)
-    a = np.asarray(activation, dtype=float)
-    if a.ndim == 0:
-        a = np.full(n, float(a))
-    if a.shape != (n,) or not np.all(np.isfinite(a)) or np.any(a < 0.0) or np.any(a > 1.0):
-        raise ModelError(f"activation of shape {a.shape}" if a.shape != (n,) else "activation outside [0, 1]",
-                         argument="activation", expected=f"a scalar or {n} values in [0, 1]")
+    a = np.asarray(activation)
+    # text, None or complex numbers: the Model's argument check (not numpy's bare ValueError or TypeError)
+    a = model.checked("activation", np.full(n, a) if a.ndim == 0 and a.dtype.kind in "biuf" else activation, n)
+    if np.any(a < 0.0) or np.any(a > 1.0):
+        raise ModelError("activation outside [0, 1]", file=model.file, argument="activation",
+                         expected=f"a scalar or {n} values in [0, 1]")
     _, rotations, origins, values, _ = _state(model, muscles, q)
     return hill.equilibrium_tendon_forces(muscles.table, path_lengths(muscles.paths, rotations, origins, values),
                                           np.ascontiguousarray(a))

@@ -254,6 +254,10 @@ class PropertyReader:
             if element.tag == "PhysicalOffsetFrame":
                 self.add_frame(element, "/componentset")
         known = set(self.frames) | set(self.bodies) | {ground}
+        for frame in self.frames.values():
+            if frame.parent not in known:
+                raise frame.source.error("socket_parent", f"unknown frame {bare(frame.parent, 80)!r}",
+                                         "the path of a body, the ground or a PhysicalOffsetFrame")
         joints = tuple(self.read_joint(path, element, known, ground) for path, element in joint_elements)
         coordinate_order = tuple(c.name for joint in joints for c in joint.coordinates)
         seen: set[str] = set()
@@ -311,6 +315,8 @@ class PropertyReader:
     def read_body(self, element: ET.Element) -> None:
         path = self.path_of("BodySet", element)
         source = self.source(element)
+        if path in self.bodies:   # else the first body's frames and joints silently hang on the second
+            raise source.error("name", "duplicate body name", "unique body names")
         mass = self.number(element, "mass", 0.0)
         if mass < 0.0:
             raise source.error("mass", f"negative mass {mass:g} kg", "mass ≥ 0")
