@@ -114,6 +114,7 @@ def test_unknown_formulation_and_column_suggest(tmp_path):
      r'<joint_function joint="elbow">: spline knots x span 90 rad on the angle input \'shoulder\''),
     ('<gravity xyz="0 0 -9810"/>', r"<gravity>: \|g\| = 9810 m/s² looks like the wrong unit"),
     ('<gravity xyz="0 0 -0.00981"/>', r"<gravity>: \|g\| = 0.00981 m/s² looks like the wrong unit"),
+    ('<gravity xyz="0 -1e308 0"/>', r"<gravity>: \|g\| = 1e\+308 m/s² looks like"),   # (its norm: no overflow)
     ("mass=2000", r'<link name="upper">: mass 2000 kg looks like the wrong unit \(grams\?'),
     ("origin=300", r'<joint name="elbow"> <origin>: xyz 300 m from the parent frame looks like the wrong unit '
                    r'\(millimetres\?'),

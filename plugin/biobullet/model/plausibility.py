@@ -38,7 +38,7 @@ def _warn(description: ModelDescription, element: str, message: str) -> None:
 def check_units(description: ModelDescription) -> None:
     """Warn once per suspicious element of a parsed model description (see the module docstring)."""
     joints = {joint.name: joint for joint in description.joints}
-    g = math.sqrt(sum(c * c for c in description.gravity))
+    g = math.hypot(*description.gravity)   # (no overflow for components near 1e308, as a sum of squares has)
     if g > GRAVITY_TOO_LARGE or 0.0 < g < GRAVITY_TOO_SMALL:
         _warn(description, "<biobullet> <gravity>", f"|g| = {g:g} m/s² looks like the wrong unit "
               "(expected m/s², Earth 9.81: -9810 would be mm/s²)")
