@@ -81,10 +81,11 @@ def paper002_chain(modes: tuple[str, ...] | str = ("ss", "ss", "ss"), *, n_modes
     'printed' uses the rounded Table 3 values (I = 4.883e-9, G = 7.7e10).
     """
     from biobullet.contact import Ambrosio, HuGuo
+    from biobullet.flexible import BOUNDARIES
     sets = tuple(modes.split("-")) if isinstance(modes, str) else tuple(modes)
-    if len(sets) != 3:
-        raise ModelError(f"'modes' needs 3 boundary pairs, got {modes!r}", attribute="modes",
-                         expected="e.g. 'ss-ss-ss'")
+    if len(sets) != 3 or not all(bc in BOUNDARIES for bc in sets):
+        raise ModelError(f"needs 3 boundary pairs ({', '.join(BOUNDARIES)}), got {modes!r}",
+                         argument="modes", expected="e.g. 'ss-ss-ss'")
     if data not in ("unrounded", "printed"):
         raise ModelError(f"unknown data set {data!r}", attribute="data", expected="unrounded or printed")
     beam = TABLE3_UNROUNDED if data == "unrounded" else TABLE3_PRINTED

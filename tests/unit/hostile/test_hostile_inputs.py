@@ -66,6 +66,8 @@ def test_cli_refuses_bad_outputs_and_arguments_before_work(tmp_path):
     (tmp_path / "file").write_text("x")
     assert "not a directory" in one_error("bench", "--out", str(tmp_path / "file"))
     assert "no option 'modes'" in one_error("run", "andrews", "--modes", "x", "--out", str(tmp_path / "o"))
+    assert "argument 'modes': needs 3 boundary pairs" in one_error("run", "elastic-robot", "--modes", "xx-yy-zz",
+                                                                   "--out", str(tmp_path / "o2"))
     assert not (tmp_path / "a.csv").exists() and not (tmp_path / "o").exists()
 
 
