@@ -103,8 +103,8 @@ class Bridge:
     client: None (own DIRECT connection; closed by `close()` / `with`), an int physicsClientId, or a
     `pybullet_utils.bullet_client.BulletClient` (several bridges may share one). body_id: a body the user loaded
     from `model.file` (with URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps
-    the client's (own connection: 1 ms, or ¼ of the tightest explicit stability limit of flexible links and
-    always-acting springs, `stable_step`).
+    the client's (own connection: `stable_step`: 1 ms, at most ¼ of flexible links' explicit stability limit, ¼ of
+    an always-acting spring's where 1 ms is beyond it).
     initial: (q0, v0), a {name: value} mapping, or None (the file's `<initial>`). record: keep every step for
     `trajectory()`. drift: "predictor" (default) or "baumgarte" (see the module docstring); baumgarte: (α, β) in
     1/s (implies "baumgarte"). velocity_projection / projection_tolerance (rad or m): Baumgarte mode only —
@@ -1373,12 +1373,14 @@ def step_end_corrector(dt: float, substeps: int = 1) -> Corrector:
 
 
 def stable_step(model, flexible_links: bool = True) -> float:
-    """The default step (s) of a bridge on its own connection: 1 ms, or ¼ of the tightest explicit stability limit
-    of the flexible links (2/ω_max) and the always-acting springs (`stability.always_acting_step_limit`)."""
+    """The default step (s) of a bridge on its own connection: 1 ms, at most ¼ of the flexible links' explicit
+    limit 2/ω_max; ¼ of the always-acting springs' tightest limit where 1 ms is beyond it
+    (`stability.always_acting_step_limit`; 1 ms inside it is kept, as before)."""
     from biobullet.bridge.flexible import stable_time_step
     from biobullet.bridge.stability import always_acting_step_limit
-    flexible = stable_time_step(model) if flexible_links else np.inf
-    return min(DEFAULT_OWNED_DT, flexible, 0.25 * always_acting_step_limit(model))
+    step = min(DEFAULT_OWNED_DT, stable_time_step(model)) if flexible_links else DEFAULT_OWNED_DT
+    springs = always_acting_step_limit(model)
+    return step if step < springs else 0.25 * springs
 
 
 def check_flexible_step(model, dt: float) -> None:
