@@ -48,3 +48,54 @@ def test_own_connection_bridge_runs_the_three_link_anthropomorph() -> None:
         assert error <= 5e-4   # measured 4.5e-5 at dt ≈ 0.23 ms
     finally:
         bridge.close()
+
+
+def _loop_residual(bridge, root) -> float:
+    """max over the file's planar <loop>s of the in-plane gap between their two points, from PyBullet's own link
+    frames (getLinkState's URDF frame, worldLinkFramePosition/Orientation) and the file's xyz/normal parsed here."""
+    pb, client, body = bridge.pybullet, bridge.client, bridge.body
+    index = {pb.getJointInfo(body, j, physicsClientId=client)[12].decode(): j
+             for j in range(pb.getNumJoints(body, physicsClientId=client))}
+
+    def world(link: str, xyz: str) -> np.ndarray:
+        state = pb.getLinkState(body, index[link], computeForwardKinematics=1, physicsClientId=client)
+        rotation = np.array(pb.getMatrixFromQuaternion(state[5])).reshape(3, 3)
+        return np.array(state[4]) + rotation @ np.array(xyz.split(), dtype=float)
+
+    worst = 0.0
+    for loop in root.iter("loop"):
+        gap = world(loop.get("link_a"), loop.get("xyz_a")) - world(loop.get("link_b"), loop.get("xyz_b"))
+        normal = np.array(loop.get("normal").split(), dtype=float)
+        worst = max(worst, float(np.abs(gap - normal * (normal @ gap)).max()))
+    return worst
+
+
+@pytest.mark.parametrize("name, breaks", [("andrews_squeezer", True), ("fourbar_knee", False)])
+def test_a_loop_that_misses_the_promise_on_clean_steps_is_named_once(name, breaks) -> None:
+    """DESIGN.md's bridge promise: every loop holds to ≤ 1e-6 or the bridge says once why. Andrews' squeezer at the
+    default 1 ms (its 0.03 s motion is fast) leaves loop gaps beyond 1e-6 m in PyBullet's own link frames within
+    20 steps, with nothing outside the solve: one CouplingWarning naming one of its loops (there was none). The
+    knee four-bar holds to 1e-6 there and stays silent."""
+    import warnings
+
+    from biobullet.bridge.outside import CouplingWarning
+    path = URDF / f"{name}.urdf"
+    root = ET.parse(path).getroot()
+    loops = {loop.get("name") for loop in root.iter("loop")}
+    model = biobullet.load_model(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = biobullet.Bridge(model)
+        worst = 0.0
+        try:
+            for _ in range(20):
+                bridge.step()
+                worst = max(worst, _loop_residual(bridge, root))
+        finally:
+            bridge.close()
+    named = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    if breaks:
+        assert worst > 1e-6
+        assert len(named) == 1 and any(f"'{loop}." in named[0] for loop in loops), named
+    else:
+        assert worst <= 1e-6 and not named, (worst, named)
