@@ -103,7 +103,8 @@ class Bridge:
     client: None (own DIRECT connection; closed by `close()` / `with`), an int physicsClientId, or a
     `pybullet_utils.bullet_client.BulletClient` (several bridges may share one). body_id: a body the user loaded
     from `model.file` (with URDF_USE_INERTIA_FROM_FILE) instead of loading it here. dt: time step (s); None keeps
-    the client's (own connection: 1 ms, with flexible links ¼ of the explicit stability limit 2/ω_max).
+    the client's (own connection: `stable_step`: 1 ms, at most ¼ of flexible links' explicit stability limit, ¼ of
+    an always-acting spring's where 1 ms is beyond it).
     initial: (q0, v0), a {name: value} mapping, or None (the file's `<initial>`). record: keep every step for
     `trajectory()`. drift: "predictor" (default) or "baumgarte" (see the module docstring); baumgarte: (α, β) in
     1/s (implies "baumgarte"). velocity_projection / projection_tolerance (rad or m): Baumgarte mode only —
@@ -176,9 +177,8 @@ class Bridge:
             if dt is not None:
                 dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
-            elif self._owned:   # flexible links: ¼ of PyBullet's explicit stability limit 2/ω_max
-                p.setTimeStep(DEFAULT_OWNED_DT if not self.layouts else stable_step(model),
-                              physicsClientId=self.client)
+            elif self._owned:   # flexible links and stiff springs: ¼ of PyBullet's explicit stability limit
+                p.setTimeStep(stable_step(model, bool(self.layouts)), physicsClientId=self.client)
             engine = p.getPhysicsEngineParameters(physicsClientId=self.client)
             self.dt = float(engine["fixedTimeStep"])
             #: PyBullet's sub-steps per stepSimulation (numSubSteps; 1 = none): the torques are held over all of them
@@ -1372,10 +1372,15 @@ def step_end_corrector(dt: float, substeps: int = 1) -> Corrector:
     return Corrector(kp=1.0 / (c * dt * dt), kd=1.0 / (c * dt), kb=0.5 / c)
 
 
-def stable_step(model) -> float:
-    """The default step (s) of a bridge with flexible links: ¼ of the explicit limit 2/ω_max, at most 1 ms."""
+def stable_step(model, flexible_links: bool = True) -> float:
+    """The default step (s) of a bridge on its own connection: 1 ms, at most ¼ of the flexible links' explicit
+    limit 2/ω_max; ¼ of the always-acting springs' tightest limit where 1 ms is beyond it
+    (`stability.always_acting_step_limit`; 1 ms inside it is kept, as before)."""
     from biobullet.bridge.flexible import stable_time_step
-    return min(DEFAULT_OWNED_DT, stable_time_step(model))
+    from biobullet.bridge.stability import always_acting_step_limit
+    step = min(DEFAULT_OWNED_DT, stable_time_step(model)) if flexible_links else DEFAULT_OWNED_DT
+    springs = always_acting_step_limit(model)
+    return step if step < springs else 0.25 * springs
 
 
 def check_flexible_step(model, dt: float) -> None:

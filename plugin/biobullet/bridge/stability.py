@@ -85,6 +85,18 @@ def stiff_elements(model, q0=None) -> list[tuple[object, float, float, bool]]:
     return out
 
 
+def step_limit(k_r: float, c_r: float) -> float:
+    """The largest stable step (s) of one element: the positive root of k_r dt² + 2 c_r dt − 4 = 0 (inf if none)."""
+    if k_r <= 0.0 and c_r <= 0.0:
+        return np.inf
+    return 4.0 / (c_r + np.sqrt(c_r * c_r + 4.0 * k_r)) if k_r > 0.0 else 2.0 / c_r
+
+
+def always_acting_step_limit(model) -> float:
+    """The smallest explicit step limit (s) of the model's always-acting stiff elements (inf if none)."""
+    return min((step_limit(k_r, c_r) for _, k_r, c_r, always in stiff_elements(model) if always), default=np.inf)
+
+
 def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
     """ModelError naming the first always-acting element whose explicit limit dt exceeds (module docstring); one
     BridgeWarning per engaged-only element (stops, contacts) beyond its limit."""
@@ -92,13 +104,13 @@ def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
     for element, k_r, c_r, always in stiff_elements(model):
         if k_r * dt * dt + 2.0 * c_r * dt < 4.0:
             continue
-        # the largest stable step: the positive root of k_r dt² + 2 c_r dt − 4 = 0
-        limit = 4.0 / (c_r + np.sqrt(c_r * c_r + 4.0 * k_r)) if k_r > 0.0 else 2.0 / c_r
+        limit = step_limit(k_r, c_r)
         source = element.source
         message = (f"{what} = {dt:g} s is beyond the explicit stability limit of {source.element} "
                    f"({np.sqrt(k_r):.4g} rad/s, damping rate {c_r:.4g} 1/s on this model): PyBullet's step diverges "
                    f"{'at once' if always else 'when it engages'}")
-        expected = f"dt < {limit:.3g} s (sub-steps: bridge.set_time_step(dt, substeps)), or a softer element"
+        expected = (f"dt < {limit:.3g} s (Bridge(model, dt=...), or sub-steps: bridge.set_time_step(dt, substeps)), "
+                    f"or a softer element")
         if always:
             raise ModelError(message, file=source.file, element=source.element, attribute="dt", expected=expected)
         warnings.warn(f"{source.file}: {message}; expected {expected}", BridgeWarning, stacklevel=3)
@@ -155,5 +167,5 @@ def muscle_substeps(run, lengths: np.ndarray, speeds: np.ndarray, state: np.ndar
     return n
 
 
-__all__ = ["check_stiff_elements", "stiff_elements", "muscle_state_limits", "muscle_substeps",
+__all__ = ["always_acting_step_limit", "check_stiff_elements", "step_limit", "stiff_elements", "muscle_state_limits", "muscle_substeps",
            "MAX_MUSCLE_SUBSTEPS"]

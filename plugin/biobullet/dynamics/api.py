@@ -31,7 +31,8 @@ def mass_matrix(model: Model, q, t: float = 0.0, *, formulation: str | None = No
 def bias_forces(model: Model, q, v, t: float = 0.0, *, formulation: str | None = None) -> np.ndarray:
     """h(q, v, t): Coriolis, centrifugal, gravity and joint-function γ terms, such that M v̇ + h = Q (the pipeline
     by default, as `mass_matrix`)."""
-    return get_formulation(formulation).bias_forces(model, _rotations_checked(model, q, formulation), v, t)
+    return get_formulation(formulation).bias_forces(model, _rotations_checked(model, q, formulation),
+                                                    _speeds_checked(model, v, formulation), t)
 
 
 def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulation: str | None = None
@@ -39,15 +40,26 @@ def forward_dynamics(model: Model, q, v, tau=None, t: float = 0.0, *, formulatio
     """v̇ from M v̇ = Q − h; `tau` = Q (nv), default zero (the pipeline by default, as `mass_matrix`)."""
     if tau is not None:
         tau = model.checked("tau", tau, model.nv)
-    return get_formulation(formulation).forward_dynamics(model, _rotations_checked(model, q, formulation), v, tau, t)
+    return get_formulation(formulation).forward_dynamics(model, _rotations_checked(model, q, formulation),
+                                                         _speeds_checked(model, v, formulation), tau, t)
 
 
 def _rotations_checked(model: Model, q, formulation: str | None):
-    """q, after `Model.check_rotations` for a check formulation (the pipeline declines such a q itself and reports
-    it; the check formulations took a zero quaternion as NaN, or raised ZeroDivisionError from a compiled kernel)."""
-    if formulation is not None and model.base_nq:
-        model.check_rotations(model.checked("q", q, model.nq))
+    """q, checked for a check formulation: its length (matrix_calculus raised a bare numpy ValueError) and
+    `Model.check_rotations` (the pipeline declines such a q itself and reports it; the check formulations took a
+    zero quaternion as NaN, or raised ZeroDivisionError from a compiled kernel)."""
+    if formulation is not None:
+        checked = model.checked("q", q, model.nq)
+        if model.base_nq:
+            model.check_rotations(checked)
     return q
+
+
+def _speeds_checked(model: Model, v, formulation: str | None):
+    """v, its length checked for a check formulation (the pipeline checks it itself)."""
+    if formulation is not None:
+        model.checked("v", v, model.nv)
+    return v
 
 
 def make_data(model: Model) -> Data:

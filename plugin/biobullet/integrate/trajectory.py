@@ -188,9 +188,11 @@ class Trajectory:
             if record not in muscles:
                 muscles[record] = np.full((len(rows), len(muscle_names)), np.nan)
             muscles[record][:, muscle_names.index(muscle)] = data[:, 1 + len(names) + k]
-        n_vel = sum(1 for n in names if n.endswith("_dot") or n in _BASE_VELOCITY)
-        position_names, velocity_names = tuple(names[:len(names) - n_vel]), tuple(names[len(names) - n_vel:])
-        joint_names = tuple(n for n in position_names if n not in _BASE_POSITION)
+        first_rate = _first_rate_name(names)
+        split = names.index(first_rate) if first_rate in names else len(names)   # no rates: positions only
+        position_names, velocity_names = tuple(names[:split]), tuple(names[split:])
+        # the 1-DOF joints: a multi-DOF block's columns (base_*, <joint>_qx …) have no `_dot` rate
+        joint_names = tuple(n for n in position_names if f"{n}_dot" in velocity_names)
         trajectory = cls(t=data[:, 0], joint_names=joint_names, position_names=position_names,
                          velocity_names=velocity_names, positions=data[:, 1:1 + len(position_names)],
                          velocities=data[:, 1 + len(position_names):1 + len(names)], meta={"file": str(path)},
@@ -244,8 +246,18 @@ class Trajectory:
                        muscle_names=names("muscle_names") if "muscle_names" in data else ())
 
 
-_BASE_POSITION = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
-_BASE_VELOCITY = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+def _first_rate_name(position_and_velocity_names) -> str:
+    """The name of the first velocity column: the rate of the first position column (`model._block_names`: a
+    floating base or inner floating joint J_x … J_qw → J_vx, planar J_x J_y J_cos J_sin → J_vx, spherical
+    J_qx … J_qw → J_wx, a 1-DOF joint J → J_dot)."""
+    names = list(position_and_velocity_names)
+    first = names[0] if names else ""
+    joint, _, suffix = first.rpartition("_")
+    if suffix == "x" and (f"{joint}_qw" in names or f"{joint}_cos" in names):
+        return f"{joint}_vx"
+    if suffix == "qx" and f"{joint}_qw" in names:
+        return f"{joint}_wx"
+    return f"{first}_dot"
 
 
 def fill_generalized(trajectory: Trajectory, model) -> None:
