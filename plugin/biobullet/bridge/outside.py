@@ -58,10 +58,11 @@ RESIDUAL_DIVERGENCE = 1.0
 DIVERGENCE_STEPS = 3
 #: joint positions beyond this (rad or m) are taken as a runaway (a joint wound up ~1600 turns, or 10 km)
 POSITION_LIMIT = 1.0e4
-#: loops' residual after clean steps is measured every this many steps (`_clean_loop_step`): the O(dt³) residual of
-#: their step-end target changes smoothly from step to step, and a measurement every step cost 22 µs of a 15 µs step
-#: on the knee four-bar (CPU, alternated in one process; every 16th: 1.5 µs)
-LOOP_CHECK_STEPS = 16
+#: loops' residual after clean steps is measured at steps 1, 2, 4, … and then every this many steps
+#: (`_clean_loop_step`): the O(dt³) residual of their step-end target changes smoothly from step to step, and one
+#: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
+#: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
+LOOP_CHECK_STEPS = 64
 
 
 class CouplingWarning(BridgeWarning):
@@ -258,11 +259,13 @@ class OutsideWatch:
                 return   # no stepSimulation since the last apply() (apply() called again): nothing happened
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped)
-        elif self.loops and self.step_index % LOOP_CHECK_STEPS == 0 and "loop_step" not in self.warned:
+        elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
+              and "loop_step" not in self.warned):
             self._clean_loop_step(x)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
-        """A step nothing disturbed, on a model with loops (every LOOP_CHECK_STEPS-th, until it warned): their
+        """A step nothing disturbed, on a model with loops (the first steps at powers of two, then every
+        LOOP_CHECK_STEPS-th, until it warned): their
         step-end target is Taylor's (second order, no Newton: `Bridge._end_correction`), so its O(dt³) residual is
         measured here and named once beyond PROMISE (the bridge does not project after a clean step)."""
         residual = self._residual(x)
