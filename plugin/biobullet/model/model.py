@@ -414,7 +414,9 @@ class Model:
                 raise ModelError(f"the {'rotation' if body.joint_type == 'planar' else 'quaternion'} of {joint} "
                                  f"({names}) is {'zero' if square == 0.0 else 'too large or not finite'}: "
                                  f"{np.array2string(block, precision=3)}", file=self.file, argument="q",
-                                 expected="a non-zero quaternion x y z w (scaled to unit length), e.g. 0 0 0 1")
+                                 expected="a non-zero (cos, sin) pair (scaled to unit length), e.g. 1 0"
+                                 if body.joint_type == "planar" else
+                                 "a non-zero quaternion x y z w (scaled to unit length), e.g. 0 0 0 1")
 
     @cached_property
     def _blocks(self) -> np.ndarray:

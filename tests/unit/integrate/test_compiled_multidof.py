@@ -11,6 +11,7 @@ the batched tree states are the normalised configurations.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -256,3 +257,24 @@ def test_batched_tree_states_normalise_every_row(tmp_path):
                 expected[:, start:end] /= np.linalg.norm(expected[:, start:end], axis=1)[:, None]
         assert np.abs(x - expected).max() < 1e-14, path.name
         assert np.array_equal(xd, ys[:, system.n_pos:system.n_pos + system.n_vel]), path.name
+
+
+@pytest.mark.parametrize("build", [spherical_arm, planar_model, floating_model])
+def test_a_zero_quaternion_or_planar_pair_is_named_by_the_public_calls(tmp_path, build):
+    """Every quaternion (free base, inner free joint, spherical joint) and planar (cos, sin) pair of q set to zero
+    in turn: each public call raises one ModelError naming argument q and that block's coordinates, and what a
+    valid block looks like (a planar pair is not asked to be a quaternion), never a NaN result."""
+    model = biobullet.load_model(build(tmp_path))
+    names, v = model.coordinate_names, np.zeros(model.nv)
+    blocks = [names[k - 3:k + 1] for k, n in enumerate(names) if n.endswith("_qw")]
+    blocks += [names[k - 1:k + 1] for k, n in enumerate(names) if n.endswith("_sin")]
+    assert blocks
+    for block in blocks:
+        q = model.neutral_configuration()
+        q[[names.index(n) for n in block]] = 0.0
+        expected = "(cos, sin) pair" if block[-1].endswith("_sin") else "quaternion x y z w"
+        for call in (lambda: model.mass_matrix(q), lambda: model.bias_forces(q, v),
+                     lambda: model.forward_dynamics(q, v)):
+            with pytest.raises(biobullet.ModelError, match=r"argument 'q'.*\(" + ", ".join(block) + r"\) is zero"
+                               + ".*" + re.escape(expected)):
+                call()
