@@ -50,7 +50,7 @@ def _rotations_checked(model: Model, q, formulation: str | None):
     zero quaternion as NaN, or raised ZeroDivisionError from a compiled kernel)."""
     if formulation is not None:
         checked = model.checked("q", q, model.nq)
-        if model.base_nq:
+        if model.nq != model.nv:   # quaternions or planar pairs somewhere in the tree, not only at the base
             model.check_rotations(checked)
     return q
 
