@@ -84,12 +84,8 @@ def constrained_accelerations(model: ChainModel, q: np.ndarray, v: np.ndarray, t
                               constraints: Sequence[FootConstraint]) -> tuple[np.ndarray, np.ndarray]:
     """M q̈ + h = Q + Jᵀ R, J q̈ = γ by the library's constrained solve (`constraints.solve.constrained_acceleration`).
     Returns q̈ and the reactions R, shape (len(constraints), 2) [N] (force of the ground on the foot)."""
-    if not constraints:
-        # flight: one call of the tree's forward dynamics (M, h and the solve in one kernel), the link springs and
-        # dampers as generalized forces (`ChainModel.bias_forces` adds them to h)
-        force = np.array(Q, dtype=float)
-        force[2 + model.n_links:] -= model.elastic_forces(q, v)
-        return model.tree_model(t).forward_dynamics(q, v, force, float(t)), np.zeros((0, 2))
+    if not constraints:   # flight: the tree's forward dynamics in one call (`ChainModel.forward_dynamics`)
+        return model.forward_dynamics(q, v, Q, t), np.zeros((0, 2))
     M, h = model.mass_matrix(q, t), model.bias_forces(q, v, t)
     J = np.vstack([kin.foot_jacobian(model, q, c.foot) for c in constraints])
     gamma = np.concatenate([c.acceleration_rhs(model, q, v, J[2 * i:2 * i + 2]) for i, c in enumerate(constraints)])
