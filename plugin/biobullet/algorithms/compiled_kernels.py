@@ -330,8 +330,6 @@ def _project_upper_py(mass, h, g):
     return reduced, bias
 
 
-
-
 def cholesky_factor_py(a, low, pivot_check):
     """Lower Cholesky factor of the symmetric `a` (lower triangle read) into `low` (zeros above the diagonal
     expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too;
