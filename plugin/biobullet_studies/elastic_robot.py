@@ -270,9 +270,9 @@ def run(out_dir: str | Path, modes: str = "ss-ss-ss", progress: bool = True, t_e
     bridge=True adds `bridge_comparison` (finite-segment links on PyBullet and on the reference engine, up to
     bridge_t_end ≤ t_end) and its table under summary["bridge"]."""
     from biobullet_studies.gibbs_appell_drop import simulate_drop
+    chain = paper002_chain(modes, data=data, end_rotation=end_rotation)   # a bad mode set: refused before mkdir
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    chain = paper002_chain(modes, data=data, end_rotation=end_rotation)
     callback = None
     bar = None
     if progress:

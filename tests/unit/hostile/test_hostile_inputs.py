@@ -68,7 +68,7 @@ def test_cli_refuses_bad_outputs_and_arguments_before_work(tmp_path):
     assert "no option 'modes'" in one_error("run", "andrews", "--modes", "x", "--out", str(tmp_path / "o"))
     assert "argument 'modes': needs 3 boundary pairs" in one_error("run", "elastic-robot", "--modes", "xx-yy-zz",
                                                                    "--out", str(tmp_path / "o2"))
-    assert not (tmp_path / "a.csv").exists() and not (tmp_path / "o").exists()
+    assert not (tmp_path / "a.csv").exists() and not (tmp_path / "o").exists() and not (tmp_path / "o2").exists()
 
 
 # ------------------------------------------------------------------------------------------------ messages
