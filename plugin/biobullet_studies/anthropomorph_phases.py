@@ -335,7 +335,7 @@ def simulate_phases(model: ChainModel, t_end: float, *, initial: tuple[np.ndarra
     W, Q, V = np.array(W_s), np.array(Q_s), np.array(V_s)
     names = tuple(model.coordinate_names)
     trajectory = PhaseTrajectory(
-        t=np.array(T_s), joint_names=names, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
+        t=np.array(T_s), position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
         positions=Q, velocities=V, q=Q, v=V, coordinate_names=names,
         events=[(name, t, state[:2 * N]) for name, t, state in result.events], model=model,
         meta={"method": method, "rtol": rtol, "atol": atol, "steps": result.steps, "restarts": result.restarts},

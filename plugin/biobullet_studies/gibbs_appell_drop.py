@@ -283,7 +283,7 @@ def _assemble(chain: ElasticChain, ts: list, ys: list, acts: list, vis: list, co
             grav[i], ela[i] = chain.gravity_energy(z), chain.elastic_energy(z)
     names = tuple(chain.coordinate_names)
     z, zd = Y[:, :N], Y[:, N:2 * N]
-    return DropResult(t=t, joint_names=names, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
+    return DropResult(t=t, position_names=names, velocity_names=tuple(f"{c}_dot" for c in names),
                       positions=z, velocities=zd, q=z, v=zd, coordinate_names=names, model=chain,
                       points=pts, point_velocities=vel, normal_force=fn, friction_force=ft, kinetic=kin_e,
                       gravity=grav, elastic=ela, work_damping=Y[:, 2 * N], work_normal=Y[:, 2 * N + 1],

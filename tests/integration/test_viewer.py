@@ -162,7 +162,7 @@ def _synthetic_run(model, t_end: float = 1.0, samples: int = 41) -> Trajectory:
         x[:, 3:7] /= np.linalg.norm(x[:, 3:7], axis=1, keepdims=True)
     from biobullet.model.model import BASE_POSITION_NAMES
     names = (BASE_POSITION_NAMES if model.floating_base else ()) + tuple(model.joint_names)
-    return Trajectory(t=t, joint_names=model.joint_names, position_names=names,
+    return Trajectory(t=t, position_names=names,
                       velocity_names=tuple(n + "_dot" for n in names), positions=x, velocities=np.zeros_like(x))
 
 
@@ -174,7 +174,7 @@ def test_trajectory_states_from_generalized_columns_match_the_full_ones(tmp_path
     times = np.linspace(0, 1, 7)
     x_full = trajectory_states(model, full, times)
     keep = [full.position_names.index(n) for n in model.coordinate_names]
-    reduced = Trajectory(t=full.t, joint_names=(), position_names=model.coordinate_names, velocity_names=(),
+    reduced = Trajectory(t=full.t, position_names=model.coordinate_names, velocity_names=(),
                          positions=full.positions[:, keep], velocities=np.zeros((len(full.t), 0)))
     x_reduced = trajectory_states(model, reduced, times)
     # the dependent joints: linear interpolation of samples vs the loop solved at the interpolated q — close, not equal
@@ -417,7 +417,7 @@ def _swing_run(model, samples: int = 21) -> Trajectory:
     q[:, names.index("plane_of_elevation")] = np.radians(90.0) * t
     q[:, names.index("elbow_flexion")] = np.radians(120.0) * np.sin(np.pi * t)
     x = np.array([model.joint_configuration(row) for row in q])
-    return Trajectory(t=t, joint_names=model.joint_names, position_names=tuple(model.joint_names),
+    return Trajectory(t=t, position_names=tuple(model.joint_names),
                       velocity_names=tuple(n + "_dot" for n in model.joint_names), positions=x,
                       velocities=np.zeros_like(x))
 
@@ -478,7 +478,7 @@ def test_html_replay_depth_is_per_pixel(chromium, tmp_path):
     model = load_model(tmp_path / "pierced.urdf")
     t = np.linspace(0.0, 1.0, 3)
     x = np.outer(t, [0.5])   # the rod spins about its own axis: the picture does not change
-    run = Trajectory(t=t, joint_names=("spin",), position_names=("spin",), velocity_names=("spin_dot",),
+    run = Trajectory(t=t, ), position_names=("spin",), velocity_names=("spin_dot",),
                      positions=x, velocities=np.zeros_like(x))
     page = Path(export_html(model, run, tmp_path / "pierced.html"))
     image = chromium.screenshot(page.resolve().as_uri() + "#t=0.5&shadows=0", tmp_path / "pierced.png")[CANVAS]

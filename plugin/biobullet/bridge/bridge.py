@@ -1266,8 +1266,7 @@ class Bridge:
         xd = np.array([s[2] for s in self.samples])
         base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and spherical joints
         base_v = tuple(model.velocity_names[:model.base_nv])
-        return Trajectory(t=t, joint_names=tuple(model.joint_names),
-                          position_names=base_q + tuple(model.joint_names),
+        return Trajectory(t=t, position_names=base_q + tuple(model.joint_names),
                           velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names),
                           positions=x, velocities=xd, q=x[:, self.independent_x], v=xd[:, self.independent_v],
                           coordinate_names=tuple(model.coordinate_names),

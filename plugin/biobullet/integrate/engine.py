@@ -421,7 +421,7 @@ def build_trajectory(system: System, times, states, events, meta) -> "Trajectory
     base_q = tuple(model.coordinate_names[:model.base_nq])   # floating base and multi-DOF joints
     base_v = tuple(model.velocity_names[:model.base_nv])
     trajectory = Trajectory(
-        t=t, joint_names=tuple(model.joint_names), position_names=base_q + tuple(model.joint_names),
+        t=t, position_names=base_q + tuple(model.joint_names),
         velocity_names=base_v + tuple(f"{name}_dot" for name in model.joint_names), positions=positions,
         velocities=velocities, energy=energy,
         multipliers=np.array(lam) if lam is not None and lam and np.ndim(lam[0]) == 1 else None,

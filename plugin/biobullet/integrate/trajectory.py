@@ -28,7 +28,6 @@ class Trajectory:
     """Samples of one simulation. Times in s; SI units; energies in J."""
 
     t: np.ndarray
-    joint_names: tuple[str, ...]
     position_names: tuple[str, ...]
     velocity_names: tuple[str, ...]
     positions: np.ndarray
@@ -49,6 +48,14 @@ class Trajectory:
 
     def __len__(self) -> int:
         return len(self.t)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The names of the `positions` columns, in order (DESIGN.md: one column per joint coordinate): a floating
+        base's or multi-DOF joint's pose columns (base_x … base_qw, <joint>_qx …) first, then the URDF joint
+        names of θ — so `dict(zip(trajectory.joint_names, trajectory.positions[k]))` is the state at sample k.
+        `model.joint_names` is θ alone."""
+        return self.position_names
 
     # ------------------------------------------------------------------ derived quantities
     def column(self, name: str) -> np.ndarray:
@@ -191,9 +198,7 @@ class Trajectory:
         first_rate = _first_rate_name(names)
         split = names.index(first_rate) if first_rate in names else len(names)   # no rates: positions only
         position_names, velocity_names = tuple(names[:split]), tuple(names[split:])
-        # the 1-DOF joints: a multi-DOF block's columns (base_*, <joint>_qx …) have no `_dot` rate
-        joint_names = tuple(n for n in position_names if f"{n}_dot" in velocity_names)
-        trajectory = cls(t=data[:, 0], joint_names=joint_names, position_names=position_names,
+        trajectory = cls(t=data[:, 0], position_names=position_names,
                          velocity_names=velocity_names, positions=data[:, 1:1 + len(position_names)],
                          velocities=data[:, 1 + len(position_names):1 + len(names)], meta={"file": str(path)},
                          muscles=muscles, muscle_names=muscle_names)
@@ -205,7 +210,7 @@ class Trajectory:
         """Everything (energy, events, multipliers, meta) in one compressed .npz; exact round trip; atomic."""
         arrays: dict[str, Any] = dict(
             t=self.t, positions=self.positions, velocities=self.velocities,
-            joint_names=np.array(self.joint_names, dtype=str), position_names=np.array(self.position_names, dtype=str),
+            position_names=np.array(self.position_names, dtype=str),
             velocity_names=np.array(self.velocity_names, dtype=str),
             coordinate_names=np.array(self.coordinate_names, dtype=str),
             muscle_names=np.array(self.muscle_names, dtype=str),
@@ -235,7 +240,7 @@ class Trajectory:
             states = data["event_states"] if "event_states" in data else []
             events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
                                                                           states)]
-            return cls(t=data["t"], joint_names=names("joint_names"), position_names=names("position_names"),
+            return cls(t=data["t"], position_names=names("position_names"),
                        velocity_names=names("velocity_names"), positions=data["positions"],
                        velocities=data["velocities"], q=data["q"] if "q" in data else None,
                        v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
