@@ -121,6 +121,8 @@ class ForceStage:
             return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments)
         self._joint_only = False
         data = model.data()
+        # the first call (`direct_entry`'s) at the neutral pose: a zero quaternion has no rotation
+        data.arrays.x[:model.base_nq] = model.neutral_configuration()[:model.base_nq]
         self._arguments = (model.compiled, data.arrays, rows)
         return jit.direct_entry(kernel, *self._arguments, 0.0)
 

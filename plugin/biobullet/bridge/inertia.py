@@ -50,6 +50,11 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
             continue  # a fixed base does not enter the dynamics
         mass, com, inertia = model_link_inertia(link)
         info = p.getDynamicsInfo(body, index, physicsClientId=client)
+        if index < 0 and info[0] == 0.0:
+            raise ModelError(f"the floating base's root link '{link.name}' has no mass: PyBullet makes such a body "
+                             "static (its base never moves), so the bridge cannot run this model; give the link a "
+                             "mass, or load the model with floating_base=False", file=model.file,
+                             element=f'<link name="{link.name}">', attribute="inertial")
         rotation = quaternion_to_matrix(info[4])
         stored = rotation @ np.diag(info[2]) @ rotation.T
         scale = max(float(np.abs(inertia).max()), float(np.abs(stored).max()), 1e-12)
