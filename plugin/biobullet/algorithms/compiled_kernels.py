@@ -305,32 +305,36 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
 
 
 def _project_upper_py(mass, h, g):
-    """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more). G's non-zeros are
-    listed per row first: a joint-function map's G has one or a few per row (an independent joint's identity row,
-    a mimic joint's multiplier), so the products cost O(nnz(M) + n k) instead of O(n² k) (Talos with its 12 mimic
-    gripper joints: n = 50, k = 38). Each sum adds the same non-zero terms in the same order as the dense products:
-    the result is the same to the last bit."""
+    """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more). Each row of G is
+    scanned for its non-zeros once: a joint-function map's G has one or a few per row (an independent joint's
+    identity row, a mimic joint's multiplier), so the products cost O(nnz(M) + n k) instead of O(n² k) (Talos
+    with its 12 mimic gripper joints: n = 50, k = 38). Every sum adds the same non-zero terms in the same order as
+    the dense products: the result is the same to the last bit."""
     n, k = g.shape
-    columns = np.empty((n, k), dtype=np.int64)
-    count = np.zeros(n, dtype=np.int64)
-    for a in range(n):
+    nonzero = np.empty(k, dtype=np.int64)   # the columns of one row of G where it is not zero
+    w = np.zeros((n, k))                    # M G, row by row of G (each w[a, c] summed over b in order)
+    for b in range(n):
+        count = 0
         for c in range(k):
-            if g[a, c] != 0.0:
-                columns[a, count[a]] = c
-                count[a] += 1
-    w = np.zeros((n, k))
-    for a in range(n):
-        for b in range(n):
+            if g[b, c] != 0.0:
+                nonzero[count] = c
+                count += 1
+        for a in range(n):
             m = mass[a, b] if a <= b else mass[b, a]
             if m != 0.0:
-                for i in range(count[b]):
-                    c = columns[b, i]
+                for i in range(count):
+                    c = nonzero[i]
                     w[a, c] += m * g[b, c]
     reduced = np.zeros((k, k))
     bias = np.zeros(k)
     for a in range(n):
-        for i in range(count[a]):
-            c = columns[a, i]
+        count = 0
+        for c in range(k):
+            if g[a, c] != 0.0:
+                nonzero[count] = c
+                count += 1
+        for i in range(count):
+            c = nonzero[i]
             ga = g[a, c]
             for d in range(c, k):
                 reduced[c, d] += ga * w[a, d]
