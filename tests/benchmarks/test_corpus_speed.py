@@ -22,21 +22,24 @@ import sys
 
 import pytest
 
+#: label | package | path inside it | base
+ROBOT_TABLE = """
+ur5                                  | erd           | ur_description/urdf/ur5_robot.urdf                 | fixed
+kinova                               | erd           | kinova_description/robots/kinova.urdf              | fixed
+panda (2 mimic fingers)              | erd           | panda_description/urdf/panda.urdf                  | fixed
+double_pendulum                      | erd           | double_pendulum_description/urdf/double_pendulum.urdf | fixed
+baxter (2 mimic)                     | erd           | baxter_description/urdf/baxter.urdf                | fixed
+tiago (continuous wheels)            | erd           | tiago_description/robots/tiago.urdf                | fixed
+solo12                               | erd           | solo_description/robots/solo12.urdf                | floating
+anymal                               | erd           | anymal_b_simple_description/robots/anymal.urdf     | floating
+go1                                  | erd           | go1_description/urdf/go1.urdf                      | floating
+icub                                 | erd           | icub_description/robots/icub.urdf                  | floating
+talos_full (12 mimic)                | erd           | talos_data/robots/talos_full_v2.urdf               | floating
+humanoid (8 spherical)               | pybullet_data | humanoid/humanoid.urdf                             | floating
+"""
 #: label → (package, path inside it, floating base)
-PUBLIC_ROBOTS = {
-    "ur5": ("erd", "ur_description/urdf/ur5_robot.urdf", False),
-    "kinova": ("erd", "kinova_description/robots/kinova.urdf", False),
-    "panda (2 mimic fingers)": ("erd", "panda_description/urdf/panda.urdf", False),
-    "double_pendulum": ("erd", "double_pendulum_description/urdf/double_pendulum.urdf", False),
-    "baxter (2 mimic)": ("erd", "baxter_description/urdf/baxter.urdf", False),
-    "tiago (continuous wheels)": ("erd", "tiago_description/robots/tiago.urdf", False),
-    "solo12": ("erd", "solo_description/robots/solo12.urdf", True),
-    "anymal": ("erd", "anymal_b_simple_description/robots/anymal.urdf", True),
-    "go1": ("erd", "go1_description/urdf/go1.urdf", True),
-    "icub": ("erd", "icub_description/robots/icub.urdf", True),
-    "talos_full (12 mimic)": ("erd", "talos_data/robots/talos_full_v2.urdf", True),
-    "humanoid (8 spherical)": ("pybullet_data", "humanoid/humanoid.urdf", True),
-}
+PUBLIC_ROBOTS = {label: (package, path, base == "floating") for label, package, path, base in
+                 (tuple(cell.strip() for cell in row.split("|")) for row in ROBOT_TABLE.strip().splitlines())}
 BRIDGE_ROBOTS = ("ur5", "panda (2 mimic fingers)", "tiago (continuous wheels)", "solo12", "talos_full (12 mimic)",
                  "humanoid (8 spherical)")
 

@@ -312,13 +312,18 @@ def _project_upper_py(mass, h, g):
     the dense products: the result is the same to the last bit."""
     n, k = g.shape
     nonzero = np.empty(k, dtype=np.int64)   # the columns of one row of G where it is not zero
-    w = np.zeros((n, k))                    # M G, row by row of G (each w[a, c] summed over b in order)
-    for b in range(n):
+
+    def scan(row):   # (numba inlines an inner function) the count of row's non-zeros, their columns in `nonzero`
         count = 0
         for c in range(k):
-            if g[b, c] != 0.0:
+            if g[row, c] != 0.0:
                 nonzero[count] = c
                 count += 1
+        return count
+
+    w = np.zeros((n, k))                    # M G, row by row of G (each w[a, c] summed over b in order)
+    for b in range(n):
+        count = scan(b)
         for a in range(n):
             m = mass[a, b] if a <= b else mass[b, a]
             if m != 0.0:
@@ -328,12 +333,7 @@ def _project_upper_py(mass, h, g):
     reduced = np.zeros((k, k))
     bias = np.zeros(k)
     for a in range(n):
-        count = 0
-        for c in range(k):
-            if g[a, c] != 0.0:
-                nonzero[count] = c
-                count += 1
-        for i in range(count):
+        for i in range(scan(a)):
             c = nonzero[i]
             ga = g[a, c]
             for d in range(c, k):
