@@ -242,6 +242,12 @@ class PinocchioMap:
         return self._frame_ids[link]
 
 
+#: PyBullet's state requests (getJointState(s), getBasePositionAndOrientation, getLinkState) fail for a body of this
+#: many joints or more, fixed joints counted, whatever its degrees of freedom (measured on chains of 127 and 128
+#: joints, fixed and floating base; example-robot-data's tiago_dual has 129)
+PYBULLET_MAX_JOINTS = 128
+
+
 class PyBulletMap:
     """Index and frame maps between a biobullet Model and a body loaded in PyBullet from the same file."""
 
@@ -255,8 +261,13 @@ class PyBulletMap:
                              f"simulate from URDF (use the reference engine, `biobullet simulate` without "
                              f"--engine pybullet)", file=model.file)
         self.model, self.body_id, self.client = model, body_id, client
-        info = [p.getJointInfo(body_id, i, physicsClientId=client)
-                for i in range(p.getNumJoints(body_id, physicsClientId=client))]
+        count = p.getNumJoints(body_id, physicsClientId=client)
+        if count >= PYBULLET_MAX_JOINTS:
+            raise ModelError(f"PyBullet cannot report the state of a body with {PYBULLET_MAX_JOINTS} or more joints, "
+                             f"fixed ones included (its getJointState and getBasePositionAndOrientation fail); this "
+                             f"body has {count}: use the reference engine (`biobullet simulate` without --engine "
+                             f"pybullet)", file=model.file)
+        info = [p.getJointInfo(body_id, i, physicsClientId=client) for i in range(count)]
         joint_index = {i[1].decode(): i[0] for i in info}
         self.link_index: dict[str, int] = {i[12].decode(): i[0] for i in info}
         root = p.getBodyInfo(body_id, physicsClientId=client)[0].decode()

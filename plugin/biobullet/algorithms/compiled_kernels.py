@@ -305,28 +305,43 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
 
 
 def _project_upper_py(mass, h, g):
-    """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more)."""
+    """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more). Each row of G is
+    scanned for its non-zeros once: a joint-function map's G has one or a few per row (an independent joint's
+    identity row, a mimic joint's multiplier), so the products cost O(nnz(M) + n k) instead of O(n² k) (Talos
+    with its 12 mimic gripper joints: n = 50, k = 38). Every sum adds the same non-zero terms in the same order as
+    the dense products: the result is the same to the last bit."""
     n, k = g.shape
-    w = np.zeros((n, k))
-    for a in range(n):
-        for b in range(n):
+    nonzero = np.empty(k, dtype=np.int64)   # the columns of one row of G where it is not zero
+
+    def scan(row):   # (numba inlines an inner function) the count of row's non-zeros, their columns in `nonzero`
+        count = 0
+        for c in range(k):
+            if g[row, c] != 0.0:
+                nonzero[count] = c
+                count += 1
+        return count
+
+    w = np.zeros((n, k))                    # M G, row by row of G (each w[a, c] summed over b in order)
+    for b in range(n):
+        count = scan(b)
+        for a in range(n):
             m = mass[a, b] if a <= b else mass[b, a]
             if m != 0.0:
-                for c in range(k):
+                for i in range(count):
+                    c = nonzero[i]
                     w[a, c] += m * g[b, c]
-    reduced = np.empty((k, k))
+    reduced = np.zeros((k, k))
     bias = np.zeros(k)
+    for a in range(n):
+        for i in range(scan(a)):
+            c = nonzero[i]
+            ga = g[a, c]
+            for d in range(c, k):
+                reduced[c, d] += ga * w[a, d]
+            bias[c] += ga * h[a]
     for c in range(k):
-        for d in range(c, k):
-            s = 0.0
-            for a in range(n):
-                s += g[a, c] * w[a, d]
-            reduced[c, d] = s
-            reduced[d, c] = s
-        s = 0.0
-        for a in range(n):
-            s += g[a, c] * h[a]
-        bias[c] = s
+        for d in range(c + 1, k):
+            reduced[d, c] = reduced[c, d]
     return reduced, bias
 
 
