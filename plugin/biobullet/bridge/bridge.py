@@ -859,6 +859,10 @@ class Bridge:
             extra = None
             x, xd = self._read_state()
         self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+        repeated = self.watch.repeated
+        if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
+            self.time -= self.dt
+            sent = self.last_torque.copy()   # (the stages may return their work arrays, which this call rewrites)
         user = None if tau is None else self._torque_argument(tau)   # a new array, or None
         if extra is not None:
             user = extra if user is None else user + extra
@@ -878,12 +882,15 @@ class Bridge:
             torque = torque - muscles.body_torque
             self._send(x, torque)
             muscles.send()
-        elif torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
-            torque = self.last_torque = self._zero_sent
+        elif torque is None and not repeated:   # nothing acts: nothing to send (PyBullet clears joint torques after
+            torque = self.last_torque = self._zero_sent   # every step)
         else:
-            self._send(x, torque)
+            torque = self._zero_sent if torque is None else torque
+            # a repeated apply(): PyBullet adds TORQUE_CONTROL torques (and external forces) up until its step, so
+            # the difference makes the step's torque this apply()'s
+            self._send(x, torque - sent if repeated else torque)
             self.last_torque = torque
-        if contacts is not None:
+        if contacts is not None and not repeated:   # (a repeated apply(): the same state, the reactions are sent)
             contacts.apply_reactions()
         self.watch.sent(x, xd, xdd)
         self.time += self.dt

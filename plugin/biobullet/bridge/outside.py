@@ -81,25 +81,30 @@ class WatchedRows(NamedTuple):
 
 def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|; inf for a non-finite state). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
+    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
     (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
     SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows of `watched`
     (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
     jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_x = 0.0
+    same = True
     for i in range(x.shape[0]):
         a = abs(x[i])
         if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return True, False, np.inf, np.inf
+            return True, False, np.inf, np.inf, False
         if i >= jb and a > peak_x:
             peak_x = a
+        if x[i] != prev_x[i]:
+            same = False
     peak_v = 0.0
     for i in range(xd.shape[0]):
         a = abs(xd[i])
         if not a <= 1e300:
-            return True, False, np.inf, np.inf
+            return True, False, np.inf, np.inf, False
         if a > peak_v:
             peak_v = a
+        if xd[i] != prev_v[i]:
+            same = False
     jump = 0.0
     for i in range(x.shape[0] - jb):
         d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -107,13 +112,13 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             jump = d
     jumped = jump > jump_tolerance * (1.0 + peak_x)
     if jumped:
-        return True, True, peak_v, peak_x
+        return True, True, peak_v, peak_x, same
     if has_xdd:
         limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
         for i in range(xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x
-        return False, False, peak_v, peak_x
+                return True, False, peak_v, peak_x, same
+        return False, False, peak_v, peak_x, same
     for r in range(jac.shape[0]):
         phi = -offset[r]
         phi_dot = 0.0
@@ -121,8 +126,8 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x
-    return False, False, peak_v, peak_x
+            return True, False, peak_v, peak_x, same
+    return False, False, peak_v, peak_x, same
 
 
 def _runaway_py(x, xd, jb):
@@ -182,6 +187,9 @@ class OutsideWatch:
         #: max |θ| over the 1-DOF joints of the state checked in this apply() (rad or m; inf when unknown: not armed,
         #: or the state was projected) — the force stage's range check of the stops (`ForceStage.quiet_below`)
         self.peak = np.inf
+        #: True when this apply() found the state of the last one unchanged (no stepSimulation since): PyBullet adds
+        #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
+        self.repeated = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -233,6 +241,7 @@ class OutsideWatch:
     def observe(self, x: np.ndarray, xd: np.ndarray) -> None:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows."""
+        self.repeated = False
         if not self.armed:
             self.peak = np.inf
             return
@@ -246,7 +255,7 @@ class OutsideWatch:
             xd_checked, prev_v, xdd = xd[3:], prev_v[3:], None if xdd is None else xdd[3:]
         else:
             xd_checked = xd
-        disturbed, jumped, peak_v, peak_x = self._check(
+        disturbed, jumped, peak_v, peak_x, same = self._check(
             x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
             self.weight, self._watched, jump_tolerance)
         if self.floating:
@@ -254,9 +263,15 @@ class OutsideWatch:
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        if same and (disturbed or np.count_nonzero(bridge.last_torque)):
+            # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
+            # holds that apply()'s torques (it adds them up until its step). (A real step leaves the state equal bit
+            # for bit only with nothing acting: no change predicted and no torque sent — a step then, as it costs
+            # nothing to take it for one: the torque difference is the torque.)
+            self.repeated = True
+            self.step_index -= 1
+            return
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
-            if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
-                return   # no stepSimulation since the last apply() (apply() called again): nothing happened
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped)
         elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
@@ -335,10 +350,21 @@ class OutsideWatch:
             self._project(x, xd, reset=jumped and not changed)
 
     def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
-        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt ẋ within 10 % over the joints that
-        moved: several stepSimulation() calls per apply()), else 0 (a reset)."""
+        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt (ẋ₁ + ẋ)/2 within 10 % over the
+        joints that moved, ẋ₁ = ẋ_n + dt ẍ the first step's predicted rate: semi-implicit Euler's positions under a
+        roughly constant acceleration, which holds from rest too, where x − x_n ≈ k dt ẋ misses by a third: several
+        stepSimulation() calls per apply()), else 0 (a reset). Constant rows J x = b (the null-space stage returns no
+        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step."""
         dx = x[self.jb:] - self.prev_x[self.jb:]
-        v = xd[self.vb:]
+        jac = self._watched.jac
+        if self.xdd is None and jac.shape[0]:
+            first = dx / self.bridge.dt - xd[self.vb:]
+            if np.abs(jac @ first).max() <= SURPRISE_TOLERANCE * (1.0 + float(np.abs(first).max())) / self.bridge.dt:
+                return 2
+        first = self.prev_v[self.vb:]
+        if self.xdd is not None:
+            first = first + self.bridge.dt * self.xdd[self.vb:]
+        v = 0.5 * (first + xd[self.vb:])
         vv = float(v @ v)
         if vv == 0.0 or not float(dx @ dx):
             return 0
@@ -409,14 +435,28 @@ class OutsideWatch:
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        if not model.floating_base:   # (the bridge checked the base's frame at construction)
+            orientation = p.getBasePositionAndOrientation(b, physicsClientId=c)[1]
+            if abs(abs(orientation[3]) - 1.0) > 1e-12 or any(p.getBaseVelocity(b, physicsClientId=c)[1]):
+                return ("the fixed base was rotated or set turning (resetBasePositionAndOrientation, or "
+                        "resetBaseVelocity — PyBullet moves a fixed base at the velocity it is given): the bridge's "
+                        "dynamics take the model's gravity in a base frame at rest, so every step leaves the rows",
+                        "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
+                        "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
         changed = [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
         if changed:
             return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) after the bridge was made: "
                     "its solve holds the constraint for the model file's inertias, so PyBullet's step leaves it",
                     "change the link's <inertial> in the model file and load it again (a bridge sets PyBullet's "
                     "inertias to the file's)", "inertia:" + changed[0])
+        if bridge.substeps > 1:
+            return (f"PyBullet's {bridge.substeps} sub-steps per stepSimulation (numSubSteps): the bridge's torques, "
+                    "computed at the step's start, are held over sub-steps in which the state moves",
+                    "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
+                    "or bridge.set_time_step(dt, substeps=1))", "substeps")
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step), or a velocity "
+                "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
+                "changed time step), or a velocity "
                 "was reset (resetBaseVelocity / resetJointState) between apply() and stepSimulation()",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
                 "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
@@ -441,9 +481,17 @@ class OutsideWatch:
         else:
             k = int(np.argmax(np.abs(x[self.jb:])))
             what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
+        if what != "the state is not finite":   # what PyBullet reports about the body (a motor, a contact, ...)
+            cause, _, key = self._cause()
+            what += f"; {cause}" if key not in ("outside", "substeps") else ""
+        # (read afresh: a setPhysicsEngineParameter(numSubSteps=) of this step is followed only after this check)
+        substeps = max(1, int(bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)["numSubSteps"]))
         raise DivergenceError(f"{model.file}: the PyBullet simulation diverged after step {self.step_index} "
-                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s — use a smaller dt, "
-                              "weaker gains, or look for a force outside the bridge")
+                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s"
+                              + (f" and {substeps} PyBullet sub-steps (numSubSteps: the bridge's torques are "
+                                 "held over sub-steps it cannot see; near-massless links, as the shoulder's, blow up) "
+                                 "— use no sub-steps and a smaller dt" if substeps > 1 else
+                                 " — use a smaller dt, weaker gains, or look for a force outside the bridge"))
 
 
 def k_of(model, name: str) -> int:
