@@ -19,7 +19,7 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.bridge.lifecycle import DivergenceError  # noqa: E402
+from biobullet.bridge.lifecycle import BridgeClosedError, DivergenceError  # noqa: E402
 from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 
@@ -195,3 +195,17 @@ def test_sub_steps_on_near_massless_links_end_in_an_error_naming_them(client):
         for _ in range(3):
             bridge.apply(generalized=_drive(bridge, "elevation"))
             pybullet.stepSimulation(physicsClientId=client)
+
+
+@pytest.mark.parametrize("habit", ["removeBody", "resetSimulation"])
+def test_the_body_removed_under_the_bridge_is_named(client, habit):
+    """removeBody(bridge.body) or resetSimulation() in the user's loop: the next apply() raises BridgeClosedError
+    naming them (it led with 'client id now belongs to another connection', the rarer cause)."""
+    bridge = _bridge(CHAIN, client)
+    bridge.step()
+    if habit == "removeBody":
+        pybullet.removeBody(bridge.body, physicsClientId=client)
+    else:
+        pybullet.resetSimulation(physicsClientId=client)
+    with pytest.raises(BridgeClosedError, match=r"gone from PyBullet client \d+ \(removeBody or resetSimulation\)"):
+        bridge.apply()

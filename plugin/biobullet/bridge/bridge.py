@@ -832,7 +832,8 @@ class Bridge:
         Contact forces (`bridge.contacts`) are added to tau; their reactions go to the other bodies.
         The torques are for the step [t, t + dt] that the next stepSimulation() makes: apply() advances the
         bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
-        other forces and motor commands of yours, then p.stepSimulation()).
+        other forces and motor commands of yours, then p.stepSimulation()); a second call before the step replaces
+        the first (same clock; `OutsideWatch.repeated`).
 
         One path for every model kind: read the state → the watch (`bridge.outside`) → the user's, the contacts'
         and the force elements' τ (`ForceStage`) → the constraint stage (`_constraint_stage`: nothing to hold, the

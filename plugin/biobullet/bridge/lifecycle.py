@@ -102,9 +102,9 @@ def ensure_usable(bridge, action: str) -> None:
     if not p.isConnected(physicsClientId=client):
         raise BridgeClosedError(f"Bridge.{action}: PyBullet client {client} was disconnected (create a new Bridge "
                                 "on a connected client)")
-    raise BridgeClosedError(f"Bridge.{action}: PyBullet client id {client} now belongs to another connection "
-                            "(the original one was disconnected and the id reused), or the bridge's body was "
-                            "removed — create a new Bridge")
+    raise BridgeClosedError(f"Bridge.{action}: the bridge's body {bridge.body} is gone from PyBullet client {client} "
+                            "(removeBody or resetSimulation), or the client id now belongs to another connection (the "
+                            "original one was disconnected and the id reused) — create a new Bridge")
 
 
 def ensure_owned_body(bridge) -> bool:

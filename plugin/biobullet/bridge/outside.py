@@ -15,6 +15,9 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
   a dependent joint itself is undone with one `CouplingWarning` naming it.
 * **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
   return, the rows are violated): a generalized force acted outside the solve during the step.
+* **the state equals the last one bit for bit** although that apply() predicted a change or sent a torque: no
+  stepSimulation() since — apply() called again, which then replaces the last one (`repeated`: `Bridge.apply` keeps
+  the clock and sends the difference, as PyBullet adds TORQUE_CONTROL torques up until its step).
 
 A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
 compiled call of three arguments).
