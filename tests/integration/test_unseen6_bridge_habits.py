@@ -119,23 +119,25 @@ def test_two_steps_per_apply_from_rest_are_named_at_the_first_apply_after(client
     assert _residual(path, client, bridge.body) <= PROMISE   # projected back by that apply()
 
 
-@pytest.mark.parametrize("load, words", [
-    (dict(globalScaling=2.0), "2 times the model file's size"),
-    (dict(globalScaling=0.5), "0.5 times the model file's size"),
-    (dict(useFixedBase=False), "useFixedBase=False"),
-    (dict(baseOrientation=(0.0, 0.2955202066613396, 0.0, 0.955336489125606)), "fixed base rotated by 0.6 rad"),
+@pytest.mark.parametrize("path, load, words", [
+    (CHAIN, dict(globalScaling=2.0), "2 times the model file's size"),
+    (CHAIN, dict(globalScaling=0.5), "0.5 times the model file's size"),
+    (CHAIN, dict(useFixedBase=False), "useFixedBase=False"),
+    (CHAIN, dict(baseOrientation=(0.0, 0.2955202066613396, 0.0, 0.955336489125606)), "fixed base rotated by 0.6 rad"),
+    (SHOULDER, dict(flags=pybullet.URDF_USE_INERTIA_FROM_FILE | pybullet.URDF_MERGE_FIXED_LINKS), "no links hand"),
 ])
-def test_a_body_loaded_otherwise_than_the_file_is_refused(client, load, words):
+def test_a_body_loaded_otherwise_than_the_file_is_refused(client, path, load, words):
     """A body of the user's that is not the model file's robot in the bridge's frame: globalScaling (scales lengths
     and COMs, not masses or inertias) used to be accepted silently — the bridge then simulated another robot —,
-    useFixedBase=False on a fixed-base model ended in a SystemError from calculateInverseDynamics, and a rotated
-    fixed base (gravity in another base direction than the bridge's dynamics take) broke the coupling by 4.9e-4 rad
-    after every step under a warning blaming 'a force outside the solve'. Each is one ModelError naming it."""
+    useFixedBase=False on a fixed-base model ended in a SystemError from calculateInverseDynamics, a rotated fixed
+    base (gravity in another base direction than the bridge's dynamics take) broke the coupling by 4.9e-4 rad after
+    every step under a warning blaming 'a force outside the solve', and URDF_MERGE_FIXED_LINKS (the shoulder's hand
+    merged into its forearm) was blamed on a missing URDF_USE_INERTIA_FROM_FILE. Each is one ModelError naming it."""
     options = dict(useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE)
     options.update(load)
-    body = pybullet.loadURDF(str(CHAIN), physicsClientId=client, **options)
+    body = pybullet.loadURDF(str(path), physicsClientId=client, **options)
     with pytest.raises(ModelError, match="body_id") as error:
-        _bridge(CHAIN, client, body_id=body)
+        _bridge(path, client, body_id=body)
     assert words in str(error.value)
 
 

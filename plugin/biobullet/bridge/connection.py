@@ -108,6 +108,11 @@ def check_user_body(model, client: int, body: int) -> None:
     for joint in range(p.getNumJoints(body, physicsClientId=client)):
         state = p.getLinkState(body, joint, computeForwardKinematics=1, physicsClientId=client)
         frames[p.getJointInfo(body, joint, physicsClientId=client)[12].decode()] = (state[4], state[5])
+    missing = [link.name for link in model.description.links if link.name not in frames]
+    if missing:
+        raise ModelError(f"PyBullet body {body} has no links {', '.join(missing[:5])} of the model file (loaded with "
+                         "URDF_MERGE_FIXED_LINKS, or from another file?)", file=model.file, attribute="body_id",
+                         expected="a body loaded from the model file without URDF_MERGE_FIXED_LINKS")
     for joint in model.description.joints:
         length = float(np.linalg.norm(joint.origin_xyz))
         if joint.type not in ("revolute", "continuous") or length < 1e-6 \
