@@ -211,3 +211,36 @@ def test_the_body_removed_under_the_bridge_is_named(client, habit):
         pybullet.resetSimulation(physicsClientId=client)
     with pytest.raises(BridgeClosedError, match=r"gone from PyBullet client \d+ \(removeBody or resetSimulation\)"):
         bridge.apply()
+
+
+@pytest.mark.parametrize("path, driven, start", [(CHAIN, "shoulder", 0.0), (SHOULDER, "elevation", 0.9)])
+def test_a_starting_pose_set_with_reset_joint_state_before_the_first_apply_is_followed(client, path, driven, start):
+    """The habit: make the bridge, set the starting pose with PyBullet's resetJointState, start the loop. The first
+    apply() after construction compared nothing, so the dependent joints were stepped from where they were and the
+    step-end target yanked them onto the rows in one step (chain: 0.36 rad off at that apply, 1.6e-6 rad after the
+    step, no word; the shoulder ran away within 5 steps). They now follow their inputs at that apply()."""
+    bridge = _bridge(path, client)
+    pybullet.resetJointState(bridge.body, bridge.joint_index[driven], start, 0.5, physicsClientId=client)
+    assert _residual(path, client, bridge.body) > 0.01   # the pose the user set is off the rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CouplingWarning)
+        bridge.apply(generalized=_drive(bridge, driven))
+        assert _residual(path, client, bridge.body) <= 1e-9
+        assert pybullet.getJointState(bridge.body, bridge.joint_index[driven], physicsClientId=client)[:2] \
+            == (start, 0.5)   # the user's input and its rate stay
+        for _ in range(30):
+            pybullet.stepSimulation(physicsClientId=client)
+            assert _residual(path, client, bridge.body) <= PROMISE
+            bridge.apply(generalized=_drive(bridge, driven))
+
+
+def test_a_dependent_joint_set_before_the_first_apply_is_named_and_undone(client):
+    """The same with the dependent joint: one warning naming it, and it goes back where its input places it."""
+    bridge = _bridge(CHAIN, client)
+    pybullet.resetJointState(bridge.body, bridge.joint_index["elbow"], 1.2, physicsClientId=client)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge.apply()
+    said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(said) == 1 and "dependent joint 'elbow' was reset" in said[0], said
+    assert _residual(CHAIN, client, bridge.body) <= 1e-9

@@ -767,7 +767,8 @@ class Bridge:
         xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
-        self.watch.disarm()   # a new start: nothing outside the solve to compare with
+        self.watch.disarm()   # a new start: no step to compare with, but the state written (`OutsideWatch.written`)
+        self.watch.written = (np.array(x, dtype=float), np.array(xd, dtype=float))
         self.samples.clear()
         if self.muscles is not None:
             self.muscles.recorded.clear()

@@ -187,6 +187,9 @@ class OutsideWatch:
         self.prev_v = np.zeros(model.n_tangent)
         self.xdd: np.ndarray | None = None
         self.armed = False            # False until a step was sent (after construction and every reset)
+        #: (x, ẋ) the bridge last wrote to PyBullet (`Bridge.reset_tree`), compared at the next apply() if no step
+        #: was sent since (`_first_look`); None once compared
+        self.written: tuple[np.ndarray, np.ndarray] | None = None
         #: max |θ| over the 1-DOF joints of the state checked in this apply() (rad or m; inf when unknown: not armed,
         #: or the state was projected) — the force stage's range check of the stops (`ForceStage.quiet_below`)
         self.peak = np.inf
@@ -247,6 +250,8 @@ class OutsideWatch:
         self.repeated = False
         if not self.armed:
             self.peak = np.inf
+            if self.written is not None:
+                self._first_look(x, xd)
             return
         bridge = self.bridge
         xdd = self.xdd
@@ -281,6 +286,19 @@ class OutsideWatch:
               and "loop_step" not in self.warned):
             self._clean_loop_step(x)
 
+    def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
+        user's — a resetJointState of the starting pose before the loop, a settling stepSimulation() — and the
+        dependent joints follow their inputs, as after a reset in the loop (they were stepped off the rows, and the
+        step-end target pulled them back in one step: 0.36 rad on the coupled chain, a runaway on the shoulder)."""
+        before, before_rates = self.written
+        self.written = None
+        if not self.rows or (np.array_equal(x, before) and np.array_equal(xd, before_rates)):
+            return
+        self._dependent_reset(x, np.abs(x[self.jb:] - before[self.jb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max()),
+                              before)
+        self._project(x, xd, reset=True)
+
     def _clean_loop_step(self, x: np.ndarray) -> None:
         """A step nothing disturbed, on a model with loops (the first steps at powers of two, then every
         LOOP_CHECK_STEPS-th, until it warned): their
@@ -313,18 +331,8 @@ class OutsideWatch:
                                  "were not enforced there; the bridge puts the state back onto them",
                       "call bridge.apply() before every stepSimulation() (or use bridge.step())")
         if jumped and not changed:             # a reset: which joints moved?
-            moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
-                           - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
-            names = [model.joint_names[k] for k in self._dependent if moved[k]]
-            inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
-            if names and not inputs_moved:
-                self.warn("reset:" + names[0],
-                          f"dependent joint {names[0]!r} was reset (resetJointState) by "
-                          f"{float(np.abs(x[self.jb:] - self.prev_x[self.jb:])[model.joint_names.index(names[0])]):.3g}"
-                          f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
-                          f"put it back where its inputs place it",
-                          "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
-                          "resetJointState on " + ", ".join(model.coordinate_names) + ")")
+            self._dependent_reset(x, np.abs(x[self.jb:] - self.prev_x[self.jb:] - bridge.dt * xd[self.vb:])
+                                  > JUMP_TOLERANCE * (1.0 + np.abs(x).max()), self.prev_x)
         residual = self._residual(x)
         if self.rows:
             worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
@@ -351,6 +359,21 @@ class OutsideWatch:
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
             self._project(x, xd, reset=jumped and not changed)
+
+    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray) -> None:
+        """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
+        resetJointState of a joint the bridge puts back where its inputs place it)."""
+        bridge, model = self.bridge, self.bridge.model
+        names = [model.joint_names[k] for k in self._dependent if moved[k]]
+        inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
+        if names and not inputs_moved:
+            self.warn("reset:" + names[0],
+                      f"dependent joint {names[0]!r} was reset (resetJointState) by "
+                      f"{float(np.abs(x[self.jb:] - before[self.jb:])[model.joint_names.index(names[0])]):.3g}"
+                      f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
+                      f"put it back where its inputs place it",
+                      "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
+                      "resetJointState on " + ", ".join(model.coordinate_names) + ")")
 
     def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
         """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt (ẋ₁ + ẋ)/2 within 10 % over the
