@@ -244,3 +244,20 @@ def test_a_dependent_joint_set_before_the_first_apply_is_named_and_undone(client
     said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
     assert len(said) == 1 and "dependent joint 'elbow' was reset" in said[0], said
     assert _residual(CHAIN, client, bridge.body) <= 1e-9
+
+
+def test_restore_state_is_a_reset_not_a_frame_skip(client):
+    """saveState / restoreState in the loop (rollouts): a jump between two states on the rows, which the constant
+    rows' two-step test (J ẋ₁ = 0 with ẋ₁ = (x − x_n)/dt − ẋ) cannot tell from a frame skip — it is one only when
+    it broke the rows. No warning, and the coupling holds."""
+    bridge = _bridge(SHOULDER, client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CouplingWarning)
+        for k in range(80):
+            if k == 20:
+                saved = pybullet.saveState(physicsClientId=client)
+            if k in (50, 70):
+                pybullet.restoreState(saved, physicsClientId=client)
+            bridge.apply(generalized=_drive(bridge, "elevation"))
+            pybullet.stepSimulation(physicsClientId=client)
+            assert _residual(SHOULDER, client, bridge.body) <= PROMISE
