@@ -912,20 +912,27 @@ class Bridge:
             state = contacts.state_read   # PyBullet's geometry
             x, xd = state if state is not None else self._read()
         watch = self.watch
-        if watch.armed:
-            watch.check_runaway(x, xd)
+        repeated = watch.armed and watch.check_runaway(x, xd)
+        if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
+            self.time -= self.dt
+            sent = self.last_torque.copy()
         forces = self.forces
         applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
-            self._send(x, torque)
-            contacts.apply_reactions()
+            self._send(x, torque - sent if repeated else torque)
+            if not repeated:   # (the same state: its reactions are sent)
+                contacts.apply_reactions()
         elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
             torque = self._zero_sent
+            if repeated:
+                self._send(x, -sent)
         else:
             torque = applied.copy()
-            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
+            if repeated:
+                self._send(x, torque - sent)
+            elif forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
                 self._send_joints(torque)
             else:
                 self._send(x, torque)

@@ -133,27 +133,30 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
     return False, False, peak_v, peak_x, same
 
 
-def _runaway_py(x, xd, jb):
-    """(max |ẋ|, max |x| over the entries from jb on — the joints after a floating base's pose); inf for a non-finite
-    state. The watch's check of a model without rows (nothing to project, only a runaway to report)."""
+def _runaway_py(x, xd, prev_x, prev_v, jb):
+    """(max |ẋ|, max |x| over the entries from jb on — the joints after a floating base's pose —, same: x and ẋ
+    equal the last step's x_n, ẋ_n bit for bit); inf for a non-finite state. The watch's check of a model without
+    rows (nothing to project, only a runaway to report, or a repeated apply())."""
+    same = True
     peak_x = 0.0
-    for i in range(jb, x.shape[0]):
+    for i in range(x.shape[0]):
         a = abs(x[i])
         if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return np.inf, np.inf
-        if a > peak_x:
+            return np.inf, np.inf, False
+        if i >= jb and a > peak_x:
             peak_x = a
-    for i in range(jb):
-        if not abs(x[i]) <= 1e300:
-            return np.inf, np.inf
+        if x[i] != prev_x[i]:
+            same = False
     peak_v = 0.0
     for i in range(xd.shape[0]):
         a = abs(xd[i])
         if not a <= 1e300:
-            return np.inf, np.inf
+            return np.inf, np.inf, False
         if a > peak_v:
             peak_v = a
-    return peak_v, peak_x
+        if xd[i] != prev_v[i]:
+            same = False
+    return peak_v, peak_x, same
 
 
 def surprise_kernel():
@@ -214,7 +217,8 @@ class OutsideWatch:
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.jb)
+        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.prev_x,
+                                         self.prev_v, self.jb)
         #: every link's (mass, local inertia diagonal) as the bridge's M and h took them: a changeDynamics of either
         #: afterwards is named as the cause (`_cause`), not an outside force
         self._inertias = self._link_inertias()
@@ -225,12 +229,17 @@ class OutsideWatch:
         return {name: tuple(p.getDynamicsInfo(b, index, physicsClientId=c)[0:3:2])
                 for name, index in bridge.map.link_index.items() if index >= 0 or bridge.model.floating_base}
 
-    def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
-        """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""
-        peak_v, peak_x = self._runaway(x, xd, self.jb)
+    def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
+        """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
+        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest)."""
+        peak_v, peak_x, same = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb)
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
+        if self.repeated:
+            self.step_index -= 1
+        return self.repeated
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
