@@ -283,3 +283,53 @@ def test_a_second_apply_replaces_the_first_for_force_elements_and_contacts(clien
     assert t2 == pytest.approx(t1, abs=dt * 1.01)   # (a first apply() sending nothing: one dt, see docs)
     np.testing.assert_allclose(x2, x1, rtol=0, atol=1e-12)
     np.testing.assert_allclose(v2, v1, rtol=0, atol=1e-10)
+
+
+def _server_client():
+    """A connection whose server steps by itself under setRealTimeSimulation(1) (as GUI does; DIRECT ignores it)."""
+    cid = pybullet.connect(pybullet.SHARED_MEMORY_SERVER)
+    if cid < 0:
+        pytest.skip("no PyBullet shared-memory server connection on this machine")
+    pybullet.setGravity(0, 0, -9.81, physicsClientId=cid)
+    pybullet.setTimeStep(DT, physicsClientId=cid)
+    return cid
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_real_time_simulation_is_refused(when):
+    """setRealTimeSimulation(1) on a connection that steps by itself: PyBullet's thread steps between and during the
+    bridge's apply() calls, without its torques. Before, the bridge named it as 'stepSimulation() ran 7 times' and
+    the coupling was 0.18 rad off right after an apply(); now one ModelError naming real-time simulation, at
+    construction or at the first apply() that sees its steps."""
+    import time
+    server = _server_client()
+    try:
+        if when == "before":
+            pybullet.setRealTimeSimulation(1, physicsClientId=server)
+            with pytest.raises(ModelError, match=r"real-time simulation \(setRealTimeSimulation\(1\)\)"):
+                _bridge(CHAIN, server)
+            return
+        bridge = _bridge(CHAIN, server)
+        bridge.step()
+        pybullet.setRealTimeSimulation(1, physicsClientId=server)
+        _, x0, _ = bridge.state()
+        deadline = time.monotonic() + 5.0
+        while np.array_equal(bridge.state()[1], x0) and time.monotonic() < deadline:
+            time.sleep(0.01)   # until the server's thread has stepped
+        with pytest.raises(ModelError, match=r"real-time simulation \(setRealTimeSimulation\(1\)\)"):
+            bridge.apply()
+    finally:
+        pybullet.setRealTimeSimulation(0, physicsClientId=server)
+        pybullet.disconnect(server)
+
+
+def test_real_time_simulation_on_direct_changes_nothing(client):
+    """DIRECT does not step by itself: the flag is harmless there, and the bridge takes it."""
+    pybullet.setRealTimeSimulation(1, physicsClientId=client)
+    bridge = _bridge(CHAIN, client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CouplingWarning)
+        for _ in range(20):
+            bridge.apply(generalized=_drive(bridge, "shoulder"))
+            pybullet.stepSimulation(physicsClientId=client)
+            assert _residual(CHAIN, client, bridge.body) <= PROMISE

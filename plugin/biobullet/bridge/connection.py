@@ -44,7 +44,22 @@ def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
                          expected="None, a physicsClientId (int) or a pybullet_utils BulletClient")
     if not p.isConnected(physicsClientId=int(cid)):
         raise ModelError(f"PyBullet client {int(cid)} is not connected", attribute="client")
+    check_real_time(int(cid))
     return int(cid), False
+
+
+def check_real_time(client: int) -> None:
+    """ModelError when the client steps itself (setRealTimeSimulation(1) on a GUI or server connection: PyBullet's
+    own thread steps on its clock, between and during the bridge's apply() calls, with none of its torques — the
+    chain's joint function measured 0.18 rad off right after an apply()). DIRECT ignores real-time simulation."""
+    p = import_pybullet()
+    if p.getPhysicsEngineParameters(physicsClientId=client)["useRealTimeSimulation"] \
+            and p.getConnectionInfo(physicsClientId=client)["connectionMethod"] != p.DIRECT:
+        raise ModelError(f"PyBullet client {client} runs real-time simulation (setRealTimeSimulation(1)): it steps "
+                         "on its own clock without the bridge's torques, so no joint function or loop can hold",
+                         attribute="client",
+                         expected="setRealTimeSimulation(0), then bridge.apply() before every stepSimulation() "
+                                  "(or bridge.step())")
 
 
 def load_body(model, client: int, body_id: int | None) -> int:

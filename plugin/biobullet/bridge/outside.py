@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.bridge.connection import check_real_time
 from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
@@ -331,6 +332,7 @@ class OutsideWatch:
     def _disturbed(self, x, xd, jumped: bool) -> None:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
+        check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
         changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
         residual = self._residual(x)
         worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
