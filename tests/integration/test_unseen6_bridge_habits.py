@@ -333,3 +333,19 @@ def test_real_time_simulation_on_direct_changes_nothing(client):
             bridge.apply(generalized=_drive(bridge, "shoulder"))
             pybullet.stepSimulation(physicsClientId=client)
             assert _residual(CHAIN, client, bridge.body) <= PROMISE
+
+
+def test_a_second_bridge_on_the_same_body_takes_it_over_and_says_so(client):
+    """Bridge(model, body_id=b) twice on one body (a new bridge per episode on the user's robot): two bridges would
+    send their constraint torques twice; the newer takes the body over, and the older one's next call says that
+    (it said the client id belonged to another connection or the body was removed)."""
+    body = pybullet.loadURDF(str(CHAIN), useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+                             physicsClientId=client)
+    older = _bridge(CHAIN, client, body_id=body)
+    newer = _bridge(CHAIN, client, body_id=body)
+    with pytest.raises(BridgeClosedError, match="was taken over by another Bridge made on it"):
+        older.apply()
+    newer.apply()
+    older.close()   # leaves the body, now the newer bridge's, alone
+    newer.step()
+    assert _residual(CHAIN, client, body) <= PROMISE
