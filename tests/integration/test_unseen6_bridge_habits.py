@@ -349,3 +349,29 @@ def test_a_second_bridge_on_the_same_body_takes_it_over_and_says_so(client):
     older.close()   # leaves the body, now the newer bridge's, alone
     newer.step()
     assert _residual(CHAIN, client, body) <= PROMISE
+
+
+def test_a_second_apply_replaces_the_first_with_muscles(tmp_path):
+    """With muscles (`set_excitations`) a second apply() advanced their activations and fibers a second time and
+    sent their path forces twice: the leg was 0.28 rad and 3.6 rad/s off the single-apply run after 0.1 s. Now
+    the second apply() starts from the muscle state the first one found and sends the difference."""
+    from muscle_models import LEG_URDF, leg_pose
+    import biobullet
+    path = tmp_path / "leg.urdf"
+    path.write_text(LEG_URDF)
+    leg = biobullet.load_model(str(path), floating_base=True)
+    runs = []
+    for twice in (False, True):
+        with Bridge(leg, dt=1e-3, initial=leg_pose()) as bridge:
+            muscles = bridge.set_excitations(0.5, extensor=0.6, flexor=0.3, hip_flexor=0.5)
+            for _ in range(60):
+                bridge.apply()
+                if twice:
+                    bridge.apply()
+                pybullet.stepSimulation(physicsClientId=bridge.client)
+            runs.append((*bridge.state(), muscles.state.copy()))
+    (t1, x1, v1, m1), (t2, x2, v2, m2) = runs
+    assert t2 == t1
+    np.testing.assert_allclose(x2, x1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v2, v1, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(m2, m1, rtol=0, atol=1e-12)

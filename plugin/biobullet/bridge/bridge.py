@@ -869,6 +869,11 @@ class Bridge:
         if extra is not None:
             user = extra if user is None else user + extra
         if self.muscles is not None:   # the muscles' τ at the state read (their state advanced by dt)
+            if repeated:   # from their state as the last apply() found it; what it sent through the joints and paths
+                self.muscles.state = self.muscles.started
+                sent = sent - self.muscles.body_torque
+                sent_wrenches = self.muscles.wrenches
+            self.muscles.started = self.muscles.state.copy()
             muscle_tau = self.muscles.torques(x, xd)
             user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
@@ -882,8 +887,8 @@ class Bridge:
         if muscles is not None:   # the muscles act as forces along their paths, not through the joints
             self.last_torque = torque   # (the joint reactions' ẍ: every generalized force of the step)
             torque = torque - muscles.body_torque
-            self._send(x, torque)
-            muscles.send()
+            self._send(x, torque - sent if repeated else torque)
+            muscles.send(sent_wrenches if repeated else None)
         elif torque is None and not repeated:   # nothing acts: nothing to send (PyBullet clears joint torques after
             torque = self.last_torque = self._zero_sent   # every step)
         else:
