@@ -20,7 +20,7 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
   the clock and sends the difference, as PyBullet adds TORQUE_CONTROL torques up until its step).
 
 A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
-compiled call of three arguments).
+compiled call, which also tells a repeated apply()).
 
 Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
 was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
@@ -85,10 +85,11 @@ class WatchedRows(NamedTuple):
 
 def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
-    (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
-    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows of `watched`
-    (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
+    (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
+    (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
+    LINEAR_TOLERANCE."""
     jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_x = 0.0
     same = True
