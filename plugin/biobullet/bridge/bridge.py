@@ -767,7 +767,8 @@ class Bridge:
         xd = self.model.checked("xd", xd, self.model.n_tangent)
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
-        self.watch.disarm()   # a new start: nothing outside the solve to compare with
+        self.watch.disarm()   # a new start: no step to compare with, but the state written (`OutsideWatch.written`)
+        self.watch.written = (np.array(x, dtype=float), np.array(xd, dtype=float))
         self.samples.clear()
         if self.muscles is not None:
             self.muscles.recorded.clear()
@@ -832,7 +833,8 @@ class Bridge:
         Contact forces (`bridge.contacts`) are added to tau; their reactions go to the other bodies.
         The torques are for the step [t, t + dt] that the next stepSimulation() makes: apply() advances the
         bridge's clock (`time`) by dt, so call it once per stepSimulation() (in your own loop: apply(), then any
-        other forces and motor commands of yours, then p.stepSimulation()).
+        other forces and motor commands of yours, then p.stepSimulation()); a second call before the step replaces
+        the first (same clock; `OutsideWatch.repeated`).
 
         One path for every model kind: read the state → the watch (`bridge.outside`) → the user's, the contacts'
         and the force elements' τ (`ForceStage`) → the constraint stage (`_constraint_stage`: nothing to hold, the
@@ -859,10 +861,19 @@ class Bridge:
             extra = None
             x, xd = self._read_state()
         self.watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+        repeated = self.watch.repeated
+        if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
+            self.time -= self.dt
+            sent = self.last_torque.copy()   # (the stages may return their work arrays, which this call rewrites)
         user = None if tau is None else self._torque_argument(tau)   # a new array, or None
         if extra is not None:
             user = extra if user is None else user + extra
         if self.muscles is not None:   # the muscles' τ at the state read (their state advanced by dt)
+            if repeated:   # from their state as the last apply() found it; what it sent through the joints and paths
+                self.muscles.state = self.muscles.started
+                sent = sent - self.muscles.body_torque
+                sent_wrenches = self.muscles.wrenches
+            self.muscles.started = self.muscles.state.copy()
             muscle_tau = self.muscles.torques(x, xd)
             user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
@@ -876,14 +887,17 @@ class Bridge:
         if muscles is not None:   # the muscles act as forces along their paths, not through the joints
             self.last_torque = torque   # (the joint reactions' ẍ: every generalized force of the step)
             torque = torque - muscles.body_torque
-            self._send(x, torque)
-            muscles.send()
-        elif torque is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
-            torque = self.last_torque = self._zero_sent
+            self._send(x, torque - sent if repeated else torque)
+            muscles.send(sent_wrenches if repeated else None)
+        elif torque is None and not repeated:   # nothing acts: nothing to send (PyBullet clears joint torques after
+            torque = self.last_torque = self._zero_sent   # every step)
         else:
-            self._send(x, torque)
+            torque = self._zero_sent if torque is None else torque
+            # a repeated apply(): PyBullet adds TORQUE_CONTROL torques (and external forces) up until its step, so
+            # the difference makes the step's torque this apply()'s
+            self._send(x, torque - sent if repeated else torque)
             self.last_torque = torque
-        if contacts is not None:
+        if contacts is not None and not repeated:   # (a repeated apply(): the same state, the reactions are sent)
             contacts.apply_reactions()
         self.watch.sent(x, xd, xdd)
         self.time += self.dt
@@ -903,20 +917,27 @@ class Bridge:
             state = contacts.state_read   # PyBullet's geometry
             x, xd = state if state is not None else self._read()
         watch = self.watch
-        if watch.armed:
-            watch.check_runaway(x, xd)
+        repeated = watch.armed and watch.check_runaway(x, xd)
+        if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
+            self.time -= self.dt
+            sent = self.last_torque.copy()
         forces = self.forces
         applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
-            self._send(x, torque)
-            contacts.apply_reactions()
+            self._send(x, torque - sent if repeated else torque)
+            if not repeated:   # (the same state: its reactions are sent)
+                contacts.apply_reactions()
         elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
             torque = self._zero_sent
+            if repeated:
+                self._send(x, -sent)
         else:
             torque = applied.copy()
-            if forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
+            if repeated:
+                self._send(x, torque - sent)
+            elif forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
                 self._send_joints(torque)
             else:
                 self._send(x, torque)

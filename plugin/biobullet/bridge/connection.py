@@ -44,7 +44,22 @@ def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
                          expected="None, a physicsClientId (int) or a pybullet_utils BulletClient")
     if not p.isConnected(physicsClientId=int(cid)):
         raise ModelError(f"PyBullet client {int(cid)} is not connected", attribute="client")
+    check_real_time(int(cid))
     return int(cid), False
+
+
+def check_real_time(client: int) -> None:
+    """ModelError when the client steps itself (setRealTimeSimulation(1) on a GUI or server connection: PyBullet's
+    own thread steps on its clock, between and during the bridge's apply() calls, with none of its torques — the
+    chain's joint function measured 0.18 rad off right after an apply()). DIRECT ignores real-time simulation."""
+    p = import_pybullet()
+    if p.getPhysicsEngineParameters(physicsClientId=client)["useRealTimeSimulation"] \
+            and p.getConnectionInfo(physicsClientId=client)["connectionMethod"] != p.DIRECT:
+        raise ModelError(f"PyBullet client {client} runs real-time simulation (setRealTimeSimulation(1)): it steps "
+                         "on its own clock without the bridge's torques, so no joint function or loop can hold",
+                         attribute="client",
+                         expected="setRealTimeSimulation(0), then bridge.apply() before every stepSimulation() "
+                                  "(or bridge.step())")
 
 
 def load_body(model, client: int, body_id: int | None) -> int:
@@ -85,7 +100,66 @@ def load_body(model, client: int, body_id: int | None) -> int:
     if int(body_id) not in [p.getBodyUniqueId(i, physicsClientId=client)
                             for i in range(p.getNumBodies(physicsClientId=client))]:
         raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id")
+    check_user_body(model, client, int(body_id))
     return int(body_id)
+
+
+def check_user_body(model, client: int, body: int) -> None:
+    """ModelError when the user's body is not the robot of the model file in the frame the bridge's dynamics take:
+    loaded with the other `useFixedBase` (PyBullet stores a fixed base as mass 0), with `globalScaling` ≠ 1 (it
+    scales the link lengths and COMs, not the masses or inertias: another robot, measured on the distance between
+    the frames of a revolute joint's parent and child links, which no joint angle changes), or with a fixed base
+    rotated away from the world frame (the bridge's M, h — its own recursions and PyBullet's
+    calculateInverseDynamics alike — take the model's gravity in the base frame: measured 5e-4 rad off the coupled
+    chain's joint function after every 1/240 s step)."""
+    p = import_pybullet()
+    fixed = p.getDynamicsInfo(body, -1, physicsClientId=client)[0] == 0.0
+    if fixed == bool(model.floating_base):
+        raise ModelError(f"PyBullet body {body} was loaded with useFixedBase={fixed}, but the model's base is "
+                         f"{'floating' if model.floating_base else 'fixed'}", file=model.file, attribute="body_id",
+                         expected=f"loadURDF(..., useFixedBase={not model.floating_base}, "
+                                  "flags=URDF_USE_INERTIA_FROM_FILE), or Bridge(model) loading it")
+    frames = {p.getBodyInfo(body, physicsClientId=client)[0].decode(): _base_link_frame(p, client, body)}
+    for joint in range(p.getNumJoints(body, physicsClientId=client)):
+        state = p.getLinkState(body, joint, computeForwardKinematics=1, physicsClientId=client)
+        frames[p.getJointInfo(body, joint, physicsClientId=client)[12].decode()] = (state[4], state[5])
+    missing = [link.name for link in model.description.links if link.name not in frames]
+    if missing:
+        raise ModelError(f"PyBullet body {body} has no links {', '.join(missing[:5])} of the model file (loaded with "
+                         "URDF_MERGE_FIXED_LINKS, or from another file?)", file=model.file, attribute="body_id",
+                         expected="a body loaded from the model file without URDF_MERGE_FIXED_LINKS")
+    for joint in model.description.joints:
+        length = float(np.linalg.norm(joint.origin_xyz))
+        if joint.type not in ("revolute", "continuous") or length < 1e-6 \
+                or joint.parent not in frames or joint.child not in frames:
+            continue
+        distance = float(np.linalg.norm(np.subtract(frames[joint.child][0], frames[joint.parent][0])))
+        if abs(distance - length) > 1e-6 * max(1.0, length):
+            raise ModelError(f"PyBullet body {body} is {distance / length:.6g} times the model file's size (the "
+                             f"frames of joint {joint.name!r} are {distance:.6g} m apart, the file says "
+                             f"{length:.6g} m): loaded with globalScaling?", file=model.file, attribute="body_id",
+                             expected="a body loaded without globalScaling (scale the model file instead: "
+                                      "PyBullet scales lengths but not masses or inertias)")
+    if not model.floating_base:
+        rotation = np.array(p.getMatrixFromQuaternion(frames[model.description.root_link][1]
+                                                      if model.description.root_link in frames
+                                                      else _base_link_frame(p, client, body)[1])).reshape(3, 3)
+        angle = float(np.arccos(np.clip(0.5 * (np.trace(rotation) - 1.0), -1.0, 1.0)))
+        if angle > 1e-9:
+            raise ModelError(f"PyBullet body {body} has its fixed base rotated by {angle:.3g} rad from the world "
+                             "frame (loadURDF baseOrientation or resetBasePositionAndOrientation): the bridge's "
+                             "dynamics take the model's gravity in the base frame", file=model.file,
+                             attribute="body_id",
+                             expected="a fixed base in the identity orientation (rotate the model file's "
+                                      "<gravity> instead)")
+
+
+def _base_link_frame(p, client: int, body: int):
+    """The URDF frame (position, quaternion) of the body's base link (PyBullet reports the base's inertial frame)."""
+    position, orientation = p.getBasePositionAndOrientation(body, physicsClientId=client)
+    local = p.getDynamicsInfo(body, -1, physicsClientId=client)
+    inverse = p.invertTransform(local[3], local[4])
+    return p.multiplyTransforms(position, orientation, inverse[0], inverse[1])
 
 
 def prepare_body(model, client: int, body: int, joint_indices, *, joint_limits: bool,

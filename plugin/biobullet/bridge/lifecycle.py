@@ -102,9 +102,17 @@ def ensure_usable(bridge, action: str) -> None:
     if not p.isConnected(physicsClientId=client):
         raise BridgeClosedError(f"Bridge.{action}: PyBullet client {client} was disconnected (create a new Bridge "
                                 "on a connected client)")
-    raise BridgeClosedError(f"Bridge.{action}: PyBullet client id {client} now belongs to another connection "
-                            "(the original one was disconnected and the id reused), or the bridge's body was "
-                            "removed — create a new Bridge")
+    try:   # the body still carries a bridge token, not ours: a Bridge made on the same body since took it over
+        taken = p.getUserDataId(bridge.body, TOKEN_KEY, physicsClientId=client) >= 0
+    except p.error:
+        taken = False
+    if taken:
+        raise BridgeClosedError(f"Bridge.{action}: body {bridge.body} of PyBullet client {client} was taken over by "
+                                "another Bridge made on it (one bridge per body: use that one, or close it and make "
+                                "a new one)")
+    raise BridgeClosedError(f"Bridge.{action}: the bridge's body {bridge.body} is gone from PyBullet client {client} "
+                            "(removeBody or resetSimulation), or the client id now belongs to another connection (the "
+                            "original one was disconnected and the id reused) — create a new Bridge")
 
 
 def ensure_owned_body(bridge) -> bool:

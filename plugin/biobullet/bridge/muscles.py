@@ -44,6 +44,7 @@ class BridgeMuscles:
         self.run = MuscleRun(bridge.model, 0.0, activations, frame_twists=True)
         t, q, v = bridge.generalized_state()
         self.state = self.run.initial_state(q, v, t)
+        self.started = self.state   # the state the last apply() started from (a repeated apply() starts there again)
         self.names = self.run.names
         self.substeps = 1   # the last step's muscle sub-steps
         self.recorded: dict[int, np.ndarray] = {}   # the muscle state at the bridge's recorded sample k
@@ -97,9 +98,10 @@ class BridgeMuscles:
         self.state = state
         return muscle_tau
 
-    def send(self) -> None:
+    def send(self, sent: np.ndarray | None = None) -> None:
         """The last step's wrenches to PyBullet (one force and one torque per loaded body; cleared by PyBullet
-        after its step)."""
+        after its step); minus `sent`, the wrenches an apply() of the same step already sent (PyBullet adds them up
+        until its step)."""
         bridge = self.bridge
         p, c, b = bridge.pybullet, bridge.client, bridge.body
         if self._any_link is not None:   # PyBullet places a WORLD_FRAME force on a link by the link's cached
@@ -107,7 +109,7 @@ class BridgeMuscles:
             # (else each force acts O(v dt) off its point: 6.6e-7 rad/s after the second arm26 step at 0.5 ms)
             p.getLinkState(b, self._any_link, computeForwardKinematics=True, physicsClientId=c)
         origin = [0.0, 0.0, 0.0]
-        for link, wrench in zip(self.links, self.wrenches.tolist()):
+        for link, wrench in zip(self.links, (self.wrenches if sent is None else self.wrenches - sent).tolist()):
             p.applyExternalForce(b, link, wrench[:3], origin, p.WORLD_FRAME, physicsClientId=c)
             p.applyExternalTorque(b, link, wrench[3:], p.WORLD_FRAME, physicsClientId=c)
 

@@ -15,9 +15,12 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
   a dependent joint itself is undone with one `CouplingWarning` naming it.
 * **velocities differ from the prediction** (or, for constant rows, whose prediction the null-space kernel does not
   return, the rows are violated): a generalized force acted outside the solve during the step.
+* **the state equals the last one bit for bit** although that apply() predicted a change or sent a torque: no
+  stepSimulation() since — apply() called again, which then replaces the last one (`repeated`: `Bridge.apply` keeps
+  the clock and sends the difference, as PyBullet adds TORQUE_CONTROL torques up until its step).
 
 A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
-compiled call of three arguments).
+compiled call, which also tells a repeated apply()).
 
 Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
 was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
@@ -40,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.bridge.connection import check_real_time
 from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
@@ -81,25 +85,31 @@ class WatchedRows(NamedTuple):
 
 def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|; inf for a non-finite state). jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints
-    (c = weight) beyond jump_tolerance × (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond
-    SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd), or else the constant rows of `watched`
-    (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
+    (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
+    (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
+    LINEAR_TOLERANCE."""
     jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_x = 0.0
+    same = True
     for i in range(x.shape[0]):
         a = abs(x[i])
         if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return True, False, np.inf, np.inf
+            return True, False, np.inf, np.inf, False
         if i >= jb and a > peak_x:
             peak_x = a
+        if x[i] != prev_x[i]:
+            same = False
     peak_v = 0.0
     for i in range(xd.shape[0]):
         a = abs(xd[i])
         if not a <= 1e300:
-            return True, False, np.inf, np.inf
+            return True, False, np.inf, np.inf, False
         if a > peak_v:
             peak_v = a
+        if xd[i] != prev_v[i]:
+            same = False
     jump = 0.0
     for i in range(x.shape[0] - jb):
         d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -107,13 +117,13 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             jump = d
     jumped = jump > jump_tolerance * (1.0 + peak_x)
     if jumped:
-        return True, True, peak_v, peak_x
+        return True, True, peak_v, peak_x, same
     if has_xdd:
         limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
         for i in range(xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x
-        return False, False, peak_v, peak_x
+                return True, False, peak_v, peak_x, same
+        return False, False, peak_v, peak_x, same
     for r in range(jac.shape[0]):
         phi = -offset[r]
         phi_dot = 0.0
@@ -121,31 +131,34 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x
-    return False, False, peak_v, peak_x
+            return True, False, peak_v, peak_x, same
+    return False, False, peak_v, peak_x, same
 
 
-def _runaway_py(x, xd, jb):
-    """(max |ẋ|, max |x| over the entries from jb on — the joints after a floating base's pose); inf for a non-finite
-    state. The watch's check of a model without rows (nothing to project, only a runaway to report)."""
+def _runaway_py(x, xd, prev_x, prev_v, jb):
+    """(max |ẋ|, max |x| over the entries from jb on — the joints after a floating base's pose —, same: x and ẋ
+    equal the last step's x_n, ẋ_n bit for bit); inf for a non-finite state. The watch's check of a model without
+    rows (nothing to project, only a runaway to report, or a repeated apply())."""
+    same = True
     peak_x = 0.0
-    for i in range(jb, x.shape[0]):
+    for i in range(x.shape[0]):
         a = abs(x[i])
         if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return np.inf, np.inf
-        if a > peak_x:
+            return np.inf, np.inf, False
+        if i >= jb and a > peak_x:
             peak_x = a
-    for i in range(jb):
-        if not abs(x[i]) <= 1e300:
-            return np.inf, np.inf
+        if x[i] != prev_x[i]:
+            same = False
     peak_v = 0.0
     for i in range(xd.shape[0]):
         a = abs(xd[i])
         if not a <= 1e300:
-            return np.inf, np.inf
+            return np.inf, np.inf, False
         if a > peak_v:
             peak_v = a
-    return peak_v, peak_x
+        if xd[i] != prev_v[i]:
+            same = False
+    return peak_v, peak_x, same
 
 
 def surprise_kernel():
@@ -179,9 +192,15 @@ class OutsideWatch:
         self.prev_v = np.zeros(model.n_tangent)
         self.xdd: np.ndarray | None = None
         self.armed = False            # False until a step was sent (after construction and every reset)
+        #: (x, ẋ) the bridge last wrote to PyBullet (`Bridge.reset_tree`), compared at the next apply() if no step
+        #: was sent since (`_first_look`); None once compared
+        self.written: tuple[np.ndarray, np.ndarray] | None = None
         #: max |θ| over the 1-DOF joints of the state checked in this apply() (rad or m; inf when unknown: not armed,
         #: or the state was projected) — the force stage's range check of the stops (`ForceStage.quiet_below`)
         self.peak = np.inf
+        #: True when this apply() found the state of the last one unchanged (no stepSimulation since): PyBullet adds
+        #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
+        self.repeated = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -200,7 +219,8 @@ class OutsideWatch:
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.jb)
+        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.prev_x,
+                                         self.prev_v, self.jb)
         #: every link's (mass, local inertia diagonal) as the bridge's M and h took them: a changeDynamics of either
         #: afterwards is named as the cause (`_cause`), not an outside force
         self._inertias = self._link_inertias()
@@ -211,12 +231,17 @@ class OutsideWatch:
         return {name: tuple(p.getDynamicsInfo(b, index, physicsClientId=c)[0:3:2])
                 for name, index in bridge.map.link_index.items() if index >= 0 or bridge.model.floating_base}
 
-    def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> None:
-        """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call)."""
-        peak_v, peak_x = self._runaway(x, xd, self.jb)
+    def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
+        """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
+        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest)."""
+        peak_v, peak_x, same = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb)
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
+        if self.repeated:
+            self.step_index -= 1
+        return self.repeated
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
@@ -233,8 +258,11 @@ class OutsideWatch:
     def observe(self, x: np.ndarray, xd: np.ndarray) -> None:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows."""
+        self.repeated = False
         if not self.armed:
             self.peak = np.inf
+            if self.written is not None:
+                self._first_look(x, xd)
             return
         bridge = self.bridge
         xdd = self.xdd
@@ -246,7 +274,7 @@ class OutsideWatch:
             xd_checked, prev_v, xdd = xd[3:], prev_v[3:], None if xdd is None else xdd[3:]
         else:
             xd_checked = xd
-        disturbed, jumped, peak_v, peak_x = self._check(
+        disturbed, jumped, peak_v, peak_x, same = self._check(
             x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
             self.weight, self._watched, jump_tolerance)
         if self.floating:
@@ -254,14 +282,33 @@ class OutsideWatch:
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        if same and (disturbed or np.count_nonzero(bridge.last_torque)):
+            # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
+            # holds that apply()'s torques (it adds them up until its step). (A real step leaves the state equal bit
+            # for bit only with nothing acting: no change predicted and no torque sent — a step then, as it costs
+            # nothing to take it for one: the torque difference is the torque.)
+            self.repeated = True
+            self.step_index -= 1
+            return
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
-            if np.array_equal(x, self.prev_x) and np.array_equal(xd, self.prev_v):
-                return   # no stepSimulation since the last apply() (apply() called again): nothing happened
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped)
         elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
               and "loop_step" not in self.warned):
             self._clean_loop_step(x)
+
+    def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
+        user's — a resetJointState of the starting pose before the loop, a settling stepSimulation() — and the
+        dependent joints follow their inputs, as after a reset in the loop (they were stepped off the rows, and the
+        step-end target pulled them back in one step: 0.36 rad on the coupled chain, a runaway on the shoulder)."""
+        before, before_rates = self.written
+        self.written = None
+        if not self.rows or (np.array_equal(x, before) and np.array_equal(xd, before_rates)):
+            return
+        self._dependent_reset(x, np.abs(x[self.jb:] - before[self.jb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max()),
+                              before)
+        self._project(x, xd, reset=True)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
         """A step nothing disturbed, on a model with loops (the first steps at powers of two, then every
@@ -286,8 +333,14 @@ class OutsideWatch:
     def _disturbed(self, x, xd, jumped: bool) -> None:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
+        check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
         changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
-        skipped = self._skipped_steps(x, xd) if jumped and not changed else 0
+        residual = self._residual(x)
+        worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
+        size = float(abs(residual[worst])) if len(residual) else 0.0
+        # (a jump that leaves the rows holding is no frame skip, whatever it looks like: a restoreState, a reset of
+        # every joint onto the rows — consistent states pass the constant rows' test of two steps)
+        skipped = self._skipped_steps(x, xd) if jumped and not changed and size > PROMISE else 0
         if skipped:
             self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
                                  f"(t = {bridge.time:.6g} s): the steps after the first had none of the bridge's "
@@ -295,22 +348,9 @@ class OutsideWatch:
                                  "were not enforced there; the bridge puts the state back onto them",
                       "call bridge.apply() before every stepSimulation() (or use bridge.step())")
         if jumped and not changed:             # a reset: which joints moved?
-            moved = np.abs(x[self.jb:] - self.prev_x[self.jb:]
-                           - bridge.dt * xd[self.vb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
-            names = [model.joint_names[k] for k in self._dependent if moved[k]]
-            inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
-            if names and not inputs_moved:
-                self.warn("reset:" + names[0],
-                          f"dependent joint {names[0]!r} was reset (resetJointState) by "
-                          f"{float(np.abs(x[self.jb:] - self.prev_x[self.jb:])[model.joint_names.index(names[0])]):.3g}"
-                          f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
-                          f"put it back where its inputs place it",
-                          "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
-                          "resetJointState on " + ", ".join(model.coordinate_names) + ")")
-        residual = self._residual(x)
+            self._dependent_reset(x, np.abs(x[self.jb:] - self.prev_x[self.jb:] - bridge.dt * xd[self.vb:])
+                                  > JUMP_TOLERANCE * (1.0 + np.abs(x).max()), self.prev_x)
         if self.rows:
-            worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
-            size = float(abs(residual[worst])) if len(residual) else 0.0
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
             broken = changed or not jumped   # a reset's jump is no broken promise
             self.large_in_a_row = self.large_in_a_row + 1 if broken and size > RESIDUAL_DIVERGENCE else 0
@@ -334,11 +374,37 @@ class OutsideWatch:
                                "constraint after every such step", remedy)
             self._project(x, xd, reset=jumped and not changed)
 
+    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray) -> None:
+        """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
+        resetJointState of a joint the bridge puts back where its inputs place it)."""
+        bridge, model = self.bridge, self.bridge.model
+        names = [model.joint_names[k] for k in self._dependent if moved[k]]
+        inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
+        if names and not inputs_moved:
+            self.warn("reset:" + names[0],
+                      f"dependent joint {names[0]!r} was reset (resetJointState) by "
+                      f"{float(np.abs(x[self.jb:] - before[self.jb:])[model.joint_names.index(names[0])]):.3g}"
+                      f" rad or m at t = {bridge.time:.6g} s, but it is a function of other joints: the bridge "
+                      f"put it back where its inputs place it",
+                      "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
+                      "resetJointState on " + ", ".join(model.coordinate_names) + ")")
+
     def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
-        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt ẋ within 10 % over the joints that
-        moved: several stepSimulation() calls per apply()), else 0 (a reset)."""
+        """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt (ẋ₁ + ẋ)/2 within 10 % over the
+        joints that moved, ẋ₁ = ẋ_n + dt ẍ the first step's predicted rate: semi-implicit Euler's positions under a
+        roughly constant acceleration, which holds from rest too, where x − x_n ≈ k dt ẋ misses by a third: several
+        stepSimulation() calls per apply()), else 0 (a reset). Constant rows J x = b (the null-space stage returns no
+        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step."""
         dx = x[self.jb:] - self.prev_x[self.jb:]
-        v = xd[self.vb:]
+        jac = self._watched.jac
+        if self.xdd is None and jac.shape[0]:
+            first = dx / self.bridge.dt - xd[self.vb:]
+            if np.abs(jac @ first).max() <= SURPRISE_TOLERANCE * (1.0 + float(np.abs(first).max())) / self.bridge.dt:
+                return 2
+        first = self.prev_v[self.vb:]
+        if self.xdd is not None:
+            first = first + self.bridge.dt * self.xdd[self.vb:]
+        v = 0.5 * (first + xd[self.vb:])
         vv = float(v @ v)
         if vv == 0.0 or not float(dx @ dx):
             return 0
@@ -409,14 +475,28 @@ class OutsideWatch:
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        if not model.floating_base:   # (the bridge checked the base's frame at construction)
+            orientation = p.getBasePositionAndOrientation(b, physicsClientId=c)[1]
+            if abs(abs(orientation[3]) - 1.0) > 1e-12 or any(p.getBaseVelocity(b, physicsClientId=c)[1]):
+                return ("the fixed base was rotated or set turning (resetBasePositionAndOrientation, or "
+                        "resetBaseVelocity — PyBullet moves a fixed base at the velocity it is given): the bridge's "
+                        "dynamics take the model's gravity in a base frame at rest, so every step leaves the rows",
+                        "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
+                        "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
         changed = [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
         if changed:
             return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) after the bridge was made: "
                     "its solve holds the constraint for the model file's inertias, so PyBullet's step leaves it",
                     "change the link's <inertial> in the model file and load it again (a bridge sets PyBullet's "
                     "inertias to the file's)", "inertia:" + changed[0])
+        if bridge.substeps > 1:
+            return (f"PyBullet's {bridge.substeps} sub-steps per stepSimulation (numSubSteps): the bridge's torques, "
+                    "computed at the step's start, are held over sub-steps in which the state moves",
+                    "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
+                    "or bridge.set_time_step(dt, substeps=1))", "substeps")
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL, or a changed time step), or a velocity "
+                "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
+                "changed time step), or a velocity "
                 "was reset (resetBaseVelocity / resetJointState) between apply() and stepSimulation()",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
                 "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
@@ -441,9 +521,17 @@ class OutsideWatch:
         else:
             k = int(np.argmax(np.abs(x[self.jb:])))
             what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
+        if what != "the state is not finite":   # what PyBullet reports about the body (a motor, a contact, ...)
+            cause, _, key = self._cause()
+            what += f"; {cause}" if key not in ("outside", "substeps") else ""
+        # (read afresh: a setPhysicsEngineParameter(numSubSteps=) of this step is followed only after this check)
+        substeps = max(1, int(bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)["numSubSteps"]))
         raise DivergenceError(f"{model.file}: the PyBullet simulation diverged after step {self.step_index} "
-                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s — use a smaller dt, "
-                              "weaker gains, or look for a force outside the bridge")
+                              f"(t = {bridge.time:.6g} s): {what}, with dt = {bridge.dt:g} s"
+                              + (f" and {substeps} PyBullet sub-steps (numSubSteps: the bridge's torques are "
+                                 "held over sub-steps it cannot see; near-massless links, as the shoulder's, blow up) "
+                                 "— use no sub-steps and a smaller dt" if substeps > 1 else
+                                 " — use a smaller dt, weaker gains, or look for a force outside the bridge"))
 
 
 def k_of(model, name: str) -> int:
