@@ -16,7 +16,8 @@ both).
 Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics, no
 kernel); it is imported where a record is first built, never at `import biobullet`. `new_pair(model, data)`
 gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
-compiled kernel. The two tuples' field names must differ.
+compiled kernel. The two tuples' field names must differ. `borrow_pair` builds the same record without references
+on its arrays (no atomic reference counts in the kernels that read it; its caller keeps the arrays alive).
 """
 from __future__ import annotations
 
