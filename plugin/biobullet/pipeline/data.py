@@ -315,6 +315,9 @@ class Data:
         calls = {"mass_matrix": mass_matrix, "bias_forces": bias_forces, "forward_dynamics": forward_dynamics}
         for name, call in calls.items():
             functools.update_wrapper(call, getattr(methods, name))
+            # the entry reads the record at `workspace` and the arrays it borrows: this Data keeps both alive as
+            # long as a closure lives (a model whose `workspace` was deleted still holds its closures)
+            call.workspace_data = self
         return calls
 
 
