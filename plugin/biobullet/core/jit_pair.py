@@ -16,7 +16,8 @@ both).
 Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics, no
 kernel); it is imported where a record is first built, never at `import biobullet`. `new_pair(model, data)`
 gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
-compiled kernel. The two tuples' field names must differ.
+compiled kernel. The two tuples' field names must differ. `borrow_pair` builds the same record without references
+on its arrays (no atomic reference counts in the kernels that read it; its caller keeps the arrays alive).
 """
 from __future__ import annotations
 
@@ -49,27 +50,60 @@ def new_pair(model, data):
     return SimpleNamespace(**model._asdict(), **data._asdict())
 
 
-@intrinsic
-def _store_fields(typingctx, record, model, data):
-    """Each member of the tuples `model` and `data` into the field of `record` of its name (a reference taken)."""
-    def codegen(context, builder, signature, args):
-        for kind, value in zip(signature.args[1:], args[1:]):
-            for k, (name, member) in enumerate(zip(kind.fields, kind)):
-                store = context.get_setattr(name, types.none(signature.args[0], member))
-                store(builder, (args[0], builder.extract_value(value, k)))
-        return context.get_dummy_value()
-    return types.none(record, model, data), codegen
+def borrow_pair(model, data):
+    """`new_pair` whose record borrows its arrays: every array it holds (in nested tuples too) has no reference
+    count (numba's meminfo NULL), so taking and dropping references on them — at each field read and at each
+    compiled call they are passed to, ≈ 2 atomic operations per array per call level — costs a null test, not
+    an atomic add. The record then does not keep them alive: the caller holds `model` and `data` as long as the
+    record is in use (a `Data` holds its compiled model, its arrays and its record; `pipeline.workspace`). A
+    kernel never returns such an array to Python (nothing would own it). In Python the same namespace as
+    `new_pair`."""
+    return new_pair(model, data)
 
 
-@overload(new_pair)
-def _new_pair_compiled(model, data):
-    kind = PairType(list(zip(model.fields, model)) + list(zip(data.fields, data)))
+def _borrowed(context, builder, kind, value):
+    """`value` (of numba type `kind`) with the meminfo of every array in it NULL (`borrow_pair`)."""
+    if isinstance(kind, types.Array):
+        array = context.make_array(kind)(context, builder, value=value)
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        return array._getvalue()
+    if isinstance(kind, types.BaseTuple):
+        for k, member in enumerate(kind):
+            part = _borrowed(context, builder, member, builder.extract_value(value, k))
+            value = builder.insert_value(value, part, k)
+    return value
 
-    def build(model, data):
-        record = structref.new(kind)
-        _store_fields(record, model, data)
-        return record
-    return build
+
+def _fields_storer(borrow: bool):
+    @intrinsic
+    def store_fields(typingctx, record, model, data):
+        """Each member of the tuples `model` and `data` into the field of `record` of its name (a reference
+        taken; `borrow`: `_borrowed`)."""
+        def codegen(context, builder, signature, args):
+            for kind, value in zip(signature.args[1:], args[1:]):
+                for k, (name, member) in enumerate(zip(kind.fields, kind)):
+                    store = context.get_setattr(name, types.none(signature.args[0], member))
+                    part = builder.extract_value(value, k)
+                    store(builder, (args[0], _borrowed(context, builder, member, part) if borrow else part))
+            return context.get_dummy_value()
+        return types.none(record, model, data), codegen
+    return store_fields
+
+
+def _pair_builder(store_fields):
+    def typer(model, data):
+        kind = PairType(list(zip(model.fields, model)) + list(zip(data.fields, data)))
+
+        def build(model, data):
+            record = structref.new(kind)
+            store_fields(record, model, data)
+            return record
+        return build
+    return typer
+
+
+overload(new_pair)(_pair_builder(_fields_storer(False)))
+overload(borrow_pair)(_pair_builder(_fields_storer(True)))
 
 
 def record_type(model, data) -> PairType:

@@ -102,7 +102,9 @@ class Data:
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
-        self._record = None   # the compiled model's and the arrays' fields in one record (`pipeline.workspace`)
+        # the compiled model's and the arrays' fields in one record (`pipeline.workspace`), borrowing their arrays
+        # (no reference counts in the kernels): self.compiled and self.arrays keep them alive
+        self._record = None
         self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
         self._callback = compiled.state_stage == CALLBACK_STATE
         self._v_shape, self._mass_shape = (nv,), (nv, nv)
@@ -139,7 +141,7 @@ class Data:
             from biobullet.pipeline.kernels import forward_kernel, has_loops
             kernel = forward_kernel(record_reader(self.compiled, self.arrays), loops=has_loops(self.compiled))
             from biobullet.pipeline.workspace import pack_workspace
-            self._record, self._workspace = pack_workspace(self.compiled, self.arrays)
+            self._record, self._workspace = pack_workspace(self.compiled, self.arrays, borrowed=True)
             self._forward = self.entries["forward"] = jit.direct_entry(
                 kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)
@@ -313,6 +315,9 @@ class Data:
         calls = {"mass_matrix": mass_matrix, "bias_forces": bias_forces, "forward_dynamics": forward_dynamics}
         for name, call in calls.items():
             functools.update_wrapper(call, getattr(methods, name))
+            # the entry reads the record at `workspace` and the arrays it borrows: this Data keeps both alive as
+            # long as a closure lives (a model whose `workspace` was deleted still holds its closures)
+            call.workspace_data = self
         return calls
 
 

@@ -15,7 +15,7 @@ import hashlib
 import inspect
 
 from biobullet.core import jit, jit_pair
-from biobullet.core.jit_pair import address_of, new_pair
+from biobullet.core.jit_pair import address_of, borrow_pair, new_pair
 
 
 def pack_workspace_py(model, data):
@@ -25,10 +25,19 @@ def pack_workspace_py(model, data):
     return record, address_of(record)
 
 
-def pack_workspace(model, data):
+def pack_borrowed_workspace_py(model, data):
+    """`pack_workspace_py` whose record borrows the arrays (`core.jit_pair.borrow_pair`: no reference counts
+    on them in the kernels): the caller keeps `model` and `data` alive as long as the record."""
+    record = borrow_pair(model, data)
+    return record, address_of(record)
+
+
+def pack_workspace(model, data, borrowed: bool = False):
     """`pack_workspace_py` compiled (cached on disk; one specialisation serves every model), called once per Data
-    (and for a run's muscle rows, `pipeline.force_rows.muscle_record`: a second specialisation).
-    The record's layout comes from `core.jit_pair` (its type is what this kernel returns): its source's digest is
-    bound as a constant, so a cache built with another layout is dropped (`core.jit.compiled`)."""
+    (`borrowed`: `pack_borrowed_workspace_py`) and for a run's muscle rows (`pipeline.force_rows.muscle_record`:
+    a second specialisation). The record's layout comes from `core.jit_pair` (its type is what this kernel
+    returns): its source's digest is bound as a constant, so a cache built with another layout is dropped
+    (`core.jit.compiled`)."""
     layout = hashlib.sha256(inspect.getsource(jit_pair).encode()).hexdigest()
-    return jit.compiled(pack_workspace_py, bind={"_RECORD_LAYOUT": layout})(model, data)
+    pack = pack_borrowed_workspace_py if borrowed else pack_workspace_py
+    return jit.compiled(pack, bind={"_RECORD_LAYOUT": layout})(model, data)

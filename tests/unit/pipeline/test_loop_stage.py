@@ -141,3 +141,31 @@ def test_a_call_that_overflows_leaves_no_poisoned_warm_start(tmp_path):
         expected, _ = oracle.accelerations(x, xd, tau)
         np.testing.assert_allclose(gradient @ accel + gamma, expected, rtol=0,
                                    atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+
+
+def test_the_closures_keep_their_workspace_alive(tmp_path):
+    """A control loop that holds `model.forward_dynamics` (the workspace's closure) after the model's workspace was
+    deleted still gets Pinocchio's `constraintDynamics`: the closure's entry reads the workspace record by its
+    address, and that record borrows the Data's arrays (`core.jit_pair.borrow_pair`), so the closure keeps its Data.
+    Without it the record and arrays were freed and the call read reused memory."""
+    import gc
+    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    model = closed_chain(tmp_path, 5, "point")
+    oracle = PinocchioLoopOracle(model)
+    rng = np.random.default_rng(208)
+    q0, _ = model.initial_state()
+    model.forward_dynamics(q0, np.zeros(model.nv))
+    forward_dynamics = model.forward_dynamics   # the closure
+    del model.__dict__["workspace"]
+    gc.collect()
+    filler = [rng.normal(size=64) for _ in range(4000)]   # takes memory the Data would have freed
+    for k in range(3):
+        q = q0 + 0.02 * rng.uniform(-1.0, 1.0, model.nq)
+        v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        accel = forward_dynamics(q, v, force)
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        tau = np.linalg.lstsq(gradient.T, force, rcond=None)[0]
+        expected, _ = oracle.accelerations(x, xd, tau)
+        np.testing.assert_allclose(gradient @ accel + gamma, expected, rtol=0,
+                                   atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+    assert len(filler) == 4000
