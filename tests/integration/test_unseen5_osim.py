@@ -108,3 +108,36 @@ def test_walker_planar_joint_matches_opensim():
         expected_a = np.array([coordinates[n].getAccelerationValue(state) for n in names])
         error = np.linalg.norm(model.forward_dynamics(q, v, tau) - expected_a) / np.linalg.norm(expected_a)
         assert error <= 1e-9, error
+
+
+#: a Hunt–Crossley force as OpenSim 4.6 writes it: element names with `::` (legal XML 1.0, rejected by
+#: namespace-aware parsers); Jumper, ToyLanding and SoccerKick of opensim-models have such blocks
+CONTACT = """<HuntCrossleyForce name="contact">
+  <HuntCrossleyForce::ContactParametersSet name="contact_parameters"><objects>
+    <HuntCrossleyForce::ContactParameters><geometry></geometry><stiffness>1e6</stiffness><dissipation>1</dissipation>
+      <static_friction>0.8</static_friction><dynamic_friction>0.5</dynamic_friction>
+      <viscous_friction>0</viscous_friction></HuntCrossleyForce::ContactParameters>
+  </objects></HuntCrossleyForce::ContactParametersSet><transition_velocity>0.1</transition_velocity>
+</HuntCrossleyForce>
+"""
+
+
+def test_load_osim_muscles_reads_a_file_with_opensims_double_colon_names(tmp_path):
+    """`muscles.osim.load_osim_muscles(path)` (docs/muscles.md) refused such files as 'not well-formed XML'
+    although `load_model` and OpenSim read them. Now its muscles are the file's (OpenSim's muscle names, the same
+    descriptions as without the contact block)."""
+    from biobullet.muscles.osim import load_osim_muscles
+    original = Path(biobullet.__file__).parent / "data" / "opensim" / "Tug_of_War_Millard.osim"
+    text = original.read_text()
+    marker = '<ForceSet name="forceset">\n\t\t\t<objects>\n'
+    assert marker in text
+    path = tmp_path / "tug_with_contact.osim"
+    path.write_text(text.replace(marker, marker + CONTACT))
+    muscles, expected = load_osim_muscles(path), load_osim_muscles(original)
+    assert [(m.name, m.model, m.parameters, len(m.points)) for m in muscles.muscles] == \
+        [(m.name, m.model, m.parameters, len(m.points)) for m in expected.muscles]
+    osim = import_opensim()
+    reference = osim.Model(str(path))
+    reference.initSystem()
+    assert [m.name for m in muscles.muscles] == [reference.getMuscles().get(i).getName()
+                                                for i in range(reference.getMuscles().getSize())]

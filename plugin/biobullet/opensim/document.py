@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, bare
-from biobullet.model.urdf import parse_xml, read_bytes
-from biobullet.muscles.osim import resolve_path   # OpenSim socket paths, one resolver for the importer and the muscles
+# OpenSim socket paths and the file's XML root: one reader for the importer and the muscles
+from biobullet.muscles.osim import osim_root, resolve_path
 from biobullet.spatial.rotations import axis_angle_matrix
 
 #: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
 MIN_VERSION = 40000
-_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: containers whose members are components at `/<path>/<member name>`
 _SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "constraintset",
               "ForceSet": "forceset", "ContactGeometrySet": "contactgeometryset", "MarkerSet": "markerset",
@@ -150,13 +149,6 @@ class Document:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def osim_root(file: str):
-    """The XML root of `file`, element names with `::` (OpenSim's nested class names) spelled `__`."""
-    data = read_bytes(file)
-    data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), data)
-    return parse_xml(file, data)
-
-
 def read_document(file: str) -> Document:
     """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
     root = osim_root(file)

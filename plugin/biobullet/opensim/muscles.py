@@ -19,7 +19,6 @@ from biobullet.muscles.element import muscle_elements
 from biobullet.muscles.location import polynomial
 from biobullet.muscles.path import CONDITIONAL_SLACK
 from biobullet.muscles.osim import MUSCLE_CLASSES, load_osim_muscles
-from biobullet.opensim.document import osim_root
 
 if TYPE_CHECKING:   # translate imports this module
     from biobullet.opensim.translate import BodyLink
@@ -93,7 +92,7 @@ def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, f
     locked coordinates' values. A muscle that cannot be represented is reported (one line naming it and why), not
     imported, and does not stop the skeleton from loading."""
     try:
-        muscle_set = freeze_coordinates(load_osim_muscles(file, osim_root(file)), constant)
+        muscle_set = freeze_coordinates(load_osim_muscles(file), constant)
     except ModelError as error:
         return [], [f"muscles not imported: {error}"]
     lines, reports = [], []
