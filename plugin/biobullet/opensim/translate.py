@@ -144,6 +144,8 @@ class _Builder:
         # per coordinate: (parent link, joint frame F in it) — where its carrier joint goes if needed
         self.carrier_parent: dict[str, tuple[str, _Transform]] = {}
         self.link_of: dict[str, str] = {}
+        #: link → its frame in the ground link's frame, for the links welded to the ground by fixed joints
+        self.grounded: dict[str, _Transform] = {}
 
     # ------------------------------------------------------------------ names
     def unique(self, name: str, taken: set[str]) -> str:
@@ -178,6 +180,7 @@ class _Builder:
         self.links.append(f"  <link name={quoteattr(ground_link)}/>")
         self.body_links[ground_link] = BodyLink(ground_link, np.eye(3), np.zeros(3))
         self.link_frames[document.ground] = _Transform()
+        self.grounded[ground_link] = _Transform()
         self.link_of[document.ground] = ground_link
         coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
         # OpenSim's motion type: rotational if a rotation axis uses the coordinate (or none does)
@@ -215,7 +218,7 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
-        contacts, mapped_contact, reports = contact_elements(document, self.place, ground_link)
+        contacts, mapped_contact, reports = contact_elements(document, self.place_grounded, ground_link)
         self.functions.extend(contacts)
         self.reports.extend(reports)
         mapped |= mapped_contact
@@ -247,6 +250,17 @@ class _Builder:
             return None
         placement = self.link_frames[body] @ in_body
         return self.link_of[body], placement.rotation, placement.translation
+
+    def place_grounded(self, path: str) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """`place`, with a frame on a link welded to the ground placed in the ground link (a half-space on a
+        welded platform is a ground half-space: Simbody's weld does not move)."""
+        placed = self.place(path)
+        if placed is None or placed[0] not in self.grounded:
+            return placed
+        link, rotation, translation = placed
+        weld = self.grounded[link]
+        return (self.link_of[self.document.ground], weld.rotation @ rotation,
+                weld.rotation @ translation + weld.translation)
 
     def tree_model(self, independent: tuple[str, ...], coordinates):
         """The translated model without loops (warnings silenced: the final load reports them)."""
@@ -346,8 +360,11 @@ class _Builder:
                 self.links.append(f"  <link name={quoteattr(link)}/>")
             parent_link, pending = link, _Transform()
         if not moving:
-            self.add_urdf_joint(self.unique(joint.name, self.joint_names), "fixed", parent_link, child_link,
-                                pending @ child_in_body.inverse(), (1.0, 0.0, 0.0), None)
+            origin = pending @ child_in_body.inverse()
+            self.add_urdf_joint(self.unique(joint.name, self.joint_names), "fixed", parent_link, child_link, origin,
+                                (1.0, 0.0, 0.0), None)
+            if parent_link in self.grounded:
+                self.grounded[child_link] = self.grounded[parent_link] @ origin
             in_link = _Transform()
         else:
             in_link = pending @ child_in_body.inverse()
