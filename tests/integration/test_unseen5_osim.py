@@ -269,3 +269,25 @@ def test_one_coordinate_on_two_rotations_follows_lagrange_on_opensims_mass_matri
             expected = 0.5 * (opensim_mass(q + step) - opensim_mass(q - step)) / (2 * step) * rate ** 2
             velocity_terms = model.bias_forces([q], [rate])[0] - model.bias_forces([q], [0.0])[0]
             assert abs(velocity_terms - expected) <= 1e-7 * abs(expected), (q, velocity_terms, expected)
+
+
+def test_a_muscle_switched_off_in_the_file_does_not_pull(tmp_path):
+    """Tug_of_War_Millard with LeftMuscle's `appliesForce` false: OpenSim applies no force from it, but it was
+    imported as a `<muscle>` and pulled (after 0.3 s the block at −0.032 m where OpenSim's is at −0.161 m). Now it
+    is left out, like the other forces switched off in a file, and the run follows OpenSim's Manager (accuracy
+    1e-10; ours rtol 1e-11; observed 4e-12 m) to 1e-7 m and 1e-6 m/s."""
+    from muscle_models import opensim_run
+    osim = import_opensim()
+    text = (Path(biobullet.__file__).parent / "data" / "opensim" / "Tug_of_War_Millard.osim").read_text()
+    start = text.index('<Millard2012EquilibriumMuscle name="LeftMuscle">')
+    flag = text.index("<appliesForce>", start)
+    path = tmp_path / "tug_left_switched_off.osim"
+    path.write_text(text[:flag] + "<appliesForce>false" + text[text.index("</appliesForce>", flag):])
+    excitations = {"RightMuscle": 0.8, "LeftMuscle": 0.3}
+    _, values, _ = opensim_run(osim, str(path), excitations, 0.1, 0.3)
+    model = biobullet.load_model(str(path))
+    assert biobullet.muscles.names(model) == ("RightMuscle",)
+    run = biobullet.simulate(model, 0.3, initial=(np.zeros(1), np.zeros(1)), excitations={"RightMuscle": 0.8},
+                             activations=0.1, rtol=1e-11, atol=1e-12, t_eval=[0.0, 0.3], progress=False)
+    assert abs(run.q[-1, 0] - values["block_tz"][0]) <= 1e-7
+    assert abs(run.v[-1, 0] - values["block_tz"][1]) <= 1e-6

@@ -24,7 +24,7 @@ from biobullet.opensim.contact import contact_elements
 from biobullet.opensim.forces import force_elements
 from biobullet.muscles.osim import MUSCLE_CLASSES
 from biobullet.opensim.muscles import muscle_lines
-from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
+from biobullet.opensim.document import Document, Joint, OsimFunction, PropertyReader, TransformAxis, axis_rotation, \
     number_text, orientation_matrix, vector_text
 from biobullet.spatial.rotations import matrix_to_rpy
 
@@ -230,8 +230,13 @@ class _Builder:
             dependent, loops = dependent_coordinates(self.tree_model(independent, coordinates), loops, independent)
             independent = tuple(name for name in independent if name not in dependent)
             self.functions.extend(spec.element() for spec in loops)
-        if any(force.type in MUSCLE_CLASSES for force in document.forces):
-            lines, reports = muscle_lines(document.file, self.body_links, constant)
+        muscles = [force for force in document.forces if force.type in MUSCLE_CLASSES]
+        if muscles:
+            reader = PropertyReader(document.file)
+            # switched off in OpenSim (appliesForce false): no force to apply, so no `<muscle>` either
+            disabled = {force.name for force in muscles if not reader.flag(force.element, "appliesForce", True)
+                        or reader.flag(force.element, "isDisabled")}
+            lines, reports = muscle_lines(document.file, self.body_links, constant, disabled)
             self.functions.extend(lines)
             self.reports.extend(reports)
         for joint in document.joints:
