@@ -102,6 +102,9 @@ def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, f
     for muscle in muscle_set.muscles:
         if muscle.name in disabled:
             continue
+        if muscle.parameters.value("ignore_activation_dynamics", 0.0):
+            reports.append(f"muscle {muscle.name}: ignore_activation_dynamics is not imported (its activation "
+                           "follows the excitation through the activation dynamics, not instantly)")
         used = {wrap.surface for wrap in muscle.wraps}
         surfaces = tuple(s for s in muscle_set.surfaces if s.name in used)
         one = dataclasses.replace(muscle_set, muscles=(muscle,), surfaces=surfaces, frames=tuple(dict.fromkeys(
