@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import biobullet
-from opensim_oracle import import_opensim
+from opensim_oracle import import_opensim, opensim_without_forces
 
 UNSEEN = Path(__file__).parents[1] / "data" / "osim_unseen"
 
@@ -75,17 +75,7 @@ def test_walker_planar_joint_matches_opensim():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")    # its foot contacts are against a half-space on a body: reported
         model = biobullet.load_model(path)
-    reference = osim.Model(path)
-    for force in reference.getForceSet():
-        force.set_appliesForce(False)
-    actuators = {}
-    for coordinate in reference.getCoordinateSet():
-        actuator = osim.CoordinateActuator(coordinate.getName())
-        actuator.setName("test_actuator_" + coordinate.getName())
-        actuator.setOptimalForce(1.0)
-        reference.addForce(actuator)
-        actuators[coordinate.getName()] = actuator
-    state = reference.initSystem()
+    reference, state, actuators = opensim_without_forces(osim, path)
     coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
     names = model.coordinate_names
     assert names == tuple(coordinates)    # PlanarJoint and PinJoints: u = q̇, OpenSim's order
