@@ -302,3 +302,48 @@ def test_ignore_activation_dynamics_is_named_not_silently_dropped(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["convert", str(path), "--out", str(tmp_path / "tug.urdf"), "--strict"]) == 2
+
+
+@pytest.mark.parametrize("knee", [0.25, 0.35])
+def test_moment_arms_beyond_a_coordinate_range_follow_opensims_lengths(knee):
+    """leg6dof9musc's knee past its range (upper end 0.1745 rad; Leg39 of opensim-models runs there under
+    excitation 0.4 after 65 ms). OpenSim holds a MovingPathPoint's coordinate at the range end, so its lengths stop
+    changing with the knee through those points; ours too (R = −dl/dq: the points' ∂p/∂c is 0 there). OpenSim's
+    own `computeMomentArm` — and the force it applies — keep the function's slope: 0.0316 m for rect_fem_r at 0.3 rad
+    against −dl/dq of its lengths 0.0786 m, so a run of Leg39 parts from OpenSim's Manager once the knee passes the
+    range (docs/muscles.md). Checked: R over the knee equals central differences of OpenSim's lengths (h = 1e-6,
+    truncation ≈ 1e-12 m) to 1e-9 m."""
+    osim = import_opensim()
+    path = str(Path(biobullet.__file__).parent / "data" / "opensim" / "leg6dof9musc.osim")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # markers, the toes' inertia
+        model = biobullet.load_model(path)
+    reference = osim.Model(path)
+    state = reference.initSystem()
+    names = biobullet.muscles.names(model)
+    column = model.coordinate_names.index("knee_angle_r")
+    q, _ = model.initial_state()
+
+    coordinates = reference.getCoordinateSet()
+    couplers = [osim.CoordinateCouplerConstraint.safeDownCast(c) for c in reference.getConstraintSet()]
+
+    def opensim_lengths(value):
+        for name, x in zip(model.coordinate_names, q):
+            coordinates.get(name).setValue(state, float(value if name == "knee_angle_r" else x), False)
+        for coupler in couplers:    # the patella's coordinates follow the knee through OpenSim's own functions
+            inputs = coupler.getIndependentCoordinateNames()
+            x = osim.Vector(inputs.getSize(), 0.0)
+            for i in range(inputs.getSize()):
+                x.set(i, coordinates.get(inputs.get(i)).getValue(state))
+            scale = osim.PropertyHelper.getValueDouble(coupler.getPropertyByName("scale_factor"))
+            coordinates.get(coupler.getDependentCoordinateName()).setValue(
+                state, scale * coupler.getFunction().calcValue(x), False)
+        reference.realizePosition(state)
+        return np.array([reference.getMuscles().get(name).getLength(state) for name in names])
+
+    q[column] = knee
+    step = 1e-6
+    expected = -(opensim_lengths(knee + step) - opensim_lengths(knee - step)) / (2 * step)
+    arms = biobullet.muscles.moment_arms(model, q)[:, column]
+    assert np.abs(arms - expected).max() <= 1e-9, dict(zip(names, arms - expected))
+    assert abs(arms[names.index("rect_fem_r")]) > 0.05   # the patella's points do move the path here
