@@ -347,3 +347,19 @@ def test_moment_arms_beyond_a_coordinate_range_follow_opensims_lengths(knee):
     arms = biobullet.muscles.moment_arms(model, q)[:, column]
     assert np.abs(arms - expected).max() <= 1e-9, dict(zip(names, arms - expected))
     assert abs(arms[names.index("rect_fem_r")]) > 0.05   # the patella's points do move the path here
+
+
+def test_validate_names_pybullets_refusal_of_the_walkers_inertias(capsys):
+    """`biobullet validate WalkerModel.osim` ended in 'internal error: SystemError: calculateMassMatrix returned a
+    result with an exception set': the file's inertias break the triangle inequality (OpenSim keeps them), the
+    PyBullet oracle sets them (changeDynamics) and Bullet's inverse dynamics then refuses every call. Now the oracle
+    declines the model with a note quoting Bullet, and Pinocchio's checks run (they agree: exit 0)."""
+    from biobullet.cli import main
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["validate", str(UNSEEN / "WalkerModel.osim"), "--samples", "2"])
+    out = capsys.readouterr()
+    assert "internal error" not in out.out + out.err
+    assert "oracle pybullet not used: PyBullet's inverse dynamics refuses the file's inertia tensors" in out.out
+    assert "I(0,0) + I(1,1) < I(2,2)" in out.out
+    assert code == 0
