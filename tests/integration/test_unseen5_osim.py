@@ -363,3 +363,39 @@ def test_validate_names_pybullets_refusal_of_the_walkers_inertias(capsys):
     assert "oracle pybullet not used: PyBullet's inverse dynamics refuses the file's inertia tensors" in out.out
     assert "I(0,0) + I(1,1) < I(2,2)" in out.out
     assert code == 0
+
+
+@pytest.mark.parametrize("clamped", ["true", "false"])
+def test_a_clamped_coordinates_default_outside_its_range(tmp_path, capsys, clamped):
+    """arm26's elbow with default −0.5 below its range [0, 2.27]: OpenSim refuses the file when the coordinate is
+    clamped ('Default coordinate value is less than range minimum') and starts at −0.5 when it is not. biobullet
+    loaded both and started at −0.5; now the clamped one is one error naming the coordinate and the attribute
+    (exit 2), and the unclamped one starts where OpenSim's does."""
+    from biobullet.cli import main
+    osim = import_opensim()
+    text = (Path(biobullet.__file__).parent / "data" / "opensim" / "arm26.osim").read_text()
+    start = text.index('<Coordinate name="r_elbow_flex">')
+    block = text[start:text.index("</Coordinate>", start)]
+    assert "<default_value>0</default_value>" in block and "<clamped>false</clamped>" in block
+    path = tmp_path / "arm26_elbow_default.osim"
+    path.write_text(text.replace(block, block.replace("<default_value>0<", "<default_value>-0.5<")
+                                 .replace("<clamped>false<", f"<clamped>{clamped}<")))
+    if clamped == "true":
+        with pytest.raises(Exception, match="Default coordinate value is less than range minimum"):
+            osim.Model(str(path)).initSystem()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(["info", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert ('<Coordinate name="r_elbow_flex">: attribute \'default_value\': default -0.5 outside the range '
+                '[0, 2.26893] of a clamped coordinate') in err
+    else:
+        reference = osim.Model(str(path))
+        state = reference.initSystem()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")    # markers
+            model = biobullet.load_model(str(path))
+        q, _ = model.initial_state()
+        elbow = reference.getCoordinateSet().get("r_elbow_flex").getValue(state)
+        assert q[model.coordinate_names.index("r_elbow_flex")] == elbow == -0.5

@@ -9,7 +9,7 @@ Units: SI (OpenSim's), angles in radians.
 from __future__ import annotations
 
 import math
-import re
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -394,9 +394,13 @@ class PropertyReader:
             raise source.error("range", f"lower {lower:g} > upper {upper:g}", "lower ≤ upper")
         prescribed = self.flag(element, "prescribed") and element.find("prescribed_function") is not None \
             and len(element.find("prescribed_function")) > 0
-        return Coordinate(name, self.number(element, "default_value", 0.0),
-                          self.number(element, "default_speed_value", 0.0), (lower, upper),
-                          self.flag(element, "clamped"), self.flag(element, "locked"), prescribed, source)
+        default, clamped = self.number(element, "default_value", 0.0), self.flag(element, "clamped")
+        slack = math.sqrt(sys.float_info.epsilon)   # Simbody's SqrtEps, as OpenSim checks it
+        if clamped and not lower - slack < default < upper + slack:
+            raise source.error("default_value", f"default {default:g} outside the range [{lower:g}, {upper:g}] of a "
+                               "clamped coordinate (OpenSim refuses the file too)", "a default inside the range")
+        return Coordinate(name, default, self.number(element, "default_speed_value", 0.0), (lower, upper), clamped,
+                          self.flag(element, "locked"), prescribed, source)
 
     def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...]) -> TransformAxis:
         source = self.source(element)
