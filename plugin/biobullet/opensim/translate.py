@@ -13,6 +13,7 @@ that joint's frame, placed in the body frame by `BodyLink` (point p_body ↦ rot
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
@@ -411,13 +412,17 @@ class _Builder:
                               f"inputs={quoteattr(' '.join(inputs))} {text}/>")
 
     def body_link(self, link: str, body, in_link: _Transform, children: list[np.ndarray]) -> str:
-        inertia = body.inertia
+        # OpenSim (Body::getInertia) resets the inertia of a massless body to zero, whatever the file says
+        massless = abs(body.mass) <= MASSLESS and any(body.inertia)
+        inertia = (0.0,) * 6 if massless else body.inertia
         tensor = np.array([[inertia[0], inertia[3], inertia[4]], [inertia[3], inertia[1], inertia[5]],
                            [inertia[4], inertia[5], inertia[2]]])
         tensor = in_link.rotation @ tensor @ in_link.rotation.T
         com = in_link.rotation @ np.asarray(body.mass_center) + in_link.translation
         meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {vector_text(scale)} -->"
                          for mesh, scale in body.meshes)
+        if massless:
+            meshes += "\n    <!-- massless body: its inertia is zero, as OpenSim makes it -->"
         visuals = "".join(_visuals(body, in_link, children))
         return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
                 f'      <origin xyz="{vector_text(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
@@ -453,6 +458,8 @@ class _Builder:
                           *block, "</robot>", ""])
 
 
+#: a mass at most Simbody's SignificantReal (ε^(7/8), kg) is massless for OpenSim
+MASSLESS = sys.float_info.epsilon ** 0.875
 #: visuals: rod radius (m) and the density (kg/m³) that sizes the ball at each mass centre
 ROD_RADIUS = 0.012
 BALL_DENSITY = 4000.0
