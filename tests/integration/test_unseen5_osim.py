@@ -436,3 +436,50 @@ def test_a_massless_body_with_an_inertia_has_none_as_in_opensim(tmp_path):
         expected_a = np.array([coordinates[n].getAccelerationValue(state) for n in names])
         error = np.linalg.norm(model.forward_dynamics(q, v, tau) - expected_a) / np.linalg.norm(expected_a)
         assert error <= 1e-9, error
+
+
+def test_a_control_for_an_actuator_on_a_locked_coordinate_moves_nothing(tmp_path):
+    """Rajagopal2016 (opensim-models) has reserve CoordinateActuators on its locked wrist coordinates:
+    `actuator_forces` refused a control for them ('its coordinate is locked or unknown'), so a controls mapping
+    over all of `osim_actuators` failed. In OpenSim the lock takes such a force. Here arm26 with its shoulder locked
+    at 0.4 rad and motors on the shoulder and the elbow, driven together: q̈ equals OpenSim's (muscles off, the
+    motors' actuation overridden to optimal force × control) to 1e-9 relative at 3 random states."""
+    from biobullet.opensim import actuator_forces, osim_actuators
+    osim = import_opensim()
+    text = (Path(biobullet.__file__).parent / "data" / "opensim" / "arm26.osim").read_text()
+    start = text.index('<Coordinate name="r_shoulder_elev">')
+    block = text[start:text.index("</Coordinate>", start)]
+    text = text.replace(block, block.replace("<locked>false<", "<locked>true<").replace("<default_value>0<",
+                                                                                       "<default_value>0.4<"))
+    motors = "".join(f'<CoordinateActuator name="{name}"><coordinate>{coordinate}</coordinate>'
+                     f"<optimal_force>{force}</optimal_force></CoordinateActuator>"
+                     for name, coordinate, force in (("shoulder_motor", "r_shoulder_elev", 50.0),
+                                                     ("elbow_motor", "r_elbow_flex", 20.0)))
+    marker = '<ForceSet name="forceset">\n\t\t\t<objects>\n'
+    assert marker in text
+    path = tmp_path / "arm26_locked_shoulder.osim"
+    path.write_text(text.replace(marker, marker + motors))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # markers
+        model = biobullet.load_model(str(path))
+        actuators = osim_actuators(str(path))
+    assert model.coordinate_names == ("r_elbow_flex",) and set(actuators) == {"shoulder_motor", "elbow_motor"}
+    reference = osim.Model(str(path))
+    for force in reference.getMuscles():
+        force.set_appliesForce(False)
+    state = reference.initSystem()
+    elbow = reference.getCoordinateSet().get("r_elbow_flex")
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q, v = np.array([rng.uniform(0.1, 2.0)]), np.array([rng.normal()])
+        controls = {"shoulder_motor": float(rng.normal()), "elbow_motor": float(rng.normal())}
+        elbow.setValue(state, float(q[0]), False)
+        elbow.setSpeedValue(state, float(v[0]))
+        for name, control in controls.items():
+            motor = osim.CoordinateActuator.safeDownCast(reference.getForceSet().get(name))
+            motor.overrideActuation(state, True)
+            motor.setOverrideActuation(state, motor.getOptimalForce() * control)
+        reference.realizeAcceleration(state)
+        expected = elbow.getAccelerationValue(state)
+        qdd = model.forward_dynamics(q, v, actuator_forces(model, actuators, q, controls))[0]
+        assert abs(qdd - expected) <= 1e-9 * abs(expected), (qdd, expected)
