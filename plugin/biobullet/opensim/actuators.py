@@ -38,8 +38,8 @@ class ActuatorInput:
     """One OpenSim actuator as an input: force = optimal_force × control (N or N·m).
 
     coordinate: the CoordinateActuator's coordinate; locked: that coordinate is locked (the lock takes the force, as
-    in OpenSim: no effect). link_a, rotation_a, translation_a: body (A) as a link and the
-    body frame in it (p_link = R p_body + t); link_b, rotation_b: TorqueActuator's body B ("" = ground).
+    in OpenSim: no effect). link_a, rotation_a, translation_a: body (A) as a link and the body frame in it
+    (p_link = R p_body + t); link_b, rotation_b: TorqueActuator's body B ("" = ground).
     axis: unit torque axis or force direction; axis_global: it is in ground (else in body A). point, point_global:
     the PointActuator's point in body A (or in ground).
     """
@@ -138,7 +138,7 @@ def actuator_forces(model, actuators: Mapping[str, ActuatorInput], q, controls: 
             if a.locked:
                 continue
             if a.coordinate not in model.joint_names:
-                raise ModelError(f"actuator {name!r}: its coordinate {a.coordinate!r} is locked or unknown",
+                raise ModelError(f"actuator {name!r}: its coordinate {a.coordinate!r} is not a joint of this model",
                                  attribute="controls", expected="an actuator on a coordinate of the model")
             tree[base + model.joint_names.index(a.coordinate)] += magnitude
             continue
