@@ -65,6 +65,19 @@ def test_a_coordinate_order_that_permutes_the_joints_keeps_the_dynamics(tmp_path
         assert np.abs(model.forward_dynamics(q, v, tau) - expected_a).max() <= 1e-12 * np.abs(expected_a).max()
 
 
+def test_the_bridge_on_a_permuted_coordinate_order_converges_to_the_engine(tmp_path):
+    """The same chain listed (j3, j1, j2), stepped on PyBullet by the bridge at dt = 4, 2, 1 ms for 0.3 s against
+    the reference engine (rtol 1e-11): the gap stayed at 4.3 whatever dt (one of the two ran the tree-order
+    equations); now it halves with dt (first order, semi-implicit Euler: observed orders 1.000)."""
+    from bridge_convergence import bridge_orders
+    path = tmp_path / "chain.urdf"
+    path.write_text(CHAIN.replace("ORDER", "j3 j1 j2"))
+    model = biobullet.load_model(str(path))
+    errors, orders = bridge_orders(model, np.array([0.3, 0.1, -0.2]), np.array([0.5, -0.3, 0.2]))
+    assert errors[-1] <= 5e-3, errors
+    assert np.all(np.abs(orders - 1.0) <= 0.05), orders
+
+
 def _check_unconstrained_dynamics(osim, model, path: str, seed: int, samples: int = 5) -> None:
     """For a model whose speeds are OpenSim's coordinate rates in CoordinateSet order (no coupler, lock, Ball or
     Free joint), all OpenSim forces off: at random states inside the coordinate ranges, M ≤ 1e-12 relative and q̈
