@@ -21,3 +21,22 @@ def import_opensim():
             os.chdir(here)
     module.Logger.setLevelString("error")
     return module
+
+
+def opensim_without_forces(osim, path: str, actuators: bool = True):
+    """OpenSim model at `path` with every force switched off, plus one CoordinateActuator (optimal force 1) per
+    coordinate for generalized forces (`overrideActuation`); (model, its initialized state, {coordinate:
+    actuator})."""
+    model = osim.Model(path)
+    for force in model.getForceSet():
+        force.set_appliesForce(False)
+    added = {}
+    if actuators:
+        for coordinate in model.getCoordinateSet():
+            actuator = osim.CoordinateActuator(coordinate.getName())
+            actuator.setName("test_actuator_" + coordinate.getName())
+            actuator.setOptimalForce(1.0)
+            model.addForce(actuator)
+            added[coordinate.getName()] = actuator
+    state = model.initSystem()
+    return model, state, added

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
 from biobullet.core.attributes import REQUIRED, to_float, to_floats
 from biobullet.core.errors import ModelError, SourceRef, bare
-from biobullet.model.urdf import read_xml
+from biobullet.model.urdf import parse_xml, read_bytes
 from biobullet.muscles.description import (MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
                                            PathWrap, WrapSurface)
 from biobullet.muscles.location import LocationFunction, piecewise_linear, polynomial, simm_spline
@@ -26,6 +27,8 @@ MUSCLE_CLASSES = {"DeGrooteFregly2016Muscle": "degroote2016", "Millard2012Equili
                   "Thelen2003Muscle": "thelen2003"}
 WRAP_CLASSES = {"WrapCylinder": "cylinder", "WrapSphere": "sphere", "WrapEllipsoid": "ellipsoid",
                 "WrapTorus": "torus"}
+#: an element name with `::` (OpenSim's nested class names, e.g. `HuntCrossleyForce::ContactParametersSet`)
+_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: deepest chain of MultiplierFunctions accepted (a file nesting thousands is an attack, not a model)
 MAX_FUNCTION_NESTING = 16
 #: each model's defaults where the file leaves a property out (OpenSim 4.6 constructProperties)
@@ -49,7 +52,7 @@ CURVES = ("ActiveForceLengthCurve", "ForceVelocityCurve", "FiberForceLengthCurve
 def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = None) -> MuscleSetDescription:
     """The muscles of an OpenSim model file (module docstring); `root`: its XML root when already parsed."""
     file = os.fspath(path)
-    root = read_xml(file) if root is None else root
+    root = osim_root(file) if root is None else root
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{bare(root.tag, 40)}>", file=file, expected="<OpenSimDocument>")
     version = root.attrib.get("Version", "")
@@ -61,6 +64,13 @@ def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = No
         raise ModelError("no <Model> element", file=file, element="<OpenSimDocument>")
     reader = _Reader(file, model)
     return reader.muscle_set()
+
+
+def osim_root(file: str) -> ET.Element:
+    """The XML root of `file` (the project's bounded reader), element names with `::` (OpenSim's nested class
+    names: legal XML 1.0 names that namespace-aware parsers reject) spelled `__`."""
+    data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), read_bytes(file))
+    return parse_xml(file, data)
 
 
 class _Reader:
@@ -391,4 +401,4 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path"]
+__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path"]

@@ -37,8 +37,9 @@ INPUT_ACTUATORS = ("CoordinateActuator", "TorqueActuator", "PointActuator")
 class ActuatorInput:
     """One OpenSim actuator as an input: force = optimal_force × control (N or N·m).
 
-    coordinate: the CoordinateActuator's coordinate. link_a, rotation_a, translation_a: body (A) as a link and the
-    body frame in it (p_link = R p_body + t); link_b, rotation_b: TorqueActuator's body B ("" = ground).
+    coordinate: the CoordinateActuator's coordinate; locked: that coordinate is locked (the lock takes the force, as
+    in OpenSim: no effect). link_a, rotation_a, translation_a: body (A) as a link and the body frame in it
+    (p_link = R p_body + t); link_b, rotation_b: TorqueActuator's body B ("" = ground).
     axis: unit torque axis or force direction; axis_global: it is in ground (else in body A). point, point_global:
     the PointActuator's point in body A (or in ground).
     """
@@ -55,6 +56,7 @@ class ActuatorInput:
     axis_global: bool = True
     point: np.ndarray | None = None
     point_global: bool = False
+    locked: bool = False
 
 
 def _unit(vector, reader: PropertyReader, element, tag: str) -> np.ndarray:
@@ -69,6 +71,7 @@ def actuator_inputs(document: Document, bodies: Mapping[str, BodyLink]) -> tuple
     """The document's enabled CoordinateActuators, TorqueActuators and PointActuators (see the module docstring)."""
     reader = PropertyReader(document.file)
     out: list[ActuatorInput] = []
+    coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
 
     def body(force, tag: str, default: str | None = None) -> BodyLink | None:
         name = reader.property_text(force.element, tag, default).rsplit("/", 1)[-1]   # a body name (or a path)
@@ -86,7 +89,11 @@ def actuator_inputs(document: Document, bodies: Mapping[str, BodyLink]) -> tuple
             continue
         optimal = reader.number(e, "optimal_force", 1.0)
         if force.type == "CoordinateActuator":
-            out.append(ActuatorInput(force.name, force.type, optimal, coordinate=reader.property_text(e, "coordinate")))
+            name = reader.property_text(e, "coordinate")
+            if name not in coordinates:
+                raise force.source.error("coordinate", f"no coordinate named {name!r}", "a coordinate of the model")
+            out.append(ActuatorInput(force.name, force.type, optimal, coordinate=name,
+                                     locked=coordinates[name].locked))
             continue
         if force.type == "TorqueActuator":
             a, b = body(force, "bodyA"), body(force, "bodyB", "")
@@ -128,8 +135,10 @@ def actuator_forces(model, actuators: Mapping[str, ActuatorInput], q, controls: 
         a = actuators[name]
         magnitude = a.optimal_force * float(control)
         if a.type == "CoordinateActuator":
+            if a.locked:
+                continue
             if a.coordinate not in model.joint_names:
-                raise ModelError(f"actuator {name!r}: its coordinate {a.coordinate!r} is locked or unknown",
+                raise ModelError(f"actuator {name!r}: its coordinate {a.coordinate!r} is not a joint of this model",
                                  attribute="controls", expected="an actuator on a coordinate of the model")
             tree[base + model.joint_names.index(a.coordinate)] += magnitude
             continue

@@ -1,9 +1,10 @@
 """OpenSim HuntCrossleyForce with ContactSphere / ContactHalfSpace → `<contact>` elements (Simbody's laws).
 
 Simbody checks every pair of the force's surfaces on different bodies; a ContactSphere on a body against a
-ContactHalfSpace on the ground becomes one `<contact>` (sphere centre and radius in the body's link; the ground
-plane n·p = h with n = the half-space frame's −x axis, the half-space being its +x side). Each surface i has
-stiffness kᵢ, dissipation cᵢ and static / dynamic / viscous friction; Simbody combines them as
+ContactHalfSpace on the ground, or on a body welded to it (a platform), becomes one `<contact>` (sphere centre and
+radius in the body's link; the ground plane n·p = h with n = the half-space frame's −x axis, the half-space being
+its +x side). Each surface i has stiffness kᵢ, dissipation cᵢ and static / dynamic / viscous friction; Simbody
+combines them as
 
     k'ᵢ = kᵢ^(2/3),  K = (4/3) √R (k'₁k'₂/(k'₁+k'₂))^(3/2),  c = (c₁ k'₂ + c₂ k'₁)/(k'₁ + k'₂),
     μ = 2 μ₁μ₂/(μ₁ + μ₂) for each friction coefficient (0 when either is 0),
@@ -60,8 +61,8 @@ def contact_elements(document: Document, place: FramePlacement, ground_link: str
                     continue   # a body not imported, or both on one body: Simbody skips the pair too
                 if sphere.type != "ContactSphere" or other.type != "ContactHalfSpace" or b[0] != ground_link:
                     reports.append(f"HuntCrossleyForce {force.name}: the pair {sphere.type} {sphere.name} – "
-                                   f"{other.type} {other.name} is not imported (only spheres on a ground "
-                                   "half-space)")
+                                   f"{other.type} {other.name} is not imported (only spheres on a half-space "
+                                   "on the ground or on a body welded to it)")
                     continue
                 lines.append(_contact_line(reader, force, sphere, a, surfaces[sphere.name], b,
                                            surfaces[other.name], transition))

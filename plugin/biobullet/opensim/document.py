@@ -9,20 +9,19 @@ Units: SI (OpenSim's), angles in radians.
 from __future__ import annotations
 
 import math
-import re
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from biobullet.core.errors import ModelError, SourceRef, bare
-from biobullet.model.urdf import parse_xml, read_bytes
-from biobullet.muscles.osim import resolve_path   # OpenSim socket paths, one resolver for the importer and the muscles
+# OpenSim socket paths and the file's XML root: one reader for the importer and the muscles
+from biobullet.muscles.osim import osim_root, resolve_path
 from biobullet.spatial.rotations import axis_angle_matrix
 
 #: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
 MIN_VERSION = 40000
-_DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: containers whose members are components at `/<path>/<member name>`
 _SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "constraintset",
               "ForceSet": "forceset", "ContactGeometrySet": "contactgeometryset", "MarkerSet": "markerset",
@@ -150,13 +149,6 @@ class Document:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def osim_root(file: str):
-    """The XML root of `file`, element names with `::` (OpenSim's nested class names) spelled `__`."""
-    data = read_bytes(file)
-    data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), data)
-    return parse_xml(file, data)
-
-
 def read_document(file: str) -> Document:
     """Parse `file` (an OpenSim 4 .osim model). ModelError naming file, element and property on bad input."""
     root = osim_root(file)
@@ -402,9 +394,13 @@ class PropertyReader:
             raise source.error("range", f"lower {lower:g} > upper {upper:g}", "lower ≤ upper")
         prescribed = self.flag(element, "prescribed") and element.find("prescribed_function") is not None \
             and len(element.find("prescribed_function")) > 0
-        return Coordinate(name, self.number(element, "default_value", 0.0),
-                          self.number(element, "default_speed_value", 0.0), (lower, upper),
-                          self.flag(element, "clamped"), self.flag(element, "locked"), prescribed, source)
+        default, clamped = self.number(element, "default_value", 0.0), self.flag(element, "clamped")
+        slack = math.sqrt(sys.float_info.epsilon)   # Simbody's SqrtEps, as OpenSim checks it
+        if clamped and not lower - slack < default < upper + slack:
+            raise source.error("default_value", f"default {default:g} outside the range [{lower:g}, {upper:g}] of a "
+                               "clamped coordinate (OpenSim refuses the file too)", "a default inside the range")
+        return Coordinate(name, default, self.number(element, "default_speed_value", 0.0), (lower, upper), clamped,
+                          self.flag(element, "locked"), prescribed, source)
 
     def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...]) -> TransformAxis:
         source = self.source(element)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +20,6 @@ from biobullet.muscles.element import muscle_elements
 from biobullet.muscles.location import polynomial
 from biobullet.muscles.path import CONDITIONAL_SLACK
 from biobullet.muscles.osim import MUSCLE_CLASSES, load_osim_muscles
-from biobullet.opensim.document import osim_root
 
 if TYPE_CHECKING:   # translate imports this module
     from biobullet.opensim.translate import BodyLink
@@ -88,16 +88,23 @@ def freeze_coordinates(muscle_set: MuscleSetDescription, constant: dict[str, flo
     return dataclasses.replace(muscle_set, muscles=tuple(muscles))
 
 
-def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float]) -> tuple[list[str], list[str]]:
+def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float],
+                 disabled: Collection[str] = ()) -> tuple[list[str], list[str]]:
     """(XML lines of the `<muscle>` elements, reports) for the muscles of OpenSim file `file`; `constant`: the
-    locked coordinates' values. A muscle that cannot be represented is reported (one line naming it and why), not
-    imported, and does not stop the skeleton from loading."""
+    locked coordinates' values; `disabled`: names of muscles switched off in the file (left out). A muscle that
+    cannot be represented is reported (one line naming it and why), not imported, and does not stop the skeleton
+    from loading."""
     try:
-        muscle_set = freeze_coordinates(load_osim_muscles(file, osim_root(file)), constant)
+        muscle_set = freeze_coordinates(load_osim_muscles(file), constant)
     except ModelError as error:
         return [], [f"muscles not imported: {error}"]
     lines, reports = [], []
     for muscle in muscle_set.muscles:
+        if muscle.name in disabled:
+            continue
+        if muscle.parameters.value("ignore_activation_dynamics", 0.0):
+            reports.append(f"muscle {muscle.name}: ignore_activation_dynamics is not imported (its activation "
+                           "follows the excitation through the activation dynamics, not instantly)")
         used = {wrap.surface for wrap in muscle.wraps}
         surfaces = tuple(s for s in muscle_set.surfaces if s.name in used)
         one = dataclasses.replace(muscle_set, muscles=(muscle,), surfaces=surfaces, frames=tuple(dict.fromkeys(

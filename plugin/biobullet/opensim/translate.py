@@ -13,6 +13,7 @@ that joint's frame, placed in the body frame by `BodyLink` (point p_body ↦ rot
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
@@ -24,7 +25,7 @@ from biobullet.opensim.contact import contact_elements
 from biobullet.opensim.forces import force_elements
 from biobullet.muscles.osim import MUSCLE_CLASSES
 from biobullet.opensim.muscles import muscle_lines
-from biobullet.opensim.document import Document, Joint, OsimFunction, TransformAxis, axis_rotation, \
+from biobullet.opensim.document import Document, Joint, OsimFunction, PropertyReader, TransformAxis, axis_rotation, \
     number_text, orientation_matrix, vector_text
 from biobullet.spatial.rotations import matrix_to_rpy
 
@@ -144,6 +145,8 @@ class _Builder:
         # per coordinate: (parent link, joint frame F in it) — where its carrier joint goes if needed
         self.carrier_parent: dict[str, tuple[str, _Transform]] = {}
         self.link_of: dict[str, str] = {}
+        #: link → its frame in the ground link's frame, for the links welded to the ground by fixed joints
+        self.grounded: dict[str, _Transform] = {}
 
     # ------------------------------------------------------------------ names
     def unique(self, name: str, taken: set[str]) -> str:
@@ -178,6 +181,7 @@ class _Builder:
         self.links.append(f"  <link name={quoteattr(ground_link)}/>")
         self.body_links[ground_link] = BodyLink(ground_link, np.eye(3), np.zeros(3))
         self.link_frames[document.ground] = _Transform()
+        self.grounded[ground_link] = _Transform()
         self.link_of[document.ground] = ground_link
         coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
         # OpenSim's motion type: rotational if a rotation axis uses the coordinate (or none does)
@@ -215,7 +219,7 @@ class _Builder:
                                                    self.rotational)
         self.functions.extend(elements)
         self.reports.extend(reports)
-        contacts, mapped_contact, reports = contact_elements(document, self.place, ground_link)
+        contacts, mapped_contact, reports = contact_elements(document, self.place_grounded, ground_link)
         self.functions.extend(contacts)
         self.reports.extend(reports)
         mapped |= mapped_contact
@@ -227,8 +231,13 @@ class _Builder:
             dependent, loops = dependent_coordinates(self.tree_model(independent, coordinates), loops, independent)
             independent = tuple(name for name in independent if name not in dependent)
             self.functions.extend(spec.element() for spec in loops)
-        if any(force.type in MUSCLE_CLASSES for force in document.forces):
-            lines, reports = muscle_lines(document.file, self.body_links, constant)
+        muscles = [force for force in document.forces if force.type in MUSCLE_CLASSES]
+        if muscles:
+            reader = PropertyReader(document.file)
+            # switched off in OpenSim (appliesForce false): no force to apply, so no `<muscle>` either
+            disabled = {force.name for force in muscles if not reader.flag(force.element, "appliesForce", True)
+                        or reader.flag(force.element, "isDisabled")}
+            lines, reports = muscle_lines(document.file, self.body_links, constant, disabled)
             self.functions.extend(lines)
             self.reports.extend(reports)
         for joint in document.joints:
@@ -247,6 +256,17 @@ class _Builder:
             return None
         placement = self.link_frames[body] @ in_body
         return self.link_of[body], placement.rotation, placement.translation
+
+    def place_grounded(self, path: str) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """`place`, with a frame on a link welded to the ground placed in the ground link (a half-space on a
+        welded platform is a ground half-space: Simbody's weld does not move)."""
+        placed = self.place(path)
+        if placed is None or placed[0] not in self.grounded:
+            return placed
+        link, rotation, translation = placed
+        weld = self.grounded[link]
+        return (self.link_of[self.document.ground], weld.rotation @ rotation,
+                weld.rotation @ translation + weld.translation)
 
     def tree_model(self, independent: tuple[str, ...], coordinates):
         """The translated model without loops (warnings silenced: the final load reports them)."""
@@ -346,8 +366,11 @@ class _Builder:
                 self.links.append(f"  <link name={quoteattr(link)}/>")
             parent_link, pending = link, _Transform()
         if not moving:
-            self.add_urdf_joint(self.unique(joint.name, self.joint_names), "fixed", parent_link, child_link,
-                                pending @ child_in_body.inverse(), (1.0, 0.0, 0.0), None)
+            origin = pending @ child_in_body.inverse()
+            self.add_urdf_joint(self.unique(joint.name, self.joint_names), "fixed", parent_link, child_link, origin,
+                                (1.0, 0.0, 0.0), None)
+            if parent_link in self.grounded:
+                self.grounded[child_link] = self.grounded[parent_link] @ origin
             in_link = _Transform()
         else:
             in_link = pending @ child_in_body.inverse()
@@ -389,13 +412,17 @@ class _Builder:
                               f"inputs={quoteattr(' '.join(inputs))} {text}/>")
 
     def body_link(self, link: str, body, in_link: _Transform, children: list[np.ndarray]) -> str:
-        inertia = body.inertia
+        # OpenSim (Body::getInertia) resets the inertia of a massless body to zero, whatever the file says
+        massless = abs(body.mass) <= MASSLESS and any(body.inertia)
+        inertia = (0.0,) * 6 if massless else body.inertia
         tensor = np.array([[inertia[0], inertia[3], inertia[4]], [inertia[3], inertia[1], inertia[5]],
                            [inertia[4], inertia[5], inertia[2]]])
         tensor = in_link.rotation @ tensor @ in_link.rotation.T
         com = in_link.rotation @ np.asarray(body.mass_center) + in_link.translation
         meshes = "".join(f"\n    <!-- OpenSim mesh {_comment(mesh)} scale {vector_text(scale)} -->"
                          for mesh, scale in body.meshes)
+        if massless:
+            meshes += "\n    <!-- massless body: its inertia is zero, as OpenSim makes it -->"
         visuals = "".join(_visuals(body, in_link, children))
         return (f"  <link name={quoteattr(link)}>{meshes}{visuals}\n    <inertial>\n"
                 f'      <origin xyz="{vector_text(com)}" rpy="0 0 0"/>\n      <mass value="{number_text(body.mass)}"/>\n'
@@ -431,6 +458,8 @@ class _Builder:
                           *block, "</robot>", ""])
 
 
+#: a mass at most Simbody's SignificantReal (ε^(7/8), kg) is massless for OpenSim
+MASSLESS = sys.float_info.epsilon ** 0.875
 #: visuals: rod radius (m) and the density (kg/m³) that sizes the ball at each mass centre
 ROD_RADIUS = 0.012
 BALL_DENSITY = 4000.0

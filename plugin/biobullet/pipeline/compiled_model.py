@@ -203,8 +203,9 @@ def compile_model(model) -> CompiledModel:
     if table is None:
         table = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     parents = tangent_parents(model)
+    # identity: v is ẋ itself, in tree order (a `<coordinates>` order that permutes the joints is a PROJECTED map)
     identity = (state_stage == COMPILED_STATE and table[0].shape[0] == 0 and loops.stages.shape[0] == 0
-                and model.nv == model.n_tangent)
+                and model.nv == model.n_tangent and model.coordinate_map.identity)
     meta, body = model.tree_pack
     arrays = CompiledModel(
         model.nq, model.nv, model.base_nq, model.base_nv, model.n_config, model.n_tangent, state_stage,

@@ -278,6 +278,14 @@ class PyBulletOracle(Oracle):
         if self.spherical:
             self._prepare_spherical()
         self._match_inertia()
+        if model.n_tangent and not self.spherical:
+            try:   # Bullet's inverse dynamics checks the inertias the oracle set (the file's): a tensor breaking
+                # the triangle inequality (OpenSim's WalkerModel) makes calculateMassMatrix fail at every call
+                self.tree_mass_matrix(model.joint_configuration(model.neutral_configuration()))
+            except (p.error, SystemError):
+                self.close()
+                raise ModelError("PyBullet's inverse dynamics refuses the file's inertia tensors",
+                                 file=self.file) from None
         self.inertia_error = self._inertia_error()
         self.kinematic_tolerance = 0.0
         skewed = _non_unit_axes(self.file)

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from opensim_oracle import import_opensim
+from opensim_oracle import import_opensim, opensim_without_forces
 
 osim = import_opensim()
 
@@ -37,21 +37,8 @@ SAMPLES = 20
 
 
 def _opensim(path: str, actuators: bool = True):
-    """OpenSim model with every force switched off, plus one CoordinateActuator (optimal force 1) per
-    coordinate for the generalized forces; its initialized state."""
-    model = osim.Model(path)
-    for force in model.getForceSet():
-        force.set_appliesForce(False)
-    added = {}
-    if actuators:
-        for coordinate in model.getCoordinateSet():
-            actuator = osim.CoordinateActuator(coordinate.getName())
-            actuator.setName("test_actuator_" + coordinate.getName())
-            actuator.setOptimalForce(1.0)
-            model.addForce(actuator)
-            added[coordinate.getName()] = actuator
-    state = model.initSystem()
-    return model, state, added
+    """OpenSim model with every force switched off, plus one CoordinateActuator per coordinate; its state."""
+    return opensim_without_forces(osim, path, actuators)
 
 
 def _couplers(model):
