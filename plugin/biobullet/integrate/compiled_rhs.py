@@ -31,6 +31,7 @@ its calls have used that much CPU and it would not end by Python soon (`PYTHON_F
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import contextmanager
 
@@ -70,7 +71,7 @@ RECENT = 16
 MAX_SAMPLE_STEP = 0.05
 
 
-def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
+def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess, solve_at):
     """Loop resolver k's dependent joints at samples first … n−1 into θ and θ̇ (theta_all, rate_all: (n, the loop
     kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`, in
     the Data's work arrays `work`) on the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
@@ -79,7 +80,9 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
 
     Each sample starts from the previous one's solution moved along its sensitivity S = −Φ_dep⁻¹ Φ_known to
     second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
-    sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates."""
+    sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates. `solve_at`: the address of the
+    compiled solve's C entry (`_solve_entry`)."""
+    solve = _NEWTON_SOLVE(solve_at)
     n = theta_all.shape[0]
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
@@ -116,7 +119,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
                     delta = theta[known[c]] - theta_all[s - 1, known[c]]
                     move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
                 current[i] += move
-        status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, theta, current, -1.0, -1.0)
+        status, _, _, jac, inverse, condition = solve(loop, theta, current, -1.0, -1.0)
         if status != CONVERGED or not condition < loops.condition_limit:
             return s
         for i in range(nd):   # far from the prediction: maybe another branch, the callback stage decides
@@ -139,27 +142,55 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     return n
 
 
-def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first):
+def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at):
     """Loop resolver k's dependent joints at samples first … n−1 (as `_loop_positions_py`) by the loop stage's
     Newton warm-started from `warm` (a Data's LoopWarm, moved along from sample to sample). Returns the first
-    sample not done (the stage declined there: the callback stage takes that sample)."""
+    sample not done (the stage declined there: the callback stage takes that sample). `newton_at`: the address of
+    the compiled loop stage's C entry (`_newton_entry`)."""
+    newton = _NEWTON(newton_at)
     n, width = theta_all.shape
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
     for s in range(first, n):
-        if _NEWTON(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
+        if newton(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
             return s
     return n
 
 
-def _positions_kernel():
-    from biobullet.constraints.newton_kernel import with_newton_solve
-    return with_newton_solve(_loop_positions_py)
+# The two passes call the loop Newton kernels by the addresses of their C entries (`core.jit.entry_address`: the
+# overloads the right-hand side compiled, for the argument types the passes pass), not linked: linked, each pass's
+# compile optimised and generated the Newton's code again (≈ 4 s of CPU each). A pass is a variant per signature.
+
+def _signature_variant(signature) -> str:
+    return "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
 
 
-def _states_kernel():
+def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np.ndarray) -> tuple[int, object]:
+    """(address, numba signature) of the loop stage's compiled Newton (`newton_kernel`) for `_loop_states_py`'s
+    arguments."""
     from biobullet.constraints.newton_kernel import newton_kernel
-    return jit.compiled(_loop_states_py, bind={"_NEWTON": newton_kernel()})
+    width = theta_all.shape[1]
+    return jit.entry_address(newton_kernel(), loops, warm, work, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
+                             np.zeros(width))
+
+
+def _solve_entry(loops, work, k: int, theta_all: np.ndarray) -> tuple[int, object]:
+    """(address, numba signature) of the compiled loop Newton solve (`newton_solve_kernel`) for the loop set
+    `_loop_positions_py` passes (the tuple the loop stage passes it, `_loop_newton_py`)."""
+    from biobullet.constraints.newton_kernel import newton_solve_kernel
+    d0, d1 = int(loops.dep_start[k]), int(loops.dep_start[k + 1])
+    loop = ((loops.rows, work), k, loops.meta, loops.body, loops.dep[d0:d1], loops.revolute[d0:d1], loops.tolerance[k])
+    return jit.entry_address(newton_solve_kernel(), loop, theta_all[0], np.zeros(d1 - d0), -1.0, -1.0)
+
+
+def _positions_kernel(signature):
+    return jit.compiled(_loop_positions_py, bind={"_NEWTON_SOLVE": jit.address_caller(signature)},
+                        variant=_signature_variant(signature))
+
+
+def _states_kernel(signature):
+    return jit.compiled(_loop_states_py, bind={"_NEWTON": jit.address_caller(signature)},
+                        variant=_signature_variant(signature))
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:
@@ -529,8 +560,10 @@ class CompiledReducedRHS:
         o = self._model.base_nv
         n = theta_all.shape[0]
         dep = loops.dep[loops.dep_start[k]:loops.dep_start[k + 1]]
-        positions, states = _positions_kernel(), _states_kernel()
         work = self._data.arrays.loop_work
+        solve_at, solve_signature = _solve_entry(loops, work, k, theta_all)
+        newton_at, newton_signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
+        positions, states = _positions_kernel(solve_signature), _states_kernel(newton_signature)
         start, guess = first, first_guess[dep - o]
 
         def callback(s: int) -> None:
@@ -539,11 +572,11 @@ class CompiledReducedRHS:
 
         while start < n:
             if n - start > 1:
-                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float))
+                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float), solve_at)
                 if start >= n:
                     break
             if self.ready():   # from the warm start (branch-safe continuation limits)
-                start = states(loops, self._warm, work, k, theta_all, rate_all, start)
+                start = states(loops, self._warm, work, k, theta_all, rate_all, start, newton_at)
             if start < n:
                 callback(start)
                 guess = theta_all[start, dep]
