@@ -161,8 +161,20 @@ def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at)
 # overloads the right-hand side compiled, for the argument types the passes pass), not linked: linked, each pass's
 # compile optimised and generated the Newton's code again (≈ 4 s of CPU each). A pass is a variant per signature.
 
-def _signature_variant(signature) -> str:
-    return "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
+#: (pass function, id of the signature it calls by address) → (that signature, the compiled pass): the variant's
+#: name hashes the signature's text (≈ 40 µs a run), and `entry_address` gives the same object at every run
+_PASSES: dict[tuple, tuple] = {}
+
+
+def _pass_kernel(function, callee: str, signature):
+    """`function` compiled with `callee` bound to the caller by address of `signature` (a variant per signature)."""
+    key = (function, id(signature))
+    known = _PASSES.get(key)
+    if known is None or known[0] is not signature:
+        variant = "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
+        known = _PASSES[key] = (signature, jit.compiled(function, bind={callee: jit.address_caller(signature)},
+                                                        variant=variant))
+    return known[1]
 
 
 def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np.ndarray) -> tuple[int, object]:
@@ -179,18 +191,9 @@ def _solve_entry(loops, work, k: int, theta_all: np.ndarray) -> tuple[int, objec
     `_loop_positions_py` passes (the tuple the loop stage passes it, `_loop_newton_py`)."""
     from biobullet.constraints.newton_kernel import newton_solve_kernel
     d0, d1 = int(loops.dep_start[k]), int(loops.dep_start[k + 1])
-    loop = ((loops.rows, work), k, loops.meta, loops.body, loops.dep[d0:d1], loops.revolute[d0:d1], loops.tolerance[k])
+    loop = ((loops.rows, work), k, loops.meta, loops.body, loops.dep[d0:d1], loops.revolute[d0:d1],
+            loops.tolerance[k])
     return jit.entry_address(newton_solve_kernel(), loop, theta_all[0], np.zeros(d1 - d0), -1.0, -1.0)
-
-
-def _positions_kernel(signature):
-    return jit.compiled(_loop_positions_py, bind={"_NEWTON_SOLVE": jit.address_caller(signature)},
-                        variant=_signature_variant(signature))
-
-
-def _states_kernel(signature):
-    return jit.compiled(_loop_states_py, bind={"_NEWTON": jit.address_caller(signature)},
-                        variant=_signature_variant(signature))
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:
@@ -563,7 +566,8 @@ class CompiledReducedRHS:
         work = self._data.arrays.loop_work
         solve_at, solve_signature = _solve_entry(loops, work, k, theta_all)
         newton_at, newton_signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
-        positions, states = _positions_kernel(solve_signature), _states_kernel(newton_signature)
+        positions = _pass_kernel(_loop_positions_py, "_NEWTON_SOLVE", solve_signature)
+        states = _pass_kernel(_loop_states_py, "_NEWTON", newton_signature)
         start, guess = first, first_guess[dep - o]
 
         def callback(s: int) -> None:
