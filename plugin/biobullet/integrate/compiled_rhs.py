@@ -71,7 +71,7 @@ RECENT = 16
 MAX_SAMPLE_STEP = 0.05
 
 
-def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess, solve_at):
+def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     """Loop resolver k's dependent joints at samples first … n−1 into θ and θ̇ (theta_all, rate_all: (n, the loop
     kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`, in
     the Data's work arrays `work`) on the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
@@ -80,9 +80,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess, solve_
 
     Each sample starts from the previous one's solution moved along its sensitivity S = −Φ_dep⁻¹ Φ_known to
     second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
-    sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates. `solve_at`: the address of the
-    compiled solve's C entry (`_solve_entry`)."""
-    solve = _NEWTON_SOLVE(solve_at)
+    sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates."""
     n = theta_all.shape[0]
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
@@ -119,7 +117,7 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess, solve_
                     delta = theta[known[c]] - theta_all[s - 1, known[c]]
                     move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
                 current[i] += move
-        status, _, _, jac, inverse, condition = solve(loop, theta, current, -1.0, -1.0)
+        status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, theta, current, -1.0, -1.0)
         if status != CONVERGED or not condition < loops.condition_limit:
             return s
         for i in range(nd):   # far from the prediction: maybe another branch, the callback stage decides
@@ -157,23 +155,29 @@ def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at)
     return n
 
 
-# The two passes call the loop Newton kernels by the addresses of their C entries (`core.jit.entry_address`: the
-# overloads the right-hand side compiled, for the argument types the passes pass), not linked: linked, each pass's
-# compile optimised and generated the Newton's code again (≈ 4 s of CPU each). A pass is a variant per signature.
+def _positions_kernel():
+    from biobullet.constraints.newton_kernel import with_newton_solve
+    return with_newton_solve(_loop_positions_py)
 
-#: (pass function, id of the signature it calls by address) → (that signature, the compiled pass): the variant's
+
+# The states pass calls the loop stage's Newton by the address of its C entry (`core.jit.entry_address`: the
+# overload the right-hand side compiled, for the argument types the pass passes), not linked: linked, its compile
+# optimised and generated the Newton's code again (≈ 4 s of CPU for a loop over the few samples the positions pass
+# hands over). The positions pass, which takes nearly every sample, keeps the solve linked: by its C entry (1.8 s
+# less to compile) a four-bar's 1 s run took ≈ 3 % longer (1,001 calls passing the loop set by value).
+
+#: id of the Newton entry's signature → (that signature, the states pass compiled against it): the variant's
 #: name hashes the signature's text (≈ 40 µs a run), and `entry_address` gives the same object at every run
-_PASSES: dict[tuple, tuple] = {}
+_STATES: dict[int, tuple] = {}
 
 
-def _pass_kernel(function, callee: str, signature):
-    """`function` compiled with `callee` bound to the caller by address of `signature` (a variant per signature)."""
-    key = (function, id(signature))
-    known = _PASSES.get(key)
+def _states_kernel(signature):
+    """`_loop_states_py` compiled to call the Newton of `signature` by its address (a variant per signature)."""
+    known = _STATES.get(id(signature))
     if known is None or known[0] is not signature:
         variant = "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
-        known = _PASSES[key] = (signature, jit.compiled(function, bind={callee: jit.address_caller(signature)},
-                                                        variant=variant))
+        known = _STATES[id(signature)] = (signature, jit.compiled(
+            _loop_states_py, bind={"_NEWTON": jit.address_caller(signature)}, variant=variant))
     return known[1]
 
 
@@ -184,16 +188,6 @@ def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np
     width = theta_all.shape[1]
     return jit.entry_address(newton_kernel(), loops, warm, work, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
                              np.zeros(width))
-
-
-def _solve_entry(loops, work, k: int, theta_all: np.ndarray) -> tuple[int, object]:
-    """(address, numba signature) of the compiled loop Newton solve (`newton_solve_kernel`) for the loop set
-    `_loop_positions_py` passes (the tuple the loop stage passes it, `_loop_newton_py`)."""
-    from biobullet.constraints.newton_kernel import newton_solve_kernel
-    d0, d1 = int(loops.dep_start[k]), int(loops.dep_start[k + 1])
-    loop = ((loops.rows, work), k, loops.meta, loops.body, loops.dep[d0:d1], loops.revolute[d0:d1],
-            loops.tolerance[k])
-    return jit.entry_address(newton_solve_kernel(), loop, theta_all[0], np.zeros(d1 - d0), -1.0, -1.0)
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:
@@ -564,10 +558,7 @@ class CompiledReducedRHS:
         n = theta_all.shape[0]
         dep = loops.dep[loops.dep_start[k]:loops.dep_start[k + 1]]
         work = self._data.arrays.loop_work
-        solve_at, solve_signature = _solve_entry(loops, work, k, theta_all)
-        newton_at, newton_signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
-        positions = _pass_kernel(_loop_positions_py, "_NEWTON_SOLVE", solve_signature)
-        states = _pass_kernel(_loop_states_py, "_NEWTON", newton_signature)
+        positions, states, newton_at = _positions_kernel(), None, 0
         start, guess = first, first_guess[dep - o]
 
         def callback(s: int) -> None:
@@ -576,10 +567,13 @@ class CompiledReducedRHS:
 
         while start < n:
             if n - start > 1:
-                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float), solve_at)
+                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float))
                 if start >= n:
                     break
             if self.ready():   # from the warm start (branch-safe continuation limits)
+                if states is None:
+                    newton_at, signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
+                    states = _states_kernel(signature)
                 start = states(loops, self._warm, work, k, theta_all, rate_all, start, newton_at)
             if start < n:
                 callback(start)
