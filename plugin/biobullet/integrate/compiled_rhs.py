@@ -31,6 +31,7 @@ its calls have used that much CPU and it would not end by Python soon (`PYTHON_F
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from contextlib import contextmanager
 
@@ -139,15 +140,17 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     return n
 
 
-def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first):
+def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at):
     """Loop resolver k's dependent joints at samples first … n−1 (as `_loop_positions_py`) by the loop stage's
     Newton warm-started from `warm` (a Data's LoopWarm, moved along from sample to sample). Returns the first
-    sample not done (the stage declined there: the callback stage takes that sample)."""
+    sample not done (the stage declined there: the callback stage takes that sample). `newton_at`: the address of
+    the compiled loop stage's C entry (`_newton_entry`)."""
+    newton = _NEWTON(newton_at)
     n, width = theta_all.shape
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
     for s in range(first, n):
-        if _NEWTON(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
+        if newton(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
             return s
     return n
 
@@ -157,9 +160,34 @@ def _positions_kernel():
     return with_newton_solve(_loop_positions_py)
 
 
-def _states_kernel():
+# The states pass calls the loop stage's Newton by the address of its C entry (`core.jit.entry_address`: the
+# overload the right-hand side compiled, for the argument types the pass passes), not linked: linked, its compile
+# optimised and generated the Newton's code again (≈ 4 s of CPU for a loop over the few samples the positions pass
+# hands over). The positions pass, which takes nearly every sample, keeps the solve linked: by its C entry (1.8 s
+# less to compile) a four-bar's 1 s run took ≈ 3 % longer (1,001 calls passing the loop set by value).
+
+#: id of the Newton entry's signature → (that signature, the states pass compiled against it): the variant's
+#: name hashes the signature's text (≈ 40 µs a run), and `entry_address` gives the same object at every run
+_STATES: dict[int, tuple] = {}
+
+
+def _states_kernel(signature):
+    """`_loop_states_py` compiled to call the Newton of `signature` by its address (a variant per signature)."""
+    known = _STATES.get(id(signature))
+    if known is None or known[0] is not signature:
+        variant = "s" + hashlib.sha256(str(signature).encode()).hexdigest()[:12]
+        known = _STATES[id(signature)] = (signature, jit.compiled(
+            _loop_states_py, bind={"_NEWTON": jit.address_caller(signature)}, variant=variant))
+    return known[1]
+
+
+def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np.ndarray) -> tuple[int, object]:
+    """(address, numba signature) of the loop stage's compiled Newton (`newton_kernel`) for `_loop_states_py`'s
+    arguments."""
     from biobullet.constraints.newton_kernel import newton_kernel
-    return jit.compiled(_loop_states_py, bind={"_NEWTON": newton_kernel()})
+    width = theta_all.shape[1]
+    return jit.entry_address(newton_kernel(), loops, warm, work, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
+                             np.zeros(width))
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:
@@ -529,8 +557,8 @@ class CompiledReducedRHS:
         o = self._model.base_nv
         n = theta_all.shape[0]
         dep = loops.dep[loops.dep_start[k]:loops.dep_start[k + 1]]
-        positions, states = _positions_kernel(), _states_kernel()
         work = self._data.arrays.loop_work
+        positions, states, newton_at = _positions_kernel(), None, 0
         start, guess = first, first_guess[dep - o]
 
         def callback(s: int) -> None:
@@ -543,7 +571,10 @@ class CompiledReducedRHS:
                 if start >= n:
                     break
             if self.ready():   # from the warm start (branch-safe continuation limits)
-                start = states(loops, self._warm, work, k, theta_all, rate_all, start)
+                if states is None:
+                    newton_at, signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
+                    states = _states_kernel(signature)
+                start = states(loops, self._warm, work, k, theta_all, rate_all, start, newton_at)
             if start < n:
                 callback(start)
                 guess = theta_all[start, dep]

@@ -152,85 +152,89 @@ def _dop853_segment_py(state, control, tableau, t_eval, next_eval, samples, args
             h_abs = abs(h)
             for j in range(n):
                 k[0, j] = f[j]
-            for s in range(1, 12):
-                for j in range(n):
-                    acc = 0.0
-                    for r in range(s):
-                        acc += k[r, j] * a[s, r]
-                    stage[j] = y[j] + acc * h
-                status = _EVALUATE(t + c[s] * h, stage, args, start_warm, not fresh, rate)
+            y_new = np.empty(n)
+            f_new = np.empty(n)
+            # every evaluation of the step through one call site: stages 1 … 11, ẏ at the step's end (12) and,
+            # the step accepted with output samples inside it, the dense output's three stages (13 … 15), as
+            # run_loop asks SciPy for them. Each site of the inlined `_evaluate_py` passes the run's ≈ 110 arrays
+            # by value to the right-hand side's C entry, ≈ 1.1 s of compile CPU a site (two sites, the call and
+            # its retry, where there were six; one call in a loop of tries cost ≈ 2–4 % per step)
+            accepted = dense_output = False
+            stop = next_eval
+            for s in range(1, 16):
+                near = start_warm
+                if s < 12:
+                    for j in range(n):
+                        acc = 0.0
+                        for r in range(s):
+                            acc += k[r, j] * a[s, r]
+                        stage[j] = y[j] + acc * h
+                    at, point, retry, into = t + c[s] * h, stage, not fresh, rate
+                elif s == 12:
+                    for j in range(n):
+                        acc = 0.0
+                        for r in range(12):
+                            acc += k[r, j] * b[r]
+                        y_new[j] = y[j] + h * acc
+                    at, point, retry, into = t + h, y_new, True, f_new
+                else:
+                    for j in range(n):
+                        acc = 0.0
+                        for r in range(s):
+                            acc += k[r, j] * a_extra[s - 13, r]
+                        stage[j] = y[j] + acc * h
+                    if c_extra[s - 13] > 0.5:
+                        near = end_warm
+                    at, point, retry, into = t + c_extra[s - 13] * h, stage, True, rate
+                status = _EVALUATE(at, point, args, near, retry, into)
                 nfev += 1
-                if status != 0:
+                if status != 0:   # (after acceptance SciPy takes this step again, the same size, with its output)
                     for i in range(n_warm):
                         warm[i] = start_warm[i]
-                    return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
+                    return HANDOVER, t, y, f, tried if accepted else h_abs, steps, nfev, next_eval
                 fresh = False
                 for j in range(n):
-                    k[s, j] = rate[j]
-            y_new = np.empty(n)
-            for j in range(n):
-                acc = 0.0
-                for r in range(12):
-                    acc += k[r, j] * b[r]
-                y_new[j] = y[j] + h * acc
-            f_new = np.empty(n)
-            status = _EVALUATE(t + h, y_new, args, start_warm, True, f_new)
-            nfev += 1
-            if status != 0:
-                for i in range(n_warm):
-                    warm[i] = start_warm[i]
-                return HANDOVER, t, y, f, h_abs, steps, nfev, next_eval
-            for j in range(n):
-                k[12, j] = f_new[j]
-            # the error norm of DOP853._estimate_error_norm: ‖e5‖² / √((‖e5‖² + 0.01 ‖e3‖²) n), e = K E / scale
-            sum5, sum3 = 0.0, 0.0
-            for j in range(n):
-                scale[j] = atol + max(abs(y[j]), abs(y_new[j])) * rtol
-                err5, err3 = 0.0, 0.0
-                for r in range(13):
-                    err5 += k[r, j] * e5[r]
-                    err3 += k[r, j] * e3[r]
-                err5 /= scale[j]
-                err3 /= scale[j]
-                sum5 += err5 * err5
-                sum3 += err3 * err3
-            norm5 = np.sqrt(sum5) ** 2   # as numpy's norm(·)**2
-            norm3 = np.sqrt(sum3) ** 2
-            if norm5 == 0.0 and norm3 == 0.0:
-                error_norm = 0.0
-            else:
-                error_norm = abs(h) * norm5 / np.sqrt((norm5 + 0.01 * norm3) * n)
-            if error_norm < 1.0:
+                    k[s, j] = into[j]
+                if s != 12:
+                    continue
+                # the error norm of DOP853._estimate_error_norm: ‖e5‖² / √((‖e5‖² + 0.01 ‖e3‖²) n), e = K E / scale
+                sum5, sum3 = 0.0, 0.0
+                for j in range(n):
+                    scale[j] = atol + max(abs(y[j]), abs(y_new[j])) * rtol
+                    err5, err3 = 0.0, 0.0
+                    for r in range(13):
+                        err5 += k[r, j] * e5[r]
+                        err3 += k[r, j] * e3[r]
+                    err5 /= scale[j]
+                    err3 /= scale[j]
+                    sum5 += err5 * err5
+                    sum3 += err3 * err3
+                norm5 = np.sqrt(sum5) ** 2   # as numpy's norm(·)**2
+                norm3 = np.sqrt(sum3) ** 2
+                if norm5 == 0.0 and norm3 == 0.0:
+                    error_norm = 0.0
+                else:
+                    error_norm = abs(h) * norm5 / np.sqrt((norm5 + 0.01 * norm3) * n)
+                if not error_norm < 1.0:
+                    h_abs *= max(MIN_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
+                    rejected = True
+                    break
                 factor = MAX_FACTOR if error_norm == 0.0 else min(MAX_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
                 if rejected:
                     factor = min(1.0, factor)
                 tried = h_abs
                 h_abs *= factor
+                accepted = True
+                for i in range(n_warm):   # the solution at (t_new, y_new)
+                    end_warm[i] = warm[i]
+                while stop < n_samples and t_eval[stop] <= t_new:
+                    stop += 1
+                dense_output = stop > next_eval and t_eval[next_eval] < t_new
+                if not dense_output:
+                    break
+            if accepted:
                 break
-            h_abs *= max(MIN_FACTOR, SAFETY * error_norm ** ERROR_EXPONENT)
-            rejected = True
-        for i in range(n_warm):   # the solution at (t_new, y_new)
-            end_warm[i] = warm[i]
-        # the samples inside this step: the dense output (three more stages), as run_loop asks SciPy for it
-        stop = next_eval
-        while stop < n_samples and t_eval[stop] <= t_new:
-            stop += 1
-        if stop > next_eval and t_eval[next_eval] < t_new:
-            for s in range(13, 16):
-                for j in range(n):
-                    acc = 0.0
-                    for r in range(s):
-                        acc += k[r, j] * a_extra[s - 13, r]
-                    stage[j] = y[j] + acc * h
-                near = start_warm if c_extra[s - 13] <= 0.5 else end_warm
-                status = _EVALUATE(t + c_extra[s - 13] * h, stage, args, near, True, rate)
-                nfev += 1
-                if status != 0:   # SciPy takes this step again (the same size: accepted again) with its output
-                    for i in range(n_warm):
-                        warm[i] = start_warm[i]
-                    return HANDOVER, t, y, f, tried, steps, nfev, next_eval
-                for j in range(n):
-                    k[s, j] = rate[j]
+        if dense_output:
             for j in range(n):
                 delta = y_new[j] - y[j]
                 dense[0, j] = delta
