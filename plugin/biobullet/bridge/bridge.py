@@ -503,13 +503,15 @@ class Bridge:
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         # the step-end Newton correction of explicit function and loop rows (`_end_correction`), one call
         self._end_newton, self._rows_kernel, self._loops_data = None, None, None
-        self._end_rows = self._end_point_rows()
+        #: the rows of the step-end correction: (function table, loop rows or None, `kernels.TreeModel` of their
+        #: kinematics), or None (`_end_point_rows`)
+        self._end = self._end_point_rows()
         #: True when the step-end correction holds every row, loops included (else `bridge.outside` watches them)
-        self.end_correction = self._end_rows is not None
+        self.end_correction = self._end is not None
         if self.end_correction:
             from biobullet.bridge.kernels import end_newton_kernel
             x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # (unit quaternions)
-            self._end_newton = direct_entry(end_newton_kernel(), self._end_rows, self._step_gains(), 0.0,
+            self._end_newton = direct_entry(end_newton_kernel(), *self._end, self._step_gains(), 0.0,
                                             np.array(x0, dtype=float), np.array(xd0, dtype=float), np.eye(n),
                                             np.zeros((m, n)), np.zeros(n), np.zeros(n), np.zeros(m))
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
@@ -541,13 +543,13 @@ class Bridge:
                          LOOP_END_TOLERANCE, END_ITERATIONS)
 
     def _end_point_rows(self):
-        """`kernels.EndRows` of the step-end correction when it holds every row: drift="predictor", rows that are
-        not constant, explicit function rows (compiled jets) on any base and point/planar/revolute loops (compiled
-        rows) on a body without spherical joints — a floating base's loops between two of its links (`EndRows`:
-        the base keeps its pose in the end point's kinematics). None otherwise (plug-in rows, a floating base's
-        loop to the ground: their Taylor target stays, watched by `bridge.outside`)."""
-        from biobullet.bridge.kernels import EndRows
-        from biobullet.constraints.loop_kernels import pack_loop_rows
+        """(function table, loop rows or None, `kernels.TreeModel` for their kinematics) of the step-end correction
+        when it holds every row: drift="predictor", rows that are not constant, explicit function rows (compiled
+        jets) on any base and point/planar/revolute loops (compiled rows) on a body without spherical joints — a
+        floating base's loops between two of its links (`kernels._end_residual_py`: the base keeps its pose in the
+        end point's kinematics). None otherwise (plug-in rows, a floating base's loop to the ground: their Taylor
+        target stays, watched by `bridge.outside`)."""
+        from biobullet.bridge.kernels import TreeModel
         from biobullet.model.joint_jets import function_table
         constraints, model = self.constraints, self.model
         if not self._step_end or self.linear is not None or not constraints.n:
@@ -562,10 +564,10 @@ class Bridge:
                 return None
             loops = vector.rows
         else:
-            loops = pack_loop_rows(np.zeros((len(model.bodies), model.n_tangent)), ())
+            loops = None
         compiled = model.compiled
-        return EndRows(functions, loops, compiled.tree_meta, compiled.tree_body,
-                       np.array([self._base, self._base_v], dtype=np.int64))
+        return functions, loops, TreeModel(False, compiled.tree_meta, compiled.tree_body, np.zeros(3),
+                                           np.array([self._base, self._base_v], dtype=np.int64))
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
@@ -573,7 +575,7 @@ class Bridge:
         n, m = self.model.n_tangent, self.constraints.n
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
         data = () if self._loops_data is None else (self._loops_data,)
-        return direct_entry(self._rows_kernel, self._tree, self._end_rows, *data, self._mass_work, self._bias_work,
+        return direct_entry(self._rows_kernel, self._tree, self._end[0], *data, self._mass_work, self._bias_work,
                             np.zeros(n), 0.0, np.array(x, dtype=float), np.array(xd, dtype=float),
                             self._step_gains(), self._xdd, np.empty(n + m))
 
@@ -587,11 +589,11 @@ class Bridge:
 
     def _compiled_rows(self):
         """(kernel, loop and spring data or None) of the one-call path, or (None, None) when a row is not compiled
-        (plug-in functions, plug-in loop types: no `_end_rows`).
+        (plug-in functions, plug-in loop types: no `_end`).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         constraints = self.constraints
-        if self._end_rows is None:
+        if self._end is None:
             return None, None
         springs = self._compiled_forces[0] if self._compiled_forces is not None else ()
         if not constraints.loops and not springs:
@@ -601,7 +603,10 @@ class Bridge:
         from biobullet.bridge.kernels import LoopData, loop_torque_kernel
         from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
-        loops = self._end_rows.loops
+        loops = self._end[1]
+        if loops is None:   # point-to-point springs alone: zero loop rows
+            from biobullet.constraints.loop_kernels import pack_loop_rows
+            loops = pack_loop_rows(np.zeros((len(self.model.bodies), n)), ())
         ancestry = np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float)
         #: the loop rows without springs: an element added later makes the force stage apply them all
         self._loops_no_springs = LoopData(loops, ancestry, *pack_springs(self.model, ()))
@@ -1031,10 +1036,10 @@ class Bridge:
             mass, bias = self._mass_work, self._bias_work
         out = np.empty(self._out_size)   # [τ_out, λ]
         if data is None:   # (the step-end check inside, `_end_correction`'s kernel)
-            status = self._rows_kernel(self._tree, self._end_rows, mass, bias, torque, self.time, x, xd, self._gains,
+            status = self._rows_kernel(self._tree, self._end[0], mass, bias, torque, self.time, x, xd, self._gains,
                                        self._xdd, out)
         else:
-            status = self._rows_kernel(self._tree, self._end_rows, data, mass, bias, torque, self.time, x, xd,
+            status = self._rows_kernel(self._tree, self._end[0], data, mass, bias, torque, self.time, x, xd,
                                        self._gains, self._xdd, out)
         if status == 0 or status == END_MISSED:
             self._lambda = out[self._out_n:]
@@ -1128,14 +1133,16 @@ class Bridge:
         of `_rows_stage`), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
         (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
-            if self._end_newton(self._end_rows, self._gains, self.time, x, xd, mass, jac, xdd, torque, self._lambda):
+            functions, loops, tree = self._end
+            if self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
+                                self._lambda):
                 self._end_missed(x, xd, xdd)
         return torque
 
     def _end_missed(self, x, xd, xdd) -> None:
         """The step-end correction left a row beyond its tolerance (END_ITERATIONS Newton steps were not enough, a
         function value was not finite or the Newton matrix singular at the end point): one CouplingWarning naming
-        the worst row at the end point the step now aims at (the base's pose held, as in `kernels.EndRows`)."""
+        the worst row at the end point the step now aims at (the base's pose held, as in the kernel)."""
         c, dt = substep_weight(self.substeps), self.dt
         x_end = np.array(x, dtype=float)
         x_end[self._base:] += dt * xd[self._base_v:] + c * dt * dt * xdd[self._base_v:]

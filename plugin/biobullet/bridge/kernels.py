@@ -9,7 +9,8 @@ so a step passes a dozen references, each kernel compiled for one set of types.
     rows_torque   explicit joint functions (`model.joint_jets`) on any base: rows, M and h (own recursions or
                   PyBullet's), the step-end target, the Schur solve and the step-end Newton correction — one call
                   per step (`Bridge._rows_stage`).
-    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs.
+    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs, loops in the
+                  step-end correction too.
     end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
                   and their Jacobian on the compiled tree kinematics) and Newton steps on λ (`Bridge._end_correction`;
                   inside rows_torque and loop_torque).
@@ -59,7 +60,7 @@ class TreeModel(NamedTuple):
 
 class StepGains(NamedTuple):
     """The bridge's target and step-end check for a step of dt: the corrector's kp (1/s²), kd (1/s), kb; dt (s),
-    weight c (x_end = x + dt ẋ + c dt² ẍ, `bridge.substep_weight`); check: the rows kernel runs the step-end Newton
+    weight c (x_end = x + dt ẋ + c dt² ẍ, `bridge.substep_weight`); check: the rows kernels run the step-end Newton
     correction (`_end_newton_py`) until the function rows are within `tolerance` (rad or m) and the loop rows within
     `loop_tolerance` (m, or direction cosines), in at most `iterations` steps."""
     kp: float
@@ -71,20 +72,6 @@ class StepGains(NamedTuple):
     tolerance: float
     loop_tolerance: float
     iterations: int
-
-
-class EndRows(NamedTuple):
-    """The rows the step-end correction evaluates at the end point (`_end_newton_py`), in `ConstraintSet` order:
-    explicit joint functions (`model.joint_jets.FunctionTable`, possibly none), then `<loop>` rows
-    (`constraints.loop_kernels.LoopRows`, possibly none: `pack_loop_rows(ancestry, ())`) on the compiled tree
-    kinematics of (meta, body) (`compiled_kernels.pack`); base = (configuration, velocity) entries of the floating
-    base leading x and ẋ (int64 (2,); the loops' kinematics keep the base's pose of the step's start: the rows
-    evaluated are loops between two links of the body, which a rigid motion of the whole body leaves closed)."""
-    functions: tuple
-    loops: tuple
-    meta: np.ndarray
-    body: np.ndarray
-    base: np.ndarray
 
 
 class LoopData(NamedTuple):
@@ -133,12 +120,11 @@ def _own_dynamics_py(tree, x, xd, mass, bias):
 END_MISSED = 9
 
 
-def _rows_torque_py(tree, rows, mass, bias, tau, t, x, xd, gains, xdd, out):
-    """out = [τ_out, λ], τ_out = τ + Φ_xᵀλ for explicit function rows (`rows.functions`, an `EndRows`) at the
+def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out):
+    """out = [τ_out, λ], τ_out = τ + Φ_xᵀλ for explicit function rows (`model.joint_jets.FunctionTable`) at the
     tree state (x, ẋ) — any base (`TreeModel`); then, with gains.check, the step-end Newton correction
-    (`_end_newton_py`). Status 0, END_MISSED when the correction missed, or another ≠ 0 when the solve declines (the
-    caller's general path decides)."""
-    functions = rows.functions
+    (`_end_newton_py`, no loops). Status 0, END_MISSED when the correction missed, or another ≠ 0 when the solve
+    declines (the caller's general path decides)."""
     n, m = xd.shape[0], functions.table.shape[0]
     _own_dynamics(tree, x, xd, mass, bias)
     phi, jac, phi_t, bias_c = np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m)
@@ -148,29 +134,21 @@ def _rows_torque_py(tree, rows, mass, bias, tau, t, x, xd, gains, xdd, out):
         return 4   # an expression not finite here: the general path reports it
     for r in range(m):
         bias_c[r] *= gains.kb
-    constraint_rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
-    return _solve_and_correct(rows, mass, bias, tau, constraint_rows, t, x, xd, gains, xdd, out)
-
-
-def _solve_and_correct_py(rows, mass, bias, tau, constraint_rows, t, x, xd, gains, xdd, out):
-    """The Schur solve (`_kkt_torque_py`) of `constraint_rows` and, with gains.check, the step-end correction of
-    `rows` (`EndRows`) on its Jacobian: the status of the solve, or END_MISSED."""
-    n = xd.shape[0]
-    status = _kkt(mass, bias, tau, constraint_rows, xd, xdd, out)
-    if status == 0 and gains.check and _end_newton(rows, gains, t, x, xd, mass, constraint_rows.jac, xdd, out[:n],
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    status = _kkt(mass, bias, tau, rows, xd, xdd, out)
+    if status == 0 and gains.check and _end_newton(functions, None, tree, gains, t, x, xd, mass, jac, xdd, out[:n],
                                                    out[n:]) != 0:
         return END_MISSED
     return status
 
 
-def _loop_torque_py(tree, rows, loops, mass, bias, tau, t, x, xd, gains, xdd, out):
+def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xdd, out):
     """out = [τ_out, λ], τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (possibly none) followed by
     `<loop>` rows (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics),
-    in `ConstraintSet` order (`rows`, an `EndRows`); point-to-point springs (`forces.compiled._spring_forces_py`)
-    from the same kinematics (`LoopData`); M, h and the base as in `_rows_torque_py`, and the same step-end
-    correction. Status 0, END_MISSED, or ≠ 0 when the solve declines or a spring has zero length (the general path
-    then decides and reports)."""
-    functions = rows.functions
+    in `ConstraintSet` order; point-to-point springs (`forces.compiled._spring_forces_py`) from the same kinematics
+    (`LoopData`); M, h and the base as in `_rows_torque_py`, and the same step-end correction, loops included.
+    Status 0, END_MISSED, or ≠ 0 when the solve declines or a spring has zero length (the general path then decides
+    and reports)."""
     n = xd.shape[0]
     nf = functions.table.shape[0]
     n_rows = loops.rows.n_rows[0] if loops.rows.n_rows.shape[0] else 0
@@ -196,41 +174,49 @@ def _loop_torque_py(tree, rows, loops, mass, bias, tau, t, x, xd, gains, xdd, ou
     for r in range(m):
         bias_c[r] *= gains.kb
     _own_dynamics(tree, x, xd, mass, bias)
-    constraint_rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
-    return _solve_and_correct(rows, mass, bias, total, constraint_rows, t, x, xd, gains, xdd, out)
+    rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
+    status = _kkt(mass, bias, total, rows, xd, xdd, out)
+    if status == 0 and gains.check and _end_newton(functions, loops.rows, tree, gains, t, x, xd, mass, jac, xdd,
+                                                   out[:n], out[n:]) != 0:
+        return END_MISSED
+    return status
 
 
-def _end_residual_py(rows, t, x, xd, x_end, phi, jac_end):
-    """Φ of `rows` (`EndRows`) at the end point into phi: the function rows at the 1-DOF joints' end positions
-    x_end and t (their values alone, `joint_jets._function_values_py`); the loop rows, and their Jacobian into the
-    loop rows of jac_end, at x with its 1-DOF joints moved to x_end (the base's pose of x: see `EndRows`). max |Φ|
-    of the function rows and of the loop rows, or −1 when a function value is not finite."""
-    nf = rows.functions.table.shape[0]
-    n_loop = rows.loops.n_rows[0] if rows.loops.n_rows.shape[0] else 0
+def _end_residual_py(functions, loops, tree, t, x_full, xd, x_end, phi, jac_end):
+    """Φ at the end point into phi, in `ConstraintSet` order: the function rows (`FunctionTable`) at the 1-DOF
+    joints' end positions x_end and t (their values alone, `joint_jets._function_values_py`); the loop rows
+    (`LoopRows`, or None: no loops) and their Jacobian, into the loop rows of jac_end, on the tree kinematics of
+    (tree.meta, tree.body) at x_full with its 1-DOF joints set to x_end (in place) — the base entries (tree.base)
+    keep their pose: a floating base's loops close between two links of the body, which a rigid motion of the whole
+    body leaves closed (the caller holds no loop to the ground on a floating base, and no loop with spherical
+    joints). (max |Φ| of the function rows, of the loop rows), or (−1, 0) when a function value is not finite."""
+    nf = functions.table.shape[0]
     worst_functions, worst_loops = 0.0, 0.0
     if nf > 0:
-        worst_functions = _values(rows.functions, t, x_end, phi[:nf])
+        worst_functions = _values(functions, t, x_end, phi[:nf])
         if worst_functions < 0.0:
             return -1.0, 0.0
-    if n_loop:
-        n = jac_end.shape[1]
-        base_q = rows.base[0]
-        x_full = x.copy()
-        for i in range(x_end.shape[0]):
-            x_full[base_q + i] = x_end[i]
-        kin = _kin(rows.meta, rows.body, x_full, xd, n, bool(False))   # (positions only: ẋ unread)
-        l_phi, l_jac, _ = _loop_rows(rows.loops, int(0), kin, bool(True), bool(False))
-        for r in range(n_loop):
-            phi[nf + r] = l_phi[r]
-            worst_loops = max(worst_loops, abs(l_phi[r]))
-            for c in range(n):
-                jac_end[nf + r, c] = l_jac[r, c]
+    if loops is not None:
+        n_loop = loops.n_rows[0] if loops.n_rows.shape[0] else 0
+        if n_loop:
+            n = jac_end.shape[1]
+            base_q = tree.base[0]
+            for i in range(x_end.shape[0]):
+                x_full[base_q + i] = x_end[i]
+            kin = _kin(tree.meta, tree.body, x_full, xd, n, bool(False))   # (positions only: ẋ unread)
+            l_phi, l_jac, _ = _loop_rows(loops, int(0), kin, bool(True), bool(False))
+            for r in range(n_loop):
+                phi[nf + r] = l_phi[r]
+                worst_loops = max(worst_loops, abs(l_phi[r]))
+                for c in range(n):
+                    jac_end[nf + r, c] = l_jac[r, c]
     return worst_functions, worst_loops
 
 
-def _end_newton_py(rows, gains, t, x, xd, mass, jac, xdd, torque, lam):
-    """The step-end correction of explicit function and loop rows (`EndRows`; any base for function rows, see
-    `EndRows` for loops): Φ at the end point of the 1-DOF joints θ + dt θ̇ + c dt² θ̈, t + dt (`_end_residual_py`)
+def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torque, lam):
+    """The step-end correction of explicit function rows (`FunctionTable`, any base) and loop rows (`LoopRows`, or
+    None; see `_end_residual_py`) on the tree (`TreeModel`: its meta, body and base are read):
+    Φ at the end point of the 1-DOF joints θ + dt θ̇ + c dt² θ̈, t + dt (`_end_residual_py`)
     and, while the function rows exceed gains.tolerance or the loop rows gains.loop_tolerance, at most
     gains.iterations Newton steps on the constraint forces Δλ = −(J M⁻¹ Jᵀ)⁻¹ Φ/(c dt²) — J the function rows' Φ_x
     of the step's start (`jac`: a chord step; Φ_x moves by O(dt ẋ) over the step) and the loop rows' Jacobian at
@@ -241,20 +227,28 @@ def _end_newton_py(rows, gains, t, x, xd, mass, jac, xdd, torque, lam):
     n, m = xd.shape[0], jac.shape[0]
     c, dt = gains.weight, gains.dt
     h = c * dt * dt
-    base_q, base_v = rows.base[0], rows.base[1]
-    x_end, phi, step, delta = np.empty(x.shape[0] - base_q), np.empty(m), np.empty(n), np.empty(m)
-    jac_newton = jac.copy()   # the function rows' Φ_x of the start; the loop rows' overwritten at each end point
-    none_n, none_m = np.zeros(n), np.zeros(m)
+    base_q, base_v = tree.base[0], tree.base[1]
+    x_end, phi, x_full = np.empty(x.shape[0] - base_q), np.empty(m), x.copy()
+    # the Newton matrix rows: the function rows' Φ_x of the start (copied at the first Newton step), the loop rows'
+    # at each end point (`_end_residual_py`); the Newton step's arrays allocated when a step is needed
+    jac_newton = np.empty((m, n))
+    step, delta, none_n, none_m = np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     for k in range(gains.iterations + 1):
         for i in range(x_end.shape[0]):
             x_end[i] = x[base_q + i] + dt * xd[base_v + i] + h * xdd[base_v + i]
-        worst_functions, worst_loops = _end_residual(rows, t + dt, x, xd, x_end, phi, jac_newton)
+        worst_functions, worst_loops = _end_residual(functions, loops, tree, t + dt, x_full, xd, x_end, phi,
+                                                    jac_newton)
         if worst_functions < 0.0:
             return 1
         if worst_functions <= gains.tolerance and worst_loops <= gains.loop_tolerance:
             return 0
         if k == gains.iterations:
             return 3
+        if k == 0:
+            step, delta, none_n, none_m = np.empty(n), np.empty(m), np.zeros(n), np.zeros(m)
+            for r in range(functions.table.shape[0]):
+                for i in range(n):
+                    jac_newton[r, i] = jac[r, i]
         newton_rows = solve.ConstraintRows(jac_newton, phi, none_m, bool(False), none_m, 1.0 / h, 0.0)
         if _schur(mass, none_n, none_n, bool(False), newton_rows, none_n, _PIVOT, step, delta) != 0:
             return 2
@@ -288,10 +282,9 @@ def _step_bindings() -> dict:
     """The callees of `_rows_torque_py` and `_loop_torque_py`."""
     from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
     from biobullet.model.joint_jets import function_rows_kernel
-    kkt = jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()})
     return {"_tree": tree_dynamics_kernel(), "_own_dynamics": _own_dynamics_py, "_rows": function_rows_kernel(),
-            "_kkt": kkt, "_solve_and_correct": jit.compiled(_solve_and_correct_py, bind=lambda: {
-                "_kkt": kkt, "_end_newton": end_newton_kernel()})}
+            "_kkt": jit.compiled(_kkt_torque_py, bind={"_schur": solve.schur_kernel()}),
+            "_end_newton": end_newton_kernel()}
 
 
 def rows_torque_kernel():
@@ -332,5 +325,5 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["END_MISSED", "EndRows", "LoopData", "StepGains", "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel",
+__all__ = ["END_MISSED", "LoopData", "StepGains", "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel",
            "loop_torque_kernel", "pack_linear", "rows_torque_kernel"]
