@@ -1151,7 +1151,9 @@ class Bridge:
         name = self.constraints.names[worst] if len(residual) else "(none)"
         self.watch.warn("end_newton", f"the step-end Newton correction left constraint {name!r} off by "
                                       f"{float(residual.max(initial=0.0)):.3g} rad or m at the end of the step from "
-                                      f"t = {self.time:.6g} s (dt = {dt:g} s): it moves too far in one step",
+                                      f"t = {self.time:.6g} s (dt = {dt:g} s): its Newton steps did not converge "
+                                      "(the rows move too far in one step, or a loop is near a singular "
+                                      "configuration)",
                         "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
