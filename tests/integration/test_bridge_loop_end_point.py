@@ -138,7 +138,7 @@ def test_every_bundled_loop_holds_after_every_clean_step(path, dt) -> None:
     """Every loop of every bundled loop model ≤ 1e-9 m after each of 200 clean steps, in PyBullet's joint positions
     through Pinocchio (main: 5.4e-3 m on the squeezer at 1 ms, 0.1 m and divergence at 1/240 s; 3.6e-10 m on the
     knee, 4.4e-5 m on the prosthesis — whose joint functions share the correction — at 1/240 s), within
-    LINK_STATE_ROUNDINGS float32 roundings in PyBullet's link frames (main: 3e5 of them on the squeezer), and no
+    LINK_STATE_ROUNDINGS float32 roundings in PyBullet's link frames (main: 5.4e-3 m on the squeezer), and no
     CouplingWarning."""
     with warnings.catch_warnings():
         # the prosthesis' toe contact at 1/240 s: beyond its stability limit when it engages (a BridgeWarning; it
