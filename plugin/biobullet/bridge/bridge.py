@@ -64,7 +64,8 @@ from biobullet.bridge.inertia import match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
-from biobullet.bridge.kernels import END_MISSED
+from biobullet.bridge.kernels import END_MISSED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
+from biobullet.bridge.outside import PROMISE
 from biobullet.bridge.stability import check_stiff_elements
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
@@ -81,6 +82,12 @@ END_TOLERANCE = 1.0e-7
 #: within this (m, or direction cosines): a hundredth of the loop gap the bridge promises after a clean step (1e-9 m)
 LOOP_END_TOLERANCE = 1.0e-11
 END_ITERATIONS = 8
+#: on the one-call loop stage the loops' end point is evaluated (≈ 1.3 µs on the four-bar, 2.1–2.4 on the squeezer)
+#: only on the steps whose predicted Taylor miss exceeds this (m; `kernels._loops_due_py`): the miss known from the
+#: last evaluation, or the last skipped step's real gap read free as the next step's start residual, scaled by the
+#: growth of the step size. A hundredth of the 1e-7 m a loop may show after a clean step (docs/bridge.md, "Loops"):
+#: consecutive misses of the bundled loops differ by at most ×2.2 (measured), so a skipped step ends ≤ 1e-8 m
+LOOP_SKIP_BELOW = 1.0e-9
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
 #: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
@@ -503,6 +510,8 @@ class Bridge:
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         # the step-end Newton correction of explicit function and loop rows (`_end_correction`), one call
         self._end_newton, self._rows_kernel, self._loops_data = None, None, None
+        #: the loops' step-end record (`kernels.StepGains.loop_record`: miss, step size, skipped), kept by the kernels
+        self._loop_record = np.array([np.inf, 0.0, 0.0, 0.0])
         #: the rows of the step-end correction: (function table, loop rows or None, `kernels.TreeModel` of their
         #: kinematics), or None (`_end_point_rows`)
         self._end = self._end_point_rows()
@@ -538,9 +547,16 @@ class Bridge:
         (`_end_correction` inside the kernel)."""
         from biobullet.bridge.kernels import StepGains
         corrector = self.corrector
+        self._restart_loop_record()
         return StepGains(float(corrector.kp), float(corrector.kd), float(corrector.kb), float(self.dt),
                          substep_weight(self.substeps), self._end_newton is not None, END_TOLERANCE,
-                         LOOP_END_TOLERANCE, END_ITERATIONS)
+                         LOOP_END_TOLERANCE, END_ITERATIONS, LOOP_SKIP_BELOW, PROMISE, self._loop_record)
+
+    def _restart_loop_record(self) -> None:
+        """The loops' Taylor miss unknown (a new time step, a state written by the bridge — reset or projection —
+        or the general path, which does not pass the start residual): the next step evaluates their end point."""
+        record = self._loop_record
+        record[LOOP_MISS], record[LOOP_SKIPPED], record[LOOP_RATIO] = np.inf, 0.0, 0.0
 
     def _end_point_rows(self):
         """(function table, loop rows or None, `kernels.TreeModel` for their kinematics) of the step-end correction
@@ -743,6 +759,7 @@ class Bridge:
 
     def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
         """(x, ẋ) to PyBullet (one resetJointStatesMultiDof call for a fixed base)."""
+        self._restart_loop_record()
         if not self._fixed:
             self.map.state_to_pybullet(x, xd)
             return
@@ -793,6 +810,7 @@ class Bridge:
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self.watch.disarm()   # a new start: nothing outside the solve to compare with
+        self._restart_loop_record()
         self.samples.clear()
         if self.muscles is not None:
             self.muscles.recorded.clear()
@@ -1041,10 +1059,12 @@ class Bridge:
         else:
             status = self._rows_kernel(self._tree, self._end[0], data, mass, bias, torque, self.time, x, xd,
                                        self._gains, self._xdd, out)
-        if status == 0 or status == END_MISSED:
+        if status == 0 or status == END_MISSED or status == LOOP_GAP:
             self._lambda = out[self._out_n:]
-            if status:
+            if status == END_MISSED:
                 self._end_missed(x, xd, self._xdd)
+            elif status:
+                self._loop_gap(x)
             return out[:self._out_n], self._xdd
         # the general solve (it reads M and h again), with every force element
         if self._kernel_forces_only:
@@ -1134,6 +1154,7 @@ class Bridge:
         (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
             functions, loops, tree = self._end
+            self._restart_loop_record()   # (no start residual here: every step evaluates the loops' end point)
             if self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
                                 self._lambda):
                 self._end_missed(x, xd, xdd)
@@ -1154,6 +1175,18 @@ class Bridge:
                                       f"t = {self.time:.6g} s (dt = {dt:g} s): its Newton steps did not converge "
                                       "(the rows move too far in one step, or a loop is near a singular "
                                       "configuration)",
+                        "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
+
+    def _loop_gap(self, x) -> None:
+        """The last step skipped the loops' end point (its predicted Taylor miss was within LOOP_SKIP_BELOW) and
+        ended beyond the promise (`kernels.LOOP_GAP`): one CouplingWarning naming the loop row and its gap, read
+        at the start of this step (whose end point is evaluated)."""
+        residual = np.abs(self.constraints.residual(x, self.time))
+        worst = int(np.argmax(residual))
+        self.watch.warn("loop_skip", f"constraint {self.constraints.names[worst]!r} was off by "
+                                     f"{float(residual[worst]):.3g} m at t = {self.time:.6g} s after a step that did "
+                                     "not evaluate the loops' end point (its predicted Taylor miss was below "
+                                     f"{LOOP_SKIP_BELOW:g} m): the loop's motion changed faster than predicted",
                         "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
