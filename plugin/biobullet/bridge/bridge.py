@@ -64,7 +64,7 @@ from biobullet.bridge.inertia import match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
-from biobullet.bridge.kernels import END_MISSED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
+from biobullet.bridge.kernels import END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
 from biobullet.bridge.outside import PROMISE
 from biobullet.bridge.stability import check_stiff_elements
 
@@ -510,8 +510,9 @@ class Bridge:
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
         # the step-end Newton correction of explicit function and loop rows (`_end_correction`), one call
         self._end_newton, self._rows_kernel, self._loops_data = None, None, None
-        #: the loops' step-end record (`kernels.StepGains.loop_record`: miss, step size, skipped), kept by the kernels
-        self._loop_record = np.array([np.inf, 0.0, 0.0, 0.0])
+        #: the loops' step-end record (`kernels.StepGains.loop_record`: miss, step size, skipped, miss per size,
+        #: evaluations), kept by the kernels
+        self._loop_record = np.array([np.inf, 0.0, 0.0, 0.0, 0.0])
         #: the rows of the step-end correction: (function table, loop rows or None, `kernels.TreeModel` of their
         #: kinematics), or None (`_end_point_rows`)
         self._end = self._end_point_rows()
@@ -541,6 +542,7 @@ class Bridge:
         self._rows_fast = self._rows_kernel is not None
         #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
         self._gains = self._step_gains()
+        self._loop_record[LOOP_EVALUATED] = 0.0   # (the direct entries' first calls above are no steps)
 
     def _step_gains(self):
         """`kernels.StepGains` of the corrector, the time step and the rows kernels' step-end check
@@ -551,6 +553,12 @@ class Bridge:
         return StepGains(float(corrector.kp), float(corrector.kd), float(corrector.kb), float(self.dt),
                          substep_weight(self.substeps), self._end_newton is not None, END_TOLERANCE,
                          LOOP_END_TOLERANCE, END_ITERATIONS, LOOP_SKIP_BELOW, PROMISE, self._loop_record)
+
+    @property
+    def loop_end_evaluations(self) -> int:
+        """Steps so far whose loops' end point the step-end correction evaluated: on the one-call loop stage only
+        those whose predicted Taylor miss exceeded LOOP_SKIP_BELOW (the others end within it: docs/bridge.md)."""
+        return int(self._loop_record[LOOP_EVALUATED])
 
     def _restart_loop_record(self) -> None:
         """The loops' Taylor miss unknown (a new time step, a state written by the bridge — reset or projection —

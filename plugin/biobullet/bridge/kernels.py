@@ -131,8 +131,9 @@ LOOP_GAP = 10
 #: on a step that evaluated the end point, else the next step's start residual — that step's real end gap; inf:
 #: unknown, after a reset, a projection or a time-step change), the step size that miss came with
 #: (`_step_size_py`), 1.0 when the last step skipped the loops' end point, and the largest miss per step size seen
-#: (m, fading by RATIO_MEMORY a step: the loops' curvature along the motion, `_learn_miss_py`)
-LOOP_MISS, LOOP_SIZE, LOOP_SKIPPED, LOOP_RATIO = 0, 1, 2, 3
+#: (m, fading by RATIO_MEMORY a step: the loops' curvature along the motion, `_learn_miss_py`); the count of steps
+#: that evaluated it
+LOOP_MISS, LOOP_SIZE, LOOP_SKIPPED, LOOP_RATIO, LOOP_EVALUATED = 0, 1, 2, 3, 4
 #: the largest miss per step size fades by this a step (forgotten over ≈ 100 steps: a loop leaving a strongly curved
 #: configuration gets its skipping back)
 RATIO_MEMORY = 0.99
@@ -332,6 +333,7 @@ def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torq
             _learn_miss(record, worst_loops, size)
             record[LOOP_SIZE] = size
             record[LOOP_SKIPPED] = 0.0
+            record[LOOP_EVALUATED] += 1.0
         if worst_functions <= gains.tolerance and worst_loops <= gains.loop_tolerance:
             return 0
         if k == gains.iterations:
@@ -420,6 +422,6 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["END_MISSED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "StepGains",
+__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "StepGains",
            "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
            "rows_torque_kernel"]
