@@ -263,7 +263,8 @@ def _loops_due_py(record, size, skip_below):
     size, and the last known miss scaled up by the growth of the step size since (never down). The miss is O(dt³),
     a smooth function of the state and of ẍ; its sign-changing terms (ẋ Φ_xx ẍ against Φ_xxx ẋ³) can cancel, so the
     ratio bound holds where the last miss alone would not (a torque that flips from step to step). A reset, a
-    projection or a new time step set the miss to inf (unknown): due. docs/bridge.md, "Loops", has the measurements."""
+    projection or a new time step set the miss to inf (unknown): due. Measured in docs/bridge.md, "Skipping the loops'
+    end point"."""
     miss, known = record[LOOP_MISS], record[LOOP_SIZE]
     if not record[LOOP_RATIO] * size <= skip_below:
         return True
