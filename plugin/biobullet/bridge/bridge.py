@@ -1159,7 +1159,8 @@ class Bridge:
         (loops), up to END_ITERATIONS Newton steps Δλ = −(J M⁻¹ Jᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (J:
         the function rows' Φ_x of the step's start `jac`, chord steps; the loop rows' Jacobian at the end point)
         put the end point on the manifold — one compiled call (`kernels.end_newton`, also inside the rows kernels
-        of `_rows_stage`), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
+        of `_rows_stage`, which evaluates the loops' end point only where their predicted Taylor miss exceeds
+        LOOP_SKIP_BELOW; here, every step), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
         (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
             functions, loops, tree = self._end

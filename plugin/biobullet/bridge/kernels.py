@@ -10,7 +10,8 @@ so a step passes a dozen references, each kernel compiled for one set of types.
                   PyBullet's), the step-end target, the Schur solve and the step-end Newton correction — one call
                   per step (`Bridge._rows_stage`).
     loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs, loops in the
-                  step-end correction too.
+                  step-end correction too — their end point evaluated on the steps whose predicted Taylor miss
+                  asks for it (`_loops_due_py`, from the start residual the step computes anyway).
     end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
                   and their Jacobian on the compiled tree kinematics) and Newton steps on λ (`Bridge._end_correction`;
                   inside rows_torque and loop_torque).
@@ -206,9 +207,18 @@ def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xd
     _own_dynamics(tree, x, xd, mass, bias)
     rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
     status = _kkt(mass, bias, total, rows, xd, xdd, out)
-    if status == 0 and gains.check and _end_newton(functions, loops.rows, tree, gains, t, x, xd, mass, jac, xdd,
-                                                   out[:n], out[n:]) != 0:
-        return END_MISSED
+    if status == 0 and gains.check:
+        # loops alone whose end point the step skips: no call (passing the row records costs ≈ 0.5 µs of
+        # reference counts); else `_end_newton_py`, which decides the same for the loops beside function rows
+        skip = False
+        if nf == 0 and n_rows:
+            size = _step_size(xd, xdd, tree.base[1], gains.dt, gains.weight * gains.dt * gains.dt)
+            skip = not _loops_due(gains.loop_record, size, gains.loop_skip_below)
+            if skip:
+                _record_skip(gains.loop_record, size)
+        if not skip and _end_newton(functions, loops.rows, tree, gains, t, x, xd, mass, jac, xdd, out[:n],
+                                    out[n:]) != 0:
+            return END_MISSED
     if status == 0 and gap:
         return LOOP_GAP
     return status
@@ -273,6 +283,12 @@ def _loops_due_py(record, size, skip_below):
     return not miss <= skip_below
 
 
+def _record_skip_py(record, size):
+    """Record in `StepGains.loop_record` a step of the given size that skipped the loops' end point."""
+    record[LOOP_SIZE] = size
+    record[LOOP_SKIPPED] = 1.0
+
+
 def _learn_miss_py(record, miss, size):
     """Record the Taylor miss (m) of a step of the given size (`_step_size_py`) in `StepGains.loop_record`."""
     record[LOOP_MISS] = miss
@@ -307,8 +323,7 @@ def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torq
             size = _step_size(xd, xdd, base_v, dt, h)
             skipping = not _loops_due(record, size, gains.loop_skip_below)
             if skipping and nf == 0:
-                record[LOOP_SIZE] = size
-                record[LOOP_SKIPPED] = 1.0
+                _record_skip(record, size)
                 return 0
     x_end, phi, x_full = np.empty(x.shape[0] - base_q), np.empty(m), x.copy()
     # the Newton matrix rows: the function rows' Φ_x of the start (copied at the first Newton step), the loop rows'
@@ -324,8 +339,7 @@ def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torq
             return 1
         if skipping:   # the function rows alone at the end point
             if worst_functions <= gains.tolerance:
-                record[LOOP_SIZE] = size
-                record[LOOP_SKIPPED] = 1.0
+                _record_skip(record, size)
                 return 0
             skipping = False   # they need a Newton step: the loop rows join it, evaluated at the same end point
             worst_functions, worst_loops = _end_residual(functions, loops, True, tree, t + dt, x_full, xd, x_end,
@@ -371,8 +385,13 @@ def end_newton_kernel():
     """The compiled `_end_newton_py` (its uncompiled form with BIOBULLET_NUMBA=0: debugging)."""
     return jit.compiled(_end_newton_py, bind=lambda: {
         "_schur": solve.schur_kernel(), "_end_residual": jit.compiled(_end_residual_py, bind=_end_bindings),
-        "_step_size": jit.compiled(_step_size_py), "_loops_due": jit.compiled(_loops_due_py),
-        "_learn_miss": jit.compiled(_learn_miss_py)})
+        **_skip_bindings(), "_learn_miss": jit.compiled(_learn_miss_py)})
+
+
+def _skip_bindings() -> dict:
+    """The loops' skip decision and its record (`_loops_due_py`), for `_end_newton_py` and `_loop_torque_py`."""
+    return {"_step_size": jit.compiled(_step_size_py), "_loops_due": jit.compiled(_loops_due_py),
+            "_record_skip": jit.compiled(_record_skip_py)}
 
 
 def _step_bindings() -> dict:
@@ -396,7 +415,8 @@ def loop_torque_kernel():
     kin, loop_rows = loop_kernels()
     return jit.compiled(_loop_torque_py, bind=lambda: {**_step_bindings(), "_kin": kin, "_loop_rows": loop_rows,
                                                        "_spring_forces": spring_forces_kernel(),
-                                                       "_learn_miss": jit.compiled(_learn_miss_py)})
+                                                       "_learn_miss": jit.compiled(_learn_miss_py),
+                                                       **_skip_bindings()})
 
 
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
