@@ -65,7 +65,7 @@ class StepGains(NamedTuple):
     correction (`_end_newton_py`) until the function rows are within `tolerance` (rad or m) and the loop rows within
     `loop_tolerance` (m, or direction cosines), in at most `iterations` steps. The loop rows' end point is evaluated
     only on the steps whose predicted Taylor miss exceeds `loop_skip_below` (m; `_loops_due_py`), from `loop_record`
-    (the bridge's, written in place: `LOOP_MISS`, `LOOP_SIZE`, `LOOP_SKIPPED`); a skipped step whose real gap (the
+    (the bridge's, written in place: `LOOP_MISS` … `LOOP_EVALUATED`); a skipped step whose real gap (the
     next step's start residual) exceeds `promise` (m) is reported (`LOOP_GAP`)."""
     kp: float
     kd: float
