@@ -819,12 +819,12 @@ class Bridge:
         self.map.state_to_pybullet(x, xd)
         self.time = float(t)
         self.watch.disarm()   # a new start: nothing outside the solve to compare with
-        self._restart_loop_record()
         self.samples.clear()
         if self.muscles is not None:
             self.muscles.recorded.clear()
         if self.contacts is not None:   # a new run: fresh contact states and logs
             self.contacts.restart()
+        self._restart_loop_record()
         if self._auto_record:
             self.record()
 
