@@ -64,6 +64,8 @@ from biobullet.bridge.inertia import match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
+from biobullet.bridge.kernels import END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
+from biobullet.bridge.outside import PROMISE
 from biobullet.bridge.stability import check_stiff_elements
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
@@ -76,7 +78,17 @@ PROJECTION_TOLERANCE = 1.0e-8
 #: rows by more than this (rad or m; a tenth of the promise `outside.PROMISE`), with at most END_ITERATIONS Newton
 #: steps (each takes the residual from O(dt³) to round-off; below the tolerance the Taylor target is kept as it is)
 END_TOLERANCE = 1.0e-7
-END_ITERATIONS = 2
+#: loops' step-end Newton steps (Jacobian at the end point: quadratic convergence) go on until their rows are
+#: within this (m, or direction cosines): a hundredth of the loop gap the bridge promises after a clean step (1e-9 m)
+LOOP_END_TOLERANCE = 1.0e-11
+END_ITERATIONS = 8
+#: on the one-call loop stage the loops' end point is evaluated (≈ 1.3–1.9 µs on the four-bar, 2.1–2.7 on the
+#: squeezer) only on the steps whose predicted Taylor miss exceeds this (m; `kernels._loops_due_py`): the last known
+#: miss (the last evaluation's, or the last skipped step's real gap, read free as the next step's start residual)
+#: scaled by the growth of the step size, and the largest miss per step size seen. A skipped step then ends within
+#: ≈ this: measured ≤ 1.04e-9 m on the bundled loops under ramps, steps and random torques (docs/bridge.md,
+#: "Skipping the loops' end point") — a tenth of the 1e-8 m (1 % of the promise) the tests allow
+LOOP_SKIP_BELOW = 1.0e-9
 #: a projection is written back only if the correction exceeds this × (1 + max|ẋ|) (else it is round-off)
 PROJECTION_FLOOR = 1.0e-14
 #: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
@@ -497,18 +509,22 @@ class Bridge:
             self._linear_own = direct_entry(linear_own_kernel(), *self._own_tree, self._zero_tau, self._null,
                                             np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
-        from biobullet.model.joint_jets import function_table
-        #: explicit joint functions alone (no loops), packed for the compiled rows (None: plug-in rows)
-        functions = function_table(self.constraints.functions) if m and not self.constraints.loops else None
-        # the step-end Newton correction of explicit function rows on any base (`_end_correction`), one call
-        self._end_newton, self._functions = None, functions
-        self._base_offsets = np.array([self._base, self._base_v], dtype=np.int64)
-        self._rows_kernel, self._loops_data, self._table = None, None, None
-        if self._step_end and functions is not None and self.linear is None:
+        # the step-end Newton correction of explicit function and loop rows (`_end_correction`), one call
+        self._end_newton, self._rows_kernel, self._loops_data = None, None, None
+        #: the loops' step-end record (`kernels.StepGains.loop_record`: miss, step size, skipped, miss per size,
+        #: evaluations), kept by the kernels
+        self._loop_record = np.array([np.inf, 0.0, 0.0, 0.0, 0.0])
+        #: the rows of the step-end correction: (function table, loop rows or None, `kernels.TreeModel` of their
+        #: kinematics), or None (`_end_point_rows`)
+        self._end = self._end_point_rows()
+        #: True when the step-end correction holds every row, loops included (else `bridge.outside` watches them)
+        self.end_correction = self._end is not None
+        if self.end_correction:
             from biobullet.bridge.kernels import end_newton_kernel
-            self._end_newton = direct_entry(end_newton_kernel(), functions, self._step_gains(), self._base_offsets,
-                                            0.0, np.zeros(self.model.n_config), np.zeros(n), np.eye(n), np.zeros((m, n)),
-                                            np.zeros(n), np.zeros(n), np.zeros(m))
+            x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # (unit quaternions)
+            self._end_newton = direct_entry(end_newton_kernel(), *self._end, self._step_gains(), 0.0,
+                                            np.array(x0, dtype=float), np.array(xd0, dtype=float), np.eye(n),
+                                            np.zeros((m, n)), np.zeros(n), np.zeros(n), np.zeros(m))
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._compiled_forces = None
@@ -516,7 +532,7 @@ class Bridge:
         if any_base and self._step_end and m and not self.uses_null_space:
             # springs inside the kernel on a fixed base (its loop kinematics); elsewhere the force stage
             self._compiled_forces = self._forces_in_kernel() if self._fixed else None
-            self._rows_kernel, self._table, self._loops_data = self._compiled_rows()
+            self._rows_kernel, self._loops_data = self._compiled_rows()
             if self._rows_kernel is not None:
                 from biobullet.bridge.kernels import TreeModel
                 # M and h: the own recursions' packed tree, else placeholders of the same types
@@ -527,15 +543,56 @@ class Bridge:
         self._rows_fast = self._rows_kernel is not None
         #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
         self._gains = self._step_gains()
+        self._loop_record[LOOP_EVALUATED] = 0.0   # (the direct entries' first calls above are no steps)
 
     def _step_gains(self):
-        """`kernels.StepGains` of the corrector, the time step and the rows kernel's step-end check (explicit
-        function rows alone, any base: `_end_correction` inside the kernel)."""
+        """`kernels.StepGains` of the corrector, the time step and the rows kernels' step-end check
+        (`_end_correction` inside the kernel)."""
         from biobullet.bridge.kernels import StepGains
         corrector = self.corrector
-        check = self._end_newton is not None and self._rows_kernel is not None and self._loops_data is None
+        self._restart_loop_record()
         return StepGains(float(corrector.kp), float(corrector.kd), float(corrector.kb), float(self.dt),
-                         substep_weight(self.substeps), bool(check), END_TOLERANCE, END_ITERATIONS)
+                         substep_weight(self.substeps), self._end_newton is not None, END_TOLERANCE,
+                         LOOP_END_TOLERANCE, END_ITERATIONS, LOOP_SKIP_BELOW, PROMISE, self._loop_record)
+
+    @property
+    def loop_end_evaluations(self) -> int:
+        """Steps so far whose loops' end point the step-end correction evaluated: on the one-call loop stage only
+        those whose predicted Taylor miss exceeded LOOP_SKIP_BELOW (the others end within it: docs/bridge.md)."""
+        return int(self._loop_record[LOOP_EVALUATED])
+
+    def _restart_loop_record(self) -> None:
+        """The loops' Taylor miss unknown (a new time step, a state written by the bridge — reset or projection —
+        or the general path, which does not pass the start residual): the next step evaluates their end point."""
+        record = self._loop_record
+        record[LOOP_MISS], record[LOOP_SKIPPED], record[LOOP_RATIO] = np.inf, 0.0, 0.0
+
+    def _end_point_rows(self):
+        """(function table, loop rows or None, `kernels.TreeModel` for their kinematics) of the step-end correction
+        when it holds every row: drift="predictor", rows that are not constant, explicit function rows (compiled
+        jets) on any base and point/planar/revolute loops (compiled rows) on a body without spherical joints — a
+        floating base's loops between two of its links (`kernels._end_residual_py`: the base keeps its pose in the
+        end point's kinematics). None otherwise (plug-in rows, a floating base's loop to the ground: their Taylor
+        target stays, watched by `bridge.outside`)."""
+        from biobullet.bridge.kernels import TreeModel
+        from biobullet.model.joint_jets import function_table
+        constraints, model = self.constraints, self.model
+        if not self._step_end or self.linear is not None or not constraints.n:
+            return None
+        functions = function_table(constraints.functions)
+        if functions is None:
+            return None
+        if constraints.loops:
+            from biobullet.constraints.loops import vector_loops
+            vector = None if self._spherical else vector_loops(model, constraints.loops)
+            if vector is None or (self._floating and (vector.rows.point_body < 0).any()):
+                return None
+            loops = vector.rows
+        else:
+            loops = None
+        compiled = model.compiled
+        return functions, loops, TreeModel(False, compiled.tree_meta, compiled.tree_body, np.zeros(3),
+                                           np.array([self._base, self._base_v], dtype=np.int64))
 
     def _rows_entry(self):
         """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
@@ -543,7 +600,7 @@ class Bridge:
         n, m = self.model.n_tangent, self.constraints.n
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
         data = () if self._loops_data is None else (self._loops_data,)
-        return direct_entry(self._rows_kernel, self._tree, self._table, *data, self._mass_work, self._bias_work,
+        return direct_entry(self._rows_kernel, self._tree, self._end[0], *data, self._mass_work, self._bias_work,
                             np.zeros(n), 0.0, np.array(x, dtype=float), np.array(xd, dtype=float),
                             self._step_gains(), self._xdd, np.empty(n + m))
 
@@ -556,36 +613,29 @@ class Bridge:
         self._kernel_forces_only = compiled is not None and len(elements) == compiled[3]
 
     def _compiled_rows(self):
-        """(kernel, function table, loop and spring data or None) of the one-call path, or (None, None, None) when
-        a row is not compiled (plug-in functions, plug-in loop types).
+        """(kernel, loop and spring data or None) of the one-call path, or (None, None) when a row is not compiled
+        (plug-in functions, plug-in loop types: no `_end`).
         Loops, or point-to-point springs among the force elements, take `kernels.loop_torque_kernel` (with zero
         loop rows for springs alone); other rows `rows_torque_kernel`."""
-        from biobullet.model.joint_jets import function_table
         constraints = self.constraints
-        table = function_table(constraints.functions)
-        if table is None:
-            return None, None, None
+        if self._end is None:
+            return None, None
         springs = self._compiled_forces[0] if self._compiled_forces is not None else ()
         if not constraints.loops and not springs:
             from biobullet.bridge.kernels import rows_torque_kernel
-            return rows_torque_kernel(), table, None
+            return rows_torque_kernel(), None
         from biobullet.algorithms.vectorized import tree_arrays
         from biobullet.bridge.kernels import LoopData, loop_torque_kernel
         from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
-        if constraints.loops:
-            from biobullet.constraints.loops import vector_loops
-            vector = vector_loops(self.model, constraints.loops)
-            if vector is None:
-                return None, None, None
-            loops = vector.rows
-        else:
+        loops = self._end[1]
+        if loops is None:   # point-to-point springs alone: zero loop rows
             from biobullet.constraints.loop_kernels import pack_loop_rows
             loops = pack_loop_rows(np.zeros((len(self.model.bodies), n)), ())
         ancestry = np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float)
         #: the loop rows without springs: an element added later makes the force stage apply them all
         self._loops_no_springs = LoopData(loops, ancestry, *pack_springs(self.model, ()))
-        return loop_torque_kernel(), table, LoopData(loops, ancestry, *pack_springs(self.model, springs))
+        return loop_torque_kernel(), LoopData(loops, ancestry, *pack_springs(self.model, springs))
 
     def _forces_in_kernel(self):
         """(springs, constant τ, time-dependent JointTorques, element count) when every force element is a
@@ -718,6 +768,7 @@ class Bridge:
 
     def _write_state(self, x: np.ndarray, xd: np.ndarray) -> None:
         """(x, ẋ) to PyBullet (one resetJointStatesMultiDof call for a fixed base)."""
+        self._restart_loop_record()
         if not self._fixed:
             self.map.state_to_pybullet(x, xd)
             return
@@ -774,6 +825,7 @@ class Bridge:
             self.muscles.recorded.clear()
         if self.contacts is not None:   # a new run: fresh contact states and logs
             self.contacts.restart()
+        self._restart_loop_record()
         if self._auto_record:
             self.record()
 
@@ -1032,13 +1084,17 @@ class Bridge:
             mass, bias = self._mass_work, self._bias_work
         out = np.empty(self._out_size)   # [τ_out, λ]
         if data is None:   # (the step-end check inside, `_end_correction`'s kernel)
-            status = self._rows_kernel(self._tree, self._table, mass, bias, torque, self.time, x, xd, self._gains,
+            status = self._rows_kernel(self._tree, self._end[0], mass, bias, torque, self.time, x, xd, self._gains,
                                        self._xdd, out)
         else:
-            status = self._rows_kernel(self._tree, self._table, data, mass, bias, torque, self.time, x, xd,
+            status = self._rows_kernel(self._tree, self._end[0], data, mass, bias, torque, self.time, x, xd,
                                        self._gains, self._xdd, out)
-        if status == 0:
+        if status == 0 or status == END_MISSED or status == LOOP_GAP:
             self._lambda = out[self._out_n:]
+            if status == END_MISSED:
+                self._end_missed(x, xd, self._xdd)
+            elif status:
+                self._loop_gap(x)
             return out[:self._out_n], self._xdd
         # the general solve (it reads M and h again), with every force element
         if self._kernel_forces_only:
@@ -1117,18 +1173,52 @@ class Bridge:
         return out, self._xdd
 
     def _end_correction(self, x, xd, xdd, mass, jac, torque) -> np.ndarray:
-        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows, any base):
-        the solve asked Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an O(dt³) residual (4.9e-4
-        rad at 240 Hz on a flailing 7-DOF arm); when the end-point residual of the solve's ẍ exceeds END_TOLERANCE,
-        up to END_ITERATIONS Newton steps Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (Φ_x of
-        the step's start `jac`: chord steps) put the end point on the manifold — one compiled call
-        (`kernels.end_newton`, also inside the rows kernel of `_rows_stage`), ẍ (the watch's prediction), τ and λ
-        updated in place. Loops and plug-in rows without compiled jets keep the Taylor target, as on the one-call
-        loop path (their residual after a step is watched, `bridge.outside`)."""
+        """The step-end target by Newton's method instead of Taylor's formula (explicit function rows and loops,
+        `_end_point_rows`): the solve asked Φ(x + dt ẋ + c dt² ẍ, t + dt) = 0 to second order, which leaves an
+        O(dt³) residual (4.9e-4 rad at 240 Hz on a flailing 7-DOF arm, 5e-3 m on Andrews' squeezer at 1 ms); while
+        the end-point residual of the solve's ẍ exceeds END_TOLERANCE (function rows) or LOOP_END_TOLERANCE
+        (loops), up to END_ITERATIONS Newton steps Δλ = −(J M⁻¹ Jᵀ)⁻¹ Φ_end/(c dt²) on the constraint forces (J:
+        the function rows' Φ_x of the step's start `jac`, chord steps; the loop rows' Jacobian at the end point)
+        put the end point on the manifold — one compiled call (`kernels.end_newton`, also inside the rows kernels
+        of `_rows_stage`, which evaluates the loops' end point only where their predicted Taylor miss exceeds
+        LOOP_SKIP_BELOW; here, every step), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
+        (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
-            self._end_newton(self._functions, self._gains, self._base_offsets, self.time, x, xd, mass, jac, xdd, torque,
-                             self._lambda)
+            functions, loops, tree = self._end
+            self._restart_loop_record()   # (no start residual here: every step evaluates the loops' end point)
+            if self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
+                                self._lambda):
+                self._end_missed(x, xd, xdd)
         return torque
+
+    def _end_missed(self, x, xd, xdd) -> None:
+        """The step-end correction left a row beyond its tolerance (END_ITERATIONS Newton steps were not enough, a
+        function value was not finite or the Newton matrix singular at the end point): one CouplingWarning naming
+        the worst row at the end point the step now aims at (the base's pose held, as in the kernel)."""
+        c, dt = substep_weight(self.substeps), self.dt
+        x_end = np.array(x, dtype=float)
+        x_end[self._base:] += dt * xd[self._base_v:] + c * dt * dt * xdd[self._base_v:]
+        residual = np.abs(self.constraints.residual(x_end, self.time + dt))
+        worst = int(np.argmax(residual)) if len(residual) else 0
+        name = self.constraints.names[worst] if len(residual) else "(none)"
+        self.watch.warn("end_newton", f"the step-end Newton correction left constraint {name!r} off by "
+                                      f"{float(residual.max(initial=0.0)):.3g} rad or m at the end of the step from "
+                                      f"t = {self.time:.6g} s (dt = {dt:g} s): its Newton steps did not converge "
+                                      "(the rows move too far in one step, or a loop is near a singular "
+                                      "configuration)",
+                        "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
+
+    def _loop_gap(self, x) -> None:
+        """The last step skipped the loops' end point (its predicted Taylor miss was within LOOP_SKIP_BELOW) and
+        ended beyond the promise (`kernels.LOOP_GAP`): one CouplingWarning naming the loop row and its gap, read
+        at the start of this step (whose end point is evaluated)."""
+        residual = np.abs(self.constraints.residual(x, self.time))
+        worst = int(np.argmax(residual))
+        self.watch.warn("loop_skip", f"constraint {self.constraints.names[worst]!r} was off by "
+                                     f"{float(residual[worst]):.3g} m at t = {self.time:.6g} s after a step that did "
+                                     "not evaluate the loops' end point (its predicted Taylor miss was below "
+                                     f"{LOOP_SKIP_BELOW:g} m): the loop's motion changed faster than predicted",
+                        "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
 
     def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
         """M and h (our order), the one place the general solve and the fixed-base kernels without own dynamics

@@ -9,9 +9,12 @@ so a step passes a dozen references, each kernel compiled for one set of types.
     rows_torque   explicit joint functions (`model.joint_jets`) on any base: rows, M and h (own recursions or
                   PyBullet's), the step-end target, the Schur solve and the step-end Newton correction — one call
                   per step (`Bridge._rows_stage`).
-    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs (no Newton step).
-    end_newton    the step-end correction: Φ at the end point x + dt ẋ + c dt² ẍ, values only, and chord Newton
-                  steps on λ (`Bridge._end_correction`; inside rows_torque).
+    loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs, loops in the
+                  step-end correction too — their end point evaluated on the steps whose predicted Taylor miss
+                  asks for it (`_loops_due_py`, from the start residual the step computes anyway).
+    end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
+                  and their Jacobian on the compiled tree kinematics) and Newton steps on λ (`Bridge._end_correction`;
+                  inside rows_torque and loop_torque).
 
 The sizes are tiny (n + n_c ≈ 10…40), so the cost of a step is the number of Python → C calls, not flops: with
 numba each kernel is one call; with BIOBULLET_NUMBA=0 (debugging) the same functions run by Python. A status ≠ 0
@@ -58,8 +61,12 @@ class TreeModel(NamedTuple):
 
 class StepGains(NamedTuple):
     """The bridge's target and step-end check for a step of dt: the corrector's kp (1/s²), kd (1/s), kb; dt (s),
-    weight c (x_end = x + dt ẋ + c dt² ẍ, `bridge.substep_weight`); check: the rows kernel runs the step-end Newton
-    correction (`_end_newton_py`) with `tolerance` (rad or m) and at most `iterations` steps."""
+    weight c (x_end = x + dt ẋ + c dt² ẍ, `bridge.substep_weight`); check: the rows kernels run the step-end Newton
+    correction (`_end_newton_py`) until the function rows are within `tolerance` (rad or m) and the loop rows within
+    `loop_tolerance` (m, or direction cosines), in at most `iterations` steps. The loop rows' end point is evaluated
+    only on the steps whose predicted Taylor miss exceeds `loop_skip_below` (m; `_loops_due_py`), from `loop_record`
+    (the bridge's, written in place: `LOOP_MISS` … `LOOP_EVALUATED`); a skipped step whose real gap (the
+    next step's start residual) exceeds `promise` (m) is reported (`LOOP_GAP`)."""
     kp: float
     kd: float
     kb: float
@@ -67,7 +74,11 @@ class StepGains(NamedTuple):
     weight: float
     check: bool
     tolerance: float
+    loop_tolerance: float
     iterations: int
+    loop_skip_below: float
+    promise: float
+    loop_record: np.ndarray
 
 
 class LoopData(NamedTuple):
@@ -111,11 +122,29 @@ def _own_dynamics_py(tree, x, xd, mass, bias):
                 mass[i, j] = m_own[i, j]
 
 
+#: the rows kernels' status when the solve stood but the step-end Newton correction did not reach its tolerance
+#: (`_end_newton_py` ≠ 0): τ and λ are the solve's, the caller names the rows that miss (`Bridge._end_missed`)
+END_MISSED = 9
+#: the loop kernel's status when this step stood but the last step, which skipped its loops' end point
+#: (`_loops_due_py`), left a loop gap beyond `StepGains.promise` (the start residual): the caller names it
+LOOP_GAP = 10
+#: `StepGains.loop_record` entries: the last known Taylor miss of the loop rows (m: the correction's first evaluation
+#: on a step that evaluated the end point, else the next step's start residual — that step's real end gap; inf:
+#: unknown, after a reset, a projection or a time-step change), the step size that miss came with
+#: (`_step_size_py`), 1.0 when the last step skipped the loops' end point, and the largest miss per step size seen
+#: (m, fading by RATIO_MEMORY a step: the loops' curvature along the motion, `_learn_miss_py`); the count of steps
+#: that evaluated it
+LOOP_MISS, LOOP_SIZE, LOOP_SKIPPED, LOOP_RATIO, LOOP_EVALUATED = 0, 1, 2, 3, 4
+#: the largest miss per step size fades by this a step (forgotten over ≈ 100 steps: a loop leaving a strongly curved
+#: configuration gets its skipping back)
+RATIO_MEMORY = 0.99
+
+
 def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out):
     """out = [τ_out, λ], τ_out = τ + Φ_xᵀλ for explicit function rows (`model.joint_jets.FunctionTable`) at the
     tree state (x, ẋ) — any base (`TreeModel`); then, with gains.check, the step-end Newton correction
-    (`_end_newton_py`, on the same Φ_x). Status 0, or ≠ 0 when the solve declines (the caller's general path
-    decides)."""
+    (`_end_newton_py`, no loops). Status 0, END_MISSED when the correction missed, or another ≠ 0 when the solve
+    declines (the caller's general path decides)."""
     n, m = xd.shape[0], functions.table.shape[0]
     _own_dynamics(tree, x, xd, mass, bias)
     phi, jac, phi_t, bias_c = np.empty(m), np.empty((m, n)), np.empty(m), np.empty(m)
@@ -127,8 +156,9 @@ def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out)
         bias_c[r] *= gains.kb
     rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
     status = _kkt(mass, bias, tau, rows, xd, xdd, out)
-    if status == 0 and gains.check:
-        _end_newton(functions, gains, base, t, x, xd, mass, jac, xdd, out[:n], out[n:])
+    if status == 0 and gains.check and _end_newton(functions, None, tree, gains, t, x, xd, mass, jac, xdd, out[:n],
+                                                   out[n:]) != 0:
+        return END_MISSED
     return status
 
 
@@ -136,8 +166,9 @@ def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xd
     """out = [τ_out, λ], τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (possibly none) followed by
     `<loop>` rows (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics),
     in `ConstraintSet` order; point-to-point springs (`forces.compiled._spring_forces_py`) from the same kinematics
-    (`LoopData`); M, h and the base as in `_rows_torque_py`. Status 0, or ≠ 0 when the solve declines or a spring
-    has zero length (the general path then decides and reports)."""
+    (`LoopData`); M, h and the base as in `_rows_torque_py`, and the same step-end correction, loops included.
+    Status 0, END_MISSED, or ≠ 0 when the solve declines or a spring has zero length (the general path then decides
+    and reports)."""
     n = xd.shape[0]
     nf = functions.table.shape[0]
     n_rows = loops.rows.n_rows[0] if loops.rows.n_rows.shape[0] else 0
@@ -153,62 +184,214 @@ def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xd
                                loops.spring_params, loops.zero_length, total)
     if status != 0:
         return 3
+    gap = False
     if n_rows:
         l_phi, l_jac, l_bias = _loop_rows(loops.rows, int(0), (rot, pos, sub, vel, acc), bool(True), bool(True))
+        start = 0.0
         for r in range(n_rows):
             phi[nf + r] = l_phi[r]
+            start = max(start, abs(l_phi[r]))
             bias_c[nf + r] = l_bias[r]
             for c in range(n):
                 jac[nf + r, c] = l_jac[r, c]
+        # the start residual is the last step's real end gap (a clean step ends where the bridge predicted, to
+        # round-off): the miss of a step that skipped its end point, a bound on the loops' miss otherwise
+        record = gains.loop_record
+        if record[LOOP_SKIPPED] != 0.0:
+            _learn_miss(record, start, record[LOOP_SIZE])
+            gap = start > gains.promise
+        elif not start <= record[LOOP_MISS]:
+            record[LOOP_MISS] = start
     for r in range(m):
         bias_c[r] *= gains.kb
     _own_dynamics(tree, x, xd, mass, bias)
     rows = solve.ConstraintRows(jac, phi, phi_t, bool(True), bias_c, gains.kp, gains.kd)
-    return _kkt(mass, bias, total, rows, xd, xdd, out)
+    status = _kkt(mass, bias, total, rows, xd, xdd, out)
+    if status == 0 and gains.check:
+        # loops alone whose end point the step skips: no call (passing the row records costs ≈ 0.5 µs of
+        # reference counts); else `_end_newton_py`, which decides the same for the loops beside function rows
+        skip = False
+        if nf == 0 and n_rows:
+            size = _step_size(xd, xdd, tree.base[1], gains.dt, gains.weight * gains.dt * gains.dt)
+            skip = not _loops_due(gains.loop_record, size, gains.loop_skip_below)
+            if skip:
+                _record_skip(gains.loop_record, size)
+        if not skip and _end_newton(functions, loops.rows, tree, gains, t, x, xd, mass, jac, xdd, out[:n],
+                                    out[n:]) != 0:
+            return END_MISSED
+    if status == 0 and gap:
+        return LOOP_GAP
+    return status
 
 
-def _end_newton_py(functions, gains, base, t, x, xd, mass, jac, xdd, torque, lam):
-    """The step-end correction of explicit function rows (any base: base = [base_q, base_v], the multi-DOF blocks
-    leading x and ẋ, which no joint function reads): up to gains.iterations times, Φ at the end point of the 1-DOF
-    joints θ + dt θ̇ + c dt² θ̈, t + dt — its value alone (`joint_jets._function_values_py`) — and, while
-    max |Φ| > gains.tolerance, the Newton step on the constraint forces Δλ = −(Φ_x M⁻¹ Φ_xᵀ)⁻¹ Φ/(c dt²) with the
-    Φ_x of the step's start (`jac`: a chord step; Φ_x moves by O(dt ẋ) over the step, so each step still shrinks
-    the residual by that factor) — the Schur kernel with h = 0, no τ and the target −Φ/(c dt²), which also gives
-    M⁻¹Φ_xᵀΔλ — added to ẍ, τ and λ in place. 0, 1 when a value is not finite at the end point (the Taylor target
-    stays), 2 when the Schur kernel declines."""
+def _end_residual_py(functions, loops, with_loops, tree, t, x_full, xd, x_end, phi, jac_end):
+    """Φ at the end point into phi, in `ConstraintSet` order: the function rows (`FunctionTable`) at the 1-DOF
+    joints' end positions x_end and t (their values alone, `joint_jets._function_values_py`); with_loops, the loop
+    rows (`LoopRows`, or None: no loops) and their Jacobian, into the loop rows of jac_end, on the tree kinematics of
+    (tree.meta, tree.body) at x_full with its 1-DOF joints set to x_end (in place) — the base entries (tree.base)
+    keep their pose: a floating base's loops close between two links of the body, which a rigid motion of the whole
+    body leaves closed (the caller holds no loop to the ground on a floating base, and no loop with spherical
+    joints). (max |Φ| of the function rows, of the loop rows), or (−1, 0) when a function value is not finite."""
+    nf = functions.table.shape[0]
+    worst_functions, worst_loops = 0.0, 0.0
+    if nf > 0:
+        worst_functions = _values(functions, t, x_end, phi[:nf])
+        if worst_functions < 0.0:
+            return -1.0, 0.0
+    if loops is not None:
+        n_loop = loops.n_rows[0] if loops.n_rows.shape[0] else 0
+        if n_loop and with_loops:
+            n = jac_end.shape[1]
+            base_q = tree.base[0]
+            for i in range(x_end.shape[0]):
+                x_full[base_q + i] = x_end[i]
+            kin = _kin(tree.meta, tree.body, x_full, xd, n, bool(False))   # (positions only: ẋ unread)
+            l_phi, l_jac, _ = _loop_rows(loops, int(0), kin, bool(True), bool(False))
+            for r in range(n_loop):
+                phi[nf + r] = l_phi[r]
+                worst_loops = max(worst_loops, abs(l_phi[r]))
+                for c in range(n):
+                    jac_end[nf + r, c] = l_jac[r, c]
+    return worst_functions, worst_loops
+
+
+def _step_size_py(xd, xdd, base_v, dt, h):
+    """The size of a step for the loops' Taylor miss: with a = dt max|ẋ| and b = c dt² max|ẍ| over the 1-DOF joints
+    (rad or m), a b + b²/2 + (a + b)³/6 — the orders of what Taylor's target leaves of Φ(x + dt ẋ + c dt² ẍ): the
+    cross and ẍ² terms of ½ Φ_xx Δ Δ (its ẋ ẋ term is in the target) and Φ_xxx Δ³/6."""
+    a, b = 0.0, 0.0
+    for i in range(base_v, xd.shape[0]):
+        a = max(a, abs(xd[i]))
+        b = max(b, abs(xdd[i]))
+    a, b = dt * a, h * b
+    return a * b + 0.5 * b * b + (a + b) ** 3 / 6.0
+
+
+def _loops_due_py(record, size, skip_below):
+    """Whether this step evaluates the loops' end point (`StepGains.loop_record`): unless both predictions of its
+    Taylor miss are within skip_below (m) — the largest miss per step size seen (`LOOP_RATIO`) times this step's
+    size, and the last known miss scaled up by the growth of the step size since (never down). The miss is O(dt³),
+    a smooth function of the state and of ẍ; its sign-changing terms (ẋ Φ_xx ẍ against Φ_xxx ẋ³) can cancel, so the
+    ratio bound holds where the last miss alone would not (a torque that flips from step to step). A reset, a
+    projection or a new time step set the miss to inf (unknown): due. Measured in docs/bridge.md, "Skipping the loops'
+    end point"."""
+    miss, known = record[LOOP_MISS], record[LOOP_SIZE]
+    if not record[LOOP_RATIO] * size <= skip_below:
+        return True
+    if size > known:
+        return not miss * size <= skip_below * known   # (NaN or inf: due)
+    return not miss <= skip_below
+
+
+def _record_skip_py(record, size):
+    """Record in `StepGains.loop_record` a step of the given size that skipped the loops' end point."""
+    record[LOOP_SIZE] = size
+    record[LOOP_SKIPPED] = 1.0
+
+
+def _learn_miss_py(record, miss, size):
+    """Record the Taylor miss (m) of a step of the given size (`_step_size_py`) in `StepGains.loop_record`."""
+    record[LOOP_MISS] = miss
+    ratio = RATIO_MEMORY * record[LOOP_RATIO]
+    if size > 0.0 and miss > ratio * size:   # (a step of size 0 has no Taylor remainder: its miss is round-off)
+        ratio = miss / size
+    record[LOOP_RATIO] = ratio
+
+
+def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torque, lam):
+    """The step-end correction of explicit function rows (`FunctionTable`, any base) and loop rows (`LoopRows`, or
+    None; see `_end_residual_py`) on the tree (`TreeModel`: its meta, body and base are read):
+    Φ at the end point of the 1-DOF joints θ + dt θ̇ + c dt² θ̈, t + dt (`_end_residual_py`) — the loop rows only
+    on the steps `_loops_due_py` asks for (`StepGains.loop_record`, updated here), or when the function rows need a
+    Newton step — and, while the function rows exceed gains.tolerance or the loop rows gains.loop_tolerance, at most
+    gains.iterations Newton steps on the constraint forces Δλ = −(J M⁻¹ Jᵀ)⁻¹ Φ/(c dt²) — J the function rows' Φ_x
+    of the step's start (`jac`: a chord step; Φ_x moves by O(dt ẋ) over the step) and the loop rows' Jacobian at
+    the end point (a Newton step: a fast mechanism's loops turn too far in a step for a chord) — the Schur kernel
+    with h = 0, no τ and the target −Φ/(c dt²), which also gives M⁻¹JᵀΔλ — added to ẍ, τ (JᵀΔλ) and λ in place.
+    0 when the end point is within the tolerances, 1 when a value is not finite at the end point, 2 when the Schur
+    kernel declines, 3 when the iterations ran out (the caller names the rows)."""
     n, m = xd.shape[0], jac.shape[0]
+    nf = functions.table.shape[0]
     c, dt = gains.weight, gains.dt
     h = c * dt * dt
-    base_q, base_v = base[0], base[1]
-    x_end, phi, step, delta = np.empty(x.shape[0] - base_q), np.empty(m), np.empty(n), np.empty(m)
-    none_n, none_m = np.zeros(n), np.zeros(m)
-    for _ in range(gains.iterations):
+    base_q, base_v = tree.base[0], tree.base[1]
+    record = gains.loop_record
+    skipping, size, has_loops = False, 0.0, False
+    if loops is not None:
+        has_loops = (loops.n_rows[0] if loops.n_rows.shape[0] else 0) > 0
+        if has_loops:
+            size = _step_size(xd, xdd, base_v, dt, h)
+            skipping = not _loops_due(record, size, gains.loop_skip_below)
+            if skipping and nf == 0:
+                _record_skip(record, size)
+                return 0
+    x_end, phi, x_full = np.empty(x.shape[0] - base_q), np.empty(m), x.copy()
+    # the Newton matrix rows: the function rows' Φ_x of the start (copied at the first Newton step), the loop rows'
+    # at each end point (`_end_residual_py`); the Newton step's arrays allocated when a step is needed
+    jac_newton = np.empty((m, n))
+    step, delta, none_n, none_m = np.empty(0), np.empty(0), np.empty(0), np.empty(0)
+    for k in range(gains.iterations + 1):
         for i in range(x_end.shape[0]):
             x_end[i] = x[base_q + i] + dt * xd[base_v + i] + h * xdd[base_v + i]
-        worst = _values(functions, t + dt, x_end, phi)
-        if worst < 0.0:
+        worst_functions, worst_loops = _end_residual(functions, loops, not skipping, tree, t + dt, x_full, xd, x_end,
+                                                     phi, jac_newton)
+        if worst_functions < 0.0:
             return 1
-        if worst <= gains.tolerance:
+        if skipping:   # the function rows alone at the end point
+            if worst_functions <= gains.tolerance:
+                _record_skip(record, size)
+                return 0
+            skipping = False   # they need a Newton step: the loop rows join it, evaluated at the same end point
+            worst_functions, worst_loops = _end_residual(functions, loops, True, tree, t + dt, x_full, xd, x_end,
+                                                         phi, jac_newton)
+        if k == 0 and has_loops:   # the step's Taylor miss
+            _learn_miss(record, worst_loops, size)
+            record[LOOP_SIZE] = size
+            record[LOOP_SKIPPED] = 0.0
+            record[LOOP_EVALUATED] += 1.0
+        if worst_functions <= gains.tolerance and worst_loops <= gains.loop_tolerance:
             return 0
-        rows = solve.ConstraintRows(jac, phi, none_m, bool(False), none_m, 1.0 / h, 0.0)
-        if _schur(mass, none_n, none_n, bool(False), rows, none_n, _PIVOT, step, delta) != 0:
+        if k == gains.iterations:
+            return 3
+        if k == 0:
+            step, delta, none_n, none_m = np.empty(n), np.empty(m), np.zeros(n), np.zeros(m)
+            for r in range(nf):
+                for i in range(n):
+                    jac_newton[r, i] = jac[r, i]
+        newton_rows = solve.ConstraintRows(jac_newton, phi, none_m, bool(False), none_m, 1.0 / h, 0.0)
+        if _schur(mass, none_n, none_n, bool(False), newton_rows, none_n, _PIVOT, step, delta) != 0:
             return 2
         for i in range(n):
             xdd[i] += step[i]
             s = 0.0
             for r in range(m):
-                s += jac[r, i] * delta[r]
+                s += jac_newton[r, i] * delta[r]
             torque[i] += s
         for r in range(m):
             lam[r] += delta[r]
     return 0
 
 
+def _end_bindings() -> dict:
+    """The callees of `_end_newton_py`: the Schur kernel, the function values, the tree kinematics and loop rows."""
+    from biobullet.constraints.loop_kernels import loop_kernels
+    from biobullet.model.joint_jets import function_values_kernel
+    kin, loop_rows = loop_kernels()
+    return {"_schur": solve.schur_kernel(), "_values": function_values_kernel(), "_kin": kin,
+            "_loop_rows": loop_rows}
+
+
 def end_newton_kernel():
     """The compiled `_end_newton_py` (its uncompiled form with BIOBULLET_NUMBA=0: debugging)."""
-    from biobullet.model.joint_jets import function_values_kernel
-    return jit.compiled(_end_newton_py, bind=lambda: {"_schur": solve.schur_kernel(),
-                                                      "_values": function_values_kernel()})
+    return jit.compiled(_end_newton_py, bind=lambda: {
+        "_schur": solve.schur_kernel(), "_end_residual": jit.compiled(_end_residual_py, bind=_end_bindings),
+        **_skip_bindings(), "_learn_miss": jit.compiled(_learn_miss_py)})
+
+
+def _skip_bindings() -> dict:
+    """The loops' skip decision and its record (`_loops_due_py`), for `_end_newton_py` and `_loop_torque_py`."""
+    return {"_step_size": jit.compiled(_step_size_py), "_loops_due": jit.compiled(_loops_due_py),
+            "_record_skip": jit.compiled(_record_skip_py)}
 
 
 def _step_bindings() -> dict:
@@ -231,7 +414,9 @@ def loop_torque_kernel():
     from biobullet.forces.compiled import spring_forces_kernel
     kin, loop_rows = loop_kernels()
     return jit.compiled(_loop_torque_py, bind=lambda: {**_step_bindings(), "_kin": kin, "_loop_rows": loop_rows,
-                                                       "_spring_forces": spring_forces_kernel()})
+                                                       "_spring_forces": spring_forces_kernel(),
+                                                       "_learn_miss": jit.compiled(_learn_miss_py),
+                                                       **_skip_bindings()})
 
 
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
@@ -258,5 +443,6 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["LoopData", "StepGains", "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel",
-           "loop_torque_kernel", "pack_linear", "rows_torque_kernel"]
+__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "StepGains",
+           "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
+           "rows_torque_kernel"]

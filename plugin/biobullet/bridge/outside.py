@@ -62,8 +62,8 @@ RESIDUAL_DIVERGENCE = 1.0
 DIVERGENCE_STEPS = 3
 #: joint positions beyond this (rad or m) are taken as a runaway (a joint wound up ~1600 turns, or 10 km)
 POSITION_LIMIT = 1.0e4
-#: loops' residual after clean steps is measured at steps 1, 2, 4, … and then every this many steps
-#: (`_clean_loop_step`): the O(dt³) residual of their step-end target changes smoothly from step to step, and one
+#: the residual of loops without the step-end correction after clean steps is measured at steps 1, 2, 4, … and then
+#: every this many steps (`_clean_loop_step`): the O(dt³) residual of their target changes smoothly, and one
 #: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
 #: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
 LOOP_CHECK_STEPS = 64
@@ -175,8 +175,10 @@ class OutsideWatch:
         self._write_state = write_state   # (x, ẋ) → PyBullet: the bridge's writer (its projections go back there)
         model = bridge.model
         self.rows = bridge.constraints.n
-        #: loops: their residual after a clean step is measured too (`_clean_loop_step`)
-        self.loops = bool(self.rows and model.description.elements_of("loop"))
+        #: loops the step-end correction does not hold (`Bridge.end_correction`: plug-in loop types, drift="baumgarte",
+        #: spherical joints, a floating base's loop to the ground): their residual after a clean step is measured
+        #: (`_clean_loop_step`)
+        self.loops = bool(self.rows and model.description.elements_of("loop")) and not bridge.end_correction
         self.jb, self.vb = model.base_nq, model.base_nv
         #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ).
         #: PyBullet steps the base COM's velocity in the world frame; read back in the root frame it differs from
@@ -311,10 +313,10 @@ class OutsideWatch:
         self._project(x, xd, reset=True)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
-        """A step nothing disturbed, on a model with loops (the first steps at powers of two, then every
-        LOOP_CHECK_STEPS-th, until it warned): their
-        step-end target is Taylor's (second order, no Newton: `Bridge._end_correction`), so its O(dt³) residual is
-        measured here and named once beyond PROMISE (the bridge does not project after a clean step)."""
+        """A step nothing disturbed, on a model with loops the step-end correction does not hold (the first steps
+        at powers of two, then every LOOP_CHECK_STEPS-th, until it warned): their target is Taylor's (second order,
+        no Newton: `Bridge._end_correction`), so its O(dt³) residual is measured here and named once beyond PROMISE
+        (the bridge does not project after a clean step)."""
         residual = self._residual(x)
         if not len(residual):
             return
