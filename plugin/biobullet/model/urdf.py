@@ -182,6 +182,7 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
     _check_size(file, robot)
+    _check_names(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro
@@ -221,6 +222,27 @@ def _check_size(file: str, robot: ET.Element) -> None:
         if depth <= 2:  # name the top-level element the deep nesting is in
             path = source_of(file, element).element if depth == 2 else path
         stack.extend((child, depth + 1, path) for child in element)
+
+
+#: characters no name may hold: control characters (a line break or tab splits `info`'s tables and the CSV header),
+#: and the invisible direction marks and overrides that make a name display as another one
+_NAME_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: first characters that make a spreadsheet read a CSV header cell as a formula (`=HYPERLINK(...)`, CWE-1236)
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def _check_names(file: str, root: ET.Element) -> None:
+    """Every element's `name` is shown in tables, written into CSV headers and web pages: printable, no formula."""
+    for element in root.iter():
+        value = element.attrib.get("name")
+        if value is None:
+            continue
+        bad = _NAME_FORBIDDEN.search(value)
+        if bad or value.strip().startswith(_FORMULA_START):
+            problem = (f"holds the character U+{ord(bad.group()):04X}" if bad else
+                       f"starts with {value.strip()[0]!r} (a spreadsheet opening the CSV would run it as a formula)")
+            raise ModelError(f"the name {problem}", file=file, element=f"<{element.tag} name={shown(value)}>",
+                             attribute="name", expected="a name of visible characters, not starting with = + - @")
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:

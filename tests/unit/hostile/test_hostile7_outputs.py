@@ -1,0 +1,182 @@
+"""Hostile input, seventh campaign: what a stranger's names and trajectory files do to the outputs built from them.
+
+Names go into `info`'s tables, CSV headers (a cell starting with `=` is a spreadsheet formula, CWE-1236) and the
+browser viewer, whose markdown viser renders with raw HTML unsanitised; trajectory files (.csv, .npz) are read
+with bounded memory and checked before a replay draws them. Each case: one clear error or a literal display."""
+from __future__ import annotations
+
+import string
+import sys
+import types
+import zipfile
+
+import numpy as np
+import pytest
+
+from biobullet.core.errors import ModelError
+from biobullet.integrate import trajectory as trajectory_module
+from biobullet.integrate.trajectory import Trajectory
+from biobullet.loader import load_model
+from biobullet.render.scene import load_trajectory, trajectory_states
+
+INERTIAL = ('<inertial><origin xyz="0 0 -0.5"/><mass value="1"/>'
+            '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>')
+
+
+def two_links(robot: str = "pend", child: str = "arm", joint: str = "j") -> str:
+    return (f'<?xml version="1.0"?><robot name="{robot}">'
+            f'<link name="base">{INERTIAL}<visual><geometry><box size="0.1 0.1 0.1"/></geometry></visual></link>'
+            f'<link name="{child}">{INERTIAL}<visual><origin xyz="0 0 -0.5"/><geometry><box size="0.1 0.1 1"/>'
+            f'</geometry></visual></link><joint name="{joint}" type="revolute"><parent link="base"/>'
+            f'<child link="{child}"/><axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/>'
+            '</joint></robot>')
+
+
+@pytest.fixture
+def pendulum(tmp_path):
+    path = tmp_path / "pend.urdf"
+    path.write_text(two_links())
+    return load_model(path)
+
+
+@pytest.mark.parametrize("where", ["robot", "child", "joint"])
+@pytest.mark.parametrize("name, problem", [("a&#10;b", "U+000A"), ("a&#9;b", "U+0009"), ("&#x202E;gnp.exe", "U+202E"),
+                                           ("x&#x85;y", "U+0085"), ("=HYPERLINK(1)", "'='"), (" +1", "'+'"),
+                                           ("-x", "'-'"), ("@SUM(A1)", "'@'")])
+def test_names_that_break_tables_or_run_as_formulas_are_refused(tmp_path, where, name, problem):
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links(**{where: name}))
+    with pytest.raises(ModelError) as caught:
+        load_model(path)
+    message = str(caught.value)
+    assert "attribute 'name'" in message and problem in message and "m.urdf" in message
+    assert "\n" not in message and "\u202e" not in message
+
+
+def test_markup_in_names_is_kept_and_shown_literally_by_the_viewer(tmp_path, monkeypatch):
+    """viser renders markdown with raw HTML: the model's name must reach it escaped; a link named "base/x" must not
+    become a child node of the link "base" (viser nests scene paths), which moved it twice."""
+    robot = "&lt;img src=x onerror=alert(1)&gt;[a](javascript:alert(2))*b*&amp;lt;"
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links(robot=robot, child="base/x"))
+    model = load_model(path)
+    assert model.name == "<img src=x onerror=alert(1)>[a](javascript:alert(2))*b*&lt;"
+    recorded = types.SimpleNamespace(markdown=[], nodes=[])
+
+    class Handle:   # any viser handle: attributes can be set and read
+        def __getattr__(self, name):
+            return Handle()
+
+        def __call__(self, *args, **kwargs):
+            return Handle()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Api(Handle):
+        def add_markdown(self, text, *args, **kwargs):
+            recorded.markdown.append(text)
+            return Handle()
+
+        def add_slider(self, *args, initial_value=0.0, **kwargs):
+            slider = Handle()
+            slider.value = initial_value
+            return slider
+
+        def add_frame(self, node, *args, **kwargs):
+            recorded.nodes.append(node)
+            return Handle()
+
+        def add_mesh_simple(self, node, *args, **kwargs):
+            recorded.nodes.append(node)
+            return Handle()
+
+    class Server(Handle):
+        def __init__(self, *args, **kwargs):
+            self.scene, self.gui = Api(), Api()
+
+        def get_port(self):
+            return 0
+
+    fake = types.ModuleType("viser")
+    fake.ViserServer = Server
+    fake.transforms = types.SimpleNamespace(SO3=Handle())
+    monkeypatch.setitem(sys.modules, "viser", fake)
+    monkeypatch.setitem(sys.modules, "viser.transforms", fake.transforms)
+    from biobullet.render.viewer import Viewer
+    Viewer(model)
+    title = next(text for text in recorded.markdown if "grid cell" in text)
+    shown = title.split("**")[1]
+    # every ASCII punctuation character is backslash-escaped: CommonMark shows it literally (no tag, link, entity)
+    for k, character in enumerate(shown):
+        if character in string.punctuation and (k == 0 or shown[k - 1] != "\\"):
+            assert shown[k - 1:k + 1] == "\\\\" or character == "\\", shown
+    assert shown.replace("\\", "") == model.name.replace("\\", "")
+    frames = [node for node in recorded.nodes if node.startswith("/world/model/") and "visual" not in node]
+    assert len(frames) == 2 and not any("base" in node for node in recorded.nodes)
+
+
+def write_csv(path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("t," + "a" * 200_000 + "\n0,0\n", "unreadable header line"),
+    ("t,j,j_dot\n0,0\n", "row.s length differs from the header"),
+    ("t,j,j_dot\n0,0,0\n0,0\n", "bad sample row"),
+    ("t,j,j_dot\n0,0,x\n", "bad sample row"),
+    ("", "first column is not 't'"),
+])
+def test_bad_trajectory_csvs_are_one_error(tmp_path, text, message):
+    with pytest.raises(ModelError, match=message):
+        load_trajectory(write_csv(tmp_path / "run.csv", text))
+
+
+def test_trajectory_csvs_are_bounded_before_parsing(tmp_path, monkeypatch):
+    path = write_csv(tmp_path / "run.csv", "t,j,j_dot\n" + "0,0,0\n" * 100)
+    monkeypatch.setattr(trajectory_module, "MAX_HEADER_CHARS", 5)
+    with pytest.raises(ModelError, match="header line is over 5 characters"):
+        Trajectory.from_csv(path)
+    monkeypatch.setattr(trajectory_module, "MAX_HEADER_CHARS", 100)
+    monkeypatch.setattr(trajectory_module, "MAX_FILE_BYTES", 500)
+    with pytest.raises(ModelError, match="over 0 MiB"):
+        Trajectory.from_csv(path)
+
+
+def test_npz_trajectories_refuse_pickles_bombs_and_non_archives(tmp_path, monkeypatch):
+    (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04 not an archive")
+    with pytest.raises(ModelError, match="not a .npz archive"):
+        load_trajectory(tmp_path / "junk.npz")
+    # a compressed archive of zeros: 8 MB once decompressed, a few kB on disk
+    np.savez_compressed(tmp_path / "bomb.npz", t=np.zeros(1_000_000))
+    assert (tmp_path / "bomb.npz").stat().st_size < 100_000
+    monkeypatch.setattr(trajectory_module, "MAX_FILE_BYTES", 4_000_000)
+    with pytest.raises(ModelError, match="over 3 MiB"):
+        load_trajectory(tmp_path / "bomb.npz")
+    np.savez(tmp_path / "pickled.npz", t=np.array([object()], dtype=object))
+    with zipfile.ZipFile(tmp_path / "pickled.npz") as archive:
+        assert archive.namelist() == ["t.npy"]
+    with pytest.raises(ModelError, match="not a biobullet trajectory .npz"):
+        load_trajectory(tmp_path / "pickled.npz")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("t,j,j_dot\nnan,0,0\n1,0,0\n", "not finite and non-decreasing"),
+    ("t,j,j_dot\n1,0,0\n0,1,0\n", "not finite and non-decreasing"),
+    ("t,j,j_dot\n0,0,0\n1,inf,0\n", "column 'j' has a non-finite value"),
+])
+def test_a_replay_refuses_times_out_of_order_and_non_finite_positions(tmp_path, pendulum, text, message):
+    trajectory = load_trajectory(write_csv(tmp_path / "run.csv", text))
+    with pytest.raises(ModelError, match=message) as caught:
+        trajectory_states(pendulum, trajectory, np.linspace(0.0, 1.0, 5))
+    assert "run.csv" in str(caught.value)
+
+
+def test_an_ordinary_trajectory_still_replays_exactly(tmp_path, pendulum):
+    path = write_csv(tmp_path / "run.csv", "t,j,j_dot\n0,0,0\n0.5,0.25,0\n0.5,0.25,0\n1,1,0\n")
+    x = trajectory_states(pendulum, load_trajectory(path), np.array([0.0, 0.25, 0.75, 1.0]))
+    np.testing.assert_allclose(x[:, 0], [0.0, 0.125, 0.625, 1.0], rtol=0, atol=1e-15)
