@@ -19,7 +19,7 @@ from biobullet.model.description import (InertialDescription, JointDescription, 
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
-from biobullet.model.meshes import MESH_EXTENSIONS, find_mesh_file
+from biobullet.model.meshes import MESH_EXTENSIONS, check_mesh_size, find_mesh_file
 from biobullet.model.plausibility import check_units
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -164,7 +164,9 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     data = stripped.rstrip(b"\x00 \t\r\n") if padded else stripped
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
-    if b"<!ENTITY" in data:
+    # (in UTF-16 too, whose "<!ENTITY" has a NUL byte after or before each character)
+    if any(marker.encode(encoding) in data for marker in ("<!ENTITY",) for encoding in ("ascii", "utf-16-le",
+                                                                                        "utf-16-be")):
         raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
                          expected="plain XML without a DTD")
     parser = ET.XMLParser()
@@ -326,8 +328,11 @@ def _check_shapes(file: str, link: ET.Element, name: str, missing_meshes: list[s
                 required(shape_source, shape, "filename")
             if shape.tag == "mesh":   # (PyBullet reads the first three numbers; some files give four)
                 floats(shape_source, shape, "scale", None, min_count=3, max_count=4)
-                if find_mesh_file(file, shape.get("filename", "")) is None:
+                found = find_mesh_file(file, shape.get("filename", ""))
+                if found is None:
                     missing_meshes.append(f"{shape_source.element} filename={shown(shape.get('filename', ''))}")
+                else:
+                    check_mesh_size(file, f"{source.element} <geometry>", found)
             if shape.tag == "plane":
                 optional_vec3(shape_source, shape, "normal", (0.0, 0.0, 1.0))
             material = shape_element.find("material")

@@ -287,7 +287,13 @@ def _load_mesh(file: str, where: str, path: str) -> tuple[np.ndarray, np.ndarray
     except Exception as exc:  # noqa: BLE001  (any parser failure is a bad input file)
         raise ModelError(f"cannot read mesh {path!r} ({exc})", file=file, element=f"{where} <mesh>",
                          attribute="filename") from None
-    return np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64)
+    vertices, faces = np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64)
+    # a truncated or zero-filled file parses as no triangles: it would be drawn as nothing, silently
+    if len(faces) == 0 or not np.all(np.isfinite(vertices)):
+        raise ModelError(f"mesh {path!r} has {'no triangles' if len(faces) == 0 else 'a non-finite vertex'}",
+                         file=file, element=f"{where} <mesh>", attribute="filename",
+                         expected="a mesh file with finite triangles")
+    return vertices, faces
 
 
 # ---------------------------------------------------------------------------------------------- primitives

@@ -180,3 +180,47 @@ def test_an_ordinary_trajectory_still_replays_exactly(tmp_path, pendulum):
     path = write_csv(tmp_path / "run.csv", "t,j,j_dot\n0,0,0\n0.5,0.25,0\n0.5,0.25,0\n1,1,0\n")
     x = trajectory_states(pendulum, load_trajectory(path), np.array([0.0, 0.25, 0.75, 1.0]))
     np.testing.assert_allclose(x[:, 0], [0.0, 0.125, 0.625, 1.0], rtol=0, atol=1e-15)
+
+
+def test_utf16_files_may_not_declare_entities_either(tmp_path):
+    """The `<!ENTITY` refusal looked at the raw bytes, where UTF-16 puts a NUL after every character."""
+    text = two_links(robot="&n;").replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>'
+                                         '<!DOCTYPE robot [<!ENTITY n "pend">]>')
+    for encoding in ("utf-16", "utf-16-be"):
+        (tmp_path / "m.urdf").write_bytes(text.encode(encoding))
+        with pytest.raises(ModelError, match="declares XML entities"):
+            load_model(tmp_path / "m.urdf")
+
+
+def with_mesh(tmp_path, content: bytes, name: str = "arm.stl") -> str:
+    (tmp_path / name).write_bytes(content)
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links().replace('<box size="0.1 0.1 1"/>', f'<mesh filename="{name}"/>'))
+    return str(path)
+
+
+TRIANGLE = b"solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid x\n"
+
+
+def test_mesh_files_are_bounded_at_load(tmp_path, monkeypatch):
+    """A 2 GB sparse .stl took 4.3 GB of memory and 31 s in the viewer (and came out empty); PyBullet reads it too."""
+    from biobullet.model import meshes
+    path = with_mesh(tmp_path, TRIANGLE)
+    assert load_model(path).name == "pend"
+    monkeypatch.setattr(meshes, "MAX_MESH_BYTES", len(TRIANGLE) - 1)
+    with pytest.raises(ModelError, match="arm.stl' is 0 MiB") as caught:
+        load_model(path)
+    assert "<mesh>: attribute 'filename'" in str(caught.value)
+
+
+@pytest.mark.parametrize("content, name", [(TRIANGLE[:60], "arm.stl"), (bytes(84), "arm.stl"),
+                                           (b"v 0 0 0\nv 1 0 0\nv nan 1 0\nf 1 2 3\n", "arm.obj")],
+                         ids=["truncated_stl", "zero_filled_stl", "obj_with_a_nan_vertex"])
+def test_a_mesh_without_triangles_is_an_error_not_an_empty_picture(tmp_path, content, name):
+    pytest.importorskip("trimesh")
+    from biobullet.render.scene import read_visuals
+    path = with_mesh(tmp_path, content, name)
+    with pytest.raises(ModelError, match="has no triangles"):
+        read_visuals(path)
+    (tmp_path / name).write_bytes(TRIANGLE if name.endswith(".stl") else b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    assert len(read_visuals(path)[1].faces) == 1
