@@ -478,7 +478,7 @@ def test_html_replay_depth_is_per_pixel(chromium, tmp_path):
     model = load_model(tmp_path / "pierced.urdf")
     t = np.linspace(0.0, 1.0, 3)
     x = np.outer(t, [0.5])   # the rod spins about its own axis: the picture does not change
-    run = Trajectory(t=t, ), position_names=("spin",), velocity_names=("spin_dot",),
+    run = Trajectory(t=t, position_names=("spin",), velocity_names=("spin_dot",),
                      positions=x, velocities=np.zeros_like(x))
     page = Path(export_html(model, run, tmp_path / "pierced.html"))
     image = chromium.screenshot(page.resolve().as_uri() + "#t=0.5&shadows=0", tmp_path / "pierced.png")[CANVAS]
