@@ -224,3 +224,34 @@ def test_a_mesh_without_triangles_is_an_error_not_an_empty_picture(tmp_path, con
         read_visuals(path)
     (tmp_path / name).write_bytes(TRIANGLE if name.endswith(".stl") else b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
     assert len(read_visuals(path)[1].faces) == 1
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('<mass value="1"/>', '<mass value="1_0"/>', "'value': not a plain decimal number: '1_0'"),
+    ('<axis xyz="1 0 0"/>', '<axis xyz="\uff11 0 0"/>', "'xyz': not plain ASCII numbers"),
+    ('<axis xyz="1 0 0"/>', '<axis xyz="1\u00a00 0"/>', "'xyz': not plain ASCII numbers"),
+    ('<axis xyz="1 0 0"/>', '<axis xyz="1 0_0 0"/>', "component 2 is not a plain decimal number"),
+], ids=["underscore", "fullwidth_digit", "no_break_space", "underscore_in_a_vector"])
+def test_numbers_python_reads_but_pybullet_reads_otherwise_are_refused(tmp_path, old, new, message):
+    """float() takes "1_0" (10) and "\uff11" (1); PyBullet's strtod reads 1 and 0: one file, two models."""
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links().replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ModelError, match=message):
+        load_model(path)
+
+
+def test_plain_numbers_of_every_form_still_load(tmp_path):
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links().replace('<mass value="1"/>', '<mass value=" +1.E0 "/>', 1)
+                    .replace('<axis xyz="1 0 0"/>', '<axis xyz=".1e1 -0. 0"/>'))
+    model = load_model(path)
+    pybullet = pytest.importorskip("pybullet")
+    client = pybullet.connect(pybullet.DIRECT)
+    try:   # PyBullet reads the same numbers
+        body = pybullet.loadURDF(str(path), physicsClientId=client)
+        mass = pybullet.getDynamicsInfo(body, -1, physicsClientId=client)[0]
+        axis = pybullet.getJointInfo(body, 0, physicsClientId=client)[13]
+    finally:
+        pybullet.disconnect(client)
+    assert model.description.links[0].inertial.mass == mass == 1.0
+    np.testing.assert_array_equal(model.description.joints[0].axis, axis)
