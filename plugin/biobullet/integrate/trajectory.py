@@ -262,20 +262,25 @@ class Trajectory:
         except zipfile.BadZipFile as exc:
             raise ModelError(f"not a .npz archive ({exc})", file=str(path), expected="a file written by to_npz") \
                 from None
-        with np.load(path, allow_pickle=False) as data:
-            names = lambda key: tuple(str(n) for n in data[key])  # noqa: E731
-            states = data["event_states"] if "event_states" in data else []
-            events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
-                                                                          states)]
-            return cls(t=data["t"], position_names=names("position_names"),
-                       velocity_names=names("velocity_names"), positions=data["positions"],
-                       velocities=data["velocities"], q=data["q"] if "q" in data else None,
-                       v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
-                       multipliers=data["multipliers"] if "multipliers" in data else None,
-                       energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
-                       events=events, meta=json.loads(str(data["meta"])),
-                       muscles={k[7:]: data[k] for k in data.files if k.startswith("muscle_") and k != "muscle_names"},
-                       muscle_names=names("muscle_names") if "muscle_names" in data else ())
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                names = lambda key: tuple(str(n) for n in data[key])  # noqa: E731
+                states = data["event_states"] if "event_states" in data else []
+                events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
+                                                                              states)]
+                return cls(t=data["t"], position_names=names("position_names"),
+                           velocity_names=names("velocity_names"), positions=data["positions"],
+                           velocities=data["velocities"], q=data["q"] if "q" in data else None,
+                           v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
+                           multipliers=data["multipliers"] if "multipliers" in data else None,
+                           energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
+                           events=events, meta=json.loads(str(data["meta"])),
+                           muscles={k[7:]: data[k] for k in data.files
+                                    if k.startswith("muscle_") and k != "muscle_names"},
+                           muscle_names=names("muscle_names") if "muscle_names" in data else ())
+        except MemoryError:   # an array header may declare terabytes (NumPy allocates before it reads)
+            raise ModelError("an array of the archive declares more data than the file holds", file=str(path),
+                             expected="a file written by to_npz") from None
 
 
 def _check_file_size(path, size: int) -> None:

@@ -162,6 +162,17 @@ def test_npz_trajectories_refuse_pickles_bombs_and_non_archives(tmp_path, monkey
         assert archive.namelist() == ["t.npy"]
     with pytest.raises(ModelError, match="not a biobullet trajectory .npz"):
         load_trajectory(tmp_path / "pickled.npz")
+    # an array header declaring 800 TB: NumPy allocates before it reads (MemoryError was an internal error)
+    Trajectory(t=np.zeros(2), position_names=("j",), velocity_names=("j_dot",), positions=np.zeros((2, 1)),
+               velocities=np.zeros((2, 1))).to_npz(tmp_path / "good.npz")
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000000,), }".ljust(117) + "\n"
+    huge = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(32)
+    with zipfile.ZipFile(tmp_path / "good.npz") as source, zipfile.ZipFile(tmp_path / "huge.npz", "w") as target:
+        for member in source.namelist():
+            target.writestr(member, huge if member == "t.npy" else source.read(member))
+    assert load_trajectory(tmp_path / "good.npz").positions.shape == (2, 1)
+    with pytest.raises(ModelError, match="declares more data than the file holds"):
+        load_trajectory(tmp_path / "huge.npz")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -199,7 +210,8 @@ def with_mesh(tmp_path, content: bytes, name: str = "arm.stl") -> str:
     return str(path)
 
 
-TRIANGLE = b"solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid x\n"
+TRIANGLE = (b"solid x\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\n"
+            b"endfacet\nendsolid x\n")
 
 
 def test_mesh_files_are_bounded_at_load(tmp_path, monkeypatch):
