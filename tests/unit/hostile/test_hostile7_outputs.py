@@ -267,3 +267,36 @@ def test_plain_numbers_of_every_form_still_load(tmp_path):
         pybullet.disconnect(client)
     assert model.description.links[0].inertial.mass == mass == 1.0
     np.testing.assert_array_equal(model.description.joints[0].axis, axis)
+
+
+OSIM = """<?xml version="1.0" encoding="UTF-8" ?>
+<OpenSimDocument Version="40000"><Model name="ball_on_pin"><credits>{credits}</credits>
+  <gravity>0 -9.80665 0</gravity><Ground name="ground"/>
+  <BodySet name="bodyset"><objects><Body name="ball"><mass>{mass}</mass><mass_center>0 -0.5 0</mass_center>
+    <inertia>0.01 0.01 0.01 0 0 0</inertia></Body></objects></BodySet>
+  <JointSet name="jointset"><objects><PinJoint name="pin"><socket_parent_frame>/ground</socket_parent_frame>
+    <socket_child_frame>/bodyset/ball</socket_child_frame>
+    <coordinates><Coordinate name="angle"><default_value>0.3</default_value><range>-2 2</range></Coordinate>
+    </coordinates></PinJoint></objects></JointSet></Model></OpenSimDocument>"""
+
+
+@pytest.mark.parametrize("credits", ["a---b", "x---&gt;&lt;link name='injected'/&gt;&lt;!--", "--", "-"])
+def test_opensim_credits_stay_inside_their_comment(tmp_path, credits):
+    """The translation copies the credits into an XML comment: "---" left a "--" in it (the converted URDF was not
+    well-formed, blamed on the .osim's line 3), and "--->" closed the comment before the rest of the text."""
+    from biobullet.opensim import osim_urdf
+    path = tmp_path / "m.osim"
+    path.write_text(OSIM.format(credits=credits, mass=1))
+    text = osim_urdf(path)
+    comment = next(line for line in text.splitlines() if "credits of the OpenSim model" in line)
+    assert comment.count("--") == 2 and comment.startswith("<!--") and comment.endswith("-->")
+    assert "injected" not in load_model(path).link_names
+
+
+def test_opensim_numbers_are_plain_decimals(tmp_path):
+    path = tmp_path / "m.osim"
+    path.write_text(OSIM.format(credits="", mass="1_0"))
+    with pytest.raises(ModelError, match="<mass>.*not a list of numbers: '1_0'|not a list of numbers: '1_0'"):
+        load_model(path)
+    path.write_text(OSIM.format(credits="", mass="1"))
+    assert load_model(path).total_mass == pytest.approx(1.0, abs=1e-15)
