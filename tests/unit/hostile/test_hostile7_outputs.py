@@ -300,3 +300,22 @@ def test_opensim_numbers_are_plain_decimals(tmp_path):
         load_model(path)
     path.write_text(OSIM.format(credits="", mass="1"))
     assert load_model(path).total_mass == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("second, column", [("j_dot", "'j_dot'"), ("t", "'t'")])
+def test_joint_names_that_collide_with_trajectory_columns_are_refused(tmp_path, second, column):
+    """Joints `j` and `j_dot` wrote two `j_dot` columns (a position and a rate): `Trajectory.from_csv` split the
+    file at the wrong one (velocities of three columns for two joints) and `view` said the file lacked `j_dot`."""
+    link = ('<link name="arm2">' + INERTIAL + '</link><joint name="{}" type="revolute"><parent link="arm"/>'
+            '<child link="arm2"/><axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links().replace("</robot>", link.format(second) + "</robot>"))
+    with pytest.raises(ModelError, match=f"trajectory column {column} would be both") as caught:
+        load_model(path)
+    assert "attribute 'name'" in str(caught.value)
+    path.write_text(two_links().replace("</robot>", link.format("j_rate") + "</robot>"))
+    model = load_model(path)
+    from biobullet.integrate.engine import simulate
+    run = simulate(model, t_end=0.01)
+    header = run.csv_header()
+    assert len(set(header)) == len(header) == 5
