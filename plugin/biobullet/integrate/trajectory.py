@@ -13,6 +13,7 @@ import json
 import os
 import warnings
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from biobullet.core.atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
-from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.core.errors import ModelError, did_you_mean, shown
 
 #: largest trajectory file read (bytes; an .npz: once decompressed), and longest CSV header line (characters):
 #: trajectory files come from strangers too
@@ -187,6 +188,10 @@ class Trajectory:
                                  expected="a biobullet trajectory CSV") from None
             if not header or header[0] != "t":
                 raise ModelError("first column is not 't'", file=str(path), expected="a biobullet trajectory CSV")
+            if len(set(header)) != len(header):   # which of the two would a replay draw?
+                repeated = next(name for name, count in Counter(header).items() if count > 1)
+                raise ModelError(f"the column {shown(repeated)} appears twice in the header", file=str(path),
+                                 expected="a biobullet trajectory CSV (one column per name)")
             try:   # numpy's parser: 8 bytes per number (Python lists of floats took ~10× the file's size)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)   # "input contained no data": zero samples

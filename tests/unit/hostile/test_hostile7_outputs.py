@@ -319,3 +319,8 @@ def test_joint_names_that_collide_with_trajectory_columns_are_refused(tmp_path, 
     run = simulate(model, t_end=0.01)
     header = run.csv_header()
     assert len(set(header)) == len(header) == 5
+
+
+def test_a_trajectory_csv_with_a_repeated_column_is_one_error(tmp_path):
+    with pytest.raises(ModelError, match="the column 'j' appears twice"):
+        load_trajectory(write_csv(tmp_path / "run.csv", "t,j,j,j_dot\n0,0,1,0\n"))
