@@ -231,6 +231,9 @@ def _check_size(file: str, robot: ET.Element) -> None:
 _NAME_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: first characters that make a spreadsheet read a CSV header cell as a formula (`=HYPERLINK(...)`, CWE-1236)
 _FORMULA_START = ("=", "+", "-", "@")
+#: longest name (characters): names head table columns and CSV headers (a 5 MB joint name made a trajectory header
+#: longer than `Trajectory.from_csv` reads back); real ones are below 100
+MAX_NAME_CHARS = 1000
 
 
 def _check_names(file: str, root: ET.Element) -> None:
@@ -239,6 +242,10 @@ def _check_names(file: str, root: ET.Element) -> None:
         value = element.attrib.get("name")
         if value is None:
             continue
+        if len(value) > MAX_NAME_CHARS:
+            raise ModelError(f"the name is {len(value)} characters long", file=file,
+                             element=f"<{element.tag} name={shown(value, 40)}>", attribute="name",
+                             expected=f"a name of at most {MAX_NAME_CHARS} characters")
         bad = _NAME_FORBIDDEN.search(value)
         if bad or value.strip().startswith(_FORMULA_START):
             problem = (f"holds the character U+{ord(bad.group()):04X}" if bad else

@@ -324,3 +324,13 @@ def test_joint_names_that_collide_with_trajectory_columns_are_refused(tmp_path, 
 def test_a_trajectory_csv_with_a_repeated_column_is_one_error(tmp_path):
     with pytest.raises(ModelError, match="the column 'j' appears twice"):
         load_trajectory(write_csv(tmp_path / "run.csv", "t,j,j,j_dot\n0,0,1,0\n"))
+
+
+def test_names_are_bounded_in_length(tmp_path):
+    path = tmp_path / "m.urdf"
+    path.write_text(two_links(joint="j" * 1001))
+    with pytest.raises(ModelError, match="the name is 1001 characters long") as caught:
+        load_model(path)
+    assert len(str(caught.value)) < 400
+    path.write_text(two_links(joint="j" * 1000))
+    assert load_model(path).joint_names == ("j" * 1000,)
