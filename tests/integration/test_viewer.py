@@ -600,13 +600,14 @@ def test_a_model_without_visuals_is_drawn_as_balls(tmp_path):
     export_html(model, _synthetic_run(model, samples=3), tmp_path / "bare.html")
 
 
-HOSTILE_NAMES = ("<!--<script>", "</script><script>document.title='injected'</script>", "]]>\u2028&amp;")
+HOSTILE_NAMES = ("<!--<script>", "</script><script>document.title='injected'</script>", "]]>&amp;")
 
 
 def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(chromium, tmp_path):
     """Names that open a comment in the script data state (`<!--<script>`), close the data block (`</script>`),
-    end a CDATA section or hold a JavaScript line terminator reach the page's JSON: the page's own script must
-    still run (it writes the time label and draws), and nothing else may (Chromium's DOM after scripts ran)."""
+    or end a CDATA section reach the page's JSON, and a title holding a JavaScript line terminator (a model file may
+    not: the loader refuses such names): the page's own script must still run (it writes the time label and
+    draws), and nothing else may (Chromium's DOM after scripts ran)."""
     from xml.sax.saxutils import quoteattr
     source = (REPO / "urdf" / "fourbar_knee.urdf").read_text()
     for old, new in (('robot name="fourbar_knee"', f"robot name={quoteattr(HOSTILE_NAMES[0] + HOSTILE_NAMES[1])}"),
@@ -619,7 +620,7 @@ def test_html_replay_data_is_inert_and_the_page_script_runs_with_hostile_names(c
     assert HOSTILE_NAMES[1] in model.link_names
     page = tmp_path / "hostile.html"
     from biobullet.render.html import export_html
-    export_html(model, _synthetic_run(model), page)
+    export_html(model, _synthetic_run(model), page, title=HOSTILE_NAMES[0] + "\u2028" + HOSTILE_NAMES[1])
     text = page.read_text()
     data = text[text.index('<script id="data"'):]
     data = data[data.index(">") + 1:data.index("</script>")]

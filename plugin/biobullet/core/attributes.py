@@ -19,6 +19,7 @@ attributes are decimal integers of at most `MAX_INTEGER_DIGITS` digits.
 from __future__ import annotations
 
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -73,6 +74,11 @@ def _default_or_error(source: SourceRef | None, key: str, raw: Any, default: Any
 
 
 # ------------------------------------------------------------------------------------------------ scalars
+#: a number as C's strtod reads it whole (PyBullet, Pinocchio, OpenSim): Python's float() also takes "1_000"
+#: and non-ASCII digits ("１"), which those read as 1 and 0 — the same file would be two different models
+PLAIN_NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*\Z", re.ASCII)
+
+
 def to_float(source: SourceRef | None, key: str, raw: Any, *, positive: bool = False, non_negative: bool = False,
              at_least: float | None = None, at_most: float | None = None, above: float | None = None,
              below: float | None = None, expected: str | None = None) -> float:
@@ -90,6 +96,8 @@ def to_float(source: SourceRef | None, key: str, raw: Any, *, positive: bool = F
         raise error(source, key, f"not a number: {shown(raw)}", expected) from None
     if not math.isfinite(value):
         raise error(source, key, f"not finite: {shown(raw)}", expected)
+    if isinstance(raw, str) and not PLAIN_NUMBER.match(raw):
+        raise error(source, key, f"not a plain decimal number: {shown(raw)}", expected)
     if positive and not value > 0:
         raise error(source, key, f"must be positive, got {value:g}", expected)
     if non_negative and not value >= 0:
@@ -225,6 +233,8 @@ def to_floats(source: SourceRef | None, key: str, raw: Any, count: int | None = 
         expected = f"at least {min_count} space-separated finite number(s)" if min_count else \
             "space-separated finite numbers"
     if isinstance(raw, str):
+        if not raw.isascii():   # (str.split also splits at no-break and other Unicode spaces; strtod does not)
+            raise error(source, key, f"not plain ASCII numbers: {shown(raw)}", expected)
         parts: list[Any] = raw.split()
     elif isinstance(raw, Iterable):
         parts = list(raw)
@@ -245,6 +255,8 @@ def to_floats(source: SourceRef | None, key: str, raw: Any, count: int | None = 
             raise error(source, key, f"component {position} is not a number: {shown(raw)}", expected)
         if not math.isfinite(value):
             raise error(source, key, f"component {position} is not finite: {shown(raw)}", expected)
+        if isinstance(part, str) and not PLAIN_NUMBER.match(part):
+            raise error(source, key, f"component {position} is not a plain decimal number: {shown(raw)}", expected)
         if checks:
             try:
                 value = to_float(None, key, value, **checks)

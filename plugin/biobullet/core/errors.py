@@ -22,7 +22,9 @@ def _escape(text: str) -> str:
     out = []
     for ch in text:
         code = ord(ch)
-        if code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029):
+        # and the invisible direction marks/overrides, which make a terminal show a message reordered
+        if code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029, 0x061C, 0x200E, 0x200F) \
+                or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\x{code:02x}" if code < 0x100
                                                                   else f"\\u{code:04x}"))
         else:

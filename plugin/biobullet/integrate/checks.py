@@ -30,6 +30,7 @@ def check_elements(model: Any) -> Any:
     from biobullet.contact.element import contact_elements
     from biobullet.forces.collection import force_elements
 
+    trajectory_columns_check(model)
     force_elements(model)
     contact_elements(model)
     flexible_elements(model)
@@ -37,6 +38,24 @@ def check_elements(model: Any) -> Any:
         from biobullet.muscles.api import muscle_set
         muscle_set(model)
     return model
+
+
+def trajectory_columns_check(model: Any) -> None:
+    """The trajectory files' columns (`t`, positions, then `<joint>_dot` rates) must name one value each: joints `j`
+    and `j_dot` wrote two `j_dot` columns, and the file was read back split at the wrong one."""
+    from biobullet.core.errors import ModelError
+    joints = tuple(model.joint_names)
+    base_q, base_v = tuple(model.coordinate_names[:model.base_nq]), tuple(model.velocity_names[:model.base_nv])
+    seen = {"t": "the time"}
+    for column, owner, joint in [*((name, "a position or rate of a multi-DOF joint", "") for name in base_q + base_v),
+                                 *((name, f"joint {name!r}", name) for name in joints),
+                                 *((f"{name}_dot", f"the rate of joint {name!r}", name) for name in joints)]:
+        if column in seen:
+            raise ModelError(f"the trajectory column {column!r} would be both {seen[column]} and {owner}",
+                             file=model.description.file, element=f'<joint name="{joint}">' if joint else "<joint>",
+                             attribute="name",
+                             expected="joint names that differ from each other's `_dot` rate columns and from 't'")
+        seen[column] = owner
 
 
 def flexible_elements(model: Any) -> list[dict[str, Any]]:

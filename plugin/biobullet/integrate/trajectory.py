@@ -11,6 +11,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import warnings
+import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,12 @@ from typing import Any
 import numpy as np
 
 from biobullet.core.atomic import atomic_write  # noqa: F401  (also imported from here by older callers)
-from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.core.errors import ModelError, did_you_mean, shown
 
+#: largest trajectory file read (bytes; an .npz: once decompressed), and longest CSV header line (characters):
+#: trajectory files come from strangers too
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+MAX_HEADER_CHARS = 4 * 1024 * 1024
 ENERGY_KEYS = ("kinetic", "potential_gravity", "potential_elastic", "work_applied", "dissipated")
 
 
@@ -166,20 +173,37 @@ class Trajectory:
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str], model=None) -> "Trajectory":
-        """Read a CSV written by `to_csv` (or the bridge). With `model`, q and v are filled in too."""
+        """Read a CSV written by `to_csv` (or the bridge). With `model`, q and v are filled in too.
+        Bounded for files from strangers: at most MAX_FILE_BYTES, a header line of at most MAX_HEADER_CHARS."""
+        _check_file_size(path, os.path.getsize(path))
         with open(path, newline="") as handle:
-            reader = csv.reader(handle)
+            line = handle.readline(MAX_HEADER_CHARS + 1)
+            if len(line) > MAX_HEADER_CHARS:
+                raise ModelError(f"the header line is over {MAX_HEADER_CHARS} characters", file=str(path),
+                                 expected="a biobullet trajectory CSV")
             try:
-                header = next(reader)
-            except StopIteration:
-                raise ModelError("empty trajectory file", file=str(path)) from None
-            rows = [[float(value) for value in row] for row in reader if row]
-        if not header or header[0] != "t":
-            raise ModelError("first column is not 't'", file=str(path), expected="a biobullet trajectory CSV")
-        if any(len(row) != len(header) for row in rows):
+                header = next(csv.reader([line]), [])
+            except csv.Error as exc:
+                raise ModelError(f"unreadable header line ({exc})", file=str(path),
+                                 expected="a biobullet trajectory CSV") from None
+            if not header or header[0] != "t":
+                raise ModelError("first column is not 't'", file=str(path), expected="a biobullet trajectory CSV")
+            if len(set(header)) != len(header):   # which of the two would a replay draw?
+                repeated = next(name for name, count in Counter(header).items() if count > 1)
+                raise ModelError(f"the column {shown(repeated)} appears twice in the header", file=str(path),
+                                 expected="a biobullet trajectory CSV (one column per name)")
+            try:   # numpy's parser: 8 bytes per number (Python lists of floats took ~10× the file's size)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)   # "input contained no data": zero samples
+                    data = np.loadtxt(handle, delimiter=",", dtype=float, ndmin=2, comments=None)
+            except ValueError as exc:
+                raise ModelError(f"bad sample row: {str(exc).split(';')[0]} (rows counted from 0 after the header)",
+                                 file=str(path), expected=f"{len(header)} numbers per row") from None
+        if data.size == 0:
+            data = np.zeros((0, len(header)))
+        if data.shape[1] != len(header):
             raise ModelError("a row's length differs from the header's", file=str(path),
                              expected=f"{len(header)} values per row")
-        data = np.array(rows, dtype=float).reshape(len(rows), len(header))
         names = header[1:]
         # the muscle records: the trailing `<muscle>:<record>` columns after the velocities
         n_muscle_columns = 0
@@ -193,7 +217,7 @@ class Trajectory:
         for k, column in enumerate(muscle_columns):
             muscle, _, record = column.rpartition(":")
             if record not in muscles:
-                muscles[record] = np.full((len(rows), len(muscle_names)), np.nan)
+                muscles[record] = np.full((len(data), len(muscle_names)), np.nan)
             muscles[record][:, muscle_names.index(muscle)] = data[:, 1 + len(names) + k]
         first_rate = _first_rate_name(names)
         split = names.index(first_rate) if first_rate in names else len(names)   # no rates: positions only
@@ -235,20 +259,39 @@ class Trajectory:
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike[str]) -> "Trajectory":
-        with np.load(path, allow_pickle=False) as data:
-            names = lambda key: tuple(str(n) for n in data[key])  # noqa: E731
-            states = data["event_states"] if "event_states" in data else []
-            events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
-                                                                          states)]
-            return cls(t=data["t"], position_names=names("position_names"),
-                       velocity_names=names("velocity_names"), positions=data["positions"],
-                       velocities=data["velocities"], q=data["q"] if "q" in data else None,
-                       v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
-                       multipliers=data["multipliers"] if "multipliers" in data else None,
-                       energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
-                       events=events, meta=json.loads(str(data["meta"])),
-                       muscles={k[7:]: data[k] for k in data.files if k.startswith("muscle_") and k != "muscle_names"},
-                       muscle_names=names("muscle_names") if "muscle_names" in data else ())
+        """Read a file written by `to_npz`. No pickled objects; at most MAX_FILE_BYTES once decompressed (a
+        compressed archive of zeros expands ~1000-fold)."""
+        try:
+            with zipfile.ZipFile(path) as archive:
+                _check_file_size(path, sum(member.file_size for member in archive.infolist()))
+        except zipfile.BadZipFile as exc:
+            raise ModelError(f"not a .npz archive ({exc})", file=str(path), expected="a file written by to_npz") \
+                from None
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                names = lambda key: tuple(str(n) for n in data[key])  # noqa: E731
+                states = data["event_states"] if "event_states" in data else []
+                events = [(str(n), float(t), np.array(s)) for n, t, s in zip(data["event_names"], data["event_times"],
+                                                                              states)]
+                return cls(t=data["t"], position_names=names("position_names"),
+                           velocity_names=names("velocity_names"), positions=data["positions"],
+                           velocities=data["velocities"], q=data["q"] if "q" in data else None,
+                           v=data["v"] if "v" in data else None, coordinate_names=names("coordinate_names"),
+                           multipliers=data["multipliers"] if "multipliers" in data else None,
+                           energy={k[7:]: data[k] for k in data.files if k.startswith("energy_")},
+                           events=events, meta=json.loads(str(data["meta"])),
+                           muscles={k[7:]: data[k] for k in data.files
+                                    if k.startswith("muscle_") and k != "muscle_names"},
+                           muscle_names=names("muscle_names") if "muscle_names" in data else ())
+        except MemoryError:   # an array header may declare terabytes (NumPy allocates before it reads)
+            raise ModelError("an array of the archive declares more data than the file holds", file=str(path),
+                             expected="a file written by to_npz") from None
+
+
+def _check_file_size(path, size: int) -> None:
+    if size > MAX_FILE_BYTES:
+        raise ModelError(f"the trajectory is over {MAX_FILE_BYTES // 2**20} MiB", file=str(path),
+                         expected="a smaller trajectory file (fewer samples)")
 
 
 def _first_rate_name(position_and_velocity_names) -> str:

@@ -11,6 +11,9 @@ from biobullet.core.errors import ModelError
 
 #: mesh formats the viewer reads (trimesh); PyBullet reads .stl, .obj and .dae
 MESH_EXTENSIONS = (".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf")
+#: largest mesh file read (bytes): a body's mesh is a few MB; the parsers (trimesh, PyBullet's) take several
+#: times a file's size in memory (a 2 GB sparse .stl took 4.3 GB and 31 s to come out as an empty mesh)
+MAX_MESH_BYTES = 256 * 1024 * 1024
 
 
 def find_mesh_file(file: str, filename: str) -> str | None:
@@ -46,6 +49,14 @@ def find_mesh_file(file: str, filename: str) -> str | None:
     return None
 
 
+def check_mesh_size(file: str, where: str, path: str) -> None:
+    """A ModelError naming `<mesh filename>` of element `where` when the mesh file `path` is over MAX_MESH_BYTES."""
+    size = os.path.getsize(path)
+    if size > MAX_MESH_BYTES:
+        raise ModelError(f"mesh file {path!r} is {size / 2**20:.0f} MiB", file=file, element=f"{where} <mesh>",
+                         attribute="filename", expected=f"a mesh file of at most {MAX_MESH_BYTES // 2**20} MiB")
+
+
 def resolve_mesh_path(file: str, where: str, filename: str | None) -> str:
     """`find_mesh_file`, or a ModelError naming the file, the element `where` and the attribute `filename`."""
     if not filename:
@@ -56,4 +67,5 @@ def resolve_mesh_path(file: str, where: str, filename: str | None) -> str:
         raise ModelError(f"mesh file {filename!r} not found (or not a mesh)", file=file, element=f"{where} <mesh>",
                          attribute="filename", expected=f"an existing {'/'.join(MESH_EXTENSIONS)} file "
                          "(package:// is looked up in the URDF's directory, its parents and $ROS_PACKAGE_PATH)")
+    check_mesh_size(file, where, found)
     return found

@@ -19,7 +19,7 @@ from biobullet.model.description import (InertialDescription, JointDescription, 
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
 from biobullet.model.bundled import resolve_model_path
 from biobullet.model.extension import parse_extension
-from biobullet.model.meshes import MESH_EXTENSIONS, find_mesh_file
+from biobullet.model.meshes import MESH_EXTENSIONS, check_mesh_size, find_mesh_file
 from biobullet.model.plausibility import check_units
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -164,7 +164,9 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     data = stripped.rstrip(b"\x00 \t\r\n") if padded else stripped
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
-    if b"<!ENTITY" in data:
+    # (in UTF-16 too, whose "<!ENTITY" has a NUL byte after or before each character)
+    if any(marker.encode(encoding) in data for marker in ("<!ENTITY",) for encoding in ("ascii", "utf-16-le",
+                                                                                        "utf-16-be")):
         raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
                          expected="plain XML without a DTD")
     parser = ET.XMLParser()
@@ -182,6 +184,7 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
     _check_size(file, robot)
+    _check_names(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro
@@ -221,6 +224,34 @@ def _check_size(file: str, robot: ET.Element) -> None:
         if depth <= 2:  # name the top-level element the deep nesting is in
             path = source_of(file, element).element if depth == 2 else path
         stack.extend((child, depth + 1, path) for child in element)
+
+
+#: characters no name may hold: control characters (a line break or tab splits `info`'s tables and the CSV header),
+#: and the invisible direction marks and overrides that make a name display as another one
+_NAME_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: first characters that make a spreadsheet read a CSV header cell as a formula (`=HYPERLINK(...)`, CWE-1236)
+_FORMULA_START = ("=", "+", "-", "@")
+#: longest name (characters): names head table columns and CSV headers (a 5 MB joint name made a trajectory header
+#: longer than `Trajectory.from_csv` reads back); real ones are below 100
+MAX_NAME_CHARS = 1000
+
+
+def _check_names(file: str, root: ET.Element) -> None:
+    """Every element's `name` is shown in tables, written into CSV headers and web pages: printable, no formula."""
+    for element in root.iter():
+        value = element.attrib.get("name")
+        if value is None:
+            continue
+        if len(value) > MAX_NAME_CHARS:
+            raise ModelError(f"the name is {len(value)} characters long", file=file,
+                             element=f"<{element.tag} name={shown(value, 40)}>", attribute="name",
+                             expected=f"a name of at most {MAX_NAME_CHARS} characters")
+        bad = _NAME_FORBIDDEN.search(value)
+        if bad or value.strip().startswith(_FORMULA_START):
+            problem = (f"holds the character U+{ord(bad.group()):04X}" if bad else
+                       f"starts with {value.strip()[0]!r} (a spreadsheet opening the CSV would run it as a formula)")
+            raise ModelError(f"the name {problem}", file=file, element=f"<{element.tag} name={shown(value)}>",
+                             attribute="name", expected="a name of visible characters, not starting with = + - @")
 
 
 def _check_unique(file: str, names: list[str], kind: str) -> None:
@@ -304,8 +335,11 @@ def _check_shapes(file: str, link: ET.Element, name: str, missing_meshes: list[s
                 required(shape_source, shape, "filename")
             if shape.tag == "mesh":   # (PyBullet reads the first three numbers; some files give four)
                 floats(shape_source, shape, "scale", None, min_count=3, max_count=4)
-                if find_mesh_file(file, shape.get("filename", "")) is None:
+                found = find_mesh_file(file, shape.get("filename", ""))
+                if found is None:
                     missing_meshes.append(f"{shape_source.element} filename={shown(shape.get('filename', ''))}")
+                else:
+                    check_mesh_size(file, f"{source.element} <geometry>", found)
             if shape.tag == "plane":
                 optional_vec3(shape_source, shape, "normal", (0.0, 0.0, 1.0))
             material = shape_element.find("material")

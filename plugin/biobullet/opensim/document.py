@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from biobullet.core.attributes import PLAIN_NUMBER
 from biobullet.core.errors import ModelError, SourceRef, bare
 # OpenSim socket paths and the file's XML root: one reader for the importer and the muscles
 from biobullet.muscles.osim import osim_root, resolve_path
@@ -194,8 +195,12 @@ class PropertyReader:
         text = self.property_text(element, tag, None if default is None else "")
         if not text:
             return default  # type: ignore[return-value]
-        try:
-            values = tuple(float(v) for v in text.replace(",", " ").split())
+        parts = text.replace(",", " ").split()
+        try:   # plain decimal numbers only, as OpenSim reads them (core.attributes.PLAIN_NUMBER)
+            if not text.isascii() or not all(PLAIN_NUMBER.match(v) or v.lower().lstrip("+-") in ("nan", "inf")
+                                             for v in parts):
+                raise ValueError(text)
+            values = tuple(float(v) for v in parts)
         except ValueError:
             raise self.source(element).error(tag, f"not a list of numbers: {bare(text, 60)!r}",
                                              "numbers separated by spaces") from None

@@ -13,6 +13,7 @@ that joint's frame, placed in the body frame by `BodyLink` (point p_body ↦ rot
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
@@ -493,7 +494,7 @@ def _visual(placement: "_Transform", geometry: str) -> str:
 def _comment(text: str) -> str:
     """Text safe inside an XML comment (no '--', no control characters)."""
     cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))
-    return cleaned.replace("--", "- -")
+    return re.sub("-(?=-)", "- ", cleaned)   # (str.replace left "--" in "---": a credit "--->" closed the comment)
 
 
 def translate(document: Document) -> Translation:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.attributes import floats, vector3
-from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.errors import ModelError, SourceRef, shown
 from biobullet.model.meshes import resolve_mesh_path
 from biobullet.spatial.rotations import rpy_to_matrix
 
@@ -287,7 +287,13 @@ def _load_mesh(file: str, where: str, path: str) -> tuple[np.ndarray, np.ndarray
     except Exception as exc:  # noqa: BLE001  (any parser failure is a bad input file)
         raise ModelError(f"cannot read mesh {path!r} ({exc})", file=file, element=f"{where} <mesh>",
                          attribute="filename") from None
-    return np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64)
+    vertices, faces = np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64)
+    # a truncated or zero-filled file parses as no triangles: it would be drawn as nothing, silently
+    if len(faces) == 0 or not np.all(np.isfinite(vertices)):
+        raise ModelError(f"mesh {path!r} has {'no triangles' if len(faces) == 0 else 'a non-finite vertex'}",
+                         file=file, element=f"{where} <mesh>", attribute="filename",
+                         expected="a mesh file with finite triangles")
+    return vertices, faces
 
 
 # ---------------------------------------------------------------------------------------------- primitives
@@ -386,6 +392,11 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
     times = np.asarray(times, float)
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
+    meta = getattr(trajectory, "meta", None)
+    file = meta.get("file") if isinstance(meta, dict) else None
+    if not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ModelError("the sample times are not finite and non-decreasing", file=file, attribute="t",
+                         expected="times of a run, in order")
     # every named column the trajectory carries: its positions (all tree coordinates, or — for a bridge record —
     # the joints only) and its generalized coordinates q when present
     names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()) or ())
@@ -408,10 +419,12 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
     if flexible:
         names += flexible
         positions = np.column_stack([positions, np.zeros((len(t), len(flexible)))])
-    meta = getattr(trajectory, "meta", None)
-    file = meta.get("file") if isinstance(meta, dict) else None
 
     def interpolate(columns: list[int]) -> np.ndarray:
+        bad = [names[c] for c in columns if not np.all(np.isfinite(positions[:, c]))]
+        if bad:
+            raise ModelError(f"column {shown(bad[0])} has a non-finite value", file=file, attribute="trajectory",
+                             expected="finite positions (a run that diverged is not replayed)")
         return np.column_stack([np.interp(times, t, positions[:, c]) for c in columns]) if columns else \
             np.zeros((len(times), 0))
 

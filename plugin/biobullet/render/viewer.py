@@ -15,6 +15,7 @@ URL in a browser on the same machine (or forward the port with ssh -L).
 from __future__ import annotations
 
 import math
+import string
 import threading
 import time as _time
 from dataclasses import dataclass
@@ -129,6 +130,12 @@ def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.n
     return np.concatenate([values[:3], matrix_to_quaternion(rpy_to_matrix(values[3:6])), values[6:]])
 
 
+def markdown_text(text: str) -> str:
+    """`text` shown literally in viser's markdown, which renders raw HTML unsanitised: every ASCII punctuation
+    character backslash-escaped (no tag, entity, link or emphasis), line breaks made spaces."""
+    return "".join(" " if c in "\r\n" else "\\" + c if c in string.punctuation else c for c in text)
+
+
 class Viewer:
     """A running viser server showing one model. `set_configuration(q)` / `show(x)` move it; `close()` stops it."""
 
@@ -155,10 +162,12 @@ class Viewer:
         scene_api.add_frame("/world", show_axes=False, wxyz=self._so3.from_matrix(to_viser).wxyz)
         # geometry: one node per link carrying its visuals (vertices in the link frame)
         self._links = {}
-        for name in sorted({v.link for v in self.scene.visuals}):
-            self._links[name] = scene_api.add_frame(f"/world/model/{name}", show_axes=False)
+        # scene nodes are numbered, not named after links: viser nests a path "a/b" under the node "a"
+        node = {name: f"/world/model/link_{k}" for k, name in enumerate(sorted({v.link for v in self.scene.visuals}))}
+        for name, path in node.items():
+            self._links[name] = scene_api.add_frame(path, show_axes=False)
         for k, visual in enumerate(self.scene.visuals):
-            scene_api.add_mesh_simple(f"/world/model/{visual.link}/visual_{k}", visual.vertices.astype(np.float32),
+            scene_api.add_mesh_simple(f"{node[visual.link]}/visual_{k}", visual.vertices.astype(np.float32),
                                       visual.faces.astype(np.uint32),
                                       color=tuple(int(255 * c) for c in visual.color[:3]))
         # ground grid under the model at its initial pose (where the sliders start), with a scale cue
@@ -180,7 +189,7 @@ class Viewer:
         scene_api.add_grid("/world/ground", width=8 * radius, height=8 * radius, cell_size=spacing,
                            section_size=5 * spacing, plane="xy", wxyz=grid_rotation.wxyz,
                            position=centre - (centre @ up - ground) * up, shadow_opacity=0.2)
-        gui.add_markdown(f"**{model.name}** — grid cell {spacing_label(spacing)}")
+        gui.add_markdown(f"**{markdown_text(model.name)}** — grid cell {spacing_label(spacing)}")
         # the browser's camera: an oblique view fitted to the model over the whole motion (render.frames.fit_camera,
         # in viser's frame), moved so the model sits left of the control panel
         from biobullet.render.frames import fit_camera
