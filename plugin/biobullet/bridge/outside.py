@@ -91,25 +91,9 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
     (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
     LINEAR_TOLERANCE."""
     jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
-    peak_x = 0.0
-    same = True
-    for i in range(x.shape[0]):
-        a = abs(x[i])
-        if not a <= 1e300:   # NaN or inf (NaN fails every comparison)
-            return True, False, np.inf, np.inf, False
-        if i >= jb and a > peak_x:
-            peak_x = a
-        if x[i] != prev_x[i]:
-            same = False
-    peak_v = 0.0
-    for i in range(xd.shape[0]):
-        a = abs(xd[i])
-        if not a <= 1e300:
-            return True, False, np.inf, np.inf, False
-        if a > peak_v:
-            peak_v = a
-        if xd[i] != prev_v[i]:
-            same = False
+    peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
+    if not peak_v < np.inf:   # a non-finite state
+        return True, False, np.inf, np.inf, False
     jump = 0.0
     for i in range(x.shape[0] - jb):
         d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -163,7 +147,7 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
 
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
-    return jit.compiled(_surprise_py)
+    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
 
 
 class OutsideWatch:
