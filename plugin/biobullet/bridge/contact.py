@@ -15,7 +15,7 @@ Two kinds of counterpart:
   contact's sphere (the link's own collision sphere when it matches, else a query sphere of radius
   max(r, QUERY_RADIUS) moved to the contact centre every step: collision group and mask 0, it touches nothing)
   is queried with getClosestPoints against each body: δ = −(distance + r_query − r), n = contactNormalOnB,
-  p = c − r n. Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
+  p = c − r n (lifted as on the analytic plane for a law's point depth, `contact.geometry`). Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
   moving bodies work; the first link pair of a body per step asks for forward kinematics, as PyBullet reports and
   places forces on links by transforms cached from the step's start (docs/bridge.md). One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
@@ -31,7 +31,7 @@ Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
   (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
-  ground). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE` multibody) or, if none is given, one
+  ground; lifted for a law's point depth). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE` multibody) or, if none is given, one
   `GEOM_PLANE` per distinct `<contact>` ground (ground_height h, ground_normal n: base at h·n), created here as a
   pure query object (collision group and mask 0: it touches nothing; `close()` removes it). d = `query_distance`
   (beyond it the contact is "far": no force, δ = −d); laws acting outside contact query 1e4 m.
@@ -85,6 +85,7 @@ from biobullet.contact.kernels import (
     contact_update_by_laws,
     contact_update_kernel,
     pack_laws,
+    point_lift,
     pull_event,
     pull_state,
     state_row,
@@ -356,8 +357,8 @@ class BridgeContacts:
                                      np.zeros((3, model.n_tangent)))
         nearest = min(points, key=lambda item: item[8])
         delta = -float(nearest[8])
-        point = np.asarray(nearest[5], dtype=float)
         normal = np.asarray(nearest[7], dtype=float)
+        point = np.asarray(nearest[5], dtype=float) + point_lift(contact.normal_law.point_depth, delta) * normal
         if (lazy and delta <= 0.0 and not contact.normal_law.acts_outside_contact
                 and not contact.state.active):   # apart: δ only (see `kinematics`)
             return ContactKinematics(delta, 0.0, point, np.zeros(3), normal, np.zeros((3, model.n_tangent)))
@@ -521,13 +522,14 @@ class BridgeContacts:
                     seen.add(key)
                     pair = self._pair(key, contact)
                     normal = np.asarray(item[7], dtype=float)
-                    point = centre - contact.radius * normal
+                    delta = -(float(item[8]) + offset)
+                    point = centre - (contact.radius - point_lift(contact.normal_law.point_depth, delta)) * normal
                     jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
                     v_other = self._point_velocity(other, other_link, point, refresh=stale and other_link != -1)
                     stale = stale and other_link == -1
                     relative = jac @ xd - v_other
                     normal_speed = float(normal @ relative)
-                    kin = ContactKinematics(-(float(item[8]) + offset), -normal_speed, point,
+                    kin = ContactKinematics(delta, -normal_speed, point,
                                             relative - normal_speed * normal, normal, jac)
                     out.append((key, pair, kin, v_other))
         for key, pair in self._pairs.items():

@@ -119,6 +119,9 @@ class NormalLaw(ContactLaw):
     needs_impact_velocity: ClassVar[bool] = False
     #: True if the law may give a non-zero force at δ ≤ 0 (smoothed switches)
     acts_outside_contact: ClassVar[bool] = False
+    #: the force acts this fraction of δ below the ground plane (1: at the sphere's deepest point;
+    #: `contact.kernels._point_lift_py`)
+    point_depth: float = 1.0
 
     def __init__(self, *, adhesion: bool = False) -> None:
         self.adhesion = bool(adhesion)

@@ -175,7 +175,7 @@ class Contact(ForceElement):
     def kinematics(self, model, x, xd=None, *, need_jacobian: bool = True) -> ContactKinematics:
         """δ, δ̇, p, v_t, n and J_p at the tree state (x, ẋ) (`contact.geometry.sphere_kinematics`)."""
         return sphere_kinematics(model, x, xd, self.link, self.xyz, self.radius, self.ground,
-                                 need_jacobian=need_jacobian)
+                                 need_jacobian=need_jacobian, point_depth=self.normal_law.point_depth)
 
     def _normal_on(self, kin: ContactKinematics) -> bool:
         if self.normal_law.acts_outside_contact:

@@ -8,7 +8,9 @@ Ground plane: the points p with n·p = h (n unit normal pointing out of the grou
     penetration rate  δ̇  = −n·v_p                  [m/s] (> 0 approaching)
     slip velocity     v_t = v_p − (n·v_p) n        [m/s] (tangential velocity of the sphere's material point)
 
-with p = c − r n the sphere point deepest in the ground and v_p its velocity. A force F (world, N) at p acts on
+with p = c − r n the sphere point deepest in the ground and v_p its velocity — or, for a normal law that names
+a point depth s < 1 (`NormalLaw.point_depth`; Simbody's HuntCrossleyForce: s = k'_sphere/(k'_sphere + k'_plane)),
+p = c − r n + (1 − s) δ n, the point s δ below the plane, while δ > 0. A force F (world, N) at p acts on
 the tree as τ = J_p,linᵀ F, J_p the world-aligned point Jacobian. All of it is one kernel,
 `contact.kernels._contact_kinematics_py` (shared with the compiled right-hand side and the bridge's ground call),
 compiled on first use or run by Python without numba.
@@ -51,16 +53,19 @@ class ContactKinematics:
 
 
 def sphere_kinematics(model, x: np.ndarray, xd: np.ndarray | None, link: str, xyz: np.ndarray, radius: float,
-                      ground: GroundPlane, *, need_jacobian: bool = True) -> ContactKinematics:
+                      ground: GroundPlane, *, need_jacobian: bool = True, point_depth: float = 1.0
+                      ) -> ContactKinematics:
     """Contact kinematics of a sphere (centre `xyz` [m] in `link`'s frame, `radius` [m]) on `ground` at the tree
-    state (x, ẋ) (`contact.kernels._contact_kinematics_py`). With xd None the rates and slip are zero; the Jacobian
-    (3 × n_tangent) is computed when need_jacobian (else zeros)."""
+    state (x, ẋ) (`contact.kernels._contact_kinematics_py`), its point `point_depth` δ below the plane (1: the
+    deepest point). With xd None the rates and slip are zero; the Jacobian (3 × n_tangent) is computed when
+    need_jacobian (else zeros)."""
     frame = model.frame(link)
-    geometry = np.empty(8)
+    geometry = np.empty(9)
     geometry[:3] = frame.rotation @ np.asarray(xyz, dtype=float) + frame.translation   # centre in the body frame
     geometry[3] = radius
     geometry[4:7] = ground.n
     geometry[7] = ground.height
+    geometry[8] = point_depth
     meta, body = model.tree_pack
     n = model.n_tangent
     jacobian = np.zeros((3, n if need_jacobian else 0))

@@ -87,7 +87,7 @@ class ContactLaws(NamedTuple):
 class ContactRows(NamedTuple):
     """Ground contacts packed for `_ground_contacts_py` (`pack_ground`) and their discrete state rows."""
     index: np.ndarray       # (n, 4) int64: body, normal kind, friction kind, flags
-    geometry: np.ndarray    # (n, 8): centre in the body frame, radius, ground normal, ground height
+    geometry: np.ndarray    # (n, 9): centre in the body frame, radius, ground normal, ground height, point depth
     normal_p: np.ndarray    # (n, N_PARAMS)
     friction_p: np.ndarray  # (n, N_PARAMS)
     state: np.ndarray       # (n, STATE_WIDTH)
@@ -126,26 +126,34 @@ _KELVIN_VOIGT, _KELVIN_VOIGT_SMOOTH, _HERTZ, _RESTITUTION = (_kelvin_voigt_py, _
 _OPENSIM_HUNT_CROSSLEY = _opensim_hunt_crossley_py
 
 
+def _unclipped_normal_force_py(kind, p, delta, delta_dot, impact_velocity):
+    """The value [N] of normal law `kind` with params p before the clip at zero: its formula where the law acts
+    (δ > 0, or everywhere for a law acting outside contact), 0 elsewhere; a plug-in law's twin (kind = its
+    address) gives its force, clipped by itself. The `opensim` friction law scales with it (Simbody's)."""
+    if kind >= PLUGIN_KIND:
+        return _CALL_NORMAL(kind)(p, delta, delta_dot, impact_velocity)
+    if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
+        return _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
+    if delta > 0.0:
+        if kind == NORMAL_KELVIN_VOIGT:
+            return _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
+        if kind == NORMAL_HERTZ:
+            return _HERTZ(p, delta, delta_dot, impact_velocity)
+        if kind == NORMAL_OPENSIM:
+            return _OPENSIM_HUNT_CROSSLEY(p, delta, delta_dot, impact_velocity)
+        return _RESTITUTION(p, delta, delta_dot, impact_velocity)
+    return 0.0
+
+
+_UNCLIPPED_NORMAL_FORCE = _unclipped_normal_force_py
+
+
 def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
     """F_N [N] of normal law `kind` with params p: `NormalLaw.force` (zero for δ ≤ 0 unless the law acts outside
     contact, clipped at zero unless adhesion p[0] ≠ 0); a plug-in law's twin (kind = its address) does all of that
     itself."""
-    if kind >= PLUGIN_KIND:
-        return _CALL_NORMAL(kind)(p, delta, delta_dot, impact_velocity)
-    if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
-        f = _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
-    elif delta > 0.0:
-        if kind == NORMAL_KELVIN_VOIGT:
-            f = _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
-        elif kind == NORMAL_HERTZ:
-            f = _HERTZ(p, delta, delta_dot, impact_velocity)
-        elif kind == NORMAL_OPENSIM:
-            f = _OPENSIM_HUNT_CROSSLEY(p, delta, delta_dot, impact_velocity)
-        else:
-            f = _RESTITUTION(p, delta, delta_dot, impact_velocity)
-    else:
-        f = 0.0
-    if p[0] == 0.0 and not f > 0.0:
+    f = _UNCLIPPED_NORMAL_FORCE(kind, p, delta, delta_dot, impact_velocity)
+    if kind < PLUGIN_KIND and p[0] == 0.0 and not f > 0.0:
         f = 0.0
     return f
 
@@ -223,7 +231,9 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
     """(on, F_N [N], F_N(δ, 0) [N], F_T world [N] as 3 floats) of one contact at kinematics (δ, δ̇, slip v_t with
     |v_t| = speed) given its discrete state row, which is only read (`Contact.forces`): the normal law acts while the
     contact is active (or always for a law acting outside contact), δ̇⁻ from the row; friction is off at rest
-    (switched friction) or without normal force or slip. Shared by the bridge's step (`_contact_update_py`) and the
+    (switched friction) or without normal force or slip. The `opensim` friction law scales with the normal law's
+    unclipped value, as Simbody's HuntCrossleyForce does: negative while the surfaces separate faster than
+    1/(1.5 c), friction then pushes along the slip. Shared by the bridge's step (`_contact_update_py`) and the
     engine's right-hand side (`_ground_forces_py`)."""
     fn = 0.0
     elastic = 0.0
@@ -234,8 +244,12 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
         fn = _NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
         elastic = _NORMAL_FORCE(normal_kind, normal_p, delta, 0.0, 1.0)
         resting = discontinuous and state[RESTING] != 0.0
-        if fn > 0.0 and not resting and speed > 0.0:
-            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
+        if friction_kind == FRICTION_OPENSIM:   # Simbody's: with the unclipped force, < 0 when separating fast
+            pressing = _UNCLIPPED_NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
+        else:
+            pressing = fn if fn > 0.0 else 0.0
+        if pressing != 0.0 and not resting and speed > 0.0:
+            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * pressing / speed
             ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
     return on, fn, elastic, ft0, ft1, ft2
 
@@ -245,14 +259,30 @@ _CONTACT_FORCES = _contact_forces_py
 
 def contact_forces_by_laws(normal_law, friction_law):
     """`_contact_forces_py` run by Python with the two law objects bound as its law kernels (`NormalLaw.force`,
-    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included."""
+    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included. The kinds and
+    parameter rows it is called with are ignored (the friction law's own kind is passed on: the `opensim` law's
+    scaling)."""
     def normal(kind, p, delta, delta_dot, impact_velocity):
         vi = impact_velocity if normal_law.needs_impact_velocity else None
         return float(normal_law.force(delta, delta_dot, vi))
 
+    row = builtin_row(normal_law)
+
+    def unclipped(kind, p, delta, delta_dot, impact_velocity):
+        if row is None:   # a plug-in law: its force, as its twin gives it
+            return normal(kind, p, delta, delta_dot, impact_velocity)
+        return _unclipped_normal_force_py(row[0], row[1], delta, delta_dot, impact_velocity)
+
     def friction(kind, p, speed):
         return float(friction_law.coefficient(speed))
-    return jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction})
+    forces = jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_UNCLIPPED_NORMAL_FORCE": unclipped,
+                                           "_FRICTION_COEFFICIENT": friction})
+    friction_row = builtin_row(friction_law)
+    friction_kind = FRICTION_NONE if friction_row is None else friction_row[0]
+
+    def by_laws(normal_kind, normal_p, any_kind, friction_p, *arguments):
+        return forces(normal_kind, normal_p, friction_kind, friction_p, *arguments)
+    return by_laws
 
 
 def _contact_event_py(discontinuous, state, delta, delta_dot, slip, speed):
@@ -323,10 +353,18 @@ _PLACE_BODY, _PLACEMENTS = place_body, placements
 
 
 # ------------------------------------------------------------------------------------------------ ground contacts
+def _point_lift_py(point_depth, delta):
+    """How far above the sphere's deepest point [m] a force acts that acts `point_depth` δ below the plane (a
+    fraction; 1: at the deepest point, 0 for δ ≤ 0) — Simbody's HuntCrossleyForce: k'_sphere/(k'_sphere +
+    k'_plane)."""
+    return (1.0 - point_depth) * delta if delta > 0.0 else 0.0
+
+
 def _sphere_point_py(rot, pos, sub, ancestry, b, g, xd, point, normal, slip):
     """(δ [m], n·v_p [m/s]) of one sphere/point (geometry row g, body b, −1: the world) against its plane, at tree
-    placements rot, pos and motion subspaces sub: writes the deepest point p = c − r n, the normal n and the slip
-    v_t = v_p − (n·v_p) n into point, normal, slip (`contact.geometry.sphere_kinematics`)."""
+    placements rot, pos and motion subspaces sub: writes the contact point p = c − r n + lift n (the deepest point
+    lifted by `_point_lift_py` of the row's point depth), the normal n and the slip v_t = v_p − (n·v_p) n of the
+    body's material point at p into point, normal, slip (`contact.geometry.sphere_kinematics`)."""
     radius = g[3]
     normal[0], normal[1], normal[2] = g[4], g[5], g[6]
     if b >= 0:
@@ -335,8 +373,9 @@ def _sphere_point_py(rot, pos, sub, ancestry, b, g, xd, point, normal, slip):
     else:
         point[0], point[1], point[2] = g[0], g[1], g[2]
     delta = g[7] + radius - (normal[0] * point[0] + normal[1] * point[1] + normal[2] * point[2])
+    below = radius - _POINT_LIFT(g[8], delta)   # the point's distance from the centre along −n
     for a in range(3):
-        point[a] -= radius * normal[a]
+        point[a] -= below * normal[a]
     _POINT_VELOCITY(sub, ancestry, b, point, xd, slip)   # v_p, then its tangential part
     normal_speed = normal[0] * slip[0] + normal[1] * slip[1] + normal[2] * slip[2]
     for a in range(3):
@@ -344,7 +383,10 @@ def _sphere_point_py(rot, pos, sub, ancestry, b, g, xd, point, normal, slip):
     return delta, normal_speed
 
 
-_SPHERE_POINT, _POINT_VELOCITY, _POINT_FORCE = _sphere_point_py, point_velocity, point_force
+_SPHERE_POINT, _POINT_VELOCITY, _POINT_FORCE, _POINT_LIFT = _sphere_point_py, point_velocity, point_force, \
+    _point_lift_py
+#: `_point_lift_py` for other modules (the bridge's PyBullet geometry)
+point_lift = _point_lift_py
 
 
 def _workspace(n_bodies, n_tangent):
@@ -356,9 +398,10 @@ def _workspace(n_bodies, n_tangent):
 
 # per contact, integer row: body index (−1: fixed to the world), normal kind, friction kind, flags
 # (1 acts outside contact, 2 needs δ̇⁻, 4 discontinuous friction); float row: centre in the body frame (3), radius,
-# ground normal n (3), ground height h
+# ground normal n (3), ground height h, point depth s (`_point_lift_py`)
 def _ground_contacts_py(meta, body, ancestry, contacts, x, xd, t, dt, tau):
-    """Every point/sphere contact against its analytic plane (`contact.geometry`): δ = h + r − n·c, p = c − r n,
+    """Every point/sphere contact against its analytic plane (`contact.geometry`): δ = h + r − n·c, p = c − r n
+    (lifted by (1 − s) δ for a point depth s < 1),
     v_p = J_p ẋ, δ̇ = −n·v_p, v_t = v_p − (n·v_p) n; `_contact_update_py` per contact; τ += J_pᵀ F (tau, n_tangent,
     added to). ancestry[b, j] ≠ 0: velocity column j moves body b. Returns the number of onsets and separations,
     or −1 (nothing computed) when x or ẋ is not finite (the caller reports the divergence)."""
@@ -491,9 +534,14 @@ def _friction_bindings() -> dict:
             "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True)}
 
 
+def _unclipped_bindings() -> dict:
+    """`_unclipped_normal_force_py` inlined, with its twins."""
+    return {"_UNCLIPPED_NORMAL_FORCE": _unclipped_normal_force_py, **_law_bindings()}
+
+
 def normal_force_kernel():
     """The compiled `_normal_force_py` (its twins bound)."""
-    return jit.compiled(_normal_force_py, bind=_law_bindings)
+    return jit.compiled(_normal_force_py, bind=_unclipped_bindings)
 
 
 def friction_coefficient_kernel():
@@ -504,7 +552,8 @@ def friction_coefficient_kernel():
 def contact_forces_kernel():
     """The compiled `_contact_forces_py` (laws bound)."""
     return jit.compiled(_contact_forces_py, bind=lambda: {"_NORMAL_FORCE": normal_force_kernel(),
-                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel()},
+                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel(),
+                                                         **_unclipped_bindings()},
                         inline=True)
 
 
@@ -524,8 +573,8 @@ def _placed_bindings(name: str, contact_kernel) -> dict:
 
 def _geometry_bindings() -> dict:
     points = point_kernels()
-    return {"_SPHERE_POINT": jit.compiled(_sphere_point_py, bind=lambda: points, inline=True), **points,
-            "_workspace": _workspace}
+    return {"_SPHERE_POINT": jit.compiled(_sphere_point_py, bind=lambda: {**points, "_POINT_LIFT": _point_lift_py},
+                                          inline=True), **points, "_workspace": _workspace}
 
 
 def _forces_bindings() -> dict:
@@ -729,7 +778,7 @@ def pack_ground(model, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     elements whose laws all have twins, as `_ground_contacts_py` / `_ground_forces_py` take them."""
     n = len(contacts)
     index = np.zeros((n, 4), dtype=np.int64)
-    geometry = np.zeros((n, 8))
+    geometry = np.zeros((n, 9))
     normal_p = np.zeros((n, N_PARAMS))
     friction_p = np.zeros((n, N_PARAMS))
     for k, contact in enumerate(contacts):
@@ -743,6 +792,7 @@ def pack_ground(model, contacts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
         geometry[k, 3] = contact.radius
         geometry[k, 4:7] = contact.ground.n
         geometry[k, 7] = contact.ground.height
+        geometry[k, 8] = contact.normal_law.point_depth
     return index, geometry, normal_p, friction_p
 
 
@@ -830,6 +880,7 @@ __all__ = [
     "normal_force",
     "normal_force_kernel",
     "normal_forces",
+    "point_lift",
     "pack_friction",
     "pack_ground",
     "pack_laws",

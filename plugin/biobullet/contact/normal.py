@@ -179,16 +179,19 @@ class OpenSimHuntCrossley(Hertz):
     """Simbody's (OpenSim's) Hunt–Crossley force F = K δⁿ (1 + (3/2) c δ̇): K [N/m^n] > 0, c = ``dissipation``
     [s/m] ≥ 0 given directly (no restitution, no stored δ̇⁻). For two OpenSim surfaces of stiffnesses k₁, k₂ and
     dissipations c₁, c₂ on a sphere of radius R, Simbody uses k'ᵢ = kᵢ^(2/3), K = (4/3) √R (k'₁k'₂/(k'₁+k'₂))^(3/2)
-    and c = (c₁ k'₂ + c₂ k'₁)/(k'₁ + k'₂) (`opensim.contact` does this)."""
+    and c = (c₁ k'₂ + c₂ k'₁)/(k'₁ + k'₂) (`opensim.contact` does this). Simbody applies the force, and takes the
+    slip velocity, at the point ``point_depth`` δ below the plane, with point_depth = k'_sphere/(k'_sphere +
+    k'_plane) ∈ [0, 1] (default 1: the sphere's deepest point, as the other laws)."""
 
     law_name: ClassVar[str] = "opensim_hunt_crossley"
-    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "dissipation", "exponent", "adhesion")
+    attributes: ClassVar[tuple[str, ...]] = ("stiffness", "dissipation", "exponent", "point_depth", "adhesion")
     kernel_kind: ClassVar[int] = NORMAL_OPENSIM
 
     def __init__(self, *, stiffness: float, dissipation: float, exponent: float = DEFAULT_EXPONENT,
-                 adhesion: bool = False, source: SourceRef | None = None) -> None:
+                 point_depth: float = 1.0, adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
         self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True)
+        self.point_depth = to_float(source, "point_depth", point_depth, non_negative=True, at_most=1.0)
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return *super().kernel_parameters(), self.dissipation

@@ -9,13 +9,10 @@ combines them as
     k'ᵢ = kᵢ^(2/3),  K = (4/3) √R (k'₁k'₂/(k'₁+k'₂))^(3/2),  c = (c₁ k'₂ + c₂ k'₁)/(k'₁ + k'₂),
     μ = 2 μ₁μ₂/(μ₁ + μ₂) for each friction coefficient (0 when either is 0),
 
-giving `normal_law="opensim_hunt_crossley"` (F = K δ^(3/2) (1 + (3/2) c δ̇)) and `friction_law="opensim"` with
-the force's transition velocity. Differences from Simbody (docs/opensim.md): the force acts at the sphere's
-deepest point, Simbody's at the plane point moved into the overlap by δ k'_sphere/(k'_sphere + k'_plane), i.e.
-δ k'_plane/(k'_sphere + k'_plane) nearer the centre — the same line of action for the normal force, a friction
-moment arm about the centre longer here by that amount — and friction scales with the clipped normal force
-(Simbody's with the unclipped one, which turns negative when the surfaces separate faster than 1/(1.5 c)). Other
-geometry pairs are reported.
+giving `normal_law="opensim_hunt_crossley"` (F = K δ^(3/2) (1 + (3/2) c δ̇)) with Simbody's point of application,
+the plane point moved into the overlap by δ k'_sphere/(k'_sphere + k'_plane) (`point_depth`), and
+`friction_law="opensim"` with the force's transition velocity (friction scales with the unclipped normal force,
+as Simbody's). Other geometry pairs are reported.
 """
 from __future__ import annotations
 
@@ -134,4 +131,5 @@ def _contact_line(reader: PropertyReader, force: Component, sphere: Component, s
             f'xyz="{vector_text(centre)}" radius="{number_text(radius)}" ground="plane" '
             f'ground_height="{number_text(float(normal @ plane_origin))}" ground_normal="{vector_text(normal)}" '
             f'normal_law="opensim_hunt_crossley" stiffness="{number_text(stiffness)}" '
-            f'dissipation="{number_text(dissipation)}" {friction}/>')
+            f'dissipation="{number_text(dissipation)}" point_depth="{number_text(k_sphere / (k_sphere + k_plane))}" '
+            f'{friction}/>')

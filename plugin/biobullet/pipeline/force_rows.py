@@ -34,7 +34,7 @@ class ForceRows(NamedTuple):
     joint_stops: np.ndarray
     joint_stop_params: np.ndarray
     contact_index: np.ndarray       # (n, 4) int64: body, normal law, friction law, flags
-    contact_geometry: np.ndarray    # (n, 8)
+    contact_geometry: np.ndarray    # (n, 9)
     contact_normal_p: np.ndarray
     contact_friction_p: np.ndarray
     contact_state: np.ndarray       # (n, STATE_WIDTH): discrete state rows, refreshed per call
