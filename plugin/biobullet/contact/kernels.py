@@ -126,34 +126,26 @@ _KELVIN_VOIGT, _KELVIN_VOIGT_SMOOTH, _HERTZ, _RESTITUTION = (_kelvin_voigt_py, _
 _OPENSIM_HUNT_CROSSLEY = _opensim_hunt_crossley_py
 
 
-def _unclipped_normal_force_py(kind, p, delta, delta_dot, impact_velocity):
-    """The value [N] of normal law `kind` with params p before the clip at zero: its formula where the law acts
-    (δ > 0, or everywhere for a law acting outside contact), 0 elsewhere; a plug-in law's twin (kind = its
-    address) gives its force, clipped by itself. The `opensim` friction law scales with it (Simbody's)."""
-    if kind >= PLUGIN_KIND:
-        return _CALL_NORMAL(kind)(p, delta, delta_dot, impact_velocity)
-    if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
-        return _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
-    if delta > 0.0:
-        if kind == NORMAL_KELVIN_VOIGT:
-            return _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
-        if kind == NORMAL_HERTZ:
-            return _HERTZ(p, delta, delta_dot, impact_velocity)
-        if kind == NORMAL_OPENSIM:
-            return _OPENSIM_HUNT_CROSSLEY(p, delta, delta_dot, impact_velocity)
-        return _RESTITUTION(p, delta, delta_dot, impact_velocity)
-    return 0.0
-
-
-_UNCLIPPED_NORMAL_FORCE = _unclipped_normal_force_py
-
-
 def _normal_force_py(kind, p, delta, delta_dot, impact_velocity):
     """F_N [N] of normal law `kind` with params p: `NormalLaw.force` (zero for δ ≤ 0 unless the law acts outside
     contact, clipped at zero unless adhesion p[0] ≠ 0); a plug-in law's twin (kind = its address) does all of that
     itself."""
-    f = _UNCLIPPED_NORMAL_FORCE(kind, p, delta, delta_dot, impact_velocity)
-    if kind < PLUGIN_KIND and p[0] == 0.0 and not f > 0.0:
+    if kind >= PLUGIN_KIND:
+        return _CALL_NORMAL(kind)(p, delta, delta_dot, impact_velocity)
+    if kind == NORMAL_KELVIN_VOIGT_SMOOTH:
+        f = _KELVIN_VOIGT_SMOOTH(p, delta, delta_dot, impact_velocity)
+    elif delta > 0.0:
+        if kind == NORMAL_KELVIN_VOIGT:
+            f = _KELVIN_VOIGT(p, delta, delta_dot, impact_velocity)
+        elif kind == NORMAL_HERTZ:
+            f = _HERTZ(p, delta, delta_dot, impact_velocity)
+        elif kind == NORMAL_OPENSIM:
+            f = _OPENSIM_HUNT_CROSSLEY(p, delta, delta_dot, impact_velocity)
+        else:
+            f = _RESTITUTION(p, delta, delta_dot, impact_velocity)
+    else:
+        f = 0.0
+    if p[0] == 0.0 and not f > 0.0:
         f = 0.0
     return f
 
@@ -231,9 +223,7 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
     """(on, F_N [N], F_N(δ, 0) [N], F_T world [N] as 3 floats) of one contact at kinematics (δ, δ̇, slip v_t with
     |v_t| = speed) given its discrete state row, which is only read (`Contact.forces`): the normal law acts while the
     contact is active (or always for a law acting outside contact), δ̇⁻ from the row; friction is off at rest
-    (switched friction) or without normal force or slip. The `opensim` friction law scales with the normal law's
-    unclipped value, as Simbody's HuntCrossleyForce does: negative while the surfaces separate faster than
-    1/(1.5 c), friction then pushes along the slip. Shared by the bridge's step (`_contact_update_py`) and the
+    (switched friction) or without normal force or slip. Shared by the bridge's step (`_contact_update_py`) and the
     engine's right-hand side (`_ground_forces_py`)."""
     fn = 0.0
     elastic = 0.0
@@ -244,12 +234,8 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
         fn = _NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
         elastic = _NORMAL_FORCE(normal_kind, normal_p, delta, 0.0, 1.0)
         resting = discontinuous and state[RESTING] != 0.0
-        if friction_kind == FRICTION_OPENSIM:   # Simbody's: with the unclipped force, < 0 when separating fast
-            pressing = _UNCLIPPED_NORMAL_FORCE(normal_kind, normal_p, delta, delta_dot, vi)
-        else:
-            pressing = fn if fn > 0.0 else 0.0
-        if pressing != 0.0 and not resting and speed > 0.0:
-            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * pressing / speed
+        if fn > 0.0 and not resting and speed > 0.0:
+            scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
             ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
     return on, fn, elastic, ft0, ft1, ft2
 
@@ -259,30 +245,14 @@ _CONTACT_FORCES = _contact_forces_py
 
 def contact_forces_by_laws(normal_law, friction_law):
     """`_contact_forces_py` run by Python with the two law objects bound as its law kernels (`NormalLaw.force`,
-    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included. The kinds and
-    parameter rows it is called with are ignored (the friction law's own kind is passed on: the `opensim` law's
-    scaling)."""
+    `FrictionLaw.coefficient`): `Contact.forces` for any law, a plug-in's Python callback included."""
     def normal(kind, p, delta, delta_dot, impact_velocity):
         vi = impact_velocity if normal_law.needs_impact_velocity else None
         return float(normal_law.force(delta, delta_dot, vi))
 
-    row = builtin_row(normal_law)
-
-    def unclipped(kind, p, delta, delta_dot, impact_velocity):
-        if row is None:   # a plug-in law: its force, as its twin gives it
-            return normal(kind, p, delta, delta_dot, impact_velocity)
-        return _unclipped_normal_force_py(row[0], row[1], delta, delta_dot, impact_velocity)
-
     def friction(kind, p, speed):
         return float(friction_law.coefficient(speed))
-    forces = jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_UNCLIPPED_NORMAL_FORCE": unclipped,
-                                           "_FRICTION_COEFFICIENT": friction})
-    friction_row = builtin_row(friction_law)
-    friction_kind = FRICTION_NONE if friction_row is None else friction_row[0]
-
-    def by_laws(normal_kind, normal_p, any_kind, friction_p, *arguments):
-        return forces(normal_kind, normal_p, friction_kind, friction_p, *arguments)
-    return by_laws
+    return jit.twin(_contact_forces_py, {"_NORMAL_FORCE": normal, "_FRICTION_COEFFICIENT": friction})
 
 
 def _contact_event_py(discontinuous, state, delta, delta_dot, slip, speed):
@@ -534,14 +504,9 @@ def _friction_bindings() -> dict:
             "_STRIBECK": jit.compiled(_stribeck_py, bind=regularize, inline=True)}
 
 
-def _unclipped_bindings() -> dict:
-    """`_unclipped_normal_force_py` inlined, with its twins."""
-    return {"_UNCLIPPED_NORMAL_FORCE": _unclipped_normal_force_py, **_law_bindings()}
-
-
 def normal_force_kernel():
     """The compiled `_normal_force_py` (its twins bound)."""
-    return jit.compiled(_normal_force_py, bind=_unclipped_bindings)
+    return jit.compiled(_normal_force_py, bind=_law_bindings)
 
 
 def friction_coefficient_kernel():
@@ -552,8 +517,7 @@ def friction_coefficient_kernel():
 def contact_forces_kernel():
     """The compiled `_contact_forces_py` (laws bound)."""
     return jit.compiled(_contact_forces_py, bind=lambda: {"_NORMAL_FORCE": normal_force_kernel(),
-                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel(),
-                                                         **_unclipped_bindings()},
+                                                         "_FRICTION_COEFFICIENT": friction_coefficient_kernel()},
                         inline=True)
 
 

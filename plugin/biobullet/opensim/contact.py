@@ -10,9 +10,9 @@ combines them as
     μ = 2 μ₁μ₂/(μ₁ + μ₂) for each friction coefficient (0 when either is 0),
 
 giving `normal_law="opensim_hunt_crossley"` (F = K δ^(3/2) (1 + (3/2) c δ̇)) with Simbody's point of application,
-the plane point moved into the overlap by δ k'_sphere/(k'_sphere + k'_plane) (`point_depth`), and
-`friction_law="opensim"` with the force's transition velocity (friction scales with the unclipped normal force,
-as Simbody's). Other geometry pairs are reported.
+the plane point moved into the overlap by δ k'_sphere/(k'_sphere + k'_plane) (`point_depth`), where the slip
+velocity is taken too, and `friction_law="opensim"` with the force's transition velocity. Other geometry pairs are
+reported.
 """
 from __future__ import annotations
 
