@@ -58,64 +58,73 @@ def _vec(values) -> np.ndarray:
     return np.array([values.get(i) for i in range(3)])
 
 
+class BallStates:
+    """The spinning ball in OpenSim: `place(δ, δ̇, slip, spin)` sets a state δ [m] into the tilted half-space
+    (OpenSim's own placement of the sphere and the plane), the centre approaching at δ̇ [m/s] and slipping at
+    `slip` [m/s] along the plane, the rotations turning at `spin` × (3, −2, 4) rad/s, and gives (q, v) in the
+    model's coordinate order with OpenSim's force and torque on the ball (about its origin, ground axes), q̈, the
+    ball's origin and the plane's normal."""
+
+    def __init__(self, path: Path, names: tuple[str, ...]) -> None:
+        self.model = osim.Model(str(path))
+        self.state = self.model.initSystem()
+        self.force = self.model.getForceSet().get("contact")
+        self.ball = self.model.getBodySet().get("ball")
+        self.floor = self.model.getContactGeometrySet().get("floor")
+        self.coordinates = {c.getName(): c for c in self.model.getCoordinateSet()}
+        self.names = names
+
+    def _set(self, values: dict, rates: dict) -> None:
+        for name in self.names:
+            self.coordinates[name].setValue(self.state, values[name], False)
+            self.coordinates[name].setSpeedValue(self.state, rates[name])
+
+    def place(self, delta: float, delta_dot: float, slip: float, spin: float):
+        values = {"ball_rx": 0.3, "ball_ry": -0.2, "ball_rz": 0.5, "ball_tx": 0.2, "ball_ty": 0.0, "ball_tz": -0.1}
+        self._set(values, dict.fromkeys(values, 0.0))
+        self.model.realizePosition(self.state)
+        plane = self.floor.getFrame().getTransformInGround(self.state).compose(self.floor.getTransform())
+        normal = -np.array([plane.R().get(i, 0) for i in range(3)])   # out of the half-space (its +x side)
+        centre = _vec(self.ball.findStationLocationInGround(self.state, osim.Vec3(*CENTRE)))
+        # ty moves the centre along ground y: chosen for the penetration δ
+        values["ball_ty"] = (normal @ _vec(plane.p()) + RADIUS - normal @ centre - delta) / normal[1]
+        tangent = np.cross(normal, [0.0, 0.0, 1.0])
+        velocity = -delta_dot * normal + slip * tangent / np.linalg.norm(tangent)
+        rates = {"ball_rx": 3.0 * spin, "ball_ry": -2.0 * spin, "ball_rz": 4.0 * spin,
+                 "ball_tx": velocity[0], "ball_ty": velocity[1], "ball_tz": velocity[2]}
+        self._set(values, rates)
+        self.model.realizeAcceleration(self.state)
+        record = self.force.getRecordValues(self.state)
+        return (np.array([values[n] for n in self.names]), np.array([rates[n] for n in self.names]),
+                np.array([record.get(i) for i in range(3)]), np.array([record.get(i) for i in range(3, 6)]),
+                np.array([self.coordinates[n].getAccelerationValue(self.state) for n in self.names]),
+                _vec(self.ball.getPositionInGround(self.state)), normal)
+
+
 def test_the_force_on_the_body_is_opensims_at_48_contact_states(tmp_path):
     """Force and torque (about the body origin) on the ball: 3 penetrations × 4 approach rates (−1.5 m/s separates
-    faster than 1/(1.5 c) = 1.01 m/s: OpenSim 4.6 applies no force at all, friction included — Simbody's source
-    scales friction with the unclipped normal force, which would push along the slip there, but OpenSim's own
-    force and q̈ are those of the clipped one) × 4
-    motions (slip 0.02 m/s, below the transition velocity 0.05; slip 0.3 m/s; spin (3, −2, 4) rad/s alone, whose
-    slip at the point depends on where the point is; both). The same closed-form law on the same point: the bound
-    is 1e-10 of the force (the round-off of δ from positions of 0.3 m is ≤ 1e-12 relative at δ = 1e-4). Two of our
-    paths: `Contact.kinematics` + `Contact.forces` (the engine's Python path, whose force on the body is compared)
-    and the compiled ground-contact kernel of the bridge and the pipeline (`GroundContacts`: its generalized force,
-    through M⁻¹, against OpenSim's q̈ with only the contact and gravity on, ≤ 1e-10 relative). Before the point and
-    the friction were Simbody's, the torque was ≈ 1e-2 relative off, and the force entirely while separating
-    fast."""
+    faster than 1/(1.5 c) = 1.01 m/s: OpenSim 4.6 applies no force at all there, friction included — Simbody's
+    source scales friction with the unclipped normal force, which would push along the slip, but OpenSim's own
+    force and q̈ are those of the clipped one) × 4 motions (slip 0.02 m/s, below the transition velocity 0.05;
+    slip 0.3 m/s; spin (3, −2, 4) rad/s alone, whose slip at the point depends on where the point is; both): 36
+    states in contact. The same closed-form law on the same point: the bound is 1e-10 of the force (the round-off
+    of δ from positions of 0.3 m is ≤ 1e-12 relative at δ = 1e-4). Two of our paths: `Contact.kinematics` +
+    `Contact.forces` (the engine's Python path, whose force on the body is compared) and the compiled
+    ground-contact kernel of the bridge and the pipeline (`GroundContacts`: its generalized force, through M⁻¹,
+    against OpenSim's q̈ with only the contact and gravity on, ≤ 1e-10 relative). With the force at the sphere's
+    deepest point (the code before) the first state's torque is 7e-6 N·m off (1e-4 of |F| · 0.2 m)."""
     from biobullet.contact.kernels import GroundContacts
     path = _spinning_ball(tmp_path)
     model = biobullet.load_model(str(path))
     (contact,) = contact_elements(model)
     compiled = GroundContacts(model, [contact])
-    reference = osim.Model(str(path))
-    state = reference.initSystem()
-    force = reference.getForceSet().get("contact")
-    ball = reference.getBodySet().get("ball")
-    floor = reference.getContactGeometrySet().get("floor")
-    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
-    names = model.coordinate_names
+    states = BallStates(path, model.coordinate_names)
     checked = 0
     for delta in (1e-4, 1e-3, 5e-3):
         for delta_dot in (-1.5, -0.3, 0.0, 0.4):
             for slip, spin in ((0.02, 0.0), (0.3, 0.0), (0.0, 1.0), (0.1, 1.0)):
-                values = {"ball_rx": 0.3, "ball_ry": -0.2, "ball_rz": 0.5, "ball_tx": 0.2, "ball_ty": 0.0,
-                          "ball_tz": -0.1}
-                for name in names:
-                    coordinates[name].setValue(state, values[name], False)
-                    coordinates[name].setSpeedValue(state, 0.0)
-                reference.realizePosition(state)
-                plane = floor.getFrame().getTransformInGround(state).compose(floor.getTransform())
-                rotation = np.array([[plane.R().get(i, j) for j in range(3)] for i in range(3)])
-                normal = -rotation[:, 0]                 # out of the half-space (its +x side)
-                centre = _vec(ball.findStationLocationInGround(state, osim.Vec3(*CENTRE)))
-                # ty moves the centre along ground y: chosen for the penetration δ
-                values["ball_ty"] = (normal @ _vec(plane.p()) + RADIUS - normal @ centre - delta) / normal[1]
-                tangent = np.cross(normal, [0.0, 0.0, 1.0])
-                tangent /= np.linalg.norm(tangent)
-                velocity = -delta_dot * normal + slip * tangent
-                rates = {"ball_rx": 3.0 * spin, "ball_ry": -2.0 * spin, "ball_rz": 4.0 * spin,
-                         "ball_tx": velocity[0], "ball_ty": velocity[1], "ball_tz": velocity[2]}
-                for name in names:
-                    coordinates[name].setValue(state, values[name], False)
-                    coordinates[name].setSpeedValue(state, rates[name])
-                reference.realizeAcceleration(state)
-                record = force.getRecordValues(state)
-                expected_force = np.array([record.get(i) for i in range(3)])
-                expected_torque = np.array([record.get(i) for i in range(3, 6)])
-                expected_a = np.array([coordinates[n].getAccelerationValue(state) for n in names])
-                body_origin = _vec(ball.getPositionInGround(state))
-
-                q = np.array([values[n] for n in names])
-                v = np.array([rates[n] for n in names])
+                q, v, expected_force, expected_torque, expected_a, body_origin, _ = states.place(delta, delta_dot,
+                                                                                                 slip, spin)
                 x, x_dot, _, _ = model.joint_state(q, v)
                 kin = contact.kinematics(model, x, x_dot)
                 assert abs(kin.delta - delta) <= 1e-12   # (δ̇: the rate set, and the spin moves the off-body centre)
@@ -133,6 +142,32 @@ def test_the_force_on_the_body_is_opensims_at_48_contact_states(tmp_path):
                 assert np.linalg.norm(a - expected_a) <= 1e-10 * np.linalg.norm(expected_a)
                 checked += scale > 0.0
     assert checked == 36
+
+
+def test_the_bridge_applies_opensims_force_on_the_spinning_ball(tmp_path):
+    """The bridge's contact step (PyBullet's state, the compiled ground-contact kernel) at 4 states, sliding or
+    spinning, approaching or separating: the force it applies (normal along the plane's normal + friction) and its
+    torque about the ball's origin at the point it reports equal OpenSim's to 1e-10 of the force."""
+    pytest.importorskip("pybullet", reason="the bridge needs PyBullet")
+    import warnings
+    from biobullet.bridge import Bridge
+    path = _spinning_ball(tmp_path)
+    model = biobullet.load_model(str(path))
+    states = BallStates(path, model.coordinate_names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the stiff contact's explicit step limit at this dt is named, not used
+        with Bridge(model, dt=1e-4) as bridge:
+            for delta_dot, slip, spin in ((-0.3, 0.3, 0.0), (0.4, 0.1, 1.0), (0.0, 0.0, 1.0), (-0.3, 0.02, 1.0)):
+                q, v, expected_force, expected_torque, _, body_origin, normal = states.place(2e-3, delta_dot, slip,
+                                                                                             spin)
+                bridge.reset(q, v)
+                bridge.apply()
+                (applied,) = bridge.contacts.forces().values()
+                ours = applied.normal * normal + applied.friction
+                scale = np.linalg.norm(expected_force)
+                assert np.abs(ours - expected_force).max() <= 1e-10 * scale
+                assert np.abs(np.cross(applied.point - body_origin, ours) - expected_torque).max() <= \
+                    1e-10 * scale * 0.2
 
 
 def test_walkers_fall_with_friction_follows_opensims_manager():

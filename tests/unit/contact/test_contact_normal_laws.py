@@ -113,6 +113,10 @@ BAD_NORMAL = [
      "linear"),
     ({"normal_law": "kelvin_voigt_smooth", "stiffness": "1e5", "damping": "2", "smoothing": "0"},
      "smoothing", "positive"),
+    ({"normal_law": "opensim_hunt_crossley", "stiffness": "1e5", "dissipation": "1", "point_depth": "1.5"},
+     "point_depth", "at most 1"),
+    ({"normal_law": "opensim_hunt_crossley", "stiffness": "1e5", "dissipation": "1", "point_depth": "-0.1"},
+     "point_depth", "negative"),
 ]
 
 
