@@ -15,7 +15,8 @@ Two kinds of counterpart:
   contact's sphere (the link's own collision sphere when it matches, else a query sphere of radius
   max(r, QUERY_RADIUS) moved to the contact centre every step: collision group and mask 0, it touches nothing)
   is queried with getClosestPoints against each body: δ = −(distance + r_query − r), n = contactNormalOnB,
-  p = c − r n (lifted as on the analytic plane for a law's point depth, `contact.geometry`). Rates are relative to the other body's material point at p (getLinkState / getBaseVelocity), so
+  p = c − r n (lifted for a law's point depth, `contact.geometry`). Rates are relative to the other body's
+  material point at p (getLinkState / getBaseVelocity), so
   moving bodies work; the first link pair of a body per step asks for forward kinematics, as PyBullet reports and
   places forces on links by transforms cached from the step's start (docs/bridge.md). One discrete state (onset, impact velocity, slip mode, interval log) per (contact, body,
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
@@ -31,7 +32,8 @@ Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
   (exactly one collision shape on the link: a sphere of the contact's radius centred at its `xyz`, both to 1e-9 m),
   ``getClosestPoints(body, ground, d, link, -1)`` against the ground body gives penetration δ = −contactDistance,
   normal n = contactNormalOnB (out of the ground) and point p = positionOnA (the sphere point deepest in the
-  ground; lifted for a law's point depth). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE` multibody) or, if none is given, one
+  ground; lifted for a law's point depth). The ground body is the user's (`ground_body`, e.g. a `GEOM_PLANE`
+  multibody) or, if none is given, one
   `GEOM_PLANE` per distinct `<contact>` ground (ground_height h, ground_normal n: base at h·n), created here as a
   pure query object (collision group and mask 0: it touches nothing; `close()` removes it). d = `query_distance`
   (beyond it the contact is "far": no force, δ = −d); laws acting outside contact query 1e4 m.

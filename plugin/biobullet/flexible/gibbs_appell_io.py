@@ -125,6 +125,9 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
         if number(e.source, e.attributes, "ground_height", 0.0) != 0.0 or e.get("ground", "plane") != "plane":
             raise e.source.error("ground_height", "only the ground plane y = 0 is supported", "0")
     normal = _single_law(contacts, normal_law_from_attributes, "normal")
+    if normal is not None and normal.point_depth != 1.0:
+        raise contacts[0].source.error("point_depth", "an elastic chain's contacts act at their joint points",
+                                       "1 or no point_depth")
     friction = _single_law(contacts, friction_law_from_attributes, "friction")
     gx, gy, gz = desc.gravity
     if gx != 0.0 or gz != 0.0 or gy > 0.0:
