@@ -175,7 +175,7 @@ def test_walkers_fall_with_friction_follows_opensims_manager():
     spheres (5 cm, k = 1e6, c = 1, friction 0.8 / 0.4 / 0.4) on the platform's half-space, with the file's knee and
     hip limit torques: OpenSim's Manager (accuracy 1e-10) against the reference engine (rtol 1e-10, atol 1e-12).
     Observed 1.1e-10 rad after 0.1 s and 5.0e-9 rad after 0.5 s; bound 1e-7 rad (the two integrators' error through
-    the impacts and stick–slip). With the force at the sphere's deepest point the two parted by 3e-2 rad after
+    the impacts and stick–slip: with both at 1e-12 the gap is 2.6e-13 and 3.2e-11 rad). With the force at the sphere's deepest point the two parted by 3e-2 rad after
     0.1 s and 0.18 rad after 0.5 s."""
     import warnings
     with warnings.catch_warnings():
