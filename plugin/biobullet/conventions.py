@@ -220,11 +220,6 @@ class PinocchioMap:
     def velocity_from_pinocchio(self, v: np.ndarray) -> np.ndarray:
         return np.asarray(v)[self.tangent_index]
 
-    def matrix_to_pinocchio(self, matrix: np.ndarray) -> np.ndarray:
-        out = np.zeros((self.pin_model.nv, self.pin_model.nv))
-        out[np.ix_(self.tangent_index, self.tangent_index)] = matrix
-        return out
-
     def matrix_from_pinocchio(self, matrix: np.ndarray) -> np.ndarray:
         """Pinocchio nv × nv (e.g. the CRBA mass matrix) → our tangent order."""
         return np.asarray(matrix)[np.ix_(self.tangent_index, self.tangent_index)]

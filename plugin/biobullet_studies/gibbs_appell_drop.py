@@ -191,7 +191,7 @@ def simulate_drop(chain: ElasticChain, t_end: float = 1.5, *, method: str = "DOP
                          attribute="symmetry_interval")
     mirror = None
     if symmetry == "auto":
-        from biobullet.flexible.gibbs_appell_symmetry import MirrorSymmetry
+        from biobullet_studies.gibbs_appell_symmetry import MirrorSymmetry
         mirror = MirrorSymmetry.detect(chain, z0, zd0)
     # the mirror projection runs every symmetry_interval (a breakpoint; none within 1e-3 interval of t_end)
     projections = [] if mirror is None else [

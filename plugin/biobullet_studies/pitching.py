@@ -87,7 +87,7 @@ class Motion:
 def round_trip(model, motion, dt, progress=None):
     """Forward RK4 with the inverse-dynamics torques τ(t) of the prescribed motion; (t, Q, V, max angle error)."""
     from biobullet.dynamics import link_segment as ls
-    from biobullet.dynamics.strategies import rk4
+    from biobullet_studies.paper001_runs import rk4
     cache: dict[float, np.ndarray] = {}
 
     def torques(t):
@@ -197,7 +197,7 @@ def physics_checks(model, out_dir, dt: float = 2e-3, t_end: float = 0.5) -> dict
     with the gyroscopic term ω × Iω, momentum visibly not without it (the paper's printed Euler equation)."""
     import matplotlib.pyplot as plt
     from biobullet.dynamics import link_segment as ls
-    from biobullet.dynamics.strategies import rk4
+    from biobullet_studies.paper001_runs import rk4
     q0 = model.neutral_configuration()
     q0[7:] = (-1.4, 0.3, 0.8, -1.2, 0.4)
     v0 = np.array([0.5, 0.0, 2.0, 3.0, -8.0, 5.0, 4.0, -3.0, 6.0, 5.0, 2.0])

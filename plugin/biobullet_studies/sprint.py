@@ -163,7 +163,7 @@ def toe_position(model, q, v=None):
 
 def simulate(model, solver, kin, inputs, strategy=None, prescriptions=(), dt=1e-3, threshold=None, t_end=None):
     """RK4 from the normal toe-off state; returns (t, Q, V, Δ history)."""
-    from biobullet.dynamics.strategies import rk4
+    from biobullet_studies.paper001_runs import rk4
     q0, v0 = kin.state(0.0)
     deltas = []
 

@@ -9,7 +9,8 @@ from scipy.optimize import LinearConstraint, minimize
 
 import biobullet
 from biobullet.dynamics import link_segment as ls
-from biobullet.dynamics.strategies import Prescription, Strategy, rk4
+from biobullet.dynamics.strategies import Prescription, Strategy
+from biobullet_studies.paper001_runs import rk4, simulate_absolute
 from biobullet_studies import sprint
 
 FREE_BODY = """<robot name="free_body"><link name="body"><inertial><origin xyz="0.1 0 0" rpy="0 0 0"/>
@@ -174,12 +175,12 @@ def test_acceleration_level_form_keeps_assembly_errors_and_baumgarte_removes_the
     state.origins[1] = state.origins[1] + 1e-3
     state.com[1] = state.origins[1] + state.rotations[1] @ model.bodies[1].com
     with pytest.raises(SolverError, match="inconsistent initial conditions"):
-        ls.simulate_absolute(model, q0, v0, 0.1, 0.01, state0=copy.deepcopy(state))
-    free = ls.simulate_absolute(model, q0, v0, 0.5, 1e-2, state0=copy.deepcopy(state), tolerance=np.inf)
-    held = ls.simulate_absolute(model, q0, v0, 0.5, 1e-2, state0=copy.deepcopy(state), tolerance=np.inf,
+        simulate_absolute(model, q0, v0, 0.1, 0.01, state0=copy.deepcopy(state))
+    free = simulate_absolute(model, q0, v0, 0.5, 1e-2, state0=copy.deepcopy(state), tolerance=np.inf)
+    held = simulate_absolute(model, q0, v0, 0.5, 1e-2, state0=copy.deepcopy(state), tolerance=np.inf,
                                 baumgarte=(20.0, 20.0))
     assert free.gap[-1] > 0.9 * free.gap[0] and free.axis_error[-1] > 0.9 * free.axis_error[0]
     assert held.gap[-1] < 5e-3 * held.gap[0] and held.axis_error[-1] < 5e-3 * held.axis_error[0]
     # from an assembled start, the unstabilised drift is integration error only (RK4, 10 ms, 0.5 s)
-    clean = ls.simulate_absolute(model, q0, v0, 0.5, 1e-2)
+    clean = simulate_absolute(model, q0, v0, 0.5, 1e-2)
     assert clean.gap.max() < 1e-6 and clean.axis_error.max() < 1e-6

@@ -244,4 +244,3 @@ def available(name: str) -> bool:
 
 __all__ = ["Unsupported", "mjcf_text", "MujocoRun", "pinocchio_loops", "pinocchio_fourbar_rhs", "pinocchio_run",
            "available"]
-_ = Any

@@ -117,8 +117,15 @@ def loop_type_names() -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ built-ins
+class _KernelLoop(LoopType):
+    """A built-in type: its rows are the loop rows kernel's (`kernel_kind`, `kernel_basis`)."""
+
+    def rows(self, a, b, *, jacobian, rates):
+        return kernel_rows(self, a, b, jacobian, rates)
+
+
 @register_loop_type
-class PointLoop(LoopType):
+class PointLoop(_KernelLoop):
     """Φ = p_A − p_B (world axes): a spherical joint closing the loop."""
 
     type_name = "point"
@@ -127,15 +134,12 @@ class PointLoop(LoopType):
 
     kernel_kind = 0
 
-    def rows(self, a, b, *, jacobian, rates):
-        return kernel_rows(self, a, b, jacobian, rates)
-
     def reaction(self, a, b, multipliers):
         return np.array(multipliers[:3], dtype=float), np.zeros(3)
 
 
 @register_loop_type
-class PlanarLoop(LoopType):
+class PlanarLoop(_KernelLoop):
     """Φ = Eᵀ (p_A − p_B), E = an orthonormal basis (3×2) of the plane ⟂ `normal`, attached to link_a."""
 
     type_name = "planar"
@@ -153,15 +157,12 @@ class PlanarLoop(LoopType):
     def from_attributes(cls, attributes, source):
         return cls(_frozen(plane_basis(vector3(source, attributes, "normal", REQUIRED, unit=True))))
 
-    def rows(self, a, b, *, jacobian, rates):
-        return kernel_rows(self, a, b, jacobian, rates)
-
     def reaction(self, a, b, multipliers):
         return a.rotation @ self.basis @ np.asarray(multipliers, dtype=float), np.zeros(3)
 
 
 @register_loop_type
-class RevoluteLoop(LoopType):
+class RevoluteLoop(_KernelLoop):
     """The point rows plus u_k·a = 0 (k = 1, 2): link_a's axis a (`axis_a`, default `axis`) stays orthogonal to
     two unit vectors u_k spanning the plane ⟂ `axis_b` (default `axis`) in link_b — a hinge closing the loop."""
 
@@ -185,9 +186,6 @@ class RevoluteLoop(LoopType):
         axis_a = vector3(source, attributes, "axis_a" if "axis_a" in attributes else "axis", REQUIRED, unit=True)
         axis_b = vector3(source, attributes, "axis_b" if "axis_b" in attributes else "axis", REQUIRED, unit=True)
         return cls(axis_a, _frozen(plane_basis(axis_b)))
-
-    def rows(self, a, b, *, jacobian, rates):
-        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return (np.array(multipliers[:3], dtype=float),
@@ -249,7 +247,7 @@ def _perpendicular_moment(u_in_b: np.ndarray, a_in_a: np.ndarray, a: "PointState
 
 
 @register_loop_type
-class WeldLoop(LoopType):
+class WeldLoop(_KernelLoop):
     """The point rows plus three orientation rows: frame A (at A, orientation `rpy_a` in link_a) and frame B (at B,
     `rpy_b` in link_b) coincide. The orientation rows are Simbody's (its Weld / ConstantOrientation constraint):
     x_B·y_A = 0, y_B·z_A = 0, z_B·x_A = 0 — together with the point rows a rigid attachment (near R_A = R_B; these
@@ -271,9 +269,6 @@ class WeldLoop(LoopType):
     def from_attributes(cls, attributes, source):
         frames = [rpy_to_matrix(vector3(source, attributes, key, (0.0, 0.0, 0.0))) for key in ("rpy_a", "rpy_b")]
         return cls(*frames)
-
-    def rows(self, a, b, *, jacobian, rates):
-        return kernel_rows(self, a, b, jacobian, rates)
 
     def reaction(self, a, b, multipliers):
         return (np.array(multipliers[:3], dtype=float),

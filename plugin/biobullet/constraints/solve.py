@@ -49,11 +49,10 @@ class Corrector:
     """Drift-correction gains of a constraint set: a* = −kb b − kd Φ̇ − kp Φ (kp in 1/s², kd in 1/s, kb ∈ [0, 1]
     the weight of the rows' velocity-product term b; 1 = the exact Φ̈ = 0 when Φ = Φ̇ = 0).
 
-    `Corrector.baumgarte(α, β)` gives kd = 2α, kp = β² (critically damped for α = β); `dead_beat(dt)` the gains
-    α = 1/(2dt), β = 1/dt for which semi-implicit Euler at step dt removes a violation within two steps;
-    `step_end(dt)` = dead_beat with kb = ½: −Φ(x + dt ẋ, t + dt)/dt² by Taylor's formula, the target that puts the
-    end of a semi-implicit Euler step on the manifold (the PyBullet bridge's default); `Corrector()` = no
-    correction (the pure index-1 DAE)."""
+    `Corrector.baumgarte(α, β)` gives kd = 2α, kp = β² (critically damped for α = β); `step_end(dt)` the gains
+    kp = 1/dt², kd = 1/dt, kb = ½: −Φ(x + dt ẋ, t + dt)/dt² by Taylor's formula, the target that puts the end of a
+    semi-implicit Euler step on the manifold (the PyBullet bridge's default); `Corrector()` = no correction (the
+    pure index-1 DAE)."""
 
     kp: float = 0.0
     kd: float = 0.0
@@ -68,10 +67,6 @@ class Corrector:
     @classmethod
     def baumgarte(cls, alpha: float, beta: float) -> "Corrector":
         return cls(kp=float(beta) ** 2, kd=2.0 * float(alpha))
-
-    @classmethod
-    def dead_beat(cls, dt: float) -> "Corrector":
-        return cls.baumgarte(0.5 / dt, 1.0 / dt)
 
     @classmethod
     def step_end(cls, dt: float) -> "Corrector":

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.algorithms.crba import crba
 from biobullet.algorithms.rnea import rnea
 from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.pipeline.compiled_model import SPARSE
 from biobullet.spatial.dense import declined_pivot, singular_mass_text
-
-
-def project(mass: np.ndarray, h: np.ndarray, gradient: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(Gᵀ M G, Gᵀ h) for a symmetric M (upper triangle read), one compiled call."""
-    return kernels.project_upper(mass, h, gradient)
 
 
 @register_formulation

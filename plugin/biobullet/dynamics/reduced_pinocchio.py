@@ -11,7 +11,7 @@ import numpy as np
 
 from biobullet.algorithms import compiled_kernels as kernels
 from biobullet.dynamics.formulation import register_formulation
-from biobullet.dynamics.reduced import ProjectedFormulation, project
+from biobullet.dynamics.reduced import ProjectedFormulation
 
 _BACKEND = "reduced_pinocchio.backend"   # key of the model's `_Backend` in `Model.derived`
 
@@ -127,4 +127,4 @@ class ReducedPinocchioFormulation(ProjectedFormulation):
         mass, h = b.mass_and_bias(x, xd, gamma)
         if gradient is None:
             return mass, h
-        return project(mass, h, gradient)
+        return kernels.project_upper(mass, h, gradient)   # (Gᵀ M G, Gᵀ h), M's upper triangle read

@@ -6,11 +6,11 @@ forces Ï„ (n_tangent, tree order); the reference engine projects them as Q = Gáµ
 """
 from __future__ import annotations
 
-from biobullet.forces.base import ForceElement, force_tags, force_type, register_force
+from biobullet.forces.base import ForceElement, force_type, register_force
 from biobullet.forces.collection import (add_force_element, applied_forces, clear_added_force_elements,
                                          force_elements, force_events)
 from biobullet.forces.elements import JointSpring, JointStop, JointTorque, Spring
 
-__all__ = ["ForceElement", "register_force", "force_type", "force_tags", "force_elements", "add_force_element",
+__all__ = ["ForceElement", "register_force", "force_type", "force_elements", "add_force_element",
            "clear_added_force_elements", "applied_forces", "force_events",
            "Spring", "JointSpring", "JointTorque", "JointStop"]

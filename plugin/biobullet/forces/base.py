@@ -151,10 +151,6 @@ def force_type(tag: str) -> type[ForceElement] | None:
     return FORCE_ELEMENTS.get(tag)
 
 
-def force_tags() -> list[str]:
-    return FORCE_ELEMENTS.names()
-
-
 # attribute helpers live in biobullet.core.attributes (number, vector3, check_known_attributes, ...)
 def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint") -> tuple[int, int]:
     """(index in x, index in ẋ) of a movable joint's coordinate."""

@@ -86,8 +86,6 @@ def test_velocity_projection_is_the_mass_weighted_closest_velocity():
 def test_corrector_gains():
     c = Corrector.baumgarte(2.0, 3.0)
     assert (c.kd, c.kp, c.alpha, c.beta) == (4.0, 9.0, 2.0, 3.0)
-    d = Corrector.dead_beat(1e-3)
-    assert np.isclose(d.kd, 1e3) and np.isclose(d.kp, 1e6)
     assert np.allclose(c.target([1.0], [2.0], [0.5]), [-0.5 - 8.0 - 9.0])
     # step_end: −Φ(x + dt ẋ, t + dt)/dt² for a quadratic row Φ = x² − 1 (Taylor exact to second order)
     dt, x, xd = 1e-3, 0.9, 2.0

@@ -1,7 +1,7 @@
 """Exact mirror symmetry of the paper-002 drop (all four mode sets) and the study outputs.
 
 The model and the initial state are mirror symmetric about x = 0, so the exact motion is (see
-`dynamics.gibbs_appell_symmetry`). Without the projection the round-off asymmetry is amplified by the impacts
+`biobullet_studies.gibbs_appell_symmetry`). Without the projection the round-off asymmetry is amplified by the impacts
 (≈10× per 0.15 s, visible after ~1 s); with it the residual stays ≤ 1e-8 (observed over the full 1.5 s
 ss-ss-ss drop, in `scripts`: 1.1e-10 with corrections ≤ 2.3e-11). Here: 0.6 s for ss-ss-ss and sc-cc-cs, which covers the free fall, the
 first O1/O4 impact with its three sub-impacts and the first O2/O3 impacts.
@@ -15,7 +15,7 @@ import pytest
 
 from biobullet_studies.paper002 import paper002_chain
 from biobullet_studies.gibbs_appell_drop import simulate_drop
-from biobullet.flexible.gibbs_appell_symmetry import MirrorSymmetry, mirror_symmetry
+from biobullet_studies.gibbs_appell_symmetry import MirrorSymmetry, mirror_symmetry
 from biobullet_studies.elastic_robot import MODE_SETS, run, symmetry_residual
 
 T_END = 0.6

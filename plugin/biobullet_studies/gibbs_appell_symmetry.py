@@ -1,4 +1,6 @@
-"""Exact mirror symmetry of an `ElasticChain` motion (paper 002 drop: O1↔O4, O2↔O3, δ1 = δ3).
+"""Exact mirror symmetry of an `ElasticChain` motion (paper 002 drop: O1↔O4, O2↔O3, δ1 = δ3), the drop's
+round-off projection (`gibbs_appell_drop.simulate_drop(symmetry="auto")`; a paper-002 driver aid, so it lives with
+the studies, a client of the library).
 
 Why projecting is legitimate: if the chain data are mirror symmetric (link i and link n+1−i have equal length,
 mass and modal data, mode j of one being ±(mode j of the other)(l − η)) and the initial state is mirror
