@@ -204,7 +204,7 @@ class Bridge:
             self._floating = bool(model.floating_base)
             #: every link's (mass, local inertia diagonal) as the bridge's M and h take them: a changeDynamics of
             #: either afterwards is followed at the next disturbed step (`engine_parameters`)
-            self._inertias = self.link_inertias()
+            self._inertias = self._link_inertias()
             #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
             #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send`)
             self._spherical = bool(self.map.multi_dof)
@@ -400,7 +400,7 @@ class Bridge:
                     arrays[-1][:] = gravity   # the own recursions' gravity vector, updated in place
         return "; ".join(changes)
 
-    def link_inertias(self) -> dict[str, tuple]:
+    def _link_inertias(self) -> dict[str, tuple]:
         """Every link's (mass, local inertia diagonal) as PyBullet stores them now (getDynamicsInfo; a fixed base's
         root does not enter the dynamics)."""
         p, c, b = self.pybullet, self.client, self.body
@@ -410,12 +410,13 @@ class Bridge:
     def changed_inertias(self) -> list[str]:
         """The links whose mass or inertia PyBullet stores otherwise than the bridge's M and h take them
         (changeDynamics after the bridge was made; `_follow_inertia`)."""
-        return [name for name, values in self.link_inertias().items() if values != self._inertias.get(name)]
+        ensure_usable(self, "changed_inertias")
+        return [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
 
     def _follow_inertia(self) -> None:
         """Take PyBullet's stored masses and inertias into the own recursions' packed bodies (in place: every
         compiled stage holds these arrays); PyBullet's own M and h calls have them already."""
-        self._inertias = self.link_inertias()
+        self._inertias = self._link_inertias()
         if self._own is None and self._tree_terms is None:
             return
         body = self._pybullet_inertia(self.model.compiled.tree_body)

@@ -67,6 +67,8 @@ POSITION_LIMIT = 1.0e4
 #: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
 #: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
 LOOP_CHECK_STEPS = 64
+#: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
+RESET_ITERATIONS = 8
 #: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
 RESET_REMEDY = ("reset joints before apply() (or with bridge.reset(NAME=value, ...)), never between apply() and "
                 "stepSimulation()")
@@ -263,10 +265,10 @@ class OutsideWatch:
         if self.floating:
             peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
         self.peak = peak_x
-        if (peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT) and not (
-                jumped and self.rows and self._reset_in_step(xd, self._moved(x, xd))):
+        runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
+        if runaway and not (jumped and self.rows):
             # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
-            # puts the step back before it projects)
+            # puts such a step back, or raises)
             self._diverged(x, xd, peak_v, peak_x)
         if same and (disturbed or np.count_nonzero(bridge.last_torque)):
             # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
@@ -278,7 +280,7 @@ class OutsideWatch:
             return
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak = np.inf   # the projection moves x in place
-            self._disturbed(x, xd, jumped)
+            self._disturbed(x, xd, jumped, runaway)
         elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
               and "loop_step" not in self.warned):
             self._clean_loop_step(x)
@@ -320,7 +322,7 @@ class OutsideWatch:
                       "scales with dt³")
 
     # ------------------------------------------------------------------ a disturbed step
-    def _disturbed(self, x, xd, jumped: bool) -> None:
+    def _disturbed(self, x, xd, jumped: bool, runaway: tuple[float, float] | None = None) -> None:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
@@ -331,7 +333,10 @@ class OutsideWatch:
         # (a jump that leaves the rows holding is no frame skip, whatever it looks like: a restoreState, a reset of
         # every joint onto the rows — consistent states pass the constant rows' test of two steps)
         moved = self._moved(x, xd) if jumped and not changed else None
-        reset_in_step = self._reset_in_step(xd, moved) if moved is not None else []
+        stepped = self._reset_in_step(x, xd, moved) if moved is not None else None
+        if runaway and stepped is None:
+            self._diverged(x, xd, *runaway)
+        reset_in_step = [] if stepped is None else [model.joint_names[k] for k in np.flatnonzero(moved)]
         skipped = self._skipped_steps(x, xd) if moved is not None and size > PROMISE and not reset_in_step else 0
         if reset_in_step:
             if size > PROMISE:
@@ -340,7 +345,7 @@ class OutsideWatch:
                             "after it; the bridge puts the state where a reset before apply() would have put it "
                             "(the other joints as the step predicted, the dependent joints following the inputs as "
                             "reset)", RESET_REMEDY)
-            self._undo_step(x, xd, moved)
+            self._undo_step(x, xd, moved, stepped)
             self.reset_in_step = (self.step_index, self._reset_in_step_message(reset_in_step))
         elif skipped:
             self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
@@ -398,46 +403,76 @@ class OutsideWatch:
         step = dt * ((1.0 - c) * self.prev_v[vb:] + c * xd[vb:])
         return np.abs(x[jb:] - self.prev_x[jb:] - step) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
 
-    def _reset_in_step(self, xd: np.ndarray, moved: np.ndarray) -> list[str]:
-        """The joints reset (resetJointState, resetJointStatesMultiDof) between the last apply() and its
-        stepSimulation(), or []. A reset after the step (before this apply()) leaves every other joint's rate as the
-        step predicted (ẋ_n + dt ẍ_n, to round-off: PyBullet's step is the bridge's semi-implicit Euler); a reset
-        before it steps them with the torques apply() computed for the state before the reset, whose accelerations
-        are those of another state. So: some positions jumped and the joints that did not jump miss the prediction.
-        (A step whose rates do not depend on the reset — at rest with nothing acting — ends where the reset alone
-        would put it: there is nothing to tell, and nothing else to hold.)"""
+    def _reset_in_step(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray) -> np.ndarray | None:
+        """ẍ' of the step PyBullet took when the joints that `moved` were reset (resetJointState,
+        resetJointStatesMultiDof) between the last apply() and its stepSimulation(), else None. A reset after the step
+        (before this apply()) leaves every other joint's rate as the step predicted (ẋ_n + dt ẍ_n, to round-off:
+        PyBullet's step is the bridge's semi-implicit Euler); a reset before it steps them with the torques τ_n
+        apply() computed, at the state the reset made. So: some positions jumped, the joints that did not miss the
+        prediction, and the step from that state — x_n with the reset joints at the values set, x − dt ẋ and
+        v' = ẋ − dt ẍ', ẍ' = M⁻¹(τ_n − h) on PyBullet's M and h (v' by Newton's method) — explains their rates to a
+        tenth of the miss (an outside force in the step before a reset does not). (A step whose rates do not depend
+        on the reset — at rest with nothing acting — ends where the reset alone would put it: there is nothing to
+        tell, and nothing to hold.)"""
         still = ~moved
-        if not moved.any() or not still.any() or not np.isfinite(xd).all():
-            return []
-        vb, dt = self.vb, self.bridge.dt
-        xdd = self.xdd if self.xdd is not None else self._step_acceleration()
+        if not moved.any() or not still.any() or not (np.isfinite(x).all() and np.isfinite(xd).all()):
+            return None
+        jb, vb, dt = self.jb, self.vb, self.bridge.dt
+        xdd = self.xdd if self.xdd is not None else self._acceleration(self.prev_x, self.prev_v)
         miss = np.abs(xd[vb:] - self.prev_v[vb:] - dt * xdd[vb:])[still].max()
         if not miss > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max())):
-            return []
-        names = self.bridge.model.joint_names
-        return [names[k] for k in np.flatnonzero(moved)]
+            return None
+        start_x, start_v = np.array(self.prev_x, dtype=float), np.array(self.prev_v, dtype=float)
+        start_x[jb:][moved] = x[jb:][moved] - dt * xd[vb:][moved]
+        index = vb + np.flatnonzero(moved)
+        end = xd[index]
 
-    def _undo_step(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray) -> None:
+        def stepped_from(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:   # (ẍ'(v'), v' + dt ẍ'_reset − ẋ)
+            start_v[index] = rates
+            acceleration = self._acceleration(start_x, start_v)
+            return acceleration, rates + dt * acceleration[index] - end
+
+        # the rates set, v' = ẋ − dt ẍ'(v'): Newton's method (finite-difference Jacobian: one more M, h per reset
+        # joint) from resetJointState's default 0 or ẋ − dt ẍ_n, whichever is closer
+        starts = [stepped_from(rates) + (rates,) for rates in (np.zeros(len(index)), end - dt * xdd[index])]
+        acceleration, gap, rates = min(starts, key=lambda start: float(np.abs(start[1]).max()))
+        best, stepped = miss, None
+        for _ in range(RESET_ITERATIONS):
+            fit = np.abs(xd[vb:] - self.prev_v[vb:] - dt * acceleration[vb:])[still].max()
+            if fit < best:
+                best, stepped = fit, acceleration
+            size = 1e-7 * (1.0 + float(np.abs(rates).max()))
+            columns = [(stepped_from(rates + size * unit)[1] - gap) / size for unit in np.eye(len(index))]
+            try:
+                rates = rates - np.linalg.solve(np.array(columns).T, gap)
+            except np.linalg.LinAlgError:
+                break
+            acceleration, gap = stepped_from(rates)
+            if not np.isfinite(gap).all():
+                break
+        return stepped if best <= 0.1 * miss else None
+
+    def _undo_step(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray, stepped: np.ndarray) -> None:
         """x, ẋ (in place) as a reset after a clean step would have left them: the joints that did not jump at the
         step's prediction (ẋ_n + dt ẍ_n, and the position of that rate), the reset joints at the values set (the
-        position x − dt ẋ: PyBullet's step moved it by its end rate; the rate ẋ − dt ẍ_n, to dt × the change of
-        its acceleration). Then `_project` puts the dependent joints where the inputs place them, as after any
-        reset. A floating base's pose and twist stay as read."""
+        position x − dt ẋ: PyBullet's step moved it by its end rate; the rate ẋ − dt ẍ' with the step's ẍ',
+        `stepped`). Then `_project` puts the dependent joints where the inputs place them, as after any reset. A
+        floating base's pose and twist stay as read."""
         jb, vb, dt, c = self.jb, self.vb, self.bridge.dt, self.weight
-        xdd = (self.xdd if self.xdd is not None else self._step_acceleration())[vb:]
+        xdd = (self.xdd if self.xdd is not None else self._acceleration(self.prev_x, self.prev_v))[vb:]
         rate = self.prev_v[vb:] + dt * xdd
         joints, rates = x[jb:], xd[vb:]
         joints[moved] -= dt * rates[moved]
-        rates[moved] -= dt * xdd[moved]
+        rates[moved] -= dt * stepped[vb:][moved]
         still = ~moved
         rates[still] = rate[still]
         joints[still] = self.prev_x[jb:][still] + dt * ((1.0 - c) * self.prev_v[vb:][still] + c * rate[still])
 
-    def _step_acceleration(self) -> np.ndarray:
-        """ẍ_n of the last step where its solve returned none (the null-space stage): M(x_n)⁻¹ (τ_n − h(x_n, ẋ_n))
-        on PyBullet's M and h and the torque sent — what PyBullet's step integrated."""
+    def _acceleration(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
+        """M(x)⁻¹ (τ_n − h(x, ẋ)) on PyBullet's M and h with the torque of the last step — what PyBullet's step
+        integrates from (x, ẋ) (the last step's ẍ where its solve returned none: the null-space stage)."""
         bridge = self.bridge
-        mass, bias = bridge.tree_mass_and_bias(self.prev_x, self.prev_v)
+        mass, bias = bridge.tree_mass_and_bias(x, xd)
         return np.linalg.solve(mass, bridge.last_torque - bias)
 
     def _reset_in_step_message(self, names: list[str]) -> str:
