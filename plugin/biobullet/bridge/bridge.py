@@ -377,8 +377,9 @@ class Bridge:
         return model
 
     def engine_parameters(self) -> str:
-        """Re-read the client's time step, sub-steps and gravity and follow a change (the drift target, the own
-        dynamics' gravity); returns what changed ("" if nothing). Called by the watch after a disturbed step."""
+        """Re-read the client's time step, sub-steps, gravity and the links' masses and inertias and follow a change
+        (the drift target, the own dynamics' gravity and inertias); returns what changed ("" if nothing). Called by
+        the watch after a disturbed step."""
         ensure_usable(self, "engine_parameters")
         engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
         dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))

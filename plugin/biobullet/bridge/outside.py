@@ -198,8 +198,8 @@ class OutsideWatch:
         self.step_index = 0
         self.warned: set[str] = set()
         #: (step index, message) of the last reset between apply() and stepSimulation() (`_reset_in_step`), named by
-        #: a DivergenceError within DIVERGENCE_STEPS after it: light links (the shoulder's 1e-6 kg) can run away in
-        #: that step, the reset joint too, whose rate the bridge cannot recover
+        #: a DivergenceError within DIVERGENCE_STEPS after it (light links held by the constraint torques, as the
+        #: shoulder's 1e-6 kg, run away in such a step)
         self.reset_in_step: tuple[int, str] = (-DIVERGENCE_STEPS - 1, "")
         self.large_in_a_row = 0       # disturbed steps in a row with a residual beyond RESIDUAL_DIVERGENCE
         from biobullet.bridge.bridge import substep_weight
