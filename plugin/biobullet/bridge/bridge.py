@@ -1,10 +1,11 @@
 """The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say — one object for the
 whole model file.
 
-`Bridge(model)` loads the URDF (flexible links first expanded into rigid segments, `expand_flexible_links`),
-switches off PyBullet's joint motors, link damping and rigid contact on compliant-contact links, and refuses an
-element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
-`stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
+`Bridge(model)` loads the URDF text `load_model` checked (`connection.checked_text`; flexible links first expanded
+into rigid segments, `expand_flexible_links`), switches off PyBullet's joint motors, link damping and rigid contact
+on compliant-contact links, and refuses an element it cannot apply (`check_elements`: one ModelError naming it).
+Each `step()` = `apply()` + `stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`.
+`apply()`:
 
 1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`) and checks it
    against the last step (`bridge.outside`: resets, PyBullet motors, contacts, outside forces, engine changes are
