@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import warnings
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -244,3 +245,32 @@ def test_a_floating_base_turned_between_apply_and_step_is_named(client):
     said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
     assert len(said) == 1 and "resetBasePositionAndOrientation" in said[0] and BETWEEN in said[0]
     assert residuals[30] > PROMISE and np.delete(residuals, 30).max() <= PROMISE
+
+
+@pytest.mark.parametrize("dt", [1 / 240, 1e-3])
+def test_a_reset_before_apply_on_a_floating_spherical_arm_is_no_frame_skip(client, dt, tmp_path):
+    """The floating arm with a spherical shoulder and pronation = f(elbow): a 0.1 rad resetJointState of the elbow
+    before apply() was named "stepSimulation() ran 19 times since the last apply()" (255 times at 1 kHz) — one
+    joint's jump fits any number of steps. A joint that moved by one step without a jump rules a frame skip out:
+    now nothing is said, and pronation = 0.1 + 0.5 elbow − 0.3 elbow² (`tests/spherical_arms.py`) holds after every
+    step, read from PyBullet's joint states."""
+    sys.path.insert(0, str(URDF.parent / "tests"))
+    from spherical_arms import COUPLED
+    (tmp_path / "arm.urdf").write_text(COUPLED)
+    model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=True)
+    residuals = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(model, client=client, dt=dt)
+        elbow = bridge.joint_index["elbow"]
+        for k in range(120):
+            if k % 60 == 30:
+                pybullet.resetJointState(bridge.body, elbow, pybullet.getJointState(
+                    bridge.body, elbow, physicsClientId=client)[0] + 0.1, physicsClientId=client)
+            bridge.apply(generalized={"elbow": math.sin(6.0 * bridge.time)})
+            pybullet.stepSimulation(physicsClientId=client)
+            elbow_angle, pronation = (pybullet.getJointState(bridge.body, bridge.joint_index[name],
+                                                             physicsClientId=client)[0] for name in ("elbow", "pronation"))
+            residuals.append(abs(pronation - (0.1 + 0.5 * elbow_angle - 0.3 * elbow_angle ** 2)))
+    assert [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)] == []
+    assert max(residuals) <= PROMISE

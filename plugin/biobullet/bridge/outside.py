@@ -337,7 +337,8 @@ class OutsideWatch:
         if runaway and stepped is None:
             self._diverged(x, xd, *runaway)
         reset_in_step = [] if stepped is None else [model.joint_names[k] for k in np.flatnonzero(moved)]
-        skipped = self._skipped_steps(x, xd) if moved is not None and size > PROMISE and not reset_in_step else 0
+        skipped = (self._skipped_steps(x, xd, moved) if moved is not None and size > PROMISE and not reset_in_step
+                   else 0)
         if reset_in_step:
             if size > PROMISE:
                 self.warn("reset_in_step", self._reset_in_step_message(reset_in_step)
@@ -482,12 +483,18 @@ class OutsideWatch:
                 f"{self.bridge.time:.6g} s){' — a dependent joint, put back where its inputs place it' if dependent else ''}"
                 ": that step ran with the torques apply() computed for the state before the reset")
 
-    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
+    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray) -> int:
         """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt (ẋ₁ + ẋ)/2 within 10 % over the
         joints that moved, ẋ₁ = ẋ_n + dt ẍ the first step's predicted rate: semi-implicit Euler's positions under a
         roughly constant acceleration, which holds from rest too, where x − x_n ≈ k dt ẋ misses by a third: several
         stepSimulation() calls per apply()), else 0 (a reset). Constant rows J x = b (the null-space stage returns no
-        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step."""
+        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step.
+        A joint that moved by one step's dt ẋ without a jump (not in `moved`) rules k steps out: they move every
+        moving joint by about k dt ẋ (a reset of one input on the floating coupled arm was named "stepSimulation()
+        ran 19 times": one joint's jump fits any k)."""
+        still = ~moved
+        if (self.bridge.dt * np.abs(xd[self.vb:][still]) > PROMISE).any():
+            return 0
         dx = x[self.jb:] - self.prev_x[self.jb:]
         jac = self._watched.jac
         if self.xdd is None and jac.shape[0]:
