@@ -598,7 +598,8 @@ class OutsideWatch:
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
                 "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
                 "changed time step), or the state was reset between apply() and stepSimulation() "
-                "(resetBaseVelocity, resetBasePositionAndOrientation, resetJointState with a velocity)",
+                "(resetBaseVelocity, resetBasePositionAndOrientation, resetJointState with a velocity, "
+                "resetJointStatesMultiDof of a spherical joint)",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
                 "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
                 "(bridge.reset(NAME=value) for the coordinates)", "outside")
