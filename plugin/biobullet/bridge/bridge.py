@@ -1,10 +1,11 @@
 """The PyBullet bridge: PyBullet steps the model, biobullet adds what PyBullet cannot say — one object for the
 whole model file.
 
-`Bridge(model)` loads the URDF (flexible links first expanded into rigid segments, `expand_flexible_links`),
-switches off PyBullet's joint motors, link damping and rigid contact on compliant-contact links, and refuses an
-element it cannot apply (`check_elements`: one ModelError naming it). Each `step()` = `apply()` +
-`stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`. `apply()`:
+`Bridge(model)` loads the URDF text `load_model` checked (`connection.checked_text`; flexible links first expanded
+into rigid segments, `expand_flexible_links`), switches off PyBullet's joint motors, link damping and rigid contact
+on compliant-contact links, and refuses an element it cannot apply (`check_elements`: one ModelError naming it).
+Each `step()` = `apply()` + `stepSimulation()`; in a user's own loop, call `apply()` then `p.stepSimulation()`.
+`apply()`:
 
 1. reads the tree state (x, ẋ) from PyBullet (biobullet order, see `conventions.PyBulletMap`) and checks it
    against the last step (`bridge.outside`: resets, PyBullet motors, contacts, outside forces, engine changes are
@@ -201,6 +202,10 @@ class Bridge:
             check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
+            self._floating = bool(model.floating_base)
+            #: every link's (mass, local inertia diagonal) as the bridge's M and h take them: a changeDynamics of
+            #: either afterwards is followed at the next disturbed step (`engine_parameters`)
+            self._inertias = self._link_inertias()
             #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
             #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send`)
             self._spherical = bool(self.map.multi_dof)
@@ -249,7 +254,6 @@ class Bridge:
             raise ModelError(f"argument 'dynamics' is {dynamics!r}", attribute="dynamics",
                              expected="'auto' or 'pybullet'")
         self._dynamics_choice = dynamics
-        self._floating = bool(model.floating_base)
         self._base = model.base_nq     # floating base (7) and spherical joints (4 each) lead x
         self._base_v = model.base_nv   # (6, 3 each) lead ẋ
         #: the tree entries of the independent coordinates: q = x[independent_x], v = ẋ[independent_v]
@@ -374,13 +378,19 @@ class Bridge:
         return model
 
     def engine_parameters(self) -> str:
-        """Re-read the client's time step, sub-steps and gravity and follow a change (the drift target, the own
-        dynamics' gravity); returns what changed ("" if nothing). Called by the watch after a disturbed step."""
+        """Re-read the client's time step, sub-steps, gravity and the links' masses and inertias and follow a change
+        (the drift target, the own dynamics' gravity and inertias); returns what changed ("" if nothing). Called by
+        the watch after a disturbed step."""
         ensure_usable(self, "engine_parameters")
         engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
         dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))
         gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
         changes = []
+        links = self.changed_inertias()
+        if links:   # changeDynamics(mass / localInertiaDiagonal): the own recursions take PyBullet's new values
+            changes.append(f"mass or inertia of link {links[0]!r}"
+                           + (f" (and {len(links) - 1} more)" if len(links) > 1 else "") + " changed (changeDynamics)")
+            self._follow_inertia()
         if dt != self.dt or substeps != self.substeps:
             changes.append(f"time step {self.dt:g} s × {self.substeps} sub-step(s) → {dt:g} s × {substeps}")
             self._follow_time_step(dt, substeps)
@@ -391,6 +401,32 @@ class Bridge:
                 if arrays is not None:
                     arrays[-1][:] = gravity   # the own recursions' gravity vector, updated in place
         return "; ".join(changes)
+
+    def _link_inertias(self) -> dict[str, tuple]:
+        """Every link's (mass, local inertia diagonal) as PyBullet stores them now (getDynamicsInfo; a fixed base's
+        root does not enter the dynamics)."""
+        p, c, b = self.pybullet, self.client, self.body
+        return {name: tuple(p.getDynamicsInfo(b, index, physicsClientId=c)[0:3:2])
+                for name, index in self.map.link_index.items() if index >= 0 or self._floating}
+
+    def changed_inertias(self) -> list[str]:
+        """The links whose mass or inertia PyBullet stores otherwise than the bridge's M and h take them
+        (changeDynamics after the bridge was made; `_follow_inertia`)."""
+        ensure_usable(self, "changed_inertias")
+        return [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
+
+    def _follow_inertia(self) -> None:
+        """Take PyBullet's stored masses and inertias into the own recursions' packed bodies (in place: every
+        compiled stage holds these arrays); PyBullet's own M and h calls have them already."""
+        self._inertias = self._link_inertias()
+        if self._own is None and self._tree_terms is None:
+            return
+        body = self._pybullet_inertia(self.model.compiled.tree_body)
+        for terms in (self._own, self._tree_terms):
+            if terms is not None:
+                terms[2][:] = body
+        if self._own_tree is not None:   # (revolute/prismatic trees: a copy without the motion subspace)
+            self._own_tree[1][:] = body[:, :self._own_tree[1].shape[1]]
 
     def _follow_time_step(self, dt: float, substeps: int) -> None:
         check_time_step(self.model, dt, "the client's time step")

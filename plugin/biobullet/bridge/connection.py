@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+import xml.etree.ElementTree as ElementTree
 
 import numpy as np
 
@@ -73,18 +74,18 @@ def load_body(model, client: int, body_id: int | None) -> int:
                              "bridge cannot simulate this model with a floating base", file=model.file,
                              element='<link name="world">',
                              expected="another name for the root link, or the reference engine")
-        translated = model.description.translated_urdf
+        text = checked_text(model)
         try:
-            if translated is None:
+            if text is None:   # a description made from text in memory: the file it names
                 with native_output(f"pybullet.loadURDF({model.file})"):   # its URDF warnings: logged, not printed
                     return p.loadURDF(os.fspath(model.file), useFixedBase=not model.floating_base,
                                       flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
-            # a model translated from another format (an OpenSim .osim): PyBullet loads its URDF text from a
-            # private temporary file
+            # PyBullet reads the text that was checked (the file may have been replaced since load_model read
+            # it, or be another format: an OpenSim .osim translated in memory) from a private temporary folder
             with tempfile.TemporaryDirectory(prefix="biobullet-") as folder:
                 urdf = os.path.join(folder, "model.urdf")
-                with open(urdf, "w", encoding="utf-8") as handle:
-                    handle.write(translated)
+                with open(urdf, "wb") as handle:
+                    handle.write(text)
                 with native_output(f"pybullet.loadURDF({model.file})"):
                     return p.loadURDF(urdf, useFixedBase=not model.floating_base,
                                       flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
@@ -102,6 +103,28 @@ def load_body(model, client: int, body_id: int | None) -> int:
         raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id")
     check_user_body(model, client, int(body_id))
     return int(body_id)
+
+
+def checked_text(model) -> bytes | None:
+    """The URDF text PyBullet is to load: what `load_model` read and checked (`ModelDescription.source_text`, or
+    the text translated from another format), with every `<mesh filename>` the load found (`find_mesh_file`:
+    relative, package:// and file:// names) made absolute — the mesh files the load checked, read from the
+    temporary folder as they were from the file's. None for a description without its text (made in memory)."""
+    description = model.description
+    text = description.source_text if description.translated_urdf is None \
+        else description.translated_urdf.encode("utf-8")
+    if text is None:
+        return None
+    from biobullet.model.meshes import find_mesh_file
+    from biobullet.model.urdf import parse_xml
+    root = parse_xml(model.file, text)
+    found = [(mesh, find_mesh_file(model.file, mesh.get("filename", ""))) for mesh in root.iter("mesh")]
+    found = [(mesh, os.path.abspath(path)) for mesh, path in found if path is not None]
+    if not found:   # nothing to resolve: the bytes as checked
+        return text
+    for mesh, path in found:
+        mesh.set("filename", path)
+    return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 def check_user_body(model, client: int, body: int) -> None:

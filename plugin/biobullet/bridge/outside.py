@@ -67,6 +67,11 @@ POSITION_LIMIT = 1.0e4
 #: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
 #: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
 LOOP_CHECK_STEPS = 64
+#: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
+RESET_ITERATIONS = 8
+#: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
+RESET_REMEDY = ("reset joints before apply() (or with bridge.reset(NAME=value, ...)), never between apply() and "
+                "stepSimulation()")
 
 
 class CouplingWarning(BridgeWarning):
@@ -192,6 +197,10 @@ class OutsideWatch:
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
         self.step_index = 0
         self.warned: set[str] = set()
+        #: (step index, message) of the last reset between apply() and stepSimulation() (`_reset_in_step`), named by
+        #: a DivergenceError within DIVERGENCE_STEPS after it (light links held by the constraint torques, as the
+        #: shoulder's 1e-6 kg, run away in such a step)
+        self.reset_in_step: tuple[int, str] = (-DIVERGENCE_STEPS - 1, "")
         self.large_in_a_row = 0       # disturbed steps in a row with a residual beyond RESIDUAL_DIVERGENCE
         from biobullet.bridge.bridge import substep_weight
         #: c = (k + 1)/(2k) with k sub-steps: x_end = x + dt((1 − c) ẋ + c ẋ_end) (`bridge.substep_weight`)
@@ -207,16 +216,6 @@ class OutsideWatch:
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
         self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.prev_x,
                                          self.prev_v, self.jb)
-        #: every link's (mass, local inertia diagonal) as the bridge's M and h took them: a changeDynamics of either
-        #: afterwards is named as the cause (`_cause`), not an outside force
-        self._inertias = self._link_inertias()
-
-    def _link_inertias(self) -> dict[str, tuple]:
-        bridge = self.bridge
-        p, c, b = bridge.pybullet, bridge.client, bridge.body
-        return {name: tuple(p.getDynamicsInfo(b, index, physicsClientId=c)[0:3:2])
-                for name, index in bridge.map.link_index.items() if index >= 0 or bridge.model.floating_base}
-
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
         returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest)."""
@@ -266,7 +265,10 @@ class OutsideWatch:
         if self.floating:
             peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
         self.peak = peak_x
-        if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
+        runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
+        if runaway and not (jumped and self.rows):
+            # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
+            # puts such a step back, or raises)
             self._diverged(x, xd, peak_v, peak_x)
         if same and (disturbed or np.count_nonzero(bridge.last_torque)):
             # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
@@ -278,7 +280,7 @@ class OutsideWatch:
             return
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak = np.inf   # the projection moves x in place
-            self._disturbed(x, xd, jumped)
+            self._disturbed(x, xd, jumped, runaway)
         elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
               and "loop_step" not in self.warned):
             self._clean_loop_step(x)
@@ -320,7 +322,7 @@ class OutsideWatch:
                       "scales with dt³")
 
     # ------------------------------------------------------------------ a disturbed step
-    def _disturbed(self, x, xd, jumped: bool) -> None:
+    def _disturbed(self, x, xd, jumped: bool, runaway: tuple[float, float] | None = None) -> None:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
@@ -330,16 +332,30 @@ class OutsideWatch:
         size = float(abs(residual[worst])) if len(residual) else 0.0
         # (a jump that leaves the rows holding is no frame skip, whatever it looks like: a restoreState, a reset of
         # every joint onto the rows — consistent states pass the constant rows' test of two steps)
-        skipped = self._skipped_steps(x, xd) if jumped and not changed and size > PROMISE else 0
-        if skipped:
+        moved = self._moved(x, xd) if jumped and not changed else None
+        stepped = self._reset_in_step(x, xd, moved) if moved is not None else None
+        if runaway and stepped is None:
+            self._diverged(x, xd, *runaway)
+        reset_in_step = [] if stepped is None else [model.joint_names[k] for k in np.flatnonzero(moved)]
+        skipped = (self._skipped_steps(x, xd, moved) if moved is not None and size > PROMISE and not reset_in_step
+                   else 0)
+        if reset_in_step:
+            if size > PROMISE:
+                self.warn("reset_in_step", self._reset_in_step_message(reset_in_step)
+                          + f", so constraint {bridge.constraints.names[worst]!r} was off by {size:.3g} rad or m "
+                            "after it; the bridge puts the state where a reset before apply() would have put it "
+                            "(the other joints as the step predicted, the dependent joints following the inputs as "
+                            "reset)", RESET_REMEDY)
+            self._undo_step(x, xd, moved, stepped)
+            self.reset_in_step = (self.step_index, self._reset_in_step_message(reset_in_step))
+        elif skipped:
             self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
                                  f"(t = {bridge.time:.6g} s): the steps after the first had none of the bridge's "
                                  "torques (PyBullet clears them after every step), so its joint functions and loops "
                                  "were not enforced there; the bridge puts the state back onto them",
                       "call bridge.apply() before every stepSimulation() (or use bridge.step())")
-        if jumped and not changed:             # a reset: which joints moved?
-            self._dependent_reset(x, np.abs(x[self.jb:] - self.prev_x[self.jb:] - bridge.dt * xd[self.vb:])
-                                  > JUMP_TOLERANCE * (1.0 + np.abs(x).max()), self.prev_x)
+        if moved is not None and not reset_in_step:   # a reset: of dependent joints alone?
+            self._dependent_reset(x, moved, self.prev_x)
         if self.rows:
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
             broken = changed or not jumped   # a reset's jump is no broken promise
@@ -353,16 +369,18 @@ class OutsideWatch:
                                           "simulation has left the model (use a smaller dt, weaker gains or "
                                           "bridge.set_motor inside the solve)")
                 if changed:
-                    cause, remedy, key = (f"the client's {changed} (setTimeStep / setPhysicsEngineParameter / "
-                                          "setGravity) in the middle of the run; the bridge follows it from now on",
+                    cause, remedy, key = (f"the client's {changed} in the middle of the run (setTimeStep / "
+                                          "setPhysicsEngineParameter / setGravity / changeDynamics); the bridge "
+                                          "follows it from now on",
                                           "make such changes through bridge.set_time_step(dt, substeps), or before "
-                                          "the bridge is made", "engine")
+                                          "the bridge is made; change masses and inertias before apply()",
+                                          "inertia" if changed.startswith("mass") else "engine")
                 else:
                     cause, remedy, key = self._cause()
                 self.warn(key, f"constraint {row!r} was off by {size:.3g} rad or m after step {self.step_index} "
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
-            self._project(x, xd, reset=jumped and not changed)
+            self._project(x, xd, reset=jumped and not changed, moved=bool(reset_in_step))
 
     def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray) -> None:
         """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
@@ -379,12 +397,104 @@ class OutsideWatch:
                       "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
                       "resetJointState on " + ", ".join(model.coordinate_names) + ")")
 
-    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
+    def _moved(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
+        """Per 1-DOF joint: its position jumped since the last step (x − x_n − dt((1 − c) ẋ_n + c ẋ) beyond
+        JUMP_TOLERANCE × (1 + max |x|), the kernel's test per joint)."""
+        dt, c, jb, vb = self.bridge.dt, self.weight, self.jb, self.vb
+        step = dt * ((1.0 - c) * self.prev_v[vb:] + c * xd[vb:])
+        return np.abs(x[jb:] - self.prev_x[jb:] - step) > JUMP_TOLERANCE * (1.0 + np.abs(x).max())
+
+    def _reset_in_step(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray) -> np.ndarray | None:
+        """ẍ' of the step PyBullet took when the joints that `moved` were reset (resetJointState,
+        resetJointStatesMultiDof) between the last apply() and its stepSimulation(), else None. A reset after the step
+        (before this apply()) leaves every other joint's rate as the step predicted (ẋ_n + dt ẍ_n, to round-off:
+        PyBullet's step is the bridge's semi-implicit Euler); a reset before it steps them with the torques τ_n
+        apply() computed, at the state the reset made. So: some positions jumped, the joints that did not miss the
+        prediction, and the step from that state — x_n with the reset joints at the values set, x − dt ẋ and
+        v' = ẋ − dt ẍ', ẍ' = M⁻¹(τ_n − h) on PyBullet's M and h (v' by Newton's method) — explains their rates to a
+        tenth of the miss (an outside force in the step before a reset does not). (A step whose rates do not depend
+        on the reset — at rest with nothing acting — ends where the reset alone would put it: there is nothing to
+        tell, and nothing to hold.)"""
+        still = ~moved
+        if not moved.any() or not still.any() or not (np.isfinite(x).all() and np.isfinite(xd).all()):
+            return None
+        jb, vb, dt = self.jb, self.vb, self.bridge.dt
+        xdd = self.xdd if self.xdd is not None else self._acceleration(self.prev_x, self.prev_v)
+        miss = np.abs(xd[vb:] - self.prev_v[vb:] - dt * xdd[vb:])[still].max()
+        if not miss > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max())):
+            return None
+        start_x, start_v = np.array(self.prev_x, dtype=float), np.array(self.prev_v, dtype=float)
+        start_x[jb:][moved] = x[jb:][moved] - dt * xd[vb:][moved]
+        index = vb + np.flatnonzero(moved)
+        end = xd[index]
+
+        def stepped_from(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:   # (ẍ'(v'), v' + dt ẍ'_reset − ẋ)
+            start_v[index] = rates
+            acceleration = self._acceleration(start_x, start_v)
+            return acceleration, rates + dt * acceleration[index] - end
+
+        # the rates set, v' = ẋ − dt ẍ'(v'): Newton's method (finite-difference Jacobian: one more M, h per reset
+        # joint) from resetJointState's default 0 or ẋ − dt ẍ_n, whichever is closer
+        starts = [stepped_from(rates) + (rates,) for rates in (np.zeros(len(index)), end - dt * xdd[index])]
+        acceleration, gap, rates = min(starts, key=lambda start: float(np.abs(start[1]).max()))
+        best, stepped = miss, None
+        for _ in range(RESET_ITERATIONS):
+            fit = np.abs(xd[vb:] - self.prev_v[vb:] - dt * acceleration[vb:])[still].max()
+            if fit < best:
+                best, stepped = fit, acceleration
+            size = 1e-7 * (1.0 + float(np.abs(rates).max()))
+            columns = [(stepped_from(rates + size * unit)[1] - gap) / size for unit in np.eye(len(index))]
+            try:
+                rates = rates - np.linalg.solve(np.array(columns).T, gap)
+            except np.linalg.LinAlgError:
+                break
+            acceleration, gap = stepped_from(rates)
+            if not np.isfinite(gap).all():
+                break
+        return stepped if best <= 0.1 * miss else None
+
+    def _undo_step(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray, stepped: np.ndarray) -> None:
+        """x, ẋ (in place) as a reset after a clean step would have left them: the joints that did not jump at the
+        step's prediction (ẋ_n + dt ẍ_n, and the position of that rate), the reset joints at the values set (the
+        position x − dt ẋ: PyBullet's step moved it by its end rate; the rate ẋ − dt ẍ' with the step's ẍ',
+        `stepped`). Then `_project` puts the dependent joints where the inputs place them, as after any reset. A
+        floating base's pose and twist stay as read."""
+        jb, vb, dt, c = self.jb, self.vb, self.bridge.dt, self.weight
+        xdd = (self.xdd if self.xdd is not None else self._acceleration(self.prev_x, self.prev_v))[vb:]
+        rate = self.prev_v[vb:] + dt * xdd
+        joints, rates = x[jb:], xd[vb:]
+        joints[moved] -= dt * rates[moved]
+        rates[moved] -= dt * stepped[vb:][moved]
+        still = ~moved
+        rates[still] = rate[still]
+        joints[still] = self.prev_x[jb:][still] + dt * ((1.0 - c) * self.prev_v[vb:][still] + c * rate[still])
+
+    def _acceleration(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
+        """M(x)⁻¹ (τ_n − h(x, ẋ)) on PyBullet's M and h with the torque of the last step — what PyBullet's step
+        integrates from (x, ẋ) (the last step's ẍ where its solve returned none: the null-space stage)."""
+        bridge = self.bridge
+        mass, bias = bridge.tree_mass_and_bias(x, xd)
+        return np.linalg.solve(mass, bridge.last_torque - bias)
+
+    def _reset_in_step_message(self, names: list[str]) -> str:
+        dependent = [name for name in names if name not in self.bridge.model.coordinate_names]
+        return (f"joint {names[0]!r}{f' (and {len(names) - 1} more)' if len(names) > 1 else ''} was reset "
+                f"(resetJointState / resetJointStatesMultiDof) between apply() and stepSimulation() (t = "
+                f"{self.bridge.time:.6g} s){' — a dependent joint, put back where its inputs place it' if dependent else ''}"
+                ": that step ran with the torques apply() computed for the state before the reset")
+
+    def _skipped_steps(self, x: np.ndarray, xd: np.ndarray, moved: np.ndarray) -> int:
         """k ≥ 2 when the jump looks like k steps instead of one (x − x_n ≈ k dt (ẋ₁ + ẋ)/2 within 10 % over the
         joints that moved, ẋ₁ = ẋ_n + dt ẍ the first step's predicted rate: semi-implicit Euler's positions under a
         roughly constant acceleration, which holds from rest too, where x − x_n ≈ k dt ẋ misses by a third: several
         stepSimulation() calls per apply()), else 0 (a reset). Constant rows J x = b (the null-space stage returns no
-        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step."""
+        ẍ, so ẋ₁ is unknown): two steps are x − x_n = dt (ẋ₁ + ẋ) exactly, with J ẋ₁ = 0 after the bridge's step.
+        A joint that moved by one step's dt ẋ without a jump (not in `moved`) rules k steps out: they move every
+        moving joint by about k dt ẋ (a reset of one input on the floating coupled arm was named "stepSimulation()
+        ran 19 times": one joint's jump fits any k)."""
+        still = ~moved
+        if (self.bridge.dt * np.abs(xd[self.vb:][still]) > PROMISE).any():
+            return 0
         dx = x[self.jb:] - self.prev_x[self.jb:]
         jac = self._watched.jac
         if self.xdd is None and jac.shape[0]:
@@ -406,12 +516,13 @@ class OutsideWatch:
     def _residual(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.bridge.constraints.residual(x, self.bridge.time), dtype=float)
 
-    def _project(self, x: np.ndarray, xd: np.ndarray, reset: bool) -> None:
+    def _project(self, x: np.ndarray, xd: np.ndarray, reset: bool, moved: bool = False) -> None:
         """x, ẋ (in place, and in PyBullet) back onto the rows. Positions: the model's joint state of the independent
         coordinates read (`Model.joint_state`: dependent joints from their inputs, loops closed by the model's
         solver). Velocities: after a reset the same (the user's rates of the independent joints stay); after a force
         outside the solve the M-weighted projection (`constraints.solve.velocity_projection`: the plastic
-        constraint impulse, which changes the kinetic energy by −½ δẋᵀM δẋ, second order in the violation δẋ)."""
+        constraint impulse, which changes the kinetic energy by −½ δẋᵀM δẋ, second order in the violation δẋ).
+        moved: x, ẋ were changed in place since the read (`_undo_step`): written back even where on the rows."""
         from biobullet.constraints.solve import velocity_projection
         bridge, model = self.bridge, self.bridge.model
         q, v = x[bridge.independent_x], xd[bridge.independent_v]
@@ -423,7 +534,7 @@ class OutsideWatch:
             xd_new = velocity_projection(mass, jac, np.array(xd, dtype=float),
                                          np.asarray(constraints.time_derivative(x_new, t), dtype=float),
                                          redundant="least_squares")
-        if np.abs(x_new - x).max() == 0.0 and np.abs(xd_new - xd).max() == 0.0:
+        if np.abs(x_new - x).max() == 0.0 and np.abs(xd_new - xd).max() == 0.0 and not moved:
             return
         x[:] = x_new
         xd[:] = xd_new
@@ -473,12 +584,12 @@ class OutsideWatch:
                         "dynamics take the model's gravity in a base frame at rest, so every step leaves the rows",
                         "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
                         "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
-        changed = [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
-        if changed:
-            return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) after the bridge was made: "
-                    "its solve holds the constraint for the model file's inertias, so PyBullet's step leaves it",
-                    "change the link's <inertial> in the model file and load it again (a bridge sets PyBullet's "
-                    "inertias to the file's)", "inertia:" + changed[0])
+        changed = bridge.changed_inertias()
+        if changed:   # (`engine_parameters` follows such a change; this names it where a runaway came first)
+            return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) in the last step, and "
+                    "PyBullet's step with it left the constraint the solve held with the inertias before",
+                    "change masses and inertias before apply(), or change the link's <inertial> in the model file",
+                    "inertia:" + changed[0])
         if bridge.substeps > 1:
             return (f"PyBullet's {bridge.substeps} sub-steps per stepSimulation (numSubSteps): the bridge's torques, "
                     "computed at the step's start, are held over sub-steps in which the state moves",
@@ -486,8 +597,9 @@ class OutsideWatch:
                     "or bridge.set_time_step(dt, substeps=1))", "substeps")
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
                 "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
-                "changed time step), or a velocity "
-                "was reset (resetBaseVelocity / resetJointState) between apply() and stepSimulation()",
+                "changed time step), or the state was reset between apply() and stepSimulation() "
+                "(resetBaseVelocity, resetBasePositionAndOrientation, resetJointState with a velocity, "
+                "resetJointStatesMultiDof of a spherical joint)",
                 "pass joint torques through bridge.apply(tau=...) / bridge.step(tau=...) so the solve accounts for "
                 "them, change the time step with bridge.set_time_step(dt), and reset the state before apply() "
                 "(bridge.reset(NAME=value) for the coordinates)", "outside")
@@ -511,6 +623,11 @@ class OutsideWatch:
         else:
             k = int(np.argmax(np.abs(x[self.jb:])))
             what = f"joint {names[k]!r} is at {float(x[k + self.jb]):.3g} rad or m (limit {POSITION_LIMIT:g})"
+        at, reset = self.reset_in_step
+        if self.step_index - at <= DIVERGENCE_STEPS:
+            raise DivergenceError(f"{model.file}: the PyBullet simulation diverged after step {self.step_index} "
+                                  f"(t = {bridge.time:.6g} s): {what}, after {reset} — "
+                                  f"{RESET_REMEDY}")
         if what != "the state is not finite":   # what PyBullet reports about the body (a motor, a contact, ...)
             cause, _, key = self._cause()
             what += f"; {cause}" if key not in ("outside", "substeps") else ""

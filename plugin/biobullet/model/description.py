@@ -114,6 +114,10 @@ class ModelDescription:
     # the URDF text this description was read from when `file` is in another format (an OpenSim .osim model,
     # translated in memory by `biobullet.opensim`); None when `file` is the URDF itself
     translated_urdf: str | None = None
+    # the bytes of `file` this description was parsed and checked from (`load_description`): the bridge hands
+    # PyBullet exactly these, not the file as it is later (it may have been replaced since); None when the
+    # description was made from text in memory
+    source_text: bytes | None = field(default=None, repr=False, compare=False)
     # URDF <limit>s of revolute/prismatic joints act as joint stops (forces.elements.limit_stops), as in PyBullet
     joint_limits: bool = True
     # the `<muscle>` elements of the `<biobullet>` block as XML text, parsed by the muscles layer

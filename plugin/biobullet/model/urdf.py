@@ -5,6 +5,8 @@ limits and `<mimic>`. Visual and collision geometry are left to PyBullet. Nothin
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import os
 import re
@@ -55,7 +57,9 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
     if not isinstance(inertia, str) or inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))
-    return description_from_root(read_xml(file), file, floating_base, inertia, joint_limits)
+    data = read_bytes(file)
+    return dataclasses.replace(description_from_root(parse_xml(file, data), file, floating_base, inertia,
+                                                     joint_limits), source_text=data)
 
 
 def description_from_root(robot: ET.Element, file: str, floating_base: bool | None = None,
