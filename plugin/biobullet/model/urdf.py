@@ -169,10 +169,8 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
                                                                                         "utf-16-be")):
         raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
                          expected="plain XML without a DTD")
-    parser = ET.XMLParser()
     try:
-        parser.feed(data)
-        robot = parser.close()
+        robot = _parse_declaring_prefixes(data)
     except ET.ParseError as exc:
         if b"<xacro:" in data or file.endswith(".xacro"):
             raise xacro from None
@@ -189,6 +187,41 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
         raise xacro
     return robot
+
+
+#: a namespace prefix in a tag or an attribute name (`<drake:member`, ` drake:acceleration=`)
+_PREFIX_USE = re.compile(rb"[<\s]([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*")
+#: the root element's start-tag name, after the declaration, comments and a DOCTYPE
+_ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)")
+
+
+def _parse_declaring_prefixes(data: bytes) -> ET.Element:
+    """The root element of `data`. Files exported for Drake use prefixed tags and attributes
+    (`<drake:collision_filter_group>`, `drake:acceleration=`) often without declaring the prefix; XML namespaces
+    make that an error ("unbound prefix"), but PyBullet and Pinocchio read such files and ignore the elements. So
+    do we: the undeclared prefixes are declared on the root element (same line, so positions stay) and the file is
+    parsed again; anything else is the first parse's error."""
+    try:
+        return _parse_bytes(data)
+    except ET.ParseError as exc:
+        if not str(exc).startswith("unbound prefix"):
+            raise
+        first = exc
+    root = _ROOT_TAG.search(data)
+    prefixes = sorted(set(_PREFIX_USE.findall(data)) - {b"xmlns", b"xml"})
+    if root is None or not prefixes:
+        raise first
+    declarations = b"".join(b' xmlns:%s="urn:biobullet:undeclared:%s"' % (prefix, prefix) for prefix in prefixes)
+    try:
+        return _parse_bytes(data[:root.end()] + declarations + data[root.end():])
+    except ET.ParseError:
+        raise first from None
+
+
+def _parse_bytes(data: bytes) -> ET.Element:
+    parser = ET.XMLParser()
+    parser.feed(data)
+    return parser.close()
 
 
 def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:

@@ -1,0 +1,201 @@
+"""Model files and `<biobullet>` blocks from strangers (an independent probe: URDFs shipped by PyPI packages not used
+by the other tests, and blocks the model-file contract allows but the bundled files do not use). Each test is a
+defect the probe found, failing on the code before its fix: numbers are checked against Pinocchio (crba, rnea) and
+against SymPy evaluating the text we wrote, not against the code under test."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import sympy as sp
+
+import biobullet
+from biobullet.core.errors import ModelError
+
+INERTIAL = ('<inertial><origin xyz="{com}"/><mass value="{mass}"/>'
+            '<inertia ixx="0.01" iyy="0.02" izz="0.015" ixy="0.001" ixz="0" iyz="0"/></inertial>')
+
+# A Drake-flavoured URDF as airo-models 0.0.12 ships ur3e.urdf and robotiq_2f_85.urdf: `drake:` attributes and
+# elements without an xmlns:drake declaration ("unbound prefix" to an XML-namespace parser)
+DRAKE_URDF = f"""<?xml version="1.0"?>
+<robot name="drake_arm">
+  <link name="base_link"/>
+  <link name="upper">{INERTIAL.format(com="0 0 0.2", mass=2.0)}</link>
+  <link name="fore">{INERTIAL.format(com="0.15 0 0", mass=1.1)}</link>
+  <joint name="shoulder" type="revolute"><parent link="base_link"/><child link="upper"/>
+    <origin xyz="0 0 0.1" rpy="0.2 0 0"/><axis xyz="0 0 1"/>
+    <limit drake:acceleration="2.5" effort="56.0" lower="-3" upper="3" velocity="3.14"/></joint>
+  <joint name="elbow" type="revolute"><parent link="upper"/><child link="fore"/>
+    <origin xyz="0 0.05 0.4"/><axis xyz="0 1 0"/>
+    <limit drake:acceleration="2.5" effort="28.0" lower="-3" upper="3" velocity="3.14"/></joint>
+  <drake:collision_filter_group name="arm">
+    <drake:member link="upper"/>
+    <drake:member link="fore"/>
+    <drake:ignored_collision_filter_group name="arm"/>
+  </drake:collision_filter_group>
+</robot>
+"""
+
+
+def _write(tmp_path, text: str, name: str = "model.urdf") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_drake_urdf_with_undeclared_prefixes_loads_and_equals_pinocchio(tmp_path) -> None:
+    """PyBullet and Pinocchio read URDFs with undeclared `drake:` prefixes and ignore those elements; load_model
+    refused them as "not well-formed XML (unbound prefix)". Now M and h equal Pinocchio's crba and rnea on the same
+    file to 1e-12 (relative to max(|M|, 1)) at random states."""
+    path = _write(tmp_path, DRAKE_URDF)
+    model = biobullet.load_model(path)
+    assert model.joint_names == ("shoulder", "elbow")
+    pin_model = pin.buildModelFromUrdf(path)
+    data = pin_model.createData()
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        q, v = rng.uniform(-2.5, 2.5, 2), rng.normal(size=2)
+        theirs_m = pin.crba(pin_model, data, q)
+        theirs_m = np.triu(theirs_m) + np.triu(theirs_m, 1).T
+        theirs_h = pin.rnea(pin_model, data, q, v, np.zeros(2))
+        assert np.abs(model.mass_matrix(q) - theirs_m).max() <= 1e-12 * max(np.abs(theirs_m).max(), 1.0)
+        assert np.abs(model.bias_forces(q, v) - theirs_h).max() <= 1e-12 * max(np.abs(theirs_h).max(), 1.0)
+
+
+def test_an_undeclared_prefix_does_not_hide_a_real_xml_error(tmp_path) -> None:
+    """The prefixes are declared and the file read again only for "unbound prefix": a file that is broken besides
+    still gets the parser's first message, naming the file."""
+    path = _write(tmp_path, DRAKE_URDF.replace("</robot>", "<link name='x'></robot>"))
+    with pytest.raises(ModelError, match="not well-formed XML") as caught:
+        biobullet.load_model(path)
+    assert path in str(caught.value)
+
+
+# ---------------------------------------------------------------------------------------- <biobullet> blocks
+CHAIN = """<?xml version="1.0"?>
+<robot name="chain">
+  <link name="base">{base_inertial}</link>
+  <link name="la">{inertial}</link>
+  <link name="lb">{inertial}</link>
+  <link name="ld">{inertial}</link>
+  <joint name="a" type="revolute"><parent link="base"/><child link="la"/><origin xyz="0 0.05 -0.3"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="b" type="prismatic"><parent link="la"/><child link="lb"/><origin xyz="0 0.05 -0.3" rpy="0.1 0 0"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="d" type="revolute"><parent link="lb"/><child link="ld"/><origin xyz="0 0.05 -0.3"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <biobullet version="1">
+{block}
+  </biobullet>
+</robot>
+"""
+
+
+def _chain(tmp_path, block: str) -> str:
+    return _write(tmp_path, CHAIN.format(base_inertial="", inertial=INERTIAL.format(com="0.1 0 -0.2", mass=1.3),
+                                         block=block))
+
+
+@pytest.mark.parametrize("tag, first, second", [
+    ("gravity", '<gravity xyz="0 0 -9.81"/>', '<gravity xyz="0 0 -1.62"/>'),
+    ("base", '<base type="fixed"/>', '<base type="floating"/>'),
+    ("coordinates", '<coordinates names="a b d"/>', '<coordinates names="a b"/>'),
+])
+def test_a_second_whole_model_element_is_refused(tmp_path, tag, first, second) -> None:
+    """Two `<gravity>` (or `<base>`, `<coordinates>`) in one block: the second silently replaced the first (moon
+    gravity, a floating base, another independent set, whichever came last). Now one ModelError naming the element."""
+    path = _chain(tmp_path, f"    {first}\n    {second}")
+    with pytest.raises(ModelError, match=f"a second <{tag}> element") as caught:
+        biobullet.load_model(path)
+    assert path in str(caught.value) and f"<{tag}>" in str(caught.value)
+
+
+def test_an_initial_state_of_a_function_driven_joint_is_refused(tmp_path) -> None:
+    """`<initial joint="d" position="0.5">` where d = 2 a is driven by a joint function was silently ignored (the
+    run started at d = 2 a₀), while `--set d=0.5` is refused. Now one ModelError naming the element and the joint."""
+    path = _chain(tmp_path, '    <joint_function joint="d" type="linear" inputs="a" coefficients="2"/>\n'
+                            '    <initial joint="a" position="0.1"/>\n    <initial joint="d" position="0.5"/>')
+    with pytest.raises(ModelError, match="driven by <joint_function joint=\"d\">") as caught:
+        biobullet.load_model(path)
+    assert '<initial joint="d">' in str(caught.value)
+
+
+def test_an_expression_whose_derivatives_explode_is_refused_at_once(tmp_path) -> None:
+    """A 709-character product of 60 sines (within the parser's character and node limits) has ≈ 2·10⁴ nodes in its
+    gradient and ≈ 10⁶ in its Hessian: SymPy ran for minutes at load. Now the derivatives' size is bounded as they
+    are formed, and the file gets one ModelError on the `expression` attribute."""
+    text = "*".join(f"sin(a+{k}*b)" for k in range(60))
+    path = _chain(tmp_path, f'    <joint_function joint="d" type="expression" inputs="a b" expression="{text}"/>')
+    with pytest.raises(ModelError, match="derivatives grow too large") as caught:
+        biobullet.load_model(path)
+    assert caught.value.attribute == "expression" and '<joint_function joint="d">' in str(caught.value)
+
+
+def test_a_long_product_within_the_bound_still_equals_sympy() -> None:
+    """The bound leaves room: a product of 12 sines loads, and its value, gradient and Hessian equal SymPy's."""
+    from biobullet.functions.expression import ExpressionFunction
+    text = "*".join(f"sin(a+{k}*b)" for k in range(12))
+    function = ExpressionFunction(("a", "b"), text)
+    a, b, t = sp.symbols("a b t")
+    exact = sp.Mul(*[sp.sin(a + k * b) for k in range(12)])
+    z = (a, b, t)
+    point = {a: 0.3, b: -0.2, t: 0.0}
+    value, gradient, hessian = function.evaluate(np.array([0.3, -0.2]), 0.0)
+    assert abs(value - float(exact.evalf(subs=point))) <= 1e-14
+    for i in range(3):
+        assert abs(gradient[i] - float(sp.diff(exact, z[i]).evalf(subs=point))) <= 1e-13
+        for j in range(3):
+            assert abs(hessian[i, j] - float(sp.diff(exact, z[i], z[j]).evalf(subs=point))) <= 1e-12
+
+
+# A slider-crank whose crank is driven by a joint function (prescribed motion), with a pendulum on the slider: the
+# loop closes the rod and the slider, and the pendulum is the one degree of freedom
+SLIDER_CRANK = f"""<?xml version="1.0"?>
+<robot name="driven_slider_crank">
+  <link name="base"/>
+  <link name="crank">{INERTIAL.format(com="0.05 0 0", mass=0.5)}</link>
+  <link name="rod">{INERTIAL.format(com="0.15 0 0", mass=0.3)}</link>
+  <link name="slider">{INERTIAL.format(com="0 0 0", mass=0.8)}</link>
+  <link name="pend">{INERTIAL.format(com="0 0 -0.2", mass=0.4)}</link>
+  <joint name="crank_j" type="revolute"><parent link="base"/><child link="crank"/><axis xyz="0 1 0"/>
+    <limit lower="-10" upper="10" effort="1" velocity="1"/></joint>
+  <joint name="rod_j" type="revolute"><parent link="crank"/><child link="rod"/><origin xyz="0.1 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="slide" type="prismatic"><parent link="base"/><child link="slider"/><axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="pend_j" type="revolute"><parent link="slider"/><child link="pend"/><axis xyz="0 1 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <biobullet version="1">
+    <loop name="L" type="planar" link_a="rod" xyz_a="0.3 0 0" link_b="slider" xyz_b="0 0 0" normal="0 1 0"/>
+    <joint_function joint="crank_j" type="fourier" period="1" a0="0.3" a="0.2"/>
+    <initial joint="slide" position="0.4"/>
+    <initial joint="pend_j" position="0.5" velocity="1"/>
+  </biobullet>
+</robot>
+"""
+
+
+def test_loop_closed_joints_are_not_independent_without_coordinates(tmp_path) -> None:
+    """Without `<coordinates>`, every joint no function drives was taken as independent — the joints a loop closes
+    too: this model got q = (rod_j, slide, pend_j), a zero mass-matrix block for rod_j and slide, and simulate
+    failed with "coordinate 'rod_j' has no inertia left". Now q = (pend_j), and along a run the rod and the slider
+    follow the closed form of the driven crank θ(t) = 0.3 + 0.2 cos 2πt (SymPy: s = r cos θ + l cos φ,
+    sin φ = −r sin θ / l, rod angle φ − θ) to 1e-9 in position, velocity and acceleration."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(_write(tmp_path, SLIDER_CRANK))
+        assert model.coordinate_names == ("pend_j",)
+        run = biobullet.simulate(model, 0.05, t_eval=np.linspace(0.0, 0.05, 4), progress=False)
+        accelerations = run.accelerations(model)
+    t = sp.Symbol("t")
+    theta = sp.Rational(3, 10) + sp.Rational(1, 5) * sp.cos(2 * sp.pi * t)
+    phi = sp.asin(-sp.Rational(1, 10) * sp.sin(theta) / sp.Rational(3, 10))
+    exact = {"slide": sp.Rational(1, 10) * sp.cos(theta) + sp.Rational(3, 10) * sp.cos(phi), "rod_j": phi - theta}
+    for joint, expression in exact.items():
+        column = run.position_names.index(joint)
+        for k, time in enumerate(run.t):
+            for order, samples in enumerate((run.positions, run.velocities, accelerations)):
+                expected = float(sp.diff(expression, t, order).evalf(subs={t: time}))
+                assert abs(samples[k, column] - expected) <= 1e-9 * max(1.0, abs(expected)), (joint, order, time)
