@@ -199,3 +199,30 @@ def test_loop_closed_joints_are_not_independent_without_coordinates(tmp_path) ->
             for order, samples in enumerate((run.positions, run.velocities, accelerations)):
                 expected = float(sp.diff(expression, t, order).evalf(subs={t: time}))
                 assert abs(samples[k, column] - expected) <= 1e-9 * max(1.0, abs(expected)), (joint, order, time)
+
+
+@pytest.mark.parametrize("block, what", [
+    ('    <gravity>0 -9.81 0</gravity>', "the text '0 -9.81 0' inside <gravity>"),
+    ('    <joint_function joint="d" type="linear" inputs="a" coefficients="2"><offset value="1"/></joint_function>',
+     "a child element <offset> inside <joint_function>"),
+    ('    <![CDATA[<joint_function joint="d" type="linear" inputs="a" coefficients="2"/>]]>',
+     "inside <biobullet> is not read"),
+])
+def test_values_outside_attributes_are_refused(tmp_path, block, what) -> None:
+    """OpenSim's habit `<gravity>0 -9.81 0</gravity>` loaded with the default gravity (0, 0, −9.81); a child
+    `<offset>` of a joint function, and a function written inside a CDATA section, were dropped the same way. Now
+    one ModelError naming the element and what is not read."""
+    path = _chain(tmp_path, block)
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(path)
+    assert what in str(caught.value) and path in str(caught.value)
+
+
+def test_comments_and_processing_instructions_in_the_block_are_fine(tmp_path) -> None:
+    """What XML offers for notes stays allowed: a comment (even one holding an element) and a processing
+    instruction; the function after them is read (θ_d = 2 θ_a)."""
+    path = _chain(tmp_path, '    <!-- <gravity xyz="0 0 -1.62"/> -->\n    <?editor fold?>\n'
+                            '    <joint_function joint="d" type="linear" inputs="a" coefficients="2"/>')
+    model = biobullet.load_model(path)
+    assert model.coordinate_names == ("a", "b")
+    assert np.allclose(model.joint_positions(np.array([0.3, 0.1])), [0.3, 0.1, 0.6], rtol=0, atol=1e-15)
