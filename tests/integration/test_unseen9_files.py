@@ -226,3 +226,13 @@ def test_comments_and_processing_instructions_in_the_block_are_fine(tmp_path) ->
     model = biobullet.load_model(path)
     assert model.coordinate_names == ("a", "b")
     assert np.allclose(model.joint_positions(np.array([0.3, 0.1])), [0.3, 0.1, 0.6], rtol=0, atol=1e-15)
+
+
+def test_undeclared_prefixes_beside_a_declared_one(tmp_path) -> None:
+    """Expanded xacro output often keeps `xmlns:xacro` on `<robot>`; with an undeclared `drake:` beside it, the
+    declared prefix is not declared twice (a duplicate attribute would fail the second parse): the file loads."""
+    text = DRAKE_URDF.replace('<robot name="drake_arm">',
+                              '<robot name="drake_arm" xmlns:xacro="http://www.ros.org/wiki/xacro">')
+    text = text.replace('<link name="base_link"/>', '<link name="base_link" xacro:note="expanded"/>')
+    model = biobullet.load_model(_write(tmp_path, text))
+    assert model.joint_names == ("shoulder", "elbow")

@@ -191,6 +191,8 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
 
 #: a namespace prefix in a tag or an attribute name (`<drake:member`, ` drake:acceleration=`)
 _PREFIX_USE = re.compile(rb"[<\s]([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*")
+#: a declared prefix (`xmlns:xacro="..."`)
+_PREFIX_DECLARATION = re.compile(rb"xmlns:([A-Za-z_][\w.-]*)\s*=")
 #: the root element's start-tag name, after the declaration, comments and a DOCTYPE
 _ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)")
 
@@ -208,7 +210,8 @@ def _parse_declaring_prefixes(data: bytes) -> ET.Element:
             raise
         first = exc
     root = _ROOT_TAG.search(data)
-    prefixes = sorted(set(_PREFIX_USE.findall(data)) - {b"xmlns", b"xml"})
+    declared = set(_PREFIX_DECLARATION.findall(data))
+    prefixes = sorted(set(_PREFIX_USE.findall(data)) - declared - {b"xmlns", b"xml"})
     if root is None or not prefixes:
         raise first
     declarations = b"".join(b' xmlns:%s="urn:biobullet:undeclared:%s"' % (prefix, prefix) for prefix in prefixes)
