@@ -236,3 +236,14 @@ def test_undeclared_prefixes_beside_a_declared_one(tmp_path) -> None:
     text = text.replace('<link name="base_link"/>', '<link name="base_link" xacro:note="expanded"/>')
     model = biobullet.load_model(_write(tmp_path, text))
     assert model.joint_names == ("shoulder", "elbow")
+
+
+def test_a_loop_through_a_spherical_joint_is_one_clear_error(tmp_path) -> None:
+    """A point loop closing a slider-crank whose rod hangs on a spherical joint: load_model raised a bare
+    ValueError ("tuple.index(x): x not in tuple", the spherical joint has no single coordinate). Now one ModelError
+    naming the loop, the attribute and the joint."""
+    text = SLIDER_CRANK.replace('<joint name="rod_j" type="revolute">', '<joint name="rod_j" type="spherical">')
+    text = text.replace('type="planar"', 'type="point"').replace(' normal="0 1 0"', "")
+    with pytest.raises(ModelError, match="passes through the spherical joint 'rod_j'") as caught:
+        biobullet.load_model(_write(tmp_path, text))
+    assert '<loop name="L">' in str(caught.value) and caught.value.attribute == "link_a"
