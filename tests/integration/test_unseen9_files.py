@@ -247,3 +247,90 @@ def test_a_loop_through_a_spherical_joint_is_one_clear_error(tmp_path) -> None:
     with pytest.raises(ModelError, match="passes through the spherical joint 'rod_j'") as caught:
         biobullet.load_model(_write(tmp_path, text))
     assert '<loop name="L">' in str(caught.value) and caught.value.attribute == "link_a"
+
+
+# Every joint-function kind with the edge parameters the bundled files do not use, on a floating base, in one model:
+# a degree-0 polynomial, a clamped spline through 2 knots, an expression with every allowed function, pi, e and a
+# chain of unary minus signs, a Fourier driver with sine terms only, and a chain of five functions (linear →
+# polynomial → spline → expression of it and of a prismatic joint → expression of it and of the first)
+EDGE_SPEC = [("a", "revolute", "0 1 0"), ("b", "prismatic", "1 0 0"), ("d0", "revolute", "1 0 0"),
+             ("ds", "revolute", "0 1 0"), ("dx", "revolute", "1 0 0"), ("df", "revolute", "0 1 0"),
+             ("c1", "revolute", "1 0 0"), ("c2", "revolute", "0 1 0"), ("c3", "revolute", "1 0 0"),
+             ("c4", "prismatic", "0 0 1"), ("c5", "continuous", "1 0 0")]
+ALL_FUNCTIONS = ("0.1*sin(a) + 0.1*cos(b) + 0.05*tan(0.3*a) + 0.1*asin(0.2*a) + 0.1*acos(0.2*b) + 0.1*atan(a) "
+                 "+ 0.1*atan2(a, 2+b) + 0.01*sinh(a) + 0.01*cosh(b) + 0.1*tanh(a) + 0.01*exp(b) + 0.01*log(2+a) "
+                 "+ 0.1*sqrt(2+b) + pi/80 - e*0.01*b - - -a*0.1")
+EDGE_BLOCK = f"""    <base type="floating"/>
+    <initial joint="a" position="0.4" velocity="1.1"/>
+    <initial joint="b" position="0.2" velocity="-0.7"/>
+    <joint_function joint="d0" type="polynomial" inputs="a" coefficients="0.25"/>
+    <joint_function joint="ds" type="spline" inputs="a" x="-2 2" y="-1 1" boundary="clamped" slopes="0 0.3"/>
+    <joint_function joint="dx" type="expression" inputs="a b" expression="{ALL_FUNCTIONS}"/>
+    <joint_function joint="df" type="fourier" period="1" b="0.2 0.1"/>
+    <joint_function joint="c5" type="expression" inputs="c4 c1" expression="c4**2 + c1"/>
+    <joint_function joint="c4" type="expression" inputs="c3 b" expression="0.1*sin(c3) + 0.01*b"/>
+    <joint_function joint="c3" type="spline" inputs="c2" x="-2 2" y="-1 1"/>
+    <joint_function joint="c2" type="polynomial" inputs="c1" coefficients="0 1 0.3"/>
+    <joint_function joint="c1" type="linear" inputs="a" coefficients="0.5" offset="0.1"/>"""
+
+
+def _hermite(x0, x1, y0, y1, s0, s1, x):
+    """The cubic through (x0, y0), (x1, y1) with slopes s0, s1 (a clamped spline on two knots), by SymPy."""
+    k = sp.symbols("k0:4")
+    cubic = sum(k[i] * x ** i for i in range(4))
+    slope = sp.diff(cubic, x)
+    solution = sp.solve([cubic.subs(x, x0) - y0, cubic.subs(x, x1) - y1, slope.subs(x, x0) - s0,
+                         slope.subs(x, x1) - s1], k)
+    return cubic.subs(solution)
+
+
+def test_every_function_kind_at_its_edges_follows_sympy_along_a_run(tmp_path) -> None:
+    """Each dependent joint's θ, θ̇ and θ̈ (the run's samples and `Trajectory.accelerations`) equal SymPy's value
+    and chain-rule derivatives of the text written, at the run's own input samples, to 1e-9 (relative above 1)."""
+    a, b, t = sp.symbols("a b t")
+    half, tenth = sp.Rational(1, 2), sp.Rational(1, 10)
+    c1 = half * a + tenth
+    c2 = c1 + sp.Rational(3, 10) * c1 ** 2
+    c3 = c2 / 2
+    c4 = tenth * sp.sin(c3) + b / 100
+    exact = {
+        "d0": sp.Rational(1, 4) + 0 * a,
+        "ds": _hermite(-2, 2, -1, 1, 0, sp.Rational(3, 10), a),
+        "dx": (tenth * sp.sin(a) + tenth * sp.cos(b) + sp.tan(sp.Rational(3, 10) * a) / 20 + tenth * sp.asin(a / 5)
+               + tenth * sp.acos(b / 5) + tenth * sp.atan(a) + tenth * sp.atan2(a, 2 + b) + sp.sinh(a) / 100
+               + sp.cosh(b) / 100 + sp.tanh(a) / 10 + sp.exp(b) / 100 + sp.log(2 + a) / 100 + sp.sqrt(2 + b) / 10
+               + sp.pi / 80 - sp.E * b / 100 - a / 10),
+        "df": sp.sin(2 * sp.pi * t) / 5 + sp.sin(4 * sp.pi * t) / 10,
+        "c3": c3, "c4": c4, "c5": c4 ** 2 + c1,
+    }
+    links = "\n".join(f'  <link name="L{n}">{INERTIAL.format(com="0.1 0 -0.2", mass=1.3)}</link>' for n, _, _ in EDGE_SPEC)
+    joints, parent = [], "base"
+    for name, kind, axis in EDGE_SPEC:
+        joints.append(f'  <joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="L{name}"/>'
+                      f'<origin xyz="0 0.05 -0.3" rpy="0.1 0 0"/><axis xyz="{axis}"/>'
+                      '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+        parent = f"L{name}"
+    text = (f'<?xml version="1.0"?>\n<robot name="edges">\n  <link name="base">{INERTIAL.format(com="0 0 0", mass=3)}'
+            f'</link>\n{links}\n' + "\n".join(joints) + f'\n  <biobullet version="1">\n{EDGE_BLOCK}\n  </biobullet>\n</robot>\n')
+    model = biobullet.load_model(_write(tmp_path, text))
+    assert model.coordinate_names[7:] == ("a", "b")
+    run = biobullet.simulate(model, 0.05, t_eval=np.linspace(0.0, 0.05, 4), progress=False)
+    accelerations = run.accelerations(model)
+    inputs = (a, b, t)
+    for joint, expression in exact.items():
+        column = run.position_names.index(joint)
+        rate_column = run.velocity_names.index(joint + "_dot")
+        gradient = [sp.diff(expression, z) for z in inputs]
+        jets = sp.lambdify(inputs, [expression, gradient, [[sp.diff(g, z) for z in inputs] for g in gradient]],
+                           "mpmath")
+        where = [run.position_names.index("a"), run.position_names.index("b")]
+        rates = [run.velocity_names.index("a_dot"), run.velocity_names.index("b_dot")]
+        for k, time in enumerate(run.t):
+            value, g, h = jets(*run.positions[k, where], time)
+            g, h = np.array(g, dtype=float), np.array(h, dtype=float)
+            z_dot = np.append(run.velocities[k, rates], 1.0)
+            z_ddot = np.append(accelerations[k, rates], 0.0)
+            for got, expected in ((run.positions[k, column], float(value)),
+                                  (run.velocities[k, rate_column], g @ z_dot),
+                                  (accelerations[k, rate_column], g @ z_ddot + z_dot @ h @ z_dot)):
+                assert abs(got - expected) <= 1e-9 * max(1.0, abs(expected)), (joint, time, got, expected)
