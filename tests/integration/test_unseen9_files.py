@@ -76,7 +76,7 @@ def test_an_undeclared_prefix_does_not_hide_a_real_xml_error(tmp_path) -> None:
 # ---------------------------------------------------------------------------------------- <biobullet> blocks
 CHAIN = """<?xml version="1.0"?>
 <robot name="chain">
-  <link name="base">{base_inertial}</link>
+  <link name="base"/>
   <link name="la">{inertial}</link>
   <link name="lb">{inertial}</link>
   <link name="ld">{inertial}</link>
@@ -94,7 +94,7 @@ CHAIN = """<?xml version="1.0"?>
 
 
 def _chain(tmp_path, block: str) -> str:
-    return _write(tmp_path, CHAIN.format(base_inertial="", inertial=INERTIAL.format(com="0.1 0 -0.2", mass=1.3),
+    return _write(tmp_path, CHAIN.format(inertial=INERTIAL.format(com="0.1 0 -0.2", mass=1.3),
                                          block=block))
 
 
