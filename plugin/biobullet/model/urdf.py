@@ -101,7 +101,10 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
     return description
 
 
-XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+#: namespaces of xacro elements: the three URIs xacro files declare (xacro itself goes by the `xacro:` prefix), and
+#: the one `_parse_declaring_prefixes` gives an undeclared `xacro:` prefix
+XACRO_NAMESPACES = ("http://www.ros.org/wiki/xacro", "http://ros.org/wiki/xacro", "http://wiki.ros.org/xacro",
+                    "urn:biobullet:undeclared:xacro")
 #: largest model file read (bytes): the bundled models are < 100 kB; a bigger file is refused before parsing
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
@@ -184,7 +187,8 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     _check_size(file, robot)
     _check_names(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
-    if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
+    if any(isinstance(e.tag, str) and e.tag.startswith("{") and e.tag[1:].partition("}")[0].rstrip("/")
+           in XACRO_NAMESPACES for e in robot.iter()):
         raise xacro
     return robot
 
