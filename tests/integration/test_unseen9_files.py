@@ -385,3 +385,20 @@ def test_link_segment_with_a_rank_two_inertia_equals_pinocchio(tmp_path) -> None
         theirs = np.triu(theirs) + np.triu(theirs, 1).T
         ours = model.mass_matrix(q, formulation="link_segment")
         assert np.abs(ours - theirs).max() <= 1e-12 * np.abs(theirs).max()
+
+
+def test_a_default_namespace_on_robot_is_read_as_plain_urdf(tmp_path) -> None:
+    """`<robot xmlns="http://drake.mit.edu">` puts every element in a namespace; PyBullet and Pinocchio ignore
+    namespaces and load the file, load_model said "root element is <{http://drake.mit.edu}robot> (expected
+    <robot>)". Now it loads, M and h equal Pinocchio's, and its `<biobullet>` block is read."""
+    text = DRAKE_URDF.replace('<robot name="drake_arm">',
+                              '<robot name="drake_arm" xmlns="http://drake.mit.edu" xmlns:drake="http://drake.mit.edu">')
+    text = text.replace("</robot>", '<biobullet version="1"><gravity xyz="0 0 -1.62"/></biobullet></robot>')
+    path = _write(tmp_path, text)
+    model = biobullet.load_model(path)
+    pin_model = pin.buildModelFromUrdf(path)
+    pin_model.gravity.linear = np.array([0.0, 0.0, -1.62])
+    data = pin_model.createData()
+    q, v = np.array([0.4, -1.1]), np.array([0.7, 0.3])
+    theirs = pin.rnea(pin_model, data, q, v, np.zeros(2))
+    assert np.abs(model.bias_forces(q, v) - theirs).max() <= 1e-12 * max(np.abs(theirs).max(), 1.0)

@@ -185,6 +185,7 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
     _check_size(file, robot)
+    _drop_default_namespace(robot)
     _check_names(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
     if any(isinstance(e.tag, str) and e.tag.startswith("{") and e.tag[1:].partition("}")[0].rstrip("/")
@@ -223,6 +224,19 @@ def _parse_declaring_prefixes(data: bytes) -> ET.Element:
         return _parse_bytes(data[:root.end()] + declarations + data[root.end():])
     except ET.ParseError:
         raise first from None
+
+
+def _drop_default_namespace(robot: ET.Element) -> None:
+    """`<robot xmlns="URI">` puts every unprefixed element in URI; PyBullet and Pinocchio ignore namespaces and read
+    such a file as plain URDF, and so do we: the root's namespace is taken off the tags in it."""
+    if not (isinstance(robot.tag, str) and robot.tag.startswith("{") and robot.tag.endswith("}robot")):
+        return
+    namespace = robot.tag[:-len("robot")]
+    if namespace[1:-1].rstrip("/") in XACRO_NAMESPACES:   # (a template: refused as one below)
+        return
+    for element in robot.iter():
+        if isinstance(element.tag, str) and element.tag.startswith(namespace):
+            element.tag = element.tag[len(namespace):]
 
 
 def _parse_bytes(data: bytes) -> ET.Element:
