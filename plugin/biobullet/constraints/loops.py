@@ -337,10 +337,15 @@ def joint_layout_tree(model) -> tuple[np.ndarray, np.ndarray] | None:
 def loop_supports(model, loop: Loop) -> set[int]:
     """Indices (tree order) of the movable joints whose motion can change the loop's equations (paths to root)."""
     joints: set[int] = set()
-    for link in (loop.link_a, loop.link_b):
+    for attribute, link in (("link_a", loop.link_a), ("link_b", loop.link_b)):
         index = model.frame(link).body
         while index >= 0:
             body = model.bodies[index]
+            if body.multi_dof and body.joint_type != "free":   # (a floating base is held at the identity)
+                raise loop.source.error(attribute, f"the path from link {link!r} to the root passes through the "
+                                        f"{body.joint_type} joint {body.joint!r}: loop closures solve for single "
+                                        "joint coordinates", "loops over revolute, continuous and prismatic joints "
+                                        "(a spherical joint as three revolute joints with massless links between)")
             if body.joint_type != "free":
                 joints.add(model.joint_names.index(body.joint))
             index = body.parent

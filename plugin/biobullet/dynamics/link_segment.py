@@ -696,6 +696,12 @@ class SchurFactor(NamedTuple):
     pivots: np.ndarray
 
 
+#: a segment block (m 1 or the world inertia) whose determinant is at most this times its largest entry cubed is
+#: singular for the Schur solve (condition ≳ 1e9: D⁻¹ to ≈ 1e-7, beyond what one refinement step recovers), and the
+#: system goes to the dense solve; legitimate inertias are far from it (a thin rod's ratio is ≈ 1e-4)
+SINGULAR_BLOCK_RATIO = 1e-9
+
+
 def _schur_factor_py(matrix, n_segments):
     """(ok, SchurFactor) of the link-segment matrix A = [[D, G], [K, 0]]: D (6N × 6N) is block diagonal (m_i 1 and
     the world inertias), G the joint-force and constraint-torque columns of the Newton–Euler rows, K the connection
@@ -721,7 +727,13 @@ def _schur_factor_py(matrix, n_segments):
         m[2, 1] = matrix[o, o + 1] * matrix[o + 2, o] - matrix[o, o] * matrix[o + 2, o + 1]
         m[2, 2] = matrix[o, o] * matrix[o + 1, o + 1] - matrix[o, o + 1] * matrix[o + 1, o]
         det = matrix[o, o] * m[0, 0] + matrix[o, o + 1] * m[1, 0] + matrix[o, o + 2] * m[2, 0]
-        if not abs(det) > 0.0:
+        scale = 0.0
+        for a in range(3):
+            for c in range(3):
+                scale = max(scale, abs(matrix[o + a, o + c]))
+        # singular to round-off too: a rank-2 inertia (ixx = 0) turned into world axes has det ≈ 1e-20, not 0, and
+        # its adjugate inverse gave M 34 % off (armar4_fixed_hands); the dense solve is exact for such segments
+        if not abs(det) > SINGULAR_BLOCK_RATIO * scale * scale * scale:
             return False, factor
         for a in range(3):
             for c in range(3):

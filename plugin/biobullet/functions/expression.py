@@ -54,6 +54,32 @@ def parse_parameters(text: str | None, inputs: Sequence[str], source: SourceRef)
     return parameters
 
 
+#: most SymPy nodes in the gradient, and in the gradient and Hessian together, of one expression. The parser's bounds
+#: (characters, syntax nodes) do not bound its derivatives: a product of n factors has n² nodes in its gradient and n³
+#: in its Hessian, so a 480-character product of 40 sines took minutes to load (the derivatives of the bundled and
+#: OpenSim expressions have at most a few thousand nodes). With these bounds an expression is refused within seconds.
+MAX_GRADIENT_NODES = 10_000
+MAX_DERIVATIVE_NODES = 150_000
+
+
+class _DerivativeBudget:
+    """Counts the nodes of the derivatives as they are formed; one clear error on the `expression` attribute once the
+    count passes a bound, before the next (larger) derivative is formed."""
+
+    def __init__(self, source: SourceRef) -> None:
+        self.source, self.used = source, 0
+
+    def take(self, derivative: Any, limit: int) -> Any:
+        import sympy
+        self.used += sum(1 for _ in sympy.preorder_traversal(derivative))
+        if self.used > limit:
+            raise self.source.error("expression", f"its derivatives grow too large ({self.used:,} terms and factors, "
+                                    f"the limit is {limit:,}): the gradient and Hessian are formed symbolically",
+                                    "a shorter expression (long products differentiate into many terms), or one "
+                                    "split over several joint functions (each is differentiated on its own)")
+        return derivative
+
+
 @register
 class ExpressionFunction(JointFunction):
     """θ = f(x, t) from a safe arithmetic expression; exact gradient and Hessian."""
@@ -82,12 +108,14 @@ class ExpressionFunction(JointFunction):
         time_symbol = sympy.Symbol(f"_z{len(self.inputs)}")
         expr = parse_expression(expression, self.inputs, self.parameters, input_symbols, time_symbol, source)
         variables = [*input_symbols, time_symbol]
-        gradient = [sympy.diff(expr, v) for v in variables]
+        budget = _DerivativeBudget(source)
+        gradient = [budget.take(sympy.diff(expr, v), MAX_GRADIENT_NODES) for v in variables]
         m = len(variables)
         hessian = [[None] * m for _ in range(m)]
         for i in range(m):
             for j in range(i, m):
-                hessian[i][j] = hessian[j][i] = sympy.diff(gradient[i], variables[j])
+                hessian[i][j] = hessian[j][i] = budget.take(sympy.diff(gradient[i], variables[j]),
+                                                            MAX_DERIVATIVE_NODES)
         outputs = [expr, *gradient, *(h for row in hessian for h in row)]
         non_smooth = (sympy.Abs, sympy.sign, sympy.Heaviside, sympy.DiracDelta)
         if any(o.has(*non_smooth) for o in outputs):

@@ -41,6 +41,11 @@ FORCE_ELEMENT_GROUP = "biobullet.force_elements"
 #: evaluated at every step; 1,000 plug-in stops take a 0.02 s run ~20 s, 8,000 more than a minute)
 MAX_ELEMENTS = 2000
 KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", "muscle", *DELEGATED_ELEMENTS)
+#: elements that say one thing about the whole model: a second one is refused, not silently preferred
+SINGLE_ELEMENTS = frozenset({"gravity", "base", "coordinates"})
+#: elements read here, whose values are attributes only: text or a child element in them (OpenSim's habit,
+#: `<gravity>0 -9.81 0</gravity>`) would be silently ignored
+ATTRIBUTE_ONLY_ELEMENTS = frozenset({"gravity", "base", "initial", "coordinates", "joint_function"})
 
 
 def parse_extension(description: ModelDescription, block: ET.Element | None,
@@ -61,12 +66,24 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
             raise block_source.error("version", f"unsupported version {version!r}",
                                      " or ".join(f'"{v}"' for v in SUPPORTED_VERSIONS))
         changes["extension_version"] = version
+        text = " ".join(filter(None, [block.text, *(child.tail for child in block)])).strip()
+        if text:   # (a <![CDATA[...]]> section is text too: elements written inside one are not elements)
+            raise block_source.error(None, f"the text {text[:40]!r} inside <biobullet> is not read",
+                                     "elements (and comments) only in the <biobullet> block")
         plugin_tags = functools.cache(lambda: entry_point_names(FORCE_ELEMENT_GROUP))   # (read once per file)
+        seen_single: set[str] = set()
         for element in block:
             if not isinstance(element.tag, str):  # comments
                 continue
             source = source_of(file, element)
             tag = element.tag
+            if tag in ATTRIBUTE_ONLY_ELEMENTS:
+                _check_attributes_only(source, element)
+            if tag in SINGLE_ELEMENTS:
+                if tag in seen_single:
+                    raise source.error(None, f"a second <{tag}> element: the block has one already, and one of "
+                                       "the two would be ignored", f"at most one <{tag}> in the <biobullet> block")
+                seen_single.add(tag)
             if tag == "gravity":
                 check_known_attributes(source, element, {"xyz"})
                 changes["gravity"] = optional_vec3(source, element, "xyz", (0.0, 0.0, -9.81))
@@ -122,14 +139,35 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
     functions.extend(_mimic_functions(description))
     _check_functions(file, functions)
     seen_initial: set[str] = set()
+    driven = {item.joint: item.source.element for item in functions}
     for item in initial:
         if item.joint in seen_initial:
             raise item.source.error("joint", "initial state given twice for this joint", "one <initial> per joint")
         seen_initial.add(item.joint)
+        if item.joint in driven:   # it would be ignored: the function's value at the inputs' initial state is used
+            raise item.source.error("joint", f"joint {item.joint!r} is driven by {driven[item.joint]}: its position "
+                                    "and velocity follow from the function's inputs, so this initial state would "
+                                    "be ignored", "an <initial> for an independent joint (or a loop's dependent "
+                                    "joint, as the first guess of the assembly)")
     if floating_base is not None:
         changes["base_type"] = "floating" if floating_base else "fixed"
     return dataclasses.replace(description, joint_functions=tuple(functions), initial=tuple(initial),
                                elements=tuple(elements), muscles=tuple(muscles), **changes)
+
+
+def _check_attributes_only(source: SourceRef, element: ET.Element) -> None:
+    """One ModelError for text or a child element inside `element` (comments are fine): nothing reads them."""
+    child = next((c for c in element if isinstance(c.tag, str)), None)
+    text = " ".join(filter(None, [element.text, *(c.tail for c in element)])).strip()
+    if child is None and not text:
+        return
+    what = f"a child element <{child.tag}>" if child is not None else f"the text {text[:40]!r}"
+    raise source.error(None, f"{what} inside <{element.tag}> is not read (every value of this element is an "
+                       "attribute)", f'attributes only, e.g. <{element.tag} {_EXAMPLES[element.tag]}/>')
+
+
+_EXAMPLES = {"gravity": 'xyz="0 0 -9.81"', "base": 'type="floating"', "initial": 'joint="J" position="0.1"',
+             "coordinates": 'names="q1 q2"', "joint_function": 'joint="J" type="linear" inputs="A" coefficients="2"'}
 
 
 def _joint_list(names) -> str:

@@ -91,8 +91,8 @@ class Model:
                                  file=description.file, element="<coordinates>", attribute="names",
                                  expected="every joint that no function drives (loops may make the rest dependent)")
             independent = [slot[n] for n in description.coordinates]
-        else:
-            independent = [slot[n] for n in self.joint_names if n not in dependent]
+        else:   # every joint that no function drives and no loop closes
+            independent = [slot[n] for n in self.joint_names if n not in dependent and slot[n] not in implicit]
         order = _dependency_order(self.joint_names, slot, independent, dependent, loop_resolver, description)
         return CoordinateMap(self.n_joints, independent, order)
 

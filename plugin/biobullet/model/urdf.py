@@ -105,7 +105,10 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
     return description
 
 
-XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
+#: namespaces of xacro elements: the three URIs xacro files declare (xacro itself goes by the `xacro:` prefix), and
+#: the one `_parse_declaring_prefixes` gives an undeclared `xacro:` prefix
+XACRO_NAMESPACES = ("http://www.ros.org/wiki/xacro", "http://ros.org/wiki/xacro", "http://wiki.ros.org/xacro",
+                    "urn:biobullet:undeclared:xacro")
 #: largest model file read (bytes): the bundled models are < 100 kB; a bigger file is refused before parsing
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: most XML elements in one model file
@@ -173,10 +176,8 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
                                                                                         "utf-16-be")):
         raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
                          expected="plain XML without a DTD")
-    parser = ET.XMLParser()
     try:
-        parser.feed(data)
-        robot = parser.close()
+        robot = _parse_declaring_prefixes(data)
     except ET.ParseError as exc:
         if b"<xacro:" in data or file.endswith(".xacro"):
             raise xacro from None
@@ -188,11 +189,64 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     except (LookupError, ValueError, UnicodeError) as exc:
         raise ModelError(f"cannot decode the file ({exc})", file=file, expected="a UTF-8 model file") from None
     _check_size(file, robot)
+    _drop_default_namespace(robot)
     _check_names(file, robot)
     # many expanded URDFs still declare xmlns:xacro; only xacro *elements* make a template
-    if any(isinstance(e.tag, str) and e.tag.startswith("{" + XACRO_NAMESPACE) for e in robot.iter()):
+    if any(isinstance(e.tag, str) and e.tag.startswith("{") and e.tag[1:].partition("}")[0].rstrip("/")
+           in XACRO_NAMESPACES for e in robot.iter()):
         raise xacro
     return robot
+
+
+#: a namespace prefix in a tag or an attribute name (`<drake:member`, ` drake:acceleration=`)
+_PREFIX_USE = re.compile(rb"[<\s]([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*")
+#: a declared prefix (`xmlns:xacro="..."`)
+_PREFIX_DECLARATION = re.compile(rb"xmlns:([A-Za-z_][\w.-]*)\s*=")
+#: the root element's start-tag name, after the declaration, comments and a DOCTYPE
+_ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)")
+
+
+def _parse_declaring_prefixes(data: bytes) -> ET.Element:
+    """The root element of `data`. Files exported for Drake use prefixed tags and attributes
+    (`<drake:collision_filter_group>`, `drake:acceleration=`) often without declaring the prefix; XML namespaces
+    make that an error ("unbound prefix"), but PyBullet and Pinocchio read such files and ignore the elements. So
+    do we: the undeclared prefixes are declared on the root element (same line, so positions stay) and the file is
+    parsed again; anything else is the first parse's error."""
+    try:
+        return _parse_bytes(data)
+    except ET.ParseError as exc:
+        if not str(exc).startswith("unbound prefix"):
+            raise
+        first = exc
+    root = _ROOT_TAG.search(data)
+    declared = set(_PREFIX_DECLARATION.findall(data))
+    prefixes = sorted(set(_PREFIX_USE.findall(data)) - declared - {b"xmlns", b"xml"})
+    if root is None or not prefixes:
+        raise first
+    declarations = b"".join(b' xmlns:%s="urn:biobullet:undeclared:%s"' % (prefix, prefix) for prefix in prefixes)
+    try:
+        return _parse_bytes(data[:root.end()] + declarations + data[root.end():])
+    except ET.ParseError:
+        raise first from None
+
+
+def _drop_default_namespace(robot: ET.Element) -> None:
+    """`<robot xmlns="URI">` puts every unprefixed element in URI; PyBullet and Pinocchio ignore namespaces and read
+    such a file as plain URDF, and so do we: the root's namespace is taken off the tags in it."""
+    if not (isinstance(robot.tag, str) and robot.tag.startswith("{") and robot.tag.endswith("}robot")):
+        return
+    namespace = robot.tag[:-len("robot")]
+    if namespace[1:-1].rstrip("/") in XACRO_NAMESPACES:   # (a template: refused as one below)
+        return
+    for element in robot.iter():
+        if isinstance(element.tag, str) and element.tag.startswith(namespace):
+            element.tag = element.tag[len(namespace):]
+
+
+def _parse_bytes(data: bytes) -> ET.Element:
+    parser = ET.XMLParser()
+    parser.feed(data)
+    return parser.close()
 
 
 def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
