@@ -107,7 +107,8 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
     if len(points) < 2:
         raise source.error(None, f"{len(points)} path point(s)", "at least 2 <point>/<moving_point> children")
     parameters = read_parameters(lambda key, default, **checks: number(source, element, key, default, **checks),
-                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra)
+                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra,
+                                 source)
     return (MuscleDescription(name=muscle_name, model=model, parameters=parameters, points=tuple(points),
                               wraps=tuple(wraps)), surfaces)
 

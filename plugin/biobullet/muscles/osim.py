@@ -200,7 +200,7 @@ class _Reader:
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
         parameters = read_parameters(
             lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
-            model, "compliant" if compliant else "rigid", extra, (1000.0, 0.1, 0.2))
+            model, "compliant" if compliant else "rigid", extra, source, (1000.0, 0.1, 0.2))
         path = element.find("GeometryPath")
         if path is None:
             raise source.error("GeometryPath", "the muscle has no <GeometryPath>", "a GeometryPath with points")
@@ -319,10 +319,13 @@ def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[
 OSIM_NAMES = {"pennation_angle": "pennation_angle_at_optimal"}
 
 
-def read_parameters(read, model: str, tendon: str, extra: dict[str, float],
+def read_parameters(read, model: str, tendon: str, extra: dict[str, float], source: SourceRef,
                     sizes: tuple = (REQUIRED, REQUIRED, REQUIRED)) -> MuscleParameters:
     """MuscleParameters from `read(field, default, **checks)` (a number reader of the file's format): F₀, l₀ and
-    l_s default to `sizes` (REQUIRED: must be given), the rest to the model's OpenSim defaults."""
+    l_s default to `sizes` (REQUIRED: must be given), the rest to the model's OpenSim defaults; `extra`'s
+    default_activation (a run's initial activation) must lie in [0, 1] (ModelError at `source`)."""
+    if "default_activation" in extra:
+        to_float(source, "default_activation", extra["default_activation"], at_least=0.0, at_most=1.0)
     defaults = DEFAULTS[model]
     return MuscleParameters(
         max_isometric_force=read("max_isometric_force", sizes[0], positive=True),

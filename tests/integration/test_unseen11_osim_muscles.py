@@ -1,0 +1,157 @@
+"""hunt11 — OpenSim 4.6 muscles at states its own tests rarely reach, against its Manager.
+
+A one-DOF tug of war written by OpenSim itself (a 20-kg block on a slider between two muscles of one class, 0.5 m
+either side, no gravity), loaded by `load_model` and run by `simulate` (rtol 1e-11) and by OpenSim's Manager
+(accuracy 1e-10) under constant or stepped excitations. The gap of the base case is the two integrators' error
+(observed ≤ 6e-11 m, fiber lengths ≤ 7e-11 m, activations ≤ 3e-14); bounds 1e-8 m and 1e-8 m, activations 1e-9.
+Each test names the defect it found (the old code's number in its docstring).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+osim = pytest.importorskip("opensim")
+osim.Logger.setLevelString("error")
+
+import biobullet  # noqa: E402
+
+CLASSES = {"thelen2003": "Thelen2003Muscle", "millard2012": "Millard2012EquilibriumMuscle",
+           "degroote2016": "DeGrooteFregly2016Muscle"}
+T_END = 0.3
+
+
+def tug_of_war(kind: str, folder, properties=None, name="tug") -> str:
+    """The tug of war with two muscles of class `kind` (F₀ 500 N, l₀ 0.2 m, l_s 0.28 m), the OpenSim setters in
+    `properties` applied to both, written by OpenSim to `folder`; returns the file's path."""
+    model = osim.Model()
+    model.setName(name)
+    model.setGravity(osim.Vec3(0))
+    body = osim.Body("block", 20.0, osim.Vec3(0), osim.Inertia(0.1))
+    model.addBody(body)
+    joint = osim.SliderJoint("slider", model.getGround(), osim.Vec3(0), osim.Vec3(0), body, osim.Vec3(0),
+                             osim.Vec3(0))
+    joint.updCoordinate().setName("x")
+    model.addJoint(joint)
+    for muscle_name, side in (("left", -1.0), ("right", 1.0)):
+        muscle = getattr(osim, CLASSES[kind])()
+        muscle.setName(muscle_name)
+        muscle.set_max_isometric_force(500.0)
+        muscle.set_optimal_fiber_length(0.2)
+        muscle.set_tendon_slack_length(0.28)
+        for key, value in (properties or {}).items():
+            getattr(muscle, "set_" + key)(value)
+        muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0.5 * side, 0, 0))
+        muscle.addNewPathPoint("insertion", body, osim.Vec3(0))
+        model.addForce(muscle)
+    model.finalizeConnections()
+    path = str(folder / f"{name}_{kind}.osim")
+    model.printToXML(path)
+    return path
+
+
+def opensim_run(path: str, excitations: dict, activations: dict | None):
+    """OpenSim's Manager from x = 0 at rest: constant excitations, the activations set (None: the file's
+    defaults), fibers equilibrated. Returns ({muscle: (fiber length, activation)} at 0, (x, ẋ) at T_END,
+    {muscle: (fiber length, activation)} at T_END), activations as OpenSim's getActivation reports them."""
+    model = osim.Model(path)
+    controller = osim.PrescribedController()
+    muscles = model.getMuscles()
+    for k in range(muscles.getSize()):
+        controller.addActuator(muscles.get(k))
+        controller.prescribeControlForActuator(muscles.get(k).getName(),
+                                               osim.Constant(excitations[muscles.get(k).getName()]))
+    model.addController(controller)
+    state = model.initSystem()
+    for k in range(muscles.getSize()):
+        if activations is not None:
+            muscles.get(k).setActivation(state, activations[muscles.get(k).getName()])
+    model.equilibrateMuscles(state)
+
+    def muscle_states(s):
+        model.realizeDynamics(s)
+        return {muscles.get(k).getName(): (muscles.get(k).getFiberLength(s), muscles.get(k).getActivation(s))
+                for k in range(muscles.getSize())}
+
+    start = muscle_states(state)
+    manager = osim.Manager(model)
+    manager.setIntegratorAccuracy(1e-10)
+    state.setTime(0.0)
+    manager.initialize(state)
+    end = manager.integrate(T_END)
+    coordinate = model.getCoordinateSet().get(0)
+    return start, (coordinate.getValue(end), coordinate.getSpeedValue(end)), muscle_states(end)
+
+
+def our_run(path: str, excitations: dict, activations: dict | None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(path)
+    run = biobullet.simulate(model, T_END, initial=(np.zeros(1), np.zeros(1)), excitations=excitations,
+                             activations=activations, rtol=1e-11, atol=1e-12, t_eval=[0.0, T_END], progress=False)
+    assert biobullet.muscles.names(model) == ("left", "right")
+    return run
+
+
+def assert_same_run(path: str, excitations: dict, activations: dict | None) -> None:
+    start, (x, speed), final = opensim_run(path, excitations, activations)
+    run = our_run(path, excitations, activations)
+    names = ("left", "right")
+    assert abs(run.q[-1, 0]) > 0.05   # the block moves
+    assert abs(run.q[-1, 0] - x) <= 1e-8
+    assert abs(run.v[-1, 0] - speed) <= 1e-7
+    for k, (sample, reference) in enumerate(((0, start), (-1, final))):
+        assert np.abs(run.muscles["fiber_length"][sample] - [reference[n][0] for n in names]).max() <= 1e-8, k
+        assert np.abs(run.muscles["activation"][sample] - [reference[n][1] for n in names]).max() <= 1e-9, k
+
+
+@pytest.mark.parametrize("tendon", ["compliant", "rigid"])
+def test_degroote_fiber_damping_acts_as_in_opensim(tendon, tmp_path):
+    """OpenSim 4.6's DeGrooteFregly2016Muscle with a compliant tendon (explicit tendon dynamics) takes the fiber
+    velocity from f_V's inverse without the damping term (`calcFiberVelocityInfoHelper`): fiber_damping = 0.1
+    leaves its run unchanged. Ours solved a f_L f_V(ṽ) + f_PE + β ṽ = f_T/cos α: x 4.2e-3 m and the fiber lengths
+    3.9e-3 m off after 0.3 s, the tendon forces 17 N. With a rigid tendon the damping acts in both."""
+    properties = {"fiber_damping": 0.1, "ignore_tendon_compliance": tendon == "rigid"}
+    assert_same_run(tug_of_war("degroote2016", tmp_path, properties), {"left": 0.8, "right": 0.3},
+                    {"left": 0.1, "right": 0.1})
+
+
+@pytest.mark.parametrize("kind", ["millard2012", "thelen2003"])
+def test_activation_below_the_minimum_as_opensim_reports_it(kind, tmp_path):
+    """Activations 0 and 1 under excitations 1 and 0 (a_min = 0.01). Millard's setActivation stores 0 as a_min:
+    ours started at 0, the fibers then 7.2e-6 m and x 8.2e-6 m off after 0.3 s. Under an excitation below a_min the
+    state sinks below a_min in both (OpenSim's first-order model clamps only the activation it reads), and OpenSim
+    reports the activation that acts (getActivation: clamped to [a_min, 1]); ours reported the state: −0.034
+    (Millard) and −0.018 (Thelen) after 0.6 s where OpenSim reports 0.01 (the run's states agree to 1e-11)."""
+    assert_same_run(tug_of_war(kind, tmp_path), {"left": 1.0, "right": 0.0}, {"left": 0.0, "right": 1.0})
+
+
+@pytest.mark.parametrize("kind", sorted(CLASSES))
+@pytest.mark.parametrize("default", [None, 0.3])
+def test_initial_activations_are_the_files_defaults(kind, default, tmp_path):
+    """A run without `activations` starts, as OpenSim's initSystem does, at each muscle's `default_activation`, or
+    its class's default (DeGroote 0.5, Thelen and Millard 0.05). Ours started every muscle at 0.05: with
+    default_activation 0.3 x was 1.8e-4 m (Thelen) off after 0.3 s; a DeGroote file without it 1.2e-5 m."""
+    properties = {} if default is None else {"default_activation": default}
+    path = tug_of_war(kind, tmp_path, properties)
+    start, _, _ = opensim_run(path, {"left": 0.8, "right": 0.3}, None)
+    expected = default if default is not None else (0.5 if kind == "degroote2016" else 0.05)
+    assert start["left"][1] == pytest.approx(expected, abs=1e-15)
+    assert_same_run(path, {"left": 0.8, "right": 0.3}, None)
+
+
+def test_a_default_activation_outside_zero_one_is_named(tmp_path):
+    """default_activation 1.5 in a `<muscle>` is refused naming the file, the muscle and the parameter."""
+    from biobullet.core.errors import ModelError
+    urdf = tmp_path / "bad.urdf"
+    urdf.write_text("""<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/>
+      </inertial></link><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial>
+      </link><joint name="j" type="prismatic"><parent link="a"/><child link="b"/><axis xyz="1 0 0"/>
+      <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <biobullet><muscle name="m" max_isometric_force="100" optimal_fiber_length="0.1" tendon_slack_length="0.2">
+        <parameter name="default_activation" value="1.5"/>
+        <point link="a" xyz="-0.5 0 0"/><point link="b" xyz="0 0 0"/></muscle></biobullet></robot>""")
+    with pytest.raises(ModelError, match=r"bad\.urdf.*muscle name=\"m\".*default_activation.*at most 1"):
+        biobullet.muscles.names(biobullet.load_model(urdf))
