@@ -142,16 +142,80 @@ def test_initial_activations_are_the_files_defaults(kind, default, tmp_path):
     assert_same_run(path, {"left": 0.8, "right": 0.3}, None)
 
 
-def test_a_default_activation_outside_zero_one_is_named(tmp_path):
-    """default_activation 1.5 in a `<muscle>` is refused naming the file, the muscle and the parameter."""
+@pytest.mark.parametrize("inner, match", [
+    ('<parameter name="default_activation" value="1.5"/>', r"<muscle name=\"m\">.*default_activation.*at most 1"),
+    ('<wrap type="sphere" link="b" radius="0.01" range="1 3"/>',
+     r"<muscle name=\"m\"> <wrap>.*range.*last point 3 beyond the path's 2 points")])
+def test_a_bad_muscle_value_in_a_urdf_is_named(inner, match, tmp_path):
+    """A `<muscle>` with default_activation 1.5, or a wrap over points 1 … 3 of a two-point path (OpenSim fails
+    there), is refused naming the file, the muscle element and the attribute (ours started the run at 1.5, and
+    took points 1 … 2)."""
     from biobullet.core.errors import ModelError
     urdf = tmp_path / "bad.urdf"
-    urdf.write_text("""<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/>
+    urdf.write_text(f"""<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/>
       </inertial></link><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial>
       </link><joint name="j" type="prismatic"><parent link="a"/><child link="b"/><axis xyz="1 0 0"/>
       <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
       <biobullet><muscle name="m" max_isometric_force="100" optimal_fiber_length="0.1" tendon_slack_length="0.2">
-        <parameter name="default_activation" value="1.5"/>
+        {inner}
         <point link="a" xyz="-0.5 0 0"/><point link="b" xyz="0 0 0"/></muscle></biobullet></robot>""")
-    with pytest.raises(ModelError, match=r"bad\.urdf.*muscle name=\"m\".*default_activation.*at most 1"):
+    with pytest.raises(ModelError, match=r"bad\.urdf.*" + match):
         biobullet.muscles.names(biobullet.load_model(urdf))
+
+
+ARM26 = biobullet.__file__.replace("__init__.py", "data/opensim/arm26.osim")
+
+
+def arm26_with_wrap_ranges(folder, ranges) -> str:
+    """arm26.osim with its PathWraps' `range`s "-1 -1" replaced, in file order (TRIlong's three, TRIlat, TRImed,
+    BRA; BIClong's is "2 3")."""
+    import re
+    ranges = iter(ranges)
+    text = re.sub(r"<range>-1 -1</range>", lambda match: f"<range>{next(ranges)}</range>", open(ARM26).read())
+    path = folder / "arm26_wrap_ranges.osim"
+    path.write_text(text)
+    return str(path)
+
+
+def test_wrap_ranges_select_the_path_points_as_in_opensim(tmp_path):
+    """PathWrap ranges (1-based first and last point, −1 the path's end, a first point beyond the path: no wrap)
+    over TRIlong's three wraps, TRIlat, TRImed and BRA (BIClong's 2 … 3 as filed): lengths equal OpenSim's `getLength` to 1e-9 m in 20
+    random poses (observed ≈ 3e-16 m: the same formulas)."""
+    import biobullet.muscles as muscles
+    path = arm26_with_wrap_ranges(tmp_path, ["2 4", "1 2", "3 -1", "1 3", "2 3", "3 -1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(path)
+    theirs = osim.Model(path)
+    state = theirs.initSystem()
+    names = muscles.names(model)
+    assert len(names) == 6
+    coordinates = theirs.getCoordinateSet()
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        q = np.array([rng.uniform(coordinates.get(n).getRangeMin(), coordinates.get(n).getRangeMax())
+                      for n in model.coordinate_names])
+        for name, value in zip(model.coordinate_names, q):
+            coordinates.get(name).setValue(state, value, False)
+        theirs.realizePosition(state)
+        expected = [theirs.getMuscles().get(n).getLength(state) for n in names]
+        assert np.abs(muscles.lengths(model, q) - expected).max() <= 1e-9
+
+
+def test_a_wrap_range_beyond_the_path_is_named(tmp_path):
+    """BRA (two points) wrapping over points −1 … 3: OpenSim 4.6 fails in getLength (an array index out of
+    bounds); ours took points 1 … 2 silently. Now load_osim_muscles names the file, the PathWrap and `range`, and
+    load_model reports the muscles as not imported."""
+    from biobullet.core.errors import ModelError
+    from biobullet.muscles.osim import load_osim_muscles
+    path = arm26_with_wrap_ranges(tmp_path, ["-1 -1"] * 5 + ["-1 3"])
+    theirs = osim.Model(path)
+    state = theirs.initSystem()
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        theirs.getMuscles().get("BRA").getLength(state)
+    with pytest.raises(ModelError, match=r"arm26_wrap_ranges\.osim.*<PathWrap name=\"pathwrap\">.*range.*last point 3 "
+                                         r"beyond the path's 2 points"):
+        load_osim_muscles(path)
+    with pytest.warns(UserWarning, match="muscles not imported.*range"):
+        model = biobullet.load_model(path)
+    assert biobullet.muscles.names(model) == ()

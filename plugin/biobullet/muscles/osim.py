@@ -215,7 +215,7 @@ class _Reader:
             if surface not in surface_names:
                 raise wrap_source.error("wrap_object", f"unknown wrap object {surface!r}",
                                         "a wrap object of a body's WrapObjectSet")
-            bounds = _floats(wrap_source, wrap, "range", 2, (-1, -1))
+            bounds = check_wrap_range(wrap_source, _floats(wrap_source, wrap, "range", 2, (-1, -1)), len(points))
             wraps.append(PathWrap(surface=surface, method=(_text(wrap, "method") or "hybrid").strip(),
                                   range=(int(bounds[0]), int(bounds[1]))))
         return MuscleDescription(name=name, model=model, parameters=parameters, points=points, wraps=tuple(wraps))
@@ -296,6 +296,15 @@ class _Reader:
         raise source.error(tag, f"unsupported function <{bare(kind, 40)}>",
                            "SimmSpline, PiecewiseLinearFunction, Constant, LinearFunction, PolynomialFunction or "
                            "MultiplierFunction")
+
+
+def check_wrap_range(source: SourceRef, bounds: tuple[float, ...], n_points: int) -> tuple[float, ...]:
+    """A PathWrap's `range` (first and last path point considered, 1-based; < 1: the path's end) checked against
+    the path's `n_points`: OpenSim 4.6 fails reading a last point beyond the path (an index out of bounds)."""
+    if bounds[1] > n_points:
+        raise source.error("range", f"last point {bounds[1]:g} beyond the path's {n_points} points",
+                           f"point numbers 1 … {n_points}, or -1 for the path's ends")
+    return bounds
 
 
 def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[float, ...]:
@@ -404,4 +413,4 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path"]
+__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range"]
