@@ -219,3 +219,59 @@ def test_a_wrap_range_beyond_the_path_is_named(tmp_path):
     with pytest.warns(UserWarning, match="muscles not imported.*range"):
         model = biobullet.load_model(path)
     assert biobullet.muscles.names(model) == ()
+
+
+def with_properties(path: str, kind: str, properties: dict) -> str:
+    """The file at `path` with both muscles' `properties` written into its XML (OpenSim's setters would check or
+    change them)."""
+    import xml.etree.ElementTree as ET
+    tree = ET.parse(path)
+    for muscle in tree.getroot().iter(CLASSES[kind]):
+        for key, value in properties.items():   # key: a property, or "Curve/property"
+            element = muscle.find(key)
+            if element is None:
+                parent, _, tag = key.rpartition("/")
+                element = ET.SubElement(muscle.find(parent) if parent else muscle, tag)
+            element.text = repr(value)
+    tree.write(path)
+    return path
+
+
+def test_millard_damping_below_opensims_threshold_is_no_damping(tmp_path):
+    """Millard2012EquilibriumMuscle takes a fiber_damping below 0.001 as 0 (its undamped model,
+    MIN_NONZERO_DAMPING_COEFFICIENT); ours damped with 9e-4: x 3.8e-4 m off after 0.3 s."""
+    path = with_properties(tug_of_war("millard2012", tmp_path), "millard2012", {"fiber_damping": 0.0009})
+    assert_same_run(path, {"left": 1.0, "right": 0.05}, {"left": 0.02, "right": 0.02})
+
+
+def test_millard_curves_are_fitted_to_the_damped_model_as_in_opensim(tmp_path):
+    """A damped Millard muscle (fiber_damping 0.1) whose file gives the undamped model's curve ends (f_L's
+    minimum_value 0.1, f_V's slopes at ±v_max 0.125 and 0.075): OpenSim 4.6 sets them to 0 when it loads the
+    file; ours used the file's: x 1.8e-4 m off after 0.3 s. (The undamped model's adjustments: the test above,
+    whose file has the damped model's curves.)"""
+    path = with_properties(tug_of_war("millard2012", tmp_path), "millard2012", {
+        "ActiveForceLengthCurve/minimum_value": 0.1, "ForceVelocityCurve/concentric_slope_at_vmax": 0.125,
+        "ForceVelocityCurve/eccentric_slope_at_vmax": 0.075})
+    assert_same_run(path, {"left": 1.0, "right": 0.05}, {"left": 0.02, "right": 0.02})
+
+
+@pytest.mark.parametrize("kind, properties, attribute", [
+    ("thelen2003", {"Flen": 1.0}, "Flen"),
+    ("thelen2003", {"fv_linear_extrap_threshold": 0.5}, "fv_linear_extrap_threshold"),
+    ("thelen2003", {"KshapeActive": 0.0}, "KshapeActive"),
+    ("thelen2003", {"minimum_activation": 0.001}, "minimum_activation"),
+    ("degroote2016", {"active_force_width_scale": 0.5}, "active_force_width_scale"),
+    ("degroote2016", {"tendon_strain_at_one_norm_force": 0.0}, "tendon_strain_at_one_norm_force"),
+    ("millard2012", {"fiber_damping": 0.0, "minimum_activation": 0.001}, "minimum_activation")])
+def test_properties_opensim_refuses_are_named(kind, properties, attribute, tmp_path):
+    """Curve and activation properties outside what OpenSim 4.6 accepts (its extendFinalizeFromProperties checks;
+    OpenSim refuses each file) are refused naming the file, the muscle and the property. Ours loaded them: Flen = 1
+    divides by zero in Thelen's force–velocity, a minimum activation of 0.001 lets an undamped fiber velocity blow
+    up as a → 0."""
+    from biobullet.core.errors import ModelError
+    from biobullet.muscles.osim import load_osim_muscles
+    path = with_properties(tug_of_war(kind, tmp_path), kind, properties)
+    with pytest.raises(RuntimeError):
+        osim.Model(path).initSystem()
+    with pytest.raises(ModelError, match=rf"tug_{kind}\.osim.*name=\"left\".*'{attribute}'"):
+        load_osim_muscles(path)

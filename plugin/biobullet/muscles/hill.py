@@ -24,8 +24,8 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import (bezier_point_py, bezier_slope_py, bezier_value_py, newton_in_bracket_py,
-                                     bezier_bindings, millard_curves)
+from biobullet.muscles.bezier import (MILLARD_MIN_DAMPING, bezier_point_py, bezier_slope_py, bezier_value_py,
+                                     newton_in_bracket_py, bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
 KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
@@ -64,6 +64,8 @@ def muscle_vector(model: str, parameters: MuscleParameters) -> np.ndarray:
     values[COMPLIANT] = 1.0 if parameters.tendon == "compliant" else 0.0
     values[MAX_PENNATION] = parameters.value("maximum_pennation_angle", default_max)
     values[DAMPING] = parameters.fiber_damping
+    if model == "millard2012" and parameters.fiber_damping < MILLARD_MIN_DAMPING:
+        values[DAMPING] = 0.0   # OpenSim 4.6 switches to its undamped model there
     values[TAU_ACT] = parameters.activation_time_constant
     values[TAU_DEACT] = parameters.deactivation_time_constant
     values[A_MIN] = parameters.minimum_activation

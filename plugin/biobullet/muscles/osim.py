@@ -21,6 +21,7 @@ from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.model.urdf import parse_xml, read_bytes
 from biobullet.muscles.description import (MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
                                            PathWrap, WrapSurface)
+from biobullet.muscles.bezier import MILLARD_MIN_DAMPING
 from biobullet.muscles.location import LocationFunction, piecewise_linear, polynomial, simm_spline
 
 MUSCLE_CLASSES = {"DeGrooteFregly2016Muscle": "degroote2016", "Millard2012EquilibriumMuscle": "millard2012",
@@ -324,6 +325,13 @@ def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[
     return inner, outer
 
 
+#: OpenSim 4.6's checks of curve parameters (extendFinalizeFromProperties): property → (lower bound, included)
+OPENSIM_LOWER_BOUNDS = {
+    "thelen2003": {"FmaxTendonStrain": (0.0, False), "FmaxMuscleStrain": (0.0, False), "KshapeActive": (0.0, False),
+                   "KshapePassive": (0.0, False), "Af": (0.0, False), "Flen": (1.0, False)},
+    "degroote2016": {"active_force_width_scale": (1.0, True), "passive_fiber_strain_at_one_norm_force": (0.0, False),
+                     "tendon_strain_at_one_norm_force": (0.0, False), "activation_dynamics_smoothing": (0.0, False)},
+}
 #: OpenSim's property names where they differ from MuscleParameters' fields
 OSIM_NAMES = {"pennation_angle": "pennation_angle_at_optimal"}
 
@@ -335,8 +343,12 @@ def read_parameters(read, model: str, tendon: str, extra: dict[str, float], sour
     default_activation (a run's initial activation) must lie in [0, 1] (ModelError at `source`)."""
     if "default_activation" in extra:
         to_float(source, "default_activation", extra["default_activation"], at_least=0.0, at_most=1.0)
+    for key, (bound, included) in OPENSIM_LOWER_BOUNDS.get(model, {}).items():
+        if key in extra:
+            to_float(source, key, extra[key], at_least=bound if included else None, above=None if included else bound,
+                     expected=f"a number {'≥' if included else '>'} {bound:g} (OpenSim 4.6 refuses others)")
     defaults = DEFAULTS[model]
-    return MuscleParameters(
+    parameters = MuscleParameters(
         max_isometric_force=read("max_isometric_force", sizes[0], positive=True),
         optimal_fiber_length=read("optimal_fiber_length", sizes[1], positive=True),
         tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True),
@@ -350,6 +362,19 @@ def read_parameters(read, model: str, tendon: str, extra: dict[str, float], sour
         minimum_activation=read("minimum_activation", defaults["minimum_activation"], at_least=0.0, below=1.0),
         fiber_damping=read("fiber_damping", defaults["fiber_damping"], non_negative=True),
         extra=tuple(sorted(extra.items())))
+    flen = parameters.value("Flen", 1.4)
+    if model == "thelen2003" and not parameters.value("fv_linear_extrap_threshold", 0.95) > 1.0 / flen:
+        raise source.error("fv_linear_extrap_threshold", f"{parameters.value('fv_linear_extrap_threshold', 0.95):g} "
+                           f"is not above 1/Flen = {1.0 / flen:g}", "a threshold above 1/Flen (OpenSim 4.6 refuses "
+                           "others)")
+    # Thelen always, Millard with a compliant tendon and no damping (< MILLARD_MIN_DAMPING): OpenSim's fiber velocity
+    # is singular at a = 0, so it refuses a minimum activation below 0.01
+    if parameters.minimum_activation < 0.01 and (model == "thelen2003" or (
+            model == "millard2012" and tendon == "compliant" and parameters.fiber_damping < MILLARD_MIN_DAMPING)):
+        raise source.error("minimum_activation", f"{parameters.minimum_activation:g} is below 0.01",
+                           "at least 0.01 for a Thelen2003 muscle or an undamped compliant Millard2012 muscle "
+                           "(OpenSim 4.6 refuses others)")
+    return parameters
 
 
 # ------------------------------------------------------------------------------------------------ XML helpers
