@@ -262,16 +262,41 @@ def test_millard_curves_are_fitted_to_the_damped_model_as_in_opensim(tmp_path):
     ("thelen2003", {"minimum_activation": 0.001}, "minimum_activation"),
     ("degroote2016", {"active_force_width_scale": 0.5}, "active_force_width_scale"),
     ("degroote2016", {"tendon_strain_at_one_norm_force": 0.0}, "tendon_strain_at_one_norm_force"),
-    ("millard2012", {"fiber_damping": 0.0, "minimum_activation": 0.001}, "minimum_activation")])
+    ("millard2012", {"fiber_damping": 0.0, "minimum_activation": 0.001}, "minimum_activation"),
+    ("thelen2003", {"tendon_slack_length": 0.0}, "tendon_slack_length"),
+    ("degroote2016", {"tendon_slack_length": 0.0}, "tendon_slack_length")])
 def test_properties_opensim_refuses_are_named(kind, properties, attribute, tmp_path):
     """Curve and activation properties outside what OpenSim 4.6 accepts (its extendFinalizeFromProperties checks;
     OpenSim refuses each file) are refused naming the file, the muscle and the property. Ours loaded them: Flen = 1
     divides by zero in Thelen's force–velocity, a minimum activation of 0.001 lets an undamped fiber velocity blow
-    up as a → 0."""
+    up as a → 0. A compliant tendon of slack length 0 (OpenSim loads it) stopped our run at t = 0 with "a muscle
+    force or fiber velocity is not finite"; it is now named at load."""
     from biobullet.core.errors import ModelError
     from biobullet.muscles.osim import load_osim_muscles
     path = with_properties(tug_of_war(kind, tmp_path), kind, properties)
+    if attribute == "tendon_slack_length":   # OpenSim loads it; its normalized tendon length is then l_T / 0
+        with pytest.raises(ModelError, match="must be positive"):
+            load_osim_muscles(path)
+        return
     with pytest.raises(RuntimeError):
         osim.Model(path).initSystem()
     with pytest.raises(ModelError, match=rf"tug_{kind}\.osim.*name=\"left\".*'{attribute}'"):
         load_osim_muscles(path)
+
+
+def test_degroote_implicit_tendon_dynamics_is_named(tmp_path):
+    """tendon_compliance_dynamics_mode = implicit: OpenSim's Manager holds the normalized tendon force's derivative
+    at its discrete variable (0), so the tug of war, started in equilibrium, stays at rest (x = 0 after 0.3 s);
+    ours ran the explicit dynamics (x = −0.087 m). Now the file, the muscle and the property are named (the
+    importer reports its muscles as not imported)."""
+    from biobullet.core.errors import ModelError
+    from biobullet.muscles.osim import load_osim_muscles
+    path = tug_of_war("degroote2016", tmp_path, {"tendon_compliance_dynamics_mode": "implicit"})
+    _, (x, speed), _ = opensim_run(path, {"left": 0.8, "right": 0.3}, {"left": 0.1, "right": 0.1})
+    assert (x, speed) == (0.0, 0.0)
+    with pytest.raises(ModelError, match=r"tug_degroote2016\.osim.*name=\"left\".*tendon_compliance_dynamics_mode"
+                                         r".*'implicit' is not implemented"):
+        load_osim_muscles(path)
+    with pytest.warns(UserWarning, match="muscles not imported.*tendon_compliance_dynamics_mode"):
+        model = biobullet.load_model(path)
+    assert biobullet.muscles.names(model) == ()

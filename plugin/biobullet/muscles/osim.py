@@ -199,6 +199,12 @@ class _Reader:
                         extra[f"{curve}.{child.tag}"] = _number(SourceRef(self.file, f'<{curve}> of muscle '
                                                                           f'"{bare(name, 60)}"'), node, child.tag)
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
+        mode = (_text(element, "tendon_compliance_dynamics_mode") or "explicit").strip()
+        if model == "degroote2016" and compliant and mode != "explicit":
+            # implicit: the tendon force's derivative is a discrete variable a solver sets (OpenSim's Manager keeps
+            # the tendon forces constant), not a dynamics ours can follow
+            raise source.error("tendon_compliance_dynamics_mode", f"{bare(mode, 20)!r} is not implemented",
+                               "explicit (the default)")
         parameters = read_parameters(
             lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
             model, "compliant" if compliant else "rigid", extra, source, (1000.0, 0.1, 0.2))
@@ -351,7 +357,8 @@ def read_parameters(read, model: str, tendon: str, extra: dict[str, float], sour
     parameters = MuscleParameters(
         max_isometric_force=read("max_isometric_force", sizes[0], positive=True),
         optimal_fiber_length=read("optimal_fiber_length", sizes[1], positive=True),
-        tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True),
+        # a compliant tendon's length is normalized by l_s (0 only for a rigid tendon: a fiber without tendon)
+        tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True, positive=tendon == "compliant"),
         pennation_angle=read("pennation_angle", 0.0, at_least=0.0, below=math.pi / 2),
         max_contraction_velocity=read("max_contraction_velocity", 10.0, positive=True),
         tendon=tendon,
