@@ -201,21 +201,23 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
     Solved in the Bézier parameter: on the segment holding the root, ṽ = x(u) and f_V = y(u) are quintics in u,
     so g(u) = afl y(u) + β x(u) + f_PE − force (increasing) is a polynomial — one safeguarded Newton iteration
     to adjacent doubles of u, where solving for ṽ with f_V(ṽ) as a function needs an inner solve x(u) = ṽ per
-    evaluation. −1 (1) when the force is below (above) the curve's range."""
+    evaluation. Beyond the curve's ends (|ṽ| past v_max) f_V continues as the line of its end slope, as OpenSim's
+    curve and its unbounded Newton solve (calcDampedNormFiberVelocity) do: there the root is that line's; NaN when
+    g is flat there (OpenSim's Newton fails)."""
     base = int(curves[1])
     n = int(curves[base])
     xs = base + 7
     ys = xs + 6 * n
     offset = passive - force
     if afl * curves[ys] + damping * curves[xs] + offset >= 0.0:
-        return -1.0
+        return _millard_extension_root_py(afl, damping, offset, curves[base + 1], curves[base + 3], curves[base + 5])
     segment = -1
     for k in range(n):   # the first segment whose end has g > 0 holds the root
         if afl * curves[ys + 6 * k + 5] + damping * curves[xs + 6 * k + 5] + offset > 0.0:
             segment = k
             break
     if segment < 0:
-        return 1.0
+        return _millard_extension_root_py(afl, damping, offset, curves[base + 2], curves[base + 4], curves[base + 6])
     xk, yk = xs + 6 * segment, ys + 6 * segment
     g_low = afl * curves[yk] + damping * curves[xk] + offset
     g_high = afl * curves[yk + 5] + damping * curves[xk + 5] + offset
@@ -231,6 +233,15 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
             break
         u = step
     return bezier_point_py(curves, xk, u)
+
+
+def _millard_extension_root_py(afl, damping, offset, x_end, y_end, slope):
+    """ṽ with afl (y_end + slope (ṽ − x_end)) + β ṽ + offset = 0: the root on f_V's linear extension past an end
+    (x_end, y_end) of the curve; NaN when that line is flat."""
+    denominator = afl * slope + damping
+    if not denominator > 0.0:
+        return math.nan
+    return (afl * (slope * x_end - y_end) - offset) / denominator
 
 
 # ------------------------------------------------------------------------------------------------ activation
@@ -363,7 +374,8 @@ def _curve_bindings():
 
 def fiber_velocity_bindings() -> dict:
     """`fiber_velocity_py`'s callee: Millard's inverse force–velocity."""
-    return {"_millard_fiber_velocity_py": jit.compiled(_millard_fiber_velocity_py, bind=bezier_bindings)}
+    return {"_millard_fiber_velocity_py": jit.compiled(_millard_fiber_velocity_py, bind=lambda: {
+        **bezier_bindings(), "_millard_extension_root_py": _millard_extension_root_py})}
 
 
 def equilibrium_bindings():
