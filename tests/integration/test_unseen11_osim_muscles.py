@@ -303,10 +303,13 @@ def test_degroote_implicit_tendon_dynamics_is_named(tmp_path):
     assert biobullet.muscles.names(model) == ()
 
 
-def test_millard_lengthening_past_the_maximum_velocity(tmp_path):
+@pytest.mark.parametrize("properties", [{}, {"fiber_damping": 0.0}, {"ignore_tendon_compliance": True}],
+                         ids=["damped", "undamped", "rigid"])
+def test_millard_lengthening_past_the_maximum_velocity(properties, tmp_path):
     """A 0.2-kg block pulled by a fully active muscle against one at its minimum activation: the weak fiber
     lengthens at up to 2.07 v_max. OpenSim's damped Millard solves its fiber velocity by an unbounded Newton
-    iteration on f_V continued by its end lines; ours stopped at ṽ = 1: x 1.2e-3 m and the fibers 1.3e-3 m off
-    after 0.1 s (now ≈ 1e-13)."""
-    path = tug_of_war("millard2012", tmp_path, mass=0.2)
+    iteration on f_V continued by its end lines, the undamped one inverts f_V continued so (its inverse curve);
+    ours stopped at ṽ = ±1: x 1.2e-3 m (damped) and 2.2e-3 m (undamped) off after 0.1 s (now ≈ 1e-13). The
+    rigid tendon (f_V continued by its end lines in both) agreed in x; its activation was reported below a_min."""
+    path = tug_of_war("millard2012", tmp_path, properties, mass=0.2)
     assert_same_run(path, {"left": 1.0, "right": 0.0}, {"left": 1.0, "right": 0.01}, t_end=0.1)
