@@ -329,3 +329,43 @@ def test_full_pennation_and_excitation_steps_match_opensim(kind, tmp_path):
     assert_same_run(path, {"left": osim.StepFunction(0.05, 0.1, 0.0, 1.0), "right": osim.StepFunction(0.1, 0.1001, 0.7,
                                                                                                           0.0)},
                     {"left": 0.02, "right": 0.5}, t_end=0.2)
+
+
+def test_a_coordinate_without_range_clamps_moving_points_at_opensims_default(tmp_path):
+    """OpenSim 4.6's Coordinate range defaults to [−10, 10] and `printToXML` writes no <range> then (every model
+    built by its API and saved). A MovingPathPoint clamps its coordinate to that range; ours took ±π/2: a pendulum's
+    muscle 1.4e-2 m (at 2 rad), 8.3e-2 m (3 rad) and 5.5e-2 m (−2.5 rad) too long or short. Lengths now equal
+    OpenSim's `getLength` to 1e-12 m."""
+    import biobullet.muscles as muscles
+    model = osim.Model()
+    body = osim.Body("bar", 1.0, osim.Vec3(0), osim.Inertia(0.1))
+    model.addBody(body)
+    joint = osim.PinJoint("pin", model.getGround(), osim.Vec3(0), osim.Vec3(0), body, osim.Vec3(0), osim.Vec3(0))
+    joint.updCoordinate().setName("angle")
+    model.addJoint(joint)
+    muscle = osim.Thelen2003Muscle("muscle", 100.0, 0.1, 0.2, 0.0)
+    muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0, 0.5, 0))
+    point = osim.MovingPathPoint()
+    point.setName("moving")
+    point.setParentFrame(body)
+    point.set_x_location(osim.LinearFunction(0.1, 0.2))
+    point.set_y_location(osim.Constant(0.0))
+    point.set_z_location(osim.Constant(0.05))
+    for set_coordinate in (point.setXCoordinate, point.setYCoordinate, point.setZCoordinate):
+        set_coordinate(joint.getCoordinate())
+    muscle.updGeometryPath().updPathPointSet().adoptAndAppend(point)
+    model.addForce(muscle)
+    model.finalizeConnections()
+    path = str(tmp_path / "pendulum.osim")
+    model.printToXML(path)
+    assert "<range>" not in open(path).read()
+    theirs = osim.Model(path)
+    state = theirs.initSystem()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = biobullet.load_model(path)
+    for angle in (0.5, 2.0, 3.0, -2.5, 9.0):
+        theirs.getCoordinateSet().get("angle").setValue(state, angle)
+        theirs.realizePosition(state)
+        assert muscles.lengths(ours, np.array([angle]))[0] == pytest.approx(
+            theirs.getMuscles().get(0).getLength(state), abs=1e-12)

@@ -32,6 +32,8 @@ WRAP_CLASSES = {"WrapCylinder": "cylinder", "WrapSphere": "sphere", "WrapEllipso
 _DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: deepest chain of MultiplierFunctions accepted (a file nesting thousands is an attack, not a model)
 MAX_FUNCTION_NESTING = 16
+#: a Coordinate's range where the file gives none (OpenSim 4.6's default; it writes no <range> when it is this)
+DEFAULT_COORDINATE_RANGE = (-10.0, 10.0)
 #: each model's defaults where the file leaves a property out (OpenSim 4.6 constructProperties)
 DEFAULTS = {
     "thelen2003": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.050,
@@ -101,7 +103,7 @@ class _Reader:
             for coordinate in joint.findall("coordinates/Coordinate"):
                 self.coordinates.append(self._name(coordinate))
                 source = self._source(coordinate)
-                values = _floats(source, coordinate, "range", 2, (-math.pi / 2, math.pi / 2))
+                values = _floats(source, coordinate, "range", 2, DEFAULT_COORDINATE_RANGE)
                 self.ranges.append((values[0], values[1]))
 
     # ----------------------------------------------------------------------------------------- helpers
@@ -445,4 +447,5 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range"]
+__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range",
+           "DEFAULT_COORDINATE_RANGE"]
