@@ -369,3 +369,59 @@ def test_a_coordinate_without_range_clamps_moving_points_at_opensims_default(tmp
         theirs.realizePosition(state)
         assert muscles.lengths(ours, np.array([angle]))[0] == pytest.approx(
             theirs.getMuscles().get(0).getLength(state), abs=1e-12)
+
+
+def test_wrap_objects_and_conditional_points_at_opensims_defaults(tmp_path):
+    """OpenSim writes no property at its default: a WrapSphere of radius 0.05, a WrapEllipsoid of dimensions
+    0.05 × 3, a quadrant never set ("Unassigned": all), a ConditionalPathPoint's range (0, 0). Ours required radius,
+    dimensions and range, and knew no upper-case quadrant ("X"), so every muscle of such a file was dropped
+    ("muscles not imported"). Now the lengths equal OpenSim's `getLength` (1e-12 m) at poses that wrap and, at
+    angle 0, with the conditional point on the path."""
+    import biobullet.muscles as muscles
+    model = osim.Model()
+    body = osim.Body("bar", 1.0, osim.Vec3(0), osim.Inertia(0.1))
+    model.addBody(body)
+    joint = osim.PinJoint("pin", model.getGround(), osim.Vec3(0), osim.Vec3(0), body, osim.Vec3(0), osim.Vec3(0))
+    joint.updCoordinate().setName("angle")
+    model.addJoint(joint)
+    sphere = osim.WrapSphere()
+    sphere.setName("ball")
+    ellipsoid = osim.WrapEllipsoid()
+    ellipsoid.setName("egg")
+    ellipsoid.set_translation(osim.Vec3(0, 0.3, 0))
+    ellipsoid.set_quadrant("Y")
+    for surface in (sphere, ellipsoid):
+        model.getGround().addWrapObject(surface)
+    for name, height, surface in (("over_ball", 0.0, sphere), ("over_egg", 0.3, ellipsoid)):
+        muscle = osim.Thelen2003Muscle(name, 100.0, 0.1, 0.2, 0.0)
+        muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0.2, height + 0.02, 0))
+        if name == "over_ball":
+            point = osim.ConditionalPathPoint()
+            point.setName("sometimes")
+            point.setParentFrame(model.getGround())
+            point.set_location(osim.Vec3(0.1, 0.2, 0.01))
+            point.setCoordinate(joint.getCoordinate())
+            muscle.updGeometryPath().updPathPointSet().adoptAndAppend(point)
+        muscle.addNewPathPoint("insertion", body, osim.Vec3(-0.2, height + 0.02, 0))
+        muscle.updGeometryPath().addPathWrap(surface)
+        model.addForce(muscle)
+    model.finalizeConnections()
+    path = str(tmp_path / "defaults.osim")
+    model.printToXML(path)
+    text = open(path).read()
+    assert "<radius>" not in text and "<dimensions>" not in text and "<ConditionalPathPoint" in text
+    assert "<range>" not in text.split("<ConditionalPathPoint")[1].split("</ConditionalPathPoint>")[0]
+    theirs = osim.Model(path)
+    state = theirs.initSystem()
+    ours = biobullet.load_model(path)
+    names = muscles.names(ours)
+    assert names == ("over_ball", "over_egg")
+    for angle in (0.0, 0.1, -0.2, 0.4, 1.0):
+        theirs.getCoordinateSet().get("angle").setValue(state, angle)
+        theirs.realizePosition(state)
+        expected = [theirs.getMuscles().get(n).getLength(state) for n in names]
+        assert np.abs(muscles.lengths(ours, np.array([angle])) - expected).max() <= 1e-12, angle
+        if angle == 0.1:   # the ball is wrapped: longer than the straight line
+            c, s = np.cos(angle), np.sin(angle)
+            insertion = np.array([-0.2 * c - 0.02 * s, -0.2 * s + 0.02 * c])
+            assert expected[0] > np.hypot(*(insertion - [0.2, 0.02])) + 1e-3

@@ -28,6 +28,12 @@ MUSCLE_CLASSES = {"DeGrooteFregly2016Muscle": "degroote2016", "Millard2012Equili
                   "Thelen2003Muscle": "thelen2003"}
 WRAP_CLASSES = {"WrapCylinder": "cylinder", "WrapSphere": "sphere", "WrapEllipsoid": "ellipsoid",
                 "WrapTorus": "torus"}
+#: OpenSim 4.6's wrap dimensions where the file gives none (its defaults, which it does not write)
+WRAP_DEFAULTS = {("cylinder", "radius"): 1.0, ("sphere", "radius"): 0.05, ("torus", "inner_radius"): 0.01,
+                 ("torus", "outer_radius"): 0.05}
+#: the quadrant spellings OpenSim 4.6 accepts (WrapObject::extendFinalizeFromProperties; "Unassigned": not given)
+QUADRANTS = {**{f"{sign}{axis}": f"{sign or '+'}{axis.lower()}" for sign in ("", "+", "-") for axis in "xyzXYZ"},
+             "all": "all", "ALL": "all", "All": "all", "Unassigned": "all"}
 #: an element name with `::` (OpenSim's nested class names, e.g. `HuntCrossleyForce::ContactParametersSet`)
 _DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: deepest chain of MultiplierFunctions accepted (a file nesting thousands is an attack, not a model)
@@ -137,13 +143,15 @@ class _Reader:
     def _surface(self, element: ET.Element, body: str) -> WrapSurface:
         source = self._source(element)
         kind = WRAP_CLASSES[element.tag]
+        # a property at OpenSim's default is not written by OpenSim (printToXML): its default then
         dimensions = surface_dimensions(
-            kind, source, lambda key, default: _number(source, element, key, default, positive=True),
-            lambda key: _floats(source, element, key, 3, None, positive=True))
-        quadrant = (_text(element, "quadrant") or "all").strip()
-        quadrant = {"x": "+x", "y": "+y", "z": "+z"}.get(quadrant, quadrant)
-        if quadrant not in ("all", "+x", "-x", "+y", "-y", "+z", "-z"):
-            raise source.error("quadrant", f"unknown quadrant {quadrant!r}", "all, x, -x, y, -y, z or -z")
+            kind, source,
+            lambda key, default: _number(source, element, key, WRAP_DEFAULTS.get((kind, key), default), positive=True),
+            lambda key: _floats(source, element, key, 3, (0.05, 0.05, 0.05), positive=True))
+        written = (_text(element, "quadrant") or "Unassigned").strip()
+        quadrant = QUADRANTS.get(written)
+        if quadrant is None:
+            raise source.error("quadrant", f"unknown quadrant {bare(written, 20)!r}", "all, x, -x, y, -y, z or -z")
         active = (_text(element, "active") or "true").strip().lower() != "false"
         return WrapSurface(name=self._name(element), type=kind, frame=body, dimensions=tuple(dimensions),
                            rotation=body_fixed_xyz(_floats(source, element, "xyz_body_rotation", 3, (0.0, 0.0, 0.0))),
@@ -252,7 +260,7 @@ class _Reader:
                              coordinates=tuple(coordinates), rotation=rotation, translation=translation)
         location = rotation @ np.array(_floats(source, element, "location", 3, (0.0, 0.0, 0.0))) + translation
         if kind == "conditional":
-            bounds = _floats(source, element, "range", 2, None)
+            bounds = _floats(source, element, "range", 2, (0.0, 0.0))   # OpenSim's default, not written
             if bounds[0] > bounds[1]:
                 raise source.error("range", f"minimum {bounds[0]:g} above maximum {bounds[1]:g}", "min ≤ max")
             return PathPoint(name=name, frame=frame, kind=kind, location=location,
