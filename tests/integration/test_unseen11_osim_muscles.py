@@ -268,6 +268,7 @@ def test_millard_curves_are_fitted_to_the_damped_model_as_in_opensim(tmp_path):
     ("thelen2003", {"minimum_activation": 0.001}, "minimum_activation"),
     ("degroote2016", {"active_force_width_scale": 0.5}, "active_force_width_scale"),
     ("degroote2016", {"tendon_strain_at_one_norm_force": 0.0}, "tendon_strain_at_one_norm_force"),
+    ("degroote2016", {"default_activation": 0.0}, "default_activation"),
     ("millard2012", {"fiber_damping": 0.0, "minimum_activation": 0.001}, "minimum_activation"),
     ("thelen2003", {"tendon_slack_length": 0.0}, "tendon_slack_length"),
     ("degroote2016", {"tendon_slack_length": 0.0}, "tendon_slack_length")])

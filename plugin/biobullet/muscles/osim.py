@@ -346,7 +346,8 @@ OPENSIM_LOWER_BOUNDS = {
     "thelen2003": {"FmaxTendonStrain": (0.0, False), "FmaxMuscleStrain": (0.0, False), "KshapeActive": (0.0, False),
                    "KshapePassive": (0.0, False), "Af": (0.0, False), "Flen": (1.0, False)},
     "degroote2016": {"active_force_width_scale": (1.0, True), "passive_fiber_strain_at_one_norm_force": (0.0, False),
-                     "tendon_strain_at_one_norm_force": (0.0, False), "activation_dynamics_smoothing": (0.0, False)},
+                     "tendon_strain_at_one_norm_force": (0.0, False), "activation_dynamics_smoothing": (0.0, False),
+                     "default_activation": (0.0, False)},
 }
 #: OpenSim's property names where they differ from MuscleParameters' fields
 OSIM_NAMES = {"pennation_angle": "pennation_angle_at_optimal"}
