@@ -212,17 +212,22 @@ def test_a_wrap_range_beyond_the_path_is_named(tmp_path):
     """BRA (two points) wrapping over points −1 … 3: OpenSim 4.6 fails in getLength (an array index out of
     bounds); ours took points 1 … 2 silently. Now load_osim_muscles names the file, the PathWrap and `range`, and
     load_model reports the muscles as not imported."""
-    from biobullet.core.errors import ModelError
-    from biobullet.muscles.osim import load_osim_muscles
     path = arm26_with_wrap_ranges(tmp_path, ["-1 -1"] * 5 + ["-1 3"])
     theirs = osim.Model(path)
     state = theirs.initSystem()
     with pytest.raises(RuntimeError, match="out of bounds"):
         theirs.getMuscles().get("BRA").getLength(state)
-    with pytest.raises(ModelError, match=r"arm26_wrap_ranges\.osim.*<PathWrap name=\"pathwrap\">.*range.*last point 3 "
-                                         r"beyond the path's 2 points"):
+    assert_muscles_refused(path, r"arm26_wrap_ranges\.osim.*<PathWrap name=\"pathwrap\">.*range.*last point 3 "
+                           r"beyond the path's 2 points", "muscles not imported.*range")
+
+
+def assert_muscles_refused(path: str, error: str, warning: str) -> None:
+    """load_osim_muscles raises a ModelError matching `error`; load_model warns (`warning`) and imports no muscle."""
+    from biobullet.core.errors import ModelError
+    from biobullet.muscles.osim import load_osim_muscles
+    with pytest.raises(ModelError, match=error):
         load_osim_muscles(path)
-    with pytest.warns(UserWarning, match="muscles not imported.*range"):
+    with pytest.warns(UserWarning, match=warning):
         model = biobullet.load_model(path)
     assert biobullet.muscles.names(model) == ()
 
@@ -296,17 +301,11 @@ def test_degroote_implicit_tendon_dynamics_is_named(tmp_path):
     at its discrete variable (0), so the tug of war, started in equilibrium, stays at rest (x = 0 after 0.3 s);
     ours ran the explicit dynamics (x = −0.087 m). Now the file, the muscle and the property are named (the
     importer reports its muscles as not imported)."""
-    from biobullet.core.errors import ModelError
-    from biobullet.muscles.osim import load_osim_muscles
     path = tug_of_war("degroote2016", tmp_path, {"tendon_compliance_dynamics_mode": "implicit"})
     _, (x, speed), _ = opensim_run(path, {"left": 0.8, "right": 0.3}, {"left": 0.1, "right": 0.1})
     assert (x, speed) == (0.0, 0.0)
-    with pytest.raises(ModelError, match=r"tug_degroote2016\.osim.*name=\"left\".*tendon_compliance_dynamics_mode"
-                                         r".*'implicit' is not implemented"):
-        load_osim_muscles(path)
-    with pytest.warns(UserWarning, match="muscles not imported.*tendon_compliance_dynamics_mode"):
-        model = biobullet.load_model(path)
-    assert biobullet.muscles.names(model) == ()
+    assert_muscles_refused(path, r"tug_degroote2016\.osim.*name=\"left\".*tendon_compliance_dynamics_mode"
+                           r".*'implicit' is not implemented", "muscles not imported.*tendon_compliance_dynamics_mode")
 
 
 @pytest.mark.parametrize("properties", [{}, {"fiber_damping": 0.0}, {"ignore_tendon_compliance": True}],
@@ -332,18 +331,24 @@ def test_full_pennation_and_excitation_steps_match_opensim(kind, tmp_path):
                     {"left": 0.02, "right": 0.5}, t_end=0.2)
 
 
-def test_a_coordinate_without_range_clamps_moving_points_at_opensims_default(tmp_path):
-    """OpenSim 4.6's Coordinate range defaults to [−10, 10] and `printToXML` writes no <range> then (every model
-    built by its API and saved). A MovingPathPoint clamps its coordinate to that range; ours took ±π/2: a pendulum's
-    muscle 1.4e-2 m (at 2 rad), 8.3e-2 m (3 rad) and 5.5e-2 m (−2.5 rad) too long or short. Lengths now equal
-    OpenSim's `getLength` to 1e-12 m."""
-    import biobullet.muscles as muscles
+def pendulum():
+    """(OpenSim model, its bar, the pin joint about z whose coordinate is "angle"), no muscle yet."""
     model = osim.Model()
     body = osim.Body("bar", 1.0, osim.Vec3(0), osim.Inertia(0.1))
     model.addBody(body)
     joint = osim.PinJoint("pin", model.getGround(), osim.Vec3(0), osim.Vec3(0), body, osim.Vec3(0), osim.Vec3(0))
     joint.updCoordinate().setName("angle")
     model.addJoint(joint)
+    return model, body, joint
+
+
+def test_a_coordinate_without_range_clamps_moving_points_at_opensims_default(tmp_path):
+    """OpenSim 4.6's Coordinate range defaults to [−10, 10] and `printToXML` writes no <range> then (every model
+    built by its API and saved). A MovingPathPoint clamps its coordinate to that range; ours took ±π/2: a pendulum's
+    muscle 1.4e-2 m (at 2 rad), 8.3e-2 m (3 rad) and 5.5e-2 m (−2.5 rad) too long or short. Lengths now equal
+    OpenSim's `getLength` to 1e-12 m."""
+    import biobullet.muscles as muscles
+    model, body, joint = pendulum()
     muscle = osim.Thelen2003Muscle("muscle", 100.0, 0.1, 0.2, 0.0)
     muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0, 0.5, 0))
     point = osim.MovingPathPoint()
@@ -379,12 +384,7 @@ def test_wrap_objects_and_conditional_points_at_opensims_defaults(tmp_path):
     ("muscles not imported"). Now the lengths equal OpenSim's `getLength` (1e-12 m) at poses that wrap and, at
     angle 0, with the conditional point on the path."""
     import biobullet.muscles as muscles
-    model = osim.Model()
-    body = osim.Body("bar", 1.0, osim.Vec3(0), osim.Inertia(0.1))
-    model.addBody(body)
-    joint = osim.PinJoint("pin", model.getGround(), osim.Vec3(0), osim.Vec3(0), body, osim.Vec3(0), osim.Vec3(0))
-    joint.updCoordinate().setName("angle")
-    model.addJoint(joint)
+    model, body, joint = pendulum()
     sphere = osim.WrapSphere()
     sphere.setName("ball")
     ellipsoid = osim.WrapEllipsoid()
