@@ -426,3 +426,24 @@ def test_wrap_objects_and_conditional_points_at_opensims_defaults(tmp_path):
             c, s = np.cos(angle), np.sin(angle)
             insertion = np.array([-0.2 * c - 0.02 * s, -0.2 * s + 0.02 * c])
             assert expected[0] > np.hypot(*(insertion - [0.2, 0.02])) + 1e-3
+
+
+def test_a_function_based_path_is_named_not_implemented(tmp_path):
+    """OpenSim 4.5's FunctionBasedPath (the length a function of coordinates): OpenSim 4.6 reads it; ours said "the
+    muscle has no <GeometryPath>". Now the refusal names the path class as not implemented."""
+    model, _, _ = pendulum()
+    muscle = osim.DeGrooteFregly2016Muscle()
+    muscle.setName("muscle")
+    path = osim.FunctionBasedPath()
+    path.setName("path")
+    path.appendCoordinatePath("/jointset/pin/angle")
+    path.setLengthFunction(osim.LinearFunction(-0.05, 0.3))
+    muscle.set_path(path)
+    model.addForce(muscle)
+    model.finalizeConnections()
+    file = str(tmp_path / "function_path.osim")
+    model.printToXML(file)
+    theirs = osim.Model(file)
+    assert theirs.getMuscles().get(0).getLength(theirs.initSystem()) == pytest.approx(0.3)
+    assert_muscles_refused(file, r"function_path\.osim.*name=\"muscle\".*'FunctionBasedPath'.*<FunctionBasedPath> "
+                           r"paths are not implemented", "muscles not imported.*FunctionBasedPath")

@@ -219,8 +219,10 @@ class _Reader:
             lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
             model, "compliant" if compliant else "rigid", extra, source, (1000.0, 0.1, 0.2))
         path = element.find("GeometryPath")
-        if path is None:
-            raise source.error("GeometryPath", "the muscle has no <GeometryPath>", "a GeometryPath with points")
+        if path is None:   # OpenSim 4.5's other path classes (FunctionBasedPath, Scholz2015GeometryPath) are not read
+            other = next((child.tag for child in element if child.tag.endswith("Path")), None)
+            raise source.error(other or "GeometryPath", f"<{bare(other, 40)}> paths are not implemented" if other
+                               else "the muscle has no <GeometryPath>", "a GeometryPath with points")
         points = tuple(self._point(p, name) for p in _objects(path.find("PathPointSet")))
         if len(points) < 2:
             raise source.error("PathPointSet", f"{len(points)} path point(s)", "at least 2 path points")
