@@ -447,3 +447,24 @@ def test_a_function_based_path_is_named_not_implemented(tmp_path):
     assert theirs.getMuscles().get(0).getLength(theirs.initSystem()) == pytest.approx(0.3)
     assert_muscles_refused(file, r"function_path\.osim.*name=\"muscle\".*'FunctionBasedPath'.*<FunctionBasedPath> "
                            r"paths are not implemented", "muscles not imported.*FunctionBasedPath")
+
+
+def test_gait10dof18musc_falling_with_its_muscles_excited_matches_opensim():
+    """gait10dof18musc (18 Millard muscles over moving and conditional points, a free pelvis under gravity) with
+    every muscle at excitation 0.3 from activation 0.1 for 50 ms: the coordinates equal OpenSim's Manager to 1e-8
+    (observed 5e-10 rad), the fibers to 1e-9 m (2e-11 m)."""
+    from muscle_models import opensim_run as manager_run
+    path = ARM26.replace("arm26.osim", "gait10dof18musc.osim")
+    _, values, final = manager_run(osim, path, 0.3, 0.1, 0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = biobullet.load_model(path)
+    theirs = osim.Model(path)
+    state = theirs.initSystem()
+    q0 = np.array([theirs.getCoordinateSet().get(n).getValue(state) for n in model.coordinate_names])
+    run = biobullet.simulate(model, 0.05, initial=(q0, np.zeros(model.nv)), excitations=0.3, activations=0.1,
+                             rtol=1e-10, atol=1e-11, t_eval=[0.0, 0.05], progress=False)
+    assert np.abs(run.q[-1] - q0).max() > 0.05   # it falls
+    assert np.abs(run.q[-1] - [values[n][0] for n in model.coordinate_names]).max() <= 1e-8
+    names = biobullet.muscles.names(model)
+    assert np.abs(run.muscles["fiber_length"][-1] - [final[n][0] for n in names]).max() <= 1e-9

@@ -149,8 +149,8 @@ def millard_curves(parameters) -> np.ndarray:
         raise ModelError("stiffness_at_one_norm_force, norm_force_at_toe_end and curviness must all be given or "
                          "all be left out", element=f"<{ft}>", attribute="curviness")
     minimum = value(afl, "minimum_value", 0.1)
-    concentric_near, eccentric_near = value(fv, "concentric_slope_near_vmax", 0.25), value(fv, "eccentric_slope_near_vmax",
-                                                                                             0.15)
+    concentric_near = value(fv, "concentric_slope_near_vmax", 0.25)
+    eccentric_near = value(fv, "eccentric_slope_near_vmax", 0.15)
     concentric, eccentric = value(fv, "concentric_slope_at_vmax", 0.0), value(fv, "eccentric_slope_at_vmax", 0.0)
     # OpenSim 4.6 (extendFinalizeFromProperties) fits the curves to the model it runs, whatever the file says: the
     # undamped model with a compliant tendon needs f_L ≥ 0.1 and f_V with slopes at ±v_max (it inverts f_V), the
