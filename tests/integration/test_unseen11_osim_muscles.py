@@ -52,7 +52,7 @@ def tug_of_war(kind: str, folder, properties=None, name="tug", mass: float = 20.
     return path
 
 
-def opensim_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END):
+def opensim_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END, x0: float = 0.0):
     """OpenSim's Manager from x = 0 at rest: constant excitations, the activations set (None: the file's
     defaults), fibers equilibrated. Returns ({muscle: (fiber length, activation)} at 0, (x, ẋ) at T_END,
     {muscle: (fiber length, activation)} at T_END), activations as OpenSim's getActivation reports them."""
@@ -66,6 +66,7 @@ def opensim_run(path: str, excitations: dict, activations: dict | None, t_end: f
                                                osim.Constant(value) if isinstance(value, float) else value)
     model.addController(controller)
     state = model.initSystem()
+    model.getCoordinateSet().get(0).setValue(state, x0)
     for k in range(muscles.getSize()):
         if activations is not None:
             muscles.get(k).setActivation(state, activations[muscles.get(k).getName()])
@@ -86,25 +87,25 @@ def opensim_run(path: str, excitations: dict, activations: dict | None, t_end: f
     return start, (coordinate.getValue(end), coordinate.getSpeedValue(end)), muscle_states(end)
 
 
-def our_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END):
+def our_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END, x0: float = 0.0):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = biobullet.load_model(path)
-    run = biobullet.simulate(model, t_end, initial=(np.zeros(1), np.zeros(1)), excitations=excitations,
+    run = biobullet.simulate(model, t_end, initial=(np.full(1, x0), np.zeros(1)), excitations=excitations,
                              activations=activations, rtol=1e-11, atol=1e-12, t_eval=[0.0, t_end], progress=False)
     assert biobullet.muscles.names(model) == ("left", "right")
     return run
 
 
-def assert_same_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END):
+def assert_same_run(path: str, excitations: dict, activations: dict | None, t_end: float = T_END, x0: float = 0.0):
     """Our run and OpenSim's agree (module docstring); `excitations` by name: numbers or OpenSim Functions of time
     (ours evaluates the same Function)."""
-    start, (x, speed), final = opensim_run(path, excitations, activations, t_end)
+    start, (x, speed), final = opensim_run(path, excitations, activations, t_end, x0)
     ours = {name: value if isinstance(value, float) else (lambda t, f=value: f.calcValue(osim.Vector(1, float(t))))
             for name, value in excitations.items()}
-    run = our_run(path, ours, activations, t_end)
+    run = our_run(path, ours, activations, t_end, x0)
     names = ("left", "right")
-    assert abs(run.q[-1, 0]) > 1e-3   # the block moves (≥ 1.9 mm in every test here)
+    assert abs(run.q[-1, 0] - x0) > 1e-3   # the block moves (≥ 1.9 mm in every test here)
     assert abs(run.q[-1, 0] - x) <= 1e-8
     assert abs(run.v[-1, 0] - speed) <= 1e-7
     for k, (sample, reference) in enumerate(((0, start), (-1, final))):
@@ -468,3 +469,18 @@ def test_gait10dof18musc_falling_with_its_muscles_excited_matches_opensim():
     assert np.abs(run.q[-1] - [values[n][0] for n in model.coordinate_names]).max() <= 1e-8
     names = biobullet.muscles.names(model)
     assert np.abs(run.muscles["fiber_length"][-1] - [final[n][0] for n in names]).max() <= 1e-9
+
+
+@pytest.mark.parametrize("kind, x0", [("thelen2003", -0.216), ("millard2012", -0.2)])
+def test_a_fiber_starting_at_its_shortest(kind, x0, tmp_path):
+    """The block started 0.2 m (Thelen 0.216 m) towards the fully active muscle (its path 0.3 m against
+    l_s = 0.28 m, pennation 0.3 rad): its fiber sits at the model's shortest length (Thelen h / sin α_max, Millard the active curve's lower
+    end) with a slack tendon, OpenSim's clamped fiber state, until the other muscle pulls the block back. Agreed
+    before this probe (a coverage check). DeGroote has no shortest fiber: OpenSim's equilibrateMuscles fails
+    there."""
+    path = tug_of_war(kind, tmp_path, {"pennation_angle_at_optimal": 0.3})
+    run = assert_same_run(path, {"left": 1.0, "right": 0.2}, {"left": 1.0, "right": 0.2}, t_end=0.2, x0=x0)
+    shortest = 0.2 * np.sin(0.3) / np.sqrt(1.0 - 0.1 ** 2)   # h / sin α_max, α_max = acos 0.1
+    if kind == "millard2012":
+        shortest = max(shortest, (0.47 - 0.0259) * 0.2)   # the active force–length curve's lower end
+    assert run.muscles["fiber_length"][0, 0] == pytest.approx(shortest, abs=1e-12)
