@@ -186,8 +186,8 @@ def arm26_with_wrap_ranges(folder, ranges) -> str:
 
 def test_wrap_ranges_select_the_path_points_as_in_opensim(tmp_path):
     """PathWrap ranges (1-based first and last point, −1 the path's end, a first point beyond the path: no wrap)
-    over TRIlong's three wraps, TRIlat, TRImed and BRA (BIClong's 2 … 3 as filed): lengths equal OpenSim's `getLength` to 1e-9 m in 20
-    random poses (observed ≈ 3e-16 m: the same formulas)."""
+    over TRIlong's three wraps, TRIlat, TRImed and BRA (BIClong's 2 … 3 as filed): lengths equal OpenSim's
+    `getLength` to 1e-9 m in 20 random poses (observed ≈ 3e-16 m: the same formulas)."""
     import biobullet.muscles as muscles
     path = arm26_with_wrap_ranges(tmp_path, ["2 4", "1 2", "3 -1", "1 3", "2 3", "3 -1"])
     with warnings.catch_warnings():
@@ -474,10 +474,10 @@ def test_gait10dof18musc_falling_with_its_muscles_excited_matches_opensim():
 @pytest.mark.parametrize("kind, x0", [("thelen2003", -0.216), ("millard2012", -0.2)])
 def test_a_fiber_starting_at_its_shortest(kind, x0, tmp_path):
     """The block started 0.2 m (Thelen 0.216 m) towards the fully active muscle (its path 0.3 m against
-    l_s = 0.28 m, pennation 0.3 rad): its fiber sits at the model's shortest length (Thelen h / sin α_max, Millard the active curve's lower
-    end) with a slack tendon, OpenSim's clamped fiber state, until the other muscle pulls the block back. Agreed
-    before this probe (a coverage check). DeGroote has no shortest fiber: OpenSim's equilibrateMuscles fails
-    there."""
+    l_s = 0.28 m, pennation 0.3 rad): its fiber sits at the model's shortest length (Thelen h / sin α_max, Millard
+    the active curve's lower end) with a slack tendon, OpenSim's clamped fiber state, until the other muscle pulls
+    the block back. Agreed before this probe (a coverage check). DeGroote has no shortest fiber: OpenSim's
+    equilibrateMuscles fails there."""
     path = tug_of_war(kind, tmp_path, {"pennation_angle_at_optimal": 0.3})
     run = assert_same_run(path, {"left": 1.0, "right": 0.2}, {"left": 1.0, "right": 0.2}, t_end=0.2, x0=x0)
     shortest = 0.2 * np.sin(0.3) / np.sqrt(1.0 - 0.1 ** 2)   # h / sin α_max, α_max = acos 0.1
