@@ -1323,8 +1323,9 @@ class Bridge:
 
     def set_excitations(self, activations=None, **excitations: float):
         """Put the model's muscles into the bridge's dynamics (first call: activations — a number or a mapping by
-        name, default 0.05 — and compliant fibers in static equilibrium at the current pose) and set constant
-        excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the BridgeMuscles."""
+        name, default each muscle's default_activation — and compliant fibers in static equilibrium at the current
+        pose) and set constant excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the
+        BridgeMuscles."""
         ensure_usable(self, "set_excitations")
         from biobullet.bridge.muscles import set_excitations
         return set_excitations(self, activations, **excitations)

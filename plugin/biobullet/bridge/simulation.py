@@ -37,7 +37,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
     for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with
     these constant excitations — a number for every muscle or a mapping by name; activations: their initial
-    activations (default 0.05).
+    activations (default: each muscle's default_activation, docs/muscles.md).
     """
     from biobullet.bridge.bridge import Bridge
     if model.nv == 0:

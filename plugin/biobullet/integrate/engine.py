@@ -549,7 +549,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     excitations: the model's muscles enter the dynamics (docs/muscles.md): a number for every muscle, a mapping
     muscle name → number or function of t, or a callable f(t, q, v) → such a mapping (or one value per muscle);
     values in [0, 1]. None (default): no muscle forces (the skeleton alone). activations: the initial activations
-    (a number or a mapping by name; default 0.05 each); compliant tendons start in static equilibrium.
+    (a number or a mapping by name; default each muscle's `default_activation`, else OpenSim's: 0.5 for
+    DeGroote, 0.05 otherwise); compliant tendons start in static equilibrium.
     max_evaluations: the implicit method's work budget in right-hand-side evaluations (default 100,000 + 2·10⁶
     per simulated second, `stepper.MAX_EVALUATIONS`): a
     problem so stiff that even the implicit method crawls stops there with an IntegrationError naming the stiffest

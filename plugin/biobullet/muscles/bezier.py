@@ -116,6 +116,11 @@ def tendon_force_length_curve(strain_one: float, stiffness_one: float, toe_force
     return _pack(segments, 1.0, x_toe, 0.0, toe_force, 0.0, stiffness_one)
 
 
+#: Millard2012EquilibriumMuscle's MIN_NONZERO_DAMPING_COEFFICIENT: a smaller fiber_damping is taken as 0 (OpenSim
+#: 4.6 switches to its undamped model)
+MILLARD_MIN_DAMPING = 0.001
+
+
 def millard_curves(parameters) -> np.ndarray:
     """The four curves of a Millard2012EquilibriumMuscle from its parameters (`MuscleParameters.extra`, OpenSim's
     property names under their curve; OpenSim 4.6's defaults where absent, including its fitted optional
@@ -143,16 +148,26 @@ def millard_curves(parameters) -> np.ndarray:
     elif any(math.isnan(v) for v in tendon_optional):
         raise ModelError("stiffness_at_one_norm_force, norm_force_at_toe_end and curviness must all be given or "
                          "all be left out", element=f"<{ft}>", attribute="curviness")
+    minimum = value(afl, "minimum_value", 0.1)
+    concentric_near = value(fv, "concentric_slope_near_vmax", 0.25)
+    eccentric_near = value(fv, "eccentric_slope_near_vmax", 0.15)
+    concentric, eccentric = value(fv, "concentric_slope_at_vmax", 0.0), value(fv, "eccentric_slope_at_vmax", 0.0)
+    # OpenSim 4.6 (extendFinalizeFromProperties) fits the curves to the model it runs, whatever the file says: the
+    # undamped model with a compliant tendon needs f_L ≥ 0.1 and f_V with slopes at ±v_max (it inverts f_V), the
+    # others take f_L down to 0 and f_V flat at ±v_max
+    if parameters.tendon == "compliant" and parameters.fiber_damping < MILLARD_MIN_DAMPING:
+        minimum, concentric, eccentric = (max(minimum, 0.1), max(concentric, 0.5 * concentric_near),
+                                          max(eccentric, 0.5 * eccentric_near))
+    else:
+        minimum, concentric, eccentric = min(minimum, 0.0), min(concentric, 0.0), min(eccentric, 0.0)
     curves = [
         active_force_length_curve(value(afl, "min_norm_active_fiber_length", 0.47 - 0.0259),
                                   value(afl, "transition_norm_fiber_length", 0.73),
                                   value(afl, "max_norm_active_fiber_length", 1.8123),
-                                  value(afl, "minimum_value", 0.1), value(afl, "shallow_ascending_slope", 0.8616)),
-        force_velocity_curve(value(fv, "max_eccentric_velocity_force_multiplier", 1.4),
-                             value(fv, "concentric_slope_at_vmax", 0.0), value(fv, "concentric_slope_near_vmax", 0.25),
-                             value(fv, "isometric_slope", 5.0), value(fv, "eccentric_slope_at_vmax", 0.0),
-                             value(fv, "eccentric_slope_near_vmax", 0.15), value(fv, "concentric_curviness", 0.6),
-                             value(fv, "eccentric_curviness", 0.9)),
+                                  minimum, value(afl, "shallow_ascending_slope", 0.8616)),
+        force_velocity_curve(value(fv, "max_eccentric_velocity_force_multiplier", 1.4), concentric, concentric_near,
+                             value(fv, "isometric_slope", 5.0), eccentric, eccentric_near,
+                             value(fv, "concentric_curviness", 0.6), value(fv, "eccentric_curviness", 0.9)),
         passive_force_length_curve(e0, e1, passive_optional[0], passive_optional[1], passive_optional[2]),
         tendon_force_length_curve(et, tendon_optional[0], tendon_optional[1], tendon_optional[2]),
     ]

@@ -61,8 +61,9 @@ MUSCLE_OUTPUTS = ("length", "lengthening_speed", "tendon_force", "fiber_length",
                   "cos_pennation", "fiber_power")
 (LENGTH, SPEED, TENDON_FORCE, FIBER_LENGTH, FIBER_VELOCITY, TENDON_LENGTH, COS_PENNATION,
  FIBER_POWER) = range(len(MUSCLE_OUTPUTS))
-#: OpenSim's default_activation of its muscles: the initial activation when a run gives none
-DEFAULT_ACTIVATION = 0.05
+#: OpenSim 4.6's default_activation of each model: a run's initial activation where neither the run nor the file
+#: (`default_activation`) gives one
+DEFAULT_ACTIVATION = {"thelen2003": 0.05, "millard2012": 0.05, "degroote2016": 0.5}
 
 
 class MuscleRows(NamedTuple):
@@ -245,7 +246,7 @@ def _rate_bindings() -> dict:
     """`_muscle_rate_py`'s callees, compiled once each (the curves are large: not inlined)."""
     curves = equilibrium_bindings()
     force = jit.compiled(_muscle_force_py, bind={
-        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings(curves))})
+        **curves, "fiber_velocity_py": jit.compiled(fiber_velocity_py, bind=fiber_velocity_bindings)})
     return {"_muscle_force_py": force,
             "activation_rate_py": jit.compiled(activation_rate_py)}
 
@@ -598,13 +599,18 @@ class MuscleRun:
         self.size = self.rows.state.shape[0]
 
     def _activations(self, activations) -> np.ndarray:
-        n = len(self.names)
-        values = np.full(n, DEFAULT_ACTIVATION)
+        from biobullet.muscles.api import muscle_set
+        values = np.array([m.parameters.value("default_activation", DEFAULT_ACTIVATION[m.model])
+                           for m in muscle_set(self.model).muscle_set.muscles], dtype=float)
         if isinstance(activations, Mapping):
             for name, value in activations.items():
                 values[self.excitations.index(name)] = Excitations.checked_value(name, value)
         elif activations is not None:
             values[:] = Excitations.checked_value("every muscle", activations)
+        # OpenSim's Millard2012EquilibriumMuscle::setActivation stores the activation clamped to [a_min, 1]
+        table = self.rows.table
+        millard = table.model == MILLARD
+        values[millard] = np.clip(values[millard], table.muscle[millard, A_MIN], 1.0)
         return values
 
     def initial_state(self, q: np.ndarray, v: np.ndarray | None = None, t: float = 0.0) -> np.ndarray:
@@ -639,7 +645,13 @@ class MuscleRun:
         outputs = np.array([self.outputs(positions[k], velocities[k], states[k]) for k in range(n)]).reshape(
             n, n_muscles, len(MUSCLE_OUTPUTS))
         samples = {key: outputs[:, :, j] for j, key in enumerate(MUSCLE_OUTPUTS)}
-        samples["activation"] = np.array(states[:, :n_muscles], dtype=float).reshape(n, n_muscles)
+        # the activation that acts (OpenSim's getActivation): Thelen and Millard clamp their state to [a_min, 1];
+        # under an excitation below a_min the state itself sinks below it (in OpenSim too) and is not reported
+        table = self.rows.table
+        clamped = table.model != DEGROOTE
+        samples["activation"] = np.clip(np.array(states[:, :n_muscles], dtype=float).reshape(n, n_muscles),
+                                        np.where(clamped, table.muscle[:, A_MIN], -np.inf),
+                                        np.where(clamped, 1.0, np.inf))
         samples["tendon_energy"] = np.array([tendon_energies(self.rows.table, outputs[k, :, TENDON_LENGTH])
                                              for k in range(n)]).reshape(n, n_muscles)
         return samples

@@ -38,7 +38,7 @@ from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.muscles.description import (DEFAULT_MODEL, MODELS, QUADRANTS, WRAP_TYPES, MuscleDescription,
                                            MuscleSetDescription, PathPoint, PathWrap, WrapSurface)
 from biobullet.muscles.location import FUNCTION_TYPES, LocationFunction
-from biobullet.muscles.osim import body_fixed_xyz, read_parameters, surface_dimensions
+from biobullet.muscles.osim import body_fixed_xyz, check_wrap_range, read_parameters, surface_dimensions
 
 MUSCLE_ATTRIBUTES = ("name", "model", "tendon", "max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
                      "pennation_angle", "max_contraction_velocity", "activation_time_constant",
@@ -86,6 +86,7 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
     extra: dict[str, float] = {}
     points: list[PathPoint] = []
     wraps: list[PathWrap] = []
+    wrap_sources: list[SourceRef] = []
     surfaces: list[WrapSurface] = []
     for child in element:
         child_source = SourceRef(file, f'<muscle name="{label}"> <{bare(child.tag, 40)}>')
@@ -101,13 +102,17 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
             surface, wrap = _wrap(child_source, child, f"{muscle_name}_wrap{len(wraps) + 1}", links)
             surfaces.append(surface)
             wraps.append(wrap)
+            wrap_sources.append(child_source)
         else:
             raise child_source.error(None, f"unknown element <{bare(child.tag, 40)}>",
                                      "<point>, <moving_point>, <wrap> or <parameter>")
     if len(points) < 2:
         raise source.error(None, f"{len(points)} path point(s)", "at least 2 <point>/<moving_point> children")
+    for wrap, wrap_source in zip(wraps, wrap_sources):
+        check_wrap_range(wrap_source, wrap.range, len(points))
     parameters = read_parameters(lambda key, default, **checks: number(source, element, key, default, **checks),
-                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra)
+                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra,
+                                 source)
     return (MuscleDescription(name=muscle_name, model=model, parameters=parameters, points=tuple(points),
                               wraps=tuple(wraps)), surfaces)
 

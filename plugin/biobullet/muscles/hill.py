@@ -24,8 +24,8 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.core.errors import ModelError
-from biobullet.muscles.bezier import (bezier_point_py, bezier_slope_py, bezier_value_py, newton_in_bracket_py,
-                                     bezier_bindings, millard_curves)
+from biobullet.muscles.bezier import (MILLARD_MIN_DAMPING, bezier_point_py, bezier_slope_py, bezier_value_py,
+                                     newton_in_bracket_py, bezier_bindings, millard_curves)
 from biobullet.muscles.description import MuscleParameters
 
 KERNEL_ERROR_MODEL = "numpy"   # one error model wherever reached (the stage's, by address: core.jit._error_model)
@@ -64,6 +64,8 @@ def muscle_vector(model: str, parameters: MuscleParameters) -> np.ndarray:
     values[COMPLIANT] = 1.0 if parameters.tendon == "compliant" else 0.0
     values[MAX_PENNATION] = parameters.value("maximum_pennation_angle", default_max)
     values[DAMPING] = parameters.fiber_damping
+    if model == "millard2012" and parameters.fiber_damping < MILLARD_MIN_DAMPING:
+        values[DAMPING] = 0.0   # OpenSim 4.6 switches to its undamped model there
     values[TAU_ACT] = parameters.activation_time_constant
     values[TAU_DEACT] = parameters.deactivation_time_constant
     values[A_MIN] = parameters.minimum_activation
@@ -158,8 +160,9 @@ def force_velocity_py(model, curves, velocity):
 def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, length, force):
     """ṽ from the fiber's force balance: the normalized fiber velocity at which the fiber, at normalized length
     `length` with multipliers `active_fl`, `passive`, develops `force` (units of F₀) — OpenSim's inverse
-    force–velocity of each model (Thelen: calcdlceN with its linear extrapolation; Millard and DeGroote:
-    a f_L f_V(ṽ) + f_PE + β ṽ = force, solved on [−1, 1] by the Illinois method to a step of 1e-16 when β > 0)."""
+    force–velocity of each model (Thelen: calcdlceN with its linear extrapolation; Millard:
+    a f_L f_V(ṽ) + f_PE + β ṽ = force in the Bézier parameter; DeGroote: f_V's closed-form inverse, β ignored as
+    in OpenSim 4.6)."""
     if model == THELEN:
         af, flen, threshold = curves[4], curves[5], curves[6]
         afl = activation * active_fl
@@ -181,49 +184,16 @@ def fiber_velocity_py(model, curves, muscle, activation, active_fl, passive, len
         v0 = scale * (f0 - afl) / b
         slope = scale / b - scale * (f0 - afl) / (b * b) * db
         return v0 + slope * (fm - f0)
-    damping = muscle[DAMPING]
     afl = activation * active_fl
     if model == MILLARD:
-        return _millard_fiber_velocity_py(curves, afl, passive, damping, force)
-    if model == DEGROOTE and damping == 0.0:
-        d1, d2, d3, d4 = DEGROOTE_VELOCITY
-        if afl <= 0.0:
-            return math.nan
-        return (math.sinh((((force - passive) / afl) - d4) / d1) - d3) / d2
-    # g(ṽ) = a f_L f_V(ṽ) + f_PE + β ṽ − force increases with ṽ: the Illinois method on the bracket [−1, 1] (the
-    # secant's superlinear convergence, the bracket kept; ≈ 10 curve evaluations, where bisection to adjacent
-    # doubles near ṽ = 0 needs hundreds), until the step is below 1e-16 (round-off of ṽ = O(1))
-    low, high = -1.0, 1.0
-    g_low = afl * force_velocity_py(model, curves, low) + passive + damping * low - force
-    g_high = afl * force_velocity_py(model, curves, high) + passive + damping * high - force
-    if g_low >= 0.0:
-        return low
-    if g_high <= 0.0:
-        return high
-    side = 0
-    previous = 2.0
-    middle = 0.0
-    for _ in range(200):
-        middle = (low * g_high - high * g_low) / (g_high - g_low)
-        if not (low < middle < high):
-            middle = 0.5 * (low + high)
-            if not (low < middle < high):
-                break
-        g = afl * force_velocity_py(model, curves, middle) + passive + damping * middle - force
-        if g == 0.0 or abs(middle - previous) <= 1e-16:
-            break
-        previous = middle
-        if g > 0.0:
-            high, g_high = middle, g
-            if side == 1:
-                g_low *= 0.5
-            side = 1
-        else:
-            low, g_low = middle, g
-            if side == -1:
-                g_high *= 0.5
-            side = -1
-    return middle
+        return _millard_fiber_velocity_py(curves, afl, passive, muscle[DAMPING], force)
+    # DeGroote: f_V's closed-form inverse without the damping term, as OpenSim 4.6's explicit tendon dynamics
+    # (DeGrooteFregly2016Muscle::calcFiberVelocityInfoHelper) computes it: there fiber_damping acts only on a rigid
+    # tendon (the tendon force is the state, the fiber's damping force never enters the balance)
+    d1, d2, d3, d4 = DEGROOTE_VELOCITY
+    if afl <= 0.0:
+        return math.nan
+    return (math.sinh((((force - passive) / afl) - d4) / d1) - d3) / d2
 
 
 def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
@@ -231,21 +201,23 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
     Solved in the Bézier parameter: on the segment holding the root, ṽ = x(u) and f_V = y(u) are quintics in u,
     so g(u) = afl y(u) + β x(u) + f_PE − force (increasing) is a polynomial — one safeguarded Newton iteration
     to adjacent doubles of u, where solving for ṽ with f_V(ṽ) as a function needs an inner solve x(u) = ṽ per
-    evaluation. −1 (1) when the force is below (above) the curve's range."""
+    evaluation. Beyond the curve's ends (|ṽ| past v_max) f_V continues as the line of its end slope, as OpenSim's
+    curve and its unbounded Newton solve (calcDampedNormFiberVelocity) do: there the root is that line's; NaN when
+    g is flat there (OpenSim's Newton fails)."""
     base = int(curves[1])
     n = int(curves[base])
     xs = base + 7
     ys = xs + 6 * n
     offset = passive - force
     if afl * curves[ys] + damping * curves[xs] + offset >= 0.0:
-        return -1.0
+        return _millard_extension_root_py(afl, damping, offset, curves[base + 1], curves[base + 3], curves[base + 5])
     segment = -1
     for k in range(n):   # the first segment whose end has g > 0 holds the root
         if afl * curves[ys + 6 * k + 5] + damping * curves[xs + 6 * k + 5] + offset > 0.0:
             segment = k
             break
     if segment < 0:
-        return 1.0
+        return _millard_extension_root_py(afl, damping, offset, curves[base + 2], curves[base + 4], curves[base + 6])
     xk, yk = xs + 6 * segment, ys + 6 * segment
     g_low = afl * curves[yk] + damping * curves[xk] + offset
     g_high = afl * curves[yk + 5] + damping * curves[xk + 5] + offset
@@ -261,6 +233,15 @@ def _millard_fiber_velocity_py(curves, afl, passive, damping, force):
             break
         u = step
     return bezier_point_py(curves, xk, u)
+
+
+def _millard_extension_root_py(afl, damping, offset, x_end, y_end, slope):
+    """ṽ with afl (y_end + slope (ṽ − x_end)) + β ṽ + offset = 0: the root on f_V's linear extension past an end
+    (x_end, y_end) of the curve; NaN when that line is flat."""
+    denominator = afl * slope + damping
+    if not denominator > 0.0:
+        return math.nan
+    return (afl * (slope * x_end - y_end) - offset) / denominator
 
 
 # ------------------------------------------------------------------------------------------------ activation
@@ -391,11 +372,10 @@ def _curve_bindings():
     return {"bezier_value_py": jit.compiled(bezier_value_py, bind=bezier_bindings)}
 
 
-def fiber_velocity_bindings(curves: dict) -> dict:
-    """`fiber_velocity_py`'s callees: the curves (`equilibrium_bindings` or `_curve_bindings`'s compiled
-    `force_velocity_py`) and Millard's inverse force–velocity."""
-    millard = jit.compiled(_millard_fiber_velocity_py, bind=bezier_bindings)
-    return {"force_velocity_py": curves["force_velocity_py"], "_millard_fiber_velocity_py": millard}
+def fiber_velocity_bindings() -> dict:
+    """`fiber_velocity_py`'s callee: Millard's inverse force–velocity."""
+    return {"_millard_fiber_velocity_py": jit.compiled(_millard_fiber_velocity_py, bind=lambda: {
+        **bezier_bindings(), "_millard_extension_root_py": _millard_extension_root_py})}
 
 
 def equilibrium_bindings():
@@ -416,8 +396,7 @@ active_force_length = jit.lazy(active_force_length_py, bind=_curve_bindings)
 passive_force_length = jit.lazy(passive_force_length_py, bind=_curve_bindings)
 tendon_force_length = jit.lazy(tendon_force_length_py, bind=_curve_bindings)
 force_velocity = jit.lazy(force_velocity_py, bind=_curve_bindings)
-fiber_velocity = jit.lazy(fiber_velocity_py, bind=lambda: fiber_velocity_bindings({
-    "force_velocity_py": jit.compiled(force_velocity_py, bind=_curve_bindings)}))
+fiber_velocity = jit.lazy(fiber_velocity_py, bind=fiber_velocity_bindings)
 activation_rate = jit.lazy(activation_rate_py)
 equilibrium = jit.lazy(_equilibrium_py, bind=equilibrium_bindings)
 

@@ -21,16 +21,25 @@ from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.model.urdf import parse_xml, read_bytes
 from biobullet.muscles.description import (MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
                                            PathWrap, WrapSurface)
+from biobullet.muscles.bezier import MILLARD_MIN_DAMPING
 from biobullet.muscles.location import LocationFunction, piecewise_linear, polynomial, simm_spline
 
 MUSCLE_CLASSES = {"DeGrooteFregly2016Muscle": "degroote2016", "Millard2012EquilibriumMuscle": "millard2012",
                   "Thelen2003Muscle": "thelen2003"}
 WRAP_CLASSES = {"WrapCylinder": "cylinder", "WrapSphere": "sphere", "WrapEllipsoid": "ellipsoid",
                 "WrapTorus": "torus"}
+#: OpenSim 4.6's wrap dimensions where the file gives none (its defaults, which it does not write)
+WRAP_DEFAULTS = {("cylinder", "radius"): 1.0, ("sphere", "radius"): 0.05, ("torus", "inner_radius"): 0.01,
+                 ("torus", "outer_radius"): 0.05}
+#: the quadrant spellings OpenSim 4.6 accepts (WrapObject::extendFinalizeFromProperties; "Unassigned": not given)
+QUADRANTS = {**{f"{sign}{axis}": f"{sign or '+'}{axis.lower()}" for sign in ("", "+", "-") for axis in "xyzXYZ"},
+             "all": "all", "ALL": "all", "All": "all", "Unassigned": "all"}
 #: an element name with `::` (OpenSim's nested class names, e.g. `HuntCrossleyForce::ContactParametersSet`)
 _DOUBLE_COLON_NAME = re.compile(rb"<(/?)([A-Za-z_][A-Za-z0-9_.\-]*(?:::[A-Za-z0-9_.\-]+)+)")
 #: deepest chain of MultiplierFunctions accepted (a file nesting thousands is an attack, not a model)
 MAX_FUNCTION_NESTING = 16
+#: a Coordinate's range where the file gives none (OpenSim 4.6's default; it writes no <range> when it is this)
+DEFAULT_COORDINATE_RANGE = (-10.0, 10.0)
 #: each model's defaults where the file leaves a property out (OpenSim 4.6 constructProperties)
 DEFAULTS = {
     "thelen2003": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.050,
@@ -100,7 +109,7 @@ class _Reader:
             for coordinate in joint.findall("coordinates/Coordinate"):
                 self.coordinates.append(self._name(coordinate))
                 source = self._source(coordinate)
-                values = _floats(source, coordinate, "range", 2, (-math.pi / 2, math.pi / 2))
+                values = _floats(source, coordinate, "range", 2, DEFAULT_COORDINATE_RANGE)
                 self.ranges.append((values[0], values[1]))
 
     # ----------------------------------------------------------------------------------------- helpers
@@ -134,13 +143,15 @@ class _Reader:
     def _surface(self, element: ET.Element, body: str) -> WrapSurface:
         source = self._source(element)
         kind = WRAP_CLASSES[element.tag]
+        # a property at OpenSim's default is not written by OpenSim (printToXML): its default then
         dimensions = surface_dimensions(
-            kind, source, lambda key, default: _number(source, element, key, default, positive=True),
-            lambda key: _floats(source, element, key, 3, None, positive=True))
-        quadrant = (_text(element, "quadrant") or "all").strip()
-        quadrant = {"x": "+x", "y": "+y", "z": "+z"}.get(quadrant, quadrant)
-        if quadrant not in ("all", "+x", "-x", "+y", "-y", "+z", "-z"):
-            raise source.error("quadrant", f"unknown quadrant {quadrant!r}", "all, x, -x, y, -y, z or -z")
+            kind, source,
+            lambda key, default: _number(source, element, key, WRAP_DEFAULTS.get((kind, key), default), positive=True),
+            lambda key: _floats(source, element, key, 3, (0.05, 0.05, 0.05), positive=True))
+        written = (_text(element, "quadrant") or "Unassigned").strip()
+        quadrant = QUADRANTS.get(written)
+        if quadrant is None:
+            raise source.error("quadrant", f"unknown quadrant {bare(written, 20)!r}", "all, x, -x, y, -y, z or -z")
         active = (_text(element, "active") or "true").strip().lower() != "false"
         return WrapSurface(name=self._name(element), type=kind, frame=body, dimensions=tuple(dimensions),
                            rotation=body_fixed_xyz(_floats(source, element, "xyz_body_rotation", 3, (0.0, 0.0, 0.0))),
@@ -198,12 +209,20 @@ class _Reader:
                         extra[f"{curve}.{child.tag}"] = _number(SourceRef(self.file, f'<{curve}> of muscle '
                                                                           f'"{bare(name, 60)}"'), node, child.tag)
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
+        mode = (_text(element, "tendon_compliance_dynamics_mode") or "explicit").strip()
+        if model == "degroote2016" and compliant and mode != "explicit":
+            # implicit: the tendon force's derivative is a discrete variable a solver sets (OpenSim's Manager keeps
+            # the tendon forces constant), not a dynamics ours can follow
+            raise source.error("tendon_compliance_dynamics_mode", f"{bare(mode, 20)!r} is not implemented",
+                               "explicit (the default)")
         parameters = read_parameters(
             lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
-            model, "compliant" if compliant else "rigid", extra, (1000.0, 0.1, 0.2))
+            model, "compliant" if compliant else "rigid", extra, source, (1000.0, 0.1, 0.2))
         path = element.find("GeometryPath")
-        if path is None:
-            raise source.error("GeometryPath", "the muscle has no <GeometryPath>", "a GeometryPath with points")
+        if path is None:   # OpenSim 4.5's other path classes (FunctionBasedPath, Scholz2015GeometryPath) are not read
+            other = next((child.tag for child in element if child.tag.endswith("Path")), None)
+            raise source.error(other or "GeometryPath", f"<{bare(other, 40)}> paths are not implemented" if other
+                               else "the muscle has no <GeometryPath>", "a GeometryPath with points")
         points = tuple(self._point(p, name) for p in _objects(path.find("PathPointSet")))
         if len(points) < 2:
             raise source.error("PathPointSet", f"{len(points)} path point(s)", "at least 2 path points")
@@ -215,7 +234,7 @@ class _Reader:
             if surface not in surface_names:
                 raise wrap_source.error("wrap_object", f"unknown wrap object {surface!r}",
                                         "a wrap object of a body's WrapObjectSet")
-            bounds = _floats(wrap_source, wrap, "range", 2, (-1, -1))
+            bounds = check_wrap_range(wrap_source, _floats(wrap_source, wrap, "range", 2, (-1, -1)), len(points))
             wraps.append(PathWrap(surface=surface, method=(_text(wrap, "method") or "hybrid").strip(),
                                   range=(int(bounds[0]), int(bounds[1]))))
         return MuscleDescription(name=name, model=model, parameters=parameters, points=points, wraps=tuple(wraps))
@@ -243,7 +262,7 @@ class _Reader:
                              coordinates=tuple(coordinates), rotation=rotation, translation=translation)
         location = rotation @ np.array(_floats(source, element, "location", 3, (0.0, 0.0, 0.0))) + translation
         if kind == "conditional":
-            bounds = _floats(source, element, "range", 2, None)
+            bounds = _floats(source, element, "range", 2, (0.0, 0.0))   # OpenSim's default, not written
             if bounds[0] > bounds[1]:
                 raise source.error("range", f"minimum {bounds[0]:g} above maximum {bounds[1]:g}", "min ≤ max")
             return PathPoint(name=name, frame=frame, kind=kind, location=location,
@@ -298,6 +317,15 @@ class _Reader:
                            "MultiplierFunction")
 
 
+def check_wrap_range(source: SourceRef, bounds: tuple[float, ...], n_points: int) -> tuple[float, ...]:
+    """A PathWrap's `range` (first and last path point considered, 1-based; < 1: the path's end) checked against
+    the path's `n_points`: OpenSim 4.6 fails reading a last point beyond the path (an index out of bounds)."""
+    if bounds[1] > n_points:
+        raise source.error("range", f"last point {bounds[1]:g} beyond the path's {n_points} points",
+                           f"point numbers 1 … {n_points}, or -1 for the path's ends")
+    return bounds
+
+
 def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[float, ...]:
     """A wrap surface's dimensions (`WrapSurface.dimensions`) from `read(name, default)` (one positive number;
     default REQUIRED: must be given) and `read_three(name)` (three positive numbers); a torus's outer radius (of
@@ -315,19 +343,35 @@ def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[
     return inner, outer
 
 
+#: OpenSim 4.6's checks of curve parameters (extendFinalizeFromProperties): property → (lower bound, included)
+OPENSIM_LOWER_BOUNDS = {
+    "thelen2003": {"FmaxTendonStrain": (0.0, False), "FmaxMuscleStrain": (0.0, False), "KshapeActive": (0.0, False),
+                   "KshapePassive": (0.0, False), "Af": (0.0, False), "Flen": (1.0, False)},
+    "degroote2016": {"active_force_width_scale": (1.0, True), "passive_fiber_strain_at_one_norm_force": (0.0, False),
+                     "tendon_strain_at_one_norm_force": (0.0, False), "activation_dynamics_smoothing": (0.0, False),
+                     "default_activation": (0.0, False)},
+}
 #: OpenSim's property names where they differ from MuscleParameters' fields
 OSIM_NAMES = {"pennation_angle": "pennation_angle_at_optimal"}
 
 
-def read_parameters(read, model: str, tendon: str, extra: dict[str, float],
+def read_parameters(read, model: str, tendon: str, extra: dict[str, float], source: SourceRef,
                     sizes: tuple = (REQUIRED, REQUIRED, REQUIRED)) -> MuscleParameters:
     """MuscleParameters from `read(field, default, **checks)` (a number reader of the file's format): F₀, l₀ and
-    l_s default to `sizes` (REQUIRED: must be given), the rest to the model's OpenSim defaults."""
+    l_s default to `sizes` (REQUIRED: must be given), the rest to the model's OpenSim defaults; `extra`'s
+    default_activation (a run's initial activation) must lie in [0, 1] (ModelError at `source`)."""
+    if "default_activation" in extra:
+        to_float(source, "default_activation", extra["default_activation"], at_least=0.0, at_most=1.0)
+    for key, (bound, included) in OPENSIM_LOWER_BOUNDS.get(model, {}).items():
+        if key in extra:
+            to_float(source, key, extra[key], at_least=bound if included else None, above=None if included else bound,
+                     expected=f"a number {'≥' if included else '>'} {bound:g} (OpenSim 4.6 refuses others)")
     defaults = DEFAULTS[model]
-    return MuscleParameters(
+    parameters = MuscleParameters(
         max_isometric_force=read("max_isometric_force", sizes[0], positive=True),
         optimal_fiber_length=read("optimal_fiber_length", sizes[1], positive=True),
-        tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True),
+        # a compliant tendon's length is normalized by l_s (0 only for a rigid tendon: a fiber without tendon)
+        tendon_slack_length=read("tendon_slack_length", sizes[2], non_negative=True, positive=tendon == "compliant"),
         pennation_angle=read("pennation_angle", 0.0, at_least=0.0, below=math.pi / 2),
         max_contraction_velocity=read("max_contraction_velocity", 10.0, positive=True),
         tendon=tendon,
@@ -338,6 +382,19 @@ def read_parameters(read, model: str, tendon: str, extra: dict[str, float],
         minimum_activation=read("minimum_activation", defaults["minimum_activation"], at_least=0.0, below=1.0),
         fiber_damping=read("fiber_damping", defaults["fiber_damping"], non_negative=True),
         extra=tuple(sorted(extra.items())))
+    flen = parameters.value("Flen", 1.4)
+    if model == "thelen2003" and not parameters.value("fv_linear_extrap_threshold", 0.95) > 1.0 / flen:
+        raise source.error("fv_linear_extrap_threshold", f"{parameters.value('fv_linear_extrap_threshold', 0.95):g} "
+                           f"is not above 1/Flen = {1.0 / flen:g}", "a threshold above 1/Flen (OpenSim 4.6 refuses "
+                           "others)")
+    # Thelen always, Millard with a compliant tendon and no damping (< MILLARD_MIN_DAMPING): OpenSim's fiber velocity
+    # is singular at a = 0, so it refuses a minimum activation below 0.01
+    if parameters.minimum_activation < 0.01 and (model == "thelen2003" or (
+            model == "millard2012" and tendon == "compliant" and parameters.fiber_damping < MILLARD_MIN_DAMPING)):
+        raise source.error("minimum_activation", f"{parameters.minimum_activation:g} is below 0.01",
+                           "at least 0.01 for a Thelen2003 muscle or an undamped compliant Millard2012 muscle "
+                           "(OpenSim 4.6 refuses others)")
+    return parameters
 
 
 # ------------------------------------------------------------------------------------------------ XML helpers
@@ -401,4 +458,5 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path"]
+__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range",
+           "DEFAULT_COORDINATE_RANGE"]

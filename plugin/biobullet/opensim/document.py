@@ -18,7 +18,7 @@ import numpy as np
 from biobullet.core.attributes import PLAIN_NUMBER
 from biobullet.core.errors import ModelError, SourceRef, bare
 # OpenSim socket paths and the file's XML root: one reader for the importer and the muscles
-from biobullet.muscles.osim import osim_root, resolve_path
+from biobullet.muscles.osim import DEFAULT_COORDINATE_RANGE, osim_root, resolve_path
 from biobullet.spatial.rotations import axis_angle_matrix
 
 #: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
@@ -394,7 +394,7 @@ class PropertyReader:
         name = element.attrib.get("name", "").strip()
         if not name:
             raise source.error("name", "missing name", "a coordinate name")
-        lower, upper = self.numbers(element, "range", 2, (-math.pi / 2, math.pi / 2))
+        lower, upper = self.numbers(element, "range", 2, DEFAULT_COORDINATE_RANGE)
         if lower > upper:
             raise source.error("range", f"lower {lower:g} > upper {upper:g}", "lower ≤ upper")
         prescribed = self.flag(element, "prescribed") and element.find("prescribed_function") is not None \
