@@ -227,3 +227,21 @@ def test_a_second_sweep_on_a_folder_in_use_is_refused(tmp_path: Path) -> None:
                                                      f"\\(process {os.getpid()}\\)"):
             run_sweep(config, out=out, progress=False, plots=False)
     assert sorted(p.name for p in out.iterdir()) == [".sweep.lock", "points"]
+
+
+# ------------------------------------------------------------------------------------------------ long runs
+def test_a_long_run_out_of_steps_is_not_called_stiff() -> None:
+    """`simulate pendulum --t-end 1e6` stopped with "the problem looks stiff for the explicit DOP853 (step size
+    0.102 s): use an implicit method" — a pendulum is not stiff, the run was long. A stiff one still says so."""
+    import numpy as np
+
+    from biobullet.integrate.stepper import StepFailure, run_loop
+    options = dict(rtol=1e-9, atol=1e-12, max_step=np.inf, t_eval=None, events=[], max_steps=200)
+    oscillator = lambda t, y: np.array([y[1], -y[0]])   # noqa: E731  (ω = 1 rad/s: steps of ≈ 0.4 s)
+    with pytest.raises(StepFailure, match=r"a long run, not a stiff one: .* t_end needs about \d\.?\d*e\+04 steps") \
+            as long_run:
+        run_loop(oscillator, 0.0, np.array([1.0, 0.0]), 1e4, method="DOP853", **options)
+    assert "stiff for the explicit" not in str(long_run.value)
+    stiff = lambda t, y: -1e7 * y   # noqa: E731  (stability holds DOP853's steps near 4e-7 s)
+    with pytest.raises(StepFailure, match="looks stiff for the explicit DOP853"):
+        run_loop(stiff, 0.0, np.ones(1), 1.0, method="DOP853", **options)
