@@ -459,12 +459,23 @@ def _output_name(path: str, option: str) -> None:
                           "folder name (./- for one named '-')")
 
 
-def _check_output_file(path: str, option: str = "--out") -> None:
+def _check_output_file(path: str, option: str = "--out", inputs: Sequence[str | None] = ()) -> None:
     """An output file argument: absent or a regular file, in a folder where a file can be created — checked before
-    any work (the writer checks again), so that a long run is not computed and then lost."""
+    any work (the writer checks again), so that a long run is not computed and then lost — and none of the
+    command's `inputs` (`simulate arm.urdf --out arm.urdf` wrote the CSV over the model)."""
     from biobullet.core.atomic import check_writable
     _output_name(path, option)
     check_writable(path)
+    if not os.path.exists(path):
+        return
+    from biobullet.model.bundled import resolve_model_path
+    for given in filter(None, inputs):
+        with contextlib.suppress(Exception):   # an unknown name: the command itself says so
+            given = resolve_model_path(given)
+        with contextlib.suppress(OSError):
+            if os.path.samefile(path, given):
+                raise _UsageError(f"{option} {path[:200]!r} is the input file {given[:200]!r}: writing it would "
+                                  "replace it; give another file name")
 
 
 def _check_output_dir(path: str) -> None:
@@ -477,7 +488,7 @@ def _check_output_dir(path: str) -> None:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    _check_output_file(args.out)
+    _check_output_file(args.out, inputs=[args.model])
     if args.dt is not None and args.t_end / args.dt > MAX_SAMPLES:
         what = "output samples" if args.engine == "reference" else "PyBullet steps"
         raise _UsageError(f"--t-end {args.t_end:g} with --dt {args.dt:g} asks for {args.t_end / args.dt:.3g} "
@@ -568,7 +579,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     args.model = resolve_model_path(args.model)   # a bundled model's bare name ("arm26") or a file
     if not args.model.lower().endswith(OSIM_SUFFIX):
         raise _UsageError(f"MODEL {args.model[:200]!r} is not an OpenSim model (expected a {OSIM_SUFFIX} file)")
-    _check_output_file(args.out)
+    _check_output_file(args.out, inputs=[args.model])
     convert_osim(args.model, args.out, strict=args.strict)
     print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
@@ -578,7 +589,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     if args.html:
         if not args.trajectory:
             raise _UsageError("--html needs --trajectory RUN.csv")
-        _check_output_file(args.html, "--html")
+        _check_output_file(args.html, "--html", inputs=[args.model, args.trajectory])
         from biobullet.render.html import export_html
         from biobullet.render.viewer import load_view_model
         model, layouts = load_view_model(args.model, floating_base=args.floating_base, segments=args.segments)
