@@ -487,7 +487,16 @@ def _check_output_dir(path: str) -> None:
     check_writable(path, folder=True)
 
 
+#: simulate's options that only one engine reads: given to the other, they were ignored without a word
+ENGINE_OPTIONS = {"reference": ("gui",), "pybullet": ("rtol", "atol", "method", "formulation")}
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    ignored = [f"--{name}" for name in ENGINE_OPTIONS[args.engine] if getattr(args, name) not in (None, False)]
+    if ignored:
+        other = "pybullet" if args.engine == "reference" else "reference"
+        raise _UsageError(f"{', '.join(ignored)}: only the {other} engine reads {'it' if len(ignored) == 1 else 'them'}"
+                          f" (this run: --engine {args.engine})")
     _check_output_file(args.out, inputs=[args.model])
     if args.dt is not None and args.t_end / args.dt > MAX_SAMPLES:
         what = "output samples" if args.engine == "reference" else "PyBullet steps"

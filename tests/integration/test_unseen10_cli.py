@@ -192,6 +192,22 @@ def test_a_relative_tolerance_of_one_or_more_is_refused(argv, capsys) -> None:
     assert stop.value.code == 2 and "(0, 1)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("options", [["--engine", "pybullet", "--rtol", "1e-3"],
+                                     ["--engine", "pybullet", "--method", "Radau"],
+                                     ["--engine", "pybullet", "--formulation", "matrix_calculus"], ["--gui"]])
+def test_an_option_the_chosen_engine_does_not_read_is_refused(options, pendulum: Path, monkeypatch, capsys) -> None:
+    """`simulate --engine pybullet --rtol 1e-3 --method Radau` ran with neither (exit 0), `--gui` on the reference
+    engine showed nothing: each was ignored without a word."""
+    import biobullet.bridge
+    import biobullet.integrate
+    monkeypatch.setattr(biobullet.integrate, "cli_simulate", _not_reached)
+    monkeypatch.setattr(biobullet.bridge, "simulate", _not_reached)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["simulate", str(pendulum), "--t-end", "0.01", "--out", str(pendulum.parent / "x.csv"), *options])
+    assert stop.value.code == 2 and f"{options[-2] if options[0] != '--gui' else '--gui'}: only the" in \
+        capsys.readouterr().err
+
+
 def test_simulate_help_names_every_default_and_every_formulation(capsys) -> None:
     """--rtol, --atol, --dt and --method did not say their defaults; --formulation named none of its values."""
     from biobullet.dynamics.formulation import formulation_names
