@@ -279,3 +279,11 @@ def test_a_long_run_out_of_steps_is_not_called_stiff() -> None:
     stiff = lambda t, y: -1e7 * y   # noqa: E731  (stability holds DOP853's steps near 4e-7 s)
     with pytest.raises(StepFailure, match="looks stiff for the explicit DOP853"):
         run_loop(stiff, 0.0, np.ones(1), 1.0, method="DOP853", **options)
+
+
+def test_a_trajectory_that_is_a_folder_is_named_a_folder(pendulum: Path, tmp_path: Path, capsys) -> None:
+    """`view MODEL --trajectory DIR --html x.html` said "DIR: no such trajectory file" of a folder that exists."""
+    folder = tmp_path / "run.csv"
+    folder.mkdir()
+    assert cli.main(["view", str(pendulum), "--trajectory", str(folder), "--html", str(tmp_path / "x.html")]) == 2
+    assert f"{folder}: not a file (a folder)" in capsys.readouterr().err
