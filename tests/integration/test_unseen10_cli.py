@@ -287,3 +287,15 @@ def test_a_trajectory_that_is_a_folder_is_named_a_folder(pendulum: Path, tmp_pat
     folder.mkdir()
     assert cli.main(["view", str(pendulum), "--trajectory", str(folder), "--html", str(tmp_path / "x.html")]) == 2
     assert f"{folder}: not a file (a folder)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ demos
+@pytest.mark.parametrize("demo, argument", [("shoulder_rhythm.py", "--samples"), ("gym_reach.py", "--episodes"),
+                                            ("contact_laws.py", "--t-end"), ("flexible_ringing.py", "--segments")])
+def test_a_demo_refuses_a_count_or_time_below_one_step_in_its_usage(demo: str, argument: str, tmp_path: Path) -> None:
+    """`python demos/shoulder_rhythm.py --samples 0` ended in a traceback (ValueError: zero-size array), and
+    `demos/gym_reach.py --episodes -1` printed "max coupling residual over -1 episodes: 0 rad"."""
+    result = subprocess.run([sys.executable, str(REPO / "demos" / demo), argument, "0", "--out", "unused"],
+                            capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path)
+    assert result.returncode == 2 and f"argument {argument}: must be" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
