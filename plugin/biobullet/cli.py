@@ -462,20 +462,18 @@ def _output_name(path: str, option: str) -> None:
 def _check_output_file(path: str, option: str = "--out", inputs: Sequence[str | None] = ()) -> None:
     """An output file argument: absent or a regular file, in a folder where a file can be created — checked before
     any work (the writer checks again), so that a long run is not computed and then lost — and none of the
-    command's `inputs` (`simulate arm.urdf --out arm.urdf` wrote the CSV over the model)."""
+    command's `inputs` (models by file or bundled name, trajectories)."""
     from biobullet.core.atomic import check_writable
     _output_name(path, option)
-    check_writable(path)
-    if not os.path.exists(path):
-        return
-    from biobullet.model.bundled import resolve_model_path
-    for given in filter(None, inputs):
-        with contextlib.suppress(Exception):   # an unknown name: the command itself says so
-            given = resolve_model_path(given)
-        with contextlib.suppress(OSError):
-            if os.path.samefile(path, given):
-                raise _UsageError(f"{option} {path[:200]!r} is the input file {given[:200]!r}: writing it would "
-                                  "replace it; give another file name")
+    if inputs and os.path.exists(path):
+        from biobullet.model.bundled import resolve_model_path
+        resolved = []
+        for given in filter(None, inputs):
+            with contextlib.suppress(Exception):   # an unknown name: the command itself says so
+                given = resolve_model_path(given)
+            resolved.append(given)
+        inputs = resolved
+    check_writable(path, inputs=tuple(inputs))
 
 
 def _check_output_dir(path: str) -> None:

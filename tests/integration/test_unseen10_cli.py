@@ -164,19 +164,22 @@ def test_dash_or_empty_output_is_a_usage_error_not_a_file_named_dash(command, pe
 
 def test_an_output_onto_the_model_file_is_refused_and_the_model_kept(pendulum: Path, monkeypatch, capsys) -> None:
     """`simulate arm.urdf --t-end 1 --out arm.urdf` wrote the trajectory CSV over the model file (exit 0, the model
-    gone); `convert arm26.osim --out arm26.osim` replaced the OpenSim model with the URDF."""
+    gone), and so did `biobullet.simulate(model, 1, out=model.file)`; `convert arm26.osim --out arm26.osim`
+    replaced the OpenSim model with the URDF."""
+    import biobullet
     import biobullet.integrate
-    monkeypatch.setattr(biobullet.integrate, "cli_simulate", _not_reached)
     monkeypatch.chdir(pendulum.parent)
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["simulate", pendulum.name, "--t-end", "0.01", "--out", f"./{pendulum.name}"])
-    assert stop.value.code == 2 and "is the input file" in capsys.readouterr().err
+    model = biobullet.load_model(pendulum.name)
+    with pytest.raises(atomic.OutputError, match="is the input file"):
+        biobullet.simulate(model, 0.01, out=f"./{pendulum.name}", progress=False)
+    monkeypatch.setattr(biobullet.integrate, "cli_simulate", _not_reached)
+    assert cli.main(["simulate", pendulum.name, "--t-end", "0.01", "--out", f"./{pendulum.name}"]) == 2
+    assert "is the input file" in capsys.readouterr().err
     assert pendulum.read_text() == PENDULUM
     osim = pendulum.parent / "model.osim"
     osim.write_text("<OpenSimDocument/>")
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["convert", str(osim), "--out", str(osim)])
-    assert stop.value.code == 2 and "is the input file" in capsys.readouterr().err
+    assert cli.main(["convert", str(osim), "--out", str(osim)]) == 2
+    assert "is the input file" in capsys.readouterr().err
     assert osim.read_text() == "<OpenSimDocument/>"
 
 

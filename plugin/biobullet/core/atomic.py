@@ -68,11 +68,14 @@ def check_target(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def check_writable(path: str | os.PathLike[str], *, folder: bool = False) -> Path:
+def check_writable(path: str | os.PathLike[str], *, folder: bool = False,
+                   inputs: tuple[str | os.PathLike[str] | None, ...] = ()) -> Path:
     """`check_target`, and a file can be created in `path`'s folder (or, where the folder does not exist yet, in
     its nearest existing ancestor): tried by creating and removing a hidden temporary file. For commands that
     compute before they write, so that an unwritable target is refused before the work, not after it. With
-    `folder`, `path` is an output folder (absent, or a directory) that the files are written into."""
+    `folder`, `path` is an output folder (absent, or a directory) that the files are written into. `inputs`: files
+    the work reads (a model file): `path` must be none of them (`simulate(model, out=model.file)` wrote the
+    trajectory over the model)."""
     path = Path(path)
     if folder:
         if os.path.lexists(path) and not path.is_dir():
@@ -80,6 +83,14 @@ def check_writable(path: str | os.PathLike[str], *, folder: bool = False) -> Pat
         where = path.absolute()
     else:
         where = check_target(path).parent.absolute()
+        for given in filter(None, inputs):
+            try:
+                same = os.path.samefile(path, given)
+            except OSError:   # either is absent (or unreadable): not the same file
+                same = False
+            if same:
+                raise OutputError(f"{shown(str(path), 200)} is the input file {shown(str(given), 200)}: writing it "
+                                  "would replace it; give another file name")
     while not where.exists() and where != where.parent:
         where = where.parent
     try:
