@@ -302,3 +302,19 @@ def test_a_demo_refuses_a_count_or_time_below_one_step_in_its_usage(demo: str, a
                             capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path)
     assert result.returncode == 2 and f"argument {argument}: must be" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("engine, name", [("pybullet", "run.npz"), ("reference", "run.NPZ")])
+def test_an_npz_output_is_an_npz_archive_on_either_engine(engine: str, name: str, pendulum: Path,
+                                                          tmp_path: Path) -> None:
+    """`simulate --engine pybullet --out run.npz` (and the reference engine's `--out run.NPZ`) wrote CSV text into
+    the .npz file, which `view --trajectory run.npz` then refused as "not a .npz archive"."""
+    import numpy as np
+
+    from biobullet import Trajectory
+    out = tmp_path / name
+    assert cli.main(["simulate", str(pendulum), "--engine", engine, "--t-end", "0.05", "--set", "swing=0.3",
+                     "--out", str(out)]) == 0
+    trajectory = Trajectory.from_npz(out)
+    assert trajectory.position_names == ("swing",) and trajectory.positions[0, 0] == 0.3
+    assert np.all(np.diff(trajectory.positions[:, 0]) < 0)   # it falls from 0.3 rad towards 0

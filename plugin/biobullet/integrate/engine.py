@@ -659,7 +659,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                 raise
             raise failure from None
     if out is not None:
-        (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
+        (trajectory.to_npz if str(out).lower().endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
 
 
