@@ -183,6 +183,15 @@ def test_an_output_onto_the_model_file_is_refused_and_the_model_kept(pendulum: P
     assert osim.read_text() == "<OpenSimDocument/>"
 
 
+def test_an_output_file_ending_in_a_slash_is_refused(pendulum: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`simulate MODEL --out results/` wrote a file named `results` (and printed "wrote results/")."""
+    import biobullet.integrate
+    monkeypatch.setattr(biobullet.integrate, "cli_simulate", _not_reached)
+    folder = tmp_path / "results"
+    assert cli.main(["simulate", str(pendulum), "--t-end", "0.01", "--out", f"{folder}/"]) == 2
+    assert "names a folder" in capsys.readouterr().err and not folder.exists()
+
+
 # ------------------------------------------------------------------------------------------------ arguments
 @pytest.mark.parametrize("argv", [["simulate", "m.urdf", "--t-end", "1", "--out", "x.csv", "--rtol", "10"],
                                   ["simulate", "m.urdf", "--t-end", "1", "--out", "x.csv", "--rtol", "1"],

@@ -76,6 +76,8 @@ def check_writable(path: str | os.PathLike[str], *, folder: bool = False,
     `folder`, `path` is an output folder (absent, or a directory) that the files are written into. `inputs`: files
     the work reads (a model file): `path` must be none of them (`simulate(model, out=model.file)` wrote the
     trajectory over the model)."""
+    if not folder and os.fspath(path).endswith((os.sep, "/")):   # Path() would drop the slash: a file "run"
+        raise OutputError(f"{shown(os.fspath(path), 200)} names a folder (it ends in '/'); give a file name in it")
     path = Path(path)
     if folder:
         if os.path.lexists(path) and not path.is_dir():
