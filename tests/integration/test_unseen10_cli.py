@@ -327,3 +327,19 @@ def test_an_npz_output_is_an_npz_archive_on_either_engine(engine: str, name: str
     trajectory = Trajectory.from_npz(out)
     assert trajectory.position_names == ("swing",) and trajectory.positions[0, 0] == 0.3
     assert np.all(np.diff(trajectory.positions[:, 0]) < 0)   # it falls from 0.3 rad towards 0
+
+
+def test_a_trajectory_csv_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
+    """Under an ASCII locale (LC_ALL=POSIX without UTF-8 mode), `simulate` of a model whose joint is named 肘 ended
+    in an internal error (UnicodeEncodeError) after the whole run: the CSV was written in the locale's encoding."""
+    from biobullet import Trajectory
+    model = tmp_path / "elbow.urdf"
+    model.write_text(PENDULUM.replace('name="swing"', 'name="肘"'), encoding="utf-8")
+    out = tmp_path / "elbow.csv"
+    ascii_locale = dict(ENV, LC_ALL="POSIX", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    result = subprocess.run([sys.executable, "-m", "biobullet", "simulate", str(model), "--t-end", "0.01",
+                             "--out", str(out)], capture_output=True, env=ascii_locale, timeout=120)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    trajectory = Trajectory.from_csv(out)
+    assert trajectory.position_names == ("肘",) and trajectory.velocity_names == ("肘_dot",)
+    assert len(trajectory.t) == 1001 and trajectory.positions[0, 0] == 0.0
