@@ -192,6 +192,20 @@ def test_an_output_file_ending_in_a_slash_is_refused(pendulum: Path, tmp_path: P
     assert "names a folder" in capsys.readouterr().err and not folder.exists()
 
 
+@pytest.mark.parametrize("command", ["simulate", "sweep"])
+def test_an_output_name_too_long_for_the_file_system_is_one_error(command: str, pendulum: Path, tmp_path: Path,
+                                                                   capsys) -> None:
+    """The checks before the work name a 300-character output name as too long (not an internal error)."""
+    config = tmp_path / "sweep.json"
+    config.write_text('{"function": "demo.damped_oscillator", "fixed": {"mass": 1.0, "velocity": 1.0, '
+                      '"damping": 0.1}, "sweep": [{"path": "stiffness", "values": [1.0]}]}')
+    long_name = str(tmp_path / ("x" * 300))
+    argv = (["simulate", str(pendulum), "--t-end", "0.01", "--out", long_name + ".csv"] if command == "simulate"
+            else ["sweep", str(config), "--out", long_name])
+    assert cli.main(argv) == 2
+    assert "File name too long" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------ arguments
 @pytest.mark.parametrize("argv", [["simulate", "m.urdf", "--t-end", "1", "--out", "x.csv", "--rtol", "10"],
                                   ["simulate", "m.urdf", "--t-end", "1", "--out", "x.csv", "--rtol", "1"],

@@ -93,9 +93,11 @@ def check_writable(path: str | os.PathLike[str], *, folder: bool = False,
             if same:
                 raise OutputError(f"{shown(str(path), 200)} is the input file {shown(str(given), 200)}: writing it "
                                   "would replace it; give another file name")
-    while not where.exists() and where != where.parent:
-        where = where.parent
     try:
+        while not os.path.isdir(where) and where != where.parent:   # (isdir: False for a name too long, too)
+            where = where.parent
+        if len(os.fsencode(path.name)) > 255:   # longer than any file system's name (NAME_MAX)
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
         fd, probe = tempfile.mkstemp(prefix=".biobullet-probe.", suffix=".tmp", dir=where)
     except OSError as exc:
         raise OutputError(f"cannot write {shown(str(path), 200)}: {exc.strerror or exc} "
