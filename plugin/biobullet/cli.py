@@ -178,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/SCENARIO)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--modes", default=None, metavar="SET",
-                     help="elastic-robot only: boundary pairs per link, e.g. ss-ss-ss, cc-cc-cc, sc-cc-cs, cs-ss-sc")
+                     help="elastic-robot only: boundary pairs per link (s = simply supported, c = clamped), "
+                          "ss-ss-ss (default), cc-cc-cc, sc-cc-cs or cs-ss-sc")
 
     sweep = _add(sub, "sweep", "run a parameter sweep described by a config file",
                  "Runs every case of CONFIG, locally or on a Dask scheduler.",
