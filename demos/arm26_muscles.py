@@ -34,7 +34,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
     parser.add_argument("--t-end", type=positive_float, default=0.6, help="simulated time, s (default 0.6)")
-    parser.add_argument("--dt", type=positive_float, default=5e-4, help="PyBullet step, s (default 0.5 ms; also run at dt/2)")
+    parser.add_argument("--dt", type=positive_float, default=5e-4,
+                        help="PyBullet step, s (default 0.5 ms; also run at dt/2)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

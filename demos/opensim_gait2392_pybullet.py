@@ -43,7 +43,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
     parser.add_argument("--t-end", type=positive_float, default=0.6, help="simulated time, s (default 0.6)")
-    parser.add_argument("--fps", type=positive_float, default=20.0, help="video frames per second of model time (default 20)")
+    parser.add_argument("--fps", type=positive_float, default=20.0,
+                        help="video frames per second of model time (default 20)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

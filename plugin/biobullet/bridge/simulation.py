@@ -32,7 +32,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     dt: None = the bridge's default (1 ms; with `<flexible>` links ¼ of PyBullet's explicit stability limit
     2/ω_max of the segmented model, capped at 1 ms). initial: (q0, v0) generalized state or a {name: value}
     mapping (default: the model's `<initial>`). out: optional output file, written atomically: .npz by its suffix
-    (`Trajectory.to_npz`), else CSV (`t`, joint names, `<name>_dot`). progress: True/False, or None = a tqdm bar on a terminal for runs longer than 2000 steps.
+    (`Trajectory.to_npz`), else CSV (`t`, joint names, `<name>_dot`). progress: True/False, or None = a tqdm bar
+    on a terminal for runs longer than 2000 steps.
     Further keyword arguments go to `Bridge` (segments, shear, baumgarte, ground_body, ...). If t_end is not a
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
     for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with

@@ -249,5 +249,6 @@ def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLi
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs), within=within)
 
 
-__all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes", "write_json",
+__all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes",
+           "write_json",
            "json_default", "save_figure"]
