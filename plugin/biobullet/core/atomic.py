@@ -250,5 +250,4 @@ def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLi
 
 
 __all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes",
-           "write_json",
-           "json_default", "save_figure"]
+           "write_json", "json_default", "save_figure"]
