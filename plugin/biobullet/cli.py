@@ -552,9 +552,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from biobullet.core.atomic import check_writable
     from biobullet.sweep import cli_sweep
     if args.out is not None:
-        _check_output_dir(args.out)
+        _output_name(args.out, "--out")
+        check_writable(args.out, folder=True)
     return cli_sweep(args)
 
 

@@ -100,8 +100,8 @@ def check_writable(path: str | os.PathLike[str], *, folder: bool = False,
             raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
         fd, probe = tempfile.mkstemp(prefix=".biobullet-probe.", suffix=".tmp", dir=where)
     except OSError as exc:
-        raise OutputError(f"cannot write {shown(str(path), 200)}: {exc.strerror or exc} "
-                          f"(in {shown(str(where), 200)})") from None
+        raise OutputError(f"cannot write {'into the output folder ' if folder else ''}{shown(str(path), 200)}: "
+                          f"{exc.strerror or exc} (in {shown(str(where), 200)})") from None
     os.close(fd)
     os.unlink(probe)
     return path
