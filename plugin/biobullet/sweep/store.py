@@ -36,14 +36,17 @@ def folder_lock(out: Path) -> Iterator[None]:
         return
     path = out / LOCK_NAME
     atomic.check_target(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:   # (not inherited by the workers: Python's descriptors close on exec, and Dask spawns its processes)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise atomic.OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            raise atomic.OutputError(f"{out}: another sweep is writing into this folder (process {holder}); wait for "
-                                 "it to finish (then run again to resume), or give another --out") from None
+            raise atomic.OutputError(f"{out}: another sweep is writing into this folder (process {holder}); wait "
+                                     "for it to finish (then run again to resume), or give another --out") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
