@@ -16,17 +16,12 @@ import pytest
 
 from biobullet import cli
 from biobullet.core import atomic
+from engine_models import chain_urdf
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
-PENDULUM = """<robot name="pendulum">
-  <link name="base"/>
-  <link name="arm"><inertial><mass value="1"/><origin xyz="0 0 -0.5"/>
-    <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="swing" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
-    <limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
-</robot>
-"""
+#: a 1 m pendulum, joint j1 (gravity along +x: it hangs at j1 = 0)
+PENDULUM = chain_urdf([(1.0, 1.0, 0.5, 0.1)], name="pendulum")
 #: a folder where no file can be created, even by root (sysfs)
 UNWRITABLE = Path("/sys/biobullet-no-such-folder")
 
@@ -52,7 +47,7 @@ def test_sigterm_during_simulate_keeps_the_partial_run_and_exits_143(pendulum: P
     partial trajectory; Ctrl-C kept it. Now both stop the same way."""
     out = tmp_path / "run.csv"
     process = subprocess.Popen([sys.executable, "-m", "biobullet", "simulate", str(pendulum), "--t-end", "15000",
-                                "--set", "swing=1", "--out", str(out)], cwd=tmp_path, env=ENV,
+                                "--set", "j1=1", "--out", str(out)], cwd=tmp_path, env=ENV,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
@@ -69,7 +64,7 @@ def test_sigterm_during_simulate_keeps_the_partial_run_and_exits_143(pendulum: P
     assert "Traceback" not in stderr and "terminated; partial trajectory written to" in stderr, stderr
     partial = Path(f"{out}.partial.csv")
     rows = partial.read_text().splitlines()
-    assert rows[0] == "t,swing,swing_dot" and rows[1] == "0,1,0" and len(rows) >= 3
+    assert rows[0] == "t,j1,j1_dot" and rows[1] == "0,1,0" and len(rows) >= 3
     assert not out.exists() and _hidden_files(tmp_path) == []
 
 
@@ -336,10 +331,10 @@ def test_an_npz_output_is_an_npz_archive_on_either_engine(engine: str, name: str
 
     from biobullet import Trajectory
     out = tmp_path / name
-    assert cli.main(["simulate", str(pendulum), "--engine", engine, "--t-end", "0.05", "--set", "swing=0.3",
+    assert cli.main(["simulate", str(pendulum), "--engine", engine, "--t-end", "0.05", "--set", "j1=0.3",
                      "--out", str(out)]) == 0
     trajectory = Trajectory.from_npz(out)
-    assert trajectory.position_names == ("swing",) and trajectory.positions[0, 0] == 0.3
+    assert trajectory.position_names == ("j1",) and trajectory.positions[0, 0] == 0.3
     assert np.all(np.diff(trajectory.positions[:, 0]) < 0)   # it falls from 0.3 rad towards 0
 
 
@@ -348,7 +343,7 @@ def test_a_trajectory_csv_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     in an internal error (UnicodeEncodeError) after the whole run: the CSV was written in the locale's encoding."""
     from biobullet import Trajectory
     model = tmp_path / "elbow.urdf"
-    model.write_text(PENDULUM.replace('name="swing"', 'name="肘"'), encoding="utf-8")
+    model.write_text(PENDULUM.replace('name="j1"', 'name="肘"'), encoding="utf-8")
     out = tmp_path / "elbow.csv"
     ascii_locale = dict(ENV, LC_ALL="POSIX", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
     result = subprocess.run([sys.executable, "-m", "biobullet", "simulate", str(model), "--t-end", "0.01",
