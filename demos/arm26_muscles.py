@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 import biobullet
+from biobullet.core.arguments import positive_float
 from biobullet.bridge.simulation import simulate_bridge
 from biobullet.core.atomic import save_figure
 from biobullet.core.errors import BiobulletError
@@ -32,8 +33,9 @@ EXCITATIONS = {"BIClong": 0.25, "BICshort": 0.25, "BRA": 0.25, "TRIlong": 0.05, 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--t-end", type=float, default=0.6, help="simulated time, s (default 0.6)")
-    parser.add_argument("--dt", type=float, default=5e-4, help="PyBullet step, s (default 0.5 ms; also run at dt/2)")
+    parser.add_argument("--t-end", type=positive_float, default=0.6, help="simulated time, s (default 0.6)")
+    parser.add_argument("--dt", type=positive_float, default=5e-4,
+                        help="PyBullet step, s (default 0.5 ms; also run at dt/2)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

@@ -17,6 +17,7 @@ import tempfile
 
 import numpy as np
 
+from biobullet.core.arguments import positive_float
 from biobullet.contact.element import contact_intervals
 from biobullet.contact.report import make_normal_law
 from biobullet.contact.testbed import drop_urdf
@@ -32,7 +33,7 @@ MASS, RADIUS, HEIGHT, RESTITUTION, STIFFNESS = 1.0, 0.05, 0.30, 0.7, 1e5
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--t-end", type=float, default=1.2, help="simulated time (s, default 1.2)")
+    parser.add_argument("--t-end", type=positive_float, default=1.2, help="simulated time (s, default 1.2)")
     args = parser.parse_args(argv)
     try:
         import matplotlib

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from biobullet.core.arguments import positive_float, positive_int
 from biobullet.algorithms.kinematics import frame_placement
 from biobullet.bridge.simulation import simulate_bridge
 from biobullet.core.atomic import save_figure, write_text
@@ -41,8 +42,8 @@ URDF = f"""<robot name="cantilever">
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--segments", type=int, default=8, help="rigid segments (default 8)")
-    parser.add_argument("--t-end", type=float, default=0.5, help="simulated time (s, default 0.5)")
+    parser.add_argument("--segments", type=positive_int, default=8, help="rigid segments (default 8)")
+    parser.add_argument("--t-end", type=positive_float, default=0.5, help="simulated time (s, default 0.5)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

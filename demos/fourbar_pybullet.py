@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 import biobullet
+from biobullet.core.arguments import positive_float
 from biobullet.bridge import Bridge
 from biobullet.core.atomic import save_figure
 from biobullet.core.errors import BiobulletError
@@ -26,7 +27,7 @@ from biobullet.model.bundled import bundled_model
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--t-end", type=float, default=2.0, help="simulated time (s, default 2)")
+    parser.add_argument("--t-end", type=positive_float, default=2.0, help="simulated time (s, default 2)")
     args = parser.parse_args(argv)
     try:
         model = biobullet.load_model(bundled_model("fourbar_knee.urdf"))

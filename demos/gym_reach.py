@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from biobullet.core.arguments import positive_int
+
 
 def coupled_kuka(folder: Path) -> Path:
     """pybullet_data's KUKA iiwa with absolute mesh paths and the `<biobullet>` coupling block, written to folder."""
@@ -93,9 +95,11 @@ def coupling_residual(env) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("gym_reach_out"))
-    parser.add_argument("--episodes", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=120)
+    parser.add_argument("--out", type=Path, default=Path("gym_reach_out"),
+                        help="output folder (default gym_reach_out)")
+    parser.add_argument("--episodes", type=positive_int, default=6, help="episodes (default 6)")
+    parser.add_argument("--steps", type=positive_int, default=120,
+                        help="control steps per episode, 1/240 s each (default 120)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     from gymnasium.utils.env_checker import check_env

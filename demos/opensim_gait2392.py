@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 import biobullet
+from biobullet.core.arguments import positive_float
 from biobullet.core.errors import BiobulletError
 from biobullet.render import render_frames, side_by_side, write_png
 
@@ -28,7 +29,7 @@ SWING = {"hip_flexion_r": 3.0, "hip_flexion_l": -3.0, "knee_angle_r": -4.0, "kne
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--t-end", type=float, default=0.6, help="simulated time, s (default 0.6)")
+    parser.add_argument("--t-end", type=positive_float, default=0.6, help="simulated time, s (default 0.6)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

@@ -20,6 +20,7 @@ import numpy as np
 
 import biobullet
 import biobullet.bridge
+from biobullet.core.arguments import positive_float
 from biobullet.algorithms.kinematics import body_placements
 from biobullet.core.errors import BiobulletError
 from biobullet.render import fit_camera, motion_points, render_frames, side_by_side, write_png, write_video
@@ -41,8 +42,9 @@ def centre_of_mass_height(model, x: np.ndarray) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--t-end", type=float, default=0.6, help="simulated time, s (default 0.6)")
-    parser.add_argument("--fps", type=float, default=20.0, help="video frames per second of model time (default 20)")
+    parser.add_argument("--t-end", type=positive_float, default=0.6, help="simulated time, s (default 0.6)")
+    parser.add_argument("--fps", type=positive_float, default=20.0,
+                        help="video frames per second of model time (default 20)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from biobullet.core.arguments import positive_int
 from biobullet.core.errors import BiobulletError
 from biobullet_studies.shoulder import run
 
@@ -17,7 +18,7 @@ def main() -> int:
     parser.add_argument("--out", default="out/shoulder", help="output folder (default: out/shoulder)")
     parser.add_argument("--no-bridge", action="store_true", help="skip the PyBullet replay and the video")
     parser.add_argument("--no-video", action="store_true", help="skip the 3D video")
-    parser.add_argument("--samples", type=int, default=801, help="analysis grid points (default 801)")
+    parser.add_argument("--samples", type=positive_int, default=801, help="analysis grid points (default 801)")
     args = parser.parse_args()
     try:
         summary = run(args.out, samples=args.samples, bridge=not args.no_bridge, video=not args.no_video)

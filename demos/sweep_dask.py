@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from biobullet.core.arguments import positive_int
 from biobullet.core.atomic import save_figure
 from biobullet.core.errors import BiobulletError
 from biobullet.sweep import run_sweep
@@ -25,8 +26,8 @@ from biobullet.sweep import run_sweep
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
-    parser.add_argument("--points", type=int, default=8, help="stiffness values (default 8)")
-    parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes (default 2)")
+    parser.add_argument("--points", type=positive_int, default=8, help="stiffness values (default 8)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="local Dask worker processes (default 2)")
     parser.add_argument("--scheduler", default=None, help="address of a running Dask scheduler (optional)")
     args = parser.parse_args(argv)
     mass, damping = 2.0, 0.5

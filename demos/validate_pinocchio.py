@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 import biobullet
+from biobullet.core.arguments import positive_int
 from biobullet.core.atomic import save_figure, write_text
 from biobullet.core.errors import BiobulletError
 from biobullet.validate import validate_model
@@ -41,7 +42,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="out/gallery", help="output folder (default out/gallery)")
     parser.add_argument("--model", default=None, help="your URDF (default: the 3-DOF arm in this script)")
-    parser.add_argument("--samples", type=int, default=5, help="random states (default 5)")
+    parser.add_argument("--samples", type=positive_int, default=5, help="random states (default 5)")
     args = parser.parse_args(argv)
     try:
         os.makedirs(args.out, exist_ok=True)

@@ -3,19 +3,22 @@
 Start-up is kept fast: this module imports only the standard library; numerical packages are imported
 inside the command that needs them. Exit codes: 0 success, 1 unexpected internal error, 2 bad input
 (usage error, malformed model, failed solve, validation disagreement, feature not available), 3 `validate`
-compared nothing (every oracle refused the model: the notes say why), 130 interrupted.
+compared nothing (every oracle refused the model: the notes say why), 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM: stopped as on Ctrl-C, partial results kept).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import count, port, positive_float, positive_int, seed
+from biobullet.core.arguments import (count, port, positive_float, positive_int, relative_tolerance, seed,
+                                      terminate_as_interrupt)
 from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
@@ -26,27 +29,26 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-written line breaks of descriptions and examples."""
 
 
-class _StudiesFormatter(_Formatter):
+def _studies_help(parser: argparse.ArgumentParser) -> str:
     """`run --help`: the usual help, then the installed studies (read from their entry points only when help is
-    shown, so building the parser stays light)."""
+    shown, so building the parser stays light; a usage error shows the usage line alone)."""
+    import textwrap
 
-    def format_help(self) -> str:
-        import textwrap
-
-        from biobullet.studies import studies
-        try:
-            table = studies()
-        except Exception as error:  # noqa: BLE001  (a broken third-party catalogue must not hide the help)
-            return super().format_help() + f"\nstudies: cannot be listed ({error})\n"
-        if not table:
-            return super().format_help() + "\nstudies: none installed (install biobullet with its studies)\n"
-        width = max(len(name) for name in table)
-        lines = ["", "studies:"]
-        for name in sorted(table):
-            wrapped = textwrap.wrap(table[name][1], 100 - width - 4) or [""]
-            lines.append(f"  {name:<{width}}  {wrapped[0]}")
-            lines += [" " * (width + 4) + more for more in wrapped[1:]]
-        return super().format_help() + "\n".join(lines) + "\n"
+    from biobullet.studies import studies
+    text = argparse.ArgumentParser.format_help(parser)
+    try:
+        table = studies()
+    except Exception as error:  # noqa: BLE001  (a broken third-party catalogue must not hide the help)
+        return text + f"\nstudies: cannot be listed ({error})\n"
+    if not table:
+        return text + "\nstudies: none installed (install biobullet with its studies)\n"
+    width = max(len(name) for name in table)
+    lines = ["", "studies:"]
+    for name in sorted(table):
+        wrapped = textwrap.wrap(table[name][1], 100 - width - 4) or [""]
+        lines.append(f"  {name:<{width}}  {wrapped[0]}")
+        lines += [" " * (width + 4) + more for more in wrapped[1:]]
+    return text + "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------- parser
@@ -64,11 +66,10 @@ def _assignment(text: str) -> tuple[str, float]:
     return name.strip(), number
 
 
-def _add(sub, name: str, summary: str, description: str, examples: str,
-         formatter: type[argparse.HelpFormatter] = _Formatter) -> argparse.ArgumentParser:
+def _add(sub, name: str, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
     """The subcommand `name`, run by the function `cmd_NAME` of this module."""
     parser = sub.add_parser(name, help=summary, description=f"{summary}\n\n{description}".rstrip(),
-                            epilog="examples:\n" + examples, formatter_class=formatter)
+                            epilog="examples:\n" + examples, formatter_class=_Formatter)
     parser.set_defaults(subparser=parser,  # for usage errors found after parsing
                         handler=globals()[f"cmd_{name}"])
     return parser
@@ -123,8 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--samples", type=count(MAX_VALIDATE_SAMPLES), default=10, metavar="N",
                           help=f"random states per model (default 10, at most {MAX_VALIDATE_SAMPLES:,})")
     validate.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
-    validate.add_argument("--tol", type=positive_float, default=1e-9, metavar="T",
-                          help="relative tolerance (default 1e-9)")
+    validate.add_argument("--tol", type=relative_tolerance, default=1e-9, metavar="T",
+                          help="relative tolerance, in (0, 1) (default 1e-9)")
     validate.add_argument("--random", type=count(MAX_RANDOM_TREES), default=None, metavar="N",
                           help=f"validate N random trees instead of MODEL (at most {MAX_RANDOM_TREES:,})")
     validate.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
@@ -141,43 +142,51 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--t-end", type=positive_float, required=True, metavar="T", help="end time (s)")
     simulate.add_argument("--engine", choices=("reference", "pybullet"), default="reference",
                           help="reference = our formulations + SciPy (default); pybullet = the bridge")
-    simulate.add_argument("--rtol", type=positive_float, default=None, metavar="R", help="relative tolerance")
-    simulate.add_argument("--atol", type=positive_float, default=None, metavar="A", help="absolute tolerance")
+    simulate.add_argument("--rtol", type=relative_tolerance, default=None, metavar="R",
+                          help="reference engine: the integrator's relative tolerance, in (0, 1) (default 1e-9)")
+    simulate.add_argument("--atol", type=positive_float, default=None, metavar="A",
+                          help="reference engine: the integrator's absolute tolerance, in the state's units "
+                               "(rad, m, rad/s, m/s; default 1e-12)")
     simulate.add_argument("--dt", type=positive_float, default=None, metavar="H",
-                          help="output interval (reference) or time step (pybullet), s")
+                          help="s: the output interval of the reference engine (default: 1001 samples over "
+                               "0 … T), the time step of the pybullet engine (default 1 ms; with <flexible> links "
+                               "smaller, from their stability limit)")
     simulate.add_argument("--set", dest="overrides", type=_assignment, action="extend", nargs="+", default=[],
                           metavar="NAME=VALUE", help="initial value of a coordinate (NAME) or its rate (NAME_dot)")
-    simulate.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    simulate.add_argument("--out", required=True, metavar="FILE.csv",
+                          help="output file: CSV, or .npz (reference engine: every record); written atomically, "
+                               "and on failure or interruption the partial run goes to FILE.csv.partial.csv")
     simulate.add_argument("--excitation", dest="excitations", type=_assignment, action="append", default=[],
                           metavar="NAME=VALUE", help="a muscle's constant excitation in [0, 1] (repeatable; "
                           "all=VALUE for every muscle, named ones override it); with any, the muscles act and "
                           "their records are CSV columns <muscle>:<record>")
-    simulate.add_argument("--method", default=None, metavar="M", help="integrator (e.g. DOP853, Radau)")
-    simulate.add_argument("--formulation", default=None, metavar="F", help="formulation (default: reduced)")
+    simulate.add_argument("--method", default=None, metavar="M",
+                          help="reference engine: the integrator, DOP853 (default; a run found stiff goes on with "
+                               "Radau), Radau, BDF, LSODA, RK45 or RK23")
+    simulate.add_argument("--formulation", default=None, metavar="F",
+                          help="reference engine: the equations of motion, reduced (default), reduced_recursive, "
+                               "reduced_pinocchio, matrix_calculus, multipliers or link_segment")
     simulate.add_argument("--gui", action="store_true",
                           help="pybullet engine only: show PyBullet's GUI while stepping (needs a display)")
     _base_flags(simulate)
 
     run = _add(sub, "run", "run a paper study end to end (plots, video, report, summary.json)",
                "Writes DIR/summary.json with the study's key figures (keys documented per scenario).",
-               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n",
-               formatter=_StudiesFormatter)
+               "  biobullet run andrews --out out/andrews\n  biobullet run shoulder --json\n")
+    run.format_help = lambda: _studies_help(run)
     run.add_argument("scenario", metavar="SCENARIO", help="study name (listed below)")
     run.add_argument("--out", default=None, metavar="DIR", help="output directory (default out/SCENARIO)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.add_argument("--modes", default=None, metavar="SET",
-                     help="elastic-robot only: boundary pairs per link, e.g. ss-ss-ss, cc-cc-cc, sc-cc-cs, cs-ss-sc")
+                     help="elastic-robot only: boundary pairs per link (s = simply supported, c = clamped), "
+                          "ss-ss-ss (default), cc-cc-cc, sc-cc-cs or cs-ss-sc")
 
     sweep = _add(sub, "sweep", "run a parameter sweep described by a config file",
                  "Runs every case of CONFIG, locally or on a Dask scheduler.",
                  "  biobullet sweep plugin/biobullet/sweep/examples/damped_oscillator.json --out out/sweep\n"
                  "  biobullet sweep sweeps/prosthesis_k.json --scheduler tcp://127.0.0.1:8786\n")
-    sweep.add_argument("config", metavar="CONFIG", help="sweep configuration file")
-    sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="scheduler address (default: local)")
-    sweep.add_argument("--out", default=None, metavar="DIR", help="output directory")
-    sweep.add_argument("--workers", default=None, type=positive_int, metavar="N",
-                       help="local worker processes (default: one per core; ignored with --scheduler)")
-    sweep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from biobullet.sweep.cli import add_arguments   # one definition for `biobullet sweep` and `-m biobullet.sweep`
+    add_arguments(sweep)
 
     bench = _add(sub, "bench", "measure speed ratios (bridge vs bare PyBullet, formulations vs Pinocchio)",
                  "Times mass matrix + bias forces of every formulation against Pinocchio on the bundled arm7,\n"
@@ -441,19 +450,53 @@ def _run_validation(args: argparse.Namespace, validate_model, validate_random_tr
 MAX_SAMPLES = 10_000_000
 
 
-def _check_output_file(path: str) -> None:
-    """An output file argument: absent or a regular file, checked before any work (the writer checks again)."""
-    from biobullet.core.atomic import check_target
-    check_target(path)
+def _output_name(path: str, option: str) -> None:
+    """An output argument names a file or folder: not empty, and not `-` (which would be a file named "-" in the
+    working directory, where a user expects standard output)."""
+    if not path.strip():
+        raise _UsageError(f"{option} is empty: give a file or folder name")
+    if path == "-":
+        raise _UsageError(f"{option} -: results are written to files, not to standard output; give a file or "
+                          "folder name (./- for one named '-')")
+
+
+def _check_output_file(path: str, option: str = "--out", inputs: Sequence[str | None] = ()) -> None:
+    """An output file argument: absent or a regular file, in a folder where a file can be created — checked before
+    any work (the writer checks again), so that a long run is not computed and then lost — and none of the
+    command's `inputs` (models by file or bundled name, trajectories)."""
+    from biobullet.core.atomic import check_writable
+    _output_name(path, option)
+    if inputs and os.path.exists(path):
+        from biobullet.model.bundled import resolve_model_path
+        resolved = []
+        for given in filter(None, inputs):
+            with contextlib.suppress(Exception):   # an unknown name: the command itself says so
+                given = resolve_model_path(given)
+            resolved.append(given)
+        inputs = resolved
+    check_writable(path, inputs=tuple(inputs))
 
 
 def _check_output_dir(path: str) -> None:
+    """An output folder argument (`--out DIR`): absent or a folder, where files can be created."""
+    from biobullet.core.atomic import check_writable
+    _output_name(path, "--out")
     if os.path.exists(path) and not os.path.isdir(path):
         raise _UsageError(f"--out {path[:200]!r} exists and is not a directory")
+    check_writable(path, folder=True)
+
+
+#: simulate's options that only one engine reads: given to the other, they were ignored without a word
+ENGINE_OPTIONS = {"reference": ("gui",), "pybullet": ("rtol", "atol", "method", "formulation")}
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    _check_output_file(args.out)
+    ignored = [f"--{name}" for name in ENGINE_OPTIONS[args.engine] if getattr(args, name) not in (None, False)]
+    if ignored:
+        other = "pybullet" if args.engine == "reference" else "reference"
+        raise _UsageError(f"{', '.join(ignored)}: only the {other} engine reads {'it' if len(ignored) == 1 else 'them'}"
+                          f" (this run: --engine {args.engine})")
+    _check_output_file(args.out, inputs=[args.model])
     if args.dt is not None and args.t_end / args.dt > MAX_SAMPLES:
         what = "output samples" if args.engine == "reference" else "PyBullet steps"
         raise _UsageError(f"--t-end {args.t_end:g} with --dt {args.dt:g} asks for {args.t_end / args.dt:.3g} "
@@ -509,7 +552,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from biobullet.core.atomic import check_writable
     from biobullet.sweep import cli_sweep
+    if args.out is not None:
+        _output_name(args.out, "--out")
+        check_writable(args.out, folder=True)
     return cli_sweep(args)
 
 
@@ -542,7 +589,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     args.model = resolve_model_path(args.model)   # a bundled model's bare name ("arm26") or a file
     if not args.model.lower().endswith(OSIM_SUFFIX):
         raise _UsageError(f"MODEL {args.model[:200]!r} is not an OpenSim model (expected a {OSIM_SUFFIX} file)")
-    _check_output_file(args.out)
+    _check_output_file(args.out, inputs=[args.model])
     convert_osim(args.model, args.out, strict=args.strict)
     print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_OK
@@ -552,6 +599,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     if args.html:
         if not args.trajectory:
             raise _UsageError("--html needs --trajectory RUN.csv")
+        _check_output_file(args.html, "--html", inputs=[args.model, args.trajectory])
         from biobullet.render.html import export_html
         from biobullet.render.viewer import load_view_model
         model, layouts = load_view_model(args.model, floating_base=args.floating_base, segments=args.segments)
@@ -588,11 +636,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         quiet.enter_context(contextlib.redirect_stderr(quiet.enter_context(open(os.devnull, "w"))))
+    terminated = quiet.enter_context(terminate_as_interrupt())   # SIGTERM stops a run as Ctrl-C does
     try:
         from biobullet.core.errors import BiobulletError
         try:
             with quiet:
-                return args.handler(args)
+                code = args.handler(args)
+                sys.stdout.flush()   # a full disk behind stdout is reported here, not at exit
+                return code
         except _UsageError as exc:
             args.subparser.error(str(exc))
         except BiobulletError as exc:
@@ -600,26 +651,48 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
     except KeyboardInterrupt as exc:
         kept = getattr(exc.args[0], "partial_path", None) if exc.args else None   # simulate's IntegrationError
-        print(f"\n{PROG}: interrupted" + (f"; partial trajectory written to {kept}" if kept else ""), file=errors)
-        return EXIT_INTERRUPTED
+        print(f"\n{PROG}: {'terminated' if terminated else 'interrupted'}"
+              + (f"; partial trajectory written to {kept}" if kept else ""), file=errors)
+        return 128 + terminated[0] if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO) or not _raised_here(exc):
+            return _internal_error(exc, errors)
+        # a command's print(): `biobullet info x --json > file` on a full disk; nothing more can reach stdout
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"{PROG}: error: cannot write the results to standard output: {exc.strerror}", file=errors)
+        return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001  (last resort: one line, no traceback unless debugging)
-        from biobullet.core.errors import interrupted
-        if interrupted(exc):   # Ctrl-C while a compiled kernel ran (another command's): numba's SystemError
-            print(f"\n{PROG}: interrupted", file=errors)
-            return EXIT_INTERRUPTED
-        if os.environ.get("BIOBULLET_DEBUG") == "1":
-            import traceback
-            traceback.print_exc()
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"{PROG}: internal error: {type(exc).__name__}{': ' + detail if detail else ''} — please report "
-              f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=errors)
-        return EXIT_INTERNAL
+        return _internal_error(exc, errors)
     finally:
         library_logger.removeHandler(handler)
     return EXIT_OK
+
+
+def _raised_here(exc: BaseException) -> bool:
+    """Whether `exc` was raised by this module's own code (its prints to standard output), not by a callee."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == __file__
+
+
+def _internal_error(exc: Exception, errors) -> int:
+    """One line for an exception that is no user's fault (the traceback with BIOBULLET_DEBUG=1); Ctrl-C caught
+    inside a compiled kernel is still an interruption."""
+    from biobullet.core.errors import interrupted
+    if interrupted(exc):   # Ctrl-C while a compiled kernel ran (another command's): numba's SystemError
+        print(f"\n{PROG}: interrupted", file=errors)
+        return EXIT_INTERRUPTED
+    if os.environ.get("BIOBULLET_DEBUG") == "1":
+        import traceback
+        traceback.print_exc()
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    print(f"{PROG}: internal error: {type(exc).__name__}{': ' + detail if detail else ''} — please report "
+          f"this as a bug (set BIOBULLET_DEBUG=1 to see the traceback)", file=errors)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

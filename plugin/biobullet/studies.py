@@ -74,7 +74,7 @@ def _with_real_time_factor(summary: Any, wall: float, out_dir: str) -> Any:
     if os.path.isfile(path):
         from biobullet.core.atomic import write_text
         try:
-            with open(path) as handle:
+            with open(path, encoding="utf-8") as handle:
                 written = json.load(handle)
         except (OSError, ValueError):
             return summary

@@ -19,6 +19,8 @@ def cumulative_work(t: np.ndarray, power: np.ndarray) -> np.ndarray:
     p_arr = np.asarray(power, dtype=float).reshape(-1)
     if len(t_arr) != len(p_arr):
         raise ValueError(f"{len(t_arr)} times but {len(p_arr)} power samples")
+    if len(t_arr) == 0:   # no times, no work values (not [0.0])
+        return np.zeros(0)
     increments = 0.5 * (p_arr[1:] + p_arr[:-1]) * np.diff(t_arr)
     return np.concatenate([[0.0], np.cumsum(increments)])
 

@@ -4,6 +4,7 @@ rmse      √(mean (other − reference)²), in the signals' units
 nrmse     rmse divided by a scale of the reference ("range" peak-to-peak, "std", "mean" |mean|, "none");
           a reference with zero scale gives 0 when the signals are equal and inf otherwise
 pearson   Σ(x−x̄)(y−ȳ) / √(Σ(x−x̄)² Σ(y−ȳ)²), symmetric; nan when either series is constant (undefined)
+Signals with a NaN or inf sample are refused (ValueError naming the signal and the sample).
 """
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def _pair(reference, other, minimum: int) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(other, dtype=float).reshape(-1)
     if x.shape != y.shape or len(x) < minimum:
         raise ValueError(f"need two vectors of equal length ≥ {minimum}, got {x.shape} and {y.shape}")
+    for name, values in (("reference", x), ("other", y)):   # a NaN would make the metric NaN without a word
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            more = f" and {bad.size - 1} more" if bad.size > 1 else ""
+            raise ValueError(f"the {name} signal is not finite at sample {bad[0]} ({values[bad[0]]}){more}")
     return x, y
 
 

@@ -87,8 +87,8 @@ def classify_period(samples: np.ndarray, max_period: int = 8, tol: float | None 
     s = np.asarray(samples, dtype=float)
     if s.ndim == 1:
         s = s[:, None]
-    if s.ndim != 2 or not np.all(np.isfinite(s)):
-        raise ValueError("samples must be finite, shape (k,) or (k, m)")
+    if s.ndim != 2 or not np.all(np.isfinite(s)) or s.size == 0:
+        raise ValueError(f"samples must be finite, shape (k,) or (k, m) with k, m ≥ 1, got shape {s.shape}")
     if max_period < 1:
         raise ValueError(f"max_period must be ≥ 1, got {max_period}")
     if tol is not None:

@@ -31,8 +31,9 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
 
     dt: None = the bridge's default (1 ms; with `<flexible>` links ¼ of PyBullet's explicit stability limit
     2/ω_max of the segmented model, capped at 1 ms). initial: (q0, v0) generalized state or a {name: value}
-    mapping (default: the model's `<initial>`). out: optional CSV path (written atomically: `t`, joint names,
-    `<name>_dot`). progress: True/False, or None = a tqdm bar on a terminal for runs longer than 2000 steps.
+    mapping (default: the model's `<initial>`). out: optional output file, written atomically: .npz by its suffix
+    (`Trajectory.to_npz`), else CSV (`t`, joint names, `<name>_dot`). progress: True/False, or None = a tqdm bar
+    on a terminal for runs longer than 2000 steps.
     Further keyword arguments go to `Bridge` (segments, shear, baumgarte, ground_body, ...). If t_end is not a
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
     for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with
@@ -89,6 +90,6 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
         trajectory = bridge.trajectory()
     if bar is not None:
         bar.close()
-    if out is not None:
-        trajectory.to_csv(os.fspath(out))
+    if out is not None:   # as the reference engine: .npz by its suffix, else CSV (it wrote CSV text into x.npz)
+        (trajectory.to_npz if os.fspath(out).lower().endswith(".npz") else trajectory.to_csv)(os.fspath(out))
     return trajectory

@@ -1,9 +1,12 @@
-"""Command-line argument types shared by `biobullet` and `biobullet sweep` (standard library only)."""
+"""Command-line argument types and signal handling shared by `biobullet` and `biobullet sweep` (standard library
+only)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
-from typing import Callable, TypeVar
+import signal
+from typing import Any, Callable, Iterator, TypeVar
 
 T = TypeVar("T", int, float)
 
@@ -41,6 +44,35 @@ def positive_float(text: str) -> float:
                     "a finite number > 0")
 
 
+def relative_tolerance(text: str) -> float:
+    """A relative tolerance: 0 < r < 1 (r ≥ 1 accepts any error: `--rtol 10` ran and gave numbers 0.5 % off)."""
+    return _checked(text, float, "a number", lambda value: math.isfinite(value) and 0 < value < 1,
+                    "a number in (0, 1), e.g. 1e-9")
+
+
 def seed(text: str) -> int:
     """A random seed: a non-negative integer below 2**32 (NumPy's limit)."""
     return _checked(text, int, "an integer", lambda value: 0 <= value < 2 ** 32, "in 0 … 4294967295")
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[list[int]]:
+    """While inside, SIGTERM (`kill`, a batch system's time limit) raises KeyboardInterrupt as Ctrl-C does, so
+    that a run stops the same way: partial results kept, temporary files removed, one line. Yields a list that
+    holds the signal's number once one came (the exit code is then 128 + it: 143, as a shell reports a
+    terminated process). Outside the main thread: nothing changes."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)

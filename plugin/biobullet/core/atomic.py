@@ -16,6 +16,7 @@ umask (0666 & ~umask); a replaced file keeps its permissions.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -32,6 +33,11 @@ class OutputError(BiobulletError, OSError):
 
 
 _UMASK_LOCK = threading.Lock()
+
+#: errors of writing a file that are the output's fault, not the program's (a full disk, a quota, a file too
+#: large, a read-only or failing file system, no permission): reported as an OutputError naming the file
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES,
+                          errno.EPERM})
 
 
 def _umask() -> int:
@@ -59,6 +65,45 @@ def check_target(path: str | os.PathLike[str]) -> Path:
                 (stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)) else "not a regular file")
         raise OutputError(f"will not replace {shown(str(path), 200)}: it is {kind}; outputs only replace "
                           "regular files")
+    return path
+
+
+def check_writable(path: str | os.PathLike[str], *, folder: bool = False,
+                   inputs: tuple[str | os.PathLike[str] | None, ...] = ()) -> Path:
+    """`check_target`, and a file can be created in `path`'s folder (or, where the folder does not exist yet, in
+    its nearest existing ancestor): tried by creating and removing a hidden temporary file. For commands that
+    compute before they write, so that an unwritable target is refused before the work, not after it. With
+    `folder`, `path` is an output folder (absent, or a directory) that the files are written into. `inputs`: files
+    the work reads (a model file): `path` must be none of them (`simulate(model, out=model.file)` wrote the
+    trajectory over the model)."""
+    if not folder and os.fspath(path).endswith((os.sep, "/")):   # Path() would drop the slash: a file "run"
+        raise OutputError(f"{shown(os.fspath(path), 200)} names a folder (it ends in '/'); give a file name in it")
+    path = Path(path)
+    if folder:
+        if os.path.lexists(path) and not path.is_dir():
+            raise OutputError(f"output folder {shown(str(path), 200)} exists and is not a folder; give a folder")
+        where = path.absolute()
+    else:
+        where = check_target(path).parent.absolute()
+        for given in filter(None, inputs):
+            try:
+                same = os.path.samefile(path, given)
+            except OSError:   # either is absent (or unreadable): not the same file
+                same = False
+            if same:
+                raise OutputError(f"{shown(str(path), 200)} is the input file {shown(str(given), 200)}: writing it "
+                                  "would replace it; give another file name")
+    try:
+        while not os.path.isdir(where) and where != where.parent:   # (isdir: False for a name too long, too)
+            where = where.parent
+        if len(os.fsencode(path.name)) > 255:   # longer than any file system's name (NAME_MAX)
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        fd, probe = tempfile.mkstemp(prefix=".biobullet-probe.", suffix=".tmp", dir=where)
+    except OSError as exc:
+        raise OutputError(f"cannot write {'into the output folder ' if folder else ''}{shown(str(path), 200)}: "
+                          f"{exc.strerror or exc} (in {shown(str(where), 200)})") from None
+    os.close(fd)
+    os.unlink(probe)
     return path
 
 
@@ -142,9 +187,12 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], Any], *, k
             output_folder(within, *inner)
         check_target(path)  # again: the target may have become a special file while we wrote
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError) and exc.errno in WRITE_ERRNOS:
+            raise OutputError(f"cannot write {shown(str(path), 200)}: {exc.strerror or exc} (nothing written; an "
+                              "earlier file of that name is kept)") from None
         raise
     return path
 
@@ -201,5 +249,5 @@ def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLi
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs), within=within)
 
 
-__all__ = ["OutputError", "check_target", "output_folder", "atomic_write", "write_text", "write_bytes", "write_json",
-           "json_default", "save_figure"]
+__all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes",
+           "write_json", "json_default", "save_figure"]

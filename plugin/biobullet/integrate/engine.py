@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.atomic import check_writable
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean, interrupted
 from biobullet.constraints.implicit import newton_tolerance
@@ -566,6 +567,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
+    if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
+        check_writable(out, inputs=(model.file,))
     if not t_end > t0:
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
     if model.nv == 0:
@@ -657,7 +660,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                 raise
             raise failure from None
     if out is not None:
-        (trajectory.to_npz if str(out).endswith(".npz") else trajectory.to_csv)(out)
+        (trajectory.to_npz if str(out).lower().endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
 
 

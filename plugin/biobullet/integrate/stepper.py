@@ -333,9 +333,14 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             out.steps += 1
             if out.steps > budget:
                 out.nfev += solver.nfev
+                mean_step = (solver.t - t0) / out.steps
                 stiff = "" if method.upper() in IMPLICIT else (
                     f"; the problem looks stiff for the explicit {method} (step size {solver.t - solver.t_old:.3g} s):"
-                    " use an implicit method, e.g. method='Radau' or 'LSODA' (CLI: --method Radau)")
+                    " use an implicit method, e.g. method='Radau' or 'LSODA' (CLI: --method Radau)"
+                    if mean_step < STIFF_MEAN_STEP else   # steps of a non-stiff motion: the run is just long
+                    f"; a long run, not a stiff one: steps of {mean_step:.3g} s on average reached t = {solver.t:.6g} s,"
+                    f" t_end needs about {(t_end - t0) / mean_step:.2g} steps: simulate a shorter time (or in parts, "
+                    "each from the last state), or loosen rtol (--rtol 1e-6)")
                 raise StepFailure(f"step budget exhausted: {budget} steps taken without reaching t_end = "
                                   f"{t_end:g} s{stiff}", solver.t, solver.y.copy())
             t_old, t_new = solver.t_old, solver.t

@@ -161,7 +161,7 @@ class Trajectory:
             else np.zeros((0, len(header)))
 
         def write(tmp: str) -> None:
-            with open(tmp, "w", newline="") as handle:
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:   # (not the locale's: names may be any script)
                 writer = csv.writer(handle)
                 writer.writerow(header)
                 # repr() of a Python float is the shortest exact round trip, like '%.17g' but about 3× faster
@@ -176,7 +176,7 @@ class Trajectory:
         """Read a CSV written by `to_csv` (or the bridge). With `model`, q and v are filled in too.
         Bounded for files from strangers: at most MAX_FILE_BYTES, a header line of at most MAX_HEADER_CHARS."""
         _check_file_size(path, os.path.getsize(path))
-        with open(path, newline="") as handle:
+        with open(path, encoding="utf-8", newline="") as handle:
             line = handle.readline(MAX_HEADER_CHARS + 1)
             if len(line) > MAX_HEADER_CHARS:
                 raise ModelError(f"the header line is over {MAX_HEADER_CHARS} characters", file=str(path),

@@ -367,7 +367,8 @@ def load_trajectory(path):
     from biobullet.integrate.trajectory import Trajectory
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise ModelError("no such trajectory file", file=path)
+        raise ModelError("not a file (a folder)" if os.path.isdir(path) else "no such trajectory file", file=path,
+                         expected="a trajectory file: .csv of `biobullet simulate`, or .npz")
     extension = os.path.splitext(path)[1].lower()
     if extension == ".csv":
         try:

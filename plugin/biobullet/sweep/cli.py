@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-from typing import Any, Iterator, Sequence
+from typing import Sequence
 
-from biobullet.core.arguments import positive_int
+from biobullet.core.arguments import positive_int, terminate_as_interrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -20,41 +18,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="output directory (default: the config's 'out', else out/<config name>)")
     parser.add_argument("--workers", default=None, type=positive_int, metavar="N",
-                        help="local worker processes (default: one per core; ignored with --scheduler)")
+                        help="local worker processes, one thread each (default: one per core; ignored with "
+                             "--scheduler)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C (cancel, close the cluster, keep finished points) while a sweep runs."""
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def cli_sweep(args: argparse.Namespace) -> int:
     """Handler of ``biobullet sweep``: run the sweep, print where the results are; raises BiobulletError."""
     from biobullet.sweep.runner import run_sweep
 
-    with _sigterm_as_interrupt():
+    with terminate_as_interrupt() as terminated:   # SIGTERM stops the sweep as Ctrl-C does
         try:
             result = run_sweep(args.config, scheduler=args.scheduler, workers=getattr(args, "workers", None),
                                out=args.out, progress=not getattr(args, "no_progress", False))
         except KeyboardInterrupt:
-            print("biobullet sweep: interrupted — finished points are kept; run the same command again to "
-                  "resume", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            print(f"biobullet sweep: {'terminated' if terminated else 'interrupted'} — finished points are kept; "
+                  "run the same command again to resume", file=sys.stderr)
+            return 128 + terminated[0] if terminated else EXIT_INTERRUPTED
     n_points = len(result.config.points())
     print(f"{result.config.name}: {len(result.ok)}/{n_points} points ok, {len(result.failed)} failed "
           f"({result.computed} computed, {result.skipped} reused); results in {result.out}", file=sys.stderr)

@@ -20,7 +20,8 @@ from typing import Any, Iterator, Mapping
 from biobullet.core.atomic import output_folder
 from biobullet.core.errors import BiobulletError, ModelError
 from biobullet.sweep.config import Point, SweepConfig, load_config
-from biobullet.sweep.store import point_path, points_dir, read_point, write_json_atomic, write_summaries
+from biobullet.sweep.store import (folder_lock, point_path, points_dir, read_point, write_json_atomic,
+                                   write_summaries)
 
 
 class SweepError(BiobulletError):
@@ -167,43 +168,44 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
     out_dir = Path(out) if out is not None else default_out(cfg)
     points = cfg.points()
     output_folder(out_dir, points_dir(out_dir).name)   # OutputError for a file, a link below it, a long name
-    _clean_temporaries(out_dir)
+    with folder_lock(out_dir):   # one sweep at a time writes into a folder
+        _clean_temporaries(out_dir)
 
-    records: dict[str, dict[str, Any]] = {}
-    pending: list[Point] = []
-    for point in points:
-        record = read_point(out_dir, point)
-        if record is not None and record["status"] == "ok":
-            records[point.id] = record
-        else:
-            pending.append(point)
-    result = SweepResult(out=out_dir, config=cfg, records=[], skipped=len(records))
+        records: dict[str, dict[str, Any]] = {}
+        pending: list[Point] = []
+        for point in points:
+            record = read_point(out_dir, point)
+            if record is not None and record["status"] == "ok":
+                records[point.id] = record
+            else:
+                pending.append(point)
+        result = SweepResult(out=out_dir, config=cfg, records=[], skipped=len(records))
 
-    if pending:
-        bar = _progress(len(points), len(records), cfg.name, progress)
-        try:
-            _compute(cfg, pending, out_dir, records, result, bar, scheduler, workers)
-        except KeyboardInterrupt:
-            result.interrupted = True
-        finally:
-            bar.close()
+        if pending:
+            bar = _progress(len(points), len(records), cfg.name, progress)
+            try:
+                _compute(cfg, pending, out_dir, records, result, bar, scheduler, workers)
+            except KeyboardInterrupt:
+                result.interrupted = True
+            finally:
+                bar.close()
 
-    result.records = [records[p.id] for p in points if p.id in records]
-    n_failed = len(result.failed)
-    extra = {"n_points": len(points), "n_ok": len(result.ok), "n_failed": n_failed,
-             "n_missing": len(points) - len(result.records), "computed_this_run": result.computed,
-             "skipped_this_run": result.skipped, "interrupted": result.interrupted}
-    result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
-    if result.interrupted:
-        raise KeyboardInterrupt
-    existing = sorted(output_folder(out_dir, "plots").glob("*.png")) if plots else []
-    if plots and result.computed == 0 and existing:
-        result.plots = existing
-    elif plots:
-        from biobullet.sweep.plots import plot_results
-        result.plots = plot_results(out_dir, cfg, result.records)
-    result.wall_seconds = time.perf_counter() - started
-    return result
+        result.records = [records[p.id] for p in points if p.id in records]
+        n_failed = len(result.failed)
+        extra = {"n_points": len(points), "n_ok": len(result.ok), "n_failed": n_failed,
+                 "n_missing": len(points) - len(result.records), "computed_this_run": result.computed,
+                 "skipped_this_run": result.skipped, "interrupted": result.interrupted}
+        result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
+        if result.interrupted:
+            raise KeyboardInterrupt
+        existing = sorted(output_folder(out_dir, "plots").glob("*.png")) if plots else []
+        if plots and result.computed == 0 and existing:
+            result.plots = existing
+        elif plots:
+            from biobullet.sweep.plots import plot_results
+            result.plots = plot_results(out_dir, cfg, result.records)
+        result.wall_seconds = time.perf_counter() - started
+        return result
 
 
 def _compute(cfg: SweepConfig, pending: list[Point], out_dir: Path, records: dict[str, dict[str, Any]],
