@@ -102,7 +102,7 @@ def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, f
     for muscle in muscle_set.muscles:
         if muscle.name in disabled:
             continue
-        if muscle.parameters.value("ignore_activation_dynamics", 0.0):
+        if dict(muscle.parameters.extra).get("ignore_activation_dynamics", 0.0):   # OpenSim's, no model reads it
             reports.append(f"muscle {muscle.name}: ignore_activation_dynamics is not imported (its activation "
                            "follows the excitation through the activation dynamics, not instantly)")
         used = {wrap.surface for wrap in muscle.wraps}
