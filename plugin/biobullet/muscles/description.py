@@ -103,7 +103,7 @@ class MuscleParameters:
     max_isometric_force F₀ (N), optimal_fiber_length l₀ (m), tendon_slack_length l_s (m), pennation_angle α₀ at
     optimal fiber length (rad; constant-height pennation), max_contraction_velocity v_max (l₀/s), tendon 'rigid'
     or 'compliant', activation/deactivation time constants (s), minimum_activation, fiber_damping (normalized),
-    and `extra`: the model's own curve parameters by OpenSim name (see `hill`).
+    and `extra`: the model's own parameters by OpenSim name (EXTRA_PARAMETERS).
     """
 
     max_isometric_force: float

@@ -6,7 +6,7 @@ a description (the `.osim` importer's output). Units SI, angles in rad; points i
         max_isometric_force="624.3" optimal_fiber_length="0.1157" tendon_slack_length="0.2723"
         pennation_angle="0" max_contraction_velocity="10" activation_time_constant="0.01"
         deactivation_time_constant="0.04" minimum_activation="0.01" fiber_damping="0.1">
-  <parameter name="KshapeActive" value="0.45"/>    <!-- model curve parameters by OpenSim name (hill.py) -->
+  <parameter name="KshapeActive" value="0.45"/>    <!-- the model's EXTRA_PARAMETERS, by OpenSim name -->
   <point link="L" xyz="x y z"/>                                      <!-- fixed -->
   <point link="L" xyz="x y z" coordinate="q" range="lo hi"/>         <!-- conditional: on the path while q ∈ range -->
   <moving_point link="L" coordinate="q" range="lo hi">               <!-- moving: q clamped to range; at  -->
@@ -238,8 +238,6 @@ def muscle_elements(muscle_set: MuscleSetDescription) -> list[ET.Element]:
             "deactivation_time_constant": repr(p.deactivation_time_constant),
             "minimum_activation": repr(p.minimum_activation), "fiber_damping": repr(p.fiber_damping)})
         for key, value in p.extra:
-            if key not in EXTRA_PARAMETERS[muscle.model]:   # an OpenSim property no model reads (appliesForce, ...)
-                continue
             ET.SubElement(element, "parameter", {"name": key, "value": repr(float(value))})
         for point in muscle.points:
             element.append(_point_element(point, ranges))

@@ -50,11 +50,6 @@ DEFAULTS = {
     "degroote2016": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.060,
                      "minimum_activation": 0.0, "fiber_damping": 0.0},
 }
-#: properties read into MuscleParameters' own fields (the others go to its `extra`)
-MAIN_PROPERTIES = frozenset({"max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
-                             "pennation_angle_at_optimal", "max_contraction_velocity", "ignore_tendon_compliance",
-                             "activation_time_constant", "deactivation_time_constant", "minimum_activation",
-                             "fiber_damping"})
 
 
 def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = None) -> MuscleSetDescription:
@@ -192,25 +187,17 @@ class _Reader:
         model = MUSCLE_CLASSES[element.tag]
         extra: dict[str, float] = {}
         read_names = EXTRA_PARAMETERS[model]
-        for child in element:
-            if child.tag in MAIN_PROPERTIES or len(child) != 0:
-                continue
-            written = (child.text or "").strip()
-            if child.tag in read_names:   # a property the model reads: a number (true/false for a flag), or refused
-                extra[child.tag] = (float(written.lower() == "true") if child.tag in FLAG_PARAMETERS
-                                    and written.lower() in ("true", "false") else _number(source, element, child.tag))
-                continue
-            # OpenSim's other properties (appliesForce, min_control, ...) are kept when they read as numbers
-            try:
-                extra[child.tag] = float(written)
-            except ValueError:
-                if written.lower() in ("true", "false"):
-                    extra[child.tag] = float(written.lower() == "true")
+        for child in element:   # the properties the model reads (OpenSim's others, appliesForce ..., are not)
+            written = (child.text or "").strip().lower()
+            # a number (true/false for a flag), else refused; empty: OpenSim's unset optional property
+            if child.tag in read_names and len(child) == 0 and written:
+                extra[child.tag] = (float(written == "true") if child.tag in FLAG_PARAMETERS
+                                    and written in ("true", "false") else _number(source, element, child.tag))
         for curve in MILLARD_CURVE_PROPERTIES:
             node = element.find(curve)
             if node is not None:
                 for child in node:
-                    if len(child) == 0 and child.text is not None and len(child.text.split()) == 1:
+                    if f"{curve}.{child.tag}" in read_names and len(child) == 0 and (child.text or "").strip():
                         extra[f"{curve}.{child.tag}"] = _number(SourceRef(self.file, f'<{curve}> of muscle '
                                                                           f'"{bare(name, 60)}"'), node, child.tag)
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
