@@ -42,9 +42,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     """
     from biobullet.bridge.bridge import Bridge
     if model.nv == 0:
-        from biobullet.core.errors import ModelError
-        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
-                         file=model.file, expected="a movable joint, or --floating-base")
+        from biobullet.integrate.engine import nothing_to_simulate
+        raise nothing_to_simulate(model)
     if dt is not None:
         _steps(t_end, dt)
     from biobullet.bridge.lifecycle import DivergenceError, check_divergence

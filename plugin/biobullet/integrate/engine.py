@@ -529,6 +529,27 @@ def state_accelerations(model, trajectory, *, generalized: bool = False) -> np.n
 
 
 # ---------------------------------------------------------------------------------------------- simulate
+
+def nothing_to_simulate(model) -> ModelError:
+    """The error for a model with no independent coordinate (nothing for the dynamics to integrate): no movable
+    joint, every joint prescribed by joint functions (its motion is theirs, evaluated, not integrated), or joints
+    that loop closures hold in place."""
+    names = model.joint_names
+    if not names:
+        return ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
+                          file=model.file, expected="a movable joint, or --floating-base")
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    driven = {function.joint for function in model.description.joint_functions}
+    if driven.issuperset(names):
+        return ModelError(f"every joint ({shown}) is prescribed by joint functions: 0 independent coordinates, so no "
+                          "dynamics to integrate (the motion is the functions' own: model.joint_state([], [], t) "
+                          "gives the joints' positions and rates at time t)", file=model.file,
+                          expected="a joint not driven by a <joint_function>, or --floating-base")
+    return ModelError(f"the joints ({shown}) have 0 independent coordinates (loop closures and joint functions fix "
+                      "them all): nothing to simulate", file=model.file,
+                      expected="a mechanism with a degree of freedom, or --floating-base")
+
+
 def simulate(model, t_end: float, *, formulation: str | None = None, method: str | None = None,
              rtol: float | None = None, atol: float | None = None, t_eval=None, initial=None, events=None,
              progress: bool | None = None, out=None, max_step: float | None = None, t0: float = 0.0,
@@ -572,8 +593,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if not t_end > t0:
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
     if model.nv == 0:
-        raise ModelError("the model has no moving joint (0 degrees of freedom): nothing to simulate",
-                         file=model.file, expected="a movable joint, or --floating-base")
+        raise nothing_to_simulate(model)
     chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:

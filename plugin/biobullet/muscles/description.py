@@ -19,6 +19,33 @@ DEFAULT_MODEL = "degroote2016"
 WRAP_TYPES = ("cylinder", "sphere", "ellipsoid", "torus")
 #: OpenSim's quadrant names ("all" = both sides; "x" is OpenSim's spelling of "+x")
 QUADRANTS = ("all", "+x", "-x", "+y", "-y", "+z", "-z")
+#: Millard2012's curve objects; their properties are named "Curve.property" among a muscle's extra parameters
+MILLARD_CURVE_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "ActiveForceLengthCurve": ("min_norm_active_fiber_length", "transition_norm_fiber_length",
+                               "max_norm_active_fiber_length", "shallow_ascending_slope", "minimum_value"),
+    "ForceVelocityCurve": ("concentric_slope_at_vmax", "concentric_slope_near_vmax", "isometric_slope",
+                           "eccentric_slope_at_vmax", "eccentric_slope_near_vmax",
+                           "max_eccentric_velocity_force_multiplier", "concentric_curviness", "eccentric_curviness"),
+    "FiberForceLengthCurve": ("strain_at_zero_force", "strain_at_one_norm_force", "stiffness_at_low_force",
+                              "stiffness_at_one_norm_force", "curviness"),
+    "TendonForceLengthCurve": ("strain_at_one_norm_force", "stiffness_at_one_norm_force", "norm_force_at_toe_end",
+                               "curviness"),
+}
+#: each model's extra parameters (`MuscleParameters.extra`, the `<parameter name=...>` of a `<muscle>`): exactly the
+#: OpenSim property names the code reads (`MuscleParameters.value` refuses any other name, so the two cannot drift)
+EXTRA_PARAMETERS: dict[str, frozenset[str]] = {
+    "degroote2016": frozenset({"default_activation", "activation_dynamics_smoothing", "active_force_width_scale",
+                               "passive_fiber_strain_at_one_norm_force", "tendon_strain_at_one_norm_force",
+                               "ignore_passive_fiber_force"}),
+    "thelen2003": frozenset({"default_activation", "maximum_pennation_angle", "FmaxTendonStrain", "FmaxMuscleStrain",
+                             "KshapeActive", "KshapePassive", "Af", "Flen", "fv_linear_extrap_threshold"}),
+    "millard2012": frozenset({"default_activation", "maximum_pennation_angle",
+                              *(f"{curve}.{name}" for curve, names in MILLARD_CURVE_PROPERTIES.items()
+                                for name in names)}),
+}
+#: extra parameters that OpenSim writes as true/false (read as 1/0)
+FLAG_PARAMETERS = frozenset({"ignore_passive_fiber_force"})
+_READ_NAMES = frozenset().union(*EXTRA_PARAMETERS.values())
 
 
 @dataclass(frozen=True)
@@ -76,7 +103,7 @@ class MuscleParameters:
     max_isometric_force F₀ (N), optimal_fiber_length l₀ (m), tendon_slack_length l_s (m), pennation_angle α₀ at
     optimal fiber length (rad; constant-height pennation), max_contraction_velocity v_max (l₀/s), tendon 'rigid'
     or 'compliant', activation/deactivation time constants (s), minimum_activation, fiber_damping (normalized),
-    and `extra`: the model's own curve parameters by OpenSim name (see `hill`).
+    and `extra`: the model's own parameters by OpenSim name (EXTRA_PARAMETERS).
     """
 
     max_isometric_force: float
@@ -92,7 +119,10 @@ class MuscleParameters:
     extra: tuple[tuple[str, float], ...] = ()
 
     def value(self, name: str, default: float) -> float:
-        """The model-specific parameter `name` (`default` when the file left it out)."""
+        """The model-specific parameter `name` (`default` when the file left it out); `name` must be one of
+        EXTRA_PARAMETERS (a KeyError otherwise: a name the code reads must be one a file may give)."""
+        if name not in _READ_NAMES:
+            raise KeyError(f"{name!r} is not in EXTRA_PARAMETERS")
         return dict(self.extra).get(name, default)
 
 
@@ -124,5 +154,6 @@ class MuscleSetDescription:
         return tuple(muscle.name for muscle in self.muscles)
 
 
-__all__ = ["MODELS", "DEFAULT_MODEL", "WRAP_TYPES", "QUADRANTS", "PathPoint", "WrapSurface",
+__all__ = ["MODELS", "DEFAULT_MODEL", "WRAP_TYPES", "QUADRANTS", "MILLARD_CURVE_PROPERTIES", "EXTRA_PARAMETERS",
+           "FLAG_PARAMETERS", "PathPoint", "WrapSurface",
            "PathWrap", "MuscleParameters", "MuscleDescription", "MuscleSetDescription"]

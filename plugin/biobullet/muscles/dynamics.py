@@ -23,7 +23,7 @@ sub-steps: paths once per step).
   T / cos α (`hill.fiber_velocity_py`: each model's inverse force–velocity, as OpenSim integrates it); at the
   shortest fiber a shortening velocity is held at zero (OpenSim's clamped fiber state);
 - rigid tendon: l_M cos α = l − l_s, l̇_M = l̇ cos α, T = F₀ (a f_L f_V(ṽ) + f_PE + β ṽ) cos α (Thelen2003 has no
-  forward force–velocity curve: a rigid-tendon Thelen muscle is refused, as OpenSim does).
+  forward force–velocity curve: a rigid-tendon Thelen muscle is refused at load, as OpenSim does).
 
 **Energy.** The fibers deliver the power P = −T ẋ (ẋ: the speed of the fiber's projection on the tendon,
 ẋ = l̇_M / cos α); the tendon stores E_T(l_T) = F₀ l_s ∫₁^{l_T/l_s} f_T(s) ds. Since l̇ = l̇_T + ẋ, the power the
@@ -408,18 +408,13 @@ def entry_bindings(compiling: bool) -> dict:
 
 # ------------------------------------------------------------------------------------------------ packing
 def pack_muscles(model, frame_twists: bool = False) -> MuscleRows:
-    """The MuscleRows of `model`'s muscles (ModelError for a rigid-tendon Thelen2003 muscle). Wrapped paths are
+    """The MuscleRows of `model`'s muscles (a rigid-tendon Thelen2003 muscle is refused at load). Wrapped paths are
     differentiated along the tree's tangent directions (one pass per direction that moves a path: the least for
     τ alone), or with `frame_twists` along each moving frame's unit twists (`path.frame_directions`), which gives
     every path's per-frame wrenches (`path.dl_dframes`, the bridge's forces along the paths) and τ from them."""
     from biobullet.muscles.api import muscle_set
     compiled = muscle_set(model)
     table = compiled.table
-    for m, name in enumerate(compiled.paths.names):
-        if table.model[m] == THELEN and table.muscle[m, COMPLIANT] == 0.0:
-            raise ModelError(f"muscle {name!r}: Thelen2003 with a rigid tendon has no force–velocity curve",
-                             file=model.file, element=f'<muscle name="{name}">', attribute="tendon",
-                             expected='tendon="compliant" (or model="degroote2016"/"millard2012")')
     paths = compiled.paths
     frames = [model.frame(name) for name in paths.frames]
     n_muscles = len(paths.names)

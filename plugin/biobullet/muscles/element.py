@@ -6,7 +6,7 @@ a description (the `.osim` importer's output). Units SI, angles in rad; points i
         max_isometric_force="624.3" optimal_fiber_length="0.1157" tendon_slack_length="0.2723"
         pennation_angle="0" max_contraction_velocity="10" activation_time_constant="0.01"
         deactivation_time_constant="0.04" minimum_activation="0.01" fiber_damping="0.1">
-  <parameter name="KshapeActive" value="0.45"/>    <!-- model curve parameters by OpenSim name (hill.py) -->
+  <parameter name="KshapeActive" value="0.45"/>    <!-- the model's EXTRA_PARAMETERS, by OpenSim name -->
   <point link="L" xyz="x y z"/>                                      <!-- fixed -->
   <point link="L" xyz="x y z" coordinate="q" range="lo hi"/>         <!-- conditional: on the path while q ∈ range -->
   <moving_point link="L" coordinate="q" range="lo hi">               <!-- moving: q clamped to range; at  -->
@@ -34,11 +34,13 @@ import numpy as np
 
 from biobullet.core.attributes import (REQUIRED, check_known_attributes, choice, floats, name, number, text,
                                        vector3)
-from biobullet.core.errors import ModelError, SourceRef, bare
-from biobullet.muscles.description import (DEFAULT_MODEL, MODELS, QUADRANTS, WRAP_TYPES, MuscleDescription,
-                                           MuscleSetDescription, PathPoint, PathWrap, WrapSurface)
+from biobullet.core.errors import ModelError, SourceRef, bare, did_you_mean
+from biobullet.muscles.description import (DEFAULT_MODEL, EXTRA_PARAMETERS, MILLARD_CURVE_PROPERTIES, MODELS,
+                                           QUADRANTS, WRAP_TYPES, MuscleDescription, MuscleSetDescription, PathPoint,
+                                           PathWrap, WrapSurface)
 from biobullet.muscles.location import FUNCTION_TYPES, LocationFunction
-from biobullet.muscles.osim import body_fixed_xyz, check_wrap_range, read_parameters, surface_dimensions
+from biobullet.muscles.osim import (body_fixed_xyz, check_wrap_range, read_parameters, refuse_rigid_thelen,
+                                    surface_dimensions)
 
 MUSCLE_ATTRIBUTES = ("name", "model", "tendon", "max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
                      "pennation_angle", "max_contraction_velocity", "activation_time_constant",
@@ -93,6 +95,10 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
         if child.tag == "parameter":
             check_known_attributes(child_source, child, ("name", "value"))
             key = text(child_source, child, "name")
+            if key not in EXTRA_PARAMETERS[model]:
+                raise child_source.error("name", f"unknown {model} parameter {bare(key, 60)!r}"
+                                         f"{did_you_mean(key, sorted(EXTRA_PARAMETERS[model]))}",
+                                         _known_parameters(model, key))
             if key in extra:
                 raise child_source.error("name", f"parameter {key!r} is given twice", "each parameter once")
             extra[key] = number(child_source, child, "value")
@@ -110,11 +116,24 @@ def _muscle(file: str, element: ET.Element, links, coordinate_ranges) -> tuple[M
         raise source.error(None, f"{len(points)} path point(s)", "at least 2 <point>/<moving_point> children")
     for wrap, wrap_source in zip(wraps, wrap_sources):
         check_wrap_range(wrap_source, wrap.range, len(points))
+    tendon = choice(source, element, "tendon", ("rigid", "compliant"), "rigid")
+    refuse_rigid_thelen(source, model, tendon, "tendon")
     parameters = read_parameters(lambda key, default, **checks: number(source, element, key, default, **checks),
-                                 model, choice(source, element, "tendon", ("rigid", "compliant"), "rigid"), extra,
-                                 source)
+                                 model, tendon, extra, source)
     return (MuscleDescription(name=muscle_name, model=model, parameters=parameters, points=tuple(points),
                               wraps=tuple(wraps)), surfaces)
+
+
+def _known_parameters(model: str, key: str) -> str:
+    """The parameter names `model` reads, for a message about `key` (Millard's many curve properties: those of
+    the curve `key` names, else the curves)."""
+    names = sorted(n for n in EXTRA_PARAMETERS[model] if "." not in n)
+    if model != "millard2012":
+        return "one of " + ", ".join(names)
+    curve = key.partition(".")[0]
+    if curve in MILLARD_CURVE_PROPERTIES:
+        return f"{curve}.NAME with NAME one of {', '.join(MILLARD_CURVE_PROPERTIES[curve])}"
+    return f"{' or '.join(names)}, or CURVE.NAME with CURVE one of {', '.join(MILLARD_CURVE_PROPERTIES)}"
 
 
 def _same_surface(a: WrapSurface, b: WrapSurface) -> bool:

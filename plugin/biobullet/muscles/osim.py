@@ -19,7 +19,8 @@ import numpy as np
 from biobullet.core.attributes import REQUIRED, to_float, to_floats
 from biobullet.core.errors import ModelError, SourceRef, bare
 from biobullet.model.urdf import parse_xml, read_bytes
-from biobullet.muscles.description import (MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
+from biobullet.muscles.description import (EXTRA_PARAMETERS, FLAG_PARAMETERS, MILLARD_CURVE_PROPERTIES,
+                                           MuscleDescription, MuscleParameters, MuscleSetDescription, PathPoint,
                                            PathWrap, WrapSurface)
 from biobullet.muscles.bezier import MILLARD_MIN_DAMPING
 from biobullet.muscles.location import LocationFunction, piecewise_linear, polynomial, simm_spline
@@ -49,13 +50,6 @@ DEFAULTS = {
     "degroote2016": {"activation_time_constant": 0.015, "deactivation_time_constant": 0.060,
                      "minimum_activation": 0.0, "fiber_damping": 0.0},
 }
-#: properties read into MuscleParameters' own fields (the others go to its `extra`)
-MAIN_PROPERTIES = frozenset({"max_isometric_force", "optimal_fiber_length", "tendon_slack_length",
-                             "pennation_angle_at_optimal", "max_contraction_velocity", "ignore_tendon_compliance",
-                             "activation_time_constant", "deactivation_time_constant", "minimum_activation",
-                             "fiber_damping"})
-#: a muscle's curve objects whose numeric properties enter `MuscleParameters.extra` as "Curve.property"
-CURVES = ("ActiveForceLengthCurve", "ForceVelocityCurve", "FiberForceLengthCurve", "TendonForceLengthCurve")
 
 
 def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = None) -> MuscleSetDescription:
@@ -192,20 +186,18 @@ class _Reader:
         name = self._name(element)
         model = MUSCLE_CLASSES[element.tag]
         extra: dict[str, float] = {}
-        for child in element:
-            if child.tag in MAIN_PROPERTIES:
-                continue
-            if len(child) == 0 and child.text is not None and len(child.text.split()) == 1:
-                try:
-                    extra[child.tag] = float(child.text)
-                except ValueError:
-                    if child.text.strip().lower() in ("true", "false"):
-                        extra[child.tag] = float(child.text.strip().lower() == "true")
-        for curve in CURVES:
+        read_names = EXTRA_PARAMETERS[model]
+        for child in element:   # the properties the model reads (OpenSim's others, appliesForce ..., are not)
+            written = (child.text or "").strip().lower()
+            # a number (true/false for a flag), else refused; empty: OpenSim's unset optional property
+            if child.tag in read_names and len(child) == 0 and written:
+                extra[child.tag] = (float(written == "true") if child.tag in FLAG_PARAMETERS
+                                    and written in ("true", "false") else _number(source, element, child.tag))
+        for curve in MILLARD_CURVE_PROPERTIES:
             node = element.find(curve)
             if node is not None:
                 for child in node:
-                    if len(child) == 0 and child.text is not None and len(child.text.split()) == 1:
+                    if f"{curve}.{child.tag}" in read_names and len(child) == 0 and (child.text or "").strip():
                         extra[f"{curve}.{child.tag}"] = _number(SourceRef(self.file, f'<{curve}> of muscle '
                                                                           f'"{bare(name, 60)}"'), node, child.tag)
         compliant = (_text(element, "ignore_tendon_compliance") or "false").strip().lower() != "true"
@@ -215,6 +207,7 @@ class _Reader:
             # the tendon forces constant), not a dynamics ours can follow
             raise source.error("tendon_compliance_dynamics_mode", f"{bare(mode, 20)!r} is not implemented",
                                "explicit (the default)")
+        refuse_rigid_thelen(source, model, "compliant" if compliant else "rigid", "ignore_tendon_compliance")
         parameters = read_parameters(
             lambda key, default, **checks: _number(source, element, OSIM_NAMES.get(key, key), default, **checks),
             model, "compliant" if compliant else "rigid", extra, source, (1000.0, 0.1, 0.2))
@@ -343,6 +336,14 @@ def surface_dimensions(kind: str, source: SourceRef, read, read_three) -> tuple[
     return inner, outer
 
 
+def refuse_rigid_thelen(source: SourceRef, model: str, tendon: str, attribute: str) -> None:
+    """ModelError at `source`'s `attribute` for a Thelen2003 muscle with a rigid tendon: Thelen 2003 has no forward
+    force–velocity curve, so its fiber velocity exists only with a compliant tendon (OpenSim 4.6 refuses the file)."""
+    if model == "thelen2003" and tendon == "rigid":
+        raise source.error(attribute, "a Thelen2003 muscle with a rigid tendon (it has no force–velocity curve to "
+                           "give its fiber velocity)", 'a compliant tendon (or model="degroote2016"/"millard2012")')
+
+
 #: OpenSim 4.6's checks of curve parameters (extendFinalizeFromProperties): property → (lower bound, included)
 OPENSIM_LOWER_BOUNDS = {
     "thelen2003": {"FmaxTendonStrain": (0.0, False), "FmaxMuscleStrain": (0.0, False), "KshapeActive": (0.0, False),
@@ -459,4 +460,5 @@ def body_fixed_xyz(angles) -> np.ndarray:
 
 
 __all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range",
+           "refuse_rigid_thelen", "read_parameters", "surface_dimensions",
            "DEFAULT_COORDINATE_RANGE"]

@@ -89,9 +89,10 @@ def freeze_coordinates(muscle_set: MuscleSetDescription, constant: dict[str, flo
 
 
 def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, float],
-                 disabled: Collection[str] = ()) -> tuple[list[str], list[str]]:
+                 disabled: Collection[str] = (), instant: Collection[str] = ()) -> tuple[list[str], list[str]]:
     """(XML lines of the `<muscle>` elements, reports) for the muscles of OpenSim file `file`; `constant`: the
-    locked coordinates' values; `disabled`: names of muscles switched off in the file (left out). A muscle that
+    locked coordinates' values; `disabled`: names of muscles switched off in the file (left out); `instant`: names
+    of muscles with ignore_activation_dynamics (imported with their activation dynamics, reported). A muscle that
     cannot be represented is reported (one line naming it and why), not imported, and does not stop the skeleton
     from loading."""
     try:
@@ -102,7 +103,7 @@ def muscle_lines(file: str, bodies: dict[str, "BodyLink"], constant: dict[str, f
     for muscle in muscle_set.muscles:
         if muscle.name in disabled:
             continue
-        if muscle.parameters.value("ignore_activation_dynamics", 0.0):
+        if muscle.name in instant:
             reports.append(f"muscle {muscle.name}: ignore_activation_dynamics is not imported (its activation "
                            "follows the excitation through the activation dynamics, not instantly)")
         used = {wrap.surface for wrap in muscle.wraps}

@@ -238,7 +238,8 @@ class _Builder:
             # switched off in OpenSim (appliesForce false): no force to apply, so no `<muscle>` either
             disabled = {force.name for force in muscles if not reader.flag(force.element, "appliesForce", True)
                         or reader.flag(force.element, "isDisabled")}
-            lines, reports = muscle_lines(document.file, self.body_links, constant, disabled)
+            instant = {force.name for force in muscles if reader.flag(force.element, "ignore_activation_dynamics")}
+            lines, reports = muscle_lines(document.file, self.body_links, constant, disabled, instant)
             self.functions.extend(lines)
             self.reports.extend(reports)
         for joint in document.joints:
