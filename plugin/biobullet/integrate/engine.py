@@ -802,7 +802,8 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if path:
         written = f"; partial trajectory written to {path}" + \
             (f" ({kept} of {len(times)} samples: the later ones could not be evaluated)" if kept < len(times) else "")
-    return IntegrationError(f"{system.model.file}: integration failed at t = {fail_t:.9g} s ({exc}); "
+    cause = str(exc).removeprefix(f"{system.model.file}: ")   # (the file is named once, here)
+    return IntegrationError(f"{system.model.file}: integration failed at t = {fail_t:.9g} s ({cause}); "
                             f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s" + written,
                             fail_t, fail_y, partial, path)
 

@@ -236,6 +236,7 @@ def test_a_run_stopped_at_a_toggle_keeps_its_partial_trajectory(tmp_path):
     partial = np.loadtxt(str(out) + ".partial.csv", delimiter=",", skiprows=1, ndmin=2)
     assert info.value.partial_path == str(out) + ".partial.csv" and len(partial) > 10
     assert partial[0, 0] == 0.0 and partial[-1, 0] <= info.value.t
+    assert str(info.value).count(str(path)) == 1   # the file is named once, not again inside the loop's cause
 
 
 # ------------------------------------------------------------------------------------------------ stiffness
