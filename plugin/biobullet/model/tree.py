@@ -86,7 +86,8 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np
     inertia[:3, :3] = mass * np.eye(3)
     inertia[:3, 3:] = -mass * c
     inertia[3:, :3] = mass * c
-    inertia[3:, 3:] = inertia_com - mass * (c @ c)
+    with np.errstate(over="ignore", invalid="ignore"):   # absurd magnitudes (a COM at 1e200 m): the calls that
+        inertia[3:, 3:] = inertia_com - mass * (c @ c)   # use M name the overflow (SolverError), not NumPy
     return inertia
 
 
