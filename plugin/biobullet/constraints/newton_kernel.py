@@ -278,13 +278,15 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     return CONVERGED, iterations, norm, jac, inverse, condition
 
 
-def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
+def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
     """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
     theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
     the Newton solve (`_newton_solve_py`, in the work arrays `work` of `newton_work`) from the second-order
     prediction of the warm start `warm` (`LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
     warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
-    resolver must decide (continuation, the declared initial solution, an error naming the loop)."""
+    resolver must decide (continuation, the declared initial solution, an error naming the loop). `rates` False
+    (the mass-matrix call, whose rates are zero): θ_dep and G only — no θ̇_dep, no rate pass, γ_dep left as it
+    is, and the warm start without curvature (as zero rates give it)."""
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     s0 = loops.sensitivity_start[k]
@@ -347,24 +349,28 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
         _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
         for i in range(nd):
             gradient[dep[i], c] = part[i]
-    for j in range(nk):
-        values[j] = rate[known[j]]
-    _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
-    for i in range(nd):
-        rate[dep[i]] = part[i]
-    # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
-    # literal, so the kinematics kernel keeps one specialisation
-    out = work[6]
-    n_rows = rows.n_rows[k]
-    bias = out[2][:n_rows]
-    _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
-               (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
-    _dependent_part_into(inverse, jk, no_known, bias, tmp, h)    # −Φ_dep⁻¹ b: the curvature of the new solution
-    for j in range(nk):
-        values[j] = gamma[known[j]]
-    _dependent_part_into(inverse, jk, values, bias, tmp, part)
-    for i in range(nd):
-        gamma[dep[i]] = part[i]
+    if rates:
+        for j in range(nk):
+            values[j] = rate[known[j]]
+        _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
+        for i in range(nd):
+            rate[dep[i]] = part[i]
+        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
+        # literal, so the kinematics kernel keeps one specialisation
+        out = work[6]
+        n_rows = rows.n_rows[k]
+        bias = out[2][:n_rows]
+        _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
+                   (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
+        # −Φ_dep⁻¹ b: the curvature of the new solution
+        _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
+        for j in range(nk):
+            values[j] = gamma[known[j]]
+        _dependent_part_into(inverse, jk, values, bias, tmp, part)
+        for i in range(nd):
+            gamma[dep[i]] = part[i]
+    else:   # (curvature zero: not used, `curved` is 0 below)
+        h[:] = 0.0
     # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along the known
     # rate u where it is not zero
     uu = 0.0
@@ -384,7 +390,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
             warm.sensitivity[s0 + i * nk + j] = -s
     warm.condition[k] = condition
     # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
-    warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
+    warm.curved[k] = 1.0 if rates and uu > 1e-24 and finite else 0.0
     return 0
 
 
@@ -405,26 +411,28 @@ def _solve_bindings() -> dict:
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
-def with_newton_solve(kernel):
+def with_newton_solve(kernel, inline: bool = False):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
     `_dependent_part_into` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
-    that reached it (≈ 20 s of CPU per pipeline variant with loops)."""
-    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
-                                              "_dependent_part_into": _dependent_part_into_py})
+    that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin."""
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(inline),
+                                              "_dependent_part_into": _dependent_part_into_py}, inline=inline)
 
 
-def newton_kernel():
-    """The compiled `_loop_newton_py`: compiled once and called by every pipeline variant with loops
-    (joint-state stage), and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in
-    each of them."""
-    return with_newton_solve(_loop_newton_py)
+def newton_kernel(inline: bool = False):
+    """The compiled `_loop_newton_py`: compiled once and called by the right-hand side with loops (joint-state
+    stage) and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in each of them.
+    `inline`: the twin the public calls' forward kernel inlines (`pipeline.kernels.forward_kernel`: compiled on a
+    model's first public call only, never by a run)."""
+    return with_newton_solve(_loop_newton_py, inline)
 
 
-def newton_solve_kernel():
-    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows)."""
-    return jit.compiled(_newton_solve_py, bind=_solve_bindings)
+def newton_solve_kernel(inline: bool = False):
+    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows); `inline`: its
+    inlined twin."""
+    return jit.compiled(_newton_solve_py, bind=_solve_bindings, inline=inline)
 
 
 def newton_solve_twin(residual):

@@ -59,14 +59,16 @@ def ltdl_kernel():
     return jit.compiled(stages.ltdl_solve_py)
 
 
-def joint_state_kernel(inline: bool = False, loops: bool = True):
-    """The compiled `joint_state_stage_py`."""
+def joint_state_kernel(inline: bool = False, loops: bool = True, inline_newton: bool = False):
+    """The compiled `joint_state_stage_py` (`inline_newton`: with the loop Newton inlined, the public calls' variant,
+    `forward_kernel`)."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
     callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(), "_LOOPS": loops}
     if loops:
-        callees["_NEWTON"] = newton_kernel()
-    return _compiled_with(stages.joint_state_stage_py, callees, inline, _variant(loops=loops))
+        callees["_NEWTON"] = newton_kernel(inline=inline_newton)
+    variant = _variant(loops=loops) + ("newton_inlined" if inline_newton else "")
+    return _compiled_with(stages.joint_state_stage_py, callees, inline, variant)
 
 
 def solve_kernel(inline: bool = False):
@@ -83,8 +85,8 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_kernel(), "_JOINT_STATE": joint_state_kernel(inline=True,
-                                                                                               loops=loops),
+                "_TREE": compiled_kernels.tree_dynamics_kernel(),
+                "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
     return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
