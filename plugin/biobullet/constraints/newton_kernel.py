@@ -78,18 +78,21 @@ def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start:
     return warm
 
 
-def newton_work(n_bodies: int, n_rows: int, width: int) -> tuple:
+def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0) -> tuple:
     """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
     of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
     pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
-    (`_newton_solve_py`). Allocated once by each caller (a Data, a
-    resolver) and passed as the second part of the loop's `rows`."""
+    (`_newton_solve_py`: the point of its last residual), then `_loop_newton_py`'s fixed points of `n_sets` loop
+    sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by each caller (a Data, a resolver) and passed as the second part of the
+    loop's `rows`."""
     out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
            np.zeros((2, 3, width)))
     newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
+    fixed = (np.zeros((n_sets, width)), np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, width)),
+             np.zeros((n_sets, 2)))
     # sub starts at zero: each body writes only its own columns
     return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
-            np.empty((3, 3)), np.zeros((1, 6)), out, newton)
+            np.empty((3, 3)), np.zeros((1, 6)), out, newton, fixed)
 
 
 def _lu_solve_into_py(a, x):
@@ -145,7 +148,7 @@ def _dependent_part_into_py(inverse, jk, known_values, extra, tmp, out):
 def _loop_residual_into_py(rows, k, meta, body, theta):
     """(Φ, Φ_θ) of loop set k at the joint layout theta (positions only: tree kinematics, then rows) into the work
     arrays: rows = (the loop rows, `newton_work`'s arrays); Φ, Φ_θ are views of them, valid until the next call."""
-    table, (rot, pos, sub, loc, jr, no_motion, out, _) = rows
+    table, (rot, pos, sub, loc, jr, no_motion, out, _, _) = rows
     n = table.n_rows[k]
     phi, jac = out[0][:n], out[1][:n]
     for b in range(meta.shape[0]):
@@ -264,6 +267,8 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             condition = col_a * col_i
     if not condition < np.inf:
         inverse[:, :] = np.nan   # singular: no factor
+    for i in range(nd):   # the point of the last residual (`_loop_newton_py`'s fixed points)
+        base[i] = theta[dep[i]]
     if condition < np.inf:
         # the last correction with this factor (no new evaluation): the residual is already at round-off, the
         # correction takes the error from O(|Φ|) to O(|Φ|²)
@@ -276,6 +281,28 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
         if revolute[i] != 0.0:
             theta[dep[i]] -= 2 * np.pi * np.round((theta[dep[i]] - guess[i]) / (2 * np.pi))
     return CONVERGED, iterations, norm, jac, inverse, condition
+
+
+def _keep_fixed_point_py(work, k, theta, dep, small, inverse, jk, condition):
+    """Loop set k's entry of the fixed points (`newton_work`'s last part) after a converged
+    solve: set where the solve's last residual was at most 1e-3 of the tolerance (the solve then stops at its
+    first test, without a step) and its last correction left θ_dep where that residual was taken (the solve's base
+    point), bit for bit; cleared otherwise."""
+    keys, inverses, jacobians, fixed = work[8]
+    base = work[7][3]
+    for i in range(dep.shape[0]):
+        small = small and theta[dep[i]] == base[i]
+    fixed[k, 0] = 1.0 if small else 0.0
+    if small:
+        nd, nk = jk.shape
+        for j in range(theta.shape[0]):
+            keys[k, j] = theta[j]
+        for i in range(nd):
+            for m in range(nd):
+                inverses[k, i, m] = inverse[i, m]
+            for j in range(nk):
+                jacobians[k, i, j] = jk[i, j]
+        fixed[k, 1] = condition
 
 
 def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
@@ -329,18 +356,37 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
-    status, _, _, jac, inverse, condition = _NEWTON_SOLVE(
-        ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
-        warm_condition if guard else -1.0)
-    if status != CONVERGED or not condition < loops.condition_limit:
-        for i in range(nd):
-            theta[dep[i]] = saved[i]
-        return 1
-    # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
+    # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point, bit for
+    # bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess
+    keys, inverses, jacobians, fixed = work[8]
     jk = np.empty((nd, nk))
-    for i in range(nd):
-        for j in range(nk):
-            jk[i, j] = jac[i, known[j]]
+    hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+    if hit:
+        for i in range(nd):
+            theta[dep[i]] = guess[i]
+        for j in range(theta.shape[0]):
+            if theta[j] != keys[k, j]:
+                hit = False
+                break
+    if hit:
+        inverse, condition = inverses[k, :nd, :nd], fixed[k, 1]
+        for i in range(nd):
+            for j in range(nk):
+                jk[i, j] = jacobians[k, i, j]
+    else:
+        status, _, norm, jac, inverse, condition = _NEWTON_SOLVE(
+            ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
+            warm_condition if guard else -1.0)
+        if status != CONVERGED or not condition < loops.condition_limit:
+            for i in range(nd):
+                theta[dep[i]] = saved[i]
+            return 1
+        for i in range(nd):
+            for j in range(nk):
+                jk[i, j] = jac[i, known[j]]
+        if k < fixed.shape[0]:
+            _keep_fixed_point(work, k, theta, dep, norm <= 1e-3 * tolerance, inverse, jk, condition)
+    # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
     no_known[:] = 0.0
     for c in range(nq):
@@ -396,18 +442,21 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
+_keep_fixed_point = _keep_fixed_point_py
 
 
-def _solve_bindings() -> dict:
+def _solve_bindings(inline: bool = False) -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
-    kernels) and of `_loop_newton_py`'s rate pass."""
+    kernels) and of `_loop_newton_py`'s rate pass (`inline`: the public calls' variants, the body placement
+    inlined into the residual and the rate pass's kinematics)."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
     from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
-    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
-                                                          "_ROWS_INTO": rows_into_kernel()})
-    return {"_KIN": tree_kinematics_kernel(), "_ROWS_INTO": rows_into_kernel(),
+    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(inline=inline),
+                                                          "_ROWS_INTO": rows_into_kernel()},
+                            variant="place_inlined" if inline else "")
+    return {"_KIN": tree_kinematics_kernel(inline_place=inline), "_ROWS_INTO": rows_into_kernel(),
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
@@ -417,8 +466,9 @@ def with_newton_solve(kernel, inline: bool = False):
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin."""
-    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(inline),
-                                              "_dependent_part_into": _dependent_part_into_py}, inline=inline)
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(inline), "_NEWTON_SOLVE": newton_solve_kernel(inline),
+                                              "_dependent_part_into": _dependent_part_into_py,
+                                              "_keep_fixed_point": _keep_fixed_point_py}, inline=inline)
 
 
 def newton_kernel(inline: bool = False):
@@ -432,7 +482,7 @@ def newton_kernel(inline: bool = False):
 def newton_solve_kernel(inline: bool = False):
     """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows); `inline`: its
     inlined twin."""
-    return jit.compiled(_newton_solve_py, bind=_solve_bindings, inline=inline)
+    return jit.compiled(_newton_solve_py, bind=lambda: _solve_bindings(inline), inline=inline)
 
 
 def newton_solve_twin(residual):
