@@ -271,9 +271,9 @@ from biobullet.algorithms.compiled_kernels import place_body as _place_body  # n
 from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 
-def _kinematics_bindings(inline_place: bool = False) -> dict:
+def _kinematics_bindings() -> dict:
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    return {"_place_body": place_body_kernel(inline=inline_place)}
+    return {"_place_body": place_body_kernel()}
 
 
 def loop_kernels():
@@ -281,11 +281,9 @@ def loop_kernels():
     return tree_kinematics_kernel(), jit.compiled(_loop_rows_kernel_py, bind=_rows_bindings)
 
 
-def tree_kinematics_kernel(inline_place: bool = False):
-    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body; `inline_place`: the body
-    placement inlined, a variant of its own)."""
-    return jit.compiled(_tree_kinematics_kernel_py, bind=lambda: _kinematics_bindings(inline_place),
-                        variant="place_inlined" if inline_place else "")
+def tree_kinematics_kernel():
+    """The compiled `_tree_kinematics_kernel_py` (rot, pos, sub, vel, acc of every body)."""
+    return jit.compiled(_tree_kinematics_kernel_py, bind=_kinematics_bindings)
 
 
 def _rows_bindings() -> dict:

@@ -83,8 +83,8 @@ def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0) -> tupl
     of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
     pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
     (`_newton_solve_py`: the point of its last residual), then `_loop_newton_py`'s fixed points of `n_sets` loop
-    sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by each caller (a Data, a resolver) and passed as the second part of the
-    loop's `rows`."""
+    sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by
+    each caller (a Data, a resolver) and passed as the second part of the loop's `rows`."""
     out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
            np.zeros((2, 3, width)))
     newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
@@ -356,8 +356,8 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
-    # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point, bit for
-    # bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess
+    # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point,
+    # bit for bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess
     keys, inverses, jacobians, fixed = work[8]
     jk = np.empty((nd, nk))
     hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
@@ -445,18 +445,16 @@ _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part
 _keep_fixed_point = _keep_fixed_point_py
 
 
-def _solve_bindings(inline: bool = False) -> dict:
+def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
-    kernels) and of `_loop_newton_py`'s rate pass (`inline`: the public calls' variants, the body placement
-    inlined into the residual and the rate pass's kinematics)."""
+    kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
     from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
-    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(inline=inline),
-                                                          "_ROWS_INTO": rows_into_kernel()},
-                            variant="place_inlined" if inline else "")
-    return {"_KIN": tree_kinematics_kernel(inline_place=inline), "_ROWS_INTO": rows_into_kernel(),
+    residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
+                                                          "_ROWS_INTO": rows_into_kernel()})
+    return {"_KIN": tree_kinematics_kernel(), "_ROWS_INTO": rows_into_kernel(),
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
@@ -466,7 +464,7 @@ def with_newton_solve(kernel, inline: bool = False):
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin."""
-    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(inline), "_NEWTON_SOLVE": newton_solve_kernel(inline),
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
                                               "_dependent_part_into": _dependent_part_into_py,
                                               "_keep_fixed_point": _keep_fixed_point_py}, inline=inline)
 
@@ -479,10 +477,9 @@ def newton_kernel(inline: bool = False):
     return with_newton_solve(_loop_newton_py, inline)
 
 
-def newton_solve_kernel(inline: bool = False):
-    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows); `inline`: its
-    inlined twin."""
-    return jit.compiled(_newton_solve_py, bind=lambda: _solve_bindings(inline), inline=inline)
+def newton_solve_kernel():
+    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows)."""
+    return jit.compiled(_newton_solve_py, bind=_solve_bindings)
 
 
 def newton_solve_twin(residual):

@@ -13,8 +13,10 @@ A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRow
 (`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
 compiled function passes every array of those tuples with its reference count taken and released (measured: the
 four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain
-arrays, stays a call, and so does the loop Newton (`constraints.newton_kernel.newton_kernel`): compiled once for
-every variant with loops instead of once per variant."""
+arrays, stays a call, and so does the loop Newton of the right-hand side (`constraints.newton_kernel.newton_kernel`):
+compiled once instead of once per variant. The forward kernel with loops (the public calls: compiled on a model's
+first public call, never by a run) inlines the loop Newton (its solve stays a call): 0.15–0.3 µs less per call,
+≈ 14 s more CPU for that first call's compile (docs/speed.md)."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
