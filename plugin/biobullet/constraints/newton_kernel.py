@@ -357,22 +357,25 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
     # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point,
-    # bit for bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess
-    keys, inverses, jacobians, fixed = work[8]
+    # bit for bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess. Only
+    # in the public calls' variant (`_FIXED_POINTS` bound True): a run's states never repeat
     jk = np.empty((nd, nk))
-    hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+    hit = False
+    if _FIXED_POINTS:
+        keys, fixed = work[8][0], work[8][3]
+        hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+        if hit:
+            for i in range(nd):
+                theta[dep[i]] = guess[i]
+            for j in range(theta.shape[0]):
+                if theta[j] != keys[k, j]:
+                    hit = False
+                    break
     if hit:
-        for i in range(nd):
-            theta[dep[i]] = guess[i]
-        for j in range(theta.shape[0]):
-            if theta[j] != keys[k, j]:
-                hit = False
-                break
-    if hit:
-        inverse, condition = inverses[k, :nd, :nd], fixed[k, 1]
+        inverse, condition = work[8][1][k, :nd, :nd], work[8][3][k, 1]
         for i in range(nd):
             for j in range(nk):
-                jk[i, j] = jacobians[k, i, j]
+                jk[i, j] = work[8][2][k, i, j]
     else:
         status, _, norm, jac, inverse, condition = _NEWTON_SOLVE(
             ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
@@ -384,7 +387,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         for i in range(nd):
             for j in range(nk):
                 jk[i, j] = jac[i, known[j]]
-        if k < fixed.shape[0]:
+        if _FIXED_POINTS and k < work[8][3].shape[0]:
             _keep_fixed_point(work, k, theta, dep, norm <= 1e-3 * tolerance, inverse, jk, condition)
     # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
@@ -442,7 +445,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
-_keep_fixed_point = _keep_fixed_point_py
+_keep_fixed_point, _FIXED_POINTS = _keep_fixed_point_py, False
 
 
 def _solve_bindings() -> dict:
@@ -463,10 +466,12 @@ def with_newton_solve(kernel, inline: bool = False):
     `_dependent_part_into` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
-    that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin."""
+    that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin, the one
+    that keeps and takes the loop sets' fixed points (`_FIXED_POINTS`)."""
     return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
                                               "_dependent_part_into": _dependent_part_into_py,
-                                              "_keep_fixed_point": _keep_fixed_point_py}, inline=inline)
+                                              "_keep_fixed_point": _keep_fixed_point_py,
+                                              "_FIXED_POINTS": inline}, inline=inline)
 
 
 def newton_kernel(inline: bool = False):
