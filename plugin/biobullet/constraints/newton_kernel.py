@@ -78,18 +78,21 @@ def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start:
     return warm
 
 
-def newton_work(n_bodies: int, n_rows: int, width: int) -> tuple:
+def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0) -> tuple:
     """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
     of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
     pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
-    (`_newton_solve_py`). Allocated once by each caller (a Data, a
-    resolver) and passed as the second part of the loop's `rows`."""
+    (`_newton_solve_py`: the point of its last residual), then `_loop_newton_py`'s fixed points of `n_sets` loop
+    sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by
+    each caller (a Data, a resolver) and passed as the second part of the loop's `rows`."""
     out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
            np.zeros((2, 3, width)))
     newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
+    fixed = (np.zeros((n_sets, width)), np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, width)),
+             np.zeros((n_sets, 2)))
     # sub starts at zero: each body writes only its own columns
     return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
-            np.empty((3, 3)), np.zeros((1, 6)), out, newton)
+            np.empty((3, 3)), np.zeros((1, 6)), out, newton, fixed)
 
 
 def _lu_solve_into_py(a, x):
@@ -145,7 +148,7 @@ def _dependent_part_into_py(inverse, jk, known_values, extra, tmp, out):
 def _loop_residual_into_py(rows, k, meta, body, theta):
     """(Φ, Φ_θ) of loop set k at the joint layout theta (positions only: tree kinematics, then rows) into the work
     arrays: rows = (the loop rows, `newton_work`'s arrays); Φ, Φ_θ are views of them, valid until the next call."""
-    table, (rot, pos, sub, loc, jr, no_motion, out, _) = rows
+    table, (rot, pos, sub, loc, jr, no_motion, out, _, _) = rows
     n = table.n_rows[k]
     phi, jac = out[0][:n], out[1][:n]
     for b in range(meta.shape[0]):
@@ -264,6 +267,8 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             condition = col_a * col_i
     if not condition < np.inf:
         inverse[:, :] = np.nan   # singular: no factor
+    for i in range(nd):   # the point of the last residual (`_loop_newton_py`'s fixed points)
+        base[i] = theta[dep[i]]
     if condition < np.inf:
         # the last correction with this factor (no new evaluation): the residual is already at round-off, the
         # correction takes the error from O(|Φ|) to O(|Φ|²)
@@ -278,13 +283,37 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     return CONVERGED, iterations, norm, jac, inverse, condition
 
 
-def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
+def _keep_fixed_point_py(work, k, theta, dep, small, inverse, jk, condition):
+    """Loop set k's entry of the fixed points (`newton_work`'s last part) after a converged
+    solve: set where the solve's last residual was at most 1e-3 of the tolerance (the solve then stops at its
+    first test, without a step) and its last correction left θ_dep where that residual was taken (the solve's base
+    point), bit for bit; cleared otherwise."""
+    keys, inverses, jacobians, fixed = work[8]
+    base = work[7][3]
+    for i in range(dep.shape[0]):
+        small = small and theta[dep[i]] == base[i]
+    fixed[k, 0] = 1.0 if small else 0.0
+    if small:
+        nd, nk = jk.shape
+        for j in range(theta.shape[0]):
+            keys[k, j] = theta[j]
+        for i in range(nd):
+            for m in range(nd):
+                inverses[k, i, m] = inverse[i, m]
+            for j in range(nk):
+                jacobians[k, i, j] = jk[i, j]
+        fixed[k, 1] = condition
+
+
+def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
     """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
     theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
     the Newton solve (`_newton_solve_py`, in the work arrays `work` of `newton_work`) from the second-order
     prediction of the warm start `warm` (`LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
     warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
-    resolver must decide (continuation, the declared initial solution, an error naming the loop)."""
+    resolver must decide (continuation, the declared initial solution, an error naming the loop). `rates` False
+    (the mass-matrix call, whose rates are zero): θ_dep and G only — no θ̇_dep, no rate pass, γ_dep left as it
+    is, and the warm start without curvature (as zero rates give it)."""
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     s0 = loops.sensitivity_start[k]
@@ -327,18 +356,40 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
-    status, _, _, jac, inverse, condition = _NEWTON_SOLVE(
-        ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
-        warm_condition if guard else -1.0)
-    if status != CONVERGED or not condition < loops.condition_limit:
-        for i in range(nd):
-            theta[dep[i]] = saved[i]
-        return 1
-    # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
+    # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point,
+    # bit for bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess. Only
+    # in the public calls' variant (`_FIXED_POINTS` bound True): a run's states never repeat
     jk = np.empty((nd, nk))
-    for i in range(nd):
-        for j in range(nk):
-            jk[i, j] = jac[i, known[j]]
+    hit = False
+    if _FIXED_POINTS:
+        keys, fixed = work[8][0], work[8][3]
+        hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+        if hit:
+            for i in range(nd):
+                theta[dep[i]] = guess[i]
+            for j in range(theta.shape[0]):
+                if theta[j] != keys[k, j]:
+                    hit = False
+                    break
+    if hit:
+        inverse, condition = work[8][1][k, :nd, :nd], work[8][3][k, 1]
+        for i in range(nd):
+            for j in range(nk):
+                jk[i, j] = work[8][2][k, i, j]
+    else:
+        status, _, norm, jac, inverse, condition = _NEWTON_SOLVE(
+            ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
+            warm_condition if guard else -1.0)
+        if status != CONVERGED or not condition < loops.condition_limit:
+            for i in range(nd):
+                theta[dep[i]] = saved[i]
+            return 1
+        for i in range(nd):
+            for j in range(nk):
+                jk[i, j] = jac[i, known[j]]
+        if _FIXED_POINTS and k < work[8][3].shape[0]:
+            _keep_fixed_point(work, k, theta, dep, norm <= 1e-3 * tolerance, inverse, jk, condition)
+    # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
     no_known[:] = 0.0
     for c in range(nq):
@@ -347,24 +398,28 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
         _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
         for i in range(nd):
             gradient[dep[i], c] = part[i]
-    for j in range(nk):
-        values[j] = rate[known[j]]
-    _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
-    for i in range(nd):
-        rate[dep[i]] = part[i]
-    # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
-    # literal, so the kinematics kernel keeps one specialisation
-    out = work[6]
-    n_rows = rows.n_rows[k]
-    bias = out[2][:n_rows]
-    _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
-               (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
-    _dependent_part_into(inverse, jk, no_known, bias, tmp, h)    # −Φ_dep⁻¹ b: the curvature of the new solution
-    for j in range(nk):
-        values[j] = gamma[known[j]]
-    _dependent_part_into(inverse, jk, values, bias, tmp, part)
-    for i in range(nd):
-        gamma[dep[i]] = part[i]
+    if rates:
+        for j in range(nk):
+            values[j] = rate[known[j]]
+        _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
+        for i in range(nd):
+            rate[dep[i]] = part[i]
+        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
+        # literal, so the kinematics kernel keeps one specialisation
+        out = work[6]
+        n_rows = rows.n_rows[k]
+        bias = out[2][:n_rows]
+        _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
+                   (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
+        # −Φ_dep⁻¹ b: the curvature of the new solution
+        _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
+        for j in range(nk):
+            values[j] = gamma[known[j]]
+        _dependent_part_into(inverse, jk, values, bias, tmp, part)
+        for i in range(nd):
+            gamma[dep[i]] = part[i]
+    else:   # (curvature zero: not used, `curved` is 0 below)
+        h[:] = 0.0
     # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along the known
     # rate u where it is not zero
     uu = 0.0
@@ -384,12 +439,13 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma):
             warm.sensitivity[s0 + i * nk + j] = -s
     warm.condition[k] = condition
     # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
-    warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
+    warm.curved[k] = 1.0 if rates and uu > 1e-24 and finite else 0.0
     return 0
 
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
+_keep_fixed_point, _FIXED_POINTS = _keep_fixed_point_py, False
 
 
 def _solve_bindings() -> dict:
@@ -405,21 +461,25 @@ def _solve_bindings() -> dict:
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
-def with_newton_solve(kernel):
+def with_newton_solve(kernel, inline: bool = False):
     """`kernel` compiled with the Newton solve (`_NEWTON_SOLVE`, over the loop kernels' rows) and
     `_dependent_part_into` bound: the loop stage (`_loop_newton_py`) and the trajectory output's pass
     (`integrate.compiled_rhs._loop_positions_py`) call the one solve — the generic resolver's compiled kernel
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
-    that reached it (≈ 20 s of CPU per pipeline variant with loops)."""
+    that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin, the one
+    that keeps and takes the loop sets' fixed points (`_FIXED_POINTS`)."""
     return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
-                                              "_dependent_part_into": _dependent_part_into_py})
+                                              "_dependent_part_into": _dependent_part_into_py,
+                                              "_keep_fixed_point": _keep_fixed_point_py,
+                                              "_FIXED_POINTS": inline}, inline=inline)
 
 
-def newton_kernel():
-    """The compiled `_loop_newton_py`: compiled once and called by every pipeline variant with loops
-    (joint-state stage), and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in
-    each of them."""
-    return with_newton_solve(_loop_newton_py)
+def newton_kernel(inline: bool = False):
+    """The compiled `_loop_newton_py`: compiled once and called by the right-hand side with loops (joint-state
+    stage) and by the trajectory output's `_loop_states_py` — inlined, it was compiled again in each of them.
+    `inline`: the twin the public calls' forward kernel inlines (`pipeline.kernels.forward_kernel`: compiled on a
+    model's first public call only, never by a run)."""
+    return with_newton_solve(_loop_newton_py, inline)
 
 
 def newton_solve_kernel():

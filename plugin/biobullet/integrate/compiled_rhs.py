@@ -150,7 +150,7 @@ def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at)
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
     for s in range(first, n):
-        if newton(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma) != 0:
+        if newton(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma, True) != 0:
             return s
     return n
 
@@ -187,7 +187,7 @@ def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np
     from biobullet.constraints.newton_kernel import newton_kernel
     width = theta_all.shape[1]
     return jit.entry_address(newton_kernel(), loops, warm, work, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
-                             np.zeros(width))
+                             np.zeros(width), True)
 
 
 def _coverage(system) -> tuple[str | None, tuple | None]:

@@ -97,7 +97,7 @@ class Data:
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start),
                                  newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
-                                             compiled.n_config - loops.view_start))
+                                             compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}

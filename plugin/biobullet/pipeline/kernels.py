@@ -13,8 +13,10 @@ A stage that takes the structured arguments (CompiledModel, DataArrays, ForceRow
 (`forward_kernel`, `rhs_kernel`) inlined (`inline=True`), so it is not compiled apart either: a call of a separate
 compiled function passes every array of those tuples with its reference count taken and released (measured: the
 four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing. The tree kernel, which takes plain
-arrays, stays a call, and so does the loop Newton (`constraints.newton_kernel.newton_kernel`): compiled once for
-every variant with loops instead of once per variant."""
+arrays, stays a call, and so does the loop Newton of the right-hand side (`constraints.newton_kernel.newton_kernel`):
+compiled once instead of once per variant. The forward kernel with loops (the public calls: compiled on a model's
+first public call, never by a run) inlines the loop Newton (its solve stays a call): 0.15–0.3 µs less per call,
+≈ 14 s more CPU for that first call's compile (docs/speed.md)."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
@@ -59,14 +61,16 @@ def ltdl_kernel():
     return jit.compiled(stages.ltdl_solve_py)
 
 
-def joint_state_kernel(inline: bool = False, loops: bool = True):
-    """The compiled `joint_state_stage_py`."""
+def joint_state_kernel(inline: bool = False, loops: bool = True, inline_newton: bool = False):
+    """The compiled `joint_state_stage_py` (`inline_newton`: with the loop Newton inlined, the public calls' variant,
+    `forward_kernel`)."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
     callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(), "_LOOPS": loops}
     if loops:
-        callees["_NEWTON"] = newton_kernel()
-    return _compiled_with(stages.joint_state_stage_py, callees, inline, _variant(loops=loops))
+        callees["_NEWTON"] = newton_kernel(inline=inline_newton)
+    variant = _variant(loops=loops) + ("newton_inlined" if inline_newton else "")
+    return _compiled_with(stages.joint_state_stage_py, callees, inline, variant)
 
 
 def solve_kernel(inline: bool = False):
@@ -83,8 +87,8 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_kernel(), "_JOINT_STATE": joint_state_kernel(inline=True,
-                                                                                               loops=loops),
+                "_TREE": compiled_kernels.tree_dynamics_kernel(),
+                "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
     return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)

@@ -112,11 +112,12 @@ def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
     return -1
 
 
-def joint_state_stage_py(model, data, q, v, t):
+def joint_state_stage_py(model, data, q, v, t, rates):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
     table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
-    table). 0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage
-    then decides)."""
+    table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
+    0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage then
+    decides)."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
         return 1
@@ -135,7 +136,8 @@ def joint_state_stage_py(model, data, q, v, t):
             if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
                      data.x, data.xd, data.gradient, data.gamma) != 0:
                 return 1
-        elif _NEWTON(loops, data.loop_warm, data.loop_work, a, view, data.xd, data.gradient, data.gamma) != 0:
+        elif _NEWTON(loops, data.loop_warm, data.loop_work, a, view, data.xd, data.gradient, data.gamma,
+                     rates) != 0:
             return 1
     return 0
 
@@ -174,7 +176,7 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if (out_matrix.shape[0] != nv or out_matrix.shape[1] != nv) if want == MASS else out_vector.shape[0] != nv:
         return 1
-    if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t) != 0:
+    if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t, want != MASS) != 0:
         return 1
     mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
                        model.n_tangent, want != BIAS, want != MASS, bool(True))
@@ -279,7 +281,7 @@ def rhs_py(model, data, forces, shadow_rows, y, t, out):
     error_control="joints" (output-only components, `integrate.engine`; none for an explicit map). 0, or 1 where
     the callback stage must evaluate this state."""
     nq, nv = model.nq, model.nv
-    if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t) != 0:
+    if _JOINT_STATE(model, data, y[:nq], y[nq:nq + nv], t, bool(True)) != 0:
         return 1
     first = y.shape[0] - 2 - muscle_state_size(forces.muscles)   # the muscle block, before the two power entries
     load_muscle_state(forces.muscles, y, first)

@@ -169,3 +169,41 @@ def test_the_closures_keep_their_workspace_alive(tmp_path):
         np.testing.assert_allclose(gradient @ accel + gamma, expected, rtol=0,
                                    atol=1e-8 * max(1.0, np.max(np.abs(expected))))
     assert len(filler) == 4000
+
+
+def test_calls_at_a_fixed_point_of_the_loop_newton_match_pinocchio():
+    """The public calls' loop Newton keeps a solution that is a fixed point of its solve and takes it, instead of
+    solving, when a call's joint layout is that point bit for bit (`constraints.newton_kernel._keep_fixed_point_py`):
+    the four-bar knee's `forward_dynamics` called three times at each of four states written into the same q array
+    in place (new keys: solved; the third call takes the kept point, so no residual writes Φ_θ into the work
+    arrays) gives Pinocchio's `constraintDynamics` accelerations every time (its planar loop as a point
+    constraint, `bench.competitors.pinocchio_loops`), and M_r v̇ + h_r = Q. Fails on main (no point is kept)."""
+    import biobullet
+    from biobullet.bench.competitors import pinocchio_loops
+    model = biobullet.load_model("fourbar_knee")
+    pinocchio_accelerations, index = pinocchio_loops(model)
+    rng = np.random.default_rng(208)
+    q0, _ = model.initial_state()
+    q = q0.copy()
+    taken = 0
+    for k in range(4):
+        q[:] = q0 + 0.05 * rng.uniform(-1.0, 1.0, model.nq)   # in place: the caller's array holds another state
+        v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        results = [model.forward_dynamics(q, v, force).copy() for _ in range(2)]
+        jacobian = model.workspace.arrays.loop_work[6][1]   # Φ_θ: written by the solve's residual only
+        jacobian[:] = np.nan
+        results.append(model.forward_dynamics(q, v, force).copy())
+        taken += bool(np.isnan(jacobian).all())
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        tau = np.linalg.lstsq(gradient.T, force, rcond=None)[0]
+        expected = pinocchio_accelerations(index.config_to_pinocchio(x), index.velocity_to_pinocchio(xd),
+                                           index.velocity_to_pinocchio(tau))
+        for accel in results:
+            np.testing.assert_allclose(index.velocity_to_pinocchio(gradient @ accel + gamma), expected, rtol=0,
+                                       atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+        mass, bias = model.mass_matrix(q), model.bias_forces(q, v)
+        np.testing.assert_allclose(mass @ results[-1] + bias, force, rtol=0,
+                                   atol=1e-9 * max(1.0, np.max(np.abs(force))))
+    # two of the four states are fixed points of the solve (at the other two it takes a step at every call, as
+    # on main: their residual at the solution stays above 1e-3 of the tolerance or the correction moves θ_dep)
+    assert taken >= 2, taken
