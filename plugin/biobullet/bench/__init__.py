@@ -12,6 +12,7 @@ thread). tests/benchmarks/ use the same functions with more rounds and more deta
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -86,7 +87,8 @@ def formulation_speed(model, *, rounds: int = 60, number: int = 20, slow: bool =
     return interleaved_best(functions, rounds=rounds, number=number, slow=SLOW)
 
 
-def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int = 3) -> dict[str, float]:
+def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int = 3,
+                     walk: bool = False) -> dict[str, float]:
     """Seconds per call of the public calls a control or learning loop makes (`model.forward_dynamics(q, v, tau)`,
     `model.mass_matrix(q)`, `model.bias_forces(q, v)`: the pipeline) and of Pinocchio's `aba`, `crba`, `rnea`
     on the whole tree of the model's own URDF (`conventions.build_pinocchio_model`; for an OpenSim model, the URDF
@@ -95,7 +97,10 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     gives: the loops closed). A model with loops and no joint functions also times what a user of Pinocchio
     calls for its accelerations, `constraintDynamics` with the loops as point constraints ("pinocchio
     constraintDynamics", `bench.competitors.pinocchio_loops`). Timed in the thread's CPU time (both sides call
-    from this thread; a shared machine's other work is not counted), best of many short batches."""
+    from this thread; a shared machine's other work is not counted), best of many short batches. walk: each call
+    takes the next state of a walk back and forth through `number` states 1e-3 apart in every joint coordinate (a
+    control loop's states: a loop model's Newton starts from the last call's solution, never at it), the same
+    states on both sides; else every call is at one state."""
     import pinocchio as pin
     from biobullet.conventions import PinocchioMap, build_pinocchio_model
 
@@ -114,16 +119,24 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
         pm = build_pinocchio_model(model)
     pd = pm.createData()
     mapping = PinocchioMap(model, pm)
-    x, xd = model.joint_state(q, v)[:2]
-    pq, pv = mapping.config_to_pinocchio(x), mapping.velocity_to_pinocchio(xd)
     ptau = rng.normal(size=pm.nv)
+    path = [q]
+    if walk:
+        step = 1e-3 * (np.arange(model.nq) >= model.base_nq)
+        forward = [q + k * step for k in range(number)]
+        path = forward + forward[-2:0:-1]   # back and forth: no jump, no state twice in a row
+    states = []
+    for qk in path:
+        x, xd = model.joint_state(qk, v)[:2]
+        states.append((qk, mapping.config_to_pinocchio(x), mapping.velocity_to_pinocchio(xd)))
+    ours, theirs = itertools.cycle([s[0] for s in states]), itertools.cycle([s[1:] for s in states])
     functions: dict[str, Callable[[], Any]] = {
-        "pinocchio aba": lambda: pin.aba(pm, pd, pq, pv, ptau),
-        "pinocchio crba": lambda: pin.crba(pm, pd, pq),
-        "pinocchio rnea": lambda: pin.rnea(pm, pd, pq, pv, ptau),
-        "forward_dynamics": lambda: model.forward_dynamics(q, v, tau),
-        "mass_matrix": lambda: model.mass_matrix(q),
-        "bias_forces": lambda: model.bias_forces(q, v),
+        "pinocchio aba": lambda: pin.aba(pm, pd, *next(theirs), ptau),
+        "pinocchio crba": lambda: pin.crba(pm, pd, next(theirs)[0]),
+        "pinocchio rnea": lambda: pin.rnea(pm, pd, *next(theirs), ptau),
+        "forward_dynamics": lambda: model.forward_dynamics(next(ours), v, tau),
+        "mass_matrix": lambda: model.mass_matrix(next(ours)),
+        "bias_forces": lambda: model.bias_forces(next(ours), v),
     }
     from biobullet.bench.competitors import Unsupported, pinocchio_loops
     try:
@@ -131,7 +144,7 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     except Unsupported:
         pass
     else:
-        functions["pinocchio constraintDynamics"] = lambda: accelerations(pq, pv, ptau)
+        functions["pinocchio constraintDynamics"] = lambda: accelerations(*next(theirs), ptau)
     return interleaved_best(functions, rounds=rounds, number=number, clock=time.thread_time)
 
 
