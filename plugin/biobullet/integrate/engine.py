@@ -36,6 +36,7 @@ from biobullet.core.errors import ModelError, SolverError, did_you_mean, interru
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
+from biobullet.model.coordinates import finite_weights
 
 if TYPE_CHECKING:
     from biobullet.integrate.trajectory import Trajectory
@@ -174,7 +175,7 @@ class System:
         return out
 
     def _checked_rhs(self, t: float, y: np.ndarray) -> np.ndarray:
-        tiny = _tiny(len(y))   # finiteness of a whole vector in one dot product (see Model._check)
+        tiny = finite_weights(len(y))   # finiteness of a whole vector in one dot product (see Model._check)
         with np.errstate(all="ignore"):
             if not math.isfinite(y.dot(tiny)):
                 raise _NonFinite("the state is not finite", t, y)
@@ -203,7 +204,7 @@ class System:
             # (no defensive copies; G None = identity, γ None = zero); x, ẋ are only read here
             x, xd, gradient, gamma = model.joint_state_view(pos, vel, t)
             tau = applied_forces(model, x, xd, t, self.elements)
-            if not math.isfinite(tau.dot(_tiny(len(tau)))):   # (else the solve blames its argument 'tau')
+            if not math.isfinite(tau.dot(finite_weights(len(tau)))):   # (else the solve blames its argument 'tau')
                 _non_finite_force(model, x, xd, t, self.elements)
             muscle_power = self._muscle_forces(t, y, pos, vel, x, xd, tau)
             generalized = tau if gradient is None else gradient.T @ tau
@@ -344,17 +345,6 @@ def _power_elements(elements) -> tuple[tuple, tuple]:
                         and not (type(e) in (Spring, JointSpring, JointStop) and e.damping == 0.0))
     return inputs, dissipators
 
-
-_TINY: dict[int, np.ndarray] = {}
-
-
-def _tiny(size: int) -> np.ndarray:
-    """1e-300 weights: x·w is finite for finite x (no overflow possible), NaN or ±inf otherwise."""
-    tiny = _TINY.get(size)
-    if tiny is None:
-        tiny = _TINY[size] = np.full(size, 1e-300)
-        tiny.setflags(write=False)
-    return tiny
 
 
 def _non_finite_force(model, x: np.ndarray, xd: np.ndarray, t: float, elements) -> None:

@@ -179,6 +179,18 @@ def readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+_FINITE_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+def finite_weights(size: int) -> np.ndarray:
+    """Read-only weights 1e-300 of length `size`: x·w is finite for finite x (no overflow possible), NaN or ±inf
+    otherwise — a whole vector's finiteness in one dot product."""
+    weights = _FINITE_WEIGHTS.get(size)
+    if weights is None:
+        weights = _FINITE_WEIGHTS[size] = readonly(np.full(size, 1e-300))
+    return weights
+
+
 class CoordinateMap:
     """Maps independent coordinates q (in `independent` joint order) to all joint coordinates θ.
 

@@ -17,7 +17,7 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
-from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, readonly
+from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, finite_weights, readonly
 from biobullet.model.description import ModelDescription
 from biobullet.model.tree import (Body, Frame, block_sizes, compile_tree, multi_dof_blocks, pack_tree,
                                   position_rate_py)
@@ -70,7 +70,7 @@ class Model:
         self.nq, self.nv = len(self.coordinate_names), len(self.velocity_names)
         self._base_q, self._base_v = len(base_q), len(base_v)
         self._q_shape, self._v_shape = (self.nq,), (self.nv,)
-        self._tiny_q, self._tiny_v = _tiny(self.nq), _tiny(self.nv)
+        self._tiny_q, self._tiny_v = finite_weights(self.nq), finite_weights(self.nv)
 
     # ------------------------------------------------------------------ construction
     def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
@@ -124,7 +124,7 @@ class Model:
         # fast path (every integrator step): a float64 vector of the right size, finiteness by one dot product
         # with 1e-300 weights (finite for finite entries, no overflow possible; NaN or ±inf otherwise)
         if type(value) is np.ndarray and value.dtype is _FLOAT and value.shape == (size,):
-            if _isfinite(value.dot(_tiny(size))):
+            if _isfinite(value.dot(finite_weights(size))):
                 return value
             raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
         array = np.asarray(value)
@@ -483,7 +483,6 @@ class Model:
 
 
 _FLOAT = np.dtype(float)
-_TINY: dict[int, np.ndarray] = {}
 
 
 def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndarray:
@@ -494,13 +493,6 @@ def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndar
         return value
     raise SolverError(f"{file}: {name} is not finite at t = {float(t):.9g} s (the model's magnitudes overflow "
                       "double precision, e.g. a coordinate of 1e200 m, or the state is out of range)")
-
-
-def _tiny(size: int) -> np.ndarray:
-    tiny = _TINY.get(size)
-    if tiny is None:
-        tiny = _TINY[size] = readonly(np.full(size, 1e-300))
-    return tiny
 
 
 def _block_names(bodies) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.muscles.dynamics import load_muscle_state, muscle_forces, muscle_state_size, store_muscle_rates
-from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PLANAR, PROJECTED, SPARSE, SPHERICAL
+from biobullet.pipeline.compiled_model import CALLBACK_STATE, FREE, PROJECTED, SPARSE, SPHERICAL
 
 MASS, BIAS, ACCELERATION = 0, 1, 2   # what `forward_py` computes
 # A constant flag passed to another kernel is written bool(True) / int(0): numba types a bare constant as a literal,
