@@ -304,7 +304,8 @@ def _compile_locked(entry: Any) -> None:
 
 
 #: the one line said when a process first compiles a kernel (none was in numba's on-disk cache)
-COMPILE_NOTICE = "compiling numerical kernels (first run only, ~10–30 s; cached afterwards) ..."
+COMPILE_NOTICE = ("compiling numerical kernels (first run only: about 15 s for a tree, up to a minute or two for a model "
+                  "with loops; cached afterwards) ...")
 _NOTICE_LISTENER: list = []   # the one numba event listener that says COMPILE_NOTICE (registered on first use)
 _KERNEL_CODES: set = set()     # code objects of the functions handed to numba here (their compiles are announced)
 
