@@ -6,7 +6,6 @@ limits and `<mimic>`. Visual and collision geometry are left to PyBullet. Nothin
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import os
 import re
