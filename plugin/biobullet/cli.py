@@ -17,8 +17,8 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import (count, port, positive_float, positive_int, relative_tolerance, seed,
-                                      terminate_as_interrupt)
+from biobullet.core.arguments import (count, output_path, port, positive_float, positive_int, relative_tolerance,
+                                      seed, terminate_as_interrupt)
 from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
@@ -413,36 +413,52 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.random is not None and args.floating_base is not None:
         raise _UsageError("--floating-base/--fixed-base cannot be combined with --random "
                           "(random trees alternate fixed and floating bases)")
-    from biobullet.validate import validate_model, validate_random_trees
-    with _stdout_to_stderr():
-        reports, payload = _run_validation(args, validate_model, validate_random_trees)
-    ok = bool(reports) and all(report.ok for report in reports)
+    reports: list = []
+    interrupted = False
+    try:
+        with _stdout_to_stderr():
+            _run_validation(args, reports)
+    except KeyboardInterrupt:
+        if not reports:
+            raise
+        interrupted = True   # report the models validated so far, then stop as interrupted
+    ok = bool(reports) and all(report.ok for report in reports) and not interrupted
     disagree = any(not check.ok for report in reports for check in report.checks)
     unchecked = [report.model for report in reports if report.nothing_compared]
     if args.json:
+        payload = (_report_dict(reports[0]) if args.random is None else
+                   {"ok": ok, "models": [_report_dict(report) for report in reports],
+                    **({"interrupted": True} if interrupted else {})})
         print(json.dumps(payload, indent=2, ensure_ascii=False, default=json_default))
     else:
         print("\n\n".join(report.to_table() for report in reports))
-        if disagree or not unchecked:
+        if interrupted:
+            print(f"\nINTERRUPTED after {len(reports)} of {args.random} models: "
+                  f"{'DISAGREEMENT: some checks exceed the tolerance' if disagree else 'all checks so far agree'}")
+        elif disagree or not unchecked:
             print(f"\n{'all checks agree' if ok else 'DISAGREEMENT: some checks exceed the tolerance'}")
         else:
             print(f"\nNOTHING COMPARED: every oracle refused {', '.join(unchecked[:5])} (their reasons are in the "
                   "notes above); nothing was checked")
+    if interrupted:
+        sys.stdout.flush()
+        raise KeyboardInterrupt(f"the {len(reports)} models validated before it are reported on standard output")
     return EXIT_OK if ok else EXIT_ERROR if disagree or not unchecked else EXIT_NOT_COMPARED
 
 
-def _run_validation(args: argparse.Namespace, validate_model, validate_random_trees) -> tuple[list, dict[str, Any]]:
+def _run_validation(args: argparse.Namespace, reports: list) -> None:
+    """Append the reports of `validate` (one model, or --random N trees) to `reports` as each one finishes."""
+    from biobullet.validate import random_tree_reports, validate_model
     if args.random is not None:
-        reports = list(validate_random_trees(args.random, seed=args.seed, samples=args.samples, tol=args.tol,
-                                             progress=_progress_printer("model")))
-        ok = bool(reports) and all(report.ok for report in reports)
-        return reports, {"ok": ok, "models": [_report_dict(report) for report in reports]}
+        for report in random_tree_reports(args.random, seed=args.seed, samples=args.samples, tol=args.tol,
+                                          progress=_progress_printer("model")):
+            reports.append(report)
+        return
     from biobullet.loader import load_model   # every element validated at load
-    report = validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
-                                   joint_limits=args.joint_limits),
-                            samples=args.samples,
-                            seed=args.seed, tol=args.tol, progress=_progress_printer("sample"))
-    return [report], _report_dict(report)
+    reports.append(validate_model(load_model(args.model, floating_base=args.floating_base, inertia=args.inertia,
+                                             joint_limits=args.joint_limits),
+                                  samples=args.samples, seed=args.seed, tol=args.tol,
+                                  progress=_progress_printer("sample")))
 
 
 # ---------------------------------------------------------------------------------------------- later commands
@@ -451,13 +467,11 @@ MAX_SAMPLES = 10_000_000
 
 
 def _output_name(path: str, option: str) -> None:
-    """An output argument names a file or folder: not empty, and not `-` (which would be a file named "-" in the
-    working directory, where a user expects standard output)."""
-    if not path.strip():
-        raise _UsageError(f"{option} is empty: give a file or folder name")
-    if path == "-":
-        raise _UsageError(f"{option} -: results are written to files, not to standard output; give a file or "
-                          "folder name (./- for one named '-')")
+    """An output argument names a file or folder (`output_path`), as a usage error naming `option`."""
+    try:
+        output_path(path)
+    except argparse.ArgumentTypeError as exc:
+        raise _UsageError(f"{option} {exc}") from None
 
 
 def _check_output_file(path: str, option: str = "--out", inputs: Sequence[str | None] = ()) -> None:
@@ -537,7 +551,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_output_dir(out)
     options = {key: value for key, value in vars(args).items()
                if key in ("modes",) and value is not None}
-    summary = run_scenario(args.scenario, out, **options)
+    from biobullet.core.atomic import folder_lock
+    os.makedirs(out, exist_ok=True)
+    with folder_lock(out, "run"):   # one command at a time writes into a folder
+        try:
+            summary = run_scenario(args.scenario, out, **options)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(f"the files the study finished are kept in {out}") from None
     if isinstance(summary, dict) and "real_time_factor" in summary:
         print(f"{args.scenario}: {summary['simulated_seconds']:.4g} s simulated in {summary['wall_seconds']:.3g} s "
               f"wall: real-time factor {summary['real_time_factor']:.3g}", file=sys.stderr)
@@ -552,11 +572,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from biobullet.core.atomic import check_writable
     from biobullet.sweep import cli_sweep
-    if args.out is not None:
-        _output_name(args.out, "--out")
-        check_writable(args.out, folder=True)
     return cli_sweep(args)
 
 
@@ -650,9 +666,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: {exc}", file=errors)
             return EXIT_ERROR
     except KeyboardInterrupt as exc:
-        kept = getattr(exc.args[0], "partial_path", None) if exc.args else None   # simulate's IntegrationError
-        print(f"\n{PROG}: {'terminated' if terminated else 'interrupted'}"
-              + (f"; partial trajectory written to {kept}" if kept else ""), file=errors)
+        # what was kept: simulate's IntegrationError names its partial trajectory, other commands say it in words
+        cause = exc.args[0] if exc.args else None
+        kept = (f"; partial trajectory written to {cause.partial_path}" if getattr(cause, "partial_path", None)
+                else f"; {cause}" if isinstance(cause, str) else "")
+        print(f"\n{PROG}: {'terminated' if terminated else 'interrupted'}{kept}", file=errors)
         return 128 + terminated[0] if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `biobullet info x.urdf | head`: the reader left, stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

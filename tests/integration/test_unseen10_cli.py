@@ -46,21 +46,10 @@ def test_sigterm_during_simulate_keeps_the_partial_run_and_exits_143(pendulum: P
     """`kill PID` (a batch system's time limit) during `simulate` killed the process silently (exit -15), with no
     partial trajectory; Ctrl-C kept it. Now both stop the same way."""
     out = tmp_path / "run.csv"
-    process = subprocess.Popen([sys.executable, "-m", "biobullet", "simulate", str(pendulum), "--t-end", "15000",
-                                "--set", "j1=1", "--out", str(out)], cwd=tmp_path, env=ENV,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 90
-        # the run is under way once the CLI reaches its integration loop (the progress bar appears after 2 s)
-        while time.monotonic() < deadline and process.poll() is None and not _progress_shown(process):
-            time.sleep(0.2)
-        assert process.poll() is None, process.communicate()
-        process.send_signal(signal.SIGTERM)   # a process this test started
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 128 + signal.SIGTERM, stderr
+    # the run is under way once the CLI reaches its integration loop (the progress bar appears after 2 s)
+    result, stderr = _terminate_after(["simulate", str(pendulum), "--t-end", "15000", "--set", "j1=1",
+                                       "--out", str(out)], "simulate pendulum", tmp_path)
+    assert result.returncode == 128 + signal.SIGTERM, stderr
     assert "Traceback" not in stderr and "terminated; partial trajectory written to" in stderr, stderr
     partial = Path(f"{out}.partial.csv")
     rows = partial.read_text().splitlines()
@@ -68,14 +57,89 @@ def test_sigterm_during_simulate_keeps_the_partial_run_and_exits_143(pendulum: P
     assert not out.exists() and _hidden_files(tmp_path) == []
 
 
-def _progress_shown(process: subprocess.Popen) -> bool:
-    """Whether the simulate progress bar has appeared on the child's stderr (read without blocking)."""
+def _wait_for(process: subprocess.Popen, marker: str, timeout: float = 120) -> str:
+    """Read the child's stderr until `marker` appears (a progress line: the work is under way); the text read.
+    The timeout only bounds a broken run (the test then fails); it is no threshold of the check."""
     import select
-    ready, _, _ = select.select([process.stderr], [], [], 0)
-    if not ready:
-        return False
-    chunk = os.read(process.stderr.fileno(), 65536).decode(errors="replace")
-    return "simulate pendulum" in chunk
+    text, deadline = "", time.monotonic() + timeout
+    while marker not in text:
+        assert time.monotonic() < deadline and process.poll() is None, text
+        ready, _, _ = select.select([process.stderr], [], [], 0.2)
+        if ready:
+            text += os.read(process.stderr.fileno(), 65536).decode(errors="replace")
+    return text
+
+
+def _terminate_after(command: list[str], marker: str, cwd: Path) -> tuple[subprocess.CompletedProcess, str]:
+    """Run `biobullet COMMAND…`, send SIGTERM once `marker` is on its stderr; the result and all of stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "biobullet", *command], cwd=cwd, env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        before = _wait_for(process, marker)
+        process.send_signal(signal.SIGTERM)   # a process this test started
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(command, process.returncode, stdout, before + stderr), before + stderr
+
+
+def test_sigterm_during_bench_keeps_the_rows_measured_so_far(tmp_path: Path) -> None:
+    """`biobullet bench` (about a minute) interrupted kept nothing: bench.json was written only at the end."""
+    import json
+    result, stderr = _terminate_after(["bench", "--quick", "--out", "b"], "formulations on humanoid", tmp_path)
+    assert result.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == "biobullet: terminated; the rows measured so far are in b/bench.json"
+    kept = json.loads((tmp_path / "b" / "bench.json").read_text())
+    assert kept["interrupted"] is True and "arm7.urdf" in kept["formulations"]
+    rows = kept["formulations"]["arm7.urdf"]["rows"]
+    assert rows and all(row["us_per_call"] > 0 for row in rows.values())
+    assert _hidden_files(tmp_path / "b") == []
+
+
+def test_sigterm_during_validate_random_reports_the_models_checked_so_far(tmp_path: Path) -> None:
+    """`biobullet validate --random N --json` interrupted printed nothing: every finished verdict was lost."""
+    import json
+    result, stderr = _terminate_after(["validate", "--random", "1000", "--samples", "1", "--json"],
+                                      "validate: model 2/1000", tmp_path)
+    assert result.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    report = json.loads(result.stdout)
+    assert report["interrupted"] is True and report["ok"] is False   # an unfinished run is not a pass
+    assert 2 <= len(report["models"]) < 1000
+    assert all(model["ok"] and model["checks"] for model in report["models"])   # random trees agree with Pinocchio
+    assert stderr.strip().splitlines()[-1] == (f"biobullet: terminated; the {len(report['models'])} models "
+                                               "validated before it are reported on standard output")
+
+
+def test_sigterm_during_run_keeps_the_finished_parts_and_says_where(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`biobullet run STUDY` interrupted said only "interrupted": not that (nor where) finished parts were kept."""
+    import biobullet.studies
+
+    def study(name: str, out_dir: str, **options) -> dict:
+        atomic.write_text(Path(out_dir) / "part1.csv", "t,x\n0,1\n")   # a part the study finished
+        os.kill(os.getpid(), signal.SIGTERM)   # the batch system's time limit, during the second part
+        raise AssertionError("SIGTERM did not stop the study")
+
+    monkeypatch.setattr(biobullet.studies, "run_scenario", study)
+    out = tmp_path / "study"
+    assert cli.main(["run", "fourbar", "--out", str(out)]) == 143
+    assert capsys.readouterr().err.strip() == (f"biobullet: terminated; the files the study finished are kept in "
+                                               f"{out}")
+    assert (out / "part1.csv").read_text() == "t,x\n0,1\n"
+
+
+def test_pybullet_simulate_shows_progress_without_a_terminal(pendulum: Path, tmp_path: Path) -> None:
+    """`simulate --engine pybullet` showed a progress bar only when stderr was a terminal (the reference engine
+    shows it once a run takes > 2 s, also into a log file); SIGTERM then keeps the partial run."""
+    out = tmp_path / "run.csv"
+    result, stderr = _terminate_after(["simulate", str(pendulum), "--engine", "pybullet", "--t-end", "5000",
+                                       "--set", "j1=1", "--out", str(out)], "pybullet pendulum", tmp_path)
+    assert result.returncode == 143, stderr
+    assert "Traceback" not in stderr
+    rows = Path(f"{out}.partial.csv").read_text().splitlines()
+    assert rows[0] == "t,j1,j1_dot" and rows[1].startswith("0,1,") and len(rows) > 1000   # > 2 s of steps
 
 
 # ------------------------------------------------------------------------------------------------ full disk
@@ -268,20 +332,51 @@ def test_a_run_usage_error_is_the_usage_and_one_line(tmp_path: Path, capsys) -> 
 
 
 # ------------------------------------------------------------------------------------------------ concurrency
+SWEEP_CONFIG = {"function": "demo.damped_oscillator", "fixed": {"mass": 1.0, "velocity": 1.0, "damping": 0.1},
+                "sweep": [{"path": "stiffness", "values": [1.0, 4.0]}]}
+
+
 def test_a_second_sweep_on_a_folder_in_use_is_refused(tmp_path: Path) -> None:
     """Two sweeps on one --out both computed every point, and the second one's start-up clean-up of temporary
     files could delete the file the first was writing (its os.replace then failed: an internal error)."""
     from biobullet.sweep.runner import run_sweep
-    from biobullet.sweep.store import folder_lock
-    config = {"function": "demo.damped_oscillator", "fixed": {"mass": 1.0, "velocity": 1.0, "damping": 0.1},
-              "sweep": [{"path": "stiffness", "values": [1.0, 4.0]}]}
     out = tmp_path / "out"
     out.mkdir()
-    with folder_lock(out):   # the first sweep, still writing
+    with atomic.folder_lock(out, "sweep"):   # the first sweep, still writing
         with pytest.raises(atomic.OutputError, match=f"{out}: another sweep is writing into this folder "
                                                      f"\\(process {os.getpid()}\\)"):
-            run_sweep(config, out=out, progress=False, plots=False)
-    assert sorted(p.name for p in out.iterdir()) == [".sweep.lock", "points"]
+            run_sweep(SWEEP_CONFIG, out=out, progress=False, plots=False)
+    assert sorted(p.name for p in out.iterdir()) == [atomic.LOCK_NAME, "points"]
+
+
+@pytest.mark.parametrize("first", ["run", "sweep"])
+def test_a_study_run_on_a_folder_in_use_is_refused(first: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Two `biobullet run STUDY --out D` at once (or a run on a sweep's folder) were not locked against each other:
+    both wrote the same files."""
+    import biobullet.studies
+    monkeypatch.setattr(biobullet.studies, "run_scenario", _not_reached)
+    out = tmp_path / "study"
+    out.mkdir()
+    with atomic.folder_lock(out, first):   # the first command, still writing
+        assert cli.main(["run", "fourbar", "--out", str(out)]) == 2
+    assert f"{out}: another {first} is writing into this folder (process {os.getpid()})" in capsys.readouterr().err
+
+
+def test_python_m_sweep_refuses_a_dash_output_as_biobullet_sweep_does(tmp_path: Path, monkeypatch, capsys) -> None:
+    """`python -m biobullet.sweep CFG --out -` ran the sweep into a folder named '-' (`biobullet sweep` refused)."""
+    import json
+
+    import biobullet.sweep.runner
+    from biobullet.sweep.cli import main as sweep_main   # `python -m biobullet.sweep`
+    monkeypatch.setattr(biobullet.sweep.runner, "run_sweep", _not_reached)
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "sweep.json"
+    config.write_text(json.dumps(SWEEP_CONFIG))
+    for entry in (sweep_main, lambda argv: cli.main(["sweep", *argv])):
+        with pytest.raises(SystemExit) as stop:
+            entry([str(config), "--out", "-"])
+        assert stop.value.code == 2 and "argument --out: -: results are written to files" in capsys.readouterr().err
+    assert not (tmp_path / "-").exists()
 
 
 # ------------------------------------------------------------------------------------------------ long runs

@@ -446,25 +446,33 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
     summary: dict[str, Any] = {
         "quick": quick, "numba_kernels": jit.ENABLED, "python": platform.python_version(),
         "machine": platform.machine(), "cpu_count": os.cpu_count(), "formulations": {}, "bridge": {}}
-    for name in FORMULATION_MODELS:
-        log(f"bench: formulations on {name} …")
-        model = load_model(bundled_model(name))
-        times = formulation_speed(model, rounds=f_rounds, slow=not quick)
-        reference = times[PINOCCHIO]
-        summary["formulations"][name] = {
-            "nv": model.nv, "n_joints": model.n_tangent,
-            "rows": {label: {"us_per_call": s * 1e6, "ratio_to_pinocchio": s / reference}
-                     for label, s in times.items()}}
-    log(f"bench: bridge steps on {BRIDGE_MODEL} …")
-    result = bridge_speed(load_model(bundled_model(BRIDGE_MODEL)), rounds=b_rounds)
-    best = result["best"]
-    summary["bridge"] = {
-        "model": BRIDGE_MODEL, "dt": 1e-3, "rounds": b_rounds,
-        "us_per_step": {c: {n: s * 1e6 for n, s in best[c].items()} for c in CLOCKS},
-        "ratio_bridge_to_bare": {c: best[c]["bridge"] / best[c]["bare"] for c in CLOCKS},
-        "ratio_bridge_to_minimal": {c: best[c]["bridge"] / best[c]["minimal"] for c in CLOCKS},
-        "max_joint_function_residual": result["max_residual"], "velocity_projections": result["projections"],
-        "fast_path": result["fast_path"], "joint_functions": result["joint_functions"]}
+    try:
+        for name in FORMULATION_MODELS:
+            log(f"bench: formulations on {name} …")
+            model = load_model(bundled_model(name))
+            times = formulation_speed(model, rounds=f_rounds, slow=not quick)
+            reference = times[PINOCCHIO]
+            summary["formulations"][name] = {
+                "nv": model.nv, "n_joints": model.n_tangent,
+                "rows": {label: {"us_per_call": s * 1e6, "ratio_to_pinocchio": s / reference}
+                         for label, s in times.items()}}
+        log(f"bench: bridge steps on {BRIDGE_MODEL} …")
+        result = bridge_speed(load_model(bundled_model(BRIDGE_MODEL)), rounds=b_rounds)
+        best = result["best"]
+        summary["bridge"] = {
+            "model": BRIDGE_MODEL, "dt": 1e-3, "rounds": b_rounds,
+            "us_per_step": {c: {n: s * 1e6 for n, s in best[c].items()} for c in CLOCKS},
+            "ratio_bridge_to_bare": {c: best[c]["bridge"] / best[c]["bare"] for c in CLOCKS},
+            "ratio_bridge_to_minimal": {c: best[c]["bridge"] / best[c]["minimal"] for c in CLOCKS},
+            "max_joint_function_residual": result["max_residual"], "velocity_projections": result["projections"],
+            "fast_path": result["fast_path"], "joint_functions": result["joint_functions"]}
+    except KeyboardInterrupt:
+        # Ctrl-C / SIGTERM: keep the rows measured so far, then stop as interrupted
+        summary["interrupted"] = True
+        if out is None:
+            raise
+        path = write_atomic(os.path.join(os.fspath(out), "bench.json"), json.dumps(summary, indent=2) + "\n")
+        raise KeyboardInterrupt(f"the rows measured so far are in {path}") from None
     if out is not None:
         write_atomic(os.path.join(os.fspath(out), "bench.json"), json.dumps(summary, indent=2) + "\n")
     return summary

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 import math
 import os
-import sys
 import warnings
 
 import numpy as np
@@ -32,8 +31,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     dt: None = the bridge's default (1 ms; with `<flexible>` links ¼ of PyBullet's explicit stability limit
     2/ω_max of the segmented model, capped at 1 ms). initial: (q0, v0) generalized state or a {name: value}
     mapping (default: the model's `<initial>`). out: optional output file, written atomically: .npz by its suffix
-    (`Trajectory.to_npz`), else CSV (`t`, joint names, `<name>_dot`). progress: True/False, or None = a tqdm bar
-    on a terminal for runs longer than 2000 steps.
+    (`Trajectory.to_npz`), else CSV (`t`, joint names, `<name>_dot`). progress: as the reference engine's
+    (`biobullet.simulate`): None = a tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
     Further keyword arguments go to `Bridge` (segments, shear, baumgarte, ground_body, ...). If t_end is not a
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
     for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with
@@ -54,23 +53,16 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
             by_name = dict(excitations) if isinstance(excitations, Mapping) else dict.fromkeys(names(model),
                                                                                               excitations)
             bridge.set_excitations(activations, **by_name)
-        show = progress if progress is not None else (n_steps > 2000 and sys.stderr.isatty())
-        bar = None
-        if show:
-            try:
-                from tqdm import tqdm
-                bar = tqdm(total=n_steps, desc=f"pybullet {model.name}", unit="step", file=sys.stderr)
-            except ImportError:  # pragma: no cover - tqdm is a dependency
-                bar = None
+        from biobullet.integrate.stepper import Progress   # the reference engine's bar: shown once a run takes > 2 s
+        bar = Progress(0.0, n_steps * bridge.dt, progress, f"pybullet {model.name}")
         try:
             for k in range(n_steps):
                 bridge.step()
                 check_divergence(bridge, *bridge.samples[-1])  # non-finite or runaway: stop, say why
-                if bar is not None and (k % 100 == 99 or k == n_steps - 1):
-                    bar.update(k + 1 - bar.n)
+                if k % 100 == 99 or k == n_steps - 1:
+                    bar((k + 1) * bridge.dt)
         except BaseException as exc:   # every failure keeps the steps before it (Ctrl-C and internal errors too)
-            if bar is not None:
-                bar.close()
+            bar.close()
             if isinstance(exc, DivergenceError):
                 del bridge.samples[-1]  # the diverged sample is not part of the trajectory
             path = None
@@ -87,8 +79,7 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
                               stacklevel=2)
             raise
         trajectory = bridge.trajectory()
-    if bar is not None:
-        bar.close()
+    bar.close()
     if out is not None:   # as the reference engine: .npz by its suffix, else CSV (it wrote CSV text into x.npz)
         (trajectory.to_npz if os.fspath(out).lower().endswith(".npz") else trajectory.to_csv)(os.fspath(out))
     return trajectory

@@ -55,6 +55,17 @@ def seed(text: str) -> int:
     return _checked(text, int, "an integer", lambda value: 0 <= value < 2 ** 32, "in 0 … 4294967295")
 
 
+def output_path(text: str) -> str:
+    """An output file or folder name: not empty, and not `-` (which would be a file or folder named "-" in the
+    working directory, where a user expects standard output)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a file or folder name")
+    if text == "-":
+        raise argparse.ArgumentTypeError("-: results are written to files, not to standard output; give a file or "
+                                         "folder name (./- for one named '-')")
+    return text
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[list[int]]:
     """While inside, SIGTERM (`kill`, a batch system's time limit) raises KeyboardInterrupt as Ctrl-C does, so

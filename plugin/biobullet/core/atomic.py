@@ -23,7 +23,7 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from biobullet.core.errors import BiobulletError, shown
 
@@ -222,6 +222,43 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
+#: the lock file of an output folder: held (flock) by the command writing into it (a sweep, a study)
+LOCK_NAME = ".biobullet.lock"
+
+
+@contextlib.contextmanager
+def folder_lock(out: str | os.PathLike[str], command: str) -> Iterator[None]:
+    """Hold `out`'s lock while `command` ("sweep", "run") writes into it: a second command on the same folder is
+    refused with one clear error (it would compute everything again, and its start-up clean-up of temporary files
+    could delete a file the first one is writing). The lock goes with the process that holds it (also on
+    SIGKILL); the file stays (removing it would let a third command lock a new file while the second holds the
+    old one)."""
+    try:
+        import fcntl
+    except ImportError:   # no flock on this platform: not locked
+        yield
+        return
+    path = Path(out) / LOCK_NAME
+    check_target(path)
+    try:   # (not inherited by child processes: Python's descriptors close on exec, and Dask spawns its processes)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").split() or ["?"]
+            raise OutputError(f"{out}: another {' '.join(holder[1:2]) or 'biobullet command'} is writing into this "
+                              f"folder (process {holder[0]}); wait for it to finish (then run again to resume), or "
+                              "give another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)   # releases the lock
+
+
 def json_default(value: Any) -> Any:
     """`json.dumps(default=)` for numpy arrays and scalars (as lists and numbers); anything else is refused."""
     if hasattr(value, "tolist"):
@@ -250,4 +287,4 @@ def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLi
 
 
 __all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes",
-           "write_json", "json_default", "save_figure"]
+           "write_json", "json_default", "save_figure", "folder_lock"]

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from biobullet.core.arguments import positive_int, terminate_as_interrupt
+from biobullet.core.arguments import output_path, positive_int, terminate_as_interrupt
 
 EXIT_OK, EXIT_INTERNAL, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help="sweep configuration file (.json or .toml)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="address of a running Dask scheduler (default: a local cluster on 127.0.0.1)")
-    parser.add_argument("--out", default=None, metavar="DIR",
+    parser.add_argument("--out", default=None, type=output_path, metavar="DIR",
                         help="output directory (default: the config's 'out', else out/<config name>)")
     parser.add_argument("--workers", default=None, type=positive_int, metavar="N",
                         help="local worker processes, one thread each (default: one per core; ignored with "
@@ -25,8 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cli_sweep(args: argparse.Namespace) -> int:
     """Handler of ``biobullet sweep``: run the sweep, print where the results are; raises BiobulletError."""
+    from biobullet.core.atomic import check_writable
     from biobullet.sweep.runner import run_sweep
 
+    if args.out is not None:   # before any work (the runner checks again)
+        check_writable(args.out, folder=True)
     with terminate_as_interrupt() as terminated:   # SIGTERM stops the sweep as Ctrl-C does
         try:
             result = run_sweep(args.config, scheduler=args.scheduler, workers=getattr(args, "workers", None),

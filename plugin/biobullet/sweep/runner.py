@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from biobullet.core.atomic import output_folder
+from biobullet.core.atomic import folder_lock, output_folder
 from biobullet.core.errors import BiobulletError, ModelError
 from biobullet.sweep.config import Point, SweepConfig, load_config
-from biobullet.sweep.store import (folder_lock, point_path, points_dir, read_point, write_json_atomic,
+from biobullet.sweep.store import (point_path, points_dir, read_point, write_json_atomic,
                                    write_summaries)
 
 
@@ -168,7 +168,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
     out_dir = Path(out) if out is not None else default_out(cfg)
     points = cfg.points()
     output_folder(out_dir, points_dir(out_dir).name)   # OutputError for a file, a link below it, a long name
-    with folder_lock(out_dir):   # one sweep at a time writes into a folder
+    with folder_lock(out_dir, "sweep"):   # one sweep at a time writes into a folder
         _clean_temporaries(out_dir)
 
         records: dict[str, dict[str, Any]] = {}

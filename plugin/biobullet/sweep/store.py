@@ -1,7 +1,6 @@
 """On-disk results of a sweep: one JSON file per point (written atomically), summary CSV/JSON."""
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -9,7 +8,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
 
 from biobullet.core import atomic
 from biobullet.sweep.config import Point, SweepConfig
@@ -17,41 +16,6 @@ from biobullet.sweep.config import Point, SweepConfig
 
 def points_dir(out: Path) -> Path:
     return out / "points"
-
-
-#: the lock file of an output folder: held (flock) by the sweep writing into it
-LOCK_NAME = ".sweep.lock"
-
-
-@contextlib.contextmanager
-def folder_lock(out: Path) -> Iterator[None]:
-    """Hold `out`'s lock while a sweep writes into it: a second sweep on the same folder is refused with one
-    clear error (it would compute every point again, and its start-up clean-up of temporary files could delete
-    a file the first one is writing). The lock goes with the process that holds it (also on SIGKILL); the file
-    stays (removing it would let a third sweep lock a new file while the second holds the old one)."""
-    try:
-        import fcntl
-    except ImportError:   # no flock on this platform: not locked
-        yield
-        return
-    path = out / LOCK_NAME
-    atomic.check_target(path)
-    try:   # (not inherited by the workers: Python's descriptors close on exec, and Dask spawns its processes)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as exc:
-        raise atomic.OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            raise atomic.OutputError(f"{out}: another sweep is writing into this folder (process {holder}); wait "
-                                     "for it to finish (then run again to resume), or give another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)   # releases the lock
 
 
 def point_path(out: Path, point_id: str) -> Path:

@@ -4,6 +4,8 @@ Light on import: Pinocchio and PyBullet are imported only when an oracle is buil
 """
 from __future__ import annotations
 
-from biobullet.validate.report import Check, ValidationReport, random_state, validate_model, validate_random_trees
+from biobullet.validate.report import (Check, ValidationReport, random_state, random_tree_reports, validate_model,
+                                       validate_random_trees)
 
-__all__ = ["Check", "ValidationReport", "random_state", "validate_model", "validate_random_trees"]
+__all__ = ["Check", "ValidationReport", "random_state", "random_tree_reports", "validate_model",
+           "validate_random_trees"]

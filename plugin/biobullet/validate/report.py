@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -390,16 +390,22 @@ def validate_random_trees(n_models: int, seed: int = 0, *, n_links: int = 6, sam
                           progress: Callable[[int, int], None] | None = None) -> list[ValidationReport]:
     """Validate `n_models` random URDF trees (seeds seed, seed+1, …): alternating fixed/floating bases,
     continuous joints, and 0–2 joint-function couplings."""
+    return list(random_tree_reports(n_models, seed, n_links=n_links, samples=samples, tol=tol, oracles=oracles,
+                                    progress=progress))
+
+
+def random_tree_reports(n_models: int, seed: int = 0, *, n_links: int = 6, samples: int = 5,
+                        tol: float = 1e-9, oracles: Sequence[str] = ORACLE_NAMES,
+                        progress: Callable[[int, int], None] | None = None) -> Iterator[ValidationReport]:
+    """The reports of `validate_random_trees`, one at a time (an interrupted run keeps the finished ones)."""
     from biobullet.loader import load_model
     from biobullet.validate.random_models import random_urdf
-    reports = []
     with tempfile.TemporaryDirectory(prefix="biobullet_random_") as folder:
         for k in range(n_models):
             s = seed + k
             path = os.path.join(folder, f"random_{s}.urdf")
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(random_urdf(s, n_links, floating_base=bool(k % 2), couplings=k % 3))
-            reports.append(validate_model(load_model(path), samples=samples, seed=s, tol=tol, oracles=oracles))
+            yield validate_model(load_model(path), samples=samples, seed=s, tol=tol, oracles=oracles)
             if progress is not None:
                 progress(k + 1, n_models)
-    return reports
