@@ -54,7 +54,10 @@ def make_env_class():
             self.render_mode = render_mode
             self.client = p.connect(p.DIRECT)
             p.setTimeStep(dt, physicsClientId=self.client)
-            self.bridge = biobullet.Bridge(urdf, client=self.client)
+            model = biobullet.load_model(urdf)
+            # the client falls with the file's <gravity> before the bridge comes (it would set it, with a warning)
+            p.setGravity(*model.gravity, physicsClientId=self.client)
+            self.bridge = biobullet.Bridge(model, client=self.client)
             self.names = list(self.bridge.model.coordinate_names)
             n = len(self.names)
             # the action is normalized: a = ±1 is the torque that gives each coordinate `max_acceleration` (rad/s²)
