@@ -1,10 +1,11 @@
 """A Gymnasium environment on the PyBullet bridge: a KUKA iiwa whose joint 3 is a nonlinear function of joints 2
 and 4 (q3 = 0.5 sin q2 + 0.2 q4², written into a copy of pybullet_data's URDF) reaches for a random target.
 
-One PyBullet client and one Bridge for every episode (`reset()` puts the robot back by name, the dependent joint
-follows); actions are generalized torques on the independent coordinates (`bridge.apply(generalized=...)`), the
-observation is (q, v, target). The environment passes Gymnasium's own `check_env`; a proportional policy runs a
-few episodes and the coupling's residual, read from PyBullet's joint states, is printed.
+One PyBullet client and one Bridge for every episode (`reset()` puts the robot back by name, inside the joints'
+URDF limits; the dependent joint follows); actions are normalized generalized torques on the independent
+coordinates (a = ±1 gives `max_acceleration` at the initial pose; outside the box clipped, a wrong length or NaN
+refused), the observation is (q, v, target). The environment passes Gymnasium's own `check_env`; a proportional
+policy runs a few episodes and the coupling's residual, read from PyBullet's joint states, is printed.
 
     python demos/gym_reach.py --out OUT [--episodes 6 --steps 120]
 
