@@ -274,3 +274,42 @@ def test_a_reset_before_apply_on_a_floating_spherical_arm_is_no_frame_skip(clien
             residuals.append(abs(pronation - (0.1 + 0.5 * elbow_angle - 0.3 * elbow_angle ** 2)))
     assert [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)] == []
     assert max(residuals) <= PROMISE
+
+
+def test_a_reset_deep_beyond_a_urdf_limit_is_named_where_the_step_cannot_hold_it():
+    """The shoulder model's elbow has <limit lower="0">, a stop f = k p² (forces.elements.urdf_limit_stops). A
+    `bridge.reset(elbow_flexion=-0.29)` at 240 Hz put the elbow where that stop's stiffness 2 k p makes PyBullet's
+    explicit step unstable: the run diverged after 12 steps (elbow at 7e4 rad/s) and the DivergenceError blamed "a
+    force outside the bridge". Now the reset says so, once, naming the joint and the limit — and the divergence it
+    announces happens (PyBullet's own joint states); at 1 kHz, or just inside the stable range, nothing is said."""
+    from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError
+    model = biobullet.load_model(URDF / "shoulder_rhythm.urdf")
+
+    def reset(dt: float, elbow: float) -> tuple[Bridge, int, list[str]]:
+        client = pybullet.connect(pybullet.DIRECT)
+        pybullet.setGravity(*model.gravity, physicsClientId=client)
+        bridge = Bridge(model, client=client, dt=dt)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bridge.reset(elbow_flexion=elbow)
+        return bridge, client, [str(w.message) for w in caught if issubclass(w.category, BridgeWarning)]
+
+    for dt, elbow in ((1 / 240, -0.02), (1e-3, -0.29)):
+        _, client, said = reset(dt, elbow)
+        pybullet.disconnect(client)
+        assert not said, (dt, elbow, said)
+    bridge, client, said = reset(1 / 240, -0.29)
+    try:
+        assert len(said) == 1 and "'elbow_flexion'" in said[0] and "beyond the lower limit 0" in said[0], said
+        elbow = _joint_ids(client, bridge.body)["elbow_flexion"]
+        speeds = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(DivergenceError):
+                for _ in range(60):
+                    bridge.apply()
+                    pybullet.stepSimulation(physicsClientId=client)
+                    speeds.append(abs(pybullet.getJointState(bridge.body, elbow, physicsClientId=client)[1]))
+        assert max(speeds) > 1e4   # PyBullet's own elbow rate: the divergence the warning announced
+    finally:
+        pybullet.disconnect(client)

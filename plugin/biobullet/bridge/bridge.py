@@ -67,7 +67,7 @@ from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_a
 from biobullet.bridge.force_stage import ForceStage
 from biobullet.bridge.kernels import END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
 from biobullet.bridge.outside import PROMISE
-from biobullet.bridge.stability import check_stiff_elements
+from biobullet.bridge.stability import check_stiff_elements, check_stop_penetration
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
 #: the velocity projection runs only when the velocity residual would move a constraint by more than this in one
@@ -843,6 +843,7 @@ class Bridge:
                                           + " (NAME_dot for a rate)")
             target[list(names).index(name)] = to_float(None, key, value, expected="a finite number")
         model.check_rotations(q)   # (PyBullet would take a zero quaternion as NaN)
+        check_stop_penetration(model, q, self.dt)
         x, xd, _, _ = model.joint_state(q, v, t)
         self.reset_tree(x, xd, t)
 
