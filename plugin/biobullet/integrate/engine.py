@@ -688,7 +688,8 @@ def _check_arguments(model, method, progress, projection, max_evaluations, out) 
     if method is not None and not isinstance(method, str):
         raise ModelError(f"is not a name (got {type(method).__name__})", argument="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
-    for name, value, allowed in (("progress", progress, (type(None), bool)), ("projection", projection, (bool,))):
+    for name, value, allowed in (("progress", progress, (type(None), bool, np.bool_)),
+                                  ("projection", projection, (bool, np.bool_))):
         if not isinstance(value, allowed):
             raise ModelError(f"is not {'None, ' if name == 'progress' else ''}True or False (got {value!r:.40})",
                              argument=name, expected="a bool")
