@@ -578,9 +578,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.core.events import as_event
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
-    _check_arguments(model, method, progress, projection, max_evaluations, out)
+    _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds)
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
-    python_start_seconds = to_float(None, "python_start_seconds", python_start_seconds, non_negative=True)
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))
     if not t_end > t0:
@@ -678,7 +677,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     return trajectory
 
 
-def _check_arguments(model, method, progress, projection, max_evaluations, out) -> None:
+def _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds) -> None:
     """ModelError naming the first of `simulate`'s arguments whose type is wrong (they were read as flags or text,
     e.g. `projection="no"` projected, `max_evaluations=-1` ended an implicit run at once, `rtol=10` ran)."""
     from biobullet.model import Model
@@ -698,6 +697,10 @@ def _check_arguments(model, method, progress, projection, max_evaluations, out) 
                                         or max_evaluations < 1):
         raise ModelError(f"is not a positive integer (got {max_evaluations!r:.40})", argument="max_evaluations",
                          expected="an integer ≥ 1, e.g. 10**7")
+    if isinstance(python_start_seconds, bool) or not isinstance(python_start_seconds, (int, float, np.number)) \
+            or not python_start_seconds >= 0:   # (inf: never compile; NaN fails the comparison)
+        raise ModelError(f"is {python_start_seconds!r:.40}", argument="python_start_seconds",
+                         expected="a CPU time in s ≥ 0 (inf: run uncompiled throughout)")
     if out is not None and not isinstance(out, (str, os.PathLike)):
         raise ModelError(f"is not a path (got {type(out).__name__})", argument="out",
                          expected="a file name ending in .csv or .npz")
