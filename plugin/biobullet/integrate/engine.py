@@ -876,6 +876,10 @@ def _action_on_state(system: System, event):
     return action
 
 
+#: most output samples one run may ask for (as `biobullet.cli.MAX_SAMPLES`): each costs a state row and its energies
+MAX_SAMPLES = 10_000_000
+
+
 def _sample_times(t_eval, t0: float, t_end: float):
     if t_eval is None:
         return np.linspace(t0, t_end, DEFAULT_SAMPLES)
@@ -884,6 +888,9 @@ def _sample_times(t_eval, t0: float, t_end: float):
             raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
         return None
     samples = np.asarray(t_eval, dtype=float).reshape(-1)
+    if samples.size > MAX_SAMPLES:   # (10⁸ samples of a 7-joint arm: the run was killed for memory at its end)
+        raise ModelError(f"t_eval holds {samples.size:,} times", attribute="t_eval",
+                         expected=f"at most {MAX_SAMPLES:,} samples (the CLI's limit)")
     if samples.size == 0 or not np.all(np.isfinite(samples)) or np.any(np.diff(samples) <= 0) \
             or samples[0] < t0 or samples[-1] > t_end:
         raise ModelError("t_eval must be strictly increasing finite times within [t0, t_end]", attribute="t_eval",

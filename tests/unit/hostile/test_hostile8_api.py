@@ -88,6 +88,13 @@ def test_simulate_events_that_are_not_callables(pendulum):
     argument_error(lambda: biobullet.simulate(pendulum, 0.01, events=["g"]), "events")
 
 
+def test_simulate_refuses_more_samples_than_the_cli_allows(pendulum, monkeypatch):
+    """(t_eval of 10⁸ times ran, and the process was killed for memory when the trajectory was built)"""
+    from biobullet.integrate import engine
+    monkeypatch.setattr(engine, "MAX_SAMPLES", 1000)   # (the same check, without a 10⁷-entry array)
+    argument_error(lambda: biobullet.simulate(pendulum, 0.01, t_eval=np.linspace(0.0, 0.01, 1001)), "t_eval")
+
+
 def test_simulate_accepts_a_numpy_integer_budget(pendulum):
     trajectory = biobullet.simulate(pendulum, 0.01, max_evaluations=np.int64(10 ** 6), t_eval=[0.0, 0.01])
     assert len(trajectory) == 2
