@@ -579,6 +579,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
     _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds)
+    if activations is not None and excitations is None:   # (were ignored: `activations="x"` ran)
+        raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
+                         argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))

@@ -72,6 +72,7 @@ def test_time_must_be_one_finite_number(pendulum, t):
     ("python_start_seconds", float("nan")),
     ("out", 3),                       # TypeError from os.fspath
     ("rtol", 10.0),                   # ran: a relative tolerance ≥ 1 bounds nothing (the CLI refused it)
+    ("activations", "x"),             # ignored without excitations
 ])
 def test_simulate_names_a_bad_keyword_before_any_work(pendulum, keyword, value):
     argument_error(lambda: biobullet.simulate(pendulum, 0.01, **{keyword: value}), keyword)
