@@ -57,21 +57,6 @@ def seed(text: str) -> int:
     return _checked(text, int, "an integer", lambda value: 0 <= value < 2 ** 32, "in 0 … 4294967295")
 
 
-def time_argument(t: Any, name: str = "t") -> float:
-    """`t` as a finite float (a time in s); ModelError naming the argument for text, a bool, an array, None, NaN or
-    ±inf (`float("1")` and `float(True)` would read text and a flag as a time)."""
-    if isinstance(t, (str, bytes, bool)):
-        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name, expected="a time in s")
-    try:
-        value = float(t)
-    except (TypeError, ValueError):
-        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name,
-                         expected="a time in s") from None
-    if not math.isfinite(value):
-        raise ModelError(f"is not finite ({value})", argument=name, expected="a finite time in s")
-    return value
-
-
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[list[int]]:
     """While inside, SIGTERM (`kill`, a batch system's time limit) raises KeyboardInterrupt as Ctrl-C does, so
@@ -93,3 +78,18 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
         yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def time_argument(t: Any, name: str = "t") -> float:
+    """`t` as a finite float (a time in s); ModelError naming the argument for text, a bool, an array, None, NaN or
+    ±inf (`float("1")` and `float(True)` would read text and a flag as a time)."""
+    if isinstance(t, (str, bytes, bool)):
+        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name, expected="a time in s")
+    try:
+        value = float(t)
+    except (TypeError, ValueError):
+        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name,
+                         expected="a time in s") from None
+    if not math.isfinite(value):
+        raise ModelError(f"is not finite ({value})", argument=name, expected="a finite time in s")
+    return value
