@@ -1,5 +1,5 @@
-"""Command-line argument types and signal handling shared by `biobullet` and `biobullet sweep` (standard library
-only)."""
+"""Command-line argument types and signal handling shared by `biobullet` and `biobullet sweep`, and the checks of
+the Python API's scalar arguments (standard library only)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,8 @@ import contextlib
 import math
 import signal
 from typing import Any, Callable, Iterator, TypeVar
+
+from biobullet.core.errors import ModelError
 
 T = TypeVar("T", int, float)
 
@@ -87,3 +89,18 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
         yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def time_argument(t: Any, name: str = "t") -> float:
+    """`t` as a finite float (a time in s); ModelError naming the argument for text, a bool, an array, None, NaN or
+    ±inf (`float("1")` and `float(True)` would read text and a flag as a time)."""
+    if isinstance(t, (str, bytes, bool)):
+        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name, expected="a time in s")
+    try:
+        value = float(t)
+    except (TypeError, ValueError):
+        raise ModelError(f"is not one number (got {type(t).__name__})", argument=name,
+                         expected="a time in s") from None
+    if not math.isfinite(value):
+        raise ModelError(f"is not finite ({value})", argument=name, expected="a finite time in s")
+    return value

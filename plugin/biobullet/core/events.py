@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from biobullet.core.errors import ModelError
+
 EventFunction = Callable[[float, np.ndarray, np.ndarray], float]
 
 
@@ -43,7 +45,8 @@ def as_event(item, index: int) -> Event:
     if isinstance(item, Event):
         return item
     if not callable(item):
-        raise TypeError(f"event {index} is neither an Event nor a callable f(t, x, xd)")
+        raise ModelError(f"event {index} is neither an Event nor a callable f(t, x, xd) (got {type(item).__name__})",
+                         argument="events", expected="a list of Event objects or callables")
     name = getattr(item, "name", None) or getattr(item, "__name__", None) or f"event_{index}"
     if name == "<lambda>":
         name = f"event_{index}"

@@ -51,7 +51,8 @@ def _declined(model, q, v, t: float, what: str):
     direction first), found here on the error path only."""
     q = model.checked("q", q, model.nq)
     model.check_rotations(q)
-    model.joint_state(q, np.zeros(model.nv) if v is None else model.checked("v", v, model.nv), t)
+    # (v=None is the mass matrix's own call; a caller's v=None is an argument error, not a singular matrix)
+    model.joint_state(q, np.zeros(model.nv) if what == "mass matrix" else model.checked("v", v, model.nv), t)
     index = None
     mass = model.workspace.mass_matrix(model, q, t) if what == "forward dynamics" else None
     if mass is not None:

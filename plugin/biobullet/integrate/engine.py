@@ -23,6 +23,7 @@ serves a check formulation chosen by name (M and h, or v̇, of the callback's jo
 from __future__ import annotations
 
 import math
+import os
 import time
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Mapping
@@ -577,6 +578,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     from biobullet.core.events import as_event
     from biobullet.integrate.stepper import METHODS, LoopEvent, LoopResult, Progress, StepFailure, run_loop
 
+    _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds)
+    if activations is not None and excitations is None:   # (were ignored: `activations="x"` ran)
+        raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
+                         argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))
@@ -590,7 +595,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError(f"unknown integration method {method!r}{did_you_mean(method.upper(), METHODS)}",
                          attribute="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
-    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, positive=True)
+    # (rtol ≥ 1 accepts any error: `rtol=10` ran and gave numbers far off)
+    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, positive=True, below=1)
     atol = DEFAULT_ATOL if atol is None else to_float(None, "atol", atol, positive=True)
     max_step = np.inf if max_step is None or isinstance(max_step, float) and max_step == np.inf else \
         to_float(None, "max_step", max_step, positive=True)
@@ -672,6 +678,35 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if out is not None:
         (trajectory.to_npz if str(out).lower().endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+def _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds) -> None:
+    """ModelError naming the first of `simulate`'s arguments whose type is wrong (they were read as flags or text,
+    e.g. `projection="no"` projected, `max_evaluations=-1` ended an implicit run at once, `rtol=10` ran)."""
+    from biobullet.model import Model
+    if not isinstance(model, Model):
+        raise ModelError(f"is not a Model (got {type(model).__name__})", argument="model",
+                         expected="a model made by biobullet.load_model(path)")
+    if method is not None and not isinstance(method, str):
+        raise ModelError(f"is not a name (got {type(method).__name__})", argument="method",
+                         expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
+    for name, value, allowed in (("progress", progress, (type(None), bool, np.bool_)),
+                                  ("projection", projection, (bool, np.bool_))):
+        if not isinstance(value, allowed):
+            raise ModelError(f"is not {'None, ' if name == 'progress' else ''}True or False (got {value!r:.40})",
+                             argument=name, expected="a bool")
+    if max_evaluations is not None and (isinstance(max_evaluations, bool)
+                                        or not isinstance(max_evaluations, (int, np.integer))
+                                        or max_evaluations < 1):
+        raise ModelError(f"is not a positive integer (got {max_evaluations!r:.40})", argument="max_evaluations",
+                         expected="an integer ≥ 1, e.g. 10**7")
+    if isinstance(python_start_seconds, bool) or not isinstance(python_start_seconds, (int, float, np.number)) \
+            or not python_start_seconds >= 0:   # (inf: never compile; NaN fails the comparison)
+        raise ModelError(f"is {python_start_seconds!r:.40}", argument="python_start_seconds",
+                         expected="a CPU time in s ≥ 0 (inf: run uncompiled throughout)")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise ModelError(f"is not a path (got {type(out).__name__})", argument="out",
+                         expected="a file name ending in .csv or .npz")
 
 
 #: the implicit method a stiff run of the default explicit method switches to
@@ -844,6 +879,10 @@ def _action_on_state(system: System, event):
     return action
 
 
+#: most output samples one run may ask for (as `biobullet.cli.MAX_SAMPLES`): each costs a state row and its energies
+MAX_SAMPLES = 10_000_000
+
+
 def _sample_times(t_eval, t0: float, t_end: float):
     if t_eval is None:
         return np.linspace(t0, t_end, DEFAULT_SAMPLES)
@@ -852,6 +891,9 @@ def _sample_times(t_eval, t0: float, t_end: float):
             raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
         return None
     samples = np.asarray(t_eval, dtype=float).reshape(-1)
+    if samples.size > MAX_SAMPLES:   # (10⁸ samples of a 7-joint arm: the run was killed for memory at its end)
+        raise ModelError(f"t_eval holds {samples.size:,} times", attribute="t_eval",
+                         expected=f"at most {MAX_SAMPLES:,} samples (the CLI's limit)")
     if samples.size == 0 or not np.all(np.isfinite(samples)) or np.any(np.diff(samples) <= 0) \
             or samples[0] < t0 or samples[-1] > t_end:
         raise ModelError("t_eval must be strictly increasing finite times within [t0, t_end]", attribute="t_eval",

@@ -68,6 +68,8 @@ class Trajectory:
     def column(self, name: str) -> np.ndarray:
         """One column by name: a position name, a velocity name (`<joint>_dot`), `t`, or a muscle record
         `<muscle>:<record>` (e.g. `BRA:activation`)."""
+        if not isinstance(name, str):
+            raise KeyError(f"a column name is text, not {type(name).__name__}: {name!r:.40}")
         if name == "t":
             return self.t
         if name in self.position_names:
@@ -86,6 +88,8 @@ class Trajectory:
         written there atomically (format from the suffix: .png, .pdf, .svg). Returns the Figure."""
         from matplotlib.figure import Figure   # no pyplot: no global state, works headless
 
+        if isinstance(columns, str):   # one name (list("knee") was the columns 'k', 'n', 'e', 'e')
+            columns = [columns]
         names = list(columns) if columns is not None else list(self.coordinate_names or self.position_names)
         for name in names:
             self.column(name)   # KeyError naming the column (with the nearest name) before drawing anything
@@ -177,7 +181,11 @@ class Trajectory:
         Bounded for files from strangers: at most MAX_FILE_BYTES, a header line of at most MAX_HEADER_CHARS."""
         _check_file_size(path, os.path.getsize(path))
         with open(path, encoding="utf-8", newline="") as handle:
-            line = handle.readline(MAX_HEADER_CHARS + 1)
+            try:
+                line = handle.readline(MAX_HEADER_CHARS + 1)
+            except UnicodeDecodeError:   # (an .npz or another binary file)
+                raise ModelError("not a text file (not UTF-8)", file=str(path),
+                                 expected="a biobullet trajectory CSV") from None
             if len(line) > MAX_HEADER_CHARS:
                 raise ModelError(f"the header line is over {MAX_HEADER_CHARS} characters", file=str(path),
                                  expected="a biobullet trajectory CSV")

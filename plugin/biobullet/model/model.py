@@ -15,6 +15,7 @@ from typing import Callable, Mapping, TypeVar
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.arguments import time_argument
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, finite_weights, readonly
@@ -110,7 +111,7 @@ class Model:
     def frame(self, name: str) -> Frame:
         try:
             return self._frames[name]
-        except KeyError:
+        except (KeyError, TypeError):   # (TypeError: an unhashable name such as a list)
             raise ModelError(f"unknown link {name!r}{did_you_mean(name, self._frames)}", file=self.file,
                              expected="one of " + ", ".join(sorted(self._frames))) from None
 
@@ -162,7 +163,7 @@ class Model:
 
     def joint_state(self, q, v, t: float = 0.0):
         """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
-        x, xd, gradient, gamma = self.joint_state_view(q, v, t)
+        x, xd, gradient, gamma = self.joint_state_view(q, v, time_argument(t))
         if gradient is None:
             gradient = self._identity_gradient
         if self.coordinate_map.kind == "identity":
@@ -435,6 +436,10 @@ class Model:
 
     def initial_state(self, overrides: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(q0, v0) from the model's `<initial>` elements, with NAME=VALUE overrides (NAME or NAME_dot)."""
+        if overrides is not None and not (isinstance(overrides, Mapping)
+                                          and all(isinstance(key, str) for key in overrides)):
+            raise ModelError(f"is not a mapping of names to numbers (got {type(overrides).__name__})",
+                             file=self.file, argument="overrides", expected="e.g. {'knee': 0.3, 'knee_dot': 0.0}")
         q, v = self.neutral_configuration(), np.zeros(self.nv)
         values = {i.joint: i for i in self.description.initial}
         for k, name in enumerate(self.coordinate_names):

@@ -26,7 +26,7 @@ import numpy as np
 
 from biobullet.constraints.newton_kernel import LoopWarm, loop_warm, newton_work
 from biobullet.core import jit
-from biobullet.core.errors import ModelError
+from biobullet.core.arguments import time_argument
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
 from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
@@ -47,15 +47,6 @@ def _vector(value, size: int) -> np.ndarray | None:
         return None
     array = array.astype(float).reshape(-1)
     return array if array.shape == (size,) else None
-
-
-def _time(t) -> float:
-    """`t` as a float (s); ModelError naming the argument when it is not one number."""
-    try:
-        return float(t)
-    except (TypeError, ValueError):
-        raise ModelError(f"is not one number (got {type(t).__name__})", argument="t",
-                         expected="a time in s") from None
 
 
 def _is_output(out, shape: tuple) -> bool:
@@ -212,7 +203,7 @@ class Data:
                 and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1
                 and type(t) is float):
             nv = self.compiled.nv
-            q, v, tau, t = _vector(q, self.compiled.nq), _vector(v, nv), _vector(tau, nv), _time(t)
+            q, v, tau, t = _vector(q, self.compiled.nq), _vector(v, nv), _vector(tau, nv), time_argument(t)
             if q is None or v is None or tau is None:
                 return None
         shape = self._mass_shape if want == MASS else self._v_shape
