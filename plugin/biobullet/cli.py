@@ -17,8 +17,8 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from biobullet.core.arguments import (count, output_path, port, positive_float, positive_int, relative_tolerance,
-                                      seed, terminate_as_interrupt)
+from biobullet.core.arguments import (MAX_SAMPLES, count, output_path, port, positive_float, positive_int,
+                                      relative_tolerance, seed, terminate_as_interrupt)
 from biobullet.core.atomic import json_default
 
 PROG = "biobullet"
@@ -462,8 +462,6 @@ def _run_validation(args: argparse.Namespace, reports: list) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- later commands
-#: most output samples (reference engine) or PyBullet steps one `simulate` may ask for
-MAX_SAMPLES = 10_000_000
 
 
 def _output_name(path: str, option: str) -> None:

@@ -12,6 +12,10 @@ from biobullet.core.errors import ModelError
 
 T = TypeVar("T", int, float)
 
+#: most output samples (reference engine) or PyBullet steps one run may ask for: each costs a state row and its
+#: energies (10⁸ samples of a 7-joint arm: a run was killed for memory at its end)
+MAX_SAMPLES = 10_000_000
+
 
 def _checked(text: str, kind: Callable[[str], T], noun: str, valid: Callable[[T], bool], expected: str) -> T:
     """`kind(text)`, or argparse's error saying it is not `noun` or, when `valid` fails, what is `expected`."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from biobullet.core import jit
+from biobullet.core.arguments import MAX_SAMPLES
 from biobullet.core.atomic import check_writable
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean, interrupted
@@ -879,8 +880,6 @@ def _action_on_state(system: System, event):
     return action
 
 
-#: most output samples one run may ask for (as `biobullet.cli.MAX_SAMPLES`): each costs a state row and its energies
-MAX_SAMPLES = 10_000_000
 
 
 def _sample_times(t_eval, t0: float, t_end: float):
