@@ -110,6 +110,11 @@ class ReactionForces(dict):
                                               for name, value in self.items()) + "})"
 
 
+#: most PyBullet sub-steps per step `Bridge.set_time_step` takes (10⁹ was accepted: every stepSimulation() would run
+#: 10⁹ sub-steps)
+MAX_SUBSTEPS = 10_000
+
+
 class Bridge:
     """A biobullet Model stepped by PyBullet, every element of its file applied. See the module docstring.
 
@@ -445,9 +450,11 @@ class Bridge:
         dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
         check_time_step(self.model, dt, "dt")
         if substeps is not None:
-            if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1:
+            if (isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1
+                    or substeps > MAX_SUBSTEPS):
                 raise ModelError(f"argument 'substeps' is {substeps!r}", attribute="substeps",
-                                 expected="an integer ≥ 1")
+                                 expected=f"an integer from 1 to {MAX_SUBSTEPS} (PyBullet runs every sub-step of "
+                                          "every stepSimulation())")
             self.pybullet.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
                                               physicsClientId=self.client)
         self.pybullet.setTimeStep(dt, physicsClientId=self.client)

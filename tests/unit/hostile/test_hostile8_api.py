@@ -155,3 +155,19 @@ def test_input_layouts_give_the_float64_numbers_and_are_not_modified(pendulum, v
     np.testing.assert_array_equal(pendulum.bias_forces(args[0], args[1]), pendulum.bias_forces(*exact[:2]))
     for given_array, kept in zip(args, before):
         np.testing.assert_array_equal(np.asarray(given_array), kept)
+
+
+def test_bridge_sub_steps_are_bounded(pendulum):
+    """`bridge.set_time_step(1e-3, 10**9)` was accepted: every stepSimulation() would have run 10⁹ PyBullet sub-steps.
+    Now one ModelError naming the argument; a sensible count is still taken (PyBullet's own parameter reads it)."""
+    import pybullet
+    from biobullet.bridge import Bridge
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        bridge = Bridge(pendulum, client=client, dt=1e-3)
+        with pytest.raises(ModelError, match="substeps"):
+            bridge.set_time_step(1e-3, 10**9)
+        bridge.set_time_step(1e-3, 4)
+        assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["numSubSteps"] == 4
+    finally:
+        pybullet.disconnect(client)
