@@ -549,13 +549,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_output_dir(out)
     options = {key: value for key, value in vars(args).items()
                if key in ("modes",) and value is not None}
-    from biobullet.core.atomic import folder_lock
+    from biobullet.core.atomic import LOCK_NAME, folder_lock
+    created = not os.path.isdir(out)
     os.makedirs(out, exist_ok=True)
-    with folder_lock(out, "run"):   # one command at a time writes into a folder
-        try:
-            summary = run_scenario(args.scenario, out, **options)
-        except KeyboardInterrupt:
-            raise KeyboardInterrupt(f"the files the study finished are kept in {out}") from None
+    try:
+        with folder_lock(out, "run"):   # one command at a time writes into a folder
+            try:
+                summary = run_scenario(args.scenario, out, **options)
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt(f"the files the study finished are kept in {out}") from None
+    except BaseException:
+        # a study that stopped before writing anything (a bad option is refused there) leaves no folder behind
+        if created and os.listdir(out) == [LOCK_NAME]:
+            os.remove(os.path.join(out, LOCK_NAME))
+            os.rmdir(out)
+        raise
     if isinstance(summary, dict) and "real_time_factor" in summary:
         print(f"{args.scenario}: {summary['simulated_seconds']:.4g} s simulated in {summary['wall_seconds']:.3g} s "
               f"wall: real-time factor {summary['real_time_factor']:.3g}", file=sys.stderr)
