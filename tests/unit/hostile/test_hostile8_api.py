@@ -171,3 +171,34 @@ def test_bridge_sub_steps_are_bounded(pendulum):
         assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["numSubSteps"] == 4
     finally:
         pybullet.disconnect(client)
+
+
+def test_pipeline_forward_refuses_a_foreign_data_and_bad_state(pendulum, tmp_path):
+    """`biobullet.pipeline.forward.forward(model, data, ...)`: data=None was an AttributeError; another model's Data
+    or a q of n+1 entries (or None) returned None ("declined") with no error."""
+    from biobullet.pipeline.forward import bias_forces, forward, mass_matrix
+    other_path = tmp_path / "pend2.urdf"
+    other_path.write_text(two_links())
+    other = biobullet.load_model(other_path)
+    q, v = np.zeros(1), np.zeros(1)
+    for data in (None, other.data(), "data"):
+        argument_error(lambda: forward(pendulum, data, q, v), "data")
+        argument_error(lambda: mass_matrix(pendulum, data, q), "data")
+    data = pendulum.data()
+    argument_error(lambda: forward(pendulum, data, None, v), "q")
+    argument_error(lambda: forward(pendulum, data, np.zeros(2), v), "q")
+    argument_error(lambda: forward(pendulum, data, q, [np.nan]), "v")
+    argument_error(lambda: forward(pendulum, data, q, v, np.zeros(3)), "tau")
+    argument_error(lambda: bias_forces(pendulum, data, q, None), "v")
+    assert np.array_equal(forward(pendulum, data, q, v), pendulum.forward_dynamics(q, v))
+
+
+@pytest.mark.parametrize("argument, value", [("samples", "x"), ("samples", 0), ("samples", 2.5), ("seed", -1),
+                                             ("seed", "1"), ("tol", -1), ("tol", float("nan")), ("tol", "1e-9"),
+                                             ("oracles", "pinocchio"), ("formulations", "reduced")])
+def test_validate_model_refuses_bad_arguments(pendulum, argument, value):
+    """`validate_model`: samples="x" was a TypeError, seed=-1 NumPy's ValueError, tol=-1 or NaN were accepted (every
+    comparison failed, or none), oracles="pinocchio" was split into letters."""
+    from biobullet.validate import validate_model
+    error = argument_error(lambda: validate_model(pendulum, **{argument: value}), argument)
+    assert isinstance(error, ModelError)
