@@ -202,3 +202,14 @@ def test_validate_model_refuses_bad_arguments(pendulum, argument, value):
     from biobullet.validate import validate_model
     error = argument_error(lambda: validate_model(pendulum, **{argument: value}), argument)
     assert isinstance(error, ModelError)
+
+
+@pytest.mark.parametrize("argument, value", [("query_distance", -1.0), ("query_distance", float("nan")),
+                                             ("query_distance", "x"), ("contact_geometry", "x"),
+                                             ("contact_geometry", ["analytic"])])
+def test_bridge_refuses_bad_contact_options_on_any_model(pendulum, argument, value):
+    """Bridge(m, query_distance=-1) and contact_geometry="x" were accepted on a model without contacts (and
+    query_distance="x" was NumPy's TypeError on one with contacts)."""
+    from biobullet.bridge import Bridge
+    error = argument_error(lambda: Bridge(pendulum, **{argument: value}), argument)
+    assert isinstance(error, ModelError)
