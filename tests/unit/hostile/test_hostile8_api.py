@@ -213,3 +213,12 @@ def test_bridge_refuses_bad_contact_options_on_any_model(pendulum, argument, val
     from biobullet.bridge import Bridge
     error = argument_error(lambda: Bridge(pendulum, **{argument: value}), argument)
     assert isinstance(error, ModelError)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "0.5", None])
+def test_an_event_that_is_not_one_finite_number_is_named(pendulum, value):
+    """events=[lambda t, x, xd: nan]: the run went on and the event never fired (a NaN never changes sign)."""
+    def bad_event(t, x, xd):
+        return value
+    error = argument_error(lambda: biobullet.simulate(pendulum, 0.01, events=[bad_event]), "events")
+    assert "bad_event" in str(error)
