@@ -222,3 +222,17 @@ def test_an_event_that_is_not_one_finite_number_is_named(pendulum, value):
         return value
     error = argument_error(lambda: biobullet.simulate(pendulum, 0.01, events=[bad_event]), "events")
     assert "bad_event" in str(error)
+
+
+def test_trajectory_files_and_model_arguments_are_named(pendulum, tmp_path):
+    """to_csv(None), to_npz(3), from_npz(None), from_csv(p, model="x") and accelerations("x") were TypeErrors or
+    AttributeErrors from inside (to_npz(3) would have written to file descriptor 3)."""
+    trajectory = biobullet.simulate(pendulum, 0.01)
+    for call in (lambda: trajectory.to_csv(None), lambda: trajectory.to_npz(3), lambda: trajectory.to_csv(b"x.csv"),
+                 lambda: Trajectory.from_npz(None), lambda: Trajectory.from_csv(""), lambda: Trajectory.from_csv(7)):
+        assert isinstance(argument_error(call, "path"), ModelError)
+    path = trajectory.to_csv(tmp_path / "run.csv")
+    argument_error(lambda: Trajectory.from_csv(path, model="x"), "model")
+    argument_error(lambda: trajectory.accelerations("x"), "model")
+    argument_error(lambda: Trajectory.from_csv(path).accelerations(), "model")
+    assert np.array_equal(Trajectory.from_csv(path, model=pendulum).positions, trajectory.positions)
