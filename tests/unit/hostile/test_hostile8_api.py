@@ -236,3 +236,14 @@ def test_trajectory_files_and_model_arguments_are_named(pendulum, tmp_path):
     argument_error(lambda: trajectory.accelerations("x"), "model")
     argument_error(lambda: Trajectory.from_csv(path).accelerations(), "model")
     assert np.array_equal(Trajectory.from_csv(path, model=pendulum).positions, trajectory.positions)
+
+
+@pytest.mark.parametrize("arguments, keywords, argument", [
+    ((None,), {}, "path"), ((b"arm7",), {}, "path"), (("arm7", "no"), {}, "floating_base"),
+    (("arm7",), {"joint_limits": "no"}, "joint_limits"), (("arm7",), {"strict": "no"}, "strict"),
+    (("arm7",), {"strict": 1}, "strict")])
+def test_load_model_arguments_are_model_errors(arguments, keywords, argument):
+    """load_model(None), floating_base="no", joint_limits="no" were plain TypeErrors, and strict="no" was accepted
+    silently (a truthy text)."""
+    error = argument_error(lambda: biobullet.load_model(*arguments, **keywords), argument)
+    assert isinstance(error, ModelError)
