@@ -10,6 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from biobullet.core.arguments import flag_argument
 from biobullet.core.errors import ModelError
 from biobullet.core.atomic import write_text
 from biobullet.dynamics.api import model_from_file
@@ -33,8 +34,11 @@ def load_model(path: str | os.PathLike[str], floating_base: bool | None = None, 
     (`biobullet.forces.elements.limit_stops`). An OpenSim model's coordinate ranges never act (OpenSim's dynamics
     does not enforce them: its CoordinateLimitForces do). `strict` (.osim only): refuse a model with components
     the importer cannot represent (otherwise each is reported by a warning). Raises ModelError (naming file,
-    element and attribute) on bad input, TypeError naming the argument for an argument of the wrong type.
+    element and attribute) on bad input, or naming the argument for an argument of the wrong type.
     """
+    strict = flag_argument(strict, "strict")
+    floating_base = flag_argument(floating_base, "floating_base", optional=True)
+    joint_limits = flag_argument(joint_limits, "joint_limits")
     path = resolve_model_path(path)   # a bare name: the bundled model (.urdf or .osim) of that name
     if path.lower().endswith(OSIM_SUFFIX):
         if floating_base:

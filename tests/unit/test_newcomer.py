@@ -59,14 +59,14 @@ def test_a_local_file_of_that_name_wins(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("arguments,match", [
-    ((3,), r"argument 'path' must be a model file path .* not int"),
-    ((None,), r"argument 'path' .* not NoneType"),
-    (("arm7", "yes"), r"argument 'floating_base' must be True, False or None"),
+    ((3,), r"argument 'path': must be a model file path .* not int"),
+    ((None,), r"argument 'path': .* not NoneType"),
+    (("arm7", "yes"), r"argument 'floating_base': is not None, True or False"),
 ])
 def test_wrong_argument_types_name_the_argument(arguments, match):
-    with pytest.raises(TypeError, match=match):
+    with pytest.raises(ModelError, match=match):
         biobullet.load_model(*arguments)
-    with pytest.raises(TypeError, match="argument 'joint_limits'"):
+    with pytest.raises(ModelError, match="argument 'joint_limits'"):
         biobullet.load_model("arm7", joint_limits="no")
     with pytest.raises(ModelError, match="argument 'inertia'"):
         biobullet.load_model("arm7", inertia=1)

@@ -183,6 +183,16 @@ class Bridge:
             raise ModelError(f"argument 'gravity' is {gravity!r}", attribute="gravity",
                              expected="'model' (the file's <gravity>, set on the client) or 'client' (keep the "
                                       "client's)")
+        # the contact options are checked here, before any client work, also on a model without contacts (where
+        # they would otherwise be accepted and ignored)
+        from biobullet.bridge.contact import GEOMETRIES
+        if contact_geometry is not None and not (isinstance(contact_geometry, str)
+                                                 and contact_geometry in GEOMETRIES):
+            raise ModelError(f"argument 'contact_geometry' is {contact_geometry!r:.60}", attribute="contact_geometry",
+                             expected="None, " + " or ".join(repr(name) for name in GEOMETRIES))
+        if query_distance is not None:
+            query_distance = to_float(None, "query_distance", query_distance, positive=True,
+                                      expected="a positive distance (m)")
         self.client, self._owned = resolve_client(client, gui=gui)
         self.body = -1
         #: True when the bridge loaded the body (close() then removes it from a client the user owns)

@@ -95,6 +95,17 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def flag_argument(value: Any, name: str, *, optional: bool = False) -> bool | None:
+    """`value` as a bool (None too when `optional`); ModelError naming the argument for anything else (text such as
+    "no" is truthy: a flag given as text would silently mean True)."""
+    if optional and value is None:
+        return None
+    if not isinstance(value, bool):
+        raise ModelError(f"is not {'None, ' if optional else ''}True or False (got {value!r:.40})", argument=name,
+                         expected="a bool")
+    return bool(value)
+
+
 def time_argument(t: Any, name: str = "t") -> float:
     """`t` as a finite float (a time in s); ModelError naming the argument for text, a bool, an array, None, NaN or
     ±inf (`float("1")` and `float(True)` would read text and a flag as a time)."""

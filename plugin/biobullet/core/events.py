@@ -10,6 +10,7 @@ element (see `integrate.discrete`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,7 +37,17 @@ class Event:
             raise ValueError(f"event {self.name!r}: an action needs restart=True (or terminal=True)")
 
     def __call__(self, t: float, x: np.ndarray, xd: np.ndarray) -> float:
-        return float(self.function(t, x, xd))
+        """g(t, x, ẋ) as a float; a value that is not one finite number (text, None, NaN, ±inf) is one ModelError
+        naming the event (a NaN never changes sign: the event would silently never fire)."""
+        value = self.function(t, x, xd)
+        try:
+            number = math.nan if isinstance(value, (str, bytes)) else float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number):
+            raise ModelError(f"event {self.name!r} returned {value!r:.60} at t = {t:.9g} s", argument="events",
+                             expected="one finite number g(t, x, xd) whose sign change marks the event")
+        return number
 
 
 def as_event(item, index: int) -> Event:

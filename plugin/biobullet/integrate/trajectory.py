@@ -146,9 +146,10 @@ class Trajectory:
     def accelerations(self, model=None, *, generalized: bool = False) -> np.ndarray:
         """ẍ (n_t × n_tangent, tree order) — or v̇ (n_t × nv) if `generalized` — recomputed from the equations
         of motion (forces included) at every sample. Needs the model (kept from simulate, or passed)."""
-        model = model if model is not None else self.model
+        model = _model_argument(model) if model is not None else self.model
         if model is None:
-            raise ValueError("accelerations() needs the model (pass it, or use a trajectory from simulate)")
+            raise ModelError("accelerations() needs the model (pass it, or use a trajectory from simulate)",
+                             argument="model", expected="a biobullet Model")
         from biobullet.integrate.engine import state_accelerations
         return state_accelerations(model, self, generalized=generalized)
 
@@ -160,6 +161,7 @@ class Trajectory:
     def to_csv(self, path: str | os.PathLike[str]) -> Path:
         """Write `t, positions…, velocities…, <muscle>:<record>…` with 17 significant digits (exact float round
         trip); atomic."""
+        path = _path_argument(path)
         header = self.csv_header()
         table = np.column_stack([self.t, self.positions, self.velocities, *self.muscles.values()]) if len(self.t) \
             else np.zeros((0, len(header)))
@@ -179,6 +181,9 @@ class Trajectory:
     def from_csv(cls, path: str | os.PathLike[str], model=None) -> "Trajectory":
         """Read a CSV written by `to_csv` (or the bridge). With `model`, q and v are filled in too.
         Bounded for files from strangers: at most MAX_FILE_BYTES, a header line of at most MAX_HEADER_CHARS."""
+        path = _path_argument(path)
+        if model is not None:
+            _model_argument(model)
         _check_file_size(path, os.path.getsize(path))
         with open(path, encoding="utf-8", newline="") as handle:
             try:
@@ -240,6 +245,7 @@ class Trajectory:
 
     def to_npz(self, path: str | os.PathLike[str]) -> Path:
         """Everything (energy, events, multipliers, meta) in one compressed .npz; exact round trip; atomic."""
+        path = _path_argument(path)
         arrays: dict[str, Any] = dict(
             t=self.t, positions=self.positions, velocities=self.velocities,
             position_names=np.array(self.position_names, dtype=str),
@@ -269,6 +275,7 @@ class Trajectory:
     def from_npz(cls, path: str | os.PathLike[str]) -> "Trajectory":
         """Read a file written by `to_npz`. No pickled objects; at most MAX_FILE_BYTES once decompressed (a
         compressed archive of zeros expands ~1000-fold)."""
+        path = _path_argument(path)
         try:
             with zipfile.ZipFile(path) as archive:
                 _check_file_size(path, sum(member.file_size for member in archive.infolist()))
@@ -294,6 +301,25 @@ class Trajectory:
         except MemoryError:   # an array header may declare terabytes (NumPy allocates before it reads)
             raise ModelError("an array of the archive declares more data than the file holds", file=str(path),
                              expected="a file written by to_npz") from None
+
+
+def _path_argument(path) -> str:
+    """`path` as a file name (str or os.PathLike of str); else one ModelError naming the argument (None, a number
+    or bytes reached open() or zipfile as a TypeError, an integer as a file descriptor)."""
+    name = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(name, str) or not name:
+        raise ModelError(f"is not a file name (got {type(path).__name__} {path!r:.60})", argument="path",
+                         expected="a non-empty str or pathlib.Path")
+    return name
+
+
+def _model_argument(model):
+    """`model` if it is a biobullet Model; else one ModelError naming the argument."""
+    from biobullet.model.model import Model
+    if not isinstance(model, Model):
+        raise ModelError(f"is not a Model (got {type(model).__name__})", argument="model",
+                         expected="a biobullet Model (biobullet.load_model(path))")
+    return model
 
 
 def _check_file_size(path, size: int) -> None:

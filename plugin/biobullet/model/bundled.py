@@ -45,13 +45,13 @@ def is_bare_name(path: str) -> bool:
 def resolve_model_path(path: object, argument: str = "path") -> str:
     """The file behind `load_model`'s first argument: an existing path as given, a bare name ("shoulder_rhythm",
     no folder, no suffix) the bundled model of that name. An unknown bare name is a ModelError listing the
-    bundled names with the nearest one; anything but a str or os.PathLike is a TypeError naming the argument."""
+    bundled names with the nearest one; anything but a str or os.PathLike is a ModelError naming the argument."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"argument '{argument}' must be a model file path (str or os.PathLike) or a bundled model "
-                        f"name such as 'shoulder_rhythm', not {type(path).__name__}")
+        raise ModelError(f"must be a model file path (str or os.PathLike) or a bundled model name such as "
+                         f"'shoulder_rhythm', not {type(path).__name__}", argument=argument)
     file = os.fspath(path)
     if not isinstance(file, str):
-        raise TypeError(f"argument '{argument}' must be a text path, not {type(file).__name__}")
+        raise ModelError(f"must be a text path, not {type(file).__name__}", argument=argument)
     if os.path.exists(file) or not is_bare_name(file):
         return file
     names = bundled_names()

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from biobullet.core.arguments import flag_argument
 from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
 from biobullet.core.attributes import REQUIRED, floats, number, optional_vec3, required, source_of, to_float
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
@@ -43,16 +44,14 @@ DEFAULT_INERTIA_POLICY = "warn"
 def load_description(path: str | os.PathLike[str], floating_base: bool | None = None,
                      inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
     """Read and validate a model file (or a bundled model by bare name: "shoulder_rhythm"). Raises ModelError
-    naming file, element and attribute on bad input, TypeError naming the argument for a wrong argument type.
+    naming file, element and attribute on bad input, or naming the argument for a wrong argument type.
 
     `inertia`: policy for physically impossible inertia tensors, one of INERTIA_POLICIES (see there).
     `joint_limits`: URDF `<limit>`s act as joint stops (default, as in PyBullet); False ignores them.
     """
     file = resolve_model_path(path)
-    if floating_base is not None and not isinstance(floating_base, bool):
-        raise TypeError(f"argument 'floating_base' must be True, False or None, not {floating_base!r}")
-    if not isinstance(joint_limits, bool):
-        raise TypeError(f"argument 'joint_limits' must be True or False, not {joint_limits!r}")
+    floating_base = flag_argument(floating_base, "floating_base", optional=True)
+    joint_limits = flag_argument(joint_limits, "joint_limits")
     if not isinstance(inertia, str) or inertia not in INERTIA_POLICIES:
         raise ModelError(f"unknown inertia policy {inertia!r}", argument="inertia",
                          expected="one of " + ", ".join(INERTIA_POLICIES))

@@ -9,6 +9,7 @@ eigen-solver threshold) are from the file — measured per model, 0 for diagonal
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -190,6 +191,24 @@ def _formulations(model=None) -> list[str]:
     return [name for name in names if getattr(get_formulation(name), "supports", lambda m: True)(model)]
 
 
+def _check_arguments(samples, seed, tol, oracles, formulations) -> None:
+    """One ModelError naming the argument for a sample count or seed that is not an integer in range (NumPy's own
+    ValueError for seed=-1), a tolerance that is not a finite number > 0 (tol=-1 or NaN passed every comparison
+    or none), and oracles or formulations given as one string (iterated letter by letter)."""
+    for name, value, least, most in (("samples", samples, 1, None), ("seed", seed, 0, 2 ** 32 - 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least \
+                or (most is not None and value > most):
+            raise ModelError(f"got {value!r:.60}", argument=name,
+                             expected=f"an integer ≥ {least}" if most is None else f"an integer in {least} … {most}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(tol) or tol <= 0:
+        raise ModelError(f"got {tol!r:.60}", argument="tol", expected="a finite number > 0, e.g. 1e-9")
+    for name, names in (("oracles", oracles), ("formulations", formulations)):
+        if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple, set))):
+            raise ModelError(f"is not a list of names (got {type(names).__name__} {names!r:.60})", argument=name,
+                             expected="a list such as ['pinocchio']")
+
+
 def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9,
                    oracles: Sequence[str] = ORACLE_NAMES,
                    progress: Callable[[int, int], None] | None = None,
@@ -206,6 +225,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     without degrees of freedom compares inertias only; samples where M is singular skip forward dynamics and say
     which joints move no mass."""
     from biobullet.algorithms.kinematics import frame_jacobian
+    _check_arguments(samples, seed, tol, oracles, formulations)
     translated = model.description.translated_urdf
     if reference_file is None and translated is not None:
         # a model translated from another format (an OpenSim .osim): the oracles read its URDF text
@@ -215,12 +235,10 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                 handle.write(translated)
             return validate_model(model, samples=samples, seed=seed, tol=tol, oracles=oracles, progress=progress,
                                   reference_file=urdf, formulations=formulations)
-    if samples < 1:
-        raise ModelError(f"samples must be ≥ 1, got {samples}", attribute="samples")
     rng = np.random.default_rng(seed)
     unknown = [name for name in oracles if name not in ORACLE_NAMES]
     if unknown or not oracles:
-        raise ModelError(f"unknown oracles {unknown}" if unknown else "no oracle selected", attribute="oracles",
+        raise ModelError(f"unknown oracles {unknown}" if unknown else "no oracle selected", argument="oracles",
                          expected="some of " + ", ".join(ORACLE_NAMES))
     report = ValidationReport(model=model.name, samples=samples)
     built = []

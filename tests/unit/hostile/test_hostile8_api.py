@@ -171,3 +171,81 @@ def test_bridge_sub_steps_are_bounded(pendulum):
         assert pybullet.getPhysicsEngineParameters(physicsClientId=client)["numSubSteps"] == 4
     finally:
         pybullet.disconnect(client)
+
+
+def test_pipeline_forward_refuses_a_foreign_data_and_bad_state(pendulum, tmp_path):
+    """`biobullet.pipeline.forward.forward(model, data, ...)`: data=None was an AttributeError; another model's Data
+    or a q of n+1 entries (or None) returned None ("declined") with no error."""
+    from biobullet.pipeline.forward import bias_forces, forward, mass_matrix
+    other_path = tmp_path / "pend2.urdf"
+    other_path.write_text(two_links())
+    other = biobullet.load_model(other_path)
+    q, v = np.zeros(1), np.zeros(1)
+    for data in (None, other.data(), "data"):
+        argument_error(lambda: forward(pendulum, data, q, v), "data")
+        argument_error(lambda: mass_matrix(pendulum, data, q), "data")
+    data = pendulum.data()
+    argument_error(lambda: forward(pendulum, data, None, v), "q")
+    argument_error(lambda: forward(pendulum, data, np.zeros(2), v), "q")
+    argument_error(lambda: forward(pendulum, data, q, [np.nan]), "v")
+    argument_error(lambda: forward(pendulum, data, q, v, np.zeros(3)), "tau")
+    argument_error(lambda: bias_forces(pendulum, data, q, None), "v")
+    assert np.array_equal(forward(pendulum, data, q, v), pendulum.forward_dynamics(q, v))
+
+
+@pytest.mark.parametrize("argument, value", [("samples", "x"), ("samples", 0), ("samples", 2.5), ("seed", -1),
+                                             ("seed", "1"), ("tol", -1), ("tol", float("nan")), ("tol", "1e-9"),
+                                             ("oracles", "pinocchio"), ("formulations", "reduced")])
+def test_validate_model_refuses_bad_arguments(pendulum, argument, value):
+    """`validate_model`: samples="x" was a TypeError, seed=-1 NumPy's ValueError, tol=-1 or NaN were accepted (every
+    comparison failed, or none), oracles="pinocchio" was split into letters."""
+    from biobullet.validate import validate_model
+    error = argument_error(lambda: validate_model(pendulum, **{argument: value}), argument)
+    assert isinstance(error, ModelError)
+    if argument in ("oracles", "formulations"):   # (not "unknown oracles ['p', 'i', 'n', ...]")
+        assert "not a list of names" in str(error), str(error)
+
+
+@pytest.mark.parametrize("argument, value", [("query_distance", -1.0), ("query_distance", float("nan")),
+                                             ("query_distance", "x"), ("contact_geometry", "x"),
+                                             ("contact_geometry", ["analytic"])])
+def test_bridge_refuses_bad_contact_options_on_any_model(pendulum, argument, value):
+    """Bridge(m, query_distance=-1) and contact_geometry="x" were accepted on a model without contacts (and
+    query_distance="x" was NumPy's TypeError on one with contacts)."""
+    from biobullet.bridge import Bridge
+    error = argument_error(lambda: Bridge(pendulum, **{argument: value}), argument)
+    assert isinstance(error, ModelError)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "0.5", None])
+def test_an_event_that_is_not_one_finite_number_is_named(pendulum, value):
+    """events=[lambda t, x, xd: nan]: the run went on and the event never fired (a NaN never changes sign)."""
+    def bad_event(t, x, xd):
+        return value
+    error = argument_error(lambda: biobullet.simulate(pendulum, 0.01, events=[bad_event]), "events")
+    assert "bad_event" in str(error)
+
+
+def test_trajectory_files_and_model_arguments_are_named(pendulum, tmp_path):
+    """to_csv(None), to_npz(3), from_npz(None), from_csv(p, model="x") and accelerations("x") were TypeErrors or
+    AttributeErrors from inside (to_npz(3) would have written to file descriptor 3)."""
+    trajectory = biobullet.simulate(pendulum, 0.01)
+    for call in (lambda: trajectory.to_csv(None), lambda: trajectory.to_npz(3), lambda: trajectory.to_csv(b"x.csv"),
+                 lambda: Trajectory.from_npz(None), lambda: Trajectory.from_csv(""), lambda: Trajectory.from_csv(7)):
+        assert isinstance(argument_error(call, "path"), ModelError)
+    path = trajectory.to_csv(tmp_path / "run.csv")
+    argument_error(lambda: Trajectory.from_csv(path, model="x"), "model")
+    argument_error(lambda: trajectory.accelerations("x"), "model")
+    argument_error(lambda: Trajectory.from_csv(path).accelerations(), "model")
+    assert np.array_equal(Trajectory.from_csv(path, model=pendulum).positions, trajectory.positions)
+
+
+@pytest.mark.parametrize("arguments, keywords, argument", [
+    ((None,), {}, "path"), ((b"arm7",), {}, "path"), (("arm7", "no"), {}, "floating_base"),
+    (("arm7",), {"joint_limits": "no"}, "joint_limits"), (("arm7",), {"strict": "no"}, "strict"),
+    (("arm7",), {"strict": 1}, "strict")])
+def test_load_model_arguments_are_model_errors(arguments, keywords, argument):
+    """load_model(None), floating_base="no", joint_limits="no" were plain TypeErrors, and strict="no" was accepted
+    silently (a truthy text)."""
+    error = argument_error(lambda: biobullet.load_model(*arguments, **keywords), argument)
+    assert isinstance(error, ModelError)

@@ -68,15 +68,18 @@ def test_workspaces_are_independent():
 
 
 def test_declined_calls_report_through_the_model():
-    """Input the kernels do not take (wrong size, NaN) makes the pipeline decline (None); the Model's methods then
-    raise the library's ModelError naming the argument, as before the pipeline."""
+    """Input the kernels do not take (wrong size, NaN) makes the compiled entry decline; the pipeline's entries and
+    the Model's methods then raise the library's ModelError naming the argument (never None, never a traceback)."""
     model = biobullet.load_model(ROOT / "urdf" / "arm7.urdf")
     q, v, tau = _state(model, np.random.default_rng(6))
     data = model.data()
-    assert forward(model, data, q[:-1], v, tau) is None
+    assert data.forward(model, q[:-1], v, tau) is None
+    with pytest.raises(ModelError, match="'q'"):
+        forward(model, data, q[:-1], v, tau)
     bad = q.copy()
     bad[2] = np.nan
-    assert forward(model, data, bad, v, tau) is None
+    with pytest.raises(ModelError, match="'q'"):
+        forward(model, data, bad, v, tau)
     with pytest.raises(ModelError, match="'q'"):
         model.forward_dynamics(bad, v, tau)
     with pytest.raises(ModelError, match="'tau'"):
