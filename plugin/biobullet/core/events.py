@@ -10,6 +10,7 @@ element (see `integrate.discrete`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -31,15 +32,21 @@ class Event:
     terminal: bool = False
     restart: bool = False
     action: Callable[[float, np.ndarray, np.ndarray], None] | None = None
+    #: a user's event (`as_event`): its value is checked to be one finite number (the library's own events — stops,
+    #: contacts — are finite wherever the state is; a diverged state is reported as such, not as a bad event)
+    checked: bool = False
 
     def __post_init__(self) -> None:
         if self.action is not None and not (self.restart or self.terminal):
             raise ValueError(f"event {self.name!r}: an action needs restart=True (or terminal=True)")
 
     def __call__(self, t: float, x: np.ndarray, xd: np.ndarray) -> float:
-        """g(t, x, ẋ) as a float; a value that is not one finite number (text, None, NaN, ±inf) is one ModelError
-        naming the event (a NaN never changes sign: the event would silently never fire)."""
+        """g(t, x, ẋ) as a float; of a user's event (`checked`), a value that is not one finite number (text, None,
+        NaN, ±inf) is one ModelError naming the event (a NaN never changes sign: the event would silently never
+        fire)."""
         value = self.function(t, x, xd)
+        if not self.checked:
+            return float(value)
         try:
             number = math.nan if isinstance(value, (str, bytes)) else float(value)
         except (TypeError, ValueError):
@@ -54,11 +61,12 @@ def as_event(item, index: int) -> Event:
     """Accept an Event, or a plain callable f(t, x, ẋ) (with optional scipy-style `terminal`/`direction`
     attributes and an optional `__name__`)."""
     if isinstance(item, Event):
-        return item
+        return dataclasses.replace(item, checked=True)
     if not callable(item):
         raise ModelError(f"event {index} is neither an Event nor a callable f(t, x, xd) (got {type(item).__name__})",
                          argument="events", expected="a list of Event objects or callables")
     name = getattr(item, "name", None) or getattr(item, "__name__", None) or f"event_{index}"
     if name == "<lambda>":
         name = f"event_{index}"
-    return Event(str(name), item, float(getattr(item, "direction", 0.0)), bool(getattr(item, "terminal", False)))
+    return Event(str(name), item, float(getattr(item, "direction", 0.0)), bool(getattr(item, "terminal", False)),
+                 checked=True)
