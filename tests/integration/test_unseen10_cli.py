@@ -447,3 +447,37 @@ def test_a_trajectory_csv_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     trajectory = Trajectory.from_csv(out)
     assert trajectory.position_names == ("肘",) and trajectory.velocity_names == ("肘_dot",)
     assert len(trajectory.t) == 1001 and trajectory.positions[0, 0] == 0.0
+
+
+def test_interrupted_work_precision_and_scaling_keep_what_they_measured(tmp_path: Path, monkeypatch) -> None:
+    """`bench --work-precision` (minutes) and `--scaling` interrupted kept nothing: their JSON was written only at
+    the end. Now the models (sizes) measured so far are written, marked interrupted, and the KeyboardInterrupt
+    says where (the CLI prints it and exits 130 / 143). The measurement itself is replaced here by a stub that
+    is interrupted at its second call (a real one takes minutes)."""
+    import json
+
+    from biobullet.bench import scaling, work_precision
+    calls = []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return {"first": True}
+
+    monkeypatch.setattr(work_precision, "measure_case", interrupted_second)
+    monkeypatch.setattr(work_precision, "plot", lambda *args: None)
+    with pytest.raises(KeyboardInterrupt, match="the models measured so far are in .*work_precision.json"):
+        work_precision.run_work_precision(out=tmp_path / "wp", log=lambda text: None)
+    kept = json.loads((tmp_path / "wp" / "work_precision.json").read_text())
+    assert kept["interrupted"] is True and list(kept["models"]) == [calls[0]]
+
+    calls.clear()
+    monkeypatch.setattr(scaling, "measure", lambda n, *args, **kwargs: interrupted_second(n) and
+                        {"biobullet rhs": 2.0, "pinocchio aba": 1.0, "pinocchio crba+rnea+cholesky": 1.0,
+                         "reduced mass_and_bias": 2.0, "pinocchio crba+rnea": 1.0})
+    with pytest.raises(KeyboardInterrupt, match="the sizes measured so far are in .*scaling.json"):
+        scaling.run_scaling(out=tmp_path / "sc", log=lambda text: None)
+    kept = json.loads((tmp_path / "sc" / "scaling.json").read_text())
+    assert kept["interrupted"] is True and [row["joints"] for row in kept["families"]["chain"]] == [calls[0]]
+    assert _hidden_files(tmp_path / "wp") == [] and _hidden_files(tmp_path / "sc") == []

@@ -12,6 +12,7 @@ thread). tests/benchmarks/ use the same functions with more rounds and more deta
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -21,7 +22,7 @@ import sys
 import time
 import timeit
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -32,6 +33,22 @@ CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time
 #: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run);
 #: `--quick` leaves them out (link_segment, compiled, runs with the rest)
 SLOW = ("matrix_calculus", "reduced_recursive")
+
+
+@contextlib.contextmanager
+def kept_on_interrupt(summary: dict[str, Any], path: str | None, what: str) -> Iterator[None]:
+    """Ctrl-C / SIGTERM inside the block: `summary` (what was measured so far) marked `"interrupted": true` and
+    written to `path` atomically (nothing when path is None), then KeyboardInterrupt saying where `what` is kept (the
+    CLI prints it and exits 130 / 143)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        summary["interrupted"] = True
+        if path is None:
+            raise
+        from biobullet.core.atomic import write_text
+        written = write_text(path, json.dumps(summary, indent=2) + "\n")
+        raise KeyboardInterrupt(f"{what} are in {written}") from None
 
 
 def interleaved_best(functions: Mapping[str, Callable[[], Any]], rounds: int = 60, number: int = 20,
@@ -446,7 +463,8 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
     summary: dict[str, Any] = {
         "quick": quick, "numba_kernels": jit.ENABLED, "python": platform.python_version(),
         "machine": platform.machine(), "cpu_count": os.cpu_count(), "formulations": {}, "bridge": {}}
-    try:
+    path = None if out is None else os.path.join(os.fspath(out), "bench.json")
+    with kept_on_interrupt(summary, path, "the rows measured so far"):
         for name in FORMULATION_MODELS:
             log(f"bench: formulations on {name} …")
             model = load_model(bundled_model(name))
@@ -466,15 +484,8 @@ def run_bench(*, quick: bool = False, out: str | os.PathLike[str] | None = None,
             "ratio_bridge_to_minimal": {c: best[c]["bridge"] / best[c]["minimal"] for c in CLOCKS},
             "max_joint_function_residual": result["max_residual"], "velocity_projections": result["projections"],
             "fast_path": result["fast_path"], "joint_functions": result["joint_functions"]}
-    except KeyboardInterrupt:
-        # Ctrl-C / SIGTERM: keep the rows measured so far, then stop as interrupted
-        summary["interrupted"] = True
-        if out is None:
-            raise
-        path = write_atomic(os.path.join(os.fspath(out), "bench.json"), json.dumps(summary, indent=2) + "\n")
-        raise KeyboardInterrupt(f"the rows measured so far are in {path}") from None
-    if out is not None:
-        write_atomic(os.path.join(os.fspath(out), "bench.json"), json.dumps(summary, indent=2) + "\n")
+    if path is not None:
+        write_atomic(path, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

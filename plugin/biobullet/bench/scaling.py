@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from biobullet.bench import kept_on_interrupt
+
 SIZES = (7, 15, 30, 50, 75, 100)
 
 
@@ -96,10 +98,12 @@ def run_scaling(*, quick: bool = False, out: str | os.PathLike[str] = "out/bench
     os.makedirs(out, exist_ok=True)
     rounds = 6 if quick else 20
     summary: dict[str, Any] = {"quick": quick, "sizes": list(SIZES), "families": {}}
-    with tempfile.TemporaryDirectory(prefix="biobullet_scaling_") as folder:
+    path = os.path.join(out, "scaling.json")
+    with kept_on_interrupt(summary, path, "the sizes measured so far"), \
+            tempfile.TemporaryDirectory(prefix="biobullet_scaling_") as folder:
         for branched in (False, True):
             family = "branched tree" if branched else "chain"
-            rows = []
+            rows = summary["families"][family] = []
             for n in SIZES:
                 log(f"scaling: {family} of {n} joints …")
                 times = measure(n, branched, folder, rounds=rounds)
@@ -109,9 +113,8 @@ def run_scaling(*, quick: bool = False, out: str | os.PathLike[str] = "out/bench
                                  times["biobullet rhs"] / times["pinocchio crba+rnea+cholesky"],
                              "mass_and_bias_over_crba_rnea":
                                  times["reduced mass_and_bias"] / times["pinocchio crba+rnea"]})
-            summary["families"][family] = rows
     _plot(summary, os.path.join(out, "scaling.png"))
-    write_text(os.path.join(out, "scaling.json"), json.dumps(summary, indent=2) + "\n")
+    write_text(path, json.dumps(summary, indent=2) + "\n")
     return summary
 
 

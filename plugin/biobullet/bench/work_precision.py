@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from biobullet.bench import kept_on_interrupt
+
 METHODS = ("DOP853", "RK45", "Radau", "LSODA")
 RTOLS = tuple(10.0 ** -k for k in range(3, 12))
 STEPS = (100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600)
@@ -238,13 +240,15 @@ def run_work_precision(*, quick: bool = False, out: str | os.PathLike[str] = "ou
     os.makedirs(out, exist_ok=True)
     repeats = repeats if repeats is not None else (2 if quick else 5)
     summary: dict[str, Any] = {"quick": quick, "repeats": repeats, "models": {}}
-    for name, case in cases(os.path.join(out, "models")).items():
-        if only and name not in only:
-            continue
-        result = measure_case(name, case, quick=quick, repeats=repeats, log=log)
-        plot(name, result, os.path.join(out, f"work_precision_{name}.png"))
-        summary["models"][name] = result
-    write_text(os.path.join(out, "work_precision.json"), json.dumps(summary, indent=2) + "\n")
+    path = os.path.join(out, "work_precision.json")
+    with kept_on_interrupt(summary, path, "the models measured so far"):
+        for name, case in cases(os.path.join(out, "models")).items():
+            if only and name not in only:
+                continue
+            result = measure_case(name, case, quick=quick, repeats=repeats, log=log)
+            plot(name, result, os.path.join(out, f"work_precision_{name}.png"))
+            summary["models"][name] = result
+    write_text(path, json.dumps(summary, indent=2) + "\n")
     return summary
 
 
