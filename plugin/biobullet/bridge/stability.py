@@ -34,6 +34,17 @@ import numpy as np
 from biobullet.core.errors import ModelError
 
 
+def coordinate_inertia(model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, G, M_r⁻¹) at generalized configuration q: the tree configuration, the coordinate gradient ẋ = G v and the
+    inverse mass matrix — what w = g M_r⁻¹ gᵀ of an element's row g = (a row of G) J reads (module docstring). The
+    model's warm starts are kept as they were."""
+    from biobullet.flexible.segments import kept_warm_starts
+    with kept_warm_starts(model):
+        mass = model.mass_matrix(q)
+        x, gradient = model.coordinate_gradient(q)
+    return x, gradient, np.linalg.inv(mass)
+
+
 def stiff_elements(model, q0=None) -> list[tuple[object, float, float, bool]]:
     """(element, k_r (1/s²), c_r (1/s), always acting) of every linear stiff element of `model` at the
     configuration q0 (default: the model's initial state); see the module docstring."""
@@ -49,12 +60,8 @@ def stiff_elements(model, q0=None) -> list[tuple[object, float, float, bool]]:
     if not forces and not contacts:
         return []
     from biobullet.algorithms.kinematics import frame_jacobian, frame_placement
-    from biobullet.flexible.segments import kept_warm_starts
     q0 = model.initial_state()[0] if q0 is None else np.asarray(q0, dtype=float)
-    with kept_warm_starts(model):
-        mass = model.mass_matrix(q0)
-        x, gradient = model.coordinate_gradient(q0)
-    inverse = np.linalg.inv(mass)
+    x, gradient, inverse = coordinate_inertia(model, q0)
     out = []
     for element in forces:
         if type(element) is Spring:
@@ -98,9 +105,7 @@ def check_stop_penetration(model, q: np.ndarray, dt: float) -> None:
     stops = [element for element in force_elements(model) if type(element) is JointStop]
     if not stops:
         return
-    from biobullet.flexible.segments import kept_warm_starts
-    with kept_warm_starts(model):
-        x, gradient = model.coordinate_gradient(q)
+    x, gradient, inverse = coordinate_inertia(model, q)
     deep = []
     for element in stops:
         index, column = joint_indices(model, element.joint, element.source)
@@ -113,8 +118,6 @@ def check_stop_penetration(model, q: np.ndarray, dt: float) -> None:
     if not deep:
         return
     from biobullet.bridge.lifecycle import BridgeWarning
-    with kept_warm_starts(model):
-        inverse = np.linalg.inv(model.mass_matrix(q))
     for element, side, limit, depth, stiffness, column in deep:
         row = gradient[column]
         w = float(row @ inverse @ row)   # the joint's inverse effective inertia on the model's coordinates
