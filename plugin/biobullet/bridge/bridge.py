@@ -14,8 +14,8 @@ Each `step()` = `apply()` + `stepSimulation()`; in a user's own loop, call `appl
    scene; the reactions go to the other bodies) + force elements (`forces.applied_forces`: springs, dampers,
    stops, actuators, the segments' bending springs);
 3. M = calculateMassMatrix, h = calculateInverseDynamics(x, ẋ, 0) (Coriolis, centrifugal, gravity) — or the
-   same from biobullet's compiled recursions on the fast paths and for a floating base (`own_dynamics`) and for
-   bodies with spherical joints, which PyBullet's calls do not take;
+   same from biobullet's compiled recursions where they equal PyBullet's (`own_dynamics`) and for bodies with
+   spherical joints, which PyBullet's calls do not take (one place: `Bridge.tree_mass_and_bias`);
 4. constraint torques τ_c = Φ_xᵀλ from THE constrained solve (`constraints.solve`, compiled kernels in
    `bridge.kernels`): M ẍ = τ − h + Φ_xᵀλ, Φ_x ẍ = a* (with the bridge's own motors as more rows,
    `bridge.motors`), the end point refined by Newton's method when Taylor's target misses it (`_end_correction`);
@@ -95,6 +95,8 @@ PROJECTION_FLOOR = 1.0e-14
 #: biobullet's M and h replace PyBullet's calls only if they agree to this relative error (round-off) at
 #: construction (`Bridge._own_dynamics`)
 OWN_DYNAMICS_TOLERANCE = 1.0e-9
+#: where `Bridge.tree_mass_and_bias` takes M and h
+MASS_SOURCES = ("pybullet", "stored", "model", "solve")
 #: a joint's position and velocity in a getJointStates entry
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
@@ -138,12 +140,11 @@ class Bridge:
     client, default True), query_distance (m).
     dynamics: "auto" (default): the compiled constraint stages (constant rows, explicit joint functions) compute M and h
     with biobullet's compiled recursions (`algorithms.compiled_kernels.tree_dynamics`, with the inertia PyBullet
-    stores for the body's links) when they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for
-    this body (checked at construction, `own_dynamics`), and so does the general path of a floating base (checked
-    the same way through `PyBulletMap`'s tangent maps); "pybullet" always asks PyBullet. The general path of a fixed
-    base (plug-in rows, motors, projections) always asks PyBullet. Own dynamics use the
-    model's gravity: with "auto", a user who changes the client's gravity after making the bridge must pass
-    dynamics="pybullet".
+    stores for the body's links and the bridge's gravity, both followed when changed: `engine_parameters`) when
+    they equal PyBullet's calculateMassMatrix / calculateInverseDynamics for this body (checked at construction,
+    `own_dynamics`), and so does the general path of a floating base (checked the same way through `PyBulletMap`'s
+    tangent maps); "pybullet" always asks PyBullet. The general path of a fixed base (plug-in rows, motors,
+    projections) always asks PyBullet. One method takes M and h for every caller (`tree_mass_and_bias`).
     Spherical joints (PyBullet's ball joint): state, torques and PyBullet's default spherical
     motor are handled through PyBullet's multi-DOF calls; with rows such a body takes the rows stage (explicit
     functions) or the general one (loops) with M and h from biobullet's recursions (PyBullet's calls do not take
@@ -222,9 +223,8 @@ class Bridge:
             #: either afterwards is followed at the next disturbed step (`engine_parameters`)
             self._inertias = self._link_inertias()
             #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
-            #: inertia PyBullet stores (`_tree_terms`); their torques through the multi-DOF call (`_send`)
+            #: inertia PyBullet stores (`_mass_and_bias`); their torques through the multi-DOF call (`_send`)
             self._spherical = bool(self.map.multi_dof)
-            self._tree_terms = self._pipeline_tree() if self._spherical else None
             if self._spherical:
                 #: the one torque call's joints: the spherical joints, then the 1-DOF joints (τ after the base and
                 #: the spherical block, `model.base_nv`); `_one_each` splits their list of τ into [τ] entries
@@ -412,9 +412,8 @@ class Bridge:
         if gravity != self.gravity:
             changes.append(f"gravity {self.gravity} → {gravity} m/s²")
             self.gravity = gravity
-            for arrays in (self._own, self._own_tree, self._tree_terms):
-                if arrays is not None:
-                    arrays[-1][:] = gravity   # the own recursions' gravity vector, updated in place
+            if self._stored is not None:   # the own recursions' gravity vector, shared by every stage, in place
+                self._stored[-1][:] = gravity
         return "; ".join(changes)
 
     def _link_inertias(self) -> dict[str, tuple]:
@@ -432,14 +431,13 @@ class Bridge:
 
     def _follow_inertia(self) -> None:
         """Take PyBullet's stored masses and inertias into the own recursions' packed bodies (in place: every
-        compiled stage holds these arrays); PyBullet's own M and h calls have them already."""
+        compiled stage holds these arrays), and from now on every M and h from them (`_kernel_only`): PyBullet's
+        calculateMassMatrix / calculateInverseDynamics keep the body as they first saw it (measured: M unchanged
+        to 1e-15 after a changeDynamics that tripled a link's mass, while stepSimulation integrates the new one)."""
         self._inertias = self._link_inertias()
-        if self._own is None and self._tree_terms is None:
-            return
-        body = self._pybullet_inertia(self.model.compiled.tree_body)
-        for terms in (self._own, self._tree_terms):
-            if terms is not None:
-                terms[2][:] = body
+        body = self._stored_tree()[2]
+        body[:] = self._pybullet_inertia(self.model.compiled.tree_body)
+        self._kernel_only, self._solve_source = True, "stored"
         if self._own_tree is not None:   # (revolute/prismatic trees: a copy without the motion subspace)
             self._own_tree[1][:] = body[:, :self._own_tree[1].shape[1]]
 
@@ -542,20 +540,30 @@ class Bridge:
                        np.zeros(n), self._xdd, np.empty(n + m))
             if self.linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-        self._own = self._own_dynamics() if self._dynamics_choice == "auto" else None
+        #: the pipeline's tree kernel on PyBullet's stored inertia, (kernel, meta, body, gravity; the last two updated
+        #: in place by `engine_parameters`), and its direct entry: made where it may serve the solve, else on the
+        #: first `tree_mass_and_bias(..., source="stored")` (`_mass_and_bias`)
+        self._stored = self._tree_entry = None
+        if self._spherical or self._dynamics_choice == "auto":
+            self._stored_tree()
+        #: every M and h from that kernel, "pybullet" too: spherical joints (PyBullet's calls do not take them), or
+        #: after a change of the links' inertia (`_follow_inertia`)
+        self._kernel_only = self._spherical
+        #: the model's gravity, with its inertia (`model.compiled.tree_body`) for `source="model"`
+        self._model_gravity = np.array(self.model.gravity, dtype=float)
+        self._own = self._stored_tree() if self._own_dynamics() else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
+        #: where the general path takes M and h (`_mass_and_bias`): the own recursions on a floating base or with
+        #: spherical joints; PyBullet's calls on a fixed base (docs/bridge.md, "Own M and h": its KKT solve on light
+        #: links amplifies the round-off difference of the two to ~1e-9), where the compiled stages take them
+        self._solve_source = "stored" if self.own_dynamics and not self._fixed else "pybullet"
         self._linear_own = None
         #: the force elements `_kernel_forces_only` was decided for (None: not yet)
         self._kernel_forces_for = None
         #: whether the one-call rows kernel evaluates every force element
         self._kernel_forces_only = False
         self._own_tree = None if self._own is None else self._own_tree_arguments(*self._own[1:])
-        if not self._fixed and self._own is not None:   # `_mass_and_bias` of the general path, per step
-            kernel, meta, body, gravity = self._own
-            x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
-            self._own_entry = direct_entry(kernel, meta, body, np.array(x0, dtype=float), np.array(xd0, dtype=float),
-                                           np.array(xd0, dtype=float), gravity, n, True, True, False)
         if self.uses_null_space and self._own is not None:
             from biobullet.bridge.kernels import linear_own_kernel
             # `_null_space_stage` passes exactly these types every step
@@ -589,8 +597,7 @@ class Bridge:
             if self._rows_kernel is not None:
                 from biobullet.bridge.kernels import TreeModel
                 # M and h: the own recursions' packed tree, else placeholders of the same types
-                own = (self._own or self._pipeline_tree())[1:]
-                self._tree = TreeModel(self._own is not None, *own,
+                self._tree = TreeModel(self._own is not None, *self._stored_tree()[1:],
                                        np.array([self._base, self._base_v], dtype=np.int64))
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
@@ -738,54 +745,49 @@ class Bridge:
             out[i, 19:28] = inertia.reshape(9)
         return out
 
-    def _pipeline_tree(self) -> tuple:
-        """(kernel, meta, body, gravity): the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`) with
-        the model's packed tree on the inertia
-        PyBullet stores for the links (`_pybullet_inertia`: the body PyBullet integrates) and the bridge's gravity
-        (updated in place by `engine_parameters`)."""
-        from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
-        compiled = self.model.compiled
-        return (tree_dynamics_kernel(), compiled.tree_meta, self._pybullet_inertia(compiled.tree_body),
-                np.array(self.gravity, dtype=float))
+    def _stored_tree(self) -> tuple:
+        """(kernel, meta, body, gravity), made once: the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`)
+        with the model's packed tree on the inertia PyBullet stores for the links (`_pybullet_inertia`: the body
+        PyBullet integrates) and the bridge's gravity; with it `_tree_entry`, the kernel's direct entry for the
+        argument types `_mass_and_bias` passes (compiled or loaded now, not inside a step)."""
+        if self._stored is None:
+            from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
+            compiled, kernel = self.model.compiled, tree_dynamics_kernel()
+            self._stored = (kernel, compiled.tree_meta, self._pybullet_inertia(compiled.tree_body),
+                            np.array(self.gravity, dtype=float))
+            x0, xd0, _, _ = self.model.joint_state(*self.model.initial_state())   # unit quaternions
+            x0, xd0 = np.array(x0, dtype=float), np.array(xd0, dtype=float)
+            self._tree_entry = direct_entry(kernel, *self._stored[1:3], x0, xd0, xd0, self._stored[3],
+                                            self.model.n_tangent, True, True, False)
+        return self._stored
 
-    def _tree_terms_at(self, x, xd, need_mass: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
-        """(M(x) or None, h(x, ẋ)) of a body with spherical joints, in biobullet's tree order (`_tree_terms`)."""
-        kernel, meta, body, gravity = self._tree_terms
-        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
-        mass, bias = kernel(meta, body, x, xd, xd, gravity, self.model.n_tangent, need_mass, True, False)
-        return (mass if need_mass else None), bias
-
-    def _own_dynamics(self):
-        """(kernel, meta, body, gravity) of biobullet's compiled M, h recursion if they equal PyBullet's
-        calculateMassMatrix / calculateInverseDynamics for this body at three random states (relative 1e-9:
-        round-off; a link PyBullet gives a default inertia, e.g. one without <inertial>, fails it), else None.
-        Fixed base in PyBullet's dof order, or a floating base (compared through `conventions.PyBulletMap`'s tangent
-        maps); with spherical joints, which PyBullet's calls do not take, the pipeline's tree kernel always
-        (`_tree_terms`; tested against Pinocchio and PyBullet's own step)."""
+    def _own_dynamics(self) -> bool:
+        """Whether the solve takes M and h from the pipeline's tree kernel on PyBullet's stored inertia (dynamics="auto"
+        only): with spherical joints, which PyBullet's calls do not take, always (tested against Pinocchio and
+        PyBullet's own step; with dynamics="pybullet" the same kernel serves them, outside the compiled stages);
+        otherwise if they equal PyBullet's calculateMassMatrix /
+        calculateInverseDynamics for this body (`_mass_and_bias`, "stored" against "pybullet") at three random
+        states (relative OWN_DYNAMICS_TOLERANCE: round-off; a link PyBullet gives a default inertia, e.g. one
+        without <inertial>, fails it) — a fixed base in PyBullet's dof order (the fast stages pass PyBullet's state
+        lists as they are), or a floating base (through `conventions.PyBulletMap`'s tangent maps)."""
+        if self._dynamics_choice != "auto":
+            return False
         if self._spherical:
-            return self._tree_terms
+            return True
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):
-            return None
-        terms = kernel, meta, body, gravity = self._pipeline_tree()
-        model, p, c, b = self.model, self.pybullet, self.client, self.body
-        n, base = model.n_tangent, self._base
+            return False
+        model = self.model
         rng = np.random.default_rng(0)
         for _ in range(3):
-            x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, n)
-            if base:   # a floating base: PyBullet's calls through the map's conversions
+            x, xd = rng.uniform(-1.0, 1.0, model.n_config), rng.uniform(-1.0, 1.0, model.n_tangent)
+            if self._floating:
                 x[3:7] /= np.linalg.norm(x[3:7])
-                mass = self.map.mass_matrix_from_pybullet(np.asarray(
-                    p.calculateMassMatrix(b, self.map.joints_to_pybullet(x[7:]), physicsClientId=c)))
-                bias = self.map.inverse_dynamics(x, xd, np.zeros(n))
-            else:
-                mass = np.asarray(p.calculateMassMatrix(b, x.tolist(), physicsClientId=c))
-                bias = np.asarray(p.calculateInverseDynamics(b, x.tolist(), xd.tolist(), self._zero_list,
-                                                             physicsClientId=c))
-            own_mass, own_bias = kernel(meta, body, x, xd, xd, gravity, n, True, True, False)
+            mass, bias = self._mass_and_bias(x, xd, "pybullet")
+            own_mass, own_bias = self._mass_and_bias(x, xd, "stored")
             if (np.abs(own_mass - mass).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(mass).max(), 1e-300)
                     or np.abs(own_bias - bias).max() > OWN_DYNAMICS_TOLERANCE * max(np.abs(bias).max(), 1.0)):
-                return None
-        return terms
+                return False
+        return True
 
     @staticmethod
     def _own_tree_arguments(meta: np.ndarray, body: np.ndarray, gravity: np.ndarray) -> tuple:
@@ -828,16 +830,6 @@ class Bridge:
         self.pybullet.resetJointStatesMultiDof(self.body, self._joint_list, [[v] for v in x.tolist()],
                                          targetVelocities=[[v] for v in xd.tolist()],
                                          physicsClientId=self.client)
-
-    def _tree_bias(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
-        """h(x, ẋ) = calculateInverseDynamics(x, ẋ, 0) in our order (spherical joints: own recursions)."""
-        if self._spherical:
-            return self._tree_terms_at(x, xd, need_mass=False)[1]
-        if not self._fixed:
-            return self.map.inverse_dynamics(x, xd, np.zeros(self.model.n_tangent))
-        out = self.pybullet.calculateInverseDynamics(self.body, self._to_pybullet(x), self._to_pybullet(xd),
-                                               self._zero_list, physicsClientId=self.client)
-        return np.asarray(out)[self._dof]
 
     # ------------------------------------------------------------------ state
     def reset(self, q=None, v=None, t: float = 0.0, **by_name: float) -> None:
@@ -904,30 +896,31 @@ class Bridge:
         return dict(zip(self.constraints.names, self.constraints.residual(x, t).tolist()))
 
     # ------------------------------------------------------------------ dynamics on PyBullet's model
-    def tree_mass_and_bias(self, x: np.ndarray, xd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """PyBullet's M(x) and h(x, ẋ) (calculateMassMatrix, calculateInverseDynamics with ẍ = 0), our order.
-        A body with spherical joints, which those calls do not take: biobullet's recursions on the inertia PyBullet
-        stores (`_tree_terms`)."""
+    def tree_mass_and_bias(self, x, xd, *, source: str = "pybullet") -> tuple[np.ndarray, np.ndarray]:
+        """M(x) and h(x, ẋ) (the bias: Coriolis, centrifugal, gravity) of the tree, biobullet's order (`_mass_and_bias`).
+
+        source: "pybullet" (default): PyBullet's calculateMassMatrix and calculateInverseDynamics with ẍ = 0 ("stored"
+        for a body with spherical joints, which those calls do not take, and after a changeDynamics of a link's mass
+        or inertia, which they do not see: `_follow_inertia`); "stored": the pipeline's tree kernel on the
+        inertia PyBullet stores and the bridge's gravity; "model": the same kernel on the model's inertia and
+        gravity; "solve": what the bridge's solve takes ("stored" when `own_dynamics`, else "pybullet")."""
         ensure_usable(self, "tree_mass_and_bias")
-        if self._spherical:
-            return self._tree_terms_at(x, xd)
-        mass = self.pybullet.calculateMassMatrix(self.body, self._to_pybullet(x[self._base:]),
-                                           physicsClientId=self.client)
-        if self._fixed:
-            mass = np.asarray(mass)[self._dof_mesh]
-        else:
-            mass = self.map.mass_matrix_from_pybullet(np.asarray(mass))
-        return mass, self._tree_bias(x, xd)
+        if source not in MASS_SOURCES:
+            raise ModelError(f"argument 'source' is {source!r:.60}", argument="source",
+                             expected=" or ".join(repr(name) for name in MASS_SOURCES))
+        model = self.model
+        x = np.array(model.checked("x", x, model.n_config), dtype=float)
+        xd = np.array(model.checked("xd", xd, model.n_tangent), dtype=float)
+        return self._mass_and_bias(x, xd, source)
 
     def inverse_dynamics(self, q, v, qdd, t: float = 0.0) -> np.ndarray:
-        """Generalized forces Q = Gᵀ ID_pybullet(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv)."""
+        """Generalized forces Q = Gᵀ ID(x, ẋ, G q̈ + γ) = Gᵀ(M_tree(G q̈ + γ) + h_tree) (nv), ID of PyBullet's
+        model (`tree_mass_and_bias`'s "pybullet")."""
         ensure_usable(self, "inverse_dynamics")
         x, xd, gradient, gamma = self.model.joint_state(q, v, t)
         qdd = self.model.checked("qdd", qdd, self.model.nv)
-        if self._spherical:   # M ẍ + h from the pipeline's tree kernel (see tree_mass_and_bias)
-            mass, bias = self._tree_terms_at(x, xd)
-            return gradient.T @ (mass @ (gradient @ qdd + gamma) + bias)
-        return gradient.T @ self.map.inverse_dynamics(x, xd, gradient @ qdd + gamma)
+        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
+        return gradient.T @ self._mass_and_bias(x, xd, "pybullet", gradient @ qdd + gamma, need_mass=False)[1]
 
     # ------------------------------------------------------------------ stepping
     def apply(self, tau=None, *, generalized=None) -> np.ndarray:
@@ -1185,7 +1178,7 @@ class Bridge:
             projected = self._project(x, xd, mass, jac, phi_t)
             if projected is not None:
                 xd = projected
-                bias = self._tree_bias(x, xd)
+                bias = self._mass_and_bias(x, xd, need_mass=False)[1]
                 if self.linear is not None:
                     linear_rows(jac, self.linear[1], x, xd, phi, phi_dot)
                 else:
@@ -1274,21 +1267,37 @@ class Bridge:
                                      f"{LOOP_SKIP_BELOW:g} m): the loop's motion changed faster than predicted",
                         "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt))")
 
-    def _mass_and_bias(self, x, xd) -> tuple[np.ndarray, np.ndarray]:
-        """M and h (our order), the one place the general solve and the fixed-base kernels without own dynamics
-        take them: a fixed base in PyBullet's dof order passes the state as lists straight to calculateMassMatrix
-        and calculateInverseDynamics; a floating base or spherical joints with `own_dynamics`: one call of the
-        compiled recursions; otherwise `tree_mass_and_bias`."""
-        if not self._fixed and self._own is not None:
-            _, meta, body, gravity = self._own
-            return self._own_entry(meta, body, x, xd, xd, gravity, self._out_n, True, True, False)
-        if not (self._fixed and self._dof_identity):
-            return self.tree_mass_and_bias(x, xd)
+    def _mass_and_bias(self, x, xd, source: str = "solve", xdd=None,
+                       need_mass: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+        """(M(x) or None, ID(x, ẋ, ẍ): h with ẍ = 0 when xdd is None) in biobullet's tree order: the one place the
+        bridge takes M and h — its solve (`source` "solve"), the start check of `own_dynamics`, `tree_mass_and_bias`,
+        `inverse_dynamics` and the joint reactions (sources as `tree_mass_and_bias`; x, ẋ, ẍ C-contiguous float
+        arrays). PyBullet's calls: a fixed base in PyBullet's dof order passes the state lists straight; another
+        fixed base through the dof permutation; a floating base through `conventions.PyBulletMap`'s tangent maps."""
+        if source == "solve":
+            source = self._solve_source
+        if source != "pybullet" or self._kernel_only:   # the pipeline's tree kernel, on PyBullet's or the model's body
+            if source == "model":
+                compiled = self.model.compiled
+                self._stored_tree()   # (its direct entry)
+                meta, body, gravity = compiled.tree_meta, compiled.tree_body, self._model_gravity
+            else:
+                _, meta, body, gravity = self._stored or self._stored_tree()
+            mass, bias = self._tree_entry(meta, body, x, xd, xd if xdd is None else xdd, gravity, self._out_n,
+                                          need_mass, True, xdd is not None)
+            return (mass if need_mass else None), bias
         p, c, b = self.pybullet, self.client, self.body
-        x_list, xd_list = x.tolist(), xd.tolist()
-        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c))
-        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list, physicsClientId=c))
-        return mass, bias
+        if not self._fixed:
+            mass = (self.map.mass_matrix_from_pybullet(np.asarray(p.calculateMassMatrix(
+                b, self._to_pybullet(x[self._base:]), physicsClientId=c))) if need_mass else None)
+            return mass, self.map.inverse_dynamics(x, xd, np.zeros(self._out_n) if xdd is None else xdd)
+        x_list, xd_list = self._to_pybullet(x), self._to_pybullet(xd)
+        mass = np.asarray(p.calculateMassMatrix(b, x_list, physicsClientId=c)) if need_mass else None
+        bias = np.asarray(p.calculateInverseDynamics(b, x_list, xd_list, self._zero_list if xdd is None
+                                                     else self._to_pybullet(xdd), physicsClientId=c))
+        if self._dof_identity:
+            return mass, bias
+        return (mass[self._dof_mesh] if need_mass else None), bias[self._dof]
 
     def _project(self, x, xd, mass, jac, phi_t):
         """ẋ ← the mass-weighted closest velocity with Φ_x ẋ + Φ_t = 0, written back to PyBullet (None if the

@@ -61,7 +61,7 @@ def motor_torque(bridge, x: np.ndarray, xd: np.ndarray, torque: np.ndarray, t: f
     from biobullet.constraints.solve import constrained_acceleration
     model, dt, corrector = bridge.model, bridge.dt, bridge.corrector
     n, m = model.n_tangent, bridge.constraints.n
-    mass, bias = bridge.tree_mass_and_bias(x, xd)
+    mass, bias = bridge.tree_mass_and_bias(x, xd, source="solve")
     if m:
         phi, jac, phi_t, bias_c = constraint_terms(bridge.constraints, x, xd, t)
         target_c = -corrector.kb * bias_c - corrector.kd * (jac @ xd + phi_t) - corrector.kp * phi

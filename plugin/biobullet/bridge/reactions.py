@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms.vectorized import mass_matrix_and_bias
 from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
 from biobullet.spatial.dense import solve_spd
 
@@ -35,7 +34,7 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
     if bridge.muscles is not None and tau is None:   # the muscles pull on the bodies, not through the joints
         external = np.zeros((len(model.bodies), 6))
         external[bridge.muscles.bodies] = bridge.muscles.wrenches
-    mass, bias = mass_matrix_and_bias(model, x, xd)   # the tree's ẍ under τ: M ẍ = τ − h
+    mass, bias = bridge.tree_mass_and_bias(x, xd, source="model")   # the tree's ẍ under τ: M ẍ = τ − h
     return tree_reactions(model, x, xd, solve_spd(mass, torque - bias, model.file), external)
 
 
