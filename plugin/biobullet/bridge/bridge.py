@@ -1059,13 +1059,10 @@ class Bridge:
             return self._null_space_stage(x, xd, user)
         if self._rows_fast:
             return self._rows_stage(x, xd, user)
+        torque = self._with_forces(user, x, xd)
         if self.constraints.n:
-            torque = self._constrained_torque(x, xd, self._with_forces(user, x, xd), self.time)
-            return torque, self._solved_xdd
-        applied = self.forces.torque(x, xd, self.time, self.watch.peak)
-        if applied is None:
-            return user, None
-        return (applied.copy() if user is None else user + applied), None
+            return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
+        return (None if torque is self._zero_tau else torque), None
 
 
     def _torque_argument(self, tau) -> np.ndarray:

@@ -149,20 +149,15 @@ class ForceStage:
         if not self._elements or peak < self.quiet_below:
             return None
         entry = self._entry
+        if entry is not None and self._varying:   # time-varying torques join the constant ones (tau_time)
+            tau_time = self._arguments[5] if self._joint_only else self._arguments[2].tau_time
+            tau_time[:] = self._constant_tau
+            for element, k in self._varying:
+                tau_time[k] += element.torque(t)
         if entry is not None and self._joint_only:
-            if self._varying:   # time-varying torques join the constant ones (tau_time) before the kernel copies them
-                tau_time = self._arguments[5]
-                tau_time[:] = self._constant_tau
-                for element, k in self._varying:
-                    tau_time[k] += element.torque(t)
             return self._arguments[4] if entry(x, xd, *self._arguments) else None
         if entry is not None:
             compiled, arrays, rows = self._arguments
-            if self._varying:
-                tau = rows.tau_time
-                tau[:] = self._constant_tau
-                for element, k in self._varying:
-                    tau[k] += element.torque(t)
             arrays.x[:] = x
             arrays.xd[:] = xd
             if entry(compiled, arrays, rows, float(t)) == 0:
