@@ -540,18 +540,16 @@ class Bridge:
                        np.zeros(n), self._xdd, np.empty(n + m))
             if self.linear is not None:
                 linear_rows(np.zeros((m, n)), self._zero_c, np.zeros(n), np.zeros(n), self._phi, self._phi_dot)
-        #: the pipeline's tree kernel on PyBullet's stored inertia, (kernel, meta, body, gravity; the last two updated
-        #: in place by `engine_parameters`), and its direct entry: made where it may serve the solve, else on the
-        #: first `tree_mass_and_bias(..., source="stored")` (`_mass_and_bias`)
-        self._stored = self._tree_entry = None
-        if self._spherical or self._dynamics_choice == "auto":
-            self._stored_tree()
-        #: every M and h from that kernel, "pybullet" too: spherical joints (PyBullet's calls do not take them), or
+        #: the pipeline's tree kernel on PyBullet's stored inertia (`_stored_tree`, made on first use), and whether
+        #: every M and h comes from it, "pybullet" too: spherical joints (PyBullet's calls do not take them), or
         #: after a change of the links' inertia (`_follow_inertia`)
+        self._stored = self._tree_entry = None
         self._kernel_only = self._spherical
-        #: the model's gravity, with its inertia (`model.compiled.tree_body`) for `source="model"`
-        self._model_gravity = np.array(self.model.gravity, dtype=float)
-        self._own = self._stored_tree() if self._own_dynamics() else None
+        self._model_gravity = np.array(self.model.gravity, dtype=float)   # (source="model")
+        if self._kernel_only:
+            self._stored_tree()   # (compiled or loaded now, not inside a step)
+        own = self._dynamics_choice == "auto" and (self._kernel_only or self._own_dynamics())
+        self._own = self._stored_tree() if own else None
         #: True when M and h come from biobullet's compiled recursions (equal to PyBullet's, checked here)
         self.own_dynamics = self._own is not None
         #: where the general path takes M and h (`_mass_and_bias`): the own recursions on a floating base or with
@@ -747,9 +745,8 @@ class Bridge:
 
     def _stored_tree(self) -> tuple:
         """(kernel, meta, body, gravity), made once: the pipeline's M, h kernel (`compiled_kernels._tree_dynamics_py`)
-        with the model's packed tree on the inertia PyBullet stores for the links (`_pybullet_inertia`: the body
-        PyBullet integrates) and the bridge's gravity; with it `_tree_entry`, the kernel's direct entry for the
-        argument types `_mass_and_bias` passes (compiled or loaded now, not inside a step)."""
+        on the inertia PyBullet stores for the links (`_pybullet_inertia`) and the bridge's gravity (both updated in
+        place: `engine_parameters`); with it `_tree_entry`, the kernel's direct entry for `_mass_and_bias`."""
         if self._stored is None:
             from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
             compiled, kernel = self.model.compiled, tree_dynamics_kernel()
@@ -762,18 +759,10 @@ class Bridge:
         return self._stored
 
     def _own_dynamics(self) -> bool:
-        """Whether the solve takes M and h from the pipeline's tree kernel on PyBullet's stored inertia (dynamics="auto"
-        only): with spherical joints, which PyBullet's calls do not take, always (tested against Pinocchio and
-        PyBullet's own step; with dynamics="pybullet" the same kernel serves them, outside the compiled stages);
-        otherwise if they equal PyBullet's calculateMassMatrix /
-        calculateInverseDynamics for this body (`_mass_and_bias`, "stored" against "pybullet") at three random
-        states (relative OWN_DYNAMICS_TOLERANCE: round-off; a link PyBullet gives a default inertia, e.g. one
-        without <inertial>, fails it) — a fixed base in PyBullet's dof order (the fast stages pass PyBullet's state
-        lists as they are), or a floating base (through `conventions.PyBulletMap`'s tangent maps)."""
-        if self._dynamics_choice != "auto":
-            return False
-        if self._spherical:
-            return True
+        """Whether the tree kernel on PyBullet's stored inertia ("stored") equals PyBullet's calculateMassMatrix /
+        calculateInverseDynamics ("pybullet") at three random states (relative OWN_DYNAMICS_TOLERANCE: round-off; a
+        link PyBullet gives a default inertia fails it): a fixed base in PyBullet's dof order (the fast stages pass
+        PyBullet's state lists as they are) or a floating base (through `PyBulletMap`'s tangent maps)."""
         if (self._fixed and not self._dof_identity) or not len(self._joint_list):
             return False
         model = self.model
@@ -897,13 +886,11 @@ class Bridge:
 
     # ------------------------------------------------------------------ dynamics on PyBullet's model
     def tree_mass_and_bias(self, x, xd, *, source: str = "pybullet") -> tuple[np.ndarray, np.ndarray]:
-        """M(x) and h(x, ẋ) (the bias: Coriolis, centrifugal, gravity) of the tree, biobullet's order (`_mass_and_bias`).
-
-        source: "pybullet" (default): PyBullet's calculateMassMatrix and calculateInverseDynamics with ẍ = 0 ("stored"
-        for a body with spherical joints, which those calls do not take, and after a changeDynamics of a link's mass
-        or inertia, which they do not see: `_follow_inertia`); "stored": the pipeline's tree kernel on the
-        inertia PyBullet stores and the bridge's gravity; "model": the same kernel on the model's inertia and
-        gravity; "solve": what the bridge's solve takes ("stored" when `own_dynamics`, else "pybullet")."""
+        """M(x) and h(x, ẋ) (Coriolis, centrifugal, gravity) of the tree, biobullet's order. source: "pybullet"
+        (default): PyBullet's calculateMassMatrix and calculateInverseDynamics with ẍ = 0 ("stored" with spherical
+        joints, which they do not take, and after a changeDynamics, which they do not see: `_follow_inertia`);
+        "stored": the pipeline's tree kernel on the inertia PyBullet stores and the bridge's gravity; "model": the
+        same kernel on the model's inertia and gravity; "solve": the bridge's general path's (`_solve_source`)."""
         ensure_usable(self, "tree_mass_and_bias")
         if source not in MASS_SOURCES:
             raise ModelError(f"argument 'source' is {source!r:.60}", argument="source",
