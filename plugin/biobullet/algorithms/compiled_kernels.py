@@ -489,12 +489,15 @@ point_force = jit.lazy(_point_force_py)
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):
     """Kinetic energy ½ ẋᵀ M ẋ = Σ ½ m |v_c|² + ½ ωᵀ R I_c Rᵀ ω and gravity potential −Σ m g·c (J) of n tree
     states (positions (n, n_config), velocities (n, n_tangent)) into kinetic[k], potential[k]: one placement pass
-    per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i at the world origin ([linear; angular]),
-    c = R com + p. One compiled call for all samples of a trajectory."""
+    per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i ([linear; angular]) about the anchors of
+    `_tree_dynamics_py` (so ½ m |v_c|² keeps its digits far from the origin: 2e-11 of itself at 100 km about the
+    world origin), c = R com + p, the potential of c + the anchor's world position `anchor`. One compiled call for
+    all samples of a trajectory."""
     nb = meta.shape[0]
     n, n_tangent = velocities.shape
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
+    anchor = np.zeros((nb, 3))   # the world position of each body's anchor
     sub = np.zeros((6, n_tangent))
     vel = np.zeros((nb, 6))
     loc = np.empty((3, 3))
@@ -506,6 +509,11 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
         for i in range(nb):
             _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
             parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+            if _is_anchor(meta, i):
+                anchor[i, 0], anchor[i, 1], anchor[i, 2] = pos[i, 0], pos[i, 1], pos[i, 2]
+                _anchor_body(meta, body, i, rot, pos, sub)
+            else:
+                anchor[i, 0], anchor[i, 1], anchor[i, 2] = anchor[parent, 0], anchor[parent, 1], anchor[parent, 2]
             for a in range(6):
                 own = 0.0
                 for c in range(nv):
@@ -516,7 +524,7 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
             c0 = r[0, 0] * body[i, COM] + r[0, 1] * body[i, COM + 1] + r[0, 2] * body[i, COM + 2] + pos[i, 0]
             c1 = r[1, 0] * body[i, COM] + r[1, 1] * body[i, COM + 1] + r[1, 2] * body[i, COM + 2] + pos[i, 1]
             c2 = r[2, 0] * body[i, COM] + r[2, 1] * body[i, COM + 1] + r[2, 2] * body[i, COM + 2] + pos[i, 2]
-            v_sum -= mass * (g0 * c0 + g1 * c1 + g2 * c2)
+            v_sum -= mass * (g0 * (c0 + anchor[i, 0]) + g1 * (c1 + anchor[i, 1]) + g2 * (c2 + anchor[i, 2]))
             w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
             u0 = vel[i, 0] + w1 * c2 - w2 * c1    # centre-of-mass velocity v_o + ω × c
             u1 = vel[i, 1] + w2 * c0 - w0 * c2
@@ -536,7 +544,7 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
 
 
 #: `_tree_energies_py`, compiled on its first call, or run by Python (numba disabled: debugging)
-tree_energies = jit.lazy(_tree_energies_py, bind=_tree_kernel_bindings)
+tree_energies = jit.lazy(_tree_energies_py, bind=_tree_dynamics_bindings)
 
 
 def tree_dynamics_kernel():
