@@ -29,21 +29,18 @@ pin = pytest.importorskip("pinocchio")
 ROOT = Path(__file__).resolve().parents[2]
 ARM7 = (ROOT / "urdf" / "arm7.urdf").read_text(encoding="utf-8")
 DISTANCES = (0.0, 1e3, 1e5)
-#: relative to max |entry| (and 1): 50× the origin's round-off, 1000× below the 1 km error before the change
+#: relative to max |entry| (and 1): 25× the round-off at the origin (≤ 4e-15), 1000× below the 1 km error before
 TOLERANCE = 1e-13
 
-_INERTIAL = '<inertial><mass value="0.5"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>'
+_INERTIAL = ('<inertial><mass value="0.5"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>'
+             '</inertial>')
 #: arm7 on a planar base of virtual joints (prismatic x, prismatic y, revolute z), as mobile manipulators write it
-VIRTUAL_BASE = f'''<link name="odom"/>
-  <link name="x_link">{_INERTIAL}</link>
-  <link name="y_link">{_INERTIAL}</link>
-  <joint name="base_x" type="prismatic"><parent link="odom"/><child link="x_link"/><axis xyz="1 0 0"/>
-    <limit lower="-1e6" upper="1e6" effort="1" velocity="1"/></joint>
-  <joint name="base_y" type="prismatic"><parent link="x_link"/><child link="y_link"/><axis xyz="0 1 0"/>
-    <limit lower="-1e6" upper="1e6" effort="1" velocity="1"/></joint>
-  <joint name="base_yaw" type="revolute"><parent link="y_link"/><child link="base_link"/><axis xyz="0 0 1"/>
-    <limit lower="-4" upper="4" effort="1" velocity="1"/></joint>
-'''
+VIRTUAL_BASE = '<link name="odom"/>\n' + "".join(
+    f'<link name="{a}_link">{_INERTIAL}</link><joint name="base_{a}" type="prismatic"><parent link="{parent}"/>'
+    f'<child link="{a}_link"/><axis xyz="{axis}"/><limit lower="-1e6" upper="1e6" effort="1" velocity="1"/></joint>\n'
+    for a, parent, axis in (("x", "odom", "1 0 0"), ("y", "x_link", "0 1 0"))) + (
+    '<joint name="base_yaw" type="revolute"><parent link="y_link"/><child link="base_link"/><axis xyz="0 0 1"/>'
+    '<limit lower="-4" upper="4" effort="1" velocity="1"/></joint>\n')
 #: the same with one URDF planar joint
 PLANAR_JOINT = '''<link name="odom"/>
   <joint name="base_plane" type="planar"><parent link="odom"/><child link="base_link"/><axis xyz="0 0 1"/></joint>

@@ -28,7 +28,8 @@ def place_body_kernel(*, inline: bool = False):
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
-from biobullet.model.tree import COM, FREE, INERTIA, MASS, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, pack_tree  # noqa: E402
+from biobullet.model.tree import (COM, FREE, INERTIA, MASS, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,  # noqa: E402
+                                  pack_tree)
 
 
 def pack(model) -> tuple[np.ndarray, np.ndarray]:
@@ -200,8 +201,9 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     so the result keeps its digits wherever the robot stands (a carrier of that chain is the only body of its
     own frame; its prismatic rows read only the linear parts, which are the same about every point). Each spatial
     inertia about its reference point O [[m 1, −m[c]×], [m[c]×, I_O]] is kept as its 10 numbers m, m c,
-    I_O = Ic − m[c]×[c]× (xx yy zz xy xz yz), so I s = [m s_l − m c × s_a; m c × s_l + I_O s_a] and the composite
-    inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint shoulder)."""
+    I_O = Ic − m[c]×[c]× (xx yy zz xy xz yz), so I s = [m s_l − m c × s_a; m c × s_l + I_O s_a] and the
+    composite inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint
+    shoulder)."""
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
