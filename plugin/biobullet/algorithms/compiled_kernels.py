@@ -511,11 +511,12 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
         for i in range(nb):
             _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
             parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+            for a in range(3):   # pos[i] is relative to the parent's anchor (a root's: to the world origin)
+                anchor[i, a] = anchor[parent, a] if parent >= 0 else 0.0
             if _is_anchor(meta, i):
-                anchor[i, 0], anchor[i, 1], anchor[i, 2] = pos[i, 0], pos[i, 1], pos[i, 2]
+                for a in range(3):
+                    anchor[i, a] += pos[i, a]
                 _anchor_body(meta, body, i, rot, pos, sub)
-            else:
-                anchor[i, 0], anchor[i, 1], anchor[i, 2] = anchor[parent, 0], anchor[parent, 1], anchor[parent, 2]
             for a in range(6):
                 own = 0.0
                 for c in range(nv):
