@@ -7,6 +7,10 @@ as loops over bodies and compiled once (`cache=True`: compiled code is kept in _
     CRBA        IC_b = Σ_subtree I_i,  M[l, j] = S_lᵀ IC_{b(j)} S_j for l moving body b(j)
     RNEA        v_i = v_p + S_i ẋ_i, a_i = a_p + v_i × S_i ẋ_i + S_i ẍ_i (a_root = −g),
                 f_i = I_i a_i + v_i ×* I_i v_i, τ_k = S_kᵀ Σ_subtree f.
+The dynamics (`_tree_dynamics_py`) take each subtree below a root, or below a root's chain of prismatic joints,
+about its own joint frame (`_anchor_body_py`) instead of the world origin: M and h are the same about any point,
+but about the origin they lost |p|² ε of themselves at a distance |p| (1e-6 at 100 km); the placements and point
+kernels, which callers read as world positions, stay at the world origin.
 With BIOBULLET_NUMBA=0 (debugging) the same functions run by Python (`core.jit`); tests check them against Pinocchio and the body-frame recursions (crba.py, rnea.py).
 """
 from __future__ import annotations
@@ -24,7 +28,8 @@ def place_body_kernel(*, inline: bool = False):
 
 
 # the packed per-body records (`model.tree.pack_tree`; kept once per model as `Model.tree_pack`)
-from biobullet.model.tree import COM, FREE, INERTIA, MASS, PLANAR, REVOLUTE, SPHERICAL, pack_tree  # noqa: E402
+from biobullet.model.tree import (COM, FREE, INERTIA, MASS, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,  # noqa: E402
+                                  pack_tree)
 
 
 def pack(model) -> tuple[np.ndarray, np.ndarray]:
@@ -158,11 +163,47 @@ def _place_body_py(meta, body, x, i, loc, jr, rot, pos, sub):
 _place_body = _place_body_py
 
 
+def _is_anchor_py(meta, i):
+    """True where body i starts a frame of its own in `_tree_dynamics_py`: a root, or a child of a chain of
+    prismatic joints from a root (a planar base's virtual x, y sliders). Above it nothing rotates, so motion
+    vectors carry no angular part and are the same about every point: the body's subtree may be taken about its
+    own joint frame instead of the world origin."""
+    b = meta[i, 0]
+    while b >= 0:
+        if meta[b, 1] != PRISMATIC:
+            return False
+        b = meta[b, 0]
+    return True
+
+
+def _anchor_body_py(meta, body, i, rot, pos, sub):
+    """Make body i (`_is_anchor_py`) the reference point of its subtree: pos[i] = 0 (so its descendants are placed
+    relative to it, never through its world position) and its subspace columns about that point, [R l; R a] from
+    the body-frame subspace [l; a] (`_place_body_py` wrote them about the world origin). The world position, of
+    order |p|, would round every descendant's position to |p| ε and every inertia about the origin (m |c|²) to
+    |p|² ε: M lost 1e-10 of itself at 1 km, 1e-6 at 100 km."""
+    vi = meta[i, 3]
+    pos[i, 0], pos[i, 1], pos[i, 2] = 0.0, 0.0, 0.0
+    for c in range(meta[i, 4]):
+        l0, l1, l2 = body[i, 28 + c], body[i, 34 + c], body[i, 40 + c]
+        for a in range(3):
+            sub[a, vi + c] = rot[i, a, 0] * l0 + rot[i, a, 1] * l1 + rot[i, a, 2] * l2
+
+
+# globals of the tree dynamics kernel, bound like `_place_body` (`_tree_dynamics_bindings`)
+_is_anchor = _is_anchor_py
+_anchor_body = _anchor_body_py
+
+
 def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
-    """(M, h) = CRBA and RNEA(x, ẋ, ẍ if has_xdd else 0) in the world frame (module docstring). Each spatial
-    inertia about the world origin [[m 1, −m[c]×], [m[c]×, I_O]] is kept as its 10 numbers m, m c,
-    I_O = Ic − m[c]×[c]× (xx yy zz xy xz yz), so I s = [m s_l − m c × s_a; m c × s_l + I_O s_a] and the composite
-    inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint shoulder)."""
+    """(M, h) = CRBA and RNEA(x, ẋ, ẍ if has_xdd else 0) in world-aligned axes (module docstring), each subtree
+    of an anchor (`_is_anchor_py`: a root, or the child of a root's prismatic chain) about the anchor's joint frame,
+    so the result keeps its digits wherever the robot stands (a carrier of that chain is the only body of its
+    own frame; its prismatic rows read only the linear parts, which are the same about every point). Each spatial
+    inertia about its reference point O [[m 1, −m[c]×], [m[c]×, I_O]] is kept as its 10 numbers m, m c,
+    I_O = Ic − m[c]×[c]× (xx yy zz xy xz yz), so I s = [m s_l − m c × s_a; m c × s_l + I_O s_a] and the
+    composite inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint
+    shoulder)."""
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
@@ -175,6 +216,8 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     jr = scratch[1]
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+        if _is_anchor(meta, i):
+            _anchor_body(meta, body, i, rot, pos, sub)
         p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
         m = body[i, 15]
         cb0, cb1, cb2 = body[i, 16], body[i, 17], body[i, 18]
@@ -386,6 +429,11 @@ def _tree_kernel_bindings() -> dict:
     return {"_place_body": place_body_kernel()}
 
 
+def _tree_dynamics_bindings() -> dict:
+    return {**_tree_kernel_bindings(), "_is_anchor": jit.compiled(_is_anchor_py, inline=True),
+            "_anchor_body": jit.compiled(_anchor_body_py, inline=True)}
+
+
 def _placements_py(meta, body, x, rot, pos, sub):
     """World placement of every body frame into rot (n_b, 3, 3), pos (n_b, 3) and the world motion subspace (at
     the world origin, [linear; angular]) of every tangent direction into sub (6, n_tangent): `_place_body` alone."""
@@ -443,12 +491,15 @@ point_force = jit.lazy(_point_force_py)
 def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, potential):
     """Kinetic energy ½ ẋᵀ M ẋ = Σ ½ m |v_c|² + ½ ωᵀ R I_c Rᵀ ω and gravity potential −Σ m g·c (J) of n tree
     states (positions (n, n_config), velocities (n, n_tangent)) into kinetic[k], potential[k]: one placement pass
-    per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i at the world origin ([linear; angular]),
-    c = R com + p. One compiled call for all samples of a trajectory."""
+    per sample (`_place_body`), body velocities v_i = v_p + S_i ẋ_i ([linear; angular]) about the anchors of
+    `_tree_dynamics_py` (so ½ m |v_c|² keeps its digits far from the origin: 2e-11 of itself at 100 km about the
+    world origin), c = R com + p, the potential of c + the anchor's world position `anchor`. One compiled call for
+    all samples of a trajectory."""
     nb = meta.shape[0]
     n, n_tangent = velocities.shape
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
+    anchor = np.zeros((nb, 3))   # the world position of each body's anchor
     sub = np.zeros((6, n_tangent))
     vel = np.zeros((nb, 6))
     loc = np.empty((3, 3))
@@ -460,6 +511,12 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
         for i in range(nb):
             _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
             parent, vi, nv = meta[i, 0], meta[i, 3], meta[i, 4]
+            for a in range(3):   # pos[i] is relative to the parent's anchor (a root's: to the world origin)
+                anchor[i, a] = anchor[parent, a] if parent >= 0 else 0.0
+            if _is_anchor(meta, i):
+                for a in range(3):
+                    anchor[i, a] += pos[i, a]
+                _anchor_body(meta, body, i, rot, pos, sub)
             for a in range(6):
                 own = 0.0
                 for c in range(nv):
@@ -470,7 +527,7 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
             c0 = r[0, 0] * body[i, COM] + r[0, 1] * body[i, COM + 1] + r[0, 2] * body[i, COM + 2] + pos[i, 0]
             c1 = r[1, 0] * body[i, COM] + r[1, 1] * body[i, COM + 1] + r[1, 2] * body[i, COM + 2] + pos[i, 1]
             c2 = r[2, 0] * body[i, COM] + r[2, 1] * body[i, COM + 1] + r[2, 2] * body[i, COM + 2] + pos[i, 2]
-            v_sum -= mass * (g0 * c0 + g1 * c1 + g2 * c2)
+            v_sum -= mass * (g0 * (c0 + anchor[i, 0]) + g1 * (c1 + anchor[i, 1]) + g2 * (c2 + anchor[i, 2]))
             w0, w1, w2 = vel[i, 3], vel[i, 4], vel[i, 5]
             u0 = vel[i, 0] + w1 * c2 - w2 * c1    # centre-of-mass velocity v_o + ω × c
             u1 = vel[i, 1] + w2 * c0 - w0 * c2
@@ -490,15 +547,15 @@ def _tree_energies_py(meta, body, positions, velocities, gravity, kinetic, poten
 
 
 #: `_tree_energies_py`, compiled on its first call, or run by Python (numba disabled: debugging)
-tree_energies = jit.lazy(_tree_energies_py, bind=_tree_kernel_bindings)
+tree_energies = jit.lazy(_tree_energies_py, bind=_tree_dynamics_bindings)
 
 
 def tree_dynamics_kernel():
-    """The compiled `_tree_dynamics_py` (with `_place_body` bound)."""
-    return jit.compiled(_tree_dynamics_py, bind=_tree_kernel_bindings)
+    """The compiled `_tree_dynamics_py` (with `_place_body`, `_is_anchor` and `_anchor_body` bound)."""
+    return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_bindings)
 
 
-tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_kernel_bindings)
+tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_bindings)
 
 
 project_upper = jit.lazy(_project_upper_py)
