@@ -560,6 +560,19 @@ class OutsideWatch:
                         f"drive it with bridge.set_motor({name!r}, position=..., max_force=...) — it acts inside "
                         "the constrained solve — or switch the PyBullet motor off with setJointMotorControl2(body, "
                         f"{int(joints[k_of(model, name)])}, VELOCITY_CONTROL, force=0)", "motor:" + name)
+        spherical = [int(j) for j in bridge.map.spherical_indices]
+        if spherical:   # a multi-DOF motor: before, named "a force outside the bridge's solve" (remedy apply(tau=))
+            for joint, state in zip(spherical, p.getJointStatesMultiDof(b, spherical, physicsClientId=c)):
+                torque = float(np.linalg.norm(state[3]))
+                if torque != 0.0:
+                    name = p.getJointInfo(b, joint, physicsClientId=c)[1].decode()
+                    return (f"a PyBullet motor (setJointMotorControlMultiDof POSITION_CONTROL) acts on spherical "
+                            f"joint {name!r} (|τ| = {torque:.3g} N·m in the last step): PyBullet solves it inside "
+                            "stepSimulation, after the bridge's torques were computed",
+                            "pass its torque through bridge.apply(tau=...) so the solve accounts for it, or switch "
+                            f"the motor off with setJointMotorControlMultiDof(body, {joint}, POSITION_CONTROL, "
+                            "targetPosition=[0, 0, 0, 1], positionGain=0, velocityGain=1, force=[0, 0, 0])",
+                            "motor:" + name)
         contacts = p.getContactPoints(bodyA=b, physicsClientId=c)
         if contacts:
             link = contacts[0][3]
