@@ -1,0 +1,133 @@
+"""Habits of a user who already has PyBullet code, probed on the bridge in the user's own loop (hunt12), beyond
+test_unseen6_bridge_habits.py and test_unseen12_bridge_guarantees.py:
+
+* a body of the user's loaded with `globalScaling` is refused also where only its centres of mass or its spherical
+  joints' frames show the scale (before: a pendulum hinged at its base frame was taken and simulated another robot);
+* a body loaded with `useMaximalCoordinates=True` is named as such (before: "URDF_MERGE_FIXED_LINKS?");
+* a PyBullet motor on a spherical joint is named as a motor on that joint (before: "a force outside the solve").
+
+Every check is against something the bridge does not compute: PyBullet's own stored numbers, the file's numbers
+written out here, and the coupling's own polynomial evaluated on PyBullet's joint states."""
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pybullet = pytest.importorskip("pybullet")
+
+import biobullet  # noqa: E402
+from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+URDF = REPO / "urdf"
+sys.path.insert(0, str(REPO / "tests"))
+from spherical_arms import COUPLED, PENDULUM as SPHERICAL_PENDULUM  # noqa: E402
+
+# a pendulum hinged at its base link's frame (joint origin 0), its bob's centre of mass 0.5 m out: no joint frame
+# is away from its parent's, so the scale shows in the centres of mass alone
+PENDULUM = """<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>
+    </inertial></link>
+  <joint name="hinge" type="continuous"><parent link="base"/><child link="bob"/><axis xyz="0 1 0"/></joint>
+  <link name="bob"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <biobullet version="1"><gravity xyz="0 0 -9.81"/></biobullet>
+</robot>
+"""
+
+
+@pytest.fixture
+def client():
+    cid = pybullet.connect(pybullet.DIRECT)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)   # the models' <gravity>: no BridgeWarning
+    yield cid
+    pybullet.disconnect(cid)
+
+
+@pytest.mark.parametrize("name, text, link, file_com, words", [
+    ("pendulum", PENDULUM, "bob", (0.5, 0.0, 0.0), "centre of mass of link 'bob'"),
+    ("spherical_pendulum", SPHERICAL_PENDULUM, "bob", (0.03, -0.02, -0.5), "frames of joint 'ball'")])
+def test_a_body_loaded_with_global_scaling_is_refused_where_no_hinge_frame_shows_it(client, tmp_path, name, text,
+                                                                                  link, file_com, words):
+    """`check_user_body` measured the scale on revolute joints away from their parent's frame only. A pendulum
+    hinged at its base frame (joint origin 0) and a spherical pendulum (its one joint spherical) loaded with
+    globalScaling=2 were taken silently: the pendulum swung to 0.44 rad in 0.3 s at dt = 1 ms where the reference
+    engine and the unscaled body reach 0.84 — PyBullet's stored COM is twice the file's (checked here on PyBullet's
+    own getDynamicsInfo). Now one ModelError names globalScaling and where it shows."""
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(text)
+    model = biobullet.load_model(path)
+    body = pybullet.loadURDF(str(path), useFixedBase=True, globalScaling=2.0, flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+                             physicsClientId=client)
+    stored = pybullet.getDynamicsInfo(body, 0, physicsClientId=client)[3]
+    np.testing.assert_allclose(stored, 2.0 * np.array(file_com), atol=1e-12)   # what globalScaling did
+    with pytest.raises(ModelError, match="globalScaling") as error:
+        Bridge(model, client, body_id=body, dt=1e-3)
+    assert words in str(error.value) and "body_id" in str(error.value)
+    # the same file loaded without the scale is taken (the check is not a refusal of the file)
+    plain = pybullet.loadURDF(str(path), useFixedBase=True, basePosition=[2.0, 0.0, 0.0],
+                              flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+    Bridge(model, client, body_id=plain, dt=1e-3).close()
+
+
+@pytest.mark.parametrize("name", ["coupled_chain.urdf", "fourbar_knee.urdf"])
+def test_a_body_with_maximal_coordinates_is_named_as_such(client, name):
+    """useMaximalCoordinates=True makes PyBullet's body a set of free rigid bodies without joints (getNumJoints 0):
+    the error said "no links base, upper, … (loaded with URDF_MERGE_FIXED_LINKS, or from another file?)"."""
+    body = pybullet.loadURDF(str(URDF / name), useFixedBase=True, useMaximalCoordinates=True,
+                             flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+    assert pybullet.getNumJoints(body, physicsClientId=client) == 0
+    with pytest.raises(ModelError, match="useMaximalCoordinates") as error:
+        Bridge(biobullet.load_model(URDF / name), client, body_id=body)
+    assert "MERGE_FIXED_LINKS" not in str(error.value)
+
+
+def _pronation_residual(client: int, bridge: Bridge) -> float:
+    """|pronation − (0.1 + 0.5 elbow − 0.3 elbow²)| (rad) of `tests/spherical_arms.py`'s COUPLED, from PyBullet."""
+    elbow, pronation = (pybullet.getJointState(bridge.body, bridge.joint_index[name], physicsClientId=client)[0]
+                        for name in ("elbow", "pronation"))
+    return abs(pronation - (0.1 + 0.5 * elbow - 0.3 * elbow ** 2))
+
+
+@pytest.mark.parametrize("floating", [False, True])
+@pytest.mark.parametrize("call", ["single", "array"])
+def test_a_pybullet_motor_on_a_spherical_joint_is_named_as_a_motor(client, tmp_path, floating, call):
+    """setJointMotorControlMultiDof(Array)(POSITION_CONTROL) on the coupled arm's spherical shoulder: PyBullet's
+    motor acts inside the step (1.9e-3 rad off pronation = f(elbow) at 240 Hz, read from PyBullet's joint states).
+    The bridge projected it back but named "a force outside the bridge's solve" with the remedy apply(tau=) — the
+    motor's appliedJointMotorTorque (getJointStatesMultiDof) was read for 1-DOF joints only. Now the warning names
+    the motor and the spherical joint; the coupling is back on the rows after every apply()."""
+    (tmp_path / "arm.urdf").write_text(COUPLED)
+    model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=floating)
+    after_apply = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(model, client, dt=1 / 240)
+        shoulder = bridge.joint_index["shoulder"]
+        target = [0.0, math.sin(0.2), 0.0, math.cos(0.2)]
+        for k in range(60):
+            if k == 10:
+                if call == "single":
+                    pybullet.setJointMotorControlMultiDof(bridge.body, shoulder, pybullet.POSITION_CONTROL,
+                                                          targetPosition=target, force=[50.0] * 3,
+                                                          physicsClientId=client)
+                else:
+                    pybullet.setJointMotorControlMultiDofArray(bridge.body, [shoulder], pybullet.POSITION_CONTROL,
+                                                               targetPositions=[target], forces=[[50.0] * 3],
+                                                               physicsClientId=client)
+            bridge.apply()
+            after_apply.append(_pronation_residual(client, bridge))
+            pybullet.stepSimulation(physicsClientId=client)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(messages) == 1, messages
+    assert "motor" in messages[0] and "spherical joint 'shoulder'" in messages[0], messages[0]
+    assert "outside the bridge's solve" not in messages[0]
+    assert max(after_apply) <= PROMISE
