@@ -22,6 +22,7 @@ pybullet = pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.bridge.lifecycle import DivergenceError  # noqa: E402
 from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 
@@ -131,3 +132,50 @@ def test_a_pybullet_motor_on_a_spherical_joint_is_named_as_a_motor(client, tmp_p
     assert "motor" in messages[0] and "spherical joint 'shoulder'" in messages[0], messages[0]
     assert "outside the bridge's solve" not in messages[0]
     assert max(after_apply) <= PROMISE
+
+
+def _restore_run(client: int, name: str, driven: str, dt: float, steps: int, when: str):
+    """Drive `driven` by a sine through apply(); saveState at step 20, restoreState at step 60 `when` = "before"
+    apply() or "between" apply() and stepSimulation(). Returns (residuals after each step from PyBullet's joint
+    states, CouplingWarning messages)."""
+    from test_unseen12_bridge_guarantees import _residual
+    residuals = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(URDF / name, client=client, dt=dt)
+        saved = None
+        for k in range(steps):
+            if k == 20:
+                saved = pybullet.saveState(physicsClientId=client)
+            if k == 60 and when == "before":
+                pybullet.restoreState(saved, physicsClientId=client)
+            bridge.apply(generalized={driven: 2.0 * math.sin(6.0 * bridge.time)})
+            if k == 60 and when == "between":
+                pybullet.restoreState(saved, physicsClientId=client)
+            pybullet.stepSimulation(physicsClientId=client)
+            residuals.append(_residual(name, client, bridge.body))
+    return np.array(residuals), [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+
+
+@pytest.mark.parametrize("name, driven", [("coupled_chain.urdf", "shoulder"), ("fourbar_knee.urdf", "knee_A")])
+def test_restore_state_between_apply_and_step_is_named(client, name, driven):
+    """restoreState between apply() and stepSimulation() (a rollout habit): the step runs from the restored state
+    with the torques apply() computed for the state before it. Every joint jumps, so no joint is left whose rate
+    the step predicted, and the watch took it for a reset before apply(): put back silently, though that step
+    left the coupled chain 6.8e-5 rad and the four-bar 8.3e-5 m off their rows at 240 Hz (residuals from PyBullet's
+    joint states). Now one CouplingWarning names it; every other step holds, and the same restore before apply()
+    stays silent (the restored state is on the rows)."""
+    residuals, messages = _restore_run(client, name, driven, 1 / 240, 120, "between")
+    assert residuals[60] > 10 * PROMISE   # the step this habit cannot hold
+    assert np.delete(residuals, 60).max() <= PROMISE
+    assert len(messages) == 1 and "restoreState" in messages[0] and "between apply() and stepSimulation()" \
+        in messages[0], messages
+    residuals, messages = _restore_run(client, name, driven, 1 / 240, 120, "before")
+    assert residuals.max() <= PROMISE and messages == []
+
+
+def test_restore_state_between_apply_and_step_that_runs_away_names_it(client):
+    """The shoulder's 1e-6 kg links, held by constraint torques, run away in that step (4.1e5 rad/s at 240 Hz):
+    the DivergenceError blamed "a force outside the bridge"; it names the restore now."""
+    with pytest.raises(DivergenceError, match="restoreState of every joint"):
+        _restore_run(client, "shoulder_rhythm.urdf", "elevation", 1 / 240, 120, "between")

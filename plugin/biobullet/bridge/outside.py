@@ -70,6 +70,9 @@ LOOP_CHECK_STEPS = 64
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
 #: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
+#: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
+WHOLE_RESET = ("a jump of every joint (a reset or restoreState of every joint between apply() and stepSimulation(), "
+               "or several stepSimulation() per apply())")
 RESET_REMEDY = ("reset joints before apply() (or with bridge.reset(NAME=value, ...)), never between apply() and "
                 "stepSimulation()")
 
@@ -334,16 +337,18 @@ class OutsideWatch:
         # every joint onto the rows — consistent states pass the constant rows' test of two steps)
         moved = self._moved(x, xd) if jumped and not changed else None
         stepped = self._reset_in_step(x, xd, moved) if moved is not None else None
-        if moved is not None and moved.all() and (runaway or size > PROMISE):
-            # every joint jumped off the rows: nothing left to tell a reset before apply() from one between (the
-            # shoulder's light links run away in such a step: the DivergenceError names the reset, not "a force")
-            self.reset_in_step = (self.step_index, "a reset or restoreState of every joint, between apply() and "
-                                                   "stepSimulation() or before apply()")
+        # every joint jumped: nothing left to tell a reset before apply() from one between (the shoulder's light
+        # links run away in such a step: the DivergenceError names the reset, not "a force outside the bridge")
+        whole = moved is not None and stepped is None and bool(moved.all())
         if runaway and stepped is None:
+            if whole:   # (a runaway state fits the frame-skip test of constant rows loosely: both are named)
+                self.reset_in_step = (self.step_index, WHOLE_RESET)
             self._diverged(x, xd, *runaway)
         reset_in_step = [] if stepped is None else [model.joint_names[k] for k in np.flatnonzero(moved)]
         skipped = (self._skipped_steps(x, xd, moved) if moved is not None and size > PROMISE and not reset_in_step
                    else 0)
+        if whole and size > PROMISE and not skipped:
+            self.reset_in_step = (self.step_index, WHOLE_RESET)
         if reset_in_step:
             if size > PROMISE:
                 self.warn("reset_in_step", self._reset_in_step_message(reset_in_step)
@@ -360,7 +365,7 @@ class OutsideWatch:
                                  "were not enforced there; the bridge puts the state back onto them",
                       "call bridge.apply() before every stepSimulation() (or use bridge.step())")
         if moved is not None and not reset_in_step:   # a reset: of dependent joints alone?
-            self._dependent_reset(x, moved, self.prev_x, residual)
+            self._dependent_reset(x, moved, self.prev_x, residual[:0] if skipped else residual)
         if self.rows:
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
             broken = changed or not jumped   # a reset's jump is no broken promise
