@@ -718,7 +718,9 @@ class Bridge:
         lumps: dict[int, list] = {}
         for name, index in self.map.link_index.items():
             frame = model.frame(name)
-            if frame.body < 0 or index < 0:
+            # (a floating base's root link is PyBullet's base, index −1: its mass counts — skipped, a
+            # changeDynamics(body, -1, mass=) was named as followed and never followed)
+            if frame.body < 0 or (index < 0 and not model.floating_base):
                 continue
             info = p.getDynamicsInfo(b, index, physicsClientId=c)
             rotation = frame.rotation @ quaternion_to_matrix(info[4])
