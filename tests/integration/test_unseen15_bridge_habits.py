@@ -213,3 +213,54 @@ def test_a_floating_bases_own_mass_or_inertia_changed_mid_run_is_followed(client
     # name its own miss once as well)
     assert messages and f"link {model.description.root_link!r}" in messages[0], messages
     assert not any("outside the bridge" in m for m in messages), messages
+
+
+def _drop(client: int, model, ground_body: int | None) -> tuple[float, list[str]]:
+    """The ball of `contact.testbed.drop_urdf` dropped from 0.5 m for 0.4 s at dt = 1e-4 s: (its lowest height,
+    the BridgeWarnings that name a contact)."""
+    from biobullet.bridge.lifecycle import BridgeWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(model, client, dt=1e-4, initial={"drop": 0.5}, ground_body=ground_body)
+        lowest = np.inf
+        for _ in range(4000):
+            bridge.step()
+            lowest = min(lowest, float(bridge.state()[1][0]))
+        bridge.close()
+    return lowest, [str(w.message) for w in caught if issubclass(w.category, BridgeWarning) and "contact" in str(w.message)]
+
+
+def test_a_plane_loaded_where_the_files_ground_is_is_named(client, tmp_path):
+    """PyBullet's most common first line, p.loadURDF("plane.urdf") (pybullet_data: a box whose top is z = 0), on a
+    model whose <contact> has the file's ground at z = 0: the bridge's scene contact and its file-ground contact
+    both pushed the ball, silently — its lowest point 0.0316 m where the reference engine's (DOP853, the file's
+    ground) is 0.0256 m, peak normal force 524 N instead of 400 N. Now one BridgeWarning names the body and the
+    remedy ground_body=; with ground_body=plane the ball bounces as the engine's (and nothing is said)."""
+    pybullet_data = pytest.importorskip("pybullet_data")
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    model = load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}, radius=0.05),
+                      tmp_path)
+    reference = biobullet.simulate(model, 0.4, initial={"drop": 0.5}, progress=False, rtol=1e-10, atol=1e-12,
+                                   t_eval=np.linspace(0.0, 0.4, 40001))
+    engine_lowest = float(np.min(reference.column("drop")))
+    pybullet.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=client)
+    plane = pybullet.loadURDF("plane.urdf", physicsClientId=client)
+    lowest, messages = _drop(client, model, None)
+    assert lowest - engine_lowest > 3e-3                      # pushed twice: it stops higher
+    assert len(messages) == 1 and f"PyBullet body {plane}" in messages[0] \
+        and f"ground_body={plane}" in messages[0], messages
+    lowest, messages = _drop(client, model, plane)
+    assert abs(lowest - engine_lowest) <= 5e-4 and messages == []   # first order in dt: ≈ g dt per impact
+
+
+def test_a_box_above_the_files_ground_is_not_named(client, tmp_path):
+    """The counterpart: a box whose top (0.2 m) is above the file's ground is another surface, touched alone."""
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    model = load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}, radius=0.05),
+                      tmp_path)
+    shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=[0.3, 0.3, 0.1], physicsClientId=client)
+    pybullet.createMultiBody(0, shape, basePosition=[0.0, 0.0, 0.1], physicsClientId=client)
+    lowest, messages = _drop(client, model, None)
+    assert 0.2 < lowest < 0.25 and messages == []
