@@ -634,8 +634,10 @@ class OutsideWatch:
                     "computed at the step's start, are held over sub-steps in which the state moves",
                     "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
                     "or bridge.set_time_step(dt, substeps=1))", "substeps")
+        # (PyBullet reports none of changeDynamics' joint limits, maxJointVelocity or damping back: named as possible)
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
+                "changeDynamics damping, friction, joint limits (jointLowerLimit / jointUpperLimit) or "
+                "maxJointVelocity, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
                 "changed time step), or the state was reset between apply() and stepSimulation() "
                 "(resetBaseVelocity, resetBasePositionAndOrientation, resetJointState with a velocity, "
                 "resetJointStatesMultiDof of a spherical joint)",
