@@ -291,3 +291,44 @@ def test_every_joint_reset_off_the_rows_before_apply_is_named(client, name, driv
     messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
     assert max(residuals) <= PROMISE
     assert len(messages) == 1 and dependent in messages[0] and "(dependent)" in messages[0], messages
+
+
+def test_set_time_step_mid_run_is_followed_on_a_model_without_rows(client, tmp_path):
+    """setTimeStep without telling the bridge, on a model with nothing to hold (its plan reads, checks for a
+    runaway, sends): the rows' watch follows a changed dt at its next disturbed step, this plan never did. A ball
+    dropped from 0.5 m with dt doubled (1e-4 → 2e-4 s) after 0.1 s: the bridge's clock ran on at 1e-4 s a step and
+    logged the contact onset at 0.2015 s, where PyBullet's time and the reference engine's onset are 0.303 s. Now
+    the clock follows PyBullet's (its sum of fixedTimeStep) and the onset is the engine's to a step."""
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    model = load_text(drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}, radius=0.05),
+                      tmp_path)
+    reference = biobullet.simulate(model, 0.4, initial={"drop": 0.5}, progress=False, rtol=1e-10, atol=1e-12)
+    onset = reference.meta["discrete"]["C"]["intervals"][0]["start"]
+    bridge = Bridge(model, client, dt=1e-4, initial={"drop": 0.5})
+    pybullet_time = 0.0
+    for k in range(2500):
+        if k == 1000:
+            pybullet.setTimeStep(2e-4, physicsClientId=client)
+        bridge.step()
+        pybullet_time += pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
+        if k != 1000:   # (the step with the new dt is seen by the next apply(): its state's jump)
+            assert bridge.time == pytest.approx(pybullet_time, abs=1e-12)
+    assert bridge.dt == 2e-4
+    assert abs(bridge.contacts.intervals()[0]["start"] - onset) <= 2 * 2e-4
+
+
+@pytest.mark.parametrize("name, initial", [("arm7.urdf", None), ("pitching_arm.urdf", {"elbow_flexion_dot": 2.0})])
+def test_the_clock_follows_set_time_step_on_robots_without_rows(client, name, initial):
+    """The same on a fixed arm and a floating pitching arm (no rows either): bridge.time against PyBullet's own sum
+    of fixedTimeStep after setTimeStep(dt/2) mid-run (before: it kept counting the old dt). The change shows in the
+    joints' positions (x_n + dt ẋ no longer explains them), so it is seen at the first step in which a joint moves
+    (a floating body whose joints are at rest in free fall shows none: the elbow swings here)."""
+    bridge = Bridge(URDF / name, client, dt=1 / 240, initial=initial)
+    pybullet_time = 0.0
+    for k in range(60):
+        if k == 30:
+            pybullet.setTimeStep(1 / 480, physicsClientId=client)
+        bridge.step()
+        pybullet_time += pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
+    assert bridge.dt == 1 / 480 and bridge.time == pytest.approx(pybullet_time, abs=1e-12)

@@ -408,6 +408,9 @@ class Bridge:
             self._follow_inertia()
         if dt != self.dt or substeps != self.substeps:
             changes.append(f"time step {self.dt:g} s × {self.substeps} sub-step(s) → {dt:g} s × {substeps}")
+            # the step just read ran with the new dt (its jump revealed it), while apply() advanced the clock by
+            # the old one: the clock follows PyBullet's
+            self.time += dt - self.dt
             self._follow_time_step(dt, substeps)
         if gravity != self.gravity:
             changes.append(f"gravity {self.gravity} → {gravity} m/s²")

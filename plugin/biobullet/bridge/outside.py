@@ -153,6 +153,20 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
     return peak_v, peak_x, same
 
 
+def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance):
+    """`_runaway_py` (max |ẋ|, max |x|, same) and jumped: a 1-DOF joint's position beyond jump_tolerance ×
+    (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test) — a reset, or a time step or sub-steps
+    changed by the user (setTimeStep / setPhysicsEngineParameter), which the plan without rows must follow too."""
+    peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
+    if not peak_v < np.inf:
+        return peak_v, peak_x, same, False
+    limit = jump_tolerance * (1.0 + peak_x)
+    for i in range(x.shape[0] - jb):
+        if abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i])) > limit:
+            return peak_v, peak_x, same, True
+    return peak_v, peak_x, same, False
+
+
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
     return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
@@ -217,15 +231,26 @@ class OutsideWatch:
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.prev_x,
-                                         self.prev_v, self.jb)
+        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)}),
+                                         self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
+                                         1.0, JUMP_TOLERANCE)
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
-        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest)."""
-        peak_v, peak_x, same = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb)
+        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest).
+        A position jump (a reset, or a time step changed by the user) re-reads the client's parameters
+        (`Bridge.engine_parameters`): before, a setTimeStep was never followed on this plan — the clock ran on the
+        old dt (a ball's contact onset logged at 0.2015 s where PyBullet was at 0.303 s after doubling dt)."""
+        bridge = self.bridge
+        jump_tolerance = JUMP_TOLERANCE
+        if self.weight != 1.0:   # sub-steps: as in `observe`
+            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max(initial=0.0))
+        peak_v, peak_x, same, jumped = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt,
+                                                     self.weight, jump_tolerance)
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        if jumped and not same:
+            bridge.engine_parameters()
         self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
         if self.repeated:
             self.step_index -= 1
