@@ -332,3 +332,49 @@ def test_the_clock_follows_set_time_step_on_robots_without_rows(client, name, in
         bridge.step()
         pybullet_time += pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
     assert bridge.dt == 1 / 480 and bridge.time == pytest.approx(pybullet_time, abs=1e-12)
+
+
+@pytest.mark.parametrize("name, driven", [("coupled_chain.urdf", "shoulder"), ("fourbar_knee.urdf", "knee_A")])
+def test_a_floating_base_given_mass_zero_mid_run_is_one_model_error(client, name, driven):
+    """changeDynamics(body, -1, mass=0) on a floating base: PyBullet makes the body static (its base fixed), which
+    the bridge refuses at construction by name. Mid-run it ended in a SystemError traceback out of PyBullet's
+    calculateMassMatrix ("Dimension error. System has 9 DOFs, but dim(q) = 3"). Now the same ModelError."""
+    model = biobullet.load_model(URDF / name, floating_base=True)
+    bridge = Bridge(model, client, dt=1 / 240)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CouplingWarning)
+        with pytest.raises(ModelError, match="static") as error:
+            for k in range(40):
+                if k == 20:
+                    pybullet.changeDynamics(bridge.body, -1, mass=0.0, physicsClientId=client)
+                bridge.apply(generalized={driven: 2.0 * math.sin(6.0 * bridge.time)})
+                pybullet.stepSimulation(physicsClientId=client)
+    assert f"root link {model.description.root_link!r}" in str(error.value) and "mass 0" in str(error.value)
+    assert pybullet.getDynamicsInfo(bridge.body, -1, physicsClientId=client)[0] == 0.0
+
+
+@pytest.mark.parametrize("name, driven, link", [("coupled_chain.urdf", "shoulder", "distal"),
+                                                ("fourbar_knee.urdf", "knee_A", "anterior_link")])
+def test_a_link_given_mass_zero_mid_run_is_named_as_what_cannot_be_held(client, name, driven, link):
+    """changeDynamics(body, link, mass=0): PyBullet zeroes the link's inertia with its mass (read back here), so its
+    joint carries no inertia — no step, the bridge's or PyBullet's, has a defined acceleration for it, and every
+    later step is off (the chain 1.1e-3 rad, the four-bar 2.1e-5 m, from PyBullet's joint states). Before, the
+    first warning said the bridge "follows it from now on" and the second blamed "a force outside the bridge's
+    solve"; now one warning names the massless link."""
+    from test_unseen12_bridge_guarantees import _residual
+    residuals = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(URDF / name, client=client, dt=1 / 240)
+        index = next(j for j in range(pybullet.getNumJoints(bridge.body, physicsClientId=client))
+                     if pybullet.getJointInfo(bridge.body, j, physicsClientId=client)[12].decode() == link)
+        for k in range(90):
+            if k == 30:
+                pybullet.changeDynamics(bridge.body, index, mass=0.0, physicsClientId=client)
+            bridge.apply(generalized={driven: 2.0 * math.sin(6.0 * bridge.time)})
+            pybullet.stepSimulation(physicsClientId=client)
+            residuals.append(_residual(name, client, bridge.body))
+    assert pybullet.getDynamicsInfo(bridge.body, index, physicsClientId=client)[2] == (0.0, 0.0, 0.0)
+    assert max(residuals[:30]) <= PROMISE and max(residuals[31:]) > PROMISE   # what cannot be held
+    messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(messages) == 1 and f"link {link!r} was given mass 0" in messages[0], messages

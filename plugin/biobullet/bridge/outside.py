@@ -403,7 +403,9 @@ class OutsideWatch:
                                           f"{DIVERGENCE_STEPS}th such step in a row — {self._cause()[0]}; the "
                                           "simulation has left the model (use a smaller dt, weaker gains or "
                                           "bridge.set_motor inside the solve)")
-                if changed:
+                if bridge.massless_links:   # (a change no step can follow: named as what it is, once)
+                    cause, remedy, key = self._cause()
+                elif changed:
                     cause, remedy, key = (f"the client's {changed} in the middle of the run (setTimeStep / "
                                           "setPhysicsEngineParameter / setGravity / changeDynamics); the bridge "
                                           "follows it from now on",
@@ -648,6 +650,12 @@ class OutsideWatch:
                         "dynamics take the model's gravity in a base frame at rest, so every step leaves the rows",
                         "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
                         "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
+        if bridge.massless_links:   # (every later step misses: named as such, not as "a force outside")
+            name = bridge.massless_links[0]
+            return (f"link {name!r} was given mass 0 (changeDynamics), which zeroes its inertia in PyBullet: its "
+                    "joint carries no inertia, and no step has a defined acceleration for it",
+                    f"give link {name!r} a mass (changeDynamics(body, link, mass=...)) or remove the joint from the "
+                    "model file", "inertia:" + name)
         changed = bridge.changed_inertias()
         if changed:   # (`engine_parameters` follows such a change; this names it where a runaway came first)
             return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) in the last step, and "
