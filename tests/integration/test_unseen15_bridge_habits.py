@@ -378,3 +378,53 @@ def test_a_link_given_mass_zero_mid_run_is_named_as_what_cannot_be_held(client, 
     assert max(residuals[:30]) <= PROMISE and max(residuals[31:]) > PROMISE   # what cannot be held
     messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
     assert len(messages) == 1 and f"link {link!r} was given mass 0" in messages[0], messages
+
+
+# a double pendulum held up by two joint springs (no joint functions or loops: the plan without rows)
+SPRUNG = """<?xml version="1.0"?>
+<robot name="sprung">
+  <link name="base"/>
+  <joint name="hip" type="continuous"><parent link="base"/><child link="thigh"/><axis xyz="0 1 0"/></joint>
+  <link name="thigh"><inertial><origin xyz="0 0 -0.2"/><mass value="2"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="knee" type="continuous"><parent link="thigh"/><child link="shank"/><origin xyz="0 0 -0.4"/>
+    <axis xyz="0 1 0"/></joint>
+  <link name="shank"><inertial><origin xyz="0 0 -0.2"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.001"/></inertial></link>
+  <biobullet version="1"><gravity xyz="0 0 -9.81"/>
+    <joint_spring joint="hip" stiffness="60" rest="0.3" damping="0.5"/>
+    <joint_spring joint="knee" stiffness="30" rest="-0.4" damping="0.2"/>
+  </biobullet>
+</robot>
+"""
+
+
+def test_several_steps_per_apply_on_a_model_without_rows_are_named(client, tmp_path):
+    """An action repeat (apply() once, stepSimulation() twice) on a model whose force elements act every step: the
+    second step has none of the bridge's torques (PyBullet clears them), so the springs act every other step.
+    Named on models with rows; on a model without, silent: the sprung double pendulum ends 0.1 rad or more away
+    from the reference engine's after 0.5 s, where apply() before every step follows it to 2e-2 rad (first order
+    in dt). Now one warning names the repeat and the remedy."""
+    path = tmp_path / "sprung.urdf"
+    path.write_text(SPRUNG)
+    model = biobullet.load_model(path)
+    reference = biobullet.simulate(model, 0.5, progress=False, rtol=1e-10, atol=1e-12)
+    end = np.array([reference.column(name)[-1] for name in ("hip", "knee")])
+    for repeat in (1, 2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bridge = Bridge(model, client, dt=1e-3)
+            for _ in range(500 // repeat):
+                bridge.apply()
+                for _ in range(repeat):
+                    pybullet.stepSimulation(physicsClientId=client)
+            got = np.array([pybullet.getJointState(bridge.body, bridge.joint_index[name],
+                                                   physicsClientId=client)[0] for name in ("hip", "knee")])
+            bridge.close()
+        messages = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+        if repeat == 1:
+            assert np.abs(got - end).max() <= 2e-2 and messages == []
+        else:
+            assert np.abs(got - end).max() > 0.1
+            assert len(messages) == 1 and "stepSimulation() ran 2 times" in messages[0] \
+                and "force elements" in messages[0], messages
