@@ -428,3 +428,27 @@ def test_several_steps_per_apply_on_a_model_without_rows_are_named(client, tmp_p
             assert np.abs(got - end).max() > 0.1
             assert len(messages) == 1 and "stepSimulation() ran 2 times" in messages[0] \
                 and "force elements" in messages[0], messages
+
+
+@pytest.mark.parametrize("name", ["humanoid.urdf", "shoulder_rhythm.urdf"])
+def test_a_reset_joint_state_deep_beyond_a_limit_is_named_before_the_run_diverges(client, name):
+    """resetJointState of the user's (not bridge.reset) deep beyond a URDF <limit>: the bridge's stop pushes back
+    with a stiffness that makes dt beyond its explicit step limit, and the run diverged within a few dozen steps with
+    "use a smaller dt, weaker gains, or look for a force outside the bridge" (the humanoid's spine_stretch reset
+    0.22 m below its lower limit −0.03 at 240 Hz; the shoulder's elbow 0.29 rad below its lower="0"). bridge.reset
+    named it (`stability.check_stop_penetration`); the same check now names a reset read back from PyBullet."""
+    from biobullet.bridge.lifecycle import BridgeWarning
+    joint, value = {"humanoid.urdf": ("spine_stretch", -0.25), "shoulder_rhythm.urdf": ("elbow_flexion", -0.29)}[name]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bridge = Bridge(URDF / name, client, dt=1 / 240)
+        try:
+            for k in range(60):
+                if k == 5:
+                    pybullet.resetJointState(bridge.body, bridge.joint_index[joint], value, physicsClientId=client)
+                bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+        except DivergenceError:
+            pass   # (it may run away: what matters is that the cause was named first)
+    messages = [str(w.message) for w in caught if issubclass(w.category, BridgeWarning) and "limit" in str(w.message)]
+    assert any(f"<joint name=\"{joint}\">" in m and "beyond the lower limit" in m for m in messages), messages

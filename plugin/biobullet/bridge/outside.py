@@ -249,13 +249,23 @@ class OutsideWatch:
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        if jumped and not same and not bridge.engine_parameters() and "skipped" not in self.warned \
-                and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
-            self._skipped_without_rows(x, xd)
+        if jumped and not same:
+            if not bridge.engine_parameters() and "skipped" not in self.warned \
+                    and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
+                self._skipped_without_rows(x, xd)
+            self._stops_after_reset(x)
         self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
         if self.repeated:
             self.step_index -= 1
         return self.repeated
+
+    def _stops_after_reset(self, x: np.ndarray) -> None:
+        """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
+        `Bridge.reset` names it (`stability.check_stop_penetration`), before the run diverges — the arm's joints
+        reset up to 0.25 rad beyond their limits ran away within 35 steps at 240 Hz, blamed on "a smaller dt,
+        weaker gains, or a force outside the bridge"."""
+        from biobullet.bridge.stability import check_stop_penetration
+        check_stop_penetration(self.bridge.model, np.ascontiguousarray(x[self.bridge.independent_x]), self.bridge.dt)
 
     def _skipped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> None:
         """Several stepSimulation() per apply() (an action repeat) on the plan without rows: its force elements and
@@ -430,6 +440,8 @@ class OutsideWatch:
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
             self._project(x, xd, reset=jumped and not changed, moved=bool(reset_in_step))
+            if jumped and not changed and not skipped:
+                self._stops_after_reset(x)
 
     def _name_skipped(self, steps: int, what: str) -> None:
         """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost."""
