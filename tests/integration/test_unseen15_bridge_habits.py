@@ -227,7 +227,8 @@ def _drop(client: int, model, ground_body: int | None) -> tuple[float, list[str]
             bridge.step()
             lowest = min(lowest, float(bridge.state()[1][0]))
         bridge.close()
-    return lowest, [str(w.message) for w in caught if issubclass(w.category, BridgeWarning) and "contact" in str(w.message)]
+    return lowest, [str(w.message) for w in caught
+                    if issubclass(w.category, BridgeWarning) and "contact" in str(w.message)]
 
 
 def test_a_plane_loaded_where_the_files_ground_is_is_named(client, tmp_path):

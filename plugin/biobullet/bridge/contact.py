@@ -430,10 +430,10 @@ class BridgeContacts:
         return tau
 
     def _double_ground(self, key: tuple[int, int, int], kin: ContactKinematics) -> None:
-        """One BridgeWarning when a scene pair's onset (δ > 0) finds the contact inside the file's own ground as well, pushed
-        the same way (normals within 2.6°): a plane loaded where the file's ground is (pybullet_data's plane.urdf
-        at z = 0, PyBullet's most common first line) pushes the contact a second time. Measured on a Hu–Guo ball
-        dropped from 0.5 m: peak normal force 524 N instead of the reference engine's 400 N, silently."""
+        """One BridgeWarning when a scene pair's onset (δ > 0) finds the contact inside the file's own ground as
+        well, pushed the same way (normals within 2.6°): a plane loaded where the file's ground is (pybullet_data's
+        plane.urdf at z = 0, PyBullet's most common first line) pushes the contact a second time. Measured on a
+        Hu–Guo ball dropped from 0.5 m: peak normal force 524 N instead of the reference engine's 400 N, silently."""
         contact = self.contacts[key[0]]
         if key[1] in self._double_named:
             return
@@ -447,8 +447,9 @@ class BridgeContacts:
                           f"{key[2]}) inside the model file's own ground (penetration {kin.delta:.3g} m there, "
                           f"{ground.delta:.3g} m in the file's ground, the same direction): both push it, so it "
                           "bears twice the file's contact force at the same penetration (a plane loaded where the "
-                          f"file's <contact> ground is). Remedy: Bridge(..., ground_body={key[1]}) to let that body stand for the "
-                          "file's ground, or scene_contacts=False, or remove the body", BridgeWarning, stacklevel=5)
+                          f"file's <contact> ground is). Remedy: Bridge(..., ground_body={key[1]}) to let that body "
+                          "stand for the file's ground, or scene_contacts=False, or remove the body", BridgeWarning,
+                          stacklevel=5)
 
     def _replay(self, events: int, t: float) -> None:
         """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""

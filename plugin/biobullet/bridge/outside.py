@@ -69,10 +69,10 @@ POSITION_LIMIT = 1.0e4
 LOOP_CHECK_STEPS = 64
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
-#: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
 #: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
 WHOLE_RESET = ("a jump of every joint (a reset or restoreState of every joint between apply() and stepSimulation(), "
                "or several stepSimulation() per apply())")
+#: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
 RESET_REMEDY = ("reset joints before apply() (or with bridge.reset(NAME=value, ...)), never between apply() and "
                 "stepSimulation()")
 
@@ -261,8 +261,8 @@ class OutsideWatch:
 
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
-        `Bridge.reset` names it (`stability.check_stop_penetration`), before the run diverges — the arm's joints
-        reset up to 0.25 rad beyond their limits ran away within 35 steps at 240 Hz, blamed on "a smaller dt,
+        `Bridge.reset` names it (`stability.check_stop_penetration`), before the run diverges — the humanoid's
+        spine_stretch reset 0.22 m beyond its limit ran away within 26 steps at 240 Hz, blamed on "a smaller dt,
         weaker gains, or a force outside the bridge"."""
         from biobullet.bridge.stability import check_stop_penetration
         check_stop_penetration(self.bridge.model, np.ascontiguousarray(x[self.bridge.independent_x]), self.bridge.dt)
