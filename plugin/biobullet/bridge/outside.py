@@ -262,7 +262,7 @@ class OutsideWatch:
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
         `Bridge.reset` names it (`stability.check_stop_penetration`), before the run diverges — the humanoid's
-        spine_stretch reset 0.22 m beyond its limit ran away within 26 steps at 240 Hz, blamed on "a smaller dt,
+        spine_stretch reset 0.22 m beyond its limit ran away within 6 steps at 240 Hz, blamed on "a smaller dt,
         weaker gains, or a force outside the bridge"."""
         from biobullet.bridge.stability import check_stop_penetration
         check_stop_penetration(self.bridge.model, np.ascontiguousarray(x[self.bridge.independent_x]), self.bridge.dt)
