@@ -61,7 +61,7 @@ from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError
 from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
-from biobullet.bridge.inertia import match_inertia
+from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
@@ -222,6 +222,8 @@ class Bridge:
             #: every link's (mass, local inertia diagonal) as the bridge's M and h take them: a changeDynamics of
             #: either afterwards is followed at the next disturbed step (`engine_parameters`)
             self._inertias = self._link_inertias()
+            #: links given mass 0 by changeDynamics since (`engine_parameters`; the watch names them as the cause)
+            self.massless_links: list[str] = []
             #: spherical joints: M and h from the pipeline's tree kernel (PyBullet's calls do not take them) on the
             #: inertia PyBullet stores (`_mass_and_bias`); their torques through the multi-DOF call (`_send`)
             self._spherical = bool(self.map.multi_dof)
@@ -403,11 +405,21 @@ class Bridge:
         changes = []
         links = self.changed_inertias()
         if links:   # changeDynamics(mass / localInertiaDiagonal): the own recursions take PyBullet's new values
+            before, after = self._inertias, self._link_inertias()
+            root = self.model.description.root_link
+            if self._floating and after.get(root, (1.0,))[0] == 0.0:   # (was a SystemError of calculateMassMatrix)
+                raise massless_base_error(self.model, root, "was given mass 0 (changeDynamics)")
+            #: links given mass 0 by changeDynamics (`inertia.massless_links`): named as what cannot be held
+            self.massless_links = massless_links(before, after) + [
+                name for name in self.massless_links if after.get(name, (1.0,))[0] == 0.0]
             changes.append(f"mass or inertia of link {links[0]!r}"
                            + (f" (and {len(links) - 1} more)" if len(links) > 1 else "") + " changed (changeDynamics)")
             self._follow_inertia()
         if dt != self.dt or substeps != self.substeps:
             changes.append(f"time step {self.dt:g} s × {self.substeps} sub-step(s) → {dt:g} s × {substeps}")
+            # the step just read ran with the new dt (its jump revealed it), while apply() advanced the clock by
+            # the old one: the clock follows PyBullet's
+            self.time += dt - self.dt
             self._follow_time_step(dt, substeps)
         if gravity != self.gravity:
             changes.append(f"gravity {self.gravity} → {gravity} m/s²")
@@ -723,7 +735,9 @@ class Bridge:
         lumps: dict[int, list] = {}
         for name, index in self.map.link_index.items():
             frame = model.frame(name)
-            if frame.body < 0 or index < 0:
+            # (a floating base's root link is PyBullet's base, index −1: its mass counts — skipped, a
+            # changeDynamics(body, -1, mass=) was named as followed and never followed)
+            if frame.body < 0 or (index < 0 and not model.floating_base):
                 continue
             info = p.getDynamicsInfo(b, index, physicsClientId=c)
             rotation = frame.rotation @ quaternion_to_matrix(info[4])

@@ -131,7 +131,8 @@ def check_user_body(model, client: int, body: int) -> None:
     """ModelError when the user's body is not the robot of the model file in the frame the bridge's dynamics take:
     loaded with the other `useFixedBase` (PyBullet stores a fixed base as mass 0), with `globalScaling` ≠ 1 (it
     scales the link lengths and COMs, not the masses or inertias: another robot, measured on the distance between
-    the frames of a revolute joint's parent and child links, which no joint angle changes), or with a fixed base
+    the frames of a revolute, spherical or fixed joint's parent and child links, which no joint angle changes, and
+    on every link's stored centre of mass), with `useMaximalCoordinates=True` (no joints), or with a fixed base
     rotated away from the world frame (the bridge's M, h — its own recursions and PyBullet's
     calculateInverseDynamics alike — take the model's gravity in the base frame: measured 5e-4 rad off the coupled
     chain's joint function after every 1/240 s step)."""
@@ -142,8 +143,20 @@ def check_user_body(model, client: int, body: int) -> None:
                          f"{'floating' if model.floating_base else 'fixed'}", file=model.file, attribute="body_id",
                          expected=f"loadURDF(..., useFixedBase={not model.floating_base}, "
                                   "flags=URDF_USE_INERTIA_FROM_FILE), or Bridge(model) loading it")
-    frames = {p.getBodyInfo(body, physicsClientId=client)[0].decode(): _base_link_frame(p, client, body)}
-    for joint in range(p.getNumJoints(body, physicsClientId=client)):
+    n_joints = p.getNumJoints(body, physicsClientId=client)
+    if n_joints == 0 and model.description.joints:
+        # useMaximalCoordinates=True makes each link a free rigid body (the base alone for a fixed base): the body
+        # has no joints, and its base name is empty — it read as "no links … (URDF_MERGE_FIXED_LINKS?)"
+        raise ModelError(f"PyBullet body {body} has no joints, the model file has {len(model.description.joints)} "
+                         "(loaded with useMaximalCoordinates=True?)", file=model.file, attribute="body_id",
+                         expected="a body loaded with the default useMaximalCoordinates=False (the bridge's joint "
+                                  "torques and states are those of PyBullet's reduced-coordinate multibody)")
+    frames_base = p.getBodyInfo(body, physicsClientId=client)[0].decode()
+    frames = {frames_base: _base_link_frame(p, client, body)}
+    # {link name: PyBullet link index} of the links whose centre of mass enters the dynamics
+    links = {frames_base: -1} if model.floating_base else {}
+    for joint in range(n_joints):
+        links[p.getJointInfo(body, joint, physicsClientId=client)[12].decode()] = joint
         state = p.getLinkState(body, joint, computeForwardKinematics=1, physicsClientId=client)
         frames[p.getJointInfo(body, joint, physicsClientId=client)[12].decode()] = (state[4], state[5])
     missing = [link.name for link in model.description.links if link.name not in frames]
@@ -153,7 +166,8 @@ def check_user_body(model, client: int, body: int) -> None:
                          expected="a body loaded from the model file without URDF_MERGE_FIXED_LINKS")
     for joint in model.description.joints:
         length = float(np.linalg.norm(joint.origin_xyz))
-        if joint.type not in ("revolute", "continuous") or length < 1e-6 \
+        # (the frames of a joint that only turns are its origin apart at every joint angle)
+        if joint.type not in ("revolute", "continuous", "spherical", "fixed") or length < 1e-6 \
                 or joint.parent not in frames or joint.child not in frames:
             continue
         distance = float(np.linalg.norm(np.subtract(frames[joint.child][0], frames[joint.parent][0])))
@@ -163,6 +177,23 @@ def check_user_body(model, client: int, body: int) -> None:
                              f"{length:.6g} m): loaded with globalScaling?", file=model.file, attribute="body_id",
                              expected="a body loaded without globalScaling (scale the model file instead: "
                                       "PyBullet scales lengths but not masses or inertias)")
+    for link in model.description.links:
+        # globalScaling scales every link's centre of mass too: on a model whose jointed frames are all at their
+        # parent's origin (a pendulum hinged at its base frame) that was the only trace of it (measured: the
+        # pendulum of test_bridge_clients at ×2 swung to 0.44 rad in 0.3 s where the engine reaches 0.84)
+        if link.inertial is None or link.name not in links:
+            continue
+        com = np.asarray(link.inertial.com, float)
+        stored = np.asarray(p.getDynamicsInfo(body, links[link.name], physicsClientId=client)[3], float)
+        size = float(np.linalg.norm(com))
+        if float(np.linalg.norm(stored - com)) > 1e-6 * max(1.0, size):
+            ratio = f"{float(np.linalg.norm(stored)) / size:.6g} times" if size > 1e-6 else "not"
+            raise ModelError(f"PyBullet body {body} has the centre of mass of link {link.name!r} at "
+                             f"{tuple(round(float(v), 9) for v in stored)} m, {ratio} the model file's "
+                             f"{tuple(round(float(v), 9) for v in com)} m: loaded with globalScaling?",
+                             file=model.file, attribute="body_id",
+                             expected="a body loaded without globalScaling (scale the model file instead: PyBullet "
+                                      "scales lengths but not masses or inertias)")
     if not model.floating_base:
         rotation = np.array(p.getMatrixFromQuaternion(frames[model.description.root_link][1]
                                                       if model.description.root_link in frames

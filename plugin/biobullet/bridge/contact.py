@@ -144,6 +144,8 @@ class BridgeContacts:
         self._n_bodies = -1
         self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
+        self._touching: set[tuple[int, int, int]] = set()    # scene pairs in contact (their onsets: `_double_ground`)
+        self._double_named: set[int] = set()                  # scene bodies `_double_ground` named
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
         #: (x, ẋ) read by the last torques() on its compiled path (Bridge.apply reuses it: one state read per step),
         #: None otherwise
@@ -419,8 +421,35 @@ class BridgeContacts:
                     if force is not None:
                         tau += kin.generalized(force)
                         self._reactions.append((key[1], key[2], -force, kin.point))
+                    if kin.delta <= 0.0:
+                        self._touching.discard(key)
+                    elif key not in self._touching:   # an onset: is it the file's ground a second time?
+                        self._touching.add(key)
+                        self._double_ground(key, kin)
         self._records = records
         return tau
+
+    def _double_ground(self, key: tuple[int, int, int], kin: ContactKinematics) -> None:
+        """One BridgeWarning when a scene pair's onset (δ > 0) finds the contact inside the file's own ground as
+        well, pushed the same way (normals within 2.6°): a plane loaded where the file's ground is (pybullet_data's
+        plane.urdf at z = 0, PyBullet's most common first line) pushes the contact a second time. Measured on a
+        Hu–Guo ball dropped from 0.5 m: peak normal force 524 N instead of the reference engine's 400 N, silently."""
+        contact = self.contacts[key[0]]
+        if key[1] in self._double_named:
+            return
+        _, x, _ = self.bridge.state()
+        ground = contact.kinematics(self.bridge.model, x, None, need_jacobian=False)
+        inside = ground.delta > 0.0 or abs(ground.delta - kin.delta) <= 1e-6   # (an onset on both, to round-off)
+        if inside and float(np.asarray(kin.normal) @ np.asarray(contact.ground.n)) > 0.999:
+            self._double_named.add(key[1])
+            from biobullet.bridge.lifecycle import BridgeWarning
+            warnings.warn(f"{self.bridge.model.file}: contact {contact.name!r} touches PyBullet body {key[1]} (link "
+                          f"{key[2]}) inside the model file's own ground (penetration {kin.delta:.3g} m there, "
+                          f"{ground.delta:.3g} m in the file's ground, the same direction): both push it, so it "
+                          "bears twice the file's contact force at the same penetration (a plane loaded where the "
+                          f"file's <contact> ground is). Remedy: Bridge(..., ground_body={key[1]}) to let that body "
+                          "stand for the file's ground, or scene_contacts=False, or remove the body", BridgeWarning,
+                          stacklevel=5)
 
     def _replay(self, events: int, t: float) -> None:
         """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""

@@ -36,6 +36,21 @@ def model_link_inertia(link) -> tuple[float, np.ndarray, np.ndarray]:
     return float(link.inertial.mass), np.array(link.inertial.com, float), np.array(link.inertial.inertia, float)
 
 
+def massless_base_error(model, link: str, what: str) -> ModelError:
+    """The error of a floating base whose root link `link` PyBullet stores without mass (`what`: how it came to)."""
+    return ModelError(f"the floating base's root link '{link}' {what}: PyBullet makes such a body static (its base "
+                      "never moves), so the bridge cannot run this model; give the link a mass, or load the model "
+                      "with floating_base=False", file=model.file, element=f'<link name="{link}">',
+                      attribute="inertial")
+
+
+def massless_links(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
+    """The links whose stored mass went from > 0 to 0 between two `{link: (mass, inertia diagonal)}` reads:
+    changeDynamics(mass=0) — PyBullet zeroes the link's inertia with it, so its joint carries no inertia and no
+    step (the bridge's solve or PyBullet's) has a defined acceleration for it."""
+    return [name for name, values in after.items() if values[0] == 0.0 and before.get(name, values)[0] > 0.0]
+
+
 def match_inertia(model, client: int, body: int, link_index: dict[str, int],
                   description=None) -> tuple[list[str], list[str]]:
     """Set PyBullet's mass and principal moments of every link whose inertia differs from the model's; returns the
@@ -55,10 +70,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
         mass, com, inertia = model_link_inertia(link)
         info = p.getDynamicsInfo(body, index, physicsClientId=client)
         if index < 0 and info[0] == 0.0:
-            raise ModelError(f"the floating base's root link '{link.name}' has no mass: PyBullet makes such a body "
-                             "static (its base never moves), so the bridge cannot run this model; give the link a "
-                             "mass, or load the model with floating_base=False", file=model.file,
-                             element=f'<link name="{link.name}">', attribute="inertial")
+            raise massless_base_error(model, link.name, "has no mass")
         rotation = quaternion_to_matrix(info[4])
         stored = rotation @ np.diag(info[2]) @ rotation.T
         scale = max(float(np.abs(inertia).max()), float(np.abs(stored).max()), 1e-12)

@@ -69,6 +69,9 @@ POSITION_LIMIT = 1.0e4
 LOOP_CHECK_STEPS = 64
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
+#: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
+WHOLE_RESET = ("a jump of every joint (a reset or restoreState of every joint between apply() and stepSimulation(), "
+               "or several stepSimulation() per apply())")
 #: the remedy of a reset between apply() and stepSimulation() (`OutsideWatch._reset_in_step`)
 RESET_REMEDY = ("reset joints before apply() (or with bridge.reset(NAME=value, ...)), never between apply() and "
                 "stepSimulation()")
@@ -150,6 +153,20 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
     return peak_v, peak_x, same
 
 
+def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance):
+    """`_runaway_py` (max |ẋ|, max |x|, same) and jumped: a 1-DOF joint's position beyond jump_tolerance ×
+    (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test) — a reset, or a time step or sub-steps
+    changed by the user (setTimeStep / setPhysicsEngineParameter), which the plan without rows must follow too."""
+    peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
+    if not peak_v < np.inf:
+        return peak_v, peak_x, same, False
+    limit = jump_tolerance * (1.0 + peak_x)
+    for i in range(x.shape[0] - jb):
+        if abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i])) > limit:
+            return peak_v, peak_x, same, True
+    return peak_v, peak_x, same, False
+
+
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
     return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
@@ -214,19 +231,55 @@ class OutsideWatch:
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        self._runaway = jit.direct_entry(jit.compiled(_runaway_py), self.prev_x, self.prev_v, self.prev_x,
-                                         self.prev_v, self.jb)
+        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)}),
+                                         self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
+                                         1.0, JUMP_TOLERANCE)
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
-        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest)."""
-        peak_v, peak_x, same = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb)
+        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest).
+        A position jump (a reset, or a time step changed by the user) re-reads the client's parameters
+        (`Bridge.engine_parameters`): before, a setTimeStep was never followed on this plan — the clock ran on the
+        old dt (a ball's contact onset logged at 0.2015 s where PyBullet was at 0.303 s after doubling dt)."""
+        bridge = self.bridge
+        jump_tolerance = JUMP_TOLERANCE
+        if self.weight != 1.0:   # sub-steps: as in `observe`
+            jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max(initial=0.0))
+        peak_v, peak_x, same, jumped = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt,
+                                                     self.weight, jump_tolerance)
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        if jumped and not same:
+            if not bridge.engine_parameters() and "skipped" not in self.warned \
+                    and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
+                self._skipped_without_rows(x, xd)
+            self._stops_after_reset(x)
         self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
         if self.repeated:
             self.step_index -= 1
         return self.repeated
+
+    def _stops_after_reset(self, x: np.ndarray) -> None:
+        """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
+        `Bridge.reset` names it (`stability.check_stop_penetration`), before the run diverges — the humanoid's
+        spine_stretch reset 0.22 m beyond its limit ran away within 6 steps at 240 Hz, blamed on "a smaller dt,
+        weaker gains, or a force outside the bridge"."""
+        from biobullet.bridge.stability import check_stop_penetration
+        check_stop_penetration(self.bridge.model, np.ascontiguousarray(x[self.bridge.independent_x]), self.bridge.dt)
+
+    def _skipped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """Several stepSimulation() per apply() (an action repeat) on the plan without rows: its force elements and
+        contacts acted in the first step alone (springs every other step: the sprung double pendulum of
+        test_unseen15 0.1 rad and more off the engine's after 0.5 s, silently). Named as on the rows' path, from the
+        first step's ẍ = M⁻¹(τ − h) (PyBullet's M and h, on such a jump only); one joint's jump fits any number of
+        steps (a reset), so at least two joints must have moved as k steps would."""
+        moved = self._moved(x, xd)
+        if np.count_nonzero(moved) < 2:
+            return
+        self.xdd = self._acceleration(self.prev_x, self.prev_v)   # (until the next `sent`)
+        steps = self._skipped_steps(x, xd, moved)
+        if steps >= 2:
+            self._name_skipped(steps, "its force elements and contacts did not act there")
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
@@ -299,7 +352,7 @@ class OutsideWatch:
         if not self.rows or not (moved or sped):
             return
         self._dependent_reset(x, np.abs(x[self.jb:] - before[self.jb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max()),
-                              before)
+                              before, self._residual(x))
         self._project(x, xd, reset=True)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
@@ -334,11 +387,18 @@ class OutsideWatch:
         # every joint onto the rows — consistent states pass the constant rows' test of two steps)
         moved = self._moved(x, xd) if jumped and not changed else None
         stepped = self._reset_in_step(x, xd, moved) if moved is not None else None
+        # every joint jumped: nothing left to tell a reset before apply() from one between (the shoulder's light
+        # links run away in such a step: the DivergenceError names the reset, not "a force outside the bridge")
+        whole = moved is not None and stepped is None and bool(moved.all())
         if runaway and stepped is None:
+            if whole:   # (a runaway state fits the frame-skip test of constant rows loosely: both are named)
+                self.reset_in_step = (self.step_index, WHOLE_RESET)
             self._diverged(x, xd, *runaway)
         reset_in_step = [] if stepped is None else [model.joint_names[k] for k in np.flatnonzero(moved)]
         skipped = (self._skipped_steps(x, xd, moved) if moved is not None and size > PROMISE and not reset_in_step
                    else 0)
+        if whole and size > PROMISE and not skipped:
+            self.reset_in_step = (self.step_index, WHOLE_RESET)
         if reset_in_step:
             if size > PROMISE:
                 self.warn("reset_in_step", self._reset_in_step_message(reset_in_step)
@@ -349,13 +409,10 @@ class OutsideWatch:
             self._undo_step(x, xd, moved, stepped)
             self.reset_in_step = (self.step_index, self._reset_in_step_message(reset_in_step))
         elif skipped:
-            self.warn("skipped", f"stepSimulation() ran {skipped} times since the last apply() "
-                                 f"(t = {bridge.time:.6g} s): the steps after the first had none of the bridge's "
-                                 "torques (PyBullet clears them after every step), so its joint functions and loops "
-                                 "were not enforced there; the bridge puts the state back onto them",
-                      "call bridge.apply() before every stepSimulation() (or use bridge.step())")
+            self._name_skipped(skipped, "its joint functions and loops were not enforced there; the bridge puts "
+                                        "the state back onto them")
         if moved is not None and not reset_in_step:   # a reset: of dependent joints alone?
-            self._dependent_reset(x, moved, self.prev_x)
+            self._dependent_reset(x, moved, self.prev_x, residual[:0] if skipped else residual)
         if self.rows:
             self.max_residual = max(self.max_residual, 0.0 if jumped else size)
             broken = changed or not jumped   # a reset's jump is no broken promise
@@ -368,7 +425,9 @@ class OutsideWatch:
                                           f"{DIVERGENCE_STEPS}th such step in a row — {self._cause()[0]}; the "
                                           "simulation has left the model (use a smaller dt, weaker gains or "
                                           "bridge.set_motor inside the solve)")
-                if changed:
+                if bridge.massless_links:   # (a change no step can follow: named as what it is, once)
+                    cause, remedy, key = self._cause()
+                elif changed:
                     cause, remedy, key = (f"the client's {changed} in the middle of the run (setTimeStep / "
                                           "setPhysicsEngineParameter / setGravity / changeDynamics); the bridge "
                                           "follows it from now on",
@@ -381,13 +440,38 @@ class OutsideWatch:
                                f"(t = {bridge.time:.6g} s): {cause}; the bridge projects the state back onto the "
                                "constraint after every such step", remedy)
             self._project(x, xd, reset=jumped and not changed, moved=bool(reset_in_step))
+            if jumped and not changed and not skipped:
+                self._stops_after_reset(x)
 
-    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray) -> None:
+    def _name_skipped(self, steps: int, what: str) -> None:
+        """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost."""
+        self.warn("skipped", f"stepSimulation() ran {steps} times since the last apply() (t = {self.bridge.time:.6g} "
+                             "s): the steps after the first had none of the bridge's torques (PyBullet clears them "
+                             f"after every step), so {what}",
+                  "call bridge.apply() before every stepSimulation() (or use bridge.step())")
+
+    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray) -> None:
         """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
-        resetJointState of a joint the bridge puts back where its inputs place it)."""
+        resetJointState of a joint the bridge puts back where its inputs place it) — or dependent joints and inputs
+        did and left the rows (`residual` at x) beyond PROMISE: dependent joints set off their functions with their
+        inputs, or a restoreState / reset of every joint between apply() and stepSimulation() (no joint left that
+        the step predicted, so `_reset_in_step` cannot tell it from a reset before apply()). Before, the second case
+        was put back silently: restoreState between apply() and the step left that step 6.8e-5 rad off the coupled
+        chain, 8.3e-5 m off the four-bar and 4.0e-3 off the prosthesis at 240 Hz / 10 kHz, unnamed."""
         bridge, model = self.bridge, self.bridge.model
         names = [model.joint_names[k] for k in self._dependent if moved[k]]
         inputs_moved = bool(np.any(np.delete(moved, self._dependent))) if len(self._dependent) else True
+        size = float(np.abs(residual).max(initial=0.0))
+        if names and inputs_moved and size > PROMISE:
+            row = bridge.constraints.names[int(np.argmax(np.abs(residual)))]
+            self.warn("reset_off_rows",
+                      f"joints {', '.join(names[:3])}{' …' if len(names) > 3 else ''} (dependent) and their inputs "
+                      f"jumped together at t = {bridge.time:.6g} s to a state {size:.3g} rad or m off constraint "
+                      f"{row!r}: set off the rows (resetJointState of dependent joints), or reset or restored "
+                      "(restoreState) between apply() and stepSimulation(), a step that then ran with the torques "
+                      "apply() computed for the state before (a restoreState does not rewind bridge.time: functions "
+                      "of time hold at the bridge's clock); the bridge put the dependent joints back where their "
+                      "inputs place them", RESET_REMEDY + "; reset the independent coordinates only")
         if names and not inputs_moved:
             self.warn("reset:" + names[0],
                       f"dependent joint {names[0]!r} was reset (resetJointState) by "
@@ -560,6 +644,19 @@ class OutsideWatch:
                         f"drive it with bridge.set_motor({name!r}, position=..., max_force=...) — it acts inside "
                         "the constrained solve — or switch the PyBullet motor off with setJointMotorControl2(body, "
                         f"{int(joints[k_of(model, name)])}, VELOCITY_CONTROL, force=0)", "motor:" + name)
+        spherical = [int(j) for j in bridge.map.spherical_indices]
+        if spherical:   # a multi-DOF motor: before, named "a force outside the bridge's solve" (remedy apply(tau=))
+            for joint, state in zip(spherical, p.getJointStatesMultiDof(b, spherical, physicsClientId=c)):
+                torque = float(np.linalg.norm(state[3]))
+                if torque != 0.0:
+                    name = p.getJointInfo(b, joint, physicsClientId=c)[1].decode()
+                    return (f"a PyBullet motor (setJointMotorControlMultiDof POSITION_CONTROL) acts on spherical "
+                            f"joint {name!r} (|τ| = {torque:.3g} N·m in the last step): PyBullet solves it inside "
+                            "stepSimulation, after the bridge's torques were computed",
+                            "pass its torque through bridge.apply(tau=...) so the solve accounts for it, or switch "
+                            f"the motor off with setJointMotorControlMultiDof(body, {joint}, POSITION_CONTROL, "
+                            "targetPosition=[0, 0, 0, 1], positionGain=0, velocityGain=1, force=[0, 0, 0])",
+                            "motor:" + name)
         contacts = p.getContactPoints(bodyA=b, physicsClientId=c)
         if contacts:
             link = contacts[0][3]
@@ -584,6 +681,12 @@ class OutsideWatch:
                         "dynamics take the model's gravity in a base frame at rest, so every step leaves the rows",
                         "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
                         "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
+        if bridge.massless_links:   # (every later step misses: named as such, not as "a force outside")
+            name = bridge.massless_links[0]
+            return (f"link {name!r} was given mass 0 (changeDynamics), which zeroes its inertia in PyBullet: its "
+                    "joint carries no inertia, and no step has a defined acceleration for it",
+                    f"give link {name!r} a mass (changeDynamics(body, link, mass=...)) or remove the joint from the "
+                    "model file", "inertia:" + name)
         changed = bridge.changed_inertias()
         if changed:   # (`engine_parameters` follows such a change; this names it where a runaway came first)
             return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) in the last step, and "
@@ -595,8 +698,10 @@ class OutsideWatch:
                     "computed at the step's start, are held over sub-steps in which the state moves",
                     "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
                     "or bridge.set_time_step(dt, substeps=1))", "substeps")
+        # (PyBullet reports none of changeDynamics' joint limits, maxJointVelocity or damping back: named as possible)
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
-                "changeDynamics damping or friction, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
+                "changeDynamics damping, friction, joint limits (jointLowerLimit / jointUpperLimit) or "
+                "maxJointVelocity, your own TORQUE_CONTROL or PD_CONTROL / STABLE_PD_CONTROL, or a "
                 "changed time step), or the state was reset between apply() and stepSimulation() "
                 "(resetBaseVelocity, resetBasePositionAndOrientation, resetJointState with a velocity, "
                 "resetJointStatesMultiDof of a spherical joint)",
