@@ -178,16 +178,26 @@ def _is_anchor_py(meta, i):
 
 def _anchor_body_py(meta, body, i, rot, pos, sub):
     """Make body i (`_is_anchor_py`) the reference point of its subtree: pos[i] = 0 (so its descendants are placed
-    relative to it, never through its world position) and its subspace columns about that point, [R l; R a] from
-    the body-frame subspace [l; a] (`_place_body_py` wrote them about the world origin). The world position, of
-    order |p|, would round every descendant's position to |p| ε and every inertia about the origin (m |c|²) to
-    |p|² ε: M lost 1e-10 of itself at 1 km, 1e-6 at 100 km."""
-    vi = meta[i, 3]
+    relative to it, never through its world position) and its subspace columns about that point (`_place_body_py`
+    wrote them about the world origin): a revolute joint's axis and a free joint's rotations pass through the
+    frame's origin (linear part 0), a prismatic joint's columns have no angular part (unchanged), and a spherical or
+    planar joint's are [R l; R a] from the body-frame subspace [l; a] — never by subtracting p × R a, which would
+    keep the |p| ε rounding. The world position, of order |p|, would round every descendant's position to |p| ε
+    and every inertia about the origin (m |c|²) to |p|² ε: M lost 1e-10 of itself at 1 km, 1e-6 at 100 km.
+    (The body-frame subspace block is read for spherical and planar joints only: the bridge passes records
+    without it for trees of revolute and prismatic joints.)"""
+    kind, vi = meta[i, 1], meta[i, 3]
     pos[i, 0], pos[i, 1], pos[i, 2] = 0.0, 0.0, 0.0
-    for c in range(meta[i, 4]):
-        l0, l1, l2 = body[i, 28 + c], body[i, 34 + c], body[i, 40 + c]
-        for a in range(3):
-            sub[a, vi + c] = rot[i, a, 0] * l0 + rot[i, a, 1] * l1 + rot[i, a, 2] * l2
+    if kind == REVOLUTE:
+        sub[0, vi], sub[1, vi], sub[2, vi] = 0.0, 0.0, 0.0
+    elif kind == FREE:
+        for c in range(3, 6):
+            sub[0, vi + c], sub[1, vi + c], sub[2, vi + c] = 0.0, 0.0, 0.0
+    elif kind == SPHERICAL or kind == PLANAR:
+        for c in range(meta[i, 4]):
+            l0, l1, l2 = body[i, 28 + c], body[i, 34 + c], body[i, 40 + c]
+            for a in range(3):
+                sub[a, vi + c] = rot[i, a, 0] * l0 + rot[i, a, 1] * l1 + rot[i, a, 2] * l2
 
 
 # globals of the tree dynamics kernel, bound like `_place_body` (`_tree_dynamics_bindings`)
