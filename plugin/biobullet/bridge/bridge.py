@@ -66,7 +66,7 @@ from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
 from biobullet.bridge.kernels import END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
-from biobullet.bridge.outside import PROMISE
+from biobullet.bridge.outside import PROMISE, massless_cause
 from biobullet.bridge.stability import check_stiff_elements, check_stop_penetration
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
@@ -1240,6 +1240,10 @@ class Bridge:
         """The step-end correction left a row beyond its tolerance (END_ITERATIONS Newton steps were not enough, a
         function value was not finite or the Newton matrix singular at the end point): one CouplingWarning naming
         the worst row at the end point the step now aims at (the base's pose held, as in the kernel)."""
+        if self.massless_links:   # (its M is singular: the correction cannot converge — named as what it is)
+            cause, remedy, key = massless_cause(self.massless_links[0])
+            self.watch.warn(key, f"constraint rows cannot be held from t = {self.time:.6g} s: {cause}", remedy)
+            return
         c, dt = substep_weight(self.substeps), self.dt
         x_end = np.array(x, dtype=float)
         x_end[self._base:] += dt * xd[self._base_v:] + c * dt * dt * xdd[self._base_v:]

@@ -172,6 +172,15 @@ def surprise_kernel():
     return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
 
 
+def massless_cause(name: str) -> tuple[str, str, str]:
+    """(cause, remedy, warning key) of a link given mass 0 by changeDynamics: what no step can hold, named once
+    by whichever check sees it first (the watch, or the step-end Newton correction that cannot converge)."""
+    return (f"link {name!r} was given mass 0 (changeDynamics), which zeroes its inertia in PyBullet: its joint "
+            "carries no inertia, and no step has a defined acceleration for it",
+            f"give link {name!r} a mass (changeDynamics(body, link, mass=...)) or remove the joint from the model "
+            "file", "inertia:" + name)
+
+
 class OutsideWatch:
     """The per-bridge record of the last step (state and the solve's ẍ; see the module docstring).
     `Bridge.apply` calls `observe` right after reading the state and `sent` after sending the torques."""
@@ -682,11 +691,7 @@ class OutsideWatch:
                         "leave a fixed base in its orientation at construction and at rest (resetBaseVelocity(body, "
                         "[0, 0, 0], [0, 0, 0])); rotate the model file's <gravity> instead", "base")
         if bridge.massless_links:   # (every later step misses: named as such, not as "a force outside")
-            name = bridge.massless_links[0]
-            return (f"link {name!r} was given mass 0 (changeDynamics), which zeroes its inertia in PyBullet: its "
-                    "joint carries no inertia, and no step has a defined acceleration for it",
-                    f"give link {name!r} a mass (changeDynamics(body, link, mass=...)) or remove the joint from the "
-                    "model file", "inertia:" + name)
+            return massless_cause(bridge.massless_links[0])
         changed = bridge.changed_inertias()
         if changed:   # (`engine_parameters` follows such a change; this names it where a runaway came first)
             return (f"the mass or inertia of link {changed[0]!r} changed (changeDynamics) in the last step, and "
