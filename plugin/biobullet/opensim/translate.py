@@ -283,14 +283,16 @@ class _Builder:
                                                      "warn"))
 
     def constant_coordinates(self, coordinates) -> dict[str, float]:
-        """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant."""
+        """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant or
+        whose function is a Constant (OpenSim holds them at its value, whatever the inputs do)."""
         constant = {name: c.default_value for name, c in coordinates.items() if c.locked}
         changed = True
         while changed:
             changed = False
             for coupler in self.document.couplers:
                 if (coupler.enforced and coupler.dependent not in constant
-                        and all(name in constant for name in coupler.independent)):
+                        and (coupler.function.kind == "constant"
+                             or all(name in constant for name in coupler.independent))):
                     constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
                     changed = True
         return constant

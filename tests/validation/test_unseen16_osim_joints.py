@@ -1,0 +1,253 @@
+"""Defects found by the sixteenth unseen-input probe: the kinematics and dynamics of `.osim` joints, frames and
+coordinate couplers against OpenSim 4.6 (the oracle).
+
+Each model is the smallest file that showed the defect. Compared at random states: body placements
+(`Body.getTransformInGround`), the mass matrix (`calcM`) and forward dynamics under gravity and random
+generalized forces (CoordinateActuators with overridden actuation, `getUDot`); u = q̇ for every joint here.
+Bounds: 1e-12 (placements, M relative to its largest entry) and 1e-11 (q̈ relative), a few hundred ulps of
+round-off on these well-conditioned two- and three-body chains (measured ≤ 1e-15).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from opensim_oracle import import_opensim, opensim_without_forces
+
+osim = import_opensim()
+
+import biobullet  # noqa: E402
+from biobullet.algorithms.kinematics import body_placements, frame_placement  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
+from biobullet.forces.collection import applied_forces  # noqa: E402
+from biobullet.opensim import osim_body_links  # noqa: E402
+
+SAMPLES = 8
+INERTIA = "<mass>1.2</mass><mass_center>0.01 -0.1 0.02</mass_center><inertia>0.03 0.02 0.025 0.001 -0.002 0.003</inertia>"
+
+
+def _document(joints: str, constraints: str = "") -> str:
+    """An OpenSim 4 model of bodies a, b, c (same inertia) with `joints` and `constraints`."""
+    bodies = "".join(f'<Body name="{name}">{INERTIA}</Body>' for name in "abc")
+    return (f'<?xml version="1.0" encoding="UTF-8" ?>\n<OpenSimDocument Version="40600"><Model name="probe">'
+            f'<gravity>0.4 -9.80665 0.3</gravity><Ground name="ground"/>'
+            f'<BodySet name="bodyset"><objects>{bodies}</objects></BodySet>'
+            f'<JointSet name="jointset"><objects>{joints}</objects></JointSet>'
+            f'<ConstraintSet name="constraintset"><objects>{constraints}</objects></ConstraintSet>'
+            f"</Model></OpenSimDocument>\n")
+
+
+def _coordinate(name: str, default: float = 0.0, locked: bool = False) -> str:
+    return (f'<Coordinate name="{name}"><default_value>{default}</default_value><range>-1.2 1.2</range>'
+            f"<locked>{str(locked).lower()}</locked></Coordinate>")
+
+
+def _pin(name: str, parent: str, child: str, coordinate: str, translation: str = "0.1 -0.3 0.05") -> str:
+    """A PinJoint placed by an offset frame on the parent."""
+    return (f'<PinJoint name="{name}"><socket_parent_frame>{name}_offset</socket_parent_frame>'
+            f"<socket_child_frame>{child}</socket_child_frame><coordinates>{coordinate}</coordinates>"
+            f'<frames><PhysicalOffsetFrame name="{name}_offset"><socket_parent>{parent}</socket_parent>'
+            f"<translation>{translation}</translation><orientation>0.3 -0.2 0.5</orientation>"
+            f"</PhysicalOffsetFrame></frames></PinJoint>")
+
+
+def _axis(name: str, axis: str, coordinates: str = "", function: str = "<Constant><value>0</value></Constant>"
+          ) -> str:
+    return (f'<TransformAxis name="{name}"><coordinates>{coordinates}</coordinates><axis>{axis}</axis>'
+            f"{function}</TransformAxis>")
+
+
+def _custom(axes: dict[str, str], coordinates: str) -> str:
+    """CustomJoint j2 from a to b: `axes` by TransformAxis name, the others constant zero about X, Y, Z."""
+    standard = {"rotation1": "1 0 0", "rotation2": "0 1 0", "rotation3": "0 0 1", "translation1": "1 0 0",
+                "translation2": "0 1 0", "translation3": "0 0 1"}
+    text = "".join(axes.get(name, _axis(name, axis)) for name, axis in standard.items())
+    return (f'<CustomJoint name="j2"><socket_parent_frame>/bodyset/a</socket_parent_frame>'
+            f"<socket_child_frame>/bodyset/b</socket_child_frame><coordinates>{coordinates}</coordinates>"
+            f"<SpatialTransform>{text}</SpatialTransform></CustomJoint>")
+
+
+def _write(tmp_path, text: str, name: str = "probe.osim") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _load(path: str):
+    """biobullet's model, its body map and the warnings the import gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = biobullet.load_model(path)
+        links = osim_body_links(path)
+    return model, links, [str(w.message) for w in caught]
+
+
+def _worst_differences(model, links, reference_path: str, forces: bool = False) -> dict[str, float]:
+    """Largest placement, mass-matrix and q̈ differences from OpenSim's model at `reference_path` (its
+    coordinates named as biobullet's). OpenSim's ForceSet is switched off; `forces`: forces outside it act in
+    OpenSim, and biobullet's force elements then act too."""
+    reference, state, actuators = opensim_without_forces(osim, reference_path)   # off: the ForceSet's forces
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    names = model.coordinate_names
+    index = {}
+    for name in names:   # OpenSim's speed index of each coordinate
+        for other in coordinates.values():
+            other.setSpeedValue(state, 0.0)
+        coordinates[name].setSpeedValue(state, 1.0)
+        index[name] = int(np.argmax(np.abs(state.getU().to_numpy())))
+        coordinates[name].setSpeedValue(state, 0.0)
+    order = [index[n] for n in names]
+    rng = np.random.default_rng(16)
+    worst = {"placement": 0.0, "mass_matrix": 0.0, "qdd": 0.0}
+    for _ in range(SAMPLES):
+        q, v, tau = rng.uniform(-1.0, 1.0, len(names)), rng.normal(size=len(names)), rng.normal(size=len(names))
+        for name, value, rate, force in zip(names, q, v, tau):
+            coordinates[name].setValue(state, float(value), False)
+            coordinates[name].setSpeedValue(state, float(rate))
+            actuators[name].overrideActuation(state, True)
+            actuators[name].setOverrideActuation(state, float(force))
+        reference.realizeAcceleration(state)
+        x, xd, _, _ = model.joint_state(q, v)
+        placements = body_placements(model, x)
+        for body in reference.getBodySet():
+            link = links[body.getName()]
+            rotation, origin = frame_placement(model, x, link.link, placements)
+            expected = body.getTransformInGround(state)
+            expected_rotation = np.array([[expected.R().get(i, j) for j in range(3)] for i in range(3)])
+            expected_origin = np.array([expected.p().get(i) for i in range(3)])
+            worst["placement"] = max(worst["placement"], np.abs(rotation @ link.rotation - expected_rotation).max(),
+                                     np.abs(origin + rotation @ link.translation - expected_origin).max())
+        matrix = osim.Matrix()
+        reference.getMatterSubsystem().calcM(state, matrix)
+        expected_m = np.array([[matrix.get(i, j) for j in order] for i in order])
+        worst["mass_matrix"] = max(worst["mass_matrix"],
+                                   np.abs(model.mass_matrix(q) - expected_m).max() / np.abs(expected_m).max())
+        expected_qdd = state.getUDot().to_numpy()[order]
+        applied = model.generalized_forces(applied_forces(model, x, xd), q) if forces else 0.0
+        qdd = model.forward_dynamics(q, v, tau + applied)
+        worst["qdd"] = max(worst["qdd"], np.abs(qdd - expected_qdd).max() / max(1.0, np.abs(expected_qdd).max()))
+    return worst
+
+
+def _assert_agrees(worst: dict[str, float]) -> None:
+    assert worst["placement"] <= 1e-12 and worst["mass_matrix"] <= 1e-12 and worst["qdd"] <= 1e-11, worst
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def test_frames_and_forces_in_the_models_components_list_act_as_in_opensim(tmp_path):
+    """OpenSim's `Model.addComponent` writes a PhysicalOffsetFrame or a force into the Model's `<components>`
+    list (path "/name"), where OpenSim uses them as if they were in the sets. Before: a joint on such a frame was
+    refused ("unknown frame '/mf'"), and a SpringGeneralizedForce there was silently dropped (q̈ −8.17 against
+    OpenSim's 116.83 rad/s²). Now the frame places the joint and the spring is imported (q̈ equal to round-off);
+    a force owned by a body (its `<components>`) is reported, not silently dropped."""
+    model = osim.Model()
+    model.setGravity(osim.Vec3(0.4, -9.80665, 0.3))
+    a = osim.Body("a", 1.2, osim.Vec3(0.01, -0.1, 0.02), osim.Inertia(0.03, 0.02, 0.025, 0.001, -0.002, 0.003))
+    b = osim.Body("b", 0.8, osim.Vec3(0.02, -0.15, 0.0), osim.Inertia(0.02, 0.01, 0.02))
+    model.addBody(a)
+    model.addBody(b)
+    offset = osim.PhysicalOffsetFrame("mf", model.getGround(), osim.Transform(
+        osim.Rotation(0.4, osim.CoordinateAxis(0)), osim.Vec3(0.1, 0.2, 0.3)))
+    model.addComponent(offset)   # → the Model's <components>
+    nested = osim.PhysicalOffsetFrame("af", a, osim.Transform(osim.Vec3(0.05, -0.3, 0.02)))
+    a.addComponent(nested)       # → body a's <components>
+    model.addJoint(osim.PinJoint("j1", offset, a))
+    model.addJoint(osim.PinJoint("j2", nested, b))
+    spring = osim.SpringGeneralizedForce("j1_coord_0")
+    spring.setName("spring")
+    spring.setStiffness(50.0)
+    spring.setRestLength(0.3)
+    spring.setViscosity(0.7)
+    model.addComponent(spring)
+    model.finalizeConnections()
+    path = str(tmp_path / "api_components.osim")
+    model.printToXML(path)
+    ours, links, messages = _load(path)
+    assert not messages
+    assert ours.coordinate_names == ("j1_coord_0", "j2_coord_0")
+    _assert_agrees(_worst_differences(ours, links, path, forces=True))
+
+    # a force owned by a body (not through the sets or the Model's own list): reported by name
+    owned = osim.Model(path)
+    band = osim.SpringGeneralizedForce("j2_coord_0")
+    band.setName("band")
+    band.setStiffness(5.0)
+    owned.updBodySet().get("b").addComponent(band)
+    owned.finalizeConnections()
+    owned_path = str(tmp_path / "owned.osim")
+    owned.printToXML(owned_path)
+    _, _, messages = _load(owned_path)
+    assert any("SpringGeneralizedForce band: not imported" in m for m in messages), messages
+    with pytest.raises(ModelError, match="band"):
+        biobullet.load_model(owned_path, strict=True)
+
+
+def test_transform_axis_listing_a_coordinate_without_function_is_constant_as_in_opensim(tmp_path):
+    """A TransformAxis that lists coordinates but has no function: OpenSim 4.6 gives it Constant 0 (the
+    coordinate does not move it). Before: read as the identity 1·q + 0, the body 0.85 m away from OpenSim's and M
+    off by 14× its largest entry. Now Constant 0, with a warning naming the joint and the axis."""
+    axes = {"rotation1": _axis("rotation1", "0 0 1", "q2", ""),   # no function: constant 0 in OpenSim
+            "rotation2": _axis("rotation2", "0 1 0", "q2", "<LinearFunction><coefficients>0.8 0.1</coefficients>"
+                               "</LinearFunction>"),
+            "translation1": _axis("translation1", "1 0 0", "q3", ""),
+            "translation2": _axis("translation2", "0 1 0", "q3", "<LinearFunction><coefficients>1 0</coefficients>"
+                                  "</LinearFunction>"),
+            "rotation3": _axis("rotation3", "1 0 0")}
+    joints = _pin("j1", "/ground", "/bodyset/a", _coordinate("q1")) + _custom(
+        axes, _coordinate("q2") + _coordinate("q3"))
+    path = _write(tmp_path, _document(joints).replace('<Body name="c">' + INERTIA + "</Body>", ""))
+    model, links, messages = _load(path)
+    _assert_agrees(_worst_differences(model, links, path))
+    assert sum("has no function; OpenSim makes it Constant 0" in m and "/jointset/j2" in m for m in messages) == 2
+
+
+@pytest.mark.parametrize("axes", [
+    {"rotation3": _axis("rotation3", "1 0 0")},                                  # rotation1 ∥ rotation3
+    {"rotation2": _axis("rotation2", "0 0.001 0"), "rotation3": _axis("rotation3", "0 0 0.001")},   # too short
+    {"translation2": _axis("translation2", "2 1e-6 0", "q2", "<LinearFunction><coefficients>1 0</coefficients>"
+                           "</LinearFunction>")},                               # translation1 ∥ translation2
+], ids=["parallel_rotations", "short_axes", "parallel_translations"])
+def test_collinear_custom_joint_axes_are_refused_as_opensim_refuses_them(tmp_path, axes):
+    """OpenSim 4.6 refuses a CustomJoint whose rotation (or translation) axes, as written, have |a × b| < 1e-5.
+    Before: biobullet loaded such files (normalizing the axes). Now the same refusal, naming the joint."""
+    joints = _pin("j1", "/ground", "/bodyset/a", _coordinate("q1")) + _custom(
+        {"rotation1": _axis("rotation1", "1 0 0", "q2", "<LinearFunction><coefficients>1 0</coefficients>"
+                            "</LinearFunction>"), **axes}, _coordinate("q2"))
+    path = _write(tmp_path, _document(joints))
+    with pytest.raises(RuntimeError, match="collinear axes"):
+        osim.Model(path)
+    with pytest.raises(ModelError, match=r'CustomJoint name="j2".*collinear.*OpenSim 4.6 refuses'):
+        biobullet.load_model(path)
+
+
+def test_constant_coupling_function_holds_the_dependent_coordinate(tmp_path):
+    """A CoordinateCouplerConstraint with a Constant function (q3 = 0.25 whatever q1). Before: an internal
+    AssertionError. Now q3 is held at 0.25 — the model equals OpenSim's with q3 locked there (placements, M, q̈ to
+    round-off) — and a warning says what OpenSim 4.6 itself does with this file, checked here: it holds the
+    independent coordinate q1 at 0.25 (its position error q1 − 0.25, q̈1 = 0) and leaves q3 free."""
+    joints = (_pin("j1", "/ground", "/bodyset/a", _coordinate("q1"))
+              + _pin("j2", "/bodyset/a", "/bodyset/b", _coordinate("q2"), "0.0 -0.25 0.1")
+              + _pin("j3", "/bodyset/b", "/bodyset/c", _coordinate("q3", 0.25), "0.05 -0.2 0.0"))
+    coupler = ("<CoordinateCouplerConstraint name='cc'><coupled_coordinates_function><Constant><value>0.25</value>"
+               "</Constant></coupled_coordinates_function><independent_coordinate_names>q1"
+               "</independent_coordinate_names><dependent_coordinate_name>q3</dependent_coordinate_name>"
+               "</CoordinateCouplerConstraint>")
+    path = _write(tmp_path, _document(joints, coupler))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q1", "q2")
+    assert any("Constant function holds q3 at 0.25" in m and "OpenSim 4.6 holds the independent q1" in m
+               for m in messages), messages
+    locked = _write(tmp_path, _document(joints.replace(_coordinate("q3", 0.25), _coordinate("q3", 0.25, True))),
+                    "locked.osim")
+    _assert_agrees(_worst_differences(model, links, locked))
+
+    # what OpenSim 4.6 does with the coupler: the constraint falls on q1
+    reference, state, _ = opensim_without_forces(osim, path, actuators=False)
+    q1 = reference.getCoordinateSet().get("q1")
+    q1.setValue(state, 0.6, False)
+    q1.setSpeedValue(state, 0.9)
+    reference.realizeAcceleration(state)
+    assert abs(abs(state.getQErr().to_numpy()[0]) - 0.35) < 1e-12
+    assert abs(state.getUDot().to_numpy()[0]) < 1e-12
