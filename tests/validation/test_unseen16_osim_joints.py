@@ -251,3 +251,26 @@ def test_constant_coupling_function_holds_the_dependent_coordinate(tmp_path):
     reference.realizeAcceleration(state)
     assert abs(abs(state.getQErr().to_numpy()[0]) - 0.35) < 1e-12
     assert abs(state.getUDot().to_numpy()[0]) < 1e-12
+
+
+def test_coordinate_prescribed_by_a_constant_is_held_as_in_opensim(tmp_path):
+    """A coordinate prescribed by a Constant: OpenSim holds it at that value (q̇ = q̈ = 0), whatever its default.
+    Before: reported and left free at its default — the initial pose 0.097 m off OpenSim's (body c) and q̈ there
+    (−8.94, −13.20, 16.61) against OpenSim's (−18.26, 0, 5.48) rad/s². Now held (a locked
+    coordinate at the constant): placements, M and q̈ equal OpenSim's on the prescribed file itself. A prescribed
+    function of time is still reported."""
+    prescribed = ("<prescribed>true</prescribed><prescribed_function><Constant><value>0.7</value></Constant>"
+                  "</prescribed_function>")
+    held = _coordinate("c", 0.1).replace("</Coordinate>", prescribed + "</Coordinate>")
+    joints = (_pin("j1", "/ground", "/bodyset/a", _coordinate("q1"))
+              + _pin("j2", "/bodyset/a", "/bodyset/b", held, "0.0 -0.25 0.1")
+              + _pin("j3", "/bodyset/b", "/bodyset/c", _coordinate("q3"), "0.05 -0.2 0.0"))
+    path = _write(tmp_path, _document(joints))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q1", "q3") and not messages
+    _assert_agrees(_worst_differences(model, links, path))
+    moving = _write(tmp_path, _document(joints.replace("<Constant><value>0.7</value></Constant>",
+                                                       "<LinearFunction><coefficients>0.5 0.1</coefficients>"
+                                                       "</LinearFunction>")), "moving.osim")
+    _, _, messages = _load(moving)
+    assert any("Coordinate c: prescribed motion not imported" in m for m in messages), messages

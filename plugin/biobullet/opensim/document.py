@@ -448,8 +448,14 @@ class PropertyReader:
         if clamped and not lower - slack < default < upper + slack:
             raise source.error("default_value", f"default {default:g} outside the range [{lower:g}, {upper:g}] of a "
                                "clamped coordinate (OpenSim refuses the file too)", "a default inside the range")
+        locked = self.flag(element, "locked")
+        if prescribed:
+            members = [c for c in element.find("prescribed_function") if isinstance(c.tag, str)]
+            function = self.read_function(members[0]) if members and members[0].tag == "Constant" else None
+            if function is not None:   # OpenSim holds it at the value, q̇ = q̈ = 0: a locked coordinate
+                default, locked, prescribed = function.values[0], True, False
         return Coordinate(name, default, self.number(element, "default_speed_value", 0.0), (lower, upper), clamped,
-                          self.flag(element, "locked"), prescribed, source)
+                          locked, prescribed, source)
 
     def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...], joint: str = ""
                   ) -> TransformAxis:
