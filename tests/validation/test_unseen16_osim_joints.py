@@ -87,18 +87,20 @@ def _load(path: str):
 def _worst_differences(model, links, reference_path: str, forces: bool = False) -> dict[str, float]:
     """Largest placement, mass-matrix and q̈ differences from OpenSim's model at `reference_path` (its
     coordinates named as biobullet's). OpenSim's ForceSet is switched off; `forces`: forces outside it act in
-    OpenSim, and biobullet's force elements then act too."""
+    OpenSim, and biobullet's force elements then act too. Coupled coordinates follow OpenSim's own coupling
+    functions (value and derivative: M is compared as Gᵀ M_u G over biobullet's coordinates)."""
     reference, state, actuators = opensim_without_forces(osim, reference_path)   # off: the ForceSet's forces
     coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
     names = model.coordinate_names
     index = {}
-    for name in names:   # OpenSim's speed index of each coordinate
+    for name in coordinates:   # OpenSim's speed index of each coordinate
         for other in coordinates.values():
             other.setSpeedValue(state, 0.0)
         coordinates[name].setSpeedValue(state, 1.0)
         index[name] = int(np.argmax(np.abs(state.getU().to_numpy())))
         coordinates[name].setSpeedValue(state, 0.0)
     order = [index[n] for n in names]
+    couplers = [osim.CoordinateCouplerConstraint.safeDownCast(c) for c in reference.getConstraintSet()]
     rng = np.random.default_rng(16)
     worst = {"placement": 0.0, "mass_matrix": 0.0, "qdd": 0.0}
     for _ in range(SAMPLES):
@@ -108,6 +110,23 @@ def _worst_differences(model, links, reference_path: str, forces: bool = False) 
             coordinates[name].setSpeedValue(state, float(rate))
             actuators[name].overrideActuation(state, True)
             actuators[name].setOverrideActuation(state, float(force))
+        rows = {name: np.eye(len(names))[k] for k, name in enumerate(names)}   # ∂u/∂v of each coordinate
+        rows.update({c.getName(): np.zeros(len(names)) for c in coordinates.values() if c.getDefaultLocked()})
+        for coupler in couplers:   # in file order, each on coordinates already set
+            inputs = [coupler.getIndependentCoordinateNames().get(i)
+                      for i in range(coupler.getIndependentCoordinateNames().getSize())]
+            point = osim.Vector(len(inputs), 0.0)
+            for i, name in enumerate(inputs):
+                point.set(i, coordinates[name].getValue(state))
+            dependent, function = coupler.getDependentCoordinateName(), coupler.getFunction()
+            scale = osim.PropertyHelper.getValueDouble(coupler.getPropertyByName("scale_factor"))
+            coordinates[dependent].setValue(state, scale * function.calcValue(point), False)
+            rows[dependent] = sum(scale * function.calcDerivative(osim.StdVectorInt([i]), point) * rows[name]
+                                  for i, name in enumerate(inputs))
+            coordinates[dependent].setSpeedValue(state, float(rows[dependent] @ v))
+        gradient = np.zeros((state.getNU(), len(names)))
+        for name, row in rows.items():
+            gradient[index[name]] = row
         reference.realizeAcceleration(state)
         x, xd, _, _ = model.joint_state(q, v)
         placements = body_placements(model, x)
@@ -121,7 +140,8 @@ def _worst_differences(model, links, reference_path: str, forces: bool = False) 
                                      np.abs(origin + rotation @ link.translation - expected_origin).max())
         matrix = osim.Matrix()
         reference.getMatterSubsystem().calcM(state, matrix)
-        expected_m = np.array([[matrix.get(i, j) for j in order] for i in order])
+        expected_m = gradient.T @ np.array([[matrix.get(i, j) for j in range(matrix.ncol())]
+                                            for i in range(matrix.nrow())]) @ gradient
         worst["mass_matrix"] = max(worst["mass_matrix"],
                                    np.abs(model.mass_matrix(q) - expected_m).max() / np.abs(expected_m).max())
         expected_qdd = state.getUDot().to_numpy()[order]
@@ -274,3 +294,21 @@ def test_coordinate_prescribed_by_a_constant_is_held_as_in_opensim(tmp_path):
                                                        "</LinearFunction>")), "moving.osim")
     _, _, messages = _load(moving)
     assert any("Coordinate c: prescribed motion not imported" in m for m in messages), messages
+
+
+def test_linear_coupler_of_a_locked_and_a_free_coordinate_matches_opensim(tmp_path):
+    """q3 = 0.5 q1 − 0.3 q2 + 0.1 with q1 locked at 0.3: OpenSim couples q3 to q2 with q1 held. Before: refused
+    ("a coupling of locked and free coordinates is not supported"). Now the locked input folds into the
+    intercept: placements, M and q̈ equal OpenSim's."""
+    joints = (_pin("j1", "/ground", "/bodyset/a", _coordinate("q1", 0.3, True))
+              + _pin("j2", "/bodyset/a", "/bodyset/b", _coordinate("q2"), "0.0 -0.25 0.1")
+              + _pin("j3", "/bodyset/b", "/bodyset/c", _coordinate("q3"), "0.05 -0.2 0.0"))
+    coupler = ("<CoordinateCouplerConstraint name='cc'><coupled_coordinates_function><LinearFunction><coefficients>"
+               "0.5 -0.3 0.1</coefficients></LinearFunction></coupled_coordinates_function>"
+               "<independent_coordinate_names>q1 q2</independent_coordinate_names>"
+               "<dependent_coordinate_name>q3</dependent_coordinate_name><scale_factor>1.5</scale_factor>"
+               "</CoordinateCouplerConstraint>")
+    path = _write(tmp_path, _document(joints, coupler))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q2",) and not messages
+    _assert_agrees(_worst_differences(model, links, path))

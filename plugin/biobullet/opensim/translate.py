@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -305,10 +305,15 @@ class _Builder:
             if coupler.dependent in result:
                 raise coupler.source.error("dependent_coordinate_name", f"{coupler.dependent!r} is coupled twice",
                                            "one CoordinateCouplerConstraint per dependent coordinate")
-            if any(name in constant for name in coupler.independent):
-                raise coupler.source.error("independent_coordinate_names", "a coupling of locked and free "
-                                           "coordinates is not supported", "free coordinates only")
-            result[coupler.dependent] = (coupler.function, coupler.independent, coupler.source)
+            function, inputs = coupler.function, coupler.independent
+            if any(name in constant for name in inputs):
+                # only a LinearFunction takes several inputs: the locked ones fold into its intercept
+                slopes, intercept = function.values[:-1], function.values[-1]
+                intercept += sum(a * constant[name] for a, name in zip(slopes, inputs) if name in constant)
+                kept = [(a, name) for a, name in zip(slopes, inputs) if name not in constant]
+                function = replace(function, values=(*(a for a, _ in kept), intercept))
+                inputs = tuple(name for _, name in kept)
+            result[coupler.dependent] = (function, inputs, coupler.source)
         return result
 
     def ordered_joints(self) -> list[Joint]:
