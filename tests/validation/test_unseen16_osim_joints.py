@@ -312,3 +312,20 @@ def test_linear_coupler_of_a_locked_and_a_free_coordinate_matches_opensim(tmp_pa
     model, links, messages = _load(path)
     assert model.coordinate_names == ("q2",) and not messages
     _assert_agrees(_worst_differences(model, links, path))
+
+
+def test_transform_axis_linear_in_a_locked_and_a_free_coordinate_matches_opensim(tmp_path):
+    """A TransformAxis LinearFunction of q2 (free) and q3 (locked at 0.4). Before: refused with an error about
+    an element of the translated URDF, not of the file ("<joint_function joint="j2_translation1">: attribute
+    'inputs': unknown joint 'q3'"). Now the locked coordinate folds into the intercept: placements, M and q̈
+    equal OpenSim's."""
+    linear = "<LinearFunction><coefficients>{}</coefficients></LinearFunction>".format
+    axes = {"rotation1": _axis("rotation1", "1 0 0", "q2 q3", linear("0.7 -0.4 0.1")),
+            "rotation2": _axis("rotation2", "0 1 0", "q2", linear("1 0")),
+            "translation1": _axis("translation1", "1 0 0", "q3 q2", linear("0.2 0.1 0.05"))}
+    joints = _pin("j1", "/ground", "/bodyset/a", _coordinate("q1")) + _custom(
+        axes, _coordinate("q2") + _coordinate("q3", 0.4, True))
+    path = _write(tmp_path, _document(joints).replace('<Body name="c">' + INERTIA + "</Body>", ""))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q1", "q2") and not messages
+    _assert_agrees(_worst_differences(model, links, path))

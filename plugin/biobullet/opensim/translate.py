@@ -119,6 +119,18 @@ class _Transform:
         return f'<origin xyz="{vector_text(self.translation)}" rpy="{vector_text(matrix_to_rpy(self.rotation))}"/>'
 
 
+def fold_constant_inputs(function: OsimFunction, inputs: tuple[str, ...], constant: dict[str, float]
+                         ) -> tuple[OsimFunction, tuple[str, ...]]:
+    """(function, inputs) without the constant (locked) inputs of a function that still has free ones: only a
+    LinearFunction takes several inputs, so the constant ones fold into its intercept."""
+    if not any(name in constant for name in inputs) or all(name in constant for name in inputs):
+        return function, inputs
+    slopes, intercept = function.values[:-1], function.values[-1]
+    intercept += sum(a * constant[name] for a, name in zip(slopes, inputs) if name in constant)
+    kept = [(a, name) for a, name in zip(slopes, inputs) if name not in constant]
+    return replace(function, values=(*(a for a, _ in kept), intercept)), tuple(name for _, name in kept)
+
+
 def _is_constant(axis: TransformAxis, constant: dict[str, float]) -> bool:
     """True if the axis does not move: a constant function, or only locked (constant) coordinates."""
     return axis.function.kind == "constant" or all(name in constant for name in axis.coordinates)
@@ -305,14 +317,7 @@ class _Builder:
             if coupler.dependent in result:
                 raise coupler.source.error("dependent_coordinate_name", f"{coupler.dependent!r} is coupled twice",
                                            "one CoordinateCouplerConstraint per dependent coordinate")
-            function, inputs = coupler.function, coupler.independent
-            if any(name in constant for name in inputs):
-                # only a LinearFunction takes several inputs: the locked ones fold into its intercept
-                slopes, intercept = function.values[:-1], function.values[-1]
-                intercept += sum(a * constant[name] for a, name in zip(slopes, inputs) if name in constant)
-                kept = [(a, name) for a, name in zip(slopes, inputs) if name not in constant]
-                function = replace(function, values=(*(a for a, _ in kept), intercept))
-                inputs = tuple(name for _, name in kept)
+            function, inputs = fold_constant_inputs(coupler.function, coupler.independent, constant)
             result[coupler.dependent] = (function, inputs, coupler.source)
         return result
 
@@ -359,8 +364,10 @@ class _Builder:
                 value = evaluate(axis.function, axis.coordinates, constant)
                 pending = pending @ _axis_transform(axis, value)
                 continue
-            identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
             last = axis is moving[-1]
+            function, inputs = fold_constant_inputs(axis.function, axis.coordinates, constant)
+            axis = replace(axis, function=function, coordinates=inputs)   # locked inputs folded
+            identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
             link = child_link if last else self.unique(f"{joint.name}_{axis.name}", self.link_names)
             if identity:
                 name = axis.coordinates[0]
