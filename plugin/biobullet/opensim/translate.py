@@ -205,16 +205,16 @@ class _Builder:
         constant = self.constant_coordinates(coordinates)
         couplers = self.couplers(coordinates, constant)
         carried: set[str] = set()
-        joints = self.ordered_joints()
-        for joint in joints:
-            self.add_joint(joint, constant, carried)
+        joints = [self.joint_ends(joint, reversed_) for joint, reversed_ in self.ordered_joints()]
+        for joint, ends in joints:
+            self.add_joint(joint, ends, constant, carried)
         # the skeleton's visuals: a rod from each body's origin to each child joint's centre in the default pose
         # (a knee's centre moves with its translation functions, so it is not the parent frame's origin)
         defaults = {name: c.default_value for name, c in coordinates.items()}
         children: dict[str, list[np.ndarray]] = {}
-        for joint in joints:
-            parent_body, centre = self.frame_in_body(joint.parent_frame)
-            for axis in joint.axes:
+        for joint, (inboard, _, axes) in joints:
+            parent_body, centre = self.frame_in_body(inboard)
+            for axis in axes:
                 centre = centre @ _axis_transform(axis, evaluate(axis.function, axis.coordinates, defaults))
             children.setdefault(parent_body, []).append(centre.translation)
         for index, link, body, in_link in self.body_entries:
@@ -321,45 +321,69 @@ class _Builder:
             result[coupler.dependent] = (function, inputs, coupler.source)
         return result
 
-    def ordered_joints(self) -> list[Joint]:
-        """Joints from the ground outwards (a parent body's joint before its children's)."""
-        ground = self.document.ground
+    def ordered_joints(self) -> list[tuple[Joint, bool]]:
+        """(joint, reversed) from the ground outwards (a body's inbound joint before its outbound ones). A joint
+        whose child body is reached first (the ground, or a body placed by another joint) is reversed, as
+        OpenSim's graph maker reverses it: its parent body hangs from its child."""
         pending = list(self.document.joints)
-        placed = {ground}
-        ordered: list[Joint] = []
-        child_of: dict[str, Joint] = {}
-        for joint in pending:
-            child_body, _ = self.frame_in_body(joint.child_frame)
-            if child_body == ground:
-                raise joint.source.error("socket_child_frame", "the child frame is on the ground (a reversed "
-                                         "joint)", "a child frame on a body")
-            if child_body in child_of:
-                raise joint.source.error("socket_child_frame", f"body {child_body!r} is the child of two joints "
-                                         f"({child_of[child_body].name!r} and {joint.name!r})", "a tree of joints")
-            child_of[child_body] = joint
+        placed_by: dict[str, tuple[Joint, bool] | None] = {self.document.ground: None}
+        ordered: list[tuple[Joint, bool]] = []
         while pending:
-            ready = [j for j in pending if self.frame_in_body(j.parent_frame)[0] in placed]
+            ready = []
+            for joint in pending:
+                ends = (self.frame_in_body(joint.parent_frame)[0], self.frame_in_body(joint.child_frame)[0])
+                if ends[0] in placed_by and ends[1] in placed_by:
+                    raise joint.source.error("socket_child_frame", f"the joint closes a loop: bodies {ends[0]!r} and "
+                                             f"{ends[1]!r} are already joined through other joints", "a tree of "
+                                             "joints (close a loop with a PointConstraint or WeldConstraint)")
+                if ends[0] in placed_by or ends[1] in placed_by:
+                    ready.append((joint, ends[1] in placed_by, ends[0] if ends[1] in placed_by else ends[1]))
             if not ready:
                 raise pending[0].source.error("socket_parent_frame", "the joint does not connect to the ground "
                                               "through other joints", "a tree rooted at the ground")
-            for joint in ready:
-                ordered.append(joint)
-                placed.add(self.frame_in_body(joint.child_frame)[0])
+            for joint, reversed_, body in ready:   # a pass per level, in file order
+                if body in placed_by:   # reached twice: a loop of joints
+                    self.loop_error(joint, reversed_, body, placed_by[body])
+                ordered.append((joint, reversed_))
+                placed_by[body] = (joint, reversed_)
                 pending.remove(joint)
         for path, body in self.document.bodies.items():
-            if path not in placed:
+            if path not in placed_by:
                 self.reports.append(f"Body {body.name}: no joint connects it to the ground; not imported")
         return ordered
 
-    def add_joint(self, joint: Joint, constant: dict[str, float], carried: set[str]) -> None:
-        parent_body, parent_in_body = self.frame_in_body(joint.parent_frame)
-        child_body, child_in_body = self.frame_in_body(joint.child_frame)
+    @staticmethod
+    def loop_error(joint: Joint, reversed_: bool, body: str, first: tuple[Joint, bool] | None) -> None:
+        """Refuse `joint`, which reaches `body` a second time (OpenSim would cut the loop with a hidden weld)."""
+        if first is not None and not reversed_ and not first[1]:
+            detail = f"body {body!r} is the child of two joints ({first[0].name!r} and {joint.name!r})"
+        else:
+            detail = f"the joint closes a loop: body {body!r} is already joined through another joint"
+        raise joint.source.error("socket_child_frame", detail, "a tree of joints (close a loop with a "
+                                 "PointConstraint or WeldConstraint)")
+
+    @staticmethod
+    def joint_ends(joint: Joint, reversed_: bool) -> tuple[Joint, tuple[str, str, tuple[TransformAxis, ...]]]:
+        """(joint, (inboard frame, outboard frame, axes from inboard to outboard)). A reversed joint goes from
+        its child frame M to its parent frame F: X_MF = X_FM(q)⁻¹ = R₃(−θ₃) R₂(−θ₂) R₁(−θ₁) then −p, i.e. the
+        axes in the opposite order about the opposite directions, with the same functions of the same q."""
+        if not reversed_:
+            return joint, (joint.parent_frame, joint.child_frame, joint.axes)
+        axes = tuple(replace(axis, axis=tuple(-a for a in axis.axis)) for axis in reversed(joint.axes))
+        return joint, (joint.child_frame, joint.parent_frame, axes)
+
+    def add_joint(self, joint: Joint, ends: tuple[str, str, tuple[TransformAxis, ...]], constant: dict[str, float],
+                  carried: set[str]) -> None:
+        """The URDF chain of `joint` from its inboard frame to its outboard frame along `axes` (`joint_ends`)."""
+        inboard, outboard, axes = ends
+        parent_body, parent_in_body = self.frame_in_body(inboard)
+        child_body, child_in_body = self.frame_in_body(outboard)
         parent_link = self.link_of[parent_body]
         pending = self.link_frames[parent_body] @ parent_in_body     # F in the parent link's frame
-        moving = [axis for axis in joint.axes if not _is_constant(axis, constant)]
+        moving = [axis for axis in axes if not _is_constant(axis, constant)]
         body = self.document.bodies[child_body]
         child_link = self.unique(body.name, self.link_names)
-        for axis in joint.axes:
+        for axis in axes:
             if _is_constant(axis, constant):
                 value = evaluate(axis.function, axis.coordinates, constant)
                 pending = pending @ _axis_transform(axis, value)
