@@ -100,7 +100,8 @@ def _worst_differences(model, links, reference_path: str, forces: bool = False) 
         index[name] = int(np.argmax(np.abs(state.getU().to_numpy())))
         coordinates[name].setSpeedValue(state, 0.0)
     order = [index[n] for n in names]
-    couplers = [osim.CoordinateCouplerConstraint.safeDownCast(c) for c in reference.getConstraintSet()]
+    couplers = [osim.CoordinateCouplerConstraint.safeDownCast(c) for c in reference.getComponentsList()
+                if c.getConcreteClassName() == "CoordinateCouplerConstraint"]   # the sets' and `<components>`
     rng = np.random.default_rng(16)
     worst = {"placement": 0.0, "mass_matrix": 0.0, "qdd": 0.0}
     for _ in range(SAMPLES):
@@ -160,8 +161,9 @@ def test_frames_and_forces_in_the_models_components_list_act_as_in_opensim(tmp_p
     """OpenSim's `Model.addComponent` writes a PhysicalOffsetFrame or a force into the Model's `<components>`
     list (path "/name"), where OpenSim uses them as if they were in the sets. Before: a joint on such a frame was
     refused ("unknown frame '/mf'"), and a SpringGeneralizedForce there was silently dropped (q̈ −8.17 against
-    OpenSim's 116.83 rad/s²). Now the frame places the joint and the spring is imported (q̈ equal to round-off);
-    a force owned by a body (its `<components>`) is reported, not silently dropped."""
+    OpenSim's 116.83 rad/s²), and so was a CoordinateCouplerConstraint there (its dependent coordinate left free).
+    Now the frame places the joint, the spring and the coupler are imported (q̈ equal to round-off); a force owned
+    by a body (its `<components>`) is reported, not silently dropped."""
     model = osim.Model()
     model.setGravity(osim.Vec3(0.4, -9.80665, 0.3))
     a = osim.Body("a", 1.2, osim.Vec3(0.01, -0.1, 0.02), osim.Inertia(0.03, 0.02, 0.025, 0.001, -0.002, 0.003))
@@ -188,6 +190,23 @@ def test_frames_and_forces_in_the_models_components_list_act_as_in_opensim(tmp_p
     assert not messages
     assert ours.coordinate_names == ("j1_coord_0", "j2_coord_0")
     _assert_agrees(_worst_differences(ours, links, path, forces=True))
+
+    # a coupler added by `Model.addComponent` (enforced by OpenSim): before, silently dropped (j2 left free)
+    coupled = osim.Model(path)
+    coupler = osim.CoordinateCouplerConstraint()
+    coupler.setName("coupler")
+    independent = osim.ArrayStr()
+    independent.append("j1_coord_0")
+    coupler.setIndependentCoordinateNames(independent)
+    coupler.setDependentCoordinateName("j2_coord_0")
+    coupler.setFunction(osim.LinearFunction(0.5, 0.1))
+    coupled.addComponent(coupler)
+    coupled.finalizeConnections()
+    coupled_path = str(tmp_path / "coupled.osim")
+    coupled.printToXML(coupled_path)
+    ours, links, messages = _load(coupled_path)
+    assert ours.coordinate_names == ("j1_coord_0",) and not messages
+    _assert_agrees(_worst_differences(ours, links, coupled_path, forces=True))
 
     # a force owned by a body (not through the sets or the Model's own list): reported by name
     owned = osim.Model(path)
