@@ -111,8 +111,8 @@ def _worst_differences(model, links, reference_path: str, forces: bool = False) 
             coordinates[name].setSpeedValue(state, float(rate))
             actuators[name].overrideActuation(state, True)
             actuators[name].setOverrideActuation(state, float(force))
-        rows = {name: np.eye(len(names))[k] for k, name in enumerate(names)}   # ∂u/∂v of each coordinate
-        rows.update({c.getName(): np.zeros(len(names)) for c in coordinates.values() if c.getDefaultLocked()})
+        rows = {name: np.zeros(len(names)) for name in coordinates}   # ∂u/∂v: zero for a held coordinate
+        rows.update({name: np.eye(len(names))[k] for k, name in enumerate(names)})
         for coupler in couplers:   # in file order, each on coordinates already set
             inputs = [coupler.getIndependentCoordinateNames().get(i)
                       for i in range(coupler.getIndependentCoordinateNames().getSize())]
@@ -225,8 +225,8 @@ def test_frames_and_forces_in_the_models_components_list_act_as_in_opensim(tmp_p
 
 def test_transform_axis_listing_a_coordinate_without_function_is_constant_as_in_opensim(tmp_path):
     """A TransformAxis that lists coordinates but has no function: OpenSim 4.6 gives it Constant 0 (the
-    coordinate does not move it). Before: read as the identity 1·q + 0, the body 0.85 m away from OpenSim's and M
-    off by 14× its largest entry. Now Constant 0, with a warning naming the joint and the axis."""
+    coordinate does not move it). Before: read as the identity 1·q + 0, body b up to 0.92 m from OpenSim's
+    placement at the test's states. Now Constant 0, with a warning naming the joint and the axis."""
     axes = {"rotation1": _axis("rotation1", "0 0 1", "q2", ""),   # no function: constant 0 in OpenSim
             "rotation2": _axis("rotation2", "0 1 0", "q2", "<LinearFunction><coefficients>0.8 0.1</coefficients>"
                                "</LinearFunction>"),
@@ -395,4 +395,38 @@ def test_a_loop_of_joints_is_refused_naming_the_joint(tmp_path):
               + _pin("j3", "/bodyset/a", "/bodyset/b", _coordinate("q3")))
     path = _write(tmp_path, _document(joints).replace('<Body name="c">' + INERTIA + "</Body>", ""))
     with pytest.raises(ModelError, match=r'PinJoint name="j3".*closes a loop.*/bodyset/b'):
+        biobullet.load_model(path)
+
+
+def _three_pins(locked: str = "") -> str:
+    """PinJoints j1 (q1), j2 (q2), j3 (q3) in a chain ground → a → b → c; `locked` coordinate locked at 0.2."""
+    return (_pin("j1", "/ground", "/bodyset/a", _coordinate("q1", 0.2, locked == "q1"))
+            + _pin("j2", "/bodyset/a", "/bodyset/b", _coordinate("q2"), "0.0 -0.25 0.1")
+            + _pin("j3", "/bodyset/b", "/bodyset/c", _coordinate("q3", 0.2, locked == "q3"), "0.05 -0.2 0.0"))
+
+
+def _coupler(name: str, dependent: str, independent: str, coefficients: str = "0.5 0.1") -> str:
+    return (f"<CoordinateCouplerConstraint name='{name}'><coupled_coordinates_function><LinearFunction><coefficients>"
+            f"{coefficients}</coefficients></LinearFunction></coupled_coordinates_function>"
+            f"<independent_coordinate_names>{independent}</independent_coordinate_names>"
+            f"<dependent_coordinate_name>{dependent}</dependent_coordinate_name></CoordinateCouplerConstraint>")
+
+
+def test_locked_dependent_coordinate_holds_its_couplers_input_as_in_opensim(tmp_path):
+    """q3 = 0.5 q1 + 0.1 with q3 locked at 0.2: OpenSim's coupler then holds q1 at 0.2 (q̈1 = 0). Before: the
+    coupler was skipped and q1 left free, silently: at the default pose q̈ = (−16.33, 1.81) rad/s² for (q1, q2)
+    where OpenSim's is (0, −21.11). Now q1 is held too:
+    placements, M and q̈ equal OpenSim's."""
+    path = _write(tmp_path, _document(_three_pins("q3"), _coupler("cc", "q3", "q1")))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q2",) and not messages
+    _assert_agrees(_worst_differences(model, links, path))
+
+
+def test_couplers_in_a_cycle_are_refused_naming_the_coupler(tmp_path):
+    """q3 = f(q1) and q1 = g(q3) (OpenSim solves the pair together). Before: refused by an error about an element
+    of the generated URDF (`<joint_function joint="q3">`), not of the file. Now the error names the coupler and
+    the cycle."""
+    path = _write(tmp_path, _document(_three_pins(), _coupler("c1", "q3", "q1") + _coupler("c2", "q1", "q3")))
+    with pytest.raises(ModelError, match=r'CoordinateCouplerConstraint name="c1".*cycle: q3 → q1 → q3'):
         biobullet.load_model(path)

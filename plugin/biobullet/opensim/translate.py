@@ -295,21 +295,46 @@ class _Builder:
                                                      "warn"))
 
     def constant_coordinates(self, coordinates) -> dict[str, float]:
-        """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant or
-        whose function is a Constant (OpenSim holds them at its value, whatever the inputs do)."""
+        """Locked coordinates at their default values, coupled coordinates whose inputs are all constant or
+        whose function is a Constant (OpenSim holds them at its value, whatever the inputs do), and the free input
+        of a LinearFunction coupler whose dependent coordinate is constant (OpenSim's coupler then holds it)."""
         constant = {name: c.default_value for name, c in coordinates.items() if c.locked}
         changed = True
         while changed:
             changed = False
             for coupler in self.document.couplers:
-                if (coupler.enforced and coupler.dependent not in constant
-                        and (coupler.function.kind == "constant"
-                             or all(name in constant for name in coupler.independent))):
-                    constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
+                if not coupler.enforced:
+                    continue
+                if coupler.dependent not in constant:
+                    if coupler.function.kind == "constant" or all(name in constant for name in coupler.independent):
+                        constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
+                        changed = True
+                    continue
+                free = [name for name in coupler.independent if name not in constant]
+                if free and coupler.function.kind != "constant":
+                    name, value = self.held_input(coupler, free, constant)
+                    constant[name] = value
                     changed = True
         return constant
 
+    @staticmethod
+    def held_input(coupler, free: list[str], constant: dict[str, float]) -> tuple[str, float]:
+        """(input, value) that an enforced coupler holds when its dependent coordinate is constant: s (a x + b) = c
+        for its one free input x of a LinearFunction (a ≠ 0); anything else is refused, naming the coupler."""
+        function = coupler.function
+        slopes = dict(zip(coupler.independent, function.values[:-1])) if function.kind == "linear" else {}
+        if len(free) != 1 or slopes.get(free[0], 0.0) == 0.0 or function.scale == 0.0:
+            raise coupler.source.error("dependent_coordinate_name", f"the dependent coordinate {coupler.dependent!r} "
+                                       f"is locked, so OpenSim holds the free input(s) {', '.join(free)} where the "
+                                       f"{function.kind} function meets its value: not supported", "a locked "
+                                       "dependent coordinate with one free input of a LinearFunction, or the "
+                                       "inputs locked instead")
+        rest = function.values[-1] + sum(a * constant[n] for n, a in slopes.items() if n != free[0])
+        return free[0], (constant[coupler.dependent] / function.scale - rest) / slopes[free[0]]
+
     def couplers(self, coordinates, constant) -> dict[str, tuple[OsimFunction, tuple[str, ...], SourceRef]]:
+        """The enforced couplers of free dependent coordinates: dependent → (function, free inputs, source);
+        a coordinate coupled twice, or couplers that feed back on themselves, refused naming the coupler."""
         result = {}
         for coupler in self.document.couplers:
             if not coupler.enforced or coupler.dependent in constant:
@@ -319,6 +344,17 @@ class _Builder:
                                            "one CoordinateCouplerConstraint per dependent coordinate")
             function, inputs = fold_constant_inputs(coupler.function, coupler.independent, constant)
             result[coupler.dependent] = (function, inputs, coupler.source)
+        for dependent, (_, _, source) in result.items():
+            path, name = [dependent], dependent
+            while True:   # follow the first input that is itself coupled back to `dependent`
+                name = next((n for n in result.get(name, ((), ()))[1] if n in result), None)
+                if name is None or name in path[1:]:
+                    break
+                path.append(name)
+                if name == dependent:
+                    raise source.error("independent_coordinate_names", "the couplers form a cycle: "
+                                       + " → ".join(path) + " (OpenSim solves them together)", "couplers whose "
+                                       "inputs do not depend back on their dependent coordinate")
         return result
 
     def ordered_joints(self) -> list[tuple[Joint, bool]]:
