@@ -430,3 +430,85 @@ def test_couplers_in_a_cycle_are_refused_naming_the_coupler(tmp_path):
     path = _write(tmp_path, _document(_three_pins(), _coupler("c1", "q3", "q1") + _coupler("c2", "q1", "q3")))
     with pytest.raises(ModelError, match=r'CoordinateCouplerConstraint name="c1".*cycle: q3 → q1 → q3'):
         biobullet.load_model(path)
+
+
+def _gimbal_chain_with_point_constraint(tmp_path, centred: bool, coupler: str) -> str:
+    """a on a GimbalJoint at the ground origin, b pinned to a; c on a GimbalJoint at the origin too (`centred`) or
+    0.4 m from b's tip, across both the tip's radius and ground y (so c2 moves c's point along that radius: a
+    well-conditioned closure); b's tip held by a PointConstraint on the point of c where it is at the default
+    pose (the defaults close the loop; c3 = 0.25 is on the coupler c3 = 0.5 b1 + 0.1); `coupler` added (1 DOF
+    left). The file's path."""
+    joints = _gimbal_joints("0 0 0")
+    free = osim.Model(_write(tmp_path, _document(joints), "free.osim"))
+    state = free.initSystem()
+    tip = free.getBodySet().get("b").findStationLocationInGround(state, osim.Vec3(0, -0.3, 0))
+    tip = np.array([tip.get(i) for i in range(3)])
+    if not centred:
+        across = np.cross([0.0, 1.0, 0.0], tip)
+        joints = _gimbal_joints(" ".join(repr(float(v)) for v in tip - 0.4 * across / np.linalg.norm(across)))
+        free = osim.Model(_write(tmp_path, _document(joints), "free.osim"))
+        state = free.initSystem()
+    point = free.getBodySet().get("b").findStationLocationInAnotherFrame(state, osim.Vec3(0, -0.3, 0),
+                                                                          free.getBodySet().get("c"))
+    constraint = ("<PointConstraint name='pc'><socket_body_1>/bodyset/c</socket_body_1><socket_body_2>/bodyset/b"
+                  f"</socket_body_2><location_body_1>{point.get(0)!r} {point.get(1)!r} {point.get(2)!r}"
+                  "</location_body_1><location_body_2>0 -0.3 0</location_body_2></PointConstraint>")
+    return _write(tmp_path, _document(joints, constraint + coupler), "constrained.osim")
+
+
+def _gimbal_joints(c_origin: str) -> str:
+    """The joints of `_gimbal_chain_with_point_constraint`, c's gimbal at `c_origin` in ground."""
+    gimbal = "".join(_coordinate(n, d) for n, d in (("c1", 0.1), ("c2", -0.1), ("c3", 0.25)))
+    joints = (f'<GimbalJoint name="j0"><socket_parent_frame>g0</socket_parent_frame><socket_child_frame>/bodyset/c'
+              f"</socket_child_frame><coordinates>{gimbal}</coordinates><frames><PhysicalOffsetFrame name=\"g0\">"
+              f"<socket_parent>/ground</socket_parent><translation>{c_origin}</translation></PhysicalOffsetFrame>"
+              "</frames></GimbalJoint>"
+              + '<GimbalJoint name="j1"><socket_parent_frame>/ground</socket_parent_frame><socket_child_frame>pa'
+              f"</socket_child_frame><coordinates>{''.join(_coordinate(n, d) for n, d in (('a1', 0.1), ('a2', 0.2), ('a3', -0.1)))}"
+              '</coordinates><frames><PhysicalOffsetFrame name="pa"><socket_parent>/bodyset/a</socket_parent>'
+              "<translation>0 0.3 0</translation><orientation>0.5 0.4 0.7</orientation></PhysicalOffsetFrame></frames>"
+              "</GimbalJoint>"
+              + '<PinJoint name="j2"><socket_parent_frame>fa</socket_parent_frame><socket_child_frame>pb'
+              f"</socket_child_frame><coordinates>{_coordinate('b1', 0.3)}</coordinates><frames>"
+              '<PhysicalOffsetFrame name="fa"><socket_parent>/bodyset/a</socket_parent><translation>0 -0.3 0'
+              "</translation><orientation>0.3 0.2 0</orientation></PhysicalOffsetFrame>"
+              '<PhysicalOffsetFrame name="pb"><socket_parent>/bodyset/b</socket_parent><translation>0 0.3 0'
+              "</translation></PhysicalOffsetFrame></frames></PinJoint>")
+    return joints
+
+
+def test_point_constraint_closed_around_a_coupler_input_matches_opensim(tmp_path):
+    """c3 = 0.5 b1 + 0.1 (a coupler on the constrained chain, fed by b1), with a PointConstraint closing the chain.
+    The dependent coordinates were taken from the last backwards: b1 first — but the loop resolver needs b1 known
+    to compute c3 on the loop's path. Before: refused by an error about the generated `<loop>` ("joint functions
+    and loop closures depend on joints that are neither independent nor computed: c3"). Now a coordinate that
+    feeds a joint function on a loop's path is never made dependent: the coordinates are (c1, a1, b1) and the
+    constrained accelerations equal OpenSim's at consistent states near the default pose (1e-9 relative, the
+    bound of test_opensim_constraints). Where only such a coordinate can close the loop (both gimbals at the
+    ground origin), the refusal names the constraint and the coordinate."""
+    coupler = _coupler("cc", "c3", "b1")
+    path = _gimbal_chain_with_point_constraint(tmp_path, False, coupler)
+    model = biobullet.load_model(path)
+    assert model.coordinate_names == ("c1", "a1", "b1")
+    reference = osim.Model(path)
+    state = reference.initSystem()
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    rng = np.random.default_rng(16)
+    q_default, _ = model.initial_state()
+    for _ in range(6):
+        q, v = q_default + rng.uniform(-0.05, 0.05, model.nq), rng.normal(size=model.nq)
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        for name, value, rate in zip(model.joint_names, x, xd):
+            if name in coordinates:
+                coordinates[name].setValue(state, float(value), False)
+                coordinates[name].setSpeedValue(state, float(rate))
+        reference.realizeAcceleration(state)
+        assert np.abs(state.getQErr().to_numpy()).max() <= 1e-12   # a consistent state for OpenSim too
+        expected = np.array([coordinates[n].getAccelerationValue(state) for n in coordinates])
+        xdd = gradient @ model.forward_dynamics(q, v, np.zeros(model.nq)) + gamma
+        ours = np.array([xdd[model.joint_names.index(n)] for n in coordinates])
+        assert np.linalg.norm(ours - expected) <= 1e-9 * np.linalg.norm(expected)
+
+    centred = _gimbal_chain_with_point_constraint(tmp_path, True, coupler)
+    with pytest.raises(ModelError, match=r"PointConstraint name=\"pc\".*need one of b1 as a dependent"):
+        biobullet.load_model(centred)
