@@ -40,11 +40,12 @@ COLLINEAR_TOLERANCE = 1e-5
 
 @dataclass(frozen=True)
 class OsimFunction:
-    """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, and its numbers.
+    """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, ellipsoid, and its numbers.
     constant: values=(c,); linear: values=(a_1..a_n, b) for b + Σ a_i x_i; polynomial: values in decreasing
     powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
-    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)). `scale` multiplies the value
-    (MultiplierFunction, coupler scale factors)."""
+    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)); ellipsoid: an
+    EllipsoidJoint's translation along F's axis k, values=(radius, k), inputs (q₁, q₂) (`ELLIPSOID_TRANSLATIONS`).
+    `scale` multiplies the value (MultiplierFunction, coupler scale factors)."""
 
     kind: str
     source: SourceRef
@@ -406,11 +407,13 @@ class PropertyReader:
                                    "rotation1..3 and translation1..3")
             transform_axes = tuple(self.read_axis(axes[n], n, names, path) for n in order)
             self.check_collinear(source, [self.numbers(axes[n], "axis", 3) for n in order])
+        elif joint_type == "EllipsoidJoint":
+            transform_axes = self.ellipsoid_axes(element, source, names)
         else:
             shapes = STANDARD_JOINTS.get(joint_type)
             if shapes is None:
                 raise source.error(None, f"joint type {joint_type} is not supported by the importer",
-                                   "one of CustomJoint, " + ", ".join(sorted(STANDARD_JOINTS)))
+                                   "one of CustomJoint, EllipsoidJoint, " + ", ".join(sorted(STANDARD_JOINTS)))
             if len(coordinates) != len(shapes[1]):
                 raise source.error("coordinates", f"{len(coordinates)} coordinate(s)",
                                    f"{len(shapes[1])} for a {joint_type}")
@@ -420,6 +423,22 @@ class PropertyReader:
                 for k, (rotation, axis, index) in enumerate(zip(*shapes[0], shapes[1])))
         return Joint(joint_type, path.rsplit("/", 1)[1], path, ends[0], ends[1], coordinates, transform_axes,
                      source)
+
+    def ellipsoid_axes(self, element: ET.Element, source: SourceRef, names: tuple[str, ...]
+                       ) -> tuple[TransformAxis, ...]:
+        """An EllipsoidJoint as function-based axes (Simbody's Ellipsoid mobilizer): M's origin at
+        p = (a n_x, b n_y, c n_z) in F, n = R_FM ẑ, R_FM = Rx(q₁) Ry(q₂) Rz(q₃) body-fixed — so
+        n = (sin q₂, −sin q₁ cos q₂, cos q₁ cos q₂); then the three rotations."""
+        if len(names) != 3:
+            raise source.error("coordinates", f"{len(names)} coordinate(s)", "3 for an EllipsoidJoint")
+        radii = self.numbers(element, "radii_x_y_z", 3)
+        translations = tuple(TransformAxis(f"EllipsoidJoint.{k}", False, axis, names[:2],
+                                           OsimFunction("ellipsoid", source, (radius, float(k))), source)
+                             for k, (axis, radius) in enumerate(zip((X, Y, Z), radii)))
+        rotations = tuple(TransformAxis(f"EllipsoidJoint.{k + 3}", True, axis, (name,),
+                                        OsimFunction("linear", source, (1.0, 0.0)), source)
+                          for k, (axis, name) in enumerate(zip((X, Y, Z), names)))
+        return translations + rotations
 
     @staticmethod
     def check_collinear(source: SourceRef, axes: list[tuple[float, ...]]) -> None:

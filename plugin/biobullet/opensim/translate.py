@@ -66,6 +66,11 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
                           "offset": number_text(s * function.values[-1])}
     if function.kind == "polynomial":
         return "polynomial", {"coefficients": vector_text(s * c for c in reversed(function.values))}
+    if function.kind == "ellipsoid":   # Simbody's Ellipsoid mobilizer: p_k = radius_k n_k(q₁, q₂)
+        radius, k = function.values
+        q1, q2 = inputs
+        component = (f"sin({q2})", f"-sin({q1})*cos({q2})", f"cos({q1})*cos({q2})")[int(k)]
+        return "expression", {"expression": f"radius*{component}", "parameters": f"radius={number_text(s * radius)}"}
     if function.kind == "sine":
         amplitude, omega, phase, offset = function.values
         return "expression", {"expression": f"amplitude*sin(omega*{inputs[0]} + phase) + offset",
@@ -125,6 +130,10 @@ def fold_constant_inputs(function: OsimFunction, inputs: tuple[str, ...], consta
     LinearFunction takes several inputs, so the constant ones fold into its intercept."""
     if not any(name in constant for name in inputs) or all(name in constant for name in inputs):
         return function, inputs
+    if function.kind != "linear":   # an EllipsoidJoint's translation: its locked input stays a named input
+        raise function.source.error("coordinates", f"{', '.join(n for n in inputs if n in constant)} locked and "
+                                    f"{', '.join(n for n in inputs if n not in constant)} free: not supported",
+                                    "all of its first two coordinates locked, or none")
     slopes, intercept = function.values[:-1], function.values[-1]
     intercept += sum(a * constant[name] for a, name in zip(slopes, inputs) if name in constant)
     kept = [(a, name) for a, name in zip(slopes, inputs) if name not in constant]
