@@ -505,45 +505,58 @@ def test_point_constraint_closed_around_a_coupler_input_matches_opensim(tmp_path
         biobullet.load_model(centred)
 
 
-def test_ellipsoid_joint_matches_opensim(tmp_path):
-    """EllipsoidJoint (radii 0.1, 0.2, 0.3 m, between rotated offset frames, under a PinJoint): Simbody's Ellipsoid
-    mobilizer puts M's origin at p = (a n_x, b n_y, c n_z) in F, n = R_FM ẑ, with R_FM = Rx(q1) Ry(q2) Rz(q3) —
-    mapped to three translations driven by expressions of (q1, q2), then the three rotations. Before: refused.
-    Now placements equal OpenSim's; OpenSim's speeds of the joint are ω_FM in F (u = J q̇, J's columns x̂, Rx(q1) ŷ,
-    Rx(q1) Ry(q2) ẑ), so biobullet's M equals Jᵀ M_u J, and with the joint's speeds and forces zero (J̇ q̇ = 0)
-    OpenSim's u̇ equals J q̈ (1e-12 relative)."""
+SCAPULOTHORACIC = ("<thoracic_ellipsoid_radii_x_y_z>0.07 0.15 0.08</thoracic_ellipsoid_radii_x_y_z>"
+                   "<scapula_winging_axis_origin>-0.05 0.02</scapula_winging_axis_origin>"
+                   "<scapula_winging_axis_direction>0.4</scapula_winging_axis_direction>")
+
+
+@pytest.mark.parametrize("kind, names, properties", [
+    ("EllipsoidJoint", ("e1", "e2", "e3"), "<radii_x_y_z>0.1 0.2 0.3</radii_x_y_z>"),
+    ("ScapulothoracicJoint", ("e1", "e2", "e3", "wing"), SCAPULOTHORACIC),
+    # as OpenSim writes it with the winging axis at its defaults (the properties left out)
+    ("ScapulothoracicJoint", ("e1", "e2", "e3", "wing"), SCAPULOTHORACIC.split("<scapula")[0]),
+], ids=["ellipsoid", "scapulothoracic", "scapulothoracic_defaults"])
+def test_ellipsoid_and_scapulothoracic_joints_match_opensim(tmp_path, kind, names, properties):
+    """EllipsoidJoint (radii 0.1, 0.2, 0.3 m) and ScapulothoracicJoint (radii 0.07, 0.15, 0.08 m, winging axis
+    at 0.4 rad through (−0.05, 0.02)), between rotated offset frames, under a PinJoint. Simbody's Ellipsoid
+    mobilizer puts M's origin at p = (a n_x, b n_y, c n_z) in F, n = R_FM ẑ, R_FM = Rx(e1) Ry(e2) Rz(e3) — three
+    translations driven by expressions of (e1, e2), then the rotations; the ScapulothoracicJoint is OpenSim's
+    Ellipsoid (F turned by Rz(π/2), radii x and y swapped, M turned back) then a pin for the winging. Before:
+    refused. Now placements equal OpenSim's; OpenSim's speeds of the ellipsoid are ω_FM in F (u = J q̇, J's
+    columns x̂, Rx(e1) ŷ, Rx(e1) Ry(e2) ẑ), so biobullet's M equals Jᵀ M_u J, and with the ellipsoid's speeds
+    and forces zero (J̇ q̇ = 0) OpenSim's u̇ equals J q̈ (1e-12 relative)."""
     from biobullet.opensim.document import axis_rotation
 
     joints = (_pin("j0", "/ground", "/bodyset/a", _coordinate("q0"))
-              + f'<EllipsoidJoint name="j1"><socket_parent_frame>po</socket_parent_frame><socket_child_frame>co'
-              f"</socket_child_frame><coordinates>{''.join(_coordinate(n) for n in ('e1', 'e2', 'e3'))}"
-              f"</coordinates>{_offsets('/bodyset/a', '/bodyset/b')}<radii_x_y_z>0.1 0.2 0.3</radii_x_y_z>"
-              "</EllipsoidJoint>")
+              + f'<{kind} name="j1"><socket_parent_frame>po</socket_parent_frame><socket_child_frame>co'
+              f"</socket_child_frame><coordinates>{''.join(_coordinate(n) for n in names)}</coordinates>"
+              f"{_offsets('/bodyset/a', '/bodyset/b')}{properties}</{kind}>")
     path = _write(tmp_path, _document(joints).replace('<Body name="c">' + INERTIA + "</Body>", ""))
     model, links, messages = _load(path)
-    assert model.coordinate_names == ("q0", "e1", "e2", "e3") and not messages
+    assert model.coordinate_names == ("q0", *names) and not messages
     reference, state, actuators = opensim_without_forces(osim, path)
     coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    pinned = [0] + list(range(4, model.nq))   # q0 and the winging: u = q̇
     rng = np.random.default_rng(16)
     for _ in range(SAMPLES):
-        q, v = rng.uniform(-1.0, 1.0, 4), np.zeros(4)
-        v[0], tau = rng.normal(), np.array([rng.normal(), 0.0, 0.0, 0.0])
-        for name, value in zip(model.coordinate_names, q):
+        q, v, tau = rng.uniform(-1.0, 1.0, model.nq), np.zeros(model.nq), np.zeros(model.nq)
+        v[pinned], tau[pinned] = rng.normal(size=len(pinned)), rng.normal(size=len(pinned))
+        for name, value, rate, force in zip(model.coordinate_names, q, v, tau):
             coordinates[name].setValue(state, float(value), False)
-            coordinates[name].setSpeedValue(state, 0.0)
-        coordinates["q0"].setSpeedValue(state, float(v[0]))
-        actuators["q0"].overrideActuation(state, True)
-        actuators["q0"].setOverrideActuation(state, float(tau[0]))
+            coordinates[name].setSpeedValue(state, float(rate))
+            actuators[name].overrideActuation(state, True)
+            actuators[name].setOverrideActuation(state, float(force))
         reference.realizeAcceleration(state)
         x = model.joint_configuration(q)
         assert placement_difference(reference, state, model, links, x) <= 1e-12
-        jacobian = np.eye(4)
+        jacobian = np.eye(model.nq)
         rx = axis_rotation((1.0, 0.0, 0.0), q[1])
-        jacobian[1:, 1:] = np.column_stack([(1.0, 0.0, 0.0), rx[:, 1],
-                                            (rx @ axis_rotation((0.0, 1.0, 0.0), q[2]))[:, 2]])
+        jacobian[1:4, 1:4] = np.column_stack([(1.0, 0.0, 0.0), rx[:, 1],
+                                              (rx @ axis_rotation((0.0, 1.0, 0.0), q[2]))[:, 2]])
         matrix = osim.Matrix()
         reference.getMatterSubsystem().calcM(state, matrix)
-        expected_m = jacobian.T @ np.array([[matrix.get(i, j) for j in range(4)] for i in range(4)]) @ jacobian
+        expected_m = jacobian.T @ np.array([[matrix.get(i, j) for j in range(model.nq)]
+                                            for i in range(model.nq)]) @ jacobian
         assert np.abs(model.mass_matrix(q) - expected_m).max() <= 1e-12 * np.abs(expected_m).max()
         expected_udot = state.getUDot().to_numpy()
         udot = jacobian @ model.forward_dynamics(q, v, tau)

@@ -408,12 +408,15 @@ class PropertyReader:
             transform_axes = tuple(self.read_axis(axes[n], n, names, path) for n in order)
             self.check_collinear(source, [self.numbers(axes[n], "axis", 3) for n in order])
         elif joint_type == "EllipsoidJoint":
-            transform_axes = self.ellipsoid_axes(element, source, names)
+            transform_axes = self.ellipsoid_axes(source, names, self.numbers(element, "radii_x_y_z", 3))
+        elif joint_type == "ScapulothoracicJoint":
+            transform_axes = self.scapulothoracic_axes(element, source, names)
         else:
             shapes = STANDARD_JOINTS.get(joint_type)
             if shapes is None:
                 raise source.error(None, f"joint type {joint_type} is not supported by the importer",
-                                   "one of CustomJoint, EllipsoidJoint, " + ", ".join(sorted(STANDARD_JOINTS)))
+                                   "one of CustomJoint, EllipsoidJoint, ScapulothoracicJoint, "
+                                   + ", ".join(sorted(STANDARD_JOINTS)))
             if len(coordinates) != len(shapes[1]):
                 raise source.error("coordinates", f"{len(coordinates)} coordinate(s)",
                                    f"{len(shapes[1])} for a {joint_type}")
@@ -424,14 +427,14 @@ class PropertyReader:
         return Joint(joint_type, path.rsplit("/", 1)[1], path, ends[0], ends[1], coordinates, transform_axes,
                      source)
 
-    def ellipsoid_axes(self, element: ET.Element, source: SourceRef, names: tuple[str, ...]
+    @staticmethod
+    def ellipsoid_axes(source: SourceRef, names: tuple[str, ...], radii: tuple[float, ...]
                        ) -> tuple[TransformAxis, ...]:
         """An EllipsoidJoint as function-based axes (Simbody's Ellipsoid mobilizer): M's origin at
         p = (a n_x, b n_y, c n_z) in F, n = R_FM ẑ, R_FM = Rx(q₁) Ry(q₂) Rz(q₃) body-fixed — so
         n = (sin q₂, −sin q₁ cos q₂, cos q₁ cos q₂); then the three rotations."""
         if len(names) != 3:
             raise source.error("coordinates", f"{len(names)} coordinate(s)", "3 for an EllipsoidJoint")
-        radii = self.numbers(element, "radii_x_y_z", 3)
         translations = tuple(TransformAxis(f"EllipsoidJoint.{k}", False, axis, names[:2],
                                            OsimFunction("ellipsoid", source, (radius, float(k))), source)
                              for k, (axis, radius) in enumerate(zip((X, Y, Z), radii)))
@@ -439,6 +442,29 @@ class PropertyReader:
                                         OsimFunction("linear", source, (1.0, 0.0)), source)
                           for k, (axis, name) in enumerate(zip((X, Y, Z), names)))
         return translations + rotations
+
+    def scapulothoracic_axes(self, element: ET.Element, source: SourceRef, names: tuple[str, ...]
+                             ) -> tuple[TransformAxis, ...]:
+        """A ScapulothoracicJoint as OpenSim 4.6 builds it: an Ellipsoid mobilizer (abduction, elevation, upward
+        rotation) between the parent frame turned by Rz(π/2) and a massless frame turned back by Rz(−π/2), radii
+        (r_y, r_x, r_z) of `thoracic_ellipsoid_radii_x_y_z`; then a pin (winging) about the direction
+        (−sin w, cos w, 0) through (o_x, o_y, 0) of that frame; the child frame welded to it. The radii have no default (OpenSim's are NaN)."""
+        if len(names) != 4:
+            raise source.error("coordinates", f"{len(names)} coordinate(s)", "4 for a ScapulothoracicJoint")
+        rx, ry, rz = self.numbers(element, "thoracic_ellipsoid_radii_x_y_z", 3)
+        # OpenSim writes no property at its default: the winging axis at (0, 0), direction 0
+        ox, oy = self.numbers(element, "scapula_winging_axis_origin", 2, (0.0, 0.0))
+        wing = self.number(element, "scapula_winging_axis_direction", 0.0)
+
+        def fixed(rotation: bool, axis, value: float) -> TransformAxis:
+            return TransformAxis("ScapulothoracicJoint.fixed", rotation, axis, (),
+                                 OsimFunction("constant", source, (value,)), source)
+
+        winging = TransformAxis("ScapulothoracicJoint.winging", True, (-math.sin(wing), math.cos(wing), 0.0),
+                                (names[3],), OsimFunction("linear", source, (1.0, 0.0)), source)
+        return (fixed(True, Z, math.pi / 2), *self.ellipsoid_axes(source, names[:3], (ry, rx, rz)),
+                fixed(True, Z, -math.pi / 2), fixed(False, X, ox), fixed(False, Y, oy), winging,
+                fixed(False, X, -ox), fixed(False, Y, -oy))
 
     @staticmethod
     def check_collinear(source: SourceRef, axes: list[tuple[float, ...]]) -> None:
