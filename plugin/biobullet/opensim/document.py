@@ -44,7 +44,7 @@ class OsimFunction:
     constant: values=(c,); linear: values=(a_1..a_n, b) for b + Σ a_i x_i; polynomial: values in decreasing
     powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
     (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)); ellipsoid: an
-    EllipsoidJoint's translation along F's axis k, values=(radius, k), inputs (q₁, q₂) (`ELLIPSOID_TRANSLATIONS`).
+    EllipsoidJoint's translation along F's axis k, values=(radius, k), inputs (q₁, q₂) (`PropertyReader.ellipsoid_axes`).
     `scale` multiplies the value (MultiplierFunction, coupler scale factors)."""
 
     kind: str
@@ -112,7 +112,8 @@ class Joint:
     parent_frame: str   # resolved frame or body path
     child_frame: str
     coordinates: tuple[Coordinate, ...]
-    axes: tuple[TransformAxis, ...]   # in mobilizer order: translations (in the parent frame), then rotations
+    # from F to M, each axis in the frame the previous ones produced (a CustomJoint's: translations, then rotations)
+    axes: tuple[TransformAxis, ...]
     source: SourceRef
 
 
