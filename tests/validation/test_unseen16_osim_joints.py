@@ -287,8 +287,8 @@ def test_coordinate_prescribed_by_a_constant_is_held_as_in_opensim(tmp_path):
     """A coordinate prescribed by a Constant: OpenSim holds it at that value (q̇ = q̈ = 0), whatever its default.
     Before: reported and left free at its default — the initial pose 0.097 m off OpenSim's (body c) and q̈ there
     (−8.94, −13.20, 16.61) against OpenSim's (−18.26, 0, 5.48) rad/s². Now held (a locked
-    coordinate at the constant): placements, M and q̈ equal OpenSim's on the prescribed file itself. A prescribed
-    function of time is still reported."""
+    coordinate at the constant): placements, M and q̈ equal OpenSim's on the prescribed file itself. A spline of
+    time is still reported."""
     prescribed = ("<prescribed>true</prescribed><prescribed_function><Constant><value>0.7</value></Constant>"
                   "</prescribed_function>")
     held = _coordinate("c", 0.1).replace("</Coordinate>", prescribed + "</Coordinate>")
@@ -300,8 +300,8 @@ def test_coordinate_prescribed_by_a_constant_is_held_as_in_opensim(tmp_path):
     assert model.coordinate_names == ("q1", "q3") and not messages
     _assert_agrees(_worst_differences(model, links, path))
     moving = _write(tmp_path, _document(joints.replace("<Constant><value>0.7</value></Constant>",
-                                                       "<LinearFunction><coefficients>0.5 0.1</coefficients>"
-                                                       "</LinearFunction>")), "moving.osim")
+                                                       "<SimmSpline><x>0 1 2</x><y>0.1 0.3 0.2</y></SimmSpline>")),
+                    "moving.osim")
     _, _, messages = _load(moving)
     assert any("Coordinate c: prescribed motion not imported" in m for m in messages), messages
 
@@ -588,3 +588,48 @@ def test_ellipsoid_joint_with_locked_angles_moves_as_in_opensim(tmp_path):
     assert expected[1:3] == pytest.approx([0.4, -0.3], abs=1e-12)   # OpenSim holds the locked angles
     run = biobullet.simulate(model, 0.3, rtol=1e-11, atol=1e-12, t_eval=[0.0, 0.3], progress=False)
     assert np.abs(run.q[-1] - np.array([expected[0], expected[3]])).max() <= 1e-9
+
+
+@pytest.mark.parametrize("function", [
+    "<Sine><amplitude>0.6</amplitude><omega>3.0</omega><phase>0.4</phase><offset>-0.1</offset></Sine>",
+    "<PolynomialFunction><coefficients>0.5 -0.3 0.8 0.2</coefficients></PolynomialFunction>",
+    "<MultiplierFunction><function><LinearFunction><coefficients>1.5 -0.2</coefficients></LinearFunction>"
+    "</function><scale>0.7</scale></MultiplierFunction>",
+], ids=["sine", "polynomial", "scaled_linear"])
+def test_coordinate_prescribed_by_a_function_of_time_matches_opensim(tmp_path, function):
+    """A coordinate prescribed by f(t) (Sine, PolynomialFunction, a scaled LinearFunction): OpenSim moves it as
+    q = f(t). Before: reported and left free (its own dynamics, a different model). Now its joint is driven by an
+    `expression` of t: at times 0 … 1.4 s, with the free coordinates at random states, placements equal
+    OpenSim's (1e-12) and so do the free coordinates' accelerations (1e-11 relative)."""
+    prescribed = f"<prescribed>true</prescribed><prescribed_function>{function}</prescribed_function>"
+    joints = (_pin("j1", "/ground", "/bodyset/a", _coordinate("q1"))
+              + _pin("j2", "/bodyset/a", "/bodyset/b",
+                     _coordinate("c", 0.1).replace("</Coordinate>", prescribed + "</Coordinate>"), "0.0 -0.25 0.1")
+              + _pin("j3", "/bodyset/b", "/bodyset/c", _coordinate("q3"), "0.05 -0.2 0.0"))
+    path = _write(tmp_path, _document(joints))
+    model, links, messages = _load(path)
+    assert model.coordinate_names == ("q1", "q3") and not messages
+    reference, state, actuators = opensim_without_forces(osim, path)
+    coordinates = {c.getName(): c for c in reference.getCoordinateSet()}
+    rng = np.random.default_rng(16)
+    for time in np.linspace(0.0, 1.4, 8):
+        q, v, tau = rng.uniform(-1.0, 1.0, 2), rng.normal(size=2), rng.normal(size=2)
+        state.setTime(float(time))
+        # OpenSim's prescribed q and u, from its own function (Simbody prescribes them in its integrators, not in
+        # realize; its prescribed acceleration f''(t) comes from realize)
+        prescribed, at = coordinates["c"].getPrescribedFunction(), osim.Vector(1, float(time))
+        coordinates["c"].setValue(state, prescribed.calcValue(at), False)
+        coordinates["c"].setSpeedValue(state, prescribed.calcDerivative(osim.StdVectorInt([0]), at))
+        for name, value, rate, force in zip(model.coordinate_names, q, v, tau):
+            coordinates[name].setValue(state, float(value), False)
+            coordinates[name].setSpeedValue(state, float(rate))
+            actuators[name].overrideActuation(state, True)
+            actuators[name].setOverrideActuation(state, float(force))
+        reference.realizeAcceleration(state)
+        x = model.joint_state(q, v, float(time))[0]
+        assert placement_difference(reference, state, model, links, x) <= 1e-12
+        expected = np.array([coordinates[n].getAccelerationValue(state) for n in model.coordinate_names])
+        qdd = model.forward_dynamics(q, v, tau, float(time))
+        assert np.abs(qdd - expected).max() <= 1e-11 * max(1.0, np.abs(expected).max())
+        assert coordinates["c"].getAccelerationValue(state) == pytest.approx(
+            prescribed.calcDerivative(osim.StdVectorInt([0, 0]), at), abs=1e-12)   # prescribed motion acts

@@ -36,6 +36,9 @@ MAPPED_CONSTRAINTS = ("CoordinateCouplerConstraint", "PointConstraint", "WeldCon
 #: a CustomJoint's axes with |a_i × a_j| below this (the file's vectors, as written) are collinear: OpenSim 4.6
 #: refuses the joint (CustomJoint::extendFinalizeFromProperties), so the importer does too
 COLLINEAR_TOLERANCE = 1e-5
+#: prescribed_function types the importer follows (a Constant locks the coordinate; the others drive its joint by
+#: an expression of time); a spline of time is reported
+TIME_FUNCTIONS = ("Constant", "LinearFunction", "PolynomialFunction", "Sine", "MultiplierFunction")
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ class Coordinate:
     locked: bool
     prescribed: bool
     source: SourceRef
+    #: a prescribed coordinate's function of time, when the importer can drive the joint by it (else None)
+    prescribed_function: OsimFunction | None = None
 
 
 @dataclass(frozen=True)
@@ -494,14 +499,17 @@ class PropertyReader:
         if clamped and not lower - slack < default < upper + slack:
             raise source.error("default_value", f"default {default:g} outside the range [{lower:g}, {upper:g}] of a "
                                "clamped coordinate (OpenSim refuses the file too)", "a default inside the range")
-        locked = self.flag(element, "locked")
+        locked, timed = self.flag(element, "locked"), None
         if prescribed:
             members = [c for c in element.find("prescribed_function") if isinstance(c.tag, str)]
-            function = self.read_function(members[0]) if members and members[0].tag == "Constant" else None
-            if function is not None:   # OpenSim holds it at the value, q̇ = q̈ = 0: a locked coordinate
-                default, locked, prescribed = function.values[0], True, False
+            function = self.read_function(members[0]) if members and members[0].tag in TIME_FUNCTIONS else None
+            if function is not None and function.kind == "constant":
+                # OpenSim holds it at the value, q̇ = q̈ = 0: a locked coordinate
+                default, locked, prescribed = function.scale * function.values[0], True, False
+            elif function is not None and (function.kind != "linear" or len(function.values) == 2):
+                timed = function   # q = f(t): its joint driven by an expression of time
         return Coordinate(name, default, self.number(element, "default_speed_value", 0.0), (lower, upper), clamped,
-                          locked, prescribed, source)
+                          locked, prescribed, source, timed)
 
     def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...], joint: str = ""
                   ) -> TransformAxis:

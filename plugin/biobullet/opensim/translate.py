@@ -90,6 +90,20 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
     return "spline", attributes
 
 
+def time_expression(function: OsimFunction) -> str | None:
+    """A prescribed coordinate's f(t) as an `expression` joint function's text (None: not expressible)."""
+    s, values = function.scale, function.values
+    if function.kind == "linear":
+        return f"({number_text(s * values[0])})*t + ({number_text(s * values[1])})"
+    if function.kind == "polynomial":   # highest power first, as OpenSim writes it
+        return " + ".join(f"({number_text(s * c)})*t**{len(values) - 1 - k}" for k, c in enumerate(values))
+    if function.kind == "sine":
+        amplitude, omega, phase, offset = values
+        return (f"({number_text(s * amplitude)})*sin(({number_text(omega)})*t + ({number_text(phase)})) + "
+                f"({number_text(s * offset)})")
+    return None
+
+
 def is_identity(function: OsimFunction, inputs: tuple[str, ...]) -> bool:
     return (function.kind == "linear" and len(inputs) == 1
             and function.scale * function.values[0] == 1.0 and function.scale * function.values[1] == 0.0)
@@ -234,8 +248,16 @@ class _Builder:
             self.add_carrier(name, coordinate)
         for dependent, (function, inputs, source) in couplers.items():
             self.add_function(dependent, function, inputs)
+        timed: set[str] = set()
+        for name, coordinate in coordinates.items():   # OpenSim's prescribed motion q = f(t): driven by time
+            text = None if coordinate.prescribed_function is None or name in constant or name in couplers \
+                else time_expression(coordinate.prescribed_function)
+            if text is not None:
+                timed.add(name)
+                self.functions.append(f"    <joint_function joint={quoteattr(name)} type=\"expression\" "
+                                      f"expression={quoteattr(text)}/>")
         independent = tuple(name for name in document.coordinate_order
-                            if name not in constant and name not in couplers)
+                            if name not in constant and name not in couplers and name not in timed)
         elements, mapped, reports = force_elements(document, self.body_links,
                                                    {name for name in coordinates if name not in constant},
                                                    self.rotational)
@@ -265,7 +287,7 @@ class _Builder:
             self.reports.extend(reports)
         for joint in document.joints:
             for coordinate in joint.coordinates:
-                if coordinate.prescribed:
+                if coordinate.prescribed and coordinate.name not in timed:
                     self.reports.append(f"Coordinate {coordinate.name}: prescribed motion not imported (free "
                                         "coordinate)")
         return Translation(self.urdf(independent, coordinates, dependent), dict(self.body_links), independent,
