@@ -83,6 +83,15 @@ def _load(path: str):
     return model, links, [str(w.message) for w in caught]
 
 
+def _set_coordinates(state, coordinates, actuators, values: dict[str, tuple[float, float, float]]) -> None:
+    """OpenSim's state at {coordinate: (value, speed, generalized force)} (the force through its actuator)."""
+    for name, (value, rate, force) in values.items():
+        coordinates[name].setValue(state, float(value), False)
+        coordinates[name].setSpeedValue(state, float(rate))
+        actuators[name].overrideActuation(state, True)
+        actuators[name].setOverrideActuation(state, float(force))
+
+
 def _worst_differences(model, links, reference_path: str, forces: bool = False) -> dict[str, float]:
     """Largest placement, mass-matrix and q̈ differences from OpenSim's model at `reference_path` (its
     coordinates named as biobullet's). OpenSim's ForceSet is switched off; `forces`: forces outside it act in
@@ -105,11 +114,7 @@ def _worst_differences(model, links, reference_path: str, forces: bool = False) 
     worst = {"placement": 0.0, "mass_matrix": 0.0, "qdd": 0.0}
     for _ in range(SAMPLES):
         q, v, tau = rng.uniform(-1.0, 1.0, len(names)), rng.normal(size=len(names)), rng.normal(size=len(names))
-        for name, value, rate, force in zip(names, q, v, tau):
-            coordinates[name].setValue(state, float(value), False)
-            coordinates[name].setSpeedValue(state, float(rate))
-            actuators[name].overrideActuation(state, True)
-            actuators[name].setOverrideActuation(state, float(force))
+        _set_coordinates(state, coordinates, actuators, dict(zip(names, zip(q, v, tau))))
         rows = {name: np.zeros(len(names)) for name in coordinates}   # ∂u/∂v: zero for a held coordinate
         rows.update({name: np.eye(len(names))[k] for k, name in enumerate(names)})
         for coupler in couplers:   # in file order, each on coordinates already set
@@ -541,11 +546,7 @@ def test_ellipsoid_and_scapulothoracic_joints_match_opensim(tmp_path, kind, name
     for _ in range(SAMPLES):
         q, v, tau = rng.uniform(-1.0, 1.0, model.nq), np.zeros(model.nq), np.zeros(model.nq)
         v[pinned], tau[pinned] = rng.normal(size=len(pinned)), rng.normal(size=len(pinned))
-        for name, value, rate, force in zip(model.coordinate_names, q, v, tau):
-            coordinates[name].setValue(state, float(value), False)
-            coordinates[name].setSpeedValue(state, float(rate))
-            actuators[name].overrideActuation(state, True)
-            actuators[name].setOverrideActuation(state, float(force))
+        _set_coordinates(state, coordinates, actuators, dict(zip(model.coordinate_names, zip(q, v, tau))))
         reference.realizeAcceleration(state)
         x = model.joint_configuration(q)
         assert placement_difference(reference, state, model, links, x) <= 1e-12
@@ -620,11 +621,7 @@ def test_coordinate_prescribed_by_a_function_of_time_matches_opensim(tmp_path, f
         prescribed, at = coordinates["c"].getPrescribedFunction(), osim.Vector(1, float(time))
         coordinates["c"].setValue(state, prescribed.calcValue(at), False)
         coordinates["c"].setSpeedValue(state, prescribed.calcDerivative(osim.StdVectorInt([0]), at))
-        for name, value, rate, force in zip(model.coordinate_names, q, v, tau):
-            coordinates[name].setValue(state, float(value), False)
-            coordinates[name].setSpeedValue(state, float(rate))
-            actuators[name].overrideActuation(state, True)
-            actuators[name].setOverrideActuation(state, float(force))
+        _set_coordinates(state, coordinates, actuators, dict(zip(model.coordinate_names, zip(q, v, tau))))
         reference.realizeAcceleration(state)
         x = model.joint_state(q, v, float(time))[0]
         assert placement_difference(reference, state, model, links, x) <= 1e-12
