@@ -40,3 +40,23 @@ def opensim_without_forces(osim, path: str, actuators: bool = True):
             added[coordinate.getName()] = actuator
     state = model.initSystem()
     return model, state, added
+
+
+def placement_difference(reference, state, model, links, x) -> float:
+    """Largest difference between OpenSim's body placements (`getTransformInGround`, `state` realized to position)
+    and biobullet's at joint configuration x (`links`: `opensim.osim_body_links`), rotation entries and origins."""
+    import numpy as np
+
+    from biobullet.algorithms.kinematics import body_placements, frame_placement
+
+    placements = body_placements(model, x)
+    worst = 0.0
+    for body in reference.getBodySet():
+        link = links[body.getName()]
+        rotation, origin = frame_placement(model, x, link.link, placements)
+        expected = body.getTransformInGround(state)
+        expected_rotation = np.array([[expected.R().get(i, j) for j in range(3)] for i in range(3)])
+        expected_origin = np.array([expected.p().get(i) for i in range(3)])
+        worst = max(worst, np.abs(rotation @ link.rotation - expected_rotation).max(),
+                    np.abs(origin + rotation @ link.translation - expected_origin).max())
+    return worst

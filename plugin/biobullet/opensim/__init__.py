@@ -39,6 +39,8 @@ def osim_translation(path: str | os.PathLike[str], *, strict: bool = False) -> T
                          expected="a model without them, or strict off (each is then reported by a warning)")
     for report in reports:
         warnings.warn(f"{file}: {report}", stacklevel=3)
+    for note in document.notes:   # imported as OpenSim reads it: a warning, not a refusal under `strict`
+        warnings.warn(f"{file}: {note}", stacklevel=3)
     return translation
 
 

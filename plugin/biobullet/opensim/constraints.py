@@ -132,12 +132,17 @@ def dependent_coordinates(model, loops: list[LoopSpec], independent: tuple[str, 
         blocks.append(jacobian)
     stacked = np.vstack(blocks)
     columns = [model.coordinate_names.index(name) for name in independent]
-    chosen: list[int] = []
-    for k in reversed(range(len(independent))):
-        if len(chosen) == stacked.shape[0]:
-            break
-        if _rank(stacked[:, [columns[j] for j in [*chosen, k]]]) == len(chosen) + 1:
-            chosen.append(k)
+    # a coordinate that drives a joint function on a loop's path must be known before the loop is solved
+    needed = _function_inputs_on_loops(model, [_loop(spec) for spec in final])
+    chosen = _greedy_columns(stacked, columns, [k for k in range(len(independent)) if independent[k] not in needed])
+    if len(chosen) < stacked.shape[0] and len(_greedy_columns(stacked, columns, range(len(independent)))) == \
+            stacked.shape[0]:
+        names = ", ".join(sorted(name for name in needed if name in independent))
+        raise ModelError(f"the constraints {', '.join(s.name for s in final)} need one of {names} as a dependent "
+                         "coordinate, but these drive joint functions (CoordinateCouplerConstraint or TransformAxis) "
+                         "of joints on the constrained chain: not supported", file=model.file,
+                         element=final[0].source.element, expected="constraints closed by coordinates that drive "
+                         "no function of the constrained chain's joints")
     if len(chosen) < stacked.shape[0]:
         raise ModelError(f"the constraints {', '.join(s.name for s in final)} give {stacked.shape[0]} equations of "
                          f"rank {len(chosen)} over the coordinates at the default pose (redundant)",
@@ -146,10 +151,10 @@ def dependent_coordinates(model, loops: list[LoopSpec], independent: tuple[str, 
     return tuple(independent[k] for k in sorted(chosen)), final
 
 
-def _jacobian(model, spec: LoopSpec, x: np.ndarray, gradient: np.ndarray) -> np.ndarray:
-    """Φ_x G of one loop: its rows over the model's generalized coordinates."""
+def _loop(spec: LoopSpec):
+    """The `constraints.loops.Loop` of a spec."""
     from biobullet.constraints.loop_types import PlanarLoop, PointLoop, WeldLoop, plane_basis
-    from biobullet.constraints.loops import Loop, loop_terms
+    from biobullet.constraints.loops import Loop
 
     if spec.type == "weld":
         law = WeldLoop(spec.rotation_a, spec.rotation_b)
@@ -157,8 +162,42 @@ def _jacobian(model, spec: LoopSpec, x: np.ndarray, gradient: np.ndarray) -> np.
         law = PlanarLoop(plane_basis(spec.normal))
     else:
         law = PointLoop()
-    loop = Loop(spec.name, spec.type, spec.link_a, spec.xyz_a, spec.link_b, spec.xyz_b, law, spec.source)
-    return loop_terms(model, (loop,), x)[1] @ gradient
+    return Loop(spec.name, spec.type, spec.link_a, spec.xyz_a, spec.link_b, spec.xyz_b, law, spec.source)
+
+
+def _greedy_columns(stacked: np.ndarray, columns: list[int], candidates) -> list[int]:
+    """Candidates (indices into `columns`) taken from the last backwards, each kept if it raises the rank of
+    `stacked`'s chosen columns, until there are as many as rows."""
+    chosen: list[int] = []
+    for k in reversed(list(candidates)):
+        if len(chosen) == stacked.shape[0]:
+            break
+        if _rank(stacked[:, [columns[j] for j in [*chosen, k]]]) == len(chosen) + 1:
+            chosen.append(k)
+    return chosen
+
+
+def _jacobian(model, spec: LoopSpec, x: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """Φ_x G of one loop: its rows over the model's generalized coordinates."""
+    from biobullet.constraints.loops import loop_terms
+
+    return loop_terms(model, (_loop(spec),), x)[1] @ gradient
+
+
+def _function_inputs_on_loops(model, loops) -> set[str]:
+    """The joints that the joint functions of joints on the loops' paths read, directly or through other
+    functions (couplers, function-driven axes): the loop resolver needs them known, so none may be dependent."""
+    from biobullet.constraints.loops import loop_supports
+
+    inputs = {f.joint: tuple(f.function.inputs) for f in model.description.joint_functions}
+    pending = [model.joint_names[k] for loop in loops for k in loop_supports(model, loop)]
+    needed: set[str] = set()
+    while pending:
+        for name in inputs.get(pending.pop(), ()):
+            if name not in needed:
+                needed.add(name)
+                pending.append(name)
+    return needed
 
 
 def _rank(matrix: np.ndarray) -> int:

@@ -29,15 +29,26 @@ _SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "co
               "ComponentSet": "componentset", "ProbeSet": "probeset", "ControllerSet": "controllerset"}
 #: list properties whose members are sub-components of the element that owns the list
 _COMPONENT_LISTS = ("frames", "components")
+#: forces the importer maps to force elements (`opensim.forces`)
+MAPPED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "PointToPointSpring")
+#: constraints the importer maps (couplers → joint functions, the others → loops)
+MAPPED_CONSTRAINTS = ("CoordinateCouplerConstraint", "PointConstraint", "WeldConstraint")
+#: a CustomJoint's axes with |a_i × a_j| below this (the file's vectors, as written) are collinear: OpenSim 4.6
+#: refuses the joint (CustomJoint::extendFinalizeFromProperties), so the importer does too
+COLLINEAR_TOLERANCE = 1e-5
+#: prescribed_function types the importer follows (a Constant locks the coordinate; the others drive its joint by
+#: an expression of time); a spline of time is reported
+TIME_FUNCTIONS = ("Constant", "LinearFunction", "PolynomialFunction", "Sine", "MultiplierFunction")
 
 
 @dataclass(frozen=True)
 class OsimFunction:
-    """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, and its numbers.
+    """An OpenSim Function: `kind` one of constant, linear, spline, polynomial, sine, ellipsoid, and its numbers.
     constant: values=(c,); linear: values=(a_1..a_n, b) for b + Σ a_i x_i; polynomial: values in decreasing
     powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
-    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)). `scale` multiplies the value
-    (MultiplierFunction, coupler scale factors)."""
+    (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)); ellipsoid: an
+    EllipsoidJoint's translation along F's axis k, values=(radius, k), inputs (q₁, q₂) (`PropertyReader.ellipsoid_axes`).
+    `scale` multiplies the value (MultiplierFunction, coupler scale factors)."""
 
     kind: str
     source: SourceRef
@@ -81,6 +92,8 @@ class Coordinate:
     locked: bool
     prescribed: bool
     source: SourceRef
+    #: a prescribed coordinate's function of time, when the importer can drive the joint by it (else None)
+    prescribed_function: OsimFunction | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,8 @@ class Joint:
     parent_frame: str   # resolved frame or body path
     child_frame: str
     coordinates: tuple[Coordinate, ...]
-    axes: tuple[TransformAxis, ...]   # in mobilizer order: translations (in the parent frame), then rotations
+    # from F to M, each axis in the frame the previous ones produced (a CustomJoint's: translations, then rotations)
+    axes: tuple[TransformAxis, ...]
     source: SourceRef
 
 
@@ -147,6 +161,7 @@ class Document:
     contact_geometry: dict[str, Component]   # by path
     other: tuple[Component, ...] = field(default=())   # markers, probes, controllers, components: reported
     credits: str = ""
+    notes: tuple[str, ...] = ()   # how OpenSim reads a construct that may not mean what the file suggests: warned
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -173,6 +188,9 @@ def read_document(file: str) -> Document:
 class PropertyReader:
     def __init__(self, file: str) -> None:
         self.file = file
+        #: components met in `<components>` lists other than offset frames (reported, or mapped at model level)
+        self.owned: list[tuple[str, ET.Element]] = []
+        self.notes: list[str] = []
 
     def source(self, element: ET.Element) -> SourceRef:
         name = element.attrib.get("name")
@@ -237,6 +255,8 @@ class PropertyReader:
         ground = "/" + ground_name
         self.frames: dict[str, Frame] = {}
         self.bodies: dict[str, Body] = {}
+        # the Model's own `<components>` (where OpenSim's `Model.addComponent` writes): frames at "/name"
+        self.collect_frames(model, "")
         if ground_element is not None:
             self.collect_frames(ground_element, ground)
         for body_element in self.named(model.find("BodySet")):
@@ -264,20 +284,29 @@ class PropertyReader:
                     raise coordinate.source.error("name", "duplicate coordinate name", "unique coordinate names")
                 seen.add(coordinate.name)
         constraints = tuple(self.component("ConstraintSet", e) for e in self.named(model.find("ConstraintSet")))
+        # components owned through `<components>` lists act in OpenSim as they would in the sets: the model's own
+        # mapped forces and constraints are read as such, every other one is reported (never silently dropped)
+        owned = [Component(e.tag.replace("__", "::"), path.rsplit("/", 1)[1], path, e, self.source(e))
+                 for path, e in self.owned]
+        top = [c for c in owned if c.path.count("/") == 1]
+        constraints += tuple(c for c in top if c.type in MAPPED_CONSTRAINTS)
         couplers = tuple(self.read_coupler(c, seen) for c in constraints if c.type == "CoordinateCouplerConstraint")
         constraints = tuple(c for c in constraints if c.type != "CoordinateCouplerConstraint")
         forces = tuple(self.component("ForceSet", e) for e in self.named(model.find("ForceSet")))
+        forces += tuple(c for c in top if c.type in MAPPED_FORCES)
         geometry = {c.path: c for c in (self.component("ContactGeometrySet", e)
                                          for e in self.named(model.find("ContactGeometrySet")))}
         other = tuple(self.component(set_tag, e) for set_tag in ("MarkerSet", "ProbeSet", "ControllerSet")
                       for e in self.named(model.find(set_tag)))
         other += tuple(self.component("ComponentSet", e) for _, e in components if e.tag != "PhysicalOffsetFrame")
+        other += tuple(c for c in owned if c.path.count("/") != 1
+                       or c.type not in MAPPED_FORCES + MAPPED_CONSTRAINTS)
         credits = (model.findtext("credits") or "").strip()
         return Document(file=self.file, name=name, gravity=gravity, ground=ground, bodies=self.bodies,
                         frames=self.frames, joints=joints, coordinate_order=coordinate_order,
                         constraints=constraints, couplers=couplers, forces=forces, contact_geometry=geometry,
                         other=other,
-                        credits=credits)
+                        credits=credits, notes=tuple(self.notes))
 
     def path_of(self, set_tag: str, element: ET.Element) -> str:
         name = element.attrib.get("name", "").strip()
@@ -291,10 +320,14 @@ class PropertyReader:
                          self.source(element))
 
     def collect_frames(self, owner: ET.Element, owner_path: str) -> None:
+        """The offset frames listed by `owner` (at `owner_path`/name); its other `<components>` into `owned`."""
         for tag in _COMPONENT_LISTS:
             for element in self.named(owner.find(tag)):
                 if element.tag == "PhysicalOffsetFrame":
                     self.add_frame(element, owner_path)
+                elif tag == "components":
+                    name = element.attrib.get("name", "").strip() or element.tag
+                    self.owned.append((f"{owner_path}/{name}", element))
 
     def add_frame(self, element: ET.Element, owner_path: str) -> None:
         name = element.attrib.get("name", "").strip()
@@ -350,6 +383,11 @@ class PropertyReader:
         if function.kind not in ("linear", "constant") and len(inputs) != 1:
             raise source.error("independent_coordinate_names", f"{len(inputs)} coordinates",
                                f"one coordinate for a {function.kind} function")
+        if function.kind == "constant" and enforced:
+            self.notes.append(f"CoordinateCouplerConstraint {component.name}: a Constant function holds "
+                              f"{dependent} at {function.scale * function.values[0]:g} (imported so); OpenSim 4.6 "
+                              f"holds the independent {inputs[0]} at that value instead and leaves {dependent} free "
+                              "— lock the coordinate to have both agree")
         return Coupler(component.name, dependent, inputs, function, enforced, source)
 
     # ------------------------------------------------------------------ joints
@@ -373,12 +411,18 @@ class PropertyReader:
             if missing:
                 raise source.error("SpatialTransform", "missing TransformAxis " + ", ".join(missing),
                                    "rotation1..3 and translation1..3")
-            transform_axes = tuple(self.read_axis(axes[n], n, names) for n in order)
+            transform_axes = tuple(self.read_axis(axes[n], n, names, path) for n in order)
+            self.check_collinear(source, [self.numbers(axes[n], "axis", 3) for n in order])
+        elif joint_type == "EllipsoidJoint":
+            transform_axes = self.ellipsoid_axes(source, names, self.numbers(element, "radii_x_y_z", 3))
+        elif joint_type == "ScapulothoracicJoint":
+            transform_axes = self.scapulothoracic_axes(element, source, names)
         else:
             shapes = STANDARD_JOINTS.get(joint_type)
             if shapes is None:
                 raise source.error(None, f"joint type {joint_type} is not supported by the importer",
-                                   "one of CustomJoint, " + ", ".join(sorted(STANDARD_JOINTS)))
+                                   "one of CustomJoint, EllipsoidJoint, ScapulothoracicJoint, "
+                                   + ", ".join(sorted(STANDARD_JOINTS)))
             if len(coordinates) != len(shapes[1]):
                 raise source.error("coordinates", f"{len(coordinates)} coordinate(s)",
                                    f"{len(shapes[1])} for a {joint_type}")
@@ -388,6 +432,57 @@ class PropertyReader:
                 for k, (rotation, axis, index) in enumerate(zip(*shapes[0], shapes[1])))
         return Joint(joint_type, path.rsplit("/", 1)[1], path, ends[0], ends[1], coordinates, transform_axes,
                      source)
+
+    @staticmethod
+    def ellipsoid_axes(source: SourceRef, names: tuple[str, ...], radii: tuple[float, ...]
+                       ) -> tuple[TransformAxis, ...]:
+        """An EllipsoidJoint as function-based axes (Simbody's Ellipsoid mobilizer): M's origin at
+        p = (a n_x, b n_y, c n_z) in F, n = R_FM ẑ, R_FM = Rx(q₁) Ry(q₂) Rz(q₃) body-fixed — so
+        n = (sin q₂, −sin q₁ cos q₂, cos q₁ cos q₂); then the three rotations."""
+        if len(names) != 3:
+            raise source.error("coordinates", f"{len(names)} coordinate(s)", "3 for an EllipsoidJoint")
+        translations = tuple(TransformAxis(f"EllipsoidJoint.{k}", False, axis, names[:2],
+                                           OsimFunction("ellipsoid", source, (radius, float(k))), source)
+                             for k, (axis, radius) in enumerate(zip((X, Y, Z), radii)))
+        rotations = tuple(TransformAxis(f"EllipsoidJoint.{k + 3}", True, axis, (name,),
+                                        OsimFunction("linear", source, (1.0, 0.0)), source)
+                          for k, (axis, name) in enumerate(zip((X, Y, Z), names)))
+        return translations + rotations
+
+    def scapulothoracic_axes(self, element: ET.Element, source: SourceRef, names: tuple[str, ...]
+                             ) -> tuple[TransformAxis, ...]:
+        """A ScapulothoracicJoint as OpenSim 4.6 builds it: an Ellipsoid mobilizer (abduction, elevation, upward
+        rotation) between the parent frame turned by Rz(π/2) and a massless frame turned back by Rz(−π/2), radii
+        (r_y, r_x, r_z) of `thoracic_ellipsoid_radii_x_y_z`; then a pin (winging) about the direction
+        (−sin w, cos w, 0) through (o_x, o_y, 0) of that frame; the child frame welded to it. The radii have no default (OpenSim's are NaN)."""
+        if len(names) != 4:
+            raise source.error("coordinates", f"{len(names)} coordinate(s)", "4 for a ScapulothoracicJoint")
+        rx, ry, rz = self.numbers(element, "thoracic_ellipsoid_radii_x_y_z", 3)
+        # OpenSim writes no property at its default: the winging axis at (0, 0), direction 0
+        ox, oy = self.numbers(element, "scapula_winging_axis_origin", 2, (0.0, 0.0))
+        wing = self.number(element, "scapula_winging_axis_direction", 0.0)
+
+        def fixed(rotation: bool, axis, value: float) -> TransformAxis:
+            return TransformAxis("ScapulothoracicJoint.fixed", rotation, axis, (),
+                                 OsimFunction("constant", source, (value,)), source)
+
+        winging = TransformAxis("ScapulothoracicJoint.winging", True, (-math.sin(wing), math.cos(wing), 0.0),
+                                (names[3],), OsimFunction("linear", source, (1.0, 0.0)), source)
+        return (fixed(True, Z, math.pi / 2), *self.ellipsoid_axes(source, names[:3], (ry, rx, rz)),
+                fixed(True, Z, -math.pi / 2), fixed(False, X, ox), fixed(False, Y, oy), winging,
+                fixed(False, X, -ox), fixed(False, Y, -oy))
+
+    @staticmethod
+    def check_collinear(source: SourceRef, axes: list[tuple[float, ...]]) -> None:
+        """OpenSim's check of a SpatialTransform: no two rotation (or translation) axes collinear, on the vectors
+        as written (so a very short axis is collinear with every other)."""
+        for group, kind in ((axes[:3], "translation"), (axes[3:], "rotation")):
+            for i, j in ((0, 1), (0, 2), (1, 2)):
+                if float(np.linalg.norm(np.cross(group[i], group[j]))) < COLLINEAR_TOLERANCE:
+                    raise source.error("SpatialTransform", f"{kind}{i + 1} axis {group[i]} and {kind}{j + 1} axis "
+                                       f"{group[j]} are collinear (|a × b| < {COLLINEAR_TOLERANCE:g}); OpenSim 4.6 "
+                                       "refuses the joint too", "three independent rotation axes and three "
+                                       "independent translation axes")
 
     def read_coordinate(self, element: ET.Element) -> Coordinate:
         source = self.source(element)
@@ -404,10 +499,20 @@ class PropertyReader:
         if clamped and not lower - slack < default < upper + slack:
             raise source.error("default_value", f"default {default:g} outside the range [{lower:g}, {upper:g}] of a "
                                "clamped coordinate (OpenSim refuses the file too)", "a default inside the range")
+        locked, timed = self.flag(element, "locked"), None
+        if prescribed:
+            members = [c for c in element.find("prescribed_function") if isinstance(c.tag, str)]
+            function = self.read_function(members[0]) if members and members[0].tag in TIME_FUNCTIONS else None
+            if function is not None and function.kind == "constant":
+                # OpenSim holds it at the value, q̇ = q̈ = 0: a locked coordinate
+                default, locked, prescribed = function.scale * function.values[0], True, False
+            elif function is not None and (function.kind != "linear" or len(function.values) == 2):
+                timed = function   # q = f(t): its joint driven by an expression of time
         return Coordinate(name, default, self.number(element, "default_speed_value", 0.0), (lower, upper), clamped,
-                          self.flag(element, "locked"), prescribed, source)
+                          locked, prescribed, source, timed)
 
-    def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...]) -> TransformAxis:
+    def read_axis(self, element: ET.Element, name: str, coordinates: tuple[str, ...], joint: str = ""
+                  ) -> TransformAxis:
         source = self.source(element)
         used = tuple(self.property_text(element, "coordinates", "").split())
         for coordinate in used:
@@ -423,7 +528,11 @@ class PropertyReader:
         if function_elements and function_elements[0].tag == "function":   # an older file's <function> wrapper
             function_elements = [child for child in function_elements[0] if isinstance(child.tag, str)]
         if not function_elements:
-            function = OsimFunction("linear", source, (1.0, 0.0)) if used else OsimFunction("constant", source, (0.0,))
+            # OpenSim 4.6 gives an axis without a function Constant 0, whatever coordinates it lists
+            function = OsimFunction("constant", source, (0.0,))
+            if used:
+                self.notes.append(f"{joint} {source.element}: lists the coordinate(s) {', '.join(used)} but has no "
+                                  "function; OpenSim makes it Constant 0, so they do not move it (imported so)")
         else:
             function = self.read_function(function_elements[0])
         if used and function.kind == "linear" and len(function.values) != len(used) + 1:

@@ -15,12 +15,11 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from biobullet.opensim.document import Component, Document, PropertyReader, find_frame, number_text, resolve_path
+from biobullet.opensim.document import MAPPED_FORCES, Component, Document, PropertyReader, find_frame, number_text, \
+    resolve_path
 
 if TYPE_CHECKING:
     from biobullet.opensim.translate import BodyLink
-
-MAPPED_FORCES = ("CoordinateLimitForce", "SpringGeneralizedForce", "PointToPointSpring")
 
 
 def force_elements(document: Document, bodies: Mapping[str, BodyLink], joints: set[str],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -66,6 +66,11 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
                           "offset": number_text(s * function.values[-1])}
     if function.kind == "polynomial":
         return "polynomial", {"coefficients": vector_text(s * c for c in reversed(function.values))}
+    if function.kind == "ellipsoid":   # Simbody's Ellipsoid mobilizer: p_k = radius_k n_k(q₁, q₂)
+        radius, k = function.values
+        q1, q2 = inputs
+        component = (f"sin({q2})", f"-sin({q1})*cos({q2})", f"cos({q1})*cos({q2})")[int(k)]
+        return "expression", {"expression": f"radius*{component}", "parameters": f"radius={number_text(s * radius)}"}
     if function.kind == "sine":
         amplitude, omega, phase, offset = function.values
         return "expression", {"expression": f"amplitude*sin(omega*{inputs[0]} + phase) + offset",
@@ -83,6 +88,20 @@ def function_spec(function: OsimFunction, inputs: tuple[str, ...]) -> tuple[str,
         # variance is the natural interpolating spline, continued linearly
         attributes["boundary"] = "natural" if function.spline_type == "GCVSpline" else "fmm"
     return "spline", attributes
+
+
+def time_expression(function: OsimFunction) -> str | None:
+    """A prescribed coordinate's f(t) as an `expression` joint function's text (None: not expressible)."""
+    s, values = function.scale, function.values
+    if function.kind == "linear":
+        return f"({number_text(s * values[0])})*t + ({number_text(s * values[1])})"
+    if function.kind == "polynomial":   # highest power first, as OpenSim writes it
+        return " + ".join(f"({number_text(s * c)})*t**{len(values) - 1 - k}" for k, c in enumerate(values))
+    if function.kind == "sine":
+        amplitude, omega, phase, offset = values
+        return (f"({number_text(s * amplitude)})*sin(({number_text(omega)})*t + ({number_text(phase)})) + "
+                f"({number_text(s * offset)})")
+    return None
 
 
 def is_identity(function: OsimFunction, inputs: tuple[str, ...]) -> bool:
@@ -117,6 +136,22 @@ class _Transform:
 
     def origin(self) -> str:
         return f'<origin xyz="{vector_text(self.translation)}" rpy="{vector_text(matrix_to_rpy(self.rotation))}"/>'
+
+
+def fold_constant_inputs(function: OsimFunction, inputs: tuple[str, ...], constant: dict[str, float]
+                         ) -> tuple[OsimFunction, tuple[str, ...]]:
+    """(function, inputs) without the constant (locked) inputs of a function that still has free ones: only a
+    LinearFunction takes several inputs, so the constant ones fold into its intercept."""
+    if not any(name in constant for name in inputs) or all(name in constant for name in inputs):
+        return function, inputs
+    if function.kind != "linear":   # an EllipsoidJoint's translation: its locked input stays a named input
+        raise function.source.error("coordinates", f"{', '.join(n for n in inputs if n in constant)} locked and "
+                                    f"{', '.join(n for n in inputs if n not in constant)} free: not supported",
+                                    "all of its first two coordinates locked, or none")
+    slopes, intercept = function.values[:-1], function.values[-1]
+    intercept += sum(a * constant[name] for a, name in zip(slopes, inputs) if name in constant)
+    kept = [(a, name) for a, name in zip(slopes, inputs) if name not in constant]
+    return replace(function, values=(*(a for a, _ in kept), intercept)), tuple(name for _, name in kept)
 
 
 def _is_constant(axis: TransformAxis, constant: dict[str, float]) -> bool:
@@ -193,16 +228,16 @@ class _Builder:
         constant = self.constant_coordinates(coordinates)
         couplers = self.couplers(coordinates, constant)
         carried: set[str] = set()
-        joints = self.ordered_joints()
-        for joint in joints:
-            self.add_joint(joint, constant, carried)
+        joints = [self.joint_ends(joint, reversed_) for joint, reversed_ in self.ordered_joints()]
+        for joint, ends in joints:
+            self.add_joint(joint, ends, constant, carried)
         # the skeleton's visuals: a rod from each body's origin to each child joint's centre in the default pose
         # (a knee's centre moves with its translation functions, so it is not the parent frame's origin)
         defaults = {name: c.default_value for name, c in coordinates.items()}
         children: dict[str, list[np.ndarray]] = {}
-        for joint in joints:
-            parent_body, centre = self.frame_in_body(joint.parent_frame)
-            for axis in joint.axes:
+        for joint, (inboard, _, axes) in joints:
+            parent_body, centre = self.frame_in_body(inboard)
+            for axis in axes:
                 centre = centre @ _axis_transform(axis, evaluate(axis.function, axis.coordinates, defaults))
             children.setdefault(parent_body, []).append(centre.translation)
         for index, link, body, in_link in self.body_entries:
@@ -213,8 +248,16 @@ class _Builder:
             self.add_carrier(name, coordinate)
         for dependent, (function, inputs, source) in couplers.items():
             self.add_function(dependent, function, inputs)
+        timed: set[str] = set()
+        for name, coordinate in coordinates.items():   # OpenSim's prescribed motion q = f(t): driven by time
+            text = None if coordinate.prescribed_function is None or name in constant or name in couplers \
+                else time_expression(coordinate.prescribed_function)
+            if text is not None:
+                timed.add(name)
+                self.functions.append(f"    <joint_function joint={quoteattr(name)} type=\"expression\" "
+                                      f"expression={quoteattr(text)}/>")
         independent = tuple(name for name in document.coordinate_order
-                            if name not in constant and name not in couplers)
+                            if name not in constant and name not in couplers and name not in timed)
         elements, mapped, reports = force_elements(document, self.body_links,
                                                    {name for name in coordinates if name not in constant},
                                                    self.rotational)
@@ -244,7 +287,7 @@ class _Builder:
             self.reports.extend(reports)
         for joint in document.joints:
             for coordinate in joint.coordinates:
-                if coordinate.prescribed:
+                if coordinate.prescribed and coordinate.name not in timed:
                     self.reports.append(f"Coordinate {coordinate.name}: prescribed motion not imported (free "
                                         "coordinate)")
         return Translation(self.urdf(independent, coordinates, dependent), dict(self.body_links), independent,
@@ -283,19 +326,46 @@ class _Builder:
                                                      "warn"))
 
     def constant_coordinates(self, coordinates) -> dict[str, float]:
-        """Locked coordinates at their default values, and coupled coordinates whose inputs are all constant."""
+        """Locked coordinates at their default values, coupled coordinates whose inputs are all constant or
+        whose function is a Constant (OpenSim holds them at its value, whatever the inputs do), and the free input
+        of a LinearFunction coupler whose dependent coordinate is constant (OpenSim's coupler then holds it)."""
         constant = {name: c.default_value for name, c in coordinates.items() if c.locked}
         changed = True
         while changed:
             changed = False
             for coupler in self.document.couplers:
-                if (coupler.enforced and coupler.dependent not in constant
-                        and all(name in constant for name in coupler.independent)):
-                    constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
+                if not coupler.enforced:
+                    continue
+                if coupler.dependent not in constant:
+                    if coupler.function.kind == "constant" or all(name in constant for name in coupler.independent):
+                        constant[coupler.dependent] = evaluate(coupler.function, coupler.independent, constant)
+                        changed = True
+                    continue
+                free = [name for name in coupler.independent if name not in constant]
+                if free and coupler.function.kind != "constant":
+                    name, value = self.held_input(coupler, free, constant)
+                    constant[name] = value
                     changed = True
         return constant
 
+    @staticmethod
+    def held_input(coupler, free: list[str], constant: dict[str, float]) -> tuple[str, float]:
+        """(input, value) that an enforced coupler holds when its dependent coordinate is constant: s (a x + b) = c
+        for its one free input x of a LinearFunction (a ≠ 0); anything else is refused, naming the coupler."""
+        function = coupler.function
+        slopes = dict(zip(coupler.independent, function.values[:-1])) if function.kind == "linear" else {}
+        if len(free) != 1 or slopes.get(free[0], 0.0) == 0.0 or function.scale == 0.0:
+            raise coupler.source.error("dependent_coordinate_name", f"the dependent coordinate {coupler.dependent!r} "
+                                       f"is locked, so OpenSim holds the free input(s) {', '.join(free)} where the "
+                                       f"{function.kind} function meets its value: not supported", "a locked "
+                                       "dependent coordinate with one free input of a LinearFunction, or the "
+                                       "inputs locked instead")
+        rest = function.values[-1] + sum(a * constant[n] for n, a in slopes.items() if n != free[0])
+        return free[0], (constant[coupler.dependent] / function.scale - rest) / slopes[free[0]]
+
     def couplers(self, coordinates, constant) -> dict[str, tuple[OsimFunction, tuple[str, ...], SourceRef]]:
+        """The enforced couplers of free dependent coordinates: dependent → (function, free inputs, source);
+        a coordinate coupled twice, or couplers that feed back on themselves, refused naming the coupler."""
         result = {}
         for coupler in self.document.couplers:
             if not coupler.enforced or coupler.dependent in constant:
@@ -303,57 +373,92 @@ class _Builder:
             if coupler.dependent in result:
                 raise coupler.source.error("dependent_coordinate_name", f"{coupler.dependent!r} is coupled twice",
                                            "one CoordinateCouplerConstraint per dependent coordinate")
-            if any(name in constant for name in coupler.independent):
-                raise coupler.source.error("independent_coordinate_names", "a coupling of locked and free "
-                                           "coordinates is not supported", "free coordinates only")
-            result[coupler.dependent] = (coupler.function, coupler.independent, coupler.source)
+            function, inputs = fold_constant_inputs(coupler.function, coupler.independent, constant)
+            result[coupler.dependent] = (function, inputs, coupler.source)
+        for dependent, (_, _, source) in result.items():
+            path, name = [dependent], dependent
+            while True:   # follow the first input that is itself coupled back to `dependent`
+                name = next((n for n in result.get(name, ((), ()))[1] if n in result), None)
+                if name is None or name in path[1:]:
+                    break
+                path.append(name)
+                if name == dependent:
+                    raise source.error("independent_coordinate_names", "the couplers form a cycle: "
+                                       + " → ".join(path) + " (OpenSim solves them together)", "couplers whose "
+                                       "inputs do not depend back on their dependent coordinate")
         return result
 
-    def ordered_joints(self) -> list[Joint]:
-        """Joints from the ground outwards (a parent body's joint before its children's)."""
-        ground = self.document.ground
+    def ordered_joints(self) -> list[tuple[Joint, bool]]:
+        """(joint, reversed) from the ground outwards (a body's inbound joint before its outbound ones). A joint
+        whose child body is reached first (the ground, or a body placed by another joint) is reversed, as
+        OpenSim's graph maker reverses it: its parent body hangs from its child."""
         pending = list(self.document.joints)
-        placed = {ground}
-        ordered: list[Joint] = []
-        child_of: dict[str, Joint] = {}
-        for joint in pending:
-            child_body, _ = self.frame_in_body(joint.child_frame)
-            if child_body == ground:
-                raise joint.source.error("socket_child_frame", "the child frame is on the ground (a reversed "
-                                         "joint)", "a child frame on a body")
-            if child_body in child_of:
-                raise joint.source.error("socket_child_frame", f"body {child_body!r} is the child of two joints "
-                                         f"({child_of[child_body].name!r} and {joint.name!r})", "a tree of joints")
-            child_of[child_body] = joint
+        placed_by: dict[str, tuple[Joint, bool] | None] = {self.document.ground: None}
+        ordered: list[tuple[Joint, bool]] = []
         while pending:
-            ready = [j for j in pending if self.frame_in_body(j.parent_frame)[0] in placed]
+            ready = []
+            for joint in pending:
+                ends = (self.frame_in_body(joint.parent_frame)[0], self.frame_in_body(joint.child_frame)[0])
+                if ends[0] in placed_by and ends[1] in placed_by:
+                    raise joint.source.error("socket_child_frame", f"the joint closes a loop: bodies {ends[0]!r} and "
+                                             f"{ends[1]!r} are already joined through other joints", "a tree of "
+                                             "joints (close a loop with a PointConstraint or WeldConstraint)")
+                if ends[0] in placed_by or ends[1] in placed_by:
+                    ready.append((joint, ends[1] in placed_by, ends[0] if ends[1] in placed_by else ends[1]))
             if not ready:
                 raise pending[0].source.error("socket_parent_frame", "the joint does not connect to the ground "
                                               "through other joints", "a tree rooted at the ground")
-            for joint in ready:
-                ordered.append(joint)
-                placed.add(self.frame_in_body(joint.child_frame)[0])
+            for joint, reversed_, body in ready:   # a pass per level, in file order
+                if body in placed_by:   # reached twice: a loop of joints
+                    self.loop_error(joint, reversed_, body, placed_by[body])
+                ordered.append((joint, reversed_))
+                placed_by[body] = (joint, reversed_)
                 pending.remove(joint)
         for path, body in self.document.bodies.items():
-            if path not in placed:
+            if path not in placed_by:
                 self.reports.append(f"Body {body.name}: no joint connects it to the ground; not imported")
         return ordered
 
-    def add_joint(self, joint: Joint, constant: dict[str, float], carried: set[str]) -> None:
-        parent_body, parent_in_body = self.frame_in_body(joint.parent_frame)
-        child_body, child_in_body = self.frame_in_body(joint.child_frame)
+    @staticmethod
+    def loop_error(joint: Joint, reversed_: bool, body: str, first: tuple[Joint, bool] | None) -> None:
+        """Refuse `joint`, which reaches `body` a second time (OpenSim would cut the loop with a hidden weld)."""
+        if first is not None and not reversed_ and not first[1]:
+            detail = f"body {body!r} is the child of two joints ({first[0].name!r} and {joint.name!r})"
+        else:
+            detail = f"the joint closes a loop: body {body!r} is already joined through another joint"
+        raise joint.source.error("socket_child_frame", detail, "a tree of joints (close a loop with a "
+                                 "PointConstraint or WeldConstraint)")
+
+    @staticmethod
+    def joint_ends(joint: Joint, reversed_: bool) -> tuple[Joint, tuple[str, str, tuple[TransformAxis, ...]]]:
+        """(joint, (inboard frame, outboard frame, axes from inboard to outboard)). A reversed joint goes from
+        its child frame M to its parent frame F: X_MF = X_FM(q)⁻¹ = R₃(−θ₃) R₂(−θ₂) R₁(−θ₁) then −p, i.e. the
+        axes in the opposite order about the opposite directions, with the same functions of the same q."""
+        if not reversed_:
+            return joint, (joint.parent_frame, joint.child_frame, joint.axes)
+        axes = tuple(replace(axis, axis=tuple(-a for a in axis.axis)) for axis in reversed(joint.axes))
+        return joint, (joint.child_frame, joint.parent_frame, axes)
+
+    def add_joint(self, joint: Joint, ends: tuple[str, str, tuple[TransformAxis, ...]], constant: dict[str, float],
+                  carried: set[str]) -> None:
+        """The URDF chain of `joint` from its inboard frame to its outboard frame along `axes` (`joint_ends`)."""
+        inboard, outboard, axes = ends
+        parent_body, parent_in_body = self.frame_in_body(inboard)
+        child_body, child_in_body = self.frame_in_body(outboard)
         parent_link = self.link_of[parent_body]
         pending = self.link_frames[parent_body] @ parent_in_body     # F in the parent link's frame
-        moving = [axis for axis in joint.axes if not _is_constant(axis, constant)]
+        moving = [axis for axis in axes if not _is_constant(axis, constant)]
         body = self.document.bodies[child_body]
         child_link = self.unique(body.name, self.link_names)
-        for axis in joint.axes:
+        for axis in axes:
             if _is_constant(axis, constant):
                 value = evaluate(axis.function, axis.coordinates, constant)
                 pending = pending @ _axis_transform(axis, value)
                 continue
-            identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
             last = axis is moving[-1]
+            function, inputs = fold_constant_inputs(axis.function, axis.coordinates, constant)
+            axis = replace(axis, function=function, coordinates=inputs)   # locked inputs folded
+            identity = is_identity(axis.function, axis.coordinates) and axis.coordinates[0] not in carried
             link = child_link if last else self.unique(f"{joint.name}_{axis.name}", self.link_names)
             if identity:
                 name = axis.coordinates[0]

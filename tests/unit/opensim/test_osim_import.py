@@ -120,7 +120,7 @@ def test_massless_model_loads_and_dynamics_says_why_it_cannot_run(tmp_path):
     (MINIMAL.format(mass=1.0, extra="").replace("<range>-2 2</range>", "<range>2 -2</range>"), "range"),
     (MINIMAL.format(mass=1.0, extra="").replace("/bodyset/ball</socket_child", "/bodyset/nothing</socket_child"),
      "unknown frame"),
-    (MINIMAL.format(mass=1.0, extra="").replace("PinJoint", "EllipsoidJoint"), "EllipsoidJoint is not supported"),
+    (MINIMAL.format(mass=1.0, extra="").replace("PinJoint", "ConstantCurvatureJoint"), "ConstantCurvatureJoint is not supported"),
     (MINIMAL.format(mass=1.0, extra="").replace("</PinJoint>", "</PinJoint>" + TWIN), "child of two joints"),
     (MINIMAL.format(mass=1.0, extra="").replace("</PinJoint>", "</PinJoint>" + TWIN.replace(
         "<Coordinate name=\"other\">", "<Coordinate name=\"angle\">")), "duplicate coordinate"),
