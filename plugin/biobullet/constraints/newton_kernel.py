@@ -361,7 +361,9 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
     hit = False
     if _FIXED_POINTS:
         keys, fixed = work[8][0], work[8][3]
-        hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+        # (a new state — the known joints moved since the warm start, which a kept solution updates — is not
+        # compared: a kept solution that the generic resolver's warm start left behind is not taken then, a solve is)
+        hit = jump == 0.0 and k < fixed.shape[0] and fixed[k, 0] != 0.0
         if hit:
             for i in range(nd):
                 theta[dep[i]] = guess[i]
