@@ -428,22 +428,28 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
             for m in range(nd):
                 s += inverse[i, m] * jk[m, j]
             warm.sensitivity[s0 + i * nk + j] = -s
-    if not rates:
+    # (a mass-matrix call at the warm start's own known joints, e.g. after h at one state, leaves its curvature:
+    # still that of this solution)
+    same = not rates and jump == 0.0
+    if not rates and not same:
         _secant_curvature(warm.sensitivity[s0:s0 + nd * nk], warm.dep0[d0:d1], theta, dep, delta, h)
     uu = 0.0
     for j in range(nk):
         warm.known0[k0 + j] = theta[known[j]]
         direction = rate[known[j]] if rates else delta[j]
-        warm.u0[k0 + j] = direction
         uu += direction * direction
+        if not same:
+            warm.u0[k0 + j] = direction
     finite = uu < np.inf   # (NaN fails too)
     for i in range(nd):
         warm.dep0[d0 + i] = theta[dep[i]]
-        warm.h0[d0 + i] = h[i]
         finite = finite and abs(h[i]) < np.inf
+        if not same:
+            warm.h0[d0 + i] = h[i]
     warm.condition[k] = condition
     # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
-    warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
+    if not same:
+        warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
     return 0
 
 

@@ -257,7 +257,8 @@ def test_a_walk_of_mass_matrix_calls_keeps_a_second_order_prediction():
     1e-3 steps, the warm start's curvature term along δ is θ_dep''[δ, δ] — the second difference of the generic
     resolver's solutions at q − δ, q, q + δ (another model's: its own warm starts), to 1e-3 of it (the secant's
     error is O(|δ|³), the difference's round-off ≈ 1e-16 / |δ|² of the angles). On main the mass-matrix call left
-    no curvature (the next call's prediction first order: a second Newton step at every call of such a walk)."""
+    no curvature (the next call's prediction first order: a second Newton step at every call of such a walk).
+    A mass-matrix call at the warm start's own state (after h there) keeps the curvature it finds."""
     import biobullet
     model = biobullet.load_model("fourbar_knee")
     reference = biobullet.load_model("fourbar_knee")
@@ -273,6 +274,13 @@ def test_a_walk_of_mass_matrix_calls_keeps_a_second_order_prediction():
                  for s in (-1.0, 0.0, 1.0)]
     second_difference = solutions[0] - 2.0 * solutions[1] + solutions[2]
     np.testing.assert_allclose(warm.h0, second_difference, rtol=1e-3, atol=1e-3 * np.max(np.abs(second_difference)))
+    # h, then M at the same state (τ = M a + h): M leaves h's curvature along the rate, still this solution's
+    model.bias_forces(q + delta, np.ones(model.nv))
+    curvature = (warm.u0.copy(), warm.h0.copy())
+    model.mass_matrix(q + delta)
+    assert warm.curved.all()
+    np.testing.assert_array_equal(warm.u0, curvature[0])
+    np.testing.assert_array_equal(warm.h0, curvature[1])
 
 
 def test_andrews_squeezer_takes_its_kept_solution_at_a_repeated_state():
