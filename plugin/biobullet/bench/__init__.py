@@ -117,7 +117,9 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
     from this thread; a shared machine's other work is not counted), best of many short batches. walk: each call
     takes the next state of a walk back and forth through `number` states 1e-3 apart in every joint coordinate (a
     control loop's states: a loop model's Newton starts from the last call's solution, never at it), the same
-    states on both sides; else every call is at one state."""
+    states on both sides; else every call is at one state. "mass_matrix then bias_forces" (and Pinocchio's "crba
+    then rnea") times both calls at one state of that walk, as a control loop asks them: a loop model's second
+    call takes the first's loop solution."""
     import pinocchio as pin
     from biobullet.conventions import PinocchioMap, build_pinocchio_model
 
@@ -147,6 +149,16 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
         x, xd = model.joint_state(qk, v)[:2]
         states.append((qk, mapping.config_to_pinocchio(x), mapping.velocity_to_pinocchio(xd)))
     ours, theirs = itertools.cycle([s[0] for s in states]), itertools.cycle([s[1:] for s in states])
+
+    def pinocchio_pair():   # (the same frame on both sides)
+        x, xd = next(theirs)
+        pin.crba(pm, pd, x)
+        return pin.rnea(pm, pd, x, xd, ptau)
+
+    def model_pair():
+        qk = next(ours)
+        model.mass_matrix(qk)
+        return model.bias_forces(qk, v)
     functions: dict[str, Callable[[], Any]] = {
         "pinocchio aba": lambda: pin.aba(pm, pd, *next(theirs), ptau),
         "pinocchio crba": lambda: pin.crba(pm, pd, next(theirs)[0]),
@@ -154,6 +166,8 @@ def public_api_speed(model, *, rounds: int = 300, number: int = 100, seed: int =
         "forward_dynamics": lambda: model.forward_dynamics(next(ours), v, tau),
         "mass_matrix": lambda: model.mass_matrix(next(ours)),
         "bias_forces": lambda: model.bias_forces(next(ours), v),
+        # a control loop's pair: M and h at one state (the second call takes the first's loop solution)
+        "pinocchio crba then rnea": pinocchio_pair, "mass_matrix then bias_forces": model_pair,
     }
     from biobullet.bench.competitors import Unsupported, pinocchio_loops
     try:

@@ -82,7 +82,7 @@ def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0) -> tupl
     """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
     of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
     pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
-    (`_newton_solve_py`: the point of its last residual), then `_loop_newton_py`'s fixed points of `n_sets` loop
+    (`_newton_solve_py`: the point a step starts from), then `_loop_newton_py`'s fixed points of `n_sets` loop
     sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by
     each caller (a Data, a resolver) and passed as the second part of the loop's `rows`."""
     out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
@@ -267,8 +267,6 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             condition = col_a * col_i
     if not condition < np.inf:
         inverse[:, :] = np.nan   # singular: no factor
-    for i in range(nd):   # the point of the last residual (`_loop_newton_py`'s fixed points)
-        base[i] = theta[dep[i]]
     if condition < np.inf:
         # the last correction with this factor (no new evaluation): the residual is already at round-off, the
         # correction takes the error from O(|Φ|) to O(|Φ|²)
@@ -283,15 +281,14 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     return CONVERGED, iterations, norm, jac, inverse, condition
 
 
-def _keep_fixed_point_py(work, k, theta, dep, small, inverse, jk, condition):
-    """Loop set k's entry of the fixed points (`newton_work`'s last part) after a converged
-    solve: set where the solve's last residual was at most 1e-3 of the tolerance (the solve then stops at its
-    first test, without a step) and its last correction left θ_dep where that residual was taken (the solve's base
-    point), bit for bit; cleared otherwise."""
+def _keep_fixed_point_py(work, k, theta, small, inverse, jk, condition):
+    """Loop set k's entry of the fixed points (`newton_work`'s last part) after a converged solve: set where the
+    solve's last residual was at most 1e-3 of the tolerance — the solve stopped there without a step, and its last
+    correction moved θ_dep by at most cond₁ · 1e-3 of the tolerance — to the joint layout after that correction
+    (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
+    key takes them instead of solving: a solve there would stop at once too and use Φ_θ of a point that far
+    apart, so G, θ̇ and γ agree with a solve's to round-off."""
     keys, inverses, jacobians, fixed = work[8]
-    base = work[7][3]
-    for i in range(dep.shape[0]):
-        small = small and theta[dep[i]] == base[i]
     fixed[k, 0] = 1.0 if small else 0.0
     if small:
         nd, nk = jk.shape
@@ -313,7 +310,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
     warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
     resolver must decide (continuation, the declared initial solution, an error naming the loop). `rates` False
     (the mass-matrix call, whose rates are zero): θ_dep and G only — no θ̇_dep, no rate pass, γ_dep left as it
-    is, and the warm start without curvature (as zero rates give it)."""
+    is, and the warm start's curvature the secant one along this call's input change (`secant_curvature_py`)."""
     d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
     k0, k1 = loops.known_start[k], loops.known_start[k + 1]
     s0 = loops.sensitivity_start[k]
@@ -356,14 +353,17 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
-    # a fixed point of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its point,
-    # bit for bit, so the solve would evaluate the same Φ, Φ_θ there, stop at once and leave θ_dep = guess. Only
-    # in the public calls' variant (`_FIXED_POINTS` bound True): a run's states never repeat
+    # a kept solution of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its key,
+    # bit for bit (the same inputs again: the guess is the last solution), so its factor is taken instead of a
+    # solve that would stop at once there. Only in the public calls' variant (`_FIXED_POINTS` bound True): a run's
+    # states never repeat
     jk = np.empty((nd, nk))
     hit = False
     if _FIXED_POINTS:
         keys, fixed = work[8][0], work[8][3]
-        hit = k < fixed.shape[0] and fixed[k, 0] != 0.0
+        # (a new state — the known joints moved since the warm start, which a kept solution updates — is not
+        # compared: a kept solution that the generic resolver's warm start left behind is not taken then, a solve is)
+        hit = jump == 0.0 and k < fixed.shape[0] and fixed[k, 0] != 0.0
         if hit:
             for i in range(nd):
                 theta[dep[i]] = guess[i]
@@ -388,7 +388,7 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
             for j in range(nk):
                 jk[i, j] = jac[i, known[j]]
         if _FIXED_POINTS and k < work[8][3].shape[0]:
-            _keep_fixed_point(work, k, theta, dep, norm <= 1e-3 * tolerance, inverse, jk, condition)
+            _keep_fixed_point(work, k, theta, norm <= 1e-3 * tolerance, inverse, jk, condition)
     # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
     no_known[:] = 0.0
@@ -418,34 +418,58 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         _dependent_part_into(inverse, jk, values, bias, tmp, part)
         for i in range(nd):
             gamma[dep[i]] = part[i]
-    else:   # (curvature zero: not used, `curved` is 0 below)
-        h[:] = 0.0
-    # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along the known
-    # rate u where it is not zero
-    uu = 0.0
-    for j in range(nk):
-        warm.known0[k0 + j] = theta[known[j]]
-        warm.u0[k0 + j] = rate[known[j]]
-        uu += rate[known[j]] * rate[known[j]]
-    finite = uu < np.inf   # (NaN fails too)
+    # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along a direction
+    # u of the known joints where it is not zero: with rates, along the known rate (h above); without (the mass
+    # matrix), along this call's input change δ by the secant of the last solution (`secant_curvature_py`): the
+    # next call's prediction then stays second order, so a walk of mass-matrix calls takes one Newton step, not two
     for i in range(nd):
-        warm.dep0[d0 + i] = theta[dep[i]]
-        warm.h0[d0 + i] = h[i]
-        finite = finite and abs(h[i]) < np.inf
         for j in range(nk):
             s = 0.0
             for m in range(nd):
                 s += inverse[i, m] * jk[m, j]
             warm.sensitivity[s0 + i * nk + j] = -s
+    # (a mass-matrix call at the warm start's own known joints, e.g. after h at one state, leaves its curvature:
+    # still that of this solution)
+    same = not rates and jump == 0.0
+    if not rates and not same:
+        _secant_curvature(warm.sensitivity[s0:s0 + nd * nk], warm.dep0[d0:d1], theta, dep, delta, h)
+    uu = 0.0
+    for j in range(nk):
+        warm.known0[k0 + j] = theta[known[j]]
+        direction = rate[known[j]] if rates else delta[j]
+        uu += direction * direction
+        if not same:
+            warm.u0[k0 + j] = direction
+    finite = uu < np.inf   # (NaN fails too)
+    for i in range(nd):
+        warm.dep0[d0 + i] = theta[dep[i]]
+        finite = finite and abs(h[i]) < np.inf
+        if not same:
+            warm.h0[d0 + i] = h[i]
     warm.condition[k] = condition
     # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
-    warm.curved[k] = 1.0 if rates and uu > 1e-24 and finite else 0.0
+    if not same:
+        warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
     return 0
+
+
+def secant_curvature_py(sensitivity, last, theta, dep, delta, out):
+    """The dependent joints' curvature along the known joints' change `delta` (nk) from the last solution
+    `last` (nd, at θ_known − δ) to the new one (θ_dep = theta[dep], its sensitivity S = −Φ_dep⁻¹ Φ_kn row-major in
+    `sensitivity`): θ_dep,last = θ_dep − S δ + ½ θ''[δ, δ] + O(|δ|³), so out = 2 (θ_dep,last − θ_dep + S δ)
+    (rad or m; the second-order term of the next prediction along δ, as −Φ_dep⁻¹ b is along a known rate)."""
+    nd, nk = dep.shape[0], delta.shape[0]
+    for i in range(nd):
+        s = last[i] - theta[dep[i]]
+        for j in range(nk):
+            s += sensitivity[i * nk + j] * delta[j]
+        out[i] = 2.0 * s
 
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
 _keep_fixed_point, _FIXED_POINTS = _keep_fixed_point_py, False
+_secant_curvature = secant_curvature_py
 
 
 def _solve_bindings() -> dict:
@@ -471,6 +495,7 @@ def with_newton_solve(kernel, inline: bool = False):
     return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
                                               "_dependent_part_into": _dependent_part_into_py,
                                               "_keep_fixed_point": _keep_fixed_point_py,
+                                              "_secant_curvature": secant_curvature_py,
                                               "_FIXED_POINTS": inline}, inline=inline)
 
 

@@ -172,8 +172,8 @@ def test_the_closures_keep_their_workspace_alive(tmp_path):
 
 
 def test_calls_at_a_fixed_point_of_the_loop_newton_match_pinocchio():
-    """The public calls' loop Newton keeps a solution that is a fixed point of its solve and takes it, instead of
-    solving, when a call's joint layout is that point bit for bit (`constraints.newton_kernel._keep_fixed_point_py`):
+    """The public calls' loop Newton keeps a converged solution and takes it, instead of solving, when a call's
+    joint layout is that solution bit for bit (`constraints.newton_kernel._keep_fixed_point_py`):
     the four-bar knee's `forward_dynamics` called three times at each of four states written into the same q array
     in place (new keys: solved; the third call takes the kept point, so no residual writes Φ_θ into the work
     arrays) gives Pinocchio's `constraintDynamics` accelerations every time (its planar loop as a point
@@ -204,6 +204,110 @@ def test_calls_at_a_fixed_point_of_the_loop_newton_match_pinocchio():
         mass, bias = model.mass_matrix(q), model.bias_forces(q, v)
         np.testing.assert_allclose(mass @ results[-1] + bias, force, rtol=0,
                                    atol=1e-9 * max(1.0, np.max(np.abs(force))))
-    # two of the four states are fixed points of the solve (at the other two it takes a step at every call, as
-    # on main: their residual at the solution stays above 1e-3 of the tolerance or the correction moves θ_dep)
-    assert taken >= 2, taken
+    # every state: the solution is kept where the residual at it is at most 1e-3 of the tolerance, also where the
+    # last correction moved θ_dep (two of these four states; before, only bit-for-bit fixed points were kept)
+    assert taken == 4, taken
+
+
+@pytest.mark.parametrize("name", ["fourbar_knee", "andrews_squeezer", "prosthesis_fourbar"])
+def test_public_calls_at_new_and_repeated_states_match_the_check_formulation(name):
+    """A control loop's calls of a bundled loop model — `forward_dynamics`, `mass_matrix`, `bias_forces` at each
+    state of a walk of 1e-3 steps with a 0.3 jump every fifth state (the jump declined to the generic resolver),
+    then again in the other order at the same state (the loop Newton's kept solution taken,
+    `_keep_fixed_point_py`), then walks of mass-matrix calls alone (their secant curvature,
+    `secant_curvature_py`) and of bias forces — agree with the `reduced_pinocchio` check formulation (its own
+    tree algorithms and the generic resolver) to 1e-12 of the result's largest entry. The bound: a solution
+    taken instead of a solve uses Φ_θ of a point at most cond₁ · 1e-3 of the solver's tolerance (≤ 1e-13 m) from
+    the solution, so it moves results by ≈ 1e-16 relative (measured against main: ≤ 5e-15 of the largest entry,
+    as the check formulation itself differs by ≈ 3e-15); a wrong G or γ would miss by the prediction's error
+    (≥ 1e-11) or more."""
+    import biobullet
+    model = biobullet.load_model(name)
+    check = biobullet.load_model(name)   # its own resolvers and warm starts
+    rng = np.random.default_rng(230)
+    q, _ = model.initial_state()
+    states = []
+    for k in range(15):
+        q = q + (0.3 if k % 5 == 4 else 1e-3) * rng.uniform(-1.0, 1.0, model.nq)
+        states.append(q)
+    v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+    def agree(result, expected):
+        np.testing.assert_allclose(result, expected, rtol=0, atol=1e-12 * np.max(np.abs(expected)))
+
+    for q in states:
+        expected = {"fd": check.forward_dynamics(q, v, force, formulation="reduced_pinocchio"),
+                    "M": check.mass_matrix(q, formulation="reduced_pinocchio"),
+                    "h": check.bias_forces(q, v, formulation="reduced_pinocchio")}
+        for call in ("fd", "M", "h", "h", "M", "fd"):
+            result = (model.forward_dynamics(q, v, force) if call == "fd" else model.mass_matrix(q) if call == "M"
+                      else model.bias_forces(q, v))
+            agree(result, expected[call])
+    for k in range(1, 11):
+        q = states[-1] + 1e-3 * k
+        agree(model.mass_matrix(q), check.mass_matrix(q, formulation="reduced_pinocchio"))
+    for k in range(11, 21):
+        q = states[-1] + 1e-3 * k
+        agree(model.bias_forces(q, v), check.bias_forces(q, v, formulation="reduced_pinocchio"))
+
+
+def test_a_walk_of_mass_matrix_calls_keeps_a_second_order_prediction():
+    """The mass-matrix call has no rates for the curvature of the loop's solution, so its warm start takes the
+    secant one along the call's input change δ (`secant_curvature_py`): after mass-matrix calls along a walk of
+    1e-3 steps, the warm start's curvature term along δ is θ_dep''[δ, δ] — the second difference of the generic
+    resolver's solutions at q − δ, q, q + δ (another model's: its own warm starts), to 1e-3 of it (the secant's
+    error is O(|δ|³), the difference's round-off ≈ 1e-16 / |δ|² of the angles). On main the mass-matrix call left
+    no curvature (the next call's prediction first order: a second Newton step at every call of such a walk).
+    A mass-matrix call at the warm start's own state (after h there) keeps the curvature it finds."""
+    import biobullet
+    model = biobullet.load_model("fourbar_knee")
+    reference = biobullet.load_model("fourbar_knee")
+    q, _ = model.initial_state()
+    delta = np.full(model.nq, 1e-3)
+    for k in range(5):
+        model.mass_matrix(q + k * delta)
+    q = q + 4 * delta
+    warm, loops = model.workspace.arrays.loop_warm, model.compiled.loops
+    assert warm.curved.all()
+    np.testing.assert_allclose(warm.u0, delta[:1], rtol=1e-12)   # one known joint: its change
+    solutions = [reference.joint_state(q + s * delta, np.zeros(model.nv))[0][loops.view_start:][loops.dep]
+                 for s in (-1.0, 0.0, 1.0)]
+    second_difference = solutions[0] - 2.0 * solutions[1] + solutions[2]
+    np.testing.assert_allclose(warm.h0, second_difference, rtol=1e-3, atol=1e-3 * np.max(np.abs(second_difference)))
+    # h, then M at the same state (τ = M a + h): M leaves h's curvature along the rate, still this solution's
+    model.bias_forces(q + delta, np.ones(model.nv))
+    curvature = (warm.u0.copy(), warm.h0.copy())
+    model.mass_matrix(q + delta)
+    assert warm.curved.all()
+    np.testing.assert_array_equal(warm.u0, curvature[0])
+    np.testing.assert_array_equal(warm.h0, curvature[1])
+
+
+def test_andrews_squeezer_takes_its_kept_solution_at_a_repeated_state():
+    """Andrews' squeezer's residual at its solution is at most 1e-3 of the tolerance, but its last correction
+    moves θ_dep by a few ulps, so on main its solution was never kept (a solve at every call, even at the same
+    state); now the kept solution is keyed on the corrected layout (`_keep_fixed_point_py`). A second call at the
+    same state takes it (no residual writes Φ_θ into the work arrays), and its accelerations are Pinocchio's
+    `constraintDynamics` (the three planar loops as point constraints) to 1e-8 of their size."""
+    import biobullet
+    from biobullet.bench.competitors import pinocchio_loops
+    model = biobullet.load_model("andrews_squeezer")
+    pinocchio_accelerations, index = pinocchio_loops(model)
+    rng = np.random.default_rng(231)
+    q0, _ = model.initial_state()
+    taken = 0
+    for k in range(4):
+        q = q0 + 1e-3 * (k + 1) * rng.uniform(-1.0, 1.0, model.nq)
+        v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        model.forward_dynamics(q, v, force)
+        jacobian = model.workspace.arrays.loop_work[6][1]   # Φ_θ: written by the solve's residual only
+        jacobian[:] = np.nan
+        accel = model.forward_dynamics(q, v, force).copy()
+        taken += bool(np.isnan(jacobian).all())
+        x, xd, gradient, gamma = model.joint_state(q, v)
+        tau = np.linalg.lstsq(gradient.T, force, rcond=None)[0]
+        expected = pinocchio_accelerations(index.config_to_pinocchio(x), index.velocity_to_pinocchio(xd),
+                                           index.velocity_to_pinocchio(tau))
+        np.testing.assert_allclose(index.velocity_to_pinocchio(gradient @ accel + gamma), expected, rtol=0,
+                                   atol=1e-8 * max(1.0, np.max(np.abs(expected))))
+    assert taken == 4, taken
