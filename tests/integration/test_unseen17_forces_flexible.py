@@ -1,0 +1,98 @@
+"""Force elements and flexible links, found by the seventeenth unseen-input probe (hunt14).
+
+The `<flexible>` expansion (`flexible.segments.expand_urdf`) left points inside a `<muscle>` on segment 0 (a rigid
+extension of the beam's root: the muscle did not see the beam bend), crashed with an AttributeError on a child
+joint without `<origin>` (URDF's zero origin), hung a child joint beyond the beam's length on a rigid extension of
+the last segment although the module promises a check, and reported a second `<flexible>` of one link as a
+duplicate `<link name="beam__seg1">` of the generated temp file. Each expected value here is hand geometry of the
+division rule (sections at (k − ½) h, h = L/N; module docstring), not a number of the code under test.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from biobullet.core.errors import ModelError
+from biobullet.flexible.segments import load_segmented_model
+
+BEAM = ('theory="euler_bernoulli" length="1" youngs_modulus="2e11" shear_modulus="7.7e10" shear_coefficient="0.8333" '
+        'area="3.75e-4" second_moment="4.8828125e-9" density="2700"')
+INERTIAL = '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>'
+
+
+def _urdf(*, child_origin: str = '<origin xyz="1 0 0"/>', extension: str = "",
+          flexible: str = f'<flexible link="beam" {BEAM}/>') -> str:
+    """A clamped beam (base → beam fixed, along x) carrying a link `tip` at its end."""
+    links = "".join(f'<link name="{name}">{INERTIAL}</link>' for name in ("base", "beam", "tip"))
+    return (f'<robot name="cantilever">{links}'
+            '<joint name="clamp" type="fixed"><parent link="base"/><child link="beam"/></joint>'
+            f'<joint name="end" type="fixed"><parent link="beam"/><child link="tip"/>{child_origin}</joint>'
+            f'<biobullet version="1"><gravity xyz="0 -9.81 0"/>{flexible}{extension}</biobullet></robot>')
+
+
+def _load(tmp_path, text: str, segments: int = 3):
+    path = tmp_path / "cantilever.urdf"
+    path.write_text(text)
+    return load_segmented_model(path, tmp_path / "expanded.urdf", segments=segments)
+
+
+MUSCLE = ('<muscle name="m" max_isometric_force="100" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+          '<point link="base" xyz="0 0.5 0"/><point link="beam" xyz="0.8 0 0.02"/></muscle>')
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.4, -0.7])
+def test_a_muscle_point_on_a_flexible_link_rides_its_segment(tmp_path, phi) -> None:
+    """N = 3, h = 1/3: sections at 1/6, 1/2, 5/6, so x = 0.8 lies on body 2, 0.3 beyond the section at 0.5. Bending
+    only that section by φ puts the point at (0.5 + 0.3 cos φ, 0.3 sin φ, 0.02). Before: the point stayed on segment
+    0 at (0.8, 0, 0.02) whatever φ (at φ = 0.4 the length was 0.9431 instead of 0.8659)."""
+    from biobullet.muscles.api import lengths
+
+    model, _ = _load(tmp_path, _urdf(extension=MUSCLE))
+    q = model.neutral_configuration()
+    q[list(model.coordinate_names).index("beam__bend2")] = phi
+    point = np.array([0.5 + 0.3 * math.cos(phi), 0.3 * math.sin(phi), 0.02])
+    expected = np.linalg.norm(point - np.array([0.0, 0.5, 0.0]))
+    assert lengths(model, q)[0] == pytest.approx(expected, rel=1e-13, abs=0.0)   # round-off of a few products
+
+
+def test_a_muscle_moving_point_on_a_flexible_link_is_refused(tmp_path) -> None:
+    """A moving point's position follows a coordinate along the beam, across the segments: no one body holds it."""
+    moving = ('<muscle name="m" max_isometric_force="100" optimal_fiber_length="0.1" tendon_slack_length="0.2">'
+              '<point link="base" xyz="0 0.5 0"/><moving_point link="beam" coordinate="hinge">'
+              '<x type="polynomial" coefficients="0.1 0.5"/></moving_point></muscle>')
+    text = _urdf(extension=moving).replace(
+        '<joint name="clamp" type="fixed"><parent link="base"/><child link="beam"/></joint>',
+        '<joint name="clamp" type="continuous"><parent link="base"/><child link="beam"/><axis xyz="0 1 0"/></joint>'
+    ).replace("coordinate=\"hinge\"", "coordinate=\"clamp\"")
+    with pytest.raises(ModelError) as caught:
+        _load(tmp_path, text)
+    message = str(caught.value)
+    assert "cantilever.urdf" in message and '<moving_point link="beam">' in message and "attribute 'link'" in message
+
+
+def test_a_child_joint_without_origin_sits_at_the_beam_root(tmp_path) -> None:
+    """URDF's absent <origin> is the identity: the child sits at x = 0, on body 0 (the one keeping the link's name),
+    and no bending moves it. Before: AttributeError ('NoneType' object has no attribute 'set')."""
+    model, _ = _load(tmp_path, _urdf(child_origin=""))
+    frame, root = model.frame("tip"), model.frame("beam")
+    assert frame.body == root.body
+    np.testing.assert_array_equal(frame.translation, root.translation)
+
+
+@pytest.mark.parametrize("text, message", [
+    (_urdf(child_origin='<origin xyz="2 0 0"/>'),
+     "cantilever.urdf: <flexible link=\"beam\">: attribute 'link': child joint 'end' at xyz = 2 0 0 is not on the "
+     "beam axis (x from 0 to L = 1)"),
+    (_urdf(extension=f'<flexible link="beam" {BEAM}/>'),
+     "cantilever.urdf: <flexible link=\"beam\">: attribute 'link': link 'beam' has 2 <flexible> elements"),
+    (_urdf(flexible=f'<flexible {BEAM}/>'),
+     "cantilever.urdf: <flexible>: attribute 'link': missing required attribute"),
+])
+def test_bad_flexible_links_name_the_source_file_and_element(tmp_path, text, message) -> None:
+    """Before: the child beyond L was silently hung on a rigid extension of the last segment; the second <flexible>
+    was blamed on the generated temp file's <link name="beam__seg1">; the missing link read "unknown link None"."""
+    with pytest.raises(ModelError) as caught:
+        _load(tmp_path, text)
+    assert message in str(caught.value)
