@@ -96,3 +96,18 @@ def test_bad_flexible_links_name_the_source_file_and_element(tmp_path, text, mes
     with pytest.raises(ModelError) as caught:
         _load(tmp_path, text)
     assert message in str(caught.value)
+
+
+def test_simulate_refuses_a_model_whose_flexible_link_it_would_ignore(tmp_path) -> None:
+    """`biobullet simulate` (CLI) refused a <flexible> link on the reference engine; the Python `simulate` ran the
+    rigid model and ignored the link without a word (a hinged beam swung as one rigid body)."""
+    from biobullet import load_model, simulate
+
+    text = _urdf(flexible=f'<flexible link="beam" boundary="cf" modes="1" {BEAM}/>').replace(
+        '<joint name="clamp" type="fixed"><parent link="base"/><child link="beam"/></joint>',
+        '<joint name="clamp" type="continuous"><parent link="base"/><child link="beam"/><axis xyz="0 0 1"/></joint>')
+    path = tmp_path / "hinged.urdf"
+    path.write_text(text)
+    with pytest.raises(ModelError) as caught:
+        simulate(load_model(path), 0.01, progress=False)
+    assert 'hinged.urdf: <flexible link="beam">: the reference engine' in str(caught.value)
