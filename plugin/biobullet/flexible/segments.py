@@ -25,6 +25,8 @@ bridge (through `forces.applied_forces`, every step) apply the same elastic forc
 Assumptions (checked, ModelError otherwise): the flexible link's beam axis is its x axis from 0 to L; bending
 is in its x–y plane. Boundary conditions are those of the attachments (a fixed joint clamps, a revolute joint
 pins, nothing = free); the `boundary`/`modes` attributes belong to the assumed-modes formulation and are ignored.
+Points on the link (springs, contacts, loops, muscle points and wrap surfaces) move to the segment holding
+them; a file's `<coordinates>` gets the bending (and shear) joints: they are independent elastic coordinates.
 """
 from __future__ import annotations
 
@@ -268,6 +270,12 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
             origin = j.find("origin")   # (absent: URDF's zero origin; was an AttributeError)
             (ET.SubElement(j, "origin") if origin is None else origin).set("xyz", f"{_fmt(x_local)} 0 0")
         _retarget_points(block, element, lay, file)
+        coordinates = block.find("coordinates")
+        if coordinates is not None:   # the elastic joints are independent coordinates (were taken as loop-dependent:
+            # "loop 'close' gives 2 equations for 3 dependent joints (h2, h3, beam__bend1)")
+            elastic = [f"{name}{SEPARATOR}{kind}{k}" for k in range(1, n + 1)
+                       for kind in (("shear", "bend") if lay.shear_stiffness is not None else ("bend",))]
+            coordinates.set("names", " ".join([*coordinates.get("names", "").split(), *elastic]))
         block.remove(element)
         block.append(ET.Comment(f" <flexible link=\"{name}\"> expanded into {n} segments "
                                 f"({'bending + shear' if lay.shear_stiffness is not None else 'bending'}) "))
