@@ -147,3 +147,56 @@ def test_a_flexible_link_in_a_loop_keeps_its_bending_joints_independent(tmp_path
     trajectory = simulate(model, 0.5, rtol=1e-10, atol=1e-12, progress=False)
     assert np.ptp(trajectory.energy["kinetic"]) > 1.0   # it moved
     assert np.ptp(trajectory.energy_balance()) < 1e-8
+
+
+# ------------------------------------------------------------------------------------------- force elements, Python API
+BALL_ARM = ('<robot name="ball_arm">' + "".join(_body(name) for name in ("base", "a", "b")) +
+            '<joint name="j1" type="continuous"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>'
+            '<joint name="ball" type="spherical"><parent link="a"/><child link="b"/><origin xyz="1 0 0"/></joint>'
+            '<biobullet version="1"><gravity xyz="0 0 -9.81"/></biobullet></robot>')
+
+
+@pytest.fixture
+def ball_arm(tmp_path):
+    from biobullet import load_model
+
+    path = tmp_path / "ball_arm.urdf"
+    path.write_text(BALL_ARM)
+    return load_model(path)
+
+
+@pytest.mark.parametrize("make, message", [
+    # before: NaN generalized forces, silently (and for inf too)
+    (lambda f: f.Spring("s", "a", [float("nan"), 0, 0], "b", [0, 0, 0], 1.0),
+     "<python>: <spring name=\"s\">: attribute 'xyz_a': component 1 is not finite"),
+    (lambda f: f.Spring("s", "a", [0, 0, 0], "b", [0, 0, float("inf")], 1.0),
+     "<python>: <spring name=\"s\">: attribute 'xyz_b': component 3 is not finite"),
+    # before: ValueError: cannot reshape array of size 2 into shape (3,)
+    (lambda f: f.Spring("s", "a", [0, 0], "b", [0, 0, 0], 1.0),
+     "<python>: <spring name=\"s\">: attribute 'xyz_a': has 2 numbers"),
+    # before: "ball_arm.urdf: unknown link 'B'", naming neither the spring nor its attribute
+    (lambda f: f.Spring("s", "a", [0, 0, 0], "B", [0, 0, 0], 1.0),
+     "<python>: <spring name=\"s\">: attribute 'link_b': unknown link 'B'"),
+    # before: "unknown joint 'ball'", though the model has it
+    (lambda f: f.JointSpring("k", "ball", 1.0),
+     "<python>: <joint_spring name=\"k\">: attribute 'joint': joint 'ball' is spherical: it has several degrees"),
+])
+def test_python_force_elements_name_their_bad_input(ball_arm, make, message) -> None:
+    import biobullet.forces as forces
+
+    with pytest.raises(ModelError) as caught:
+        forces.add_force_element(ball_arm, make(forces))
+    assert message in str(caught.value)
+
+
+def test_a_python_torque_that_turns_nan_names_itself(ball_arm) -> None:
+    """A Python torque function that returns NaN from t = 0.2 s: the run stopped with "the state is not finite",
+    naming no element; now the failure names the element and the time."""
+    from biobullet import simulate
+    from biobullet.core.errors import SolverError
+    from biobullet.forces import JointTorque, add_force_element
+
+    add_force_element(ball_arm, JointTorque("drive", "j1", function=lambda t: 1.0 if t < 0.2 else math.nan))
+    with pytest.raises(SolverError) as caught:
+        simulate(ball_arm, 0.5, progress=False)
+    assert '<python>: <joint_torque name="drive">: the torque is nan at t = 0.2' in str(caught.value)
