@@ -10,6 +10,7 @@ division rule (sections at (k − ½) h, h = L/N; module docstring), not a numbe
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,3 +201,32 @@ def test_a_python_torque_that_turns_nan_names_itself(ball_arm) -> None:
     with pytest.raises(SolverError) as caught:
         simulate(ball_arm, 0.5, progress=False)
     assert '<python>: <joint_torque name="drive">: the torque is nan at t = 0.2' in str(caught.value)
+
+
+# ------------------------------------------------------------------------------------------- Gibbs–Appell chain file
+ROBOT = Path(__file__).resolve().parents[2] / "urdf" / "elastic_robot_3link.urdf"
+Q2 = '<child link="link2"/><origin xyz="1 0 0" rpy="0 0 0"/>'
+Q1 = '<child link="link1"/><origin xyz="0 0 0" rpy="0 0 0"/>'
+
+
+@pytest.mark.parametrize("old, new, message", [
+    (Q2, Q2.replace('rpy="0 0 0"', 'rpy="0 0 0.5"'),
+     "<joint name=\"q2\"> <origin>: attribute 'rpy': an elastic chain's joints carry no rotation"),
+    (Q2, Q2.replace('xyz="1 0 0"', 'xyz="0.8 0.6 0"'),
+     "<joint name=\"q2\"> <origin>: attribute 'xyz': 0.8 0.6 0 is not on the parent link's x axis"),
+    (Q1, Q1.replace('xyz="0 0 0"', 'xyz="0 0.5 0"'),
+     "<joint name=\"q1\"> <origin>: attribute 'xyz': the chain starts at the world origin"),
+])
+def test_the_elastic_chain_refuses_joint_origins_it_would_ignore(tmp_path, old, new, message) -> None:
+    """`ElasticChain.from_model_file` places its links by their lengths alone: a 0.5 rad rotation in a joint's
+    origin, a child joint at (0.8, 0.6) (taken as a straight link of length 1) and the first joint 0.5 m above the
+    base all gave the very chain of the unmodified file. Each is now refused, naming the joint."""
+    from biobullet.flexible.gibbs_appell import ElasticChain
+
+    text = ROBOT.read_text()
+    assert text.count(old) == 1
+    path = tmp_path / "robot.urdf"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(ModelError) as caught:
+        ElasticChain.from_model_file(path)
+    assert "robot.urdf: " + message in str(caught.value)
