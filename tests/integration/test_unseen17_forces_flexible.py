@@ -216,6 +216,11 @@ Q1 = '<child link="link1"/><origin xyz="0 0 0" rpy="0 0 0"/>'
      "<joint name=\"q2\"> <origin>: attribute 'xyz': 0.8 0.6 0 is not on the parent link's x axis"),
     (Q1, Q1.replace('xyz="0 0 0"', 'xyz="0 0.5 0"'),
      "<joint name=\"q1\"> <origin>: attribute 'xyz': the chain starts at the world origin"),
+    # a 2 kg tool on a fixed joint at the tip: the chain left it (and its weight) out
+    ('<link name="ground"/>', '<link name="ground"/><link name="tool"><inertial><mass value="2"/><inertia ixx="1" '
+     'ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link><joint name="grip" type="fixed"><parent '
+     'link="link3"/><child link="tool"/><origin xyz="1 0 0"/></joint>',
+     "<link name=\"tool\">: attribute 'inertial': link 'tool' has a mass of 2 kg outside the chain's links"),
 ])
 def test_the_elastic_chain_refuses_joint_origins_it_would_ignore(tmp_path, old, new, message) -> None:
     """`ElasticChain.from_model_file` places its links by their lengths alone: a 0.5 rad rotation in a joint's

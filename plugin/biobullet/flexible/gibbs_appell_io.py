@@ -105,6 +105,12 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
             raise ModelError("chain joints must turn about z", file=file, element=f'<joint name="{j.name}">',
                              attribute="axis", expected="0 0 1")
     _check_chain_origins(file, prismatic, revolute)
+    chain_links = {j.child for j in revolute}
+    for link in desc.links:   # (a tool on a fixed joint, a massive slider: left out of the chain without a word)
+        if link.name not in chain_links and link.inertial is not None and link.inertial.mass > 0.0:
+            raise ModelError(f"link {link.name!r} has a mass of {link.inertial.mass:g} kg outside the chain's links "
+                             "(the chain would leave it out)", file=file, element=f'<link name="{link.name}">',
+                             attribute="inertial", expected="mass only on the links of the revolute chain")
     by_parent = {j.parent: j for j in revolute}
     flex = {e.get("link"): e for e in desc.elements_of("flexible")}
     links: list[Any] = []
