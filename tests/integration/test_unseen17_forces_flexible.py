@@ -235,3 +235,19 @@ def test_the_elastic_chain_refuses_joint_origins_it_would_ignore(tmp_path, old, 
     with pytest.raises(ModelError) as caught:
         ElasticChain.from_model_file(path)
     assert "robot.urdf: " + message in str(caught.value)
+
+
+def test_too_many_segments_in_all_name_the_flexible_link_and_its_segments(tmp_path) -> None:
+    """Six Timoshenko links of 200 segments (the per-link cap) add 6 × 200 × 2 = 2400 joints: over the 2000 a model
+    may have. Before: the load of the generated temp file refused "<robot>: 2406 joints", naming neither the source
+    file nor a segment count; now the fifth link (5 × 400 = 2000 added, + 6 of the file's own > 2000) is named."""
+    links = "".join(f'<link name="l{k}">{INERTIAL}</link>' for k in range(7))
+    joints = "".join(f'<joint name="j{k}" type="continuous"><parent link="l{k - 1}"/><child link="l{k}"/>'
+                     f'<origin xyz="{1 if k > 1 else 0} 0 0"/><axis xyz="0 0 1"/></joint>' for k in range(1, 7))
+    timoshenko = BEAM.replace("euler_bernoulli", "timoshenko")
+    flexible = "".join(f'<flexible link="l{k}" {timoshenko}/>' for k in range(1, 7))
+    text = f'<robot name="many">{links}{joints}<biobullet version="1">{flexible}</biobullet></robot>'
+    with pytest.raises(ModelError) as caught:
+        _load(tmp_path, text, segments=200)
+    assert "cantilever.urdf: <flexible link=\"l5\">: attribute 'segments': the segments add 2000 joints" \
+        in str(caught.value)

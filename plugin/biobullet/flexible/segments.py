@@ -212,7 +212,10 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
     elif segments is not None and not isinstance(segments, (int, np.integer)):   # 1.5: was AttributeError
         raise ModelError(f"segments {segments!r} is neither an integer nor a dict of them", file=file,
                          argument="segments", expected=f"an integer in 1 … {MAX_SEGMENTS}, or one per link")
+    from biobullet.model.extension import MAX_ELEMENTS
+    from biobullet.model.urdf import MAX_JOINTS
     layouts: dict[str, SegmentLayout] = {}
+    added, elements = 0, len(block)
     for element in flex:
         name = element.get("link")
         where = f'<flexible link="{name}">'
@@ -239,6 +242,13 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
             raise ModelError(exc.detail, file=file, element=where, attribute=exc.attribute or "segments",
                              expected=exc.expected) from None
         layouts[name] = lay
+        added += n * (1 if lay.shear_stiffness is None else 2)   # joints, and as many <joint_spring>s
+        if len(joints) + added > MAX_JOINTS or elements + added > MAX_ELEMENTS:
+            # (the load of the generated file refused it, naming the temp file and none of the segment counts)
+            raise ModelError(f"the segments add {added} joints and joint springs to the file's {len(joints)} joints "
+                             f"and {elements} elements: more than {MAX_JOINTS} joints or {MAX_ELEMENTS} elements",
+                             file=file, element=where, attribute="segments",
+                             expected="fewer segments (or fewer flexible links)")
         link = links[name]
         for child in list(link):
             if child.tag in ("inertial", "visual", "collision"):
