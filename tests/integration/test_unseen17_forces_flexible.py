@@ -19,7 +19,7 @@ from biobullet.core.errors import ModelError
 from biobullet.flexible.segments import load_segmented_model
 
 BEAM = ('theory="euler_bernoulli" length="1" youngs_modulus="2e11" shear_modulus="7.7e10" shear_coefficient="0.8333" '
-        'area="3.75e-4" second_moment="4.8828125e-9" density="2700"')
+        'area="3.75e-4" second_moment="4.8828125e-9" density="2666.6666666666667"')  # ρAL = 1 kg
 INERTIAL = '<inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>'
 
 
@@ -251,3 +251,14 @@ def test_too_many_segments_in_all_name_the_flexible_link_and_its_segments(tmp_pa
         _load(tmp_path, text, segments=200)
     assert "cantilever.urdf: <flexible link=\"l5\">: attribute 'segments': the segments add 2000 joints" \
         in str(caught.value)
+
+
+def test_a_link_mass_the_beam_replaces_is_announced(tmp_path) -> None:
+    """The beam's ρ·A·L = 2666.67 · 3.75e-4 · 1 = 1 kg replaces the link's own <inertial> mass. A 5 kg link (a
+    motor on the beam, say) lost 4 kg without a word; now a warning names it. The moving mass is the hand sum of
+    the beam beyond its clamped first half-segment (x from h/2 = 1/6 to 1: 5/6 kg) and the welded tip (1 kg)."""
+    text = _urdf().replace('<link name="beam"><inertial><mass value="1"/>', '<link name="beam"><inertial><mass value="5"/>')
+    with pytest.warns(UserWarning, match=r'<flexible link="beam">: the link\'s <inertial> mass 5 kg is replaced by the '
+                                         r"beam's density·area·length = 1 kg"):
+        model, _ = _load(tmp_path, text)
+    assert model.total_mass == pytest.approx(5 / 6 + 1.0, rel=1e-14)

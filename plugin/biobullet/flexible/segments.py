@@ -171,6 +171,22 @@ def _flexible_numbers(element: ET.Element, default_length: float | None, file: s
             "segments": integer(source, a, "segments", 8, at_least=1, at_most=MAX_SEGMENTS)}
 
 
+def _warn_replaced_mass(link: ET.Element, lay: SegmentLayout, file: str, where: str) -> None:
+    """Warn when the link's own `<inertial>` mass differs from the beam's ρ·A·L, which replaces it (a motor or a
+    payload modelled in the link's inertial was dropped without a word)."""
+    import warnings
+    mass = link.find("inertial/mass")
+    try:
+        own = float(mass.get("value")) if mass is not None else None
+    except (TypeError, ValueError):
+        return   # (the URDF loader names a malformed mass)
+    beam = lay.mass_per_length * lay.length
+    if own is not None and math.isfinite(own) and abs(own - beam) > 1e-3 * max(abs(beam), abs(own)):
+        warnings.warn(f"{file}: {where}: the link's <inertial> mass {own:g} kg is replaced by the beam's "
+                      f"density·area·length = {beam:g} kg (and its centre of mass and inertia by the beam's); put "
+                      "other masses on a child link", stacklevel=4)
+
+
 def _retarget_points(block: ET.Element, flexible: ET.Element, lay: SegmentLayout, file: str) -> None:
     """Move every point given on the flexible link (contacts, springs, loops, and the points and wrap surfaces
     inside muscles) to the segment body that holds it, in that body's frame; a muscle's moving point (its position
@@ -250,6 +266,7 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
                              file=file, element=where, attribute="segments",
                              expected="fewer segments (or fewer flexible links)")
         link = links[name]
+        _warn_replaced_mass(link, lay, file, where)
         for child in list(link):
             if child.tag in ("inertial", "visual", "collision"):
                 link.remove(child)
