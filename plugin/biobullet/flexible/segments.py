@@ -184,7 +184,7 @@ def _warn_replaced_mass(link: ET.Element, lay: SegmentLayout, file: str, where: 
     if own is not None and math.isfinite(own) and abs(own - beam) > 1e-3 * max(abs(beam), abs(own)):
         warnings.warn(f"{file}: {where}: the link's <inertial> mass {own:g} kg is replaced by the beam's "
                       f"density·area·length = {beam:g} kg (and its centre of mass and inertia by the beam's); put "
-                      "other masses on a child link", stacklevel=4)
+                      "other masses on a child link", stacklevel=5)
 
 
 def _retarget_points(block: ET.Element, flexible: ET.Element, lay: SegmentLayout, file: str) -> None:
