@@ -262,3 +262,21 @@ def test_a_link_mass_the_beam_replaces_is_announced(tmp_path) -> None:
                                          r"beam's density·area·length = 1 kg"):
         model, _ = _load(tmp_path, text)
     assert model.total_mass == pytest.approx(5 / 6 + 1.0, rel=1e-14)
+
+
+def test_the_bridge_checks_the_files_segment_count(tmp_path) -> None:
+    """`Bridge(model)` read a <flexible>'s `segments` with int(): "2.5" raised a bare ValueError (invalid literal for
+    int()); the expansion's own check now names the file, the element and the attribute. A valid count is kept."""
+    import biobullet
+
+    hinged = _urdf().replace(
+        '<joint name="clamp" type="fixed"><parent link="base"/><child link="beam"/></joint>',
+        '<joint name="clamp" type="continuous"><parent link="base"/><child link="beam"/><axis xyz="0 0 1"/></joint>')
+    path = tmp_path / "hinged.urdf"
+    path.write_text(hinged.replace('<flexible link="beam" ', '<flexible link="beam" boundary="cf" segments="2.5" '))
+    with pytest.raises(ModelError) as caught:
+        biobullet.Bridge(biobullet.load_model(path))
+    assert "hinged.urdf: <flexible link=\"beam\">: attribute 'segments': not an integer: '2.5'" in str(caught.value)
+    path.write_text(hinged.replace('<flexible link="beam" ', '<flexible link="beam" boundary="cf" segments="3" '))
+    with biobullet.Bridge(biobullet.load_model(path)) as bridge:
+        assert bridge.layouts["beam"].segments == 3
