@@ -235,7 +235,9 @@ class JointTorque(_JointElement):
         else:
             value = float(self.function(t))
         if not math.isfinite(value):   # (the run failed with "the state is not finite", naming no element)
-            raise SolverError(f"{self.source.file}: {self.source.element}: the torque is {value} at t = {t:g} s")
+            error = SolverError(f"{self.source.file}: {self.source.element}: the torque is {value} at t = {t:g} s")
+            error.t = t   # the failing evaluation's time (the engine reports it, not its last accepted step)
+            raise error
         return value
 
     def generalized_force(self, model, x, xd, t, placements=None):
