@@ -1513,9 +1513,8 @@ def expand_flexible_links(model, segments, shear, air_damping: bool = True):
                              file=model.file, attribute="segments", expected="a model with <flexible> links")
         return model, {}
     from biobullet.flexible.segments import load_segmented_model
-    if segments is None:
-        segments = {e.get("link"): (int(e.get("segments")) if e.get("segments") is not None else DEFAULT_SEGMENTS)
-                    for e in elements}
+    if segments is None:   # the file's own `segments` is read (and checked) by the expansion (int('2.5') raised)
+        segments = {e.get("link"): DEFAULT_SEGMENTS for e in elements if e.get("segments") is None}
     return load_segmented_model(model.file, segments=segments, shear=False if shear is None else shear,
                                 air_damping=air_damping, floating_base=model.floating_base)
 

@@ -4,6 +4,8 @@ The URDF must be a planar chain in the x–y plane: optionally two prismatic joi
 floating planar base, coordinates X1, X2 of O_1), then one revolute/continuous joint about z per link. Each
 link carrying a `<flexible>` element becomes one chain link; a link without one is rigid (uniform rod, mass from
 its `<inertial>`). `<contact>` elements must sit at joint points (xyz = 0 0 0 or the link end).
+Joint origins carry no rotation; the base joints and the first revolute joint sit at the origin, every later
+joint at xyz = L 0 0 of its parent (the chain places its links by their lengths alone).
 """
 from __future__ import annotations
 
@@ -61,6 +63,25 @@ def _single_law(elements: list[Any], builder: Any, what: str) -> Any:
     return first
 
 
+def _check_chain_origins(file: str, prismatic: list[Any], revolute: list[Any]) -> None:
+    """The chain places its links by their lengths alone: each joint's <origin> has no rotation, the base joints
+    and the first revolute joint sit at the origin, every later joint on its parent's x axis. ModelError naming the
+    joint otherwise (the chain ignored a rotation, an offset of its first joint and the direction of a child
+    joint, of which it took only the distance)."""
+    for k, joint in enumerate((*prismatic, *revolute)):
+        source = SourceRef(file, f"{joint.source.element} <origin>")
+        if np.any(np.abs(joint.origin_rpy) > 1e-12):
+            raise source.error("rpy", "an elastic chain's joints carry no rotation (the chain would ignore it)",
+                               "0 0 0")
+        x, y, z = (float(v) for v in joint.origin_xyz)
+        if k <= len(prismatic) and (x, y, z) != (0.0, 0.0, 0.0):
+            raise source.error("xyz", "the chain starts at the world origin (the chain would ignore this offset)",
+                               "0 0 0 (place the chain with <initial> positions of its base joints)")
+        if k > len(prismatic) and not (x > 0.0 and abs(y) <= 1e-12 and abs(z) <= 1e-12):
+            raise source.error("xyz", f"{x:g} {y:g} {z:g} is not on the parent link's x axis (the chain would take "
+                               "only its distance)", "L 0 0 with L > 0, the parent link's length")
+
+
 def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor."""
     from biobullet.contact import friction_law_from_attributes, normal_law_from_attributes
@@ -83,6 +104,13 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
         if tuple(np.round(j.axis, 12)) != (0.0, 0.0, 1.0):
             raise ModelError("chain joints must turn about z", file=file, element=f'<joint name="{j.name}">',
                              attribute="axis", expected="0 0 1")
+    _check_chain_origins(file, prismatic, revolute)
+    chain_links = {j.child for j in revolute}
+    for link in desc.links:   # (a tool on a fixed joint, a massive slider: left out of the chain without a word)
+        if link.name not in chain_links and link.inertial is not None and link.inertial.mass > 0.0:
+            raise ModelError(f"link {link.name!r} has a mass of {link.inertial.mass:g} kg outside the chain's links "
+                             "(the chain would leave it out)", file=file, element=f'<link name="{link.name}">',
+                             attribute="inertial", expected="mass only on the links of the revolute chain")
     by_parent = {j.parent: j for j in revolute}
     flex = {e.get("link"): e for e in desc.elements_of("flexible")}
     links: list[Any] = []

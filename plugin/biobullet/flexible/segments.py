@@ -25,6 +25,8 @@ bridge (through `forces.applied_forces`, every step) apply the same elastic forc
 Assumptions (checked, ModelError otherwise): the flexible link's beam axis is its x axis from 0 to L; bending
 is in its x–y plane. Boundary conditions are those of the attachments (a fixed joint clamps, a revolute joint
 pins, nothing = free); the `boundary`/`modes` attributes belong to the assumed-modes formulation and are ignored.
+Points on the link (springs, contacts, loops, muscle points and wrap surfaces) move to the segment holding
+them; a file's `<coordinates>` gets the bending (and shear) joints: they are independent elastic coordinates.
 """
 from __future__ import annotations
 
@@ -169,6 +171,42 @@ def _flexible_numbers(element: ET.Element, default_length: float | None, file: s
             "segments": integer(source, a, "segments", 8, at_least=1, at_most=MAX_SEGMENTS)}
 
 
+def _warn_replaced_mass(link: ET.Element, lay: SegmentLayout, file: str, where: str) -> None:
+    """Warn when the link's own `<inertial>` mass differs from the beam's ρ·A·L, which replaces it (a motor or a
+    payload modelled in the link's inertial was dropped without a word)."""
+    import warnings
+    mass = link.find("inertial/mass")
+    try:
+        own = float(mass.get("value")) if mass is not None else None
+    except (TypeError, ValueError):
+        return   # (the URDF loader names a malformed mass)
+    beam = lay.mass_per_length * lay.length
+    if own is not None and math.isfinite(own) and abs(own - beam) > 1e-3 * max(abs(beam), abs(own)):
+        warnings.warn(f"{file}: {where}: the link's <inertial> mass {own:g} kg is replaced by the beam's "
+                      f"density·area·length = {beam:g} kg (and its centre of mass and inertia by the beam's); put "
+                      "other masses on a child link", stacklevel=5)
+
+
+def _retarget_points(block: ET.Element, flexible: ET.Element, lay: SegmentLayout, file: str) -> None:
+    """Move every point given on the flexible link (contacts, springs, loops, and the points and wrap surfaces
+    inside muscles) to the segment body that holds it, in that body's frame; a muscle's moving point (its position
+    a function of a coordinate, so of no one segment) is refused."""
+    names = lay.body_names()
+    for other in block.iter():   # (nested: a muscle's <point link=..> stayed on segment 0 as a rigid extension)
+        if other is flexible or other.tag == "flexible":
+            continue
+        if other.tag == "moving_point" and other.get("link") == lay.link:
+            raise ModelError(f"a muscle's moving point on the flexible link {lay.link!r}: its position moves along "
+                             "the beam, across the segments", file=file, element=f'<moving_point link="{lay.link}">',
+                             attribute="link", expected="a rigid link, or fixed <point>s on the flexible link")
+        for suffix in ("", "_a", "_b"):
+            if other.get("link" + suffix) == lay.link:
+                point = _xyz(other.get("xyz" + suffix), SourceRef(file, f"<{other.tag}>"), "xyz" + suffix)
+                k, x_local = lay.locate(float(point[0]))
+                other.set("link" + suffix, names[k])
+                other.set("xyz" + suffix, f"{_fmt(x_local)} {_fmt(point[1])} {_fmt(point[2])}")
+
+
 def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shear: bool | None = None,
                 file: str = "<string>") -> tuple[str, dict[str, SegmentLayout]]:
     """Rewrite URDF text: every `<flexible>` link becomes N+1 bodies, N bending (and shear) joints with
@@ -190,10 +228,20 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
     elif segments is not None and not isinstance(segments, (int, np.integer)):   # 1.5: was AttributeError
         raise ModelError(f"segments {segments!r} is neither an integer nor a dict of them", file=file,
                          argument="segments", expected=f"an integer in 1 … {MAX_SEGMENTS}, or one per link")
+    from biobullet.model.extension import MAX_ELEMENTS
+    from biobullet.model.urdf import MAX_JOINTS
     layouts: dict[str, SegmentLayout] = {}
+    added, elements = 0, len(block)
     for element in flex:
         name = element.get("link")
         where = f'<flexible link="{name}">'
+        if not name:
+            raise ModelError("missing required attribute", file=file, element="<flexible>", attribute="link",
+                             expected="the name of a <link>")
+        if flexible_links.count(name) > 1:   # (the second expansion met the first's segment links: an error
+            # about the generated file's <link name="..__seg1">)
+            raise ModelError(f"link {name!r} has {flexible_links.count(name)} <flexible> elements", file=file,
+                             element=where, attribute="link", expected="one <flexible> per link")
         if name not in links:
             raise ModelError(f"unknown link {name!r}{did_you_mean(name, links)}", file=file, element=where, attribute="link",
                              expected="the name of a <link>")
@@ -210,7 +258,15 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
             raise ModelError(exc.detail, file=file, element=where, attribute=exc.attribute or "segments",
                              expected=exc.expected) from None
         layouts[name] = lay
+        added += n * (1 if lay.shear_stiffness is None else 2)   # joints, and as many <joint_spring>s
+        if len(joints) + added > MAX_JOINTS or elements + added > MAX_ELEMENTS:
+            # (the load of the generated file refused it, naming the temp file and none of the segment counts)
+            raise ModelError(f"the segments add {added} joints and joint springs to the file's {len(joints)} joints "
+                             f"and {elements} elements: more than {MAX_JOINTS} joints or {MAX_ELEMENTS} elements",
+                             file=file, element=where, attribute="segments",
+                             expected="fewer segments (or fewer flexible links)")
         link = links[name]
+        _warn_replaced_mass(link, lay, file, where)
         for child in list(link):
             if child.tag in ("inertial", "visual", "collision"):
                 link.remove(child)
@@ -231,21 +287,22 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
                 _joint(root, f"{name}{SEPARATOR}bend{k}", "revolute_free", prev, names[k], x_local, "0 0 1")
             prev = names[k]
         for j, end in zip(children, ends):
-            if abs(end[1]) > 1e-12 or abs(end[2]) > 1e-12 or end[0] < -1e-12:
-                raise ModelError(f"child joint {j.get('name')!r} is not on the beam axis (x from 0 to L)",
-                                 file=file, element=where, attribute="link", expected="children at xyz = x 0 0")
+            # (beyond L the child hung on a rigid extension of the last segment, without a word)
+            if abs(end[1]) > 1e-12 or abs(end[2]) > 1e-12 or end[0] < -1e-12 or end[0] > lay.length * (1 + 1e-9):
+                raise ModelError(f"child joint {j.get('name')!r} at xyz = {end[0]:g} {end[1]:g} {end[2]:g} is not on "
+                                 f"the beam axis (x from 0 to L = {lay.length:g})", file=file, element=where,
+                                 attribute="link", expected="children at xyz = x 0 0 with 0 ≤ x ≤ L")
             k, x_local = lay.locate(float(end[0]))
             j.find("parent").set("link", names[k])
-            j.find("origin").set("xyz", f"{_fmt(x_local)} 0 0")
-        for other in list(block):  # retarget points given on the flexible link (contacts, springs, loops)
-            if other is element:
-                continue
-            for suffix in ("", "_a", "_b"):
-                if other.get("link" + suffix) == name and other.tag != "flexible":
-                    point = _xyz(other.get("xyz" + suffix), SourceRef(file, f"<{other.tag}>"), "xyz" + suffix)
-                    k, x_local = lay.locate(float(point[0]))
-                    other.set("link" + suffix, names[k])
-                    other.set("xyz" + suffix, f"{_fmt(x_local)} {_fmt(point[1])} {_fmt(point[2])}")
+            origin = j.find("origin")   # (absent: URDF's zero origin; was an AttributeError)
+            (ET.SubElement(j, "origin") if origin is None else origin).set("xyz", f"{_fmt(x_local)} 0 0")
+        _retarget_points(block, element, lay, file)
+        coordinates = block.find("coordinates")
+        if coordinates is not None:   # the elastic joints are independent coordinates (were taken as loop-dependent:
+            # "loop 'close' gives 2 equations for 3 dependent joints (h2, h3, beam__bend1)")
+            elastic = [f"{name}{SEPARATOR}{kind}{k}" for k in range(1, n + 1)
+                       for kind in (("shear", "bend") if lay.shear_stiffness is not None else ("bend",))]
+            coordinates.set("names", " ".join([*coordinates.get("names", "").split(), *elastic]))
         block.remove(element)
         block.append(ET.Comment(f" <flexible link=\"{name}\"> expanded into {n} segments "
                                 f"({'bending + shear' if lay.shear_stiffness is not None else 'bending'}) "))

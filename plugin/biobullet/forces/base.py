@@ -155,6 +155,10 @@ def force_type(tag: str) -> type[ForceElement] | None:
 def joint_indices(model, joint: str, source: SourceRef, attribute: str = "joint") -> tuple[int, int]:
     """(index in x, index in ẋ) of a movable joint's coordinate."""
     if joint not in model.joint_names:
+        several = {j.name: j.type for j in model.description.joints if j.multi_dof}
+        if joint in several:   # (from Python it read "unknown joint 'ball'", though the model has it)
+            raise source.error(attribute, f"joint {joint!r} is {several[joint]}: it has several degrees of freedom "
+                               "and a joint element acts on one coordinate", "one of " + ", ".join(model.joint_names))
         raise source.error(attribute, f"unknown joint {joint!r}{did_you_mean(joint, model.joint_names)}",
                            "one of " + ", ".join(model.joint_names))
     slot = model.joint_names.index(joint)

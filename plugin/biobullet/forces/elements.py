@@ -95,8 +95,9 @@ class Spring(ForceElement):
                  rest_length: float = 0.0, damping: float = 0.0, source: SourceRef | None = None) -> None:
         super().__init__(name, _source(source, "spring", name))
         self.link_a, self.link_b = link_a, link_b
-        self.xyz_a = np.array(xyz_a, dtype=float).reshape(3)
-        self.xyz_b = np.array(xyz_b, dtype=float).reshape(3)
+        # (from Python a NaN point gave NaN forces and a 2-vector a bare ValueError)
+        self.xyz_a, self.xyz_b = (np.array(vector3(self.source, {key: value}, key))
+                                  for key, value in (("xyz_a", xyz_a), ("xyz_b", xyz_b)))
         self.stiffness = to_float(self.source, "stiffness", stiffness, non_negative=True)
         self.rest_length = to_float(self.source, "rest_length", rest_length, non_negative=True)
         self.damping = to_float(self.source, "damping", damping, non_negative=True)
@@ -120,7 +121,10 @@ class Spring(ForceElement):
     def _anchors(self, model) -> tuple:
         """(body, point in the body frame) of b and a."""
         anchors = []
-        for link, xyz in ((self.link_b, self.xyz_b), (self.link_a, self.xyz_a)):
+        for key, link, xyz in (("link_b", self.link_b, self.xyz_b), ("link_a", self.link_a, self.xyz_a)):
+            if link not in model.link_names:   # (from Python: the model's error named neither spring nor attribute)
+                raise self.source.error(key, f"unknown link {link!r}{did_you_mean(link, model.link_names)}",
+                                        "the name of a <link> of the model")
             frame = model.frame(link)
             anchors.append((int(frame.body), np.ascontiguousarray(frame.rotation @ xyz + frame.translation,
                                                                   dtype=float)))
@@ -227,8 +231,14 @@ class JointTorque(_JointElement):
         if self.value is not None:
             return self.value
         if hasattr(self.function, "evaluate"):
-            return float(self.function.evaluate(np.zeros(0), t)[0])
-        return float(self.function(t))
+            value = float(self.function.evaluate(np.zeros(0), t)[0])
+        else:
+            value = float(self.function(t))
+        if not math.isfinite(value):   # (the run failed with "the state is not finite", naming no element)
+            error = SolverError(f"{self.source.file}: {self.source.element}: the torque is {value} at t = {t:g} s")
+            error.t = t   # the failing evaluation's time (the engine reports it, not its last accepted step)
+            raise error
+        return value
 
     def generalized_force(self, model, x, xd, t, placements=None):
         return self._unit(model, self.torque(t))

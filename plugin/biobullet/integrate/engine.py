@@ -588,6 +588,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         check_writable(out, inputs=(model.file,))
     if not t_end > t0:
         raise ModelError(f"t_end = {t_end!r} is not after t0 = {t0:g}", attribute="t_end", expected="t_end > t0")
+    from biobullet.integrate.checks import runnable_check
+    runnable_check(model, "reference")   # (the CLI refused a <flexible> link; the Python call ran the rigid model)
     if model.nv == 0:
         raise nothing_to_simulate(model)
     chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
