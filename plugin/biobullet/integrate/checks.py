@@ -121,7 +121,8 @@ def time_function_check(model: Any, t_end: float) -> None:
         function = item.function
         if not getattr(function, "uses_time", False):
             continue
-        values = [float(x0[names.index(n) + (7 if model.floating_base else 0)]) if n in names else 0.0
+        # (x0 = [floating base and multi-DOF joints (base_nq entries), θ of the 1-DOF joints in joint_names order])
+        values = [float(x0[model.base_nq + names.index(n)]) if n in names else 0.0
                   for n in function.inputs]
         pole = _singularity(function, values, t_end)
         if pole is not None:

@@ -290,3 +290,21 @@ def test_vectorised_gravity_potential_equals_the_sum_over_bodies():
     expected = -sum(b.mass * float(g @ (r @ np.asarray(b.com) + p))
                     for b, r, p in zip(model.bodies, kin.rotations, kin.positions))
     assert gravity_potential(model, x) == pytest.approx(expected, rel=1e-14)
+
+
+def test_a_time_function_after_a_spherical_joint_is_checked_at_its_inputs_value(tmp_path):
+    """The CLI's up-front check of time-dependent joint functions read each input at index (7 if floating else 0)
+    + its place among the 1-DOF joints, so below a spherical joint it read the shoulder's quaternion: the pole of
+    0.1/(t − elbow − 0.2) with elbow = 0.6 (<initial>) was reported at t = 0.2 s, not 0.8 s. The pole follows from
+    the file's numbers by hand: t = 0.6 + 0.2."""
+    import spherical_arms
+    import biobullet
+    from biobullet.integrate.checks import time_function_check
+    text = spherical_arms.COUPLED.replace(
+        '<joint_function joint="pronation" type="polynomial" inputs="elbow" coefficients="0.1 0.5 -0.3"/>',
+        '<joint_function joint="pronation" type="expression" inputs="elbow" expression="0.1/(t - elbow - 0.2)"/>')
+    assert "0.1/(t - elbow - 0.2)" in text and '<initial joint="elbow" position="0.6"' in text
+    path = tmp_path / "pole_below_ball.urdf"
+    path.write_text(text)
+    with pytest.raises(biobullet.ModelError, match=r"singular at t = 0\.8 s"):
+        time_function_check(biobullet.load_model(path), 1.0)
