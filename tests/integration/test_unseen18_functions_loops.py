@@ -1,0 +1,90 @@
+"""Joint functions and closed loops from an independent, demanding user (the `<biobullet>` block's functions of
+every kind, `<coordinates>`, loops closing to the world, singular and undefined states). Each test is a defect the
+probe found, failing on the code before its fix; the numbers are checked against closed forms, not against the
+code under test."""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.core.errors import ModelError, SolverError
+
+ROD = ('<inertial><origin xyz="0.5 0 0"/><mass value="1"/>'
+       '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>')
+
+# three unit rods from the origin, the last one's tip pinned to the world at P = (2.2, 0.8): a four-bar whose
+# ground link is the world itself (the loop's link_b). Non-Grashof (1 + 2.34 > 1 + 1): the input j0 swings between
+# the two toggles where rods 2 and 3 align, |P − (cos j0, sin j0)| = 2.
+WORLD_PINNED = f"""<robot name="pinned"><link name="ground"/>
+  <link name="l0">{ROD}</link><link name="l1">{ROD}</link><link name="l2">{ROD}</link>
+  <joint name="j0" type="continuous"><parent link="ground"/><child link="l0"/><axis xyz="0 0 1"/></joint>
+  <joint name="j1" type="continuous"><parent link="l0"/><child link="l1"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
+  <joint name="j2" type="continuous"><parent link="l1"/><child link="l2"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/></joint>
+  <biobullet version="1"><gravity xyz="0 -9.81 0"/>
+    <loop name="W" type="planar" link_a="l2" xyz_a="1 0 0" link_b="ground" xyz_b="2.2 0.8 0" normal="0 0 1"/>
+    <coordinates names="j0"/>
+    <initial joint="j0" position="0.6"/><initial joint="j1" position="-0.5"/><initial joint="j2" position="-0.9"/>
+  </biobullet></robot>"""
+
+
+def _write(tmp_path, text: str, name: str = "model.urdf") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _toggle_angles() -> tuple[float, float]:
+    """j0 at the two toggles of WORLD_PINNED: P·u(j0) = (|P|² + 1 − 4) / 2, from |P − u|² = 4."""
+    p = np.array([2.2, 0.8])
+    phi, half = math.atan2(p[1], p[0]), math.acos((p @ p - 3.0) / 2.0 / np.linalg.norm(p))
+    return phi - half, phi + half
+
+
+@pytest.mark.slow
+def test_a_run_into_a_world_loops_toggle_names_the_loop(tmp_path) -> None:
+    """Swung at 2 rad/s, the world-pinned four-bar reaches its lower toggle at t ≈ 0.82 s. The run stopped with
+    "the state is not finite; state [q, v] = [nan nan]": inside the failing step a stage whose loop solve failed
+    returned NaN (to reject the step), the next stage was fed that NaN, and its "state is not finite" replaced the
+    loop's own error as the step's kept failure. Now the run names the loop and its singular configuration, at the
+    toggle angle of the closed form (the stop is where cond(∂Φ/∂θ_dep) passes 1e8, so |j0 − toggle| ≲ 1e-12;
+    measured 1e-15)."""
+    model = biobullet.load_model(_write(tmp_path, WORLD_PINNED))
+    with pytest.raises(SolverError) as caught:
+        biobullet.simulate(model, 3.0, progress=False, initial={"j0_dot": 2.0})
+    message = str(caught.value)
+    assert "not finite" not in message and "nan" not in message
+    assert "<loop> 'W'" in message and re.search(r"singular loop configuration|did not converge", message)
+    reported = float(re.search(r"j0 = (-?[0-9.e+-]+)", message).group(1))
+    assert abs(reported - _toggle_angles()[0]) <= 1e-8
+
+
+CHAIN = """<robot name="chain"><link name="base"/>
+  <link name="la">{rod}</link><link name="lb">{rod}</link>
+  <joint name="a" type="revolute"><parent link="base"/><child link="la"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="b" type="revolute"><parent link="la"/><child link="lb"/><origin xyz="1 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <biobullet version="1">{block}</biobullet></robot>"""
+
+
+def test_a_function_undefined_at_the_start_is_not_blamed_on_loops(tmp_path) -> None:
+    """b = sqrt(a) is not differentiable at the neutral a = 0 and undefined at a = −0.4. A model without any loop
+    was refused with "<loop>: the loops () close neither at the neutral configuration nor at the initial state …
+    (expected loops whose links can meet)". Now the error names the joint function and the file once, and asks
+    for an initial state inside its domain; with one (a = 0.4) the model loads and b = √0.4."""
+    function = '<joint_function joint="b" type="expression" inputs="a" expression="sqrt(a)"/>'
+    for initial in ("", '<initial joint="a" position="-0.4"/>'):
+        path = _write(tmp_path, CHAIN.format(rod=ROD, block=function + initial))
+        with pytest.raises(ModelError) as caught:
+            biobullet.load_model(path)
+        message = str(caught.value)
+        assert "<loop>" not in message and "loops ()" not in message
+        assert '<joint_function joint="b">' in message and message.count(path) == 1
+        assert "an <initial> state inside the joint functions' domain" in message
+    path = _write(tmp_path, CHAIN.format(rod=ROD, block=function + '<initial joint="a" position="0.4"/>'))
+    model = biobullet.load_model(path)
+    assert abs(model.joint_positions(model.initial_state()[0])[1] - math.sqrt(0.4)) <= 1e-15
