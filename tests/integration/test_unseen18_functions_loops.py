@@ -88,3 +88,19 @@ def test_a_function_undefined_at_the_start_is_not_blamed_on_loops(tmp_path) -> N
     path = _write(tmp_path, CHAIN.format(rod=ROD, block=function + '<initial joint="a" position="0.4"/>'))
     model = biobullet.load_model(path)
     assert abs(model.joint_positions(model.initial_state()[0])[1] - math.sqrt(0.4)) <= 1e-15
+
+
+def test_a_velocity_of_a_loops_dependent_joint_is_refused(tmp_path) -> None:
+    """`<initial joint="j1" velocity="7">` on a joint the loop closes was read by nothing: the run started with
+    j1's rate G v₀ (here 0: j0 at rest), not 7, and said nothing. Its position stays the assembly's first guess, and
+    velocity="0" (the bundled loop files' habit) stays accepted; a nonzero one is one ModelError naming the element
+    and the attribute."""
+    text = WORLD_PINNED.replace('<initial joint="j1" position="-0.5"/>',
+                                '<initial joint="j1" position="-0.5" velocity="{}"/>')
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(_write(tmp_path, text.format(7)))
+    assert caught.value.attribute == "velocity" and '<initial joint="j1">' in str(caught.value)
+    assert "closed by a loop" in str(caught.value)
+    model = biobullet.load_model(_write(tmp_path, text.format(0), "zero.urdf"))
+    q0, v0 = model.initial_state()
+    assert q0.tolist() == [0.6] and v0.tolist() == [0.0]
