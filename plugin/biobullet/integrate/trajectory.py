@@ -134,13 +134,24 @@ class Trajectory:
     def energy_balance(self) -> np.ndarray:
         """T + V_gravity + V_elastic − W_applied + E_dissipated (J): constant for a correct simulation of a
         model whose joint functions do not depend on time. A time driver (a `fourier` function, an expression in
-        t) does work the record does not hold: a UserWarning names the driven joints."""
-        driven = self.time_driven_joints()
+        t) does work the record does not hold, and a piecewise-linear function's joint changes its rate at each
+        knot without an impact: a UserWarning names those joints."""
+        driven, kinked = self.time_driven_joints(), self.kinked_joints()
         if driven:
             warnings.warn(f"{self.meta.get('model', 'this model')}: joints {', '.join(driven)} are driven by time: "
                           "their drive does work the energy record does not hold, so the balance is not constant",
                           stacklevel=2)
+        if kinked:
+            warnings.warn(f"{self.meta.get('model', 'this model')}: joints {', '.join(kinked)} follow piecewise-"
+                          "linear functions (degree 1): their rates jump at each knot while the coordinates' "
+                          "velocities carry on (no impact is modelled), so the balance jumps where a knot is crossed",
+                          stacklevel=2)
         return self._balance()
+
+    def kinked_joints(self) -> tuple[str, ...]:
+        """The joints whose function's slope jumps at knots (`JointFunction.kinked`); () without the model."""
+        functions = getattr(getattr(self.model, "description", None), "joint_functions", ())
+        return tuple(item.joint for item in functions if getattr(item.function, "kinked", False))
 
     def time_driven_joints(self) -> tuple[str, ...]:
         """The joints whose function depends on t (their drive does work outside the energy record); () without
