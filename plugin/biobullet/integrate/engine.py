@@ -797,12 +797,13 @@ NEAR_SINGULAR_LOOP = 1e4
 
 def _near_singular_loops(system: System, exc: BaseException, t: float, y) -> str:
     """'; near a singular loop configuration …' when the steps of a loop model collapsed (SciPy's "required step
-    size is less than spacing between numbers", a stiffness switch that did not help) at a state where the loops'
+    size is less than spacing between numbers", a stiffness switch that did not help) or its loop solve failed
+    ("did not converge" from a prediction thrown far by the growing sensitivity) with the last accepted state's
     cond₁(∂Φ/∂θ_dep) ≥ NEAR_SINGULAR_LOOP: the coordinates cannot pass the toggle there; else ''."""
     from biobullet.integrate.stepper import StepFailure
     model = system.model
-    if not isinstance(exc, StepFailure) or y is None or not model.description.elements_of("loop") \
-            or system.joint_space:
+    if not isinstance(exc, (StepFailure, _NonFinite)) or "singular loop configuration" in str(exc) or y is None \
+            or not model.description.elements_of("loop") or system.joint_space:
         return ""
     from biobullet.constraints.implicit import loop_condition
     q = np.asarray(y, dtype=float)[:system.n_pos]
@@ -835,7 +836,8 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if result.last_y is not None and (not times or times[-1] < result.last_t):
         times.append(result.last_t)
         states.append(result.last_y)
-    toggle = _near_singular_loops(system, exc, fail_t, fail_y)   # (before the warm starts are forgotten)
+    # (before the warm starts are forgotten; at the last accepted state, not at a trial stage beyond it)
+    toggle = _near_singular_loops(system, exc, result.last_t, result.last_y)
     forget = getattr(system._compiled, "forget_loops", None)   # the run's loop warm starts too
     if forget is not None:
         forget()
