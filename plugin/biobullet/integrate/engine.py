@@ -637,6 +637,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             runaway = runaway_message(system, result.last_y)   # steps held down by a runaway state: no method follows
             if runaway:
                 raise StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s: {runaway}", t, result.last_y.copy())
+            failure = StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s", t, result.last_y.copy())
+            if _near_singular_loops(system, failure, t, result.last_y):   # a toggle, not stiffness: no method passes
+                raise failure
             return _on_stiff(model, method, t, mean_step, switch=not chosen, meta=meta)
 
         bar = Progress(t0, t_end, progress, f"simulate {model.name}")
