@@ -448,8 +448,14 @@ def _assembled_configuration(model) -> np.ndarray:
     except SolverError as neutral:
         try:
             return model.joint_configuration(model.initial_state()[0])
-        except SolverError:
+        except SolverError as initial:
             loops = ", ".join(repr(e.attributes.get("name")) for e in model.description.elements_of("loop"))
+            if not loops:   # nothing to close: a joint function undefined at both states (sqrt(a) at a = 0)
+                cause = str(initial).removeprefix(f"{model.file}: ")
+                raise ModelError(f"the URDF <limit> stops are scaled at the neutral configuration or the initial "
+                                 f"state, and a joint function cannot be evaluated at either ({cause})",
+                                 file=model.file, expected="an <initial> state inside the joint functions' domain"
+                                 ) from None
             raise ModelError(f"the loops ({loops}) close neither at the neutral configuration nor at the initial "
                              f"state ({neutral})", file=model.file, element="<loop>",
                              expected="loops whose links can meet (check the points and the link lengths)") from None

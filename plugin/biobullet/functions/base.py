@@ -108,6 +108,12 @@ class JointFunction(ABC):
         """True if the value depends on t (drivers); lets the model skip time terms otherwise."""
         return False
 
+    @property
+    def kinked(self) -> bool:
+        """True if the first derivative jumps inside the input's range (a piecewise-linear table): the joint's
+        rate G v then jumps at each knot while the run keeps v, so a kinetic energy jump goes unrecorded there."""
+        return False
+
     def compiled_jets(self) -> JetsKernel | None:
         """This function's compiled jets for the compiled paths (module docstring), or None: models using it then
         evaluate it through `evaluate` (callback stage). Built-in types are compiled by the kernels themselves."""

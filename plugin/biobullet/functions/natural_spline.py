@@ -78,6 +78,11 @@ class NaturalSplineFunction(JointFunction):
         continuation before, continuation after]."""
         return self._jets
 
+    @property
+    def kinked(self) -> bool:
+        """A degree-1 table is a broken line: its slope jumps at the inner knots."""
+        return self.degree == 1 and len(self.x) > 2
+
     def __repr__(self) -> str:
         return f"NaturalSplineFunction(inputs={self.inputs}, points={len(self.x)}, degree={self.degree})"
 

@@ -119,6 +119,11 @@ class SplineFunction(JointFunction):
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
         return one_input_jets(*spline_jets_py(self.jet_parameters, 0, self.n_breaks, float(x[0])))
 
+    @property
+    def kinked(self) -> bool:
+        """A degree-1 table is a broken line: its slope jumps at the inner knots."""
+        return self.degree == 1 and len(self.x) > 2
+
     def __repr__(self) -> str:
         return (f"SplineFunction(inputs={self.inputs}, points={len(self.x)}, boundary='{self.boundary}', "
                 f"extrapolation='{self.extrapolation}', degree={self.degree})")

@@ -639,6 +639,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
             runaway = runaway_message(system, result.last_y)   # steps held down by a runaway state: no method follows
             if runaway:
                 raise StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s: {runaway}", t, result.last_y.copy())
+            failure = StepFailure(f"steps of {mean_step:.2g} s at t = {t:.6g} s", t, result.last_y.copy())
+            if _near_singular_loops(system, failure, t, result.last_y):   # a toggle, not stiffness: no method passes
+                raise failure
             return _on_stiff(model, method, t, mean_step, switch=not chosen, meta=meta)
 
         bar = Progress(t0, t_end, progress, f"simulate {model.name}")
@@ -792,6 +795,35 @@ _EXPECTED_FAILURES = (_NonFinite, SolverError, np.linalg.LinAlgError, FloatingPo
                       ArithmeticError, ValueError, RecursionError)
 
 
+#: cond₁(∂Φ/∂θ_dep) from which a run whose steps collapsed is said to be at a loop's toggle: the bundled and test
+#: loops stay ≤ 40 away from their toggles, and cond grows like |q − q_toggle|^(−1/2) (4e3 at 1e-6 rad from it)
+NEAR_SINGULAR_LOOP = 1e4
+
+
+def _near_singular_loops(system: System, exc: BaseException, t: float, y) -> str:
+    """'; near a singular loop configuration …' when the steps of a loop model collapsed (SciPy's "required step
+    size is less than spacing between numbers", a stiffness switch that did not help) or its loop solve failed
+    ("did not converge" from a prediction thrown far by the growing sensitivity) with the last accepted state's
+    cond₁(∂Φ/∂θ_dep) ≥ NEAR_SINGULAR_LOOP: the coordinates cannot pass the toggle there; else ''."""
+    from biobullet.integrate.stepper import StepFailure
+    model = system.model
+    if not isinstance(exc, (StepFailure, _NonFinite)) or "singular loop configuration" in str(exc) or y is None \
+            or not model.description.elements_of("loop") or system.joint_space:
+        return ""
+    from biobullet.constraints.implicit import loop_condition
+    q = np.asarray(y, dtype=float)[:system.n_pos]
+    try:
+        condition = loop_condition(model, q, t)
+    except Exception:  # noqa: BLE001  (a diagnosis only: the run's own failure is the one to report)
+        return ""
+    if not condition >= NEAR_SINGULAR_LOOP:
+        return ""
+    names = ", ".join(repr(e.attributes.get("name")) for e in model.description.elements_of("loop"))
+    where = "the loops no longer close" if math.isinf(condition) else f"cond₁(∂Φ/∂θ_dep) = {condition:.3g}"
+    return (f"; <loop> {names}: near a singular loop configuration ({where}: a toggle or locked position) — "
+            "the coordinates cannot move through it; choose coordinates that do (<coordinates>)")
+
+
 def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseException, out,
                   compile_time: float = 0.0):
     """Write the samples accepted before failure `exc` to `out + ".partial.csv"` (when `out` is given) and return
@@ -809,6 +841,8 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if result.last_y is not None and (not times or times[-1] < result.last_t):
         times.append(result.last_t)
         states.append(result.last_y)
+    # (before the warm starts are forgotten; at the last accepted state, not at a trial stage beyond it)
+    toggle = _near_singular_loops(system, exc, result.last_t, result.last_y)
     forget = getattr(system._compiled, "forget_loops", None)   # the run's loop warm starts too
     if forget is not None:
         forget()
@@ -830,7 +864,7 @@ def _keep_partial(system: System, result, meta: dict, started: float, exc: BaseE
     if path:
         written = f"; partial trajectory written to {path}" + \
             (f" ({kept} of {len(times)} samples: the later ones could not be evaluated)" if kept < len(times) else "")
-    cause = str(exc).removeprefix(f"{system.model.file}: ")   # (the file is named once, here)
+    cause = str(exc).removeprefix(f"{system.model.file}: ") + toggle   # (the file is named once, here)
     return IntegrationError(f"{system.model.file}: integration failed at t = {fail_t:.9g} s ({cause}); "
                             f"state [q, v] = {state_text}; last accepted t = {result.last_t:.9g} s" + written,
                             fail_t, fail_y, partial, path)

@@ -57,7 +57,9 @@ class _StepRhs:
         try:
             return self.rhs(t, y)
         except self.rejects as exc:
-            self.failure = exc
+            # a stage after a failed one is fed its NaN ("the state is not finite"): keep the cause, not that echo
+            if self.failure is None or np.all(np.isfinite(y)):
+                self.failure = exc
             return np.full(len(y), np.nan)
 
     def step(self, solver) -> str | None:

@@ -104,7 +104,8 @@ class Trajectory:
         if self.energy:
             for key in ("kinetic", "potential_gravity", "potential_elastic"):
                 axes[1].plot(self.t, self.energy[key], label=key.replace("_", " "))
-            axes[1].plot(self.t, self.energy_balance(), "k--", label="balance (constant if correct)")
+            axes[1].plot(self.t, self._balance(), "k--", label="balance (not constant: time-driven joints do work)"
+                         if self.time_driven_joints() else "balance (constant if correct)")
             axes[1].set_ylabel("energy (J)")
             axes[1].legend(loc="best", fontsize="small")
             axes[1].grid(alpha=0.3)
@@ -121,8 +122,9 @@ class Trajectory:
                 ("coordinates", ", ".join(self.coordinate_names) or "-"),
                 ("joints", ", ".join(self.joint_names) or "-"), ("events", str(len(self.events)))]
         if self.energy and len(self.t):
-            balance = self.energy_balance()
-            rows.append(("energy balance drift", f"{float(np.max(np.abs(balance - balance[0]))):.3g} J"))
+            balance = self._balance()
+            driven = " (time-driven joints do work: not constant)" if self.time_driven_joints() else ""
+            rows.append(("energy balance drift", f"{float(np.max(np.abs(balance - balance[0]))):.3g} J{driven}"))
         if "right_hand_side" in self.meta:
             rows.append(("right-hand side", str(self.meta["right_hand_side"])))
         body = "".join(f"<tr><th style='text-align:left'>{escape(k)}</th><td style='text-align:left'>{escape(v)}"
@@ -131,7 +133,33 @@ class Trajectory:
 
     def energy_balance(self) -> np.ndarray:
         """T + V_gravity + V_elastic − W_applied + E_dissipated (J): constant for a correct simulation of a
-        model whose joint functions do not depend on time."""
+        model whose joint functions do not depend on time. A time driver (a `fourier` function, an expression in
+        t) does work the record does not hold, and a piecewise-linear function's joint changes its rate at each
+        knot without an impact: a UserWarning names those joints."""
+        driven, kinked = self.time_driven_joints(), self.kinked_joints()
+        if driven:
+            warnings.warn(f"{self.meta.get('model', 'this model')}: joints {', '.join(driven)} are driven by time: "
+                          "their drive does work the energy record does not hold, so the balance is not constant",
+                          stacklevel=2)
+        if kinked:
+            warnings.warn(f"{self.meta.get('model', 'this model')}: joints {', '.join(kinked)} follow piecewise-"
+                          "linear functions (degree 1): their rates jump at each knot while the coordinates' "
+                          "velocities carry on (no impact is modelled), so the balance jumps where a knot is crossed",
+                          stacklevel=2)
+        return self._balance()
+
+    def kinked_joints(self) -> tuple[str, ...]:
+        """The joints whose function's slope jumps at knots (`JointFunction.kinked`); () without the model."""
+        functions = getattr(getattr(self.model, "description", None), "joint_functions", ())
+        return tuple(item.joint for item in functions if getattr(item.function, "kinked", False))
+
+    def time_driven_joints(self) -> tuple[str, ...]:
+        """The joints whose function depends on t (their drive does work outside the energy record); () without
+        the model (a trajectory read from a file)."""
+        functions = getattr(getattr(self.model, "description", None), "joint_functions", ())
+        return tuple(item.joint for item in functions if getattr(item.function, "uses_time", False))
+
+    def _balance(self) -> np.ndarray:
         if not self.energy:
             raise ValueError("this trajectory carries no energy record")
         e = self.energy

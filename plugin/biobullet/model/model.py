@@ -72,6 +72,7 @@ class Model:
         self._base_q, self._base_v = len(base_q), len(base_v)
         self._q_shape, self._v_shape = (self.nq,), (self.nv,)
         self._tiny_q, self._tiny_v = finite_weights(self.nq), finite_weights(self.nv)
+        self._check_loop_initial_velocities(description)
 
     # ------------------------------------------------------------------ construction
     def _build_coordinate_map(self, description: ModelDescription) -> CoordinateMap:
@@ -96,6 +97,20 @@ class Model:
             independent = [slot[n] for n in self.joint_names if n not in dependent and slot[n] not in implicit]
         order = _dependency_order(self.joint_names, slot, independent, dependent, loop_resolver, description)
         return CoordinateMap(self.n_joints, independent, order)
+
+    def _check_loop_initial_velocities(self, description: ModelDescription) -> None:
+        """ModelError for a nonzero `<initial velocity=...>` of a joint a loop closes: its position is the assembly's
+        first guess, but its velocity follows from the coordinates' (ẋ = G v) and `initial_state` never read it
+        (velocity="0", as the bundled loop files write, states nothing and stays accepted)."""
+        if not description.elements_of("loop"):
+            return
+        free = set(self.velocity_names) | {f.joint for f in description.joint_functions}
+        for item in description.initial:
+            if item.velocity and item.joint not in free:
+                raise item.source.error("velocity", f"joint {item.joint!r} is closed by a loop: its velocity follows "
+                                        "from the coordinates' velocities, so this value would be ignored",
+                                        "a velocity for a coordinate only (a loop's dependent joint takes a "
+                                        "position, the assembly's first guess; set the coordinates' velocities)")
 
     def _build_loop_resolver(self, description: ModelDescription, dependent: Mapping):
         """(LoopResolver or None, set of implicit joint indices) from the `<loop>` elements."""
