@@ -860,8 +860,8 @@ class Bridge:
         self.reset_tree(x, xd, t)
 
     def reset_tree(self, x, xd, t: float = 0.0) -> None:
-        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s); contact states and
-        logs start afresh."""
+        """Put PyBullet at tree state (x, ẋ) (biobullet order) and set the clock to t (s); contact states,
+        muscle states (initial activations, fibers in equilibrium here) and logs start afresh."""
         ensure_usable(self, "reset")
         x = self.model.checked("x", x, self.model.n_config)
         xd = self.model.checked("xd", xd, self.model.n_tangent)
@@ -870,8 +870,8 @@ class Bridge:
         self.watch.disarm()   # a new start: no step to compare with, but the state written (`OutsideWatch.written`)
         self.watch.written = (np.array(x, dtype=float), np.array(xd, dtype=float))
         self.samples.clear()
-        if self.muscles is not None:
-            self.muscles.recorded.clear()
+        if self.muscles is not None:   # a new run: the muscles' initial state at this pose
+            self.muscles.restart()
         if self.contacts is not None:   # a new run: fresh contact states and logs
             self.contacts.restart()
         self._restart_loop_record()

@@ -65,11 +65,21 @@ class BridgeMuscles:
         self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
 
     def set(self, values: dict) -> None:
-        """Constant excitations by muscle name (others keep theirs), each in [0, 1]."""
+        """Constant excitations by muscle name (others keep theirs), each in [0, 1]; all checked before any is
+        set (a bad one changes none)."""
         excitations = self.run.excitations
-        for name, value in values.items():
-            excitations.constant[excitations.index(name)] = excitations.checked_value(name, value)
+        checked = [(excitations.index(name), excitations.checked_value(name, value)) for name, value in values.items()]
+        for m, value in checked:
+            excitations.constant[m] = value
         self.run.rows.excitation[:] = excitations.constant
+
+    def restart(self) -> None:
+        """A new run from the bridge's current pose (`Bridge.reset`): the initial activations and the compliant
+        fibers in static equilibrium there, as the first `set_excitations` made them; the excitations are kept.
+        (Kept states would start the new run from the old one's: arm26 0.46 rad off a fresh bridge 0.1 s later.)"""
+        t, q, v = self.bridge.generalized_state()
+        self.state = self.started = self.run.initial_state(q, v, t)
+        self.recorded.clear()
 
     def torques(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
         """The muscles' generalized force τ (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read
@@ -143,9 +153,17 @@ def set_excitations(bridge, activations=None, **excitations: float) -> BridgeMus
         if not names(bridge.model):
             raise ModelError("the model has no muscles", file=bridge.model.file, argument="excitations",
                              expected="a model with <muscle> elements")
-        bridge.muscles = BridgeMuscles(bridge, activations)
+        muscles = BridgeMuscles(bridge, activations)
+        muscles.set(excitations)   # a bad excitation: the muscles stay out (a later call's activations still count)
+        bridge.muscles = muscles
         if bridge.samples and bridge.samples[-1][0] == bridge.time:   # the sample of the current state
             bridge.muscles.record(len(bridge.samples) - 1)
+        return muscles
+    if activations is not None:   # (were ignored: the activations are a state, set once, then integrated)
+        raise ModelError("initial activations given after the muscles entered the bridge: they are its state now",
+                         file=bridge.model.file, argument="activations",
+                         expected="activations on the first set_excitations call only (bridge.reset() restarts "
+                                  "the muscles from those)")
     bridge.muscles.set(excitations)
     return bridge.muscles
 

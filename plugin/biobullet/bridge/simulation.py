@@ -45,6 +45,9 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
         raise nothing_to_simulate(model)
     if dt is not None:
         _steps(t_end, dt)
+    if activations is not None and excitations is None:   # (were ignored, as in the reference engine before)
+        raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
+                         argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
     from biobullet.bridge.lifecycle import DivergenceError, check_divergence
     with Bridge(model, client, dt=dt, record=True, initial=initial, **bridge_options) as bridge:
         n_steps = _steps(t_end, bridge.dt)
