@@ -111,3 +111,30 @@ def test_simulate_bridge_refuses_activations_without_excitations(arm26):
     with pytest.raises(ModelError) as bridge:
         simulate_bridge(arm26, 0.01, DT, activations=0.3, progress=False)
     assert str(bridge.value) == str(engine.value) and bridge.value.argument == "activations"
+
+
+@pytest.mark.parametrize("activations, words", [(2.0, "activation of 'every muscle' = 2.0"),
+                                                ({"BRAX": 0.3}, "unknown muscle 'BRAX'"),
+                                                ({"BRA": float("nan")}, "activation of 'BRA' = nan")])
+def test_bad_activations_name_the_activations(arm26, activations, words):
+    """A bad initial activation (out of [0, 1], NaN, an unknown muscle) was refused as argument 'excitations',
+    "excitation of ..." — on the bridge and in the reference engine alike: now both name the activations."""
+    from biobullet.bridge.bridge import Bridge
+    with pytest.raises(ModelError, match=words) as engine:
+        biobullet.simulate(arm26, 0.01, excitations=0.5, activations=activations, progress=False)
+    with Bridge(arm26, dt=DT) as bridge:
+        with pytest.raises(ModelError, match=words) as ours:
+            bridge.set_excitations(activations, BRA=0.5)
+        assert bridge.muscles is None
+    assert engine.value.argument == ours.value.argument == "activations"
+
+
+@pytest.mark.parametrize("excitations", [{"BRA": lambda t: 0.5}, lambda t, q, v: {"BRA": 0.5}])
+def test_simulate_bridge_names_excitations_that_vary(arm26, excitations):
+    """`simulate_bridge` steps constant excitations; a function of t or a controller (which the reference engine
+    takes) was refused as "excitation of 'BRA': <function …> is not a number": now the error says what the bridge
+    takes and how to vary them (set_excitations in one's own loop)."""
+    from biobullet.bridge.simulation import simulate_bridge
+    with pytest.raises(ModelError, match="constant excitations, not functions or a controller") as error:
+        simulate_bridge(arm26, 0.01, DT, excitations=excitations, progress=False)
+    assert error.value.argument == "excitations" and "set_excitations" in str(error.value)

@@ -37,7 +37,8 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
     multiple of dt the run ends at the first step past t_end. The trajectory's joints are the segmented model's
     for a model with flexible links. excitations: the muscles enter the dynamics (`Bridge.set_excitations`) with
     these constant excitations — a number for every muscle or a mapping by name; activations: their initial
-    activations (default: each muscle's default_activation, docs/muscles.md).
+    activations (default: each muscle's default_activation, docs/muscles.md). Excitations that vary (the
+    reference engine's functions of t, a controller) are a ModelError: set them each step in your own loop.
     """
     from biobullet.bridge.bridge import Bridge
     if model.nv == 0:
@@ -53,6 +54,13 @@ def simulate_bridge(model, t_end: float, dt: float | None = None, *, initial=Non
         n_steps = _steps(t_end, bridge.dt)
         if excitations is not None:
             from biobullet.muscles.api import names
+            if callable(excitations) or (isinstance(excitations, Mapping)
+                                         and any(callable(value) for value in excitations.values())):
+                # (were "not a number": the reference engine's functions of t and controllers are not stepped here)
+                raise ModelError("simulate_bridge takes constant excitations, not functions or a controller",
+                                 file=model.file, argument="excitations",
+                                 expected="numbers in [0, 1]; to vary them, call bridge.set_excitations(...) before "
+                                          "each bridge.step() in your own loop")
             by_name = dict(excitations) if isinstance(excitations, Mapping) else dict.fromkeys(names(model),
                                                                                               excitations)
             bridge.set_excitations(activations, **by_name)

@@ -519,23 +519,25 @@ class Excitations:
             self.constant[:] = self.checked_value("every muscle", spec)
         self.varying = bool(self.functions) or self.controller is not None
 
-    def index(self, name: str) -> int:
+    def index(self, name: str, argument: str = "excitations") -> int:
         try:
             return self.names.index(name)
         except ValueError:
-            raise ModelError(f"unknown muscle {name!r}{did_you_mean(str(name), self.names)}", argument="excitations",
+            raise ModelError(f"unknown muscle {name!r}{did_you_mean(str(name), self.names)}", argument=argument,
                              expected="one of " + ", ".join(self.names)) from None
 
     @staticmethod
-    def checked_value(name: str, value) -> float:
-        """`value` as a float in [0, 1]; ModelError naming the muscle otherwise."""
+    def checked_value(name: str, value, argument: str = "excitations") -> float:
+        """`value` as a float in [0, 1]; ModelError naming the muscle and the argument (excitations or
+        activations) otherwise."""
+        what = argument.removesuffix("s")
         try:
             u = float(value)
         except (TypeError, ValueError):
-            raise ModelError(f"excitation of {name!r}: {value!r} is not a number", argument="excitations",
+            raise ModelError(f"{what} of {name!r}: {value!r} is not a number", argument=argument,
                              expected="a number in [0, 1]") from None
         if not 0.0 <= u <= 1.0:
-            raise ModelError(f"excitation of {name!r} = {u!r}", argument="excitations", expected="a number in [0, 1]")
+            raise ModelError(f"{what} of {name!r} = {u!r}", argument=argument, expected="a number in [0, 1]")
         return u
 
     def into(self, out: np.ndarray, t: float, q=None, v=None) -> None:
@@ -597,11 +599,12 @@ class MuscleRun:
         from biobullet.muscles.api import muscle_set
         values = np.array([m.parameters.value("default_activation", DEFAULT_ACTIVATION[m.model])
                            for m in muscle_set(self.model).muscle_set.muscles], dtype=float)
-        if isinstance(activations, Mapping):
+        if isinstance(activations, Mapping):   # (the errors named the excitations)
             for name, value in activations.items():
-                values[self.excitations.index(name)] = Excitations.checked_value(name, value)
+                values[self.excitations.index(name, "activations")] = Excitations.checked_value(name, value,
+                                                                                                "activations")
         elif activations is not None:
-            values[:] = Excitations.checked_value("every muscle", activations)
+            values[:] = Excitations.checked_value("every muscle", activations, "activations")
         # OpenSim's Millard2012EquilibriumMuscle::setActivation stores the activation clamped to [a_min, 1]
         table = self.rows.table
         millard = table.model == MILLARD
