@@ -1354,7 +1354,8 @@ class Bridge:
         """Put the model's muscles into the bridge's dynamics (first call: activations — a number or a mapping by
         name, default each muscle's default_activation — and compliant fibers in static equilibrium at the current
         pose) and set constant excitations by muscle name, each in [0, 1] (`bridge.muscles`); returns the
-        BridgeMuscles."""
+        BridgeMuscles. Activations on a later call are a ModelError (the state is the dynamics' by then; `reset()`
+        restarts it from the first call's)."""
         ensure_usable(self, "set_excitations")
         from biobullet.bridge.muscles import set_excitations
         return set_excitations(self, activations, **excitations)
