@@ -138,3 +138,23 @@ def test_simulate_bridge_names_excitations_that_vary(arm26, excitations):
     with pytest.raises(ModelError, match="constant excitations, not functions or a controller") as error:
         simulate_bridge(arm26, 0.01, DT, excitations=excitations, progress=False)
     assert error.value.argument == "excitations" and "set_excitations" in str(error.value)
+
+
+def test_outputs_before_the_first_step_are_the_muscles_at_that_state(arm26):
+    """`bridge.muscles.outputs()` and `.tensions` right after `set_excitations` were zeros (every path 0 m long,
+    every tendon 0 N) until a step ran, and after a reset they were the old run's last step. Now they are the
+    stage at the state the muscles entered or restarted: lengths `muscles.lengths` (1e-12 m: the same path kernel
+    on another call path) and tendon forces the static equilibrium (1e-9 relative, as the first sample)."""
+    from biobullet.bridge.bridge import Bridge
+    q = np.array([-0.3, 0.9])
+    with Bridge(arm26, dt=DT, initial=(q, np.zeros(2))) as bridge:
+        muscles = bridge.set_excitations(A0, **EXCITATIONS)
+        for pose in (q, np.zeros(2)):
+            outputs = muscles.outputs()
+            np.testing.assert_allclose(outputs["length"], biobullet.muscles.lengths(arm26, pose), rtol=0, atol=1e-12)
+            equilibrium = biobullet.muscles.equilibrium_tendon_forces(arm26, pose, A0)
+            np.testing.assert_allclose(outputs["tendon_force"], equilibrium, rtol=1e-9, atol=0)
+            np.testing.assert_allclose(muscles.tensions, equilibrium, rtol=1e-9, atol=0)
+            for _ in range(100):
+                bridge.step()
+            bridge.reset(np.zeros(2))

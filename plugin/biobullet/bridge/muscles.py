@@ -63,6 +63,7 @@ class BridgeMuscles:
         self.tensions = np.zeros(len(self.names))   # the last step's tendon forces (N)
         self.joint_torque = np.zeros(model.n_tangent)   # the moving points' share, sent as joint torques
         self.body_torque = np.zeros(model.n_tangent)    # the wrenches' generalized force, tree coordinates
+        self._outputs_here()
 
     def set(self, values: dict) -> None:
         """Constant excitations by muscle name (others keep theirs), each in [0, 1]; all checked before any is
@@ -80,6 +81,13 @@ class BridgeMuscles:
         t, q, v = self.bridge.generalized_state()
         self.state = self.started = self.run.initial_state(q, v, t)
         self.recorded.clear()
+        self._outputs_here()
+
+    def _outputs_here(self) -> None:
+        """`outputs()` and `tensions` at the bridge's current state and the muscle state, before a step reads them
+        (they were zeros before the first step — a 0 m path, a 0 N tendon — and the old run's after a reset)."""
+        _, x, xd = self.bridge.state()
+        self.tensions = self.run.outputs(x, xd, self.state)[:, TENDON_FORCE].copy()
 
     def torques(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
         """The muscles' generalized force τ (n_tangent, tree order) at the step's state (x, ẋ) as the bridge read
@@ -140,7 +148,8 @@ class BridgeMuscles:
         return out
 
     def outputs(self) -> dict[str, np.ndarray]:
-        """The muscles' last stage outputs by `muscles.dynamics.MUSCLE_OUTPUTS` key (one value per muscle)."""
+        """The muscles' last stage outputs by `muscles.dynamics.MUSCLE_OUTPUTS` key (one value per muscle): at the
+        last step's start, or at the state where the muscles entered or restarted before a step."""
         from biobullet.muscles.dynamics import MUSCLE_OUTPUTS
         return {key: self.run.rows.outputs[:, j].copy() for j, key in enumerate(MUSCLE_OUTPUTS)}
 
