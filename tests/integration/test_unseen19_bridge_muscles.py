@@ -84,6 +84,10 @@ def test_activations_after_the_muscles_entered_are_named(arm26):
         with pytest.raises(ModelError, match="excitation of 'TRIlong' = 1.5"):
             bridge.set_excitations(BRA=0.9, TRIlong=1.5)
         np.testing.assert_array_equal(muscles.run.rows.excitation, excitation)   # BRA not set to 0.9
+        # a loop restating the first call's initial activations each step changes no state and is not refused
+        bridge.set_excitations(A0, BRA=0.7)
+        np.testing.assert_array_equal(muscles.state, before)
+        assert muscles.run.rows.excitation[muscles.names.index("BRA")] == 0.7
 
 
 def test_a_bad_first_excitation_leaves_the_muscles_out(arm26):

@@ -168,11 +168,14 @@ def set_excitations(bridge, activations=None, **excitations: float) -> BridgeMus
         if bridge.samples and bridge.samples[-1][0] == bridge.time:   # the sample of the current state
             bridge.muscles.record(len(bridge.samples) - 1)
         return muscles
-    if activations is not None:   # (were ignored: the activations are a state, set once, then integrated)
+    # (later activations were ignored: they are a state, set once, then integrated; the same initial activations
+    # restated on every call of a user's loop change nothing and stay accepted)
+    if activations is not None and not np.array_equal(bridge.muscles.run.resolved_activations(activations),
+                                                      bridge.muscles.run.initial_activations):
         raise ModelError("initial activations given after the muscles entered the bridge: they are its state now",
                          file=bridge.model.file, argument="activations",
-                         expected="activations on the first set_excitations call only (bridge.reset() restarts "
-                                  "the muscles from those)")
+                         expected="activations on the first set_excitations call only, or the same again "
+                                  "(bridge.reset() restarts the muscles from those)")
     bridge.muscles.set(excitations)
     return bridge.muscles
 

@@ -592,10 +592,10 @@ class MuscleRun:
         self.names = muscle_set(model).paths.names
         self.excitations = Excitations(self.names, excitations)
         self.rows.excitation[:] = self.excitations.constant   # (functions and a controller: at each `refresh`)
-        self.initial_activations = self._activations(activations)
+        self.initial_activations = self.resolved_activations(activations)
         self.size = self.rows.state.shape[0]
 
-    def _activations(self, activations) -> np.ndarray:
+    def resolved_activations(self, activations) -> np.ndarray:
         from biobullet.muscles.api import muscle_set
         values = np.array([m.parameters.value("default_activation", DEFAULT_ACTIVATION[m.model])
                            for m in muscle_set(self.model).muscle_set.muscles], dtype=float)
