@@ -3,8 +3,10 @@ loop's first-order guess near a toggle threw the Newton solve far off, and an ex
 reads was accepted silently. Each test fails on the code before its fix."""
 from __future__ import annotations
 
+import math
 import warnings
 
+import numpy as np
 import pytest
 
 import biobullet
@@ -79,3 +81,66 @@ def test_an_expression_parameter_the_text_never_reads_is_announced(tmp_path) -> 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         biobullet.load_model(both)
+
+
+def _fourbar_coupler(crank: float, branch: float) -> float:
+    """The crank–rocker's coupler joint angle (rad) at `crank`, closed form: the coupler end B is 3 m from the
+    crank tip A and 2.5 m from the rocker pivot (3, 0); `branch` ±1 picks the side of the line A–pivot."""
+    a = np.array([math.cos(crank), math.sin(crank)])
+    to_pivot = np.array([3.0, 0.0]) - a
+    d = float(np.linalg.norm(to_pivot))
+    angle = math.atan2(to_pivot[1], to_pivot[0]) + branch * math.acos((9.0 + d * d - 6.25) / (6.0 * d))
+    return math.remainder(angle - crank, 2 * math.pi)
+
+
+def _dyad(midpoint: np.ndarray, pivot: np.ndarray) -> tuple[float, float]:
+    """(r2_j, r2b_j) closing the 1.6 + 1.5 m dyad from `pivot` on `midpoint`, on the side of the model's initial
+    configuration (`closed_chains.two_loops_sharing_a_link`), in (−π, π]."""
+    offset = midpoint - pivot
+    d = float(np.linalg.norm(offset))
+    first = math.atan2(offset[1], offset[0]) + math.acos((1.6 ** 2 + d * d - 1.5 ** 2) / (3.2 * d))
+    elbow = pivot + 1.6 * np.array([math.cos(first), math.sin(first)])
+    tip = midpoint - elbow
+    return math.remainder(first, 2 * math.pi), math.remainder(math.atan2(tip[1], tip[0]) - first, 2 * math.pi)
+
+
+@pytest.mark.parametrize("call, beside", [("joint_positions", 1e-9), ("mass_matrix", 1e-12), ("mass_matrix", 1e-6)])
+def test_a_solve_beside_a_toggle_then_away_from_it_stays_on_the_branch(tmp_path, call, beside) -> None:
+    """Two loops sharing the crank–rocker's coupler (`closed_chains.two_loops_sharing_a_link`): public calls
+    walking to `beside` rad from the crank angle c* where the dyad straightens (closed form |P − G₂| = 3.1), then
+    one 0.05 rad back. The first-order prediction from beside the toggle (sensitivity −Φ_dep⁻¹ Φ_kn at cond up to
+    5e6) threw the dyad's angles hundreds of rad off: the solve stopped with "loop closure did not converge … r2_j =
+    594.96" (joint_positions 1e-9, mass_matrix 1e-12), or converged wound by 6π (r2_j = 17.07 instead of −1.78:
+    mass_matrix 1e-6) — silently wrong (with the generic resolver's prediction alone shortened, the compiled loop
+    stage of mass_matrix converged on r2_j = 16906 at 1e-12, M off by 1.49). Now the prediction is shortened to π from the cached solution beside a toggle
+    (the loop stage hands such a prediction to the generic resolver), and the angles are the closed-form dyad's to
+    1e-9 rad (the solve's tolerance on |Φ| ≈ 1e-12 m over 1.5 m links at cond ≈ 30 there; measured 1e-15), and M
+    the one of a model that never went near the toggle (a function of the state only: to 1e-12 relative)."""
+    from closed_chains import coupler_midpoint, two_loops_sharing_a_link
+    text, pivot = two_loops_sharing_a_link(tmp_path / "one.urdf")
+    model = biobullet.load_model(_write(tmp_path, text, "two.urdf"))
+    branch = min((1.0, -1.0), key=lambda b: abs(_fourbar_coupler(0.8, b) - model.joint_positions([0.8])[1]))
+    straight = lambda c: np.linalg.norm(coupler_midpoint(c, _fourbar_coupler(c, branch)) - pivot) - 3.1  # noqa: E731
+    low, high = 0.8, 0.8   # the toggle below the initial crank angle (the dyad straightens as the crank turns back)
+    while straight(low) < 0.0:
+        high, low = low, low - 0.01
+    for _ in range(200):   # bisection to round-off
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if straight(middle) > 0.0 else (low, middle)
+    toggle, crank = high, high + 0.05
+    far = biobullet.load_model(_write(tmp_path, text, "far.urdf"))
+    for c in np.linspace(0.8, toggle, 9)[:-1]:   # walk there from the initial configuration
+        getattr(model, call)([c])
+        far.mass_matrix([c])
+    getattr(model, call)([toggle + beside])
+    getattr(model, call)([crank])   # (the solve back from beside the toggle: by the same call)
+    mass = model.mass_matrix([crank])
+    theta = model.joint_positions([crank])
+    coupler = _fourbar_coupler(crank, branch)
+    expected = _dyad(coupler_midpoint(crank, coupler), pivot)
+    names = list(model.joint_names)
+    assert abs(theta[names.index("coupler_j")] - coupler) <= 1e-9
+    assert abs(theta[names.index("r2_j")] - expected[0]) <= 1e-9, theta
+    assert abs(theta[names.index("r2b_j")] - expected[1]) <= 1e-9, theta
+    reference = far.mass_matrix([crank])
+    assert np.max(np.abs(mass - reference)) <= 1e-12 * np.max(np.abs(reference))
