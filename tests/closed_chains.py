@@ -50,6 +50,39 @@ def crank_rocker_into_toggle() -> str:
                      f'<initial joint="rocker_j" position="{float(limit) + 0.05!r}" velocity="-3"/>'))
 
 
+def coupler_midpoint(crank: float, coupler: float) -> np.ndarray:
+    """The midpoint P (x, y, m) of the crank–rocker's coupler at crank and coupler angles (rad)."""
+    return np.array([np.cos(crank), np.sin(crank)]) + 1.5 * np.array([np.cos(crank + coupler),
+                                                                        np.sin(crank + coupler)])
+
+
+def two_loops_sharing_a_link(path) -> tuple[str, np.ndarray]:
+    """(URDF text, pivot G₂) of the crank–rocker (crank input, at 0.8 rad) with a second dyad (1.6 + 1.5 m: joints
+    r2_j, r2b_j, from a world pivot G₂ = P + (0.5, 2)) closing on the coupler's midpoint P: loops C and D share the
+    coupler; the dyad straightens (|P − G₂| = 3.1) as the crank turns. `path`: a file for the one-loop model."""
+    text = FOURBAR.replace("LOOPATTRS", GOOD_LOOP).replace("INDEPENDENT", "crank_j").replace("INIT", "0.8")
+    with open(path, "w") as handle:
+        handle.write(text)
+    crank, coupler = biobullet.load_model(str(path)).joint_positions([0.8])[:2]
+    pivot = coupler_midpoint(crank, coupler) + np.array([0.5, 2.0])
+    offset = coupler_midpoint(crank, coupler) - pivot   # the dyad's first guess: elbow on one side of G₂P
+    distance = np.linalg.norm(offset)
+    first = np.arctan2(offset[1], offset[0]) + np.arccos((1.6 ** 2 + distance ** 2 - 1.5 ** 2) / (3.2 * distance))
+    elbow = pivot + 1.6 * np.array([np.cos(first), np.sin(first)])
+    second = np.arctan2(*(coupler_midpoint(crank, coupler) - elbow)[::-1]) - first
+    rod = ('<inertial><origin xyz="0.8 0 0"/><mass value="0.5"/>'
+           '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>')
+    links = (f'<link name="r2">{rod}</link><link name="r2b">{rod}</link>'
+             f'<joint name="r2_j" type="continuous"><parent link="ground"/><child link="r2"/>'
+             f'<origin xyz="{float(pivot[0])!r} {float(pivot[1])!r} 0"/><axis xyz="0 0 1"/></joint>'
+             '<joint name="r2b_j" type="continuous"><parent link="r2"/><child link="r2b"/><origin xyz="1.6 0 0"/>'
+             '<axis xyz="0 0 1"/></joint>')
+    block = ('<loop name="D" type="planar" link_a="r2b" xyz_a="1.5 0 0" link_b="coupler" xyz_b="1.5 0 0" '
+             f'normal="0 0 1"/><initial joint="r2_j" position="{float(first)!r}"/>'
+             f'<initial joint="r2b_j" position="{float(second)!r}"/>')
+    return text.replace('<biobullet version="1">', links + '<biobullet version="1">' + block), pivot
+
+
 def _v(values):
     return " ".join(f"{float(c):.17g}" for c in values)
 

@@ -194,29 +194,8 @@ def test_two_loops_sharing_a_link_run_into_a_toggle_named(tmp_path) -> None:
     prediction thrown far by the growing sensitivity — with nothing saying why. Now the failure adds that the
     loops are near a singular configuration (cond₁ at the last accepted state 1.1e7), and that state is the closed
     form's toggle: |P − G₂| = 3.1 to 1e-9 m (measured 2e-13)."""
-    from closed_chains import FOURBAR, GOOD_LOOP
-    text = FOURBAR.replace("LOOPATTRS", GOOD_LOOP).replace("INDEPENDENT", "crank_j").replace("INIT", "0.8")
-    one = biobullet.load_model(_write(tmp_path, text, "one.urdf"))
-    crank, coupler = one.joint_positions([0.8])[:2]
-    midpoint = lambda c, k: np.array([math.cos(c), math.sin(c)]) + 1.5 * np.array([math.cos(c + k),  # noqa: E731
-                                                                                   math.sin(c + k)])
-    pivot = midpoint(crank, coupler) + np.array([0.5, 2.0])
-    offset = midpoint(crank, coupler) - pivot   # the dyad's first guess: elbow on one side of G₂P
-    distance = np.linalg.norm(offset)
-    first = math.atan2(offset[1], offset[0]) + math.acos((1.6 ** 2 + distance ** 2 - 1.5 ** 2) / (3.2 * distance))
-    elbow = pivot + 1.6 * np.array([math.cos(first), math.sin(first)])
-    second = math.atan2(*(midpoint(crank, coupler) - elbow)[::-1]) - first
-    rod = ('<inertial><origin xyz="0.8 0 0"/><mass value="0.5"/>'
-           '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>')
-    links = (f'<link name="r2">{rod}</link><link name="r2b">{rod}</link>'
-             f'<joint name="r2_j" type="continuous"><parent link="ground"/><child link="r2"/>'
-             f'<origin xyz="{float(pivot[0])!r} {float(pivot[1])!r} 0"/><axis xyz="0 0 1"/></joint>'
-             '<joint name="r2b_j" type="continuous"><parent link="r2"/><child link="r2b"/><origin xyz="1.6 0 0"/>'
-             '<axis xyz="0 0 1"/></joint>')
-    block = ('<loop name="D" type="planar" link_a="r2b" xyz_a="1.5 0 0" link_b="coupler" xyz_b="1.5 0 0" '
-             f'normal="0 0 1"/><initial joint="r2_j" position="{float(first)!r}"/>'
-             f'<initial joint="r2b_j" position="{float(second)!r}"/>')
-    text = text.replace('<biobullet version="1">', links + '<biobullet version="1">' + block)
+    from closed_chains import coupler_midpoint as midpoint, two_loops_sharing_a_link
+    text, pivot = two_loops_sharing_a_link(tmp_path / "one.urdf")
     model = biobullet.load_model(_write(tmp_path, text, "two.urdf"))
     with pytest.raises(SolverError) as caught:
         biobullet.simulate(model, 2.0, progress=False, initial={"crank_j_dot": 1.0})

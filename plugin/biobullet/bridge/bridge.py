@@ -58,7 +58,7 @@ from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_b
                                         mark_closed)
 from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import ModelError
+from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, prepare_body, resolve_client
 from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
@@ -1480,7 +1480,7 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
             raise ModelError(f"argument {argument!r}: {key!r} is "
                              + ("a dependent joint (a joint function's output or closed by a loop): a force on the "
                                 "independent coordinates acts on it through the coupling" if dependent
-                                else "not a name of this model"),
+                                else f"not a name of this model{did_you_mean(key, names)}"),
                              file=model.file, attribute=argument, expected="names among " + ", ".join(names))
         out[index[key]] = to_float(None, argument, value, expected=f"a finite number for {key!r}")
     return out

@@ -23,8 +23,9 @@ from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
-                                                  NEWTON_REACH, NO_DESCENT, SINGULAR, ZERO_STEP, LoopWarm, loop_warm,
-                                                  newton_solve_kernel, newton_solve_twin, newton_work)
+                                                  NEWTON_REACH, NO_DESCENT, PREDICTION_CONDITION, SINGULAR, ZERO_STEP,
+                                                  LoopWarm, loop_warm, newton_solve_kernel, newton_solve_twin,
+                                                  newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -153,6 +154,12 @@ class LoopResolver:
             u = self._u0
             along = (u @ delta) / (u @ u)
             guess += 0.5 * along * along * self._h0
+        # beside a toggle the sensitivity is huge and the prediction lands far off (hundreds of rad), from where
+        # Newton diverges or converges wound by 2π·k: shortened along its direction to NEWTON_REACH from the cached
+        # solution. Away from toggles (cond ≤ PREDICTION_CONDITION) or within reach it is unchanged, bit for bit
+        reach = float(np.max(np.abs(guess - self._dep0), initial=0.0))
+        if self._record.condition[self._k] > PREDICTION_CONDITION and reach > NEWTON_REACH:
+            guess = self._dep0 + (guess - self._dep0) * (NEWTON_REACH / reach)
         return guess
 
     def solve(self, theta: np.ndarray, t: float, *, check_singular: bool = True

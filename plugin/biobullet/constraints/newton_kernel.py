@@ -33,6 +33,11 @@ NEWTON_STEP_LIMIT = 0.5
 #: Newton stops when a dependent coordinate moves farther than this from the prediction (rad or m): a solution
 #: that far away is another branch (or none), not the continuation of this one
 NEWTON_REACH = float(np.pi)
+#: cond₁(Φ_dep) of the cached solution above which a prediction farther than NEWTON_REACH from it is not trusted:
+#: beside a toggle the sensitivity −Φ_dep⁻¹ Φ_kn is huge and its linear prediction lands hundreds of rad away (two
+#: loops sharing a link: r2_j −165 rad), from where Newton diverges or converges wound by 2π·k. The bundled and test
+#: loops stay at cond ≤ 40 away from their toggles, where the prediction is unchanged.
+PREDICTION_CONDITION = 1e3
 #: `_newton_solve_py` statuses: solved, or why it stopped
 CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
 
@@ -353,6 +358,11 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         along = ud / uu
         for i in range(nd):
             guess[i] += 0.5 * along * along * warm.h0[d0 + i]
+    # beside a toggle (PREDICTION_CONDITION) a prediction out of reach is the generic resolver's, which shortens it
+    if warm_condition > PREDICTION_CONDITION:
+        for i in range(nd):
+            if abs(guess[i] - warm.dep0[d0 + i]) > NEWTON_REACH:
+                return 1
     # a kept solution of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its key,
     # bit for bit (the same inputs again: the guess is the last solution), so its factor is taken instead of a
     # solve that would stop at once there. Only in the public calls' variant (`_FIXED_POINTS` bound True): a run's

@@ -55,8 +55,18 @@ def clean_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def did_you_mean(value: object, options: Iterable[object]) -> str:
-    """" (did you mean 'x'?)" for the option nearest to a mistyped name (difflib ratio ≥ 0.6), else ""."""
-    close = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.6)
+    """" (did you mean 'x'?)" for the option nearest to a mistyped name, else "": an option equal to it but for
+    case first, then the nearest by difflib ratio ≥ 0.6 as written, then ignoring case. Names stay case-sensitive;
+    only the suggestion ignores case, so 'J1' (ratio 0.5 to 'j1' as written) and 'ELBOW' suggest 'j1' and 'elbow'."""
+    text, names = str(value), [str(o) for o in options]
+    folded: dict[str, str] = {}
+    for name in names:
+        folded.setdefault(name.casefold(), name)
+    if text.casefold() in folded:
+        return f" (did you mean {shown(folded[text.casefold()])}?)"
+    close = difflib.get_close_matches(text, names, n=1, cutoff=0.6)
+    if not close:
+        close = [folded[k] for k in difflib.get_close_matches(text.casefold(), list(folded), n=1, cutoff=0.6)]
     return f" (did you mean {shown(close[0])}?)" if close else ""
 
 

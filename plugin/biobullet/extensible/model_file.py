@@ -51,7 +51,10 @@ def _inertia_expression(law: InertiaLaw) -> tuple[str, str]:
         terms = ["c0"] + [f"c{k}*t**{k}" if k > 1 else "c1*t" for k in range(1, len(law.coefficients))]
         parameters = [f"c{k}={_number(c)}" for k, c in enumerate(law.coefficients)]
         return " + ".join(terms), " ".join(parameters)
-    terms, parameters = ["a0"], [f"a0={_number(law.coefficients[0])}", f"w={_number(2.0 * math.pi / law.period)}"]
+    # (w only with a harmonic to read it: a parameter the expression never reads is warned about at load)
+    terms, parameters = ["a0"], [f"a0={_number(law.coefficients[0])}"]
+    if len(law.coefficients) > 1:
+        parameters.append(f"w={_number(2.0 * math.pi / law.period)}")
     for k in range(1, len(law.coefficients)):
         wk = "w" if k == 1 else f"{k}*w"
         terms += [f"a{k}*cos({wk}*t)", f"b{k}*sin({wk}*t)"]

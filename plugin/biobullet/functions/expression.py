@@ -17,16 +17,17 @@ overflow, `evaluate` raises an EvaluationError naming the expression, its inputs
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import EvaluationError, SourceRef
+from biobullet.core.errors import EvaluationError, SourceRef, clean_message, shown
 from biobullet.core.attributes import check_count
 from biobullet.functions.base import JointFunction, unpack_jet
-from biobullet.functions.expression_parser import RESERVED, is_identifier, parse_expression
+from biobullet.functions.expression_parser import RESERVED, is_identifier, names_read, parse_expression
 from biobullet.functions.expression_tape import (UnsupportedExpression, compile_tape, output_count, tape_jets,
                                                  value_first)
 from biobullet.functions.registry import register
@@ -146,7 +147,15 @@ class ExpressionFunction(JointFunction):
         if "expression" not in attributes:
             raise source.error("expression", "missing attribute", "an arithmetic expression, e.g. '0.5*sin(A)'")
         parameters = parse_parameters(attributes.get("parameters"), inputs, source)
-        return cls(inputs, attributes["expression"], parameters, source)
+        function = cls(inputs, attributes["expression"], parameters, source)
+        # a parameter the text never reads is most often a misspelling of one it does (an unknown name in the
+        # expression is refused above); a warning, not an error: the Python constructor takes a shared parameter set
+        unused = [name for name in parameters if name not in names_read(attributes["expression"])]
+        if unused:
+            warnings.warn(clean_message(f"{source.file}: {source.element}: attribute 'parameters': "
+                                        f"{', '.join(shown(n) for n in unused)} never read by the expression "
+                                        f"{shown(attributes['expression'])}"), stacklevel=2)
+        return function
 
     @property
     def uses_time(self) -> bool:

@@ -62,6 +62,11 @@ def is_identifier(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
+def names_read(text: str) -> set[str]:
+    """The names an expression that `parse_expression` accepted reads (inputs, t, parameters, constants, functions)."""
+    return {node.id for node in ast.walk(ast.parse(" ".join(text.split()), mode="eval")) if isinstance(node, ast.Name)}
+
+
 def parse_expression(text: str, inputs: Sequence[str], parameters: Mapping[str, float],
                      input_symbols: Sequence[Any], time_symbol: Any, source: SourceRef) -> Any:
     """Parse `text` into a SymPy expression in `input_symbols` (same order as `inputs`) and `time_symbol`.
