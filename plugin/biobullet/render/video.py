@@ -11,6 +11,15 @@ from biobullet.core.errors import ModelError
 FORMATS = (".mp4", ".gif")
 
 
+def check_fps(fps) -> float:
+    """`fps` (frames per second) as a float; a ModelError naming the argument unless a finite positive number
+    (a string or None was a bare TypeError from numpy)."""
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(fps) or fps <= 0:
+        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    return float(fps)
+
+
 def _is_path(value) -> bool:
     return isinstance(value, (str, bytes, os.PathLike))
 
@@ -30,8 +39,7 @@ def write_video(frames, path, fps: float = 30) -> str:
     extension = os.path.splitext(path)[1].lower()
     if extension not in FORMATS:
         raise ModelError(f"cannot write {path!r}", attribute="path", expected="a file name ending in .mp4 or .gif")
-    if not np.isfinite(fps) or fps <= 0:
-        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    fps = check_fps(fps)
     frames = [np.asarray(f) for f in frames]
     if not frames:
         raise ModelError("no frames to write", attribute="frames")

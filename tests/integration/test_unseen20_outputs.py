@@ -1,0 +1,190 @@
+"""The outputs a user looks at and analyses (hunt17): frames and videos of huge or degenerate requests, the HTML
+replay's link poses against PyBullet's, spectra and spectrum maps of a run that diverged.
+
+Each test named after a defect failed on the code before the fix; the pose test is an independent check of what
+was already right (the drawn links sit where PyBullet puts them)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+import pybullet as p  # noqa: E402
+
+import biobullet  # noqa: E402
+from biobullet.analysis.plots import plot_spectrum_map  # noqa: E402
+from biobullet.analysis.spectrum import amplitude_spectrum  # noqa: E402
+from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
+from biobullet.render import render_frames, write_video  # noqa: E402
+from biobullet.render.html import export_html  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+
+
+def table(t, positions) -> types.SimpleNamespace:
+    return types.SimpleNamespace(t=np.asarray(t, float), positions=np.asarray(positions, float))
+
+
+@pytest.fixture(scope="module")
+def shoulder():
+    return biobullet.load_model(REPO / "urdf" / "shoulder_rhythm.urdf")
+
+
+#: a render request too large for memory, in a child process whose address space is capped at 6 GiB: the old
+#: code segfaulted in TinyRenderer ("b3AlignedObjectArray reserve out-of-memory") at 100000 × 100000 pixels, and
+#: kept 10⁶ frames of 640 × 480 (858 GiB) in a list until memory ran out; now one ModelError before any work
+_HUGE = """
+import resource, sys, types
+import numpy as np
+resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+import biobullet
+from biobullet.core.errors import ModelError
+from biobullet.render import render_frames
+model = biobullet.load_model(sys.argv[1])
+run = types.SimpleNamespace(t=np.array([0.0, 1.0]), positions=np.zeros((2, model.n_joints)))
+try:
+    render_frames(model, run, width=int(sys.argv[2]), height=int(sys.argv[3]), fps=float(sys.argv[4]))
+except ModelError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("width, height, fps, message", [
+    (100000, 100000, 1.0, r"argument 'width' is 100000 \(expected an int from 16 to 8192"),
+    # 1 s at 10⁶ fps: 10⁶ + 1 frames (both ends) × 640 × 480 × 3 bytes = 858.3 GiB
+    (640, 480, 1e6, r"1000001 frames of 640×480 pixels \(1 s at 1e\+06 fps\) take 858\.3 GiB"),
+])
+def test_a_render_request_too_large_for_memory_is_one_error(width, height, fps, message) -> None:
+    done = subprocess.run([sys.executable, "-c", _HUGE, str(REPO / "urdf" / "shoulder_rhythm.urdf"),
+                           str(width), str(height), str(fps)], env=ENV, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search("refused: .*" + message, done.stdout), done.stdout
+
+
+def test_render_frames_of_a_run_with_a_nan_time_is_one_error(shoulder) -> None:
+    """t = [0, nan] was numpy's "ValueError: arange: cannot compute length" from the frame times."""
+    with pytest.raises(ModelError, match=r"'trajectory.t': the sample times are not finite and non-decreasing"):
+        render_frames(shoulder, table([0.0, np.nan], np.zeros((2, shoulder.n_joints))), width=32, height=32)
+
+
+def test_a_refused_trajectory_leaves_no_pybullet_client_behind(shoulder) -> None:
+    """render_frames(model, run with a NaN position) opened its private DIRECT client before reading the run and
+    never closed it on the error: the next connection got the next slot. PyBullet reuses the lowest free slot,
+    so a free slot before the call is free after it."""
+    free = p.connect(p.DIRECT)
+    p.disconnect(free)
+    diverged = table([0.0, 1.0], [[0.0] * shoulder.n_joints, [np.nan] * shoulder.n_joints])
+    with pytest.raises(ModelError, match="non-finite value"):
+        render_frames(shoulder, diverged, width=32, height=32)
+    again = p.connect(p.DIRECT)
+    try:
+        assert again == free
+    finally:
+        p.disconnect(again)
+
+
+@pytest.mark.parametrize("fps", ["30", None])
+def test_an_fps_that_is_not_a_number_is_one_error(shoulder, tmp_path, fps) -> None:
+    """fps="30" or None was numpy's "ufunc 'isfinite' not supported for the input types" (a TypeError) in
+    render_frames, export_html and write_video."""
+    run = table([0.0, 1.0], np.zeros((2, shoulder.n_joints)))
+    expected = rf"argument 'fps' is {re.escape(repr(fps))} \(expected a positive number\)"
+    with pytest.raises(ModelError, match=expected):
+        render_frames(shoulder, run, width=32, height=32, fps=fps)
+    with pytest.raises(ModelError, match=expected):
+        export_html(shoulder, run, tmp_path / "replay.html", fps=fps)
+    with pytest.raises(ModelError, match=expected):
+        write_video([np.zeros((16, 16, 3), np.uint8)], tmp_path / "clip.gif", fps=fps)
+    assert not list(tmp_path.iterdir())
+
+
+def _pybullet_link_frames(bridge: Bridge, x: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """World (R, p) of every URDF link frame as PyBullet places it at tree configuration x."""
+    bridge.map.state_to_pybullet(x, np.zeros(bridge.model.n_tangent))
+    out = {}
+    for name, index in bridge.map.link_index.items():
+        if index < 0:   # the base: PyBullet reports its inertial frame; the URDF link frame is offset from it
+            position, orientation = p.getBasePositionAndOrientation(bridge.body, physicsClientId=bridge.client)
+            info = p.getDynamicsInfo(bridge.body, -1, physicsClientId=bridge.client)
+            position, orientation = p.multiplyTransforms(position, orientation,
+                                                         *p.invertTransform(info[3], info[4]))
+        else:
+            state = p.getLinkState(bridge.body, index, computeForwardKinematics=1, physicsClientId=bridge.client)
+            position, orientation = state[4], state[5]
+        out[name] = (np.array(p.getMatrixFromQuaternion(orientation)).reshape(3, 3), np.array(position))
+    return out
+
+
+@pytest.mark.parametrize("source", ["humanoid.urdf", "andrews_squeezer.urdf", "spherical", "arm26"])
+def test_the_replay_draws_every_link_where_pybullet_puts_it(source, tmp_path) -> None:
+    """Floating base (humanoid), closed loops (Andrews' squeezer), two spherical joints on a floating base (ball
+    arm: the replay took x = [base pose, elbow], dropping the joints' quaternions, and drew the upper arm, forearm
+    and hand wrong, 1.8 off in a rotation entry), an OpenSim model with muscles (arm26): the link poses embedded in the HTML replay, at two states of a run, equal PyBullet's
+    link frames at the same states to 6e-6 (the page stores 5 decimals: ±5e-6; PyBullet's own poses ~2e-7)."""
+    if source == "spherical":
+        from spherical_arms import ARM
+        (tmp_path / "arm.urdf").write_text(ARM)
+        model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=True)
+    else:
+        model = biobullet.load_model(source if source == "arm26" else REPO / "urdf" / source)
+    base = ["base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw"] if model.floating_base else []
+    if source == "spherical":   # the column names of a simulated ball arm's Trajectory.position_names
+        base += [f"{joint}_{c}" for joint in ("shoulder", "wrist") for c in ("qx", "qy", "qz", "qw")]
+    names = base + list(model.joint_names)
+    assert len(names) == model.n_config
+    rng = np.random.default_rng(17)
+    x0 = np.asarray(model.joint_configuration(model.neutral_configuration()), float)
+    states = np.array([x0, x0 + 0.3 * rng.standard_normal(x0.shape)])
+    for k, name in enumerate(names):   # unit quaternions
+        if name.endswith("_qx"):
+            states[:, k:k + 4] /= np.linalg.norm(states[:, k:k + 4], axis=1, keepdims=True)
+    run = types.SimpleNamespace(t=np.array([0.0, 1.0]), positions=states, position_names=names)
+    page = Path(export_html(model, run, tmp_path / "replay.html", fps=1.0)).read_text()
+    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', page, re.S).group(1))
+    assert data["times"] == [0.0, 1.0]
+    from biobullet.render.scene import Scene
+    drawn = sorted({v.link for v in Scene.from_model(model).visuals})   # the page's link order
+    poses = np.asarray(data["poses"]).reshape(2, len(drawn), 12)
+    bridge = Bridge(model)
+    try:
+        for k, x in enumerate(states):
+            truth = _pybullet_link_frames(bridge, x)
+            for j, name in enumerate(drawn):
+                rotation, position = truth[name]
+                np.testing.assert_allclose(poses[k, j, :9].reshape(3, 3), rotation, atol=6e-6, err_msg=name)
+                np.testing.assert_allclose(poses[k, j, 9:], position, atol=6e-6, err_msg=name)
+    finally:
+        bridge.close()
+
+
+def test_the_spectrum_of_a_run_that_diverged_is_refused() -> None:
+    """A run whose signal turns NaN (or inf) at t = 7 s: `amplitude_spectrum` over [4, 10) returned NaN in every
+    bin without a word. Over the finite part it still gives the closed form: sin(2πt) has amplitude 1 at f·T = 1."""
+    t = np.linspace(0.0, 10.0, 1001)
+    for bad in (np.nan, np.inf):
+        y = np.sin(2 * np.pi * t)
+        y[700:] = bad
+        with pytest.raises(ValueError, match=r"not finite in the window \[4, 10\) \(first at t = 7;"):
+            amplitude_spectrum(t, y, 1.0)
+        frequency, amplitude = amplitude_spectrum(t, y, 1.0, t_end=6.0)
+        assert abs(amplitude[np.argmin(np.abs(frequency - 1.0))] - 1.0) < 1e-12
+
+
+def test_a_spectrum_map_with_a_diverged_row_names_it(tmp_path) -> None:
+    """One NaN row (the run at k = 2 diverged): matplotlib's "Invalid vmin or vmax", naming nothing."""
+    frequency = np.array([0.0, 0.5, 1.0])
+    amplitudes = np.array([[1.0, 0.1, 0.2], [np.nan, np.nan, np.nan]])
+    with pytest.raises(ValueError, match=r"amplitudes are not finite at parameter 2 \(row 1; 1 row\(s\) in all\)"):
+        plot_spectrum_map([1.0, 2.0], frequency, amplitudes, tmp_path / "map.png")
+    assert not (tmp_path / "map.png").exists()
