@@ -188,3 +188,44 @@ def test_a_spectrum_map_with_a_diverged_row_names_it(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"amplitudes are not finite at parameter 2 \(row 1; 1 row\(s\) in all\)"):
         plot_spectrum_map([1.0, 2.0], frequency, amplitudes, tmp_path / "map.png")
     assert not (tmp_path / "map.png").exists()
+
+
+def test_the_viewer_of_a_model_with_spherical_joints_turns_them_with_angle_sliders(tmp_path) -> None:
+    """`biobullet view` of the ball arm (floating base, spherical shoulder and wrist) was a bare StopIteration:
+    the sliders looked up a joint named "shoulder_qx". Now each spherical joint has roll/pitch/yaw sliders (deg,
+    URDF rpy): moving them puts the upper arm where PyBullet puts it with the shoulder's quaternion from
+    `getQuaternionFromEuler` of the same angles (float32 poses: 1e-6)."""
+    pytest.importorskip("viser")
+    import socket
+
+    import viser.transforms as vtf
+
+    from biobullet.render.viewer import Viewer
+    from spherical_arms import ARM
+    (tmp_path / "arm.urdf").write_text(ARM)
+    model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    viewer = Viewer(model, port=port)
+    try:
+        labels = [spec.label for spec in viewer.slider_specs]
+        assert labels[6:] == ["shoulder_roll (deg)", "shoulder_pitch (deg)", "shoulder_yaw (deg)",
+                              "wrist_roll (deg)", "wrist_pitch (deg)", "wrist_yaw (deg)", "elbow (deg)"]
+        angles = {"shoulder_roll (deg)": 20.0, "shoulder_pitch (deg)": -35.0, "shoulder_yaw (deg)": 50.0}
+        for slider, label in zip(viewer.sliders, labels):
+            slider.value = angles.get(label, slider.value)
+        viewer._from_sliders()   # what a slider's callback does
+        q0, _ = model.initial_state()
+        x = np.asarray(model.joint_configuration(q0), float)
+        x[7:11] = p.getQuaternionFromEuler(np.radians(list(angles.values())))   # shoulder_qx … qw
+        bridge = Bridge(model)
+        try:
+            rotation, position = _pybullet_link_frames(bridge, x)["upper"]
+        finally:
+            bridge.close()
+        handle = viewer._links["upper"]
+        np.testing.assert_allclose(vtf.SO3(np.array(handle.wxyz)).as_matrix(), rotation, atol=1e-6)
+        np.testing.assert_allclose(np.array(handle.position), position, atol=1e-6)
+    finally:
+        viewer.close()
