@@ -229,3 +229,22 @@ def test_the_viewer_of_a_model_with_spherical_joints_turns_them_with_angle_slide
         np.testing.assert_allclose(np.array(handle.position), position, atol=1e-6)
     finally:
         viewer.close()
+
+
+def test_a_figure_to_a_file_matplotlib_cannot_write_is_one_error(tmp_path) -> None:
+    """`Trajectory.plot(path="run.xyz")` and the analysis/sweep plots (`core.atomic.save_figure`) raised
+    matplotlib's "ValueError: Format 'xyz' is not supported"; `plot(columns=[])` drew an empty figure with
+    matplotlib's "No artists with labels" warning. Now one BiobulletError each, and no file."""
+    from biobullet.core.errors import BiobulletError
+    from biobullet.integrate.trajectory import Trajectory
+    t = np.linspace(0.0, 1.0, 11)
+    run = Trajectory(t=t, position_names=("j1",), velocity_names=("j1",), positions=np.sin(t)[:, None],
+                     velocities=np.cos(t)[:, None])
+    with pytest.raises(BiobulletError, match=r"run\.xyz': matplotlib has no format 'xyz' \(use .*png"):
+        run.plot(path=tmp_path / "run.xyz")
+    with pytest.raises(ModelError, match="columns is empty: nothing to plot"):
+        run.plot(columns=[])
+    with pytest.raises(BiobulletError, match=r"map\.xyz': matplotlib has no format 'xyz'"):
+        plot_spectrum_map([1.0, 2.0], np.array([0.0, 0.5, 1.0]), np.ones((2, 3)), tmp_path / "map.xyz")
+    assert not list(tmp_path.iterdir())
+    assert run.plot(path=tmp_path / "run.PNG") and (tmp_path / "run.PNG").read_bytes()[:4] == b"\x89PNG"
