@@ -248,3 +248,33 @@ def test_a_figure_to_a_file_matplotlib_cannot_write_is_one_error(tmp_path) -> No
         plot_spectrum_map([1.0, 2.0], np.array([0.0, 0.5, 1.0]), np.ones((2, 3)), tmp_path / "map.xyz")
     assert not list(tmp_path.iterdir())
     assert run.plot(path=tmp_path / "run.PNG") and (tmp_path / "run.PNG").read_bytes()[:4] == b"\x89PNG"
+
+
+PLANAR = """<robot name="sled">
+  <link name="ground"/>
+  <link name="puck"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
+    </inertial><visual><geometry><box size="0.2 0.1 0.05"/></geometry></visual></link>
+  <joint name="slide" type="planar"><parent link="ground"/><child link="puck"/><axis xyz="0 0 1"/></joint>
+</robot>
+"""
+
+
+def test_a_planar_joint_has_x_y_angle_sliders_and_replays_at_unit_length(tmp_path) -> None:
+    """A planar joint (q = x, y, cos, sin): the sliders were a StopIteration (no joint "slide_x"); now x, y (m)
+    and angle (deg), 90° giving (cos, sin) = (0, 1). Replayed halfway between 0° and 90°, the interpolated
+    (cos, sin) is brought back to unit length: the puck is turned by exactly 45° (closed form)."""
+    from biobullet.render.scene import Scene, trajectory_states
+    from biobullet.render.viewer import q_from_sliders, slider_specs
+    (tmp_path / "sled.urdf").write_text(PLANAR)
+    model = biobullet.load_model(tmp_path / "sled.urdf")
+    specs = slider_specs(model)
+    assert [spec.label for spec in specs] == ["slide_x (m)", "slide_y (m)", "slide_angle (deg)"]
+    np.testing.assert_allclose(q_from_sliders(model, [0.1, 0.2, 90.0], specs), [0.1, 0.2, 0.0, 1.0], atol=1e-15)
+    run = types.SimpleNamespace(t=np.array([0.0, 1.0]), positions=np.array([[0.0, 0.0, 1.0, 0.0],
+                                                                              [0.5, 0.0, 0.0, 1.0]]),
+                                position_names=("slide_x", "slide_y", "slide_cos", "slide_sin"))
+    x = trajectory_states(model, run, np.array([0.5]))[0]
+    rotation, position = Scene.from_model(model).link_placements(x)["puck"]
+    c = np.sqrt(0.5)
+    np.testing.assert_allclose(rotation, [[c, -c, 0.0], [c, c, 0.0], [0.0, 0.0, 1.0]], atol=1e-12)
+    np.testing.assert_allclose(position, [0.25, 0.0, 0.0], atol=1e-12)
