@@ -278,3 +278,17 @@ def test_a_planar_joint_has_x_y_angle_sliders_and_replays_at_unit_length(tmp_pat
     c = np.sqrt(0.5)
     np.testing.assert_allclose(rotation, [[c, -c, 0.0], [c, c, 0.0], [0.0, 0.0, 1.0]], atol=1e-12)
     np.testing.assert_allclose(position, [0.25, 0.0, 0.0], atol=1e-12)
+
+
+def test_a_gif_above_50_fps_still_plays_in_real_time(tmp_path) -> None:
+    """100 frames at 1000 fps (0.1 s): each GIF delay was stored as 0/100 s, which browsers play at 10 fps — the
+    clip ran 100× slow. Read back by Pillow: every delay is ≥ 2/100 s (the shortest browsers honour) and the
+    delays add up to the clip's 100 ms."""
+    from PIL import Image
+    frames = [np.full((16, 16, 3), 2 * k, np.uint8) for k in range(100)]
+    with Image.open(write_video(frames, tmp_path / "fast.gif", 1000.0)) as gif:
+        delays = []
+        for k in range(gif.n_frames):
+            gif.seek(k)
+            delays.append(gif.info.get("duration", 0))
+    assert min(delays) >= 20 and sum(delays) == 100, delays
