@@ -292,3 +292,19 @@ def test_a_gif_above_50_fps_still_plays_in_real_time(tmp_path) -> None:
             gif.seek(k)
             delays.append(gif.info.get("duration", 0))
     assert min(delays) >= 20 and sum(delays) == 100, delays
+
+
+def test_the_poincare_section_of_a_run_that_diverged_names_the_time() -> None:
+    """sin(2πt) turning NaN at t = 7 s: `poincare_samples(..., method="linear")` returned NaN sections without a
+    word (and "cubic" SciPy's "`y` must contain only finite values", naming no time). Sections before the
+    divergence are still the closed form sin(2πn) = 0."""
+    from biobullet.analysis.poincare import poincare_samples
+    t = np.linspace(0.0, 10.0, 1001)
+    y = np.sin(2 * np.pi * t)
+    y[700:] = np.nan
+    for method in ("linear", "cubic"):
+        with pytest.raises(ValueError, match=r"y is not finite at t = 7 \(a run that diverged"):
+            poincare_samples(t, y, 1.0, method=method)
+    times, values = poincare_samples(t, y, 1.0, t_end=6.5, method="linear")
+    np.testing.assert_allclose(times, np.arange(7.0))
+    np.testing.assert_allclose(values, 0.0, atol=1e-12)
