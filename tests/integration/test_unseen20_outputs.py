@@ -308,3 +308,16 @@ def test_the_poincare_section_of_a_run_that_diverged_names_the_time() -> None:
     times, values = poincare_samples(t, y, 1.0, t_end=6.5, method="linear")
     np.testing.assert_allclose(times, np.arange(7.0))
     np.testing.assert_allclose(values, 0.0, atol=1e-12)
+
+
+def test_render_frames_of_a_model_with_flexible_links_uses_the_bridge_model() -> None:
+    """The elastic robot (three <flexible> links): its bridge loads the model expanded into rigid segments, and the
+    frames are posed from that model's configuration (straight segments for a run of the rigid model): 1 s at
+    2 fps is 3 frames, and the arm has moved between the first and the last."""
+    model = biobullet.load_model(REPO / "urdf" / "elastic_robot_3link.urdf")
+    run = types.SimpleNamespace(t=np.array([0.0, 1.0]), position_names=model.joint_names,
+                                positions=np.array([np.zeros(model.n_config), np.full(model.n_config, 0.5)]))
+    frames = render_frames(model, run, width=160, height=120, fps=2.0, overlay=False, shadows=False)
+    assert len(frames) == 3
+    changed = (np.abs(frames[0].astype(int) - frames[-1].astype(int)).max(axis=2) > 40).mean()
+    assert changed > 0.002, changed   # a thin arm (1.25 cm links) in a frame fitted to its whole sweep

@@ -262,8 +262,14 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
         raise ModelError(f"argument 'bridge_or_model' is {type(bridge_or_model).__name__}",
                          attribute="bridge_or_model", expected="a biobullet Bridge or Model")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
-    states = trajectory_states(model, trajectory, times)   # before a private bridge: a bad run leaks no client
     bridge, owned = (bridge_or_model, False) if isinstance(bridge_or_model, Bridge) else (Bridge(model), True)
+    model = bridge.model   # a model with <flexible> links: the bridge's, expanded into rigid segments
+    try:
+        states = trajectory_states(model, trajectory, times)
+    except BaseException:   # a refused run closes the private client (it was left open)
+        if owned:
+            bridge.close()
+        raise
     import pybullet as p
     client = bridge.client
     actors = [(bridge, states, link_colors)]
