@@ -321,3 +321,21 @@ def test_render_frames_of_a_model_with_flexible_links_uses_the_bridge_model() ->
     assert len(frames) == 3
     changed = (np.abs(frames[0].astype(int) - frames[-1].astype(int)).max(axis=2) > 40).mean()
     assert changed > 0.002, changed   # a thin arm (1.25 cm links) in a frame fitted to its whole sweep
+
+
+def test_a_sweep_result_named_like_a_parameter_keeps_both_in_summary_csv(tmp_path) -> None:
+    """A point function returning "value" (here 9.5) for the parameter "value" = 3: summary.csv had two "value"
+    columns, both 9.5 — the swept parameter was lost. Now the result is the column "result:value"."""
+    import csv
+
+    from biobullet.sweep.config import load_config
+    from biobullet.sweep.store import write_summaries
+    config = load_config({"name": "clash", "function": "demo.sleep", "fixed": {"duration": 0.0},
+                          "sweep": [{"path": "value", "values": [3.0]}]})
+    record = {"id": "p1", "status": "ok", "params": {"duration": 0.0, "value": 3.0},
+              "result": {"value": 9.5, "square": 9.0, "duration": 0.25}, "error": None}
+    csv_path, _ = write_summaries(tmp_path, config, [record], {})
+    with open(csv_path, newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["id", "status", "value", "duration", "result:value", "square", "result:duration", "error"]
+    assert rows[1] == ["p1", "ok", "3.0", "0.0", "9.5", "9.0", "0.25", ""]
