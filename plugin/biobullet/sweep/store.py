@@ -60,7 +60,8 @@ def scalar_results(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[str, Any]],
                     extra: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``summary.csv`` (one row per point: parameters + scalar results) and ``summary.json``."""
+    """Write ``summary.csv`` (one row per point: parameters + scalar results, a result named like a parameter as
+    ``result:NAME``) and ``summary.json``."""
     records = list(records)
     swept = config.swept_paths
     params = swept + sorted({p for r in records for p in r["params"]} - set(swept))
