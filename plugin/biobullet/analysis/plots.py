@@ -40,6 +40,10 @@ def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplit
     if a.shape != (len(p), len(f)):
         raise ValueError(f"amplitudes shape {a.shape}, expected ({len(p)}, {len(f)})")
     keep = (f > 0.0) & (f <= max_frequency + 1e-12)
+    rows = np.flatnonzero(~np.all(np.isfinite(a[:, keep]), axis=1))
+    if rows.size:   # matplotlib's LogNorm said only "Invalid vmin or vmax"
+        raise ValueError(f"amplitudes are not finite at parameter {p[rows[0]]:g} (row {rows[0]}; "
+                         f"{rows.size} row(s) in all)")
     top = float(np.max(a[:, keep])) if np.any(keep) else 1.0
     low = floor if floor is not None else 1e-4 * top
     fig = _figure((7.0, 4.2))

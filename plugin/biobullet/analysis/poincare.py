@@ -51,6 +51,15 @@ def poincare_samples(t: np.ndarray | None, y: np.ndarray | Callable[[np.ndarray]
         raise ValueError(f"t_start={lo} precedes the data (t[0]={t_arr[0]})")
     t_n = _section_times(float(lo), float(hi), period)
     t_n = np.clip(t_n, t_arr[0], t_arr[-1])  # absorb rounding of nT at the ends
+    # the samples the interpolation reads (a spline: all of them): a run that diverged gave NaN sections ("linear")
+    # or SciPy's "`y` must contain only finite values", naming no time
+    finite = np.all(np.isfinite(y_arr.reshape(len(t_arr), -1)), axis=1)
+    used = slice(None) if method == "cubic" or not len(t_n) else \
+        slice(max(int(np.searchsorted(t_arr, t_n[0], "right")) - 1, 0), int(np.searchsorted(t_arr, t_n[-1])) + 1)
+    if not np.all(finite[used]):
+        first = t_arr[used][~finite[used]][0]
+        raise ValueError(f"y is not finite at t = {first:g} (a run that diverged has no Poincaré section; pass "
+                         "the samples before it)")
     if method == "linear":
         cols = y_arr.reshape(len(t_arr), -1)
         values = np.column_stack([np.interp(t_n, t_arr, c) for c in cols.T])

@@ -54,6 +54,10 @@ def amplitude_spectrum(t: np.ndarray | None, y: np.ndarray | Callable[[np.ndarra
             samples_per_period = max(64, int(round(period / dt)))
         grid = _grid(float(t_end), period, n_periods, int(samples_per_period))
         values = np.interp(grid, t_arr, y_arr)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:   # a diverged run: its spectrum would be NaN in every bin, without a word
+        raise ValueError(f"y is not finite in the window [{t_end - n_periods * period:g}, {t_end:g}) (first at "
+                         f"t = {grid[bad[0]]:g}; a run that diverged has no spectrum)")
     n = len(values)
     coefficients = np.fft.rfft(values)
     amplitude = np.abs(coefficients) * (2.0 / n)

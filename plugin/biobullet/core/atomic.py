@@ -274,17 +274,28 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2, allo
                                        ensure_ascii=False) + "\n", within=within)
 
 
+def figure_format(figure, path: str | os.PathLike[str]) -> str | None:
+    """The savefig format of `path` (its suffix; None = matplotlib's default, png); an OutputError naming the file
+    and the formats when matplotlib cannot write that suffix (it was matplotlib's ValueError)."""
+    fmt = Path(path).suffix[1:].lower() or None
+    supported = figure.canvas.get_supported_filetypes()
+    if fmt is not None and fmt not in supported:
+        raise OutputError(f"cannot write a figure to {shown(str(path), 200)}: matplotlib has no format {fmt!r} "
+                          f"(use {', '.join(sorted(supported))})")
+    return fmt
+
+
 def save_figure(figure, path: str | os.PathLike[str], *, within: str | os.PathLike[str] | None = None,
                 **savefig_kwargs: Any) -> Path:
     """A matplotlib figure, in the format of `path`'s suffix (dpi etc. passed to savefig), laid out first by
     `core.figures.settle_layout` (nothing overlaps, legends off the data; a LayoutWarning says what still does);
     `within` as in `atomic_write`."""
     from biobullet.core.figures import settle_layout
+    fmt = figure_format(figure, path)
     settle_layout(figure)
     path = Path(path)
-    fmt = path.suffix[1:] or None
     return atomic_write(path, lambda tmp: figure.savefig(tmp, format=fmt, **savefig_kwargs), within=within)
 
 
 __all__ = ["OutputError", "check_target", "check_writable", "output_folder", "atomic_write", "write_text", "write_bytes",
-           "write_json", "json_default", "save_figure", "folder_lock"]
+           "write_json", "json_default", "figure_format", "save_figure", "folder_lock"]

@@ -91,6 +91,9 @@ class Trajectory:
         if isinstance(columns, str):   # one name (list("knee") was the columns 'k', 'n', 'e', 'e')
             columns = [columns]
         names = list(columns) if columns is not None else list(self.coordinate_names or self.position_names)
+        if columns is not None and not names:   # was an empty figure and matplotlib's "No artists" warning
+            raise ModelError("columns is empty: nothing to plot", attribute="columns",
+                             expected=f"column names, e.g. {', '.join((self.coordinate_names or ('t',))[:3])}")
         for name in names:
             self.column(name)   # KeyError naming the column (with the nearest name) before drawing anything
         panels = 2 if self.energy else 1
@@ -111,7 +114,8 @@ class Trajectory:
             axes[1].grid(alpha=0.3)
         axes[-1].set_xlabel("t (s)")
         if path is not None:
-            suffix = Path(path).suffix.lstrip(".").lower() or "png"
+            from biobullet.core.atomic import figure_format
+            suffix = figure_format(figure, path) or "png"
             atomic_write(path, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
         return figure
 

@@ -12,6 +12,9 @@ import numpy as np
 from biobullet.core.errors import ModelError
 from biobullet.render.scene import frame_with_z, trajectory_states, up_direction
 
+MAX_SIDE = 8192                  # pixels per side of a frame (8K)
+MAX_FRAME_BYTES = 4 * 2**30      # the frames `render_frames` returns are held in memory together
+
 
 @dataclass(frozen=True)
 class Camera:
@@ -225,35 +228,57 @@ def render_frames(bridge_or_model, trajectory, *, width: int = 640, height: int 
     `coverage` compares a frame with. A model with `<muscle>`s gets its muscle paths drawn over the picture,
     coloured by activation (`scene.activation_colors`): muscle_activations = a scalar, one value per muscle, an
     array (frames × muscles), a function of time returning one value per muscle, or None: the activations the
-    trajectory recorded (`Trajectory.muscles`), else 0.
+    trajectory recorded (`Trajectory.muscles`), else 0. The frames are held in memory together: sides up to
+    MAX_SIDE pixels and at most MAX_FRAME_BYTES of frames (else a ModelError before any work).
     """
     from biobullet.bridge.bridge import Bridge
     from biobullet.model.model import Model
     from biobullet.render.html import nice_spacing, spacing_label
+    from biobullet.render.video import check_fps
     for name, value in (("width", width), ("height", height)):
-        if not isinstance(value, (int, np.integer)) or value < 16:
-            raise ModelError(f"argument {name!r} is {value!r}", attribute=name, expected="an int ≥ 16 (pixels)")
-    if not np.isfinite(fps) or fps <= 0:
-        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
-    if isinstance(bridge_or_model, Bridge):
-        bridge, owned = bridge_or_model, False
-    elif isinstance(bridge_or_model, Model):
-        bridge, owned = Bridge(bridge_or_model), True
-    else:
-        raise ModelError(f"argument 'bridge_or_model' is {type(bridge_or_model).__name__}",
-                         attribute="bridge_or_model", expected="a biobullet Bridge or Model")
-    import pybullet as p
-    model, client = bridge.model, bridge.client
+        if not isinstance(value, (int, np.integer)) or not 16 <= value <= MAX_SIDE:
+            raise ModelError(f"argument {name!r} is {value!r}", attribute=name,
+                             expected=f"an int from 16 to {MAX_SIDE} (pixels)")
+    fps = check_fps(fps)
+    # the sample times decide the frame count: checked before any work (a NaN time was numpy's "arange: cannot
+    # compute length"), and the frames, all kept in memory, must fit in MAX_FRAME_BYTES (10⁶ frames exhausted it)
     t = np.asarray(getattr(trajectory, "t", []), float)
     if t.ndim != 1 or len(t) == 0:
         raise ModelError("the trajectory has no samples", attribute="trajectory")
+    if not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ModelError("the sample times are not finite and non-decreasing", attribute="trajectory.t",
+                         expected="times of a run, in order")
+    count = max(1, int(np.ceil((t[-1] - t[0]) * fps + 0.5)))   # len(times) below
+    if count * width * height * 3 > MAX_FRAME_BYTES:
+        raise ModelError(f"{count} frames of {width}×{height} pixels ({(t[-1] - t[0]):g} s at {fps:g} fps) take "
+                         f"{count * width * height * 3 / 2**30:.1f} GiB", attribute="fps",
+                         expected=f"frames within {MAX_FRAME_BYTES // 2**30} GiB: a lower fps or resolution, or "
+                                  "render the run in pieces")
+    if isinstance(bridge_or_model, Bridge):
+        model = bridge_or_model.model
+    elif isinstance(bridge_or_model, Model):
+        model = bridge_or_model
+    else:
+        raise ModelError(f"argument 'bridge_or_model' is {type(bridge_or_model).__name__}",
+                         attribute="bridge_or_model", expected="a biobullet Bridge or Model")
     times = np.arange(t[0], t[-1] + 0.5 / fps, 1.0 / fps).clip(max=t[-1])
-    actors = [(bridge, trajectory_states(model, trajectory, times), link_colors)]
+    bridge, owned = (bridge_or_model, False) if isinstance(bridge_or_model, Bridge) else (Bridge(model), True)
+    model = bridge.model   # a model with <flexible> links: the bridge's, expanded into rigid segments
+    try:
+        states = trajectory_states(model, trajectory, times)
+    except BaseException:   # a refused run closes the private client (it was left open)
+        if owned:
+            bridge.close()
+        raise
+    import pybullet as p
+    client = bridge.client
+    actors = [(bridge, states, link_colors)]
     saved = p.saveState(physicsClientId=client)
     floor, restore = None, []
     try:
         for other, other_trajectory, other_colors in companions:
-            actors.append((Bridge(other, client), trajectory_states(other, other_trajectory, times), other_colors))
+            other_states = trajectory_states(other, other_trajectory, times)   # a bad run: no body left behind
+            actors.append((Bridge(other, client), other_states, other_colors))
         gravity = np.asarray(model.gravity, float)
         up = up_direction(gravity)
         points = np.vstack([_points(actor.model, states) for actor, states, _ in actors])

@@ -112,11 +112,11 @@ def export_html(model, trajectory, path, *, fps: float = 30.0, title: str | None
     muscles, or a function of time; None = the activations the trajectory recorded, else 0). Returns the path.
     """
     from biobullet.render.scene import Scene, load_trajectory, trajectory_activations, trajectory_states
+    from biobullet.render.video import check_fps
     path = os.fspath(path)
     if not path.lower().endswith((".html", ".htm")):
         raise ModelError(f"cannot write {path!r}", attribute="html", expected="a file name ending in .html")
-    if not np.isfinite(fps) or fps <= 0:
-        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    fps = check_fps(fps)
     if isinstance(trajectory, (str, os.PathLike)):
         trajectory = load_trajectory(trajectory)
     t = np.asarray(trajectory.t, float)

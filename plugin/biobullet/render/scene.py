@@ -385,10 +385,9 @@ def load_trajectory(path):
 
 def trajectory_states(model, trajectory, times) -> np.ndarray:
     """Tree configurations x (len(times) × n_config) of `trajectory` at `times` (s), linear interpolation between
-    samples (base quaternion renormalised). Columns are matched by name: every tree coordinate (base pose, then
-    every URDF joint), or else only the generalized coordinates q, from which the dependent joints are computed
+    samples (quaternions of the base and of spherical joints, and planar cos/sin pairs, renormalised). Columns are
+    matched by name: every tree coordinate (base pose and multi-DOF joints, then every 1-DOF joint), or else only the generalized coordinates q, from which the dependent joints are computed
     with `model.joint_configuration` (joint functions, loops)."""
-    from biobullet.model.model import BASE_POSITION_NAMES
     t = np.asarray(trajectory.t, float)
     times = np.asarray(times, float)
     if t.ndim != 1 or len(t) == 0:
@@ -402,7 +401,9 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
     # the joints only) and its generalized coordinates q when present
     names = list(getattr(trajectory, "position_names", None) or getattr(trajectory, "joint_names", ()) or ())
     positions = np.asarray(trajectory.positions, float).reshape(len(t), -1)
-    base = list(BASE_POSITION_NAMES) if model.floating_base else []
+    # the leading block of x: the base pose and every multi-DOF joint (a spherical joint's shoulder_qx … _qw), named
+    # as in q (it was the base only: a spherical arm's x lost its quaternions and the links were drawn wrong)
+    base = list(model.coordinate_names[:model.base_nq])
     if not names:  # an unnamed table (e.g. SimpleNamespace(t=…, positions=…)): URDF joint order, base first if any
         if positions.shape[1] == model.n_joints:
             names = list(model.joint_names)
@@ -433,14 +434,21 @@ def trajectory_states(model, trajectory, times) -> np.ndarray:
         x = interpolate([names.index(name) for name in tree])
     elif all(name in names for name in model.coordinate_names):
         q = interpolate([names.index(name) for name in model.coordinate_names])
-        if model.floating_base:
-            q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+        _unit_blocks(base, q)
         x = np.array([model.joint_configuration(row, float(time)) for row, time in zip(q, times)])
     else:
         missing = [name for name in tree if name not in names]
         raise ModelError(f"the trajectory lacks columns {missing[:6]}{' …' if len(missing) > 6 else ''}",
                          file=file, attribute="trajectory",
                          expected=f"a trajectory of {model.name} (columns named after its joints)")
-    if model.floating_base:
-        x[:, 3:7] /= np.linalg.norm(x[:, 3:7], axis=1, keepdims=True)
+    _unit_blocks(base, x)
     return x
+
+
+def _unit_blocks(names: list[str], values: np.ndarray) -> None:
+    """Interpolated unit quaternions (NAME_qx … NAME_qw) and planar (NAME_cos, NAME_sin) pairs among the leading
+    columns `names` of `values` (rows = instants) back to unit length, in place."""
+    for k, name in enumerate(names):
+        size = 4 if name.endswith("_qx") else 2 if name.endswith("_cos") else 0
+        if size:
+            values[:, k:k + size] /= np.linalg.norm(values[:, k:k + size], axis=1, keepdims=True)

@@ -9,6 +9,16 @@ from biobullet.core.atomic import atomic_write
 from biobullet.core.errors import ModelError
 
 FORMATS = (".mp4", ".gif")
+GIF_MAX_FPS = 50.0   # a GIF delay of 2/100 s: the shortest one browsers honour
+
+
+def check_fps(fps) -> float:
+    """`fps` (frames per second) as a float; a ModelError naming the argument unless a finite positive number
+    (a string or None was a bare TypeError from numpy)."""
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(fps) or fps <= 0:
+        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    return float(fps)
 
 
 def _is_path(value) -> bool:
@@ -22,7 +32,8 @@ def write_video(frames, path, fps: float = 30) -> str:
     `write_png(image, path)`; the swapped order is a TypeError saying so.
 
     MP4: H.264 at `fps`; odd frame sizes are padded by one pixel (yuv420p needs even sizes). GIF: one frame
-    per 1/fps s (GIF stores delays in 1/100 s, so fps is rounded to that).
+    per 1/fps s (GIF stores delays in 1/100 s, so fps is rounded to that); above GIF_MAX_FPS only every k-th
+    frame is kept, so that the clip still plays in real time.
     """
     if _is_path(frames) and not _is_path(path):
         raise TypeError("write_video(frames, path, fps): the frames come first, then the path")
@@ -30,8 +41,7 @@ def write_video(frames, path, fps: float = 30) -> str:
     extension = os.path.splitext(path)[1].lower()
     if extension not in FORMATS:
         raise ModelError(f"cannot write {path!r}", attribute="path", expected="a file name ending in .mp4 or .gif")
-    if not np.isfinite(fps) or fps <= 0:
-        raise ModelError(f"argument 'fps' is {fps!r}", attribute="fps", expected="a positive number")
+    fps = check_fps(fps)
     frames = [np.asarray(f) for f in frames]
     if not frames:
         raise ModelError("no frames to write", attribute="frames")
@@ -45,7 +55,10 @@ def write_video(frames, path, fps: float = 30) -> str:
             _write_mp4(frames, tmp, fps)
         else:
             import imageio.v2 as imageio
-            imageio.mimsave(tmp, frames, format="GIF", duration=1000.0 / fps, loop=0)
+            # a delay under 2/100 s is stored as 0 or 1 and browsers play it at 10 fps: a 1000 fps clip ran 100×
+            # slow; keeping every step-th frame keeps the clip's duration
+            step = int(np.ceil(fps / GIF_MAX_FPS - 1e-9))
+            imageio.mimsave(tmp, frames[::step], format="GIF", duration=1000.0 * step / fps, loop=0)
     atomic_write(path, write, keep_suffix=True)   # ffmpeg picks the container from the name
     return path
 

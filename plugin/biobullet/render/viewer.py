@@ -30,7 +30,7 @@ HOST = "127.0.0.1"
 VIEW_FOV = 50.0
 VIEW_ASPECT = 1.0
 PANEL_SHIFT = 0.45
-BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")
+BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")   # the floating base's slider names (prefix "base")
 
 
 def load_view_model(path: str, *, floating_base: bool | None = None, segments: int = 6):
@@ -89,23 +89,51 @@ def _length(name: str, lower: float, upper: float, initial: float) -> SliderSpec
     return SliderSpec(name, "m", lower, upper, float(np.clip(initial, lower, upper)), (upper - lower) / 1000.0, 1.0)
 
 
+def _leading_blocks(model) -> list[tuple[str, str, int]]:
+    """(kind, prefix, index in q) of the leading block of q: the floating base ("free", base_x … base_qw), each
+    spherical joint ("spherical", J_qx … J_qw) and planar joint ("planar", J_x, J_y, J_cos, J_sin); 4 or 7 entries
+    of q each."""
+    names, blocks, k = list(model.coordinate_names), [], 0
+    while k < model.base_nq:
+        if k == 0 and model.floating_base:
+            blocks.append(("free", "base", 0))
+            k += 7
+        elif names[k].endswith("_qx"):
+            blocks.append(("spherical", names[k][:-3], k))
+            k += 4
+        else:   # planar: J_x, J_y, J_cos, J_sin
+            blocks.append(("planar", names[k][:-2], k))
+            k += 4
+    return blocks
+
+
 def slider_specs(model) -> list[SliderSpec]:
     """One slider per generalized coordinate, starting at the model's `<initial>` values (`model.initial_state`);
     a floating base gets x, y, z (m) and roll, pitch, yaw (deg, URDF rpy of the initial orientation) instead of its
-    quaternion. Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
+    quaternion, a spherical joint J its J_roll, J_pitch, J_yaw (deg) and a planar joint J_x, J_y (m) and J_angle
+    (deg). Angles in degrees, lengths in metres. Ranges: the URDF limits, else ±180° / ±0.5 m (±1 m around
     the initial base position; a flexible segment's shear joint ±1 cm); an angle range of ≥ 10° is shown in whole
     tenths of a degree, rounded inward."""
     from biobullet.spatial.rotations import matrix_to_rpy, quaternion_to_matrix
     q0, _ = model.initial_state()
     specs = []
     names = list(model.coordinate_names)
-    start = 7 if model.floating_base else 0
-    if model.floating_base:
-        for k, name in enumerate(("base_x", "base_y", "base_z")):
-            specs.append(_length(name, float(q0[k]) - 1.0, float(q0[k]) + 1.0, float(q0[k])))
-        rpy = matrix_to_rpy(quaternion_to_matrix(q0[3:7]))
-        specs += [_angle(name, -math.pi, math.pi, angle) for name, angle in zip(BASE_ANGLES, rpy)]
-    for k, name in enumerate(names[start:], start):
+    # a multi-DOF joint's quaternion (or cos/sin) is no coordinate of the file: its angles are (StopIteration
+    # looking up the joint "shoulder_qx" was `biobullet view` of a model with a spherical joint)
+    for kind, prefix, k in _leading_blocks(model):
+        if kind == "planar":
+            specs += [_length(f"{prefix}_{axis}", float(q0[k + i]) - 1.0, float(q0[k + i]) + 1.0, float(q0[k + i]))
+                      for i, axis in enumerate("xy")]
+            specs.append(_angle(f"{prefix}_angle", -math.pi, math.pi, math.atan2(q0[k + 3], q0[k + 2])))
+            continue
+        if kind == "free":
+            specs += [_length(name, float(q0[j]) - 1.0, float(q0[j]) + 1.0, float(q0[j]))
+                      for j, name in enumerate(("base_x", "base_y", "base_z"))]
+            k += 3
+        rpy = matrix_to_rpy(quaternion_to_matrix(q0[k:k + 4]))
+        specs += [_angle(f"{prefix}_{angle}", -math.pi, math.pi, value)
+                  for angle, value in zip(("roll", "pitch", "yaw"), rpy)]
+    for k, name in enumerate(names[model.base_nq:], model.base_nq):
         joint = model.description.joint(name)
         limited = joint.lower is not None and joint.upper is not None and joint.upper > joint.lower
         if joint.type == "prismatic":
@@ -120,14 +148,24 @@ def slider_specs(model) -> list[SliderSpec]:
 
 def q_from_sliders(model, values, specs: list[SliderSpec] | None = None) -> np.ndarray:
     """Generalized positions q (rad, m) from slider values (order and units of `slider_specs(model)`)."""
-    specs = specs if specs is not None else slider_specs(model)
-    values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
-    if not model.floating_base:
-        return values
     from biobullet.conventions import matrix_to_quaternion
     from biobullet.spatial.rotations import rpy_to_matrix
-    # the base's roll, pitch, yaw sliders are URDF rpy: R = Rz(yaw) Ry(pitch) Rx(roll)
-    return np.concatenate([values[:3], matrix_to_quaternion(rpy_to_matrix(values[3:6])), values[6:]])
+    specs = specs if specs is not None else slider_specs(model)
+    values = np.array([spec.to_si(v) for spec, v in zip(specs, values)], float)
+    q, used = [], 0
+    for kind, _, _ in _leading_blocks(model):
+        if kind == "planar":
+            x, y, angle = values[used:used + 3]
+            q += [x, y, math.cos(angle), math.sin(angle)]
+            used += 3
+            continue
+        if kind == "free":
+            q += list(values[used:used + 3])
+            used += 3
+        # roll, pitch, yaw sliders are URDF rpy: R = Rz(yaw) Ry(pitch) Rx(roll)
+        q += list(matrix_to_quaternion(rpy_to_matrix(values[used:used + 3])))
+        used += 3
+    return np.concatenate([np.asarray(q, float), values[used:]])
 
 
 def markdown_text(text: str) -> str:

@@ -60,7 +60,8 @@ def scalar_results(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[str, Any]],
                     extra: Mapping[str, Any]) -> tuple[Path, Path]:
-    """Write ``summary.csv`` (one row per point: parameters + scalar results) and ``summary.json``."""
+    """Write ``summary.csv`` (one row per point: parameters + scalar results, a result named like a parameter as
+    ``result:NAME``) and ``summary.json``."""
     records = list(records)
     swept = config.swept_paths
     params = swept + sorted({p for r in records for p in r["params"]} - set(swept))
@@ -69,17 +70,20 @@ def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[st
         for key in scalar_results(record):
             if key not in result_keys:
                 result_keys.append(key)
+    # a result named like a parameter (or id, status, error) gets its own column "result:NAME": sharing one
+    # name, the result overwrote the parameter's value in both columns
+    column = {k: f"result:{k}" if k in params or k in ("id", "status", "error") else k for k in result_keys}
     rows = []
     for record in records:
         scalars = scalar_results(record)
         row = {"id": record["id"], "status": record["status"]}
         row.update({p: record["params"].get(p) for p in params})
-        row.update({k: scalars.get(k) for k in result_keys})
+        row.update({column[k]: scalars.get(k) for k in result_keys})
         row["error"] = record.get("error") or ""
         rows.append(row)
     csv_path = out / "summary.csv"
     lines = io.StringIO()
-    writer = csv.DictWriter(lines, fieldnames=["id", "status", *params, *result_keys, "error"])
+    writer = csv.DictWriter(lines, fieldnames=["id", "status", *params, *column.values(), "error"])
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _csv_cell(v) for k, v in row.items()})
