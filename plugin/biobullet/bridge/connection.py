@@ -17,6 +17,10 @@ DISABLED_LIMIT = 1.0e10
 #: PyBullet clamps every joint rate at 100 rad/s (or m/s) by default; the reference engine does not. A free
 #: shoulder passing the YZY gimbal singularity (elevation → 0) reaches that easily, so the clamp is lifted.
 MAX_JOINT_VELOCITY = 1.0e6
+#: PyBullet's URDF reader (BulletURDFImporter::loadURDF) takes a file in fgets() pieces of at most 8191 bytes and
+#: puts a newline after each piece: a longer line is broken mid-token ("Cannot load URDF file" when the break falls
+#: in a tag name; a split number read short when it falls in an attribute value)
+PYBULLET_LINE_BYTES = 8191
 
 
 def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
@@ -109,7 +113,8 @@ def checked_text(model) -> bytes | None:
     """The URDF text PyBullet is to load: what `load_model` read and checked (`ModelDescription.source_text`, or
     the text translated from another format), with every `<mesh filename>` the load found (`find_mesh_file`:
     relative, package:// and file:// names) made absolute — the mesh files the load checked, read from the
-    temporary folder as they were from the file's. None for a description without its text (made in memory)."""
+    temporary folder as they were from the file's; a text with a line longer than PyBullet reads whole
+    (PYBULLET_LINE_BYTES) written one element a line. None for a description without its text (made in memory)."""
     description = model.description
     text = description.source_text if description.translated_urdf is None \
         else description.translated_urdf.encode("utf-8")
@@ -120,11 +125,26 @@ def checked_text(model) -> bytes | None:
     root = parse_xml(model.file, text)
     found = [(mesh, find_mesh_file(model.file, mesh.get("filename", ""))) for mesh in root.iter("mesh")]
     found = [(mesh, os.path.abspath(path)) for mesh, path in found if path is not None]
-    if not found:   # nothing to resolve: the bytes as checked
+    long_lines = longest_line(text) > PYBULLET_LINE_BYTES
+    if not found and not long_lines:   # nothing to resolve: the bytes as checked
         return text
     for mesh, path in found:
         mesh.set("filename", path)
-    return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    if long_lines:   # one element a line (whitespace between elements only: the same URDF)
+        ElementTree.indent(root)
+    text = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
+    if longest_line(text) > PYBULLET_LINE_BYTES:   # one tag longer than PyBullet's line: it would be cut inside
+        number = next(i for i, line in enumerate(text.split(b"\n"), 1) if len(line) > PYBULLET_LINE_BYTES)
+        raise ModelError(f"an element's tag is {longest_line(text)} bytes long (line {number} of the file as the "
+                         f"bridge writes it, one element a line); PyBullet reads a URDF in lines of at most "
+                         f"{PYBULLET_LINE_BYTES} bytes and cuts longer ones", file=model.file,
+                         expected=f"tags shorter than {PYBULLET_LINE_BYTES} bytes, or the reference engine")
+    return text
+
+
+def longest_line(text: bytes) -> int:
+    """Length (bytes, without the newline) of the longest line of `text`."""
+    return max(len(line.rstrip(b"\r")) for line in text.split(b"\n"))
 
 
 def check_user_body(model, client: int, body: int) -> None:

@@ -315,6 +315,9 @@ def expand_urdf(text: str, *, segments: int | dict[str, int] | None = None, shea
                 ET.SubElement(block, "joint_spring", name=f"{name}{SEPARATOR}shear{k}_spring",
                               joint=f"{name}{SEPARATOR}shear{k}", stiffness=_fmt(lay.shear_stiffness), rest="0",
                               damping="0")
+    # one element a line: PyBullet's URDF reader breaks lines longer than 8191 bytes mid-token (the generated
+    # springs and segments, appended on one line, made "Cannot load URDF file" for 8 segments with shear)
+    ET.indent(root)
     out = ET.tostring(root, encoding="unicode").replace('type="revolute_free"', 'type="continuous"')
     return '<?xml version="1.0"?>\n' + out + "\n", layouts
 

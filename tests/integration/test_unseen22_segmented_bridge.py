@@ -1,0 +1,126 @@
+"""The bridge on pre-segmented flexible models and on URDF text with lines longer than PyBullet reads whole.
+
+PyBullet's URDF reader takes a file in fgets() pieces of 8191 bytes and puts a newline after each piece, so a
+longer line is cut mid-token: `expand_flexible` appended every generated spring on one line, and
+`Bridge(load_segmented_model(...))` of the bundled 3-link elastic robot (8 segments with shear) failed with
+"Cannot load URDF file"; a cut inside a number is worse, PyBullet reads `2.5` cut after `2.` as mass 2.0.
+
+Independent checks: the reference engine on the same segmented model (first-order convergence of the bridge in dt,
+as tests/validation/test_flexible_bridge.py), the masses written in the file, the joints of the generated file.
+"""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: a link name this long makes the generated springs' line (two names a spring) longer than 8191 bytes for 12
+#: segments without shear — on the old code; a realistic name and more segments need a far smaller dt
+NAME = "beam_" + "x" * 300
+T_END = 0.1
+SAMPLE = 0.01
+CANTILEVER = f"""<?xml version="1.0"?>
+<robot name="soft_cantilever">
+  <link name="wall"/>
+  <link name="{NAME}"><inertial><origin xyz="0.5 0 0"/><mass value="1"/>
+    <inertia ixx="1e-4" ixy="0" ixz="0" iyy="0.08" iyz="0" izz="0.08"/></inertial></link>
+  <joint name="clamp" type="fixed"><parent link="wall"/><child link="{NAME}"/><origin xyz="0 0 0"/></joint>
+  <biobullet version="1">
+    <gravity xyz="0 -9.81 0"/>
+    <flexible link="{NAME}" theory="timoshenko" boundary="cf" length="1.0" youngs_modulus="2e9"
+              shear_modulus="7.6923076923076923e8" shear_coefficient="0.8333333333333334" area="3.75e-4"
+              second_moment="4.8828125e-9" density="2666.6666666666667" kelvin_voigt="2e5" air_damping="0.05"
+              segments="12"/>
+  </biobullet>
+</robot>
+"""
+
+
+@pytest.fixture(scope="module")
+def cantilever(tmp_path_factory) -> Path:
+    f = tmp_path_factory.mktemp("segmented_bridge") / "soft.urdf"
+    f.write_text(CANTILEVER)
+    return f
+
+
+def tips_on_bridge(path: Path, dt: float) -> np.ndarray:
+    """Tip (x, y, z) every SAMPLE s of `Bridge(load_segmented_model(path))` stepped at dt."""
+    from biobullet.bridge import Bridge
+    from biobullet.bridge.flexible import centre_line
+    from biobullet.flexible.segments import load_segmented_model
+    model, layouts = load_segmented_model(path, shear=False)
+    with Bridge(model, dt=dt) as bridge:
+        every = int(round(SAMPLE / dt))
+        tips = [centre_line(bridge.model, bridge.state()[1], layouts[NAME])[-1]]
+        for k in range(int(round(T_END / dt))):
+            bridge.step()
+            if (k + 1) % every == 0:
+                tips.append(centre_line(bridge.model, bridge.state()[1], layouts[NAME])[-1])
+    return np.array(tips)
+
+
+def test_segmented_model_on_bridge_converges_to_reference_engine(cantilever) -> None:
+    """Observed: max |Δtip| = 2.35e-4 m at dt = 4e-4 s, 1.18e-4 m at 2e-4 s (ratio 2.00) over a 0.07 m swing;
+    asserted < 2e-4 m at 2e-4 s and ratio 2 ± 0.2 (first order). Old code: ModelError 'Cannot load URDF file'."""
+    import biobullet
+    from biobullet.bridge.flexible import centre_line
+    from biobullet.flexible.segments import load_segmented_model
+    model, layouts = load_segmented_model(cantilever, shear=False)
+    grid = np.arange(0.0, T_END + 0.5 * SAMPLE, SAMPLE)
+    traj = biobullet.simulate(model, T_END, rtol=1e-10, atol=1e-12, t_eval=grid, progress=False)
+    zero = np.zeros(model.nv)
+    reference = np.array([centre_line(model, model.joint_state(q, zero)[0], layouts[NAME])[-1] for q in traj.q])
+    assert reference[:, 1].min() < -0.05   # the beam really swings down
+    errors = []
+    for dt in (4e-4, 2e-4):
+        tips = tips_on_bridge(cantilever, dt)
+        assert tips.shape == reference.shape
+        errors.append(float(np.abs(tips[:, :2] - reference[:, :2]).max()))
+    assert errors[1] < 2e-4, errors
+    assert 1.8 < errors[0] / errors[1] < 2.2, errors
+
+
+def test_generated_file_has_no_line_pybullet_cuts(cantilever) -> None:
+    from biobullet.flexible.segments import expand_flexible
+    out, _ = expand_flexible(cantilever, cantilever.with_name("soft_segmented.urdf"), shear=False)
+    assert max(len(line) for line in out.read_bytes().split(b"\n")) <= 8191
+
+
+def test_bundled_elastic_robot_segmented_loads_on_bridge() -> None:
+    """The probe's case: 8 segments with shear on each of the 3 links. PyBullet's body has every joint of the
+    generated file (counted in the file)."""
+    from biobullet.bridge import Bridge
+    from biobullet.flexible.segments import load_segmented_model
+    model, _ = load_segmented_model(ROOT / "urdf" / "elastic_robot_3link.urdf")
+    joints = len(ET.parse(model.file).getroot().findall("joint"))
+    with Bridge(model) as bridge:
+        assert bridge.pybullet.getNumJoints(bridge.body, physicsClientId=bridge.client) == joints
+
+
+def test_long_line_of_users_file_keeps_its_numbers(tmp_path) -> None:
+    """A one-line URDF whose 8191-byte cut falls inside `2.5`: pybullet.loadURDF of the file reads mass 2.0 (shown
+    below); the bridge's body has the file's 2.5. Old code: ModelError 'different inertia ... body_id'."""
+    import pybullet as p
+    import biobullet
+    from biobullet.bridge import Bridge
+    head = '<?xml version="1.0"?>\n<robot name="pendulum">'
+    body = ('<link name="base"/><link name="arm"><inertial><origin xyz="0 0 -0.5"/><mass value="2.5"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.01"/></inertial></link>'
+            '<joint name="hinge" type="continuous"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>'
+            '</joint></robot>\n')
+    pad = 8191 - (len(head) - head.rfind("\n") - 1) - (body.index('2.5"') + 2)
+    f = tmp_path / "pendulum.urdf"
+    f.write_text(head + " " * pad + body)
+    client = p.connect(p.DIRECT)
+    try:
+        raw = p.loadURDF(str(f), useFixedBase=True, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+        assert p.getDynamicsInfo(raw, 0, physicsClientId=client)[0] == pytest.approx(2.0)   # PyBullet's cut
+    finally:
+        p.disconnect(client)
+    with Bridge(biobullet.load_model(f)) as bridge:
+        assert bridge.pybullet.getDynamicsInfo(bridge.body, 0, physicsClientId=bridge.client)[0] == 2.5
