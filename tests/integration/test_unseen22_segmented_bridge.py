@@ -124,3 +124,39 @@ def test_long_line_of_users_file_keeps_its_numbers(tmp_path) -> None:
         p.disconnect(client)
     with Bridge(biobullet.load_model(f)) as bridge:
         assert bridge.pybullet.getDynamicsInfo(bridge.body, 0, physicsClientId=bridge.client)[0] == 2.5
+
+
+def hinge_file(path: Path, after_xyz: str = "") -> Path:
+    """A pendulum whose joint <origin xyz="0 0 0.25"> sits on a line that PyBullet cuts between `0.` and `25`
+    (a long extra attribute before xyz; `after_xyz`: more attribute text after it, on the same tag)."""
+    head = ('<?xml version="1.0"?>\n<robot name="r">\n<link name="base"/>\n<link name="arm"><inertial>'
+            '<mass value="2.5"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.01"/></inertial>'
+            '</link>\n')
+    start = '<joint name="hinge" type="continuous"><parent link="base"/><child link="arm"/><origin note="'
+    before = '" xyz="0 0 0.'
+    line = start + "n" * (8191 - len(start) - len(before)) + before + f'25"{after_xyz}/><axis xyz="0 1 0"/>' \
+        '</joint></robot>\n'
+    assert line[8189:8193] == "0.25"   # PyBullet's piece ends after "0."
+    path.write_text(head + line)
+    return path
+
+
+def test_long_line_keeps_the_joint_origin(tmp_path) -> None:
+    """The file's origin z = 0.25 m on the bridge's body; the old code gave PyBullet the cut line and the hinge
+    sat silently at z = 0."""
+    import biobullet
+    from biobullet.bridge import Bridge
+    with Bridge(biobullet.load_model(hinge_file(tmp_path / "hinge.urdf"))) as bridge:
+        origin = bridge.pybullet.getJointInfo(bridge.body, 0, physicsClientId=bridge.client)[14]
+    assert origin == pytest.approx((0.0, 0.0, 0.25), abs=1e-12)
+
+
+def test_tag_longer_than_pybullet_line_is_one_clear_error(tmp_path) -> None:
+    """One tag (the <origin>, with 8.2 kB of attributes) cannot be put on lines PyBullet reads whole: the bridge
+    refuses it naming the file (the old code loaded it with the hinge at z = 0)."""
+    import biobullet
+    from biobullet.bridge import Bridge
+    from biobullet.core.errors import ModelError
+    f = hinge_file(tmp_path / "hinge.urdf", after_xyz=' other="' + "m" * 200 + '"')
+    with pytest.raises(ModelError, match=r"hinge\.urdf.*8191 bytes"):
+        Bridge(biobullet.load_model(f))
