@@ -229,11 +229,8 @@ class Bridge:
             self._spherical = bool(self.map.multi_dof)
             if self._spherical:
                 #: the one torque call's joints: the spherical joints, then the 1-DOF joints (τ after the base and
-                #: the spherical block, `model.base_nv`); `_one_each` splits their list of τ into [τ] entries
+                #: the spherical block, `model.base_nv`: `_send` gives each its [τ] entry)
                 self._multi_dof_joints = list(self.map.spherical_indices) + self.map.joint_indices.tolist()
-                count = len(self.map.joint_indices)
-                self._one_each = (itemgetter(*[slice(k, k + 1) for k in range(count)]) if count > 1
-                                  else (lambda values: (values,)) if count else (lambda values: ()))
             self.alpha, self.beta = self._baumgarte_gains(baumgarte)
             #: the drift-correction gains of the rows this bridge enforces (owned here, not by the model's cached
             #: constraint set, whose rows the reference engine corrects with its own gains)
@@ -1330,7 +1327,7 @@ class Bridge:
         p, c, b = self.pybullet, self.client, self.body
         if self._spherical:
             forces = self.map.spherical_torques(torque)   # a new list of [τx, τy, τz] per spherical joint
-            forces += self._one_each(torque[self._base_v:].tolist())
+            forces += torque[self._base_v:, None].tolist()   # [[τ] per 1-DOF joint] in one C call
             p.setJointMotorControlMultiDofArray(b, self._multi_dof_joints, p.TORQUE_CONTROL, forces=forces,
                                                 physicsClientId=c)
         else:
