@@ -150,7 +150,8 @@ class ExpressionFunction(JointFunction):
         function = cls(inputs, attributes["expression"], parameters, source)
         # a parameter the text never reads is most often a misspelling of one it does (an unknown name in the
         # expression is refused above); a warning, not an error: the Python constructor takes a shared parameter set
-        unused = [name for name in parameters if name not in names_read(attributes["expression"])]
+        read = names_read(attributes["expression"])
+        unused = [name for name in parameters if name not in read]
         if unused:
             warnings.warn(clean_message(f"{source.file}: {source.element}: attribute 'parameters': "
                                         f"{', '.join(shown(n) for n in unused)} never read by the expression "
