@@ -268,3 +268,25 @@ def test_a_script_without_a_main_guard_gets_one_clear_error(tmp_path: Path) -> N
     assert last.startswith("biobullet.sweep.runner.SweepError: the local Dask cluster could not start"), last
     assert 'if __name__ == "__main__":' in last
     assert not (tmp_path / "out" / "points").exists() or not any((tmp_path / "out" / "points").iterdir())
+
+
+def test_non_finite_results_are_kept_as_nan_and_inf_not_as_missing(tmp_path: Path) -> None:
+    """A point whose result overflows (demo.sleep's square of 1e200 is inf in IEEE arithmetic) must read back as
+    inf from summary.csv, summary.json and the point file; before, each wrote an empty cell or null — a "missing"
+    result indistinguishable from a point function that returned None."""
+    from biobullet.sweep.store import write_summaries
+    from biobullet.sweep.worker import evaluate_point
+
+    config = load_config({"function": "demo.sleep", "fixed": {"duration": 0.0},
+                          "sweep": [{"path": "value", "values": [-1e200, 3.0]}]})
+    records = []
+    for point in config.points():
+        outcome = evaluate_point(config.function.target, point.id, dict(point.params))
+        records.append({"id": point.id, "params": dict(point.params), **outcome})
+    csv_path, json_path = write_summaries(tmp_path, config, records, {})
+    with open(csv_path, newline="") as handle:
+        rows = {float(row["value"]): row for row in csv.DictReader(handle)}
+    assert float(rows[-1e200]["square"]) == float("inf") and float(rows[3.0]["square"]) == 9.0
+    summary = {p["params"]["value"]: p["result"] for p in json.loads(json_path.read_text())["points"]}
+    assert float(summary[-1e200]["square"]) == float("inf") and summary[3.0]["square"] == 9.0
+    assert float(summary[-1e200]["value"]) == -1e200   # finite results stay numbers

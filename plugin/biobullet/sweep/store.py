@@ -4,7 +4,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 import stat
 from pathlib import Path
@@ -101,8 +100,8 @@ def write_summaries(out: Path, config: SweepConfig, records: Iterable[Mapping[st
 
 
 def _csv_cell(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None:
         return ""
     if isinstance(value, float):
-        return repr(value)
+        return repr(value)   # every digit; 'nan', 'inf', '-inf' as float() reads them
     return value

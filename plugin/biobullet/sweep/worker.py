@@ -13,13 +13,15 @@ TRACE_ENV = "BIOBULLET_SWEEP_TRACE"
 
 
 def _plain(value: Any, where: str) -> Any:
-    """Convert a result value to plain JSON data (numpy scalars/arrays included); NaN/inf become None."""
+    """Convert a result value to plain JSON data (numpy scalars/arrays included). JSON has no NaN or infinity:
+    those become the strings "nan", "inf", "-inf" (`float()` and CSV readers read them back), not null, which
+    would read as a missing result."""
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return value if math.isfinite(value) else repr(value)   # 'nan', 'inf', '-inf'
     if isinstance(value, Mapping):
         return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
