@@ -70,6 +70,9 @@ def law_potential(law: NormalLaw, delta: float) -> float:
     return 0.5 * d * float(weights @ np.asarray(law.force(xi, np.zeros_like(xi), vi)))
 
 
+#: g of the touch event at δ = 0 exactly [m], signed by the contact's side: far below any resolved penetration
+_TOUCHING = 1e-300
+
 #: a contact that starts with an elastic force above this many model weights gets a warning (`Contact.begin`)
 DEEP_START_WEIGHTS = 100.0
 
@@ -127,10 +130,12 @@ class Contact(ForceElement):
         if ground not in GROUNDS:
             raise s.error("ground", f"unknown ground {ground!r}", "one of: " + ", ".join(GROUNDS))
         normal = vector3(s, a, "ground_normal") if "ground_normal" in a else np.array([0.0, 0.0, 1.0])
-        length = float(np.linalg.norm(normal))
-        if length < 1e-12:
+        scale = float(np.max(np.abs(normal)))   # (scaled first: the norm of "1e300 1e300 1e300" overflowed to inf,
+        if scale == 0.0:                        # the normal became the zero vector and the ball fell through)
             raise s.error("ground_normal", "is the zero vector", "a non-zero direction (out of the ground)")
-        plane = GroundPlane(number(s, a, "ground_height", 0.0), tuple(float(v) for v in normal / length))
+        normal = normal / scale
+        normal = normal / np.linalg.norm(normal)
+        plane = GroundPlane(number(s, a, "ground_height", 0.0), tuple(float(v) for v in normal))
         law = normal_law_from_attributes(a, s)
         friction = friction_law_from_attributes(a, s)
         name = a.get("name") or f"contact_{link}"
@@ -268,7 +273,14 @@ class Contact(ForceElement):
         return kin.delta, kin.delta_dot, kin.slip
 
     def _g_touch(self, model):
-        return lambda t, x, xd: self._event_kinematics(model, x, None)[0]
+        def g(t, x, xd):
+            delta = self._event_kinematics(model, x, None)[0]
+            if delta != 0.0:
+                return delta
+            # exactly on the plane: the side of the discrete state, so that leaving δ = 0 is a sign change (g = 0
+            # at a segment's start is no crossing for the stepper: a ball placed touching at rest fell through)
+            return _TOUCHING if self._state is not None and self._state.active else -_TOUCHING
+        return g
 
     def _g_release(self, model):
         def g(t, x, xd):

@@ -1,0 +1,122 @@
+"""Defects found by the twenty-third unseen-input probe: compliant contact and its events in the reference engine,
+on model files written for the probe (not `contact.testbed`'s), against independent answers.
+
+Models: a solid sphere (I = 2/5 m r², contact at its centre) on a floating base or on one vertical prismatic
+joint; two such spheres on two prismatics; a block on a plane tilted by θ (prismatic joints along and normal to the
+slope, point contact). Oracles: closed forms (free fall, the critically damped Kelvin–Voigt settling, the creep of
+regularized friction on an incline, rolling without slip at 5/7 v₀) and the 1-D contact ODE integrated by SciPy's
+DOP853 at rtol 1e-12 (its peak located on the dense output). The engine runs at its default rtol 1e-9 / atol 1e-12:
+errors against these oracles were measured at ≤ 2e-8 relative; the bounds are 1e-7 unless a test says why.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from biobullet import simulate
+from biobullet.contact.element import contact_intervals
+from biobullet.loader import load_text
+
+G, MASS, RADIUS = 9.81, 2.0, 0.1
+
+
+def _inertial(mass: float, inertia: float) -> str:
+    return (f'<inertial><origin xyz="0 0 0"/><mass value="{mass!r}"/><inertia ixx="{inertia!r}" ixy="0" ixz="0" '
+            f'iyy="{inertia!r}" iyz="0" izz="{inertia!r}"/></inertial>')
+
+
+def _contact(name: str, link: str, attributes: dict, radius: float = RADIUS) -> str:
+    fields = {"name": name, "link": link, "xyz": "0 0 0", "radius": repr(radius), **attributes}
+    return "<contact " + " ".join(f'{k}="{v}"' for k, v in fields.items()) + "/>"
+
+
+def _prismatic(name: str, child: str, axis: str, origin: str = "0 0 0", parent: str = "base") -> str:
+    return (f'<joint name="{name}" type="prismatic"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{origin}"/><axis xyz="{axis}"/><limit lower="-100" upper="100" effort="1" velocity="1"/>'
+            "</joint>")
+
+
+def ball_file(attributes: dict, floating: bool) -> str:
+    """A sphere of MASS, RADIUS: on a floating base, or on the vertical prismatic joint `z`."""
+    ball = f'<link name="ball">{_inertial(MASS, 0.4 * MASS * RADIUS ** 2)}</link>'
+    tree = ball if floating else f'<link name="base"/>{ball}{_prismatic("z", "ball", "0 0 1")}'
+    base = '<base type="floating"/>' if floating else ""
+    return (f'<robot name="probe_ball">{tree}<biobullet version="1"><gravity xyz="0 0 {-G!r}"/>{base}'
+            f'{_contact("C", "ball", attributes)}</biobullet></robot>')
+
+
+def two_balls_file(attributes: dict, masses=(2.0, 1.0)) -> str:
+    links = "".join(f'<link name="b{k}">{_inertial(m, 0.4 * m * RADIUS ** 2)}</link>' for k, m in ((1, masses[0]),
+                                                                                               (2, masses[1])))
+    joints = _prismatic("z1", "b1", "0 0 1") + _prismatic("z2", "b2", "0 0 1", origin="1 0 0")
+    return (f'<robot name="probe_two"><link name="base"/>{links}{joints}<biobullet version="1">'
+            f'<gravity xyz="0 0 {-G!r}"/>{_contact("C1", "b1", attributes)}{_contact("C2", "b2", attributes)}'
+            "</biobullet></robot>")
+
+
+def sled_file(attributes: dict, theta: float, mass: float = 3.0) -> str:
+    """A block on a plane through the origin tilted by θ about y: joint `u` down the slope, `w` along its normal."""
+    s, c = math.sin(theta), math.cos(theta)
+    joints = (_prismatic("u", "cart", f"{c!r} 0 {-s!r}") + _prismatic("w", "block", f"{s!r} 0 {c!r}", parent="cart"))
+    contact = _contact("C", "block", {"ground_normal": f"{s!r} 0 {c!r}", **attributes}, radius=0.0)
+    return (f'<robot name="probe_sled"><link name="base"/><link name="cart"/>'
+            f'<link name="block">{_inertial(mass, 0.01)}</link>{joints}<biobullet version="1">'
+            f'<gravity xyz="0 0 {-G!r}"/>{contact}</biobullet></robot>')
+
+
+def _height(trajectory, floating: bool) -> np.ndarray:
+    return trajectory.q[:, 2 if floating else 0]
+
+
+# ------------------------------------------------------------------------------------------------ defects
+@pytest.mark.parametrize("floating", [False, True])
+def test_ball_placed_touching_at_rest_settles_instead_of_falling_through(tmp_path, floating):
+    # δ = 0 and δ̇ = 0 at t = 0: the touch event's g started at exactly 0, which the stepper never counts as a
+    # crossing, so the contact stayed off and the ball fell through the ground (δ = 0.44 m after 0.3 s). Oracle:
+    # the critically damped Kelvin–Voigt settling from δ = 0 at rest, δ(t) = δs (1 − (1 + ω t) e^(−ω t)),
+    # δs = m g / K, ω = √(K / m) — the force stays ≥ 0 on the way, so the law is the linear ODE throughout
+    stiffness = 1e5
+    omega = math.sqrt(stiffness / MASS)
+    model = load_text(ball_file({"normal_law": "kelvin_voigt", "stiffness": repr(stiffness),
+                                 "damping": repr(2.0 * math.sqrt(stiffness * MASS))}, floating), tmp_path)
+    t = np.array([0.0, 0.005, 0.01, 0.02, 0.3])
+    trajectory = simulate(model, 0.3, initial={"base_z" if floating else "z": RADIUS}, progress=False, t_eval=t)
+    settled = MASS * G / stiffness
+    expected = settled * (1.0 - (1.0 + omega * t) * np.exp(-omega * t))
+    np.testing.assert_allclose(RADIUS - _height(trajectory, floating), expected, rtol=0.0, atol=1e-9 * settled)
+    (interval,) = contact_intervals(trajectory, "C")
+    # (the onset is where δ = g t²/2 first exceeds r's rounding, half an ulp of r = 0.1: t ≈ √(2 · 2⁻⁵⁷ / g)
+    # ≈ 1.2e-9 s)
+    assert interval["start"] <= 5e-9 and interval["end"] is None
+
+
+def test_simultaneous_onsets_are_all_recorded(tmp_path):
+    # two balls dropped from one height touch at one time: the stepper ran both onsets' actions but recorded only
+    # the first in trajectory.events (the second contact's interval opened without its event)
+    model = load_text(two_balls_file({"normal_law": "hunt_crossley", "stiffness": "1e6", "restitution": "0.8"}),
+                      tmp_path)
+    height = 0.5
+    trajectory = simulate(model, 0.29, initial={"z1": height, "z2": height}, progress=False)
+    t_fall = math.sqrt(2.0 * (height - RADIUS) / G)
+    touches = [(name, t) for name, t, _ in trajectory.events]
+    assert sorted(name for name, _ in touches) == ["C1:touch", "C2:touch"]
+    for name, t in touches:   # located to the stepper's 4 ε; the free-fall time to rtol 1e-9 of the fall
+        assert abs(t - t_fall) <= 1e-12, name
+    assert [i["start"] for i in contact_intervals(trajectory)] == pytest.approx([t_fall] * 2, abs=1e-12)
+
+
+def test_ground_normal_with_huge_components_is_a_direction(tmp_path):
+    # |n| of "1e300 1e300 1e300" overflowed to inf: the normal became the zero vector and the ball fell through
+    # (δ = r for every pose). A direction scaled by any factor is the same plane: the run equals the unit one
+    law = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": "600"}
+    t = np.linspace(0.0, 1.0, 11)
+    runs = [simulate(load_text(ball_file({**law, "ground_normal": normal}, floating=False), tmp_path), 1.0,
+                     initial={"z": 0.3}, progress=False, t_eval=t).q[:, 0]
+            for normal in ("1 1 1", "1e300 1e300 1e300")]
+    np.testing.assert_allclose(runs[1], runs[0], rtol=0.0, atol=1e-12)
+    # and both rest on that plane n·p = 0, n = (1, 1, 1)/√3: the normal force F balances gravity along the joint,
+    # F/√3 = m g, at δ = r − z/√3 = F / K (a few bounces, then settled to ~1e-8 m by t = 1 s: ζ = 0.39,
+    # ω = √(K / 3m))
+    assert runs[1][-1] == pytest.approx(math.sqrt(3.0) * (RADIUS - math.sqrt(3.0) * MASS * G / 1e5), abs=1e-6)
