@@ -19,6 +19,7 @@ from scipy.optimize import minimize_scalar
 
 from biobullet import simulate
 from biobullet.contact.element import contact_intervals
+from biobullet.core.errors import SolverError
 from biobullet.loader import load_text
 
 G, MASS, RADIUS = 9.81, 2.0, 0.1
@@ -154,3 +155,61 @@ def test_ground_normal_with_huge_components_is_a_direction(tmp_path):
     # F/√3 = m g, at δ = r − z/√3 = F / K (a few bounces, then settled to ~1e-8 m by t = 1 s: ζ = 0.39,
     # ω = √(K / 3m))
     assert runs[1][-1] == pytest.approx(math.sqrt(3.0) * (RADIUS - math.sqrt(3.0) * MASS * G / 1e5), abs=1e-6)
+
+
+def test_coulomb_held_below_the_friction_angle_stops_with_a_clear_error(tmp_path):
+    # switched Coulomb friction has no stiction (documented). On an incline below the friction angle, after the
+    # block slid off at REST_SPEED, the friction flipped with the slip at zero, so the integrator crept towards zero
+    # slip in 1e-12 s steps (200,000 steps reached t = 4.4e-6 s with DOP853; switched to Radau: "Required step
+    # size is less than spacing between numbers" at t = 1.6e-6 s). Now the stop is located every time and the
+    # rest ↔ slip chatter (a slide every 1.5e-6 s) ends the run with an error that names the law and the remedy
+    theta, mu, stiffness = 0.3, 0.4, 1e6
+    model = load_text(sled_file({"normal_law": "kelvin_voigt", "stiffness": repr(stiffness),
+                                 "damping": repr(2.0 * math.sqrt(stiffness * 3.0)), "friction_law": "coulomb",
+                                 "mu": repr(mu)}, theta), tmp_path)
+    with pytest.raises(SolverError, match=r"(?s)<contact name=\"C\">.*'coulomb' has no stiction.*regularized"):
+        simulate(model, 1.0, initial={"w": -3.0 * G * math.cos(theta) / stiffness}, progress=False)
+
+
+def test_coulomb_stop_on_a_flat_is_located_in_few_steps(tmp_path):
+    # the slip's stop of a block decelerating under Coulomb friction: located at the closed-form time v₀ / (μ g)
+    # after the distance v₀² / (2 μ g) (the block starts at rest in its normal equilibrium, F_N = m g); friction now
+    # keeps opposing the slide across the stop surface until the event is located, so the step before it is not
+    # cut down to zero slip (43 steps → 7 here)
+    mu, v0, stiffness = 0.4, 2.0, 1e6
+    model = load_text(sled_file({"normal_law": "kelvin_voigt", "stiffness": repr(stiffness),
+                                 "damping": repr(2.0 * math.sqrt(stiffness * 3.0)), "friction_law": "coulomb",
+                                 "mu": repr(mu)}, 0.0), tmp_path)
+    trajectory = simulate(model, 0.7, initial={"w": -3.0 * G / stiffness, "u_dot": v0}, progress=False, t_eval="steps")
+    (name, t_stop, _), = trajectory.events
+    assert name == "C:slip_stop" and t_stop == pytest.approx(v0 / (mu * G), rel=1e-9)
+    assert trajectory.q[-1, 0] == pytest.approx(v0 ** 2 / (2.0 * mu * G), rel=1e-9)
+    assert len(trajectory.t) <= 12
+
+
+# ------------------------------------------------------------------------------------------------ guards
+def test_regularized_friction_creeps_below_the_friction_angle(tmp_path):
+    # μ (2/π) atan(v / v0) = tan θ at the creep speed: v = v0 tan(π tan θ / (2 μ)) (F_N = m g cos θ exactly)
+    theta, mu, v0, stiffness = 0.3, 0.4, 1e-3, 1e6
+    model = load_text(sled_file({"normal_law": "kelvin_voigt", "stiffness": repr(stiffness),
+                                 "damping": repr(2.0 * math.sqrt(stiffness * 3.0)), "friction_law": "regularized",
+                                 "mu": repr(mu), "v0": repr(v0)}, theta), tmp_path)
+    trajectory = simulate(model, 1.0, initial={"w": -3.0 * G * math.cos(theta) / stiffness}, progress=False,
+                          t_eval=np.array([0.0, 1.0]))
+    assert trajectory.v[-1, 0] == pytest.approx(v0 * math.tan(math.pi * math.tan(theta) / (2.0 * mu)), rel=1e-9)
+
+
+def test_sliding_sphere_rolls_at_five_sevenths(tmp_path):
+    # a solid sphere thrown without spin: slip ends at t = 2 v₀ / (7 μ g), then v = 5/7 v₀ = ω r (Coulomb; the
+    # located slip_stop time and the rolling state to the integration tolerance)
+    mu, v_start, stiffness = 0.3, 3.0, 1e6
+    model = load_text(ball_file({"normal_law": "kelvin_voigt", "stiffness": repr(stiffness),
+                                 "damping": repr(2.0 * math.sqrt(stiffness * MASS)), "friction_law": "coulomb",
+                                 "mu": repr(mu)}, floating=True), tmp_path)
+    trajectory = simulate(model, 0.5, initial={"base_z": RADIUS - MASS * G / stiffness, "base_vx_dot": v_start},
+                          progress=False, t_eval=np.array([0.0, 0.5]))
+    (name, t_stop, _), = trajectory.events
+    assert name == "C:slip_stop" and t_stop == pytest.approx(2.0 * v_start / (7.0 * mu * G), rel=1e-8)
+    linear, angular = trajectory.v[-1, :3], trajectory.v[-1, 3:]
+    assert np.linalg.norm(linear) == pytest.approx(5.0 / 7.0 * v_start, rel=1e-8)
+    assert np.linalg.norm(angular) * RADIUS == pytest.approx(5.0 / 7.0 * v_start, rel=1e-8)

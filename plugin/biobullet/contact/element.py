@@ -14,6 +14,9 @@ restitution laws need it. Laws that clip (Kelvin–Voigt) also get a restart at 
 force reaching zero), and switched Coulomb friction at slip reversal (the contact then rests: zero friction
 force, no stiction) and at restarting slip (|v_t| = REST_SPEED). While inactive the normal force is zero (trial
 stages beyond an onset do not see a stale δ̇⁻); laws acting outside contact (kelvin_voigt_smooth) are never gated.
+Likewise a sliding contact's friction keeps opposing its slide past the slip reversal until that is located
+(`kernels._contact_forces_py`). Without stiction a contact held at rest by a tangential load below μ F_N chatters
+between rest and slip; the run stops with an error after CHATTER_CYCLES such slides (`_watch_chatter`).
 
 Energy: V = ∫₀^δ F_N(ξ, 0) dξ (elastic, `law_potential`), dissipated power (F_N − F_N(δ, 0)) δ̇ − F_T·v_t ≥ 0
 (every law is non-decreasing in δ̇, and μ_eff ≥ 0), so T + V_g + V − W + D is conserved along a run.
@@ -29,7 +32,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from biobullet.core.errors import SourceRef, did_you_mean
+from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.core.attributes import number, to_float, vector3
 from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
@@ -72,6 +75,10 @@ def law_potential(law: NormalLaw, delta: float) -> float:
 
 #: g of the touch event at δ = 0 exactly [m], signed by the contact's side: far below any resolved penetration
 _TOUCHING = 1e-300
+
+#: a switched-friction contact that slides from rest back to rest this many times in a row, each slide shorter than
+#: CHATTER_SLIDE [s], chatters (no stiction: `Contact._watch_chatter`)
+CHATTER_CYCLES, CHATTER_SLIDE = 100, 1e-4
 
 #: a contact that starts with an elastic force above this many model weights gets a warning (`Contact.begin`)
 DEEP_START_WEIGHTS = 100.0
@@ -147,6 +154,7 @@ class Contact(ForceElement):
         run = copy.copy(self)
         run._state, run._model, run._last = ContactState(), model, None
         run._unrefined = {}   # sample columns whose largest value was a step's last (`_step_maximum`)
+        run._chatter = (0, None)   # (short slides in a row, the current slide's start) (`_watch_chatter`)
         return run
 
     def start_run(self, model, t0: float, x0: np.ndarray, xd0: np.ndarray) -> None:
@@ -315,7 +323,34 @@ class Contact(ForceElement):
             return
         self._last = None
         kin = self.kinematics(self._model, x, xd)
+        resting, active = st.resting, st.active
         sync_state(st, self.friction_law.discontinuous, t, kin.delta, kin.delta_dot, kin.slip)
+        if self.friction_law.discontinuous:
+            self._watch_chatter(t, resting, active)
+
+    def _watch_chatter(self, t: float, resting: bool, active: bool) -> None:
+        """SolverError when switched friction chatters: CHATTER_CYCLES slides in a row, each shorter than
+        CHATTER_SLIDE, from rest back to rest. Without stiction a contact held by a tangential load below μ F_N
+        (a block on an incline below the friction angle) slides off at REST_SPEED and friction stops it at once:
+        about 10⁶ restarts per simulated second, each a step, until the step budget ran out (with advice to
+        choose an implicit method, which chatters alike)."""
+        st = self._state
+        count, slide_start = self._chatter
+        if st.active != active:
+            count, slide_start = 0, None
+        elif resting and not st.resting:
+            slide_start = t
+        elif st.resting and not resting and slide_start is not None:
+            count = count + 1 if t - slide_start < CHATTER_SLIDE else 0
+            if count >= CHATTER_CYCLES:
+                raise SolverError(
+                    f"{self.source.file}: {self.source.element}: friction_law '{self.friction_law.law_name}' has no "
+                    "stiction: the contact is held at rest by a tangential load below μ F_N and chatters between rest "
+                    f"and slip ({count} "
+                    f"slides of under {CHATTER_SLIDE:g} s in a row, the last {t - slide_start:.3g} s, at t = {t:.9g}"
+                    " s); choose a regularized law (friction_law=\"regularized\", \"stribeck\" or \"opensim\"), "
+                    "which holds the contact by creeping at a slip speed set by its v0")
+        self._chatter = (count, slide_start)
 
     # ------------------------------------------------------------------ step observer (interval log)
     def use_compiled_observer(self, model) -> bool:
@@ -361,9 +396,6 @@ class Contact(ForceElement):
             interval.impulse += w * row[0]
             interval.dissipated_normal += w * row[1]
             interval.dissipated_friction += w * row[2]
-
-        def force_at(s: float) -> float:
-            return float(self._samples(model, (s,), state_at)[0, 0])
 
         grid = np.linspace(t_old, t_new, _PEAK_GRID)
         samples = self._samples(model, grid, state_at)
