@@ -188,6 +188,25 @@ def test_coulomb_stop_on_a_flat_is_located_in_few_steps(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ guards
+def test_box_braking_on_four_coulomb_corners_settles_and_runs_on(tmp_path):
+    # the chatter stop must not refuse a contact that settles: a box's four corners stop together, then chatter
+    # ~130 cycles each while its pitch relaxes, with rests growing from 2e-5 s to 1e-3 s (not steady), and rest
+    # — the run goes on. Closed form: the stop at v₀ / (μ g) after v₀² / (2 μ g); the box's pitch on the
+    # contacts' compliance and the drift below REST_SPEED after the stop (no stiction) move it by < 1e-6 m
+    mass, mu, v0, stiffness = 4.0, 0.5, 1.5, 1e6
+    law = {"normal_law": "kelvin_voigt", "stiffness": repr(stiffness), "damping": repr(math.sqrt(stiffness * mass)),
+           "friction_law": "coulomb", "mu": repr(mu)}
+    corners = "".join(_contact(f"C{k}", "box", {"xyz": f"{0.2 * sx!r} {0.1 * sy!r} -0.05", **law}, radius=0.0)
+                      for k, (sx, sy) in enumerate(((1, 1), (1, -1), (-1, 1), (-1, -1))))
+    model = load_text(f'<robot name="probe_box"><link name="box">{_inertial(mass, 0.1)}</link><biobullet version="1">'
+                      f'<gravity xyz="0 0 {-G!r}"/><base type="floating"/>{corners}</biobullet></robot>', tmp_path)
+    trajectory = simulate(model, 0.5, initial={"base_z": 0.05 - mass * G / (4.0 * stiffness), "base_vx_dot": v0},
+                          progress=False, t_eval=np.array([0.0, 0.5]))
+    stops = [t for name, t, _ in trajectory.events if name.endswith(":slip_stop")]
+    assert stops[:4] == pytest.approx([v0 / (mu * G)] * 4, rel=1e-9)
+    assert trajectory.q[-1, 0] == pytest.approx(v0 ** 2 / (2.0 * mu * G), abs=1e-6)
+
+
 def test_regularized_friction_creeps_below_the_friction_angle(tmp_path):
     # μ (2/π) atan(v / v0) = tan θ at the creep speed: v = v0 tan(π tan θ / (2 μ)) (F_N = m g cos θ exactly)
     theta, mu, v0, stiffness = 0.3, 0.4, 1e-3, 1e6

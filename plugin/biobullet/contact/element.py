@@ -16,7 +16,7 @@ force, no stiction) and at restarting slip (|v_t| = REST_SPEED). While inactive 
 stages beyond an onset do not see a stale δ̇⁻); laws acting outside contact (kelvin_voigt_smooth) are never gated.
 Likewise a sliding contact's friction keeps opposing its slide past the slip reversal until that is located
 (`kernels._contact_forces_py`). Without stiction a contact held at rest by a tangential load below μ F_N chatters
-between rest and slip; the run stops with an error after CHATTER_CYCLES such slides (`_watch_chatter`).
+between rest and slip; the run stops with an error after CHATTER_CYCLES such steady cycles (`_watch_chatter`).
 
 Energy: V = ∫₀^δ F_N(ξ, 0) dξ (elastic, `law_potential`), dissipated power (F_N − F_N(δ, 0)) δ̇ − F_T·v_t ≥ 0
 (every law is non-decreasing in δ̇, and μ_eff ≥ 0), so T + V_g + V − W + D is conserved along a run.
@@ -77,8 +77,9 @@ def law_potential(law: NormalLaw, delta: float) -> float:
 _TOUCHING = 1e-300
 
 #: a switched-friction contact that slides from rest back to rest this many times in a row, each slide shorter than
-#: CHATTER_SLIDE [s], chatters (no stiction: `Contact._watch_chatter`)
-CHATTER_CYCLES, CHATTER_SLIDE = 100, 1e-4
+#: CHATTER_SLIDE [s] and each rest as long as the first to CHATTER_SPREAD (relative), chatters steadily (no
+#: stiction: `Contact._watch_chatter`)
+CHATTER_CYCLES, CHATTER_SLIDE, CHATTER_SPREAD = 1000, 1e-4, 0.01
 
 #: a contact that starts with an elastic force above this many model weights gets a warning (`Contact.begin`)
 DEEP_START_WEIGHTS = 100.0
@@ -154,7 +155,7 @@ class Contact(ForceElement):
         run = copy.copy(self)
         run._state, run._model, run._last = ContactState(), model, None
         run._unrefined = {}   # sample columns whose largest value was a step's last (`_step_maximum`)
-        run._chatter = (0, None)   # (short slides in a row, the current slide's start) (`_watch_chatter`)
+        run._chatter = (0, None, None, None)   # (cycles, first rest, rest start, slide start) (`_watch_chatter`)
         return run
 
     def start_run(self, model, t0: float, x0: np.ndarray, xd0: np.ndarray) -> None:
@@ -329,28 +330,38 @@ class Contact(ForceElement):
             self._watch_chatter(t, resting, active)
 
     def _watch_chatter(self, t: float, resting: bool, active: bool) -> None:
-        """SolverError when switched friction chatters: CHATTER_CYCLES slides in a row, each shorter than
-        CHATTER_SLIDE, from rest back to rest. Without stiction a contact held by a tangential load below μ F_N
-        (a block on an incline below the friction angle) slides off at REST_SPEED and friction stops it at once:
-        about 10⁶ restarts per simulated second, each a step, until the step budget ran out (with advice to
-        choose an implicit method, which chatters alike)."""
+        """SolverError when switched friction chatters steadily: CHATTER_CYCLES cycles in a row of a slide shorter
+        than CHATTER_SLIDE and a rest as long as the first rest of the row to CHATTER_SPREAD. Without stiction a
+        contact held by a steady tangential load below μ F_N (a block on an incline below the friction angle)
+        slides off at REST_SPEED and friction stops it at once, every 1.5e-6 s there: a restart each, until the
+        step budget ran out (with advice to choose an implicit method, which chatters alike). The rest, REST_SPEED
+        over the load's acceleration, stays the same while the load does; a contact that settles (a box's four
+        corners after a braking stop: ~130 cycles each) rests longer and longer and runs on."""
         st = self._state
-        count, slide_start = self._chatter
+        count, first_rest, rest_start, slide_start = self._chatter
         if st.active != active:
-            count, slide_start = 0, None
-        elif resting and not st.resting:
+            count, first_rest, rest_start, slide_start = 0, None, None, None
+        elif resting and not st.resting:   # rest → slide: one rest measured
+            if rest_start is not None:
+                rest = t - rest_start
+                if first_rest is not None and abs(rest - first_rest) <= CHATTER_SPREAD * first_rest:
+                    count += 1
+                else:
+                    count, first_rest = 0, rest
             slide_start = t
-        elif st.resting and not resting and slide_start is not None:
-            count = count + 1 if t - slide_start < CHATTER_SLIDE else 0
+        elif st.resting and not resting and slide_start is not None:   # slide → rest
+            if t - slide_start >= CHATTER_SLIDE:
+                count, first_rest = 0, None
+            rest_start = t
             if count >= CHATTER_CYCLES:
                 raise SolverError(
                     f"{self.source.file}: {self.source.element}: friction_law '{self.friction_law.law_name}' has no "
-                    "stiction: the contact is held at rest by a tangential load below μ F_N and chatters between rest "
-                    f"and slip ({count} "
-                    f"slides of under {CHATTER_SLIDE:g} s in a row, the last {t - slide_start:.3g} s, at t = {t:.9g}"
-                    " s); choose a regularized law (friction_law=\"regularized\", \"stribeck\" or \"opensim\"), "
-                    "which holds the contact by creeping at a slip speed set by its v0")
-        self._chatter = (count, slide_start)
+                    "stiction: the contact is held at rest by a steady tangential load below μ F_N and chatters "
+                    f"between rest and slip ({count} cycles in a row of slides of {t - slide_start:.3g} s and rests "
+                    f"of {first_rest:.3g} s, at t = {t:.9g} s); choose a regularized law (friction_law="
+                    "\"regularized\", \"stribeck\" or \"opensim\"), which holds the contact by creeping at a slip "
+                    "speed set by its v0")
+        self._chatter = (count, first_rest, rest_start, slide_start)
 
     # ------------------------------------------------------------------ step observer (interval log)
     def use_compiled_observer(self, model) -> bool:
