@@ -14,6 +14,9 @@ restitution laws need it. Laws that clip (Kelvin–Voigt) also get a restart at 
 force reaching zero), and switched Coulomb friction at slip reversal (the contact then rests: zero friction
 force, no stiction) and at restarting slip (|v_t| = REST_SPEED). While inactive the normal force is zero (trial
 stages beyond an onset do not see a stale δ̇⁻); laws acting outside contact (kelvin_voigt_smooth) are never gated.
+Likewise a sliding contact's friction keeps opposing its slide past the slip reversal until that is located
+(`kernels._contact_forces_py`). Without stiction a contact held at rest by a tangential load below μ F_N chatters
+between rest and slip; the run stops with an error after CHATTER_CYCLES such steady cycles (`_watch_chatter`).
 
 Energy: V = ∫₀^δ F_N(ξ, 0) dξ (elastic, `law_potential`), dissipated power (F_N − F_N(δ, 0)) δ̇ − F_T·v_t ≥ 0
 (every law is non-decreasing in δ̇, and μ_eff ≥ 0), so T + V_g + V − W + D is conserved along a run.
@@ -29,7 +32,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from biobullet.core.errors import SourceRef, did_you_mean
+from biobullet.core.errors import SolverError, SourceRef, did_you_mean
 from biobullet.core.attributes import number, to_float, vector3
 from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
@@ -69,6 +72,14 @@ def law_potential(law: NormalLaw, delta: float) -> float:
     vi = 1.0 if law.needs_impact_velocity else None
     return 0.5 * d * float(weights @ np.asarray(law.force(xi, np.zeros_like(xi), vi)))
 
+
+#: g of the touch event at δ = 0 exactly [m], signed by the contact's side: far below any resolved penetration
+_TOUCHING = 1e-300
+
+#: a switched-friction contact that slides from rest back to rest this many times in a row, each slide shorter than
+#: CHATTER_SLIDE [s] and each rest as long as the first to CHATTER_SPREAD (relative), chatters steadily (no
+#: stiction: `Contact._watch_chatter`)
+CHATTER_CYCLES, CHATTER_SLIDE, CHATTER_SPREAD = 1000, 1e-4, 0.01
 
 #: a contact that starts with an elastic force above this many model weights gets a warning (`Contact.begin`)
 DEEP_START_WEIGHTS = 100.0
@@ -127,10 +138,12 @@ class Contact(ForceElement):
         if ground not in GROUNDS:
             raise s.error("ground", f"unknown ground {ground!r}", "one of: " + ", ".join(GROUNDS))
         normal = vector3(s, a, "ground_normal") if "ground_normal" in a else np.array([0.0, 0.0, 1.0])
-        length = float(np.linalg.norm(normal))
-        if length < 1e-12:
+        scale = float(np.max(np.abs(normal)))   # (scaled first: the norm of "1e300 1e300 1e300" overflowed to inf,
+        if scale == 0.0:                        # the normal became the zero vector and the ball fell through)
             raise s.error("ground_normal", "is the zero vector", "a non-zero direction (out of the ground)")
-        plane = GroundPlane(number(s, a, "ground_height", 0.0), tuple(float(v) for v in normal / length))
+        normal = normal / scale
+        normal = normal / np.linalg.norm(normal)
+        plane = GroundPlane(number(s, a, "ground_height", 0.0), tuple(float(v) for v in normal))
         law = normal_law_from_attributes(a, s)
         friction = friction_law_from_attributes(a, s)
         name = a.get("name") or f"contact_{link}"
@@ -141,6 +154,8 @@ class Contact(ForceElement):
     def for_run(self, model) -> "Contact":
         run = copy.copy(self)
         run._state, run._model, run._last = ContactState(), model, None
+        run._unrefined = {}   # sample columns whose largest value was a step's last (`_step_maximum`)
+        run._chatter = (0, None, None, None)   # (cycles, first rest, rest start, slide start) (`_watch_chatter`)
         return run
 
     def start_run(self, model, t0: float, x0: np.ndarray, xd0: np.ndarray) -> None:
@@ -268,7 +283,14 @@ class Contact(ForceElement):
         return kin.delta, kin.delta_dot, kin.slip
 
     def _g_touch(self, model):
-        return lambda t, x, xd: self._event_kinematics(model, x, None)[0]
+        def g(t, x, xd):
+            delta = self._event_kinematics(model, x, None)[0]
+            if delta != 0.0:
+                return delta
+            # exactly on the plane: the side of the discrete state, so that leaving δ = 0 is a sign change (g = 0
+            # at a segment's start is no crossing for the stepper: a ball placed touching at rest fell through)
+            return _TOUCHING if self._state is not None and self._state.active else -_TOUCHING
+        return g
 
     def _g_release(self, model):
         def g(t, x, xd):
@@ -302,7 +324,44 @@ class Contact(ForceElement):
             return
         self._last = None
         kin = self.kinematics(self._model, x, xd)
+        resting, active = st.resting, st.active
         sync_state(st, self.friction_law.discontinuous, t, kin.delta, kin.delta_dot, kin.slip)
+        if self.friction_law.discontinuous:
+            self._watch_chatter(t, resting, active)
+
+    def _watch_chatter(self, t: float, resting: bool, active: bool) -> None:
+        """SolverError when switched friction chatters steadily: CHATTER_CYCLES cycles in a row of a slide shorter
+        than CHATTER_SLIDE and a rest as long as the first rest of the row to CHATTER_SPREAD. Without stiction a
+        contact held by a steady tangential load below μ F_N (a block on an incline below the friction angle)
+        slides off at REST_SPEED and friction stops it at once, every 1.5e-6 s there: a restart each, until the
+        step budget ran out (with advice to choose an implicit method, which chatters alike). The rest, REST_SPEED
+        over the load's acceleration, stays the same while the load does; a contact that settles (a box's four
+        corners after a braking stop: ~130 cycles each) rests longer and longer and runs on."""
+        st = self._state
+        count, first_rest, rest_start, slide_start = self._chatter
+        if st.active != active:
+            count, first_rest, rest_start, slide_start = 0, None, None, None
+        elif resting and not st.resting:   # rest → slide: one rest measured
+            if rest_start is not None:
+                rest = t - rest_start
+                if first_rest is not None and abs(rest - first_rest) <= CHATTER_SPREAD * first_rest:
+                    count += 1
+                else:
+                    count, first_rest = 0, rest
+            slide_start = t
+        elif st.resting and not resting and slide_start is not None:   # slide → rest
+            if t - slide_start >= CHATTER_SLIDE:
+                count, first_rest = 0, None
+            rest_start = t
+            if count >= CHATTER_CYCLES:
+                raise SolverError(
+                    f"{self.source.file}: {self.source.element}: friction_law '{self.friction_law.law_name}' has no "
+                    "stiction: the contact is held at rest by a steady tangential load below μ F_N and chatters "
+                    f"between rest and slip ({count} cycles in a row of slides of {t - slide_start:.3g} s and rests "
+                    f"of {first_rest:.3g} s, at t = {t:.9g} s); choose a regularized law (friction_law="
+                    "\"regularized\", \"stribeck\" or \"opensim\"), which holds the contact by creeping at a slip "
+                    "speed set by its v0")
+        self._chatter = (count, first_rest, rest_start, slide_start)
 
     # ------------------------------------------------------------------ step observer (interval log)
     def use_compiled_observer(self, model) -> bool:
@@ -349,23 +408,40 @@ class Contact(ForceElement):
             interval.dissipated_normal += w * row[1]
             interval.dissipated_friction += w * row[2]
 
-        def force_at(s: float) -> float:
-            return float(self._samples(model, (s,), state_at)[0, 0])
-
         grid = np.linspace(t_old, t_new, _PEAK_GRID)
         samples = self._samples(model, grid, state_at)
-        interval.max_penetration = max(interval.max_penetration, float(np.max(samples[:, 3])))
-        values = samples[:, 0]
+        deepest = self._step_maximum(model, grid, samples, 3, interval.max_penetration, state_at)
+        if deepest is not None:
+            interval.max_penetration = deepest[1]
+        peak = self._step_maximum(model, grid, samples, 0, interval.peak_force, state_at)
+        if peak is not None:
+            interval.peak_force_time, interval.peak_force = peak
+
+    def _step_maximum(self, model, grid, samples, column: int, known: float, state_at) -> tuple[float, float] | None:
+        """(t [s], value) of the largest `column` of the step's samples (0: F_N [N], 3: δ [m]) above `known`, refined
+        between the neighbours of the largest grid sample, or None. A largest last sample is refined in the last
+        sub-interval unless the parabola through the last three samples still rises at the end, and in the next
+        step's first sub-interval too, which holds a maximum just past this step's end (refining interior samples
+        only missed both: a Hertz drop's peak force 1.7e-4 low)."""
+        values = samples[:, column]
         i = int(np.argmax(values))
-        if values[i] <= interval.peak_force:
-            return
+        last = len(grid) - 1
+        pending = self._unrefined.pop(column, False)
+        if values[i] < known and not (pending and i == 0):
+            return None
         best_t, best = float(grid[i]), float(values[i])
-        if 0 < i < _PEAK_GRID - 1:
-            res = minimize_scalar(lambda s: -force_at(s), bounds=(grid[i - 1], grid[i + 1]), method="bounded",
-                                  options={"xatol": 1e-14 * max(1.0, abs(t_new))})
+        bounds = (grid[max(i - 1, 0)], grid[i + 1]) if i < last else None
+        if i == last:
+            self._unrefined[column] = True
+            curvature = values[-3] - 2.0 * values[-2] + values[-1]
+            if curvature < 0.0 and values[-3] - values[-1] > 2.0 * curvature:   # the vertex before the end
+                bounds = (grid[-2], grid[-1])
+        if bounds is not None:
+            res = minimize_scalar(lambda s: -float(self._samples(model, (s,), state_at)[0, column]), bounds=bounds,
+                                  method="bounded", options={"xatol": 1e-14 * max(1.0, abs(grid[-1]))})
             if -res.fun > best:
                 best_t, best = float(res.x), float(-res.fun)
-        interval.peak_force, interval.peak_force_time = best, best_t
+        return (best_t, best) if best > known else None
 
 
 def _all_law_attributes() -> set[str]:

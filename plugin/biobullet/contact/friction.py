@@ -2,7 +2,8 @@
 
   none         μ_eff = 0
   coulomb      μ_eff = μ for s > 0, and 0 at s = 0 exactly (switched; zero slip ⇒ zero force, no stiction —
-               use a regularised law or a stick constraint for sticking)
+               use a regularised law or a stick constraint for sticking; in the engine a contact held at rest
+               against a tangential load chatters and stops the run with an error, `element.Contact._watch_chatter`)
   regularized  μ_eff = μ (2/π) atan(s/v0)   or   μ tanh(s/v0)   (``regularization="atan"|"tanh"``, default atan,
                the form of paper 003 with v0 = 1/C2)
   ambrosio     μ_eff = 0 for s ≤ v0, μ (s − v0)/(v1 − v0) for v0 < s < v1, μ for s ≥ v1  (paper 002 eq. 24)

@@ -236,7 +236,18 @@ def _contact_forces_py(normal_kind, normal_p, friction_kind, friction_p, outside
         resting = discontinuous and state[RESTING] != 0.0
         if fn > 0.0 and not resting and speed > 0.0:
             scale = -_FRICTION_COEFFICIENT(friction_kind, friction_p, speed) * fn / speed
-            ft0, ft1, ft2 = scale * slip[0], scale * slip[1], scale * slip[2]
+            s0, s1, s2 = slip[0], slip[1], slip[2]
+            if discontinuous and state[HAS_DIRECTION] != 0.0:
+                along = s0 * state[DIRECTION] + s1 * state[DIRECTION + 1] + s2 * state[DIRECTION + 2]
+                if along < 0.0:
+                    # past the sliding mode's stop surface (slip·d = 0; the engine's trial stages before its
+                    # slip_stop event is located): the slip mirrored in it, so that friction keeps opposing the
+                    # slide and stays smooth across — flipping with the slip, it held a block that sticks on an
+                    # incline at the surface and the integrator crept to it in steps of 1e-12 s
+                    s0 -= 2.0 * along * state[DIRECTION]
+                    s1 -= 2.0 * along * state[DIRECTION + 1]
+                    s2 -= 2.0 * along * state[DIRECTION + 2]
+            ft0, ft1, ft2 = scale * s0, scale * s1, scale * s2
     return on, fn, elastic, ft0, ft1, ft2
 
 

@@ -354,11 +354,11 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                     fired.append((_locate(event, sol, t_old, t_new, g_new[k]), k))
             fired.sort()
             cut = None
-            for root, k in fired:
+            for position, (root, k) in enumerate(fired):
                 state = sol(root)
                 out.events.append((events[k].name, float(root), state.copy()))
                 if events[k].terminal or events[k].restart:
-                    cut = (root, k, state)
+                    cut = (root, k, state, position)
                     break
             t_stop, y_stop = (cut[0], cut[2]) if cut else (t_new, solver.y.copy())
             if observe is not None:
@@ -393,6 +393,13 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                         out.y.append(y_stop.copy())
                     return out
                 tol = SIMULTANEOUS * EPS * max(1.0, abs(t_stop))
+                # the events located with the cut (not yet recorded) whose surface the cut state has crossed:
+                # recorded there, their actions run below (one that has not crossed yet fires in the next step)
+                for root, k in fired[cut[3] + 1:]:
+                    if root <= t_stop + tol:
+                        value = events[k].g(t_stop, y_stop)
+                        if value == 0.0 or np.sign(value) == np.sign(g_new[k]):
+                            out.events.append((events[k].name, float(t_stop), y_stop.copy()))
                 for root, k in fired:
                     if events[k].action is not None and root <= t_stop + tol:
                         events[k].action(float(t_stop), y_stop.copy())
