@@ -608,6 +608,9 @@ class Bridge:
                                        np.array([self._base, self._base_v], dtype=np.int64))
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
+        #: a floating base or spherical joints on the one-call rows kernel: PyBullet's raw state → the torques as
+        #: sent in one call (`_apply_read_rows`; its entry), else None
+        self._read_rows = self._read_rows_entry() if self._rows_fast and not self._fixed else None
         #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
         self._gains = self._step_gains()
         self._loop_record[LOOP_EVALUATED] = 0.0   # (the direct entries' first calls above are no steps)
@@ -670,6 +673,23 @@ class Bridge:
         return direct_entry(self._rows_kernel, self._tree, self._end[0], *data, self._mass_work, self._bias_work,
                             np.zeros(n), 0.0, np.array(x, dtype=float), np.array(xd, dtype=float),
                             self._step_gains(), self._xdd, np.empty(n + m))
+
+    def _read_rows_entry(self):
+        """The direct entry of `kernels.read_rows_kernel` for the types `_apply_read_rows` passes (compiled or loaded
+        now), and its two work records (`kernels.ReadWork`, each with the views its torques are sent from): the
+        kernel runs before the watch looks at the state, so it writes ẍ into the record whose ẍ is not the
+        watch's prediction of this step."""
+        from biobullet.bridge.kernels import ReadWork, read_rows_kernel
+        n, m, n_s = self.model.n_tangent, self.constraints.n, len(self.map.spherical)
+        works = []
+        for xdd in (self._xdd, np.empty(n)):
+            work = ReadWork(self._mass_work, self._bias_work, xdd, np.empty((n_s, 3)), np.empty(len(self._joint_list)))
+            works.append((work, work.spherical, work.joints[:, None] if self._spherical else work.joints))
+        #: (work record, spherical torques (n_s × 3), 1-DOF torques ([τ] per joint with spherical joints)) × 2
+        self._read_works = tuple(works)
+        return direct_entry(read_rows_kernel(), self.map.conversion, self.map.raw_state(), self._tree, self._end[0],
+                            self._zero_tau, 0.0, self._step_gains(), np.empty(self.model.n_config), np.empty(n),
+                            works[0][0], np.empty(n + m))
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
@@ -951,14 +971,19 @@ class Bridge:
             return self._apply_plain()
         # (attributes read once into locals: each read costs ≈ 30 ns on a ≈ 12 µs step)
         contacts, muscles, watch = self.contacts, self.muscles, self.watch
-        if contacts is not None:
-            extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
-            state = contacts.state_read
-            x, xd = state if state is not None else self._read_state()
+        extra = None
+        if self._read_rows is not None and contacts is None and muscles is None and not self.motors:
+            torque, x, xd = self._apply_read_rows(tau, generalized)   # (x, ẋ) observed by the watch
+            if torque is not None:
+                return torque
         else:
-            extra = None
-            x, xd = self._read_state()
-        watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+            if contacts is not None:
+                extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
+                state = contacts.state_read
+                x, xd = state if state is not None else self._read_state()
+            else:
+                x, xd = self._read_state()
+            watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
             self.time -= self.dt
@@ -975,8 +1000,7 @@ class Bridge:
             muscle_tau = muscles.torques(x, xd)
             user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
-            user = np.zeros(self.model.n_tangent) if user is None else user
-            user[self.independent_v] += self._generalized_argument(generalized)
+            user = self._add_generalized(user, generalized)
         if self.motors:
             torque, xdd = self._motor_stage(x, xd, user)
         elif self._rows_fast and not self.uses_null_space:   # `_constraint_stage`'s choice, one call less
@@ -1001,6 +1025,56 @@ class Bridge:
         watch.sent(x, xd, xdd)
         self.time += self.dt
         return torque
+
+    def _apply_read_rows(self, tau, generalized) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """`apply()` of a floating base or spherical joints held by the one-call rows kernel with nothing acting
+        but the rows, tau= / generalized= and force elements that do not act (no contacts, muscles or motors; URDF
+        `<limit>` stops away from their limits): PyBullet's raw state (`PyBulletMap.raw_state`) → (x, ẋ), the rows
+        stage and the torques as PyBullet takes them in one kernel call (`kernels.read_rows_kernel`), then the watch
+        on the state it read, the force elements' τ there (`ForceStage`: None), the send, the clock. Returns (τ
+        sent, x, ẋ); τ None when the watch moved the state (a projection, the first look after a reset) or found
+        no step since the last apply(), or a force element acts: `apply` then goes on from the watched (x, ẋ) as
+        every other path does (this kernel's solve is dropped: it wrote only its own work arrays)."""
+        watch = self.watch
+        user = None if tau is None else self._torque_argument(tau)
+        if generalized is not None:
+            user = self._add_generalized(user, generalized)
+        torque = self._zero_tau if user is None else user
+        works = self._read_works
+        work, spherical, joints = works[watch.xdd is works[0][0].xdd]   # (not the watch's prediction of this step)
+        x, xd, out = np.empty(self.model.n_config), np.empty(self._out_n), np.empty(self._out_size)
+        status = self._read_rows(self.map.conversion, self.map.raw_state(), self._tree, self._end[0], torque,
+                                 self.time, self._gains, x, xd, work, out)
+        if not watch.observe(x, xd) or self.forces.torque(x, xd, self.time, watch.peak) is not None:
+            return None, x, xd
+        self._xdd = work.xdd   # (the work array of this step's solves from here on)
+        if self._kernel_stood(status, out, x, xd):
+            sent = out[:self._out_n]
+            p = self.pybullet
+            if self._spherical:   # (as `_send`: [τx, τy, τz] per spherical joint, then [τ] per 1-DOF joint)
+                p.setJointMotorControlMultiDofArray(self.body, self._multi_dof_joints, p.TORQUE_CONTROL,
+                                                    forces=spherical.tolist() + joints.tolist(),
+                                                    physicsClientId=self.client)
+            else:
+                p.setJointMotorControlArray(self.body, self._joint_list, p.TORQUE_CONTROL, forces=joints.tolist(),
+                                            physicsClientId=self.client)
+            if self._floating:
+                self._send_base_wrench(x, sent)
+            xdd = self._xdd
+        else:   # the general solve (it reads M and h again)
+            sent = self._constrained_torque(x, xd, torque, self.time)
+            xdd = self._solved_xdd
+            self._send(x, sent)
+        self.last_torque = sent
+        watch.sent(x, xd, xdd)
+        self.time += self.dt
+        return sent, x, xd
+
+    def _add_generalized(self, user: np.ndarray | None, generalized) -> np.ndarray:
+        """user τ (or None) + `generalized=` at the independent coordinates' entries (G has identity rows there)."""
+        user = np.zeros(self.model.n_tangent) if user is None else user
+        user[self.independent_v] += self._generalized_argument(generalized)
+        return user
 
     def _apply_plain(self) -> np.ndarray:
         """`apply()` of a model with nothing to hold (no rows, no native loops) and no muscles, motors or torque
@@ -1134,17 +1208,24 @@ class Bridge:
         else:
             status = self._rows_kernel(self._tree, self._end[0], data, mass, bias, torque, self.time, x, xd,
                                        self._gains, self._xdd, out)
+        if self._kernel_stood(status, out, x, xd):
+            return out[:self._out_n], self._xdd
+        # the general solve (it reads M and h again), with every force element
+        if self._kernel_forces_only:
+            torque = self._with_forces(user, x, xd)
+        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
+
+    def _kernel_stood(self, status: int, out: np.ndarray, x, xd) -> bool:
+        """Whether a rows kernel's solve stood (status 0, END_MISSED or LOOP_GAP): then its λ (out = [τ, λ]) is kept
+        and a missed step end or a loop gap named; False when it declined (the general solve decides)."""
         if status == 0 or status == END_MISSED or status == LOOP_GAP:
             self._lambda = out[self._out_n:]
             if status == END_MISSED:
                 self._end_missed(x, xd, self._xdd)
             elif status:
                 self._loop_gap(x)
-            return out[:self._out_n], self._xdd
-        # the general solve (it reads M and h again), with every force element
-        if self._kernel_forces_only:
-            torque = self._with_forces(user, x, xd)
-        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
+            return True
+        return False
 
     def _state_pair(self, x, xd) -> np.ndarray:
         """[x, ẋ] as one array (2n): the read's own (`_flat`) when x and ẋ are its views, else a new one."""
@@ -1334,7 +1415,13 @@ class Bridge:
             p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                         forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                         physicsClientId=c)
-        if self._floating and np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
+        if self._floating:
+            self._send_base_wrench(x, torque)
+
+    def _send_base_wrench(self, x: np.ndarray, torque: np.ndarray) -> None:
+        """A floating base's wrench τ[:6] as external force and torque on PyBullet's base, when it is not zero."""
+        if np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
+            p, c, b = self.pybullet, self.client, self.body
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])

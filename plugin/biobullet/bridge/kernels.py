@@ -162,6 +162,34 @@ def _rows_torque_py(tree, functions, mass, bias, tau, t, x, xd, gains, xdd, out)
     return status
 
 
+class ReadWork(NamedTuple):
+    """The work arrays of `_read_rows_torque_py`: M and h (n × n, n), ẍ (n), and the torques as sent: per spherical
+    joint R_iᵀ τ (n_s × 3) and the 1-DOF joints' τ (n_1)."""
+    mass: np.ndarray
+    bias: np.ndarray
+    xdd: np.ndarray
+    spherical: np.ndarray
+    joints: np.ndarray
+
+
+def _read_rows_torque_py(conversion, raw, tree, functions, tau, t, gains, x, xd, work, out):
+    """`_rows_torque_py` on PyBullet's raw state in one call: (x, ẋ) from `raw` (`conventions.PyBulletMap.raw_state`,
+    converted by `conventions.state_kernel` with the `conventions.StateConversion` constants, into x and ẋ), the
+    rows kernel (M, h, ẍ into `work`), then — when the solve stood (status 0 or END_MISSED) — the torques as
+    PyBullet takes them into work.spherical (R_iᵀ τ per spherical joint, `conventions.spherical_torques_kernel`) and
+    work.joints (the 1-DOF joints' τ). A floating base's wrench stays in out. The status of `_rows_torque_py`."""
+    _convert(raw, conversion.floating, conversion.base_conjugate, conversion.offset, conversion.conjugations,
+             conversion.rotations, conversion.starts, x, xd)
+    status = _rows_torque(tree, functions, work.mass, work.bias, tau, t, x, xd, gains, work.xdd, out)
+    if status == 0 or status == END_MISSED:
+        _spherical_torques(out, conversion.rotations, conversion.starts, work.spherical)
+        joints = work.joints
+        base_v = tree.base[1]
+        for j in range(joints.shape[0]):
+            joints[j] = out[base_v + j]
+    return status
+
+
 def _loop_torque_py(tree, functions, loops, mass, bias, tau, t, x, xd, gains, xdd, out):
     """out = [τ_out, λ], τ_out = τ + τ_springs + Φ_xᵀλ for explicit function rows (possibly none) followed by
     `<loop>` rows (point, planar and revolute loops: `constraints.loop_kernels`, on the compiled tree kinematics),
@@ -408,6 +436,14 @@ def rows_torque_kernel():
     return jit.compiled(_rows_torque_py, bind=_step_bindings)
 
 
+def read_rows_kernel():
+    """The compiled `_read_rows_torque_py`."""
+    from biobullet.conventions import spherical_torques_kernel, state_kernel
+    return jit.compiled(_read_rows_torque_py, bind=lambda: {
+        "_convert": state_kernel(), "_rows_torque": rows_torque_kernel(),
+        "_spherical_torques": spherical_torques_kernel()})
+
+
 def loop_torque_kernel():
     """The compiled `_loop_torque_py`."""
     from biobullet.constraints.loop_kernels import loop_kernels
@@ -443,6 +479,6 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "StepGains",
+__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "ReadWork", "StepGains",
            "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
-           "rows_torque_kernel"]
+           "read_rows_kernel", "rows_torque_kernel"]
