@@ -41,7 +41,8 @@ Constant rows on a fixed base take `_null_space_stage`: the null-space method wi
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
 joint functions on any base and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h
-and the Schur solve in one compiled call (`bridge.kernels`). On both compiled stages M and h come from biobullet's
+and the Schur solve in one compiled call (`bridge.kernels`; a floating base or spherical joints read PyBullet's raw
+state, solve and pack the torques to send in that one call, `_apply_read_rows`, the watch looking after it). On both compiled stages M and h come from biobullet's
 compiled recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction);
 docs/bridge.md lists the stages.
 """

@@ -12,6 +12,12 @@ so a step passes a dozen references, each kernel compiled for one set of types.
     loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs, loops in the
                   step-end correction too — their end point evaluated on the steps whose predicted Taylor miss
                   asks for it (`_loops_due_py`, from the start residual the step computes anyway).
+    rows_at, loop_at, read_rows
+                  rows_torque / loop_torque with the bridge's constants (tree, function and loop rows, M and h work
+                  arrays, gains: `RowsRecord`, `LoopRecord`) read from one record passed by its address
+                  (`at_kernel`: a borrowed `core.jit_pair` record — no per-call conversion or reference counts of
+                  its arrays); read_rows also converts PyBullet's raw state first and packs the torques as
+                  PyBullet takes them after (`ReadRecord`: floating base, spherical joints).
     end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
                   and their Jacobian on the compiled tree kinematics) and Newton steps on λ (`Bridge._end_correction`;
                   inside rows_torque and loop_torque).
