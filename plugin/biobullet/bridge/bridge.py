@@ -41,8 +41,9 @@ Constant rows on a fixed base take `_null_space_stage`: the null-space method wi
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
 joint functions on any base and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h
-and the Schur solve in one compiled call (`bridge.kernels`; a floating base or spherical joints read PyBullet's raw
-state, solve and pack the torques to send in that one call, `_apply_read_rows`, the watch looking after it). On both compiled stages M and h come from biobullet's
+and the Schur solve in one compiled call (`bridge.kernels`; a floating base or spherical joints with M and h from
+biobullet's recursions read PyBullet's raw state, solve and pack the torques to send in that one call,
+`_apply_read_rows`, the watch looking after it). On both compiled stages M and h come from biobullet's
 compiled recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction);
 docs/bridge.md lists the stages.
 """
@@ -601,8 +602,8 @@ class Bridge:
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._compiled_forces = None
-        #: a floating base or spherical joints on the one-call rows kernel: PyBullet's raw state → the torques as
-        #: sent in one call (`_apply_read_rows`; its entry), else None
+        #: a floating base or spherical joints on the one-call rows kernel with the own M and h: PyBullet's raw
+        #: state → the torques as sent in one call (`_apply_read_rows`; its entry), else None
         self._read_rows = None
         any_base = self._fixed and self._dof_identity or not self._fixed and not self.constraints.loops
         if any_base and self._step_end and m and not self.uses_null_space:
@@ -691,24 +692,27 @@ class Bridge:
     def _pack_rows(self):
         """(Re)pack the rows kernels' constants with the current step gains as records passed by address
         (`kernels.at_kernel`: `RowsRecord`, `LoopRecord` — `_no_springs_address` the loop rows without the springs
-        —, and with a floating base or spherical joints `ReadRecord` at `_read_address`); returns (the rows kernel,
-        the read kernel or None). The records and what they hold are kept on the bridge (they borrow its arrays)."""
+        —, and with a floating base or spherical joints on the own M and h `ReadRecord` at `_read_address`);
+        returns (the rows kernel, the read kernel or None). The records and what they hold are kept on the bridge
+        (they borrow its arrays)."""
         from biobullet.bridge.kernels import LoopRecord, ReadRecord, RowsRecord, at_kernel
         common = (self._tree, self._end[0])
         work = (self._mass_work, self._bias_work, self._gains)
         if self._loops_data is None:
             records = [RowsRecord(*common, *work)]
         else:
-            records = [LoopRecord(*common, self._loops_data, *work), LoopRecord(*common, self._loops_no_springs, *work)]
-        if not self._fixed:
+            records = [LoopRecord(*common, self._loops_data, *work),
+                       LoopRecord(*common, self._loops_no_springs, *work)]
+        reads = not self._fixed and self._own is not None   # (the read path has no PyBullet M and h)
+        if reads:
             records.append(ReadRecord(self.map.conversion, *common, *work, self._sent_spherical, self._sent_joints))
         packed = [at_kernel(record) for record in records]
         #: the records and their packed forms, alive while their addresses are in use
         self._records = (records, packed)
         self._rows_address = packed[0][2]
         self._no_springs_address = packed[1][2] if self._loops_data is not None else None
-        self._read_address = packed[-1][2] if not self._fixed else None
-        return packed[0][0], (packed[-1][0] if not self._fixed else None)
+        self._read_address = packed[-1][2] if reads else None
+        return packed[0][0], (packed[-1][0] if reads else None)
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
@@ -1048,7 +1052,8 @@ class Bridge:
         """`apply()` of a floating base or spherical joints held by the one-call rows kernel with nothing acting
         but the rows, tau= / generalized= and force elements that do not act (no contacts, muscles or motors; URDF
         `<limit>` stops away from their limits): PyBullet's raw state (`PyBulletMap.raw_state`) → (x, ẋ), the rows
-        stage and the torques as PyBullet takes them in one kernel call (`kernels.read_rows_kernel`), then the watch
+        stage and the torques as PyBullet takes them in one kernel call (`kernels.at_kernel` of a `ReadRecord`;
+        M and h from the own recursions: `own_dynamics`), then the watch
         on the state it read, the force elements' τ there (`ForceStage`: None), the send, the clock. Returns (τ
         sent, x, ẋ); τ None when the watch moved the state (a projection, the first look after a reset) or found
         no step since the last apply(), or a force element acts: `apply` then goes on from the watched (x, ẋ) as
