@@ -45,6 +45,7 @@ PyBullet (`loadURDF(file, useFixedBase=..., flags=URDF_USE_INERTIA_FROM_FILE)`)
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix, skew
 
-__all__ = ["PinocchioMap", "PyBulletMap", "build_pinocchio_model", "matrix_to_quaternion", "pinocchio_model_from_description", "pybullet_id_quaternion"]
+__all__ = ["PinocchioMap", "PyBulletMap", "StateConversion", "build_pinocchio_model", "matrix_to_quaternion", "pinocchio_model_from_description", "pybullet_id_quaternion"]
 
 
 def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
@@ -146,6 +147,19 @@ def _spherical_torques_py(torque, rotations, starts, out):
                 + rotations[s, 2, i] * torque[j + 2]
 
 
+class StateConversion(NamedTuple):
+    """The constants of PyBullet's raw state → our (x, ẋ) (`_state_from_pybullet_py`) and of the spherical joints'
+    torques back (`_spherical_torques_py`), one record for the bridge's per-step kernel: floating base; the base's
+    conjugate inertial quaternion q_i* and COM offset p_i (root-link frame); per spherical joint the 4×4 matrix K
+    (q = K q_pb), R_i and its (x, ẋ) entries."""
+    floating: bool
+    base_conjugate: np.ndarray
+    offset: np.ndarray
+    conjugations: np.ndarray
+    rotations: np.ndarray
+    starts: np.ndarray
+
+
 def base_pose_kernel():
     """The compiled `_base_pose_py`."""
     return jit.compiled(_base_pose_py, bind={"rotation_of": quaternion_to_matrix,
@@ -155,6 +169,11 @@ def base_pose_kernel():
 def state_kernel():
     """The compiled `_state_from_pybullet_py` (compiled or loaded from numba's cache on first use)."""
     return jit.compiled(_state_from_pybullet_py, bind={"pose_of_base": base_pose_kernel()})
+
+
+def spherical_torques_kernel():
+    """The compiled `_spherical_torques_py`."""
+    return jit.compiled(_spherical_torques_py)
 
 
 class PinocchioMap:
@@ -330,6 +349,9 @@ class PyBulletMap:
         self._n_config, self._n_tangent = model.n_config, model.n_tangent
         self._torque_entry, self._torque_out = None, np.empty((n_s, 3))   # the same for the spherical torques
         self._starts = np.array([(s[1], s[2]) for s in spherical], dtype=np.int64).reshape(n_s, 2)
+        #: the conversions' constants as one record (the bridge's per-step kernel takes it whole)
+        self.conversion = StateConversion(self._floating, self._base_conjugate, self.inertial_position,
+                                          self._conjugations, self._rotations, self._starts)
 
     # ------------------------------------------------------------------ vectors and matrices
     def tangent_map(self, angular_first: bool = True) -> np.ndarray:
@@ -425,15 +447,29 @@ class PyBulletMap:
         torque = np.ascontiguousarray(torque, dtype=float)
         entry = self._torque_entry
         if entry is None:
-            entry = self._torque_entry = jit.direct_entry(jit.compiled(_spherical_torques_py), torque,
+            entry = self._torque_entry = jit.direct_entry(spherical_torques_kernel(), torque,
                                                           self._rotations, self._starts, self._torque_out)
         entry(torque, self._rotations, self._starts, self._torque_out)
         return self._torque_out.tolist()
 
     def state_from_pybullet(self) -> tuple[np.ndarray, np.ndarray]:
-        """Our (x, ẋ) read back from the PyBullet body: the base in two calls (pose, velocity), every joint in one
-        call (getJointStatesMultiDof with spherical joints, else getJointStates), converted by one compiled call
+        """Our (x, ẋ) read back from the PyBullet body: `raw_state`, converted by one compiled call
         (`state_kernel`)."""
+        raw = self.raw_state()
+        x, xd = np.empty(self._n_config), np.empty(self._n_tangent)
+        entry = self._state_entry
+        if entry is None:
+            entry = self._state_entry = jit.direct_entry(state_kernel(), raw, self._floating, self._base_conjugate,
+                                                         self.inertial_position, self._conjugations, self._rotations,
+                                                         self._starts, x, xd)
+        entry(raw, self._floating, self._base_conjugate, self.inertial_position, self._conjugations, self._rotations,
+              self._starts, x, xd)
+        return x, xd
+
+    def raw_state(self) -> np.ndarray:
+        """PyBullet's state of the body as one flat float array (`_state_from_pybullet_py`'s `raw`): the base in two
+        calls (pose, velocity), every joint in one call (getJointStatesMultiDof with spherical joints, else
+        getJointStates)."""
         p, c, b, floating = self._p, self.client, self.body_id, self._floating
         base = ()
         if floating:
@@ -448,16 +484,7 @@ class PyBulletMap:
             states = p.getJointStates(b, self._read_joints, physicsClientId=c) if self._read_joints else ()
             values = [*base, *map(_POSITION, states), *map(_VELOCITY, states)]
         # one sequence built by C-level unpacking, then fromiter (≈ 1 µs less than iterating nested chains)
-        raw = np.fromiter(values, float, self._raw_size)
-        x, xd = np.empty(self._n_config), np.empty(self._n_tangent)
-        entry = self._state_entry
-        if entry is None:
-            entry = self._state_entry = jit.direct_entry(state_kernel(), raw, floating, self._base_conjugate,
-                                                         self.inertial_position, self._conjugations, self._rotations,
-                                                         self._starts, x, xd)
-        entry(raw, floating, self._base_conjugate, self.inertial_position, self._conjugations, self._rotations,
-              self._starts, x, xd)
-        return x, xd
+        return np.fromiter(values, float, self._raw_size)
 
     def link_state(self, link: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(R, p) of the URDF link frame and (COM linear velocity, angular velocity), world frame."""

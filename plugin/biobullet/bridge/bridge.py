@@ -41,7 +41,9 @@ Constant rows on a fixed base take `_null_space_stage`: the null-space method wi
 massless — and the PyBullet state lists go straight back to PyBullet. Other rows (loops, non-linear functions,
 floating base) use the range-space (Schur complement) solve; least squares if the rows are redundant. Explicit
 joint functions on any base and point/planar/revolute loops on a fixed base take `_rows_stage`: rows, springs, M, h
-and the Schur solve in one compiled call (`bridge.kernels`). On both compiled stages M and h come from biobullet's
+and the Schur solve in one compiled call (`bridge.kernels`; a floating base or spherical joints with M and h from
+biobullet's recursions read PyBullet's raw state, solve and pack the torques to send in that one call,
+`_apply_read_rows`, the watch looking after it). On both compiled stages M and h come from biobullet's
 compiled recursions when they equal PyBullet's for this body (`own_dynamics`, checked at construction);
 docs/bridge.md lists the stages.
 """
@@ -458,6 +460,8 @@ class Bridge:
             self.corrector = step_end_corrector(dt, substeps)
         self.watch.weight = substep_weight(substeps)
         self._gains = self._step_gains()
+        if self._rows_fast:   # (the records hold the gains)
+            self._pack_rows()
 
     def set_time_step(self, dt: float, substeps: int | None = None) -> None:
         """Change the client's time step (s) and, if given, PyBullet's sub-steps per stepSimulation, and the bridge's
@@ -593,23 +597,26 @@ class Bridge:
             self._end_newton = direct_entry(end_newton_kernel(), *self._end, self._step_gains(), 0.0,
                                             np.array(x0, dtype=float), np.array(xd0, dtype=float), np.eye(n),
                                             np.zeros((m, n)), np.zeros(n), np.zeros(n), np.zeros(m))
+        #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
+        self._gains = self._step_gains()
         # explicit joint functions and/or point/planar/revolute loops, step-end target: one compiled call per step
         # (_rows_stage; linear rows without loops take _null_space_stage above)
         self._compiled_forces = None
+        #: a floating base or spherical joints on the one-call rows kernel with the own M and h: PyBullet's raw
+        #: state → the torques as sent in one call (`_apply_read_rows`; its entry), else None
+        self._read_rows = None
         any_base = self._fixed and self._dof_identity or not self._fixed and not self.constraints.loops
         if any_base and self._step_end and m and not self.uses_null_space:
             # springs inside the kernel on a fixed base (its loop kinematics); elsewhere the force stage
             self._compiled_forces = self._forces_in_kernel() if self._fixed else None
-            self._rows_kernel, self._loops_data = self._compiled_rows()
-            if self._rows_kernel is not None:
+            compiled, self._loops_data = self._compiled_rows()
+            if compiled:
                 from biobullet.bridge.kernels import TreeModel
                 # M and h: the own recursions' packed tree, else placeholders of the same types
                 self._tree = TreeModel(self._own is not None, *self._stored_tree()[1:],
                                        np.array([self._base, self._base_v], dtype=np.int64))
                 self._rows_kernel = self._rows_entry()
         self._rows_fast = self._rows_kernel is not None
-        #: the targets' gains and the rows kernel's step-end check, rebuilt when the time step changes
-        self._gains = self._step_gains()
         self._loop_record[LOOP_EVALUATED] = 0.0   # (the direct entries' first calls above are no steps)
 
     def _step_gains(self):
@@ -662,14 +669,50 @@ class Bridge:
                                            np.array([self._base, self._base_v], dtype=np.int64))
 
     def _rows_entry(self):
-        """The rows kernel's direct entry for the argument types `_rows_stage` passes every step (compiled, or
-        loaded from numba's cache, now: not inside the first step)."""
+        """The rows kernel's direct entry for the argument types `_rows_stage` passes every step, its record by
+        address (`_pack_rows`), compiled or loaded from numba's cache now, not inside the first step; with a floating
+        base or spherical joints `_read_rows` too (`_apply_read_rows`)."""
         n, m = self.model.n_tangent, self.constraints.n
+        n_s, n_1 = len(self.map.spherical), len(self._joint_list)
+        #: the torques as sent by `_read_rows`: R_iᵀ τ per spherical joint, the 1-DOF joints' τ ([τ] per joint as a
+        #: view for the multi-DOF call)
+        self._sent_spherical, self._sent_joints = np.empty((n_s, 3)), np.empty(n_1)
+        self._sent_column = self._sent_joints[:, None] if self._spherical else self._sent_joints
+        #: `_read_rows` runs before the watch looks at the state: its ẍ goes to the array that is not the watch's
+        #: prediction of this step
+        self._read_xdd = (self._xdd, np.empty(n))
+        kernel, read_kernel = self._pack_rows()
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
-        data = () if self._loops_data is None else (self._loops_data,)
-        return direct_entry(self._rows_kernel, self._tree, self._end[0], *data, self._mass_work, self._bias_work,
-                            np.zeros(n), 0.0, np.array(x, dtype=float), np.array(xd, dtype=float),
-                            self._step_gains(), self._xdd, np.empty(n + m))
+        x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
+        if read_kernel is not None:
+            self._read_rows = direct_entry(read_kernel, self._read_address, self.map.raw_state(), np.zeros(n), 0.0,
+                                           x.copy(), xd.copy(), self._read_xdd[1], np.empty(n + m))
+        return direct_entry(kernel, self._rows_address, np.zeros(n), 0.0, x, xd, self._xdd, np.empty(n + m))
+
+    def _pack_rows(self):
+        """(Re)pack the rows kernels' constants with the current step gains as records passed by address
+        (`kernels.at_kernel`: `RowsRecord`, `LoopRecord` — `_no_springs_address` the loop rows without the springs
+        —, and with a floating base or spherical joints on the own M and h `ReadRecord` at `_read_address`);
+        returns (the rows kernel, the read kernel or None). The records and what they hold are kept on the bridge
+        (they borrow its arrays)."""
+        from biobullet.bridge.kernels import LoopRecord, ReadRecord, RowsRecord, at_kernel
+        common = (self._tree, self._end[0])
+        work = (self._mass_work, self._bias_work, self._gains)
+        if self._loops_data is None:
+            records = [RowsRecord(*common, *work)]
+        else:
+            records = [LoopRecord(*common, self._loops_data, *work),
+                       LoopRecord(*common, self._loops_no_springs, *work)]
+        reads = not self._fixed and self._own is not None   # (the read path has no PyBullet M and h)
+        if reads:
+            records.append(ReadRecord(self.map.conversion, *common, *work, self._sent_spherical, self._sent_joints))
+        packed = [at_kernel(record) for record in records]
+        #: the records and their packed forms, alive while their addresses are in use
+        self._records = (records, packed)
+        self._rows_address = packed[0][2]
+        self._no_springs_address = packed[1][2] if self._loops_data is not None else None
+        self._read_address = packed[-1][2] if reads else None
+        return packed[0][0], (packed[-1][0] if reads else None)
 
     def _look_at_forces(self) -> None:
         """Decide, once per change of the force-element list, whether the one-call rows kernel evaluates every
@@ -686,13 +729,12 @@ class Bridge:
         loop rows for springs alone); other rows `rows_torque_kernel`."""
         constraints = self.constraints
         if self._end is None:
-            return None, None
+            return False, None
         springs = self._compiled_forces[0] if self._compiled_forces is not None else ()
         if not constraints.loops and not springs:
-            from biobullet.bridge.kernels import rows_torque_kernel
-            return rows_torque_kernel(), None
+            return True, None
         from biobullet.algorithms.vectorized import tree_arrays
-        from biobullet.bridge.kernels import LoopData, loop_torque_kernel
+        from biobullet.bridge.kernels import LoopData
         from biobullet.pipeline.force_rows import pack_springs
         n = self.model.n_tangent
         loops = self._end[1]
@@ -702,7 +744,7 @@ class Bridge:
         ancestry = np.ascontiguousarray(tree_arrays(self.model).ancestry, dtype=float)
         #: the loop rows without springs: an element added later makes the force stage apply them all
         self._loops_no_springs = LoopData(loops, ancestry, *pack_springs(self.model, ()))
-        return loop_torque_kernel(), LoopData(loops, ancestry, *pack_springs(self.model, springs))
+        return True, LoopData(loops, ancestry, *pack_springs(self.model, springs))
 
     def _forces_in_kernel(self):
         """(springs, constant τ, time-dependent JointTorques, element count) when every force element is a
@@ -951,14 +993,19 @@ class Bridge:
             return self._apply_plain()
         # (attributes read once into locals: each read costs ≈ 30 ns on a ≈ 12 µs step)
         contacts, muscles, watch = self.contacts, self.muscles, self.watch
-        if contacts is not None:
-            extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
-            state = contacts.state_read
-            x, xd = state if state is not None else self._read_state()
+        extra = None
+        if self._read_rows is not None and contacts is None and muscles is None and not self.motors:
+            torque, x, xd = self._apply_read_rows(tau, generalized)   # (x, ẋ) observed by the watch
+            if torque is not None:
+                return torque
         else:
-            extra = None
-            x, xd = self._read_state()
-        watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+            if contacts is not None:
+                extra = contacts.torques()   # reads the state (kept in state_read) unless it needs PyBullet's geometry
+                state = contacts.state_read
+                x, xd = state if state is not None else self._read_state()
+            else:
+                x, xd = self._read_state()
+            watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
             self.time -= self.dt
@@ -975,8 +1022,7 @@ class Bridge:
             muscle_tau = muscles.torques(x, xd)
             user = muscle_tau if user is None else user + muscle_tau
         if generalized is not None:
-            user = np.zeros(self.model.n_tangent) if user is None else user
-            user[self.independent_v] += self._generalized_argument(generalized)
+            user = self._add_generalized(user, generalized)
         if self.motors:
             torque, xdd = self._motor_stage(x, xd, user)
         elif self._rows_fast and not self.uses_null_space:   # `_constraint_stage`'s choice, one call less
@@ -1001,6 +1047,57 @@ class Bridge:
         watch.sent(x, xd, xdd)
         self.time += self.dt
         return torque
+
+    def _apply_read_rows(self, tau, generalized) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """`apply()` of a floating base or spherical joints held by the one-call rows kernel with nothing acting
+        but the rows, tau= / generalized= and force elements that do not act (no contacts, muscles or motors; URDF
+        `<limit>` stops away from their limits): PyBullet's raw state (`PyBulletMap.raw_state`) → (x, ẋ), the rows
+        stage and the torques as PyBullet takes them in one kernel call (`kernels.at_kernel` of a `ReadRecord`;
+        M and h from the own recursions: `own_dynamics`), then the watch
+        on the state it read, the force elements' τ there (`ForceStage`: None), the send, the clock. Returns (τ
+        sent, x, ẋ); τ None when the watch moved the state (a projection, the first look after a reset) or found
+        no step since the last apply(), or a force element acts: `apply` then goes on from the watched (x, ẋ) as
+        every other path does (this kernel's solve is dropped: it wrote only its own work arrays)."""
+        watch = self.watch
+        user = None if tau is None else self._torque_argument(tau)
+        if generalized is not None:
+            user = self._add_generalized(user, generalized)
+        torque = self._zero_tau if user is None else user
+        pair = self._read_xdd
+        xdd = pair[watch.xdd is pair[0]]   # (not the watch's prediction of this step)
+        x, xd, out = np.empty(self.model.n_config), np.empty(self._out_n), np.empty(self._out_size)
+        status = self._read_rows(self._read_address, self.map.raw_state(), torque, self.time, x, xd, xdd, out)
+        if not watch.observe(x, xd) or self.forces.torque(x, xd, self.time, watch.peak) is not None:
+            return None, x, xd
+        self._xdd = xdd   # (the work array of this step's solves from here on)
+        if self._kernel_stood(status, out, x, xd):
+            sent = out[:self._out_n]
+            p = self.pybullet
+            if self._spherical:   # (as `_send`: [τx, τy, τz] per spherical joint, then [τ] per 1-DOF joint)
+                p.setJointMotorControlMultiDofArray(self.body, self._multi_dof_joints, p.TORQUE_CONTROL,
+                                                    forces=self._sent_spherical.tolist() + self._sent_column.tolist(),
+                                                    physicsClientId=self.client)
+            else:
+                p.setJointMotorControlArray(self.body, self._joint_list, p.TORQUE_CONTROL,
+                                            forces=self._sent_joints.tolist(),
+                                            physicsClientId=self.client)
+            if self._floating:
+                self._send_base_wrench(x, sent)
+            xdd = self._xdd
+        else:   # the general solve (it reads M and h again)
+            sent = self._constrained_torque(x, xd, torque, self.time)
+            xdd = self._solved_xdd
+            self._send(x, sent)
+        self.last_torque = sent
+        watch.sent(x, xd, xdd)
+        self.time += self.dt
+        return sent, x, xd
+
+    def _add_generalized(self, user: np.ndarray | None, generalized) -> np.ndarray:
+        """user τ (or None) + `generalized=` at the independent coordinates' entries (G has identity rows there)."""
+        user = np.zeros(self.model.n_tangent) if user is None else user
+        user[self.independent_v] += self._generalized_argument(generalized)
+        return user
 
     def _apply_plain(self) -> np.ndarray:
         """`apply()` of a model with nothing to hold (no rows, no native loops) and no muscles, motors or torque
@@ -1108,9 +1205,9 @@ class Bridge:
         """Explicit joint functions (polynomial, spline, Fourier, linear, expression) on any base (fixed in
         PyBullet's dof order, floating, spherical joints) and point/planar/revolute `<loop>`s on a fixed base,
         step-end target: rows, M and h (own recursions when `own_dynamics`), point-to-point springs and the Schur
-        solve in one kernel call (`kernels.rows_torque_kernel` / `loop_torque_kernel`), then the step-end check. The
-        general solve takes over when the kernel declines."""
-        data = self._loops_data
+        solve in one kernel call (`kernels.rows_torque_kernel` / `loop_torque_kernel`, their constants by address:
+        `_pack_rows`), then the step-end check. The general solve takes over when the kernel declines."""
+        address = self._rows_address
         forces = self._compiled_forces
         elements = self.forces.elements
         if self._kernel_forces_for is not elements:   # elements added or cleared since the last look
@@ -1121,30 +1218,33 @@ class Bridge:
                 torque = torque + element.generalized_force(self.model, x, xd, self.time)
         else:   # (no element: `_with_forces`' τ without its calls, ≈ 0.3 µs)
             torque = (self._zero_tau if user is None else user) if not elements else self._with_forces(user, x, xd)
-            if forces is not None and data is not None:   # an element was added: the force stage applied every
-                data = self._loops_no_springs                    # element, the kernel none
-        if self._own is None:   # (C-contiguous: the kernel's direct entry converts without checking)
-            mass, bias = (np.ascontiguousarray(a, dtype=float) for a in self._mass_and_bias(x, xd))
-        else:
-            mass, bias = self._mass_work, self._bias_work
+            if forces is not None and self._loops_data is not None:   # an element was added: the force stage
+                address = self._no_springs_address                        # applied every element, the kernel none
+        if self._own is None:   # PyBullet's M and h into the record's work arrays
+            mass, bias = self._mass_and_bias(x, xd)
+            self._mass_work[:] = mass
+            self._bias_work[:] = bias
         out = np.empty(self._out_size)   # [τ_out, λ]
-        if data is None:   # (the step-end check inside, `_end_correction`'s kernel)
-            status = self._rows_kernel(self._tree, self._end[0], mass, bias, torque, self.time, x, xd, self._gains,
-                                       self._xdd, out)
-        else:
-            status = self._rows_kernel(self._tree, self._end[0], data, mass, bias, torque, self.time, x, xd,
-                                       self._gains, self._xdd, out)
+        # (the step-end check inside, `_end_correction`'s kernel)
+        status = self._rows_kernel(address, torque, self.time, x, xd, self._xdd, out)
+        if self._kernel_stood(status, out, x, xd):
+            return out[:self._out_n], self._xdd
+        # the general solve (it reads M and h again), with every force element
+        if self._kernel_forces_only:
+            torque = self._with_forces(user, x, xd)
+        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
+
+    def _kernel_stood(self, status: int, out: np.ndarray, x, xd) -> bool:
+        """Whether a rows kernel's solve stood (status 0, END_MISSED or LOOP_GAP): then its λ (out = [τ, λ]) is kept
+        and a missed step end or a loop gap named; False when it declined (the general solve decides)."""
         if status == 0 or status == END_MISSED or status == LOOP_GAP:
             self._lambda = out[self._out_n:]
             if status == END_MISSED:
                 self._end_missed(x, xd, self._xdd)
             elif status:
                 self._loop_gap(x)
-            return out[:self._out_n], self._xdd
-        # the general solve (it reads M and h again), with every force element
-        if self._kernel_forces_only:
-            torque = self._with_forces(user, x, xd)
-        return self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
+            return True
+        return False
 
     def _state_pair(self, x, xd) -> np.ndarray:
         """[x, ẋ] as one array (2n): the read's own (`_flat`) when x and ẋ are its views, else a new one."""
@@ -1334,7 +1434,13 @@ class Bridge:
             p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                         forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                         physicsClientId=c)
-        if self._floating and np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
+        if self._floating:
+            self._send_base_wrench(x, torque)
+
+    def _send_base_wrench(self, x: np.ndarray, torque: np.ndarray) -> None:
+        """A floating base's wrench τ[:6] as external force and torque on PyBullet's base, when it is not zero."""
+        if np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
+            p, c, b = self.pybullet, self.client, self.body
             from biobullet.spatial.rotations import quaternion_to_matrix
             rotation = quaternion_to_matrix(x[3:7])
             force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])

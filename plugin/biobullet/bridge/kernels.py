@@ -12,6 +12,12 @@ so a step passes a dozen references, each kernel compiled for one set of types.
     loop_torque   the same with `<loop>` rows after the function rows and point-to-point springs, loops in the
                   step-end correction too — their end point evaluated on the steps whose predicted Taylor miss
                   asks for it (`_loops_due_py`, from the start residual the step computes anyway).
+    rows_at, loop_at, read_rows
+                  rows_torque / loop_torque with the bridge's constants (tree, function and loop rows, M and h work
+                  arrays, gains: `RowsRecord`, `LoopRecord`) read from one record passed by its address
+                  (`at_kernel`: a borrowed `core.jit_pair` record — no per-call conversion or reference counts of
+                  its arrays); read_rows also converts PyBullet's raw state first and packs the torques as
+                  PyBullet takes them after (`ReadRecord`: floating base, spherical joints).
     end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
                   and their Jacobian on the compiled tree kinematics) and Newton steps on λ (`Bridge._end_correction`;
                   inside rows_torque and loop_torque).
@@ -419,6 +425,102 @@ def loop_torque_kernel():
                                                        **_skip_bindings()})
 
 
+class RowsRecord(NamedTuple):
+    """A bridge's constants of `_rows_torque_py`, passed by address (`at_kernel`): the tree, the function rows
+    (`joint_jets.FunctionTable`), M and h (work arrays: the own recursions write them, else the bridge copies
+    PyBullet's in) and the step gains."""
+    tree: TreeModel
+    functions: tuple
+    mass: np.ndarray
+    bias: np.ndarray
+    gains: StepGains
+
+
+class LoopRecord(NamedTuple):
+    """`RowsRecord` with the loop rows and springs (`LoopData`) of `_loop_torque_py`."""
+    tree: TreeModel
+    functions: tuple
+    loops: LoopData
+    mass: np.ndarray
+    bias: np.ndarray
+    gains: StepGains
+
+
+class ReadRecord(NamedTuple):
+    """`RowsRecord` with the state conversion (`conventions.StateConversion`) and the torques as sent of
+    `_read_rows_py`: R_iᵀ τ per spherical joint (n_s × 3) and the 1-DOF joints' τ (n_1)."""
+    conversion: tuple
+    tree: TreeModel
+    functions: tuple
+    mass: np.ndarray
+    bias: np.ndarray
+    gains: StepGains
+    spherical: np.ndarray
+    joints: np.ndarray
+
+
+def _rows_at_py(address, tau, t, x, xd, xdd, out):
+    """`_rows_torque_py` with the `RowsRecord` at address; its status."""
+    r = _RECORD(address)
+    return _rows_torque(r.tree, r.functions, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
+
+
+def _loop_at_py(address, tau, t, x, xd, xdd, out):
+    """`_loop_torque_py` with the `LoopRecord` at address; its status."""
+    r = _RECORD(address)
+    return _loop_torque(r.tree, r.functions, r.loops, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
+
+
+def _read_rows_py(address, raw, tau, t, x, xd, xdd, out):
+    """`_rows_torque_py` on PyBullet's raw state with the `ReadRecord` at address: (x, ẋ) from `raw`
+    (`conventions.PyBulletMap.raw_state`, converted by `conventions.state_kernel` into x and ẋ), the rows kernel,
+    then — when the solve stood (status 0 or END_MISSED) — the torques as PyBullet takes them into r.spherical
+    (R_iᵀ τ per spherical joint, `conventions.spherical_torques_kernel`) and r.joints (the 1-DOF joints' τ); a
+    floating base's wrench stays in out. The status of `_rows_torque_py`."""
+    r = _RECORD(address)
+    conversion = r.conversion
+    _convert(raw, conversion.floating, conversion.base_conjugate, conversion.offset, conversion.conjugations,
+             conversion.rotations, conversion.starts, x, xd)
+    status = _rows_torque(r.tree, r.functions, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
+    if status == 0 or status == END_MISSED:
+        _spherical_torques(out, conversion.rotations, conversion.starts, r.spherical)
+        joints = r.joints
+        base_v = r.tree.base[1]
+        for j in range(joints.shape[0]):
+            joints[j] = out[base_v + j]
+    return status
+
+
+def _at_bindings(record) -> dict:
+    """The callees of the kernel `at_kernel` gives for `record`."""
+    if isinstance(record, LoopRecord):
+        return {"_loop_torque": loop_torque_kernel()}
+    if isinstance(record, ReadRecord):
+        from biobullet.conventions import spherical_torques_kernel, state_kernel
+        return {"_rows_torque": rows_torque_kernel(), "_convert": state_kernel(),
+                "_spherical_torques": spherical_torques_kernel()}
+    return {"_rows_torque": rows_torque_kernel()}
+
+
+def at_kernel(record) -> tuple:
+    """(the kernel of `record` — `_rows_at_py` for a RowsRecord, `_loop_at_py` for a LoopRecord, `_read_rows_py`
+    for a ReadRecord — its record as a `core.jit_pair` record that borrows the arrays, the record's address).
+    Passing one integer instead of the ≈ 15–30 arrays of the records saves their conversion at every call from
+    Python (≈ 0.05 µs an array); the caller keeps `record` and the packed record alive while it uses the address.
+    The kernel reads the record by a reader of its numba type (a variant per type: one in practice)."""
+    import hashlib
+    from biobullet.core.jit_pair import record_reader, record_type
+    from biobullet.muscles.dynamics import NoFields
+    from biobullet.pipeline.workspace import pack_workspace
+    function = {LoopRecord: _loop_at_py, ReadRecord: _read_rows_py}.get(type(record), _rows_at_py)
+    layout = (hashlib.sha256(str(record_type(record, NoFields())).encode()).hexdigest()[:16] if jit.compiling()
+              else "")
+    kernel = jit.compiled(function, variant=f"record_{layout}" if layout else "", nogil=False,
+                          bind=lambda: {"_RECORD": record_reader(record, NoFields()), **_at_bindings(record)})
+    packed, address = pack_workspace(record, NoFields(), borrowed=True)
+    return kernel, packed, address
+
+
 def _linear_own_py(meta, body, gravity, tau, null, flat, kp, kd, limit, work, out):
     """`linear_torque` (the null-space kernel) with M and h from the tree recursions, in one call (status as
     the null-space kernel's); flat = [x, ẋ] (2n, as read from PyBullet: no reshape per step in Python)."""
@@ -443,6 +545,7 @@ def kernels():
 
 pack_linear = solve.null_space_basis
 
-__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "StepGains",
+__all__ = ["END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "LoopRecord", "ReadRecord",
+           "RowsRecord", "StepGains",
            "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
-           "rows_torque_kernel"]
+           "at_kernel", "rows_torque_kernel"]

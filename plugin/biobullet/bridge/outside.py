@@ -302,15 +302,16 @@ class OutsideWatch:
         self.armed = True
         self.step_index += 1
 
-    def observe(self, x: np.ndarray, xd: np.ndarray) -> None:
+    def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
-        they are projected back onto the rows."""
+        they are projected back onto the rows. Returns True for a new step whose (x, ẋ) it left as read (False:
+        not armed — the first look may move them —, disturbed, or no step since the last apply())."""
         self.repeated = False
         if not self.armed:
             self.peak = np.inf
             if self.written is not None:
                 self._first_look(x, xd)
-            return
+            return False
         bridge = self.bridge
         xdd = self.xdd
         jump_tolerance = JUMP_TOLERANCE
@@ -339,13 +340,15 @@ class OutsideWatch:
             # nothing to take it for one: the torque difference is the torque.)
             self.repeated = True
             self.step_index -= 1
-            return
+            return False
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
-        elif (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
-              and "loop_step" not in self.warned):
+            return False
+        if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
+                and "loop_step" not in self.warned):
             self._clean_loop_step(x)
+        return True
 
     def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
         """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
