@@ -62,33 +62,6 @@ def centre_line(model, x: np.ndarray, layout) -> np.ndarray:
     return np.array(pts)
 
 
-
-
-# ----------------------------------------------------------------------------------------------- elastic-robot drop
-#: the paper-002 robot (floating planar base, `<flexible>` links, Hu–Guo + Ambrosio `<contact>`s at O1..O4)
-ELASTIC_ROBOT = "urdf/elastic_robot_3link.urdf"
-
-
-def _resolve(path: str | os.PathLike[str]) -> str:
-    """`path` as given if it exists; a relative path that does not is looked up under the repository root, and
-    `urdf/NAME` among the bundled models (installed package data)."""
-    from pathlib import Path
-    p = Path(path)
-    if p.exists() or p.is_absolute():
-        return str(p)
-    alt = Path(__file__).resolve().parents[3] / p
-    if alt.exists():
-        return str(alt)
-    if len(p.parts) == 2 and p.parts[0] == "urdf":
-        from biobullet.core.errors import ModelError
-        from biobullet.model.bundled import bundled_model
-        try:
-            return bundled_model(p.name)
-        except ModelError:
-            pass
-    return str(p)
-
-
 def ground_up(model, path: str | os.PathLike[str]) -> list:
     """The model's `<contact>` elements, with the ground normal set to "up" (−gravity direction) on those whose
     `<contact>` gives no `ground_normal` (the element's default is +z, PyBullet's convention). Paper-002 files
