@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from biobullet.core.errors import ModelError
-from biobullet.bridge.flexible import centre_line, ground_up, highest_frequency, segmented_bridge, stable_time_step
+from biobullet.bridge.flexible import centre_line, ground_up, highest_frequency, stable_time_step
 from biobullet.model.bundled import resolve_model_path
 
 ELASTIC_ROBOT = "elastic_robot_3link"   # the paper-002 robot, bundled (urdf/elastic_robot_3link.urdf)
@@ -200,6 +200,6 @@ def mirror_residual(result) -> float:
                      np.abs(p[:, 0, 1] - p[:, 3, 1]).max(), np.abs(p[:, 1, 1] - p[:, 2, 1]).max()))
 
 
-__all__ = ["highest_frequency", "stable_time_step", "segmented_bridge", "centre_line", "ELASTIC_ROBOT",
+__all__ = ["highest_frequency", "stable_time_step", "centre_line", "ELASTIC_ROBOT",
            "BridgeDropResult", "bridge_drop", "engine_drop", "ground_up", "first_impact", "trajectory_deviation",
            "mirror_residual"]

@@ -22,10 +22,10 @@ site = Path(sys.argv[1]).resolve()
 import biobullet
 assert Path(biobullet.__file__).resolve().is_relative_to(site), biobullet.__file__
 from biobullet.model.bundled import bundled_model, bundled_models
-from biobullet.bridge.flexible import ELASTIC_ROBOT, _resolve
 path = Path(bundled_model("andrews_squeezer.urdf"))
 assert path.resolve().is_relative_to(site), path
-assert Path(_resolve(ELASTIC_ROBOT)).resolve().is_relative_to(site), _resolve(ELASTIC_ROBOT)
+elastic = Path(bundled_model("elastic_robot_3link.urdf"))   # the paper-002 robot of the studies
+assert elastic.resolve().is_relative_to(site), elastic
 model = biobullet.load_model(path)
 by_name = biobullet.load_model("andrews_squeezer")   # a bare name: the installed bundled model, from anywhere
 assert Path(by_name.file).resolve().is_relative_to(site), by_name.file

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import biobullet
 from biobullet.core.errors import ModelError
 
 pytest.importorskip("pybullet")
@@ -48,8 +49,10 @@ def beam(tmp_path_factory) -> Path:
 
 
 def tip_history_bridge(path: Path, dt: float) -> np.ndarray:
-    from biobullet.bridge.flexible import centre_line, segmented_bridge
-    bridge, layouts = segmented_bridge(path, shear=False, dt=dt)
+    from biobullet.bridge import Bridge
+    from biobullet.bridge.flexible import centre_line
+    bridge = Bridge(biobullet.load_model(path), dt=dt, shear=False)   # expands the <flexible> link itself
+    layouts = bridge.layouts
     with bridge:
         every = int(round(SAMPLE / dt))
         tips = [centre_line(bridge.model, bridge.state()[1], layouts["beam"])[-1]]
@@ -62,7 +65,6 @@ def tip_history_bridge(path: Path, dt: float) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def reference_tip(beam) -> np.ndarray:
-    import biobullet
     from biobullet.bridge.flexible import centre_line
     from biobullet.flexible.segments import load_segmented_model
     model, layouts = load_segmented_model(beam, shear=False)
@@ -84,10 +86,11 @@ def test_bridge_matches_reference_first_order(beam, reference_tip) -> None:
 
 
 def test_unstable_time_step_is_refused(beam) -> None:
-    from biobullet.bridge.flexible import segmented_bridge, stable_time_step
+    from biobullet.bridge import Bridge
+    from biobullet.bridge.flexible import stable_time_step
     from biobullet.flexible.segments import load_segmented_model
     model, _ = load_segmented_model(beam, shear=False)
     dt = stable_time_step(model)
     assert 0.0 < dt < 2.0 / 400.0  # ω_max ≈ 440 rad/s for N = 4
     with pytest.raises(ModelError, match="dt"):
-        segmented_bridge(beam, shear=False, dt=8.0 * dt)
+        Bridge(biobullet.load_model(beam), dt=8.0 * dt, shear=False)

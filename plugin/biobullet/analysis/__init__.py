@@ -4,5 +4,5 @@ poincare      Poincaré (stroboscopic) samples at t = nT, period-n classificatio
 spectrum      amplitude spectra over windows of 6mT (subharmonics 1/2, 1/3 on exact bins), subharmonic content
 
 energy        energy/work balance residual E(t) − E(0) − W(t)
-plots         spectrum-vs-parameter map, Poincaré bifurcation plot, knee vs reference (matplotlib Agg)
+plots         the spectrum-vs-parameter map (matplotlib Agg)
 """

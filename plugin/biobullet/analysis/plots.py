@@ -1,25 +1,15 @@
-"""Plots of the gait study (paper 003 Figs. 8–13 style). Matplotlib is imported inside the functions and
-drawn with the Agg canvas on a bare Figure (no pyplot, no global backend change). Each function writes
-`path` (format from the suffix) and returns it.
+"""The spectrum-vs-parameter map of the gait study (paper 003 Fig. 11 style). Matplotlib is imported inside the
+function and drawn with the Agg canvas on a bare Figure (no pyplot, no global backend change); it writes `path`
+(format from the suffix) and returns it.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from biobullet.core.atomic import save_figure
-
-
-def _figure(size: tuple[float, float]) -> Any:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplitudes: np.ndarray,
@@ -32,7 +22,9 @@ def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplit
     amplitudes: (n_p, n_f). floor: lower end of the colour scale (default 1e-4 × max amplitude).
     Dashed lines mark the subharmonics 1/3 and 1/2.
     """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
 
     p = np.asarray(parameters, dtype=float)
     f = np.asarray(frequency, dtype=float)
@@ -46,7 +38,8 @@ def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplit
                          f"{rows.size} row(s) in all)")
     top = float(np.max(a[:, keep])) if np.any(keep) else 1.0
     low = floor if floor is not None else 1e-4 * top
-    fig = _figure((7.0, 4.2))
+    fig = Figure(figsize=(7.0, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     mesh = ax.pcolormesh(p, f[keep], np.clip(a[:, keep].T, low, None), shading="nearest",
                          norm=LogNorm(vmin=low, vmax=max(top, low * 10)), cmap="viridis")
@@ -54,8 +47,4 @@ def plot_spectrum_map(parameters: Sequence[float], frequency: np.ndarray, amplit
         ax.axhline(sub, color="w", lw=0.6, ls="--", alpha=0.7)
     fig.colorbar(mesh, ax=ax, label="amplitude")
     ax.set(xlabel=parameter_label, ylabel="frequency / (1/T)", title=title)
-    return _save(fig, path)
-
-
-def _save(fig: Any, path: str | Path) -> Path:
     return save_figure(fig, path, dpi=120)

@@ -7,17 +7,11 @@ Nothing heavy is imported until used.
 """
 from __future__ import annotations
 
+from biobullet.core.lazy import lazy_attributes
+
 __all__ = ["Bridge", "simulate", "simulate_bridge"]
 
-
-def __getattr__(name: str):
-    if name == "Bridge":
-        from biobullet.bridge.bridge import Bridge
-        return Bridge
-    if name == "simulate_bridge":
-        from biobullet.bridge.simulation import simulate_bridge
-        return simulate_bridge
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {"Bridge": ".bridge", "simulate_bridge": ".simulation"})
 
 
 def simulate(model, t_end: float, **options):

@@ -36,18 +36,6 @@ def stable_time_step(model, q0=None, fraction: float = 0.25) -> float:
     return fraction * 2.0 / highest_frequency(model, q0)
 
 
-def segmented_bridge(path: str | os.PathLike[str], *, segments=None, shear: bool | None = None, dt: float | None = None,
-                     client=None, air_damping: bool = True, **bridge_options):
-    """(Bridge, layouts) for the model file `path`: `Bridge(load_model(path), ...)`, which expands the
-    `<flexible>` links itself (kept for callers of the former separate loader). dt None: the bridge's default
-    (¼ of the explicit limit 2/ω_max); an unstable dt raises ModelError."""
-    from biobullet.bridge.bridge import Bridge
-    from biobullet.dynamics.api import model_from_file as load_model
-    bridge = Bridge(load_model(path), client, dt=dt, segments=segments, shear=shear, air_damping=air_damping,
-                    **bridge_options)
-    return bridge, bridge.layouts
-
-
 def centre_line(model, x: np.ndarray, layout) -> np.ndarray:
     """World positions (N+2, 3) of the expanded link's section points: x = 0, the N sections, x = L."""
     from biobullet.algorithms.kinematics import body_placements, frame_placement
@@ -60,33 +48,6 @@ def centre_line(model, x: np.ndarray, layout) -> np.ndarray:
         if k == len(names) - 1:
             pts.append(r @ np.array([b - a, 0.0, 0.0]) + p)
     return np.array(pts)
-
-
-
-
-# ----------------------------------------------------------------------------------------------- elastic-robot drop
-#: the paper-002 robot (floating planar base, `<flexible>` links, Hu–Guo + Ambrosio `<contact>`s at O1..O4)
-ELASTIC_ROBOT = "urdf/elastic_robot_3link.urdf"
-
-
-def _resolve(path: str | os.PathLike[str]) -> str:
-    """`path` as given if it exists; a relative path that does not is looked up under the repository root, and
-    `urdf/NAME` among the bundled models (installed package data)."""
-    from pathlib import Path
-    p = Path(path)
-    if p.exists() or p.is_absolute():
-        return str(p)
-    alt = Path(__file__).resolve().parents[3] / p
-    if alt.exists():
-        return str(alt)
-    if len(p.parts) == 2 and p.parts[0] == "urdf":
-        from biobullet.core.errors import ModelError
-        from biobullet.model.bundled import bundled_model
-        try:
-            return bundled_model(p.name)
-        except ModelError:
-            pass
-    return str(p)
 
 
 def ground_up(model, path: str | os.PathLike[str]) -> list:

@@ -15,6 +15,7 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, SourceRef, did_you_mean
 from biobullet.forces.compiled import joint_forces_kernel, pack_joint_forces, spring
 from biobullet.core.attributes import check_known_attributes, number, to_float, vector3
+from biobullet.core.attributes import name as link_name
 from biobullet.forces.base import ForceElement, ForceKernel, joint_element_name, joint_indices, register_force
 
 ZERO_LENGTH = 1e-12  # m: below this a spring's direction is undefined
@@ -107,14 +108,9 @@ class Spring(ForceElement):
         s, a = element.source, element.attributes
         check_known_attributes(s, a, {"name", "link_a", "xyz_a", "link_b", "xyz_b", "stiffness", "rest_length",
                                 "damping"})
-        for key in ("link_a", "link_b"):
-            if not a.get(key):
-                raise s.error(key, "missing required attribute", "the name of a <link>")
-            if a[key] not in model.link_names:
-                raise s.error(key, f"unknown link {a[key]!r}{did_you_mean(a[key], model.link_names)}",
-                              "the name of a <link> in this file")
-        name = a.get("name") or f"spring_{a['link_a']}_{a['link_b']}"
-        return cls(name, a["link_a"], vector3(s, a, "xyz_a"), a["link_b"], vector3(s, a, "xyz_b"),
+        link_a, link_b = (link_name(s, a, key, model.link_names, kind="link") for key in ("link_a", "link_b"))
+        name = a.get("name") or f"spring_{link_a}_{link_b}"
+        return cls(name, link_a, vector3(s, a, "xyz_a"), link_b, vector3(s, a, "xyz_b"),
                    number(s, a, "stiffness", non_negative=True), number(s, a, "rest_length", 0.0, non_negative=True),
                    number(s, a, "damping", 0.0, non_negative=True), source=s)
 

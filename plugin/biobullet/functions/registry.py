@@ -16,7 +16,7 @@ ENTRY_POINT_GROUP = "biobullet.joint_functions"
 
 
 def _builtins() -> None:
-    from biobullet.functions import builtin  # noqa: F401  (registers the built-in types)
+    from biobullet.functions import expression, fourier, linear, natural_spline, polynomial, spline  # noqa: F401
 
 
 JOINT_FUNCTIONS: PluginRegistry[type[JointFunction]] = PluginRegistry(

@@ -214,7 +214,7 @@ class CoordinateMap:
         elif all(_is_linear(r) for r in self.resolvers):
             self.kind = "affine"
             # θ = A q + b: evaluate the plan on the unit columns once
-            theta, gradient, _ = self._evaluate_plan_hessians(np.zeros(nq), 0.0, with_hessian=False)
+            theta, gradient, _ = self.evaluate_hessians(np.zeros(nq), 0.0, with_hessian=False)
             self.affine_matrix = readonly(np.ascontiguousarray(gradient[:, :nq]))
             self.affine_offset = readonly(theta.copy())
         else:
@@ -255,9 +255,6 @@ class CoordinateMap:
         Resolvers provide `resolve_hessians(theta, gradient, hessian, t)` (in place, like `resolve`; hessian None
         when `with_hessian` is False, then the Hessian returned is None too).
         """
-        return self._evaluate_plan_hessians(q, t, with_hessian=with_hessian)
-
-    def _evaluate_plan_hessians(self, q, t, *, with_hessian):
         n, nq = self.n_joints, self.nq
         theta, gradient = np.zeros(n), np.zeros((n, nq + 1))
         hessian = np.zeros((n, nq + 1, nq + 1)) if with_hessian else None

@@ -30,7 +30,6 @@ HOST = "127.0.0.1"
 VIEW_FOV = 50.0
 VIEW_ASPECT = 1.0
 PANEL_SHIFT = 0.45
-BASE_ANGLES = ("base_roll", "base_pitch", "base_yaw")   # the floating base's slider names (prefix "base")
 
 
 def load_view_model(path: str, *, floating_base: bool | None = None, segments: int = 6):
