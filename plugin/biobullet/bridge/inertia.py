@@ -51,6 +51,17 @@ def massless_links(before: dict[str, tuple], after: dict[str, tuple]) -> list[st
     return [name for name, values in after.items() if values[0] == 0.0 and before.get(name, values)[0] > 0.0]
 
 
+def _kept_inertia(name: str, mass: float, info, massless_root: bool) -> str:
+    """Why PyBullet keeps its own inertia of link `name` (model mass `mass`, kg; `info`: getDynamicsInfo) and the
+    values it keeps: the user reads how far the bridge's robot is from the file's (a massless root given PyBullet's
+    default 1 kg and unit moments moves unlike the file's robot, not by a step error)."""
+    moments = ", ".join(f"{value:.6g}" for value in info[2])
+    why = ("a massless floating root would make PyBullet's body static" if massless_root
+           else "its inertial frame (COM, principal axes), fixed at load time, does not fit the model's")
+    return (f"{name}: {why}; the model's {mass:.6g} kg, PyBullet's {info[0]:.6g} kg and principal moments "
+            f"{moments} kg·m²")
+
+
 def match_inertia(model, client: int, body: int, link_index: dict[str, int],
                   description=None) -> tuple[list[str], list[str]]:
     """Set PyBullet's mass and principal moments of every link whose inertia differs from the model's; returns the
@@ -63,6 +74,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
     description = model.description if description is None else description
     issue_links = {issue[0] for issue in description.inertia_issues}
     changed, missing, impossible, foreign = [], [], [], []
+    kept: list[str] = []   # per link of `impossible`: why, and the values PyBullet simulates instead
     for link in description.links:
         index = link_index.get(link.name)
         if index is None or (index < 0 and not model.floating_base):
@@ -88,6 +100,7 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
                 or (mass > 0 and float(np.abs(np.asarray(info[3]) - com).max()) > TOLERANCE * max(1.0, np.abs(com).max())
                     and link.inertial is not None):
             impossible.append(link.name)
+            kept.append(_kept_inertia(link.name, mass, info, index < 0 and mass == 0.0))
             continue
         p.changeDynamics(body, index, mass=mass, localInertiaDiagonal=np.diag(principal).tolist(),
                          physicsClientId=client)
@@ -104,7 +117,8 @@ def match_inertia(model, client: int, body: int, link_index: dict[str, int],
                       "to zero so that the bridge simulates the same robot", stacklevel=3)
     if impossible:
         warnings.warn(f"{model.file}: PyBullet cannot take the model's inertia of links {', '.join(impossible)} "
-                      "(its inertial frame is fixed at load time, and a massless floating base makes the body "
-                      "static); the bridge simulates PyBullet's values for them", stacklevel=3)
+                      f"({'; '.join(kept)}); the bridge simulates PyBullet's values for them: another robot than the "
+                      "reference engine's, whose runs differ from the bridge's by more than its step error",
+                      stacklevel=3)
     return changed, impossible
 
