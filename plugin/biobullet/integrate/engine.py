@@ -34,7 +34,8 @@ from biobullet.core import jit
 from biobullet.core.arguments import MAX_SAMPLES
 from biobullet.core.atomic import check_writable
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import ModelError, SolverError, did_you_mean, interrupted
+from biobullet.core.errors import (BiobulletError, EvaluationError, ModelError, SolverError, did_you_mean,
+                                   interrupted)
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
@@ -592,6 +593,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     runnable_check(model, "reference")   # (the CLI refused a <flexible> link; the Python call ran the rigid model)
     if model.nv == 0:
         raise nothing_to_simulate(model)
+    singular = time_function_finding(model, t0, t_end)
     chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
@@ -676,14 +678,35 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                   "simulate a shorter time, loosen rtol/atol (--rtol 1e-6), or raise the budget "
                                   "(max_evaluations=)", exc.t, exc.y)
             failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
+            if singular is not None:   # the element the run ran into, as the CLI names it before the run
+                failure = IntegrationError(f"{failure}; found before the run: "
+                                           f"{str(singular).removeprefix(f'{model.file}: ')}",
+                                           failure.t, failure.state, failure.trajectory, failure.partial_path)
             if interrupted(exc):   # Ctrl-C (inside a compiled kernel: numba's SystemError caused by it)
                 raise KeyboardInterrupt(failure) from exc
             if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
                 raise
             raise failure from None
+    if singular is not None:   # (the run went through it: its samples there may be meaningless)
+        import warnings
+        warnings.warn(f"{singular}; the run ended, but check its samples near that time", stacklevel=2)
     if out is not None:
         (trajectory.to_npz if str(out).lower().endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+def time_function_finding(model, t0: float, t_end: float) -> BiobulletError | None:
+    """The CLI's up-front check of the time-dependent joint functions and torques over [t0, t_end]
+    (`integrate.checks.time_function_check`: a pole, or a non-finite value at a sample): its error naming the
+    element (an EvaluationError where the function's own evaluation refuses), or None. `simulate` still runs, so
+    that a failure keeps its partial trajectory up to that time, and names the element in its IntegrationError
+    (the run's own cause is a runaway state or a step size collapse, which names no element)."""
+    from biobullet.integrate.checks import time_function_check
+    try:
+        time_function_check(model, t_end, t0)
+    except (ModelError, EvaluationError) as error:
+        return error
+    return None
 
 
 def _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds) -> None:

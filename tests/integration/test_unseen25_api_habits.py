@@ -1,0 +1,266 @@
+"""The public API as a control or learning engineer's code uses it (hunt20's probe): argument habits, copies of a
+model for worker processes, and the Python `simulate`'s naming of a time function it runs into.
+
+Defects these tests pin (each failed on main):
+- `pickle.dumps(model)` and `copy.deepcopy(model)` raised "TypeError: cannot pickle 'module' object" (and, for a model
+  with loops or force elements, "cannot pickle 'mappingproxy' object"): a model could not go to a
+  multiprocessing / dask worker; `copy.copy(model)` shared the original's workspace and compiled calls.
+- a ragged q (`[0.1, [0.2, 0.3]]`) was NumPy's bare "setting an array element with a sequence" ValueError;
+- `integrate_configuration` with a short v was a NumPy broadcast error, with NaN in q, v or dt a NaN result;
+  `normalize_configuration` of a q of the wrong length returned a wrongly normalised vector, of a NaN q a NaN;
+- `biobullet.simulate` ran into a time function's pole and failed naming a runaway state or SciPy's step size, not
+  the element the CLI names before its run.
+Behaviour users rely on and that was right already is pinned too: array kinds accepted by the public calls (against
+Pinocchio) and results kept in a list (a replay buffer) not overwritten by later calls.
+"""
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.core.errors import ModelError
+from hostile_cli import chain
+
+pin = pytest.importorskip("pinocchio")
+REPO = Path(__file__).resolve().parents[2]
+
+#: a floating base with two branches: revolute, prismatic on a skew axis, revolute; a revolute on the base
+ROBOT = """<robot name="probe">
+  <link name="base"><inertial><origin xyz="0.01 0.02 0.03"/><mass value="3"/>
+    <inertia ixx="0.2" ixy="0.01" ixz="0" iyy="0.25" iyz="0.02" izz="0.3"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0.1 0 0.2" rpy="0.1 0.2 0.3"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <link name="l1"><inertial><origin xyz="0 0.05 0.1"/><mass value="1.5"/>
+    <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.03" iyz="0" izz="0.02"/></inertial></link>
+  <joint name="j2" type="prismatic"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.3"/>
+    <axis xyz="0 0.6 0.8"/><limit lower="-1" upper="1" effort="10" velocity="10"/></joint>
+  <link name="l2"><inertial><origin xyz="0.02 0 0.05"/><mass value="0.8"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.005"/></inertial></link>
+  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0 0.1 0.1" rpy="0 0.5 0"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <link name="l3"><inertial><origin xyz="0 0 0.1"/><mass value="0.5"/>
+    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.005" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="j4" type="revolute"><parent link="base"/><child link="l4"/><origin xyz="-0.1 0 0.2"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
+  <link name="l4"><inertial><origin xyz="0.1 0 0"/><mass value="0.7"/>
+    <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.004" iyz="0" izz="0.005"/></inertial></link>
+  <biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/></biobullet>
+</robot>
+"""
+#: M, h, v̇ against Pinocchio on the same file, relative to the largest entry: both round off at ≈ 1e-15 of it, and
+#: v̇ = M⁻¹(τ − h) multiplies that by cond(M) (≈ 50 at these states)
+RELATIVE = 1e-13
+
+
+def _close(actual, expected) -> None:
+    expected = np.asarray(expected)
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=RELATIVE * max(1.0, float(np.abs(expected).max())))
+
+
+@pytest.fixture(scope="module")
+def robot(tmp_path_factory):
+    """(model, Pinocchio model, state sampler) of ROBOT; its joints are in Pinocchio's order (no reordering)."""
+    path = tmp_path_factory.mktemp("robot") / "probe.urdf"
+    path.write_text(ROBOT)
+    model = biobullet.load_model(path, joint_limits=False)
+    pin_model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    pin_model.gravity.linear = np.array([0.0, 0.0, -9.81])
+    assert [*pin_model.names][2:] == list(model.coordinate_names[7:]) and pin_model.nq == model.nq
+    return model, pin_model
+
+
+def _state(model, seed: int):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=model.nq)
+    q[3:7] /= np.linalg.norm(q[3:7])   # Pinocchio's free flyer: x y z, then the quaternion x y z w
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def _pinocchio(pin_model, q, v, tau):
+    """(M, h, v̇) by Pinocchio's crba, rnea and aba."""
+    data = pin_model.createData()
+    mass = pin.crba(pin_model, data, q)
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    return mass, pin.rnea(pin_model, data, q, v, np.zeros(pin_model.nv)), pin.aba(pin_model, data, q, v, tau)
+
+
+class _ArrayLike:
+    """What a torch tensor or a JAX array offers NumPy: `__array__` only."""
+
+    def __init__(self, values) -> None:
+        self.values = np.asarray(values)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values if dtype is None else self.values.astype(dtype)
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values = values.copy()
+    values.setflags(write=False)
+    return values
+
+
+ARRAY_KINDS = {
+    "list": list, "tuple": tuple, "column (n, 1)": lambda a: a[:, None], "row (1, n)": lambda a: a[None, :],
+    "strided view": lambda a: np.repeat(a, 2)[::2], "reversed view": lambda a: a[::-1].copy()[::-1],
+    "Fortran column": lambda a: np.asfortranarray(a[:, None]), "read-only": _read_only, "__array__": _ArrayLike,
+    "long double": lambda a: a.astype(np.longdouble),
+}
+
+
+@pytest.mark.parametrize("kind", ARRAY_KINDS)
+def test_every_array_kind_gives_pinocchios_numbers(robot, kind):
+    model, pin_model = robot
+    q, v, tau = _state(model, 1)
+    mass, bias, acceleration = _pinocchio(pin_model, q, v, tau)
+    as_kind = ARRAY_KINDS[kind]
+    for _ in range(2):   # the first call binds the compiled closures; the second goes through them
+        _close(model.mass_matrix(as_kind(q)), mass)
+        _close(model.bias_forces(as_kind(q), as_kind(v)), bias)
+        _close(model.forward_dynamics(as_kind(q), as_kind(v), as_kind(tau)), acceleration)
+
+
+def test_numpy_scalar_times_and_keywords_give_the_same_numbers(robot):
+    model, pin_model = robot
+    q, v, tau = _state(model, 2)
+    expected = _pinocchio(pin_model, q, v, tau)[2]
+    for t in (0.0, 0, np.float64(0.5), np.float32(0.5), np.int64(1), np.array(0.5)):
+        _close(model.forward_dynamics(q, v, tau, t), expected)
+        _close(model.forward_dynamics(q=q, v=v, tau=tau, t=t), expected)
+
+
+def test_results_kept_in_a_list_are_not_overwritten_by_later_calls(robot):
+    """A replay buffer keeps every call's result: each must stay the number of its own state (the closures reuse
+    a result array only when nothing else holds it)."""
+    model, pin_model = robot
+    states = [_state(model, seed) for seed in range(10, 16)]
+    masses, biases, accelerations, rows = [], [], [], []
+    for q, v, tau in states:
+        masses.append(model.mass_matrix(q))
+        rows.append(model.mass_matrix(q)[0])   # a view of a result: its base is held through it
+        biases.append(model.bias_forces(q, v))
+        accelerations.append(model.forward_dynamics(q, v, tau))
+    for (q, v, tau), mass, row, bias, acceleration in zip(states, masses, rows, biases, accelerations):
+        expected = _pinocchio(pin_model, q, v, tau)
+        _close(mass, expected[0])
+        _close(row, expected[0][0])
+        _close(bias, expected[1])
+        _close(acceleration, expected[2])
+
+
+def test_a_ragged_argument_is_one_error_naming_it(robot):
+    model, _ = robot
+    q, v, _ = _state(model, 3)
+    for call in (lambda: model.mass_matrix([0.1, [0.2, 0.3]]), lambda: model.forward_dynamics(q, [[1.0], 2.0]),
+                 lambda: model.joint_configuration([0.1, [0.2]]), lambda: model.normalize_configuration([1, [2]])):
+        with pytest.raises(ModelError, match="argument '[qv]' is not a vector of real numbers"):
+            call()
+
+
+def test_integrate_configuration_checks_its_arguments_and_matches_pinocchio(robot):
+    model, pin_model = robot
+    q, v, _ = _state(model, 4)
+    expected = pin.integrate(pin_model, q, v * 0.01)
+    np.testing.assert_allclose(model.integrate_configuration(list(q), tuple(v), 0.01), expected, rtol=0, atol=1e-14)
+    for arguments, name in (((q, v[:-1], 0.01), "v"), ((q[:-1], v, 0.01), "q"), ((q, np.r_[np.nan, v[1:]], 0.01), "v"),
+                            ((np.r_[q[:-1], np.inf], v, 0.01), "q"), ((q, v, float("nan")), "dt")):
+        with pytest.raises(ModelError, match=f"argument '{name}'"):
+            model.integrate_configuration(*arguments)
+
+
+def test_normalize_configuration_refuses_a_wrong_length_or_nan(robot):
+    model, _ = robot
+    q, _, _ = _state(model, 5)
+    q[3:7] *= 3.0
+    stack = np.stack([q, 2 * q])
+    unit = model.normalize_configuration(stack)
+    np.testing.assert_allclose(np.linalg.norm(unit[:, 3:7], axis=1), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(unit[:, 7:], stack[:, 7:])
+    for bad in (q[:-1], np.r_[q[:-1], np.nan], stack[:, :-1]):
+        with pytest.raises(ModelError, match="argument 'q'"):
+            model.normalize_configuration(bad)
+
+
+@pytest.mark.parametrize("duplicate", ["pickle", "deepcopy", "copy"])
+def test_a_model_copies_and_pickles_with_its_own_workspace(robot, duplicate):
+    """Worker processes receive models by pickle; each copy computes Pinocchio's numbers on its own buffers."""
+    model, pin_model = robot
+    make = {"pickle": lambda m: pickle.loads(pickle.dumps(m)), "deepcopy": copy.deepcopy, "copy": copy.copy}[duplicate]
+    q, v, tau = _state(model, 6)
+    model.forward_dynamics(q, v, tau)   # the original's compiled calls exist: the copy must not share them
+    other = make(model)
+    assert other.workspace is not model.workspace and other.coordinate_names == model.coordinate_names
+    q2, v2, tau2 = _state(model, 7)
+    mine, theirs = model.forward_dynamics(q, v, tau), other.forward_dynamics(q2, v2, tau2)   # interleaved
+    _close(mine, _pinocchio(pin_model, q, v, tau)[2])
+    _close(theirs, _pinocchio(pin_model, q2, v2, tau2)[2])
+
+
+def test_a_loop_model_and_added_force_elements_survive_a_pickle():
+    """The four-bar knee (a loop; its file's elements are read-only mappings) with a joint spring added in Python:
+    the copy's v̇ is the original's, and the copy's spring gives −k θ on its joint (by hand)."""
+    from biobullet.forces import add_force_element, force_elements
+    from biobullet.forces.elements import JointSpring
+    model = biobullet.load_model("fourbar_knee")
+    q, v = model.initial_state()
+    q, v = q + 0.2, v + 0.3
+    joint = model.coordinate_names[0]
+    add_force_element(model, JointSpring(name="extra", joint=joint, stiffness=3.0, rest=0.0))
+    other = pickle.loads(pickle.dumps(model))
+    _close(other.forward_dynamics(q, v), model.forward_dynamics(q, v))
+    spring = [element for element in force_elements(other) if element.name == "extra"]
+    assert len(spring) == 1 and spring[0] is not force_elements(model)[-1]
+    x = other.joint_configuration(q)
+    slot = other.joint_names.index(joint)
+    force = spring[0].generalized_force(other, x, np.zeros(other.n_tangent), 0.0)
+    assert force[slot] == pytest.approx(-3.0 * x[slot], rel=1e-15) and np.count_nonzero(force) == 1
+
+
+def _worker_mass(model, q):
+    return model.mass_matrix(q)
+
+
+def test_a_model_goes_to_a_worker_process(robot):
+    model, pin_model = robot
+    q, _, _ = _state(model, 8)
+    with ProcessPoolExecutor(1, mp_context=get_context("fork")) as pool:
+        mass = pool.submit(_worker_mass, model, q).result(timeout=600)
+    _close(mass, _pinocchio(pin_model, q, np.zeros(model.nv), np.zeros(model.nv))[0])
+
+
+@pytest.mark.parametrize("extension, element, pole", [
+    ('<joint_torque joint="j1" type="expression" expression="1/(t-0.1)"/>', '<joint_torque joint="j1">', 0.1),
+    ('<joint_function joint="j2" type="expression" inputs="j1" expression="sqrt(0.1 - t)"/>',
+     '<joint_function joint="j2">', 0.1),
+])
+def test_simulate_names_the_time_function_it_runs_into(tmp_path, extension, element, pole):
+    """The CLI names the element before its run; the Python call runs (its partial trajectory is kept) and names
+    it too. The pole and the domain's edge are at t = 0.1 s by the expressions themselves."""
+    from biobullet.integrate import IntegrationError
+    model = biobullet.load_model(chain(tmp_path, extension))
+    out = tmp_path / "run.csv"
+    with pytest.raises(IntegrationError) as info:
+        biobullet.simulate(model, 0.3, t_eval=np.linspace(0.0, 0.3, 7), out=out)
+    message = str(info.value)
+    assert element in message and "found before the run" in message
+    assert info.value.partial_path == str(out) + ".partial.csv"
+    times = np.loadtxt(info.value.partial_path, delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    assert times[0] == 0.0 and times[-1] <= pole + 1e-6
+
+
+def test_simulate_checks_time_functions_from_t0(tmp_path):
+    """A pole before the run's t0 is outside the run: no warning, no error (the check's interval starts at t0)."""
+    model = biobullet.load_model(chain(tmp_path, '<joint_torque joint="j1" type="expression" '
+                                                 'expression="0.01/(t-0.1)"/>'))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trajectory = biobullet.simulate(model, 0.3, t0=0.2, t_eval=np.linspace(0.2, 0.3, 3), progress=False)
+    assert trajectory.t[0] == 0.2 and trajectory.t[-1] == 0.3
