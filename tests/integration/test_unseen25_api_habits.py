@@ -264,3 +264,38 @@ def test_simulate_checks_time_functions_from_t0(tmp_path):
         warnings.simplefilter("error")
         trajectory = biobullet.simulate(model, 0.3, t0=0.2, t_eval=np.linspace(0.2, 0.3, 3), progress=False)
     assert trajectory.t[0] == 0.2 and trajectory.t[-1] == 0.3
+
+
+def test_the_gym_environment_is_registered_with_gymnasium():
+    """`gymnasium.make` of the demo's registered id gives the environment (the coupled KUKA written for it), which
+    passes Gymnasium's checker; its coupling q3 = 0.5 sin q2 + 0.2 q4², read from PyBullet's joint states and
+    evaluated here, holds to the bridge's 1e-6 rad under random actions through Gymnasium's wrappers."""
+    import importlib.util
+    import math
+    gymnasium = pytest.importorskip("gymnasium")
+    pybullet = pytest.importorskip("pybullet")
+    from gymnasium.utils.env_checker import check_env
+    spec = importlib.util.spec_from_file_location("gym_reach_registered", REPO / "demos" / "gym_reach.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    env_id = demo.register_env()
+    assert demo.register_env() == env_id == "biobullet/CoupledReach-v0"   # a second registration is a no-op
+    env = gymnasium.make(env_id, steps=30)
+    try:
+        assert env.spec.id == env_id
+        check_env(env.unwrapped, skip_render_check=True)
+        env.reset(seed=4)
+        env.action_space.seed(4)
+        base = env.unwrapped
+        ids = {pybullet.getJointInfo(base.bridge.body, j, physicsClientId=base.client)[1].decode(): j
+               for j in range(pybullet.getNumJoints(base.bridge.body, physicsClientId=base.client))}
+        truncated, steps = False, 0
+        while not truncated:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+            q2, q3, q4 = (pybullet.getJointState(base.bridge.body, ids[f"lbr_iiwa_joint_{k}"],
+                                                 physicsClientId=base.client)[0] for k in (2, 3, 4))
+            assert not terminated and abs(q3 - (0.5 * math.sin(q2) + 0.2 * q4 * q4)) <= 1e-6
+        assert steps == 30
+    finally:
+        env.close()
