@@ -299,3 +299,18 @@ def test_the_gym_environment_is_registered_with_gymnasium():
         assert steps == 30
     finally:
         env.close()
+
+
+def test_float32_sample_times_and_text_sample_times(robot):
+    """np.float32(0.1) = 0.10000000149 is past t_end = 0.1 by its rounding: it was refused with "times within
+    [0, 0.1]" (the user's times are); now it is the run's end. Text ("0.1") was read as a time; now refused. The
+    samples are the run's state at those times: the float64 run's, bit for bit."""
+    model, _ = robot
+    single = biobullet.simulate(model, 0.1, t_eval=np.array([0.0, 0.05, 0.1], dtype=np.float32), progress=False)
+    double = biobullet.simulate(model, 0.1, t_eval=np.array([0.0, np.float32(0.05), 0.1]), progress=False)
+    assert single.t[-1] == 0.1 and single.t[1] == double.t[1]
+    np.testing.assert_array_equal(single.positions, double.positions)
+    with pytest.raises(ModelError, match=r"t_eval is not an array of times"):
+        biobullet.simulate(model, 0.1, t_eval=["0", "0.1"], progress=False)
+    with pytest.raises(ModelError, match=r"t_eval\[2\] = 0\.05 is not after the time before it"):
+        biobullet.simulate(model, 0.1, t_eval=[0.0, 0.05, 0.05, 0.1], progress=False)

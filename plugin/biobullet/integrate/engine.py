@@ -943,20 +943,42 @@ def _action_on_state(system: System, event):
 
 
 def _sample_times(t_eval, t0: float, t_end: float):
+    """The output times of `t_eval` (None: DEFAULT_SAMPLES uniform ones; "steps": None, every accepted step), or a
+    ModelError naming t_eval and its first wrong entry. Times of a lower-precision float array (float32) within its
+    rounding of t0 or t_end are taken as t0 or t_end: np.float32(0.1) is 0.10000000149, past a run's t_end = 0.1."""
     if t_eval is None:
         return np.linspace(t0, t_end, DEFAULT_SAMPLES)
     if isinstance(t_eval, str):
         if t_eval != "steps":
             raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
         return None
-    samples = np.asarray(t_eval, dtype=float).reshape(-1)
+    try:
+        given = np.asarray(t_eval)
+    except (TypeError, ValueError):   # (a ragged nesting)
+        given = np.asarray(None)
+    if given.dtype.kind not in "biuf":   # (text was read as numbers, None was a bare TypeError)
+        raise ModelError(f"t_eval is not an array of times (got {type(t_eval).__name__} of {given.dtype})",
+                         attribute="t_eval", expected=f"times in [{t0:g}, {t_end:g}] s, or \"steps\"")
+    samples = given.astype(float).reshape(-1)
     if samples.size > MAX_SAMPLES:   # (10⁸ samples of a 7-joint arm: the run was killed for memory at its end)
         raise ModelError(f"t_eval holds {samples.size:,} times", attribute="t_eval",
                          expected=f"at most {MAX_SAMPLES:,} samples (the CLI's limit)")
-    if samples.size == 0 or not np.all(np.isfinite(samples)) or np.any(np.diff(samples) <= 0) \
-            or samples[0] < t0 or samples[-1] > t_end:
-        raise ModelError("t_eval must be strictly increasing finite times within [t0, t_end]", attribute="t_eval",
-                         expected=f"times in [{t0:g}, {t_end:g}]")
+    if given.dtype.kind == "f" and given.dtype.itemsize < 8:
+        rounding = 2 * float(np.finfo(given.dtype).eps) * max(abs(t0), abs(t_end), 1.0)
+        samples[np.abs(samples - t0) <= rounding] = t0
+        samples[np.abs(samples - t_end) <= rounding] = t_end
+    wrong = np.flatnonzero(~np.isfinite(samples) | (samples < t0) | (samples > t_end)
+                           | np.r_[False, np.diff(samples) <= 0])
+    if samples.size == 0 or wrong.size:
+        if samples.size == 0:
+            what = " is empty"
+        else:
+            k = int(wrong[0])
+            value = float(samples[k])
+            what = f"[{k}] = {value!r} is " + ("not finite" if not np.isfinite(value) else "outside [t0, t_end]"
+                                               if not t0 <= value <= t_end else "not after the time before it")
+        raise ModelError(f"t_eval must be strictly increasing finite times within [t0, t_end]: t_eval{what}",
+                         attribute="t_eval", expected=f"times in [{t0:g}, {t_end:g}]")
     return samples
 
 
