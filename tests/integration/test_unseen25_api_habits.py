@@ -314,3 +314,26 @@ def test_float32_sample_times_and_text_sample_times(robot):
         biobullet.simulate(model, 0.1, t_eval=["0", "0.1"], progress=False)
     with pytest.raises(ModelError, match=r"t_eval\[2\] = 0\.05 is not after the time before it"):
         biobullet.simulate(model, 0.1, t_eval=[0.0, 0.05, 0.05, 0.1], progress=False)
+
+
+@pytest.mark.parametrize("call", ["joint_configuration", "joint_positions", "coordinate_gradient", "joint_state_view",
+                                  "generalized_forces"])
+def test_every_call_taking_t_names_a_wrong_t(tmp_path, call):
+    """On a model whose joint function depends on t: text ("0.5") was read as a time, a flag as 1 s, None or a list
+    was a bare TypeError; `mass_matrix` and `joint_state` named t already. A NumPy scalar t gives the float's
+    numbers (θ₂ = 0.3 sin 2t + 0.5 θ₁ by hand)."""
+    model = biobullet.load_model(chain(tmp_path, '<joint_function joint="j2" type="expression" inputs="j1" '
+                                                 'expression="0.3*sin(2*t) + 0.5*j1"/>'))
+    q, v = np.array([0.3]), np.array([0.1])
+    run = {"joint_configuration": lambda t: model.joint_configuration(q, t),
+           "joint_positions": lambda t: model.joint_positions(q, t),
+           "coordinate_gradient": lambda t: model.coordinate_gradient(q, t)[0],
+           "joint_state_view": lambda t: model.joint_state_view(q, v, t)[0],
+           "generalized_forces": lambda t: model.generalized_forces(np.array([1.0, 2.0]), q, t)}[call]
+    for t in ("0.5", None, [0.5], True):
+        with pytest.raises(ModelError, match="argument 't'"):
+            run(t)
+    if call != "generalized_forces":
+        np.testing.assert_allclose(run(np.float32(0.25)), [0.3, 0.3 * np.sin(0.5) + 0.15], rtol=0, atol=1e-15)
+    else:   # Q = Gᵀ τ = τ₁ + 0.5 τ₂
+        np.testing.assert_allclose(run(np.float32(0.25)), [2.0], rtol=0, atol=1e-15)

@@ -172,13 +172,13 @@ class Model:
     def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Tree configuration x = [base pose?, θ] for generalized positions q."""
         q = self.checked("q", q, self.nq)
-        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], time_argument(t))
         return np.concatenate([q[:self._base_q], jets.theta])
 
     def joint_positions(self, q, t: float = 0.0) -> np.ndarray:
         """Every joint coordinate θ (URDF joint order) for generalized positions q at time t."""
         q = self.checked("q", q, self.nq)
-        return self.coordinate_map.evaluate(q[self._base_q:], t).theta
+        return self.coordinate_map.evaluate(q[self._base_q:], time_argument(t)).theta
 
     def joint_state(self, q, v, t: float = 0.0):
         """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
@@ -195,6 +195,8 @@ class Model:
         Returned arrays may alias q and v (identity map) or be shared read-only (G of linear joint functions,
         constant): do not modify them.
         """
+        if type(t) is not float:   # (the engine passes floats; text, None, a list or a flag: one error naming t)
+            t = time_argument(t)
         cmap = self.coordinate_map
         kind = cmap.kind
         bq, bv = self._base_q, self._base_v
@@ -235,7 +237,7 @@ class Model:
     def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(x, G) without rates."""
         q = self.checked("q", q, self.nq)
-        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], time_argument(t))
         return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
 
     def _full_gradient(self, gradient: np.ndarray) -> np.ndarray:
