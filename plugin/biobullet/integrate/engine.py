@@ -702,7 +702,8 @@ def time_function_finding(model, t0: float, t_end: float) -> BiobulletError | No
     (the run's own cause is a runaway state or a step size collapse, which names no element)."""
     from biobullet.integrate.checks import time_function_check
     try:
-        time_function_check(model, t_end, t0)
+        with jit.uncompiled():   # (as the CLI's check: nothing compiles before the run's cold start decides)
+            time_function_check(model, t_end, t0)
     except (ModelError, SolverError) as error:   # (a function's own evaluation may refuse: SolverError)
         return error
     except Exception:  # noqa: BLE001  (a plug-in's own exception at a sample: the run meets and reports it)
