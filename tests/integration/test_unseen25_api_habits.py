@@ -32,29 +32,35 @@ from hostile_cli import chain
 pin = pytest.importorskip("pinocchio")
 REPO = Path(__file__).resolve().parents[2]
 
-#: a floating base with two branches: revolute, prismatic on a skew axis, revolute; a revolute on the base
-ROBOT = """<robot name="probe">
-  <link name="base"><inertial><origin xyz="0.01 0.02 0.03"/><mass value="3"/>
-    <inertia ixx="0.2" ixy="0.01" ixz="0" iyy="0.25" iyz="0.02" izz="0.3"/></inertial></link>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0.1 0 0.2" rpy="0.1 0.2 0.3"/>
-    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
-  <link name="l1"><inertial><origin xyz="0 0.05 0.1"/><mass value="1.5"/>
-    <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.03" iyz="0" izz="0.02"/></inertial></link>
-  <joint name="j2" type="prismatic"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.3"/>
-    <axis xyz="0 0.6 0.8"/><limit lower="-1" upper="1" effort="10" velocity="10"/></joint>
-  <link name="l2"><inertial><origin xyz="0.02 0 0.05"/><mass value="0.8"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.005"/></inertial></link>
-  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0 0.1 0.1" rpy="0 0.5 0"/>
-    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
-  <link name="l3"><inertial><origin xyz="0 0 0.1"/><mass value="0.5"/>
-    <inertia ixx="0.004" ixy="0" ixz="0" iyy="0.005" iyz="0" izz="0.002"/></inertial></link>
-  <joint name="j4" type="revolute"><parent link="base"/><child link="l4"/><origin xyz="-0.1 0 0.2"/>
-    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint>
-  <link name="l4"><inertial><origin xyz="0.1 0 0"/><mass value="0.7"/>
-    <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.004" iyz="0" izz="0.005"/></inertial></link>
-  <biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/></biobullet>
-</robot>
-"""
+#: a floating base with two branches: revolute, prismatic on a skew axis, revolute; a revolute on the base.
+#: Per link: (name, COM, mass, inertia ixx iyy izz ixy ixz iyz); per joint: (name, type, parent, child, origin xyz,
+#: origin rpy, axis)
+LINKS = [("base", "0.01 0.02 0.03", 3.0, "0.2 0.25 0.3 0.01 0 0.02"),
+         ("l1", "0 0.05 0.1", 1.5, "0.02 0.03 0.02 0 0.001 0"), ("l2", "0.02 0 0.05", 0.8, "0.01 0.012 0.005 0 0 0"), ("l3", "0 0 0.1", 0.5, "0.004 0.005 0.002 0 0 0"),
+         ("l4", "0.1 0 0", 0.7, "0.003 0.004 0.005 0 0 0")]
+JOINTS = [("j1", "revolute", "base", "l1", "0.1 0 0.2", "0.1 0.2 0.3", "0 1 0"),
+          ("j2", "prismatic", "l1", "l2", "0 0 0.3", "0 0 0", "0 0.6 0.8"),
+          ("j3", "revolute", "l2", "l3", "0 0.1 0.1", "0 0.5 0", "1 0 0"),
+          ("j4", "revolute", "base", "l4", "-0.1 0 0.2", "0 0 0", "0 0 1")]
+
+
+INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+
+
+def _robot_text() -> str:
+    links = "".join(
+        f'<link name="{name}"><inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia '
+        + " ".join(f'{key}="{value}"' for key, value in zip(INERTIA_KEYS, inertia.split()))
+        + "/></inertial></link>\n" for name, com, mass, inertia in LINKS)
+    joints = "".join(
+        f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/><origin xyz="{xyz}" '
+        f'rpy="{rpy}"/><axis xyz="{axis}"/><limit lower="-1" upper="1" effort="10" velocity="10"/></joint>\n'
+        for name, kind, parent, child, xyz, rpy, axis in JOINTS)
+    return (f'<robot name="probe">\n{links}{joints}<biobullet version="1"><gravity xyz="0 0 -9.81"/>'
+            '<base type="floating"/></biobullet>\n</robot>\n')
+
+
+ROBOT = _robot_text()
 #: M, h, v̇ against Pinocchio on the same file, relative to the largest entry: both round off at ≈ 1e-15 of it, and
 #: v̇ = M⁻¹(τ − h) multiplies that by cond(M) (≈ 50 at these states)
 RELATIVE = 1e-13
