@@ -343,3 +343,21 @@ def test_every_call_taking_t_names_a_wrong_t(tmp_path, call):
         np.testing.assert_allclose(run(np.float32(0.25)), [0.3, 0.3 * np.sin(0.5) + 0.15], rtol=0, atol=1e-15)
     else:   # Q = Gᵀ τ = τ₁ + 0.5 τ₂
         np.testing.assert_allclose(run(np.float32(0.25)), [2.0], rtol=0, atol=1e-15)
+
+
+def _worker_run(model, t_end: float):
+    return biobullet.simulate(model, t_end, t_eval=np.linspace(0.0, t_end, 5), progress=False)
+
+
+def test_a_trajectory_comes_back_from_a_worker_process(robot):
+    """dask and multiprocessing return a worker's Trajectory by pickle, with its model (it pickled the module of the
+    model's dynamics: TypeError). Its samples are the parent's run, and its accelerations M⁻¹(−h) at a sample are
+    Pinocchio's aba there."""
+    model, pin_model = robot
+    with ProcessPoolExecutor(1, mp_context=get_context("fork")) as pool:
+        remote = pool.submit(_worker_run, model, 0.05).result(timeout=600)
+    local = _worker_run(model, 0.05)
+    np.testing.assert_array_equal(remote.positions, local.positions)
+    np.testing.assert_array_equal(remote.velocities, local.velocities)
+    q, v = remote.q[-1], remote.v[-1]
+    _close(remote.accelerations(generalized=True)[-1], _pinocchio(pin_model, q, v, np.zeros(model.nv))[2])
