@@ -361,3 +361,16 @@ def test_a_trajectory_comes_back_from_a_worker_process(robot):
     np.testing.assert_array_equal(remote.velocities, local.velocities)
     q, v = remote.q[-1], remote.v[-1]
     _close(remote.accelerations(generalized=True)[-1], _pinocchio(pin_model, q, v, np.zeros(model.nv))[2])
+
+
+def test_a_bridge_refuses_to_be_copied_or_pickled():
+    """copy.copy(bridge) shared the original's PyBullet body (two bridges stepping and closing one body); pickle
+    said "cannot pickle 'module' object". Now one TypeError saying what to pickle instead; the bridge is unharmed."""
+    pytest.importorskip("pybullet")
+    model = biobullet.load_model("arm7")
+    with biobullet.Bridge(model) as bridge:
+        for duplicate in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be copied or pickled; pickle the model"):
+                duplicate(bridge)
+        bridge.step()
+        assert bridge.time > 0.0
