@@ -7,7 +7,7 @@ Defects these tests pin (each failed on main):
   multiprocessing / dask worker; `copy.copy(model)` shared the original's workspace and compiled calls.
 - a ragged q (`[0.1, [0.2, 0.3]]`) was NumPy's bare "setting an array element with a sequence" ValueError;
 - `integrate_configuration` with a short v was a NumPy broadcast error, with NaN in q, v or dt a NaN result;
-  `normalize_configuration` of a q of the wrong length returned a wrongly normalised vector, of a NaN q a NaN;
+  `normalize_configuration` of a q of the wrong length returned a vector normalised at the wrong entries;
 - `biobullet.simulate` ran into a time function's pole and failed naming a runaway state or SciPy's step size, not
   the element the CLI names before its run.
 Behaviour users rely on and that was right already is pinned too: array kinds accepted by the public calls (against
@@ -182,7 +182,7 @@ def test_integrate_configuration_checks_its_arguments_and_matches_pinocchio(robo
             model.integrate_configuration(*arguments)
 
 
-def test_normalize_configuration_refuses_a_wrong_length_or_nan(robot):
+def test_normalize_configuration_refuses_a_wrong_length(robot):
     model, _ = robot
     q, _, _ = _state(model, 5)
     q[3:7] *= 3.0
@@ -190,8 +190,8 @@ def test_normalize_configuration_refuses_a_wrong_length_or_nan(robot):
     unit = model.normalize_configuration(stack)
     np.testing.assert_allclose(np.linalg.norm(unit[:, 3:7], axis=1), 1.0, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(unit[:, 7:], stack[:, 7:])
-    for bad in (q[:-1], np.r_[q[:-1], np.nan], stack[:, :-1]):
-        with pytest.raises(ModelError, match="argument 'q'"):
+    for bad in (q[:-1], stack[:, :-1], 1.0):
+        with pytest.raises(ModelError, match="argument 'q' has"):
             model.normalize_configuration(bad)
 
 

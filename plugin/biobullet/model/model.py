@@ -414,19 +414,20 @@ class Model:
 
     def normalize_configuration(self, q) -> np.ndarray:
         """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length; q may also be a
-        stack of configurations (..., nq), each normalised (trajectory post-processing). ModelError naming the joint
-        for a quaternion that has no unit length (zero, or its squares overflow)."""
+        stack of configurations (..., nq), each normalised (trajectory post-processing), or the tree's x (n_config).
+        ModelError naming the joint for a quaternion that has no unit length (zero, or its squares overflow), and
+        naming q for a wrong size."""
         q_in = q
         try:
-            stack = np.ndim(q) > 1
-        except ValueError:   # (a ragged nesting: `checked` names it)
-            stack = False
-        q = np.array(q, dtype=float) if stack else self.checked("q", q, self.nq)
-        if q.shape[-1:] != self._q_shape or not np.all(np.isfinite(q)):   # (a stack: its rows checked as one)
-            raise ModelError(f"argument 'q' is not a stack of finite configurations of {self.nq} entries (got shape "
-                             f"{q.shape}{'' if q.shape[-1:] != self._q_shape else ', with NaN or infinite values'})",
-                             file=self.file, expected=f"(..., {self.nq}) finite floats")
-        q = q.copy()
+            q = np.array(q, dtype=float)
+        except (TypeError, ValueError):   # (a ragged nesting, text: `checked` names it)
+            self.checked("q", q, self.nq)
+            raise
+        # the size only (a short q was normalised at the wrong entries); NaN stays NaN: the engine's state split
+        # takes a runaway trial state through here, and its NaN rejects that step (a refusal would end the run)
+        if q.ndim == 0 or q.shape[-1] not in (self.nq, self.n_config):
+            raise ModelError(f"argument 'q' has shape {q.shape}", file=self.file,
+                             expected=f"({self.nq},) or a stack (..., {self.nq}) of configurations")
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # (reported below)
             for body in self._multi_dof_bodies:
                 k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
