@@ -374,3 +374,20 @@ def test_a_bridge_refuses_to_be_copied_or_pickled():
                 duplicate(bridge)
         bridge.step()
         assert bridge.time > 0.0
+
+
+def test_the_public_calls_keep_their_signature_after_the_first_call(robot):
+    """After the first call the model's calls are compiled closures; their signature said (self, q, v, …), so
+    `inspect.signature(model.forward_dynamics).bind(q, v)` bound q to self and v to q (a wrapper framework's or an
+    IDE's view of the call). Bound by that signature, the call gives Pinocchio's numbers."""
+    import inspect
+    model, pin_model = robot
+    q, v, tau = _state(model, 9)
+    model.forward_dynamics(q, v, tau)
+    model.mass_matrix(q)
+    model.bias_forces(q, v)
+    for name, first in (("forward_dynamics", ["q", "v", "tau", "t"]), ("mass_matrix", ["q", "t"]),
+                        ("bias_forces", ["q", "v", "t"])):
+        assert list(inspect.signature(getattr(model, name)).parameters)[:len(first)] == first
+    bound = inspect.signature(model.forward_dynamics).bind(q, v, tau)
+    _close(model.forward_dynamics(*bound.args, **bound.kwargs), _pinocchio(pin_model, q, v, tau)[2])

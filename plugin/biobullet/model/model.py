@@ -293,7 +293,12 @@ class Model:
         of three) become this model's instance attributes, so a control loop's call skips these methods; the
         closures fall back to them for anything but the plain case."""
         if "forward_dynamics" not in self.__dict__:
-            self.__dict__.update(self.workspace.public_calls(self))
+            calls = self.workspace.public_calls(self)
+            if calls:
+                from inspect import signature
+                for name, call in calls.items():   # help() and inspect.signature(...).bind: the bound method's
+                    call.__signature__ = signature(getattr(type(self), name).__get__(self))   # parameters, no self
+            self.__dict__.update(calls)
 
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None,
                     out: np.ndarray | None = None) -> np.ndarray:
