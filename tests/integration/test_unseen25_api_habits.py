@@ -391,3 +391,30 @@ def test_the_public_calls_keep_their_signature_after_the_first_call(robot):
         assert list(inspect.signature(getattr(model, name)).parameters)[:len(first)] == first
     bound = inspect.signature(model.forward_dynamics).bind(q, v, tau)
     _close(model.forward_dynamics(*bound.args, **bound.kwargs), _pinocchio(pin_model, q, v, tau)[2])
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"formulation": "multipliers", "baumgarte": "x"}, "argument 'baumgarte': is 'x'"),   # was: fails at t = 0
+    ({"formulation": "multipliers", "baumgarte": -1}, "argument 'baumgarte': is -1"),   # was: a bare TypeError
+    ({"formulation": "multipliers", "baumgarte": (20.0, -1.0)}, "two finite gains"),
+    ({"baumgarte": (20.0, 20.0)}, "no constraint drift to correct"),   # was: ignored
+    ({"excitations": 0.5}, "argument 'excitations': .* no muscles"),   # was: ignored
+])
+def test_simulate_names_options_it_would_ignore_or_fail_on(options, message):
+    model = biobullet.load_model("fourbar_knee")
+    with pytest.raises(ModelError, match=message):
+        biobullet.simulate(model, 0.01, progress=False, **options)
+
+
+def test_simulate_takes_a_single_event_as_a_list_of_one(tmp_path):
+    """`events=f` was "'function' object is not iterable". The two-link chain released at j1 = 0.5 rad swings
+    down: a terminal event at j1 = 0.25 rad stops the run there (located to the event tolerance), as `events=[f]`."""
+    model = biobullet.load_model(chain(tmp_path))
+
+    def crossing(t, x, xd):
+        return x[0] - 0.25
+    crossing.terminal = True
+    single = biobullet.simulate(model, 2.0, events=crossing, initial={"j1": 0.5}, progress=False)
+    listed = biobullet.simulate(model, 2.0, events=[crossing], initial={"j1": 0.5}, progress=False)
+    assert len(single.events) == 1 and single.events[0][1] == listed.events[0][1] < 2.0
+    assert single.positions[-1][0] == pytest.approx(0.25, abs=1e-9)

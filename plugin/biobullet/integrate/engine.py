@@ -552,8 +552,9 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
     t_eval: sample times (dense output); default 1001 uniform points on [t0, t_end]; "steps" = every accepted step.
     initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
-    events: Event objects or callables g(t, x, ẋ) (attributes `terminal`, `direction` honoured), added to the
-    force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
+    events: Event objects or callables g(t, x, ẋ), one or a list (attributes `terminal`, `direction` honoured), added
+    to the force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
+    baumgarte: drift-correction gains (α, β) ≥ 0 of formulation="multipliers" (refused for the reduced ones).
     progress: None = tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
     out: write the trajectory there (.npz, else CSV); on failure `out + ".partial.csv"` is written.
     error_control: "joints" (default) = with a reduced formulation, the loop-dependent joints' positions and rates
@@ -583,6 +584,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if activations is not None and excitations is None:   # (were ignored: `activations="x"` ran)
         raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
                          argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
+    baumgarte, events = _run_options(model, baumgarte, excitations, events)
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))
@@ -607,6 +609,11 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
+    if baumgarte is not None and not _joint_space(formulation):
+        from biobullet.dynamics.formulation import DEFAULT_FORMULATION
+        raise ModelError(f"baumgarte gains {baumgarte} given, but the {formulation or DEFAULT_FORMULATION!r} "
+                         "formulation has no constraint drift to correct (they were ignored)", argument="baumgarte",
+                         expected="formulation='multipliers' (the joint-space DAE), or no baumgarte")
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
                                          "excitations": excitations,
                                          "activations": activations, "python_start_seconds": python_start_seconds,
@@ -709,6 +716,36 @@ def time_function_finding(model, t0: float, t_end: float) -> BiobulletError | No
     except Exception:  # noqa: BLE001  (a plug-in's own exception at a sample: the run meets and reports it)
         return None
     return None
+
+
+def _run_options(model, baumgarte, excitations, events) -> tuple:
+    """(baumgarte as a pair of floats or None, events as a list): ModelError naming `baumgarte` unless it is two
+    finite gains ≥ 0 (α, β) ("x" failed at t = 0 with "not enough values to unpack", -1 was a bare TypeError), or
+    `excitations` for a model without muscles (they were ignored); a single event is taken as a list of one
+    (`events=f` was "'function' object is not iterable")."""
+    from biobullet.core.events import Event
+    if baumgarte is not None:
+        try:
+            pair = () if isinstance(baumgarte, (str, bytes)) else \
+                tuple(float(value) for value in baumgarte if not isinstance(value, (str, bytes, bool)))
+        except (TypeError, ValueError):
+            pair = ()
+        if len(pair) != 2 or not all(math.isfinite(gain) and gain >= 0 for gain in pair):
+            raise ModelError(f"is {baumgarte!r:.40}", argument="baumgarte",
+                             expected="two finite gains (α, β) ≥ 0 in 1/s, e.g. (20.0, 20.0)")
+        baumgarte = pair
+    if excitations is not None and not model.description.muscles:
+        raise ModelError("excitations given, but the model has no muscles (they would be ignored)",
+                         file=model.file, argument="excitations", expected="a model with <muscle> elements, or none")
+    if events is not None and (callable(events) or isinstance(events, Event)):
+        events = [events]
+    return baumgarte, events
+
+
+def _joint_space(formulation: str | None) -> bool:
+    """Whether the named formulation integrates the tree's (x, ẋ) (a DAE with constraint drift: `multipliers`)."""
+    from biobullet.dynamics.formulation import JOINT, get_formulation
+    return formulation is not None and get_formulation(formulation).state_space == JOINT
 
 
 def _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds) -> None:
