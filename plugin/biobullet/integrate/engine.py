@@ -554,7 +554,8 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
     events: Event objects or callables g(t, x, ẋ), one or a list (attributes `terminal`, `direction` honoured), added
     to the force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
-    baumgarte: drift-correction gains (α, β) ≥ 0 of a joint-space formulation (multipliers; refused for the reduced ones).
+    baumgarte: drift-correction gains (α, β) ≥ 0 of a joint-space formulation (multipliers; refused for the
+    reduced ones).
     progress: None = tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
     out: write the trajectory there (.npz, else CSV); on failure `out + ".partial.csv"` is written.
     error_control: "joints" (default) = with a reduced formulation, the loop-dependent joints' positions and rates
