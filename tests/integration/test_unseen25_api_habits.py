@@ -9,7 +9,13 @@ Defects these tests pin (each failed on main):
 - `integrate_configuration` with a short v was a NumPy broadcast error, with NaN in q, v or dt a NaN result;
   `normalize_configuration` of a q of the wrong length returned a vector normalised at the wrong entries;
 - `biobullet.simulate` ran into a time function's pole and failed naming a runaway state or SciPy's step size, not
-  the element the CLI names before its run.
+  the element the CLI names before its run; float32 `t_eval` ending at t_end was refused as outside [0, t_end], text
+  read as times; `baumgarte` "x" failed at t = 0 (-1: a bare TypeError) and was ignored by the reduced
+  formulations, `excitations` on a model without muscles ignored; `events=f` was "not iterable";
+- a worker's Trajectory could not be pickled back (its model); `copy.copy(bridge)` shared the PyBullet body;
+- the calls taking t read text as a time and a flag as 1 s (None or a list: bare TypeErrors); after the first
+  call `inspect.signature(model.forward_dynamics)` began with self;
+- the gym demo's environment was not registered with Gymnasium.
 Behaviour users rely on and that was right already is pinned too: array kinds accepted by the public calls (against
 Pinocchio) and results kept in a list (a replay buffer) not overwritten by later calls.
 """
