@@ -6,6 +6,9 @@ URDF limits; the dependent joint follows); actions are normalized generalized to
 coordinates (a = ±1 gives `max_acceleration` at the initial pose; outside the box clipped, a wrong length or NaN
 refused), the observation is (q, v, target). The environment passes Gymnasium's own `check_env`; a proportional
 policy runs a few episodes and the coupling's residual, read from PyBullet's joint states, is printed.
+`register_env()` registers it with Gymnasium as `biobullet/CoupledReach-v0`, so that
+`gymnasium.make("biobullet/CoupledReach-v0", steps=200)` (and vector environments) make it; without `urdf=` the
+coupled KUKA is written to a new temporary folder.
 
     python demos/gym_reach.py --out OUT [--episodes 6 --steps 120]
 
@@ -15,7 +18,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
+import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +135,31 @@ def make_env_class():
             p.disconnect(self.client)
 
     return CoupledReach
+
+
+#: the environment's Gymnasium id (`register_env`)
+ENV_ID = "biobullet/CoupledReach-v0"
+
+
+def make_env(urdf: str | None = None, **options):
+    """A CoupledReach environment (`make_env_class`; options: steps, dt, max_acceleration, render_mode); without
+    `urdf`, on the coupled KUKA written to a new temporary folder. Gymnasium's entry point of ENV_ID."""
+    if urdf is None:
+        folder = Path(tempfile.mkdtemp(prefix="biobullet_gym_"))
+        env = make_env_class()(str(coupled_kuka(folder)), **options)
+        weakref.finalize(env, shutil.rmtree, folder, True)   # (PyBullet read the file when the env was made)
+        return env
+    return make_env_class()(urdf, **options)
+
+
+def register_env(env_id: str = ENV_ID) -> str:
+    """Register the environment with Gymnasium under `env_id` (once per process; again is a no-op) and return the
+    id: `gymnasium.make(env_id, urdf=None, steps=200, ...)`. Episodes end by truncation after `steps` steps (the
+    environment's own limit), so no TimeLimit is added."""
+    import gymnasium as gym
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=make_env)
+    return env_id
 
 
 def coupling_residual(env) -> float:

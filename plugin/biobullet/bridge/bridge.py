@@ -355,6 +355,14 @@ class Bridge:
     def __enter__(self) -> "Bridge":
         return self
 
+    def __reduce__(self):
+        """A Bridge is its PyBullet client's body: a copy would step, write and close the same body, and a pickle
+        cannot carry a client to another process (copy.copy shared the body; pickle said "cannot pickle 'module'
+        object")."""
+        raise TypeError(f"a Bridge of {self.model.name!r} is attached to PyBullet body {self.body} of client "
+                        f"{self.client}: it cannot be copied or pickled; pickle the model (biobullet.load_model's "
+                        "Model pickles) and make a Bridge in each process")
+
     def __exit__(self, *exc) -> None:
         self.close()
 

@@ -11,9 +11,11 @@ import numpy as np
 
 from biobullet.algorithms.kinematics import body_placements
 from biobullet.forces.base import ForceElement, force_type
+from biobullet.model.model import ADDED_FORCES
 
 # keys in `Model.derived`: the file's elements (built once), the elements added from Python, the batched springs
-_FROM_FILE, _ADDED, _BATCHES = "forces.from_file", "forces.added", "forces.batches"
+_FROM_FILE, _BATCHES = "forces.from_file", "forces.batches"
+_ADDED = ADDED_FORCES   # (the model carries these to its copies: `Model.__reduce__`)
 #: bumped by every `add_force_element` / `clear_added_force_elements`: a caller that keeps "this model has no
 #: force elements" between calls (the bridge's per-step fast path) asks `force_elements` again only when it changed
 _generation = 0

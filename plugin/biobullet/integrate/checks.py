@@ -89,15 +89,16 @@ def runnable_check(model: Any, engine: str) -> None:
             "(segment expansion) or ElasticChain.from_model_file (Gibbs–Appell)")
 
 
-def time_function_check(model: Any, t_end: float) -> None:
-    """Evaluate every time-dependent joint function at TIME_SAMPLES times in [0, t_end] at the initial inputs;
+def time_function_check(model: Any, t_end: float, t0: float = 0.0) -> None:
+    """Evaluate every time-dependent joint function at TIME_SAMPLES times in [t0, t_end] at the initial inputs;
     a non-finite value or derivative raises a ModelError naming the function, the time and the inputs."""
-    if not (isinstance(t_end, (int, float)) and math.isfinite(t_end) and t_end > 0):
+    if not (isinstance(t_end, (int, float)) and isinstance(t0, (int, float)) and math.isfinite(t_end)
+            and math.isfinite(t0) and t_end > t0):
         return
     from biobullet.core.errors import EvaluationError
     from biobullet.forces.collection import force_elements
 
-    times = np.linspace(0.0, float(t_end), TIME_SAMPLES)
+    times = np.linspace(float(t0), float(t_end), TIME_SAMPLES)
     for element in force_elements(model):   # actuator time functions (joint_torque type=...)
         torque = getattr(element, "torque", None)
         if torque is None or getattr(element, "function", None) is None:
@@ -109,25 +110,26 @@ def time_function_check(model: Any, t_end: float) -> None:
                 value = exc
             if not isinstance(value, float) or not math.isfinite(value):
                 raise element.source.error(None, f"the torque is not finite at t = {t:.6g} s ({value})",
-                                           f"a function defined over the whole run, t = 0 … {t_end:g} s")
-        pole = _singularity(element.function, [], t_end)
+                                           f"a function defined over the whole run, t = {t0:g} … {t_end:g} s")
+        pole = _singularity(element.function, [], t0, t_end)
         if pole is not None:
             raise element.source.error(None, f"the torque function is singular at t = {pole:.6g} s (a pole or "
-                                       "the edge of its domain)", f"a function defined over t = 0 … {t_end:g} s")
-    q0, _ = model.initial_state()
-    x0 = model.joint_configuration(q0)
+                                       "the edge of its domain)", f"a function defined over t = {t0:g} … {t_end:g} s")
+    x0 = None   # (the initial state only where a function depends on time: a loop model's assembly costs a solve)
     names = list(model.joint_names)
     for item in model.description.joint_functions:
         function = item.function
         if not getattr(function, "uses_time", False):
             continue
+        if x0 is None:
+            x0 = model.joint_configuration(model.initial_state()[0])
         # (x0 = [floating base and multi-DOF joints (base_nq entries), θ of the 1-DOF joints in joint_names order])
         values = [float(x0[model.base_nq + names.index(n)]) if n in names else 0.0
                   for n in function.inputs]
-        pole = _singularity(function, values, t_end)
+        pole = _singularity(function, values, t0, t_end)
         if pole is not None:
             raise item.source.error(None, f"the joint function is singular at t = {pole:.6g} s (a pole or the edge "
-                                    "of its domain)", f"a function defined over t = 0 … {t_end:g} s")
+                                    "of its domain)", f"a function defined over t = {t0:g} … {t_end:g} s")
         for t in times:
             try:
                 value, gradient, hessian = function.evaluate(np.array(values), float(t))
@@ -138,11 +140,11 @@ def time_function_check(model: Any, t_end: float) -> None:
                 inputs = ", ".join(f"{n}={v:.6g}" for n, v in zip(function.inputs, values))
                 raise item.source.error(None, f"the joint function is not finite at t = {t:.6g} s"
                                         f"{' with ' + inputs if inputs else ''} (value {value})",
-                                        f"a function defined over the whole run, t = 0 … {t_end:g} s")
+                                        f"a function defined over the whole run, t = {t0:g} … {t_end:g} s")
 
 
-def _singularity(function: Any, values: list[float], t_end: float) -> float | None:
-    """The first singularity in [0, t_end] of an expression function's time dependence at fixed inputs (SymPy's
+def _singularity(function: Any, values: list[float], t0: float, t_end: float) -> float | None:
+    """The first singularity in [t0, t_end] of an expression function's time dependence at fixed inputs (SymPy's
     `singularities`: poles, log/sqrt branch points), or None (none found, or not an expression, or SymPy cannot
     tell — this is a cheap extra check, the sampled one still runs)."""
     symbolic = getattr(function, "symbolic", None)
@@ -152,7 +154,7 @@ def _singularity(function: Any, values: list[float], t_end: float) -> float | No
         import sympy
         time_symbol = sympy.Symbol(f"_z{len(function.inputs)}")
         fixed = symbolic.subs({sympy.Symbol(f"_z{k}"): sympy.Float(v) for k, v in enumerate(values)})
-        found = sympy.singularities(fixed, time_symbol, sympy.Interval(0, float(t_end)))
+        found = sympy.singularities(fixed, time_symbol, sympy.Interval(float(t0), float(t_end)))
         points = sorted(float(p) for p in found) if isinstance(found, sympy.FiniteSet) else []
     except Exception:  # noqa: BLE001  (SymPy gives up on many expressions: then only the sampled check runs)
         return None

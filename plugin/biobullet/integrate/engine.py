@@ -34,7 +34,7 @@ from biobullet.core import jit
 from biobullet.core.arguments import MAX_SAMPLES
 from biobullet.core.atomic import check_writable
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import ModelError, SolverError, did_you_mean, interrupted
+from biobullet.core.errors import BiobulletError, ModelError, SolverError, did_you_mean, interrupted
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
 from biobullet.forces import applied_forces
@@ -552,8 +552,10 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
     t_eval: sample times (dense output); default 1001 uniform points on [t0, t_end]; "steps" = every accepted step.
     initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
-    events: Event objects or callables g(t, x, ẋ) (attributes `terminal`, `direction` honoured), added to the
-    force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
+    events: Event objects or callables g(t, x, ẋ), one or a list (attributes `terminal`, `direction` honoured), added
+    to the force elements' own events; all are recorded in `trajectory.events` as (name, t, [x, ẋ]).
+    baumgarte: drift-correction gains (α, β) ≥ 0 of a joint-space formulation (multipliers; refused for the
+    reduced ones).
     progress: None = tqdm bar on stderr once a run takes > 2 s, True = always, False = never.
     out: write the trajectory there (.npz, else CSV); on failure `out + ".partial.csv"` is written.
     error_control: "joints" (default) = with a reduced formulation, the loop-dependent joints' positions and rates
@@ -583,6 +585,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if activations is not None and excitations is None:   # (were ignored: `activations="x"` ran)
         raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
                          argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
+    baumgarte, events = _run_options(model, baumgarte, excitations, events)
     t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))
@@ -592,6 +595,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     runnable_check(model, "reference")   # (the CLI refused a <flexible> link; the Python call ran the rigid model)
     if model.nv == 0:
         raise nothing_to_simulate(model)
+    singular = time_function_finding(model, t0, t_end)
     chosen = method is not None   # (a default method may be switched to an implicit one on a stiff problem)
     method = (method or DEFAULT_METHOD)
     if method.upper() not in METHODS:
@@ -606,6 +610,11 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
+    if baumgarte is not None and not _joint_space(formulation):
+        from biobullet.dynamics.formulation import DEFAULT_FORMULATION
+        raise ModelError(f"baumgarte gains {baumgarte} given, but the {formulation or DEFAULT_FORMULATION!r} "
+                         "formulation has no constraint drift to correct (they were ignored)", argument="baumgarte",
+                         expected="formulation='multipliers' (the joint-space DAE), or no baumgarte")
     system = System(model, formulation, {"baumgarte": baumgarte, "shadow": error_control == "joints",
                                          "excitations": excitations,
                                          "activations": activations, "python_start_seconds": python_start_seconds,
@@ -676,14 +685,68 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                                   "simulate a shorter time, loosen rtol/atol (--rtol 1e-6), or raise the budget "
                                   "(max_evaluations=)", exc.t, exc.y)
             failure = _keep_partial(system, result, meta, started, exc, out, compiling.seconds)
+            if singular is not None:   # the element the run ran into, as the CLI names it before the run
+                failure = IntegrationError(f"{failure}; found before the run: "
+                                           f"{str(singular).removeprefix(f'{model.file}: ')}",
+                                           failure.t, failure.state, failure.trajectory, failure.partial_path)
             if interrupted(exc):   # Ctrl-C (inside a compiled kernel: numba's SystemError caused by it)
                 raise KeyboardInterrupt(failure) from exc
             if not isinstance(exc, (StepFailure, *_EXPECTED_FAILURES)):
                 raise
             raise failure from None
+    if singular is not None:   # (the run went through it: its samples there may be meaningless)
+        import warnings
+        warnings.warn(f"{singular}; the run ended, but check its samples near that time", stacklevel=2)
     if out is not None:
         (trajectory.to_npz if str(out).lower().endswith(".npz") else trajectory.to_csv)(out)
     return trajectory
+
+
+def time_function_finding(model, t0: float, t_end: float) -> BiobulletError | None:
+    """The CLI's up-front check of the time-dependent joint functions and torques over [t0, t_end]
+    (`integrate.checks.time_function_check`: a pole, or a non-finite value at a sample): its error naming the
+    element (a SolverError where the function's own evaluation refuses), or None. `simulate` still runs, so
+    that a failure keeps its partial trajectory up to that time, and names the element in its IntegrationError
+    (the run's own cause is a runaway state or a step size collapse, which names no element)."""
+    from biobullet.integrate.checks import time_function_check
+    try:
+        with jit.uncompiled():   # (as the CLI's check: nothing compiles before the run's cold start decides)
+            time_function_check(model, t_end, t0)
+    except (ModelError, SolverError) as error:   # (a function's own evaluation may refuse: SolverError)
+        return error
+    except Exception:  # noqa: BLE001  (a plug-in's own exception at a sample: the run meets and reports it)
+        return None
+    return None
+
+
+def _run_options(model, baumgarte, excitations, events) -> tuple:
+    """(baumgarte as a pair of floats or None, events as a list): ModelError naming `baumgarte` unless it is two
+    finite gains ≥ 0 (α, β) ("x" failed at t = 0 with "not enough values to unpack", -1 was a bare TypeError), or
+    `excitations` for a model without muscles (they were ignored); a single event is taken as a list of one
+    (`events=f` was "'function' object is not iterable")."""
+    from biobullet.core.events import Event
+    if baumgarte is not None:
+        try:
+            pair = () if isinstance(baumgarte, (str, bytes)) else \
+                tuple(float(value) for value in baumgarte if not isinstance(value, (str, bytes, bool)))
+        except (TypeError, ValueError):
+            pair = ()
+        if len(pair) != 2 or not all(math.isfinite(gain) and gain >= 0 for gain in pair):
+            raise ModelError(f"is {baumgarte!r:.40}", argument="baumgarte",
+                             expected="two finite gains (α, β) ≥ 0 in 1/s, e.g. (20.0, 20.0)")
+        baumgarte = pair
+    if excitations is not None and not model.description.muscles:
+        raise ModelError("excitations given, but the model has no muscles (they would be ignored)",
+                         file=model.file, argument="excitations", expected="a model with <muscle> elements, or none")
+    if events is not None and (callable(events) or isinstance(events, Event)):
+        events = [events]
+    return baumgarte, events
+
+
+def _joint_space(formulation: str | None) -> bool:
+    """Whether the named formulation integrates the tree's (x, ẋ) (a DAE with constraint drift: `multipliers`)."""
+    from biobullet.dynamics.formulation import JOINT, get_formulation
+    return formulation is not None and get_formulation(formulation).state_space == JOINT
 
 
 def _check_arguments(model, method, progress, projection, max_evaluations, out, python_start_seconds) -> None:
@@ -919,20 +982,42 @@ def _action_on_state(system: System, event):
 
 
 def _sample_times(t_eval, t0: float, t_end: float):
+    """The output times of `t_eval` (None: DEFAULT_SAMPLES uniform ones; "steps": None, every accepted step), or a
+    ModelError naming t_eval and its first wrong entry. Times of a lower-precision float array (float32) within its
+    rounding of t0 or t_end are taken as t0 or t_end: np.float32(0.1) is 0.10000000149, past a run's t_end = 0.1."""
     if t_eval is None:
         return np.linspace(t0, t_end, DEFAULT_SAMPLES)
     if isinstance(t_eval, str):
         if t_eval != "steps":
             raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
         return None
-    samples = np.asarray(t_eval, dtype=float).reshape(-1)
+    try:
+        given = np.asarray(t_eval)
+    except (TypeError, ValueError):   # (a ragged nesting)
+        given = np.asarray(None)
+    if given.dtype.kind not in "biuf":   # (text was read as numbers, None was a bare TypeError)
+        raise ModelError(f"t_eval is not an array of times (got {type(t_eval).__name__} of {given.dtype})",
+                         attribute="t_eval", expected=f"times in [{t0:g}, {t_end:g}] s, or \"steps\"")
+    samples = given.astype(float).reshape(-1)
     if samples.size > MAX_SAMPLES:   # (10⁸ samples of a 7-joint arm: the run was killed for memory at its end)
         raise ModelError(f"t_eval holds {samples.size:,} times", attribute="t_eval",
                          expected=f"at most {MAX_SAMPLES:,} samples (the CLI's limit)")
-    if samples.size == 0 or not np.all(np.isfinite(samples)) or np.any(np.diff(samples) <= 0) \
-            or samples[0] < t0 or samples[-1] > t_end:
-        raise ModelError("t_eval must be strictly increasing finite times within [t0, t_end]", attribute="t_eval",
-                         expected=f"times in [{t0:g}, {t_end:g}]")
+    if given.dtype.kind == "f" and given.dtype.itemsize < 8:
+        rounding = 2 * float(np.finfo(given.dtype).eps) * max(abs(t0), abs(t_end), 1.0)
+        samples[np.abs(samples - t0) <= rounding] = t0
+        samples[np.abs(samples - t_end) <= rounding] = t_end
+    wrong = np.flatnonzero(~np.isfinite(samples) | (samples < t0) | (samples > t_end)
+                           | np.r_[False, np.diff(samples) <= 0])
+    if samples.size == 0 or wrong.size:
+        if samples.size == 0:
+            what = " is empty"
+        else:
+            k = int(wrong[0])
+            value = float(samples[k])
+            what = f"[{k}] = {value!r} is " + ("not finite" if not np.isfinite(value) else "outside [t0, t_end]"
+                                               if not t0 <= value <= t_end else "not after the time before it")
+        raise ModelError(f"t_eval must be strictly increasing finite times within [t0, t_end]: t_eval{what}",
+                         attribute="t_eval", expected=f"times in [{t0:g}, {t_end:g}]")
     return samples
 
 

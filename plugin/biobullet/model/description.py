@@ -5,8 +5,7 @@ Units: SI, angles in radians. Vectors are tuples of floats; 3×3 matrices are tu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from biobullet.core.errors import SourceRef
 
@@ -134,8 +133,33 @@ class ModelDescription:
         return tuple(e for e in self.elements if e.tag == tag)
 
 
+class FrozenMapping(Mapping):
+    """A read-only mapping of an element's attributes that, unlike `types.MappingProxyType`, pickles and copies: a
+    model goes to worker processes (multiprocessing, dask) as its description (`Model.__reduce__`)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, str]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"FrozenMapping({self._items!r})"
+
+    def __reduce__(self):
+        return FrozenMapping, (self._items,)
+
+
 def frozen_mapping(d: dict[str, str]) -> Mapping[str, str]:
-    return MappingProxyType(dict(d))
+    return FrozenMapping(d)
 
 
 __all__ = ["InertialDescription", "LinkDescription", "JointDescription", "JointFunctionDescription",

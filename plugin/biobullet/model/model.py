@@ -143,7 +143,11 @@ class Model:
             if _isfinite(value.dot(finite_weights(size))):
                 return value
             raise ModelError(f"argument {name!r} contains NaN or infinite values", file=self.file)
-        array = np.asarray(value)
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError):   # a ragged nesting ([1, [2, 3]]) or an object NumPy cannot read
+            raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__} that "
+                             "NumPy cannot read as one array)", file=self.file, expected=f"{size} floats") from None
         if array.dtype.kind not in "biuf":   # strings, None, complex numbers, objects: no silent float()
             raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__}"
                              f"{'' if array.dtype.kind == 'O' else f' of dtype {array.dtype}'})", file=self.file,
@@ -168,13 +172,13 @@ class Model:
     def joint_configuration(self, q, t: float = 0.0) -> np.ndarray:
         """Tree configuration x = [base pose?, θ] for generalized positions q."""
         q = self.checked("q", q, self.nq)
-        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], time_argument(t))
         return np.concatenate([q[:self._base_q], jets.theta])
 
     def joint_positions(self, q, t: float = 0.0) -> np.ndarray:
         """Every joint coordinate θ (URDF joint order) for generalized positions q at time t."""
         q = self.checked("q", q, self.nq)
-        return self.coordinate_map.evaluate(q[self._base_q:], t).theta
+        return self.coordinate_map.evaluate(q[self._base_q:], time_argument(t)).theta
 
     def joint_state(self, q, v, t: float = 0.0):
         """(x, ẋ, G, γ): tree configuration and velocity, and the map ẍ = G q̈ + γ (G includes the base block)."""
@@ -191,6 +195,8 @@ class Model:
         Returned arrays may alias q and v (identity map) or be shared read-only (G of linear joint functions,
         constant): do not modify them.
         """
+        if type(t) is not float:   # (the engine passes floats; text, None, a list or a flag: one error naming t)
+            t = time_argument(t)
         cmap = self.coordinate_map
         kind = cmap.kind
         bq, bv = self._base_q, self._base_v
@@ -231,7 +237,7 @@ class Model:
     def coordinate_gradient(self, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(x, G) without rates."""
         q = self.checked("q", q, self.nq)
-        jets = self.coordinate_map.evaluate(q[self._base_q:], t)
+        jets = self.coordinate_map.evaluate(q[self._base_q:], time_argument(t))
         return np.concatenate([q[:self._base_q], jets.theta]), self._full_gradient(jets.gradient)
 
     def _full_gradient(self, gradient: np.ndarray) -> np.ndarray:
@@ -287,7 +293,12 @@ class Model:
         of three) become this model's instance attributes, so a control loop's call skips these methods; the
         closures fall back to them for anything but the plain case."""
         if "forward_dynamics" not in self.__dict__:
-            self.__dict__.update(self.workspace.public_calls(self))
+            calls = self.workspace.public_calls(self)
+            if calls:
+                from inspect import signature
+                for name, call in calls.items():   # help() and inspect.signature(...).bind: the bound method's
+                    call.__signature__ = signature(getattr(type(self), name).__get__(self))   # parameters, no self
+            self.__dict__.update(calls)
 
     def mass_matrix(self, q, t: float = 0.0, *, formulation: str | None = None,
                     out: np.ndarray | None = None) -> np.ndarray:
@@ -350,10 +361,16 @@ class Model:
     def integrate_configuration(self, q, v, dt: float) -> np.ndarray:
         """q ⊕ v·dt: each multi-DOF joint by the exponential of its body-frame velocity (as pin.integrate) —
         free joints (and the floating base) on SE(3), spherical joints on SO(3), planar joints on SE(2) —
-        the 1-DOF coordinates by q += v dt."""
+        the 1-DOF coordinates by q += v dt. Also of the tree's (x, ẋ) (sizes n_config, n_tangent)."""
         from biobullet.spatial.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
-        q = np.array(q, dtype=float)
-        v = np.asarray(v, dtype=float)
+        # (sizes and finiteness checked: a short v was a NumPy broadcast error, a NaN in q, v or dt a NaN result)
+        try:   # (the constraint solvers pass the tree's x, ẋ, which differ in size from q, v with joint functions)
+            tree = self.n_config != self.nq and np.size(q) == self.n_config
+        except ValueError:   # (a ragged nesting: `checked` names it)
+            tree = False
+        q = self.checked("q", q, self.n_config if tree else self.nq).copy()
+        v = self.checked("v", v, self.n_tangent if tree else self.nv)
+        dt = time_argument(dt, "dt")
         self.check_rotations(q)
         for body in self._multi_dof_bodies:
             k, j = body.q_index, body.v_index
@@ -402,10 +419,20 @@ class Model:
 
     def normalize_configuration(self, q) -> np.ndarray:
         """A copy of q with every quaternion and planar (cos, sin) pair scaled to unit length; q may also be a
-        stack of configurations (..., nq), each normalised (trajectory post-processing). ModelError naming the joint
-        for a quaternion that has no unit length (zero, or its squares overflow)."""
+        stack of configurations (..., nq), each normalised (trajectory post-processing), or the tree's x (n_config).
+        ModelError naming the joint for a quaternion that has no unit length (zero, or its squares overflow), and
+        naming q for a wrong size."""
         q_in = q
-        q = np.array(q, dtype=float)
+        try:
+            q = np.array(q, dtype=float)
+        except (TypeError, ValueError):   # (a ragged nesting, text: `checked` names it)
+            self.checked("q", q, self.nq)
+            raise
+        # the size only (a short q was normalised at the wrong entries); NaN stays NaN: the engine's state split
+        # takes a runaway trial state through here, and its NaN rejects that step (a refusal would end the run)
+        if q.ndim == 0 or q.shape[-1] not in (self.nq, self.n_config):
+            raise ModelError(f"argument 'q' has shape {q.shape}", file=self.file,
+                             expected=f"({self.nq},) or a stack (..., {self.nq}) of configurations")
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # (reported below)
             for body in self._multi_dof_bodies:
                 k = body.q_index + (3 if body.joint_type == "free" else 2 if body.joint_type == "planar" else 0)
@@ -476,6 +503,18 @@ class Model:
                                  expected="one of " + ", ".join(self.coordinate_names))
         return q, v
 
+    def __reduce__(self):
+        """pickle, `copy.copy` and `copy.deepcopy` (multiprocessing workers, dask, a second model for a second
+        thread): the model rebuilt from its description by the builder that made it (`load_model`'s checks ran on
+        this one), with the force elements added by `biobullet.forces.add_force_element`; derived data, workspace
+        and compiled calls are the copy's own, built on its first use (a shallow copy sharing them would share one
+        workspace, whose buffers every call writes)."""
+        build = getattr(self._dynamics, "build_model", None)
+        if build is None:
+            raise TypeError(f"{self.file}: this model was built without its dynamics, so it cannot be rebuilt in "
+                            "a copy or another process; make it with biobullet.load_model(path)")
+        return rebuilt_model, (build, self.description, tuple(self.derived.get(ADDED_FORCES, ())))
+
     @cached_property
     def total_mass(self) -> float:
         return float(sum(body.mass for body in self.bodies))
@@ -503,6 +542,18 @@ class Model:
 
 
 _FLOAT = np.dtype(float)
+#: `Model.derived`'s key of the force elements added in Python (`biobullet.forces.add_force_element`): the one
+#: entry there that is not derived from the file, so a copy of the model carries it
+ADDED_FORCES = "forces.added"
+
+
+def rebuilt_model(build: Callable[[ModelDescription], Model], description: ModelDescription,
+                  added_forces: tuple = ()) -> Model:
+    """`Model.__reduce__`'s counterpart: the model `build` makes of `description`, with `added_forces`."""
+    model = build(description)
+    if added_forces:
+        model.derived[ADDED_FORCES] = list(added_forces)
+    return model
 
 
 def _finite_result(name: str, value: np.ndarray, file: str, t: float) -> np.ndarray:
