@@ -1,0 +1,75 @@
+"""The one-call read path of a floating base or spherical joints held by joint functions (`Bridge._apply_read_rows`)
+probed with the habits of a user's own PyBullet loop (hunt22), beyond test_bridge_read_rows.py,
+test_unseen12_bridge_guarantees.py and test_unseen15_bridge_habits.py:
+
+* a time step set by `setTimeStep` before every `apply()` (a schedule of time steps): the client's dt read at the
+  next disturbed step is the coming step's, not the one just read, so the bridge's clock counted the step before each
+  change at the wrong length — 50 ms behind PyBullet after 200 steps alternating 0.5 / 1 ms, silently; a coupling of
+  time was then held at the wrong time. Now the length of the step just read is measured from its joints
+  (`OutsideWatch.step_length`: semi-implicit Euler moves them by h ẋ whatever acts).
+
+Every check is against what the bridge does not compute: PyBullet's own sum of the time steps it was given, and
+the coupling's own expression evaluated on PyBullet's joint states at that time."""
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pybullet = pytest.importorskip("pybullet")
+
+from biobullet import load_model  # noqa: E402
+from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.bridge.outside import PROMISE  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from spherical_arms import COUPLED  # noqa: E402  (tests/spherical_arms.py)
+
+#: the pronation follows the elbow and the clock: a wrong clock shows as 0.2·8 rad/s × its error in the coupling
+TIMED = COUPLED.replace('type="polynomial" inputs="elbow" coefficients="0.1 0.5 -0.3"',
+                        'type="expression" inputs="elbow" expression="0.1 + 0.5*elbow + 0.2*sin(8*t)"')
+
+
+def coupling(elbow: float, t: float) -> float:
+    """The file's expression, written out (rad)."""
+    return 0.1 + 0.5 * elbow + 0.2 * math.sin(8.0 * t)
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_a_time_step_set_before_every_apply_is_counted_at_the_length_each_step_ran(tmp_path, floating):
+    """setTimeStep(0.5 ms / 1 ms, alternating) before every apply() on the coupled spherical arm, fixed and
+    floating (both on the read path). After every apply(), the state PyBullet holds is at PyBullet's own time T (the
+    sum of the fixedTimeStep values it stepped with): the bridge's clock at the start of the step it just computed,
+    `time − dt`, equals T to 1e-12 s (the sum's round-off is ≈ 1e-17 s a step), and the time-varying coupling holds
+    at T within the promise (read from PyBullet's joint states, the expression written out here) — the step that ran
+    at a length the bridge had not yet read is projected at that apply(). Before: the clock was 50 ms behind after
+    200 steps and the coupling 3.2e-2 rad off at T."""
+    path = tmp_path / "timed.urdf"
+    path.write_text(TIMED)
+    model = load_model(path, floating_base=floating)
+    worst_clock = worst_coupling = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the steps run before the change is read are named: CouplingWarning)
+        with Bridge(model, dt=1e-3) as bridge:
+            p, c, b = bridge.pybullet, bridge.client, bridge.body
+            index = {p.getJointInfo(b, j, physicsClientId=c)[1].decode(): j
+                     for j in range(p.getNumJoints(b, physicsClientId=c))}
+            elbow, pronation = index["elbow"], index["pronation"]
+            total = 0.0   # PyBullet's time: the sum of the steps it made
+            for k in range(200):
+                dt = 5e-4 if k % 2 == 0 else 1e-3
+                p.setTimeStep(dt, physicsClientId=c)
+                bridge.apply()
+                worst_clock = max(worst_clock, abs(bridge.time - bridge.dt - total))
+                q_elbow = p.getJointState(b, elbow, physicsClientId=c)[0]
+                q_pronation = p.getJointState(b, pronation, physicsClientId=c)[0]
+                worst_coupling = max(worst_coupling, abs(q_pronation - coupling(q_elbow, total)))
+                p.stepSimulation(physicsClientId=c)
+                total += dt
+    print("floating" if floating else "fixed", "clock", worst_clock, "coupling", worst_coupling)
+    assert worst_clock <= 1e-12
+    assert worst_coupling <= PROMISE
