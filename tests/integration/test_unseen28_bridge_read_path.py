@@ -73,3 +73,41 @@ def test_a_time_step_set_before_every_apply_is_counted_at_the_length_each_step_r
     print("floating" if floating else "fixed", "clock", worst_clock, "coupling", worst_coupling)
     assert worst_clock <= 1e-12
     assert worst_coupling <= PROMISE
+
+
+@pytest.mark.parametrize("habit", ["gravity='client'", "setGravity mid-run"])
+def test_joint_reactions_take_the_gravity_pybullet_steps_with(habit):
+    """`joint_reactions` against PyBullet's own joint force-torque sensors (as test_bridge_reactions.py: arm7 at a
+    random pose, random generalized forces, dt = 0.01 ms, where the two differ by O(dt²) ≈ 1.5e-8 relative) when the
+    client's gravity is −3 m/s², not the file's −9.81: kept by `Bridge(..., gravity="client")`, or set by the user's
+    setGravity after three steps (a model without rows: the watch sees no jump, so the bridge's own gravity is not
+    re-read). The reactions took the file's gravity (ẍ and the Newton–Euler pass): 150 % of the largest reading off;
+    now the client's (`reactions.gravity_shift`), within the same 1e-6 as under the file's gravity."""
+    from biobullet.bridge.reactions import enable_force_torque_sensors, joint_reactions, pybullet_sensor_reactions
+    from biobullet.model.bundled import bundled_model
+    model = load_model(bundled_model("arm7.urdf"), joint_limits=False)
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0.0, 0.0, -3.0 if habit == "gravity='client'" else -9.81, physicsClientId=client)
+        bridge = Bridge(model, client, dt=1e-5, gravity="client")
+        rng = np.random.default_rng(1)
+        q = rng.uniform(-1.0, 1.0, model.nq)   # (a fixed base: every coordinate a joint's)
+        bridge.reset(q, np.zeros(model.nv))
+        if habit != "gravity='client'":
+            for _ in range(3):
+                bridge.step()
+            pybullet.setGravity(0.0, 0.0, -3.0, physicsClientId=client)
+        enable_force_torque_sensors(bridge)
+        _, x, _ = bridge.state()
+        bridge.apply(generalized=5.0 * rng.normal(size=model.nv))
+        ours = joint_reactions(bridge)
+        pybullet.stepSimulation(physicsClientId=client)
+        theirs = pybullet_sensor_reactions(bridge, x)
+        bridge.close()
+    finally:
+        pybullet.disconnect(client)
+    scale = max(max(np.abs(r.force).max(), np.abs(r.moment).max()) for r in theirs.values())
+    force = max(np.abs(ours[k].force - theirs[k].force).max() for k in theirs) / scale
+    moment = max(np.abs(ours[k].moment - theirs[k].moment).max() for k in theirs) / scale
+    print(habit, "force", force, "moment", moment)
+    assert force <= 1e-6 and moment <= 1e-6, (force, moment)
