@@ -6,7 +6,8 @@ test_unseen12_bridge_guarantees.py and test_unseen15_bridge_habits.py:
   next disturbed step is the coming step's, not the one just read, so the bridge's clock counted the step before each
   change at the wrong length — 50 ms behind PyBullet after 200 steps alternating 0.5 / 1 ms, silently; a coupling of
   time was then held at the wrong time. Now the length of the step just read is measured from its joints
-  (`OutsideWatch.step_length`: semi-implicit Euler moves them by h ẋ whatever acts).
+  (`OutsideWatch.step_length`: semi-implicit Euler moves them by h ẋ and their rates by h ẍ; a rate reset is no
+  step of another length).
 
 Every check is against what the bridge does not compute: PyBullet's own sum of the time steps it was given, and
 the coupling's own expression evaluated on PyBullet's joint states at that time."""
@@ -111,3 +112,37 @@ def test_joint_reactions_take_the_gravity_pybullet_steps_with(habit):
     moment = max(np.abs(ours[k].moment - theirs[k].moment).max() for k in theirs) / scale
     print(habit, "force", force, "moment", moment)
     assert force <= 1e-6 and moment <= 1e-6, (force, moment)
+
+
+def test_a_rate_reset_is_no_step_of_another_length(tmp_path):
+    """The step length the clock follows (`OutsideWatch.step_length`) must not be read into a reset: every 1-DOF
+    joint's rate doubled by resetJointState(targetVelocity=) before apply() (the coupling's rate relation, linear in
+    the rates, still holds) moves the positions by exactly half a step of the new rates — a step of dt/2 to the
+    positions alone. The rates did not move by (dt/2) ẍ, so it is a reset: the clock stays PyBullet's sum of steps
+    (to 1e-12 s) and the coupling holds after every apply() (read from PyBullet, the expression written out)."""
+    path = tmp_path / "timed.urdf"
+    path.write_text(TIMED)
+    model = load_model(path, floating_base=True)
+    worst_clock = worst_coupling = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Bridge(model, dt=1e-3) as bridge:
+            p, c, b = bridge.pybullet, bridge.client, bridge.body
+            index = {p.getJointInfo(b, j, physicsClientId=c)[1].decode(): j
+                     for j in range(p.getNumJoints(b, physicsClientId=c))}
+            total = 0.0
+            for k in range(100):
+                if k == 50:
+                    for name in ("elbow", "pronation"):
+                        position, rate = p.getJointState(b, index[name], physicsClientId=c)[:2]
+                        p.resetJointState(b, index[name], position, 2.0 * rate, physicsClientId=c)
+                bridge.apply()
+                worst_clock = max(worst_clock, abs(bridge.time - bridge.dt - total))
+                q_elbow = p.getJointState(b, index["elbow"], physicsClientId=c)[0]
+                q_pronation = p.getJointState(b, index["pronation"], physicsClientId=c)[0]
+                worst_coupling = max(worst_coupling, abs(q_pronation - coupling(q_elbow, total)))
+                p.stepSimulation(physicsClientId=c)
+                total += 1e-3
+    print("clock", worst_clock, "coupling", worst_coupling)
+    assert worst_clock <= 1e-12
+    assert worst_coupling <= PROMISE

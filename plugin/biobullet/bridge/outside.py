@@ -498,11 +498,12 @@ class OutsideWatch:
                       "resetJointState on " + ", ".join(model.coordinate_names) + ")")
 
     def step_length(self, x: np.ndarray, xd: np.ndarray) -> float | None:
-        """The length h (s) of the step just read, as its 1-DOF joints show it: PyBullet's semi-implicit Euler moves
-        them by x − x_n = h((1 − c) ẋ_n + c ẋ) whatever forces acted, so h is their least-squares fit where it
-        explains every joint to the jump test's tolerance and is known to STEP_MATCH; None otherwise (joints at
-        rest, a reset, sub-steps with ẍ changing), and for a whole multiple of the bridge's dt where the last step's ẍ
-        is too small to tell it from several stepSimulation() per apply() (named as such)."""
+        """The length h (s) of the step just read, as its joints show it: PyBullet's semi-implicit Euler moves the
+        1-DOF joints by x − x_n = h((1 − c) ẋ_n + c ẋ) and the rates by ẋ − ẋ_n = h ẍ. h is the positions' least-
+        squares fit where it explains every joint to the jump test's tolerance, is known to STEP_MATCH and the rates
+        moved by h ẍ; None otherwise (joints at rest, a reset, sub-steps with ẍ changing, no ẍ predicted, a force
+        outside), and for a whole multiple of the bridge's dt where ẍ is too small to tell it from several
+        stepSimulation() per apply() (named as such)."""
         c, jb, vb, dt = self.weight, self.jb, self.vb, self.bridge.dt
         moved = x[jb:] - self.prev_x[jb:]
         rate = (1.0 - c) * self.prev_v[vb:] + c * xd[vb:]
@@ -516,11 +517,18 @@ class OutsideWatch:
         # h is known to ≈ (its fit's miss + the positions' round-off) / |rate|
         if not (h > 0.0 and miss <= tolerance and miss + 4.0 * np.finfo(float).eps * scale <= STEP_MATCH * h * size):
             return None
+        # the rates too must be the step's: ẋ = ẋ_n + h ẍ (as `observe` checks them, a floating base's linear velocity
+        # aside) — else a rate reset (resetJointState's targetVelocity, resetBaseVelocity) where one joint moves
+        # would pass for a step of another length
+        xdd, skip = self.xdd, self.skip
+        if xdd is None or np.abs(xd[skip:] - self.prev_v[skip:] - h * xdd[skip:]).max(initial=0.0) \
+                > SURPRISE_TOLERANCE * (1.0 + np.abs(xd[skip:]).max(initial=0.0)):
+            return None
         # k steps of dt without the bridge's torques end off one step of k dt by ≈ dt² ẍ: a whole multiple is one
         # long step only where that gap would show
-        multiple, xdd = round(h / dt), self.xdd
-        if multiple >= 2 and abs(h - multiple * dt) <= STEP_MATCH * h and (
-                xdd is None or dt * dt * np.abs(xdd[vb:]).max(initial=0.0) <= tolerance):
+        multiple = round(h / dt)
+        if multiple >= 2 and abs(h - multiple * dt) <= STEP_MATCH * h \
+                and dt * dt * np.abs(xdd[vb:]).max(initial=0.0) <= tolerance:
             return None
         return h
 
