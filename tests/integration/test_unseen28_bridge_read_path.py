@@ -8,9 +8,11 @@ test_unseen12_bridge_guarantees.py and test_unseen15_bridge_habits.py:
   time was then held at the wrong time. Now the length of the step just read is measured from its joints
   (`OutsideWatch.step_length`: semi-implicit Euler moves them by h ẋ and their rates by h ẍ; a rate reset is no
   step of another length).
+* `joint_reactions` under a client gravity that is not the file's (`gravity="client"`, a setGravity mid-run) took the
+  file's: 150 % of the largest reading off PyBullet's own force-torque sensors; now the client's.
 
-Every check is against what the bridge does not compute: PyBullet's own sum of the time steps it was given, and
-the coupling's own expression evaluated on PyBullet's joint states at that time."""
+Every check is against what the bridge does not compute: PyBullet's own sum of the time steps it was given, the
+coupling's own expression evaluated on PyBullet's joint states at that time, and PyBullet's joint sensors."""
 from __future__ import annotations
 
 import math
