@@ -68,7 +68,7 @@ from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
 from biobullet.bridge.kernels import END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED
-from biobullet.bridge.outside import PROMISE, massless_cause
+from biobullet.bridge.outside import PROMISE, STEP_MATCH, massless_cause
 from biobullet.bridge.stability import check_stiff_elements, check_stop_penetration
 
 DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes itself
@@ -401,15 +401,25 @@ class Bridge:
                           BridgeWarning, stacklevel=3)
         return model
 
-    def engine_parameters(self) -> str:
+    def engine_parameters(self, ran: float | None = None) -> str:
         """Re-read the client's time step, sub-steps, gravity and the links' masses and inertias and follow a change
         (the drift target, the own dynamics' gravity and inertias); returns what changed ("" if nothing). Called by
-        the watch after a disturbed step."""
+        the watch after a disturbed step; `ran`: the length (s) of the step just read as its joints show it
+        (`OutsideWatch.step_length`), None when they do not tell it — the clock counts that step at it."""
         ensure_usable(self, "engine_parameters")
         engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
         dt, substeps = float(engine["fixedTimeStep"]), max(1, int(engine["numSubSteps"]))
-        gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
+        # the step just read ran `ran` s: the client's dt now is the coming step's, so a setTimeStep before this
+        # apply() (a schedule of time steps set before every apply()) is not the length of the step read; before,
+        # the clock counted it so (3 ms off PyBullet's after 200 steps of 0.5 / 1 ms, silently)
+        ran = dt if ran is None else ran
+        for known in (dt, self.dt):   # (a measured length within STEP_MATCH of a known one is that one, exactly)
+            if abs(ran - known) <= STEP_MATCH * known:
+                ran = known
+                break
+        self.time += ran - self.dt   # apply() advanced the clock by the old dt: it follows PyBullet's
         changes = []
+        gravity = tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ")
         links = self.changed_inertias()
         if links:   # changeDynamics(mass / localInertiaDiagonal): the own recursions take PyBullet's new values
             before, after = self._inertias, self._link_inertias()
@@ -424,10 +434,9 @@ class Bridge:
             self._follow_inertia()
         if dt != self.dt or substeps != self.substeps:
             changes.append(f"time step {self.dt:g} s × {self.substeps} sub-step(s) → {dt:g} s × {substeps}")
-            # the step just read ran with the new dt (its jump revealed it), while apply() advanced the clock by
-            # the old one: the clock follows PyBullet's
-            self.time += dt - self.dt
             self._follow_time_step(dt, substeps)
+        if ran not in (dt, self.dt):
+            changes.append(f"time step {ran:g} s in the last step (set back since)")
         if gravity != self.gravity:
             changes.append(f"gravity {self.gravity} → {gravity} m/s²")
             self.gravity = gravity

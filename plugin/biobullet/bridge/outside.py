@@ -50,6 +50,9 @@ from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_R
 PROMISE = 1.0e-6
 #: a position jump beyond this × (1 + max|x|) (rad or m) that the step's velocities do not explain is a reset
 JUMP_TOLERANCE = 1.0e-10
+#: relative precision to which `OutsideWatch.step_length` must tell the length of a step read, and within which a
+#: length it tells is taken for a known time step (the bridge's or the client's) exactly
+STEP_MATCH = 1.0e-6
 #: a velocity beyond this × (1 + max|ẋ|) (rad/s or m/s) away from the bridge's prediction: a force acted outside
 #: the solve (a clean step matches to ≈ 1e-13)
 SURPRISE_TOLERANCE = 1.0e-9
@@ -259,7 +262,7 @@ class OutsideWatch:
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
         if jumped and not same:
-            if not bridge.engine_parameters() and "skipped" not in self.warned \
+            if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
             self._stops_after_reset(x)
@@ -391,7 +394,8 @@ class OutsideWatch:
         bridge, model = self.bridge, self.bridge.model
         self.disturbed_steps += 1
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
-        changed = bridge.engine_parameters()   # follows setTimeStep / sub-steps / setGravity
+        # follows setTimeStep / sub-steps / setGravity; a jump may be a step of another length
+        changed = bridge.engine_parameters(self.step_length(x, xd) if jumped else None)
         residual = self._residual(x)
         worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
         size = float(abs(residual[worst])) if len(residual) else 0.0
@@ -492,6 +496,41 @@ class OutsideWatch:
                       f"put it back where its inputs place it",
                       "reset the independent coordinates instead (bridge.reset(NAME=value, ...) or "
                       "resetJointState on " + ", ".join(model.coordinate_names) + ")")
+
+    def step_length(self, x: np.ndarray, xd: np.ndarray) -> float | None:
+        """The length h (s) of the step just read, as its joints show it: PyBullet's semi-implicit Euler moves the
+        1-DOF joints by x − x_n = h((1 − c) ẋ_n + c ẋ) and the rates by ẋ − ẋ_n = h ẍ. h is the positions' least-
+        squares fit where it explains every joint to the jump test's tolerance, is known to STEP_MATCH and the rates
+        moved by h ẍ; None otherwise (joints at rest, a reset, sub-steps with ẍ changing, no ẍ predicted, a force
+        outside), and for a whole multiple of the bridge's dt where ẍ is too small to tell it from several
+        stepSimulation() per apply() (named as such)."""
+        c, jb, vb, dt = self.weight, self.jb, self.vb, self.bridge.dt
+        moved = x[jb:] - self.prev_x[jb:]
+        rate = (1.0 - c) * self.prev_v[vb:] + c * xd[vb:]
+        size = float(np.sqrt(rate @ rate))
+        scale = 1.0 + np.abs(x).max(initial=0.0)
+        tolerance = JUMP_TOLERANCE * scale
+        if not size > 0.0:
+            return None
+        h = float(moved @ rate) / size ** 2
+        miss = float(np.abs(moved - h * rate).max(initial=0.0))
+        # h is known to ≈ (its fit's miss + the positions' round-off) / |rate|
+        if not (h > 0.0 and miss <= tolerance and miss + 4.0 * np.finfo(float).eps * scale <= STEP_MATCH * h * size):
+            return None
+        # the rates too must be the step's: ẋ = ẋ_n + h ẍ (as `observe` checks them, a floating base's linear velocity
+        # aside) — else a rate reset (resetJointState's targetVelocity, resetBaseVelocity) where one joint moves
+        # would pass for a step of another length
+        xdd, skip = self.xdd, self.skip
+        if xdd is None or np.abs(xd[skip:] - self.prev_v[skip:] - h * xdd[skip:]).max(initial=0.0) \
+                > SURPRISE_TOLERANCE * (1.0 + np.abs(xd[skip:]).max(initial=0.0)):
+            return None
+        # k steps of dt without the bridge's torques end off one step of k dt by ≈ dt² ẍ: a whole multiple is one
+        # long step only where that gap would show
+        multiple = round(h / dt)
+        if multiple >= 2 and abs(h - multiple * dt) <= STEP_MATCH * h \
+                and dt * dt * np.abs(xdd[vb:]).max(initial=0.0) <= tolerance:
+            return None
+        return h
 
     def _moved(self, x: np.ndarray, xd: np.ndarray) -> np.ndarray:
         """Per 1-DOF joint: its position jumped since the last step (x − x_n − dt((1 − c) ẋ_n + c ẋ) beyond

@@ -2,7 +2,8 @@
 
 `joint_reactions(bridge)` → {URDF joint name: Reaction}: what the parent exerts on the child at the joint origin,
 world axes (see `biobullet.dynamics.joint_reactions`), at the bridge's current state under the tree torques of the
-last `apply()` and its muscles' forces on the bodies (or `tau`, as joint torques alone). Call it between `apply()` and `stepSimulation()`: PyBullet's sensors report the
+last `apply()` and its muscles' forces on the bodies (or `tau`, as joint torques alone), under the gravity the
+client steps with (the file's, or the client's with gravity="client" or after a setGravity: `gravity_shift`). Call it between `apply()` and `stepSimulation()`: PyBullet's sensors report the
 reactions of the step they were computed in, i.e. at the pre-step state.
 
 `enable_force_torque_sensors(bridge)` switches on PyBullet's sensors (enableJointForceTorqueSensor) and sets
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from biobullet.algorithms.kinematics import frame_jacobian, world_tree
 from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
 from biobullet.spatial.dense import solve_spd
 
-__all__ = ["joint_reactions", "enable_force_torque_sensors", "pybullet_sensor_reactions"]
+__all__ = ["joint_reactions", "enable_force_torque_sensors", "gravity_shift", "pybullet_sensor_reactions"]
 
 
 def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
@@ -35,7 +37,29 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
         external = np.zeros((len(model.bodies), 6))
         external[bridge.muscles.bodies] = bridge.muscles.wrenches
     mass, bias = bridge.tree_mass_and_bias(x, xd, source="model")   # the tree's ẍ under τ: M ẍ = τ − h
+    # the step's gravity is the client's (gravity="client", a setGravity since): before, the file's was taken —
+    # arm7 under the client's −3 m/s² 150 % off PyBullet's sensors
+    engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+    shift = np.array([engine[f"gravityAcceleration{a}"] for a in "XYZ"], dtype=float) - model.gravity
+    if shift.any():
+        wrenches, generalized = gravity_shift(model, x, shift)
+        torque = torque + generalized
+        external = wrenches if external is None else external + wrenches
     return tree_reactions(model, x, xd, solve_spd(mass, torque - bias, model.file), external)
+
+
+def gravity_shift(model, x: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gravity g + `shift` (m/s², world) on the model whose file says g, as what `tree_reactions` and M ẍ = τ − h
+    take besides: the force m_i·shift at each body's centre of mass (n_bodies × 6 wrenches: force, moment about the
+    world origin) and its generalized force Σ J_iᵀ m_i·shift (n_tangent)."""
+    rot, pos, _ = world_tree(model, x)
+    wrenches, generalized = np.zeros((len(model.bodies), 6)), np.zeros(model.n_tangent)
+    for body in model.bodies:
+        force = body.mass * shift
+        centre = rot[body.index] @ body.com + pos[body.index]
+        wrenches[body.index] = np.concatenate((force, np.cross(centre, force)))
+        generalized += frame_jacobian(model, x, body.link, body.com)[:3].T @ force
+    return wrenches, generalized
 
 
 def enable_force_torque_sensors(bridge) -> None:
