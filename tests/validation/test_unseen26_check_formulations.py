@@ -49,22 +49,28 @@ def chain_urdf(masses, seed: int = 7) -> str:
 
 
 class Oracle:
-    """Pinocchio's CRBA and RNEA of the URDF file, in the model's joint order (matched by joint name)."""
+    """Pinocchio's CRBA and RNEA of the URDF file (a free-flyer root for a floating base: the same q layout —
+    position, quaternion x y z w — and body-frame twist), the joints in the model's order (matched by name)."""
 
     def __init__(self, model, path) -> None:
-        self.pin_model = pin.buildModelFromUrdf(str(path))
+        self.pin_model = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if model.floating_base
+                          else pin.buildModelFromUrdf(str(path)))
         self.data = self.pin_model.createData()
-        assert self.pin_model.nq == self.pin_model.nv == model.nv   # revolute joints only
-        self.order = np.array([self.pin_model.joints[self.pin_model.getJointId(name)].idx_v
-                               for name in model.joint_names])
+        base_q, base_v = (7, 6) if model.floating_base else (0, 0)
+        assert self.pin_model.nv == model.nv and self.pin_model.nq == model.nq   # revolute joints only
+        joints = [self.pin_model.joints[self.pin_model.getJointId(name)] for name in model.joint_names]
+        self.q_order = np.r_[np.arange(base_q), [j.idx_q for j in joints]].astype(int)
+        self.v_order = np.r_[np.arange(base_v), [j.idx_v for j in joints]].astype(int)
 
     def mass_and_bias(self, q, v):
+        """(M, h) at q with its quaternion scaled to unit length (the model's contract)."""
         qp, vp = np.empty(len(q)), np.empty(len(v))
-        qp[self.order], vp[self.order] = q, v
+        qp[self.q_order], vp[self.v_order] = q, v
+        qp = pin.normalize(self.pin_model, qp)
         mass = pin.crba(self.pin_model, self.data, qp)
         mass = np.triu(mass) + np.triu(mass, 1).T
         bias = pin.rnea(self.pin_model, self.data, qp, vp, np.zeros_like(vp))
-        return mass[np.ix_(self.order, self.order)], bias[self.order]
+        return mass[np.ix_(self.v_order, self.v_order)], bias[self.v_order]
 
 
 def _relative(ours, oracle) -> float:
@@ -99,4 +105,27 @@ def test_masses_far_apart_match_pinocchio_to_the_conditioning(tmp_path, formulat
         accel_ref = np.linalg.solve(mass_ref, tau - bias_ref)
         assert _relative(model.mass_matrix(q, formulation=formulation), mass_ref) <= tolerance
         assert _relative(model.bias_forces(q, v, formulation=formulation), bias_ref) <= tolerance
+        assert _relative(model.forward_dynamics(q, v, tau, formulation=formulation), accel_ref) <= tolerance
+
+
+@pytest.mark.parametrize("formulation", ["reduced_pinocchio", "reduced_recursive", "matrix_calculus", "link_segment",
+                                         "reduced"])
+def test_a_quaternion_not_of_unit_length_is_scaled_by_every_formulation(tmp_path, formulation):
+    """The model scales a non-zero quaternion to unit length (`Model.check_rotations`); reduced_pinocchio handed
+    it to Pinocchio as given: with the floating base's quaternion of norm 2, M and h 5× off (no error). Every
+    formulation must give Pinocchio's numbers at the scaled quaternion (ε-level sums: 1e-13 relative)."""
+    model, path = _model(tmp_path, chain_urdf((1.0, 2.0, 0.5, 1.5)), "floating_chain")
+    model = biobullet.load_model(path, floating_base=True, joint_limits=False)
+    oracle = Oracle(model, path)
+    rng = np.random.default_rng(1)
+    for norm in (2.0, 0.25, 1.0 + 1e-9):
+        q = rng.uniform(-2.0, 2.0, model.nq)
+        quaternion = rng.normal(size=4)
+        q[3:7] = norm * quaternion / np.linalg.norm(quaternion)
+        v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        mass_ref, bias_ref = oracle.mass_and_bias(q, v)
+        accel_ref = np.linalg.solve(mass_ref, tau - bias_ref)
+        tolerance = 10.0 * np.linalg.cond(mass_ref) * EPS
+        assert _relative(model.mass_matrix(q, formulation=formulation), mass_ref) <= 1e-13
+        assert _relative(model.bias_forces(q, v, formulation=formulation), bias_ref) <= 1e-13
         assert _relative(model.forward_dynamics(q, v, tau, formulation=formulation), accel_ref) <= tolerance
