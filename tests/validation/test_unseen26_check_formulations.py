@@ -22,8 +22,9 @@ EPS = np.finfo(float).eps
 
 
 def _inertial(rng, mass: float) -> str:
-    a = rng.normal(size=(3, 3))
-    inertia = (a @ a.T + 0.3 * np.eye(3)) * 0.01 * mass   # off-diagonal, positive definite, triangle inequality
+    rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    # principal moments in [1, 2] (triangle inequality), turned by a random rotation: every entry non-zero
+    inertia = rotation @ np.diag(rng.uniform(1.0, 2.0, 3)) @ rotation.T * 0.01 * mass
     xyz, rpy = rng.uniform(-0.1, 0.1, 3), rng.uniform(-1.0, 1.0, 3)
     return (f'<inertial><origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>'
             f'<mass value="{mass}"/><inertia ixx="{inertia[0, 0]}" iyy="{inertia[1, 1]}" izz="{inertia[2, 2]}" '
@@ -129,3 +130,41 @@ def test_a_quaternion_not_of_unit_length_is_scaled_by_every_formulation(tmp_path
         assert _relative(model.mass_matrix(q, formulation=formulation), mass_ref) <= 1e-13
         assert _relative(model.bias_forces(q, v, formulation=formulation), bias_ref) <= 1e-13
         assert _relative(model.forward_dynamics(q, v, tau, formulation=formulation), accel_ref) <= tolerance
+
+
+BALL_POINT_MASS = '''<?xml version="1.0"?>
+<robot name="ball_point_mass">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="bob"><inertial><origin xyz="0.1 -0.2 -0.5"/><mass value="2"/>
+    <inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="ball" type="{kind}"><parent link="base"/><child link="bob"/><origin xyz="0 0 1" rpy="0.2 0.1 -0.3"/>{axis}</joint>
+</robot>
+'''
+
+
+@pytest.mark.parametrize("kind, axis", [
+    ("spherical", ""),   # the point mass turns freely about the line from the ball to it
+    ("revolute", '<axis xyz="0.1 -0.2 -0.5"/><limit lower="-3" upper="3" effort="1" velocity="1"/>'),   # on the axis
+])
+def test_a_direction_that_moves_no_mass_is_refused_by_link_segment(tmp_path, kind, axis):
+    """A point mass (zero inertia tensor) on a ball joint, or on its hinge's axis: M is singular (Pinocchio: its
+    smallest eigenvalue ≤ 1e-15 of its largest). The other formulations refuse v̇ with a SolverError; link_segment
+    solved its (singular) square system by LAPACK, which took a 1e-17 pivot, and returned v̇ ≈ 1e18 and an M of
+    ≈ 1e-18 (Pinocchio's largest entry: 0.58) without an error."""
+    path = tmp_path / f"{kind}_point_mass.urdf"
+    path.write_text(BALL_POINT_MASS.format(kind=kind, axis=axis))
+    model = biobullet.load_model(path, joint_limits=False)
+    q = model.neutral_configuration()
+    if kind == "spherical":
+        q[:] = np.random.default_rng(0).normal(size=4)   # (scaled to unit length by the model)
+    v = np.array([0.3, -0.2, 0.5])[:model.nv]
+    # the oracle: Pinocchio's M of the same tree is singular to round-off here
+    from biobullet.validate.oracles import PinocchioOracle   # (the URDF parser has no spherical joints)
+    oracle = PinocchioOracle(model)
+    eigenvalues = np.linalg.eigvalsh(oracle.mass_matrix(q))
+    assert abs(eigenvalues[0]) <= 1e-15 * max(abs(eigenvalues[-1]), 1.0)
+    for call in (lambda: model.forward_dynamics(q, v, formulation="link_segment"),
+                 lambda: model.mass_matrix(q, formulation="link_segment"),
+                 lambda: model.bias_forces(q, v, formulation="link_segment")):
+        with pytest.raises(biobullet.SolverError, match="link-segment system is singular"):
+            call()

@@ -50,6 +50,7 @@ from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
+from biobullet.spatial.dense import MASS_PIVOT_RATIO
 
 _MASSLESS = 1e-12  # kg: a body this light is an intermediate link of a grouped joint
 
@@ -809,13 +810,41 @@ def _schur_apply_py(matrix, factor, rhs, out):
 
 
 def _dense_solve_py(matrix, rhs, out):
-    """out = A⁻¹ rhs by LAPACK's LU of the whole square A (rhs, out: (n, m)): for segments whose inertia block is
-    singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹ does not exist
-    although A, held by its joints, is regular. A singular A raises LinAlgError (the callers report it)."""
-    solution = np.linalg.solve(matrix, rhs)
-    for r in range(rhs.shape[0]):
-        for c in range(rhs.shape[1]):
-            out[r, c] = solution[r, c]
+    """out = A⁻¹ rhs by an LU of the whole square A with partial pivoting (rhs, out: (n, m)): for segments whose
+    inertia block is singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹
+    does not exist although A, held by its joints, is regular. False when A is singular to round-off: a pivot not
+    above MASS_PIVOT_RATIO × the largest entry of its column in A (a point mass on a ball joint turns freely about
+    the line through its mass: LAPACK's solve took that pivot, ≈ 1e-17, and gave v̇ ≈ 1e18 and an M ≈ 1e-18 for one
+    of entries 0.58, with no error)."""
+    n, m = rhs.shape
+    a = matrix.copy()
+    b = rhs.copy()
+    scale = np.zeros(n)
+    for r in range(n):
+        for c in range(n):
+            scale[c] = max(scale[c], abs(a[r, c]))
+    for c in range(n):
+        pivot = _PIVOT(a, c)
+        if not abs(a[pivot, c]) > MASS_PIVOT_RATIO * scale[c]:
+            return False
+        if pivot != c:
+            for j in range(n):
+                a[c, j], a[pivot, j] = a[pivot, j], a[c, j]
+            for j in range(m):
+                b[c, j], b[pivot, j] = b[pivot, j], b[c, j]
+        for r in range(c + 1, n):
+            factor = a[r, c] / a[c, c]
+            if factor != 0.0:
+                for j in range(c + 1, n):
+                    a[r, j] -= factor * a[c, j]
+                for j in range(m):
+                    b[r, j] -= factor * b[c, j]
+    for j in range(m):
+        for r in range(n - 1, -1, -1):
+            total = b[r, j]
+            for k in range(r + 1, n):
+                total -= a[r, k] * out[k, j]
+            out[r, j] = total / a[r, r]
     return True
 
 
@@ -1023,7 +1052,7 @@ def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
     schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py),
+             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=small),
              "_RESIDUAL": jit.compiled(_residual_py)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
@@ -1292,19 +1321,16 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
-    try:
-        ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
-                                             _WANT_RATES)
-    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
-        ok = False
+    ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options, _WANT_RATES)
     if not ok:
         _singular(model.file)
     return rates
 
 
 def _singular(file: str):
-    raise SolverError(f"{file}: the link-segment system is singular (a hinge at an inconsistent state, or a ball "
-                      "joint built from three axes at gimbal lock)")
+    raise SolverError(f"{file}: the link-segment system is singular to round-off (a direction that moves no mass — "
+                      "a point mass on its hinge's axis or on a ball joint turns freely about that line —, a hinge at "
+                      "an inconsistent state, or a ball joint built from three axes at gimbal lock)")
 
 
 def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -1312,11 +1338,8 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
     v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
     x, xd = _tree_state(model, q, v, t)
-    try:
-        ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
-                                               _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
-    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
-        ok = False
+    ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
+                                           _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
     if not ok:
         _singular(model.file)
     return mass, bias
