@@ -514,7 +514,7 @@ def build_pinocchio_model(model, file: str | None = None):
 
 def pinocchio_model_from_description(description, floating_base: bool):
     """A Pinocchio model built with its own joint models from a ModelDescription: JointModelRevoluteUnaligned
-    (continuous: RevoluteUnboundedUnaligned), PrismaticUnaligned, Spherical, FreeFlyer, Planar (rotated so that its
+    (continuous: RUBZ in a frame turned onto the axis), PrismaticUnaligned, Spherical, FreeFlyer, Planar (rotated so that its
     z axis is the URDF axis), every link's inertia appended to its joint (fixed joints welded by Pinocchio), a
     body frame per link. Independent of biobullet's tree compilation and dynamics."""
     import pinocchio as pin
@@ -557,7 +557,12 @@ def pinocchio_model_from_description(description, floating_base: bool):
         if joint.type == "revolute":
             joint_model = pin.JointModelRevoluteUnaligned(axis)
         elif joint.type == "continuous":
-            joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
+            # Pinocchio's Python RevoluteUnboundedUnaligned takes no axis (an ArgumentError, an internal error of
+            # `validate`): the z-aligned unbounded revolute in a frame whose z is the axis, as for planar below
+            basis = plane_basis(axis)
+            origin = origin * pin.SE3(basis, np.zeros(3))
+            after = pin.SE3(basis.T, np.zeros(3))
+            joint_model = pin.JointModelRUBZ()
         elif joint.type == "prismatic":
             joint_model = pin.JointModelPrismaticUnaligned(axis)
         elif joint.type == "spherical":
