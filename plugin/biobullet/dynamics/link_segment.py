@@ -749,21 +749,7 @@ def _schur_factor_py(matrix, n_segments):
             if coefficient != 0.0:   # K is sparse: each row reaches two segments
                 for c in range(k):
                     lu[r, c] += coefficient * w[j, c]
-    for c in range(k):
-        pivot = _PIVOT(lu, c)
-        if not abs(lu[pivot, c]) > 0.0:
-            return False, factor
-        factor.pivots[c] = pivot
-        if pivot != c:
-            for j in range(k):
-                lu[c, j], lu[pivot, j] = lu[pivot, j], lu[c, j]
-        for r in range(c + 1, k):
-            lu[r, c] /= lu[c, c]
-            multiplier = lu[r, c]
-            if multiplier != 0.0:
-                for j in range(c + 1, k):
-                    lu[r, j] -= multiplier * lu[c, j]
-    return True, factor
+    return _LU_FACTOR(lu, factor.pivots, np.zeros(k)), factor   # (refusing exact zero pivots only)
 
 
 def _schur_apply_py(matrix, factor, rhs, out):
@@ -786,20 +772,7 @@ def _schur_apply_py(matrix, factor, rhs, out):
                 if coefficient != 0.0:
                     total += coefficient * r1[j]
             reduced[r] = total
-        for r in range(k):   # the row swaps, then L (unit) and U
-            p = pivots[r]
-            if p != r:
-                reduced[r], reduced[p] = reduced[p], reduced[r]
-        for r in range(k):
-            total = reduced[r]
-            for j in range(r):
-                total -= lu[r, j] * reduced[j]
-            reduced[r] = total
-        for r in range(k - 1, -1, -1):
-            total = reduced[r]
-            for j in range(r + 1, k):
-                total -= lu[r, j] * reduced[j]
-            reduced[r] = total / lu[r, r]
+        _LU_APPLY(lu, pivots, reduced)
         for r in range(k):
             out[n6 + r, c] = reduced[r]
         for r in range(n6):
@@ -807,6 +780,47 @@ def _schur_apply_py(matrix, factor, rhs, out):
             for j in range(k):
                 total -= w[r, j] * reduced[j]
             out[r, c] = total
+
+
+def _lu_factor_py(lu, pivots, scale):
+    """LU with partial pivoting of the square `lu` in place (the unit lower factor's multipliers below the
+    diagonal, U on and above it), the row swaps in `pivots`; False when a pivot is not above MASS_PIVOT_RATIO ×
+    scale[c] (the column's largest entry: singular to round-off; zeros: only an exact zero pivot)."""
+    k = lu.shape[0]
+    for c in range(k):
+        pivot = _PIVOT(lu, c)
+        if not abs(lu[pivot, c]) > MASS_PIVOT_RATIO * scale[c]:
+            return False
+        pivots[c] = pivot
+        if pivot != c:
+            for j in range(k):
+                lu[c, j], lu[pivot, j] = lu[pivot, j], lu[c, j]
+        for r in range(c + 1, k):
+            lu[r, c] /= lu[c, c]
+            multiplier = lu[r, c]
+            if multiplier != 0.0:
+                for j in range(c + 1, k):
+                    lu[r, j] -= multiplier * lu[c, j]
+    return True
+
+
+def _lu_apply_py(lu, pivots, vector):
+    """vector ← A⁻¹ vector in place by the factors of `_lu_factor_py`: the row swaps, then L (unit) and U."""
+    k = lu.shape[0]
+    for r in range(k):
+        p = pivots[r]
+        if p != r:
+            vector[r], vector[p] = vector[p], vector[r]
+    for r in range(k):
+        total = vector[r]
+        for j in range(r):
+            total -= lu[r, j] * vector[j]
+        vector[r] = total
+    for r in range(k - 1, -1, -1):
+        total = vector[r]
+        for j in range(r + 1, k):
+            total -= lu[r, j] * vector[j]
+        vector[r] = total / lu[r, r]
 
 
 def _dense_solve_py(matrix, rhs, out):
@@ -817,34 +831,21 @@ def _dense_solve_py(matrix, rhs, out):
     the line through its mass: LAPACK's solve took that pivot, ≈ 1e-17, and gave v̇ ≈ 1e18 and an M ≈ 1e-18 for one
     of entries 0.58, with no error)."""
     n, m = rhs.shape
-    a = matrix.copy()
-    b = rhs.copy()
+    lu = matrix.copy()
     scale = np.zeros(n)
     for r in range(n):
         for c in range(n):
-            scale[c] = max(scale[c], abs(a[r, c]))
-    for c in range(n):
-        pivot = _PIVOT(a, c)
-        if not abs(a[pivot, c]) > MASS_PIVOT_RATIO * scale[c]:
-            return False
-        if pivot != c:
-            for j in range(n):
-                a[c, j], a[pivot, j] = a[pivot, j], a[c, j]
-            for j in range(m):
-                b[c, j], b[pivot, j] = b[pivot, j], b[c, j]
-        for r in range(c + 1, n):
-            factor = a[r, c] / a[c, c]
-            if factor != 0.0:
-                for j in range(c + 1, n):
-                    a[r, j] -= factor * a[c, j]
-                for j in range(m):
-                    b[r, j] -= factor * b[c, j]
+            scale[c] = max(scale[c], abs(lu[r, c]))
+    pivots = np.empty(n, dtype=np.int64)
+    if not _LU_FACTOR(lu, pivots, scale):
+        return False
+    column = np.empty(n)
     for j in range(m):
-        for r in range(n - 1, -1, -1):
-            total = b[r, j]
-            for k in range(r + 1, n):
-                total -= a[r, k] * out[k, j]
-            out[r, j] = total / a[r, r]
+        for r in range(n):
+            column[r] = rhs[r, j]
+        _LU_APPLY(lu, pivots, column)
+        for r in range(n):
+            out[r, j] = column[r]
     return True
 
 
@@ -1035,10 +1036,11 @@ def _solve_py(tables, x, xd, tau, options, wanted):
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
 (_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM, _RESIDUAL) = (
+ _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM, _RESIDUAL,
+ _LU_FACTOR, _LU_APPLY) = (
     _add_skew_py, _cross_py, _pivot_py, tree_kinematics_run, _segment_state_py, _assemble_py, _schur_factor_py,
     _schur_apply_py, _dense_solve_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py,
-    _mass_and_bias_py, _residual_py)
+    _mass_and_bias_py, _residual_py, _lu_factor_py, _lu_apply_py)
 
 
 def _small_callees() -> dict:
@@ -1051,9 +1053,9 @@ def _small_callees() -> dict:
 def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
-    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=small),
-             "_RESIDUAL": jit.compiled(_residual_py)}
+    lu = {"_LU_FACTOR": jit.compiled(_lu_factor_py, bind=small), "_LU_APPLY": jit.compiled(_lu_apply_py)}
+    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=lu), "_SCHUR_APPLY": jit.compiled(_schur_apply_py, bind=lu),
+             "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=lu), "_RESIDUAL": jit.compiled(_residual_py)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
