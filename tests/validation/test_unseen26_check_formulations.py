@@ -274,3 +274,27 @@ def test_continuous_joints_beside_a_floating_joint_reach_pinocchio(tmp_path):
         assert _relative(bias, bias_ref) <= 1e-13
     report = validate_model(model, samples=2, oracles=("pinocchio",))
     assert report.ok and {c.formulation for c in report.checks} >= {"reduced", "reduced_recursive", "link_segment"}
+
+
+def test_a_ball_of_three_hinges_at_gimbal_lock_is_one_solver_error():
+    """pitching_arm's shoulder is a `<segment_joint>` ball of three perpendicular hinges: with the middle one at
+    π/2 the first and third axes coincide, M is singular (Pinocchio: smallest eigenvalue ≤ 1e-15 of the largest),
+    and the README promises a SolverError. link_segment's Gauss–Jordan on the axes' Gram matrix divided by its
+    zero pivot inside the compiled kernel: a bare ZeroDivisionError from forward dynamics, M and h."""
+    from biobullet.dynamics import link_segment
+    from biobullet.validate.oracles import PinocchioOracle
+    model = biobullet.load_model("pitching_arm")
+    rng = np.random.default_rng(1)
+    q = model.neutral_configuration()
+    q[7:] = rng.uniform(-1.0, 1.0, 5)
+    q[7 + model.joint_names.index("sh_horizontal")] = np.pi / 2
+    v = rng.normal(size=model.nv)
+    eigenvalues = np.linalg.eigvalsh(PinocchioOracle(model).mass_matrix(q))
+    assert eigenvalues[0] <= 1e-15 * eigenvalues[-1]
+    for call in (lambda: model.forward_dynamics(q, v, formulation="link_segment"),
+                 lambda: model.mass_matrix(q, formulation="link_segment"),
+                 lambda: model.bias_forces(q, v, formulation="link_segment"),
+                 lambda: biobullet.joint_reactions(model, q, v),
+                 lambda: link_segment.inverse_dynamics(model, q, v, np.zeros(model.nv))):
+        with pytest.raises(biobullet.SolverError, match="link-segment system is singular"):
+            call()

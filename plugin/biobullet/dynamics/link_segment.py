@@ -573,6 +573,9 @@ def _assemble_py(tables, state, xd, options, out):
                 inverse[e, f] = 1.0 if e == f else 0.0
         for e in range(n_dof):   # Gauss–Jordan on the (≤ 3 × 3, positive definite) Gram matrix
             pivot = gram[e, e]
+            if not pivot > MASS_PIVOT_RATIO:   # (unit axes: diagonal 1) gimbal lock, the axes dependent: NaN
+                pivot = np.nan                 # readout and inputs, which the callers report (was 1/0: a bare
+                #                                ZeroDivisionError out of the kernel)
             for f in range(n_dof):
                 gram[e, f] /= pivot
                 inverse[e, f] /= pivot
@@ -1312,7 +1315,10 @@ def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, pla
     tau = None if tau is None else model.checked("tau", tau, model.nv)
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, planar=planar)
     z = system.solve()
-    return accelerations_from_solution(system, z), reactions_from_solution(system, z), system, z
+    accelerations = accelerations_from_solution(system, z)
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(accelerations))):   # (gimbal lock: NaN readout)
+        _singular(model.file)
+    return accelerations, reactions_from_solution(system, z), system, z
 
 
 def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True) -> np.ndarray:
@@ -1324,7 +1330,7 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
     ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options, _WANT_RATES)
-    if not ok:
+    if not ok or not np.all(np.isfinite(rates)):
         _singular(model.file)
     return rates
 
@@ -1342,7 +1348,7 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     x, xd = _tree_state(model, q, v, t)
     ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
                                            _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
-    if not ok:
+    if not ok or not (np.all(np.isfinite(mass)) and np.all(np.isfinite(bias))):
         _singular(model.file)
     return mass, bias
 
@@ -1367,7 +1373,9 @@ def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = Tr
         z[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = alpha[b]
     rows = slice(0, 6 * s.n_segments)
     known = system.rhs[rows] - system.matrix[rows, :lay.force] @ z[:lay.force]
-    unknown = np.linalg.solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known)
+    unknown = _solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known, model.file)
+    if not np.all(np.isfinite(unknown)):   # (gimbal lock: NaN inputs)
+        _singular(model.file)
     z[lay.force:] = unknown[:lay.size - lay.force]
     tau = unknown[lay.size - lay.force:]
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, state=st)
