@@ -28,9 +28,15 @@ class _Backend:
     def __init__(self, model) -> None:
         import pinocchio as pin
         from biobullet.conventions import PinocchioMap
-        from biobullet.conventions import build_pinocchio_model
+        from biobullet.conventions import (build_pinocchio_model, pinocchio_model_from_description,
+                                           pinocchio_parser_departure)
         self.pin = pin
         self.pin_model = build_pinocchio_model(model)
+        if pinocchio_parser_departure(model, model.file):
+            # Pinocchio's parser reads other inertias than the model has (inertia="repair", an <inertia> missing
+            # attributes): M and h were those of the file's tensors, 20 % off on a repaired spherical arm
+            self.pin_model = pinocchio_model_from_description(model.description, model.floating_base)
+            self.pin_model.gravity.linear = np.array(model.gravity, dtype=float)
         self.data = self.pin_model.createData()
         self.map = PinocchioMap(model, self.pin_model)
         index = self.map.tangent_index
