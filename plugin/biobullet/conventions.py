@@ -54,7 +54,8 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError
 from biobullet.spatial.rotations import quaternion_multiply, quaternion_to_matrix, skew
 
-__all__ = ["PinocchioMap", "PyBulletMap", "StateConversion", "build_pinocchio_model", "matrix_to_quaternion", "pinocchio_model_from_description", "pybullet_id_quaternion"]
+__all__ = ["PinocchioMap", "PyBulletMap", "StateConversion", "build_pinocchio_model", "matrix_to_quaternion",
+           "pinocchio_model_from_description", "pinocchio_parser_departure", "pybullet_id_quaternion"]
 
 
 def matrix_to_quaternion(rotation: np.ndarray) -> np.ndarray:
@@ -539,9 +540,36 @@ def build_pinocchio_model(model, file: str | None = None):
     return pin_model
 
 
+def pinocchio_parser_departure(model, file: str) -> str:
+    """Why Pinocchio's URDF parser reads different inertias than the file says, or '' (checked on the file:
+    urdfdom drops an `<inertial>` whose `<inertia>` lacks one of its six attributes — the URDF specification
+    makes all six required, biobullet and PyBullet default them to 0; under inertia="repair" the model's
+    tensors are not the file's)."""
+    from biobullet.model.urdf import read_xml
+    try:
+        robot = read_xml(file)
+    except ModelError:
+        return ""
+    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    dropped = [link.get("name", "?") for link in robot.findall("link")
+               for inertia in link.findall("inertial/inertia") if any(k not in inertia.attrib for k in keys)]
+    repaired = [issue[0] for issue in model.description.inertia_issues if issue[3]]
+    if file != model.file:
+        repaired = []
+    reasons = []
+    if dropped:
+        reasons.append(f"Pinocchio's URDF parser (urdfdom) drops the <inertial> of links {', '.join(dropped[:6])}"
+                       f"{' …' if len(dropped) > 6 else ''} (their <inertia> omits attributes it requires)")
+    if repaired:
+        reasons.append(f"the model repaired the inertia of links {', '.join(repaired[:6])} (inertia=\"repair\")")
+    if not reasons:
+        return ""
+    return "; ".join(reasons) + ": the Pinocchio model is built from Pinocchio's joint models with the model's inertias"
+
+
 def pinocchio_model_from_description(description, floating_base: bool):
     """A Pinocchio model built with its own joint models from a ModelDescription: JointModelRevoluteUnaligned
-    (continuous: RevoluteUnboundedUnaligned), PrismaticUnaligned, Spherical, FreeFlyer, Planar (rotated so that its
+    (continuous: RUBZ in a frame turned onto the axis), PrismaticUnaligned, Spherical, FreeFlyer, Planar (rotated so that its
     z axis is the URDF axis), every link's inertia appended to its joint (fixed joints welded by Pinocchio), a
     body frame per link. Independent of biobullet's tree compilation and dynamics."""
     import pinocchio as pin
@@ -584,7 +612,12 @@ def pinocchio_model_from_description(description, floating_base: bool):
         if joint.type == "revolute":
             joint_model = pin.JointModelRevoluteUnaligned(axis)
         elif joint.type == "continuous":
-            joint_model = pin.JointModelRevoluteUnboundedUnaligned(axis)
+            # Pinocchio's Python RevoluteUnboundedUnaligned takes no axis (an ArgumentError, an internal error of
+            # `validate`): the z-aligned unbounded revolute in a frame whose z is the axis, as for planar below
+            basis = plane_basis(axis)
+            origin = origin * pin.SE3(basis, np.zeros(3))
+            after = pin.SE3(basis.T, np.zeros(3))
+            joint_model = pin.JointModelRUBZ()
         elif joint.type == "prismatic":
             joint_model = pin.JointModelPrismaticUnaligned(axis)
         elif joint.type == "spherical":

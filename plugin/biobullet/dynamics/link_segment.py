@@ -50,6 +50,7 @@ from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
+from biobullet.spatial.dense import MASS_PIVOT_RATIO
 
 _MASSLESS = 1e-12  # kg: a body this light is an intermediate link of a grouped joint
 
@@ -572,6 +573,9 @@ def _assemble_py(tables, state, xd, options, out):
                 inverse[e, f] = 1.0 if e == f else 0.0
         for e in range(n_dof):   # Gauss–Jordan on the (≤ 3 × 3, positive definite) Gram matrix
             pivot = gram[e, e]
+            if not pivot > MASS_PIVOT_RATIO:   # (unit axes: diagonal 1) gimbal lock, the axes dependent: NaN
+                pivot = np.nan                 # readout and inputs, which the callers report (was 1/0: a bare
+                #                                ZeroDivisionError out of the kernel)
             for f in range(n_dof):
                 gram[e, f] /= pivot
                 inverse[e, f] /= pivot
@@ -748,21 +752,7 @@ def _schur_factor_py(matrix, n_segments):
             if coefficient != 0.0:   # K is sparse: each row reaches two segments
                 for c in range(k):
                     lu[r, c] += coefficient * w[j, c]
-    for c in range(k):
-        pivot = _PIVOT(lu, c)
-        if not abs(lu[pivot, c]) > 0.0:
-            return False, factor
-        factor.pivots[c] = pivot
-        if pivot != c:
-            for j in range(k):
-                lu[c, j], lu[pivot, j] = lu[pivot, j], lu[c, j]
-        for r in range(c + 1, k):
-            lu[r, c] /= lu[c, c]
-            multiplier = lu[r, c]
-            if multiplier != 0.0:
-                for j in range(c + 1, k):
-                    lu[r, j] -= multiplier * lu[c, j]
-    return True, factor
+    return _LU_FACTOR(lu, factor.pivots, np.zeros(k)), factor   # (refusing exact zero pivots only)
 
 
 def _schur_apply_py(matrix, factor, rhs, out):
@@ -785,20 +775,7 @@ def _schur_apply_py(matrix, factor, rhs, out):
                 if coefficient != 0.0:
                     total += coefficient * r1[j]
             reduced[r] = total
-        for r in range(k):   # the row swaps, then L (unit) and U
-            p = pivots[r]
-            if p != r:
-                reduced[r], reduced[p] = reduced[p], reduced[r]
-        for r in range(k):
-            total = reduced[r]
-            for j in range(r):
-                total -= lu[r, j] * reduced[j]
-            reduced[r] = total
-        for r in range(k - 1, -1, -1):
-            total = reduced[r]
-            for j in range(r + 1, k):
-                total -= lu[r, j] * reduced[j]
-            reduced[r] = total / lu[r, r]
+        _LU_APPLY(lu, pivots, reduced)
         for r in range(k):
             out[n6 + r, c] = reduced[r]
         for r in range(n6):
@@ -808,29 +785,84 @@ def _schur_apply_py(matrix, factor, rhs, out):
             out[r, c] = total
 
 
-def _dense_solve_py(matrix, rhs, out):
-    """out = A⁻¹ rhs by LAPACK's LU of the whole square A (rhs, out: (n, m)): for segments whose inertia block is
-    singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹ does not exist
-    although A, held by its joints, is regular. A singular A raises LinAlgError (the callers report it)."""
-    solution = np.linalg.solve(matrix, rhs)
-    for r in range(rhs.shape[0]):
-        for c in range(rhs.shape[1]):
-            out[r, c] = solution[r, c]
+def _lu_factor_py(lu, pivots, scale):
+    """LU with partial pivoting of the square `lu` in place (the unit lower factor's multipliers below the
+    diagonal, U on and above it), the row swaps in `pivots`; False when a pivot is not above MASS_PIVOT_RATIO ×
+    scale[c] (the column's largest entry: singular to round-off; zeros: only an exact zero pivot)."""
+    k = lu.shape[0]
+    for c in range(k):
+        pivot = _PIVOT(lu, c)
+        if not abs(lu[pivot, c]) > MASS_PIVOT_RATIO * scale[c]:
+            return False
+        pivots[c] = pivot
+        if pivot != c:
+            for j in range(k):
+                lu[c, j], lu[pivot, j] = lu[pivot, j], lu[c, j]
+        for r in range(c + 1, k):
+            lu[r, c] /= lu[c, c]
+            multiplier = lu[r, c]
+            if multiplier != 0.0:
+                for j in range(c + 1, k):
+                    lu[r, j] -= multiplier * lu[c, j]
     return True
 
 
-def _schur_solve_py(matrix, n_segments, rhs, out):
-    """out = A⁻¹ rhs for the link-segment matrix A (rhs, out: (n, m)) by its Schur complement
-    (`_schur_factor_py`), with one step of iterative refinement against A itself (the residual of the sparse A
-    costs little; it brings the mass matrix derived through M⁻¹ = C A⁻¹ B to LAPACK's full-pivoting accuracy and
-    beyond: 2e-13 → 5e-15 relative to Pinocchio on arm7); by the dense elimination of the whole A when a segment's
-    inertia block is singular (`_dense_solve_py`). False when A is singular."""
-    ok, factor = _SCHUR_FACTOR(matrix, n_segments)
-    if not ok:
-        return _DENSE_SOLVE(matrix, rhs, out)
-    _SCHUR_APPLY(matrix, factor, rhs, out)
+def _lu_apply_py(lu, pivots, vector):
+    """vector ← A⁻¹ vector in place by the factors of `_lu_factor_py`: the row swaps, then L (unit) and U."""
+    k = lu.shape[0]
+    for r in range(k):
+        p = pivots[r]
+        if p != r:
+            vector[r], vector[p] = vector[p], vector[r]
+    for r in range(k):
+        total = vector[r]
+        for j in range(r):
+            total -= lu[r, j] * vector[j]
+        vector[r] = total
+    for r in range(k - 1, -1, -1):
+        total = vector[r]
+        for j in range(r + 1, k):
+            total -= lu[r, j] * vector[j]
+        vector[r] = total / lu[r, r]
+
+
+def _dense_solve_py(matrix, rhs, out):
+    """out = A⁻¹ rhs by an LU of the whole square A with partial pivoting (rhs, out: (n, m)): for segments whose
+    inertia block is singular (a point mass: the URDF's zero inertia tensor), where the Schur complement's D⁻¹
+    does not exist although A, held by its joints, is regular. False when A is singular to round-off: a pivot not
+    above MASS_PIVOT_RATIO × the largest entry of its column in A (a point mass on a ball joint turns freely about
+    the line through its mass: LAPACK's solve took that pivot, ≈ 1e-17, and gave v̇ ≈ 1e18 and an M ≈ 1e-18 for one
+    of entries 0.58, with no error)."""
     n, m = rhs.shape
-    residual = np.empty((n, m))
+    lu = matrix.copy()
+    scale = np.zeros(n)
+    for r in range(n):
+        for c in range(n):
+            scale[c] = max(scale[c], abs(lu[r, c]))
+    pivots = np.empty(n, dtype=np.int64)
+    if not _LU_FACTOR(lu, pivots, scale):
+        return False
+    column = np.empty(n)
+    for j in range(m):
+        for r in range(n):
+            column[r] = rhs[r, j]
+        _LU_APPLY(lu, pivots, column)
+        for r in range(n):
+            out[r, j] = column[r]
+    return True
+
+
+#: the Schur solve's iterative refinement continues while a correction moved some segment acceleration by more than
+#: this, relative to the largest of its column (the first correction is ≈ 1e-14 on ordinary trees: one step, as
+#: before; each step multiplies the error by the same contraction, ≈ 1e-5 for 1e-6 kg beside 1e4 kg), after at most
+#: REFINEMENT_STEPS corrections, and stops when a correction no longer shrinks
+REFINEMENT_TOLERANCE = 1e-12
+REFINEMENT_STEPS = 5
+
+
+def _residual_py(matrix, rhs, out, residual):
+    """residual = rhs − A out over the sparse A's non-zeros (rhs, out, residual: (n, m))."""
+    n, m = rhs.shape
     for r in range(n):
         for c in range(m):
             residual[r, c] = rhs[r, c]
@@ -839,11 +871,42 @@ def _schur_solve_py(matrix, n_segments, rhs, out):
             if coefficient != 0.0:
                 for c in range(m):
                     residual[r, c] -= coefficient * out[j, c]
+
+
+def _schur_solve_py(matrix, n_segments, rhs, out):
+    """out = A⁻¹ rhs for the link-segment matrix A (rhs, out: (n, m)) by its Schur complement
+    (`_schur_factor_py`), refined against A itself (the residual of the sparse A costs little): one correction
+    brings the mass matrix derived through M⁻¹ = C A⁻¹ B to LAPACK's full-pivoting accuracy and beyond (2e-13 →
+    5e-15 relative to Pinocchio on arm7); more follow while a correction is above REFINEMENT_TOLERANCE — D is
+    eliminated first without pivoting, and segment masses far apart (1e-6 kg beside 1e4 kg) leave the first solve
+    1e-5 off, each correction gaining the same factor (1e-5 → 1e-10 → 3e-14). By the dense elimination of the
+    whole A when a segment's inertia block is singular (`_dense_solve_py`). False when A is singular."""
+    ok, factor = _SCHUR_FACTOR(matrix, n_segments)
+    if not ok:
+        return _DENSE_SOLVE(matrix, rhs, out)
+    _SCHUR_APPLY(matrix, factor, rhs, out)
+    n, m = rhs.shape
+    n6 = 6 * n_segments
+    residual = np.empty((n, m))
     correction = np.empty((n, m))
-    _SCHUR_APPLY(matrix, factor, residual, correction)
-    for r in range(n):
+    last = np.inf
+    for _ in range(REFINEMENT_STEPS):
+        _RESIDUAL(matrix, rhs, out, residual)
+        _SCHUR_APPLY(matrix, factor, residual, correction)
+        for r in range(n):
+            for c in range(m):
+                out[r, c] += correction[r, c]
+        size = 0.0   # the largest correction of a segment acceleration, relative to its column's largest
         for c in range(m):
-            out[r, c] += correction[r, c]
+            change, scale = 0.0, 0.0
+            for r in range(n6):
+                change = max(change, abs(correction[r, c]))
+                scale = max(scale, abs(out[r, c]))
+            if change > 0.0:
+                size = max(size, change / scale)
+        if not size > REFINEMENT_TOLERANCE or not size < 0.5 * last:   # (NaN: stop)
+            break
+        last = size
     return True
 
 
@@ -976,10 +1039,11 @@ def _solve_py(tables, x, xd, tau, options, wanted):
 
 # the kernels' callees (Python twins until `_kernel_bindings` binds the compiled ones when a caller compiles)
 (_ADD_SKEW, _CROSS, _PIVOT, _TREE_KINEMATICS, _SEGMENT_STATE, _ASSEMBLE, _SCHUR_FACTOR, _SCHUR_APPLY,
- _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM) = (
+ _DENSE_SOLVE, _SCHUR_SOLVE, _NEW_STATE, _NEW_SYSTEM, _EVALUATE, _FORWARD, _MASS_AND_BIAS_FROM, _RESIDUAL,
+ _LU_FACTOR, _LU_APPLY) = (
     _add_skew_py, _cross_py, _pivot_py, tree_kinematics_run, _segment_state_py, _assemble_py, _schur_factor_py,
     _schur_apply_py, _dense_solve_py, _schur_solve_py, _new_state_py, _new_system_py, _evaluate_py, _forward_py,
-    _mass_and_bias_py)
+    _mass_and_bias_py, _residual_py, _lu_factor_py, _lu_apply_py)
 
 
 def _small_callees() -> dict:
@@ -992,8 +1056,9 @@ def _small_callees() -> dict:
 def _kernel_bindings() -> dict:
     """Compiled callees of the link-segment kernels, each compiled (or loaded from the disk cache) once."""
     small = _small_callees()
-    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=small),
-             "_SCHUR_APPLY": jit.compiled(_schur_apply_py), "_DENSE_SOLVE": jit.compiled(_dense_solve_py)}
+    lu = {"_LU_FACTOR": jit.compiled(_lu_factor_py, bind=small), "_LU_APPLY": jit.compiled(_lu_apply_py)}
+    schur = {"_SCHUR_FACTOR": jit.compiled(_schur_factor_py, bind=lu), "_SCHUR_APPLY": jit.compiled(_schur_apply_py, bind=lu),
+             "_DENSE_SOLVE": jit.compiled(_dense_solve_py, bind=lu), "_RESIDUAL": jit.compiled(_residual_py)}
     stages = {"_TREE_KINEMATICS": tree_kinematics_kernel(), "_SEGMENT_STATE": jit.compiled(_segment_state_py),
               "_ASSEMBLE": jit.compiled(_assemble_py, bind=small), "_NEW_STATE": jit.compiled(_new_state_py, inline=True),
               "_NEW_SYSTEM": jit.compiled(_new_system_py, inline=True)}
@@ -1250,7 +1315,10 @@ def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, pla
     tau = None if tau is None else model.checked("tau", tau, model.nv)
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, planar=planar)
     z = system.solve()
-    return accelerations_from_solution(system, z), reactions_from_solution(system, z), system, z
+    accelerations = accelerations_from_solution(system, z)
+    if not (np.all(np.isfinite(z)) and np.all(np.isfinite(accelerations))):   # (gimbal lock: NaN readout)
+        _singular(model.file)
+    return accelerations, reactions_from_solution(system, z), system, z
 
 
 def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True) -> np.ndarray:
@@ -1261,19 +1329,16 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 
 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
-    try:
-        ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options,
-                                             _WANT_RATES)
-    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
-        ok = False
-    if not ok:
+    ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options, _WANT_RATES)
+    if not ok or not np.all(np.isfinite(rates)):
         _singular(model.file)
     return rates
 
 
 def _singular(file: str):
-    raise SolverError(f"{file}: the link-segment system is singular (a hinge at an inconsistent state, or a ball "
-                      "joint built from three axes at gimbal lock)")
+    raise SolverError(f"{file}: the link-segment system is singular to round-off (a direction that moves no mass — "
+                      "a point mass on its hinge's axis or on a ball joint turns freely about that line —, a hinge at "
+                      "an inconsistent state, or a ball joint built from three axes at gimbal lock)")
 
 
 def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -1281,12 +1346,9 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     factorisation of A with nv + 1 right-hand sides gives M⁻¹ = C A⁻¹ B and the zero-force accelerations
     v̇₀ = C A⁻¹ b + d; M = (M⁻¹)⁻¹ (symmetrised), h = −M v̇₀ (`_mass_and_bias_py`)."""
     x, xd = _tree_state(model, q, v, t)
-    try:
-        ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
-                                               _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
-    except np.linalg.LinAlgError:   # (the dense solve of point-mass segments, `_dense_solve_py`)
-        ok = False
-    if not ok:
+    ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
+                                           _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
+    if not ok or not (np.all(np.isfinite(mass)) and np.all(np.isfinite(bias))):
         _singular(model.file)
     return mass, bias
 
@@ -1311,7 +1373,9 @@ def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = Tr
         z[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = alpha[b]
     rows = slice(0, 6 * s.n_segments)
     known = system.rhs[rows] - system.matrix[rows, :lay.force] @ z[:lay.force]
-    unknown = np.linalg.solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known)
+    unknown = _solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known, model.file)
+    if not np.all(np.isfinite(unknown)):   # (gimbal lock: NaN inputs)
+        _singular(model.file)
     z[lay.force:] = unknown[:lay.size - lay.force]
     tau = unknown[lay.size - lay.force:]
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, state=st)

@@ -15,7 +15,8 @@ import re
 
 import numpy as np
 
-from biobullet.conventions import build_pinocchio_model, pinocchio_model_from_description  # noqa: F401  (re-exported)
+from biobullet.conventions import (build_pinocchio_model, pinocchio_model_from_description,  # noqa: F401  (re-exported)
+                                   pinocchio_parser_departure)
 from biobullet.core.native import import_pybullet, native_output
 from biobullet.core.errors import ModelError
 
@@ -81,7 +82,7 @@ class PinocchioOracle(Oracle):
         from biobullet.conventions import PinocchioMap
         self.pin = pin
         self.pin_model = build_pinocchio_model(model, self.file)   # urdfdom's C++ warnings: logged (conventions)
-        departure = _pinocchio_parser_departure(model, self.file)
+        departure = pinocchio_parser_departure(model, self.file)
         if departure:
             # Pinocchio's URDF parser departs from the file here: use Pinocchio's joint models on the file's
             # own inertias (the oracle then still checks the dynamics algorithms, not the parse)
@@ -200,33 +201,6 @@ def _inertia_vector(mass: float, com, inertia) -> np.ndarray:
     """[mass, COM (zero when massless: it is then undefined), inertia about the COM (9)]."""
     com = np.asarray(com, float) if mass > 0 else np.zeros(3)
     return np.concatenate([[float(mass)], com, np.asarray(inertia, float).reshape(9)])
-
-
-def _pinocchio_parser_departure(model, file: str) -> str:
-    """Why Pinocchio's URDF parser reads different inertias than the file says, or '' (checked on the file:
-    urdfdom drops an `<inertial>` whose `<inertia>` lacks one of its six attributes — the URDF specification
-    makes all six required, biobullet and PyBullet default them to 0; under inertia="repair" the model's
-    tensors are not the file's)."""
-    from biobullet.model.urdf import read_xml
-    try:
-        robot = read_xml(file)
-    except ModelError:
-        return ""
-    keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    dropped = [link.get("name", "?") for link in robot.findall("link")
-               for inertia in link.findall("inertial/inertia") if any(k not in inertia.attrib for k in keys)]
-    repaired = [issue[0] for issue in model.description.inertia_issues if issue[3]]
-    if file != model.file:
-        repaired = []
-    reasons = []
-    if dropped:
-        reasons.append(f"Pinocchio's URDF parser (urdfdom) drops the <inertial> of links {', '.join(dropped[:6])}"
-                       f"{' …' if len(dropped) > 6 else ''} (their <inertia> omits attributes it requires)")
-    if repaired:
-        reasons.append(f"the model repaired the inertia of links {', '.join(repaired[:6])} (inertia=\"repair\")")
-    if not reasons:
-        return ""
-    return "; ".join(reasons) + ": the Pinocchio oracle is built from Pinocchio's joint models with the model's inertias"
 
 
 class PyBulletOracle(Oracle):

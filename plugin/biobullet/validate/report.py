@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from biobullet.core.errors import BiobulletError, ModelError, clean_message
+from biobullet.core.errors import BiobulletError, ModelError, SolverError, clean_message
 from biobullet.core.native import native_output
 from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_errors
 
@@ -284,6 +284,8 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
         report.nothing_to_compare = True
         samples = 0
     skipped_dynamics = 0
+    singular_variants: set[int] = set()   # oracle subjects whose singular M has been noted
+    singular_refusals: set[str] = set()   # formulations that refused a singular M (noted once)
     not_applicable: dict[str, str] = {}
     inverse_norm = 1.0   # max over samples of ‖M⁻¹‖₂ (1 / smallest eigenvalue; at least 1)
     condition = 1.0      # max over samples of cond₂(M)
@@ -302,13 +304,21 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                     report.notes.append("forward dynamics not compared where the mass matrix is singular: "
                                         + still)
             by_subject = {}   # an oracle may compare with a variant of the model (see Oracle.subject)
+            stills = {}       # … whose M may be singular where the model's is not (PyBullet's zeroed inertias)
             for subject in {id(o.subject): o.subject for o in built}.values():
                 by_subject[id(subject)] = results = {}
+                stills[id(subject)] = subject_still = (
+                    still if subject is model or still is not None else _joints_moving_no_mass(subject, q, t)[0])
+                if subject_still is not None and still is None and id(subject) not in singular_variants:
+                    singular_variants.add(id(subject))
+                    report.notes.append("forward dynamics not compared with the oracles that read the model with "
+                                        "their own inertias where that variant's mass matrix is singular: "
+                                        + subject_still)
                 for name in formulations:
                     try:
                         mass = subject.mass_matrix(q, t, formulation=name)
                         bias = subject.bias_forces(q, v, t, formulation=name)
-                        accel = None if still is not None else \
+                        accel = None if subject_still is not None else \
                             subject.forward_dynamics(q, v, tau, t, formulation=name)
                         results[name] = (mass, bias, accel)
                     except ModelError as exc:
@@ -317,13 +327,20 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                         elif name not in not_applicable:   # a stated limitation of the formulation, not an error
                             not_applicable[name] = exc.detail
                             report.notes.append(f"formulation {name} not checked: {exc.detail}")
+                    except SolverError as exc:
+                        if subject_still is None:
+                            results[name] = exc
+                        elif name not in singular_refusals:   # (link_segment derives M from M⁻¹: none here)
+                            singular_refusals.add(name)
+                            report.notes.append(f"formulation {name} not compared where the mass matrix is "
+                                                f"singular: {clean_message(str(exc))}")
                     except (BiobulletError, NotImplementedError, ArithmeticError, ValueError) as exc:
                         results[name] = exc
             x, xd, _, _ = model.joint_state(q, v, t)
             jacobians = {link: frame_jacobian(model, x, link) for link in model.link_names}
             for oracle in built:
                 reference = (oracle.mass_matrix(q, t), oracle.bias_forces(q, v, t),
-                             None if still is not None else oracle.forward_dynamics(q, v, tau, t))
+                             None if stills[id(oracle.subject)] is not None else oracle.forward_dynamics(q, v, tau, t))
                 for name, ours in by_subject[id(oracle.subject)].items():
                     for qty, o_val, r_val in zip(("mass_matrix", "bias_forces", "forward_dynamics"),
                                                  ours if not isinstance(ours, Exception) else (None,) * 3,
