@@ -1,0 +1,128 @@
+"""The reference engine's integration promises, probed from outside (hunt23): each run against an independent
+oracle — SciPy's `solve_ivp` (DOP853, rtol 1e-13) on the pendulum's own equation I θ̈ = −m g l sin θ, written here
+from the model's numbers — or against the requested output times themselves.
+
+The pendulum: a 1 kg bob 1 m below a y-axis pivot with its own inertia 1e-3 kg m², so I = 1.001 kg m² about the pivot
+and m g l = 9.81 N m; released at 0.5 rad.
+"""
+from __future__ import annotations
+
+import csv
+import warnings
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import biobullet
+from biobullet.cli import main
+from biobullet.core.errors import ModelError
+from biobullet.loader import load_text
+
+INERTIA, MGL, THETA0 = 1.0 + 1e-3, 9.81, 0.5
+
+PENDULUM = f"""<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+  </link>
+  <link name="bob"><inertial><origin xyz="0 0 -1"/><mass value="1"/>
+    <inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial></link>
+  <joint name="swing" type="continuous"><parent link="base"/><child link="bob"/><origin xyz="0 0 0"/>
+    <axis xyz="0 1 0"/></joint>
+  <biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="fixed"/>
+    <initial joint="swing" position="{THETA0}" velocity="0"/></biobullet>
+</robot>"""
+
+
+@pytest.fixture(scope="module")
+def pendulum(tmp_path_factory):
+    return load_text(PENDULUM, tmp_path_factory.mktemp("pendulum"), "pendulum.urdf")
+
+
+def oracle(times: np.ndarray, t0: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(θ, θ̇) of the pendulum at `times` (s, from t0), by SciPy at rtol 1e-13: far below every tolerance used here."""
+    times = np.asarray(times, dtype=float)
+    solution = solve_ivp(lambda t, y: [y[1], -MGL / INERTIA * np.sin(y[0])], (t0, times[-1]), [THETA0, 0.0],
+                         method="DOP853", rtol=1e-13, atol=1e-15, t_eval=times)
+    return solution.y[0], solution.y[1]
+
+
+def test_a_max_step_is_not_called_stiffness(pendulum):
+    """max_step holds the steps down, not stiffness: the run keeps DOP853 and says nothing of stiffness. Before, a
+    window of 5,000 steps of max_step < 1e-5 s was reported as "the problem looks stiff", the default method switched
+    to Radau (whose steps max_step holds down alike; a 0.2 s run then stopped at Radau's evaluation budget)."""
+    t_end = 0.06   # 12,000 steps of 5e-6 s: the stiffness watch checks its windows of 5,000 steps
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = biobullet.simulate(pendulum, t_end, max_step=5e-6, t_eval=[0.0, 0.02, 0.04, t_end], progress=False)
+    assert not [w for w in caught if "stiff" in str(w.message)], [str(w.message) for w in caught]
+    assert run.meta["method"] == "DOP853"
+    theta, rate = oracle(run.t)
+    # 12,000 DOP853 steps of 5e-6 s: local errors ~ (5e-6 s · 30 rad/s²)⁸ vanish; rtol 1e-9 of |θ| ≈ 0.5 bounds it
+    np.testing.assert_allclose(run.q[:, 0], theta, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(run.v[:, 0], rate, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("rtol", [1e-15, 1e-300])
+def test_an_rtol_scipy_cannot_honour_is_refused(pendulum, rtol):
+    """SciPy raises an rtol below 100 ε to 100 ε (2.2e-14) with a warning about "an element of `rtol`", while the
+    trajectory's meta recorded the rtol asked for: one ModelError naming rtol instead."""
+    with pytest.raises(ModelError, match="rtol"):
+        biobullet.simulate(pendulum, 1.0, rtol=rtol, progress=False)
+
+
+def test_the_tightest_rtol_scipy_honours_runs_and_is_recorded(pendulum):
+    """rtol = 100 ε runs without SciPy's warning, records that rtol, and meets the oracle."""
+    rtol = 100 * np.finfo(float).eps
+    times = np.linspace(0.0, 1.0, 11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = biobullet.simulate(pendulum, 1.0, rtol=rtol, atol=1e-15, t_eval=times, progress=False)
+    assert run.meta["rtol"] == rtol
+    theta, rate = oracle(times)
+    # DOP853 at rtol 2.2e-14 on a 1 s swing: 1e-12 is ≈ 50× the tolerance, the oracle's own error is ≤ 1e-13
+    np.testing.assert_allclose(run.q[:, 0], theta, rtol=0, atol=1e-12)
+
+
+def test_the_cli_writes_each_dt_multiple_once_and_t_end_last(pendulum, tmp_path):
+    """`--t-end 0.081 --dt 0.009`: the samples are k·0.009 (k = 0 … 8) and 0.081. Before, 9·0.009 =
+    0.080999999999999989 was written as a sample of its own, 1.4e-17 s before 0.081."""
+    out = tmp_path / "run.csv"
+    assert main(["simulate", pendulum.file, "--t-end", "0.081", "--dt", "0.009", "--out", str(out)]) == 0
+    with open(out, encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))[1:]
+    times = np.array([float(row[0]) for row in rows])
+    expected = np.append(np.arange(9) * 0.009, 0.081)
+    assert len(times) == len(expected)
+    np.testing.assert_array_equal(times, expected)
+    theta, _ = oracle(times)
+    # the default rtol 1e-9, atol 1e-12 over 0.081 s (a few steps): 1e-9 rad
+    np.testing.assert_allclose([float(row[1]) for row in rows], theta, rtol=0, atol=1e-9)
+
+
+def test_the_default_samples_are_distinct_times(pendulum):
+    """A span with fewer representable times than the default 1,001 samples (t0 = 1e9 s: spacing 1.2e-7 s, 1e-6 s
+    long) gives each time once, from t0 to t_end. Before, np.linspace repeated them (1,001 rows, Δt = 0 between most)."""
+    t0 = 1e9
+    t_end = t0 + 1e-6
+    run = biobullet.simulate(pendulum, t_end, t0=t0, progress=False)
+    assert run.t[0] == t0 and run.t[-1] == t_end
+    assert np.all(np.diff(run.t) > 0)
+    theta, rate = oracle(run.t, t0)
+    np.testing.assert_allclose(run.q[:, 0], theta, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["DOP853", "RK45", "Radau", "BDF", "LSODA", "RK23"])
+def test_each_method_meets_its_tolerance_at_the_requested_times(pendulum, method):
+    """Every method the API accepts, at rtol 1e-6 and atol 1e-9 over a 2 s swing (≈ one period): the samples sit at
+    the requested times (dense output, not the nearest step) and their error stays within a factor of the
+    tolerance — SciPy's global errors on this swing measured 0.1× (Radau) … 5× (BDF) of rtol·|y|; 20× allows
+    for the order of a few sums."""
+    times = np.linspace(0.0, 2.0, 41)
+    run = biobullet.simulate(pendulum, 2.0, method=method, rtol=1e-6, atol=1e-9, t_eval=times, progress=False)
+    np.testing.assert_array_equal(run.t, times)
+    assert run.meta["method"] == method and run.meta["rtol"] == 1e-6 and run.meta["atol"] == 1e-9
+    theta, rate = oracle(times)
+    scale = 1e-9 + 1e-6 * 3.0   # atol + rtol · max|θ̇| (≈ 3 rad/s at the bottom)
+    assert np.max(np.abs(run.q[:, 0] - theta)) < 20 * scale
+    assert np.max(np.abs(run.v[:, 0] - rate)) < 20 * scale
