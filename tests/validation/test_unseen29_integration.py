@@ -126,3 +126,14 @@ def test_each_method_meets_its_tolerance_at_the_requested_times(pendulum, method
     scale = 1e-9 + 1e-6 * 3.0   # atol + rtol · max|θ̇| (≈ 3 rad/s at the bottom)
     assert np.max(np.abs(run.q[:, 0] - theta)) < 20 * scale
     assert np.max(np.abs(run.v[:, 0] - rate)) < 20 * scale
+
+
+def test_the_cli_counts_t_end_among_the_samples_it_limits(pendulum, tmp_path, capsys):
+    """`--t-end 2000 --dt 2e-4` asks for 10,000,001 samples (k·dt for k = 0 … 9,999,999, then t_end): the CLI's own
+    check refuses it naming --t-end and --dt. Before, it passed that check (counting 10⁷) and the engine refused it
+    after loading the model, naming an argument `t_eval` the command line does not have."""
+    with pytest.raises(SystemExit) as stop:
+        main(["simulate", pendulum.file, "--t-end", "2000", "--dt", "2e-4", "--out", str(tmp_path / "run.csv")])
+    assert stop.value.code == 2
+    message = capsys.readouterr().err
+    assert "--dt" in message and "10000001" in message and "t_eval" not in message
