@@ -137,3 +137,49 @@ def test_the_cli_counts_t_end_among_the_samples_it_limits(pendulum, tmp_path, ca
     assert stop.value.code == 2
     message = capsys.readouterr().err
     assert "--dt" in message and "10000001" in message and "t_eval" not in message
+
+
+FREE_BODY = """<?xml version="1.0"?>
+<robot name="free_body">
+  <link name="body"><inertial><mass value="2"/>
+    <inertia ixx="1" ixy="0" ixz="0" iyy="2" iyz="0" izz="3"/></inertial></link>
+  <biobullet version="1"><gravity xyz="0 0 0"/><base type="floating"/></biobullet>
+</robot>"""
+
+
+def euler_top(times: np.ndarray, omega0: np.ndarray, z0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ω (n, 3) in the body frame, unit quaternion z (n, 4) as x y z w) of a torque-free body with principal
+    inertia diag(1, 2, 3) kg m²: Euler's equations I ω̇ = −ω × I ω and ż = ½ z ⊗ (ω, 0), SciPy at rtol 1e-13."""
+    inertia = np.array([1.0, 2.0, 3.0])
+
+    def rate(_t, y):
+        omega, vector, scalar = y[:3], y[3:6], y[6]
+        return np.concatenate([-np.cross(omega, inertia * omega) / inertia,
+                               0.5 * (scalar * omega + np.cross(vector, omega)), [-0.5 * vector @ omega]])
+    solution = solve_ivp(rate, (0.0, times[-1]), np.concatenate([omega0, z0]), method="DOP853", rtol=1e-13,
+                         atol=1e-15, t_eval=times)
+    return solution.y[:3].T, solution.y[3:].T
+
+
+def test_an_initial_quaternion_off_unit_length_is_the_rotation_it_scales_to(tmp_path):
+    """A floating body started from (q0, v0) whose quaternion is 2·z (z a unit quaternion: the same rotation,
+    `normalize_configuration` scales it) moves as the body started from z: against Euler's equations for the
+    asymmetric top and the straight line of its centre of mass (p = p0 + R(z) v_lin t, torque-free, no gravity).
+    Before, the integrated quaternion kept length 2 while its rate was that of z, so the body turned at half the
+    rate (0.2 m off in position after 1 s) while every sample showed a unit quaternion."""
+    from scipy.spatial.transform import Rotation
+
+    model = load_text(FREE_BODY, tmp_path, "free_body.urdf")
+    z0 = Rotation.from_rotvec([0.3, -0.2, 0.5]).as_quat()   # x y z w
+    omega0, linear0 = np.array([0.3, 2.0, 0.4]), np.array([0.1, -0.2, 0.3])   # base frame
+    times = np.linspace(0.0, 2.0, 21)
+    run = biobullet.simulate(model, 2.0, rtol=1e-10, atol=1e-12, t_eval=times, progress=False,
+                             initial=(np.concatenate([[0.0, 0.0, 0.0], 2.0 * z0]),
+                                      np.concatenate([linear0, omega0])))
+    omega, z = euler_top(times, omega0, z0)
+    # DOP853 at rtol 1e-10 over 2 s (≈ 0.6 turns): measured errors ≤ 1e-10; 1e-8 leaves room for the global error
+    np.testing.assert_allclose(run.v[:, 3:6], omega, rtol=0, atol=1e-8)
+    quaternion = run.q[:, 3:7] * np.sign(np.sum(run.q[:, 3:7] * z, axis=1))[:, None]
+    np.testing.assert_allclose(quaternion, z, rtol=0, atol=1e-8)
+    line = Rotation.from_quat(z0).apply(linear0)   # the world velocity of the centre of mass, constant
+    np.testing.assert_allclose(run.q[:, :3], times[:, None] * line, rtol=0, atol=1e-8)

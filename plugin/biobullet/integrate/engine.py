@@ -280,6 +280,11 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
+        if model.base_nq and q0.shape == (model.nq,) and np.all(np.isfinite(q0)):
+            # the integrated quaternions (and planar cos, sin) start at unit length: the right-hand side's rates are
+            # those of the normalised block (`split`), so a quaternion 2·z turned at half the rate — the whole run
+            # wrong while every sample showed a unit quaternion (ModelError naming q for a zero one)
+            q0 = model.normalize_configuration(q0)
         x, xd = _initial_joint_state(model, q0, v0, t0, initial)
         muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0, v0, t0)
         if self.joint_space:
