@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--engine", choices=("reference", "pybullet"), default="reference",
                           help="reference = our formulations + SciPy (default); pybullet = the bridge")
     simulate.add_argument("--rtol", type=relative_tolerance, default=None, metavar="R",
-                          help="reference engine: the integrator's relative tolerance, in (0, 1) (default 1e-9)")
+                          help="reference engine: the integrator's relative tolerance, in [2.2e-14, 1) (default 1e-9)")
     simulate.add_argument("--atol", type=positive_float, default=None, metavar="A",
                           help="reference engine: the integrator's absolute tolerance, in the state's units "
                                "(rad, m, rad/s, m/s; default 1e-12)")

@@ -556,7 +556,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
              python_start_seconds: float = 0.0):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
-    method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
+    method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12 (rtol ≥ RTOL_FLOOR).
     t_eval: sample times (dense output); default 1001 uniform points on [t0, t_end]; "steps" = every accepted step.
     initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
     events: Event objects or callables g(t, x, ẋ) (attributes `terminal`, `direction` honoured), added to the
