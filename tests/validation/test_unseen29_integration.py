@@ -183,3 +183,16 @@ def test_an_initial_quaternion_off_unit_length_is_the_rotation_it_scales_to(tmp_
     np.testing.assert_allclose(quaternion, z, rtol=0, atol=1e-8)
     line = Rotation.from_quat(z0).apply(linear0)   # the world velocity of the centre of mass, constant
     np.testing.assert_allclose(run.q[:, :3], times[:, None] * line, rtol=0, atol=1e-8)
+
+
+def test_a_step_budget_spent_at_max_step_says_so():
+    """y' = −y with max_step = 1e-6 s and a budget of 100 steps: the steps are held at max_step, which the error
+    says. Before, it said "the problem looks stiff … use an implicit method" (mean step below 1e-5 s), whose steps
+    max_step holds alike."""
+    from biobullet.integrate.stepper import StepFailure, run_loop
+    with pytest.raises(StepFailure, match=r"held at max_step = 1e-06 s") as failure:
+        run_loop(lambda t, y: -y, 0.0, np.array([1.0]), 1.0, method="DOP853", rtol=1e-6, atol=1e-9, max_step=1e-6,
+                 t_eval=None, events=[], max_steps=100)
+    assert "stiff" not in str(failure.value)
+    # the steps taken are the exact solution's to the tolerance: y(t) = e^(−t) at the last accepted time
+    assert abs(failure.value.y[0] - np.exp(-failure.value.t)) < 1e-9
