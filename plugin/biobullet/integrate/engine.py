@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from biobullet.integrate.trajectory import Trajectory
 
 DEFAULT_METHOD, DEFAULT_RTOL, DEFAULT_ATOL, DEFAULT_SAMPLES = "DOP853", 1e-9, 1e-12, 1001
+#: the least rtol SciPy's integrators honour (100 ε; `scipy.integrate._ivp.common.validate_tol`)
+RTOL_FLOOR = 100 * float(np.finfo(float).eps)
 
 
 class IntegrationError(SolverError):
@@ -278,6 +280,11 @@ class System:
             except (TypeError, ValueError):
                 raise ModelError("initial must be a dict NAME=VALUE or a pair (q0, v0)", attribute="initial",
                                  expected="{'joint': value, 'joint_dot': value} or (q0, v0)") from None
+        if model.base_nq and q0.shape == (model.nq,) and np.all(np.isfinite(q0)):
+            # the integrated quaternions (and planar cos, sin) start at unit length: the right-hand side's rates are
+            # those of the normalised block (`split`), so a quaternion 2·z turned at half the rate — the whole run
+            # wrong while every sample showed a unit quaternion (ModelError naming q for a zero one)
+            q0 = model.normalize_configuration(q0)
         x, xd = _initial_joint_state(model, q0, v0, t0, initial)
         muscles = np.zeros(0) if self.muscles is None else self.muscles.initial_state(q0, v0, t0)
         if self.joint_space:
@@ -549,7 +556,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
              python_start_seconds: float = 0.0):
     """Integrate `model` from t0 (default 0) to `t_end` (s) and return a Trajectory.
 
-    method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12.
+    method: DOP853 (default), Radau, BDF, LSODA (also RK45, RK23); rtol/atol default 1e-9/1e-12 (rtol ≥ RTOL_FLOOR).
     t_eval: sample times (dense output); default 1001 uniform points on [t0, t_end]; "steps" = every accepted step.
     initial: dict NAME=VALUE (joint coordinate or NAME_dot) on top of the model's <initial>, or a pair (q0, v0).
     events: Event objects or callables g(t, x, ẋ), one or a list (attributes `terminal`, `direction` honoured), added
@@ -603,7 +610,11 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
                          attribute="method",
                          expected="one of DOP853, Radau, BDF, LSODA, RK45, RK23")
     # (rtol ≥ 1 accepts any error: `rtol=10` ran and gave numbers far off)
-    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, positive=True, below=1)
+    # (below RTOL_FLOOR SciPy's methods raise rtol to it with a warning about "an element of `rtol`", and meta
+    # recorded the rtol asked for, not the one run)
+    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, at_least=RTOL_FLOOR, below=1,
+                                                      expected=f"a number in [{RTOL_FLOOR:.3g}, 1): SciPy's "
+                                                      "integrators take no smaller rtol (100 ε)")
     atol = DEFAULT_ATOL if atol is None else to_float(None, "atol", atol, positive=True)
     max_step = np.inf if max_step is None or isinstance(max_step, float) and max_step == np.inf else \
         to_float(None, "max_step", max_step, positive=True)
@@ -985,8 +996,8 @@ def _sample_times(t_eval, t0: float, t_end: float):
     """The output times of `t_eval` (None: DEFAULT_SAMPLES uniform ones; "steps": None, every accepted step), or a
     ModelError naming t_eval and its first wrong entry. Times of a lower-precision float array (float32) within its
     rounding of t0 or t_end are taken as t0 or t_end: np.float32(0.1) is 0.10000000149, past a run's t_end = 0.1."""
-    if t_eval is None:
-        return np.linspace(t0, t_end, DEFAULT_SAMPLES)
+    if t_eval is None:   # (distinct times: a span of few representable times, 1e9 … 1e9 + 1e-6 s, repeated them)
+        return np.unique(np.linspace(t0, t_end, DEFAULT_SAMPLES))
     if isinstance(t_eval, str):
         if t_eval != "steps":
             raise ModelError(f"t_eval = {t_eval!r}", attribute="t_eval", expected='an array of times or "steps"')
@@ -1029,6 +1040,17 @@ def _sample_times(t_eval, t0: float, t_end: float):
 PYTHON_START_SECONDS = 3.0
 
 
+#: a multiple of the CLI's --dt closer than this fraction of dt to t_end is t_end (its rounding, not a sample)
+SAMPLE_MERGE = 1e-9
+
+
+def output_times(t_end: float, dt: float) -> np.ndarray:
+    """The CLI's output times (s) for `--dt`: k·dt below t_end, then t_end itself. A multiple that is t_end up to
+    rounding is not a sample of its own (--t-end 0.081 --dt 0.009 wrote 0.080999999999999989 and then 0.081)."""
+    times = np.arange(int(math.ceil(t_end / dt))) * dt
+    return np.append(times[times < t_end - SAMPLE_MERGE * dt], t_end)
+
+
 def _path_summary(right_hand_side: dict) -> str:
     """The right-hand side's path for the CLI's summary line, with the calls its uncompiled form served."""
     calls = right_hand_side.get("uncompiled_calls", 0)
@@ -1054,9 +1076,7 @@ def cli_simulate(args, model=None) -> int:
         time_function_check(model, args.t_end)
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
-    t_eval = None
-    if dt is not None:
-        t_eval = np.unique(np.append(np.arange(0.0, args.t_end, dt), args.t_end))
+    t_eval = None if dt is None else output_times(args.t_end, dt)
     excitations = None
     if getattr(args, "excitations", None):
         from biobullet.muscles.dynamics import excitations_by_name

@@ -177,6 +177,10 @@ EVALUATIONS_PER_SECOND = 2_000_000
 #: takes far fewer steps
 STIFF_CHECK_STEPS = 5_000   # (steps per window)
 STIFF_MEAN_STEP = 1e-5
+#: a mean step of at least this fraction of the caller's `max_step` is held down by max_step, not by stiffness: such
+#: a window is not reported (a pendulum run with max_step=2e-6 was called stiff, switched to Radau — whose steps
+#: max_step holds down alike — and stopped at its evaluation budget, where DOP853 alone finished)
+HELD_BY_MAX_STEP = 0.5
 IMPLICIT = ("RADAU", "BDF", "LSODA")
 MULTISTEP = (BDF, LSODA)
 
@@ -306,7 +310,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             if watch_stiffness and out.steps - window[0] >= STIFF_CHECK_STEPS:   # over the last window of steps
                 mean_step = (out.last_t - window[1]) / (out.steps - window[0])
                 window = (out.steps, out.last_t)
-                if mean_step < STIFF_MEAN_STEP:
+                if mean_step < STIFF_MEAN_STEP and not mean_step >= HELD_BY_MAX_STEP * max_step:
                     watch_stiffness = False   # said once
                     # (its own name: `switch` is the caller's mode switch, called at every later event)
                     stiff_method = on_stiff(out.last_t, mean_step)
@@ -336,7 +340,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             if out.steps > budget:
                 out.nfev += solver.nfev
                 mean_step = (solver.t - t0) / out.steps
-                stiff = "" if method.upper() in IMPLICIT else (
+                stiff = f"; the steps are held at max_step = {max_step:g} s: raise max_step" \
+                    if mean_step >= HELD_BY_MAX_STEP * max_step else "" if method.upper() in IMPLICIT else (
                     f"; the problem looks stiff for the explicit {method} (step size {solver.t - solver.t_old:.3g} s):"
                     " use an implicit method, e.g. method='Radau' or 'LSODA' (CLI: --method Radau)"
                     if mean_step < STIFF_MEAN_STEP else   # steps of a non-stiff motion: the run is just long
