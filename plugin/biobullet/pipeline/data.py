@@ -6,12 +6,13 @@
   the force stage;
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
-  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `pipeline.workspace`),
+  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `core.jit_pair.pack_record`),
   built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
-  arrays (`arrays.loop_work`). Before a resolver's first solve, or where the stage declined, the generic resolvers
+  arrays (`loop_work`), which the kernels read with the loop table's constants as one flat record
+  (`arrays.loop`, `constraints.newton_kernel.loop_record`: passed from kernel to kernel as one pointer). Before a resolver's first solve, or where the stage declined, the generic resolvers
   solve (continuation, clear errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
 One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
 own): the kernels write into it.
@@ -24,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from biobullet.constraints.newton_kernel import LoopWarm, loop_warm, newton_work
+from biobullet.constraints.newton_kernel import LoopWarm, loop_parts, loop_record, loop_warm, newton_work
 from biobullet.core import jit
 from biobullet.core.arguments import time_argument
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
@@ -75,7 +76,7 @@ class DataArrays(NamedTuple):
     low: np.ndarray          # (nv, nv) Cholesky factor
     power: np.ndarray        # (2,) input and dissipated power of the force stage
     loop_warm: LoopWarm      # the loop stage's warm starts
-    loop_work: tuple         # the loop Newton solve's work arrays (`constraints.newton_kernel.newton_work`)
+    loop: Any                # the loop record: the loop table, warm starts and work arrays (`loop_record`)
 
 
 class Data:
@@ -84,11 +85,17 @@ class Data:
     def __init__(self, compiled: CompiledModel) -> None:
         nv, n_tangent, loops = compiled.nv, compiled.n_tangent, compiled.loops
         self.compiled = compiled
+        warm = loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start)
+        #: the loop Newton solve's work arrays (`constraints.newton_kernel.NewtonWork`)
+        self.loop_work = newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
+                                     compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1,
+                                     int(np.max(np.diff(loops.known_start), initial=0)))
+        # (the record borrows the arrays of its parts: this Data keeps them alive)
+        self._loop_parts = loop_parts(loops, warm, self.loop_work)
+        self._loop_compiled = jit.compiling()   # whether arrays.loop is the compiled record (else a namespace)
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
-                                 np.zeros(2), loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start),
-                                 newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
-                                             compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1))
+                                 np.zeros(2), warm, loop_record(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
@@ -104,7 +111,19 @@ class Data:
         # the public calls then go to the entry without `_call`
         self._seeded = False   # the warm starts continue the last call's state (False: the generic resolvers solve first)
         self._identity = np.eye(n_tangent, nv)
+        self._other_arrays: DataArrays | None = None   # `kernel_arrays` in the other mode
         self._no_q = np.zeros(compiled.nq)
+
+    def kernel_arrays(self) -> DataArrays:
+        """`arrays` with the loop record the kernels take now (`constraints.newton_kernel.loop_record`): the compiled
+        record, or, where they run uncompiled (numba off, or inside `core.jit.uncompiled()`: a run's uncompiled
+        start, the engine's checks), a namespace of the same arrays, which their Python forms read. The same
+        buffers either way."""
+        if jit.compiling() == self._loop_compiled:
+            return self.arrays
+        if self._other_arrays is None:
+            self._other_arrays = self.arrays._replace(loop=loop_record(self._loop_parts))
+        return self._other_arrays
 
     def bind_loops(self, model) -> None:
         """The model's loop resolvers read and write this workspace's warm starts: the callback stage continues from
@@ -130,9 +149,10 @@ class Data:
         if self._forward is None:
             from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_kernel, has_loops
-            kernel = forward_kernel(record_reader(self.compiled, self.arrays), loops=has_loops(self.compiled))
-            from biobullet.pipeline.workspace import pack_workspace
-            self._record, self._workspace = pack_workspace(self.compiled, self.arrays, borrowed=True)
+            arrays = self.kernel_arrays()
+            kernel = forward_kernel(record_reader(self.compiled, arrays), loops=has_loops(self.compiled))
+            from biobullet.core.jit_pair import pack_record
+            self._record, self._workspace = pack_record(self.compiled, arrays, borrowed=True)
             self._forward = self.entries["forward"] = jit.direct_entry(
                 kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)

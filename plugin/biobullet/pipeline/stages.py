@@ -3,8 +3,8 @@ taking the compiled model and the data workspace as structured arguments:
 
     joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
                     joint-function table's jets (`model.joint_jets._explicit_jets_py`) and the loop resolvers'
-                    Newton solves (`constraints.newton_kernel._loop_newton_py`, warm-started from
-                    data.loop_warm, in data.loop_work) in the map's order                       `joint_state_stage_py`
+                    Newton solves (`constraints.newton_kernel._loop_newton_py` on the loop record
+                    data.loop: warm starts, work arrays) in the map's order                        `joint_state_stage_py`
                     (a model whose map needs Python — loop types without compiled rows, joint functions without
                     compiled jets — fills data.x … data.gamma from `Model.joint_state_view` before the call: the
                     callback stage)
@@ -114,30 +114,31 @@ def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
 
 def joint_state_stage_py(model, data, q, v, t, rates):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
-    table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
-    table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
+    table and the loop resolvers in the coordinate map's order (the loop record's `stages`, `data.loop`: the
+    compiled model's LoopTable, warm starts and Newton work arrays as one flat record, passed to the loop Newton as
+    one pointer; without loops the whole table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
     0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage then
     decides)."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
         return 1
-    loops = model.loops
-    if loops.stages.shape[0] == 0:
+    loop = data.loop
+    stages = loop.stages
+    if stages.shape[0] == 0:
         if model.jets_table.shape[0] == 0:
             return 0
         return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
                      data.xd, data.gradient, data.gamma)
     if not _LOOPS:   # bound False: the loop stage is not compiled (a model with loops takes the callback stage)
         return 1
-    view = data.x[loops.view_start:]   # the loop kernels' joint layout: index = tangent index
-    for s in range(loops.stages.shape[0]):
-        kind, a, b = loops.stages[s, 0], loops.stages[s, 1], loops.stages[s, 2]
+    view = data.x[loop.view_start:]   # the loop kernels' joint layout: index = tangent index
+    for s in range(stages.shape[0]):
+        kind, a, b = stages[s, 0], stages[s, 1], stages[s, 2]
         if kind == 0:
             if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
                      data.x, data.xd, data.gradient, data.gamma) != 0:
                 return 1
-        elif _NEWTON(loops, data.loop_warm, data.loop_work, a, view, data.xd, data.gradient, data.gamma,
-                     rates) != 0:
+        elif _NEWTON(loop, a, view, data.xd, data.gradient, data.gamma, rates) != 0:
             return 1
     return 0
 
