@@ -54,14 +54,23 @@ def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
                     np.array([int(c.sum()) for c in counts], dtype=np.int64))
 
 def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
+    """(rot, pos, sub, vel, acc) of every body at x (and ẋ, with_rates) in new arrays: `_tree_kinematics_into_py`."""
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
     sub = np.zeros((6, n_tangent))
     vel = np.zeros((nb, 6))
     acc = np.zeros((nb, 6))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
+    _kinematics_into(meta, body, x, xd, with_rates, rot, pos, sub, vel, acc, np.empty((3, 3)), np.empty((3, 3)))
+    return rot, pos, sub, vel, acc
+
+
+def _tree_kinematics_into_py(meta, body, x, xd, with_rates, rot, pos, sub, vel, acc, loc, jr):
+    """The bodies' world rotations, positions and motion subspace (rot, pos, sub: each body writes its own columns,
+    the others are left as they are — zero in a buffer that only ever holds this tree's) and, with_rates, their
+    spatial velocities and bias accelerations (vel, acc) into the caller's arrays; loc, jr (3 × 3) work. The loop
+    Newton's rate pass writes into its record's arrays (no allocation per call)."""
+    nb = meta.shape[0]
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
         parent, vi = meta[i, 0], meta[i, 3]
@@ -95,7 +104,7 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
                 acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
             else:
                 acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
-    return rot, pos, sub, vel, acc
+    return nb
 
 
 def _loop_rows_kernel_py(rows, k, kin, with_jac, with_bias):
@@ -265,6 +274,7 @@ def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _rows_into = _loop_rows_into_py
+_kinematics_into = _tree_kinematics_into_py
 _pair_rows = _pair_rows_py
 _spin = _spin_py
 from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
@@ -272,8 +282,13 @@ from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 
 def _kinematics_bindings() -> dict:
+    return {"_kinematics_into": tree_kinematics_into_kernel()}
+
+
+def tree_kinematics_into_kernel():
+    """The compiled `_tree_kinematics_into_py` (a call: its callers link it, not inline it)."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    return {"_place_body": place_body_kernel()}
+    return jit.compiled(_tree_kinematics_into_py, bind={"_place_body": place_body_kernel()})
 
 
 def loop_kernels():

@@ -92,6 +92,8 @@ class NewtonWork(NamedTuple):
     rot: np.ndarray          # (n_bodies, 3, 3) the residual's tree kinematics
     pos: np.ndarray          # (n_bodies, 3)
     sub: np.ndarray          # (6, width): starts at zero, each body writes only its own columns
+    vel: np.ndarray          # (n_bodies, 6) the rate pass's body velocities and bias accelerations
+    acc: np.ndarray          # (n_bodies, 6)
     loc: np.ndarray          # (3, 3)
     jr: np.ndarray           # (3, 3)
     no_motion: np.ndarray    # (1, 6)
@@ -115,7 +117,8 @@ class NewtonWork(NamedTuple):
 def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known: int = 0) -> NewtonWork:
     """The Newton solve's work arrays (`NewtonWork`), allocated once by each caller (a Data, a resolver): no solve
     allocates."""
-    return NewtonWork(np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
+    return NewtonWork(np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)),
+                      np.zeros((n_bodies, 6)), np.zeros((n_bodies, 6)), np.empty((3, 3)),
                       np.empty((3, 3)), np.zeros((1, 6)), np.zeros(n_rows), np.zeros((n_rows, width)),
                       np.zeros(n_rows), np.zeros((6, 2, 3)), np.zeros((2, 3, width)), np.zeros((n_rows, n_rows)),
                       np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows), np.zeros((n_sets, width)),
@@ -171,6 +174,8 @@ class LoopBuffers(NamedTuple):
     rot: np.ndarray
     pos: np.ndarray
     sub: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
     loc: np.ndarray
     jr: np.ndarray
     no_motion: np.ndarray
@@ -439,7 +444,6 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
     s0 = loop.sensitivity_start[k]
     dep, known = loop.dep[d0:d1], loop.known[k0:k1]
     nd, nk, nq = d1 - d0, k1 - k0, gradient.shape[1]
-    n_tangent = rate.shape[0]
     tolerance, loose, warm_condition = loop.tolerance[k], loop.loose[k], loop.condition[k]
     known0, dep0, sensitivity, u0, h0 = loop.known0, loop.dep0, loop.sensitivity, loop.u0, loop.h0
     # every small vector of this call in the record's scratch (each allocation ≈ 0.05 µs: ≈ 15 of them were a
@@ -534,11 +538,14 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
         _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
         for i in range(nd):
             rate[dep[i]] = part[i]
-        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
-        # literal, so the kinematics kernel keeps one specialisation
+        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten), from the tree
+        # kinematics with rates into the record's arrays (the residual's placements, overwritten at this θ); bool():
+        # not a literal, so the kinematics kernel keeps one specialisation
         n_rows = loop.n_rows[k]
         bias = loop.bias[:n_rows]
-        _ROWS_INTO(loop, k, _KIN(loop.meta, loop.body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
+        rot, pos, sub, vel, acc = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc
+        _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
+        _ROWS_INTO(loop, k, (rot, pos, sub, vel, acc), bool(False), bool(True),
                    (loop.phi[:n_rows], loop.jac[:n_rows], bias, loop.rows_work, loop.jl))
         # −Φ_dep⁻¹ b: the curvature of the new solution
         _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
@@ -605,12 +612,12 @@ def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
     kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_kernel
+    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_into_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
                                                           "_ROWS_INTO": rows_into_kernel()})
-    return {"_KIN": tree_kinematics_kernel(), "_ROWS_INTO": rows_into_kernel(),
+    return {"_KIN_INTO": tree_kinematics_into_kernel(), "_ROWS_INTO": rows_into_kernel(),
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
