@@ -75,6 +75,10 @@ class DataArrays(NamedTuple):
     rhs: np.ndarray          # (nv,) Q (= Gᵀ τ in the right-hand side), then Q − h_r
     low: np.ndarray          # (nv, nv) Cholesky factor
     power: np.ndarray        # (2,) input and dissipated power of the force stage
+    reduced_mass: np.ndarray  # (nv, nv) Gᵀ M G of a projected solve (`compiled_kernels._project_upper_into_py`)
+    reduced_bias: np.ndarray  # (nv,) Gᵀ h
+    project_work: np.ndarray  # (n_tangent, nv) M G
+    project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
     loop_warm: LoopWarm      # the loop stage's warm starts
     loop: Any                # the loop record: the loop table, warm starts and work arrays (`loop_record`)
 
@@ -95,7 +99,8 @@ class Data:
         self._loop_compiled = jit.compiling()   # whether arrays.loop is the compiled record (else a namespace)
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
-                                 np.zeros(2), warm, loop_record(self._loop_parts))
+                                 np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
+                                 np.zeros(nv, dtype=np.int64), warm, loop_record(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}

@@ -150,7 +150,8 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
     if model.solver == PROJECTED:
-        mass, bias = _PROJECT(mass, bias, data.gradient)
+        mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
+                              data.reduced_mass, data.reduced_bias)
     rhs = data.rhs
     for c in range(nv):
         rhs[c] = force[c] - bias[c]
@@ -189,7 +190,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
                 return 1
         return 0
     if model.solver == PROJECTED:
-        mass, bias = _PROJECT(mass, bias, data.gradient)
+        mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
+                              data.reduced_mass, data.reduced_bias)
     if want == MASS:
         for a in range(nv):
             for b in range(nv):
