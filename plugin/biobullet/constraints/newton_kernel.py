@@ -405,15 +405,16 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
 
 
 def _keep_fixed_point_py(loop, k, theta, small, inverse, jk, condition):
-    """Loop set k's entry of the loop record's fixed points (`NewtonWork.keys` … `fixed`) after a converged solve: set where the
-    solve's last residual was at most 1e-3 of the tolerance — the solve stopped there without a step, and its last
-    correction moved θ_dep by at most cond₁ · 1e-3 of the tolerance — to the joint layout after that correction
-    (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
+    """Loop set k's entry of the loop record's fixed points (`NewtonWork.keys` … `fixed`) after a converged
+    solve: set where the solve's last residual was at most 1e-3 of the tolerance — the solve stopped there without
+    a step, and its last correction moved θ_dep by at most cond₁ · 1e-3 of the tolerance — to the joint layout
+    after that correction (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
     key takes them instead of solving: a solve there would stop at once too and use Φ_θ of a point that far
     apart, so G, θ̇ and γ agree with a solve's to round-off."""
-    keys, inverses, jacobians, fixed = loop.keys, loop.inverses, loop.jacobians, loop.fixed
+    fixed = loop.fixed
     fixed[k, 0] = 1.0 if small else 0.0
     if small:
+        keys, inverses, jacobians = loop.keys, loop.inverses, loop.jacobians
         nd, nk = jk.shape
         for j in range(theta.shape[0]):
             keys[k, j] = theta[j]
