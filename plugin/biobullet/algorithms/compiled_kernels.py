@@ -583,11 +583,6 @@ tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_bindings)
 project_upper = jit.lazy(_project_upper_py, bind=lambda: {"_project_into": project_upper_into_kernel()})
 
 
-def project_upper_kernel():
-    """The compiled `_project_upper_py`."""
-    return jit.compiled(_project_upper_py, bind={"_project_into": project_upper_into_kernel()})
-
-
 def project_upper_into_kernel():
     """The compiled `_project_upper_into_py`."""
     return jit.compiled(_project_upper_into_py)

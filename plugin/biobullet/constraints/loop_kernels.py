@@ -4,7 +4,8 @@ run compiled by numba (`tree_kinematics_run`, `loop_rows_run`; their Python form
 loop stage, the bridge and the link-segment formulation's body velocities.
 
 The rows kernels take the loops as one structured argument, `LoopRows` (one or several loop sets: the loop
-resolvers of a compiled model's LoopTable, or one `VectorLoops`), the set's index k, the tree kinematics as the
+resolvers of a compiled model's LoopTable, or one `VectorLoops`) or any record with its fields (the loop Newton
+passes its loop record, `newton_kernel.loop_record`), the set's index k, the tree kinematics as the
 tuple the kinematics kernel returns (rot, pos, sub, vel, acc) and, for the in-place kernel, its outputs and work
 arrays as one tuple (phi, jac, bias, work, jl).
 

@@ -105,7 +105,7 @@ class Data:
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
-        # the compiled model's and the arrays' fields in one record (`pipeline.workspace`), borrowing their arrays
+        # the compiled model's and the arrays' fields in one record (`core.jit_pair.pack_record`), borrowing their arrays
         # (no reference counts in the kernels): self.compiled and self.arrays keep them alive
         self._record = None
         self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
