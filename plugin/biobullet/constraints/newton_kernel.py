@@ -20,10 +20,12 @@ the callback stage continue each other's branch without copying.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
 
+from biobullet.constraints.loop_kernels import LoopRows
 from biobullet.core import jit
 
 NEWTON_MAX_ITERATIONS = 50
@@ -126,74 +128,16 @@ def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known
                       np.zeros(6 * n_rows + 3 * n_known), np.zeros(n_rows * n_known))
 
 
-class LoopFields(NamedTuple):
-    """The loop stage's constants, flat: a `pipeline.compiled_model.LoopTable`'s fields but its rows, then its rows'
-    (`loop_kernels.LoopRows`: the rows kernels read the loop record as their rows)."""
-
-    stages: np.ndarray
-    dep_start: np.ndarray
-    dep: np.ndarray
-    known_start: np.ndarray
-    known: np.ndarray
-    sensitivity_start: np.ndarray
-    revolute: np.ndarray
-    tolerance: np.ndarray
-    condition_limit: float
-    view_start: int
-    meta: np.ndarray
-    body: np.ndarray
-    ancestry: np.ndarray
-    loop_start: np.ndarray
-    point_body: np.ndarray
-    offset: np.ndarray
-    basis: np.ndarray
-    kinds: np.ndarray
-    row_start: np.ndarray
-    n_rows: np.ndarray
-
-
+#: the loop table's fields (`pipeline.compiled_model.LoopTable`) but its rows, in its order
+LOOP_TABLE_FIELDS = ("stages", "dep_start", "dep", "known_start", "known", "sensitivity_start", "revolute",
+                     "tolerance", "condition_limit", "view_start", "meta", "body")
+#: the loop stage's constants, flat: a loop table's fields but its rows, then its rows' (`loop_kernels.LoopRows`:
+#: the rows kernels read the loop record as their rows)
+LoopFields = namedtuple("LoopFields", LOOP_TABLE_FIELDS + LoopRows._fields)
 #: the LoopWarm fields the loop record holds (the slices' starts are the LoopFields')
 _WARM_FIELDS = LoopWarm._fields[:12]
-
-
-class LoopBuffers(NamedTuple):
-    """What the loop stage writes, flat: a LoopWarm's buffers (`_WARM_FIELDS`), then a NewtonWork's arrays."""
-
-    values: np.ndarray
-    known0: np.ndarray
-    dep0: np.ndarray
-    sensitivity: np.ndarray
-    u0: np.ndarray
-    h0: np.ndarray
-    anchor: np.ndarray
-    condition: np.ndarray
-    loose: np.ndarray
-    valid: np.ndarray
-    curved: np.ndarray
-    anchored: np.ndarray
-    rot: np.ndarray
-    pos: np.ndarray
-    sub: np.ndarray
-    vel: np.ndarray
-    acc: np.ndarray
-    loc: np.ndarray
-    jr: np.ndarray
-    no_motion: np.ndarray
-    phi: np.ndarray
-    jac: np.ndarray
-    bias: np.ndarray
-    rows_work: np.ndarray
-    jl: np.ndarray
-    matrix: np.ndarray
-    factor: np.ndarray
-    step: np.ndarray
-    point: np.ndarray
-    keys: np.ndarray
-    inverses: np.ndarray
-    jacobians: np.ndarray
-    fixed: np.ndarray
-    scratch: np.ndarray
-    jk: np.ndarray
+#: what the loop stage writes, flat: a LoopWarm's buffers (`_WARM_FIELDS`), then a NewtonWork's arrays
+LoopBuffers = namedtuple("LoopBuffers", _WARM_FIELDS + NewtonWork._fields)
 
 
 def loop_parts(table: tuple, warm: LoopWarm, work: NewtonWork) -> tuple[LoopFields, LoopBuffers]:
