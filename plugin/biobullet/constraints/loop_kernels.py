@@ -39,6 +39,10 @@ class LoopRows(NamedTuple):
     n_rows: np.ndarray
 
 
+#: LoopRows' field names (records that serve as rows — `newton_kernel.LoopFields` — carry them)
+LOOP_ROWS_FIELDS = LoopRows._fields
+
+
 def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
     """LoopRows of loop sets given as (point_body (2L,), offset (2L, 3), basis (L, 3, 6), kinds (L,), row
     counts (L,)) tuples, in order (`loops.VectorLoops.kernel_set`)."""

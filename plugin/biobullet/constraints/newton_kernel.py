@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from biobullet.constraints.loop_kernels import LoopRows
+from biobullet.constraints.loop_kernels import LOOP_ROWS_FIELDS
 from biobullet.core import jit
 
 NEWTON_MAX_ITERATIONS = 50
@@ -133,7 +133,7 @@ LOOP_TABLE_FIELDS = ("stages", "dep_start", "dep", "known_start", "known", "sens
                      "tolerance", "condition_limit", "view_start", "meta", "body")
 #: the loop stage's constants, flat: a loop table's fields but its rows, then its rows' (`loop_kernels.LoopRows`:
 #: the rows kernels read the loop record as their rows)
-LoopFields = namedtuple("LoopFields", LOOP_TABLE_FIELDS + LoopRows._fields)
+LoopFields = namedtuple("LoopFields", LOOP_TABLE_FIELDS + LOOP_ROWS_FIELDS)
 #: the LoopWarm fields the loop record holds (the slices' starts are the LoopFields')
 _WARM_FIELDS = LoopWarm._fields[:12]
 #: what the loop stage writes, flat: a LoopWarm's buffers (`_WARM_FIELDS`), then a NewtonWork's arrays

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from biobullet.algorithms.compiled_kernels import tree_work
 from biobullet.constraints.newton_kernel import LoopWarm, loop_parts, loop_record, loop_warm, newton_work
 from biobullet.core import jit
 from biobullet.core.arguments import time_argument
@@ -79,6 +80,7 @@ class DataArrays(NamedTuple):
     reduced_bias: np.ndarray  # (nv,) Gᵀ h
     project_work: np.ndarray  # (n_tangent, nv) M G
     project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
+    tree_work: tuple         # CRBA + RNEA's work arrays, M and h (`algorithms.compiled_kernels.tree_work`)
     loop_warm: LoopWarm      # the loop stage's warm starts
     loop: Any                # the loop record: the loop table, warm starts and work arrays (`loop_record`)
 
@@ -100,7 +102,8 @@ class Data:
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
-                                 np.zeros(nv, dtype=np.int64), warm, loop_record(self._loop_parts))
+                                 np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
+                                 warm, loop_record(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}

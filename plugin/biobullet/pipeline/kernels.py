@@ -87,7 +87,7 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_kernel(),
+                "_TREE": compiled_kernels.tree_dynamics_into_kernel(),
                 "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_into_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
@@ -121,6 +121,6 @@ def rhs_kernel(loops: bool = True):
     docstring)."""
     return _compiled_with(stages.rhs_py, lambda: {
         "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops), "_FORCES": forces_kernel(inline=True),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
+        "_TREE": compiled_kernels.tree_dynamics_into_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
         variant=_variant(loops=loops))

@@ -11,7 +11,8 @@ taking the compiled model and the data workspace as structured arguments:
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
                     kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
                     path, the muscle states' rates)                                   `forces_stage_py`
-    M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
+    M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_into_py`, into
+                    data.tree_work)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G, each declining a
                     pivot within round-off of its diagonal entry                               `solve_stage_py`
 
@@ -180,8 +181,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t, want != MASS) != 0:
         return 1
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, want != BIAS, want != MASS, bool(True))
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, want != BIAS,
+                       want != MASS, bool(True), data.tree_work)
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
             return 1
@@ -291,8 +292,8 @@ def rhs_py(model, data, forces, shadow_rows, y, t, out):
     if _FORCES(model, data, forces, t) != 0:
         return 1
     store_muscle_rates(forces.muscles, out, first)
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, bool(True), bool(True), bool(True))
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, bool(True),
+                       bool(True), bool(True), data.tree_work)
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
