@@ -25,8 +25,8 @@ from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
                                                   NEWTON_REACH, NO_DESCENT, PREDICTION_CONDITION, SINGULAR, ZERO_STEP,
-                                                  LoopWarm, loop_parts, loop_record, loop_warm, newton_solve_kernel,
-                                                  newton_solve_twin, newton_work)
+                                                  LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
+                                                  newton_solve_kernel, newton_solve_twin, newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -242,8 +242,7 @@ class LoopResolver:
             if compiled:
                 form = (newton_solve_kernel(), loop_record(parts), offset, np.zeros(width), parts)
             else:   # the resolver as the residual's source (a proxy: the resolver keeps no cycle through _forms)
-                from biobullet.core.jit_pair import new_pair
-                loop = new_pair(*parts)
+                loop = loop_namespace(parts)
                 loop.resolver = weakref.proxy(self)
                 form = (_python_solve(), loop, 0, np.zeros(width), parts)
             self._forms[jit.compiling()] = form

@@ -21,6 +21,7 @@ the callback stage continue each other's branch without copying.
 from __future__ import annotations
 
 from collections import namedtuple
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -146,6 +147,12 @@ def loop_parts(table: tuple, warm: LoopWarm, work: NewtonWork) -> tuple[LoopFiel
     Newton work arrays."""
     return (LoopFields(*table[:-1], *table[-1]),
             LoopBuffers(*(getattr(warm, name) for name in _WARM_FIELDS), *work))
+
+
+def loop_namespace(parts: tuple[LoopFields, LoopBuffers]) -> SimpleNamespace:
+    """The fields of `loop_parts` as a namespace: the loop record the kernels' Python forms read (numba off, a run's
+    uncompiled start, the solve over a plug-in loop type's residual), built without numba."""
+    return SimpleNamespace(**parts[0]._asdict(), **parts[1]._asdict())
 
 
 def loop_record(parts: tuple[LoopFields, LoopBuffers]):

@@ -115,6 +115,13 @@ def record_type(model, data) -> PairType:
     return PairType(list(zip(first.fields, first)) + list(zip(second.fields, second)))
 
 
+def type_stand_in(model, data) -> SimpleNamespace:
+    """An object numba types as the record of `new_pair(model, data)` (`record_type`, its `_numba_type_`) and that
+    holds nothing: for a look-up of a kernel's argument types (`core.jit.is_cached`) that must not build — compile
+    the packing kernel for — the record itself."""
+    return SimpleNamespace(_numba_type_=record_type(model, data))
+
+
 def address_of(record):
     """The address of `record` (a PairRef) as an integer in a compiled kernel; `record` itself in Python."""
     return record

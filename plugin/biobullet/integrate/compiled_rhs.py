@@ -436,10 +436,12 @@ class CompiledReducedRHS:
             self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)))
         return (self._compiled, self._data.kernel_arrays(), self._forces, self._shadow, *self._address)
 
-    def _arguments(self, t: float, y: np.ndarray) -> tuple:
-        """The kernel's arguments for state y at time t (a new output array)."""
+    def _arguments(self, t: float, y: np.ndarray, probe: bool = False) -> tuple:
+        """The kernel's arguments for state y at time t (a new output array); `probe`: for a look-up of their types
+        only (`Data.probe_arrays`: the loop record not built)."""
         out = np.empty(y.shape[0])
-        return self._compiled, self._data.kernel_arrays(), self._refreshed(t, y), self._shadow, y, float(t), out
+        arrays = self._data.probe_arrays() if probe else self._data.kernel_arrays()
+        return self._compiled, arrays, self._refreshed(t, y), self._shadow, y, float(t), out
 
     # ------------------------------------------------------------------ cold start
     @property
@@ -459,7 +461,7 @@ class CompiledReducedRHS:
         kernels (joint functions, force elements, contact laws, the muscle stage) are called by their uncompiled
         forms there too (`core.jit.address_caller` finds them by their compiled addresses)."""
         if self.python_start_seconds <= 0 or not jit.compiling() \
-                or jit.is_cached(self._kernel, *self._arguments(0.0, np.zeros(self._size))):
+                or jit.is_cached(self._kernel, *self._arguments(0.0, np.zeros(self._size), probe=True)):
             yield
             return
         with jit.uncompiled():

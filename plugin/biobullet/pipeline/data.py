@@ -13,8 +13,9 @@
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
   arrays (`loop_work`), which the kernels read with the loop table's constants as one flat record
-  (`arrays.loop`, `constraints.newton_kernel.loop_record`: passed from kernel to kernel as one pointer). Before a resolver's first solve, or where the stage declined, the generic resolvers
-  solve (continuation, clear errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
+  (`kernel_arrays().loop`, `constraints.newton_kernel.loop_record`: passed from kernel to kernel as one pointer).
+  Before a resolver's first solve, or where the stage declined, the generic resolvers solve (continuation, clear
+  errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
 One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
 own): the kernels write into it.
 """
@@ -27,7 +28,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from biobullet.algorithms.compiled_kernels import tree_work
-from biobullet.constraints.newton_kernel import LoopWarm, loop_parts, loop_record, loop_warm, newton_work
+from biobullet.constraints.newton_kernel import (LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
+                                                 newton_work)
 from biobullet.core import jit
 from biobullet.core.arguments import time_argument
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
@@ -83,7 +85,8 @@ class DataArrays(NamedTuple):
     project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
     tree_work: tuple         # CRBA + RNEA's work arrays, M and h (`algorithms.compiled_kernels.tree_work`)
     loop_warm: LoopWarm      # the loop stage's warm starts
-    loop: Any                # the loop record: the loop table, warm starts and work arrays (`loop_record`)
+    loop: Any                # the loop table, warm starts and work arrays as one record: here a namespace
+    #                          (`loop_namespace`), compiled in `Data.kernel_arrays` (`loop_record`)
 
 
 class Data:
@@ -97,14 +100,13 @@ class Data:
         self.loop_work = newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
                                      compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1,
                                      int(np.max(np.diff(loops.known_start), initial=0)))
-        # (the record borrows the arrays of its parts: this Data keeps them alive)
+        # (the compiled record borrows the arrays of its parts: this Data keeps them alive)
         self._loop_parts = loop_parts(loops, warm, self.loop_work)
-        self._loop_compiled = jit.compiling()   # whether arrays.loop is the compiled record (else a namespace)
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
                                  np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
-                                 warm, loop_record(self._loop_parts))
+                                 warm, loop_namespace(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
@@ -120,19 +122,29 @@ class Data:
         # the public calls then go to the entry without `_call`
         self._seeded = False   # the warm starts continue the last call's state (False: the generic resolvers solve first)
         self._identity = np.eye(n_tangent, nv)
-        self._other_arrays: DataArrays | None = None   # `kernel_arrays` in the other mode
+        self._compiled_arrays: DataArrays | None = None   # `kernel_arrays` for compiled kernels
         self._no_q = np.zeros(compiled.nq)
 
     def kernel_arrays(self) -> DataArrays:
-        """`arrays` with the loop record the kernels take now (`constraints.newton_kernel.loop_record`): the compiled
-        record, or, where they run uncompiled (numba off, or inside `core.jit.uncompiled()`: a run's uncompiled
-        start, the engine's checks), a namespace of the same arrays, which their Python forms read. The same
-        buffers either way."""
-        if jit.compiling() == self._loop_compiled:
+        """`arrays` as the kernels take them now: `arrays` itself, whose loop record is a namespace of the loop
+        arrays (`constraints.newton_kernel.loop_namespace`), where they run uncompiled (numba off, or inside
+        `core.jit.uncompiled()`: a run's uncompiled start, the engine's checks); compiled, `arrays` with the
+        compiled record of the same arrays (`loop_record`, built on the first compiled use: a run that never
+        compiles — the CLI's cold start — does not compile its packing kernel either)."""
+        if not jit.compiling():
             return self.arrays
-        if self._other_arrays is None:
-            self._other_arrays = self.arrays._replace(loop=loop_record(self._loop_parts))
-        return self._other_arrays
+        if self._compiled_arrays is None:
+            self._compiled_arrays = self.arrays._replace(loop=loop_record(self._loop_parts))
+        return self._compiled_arrays
+
+    def probe_arrays(self) -> DataArrays:
+        """`kernel_arrays` for a look-up of the kernels' argument types only (`core.jit.is_cached`): compiled and
+        not built yet, the loop record is a stand-in of its numba type (`core.jit_pair.type_stand_in`), so that
+        asking whether a run's kernel is cached compiles nothing (the CLI's cold start then runs by Python)."""
+        if not jit.compiling() or self._compiled_arrays is not None:
+            return self.kernel_arrays()
+        from biobullet.core.jit_pair import type_stand_in
+        return self.arrays._replace(loop=type_stand_in(*self._loop_parts))
 
     def bind_loops(self, model) -> None:
         """The model's loop resolvers read and write this workspace's warm starts: the callback stage continues from
