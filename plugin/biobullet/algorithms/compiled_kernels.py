@@ -206,6 +206,23 @@ _anchor_body = _anchor_body_py
 
 
 def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, need_bias, has_xdd):
+    """`_tree_dynamics_into_py` in new arrays."""
+    nb = meta.shape[0]
+    work = (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, n_tangent)), np.empty((2, nb, 10)),
+            np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent),
+            np.empty((3, nb if need_bias else 0, 6)))   # (as `tree_work`, the bias pass's motion only if asked)
+    return _tree_into(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work)
+
+
+def tree_work(nb: int, n_tangent: int) -> tuple:
+    """The work and result arrays of `_tree_dynamics_into_py` for a tree of nb bodies and n_tangent directions:
+    rot, pos, sub (zero: each body writes its own columns), the inertias, 3 × 3 scratch, M, h and the bias pass's
+    motion."""
+    return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, n_tangent)), np.empty((2, nb, 10)),
+            np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent), np.empty((3, nb, 6)))
+
+
+def _tree_dynamics_into_py(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work):
     """(M, h) = CRBA and RNEA(x, ẋ, ẍ if has_xdd else 0) in world-aligned axes (module docstring), each subtree
     of an anchor (`_is_anchor_py`: a root, or the child of a root's prismatic chain) about the anchor's joint frame,
     so the result keeps its digits wherever the robot stands (a carrier of that chain is the only body of its
@@ -213,15 +230,13 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     inertia about its reference point O [[m 1, −m[c]×], [m[c]×, I_O]] is kept as its 10 numbers m, m c,
     I_O = Ic − m[c]×[c]× (xx yy zz xy xz yz), so I s = [m s_l − m c × s_a; m c × s_l + I_O s_a] and the
     composite inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint
-    shoulder)."""
+    shoulder). Into the arrays of `work` (`tree_work`: a caller that evaluates one tree again and again — the
+    pipeline's Data — allocates them once; an allocation costs ≈ 0.035 µs, eight of them a third of a small tree's
+    call); M and h are two of them, returned."""
     nb = meta.shape[0]
-    rot = np.empty((nb, 3, 3))
-    pos = np.empty((nb, 3))
-    sub = np.zeros((6, n_tangent))
-    # few allocations (between two PyBullet steps each one costs more than the arithmetic of a small tree)
-    inertias = np.empty((2, nb, 10))   # m, m c (3), I_O (6) of each body, then the composite ones
-    inertia = inertias[0]
-    scratch = np.empty((2, 3, 3))
+    rot, pos, sub, inertias, scratch, mass, tau, motion = work
+    n_tangent = sub.shape[1]
+    inertia = inertias[0]   # m, m c (3), I_O (6) of each body, then the composite ones
     loc = scratch[0]
     jr = scratch[1]
     for i in range(nb):
@@ -252,7 +267,7 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
         inertia[i, 8] -= m * c0 * c2
         inertia[i, 9] -= m * c1 * c2
 
-    mass = np.zeros((n_tangent, n_tangent))
+    mass[:, :] = 0.0
     if need_mass:
         composite = inertias[1]
         for i in range(nb):   # element-wise: an array assignment would compile numba's shape-error text (≈ 4 s)
@@ -288,9 +303,8 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
                     if b >= 0:
                         start = meta[b, 3]
 
-    tau = np.zeros(n_tangent)
+    tau[:] = 0.0
     if need_bias:
-        motion = np.empty((3, nb, 6))
         vel = motion[0]
         acc_b = motion[1]
         forces = motion[2]
@@ -358,13 +372,22 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
 
 
 def _project_upper_py(mass, h, g):
+    """`_project_upper_into_py` into new arrays."""
+    n, k = g.shape
+    return _project_into(mass, h, g, np.empty(k, dtype=np.int64), np.empty((n, k)), np.empty((k, k)),
+                         np.empty(k))
+
+
+def _project_upper_into_py(mass, h, g, nonzero, w, reduced, bias):
     """(Gᵀ M G, Gᵀ h) reading only the upper triangle of M (Pinocchio's CRBA fills no more). Each row of G is
     scanned for its non-zeros once: a joint-function map's G has one or a few per row (an independent joint's
     identity row, a mimic joint's multiplier), so the products cost O(nnz(M) + n k) instead of O(n² k) (Talos
     with its 12 mimic gripper joints: n = 50, k = 38). Every sum adds the same non-zero terms in the same order as
-    the dense products: the result is the same to the last bit."""
+    the dense products: the result is the same to the last bit. Into the caller's arrays (nonzero (k,) int64:
+    the columns of one row of G where it is not zero; w (n, k): M G; the results reduced (k, k), bias (k,)),
+    returned: the public calls' Data holds them (an allocation costs ≈ 0.05 µs, a tenth of this product on a
+    small loop model)."""
     n, k = g.shape
-    nonzero = np.empty(k, dtype=np.int64)   # the columns of one row of G where it is not zero
 
     def scan(row):   # (numba inlines an inner function) the count of row's non-zeros, their columns in `nonzero`
         count = 0
@@ -374,7 +397,7 @@ def _project_upper_py(mass, h, g):
                 count += 1
         return count
 
-    w = np.zeros((n, k))                    # M G, row by row of G (each w[a, c] summed over b in order)
+    w[:, :] = 0.0                           # M G, row by row of G (each w[a, c] summed over b in order)
     for b in range(n):
         count = scan(b)
         for a in range(n):
@@ -383,8 +406,8 @@ def _project_upper_py(mass, h, g):
                 for i in range(count):
                     c = nonzero[i]
                     w[a, c] += m * g[b, c]
-    reduced = np.zeros((k, k))
-    bias = np.zeros(k)
+    reduced[:, :] = 0.0
+    bias[:] = 0.0
     for a in range(n):
         for i in range(scan(a)):
             c = nonzero[i]
@@ -396,6 +419,10 @@ def _project_upper_py(mass, h, g):
         for d in range(c + 1, k):
             reduced[d, c] = reduced[c, d]
     return reduced, bias
+
+
+_project_into = _project_upper_into_py
+_tree_into = _tree_dynamics_into_py
 
 
 def cholesky_factor_py(a, low, pivot_check):
@@ -561,19 +588,30 @@ tree_energies = jit.lazy(_tree_energies_py, bind=_tree_dynamics_bindings)
 
 
 def tree_dynamics_kernel():
-    """The compiled `_tree_dynamics_py` (with `_place_body`, `_is_anchor` and `_anchor_body` bound)."""
-    return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_bindings)
+    """The compiled `_tree_dynamics_py` (`_tree_dynamics_into_py` inlined, with `_place_body`, `_is_anchor` and
+    `_anchor_body` bound)."""
+    return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
 
 
-tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_bindings)
+def tree_dynamics_into_kernel():
+    """The compiled `_tree_dynamics_into_py` (the pipeline's, into its Data's `tree_work`)."""
+    return jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings)
 
 
-project_upper = jit.lazy(_project_upper_py)
+def _tree_dynamics_wrapper_bindings() -> dict:
+    return {**_tree_dynamics_bindings(),
+            "_tree_into": jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, inline=True)}
 
 
-def project_upper_kernel():
-    """The compiled `_project_upper_py`."""
-    return jit.compiled(_project_upper_py)
+tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
+
+
+project_upper = jit.lazy(_project_upper_py, bind=lambda: {"_project_into": project_upper_into_kernel()})
+
+
+def project_upper_into_kernel():
+    """The compiled `_project_upper_into_py`."""
+    return jit.compiled(_project_upper_into_py)
 
 
 #: the Cholesky kernels for callers run by Python (numba disabled: debugging), compiled on first use otherwise

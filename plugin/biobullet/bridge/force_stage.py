@@ -123,7 +123,7 @@ class ForceStage:
         data = model.data()
         # the first call (`direct_entry`'s) at the neutral pose: a zero quaternion has no rotation
         data.arrays.x[:model.base_nq] = model.neutral_configuration()[:model.base_nq]
-        self._arguments = (model.compiled, data.arrays, rows)
+        self._arguments = (model.compiled, data.kernel_arrays(), rows)
         return jit.direct_entry(kernel, *self._arguments, 0.0)
 
     @property

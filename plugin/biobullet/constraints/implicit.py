@@ -18,14 +18,15 @@ from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.constraints.loops import (Loop, VectorLoops, joint_layout_tree, loop_supports, loop_terms,
                                          parse_loops)
+from biobullet.constraints.loop_kernels import pack_loop_rows
 from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 
 #: condition number of Φ_dep above which the configuration is reported as singular (e.g. a four-bar toggle)
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
                                                   NEWTON_REACH, NO_DESCENT, PREDICTION_CONDITION, SINGULAR, ZERO_STEP,
-                                                  LoopWarm, loop_warm, newton_solve_kernel, newton_solve_twin,
-                                                  newton_work)
+                                                  LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
+                                                  newton_solve_kernel, newton_solve_twin, newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -212,28 +213,38 @@ class LoopResolver:
         self._memo = None
 
     def _newton_form(self) -> tuple:
-        """(solve, loop, offset, view) of the one Newton kernel (`constraints.newton_kernel._newton_solve_py`):
+        """(solve, loop, offset, view, parts) of the one Newton kernel (`constraints.newton_kernel._newton_solve_py`):
         compiled over the loop kernels' rows where the loops have them and the tree has the loop kernels' joint
         layout (joint j at base_v + j: a fixed base, or a root free base held at the identity), else its Python
-        form over `terms` (a plug-in loop type, multi-DOF joints inside the tree); the loop's
-        rows carry the solve's work arrays (`newton_work`, allocated here once); `view` the joint layout buffer
-        the solve works in, θ at view[offset:]."""
+        form over `terms` (a plug-in loop type, multi-DOF joints inside the tree); `loop` this resolver's loop
+        record (`newton_kernel.loop_record`: its one loop set, the solve's work arrays allocated here once; `parts`
+        keep the arrays the record borrows alive); `view` the joint layout buffer the solve works in, θ at
+        view[offset:]."""
         form = self._forms.get(jit.compiling())
         if form is None:
             model = self.model
             tree = joint_layout_tree(model) if self._vector is not None else None
-            revolute = self.revolute.astype(float)
-            nd = len(self._dep)
-            if tree is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv:
-                offset = model.base_nv
-                work = newton_work(tree[0].shape[0], nd, model.n_tangent)
-                loop = ((self._vector.rows, work), 0, *tree, self._dep + offset, revolute, self.residual_tolerance)
-                form = (newton_solve_kernel(), loop, offset, np.zeros(model.n_tangent))
-            else:   # the resolver as the kernel's `rows` (a proxy: the resolver keeps no cycle through _forms)
-                width = model.coordinate_map.n_joints
-                loop = ((weakref.proxy(self), newton_work(0, nd, width)), 0, None, None, self._dep, revolute,
-                        self.residual_tolerance)
-                form = (_python_solve(), loop, 0, np.zeros(width))
+            nd, nk = len(self._dep), len(self._kn)
+            compiled = tree is not None and model.n_tangent == model.coordinate_map.n_joints + model.base_nv
+            offset = model.base_nv if compiled else 0
+            width = model.n_tangent if compiled else model.coordinate_map.n_joints
+            starts = [np.array([0, size], dtype=np.int64) for size in (nd, nk, nd * nk)]
+            if compiled:
+                meta, body = (np.ascontiguousarray(a) for a in tree)
+                rows = self._vector.rows
+            else:   # no tree, no rows: the residual is the resolver's own (`_resolver_residual`)
+                meta, body = np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1))
+                rows = pack_loop_rows(np.zeros((0, width)), ())
+            table = (np.zeros((0, 3), dtype=np.int64), starts[0], self._dep + offset, starts[1], self._kn + offset,
+                     starts[2], self.revolute.astype(float), np.array([self.residual_tolerance]),
+                     float(CONDITION_LIMIT), 0, meta, body, rows)
+            parts = loop_parts(table, loop_warm(*starts), newton_work(meta.shape[0], nd, width, 0, nk))
+            if compiled:
+                form = (newton_solve_kernel(), loop_record(parts), offset, np.zeros(width), parts)
+            else:   # the resolver as the residual's source (a proxy: the resolver keeps no cycle through _forms)
+                loop = loop_namespace(parts)
+                loop.resolver = weakref.proxy(self)
+                form = (_python_solve(), loop, 0, np.zeros(width), parts)
             self._forms[jit.compiling()] = form
         return form
 
@@ -242,12 +253,12 @@ class LoopResolver:
         """θ_dep into `theta` by the Newton kernel from the prediction of the cached solution; (Φ_θ, Φ_dep⁻¹,
         cond₁(Φ_dep)) there. `guard`: raise _NeedsContinuation if the first step is too large for the conditioning
         of the cached solution; SolverError naming the loops where Newton does not converge."""
-        solve, loop, offset, view = self._newton_form()
+        solve, loop, offset, view, _ = self._newton_form()
         guess = self._guess(theta[self._kn])
         view[offset:] = theta
         loose = -1.0 if self.accept_residual is None else float(self.accept_residual)
         status, iterations, norm, jac, inverse, condition = solve(
-            loop, view, guess, loose, float(self._record.condition[self._k]) if guard else -1.0)
+            loop, 0, view, guess, loose, float(self._record.condition[self._k]) if guard else -1.0)
         theta[:] = view[offset:]
         jac, inverse = jac[:, offset:].copy(), inverse.copy()   # (views of the work arrays)
         if status == CONVERGED:
@@ -336,10 +347,10 @@ class LoopResolver:
         hessian[dep] = -(inverse @ rhs.reshape(self.n_equations, -1)).reshape(len(dep), size, size)
 
 
-def _resolver_residual(rows: tuple, k, meta, body, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(Φ, Φ_θ) of the resolver rows[0]'s loops at joint angles θ (`LoopResolver.terms`): the residual of the
-    Newton kernel's Python form (the other loop arguments are unused)."""
-    phi, jac, _ = rows[0].terms(theta)
+def _resolver_residual(loop, k, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Φ, Φ_θ) of the resolver `loop.resolver`'s loops at joint angles θ (`LoopResolver.terms`): the residual of
+    the Newton kernel's Python form."""
+    phi, jac, _ = loop.resolver.terms(theta)
     return phi, jac
 
 

@@ -4,7 +4,8 @@ run compiled by numba (`tree_kinematics_run`, `loop_rows_run`; their Python form
 loop stage, the bridge and the link-segment formulation's body velocities.
 
 The rows kernels take the loops as one structured argument, `LoopRows` (one or several loop sets: the loop
-resolvers of a compiled model's LoopTable, or one `VectorLoops`), the set's index k, the tree kinematics as the
+resolvers of a compiled model's LoopTable, or one `VectorLoops`) or any record with its fields (the loop Newton
+passes its loop record, `newton_kernel.loop_record`), the set's index k, the tree kinematics as the
 tuple the kinematics kernel returns (rot, pos, sub, vel, acc) and, for the in-place kernel, its outputs and work
 arrays as one tuple (phi, jac, bias, work, jl).
 
@@ -38,6 +39,10 @@ class LoopRows(NamedTuple):
     n_rows: np.ndarray
 
 
+#: LoopRows' field names (records that serve as rows — `newton_kernel.LoopFields` — carry them)
+LOOP_ROWS_FIELDS = LoopRows._fields
+
+
 def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
     """LoopRows of loop sets given as (point_body (2L,), offset (2L, 3), basis (L, 3, 6), kinds (L,), row
     counts (L,)) tuples, in order (`loops.VectorLoops.kernel_set`)."""
@@ -54,14 +59,23 @@ def pack_loop_rows(ancestry: np.ndarray, sets) -> LoopRows:
                     np.array([int(c.sum()) for c in counts], dtype=np.int64))
 
 def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
+    """(rot, pos, sub, vel, acc) of every body at x (and ẋ, with_rates) in new arrays: `_tree_kinematics_into_py`."""
     nb = meta.shape[0]
     rot = np.empty((nb, 3, 3))
     pos = np.empty((nb, 3))
     sub = np.zeros((6, n_tangent))
     vel = np.zeros((nb, 6))
     acc = np.zeros((nb, 6))
-    loc = np.empty((3, 3))
-    jr = np.empty((3, 3))
+    _kinematics_into(meta, body, x, xd, with_rates, rot, pos, sub, vel, acc, np.empty((3, 3)), np.empty((3, 3)))
+    return rot, pos, sub, vel, acc
+
+
+def _tree_kinematics_into_py(meta, body, x, xd, with_rates, rot, pos, sub, vel, acc, loc, jr):
+    """The bodies' world rotations, positions and motion subspace (rot, pos, sub: each body writes its own columns,
+    the others are left as they are — zero in a buffer that only ever holds this tree's) and, with_rates, their
+    spatial velocities and bias accelerations (vel, acc) into the caller's arrays; loc, jr (3 × 3) work. The loop
+    Newton's rate pass writes into its record's arrays (no allocation per call)."""
+    nb = meta.shape[0]
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
         parent, vi = meta[i, 0], meta[i, 3]
@@ -95,7 +109,7 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
                 acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
             else:
                 acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
-    return rot, pos, sub, vel, acc
+    return nb
 
 
 def _loop_rows_kernel_py(rows, k, kin, with_jac, with_bias):
@@ -120,12 +134,12 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
     rot, pos, sub, vel, acc = kin
     phi, jac, bias, work, jl = out
     ancestry, point_body, offset, basis, kinds = rows.ancestry, rows.point_body, rows.offset, rows.basis, rows.kinds
+    loop_start, row_start = rows.loop_start, rows.row_start
     n_t = sub.shape[1]
-    l0, l1 = rows.loop_start[k], rows.loop_start[k + 1]
+    l0, l1 = loop_start[k], loop_start[k + 1]
     n_l = l1 - l0
-    p = work[0]
-    pv = work[1]
-    pa = work[2]
+    # (the points' work rows indexed in place, not as views: a view takes and drops a reference, ≈ 3 ns, where
+    # `rows` is a record whose fields are read one by one, `constraints.newton_kernel.loop_record`)
     w = work[3]
     al = work[4]
     e = work[5, 0]
@@ -135,18 +149,18 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
             b = point_body[point]
             o0, o1, o2 = offset[point, 0], offset[point, 1], offset[point, 2]
             if b < 0:
-                p[side, 0], p[side, 1], p[side, 2] = o0, o1, o2
+                work[0, side, 0], work[0, side, 1], work[0, side, 2] = o0, o1, o2
                 for a in range(3):
-                    pv[side, a] = 0.0
-                    pa[side, a] = 0.0
+                    work[1, side, a] = 0.0
+                    work[2, side, a] = 0.0
                     w[side, a] = 0.0
                     al[side, a] = 0.0
                     for c in range(n_t):
                         jl[side, a, c] = 0.0
                 continue
             for a in range(3):
-                p[side, a] = rot[b, a, 0] * o0 + rot[b, a, 1] * o1 + rot[b, a, 2] * o2 + pos[b, a]
-            x0, x1, x2 = p[side, 0], p[side, 1], p[side, 2]
+                work[0, side, a] = rot[b, a, 0] * o0 + rot[b, a, 1] * o1 + rot[b, a, 2] * o2 + pos[b, a]
+            x0, x1, x2 = work[0, side, 0], work[0, side, 1], work[0, side, 2]
             if with_jac:
                 for c in range(n_t):
                     m = ancestry[b, c]
@@ -161,12 +175,12 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                 u0 = vel[b, 0] + om1 * x2 - om2 * x1
                 u1 = vel[b, 1] + om2 * x0 - om0 * x2
                 u2 = vel[b, 2] + om0 * x1 - om1 * x0
-                pv[side, 0], pv[side, 1], pv[side, 2] = u0, u1, u2
-                pa[side, 0] = acc[b, 0] + a1 * x2 - a2 * x1 + om1 * u2 - om2 * u1
-                pa[side, 1] = acc[b, 1] + a2 * x0 - a0 * x2 + om2 * u0 - om0 * u2
-                pa[side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
-        d0, d1, d2 = p[0, 0] - p[1, 0], p[0, 1] - p[1, 1], p[0, 2] - p[1, 2]
-        r = rows.row_start[l]
+                work[1, side, 0], work[1, side, 1], work[1, side, 2] = u0, u1, u2
+                work[2, side, 0] = acc[b, 0] + a1 * x2 - a2 * x1 + om1 * u2 - om2 * u1
+                work[2, side, 1] = acc[b, 1] + a2 * x0 - a0 * x2 + om2 * u0 - om0 * u2
+                work[2, side, 2] = acc[b, 2] + a0 * x1 - a1 * x0 + om0 * u1 - om1 * u0
+        d0, d1, d2 = work[0, 0, 0] - work[0, 1, 0], work[0, 0, 1] - work[0, 1, 1], work[0, 0, 2] - work[0, 1, 2]
+        r = row_start[l]
         if kinds[l] != 1:   # the point rows: point loops, and the first three rows of a pair loop
             phi[r], phi[r + 1], phi[r + 2] = d0, d1, d2
             if with_jac:
@@ -175,7 +189,7 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
                         jac[r + a, c] = jl[0, a, c] - jl[1, a, c]
             if with_bias:
                 for a in range(3):
-                    bias[r + a] = pa[0, a] - pa[1, a]
+                    bias[r + a] = work[2, 0, a] - work[2, 1, a]
             if kinds[l] == 0:
                 continue
         ba = point_body[2 * l0 + (l - l0)]
@@ -204,8 +218,10 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
             if with_bias:
                 we0, we1, we2, ae0, ae1, ae2 = _spin(w, al, 0, e)
                 value = 0.0
-                value += e[0] * (pa[0, 0] - pa[1, 0]) + e[1] * (pa[0, 1] - pa[1, 1]) + e[2] * (pa[0, 2] - pa[1, 2])
-                value += 2.0 * (we0 * (pv[0, 0] - pv[1, 0]) + we1 * (pv[0, 1] - pv[1, 1]) + we2 * (pv[0, 2] - pv[1, 2]))
+                value += (e[0] * (work[2, 0, 0] - work[2, 1, 0]) + e[1] * (work[2, 0, 1] - work[2, 1, 1])
+                          + e[2] * (work[2, 0, 2] - work[2, 1, 2]))
+                value += 2.0 * (we0 * (work[1, 0, 0] - work[1, 1, 0]) + we1 * (work[1, 0, 1] - work[1, 1, 1])
+                                + we2 * (work[1, 0, 2] - work[1, 1, 2]))
                 value += ae0 * d0 + ae1 * d1 + ae2 * d2
                 bias[r + kk] = value
 
@@ -265,6 +281,7 @@ def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _rows_into = _loop_rows_into_py
+_kinematics_into = _tree_kinematics_into_py
 _pair_rows = _pair_rows_py
 _spin = _spin_py
 from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
@@ -272,8 +289,13 @@ from biobullet.core import jit  # noqa: E402  (the switch of the compiled paths)
 
 
 def _kinematics_bindings() -> dict:
+    return {"_kinematics_into": tree_kinematics_into_kernel()}
+
+
+def tree_kinematics_into_kernel():
+    """The compiled `_tree_kinematics_into_py` (a call: its callers link it, not inline it)."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    return {"_place_body": place_body_kernel()}
+    return jit.compiled(_tree_kinematics_into_py, bind={"_place_body": place_body_kernel()})
 
 
 def loop_kernels():

@@ -7,10 +7,12 @@ typed and optimised again in every pipeline variant that reached it, ≈ 20 s of
 output's pass and the generic resolver (`LoopResolver.solve`), or as its Python form with the resolver's
 own residual for loop types without compiled rows; what stays Python there is policy around the one call
 (prediction, continuation in substeps, the choice of the declared initial solution, error messages). Every caller
-passes its work arrays in the loop tuple (`newton_work`, allocated once per workspace or resolver), so a solve
-allocates nothing. The loop stage declines (status 1, θ_dep restored, the warm start unchanged) wherever the
-generic resolver would continue or raise (a large input change needing continuation, no convergence, an
-ill-conditioned loop), and the caller hands that state to the callback stage.
+passes one loop record (`loop_record`: the loop table's constants, the warm starts and the work arrays as the
+flat fields of one `core.jit_pair` record, built once per workspace or resolver), so a solve allocates nothing and
+a call between kernels passes one pointer, not tuples of ≈ 50 arrays. The loop stage declines (status 1, θ_dep
+restored, the warm start unchanged) wherever the generic resolver would continue or raise (a large input change
+needing continuation, no convergence, an ill-conditioned loop), and the caller hands that state to the callback
+stage.
 
 Warm starts have one owner: a `LoopWarm` record. A Data holds one for its loop stage, and the generic resolvers
 read and write the entries of the workspace they are bound to (`LoopResolver.use_warm`), so the compiled stage and
@@ -18,10 +20,13 @@ the callback stage continue each other's branch without copying.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
 
+from biobullet.constraints.loop_kernels import LOOP_ROWS_FIELDS
 from biobullet.core import jit
 
 NEWTON_MAX_ITERATIONS = 50
@@ -83,21 +88,82 @@ def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start:
     return warm
 
 
-def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0) -> tuple:
-    """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) over a joint layout
-    of `width`: the residual's tree kinematics and rows (Φ, Φ_θ, the rows' bias b that `_loop_newton_py`'s rate
-    pass writes, `_loop_residual_into_py`), then the Newton matrix, its factor Φ_dep⁻¹, the step and the base point
-    (`_newton_solve_py`: the point a step starts from), then `_loop_newton_py`'s fixed points of `n_sets` loop
-    sets (`_keep_fixed_point_py`: each set's joint layout, Φ_dep⁻¹, Φ_kn, then (kept, cond₁)). Allocated once by
-    each caller (a Data, a resolver) and passed as the second part of the loop's `rows`."""
-    out = (np.zeros(n_rows), np.zeros((n_rows, width)), np.zeros(n_rows), np.zeros((6, 2, 3)),
-           np.zeros((2, 3, width)))
-    newton = (np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows))
-    fixed = (np.zeros((n_sets, width)), np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, width)),
-             np.zeros((n_sets, 2)))
-    # sub starts at zero: each body writes only its own columns
-    return (np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)), np.empty((3, 3)),
-            np.empty((3, 3)), np.zeros((1, 6)), out, newton, fixed)
+class NewtonWork(NamedTuple):
+    """The Newton solve's work arrays for loop sets of at most n_rows rows (= dependent joints) and n_known known
+    joints over a joint layout of `width` (`newton_work`)."""
+
+    rot: np.ndarray          # (n_bodies, 3, 3) the residual's tree kinematics
+    pos: np.ndarray          # (n_bodies, 3)
+    sub: np.ndarray          # (6, width): starts at zero, each body writes only its own columns
+    vel: np.ndarray          # (n_bodies, 6) the rate pass's body velocities and bias accelerations
+    acc: np.ndarray          # (n_bodies, 6)
+    loc: np.ndarray          # (3, 3)
+    jr: np.ndarray           # (3, 3)
+    no_motion: np.ndarray    # (1, 6)
+    phi: np.ndarray          # (n_rows,) Φ
+    jac: np.ndarray          # (n_rows, width) Φ_θ
+    bias: np.ndarray         # (n_rows,) the rows' bias b (`_loop_newton_py`'s rate pass)
+    rows_work: np.ndarray    # (6, 2, 3) the rows kernel's work (`loop_kernels._loop_rows_into_py`)
+    jl: np.ndarray           # (2, 3, width) the points' Jacobians
+    matrix: np.ndarray       # (n_rows, n_rows) the Newton matrix (`_newton_solve_py`)
+    factor: np.ndarray       # (n_rows, n_rows) Φ_dep⁻¹
+    step: np.ndarray         # (n_rows, 1) the step
+    point: np.ndarray        # (n_rows,) the point a step starts from
+    keys: np.ndarray         # (n_sets, width) the kept fixed points' joint layouts (`_keep_fixed_point_py`)
+    inverses: np.ndarray     # (n_sets, n_rows, n_rows) their Φ_dep⁻¹
+    jacobians: np.ndarray    # (n_sets, n_rows, n_known) their Φ_kn
+    fixed: np.ndarray        # (n_sets, 2) (kept, cond₁)
+    scratch: np.ndarray      # (6 n_rows + 3 n_known,) `_loop_newton_py`'s small vectors
+    jk: np.ndarray           # (n_rows · n_known,) `_loop_newton_py`'s Φ_kn
+
+
+def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known: int = 0) -> NewtonWork:
+    """The Newton solve's work arrays (`NewtonWork`), allocated once by each caller (a Data, a resolver): no solve
+    allocates."""
+    return NewtonWork(np.empty((n_bodies, 3, 3)), np.empty((n_bodies, 3)), np.zeros((6, width)),
+                      np.zeros((n_bodies, 6)), np.zeros((n_bodies, 6)), np.empty((3, 3)),
+                      np.empty((3, 3)), np.zeros((1, 6)), np.zeros(n_rows), np.zeros((n_rows, width)),
+                      np.zeros(n_rows), np.zeros((6, 2, 3)), np.zeros((2, 3, width)), np.zeros((n_rows, n_rows)),
+                      np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows), np.zeros((n_sets, width)),
+                      np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, n_known)), np.zeros((n_sets, 2)),
+                      np.zeros(6 * n_rows + 3 * n_known), np.zeros(n_rows * n_known))
+
+
+#: the loop table's fields (`pipeline.compiled_model.LoopTable`) but its rows, in its order
+LOOP_TABLE_FIELDS = ("stages", "dep_start", "dep", "known_start", "known", "sensitivity_start", "revolute",
+                     "tolerance", "condition_limit", "view_start", "meta", "body")
+#: the loop stage's constants, flat: a loop table's fields but its rows, then its rows' (`loop_kernels.LoopRows`:
+#: the rows kernels read the loop record as their rows)
+LoopFields = namedtuple("LoopFields", LOOP_TABLE_FIELDS + LOOP_ROWS_FIELDS)
+#: the LoopWarm fields the loop record holds (the slices' starts are the LoopFields')
+_WARM_FIELDS = LoopWarm._fields[:12]
+#: what the loop stage writes, flat: a LoopWarm's buffers (`_WARM_FIELDS`), then a NewtonWork's arrays
+LoopBuffers = namedtuple("LoopBuffers", _WARM_FIELDS + NewtonWork._fields)
+
+
+def loop_parts(table: tuple, warm: LoopWarm, work: NewtonWork) -> tuple[LoopFields, LoopBuffers]:
+    """The two halves of a loop record (`loop_record`): a loop table's constants (`table`: a LoopTable, or a
+    resolver's own table of one loop set in its order — the LoopRows last), then the warm starts' buffers and the
+    Newton work arrays."""
+    return (LoopFields(*table[:-1], *table[-1]),
+            LoopBuffers(*(getattr(warm, name) for name in _WARM_FIELDS), *work))
+
+
+def loop_namespace(parts: tuple[LoopFields, LoopBuffers]) -> SimpleNamespace:
+    """The fields of `loop_parts` as a namespace: the loop record the kernels' Python forms read (numba off, a run's
+    uncompiled start, the solve over a plug-in loop type's residual), built without numba."""
+    return SimpleNamespace(**parts[0]._asdict(), **parts[1]._asdict())
+
+
+def loop_record(parts: tuple[LoopFields, LoopBuffers]):
+    """The loop record of `loop_parts`: their fields as one flat `core.jit_pair` record — what the loop Newton
+    (`_loop_newton_py`), the solve and its residual take as one argument and read field by field (tuples of ≈ 50
+    arrays passed from kernel to kernel took and released a reference on every array at every call level: ≈ 700
+    reference-count calls per four-bar call). The record borrows the arrays (`core.jit_pair.borrow_pair`): the
+    caller keeps `parts` alive as long as the record. Where kernels run uncompiled (numba off, or inside
+    `core.jit.uncompiled()`) a namespace of the same arrays, which their Python forms read."""
+    from biobullet.core.jit_pair import pack_record
+    return pack_record(*parts, borrowed=True)[0]
 
 
 def _lu_solve_into_py(a, x):
@@ -150,16 +216,18 @@ def _dependent_part_into_py(inverse, jk, known_values, extra, tmp, out):
         out[i] = -s
 
 
-def _loop_residual_into_py(rows, k, meta, body, theta):
-    """(Φ, Φ_θ) of loop set k at the joint layout theta (positions only: tree kinematics, then rows) into the work
-    arrays: rows = (the loop rows, `newton_work`'s arrays); Φ, Φ_θ are views of them, valid until the next call."""
-    table, (rot, pos, sub, loc, jr, no_motion, out, _, _) = rows
-    n = table.n_rows[k]
-    phi, jac = out[0][:n], out[1][:n]
+def _loop_residual_into_py(loop, k, theta):
+    """(Φ, Φ_θ) of loop set k at the joint layout theta (positions only: tree kinematics, then rows) into the loop
+    record's work arrays (`loop_record`; the rows kernel reads the record as its rows); Φ, Φ_θ are views of them,
+    valid until the next call."""
+    meta, body, rot, pos, sub, no_motion = loop.meta, loop.body, loop.rot, loop.pos, loop.sub, loop.no_motion
+    loc, jr = loop.loc, loop.jr
+    n = loop.n_rows[k]
+    phi, jac = loop.phi[:n], loop.jac[:n]
     for b in range(meta.shape[0]):
         _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
-    _ROWS_INTO(table, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False),
-               (phi, jac, out[2], out[3], out[4]))
+    _ROWS_INTO(loop, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False),
+               (phi, jac, loop.bias, loop.rows_work, loop.jl))
     return phi, jac
 
 
@@ -171,29 +239,30 @@ def _norm_py(x):
     return np.sqrt(total)
 
 
-def _newton_solve_py(loop, theta, guess, loose, guard_condition):
+def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
     """The loop Newton solve, written once (the pipeline's loop stage and the generic resolver both run it):
-    θ_dep = `guess` into theta, then damped Newton on Φ(θ) = 0 (`_RESIDUAL(*loop[:4], theta)`; a step is at most
+    θ_dep = `guess` into theta, then damped Newton on Φ(θ) = 0 (`_RESIDUAL(loop, k, theta)`; a step is at most
     NEWTON_STEP_LIMIT long, then halved until |Φ| decreases) and, converged, the factor Φ_dep⁻¹, its 1-norm
     condition, one last correction with it and the 2π wrapping of revolute dependents onto the prediction's branch.
-    `loop` = (rows, k, meta, body, dep (joint-layout indices), revolute (1.0 per wrapped dependent), tolerance):
-    one loop set. `loose` ≥ 0: residual accepted at once (an integration's tolerance), else −1. `guard_condition`
+    `loop`: a loop record (`loop_record`), of which loop set k is solved (its dependent joints dep, joint-layout
+    indices; revolute, 1.0 per wrapped dependent; its tolerance), in the record's work arrays. `loose` ≥ 0:
+    residual accepted at once (an integration's tolerance), else −1. `guard_condition`
     ≥ 0: the Kantorovich test of a large input change — status GUARD when cond₁ · ‖first step‖₁ exceeds
     KANTOROVICH (or the first step is singular). Returns (status, iterations, |Φ|, Φ_θ, Φ_dep⁻¹, cond₁):
     status CONVERGED (θ_dep solved; cond₁ = ∞ and Φ_dep⁻¹ NaN where the factor is singular), or GUARD, SINGULAR,
     ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH (θ_dep where it stopped; the caller decides)."""
-    rows, k, meta, body, dep, revolute, tolerance = loop
-    nd = dep.shape[0]
+    d0, d1 = loop.dep_start[k], loop.dep_start[k + 1]
+    dep, revolute, tolerance = loop.dep[d0:d1], loop.revolute[d0:d1], loop.tolerance[k]
+    nd = d1 - d0
     for i in range(nd):
         theta[dep[i]] = guess[i]
-    phi, jac = _RESIDUAL(rows, k, meta, body, theta)
+    phi, jac = _RESIDUAL(loop, k, theta)
     norm = _norm(phi)
     # already at round-off (e.g. the same inputs again, or an exact prediction): no step needed
     step_norm = 0.0 if norm <= 1e-3 * tolerance else np.inf
     guard = guard_condition >= 0.0
-    # `newton_work`'s Newton matrix, factor, step and base point, cut to this loop set (views: no reshape call)
-    matrix, factor, step, point = rows[1][7]
-    a, inverse, rhs, base = matrix[:nd, :nd], factor[:nd, :nd], step[:nd], point[:nd]
+    # the record's Newton matrix, factor, step and base point, cut to this loop set (views: no reshape call)
+    a, inverse, rhs, base = loop.matrix[:nd, :nd], loop.factor[:nd, :nd], loop.step[:nd], loop.point[:nd]
     status, iterations = ITERATION_LIMIT, 0
     for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
         if norm <= tolerance and step_norm <= 1e-7:
@@ -225,7 +294,7 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
         while True:   # backtracking keeps Newton from jumping branches far from the solution
             for i in range(nd):
                 theta[dep[i]] = base[i] - scale * rhs[i, 0]
-            phi_new, jac_new = _RESIDUAL(rows, k, meta, body, theta)
+            phi_new, jac_new = _RESIDUAL(loop, k, theta)
             norm_new = _norm(phi_new)
             if norm_new < norm or scale < 1e-3 or norm_new <= tolerance:
                 break
@@ -234,7 +303,7 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
             for i in range(nd):   # no descent along the Newton direction: stop where |Φ| was smallest
                 theta[dep[i]] = base[i]
             # Φ, Φ_θ of this point again (a residual into buffers, `_loop_residual_into_py`, overwrote them)
-            phi, jac = _RESIDUAL(rows, k, meta, body, theta)
+            phi, jac = _RESIDUAL(loop, k, theta)
             status = NO_DESCENT
             break
         reach = 0.0
@@ -286,16 +355,17 @@ def _newton_solve_py(loop, theta, guess, loose, guard_condition):
     return CONVERGED, iterations, norm, jac, inverse, condition
 
 
-def _keep_fixed_point_py(work, k, theta, small, inverse, jk, condition):
-    """Loop set k's entry of the fixed points (`newton_work`'s last part) after a converged solve: set where the
-    solve's last residual was at most 1e-3 of the tolerance — the solve stopped there without a step, and its last
-    correction moved θ_dep by at most cond₁ · 1e-3 of the tolerance — to the joint layout after that correction
-    (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
+def _keep_fixed_point_py(loop, k, theta, small, inverse, jk, condition):
+    """Loop set k's entry of the loop record's fixed points (`NewtonWork.keys` … `fixed`) after a converged
+    solve: set where the solve's last residual was at most 1e-3 of the tolerance — the solve stopped there without
+    a step, and its last correction moved θ_dep by at most cond₁ · 1e-3 of the tolerance — to the joint layout
+    after that correction (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
     key takes them instead of solving: a solve there would stop at once too and use Φ_θ of a point that far
     apart, so G, θ̇ and γ agree with a solve's to round-off."""
-    keys, inverses, jacobians, fixed = work[8]
+    fixed = loop.fixed
     fixed[k, 0] = 1.0 if small else 0.0
     if small:
+        keys, inverses, jacobians = loop.keys, loop.inverses, loop.jacobians
         nd, nk = jk.shape
         for j in range(theta.shape[0]):
             keys[k, j] = theta[j]
@@ -307,70 +377,76 @@ def _keep_fixed_point_py(work, k, theta, small, inverse, jk, condition):
         fixed[k, 1] = condition
 
 
-def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
-    """Loop resolver k of the LoopTable `loops` (`pipeline.compiled_model`): θ_dep, G_dep, θ̇_dep, γ_dep into
-    theta, gradient, rate, gamma (the loop kernels' joint layout: joint j at base_v + j; the known joints set) by
-    the Newton solve (`_newton_solve_py`, in the work arrays `work` of `newton_work`) from the second-order
-    prediction of the warm start `warm` (`LoopWarm`, entry k), Kantorovich-guarded at input changes above CONTINUATION_STEP. 0, and the
+def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
+    """Loop resolver k of the loop record `loop` (`loop_record`: a LoopTable's constants, the warm starts, the work
+    arrays): θ_dep, G_dep, θ̇_dep, γ_dep into theta, gradient, rate, gamma (the loop kernels' joint layout: joint j
+    at base_v + j; the known joints set) by the Newton solve (`_newton_solve_py`, in the record's work arrays)
+    from the second-order prediction of warm start k, Kantorovich-guarded at input changes above
+    CONTINUATION_STEP. The record's fields are read once each, into local names (a field read takes and drops a
+    reference, ≈ 3 ns a pair). 0, and the
     warm start moved to the new solution; or 1 (θ_dep restored, the warm start unchanged) where the generic
     resolver must decide (continuation, the declared initial solution, an error naming the loop). `rates` False
     (the mass-matrix call, whose rates are zero): θ_dep and G only — no θ̇_dep, no rate pass, γ_dep left as it
     is, and the warm start's curvature the secant one along this call's input change (`secant_curvature_py`)."""
-    d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
-    k0, k1 = loops.known_start[k], loops.known_start[k + 1]
-    s0 = loops.sensitivity_start[k]
-    dep, known = loops.dep[d0:d1], loops.known[k0:k1]
-    nd, nk, nq = d1 - d0, k1 - k0, gradient.shape[1]
-    if warm.valid[k] == 0.0:
+    if loop.valid[k] == 0.0:
         return 1
-    meta, body, n_tangent, rows = loops.meta, loops.body, rate.shape[0], loops.rows
-    tolerance, loose, warm_condition = loops.tolerance[k], warm.loose[k], warm.condition[k]
-    # every small vector of this call in one allocation (each allocation ≈ 0.05 µs: ≈ 15 of them were a
+    dep_start, known_start = loop.dep_start, loop.known_start
+    d0, d1 = dep_start[k], dep_start[k + 1]
+    k0, k1 = known_start[k], known_start[k + 1]
+    s0 = loop.sensitivity_start[k]
+    dep, known = loop.dep[d0:d1], loop.known[k0:k1]
+    nd, nk, nq = d1 - d0, k1 - k0, gradient.shape[1]
+    tolerance, loose, warm_condition = loop.tolerance[k], loop.loose[k], loop.condition[k]
+    known0, dep0, sensitivity, u0, h0 = loop.known0, loop.dep0, loop.sensitivity, loop.u0, loop.h0
+    # every small vector of this call in the record's scratch (each allocation ≈ 0.05 µs: ≈ 15 of them were a
     # third of the four-bar's loop stage)
-    scratch = np.empty(6 * nd + 3 * nk)
+    scratch = loop.scratch
     saved, guess, tmp, part, h, no_extra = (scratch[:nd], scratch[nd:2 * nd], scratch[2 * nd:3 * nd],
                                             scratch[3 * nd:4 * nd], scratch[4 * nd:5 * nd], scratch[5 * nd:6 * nd])
     delta, values, no_known = (scratch[6 * nd:6 * nd + nk], scratch[6 * nd + nk:6 * nd + 2 * nk],
-                               scratch[6 * nd + 2 * nk:])
+                               scratch[6 * nd + 2 * nk:6 * nd + 3 * nk])
     for i in range(nd):
         saved[i] = theta[dep[i]]
     # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and the
     # declared initial solution (anchor) is used by the callback stage when it is nearer
     jump, anchor_jump = 0.0, 0.0
     for j in range(nk):
-        delta[j] = theta[known[j]] - warm.known0[k0 + j]
+        delta[j] = theta[known[j]] - known0[k0 + j]
         jump = max(jump, abs(delta[j]))
-        anchor_jump = max(anchor_jump, abs(theta[known[j]] - warm.anchor[k0 + j]))
     guard = jump > CONTINUATION_STEP
-    if guard and warm.anchored[k] != 0.0 and anchor_jump < jump:
-        return 1
+    if guard and loop.anchored[k] != 0.0:
+        anchor = loop.anchor
+        for j in range(nk):
+            anchor_jump = max(anchor_jump, abs(theta[known[j]] - anchor[k0 + j]))
+        if anchor_jump < jump:
+            return 1
     # prediction: first order from the cached solution, second order along the cached known rate u0
     for i in range(nd):
-        s = warm.dep0[d0 + i]
+        s = dep0[d0 + i]
         for j in range(nk):
-            s += warm.sensitivity[s0 + i * nk + j] * delta[j]
+            s += sensitivity[s0 + i * nk + j] * delta[j]
         guess[i] = s
-    if warm.curved[k] != 0.0 and nk > 0:
+    if loop.curved[k] != 0.0 and nk > 0:
         uu, ud = 0.0, 0.0
         for j in range(nk):
-            uu += warm.u0[k0 + j] * warm.u0[k0 + j]
-            ud += warm.u0[k0 + j] * delta[j]
+            uu += u0[k0 + j] * u0[k0 + j]
+            ud += u0[k0 + j] * delta[j]
         along = ud / uu
         for i in range(nd):
-            guess[i] += 0.5 * along * along * warm.h0[d0 + i]
+            guess[i] += 0.5 * along * along * h0[d0 + i]
     # beside a toggle (PREDICTION_CONDITION) a prediction out of reach is the generic resolver's, which shortens it
     if warm_condition > PREDICTION_CONDITION:
         for i in range(nd):
-            if abs(guess[i] - warm.dep0[d0 + i]) > NEWTON_REACH:
+            if abs(guess[i] - dep0[d0 + i]) > NEWTON_REACH:
                 return 1
     # a kept solution of the last solve (`_keep_fixed_point_py`): the joint layout with θ_dep = guess is its key,
     # bit for bit (the same inputs again: the guess is the last solution), so its factor is taken instead of a
     # solve that would stop at once there. Only in the public calls' variant (`_FIXED_POINTS` bound True): a run's
     # states never repeat
-    jk = np.empty((nd, nk))
+    jk = loop.jk[:nd * nk].reshape((nd, nk))
     hit = False
     if _FIXED_POINTS:
-        keys, fixed = work[8][0], work[8][3]
+        keys, fixed = loop.keys, loop.fixed
         # (a new state — the known joints moved since the warm start, which a kept solution updates — is not
         # compared: a kept solution that the generic resolver's warm start left behind is not taken then, a solve is)
         hit = jump == 0.0 and k < fixed.shape[0] and fixed[k, 0] != 0.0
@@ -382,23 +458,23 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
                     hit = False
                     break
     if hit:
-        inverse, condition = work[8][1][k, :nd, :nd], work[8][3][k, 1]
+        inverse, condition = loop.inverses[k, :nd, :nd], loop.fixed[k, 1]
+        jacobians = loop.jacobians
         for i in range(nd):
             for j in range(nk):
-                jk[i, j] = work[8][2][k, i, j]
+                jk[i, j] = jacobians[k, i, j]
     else:
-        status, _, norm, jac, inverse, condition = _NEWTON_SOLVE(
-            ((rows, work), k, meta, body, dep, loops.revolute[d0:d1], tolerance), theta, guess, loose,
-            warm_condition if guard else -1.0)
-        if status != CONVERGED or not condition < loops.condition_limit:
+        status, _, norm, jac, inverse, condition = _NEWTON_SOLVE(loop, k, theta, guess, loose,
+                                                                 warm_condition if guard else -1.0)
+        if status != CONVERGED or not condition < loop.condition_limit:
             for i in range(nd):
                 theta[dep[i]] = saved[i]
             return 1
         for i in range(nd):
             for j in range(nk):
                 jk[i, j] = jac[i, known[j]]
-        if _FIXED_POINTS and k < work[8][3].shape[0]:
-            _keep_fixed_point(work, k, theta, norm <= 1e-3 * tolerance, inverse, jk, condition)
+        if _FIXED_POINTS and k < loop.fixed.shape[0]:
+            _keep_fixed_point(loop, k, theta, norm <= 1e-3 * tolerance, inverse, jk, condition)
     # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
     no_known[:] = 0.0
@@ -414,13 +490,15 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
         _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
         for i in range(nd):
             rate[dep[i]] = part[i]
-        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten); bool(): not a
-        # literal, so the kinematics kernel keeps one specialisation
-        out = work[6]
-        n_rows = rows.n_rows[k]
-        bias = out[2][:n_rows]
-        _ROWS_INTO(rows, k, _KIN(meta, body, theta, rate, n_tangent, bool(True)), bool(False), bool(True),
-                   (out[0][:n_rows], out[1][:n_rows], bias, out[3], out[4]))
+        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten), from the tree
+        # kinematics with rates into the record's arrays (the residual's placements, overwritten at this θ); bool():
+        # not a literal, so the kinematics kernel keeps one specialisation
+        n_rows = loop.n_rows[k]
+        bias = loop.bias[:n_rows]
+        rot, pos, sub, vel, acc = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc
+        _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
+        _ROWS_INTO(loop, k, (rot, pos, sub, vel, acc), bool(False), bool(True),
+                   (loop.phi[:n_rows], loop.jac[:n_rows], bias, loop.rows_work, loop.jl))
         # −Φ_dep⁻¹ b: the curvature of the new solution
         _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
         for j in range(nk):
@@ -437,29 +515,29 @@ def _loop_newton_py(loops, warm, work, k, theta, rate, gradient, gamma, rates):
             s = 0.0
             for m in range(nd):
                 s += inverse[i, m] * jk[m, j]
-            warm.sensitivity[s0 + i * nk + j] = -s
+            sensitivity[s0 + i * nk + j] = -s
     # (a mass-matrix call at the warm start's own known joints, e.g. after h at one state, leaves its curvature:
     # still that of this solution)
     same = not rates and jump == 0.0
     if not rates and not same:
-        _secant_curvature(warm.sensitivity[s0:s0 + nd * nk], warm.dep0[d0:d1], theta, dep, delta, h)
+        _secant_curvature(sensitivity[s0:s0 + nd * nk], dep0[d0:d1], theta, dep, delta, h)
     uu = 0.0
     for j in range(nk):
-        warm.known0[k0 + j] = theta[known[j]]
+        known0[k0 + j] = theta[known[j]]
         direction = rate[known[j]] if rates else delta[j]
         uu += direction * direction
         if not same:
-            warm.u0[k0 + j] = direction
+            u0[k0 + j] = direction
     finite = uu < np.inf   # (NaN fails too)
     for i in range(nd):
-        warm.dep0[d0 + i] = theta[dep[i]]
+        dep0[d0 + i] = theta[dep[i]]
         finite = finite and abs(h[i]) < np.inf
         if not same:
-            warm.h0[d0 + i] = h[i]
-    warm.condition[k] = condition
+            h0[d0 + i] = h[i]
+    loop.condition[k] = condition
     # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
     if not same:
-        warm.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
+        loop.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
     return 0
 
 
@@ -486,12 +564,12 @@ def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
     kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_kernel
+    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_into_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
                                                           "_ROWS_INTO": rows_into_kernel()})
-    return {"_KIN": tree_kinematics_kernel(), "_ROWS_INTO": rows_into_kernel(),
+    return {"_KIN_INTO": tree_kinematics_into_kernel(), "_ROWS_INTO": rows_into_kernel(),
             "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
 
 
@@ -523,8 +601,8 @@ def newton_solve_kernel():
 
 
 def newton_solve_twin(residual):
-    """The Python form of `_newton_solve_py` over `residual(rows, k, meta, body, theta) → (Φ, Φ_θ)` (rows =
-    (its own first part, `newton_work`'s arrays)): the generic resolver's solve where the loop rows are not
-    compiled (a plug-in loop type)."""
+    """The Python form of `_newton_solve_py` over `residual(loop, k, theta) → (Φ, Φ_θ)` (`loop` a namespace of the
+    loop record's fields and whatever the residual reads): the generic resolver's solve where the loop rows are
+    not compiled (a plug-in loop type)."""
     return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve_into": _lu_solve_into_py,
                                        "_norm": _norm_py})

@@ -3,7 +3,7 @@ passed to a compiled kernel as one pointer.
 
 Why one record, flat: numba converts a NamedTuple argument array by array on every call from Python (≈ 3 µs for
 the ≈ 50 arrays of a compiled model and its data); a StructRef converts once, when a kernel builds it
-(`pipeline.workspace.pack_workspace`), and a call then passes one pointer whose fields are the same buffers. Flat,
+(`pack_record`), and a call then passes one pointer whose fields are the same buffers. Flat,
 because reading a field takes a reference on what it reads: a field holding a whole tuple took one on each of its
 arrays (≈ 50 atomic increments and as many decrements a call, ≈ 0.4 µs of a small tree's 2 µs call, measured
 with perf), a flat field on one array.
@@ -13,8 +13,11 @@ argument by looking its `_meminfo` attribute up by a name it builds on every cal
 tree's call); an integer converts in nanoseconds. The holder of the address keeps the record alive (a `Data` holds
 both).
 
-Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics, no
-kernel); it is imported where a record is first built, never at `import biobullet`. `new_pair(model, data)`
+Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics; its
+one kernel, `pack_record`'s, compiled through `core.jit`); it is imported where a record is first built, never at
+`import biobullet`. Records in use: the public calls' workspace (a compiled model and its data,
+`pipeline.data.Data`), the loop stage's tables, warm starts and Newton work arrays (`constraints.newton_kernel.
+loop_record`: passed from kernel to kernel as one pointer, not as tuples of ≈ 50 arrays), a run's muscle rows. `new_pair(model, data)`
 gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
 compiled kernel. The two tuples' field names must differ. `borrow_pair` builds the same record without references
 on its arrays (no atomic reference counts in the kernels that read it; its caller keeps the arrays alive).
@@ -55,7 +58,7 @@ def borrow_pair(model, data):
     count (numba's meminfo NULL), so taking and dropping references on them — at each field read and at each
     compiled call they are passed to, ≈ 2 atomic operations per array per call level — costs a null test, not
     an atomic add. The record then does not keep them alive: the caller holds `model` and `data` as long as the
-    record is in use (a `Data` holds its compiled model, its arrays and its record; `pipeline.workspace`). A
+    record is in use (a `Data` holds its compiled model, its arrays and its record). A
     kernel never returns such an array to Python (nothing would own it). In Python the same namespace as
     `new_pair`."""
     return new_pair(model, data)
@@ -112,6 +115,13 @@ def record_type(model, data) -> PairType:
     return PairType(list(zip(first.fields, first)) + list(zip(second.fields, second)))
 
 
+def type_stand_in(model, data) -> SimpleNamespace:
+    """An object numba types as the record of `new_pair(model, data)` (`record_type`, its `_numba_type_`) and that
+    holds nothing: for a look-up of a kernel's argument types (`core.jit.is_cached`) that must not build — compile
+    the packing kernel for — the record itself."""
+    return SimpleNamespace(_numba_type_=record_type(model, data))
+
+
 def address_of(record):
     """The address of `record` (a PairRef) as an integer in a compiled kernel; `record` itself in Python."""
     return record
@@ -156,3 +166,25 @@ def record_reader(model, data):
         return kind(address), codegen
     read._biobullet_signature = str(kind)
     return read
+
+
+def pack_record_py(model, data):
+    """(the record of the NamedTuples `model` and `data` (`new_pair`), its address): the caller keeps the record
+    alive while the address is in use."""
+    record = new_pair(model, data)
+    return record, address_of(record)
+
+
+def pack_borrowed_record_py(model, data):
+    """`pack_record_py` whose record borrows the arrays (`borrow_pair`: no reference counts on them in the
+    kernels): the caller keeps `model` and `data` alive as long as the record."""
+    record = borrow_pair(model, data)
+    return record, address_of(record)
+
+
+def pack_record(model, data, borrowed: bool = False) -> tuple:
+    """`pack_record_py` compiled (cached on disk beside this file, whose source is the record's layout), one
+    specialisation per pair of NamedTuple types — the public calls' workspace, the loop record, a run's muscle
+    rows — whatever the model (`borrowed`: `pack_borrowed_record_py`); in Python (numba off) the namespace, itself."""
+    from biobullet.core import jit
+    return jit.compiled(pack_borrowed_record_py if borrowed else pack_record_py)(model, data)

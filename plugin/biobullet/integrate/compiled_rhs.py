@@ -71,10 +71,10 @@ RECENT = 16
 MAX_SAMPLE_STEP = 0.05
 
 
-def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
+def _loop_positions_py(loop, k, theta_all, rate_all, first, guess):
     """Loop resolver k's dependent joints at samples first … n−1 into θ and θ̇ (theta_all, rate_all: (n, the loop
     kernels' joint layout), the known joints set) by the loop Newton solve (`newton_kernel._newton_solve_py`, in
-    the Data's work arrays `work`) on the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
+    the Data's loop record `loop`, `newton_kernel.loop_record`) on the loop rows (positions), then θ̇_dep = −Φ_dep⁻¹ Φ_known θ̇_known — trajectory output only: no G, γ or
     curvature. Returns the first sample not done (no convergence, an ill-conditioned Φ_dep, a large step between
     samples or a solution far from its prediction): the caller takes over.
 
@@ -82,11 +82,11 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     second order (θ_dep ≈ θ_dep' + S Δθ_known + the change of S over the previous step; `guess` for the first
     sample); the solve's factor Φ_dep⁻¹ at the solution gives S and the rates."""
     n = theta_all.shape[0]
-    d0, d1 = loops.dep_start[k], loops.dep_start[k + 1]
-    k0, k1 = loops.known_start[k], loops.known_start[k + 1]
-    dep, known = loops.dep[d0:d1], loops.known[k0:k1]
+    d0, d1 = loop.dep_start[k], loop.dep_start[k + 1]
+    k0, k1 = loop.known_start[k], loop.known_start[k + 1]
+    dep, known = loop.dep[d0:d1], loop.known[k0:k1]
     nd, nk = d1 - d0, k1 - k0
-    loop = ((loops.rows, work), k, loops.meta, loops.body, dep, loops.revolute[d0:d1], loops.tolerance[k])
+    condition_limit = loop.condition_limit
     current = guess.copy()
     sensitivity = np.zeros((nd, nk))       # −Φ_dep⁻¹ Φ_known at the previous sample's solution
     sensitivity_old = np.zeros((nd, nk))   # … and at the one before
@@ -117,8 +117,8 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
                     delta = theta[known[c]] - theta_all[s - 1, known[c]]
                     move += (sensitivity[i, c] + along * (sensitivity[i, c] - sensitivity_old[i, c])) * delta
                 current[i] += move
-        status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, theta, current, -1.0, -1.0)
-        if status != CONVERGED or not condition < loops.condition_limit:
+        status, _, _, jac, inverse, condition = _NEWTON_SOLVE(loop, k, theta, current, -1.0, -1.0)
+        if status != CONVERGED or not condition < condition_limit:
             return s
         for i in range(nd):   # far from the prediction: maybe another branch, the callback stage decides
             if not abs(theta[dep[i]] - current[i]) <= MAX_SAMPLE_STEP:
@@ -140,9 +140,9 @@ def _loop_positions_py(loops, work, k, theta_all, rate_all, first, guess):
     return n
 
 
-def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at):
+def _loop_states_py(loop, k, theta_all, rate_all, first, newton_at):
     """Loop resolver k's dependent joints at samples first … n−1 (as `_loop_positions_py`) by the loop stage's
-    Newton warm-started from `warm` (a Data's LoopWarm, moved along from sample to sample). Returns the first
+    Newton warm-started from the Data's warm starts in its loop record `loop` (moved along from sample to sample). Returns the first
     sample not done (the stage declined there: the callback stage takes that sample). `newton_at`: the address of
     the compiled loop stage's C entry (`_newton_entry`)."""
     newton = _NEWTON(newton_at)
@@ -150,7 +150,7 @@ def _loop_states_py(loops, warm, work, k, theta_all, rate_all, first, newton_at)
     no_gradient = np.zeros((width, 0))
     gamma = np.zeros(width)
     for s in range(first, n):
-        if newton(loops, warm, work, k, theta_all[s], rate_all[s], no_gradient, gamma, True) != 0:
+        if newton(loop, k, theta_all[s], rate_all[s], no_gradient, gamma, True) != 0:
             return s
     return n
 
@@ -181,12 +181,12 @@ def _states_kernel(signature):
     return known[1]
 
 
-def _newton_entry(loops, warm, work, k: int, theta_all: np.ndarray, rate_all: np.ndarray) -> tuple[int, object]:
+def _newton_entry(loop, k: int, theta_all: np.ndarray, rate_all: np.ndarray) -> tuple[int, object]:
     """(address, numba signature) of the loop stage's compiled Newton (`newton_kernel`) for `_loop_states_py`'s
     arguments."""
     from biobullet.constraints.newton_kernel import newton_kernel
     width = theta_all.shape[1]
-    return jit.entry_address(newton_kernel(), loops, warm, work, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
+    return jit.entry_address(newton_kernel(), loop, k, theta_all[0], rate_all[0], np.zeros((width, 0)),
                              np.zeros(width), True)
 
 
@@ -434,12 +434,14 @@ class CompiledReducedRHS:
             return None
         if self._address is None:
             self._address = jit.entry_address(self._kernel, *self._arguments(0.0, np.zeros(self._size)))
-        return (self._compiled, self._data.arrays, self._forces, self._shadow, *self._address)
+        return (self._compiled, self._data.kernel_arrays(), self._forces, self._shadow, *self._address)
 
-    def _arguments(self, t: float, y: np.ndarray) -> tuple:
-        """The kernel's arguments for state y at time t (a new output array)."""
+    def _arguments(self, t: float, y: np.ndarray, probe: bool = False) -> tuple:
+        """The kernel's arguments for state y at time t (a new output array); `probe`: for a look-up of their types
+        only (`Data.probe_arrays`: the loop record not built)."""
         out = np.empty(y.shape[0])
-        return self._compiled, self._data.arrays, self._refreshed(t, y), self._shadow, y, float(t), out
+        arrays = self._data.probe_arrays() if probe else self._data.kernel_arrays()
+        return self._compiled, arrays, self._refreshed(t, y), self._shadow, y, float(t), out
 
     # ------------------------------------------------------------------ cold start
     @property
@@ -459,7 +461,7 @@ class CompiledReducedRHS:
         kernels (joint functions, force elements, contact laws, the muscle stage) are called by their uncompiled
         forms there too (`core.jit.address_caller` finds them by their compiled addresses)."""
         if self.python_start_seconds <= 0 or not jit.compiling() \
-                or jit.is_cached(self._kernel, *self._arguments(0.0, np.zeros(self._size))):
+                or jit.is_cached(self._kernel, *self._arguments(0.0, np.zeros(self._size), probe=True)):
             yield
             return
         with jit.uncompiled():
@@ -485,11 +487,12 @@ class CompiledReducedRHS:
         with jit.uncompiled():
             python_kernel = rhs_kernel(loops=has_loops(self._compiled))
             record = muscle_record(self._muscles.rows)[1] if self._muscles is not None else 0
+            python_arrays = self._data.kernel_arrays()   # (the loop record as a namespace)
 
         def timed(model, data, forces, *args):
             started = time.process_time()
             try:
-                return python_kernel(model, data, forces._replace(muscles=record), *args)
+                return python_kernel(model, python_arrays, forces._replace(muscles=record), *args)
             finally:
                 self.uncompiled_seconds += time.process_time() - started
                 self.uncompiled_calls += 1
@@ -557,7 +560,7 @@ class CompiledReducedRHS:
         o = self._model.base_nv
         n = theta_all.shape[0]
         dep = loops.dep[loops.dep_start[k]:loops.dep_start[k + 1]]
-        work = self._data.arrays.loop_work
+        loop = self._data.kernel_arrays().loop
         positions, states, newton_at = _positions_kernel(), None, 0
         start, guess = first, first_guess[dep - o]
 
@@ -567,14 +570,14 @@ class CompiledReducedRHS:
 
         while start < n:
             if n - start > 1:
-                start = positions(loops, work, k, theta_all, rate_all, start, np.array(guess, dtype=float))
+                start = positions(loop, k, theta_all, rate_all, start, np.array(guess, dtype=float))
                 if start >= n:
                     break
             if self.ready():   # from the warm start (branch-safe continuation limits)
                 if states is None:
-                    newton_at, signature = _newton_entry(loops, self._warm, work, k, theta_all, rate_all)
+                    newton_at, signature = _newton_entry(loop, k, theta_all, rate_all)
                     states = _states_kernel(signature)
-                start = states(loops, self._warm, work, k, theta_all, rate_all, start, newton_at)
+                start = states(loop, k, theta_all, rate_all, start, newton_at)
             if start < n:
                 callback(start)
                 guess = theta_all[start, dep]

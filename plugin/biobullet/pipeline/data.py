@@ -3,16 +3,19 @@
 `Data(compiled)` (or `model.data()`) owns
 - `arrays` (`DataArrays`, a NamedTuple the kernels take as one structured argument): the joint state x, ẋ, G, γ;
   the applied joint forces τ; the solve's right-hand side and Cholesky factor; (input power, dissipated power) of
-  the force stage;
+  the force stage; CRBA + RNEA's work arrays with M and h, and the projected solve's Gᵀ M G and Gᵀ h (each
+  allocation a kernel saves is ≈ 0.035 µs of a call of 1–3 µs);
 - `entries`: the compiled kernels' direct entries for these argument types (`core.jit.direct_entry`: a call then
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
-  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `pipeline.workspace`),
+  compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `core.jit_pair.pack_record`),
   built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
-  arrays (`arrays.loop_work`). Before a resolver's first solve, or where the stage declined, the generic resolvers
-  solve (continuation, clear errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
+  arrays (`loop_work`), which the kernels read with the loop table's constants as one flat record
+  (`kernel_arrays().loop`, `constraints.newton_kernel.loop_record`: passed from kernel to kernel as one pointer).
+  Before a resolver's first solve, or where the stage declined, the generic resolvers solve (continuation, clear
+  errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
 One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
 own): the kernels write into it.
 """
@@ -24,7 +27,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from biobullet.constraints.newton_kernel import LoopWarm, loop_warm, newton_work
+from biobullet.algorithms.compiled_kernels import tree_work
+from biobullet.constraints.newton_kernel import (LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
+                                                 newton_work)
 from biobullet.core import jit
 from biobullet.core.arguments import time_argument
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
@@ -74,8 +79,14 @@ class DataArrays(NamedTuple):
     rhs: np.ndarray          # (nv,) Q (= Gᵀ τ in the right-hand side), then Q − h_r
     low: np.ndarray          # (nv, nv) Cholesky factor
     power: np.ndarray        # (2,) input and dissipated power of the force stage
+    reduced_mass: np.ndarray  # (nv, nv) Gᵀ M G of a projected solve (`compiled_kernels._project_upper_into_py`)
+    reduced_bias: np.ndarray  # (nv,) Gᵀ h
+    project_work: np.ndarray  # (n_tangent, nv) M G
+    project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
+    tree_work: tuple         # CRBA + RNEA's work arrays, M and h (`algorithms.compiled_kernels.tree_work`)
     loop_warm: LoopWarm      # the loop stage's warm starts
-    loop_work: tuple         # the loop Newton solve's work arrays (`constraints.newton_kernel.newton_work`)
+    loop: Any                # the loop table, warm starts and work arrays as one record: here a namespace
+    #                          (`loop_namespace`), compiled in `Data.kernel_arrays` (`loop_record`)
 
 
 class Data:
@@ -84,16 +95,23 @@ class Data:
     def __init__(self, compiled: CompiledModel) -> None:
         nv, n_tangent, loops = compiled.nv, compiled.n_tangent, compiled.loops
         self.compiled = compiled
+        warm = loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start)
+        #: the loop Newton solve's work arrays (`constraints.newton_kernel.NewtonWork`)
+        self.loop_work = newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
+                                     compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1,
+                                     int(np.max(np.diff(loops.known_start), initial=0)))
+        # (the compiled record borrows the arrays of its parts: this Data keeps them alive)
+        self._loop_parts = loop_parts(loops, warm, self.loop_work)
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
-                                 np.zeros(2), loop_warm(loops.known_start, loops.dep_start, loops.sensitivity_start),
-                                 newton_work(loops.meta.shape[0], int(np.max(np.diff(loops.dep_start), initial=0)),
-                                             compiled.n_config - loops.view_start, loops.dep_start.shape[0] - 1))
+                                 np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
+                                 np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
+                                 warm, loop_namespace(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}
         self._forward = None   # the forward kernel's direct entry for these argument types
-        # the compiled model's and the arrays' fields in one record (`pipeline.workspace`), borrowing their arrays
+        # the compiled model's and the arrays' fields in one record (`core.jit_pair.pack_record`), borrowing their arrays
         # (no reference counts in the kernels): self.compiled and self.arrays keep them alive
         self._record = None
         self._workspace = None   # its address, as the entry takes it (the record above keeps it valid)
@@ -104,7 +122,29 @@ class Data:
         # the public calls then go to the entry without `_call`
         self._seeded = False   # the warm starts continue the last call's state (False: the generic resolvers solve first)
         self._identity = np.eye(n_tangent, nv)
+        self._compiled_arrays: DataArrays | None = None   # `kernel_arrays` for compiled kernels
         self._no_q = np.zeros(compiled.nq)
+
+    def kernel_arrays(self) -> DataArrays:
+        """`arrays` as the kernels take them now: `arrays` itself, whose loop record is a namespace of the loop
+        arrays (`constraints.newton_kernel.loop_namespace`), where they run uncompiled (numba off, or inside
+        `core.jit.uncompiled()`: a run's uncompiled start, the engine's checks); compiled, `arrays` with the
+        compiled record of the same arrays (`loop_record`, built on the first compiled use: a run that never
+        compiles — the CLI's cold start — does not compile its packing kernel either)."""
+        if not jit.compiling():
+            return self.arrays
+        if self._compiled_arrays is None:
+            self._compiled_arrays = self.arrays._replace(loop=loop_record(self._loop_parts))
+        return self._compiled_arrays
+
+    def probe_arrays(self) -> DataArrays:
+        """`kernel_arrays` for a look-up of the kernels' argument types only (`core.jit.is_cached`): compiled and
+        not built yet, the loop record is a stand-in of its numba type (`core.jit_pair.type_stand_in`), so that
+        asking whether a run's kernel is cached compiles nothing (the CLI's cold start then runs by Python)."""
+        if not jit.compiling() or self._compiled_arrays is not None:
+            return self.kernel_arrays()
+        from biobullet.core.jit_pair import type_stand_in
+        return self.arrays._replace(loop=type_stand_in(*self._loop_parts))
 
     def bind_loops(self, model) -> None:
         """The model's loop resolvers read and write this workspace's warm starts: the callback stage continues from
@@ -130,9 +170,10 @@ class Data:
         if self._forward is None:
             from biobullet.core.jit_pair import record_reader
             from biobullet.pipeline.kernels import forward_kernel, has_loops
-            kernel = forward_kernel(record_reader(self.compiled, self.arrays), loops=has_loops(self.compiled))
-            from biobullet.pipeline.workspace import pack_workspace
-            self._record, self._workspace = pack_workspace(self.compiled, self.arrays, borrowed=True)
+            arrays = self.kernel_arrays()
+            kernel = forward_kernel(record_reader(self.compiled, arrays), loops=has_loops(self.compiled))
+            from biobullet.core.jit_pair import pack_record
+            self._record, self._workspace = pack_record(self.compiled, arrays, borrowed=True)
             self._forward = self.entries["forward"] = jit.direct_entry(
                 kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)

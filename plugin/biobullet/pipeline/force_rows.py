@@ -79,8 +79,8 @@ def pack_force_rows(model, springs=(), joint_springs=(), joint_stops=(), contact
 
 def muscle_record(rows: MuscleRows) -> tuple:
     """(the record of a run's muscle rows, its address for `ForceRows.muscles`): compiled, a
-    `core.jit_pair` record (`pipeline.workspace.pack_workspace`) and its address as an integer; in Python (numba
+    `core.jit_pair` record (`core.jit_pair.pack_record`) and its address as an integer; in Python (numba
     off, or a cold start's uncompiled calls) a namespace, itself. The caller keeps the record alive while the
     address is in use."""
-    from biobullet.pipeline.workspace import pack_workspace
-    return pack_workspace(MuscleRecord(rows), NoFields())
+    from biobullet.core.jit_pair import pack_record
+    return pack_record(MuscleRecord(rows), NoFields())

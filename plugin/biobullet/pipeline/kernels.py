@@ -77,7 +77,7 @@ def solve_kernel(inline: bool = False):
     """The compiled `solve_stage_py`."""
     factor, solve = compiled_kernels.cholesky_kernels()
     return _compiled_with(stages.solve_stage_py, {
-        "_PROJECT": compiled_kernels.project_upper_kernel(), "_LTDL": ltdl_kernel(), "_CHOLESKY_FACTOR": factor,
+        "_PROJECT": compiled_kernels.project_upper_into_kernel(), "_LTDL": ltdl_kernel(), "_CHOLESKY_FACTOR": factor,
         "_CHOLESKY_SOLVE": solve, "_PIVOT_RATIO": MASS_PIVOT_RATIO}, inline)
 
 
@@ -87,9 +87,9 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_kernel(),
+                "_TREE": compiled_kernels.tree_dynamics_into_kernel(),
                 "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
-                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_kernel()}
+                "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_into_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
     return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
 
@@ -121,6 +121,6 @@ def rhs_kernel(loops: bool = True):
     docstring)."""
     return _compiled_with(stages.rhs_py, lambda: {
         "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops), "_FORCES": forces_kernel(inline=True),
-        "_TREE": compiled_kernels.tree_dynamics_kernel(), "_SOLVE": solve_kernel(inline=True),
+        "_TREE": compiled_kernels.tree_dynamics_into_kernel(), "_SOLVE": solve_kernel(inline=True),
         "_GENERALIZED": generalized_forces_kernel(inline=True), "_POSITION_RATE": position_rate_py},
         variant=_variant(loops=loops))

@@ -3,15 +3,16 @@ taking the compiled model and the data workspace as structured arguments:
 
     joint state     q, v → x, ẋ, G, γ: multi-DOF blocks normalised, independent joints set, then the
                     joint-function table's jets (`model.joint_jets._explicit_jets_py`) and the loop resolvers'
-                    Newton solves (`constraints.newton_kernel._loop_newton_py`, warm-started from
-                    data.loop_warm, in data.loop_work) in the map's order                       `joint_state_stage_py`
+                    Newton solves (`constraints.newton_kernel._loop_newton_py` on the loop record
+                    data.loop: warm starts, work arrays) in the map's order                        `joint_state_stage_py`
                     (a model whose map needs Python — loop types without compiled rows, joint functions without
                     compiled jets — fills data.x … data.gamma from `Model.joint_state_view` before the call: the
                     callback stage)
     forces          τ = joint torques + joint spring-dampers, stops + springs + ground contacts + plug-in elements'
                     kernels (`forces.compiled`, `contact.kernels`) + muscles (`muscles.dynamics`: Rᵀ F of every
                     path, the muscle states' rates)                                   `forces_stage_py`
-    M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_py`)
+    M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_into_py`, into
+                    data.tree_work)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G, each declining a
                     pivot within round-off of its diagonal entry                               `solve_stage_py`
 
@@ -114,30 +115,31 @@ def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
 
 def joint_state_stage_py(model, data, q, v, t, rates):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
-    table and the loop resolvers in the coordinate map's order (`model.loops.stages`; without loops the whole
-    table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
+    table and the loop resolvers in the coordinate map's order (the loop record's `stages`, `data.loop`: the
+    compiled model's LoopTable, warm starts and Newton work arrays as one flat record, passed to the loop Newton as
+    one pointer; without loops the whole table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
     0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage then
     decides)."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
         return 1
-    loops = model.loops
-    if loops.stages.shape[0] == 0:
+    loop = data.loop
+    stages = loop.stages
+    if stages.shape[0] == 0:
         if model.jets_table.shape[0] == 0:
             return 0
         return _JETS(model.jets_table, model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v, data.x,
                      data.xd, data.gradient, data.gamma)
     if not _LOOPS:   # bound False: the loop stage is not compiled (a model with loops takes the callback stage)
         return 1
-    view = data.x[loops.view_start:]   # the loop kernels' joint layout: index = tangent index
-    for s in range(loops.stages.shape[0]):
-        kind, a, b = loops.stages[s, 0], loops.stages[s, 1], loops.stages[s, 2]
+    view = data.x[loop.view_start:]   # the loop kernels' joint layout: index = tangent index
+    for s in range(stages.shape[0]):
+        kind, a, b = stages[s, 0], stages[s, 1], stages[s, 2]
         if kind == 0:
             if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
                      data.x, data.xd, data.gradient, data.gamma) != 0:
                 return 1
-        elif _NEWTON(loops, data.loop_warm, data.loop_work, a, view, data.xd, data.gradient, data.gamma,
-                     rates) != 0:
+        elif _NEWTON(loop, a, view, data.xd, data.gradient, data.gamma, rates) != 0:
             return 1
     return 0
 
@@ -149,7 +151,8 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
     if model.solver == PROJECTED:
-        mass, bias = _PROJECT(mass, bias, data.gradient)
+        mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
+                              data.reduced_mass, data.reduced_bias)
     rhs = data.rhs
     for c in range(nv):
         rhs[c] = force[c] - bias[c]
@@ -166,7 +169,7 @@ def solve_stage_py(model, data, mass, bias, force, accel):
 def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
     """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
     ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
-    compiled model's and the data arrays' fields in one record (`pipeline.workspace`: one integer per call from
+    compiled model's and the data arrays' fields in one record (`core.jit_pair.pack_record`: one integer per call from
     Python, not ≈ 50 arrays), which the stages read as both their model and their data. A CALLBACK_STATE model's joint state is in data
     already. 0, or 1 when an argument's size is not its own, the state, a jet or the result is not finite or M_r
     is not positive definite (the caller then takes the callback stage, which reports why)."""
@@ -178,8 +181,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t, want != MASS) != 0:
         return 1
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, want != BIAS, want != MASS, bool(True))
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, want != BIAS,
+                       want != MASS, bool(True), data.tree_work)
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
             return 1
@@ -188,7 +191,8 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
                 return 1
         return 0
     if model.solver == PROJECTED:
-        mass, bias = _PROJECT(mass, bias, data.gradient)
+        mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
+                              data.reduced_mass, data.reduced_bias)
     if want == MASS:
         for a in range(nv):
             for b in range(nv):
@@ -288,8 +292,8 @@ def rhs_py(model, data, forces, shadow_rows, y, t, out):
     if _FORCES(model, data, forces, t) != 0:
         return 1
     store_muscle_rates(forces.muscles, out, first)
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity,
-                       model.n_tangent, bool(True), bool(True), bool(True))
+    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, bool(True),
+                       bool(True), bool(True), data.tree_work)
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)

@@ -190,7 +190,7 @@ def test_calls_at_a_fixed_point_of_the_loop_newton_match_pinocchio():
         q[:] = q0 + 0.05 * rng.uniform(-1.0, 1.0, model.nq)   # in place: the caller's array holds another state
         v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
         results = [model.forward_dynamics(q, v, force).copy() for _ in range(2)]
-        jacobian = model.workspace.arrays.loop_work[6][1]   # Φ_θ: written by the solve's residual only
+        jacobian = model.workspace.loop_work.jac   # Φ_θ: written by the solve's residual only
         jacobian[:] = np.nan
         results.append(model.forward_dynamics(q, v, force).copy())
         taken += bool(np.isnan(jacobian).all())
@@ -300,7 +300,7 @@ def test_andrews_squeezer_takes_its_kept_solution_at_a_repeated_state():
         q = q0 + 1e-3 * (k + 1) * rng.uniform(-1.0, 1.0, model.nq)
         v, force = rng.normal(size=model.nv), rng.normal(size=model.nv)
         model.forward_dynamics(q, v, force)
-        jacobian = model.workspace.arrays.loop_work[6][1]   # Φ_θ: written by the solve's residual only
+        jacobian = model.workspace.loop_work.jac   # Φ_θ: written by the solve's residual only
         jacobian[:] = np.nan
         accel = model.forward_dynamics(q, v, force).copy()
         taken += bool(np.isnan(jacobian).all())
