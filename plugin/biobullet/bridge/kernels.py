@@ -509,15 +509,14 @@ def at_kernel(record) -> tuple:
     Python (≈ 0.05 µs an array); the caller keeps `record` and the packed record alive while it uses the address.
     The kernel reads the record by a reader of its numba type (a variant per type: one in practice)."""
     import hashlib
-    from biobullet.core.jit_pair import record_reader, record_type
+    from biobullet.core.jit_pair import pack_record, record_reader, record_type
     from biobullet.muscles.dynamics import NoFields
-    from biobullet.pipeline.workspace import pack_workspace
     function = {LoopRecord: _loop_at_py, ReadRecord: _read_rows_py}.get(type(record), _rows_at_py)
     layout = (hashlib.sha256(str(record_type(record, NoFields())).encode()).hexdigest()[:16] if jit.compiling()
               else "")
     kernel = jit.compiled(function, variant=f"record_{layout}" if layout else "", nogil=False,
                           bind=lambda: {"_RECORD": record_reader(record, NoFields()), **_at_bindings(record)})
-    packed, address = pack_workspace(record, NoFields(), borrowed=True)
+    packed, address = pack_record(record, NoFields(), borrowed=True)
     return kernel, packed, address
 
 
