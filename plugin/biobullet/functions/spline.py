@@ -32,6 +32,9 @@ from biobullet.functions.registry import register
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
 EXTRAPOLATIONS: tuple[str, ...] = ("cubic", "linear")
 DEGREES: tuple[int, ...] = (3, 1)
+#: most table points: each evaluation walks the breaks to its piece (`spline_jets_py`), in Python at a run's cold
+#: start (300,000 points, a 3 MB file, cost 25 ms an evaluation); OpenSim's tables have tens of points
+MAX_POINTS = 10_000
 
 
 @register
@@ -47,7 +50,8 @@ class SplineFunction(JointFunction):
         super().__init__(inputs)
         from scipy.interpolate import CubicSpline  # lazy: keep `import biobullet.functions` light
 
-        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, expected="as many y as x values, at least 2")
+        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, max_points=MAX_POINTS,
+                                     expected=f"as many y as x values, at least 2 and at most {MAX_POINTS}")
         if boundary not in BOUNDARIES:
             raise ModelError(f"unknown boundary '{boundary}'", attribute="boundary",
                              expected=" | ".join(BOUNDARIES))
@@ -100,7 +104,7 @@ class SplineFunction(JointFunction):
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "SplineFunction":
         cls.check_attributes(attributes, inputs, source, exactly=1)
-        xs = floats(source, attributes, "x", min_count=2)
+        xs = floats(source, attributes, "x", min_count=2, max_count=MAX_POINTS)
         ys = floats(source, attributes, "y", count=len(xs))
         boundary = attributes.get("boundary", "not-a-knot").strip()
         slopes = floats(source, attributes, "slopes", REQUIRED if boundary == "clamped" else None, count=2)

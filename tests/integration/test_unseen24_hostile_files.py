@@ -1,0 +1,130 @@
+"""Hostile model files (an independent probe): files written by strangers must neither run code nor exhaust the
+machine, and bad input is one clear error naming the file, element and attribute, with exit code 2 from the CLI.
+Each test is a defect the probe found, failing on the code before its fix; numbers are checked against Pinocchio
+(which reads the same file) or a direct sum, not against the code under test. Files are written here, in tmp dirs.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import biobullet
+from biobullet.core.errors import ModelError
+from hostile_cli import CHAIN, chain, one_error
+
+ARM26 = Path(biobullet.__file__).resolve().parent / "data" / "opensim" / "arm26.osim"
+#: address space of a CLI run in these tests (bytes): `biobullet info` on a small model needs < 1 GiB
+CLI_MEMORY = 3 * 2**30
+
+
+def _limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, CLI_MEMORY))
+
+
+def _cli_in_bounds(*argv: str, timeout: float = 300.0) -> tuple[int, list[str]]:
+    """`biobullet ARGV` in a subprocess with CLI_MEMORY of address space: (exit code, non-empty stderr lines)."""
+    plugin = str(Path(biobullet.__file__).resolve().parents[1])   # the biobullet under test
+    env = dict(os.environ, PYTHONPATH=plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "biobullet", *argv], capture_output=True, text=True, env=env,
+                          timeout=timeout, preexec_fn=_limited)
+    return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------------------------ DTD attribute defaults
+def test_attribute_list_defaults_are_refused_in_bounded_memory(tmp_path) -> None:
+    """A DTD's `<!ATTLIST>` default is copied into every element that lacks the attribute: 340 kB of file (60,000
+    empty elements, one 100 kB default) expanded to 6 GB — past the entity check, which only refused `<!ENTITY>`.
+    The file is refused before parsing: exit 2, one line naming the file and the declaration."""
+    path = tmp_path / "defaults.urdf"
+    path.write_text('<?xml version="1.0"?>\n<!DOCTYPE robot [<!ATTLIST a z CDATA "' + "x" * 100_000 + '">]>\n'
+                    '<robot name="r"><link name="base"/>' + "<a/>" * 60_000 + "</robot>", encoding="utf-8")
+    code, lines = _cli_in_bounds("info", str(path))
+    assert code == 2 and not any(line.startswith("Traceback") for line in lines), lines
+    assert str(path) in lines[-1] and "<!ATTLIST>" in lines[-1], lines
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_an_attribute_default_pinocchio_never_sees_is_refused(tmp_path, encoding) -> None:
+    """`<!ATTLIST origin rpy ...>` turned every origin without `rpy` by 90° in our reading, while Pinocchio (and
+    PyBullet: their parsers skip the DTD) keep them unrotated: the mass matrix differed from Pinocchio's by 0.01
+    kg m² with no word. Refused, naming the file and the declaration."""
+    text = ('<?xml version="1.0" encoding="%s"?>\n<!DOCTYPE robot [<!ATTLIST origin rpy CDATA "0 0 1.5707963267948966">]>\n'
+            % encoding + CHAIN.format(extension="", com="0 0 -0.25").replace(
+                "<axis", '<limit effort="1" velocity="1" lower="-3" upper="3"/><axis'))
+    path = tmp_path / "rotated.urdf"
+    path.write_bytes(text.encode(encoding))
+    if encoding == "utf-8":   # what the file means to Pinocchio: no rotation
+        reference = pin.buildModelFromUrdf(str(path))
+        assert all(np.array_equal(reference.jointPlacements[j].rotation, np.eye(3)) for j in (1, 2))
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert caught.value.file == str(path) and "<!ATTLIST>" in str(caught.value)
+    assert str(path) in one_error("info", str(path))
+
+
+# ---------------------------------------------------------------------------------------- OpenSim's Version
+@pytest.mark.parametrize("version", ["9" * 5000, "40000\u00b2", "\u0664\u0660\u0660\u0660\u0660"])
+def test_an_osim_version_that_is_no_decimal_number_is_one_error(tmp_path, version) -> None:
+    """`Version="999…9"` (5,000 digits) was an internal error (Python's int-string limit) and `Version="40000²"`
+    one too (isdigit() takes a superscript that int() refuses); Arabic-Indic digits passed as OpenSim 4. Each is
+    now one error naming `<OpenSimDocument>` and `Version`, from `load_model` and from `biobullet info` and
+    `convert`."""
+    text = re.sub(r'Version="\d+"', f'Version="{version}"', ARM26.read_text(encoding="utf-8"), count=1)
+    path = tmp_path / "arm.osim"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert (caught.value.file, caught.value.element, caught.value.attribute) == (str(path), "<OpenSimDocument>",
+                                                                                 "Version")
+    for command in ("info", "convert"):
+        line = one_error(command, str(path), *(["--out", str(tmp_path / "arm.urdf")] if command == "convert" else []))
+        assert str(path) in line and "Version" in line
+
+
+# ----------------------------------------------------------------- table sizes of the joint-function types
+def _series(count: int) -> str:
+    return " ".join("0.01" for _ in range(count))
+
+
+@pytest.mark.parametrize("block, attribute, limit", [
+    ('<joint_torque joint="j1" type="fourier" period="1" a="{values}" b="{values}"/>', "a", 100),
+    ('<joint_function joint="j2" type="fourier" period="1" a="{values}"/>', "a", 100),
+    ('<joint_function joint="j2" type="polynomial" inputs="j1" coefficients="{values}"/>', "coefficients", 100),
+    ('<joint_function joint="j2" type="spline" inputs="j1" x="{x}" y="{values}"/>', "x", 10_000),
+])
+def test_a_table_past_its_limit_is_refused_naming_the_attribute(tmp_path, block, attribute, limit) -> None:
+    """A 12 kB `fourier` torque of 3,000 harmonics took a 0.02 s run 23 s (each right-hand side evaluates the
+    series in Python: ≈ 1.5 µs a harmonic), 300,000 harmonics did not finish a 0.2 s run in 15 minutes; a
+    300,000-point spline cost 25 ms an evaluation, a polynomial of 300,000 coefficients 4 s for 98. Now one
+    error naming the element and attribute (the limits are in the README's model-file section)."""
+    count = limit + 1
+    path = chain(tmp_path, block.format(values=_series(count), x=" ".join(str(k) for k in range(count))))
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(path)
+    assert (caught.value.file, caught.value.attribute) == (path, attribute)
+    assert caught.value.element.startswith(block[:block.index(" ")])
+    assert path in one_error("info", path)
+
+
+def test_a_fourier_series_at_its_limit_loads_and_equals_the_direct_sum(tmp_path) -> None:
+    """The limit refuses nothing below it: 100 harmonics load, and the driven joint follows
+    a0 + Σ a_k cos(2πkt/T) + b_k sin(2πkt/T) summed here by numpy."""
+    rng = np.random.default_rng(24)
+    a, b, period = rng.normal(0, 0.01, 100), rng.normal(0, 0.01, 100), 1.7
+    path = chain(tmp_path, f'<joint_function joint="j2" type="fourier" period="{period!r}" a0="0.1" '
+                 f'a="{" ".join(repr(float(v)) for v in a)}" b="{" ".join(repr(float(v)) for v in b)}"/>')
+    model = biobullet.load_model(path)
+    for t in (0.0, 0.37, 1.9):
+        k = np.arange(1, 101)
+        expected = 0.1 + np.sum(a * np.cos(2 * math.pi * k * t / period) + b * np.sin(2 * math.pi * k * t / period))
+        x = model.joint_state(np.array([0.2]), np.zeros(1), t)[0]
+        assert x[1] == pytest.approx(expected, abs=1e-13)
