@@ -128,3 +128,22 @@ def test_a_fourier_series_at_its_limit_loads_and_equals_the_direct_sum(tmp_path)
         expected = 0.1 + np.sum(a * np.cos(2 * math.pi * k * t / period) + b * np.sin(2 * math.pi * k * t / period))
         x = model.joint_state(np.array([0.2]), np.zeros(1), t)[0]
         assert x[1] == pytest.approx(expected, abs=1e-13)
+
+
+# ------------------------------------------------------------------------------------------ a huge axis
+def test_an_axis_of_huge_components_keeps_its_direction_as_pinocchio_does(tmp_path) -> None:
+    """`<axis xyz="0 1e308 1e308"/>` is the direction (0, 1, 1)/√2, but its sum of squares overflowed: the norm was
+    inf, the axis (0, 0, 0), the joint silently had no motion (a zero row in M) and forward dynamics failed later
+    with "singular to round-off". Now M equals Pinocchio's of the same chain written with axis "0 1 1"."""
+    huge = chain(tmp_path, name="huge.urdf")
+    text = Path(huge).read_text(encoding="utf-8").replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1e308 1e308"/>', 1)
+    Path(huge).write_text(text, encoding="utf-8")
+    plain = tmp_path / "plain.urdf"
+    plain.write_text(text.replace("1e308 1e308", "1 1").replace(
+        "<axis", '<limit effort="1" velocity="1" lower="-3" upper="3"/><axis'), encoding="utf-8")
+    reference = pin.buildModelFromUrdf(str(plain))
+    model = biobullet.load_model(huge)
+    for q in (np.array([0.3, -0.4]), np.array([-1.1, 0.8])):
+        expected = pin.crba(reference, reference.createData(), q)
+        expected = np.triu(expected) + np.triu(expected, 1).T
+        assert np.allclose(model.mass_matrix(q), expected, rtol=1e-13, atol=1e-15)

@@ -527,7 +527,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     axis_element = element.find("axis")
     axis_source = SourceRef(file, f"{source.element} <axis>")
     axis = optional_vec3(axis_source, axis_element, "xyz", (1.0, 0.0, 0.0))
-    norm = math.sqrt(sum(a * a for a in axis))
+    norm = math.hypot(*axis)   # (scaled: the sum of squares of "0 1e308 1e308" overflows, and the axis became zero)
     if joint_type in MOVABLE_JOINT_TYPES or joint_type == "planar":  # planar: the axis is the plane's normal
         if norm < 1e-12:
             raise axis_source.error("xyz", f"zero axis {axis_element.attrib['xyz']!r}", "a non-zero direction")
