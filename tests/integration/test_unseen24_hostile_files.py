@@ -11,6 +11,7 @@ import re
 import resource
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +148,25 @@ def test_an_axis_of_huge_components_keeps_its_direction_as_pinocchio_does(tmp_pa
         expected = pin.crba(reference, reference.createData(), q)
         expected = np.triu(expected) + np.triu(expected, 1).T
         assert np.allclose(model.mass_matrix(q), expected, rtol=1e-13, atol=1e-15)
+
+
+# ------------------------------------------------------------------------------------- huge inertia tensors
+def test_a_huge_inertia_is_checked_without_overflow(tmp_path) -> None:
+    """Principal moments of 1e308 overflowed the triangle check's sum: a physical tensor loaded with a stray numpy
+    "overflow encountered" warning naming no file, and an impossible one was reported "nan % from the nearest
+    physical tensor". Now the physical one loads silently, and diag(1e308, 1, 1) is reported at its distance in
+    closed form: the nearest point of the cone λ₁ ≤ λ₂ + λ₃ is the projection onto its face, |C − 2|/√3 from
+    (C, 1, 1), 1/√3 = 57.74 % of C."""
+    heavy = CHAIN.format(extension="", com="0 0 -0.25").replace('ixx="0.01" iyy="0.01" izz="0.01"', '{tensor}', 1)
+    physical = tmp_path / "physical.urdf"
+    physical.write_text(heavy.format(tensor='ixx="1e308" iyy="1e308" izz="1e308"'), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        biobullet.load_model(str(physical))
+    impossible = tmp_path / "impossible.urdf"
+    impossible.write_text(heavy.format(tensor='ixx="1e308" iyy="1" izz="1"'), encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        biobullet.load_model(str(impossible))
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and f"{100 / math.sqrt(3):.2f}% from the nearest" in messages[0], messages

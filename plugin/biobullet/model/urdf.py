@@ -443,7 +443,8 @@ def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAUL
             if policy == "strict":
                 _check_inertia(inertia_source, local)
             repaired = nearest_physical_inertia(local)
-            distance = float(np.linalg.norm(repaired - local) / np.linalg.norm(local))
+            scale = float(np.abs(local).max())   # (the norms of a 1e308 tensor overflow: distance nan %)
+            distance = float(np.linalg.norm((repaired - local) / scale) / np.linalg.norm(local / scale))
             if issues is not None:
                 issues.append((link, problem, distance, policy == "repair"))
             if policy == "repair":
@@ -459,7 +460,8 @@ _OFF_DIAGONAL = (("ixy", 0, 1), ("ixz", 0, 2), ("iyz", 1, 2))
 
 def _inertia_problem(inertia: np.ndarray) -> str | None:
     """None for a physical tensor (positive semi-definite, triangle inequality), else what is wrong."""
-    principal = np.linalg.eigvalsh(inertia)
+    # in units of the largest entry: the sum of two principal moments of 1e308 overflowed (a numpy warning)
+    principal = np.linalg.eigvalsh(inertia / np.abs(inertia).max())
     scale = float(np.abs(principal).max())
     if principal[0] < -TRIANGLE_TOLERANCE * scale:
         return "indefinite"
@@ -477,11 +479,12 @@ def nearest_physical_inertia(inertia: np.ndarray) -> np.ndarray:
     T = 1 1ᵀ − I (d = the principal second moments of the mass distribution), a non-negative least-squares problem.
     """
     from scipy.optimize import nnls
-    principal, axes = np.linalg.eigh(inertia)
+    scale = float(np.abs(inertia).max()) or 1.0   # (in units of the largest entry: no overflow at 1e308)
+    principal, axes = np.linalg.eigh(inertia / scale)
     cone = np.ones((3, 3)) - np.eye(3)
     moments, _ = nnls(cone, principal)
     projected = cone @ moments
-    return axes @ np.diag(projected) @ axes.T
+    return axes @ np.diag(projected * scale) @ axes.T
 
 
 def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
@@ -497,7 +500,7 @@ def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
         raise source.error(culprit, f"inertia tensor is indefinite (principal moments "
                            f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive semi-definite tensor")
     a, b, c = principal
-    if a + b < c * (1 - TRIANGLE_TOLERANCE):
+    if a / c + b / c < 1 - TRIANGLE_TOLERANCE:   # (divided: a + b of 1e308 moments overflows)
         culprit = _DIAGONAL[int(np.argmax(np.diag(inertia)))]
         raise source.error(culprit, f"principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
                            f"({a:.6g} + {b:.6g} < {c:.6g})", "I1 + I2 ≥ I3 for a physical body")
