@@ -170,3 +170,16 @@ def test_a_huge_inertia_is_checked_without_overflow(tmp_path) -> None:
         biobullet.load_model(str(impossible))
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and f"{100 / math.sqrt(3):.2f}% from the nearest" in messages[0], messages
+
+
+# ----------------------------------------------------------------------------- an .osim file given as a path
+def test_a_bridge_given_an_osim_path_says_how_to_load_it() -> None:
+    """`load_model("arm26.osim")` imports OpenSim files, but `Bridge("arm26.osim")` (a path: URDF only, the
+    importer sits above the bridge) said "root element is <OpenSimDocument> (expected <robot>)" — as if the file
+    were broken. The error now says what the file is and how to load it."""
+    from biobullet.bridge import Bridge
+    with pytest.raises(ModelError) as caught:
+        Bridge(str(ARM26))
+    assert caught.value.file == str(ARM26) and "OpenSim model" in str(caught.value)
+    assert "biobullet.load_model" in str(caught.value)
+    Bridge(biobullet.load_model(str(ARM26))).close()   # the way it names works

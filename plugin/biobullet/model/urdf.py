@@ -63,6 +63,10 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
 def description_from_root(robot: ET.Element, file: str, floating_base: bool | None = None,
                           inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
     """The ModelDescription of a parsed URDF root element `<robot>` read from (or translated from) `file`."""
+    if robot.tag == "OpenSimDocument":   # (read here by a caller that takes URDF only, e.g. Bridge(path))
+        raise ModelError("an OpenSim model, not a URDF", file=file, element="<OpenSimDocument>",
+                         expected="a URDF, or this model loaded by biobullet.load_model(path) (which imports .osim "
+                         "files) and passed as the Model, or converted by `biobullet convert`")
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
