@@ -183,3 +183,33 @@ def test_a_bridge_given_an_osim_path_says_how_to_load_it() -> None:
     assert caught.value.file == str(ARM26) and "OpenSim model" in str(caught.value)
     assert "biobullet.load_model" in str(caught.value)
     Bridge(biobullet.load_model(str(ARM26))).close()   # the way it names works
+
+
+# ------------------------------------------------------------------------------ a block under another name
+@pytest.mark.parametrize("opening, closing", [
+    ("<BioBullet>", "</BioBullet>"), ("<biobulet>", "</biobulet>"), ("<bio_bullet>", "</bio_bullet>"),
+    ('<bb:biobullet xmlns:bb="urn:bb">', "</bb:biobullet>"), ("<bb:biobullet>", "</bb:biobullet>"),
+    ('<biobullet xmlns="urn:other">', "</biobullet>"),
+])
+def test_a_block_under_another_name_or_namespace_is_refused_not_ignored(tmp_path, opening, closing) -> None:
+    """Like PyBullet and Pinocchio we skip unknown elements, so a block spelt `<BioBullet>` or `<biobulet>`, or put
+    in a namespace, was silently not read: its joint function gone, j2 moved on its own (nq 2, not the coupled
+    model of nq 1 the author wrote). Now one error naming the element."""
+    text = CHAIN.format(extension='<joint_function joint="j2" type="linear" inputs="j1" coefficients="2"/>',
+                        com="0 0 -0.25")
+    path = tmp_path / "misnamed.urdf"
+    path.write_text(text.replace("<biobullet>", opening).replace("</biobullet>", closing), encoding="utf-8")
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert caught.value.file == str(path) and "not read as the <biobullet> block" in str(caught.value)
+    assert str(path) in one_error("info", str(path))
+
+
+def test_urdf_extension_elements_near_no_block_name_still_load(tmp_path) -> None:
+    """The check takes only names close to "biobullet": Gazebo's and ROS's extension elements load as before."""
+    text = CHAIN.format(extension="", com="0 0 -0.25").replace(
+        "</robot>", '<gazebo reference="l1"><material>Gazebo/Red</material></gazebo>'
+                    '<transmission name="t"><type>x</type></transmission><bullet/></robot>')
+    path = tmp_path / "ros.urdf"
+    path.write_text(text, encoding="utf-8")
+    assert biobullet.load_model(str(path)).nq == 2

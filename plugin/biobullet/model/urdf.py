@@ -6,6 +6,7 @@ limits and `<mimic>`. Visual and collision geometry are left to PyBullet. Nothin
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -15,7 +16,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from biobullet.core.arguments import flag_argument
-from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
+from biobullet.core.errors import ModelError, SourceRef, bare, did_you_mean, shown
 from biobullet.core.attributes import REQUIRED, floats, number, optional_vec3, required, source_of, to_float
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
@@ -69,6 +70,7 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
                          "files) and passed as the Model, or converted by `biobullet convert`")
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
+    _check_block_spelling(file, robot)
     _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
     for material in robot.findall("material"):
         _check_color(file, material, source_of(file, material).element)
@@ -254,6 +256,30 @@ def _parse_bytes(data: bytes) -> ET.Element:
     parser = ET.XMLParser()
     parser.feed(data)
     return parser.close()
+
+
+#: how close (difflib ratio, case folded) an element's name may come to "biobullet" before it is taken for a
+#: misspelt block: `biobulet`, `bio_bullet`, `BioBullet` are; URDF extensions (`gazebo`, `transmission`) are far
+BLOCK_NAME_RATIO = 0.85
+
+
+def _check_block_spelling(file: str, robot: ET.Element) -> None:
+    """PyBullet and Pinocchio skip unknown elements, and so would we: a block named `<BioBullet>`, `<biobulet>`,
+    `<bb:biobullet>` or `<biobullet xmlns="...">` was silently not read, and the model lost its joint functions,
+    loops and forces. Such an element is an error naming it."""
+    for element in robot.iter():
+        if not isinstance(element.tag, str) or element.tag == "biobullet":
+            continue
+        written = element.tag.rpartition("}")[2]
+        if difflib.SequenceMatcher(None, written.rpartition(":")[2].casefold(), "biobullet").ratio() < BLOCK_NAME_RATIO:
+            continue
+        namespace = element.tag[1:].partition("}")[0] if element.tag.startswith("{") else ""
+        if namespace.startswith("urn:biobullet:undeclared:"):   # (`_parse_declaring_prefixes`: `bb:biobullet`)
+            written, namespace = f"{namespace.rpartition(':')[2]}:{written}", ""
+        why = f"an element in the XML namespace {shown(namespace)}" if namespace else "not spelt <biobullet>"
+        raise ModelError(f"{why}, so it is not read as the <biobullet> block", file=file,
+                         element=f"<{bare(written, 40)}>",
+                         expected="<biobullet> in lower case, without a namespace prefix or xmlns")
 
 
 def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
