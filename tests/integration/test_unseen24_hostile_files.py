@@ -213,3 +213,16 @@ def test_urdf_extension_elements_near_no_block_name_still_load(tmp_path) -> None
     path = tmp_path / "ros.urdf"
     path.write_text(text, encoding="utf-8")
     assert biobullet.load_model(str(path)).nq == 2
+
+
+def test_a_loop_normal_of_huge_components_is_its_direction() -> None:
+    """A loop's `normal="0 0 1e308"` (or a revolute loop's axis) overflowed np.linalg.norm and was refused as a
+    "zero vector"; it is the direction (0, 0, 1), and "0 1e308 1e308" is (0, 1, 1)/√2."""
+    from biobullet.core.attributes import vector3
+    from biobullet.core.errors import SourceRef
+    source = SourceRef("f.urdf", '<loop name="L">')
+    assert np.array_equal(vector3(source, {"normal": "0 0 1e308"}, "normal", unit=True), [0.0, 0.0, 1.0])
+    assert np.allclose(vector3(source, {"normal": "0 1e308 1e308"}, "normal", unit=True),
+                       [0.0, math.sqrt(0.5), math.sqrt(0.5)], rtol=0, atol=1.2e-16)   # one ulp
+    with pytest.raises(ModelError, match="zero vector"):
+        vector3(source, {"normal": "0 0 1e-320"}, "normal", unit=True)
