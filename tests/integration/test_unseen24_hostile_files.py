@@ -226,3 +226,32 @@ def test_a_loop_normal_of_huge_components_is_its_direction() -> None:
                        [0.0, math.sqrt(0.5), math.sqrt(0.5)], rtol=0, atol=1.2e-16)   # one ulp
     with pytest.raises(ModelError, match="zero vector"):
         vector3(source, {"normal": "0 0 1e-320"}, "normal", unit=True)
+
+
+# ------------------------------------------------------------------------- names Python reads as other names
+THREE = """<robot name="c">
+  <link name="base"/>
+  <link name="l1"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l3"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/></joint>
+  <joint name="\uff4a1" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/></joint>
+  <joint name="j2" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/></joint>
+  <biobullet><joint_function joint="j2" type="expression" inputs="{inputs}" expression="{expression}"/></biobullet>
+</robot>"""
+
+
+@pytest.mark.parametrize("inputs, expression, attribute", [
+    ("j1 \uff4a1", "3*\uff4a1", "inputs"),      # the input named with a fullwidth j
+    ("j1", "3*\uff4a1", "expression"),          # a fullwidth j in the text only
+])
+def test_an_expression_name_python_reads_as_another_is_refused(tmp_path, inputs, expression, attribute) -> None:
+    """Python reads identifiers in Unicode's NFKC form: in `expression="3*ｊ1"` (fullwidth j) the name is 'j1'. With
+    joints j1 and ｊ1 (distinct in XML and to PyBullet) and inputs "j1 ｊ1", j2 followed 3·j1 = 0.3 at q = (0.1,
+    0.2) instead of the written 3·ｊ1 = 0.6, with no word. Now one error naming the attribute."""
+    path = tmp_path / "fullwidth.urdf"
+    path.write_text(THREE.format(inputs=inputs, expression=expression), encoding="utf-8")
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert (caught.value.file, caught.value.attribute) == (str(path), attribute)
+    assert "'j1'" in caught.value.detail
