@@ -255,3 +255,41 @@ def test_an_expression_name_python_reads_as_another_is_refused(tmp_path, inputs,
         biobullet.load_model(str(path))
     assert (caught.value.file, caught.value.attribute) == (str(path), attribute)
     assert "'j1'" in caught.value.detail
+
+
+# ---------------------------------------------------------------------------- a second child of one element
+LIMITED = CHAIN.format(extension="", com="0 0 -0.25").replace(
+    "<axis", '<limit effort="1" velocity="1" lower="-3" upper="3"/><axis')
+
+
+@pytest.mark.parametrize("old, new, element", [
+    ('<mass value="0.5"/>', '<mass value="0.5"/><mass value="50"/>', '<link name="l2"> <inertial>'),
+    ('<origin xyz="0 0 -0.5"/>', '<origin xyz="0 0 -0.5"/><origin xyz="0 0 -5"/>', '<joint name="j2">'),
+    ('<parent link="l1"/>', '<parent link="l1"/><parent link="base"/>', '<joint name="j2">'),
+    ('<link name="l2"><inertial>', '<link name="l2"><inertial><mass value="9"/><inertia ixx="1" iyy="1" izz="1" '
+     'ixy="0" ixz="0" iyz="0"/></inertial><inertial>', '<link name="l2">'),
+])
+def test_a_second_child_that_every_reader_skips_is_refused(tmp_path, old, new, element) -> None:
+    """A second `<mass>`, `<origin>`, `<parent>` or `<inertial>` was silently skipped — by us, and by Pinocchio,
+    whose model of the file (checked here for the first case: l2's mass 0.5, not 50) reads the first. As for a
+    second `<gravity>` in the block, one of the two would be ignored: one error naming the element."""
+    path = tmp_path / "twice.urdf"
+    path.write_text(LIMITED.replace(old, new, 1), encoding="utf-8")
+    if "mass" in old:
+        assert pin.buildModelFromUrdf(str(path)).inertias[2].mass == 0.5
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert (caught.value.file, caught.value.element) == (str(path), element)
+    assert "a second <" in caught.value.detail
+
+
+def test_an_exact_repeat_of_a_child_still_loads_and_equals_pinocchio(tmp_path) -> None:
+    """A repeat that says the same (pybullet_data's spirit40newer.urdf repeats an `<axis>`) loses nothing: it loads,
+    and M equals Pinocchio's."""
+    path = tmp_path / "repeat.urdf"
+    path.write_text(LIMITED.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1 0"/> <axis xyz="0 1 0"/>'), encoding="utf-8")
+    reference = pin.buildModelFromUrdf(str(path))
+    q = np.array([0.4, -0.9])
+    expected = pin.crba(reference, reference.createData(), q)
+    assert np.allclose(biobullet.load_model(str(path)).mass_matrix(q), np.triu(expected) + np.triu(expected, 1).T,
+                       rtol=1e-13, atol=1e-15)

@@ -378,6 +378,7 @@ def _parse_link(file: str, element: ET.Element, ordinal: int, policy: str = DEFA
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
     _check_shapes(file, element, name, missing_meshes if missing_meshes is not None else [])
+    _check_single_children(SourceRef(file, f'<link name="{name}">'), element, ("inertial",))
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
@@ -446,6 +447,7 @@ def _check_color(file: str, material: ET.Element, where: str) -> None:
 
 def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAULT_INERTIA_POLICY,
                     issues: list | None = None, link: str = "") -> InertialDescription:
+    _check_single_children(source, element, ("origin", "mass", "inertia"))
     origin = element.find("origin")
     xyz = optional_vec3(source, origin, "xyz")
     rpy = optional_vec3(source, origin, "rpy")
@@ -536,12 +538,35 @@ def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
                            f"({a:.6g} + {b:.6g} < {c:.6g})", "I1 + I2 ≥ I3 for a physical body")
 
 
+#: children a `<joint>` has at most one of: PyBullet and Pinocchio (urdfdom) read the first and skip the others
+JOINT_SINGLE_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic", "dynamics")
+
+
+def _check_single_children(source: SourceRef, element: ET.Element, tags: tuple[str, ...]) -> None:
+    """A second `<origin>`, `<axis>`, `<mass>`, ... of one element that says something else was silently skipped
+    (we, PyBullet and Pinocchio read the first): an error naming it, as a second `<gravity>` in the block is. An
+    exact repeat is harmless and loads (pybullet_data's spirit40newer.urdf repeats an `<axis>`)."""
+    for tag in tags:
+        first, *others = element.findall(tag) or [None]
+        if any(_content(other) != _content(first) for other in others):
+            raise source.error(None, f"a second <{tag}> that differs from the first: only the first is read (here, "
+                               "by PyBullet and by Pinocchio), the other would be silently ignored",
+                               f"at most one <{tag}>")
+
+
+def _content(element: ET.Element) -> tuple:
+    """What an element says: its attributes, text and children, recursively (not the text after it)."""
+    return (element.tag, dict(element.attrib), (element.text or "").strip(),
+            tuple(_content(child) for child in element))
+
+
 def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointDescription:
     source = source_of(file, element)
     name = required(source, element, "name")
     joint_type = required(source, element, "type")
     if joint_type not in SUPPORTED_JOINT_TYPES:
         raise source.error("type", f"unsupported joint type {joint_type!r}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
+    _check_single_children(source, element, JOINT_SINGLE_CHILDREN)
     ends = {}
     for tag in ("parent", "child"):
         end = element.find(tag)
