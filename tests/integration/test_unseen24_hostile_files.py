@@ -293,3 +293,26 @@ def test_an_exact_repeat_of_a_child_still_loads_and_equals_pinocchio(tmp_path) -
     expected = pin.crba(reference, reference.createData(), q)
     assert np.allclose(biobullet.load_model(str(path)).mass_matrix(q), np.triu(expected) + np.triu(expected, 1).T,
                        rtol=1e-13, atol=1e-15)
+
+
+# ----------------------------------------------------------------------------------- a misspelt attribute
+@pytest.mark.parametrize("old, new, element, attribute", [
+    ('<origin xyz="0 0 -0.5"/>', '<origin xzy="0 0 -0.5"/>', '<joint name="j2"> <origin>', "xzy"),
+    ('ixy="0" ixz="0" iyz="0"/></inertial></link>\n  <link name="l2">',
+     'Ixy="0.005" ixz="0" iyz="0"/></inertial></link>\n  <link name="l2">', '<link name="l1"> <inertial> <inertia>', "Ixy"),
+    ('lower="-3"', 'lowr="-3"', '<joint name="j1"> <limit>', "lowr"),
+    ('<axis xyz="0 1 0"/></joint>\n  <biobullet>', '<axis xyz="0 1 0"/><mimic joint="j1" multiplyer="2"/></joint>\n'
+     '  <biobullet>', '<joint name="j2"> <mimic>', "multiplyer"),
+])
+def test_a_misspelt_attribute_is_refused_not_defaulted(tmp_path, old, new, element, attribute) -> None:
+    """Unknown attributes are skipped by every URDF reader, so `<origin xzy="0 0 -0.5">`, `Ixy=`, `<limit lowr=>`,
+    `<mimic multiplyer=>` silently took the default (Pinocchio too: j2's placement below is at the origin, not
+    0.5 m down). An unknown attribute that is a misspelling of a known one is now an error naming it; extensions
+    (urdfdom's `command_effort`, `gear_velocity`, prefixed ones) still load (the robot corpus test)."""
+    path = tmp_path / "typo.urdf"
+    path.write_text(LIMITED.replace(old, new, 1), encoding="utf-8")
+    if attribute == "xzy":
+        assert np.array_equal(pin.buildModelFromUrdf(str(path)).jointPlacements[2].translation, np.zeros(3))
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert (caught.value.file, caught.value.element, caught.value.attribute) == (str(path), element, attribute)

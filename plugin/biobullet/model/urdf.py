@@ -71,6 +71,7 @@ def description_from_root(robot: ET.Element, file: str, floating_base: bool | No
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
     _check_block_spelling(file, robot)
+    _check_attribute_spelling(file, robot)
     _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
     for material in robot.findall("material"):
         _check_color(file, material, source_of(file, material).element)
@@ -280,6 +281,56 @@ def _check_block_spelling(file: str, robot: ET.Element) -> None:
         raise ModelError(f"{why}, so it is not read as the <biobullet> block", file=file,
                          element=f"<{bare(written, 40)}>",
                          expected="<biobullet> in lower case, without a namespace prefix or xmlns")
+
+
+#: the attributes of the URDF elements the dynamics read, by path from `<link>` / `<joint>`
+URDF_ATTRIBUTES: dict[tuple[str, ...], frozenset[str]] = {
+    ("link",): frozenset({"name"}), ("link", "inertial", "origin"): frozenset({"xyz", "rpy"}),
+    ("link", "inertial", "mass"): frozenset({"value"}),
+    ("link", "inertial", "inertia"): frozenset({"ixx", "ixy", "ixz", "iyy", "iyz", "izz"}),
+    ("joint",): frozenset({"name", "type"}), ("joint", "origin"): frozenset({"xyz", "rpy"}),
+    ("joint", "axis"): frozenset({"xyz"}), ("joint", "parent"): frozenset({"link"}),
+    ("joint", "child"): frozenset({"link"}), ("joint", "limit"): frozenset({"lower", "upper", "effort", "velocity"}),
+    ("joint", "mimic"): frozenset({"joint", "multiplier", "offset"}),
+    ("joint", "dynamics"): frozenset({"damping", "friction"}),
+}
+
+
+def _check_attribute_spelling(file: str, robot: ET.Element) -> None:
+    """A misspelt attribute of an element the dynamics read (`Ixy=`, `<origin xzy=...>`, `<limit lowr=...>`,
+    `<mimic multiplyer=...>`) was skipped like any unknown attribute — by PyBullet and Pinocchio too — and its
+    value silently replaced by the default. An unknown attribute close to a known one (`did_you_mean`) is an error
+    naming it; others (and prefixed ones, `drake:acceleration`) are extensions and stay ignored."""
+    for top in robot:
+        if top.tag not in ("link", "joint"):
+            continue
+        where = source_of(file, top).element
+        stack = [((top.tag,), top, where)]
+        while stack:
+            path, element, described = stack.pop()
+            known = URDF_ATTRIBUTES.get(path, frozenset())
+            for key in element.attrib if known else ():
+                meant = _misspelt(key, known)
+                if meant is not None:
+                    raise ModelError(f"unknown attribute (did you mean {meant!r}?): it would be silently ignored "
+                                     "and its value taken as the default", file=file, element=described, attribute=key,
+                                     expected="one of " + ", ".join(sorted(known)))
+            if len(path) < 3:   # (the deepest path above)
+                stack.extend(((*path, child.tag), child, f"{described} <{child.tag}>") for child in element
+                             if isinstance(child.tag, str))
+
+
+def _misspelt(key: str, known: frozenset[str]) -> str | None:
+    """The known attribute `key` is a misspelling of — the same but for case or the order of its letters, or
+    difflib ratio ≥ 0.8 (`lowr`, `multiplyer`) — else None: extensions such as urdfdom's `command_effort` and
+    `gear_velocity` beside `effort` and `velocity` (ratio 0.6, 0.76) and prefixed names are not."""
+    if key in known or ":" in key or "{" in key:
+        return None
+    for name in sorted(known):
+        if key.casefold() == name or sorted(key.casefold()) == sorted(name) \
+                or difflib.SequenceMatcher(None, key.casefold(), name).ratio() >= 0.8:
+            return name
+    return None
 
 
 def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
