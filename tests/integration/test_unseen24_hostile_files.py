@@ -330,3 +330,25 @@ def test_more_muscles_than_the_limit_are_refused(tmp_path) -> None:
         biobullet.load_model(path)
     assert (caught.value.file, caught.value.element) == (path, '<muscle name="m2000">')
     assert path in one_error("info", path)
+
+
+# ------------------------------------------------------------------------- an OpenSim component in another file
+def test_an_osim_component_read_from_another_file_is_refused(tmp_path) -> None:
+    """OpenSim reads an object with a `file` attribute from that file: arm26 with `<ForceSet file="forces.xml"/>`
+    has its six muscles in OpenSim (checked here), but imported with none and no word. The importer reads no
+    other file (a stranger's model could name any): one error naming the element and the attribute."""
+    from opensim_oracle import import_opensim
+    text = ARM26.read_text(encoding="utf-8")
+    start = text.index('<ForceSet name="forceset">')
+    end = text.index("</ForceSet>", start) + len("</ForceSet>")
+    (tmp_path / "forces.xml").write_text('<?xml version="1.0" encoding="UTF-8" ?>\n<OpenSimDocument Version="40000">'
+                                         f"\n{text[start:end]}\n</OpenSimDocument>\n", encoding="utf-8")
+    path = tmp_path / "split.osim"
+    path.write_text(text[:start] + '<ForceSet name="forceset" file="forces.xml"/>' + text[end:], encoding="utf-8")
+    osim = import_opensim()
+    assert osim.Model(str(path)).getForceSet().getSize() == 6
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(str(path))
+    assert (caught.value.file, caught.value.element, caught.value.attribute) == (
+        str(path), '<ForceSet name="forceset">', "file")
+    assert str(path) in one_error("convert", str(path), "--out", str(tmp_path / "arm.urdf"))

@@ -70,7 +70,19 @@ def osim_root(file: str) -> ET.Element:
     """The XML root of `file` (the project's bounded reader), element names with `::` (OpenSim's nested class
     names: legal XML 1.0 names that namespace-aware parsers reject) spelled `__`."""
     data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), read_bytes(file))
-    return parse_xml(file, data)
+    root = parse_xml(file, data)
+    # OpenSim reads an object with a `file` attribute from that file (`<ForceSet file="forces.xml"/>`): the
+    # importer reads no other file (a stranger's model could name any), and the component was silently empty
+    for element in root.iter():
+        included = element.attrib.get("file")
+        if included is not None:
+            name = element.attrib.get("name")
+            raise ModelError(f"OpenSim reads this component from the file {bare(included, 80)!r}; the importer reads "
+                             "no other file", file=file, attribute="file",
+                             element=f"<{bare(element.tag, 40)}" + (f' name="{bare(name, 40)}">' if name else ">"),
+                             expected="the component written into the model (open and save the model in OpenSim, "
+                             "or paste the file's contents in)")
+    return root
 
 
 #: the first OpenSim 4 document version: OpenSim 3 files (joints inside bodies) are not read
