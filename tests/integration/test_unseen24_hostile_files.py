@@ -352,3 +352,18 @@ def test_an_osim_component_read_from_another_file_is_refused(tmp_path) -> None:
     assert (caught.value.file, caught.value.element, caught.value.attribute) == (
         str(path), '<ForceSet name="forceset">', "file")
     assert str(path) in one_error("convert", str(path), "--out", str(tmp_path / "arm.urdf"))
+
+
+# ---------------------------------------------------------------------------- a PyBullet run without an end
+def test_a_pybullet_run_past_the_step_limit_is_refused_without_a_dt(tmp_path) -> None:
+    """`simulate --engine pybullet --dt 1e-300` was refused (1e300 steps > 1e7), but without `--dt` the bridge's
+    default step (≤ 1 ms, every step recorded) let `--t-end 1e9` run for days, filling memory. Now the same usage
+    error, before loading anything (checked in a subprocess: the old code does not stop)."""
+    path = tmp_path / "limited.urdf"
+    path.write_text(LIMITED, encoding="utf-8")
+    try:
+        code, lines = _cli_in_bounds("simulate", str(path), "--engine", "pybullet", "--t-end", "1e9",
+                                     "--out", str(tmp_path / "run.csv"), timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("simulate --engine pybullet --t-end 1e9 was still running after 120 s")
+    assert code == 2 and "limit is 1e+07" in lines[-1] and not any(l.startswith("Traceback") for l in lines), lines
