@@ -268,9 +268,11 @@ def _check_block_spelling(file: str, robot: ET.Element) -> None:
     """PyBullet and Pinocchio skip unknown elements, and so would we: a block named `<BioBullet>`, `<biobulet>`,
     `<bb:biobullet>` or `<biobullet xmlns="...">` was silently not read, and the model lost its joint functions,
     loops and forces. Such an element is an error naming it."""
+    seen: set[str] = set()   # (each distinct tag compared once: a file may have 200,000 elements)
     for element in robot.iter():
-        if not isinstance(element.tag, str) or element.tag == "biobullet":
+        if not isinstance(element.tag, str) or element.tag == "biobullet" or element.tag in seen:
             continue
+        seen.add(element.tag)
         written = element.tag.rpartition("}")[2]
         if difflib.SequenceMatcher(None, written.rpartition(":")[2].casefold(), "biobullet").ratio() < BLOCK_NAME_RATIO:
             continue
