@@ -19,6 +19,8 @@ keep the table wider than the motion range.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -73,31 +75,43 @@ class SplineFunction(JointFunction):
         self.x, self.y, self.boundary = xs, ys, boundary
         self.extrapolation, self.degree = extrapolation, degree
         self.slopes = None if slopes is None else tuple(float(s) for s in slopes)
-        # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k)
-        if degree == 1:
-            slope = np.diff(ys) / np.diff(xs)
-            coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
-        elif boundary == "fmm":
-            b, c, d = simm_spline_coefficients(xs, ys)
-            coefficients = np.column_stack([d[:-1], c[:-1], b[:-1], ys[:-1]])
-        else:
-            coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
-        breaks = xs.tolist()
-        pieces = coefficients.tolist()
-        if extrapolation == "linear":
-            # one straight piece before x0 and one after xN: the kernels continue the end pieces outside
-            # the breaks, so a straight end piece is linear extrapolation everywhere beyond the table
-            width = max(float(xs[-1] - xs[0]), 1.0)
-            c3, c2, c1, c0 = pieces[-1]
-            h = float(xs[-1] - xs[-2])
-            end_slope = (3.0 * c3 * h + 2.0 * c2) * h + c1
-            start_slope = pieces[0][2]
-            pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
-                      [0.0, 0.0, end_slope, float(ys[-1])]]
-            breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
-        #: the parameters of `spline_jets_py`: the breaks, then each piece's (c3, c2, c1, c0); a tuple, which
-        #: Python indexes faster than an array
-        self.jet_parameters = (*(float(b) for b in breaks), *(float(c) for piece in pieces for c in piece))
+        # a table near the ends of double range (steps of 1e308, knots 1e-300 apart) overflowed here: numpy warnings
+        # naming no file, SciPy's ValueError (an internal error) or non-finite pieces — one ModelError instead
+        from scipy.linalg import LinAlgWarning
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            try:
+                # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k)
+                if degree == 1:
+                    slope = np.diff(ys) / np.diff(xs)
+                    coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
+                elif boundary == "fmm":
+                    b, c, d = simm_spline_coefficients(xs, ys)
+                    coefficients = np.column_stack([d[:-1], c[:-1], b[:-1], ys[:-1]])
+                else:
+                    coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
+                breaks = xs.tolist()
+                pieces = coefficients.tolist()
+                if extrapolation == "linear":
+                    # one straight piece before x0 and one after xN: the kernels continue the end pieces outside
+                    # the breaks, so a straight end piece is linear extrapolation everywhere beyond the table
+                    width = max(float(xs[-1] - xs[0]), 1.0)
+                    c3, c2, c1, c0 = pieces[-1]
+                    h = float(xs[-1] - xs[-2])
+                    end_slope = (3.0 * c3 * h + 2.0 * c2) * h + c1
+                    start_slope = pieces[0][2]
+                    pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
+                              [0.0, 0.0, end_slope, float(ys[-1])]]
+                    breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
+                #: the parameters of `spline_jets_py`: the breaks, then each piece's (c3, c2, c1, c0); a tuple, which
+                #: Python indexes faster than an array
+                self.jet_parameters = (*(float(b) for b in breaks), *(float(c) for piece in pieces for c in piece))
+            except ValueError:
+                self.jet_parameters = (math.nan,)
+        if not all(math.isfinite(value) for value in self.jet_parameters):
+            raise ModelError("the spline's pieces overflow double precision (knots too close together or too far "
+                             "apart for the steps between the values)", attribute="y",
+                             expected="a table whose slopes and curvatures are finite doubles")
         self.n_breaks = len(breaks)
 
     @classmethod
