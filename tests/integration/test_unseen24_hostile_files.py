@@ -371,17 +371,19 @@ def test_a_pybullet_run_past_the_step_limit_is_refused_without_a_dt(tmp_path) ->
 
 # ------------------------------------------------------------------------- spline tables at the ends of double range
 @pytest.mark.parametrize("attributes", [
-    'x="0 1 2" y="0 1e308 -1e308"',                                  # SciPy's ValueError: an internal error
-    'boundary="natural" x="-1e308 0 1e308" y="0 1 0"',               # the same
-    'x="0 1e-300 2e-300" y="0 1 0"',                                 # -inf pieces: loaded, failed in the run
-    'boundary="fmm" x="0 1 2" y="0 1e308 -1e308"',                   # nan pieces
-    'extrapolation="linear" x="-1e308 1e308" y="0 1"',               # a nan end piece
+    'type="spline" x="0 1 2" y="0 1e308 -1e308"',                    # SciPy's ValueError: an internal error
+    'type="spline" boundary="natural" x="-1e308 0 1e308" y="0 1 0"', # the same
+    'type="spline" x="0 1e-300 2e-300" y="0 1 0"',                   # -inf pieces: loaded, failed in the run
+    'type="spline" boundary="fmm" x="0 1 2" y="0 1e308 -1e308"',     # nan pieces
+    'type="spline" extrapolation="linear" x="-1e308 1e308" y="0 1"', # a nan end piece
+    'type="natural_spline" x="0 1e-300 2e-300 3e-300" y="0 1 0 1"',  # LinAlgError "Singular matrix": internal
+    'type="natural_spline" x="0 1 2 3" y="0 1e308 -1e308 0"',        # nan pieces
 ])
 def test_a_spline_table_beyond_double_range_is_one_error(tmp_path, attributes) -> None:
     """Steps of 2e308 between values or knots 1e-300 apart overflow the spline's pieces: SciPy raised ValueError
     (`biobullet info` exit 1, "internal error"), or the file loaded with numpy overflow warnings naming no file and
     inf/nan pieces. Now one error naming the element and attribute, without stray warnings."""
-    path = chain(tmp_path, f'<joint_function joint="j2" type="spline" inputs="j1" {attributes}/>')
+    path = chain(tmp_path, f'<joint_function joint="j2" inputs="j1" {attributes}/>')
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises(ModelError) as caught:
