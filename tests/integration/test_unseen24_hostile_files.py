@@ -391,3 +391,19 @@ def test_a_spline_table_beyond_double_range_is_one_error(tmp_path, attributes) -
     assert (caught.value.file, caught.value.element, caught.value.attribute) == (
         path, '<joint_function joint="j2">', "y")
     assert path in one_error("info", path)
+
+
+@pytest.mark.parametrize("attributes, attribute", [
+    ('period="1e-300" a="1 1"', "period"),                        # ω² = 1.6e601: θ̈ = inf at t = 0
+    ('period="1e-320" a="1"', "period"),                          # 2π/T = inf: θ = nan
+    ('period="1" a="1e308 1e308" b="1e308 1e308"', "a"),           # θ(0) = 2e308 = inf
+])
+def test_a_fourier_series_beyond_double_range_is_refused_at_load(tmp_path, attributes, attribute) -> None:
+    """These series loaded, and `simulate` stopped at t = 0 with "joint function FourierFunction(...) is undefined
+    or not finite" — naming neither the file nor the element. Their bounds |θ| ≤ |a0| + Σ(|a_k| + |b_k|) and
+    |θ̈| ≤ Σ ω_k² (|a_k| + |b_k|) are checked at load: one error naming the element and attribute."""
+    path = chain(tmp_path, f'<joint_function joint="j2" type="fourier" {attributes}/>')
+    with pytest.raises(ModelError) as caught:
+        biobullet.load_model(path)
+    assert (caught.value.file, caught.value.element, caught.value.attribute) == (
+        path, '<joint_function joint="j2">', attribute)

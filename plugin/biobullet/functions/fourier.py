@@ -54,6 +54,15 @@ class FourierFunction(JointFunction):
         #: the parameters of `fourier_jets_py`: a0, then (ω_k, a_k, b_k) per harmonic (a tuple: Python indexes it
         #: faster than an array)
         self.jet_parameters = (self.a0, *(float(v) for k in range(n) for v in (omega[k], a_arr[k], b_arr[k])))
+        # |θ| ≤ |a0| + Σ (|a_k| + |b_k|), |θ̈| ≤ Σ ω_k² (|a_k| + |b_k|): a period of 1e-300 (ω² overflows) or
+        # coefficients of 1e308 loaded, and the run stopped at t = 0 with an error naming no file
+        with np.errstate(all="ignore"):
+            amplitude = np.abs(a_arr) + np.abs(b_arr)
+            bounds = (abs(self.a0) + float(np.sum(amplitude)), float(np.sum(omega ** 2 * amplitude)))
+        if not all(math.isfinite(bound) for bound in bounds):
+            raise ModelError(f"the series' {'value' if not math.isfinite(bounds[0]) else 'second derivative'} can "
+                             "overflow double precision", attribute="period" if math.isfinite(bounds[0]) else "a",
+                             expected="coefficients and a period whose θ and θ̈ stay finite doubles")
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
@@ -72,7 +81,10 @@ class FourierFunction(JointFunction):
         if a is not None and b is not None and len(a) != len(b):
             raise source.error("b", f"{len(a)} cosine (a) but {len(b)} sine (b) coefficients",
                                "as many b as a coefficients")
-        return cls(period, a0, () if a is None else a, () if b is None else b)
+        try:   # (the constructor's checks, named in the file)
+            return cls(period, a0, () if a is None else a, () if b is None else b)
+        except ModelError as exc:
+            raise source.error(exc.attribute, exc.detail, exc.expected) from None
 
     @property
     def uses_time(self) -> bool:
