@@ -407,3 +407,14 @@ def test_a_fourier_series_beyond_double_range_is_refused_at_load(tmp_path, attri
         biobullet.load_model(path)
     assert (caught.value.file, caught.value.element, caught.value.attribute) == (
         path, '<joint_function joint="j2">', attribute)
+
+
+def test_a_joint_function_that_overflows_in_a_run_names_its_file_and_element(tmp_path) -> None:
+    """θ₂ = 1e308·θ₁ at θ₁ = 2 is inf (2e308): the run stopped with "joint function PolynomialFunction(...) is
+    undefined or not finite at t = 0 s (j1 = 2): value inf" — naming neither the file nor the element, where an
+    `expression` function's error names both. Every joint function's failed evaluation now names them."""
+    path = chain(tmp_path, '<joint_function joint="j2" type="polynomial" inputs="j1" coefficients="0 1e308"/>'
+                           '<initial joint="j1" position="2"/>')
+    line = one_error("simulate", path, "--t-end", "0.1", "--out", str(tmp_path / "run.csv"))
+    assert f'{path}: <joint_function joint="j2">: joint function PolynomialFunction' in line
+    assert "(j1 = 2): value inf" in line
