@@ -98,9 +98,10 @@ class ExpressionFunction(JointFunction):
         check_count(source, "inputs", self.inputs)
         for name in self.inputs:
             if not is_identifier(name) or name in RESERVED:
+                read = unicodedata.normalize("NFKC", name)
                 raise source.error("inputs", f"input '{name}' cannot be used in an expression (not a Python "
-                                   f"identifier — in an expression Python reads {unicodedata.normalize('NFKC', name)!r} "
-                                   f"—, or one of the reserved names {sorted(RESERVED)})",
+                                   f"identifier — in an expression Python reads {read!r} —, or one of the "
+                                   f"reserved names {sorted(RESERVED)})",
                                    "joint names that are identifiers such as 'r_elbow'")
         self.expression_text = expression
         self.source = source

@@ -43,7 +43,8 @@ class FourierFunction(JointFunction):
                              expected="as many b as a coefficients")
         n = max(len(a_arr), len(b_arr))
         if n > MAX_HARMONICS:
-            raise ModelError(f"{n} harmonics", attribute="a", expected=f"at most {MAX_HARMONICS} coefficients in a and b")
+            raise ModelError(f"{n} harmonics", attribute="a",
+                             expected=f"at most {MAX_HARMONICS} coefficients in a and b")
         a_arr = a_arr if len(a_arr) else np.zeros(n)
         b_arr = b_arr if len(b_arr) else np.zeros(n)
         if not (math.isfinite(a0) and np.all(np.isfinite(a_arr)) and np.all(np.isfinite(b_arr))):
@@ -54,8 +55,8 @@ class FourierFunction(JointFunction):
         #: the parameters of `fourier_jets_py`: a0, then (ω_k, a_k, b_k) per harmonic (a tuple: Python indexes it
         #: faster than an array)
         self.jet_parameters = (self.a0, *(float(v) for k in range(n) for v in (omega[k], a_arr[k], b_arr[k])))
-        # |θ| ≤ |a0| + Σ (|a_k| + |b_k|), |θ̈| ≤ Σ ω_k² (|a_k| + |b_k|): a period of 1e-300 (ω² overflows) or
-        # coefficients of 1e308 loaded, and the run stopped at t = 0 with an error naming no file
+        # |θ| ≤ |a0| + Σ (|a_k| + |b_k|), |θ̈| ≤ Σ ω_k² (|a_k| + |b_k|): a period of 1e-300 (ω² overflows)
+        # or coefficients of 1e308 loaded, and the run stopped at t = 0 with an error naming no file
         with np.errstate(all="ignore"):
             amplitude = np.abs(a_arr) + np.abs(b_arr)
             bounds = (abs(self.a0) + float(np.sum(amplitude)), float(np.sum(omega ** 2 * amplitude)))

@@ -274,7 +274,8 @@ def _check_block_spelling(file: str, robot: ET.Element) -> None:
             continue
         seen.add(element.tag)
         written = element.tag.rpartition("}")[2]
-        if difflib.SequenceMatcher(None, written.rpartition(":")[2].casefold(), "biobullet").ratio() < BLOCK_NAME_RATIO:
+        local = written.rpartition(":")[2].casefold()
+        if difflib.SequenceMatcher(None, local, "biobullet").ratio() < BLOCK_NAME_RATIO:
             continue
         namespace = element.tag[1:].partition("}")[0] if element.tag.startswith("{") else ""
         if namespace.startswith("urn:biobullet:undeclared:"):   # (`_parse_declaring_prefixes`: `bb:biobullet`)
@@ -301,8 +302,8 @@ URDF_ATTRIBUTES: dict[tuple[str, ...], frozenset[str]] = {
 def _check_attribute_spelling(file: str, robot: ET.Element) -> None:
     """A misspelt attribute of an element the dynamics read (`Ixy=`, `<origin xzy=...>`, `<limit lowr=...>`,
     `<mimic multiplyer=...>`) was skipped like any unknown attribute — by PyBullet and Pinocchio too — and its
-    value silently replaced by the default. An unknown attribute close to a known one (`did_you_mean`) is an error
-    naming it; others (and prefixed ones, `drake:acceleration`) are extensions and stay ignored."""
+    value silently replaced by the default. An unknown attribute that misspells a known one (`_misspelt`) is an
+    error naming it; others (and prefixed ones, `drake:acceleration`) are extensions and stay ignored."""
     for top in robot:
         if top.tag not in ("link", "joint"):
             continue
