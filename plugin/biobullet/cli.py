@@ -516,6 +516,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         what = "output samples" if args.engine == "reference" else "PyBullet steps"
         raise _UsageError(f"--t-end {args.t_end:g} with --dt {args.dt:g} asks for {count:.8g} "
                           f"{what}; the limit is {MAX_SAMPLES:.0e} (use a larger --dt)")
+    if args.dt is None and args.engine == "pybullet":
+        # the bridge's default step is at most DEFAULT_OWNED_DT, and it records every step: `--t-end 1e9` ran (and
+        # filled memory) for days without this
+        from biobullet.bridge.bridge import DEFAULT_OWNED_DT
+        if args.t_end / DEFAULT_OWNED_DT > MAX_SAMPLES:
+            raise _UsageError(f"--t-end {args.t_end:g} asks for at least {args.t_end / DEFAULT_OWNED_DT:.3g} PyBullet "
+                              f"steps at the default step ({DEFAULT_OWNED_DT * 1e3:g} ms or less); the limit is "
+                              f"{MAX_SAMPLES:.0e} (a shorter --t-end, or a larger --dt)")
     if args.engine == "reference":
         from biobullet.integrate import cli_simulate   # the engine's CLI adapter (checks, progress, summary)
         from biobullet.model.bundled import resolve_model_path

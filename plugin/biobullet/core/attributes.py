@@ -287,7 +287,7 @@ def vector3(source: SourceRef | None, attributes: Mapping[str, Any] | ET.Element
         raw = _default_or_error(source, key, raw, default, "3 space-separated finite numbers")
     vec = np.array(to_floats(source, key, raw, 3), dtype=float)
     if unit:
-        norm = float(np.linalg.norm(vec))
+        norm = math.hypot(*vec)   # (scaled: np.linalg.norm of '0 0 1e308' overflowed, refused as a zero vector)
         if not norm > 1e-12 or not math.isfinite(norm):
             raise error(source, key, f"zero vector {shown(raw)}", "a non-zero direction")
         vec = vec / norm

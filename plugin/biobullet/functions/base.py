@@ -139,8 +139,10 @@ def interpolation_table(inputs: Sequence[str], x: Sequence[float], y: Sequence[f
         raise ModelError(f"{len(xs)} x values and {len(ys)} y values", attribute="y", expected=expected)
     if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
         raise ModelError("non-finite table value", attribute="x", expected="finite numbers")
-    if np.any(np.diff(xs) <= 0.0):
-        i = int(np.argmax(np.diff(xs) <= 0.0))
+    with np.errstate(over="ignore"):   # (1e308 - (-1e308) is inf: still increasing)
+        steps = np.diff(xs)
+    if np.any(steps <= 0.0):
+        i = int(np.argmax(steps <= 0.0))
         raise ModelError(f"not strictly increasing at position {i + 1} ({xs[i]:g} then {xs[i + 1]:g})",
                          attribute="x", expected="strictly increasing x0 < x1 < ...")
     return xs, ys

@@ -17,6 +17,7 @@ overflow, `evaluate` raises an EvaluationError naming the expression, its inputs
 """
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -47,8 +48,8 @@ def parse_parameters(text: str | None, inputs: Sequence[str], source: SourceRef)
         if not sep or not name or not value_text:
             raise source.error("parameters", f"'{token}' is not a name=value pair", expected)
         if not is_identifier(name) or name in RESERVED or name in inputs:
-            raise source.error("parameters", f"'{name}' cannot be a parameter name (not an identifier, "
-                               f"reserved, or an input name)", expected)
+            raise source.error("parameters", f"'{name}' cannot be a parameter name (not an identifier in NFKC "
+                               f"form, reserved, or an input name)", expected)
         if name in parameters:
             raise source.error("parameters", f"parameter '{name}' is defined twice", expected)
         parameters[name] = to_float(source, "parameters", value_text, expected=expected)
@@ -97,8 +98,10 @@ class ExpressionFunction(JointFunction):
         check_count(source, "inputs", self.inputs)
         for name in self.inputs:
             if not is_identifier(name) or name in RESERVED:
+                read = unicodedata.normalize("NFKC", name)
                 raise source.error("inputs", f"input '{name}' cannot be used in an expression (not a Python "
-                                   f"identifier, or one of the reserved names {sorted(RESERVED)})",
+                                   f"identifier — in an expression Python reads {read!r} —, or one of the "
+                                   f"reserved names {sorted(RESERVED)})",
                                    "joint names that are identifiers such as 'r_elbow'")
         self.expression_text = expression
         self.source = source

@@ -14,6 +14,8 @@ import ast
 import keyword
 import math
 import operator
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,7 +61,9 @@ Number = int | float
 
 
 def is_identifier(name: str) -> bool:
-    return name.isidentifier() and not keyword.iskeyword(name)
+    """A name an expression can refer to: a Python identifier, no keyword, and in Unicode's NFKC form — Python
+    reads identifiers in that form, so in an expression 'ｊ1' (fullwidth j) is the name 'j1'."""
+    return name.isidentifier() and not keyword.iskeyword(name) and unicodedata.normalize("NFKC", name) == name
 
 
 def names_read(text: str) -> set[str]:
@@ -91,6 +95,13 @@ def parse_expression(text: str, inputs: Sequence[str], parameters: Mapping[str, 
         raise fail(f"expression is {len(text)} characters long, the limit is {MAX_LENGTH}")
     # XML attribute values may carry newlines/tabs; they are plain spaces here.
     clean = " ".join(text.split())
+    # Python reads identifiers in NFKC form: '3*ｊ1' (fullwidth j) read the joint j1, not the input named 'ｊ1'
+    if unicodedata.normalize("NFKC", clean) != clean:
+        word = next((w for w in re.findall(r"\w+", clean) if unicodedata.normalize("NFKC", w) != w), None)
+        what = (f"the name {word!r} reads as {unicodedata.normalize('NFKC', word)!r}" if word is not None
+                else "a character reads as another")
+        raise fail(f"the text is not in Unicode's NFKC form: {what} (Python's reading of names), so it would "
+                   "silently refer to another name")
     try:
         tree = ast.parse(clean, mode="eval")
     except SyntaxError as exc:

@@ -46,12 +46,22 @@ class NaturalSplineFunction(JointFunction):
         xs, ys = interpolation_table(self.inputs, x, y, min_points=half + 1, max_points=MAX_POINTS, expected=(
             f"as many y as x values, {half + 1} to {MAX_POINTS} for degree {degree}"))
         self.x, self.y, self.degree = xs, ys, degree
-        # piece i: θ = Σ_k c[i][k] (x − x_i)^k, k = 0 … degree
-        pieces = _pieces(xs, ys, degree)
-        # Taylor coefficients of the continuations beyond each end (degree m − 1)
-        before = [_derivative(pieces[0], 0.0, k) / math.factorial(k) for k in range(half)]
-        after = [_derivative(pieces[-1], float(xs[-1] - xs[-2]), k) / math.factorial(k) for k in range(half)]
-        params = np.concatenate([[float(degree), float(len(xs))], xs, pieces.reshape(-1), before, after])
+        # a table near the ends of double range (knots 1e-300 apart, steps of 2e308) made the solve singular (an
+        # internal error) or its pieces inf/nan with numpy warnings naming no file: one ModelError instead
+        with np.errstate(all="ignore"):
+            try:
+                # piece i: θ = Σ_k c[i][k] (x − x_i)^k, k = 0 … degree
+                pieces = _pieces(xs, ys, degree)
+                # Taylor coefficients of the continuations beyond each end (degree m − 1)
+                before = [_derivative(pieces[0], 0.0, k) / math.factorial(k) for k in range(half)]
+                after = [_derivative(pieces[-1], float(xs[-1] - xs[-2]), k) / math.factorial(k) for k in range(half)]
+                params = np.concatenate([[float(degree), float(len(xs))], xs, pieces.reshape(-1), before, after])
+            except (np.linalg.LinAlgError, ValueError, OverflowError):
+                params = np.array([math.nan])
+        if not np.all(np.isfinite(params)):
+            raise ModelError("the spline's pieces overflow double precision (knots too close together or too far "
+                             "apart for the steps between the values)", attribute="y",
+                             expected="a table whose derivatives are finite doubles")
         self._jets = JetsKernel(_natural_spline_jets_py, params, bind={"_HORNER": polynomial_jets_py})
 
     @classmethod

@@ -15,6 +15,10 @@ from biobullet.core.attributes import floats
 from biobullet.functions.base import JointFunction, one_input_jets
 from biobullet.functions.registry import register
 
+#: most coefficients (degree + 1): each evaluation is one Horner pass over them, in Python at a run's cold start;
+#: beyond degree ~20 a polynomial in doubles is round-off, not a joint coupling
+MAX_COEFFICIENTS = 100
+
 
 def polynomial_jets_py(coef, c0, nc, z):
     """(θ, dθ/dz, d²θ/dz²) of θ = Σ_k coef[c0 + k] z^k (k < nc, ascending powers) at z: one Horner pass for the
@@ -42,6 +46,9 @@ class PolynomialFunction(JointFunction):
         c = np.array(coefficients, dtype=float).reshape(-1)
         if len(self.inputs) != 1:
             raise ModelError(f"got {len(self.inputs)} inputs", attribute="inputs", expected="exactly one input")
+        if len(c) > MAX_COEFFICIENTS:
+            raise ModelError(f"{len(c)} coefficients", attribute="coefficients",
+                             expected=f"at most {MAX_COEFFICIENTS} coefficients")
         if len(c) < 1 or not np.all(np.isfinite(c)):
             raise ModelError("need at least one finite coefficient", attribute="coefficients",
                              expected="finite numbers c0 c1 ...")
@@ -51,7 +58,7 @@ class PolynomialFunction(JointFunction):
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "PolynomialFunction":
         cls.check_attributes(attributes, inputs, source, exactly=1)
-        coefficients = floats(source, attributes, "coefficients", min_count=1)
+        coefficients = floats(source, attributes, "coefficients", min_count=1, max_count=MAX_COEFFICIENTS)
         return cls(inputs, coefficients)
 
     def evaluate(self, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:

@@ -19,6 +19,8 @@ keep the table wider than the motion range.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -32,6 +34,9 @@ from biobullet.functions.registry import register
 BOUNDARIES: tuple[str, ...] = ("not-a-knot", "natural", "clamped", "fmm")
 EXTRAPOLATIONS: tuple[str, ...] = ("cubic", "linear")
 DEGREES: tuple[int, ...] = (3, 1)
+#: most table points: each evaluation walks the breaks to its piece (`spline_jets_py`), in Python at a run's cold
+#: start (300,000 points, a 3 MB file, cost 25 ms an evaluation); OpenSim's tables have tens of points
+MAX_POINTS = 10_000
 
 
 @register
@@ -47,7 +52,8 @@ class SplineFunction(JointFunction):
         super().__init__(inputs)
         from scipy.interpolate import CubicSpline  # lazy: keep `import biobullet.functions` light
 
-        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, expected="as many y as x values, at least 2")
+        xs, ys = interpolation_table(self.inputs, x, y, min_points=2, max_points=MAX_POINTS,
+                                     expected=f"as many y as x values, at least 2 and at most {MAX_POINTS}")
         if boundary not in BOUNDARIES:
             raise ModelError(f"unknown boundary '{boundary}'", attribute="boundary",
                              expected=" | ".join(BOUNDARIES))
@@ -69,38 +75,50 @@ class SplineFunction(JointFunction):
         self.x, self.y, self.boundary = xs, ys, boundary
         self.extrapolation, self.degree = extrapolation, degree
         self.slopes = None if slopes is None else tuple(float(s) for s in slopes)
-        # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k)
-        if degree == 1:
-            slope = np.diff(ys) / np.diff(xs)
-            coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
-        elif boundary == "fmm":
-            b, c, d = simm_spline_coefficients(xs, ys)
-            coefficients = np.column_stack([d[:-1], c[:-1], b[:-1], ys[:-1]])
-        else:
-            coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
-        breaks = xs.tolist()
-        pieces = coefficients.tolist()
-        if extrapolation == "linear":
-            # one straight piece before x0 and one after xN: the kernels continue the end pieces outside
-            # the breaks, so a straight end piece is linear extrapolation everywhere beyond the table
-            width = max(float(xs[-1] - xs[0]), 1.0)
-            c3, c2, c1, c0 = pieces[-1]
-            h = float(xs[-1] - xs[-2])
-            end_slope = (3.0 * c3 * h + 2.0 * c2) * h + c1
-            start_slope = pieces[0][2]
-            pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
-                      [0.0, 0.0, end_slope, float(ys[-1])]]
-            breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
-        #: the parameters of `spline_jets_py`: the breaks, then each piece's (c3, c2, c1, c0); a tuple, which
-        #: Python indexes faster than an array
-        self.jet_parameters = (*(float(b) for b in breaks), *(float(c) for piece in pieces for c in piece))
+        # a table near the ends of double range (steps of 1e308, knots 1e-300 apart) overflowed here: numpy warnings
+        # naming no file, SciPy's ValueError (an internal error) or non-finite pieces — one ModelError instead
+        from scipy.linalg import LinAlgWarning
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", LinAlgWarning)
+            try:
+                # Piece i: θ = Σ_k c[i][k] (x − x_i)^(3−k)
+                if degree == 1:
+                    slope = np.diff(ys) / np.diff(xs)
+                    coefficients = np.column_stack([np.zeros_like(slope), np.zeros_like(slope), slope, ys[:-1]])
+                elif boundary == "fmm":
+                    b, c, d = simm_spline_coefficients(xs, ys)
+                    coefficients = np.column_stack([d[:-1], c[:-1], b[:-1], ys[:-1]])
+                else:
+                    coefficients = CubicSpline(xs, ys, bc_type=bc, extrapolate=True).c.T
+                breaks = xs.tolist()
+                pieces = coefficients.tolist()
+                if extrapolation == "linear":
+                    # one straight piece before x0 and one after xN: the kernels continue the end pieces outside
+                    # the breaks, so a straight end piece is linear extrapolation everywhere beyond the table
+                    width = max(float(xs[-1] - xs[0]), 1.0)
+                    c3, c2, c1, c0 = pieces[-1]
+                    h = float(xs[-1] - xs[-2])
+                    end_slope = (3.0 * c3 * h + 2.0 * c2) * h + c1
+                    start_slope = pieces[0][2]
+                    pieces = [[0.0, 0.0, start_slope, float(ys[0]) - width * start_slope], *pieces,
+                              [0.0, 0.0, end_slope, float(ys[-1])]]
+                    breaks = [breaks[0] - width, *breaks, breaks[-1] + width]
+                #: the parameters of `spline_jets_py`: the breaks, then each piece's (c3, c2, c1, c0); a tuple, which
+                #: Python indexes faster than an array
+                self.jet_parameters = (*(float(b) for b in breaks), *(float(c) for piece in pieces for c in piece))
+            except ValueError:
+                self.jet_parameters = (math.nan,)
+        if not all(math.isfinite(value) for value in self.jet_parameters):
+            raise ModelError("the spline's pieces overflow double precision (knots too close together or too far "
+                             "apart for the steps between the values)", attribute="y",
+                             expected="a table whose slopes and curvatures are finite doubles")
         self.n_breaks = len(breaks)
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, str], inputs: tuple[str, ...],
                         source: SourceRef) -> "SplineFunction":
         cls.check_attributes(attributes, inputs, source, exactly=1)
-        xs = floats(source, attributes, "x", min_count=2)
+        xs = floats(source, attributes, "x", min_count=2, max_count=MAX_POINTS)
         ys = floats(source, attributes, "y", count=len(xs))
         boundary = attributes.get("boundary", "not-a-knot").strip()
         slopes = floats(source, attributes, "slopes", REQUIRED if boundary == "clamped" else None, count=2)

@@ -39,9 +39,10 @@ class CoordinateJets:
     gamma: np.ndarray
 
 
-def checked_evaluate(function, x: np.ndarray, t: float) -> tuple[float, np.ndarray, np.ndarray]:
+def checked_evaluate(function, x: np.ndarray, t: float, source=None) -> tuple[float, np.ndarray, np.ndarray]:
     """`function.evaluate(x, t)` whose value, gradient and Hessian are finite; otherwise an EvaluationError
-    naming the function, its inputs and the time (never a NaN passed on into the dynamics)."""
+    naming the function (and, given its `source`, the file and element), its inputs and the time (never a NaN
+    passed on into the dynamics)."""
     try:
         with np.errstate(all="ignore"):
             value, grad, hess = function.evaluate(x, t)
@@ -52,8 +53,9 @@ def checked_evaluate(function, x: np.ndarray, t: float) -> tuple[float, np.ndarr
     if not finite:
         names = getattr(function, "inputs", ())
         inputs = ", ".join(f"{n} = {float(v):.6g}" for n, v in zip(names, x)) or "no inputs"
-        raise EvaluationError(f"joint function {function!r} is undefined or not finite at t = {float(t):.9g} s "
-                              f"({inputs}): {detail}")
+        where = f"{source.file}: {source.element}: " if source is not None else ""
+        raise EvaluationError(f"{where}joint function {function!r} is undefined or not finite at "
+                              f"t = {float(t):.9g} s ({inputs}): {detail}")
     return value, grad, hess
 
 
@@ -64,6 +66,7 @@ class ExplicitFunction:
     output: int
     inputs: tuple[int, ...]
     function: object  # functions.base.JointFunction
+    source: object = None   # core.errors.SourceRef of its <joint_function> (or <mimic>), named by a failed evaluation
 
     @property
     def outputs(self) -> tuple[int, ...]:
@@ -71,7 +74,7 @@ class ExplicitFunction:
 
     def resolve(self, jets: CoordinateJets, t: float, need_rates: bool) -> None:
         idx = list(self.inputs)
-        value, grad, hess = checked_evaluate(self.function, jets.theta[idx], t)
+        value, grad, hess = checked_evaluate(self.function, jets.theta[idx], t, self.source)
         jets.theta[self.output] = value
         jets.gradient[self.output] = grad[:-1] @ jets.gradient[idx]
         if need_rates:
@@ -83,7 +86,7 @@ class ExplicitFunction:
                          t: float) -> None:
         """Fill value, gradient and (unless None) Hessian over q̃ = (q, t) of the output, in place."""
         idx = list(self.inputs)
-        value, grad, hess = checked_evaluate(self.function, theta[idx], t)
+        value, grad, hess = checked_evaluate(self.function, theta[idx], t, self.source)
         # input jets over q̃: z = (θ_inputs, t), dz/dq̃ = [G_inputs; e_t], d²z/dq̃² = [H_inputs; 0]
         z_grad = np.zeros((len(idx) + 1, gradient.shape[1]))
         z_grad[:-1] = gradient[idx]

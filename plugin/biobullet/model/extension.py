@@ -40,6 +40,9 @@ FORCE_ELEMENT_GROUP = "biobullet.force_elements"
 #: most loops, force elements, contacts and flexible links in one `<biobullet>` block (bounded work: each one is
 #: evaluated at every step; 1,000 plug-in stops take a 0.02 s run ~20 s, 8,000 more than a minute)
 MAX_ELEMENTS = 2000
+#: most `<muscle>`s in one model (OpenSim's whole-body models have ~100–300): a 7 MB file of 40,000 two-point
+#: muscles ran a 0.01 s run with excitations 400 s, then ran out of memory for the muscles' records
+MAX_MUSCLES = 2000
 KNOWN_ELEMENTS = ("gravity", "base", "initial", "coordinates", "joint_function", "muscle", *DELEGATED_ELEMENTS)
 #: elements that say one thing about the whole model: a second one is refused, not silently preferred
 SINGLE_ELEMENTS = frozenset({"gravity", "base", "coordinates"})
@@ -112,6 +115,10 @@ def parse_extension(description: ModelDescription, block: ET.Element | None,
             elif tag == "joint_function":
                 functions.append(_parse_joint_function(source, element, movable, joints))
             elif tag == "muscle":   # parsed whole by biobullet.muscles (a later layer) when the model is checked
+                if len(muscles) == MAX_MUSCLES:
+                    raise source.error(None, f"more than {MAX_MUSCLES} muscles",
+                                       f"at most {MAX_MUSCLES} <muscle>s (each one's path and records are evaluated "
+                                       "at every step of a run)")
                 muscles.append(ET.tostring(element, encoding="unicode"))
             elif tag in DELEGATED_ELEMENTS or tag in plugin_tags():
                 allowed = DELEGATED_ELEMENTS.get(tag)

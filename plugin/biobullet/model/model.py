@@ -624,7 +624,7 @@ def _dependency_order(joint_names, slot: Mapping[str, int], independent: list[in
             break
         joint = ready.popleft()
         f = dependent[joint]
-        order.append(ExplicitFunction(slot[joint], tuple(slot[i] for i in f.function.inputs), f.function))
+        order.append(ExplicitFunction(slot[joint], tuple(slot[i] for i in f.function.inputs), f.function, f.source))
         placed.add(joint)
         finish(slot[joint])
     if len(placed) < len(dependent) or loop_resolver is not None:

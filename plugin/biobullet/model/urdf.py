@@ -6,6 +6,7 @@ limits and `<mimic>`. Visual and collision geometry are left to PyBullet. Nothin
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
@@ -15,7 +16,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from biobullet.core.arguments import flag_argument
-from biobullet.core.errors import ModelError, SourceRef, did_you_mean, shown
+from biobullet.core.errors import ModelError, SourceRef, bare, did_you_mean, shown
 from biobullet.core.attributes import REQUIRED, floats, number, optional_vec3, required, source_of, to_float
 from biobullet.model.description import (InertialDescription, JointDescription, LinkDescription, ModelDescription,
                           MOVABLE_JOINT_TYPES, MULTI_DOF_JOINT_TYPES)
@@ -63,8 +64,14 @@ def load_description(path: str | os.PathLike[str], floating_base: bool | None = 
 def description_from_root(robot: ET.Element, file: str, floating_base: bool | None = None,
                           inertia: str = DEFAULT_INERTIA_POLICY, joint_limits: bool = True) -> ModelDescription:
     """The ModelDescription of a parsed URDF root element `<robot>` read from (or translated from) `file`."""
+    if robot.tag == "OpenSimDocument":   # (read here by a caller that takes URDF only, e.g. Bridge(path))
+        raise ModelError("an OpenSim model, not a URDF", file=file, element="<OpenSimDocument>",
+                         expected="a URDF, or this model loaded by biobullet.load_model(path) (which imports .osim "
+                         "files) and passed as the Model, or converted by `biobullet convert`")
     if robot.tag != "robot":
         raise ModelError(f"root element is <{robot.tag}>", file=file, element=f"<{robot.tag}>", expected="<robot>")
+    _check_block_spelling(file, robot)
+    _check_attribute_spelling(file, robot)
     _check_nested_blocks(file, robot, len(robot.findall("biobullet")))
     for material in robot.findall("material"):
         _check_color(file, material, source_of(file, material).element)
@@ -121,6 +128,11 @@ MAX_DEPTH = 64
 #: encodings a model file may declare (XML 1.0 requires UTF-8/UTF-16 support; Latin-1/ASCII are common)
 ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "utf-16")
 _DECLARATION = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']""")
+#: DTD declarations refused in a model file, with what they declare. Entities expand (billion laughs); an attribute
+#: list's default value is copied into every element of its tag that lacks the attribute — a 180 kB file of 20,000
+#: empty elements and one 100 kB default took 2 GB — and silently sets values PyBullet and Pinocchio (whose parsers
+#: ignore the DTD) never see
+DTD_DECLARATIONS = {"<!ENTITY": "XML entities", "<!ATTLIST": "default attribute values"}
 
 
 def read_xml(file: str) -> ET.Element:
@@ -170,10 +182,10 @@ def parse_xml(file: str, data: bytes) -> ET.Element:
     xacro = ModelError("this is a xacro file (a macro template), not a URDF: expand it first with "
                        "`xacro FILE > FILE.urdf`", file=file, expected="a plain URDF file")
     # (in UTF-16 too, whose "<!ENTITY" has a NUL byte after or before each character)
-    if any(marker.encode(encoding) in data for marker in ("<!ENTITY",) for encoding in ("ascii", "utf-16-le",
-                                                                                        "utf-16-be")):
-        raise ModelError("the file declares XML entities (<!ENTITY>); model files may not", file=file,
-                         expected="plain XML without a DTD")
+    for marker, what in DTD_DECLARATIONS.items():
+        if any(marker.encode(encoding) in data for encoding in ("ascii", "utf-16-le", "utf-16-be")):
+            raise ModelError(f"the file declares {what} ({marker}>); model files may not", file=file,
+                             expected="plain XML without a DTD")
     try:
         robot = _parse_declaring_prefixes(data)
     except ET.ParseError as exc:
@@ -245,6 +257,83 @@ def _parse_bytes(data: bytes) -> ET.Element:
     parser = ET.XMLParser()
     parser.feed(data)
     return parser.close()
+
+
+#: how close (difflib ratio, case folded) an element's name may come to "biobullet" before it is taken for a
+#: misspelt block: `biobulet`, `bio_bullet`, `BioBullet` are; URDF extensions (`gazebo`, `transmission`) are far
+BLOCK_NAME_RATIO = 0.85
+
+
+def _check_block_spelling(file: str, robot: ET.Element) -> None:
+    """PyBullet and Pinocchio skip unknown elements, and so would we: a block named `<BioBullet>`, `<biobulet>`,
+    `<bb:biobullet>` or `<biobullet xmlns="...">` was silently not read, and the model lost its joint functions,
+    loops and forces. Such an element is an error naming it."""
+    seen: set[str] = set()   # (each distinct tag compared once: a file may have 200,000 elements)
+    for element in robot.iter():
+        if not isinstance(element.tag, str) or element.tag == "biobullet" or element.tag in seen:
+            continue
+        seen.add(element.tag)
+        written = element.tag.rpartition("}")[2]
+        local = written.rpartition(":")[2].casefold()
+        if difflib.SequenceMatcher(None, local, "biobullet").ratio() < BLOCK_NAME_RATIO:
+            continue
+        namespace = element.tag[1:].partition("}")[0] if element.tag.startswith("{") else ""
+        if namespace.startswith("urn:biobullet:undeclared:"):   # (`_parse_declaring_prefixes`: `bb:biobullet`)
+            written, namespace = f"{namespace.rpartition(':')[2]}:{written}", ""
+        why = f"an element in the XML namespace {shown(namespace)}" if namespace else "not spelt <biobullet>"
+        raise ModelError(f"{why}, so it is not read as the <biobullet> block", file=file,
+                         element=f"<{bare(written, 40)}>",
+                         expected="<biobullet> in lower case, without a namespace prefix or xmlns")
+
+
+#: the attributes of the URDF elements the dynamics read, by path from `<link>` / `<joint>`
+URDF_ATTRIBUTES: dict[tuple[str, ...], frozenset[str]] = {
+    ("link",): frozenset({"name"}), ("link", "inertial", "origin"): frozenset({"xyz", "rpy"}),
+    ("link", "inertial", "mass"): frozenset({"value"}),
+    ("link", "inertial", "inertia"): frozenset({"ixx", "ixy", "ixz", "iyy", "iyz", "izz"}),
+    ("joint",): frozenset({"name", "type"}), ("joint", "origin"): frozenset({"xyz", "rpy"}),
+    ("joint", "axis"): frozenset({"xyz"}), ("joint", "parent"): frozenset({"link"}),
+    ("joint", "child"): frozenset({"link"}), ("joint", "limit"): frozenset({"lower", "upper", "effort", "velocity"}),
+    ("joint", "mimic"): frozenset({"joint", "multiplier", "offset"}),
+    ("joint", "dynamics"): frozenset({"damping", "friction"}),
+}
+
+
+def _check_attribute_spelling(file: str, robot: ET.Element) -> None:
+    """A misspelt attribute of an element the dynamics read (`Ixy=`, `<origin xzy=...>`, `<limit lowr=...>`,
+    `<mimic multiplyer=...>`) was skipped like any unknown attribute — by PyBullet and Pinocchio too — and its
+    value silently replaced by the default. An unknown attribute that misspells a known one (`_misspelt`) is an
+    error naming it; others (and prefixed ones, `drake:acceleration`) are extensions and stay ignored."""
+    for top in robot:
+        if top.tag not in ("link", "joint"):
+            continue
+        where = source_of(file, top).element
+        stack = [((top.tag,), top, where)]
+        while stack:
+            path, element, described = stack.pop()
+            known = URDF_ATTRIBUTES.get(path, frozenset())
+            for key in element.attrib if known else ():
+                meant = _misspelt(key, known)
+                if meant is not None:
+                    raise ModelError(f"unknown attribute (did you mean {meant!r}?): it would be silently ignored "
+                                     "and its value taken as the default", file=file, element=described, attribute=key,
+                                     expected="one of " + ", ".join(sorted(known)))
+            if len(path) < 3:   # (the deepest path above)
+                stack.extend(((*path, child.tag), child, f"{described} <{child.tag}>") for child in element
+                             if isinstance(child.tag, str))
+
+
+def _misspelt(key: str, known: frozenset[str]) -> str | None:
+    """The known attribute `key` is a misspelling of — the same but for case or the order of its letters, or
+    difflib ratio ≥ 0.8 (`lowr`, `multiplyer`) — else None: extensions such as urdfdom's `command_effort` and
+    `gear_velocity` beside `effort` and `velocity` (ratio 0.6, 0.76) and prefixed names are not."""
+    if key in known or ":" in key or "{" in key:
+        return None
+    for name in sorted(known):
+        if key.casefold() == name or sorted(key.casefold()) == sorted(name) \
+                or difflib.SequenceMatcher(None, key.casefold(), name).ratio() >= 0.8:
+            return name
+    return None
 
 
 def _check_nested_blocks(file: str, robot: ET.Element, direct: int) -> None:
@@ -343,6 +432,7 @@ def _parse_link(file: str, element: ET.Element, ordinal: int, policy: str = DEFA
                          attribute="name", expected="a unique link name")
     name = required(source, element, "name")
     _check_shapes(file, element, name, missing_meshes if missing_meshes is not None else [])
+    _check_single_children(SourceRef(file, f'<link name="{name}">'), element, ("inertial",))
     inertial_element = element.find("inertial")
     inertial = None
     if inertial_element is not None:
@@ -411,6 +501,7 @@ def _check_color(file: str, material: ET.Element, where: str) -> None:
 
 def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAULT_INERTIA_POLICY,
                     issues: list | None = None, link: str = "") -> InertialDescription:
+    _check_single_children(source, element, ("origin", "mass", "inertia"))
     origin = element.find("origin")
     xyz = optional_vec3(source, origin, "xyz")
     rpy = optional_vec3(source, origin, "rpy")
@@ -438,7 +529,8 @@ def _parse_inertial(source: SourceRef, element: ET.Element, policy: str = DEFAUL
             if policy == "strict":
                 _check_inertia(inertia_source, local)
             repaired = nearest_physical_inertia(local)
-            distance = float(np.linalg.norm(repaired - local) / np.linalg.norm(local))
+            scale = float(np.abs(local).max())   # (the norms of a 1e308 tensor overflow: distance nan %)
+            distance = float(np.linalg.norm((repaired - local) / scale) / np.linalg.norm(local / scale))
             if issues is not None:
                 issues.append((link, problem, distance, policy == "repair"))
             if policy == "repair":
@@ -454,7 +546,8 @@ _OFF_DIAGONAL = (("ixy", 0, 1), ("ixz", 0, 2), ("iyz", 1, 2))
 
 def _inertia_problem(inertia: np.ndarray) -> str | None:
     """None for a physical tensor (positive semi-definite, triangle inequality), else what is wrong."""
-    principal = np.linalg.eigvalsh(inertia)
+    # in units of the largest entry: the sum of two principal moments of 1e308 overflowed (a numpy warning)
+    principal = np.linalg.eigvalsh(inertia / np.abs(inertia).max())
     scale = float(np.abs(principal).max())
     if principal[0] < -TRIANGLE_TOLERANCE * scale:
         return "indefinite"
@@ -472,11 +565,12 @@ def nearest_physical_inertia(inertia: np.ndarray) -> np.ndarray:
     T = 1 1ᵀ − I (d = the principal second moments of the mass distribution), a non-negative least-squares problem.
     """
     from scipy.optimize import nnls
-    principal, axes = np.linalg.eigh(inertia)
+    scale = float(np.abs(inertia).max()) or 1.0   # (in units of the largest entry: no overflow at 1e308)
+    principal, axes = np.linalg.eigh(inertia / scale)
     cone = np.ones((3, 3)) - np.eye(3)
     moments, _ = nnls(cone, principal)
     projected = cone @ moments
-    return axes @ np.diag(projected) @ axes.T
+    return axes @ np.diag(projected * scale) @ axes.T
 
 
 def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
@@ -492,10 +586,32 @@ def _check_inertia(source: SourceRef, inertia: np.ndarray) -> None:
         raise source.error(culprit, f"inertia tensor is indefinite (principal moments "
                            f"{', '.join(f'{p:.6g}' for p in principal)})", "a positive semi-definite tensor")
     a, b, c = principal
-    if a + b < c * (1 - TRIANGLE_TOLERANCE):
+    if a / c + b / c < 1 - TRIANGLE_TOLERANCE:   # (divided: a + b of 1e308 moments overflows)
         culprit = _DIAGONAL[int(np.argmax(np.diag(inertia)))]
         raise source.error(culprit, f"principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
                            f"({a:.6g} + {b:.6g} < {c:.6g})", "I1 + I2 ≥ I3 for a physical body")
+
+
+#: children a `<joint>` has at most one of: PyBullet and Pinocchio (urdfdom) read the first and skip the others
+JOINT_SINGLE_CHILDREN = ("parent", "child", "origin", "axis", "limit", "mimic", "dynamics")
+
+
+def _check_single_children(source: SourceRef, element: ET.Element, tags: tuple[str, ...]) -> None:
+    """A second `<origin>`, `<axis>`, `<mass>`, ... of one element that says something else was silently skipped
+    (we, PyBullet and Pinocchio read the first): an error naming it, as a second `<gravity>` in the block is. An
+    exact repeat is harmless and loads (pybullet_data's spirit40newer.urdf repeats an `<axis>`)."""
+    for tag in tags:
+        first, *others = element.findall(tag) or [None]
+        if any(_content(other) != _content(first) for other in others):
+            raise source.error(None, f"a second <{tag}> that differs from the first: only the first is read (here, "
+                               "by PyBullet and by Pinocchio), the other would be silently ignored",
+                               f"at most one <{tag}>")
+
+
+def _content(element: ET.Element) -> tuple:
+    """What an element says: its attributes, text and children, recursively (not the text after it)."""
+    return (element.tag, dict(element.attrib), (element.text or "").strip(),
+            tuple(_content(child) for child in element))
 
 
 def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointDescription:
@@ -504,6 +620,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     joint_type = required(source, element, "type")
     if joint_type not in SUPPORTED_JOINT_TYPES:
         raise source.error("type", f"unsupported joint type {joint_type!r}", "one of " + ", ".join(SUPPORTED_JOINT_TYPES))
+    _check_single_children(source, element, JOINT_SINGLE_CHILDREN)
     ends = {}
     for tag in ("parent", "child"):
         end = element.find(tag)
@@ -522,7 +639,7 @@ def _parse_joint(file: str, element: ET.Element, link_names: set[str]) -> JointD
     axis_element = element.find("axis")
     axis_source = SourceRef(file, f"{source.element} <axis>")
     axis = optional_vec3(axis_source, axis_element, "xyz", (1.0, 0.0, 0.0))
-    norm = math.sqrt(sum(a * a for a in axis))
+    norm = math.hypot(*axis)   # (scaled: the sum of squares of "0 1e308 1e308" overflows, and the axis became zero)
     if joint_type in MOVABLE_JOINT_TYPES or joint_type == "planar":  # planar: the axis is the plane's normal
         if norm < 1e-12:
             raise axis_source.error("xyz", f"zero axis {axis_element.attrib['xyz']!r}", "a non-zero direction")

@@ -58,10 +58,7 @@ def load_osim_muscles(path: str | os.PathLike[str], root: ET.Element | None = No
     root = osim_root(file) if root is None else root
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{bare(root.tag, 40)}>", file=file, expected="<OpenSimDocument>")
-    version = root.attrib.get("Version", "")
-    if not version.isdigit() or int(version) < 40000:
-        raise ModelError(f"OpenSim document version {version!r}", file=file, element="<OpenSimDocument>",
-                         expected="a file saved by OpenSim 4 (Version ≥ 40000); open and save it in OpenSim 4")
+    check_version(file, root)
     model = root.find("Model")
     if model is None:
         raise ModelError("no <Model> element", file=file, element="<OpenSimDocument>")
@@ -73,7 +70,38 @@ def osim_root(file: str) -> ET.Element:
     """The XML root of `file` (the project's bounded reader), element names with `::` (OpenSim's nested class
     names: legal XML 1.0 names that namespace-aware parsers reject) spelled `__`."""
     data = _DOUBLE_COLON_NAME.sub(lambda m: b"<" + m.group(1) + m.group(2).replace(b"::", b"__"), read_bytes(file))
-    return parse_xml(file, data)
+    root = parse_xml(file, data)
+    # OpenSim reads an object with a `file` attribute from that file (`<ForceSet file="forces.xml"/>`): the
+    # importer reads no other file (a stranger's model could name any), and the component was silently empty
+    for element in root.iter():
+        included = element.attrib.get("file")
+        if included is not None:
+            name = element.attrib.get("name")
+            raise ModelError(f"OpenSim reads this component from the file {bare(included, 80)!r}; the importer reads "
+                             "no other file", file=file, attribute="file",
+                             element=f"<{bare(element.tag, 40)}" + (f' name="{bare(name, 40)}">' if name else ">"),
+                             expected="the component written into the model (open and save the model in OpenSim, "
+                             "or paste the file's contents in)")
+    return root
+
+
+#: the first OpenSim 4 document version: OpenSim 3 files (joints inside bodies) are not read
+MIN_VERSION = 40000
+
+
+def check_version(file: str, root: ET.Element) -> None:
+    """A ModelError naming `<OpenSimDocument Version>` unless `root` is an OpenSim 4 document (Version ≥
+    MIN_VERSION, a decimal integer: a 5,000-digit or superscript "digit" is no version)."""
+    version = root.attrib.get("Version", "")
+    digits = version.strip()
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 9):
+        raise ModelError(f"OpenSim document version {bare(version, 20)!r} is not a version number", file=file,
+                         element="<OpenSimDocument>", attribute="Version",
+                         expected=f"a decimal integer ≥ {MIN_VERSION} (OpenSim 4)")
+    if int(digits) < MIN_VERSION:
+        raise ModelError(f"OpenSim document version {bare(version, 20)!s}: OpenSim 3 files (joints inside bodies) "
+                         "are not read; open and save the file with OpenSim 4 first", file=file,
+                         element="<OpenSimDocument>", attribute="Version", expected=f"≥ {MIN_VERSION}")
 
 
 class _Reader:
@@ -459,6 +487,6 @@ def body_fixed_xyz(angles) -> np.ndarray:
     return rx @ ry @ rz
 
 
-__all__ = ["load_osim_muscles", "osim_root", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range",
+__all__ = ["load_osim_muscles", "osim_root", "check_version", "body_fixed_xyz", "MUSCLE_CLASSES", "resolve_path", "check_wrap_range",
            "refuse_rigid_thelen", "read_parameters", "surface_dimensions",
            "DEFAULT_COORDINATE_RANGE"]

@@ -18,11 +18,9 @@ import numpy as np
 from biobullet.core.attributes import PLAIN_NUMBER
 from biobullet.core.errors import ModelError, SourceRef, bare
 # OpenSim socket paths and the file's XML root: one reader for the importer and the muscles
-from biobullet.muscles.osim import DEFAULT_COORDINATE_RANGE, osim_root, resolve_path
+from biobullet.muscles.osim import DEFAULT_COORDINATE_RANGE, check_version, osim_root, resolve_path
 from biobullet.spatial.rotations import axis_angle_matrix
 
-#: OpenSim 4 documents (Version ≥ 40000); OpenSim 3 files (joints inside bodies) must be re-saved by OpenSim 4
-MIN_VERSION = 40000
 #: containers whose members are components at `/<path>/<member name>`
 _SET_PATHS = {"BodySet": "bodyset", "JointSet": "jointset", "ConstraintSet": "constraintset",
               "ForceSet": "forceset", "ContactGeometrySet": "contactgeometryset", "MarkerSet": "markerset",
@@ -171,11 +169,7 @@ def read_document(file: str) -> Document:
     if root.tag != "OpenSimDocument":
         raise ModelError(f"root element is <{root.tag}>", file=file, element=f"<{bare(root.tag, 60)}>",
                          expected="<OpenSimDocument> (an OpenSim .osim model)")
-    version = root.attrib.get("Version", "")
-    if not version.strip().isdigit() or int(version) < MIN_VERSION:
-        raise ModelError(f"OpenSim document version {bare(version, 20)!s}: OpenSim 3 files (joints inside bodies) "
-                         "are not read; open and save the file with OpenSim 4 first", file=file,
-                         element="<OpenSimDocument>", attribute="Version", expected=f"≥ {MIN_VERSION}")
+    check_version(file, root)
     models = root.findall("Model")
     if len(models) != 1:
         raise ModelError(f"{len(models)} <Model> elements", file=file, element="<OpenSimDocument>",
