@@ -82,6 +82,7 @@ from biobullet.contact.kernels import (
     FORCE,
     NORMAL,
     POINT,
+    REVERSALS,
     ContactLaws,
     GroundContacts,
     contact_update_by_laws,
@@ -105,6 +106,12 @@ MATCH_TOLERANCE = 1.0e-9
 QUERY_RADIUS = 1.0e-3
 #: per client: query bodies (planes, spheres) of every bridge — never part of another bridge's scene
 QUERY_OBJECTS: dict[int, set[int]] = {}
+#: switched friction chatters on the bridge once its slide reversed this many times in a row, each within
+#: `contact.kernels.CHATTER_GAP` steps of the last (`BridgeContacts._watch_chatter`; a stuck block on an incline
+#: reverses twice every ~9 steps, a rolling ball every step)
+CHATTER_REVERSALS = 200
+#: the chatter watch reads the state rows every this many steps (its cost off the per-step path)
+CHATTER_EVERY = 64
 
 
 class BridgeContacts:
@@ -147,6 +154,9 @@ class BridgeContacts:
         self._touching: set[tuple[int, int, int]] = set()    # scene pairs in contact (their onsets: `_double_ground`)
         self._double_named: set[int] = set()                  # scene bodies `_double_ground` named
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
+        #: steps to the next chatter watch (`_watch_chatter`; None: no contact has switched friction)
+        self._chatter_in = (CHATTER_EVERY if any(c.friction_law.discontinuous for c in templates) else None)
+        self._chatter_named: set[str] = set()   # contacts the chatter watch named
         #: (x, ẋ) read by the last torques() on its compiled path (Bridge.apply reuses it: one state read per step),
         #: None otherwise
         self.state_read = None
@@ -427,7 +437,34 @@ class BridgeContacts:
                         self._touching.add(key)
                         self._double_ground(key, kin)
         self._records = records
+        if self._chatter_in is not None:
+            self._chatter_in -= 1
+            if self._chatter_in <= 0:
+                self._chatter_in = CHATTER_EVERY
+                self._watch_chatter()
         return tau
+
+    def _watch_chatter(self) -> None:
+        """One BridgeWarning per contact whose switched friction chatters: CHATTER_REVERSALS slide reversals in a row
+        (`contact.kernels.REVERSALS`). Switched Coulomb has no stiction, and on the bridge a step that crosses the
+        slip's stop leaves a slip of O(μ g dt), far above REST_SPEED, so the slide reverses instead of resting:
+        a contact the law should hold never rests. A block on an incline below the friction angle creeps at a rate
+        proportional to dt (2.9e-4 m in 1 s at dt = 1e-4 s, 1.4e-4 m at 5e-5 s), a rolling ball's friction
+        flips sign every step — silently, where the reference engine stops with an error naming the contact."""
+        for key, row in self._rows.items():
+            contact = self.contacts[key] if isinstance(key, int) else self._pairs[key]
+            if row[REVERSALS] < CHATTER_REVERSALS or contact.name in self._chatter_named:
+                continue
+            self._chatter_named.add(contact.name)
+            from biobullet.bridge.lifecycle import BridgeWarning
+            law, dt = contact.friction_law, self.bridge.dt
+            warnings.warn(f"{contact.source.file}: {contact.source.element}: friction_law '{law.law_name}' has no "
+                          f"stiction: on the bridge its slide reversed {int(row[REVERSALS])} times in a row (slip "
+                          "≈ μ g dt after each step that crosses the stop), so a contact the law should hold at rest "
+                          "(a block on an incline below the friction angle, a rolling wheel) creeps or chatters at "
+                          f"a rate set by the time step (first order in dt = {dt:.3g} s). Choose a regularized law "
+                          "(friction_law=\"regularized\", \"stribeck\" or \"opensim\"), which holds it by "
+                          "creeping at a slip speed set by its v0", BridgeWarning, stacklevel=5)
 
     def _double_ground(self, key: tuple[int, int, int], kin: ContactKinematics) -> None:
         """One BridgeWarning when a scene pair's onset (δ > 0) finds the contact inside the file's own ground as

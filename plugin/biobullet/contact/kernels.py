@@ -68,7 +68,12 @@ PLUGIN_KIND = 1 << 16
 ACTIVE, IMPACT, RESTING, HAS_DIRECTION, DIRECTION = 0, 1, 2, 3, 4        # DIRECTION: 3 entries
 IMPULSE, DISSIPATED_NORMAL, DISSIPATED_FRICTION, MAX_PENETRATION, PEAK, PEAK_TIME = 7, 8, 9, 10, 11, 12
 EVENT, EVENT_RATE, NORMAL_FORCE, FORCE, DELTA, POINT, NORMAL = 13, 14, 15, 16, 19, 20, 23   # 3-vectors: FORCE..
-STATE_WIDTH = 26
+# switched friction's slide reversals (`_contact_event_py`): how many in a row came at most CHATTER_GAP syncs apart,
+# and the syncs since the last — the bridge's chatter watch (`bridge.contact`); the engine does not read them
+REVERSALS, SINCE_REVERSAL = 26, 27
+STATE_WIDTH = 28
+#: a slide reversal at most this many syncs (bridge steps) after the last continues a chatter row (`REVERSALS`)
+CHATTER_GAP = 16.0
 ONSET, SEPARATION = 1.0, 2.0
 
 
@@ -290,12 +295,21 @@ def _contact_event_py(discontinuous, state, delta, delta_dot, slip, speed):
     if discontinuous:
         reversed_ = state[HAS_DIRECTION] == 0.0 or (slip[0] * state[DIRECTION] + slip[1] * state[DIRECTION + 1]
                                                     + slip[2] * state[DIRECTION + 2]) <= 0.0
+        flipped = False
         if speed < REST_SPEED and (state[RESTING] != 0.0 or reversed_):
             state[RESTING], state[HAS_DIRECTION] = 1.0, 0.0
         elif speed > 0.0:
+            # a slide reversed without a rest between (a bridge step crossed the stop: no stiction, the slip
+            # after it is O(μ g dt), far above REST_SPEED), counted for the bridge's chatter watch
+            flipped = reversed_ and state[HAS_DIRECTION] != 0.0
             state[RESTING], state[HAS_DIRECTION] = 0.0, 1.0
             for a in range(3):
                 state[DIRECTION + a] = slip[a] / speed
+        if flipped:
+            state[REVERSALS] = state[REVERSALS] + 1.0 if state[SINCE_REVERSAL] <= CHATTER_GAP else 1.0
+            state[SINCE_REVERSAL] = 0.0
+        else:
+            state[SINCE_REVERSAL] += 1.0
     return event
 
 
