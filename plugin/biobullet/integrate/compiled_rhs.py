@@ -379,6 +379,10 @@ class CompiledReducedRHS:
             else:   # (after the uncompiled start: this thread compiles again)
                 if self._entry is not None:
                     jit.resume_compiling()
+                    # (the arguments again: taken uncompiled, the data's loop record was the namespace of its
+                    # arrays, which the compiled kernel cannot take — `Data.kernel_arrays`)
+                    args = self._arguments(t, y)
+                    out = args[-1]
                 if self._muscles is not None:   # (the compiled kernel calls the muscle stage by its address)
                     from biobullet.muscles.dynamics import stage_address
                     from biobullet.pipeline.force_rows import muscle_record
