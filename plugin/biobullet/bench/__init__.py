@@ -31,8 +31,8 @@ FORMULATION_MODELS = ("arm7.urdf", "humanoid.urdf", "shoulder_rhythm.urdf")
 BRIDGE_MODEL = "shoulder_rhythm.urdf"
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
 #: the slow pure-Python formulations run one short batch every fourth round (they would dominate the run);
-#: `--quick` leaves them out (link_segment, compiled, runs with the rest)
-SLOW = ("matrix_calculus", "reduced_recursive")
+#: `--quick` leaves them out (link_segment and reduced_recursive, compiled, run with the rest)
+SLOW = ("matrix_calculus",)
 
 
 @contextlib.contextmanager

@@ -19,9 +19,11 @@ the paper's Lagrange form for holonomic coordinates; J_i is the pseudo-inertia �
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.spatial.rotations import quaternion_to_matrix, skew
 from biobullet.dynamics.formulation import Formulation, register_formulation
 
@@ -50,6 +52,7 @@ class _Static:
 
 _EYE3 = np.eye(3)
 _STATIC = "matrix_calculus.static"   # key of `_static`'s result in `Model.derived`
+_TABLES = "matrix_calculus.tables"   # key of `_tables`' result in `Model.derived`
 
 
 def pseudo_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
@@ -138,20 +141,15 @@ def _right_multiply(stack: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return (stack.reshape(-1, 4) @ matrix).reshape(stack.shape)
 
 
-def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = True,
-                       speeds: np.ndarray | None = None
+def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = True
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Placements T (nb, 4, 4), first derivatives D (nb, n, 4, 4) and a second-order term; n = nv + 1 (time last).
-
-    D[i, k] = ∂Ṫ_i/∂u_k. Second-order term: with `speeds` u = (v, 1) given, the contraction
-    Σ_kl D'_i[k, l] u_k u_l (nb, 4, 4) — T̈_i at v̇ = 0 — computed by the D' recursion applied to u ⊗ u
-    (O(n) instead of O(n²) per body); else, if `second_order`, the full D' (nb, n, n, 4, 4); else None.
-    """
+    """Placements T (nb, 4, 4), first derivatives D (nb, n, 4, 4) and, if `second_order`, the full D'
+    (nb, n, n, 4, 4), else None; n = nv + 1 (time last). D[i, k] = ∂Ṫ_i/∂u_k. The paper-literal form, in numpy
+    (`full_second_derivatives=True`); the formulation's default contracts the same recursion with u ⊗ u as it goes,
+    compiled (`_contracted_py`)."""
     static = _static(model)
     q = np.asarray(q, dtype=float)
     base_q, base_v = (7, 6) if model.floating_base else (0, 0)
-    contracted = speeds is not None
-    second_order = second_order or contracted
     theta, grad, hess = model.coordinate_map.evaluate_hessians(q[base_q:], t, with_hessian=second_order)
     n = model.nv + 1
     # joint jets over u: base speeds do not move joint coordinates, so their columns are zero
@@ -161,13 +159,7 @@ def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = T
     placements = np.empty((nb, 4, 4))
     first = np.zeros((nb, n, 4, 4))
     second = None
-    if contracted:
-        u = np.asarray(speeds, dtype=float)
-        rates = gradient @ u                                  # θ̇ = g · u
-        gammas = np.einsum("jk,k->j", hess @ u[base_v:], u[base_v:])  # uᵀ H u (time terms included)
-        velocities = np.zeros((nb, 4, 4))                     # Ṫ_i = Σ_k D_i[k] u_k
-        second = np.zeros((nb, 4, 4))
-    elif second_order:
+    if second_order:
         hessian = np.zeros((theta.size, n, n))
         hessian[:, base_v:, base_v:] = hess
         second = np.zeros((nb, n, n, 4, 4))
@@ -181,11 +173,7 @@ def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = T
             placements[i] = t0
             first[i, :6] = t0 @ static.base_twists
             # d/dt (T_0 ξ̂_k) = T_0 ξ̂(v) ξ̂_k: the coefficient of v_k v_l is T_0 ξ̂_l ξ̂_k (not symmetric)
-            if contracted:
-                xi_v = twist_matrix(u[:6])
-                velocities[i] = t0 @ xi_v
-                second[i] = velocities[i] @ xi_v
-            elif second_order:
+            if second_order:
                 xi = static.base_twists
                 second[i, :6, :6] = t0 @ np.einsum("lab,kbc->klac", xi, xi)
             continue
@@ -205,18 +193,7 @@ def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = T
         if carried is not None:
             d_i += carried
         first[i] = d_i
-        if contracted:
-            # Ṫ_i = Ṫ_p A + T_i Â θ̇;  Σ_kl u_k u_l D'_i[k, l] = a_p A + Ṫ_i Â θ̇ + (Ṫ_p A) Â θ̇ + T_i Â γ
-            rate = rates[slot]
-            velocity = t_twist * rate
-            acc = t_twist * gammas[slot]
-            if carried is not None:
-                carried_velocity = velocities[parent] @ local
-                velocity += carried_velocity
-                acc += (carried_velocity @ twist) * rate + second[parent] @ local
-            velocities[i] = velocity
-            second[i] = acc + (velocity @ twist) * rate
-        elif second_order:
+        if second_order:
             # D'_i[k, l] = D'_p[k, l] A + D_i[k] Â g_l + D_p[l] A Â g_k + T_i Â H_kl
             dd = np.multiply.outer(hessian[slot], t_twist)
             dd += _right_multiply(d_i, twist)[:, None] * g[None, :, None, None]
@@ -230,7 +207,8 @@ def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = T
 @register_formulation
 class MatrixCalculusFormulation(Formulation):
     """Paper 000's M, N, G. `full_second_derivatives=True` forms every D'_i before contracting (paper-literal,
-    O(nb·n²)); the default contracts the same recursion with u ⊗ u as it goes (O(nb·n), identical numbers)."""
+    O(nb·n²), numpy: `matrix_derivatives`); the default contracts the same recursion with u ⊗ u as it goes
+    (O(nb·n), identical numbers to ≈ 1e-15), compiled with the trace forms in one kernel (`_contracted_py`)."""
 
     name = "matrix_calculus"
     description = "paper 000: Kronecker recursion of D_i = dB_i/dq and D'_i, pseudo-inertias, trace forms"
@@ -239,27 +217,26 @@ class MatrixCalculusFormulation(Formulation):
         self.full_second_derivatives = full_second_derivatives
 
     def mass_matrix(self, model, q, t):
+        if not self.full_second_derivatives:   # (M does not depend on v)
+            return compiled_mass_and_bias(model, q, np.zeros(model.nv), t)[0]
         _, first, _ = matrix_derivatives(model, q, t, second_order=False)
         return self._mass(model, first, self._weighted(model, first))
 
     def bias_forces(self, model, q, v, t):
+        if not self.full_second_derivatives:
+            return compiled_mass_and_bias(model, q, v, t)[1]
         u = np.append(np.asarray(v, dtype=float), 1.0)
-        if self.full_second_derivatives:
-            _, first, second = matrix_derivatives(model, q, t, second_order=True)
-            nb, n = second.shape[:2]
-            accel = (u @ (u @ second.reshape(nb, n, n, 16))).reshape(nb, 4, 4)
-        else:
-            _, first, accel = matrix_derivatives(model, q, t, speeds=u)
+        _, first, second = matrix_derivatives(model, q, t, second_order=True)
+        nb, n = second.shape[:2]
+        accel = (u @ (u @ second.reshape(nb, n, n, 16))).reshape(nb, 4, 4)
         return self._bias(model, first, self._weighted(model, first), accel)
 
     def mass_and_bias(self, model, q, v, t):
-        """M and h from one pass of the recursion: the contracted pass (`speeds`) forms the same D_i as the mass
-        matrix's (two passes cost twice: ≈ 160 µs on arm7, one ≈ 90 µs)."""
+        """M and h from one compiled pass of the contracted recursion (≈ 20 µs on arm7; the numpy pass it replaced
+        ≈ 120 µs, mostly Python's per-body overhead)."""
         if self.full_second_derivatives:
             return super().mass_and_bias(model, q, v, t)
-        _, first, accel = matrix_derivatives(model, q, t, speeds=np.append(np.asarray(v, dtype=float), 1.0))
-        weighted = self._weighted(model, first)
-        return self._mass(model, first, weighted), self._bias(model, first, weighted, accel)
+        return compiled_mass_and_bias(model, q, v, t)
 
     @staticmethod
     def _mass(model, first: np.ndarray, weighted: np.ndarray) -> np.ndarray:
@@ -286,3 +263,191 @@ class MatrixCalculusFormulation(Formulation):
     def _weighted(model, first: np.ndarray) -> np.ndarray:
         """D_i[k] J_i for every body and speed."""
         return first @ _static(model).pseudo_inertias[:, None]
+
+
+# ------------------------------------------------------------------------------ the contracted recursion, compiled
+class _Tables(NamedTuple):
+    """`_Static` as the kernel's arrays (nb bodies)."""
+
+    parents: np.ndarray        # int64 (nb,)
+    free: np.ndarray           # int64 (nb,): 1 for the floating base's free body
+    revolute: np.ndarray       # int64 (nb,): 1 revolute, 0 prismatic (or free)
+    slots: np.ndarray          # int64 (nb,): joint coordinate in θ (0 for the free base)
+    rotations: np.ndarray      # (nb, 3, 3)
+    translations: np.ndarray   # (nb, 3)
+    axes: np.ndarray           # (nb, 3)
+    axis_skews: np.ndarray     # (nb, 3, 3)
+    axis_skews2: np.ndarray    # (nb, 3, 3)
+    twists: np.ndarray         # (nb, 4, 4) Â_i
+    pseudo_inertias: np.ndarray   # (nb, 4, 4) J_i
+    mass_moments: np.ndarray   # (nb, 4) m_i [c_i; 1]
+    base_twists: np.ndarray    # (6, 4, 4) ξ̂_k
+    gravity: np.ndarray        # (4,) [g; 0]
+
+
+def _tables(model) -> _Tables:
+    return model.derive(_TABLES, lambda: _build_tables(model))
+
+
+def _build_tables(model) -> _Tables:
+    static = _static(model)
+    ints = lambda values: np.ascontiguousarray(values, dtype=np.int64)   # noqa: E731
+    return _Tables(
+        parents=ints(static.parents), free=ints([kind == "free" for kind in static.kinds]),
+        revolute=ints(static.revolute_mask), slots=ints(static.slot_index),
+        rotations=np.ascontiguousarray(static.rotations, dtype=float),
+        translations=np.ascontiguousarray(static.translations, dtype=float),
+        axes=np.ascontiguousarray(static.axes, dtype=float), axis_skews=np.ascontiguousarray(static.axis_skews),
+        axis_skews2=np.ascontiguousarray(static.axis_skews2), twists=np.ascontiguousarray(static.twists),
+        pseudo_inertias=np.ascontiguousarray(static.pseudo_inertias),
+        mass_moments=np.ascontiguousarray(static.mass_moments), base_twists=np.ascontiguousarray(static.base_twists),
+        gravity=np.append(np.asarray(model.gravity, dtype=float), 0.0))
+
+
+def _product4_py(a, b, scale, out):
+    """out += scale · a b for 4×4 matrices."""
+    for r in range(4):
+        for c in range(4):
+            total = 0.0
+            for m in range(4):
+                total += a[r, m] * b[m, c]
+            out[r, c] += scale * total
+
+
+def _contracted_py(tables, q, theta, gradient, rates, gammas, speeds):
+    """(M, h) in one compiled pass: T_i, D_i[k] (k < n = nv + 1), Ṫ_i = Ṫ_p A + T_i Â θ̇ and the contraction
+    Σ_kl D'_i[k, l] u_k u_l = a_p A + Ṫ_i Â θ̇ + (Ṫ_p A) Â θ̇ + T_i Â γ (T̈_i at v̇ = 0), then the trace forms of
+    `MatrixCalculusFormulation._mass`, `_bias`. gradient: ∂θ/∂u (n_θ × n, zero base columns); rates θ̇ = g·u;
+    gammas uᵀ H u."""
+    nb, n = tables.parents.shape[0], speeds.shape[0]
+    nv = n - 1
+    placements = np.zeros((nb, 4, 4))
+    first = np.zeros((nb, n, 4, 4))
+    velocities = np.zeros((nb, 4, 4))
+    second = np.zeros((nb, 4, 4))
+    local = np.zeros((4, 4))
+    turn = np.zeros((3, 3))
+    twisted = np.zeros((4, 4))
+    carried = np.zeros((4, 4))
+    xi = np.zeros((4, 4))
+    for i in range(nb):
+        parent = tables.parents[i]
+        if tables.free[i]:
+            x, y, z, w = q[3], q[4], q[5], q[6]
+            norm = np.sqrt(x * x + y * y + z * z + w * w)
+            x, y, z, w = x / norm, y / norm, z / norm, w / norm
+            t0 = placements[i]
+            t0[0, 0], t0[0, 1], t0[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+            t0[1, 0], t0[1, 1], t0[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+            t0[2, 0], t0[2, 1], t0[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+            t0[0, 3], t0[1, 3], t0[2, 3], t0[3, 3] = q[0], q[1], q[2], 1.0
+            xi[:, :] = 0.0
+            for k in range(6):   # D_0[k] = T_0 ξ̂_k;  ξ̂(u_base) = Σ_k u_k ξ̂_k
+                _product4(t0, tables.base_twists[k], 1.0, first[i, k])
+                for r in range(4):
+                    for c in range(4):
+                        xi[r, c] += speeds[k] * tables.base_twists[k, r, c]
+            _product4(t0, xi, 1.0, velocities[i])
+            _product4(velocities[i], xi, 1.0, second[i])
+            continue
+        slot = tables.slots[i]
+        value = theta[slot]
+        local[:, :] = 0.0
+        local[3, 3] = 1.0
+        if tables.revolute[i]:
+            s, versine = np.sin(value), 1.0 - np.cos(value)
+            for r in range(3):
+                for c in range(3):
+                    turn[r, c] = (1.0 if r == c else 0.0) + s * tables.axis_skews[i, r, c] \
+                        + versine * tables.axis_skews2[i, r, c]
+            for r in range(3):
+                for c in range(3):
+                    local[r, c] = tables.rotations[i, r, 0] * turn[0, c] + tables.rotations[i, r, 1] * turn[1, c] \
+                        + tables.rotations[i, r, 2] * turn[2, c]
+                local[r, 3] = tables.translations[i, r]
+        else:
+            for r in range(3):
+                for c in range(3):
+                    local[r, c] = tables.rotations[i, r, c]
+                local[r, 3] = tables.translations[i, r] + value * (
+                    tables.rotations[i, r, 0] * tables.axes[i, 0] + tables.rotations[i, r, 1] * tables.axes[i, 1]
+                    + tables.rotations[i, r, 2] * tables.axes[i, 2])
+        t_i = placements[i]
+        if parent < 0:
+            t_i[:, :] = local
+        else:
+            _product4(placements[parent], local, 1.0, t_i)
+        twist = tables.twists[i]
+        twisted[:, :] = 0.0
+        _product4(t_i, twist, 1.0, twisted)   # T_i Â_i
+        for k in range(n):   # D_i[k] = D_p[k] A_i + T_i Â_i g_k
+            d = first[i, k]
+            g = gradient[slot, k]
+            for r in range(4):
+                for c in range(4):
+                    d[r, c] = g * twisted[r, c]
+            if parent >= 0:
+                _product4(first[parent, k], local, 1.0, d)
+        rate = rates[slot]
+        velocity, acc = velocities[i], second[i]
+        for r in range(4):
+            for c in range(4):
+                velocity[r, c] = twisted[r, c] * rate
+                acc[r, c] = twisted[r, c] * gammas[slot]
+        if parent >= 0:   # Ṫ_p A;  a += (Ṫ_p A) Â θ̇ + a_p A
+            carried[:, :] = 0.0
+            _product4(velocities[parent], local, 1.0, carried)
+            for r in range(4):
+                for c in range(4):
+                    velocity[r, c] += carried[r, c]
+            _product4(carried, twist, rate, acc)
+            _product4(second[parent], local, 1.0, acc)
+        _product4(velocity, twist, rate, acc)   # + Ṫ_i Â θ̇
+    # M[j, k] = Σ_i tr(D_i[j] J_i D_i[k]ᵀ);  h_j = Σ_i tr(D_i[j] J_i T̈_iᵀ) − Σ_i [g; 0]ᵀ D_i[j] m_i [c_i; 1]
+    mass = np.zeros((nv, nv))
+    bias = np.zeros(nv)
+    weighted = np.zeros((nv, 4, 4))
+    for i in range(nb):
+        inertia, moment = tables.pseudo_inertias[i], tables.mass_moments[i]
+        for j in range(nv):
+            wj = weighted[j]
+            wj[:, :] = 0.0
+            _product4(first[i, j], inertia, 1.0, wj)
+            total, gravity = 0.0, 0.0
+            for r in range(3):
+                for c in range(4):
+                    total += wj[r, c] * second[i, r, c]
+                    gravity += tables.gravity[r] * first[i, j, r, c] * moment[c]
+            bias[j] += total - gravity
+        for j in range(nv):
+            for k in range(nv):
+                total = 0.0
+                for r in range(3):
+                    for c in range(4):
+                        total += weighted[j, r, c] * first[i, k, r, c]
+                mass[j, k] += total
+    for j in range(nv):
+        for k in range(j + 1, nv):
+            mean = 0.5 * (mass[j, k] + mass[k, j])
+            mass[j, k] = mass[k, j] = mean
+    return mass, bias
+
+
+_contracted = jit.lazy(_contracted_py, bind=lambda: {"_product4": jit.compiled(_product4_py)})
+
+
+def compiled_mass_and_bias(model, q: np.ndarray, v: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """(M, h) of the contracted recursion, the joint functions' jets θ, g, uᵀ H u evaluated first (in Python, by
+    the coordinate map's resolvers), the recursion and trace forms in one kernel (`_contracted_py`)."""
+    tables = _tables(model)   # (first: a model with multi-DOF joints is refused before its jets are evaluated)
+    q = np.ascontiguousarray(model.checked("q", q, model.nq))   # (the kernel reads the base's q[0:7] unchecked)
+    base_q, base_v = (7, 6) if model.floating_base else (0, 0)
+    speeds = np.append(model.checked("v", v, model.nv), 1.0)
+    theta, grad, hess = model.coordinate_map.evaluate_hessians(q[base_q:], t, with_hessian=True)
+    rows = max(theta.size, 1)   # (a floating base without joints: slot 0 must still be readable)
+    gradient = np.zeros((rows, speeds.size))
+    gradient[:theta.size, base_v:] = grad
+    values, rates, gammas = np.zeros(rows), gradient @ speeds, np.zeros(rows)
+    values[:theta.size] = theta
+    gammas[:theta.size] = (hess @ speeds[base_v:]) @ speeds[base_v:]   # uᵀ H u (time terms included)
+    return _contracted(tables, q, values, gradient, rates, gammas, speeds)

@@ -3,9 +3,9 @@
     M_r = Gᵀ M(θ) G,    h_r = Gᵀ (M(θ) γ + h(θ, θ̇)) = Gᵀ RNEA(θ, θ̇, γ)
 so dependent joints disappear from the equations. "reduced" is the pipeline itself (`biobullet.pipeline`: the
 compiled model's joint-state stage, loops and joint functions included, the world-frame tree kernel, the solve);
-`ProjectedFormulation` is the same projection over a tree backend written out in Python, the check formulations'
-base: "reduced_recursive" on the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py), "reduced_pinocchio"
-on Pinocchio's.
+`ProjectedFormulation` is the same projection over another tree backend, the check formulations' base:
+"reduced_recursive" on the classic body-frame CRBA/RNEA recursions (crba.py, rnea.py: numba kernels on their own
+body-frame tree, independent of the pipeline's world-frame kernel), "reduced_pinocchio" on Pinocchio's.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _declined(model, q, v, t: float, what: str):
 
 
 class ProjectedFormulation(Formulation):
-    """Gᵀ M G and Gᵀ RNEA(x, ẋ, γ) over the coordinate map in Python, on the tree backend of a subclass
+    """Gᵀ M G and Gᵀ RNEA(x, ẋ, γ) over the coordinate map, on the tree backend of a subclass
     (`tree_mass_matrix`, `tree_inverse_dynamics`): the check formulations' projection."""
 
     def tree_mass_matrix(self, model, x: np.ndarray) -> np.ndarray:
