@@ -10,6 +10,8 @@ entry (Higham, ch. 7: a solve with M loses cond(M)).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -222,3 +224,30 @@ def test_joint_function_input_moving_no_mass_is_mapped(tmp_path):
         for formulation in FORMULATIONS:
             got = model.forward_dynamics(q, v, tau, formulation=formulation)
             assert np.max(np.abs(got - expected)) <= tolerance, formulation
+
+
+def test_loop_model_coordinate_moving_no_mass_is_named(tmp_path):
+    """The bundled four-bar knee (one loop, the projected Gᵀ M G) with one more coordinate: a hinge on the shank
+    whose axis passes through a 0.3 kg point mass. Its column of G is the unit vector of that hinge alone (it
+    closes no loop), so Gᵀ M G's entry is the hinge's own M[j, j], round-off: named (before: finite v̇ at some
+    states). The oracle for "moves no mass": Pinocchio's CRBA of the open tree, 0 there to round-off."""
+    source = (Path(__file__).parents[2] / "urdf" / "fourbar_knee.urdf").read_text(encoding="utf-8")
+    extra = f'''<link name="probe">{_inertial(0.3, (0.05, 0.0, 0.0))}</link>
+  <joint name="spin" type="revolute"><parent link="shank"/><child link="probe"/><origin xyz="0.01 0 -0.3"
+    rpy="0.2 0.1 0.3"/><axis xyz="1 0 0"/>{LIMIT}</joint>
+  <biobullet version="1">'''
+    text = source.replace('<biobullet version="1">', extra).replace('<coordinates names="knee_A"/>',
+                                                                      '<coordinates names="knee_A spin"/>')
+    path = tmp_path / "fourbar_probe.urdf"
+    path.write_text(text, encoding="utf-8")
+    model = biobullet.load_model(path, joint_limits=False)
+    pin_model = pin.buildModelFromUrdf(str(path))
+    spin = pin_model.joints[pin_model.getJointId("spin")].idx_v
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        q, v = np.array([rng.uniform(-0.8, 0.0), rng.uniform(-2, 2)]), rng.uniform(-1, 1, 2)
+        x = pin.neutral(pin_model) + rng.uniform(-1, 1, pin_model.nq)
+        assert abs(pin.crba(pin_model, pin_model.createData(), x)[spin, spin]) < 1e-15
+        for formulation in FORMULATIONS:
+            with pytest.raises(biobullet.SolverError, match=r"'spin'.*moves no mass"):
+                model.forward_dynamics(q, v, formulation=formulation)
