@@ -31,12 +31,15 @@ def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
     """Per tangent direction k (n_tangent,) an upper bound of the tree's M[k, k] over configurations, in k's own
     units (kg for a translation, kg·m² for a rotation): Σ over the bodies b that k moves (ancestry[b, k] ≠ 0) of
     m_b |s_lin|² + (trace(I_c,b) + m_b L²) |s_ang|², s the direction's motion subspace column (body frame) and L the
-    model's reach: Σ over bodies of |joint origin| + |centre of mass|, a bound of any centre of mass's distance
-    from its root's anchor (about which the pipeline sums the inertias) and from any joint axis while no prismatic joint or floating base carries it away (those
+    model's reach: Σ over bodies of |centre of mass| and over non-root bodies of |joint origin|, a bound of any
+    centre of mass's distance from its root's anchor (about which the pipeline sums the inertias) and from any
+    joint axis while no prismatic joint or floating base carries it away (those
     move the bodies farther: the bound is then lower than the true one, the floor lower too — never a refusal of a
     direction that moves mass). A rotation's M[k, k] = Σ a·I_c a + m d² ≤ trace(I_c) + m L² (a unit axis);
     a translation's = Σ m."""
-    reach = sum(float(np.linalg.norm(b.translation)) + float(np.linalg.norm(b.com)) for b in bodies)
+    # (a root body's own placement is left out: the recursions sum each root's subtree about its anchor, so a model
+    # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
+    reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
     n_tangent = ancestry.shape[1] if ancestry.ndim == 2 else 0
     moment = np.array([b.mass * reach ** 2 + float(np.trace(b.inertia_com)) for b in bodies])
     mass = np.array([b.mass for b in bodies])
