@@ -41,7 +41,8 @@ def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
     # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
     reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
     n_tangent = ancestry.shape[1] if ancestry.ndim == 2 else 0
-    moment = np.array([b.mass * reach ** 2 + float(np.trace(b.inertia_com)) for b in bodies])
+    with np.errstate(over="ignore", invalid="ignore"):   # (a COM at 1e200 m: an infinite bound, no floor)
+        moment = np.array([b.mass * np.float64(reach) ** 2 + float(np.trace(b.inertia_com)) for b in bodies])
     mass = np.array([b.mass for b in bodies])
     bounds = np.zeros(n_tangent)
     for b in bodies:
@@ -55,8 +56,10 @@ def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
 
 
 def mass_floor(bounds: np.ndarray) -> np.ndarray:
-    """The pivot floor of each direction (MASS_FLOOR_RATIO × its bound): a pivot not above it moves no mass."""
-    return MASS_FLOOR_RATIO * np.asarray(bounds, dtype=float)
+    """The pivot floor of each direction (MASS_FLOOR_RATIO × its bound): a pivot not above it moves no mass; 0
+    where the bound is not finite (magnitudes that overflow: the relative test and the finiteness checks decide)."""
+    bounds = np.asarray(bounds, dtype=float)
+    return np.where(np.isfinite(bounds), MASS_FLOOR_RATIO * bounds, 0.0)
 
 
 def reduced_floor(floor: np.ndarray, gradient: np.ndarray | None) -> np.ndarray:
