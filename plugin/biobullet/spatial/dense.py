@@ -33,9 +33,8 @@ def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
     m_b |s_lin|² + (trace(I_c,b) + m_b L²) |s_ang|², s the direction's motion subspace column (body frame) and L the
     model's reach: Σ over bodies of |centre of mass| and over non-root bodies of |joint origin|, a bound of any
     centre of mass's distance from its root's anchor (about which the pipeline sums the inertias) and from any
-    joint axis while no prismatic joint or floating base carries it away (those
-    move the bodies farther: the bound is then lower than the true one, the floor lower too — never a refusal of a
-    direction that moves mass). A rotation's M[k, k] = Σ a·I_c a + m d² ≤ trace(I_c) + m L² (a unit axis);
+    joint axis while no prismatic joint carries it away (an extended one moves the bodies farther: the bound is
+    then lower than the true one, the floor lower too — never a refusal of a direction that moves mass). A rotation's M[k, k] = Σ a·I_c a + m d² ≤ trace(I_c) + m L² (a unit axis);
     a translation's = Σ m."""
     # (a root body's own placement is left out: the recursions sum each root's subtree about its anchor, so a model
     # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
