@@ -218,6 +218,62 @@ def _locate(event: LoopEvent, sol, t_old: float, t_new: float, g_new: float) -> 
     return root
 
 
+def _has_crossed(value: float, g_new: float) -> bool:
+    return value == 0.0 or np.sign(value) == np.sign(g_new)
+
+
+class _SmoothSide:
+    """The state at a cutting event from the smooth side of the surface. The step that crossed it was taken across
+    the kink of the right-hand side (a switched stop engaging, a contact onset): its dense output, cut at the root,
+    carries that step's error of a non-smooth step (an elastic stop's energy jumped by ~10³ rtol per event).
+    Instead the state is re-integrated from the step's start (t_old, y_old) to the root by a fresh solver whose
+    first step spans exactly that interval (its stages stay on the smooth side; error control may split it), and
+    the root is located again on that step's dense output. One-step methods only: a multistep method (BDF, LSODA)
+    restarted there climbs from order 1 in many short steps, and LSODA's energy error at a stop grew with it."""
+
+    def __init__(self, make: Callable, step_rhs: _StepRhs, t_old: float, y_old: np.ndarray) -> None:
+        self.make, self.step_rhs, self.t_old, self.y_old = make, step_rhs, t_old, y_old
+        self.nfev = 0
+
+    def restep(self, t_stop: float):
+        """A solver stepped from (t_old, y_old) to exactly t_stop, or None when it could not get there."""
+        if not t_stop > self.t_old:
+            return None
+        sub = None
+        try:
+            sub = self.make(self.t_old, self.y_old, t_stop, t_stop - self.t_old)
+            while sub.status == "running":
+                self.step_rhs.step(sub)
+        except (ArithmeticError, ValueError, *self.step_rhs.rejects):
+            return None   # (the crossing step's own dense output serves, as before)
+        finally:
+            self.nfev += 0 if sub is None else sub.nfev
+        return sub if sub.status == "finished" and np.all(np.isfinite(sub.y)) else None
+
+    def cut(self, event: LoopEvent, root: float, t_new: float, g_new: float):
+        """(t, y, dense) at the event located at `root` on the crossing step: y re-integrated (t moved to the
+        first time where it has crossed), dense the smooth step's output over [t_old, t]; None when the
+        re-integration cannot serve (the caller keeps the crossing step's interpolant)."""
+        sub = self.restep(root)
+        if sub is None:
+            return None
+        dense = _LazyDense(sub)
+        t_high, delta = root, 4 * EPS * max(1.0, abs(root))
+        # the root as located on the crossing step may fall short of the surface on the smooth side: the smooth
+        # step's output (a polynomial, good a little beyond its end) brackets it from there
+        while not _has_crossed(event.g(t_high, sub.y if t_high == root else dense(t_high)), g_new):
+            if t_high >= t_new:
+                return None
+            t_high, delta = min(t_high + delta, t_new), 2.0 * delta
+        t = _locate(event, dense, self.t_old, t_high, g_new)
+        if t == root:
+            return root, sub.y.copy(), dense
+        again = self.restep(t)
+        if again is not None and _has_crossed(event.g(t, again.y), g_new):
+            return t, again.y.copy(), (_LazyDense(again) if again.t_old == self.t_old else None)
+        return (root, sub.y.copy(), dense) if t_high == root else None
+
+
 Switch = Callable[[float, np.ndarray, tuple[str, ...]], "np.ndarray | None"]
 
 
@@ -287,15 +343,18 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
             or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
+    def make(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None):
+        return solver_class(step_rhs, t_start, y_start, t_stop, rtol=rtol, atol=atol, max_step=max_step,
+                            **({"first_step": first} if first else {}),
+                            **({"jac": jacobian} if solver_class in (Radau, BDF) else {}))
+
     while True:
         t_bound = next((b for b in stops if b > t), float(t_end))
         events = mode_events()
         implicit = solver_class.__name__.upper() in IMPLICIT
         if implicit and implicit_from is None:
             implicit_from = step_rhs.calls
-        solver = solver_class(step_rhs, t, y, t_bound, rtol=rtol, atol=atol, max_step=max_step,
-                              **({"first_step": first_step} if first_step else {}),
-                              **({"jac": jacobian} if solver_class in (Radau, BDF) else {}))
+        solver = make(t, y, t_bound, first_step)
         g_old = [e.g(t, y) for e in events]
         restart_at = None
         while solver.status == "running":
@@ -332,6 +391,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                         on_step(out.last_t)
                 if solver.status != "running":
                     break
+            start = (solver.t, solver.y.copy()) if events else None   # (a cutting event re-integrates from it)
             message = step_rhs.step(solver)
             if solver.status == "failed":
                 out.nfev += solver.nfev
@@ -360,11 +420,22 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             fired.sort()
             cut = None
             for position, (root, k) in enumerate(fired):
-                state = sol(root)
-                out.events.append((events[k].name, float(root), state.copy()))
                 if events[k].terminal or events[k].restart:
+                    refined = None
+                    if root < t_new and solver_class not in MULTISTEP:   # (see _SmoothSide)
+                        smooth = _SmoothSide(make, step_rhs, start[0], start[1])
+                        refined = smooth.cut(events[k], root, t_new, g_new[k])
+                        out.nfev += smooth.nfev
+                    if refined is not None:
+                        root, state = refined[0], refined[1]
+                        if refined[2] is not None:   # samples and observers inside the step read the
+                            sol = refined[2]             # smooth step's output too
+                    else:
+                        state = sol(root)
+                    out.events.append((events[k].name, float(root), state.copy()))
                     cut = (root, k, state, position)
                     break
+                out.events.append((events[k].name, float(root), sol(root).copy()))
             t_stop, y_stop = (cut[0], cut[2]) if cut else (t_new, solver.y.copy())
             if observe is not None:
                 observe(t_old, float(t_stop), sol)
