@@ -35,6 +35,10 @@ class Event:
     #: a user's event (`as_event`): its value is checked to be one finite number (the library's own events — stops,
     #: contacts — are finite wherever the state is; a diverged state is reported as such, not as a bad event)
     checked: bool = False
+    #: the right-hand side switches at g = 0 by the state alone (a switched stop's law reads θ), not by the event's
+    #: action: the step that crosses it is taken across the kink, and the state at the event is re-integrated from
+    #: that step's start instead of cut from its dense output (`integrate.stepper._SmoothSide`)
+    kink: bool = False
 
     def __post_init__(self) -> None:
         if self.action is not None and not (self.restart or self.terminal):

@@ -326,10 +326,10 @@ class JointStop(_JointElement):
         out = []
         if self.lower is not None:
             lower = self.lower
-            out.append(Event(f"{self.name}.lower", lambda t, x, xd: x[i] - lower, restart=True))
+            out.append(Event(f"{self.name}.lower", lambda t, x, xd: x[i] - lower, restart=True, kink=True))
         if self.upper is not None:
             upper = self.upper
-            out.append(Event(f"{self.name}.upper", lambda t, x, xd: upper - x[i], restart=True))
+            out.append(Event(f"{self.name}.upper", lambda t, x, xd: upper - x[i], restart=True, kink=True))
         return out
 
 

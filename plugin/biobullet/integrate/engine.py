@@ -638,7 +638,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         from biobullet.forces import force_events
         all_events += force_events(model, system.elements)
         loop_events = [LoopEvent(e.name, _event_on_state(system, e), e.direction, e.terminal, e.restart,
-                                 _action_on_state(system, e))
+                                 _action_on_state(system, e), e.kink)
                        for e in all_events]
         from biobullet.integrate.discrete import run_logs, start_run, step_observer
         # (solved even where no element starts a run: on a loop map it leaves the first compiled call's warm start)
