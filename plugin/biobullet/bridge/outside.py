@@ -182,11 +182,12 @@ def _base_com_py(x, xd, offset):
 
 def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, offset):
     """`_runaway_py` (max |ẋ|, max |x|, same) and jumped (1; 2: blind — no tested position moved by more than
-    BLIND_STEP × (1 + max |x|, |p|), so a changed time step cannot show; 0 otherwise): a 1-DOF joint's position beyond jump_tolerance ×
-    (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test), or a floating base's COM (offset: its
-    p_i; empty without a floating base) beyond jump_tolerance × (1 + max |p|) from p_n + dt((1 − c) v_n + c v) —
-    a reset, or a time step or sub-steps changed by the user (setTimeStep / setPhysicsEngineParameter), which the
-    plan without rows must follow too (before, a model that is only a floating base — a ball, a box — never did)."""
+    BLIND_STEP × (1 + max |x|, |p|), so a changed time step cannot show; 0 otherwise): a 1-DOF joint's position
+    beyond jump_tolerance × (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test), or a floating
+    base's COM (offset: its p_i; empty without a floating base) beyond jump_tolerance × (1 + max |p|) from
+    p_n + dt((1 − c) v_n + c v) — a reset, or a time step or sub-steps changed by the user (setTimeStep /
+    setPhysicsEngineParameter), which the plan without rows must follow too (before, a model that is only a floating
+    base — a ball, a box — never did)."""
     peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
     if not peak_v < np.inf:
         return peak_v, peak_x, same, 0
@@ -291,7 +292,8 @@ class OutsideWatch:
                                          1.0, JUMP_TOLERANCE, self._offset)
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
-        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest).
+        returns `repeated` (the state unchanged bit for bit, a torque sent, and a step with it would have moved the
+        state: `_step_moves`). A step too small to show a changed time step (blind) reads the client's.
         A position jump (a reset, or a time step changed by the user) re-reads the client's parameters
         (`Bridge.engine_parameters`): before, a setTimeStep was never followed on this plan — the clock ran on the
         old dt (a ball's contact onset logged at 0.2015 s where PyBullet was at 0.303 s after doubling dt)."""
