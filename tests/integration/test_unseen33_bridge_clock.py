@@ -99,3 +99,25 @@ def test_the_contact_onset_follows_a_time_step_changed_in_the_fall(client, tmp_p
         onset = bridge.contacts.intervals()[0]["start"]
     assert clock[-1] == pytest.approx(elapsed[-1], abs=1e-12)
     assert abs(onset - math.sqrt(2.0 * h / G)) <= 0.5e-3 + 2.5e-4
+
+
+def test_a_second_apply_is_still_a_repeat_on_the_ball(client, tmp_path):
+    # the repeat test now asks whether a step would have moved the state: a ball thrown down onto its contact
+    # (0.1 s of fall, then 50 ms pressed into it, not yet at rest), apply() twice before each stepSimulation(),
+    # against one apply() per step: the same states and the same clock (the second call replaces the first; a missed
+    # repeat sends the contact force twice and advances the clock twice — on merge every falling step's second
+    # apply() did: nothing is sent there, and a sent torque was the test)
+    model = load_text(_body(contact=True), tmp_path)
+    runs = []
+    for twice in (False, True):
+        with Bridge(model, client, dt=1e-3, initial={"base_z": RADIUS + 0.1, "base_vz_dot": -0.5}) as bridge:
+            for _ in range(150):
+                bridge.apply()
+                if twice:
+                    bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+            runs.append((bridge.time, pybullet.getBasePositionAndOrientation(bridge.body, physicsClientId=client)[0],
+                         pybullet.getBaseVelocity(bridge.body, physicsClientId=client)[0]))
+    (t1, p1, v1), (t2, p2, v2) = runs
+    assert t1 == pytest.approx(0.15, abs=1e-12) and t2 == pytest.approx(t1, abs=1e-12)
+    assert p2 == pytest.approx(p1, abs=1e-12) and v2 == pytest.approx(v1, abs=1e-10)

@@ -311,7 +311,7 @@ class OutsideWatch:
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
             self._stops_after_reset(x)
-        self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque)) and self._step_moves(x, xd)
+        self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
         elif jumped == 2:
@@ -324,16 +324,19 @@ class OutsideWatch:
         return self.repeated
 
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
-        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, with the torque it sent would
-        have moved the state: its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on
-        PyBullet's M and h, or its positions by dt ẋ beyond round-off. If not, the state read cannot tell a step
-        from a repeated apply() and it is taken for a step: before, a ball resting on its compliant contact (the
-        contact force equal to its weight to the last bit, ẋ ≈ 4e-15 m/s) was taken for a repeat 5 times in 2000
-        steps — the clock stopped and the next step ran without the contact force. (Only a repeat at such a rest
-        is then taken for a step: its torques reach PyBullet twice.) Called only when the state is unchanged."""
+        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have moved the state:
+        its positions by dt ẋ beyond round-off, or (with a torque sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE
+        × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h. If not, the state read cannot tell a step from a
+        repeated apply() and it is taken for a step: before, any torque sent made it a repeat — a ball resting on
+        its compliant contact (the contact force its weight to the last bit, ẋ ≈ 4e-15 m/s) 5 times in 2000 steps,
+        the clock stopped and the next step ran without the contact force —, and none a step — a falling ball's
+        second apply() advanced the clock again. (A repeat at such a rest, or at ẋ = 0 with nothing sent, is taken
+        for a step: its torques, if any, reach PyBullet twice.) Called only when the state is unchanged."""
         dt = self.bridge.dt
         if dt * float(np.abs(xd).max(initial=0.0)) > 4.0 * np.finfo(float).eps * (1.0 + float(np.abs(x).max())):
             return True
+        if not np.count_nonzero(self.bridge.last_torque):   # (at rest, nothing sent: a repeat would cost the clock
+            return False                                     # only — no M and h per step of a body at rest)
         xdd = self._acceleration(x, xd)
         return dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max()))
 
@@ -402,7 +405,7 @@ class OutsideWatch:
             # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
             # puts such a step back, or raises)
             self._diverged(x, xd, peak_v, peak_x)
-        if same and (disturbed or (np.count_nonzero(bridge.last_torque) and self._step_moves(x, xd))):
+        if same and (disturbed or self._step_moves(x, xd)):
             # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
             # holds that apply()'s torques (it adds them up until its step). (A real step leaves the state equal bit
             # for bit where it moves nothing: no torque sent, or the torque sent balancing the rest — a resting
