@@ -50,6 +50,10 @@ from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_R
 PROMISE = 1.0e-6
 #: a position jump beyond this × (1 + max|x|) (rad or m) that the step's velocities do not explain is a reset
 JUMP_TOLERANCE = 1.0e-10
+#: a step that moved no joint and no floating base's COM by more than this × (1 + max |x|) (m or rad) cannot show a
+#: time step changed by less than JUMP_TOLERANCE / BLIND_STEP (0.1 %) in its positions (a body at rest, a ball
+#: resting on its contact): the plan without rows then re-reads the client's time step (`check_runaway`, ≈ 1.5 µs)
+BLIND_STEP = 1.0e-7
 #: relative precision to which `OutsideWatch.step_length` must tell the length of a step read, and within which a
 #: length it tells is taken for a known time step (the bridge's or the client's) exactly
 STEP_MATCH = 1.0e-6
@@ -156,18 +160,55 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
     return peak_v, peak_x, same
 
 
-def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance):
-    """`_runaway_py` (max |ẋ|, max |x|, same) and jumped: a 1-DOF joint's position beyond jump_tolerance ×
-    (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test) — a reset, or a time step or sub-steps
-    changed by the user (setTimeStep / setPhysicsEngineParameter), which the plan without rows must follow too."""
+def _base_com_py(x, xd, offset):
+    """A floating base's COM in the world (p = r + R p_i) and its world velocity (R (v + ω × p_i)) from our x, ẋ
+    (root-frame position r, quaternion x y z w at x[3:7], root-frame v, ω) and the COM offset p_i (root-link frame):
+    what PyBullet's step moves as p_{n+1} = p_n + h v_{n+1} (`conventions.PyBulletMap`)."""
+    qx, qy, qz, qw = x[3], x[4], x[5], x[6]
+    norm = qx * qx + qy * qy + qz * qz + qw * qw
+    s = 2.0 / norm if norm > 0.0 else 0.0   # (a zero quaternion: the warm-up call of `direct_entry`)
+    r = np.empty((3, 3))
+    r[0, 0], r[0, 1], r[0, 2] = 1.0 - s * (qy * qy + qz * qz), s * (qx * qy - qz * qw), s * (qx * qz + qy * qw)
+    r[1, 0], r[1, 1], r[1, 2] = s * (qx * qy + qz * qw), 1.0 - s * (qx * qx + qz * qz), s * (qy * qz - qx * qw)
+    r[2, 0], r[2, 1], r[2, 2] = s * (qx * qz - qy * qw), s * (qy * qz + qx * qw), 1.0 - s * (qx * qx + qy * qy)
+    w = (xd[4] * offset[2] - xd[5] * offset[1], xd[5] * offset[0] - xd[3] * offset[2],
+         xd[3] * offset[1] - xd[4] * offset[0])
+    com = np.empty(6)
+    for i in range(3):
+        com[i] = x[i] + r[i, 0] * offset[0] + r[i, 1] * offset[1] + r[i, 2] * offset[2]
+        com[3 + i] = r[i, 0] * (xd[0] + w[0]) + r[i, 1] * (xd[1] + w[1]) + r[i, 2] * (xd[2] + w[2])
+    return com
+
+
+def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, offset):
+    """`_runaway_py` (max |ẋ|, max |x|, same) and jumped (1; 2: blind — no tested position moved by more than
+    BLIND_STEP × (1 + max |x|, |p|), so a changed time step cannot show; 0 otherwise): a 1-DOF joint's position
+    beyond jump_tolerance × (1 + max |x|) from x_n + dt((1 − c) ẋ_n + c ẋ) (`_surprise_py`'s test), or a floating
+    base's COM (offset: its p_i; empty without a floating base) beyond jump_tolerance × (1 + max |p|) from
+    p_n + dt((1 − c) v_n + c v) — a reset, or a time step or sub-steps changed by the user (setTimeStep /
+    setPhysicsEngineParameter), which the plan without rows must follow too (before, a model that is only a floating
+    base — a ball, a box — never did)."""
     peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
     if not peak_v < np.inf:
-        return peak_v, peak_x, same, False
+        return peak_v, peak_x, same, 0
     limit = jump_tolerance * (1.0 + peak_x)
+    motion = 0.0   # the largest position change dt |ẋ| of the tested entries
     for i in range(x.shape[0] - jb):
-        if abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i])) > limit:
-            return peak_v, peak_x, same, True
-    return peak_v, peak_x, same, False
+        rate = (1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]
+        if abs(x[jb + i] - prev_x[jb + i] - dt * rate) > limit:
+            return peak_v, peak_x, same, 1
+        motion = max(motion, dt * abs(rate))
+    scale = 1.0 + peak_x
+    if offset.shape[0] == 3:
+        now, before = _BASE_COM(x, xd, offset), _BASE_COM(prev_x, prev_v, offset)
+        scale = 1.0 + max(peak_x, abs(now[0]), abs(now[1]), abs(now[2]))
+        limit = jump_tolerance * scale
+        for i in range(3):
+            rate = (1.0 - weight) * before[3 + i] + weight * now[3 + i]
+            if abs(now[i] - before[i] - dt * rate) > limit:
+                return peak_v, peak_x, same, 1
+            motion = max(motion, dt * abs(rate))
+    return peak_v, peak_x, same, 2 if motion <= BLIND_STEP * scale else 0
 
 
 def surprise_kernel():
@@ -243,12 +284,16 @@ class OutsideWatch:
         self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)}),
+        #: a floating base's COM offset p_i (root-link frame; empty without one): the plain check's base test
+        self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
+        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
+                                                                             "_BASE_COM": jit.compiled(_base_com_py)}),
                                          self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
-                                         1.0, JUMP_TOLERANCE)
+                                         1.0, JUMP_TOLERANCE, self._offset)
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
-        returns `repeated` (no prediction here: only a torque sent tells a repeated apply() from a step at rest).
+        returns `repeated` (the state unchanged bit for bit, a torque sent, and a step with it would have moved the
+        state: `_step_moves`). A step too small to show a changed time step (blind) reads the client's.
         A position jump (a reset, or a time step changed by the user) re-reads the client's parameters
         (`Bridge.engine_parameters`): before, a setTimeStep was never followed on this plan — the clock ran on the
         old dt (a ball's contact onset logged at 0.2015 s where PyBullet was at 0.303 s after doubling dt)."""
@@ -257,19 +302,43 @@ class OutsideWatch:
         if self.weight != 1.0:   # sub-steps: as in `observe`
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max(initial=0.0))
         peak_v, peak_x, same, jumped = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt,
-                                                     self.weight, jump_tolerance)
+                                                     self.weight, jump_tolerance, self._offset)
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        if jumped and not same:
+        if jumped == 1 and not same:
             if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
             self._stops_after_reset(x)
-        self.repeated = same and bool(np.count_nonzero(self.bridge.last_torque))
+        self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
+        elif jumped == 2:
+            # blind: the positions cannot show a setTimeStep, so the client's time step is read (before, a ball
+            # resting on its contact kept the old dt for good); a change found so is the coming step's (the last
+            # apply() read the old one), and the step read counts at the bridge's dt
+            engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps:
+                bridge.engine_parameters(bridge.dt)
         return self.repeated
+
+    def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
+        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have moved the state:
+        its positions by dt ẋ beyond round-off, or (with a torque sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE
+        × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h. If not, the state read cannot tell a step from a
+        repeated apply() and it is taken for a step: before, any torque sent made it a repeat — a ball resting on
+        its compliant contact (the contact force its weight to the last bit, ẋ ≈ 4e-15 m/s) 5 times in 2000 steps,
+        the clock stopped and the next step ran without the contact force —, and none a step — a falling ball's
+        second apply() advanced the clock again. (A repeat at such a rest, or at ẋ = 0 with nothing sent, is taken
+        for a step: its torques, if any, reach PyBullet twice.) Called only when the state is unchanged."""
+        dt = self.bridge.dt
+        if dt * float(np.abs(xd).max(initial=0.0)) > 4.0 * np.finfo(float).eps * (1.0 + float(np.abs(x).max())):
+            return True
+        if not np.count_nonzero(self.bridge.last_torque):   # (at rest, nothing sent: a repeat would cost the clock
+            return False                                     # only — no M and h per step of a body at rest)
+        xdd = self._acceleration(x, xd)
+        return dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max()))
 
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
@@ -336,11 +405,11 @@ class OutsideWatch:
             # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
             # puts such a step back, or raises)
             self._diverged(x, xd, peak_v, peak_x)
-        if same and (disturbed or np.count_nonzero(bridge.last_torque)):
+        if same and (disturbed or self._step_moves(x, xd)):
             # no stepSimulation since the last apply() (apply() called again): nothing happened, but PyBullet still
             # holds that apply()'s torques (it adds them up until its step). (A real step leaves the state equal bit
-            # for bit only with nothing acting: no change predicted and no torque sent — a step then, as it costs
-            # nothing to take it for one: the torque difference is the torque.)
+            # for bit where it moves nothing: no torque sent, or the torque sent balancing the rest — a resting
+            # contact — `_step_moves`: a step then.)
             self.repeated = True
             self.step_index -= 1
             return False
