@@ -425,17 +425,16 @@ _project_into = _project_upper_into_py
 _tree_into = _tree_dynamics_into_py
 
 
-def cholesky_factor_py(a, low, pivot_check, floor):
+def cholesky_factor_py(a, low, pivot_check):
     """Lower Cholesky factor of the symmetric `a` (lower triangle read) into `low` (zeros above the diagonal
     expected); False as soon as a pivot is not > pivot_check · a[j, j] (0: not positive; NaN fails too;
-    `spatial.dense.MASS_PIVOT_RATIO`: not above round-off) or not > floor[j] (`spatial.dense.MASS_FLOOR_RATIO`:
-    the direction moves no mass; zeros: no floor), low[j, j] then left 0 at the failing pivot j."""
+    `spatial.dense.MASS_PIVOT_RATIO`: not above round-off), low[j, j] then left 0 at the failing pivot j."""
     n = a.shape[0]
     for j in range(n):
         s = a[j, j]
         for k in range(j):
             s -= low[j, k] * low[j, k]
-        if not s > pivot_check * a[j, j] or not s > floor[j]:
+        if not s > pivot_check * a[j, j]:
             return False
         d = np.sqrt(s)
         low[j, j] = d

@@ -236,9 +236,7 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
                                                  rows.kp, rows.kd)
     n, m = mass.shape[0], jac.shape[0]
     low = np.zeros((n, n))   # Cholesky factor of M
-    # no absolute floor (`spatial.dense.MASS_FLOOR_RATIO`): a tree joint moving no mass inside a loop is the
-    # constrained solve's to handle (status 1: `constrained_acceleration`'s least-squares fallback)
-    if not _cholesky_factor(mass, low, _MASS_PIVOT_RATIO, np.zeros(n)):
+    if not _cholesky_factor(mass, low, _MASS_PIVOT_RATIO):
         return 1
     b = np.empty((m + 1, n))   # rows: Φ_x (m) and τ − h, each solved with M through its factor (M⁻¹Φ_xᵀ, M⁻¹(τ − h))
     for i in range(n):
@@ -264,7 +262,7 @@ def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
             rate += phi_t[r]
         rhs[r] = -bias[r] - kd * rate - kp * phi[r] - free
     sl = np.zeros((m, m))
-    if not _cholesky_factor(schur, sl, pivot_check, np.zeros(m)):
+    if not _cholesky_factor(schur, sl, pivot_check):
         return 2
     _cholesky_solve(sl, rhs, lam)
     for i in range(n):
@@ -331,7 +329,7 @@ def _null_space_kernel_py(mass, bias, tau, const, state, kp, kd, limit, work, ou
             s += const[t_row + r, j] * out[j]
         y[r] = s
     low = np.zeros((k, k))                             # (TᵀMT) y = Tᵀ(…) by Cholesky
-    if not _cholesky_factor(work[r_row:r_row + k], low, _MASS_PIVOT_RATIO, np.zeros(k)):
+    if not _cholesky_factor(work[r_row:r_row + k], low, _MASS_PIVOT_RATIO):
         return 1
     _cholesky_solve(low, y, y)
     for i in range(n):                                 # ẍ = T y + P a*

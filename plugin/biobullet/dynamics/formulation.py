@@ -20,7 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.plugins import PluginRegistry
-from biobullet.spatial.dense import reduced_floor, solve_spd
+from biobullet.spatial.dense import solve_spd
 
 DEFAULT_FORMULATION = "reduced"
 GENERALIZED, JOINT = "generalized", "joint"
@@ -56,9 +56,7 @@ class Formulation(ABC):
         """v̇ from M v̇ = Q − h; `tau` = generalized forces Q (nv) or None."""
         mass, bias = self.mass_and_bias(model, q, v, t)
         rhs = -bias if tau is None else tau - bias
-        # the pipeline's pivot floors (a coordinate that moves no mass: M[j, j] round-off), through G at this state
-        floor = reduced_floor(model.compiled.mass_floor, model.joint_state_view(q, v, t)[2])
-        return solve_spd(mass, rhs, model.file, model.velocity_names, floor)
+        return solve_spd(mass, rhs, model.file, model.velocity_names)
 
     # joint-space (DAE) formulations implement these
     def joint_accelerations(self, model, x: np.ndarray, xd: np.ndarray, tau: np.ndarray | None, t: float,

@@ -16,7 +16,7 @@ from biobullet.algorithms.rnea import rnea
 from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.pipeline.compiled_model import SPARSE
-from biobullet.spatial.dense import declined_pivot, reduced_floor, singular_mass_text
+from biobullet.spatial.dense import declined_pivot, singular_mass_text
 
 
 @register_formulation
@@ -52,17 +52,15 @@ def _declined(model, q, v, t: float, what: str):
     q = model.checked("q", q, model.nq)
     model.check_rotations(q)
     # (v=None is the mass matrix's own call; a caller's v=None is an argument error, not a singular matrix)
-    gradient = model.joint_state(q, np.zeros(model.nv) if what == "mass matrix" else model.checked("v", v, model.nv),
-                                 t)[2]
+    model.joint_state(q, np.zeros(model.nv) if what == "mass matrix" else model.checked("v", v, model.nv), t)
     index = None
     mass = model.workspace.mass_matrix(model, q, t) if what == "forward dynamics" else None
     if mass is not None:
-        floor = reduced_floor(model.compiled.mass_floor, gradient)
         if model.workspace.compiled.solver == SPARSE:
-            index = declined_pivot(mass[::-1, ::-1], floor[::-1])
+            index = declined_pivot(mass[::-1, ::-1])
             index = None if index is None else model.nv - 1 - index
         else:
-            index = declined_pivot(mass, floor)
+            index = declined_pivot(mass)
     if index is not None:
         reason = singular_mass_text(model.velocity_names, index)
     else:

@@ -236,7 +236,7 @@ def _elastic_rhs_py(z, zd, active, vimp, tables, work, out):
         rhs[a] = -bias[a] - kz - dz
         power -= zd[a] * dz
     low, acc = work.low, work.acc
-    if not _cholesky_factor(mass, low, 1e-14, np.zeros(mass.shape[0])):
+    if not _cholesky_factor(mass, low, 1e-14):
         return False
     _cholesky_solve(low, rhs, acc)
     pn = 0.0

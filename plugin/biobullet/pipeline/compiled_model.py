@@ -9,9 +9,6 @@
   of mass, inertia, motion subspace) of `Model.tree_pack`, `gravity`, `ancestry` (n_b, n_tangent) float
   (1 where velocity column j moves body b), `tangent_parent` (the tangent direction before each one on its path
   to the root, −1 at the root: the tree-sparse factorisation);
-- `mass_floor` (n_tangent,): per tree direction, the pivot below which it moves no mass
-  (`spatial.dense.MASS_FLOOR_RATIO` × `spatial.dense.direction_mass_bounds`: the bound of M[k, k] from the
-  bodies it moves), the solve's absolute test beside the relative one;
 - the joint-function table of `model.joint_jets.function_table` (`jets_table`, `jets_inputs`, `jets_coef`:
   kinds, parameters, expression tapes, plug-in kernel addresses);
 - `loops` (`LoopTable`): the map's loop resolvers in its order, interleaved with runs of the joint-function table
@@ -36,7 +33,6 @@ from biobullet.algorithms import compiled_kernels
 from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
 from biobullet.constraints.loops import joint_layout_tree
 from biobullet.model.tree import multi_dof_blocks
-from biobullet.spatial.dense import direction_mass_bounds, mass_floor
 
 COMPILED_STATE, CALLBACK_STATE = 0, 1
 DENSE, SPARSE, PROJECTED = 0, 1, 2
@@ -62,7 +58,6 @@ class CompiledModel(NamedTuple):
     gravity: np.ndarray
     ancestry: np.ndarray
     tangent_parent: np.ndarray
-    mass_floor: np.ndarray
     jets_table: np.ndarray
     jets_inputs: np.ndarray
     jets_coef: np.ndarray
@@ -217,7 +212,6 @@ def compile_model(model) -> CompiledModel:
         _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model.bodies),
         np.array(model.coordinate_map.independent, dtype=np.int64), meta, body,
         np.array(model.gravity, dtype=float), ancestry, parents,
-        mass_floor(direction_mass_bounds(model.bodies, ancestry)),
         np.ascontiguousarray(table[0]), np.ascontiguousarray(table[1]), np.ascontiguousarray(table[2], dtype=float),
         loops)
     return arrays   # not flagged read-only: numba would compile every callee again for read-only array types

@@ -83,7 +83,6 @@ class DataArrays(NamedTuple):
     reduced_bias: np.ndarray  # (nv,) Gᵀ h
     project_work: np.ndarray  # (n_tangent, nv) M G
     project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
-    pivot_floor: np.ndarray  # (nv,) the projected solve's pivot floors (`spatial.dense.reduced_floor`)
     tree_work: tuple         # CRBA + RNEA's work arrays, M and h (`algorithms.compiled_kernels.tree_work`)
     loop_warm: LoopWarm      # the loop stage's warm starts
     loop: Any                # the loop table, warm starts and work arrays as one record: here a namespace
@@ -106,7 +105,7 @@ class Data:
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
-                                 np.zeros(nv, dtype=np.int64), np.zeros(nv), tree_work(compiled.tree_meta.shape[0], n_tangent),
+                                 np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
                                  warm, loop_namespace(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces

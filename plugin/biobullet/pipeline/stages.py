@@ -76,16 +76,16 @@ def state_into_py(q, v, base_q, base_v, blocks, independent, x, xd, gradient, ga
     return True
 
 
-def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio, floor):
+def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
     """Solve M out = rhs for a tree's mass matrix by the sparse factorisation M = Lᵀ D L (Featherstone, RBDA
     §6.5): `parent[k]` is the tangent direction before k on its path to the root (−1 at the root), and M[k, i] = 0
     unless one of k, i is an ancestor of the other, so the work is O(n d²) (d the depth) instead of O(n³).
-    −1 when solved, else the direction k whose pivot D[k] is not above pivot_ratio · M[k, k] or floor[k] (M
-    singular to round-off, k moves no mass, or M not positive definite; nothing usable in `out`)."""
+    −1 when solved, else the direction k whose pivot D[k] is not above pivot_ratio · M[k, k] (M singular to
+    round-off or not positive definite; nothing usable in `out`)."""
     n = mass.shape[0]
     h = mass.copy()
     for k in range(n - 1, -1, -1):
-        if not h[k, k] > pivot_ratio * mass[k, k] or not h[k, k] > floor[k]:
+        if not h[k, k] > pivot_ratio * mass[k, k]:
             return k
         i = parent[k]
         while i >= 0:
@@ -148,30 +148,19 @@ def solve_stage_py(model, data, mass, bias, force, accel):
     """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
     through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
     or dense Cholesky. False when a pivot is not above _PIVOT_RATIO (`spatial.dense.MASS_PIVOT_RATIO`) × its
-    diagonal entry (M_r singular to round-off or not positive definite) or not above its floor (a coordinate that
-    moves no mass: model.mass_floor, the tree's, through G for a projected solve as `spatial.dense.reduced_floor`)."""
+    diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
-    floor = model.mass_floor
     if model.solver == PROJECTED:
         mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
                               data.reduced_mass, data.reduced_bias)
-        floor = data.pivot_floor
-        gradient = data.gradient
-        floor[:] = 0.0
-        for a in range(gradient.shape[0]):
-            root = np.sqrt(model.mass_floor[a])
-            for c in range(nv):
-                floor[c] += abs(gradient[a, c]) * root
-        for c in range(nv):
-            floor[c] *= floor[c]
     rhs = data.rhs
     for c in range(nv):
         rhs[c] = force[c] - bias[c]
     if model.solver == SPARSE:
-        return _LTDL(mass, model.tangent_parent, rhs, accel, _PIVOT_RATIO, floor) < 0
+        return _LTDL(mass, model.tangent_parent, rhs, accel, _PIVOT_RATIO) < 0
     low = data.low
     low[:, :] = 0.0
-    if not _CHOLESKY_FACTOR(mass, low, _PIVOT_RATIO, floor):
+    if not _CHOLESKY_FACTOR(mass, low, _PIVOT_RATIO):
         return False
     _CHOLESKY_SOLVE(low, rhs, accel)
     return True

@@ -254,8 +254,7 @@ def test_tree_sparse_factorisation_solves_the_mass_matrix():
     b = rng.normal(size=model.n_tangent)
     out = np.empty_like(b)
     from biobullet.spatial.dense import MASS_PIVOT_RATIO
-    floor = model.compiled.mass_floor   # (the humanoid's pivots are far above it)
-    assert ltdl_solve_py(mass, tangent_parents(model), b, out, MASS_PIVOT_RATIO, floor) == -1
+    assert ltdl_solve_py(mass, tangent_parents(model), b, out, MASS_PIVOT_RATIO) == -1
     assert np.allclose(out, np.linalg.solve(mass, b), rtol=1e-10, atol=1e-12)
     # the leaves are eliminated first: the last direction's pivot is the first refused
-    assert ltdl_solve_py(-mass, tangent_parents(model), b, out, MASS_PIVOT_RATIO, floor) == model.n_tangent - 1
+    assert ltdl_solve_py(-mass, tangent_parents(model), b, out, MASS_PIVOT_RATIO) == model.n_tangent - 1
