@@ -515,6 +515,22 @@ def argument_types(*args: Any) -> tuple:
 _OVERLOADS: dict[tuple, list] = {}
 
 
+def _fingerprint(value: Any) -> Any:
+    """numba's fingerprint of a value's type (`compute_fingerprint`); a tuple holding a value it does not take (a
+    `core.jit_pair` record: the loop record inside the Data's arrays) by its members', such a record by its numba type
+    (its own attribute: no typing of the arrays it holds). Raises NotImplementedError for other values."""
+    from numba._dispatcher import compute_fingerprint
+    try:
+        return compute_fingerprint(value)
+    except NotImplementedError:
+        if isinstance(value, tuple):
+            return (type(value), tuple(_fingerprint(member) for member in value))
+        kind = getattr(value, "_numba_type_", None)
+        if kind is None:
+            raise
+        return ("numba type", kind)
+
+
 def _overload(kernel: Callable, args: tuple) -> list:
     """[numba's compile result of the dispatcher `kernel` for exactly the types of `args` (`argument_types`),
     the address of its C entry or None] — compiled or loaded from the cache (a library kernel that fails raises
@@ -522,9 +538,8 @@ def _overload(kernel: Callable, args: tuple) -> list:
     a run's structured arguments), as numba's dispatcher finds its overloads: typing those arguments in Python and
     hashing their nested types costs ≈ 1.5 ms, a fifth of a short run (each run of a model brings new arrays of the
     same types)."""
-    from numba._dispatcher import compute_fingerprint
     try:
-        key = (kernel, compute_fingerprint(args))
+        key = (kernel, _fingerprint(args))
     except NotImplementedError:   # (a value numba's fingerprint does not take, e.g. a string: typed each time)
         key = None
     found = _OVERLOADS.get(key) if key is not None else None
