@@ -567,6 +567,16 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     return entry
 
 
+def matched_entry(kernel: Callable, *args: Any) -> Callable:
+    """`direct_entry` without its first call: numba's compiled wrapper of the dispatcher `kernel` for the types of
+    `args`, found by their fingerprint (`_overload`) — for a kernel whose call has effects (a segment of steps) and
+    whose arguments hold a `core.jit_pair` record, which the dispatcher's own matching types in Python at every call
+    (≈ 2.5 ms for a run's arguments); `kernel` itself where it runs uncompiled."""
+    if not compiling() or not hasattr(kernel, "overloads"):
+        return kernel
+    return _overload(kernel, args)[0].entry_point
+
+
 def is_cached(kernel: Callable, *args: Any) -> bool:
     """Whether numba has the dispatcher `kernel` for the types of `args` compiled in this process or in its on-disk
     cache (then loaded, once): nothing is compiled or called. True with `ENABLED` off, or where the kernel has no
@@ -789,6 +799,6 @@ def compile_clock():
         clock.seconds = listener.duration if listener.done else 0.0
 
 
-__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry",
+__all__ = ["ENABLED", "CompileClock", "address_caller", "compile_clock", "compiled", "compiling", "direct_entry", "matched_entry",
            "entry_address", "function_address", "is_cached", "kernel_signature", "lazy",
            "resume_compiling", "twin", "uncompiled"]

@@ -329,8 +329,8 @@ class CompiledSteps:
         *args, signature = offer
         if self._kernel is None or self._kernel[0] != signature:
             self._kernel = (signature, _segment_kernel(signature))
-        status, t, y, f, h_abs, steps, nfev, stop = self._kernel[1](state, control, self.tableau, t_eval, int(next_eval),
-                                                           samples, tuple(args))
+        arguments = (state, control, self.tableau, t_eval, int(next_eval), samples, tuple(args))
+        status, t, y, f, h_abs, steps, nfev, stop = jit.matched_entry(self._kernel[1], *arguments)(*arguments)
         self.misses = 0 if steps else self.misses + 1
         self.steps += int(steps)
         if steps:   # (SciPy's own next step sets t_old, y_old and its dense output's data)
