@@ -518,17 +518,17 @@ _OVERLOADS: dict[tuple, list] = {}
 def _fingerprint(value: Any) -> Any:
     """numba's fingerprint of a value's type (`compute_fingerprint`); a tuple holding a value it does not take (a
     `core.jit_pair` record: the loop record inside the Data's arrays) by its members', such a record by its numba type
-    (its own attribute: no typing of the arrays it holds). Raises NotImplementedError for other values."""
+    (`numba.typeof` of the proxy: no typing of the arrays it holds). Raises NotImplementedError for other values."""
     from numba._dispatcher import compute_fingerprint
     try:
         return compute_fingerprint(value)
     except NotImplementedError:
         if isinstance(value, tuple):
             return (type(value), tuple(_fingerprint(member) for member in value))
-        kind = getattr(value, "_numba_type_", None)
-        if kind is None:
+        if not hasattr(value, "__dict__"):   # (a string, a number kind numba's fingerprint refuses: typed each time)
             raise
-        return ("numba type", kind)
+        import numba
+        return ("numba type", numba.typeof(value))   # (a record: numba reads its type from the proxy, arrays untyped)
 
 
 def _overload(kernel: Callable, args: tuple) -> list:
