@@ -45,6 +45,7 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.bridge.connection import check_real_time
 from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
+from biobullet.spatial.rotations import quaternion_to_matrix
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
 PROMISE = 1.0e-6
@@ -160,17 +161,16 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
     return peak_v, peak_x, same
 
 
+_ROTATION = quaternion_to_matrix   # (bound to its compiled twin where `_base_com_py` compiles)
+
+
 def _base_com_py(x, xd, offset):
     """A floating base's COM in the world (p = r + R p_i) and its world velocity (R (v + ω × p_i)) from our x, ẋ
     (root-frame position r, quaternion x y z w at x[3:7], root-frame v, ω) and the COM offset p_i (root-link frame):
     what PyBullet's step moves as p_{n+1} = p_n + h v_{n+1} (`conventions.PyBulletMap`)."""
-    qx, qy, qz, qw = x[3], x[4], x[5], x[6]
-    norm = qx * qx + qy * qy + qz * qz + qw * qw
-    s = 2.0 / norm if norm > 0.0 else 0.0   # (a zero quaternion: the warm-up call of `direct_entry`)
-    r = np.empty((3, 3))
-    r[0, 0], r[0, 1], r[0, 2] = 1.0 - s * (qy * qy + qz * qz), s * (qx * qy - qz * qw), s * (qx * qz + qy * qw)
-    r[1, 0], r[1, 1], r[1, 2] = s * (qx * qy + qz * qw), 1.0 - s * (qx * qx + qz * qz), s * (qy * qz - qx * qw)
-    r[2, 0], r[2, 1], r[2, 2] = s * (qx * qz - qy * qw), s * (qy * qz + qx * qw), 1.0 - s * (qx * qx + qy * qy)
+    quaternion = x[3:7]
+    # (a zero quaternion: the warm-up call of `direct_entry`)
+    r = _ROTATION(quaternion) if np.any(quaternion != 0.0) else np.eye(3)
     w = (xd[4] * offset[2] - xd[5] * offset[1], xd[5] * offset[0] - xd[3] * offset[2],
          xd[3] * offset[1] - xd[4] * offset[0])
     com = np.empty(6)
@@ -287,7 +287,9 @@ class OutsideWatch:
         #: a floating base's COM offset p_i (root-link frame; empty without one): the plain check's base test
         self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
         self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
-                                                                             "_BASE_COM": jit.compiled(_base_com_py)}),
+                                                                             "_BASE_COM": jit.compiled(
+                                                                                 _base_com_py, bind={
+                                                                                     "_ROTATION": quaternion_to_matrix})}),
                                          self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
                                          1.0, JUMP_TOLERANCE, self._offset)
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
