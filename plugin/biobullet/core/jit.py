@@ -559,10 +559,7 @@ def direct_entry(kernel: Callable, *args: Any) -> Callable:
     a step). The caller must pass the same types on every call (C-contiguous float64 arrays and Python floats where
     `args` has them): the wrapper converts but does not check. `kernel` itself when it is an uncompiled form (made
     with `ENABLED` off or inside `uncompiled()`), or inside `uncompiled()`."""
-    if not compiling() or not hasattr(kernel, "overloads"):
-        kernel(*args)
-        return kernel
-    entry = _overload(kernel, args)[0].entry_point
+    entry = matched_entry(kernel, *args)
     entry(*args)
     return entry
 
