@@ -364,10 +364,7 @@ class Model:
         the 1-DOF coordinates by q += v dt. Also of the tree's (x, ẋ) (sizes n_config, n_tangent)."""
         from biobullet.spatial.rotations import exp_quaternion, quaternion_multiply, quaternion_to_matrix, skew
         # (sizes and finiteness checked: a short v was a NumPy broadcast error, a NaN in q, v or dt a NaN result)
-        try:   # (the constraint solvers pass the tree's x, ẋ, which differ in size from q, v with joint functions)
-            tree = self.n_config != self.nq and np.size(q) == self.n_config
-        except ValueError:   # (a ragged nesting: `checked` names it)
-            tree = False
+        tree = self._tree_sized(q)
         q = self.checked("q", q, self.n_config if tree else self.nq).copy()
         v = self.checked("v", v, self.n_tangent if tree else self.nv)
         dt = time_argument(dt, "dt")
@@ -408,11 +405,24 @@ class Model:
         q[self._base_q:] += v[self._base_v:] * dt
         return q
 
+    def _tree_sized(self, q) -> bool:
+        """True where q has the tree's n_config entries and not nq: the constraint solvers and the joint-space
+        formulations pass the tree's x, ẋ, which differ in size from q, v with joint functions or loops."""
+        try:
+            return self.n_config != self.nq and np.size(q) == self.n_config
+        except ValueError:   # (a ragged nesting: `checked` names it)
+            return False
+
     def configuration_rate(self, q, v) -> np.ndarray:
         """q̇ for velocity v (`model.tree.position_rate_py`, the pipeline's q̇ stage): quaternions q̇ = ½ q ⊗ (ω, 0),
         free-joint position ṗ = R v, planar (ẋ, ẏ) = R(φ) (vx, vy) and d(cos φ, sin φ)/dt = (−sin φ, cos φ) φ̇;
-        1-DOF coordinates q̇ = v."""
-        q, v = (np.ascontiguousarray(a) for a in self._check_pair(q, v))   # sizes checked: the kernel indexes them
+        1-DOF coordinates q̇ = v. Also of the tree's (x, ẋ) (sizes n_config, n_tangent), as the joint-space
+        formulations integrate them."""
+        if self._tree_sized(q):   # (a floating base with joint functions or loops under `multipliers` raised here)
+            q, v = self.checked("q", q, self.n_config), self.checked("v", v, self.n_tangent)
+        else:
+            q, v = self._check_pair(q, v)
+        q, v = np.ascontiguousarray(q), np.ascontiguousarray(v)   # sizes checked: the kernel indexes them
         out = np.empty(len(q))
         _position_rate(np.concatenate((q, v)), len(q), self._base_q, self._base_v, self._blocks, q, v, out)
         return out
