@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -147,10 +150,6 @@ class PinocchioOracle(Oracle):
         return out
 
 
-#: link-velocity tolerance against PyBullet when the file's joint axes are not unit vectors (see PyBulletOracle)
-NON_UNIT_AXIS_TOLERANCE = 1e-6
-
-
 _PYBULLET_TAG = re.compile(r"b3(Error|Warning|Printf)\[[^\]\n]*\]:")
 
 
@@ -191,6 +190,34 @@ def _non_unit_axes(file: str) -> list[str]:
         if abs(norm - 1.0) > 1e-9:
             out.append(joint.get("name", "?"))
     return out
+
+
+@contextmanager
+def _unit_axes(file: str):
+    """The path PyBullet loads: `file`, or where a joint axis is not of unit length a copy with unit axes in a
+    temporary folder. PyBullet's multibody turns a joint about the unit axis but gives the link the angular
+    velocity axis·θ̇ (`bridge.connection.non_unit_axes`): its link velocities left the model's (and Pinocchio's)
+    by the axis' length − 1 (6e-2 for an axis of length 1.06), a disagreement of PyBullet's, not the model's."""
+    from biobullet.bridge.connection import non_unit_axes
+    from biobullet.model.urdf import read_xml
+    try:
+        robot = read_xml(file)
+    except ModelError:
+        robot = None
+    axes = non_unit_axes(robot) if robot is not None else []
+    if not axes:
+        yield file
+        return
+    for axis, unit in axes:
+        axis.set("xyz", " ".join(repr(float(c)) for c in unit))
+    for link in robot.iter("link"):   # (the oracle loads no shapes, and the copy's folder has no meshes beside it)
+        for shape in link.findall("visual") + link.findall("collision"):
+            link.remove(shape)
+    with tempfile.TemporaryDirectory(prefix="biobullet-") as folder:
+        path = os.path.join(folder, os.path.basename(file))
+        with open(path, "wb") as handle:
+            handle.write(ElementTree.tostring(robot, encoding="utf-8", xml_declaration=True))
+        yield path
 
 
 def _body_key(body) -> str:
@@ -234,11 +261,11 @@ class PyBulletOracle(Oracle):
         self.p = p
         self.client = p.connect(p.DIRECT)
         try:
-            with native_output(f"pybullet.loadURDF({self.file})"):
+            with native_output(f"pybullet.loadURDF({self.file})"), _unit_axes(self.file) as urdf:
                 # no collision or visual shapes: the oracle steps no contact, and parsing their meshes took 99 %
                 # of the load (corpus: 41 s of CPU for 226 loads, 0.6 s without; every link's mass, inertia,
                 # inertial frame and joint identical with and without them)
-                self.body = p.loadURDF(self.file, useFixedBase=not model.floating_base,
+                self.body = p.loadURDF(urdf, useFixedBase=not model.floating_base,
                                        flags=(p.URDF_USE_INERTIA_FROM_FILE | p.URDF_IGNORE_COLLISION_SHAPES
                                               | p.URDF_IGNORE_VISUAL_SHAPES), physicsClientId=self.client)
         except p.error as exc:
@@ -263,13 +290,10 @@ class PyBulletOracle(Oracle):
         self.inertia_error = self._inertia_error()
         self.kinematic_tolerance = 0.0
         skewed = _non_unit_axes(self.file)
-        if skewed:
-            # measured on romeo (axes like "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7): PyBullet's link
-            # velocities then differ from Pinocchio's and ours by ~1e-7 relative while M and h agree to 1e-10
-            self.kinematic_tolerance = NON_UNIT_AXIS_TOLERANCE
-            self.notes.append(f"PyBullet renormalises the non-unit joint axes of {', '.join(skewed[:4])}"
-                              f"{' …' if len(skewed) > 4 else ''} with ~1e-7 relative error (its console says so): "
-                              f"link velocities are compared to {NON_UNIT_AXIS_TOLERANCE:g}")
+        if skewed:   # (romeo's "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7, left link velocities 1e-7 apart)
+            self.notes.append(f"PyBullet is given unit joint axes for {', '.join(skewed[:4])}"
+                              f"{' …' if len(skewed) > 4 else ''} (the file's are not of unit length; its multibody "
+                              f"gives a link the angular velocity axis·θ̇)")
         # PyBullet's calculateInverseDynamics on a fixed base takes gravity in the root link's INERTIAL frame
         # without rotating it there: with an `rpy` on the root's <inertial> (R_i ≠ 1) the gravity terms are
         # wrong. The oracle passes R_iᵀ g instead (measured below once, to report by how much it matters).
