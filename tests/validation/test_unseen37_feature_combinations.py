@@ -589,3 +589,21 @@ def test_opensim_free_pelvis_with_spline_coupler_and_spring_follows_opensim(tmp_
     final = dict(zip(ours.joint_names, run.positions[-1]))
     assert set(expected) == set(final)
     assert max(abs(expected[name] - final[name]) for name in expected) <= 1e-9
+
+
+def test_bridge_refuses_a_users_body_with_non_unit_axes(tmp_path):
+    """A body the user loaded from a file with an axis of length 2 is the PyBullet multibody that turns its link by
+    axis·θ̇: the bridge on it left the engine by 3.3e-3 rad in 0.2 s, silently. Now one ModelError names the joint,
+    the axis length and the remedy."""
+    import pybullet as p
+    from biobullet.bridge import Bridge
+    from biobullet.core.errors import ModelError
+    model = load_text(PENDULUM_AXIS, tmp_path, "axis.urdf")
+    client = p.connect(p.DIRECT)
+    try:
+        body = p.loadURDF(str(model.file), useFixedBase=True, flags=p.URDF_USE_INERTIA_FROM_FILE,
+                          physicsClientId=client)
+        with pytest.raises(ModelError, match=r"joint 'swing' with an axis of length 2\b.*Bridge\(model\)"):
+            Bridge(model, client=client, body_id=body, dt=2e-4)
+    finally:
+        p.disconnect(client)

@@ -21,6 +21,9 @@ MAX_JOINT_VELOCITY = 1.0e6
 #: puts a newline after each piece: a longer line is broken mid-token ("Cannot load URDF file" when the break falls
 #: in a tag name; a split number read short when it falls in an attribute value)
 PYBULLET_LINE_BYTES = 8191
+#: a user's body whose joint axis is off unit length by more than this is refused (its links turn by axis·θ̇ in
+#: PyBullet's step: a relative error of that size, ≈ the bridge's own promise of 1e-6)
+NON_UNIT_AXIS = 1e-6
 
 
 def resolve_client(client, *, gui: bool) -> tuple[int, bool]:
@@ -247,6 +250,16 @@ def check_user_body(model, client: int, body: int) -> None:
                              attribute="body_id",
                              expected="a fixed base in the identity orientation (rotate the model file's "
                                       "<gravity> instead)")
+    for joint in range(n_joints):   # (`non_unit_axes`: PyBullet keeps the file's axis and turns its links wrongly)
+        info = p.getJointInfo(body, joint, physicsClientId=client)
+        length = float(np.linalg.norm(info[13]))
+        if info[2] in (p.JOINT_REVOLUTE, p.JOINT_PRISMATIC) and abs(length - 1.0) > NON_UNIT_AXIS:
+            raise ModelError(f"PyBullet body {body} has joint {info[1].decode()!r} with an axis of length "
+                             f"{length:.6g}: PyBullet's step gives its link the angular velocity axis·θ̇ while "
+                             "the model (as Pinocchio) turns it about the unit axis", file=model.file,
+                             attribute="body_id",
+                             expected="Bridge(model) loading the file (it hands PyBullet unit axes), or unit "
+                                      "<axis xyz> in the file")
 
 
 def _base_link_frame(p, client: int, body: int):
