@@ -26,32 +26,36 @@ sp = pytest.importorskip("sympy")
 
 GRAVITY = (1.5, -2.0, -9.5)   # m/s², along no axis
 
+
+def _link(name, mass, com, rpy, inertia):
+    """A link's URDF text: mass (kg), COM and inertial rpy, inertia (ixx, iyy, izz, ixy, ixz, iyz) in kg m²."""
+    ixx, iyy, izz, ixy, ixz, iyz = inertia
+    return (f'<link name="{name}"><inertial><origin xyz="{com}" rpy="{rpy}"/><mass value="{mass}"/>'
+            f'<inertia ixx="{ixx}" ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial></link>\n')
+
+
+def _joint(name, parent, child, xyz, rpy, axis=None, kind="revolute", limit=(-6, 6)):
+    """A joint's URDF text (a spherical one without axis and limit)."""
+    extra = "" if kind == "spherical" else (f'<axis xyz="{axis}"/><limit lower="{limit[0]}" upper="{limit[1]}" '
+                                             'effort="100" velocity="100"/>')
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/>{extra}</joint>\n')
+
+
 # A floating pelvis with a leg whose slide is an expression of the hip and whose ankle a polynomial of the slide
 # (a function of a dependent joint), an independent arm; every origin and inertial frame rotated; non-unit axes.
-COUPLED = f"""<robot name="fb_coupled">
-  <link name="pelvis"><inertial><origin xyz="0.01 -0.02 0.03" rpy="0.1 0.2 0.3"/><mass value="5.0"/>
-    <inertia ixx="0.08" ixy="0.001" ixz="-0.002" iyy="0.06" iyz="0.003" izz="0.05"/></inertial></link>
-  <link name="thigh"><inertial><origin xyz="0.0 0.01 -0.2" rpy="0.3 -0.1 0.2"/><mass value="2.0"/>
-    <inertia ixx="0.03" ixy="0.0005" ixz="0.0" iyy="0.028" iyz="0.001" izz="0.004"/></inertial></link>
-  <link name="shank"><inertial><origin xyz="0.01 0.0 -0.15" rpy="-0.2 0.1 0.4"/><mass value="1.5"/>
-    <inertia ixx="0.02" ixy="0.0" ixz="0.001" iyy="0.019" iyz="0.0" izz="0.003"/></inertial></link>
-  <link name="foot"><inertial><origin xyz="0.05 0.0 -0.02" rpy="0.0 0.3 -0.2"/><mass value="0.7"/>
-    <inertia ixx="0.002" ixy="0.0001" ixz="0.0" iyy="0.004" iyz="0.0" izz="0.003"/></inertial></link>
-  <link name="arm"><inertial><origin xyz="0.0 0.1 0.0" rpy="0.5 0.0 0.1"/><mass value="1.1"/>
-    <inertia ixx="0.01" ixy="0.0" ixz="0.0" iyy="0.002" iyz="0.0" izz="0.011"/></inertial></link>
-  <joint name="hip" type="revolute"><parent link="pelvis"/><child link="thigh"/>
-    <origin xyz="0.05 -0.1 -0.1" rpy="0.2 -0.3 0.4"/><axis xyz="0.3 1 0.1"/>
-    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint>
-  <joint name="slide" type="prismatic"><parent link="thigh"/><child link="shank"/>
-    <origin xyz="0.01 0.02 -0.4" rpy="-0.1 0.25 0.05"/><axis xyz="0.1 0.05 1"/>
-    <limit lower="-1" upper="1" effort="100" velocity="10"/></joint>
-  <joint name="ankle" type="revolute"><parent link="shank"/><child link="foot"/>
-    <origin xyz="0.0 0.01 -0.35" rpy="0.15 0.1 -0.3"/><axis xyz="0 1 0.2"/>
-    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint>
-  <joint name="shoulder" type="revolute"><parent link="pelvis"/><child link="arm"/>
-    <origin xyz="0.0 0.15 0.2" rpy="-0.4 0.2 0.1"/><axis xyz="1 0 0.3"/>
-    <limit lower="-3" upper="3" effort="100" velocity="10"/></joint>
-  <biobullet version="1">
+COUPLED = ('<robot name="fb_coupled">\n'
+           + _link("pelvis", 5.0, "0.01 -0.02 0.03", "0.1 0.2 0.3", (0.08, 0.06, 0.05, 0.001, -0.002, 0.003))
+           + _link("thigh", 2.0, "0.0 0.01 -0.2", "0.3 -0.1 0.2", (0.03, 0.028, 0.004, 0.0005, 0.0, 0.001))
+           + _link("shank", 1.5, "0.01 0.0 -0.15", "-0.2 0.1 0.4", (0.02, 0.019, 0.003, 0.0, 0.001, 0.0))
+           + _link("foot", 0.7, "0.05 0.0 -0.02", "0.0 0.3 -0.2", (0.002, 0.004, 0.003, 0.0001, 0.0, 0.0))
+           + _link("arm", 1.1, "0.0 0.1 0.0", "0.5 0.0 0.1", (0.01, 0.002, 0.011, 0.0, 0.0, 0.0))
+           + _joint("hip", "pelvis", "thigh", "0.05 -0.1 -0.1", "0.2 -0.3 0.4", "0.3 1 0.1", limit=(-3, 3))
+           + _joint("slide", "thigh", "shank", "0.01 0.02 -0.4", "-0.1 0.25 0.05", "0.1 0.05 1", "prismatic",
+                    (-1, 1))
+           + _joint("ankle", "shank", "foot", "0.0 0.01 -0.35", "0.15 0.1 -0.3", "0 1 0.2", limit=(-3, 3))
+           + _joint("shoulder", "pelvis", "arm", "0.0 0.15 0.2", "-0.4 0.2 0.1", "1 0 0.3", limit=(-3, 3))
+           + f"""  <biobullet version="1">
     <gravity xyz="{' '.join(map(str, GRAVITY))}"/>
     <base type="floating"/>
     <initial joint="hip" position="0.3" velocity="2.0"/>
@@ -60,7 +64,7 @@ COUPLED = f"""<robot name="fb_coupled">
     <joint_function joint="ankle" type="polynomial" inputs="slide" coefficients="0.1 3.0 -20.0"/>
     CONTACTS
   </biobullet>
-</robot>"""
+</robot>""")
 
 CONTACTS = """<contact name="heel" link="foot" xyz="-0.03 0 -0.04" radius="0" ground="plane" ground_height="-0.95"
              normal_law="hertz" stiffness="2e5" exponent="1.5" friction_law="none"/>
@@ -106,6 +110,22 @@ def random_floating_state(rng, n_joints):
                            rng.uniform(-1.0, 1.0, n_joints)])
 
 
+def check_reduced(model, state, tree, formulations) -> None:
+    """M, h and q̈ of the public calls and q̈ of `formulations` at state (q, v, τ) equal Pinocchio's tree
+    (oracle, data, x, ẋ, γ, G) reduced by hand, M_r = Gᵀ M G and h_r = Gᵀ rnea(x, ẋ, γ), to 1e-10 relative."""
+    q, v, tau = state
+    oracle, data, x, xd, g, big = tree
+    mass = pin.crba(oracle, data, x)
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    m_r, h_r = big.T @ mass @ big, big.T @ pin.rnea(oracle, data, x, xd, g)
+    expected = np.linalg.solve(m_r, tau - h_r)
+    assert np.abs(model.mass_matrix(q) - m_r).max() <= 1e-10 * np.abs(m_r).max()
+    assert np.abs(model.bias_forces(q, v) - h_r).max() <= 1e-10 * np.abs(h_r).max()
+    for formulation in (None, *formulations):
+        got = model.forward_dynamics(q, v, tau, formulation=formulation)
+        assert np.abs(got - expected).max() <= 1e-10 * np.abs(expected).max(), formulation
+
+
 def test_floating_base_with_nonlinear_coupling_of_a_dependent_joint_matches_pinocchio(tmp_path):
     """Floating base + an expression coupling a prismatic to a revolute + a polynomial of that dependent prismatic
     driving the ankle, rpy everywhere, non-unit axes, odd gravity: M, h and q̈ of the public calls (the pipeline) and
@@ -118,15 +138,8 @@ def test_floating_base_with_nonlinear_coupling_of_a_dependent_joint_matches_pino
     for _ in range(5):
         q, v, tau = random_floating_state(rng, 2), rng.normal(size=8), rng.normal(size=8)
         x, xd, g, big = tree(q, v)
-        mass = pin.crba(oracle, data, x)
-        mass = np.triu(mass) + np.triu(mass, 1).T
-        m_r, h_r = big.T @ mass @ big, big.T @ pin.rnea(oracle, data, x, xd, g)
-        expected = np.linalg.solve(m_r, tau - h_r)
-        assert np.abs(model.mass_matrix(q) - m_r).max() <= 1e-10 * np.abs(m_r).max()
-        assert np.abs(model.bias_forces(q, v) - h_r).max() <= 1e-10 * np.abs(h_r).max()
-        for formulation in (None, "matrix_calculus", "reduced_recursive", "reduced_pinocchio", "multipliers"):
-            got = model.forward_dynamics(q, v, tau, formulation=formulation)
-            assert np.abs(got - expected).max() <= 1e-10 * np.abs(expected).max(), formulation
+        check_reduced(model, (q, v, tau), (oracle, data, x, xd, g, big),
+                      ("matrix_calculus", "reduced_recursive", "reduced_pinocchio", "multipliers"))
 
 
 def pinocchio_energy(oracle, tree, q, v):
@@ -230,18 +243,6 @@ def test_validate_agrees_with_pybullet_on_non_unit_axes(tmp_path, capsys):
 # loop, a joint spring on a2 and a smooth stop on the driven flap. Non-unit axes, rpy everywhere, odd gravity.
 LOOP_GRAVITY = (-3.0, 4.0, -8.0)
 LOOP_A = np.array([0.02, -0.03, -0.22])   # the loop point on A3 (m)
-
-
-def _link(name, mass, com, rpy, inertia):
-    ixx, iyy, izz, ixy, ixz, iyz = inertia
-    return (f'<link name="{name}"><inertial><origin xyz="{com}" rpy="{rpy}"/><mass value="{mass}"/>'
-            f'<inertia ixx="{ixx}" ixy="{ixy}" ixz="{ixz}" iyy="{iyy}" iyz="{iyz}" izz="{izz}"/></inertial></link>\n')
-
-
-def _joint(name, parent, child, xyz, rpy, axis):
-    return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
-            f'<limit lower="-6" upper="6" effort="100" velocity="100"/></joint>\n')
 
 
 LOOP_TREE = ("<robot name=\"fb_loop\">\n"
@@ -409,33 +410,24 @@ def test_forces_across_a_floating_loop_and_on_a_coupled_joint_conserve_energy(tm
     assert fine <= 5e-4 and 1.8 <= coarse / fine <= 2.2
 
 
-SPHERICAL = """<robot name="sph_coupled">
-  <link name="torso"><inertial><origin xyz="0 0 0.1" rpy="0.1 0 0.2"/><mass value="3.0"/>
-    <inertia ixx="0.05" ixy="0" ixz="0.001" iyy="0.04" iyz="0" izz="0.03"/></inertial></link>
-  <link name="upper"><inertial><origin xyz="0.02 0 -0.15" rpy="0.2 -0.1 0.3"/><mass value="1.5"/>
-    <inertia ixx="0.012" ixy="0.0003" ixz="0" iyy="0.011" iyz="0.0002" izz="0.003"/></inertial></link>
-  <link name="fore"><inertial><origin xyz="0 0.01 -0.12" rpy="-0.1 0.2 0"/><mass value="1.0"/>
-    <inertia ixx="0.006" ixy="0" ixz="0.0001" iyy="0.006" iyz="0" izz="0.001"/></inertial></link>
-  <link name="hand"><inertial><origin xyz="0.03 0 -0.03" rpy="0 0.3 0.1"/><mass value="0.4"/>
-    <inertia ixx="0.0006" ixy="0" ixz="0" iyy="0.0008" iyz="0" izz="0.0004"/></inertial></link>
-  <link name="slider"><inertial><origin xyz="0 0.02 0" rpy="0.4 0 0"/><mass value="0.3"/>
-    <inertia ixx="0.0003" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0003"/></inertial></link>
-  <joint name="shoulder" type="spherical"><parent link="torso"/><child link="upper"/>
-    <origin xyz="0.05 0.2 0.3" rpy="0.3 -0.2 0.1"/></joint>
-  <joint name="elbow" type="revolute"><parent link="upper"/><child link="fore"/>
-    <origin xyz="0 0 -0.3" rpy="0.1 0.1 -0.2"/><axis xyz="0 1 0"/><limit lower="-9" upper="9" effort="1" velocity="1"/></joint>
-  <joint name="wrist" type="revolute"><parent link="fore"/><child link="hand"/>
-    <origin xyz="0 0 -0.25" rpy="-0.2 0 0.3"/><axis xyz="1 0 0"/><limit lower="-9" upper="9" effort="1" velocity="1"/></joint>
-  <joint name="sleeve" type="prismatic"><parent link="upper"/><child link="slider"/>
-    <origin xyz="0.03 0 -0.1" rpy="0 0.2 0"/><axis xyz="0 0 1"/><limit lower="-9" upper="9" effort="1" velocity="1"/></joint>
-  <biobullet version="1">
+SPHERICAL = ('<robot name="sph_coupled">\n'
+             + _link("torso", 3.0, "0 0 0.1", "0.1 0 0.2", (0.05, 0.04, 0.03, 0, 0.001, 0))
+             + _link("upper", 1.5, "0.02 0 -0.15", "0.2 -0.1 0.3", (0.012, 0.011, 0.003, 0.0003, 0, 0.0002))
+             + _link("fore", 1.0, "0 0.01 -0.12", "-0.1 0.2 0", (0.006, 0.006, 0.001, 0, 0.0001, 0))
+             + _link("hand", 0.4, "0.03 0 -0.03", "0 0.3 0.1", (0.0006, 0.0008, 0.0004, 0, 0, 0))
+             + _link("slider", 0.3, "0 0.02 0", "0.4 0 0", (0.0003, 0.0002, 0.0003, 0, 0, 0))
+             + _joint("shoulder", "torso", "upper", "0.05 0.2 0.3", "0.3 -0.2 0.1", kind="spherical")
+             + _joint("elbow", "upper", "fore", "0 0 -0.3", "0.1 0.1 -0.2", "0 1 0", limit=(-9, 9))
+             + _joint("wrist", "fore", "hand", "0 0 -0.25", "-0.2 0 0.3", "1 0 0", limit=(-9, 9))
+             + _joint("sleeve", "upper", "slider", "0.03 0 -0.1", "0 0.2 0", "0 0 1", "prismatic", (-9, 9))
+             + """  <biobullet version="1">
     <gravity xyz="2.0 -1.0 -9.0"/>
     <base type="floating"/>
     <initial joint="elbow" position="0.5" velocity="1.5"/>
     <joint_function joint="wrist" type="expression" inputs="elbow" expression="0.3*sin(elbow)**2 + 0.1*elbow"/>
     <joint_function joint="sleeve" type="spline" inputs="elbow" x="-2 -1 0 1 2 3" y="0.0 0.01 0.03 0.02 -0.01 0.0"/>
   </biobullet>
-</robot>"""
+</robot>""")
 
 
 def pinocchio_tree(path, floating: bool):
@@ -509,15 +501,8 @@ def test_spherical_joint_beside_spline_and_expression_couplings_matches_pinocchi
                                   ("sleeve", (spline, lambda e: spline(e, 1), lambda e: spline(e, 2)))):
             x[joint(name).idx_q], xd[joint(name).idx_v] = f(elbow), f1(elbow) * v[9]
             g[joint(name).idx_v], big[joint(name).idx_v, 9] = f2(elbow) * v[9] ** 2, f1(elbow)
-        mass = pin.crba(oracle, data, x)
-        mass = np.triu(mass) + np.triu(mass, 1).T
-        m_r, h_r = big.T @ mass @ big, big.T @ pin.rnea(oracle, data, x, xd, g)
-        expected = np.linalg.solve(m_r, tau - h_r)
-        assert np.abs(model.mass_matrix(q) - m_r).max() <= 1e-10 * np.abs(m_r).max()
-        assert np.abs(model.bias_forces(q, v) - h_r).max() <= 1e-10 * np.abs(h_r).max()
-        for formulation in (None, "reduced_recursive", "reduced_pinocchio", "multipliers"):
-            got = model.forward_dynamics(q, v, tau, formulation=formulation)
-            assert np.abs(got - expected).max() <= 1e-10 * np.abs(expected).max(), formulation
+        check_reduced(model, (q, v, tau), (oracle, data, x, xd, g, big),
+                      ("reduced_recursive", "reduced_pinocchio", "multipliers"))
     coarse, fine = bridge_errors(model, 0.3, (4e-4, 2e-4))
     assert fine <= 5e-4 and 1.8 <= coarse / fine <= 2.2
 
@@ -532,7 +517,8 @@ def test_opensim_free_pelvis_with_spline_coupler_and_spring_follows_opensim(tmp_
     osim = import_opensim()
     model = osim.Model()
     model.setGravity(osim.Vec3(1.0, -9.0, 2.0))
-    pelvis = osim.Body("pelvis", 5.0, osim.Vec3(0.01, 0.02, -0.03), osim.Inertia(0.08, 0.06, 0.05, 0.001, -0.002, 0.003))
+    pelvis = osim.Body("pelvis", 5.0, osim.Vec3(0.01, 0.02, -0.03),
+                       osim.Inertia(0.08, 0.06, 0.05, 0.001, -0.002, 0.003))
     thigh = osim.Body("thigh", 2.0, osim.Vec3(0.0, -0.2, 0.01), osim.Inertia(0.03, 0.004, 0.028, 0.0005, 0.0, 0.001))
     shank = osim.Body("shank", 1.5, osim.Vec3(0.01, -0.15, 0.0), osim.Inertia(0.02, 0.003, 0.019, 0.0, 0.001, 0.0))
     for body in (pelvis, thigh, shank):
