@@ -648,3 +648,15 @@ def test_time_driven_prismatic_and_a_polynomial_of_it_match_pinocchio(tmp_path):
         x, xd, g, big = tree(q, v, t)
         check_reduced(model, (q, v, tau, t), (oracle, data, x, xd, g, big),
                       ("matrix_calculus", "reduced_recursive", "reduced_pinocchio", "multipliers"))
+
+
+def test_multipliers_integrate_a_spherical_joint_beside_joint_functions(tmp_path):
+    """SPHERICAL (floating base, spherical shoulder, two joint functions) under the joint-space DAE: its tree
+    configuration holds two quaternions and more entries than q (raised "argument 'q' has 14 entries (expected 12)"
+    at t = 0); now within 1e-9 of the reduced formulation over 0.3 s (measured 7e-12, rtol 1e-10)."""
+    model = load_text(SPHERICAL, tmp_path, "sph.urdf")
+    grid = np.linspace(0.0, 0.3, 31)
+    runs = [biobullet.simulate(model, 0.3, formulation=name, rtol=1e-10, atol=1e-12, t_eval=grid, progress=False,
+                               **({"projection": True} if name == "multipliers" else {}))
+            for name in ("reduced", "multipliers")]
+    assert np.abs(runs[0].positions - runs[1].positions).max() <= 1e-9
