@@ -660,3 +660,44 @@ def test_multipliers_integrate_a_spherical_joint_beside_joint_functions(tmp_path
                                **({"projection": True} if name == "multipliers" else {}))
             for name in ("reduced", "multipliers")]
     assert np.abs(runs[0].positions - runs[1].positions).max() <= 1e-9
+
+
+GIBBS_APPELL = """<robot name="ga_fun">
+  <link name="world"/>
+  <link name="b1"><inertial><origin xyz="0.25 0 0"/><mass value="0.39"/>
+    <inertia ixx="1e-5" ixy="0" ixz="0" iyy="0.008" iyz="0" izz="0.008"/></inertial></link>
+  <link name="b2"><inertial><origin xyz="0.25 0 0"/><mass value="0.39"/>
+    <inertia ixx="1e-5" ixy="0" ixz="0" iyy="0.008" iyz="0" izz="0.008"/></inertial></link>
+  <joint name="j1" type="continuous"><parent link="world"/><child link="b1"/><origin xyz="0 0 0"/>
+    <axis xyz="0 0 1"/></joint>
+  <joint name="j2" type="continuous"><parent link="b1"/><child link="b2"/><origin xyz="0.5 0 0"/>
+    <axis xyz="0 0 1"/></joint>
+  <biobullet version="1">
+    <gravity xyz="0 -9.81 0"/>
+    EXTRA
+    <flexible link="b1" theory="euler_bernoulli" boundary="cf" modes="1" youngs_modulus="7e10"
+              shear_modulus="2.6e10" shear_coefficient="0.85" area="2.9e-4" second_moment="1e-9" density="2700"/>
+    <flexible link="b2" theory="euler_bernoulli" boundary="cf" modes="1" youngs_modulus="7e10"
+              shear_modulus="2.6e10" shear_coefficient="0.85" area="2.9e-4" second_moment="1e-9" density="2700"
+              length="0.5"/>
+  </biobullet>
+</robot>"""
+
+
+@pytest.mark.parametrize("extra, named", [
+    ('<joint_function joint="j2" type="linear" inputs="j1" coefficients="0.5"/>', r'<joint_function joint="j2">'),
+    ('<joint_spring joint="j1" stiffness="100" rest="0" damping="0"/>', r"<joint_spring"),
+    ('<spring name="s" link_a="b2" xyz_a="0.5 0 0" link_b="world" xyz_b="1 0 0" stiffness="10"/>', r"<spring"),
+])
+def test_elastic_chain_refuses_what_it_would_leave_out(tmp_path, extra, named):
+    """A flexible two-link chain with a joint function (j2 = 0.5 j1) or a force element, read by the Gibbs–Appell
+    chain: it loaded and ran without them — j2 a free coordinate ('q2' among its coordinates), the springs
+    absent. Now one ModelError names the element and points to the segmented model, which runs them."""
+    from biobullet.core.errors import ModelError
+    from biobullet.flexible.gibbs_appell import ElasticChain
+    path = tmp_path / "chain.urdf"
+    path.write_text(GIBBS_APPELL.replace("EXTRA", extra))
+    with pytest.raises(ModelError, match=named + r".*elastic chain.*load_segmented_model"):
+        ElasticChain.from_model_file(path)
+    path.write_text(GIBBS_APPELL.replace("EXTRA", ""))
+    assert ElasticChain.from_model_file(path).coordinate_names == ("q1", "d11", "q2", "d21")

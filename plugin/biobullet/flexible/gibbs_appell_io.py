@@ -82,6 +82,32 @@ def _check_chain_origins(file: str, prismatic: list[Any], revolute: list[Any]) -
                                "only its distance)", "L 0 0 with L > 0, the parent link's length")
 
 
+#: the `<biobullet>` elements an elastic chain runs (with `<gravity>` and `<initial>`)
+CHAIN_ELEMENTS = ("flexible", "contact")
+
+
+def refuse_ignored(desc: Any, file: str) -> None:
+    """ModelError naming the first part of the file an elastic chain would leave out: a joint function (its joint
+    would move freely), a loop, a force element, a muscle, a `<base type="floating">` (the chain's floating base
+    is its two prismatic joints). Before, `ElasticChain.from_model_file` ran such a file without them."""
+    expected = "<flexible>, <contact>, <gravity> and <initial> only (run other elements on the segmented model: " \
+               "biobullet.flexible.segments.load_segmented_model)"
+    for function in desc.joint_functions:
+        raise function.source.error("joint", f"an elastic chain has no joint functions (joint {function.joint!r} "
+                                    "would move freely)", expected)
+    for element in desc.elements:
+        if element.tag not in CHAIN_ELEMENTS:
+            raise element.source.error(None, f"an elastic chain does not run <{element.tag}> elements (it would "
+                                       "be left out)", expected)
+    if desc.muscles:
+        raise ModelError("an elastic chain does not run muscles (they would be left out)", file=file,
+                         element="<muscle>", expected=expected)
+    if desc.base_type == "floating":
+        raise ModelError("an elastic chain's floating base is two leading prismatic joints (x, y), not a floating "
+                         "root (it would be left out)", file=file, element="<base>", attribute="type",
+                         expected="fixed, with prismatic joints along x then y for a floating planar base")
+
+
 def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor."""
     from biobullet.contact import friction_law_from_attributes, normal_law_from_attributes
@@ -89,6 +115,7 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
     from biobullet.dynamics.api import model_from_file as load_model
     desc = load_model(path).description
     file = str(path)
+    refuse_ignored(desc, file)
     joints = [j for j in desc.joints if j.movable]
     prismatic = [j for j in joints if j.type == "prismatic"]
     revolute = [j for j in joints if j.type in ("revolute", "continuous")]
