@@ -7,7 +7,7 @@ Event location: a strict sign change of g between the ends of a step (honouring 
 Brent's method on the dense output (xtol 4 ε), then moved to the first representable time on the far side of the
 surface so that a restarted integrator starts where the new right-hand side applies. The state there is not the
 crossing step's dense output where the surface is a kink of the right-hand side (`LoopEvent.kink`; that step was
-taken across it): one-step methods re-integrate it from the step's start (`_SmoothSide`).
+taken across it): it is re-integrated from the step's start (`_SmoothSide`; by Radau in a multistep run).
 """
 from __future__ import annotations
 
@@ -133,7 +133,12 @@ class LoopEvent:
     terminal: bool = False
     restart: bool = False
     action: Callable[[float, np.ndarray], None] | None = None
-    kink: bool = False   # the right-hand side switches at g = 0 by the state alone (`core.events.Event.kink`)
+    # the right-hand side switches at g = 0 by the state alone (`core.events.Event.kink`; a callable is asked when
+    # the event is located)
+    kink: bool | Callable[[], bool] = False
+
+    def kinked(self) -> bool:
+        return bool(self.kink() if callable(self.kink) else self.kink)
 
 
 #: events located within this many ε·max(1, |t|) of the cut are simultaneous: all their actions run
@@ -234,8 +239,9 @@ class _SmoothSide:
     may split it), and the root is located again on that step's dense output. Events whose action switches the
     right-hand side (contacts: friction keeps opposing the slide until the slip stop is located) have a smooth
     crossing step: its output is exact there, and a re-integration ending on the surface only added its end's
-    error (3e-12 m on a uniformly decelerated block). One-step methods only: a multistep method (BDF, LSODA)
-    restarted there climbs from order 1 in many short steps, and LSODA's energy error at a stop grew with it."""
+    error (3e-12 m on a uniformly decelerated block). A multistep method (BDF, LSODA) restarted there would climb
+    from order 1 in many short steps (LSODA's energy error at a stop grew with it), and its crossing step's output
+    kept the kink's error: its runs re-integrate by Radau (one-step, fifth order, as fit for stiffness as they)."""
 
     def __init__(self, make: Callable, step_rhs: _StepRhs, t_old: float, y_old: np.ndarray) -> None:
         self.make, self.step_rhs, self.t_old, self.y_old = make, step_rhs, t_old, y_old
@@ -352,10 +358,14 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
             or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
-    def make(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None):
-        return solver_class(step_rhs, t_start, y_start, t_stop, rtol=rtol, atol=atol, max_step=max_step,
-                            **({"first_step": first} if first else {}),
-                            **({"jac": jacobian} if solver_class in (Radau, BDF) else {}))
+    def make(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None, kind=None):
+        kind = kind or solver_class
+        return kind(step_rhs, t_start, y_start, t_stop, rtol=rtol, atol=atol, max_step=max_step,
+                    **({"first_step": first} if first else {}), **({"jac": jacobian} if kind in (Radau, BDF) else {}))
+
+    def make_smooth(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None):
+        # (the smooth side of a multistep run by Radau: see _SmoothSide)
+        return make(t_start, y_start, t_stop, first, Radau if solver_class in MULTISTEP else None)
 
     while True:
         t_bound = next((b for b in stops if b > t), float(t_end))
@@ -431,8 +441,8 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             for position, (root, k) in enumerate(fired):
                 if events[k].terminal or events[k].restart:
                     refined = None
-                    if events[k].kink and root < t_new and solver_class not in MULTISTEP:   # (see _SmoothSide)
-                        smooth = _SmoothSide(make, step_rhs, start[0], start[1])
+                    if root < t_new and events[k].kinked():   # (see _SmoothSide)
+                        smooth = _SmoothSide(make_smooth, step_rhs, start[0], start[1])
                         refined = smooth.cut(events[k], root, t_new, g_new[k])
                         out.nfev += smooth.nfev
                     if refined is not None:
