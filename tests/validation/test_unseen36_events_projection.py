@@ -129,6 +129,36 @@ def test_multistep_event_state_comes_from_the_smooth_side(tmp_path, method):
     assert jumps.max() <= rtol * np.abs(energy).max(), f"{method}: energy jump at an event {jumps.max():.3g} J"
 
 
+def test_damped_switched_stop_runs_on_radau(tmp_path):
+    # a damped switched stop's force jumps by c ṗ at the limit (JointStop's docstring: a discontinuity, which the
+    # event's re-integration reduces but cannot remove). Restarted on the surface (1e-17 rad inside), Radau's
+    # finite-difference Jacobian stepped back across it: a column of jump / 1.5e-8, Newton failed, and the run
+    # stopped at the first stop with "Required step size is less than spacing between numbers" (t = 0.047 s).
+    # Now the first Jacobian after such a restart keeps the side without the jump. Each event state against SciPy
+    # from its step's start on that phase's law (stop force −k p − c ṗ inside, none outside): measured ≤ 1.03
+    # rtol·ω_max — the damped stop's step-sized error (undamped: 0)
+    from test_unseen30_event_steps import INERTIA, K, LOWER, UPPER, C as ARM, G as GRAVITY, M as BOB
+    damping, rtol = 5.0, 1e-9
+    model = load_text(STOP_URDF.replace('damping="0"', f'damping="{damping!r}"'), tmp_path, "damped.urdf")
+    run = simulate(model, 0.5, method="Radau", rtol=rtol, atol=1e-12, t_eval="steps", progress=False)
+    assert len(run.events) >= 10
+    worst = 0.0
+    for _, t, state in run.events:
+        k = int(np.searchsorted(run.t, t)) - 1
+        theta = run.positions[k, 0]
+        limit = UPPER if theta > UPPER else LOWER if theta < LOWER else None
+
+        def rhs(_, y, limit=limit):
+            torque = -BOB * GRAVITY * ARM * math.sin(y[0])
+            if limit is not None:
+                torque -= K * (y[0] - limit) + damping * y[1]
+            return [y[1], torque / INERTIA]
+        piece = solve_ivp(rhs, (run.t[k], t), [theta, run.velocities[k, 0]], method="DOP853", rtol=1e-13,
+                          atol=1e-16)
+        worst = max(worst, abs(piece.y[1, -1] - state[1]))
+    assert worst <= 2.0 * rtol * np.abs(run.velocities[:, 0]).max(), worst
+
+
 # ------------------------------------------------------------------------------- multipliers on massless links
 @pytest.fixture(scope="module")
 def shoulder():

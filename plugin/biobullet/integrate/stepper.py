@@ -89,7 +89,11 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
     cannot be evaluated (NaN from a rejected stage) is taken backwards; where neither can (the state is within a
     step of a singular loop configuration) it raises FloatingPointError, and `_StepRhs.step` stops the run with the
     failure the right-hand side reported (a NaN Jacobian, as SciPy's would be, is kept by Radau for later steps
-    and failed one of them with LAPACK's "array must not contain infs or NaNs")."""
+    and failed one of them with LAPACK's "array must not contain infs or NaNs"). While `jac.near_switch` is set
+    (`run_loop`: a restart on the surface of a kink event) each column is taken both ways and the smaller kept: a
+    damped switched stop's force jumps by c ṗ there, and the forward difference from a state 1e-17 rad inside, taken
+    across the surface, made a column of jump / 1.5e-8 — Radau's Newton failed on it, and the run stopped with
+    "step size less than spacing between numbers"."""
     def jac(t: float, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         f0 = np.asarray(rhs(t, y), dtype=float)
@@ -110,8 +114,14 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
             else:
                 raise FloatingPointError(f"the right-hand side cannot be evaluated on either side of the state "
                                          f"(Jacobian column {j})")
+            if jac.near_switch and h > 0.0:   # (the side without the jump: the smaller difference)
+                probe[j] = y[j] - steps[j]
+                back = (np.asarray(rhs(t, probe), dtype=float) - f0) / (probe[j] - y[j])
+                if np.all(np.isfinite(back)) and np.linalg.norm(back) < np.linalg.norm(out[:, j]):
+                    out[:, j] = back
             probe[j] = y[j]
         return out
+    jac.near_switch = False
     return jac
 
 
@@ -354,6 +364,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     evaluation_budget = int(MAX_EVALUATIONS + EVALUATIONS_PER_SECOND * (t_end - t0)) if max_evaluations is None \
         else int(max_evaluations)
     jacobian = finite_difference_jacobian(step_rhs)
+    on_kink = False   # the run restarts on the surface of a kink event (until its first accepted step)
     implicit_from = None   # step_rhs.calls when an implicit method took over (the evaluation budget counts from there)
     if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
             or switch is not None or len(stops) > 1):
@@ -373,6 +384,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
         implicit = solver_class.__name__.upper() in IMPLICIT
         if implicit and implicit_from is None:
             implicit_from = step_rhs.calls
+        jacobian.near_switch = on_kink   # (the new solver's first Jacobian: see finite_difference_jacobian)
         solver = make(t, y, t_bound, first_step)
         g_old = [e.g(t, y) for e in events]
         restart_at = None
@@ -416,6 +428,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 out.nfev += solver.nfev
                 raise StepFailure(message or "step failed", solver.t, solver.y.copy())
             out.steps += 1
+            jacobian.near_switch = on_kink = False
             if out.steps > budget:
                 out.nfev += solver.nfev
                 mean_step = (solver.t - t0) / out.steps
@@ -442,6 +455,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 if events[k].terminal or events[k].restart:
                     refined = None
                     if root < t_new and events[k].kinked():   # (see _SmoothSide)
+                        on_kink = True
                         smooth = _SmoothSide(make_smooth, step_rhs, start[0], start[1])
                         refined = smooth.cut(events[k], root, t_new, g_new[k])
                         out.nfev += smooth.nfev
