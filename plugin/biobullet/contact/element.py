@@ -269,7 +269,7 @@ class Contact(ForceElement):
         start. The touch on the way out and the release are kinks of the right-hand side (`Event.kink`): the law acts
         on the step that crosses them and stops there by the state alone (δ ≤ 0, or the force clipped at zero). The
         onset is not: an inactive contact's force is zero on the crossing step's stages (the action switches it on),
-        and slip stop and start switch friction by their action too."""
+        and slip stop and start switch friction by their action too. (A law acting outside contact: `_leaving`.)"""
         law = self.normal_law
         out = [Event(f"{self.name}:touch", self._g_touch(model), 0.0, restart=True, action=self._sync,
                      kink=self._leaving)]
@@ -284,7 +284,10 @@ class Contact(ForceElement):
         return out
 
     def _leaving(self) -> bool:
-        """Whether a touch event located now is the way out of an active contact whose law stops at δ = 0 (a kink)."""
+        """Whether the right-hand side bends where a touch event is located now (`Event.kink`): the way out of an
+        active contact, whose law stops at δ = 0; and both ways for a law acting outside contact, which is smooth
+        but rises over 1/C at δ = 0 (kelvin_voigt_smooth, C = 1e4 /m: steep on a step's scale; cut from the crossing
+        step's interpolant, the dissipated energy was 10 rtol·m g h off with RK45)."""
         return self._state is not None and (self._state.active or self.normal_law.acts_outside_contact)
 
     def _event_kinematics(self, model, x, xd) -> tuple[float, float, np.ndarray]:
