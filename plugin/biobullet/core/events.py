@@ -37,8 +37,9 @@ class Event:
     checked: bool = False
     #: the right-hand side switches at g = 0 by the state alone (a switched stop's law reads θ), not by the event's
     #: action: the step that crosses it is taken across the kink, and the state at the event is re-integrated from
-    #: that step's start instead of cut from its dense output (`integrate.stepper._SmoothSide`)
-    kink: bool = False
+    #: that step's start instead of cut from its dense output (`integrate.stepper._SmoothSide`). A callable () → bool
+    #: is asked when the event is located, before its action (a contact's touch is a kink on the way out only)
+    kink: bool | Callable[[], bool] = False
 
     def __post_init__(self) -> None:
         if self.action is not None and not (self.restart or self.terminal):

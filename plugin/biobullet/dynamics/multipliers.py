@@ -7,6 +7,14 @@ constraint forces in the rows' units (N for point/planar loop rows, N·m per uni
 revolute axis rows, N·m or N for joint-function rows): Φ_xᵀ λ is the joint-space reaction.
 Default Baumgarte gains α = β = 10 s⁻¹ (critically damped drift decay with a 0.1 s time constant); at a
 consistent state (Φ = Φ̇ = 0) they have no effect. Use (0, 0) for the pure index-1 DAE.
+
+Conditioning. The tree's M over all joints may be near-singular where the constrained system is not: massless
+links (a joint function's "unrot" joints on shoulder_rhythm: cond(M) ≈ 6e9) move almost no inertia but are held by
+their rows. The range-space solve goes through M⁻¹ and keeps only ≈ cond(M)·ε of ẍ (3e-7 rad/s² on shoulder_rhythm):
+noise at that level spoiled the implicit methods' finite-difference Jacobian (steps of 1.5e-8), and Radau crawled in
+steps of 3e-8 s until its work budget ran out. Where M's Cholesky pivots say so (`solve_method`), the accelerations
+solve the whole KKT matrix instead (LU), which is as well conditioned as the constrained system. (The projections
+stay on the range-space solve: their correction is small at the states they see, and so is its noise.)
 """
 from __future__ import annotations
 
@@ -21,6 +29,29 @@ from biobullet.dynamics.formulation import JOINT, Formulation, register_formulat
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
+#: the least ratio (smallest Cholesky pivot)² / (largest diagonal entry) of M for the range-space solve through M⁻¹;
+#: below it (cond(M) above ~10⁶: more than ~10⁻¹⁰ of ẍ lost) the whole KKT matrix is solved (`solve_method`)
+SCHUR_PIVOT_RATIO = 1e-6
+
+
+def solve_method(mass: np.ndarray) -> str:
+    """"schur" where M is well conditioned (`SCHUR_PIVOT_RATIO`), else "kkt" (see the module docstring); "schur"
+    also where M has no Cholesky factor, so that the range-space solve reports it."""
+    try:
+        pivots = np.diagonal(np.linalg.cholesky(mass))
+    except np.linalg.LinAlgError:
+        return "schur"
+    return "schur" if float(np.min(pivots)) ** 2 >= SCHUR_PIVOT_RATIO * float(np.max(np.diagonal(mass))) else "kkt"
+
+
+def _kkt_solve(mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, target: np.ndarray, names, x, xd,
+               t: float) -> tuple[np.ndarray, np.ndarray]:
+    """`constrained_acceleration` by the solve `solve_method` chooses; on the KKT path dependent rows are refused
+    first, as the range-space path refuses them (the KKT matrix would be singular)."""
+    method = solve_method(mass)
+    if method == "kkt":
+        check_rank(jac, names, x, t, xd)
+    return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t, method=method)
 
 
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
@@ -39,8 +70,7 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
         phi, jac, bias = loop_terms(model, cset.loops, x, xd)
         phi_t = None
     phi_dot = jac @ xd if phi_t is None else jac @ xd + phi_t
-    return constrained_acceleration(mass, h, tau, jac, corrector.target(phi, phi_dot, bias), names=cset.names,
-                                    x=x, xd=xd, t=t)
+    return _kkt_solve(mass, h, tau, jac, corrector.target(phi, phi_dot, bias), cset.names, x, xd, t)
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

@@ -7,7 +7,7 @@ Event location: a strict sign change of g between the ends of a step (honouring 
 Brent's method on the dense output (xtol 4 ε), then moved to the first representable time on the far side of the
 surface so that a restarted integrator starts where the new right-hand side applies. The state there is not the
 crossing step's dense output where the surface is a kink of the right-hand side (`LoopEvent.kink`; that step was
-taken across it): one-step methods re-integrate it from the step's start (`_SmoothSide`).
+taken across it): it is re-integrated from the step's start (`_SmoothSide`; by Radau in a multistep run).
 """
 from __future__ import annotations
 
@@ -89,7 +89,11 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
     cannot be evaluated (NaN from a rejected stage) is taken backwards; where neither can (the state is within a
     step of a singular loop configuration) it raises FloatingPointError, and `_StepRhs.step` stops the run with the
     failure the right-hand side reported (a NaN Jacobian, as SciPy's would be, is kept by Radau for later steps
-    and failed one of them with LAPACK's "array must not contain infs or NaNs")."""
+    and failed one of them with LAPACK's "array must not contain infs or NaNs"). While `jac.near_switch` is set
+    (`run_loop`: a restart on the surface of a kink event) each column is taken both ways and the smaller kept: a
+    damped switched stop's force jumps by c ṗ there, and the forward difference from a state 1e-17 rad inside, taken
+    across the surface, made a column of jump / 1.5e-8 — Radau's Newton failed on it, and the run stopped with
+    "step size less than spacing between numbers"."""
     def jac(t: float, y: np.ndarray) -> np.ndarray:
         y = np.asarray(y, dtype=float)
         f0 = np.asarray(rhs(t, y), dtype=float)
@@ -110,8 +114,14 @@ def finite_difference_jacobian(rhs: Callable[[float, np.ndarray], np.ndarray]):
             else:
                 raise FloatingPointError(f"the right-hand side cannot be evaluated on either side of the state "
                                          f"(Jacobian column {j})")
+            if jac.near_switch and h > 0.0:   # (the side without the jump: the smaller difference)
+                probe[j] = y[j] - steps[j]
+                back = (np.asarray(rhs(t, probe), dtype=float) - f0) / (probe[j] - y[j])
+                if np.all(np.isfinite(back)) and np.linalg.norm(back) < np.linalg.norm(out[:, j]):
+                    out[:, j] = back
             probe[j] = y[j]
         return out
+    jac.near_switch = False
     return jac
 
 
@@ -133,7 +143,12 @@ class LoopEvent:
     terminal: bool = False
     restart: bool = False
     action: Callable[[float, np.ndarray], None] | None = None
-    kink: bool = False   # the right-hand side switches at g = 0 by the state alone (`core.events.Event.kink`)
+    # the right-hand side switches at g = 0 by the state alone (`core.events.Event.kink`; a callable is asked when
+    # the event is located)
+    kink: bool | Callable[[], bool] = False
+
+    def kinked(self) -> bool:
+        return bool(self.kink() if callable(self.kink) else self.kink)
 
 
 #: events located within this many ε·max(1, |t|) of the cut are simultaneous: all their actions run
@@ -234,8 +249,9 @@ class _SmoothSide:
     may split it), and the root is located again on that step's dense output. Events whose action switches the
     right-hand side (contacts: friction keeps opposing the slide until the slip stop is located) have a smooth
     crossing step: its output is exact there, and a re-integration ending on the surface only added its end's
-    error (3e-12 m on a uniformly decelerated block). One-step methods only: a multistep method (BDF, LSODA)
-    restarted there climbs from order 1 in many short steps, and LSODA's energy error at a stop grew with it."""
+    error (3e-12 m on a uniformly decelerated block). A multistep method (BDF, LSODA) restarted there would climb
+    from order 1 in many short steps (LSODA's energy error at a stop grew with it), and its crossing step's output
+    kept the kink's error: its runs re-integrate by Radau (one-step, fifth order, as fit for stiffness as they)."""
 
     def __init__(self, make: Callable, step_rhs: _StepRhs, t_old: float, y_old: np.ndarray) -> None:
         self.make, self.step_rhs, self.t_old, self.y_old = make, step_rhs, t_old, y_old
@@ -348,14 +364,19 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     evaluation_budget = int(MAX_EVALUATIONS + EVALUATIONS_PER_SECOND * (t_end - t0)) if max_evaluations is None \
         else int(max_evaluations)
     jacobian = finite_difference_jacobian(step_rhs)
+    on_kink = False   # the run restarts on the surface of a kink event (until its first accepted step)
     implicit_from = None   # step_rhs.calls when an implicit method took over (the evaluation budget counts from there)
     if (events or project is not None or observe is not None or t_eval is None or method.upper() != "DOP853"
             or switch is not None or len(stops) > 1):
         fast = None   # the compiled segments write samples only (no event checks, projection or observers)
-    def make(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None):
-        return solver_class(step_rhs, t_start, y_start, t_stop, rtol=rtol, atol=atol, max_step=max_step,
-                            **({"first_step": first} if first else {}),
-                            **({"jac": jacobian} if solver_class in (Radau, BDF) else {}))
+    def make(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None, kind=None):
+        kind = kind or solver_class
+        return kind(step_rhs, t_start, y_start, t_stop, rtol=rtol, atol=atol, max_step=max_step,
+                    **({"first_step": first} if first else {}), **({"jac": jacobian} if kind in (Radau, BDF) else {}))
+
+    def make_smooth(t_start: float, y_start: np.ndarray, t_stop: float, first: float | None):
+        # (the smooth side of a multistep run by Radau: see _SmoothSide)
+        return make(t_start, y_start, t_stop, first, Radau if solver_class in MULTISTEP else None)
 
     while True:
         t_bound = next((b for b in stops if b > t), float(t_end))
@@ -363,6 +384,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
         implicit = solver_class.__name__.upper() in IMPLICIT
         if implicit and implicit_from is None:
             implicit_from = step_rhs.calls
+        jacobian.near_switch = on_kink   # (the new solver's first Jacobian: see finite_difference_jacobian)
         solver = make(t, y, t_bound, first_step)
         g_old = [e.g(t, y) for e in events]
         restart_at = None
@@ -406,6 +428,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                 out.nfev += solver.nfev
                 raise StepFailure(message or "step failed", solver.t, solver.y.copy())
             out.steps += 1
+            jacobian.near_switch = on_kink = False
             if out.steps > budget:
                 out.nfev += solver.nfev
                 mean_step = (solver.t - t0) / out.steps
@@ -431,8 +454,9 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
             for position, (root, k) in enumerate(fired):
                 if events[k].terminal or events[k].restart:
                     refined = None
-                    if events[k].kink and root < t_new and solver_class not in MULTISTEP:   # (see _SmoothSide)
-                        smooth = _SmoothSide(make, step_rhs, start[0], start[1])
+                    if root < t_new and events[k].kinked():   # (see _SmoothSide)
+                        on_kink = True
+                        smooth = _SmoothSide(make_smooth, step_rhs, start[0], start[1])
                         refined = smooth.cut(events[k], root, t_new, g_new[k])
                         out.nfev += smooth.nfev
                     if refined is not None:
