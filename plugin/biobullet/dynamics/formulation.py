@@ -18,9 +18,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.plugins import PluginRegistry
-from biobullet.spatial.dense import solve_spd
+from biobullet.spatial.dense import massless_coordinate, massless_text, solve_spd
 
 DEFAULT_FORMULATION = "reduced"
 GENERALIZED, JOINT = "generalized", "joint"
@@ -56,6 +56,12 @@ class Formulation(ABC):
         """v̇ from M v̇ = Q − h; `tau` = generalized forces Q (nv) or None."""
         mass, bias = self.mass_and_bias(model, q, v, t)
         rhs = -bias if tau is None else tau - bias
+        # the pipeline's test of each coordinate's own diagonal entry (it moves no mass), through G at this state
+        gradient = None if model.coordinate_map.identity else model.joint_state_view(q, v, t)[2]
+        massless = massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
+        if massless is not None:
+            raise SolverError((f"{model.file}: " if model.file else "") + massless_text(model.velocity_names, massless,
+                                                                mass[massless, massless]))
         return solve_spd(mass, rhs, model.file, model.velocity_names)
 
     # joint-space (DAE) formulations implement these
