@@ -14,7 +14,7 @@ taking the compiled model and the data workspace as structured arguments:
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_into_py`, into
                     data.tree_work)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G, each declining a
-                    pivot within round-off of its diagonal entry                               `solve_stage_py`
+                    coordinate that moves no mass or a pivot within round-off of its diagonal entry  `solve_stage_py`
 
 and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage, q̇ and the rows of error_control="joints":
