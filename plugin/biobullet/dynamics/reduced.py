@@ -113,8 +113,11 @@ class ReducedRecursiveFormulation(ProjectedFormulation):
         return rnea(model, x, xd, xdd)
 
     def mass_and_bias(self, model, q, v, t):
+        return self.mass_bias_gradient(model, q, v, t)[:2]
+
+    def mass_bias_gradient(self, model, q, v, t):
         x, xd, gradient, gamma = model.joint_state(q, v, t)
         mass, h = crba(model, x), rnea(model, x, xd, gamma)
         if model.coordinate_map.identity:
-            return mass, h
-        return gradient.T @ mass @ gradient, gradient.T @ h
+            return mass, h, None
+        return gradient.T @ mass @ gradient, gradient.T @ h, gradient

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import SolverError
 
 #: a mass matrix's factorisation declines a pivot (the inertia its direction has left once the directions before it
@@ -84,12 +85,20 @@ def massless_coordinate_py(mass, floor_root, gradient, projected):
 def massless_coordinate(mass: np.ndarray, floor_root: np.ndarray, gradient: np.ndarray | None) -> int | None:
     """`massless_coordinate_py` from Python (`gradient` None: the identity map), None when every coordinate moves
     mass: the check formulations' and the error path's reading of the pipeline's test."""
-    from biobullet.core import jit
-    mass = np.array(mass, dtype=float)   # (writable C-contiguous copies: one specialisation of the kernel)
+    mass = _writable(mass)
     projected = gradient is not None
-    index = jit.compiled(massless_coordinate_py)(mass, np.array(floor_root, dtype=float),
-                                                 np.array(gradient, dtype=float) if projected else mass, projected)
+    index = _massless_coordinate(mass, _writable(floor_root), _writable(gradient) if projected else mass, projected)
     return None if index < 0 else int(index)
+
+
+def _writable(array) -> np.ndarray:
+    """`array` as a writable C-contiguous float64 array, copied only when it is not one (a read-only argument
+    would compile the kernel once more)."""
+    array = np.ascontiguousarray(array, dtype=float)
+    return array if array.flags.writeable else array.copy()
+
+
+_massless_coordinate = jit.lazy(massless_coordinate_py)
 
 
 def massless_text(names: Sequence[str], index: int, entry: float) -> str:
