@@ -91,6 +91,16 @@ def massless_coordinate(mass: np.ndarray, floor_root: np.ndarray, gradient: np.n
     return None if index < 0 else int(index)
 
 
+def massless_coordinates(mass: np.ndarray, floor_root: np.ndarray, gradient: np.ndarray | None) -> list[int]:
+    """Every coordinate `massless_coordinate` refuses (for a report that lists them all)."""
+    mass = np.array(mass, dtype=float)
+    found: list[int] = []
+    while (index := massless_coordinate(mass, floor_root, gradient)) is not None:
+        found.append(index)
+        mass[index, index] = np.inf   # (the next scan passes it)
+    return found
+
+
 def _writable(array) -> np.ndarray:
     """`array` as a writable C-contiguous float64 array, copied only when it is not one (a read-only argument
     would compile the kernel once more)."""
