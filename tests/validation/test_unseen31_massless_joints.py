@@ -208,6 +208,15 @@ def test_light_sensor_on_a_heavy_arm_is_solved(tmp_path):
     path = _write(tmp_path, "sensor", text)
     model = biobullet.load_model(path, joint_limits=False)
     _aba_check(model, path, False, np.random.default_rng(8))
+    # validate's note names the joints the solve refuses, by the same test: not the sensor's hinge, whose own
+    # inertia Pinocchio gives as ≈ 1e-12 kg·m² (on main: "joints moving no mass (every link they move is
+    # massless): sensor_hinge", by a second rule against M's largest diagonal entry)
+    from biobullet.validate import validate_model
+    pin_model = pin.buildModelFromUrdf(str(path))
+    q = np.full(4, 0.3)
+    assert pin.crba(pin_model, pin_model.createData(), q)[3, 3] > 1e-12
+    notes = " ".join(validate_model(model, samples=1, oracles=("pinocchio",)).notes)
+    assert "sensor_hinge" not in notes
 
 
 def test_joint_function_input_moving_no_mass_is_mapped(tmp_path):
