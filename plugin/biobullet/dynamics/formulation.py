@@ -18,9 +18,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.plugins import PluginRegistry
-from biobullet.spatial.dense import solve_spd
+from biobullet.spatial.dense import massless_coordinate, massless_text, solve_spd
 
 DEFAULT_FORMULATION = "reduced"
 GENERALIZED, JOINT = "generalized", "joint"
@@ -51,11 +51,25 @@ class Formulation(ABC):
         """(M, h) together; formulations override this to share work between the two."""
         return self.mass_matrix(model, q, t), self.bias_forces(model, q, v, t)
 
+    def mass_bias_gradient(self, model, q: np.ndarray, v: np.ndarray,
+                           t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(M, h, G): `mass_and_bias` and the coordinate map's G at this state (None for the identity map), which
+        `forward_dynamics` tests each coordinate's diagonal entry through; a formulation that forms G anyway
+        overrides this to hand its own."""
+        mass, bias = self.mass_and_bias(model, q, v, t)
+        return mass, bias, None if model.coordinate_map.identity else model.joint_state_view(q, v, t)[2]
+
     def forward_dynamics(self, model, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None,
                          t: float) -> np.ndarray:
-        """v̇ from M v̇ = Q − h; `tau` = generalized forces Q (nv) or None."""
-        mass, bias = self.mass_and_bias(model, q, v, t)
+        """v̇ from M v̇ = Q − h; `tau` = generalized forces Q (nv) or None; a SolverError naming the coordinate that
+        moves no mass (`spatial.dense.massless_coordinate`) or where M is singular to round-off."""
+        mass, bias, gradient = self.mass_bias_gradient(model, q, v, t)
         rhs = -bias if tau is None else tau - bias
+        # the pipeline's test of each coordinate's own diagonal entry (it moves no mass), through G at this state
+        massless = massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
+        if massless is not None:
+            raise SolverError((f"{model.file}: " if model.file else "") + massless_text(model.velocity_names, massless,
+                                                                mass[massless, massless]))
         return solve_spd(mass, rhs, model.file, model.velocity_names)
 
     # joint-space (DAE) formulations implement these

@@ -16,7 +16,7 @@ from biobullet.algorithms.rnea import rnea
 from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.pipeline.compiled_model import SPARSE
-from biobullet.spatial.dense import declined_pivot, singular_mass_text
+from biobullet.spatial.dense import declined_pivot, massless_coordinate, massless_text, singular_mass_text
 
 
 @register_formulation
@@ -47,15 +47,22 @@ class ReducedFormulation(Formulation):
 def _declined(model, q, v, t: float, what: str):
     """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
     SolverError naming the model file and what the kernels found — the coordinate whose pivot the solve refused
-    (`spatial.dense.declined_pivot`, in the solve's elimination order: the tree-sparse Lᵀ D L eliminates the last
-    direction first), found here on the error path only."""
+    (a coordinate that moves no mass, `spatial.dense.massless_coordinate`, else `spatial.dense.declined_pivot`, in
+    the solve's elimination order: the tree-sparse Lᵀ D L eliminates the last direction first), found here on the
+    error path only."""
     q = model.checked("q", q, model.nq)
     model.check_rotations(q)
     # (v=None is the mass matrix's own call; a caller's v=None is an argument error, not a singular matrix)
-    model.joint_state(q, np.zeros(model.nv) if what == "mass matrix" else model.checked("v", v, model.nv), t)
+    gradient = model.joint_state(q, np.zeros(model.nv) if what == "mass matrix"
+                                 else model.checked("v", v, model.nv), t)[2]
     index = None
     mass = model.workspace.mass_matrix(model, q, t) if what == "forward dynamics" else None
     if mass is not None:
+        # the solve's first test: a coordinate whose own diagonal entry is round-off (it moves no mass)
+        massless = massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
+        if massless is not None:
+            raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: "
+                              + massless_text(model.velocity_names, massless, mass[massless, massless]))
         if model.workspace.compiled.solver == SPARSE:
             index = declined_pivot(mass[::-1, ::-1])
             index = None if index is None else model.nv - 1 - index
@@ -106,8 +113,11 @@ class ReducedRecursiveFormulation(ProjectedFormulation):
         return rnea(model, x, xd, xdd)
 
     def mass_and_bias(self, model, q, v, t):
+        return self.mass_bias_gradient(model, q, v, t)[:2]
+
+    def mass_bias_gradient(self, model, q, v, t):
         x, xd, gradient, gamma = model.joint_state(q, v, t)
         mass, h = crba(model, x), rnea(model, x, xd, gamma)
         if model.coordinate_map.identity:
-            return mass, h
-        return gradient.T @ mass @ gradient, gradient.T @ h
+            return mass, h, None
+        return gradient.T @ mass @ gradient, gradient.T @ h, gradient

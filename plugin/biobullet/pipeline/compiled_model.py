@@ -9,6 +9,9 @@
   of mass, inertia, motion subspace) of `Model.tree_pack`, `gravity`, `ancestry` (n_b, n_tangent) float
   (1 where velocity column j moves body b), `tangent_parent` (the tangent direction before each one on its path
   to the root, −1 at the root: the tree-sparse factorisation);
+- `mass_floor_root` (n_tangent,): per tree direction √(`spatial.dense.MASS_FLOOR_RATIO` × the bound of its M[k, k]
+  from the bodies it moves, `spatial.dense.direction_mass_bounds`): the solve's test that each coordinate moves mass
+  (`spatial.dense.massless_coordinate_py`);
 - the joint-function table of `model.joint_jets.function_table` (`jets_table`, `jets_inputs`, `jets_coef`:
   kinds, parameters, expression tapes, plug-in kernel addresses);
 - `loops` (`LoopTable`): the map's loop resolvers in its order, interleaved with runs of the joint-function table
@@ -33,6 +36,7 @@ from biobullet.algorithms import compiled_kernels
 from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
 from biobullet.constraints.loops import joint_layout_tree
 from biobullet.model.tree import multi_dof_blocks
+from biobullet.spatial.dense import direction_mass_bounds, mass_floor_root
 
 COMPILED_STATE, CALLBACK_STATE = 0, 1
 DENSE, SPARSE, PROJECTED = 0, 1, 2
@@ -58,6 +62,7 @@ class CompiledModel(NamedTuple):
     gravity: np.ndarray
     ancestry: np.ndarray
     tangent_parent: np.ndarray
+    mass_floor_root: np.ndarray
     jets_table: np.ndarray
     jets_inputs: np.ndarray
     jets_coef: np.ndarray
@@ -212,6 +217,7 @@ def compile_model(model) -> CompiledModel:
         _identity_solver(parents) if identity else PROJECTED, multi_dof_blocks(model.bodies),
         np.array(model.coordinate_map.independent, dtype=np.int64), meta, body,
         np.array(model.gravity, dtype=float), ancestry, parents,
+        mass_floor_root(direction_mass_bounds(model.bodies, ancestry)),
         np.ascontiguousarray(table[0]), np.ascontiguousarray(table[1]), np.ascontiguousarray(table[2], dtype=float),
         loops)
     return arrays   # not flagged read-only: numba would compile every callee again for read-only array types

@@ -23,7 +23,7 @@ from biobullet.algorithms import compiled_kernels
 from biobullet.core import jit
 from biobullet.model.tree import position_rate_py
 from biobullet.pipeline import stages
-from biobullet.spatial.dense import MASS_PIVOT_RATIO
+from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate_py
 
 
 def has_loops(model) -> bool:
@@ -78,7 +78,8 @@ def solve_kernel(inline: bool = False):
     factor, solve = compiled_kernels.cholesky_kernels()
     return _compiled_with(stages.solve_stage_py, {
         "_PROJECT": compiled_kernels.project_upper_into_kernel(), "_LTDL": ltdl_kernel(), "_CHOLESKY_FACTOR": factor,
-        "_CHOLESKY_SOLVE": solve, "_PIVOT_RATIO": MASS_PIVOT_RATIO}, inline)
+        "_CHOLESKY_SOLVE": solve, "_PIVOT_RATIO": MASS_PIVOT_RATIO,
+        "_MASSLESS": jit.compiled(massless_coordinate_py)}, inline)
 
 
 def forward_kernel(read_record, loops: bool = True):

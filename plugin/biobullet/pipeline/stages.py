@@ -14,7 +14,7 @@ taking the compiled model and the data workspace as structured arguments:
     M, h            CRBA and RNEA(x, ẋ, γ) (`algorithms.compiled_kernels._tree_dynamics_into_py`, into
                     data.tree_work)
     solve           M_r v̇ = Q − h_r: dense Cholesky, tree-sparse Lᵀ D L, or Cholesky of Gᵀ M G, each declining a
-                    pivot within round-off of its diagonal entry                               `solve_stage_py`
+                    coordinate that moves no mass or a pivot within round-off of its diagonal entry  `solve_stage_py`
 
 and their two compositions: `forward_py` (M, h or v̇ of given generalized forces: the public calls and
 `pipeline.forward`) and `rhs_py` (the engine's ẏ with the force stage, q̇ and the rows of error_control="joints":
@@ -147,12 +147,16 @@ def joint_state_stage_py(model, data, q, v, t, rates):
 def solve_stage_py(model, data, mass, bias, force, accel):
     """v̇ into `accel` from M_r v̇ = Q − h_r (Q = `force`, nv generalized forces), M and h of the tree: projected
     through data.gradient (Gᵀ M G, Gᵀ h) for a PROJECTED model, else M itself by the tree-sparse Lᵀ D L (SPARSE)
-    or dense Cholesky. False when a pivot is not above _PIVOT_RATIO (`spatial.dense.MASS_PIVOT_RATIO`) × its
-    diagonal entry: M_r singular to round-off or not positive definite."""
+    or dense Cholesky. False when a coordinate's own diagonal entry is not above its floor (it moves no mass:
+    `spatial.dense.massless_coordinate_py` on model.mass_floor_root) or a pivot is not above _PIVOT_RATIO
+    (`spatial.dense.MASS_PIVOT_RATIO`) × its diagonal entry: M_r singular to round-off or not positive definite."""
     nv = model.nv
-    if model.solver == PROJECTED:
+    projected = model.solver == PROJECTED
+    if projected:
         mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
                               data.reduced_mass, data.reduced_bias)
+    if _MASSLESS(mass, model.mass_floor_root, data.gradient, projected) >= 0:
+        return False
     rhs = data.rhs
     for c in range(nv):
         rhs[c] = force[c] - bias[c]

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from biobullet.core import jit
 from biobullet.core.errors import SolverError
 
 #: a mass matrix's factorisation declines a pivot (the inertia its direction has left once the directions before it
@@ -14,6 +15,109 @@ from biobullet.core.errors import SolverError
 #: t ≈ 3 s, cond(M) 1e14), then 8.8e-8 (shoulder_simplified at random states; docs/architecture.md, "solve"). 1e-14
 #: sits between: 9× above the round-off seen, 50× below the smallest legitimate pivot.
 MASS_PIVOT_RATIO = 1e-14
+
+#: The relative test cannot catch a diagonal entry that is round-off itself: a hinge whose axis passes through a
+#: point mass (or a body with no inertia along it), a ball joint centred on a point mass, a prismatic joint moving
+#: massless links have M_r[c, c] ≈ ±1e-17 of the subtree's inertia, and a positive one passed (v̇ finite and
+#: meaningless). So each coordinate's own diagonal entry — its inertia about its own motion, before any elimination:
+#: "moves no mass" is a property of that entry alone — must also be above MASS_FLOOR_RATIO × the bound that entry
+#: can reach when its direction moves mass (`direction_mass_bounds`, from the masses, inertias and distances of the
+#: bodies it moves, so a 1 mm, 1 g finger or a model in millimetres and grams scales with it). The entry's round-off
+#: is ≈ a few ε of that bound (the inertias are summed about each root's anchor); 1e-12 sits ≥ 1000× above it and
+#: ≥ 1e6× below the smallest diagonal / bound measured on the bundled models (docs/architecture.md, "solve").
+#: Pivots after elimination keep the relative test only: a small pivot of a combination of coordinates that each
+#: move mass is a near-singular posture (the anthropomorph's straight flight, cond(M) 1e14), not a massless joint.
+MASS_FLOOR_RATIO = 1e-12
+
+
+def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
+    """Per tree direction k (n_tangent,) an upper bound of the tree's M[k, k] over configurations, in k's own
+    units (kg for a translation, kg·m² for a rotation): Σ over the bodies b that k moves (ancestry[b, k] ≠ 0) of
+    m_b |s_lin|² + (trace(I_c,b) + m_b L²) |s_ang|², s the direction's motion subspace column (joint frame) and L the
+    model's reach: Σ over non-root bodies of |joint origin| and over bodies of |centre of mass|, a bound of any
+    centre of mass's distance from its root's anchor (about which the pipeline sums the inertias) and from any
+    joint axis while no prismatic joint carries it farther (then the bound is lower than the true one, and so is
+    the floor: never a refusal of a direction that moves mass). A rotation's M[k, k] = Σ a·I_c a + m d² ≤
+    trace(I_c) + m L² (a unit axis); a translation's = Σ m."""
+    # (a root body's own placement is left out: the recursions sum each root's subtree about its anchor, so a model
+    # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
+    reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
+    n_tangent = ancestry.shape[1] if ancestry.ndim == 2 else 0
+    with np.errstate(over="ignore", invalid="ignore"):   # (a COM at 1e200 m: an infinite bound, no floor)
+        moment = np.array([b.mass * np.float64(reach) ** 2 + float(np.trace(b.inertia_com)) for b in bodies])
+    mass = np.array([b.mass for b in bodies])
+    bounds = np.zeros(n_tangent)
+    for b in bodies:
+        s = np.asarray(b.motion_subspace, dtype=float)
+        for d in range(b.nv):
+            k = b.v_index + d
+            moved = ancestry[:, k] != 0
+            bounds[k] = (float(s[:3, d] @ s[:3, d]) * float(np.sum(mass[moved]))
+                         + float(s[3:, d] @ s[3:, d]) * float(np.sum(moment[moved])))
+    return bounds
+
+
+def mass_floor_root(bounds: np.ndarray) -> np.ndarray:
+    """√(MASS_FLOOR_RATIO × bound) per tree direction (`CompiledModel.mass_floor_root`, what `massless_coordinate_py`
+    reads); 0 where the bound is not finite (magnitudes that overflow: the relative test and the finiteness checks
+    decide)."""
+    bounds = np.asarray(bounds, dtype=float)
+    return np.where(np.isfinite(bounds), np.sqrt(MASS_FLOOR_RATIO * np.where(np.isfinite(bounds), bounds, 0.0)), 0.0)
+
+
+def massless_coordinate_py(mass, floor_root, gradient, projected):
+    """The first coordinate c whose own diagonal entry M_r[c, c] is not above its floor, −1 when none: c moves no
+    mass (MASS_FLOOR_RATIO). The floor is floor_root[c]² for a tree solved as M itself (`projected` False: G the
+    identity), else (Σ_a |G[a, c]| floor_root[a])² for M_r = Gᵀ M G (|M_ab| ≤ √(M_aa M_bb) bounds its entries, and
+    their round-off, the same way). One compare per diagonal entry; a NaN entry is left to the factorisation."""
+    for c in range(mass.shape[0]):
+        if projected:
+            root = 0.0
+            for a in range(gradient.shape[0]):
+                root += abs(gradient[a, c]) * floor_root[a]
+        else:
+            root = floor_root[c]
+        if mass[c, c] <= root * root:
+            return c
+    return -1
+
+
+def massless_coordinate(mass: np.ndarray, floor_root: np.ndarray, gradient: np.ndarray | None) -> int | None:
+    """`massless_coordinate_py` from Python (`gradient` None: the identity map), None when every coordinate moves
+    mass: the check formulations' and the error path's reading of the pipeline's test."""
+    mass = _writable(mass)
+    projected = gradient is not None
+    index = _massless_coordinate(mass, _writable(floor_root), _writable(gradient) if projected else mass, projected)
+    return None if index < 0 else int(index)
+
+
+def massless_coordinates(mass: np.ndarray, floor_root: np.ndarray, gradient: np.ndarray | None) -> list[int]:
+    """Every coordinate `massless_coordinate` refuses (for a report that lists them all)."""
+    mass = np.array(mass, dtype=float)
+    found: list[int] = []
+    while (index := massless_coordinate(mass, floor_root, gradient)) is not None:
+        found.append(index)
+        mass[index, index] = np.inf   # (the next scan passes it)
+    return found
+
+
+def _writable(array) -> np.ndarray:
+    """`array` as a writable C-contiguous float64 array, copied only when it is not one (a read-only argument
+    would compile the kernel once more)."""
+    array = np.ascontiguousarray(array, dtype=float)
+    return array if array.flags.writeable else array.copy()
+
+
+_massless_coordinate = jit.lazy(massless_coordinate_py)
+
+
+def massless_text(names: Sequence[str], index: int, entry: float) -> str:
+    """Why a solve refused coordinate names[index]: its own diagonal entry `entry` is round-off (it moves no mass)."""
+    return (f"coordinate {names[index]!r} moves no mass: its own inertia about its motion (the mass matrix's "
+            f"diagonal entry, {entry:.3g}) is not above {MASS_FLOOR_RATIO:g} of what the bodies it moves can have — "
+            "a hinge whose axis passes through a point mass or through a body with no inertia along it, a ball "
+            "joint centred on a point mass, a prismatic joint moving massless links; no acceleration of it is "
+            "defined (give a moved body mass off the axis, or make the joint fixed)")
 
 
 def declined_pivot(mass: np.ndarray) -> int | None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from biobullet.core.errors import BiobulletError, ModelError, SolverError, clean_message
 from biobullet.core.native import native_output
+from biobullet.spatial.dense import massless_coordinates
 from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_errors
 
 EXCLUDED_FORMULATIONS = ("reduced_pinocchio",)  # it IS Pinocchio: never check Pinocchio against itself
@@ -400,7 +401,7 @@ SINGULAR = 1e-12
 
 def _joints_moving_no_mass(model, q, t: float) -> tuple[str | None, float, float]:
     """(None, smallest, largest eigenvalue) if M(q) is positive definite; else (which generalized velocities move
-    no mass (zero diagonal of M), smallest, largest eigenvalue)."""
+    no mass (the solve's test: `spatial.dense.massless_coordinate`), smallest, largest eigenvalue)."""
     mass = model.mass_matrix(q, t, formulation="reduced")
     if mass.size == 0:
         return None, 0.0, 0.0
@@ -409,11 +410,13 @@ def _joints_moving_no_mass(model, q, t: float) -> tuple[str | None, float, float
     smallest, largest = float(eigenvalues[0]), float(eigenvalues[-1])
     if smallest > SINGULAR * scale:
         return None, smallest, largest
-    return _still_message(model, mass, scale), smallest, largest
+    return _still_message(model, q, t, mass), smallest, largest
 
 
-def _still_message(model, mass: np.ndarray, scale: float) -> str:
-    still = [model.velocity_names[k] for k in range(model.nv) if mass[k, k] <= SINGULAR * scale]
+def _still_message(model, q, t: float, mass: np.ndarray) -> str:
+    # the solve's own test of a coordinate that moves no mass (`spatial.dense.massless_coordinate`)
+    gradient = None if model.coordinate_map.identity else model.joint_state(q, np.zeros(model.nv), t)[2]
+    still = [model.velocity_names[k] for k in massless_coordinates(mass, model.compiled.mass_floor_root, gradient)]
     if still:
         return (f"joints moving no mass (every link they move is massless): {', '.join(still[:10])}"
                 f"{' …' if len(still) > 10 else ''}; M is singular and q̈ undefined for them")
