@@ -89,8 +89,12 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
         digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
-        # a compiled callee's error model is in its machine code too
-        digest.update(str(getattr(bound[name], "targetoptions", {}).get("error_model", "")).encode())
+        # a compiled callee's error model is in its machine code too, and so is how it is reached: IR-inlined into
+        # the caller or called (the same source bound either way gave one stamp: the cache kept the other's code)
+        options = getattr(bound[name], "targetoptions", {})
+        digest.update(str(options.get("error_model", "")).encode())
+        if options.get("inline", "never") != "never":
+            digest.update(b"|inlined")
     return digest.hexdigest()
 
 
