@@ -45,6 +45,16 @@ def test_simulate_names_a_number_given_as_text(tmp_path, keyword, value):
         biobullet.simulate(model, arguments.pop("t_end"), **arguments)
 
 
+def test_an_initial_value_given_as_text_is_named(tmp_path):
+    """`initial={"j1": "0.3"}` was read as 0.3 rad; a number is still taken (q0 = 0.3 by hand)."""
+    model = biobullet.load_model(chain(tmp_path))
+    with pytest.raises(ModelError, match="argument 'j1': not a number \\(got str '0.3'\\)"):
+        model.initial_state({"j1": "0.3"})
+    with pytest.raises(ModelError, match="argument 'j1_dot': not a number"):
+        biobullet.simulate(model, 0.01, initial={"j1_dot": "1"}, progress=False)
+    assert model.initial_state({"j1": 0.3})[0][0] == 0.3
+
+
 def test_the_bridge_names_a_time_step_given_as_text():
     pytest.importorskip("pybullet")
     model = biobullet.load_model("arm7")

@@ -84,10 +84,12 @@ def _overflow_text(model, q, v, t: float, what: str, tau) -> str:
                 f"overflow at |v| = {speeds[k]:.3g} on {names[k]!r} (the state ran away: check the forces that "
                 "drive it and the initial state)")
     forces = np.abs(model.checked("tau", tau, model.nv)) if tau is not None else np.zeros(model.nv)
-    k = int(np.argmax(forces))
-    return (f"the accelerations M⁻¹ (Q − h) are not finite (the mass matrix is regular here): the generalized force "
-            f"|Q| = {forces[k]:.3g} on {names[k]!r} overflows double precision (largest speed |v| = "
-            f"{float(speeds.max(initial=0.0)):.3g})")
+    bias = np.abs(bias)
+    k, j = int(np.argmax(forces)), int(np.argmax(bias))
+    which = (f"the generalized force |Q| = {forces[k]:.3g} on {names[k]!r}" if forces[k] >= bias[j] else
+             f"the bias force |h| = {bias[j]:.3g} on {names[j]!r}")
+    return (f"the accelerations M⁻¹ (Q − h) are not finite (the mass matrix is regular here): {which} overflows "
+            f"double precision (largest speed |v| = {float(speeds.max(initial=0.0)):.3g})")
 
 
 class ProjectedFormulation(Formulation):
