@@ -1,5 +1,6 @@
 """Command-line argument types and signal handling shared by `biobullet` and `biobullet sweep`, and the checks of
-the Python API's scalar arguments (standard library only)."""
+the Python API's scalar arguments (standard library only at import: the CLI starts without NumPy; `number_argument`
+reads through `core.attributes` when called)."""
 from __future__ import annotations
 
 import argparse
