@@ -166,11 +166,12 @@ def test_a_loop_that_cannot_close_names_the_file_and_the_loop(tmp_path) -> None:
 
 
 def test_an_overflowing_contact_force_is_named_not_the_solve_argument(tmp_path) -> None:
-    """A Hertz contact with exponent 1e6, 3 m inside its ground, overflows: the run failed with "argument 'tau'
-    contains NaN or infinite values" — an argument the user never passed. It now names the contact element."""
+    """A Hertz contact 1e110 m inside its ground overflows (δ³ > 1e308; the exponent of 1e6 this test used at 3 m
+    is refused since at parse time): the run failed with "argument 'tau' contains NaN or infinite values" — an
+    argument the user never passed. It now names the contact element."""
     path = tmp_path / "deep.urdf"
-    path.write_text(_chain('<contact name="heel" link="l3" xyz="0 0 0" ground="plane" ground_height="0" '
-                           'normal_law="hertz" stiffness="1e5" exponent="1e6"/>'))
+    path.write_text(_chain('<contact name="heel" link="l3" xyz="0 0 0" ground="plane" ground_height="1e110" '
+                           'normal_law="hertz" stiffness="1e5" exponent="3"/>'))
     code, message = _cli("simulate", str(path), "--t-end", "0.01", "--out", str(tmp_path / "out.csv"))
     assert code == 2 and "Traceback" not in message and "'tau'" not in message
     assert "the force of Contact('heel') is not finite at t = 0 s" in message

@@ -59,6 +59,7 @@ import numpy as np
 from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_body, ensure_usable, is_closed,
                                         mark_closed)
 from biobullet.core.native import import_pybullet
+from biobullet.core.arguments import number_argument
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.jit import direct_entry
@@ -194,8 +195,8 @@ class Bridge:
             raise ModelError(f"argument 'contact_geometry' is {contact_geometry!r:.60}", attribute="contact_geometry",
                              expected="None, " + " or ".join(repr(name) for name in GEOMETRIES))
         if query_distance is not None:
-            query_distance = to_float(None, "query_distance", query_distance, positive=True,
-                                      expected="a positive distance (m)")
+            query_distance = number_argument(query_distance, "query_distance", positive=True,
+                                             expected="a positive distance (m)")
         self.client, self._owned = resolve_client(client, gui=gui)
         self.body = -1
         #: True when the bridge loaded the body (close() then removes it from a client the user owns)
@@ -206,7 +207,7 @@ class Bridge:
             self.map = PyBulletMap(model, self.body, self.client)
             match_inertia(model, self.client, self.body, self.map.link_index)  # bridge/inertia.py
             if dt is not None:
-                dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
+                dt = number_argument(dt, "dt", positive=True, expected="a positive time step (s)")
                 p.setTimeStep(float(dt), physicsClientId=self.client)
             elif self._owned:   # flexible links and stiff springs: ¼ of PyBullet's explicit stability limit
                 p.setTimeStep(stable_step(model, bool(self.layouts)), physicsClientId=self.client)
@@ -485,7 +486,7 @@ class Bridge:
         drift target with them (calling setTimeStep directly works too, but the step in which it changed was
         computed for the old value)."""
         ensure_usable(self, "set_time_step")
-        dt = to_float(None, "dt", dt, positive=True, expected="a positive time step (s)")
+        dt = number_argument(dt, "dt", positive=True, expected="a positive time step (s)")
         check_time_step(self.model, dt, "dt")
         if substeps is not None:
             if (isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1

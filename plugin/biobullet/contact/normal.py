@@ -33,6 +33,30 @@ from biobullet.contact.registry import register_normal_law
 DEFAULT_EXPONENT = 1.5
 DEFAULT_SMOOTHING = 1.0e6  # 1/m, paper 003 (C1)
 DEFAULT_MIN_IMPACT_VELOCITY = 1.0e-3  # m/s
+#: the exponent n of F = K δⁿ accepted: Hertz's theory gives 3/2 for a point contact and ≈ 1 for a line contact
+#: (Johnson, Contact Mechanics, 1985; Lankarani & Nikravesh 1990 use 3/2 for metals), fitted foot–ground contacts
+#: up to 3 (Gerritsen et al. 1995: F = a δ³ (1 + b δ̇)). Outside it δⁿ vanishes or overflows at ordinary depths:
+#: exponent 100 at δ = 1 mm is 1e-300 (the contact silently gone), exponent 1e6 overflows at δ > 1.001 m.
+EXPONENT_RANGE = (1.0, 3.0)
+#: the largest stiffness K (N/m^n) and damping D (N·s/m) accepted: a 1 m steel sphere's Hertz K is ≈ 1.5e11 N/m^1.5,
+#: MSC Adams' IMPACT stiffness of steel (≈ 1e5 N/mm^e) is 1e14 N/m³ at e = 3; 1e18 is 10⁴ above, and K δⁿ with
+#: its products (K δⁿ · c δ̇/δ̇⁻, the energy K δⁿ⁺¹) stays finite at any depth a run reaches. 1e300 overflowed.
+MAX_STIFFNESS = 1.0e18
+#: the largest OpenSim dissipation c (s/m) accepted: OpenSim's models use 0.5 … 5; at 1e6 the factor 1 + (3/2) c δ̇
+#: is already 1.5 at δ̇ = 1 µm/s
+MAX_DISSIPATION = 1.0e6
+
+
+def _stiffness(source: SourceRef | None, raw: Any) -> float:
+    return to_float(source, "stiffness", raw, positive=True, at_most=MAX_STIFFNESS,
+                    expected=f"a positive stiffness ≤ {MAX_STIFFNESS:g} (N/m^n)")
+
+
+def _exponent(source: SourceRef | None, raw: Any) -> float:
+    low, high = EXPONENT_RANGE
+    return to_float(source, "exponent", raw, positive=True, at_least=low, at_most=high,
+                    expected=f"an exponent in [{low:g}, {high:g}] (3/2: Hertz's point contact; 1: line contact; "
+                             "up to 3: fitted soft contacts)")
 
 
 @register_normal_law
@@ -46,8 +70,9 @@ class KelvinVoigt(NormalLaw):
     def __init__(self, *, stiffness: float, damping: float, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(adhesion=adhesion)
-        self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
-        self.damping = to_float(source, "damping", damping, non_negative=True)
+        self.stiffness = _stiffness(source, stiffness)
+        self.damping = to_float(source, "damping", damping, non_negative=True, at_most=MAX_STIFFNESS,
+                                expected=f"a non-negative damping ≤ {MAX_STIFFNESS:g} (N·s/m)")
 
     @classmethod
     def from_attributes(cls, attributes: Mapping[str, Any], source: SourceRef | None = None) -> "KelvinVoigt":
@@ -88,7 +113,8 @@ class KelvinVoigtSmooth(KelvinVoigt):
 
 @register_normal_law
 class Hertz(NormalLaw):
-    """Purely elastic F = K δⁿ. K [N/m^n] > 0, n = exponent > 0 (3/2 for sphere contact)."""
+    """Purely elastic F = K δⁿ. 0 < K [N/m^n] ≤ MAX_STIFFNESS, n = exponent in EXPONENT_RANGE (3/2 for sphere
+    contact)."""
 
     law_name: ClassVar[str] = "hertz"
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "adhesion")
@@ -97,8 +123,8 @@ class Hertz(NormalLaw):
     def __init__(self, *, stiffness: float, exponent: float = DEFAULT_EXPONENT, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(adhesion=adhesion)
-        self.stiffness = to_float(source, "stiffness", stiffness, positive=True)
-        self.exponent = to_float(source, "exponent", exponent, positive=True)
+        self.stiffness = _stiffness(source, stiffness)
+        self.exponent = _exponent(source, exponent)
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return self.adhesion, self.stiffness, self.exponent
@@ -190,7 +216,8 @@ class OpenSimHuntCrossley(Hertz):
     def __init__(self, *, stiffness: float, dissipation: float, exponent: float = DEFAULT_EXPONENT,
                  point_depth: float = 1.0, adhesion: bool = False, source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
-        self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True)
+        self.dissipation = to_float(source, "dissipation", dissipation, non_negative=True, at_most=MAX_DISSIPATION,
+                                    expected=f"a non-negative dissipation ≤ {MAX_DISSIPATION:g} (s/m)")
         self.point_depth = to_float(source, "point_depth", point_depth, non_negative=True, at_most=1.0)
 
     def kernel_parameters(self) -> tuple[float, ...]:

@@ -1,5 +1,6 @@
 """Command-line argument types and signal handling shared by `biobullet` and `biobullet sweep`, and the checks of
-the Python API's scalar arguments (standard library only)."""
+the Python API's scalar arguments (standard library only at import: the CLI starts without NumPy; `number_argument`
+reads through `core.attributes` when called)."""
 from __future__ import annotations
 
 import argparse
@@ -119,3 +120,17 @@ def time_argument(t: Any, name: str = "t") -> float:
     if not math.isfinite(value):
         raise ModelError(f"is not finite ({value})", argument=name, expected="a finite time in s")
     return value
+
+
+def number_argument(value: Any, name: str, **checks: Any) -> float:
+    """`value` as a finite float with `to_float`'s range `checks` (positive=, at_least=, below=, …); ModelError
+    naming the argument for text, bytes, a bool or None (`float("0.01")` would read text as a number: a
+    `simulate(model, "0.01")` ran) and for a value outside the range."""
+    if value is None or isinstance(value, (str, bytes, bool)):
+        raise ModelError(f"not a number (got {type(value).__name__} {value!r:.40})", argument=name,
+                         expected=checks.get("expected") or "a number")
+    from biobullet.core.attributes import to_float   # (NumPy: not at the CLI's start-up)
+    try:
+        return to_float(None, name, value, **checks)
+    except ModelError as exc:   # (to_float names an attribute of a file: here it is the caller's argument)
+        raise ModelError(exc.detail, argument=name, expected=exc.expected) from None

@@ -26,8 +26,9 @@ the caller's bindings). A constant bool that guards a branch (`if _SPRINGS: ...`
 before typing it, so a kernel bound with the flag off never compiles what the branch calls: the pipeline compiles
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
-the kernel's own file only; `compiled` also keys it on the source of the bound kernels and the constants (a stamp
-beside the cache files), so editing a callee in another file recompiles its callers; a cache entry numba cannot
+the kernel's own file only; `compiled` also keys it on the source of the bound kernels, how each is reached
+(IR-inlined or called) and the constants (a stamp beside the cache files), so editing a callee in another file, or
+switching its binding, recompiles its callers; a cache entry numba cannot
 load (a type its index names has moved, a garbled file) is compiled again, not raised (`_guard_cache`). A module whose kernels
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
@@ -89,8 +90,12 @@ def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
             digest.update(str(getattr(callee, "_biobullet_signature", name)).encode())
             continue
         digest.update((_DIGESTS.get(callee) or _source_digest(callee, {})).encode())
-        # a compiled callee's error model is in its machine code too
-        digest.update(str(getattr(bound[name], "targetoptions", {}).get("error_model", "")).encode())
+        # a compiled callee's error model is in its machine code too, and so is how it is reached: IR-inlined into
+        # the caller or called (the same source bound either way gave one stamp: the cache kept the other's code)
+        options = getattr(bound[name], "targetoptions", {})
+        digest.update(str(options.get("error_model", "")).encode())
+        if options.get("inline", "never") != "never":
+            digest.update(b"|inlined")
     return digest.hexdigest()
 
 

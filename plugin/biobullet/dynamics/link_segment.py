@@ -1350,7 +1350,23 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
                                            _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
     if not ok or not (np.all(np.isfinite(mass)) and np.all(np.isfinite(bias))):
         _singular(model.file)
+    model.derived[_KEPT_MASS] = (_floats(x).tobytes(), gyroscopic, mass.copy())
     return mass, bias
+
+
+#: `Model.derived`'s key of the last `mass_and_bias`'s (x as bytes, gyroscopic, M): M depends on x only, so the
+#: bias forces at that x (`model.mass_matrix(q)` then `bias_forces(q, v)`) are −M v̇(Q = 0), one solve of the
+#: factorised system for v̇ instead of the nv + 1 right-hand sides and the inversion of M⁻¹ again
+_KEPT_MASS = "biobullet.dynamics.link_segment.mass"
+
+
+def bias_forces(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> np.ndarray:
+    """h = −M v̇(Q = 0) (`mass_and_bias`), with the M of the last `mass_and_bias` at this configuration."""
+    kept = model.derived.get(_KEPT_MASS)
+    x, xd = _tree_state(model, q, v, t)
+    if kept is None or kept[1] != gyroscopic or kept[0] != _floats(x).tobytes():
+        return mass_and_bias(model, q, v, t, gyroscopic=gyroscopic)[1]
+    return -(kept[2] @ _rates(model, x, xd, np.zeros(model.nv), _options(gyroscopic, None)))
 
 
 def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = True):
@@ -1424,12 +1440,12 @@ class LinkSegmentFormulation(Formulation):
         return mass_and_bias(model, q, np.zeros(model.nv), t)[0]
 
     def bias_forces(self, model, q, v, t: float = 0.0) -> np.ndarray:
-        return mass_and_bias(model, q, v, t)[1]
+        return bias_forces(model, q, v, t)
 
 
 # the public surface (the kernels' argument bundles SegmentTables, SystemArrays, SchurFactor and Layout are this
 # module's own business; SegmentState, the absolute state, is what `segment_state` returns)
 __all__ = ["SegmentJoint", "Structure", "structure", "System", "system_arrays", "assemble", "joint_axes",
            "perpendicular_pair", "Reaction", "reactions_from_solution", "accelerations_from_solution", "solve",
-           "forward_dynamics", "mass_and_bias", "inverse_dynamics", "system_size", "LinkSegmentFormulation",
-           "body_kinematics", "body_accelerations", "segment_state", "SegmentState", "empty_system"]
+           "forward_dynamics", "mass_and_bias", "bias_forces", "inverse_dynamics", "system_size",
+           "LinkSegmentFormulation", "body_kinematics", "body_accelerations", "segment_state", "SegmentState", "empty_system"]

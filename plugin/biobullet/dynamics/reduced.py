@@ -41,25 +41,26 @@ class ReducedFormulation(Formulation):
 
     def forward_dynamics(self, model, q, v, tau, t):
         result = model.workspace.forward(model, q, v, tau, t)
-        return result.copy() if result is not None else _declined(model, q, v, t, "forward dynamics")
+        return result.copy() if result is not None else _declined(model, q, v, t, "forward dynamics", tau)
 
 
-def _declined(model, q, v, t: float, what: str):
+def _declined(model, q, v, t: float, what: str, tau=None):
     """The pipeline declined a call at (q, v, t): the coordinate map's own clear error if it has one, else one
     SolverError naming the model file and what the kernels found — the coordinate whose pivot the solve refused
     (a coordinate that moves no mass, `spatial.dense.massless_coordinate`, else `spatial.dense.declined_pivot`, in
-    the solve's elimination order: the tree-sparse Lᵀ D L eliminates the last direction first), found here on the
-    error path only."""
+    the solve's elimination order: the tree-sparse Lᵀ D L eliminates the last direction first), or, where M is
+    regular, the input whose size overflowed the result (`_overflow_text`), found here on the error path only."""
     q = model.checked("q", q, model.nq)
     model.check_rotations(q)
     # (v=None is the mass matrix's own call; a caller's v=None is an argument error, not a singular matrix)
     gradient = model.joint_state(q, np.zeros(model.nv) if what == "mass matrix"
                                  else model.checked("v", v, model.nv), t)[2]
     index = None
-    mass = model.workspace.mass_matrix(model, q, t) if what == "forward dynamics" else None
+    mass = model.workspace.mass_matrix(model, q, t) if what != "mass matrix" else None
     if mass is not None:
         # the solve's first test: a coordinate whose own diagonal entry is round-off (it moves no mass)
-        massless = massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
+        massless = (massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
+                    if what == "forward dynamics" else None)
         if massless is not None:
             raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: "
                               + massless_text(model.velocity_names, massless, mass[massless, massless]))
@@ -68,12 +69,34 @@ def _declined(model, q, v, t: float, what: str):
             index = None if index is None else model.nv - 1 - index
         else:
             index = declined_pivot(mass)
-    if index is not None:
+    if index is not None and what == "forward dynamics":
         reason = singular_mass_text(model.velocity_names, index)
+    elif mass is not None and index is None:   # M is regular here: the velocities or the forces overflowed
+        reason = _overflow_text(model, q, v, t, what, tau)
     else:
         reason = (singular_mass_text(model.velocity_names, None) + ", or a result is not finite (the model's "
                   "magnitudes overflow double precision, or the state is out of range)")
     raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: {reason}")
+
+
+def _overflow_text(model, q, v, t: float, what: str, tau) -> str:
+    """Why a call whose M is regular declined: the bias forces h(q, v) overflow (naming the fastest coordinate),
+    or, for v̇ = M⁻¹ (Q − h), the generalized forces Q (naming the largest)."""
+    names = model.velocity_names
+    speeds = np.abs(model.checked("v", v, model.nv))
+    bias = model.workspace.bias_forces(model, q, v, t)
+    if bias is None or what == "bias forces":
+        k = int(np.argmax(speeds))
+        return (f"the accelerations are not finite (the mass matrix is regular here): the velocity terms h(q, v) "
+                f"overflow at |v| = {speeds[k]:.3g} on {names[k]!r} (the state ran away: check the forces that "
+                "drive it and the initial state)")
+    forces = np.abs(model.checked("tau", tau, model.nv)) if tau is not None else np.zeros(model.nv)
+    bias = np.abs(bias)
+    k, j = int(np.argmax(forces)), int(np.argmax(bias))
+    which = (f"the generalized force |Q| = {forces[k]:.3g} on {names[k]!r}" if forces[k] >= bias[j] else
+             f"the bias force |h| = {bias[j]:.3g} on {names[j]!r}")
+    return (f"the accelerations M⁻¹ (Q − h) are not finite (the mass matrix is regular here): {which} overflows "
+            f"double precision (largest speed |v| = {float(speeds.max(initial=0.0)):.3g})")
 
 
 class ProjectedFormulation(Formulation):

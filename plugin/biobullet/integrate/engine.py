@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.core.arguments import MAX_SAMPLES
+from biobullet.core.arguments import MAX_SAMPLES, number_argument
 from biobullet.core.atomic import check_writable
-from biobullet.core.attributes import to_float
 from biobullet.core.errors import BiobulletError, ModelError, SolverError, did_you_mean, interrupted
 from biobullet.constraints.implicit import newton_tolerance
 from biobullet.constraints.loops import tree_kinematics
@@ -221,7 +220,10 @@ class System:
             elif self._from_state is not None:
                 accel = self._from_state(model, x, xd, gradient, gamma, generalized)
             if accel is None:   # (the pipeline declined: M_r not positive definite, …; the formulation says why)
-                accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
+                try:
+                    accel = model.forward_dynamics(pos, vel, generalized, t, formulation=self.formulation)
+                except SolverError as exc:   # (+ the element whose force is largest: an overflow names its cause)
+                    raise SolverError(f"{exc}{_largest_force(model, x, xd, t, self.elements, gradient)}") from None
         power_in = float(sum(e.input_power(model, x, xd, t) for e in self._inputs)) if self._inputs else 0.0
         power_in += muscle_power
         dissipated = float(sum(e.dissipated_power(model, x, xd) for e in self._dissipators)) \
@@ -362,6 +364,27 @@ def _non_finite_force(model, x: np.ndarray, xd: np.ndarray, t: float, elements) 
         culprit = next((e for e in elements if not np.all(np.isfinite(applied_forces(model, x, xd, t, (e,))))), None)
     raise SolverError(f"the force of {culprit if culprit is not None else 'the force elements'} is not finite at "
                       f"t = {t:.9g} s (it overflows: check its parameters and the state)")
+
+
+def _largest_force(model, x: np.ndarray, xd: np.ndarray, t: float, elements, gradient) -> str:
+    """'; the largest applied force there is <ELEMENT>'s (|Q| on COORDINATE)' — the element whose generalized
+    force Gᵀ τ is largest at (x, ẋ, t), for an error whose cause may be its size (huge torques overflow v̇, then the
+    state) — or '' without force elements."""
+    largest, culprit, where = 0.0, None, 0
+    with np.errstate(all="ignore"):
+        for element in elements:
+            force = applied_forces(model, x, xd, t, (element,))
+            force = np.abs(force if gradient is None else gradient.T @ force)
+            k = int(np.argmax(force)) if force.size else 0
+            if force.size and not force[k] <= largest:   # (NaN or larger)
+                largest, culprit, where = float(force[k]), element, k
+    if culprit is None:
+        return ""
+    source = getattr(culprit, "source", None)
+    name = getattr(source, "element", None) or str(culprit)
+    names = model.velocity_names
+    return (f"; the largest applied force there is that of {name} (|Q| = {largest:.3g} on "
+            f"{names[where] if where < len(names) else f'direction {where}'!r})")
 
 
 # ---------------------------------------------------------------------------------------------- energies
@@ -593,7 +616,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
         raise ModelError("initial activations given, but no excitations: the muscles are off in this run",
                          argument="activations", expected="excitations= too (docs/muscles.md), or no activations")
     baumgarte, events = _run_options(model, baumgarte, excitations, events)
-    t0, t_end = to_float(None, "t0", t0), to_float(None, "t_end", t_end)
+    t0, t_end = number_argument(t0, "t0"), number_argument(t_end, "t_end")
     if out is not None:   # before the run: an output that cannot be written, or is the model file, is refused
         check_writable(out, inputs=(model.file,))
     if not t_end > t0:
@@ -612,12 +635,12 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     # (rtol ≥ 1 accepts any error: `rtol=10` ran and gave numbers far off)
     # (below RTOL_FLOOR SciPy's methods raise rtol to it with a warning about "an element of `rtol`", and meta
     # recorded the rtol asked for, not the one run)
-    rtol = DEFAULT_RTOL if rtol is None else to_float(None, "rtol", rtol, at_least=RTOL_FLOOR, below=1,
-                                                      expected=f"a number in [{RTOL_FLOOR:.3g}, 1): SciPy's "
-                                                      "integrators take no smaller rtol (100 ε)")
-    atol = DEFAULT_ATOL if atol is None else to_float(None, "atol", atol, positive=True)
+    rtol = DEFAULT_RTOL if rtol is None else number_argument(rtol, "rtol", at_least=RTOL_FLOOR, below=1,
+                                                             expected=f"a number in [{RTOL_FLOOR:.3g}, 1): SciPy's "
+                                                             "integrators take no smaller rtol (100 ε)")
+    atol = DEFAULT_ATOL if atol is None else number_argument(atol, "atol", positive=True)
     max_step = np.inf if max_step is None or isinstance(max_step, float) and max_step == np.inf else \
-        to_float(None, "max_step", max_step, positive=True)
+        number_argument(max_step, "max_step", positive=True)
     if error_control not in ("joints", "state"):
         raise ModelError(f"error_control = {error_control!r}", attribute="error_control",
                          expected='"joints" or "state"')
@@ -633,6 +656,7 @@ def simulate(model, t_end: float, *, formulation: str | None = None, method: str
     # (a cold numba cache: the run may start by Python, `CompiledReducedRHS.python_start`)
     with system._compiled.python_start() if system._compiled is not None else nullcontext():
         samples = _sample_times(t_eval, t0, t_end)
+        _check_output_size(system, samples)
         y0 = system.initial_vector(initial, t0)
         all_events = [as_event(e, k) for k, e in enumerate(events or [])]
         from biobullet.forces import force_events
@@ -718,16 +742,29 @@ def time_function_finding(model, t0: float, t_end: float) -> BiobulletError | No
     (`integrate.checks.time_function_check`: a pole, or a non-finite value at a sample): its error naming the
     element (a SolverError where the function's own evaluation refuses), or None. `simulate` still runs, so
     that a failure keeps its partial trajectory up to that time, and names the element in its IntegrationError
-    (the run's own cause is a runaway state or a step size collapse, which names no element)."""
+    (the run's own cause is a runaway state or a step size collapse, which names no element). Kept in the model's
+    `derived` for these times and force elements: the CLI's check before the run is the run's (≈ 40 ms, once)."""
+    from biobullet.forces import force_elements
     from biobullet.integrate.checks import time_function_check
+    elements = force_elements(model)   # (a torque added in Python since is checked anew)
+    kept = model.derived.get(_TIME_FINDING)
+    if kept is not None and kept[0] == (t0, t_end) and len(kept[1]) == len(elements) \
+            and all(a is b for a, b in zip(kept[1], elements)):
+        return kept[2]
+    finding = None
     try:
         with jit.uncompiled():   # (as the CLI's check: nothing compiles before the run's cold start decides)
             time_function_check(model, t_end, t0)
     except (ModelError, SolverError) as error:   # (a function's own evaluation may refuse: SolverError)
-        return error
+        finding = error
     except Exception:  # noqa: BLE001  (a plug-in's own exception at a sample: the run meets and reports it)
-        return None
-    return None
+        pass
+    model.derived[_TIME_FINDING] = ((t0, t_end), elements, finding)
+    return finding
+
+
+#: `Model.derived`'s key of `time_function_finding`'s last result
+_TIME_FINDING = "biobullet.integrate.engine.time_function_finding"
 
 
 def _run_options(model, baumgarte, excitations, events) -> tuple:
@@ -1032,6 +1069,42 @@ def _sample_times(t_eval, t0: float, t_end: float):
     return samples
 
 
+#: a run's output at its peak (the samples' states, their tree states, generalized coordinates and energies, and
+#: the copies the trajectory's assembly makes) per sample: OUTPUT_SAMPLE_BYTES + OUTPUT_COLUMN_BYTES per column
+#: (`_output_columns`). Measured with tracemalloc at 10⁶ samples: the two-link chain (14 columns) 320 B, arm7
+#: (44 columns) 760 B a sample; this estimate gives 352 B and 832 B (10 % above). 10⁷ samples of the chain peaked
+#: at 2.4 GB (resident) before this ceiling
+OUTPUT_SAMPLE_BYTES, OUTPUT_COLUMN_BYTES = 128, 16
+#: the largest estimated output of a run (bytes): a run asking for more is refused before it starts, not killed for
+#: memory at its end (README, "Limits")
+MAX_OUTPUT_BYTES = 2_000_000_000
+
+
+def _output_columns(system: System) -> int:
+    """Numbers a run stores per sample: its integrated state, the tree state (x, ẋ), the generalized q and v, and
+    each muscle's outputs."""
+    from biobullet.muscles.dynamics import MUSCLE_OUTPUTS
+    model = system.model
+    muscles = 0 if system.muscles is None else len(system.muscles.names) * len(MUSCLE_OUTPUTS)
+    return system.size + model.n_config + model.n_tangent + model.nq + model.nv + muscles
+
+
+def _check_output_size(system: System, samples) -> None:
+    """ModelError naming t_eval when the run's output would exceed MAX_OUTPUT_BYTES at its peak (samples ×
+    columns; "steps", whose number is not known before the run, is not checked)."""
+    if samples is None:
+        return
+    columns = _output_columns(system)
+    estimate = samples.size * (OUTPUT_SAMPLE_BYTES + OUTPUT_COLUMN_BYTES * columns)
+    if estimate > MAX_OUTPUT_BYTES:
+        most = MAX_OUTPUT_BYTES // (OUTPUT_SAMPLE_BYTES + OUTPUT_COLUMN_BYTES * columns)
+        raise ModelError(f"t_eval asks for {samples.size:,} samples of {columns} columns: about {estimate / 1e9:.3g} GB "
+                         f"of output at its peak, above the ceiling of {MAX_OUTPUT_BYTES / 1e9:g} GB",
+                         argument="t_eval", expected=f"at most {most:,} samples for this model: fewer times in "
+                                                     "t_eval (CLI: a larger --dt), or split the run into shorter ones "
+                                                     "(t0 and initial= from the last sample)")
+
+
 #: the CLI's `simulate(python_start_seconds=)`: on a cold numba cache a run goes by the kernels' uncompiled forms
 #: for at least this much CPU of right-hand-side calls before its kernel is compiled (longer while its pace says it
 #: ends by Python within 4× this: `compiled_rhs.PYTHON_FINISH_FACTOR`). The coupled chain's 1 s takes 0.4 s by
@@ -1064,7 +1137,7 @@ def cli_simulate(args, model=None) -> int:
     import sys
 
     from biobullet.dynamics.api import model_from_file
-    from biobullet.integrate.checks import check_elements, runnable_check, time_function_check
+    from biobullet.integrate.checks import check_elements, runnable_check
     # the checks evaluate the model at a few states (loop solves, expressions): by Python, so that nothing compiles
     # before the run's cold start decides (`CompiledReducedRHS.python_start`)
     with jit.uncompiled():
@@ -1073,7 +1146,10 @@ def cli_simulate(args, model=None) -> int:
                                                    inertia=getattr(args, "inertia", "warn"),
                                                    joint_limits=getattr(args, "joint_limits", True)))
         runnable_check(model, "reference")
-        time_function_check(model, args.t_end)
+    # refused before the run, naming the element; `simulate` finds the same result kept in the model (one check)
+    finding = time_function_finding(model, 0.0, float(args.t_end))
+    if finding is not None:
+        raise finding
     overrides = dict(getattr(args, "overrides", None) or [])
     dt = getattr(args, "dt", None)
     t_eval = None if dt is None else output_times(args.t_end, dt)

@@ -15,8 +15,7 @@ from typing import Callable, Mapping, TypeVar
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.core.arguments import time_argument
-from biobullet.core.attributes import to_float
+from biobullet.core.arguments import number_argument, time_argument
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, finite_weights, readonly
 from biobullet.model.description import ModelDescription
@@ -501,7 +500,7 @@ class Model:
             if name in values and values[name].velocity is not None:
                 v[k] = values[name].velocity
         for key, value in (overrides or {}).items():
-            value = to_float(None, key, value)   # (one ModelError naming it: text, None, NaN)
+            value = number_argument(value, key)   # (one ModelError naming it: text such as "0.3", None, NaN)
             if key in self.coordinate_names:
                 q[self.coordinate_names.index(key)] = value
             elif key.endswith("_dot") and key[:-4] in self.velocity_names:

@@ -458,8 +458,24 @@ def evaluate_stage(model, rows: MuscleRows, x: np.ndarray, xd: np.ndarray, state
     except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
         status, power = 1, math.nan
     if status != 0:
-        raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
+        raise _not_finite(model, rows)
     return power
+
+
+def _not_finite(model, rows: MuscleRows) -> ModelError:
+    """The error of a stage that found a result not finite, naming the muscle: the stage stops at the first muscle
+    whose tendon force or fiber velocity is not finite (`_muscle_rate_py`), so the muscles before it have finite
+    outputs and its own are the non-finite ones."""
+    from biobullet.muscles.api import muscle_set
+    outputs = rows.outputs
+    bad = ~(np.isfinite(outputs[:, TENDON_FORCE]) & np.isfinite(outputs[:, FIBER_VELOCITY]))
+    if not bad.any():   # (the path itself: not reached by the muscle's rate)
+        return ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
+    m = int(np.argmax(bad))
+    name = muscle_set(model).paths.names[m]
+    return ModelError(f"its force or fiber velocity is not finite at a musculotendon length of "
+                      f"{outputs[m, LENGTH]:.6g} m (check its path points and optimal_fiber_length, "
+                      "tendon_slack_length)", file=model.file, element=f'<muscle name="{name}">')
 
 
 def _stage_from_python(rows, rot, pos, sub, ancestry, x, xd, tau):
@@ -489,7 +505,7 @@ def evaluate_rates(model, rows: MuscleRows, lengths: np.ndarray, speeds: np.ndar
     except ZeroDivisionError:   # without numba: Python's float division raises it (a fiber far out of range)
         status = 1
     if status != 0:
-        raise ModelError("a muscle force or fiber velocity is not finite", file=model.file, element="<muscle>")
+        raise _not_finite(model, rows)
 
 
 # ------------------------------------------------------------------------------------------------ excitations

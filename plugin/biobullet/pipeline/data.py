@@ -242,7 +242,7 @@ class Data:
         dimension or an 8-byte integer type as if it were its own. Anything else is converted once (`_vector`)."""
         if not (type(q) is _NDARRAY and type(v) is _NDARRAY and type(tau) is _NDARRAY and q.dtype is _FLOAT
                 and v.dtype is _FLOAT and tau.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1
-                and type(t) is float):
+                and type(t) is float and t - t == 0.0):   # (t − t: NaN for a NaN or ±inf t; time_argument names it)
             nv = self.compiled.nv
             q, v, tau, t = _vector(q, self.compiled.nq), _vector(v, nv), _vector(tau, nv), time_argument(t)
             if q is None or v is None or tau is None:
@@ -301,7 +301,7 @@ class Data:
 
         def mass_matrix(q, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
             if (formulation is None and type(q) is _NDARRAY and q.dtype is _FLOAT and q.ndim == 1
-                    and type(t) is float):
+                    and type(t) is float and t - t == 0.0):
                 if out is None:
                     result = masses[0]
                     if getrefcount(result) > 3:   # still held by the caller
@@ -315,7 +315,8 @@ class Data:
 
         def bias_forces(q, v, t: float = 0.0, *, formulation: str | None = None, out: np.ndarray | None = None):
             if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and q.dtype is _FLOAT
-                    and v.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and type(t) is float):
+                    and v.dtype is _FLOAT and q.ndim == 1 and v.ndim == 1 and type(t) is float
+                    and t - t == 0.0):
                 if out is None:
                     result = biases[0]
                     if getrefcount(result) > 3:
@@ -332,7 +333,7 @@ class Data:
             force = zero if tau is None else tau
             if (formulation is None and type(q) is _NDARRAY and type(v) is _NDARRAY and type(force) is _NDARRAY
                     and q.dtype is _FLOAT and v.dtype is _FLOAT and force.dtype is _FLOAT and q.ndim == 1
-                    and v.ndim == 1 and force.ndim == 1 and type(t) is float):
+                    and v.ndim == 1 and force.ndim == 1 and type(t) is float and t - t == 0.0):
                 if out is None:
                     result = accelerations[0]
                     if getrefcount(result) > 3:
