@@ -18,7 +18,7 @@ from pathlib import Path
 PUBLIC = ("biobullet", "biobullet.loader", "biobullet.model", "biobullet.integrate", "biobullet.bridge",
           "biobullet.forces", "biobullet.contact", "biobullet.constraints", "biobullet.dynamics", "biobullet.functions",
           "biobullet.flexible", "biobullet.conventions", "biobullet.validate", "biobullet.core.errors",
-          "biobullet.opensim", "biobullet.pipeline")   # (biobullet.muscles: a submodule pdoc reaches from biobullet)
+          "biobullet.opensim", "biobullet.pipeline", "biobullet.envs")   # (biobullet.muscles: a submodule pdoc reaches from biobullet)
 
 
 def resolve_public_names() -> None:
