@@ -457,6 +457,13 @@ class Bridge:
         ensure_usable(self, "changed_inertias")
         return [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
 
+    def stored_bodies(self) -> np.ndarray:
+        """The model's packed body records (`model.tree.pack_tree`) with the masses, centres of mass and inertias
+        PyBullet stores for the links now (getDynamicsInfo, a changeDynamics included): the bodies its step
+        integrates (read afresh: the joint reactions take them)."""
+        ensure_usable(self, "stored_bodies")
+        return self._pybullet_inertia(self.model.compiled.tree_body)
+
     def _follow_inertia(self) -> None:
         """Take PyBullet's stored masses and inertias into the own recursions' packed bodies (in place: every
         compiled stage holds these arrays), and from now on every M and h from them (`_kernel_only`): PyBullet's
