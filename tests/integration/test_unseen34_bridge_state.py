@@ -64,3 +64,100 @@ def test_joint_reactions_take_the_mass_pybullet_steps_with(name, link):
     # its mass); now the inertias PyBullet stores (≤ 3e-7 measured; 1e-6 is test_bridge_reactions' bound at this dt)
     force, moment = _reactions_after_mass_change(name, link, 3.0)
     assert force <= 1e-6 and moment <= 1e-6, (force, moment)
+
+
+# ------------------------------------------------------------------ a jump into a compliant contact
+HU_GUO = {"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}
+
+
+@pytest.fixture
+def client():
+    cid = pybullet.connect(pybullet.DIRECT)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)   # the models' <gravity>: no BridgeWarning
+    yield cid
+    pybullet.disconnect(cid)
+
+
+def _engine_apex(model, q, v, coordinate: str, t_end: float) -> float:
+    """The highest `coordinate` of the reference engine's run from (q, v) after its first separation (m)."""
+    run = biobullet.simulate(model, t_end, initial=(q, v), progress=False, rtol=1e-10, atol=1e-12,
+                             t_eval=np.linspace(0.0, t_end, 20001))
+    end = run.meta["discrete"]["C"]["intervals"][0]["end"]
+    return float(np.max(run.column(coordinate)[run.t >= end]))
+
+
+def _bridge_apex(bridge, index: int, steps: int) -> float:
+    """The highest tree coordinate x[index] over `steps` bridge.step() calls (m)."""
+    top = -np.inf
+    for _ in range(steps):
+        bridge.step()
+        top = max(top, float(bridge.state()[1][index]))
+    return top
+
+
+def test_restore_state_into_a_contact_starts_its_episode_there(client, tmp_path):
+    # a Hu–Guo ball on a prismatic joint dropped from 0.5 m: saveState 2 ms into its first impact, run into the
+    # second impact (δ̇⁻ 2.33 m/s there), restoreState. Before, the bridge kept the second episode's δ̇⁻ (the
+    # restored state's own rate is 2.94 m/s): rebound apex 0.297 m. The reference engine started from the restored
+    # state (its `Contact.begin`: δ̇⁻ = the rate there) reaches 0.327 m; the bridge now does to first order in dt
+    # (measured 4.1e-4 m at dt = 0.1 ms; the O(dt) step error of an impact is ≈ g dt per impact: 1e-3 m)
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    model = load_text(drop_urdf(HU_GUO, radius=0.05), tmp_path)
+    with Bridge(model, client, dt=1e-4, initial={"drop": 0.5}) as bridge:
+        while bridge.state()[1][0] > 0.05:
+            bridge.step()
+        for _ in range(20):
+            bridge.step()
+        saved = pybullet.saveState(physicsClientId=client)
+        _, q, v = bridge.generalized_state()
+        _bridge_apex(bridge, 0, 4000)
+        while bridge.state()[1][0] > 0.05:   # into the second impact
+            bridge.step()
+        for _ in range(20):
+            bridge.step()
+        pybullet.restoreState(saved, physicsClientId=client)
+        apex = _bridge_apex(bridge, 0, 4000)
+        episodes = bridge.contacts.intervals()
+    reference = _engine_apex(model, q, v, "drop", 0.4)
+    assert abs(apex - reference) <= 1e-3, (apex, reference)
+    restored = episodes[-1]
+    assert restored["initial"] and restored["impact_velocity"] == pytest.approx(-v[0], rel=1e-12)
+    assert episodes[-2]["rebound_velocity"] is None and episodes[-2]["restitution"] is None   # cut by the jump
+
+
+def _ball(law: dict, radius: float = 0.1, mass: float = 2.0) -> str:
+    """A solid ball on a floating base with a contact sphere of `law` at its centre."""
+    inertia = 0.4 * mass * radius ** 2
+    attributes = " ".join(f'{k}="{v}"' for k, v in law.items())
+    return (f'<robot name="unseen34_ball"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="{mass!r}"/>'
+            f'<inertia ixx="{inertia!r}" iyy="{inertia!r}" izz="{inertia!r}" ixy="0" ixz="0" iyz="0"/></inertial>'
+            f'</link><biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/><contact name="C" '
+            f'link="ball" xyz="0 0 0" radius="{radius!r}" {attributes}/></biobullet></robot>')
+
+
+def test_a_base_reset_into_the_ground_starts_a_new_episode(client, tmp_path):
+    # a Hu–Guo ball landed (δ̇⁻ ≈ 0.99 m/s), then resetBasePositionAndOrientation 4 mm into the ground, which
+    # PyBullet does at rest (it zeroes the base velocity): the episode now starts there, δ̇⁻ = 0 floored at the
+    # law's min_impact_velocity, as the reference engine started from that state does. Before, the landing's
+    # δ̇⁻ stayed (a light damping where the state says a start at rest): 6.8e-5 m above the engine's after
+    # 0.1 s; now 5.3e-8 m (the O(dt) step error of a slow creep; tau= takes the watch's general path, where a
+    # floating base's reset shows in its COM only)
+    from biobullet.loader import load_text
+    model = load_text(_ball(HU_GUO), tmp_path)
+    depth, t_end = 0.004, 0.1
+    with Bridge(model, client, dt=1e-4, initial={"base_z": 0.15}) as bridge:
+        for _ in range(1200):
+            bridge.step(tau=np.zeros(model.n_tangent))
+        assert bridge.contacts.intervals()[0]["impact_velocity"] > 0.5   # landed
+        pybullet.resetBasePositionAndOrientation(bridge.body, [0.0, 0.0, 0.1 - depth], [0.0, 0.0, 0.0, 1.0],
+                                                 physicsClientId=client)
+        _, q, v = bridge.generalized_state()
+        assert not v.any()
+        for _ in range(round(t_end / 1e-4)):
+            bridge.step(tau=np.zeros(model.n_tangent))
+        height = float(bridge.state()[1][2])
+        episode = bridge.contacts.intervals()[-1]
+    run = biobullet.simulate(model, t_end, initial=(q, v), progress=False, rtol=1e-10, atol=1e-12)
+    assert abs(height - float(run.column("base_z")[-1])) <= 1e-6, (height, float(run.column("base_z")[-1]))
+    assert episode["initial"] and episode["impact_velocity"] == 0.0

@@ -1030,6 +1030,8 @@ class Bridge:
             else:
                 x, xd = self._read_state()
             watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+            if watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+                extra = contacts.after_jump()
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
             self.time -= self.dt
@@ -1141,6 +1143,8 @@ class Bridge:
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
             self.time -= self.dt
             sent = self.last_torque.copy()
+        elif watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+            torque = contacts.after_jump()
         forces = self.forces
         applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'

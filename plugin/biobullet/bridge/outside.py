@@ -262,6 +262,9 @@ class OutsideWatch:
         #: True when this apply() found the state of the last one unchanged (no stepSimulation since): PyBullet adds
         #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
         self.repeated = False
+        #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
+        #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
+        self.jumped = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -308,10 +311,14 @@ class OutsideWatch:
         self.peak = peak_x
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        self.jumped = False
         if jumped == 1 and not same:
-            if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
+            length = self.step_length(x, xd)
+            changed = bridge.engine_parameters(length)
+            if not changed and "skipped" not in self.warned \
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
+            self.jumped = length is None and not changed   # (a step of another length is no jump: a setTimeStep)
             self._stops_after_reset(x)
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
@@ -366,7 +373,7 @@ class OutsideWatch:
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
-        self.armed = False
+        self.armed = self.jumped = False
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
@@ -380,7 +387,7 @@ class OutsideWatch:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows. Returns True for a new step whose (x, ẋ) it left as read (False:
         not armed — the first look may move them —, disturbed, or no step since the last apply())."""
-        self.repeated = False
+        self.repeated = self.jumped = False
         if not self.armed:
             self.peak = np.inf
             if self.written is not None:
@@ -415,6 +422,10 @@ class OutsideWatch:
             self.repeated = True
             self.step_index -= 1
             return False
+        if jumped and not self.rows:   # (a time step changed is seen on the paths with rows: `_disturbed`)
+            self.jumped = self.step_length(x, xd) is None
+        elif not jumped and self.floating and bridge.contacts is not None:
+            self.jumped = self._base_jumped(x, xd, jump_tolerance)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
@@ -423,6 +434,17 @@ class OutsideWatch:
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
         return True
+
+    def _base_jumped(self, x: np.ndarray, xd: np.ndarray, jump_tolerance: float) -> bool:
+        """A floating base's COM beyond jump_tolerance from p_n + dt v (`_plain_check_py`'s test; `_surprise_py`
+        tests the joints only) with the client's time step unchanged: a resetBasePositionAndOrientation or
+        restoreState, which the contacts must see (`BridgeContacts.after_jump`) — asked on the watch's general path
+        of a floating body with contacts."""
+        bridge = self.bridge
+        if self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt, self.weight, jump_tolerance,
+                         self._offset)[3] != 1:
+            return False
+        return bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)["fixedTimeStep"] == bridge.dt
 
     def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
         """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
@@ -467,6 +489,7 @@ class OutsideWatch:
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
         # follows setTimeStep / sub-steps / setGravity; a jump may be a step of another length
         changed = bridge.engine_parameters(self.step_length(x, xd) if jumped else None)
+        self.jumped = (self.jumped or bool(jumped)) and not changed
         residual = self._residual(x)
         worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
         size = float(abs(residual[worst])) if len(residual) else 0.0
