@@ -161,3 +161,46 @@ def test_a_base_reset_into_the_ground_starts_a_new_episode(client, tmp_path):
     run = biobullet.simulate(model, t_end, initial=(q, v), progress=False, rtol=1e-10, atol=1e-12)
     assert abs(height - float(run.column("base_z")[-1])) <= 1e-6, (height, float(run.column("base_z")[-1]))
     assert episode["initial"] and episode["impact_velocity"] == 0.0
+
+
+# ------------------------------------------------------------------ setGravity on a floating body
+@pytest.mark.parametrize("name", ["coupled_chain.urdf", "fourbar_knee.urdf"])   # a joint function; a loop
+def test_a_floating_body_in_flight_follows_set_gravity(client, name):
+    # uniform gravity moves no joint of a body in flight, and the watch skipped the base's linear velocity (read in
+    # the root frame it misses the step at first order in dt): bridge.gravity stayed −9.81 for good, and with it
+    # the bridge's own h. The base COM's world velocity is now checked where PyBullet's step is exact (to 1e-11 of
+    # dt |a|): the next apply() follows, silently (nothing broken). Checked against the client's gravity and the
+    # closed form of h at rest: its base force rows are −m Rᵀ g (m the total mass PyBullet stores)
+    model = biobullet.load_model(bundled_model(name), floating_base=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (no CouplingWarning: no row was off)
+        with Bridge(model, client, dt=1e-3, initial={"base_z": 5.0}) as bridge:
+            for _ in range(5):
+                bridge.step()
+            pybullet.setGravity(0.0, 0.0, -3.0, physicsClientId=client)
+            bridge.step()
+            bridge.step()
+            assert bridge.gravity == (0.0, 0.0, -3.0)
+            _, x, xd = bridge.state()
+            _, bias = bridge.tree_mass_and_bias(x, np.zeros_like(xd), source="stored")
+            mass = sum(pybullet.getDynamicsInfo(bridge.body, link, physicsClientId=client)[0]
+                       for link in range(-1, pybullet.getNumJoints(bridge.body, physicsClientId=client)))
+            rotation = np.array(pybullet.getMatrixFromQuaternion(x[3:7])).reshape(3, 3)
+    assert bias[:3] == pytest.approx(-mass * rotation.T @ np.array([0.0, 0.0, -3.0]), abs=1e-12 * mass * 3.0)
+
+
+def test_a_ball_at_rest_follows_set_gravity(client, tmp_path):
+    # a ball resting on its Kelvin–Voigt contact (the plan without rows): at rest the watch reads the client's time
+    # step (a blind step), and now its gravity too — before, bridge.gravity kept −9.81 m/s² after setGravity(−3)
+    from biobullet.loader import load_text
+    law = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": repr(2.0 * math.sqrt(1e5 * 2.0))}
+    model = load_text(_ball(law), tmp_path)
+    with Bridge(model, client, dt=1e-3, initial={"base_z": 0.1}) as bridge:
+        for _ in range(500):
+            bridge.step()
+        pybullet.setGravity(0.0, 0.0, -3.0, physicsClientId=client)
+        for _ in range(1000):
+            bridge.step()
+        assert bridge.gravity == (0.0, 0.0, -3.0)
+        height = pybullet.getBasePositionAndOrientation(bridge.body, physicsClientId=client)[0][2]
+    assert height == pytest.approx(0.1 - 2.0 * 3.0 / 1e5, abs=1e-12)   # Hooke: the new weight's deflection

@@ -99,17 +99,20 @@ class WatchedRows(NamedTuple):
     offset: np.ndarray
 
 
-def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance, offset):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    max |x|, same, base; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
     jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
     (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
-    (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
-    LINEAR_TOLERANCE."""
-    jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
+    (has_xdd; a floating base's linear velocity aside), or else the constant rows of `watched` (`WatchedRows`)
+    violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE. base (offset: a floating base's COM offset p_i, else empty):
+    its COM's world velocity beyond that tolerance from v_n + dt a_n, a_n its world acceleration from ẍ — what
+    PyBullet's step integrates exactly (to 1e-11 of dt |a| measured; read in the root frame it differs at first order
+    in dt, hence not a disturbance of the rows): a force outside on the base alone, or a `setGravity`."""
+    jb, vb, jac, rows_offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
     if not peak_v < np.inf:   # a non-finite state
-        return True, False, np.inf, np.inf, False
+        return True, False, np.inf, np.inf, False, False
     jump = 0.0
     for i in range(x.shape[0] - jb):
         d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -117,22 +120,30 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             jump = d
     jumped = jump > jump_tolerance * (1.0 + peak_x)
     if jumped:
-        return True, True, peak_v, peak_x, same
+        return True, True, peak_v, peak_x, same, False
     if has_xdd:
         limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
-        for i in range(xd.shape[0]):
+        skip = 3 if offset.shape[0] == 3 else 0
+        for i in range(skip, xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x, same
-        return False, False, peak_v, peak_x, same
+                return True, False, peak_v, peak_x, same, False
+        base = False
+        if skip:
+            now, before = _BASE_COM(x, xd, offset), _BASE_COM(prev_x, prev_v, offset)
+            rate = _BASE_RATE(prev_x, prev_v, xdd, offset)
+            for i in range(3):
+                if abs(now[3 + i] - before[3 + i] - dt * rate[i]) > limit:
+                    base = True
+        return False, False, peak_v, peak_x, same, base
     for r in range(jac.shape[0]):
-        phi = -offset[r]
+        phi = -rows_offset[r]
         phi_dot = 0.0
         for c in range(jac.shape[1]):
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x, same
-    return False, False, peak_v, peak_x, same
+            return True, False, peak_v, peak_x, same, False
+    return False, False, peak_v, peak_x, same, False
 
 
 def _runaway_py(x, xd, prev_x, prev_v, jb):
@@ -180,6 +191,22 @@ def _base_com_py(x, xd, offset):
     return com
 
 
+def _base_rate_py(x, xd, xdd, offset):
+    """A floating base's COM acceleration in the world, d/dt R (v + ω × p_i) = R (ω × (v + ω × p_i) + v̇ + ω̇ × p_i),
+    from our x, ẋ, ẍ (root-frame v, ω and their rates) and the COM offset p_i (`_base_com_py`'s velocity's rate)."""
+    quaternion = x[3:7]
+    r = _ROTATION(quaternion) if np.any(quaternion != 0.0) else np.eye(3)
+    u = (xd[0] + xd[4] * offset[2] - xd[5] * offset[1], xd[1] + xd[5] * offset[0] - xd[3] * offset[2],
+         xd[2] + xd[3] * offset[1] - xd[4] * offset[0])   # v + ω × p_i
+    local = (xd[4] * u[2] - xd[5] * u[1] + xdd[0] + xdd[4] * offset[2] - xdd[5] * offset[1],
+             xd[5] * u[0] - xd[3] * u[2] + xdd[1] + xdd[5] * offset[0] - xdd[3] * offset[2],
+             xd[3] * u[1] - xd[4] * u[0] + xdd[2] + xdd[3] * offset[1] - xdd[4] * offset[0])
+    out = np.empty(3)
+    for i in range(3):
+        out[i] = r[i, 0] * local[0] + r[i, 1] * local[1] + r[i, 2] * local[2]
+    return out
+
+
 def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, offset):
     """`_runaway_py` (max |ẋ|, max |x|, same) and jumped (1; 2: blind — no tested position moved by more than
     BLIND_STEP × (1 + max |x|, |p|), so a changed time step cannot show; 0 otherwise): a 1-DOF joint's position
@@ -213,7 +240,9 @@ def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, o
 
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
-    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
+    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py), "_BASE_COM": jit.compiled(
+        _base_com_py, bind={"_ROTATION": quaternion_to_matrix}), "_BASE_RATE": jit.compiled(
+        _base_rate_py, bind={"_ROTATION": quaternion_to_matrix})})
 
 
 def massless_cause(name: str) -> tuple[str, str, str]:
@@ -239,7 +268,8 @@ class OutsideWatch:
         #: (`_clean_loop_step`)
         self.loops = bool(self.rows and model.description.elements_of("loop")) and not bridge.end_correction
         self.jb, self.vb = model.base_nq, model.base_nv
-        #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ).
+        #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ;
+        #: `_surprise_py` checks it in the world frame instead, where the step is exact, for a setGravity only).
         #: PyBullet steps the base COM's velocity in the world frame; read back in the root frame it differs from
         #: the prediction at first order in dt (frame rotation and COM-offset terms: 2e-8 m/s on the coupled arm at
         #: 1 ms, above SURPRISE_TOLERANCE), so every step would pass for a disturbed one and be projected. The base's
@@ -284,11 +314,11 @@ class OutsideWatch:
         n = model.n_config
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
-        self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
-        self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
-                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        #: a floating base's COM offset p_i (root-link frame; empty without one): the plain check's base test
+        self._watched = WatchedRows(int(self.jb), int(self.vb), jac, offset)
+        #: a floating base's COM offset p_i (root-link frame; empty without one): the checks' base tests
         self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
+        self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
+                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE, self._offset)
         self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
                                                                              "_BASE_COM": jit.compiled(
                                                                                  _base_com_py, bind={
@@ -328,7 +358,10 @@ class OutsideWatch:
             # resting on its contact kept the old dt for good); a change found so is the coming step's (the last
             # apply() read the old one), and the step read counts at the bridge's dt
             engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
-            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps:
+            # (and its gravity: a body at rest on its contact, or held, shows a setGravity nowhere else — before,
+            # bridge.gravity kept the old one)
+            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps \
+                    or tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
                 bridge.engine_parameters(bridge.dt)
         return self.repeated
 
@@ -399,15 +432,11 @@ class OutsideWatch:
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
         prev_v = self.prev_v
-        if self.floating:   # the base's linear velocity is not predicted (see `skip`); its size still counts
-            xd_checked, prev_v, xdd = xd[3:], prev_v[3:], None if xdd is None else xdd[3:]
-        else:
-            xd_checked = xd
-        disturbed, jumped, peak_v, peak_x, same = self._check(
-            x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
-            self.weight, self._watched, jump_tolerance)
-        if self.floating:
-            peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
+        disturbed, jumped, peak_v, peak_x, same, base = self._check(
+            x, xd, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt, self.weight,
+            self._watched, jump_tolerance, self._offset)
+        if base and not same:   # a floating base's COM off its step: a setGravity? (else a force on the base alone)
+            self._follow_gravity()
         self.peak = peak_x
         runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
         if runaway and not (jumped and self.rows):
@@ -434,6 +463,16 @@ class OutsideWatch:
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
         return True
+
+    def _follow_gravity(self) -> None:
+        """A floating base's COM velocity left the step PyBullet takes from the last one (`_surprise_py`'s base test)
+        while its joints did not: the client's gravity is read, and a change followed (`Bridge.engine_parameters`;
+        a uniform gravity moves no joint of a body in flight, so no other check of the watch sees it: bridge.gravity
+        stayed the old one for good). Else a force acted on the base alone, which leaves the rows as they were."""
+        bridge = self.bridge
+        engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+        if tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
+            bridge.engine_parameters()
 
     def _base_jumped(self, x: np.ndarray, xd: np.ndarray, jump_tolerance: float) -> bool:
         """A floating base's COM beyond jump_tolerance from p_n + dt v (`_plain_check_py`'s test; `_surprise_py`
