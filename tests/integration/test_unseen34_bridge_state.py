@@ -204,3 +204,42 @@ def test_a_ball_at_rest_follows_set_gravity(client, tmp_path):
         assert bridge.gravity == (0.0, 0.0, -3.0)
         height = pybullet.getBasePositionAndOrientation(bridge.body, physicsClientId=client)[0][2]
     assert height == pytest.approx(0.1 - 2.0 * 3.0 / 1e5, abs=1e-12)   # Hooke: the new weight's deflection
+
+
+# ------------------------------------------------------------------ a body the user loaded at a pose of their own
+def _load_at(client, model, position, orientation) -> int:
+    return pybullet.loadURDF(str(model.file), basePosition=position, baseOrientation=orientation,
+                             useFixedBase=False, flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+
+
+@pytest.mark.parametrize("name", ["pitching_arm.urdf", "coupled_chain.urdf"])   # joints; a joint function
+def test_a_loaded_body_keeps_its_base_pose(client, name):
+    # loadURDF(basePosition=(1, 2, 3), baseOrientation=Euler(0.1, 0.2, 0.3)), then Bridge(body_id=): before, the
+    # body was put at the origin (the file's default pose) without a word; now PyBullet's base pose is kept (the
+    # COM pose it reports back to round-off: the bridge writes the link frame, 3e-17 measured), and the run goes on
+    # from it: at rest in a uniform field no joint moves and the base COM falls as semi-implicit Euler's free fall,
+    # z_n = z_0 − g dt² n (n + 1)/2, to round-off
+    model = biobullet.load_model(bundled_model(name), floating_base=True)
+    orientation = pybullet.getQuaternionFromEuler([0.1, 0.2, 0.3])
+    body = _load_at(client, model, [1.0, 2.0, 3.0], orientation)
+    before = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
+    dt, steps = 1e-3, 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (nothing to announce)
+        with Bridge(model, client, body_id=body, dt=dt) as bridge:
+            position, turned = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
+            assert position == pytest.approx(before[0], abs=1e-14)
+            assert abs(abs(float(np.dot(turned, before[1]))) - 1.0) <= 1e-14
+            for _ in range(steps):
+                bridge.step()
+            centre = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)[0]
+    fall = 9.81 * dt * dt * steps * (steps + 1) / 2.0
+    assert centre == pytest.approx([before[0][0], before[0][1], before[0][2] - fall], abs=1e-12)
+
+
+def test_a_base_pose_given_in_initial_is_taken(client):
+    # the counterpart: initial= naming a base coordinate chooses the pose (the others the model's default)
+    model = biobullet.load_model(bundled_model("pitching_arm.urdf"))
+    body = _load_at(client, model, [1.0, 2.0, 3.0], [0.0, 0.0, 0.0, 1.0])
+    with Bridge(model, client, body_id=body, initial={"base_z": 0.5}) as bridge:
+        assert bridge.generalized_state()[1][:7] == pytest.approx([0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0], abs=1e-15)

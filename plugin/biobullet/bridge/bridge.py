@@ -62,7 +62,7 @@ from biobullet.core.native import import_pybullet
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.jit import direct_entry
-from biobullet.bridge.connection import load_body, prepare_body, resolve_client
+from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
 from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
@@ -311,7 +311,10 @@ class Bridge:
         self.samples: list[tuple[float, np.ndarray, np.ndarray]] = []
         attach(self)  # lifecycle token: closed / disconnected / reused client ids are detected
         try:
-            self.reset(*initial_state(model, initial))
+            q0, v0 = initial_state(model, initial)
+            if body_id is not None and model.floating_base:   # the pose the user loaded the body at stays
+                q0 = loaded_base_pose(initial, q0, self.map.state_from_pybullet()[0])
+            self.reset(q0, v0)
             if any(e.tag == "contact" for e in model.description.elements):
                 from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
                 self.contacts = BridgeContacts(
