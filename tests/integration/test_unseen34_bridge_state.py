@@ -243,3 +243,54 @@ def test_a_base_pose_given_in_initial_is_taken(client):
     body = _load_at(client, model, [1.0, 2.0, 3.0], [0.0, 0.0, 0.0, 1.0])
     with Bridge(model, client, body_id=body, initial={"base_z": 0.5}) as bridge:
         assert bridge.generalized_state()[1][:7] == pytest.approx([0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0], abs=1e-15)
+
+
+# ------------------------------------------------------------------ a repeated apply() at an exact rest
+def _rest_runs(client, model, initial, steps: int = 2000, **options) -> list[tuple[float, tuple, tuple]]:
+    """(bridge.time, PyBullet's base or joint positions, rates) after `steps` steps at rest, one apply() per step and
+    two (the second replaces the first) from step 200 on."""
+    runs = []
+    for twice in (False, True):
+        with Bridge(model, client, dt=1e-3, initial=initial, **options) as bridge:
+            for k in range(steps):
+                bridge.apply()
+                if twice and k >= 200:
+                    bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+            _, x, xd = bridge.state()
+            runs.append((bridge.time, tuple(x), tuple(xd)))
+    return runs
+
+
+@pytest.mark.parametrize("kind", ["ball", "drop"])   # a floating ball (no joint); a ball on a prismatic joint
+def test_a_repeated_apply_at_an_exact_rest_is_a_repeat(client, tmp_path, kind):
+    # a ball resting on its critically damped Kelvin–Voigt contact, the contact force its weight to the last bit:
+    # a step there can leave the state equal bit for bit, and the watch took a repeated apply() for a step where
+    # nothing showed the difference (14 and 18 of 1800 repeats: the clock 14 / 18 ms ahead of PyBullet's, and the
+    # contact force sent twice into the next step, 1e-8 m/s off). Now the step at rest is marked — the joint's
+    # force-torque reading zeroed (a step writes its load), or for a body without joints a nudge of 1e-12 of the
+    # force: twice per step equals once per step bit for bit, and the clock is PyBullet's elapsed time
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    mass = 2.0 if kind == "ball" else 1.0
+    law = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": repr(2.0 * math.sqrt(1e5 * mass))}
+    if kind == "ball":
+        model, initial = load_text(_ball(law, mass=mass), tmp_path), {"base_z": 0.1 - mass * 9.81 / 1e5}
+    else:
+        model, initial = load_text(drop_urdf(law, radius=0.05), tmp_path), {"drop": 0.05 - 9.81 / 1e5}
+    (t1, x1, v1), (t2, x2, v2) = _rest_runs(client, model, initial)
+    assert t1 == pytest.approx(2.0, abs=1e-12) and t2 == pytest.approx(t1, abs=1e-12)
+    assert x2 == x1 and v2 == v1
+
+
+def test_an_unmarked_rest_is_named(client):
+    # arm7 at rest without gravity, nothing acting: nothing is sent and its first joint carries nothing, so no mark
+    # tells a step from a repeated apply(): counted as a step (the clock 0.2 s ahead over 200 repeats), and now
+    # said once per bridge, naming the body (also to the run with one apply() per step, for which it is right)
+    from biobullet.bridge.lifecycle import BridgeWarning
+    pybullet.setGravity(0.0, 0.0, 0.0, physicsClientId=client)
+    model = biobullet.load_model(bundled_model("arm7.urdf"))
+    with pytest.warns(BridgeWarning, match="is at an exact rest with nothing acting") as caught:
+        runs = _rest_runs(client, model, {}, steps=400, gravity="client")
+    assert len([w for w in caught if issubclass(w.category, BridgeWarning)]) == 2   # one per bridge
+    assert runs[0][0] == pytest.approx(0.4, abs=1e-12) and runs[1][0] == pytest.approx(0.6, abs=1e-12)

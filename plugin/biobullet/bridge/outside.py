@@ -75,6 +75,15 @@ POSITION_LIMIT = 1.0e4
 #: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
 #: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
 LOOP_CHECK_STEPS = 64
+#: an exact rest: every rate so small that a step moves no position (dt |ẋ| ≤ this × (1 + max |x|), a few units
+#: of round-off) — where a step can leave the state equal bit for bit, so the state cannot tell it from a repeated
+#: apply() and the watch marks the step (`OutsideWatch.sent`)
+REST_BITS = 4.0 * float(np.finfo(float).eps)
+#: the nudge (× (1 + max |τ|), N or N·m, alternating sign) added at an exact rest to the torque sent to a body without
+#: a 1-DOF joint (no force-torque sensor to mark the step with): a step then changes its rates (by ≈ dt × 1e-11 m/s
+#: on a 2 kg ball resting on its contact) where a repeated apply() leaves them — far below every tolerance of the
+#: watch (SURPRISE_TOLERANCE) and the round-off of the forces it is added to
+NUDGE = 1.0e-12
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
 #: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
@@ -292,6 +301,19 @@ class OutsideWatch:
         #: True when this apply() found the state of the last one unchanged (no stepSimulation since): PyBullet adds
         #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
         self.repeated = False
+        #: max |ẋ| of the state checked in this apply() (inf when unknown) and whether it is at an exact rest
+        #: (REST_BITS): `Bridge._apply_plain` then nudges the torque of a body without joints (`nudge`)
+        self.peak_v = np.inf
+        self.resting = False
+        #: how the last step at an exact rest was marked (`sent`): "sensor" — the first 1-DOF joint's force-torque
+        #: reading zeroed (enableJointForceTorqueSensor off and on), which a step rewrites with the joint's load;
+        #: "nudge" — its torque sent with a NUDGE; "" — not marked (`_step_moves` tells a repeat by the marks)
+        self.marked = ""
+        self._nudged = False
+        self._nudge_sign = 1.0
+        joints = bridge.map.joint_indices
+        self._sensor_joint = int(joints[0]) if len(joints) else None
+        self._sensor_on = False   # the bridge enabled that joint's sensor (removing an absent one prints a warning)
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
@@ -338,7 +360,8 @@ class OutsideWatch:
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max(initial=0.0))
         peak_v, peak_x, same, jumped = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt,
                                                      self.weight, jump_tolerance, self._offset)
-        self.peak = peak_x
+        self.peak, self.peak_v = peak_x, peak_v
+        self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
         self.jumped = False
@@ -366,21 +389,61 @@ class OutsideWatch:
         return self.repeated
 
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
-        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have moved the state:
-        its positions by dt ẋ beyond round-off, or (with a torque sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE
-        × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h. If not, the state read cannot tell a step from a
-        repeated apply() and it is taken for a step: before, any torque sent made it a repeat — a ball resting on
-        its compliant contact (the contact force its weight to the last bit, ẋ ≈ 4e-15 m/s) 5 times in 2000 steps,
-        the clock stopped and the next step ran without the contact force —, and none a step — a falling ball's
-        second apply() advanced the clock again. (A repeat at such a rest, or at ẋ = 0 with nothing sent, is taken
-        for a step: its torques, if any, reach PyBullet twice.) Called only when the state is unchanged."""
+        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have changed the state —
+        so that the same state read again is a repeated apply(): its positions by dt ẋ beyond round-off; else, at an
+        exact rest, by the mark the last apply() left (`sent`): the force-torque reading it zeroed is still zero (a
+        step writes the joint's load there) with a torque sent, or its torque carried a nudge; else (with a torque
+        sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h.
+        Before the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
+        repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
+        apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
+        on its contact 14 times in 2000 steps). With nothing sent and no mark to read (a body without joints at
+        rest with nothing acting; a first joint that carries nothing) it still cannot tell: a step, once named
+        (`BridgeWarning`). Called only when the state is unchanged."""
         dt = self.bridge.dt
-        if dt * float(np.abs(xd).max(initial=0.0)) > 4.0 * np.finfo(float).eps * (1.0 + float(np.abs(x).max())):
+        if dt * float(np.abs(xd).max(initial=0.0)) > REST_BITS * (1.0 + float(np.abs(x).max())):
             return True
-        if not np.count_nonzero(self.bridge.last_torque):   # (at rest, nothing sent: a repeat would cost the clock
-            return False                                     # only — no M and h per step of a body at rest)
+        sent = bool(np.count_nonzero(self.bridge.last_torque))
+        if self.marked == "nudge":
+            return True
+        if self.marked == "sensor":
+            bridge = self.bridge
+            reading = bridge.pybullet.getJointState(bridge.body, self._sensor_joint, physicsClientId=bridge.client)[2]
+            if any(reading):
+                return False   # a step wrote the joint's load
+            if sent:
+                return True
+        if not sent:   # (at rest, nothing sent: a repeat would cost the clock only — no M and h per step at rest)
+            self._unmarked_rest()
+            return False
         xdd = self._acceleration(x, xd)
         return dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max()))
+
+    def _unmarked_rest(self) -> None:
+        """One BridgeWarning: a state read equal bit for bit to the last one at an exact rest, nothing sent and no
+        mark that tells a step from a repeated apply() (`_step_moves`): taken for a step."""
+        if "rest" in self.warned:
+            return
+        self.warned.add("rest")
+        bridge = self.bridge
+        warnings.warn(f"{bridge.model.file}: PyBullet body {bridge.body} is at an exact rest with nothing acting at "
+                      f"t = {bridge.time:.6g} s: its state cannot tell a stepSimulation() from a second apply() "
+                      "before it, and the bridge counts a step (bridge.time advances by dt): right for one apply() "
+                      "per stepSimulation(), one dt ahead for every second apply() before a step. Remedy: call "
+                      "apply() once per stepSimulation() (or use bridge.step())", BridgeWarning, stacklevel=5)
+
+    def nudge(self, torque: np.ndarray) -> None:
+        """Add this step's NUDGE to `torque` (in place; a new array the caller sends) at an exact rest of a body
+        without a 1-DOF joint (`resting`, `marked`): what marks the step for the next apply()."""
+        if not self.repeated:   # (a repeated apply() replaces the last one: its step keeps that sign)
+            self._nudge_sign = -self._nudge_sign
+        torque[0] += self._nudge_sign * NUDGE * (1.0 + float(np.abs(torque).max()))
+        self._nudged = True
+
+    @property
+    def nudges(self) -> bool:
+        """Whether the marks of this body are nudges (no 1-DOF joint to read a force-torque sensor on)."""
+        return self._sensor_joint is None
 
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
@@ -406,7 +469,7 @@ class OutsideWatch:
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
-        self.armed = self.jumped = False
+        self.armed = self.jumped = self.resting = False
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
@@ -415,12 +478,23 @@ class OutsideWatch:
         self.prev_x, self.prev_v, self.xdd = x, xd, xdd
         self.armed = True
         self.step_index += 1
+        self.marked, self._nudged = "nudge" if self._nudged else "", False
+        if self.resting and self._sensor_joint is not None:   # an exact rest: mark the step (`_step_moves`)
+            bridge = self.bridge
+            p, joint, client = bridge.pybullet, self._sensor_joint, bridge.client
+            if self._sensor_on:   # off and on zeroes its reading (PyBullet keeps one enabled twice as it was)
+                p.enableJointForceTorqueSensor(bridge.body, joint, False, physicsClientId=client)
+            p.enableJointForceTorqueSensor(bridge.body, joint, True, physicsClientId=client)
+            if not self._sensor_on:   # (a sensor of the user's on it may hold a reading: zeroed from the next mark)
+                self._sensor_on = True
+                return
+            self.marked = "sensor"
 
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows. Returns True for a new step whose (x, ẋ) it left as read (False:
         not armed — the first look may move them —, disturbed, or no step since the last apply())."""
-        self.repeated = self.jumped = False
+        self.repeated = self.jumped = self.resting = False
         if not self.armed:
             self.peak = np.inf
             if self.written is not None:
@@ -437,7 +511,8 @@ class OutsideWatch:
             self._watched, jump_tolerance, self._offset)
         if base and not same:   # a floating base's COM off its step: a setGravity? (else a force on the base alone)
             self._follow_gravity()
-        self.peak = peak_x
+        self.peak, self.peak_v = peak_x, peak_v
+        self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
         runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
         if runaway and not (jumped and self.rows):
             # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
@@ -456,7 +531,7 @@ class OutsideWatch:
         elif not jumped and self.floating and bridge.contacts is not None:
             self.jumped = self._base_jumped(x, xd, jump_tolerance)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
-            self.peak = np.inf   # the projection moves x in place
+            self.peak, self.resting = np.inf, False   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
             return False
         if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
