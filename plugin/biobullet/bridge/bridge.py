@@ -98,7 +98,7 @@ PROJECTION_FLOOR = 1.0e-14
 #: construction (`Bridge._own_dynamics`)
 OWN_DYNAMICS_TOLERANCE = 1.0e-9
 #: where `Bridge.tree_mass_and_bias` takes M and h
-MASS_SOURCES = ("pybullet", "stored", "model", "solve")
+MASS_SOURCES = ("pybullet", "stored", "model", "solve", "current")
 #: a joint's position and velocity in a getJointStates entry
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
@@ -970,7 +970,9 @@ class Bridge:
         (default): PyBullet's calculateMassMatrix and calculateInverseDynamics with ẍ = 0 ("stored" with spherical
         joints, which they do not take, and after a changeDynamics, which they do not see: `_follow_inertia`);
         "stored": the pipeline's tree kernel on the inertia PyBullet stores and the bridge's gravity; "model": the
-        same kernel on the model's inertia and gravity; "solve": the bridge's general path's (`_solve_source`)."""
+        same kernel on the model's inertia and gravity; "solve": the bridge's general path's (`_solve_source`);
+        "current": the same kernel on the inertia PyBullet stores now (`stored_bodies`, a changeDynamics the bridge
+        has not followed yet included) and the client's gravity — the dynamics of the next step (joint reactions)."""
         ensure_usable(self, "tree_mass_and_bias")
         if source not in MASS_SOURCES:
             raise ModelError(f"argument 'source' is {source!r:.60}", argument="source",
@@ -1416,6 +1418,11 @@ class Bridge:
                 compiled = self.model.compiled
                 self._stored_tree()   # (its direct entry)
                 meta, body, gravity = compiled.tree_meta, compiled.tree_body, self._model_gravity
+            elif source == "current":
+                self._stored_tree()   # (its direct entry)
+                engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
+                meta, body = self.model.compiled.tree_meta, self.stored_bodies()
+                gravity = np.array([engine[f"gravityAcceleration{a}"] for a in "XYZ"], dtype=float)
             else:
                 _, meta, body, gravity = self._stored or self._stored_tree()
             mass, bias = self._tree_entry(meta, body, x, xd, xd if xdd is None else xdd, gravity, self._out_n,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from biobullet.algorithms.compiled_kernels import tree_dynamics_kernel
 from biobullet.dynamics.joint_reactions import Reaction, tree_reactions
 from biobullet.dynamics.link_segment import body_accelerations, body_kinematics
 from biobullet.model.tree import COM, INERTIA, MASS
@@ -48,11 +47,9 @@ def joint_reactions(bridge, tau=None) -> dict[str, Reaction]:
     # reading off)
     engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
     gravity = np.array([engine[f"gravityAcceleration{a}"] for a in "XYZ"], dtype=float)
-    bodies = bridge.stored_bodies()
-    mass, bias = tree_dynamics_kernel()(model.compiled.tree_meta, bodies, x, xd, xd, gravity, model.n_tangent,
-                                        True, True, False)   # the tree's ẍ under τ: M ẍ = τ − h
+    mass, bias = bridge.tree_mass_and_bias(x, xd, source="current")   # the tree's ẍ under τ: M ẍ = τ − h
     xdd = solve_spd(mass, torque - bias, model.file)
-    shift = body_difference(model, x, xd, xdd, bodies, gravity)
+    shift = body_difference(model, x, xd, xdd, bridge.stored_bodies(), gravity)
     return tree_reactions(model, x, xd, xdd, shift if external is None else external + shift)
 
 
