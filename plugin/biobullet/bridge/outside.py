@@ -314,6 +314,7 @@ class OutsideWatch:
         joints = bridge.map.joint_indices
         self._sensor_joint = int(joints[0]) if len(joints) else None
         self._sensor_on = False   # the bridge enabled that joint's sensor (removing an absent one prints a warning)
+        self._loaded = False      # a step at this rest wrote a non-zero reading there (`_step_moves`)
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
@@ -410,8 +411,9 @@ class OutsideWatch:
             bridge = self.bridge
             reading = bridge.pybullet.getJointState(bridge.body, self._sensor_joint, physicsClientId=bridge.client)[2]
             if any(reading):
+                self._loaded = True
                 return False   # a step wrote the joint's load
-            if sent:
+            if sent or self._loaded:   # (a step at this rest wrote a load before: the same state gives the same)
                 return True
         if not sent:   # (at rest, nothing sent: a repeat would cost the clock only — no M and h per step at rest)
             self._unmarked_rest()
@@ -474,7 +476,13 @@ class OutsideWatch:
 
     # ------------------------------------------------------------------ per step
     def sent(self, x, xd, xdd=None) -> None:
-        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references)."""
+        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
+        step at an exact rest (`_step_moves`)."""
+        if not self.armed:   # (the first apply() after a reset was not checked: is it at rest?)
+            self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
+                <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
+        if not self.resting:
+            self._loaded = False
         self.prev_x, self.prev_v, self.xdd = x, xd, xdd
         self.armed = True
         self.step_index += 1
@@ -485,9 +493,10 @@ class OutsideWatch:
             if self._sensor_on:   # off and on zeroes its reading (PyBullet keeps one enabled twice as it was)
                 p.enableJointForceTorqueSensor(bridge.body, joint, False, physicsClientId=client)
             p.enableJointForceTorqueSensor(bridge.body, joint, True, physicsClientId=client)
-            if not self._sensor_on:   # (a sensor of the user's on it may hold a reading: zeroed from the next mark)
+            if not self._sensor_on:   # (a sensor of the user's on it holds the last step's reading: zeroed next time)
                 self._sensor_on = True
-                return
+                if any(p.getJointState(bridge.body, joint, physicsClientId=client)[2]):
+                    return
             self.marked = "sensor"
 
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
