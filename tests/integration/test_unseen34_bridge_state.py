@@ -28,6 +28,7 @@ from biobullet.bridge.reactions import (  # noqa: E402
     pybullet_sensor_reactions,
 )
 from biobullet.model.bundled import bundled_model  # noqa: E402
+from test_unseen33_bridge_clock import client  # noqa: E402,F401  (a DIRECT client at the models' gravity)
 
 
 # ------------------------------------------------------------------ joint reactions after changeDynamics(mass=)
@@ -68,14 +69,6 @@ def test_joint_reactions_take_the_mass_pybullet_steps_with(name, link):
 
 # ------------------------------------------------------------------ a jump into a compliant contact
 HU_GUO = {"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}
-
-
-@pytest.fixture
-def client():
-    cid = pybullet.connect(pybullet.DIRECT)
-    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)   # the models' <gravity>: no BridgeWarning
-    yield cid
-    pybullet.disconnect(cid)
 
 
 def _engine_apex(model, q, v, coordinate: str, t_end: float) -> float:
