@@ -313,6 +313,8 @@ class OutsideWatch:
         self._nudge_sign = 1.0
         joints = bridge.map.joint_indices
         self._sensor_joint = int(joints[0]) if len(joints) else None
+        #: the marks of this body are nudges: no 1-DOF joint to read a force-torque sensor on (`nudge`)
+        self.nudges = self._sensor_joint is None
         self._sensor_on = False   # the bridge enabled that joint's sensor (removing an absent one prints a warning)
         self._loaded = False      # a step at this rest wrote a non-zero reading there (`_step_moves`)
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
@@ -394,8 +396,9 @@ class OutsideWatch:
         so that the same state read again is a repeated apply(): its positions by dt ẋ beyond round-off; else, at an
         exact rest, by the mark the last apply() left (`sent`): the force-torque reading it zeroed is still zero (a
         step writes the joint's load there) with a torque sent, or its torque carried a nudge; else (with a torque
-        sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h.
-        Before the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
+        sent or not) its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and
+        h (before, not asked with nothing sent: a second apply() at a start at rest under gravity was a step). Before
+        the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
         repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
         apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
         on its contact 14 times in 2000 steps). With nothing sent and no mark to read (a body without joints at
@@ -415,11 +418,12 @@ class OutsideWatch:
                 return False   # a step wrote the joint's load
             if sent or self._loaded:   # (a step at this rest wrote a load before: the same state gives the same)
                 return True
-        if not sent:   # (at rest, nothing sent: a repeat would cost the clock only — no M and h per step at rest)
-            self._unmarked_rest()
-            return False
         xdd = self._acceleration(x, xd)
-        return dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max()))
+        if dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max())):
+            return True
+        if not sent:
+            self._unmarked_rest()
+        return False
 
     def _unmarked_rest(self) -> None:
         """One BridgeWarning: a state read equal bit for bit to the last one at an exact rest, nothing sent and no
@@ -441,11 +445,6 @@ class OutsideWatch:
             self._nudge_sign = -self._nudge_sign
         torque[0] += self._nudge_sign * NUDGE * (1.0 + float(np.abs(torque).max()))
         self._nudged = True
-
-    @property
-    def nudges(self) -> bool:
-        """Whether the marks of this body are nudges (no 1-DOF joint to read a force-torque sensor on)."""
-        return self._sensor_joint is None
 
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
