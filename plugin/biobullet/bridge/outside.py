@@ -476,17 +476,23 @@ class OutsideWatch:
     # ------------------------------------------------------------------ per step
     def sent(self, x, xd, xdd=None) -> None:
         """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
-        step at an exact rest (`_step_moves`)."""
+        step at an exact rest (`_mark`)."""
+        self.prev_x, self.prev_v, self.xdd = x, xd, xdd
+        self.step_index += 1
+        if self.resting or self.marked or self._nudged or not self.armed:   # (one test on a moving body's step)
+            self._mark(x, xd)
+        self.armed = True
+
+    def _mark(self, x, xd) -> None:
+        """Mark the step just sent when it starts at an exact rest (`_step_moves` reads the mark): the first 1-DOF
+        joint's force-torque reading zeroed (off and on), or the nudge `Bridge._apply_plain` added (`nudge`)."""
         if not self.armed:   # (the first apply() after a reset was not checked: is it at rest?)
             self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
                 <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
         if not self.resting:
             self._loaded = False
-        self.prev_x, self.prev_v, self.xdd = x, xd, xdd
-        self.armed = True
-        self.step_index += 1
         self.marked, self._nudged = "nudge" if self._nudged else "", False
-        if self.resting and self._sensor_joint is not None:   # an exact rest: mark the step (`_step_moves`)
+        if self.resting and self._sensor_joint is not None:
             bridge = self.bridge
             p, joint, client = bridge.pybullet, self._sensor_joint, bridge.client
             if self._sensor_on:   # off and on zeroes its reading (PyBullet keeps one enabled twice as it was)
